@@ -1,0 +1,1 @@
+"""OpenProse: a language for AI sessions — front end, VM and providers."""

@@ -1,0 +1,1 @@
+"""plsp package (see its issue)."""

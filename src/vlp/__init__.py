@@ -1,0 +1,1 @@
+"""vlp package (see its issue)."""

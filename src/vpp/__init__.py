@@ -1,0 +1,1 @@
+"""vpp package (see its issue)."""
