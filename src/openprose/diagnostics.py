@@ -1,0 +1,86 @@
+"""Diagnostics are values: every stage returns them, nothing raises them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from openprose.source import SourceFile, Span
+
+
+class Severity(StrEnum):
+    ERROR = "error"
+    WARNING = "warning"
+    # A check that could not run yet (it needs the outside world) and is deferred to run time.
+    INFO = "info"
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnostic:
+    code: str
+    severity: Severity
+    message: str
+    span: Span
+    path: str = "<string>"
+
+    @property
+    def line(self) -> int:
+        return self.span.line
+
+    @property
+    def column(self) -> int:
+        return self.span.column
+
+    @property
+    def end_line(self) -> int:
+        return self.span.end_line
+
+    @property
+    def end_column(self) -> int:
+        return self.span.end_column
+
+    @property
+    def is_error(self) -> bool:
+        return self.severity is Severity.ERROR
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "line": self.line,
+            "column": self.column,
+            "end_line": self.end_line,
+            "end_column": self.end_column,
+            "code": self.code,
+            "severity": str(self.severity),
+            "message": self.message,
+        }
+
+    def excerpt(self, source: SourceFile) -> str:
+        """The source line and a caret run under the span (clipped to that line)."""
+        text = source.line_text(self.line)
+        if self.end_line == self.line:
+            width = max(1, self.end_column - self.column)
+        else:
+            width = max(1, len(text) - self.column + 1)
+        width = max(1, min(width, len(text) - self.column + 1))
+        return f"  {text}\n  {' ' * (self.column - 1)}{'^' * width}"
+
+    def render(self, source: SourceFile) -> str:
+        """The reference's Error Message Format: message line, source line, caret."""
+        title = {"error": "Error", "warning": "Warning", "info": "Note"}[self.severity]
+        return (
+            f"{title} at line {self.line}, column {self.column}: {self.message}\n"
+            f"{self.excerpt(source)}"
+        )
+
+    def render_cli(self, source: SourceFile) -> str:
+        """``path:line:col: CODE message`` followed by the caret excerpt."""
+        return (
+            f"{self.path}:{self.line}:{self.column}: {self.code} {self.message}\n"
+            f"{self.excerpt(source)}"
+        )
+
+
+def has_errors(diagnostics: list[Diagnostic] | tuple[Diagnostic, ...]) -> bool:
+    return any(d.is_error for d in diagnostics)
