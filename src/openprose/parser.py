@@ -1,0 +1,1031 @@
+"""The OpenProse parser: hand-written recursive descent over the scanner's token list.
+
+``parse(source)`` always returns a ``ParseResult``; every problem is a diagnostic, never an
+exception. Errors are contained per statement (and per property line): the broken statement
+becomes an ``Invalid`` node, the parser skips to the end of its logical line (and through any
+indented block hanging off it, still parsing that block to report independent errors inside),
+then carries on.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NoReturn, cast
+
+from openprose import nodes as n
+from openprose.diagnostics import Diagnostic, Severity
+from openprose.scanner import (
+    ARROW,
+    DEDENT,
+    DISCRETION,
+    EOF,
+    ERROR,
+    INDENT,
+    KEYWORDS,
+    MAX_DIAGNOSTICS,
+    NAME,
+    NEWLINE,
+    NUMBER,
+    STRING,
+    StringValue,
+    Token,
+    scan,
+)
+from openprose.source import SourceFile, Span
+
+# Blocks and brackets may nest this deep; deeper input gets E116 instead of a RecursionError.
+MAX_NESTING = 1000
+# Python frames per nesting level are ~10, so the parser runs under this recursion limit.
+_RECURSION_LIMIT = 20 * MAX_NESTING + 2000
+
+_LAYOUT = frozenset((NEWLINE, INDENT, DEDENT, EOF))
+_PIPE_OPS = frozenset(("map", "filter", "pmap", "reduce"))
+# Expressions that do something and so may stand alone as a statement.
+_STATEMENT_EXPRS = (
+    n.Session,
+    n.ProgramCall,
+    n.DoBlock,
+    n.DoCall,
+    n.Arrow,
+    n.Parallel,
+    n.Repeat,
+    n.ForEach,
+    n.Loop,
+    n.Pipeline,
+    n.Invalid,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ParseResult:
+    program: n.Program
+    diagnostics: tuple[Diagnostic, ...]
+    source: SourceFile
+
+    @property
+    def ok(self) -> bool:
+        return not any(d.is_error for d in self.diagnostics)
+
+
+class _ParseError(Exception):
+    """Unwinds to the nearest statement boundary; the diagnostic is already recorded."""
+
+
+def _join(first: Span, last: Span) -> Span:
+    return Span(first.start, last.end, first.line, first.column, last.end_line, last.end_column)
+
+
+def _is_word(token: Token) -> bool:
+    """A name or a keyword: property, argument and modifier names may be either."""
+    return token.kind == NAME or token.kind in KEYWORDS
+
+
+class _Parser:
+    def __init__(self, source: SourceFile) -> None:
+        scanned = scan(source)
+        self.source = source
+        self.tokens = scanned.tokens
+        self.kinds = [t.kind for t in scanned.tokens]
+        self.comments = scanned.comments
+        self.diagnostics = scanned.diagnostics
+        self.pos = 0
+        self.depth = 0
+
+    # --- token helpers ---------------------------------------------------------------------
+
+    def advance(self) -> Token:
+        token = self.tokens[self.pos]
+        self.pos += 1
+        return token
+
+    def peek_kind(self, ahead: int = 1) -> str:
+        index = self.pos + ahead
+        kinds = self.kinds
+        return kinds[index] if index < len(kinds) else EOF
+
+    def expect(self, kind: str, what: str) -> Token:
+        if self.kinds[self.pos] == kind:
+            token = self.tokens[self.pos]
+            self.pos += 1
+            return token
+        self.fail(f"expected {what}")
+
+    def expect_name(self, what: str) -> n.Name:
+        token = self.tokens[self.pos]
+        if token.kind != NAME:
+            self.fail(f"expected {what}")
+        self.pos += 1
+        return n.Name(span=token.span, id=token.text)
+
+    def expect_word(self, what: str) -> n.Name:
+        token = self.tokens[self.pos]
+        if not _is_word(token):
+            self.fail(f"expected {what}")
+        self.pos += 1
+        return n.Name(span=token.span, id=token.text)
+
+    def span_from(self, start: Span) -> Span:
+        """From ``start`` through the last significant token consumed."""
+        kinds = self.kinds
+        index = self.pos - 1
+        while index > 0 and kinds[index] in _LAYOUT:
+            index -= 1
+        return _join(start, self.tokens[index].span)
+
+    def ended_with_block(self) -> bool:
+        return self.kinds[self.pos - 1] == DEDENT
+
+    # --- diagnostics -----------------------------------------------------------------------
+
+    def report(self, code: str, message: str, span: Span) -> None:
+        if len(self.diagnostics) < MAX_DIAGNOSTICS:
+            self.diagnostics.append(
+                Diagnostic(code, Severity.ERROR, message, span, self.source.path)
+            )
+
+    def fail(self, expected: str) -> NoReturn:
+        """Report the current token as unexpected and unwind to the statement boundary."""
+        token = self.tokens[self.pos]
+        kind = token.kind
+        if kind == ERROR:
+            raise _ParseError  # the scanner already reported this text
+        if kind == NEWLINE or kind == EOF:
+            where = "end of line" if kind == NEWLINE else "end of file"
+            self.report("E005", f"Invalid syntax: {expected} before {where}", token.span)
+        elif kind == INDENT:
+            self.report("E104", f"Unexpected indent: {expected}", token.span)
+        elif kind == DEDENT:
+            self.report("E005", f"Invalid syntax: {expected} before the block ends", token.span)
+        else:
+            shown = token.text if len(token.text) <= 30 else token.text[:30] + "..."
+            self.report("E004", f"Unexpected token {shown!r}: {expected}", token.span)
+        raise _ParseError
+
+    # --- recovery --------------------------------------------------------------------------
+
+    def skip_line(self) -> None:
+        """Skip to the end of the current logical line, then past any block hanging off it
+        (parsed for its own errors, then dropped). Stops before a DEDENT that closes the
+        enclosing block."""
+        kinds = self.kinds
+        while True:
+            kind = kinds[self.pos]
+            if kind == EOF or kind == DEDENT:
+                return
+            if kind == INDENT:
+                break
+            self.pos += 1
+            if kind == NEWLINE:
+                if kinds[self.pos] != INDENT:
+                    return
+                break
+        self.pos += 1  # the INDENT
+        self.block_statements()
+        if kinds[self.pos] == DEDENT:
+            self.pos += 1
+
+    def invalid_from(self, start: int) -> n.Invalid:
+        first = self.tokens[start].span
+        end = max(self.pos, start + 1)
+        span = _join(first, self.tokens[end - 1].span)
+        if span.end < span.start:
+            span = first
+        return n.Invalid(span=span, text=self.source.text[span.start : span.end])
+
+    # --- program and blocks ----------------------------------------------------------------
+
+    def program(self) -> n.Program:
+        body: list[n.Stmt] = []
+        kinds = self.kinds
+        while True:
+            kind = kinds[self.pos]
+            if kind == EOF:
+                break
+            if kind == NEWLINE:
+                self.pos += 1
+            elif kind == DEDENT:  # only after layout errors; nothing to close at top level
+                self.pos += 1
+            else:
+                body.append(self.statement())
+        return n.Program(
+            span=self.source.span(0, len(self.source.text)),
+            body=tuple(body),
+            comments=tuple(self.comments),
+            path=self.source.path,
+        )
+
+    def block_statements(self) -> list[n.Stmt]:
+        """Statements up to (not including) the DEDENT that closes the current block."""
+        body: list[n.Stmt] = []
+        kinds = self.kinds
+        while True:
+            kind = kinds[self.pos]
+            if kind == DEDENT or kind == EOF:
+                return body
+            if kind == NEWLINE:
+                self.pos += 1
+            else:
+                body.append(self.statement())
+
+    def body(self, *, required: bool) -> tuple[n.Stmt, ...]:
+        """An indented block after a header's ``:``. ``required`` for ``statement+`` bodies."""
+        kinds = self.kinds
+        if kinds[self.pos] != NEWLINE or self.peek_kind() != INDENT:
+            if required or kinds[self.pos] != NEWLINE:
+                self.expected_block()
+            self.pos += 1  # an empty body (`statement*` constructs)
+            return ()
+        self.pos += 2
+        if self.depth >= MAX_NESTING:
+            self.too_deep()
+            return ()
+        self.depth += 1
+        try:
+            statements = self.block_statements()
+        finally:
+            self.depth -= 1
+        if kinds[self.pos] == DEDENT:
+            self.pos += 1
+        return tuple(statements)
+
+    def expected_block(self) -> NoReturn:
+        token = self.tokens[self.pos]
+        if token.kind == NEWLINE or token.kind == EOF:
+            self.report("E105", "Expected an indented block", token.span)
+            raise _ParseError
+        self.fail("expected the end of the line and an indented block")
+
+    def too_deep(self) -> None:
+        """Report and skip a block nested beyond MAX_NESTING (entered just after its INDENT)."""
+        token = self.tokens[self.pos]
+        self.report("E116", f"Blocks nested more than {MAX_NESTING} levels deep", token.span)
+        kinds = self.kinds
+        level = 1
+        while level and kinds[self.pos] != EOF:
+            kind = kinds[self.pos]
+            if kind == INDENT:
+                level += 1
+            elif kind == DEDENT:
+                level -= 1
+            self.pos += 1
+
+    def end_statement(self) -> None:
+        kind = self.kinds[self.pos]
+        if kind == NEWLINE:
+            self.pos += 1
+        elif kind != EOF and kind != DEDENT and not self.ended_with_block():
+            self.fail("expected the end of the statement")
+
+    # --- statements ------------------------------------------------------------------------
+
+    def statement(self) -> n.Stmt:
+        start = self.pos
+        try:
+            stmt = self.statement_inner()
+            self.end_statement()
+            return stmt
+        except _ParseError:
+            self.skip_line()
+            return self.invalid_from(start)
+
+    def statement_inner(self) -> n.Stmt:
+        kind = self.kinds[self.pos]
+        handler = _STATEMENTS.get(kind)
+        if handler is not None:
+            return handler(self)
+        if kind == NAME and self.peek_kind() == "=":
+            return self.assignment()
+        if kind == INDENT:
+            self.report("E104", "Unexpected indent", self.tokens[self.pos].span)
+            self.pos += 1
+            self.block_statements()
+            if self.kinds[self.pos] == DEDENT:
+                self.pos += 1
+            raise _ParseError
+        start = self.tokens[self.pos].span
+        expr = self.expression()
+        if not isinstance(expr, _STATEMENT_EXPRS):
+            span = self.span_from(start)
+            self.report(
+                "E117",
+                "A bare value is not a statement (bind it with let/const or pass it as context)",
+                span,
+            )
+            return n.Invalid(span=span, text=self.source.text[span.start : span.end])
+        return expr
+
+    def use(self) -> n.Use:
+        start = self.advance().span
+        path = self.string("a program path string (\"@handle/slug\")")
+        alias = None
+        if self.kinds[self.pos] == "as":
+            self.pos += 1
+            alias = self.expect_name("an alias name after 'as'")
+        return n.Use(span=self.span_from(start), path=path, alias=alias)
+
+    def input_decl(self) -> n.Input:
+        start = self.advance().span
+        name = self.expect_name("an input name")
+        self.expect(":", "':' after the input name")
+        description = self.string("a description string")
+        return n.Input(span=self.span_from(start), name=name, description=description)
+
+    def output(self) -> n.Output:
+        start = self.advance().span
+        name = self.expect_name("an output name")
+        self.expect("=", "'=' after the output name")
+        value = self.expression()
+        return n.Output(span=self.span_from(start), name=name, value=value)
+
+    def agent(self) -> n.AgentDef:
+        start = self.advance().span
+        name = self.expect_name("an agent name")
+        self.expect(":", "':' after the agent name")
+        properties: tuple[n.Property, ...] = ()
+        if self.kinds[self.pos] == NEWLINE and self.peek_kind() == INDENT:
+            properties = self.property_block()
+        elif self.kinds[self.pos] == NEWLINE:
+            self.pos += 1
+        else:
+            self.fail("expected the end of the line and an indented property block")
+        return n.AgentDef(span=self.span_from(start), name=name, properties=properties)
+
+    def block_def(self) -> n.BlockDef:
+        start = self.advance().span
+        name = self.expect_name("a block name")
+        params: list[n.Name] = []
+        has_parens = self.kinds[self.pos] == "("
+        if has_parens:
+            self.pos += 1
+            while self.kinds[self.pos] != ")":
+                params.append(self.expect_name("a parameter name"))
+                if self.kinds[self.pos] != ",":
+                    break
+                self.pos += 1
+            self.expect(")", "')' or ',' in the parameter list")
+        self.expect(":", "':' after the block header")
+        body = self.body(required=False)
+        return n.BlockDef(
+            span=self.span_from(start),
+            name=name,
+            params=tuple(params),
+            body=body,
+            has_parens=has_parens,
+        )
+
+    def binding(self) -> n.Binding:
+        keyword = self.advance()
+        target: n.Name | n.Destructure
+        if self.kinds[self.pos] == "{":
+            brace = self.advance().span
+            names = self.name_list("}")
+            target = n.Destructure(span=self.span_from(brace), names=names)
+        else:
+            target = self.expect_name(f"a variable name after '{keyword.text}'")
+        self.expect("=", "'=' after the variable name")
+        value = self.expression()
+        kind = "let" if keyword.kind == "let" else "const"
+        return n.Binding(span=self.span_from(keyword.span), kind=kind, target=target, value=value)
+
+    def assignment(self) -> n.Assign:
+        token = self.advance()
+        self.pos += 1  # '='
+        value = self.expression()
+        target = n.Name(span=token.span, id=token.text)
+        return n.Assign(span=self.span_from(token.span), target=target, value=value)
+
+    def try_stmt(self) -> n.Try:
+        start = self.advance().span
+        self.expect(":", "':' after 'try'")
+        body = self.body(required=True)
+        catch: n.CatchClause | None = None
+        finally_body: tuple[n.Stmt, ...] | None = None
+        finally_span: Span | None = None
+        kinds = self.kinds
+        while kinds[self.pos] in ("catch", "finally"):
+            keyword = self.advance()
+            if keyword.kind == "catch":
+                error = None
+                if kinds[self.pos] == "as":
+                    self.pos += 1
+                    error = self.expect_name("an error variable name after 'as'")
+                self.expect(":", "':' after 'catch'")
+                clause_body = self.body(required=True)
+                clause = n.CatchClause(span=self.span_from(keyword.span), error=error, body=clause_body)
+                if catch is not None or finally_body is not None:
+                    problem = "a second 'catch'" if catch is not None else "'catch' after 'finally'"
+                    self.report("E120", f"Misplaced clause: {problem}", keyword.span)
+                else:
+                    catch = clause
+            else:
+                self.expect(":", "':' after 'finally'")
+                clause_body = self.body(required=True)
+                if finally_body is not None:
+                    self.report("E120", "Misplaced clause: a second 'finally'", keyword.span)
+                else:
+                    finally_body = clause_body
+                    finally_span = self.span_from(keyword.span)
+        return n.Try(
+            span=self.span_from(start),
+            body=body,
+            catch=catch,
+            finally_body=finally_body,
+            finally_span=finally_span,
+        )
+
+    def throw(self) -> n.Throw:
+        start = self.advance().span
+        message = None
+        if self.kinds[self.pos] == STRING:
+            message = self.string("a message string")
+        return n.Throw(span=self.span_from(start), message=message)
+
+    def choice(self) -> n.Choice:
+        start = self.advance().span
+        criteria = self.discretion("a **criteria** after 'choice'")
+        self.expect(":", "':' after the choice criteria")
+        kinds = self.kinds
+        if kinds[self.pos] != NEWLINE or self.peek_kind() != INDENT:
+            self.expected_block()
+        self.pos += 2
+        options: list[n.ChoiceOption] = []
+        if self.depth >= MAX_NESTING:
+            self.too_deep()
+        else:
+            self.depth += 1
+            try:
+                while kinds[self.pos] not in (DEDENT, EOF):
+                    if kinds[self.pos] == NEWLINE:
+                        self.pos += 1
+                        continue
+                    option = self.option()
+                    if option is not None:
+                        options.append(option)
+            finally:
+                self.depth -= 1
+            if kinds[self.pos] == DEDENT:
+                self.pos += 1
+        return n.Choice(span=self.span_from(start), criteria=criteria, options=tuple(options))
+
+    def option(self) -> n.ChoiceOption | None:
+        start = self.pos
+        try:
+            if self.kinds[self.pos] != "option":
+                self.fail("expected 'option \"label\":' inside a choice block")
+            keyword = self.advance()
+            label = self.string("an option label string")
+            self.expect(":", "':' after the option label")
+            body = self.body(required=True)
+            return n.ChoiceOption(span=self.span_from(keyword.span), label=label, body=body)
+        except _ParseError:
+            self.pos = max(self.pos, start)
+            self.skip_line()
+            return None
+
+    def if_stmt(self) -> n.If:
+        start = self.advance().span
+        condition = self.discretion("a **condition** after 'if'")
+        self.expect(":", "':' after the condition")
+        body = self.body(required=True)
+        branches = [n.CondBranch(span=self.span_from(start), condition=condition, body=body)]
+        else_body: tuple[n.Stmt, ...] | None = None
+        else_span: Span | None = None
+        kinds = self.kinds
+        while kinds[self.pos] in ("elif", "else"):
+            keyword = self.advance()
+            if keyword.kind == "elif":
+                condition = self.discretion("a **condition** after 'elif'")
+                self.expect(":", "':' after the condition")
+                body = self.body(required=True)
+                if else_body is not None:
+                    self.report("E112", "'elif' after 'else'", keyword.span)
+                else:
+                    branch = n.CondBranch(span=self.span_from(keyword.span), condition=condition, body=body)
+                    branches.append(branch)
+            else:
+                self.expect(":", "':' after 'else'")
+                body = self.body(required=True)
+                if else_body is not None:
+                    self.report("E112", "Only one else clause allowed", keyword.span)
+                else:
+                    else_body = body
+                    else_span = self.span_from(keyword.span)
+        return n.If(
+            span=self.span_from(start),
+            branches=tuple(branches),
+            else_body=else_body,
+            else_span=else_span,
+        )
+
+    def orphan_clause(self) -> n.Stmt:
+        """``elif``/``else``/``catch``/``finally``/``option`` with nothing to attach to."""
+        token = self.advance()
+        code, message = _ORPHANS[token.kind]
+        self.report(code, message, token.span)
+        raise _ParseError
+
+    # --- expressions -----------------------------------------------------------------------
+
+    def expression(self) -> n.Expr:
+        first = self.pipeline()
+        if self.kinds[self.pos] != ARROW:
+            return first
+        steps = [first]
+        while self.kinds[self.pos] == ARROW:
+            self.pos += 1
+            steps.append(self.pipeline())
+        return n.Arrow(span=self.span_from(first.span), steps=tuple(steps))
+
+    def pipeline(self) -> n.Expr:
+        source = self.postfix()
+        kinds = self.kinds
+        kind = kinds[self.pos]
+        if kind != "|" and not (kind == NEWLINE and self.peek_kind() == INDENT and self.peek_kind(2) == "|"):
+            return source
+        ops: list[n.PipeOp] = []
+        levels = 0  # continuation lines that opened an indentation level of their own
+        while True:
+            kind = kinds[self.pos]
+            if kind == "|":
+                ops.append(self.pipe_op())
+            elif kind == NEWLINE and self.peek_kind() == INDENT and self.peek_kind(2) == "|":
+                self.pos += 2
+                levels += 1
+            elif kind == INDENT and self.peek_kind() == "|" and self.ended_with_block():
+                self.pos += 1
+                levels += 1
+            elif kind == NEWLINE and self.peek_kind() == "|":
+                self.pos += 1  # a continuation line at the same level as the previous one
+            else:
+                break
+        while levels and kinds[self.pos] == DEDENT:
+            self.pos += 1
+            levels -= 1
+        return n.Pipeline(span=self.span_from(source.span), source=source, ops=tuple(ops))
+
+    def pipe_op(self) -> n.PipeOp:
+        bar = self.advance().span
+        token = self.tokens[self.pos]
+        if not _is_word(token):
+            self.report("E121", "Expected pipe operator (map, filter, reduce, pmap)", token.span)
+            raise _ParseError
+        self.pos += 1
+        op = token.text
+        if op not in _PIPE_OPS:
+            self.report(
+                "E121",
+                f"Unknown pipe operator {op!r}: expected map, filter, reduce or pmap",
+                token.span,
+            )
+        accumulator = item = None
+        if self.kinds[self.pos] == "(":
+            paren = self.advance().span
+            names = self.name_list(")")
+            if op == "reduce" and len(names) == 2:
+                accumulator, item = names
+            elif op == "reduce":
+                self.report(
+                    "E122",
+                    "Expected accumulator and item variables: reduce(acc, item)",
+                    self.span_from(paren),
+                )
+            elif op in _PIPE_OPS:
+                self.report("E004", f"'{op}' takes no variables; it binds 'item'", paren)
+        elif op == "reduce":
+            self.report(
+                "E122", "Expected accumulator and item variables: reduce(acc, item)", token.span
+            )
+        self.expect(":", f"':' after '{op}'")
+        body = self.body(required=False)
+        return n.PipeOp(
+            span=self.span_from(bar), op=op, body=body, accumulator=accumulator, item=item
+        )
+
+    def postfix(self) -> n.Expr:
+        expr = self.primary()
+        kinds = self.kinds
+        while kinds[self.pos] == ".":
+            if not isinstance(expr, (n.Name, n.Attribute)):
+                self.fail("property access works on names only")
+            self.pos += 1
+            attr = self.expect_word("a property name after '.'")
+            expr = n.Attribute(span=self.span_from(expr.span), value=expr, attr=attr.id)
+        return expr
+
+    def primary(self) -> n.Expr:
+        token = self.tokens[self.pos]
+        kind = token.kind
+        if kind == NAME:
+            self.pos += 1
+            if self.kinds[self.pos] == "(":
+                return self.call(token)
+            return n.Name(span=token.span, id=token.text)
+        if kind == STRING:
+            self.pos += 1
+            return _string_node(token)
+        if kind == "session" or kind == "resume":
+            return self.session()
+        handler = _PRIMARIES.get(kind)
+        if handler is not None:
+            return handler(self)
+        self.fail("expected an expression")
+
+    def number(self) -> n.NumberLit:
+        token = self.advance()
+        return n.NumberLit(span=token.span, value=cast(int | float, token.value), raw=token.text)
+
+    def discretion_expr(self) -> n.Discretion:
+        return self.discretion("a discretion")
+
+    def discretion(self, what: str) -> n.Discretion:
+        token = self.expect(DISCRETION, what)
+        return n.Discretion(
+            span=token.span, text=cast(str, token.value), triple=token.text.startswith("***")
+        )
+
+    def string(self, what: str) -> n.StringLit:
+        return _string_node(self.expect(STRING, what))
+
+    def call(self, callee: Token) -> n.ProgramCall:
+        self.pos += 1  # '('
+        args: list[n.KeywordArg] = []
+        kinds = self.kinds
+        self.enter()
+        try:
+            while kinds[self.pos] != ")":
+                name = self.expect_word("an input name (calls take name: value arguments)")
+                self.expect(":", "':' after the input name")
+                value = self.expression()
+                args.append(n.KeywordArg(span=self.span_from(name.span), name=name, value=value))
+                if kinds[self.pos] != ",":
+                    break
+                self.pos += 1
+            self.expect(")", "')' or ',' in the argument list")
+        finally:
+            self.depth -= 1
+        return n.ProgramCall(
+            span=self.span_from(callee.span),
+            callee=n.Name(span=callee.span, id=callee.text),
+            args=tuple(args),
+        )
+
+    def enter(self) -> None:
+        """Count a bracket nesting level (blocks count theirs in ``body``)."""
+        if self.depth >= MAX_NESTING:
+            self.report(
+                "E116", f"Expressions nested more than {MAX_NESTING} levels deep", self.tokens[self.pos].span
+            )
+            raise _ParseError
+        self.depth += 1
+
+    def array(self) -> n.ArrayLit:
+        start = self.advance().span
+        elements: list[n.Expr] = []
+        kinds = self.kinds
+        self.enter()
+        try:
+            while kinds[self.pos] != "]":
+                elements.append(self.expression())
+                if kinds[self.pos] != ",":
+                    break
+                self.pos += 1
+            self.expect("]", "']' or ',' in the array")
+        finally:
+            self.depth -= 1
+        return n.ArrayLit(span=self.span_from(start), elements=tuple(elements))
+
+    def object_context(self) -> n.ObjectContext:
+        start = self.advance().span
+        names = self.name_list("}")
+        return n.ObjectContext(span=self.span_from(start), names=names)
+
+    def name_list(self, closer: str) -> tuple[n.Name, ...]:
+        """``a, b, c`` up to and including ``closer`` (the opener is already consumed)."""
+        names: list[n.Name] = []
+        kinds = self.kinds
+        while kinds[self.pos] != closer:
+            names.append(self.expect_name("a name"))
+            if kinds[self.pos] != ",":
+                break
+            self.pos += 1
+        self.expect(closer, f"'{closer}' or ','")
+        return tuple(names)
+
+    def session(self) -> n.Session:
+        keyword = self.advance()
+        kind = "resume" if keyword.kind == "resume" else "session"
+        prompt = agent = name = None
+        kinds = self.kinds
+        if kinds[self.pos] == ":":
+            self.pos += 1
+            agent = self.expect_name("an agent name after ':'")
+        elif kind == "resume":
+            self.fail("expected ':' and an agent name after 'resume'")
+        elif kinds[self.pos] == STRING:
+            prompt = _string_node(self.advance())
+        elif kinds[self.pos] == NAME and self.peek_kind() == ":":
+            name = self.expect_name("a session name")
+            self.pos += 1
+            agent = self.expect_name("an agent name after ':'")
+        properties: list[n.Property] = []
+        # Inline properties on the header line: `session "Research AI" context: "AI"`.
+        while _is_word(self.tokens[self.pos]) and self.peek_kind() == ":":
+            properties.append(self.property(inline=True))
+        if kinds[self.pos] == NEWLINE and self.peek_kind() == INDENT and self.peek_kind(2) != "|":
+            properties.extend(self.property_block())
+        return n.Session(
+            span=self.span_from(keyword.span),
+            kind=kind,
+            prompt=prompt,
+            agent=agent,
+            name=name,
+            properties=tuple(properties),
+        )
+
+    def property_block(self) -> tuple[n.Property, ...]:
+        """NEWLINE INDENT (``name: value`` NEWLINE)* DEDENT, each line recovered on its own."""
+        self.pos += 2
+        properties: list[n.Property] = []
+        kinds = self.kinds
+        if self.depth >= MAX_NESTING:
+            self.too_deep()
+            return ()
+        self.depth += 1
+        try:
+            while True:
+                kind = kinds[self.pos]
+                if kind == DEDENT or kind == EOF:
+                    break
+                if kind == NEWLINE:
+                    self.pos += 1
+                    continue
+                try:
+                    properties.append(self.property(inline=False))
+                    self.end_statement()
+                except _ParseError:
+                    self.skip_line()
+        finally:
+            self.depth -= 1
+        if kinds[self.pos] == DEDENT:
+            self.pos += 1
+        return tuple(properties)
+
+    def property(self, *, inline: bool) -> n.Property:
+        if not _is_word(self.tokens[self.pos]) or self.peek_kind() != ":":
+            self.fail("expected a property ('name: value')")
+        name = self.expect_word("a property name")
+        self.pos += 1  # ':'
+        value: n.Expr | n.PermissionsBlock
+        if not inline and self.kinds[self.pos] == NEWLINE and self.peek_kind() == INDENT:
+            start = self.tokens[self.pos + 2].span
+            rules = self.property_block()
+            value = n.PermissionsBlock(span=self.span_from(start), rules=rules)
+        elif inline:
+            value = self.postfix()
+        else:
+            value = self.expression()
+        return n.Property(span=self.span_from(name.span), name=name, value=value)
+
+    def do(self) -> n.DoBlock | n.DoCall:
+        start = self.advance().span
+        if self.kinds[self.pos] == ":":
+            self.pos += 1
+            body = self.body(required=False)
+            return n.DoBlock(span=self.span_from(start), body=body)
+        name = self.expect_name("':' or a block name after 'do'")
+        args: list[n.Expr] = []
+        has_parens = self.kinds[self.pos] == "("
+        if has_parens:
+            self.pos += 1
+            kinds = self.kinds
+            self.enter()
+            try:
+                while kinds[self.pos] != ")":
+                    args.append(self.expression())
+                    if kinds[self.pos] != ",":
+                        break
+                    self.pos += 1
+                self.expect(")", "')' or ',' in the argument list")
+            finally:
+                self.depth -= 1
+        return n.DoCall(span=self.span_from(start), name=name, args=tuple(args), has_parens=has_parens)
+
+    def modifiers(self) -> tuple[n.Modifier, ...]:
+        """``( item, ... )`` where an item is ``name: value`` or a bare value."""
+        self.pos += 1  # '('
+        items: list[n.Modifier] = []
+        kinds = self.kinds
+        while kinds[self.pos] != ")":
+            token = self.tokens[self.pos]
+            if _is_word(token) and self.peek_kind() == ":":
+                name = self.expect_word("a modifier name")
+                self.pos += 1
+                value = self.expression()
+                items.append(n.Modifier(span=self.span_from(name.span), name=name, value=value))
+            else:
+                value = self.expression()
+                items.append(n.Modifier(span=value.span, name=None, value=value))
+            if kinds[self.pos] != ",":
+                break
+            self.pos += 1
+        self.expect(")", "')' or ',' in the modifier list")
+        return tuple(items)
+
+    def parallel(self) -> n.Parallel | n.ForEach:
+        start = self.advance().span
+        modifiers: tuple[n.Modifier, ...] = ()
+        has_parens = self.kinds[self.pos] == "("
+        if has_parens:
+            modifiers = self.modifiers()
+        if self.kinds[self.pos] == "for":
+            return self.for_each(start, parallel=True, modifiers=modifiers)
+        self.expect(":", "':' or 'for' after 'parallel'")
+        branches: list[n.ParallelBranch] = []
+        for stmt in self.body(required=False):
+            if isinstance(stmt, n.Assign):
+                body = cast(n.Stmt, stmt.value)  # `name = value` binds the branch's result
+                branches.append(n.ParallelBranch(span=stmt.span, name=stmt.target, body=body))
+            else:
+                branches.append(n.ParallelBranch(span=stmt.span, name=None, body=stmt))
+        return n.Parallel(
+            span=self.span_from(start),
+            modifiers=modifiers,
+            branches=tuple(branches),
+            has_parens=has_parens,
+        )
+
+    def for_each(
+        self, start: Span, *, parallel: bool, modifiers: tuple[n.Modifier, ...]
+    ) -> n.ForEach:
+        self.pos += 1  # 'for'
+        item = self.expect_name("a loop variable after 'for'")
+        index = None
+        if self.kinds[self.pos] == ",":
+            self.pos += 1
+            index = self.expect_name("an index variable after ','")
+        self.expect("in", "'in' after the loop variable")
+        collection = self.postfix()
+        self.expect(":", "':' after the collection")
+        body = self.body(required=False)
+        return n.ForEach(
+            span=self.span_from(start),
+            item=item,
+            index=index,
+            collection=collection,
+            body=body,
+            parallel=parallel,
+            modifiers=modifiers,
+        )
+
+    def for_stmt(self) -> n.ForEach:
+        return self.for_each(self.tokens[self.pos].span, parallel=False, modifiers=())
+
+    def repeat(self) -> n.Repeat:
+        start = self.advance().span
+        count = self.postfix()
+        index = None
+        if self.kinds[self.pos] == "as":
+            self.pos += 1
+            index = self.expect_name("an index variable after 'as'")
+        self.expect(":", "':' after the repeat count")
+        body = self.body(required=False)
+        return n.Repeat(span=self.span_from(start), count=count, index=index, body=body)
+
+    def loop(self) -> n.Loop:
+        start = self.advance().span
+        kinds = self.kinds
+        kind: str = "loop"
+        condition = None
+        if kinds[self.pos] in ("until", "while"):
+            kind = self.advance().kind
+            condition = self.discretion(f"a **condition** after '{kind}'")
+        modifiers: tuple[n.Modifier, ...] = ()
+        has_parens = kinds[self.pos] == "("
+        if has_parens:
+            modifiers = self.modifiers()
+        index = None
+        if kinds[self.pos] == "as":
+            self.pos += 1
+            index = self.expect_name("an index variable after 'as'")
+        self.expect(":", "':' after the loop header")
+        body = self.body(required=False)
+        return n.Loop(
+            span=self.span_from(start),
+            kind="until" if kind == "until" else "while" if kind == "while" else "loop",
+            condition=condition,
+            modifiers=modifiers,
+            index=index,
+            body=body,
+            has_parens=has_parens,
+        )
+
+
+def _string_node(token: Token) -> n.StringLit:
+    decoded = cast(StringValue, token.value)
+    return n.StringLit(span=token.span, value=decoded.value, parts=decoded.parts, triple=decoded.triple)
+
+
+_STATEMENTS = {
+    "use": _Parser.use,
+    "input": _Parser.input_decl,
+    "output": _Parser.output,
+    "agent": _Parser.agent,
+    "block": _Parser.block_def,
+    "let": _Parser.binding,
+    "const": _Parser.binding,
+    "try": _Parser.try_stmt,
+    "throw": _Parser.throw,
+    "choice": _Parser.choice,
+    "if": _Parser.if_stmt,
+    "elif": _Parser.orphan_clause,
+    "else": _Parser.orphan_clause,
+    "catch": _Parser.orphan_clause,
+    "finally": _Parser.orphan_clause,
+    "option": _Parser.orphan_clause,
+}
+
+_PRIMARIES = {
+    NUMBER: _Parser.number,
+    DISCRETION: _Parser.discretion_expr,
+    "[": _Parser.array,
+    "{": _Parser.object_context,
+    "do": _Parser.do,
+    "parallel": _Parser.parallel,
+    "for": _Parser.for_stmt,
+    "repeat": _Parser.repeat,
+    "loop": _Parser.loop,
+}
+
+_ORPHANS = {
+    "elif": ("E110", "Elif must follow if"),
+    "else": ("E111", "Else must follow if or elif"),
+    "catch": ("E113", "'catch' must follow a try block"),
+    "finally": ("E113", "'finally' must follow a try block"),
+    "option": ("E114", "'option' must be inside a choice block"),
+}
+
+
+def parse(source: SourceFile) -> ParseResult:
+    """Parse ``source``; never raises. Diagnostics come back sorted by position."""
+    parser = _Parser(source)
+    limit = sys.getrecursionlimit()
+    if limit < _RECURSION_LIMIT:
+        sys.setrecursionlimit(_RECURSION_LIMIT)
+    try:
+        program = parser.program()
+    finally:
+        if limit < _RECURSION_LIMIT:
+            sys.setrecursionlimit(limit)
+    diagnostics = parser.diagnostics
+    if len(diagnostics) >= MAX_DIAGNOSTICS:
+        last = diagnostics[-1].span
+        diagnostics.append(
+            Diagnostic(
+                "E118",
+                Severity.ERROR,
+                f"Too many errors; stopped reporting after {MAX_DIAGNOSTICS}",
+                last,
+                source.path,
+            )
+        )
+    diagnostics.sort(key=lambda d: (d.span.start, d.span.end))
+    return ParseResult(program=program, diagnostics=tuple(diagnostics), source=source)
+
+
+def parse_text(text: str, path: str = "<string>") -> ParseResult:
+    return parse(SourceFile.from_text(text, path))
+
+
+def read_source(path: str | Path) -> tuple[SourceFile | None, list[Diagnostic]]:
+    """Read and decode a program file. UTF-8 is required (a leading BOM is tolerated); a file
+    that cannot be read or decoded yields ``None`` and a positioned diagnostic."""
+    name = str(path)
+    try:
+        data = Path(path).read_bytes()
+    except OSError as error:
+        empty = SourceFile.from_text("", name)
+        reason = error.strerror or type(error).__name__
+        return None, [Diagnostic("E119", Severity.ERROR, f"Cannot read file: {reason}", empty.span(0, 0), name)]
+    return decode_source(data, name)
+
+
+def decode_source(data: bytes, path: str = "<string>") -> tuple[SourceFile | None, list[Diagnostic]]:
+    """Decode program bytes as UTF-8 (BOM tolerated); non-UTF-8 input is an E100 diagnostic
+    positioned at the first offending byte."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        # Position the diagnostic in a lossy decoding so the line and column are meaningful.
+        prefix = data[: error.start].decode("utf-8", errors="replace")
+        lossy = SourceFile.from_text(prefix + data[error.start :].decode("utf-8", errors="replace"), path)
+        at = len(prefix)
+        message = (
+            f"File is not valid UTF-8 (byte 0x{data[error.start]:02x} at offset {error.start});"
+            " OpenProse source must be UTF-8"
+        )
+        return None, [Diagnostic("E100", Severity.ERROR, message, lossy.span(at, at + 1), path)]
+    return SourceFile.from_text(text, path), []

@@ -1,0 +1,369 @@
+"""Canonical layout: the one place that decides how an AST is written back as source.
+
+The compiler prints a canonicalized tree with this module; the formatter prints the tree as
+parsed and weaves the comments back in. Both therefore agree on indentation (two spaces per
+level), quoting, spacing and where each construct breaks its lines.
+
+Printing produces ``Line`` records rather than text, so the formatter can tell which source
+construct each output line came from (to re-attach comments and blank lines) before joining.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from openprose.nodes import (
+    AgentDef,
+    ArrayLit,
+    Arrow,
+    Assign,
+    Attribute,
+    Binding,
+    BlockDef,
+    Choice,
+    Destructure,
+    Discretion,
+    DoBlock,
+    DoCall,
+    ForEach,
+    If,
+    Input,
+    Interpolation,
+    Invalid,
+    Loop,
+    Modifier,
+    Name,
+    NumberLit,
+    ObjectContext,
+    Output,
+    Parallel,
+    PermissionsBlock,
+    PipeOp,
+    Pipeline,
+    Program,
+    ProgramCall,
+    Property,
+    Repeat,
+    Session,
+    StringLit,
+    Throw,
+    Try,
+    Use,
+)
+from openprose.source import Span
+
+INDENT = "  "
+
+# Programs nest 400+ levels deep and each level costs a few Python frames here.
+_RECURSION_LIMIT = 20_000
+
+
+@contextmanager
+def deep_recursion() -> Iterator[None]:
+    """Raise the recursion limit for the duration of a tree walk."""
+    previous = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(previous, _RECURSION_LIMIT))
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(previous)
+
+
+@dataclass(slots=True)
+class Line:
+    """One logical output line. ``text`` holds more than one physical line when it ends in a
+    multi-line string or condition; ``anchor`` is the span of the source construct the line
+    starts (None for lines the printer invented)."""
+
+    level: int
+    text: str
+    anchor: Span | None
+    opens_block: bool = False
+
+    def render(self) -> str:
+        return INDENT * self.level + self.text
+
+
+# --- strings ---------------------------------------------------------------------------------
+
+_SINGLE_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t"}
+
+
+def _escape_braces(text: str) -> str:
+    """A literal ``{`` must not read back as an interpolation: escape every one except the
+    ``{}`` pair, which the reference defines as literal text."""
+    if "{" not in text:
+        return text
+    out = []
+    for i, char in enumerate(text):
+        if char == "{" and not text.startswith("}", i + 1):
+            out.append("\\{")
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+def _escape_single(text: str) -> str:
+    return _escape_braces("".join(_SINGLE_ESCAPES.get(c, c) for c in text))
+
+
+def _escape_triple(text: str) -> str:
+    """Inside ``\"\"\"`` newlines and tabs stay literal; a quote is escaped only where it
+    could close the string (next to another quote, or last)."""
+    out = []
+    last = len(text) - 1
+    for i, char in enumerate(text):
+        if char == "\\":
+            out.append("\\\\")
+        elif char == '"' and (i == last or text[i + 1] == '"'):
+            out.append('\\"')
+        else:
+            out.append(char)
+    return _escape_braces("".join(out))
+
+
+def _interpolation(part: Interpolation) -> str:
+    return "{" + ".".join((part.name, *part.path)) + "}"
+
+
+def string(node: StringLit) -> str:
+    escape = _escape_triple if node.triple else _escape_single
+    body = "".join(
+        _interpolation(p) if isinstance(p, Interpolation) else escape(p) for p in node.parts
+    )
+    if node.triple:
+        return f'"""\n{body}"""'
+    return f'"{body}"'
+
+
+def discretion(node: Discretion) -> str:
+    if node.triple:
+        return f"***\n{node.text}\n***"
+    return f"**{node.text}**"
+
+
+# --- expressions that fit on one line --------------------------------------------------------
+
+
+def inline(node: object) -> str:
+    """An expression written on a single line (block-valued expressions have their own
+    statement printers; here they contribute only their head)."""
+    match node:
+        case StringLit():
+            return string(node)
+        case NumberLit():
+            return node.raw
+        case Name():
+            return node.id
+        case Attribute():
+            return f"{inline(node.value)}.{node.attr}"
+        case ArrayLit():
+            return "[" + ", ".join(inline(e) for e in node.elements) + "]"
+        case ObjectContext():
+            return "{ " + ", ".join(n.id for n in node.names) + " }" if node.names else "{}"
+        case Discretion():
+            return discretion(node)
+        case ProgramCall():
+            args = ", ".join(f"{a.name.id}: {inline(a.value)}" for a in node.args)
+            return f"{node.callee.id}({args})"
+        case DoCall():
+            if node.args or node.has_parens:
+                return f"do {node.name.id}(" + ", ".join(inline(a) for a in node.args) + ")"
+            return f"do {node.name.id}"
+        case Session():
+            return session_head(node)
+        case Arrow():
+            return " -> ".join(inline(step) for step in node.steps)
+        case Invalid():
+            return node.text
+        case _:
+            return _block_head(node)
+
+
+def session_head(node: Session) -> str:
+    if node.kind == "resume":
+        return f"resume: {node.agent.id}" if node.agent else "resume:"
+    if node.prompt is not None:
+        return f"session {string(node.prompt)}"
+    if node.name is not None and node.agent is not None:
+        return f"session {node.name.id}: {node.agent.id}"
+    return f"session: {node.agent.id}" if node.agent else "session"
+
+
+def modifiers(mods: tuple[Modifier, ...], has_parens: bool) -> str:
+    if not mods and not has_parens:
+        return ""
+    items = (inline(m.value) if m.name is None else f"{m.name.id}: {inline(m.value)}" for m in mods)
+    return " (" + ", ".join(items) + ")"
+
+
+def _pipe_op_head(op: PipeOp) -> str:
+    if op.accumulator is not None and op.item is not None:
+        return f"{op.op}({op.accumulator.id}, {op.item.id}):"
+    return f"{op.op}:"
+
+
+def _block_head(node: object) -> str:
+    """The header line (without prefix) of a construct that opens an indented body."""
+    match node:
+        case DoBlock():
+            return "do:"
+        case Parallel():
+            return "parallel" + modifiers(node.modifiers, node.has_parens) + ":"
+        case Repeat():
+            index = f" as {node.index.id}" if node.index else ""
+            return f"repeat {inline(node.count)}{index}:"
+        case ForEach():
+            prefix = "parallel " if node.parallel else ""
+            index = f", {node.index.id}" if node.index else ""
+            mods = modifiers(node.modifiers, False)
+            return f"{prefix}for {node.item.id}{index} in {inline(node.collection)}{mods}:"
+        case Loop():
+            head = "loop"
+            if node.kind != "loop":
+                head += f" {node.kind}"
+                if node.condition is not None:
+                    head += f" {discretion(node.condition)}"
+            head += modifiers(node.modifiers, node.has_parens)
+            if node.index is not None:
+                head += f" as {node.index.id}"
+            return head + ":"
+        case Pipeline() if len(node.ops) == 1:
+            return f"{inline(node.source)} | {_pipe_op_head(node.ops[0])}"
+        case Pipeline():
+            return inline(node.source)
+        case _:
+            return type(node).__name__.lower()
+
+
+# --- statements ------------------------------------------------------------------------------
+
+
+class Printer:
+    """Accumulates ``Line`` records for a program body."""
+
+    def __init__(self) -> None:
+        self.lines: list[Line] = []
+
+    def program(self, program: Program) -> list[Line]:
+        with deep_recursion():
+            self.body(program.body, 0)
+        return self.lines
+
+    def emit(self, level: int, text: str, anchor: Span | None, opens_block: bool = False) -> None:
+        self.lines.append(Line(level, text, anchor, opens_block))
+
+    def body(self, stmts: tuple[object, ...], level: int) -> None:
+        for stmt in stmts:
+            self.stmt(stmt, level)
+
+    def opener(self, level: int, text: str, anchor: Span, body: tuple[object, ...]) -> None:
+        self.emit(level, text, anchor, opens_block=True)
+        self.body(body, level + 1)
+
+    def stmt(self, node: object, level: int, prefix: str = "", anchor: Span | None = None) -> None:
+        """Print ``node`` at ``level``; ``prefix`` is what precedes it on its first line
+        (``let x = ``), ``anchor`` the span of the statement that line starts."""
+        at = anchor if anchor is not None else getattr(node, "span", None)
+        match node:
+            case Use():
+                alias = f" as {node.alias.id}" if node.alias else ""
+                self.emit(level, f"{prefix}use {string(node.path)}{alias}", at)
+            case Input():
+                self.emit(level, f"{prefix}input {node.name.id}: {string(node.description)}", at)
+            case Output():
+                self.stmt(node.value, level, f"{prefix}output {node.name.id} = ", at)
+            case Binding():
+                self.stmt(node.value, level, f"{prefix}{node.kind} {_target(node.target)} = ", at)
+            case Assign():
+                self.stmt(node.value, level, f"{prefix}{node.target.id} = ", at)
+            case AgentDef():
+                self.emit(level, f"{prefix}agent {node.name.id}:", at, opens_block=True)
+                self.properties(node.properties, level + 1)
+            case BlockDef():
+                params = ""
+                if node.params or node.has_parens:
+                    params = "(" + ", ".join(p.id for p in node.params) + ")"
+                self.opener(level, f"{prefix}block {node.name.id}{params}:", at, node.body)
+            case Session():
+                self.emit(level, prefix + session_head(node), at, opens_block=bool(node.properties))
+                self.properties(node.properties, level + 1)
+            case Arrow():
+                self.emit(level, prefix + inline(node), at)
+                last = node.steps[-1] if node.steps else None
+                if isinstance(last, Session):
+                    self.properties(last.properties, level + 1)
+            case Parallel():
+                self.emit(level, prefix + _block_head(node), at, opens_block=True)
+                for branch in node.branches:
+                    name = f"{branch.name.id} = " if branch.name else ""
+                    self.stmt(branch.body, level + 1, name, branch.span)
+            case DoBlock() | Repeat() | ForEach() | Loop():
+                self.opener(level, prefix + _block_head(node), at, node.body)
+            case Pipeline():
+                self.pipeline(node, level, prefix, at)
+            case Try():
+                self.opener(level, f"{prefix}try:", at, node.body)
+                if node.catch is not None:
+                    error = f" as {node.catch.error.id}" if node.catch.error else ""
+                    self.opener(level, f"catch{error}:", node.catch.span, node.catch.body)
+                if node.finally_body is not None:
+                    self.opener(level, "finally:", node.finally_span, node.finally_body)
+            case Throw():
+                message = f" {string(node.message)}" if node.message else ""
+                self.emit(level, f"{prefix}throw{message}", at)
+            case Choice():
+                head = f"{prefix}choice {discretion(node.criteria)}:"
+                self.emit(level, head, at, opens_block=True)
+                for option in node.options:
+                    label = f"option {string(option.label)}:"
+                    self.opener(level + 1, label, option.span, option.body)
+            case If():
+                for i, branch in enumerate(node.branches):
+                    keyword = f"{prefix}if" if i == 0 else "elif"
+                    head = f"{keyword} {discretion(branch.condition)}:"
+                    self.opener(level, head, branch.span, branch.body)
+                if node.else_body is not None:
+                    self.opener(level, "else:", node.else_span, node.else_body)
+            case _:
+                self.emit(level, prefix + inline(node), at)
+
+    def pipeline(self, node: Pipeline, level: int, prefix: str, at: Span | None) -> None:
+        self.emit(level, prefix + _block_head(node), at, opens_block=True)
+        if len(node.ops) == 1:
+            self.body(node.ops[0].body, level + 1)
+            return
+        # Chained stages go one per line; each body sits under its operation name, as in the
+        # reference's examples (`  | map:` then the body six columns in).
+        for op in node.ops:
+            self.emit(level + 1, "| " + _pipe_op_head(op), op.span, opens_block=True)
+            self.body(op.body, level + 3)
+
+    def properties(self, props: tuple[Property, ...], level: int) -> None:
+        for prop in props:
+            if isinstance(prop.value, PermissionsBlock):
+                self.emit(level, f"{prop.name.id}:", prop.span, opens_block=True)
+                self.properties(prop.value.rules, level + 1)
+            else:
+                self.stmt(prop.value, level, f"{prop.name.id}: ", prop.span)
+
+
+def _target(target: Name | Destructure) -> str:
+    if isinstance(target, Destructure):
+        return "{ " + ", ".join(n.id for n in target.names) + " }"
+    return target.id
+
+
+def render(lines: list[Line]) -> str:
+    """Join lines into file text: one trailing newline, nothing for an empty program."""
+    if not lines:
+        return ""
+    return "\n".join(line.render() for line in lines) + "\n"
+
+
+def print_program(program: Program) -> str:
+    """The program in canonical layout, without comments."""
+    return render(Printer().program(program))

@@ -1,0 +1,158 @@
+"""The provider contract: request/response records, the Provider protocol, and errors.
+
+Everything here is plain data and stdlib only, so importing it costs nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+__all__ = [
+    "Message",
+    "ModelRequest",
+    "ModelResponse",
+    "Provider",
+    "ProviderConfigError",
+    "ProviderError",
+    "TransientProviderError",
+    "Usage",
+]
+
+ROLES = ("user", "assistant")
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    role: str  # "user" | "assistant"
+    content: str
+
+    def __post_init__(self) -> None:
+        if self.role not in ROLES:
+            raise ValueError(f"message role must be one of {ROLES}, got {self.role!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRequest:
+    model: str  # a concrete model id for the provider (aliases already resolved)
+    messages: tuple[Message, ...]
+    system: str | None = None
+    max_tokens: int = 1024
+    temperature: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "messages": [{"role": m.role, "content": m.content} for m in self.messages],
+            "system": self.system,
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ModelRequest:
+        temperature = d.get("temperature")
+        return cls(
+            model=str(d["model"]),
+            messages=tuple(Message(str(m["role"]), str(m["content"])) for m in d["messages"]),
+            system=d.get("system"),
+            max_tokens=int(d.get("max_tokens", 1024)),
+            temperature=None if temperature is None else float(temperature),
+        )
+
+    def key(self) -> str:
+        """Stable sha256 of the canonical JSON form; replay matches requests by it."""
+        return _canonical_sha256(self.to_dict())
+
+    def last_user_text(self) -> str:
+        for message in reversed(self.messages):
+            if message.role == "user":
+                return message.content
+        return ""
+
+
+@dataclass(frozen=True, slots=True)
+class ModelResponse:
+    text: str
+    usage: Usage = field(default_factory=Usage)
+    finish_reason: str | None = None
+    request_id: str | None = None
+    model: str = ""
+    provider: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "text": self.text,
+            "usage": {
+                "input_tokens": self.usage.input_tokens,
+                "output_tokens": self.usage.output_tokens,
+            },
+            "finish_reason": self.finish_reason,
+            "request_id": self.request_id,
+            "model": self.model,
+            "provider": self.provider,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ModelResponse:
+        usage = d.get("usage") or {}
+        return cls(
+            text=str(d["text"]),
+            usage=Usage(int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0))),
+            finish_reason=d.get("finish_reason"),
+            request_id=d.get("request_id"),
+            model=str(d.get("model", "")),
+            provider=str(d.get("provider", "")),
+        )
+
+
+@runtime_checkable
+class Provider(Protocol):
+    name: str
+
+    async def complete(self, request: ModelRequest) -> ModelResponse: ...
+
+    async def aclose(self) -> None: ...
+
+
+class ProviderError(Exception):
+    """A permanent failure: retrying the same request will not help."""
+
+    def __init__(
+        self, message: str, *, provider: str | None = None, status: int | None = None
+    ) -> None:
+        super().__init__(message)
+        self.provider = provider
+        self.status = status
+
+
+class TransientProviderError(ProviderError):
+    """Rate limits, 5xx, timeouts, connection errors: worth another attempt later."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider: str | None = None,
+        status: int | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message, provider=provider, status=status)
+        self.retry_after = retry_after
+
+
+class ProviderConfigError(ProviderError):
+    """Nothing usable is configured, or the configuration (or credential) is wrong."""
+
+
+def _canonical_sha256(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()

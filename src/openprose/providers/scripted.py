@@ -1,0 +1,197 @@
+"""A scripted provider for tests, demos and dry runs: regex rules pick canned answers.
+
+Rules file (YAML or JSON), used as `--provider scripted:RULES.yaml`:
+
+    latency_ms: 20            # optional, for every answer
+    default: "OK"             # optional answer when no rule matches (else an error)
+    rules:
+      - match: "summari[sz]e" # regex searched in the last user message
+        system: "researcher"  # optional regex searched in the system prompt
+        answer: "A summary."
+      - match: "vote"
+        answer: ["yes", "no"] # consumed in order; the last one then repeats
+      - match: "flaky"
+        failures: [transient, error]   # the first calls fail like this, then answer
+        answer: "recovered"
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import re
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from openprose.providers.base import (
+    ModelRequest,
+    ModelResponse,
+    ProviderConfigError,
+    ProviderError,
+    TransientProviderError,
+    Usage,
+)
+
+__all__ = ["Answer", "ScriptRule", "ScriptedProvider"]
+
+Answer = str | Sequence[str] | Callable[[ModelRequest], str | Awaitable[str]]
+FAILURE_KINDS = ("transient", "error")
+
+
+@dataclass(slots=True)
+class ScriptRule:
+    answer: Answer
+    match: str = ""  # regex searched in the last user message; "" matches anything
+    system: str | None = None  # regex searched in the system prompt
+    latency: float = 0.0  # seconds, added to the provider-wide latency
+    failures: Sequence[str] = ()  # kinds raised by the first matching calls
+    calls: int = field(default=0, init=False)
+    _match: re.Pattern[str] = field(init=False, repr=False)
+    _system: re.Pattern[str] | None = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        for kind in self.failures:
+            if kind not in FAILURE_KINDS:
+                raise ProviderConfigError(
+                    f"scripted: unknown failure kind {kind!r}; use one of {FAILURE_KINDS}"
+                )
+        if not isinstance(self.answer, str) and not callable(self.answer) and not self.answer:
+            raise ProviderConfigError(f"scripted: rule {self.match!r} has an empty answer list")
+        self._match = re.compile(self.match)
+        self._system = None if self.system is None else re.compile(self.system)
+
+    def matches(self, request: ModelRequest) -> bool:
+        if not self._match.search(request.last_user_text()):
+            return False
+        return self._system is None or bool(self._system.search(request.system or ""))
+
+
+class ScriptedProvider:
+    name = "scripted"
+
+    def __init__(
+        self,
+        rules: Sequence[ScriptRule | Mapping[str, Any]],
+        *,
+        latency: float = 0.0,
+        default: str | None = None,
+        source: str = "rules",
+    ) -> None:
+        self.rules = [r if isinstance(r, ScriptRule) else _rule_from_mapping(r) for r in rules]
+        self.latency = latency
+        self.default = default
+        self._source = source
+        self._request_count = 0
+
+    @classmethod
+    def from_file(cls, path: Path) -> ScriptedProvider:
+        data = _load_rules_file(Path(path))
+        if isinstance(data, list):
+            data = {"rules": data}
+        if not isinstance(data, dict) or not isinstance(data.get("rules", []), list):
+            raise ProviderConfigError(f"scripted: {path} must hold a `rules:` list")
+        default = data.get("default")
+        return cls(
+            data.get("rules", []),
+            latency=_seconds(data, "latency_ms"),
+            default=None if default is None else str(default),
+            source=str(path),
+        )
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        self._request_count += 1
+        rule = next((r for r in self.rules if r.matches(request)), None)
+        delay = self.latency + (rule.latency if rule else 0.0)
+        if delay > 0:
+            await asyncio.sleep(delay)
+        if rule is None:
+            if self.default is None:
+                preview = request.last_user_text()[:80].replace("\n", " ")
+                raise ProviderError(
+                    f"scripted: no rule in {self._source} matches the prompt {preview!r}",
+                    provider=self.name,
+                )
+            text = self.default
+        else:
+            text = await self._answer(rule, request)
+        return ModelResponse(
+            text=text,
+            usage=Usage(_estimate_tokens(request), _token_estimate(text)),
+            finish_reason="stop",
+            request_id=f"scripted-{self._request_count}",
+            model=request.model,
+            provider=self.name,
+        )
+
+    async def aclose(self) -> None:
+        return None
+
+    async def _answer(self, rule: ScriptRule, request: ModelRequest) -> str:
+        call = rule.calls
+        rule.calls += 1
+        if call < len(rule.failures):
+            message = f"scripted: injected {rule.failures[call]} failure for rule {rule.match!r}"
+            if rule.failures[call] == "transient":
+                raise TransientProviderError(message, provider=self.name, status=503)
+            raise ProviderError(message, provider=self.name, status=400)
+        answer = rule.answer
+        if isinstance(answer, str):
+            return answer
+        if callable(answer):
+            result = answer(request)
+            return await result if inspect.isawaitable(result) else result
+        return answer[min(call - len(rule.failures), len(answer) - 1)]
+
+
+def _rule_from_mapping(data: Mapping[str, Any]) -> ScriptRule:
+    if "answer" not in data:
+        raise ProviderConfigError(f"scripted: every rule needs an `answer`, got {dict(data)!r}")
+    answer = data["answer"]
+    if not isinstance(answer, str | list):
+        answer = str(answer)
+    system = data.get("system")
+    return ScriptRule(
+        answer=[str(a) for a in answer] if isinstance(answer, list) else answer,
+        match=str(data.get("match", "")),
+        system=None if system is None else str(system),
+        latency=_seconds(data, "latency_ms"),
+        failures=tuple(str(kind) for kind in data.get("failures", ())),
+    )
+
+
+def _load_rules_file(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ProviderConfigError(
+            f"scripted: cannot read rules file {path}: {exc.strerror}"
+        ) from None
+    if path.suffix == ".json":
+        try:
+            return json.loads(text)
+        except ValueError as exc:
+            raise ProviderConfigError(f"scripted: {path} is not valid JSON: {exc}") from None
+    import yaml  # type: ignore[import-untyped,unused-ignore]  # lazily: only scripted runs pay
+
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ProviderConfigError(f"scripted: {path} is not valid YAML: {exc}") from None
+
+
+def _seconds(data: Mapping[str, Any], key: str) -> float:
+    value = data.get(key, 0)
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        raise ProviderConfigError(f"scripted: `{key}` must be a non-negative number, got {value!r}")
+    return float(value) / 1000.0
+
+
+def _token_estimate(text: str) -> int:
+    return (len(text) + 3) // 4  # about four characters per token
+
+
+def _estimate_tokens(request: ModelRequest) -> int:
+    return _token_estimate((request.system or "") + "".join(m.content for m in request.messages))

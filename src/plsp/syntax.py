@@ -1,0 +1,419 @@
+"""The `S{...}S` state block: values, statements, the exact parser and canonical form.
+
+Grammar: docs/plsp-grammar.md. `parse` is strict (nothing but whitespace may surround
+the block); `extract` is the separate, lenient step for model replies with chatter.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+from plsp.diagnostics import ParseError, ParseWarning, Violation, line_and_column
+
+__all__ = [
+    "Action", "Assign", "Extraction", "Log", "Num", "Ref", "StateBlock", "Statement", "Str",
+    "Value", "extract", "literal", "parse",
+]
+
+WHITESPACE = " \t\r\n"
+_NUMBER = re.compile(r"[0-9]+(\.[0-9]+)?")
+_IDENTIFIER = re.compile(r"[A-Za-z0-9]+")
+_PREFERRED_IDENTIFIER = re.compile(r"[A-Za-z]")
+_ACTION_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+@dataclass(frozen=True)
+class Str:
+    """A string literal: any characters but `"` (the format has no escapes)."""
+
+    text: str
+
+    def __post_init__(self) -> None:
+        if '"' in self.text:
+            raise ValueError('a PLSP string cannot contain a double quote (")')
+
+    def dumps(self) -> str:
+        return f'"{self.text}"'
+
+
+@dataclass(frozen=True)
+class Num:
+    """An unsigned number `digits[.digits]`, kept in canonical text (`007.50` -> `7.5`)."""
+
+    text: str
+
+    def __post_init__(self) -> None:
+        if not _NUMBER.fullmatch(self.text):
+            raise ValueError(f"not a PLSP number (digits[.digits]): {self.text!r}")
+        whole, _, fraction = self.text.partition(".")
+        whole = whole.lstrip("0") or "0"
+        fraction = fraction.rstrip("0")
+        object.__setattr__(self, "text", f"{whole}.{fraction}" if fraction else whole)
+
+    @property
+    def value(self) -> Decimal:
+        return Decimal(self.text)
+
+    @property
+    def is_integer(self) -> bool:
+        return "." not in self.text
+
+    def python(self) -> int | float:
+        return int(self.text) if self.is_integer else float(self.text)
+
+    def dumps(self) -> str:
+        return self.text
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A reference to another variable of the same block: `$id`."""
+
+    name: str
+
+    def __post_init__(self) -> None:
+        if not _IDENTIFIER.fullmatch(self.name):
+            raise ValueError(f"not a PLSP identifier: {self.name!r}")
+
+    def dumps(self) -> str:
+        return f"${self.name}"
+
+
+Value = Str | Num | Ref
+Literal = Str | Num
+
+
+def literal(value: object) -> Value:
+    """Convert a Python value (str, non-negative int/float/Decimal) or a Value to a Value."""
+    if isinstance(value, Str | Num | Ref):
+        return value
+    if isinstance(value, bool):
+        raise ValueError("PLSP has no booleans; use a number or a string")
+    if isinstance(value, str):
+        return Str(value)
+    if isinstance(value, int | float | Decimal):
+        text = format(Decimal(str(value)), "f")
+        if text.startswith("-"):
+            raise ValueError(f"PLSP numbers are unsigned: {value}; use a string")
+        return Num(text)
+    raise ValueError(f"cannot express {type(value).__name__} as a PLSP value")
+
+
+@dataclass(frozen=True)
+class Assign:
+    """`$id:value` — stores a variable of the state."""
+
+    name: str
+    value: Value
+
+    def __post_init__(self) -> None:
+        Ref(self.name)  # validates the identifier
+
+    def dumps(self) -> str:
+        return f"${self.name}:{self.value.dumps()}"
+
+
+@dataclass(frozen=True)
+class Log:
+    """`>v1,v2,...` — data for the middleware's log sink."""
+
+    values: tuple[Value, ...]
+
+    def __post_init__(self) -> None:
+        if not self.values:
+            raise ValueError("a log command needs at least one value")
+
+    def dumps(self) -> str:
+        return ">" + ",".join(value.dumps() for value in self.values)
+
+
+@dataclass(frozen=True)
+class Action:
+    """`!name,p1,p2,...` — an action request for the middleware."""
+
+    name: str
+    params: tuple[Value, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not _ACTION_NAME.fullmatch(self.name):
+            raise ValueError(f"not an action name: {self.name!r}")
+
+    def dumps(self) -> str:
+        return "!" + self.name + "".join("," + param.dumps() for param in self.params)
+
+
+Statement = Assign | Log | Action
+
+
+@dataclass(frozen=True)
+class StateBlock:
+    """One `S{...}S` block: an ordered sequence of statements, each variable assigned once."""
+
+    statements: tuple[Statement, ...] = ()
+    warnings: tuple[ParseWarning, ...] = field(default=(), compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        seen: set[str] = set()
+        for statement in self.statements:
+            if isinstance(statement, Assign):
+                if statement.name in seen:
+                    raise ValueError(f"${statement.name} is assigned twice")
+                seen.add(statement.name)
+
+    @property
+    def variables(self) -> dict[str, Value]:
+        """Assignments in block order, as written (references unresolved)."""
+        return {s.name: s.value for s in self.statements if isinstance(s, Assign)}
+
+    @property
+    def logs(self) -> tuple[Log, ...]:
+        return tuple(s for s in self.statements if isinstance(s, Log))
+
+    @property
+    def actions(self) -> tuple[Action, ...]:
+        return tuple(s for s in self.statements if isinstance(s, Action))
+
+    def resolve(self, value: Value) -> Literal:
+        """Follow `$ref` chains inside this block; KeyError names the missing variable."""
+        variables = self.variables
+        seen: list[str] = []
+        while isinstance(value, Ref):
+            if value.name in seen:
+                raise KeyError(f"circular reference {' -> '.join('$' + n for n in seen)}")
+            if value.name not in variables:
+                raise KeyError(f"${value.name} is not defined")
+            seen.append(value.name)
+            value = variables[value.name]
+        return value
+
+    def dumps(self) -> str:
+        """The minimal canonical text: no whitespace, every statement ended by `;`."""
+        return "S{" + "".join(s.dumps() + ";" for s in self.statements) + "}S"
+
+    def __iter__(self) -> Iterator[Statement]:
+        return iter(self.statements)
+
+
+class Scanner:
+    """Character cursor with positioned errors, shared by the block and `INSTR:` parsers."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.pos = 0
+        self.warnings: list[ParseWarning] = []
+
+    def at_end(self) -> bool:
+        return self.pos >= len(self.text)
+
+    def peek(self) -> str:
+        return self.text[self.pos] if self.pos < len(self.text) else ""
+
+    def startswith(self, token: str) -> bool:
+        return self.text.startswith(token, self.pos)
+
+    def skip_whitespace(self) -> None:
+        while self.pos < len(self.text) and self.text[self.pos] in WHITESPACE:
+            self.pos += 1
+
+    def error(self, message: str, offset: int | None = None) -> ParseError:
+        return ParseError(message, self.text, self.pos if offset is None else offset)
+
+    def unexpected(self, expected: str) -> ParseError:
+        found = self.peek()
+        if found == "#":
+            return self.error("comments (#) are not allowed")
+        if found == "":
+            return self.error(f"expected {expected}, found end of input")
+        return self.error(f"expected {expected}, found {found!r}")
+
+    def expect(self, token: str, expected: str | None = None) -> None:
+        if not self.startswith(token):
+            raise self.unexpected(expected or repr(token))
+        self.pos += len(token)
+
+    def warn(self, message: str, offset: int) -> None:
+        line, column = line_and_column(self.text, offset)
+        self.warnings.append(ParseWarning(message, line, column))
+
+    def read_identifier(self) -> str:
+        """`$` followed by [A-Za-z0-9]+; warns when it is not a single letter."""
+        start = self.pos
+        self.expect("$", "a variable ($name)")
+        match = _IDENTIFIER.match(self.text, self.pos)
+        if match is None:
+            raise self.unexpected("a variable name after '$' (letters and digits)")
+        self.pos = match.end()
+        name = match.group()
+        if not _PREFERRED_IDENTIFIER.fullmatch(name):
+            self.warn(f"${name} is an extended identifier; prefer a single letter $a..$Z", start)
+        return name
+
+    def read_name(self, what: str) -> str:
+        match = _ACTION_NAME.match(self.text, self.pos)
+        if match is None:
+            raise self.unexpected(what)
+        self.pos = match.end()
+        return match.group()
+
+    def read_value(self) -> Value:
+        char = self.peek()
+        if char == '"':
+            end = self.text.find('"', self.pos + 1)
+            if end < 0:
+                raise self.error("unterminated string (strings cannot contain '\"')")
+            text = self.text[self.pos + 1:end]
+            self.pos = end + 1
+            return Str(text)
+        if char.isascii() and char.isdigit():
+            start = self.pos
+            while self.peek().isascii() and self.peek().isdigit():
+                self.pos += 1
+            if self.peek() == ".":
+                self.pos += 1
+                if not (self.peek().isascii() and self.peek().isdigit()):
+                    raise self.unexpected("digits after the decimal point")
+                while self.peek().isascii() and self.peek().isdigit():
+                    self.pos += 1
+            return Num(self.text[start:self.pos])
+        if char == "$":
+            return Ref(self.read_identifier())
+        if char == "-":
+            raise self.error("numbers are unsigned; write a negative value as a string")
+        raise self.unexpected('a value ("string", number or $variable)')
+
+    def read_values(self) -> tuple[Value, ...]:
+        """`value {"," value}`, whitespace allowed around the commas."""
+        values = [self.read_value()]
+        while True:
+            save = self.pos
+            self.skip_whitespace()
+            if self.peek() != ",":
+                self.pos = save
+                return tuple(values)
+            self.pos += 1
+            self.skip_whitespace()
+            values.append(self.read_value())
+
+    def read_statement(self) -> Statement:
+        char = self.peek()
+        if char == "$":
+            name = self.read_identifier()
+            self.skip_whitespace()
+            self.expect(":", "':' after the variable")
+            self.skip_whitespace()
+            return Assign(name, self.read_value())
+        if char == ">":
+            self.pos += 1
+            self.skip_whitespace()
+            return Log(self.read_values())
+        if char == "!":
+            self.pos += 1
+            self.skip_whitespace()
+            name = self.read_name("an action name after '!'")
+            save = self.pos
+            self.skip_whitespace()
+            if self.peek() != ",":
+                self.pos = save
+                return Action(name)
+            self.pos += 1
+            self.skip_whitespace()
+            return Action(name, self.read_values())
+        if char == ";":
+            raise self.error("empty statement")
+        raise self.unexpected("a statement ($var:value, >log or !action)")
+
+    def read_block(self) -> StateBlock:
+        self.expect("S{", "'S{'")
+        statements: list[Statement] = []
+        assigned: set[str] = set()
+        while True:
+            self.skip_whitespace()
+            if self.startswith("}S"):
+                break
+            start = self.pos
+            statement = self.read_statement()
+            if isinstance(statement, Assign):
+                if statement.name in assigned:
+                    raise self.error(f"${statement.name} is assigned twice in one block", start)
+                assigned.add(statement.name)
+            statements.append(statement)
+            self.skip_whitespace()
+            if self.peek() == ";":
+                self.pos += 1
+            elif not self.startswith("}S"):
+                raise self.unexpected("';' or '}S'")
+        self.pos += 2
+        return StateBlock(tuple(statements), tuple(self.warnings))
+
+
+def parse(text: str) -> StateBlock:
+    """Parse exactly one `S{...}S` block; only whitespace may surround it."""
+    scanner = Scanner(text)
+    scanner.skip_whitespace()
+    block = scanner.read_block()
+    scanner.skip_whitespace()
+    if not scanner.at_end():
+        raise scanner.unexpected("end of input after '}S'")
+    return block
+
+
+@dataclass(frozen=True)
+class Extraction:
+    """Where the block sits in a reply, and what surrounded it."""
+
+    text: str
+    start: int
+    end: int
+    violations: tuple[Violation, ...]
+
+
+def _block_spans(reply: str) -> list[tuple[int, int]]:
+    """Spans of `S{ ... }S` candidates, skipping `}S` that sit inside string literals."""
+    spans: list[tuple[int, int]] = []
+    search_from = 0
+    while (start := reply.find("S{", search_from)) >= 0:
+        pos, in_string = start + 2, False
+        end = -1
+        while pos < len(reply):
+            if reply[pos] == '"':
+                in_string = not in_string
+            elif not in_string and reply.startswith("}S", pos):
+                end = pos + 2
+                break
+            pos += 1
+        if end < 0:
+            break
+        spans.append((start, end))
+        search_from = end
+    return spans
+
+
+def extract(reply: str, *, strict: bool = True) -> Extraction | None:
+    """Find the state block in a model reply (lenient); None when there is none.
+
+    Text around the block becomes a `stray_text` violation (blocking when strict).
+    With several blocks the last one is the answer: models tend to echo the previous
+    state before writing the next.
+    """
+    spans = _block_spans(reply)
+    if not spans:
+        return None
+    start, end = spans[-1]
+    violations: list[Violation] = []
+    if len(spans) > 1:
+        line, column = line_and_column(reply, start)
+        violations.append(Violation(
+            "multiple_blocks", f"{len(spans)} blocks in the reply; using the last one",
+            strict, line, column))
+    for stray, offset in ((reply[:start], 0), (reply[end:], end)):
+        if stray.strip():
+            skipped = len(stray) - len(stray.lstrip())
+            line, column = line_and_column(reply, offset + skipped)
+            shown = stray.strip()
+            shown = shown if len(shown) <= 60 else shown[:57] + "..."
+            violations.append(Violation(
+                "stray_text", f"text outside the block: {shown!r}", strict, line, column))
+    return Extraction(reply[start:end], start, end, tuple(violations))

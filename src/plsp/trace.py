@@ -1,0 +1,112 @@
+"""NDJSON traces: one record per cycle, and their offline check."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from plsp.diagnostics import ParseError, Violation
+from plsp.instr import parse_instr
+from plsp.middleware import CycleRecord
+from plsp.syntax import parse
+from plsp.verify import verify
+
+__all__ = ["CycleCheck", "TraceWriter", "check_trace", "read_trace"]
+
+
+class TraceWriter:
+    """Appends one JSON line per cycle and flushes it, so a crash loses nothing."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._file: IO[str] = self.path.open("w", encoding="utf-8")
+
+    def write(self, record: CycleRecord) -> None:
+        self._file.write(json.dumps(record.to_json(), ensure_ascii=False) + "\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()
+
+    def __enter__(self) -> TraceWriter:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+
+class TraceError(ValueError):
+    """A trace file that is not a PLSP trace."""
+
+
+def read_trace(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
+    """(line number, record) for every non-empty line."""
+    records = []
+    with Path(path).open(encoding="utf-8") as file:
+        for number, line in enumerate(file, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise TraceError(f"{path}:{number}: not JSON: {error.msg}") from None
+            missing = {"cycle", "instr", "previous", "reply", "accepted"} - set(record) \
+                if isinstance(record, dict) else {"a JSON object"}
+            if missing:
+                raise TraceError(f"{path}:{number}: missing {sorted(missing)}")
+            records.append((number, record))
+    return records
+
+
+@dataclass(frozen=True)
+class CycleCheck:
+    """The offline verdict on one trace line."""
+
+    line: int
+    cycle: object
+    problems: tuple[str, ...]
+    violations: tuple[Violation, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems and not any(v.blocking for v in self.violations)
+
+
+def _check(line: int, record: dict[str, Any], expected_previous: str | None) -> CycleCheck:
+    problems: list[str] = []
+    try:
+        instruction = parse_instr(str(record["instr"]))
+        previous = parse(str(record["previous"]))
+    except ParseError as error:
+        return CycleCheck(line, record["cycle"], (f"unreadable INSTR/previous: {error}",), ())
+    if expected_previous is not None and previous.dumps() != expected_previous:
+        problems.append(f"previous state {previous.dumps()} does not continue the last "
+                        f"accepted state {expected_previous}")
+    verdict = verify(previous, instruction, str(record["reply"]),
+                     strict=bool(record.get("strict", True)))
+    if bool(record["accepted"]) != verdict.acceptable:
+        problems.append(f"recorded accepted={record['accepted']} but the reply "
+                        f"{'passes' if verdict.acceptable else 'fails'} verification")
+    recorded_next = record.get("next")
+    actual_next = verdict.block.dumps() if verdict.block else None
+    if recorded_next != actual_next:
+        problems.append(f"recorded next {recorded_next} differs from the parsed reply "
+                        f"{actual_next}")
+    return CycleCheck(line, record["cycle"], tuple(problems), verdict.violations)
+
+
+def check_trace(path: str | Path) -> list[CycleCheck]:
+    """Re-verify every cycle: its reply against its INSTR and previous state, and the
+    chain of states from one cycle to the next."""
+    checks: list[CycleCheck] = []
+    state: str | None = None
+    for line, record in read_trace(path):
+        check = _check(line, record, state)
+        checks.append(check)
+        if record["accepted"] and isinstance(record.get("next"), str):
+            state = record["next"]
+        elif state is None:
+            state = str(record["previous"])
+    return checks

@@ -1,0 +1,145 @@
+"""Safety gating: may downstream automation act on a thread?
+
+``block`` halts the blocking message and everything after it in the thread; ``review``
+(or ``requires_human``, low context integrity, an invalid or unreadable message, a
+correction cycle) holds the message and everything that refers to it for a human.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from vlp.errors import Problem
+from vlp.thread import Thread, references, safety_level
+from vlp.validate import message_problems
+
+#: Below this validator-computed context integrity a message is held (VLP-SPEC gating rules).
+MIN_CONTEXT_INTEGRITY = 0.7
+
+
+class Verdict(str, Enum):
+    PROCEED = "proceed"
+    HOLD = "hold"
+    HALT = "halt"
+
+    @property
+    def exit_code(self) -> int:
+        return {"proceed": 0, "hold": 3, "halt": 4}[self.value]
+
+
+@dataclass(frozen=True)
+class Cause:
+    """A message (or unreadable line) that stops automation, and why."""
+
+    verdict: Verdict
+    reason: str
+    id: str | None = None
+    line: int | None = None
+    index: int | None = None
+
+    @property
+    def where(self) -> str:
+        if self.id is not None:
+            return self.id
+        return f"line {self.line}" if self.line is not None else f"message #{self.index}"
+
+
+@dataclass(frozen=True)
+class GateResult:
+    verdict: Verdict
+    causes: list[Cause] = field(default_factory=list)
+    halted: list[str] = field(default_factory=list)
+    held: list[str] = field(default_factory=list)
+
+    @property
+    def proceed(self) -> bool:
+        return self.verdict is Verdict.PROCEED
+
+
+def _hold_reasons(msg: Any, valid: bool) -> list[str]:
+    reasons: list[str] = []
+    if safety_level(msg) == "review":
+        reasons.append("safety.level is review" + _issue_codes(msg))
+    safety = msg.get("safety") if isinstance(msg, dict) else None
+    if isinstance(safety, dict) and safety.get("requires_human") is True:
+        reasons.append("safety.requires_human is true")
+    metrics = msg.get("context_metrics") if isinstance(msg, dict) else None
+    integrity = metrics.get("context_integrity") if isinstance(metrics, dict) else None
+    if isinstance(integrity, (int, float)) and integrity < MIN_CONTEXT_INTEGRITY:
+        reasons.append(f"context_integrity {integrity} < {MIN_CONTEXT_INTEGRITY}")
+    if not valid:
+        codes = sorted({p.code for p in message_problems(msg)})
+        reasons.append("invalid message (" + ", ".join(codes) + ")")
+    return reasons
+
+
+def _issue_codes(msg: dict[str, Any]) -> str:
+    issues = msg["safety"].get("issues")
+    codes = [i["code"] for i in issues if isinstance(i, dict) and isinstance(i.get("code"), str)] \
+        if isinstance(issues, list) else []
+    return f" ({', '.join(codes)})" if codes else ""
+
+
+def _ident(msg: Any, index: int) -> str:
+    ident = msg.get("id") if isinstance(msg, dict) else None
+    return ident if isinstance(ident, str) and ident else f"#{index}"
+
+
+def gate(messages: Thread | Iterable[Any], *, unreadable: Iterable[Problem] = ()) -> GateResult:
+    """Verdict for a thread: proceed, hold for review, or halt, with the causes.
+
+    ``unreadable`` lists lines that could not be read as messages (they hold: an
+    unreadable line might have said ``block``, so a human must look).
+    """
+    thread = messages if isinstance(messages, Thread) else Thread(messages)
+    causes: list[Cause] = []
+    first_block: int | None = None
+    hold_roots: list[int] = []
+    for index, (msg, valid, line) in enumerate(zip(thread.messages, thread.valid, thread.lines)):
+        ident = msg.get("id") if isinstance(msg, dict) and isinstance(msg.get("id"), str) else None
+        if safety_level(msg) == "block":
+            causes.append(Cause(Verdict.HALT, "safety.level is block" + _issue_codes(msg), ident, line, index))
+            if first_block is None:
+                first_block = index
+        reasons = _hold_reasons(msg, valid)
+        for reason in reasons:
+            causes.append(Cause(Verdict.HOLD, reason, ident, line, index))
+        if reasons:
+            hold_roots.append(index)
+    for problem in thread.problems():
+        if problem.code == "VLP307":
+            causes.append(Cause(Verdict.HOLD, problem.message, problem.id, problem.line))
+            if problem.id in thread.position:
+                hold_roots.append(thread.position[problem.id])
+    for problem in unreadable:
+        causes.append(Cause(Verdict.HOLD, f"unreadable: {problem.message}", None, problem.line))
+
+    halted: list[str] = []
+    if first_block is not None:
+        halted = [_ident(msg, i) for i, msg in enumerate(thread.messages) if i >= first_block]
+    held = _downstream(thread, hold_roots)
+    held = [ident for ident in held if ident not in set(halted)]
+
+    if first_block is not None:
+        verdict = Verdict.HALT
+    elif causes:
+        verdict = Verdict.HOLD
+    else:
+        verdict = Verdict.PROCEED
+    return GateResult(verdict, causes, halted, held)
+
+
+def _downstream(thread: Thread, roots: list[int]) -> list[str]:
+    """Ids of the root messages and of every message that refers to them, transitively."""
+    marked = set(roots)
+    marked_ids = {_ident(thread.messages[i], i) for i in marked}
+    for index, msg in enumerate(thread.messages):
+        if index in marked or not isinstance(msg, dict):
+            continue
+        if any(ref in marked_ids for ref in references(msg)):
+            marked.add(index)
+            marked_ids.add(_ident(msg, index))
+    return [_ident(thread.messages[i], i) for i in sorted(marked)]

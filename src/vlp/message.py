@@ -1,0 +1,102 @@
+"""Creating messages in code: ``make_message`` fills in id, protocol and timestamp and
+refuses to return anything that is not a valid VLP/1.1 message."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from vlp.errors import VLPError
+from vlp.schema import PROTOCOL
+from vlp.validate import message_problems
+
+#: Queries assert nothing, so they may omit confidence (docs/decisions/vlp.md).
+QUERY_DEFAULT_CONFIDENCE = 1.0
+
+
+def utc_timestamp(moment: datetime | None = None) -> str:
+    """RFC 3339 UTC timestamp with millisecond precision, e.g. ``2025-12-14T10:30:00.000Z``."""
+    moment = datetime.now(UTC) if moment is None else moment
+    if moment.tzinfo is None:
+        raise ValueError("timestamp datetime must be timezone-aware")
+    moment = moment.astimezone(UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def new_message_id() -> str:
+    """A fresh unique message id (``MSG-`` and a UUID4 in hex)."""
+    return f"MSG-{uuid.uuid4().hex}"
+
+
+def _safety_object(safety: str | Mapping[str, Any]) -> dict[str, Any]:
+    if isinstance(safety, str):
+        return {"level": safety, "issues": []}
+    return dict(safety)
+
+
+def make_message(
+    type: str,  # noqa: A002 - the spec's field name, kept for the seed's call shape
+    *,
+    sender: str,
+    content: str | Mapping[str, Any],
+    confidence: float | None = None,
+    provenance: Sequence[str | Mapping[str, Any]] | None = None,
+    keywords: Sequence[str] | None = None,
+    refers_to: str | Sequence[str] | None = None,
+    receiver: str | None = None,
+    topic: str | None = None,
+    session_id: str | None = None,
+    seq: int | None = None,
+    payload: Mapping[str, Any] | None = None,
+    constraints: Sequence[str] | None = None,
+    safety: str | Mapping[str, Any] | None = None,
+    extras: Mapping[str, Any] | None = None,
+    id: str | None = None,  # noqa: A002 - the spec's field name
+    timestamp: str | datetime | None = None,
+) -> dict[str, Any]:
+    """A new, valid VLP/1.1 message dict, or VLPError listing every problem.
+
+    ``safety`` may be a level name (``"review"``) or a full safety object; ``extras``
+    becomes ``_extras``; ``refers_to`` may be one id or a list. Confidence is required
+    except for queries, where it defaults to 1.0.
+    """
+    if confidence is None and type == "query":
+        confidence = QUERY_DEFAULT_CONFIDENCE
+    if isinstance(timestamp, datetime):
+        timestamp = utc_timestamp(timestamp)
+    msg: dict[str, Any] = {
+        "id": new_message_id() if id is None else id,
+        "protocol": PROTOCOL,
+        "type": type,
+        "timestamp": utc_timestamp() if timestamp is None else timestamp,
+    }
+    optional_first = {"session_id": session_id, "seq": seq}
+    msg.update((key, value) for key, value in optional_first.items() if value is not None)
+    msg["sender"] = sender
+    if receiver is not None:
+        msg["receiver"] = receiver
+    if topic is not None:
+        msg["topic"] = topic
+    msg["content"] = dict(content) if isinstance(content, Mapping) else content
+    if confidence is not None:
+        msg["confidence"] = confidence
+    if provenance is not None:
+        msg["provenance"] = [dict(p) if isinstance(p, Mapping) else p for p in provenance]
+    if keywords is not None:
+        msg["keywords"] = list(keywords)
+    if constraints is not None:
+        msg["constraints"] = list(constraints)
+    if payload is not None:
+        msg["payload"] = dict(payload)
+    if refers_to is not None:
+        msg["refers_to"] = refers_to if isinstance(refers_to, str) else list(refers_to)
+    if safety is not None:
+        msg["safety"] = _safety_object(safety)
+    if extras is not None:
+        msg["_extras"] = dict(extras)
+    problems = message_problems(msg)
+    if problems:
+        raise VLPError(problems)
+    return msg

@@ -1,0 +1,348 @@
+"""NDJSON (and plain JSON) streams of VLP messages: a resilient streaming reader and an
+atomic line-by-line writer.
+
+The reader reads large chunks and splits lines itself, so memory stays bounded by the
+chunk size plus the maximum line length whatever the file size. Every bad line (invalid
+JSON, not an object, schema or rule violation, over-long line) becomes a Problem with
+its line number; every good message is kept.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, BinaryIO
+
+import orjson
+
+from vlp.errors import Problem, VLPError
+from vlp.validate import _check, is_surely_valid
+
+DEFAULT_MAX_LINE_BYTES = 1024 * 1024
+CHUNK_BYTES = 1024 * 1024
+_BOM = b"\xef\xbb\xbf"
+
+Source = str | os.PathLike[str] | BinaryIO
+ProblemSink = Callable[[Problem], None]
+MessageSink = Callable[[dict[str, Any], int], None]
+
+
+@dataclass(slots=True)
+class Record:
+    """One line (NDJSON) or array element (JSON) of input and what was wrong with it."""
+
+    line: int
+    message: Any = None
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.message is not None and not self.problems
+
+
+@dataclass(slots=True)
+class ScanSummary:
+    messages: int = 0
+    valid: int = 0
+    problems: int = 0
+
+
+def _id_of(msg: Any) -> str | None:
+    ident = msg.get("id") if isinstance(msg, dict) else None
+    return ident if isinstance(ident, str) else None
+
+
+def _located(problems: list[Problem], line: int, msg: Any) -> list[Problem]:
+    ident = _id_of(msg)
+    return [Problem(p.code, p.message, line, ident) for p in problems]
+
+
+def _json_error(line: int, error: ValueError) -> Problem:
+    return Problem("VLP001", f"invalid JSON: {error}", line)
+
+
+def _overlong(line: int, limit: int) -> Problem:
+    return Problem("VLP003", f"line longer than {limit} bytes; skipped", line)
+
+
+@contextmanager
+def _opened(source: Source) -> Iterator[BinaryIO]:
+    if isinstance(source, (str, os.PathLike)):
+        if str(source) == "-":
+            yield sys.stdin.buffer
+            return
+        with open(source, "rb") as stream:
+            yield stream
+    else:
+        yield source
+
+
+def _line_batches(
+    stream: BinaryIO, first: bytes, max_line_bytes: int, chunk_bytes: int
+) -> Iterator[tuple[int, list[bytes] | None]]:
+    """Yield ``(number of first line, complete lines)``; ``(n, None)`` marks line n as over-long.
+
+    Only a partial line shorter than ``max_line_bytes`` is carried between chunks; an
+    over-long one is dropped and the rest of it skipped up to its newline.
+    """
+    carry = b""
+    skipping = False
+    last_line = 0
+    chunk = first
+    while chunk:
+        if skipping:
+            newline = chunk.find(b"\n")
+            if newline < 0:
+                chunk = stream.read(chunk_bytes)
+                continue
+            chunk = chunk[newline + 1 :]
+            last_line += 1
+            skipping = False
+        lines = chunk.split(b"\n")
+        if carry:
+            lines[0] = carry + lines[0]
+        carry = lines.pop()
+        if lines:
+            yield last_line + 1, lines
+            last_line += len(lines)
+        if len(carry) > max_line_bytes:
+            yield last_line + 1, None
+            carry = b""
+            skipping = True
+        chunk = stream.read(chunk_bytes)
+    if carry and not skipping:
+        yield last_line + 1, [carry]
+
+
+def _looks_like_json_document(head: bytes) -> bool:
+    """A stream is one JSON document when it opens with '[' or with '{' alone on its line
+    (pretty-printed); anything else is read as NDJSON, one message a line."""
+    text = head.lstrip()
+    if text.startswith(b"["):
+        return True
+    first_line = text.split(b"\n", 1)[0].strip()
+    return first_line == b"{"
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _document_records(data: bytes) -> Iterator[Record]:
+    """Records of a whole JSON document: one object, or an array of objects."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        yield Record(1, None, [_json_error(1, error)])
+        return
+    decoder = json.JSONDecoder(parse_constant=_reject_constant)
+    try:
+        decoder.decode(text)
+    except ValueError as error:
+        line = getattr(error, "lineno", 1)
+        yield Record(line, None, [_json_error(line, error)])
+        return
+    start = len(text) - len(text.lstrip())
+    if text[start] != "[":
+        value = decoder.decode(text)
+        yield _record(text.count("\n", 0, start) + 1, value)
+        return
+    # Walk the array element by element to know the line each message starts on.
+    position = start + 1
+    line = text.count("\n", 0, position) + 1
+    while True:
+        while text[position] in " \t\r\n,":
+            line += text[position] == "\n"
+            position += 1
+        if text[position] == "]":
+            return
+        value, end = decoder.raw_decode(text, position)
+        yield _record(line, value)
+        line += text.count("\n", position, end)
+        position = end
+
+
+def _record(line: int, msg: Any) -> Record:
+    if is_surely_valid(msg):
+        return Record(line, msg)
+    return Record(line, msg, _located(_check(msg) or [], line, msg))
+
+
+def read_records(
+    source: Source,
+    *,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    chunk_bytes: int = CHUNK_BYTES,
+) -> Iterator[Record]:
+    """Every record of an NDJSON or JSON source (path, ``"-"`` for stdin, or binary file).
+
+    Unparseable and over-long lines come back as records without a message; invalid
+    messages come back with their problems. Blank lines are skipped. Never raises for
+    bad content; OSError from opening or reading still propagates.
+    """
+    loads = orjson.loads
+    with _opened(source) as stream:
+        first = stream.read(chunk_bytes)
+        if first.startswith(_BOM):
+            first = first[len(_BOM) :]
+        if _looks_like_json_document(first):
+            yield from _document_records(first + stream.read())
+            return
+        for start, lines in _line_batches(stream, first, max_line_bytes, chunk_bytes):
+            if lines is None:
+                yield Record(start, None, [_overlong(start, max_line_bytes)])
+                continue
+            number = start - 1
+            for line in lines:
+                number += 1
+                if len(line) > max_line_bytes:
+                    yield Record(number, None, [_overlong(number, max_line_bytes)])
+                    continue
+                try:
+                    msg = loads(line)
+                except orjson.JSONDecodeError as error:
+                    if line.strip():
+                        yield Record(number, None, [_json_error(number, error)])
+                    continue
+                yield _record(number, msg)
+
+
+def read_messages(source: Source, *, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> Iterator[dict[str, Any]]:
+    """Only the valid messages of a source, in order."""
+    for record in read_records(source, max_line_bytes=max_line_bytes):
+        if record.ok:
+            yield record.message
+
+
+def scan(
+    source: Source,
+    on_problem: ProblemSink,
+    on_message: MessageSink | None = None,
+    *,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    chunk_bytes: int = CHUNK_BYTES,
+) -> ScanSummary:
+    """Validate a whole source, calling ``on_problem`` for each problem and ``on_message``
+    for each valid message with its line. This is the fast path behind ``vlp validate``:
+    valid messages cost one parse and one dict walk, and nothing else is allocated."""
+    summary = ScanSummary()
+    loads = orjson.loads
+    surely_valid = is_surely_valid
+    with _opened(source) as stream:
+        first = stream.read(chunk_bytes)
+        if first.startswith(_BOM):
+            first = first[len(_BOM) :]
+        if _looks_like_json_document(first):
+            for record in _document_records(first + stream.read()):
+                _count(summary, record, on_problem, on_message)
+            return summary
+        for start, lines in _line_batches(stream, first, max_line_bytes, chunk_bytes):
+            if lines is None:
+                summary.messages += 1
+                summary.problems += 1
+                on_problem(_overlong(start, max_line_bytes))
+                continue
+            number = start - 1
+            for line in lines:
+                number += 1
+                if len(line) > max_line_bytes:
+                    summary.messages += 1
+                    summary.problems += 1
+                    on_problem(_overlong(number, max_line_bytes))
+                    continue
+                try:
+                    msg = loads(line)
+                except orjson.JSONDecodeError as error:
+                    if line.strip():
+                        summary.messages += 1
+                        summary.problems += 1
+                        on_problem(_json_error(number, error))
+                    continue
+                summary.messages += 1
+                if surely_valid(msg):
+                    summary.valid += 1
+                    if on_message is not None:
+                        on_message(msg, number)
+                    continue
+                _count(summary, _record(number, msg), on_problem, on_message, counted=True)
+    return summary
+
+
+def _count(
+    summary: ScanSummary,
+    record: Record,
+    on_problem: ProblemSink,
+    on_message: MessageSink | None,
+    *,
+    counted: bool = False,
+) -> None:
+    if not counted:
+        summary.messages += 1
+    if record.ok:
+        summary.valid += 1
+        if on_message is not None:
+            on_message(record.message, record.line)
+        return
+    summary.problems += len(record.problems)
+    for problem in record.problems:
+        on_problem(problem)
+
+
+def dumps_line(msg: dict[str, Any]) -> bytes:
+    """One NDJSON line (with its newline) for a message."""
+    return orjson.dumps(msg) + b"\n"
+
+
+class NdjsonWriter:
+    """Appends messages to an NDJSON file, one ``write(2)`` per line.
+
+    The file is opened with O_APPEND and each line goes out in a single system call, so
+    lines from concurrent writers never interleave and a crash leaves at most one torn
+    final line. Invalid messages are refused (VLPError) unless ``validate=False``.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, validate: bool = True, fsync: bool = False) -> None:
+        self.path = Path(path)
+        self._validate = validate
+        self._fsync = fsync
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+
+    def write(self, msg: dict[str, Any]) -> None:
+        if self._validate and not is_surely_valid(msg):
+            problems = _check(msg)
+            if problems:
+                raise VLPError(problems)
+        data = dumps_line(msg)
+        written = os.write(self._fd, data)
+        while written < len(data):  # only on exotic filesystems; keep the line whole
+            written += os.write(self._fd, data[written:])
+        if self._fsync:
+            os.fsync(self._fd)
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def __enter__(self) -> NdjsonWriter:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def append_message(path: str | os.PathLike[str], msg: dict[str, Any]) -> None:
+    """Validate ``msg`` and append it as one line to ``path``."""
+    with NdjsonWriter(path) as writer:
+        writer.write(msg)
+
+
+def write_messages(stream: IO[bytes], messages: Iterator[dict[str, Any]] | list[dict[str, Any]]) -> None:
+    """Write messages as NDJSON to an already open binary stream (no validation)."""
+    for msg in messages:
+        stream.write(dumps_line(msg))

@@ -1,0 +1,92 @@
+"""A thread as a readable tree, for ``vlp show``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from vlp.errors import CorrectionCycleError
+from vlp.thread import Thread, references, safety_level
+
+_MARKS = {"safe": "", "review": "  [REVIEW]", "block": "  [BLOCK]"}
+_WIDTH = 72
+
+
+def _short(content: Any) -> str:
+    if isinstance(content, str):
+        text = content
+    else:
+        import orjson
+
+        text = orjson.dumps(content).decode()
+    text = " ".join(text.split())
+    return text if len(text) <= _WIDTH else text[: _WIDTH - 1] + "…"
+
+
+def _provenance(msg: dict[str, Any]) -> str:
+    items = msg.get("provenance") or []
+    refs = [item if isinstance(item, str) else str(item.get("ref")) for item in items]
+    return ", ".join(refs) if refs else "none"
+
+
+def _headline(thread: Thread, msg: dict[str, Any]) -> list[str]:
+    route = msg["sender"] + (f" -> {msg['receiver']}" if msg.get("receiver") else "")
+    level = safety_level(msg)
+    issues = msg.get("safety", {}).get("issues") or []
+    codes = ", ".join(i["code"] for i in issues)
+    mark = _MARKS[level] + (f" {codes}" if codes and level != "safe" else "")
+    lines = [f"{msg['id']} {msg['type']}  {route}  conf {float(msg['confidence']):.2f}{mark}"]
+    lines.append(f"  {_short(msg['content'])}")
+    try:
+        current = thread.effective(msg["id"])
+    except CorrectionCycleError as error:
+        lines.append(f"  ! {error}")
+    else:
+        if current.corrected:
+            via = " -> ".join(current.chain_ids[1:])
+            lines.append(
+                f"  now: {_short(current.content)}  (corrected by {via}, "
+                f"conf {float(current.confidence):.2f})"
+            )
+            if current.safety_level != level:
+                lines.append(f"  effective safety: {current.safety_level}")
+    lines.append(f"  provenance: {_provenance(msg)}")
+    return lines
+
+
+def render_thread(thread: Thread) -> str:
+    """Each message under the first earlier message it refers to; invalid ones at the end."""
+    children: dict[str, list[dict[str, Any]]] = {}
+    roots: list[dict[str, Any]] = []
+    for msg in thread.valid_messages():
+        if thread.by_id.get(msg["id"]) is not msg:
+            continue  # duplicate id: the first message keeps the id
+        parents = [ref for ref in references(msg) if ref in thread.by_id and ref != msg["id"]
+                   and thread.position[ref] < thread.position[msg["id"]]]
+        if parents:
+            children.setdefault(parents[0], []).append(msg)
+        else:
+            roots.append(msg)
+    out: list[str] = []
+
+    def emit(msg: dict[str, Any], prefix: str, last: bool, top: bool) -> None:
+        head, *rest = _headline(thread, msg)
+        branch = "" if top else ("└─ " if last else "├─ ")
+        out.append(prefix + branch + head)
+        below = prefix + ("" if top else ("   " if last else "│  "))
+        kids = children.get(msg["id"], [])
+        for line in rest:
+            out.append(below + ("│ " if kids else "  ") + line)
+        for index, kid in enumerate(kids):
+            emit(kid, below, index == len(kids) - 1, False)
+
+    for root in roots:
+        emit(root, "", True, True)
+        out.append("")
+    invalid = [(line, msg) for msg, ok, line in zip(thread.messages, thread.valid, thread.lines) if not ok]
+    if invalid:
+        out.append(f"{len(invalid)} invalid message(s) not shown in the tree:")
+        for line, msg in invalid:
+            ident = msg.get("id") if isinstance(msg, dict) else None
+            where = f"line {line}" if line is not None else "?"
+            out.append(f"  {where}: {ident if isinstance(ident, str) else '(no id)'}")
+    return "\n".join(out).rstrip() + "\n"

@@ -1,0 +1,40 @@
+"""The packaged JSON Schema: where it lives and the constants the validator reads from it."""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+SCHEMA_PATH: Path = Path(__file__).with_name("vlp-1.1.schema.json")
+
+
+def schema_path() -> Path:
+    """Filesystem path of the Draft 2020-12 schema (for ajv, jsonschema, editors)."""
+    return SCHEMA_PATH
+
+
+@cache
+def _schema_bytes() -> bytes:
+    return SCHEMA_PATH.read_bytes()
+
+
+def load_schema() -> dict[str, Any]:
+    """A fresh copy of the schema as a dict."""
+    schema: dict[str, Any] = orjson.loads(_schema_bytes())
+    return schema
+
+
+# The validator takes its vocabularies from the schema so the two cannot drift apart.
+_SCHEMA = load_schema()
+_PROPS: dict[str, Any] = _SCHEMA["properties"]
+
+PROTOCOL: str = _PROPS["protocol"]["const"]
+MESSAGE_TYPES: tuple[str, ...] = tuple(_PROPS["type"]["enum"])
+SAFETY_LEVELS: tuple[str, ...] = tuple(_PROPS["safety"]["properties"]["level"]["enum"])
+REQUIRED_FIELDS: tuple[str, ...] = tuple(_SCHEMA["required"])
+RESERVED_TYPES: tuple[str, ...] = ("observation", "alert", "task")
+TIMESTAMP_PATTERN: re.Pattern[str] = re.compile(_SCHEMA["$defs"]["utc_timestamp"]["pattern"])

@@ -1,0 +1,411 @@
+"""Hand-written validator for one VLP/1.1 message: the schema's field shapes plus the truth serum.
+
+It agrees with ``vlp-1.1.schema.json`` (a test proves it on a generated corpus) but runs
+much faster than a generic JSON Schema engine: the valid path is straight-line dict
+lookups and type tests, and problems are only described once something is wrong.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from vlp.errors import Problem
+from vlp.schema import (
+    MESSAGE_TYPES,
+    PROTOCOL,
+    REQUIRED_FIELDS,
+    RESERVED_TYPES,
+    SAFETY_LEVELS,
+    TIMESTAMP_PATTERN,
+)
+
+_MISSING: Any = object()
+_TYPES = frozenset(MESSAGE_TYPES)
+_LEVELS = frozenset(SAFETY_LEVELS)
+_timestamp_ok = TIMESTAMP_PATTERN.match
+_HIGH_CONFIDENCE = 0.9
+_JSON_TYPE_NAMES = {
+    str: "a string",
+    bool: "a boolean",
+    int: "a number",
+    float: "a number",
+    dict: "an object",
+    list: "an array",
+    type(None): "null",
+}
+
+
+def _shown(value: object) -> str:
+    return _JSON_TYPE_NAMES.get(type(value), type(value).__name__)
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _is_integer(value: object) -> bool:
+    # JSON Schema counts 3.0 as an integer; mirror it so schema and validator agree.
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+
+
+def _add(found: list[Problem] | None, code: str, message: str) -> list[Problem]:
+    if found is None:
+        found = []
+    found.append(Problem(code, message))
+    return found
+
+
+def _string_problem(
+    found: list[Problem] | None, field: str, value: object, *, required: bool, nonempty: bool
+) -> list[Problem] | None:
+    """Describe why ``value`` is not an acceptable string for ``field`` (if it is not)."""
+    if value is _MISSING:
+        return _add(found, "VLP101", f"missing required field '{field}'") if required else found
+    if not isinstance(value, str):
+        return _add(found, "VLP102", f"'{field}' must be a string, got {_shown(value)}")
+    if nonempty and not value:
+        return _add(found, "VLP103", f"'{field}' must not be empty")
+    return found
+
+
+def _string_list_problem(
+    found: list[Problem] | None, field: str, value: object
+) -> list[Problem] | None:
+    if not isinstance(value, list):
+        return _add(found, "VLP102", f"'{field}' must be an array of strings, got {_shown(value)}")
+    for index, item in enumerate(value):
+        if not isinstance(item, str):
+            found = _add(found, "VLP102", f"'{field}[{index}]' must be a string, got {_shown(item)}")
+    return found
+
+
+def _timestamp_problem(found: list[Problem] | None, field: str, value: object) -> list[Problem] | None:
+    if not isinstance(value, str):
+        return _add(found, "VLP102", f"'{field}' must be a string, got {_shown(value)}")
+    if not _timestamp_ok(value):
+        return _add(
+            found, "VLP107", f"'{field}' {value!r} is not an RFC 3339 UTC date-time like 2025-12-14T10:30:00Z"
+        )
+    return found
+
+
+def _provenance_problem(found: list[Problem] | None, value: object) -> list[Problem] | None:
+    if not isinstance(value, list):
+        return _add(found, "VLP102", f"'provenance' must be an array, got {_shown(value)}")
+    for index, item in enumerate(value):
+        if isinstance(item, str):
+            if not item:
+                found = _add(found, "VLP109", f"'provenance[{index}]' is an empty string")
+            continue
+        if not isinstance(item, dict):
+            found = _add(
+                found, "VLP109", f"'provenance[{index}]' must be a string or an object, got {_shown(item)}"
+            )
+            continue
+        where = f"provenance[{index}]"
+        ref = item.get("ref", _MISSING)
+        if ref is _MISSING:
+            found = _add(found, "VLP109", f"'{where}' object lacks 'ref'")
+        else:
+            found = _string_problem(found, f"{where}.ref", ref, required=True, nonempty=True)
+        for key in ("type", "hash"):
+            if key in item:
+                found = _string_problem(found, f"{where}.{key}", item[key], required=False, nonempty=False)
+        if "fetched_at" in item:
+            found = _timestamp_problem(found, f"{where}.fetched_at", item["fetched_at"])
+    return found
+
+
+def _safety_problem(found: list[Problem] | None, value: object) -> list[Problem] | None:
+    if not isinstance(value, dict):
+        return _add(found, "VLP102", f"'safety' must be an object, got {_shown(value)}")
+    level = value.get("level", _MISSING)
+    if level is _MISSING:
+        found = _add(found, "VLP101", "missing required field 'safety.level'")
+    elif not isinstance(level, str) or level not in _LEVELS:
+        found = _add(found, "VLP110", f"'safety.level' must be safe, review or block, got {level!r}")
+    issues = value.get("issues", _MISSING)
+    if issues is not _MISSING:
+        if not isinstance(issues, list):
+            found = _add(found, "VLP102", f"'safety.issues' must be an array, got {_shown(issues)}")
+        else:
+            for index, issue in enumerate(issues):
+                where = f"safety.issues[{index}]"
+                if not isinstance(issue, dict):
+                    found = _add(found, "VLP102", f"'{where}' must be an object, got {_shown(issue)}")
+                    continue
+                code = issue.get("code", _MISSING)
+                if not isinstance(code, str) or not code:
+                    found = _add(found, "VLP111", f"'{where}.code' must be a non-empty string")
+                if "detail" in issue:
+                    found = _string_problem(
+                        found, f"{where}.detail", issue["detail"], required=False, nonempty=False
+                    )
+    human = value.get("requires_human", _MISSING)
+    if human is not _MISSING and not isinstance(human, bool):
+        found = _add(found, "VLP102", f"'safety.requires_human' must be a boolean, got {_shown(human)}")
+    return found
+
+
+def _refers_to_problem(found: list[Problem] | None, value: object) -> list[Problem] | None:
+    if isinstance(value, str):
+        return _add(found, "VLP103", "'refers_to' must not be empty") if not value else found
+    if not isinstance(value, list):
+        return _add(found, "VLP102", f"'refers_to' must be a string or an array, got {_shown(value)}")
+    if not value:
+        return _add(found, "VLP112", "'refers_to' is an empty array")
+    for index, item in enumerate(value):
+        found = _string_problem(found, f"refers_to[{index}]", item, required=True, nonempty=True)
+    return found
+
+
+def _check(msg: Any) -> list[Problem] | None:
+    """None when ``msg`` is a valid VLP/1.1 message, else every problem found."""
+    if not isinstance(msg, dict):
+        return [Problem("VLP002", f"a message must be a JSON object, got {_shown(msg)}")]
+    found: list[Problem] | None = None
+    get = msg.get
+
+    value = get("id", _MISSING)
+    if value.__class__ is not str or not value:
+        found = _string_problem(found, "id", value, required=True, nonempty=True)
+    value = get("protocol", _MISSING)
+    if value != PROTOCOL:
+        if value is _MISSING:
+            found = _add(found, "VLP101", "missing required field 'protocol'")
+        else:
+            found = _add(found, "VLP104", f"'protocol' must be {PROTOCOL!r}, got {value!r}")
+    kind = get("type", _MISSING)
+    if kind.__class__ is not str or kind not in _TYPES:
+        if kind is _MISSING:
+            found = _add(found, "VLP101", "missing required field 'type'")
+        elif kind in RESERVED_TYPES:
+            found = _add(found, "VLP106", f"type {kind!r} is reserved for a later VLP version")
+        else:
+            found = _add(found, "VLP105", f"unknown type {kind!r}; expected one of {', '.join(MESSAGE_TYPES)}")
+    value = get("timestamp", _MISSING)
+    if value.__class__ is not str or not _timestamp_ok(value):
+        if value is _MISSING:
+            found = _add(found, "VLP101", "missing required field 'timestamp'")
+        else:
+            found = _timestamp_problem(found, "timestamp", value)
+    value = get("sender", _MISSING)
+    if value.__class__ is not str or not value:
+        found = _string_problem(found, "sender", value, required=True, nonempty=True)
+    value = get("content", _MISSING)
+    if value.__class__ is not str and value.__class__ is not dict:
+        if value is _MISSING:
+            found = _add(found, "VLP101", "missing required field 'content'")
+        elif not isinstance(value, (str, dict)):
+            found = _add(found, "VLP102", f"'content' must be a string or an object, got {_shown(value)}")
+    confidence = get("confidence", _MISSING)
+    confidence_is_number = confidence.__class__ is float or _is_number(confidence)
+    if not confidence_is_number:
+        if confidence is _MISSING:
+            found = _add(found, "VLP101", "missing required field 'confidence'")
+        else:
+            found = _add(found, "VLP102", f"'confidence' must be a number, got {_shown(confidence)}")
+    elif not 0 <= confidence <= 1:
+        found = _add(found, "VLP108", f"'confidence' must be between 0 and 1, got {confidence!r}")
+
+    # Optional fields: most messages carry few, so test membership before looking closer.
+    value = get("session_id", _MISSING)
+    if value is not _MISSING and (value.__class__ is not str or not value):
+        found = _string_problem(found, "session_id", value, required=False, nonempty=True)
+    value = get("seq", _MISSING)
+    if value is not _MISSING and (value.__class__ is not int or value < 0):
+        if not _is_integer(value):
+            found = _add(found, "VLP102", f"'seq' must be an integer, got {_shown(value)}")
+        elif value < 0:
+            found = _add(found, "VLP108", f"'seq' must be >= 0, got {value!r}")
+    for field in ("receiver", "topic"):
+        value = get(field, _MISSING)
+        if value is not _MISSING and not isinstance(value, str):
+            found = _add(found, "VLP102", f"'{field}' must be a string, got {_shown(value)}")
+    for field in ("payload", "_extras"):
+        value = get(field, _MISSING)
+        if value is not _MISSING and not isinstance(value, dict):
+            found = _add(found, "VLP102", f"'{field}' must be an object, got {_shown(value)}")
+    provenance = get("provenance", _MISSING)
+    if provenance is not _MISSING:
+        if provenance.__class__ is list:
+            for item in provenance:
+                if item.__class__ is not str or not item:
+                    found = _provenance_problem(found, provenance)
+                    break
+        else:
+            found = _provenance_problem(found, provenance)
+    for field in ("keywords", "constraints"):
+        value = get(field, _MISSING)
+        if value is not _MISSING:
+            if value.__class__ is list:
+                for item in value:
+                    if item.__class__ is not str:
+                        found = _string_list_problem(found, field, value)
+                        break
+            else:
+                found = _string_list_problem(found, field, value)
+    safety = get("safety", _MISSING)
+    if safety is not _MISSING:
+        found = _safety_problem(found, safety)
+    refers_to = get("refers_to", _MISSING)
+    if refers_to is not _MISSING and (refers_to.__class__ is not str or not refers_to):
+        found = _refers_to_problem(found, refers_to)
+
+    # Truth serum.
+    has_provenance = provenance is not _MISSING and not (isinstance(provenance, list) and not provenance)
+    if kind == "evidence":
+        if refers_to is _MISSING:
+            found = _add(found, "VLP201", "evidence must carry 'refers_to' naming the claim it supports")
+        if not has_provenance:
+            found = _add(found, "VLP202", "evidence must carry at least one provenance item")
+    elif kind == "response" or kind == "correction":
+        if refers_to is _MISSING:
+            found = _add(found, "VLP203", f"{kind} must carry 'refers_to' naming the message it answers")
+    elif kind == "session_context":
+        if "session_id" not in msg:
+            found = _add(found, "VLP205", "session_context must carry 'session_id'")
+    if (
+        confidence_is_number
+        and confidence >= _HIGH_CONFIDENCE
+        and kind != "query"
+        and not has_provenance
+        and not (
+            safety is not _MISSING
+            and (not isinstance(safety, dict) or safety.get("level", _MISSING) == "review")
+        )
+    ):
+        found = _add(
+            found,
+            "VLP204",
+            f"confidence {confidence!r} >= 0.9 needs provenance or safety.level 'review'",
+        )
+    return found
+
+
+def is_surely_valid(msg: Any) -> bool:
+    """Fast test for the common shape of a valid message.
+
+    True only for valid messages; False means "not sure" and the caller must ask
+    :func:`_check`, which handles the rarer shapes (object provenance items, safety
+    issues, integral floats as seq...) and explains what is wrong.
+    """
+    try:
+        ident = msg["id"]
+        kind = msg["type"]
+        sender = msg["sender"]
+        content = msg["content"]
+        confidence = msg["confidence"]
+        if not (
+            msg["protocol"] == PROTOCOL
+            and ident.__class__ is str
+            and ident
+            and kind in _TYPES
+            and _timestamp_ok(msg["timestamp"])
+            and sender.__class__ is str
+            and sender
+            and (content.__class__ is str or content.__class__ is dict)
+            and (confidence.__class__ is float or confidence.__class__ is int)
+            and 0 <= confidence <= 1
+        ):
+            return False
+        provenance_items = 0
+        level = None
+        if len(msg) > len(REQUIRED_FIELDS):
+            if "session_id" in msg:
+                value = msg["session_id"]
+                if value.__class__ is not str or not value:
+                    return False
+            if "seq" in msg:
+                value = msg["seq"]
+                if value.__class__ is not int or value < 0:
+                    return False
+            if "receiver" in msg and msg["receiver"].__class__ is not str:
+                return False
+            if "topic" in msg and msg["topic"].__class__ is not str:
+                return False
+            if "payload" in msg and msg["payload"].__class__ is not dict:
+                return False
+            if "_extras" in msg and msg["_extras"].__class__ is not dict:
+                return False
+            if "provenance" in msg:
+                value = msg["provenance"]
+                if value.__class__ is not list:
+                    return False
+                for item in value:
+                    if item.__class__ is not str or not item:
+                        return False
+                provenance_items = len(value)
+            if "keywords" in msg:
+                value = msg["keywords"]
+                if value.__class__ is not list:
+                    return False
+                for item in value:
+                    if item.__class__ is not str:
+                        return False
+            if "constraints" in msg:
+                value = msg["constraints"]
+                if value.__class__ is not list:
+                    return False
+                for item in value:
+                    if item.__class__ is not str:
+                        return False
+            if "safety" in msg:
+                value = msg["safety"]
+                level = value["level"]
+                if level not in _LEVELS:
+                    return False
+                if len(value) != 1 and (len(value) != 2 or value.get("issues") != []):
+                    return False
+            if "refers_to" in msg:
+                value = msg["refers_to"]
+                if value.__class__ is list:
+                    if not value:
+                        return False
+                    for item in value:
+                        if item.__class__ is not str or not item:
+                            return False
+                elif value.__class__ is not str or not value:
+                    return False
+            elif kind == "evidence" or kind == "response" or kind == "correction":
+                return False
+            if kind == "session_context" and "session_id" not in msg:
+                return False
+        elif kind == "evidence" or kind == "response" or kind == "correction":
+            return False
+        elif kind == "session_context":
+            return False
+        if kind == "evidence" and not provenance_items:
+            return False
+        return not (
+            confidence >= _HIGH_CONFIDENCE
+            and not provenance_items
+            and kind != "query"
+            and level != "review"
+        )
+    except (KeyError, TypeError, AttributeError):
+        return False
+
+
+def message_problems(msg: object) -> list[Problem]:
+    """Every schema and truth-serum problem of one message (empty when it is valid)."""
+    if is_surely_valid(msg):
+        return []
+    return _check(msg) or []
+
+
+def is_valid(msg: object) -> bool:
+    """True when ``msg`` is a valid VLP/1.1 message."""
+    return is_surely_valid(msg) or _check(msg) is None
+
+
+def validate_vlp(msg: object) -> tuple[bool, str | None]:
+    """``(True, None)`` for a valid message, else ``(False, "CODE reason; ...")``."""
+    if is_surely_valid(msg):
+        return True, None
+    found = _check(msg)
+    if found is None:
+        return True, None
+    return False, "; ".join(str(problem) for problem in found)

@@ -1,0 +1,167 @@
+"""`vpp` command line: check, parse and repair VPP conversations.
+
+Exit codes: 0 compliant / valid, 1 violations / invalid command, 2 usage or input error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from vpp.audit import TranscriptResult, validate_transcript
+from vpp.grammar import Command, parse_command, recovery_body
+from vpp.snippets import header_snippet
+from vpp.transcript import TranscriptError, read_transcript, write_transcript
+from vpp.versions import DEFAULT_VERSION, VERSIONS, Version, check_version
+
+OK, VIOLATIONS, USAGE = 0, 1, 2
+
+
+class _InputError(Exception):
+    """A file could not be read; the message already names it."""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    version = check_version(args.version)
+    try:
+        if args.command == "check":
+            return _check(args.transcripts, version, args.format, not args.lenient)
+        if args.command == "parse":
+            return _parse(args.message, version, args.json)
+        if args.command == "repair":
+            return _repair(args.transcript, version, not args.lenient)
+        print(header_snippet(version), end="")
+        return OK
+    except _InputError as error:
+        print(f"vpp: error: {error}", file=sys.stderr)
+        return USAGE
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="vpp", description="Viable Prompt Protocol tools.")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def add(name: str, help_text: str) -> argparse.ArgumentParser:
+        sub = commands.add_parser(name, help=help_text, description=help_text)
+        sub.add_argument(
+            "--version", choices=VERSIONS, default=DEFAULT_VERSION, help="VPP version (default 1.4)"
+        )
+        return sub
+
+    check = add("check", "Check transcripts and report violations per turn.")
+    check.add_argument("transcripts", nargs="+", metavar="TRANSCRIPT", help="file, or - for stdin")
+    check.add_argument("--format", choices=("text", "json"), default="text")
+    check.add_argument("--lenient", action="store_true", help="tolerate cosmetic footer variants")
+    parse = add("parse", "Parse the command on line 1 of a user message.")
+    parse.add_argument("message", metavar="MESSAGE", help="the message, or - for stdin")
+    parse.add_argument("--json", action="store_true", help="print JSON")
+    repair = add("repair", "Print the transcript with assistant turns repaired.")
+    repair.add_argument("transcript", metavar="TRANSCRIPT", help="file, or - for stdin")
+    repair.add_argument("--lenient", action="store_true", help="keep cosmetic footer variants")
+    add("snippet", "Print the header snippet (system prompt) for a version.")
+    return parser
+
+
+def _read(path: str) -> str:
+    try:
+        if path == "-":
+            return sys.stdin.read()
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+    except (OSError, UnicodeDecodeError) as error:
+        reason = getattr(error, "strerror", None) or str(error)
+        raise _InputError(f"{path}: cannot read: {reason}") from None
+
+
+def _load(path: str, version: Version, strict: bool, repair: bool) -> TranscriptResult:
+    text = _read(path)
+    try:
+        return validate_transcript(read_transcript(text), version, strict=strict, repair=repair)
+    except TranscriptError as error:
+        raise _InputError(f"{path}:{error.line}: {error.args[0].split(': ', 1)[1]}") from None
+
+
+def _check(paths: Sequence[str], version: Version, output: str, strict: bool) -> int:
+    status = OK
+    for path in paths:
+        try:
+            result = _load(path, version, strict, repair=False)
+        except _InputError as error:
+            print(f"vpp: error: {error}", file=sys.stderr)
+            status = USAGE
+            continue
+        if not result.ok and status == OK:
+            status = VIOLATIONS
+        if output == "json":
+            print(json.dumps({"path": path, "version": version, **result.as_dict()}))
+        else:
+            _print_check(path, version, result)
+    return status
+
+
+def _print_check(path: str, version: Version, result: TranscriptResult) -> None:
+    for turn in result.turns:
+        for violation in turn.violations:
+            print(
+                f"{path}:{violation.line}: turn {turn.index} ({turn.role}): "
+                f"{violation.code}: {violation.message}"
+            )
+    bad = [turn for turn in result.turns if not turn.ok]
+    if not bad:
+        print(f"{path}: compliant with VPP {version} ({len(result.turns)} turns checked)")
+    else:
+        count = sum(len(turn.violations) for turn in bad)
+        print(f"{path}: {count} violation(s) in {len(bad)} of {len(result.turns)} turns")
+
+
+def _parse(message: str, version: Version, as_json: bool) -> int:
+    command = parse_command(_read(message) if message == "-" else message, version)
+    if as_json:
+        print(json.dumps(_command_json(command)))
+    else:
+        _print_command(command)
+    return OK if command.ok else VIOLATIONS
+
+
+def _command_json(command: Command) -> dict[str, Any]:
+    return {
+        "ok": command.ok,
+        "tag": command.tag,
+        "modifiers": list(command.modifiers),
+        "destination": command.destination,
+        "assistant_tag": command.reply_tag,
+        "allowed_assistant_tags": list(command.reply_tags),
+        "errors": [
+            {"code": p.code, "message": p.message, "column": p.column} for p in command.errors
+        ],
+    }
+
+
+def _print_command(command: Command) -> None:
+    print(f"command: {command.first_line}")
+    print(f"tag: {command.tag or '-'}")
+    print(f"modifiers: {' '.join('--' + m for m in command.modifiers) or '-'}")
+    print(f"destination: {command.destination or '-'}")
+    for problem in command.errors:
+        print(f"error: column {problem.column}: {problem.code}: {problem.message}")
+    if command.ok:
+        print("reply: " + " or ".join(f"<{tag}>" for tag in command.reply_tags))
+    else:
+        print(f"reply: <c> with recovery body: {recovery_body(command)}")
+
+
+def _repair(path: str, version: Version, strict: bool) -> int:
+    result = _load(path, version, strict, repair=True)
+    assert result.repaired is not None
+    print(write_transcript(result.repaired), end="")
+    fixed = sum(1 for t in result.turns if t.role == "assistant" and t.exchange and not t.ok)
+    print(f"vpp: repaired {fixed} assistant turn(s)", file=sys.stderr)
+    return OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

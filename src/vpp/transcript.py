@@ -1,0 +1,201 @@
+"""Transcript files: the plain-text format, JSON arrays and JSONL of `{role, content}`.
+
+Plain text: a line starting with `User:` or `Assistant:` (any letter case; also
+`System:`) opens a turn. The text after the colon (one space dropped) is the
+turn's first line and every following line belongs to it until the next marker.
+Lines before the first marker are a preamble and are ignored. Blank lines that
+end a turn are separators, not content.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+Format = Literal["text", "json", "jsonl"]
+CHECKED_ROLES = ("user", "assistant")
+SKIPPED_ROLES = ("system", "developer", "tool")
+_MARKER = re.compile(r"^(user|assistant|system)[ \t]*:[ ]?(.*)$", re.IGNORECASE)
+_WRAPPED_ARRAY = re.compile(r'(?<!\\)"messages"\s*:\s*\[')
+
+
+class TranscriptError(ValueError):
+    """The transcript cannot be read; `line` is 1-based."""
+
+    def __init__(self, message: str, line: int = 1) -> None:
+        super().__init__(f"line {line}: {message}")
+        self.line = line
+
+
+@dataclass(frozen=True)
+class Message:
+    role: str
+    content: str
+    line: int  # where the content (text) or the message object (JSON) starts
+    content_lines_map: bool  # whether content line k sits at file line `line + k - 1`
+    marker: str = ""  # the plain-text marker as written, e.g. "USER:"
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def file_line(self, content_line: int) -> int:
+        return self.line + content_line - 1 if self.content_lines_map else self.line
+
+
+@dataclass(frozen=True)
+class Transcript:
+    format: Format
+    messages: tuple[Message, ...]
+    preamble: str = ""
+    wrapper: Mapping[str, Any] | None = None  # the enclosing object of {"messages": [...]}
+
+    def with_contents(self, contents: Sequence[str]) -> Transcript:
+        messages = tuple(
+            replace(m, content=c) for m, c in zip(self.messages, contents, strict=True)
+        )
+        return replace(self, messages=messages)
+
+
+def read_transcript(text: str) -> Transcript:
+    """Parse `text`, detecting its format from the first non-blank character."""
+    stripped = text.lstrip()
+    if stripped.startswith("["):
+        return _read_json(text)
+    if stripped.startswith("{"):
+        return _read_json(text) if _is_single_json_object(text) else _read_jsonl(text)
+    return _read_text(text)
+
+
+def messages_from(turns: Sequence[Mapping[str, Any]]) -> Transcript:
+    """A transcript from in-memory `{role, content}` mappings."""
+    messages = [_message(turn, number, number, False) for number, turn in enumerate(turns, 1)]
+    return Transcript("json", tuple(messages))
+
+
+def write_transcript(transcript: Transcript) -> str:
+    """Serialize in the transcript's own format."""
+    if transcript.format == "text":
+        return _write_text(transcript)
+    records = [_record(m) for m in transcript.messages]
+    if transcript.format == "jsonl":
+        return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+    document: Any = records
+    if transcript.wrapper is not None:
+        document = {**transcript.wrapper, "messages": records}
+    return json.dumps(document, ensure_ascii=False, indent=2) + "\n"
+
+
+def _read_text(text: str) -> Transcript:
+    lines = text.replace("\r\n", "\n").split("\n")
+    starts = [(n, m) for n, line in enumerate(lines, 1) if (m := _MARKER.match(line))]
+    if not starts:
+        raise TranscriptError("no turns found; start each turn with 'User:' or 'Assistant:'")
+    messages = []
+    for position, (number, match) in enumerate(starts):
+        end = starts[position + 1][0] if position + 1 < len(starts) else len(lines) + 1
+        content_lines = [match.group(2), *lines[number : end - 1]]
+        first = number
+        if not match.group(2).strip():  # content begins on the line after the marker
+            content_lines, first = content_lines[1:], number + 1
+        while content_lines and not content_lines[-1].strip():
+            content_lines.pop()
+        marker = match.group(0)[: len(match.group(0)) - len(match.group(2))].rstrip()
+        messages.append(
+            Message(match.group(1).lower(), "\n".join(content_lines), first, True, marker)
+        )
+    preamble = "\n".join(lines[: starts[0][0] - 1])
+    return Transcript("text", tuple(messages), preamble=preamble)
+
+
+def _write_text(transcript: Transcript) -> str:
+    chunks = [transcript.preamble.rstrip("\n")] if transcript.preamble.strip() else []
+    for message in transcript.messages:
+        marker = message.marker or f"{message.role.capitalize()}:"
+        chunks.append(f"{marker} {message.content}".rstrip())
+    return "\n\n".join(chunks) + "\n"
+
+
+def _is_single_json_object(text: str) -> bool:
+    try:
+        json.loads(text)
+    except json.JSONDecodeError:
+        return False
+    return True
+
+
+def _load_json(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise TranscriptError(
+            f"invalid JSON: {error.msg} (column {error.colno})", error.lineno
+        ) from None
+
+
+def _read_json(text: str) -> Transcript:
+    document = _load_json(text)
+    wrapper = None
+    array_start = text.index("[")
+    if isinstance(document, dict):
+        found = _WRAPPED_ARRAY.search(text)
+        if not isinstance(document.get("messages"), list) or found is None:
+            raise TranscriptError('a JSON object transcript needs a "messages" list')
+        wrapper = {k: v for k, v in document.items() if k != "messages"}
+        array_start = found.end() - 1
+        document = document["messages"]
+    if not isinstance(document, list):
+        raise TranscriptError("a JSON transcript must be a list of {role, content} messages")
+    lines = _item_lines(text, array_start, len(document))
+    messages = [
+        _message(item, n, line, False) for n, (item, line) in enumerate(zip(document, lines), 1)
+    ]
+    return Transcript("json", tuple(messages), wrapper=wrapper)
+
+
+def _item_lines(text: str, array_start: int, count: int) -> list[int]:
+    """Line numbers where each element of the JSON array at `array_start` begins."""
+    decoder = json.JSONDecoder()
+    position, starts = array_start + 1, []
+    for _ in range(count):
+        while text[position] in " \t\r\n,":
+            position += 1
+        starts.append(text.count("\n", 0, position) + 1)
+        _, position = decoder.raw_decode(text, position)
+    return starts
+
+
+def _read_jsonl(text: str) -> Transcript:
+    messages: list[Message] = []
+    for number, line in enumerate(text.split("\n"), 1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise TranscriptError(
+                f"invalid JSON line: {error.msg} (column {error.colno})", number
+            ) from None
+        messages.append(_message(item, len(messages) + 1, number, False))
+    return Transcript("jsonl", tuple(messages))
+
+
+def _message(item: Any, index: int, line: int, maps: bool) -> Message:
+    if not isinstance(item, Mapping):
+        raise TranscriptError(f"message {index} must be an object with role and content", line)
+    role, content = item.get("role"), item.get("content")
+    if role not in CHECKED_ROLES + SKIPPED_ROLES:
+        raise TranscriptError(
+            f"message {index} has role {role!r}; expected user or assistant", line
+        )
+    extra = {k: v for k, v in item.items() if k not in ("role", "content")}
+    if not isinstance(content, str):
+        if role in CHECKED_ROLES:
+            raise TranscriptError(f"message {index} content must be a string", line)
+        extra["content"] = content  # kept as written; such turns are not checked
+        content = ""
+    return Message(role, content, line, maps, extra=extra)
+
+
+def _record(message: Message) -> dict[str, Any]:
+    return {"role": message.role, "content": message.content, **message.extra}

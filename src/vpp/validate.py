@@ -1,0 +1,282 @@
+"""Checking one exchange (user command + assistant reply) and repairing the reply."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from vpp.footer import Footer, build_footer
+from vpp.grammar import parse_command
+from vpp.reply import Reply, read_reply
+from vpp.state import ConversationState, Expectation, expect, initial_state
+from vpp.versions import ASSISTANT_TAGS, ESCAPE_HINTS, SOURCES, Version, footer_version
+
+QUESTION_LIMIT = 25  # 1.4 §III: at most 25 questions in any <c>
+_NESTED_HEADER = re.compile(r"^<(?:g|q|o|c|o_f)>$")
+_NESTED_FOOTER = re.compile(r"^\[Version=v?\d+\.\d+")
+_QUESTION_END = re.compile(r"\?(?=[\s)\"'*_`]|$)")
+_EXAMPLE_COMMAND = re.compile(r"!<[a-z_]+>(?: +--[^\s`'\"]+)*")
+
+
+@dataclass(frozen=True)
+class Violation:
+    """A rule the exchange broke: stable `code`, readable `message`, and where (1-based)."""
+
+    code: str
+    message: str
+    line: int = 1
+    column: int = 1
+
+    def as_dict(self) -> dict[str, str | int]:
+        return {"code": self.code, "message": self.message, "line": self.line}
+
+
+@dataclass(frozen=True)
+class ExchangeResult:
+    """The verdict on one assistant reply."""
+
+    expectation: Expectation
+    reply_tag: str  # the tag the reply is taken to have (the expected one if it was wrong)
+    command_violations: tuple[Violation, ...]  # problems with the user's command line
+    violations: tuple[Violation, ...]  # problems with the assistant's reply
+    next_state: ConversationState
+    repaired: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations and not self.command_violations
+
+
+def command_violations(user_message: str, version: Version = "1.4") -> tuple[Violation, ...]:
+    """The user's line-1 errors, as violations located on line 1."""
+    command = parse_command(user_message, version)
+    return tuple(Violation(p.code, p.message, 1, p.column) for p in command.errors)
+
+
+def validate_exchange(
+    user: str,
+    assistant: str,
+    state: ConversationState | None = None,
+    *,
+    strict: bool = True,
+    repair: bool = False,
+    new_locus: str | None = None,
+) -> ExchangeResult:
+    """Check `assistant`'s reply to `user` against the protocol at `state`.
+
+    `strict=False` tolerates cosmetic footer variants (brackets, missing index or
+    Locus, spacing, order). With `repair=True` the result carries the reply with
+    the correct tag line and footer; the body is kept, except where the protocol
+    fixes it (invalid-command recovery, the cycle-3 escape choices).
+    """
+    expectation = expect(user, state or initial_state(), new_locus=new_locus)
+    reply = read_reply(assistant, expectation.version)
+    checker = _ReplyChecker(expectation, reply, strict)
+    violations = checker.run()
+    used_tag = checker.used_tag
+    footer_locus = reply.footer.locus if reply.footer else None
+    repaired = None
+    if repair:
+        repaired = assistant if not violations else _repair(expectation, reply, used_tag)
+    return ExchangeResult(
+        expectation=expectation,
+        reply_tag=used_tag,
+        command_violations=command_violations(user, expectation.version),
+        violations=tuple(violations),
+        next_state=expectation.next_state(used_tag, footer_locus),
+        repaired=repaired,
+    )
+
+
+class _ReplyChecker:
+    def __init__(self, expectation: Expectation, reply: Reply, strict: bool) -> None:
+        self.expectation = expectation
+        self.reply = reply
+        self.strict = strict
+        self.version = expectation.version
+        self.found: list[Violation] = []
+        header = reply.header
+        allowed = header is not None and header.tag in expectation.reply_tags
+        self.used_tag = header.tag if header and allowed else expectation.reply_tag
+
+    def _add(self, code: str, message: str, line: int | None = None) -> None:
+        self.found.append(Violation(code, message, line or 1))
+
+    def run(self) -> list[Violation]:
+        self._check_header()
+        self._check_footer()
+        self._check_body()
+        return self.found
+
+    def _check_header(self) -> None:
+        header, wanted = self.reply.header, f"<{self.used_tag}>"
+        if header is None:
+            line = self.reply.body_start
+            self._add("missing-or-invalid-header", f"Line 1 must be the bare tag {wanted}.", line)
+            return
+        if not header.bare:
+            problem = "must not carry the user's '!'" if header.bang else "must hold the tag alone"
+            self._add(
+                "missing-or-invalid-header",
+                f"Line 1 {problem}: write {wanted} on its own line.",
+                header.line,
+            )
+        if header.tag not in self.expectation.reply_tags:
+            expected = " or ".join(f"<{tag}>" for tag in self.expectation.reply_tags)
+            why = "" if header.tag in ASSISTANT_TAGS else " (not an assistant tag)"
+            self._add(
+                "tag-mismatch", f"Expected {expected} but found <{header.tag}>{why}.", header.line
+            )
+
+    def _footer_problem(self, code: str, message: str, line: int | None) -> None:
+        self._add("missing-or-malformed-footer" if self.version == "1.5" else code, message, line)
+
+    def _check_footer(self) -> None:
+        footer, line = self.reply.footer, self.reply.footer_line
+        if footer is None:
+            last = max(self.reply.body_end - 1, 1)
+            self._add(
+                "missing-or-malformed-footer",
+                "The reply must end with the compliance footer line.",
+                last,
+            )
+            return
+        if self.reply.trailing_start is not None:
+            self._footer_problem(
+                "text-after-footer",
+                "The footer must be the last line; move the text after it into the body.",
+                self.reply.trailing_start,
+            )
+        for deviation in footer.deviations:
+            if self.strict or not deviation.cosmetic:
+                self._footer_problem(deviation.code, deviation.message, line)
+        self._check_footer_fields(footer, line)
+
+    def _check_footer_fields(self, footer: Footer, line: int | None) -> None:
+        expectation, tag = self.expectation, self.used_tag
+        version = footer_version(self.version)
+        if footer.version is not None and footer.version != version:
+            self._add("footer-version-mismatch", f"Expected Version={version}.", line)
+        index = expectation.tag_index(tag)
+        index_wrong = footer.index is not None and footer.index != index
+        if footer.tag is not None and (footer.tag != tag or index_wrong):
+            self._add("footer-tag-mismatch", f"Expected Tag={tag}_{index}.", line)
+        if footer.cycle is not None and footer.cycle != expectation.cycle:
+            self._add("footer-cycle-mismatch", f"Expected Cycle={expectation.cycle}/3.", line)
+        if self.version == "1.5" and footer.locus is not None and footer.locus != expectation.locus:
+            self._add("footer-locus-mismatch", f"Expected Locus={expectation.locus}.", line)
+        declared = expectation.command.assumptions
+        if (
+            declared is not None
+            and footer.assumptions is not None
+            and footer.assumptions != declared
+        ):
+            self._add(
+                "footer-assumptions-mismatch",
+                f"The command declared --assumptions={declared}; expected Assumptions={declared}.",
+                line,
+            )
+
+    def _check_body(self) -> None:
+        body_lines = self.reply.body_lines()
+        for number, text in body_lines:
+            if _NESTED_HEADER.match(text.strip()):
+                self._add(
+                    "nested-header", f"Body line repeats the wrapper tag {text.strip()}.", number
+                )
+            elif _NESTED_FOOTER.match(text.strip()):
+                self._add("nested-footer", "Body contains a second footer line.", number)
+        body, first_line = self.reply.body, self.reply.body_start
+        if self.expectation.escape_due and not has_escape_options(body):
+            self._add(
+                "missing-escape-options",
+                "After three unresolved cycles the reply must offer both `!<e> --<tag>` and "
+                "`!<e_o>`.",
+                first_line,
+            )
+        if self.expectation.recovery_body is not None:
+            self._check_recovery(body, first_line)
+        elif self.version == "1.4":
+            self._check_1_4_contracts(body, first_line)
+
+    def _check_recovery(self, body: str, line: int) -> None:
+        if self.version == "1.5":
+            if body.strip() != self.expectation.recovery_body:
+                self._add(
+                    "recovery-body-mismatch",
+                    f"Invalid commands require the deterministic recovery body: "
+                    f"{self.expectation.recovery_body}",
+                    line,
+                )
+        elif not is_recovery_body_1_4(body):
+            self._add(
+                "recovery-body-invalid",
+                "An invalid command gets <c> with a one-line error and a minimal valid "
+                "first-line example, and no other content.",
+                line,
+            )
+
+    def _check_1_4_contracts(self, body: str, line: int) -> None:
+        questions = len(_QUESTION_END.findall(body))
+        if self.used_tag == "c" and questions > QUESTION_LIMIT:
+            self._add(
+                "too-many-questions",
+                f"A <c> reply may ask at most {QUESTION_LIMIT} questions; found {questions}.",
+                line,
+            )
+        if self.expectation.command.tag == "e_o" and "assumption" not in body.lower():
+            self._add(
+                "assumptions-not-listed",
+                "A reply to !<e_o> must list its assumptions explicitly.",
+                line,
+            )
+
+
+def has_escape_options(body: str) -> bool:
+    """Whether `body` offers both escape forms."""
+    return "!<e> --<" in body and "!<e_o>" in body
+
+
+def is_recovery_body_1_4(body: str) -> bool:
+    """One non-empty line that shows at least one valid command as its example."""
+    text = body.strip()
+    if not text or "\n" in text:
+        return False
+    return any(parse_command(found, "1.4").ok for found in _EXAMPLE_COMMAND.findall(text))
+
+
+def _repair(expectation: Expectation, reply: Reply, tag: str) -> str:
+    body = _repaired_body(expectation, reply)
+    footer = reply.footer
+    sources = footer.sources if footer and footer.sources in SOURCES else "none"
+    assumptions = footer.assumptions if footer and footer.assumptions is not None else 0
+    if expectation.command.assumptions is not None:
+        assumptions = expectation.command.assumptions
+    locus = expectation.locus
+    if expectation.version == "1.4" and footer and footer.locus:
+        locus = expectation.next_state(tag, footer.locus).locus
+    footer_line = build_footer(
+        tag,
+        expectation.tag_index(tag),
+        cycle=expectation.cycle,
+        locus=locus,
+        sources=sources or "none",
+        assumptions=assumptions,
+        version=expectation.version,
+    )
+    return f"<{tag}>\n{body}\n{footer_line}" if body else f"<{tag}>\n{footer_line}"
+
+
+def _repaired_body(expectation: Expectation, reply: Reply) -> str:
+    recovery = expectation.recovery_body
+    keeps_own_recovery = expectation.version == "1.4" and is_recovery_body_1_4(reply.body)
+    if recovery is not None and not keeps_own_recovery:
+        return recovery
+    parts = []
+    if reply.header and reply.header.rest.strip():
+        parts.append(reply.header.rest.strip())
+    parts += [text for text in (reply.body, reply.trailing) if text]
+    body = "\n".join(parts)
+    if expectation.escape_due and not has_escape_options(body):
+        body = f"{body}\n\n{ESCAPE_HINTS[expectation.version]}".strip()
+    return body

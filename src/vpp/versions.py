@@ -1,0 +1,47 @@
+"""Protocol versions and the vocabulary each one defines."""
+
+from __future__ import annotations
+
+from typing import Final, Literal, get_args
+
+Version = Literal["1.4", "1.5"]
+
+VERSIONS: Final[tuple[Version, ...]] = get_args(Version)
+DEFAULT_VERSION: Final[Version] = "1.4"
+
+ASSISTANT_TAGS: Final[tuple[str, ...]] = ("g", "q", "o", "c", "o_f")
+USER_TAGS: Final[tuple[str, ...]] = (*ASSISTANT_TAGS, "e", "e_o")
+SOURCES: Final[tuple[str, ...]] = ("none", "web")
+CYCLE_LIMIT: Final = 3
+DEFAULT_LOCUS: Final = "default"
+
+# The escape choices each version asks the assistant to surface.
+ESCAPE_HINTS: Final[dict[Version, str]] = {
+    "1.4": (
+        "Escape options: send `!<e> --<g>` (or `--<q>/<o>/<c>/<o_f>`) to change locus "
+        "or skip via `!<e_o>`."
+    ),
+    "1.5": (
+        "Escape options: send `!<e> --<g>` (or `--<q>`, `--<o>`, `--<c>`, `--<o_f>`) "
+        "to change locus, or `!<e_o>` to start an output pipeline."
+    ),
+}
+
+
+def check_version(version: str) -> Version:
+    """Return `version` as a `Version`, accepting an optional leading `v`."""
+    bare = version.removeprefix("v")
+    for known in VERSIONS:
+        if bare == known:
+            return known
+    raise ValueError(f"unsupported VPP version {version!r}; expected one of {', '.join(VERSIONS)}")
+
+
+def footer_version(version: Version) -> str:
+    """The `Version=` value a footer carries, e.g. `v1.4`."""
+    return f"v{version}"
+
+
+def unnamed_locus(index: int) -> str:
+    """Generic name for the locus with this 1-based index (`default`, `locus-2`, ...)."""
+    return DEFAULT_LOCUS if index == 1 else f"locus-{index}"

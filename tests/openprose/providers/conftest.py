@@ -1,0 +1,43 @@
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+
+import pytest
+
+from openprose.providers import ProviderSettings, RetryPolicy
+from tests.support.fake_llm_server import FakeLLMServer
+
+# Tiny delays keep the retry tests fast; the policy logic is the same at any scale.
+FAST_RETRY = RetryPolicy(max_attempts=3, base_delay=0.01, max_delay=0.05, max_retry_after=2.0)
+
+SettingsFor = Callable[..., ProviderSettings]
+
+
+@pytest.fixture
+async def fake_server() -> AsyncIterator[FakeLLMServer]:
+    async with FakeLLMServer() as server:
+        yield server
+
+
+@pytest.fixture(params=["anthropic", "openai"])
+def api(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def settings_for(fake_server: FakeLLMServer, api: str) -> SettingsFor:
+    """Settings that point the real SDK of `api` at the loopback fake."""
+
+    def make(**overrides: object) -> ProviderSettings:
+        base_url = fake_server.base_url if api == "anthropic" else fake_server.openai_base_url
+        fields: dict[str, object] = {
+            "provider": api,
+            "base_url": base_url,
+            "api_key": "test-key-123",
+            "timeout": 2.0,
+            "retry": FAST_RETRY,
+        }
+        fields.update(overrides)
+        return ProviderSettings(**fields)  # type: ignore[arg-type]
+
+    return make

@@ -1,0 +1,218 @@
+"""Anthropic and OpenAI providers through their real SDKs against the loopback fake."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+import pytest
+
+from openprose.providers import (
+    Message,
+    ModelRequest,
+    ProviderConfigError,
+    ProviderError,
+    ProviderSettings,
+    RetryPolicy,
+    TransientProviderError,
+    open_provider,
+)
+from tests.support.fake_llm_server import FakeLLMServer, Fault
+
+SettingsFor = Callable[..., ProviderSettings]
+
+REQUEST = ModelRequest(
+    model="test-model",
+    messages=(
+        Message("user", "first question"),
+        Message("assistant", "an answer"),
+        Message("user", "hello fake"),
+    ),
+    system="You are terse.",
+    max_tokens=64,
+    temperature=0.2,
+)
+
+
+async def test_success_returns_text_usage_finish_reason_and_request_id(
+    fake_server: FakeLLMServer, settings_for: SettingsFor, api: str
+) -> None:
+    provider = open_provider(settings_for())
+    try:
+        response = await provider.complete(REQUEST)
+    finally:
+        await provider.aclose()
+    assert response.text == "echo: hello fake"
+    assert response.provider == api
+    assert response.model == "test-model"
+    assert response.request_id == "req_fake_1"
+    assert response.finish_reason == ("end_turn" if api == "anthropic" else "stop")
+    # the fake counts words: 2 + 2 + 2 message words + 3 system words
+    expected_input = 9 if api == "anthropic" else 6
+    assert (response.usage.input_tokens, response.usage.output_tokens) == (expected_input, 3)
+
+
+async def test_request_is_sent_in_the_api_shape(
+    fake_server: FakeLLMServer, settings_for: SettingsFor, api: str
+) -> None:
+    provider = open_provider(settings_for())
+    try:
+        await provider.complete(REQUEST)
+    finally:
+        await provider.aclose()
+    body, headers = fake_server.stats.bodies[0], fake_server.stats.headers[0]
+    assert body["model"] == "test-model"
+    assert body["temperature"] == 0.2
+    if api == "anthropic":
+        assert body["system"] == "You are terse."
+        assert [m["role"] for m in body["messages"]] == ["user", "assistant", "user"]
+        assert body["max_tokens"] == 64
+        assert headers["X-Api-Key"] == "test-key-123"
+    else:
+        assert body["messages"][0] == {"role": "system", "content": "You are terse."}
+        assert len(body["messages"]) == 4
+        # a custom base URL means an OpenAI-compatible server: the classic parameter
+        assert body["max_tokens"] == 64 and "max_completion_tokens" not in body
+        assert headers["Authorization"] == "Bearer test-key-123"
+
+
+async def test_truncated_answer_reports_the_length_finish_reason(
+    fake_server: FakeLLMServer, settings_for: SettingsFor, api: str
+) -> None:
+    provider = open_provider(settings_for())
+    try:
+        response = await provider.complete(
+            ModelRequest(model="m", messages=(Message("user", "one two three four"),), max_tokens=2)
+        )
+    finally:
+        await provider.aclose()
+    assert response.text == "echo: one"
+    assert response.finish_reason == ("max_tokens" if api == "anthropic" else "length")
+
+
+async def test_429_retry_after_is_honoured(
+    fake_server: FakeLLMServer, settings_for: SettingsFor
+) -> None:
+    fake_server.script(Fault("429", retry_after=0.3))
+    provider = open_provider(settings_for())
+    try:
+        response = await provider.complete(REQUEST)
+    finally:
+        await provider.aclose()
+    assert response.text == "echo: hello fake"
+    times = fake_server.stats.attempt_times
+    assert len(times) == 2
+    # the backoff alone would be <= 0.01 s; the gap shows the server's 0.3 s was obeyed
+    assert times[1] - times[0] >= 0.3
+
+
+async def test_retry_after_beyond_the_cap_is_returned_without_waiting(
+    fake_server: FakeLLMServer, settings_for: SettingsFor
+) -> None:
+    fake_server.script(Fault("429", retry_after=30))
+    provider = open_provider(settings_for())
+    try:
+        with pytest.raises(TransientProviderError) as caught:
+            await provider.complete(REQUEST)
+    finally:
+        await provider.aclose()
+    assert caught.value.retry_after == 30
+    assert caught.value.status == 429
+    assert fake_server.stats.attempts == 1
+
+
+async def test_500_is_retried_then_succeeds(
+    fake_server: FakeLLMServer, settings_for: SettingsFor
+) -> None:
+    fake_server.script(Fault("500"), Fault("500"))
+    provider = open_provider(settings_for())
+    try:
+        response = await provider.complete(REQUEST)
+    finally:
+        await provider.aclose()
+    assert response.text == "echo: hello fake"
+    assert fake_server.stats.attempts == 3
+
+
+async def test_timeout_is_retried(fake_server: FakeLLMServer, settings_for: SettingsFor) -> None:
+    fake_server.script(Fault("hang", hang_seconds=5))
+    provider = open_provider(settings_for(timeout=0.3))
+    try:
+        response = await provider.complete(REQUEST)
+    finally:
+        await provider.aclose()
+    assert response.text == "echo: hello fake"
+    assert fake_server.stats.attempts == 2
+
+
+async def test_sdk_retries_are_off_so_the_server_sees_exactly_our_attempts(
+    fake_server: FakeLLMServer, settings_for: SettingsFor, api: str
+) -> None:
+    fake_server.script(*[Fault("500")] * 10)
+    policy = RetryPolicy(max_attempts=4, base_delay=0.001, max_delay=0.005)
+    provider = open_provider(settings_for(retry=policy))
+    try:
+        with pytest.raises(TransientProviderError) as caught:
+            await provider.complete(REQUEST)
+    finally:
+        await provider.aclose()
+    assert fake_server.stats.attempts == 4
+    assert caught.value.status == 500
+    assert api in str(caught.value) and "test-model" in str(caught.value)
+
+
+async def test_malformed_body_is_a_clear_permanent_error(
+    fake_server: FakeLLMServer, settings_for: SettingsFor, api: str
+) -> None:
+    fake_server.script(Fault("malformed"))
+    provider = open_provider(settings_for())
+    try:
+        with pytest.raises(ProviderError) as caught:
+            await provider.complete(REQUEST)
+    finally:
+        await provider.aclose()
+    assert not isinstance(caught.value, TransientProviderError)
+    assert str(caught.value).startswith(f"{api} (model test-model): unusable response")
+    assert fake_server.stats.attempts == 1
+
+
+async def test_401_is_a_config_error_without_retries(
+    fake_server: FakeLLMServer, settings_for: SettingsFor, api: str
+) -> None:
+    fake_server.script(Fault("401"))
+    provider = open_provider(settings_for())
+    try:
+        with pytest.raises(ProviderConfigError) as caught:
+            await provider.complete(REQUEST)
+    finally:
+        await provider.aclose()
+    message = str(caught.value)
+    assert "HTTP 401" in message and "invalid api key" in message
+    assert ("ANTHROPIC_API_KEY" if api == "anthropic" else "OPENAI_API_KEY") in message
+    assert "test-key-123" not in message
+    assert fake_server.stats.attempts == 1
+
+
+async def test_concurrency_limit_is_honoured(settings_for: SettingsFor) -> None:
+    async with FakeLLMServer(latency_ms=30) as server:
+        base_url = (
+            server.base_url if settings_for().provider == "anthropic" else server.openai_base_url
+        )
+        provider = open_provider(settings_for(base_url=base_url, max_concurrency=3))
+        try:
+            responses = await asyncio.gather(*(provider.complete(REQUEST) for _ in range(12)))
+        finally:
+            await provider.aclose()
+    assert len(responses) == 12
+    assert server.stats.max_in_flight == 3
+
+
+async def test_connection_refused_is_transient_and_retried(
+    settings_for: SettingsFor, unused_tcp_port: int
+) -> None:
+    provider = open_provider(settings_for(base_url=f"http://127.0.0.1:{unused_tcp_port}"))
+    try:
+        with pytest.raises(TransientProviderError, match="connection failed"):
+            await provider.complete(REQUEST)
+    finally:
+        await provider.aclose()

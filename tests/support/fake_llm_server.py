@@ -1,0 +1,357 @@
+"""A loopback fake of the OpenAI chat.completions and Anthropic messages APIs.
+
+For tests and benchmarks only. One base URL serves both SDKs:
+  * Anthropic: POST {base}/v1/messages          (AsyncAnthropic(base_url=base))
+  * OpenAI:    POST {base}/v1/chat/completions  (AsyncOpenAI(base_url=base + "/v1"))
+
+In-process (tests):
+
+    async with FakeLLMServer(latency_ms=5) as server:
+        server.script(Fault("429", retry_after=0.2), Fault("500"))
+        ... point a client at server.base_url ...
+        assert server.stats.attempts == 3
+
+Out-of-process (benchmarks, so client and server do not share a core):
+
+    base_url, stop = start_in_subprocess(latency_ms=20)
+    ...; print(fetch_stats(base_url)); stop()
+
+The default reply echoes the last user message: "echo: <text>". Every answer carries a
+request id header (`request-id` for Anthropic, `x-request-id` for OpenAI).
+Faults are consumed one per request, in order, across both APIs:
+  "429" (with optional retry-after seconds), "500", "hang" (sleep past the client's
+  timeout), "malformed" (200 with a broken JSON body), "401".
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import json
+import subprocess
+import sys
+import time
+import urllib.request
+from collections import deque
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any, Self
+
+from aiohttp import web
+
+__all__ = [
+    "FAULT_KINDS",
+    "FakeLLMServer",
+    "Fault",
+    "ServerStats",
+    "fetch_stats",
+    "script_faults",
+    "start_in_subprocess",
+]
+
+FAULT_KINDS = ("429", "500", "hang", "malformed", "401")
+
+# reply(api, body) -> assistant text; api is "anthropic" or "openai".
+Reply = Callable[[str, dict[str, Any]], str]
+
+
+@dataclass(frozen=True)
+class Fault:
+    kind: str
+    retry_after: float | None = None  # seconds, for "429"
+    hang_seconds: float = 10.0  # for "hang"
+
+    def __post_init__(self) -> None:
+        if self.kind not in FAULT_KINDS:
+            raise ValueError(f"unknown fault {self.kind!r}; use one of {FAULT_KINDS}")
+
+
+@dataclass
+class ServerStats:
+    attempts: int = 0  # every request that reached a model endpoint, faults included
+    completed: int = 0  # successful answers
+    in_flight: int = 0
+    max_in_flight: int = 0
+    attempt_times: list[float] = field(default_factory=list)  # time.monotonic() on arrival
+    bodies: list[dict[str, Any]] = field(default_factory=list)  # request JSON, when kept
+    headers: list[dict[str, str]] = field(default_factory=list)  # request headers, when kept
+
+    def summary(self) -> dict[str, int]:
+        return {
+            "attempts": self.attempts,
+            "completed": self.completed,
+            "in_flight": self.in_flight,
+            "max_in_flight": self.max_in_flight,
+        }
+
+
+def echo_reply(api: str, body: dict[str, Any]) -> str:
+    messages = body.get("messages") or []
+    users = [m.get("content", "") for m in messages if m.get("role") == "user"]
+    last = users[-1] if users else ""
+    return f"echo: {last if isinstance(last, str) else json.dumps(last)}"
+
+
+class FakeLLMServer:
+    def __init__(
+        self,
+        *,
+        latency_ms: float = 0.0,
+        reply: Reply = echo_reply,
+        keep_requests: bool = True,
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ) -> None:
+        self.latency = latency_ms / 1000.0
+        self.reply = reply
+        self.keep_requests = keep_requests  # off for benchmarks: no per-request memory
+        self.faults: deque[Fault] = deque()
+        self.stats = ServerStats()
+        self._host = host
+        self._port = port
+        self._ids = itertools.count(1)
+        self._runner: web.AppRunner | None = None
+        self.base_url = ""
+
+    # --- lifecycle ---------------------------------------------------------------------
+
+    async def start(self) -> str:
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_post("/v1/messages", self._anthropic)
+        app.router.add_post("/v1/chat/completions", self._openai)
+        app.router.add_post("/chat/completions", self._openai)
+        app.router.add_get("/_control/stats", self._get_stats)
+        app.router.add_post("/_control/faults", self._post_faults)
+        app.router.add_post("/_control/reset", self._post_reset)
+        # handler_cancellation: a client that gives up (timeout) ends its "hang" handler.
+        self._runner = web.AppRunner(
+            app, access_log=None, handler_cancellation=True, shutdown_timeout=0.5
+        )
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self._host, self._port, backlog=4096)
+        await site.start()
+        port = self._runner.addresses[0][1]
+        self.base_url = f"http://{self._host}:{port}"
+        return self.base_url
+
+    async def close(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    # --- scripting ---------------------------------------------------------------------
+
+    def script(self, *faults: Fault) -> None:
+        self.faults.extend(faults)
+
+    def reset(self) -> None:
+        self.faults.clear()
+        self.stats = ServerStats()
+
+    @property
+    def openai_base_url(self) -> str:
+        return self.base_url + "/v1"
+
+    # --- handlers ----------------------------------------------------------------------
+
+    async def _anthropic(self, request: web.Request) -> web.StreamResponse:
+        return await self._serve(request, "anthropic")
+
+    async def _openai(self, request: web.Request) -> web.StreamResponse:
+        return await self._serve(request, "openai")
+
+    async def _serve(self, request: web.Request, api: str) -> web.StreamResponse:
+        stats = self.stats
+        stats.attempts += 1
+        stats.attempt_times.append(time.monotonic())
+        stats.in_flight += 1
+        stats.max_in_flight = max(stats.max_in_flight, stats.in_flight)
+        try:
+            body = await request.json()
+            if self.keep_requests:
+                stats.bodies.append(body)
+                stats.headers.append(dict(request.headers))
+            fault = self.faults.popleft() if self.faults else None
+            if self.latency:
+                await asyncio.sleep(self.latency)
+            if fault is not None:
+                return await self._fault(fault, api)
+            request_id = f"req_fake_{next(self._ids)}"
+            text = self.reply(api, body)
+            payload = (
+                _anthropic_message(body, text, request_id)
+                if api == "anthropic"
+                else _openai_completion(body, text, request_id)
+            )
+            stats.completed += 1
+            header = "request-id" if api == "anthropic" else "x-request-id"
+            return web.json_response(payload, headers={header: request_id})
+        finally:
+            stats.in_flight -= 1
+
+    async def _fault(self, fault: Fault, api: str) -> web.StreamResponse:
+        if fault.kind == "hang":
+            await asyncio.sleep(fault.hang_seconds)
+            return web.json_response(_error_body(api, 504, "hung"), status=504)
+        if fault.kind == "malformed":
+            return web.Response(
+                status=200, body=b'{"id": "broken", "content": [', content_type="application/json"
+            )
+        status = int(fault.kind)
+        headers = {}
+        if fault.retry_after is not None:
+            headers["retry-after"] = f"{fault.retry_after:g}"
+        message = {429: "rate limited", 500: "internal error", 401: "invalid api key"}[status]
+        return web.json_response(_error_body(api, status, message), status=status, headers=headers)
+
+    async def _get_stats(self, request: web.Request) -> web.StreamResponse:
+        return web.json_response(self.stats.summary())
+
+    async def _post_faults(self, request: web.Request) -> web.StreamResponse:
+        items = await request.json()
+        self.script(*(Fault(**item) for item in items))
+        return web.json_response({"queued": len(self.faults)})
+
+    async def _post_reset(self, request: web.Request) -> web.StreamResponse:
+        self.reset()
+        return web.json_response({"ok": True})
+
+
+def _count_tokens(text: str) -> int:
+    return len(text.split())
+
+
+def _prompt_tokens(body: dict[str, Any]) -> int:
+    parts = [str(m.get("content", "")) for m in body.get("messages") or []]
+    system = body.get("system")
+    if isinstance(system, str):
+        parts.append(system)
+    return sum(_count_tokens(p) for p in parts)
+
+
+def _truncate(text: str, limit: int | None) -> tuple[str, bool]:
+    words = text.split(" ")
+    if limit is None or len(words) <= limit:
+        return text, False
+    return " ".join(words[:limit]), True
+
+
+def _anthropic_message(body: dict[str, Any], text: str, request_id: str) -> dict[str, Any]:
+    text, cut = _truncate(text, body.get("max_tokens"))
+    return {
+        "id": f"msg_{request_id}",
+        "type": "message",
+        "role": "assistant",
+        "model": body.get("model", ""),
+        "content": [{"type": "text", "text": text}],
+        "stop_reason": "max_tokens" if cut else "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": _prompt_tokens(body), "output_tokens": _count_tokens(text)},
+    }
+
+
+def _openai_completion(body: dict[str, Any], text: str, request_id: str) -> dict[str, Any]:
+    limit = body.get("max_completion_tokens", body.get("max_tokens"))
+    text, cut = _truncate(text, limit)
+    prompt, completion = _prompt_tokens(body), _count_tokens(text)
+    return {
+        "id": f"chatcmpl-{request_id}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": body.get("model", ""),
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": text},
+                "finish_reason": "length" if cut else "stop",
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+        },
+    }
+
+
+def _error_body(api: str, status: int, message: str) -> dict[str, Any]:
+    if api == "anthropic":
+        kinds = {429: "rate_limit_error", 401: "authentication_error"}
+        return {
+            "type": "error",
+            "error": {"type": kinds.get(status, "api_error"), "message": message},
+        }
+    return {"error": {"message": message, "type": "fake_error", "code": str(status)}}
+
+
+# --- out-of-process mode -------------------------------------------------------------------
+
+
+def start_in_subprocess(latency_ms: float = 0.0) -> tuple[str, Callable[[], None]]:
+    """Run the server in its own process; returns (base_url, stop)."""
+    process = subprocess.Popen(
+        [sys.executable, __file__, "--latency-ms", str(latency_ms)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    line = process.stdout.readline().strip()
+    if not line.startswith("http://"):
+        process.kill()
+        raise RuntimeError(f"fake LLM server failed to start: {line!r}")
+
+    def stop() -> None:
+        process.terminate()
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+    return line, stop
+
+
+def fetch_stats(base_url: str) -> dict[str, int]:
+    with urllib.request.urlopen(f"{base_url}/_control/stats", timeout=5) as response:
+        return dict(json.load(response))
+
+
+def script_faults(base_url: str, *faults: Fault) -> None:
+    data = json.dumps([asdict(f) for f in faults]).encode()
+    request = urllib.request.Request(
+        f"{base_url}/_control/faults", data=data, headers={"content-type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=5):
+        pass
+
+
+async def _serve_forever(latency_ms: float, port: int) -> None:
+    server = FakeLLMServer(latency_ms=latency_ms, keep_requests=False, port=port)
+    print(await server.start(), flush=True)
+    try:
+        await asyncio.Event().wait()
+    finally:
+        await server.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="fake OpenAI/Anthropic server on loopback")
+    parser.add_argument("--latency-ms", type=float, default=0.0)
+    parser.add_argument("--port", type=int, default=0)
+    args = parser.parse_args()
+    try:
+        asyncio.run(_serve_forever(args.latency_ms, args.port))
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    main()
