@@ -1,1 +1,98 @@
-"""OpenProse: a language for AI sessions — front end, VM and providers."""
+"""OpenProse: a language for AI sessions — front end, VM and providers.
+
+The front end's functions are importable from here; each loads its module on first use, so
+``import openprose`` stays cheap::
+
+    import openprose
+    result = openprose.parse_text('session "Hello"')
+    diagnostics = openprose.check(result)
+    print(openprose.compile_program(result.program))
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from openprose.diagnostics import Diagnostic
+    from openprose.parser import ParseResult
+    from openprose.source import SourceFile
+
+# name -> module that defines it
+_LAZY = {
+    "parse": "openprose.parser",
+    "parse_text": "openprose.parser",
+    "read_source": "openprose.parser",
+    "ParseResult": "openprose.parser",
+    "check": "openprose.checker",
+    "compile_program": "openprose.compiler",
+    "canonicalize": "openprose.compiler",
+    "format_source": "openprose.formatter",
+    "Diagnostic": "openprose.diagnostics",
+    "Severity": "openprose.diagnostics",
+    "SourceFile": "openprose.source",
+}
+
+__all__ = [*_LAZY, "check_file", "check_parsed", "check_paths", "check_source", "find_programs"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'openprose' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def check_source(source: SourceFile) -> list[Diagnostic]:
+    """Parse and check decoded source: every diagnostic, in source order."""
+    from openprose.parser import parse
+
+    return check_parsed(parse(source))
+
+
+def check_parsed(result: ParseResult) -> list[Diagnostic]:
+    """The parser's diagnostics and the checker's, in source order."""
+    from openprose.checker import check
+
+    found = [*result.diagnostics, *check(result)]
+    # The checker may repeat a parse diagnostic; report each once.
+    unique = {(d.code, d.span.start, d.span.end, d.message): d for d in found}
+    return sorted(unique.values(), key=lambda d: (d.span.start, d.span.end))
+
+
+def check_file(path: str | os.PathLike[str]) -> list[Diagnostic]:
+    """Read, parse and check one file. An unreadable or non-UTF-8 file yields a diagnostic
+    (E118 / E100) rather than an exception."""
+    from openprose.parser import read_source
+
+    source, diagnostics = read_source(path)
+    if source is None:
+        return list(diagnostics)
+    return check_source(source)
+
+
+def find_programs(path: str | os.PathLike[str]) -> list[Path]:
+    """``path`` itself when it is a file, else every ``*.prose`` file below it (symlinked
+    directories are not followed), sorted. A missing path yields ``[]``."""
+    root = Path(path)
+    if not root.is_dir():
+        return [root] if root.exists() else []
+    found = [
+        Path(folder, name)
+        for folder, _, names in os.walk(root)
+        for name in names
+        if name.endswith(".prose")
+    ]
+    return sorted(found, key=lambda p: p.parts)
+
+
+def check_paths(paths: Iterable[str | os.PathLike[str]]) -> list[Diagnostic]:
+    """``check_file`` over files and directories (recursively, ``*.prose``, sorted)."""
+    return [d for path in paths for program in find_programs(path) for d in check_file(program)]

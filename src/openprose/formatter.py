@@ -52,7 +52,7 @@ def _weave(lines: list[Line], comments: tuple[Comment, ...], source: SourceFile)
     pending = 0  # index of the next standalone comment to place
 
     def place(item: Line, line: int) -> None:
-        if out and _blank_before(source, line) and not out[-1].opens_block and out[-1].text:
+        if out and _blank_before(source, line) and out[-1].child_level is None and out[-1].text:
             out.append(Line(0, "", None))
         out.append(item)
 
@@ -96,8 +96,8 @@ def _comment_level(comment: Comment, lines: list[Line], next_index: int) -> int:
         earlier = lines[i]
         if earlier.anchor is None or earlier.anchor.column > column:
             continue
-        if earlier.anchor.column < column and earlier.opens_block:
-            return earlier.level + 1
+        if earlier.anchor.column < column and earlier.child_level is not None:
+            return earlier.child_level
         return earlier.level
     return 0
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn, cast
+from typing import Callable, Literal, NoReturn, cast
 
 from openprose import nodes as n
 from openprose.diagnostics import Diagnostic, Severity
@@ -32,10 +32,11 @@ from openprose.scanner import (
     StringValue,
     Token,
     scan,
+    token_span,
 )
 from openprose.source import SourceFile, Span
 
-# Blocks and brackets may nest this deep; deeper input gets E116 instead of a RecursionError.
+# Blocks and brackets may nest this deep; deeper input gets E115 instead of a RecursionError.
 MAX_NESTING = 1000
 # Python frames per nesting level are ~10, so the parser runs under this recursion limit.
 _RECURSION_LIMIT = 20 * MAX_NESTING + 2000
@@ -79,7 +80,7 @@ def _join(first: Span, last: Span) -> Span:
 
 def _is_word(token: Token) -> bool:
     """A name or a keyword: property, argument and modifier names may be either."""
-    return token.kind == NAME or token.kind in KEYWORDS
+    return token[0] == NAME or token[0] in KEYWORDS
 
 
 class _Parser:
@@ -87,7 +88,7 @@ class _Parser:
         scanned = scan(source)
         self.source = source
         self.tokens = scanned.tokens
-        self.kinds = [t.kind for t in scanned.tokens]
+        self.kinds = [t[0] for t in scanned.tokens]
         self.comments = scanned.comments
         self.diagnostics = scanned.diagnostics
         self.pos = 0
@@ -114,25 +115,45 @@ class _Parser:
 
     def expect_name(self, what: str) -> n.Name:
         token = self.tokens[self.pos]
-        if token.kind != NAME:
+        if token[0] != NAME:
             self.fail(f"expected {what}")
         self.pos += 1
-        return n.Name(span=token.span, id=token.text)
+        return n.Name(span=token_span(token), id=token[1])
 
     def expect_word(self, what: str) -> n.Name:
         token = self.tokens[self.pos]
         if not _is_word(token):
             self.fail(f"expected {what}")
         self.pos += 1
-        return n.Name(span=token.span, id=token.text)
+        return n.Name(span=token_span(token), id=token[1])
 
-    def span_from(self, start: Span) -> Span:
-        """From ``start`` through the last significant token consumed."""
+    def take(self) -> int:
+        """Consume the current token and return its index (a node's start)."""
+        self.pos += 1
+        return self.pos - 1
+
+    def last_significant(self) -> Token:
         kinds = self.kinds
         index = self.pos - 1
         while index > 0 and kinds[index] in _LAYOUT:
             index -= 1
-        return _join(start, self.tokens[index].span)
+        return self.tokens[index]
+
+    def span_from(self, start: int) -> Span:
+        """From the token at index ``start`` through the last significant token consumed."""
+        first = self.tokens[start]
+        last = self.last_significant()
+        return Span(first[2], last[3], first[4], first[5], last[6], last[7])
+
+    def span_after(self, start: Span) -> Span:
+        """From the start of ``start`` through the last significant token consumed."""
+        last = self.last_significant()
+        return Span(start.start, last[3], start.line, start.column, last[6], last[7])
+
+    def starts_property(self, ahead: int) -> bool:
+        """Does ``name:`` start ``ahead`` tokens from here?"""
+        kind = self.peek_kind(ahead)
+        return (kind == NAME or kind in KEYWORDS) and self.peek_kind(ahead + 1) == ":"
 
     def ended_with_block(self) -> bool:
         return self.kinds[self.pos - 1] == DEDENT
@@ -148,19 +169,19 @@ class _Parser:
     def fail(self, expected: str) -> NoReturn:
         """Report the current token as unexpected and unwind to the statement boundary."""
         token = self.tokens[self.pos]
-        kind = token.kind
+        kind = token[0]
         if kind == ERROR:
             raise _ParseError  # the scanner already reported this text
         if kind == NEWLINE or kind == EOF:
             where = "end of line" if kind == NEWLINE else "end of file"
-            self.report("E005", f"Invalid syntax: {expected} before {where}", token.span)
+            self.report("E005", f"Invalid syntax: {expected} before {where}", token_span(token))
         elif kind == INDENT:
-            self.report("E104", f"Unexpected indent: {expected}", token.span)
+            self.report("E104", f"Unexpected indent: {expected}", token_span(token))
         elif kind == DEDENT:
-            self.report("E005", f"Invalid syntax: {expected} before the block ends", token.span)
+            self.report("E005", f"Invalid syntax: {expected} before the block ends", token_span(token))
         else:
-            shown = token.text if len(token.text) <= 30 else token.text[:30] + "..."
-            self.report("E004", f"Unexpected token {shown!r}: {expected}", token.span)
+            shown = token[1] if len(token[1]) <= 30 else token[1][:30] + "..."
+            self.report("E004", f"Unexpected token {shown!r}: {expected}", token_span(token))
         raise _ParseError
 
     # --- recovery --------------------------------------------------------------------------
@@ -187,11 +208,13 @@ class _Parser:
             self.pos += 1
 
     def invalid_from(self, start: int) -> n.Invalid:
-        first = self.tokens[start].span
-        end = max(self.pos, start + 1)
-        span = _join(first, self.tokens[end - 1].span)
-        if span.end < span.start:
-            span = first
+        """An Invalid node over the tokens from index ``start`` to the last one consumed."""
+        kinds = self.kinds
+        end = self.pos - 1
+        while end > start and kinds[end] in _LAYOUT:
+            end -= 1
+        first, last = self.tokens[start], self.tokens[max(end, start)]
+        span = Span(first[2], last[3], first[4], first[5], last[6], last[7])
         return n.Invalid(span=span, text=self.source.text[span.start : span.end])
 
     # --- program and blocks ----------------------------------------------------------------
@@ -252,15 +275,15 @@ class _Parser:
 
     def expected_block(self) -> NoReturn:
         token = self.tokens[self.pos]
-        if token.kind == NEWLINE or token.kind == EOF:
-            self.report("E105", "Expected an indented block", token.span)
+        if token[0] == NEWLINE or token[0] == EOF:
+            self.report("E105", "Expected an indented block", token_span(token))
             raise _ParseError
         self.fail("expected the end of the line and an indented block")
 
     def too_deep(self) -> None:
         """Report and skip a block nested beyond MAX_NESTING (entered just after its INDENT)."""
         token = self.tokens[self.pos]
-        self.report("E116", f"Blocks nested more than {MAX_NESTING} levels deep", token.span)
+        self.report("E115", f"Blocks nested more than {MAX_NESTING} levels deep", token_span(token))
         kinds = self.kinds
         level = 1
         while level and kinds[self.pos] != EOF:
@@ -298,18 +321,18 @@ class _Parser:
         if kind == NAME and self.peek_kind() == "=":
             return self.assignment()
         if kind == INDENT:
-            self.report("E104", "Unexpected indent", self.tokens[self.pos].span)
+            self.report("E104", "Unexpected indent", token_span(self.tokens[self.pos]))
             self.pos += 1
             self.block_statements()
             if self.kinds[self.pos] == DEDENT:
                 self.pos += 1
             raise _ParseError
-        start = self.tokens[self.pos].span
+        start = self.pos
         expr = self.expression()
         if not isinstance(expr, _STATEMENT_EXPRS):
             span = self.span_from(start)
             self.report(
-                "E117",
+                "E116",
                 "A bare value is not a statement (bind it with let/const or pass it as context)",
                 span,
             )
@@ -317,7 +340,7 @@ class _Parser:
         return expr
 
     def use(self) -> n.Use:
-        start = self.advance().span
+        start = self.take()
         path = self.string("a program path string (\"@handle/slug\")")
         alias = None
         if self.kinds[self.pos] == "as":
@@ -326,21 +349,21 @@ class _Parser:
         return n.Use(span=self.span_from(start), path=path, alias=alias)
 
     def input_decl(self) -> n.Input:
-        start = self.advance().span
+        start = self.take()
         name = self.expect_name("an input name")
         self.expect(":", "':' after the input name")
         description = self.string("a description string")
         return n.Input(span=self.span_from(start), name=name, description=description)
 
     def output(self) -> n.Output:
-        start = self.advance().span
+        start = self.take()
         name = self.expect_name("an output name")
         self.expect("=", "'=' after the output name")
         value = self.expression()
         return n.Output(span=self.span_from(start), name=name, value=value)
 
     def agent(self) -> n.AgentDef:
-        start = self.advance().span
+        start = self.take()
         name = self.expect_name("an agent name")
         self.expect(":", "':' after the agent name")
         properties: tuple[n.Property, ...] = ()
@@ -353,7 +376,7 @@ class _Parser:
         return n.AgentDef(span=self.span_from(start), name=name, properties=properties)
 
     def block_def(self) -> n.BlockDef:
-        start = self.advance().span
+        start = self.take()
         name = self.expect_name("a block name")
         params: list[n.Name] = []
         has_parens = self.kinds[self.pos] == "("
@@ -376,28 +399,30 @@ class _Parser:
         )
 
     def binding(self) -> n.Binding:
+        keyword_at = self.pos
         keyword = self.advance()
         target: n.Name | n.Destructure
         if self.kinds[self.pos] == "{":
-            brace = self.advance().span
+            brace = self.take()
             names = self.name_list("}")
             target = n.Destructure(span=self.span_from(brace), names=names)
         else:
-            target = self.expect_name(f"a variable name after '{keyword.text}'")
+            target = self.expect_name(f"a variable name after '{keyword[1]}'")
         self.expect("=", "'=' after the variable name")
         value = self.expression()
-        kind = "let" if keyword.kind == "let" else "const"
-        return n.Binding(span=self.span_from(keyword.span), kind=kind, target=target, value=value)
+        kind: Literal["let", "const"] = "let" if keyword[0] == "let" else "const"
+        return n.Binding(span=self.span_from(keyword_at), kind=kind, target=target, value=value)
 
     def assignment(self) -> n.Assign:
+        start = self.pos
         token = self.advance()
         self.pos += 1  # '='
         value = self.expression()
-        target = n.Name(span=token.span, id=token.text)
-        return n.Assign(span=self.span_from(token.span), target=target, value=value)
+        target = n.Name(span=token_span(token), id=token[1])
+        return n.Assign(span=self.span_from(start), target=target, value=value)
 
     def try_stmt(self) -> n.Try:
-        start = self.advance().span
+        start = self.take()
         self.expect(":", "':' after 'try'")
         body = self.body(required=True)
         catch: n.CatchClause | None = None
@@ -405,28 +430,29 @@ class _Parser:
         finally_span: Span | None = None
         kinds = self.kinds
         while kinds[self.pos] in ("catch", "finally"):
+            keyword_at = self.pos
             keyword = self.advance()
-            if keyword.kind == "catch":
+            if keyword[0] == "catch":
                 error = None
                 if kinds[self.pos] == "as":
                     self.pos += 1
                     error = self.expect_name("an error variable name after 'as'")
                 self.expect(":", "':' after 'catch'")
                 clause_body = self.body(required=True)
-                clause = n.CatchClause(span=self.span_from(keyword.span), error=error, body=clause_body)
+                clause = n.CatchClause(span=self.span_from(keyword_at), error=error, body=clause_body)
                 if catch is not None or finally_body is not None:
                     problem = "a second 'catch'" if catch is not None else "'catch' after 'finally'"
-                    self.report("E120", f"Misplaced clause: {problem}", keyword.span)
+                    self.report("E119", f"Misplaced clause: {problem}", token_span(keyword))
                 else:
                     catch = clause
             else:
                 self.expect(":", "':' after 'finally'")
                 clause_body = self.body(required=True)
                 if finally_body is not None:
-                    self.report("E120", "Misplaced clause: a second 'finally'", keyword.span)
+                    self.report("E119", "Misplaced clause: a second 'finally'", token_span(keyword))
                 else:
                     finally_body = clause_body
-                    finally_span = self.span_from(keyword.span)
+                    finally_span = self.span_from(keyword_at)
         return n.Try(
             span=self.span_from(start),
             body=body,
@@ -436,14 +462,14 @@ class _Parser:
         )
 
     def throw(self) -> n.Throw:
-        start = self.advance().span
+        start = self.take()
         message = None
         if self.kinds[self.pos] == STRING:
             message = self.string("a message string")
         return n.Throw(span=self.span_from(start), message=message)
 
     def choice(self) -> n.Choice:
-        start = self.advance().span
+        start = self.take()
         criteria = self.discretion("a **criteria** after 'choice'")
         self.expect(":", "':' after the choice criteria")
         kinds = self.kinds
@@ -474,18 +500,18 @@ class _Parser:
         try:
             if self.kinds[self.pos] != "option":
                 self.fail("expected 'option \"label\":' inside a choice block")
-            keyword = self.advance()
+            keyword_at = self.take()
             label = self.string("an option label string")
             self.expect(":", "':' after the option label")
             body = self.body(required=True)
-            return n.ChoiceOption(span=self.span_from(keyword.span), label=label, body=body)
+            return n.ChoiceOption(span=self.span_from(keyword_at), label=label, body=body)
         except _ParseError:
             self.pos = max(self.pos, start)
             self.skip_line()
             return None
 
     def if_stmt(self) -> n.If:
-        start = self.advance().span
+        start = self.take()
         condition = self.discretion("a **condition** after 'if'")
         self.expect(":", "':' after the condition")
         body = self.body(required=True)
@@ -494,24 +520,25 @@ class _Parser:
         else_span: Span | None = None
         kinds = self.kinds
         while kinds[self.pos] in ("elif", "else"):
+            keyword_at = self.pos
             keyword = self.advance()
-            if keyword.kind == "elif":
+            if keyword[0] == "elif":
                 condition = self.discretion("a **condition** after 'elif'")
                 self.expect(":", "':' after the condition")
                 body = self.body(required=True)
                 if else_body is not None:
-                    self.report("E112", "'elif' after 'else'", keyword.span)
+                    self.report("E112", "'elif' after 'else'", token_span(keyword))
                 else:
-                    branch = n.CondBranch(span=self.span_from(keyword.span), condition=condition, body=body)
+                    branch = n.CondBranch(span=self.span_from(keyword_at), condition=condition, body=body)
                     branches.append(branch)
             else:
                 self.expect(":", "':' after 'else'")
                 body = self.body(required=True)
                 if else_body is not None:
-                    self.report("E112", "Only one else clause allowed", keyword.span)
+                    self.report("E112", "Only one else clause allowed", token_span(keyword))
                 else:
                     else_body = body
-                    else_span = self.span_from(keyword.span)
+                    else_span = self.span_from(keyword_at)
         return n.If(
             span=self.span_from(start),
             branches=tuple(branches),
@@ -522,8 +549,8 @@ class _Parser:
     def orphan_clause(self) -> n.Stmt:
         """``elif``/``else``/``catch``/``finally``/``option`` with nothing to attach to."""
         token = self.advance()
-        code, message = _ORPHANS[token.kind]
-        self.report(code, message, token.span)
+        code, message = _ORPHANS[token[0]]
+        self.report(code, message, token_span(token))
         raise _ParseError
 
     # --- expressions -----------------------------------------------------------------------
@@ -536,7 +563,7 @@ class _Parser:
         while self.kinds[self.pos] == ARROW:
             self.pos += 1
             steps.append(self.pipeline())
-        return n.Arrow(span=self.span_from(first.span), steps=tuple(steps))
+        return n.Arrow(span=self.span_after(first.span), steps=tuple(steps))
 
     def pipeline(self) -> n.Expr:
         source = self.postfix()
@@ -563,39 +590,41 @@ class _Parser:
         while levels and kinds[self.pos] == DEDENT:
             self.pos += 1
             levels -= 1
-        return n.Pipeline(span=self.span_from(source.span), source=source, ops=tuple(ops))
+        return n.Pipeline(span=self.span_after(source.span), source=source, ops=tuple(ops))
 
     def pipe_op(self) -> n.PipeOp:
-        bar = self.advance().span
+        bar = self.take()
         token = self.tokens[self.pos]
         if not _is_word(token):
-            self.report("E121", "Expected pipe operator (map, filter, reduce, pmap)", token.span)
+            self.report("E120", "Expected pipe operator (map, filter, reduce, pmap)", token_span(token))
             raise _ParseError
         self.pos += 1
-        op = token.text
+        op = token[1]
         if op not in _PIPE_OPS:
             self.report(
-                "E121",
+                "E120",
                 f"Unknown pipe operator {op!r}: expected map, filter, reduce or pmap",
-                token.span,
+                token_span(token),
             )
         accumulator = item = None
         if self.kinds[self.pos] == "(":
-            paren = self.advance().span
+            paren = self.take()
             names = self.name_list(")")
             if op == "reduce" and len(names) == 2:
                 accumulator, item = names
             elif op == "reduce":
                 self.report(
-                    "E122",
+                    "E121",
                     "Expected accumulator and item variables: reduce(acc, item)",
                     self.span_from(paren),
                 )
             elif op in _PIPE_OPS:
-                self.report("E004", f"'{op}' takes no variables; it binds 'item'", paren)
+                self.report(
+                    "E004", f"'{op}' takes no variables; it binds 'item'", self.span_from(paren)
+                )
         elif op == "reduce":
             self.report(
-                "E122", "Expected accumulator and item variables: reduce(acc, item)", token.span
+                "E121", "Expected accumulator and item variables: reduce(acc, item)", token_span(token)
             )
         self.expect(":", f"':' after '{op}'")
         body = self.body(required=False)
@@ -611,17 +640,17 @@ class _Parser:
                 self.fail("property access works on names only")
             self.pos += 1
             attr = self.expect_word("a property name after '.'")
-            expr = n.Attribute(span=self.span_from(expr.span), value=expr, attr=attr.id)
+            expr = n.Attribute(span=self.span_after(expr.span), value=expr, attr=attr.id)
         return expr
 
     def primary(self) -> n.Expr:
         token = self.tokens[self.pos]
-        kind = token.kind
+        kind = token[0]
         if kind == NAME:
             self.pos += 1
             if self.kinds[self.pos] == "(":
                 return self.call(token)
-            return n.Name(span=token.span, id=token.text)
+            return n.Name(span=token_span(token), id=token[1])
         if kind == STRING:
             self.pos += 1
             return _string_node(token)
@@ -634,7 +663,7 @@ class _Parser:
 
     def number(self) -> n.NumberLit:
         token = self.advance()
-        return n.NumberLit(span=token.span, value=cast(int | float, token.value), raw=token.text)
+        return n.NumberLit(span=token_span(token), value=cast(int | float, token[8]), raw=token[1])
 
     def discretion_expr(self) -> n.Discretion:
         return self.discretion("a discretion")
@@ -642,13 +671,14 @@ class _Parser:
     def discretion(self, what: str) -> n.Discretion:
         token = self.expect(DISCRETION, what)
         return n.Discretion(
-            span=token.span, text=cast(str, token.value), triple=token.text.startswith("***")
+            span=token_span(token), text=cast(str, token[8]), triple=token[1].startswith("***")
         )
 
     def string(self, what: str) -> n.StringLit:
         return _string_node(self.expect(STRING, what))
 
     def call(self, callee: Token) -> n.ProgramCall:
+        callee_at = self.pos - 1
         self.pos += 1  # '('
         args: list[n.KeywordArg] = []
         kinds = self.kinds
@@ -658,7 +688,7 @@ class _Parser:
                 name = self.expect_word("an input name (calls take name: value arguments)")
                 self.expect(":", "':' after the input name")
                 value = self.expression()
-                args.append(n.KeywordArg(span=self.span_from(name.span), name=name, value=value))
+                args.append(n.KeywordArg(span=self.span_after(name.span), name=name, value=value))
                 if kinds[self.pos] != ",":
                     break
                 self.pos += 1
@@ -666,8 +696,8 @@ class _Parser:
         finally:
             self.depth -= 1
         return n.ProgramCall(
-            span=self.span_from(callee.span),
-            callee=n.Name(span=callee.span, id=callee.text),
+            span=self.span_from(callee_at),
+            callee=n.Name(span=token_span(callee), id=callee[1]),
             args=tuple(args),
         )
 
@@ -675,13 +705,13 @@ class _Parser:
         """Count a bracket nesting level (blocks count theirs in ``body``)."""
         if self.depth >= MAX_NESTING:
             self.report(
-                "E116", f"Expressions nested more than {MAX_NESTING} levels deep", self.tokens[self.pos].span
+                "E115", f"Expressions nested more than {MAX_NESTING} levels deep", token_span(self.tokens[self.pos])
             )
             raise _ParseError
         self.depth += 1
 
     def array(self) -> n.ArrayLit:
-        start = self.advance().span
+        start = self.take()
         elements: list[n.Expr] = []
         kinds = self.kinds
         self.enter()
@@ -697,7 +727,7 @@ class _Parser:
         return n.ArrayLit(span=self.span_from(start), elements=tuple(elements))
 
     def object_context(self) -> n.ObjectContext:
-        start = self.advance().span
+        start = self.take()
         names = self.name_list("}")
         return n.ObjectContext(span=self.span_from(start), names=names)
 
@@ -714,8 +744,10 @@ class _Parser:
         return tuple(names)
 
     def session(self) -> n.Session:
-        keyword = self.advance()
-        kind = "resume" if keyword.kind == "resume" else "session"
+        keyword_at = self.pos
+        kind: Literal["session", "resume"] = (
+            "resume" if self.advance()[0] == "resume" else "session"
+        )
         prompt = agent = name = None
         kinds = self.kinds
         if kinds[self.pos] == ":":
@@ -733,10 +765,10 @@ class _Parser:
         # Inline properties on the header line: `session "Research AI" context: "AI"`.
         while _is_word(self.tokens[self.pos]) and self.peek_kind() == ":":
             properties.append(self.property(inline=True))
-        if kinds[self.pos] == NEWLINE and self.peek_kind() == INDENT and self.peek_kind(2) != "|":
+        if kinds[self.pos] == NEWLINE and self.peek_kind() == INDENT and self.starts_property(2):
             properties.extend(self.property_block())
         return n.Session(
-            span=self.span_from(keyword.span),
+            span=self.span_from(keyword_at),
             kind=kind,
             prompt=prompt,
             agent=agent,
@@ -779,17 +811,17 @@ class _Parser:
         self.pos += 1  # ':'
         value: n.Expr | n.PermissionsBlock
         if not inline and self.kinds[self.pos] == NEWLINE and self.peek_kind() == INDENT:
-            start = self.tokens[self.pos + 2].span
+            start = self.pos + 2
             rules = self.property_block()
             value = n.PermissionsBlock(span=self.span_from(start), rules=rules)
         elif inline:
             value = self.postfix()
         else:
             value = self.expression()
-        return n.Property(span=self.span_from(name.span), name=name, value=value)
+        return n.Property(span=self.span_after(name.span), name=name, value=value)
 
     def do(self) -> n.DoBlock | n.DoCall:
-        start = self.advance().span
+        start = self.take()
         if self.kinds[self.pos] == ":":
             self.pos += 1
             body = self.body(required=False)
@@ -823,7 +855,7 @@ class _Parser:
                 name = self.expect_word("a modifier name")
                 self.pos += 1
                 value = self.expression()
-                items.append(n.Modifier(span=self.span_from(name.span), name=name, value=value))
+                items.append(n.Modifier(span=self.span_after(name.span), name=name, value=value))
             else:
                 value = self.expression()
                 items.append(n.Modifier(span=value.span, name=None, value=value))
@@ -834,7 +866,7 @@ class _Parser:
         return tuple(items)
 
     def parallel(self) -> n.Parallel | n.ForEach:
-        start = self.advance().span
+        start = self.take()
         modifiers: tuple[n.Modifier, ...] = ()
         has_parens = self.kinds[self.pos] == "("
         if has_parens:
@@ -857,7 +889,7 @@ class _Parser:
         )
 
     def for_each(
-        self, start: Span, *, parallel: bool, modifiers: tuple[n.Modifier, ...]
+        self, start: int, *, parallel: bool, modifiers: tuple[n.Modifier, ...]
     ) -> n.ForEach:
         self.pos += 1  # 'for'
         item = self.expect_name("a loop variable after 'for'")
@@ -880,10 +912,10 @@ class _Parser:
         )
 
     def for_stmt(self) -> n.ForEach:
-        return self.for_each(self.tokens[self.pos].span, parallel=False, modifiers=())
+        return self.for_each(self.pos, parallel=False, modifiers=())
 
     def repeat(self) -> n.Repeat:
-        start = self.advance().span
+        start = self.take()
         count = self.postfix()
         index = None
         if self.kinds[self.pos] == "as":
@@ -894,12 +926,12 @@ class _Parser:
         return n.Repeat(span=self.span_from(start), count=count, index=index, body=body)
 
     def loop(self) -> n.Loop:
-        start = self.advance().span
+        start = self.take()
         kinds = self.kinds
         kind: str = "loop"
         condition = None
         if kinds[self.pos] in ("until", "while"):
-            kind = self.advance().kind
+            kind = self.advance()[0]
             condition = self.discretion(f"a **condition** after '{kind}'")
         modifiers: tuple[n.Modifier, ...] = ()
         has_parens = kinds[self.pos] == "("
@@ -923,11 +955,11 @@ class _Parser:
 
 
 def _string_node(token: Token) -> n.StringLit:
-    decoded = cast(StringValue, token.value)
-    return n.StringLit(span=token.span, value=decoded.value, parts=decoded.parts, triple=decoded.triple)
+    decoded = cast(StringValue, token[8])
+    return n.StringLit(span=token_span(token), value=decoded.value, parts=decoded.parts, triple=decoded.triple)
 
 
-_STATEMENTS = {
+_STATEMENTS: dict[str, Callable[[_Parser], n.Stmt]] = {
     "use": _Parser.use,
     "input": _Parser.input_decl,
     "output": _Parser.output,
@@ -946,7 +978,7 @@ _STATEMENTS = {
     "option": _Parser.orphan_clause,
 }
 
-_PRIMARIES = {
+_PRIMARIES: dict[str, Callable[[_Parser], n.Expr]] = {
     NUMBER: _Parser.number,
     DISCRETION: _Parser.discretion_expr,
     "[": _Parser.array,
@@ -983,7 +1015,7 @@ def parse(source: SourceFile) -> ParseResult:
         last = diagnostics[-1].span
         diagnostics.append(
             Diagnostic(
-                "E118",
+                "E117",
                 Severity.ERROR,
                 f"Too many errors; stopped reporting after {MAX_DIAGNOSTICS}",
                 last,
@@ -1007,7 +1039,7 @@ def read_source(path: str | Path) -> tuple[SourceFile | None, list[Diagnostic]]:
     except OSError as error:
         empty = SourceFile.from_text("", name)
         reason = error.strerror or type(error).__name__
-        return None, [Diagnostic("E119", Severity.ERROR, f"Cannot read file: {reason}", empty.span(0, 0), name)]
+        return None, [Diagnostic("E118", Severity.ERROR, f"Cannot read file: {reason}", empty.span(0, 0), name)]
     return decode_source(data, name)
 
 

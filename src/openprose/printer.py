@@ -10,6 +10,7 @@ construct each output line came from (to re-attach comments and blank lines) bef
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -53,6 +54,7 @@ from openprose.nodes import (
     Try,
     Use,
 )
+from openprose.scanner import IDENT_PATTERN
 from openprose.source import Span
 
 INDENT = "  "
@@ -76,12 +78,13 @@ def deep_recursion() -> Iterator[None]:
 class Line:
     """One logical output line. ``text`` holds more than one physical line when it ends in a
     multi-line string or condition; ``anchor`` is the span of the source construct the line
-    starts (None for lines the printer invented)."""
+    starts (None for lines the printer invented); ``child_level`` is the level of the block
+    the line opens, if it opens one."""
 
     level: int
     text: str
     anchor: Span | None
-    opens_block: bool = False
+    child_level: int | None = None
 
     def render(self) -> str:
         return INDENT * self.level + self.text
@@ -92,14 +95,17 @@ class Line:
 _SINGLE_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t"}
 
 
+_INTERPOLATION_AHEAD = re.compile(r"\{" + IDENT_PATTERN + r"(?:\." + IDENT_PATTERN + r")*\}")
+
+
 def _escape_braces(text: str) -> str:
-    """A literal ``{`` must not read back as an interpolation: escape every one except the
-    ``{}`` pair, which the reference defines as literal text."""
+    """A literal ``{`` that would read back as an interpolation (``{name}``) gets its escape;
+    other braces (``{}``, ``{ x }``, JSON) are literal text already and stay as written."""
     if "{" not in text:
         return text
     out = []
     for i, char in enumerate(text):
-        if char == "{" and not text.startswith("}", i + 1):
+        if char == "{" and _INTERPOLATION_AHEAD.match(text, i):
             out.append("\\{")
         else:
             out.append(char)
@@ -140,9 +146,8 @@ def string(node: StringLit) -> str:
 
 
 def discretion(node: Discretion) -> str:
-    if node.triple:
-        return f"***\n{node.text}\n***"
-    return f"**{node.text}**"
+    marker = "***" if node.triple else "**"
+    return f"{marker}{node.text}{marker}"
 
 
 # --- expressions that fit on one line --------------------------------------------------------
@@ -174,7 +179,9 @@ def inline(node: object) -> str:
                 return f"do {node.name.id}(" + ", ".join(inline(a) for a in node.args) + ")"
             return f"do {node.name.id}"
         case Session():
-            return session_head(node)
+            # Properties on the header line, as in `session "Research AI" context: "AI"`.
+            props = "".join(f" {p.name.id}: {inline(p.value)}" for p in node.properties)
+            return session_head(node) + props
         case Arrow():
             return " -> ".join(inline(step) for step in node.steps)
         case Invalid():
@@ -217,10 +224,9 @@ def _block_head(node: object) -> str:
             index = f" as {node.index.id}" if node.index else ""
             return f"repeat {inline(node.count)}{index}:"
         case ForEach():
-            prefix = "parallel " if node.parallel else ""
+            prefix = "parallel" + modifiers(node.modifiers, False) + " " if node.parallel else ""
             index = f", {node.index.id}" if node.index else ""
-            mods = modifiers(node.modifiers, False)
-            return f"{prefix}for {node.item.id}{index} in {inline(node.collection)}{mods}:"
+            return f"{prefix}for {node.item.id}{index} in {inline(node.collection)}:"
         case Loop():
             head = "loop"
             if node.kind != "loop":
@@ -254,7 +260,7 @@ class Printer:
         return self.lines
 
     def emit(self, level: int, text: str, anchor: Span | None, opens_block: bool = False) -> None:
-        self.lines.append(Line(level, text, anchor, opens_block))
+        self.lines.append(Line(level, text, anchor, level + 1 if opens_block else None))
 
     def body(self, stmts: tuple[object, ...], level: int) -> None:
         for stmt in stmts:
@@ -292,10 +298,11 @@ class Printer:
                 self.emit(level, prefix + session_head(node), at, opens_block=bool(node.properties))
                 self.properties(node.properties, level + 1)
             case Arrow():
-                self.emit(level, prefix + inline(node), at)
-                last = node.steps[-1] if node.steps else None
-                if isinstance(last, Session):
-                    self.properties(last.properties, level + 1)
+                # All steps but the last are one-liners; the last may open a block (its
+                # properties, or `do:`), printed as if it stood alone after the arrows.
+                *steps, last = node.steps
+                arrows = "".join(inline(step) + " -> " for step in steps)
+                self.stmt(last, level, prefix + arrows, at)
             case Parallel():
                 self.emit(level, prefix + _block_head(node), at, opens_block=True)
                 for branch in node.branches:
@@ -339,7 +346,7 @@ class Printer:
         # Chained stages go one per line; each body sits under its operation name, as in the
         # reference's examples (`  | map:` then the body six columns in).
         for op in node.ops:
-            self.emit(level + 1, "| " + _pipe_op_head(op), op.span, opens_block=True)
+            self.lines.append(Line(level + 1, "| " + _pipe_op_head(op), op.span, level + 3))
             self.body(op.body, level + 3)
 
     def properties(self, props: tuple[Property, ...], level: int) -> None:

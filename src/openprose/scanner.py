@@ -44,8 +44,9 @@ IDENT_PATTERN: Final = r"[A-Za-z_][A-Za-z0-9_]*(?:-[A-Za-z0-9_]+)*"
 
 _MASTER = re.compile(
     r"""
-    (?P<nl>\r?\n)
-  | (?P<ws>[ \f\v\r]+)
+    [ \f\v\r]*  # spaces between tokens are skipped (indentation is measured from positions)
+    (?:
+    (?P<nl>\n)
   | (?P<tab>\t+)
   | (?P<comment>\#[^\r\n]*)
   | (?P<triple>\"\"\"(?:[^"\\]|\\[\s\S]|"(?!""))*\"\"\")
@@ -63,11 +64,12 @@ _MASTER = re.compile(
     + r""")
   | (?P<punct>[()\[\]{},:=|.])
   | (?P<bad>[^ \t\r\n\f\v"\#*A-Za-z_0-9()\[\]{},:=|.\-]+|[\s\S])
-    """,
+    )""",
     re.VERBOSE,
 )
 
 _OPENERS: Final = frozenset("([{")
+_CLOSER_OF: Final = {"(": ")", "[": "]", "{": "}"}
 _CLOSERS: Final = frozenset(")]}")
 
 # Pieces of a string's raw body: an escape, an interpolation, plain text, or a lone brace.
@@ -78,20 +80,15 @@ _STRING_PIECE = re.compile(
 _ESCAPES: Final = {"\\": "\\", '"': '"', "n": "\n", "t": "\t", "{": "{", "}": "}"}
 
 
-class Token:
-    """One token: ``kind`` (see the module constants or a keyword), the exact source ``text``,
-    its ``span``, and a decoded ``value`` for strings, numbers and discretion text."""
+# A token is a plain tuple (cheap to build, cheap to index):
+#   (kind, text, start, end, line, column, end_line, end_column, value)
+# ``kind`` is a module constant or a keyword's own text; ``value`` is the decoded
+# ``StringValue`` of a string, the number of a NUMBER, the inner text of a DISCRETION.
+Token = tuple[str, str, int, int, int, int, int, int, object]
 
-    __slots__ = ("kind", "text", "span", "value")
 
-    def __init__(self, kind: str, text: str, span: Span, value: object = None) -> None:
-        self.kind = kind
-        self.text = text
-        self.span = span
-        self.value = value
-
-    def __repr__(self) -> str:
-        return f"Token({self.kind!r}, {self.text!r}, {self.span.line}:{self.span.column})"
+def token_span(token: Token) -> Span:
+    return Span(token[2], token[3], token[4], token[5], token[6], token[7])
 
 
 class StringValue:
@@ -131,15 +128,36 @@ class _Scanner:
     def report(self, code: str, message: str, span: Span) -> None:
         diagnostics = self.diagnostics
         if len(diagnostics) < MAX_DIAGNOSTICS:
-            diagnostics.append(
-                Diagnostic(code, Severity.ERROR, message, span, self.source.path)
-            )
+            diagnostics.append(Diagnostic(code, Severity.ERROR, message, span, self.source.path))
 
     def span_at(self, start: int, end: int) -> Span:
-        """Span of a token that lies on the current line."""
+        """Span of text that lies on the current line."""
         line_start = self.line_start
         line = self.line
         return Span(start, end, line, start - line_start + 1, line, end - line_start + 1)
+
+    def token(self, kind: str, start: int, end: int, value: object = None) -> Token:
+        """A token on the current line (the hot loop inlines this for common kinds)."""
+        line, line_start = self.line, self.line_start
+        return (
+            kind, self.text[start:end], start, end,
+            line, start - line_start + 1, line, end - line_start + 1, value,
+        )  # fmt: skip
+
+    def wide_token(self, kind: str, start: int, end: int, value: object = None) -> Token:
+        """A token that may span lines; moves the line counters past it."""
+        line, line_start = self.line, self.line_start
+        self.advance_lines(start, end)
+        return (
+            kind, self.text[start:end], start, end,
+            line, start - line_start + 1, self.line, end - self.line_start + 1, value,
+        )  # fmt: skip
+
+    def advance_lines(self, start: int, end: int) -> None:
+        newlines = self.text.count("\n", start, end)
+        if newlines:
+            self.line += newlines
+            self.line_start = self.text.rfind("\n", start, end) + 1
 
     # --- the main loop ---------------------------------------------------------------------
 
@@ -147,202 +165,195 @@ class _Scanner:
         text = self.text
         tokens = self.tokens
         append = tokens.append
+        keywords = KEYWORDS
         indents = [0]
         # Each open bracket: (closing char, indentation of the line that opened it).
         brackets: list[tuple[str, int]] = []
         at_line_start = True
-        line_indent = 0
-        pos = 0
-        if text.startswith("\ufeff"):
-            pos = 1  # a byte-order mark is tolerated and ignored
-        span_at = self.span_at
+        tabs = 0  # tab characters in the current line's indentation
+        # A byte-order mark is ignored (it counts as a column, not as indentation).
+        pos = bom = 1 if text.startswith("\ufeff") else 0
+        width = 0  # the current line's indentation
+        line = 1
+        line_start = 0
         for match in _MASTER.finditer(text, pos):
             kind = match.lastgroup
-            start, end = match.span()
-            if kind == "ws":
-                if at_line_start:
-                    line_indent += end - start
-                continue
-            if kind == "nl":
-                if not at_line_start and not brackets:
-                    append(Token(NEWLINE, "\n", span_at(start, end)))
-                self.line += 1
-                self.line_start = end
-                if not brackets:
-                    at_line_start = True
-                    line_indent = 0
-                else:
-                    at_line_start = False
-                    # Peek at the next line: a closing bracket may come at any indentation,
-                    # anything else at or left of the opener's indentation means it was
-                    # never closed, and joining the rest of the file would hide later errors.
-                    rest = _NEXT_LINE.match(text, end)
-                    assert rest is not None
-                    nxt = rest.group(2)
-                    if nxt and nxt[0] not in _CLOSERS and len(rest.group(1)) <= brackets[-1][1]:
-                        closer, _ = brackets[-1]
-                        self.report(
-                            "E109",
-                            f"Unclosed bracket: expected '{closer}' before the end of the line",
-                            span_at(start, start),
-                        )
-                        brackets.clear()
-                        append(Token(NEWLINE, "\n", self._span_prev_line(start, end)))
-                        at_line_start = True
-                        line_indent = 0
-                continue
-            if kind == "comment":
-                self.comments.append(Comment(span=span_at(start, end), text=text[start + 1 : end]))
-                continue
-            if kind == "tab":
-                if at_line_start:
-                    self.report(
-                        "E101",
-                        "Tab character in indentation; OpenProse indents with spaces",
-                        span_at(start, end),
-                    )
-                    # Count a tab as advancing to the next multiple of 4 so layout still works.
-                    line_indent = (line_indent // 4 + end - start) * 4
-                else:
-                    self.report(
-                        "E101", "Tab character; OpenProse uses spaces", span_at(start, end)
-                    )
-                continue
-            # A significant token: settle the layout first.
-            if at_line_start:
+            assert kind is not None
+            start = match.start(kind)
+            end = match.end()
+            if at_line_start and kind != "nl" and kind != "comment":
+                if kind == "tab":
+                    self.line, self.line_start = line, line_start
+                    tabs += self.tab(start, end, at_line_start=True)
+                    continue
                 at_line_start = False
-                is_pipe = kind == "punct" and text[start] == "|"
-                self._layout(line_indent, indents, start, is_pipe)
+                # A tab counts as four columns so layout still works after reporting it.
+                width = start - line_start + 3 * tabs - bom
+                if width != indents[-1]:
+                    self.line, self.line_start = line, line_start
+                    self.layout(width, indents, start, text[start] == "|" and kind == "punct")
             if kind == "name":
                 value = text[start:end]
-                append(Token(value if value in KEYWORDS else NAME, value, span_at(start, end)))
+                append((
+                    value if value in keywords else NAME, value, start, end,
+                    line, start - line_start + 1, line, end - line_start + 1, None,
+                ))  # fmt: skip
             elif kind == "punct":
                 char = text[start]
                 if char in _OPENERS:
-                    brackets.append(({"(": ")", "[": "]", "{": "}"}[char], line_indent))
+                    brackets.append((_CLOSER_OF[char], width))
                 elif char in _CLOSERS and brackets:
                     brackets.pop()
-                append(Token(char, char, span_at(start, end)))
+                append((
+                    char, char, start, end,
+                    line, start - line_start + 1, line, end - line_start + 1, None,
+                ))  # fmt: skip
+            elif kind == "nl":
+                if not at_line_start and not brackets:
+                    append((
+                        NEWLINE, "\n", start, end,
+                        line, start - line_start + 1, line, end - line_start + 1, None,
+                    ))  # fmt: skip
+                line += 1
+                line_start = end
+                bom = 0
+                if not brackets:
+                    at_line_start = True
+                    tabs = 0
+                elif self.unclosed(end, brackets):
+                    # Joining the rest of the file into this line would hide later errors.
+                    self.line, self.line_start = line - 1, text.rfind("\n", 0, start) + 1
+                    closer = brackets[-1][0]
+                    self.report(
+                        "E109",
+                        f"Unclosed bracket: expected '{closer}' before the end of the line",
+                        self.span_at(start, start),
+                    )
+                    brackets.clear()
+                    append(self.token(NEWLINE, start, end))
+                    at_line_start = True
+                    tabs = 0
             elif kind == "string":
-                append(self._string(start, end, triple=False))
-            elif kind == "number":
-                raw = text[start:end]
-                number: int | float = float(raw) if "." in raw else int(raw)
-                append(Token(NUMBER, raw, span_at(start, end), number))
-            elif kind == "arrow":
-                append(Token(ARROW, "->", span_at(start, end)))
-            elif kind == "disc":
-                append(Token(DISCRETION, text[start:end], span_at(start, end), text[start + 2 : end - 2]))
+                self.line, self.line_start = line, line_start
+                append(self.string(start, end, triple=False))
+            elif kind == "comment":
+                self.line, self.line_start = line, line_start
+                self.comments.append(
+                    Comment(span=self.span_at(start, end), text=text[start + 1 : end])
+                )
             else:
-                self._rare(kind, start, end)
-        if not at_line_start and not brackets:
-            append(Token(NEWLINE, "", self.span_at(len(text), len(text))))
+                self.line, self.line_start = line, line_start
+                self.rare(kind, start, end)
+                line, line_start = self.line, self.line_start
+        self.line, self.line_start = line, line_start
+        end_of_text = len(text)
         if brackets:
-            closer, _ = brackets[-1]
+            closer = brackets[-1][0]
             self.report(
                 "E109",
                 f"Unclosed bracket: expected '{closer}' before the end of the file",
-                self.span_at(len(text), len(text)),
+                self.span_at(end_of_text, end_of_text),
             )
-            append(Token(NEWLINE, "", self.span_at(len(text), len(text))))
-        eof = self.span_at(len(text), len(text))
+        if tokens and tokens[-1][0] != NEWLINE:
+            append(self.token(NEWLINE, end_of_text, end_of_text))
         for _ in indents[1:]:
-            append(Token(DEDENT, "", eof))
-        append(Token(EOF, "", eof))
+            append(self.token(DEDENT, end_of_text, end_of_text))
+        append(self.token(EOF, end_of_text, end_of_text))
         return ScanResult(tokens, self.comments, self.diagnostics)
 
-    def _span_prev_line(self, start: int, end: int) -> Span:
-        """Span of a line break just consumed (the line counters already moved past it)."""
-        return self.source.span(start, end)
+    def unclosed(self, line_start: int, brackets: list[tuple[str, int]]) -> bool:
+        """Inside brackets, is the line starting at ``line_start`` evidence that the innermost
+        bracket was never closed? A closing bracket may come at any indentation; anything else
+        at or left of the opener's indentation starts a new statement."""
+        rest = _NEXT_LINE.match(self.text, line_start)
+        assert rest is not None
+        first = rest.group(2)
+        return bool(first) and first not in _CLOSERS and len(rest.group(1)) <= brackets[-1][1]
 
-    def _layout(self, width: int, indents: list[int], start: int, is_pipe: bool) -> None:
+    def tab(self, start: int, end: int, *, at_line_start: bool) -> int:
+        where = "in indentation; OpenProse indents" if at_line_start else "; OpenProse uses"
+        self.report("E101", f"Tab character {where} with spaces", self.span_at(start, end))
+        return end - start
+
+    def layout(self, width: int, indents: list[int], start: int, is_pipe: bool) -> None:
         """Emit INDENT/DEDENT tokens for a line whose first token starts at ``start``."""
         tokens = self.tokens
         top = indents[-1]
-        if width == top:
-            return
         if width > top:
             indents.append(width)
-            tokens.append(Token(INDENT, "", self.span_at(start - width + top, start)))
+            tokens.append(self.token(INDENT, self.line_start, start))
             return
-        here = self.span_at(start, start)
         while indents[-1] > width:
             indents.pop()
-            tokens.append(Token(DEDENT, "", here))
+            tokens.append(self.token(DEDENT, start, start))
         if indents[-1] < width:
             if is_pipe:
                 # A `| op:` continuation line may sit between two levels (its stage body is
                 # indented deeper than the `|`); it opens a level of its own.
                 indents.append(width)
-                tokens.append(Token(INDENT, "", here))
+                tokens.append(self.token(INDENT, self.line_start, start))
             else:
                 self.report(
                     "E103",
                     "Unindent does not match any outer indentation level",
-                    self.span_at(start - width, start),
+                    self.span_at(self.line_start, start),
                 )
 
-    def _rare(self, kind: str | None, start: int, end: int) -> None:
+    def rare(self, kind: str, start: int, end: int) -> None:
         """Multi-line tokens and error alternatives (kept off the hot path)."""
         text = self.text
         append = self.tokens.append
-        if kind == "triple":
-            token = self._string(start, end, triple=True)
-            append(token)
-            self._advance_lines(start, end)
+        if kind == "number":
+            raw = text[start:end]
+            append(self.token(NUMBER, start, end, float(raw) if "." in raw else int(raw)))
+        elif kind == "arrow":
+            append(self.token(ARROW, start, end))
+        elif kind == "disc":
+            append(self.token(DISCRETION, start, end, text[start + 2 : end - 2]))
+        elif kind == "triple":
+            append(self.string(start, end, triple=True))
         elif kind == "disc3":
-            span = self.source.span(start, end)
             body = text[start + 3 : end - 3].replace("\r\n", "\n")
-            append(Token(DISCRETION, text[start:end], span, body))
-            self._advance_lines(start, end)
+            append(self.wide_token(DISCRETION, start, end, body))
+        elif kind == "tab":
+            self.tab(start, end, at_line_start=False)
         elif kind == "triple_open":
             self.report(
-                "E001",
-                'Unterminated multi-line string: no closing """',
-                self.span_at(start, start + 3),
+                "E001", 'Unterminated multi-line string: no closing """', self.span_at(start, start + 3)
             )
-            append(Token(ERROR, text[start:end], self.source.span(start, end)))
-            self._advance_lines(start, end)
+            append(self.wide_token(ERROR, start, end))
         elif kind == "string_open":
             self.report("E001", "Unterminated string literal", self.span_at(start, end))
-            append(Token(ERROR, text[start:end], self.span_at(start, end)))
+            append(self.token(ERROR, start, end))
         elif kind == "disc3_open":
             self.report(
                 "E108",
                 "Unterminated multi-line discretion: no closing ***",
                 self.span_at(start, start + 3),
             )
-            append(Token(ERROR, text[start:end], self.source.span(start, end)))
-            self._advance_lines(start, end)
+            append(self.wide_token(ERROR, start, end))
         elif kind == "disc_open":
             self.report(
                 "E107",
                 "Unterminated discretion: no closing ** on this line",
                 self.span_at(start, start + 2),
             )
-            append(Token(ERROR, text[start:end], self.span_at(start, end)))
+            append(self.token(ERROR, start, end))
         else:  # "bad"
             shown = text[start:end]
             if len(shown) > 20:
                 shown = shown[:20] + "..."
             self.report("E102", f"Unexpected character {shown!r}", self.span_at(start, end))
-            append(Token(ERROR, text[start:end], self.span_at(start, end)))
-
-    def _advance_lines(self, start: int, end: int) -> None:
-        newlines = self.text.count("\n", start, end)
-        if newlines:
-            self.line += newlines
-            self.line_start = self.text.rfind("\n", start, end) + 1
+            append(self.token(ERROR, start, end))
 
     # --- strings ---------------------------------------------------------------------------
 
-    def _string(self, start: int, end: int, *, triple: bool) -> Token:
+    def string(self, start: int, end: int, *, triple: bool) -> Token:
         text = self.text
         quote = 3 if triple else 1
         body_start = start + quote
         body_end = end - quote
         if triple:
-            span = self.source.span(start, end)
             if text.startswith("\r\n", body_start):
                 body_start += 2
             elif text.startswith("\n", body_start):
@@ -353,15 +364,17 @@ class _Scanner:
                     'Opening """ must be followed by a newline',
                     self.span_at(start, start + 3),
                 )
-        else:
-            span = self.span_at(start, end)
         raw = text[body_start:body_end]
         if "\\" not in raw and "{" not in raw:
             value = raw.replace("\r\n", "\n") if triple else raw
-            return Token(STRING, text[start:end], span, StringValue(value, (value,) if value else (), triple))
-        return Token(STRING, text[start:end], span, self._decode(raw, body_start, triple))
-
-    def _decode(self, raw: str, offset: int, triple: bool) -> StringValue:
+            decoded = StringValue(value, (value,) if value else (), triple)
+        else:
+            decoded = self.decode(raw, body_start, triple)
+        if triple:
+            return self.wide_token(STRING, start, end, decoded)
+        return self.token(STRING, start, end, decoded)
+    def decode(self, raw: str, offset: int, triple: bool) -> StringValue:
+        """Split a string body into text and interpolations, decoding escapes."""
         parts: list[str | Interpolation] = []
         chunk: list[str] = []
         for piece in _STRING_PIECE.finditer(raw):
@@ -387,21 +400,20 @@ class _Scanner:
                     chunk = []
                 names = piece.group("interp").split(".")
                 at = offset + piece.start()
-                parts.append(
-                    Interpolation(
-                        span=self.source.span(at, at + len(piece.group())),
-                        name=names[0],
-                        path=tuple(names[1:]),
-                    )
-                )
+                span = self.source.span(at, at + len(piece.group()))
+                parts.append(Interpolation(span=span, name=names[0], path=tuple(names[1:])))
             else:  # a brace that opens no interpolation (`{}`, `{ x }`, JSON) is literal text
                 chunk.append("{")
         if chunk:
             parts.append("".join(chunk))
         if triple:
             parts = [p.replace("\r\n", "\n") if isinstance(p, str) else p for p in parts]
-        value = "".join(p if isinstance(p, str) else "{" + ".".join((p.name, *p.path)) + "}" for p in parts)
+        value = "".join(p if isinstance(p, str) else _placeholder(p) for p in parts)
         return StringValue(value, tuple(parts), triple)
+
+
+def _placeholder(interpolation: Interpolation) -> str:
+    return "{" + ".".join((interpolation.name, *interpolation.path)) + "}"
 
 
 _NEXT_LINE = re.compile(r"([ \t]*)([^\r\n]?)")

@@ -117,7 +117,7 @@ class ActionRegistry:
             outcome = registered.function(*args)
             if inspect.isawaitable(outcome):
                 outcome = await outcome
-        except Exception as error:  # an action's failure is data for the policy
+        except Exception as error:  # noqa: BLE001 - an action's failure is data for the policy
             return ActionResult(name, shown, False, error=f"{type(error).__name__}: {error}")
         return ActionResult(name, shown, True, value=outcome)
 
@@ -158,12 +158,12 @@ class WebhookPageSink:
         self.timeout = aiohttp.ClientTimeout(total=timeout_s)
 
     async def send(self, recipient: str, message: str) -> str:
-        async with aiohttp.ClientSession(timeout=self.timeout) as session:
-            async with session.post(self.url, json={"recipient": recipient,
-                                                    "message": message}) as response:
-                if response.status >= 300:
-                    raise RuntimeError(f"webhook answered HTTP {response.status}")
-                return f"webhook:{response.status}"
+        payload = {"recipient": recipient, "message": message}
+        async with aiohttp.ClientSession(timeout=self.timeout) as session, \
+                session.post(self.url, json=payload) as response:
+            if response.status >= 300:
+                raise RuntimeError(f"webhook answered HTTP {response.status}")
+            return f"webhook:{response.status}"
 
 
 def page_sink(spec: str, *, base: Path | None = None) -> PageSink:
@@ -217,12 +217,12 @@ class FetchPolicy:
         if not self.url_allowed(url):
             raise PermissionError(f"{url!r} is not under an allowed URL")
         timeout = aiohttp.ClientTimeout(total=self.timeout_s)
-        async with aiohttp.ClientSession(timeout=timeout) as session:
-            async with session.get(url, allow_redirects=False) as response:
-                if response.status >= 300:
-                    raise RuntimeError(f"HTTP {response.status}")
-                body = await response.content.read(self.max_bytes)
-                return body.decode("utf-8", errors="replace")
+        async with aiohttp.ClientSession(timeout=timeout) as session, \
+                session.get(url, allow_redirects=False) as response:
+            if response.status >= 300:
+                raise RuntimeError(f"HTTP {response.status}")
+            body = await response.content.read(self.max_bytes)
+            return body.decode("utf-8", errors="replace")
 
 
 def builtin_actions(*, max_wait_ms: int = 60000, pages: PageSink | None = None,

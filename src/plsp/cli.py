@@ -53,14 +53,14 @@ def _cmd_parse(args: argparse.Namespace) -> int:
         return 1
     for warning in parsed.warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    if args.json and isinstance(parsed, StateBlock):
+    if not args.json:
+        print(parsed.dumps())
+    elif isinstance(parsed, StateBlock):
         print(json.dumps(block_json(parsed), indent=2, ensure_ascii=False))
-    elif args.json:
+    else:
         print(json.dumps({"canonical": parsed.dumps(),
                           "directives": [d.dumps() for d in parsed.directives],
                           "warnings": [str(w) for w in parsed.warnings]}, indent=2))
-    else:
-        print(parsed.dumps())
     return 0
 
 
@@ -103,7 +103,8 @@ def _model(args: argparse.Namespace, spec: LoopSpec) -> tuple[Model, Any]:
     replies = Path(args.replies) if args.replies else spec.replies
     if replies is not None and not args.provider:
         return replies_model(replies), None
-    return provider_model(args.provider or spec.provider, args.model or spec.model)
+    return provider_model(args.provider or spec.provider, args.model or spec.model,
+                          max_tokens=args.max_tokens)
 
 
 async def _run(args: argparse.Namespace, spec: LoopSpec) -> LoopResult:
@@ -134,7 +135,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     except (LoopFileError, ModelSetupError, ParseError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    except Exception as error:  # provider failures: report, do not dump a traceback
+    except Exception as error:  # noqa: BLE001 - provider failures: report, no traceback
         print(f"error: {type(error).__name__}: {error}", file=sys.stderr)
         return 2
     return 1 if result.stop_reason == "rejected" else 0
@@ -163,6 +164,8 @@ def build_parser() -> argparse.ArgumentParser:
     run_cmd.add_argument("--dry-run", action="store_true",
                          help="answer with the reference engine's expected state")
     run_cmd.add_argument("--max-cycles", type=int)
+    run_cmd.add_argument("--max-tokens", type=int, default=256,
+                         help="reply length limit for provider models (default 256)")
     run_cmd.add_argument("--trace", help="trace path (default: LOOPFILE stem + "
                                          ".trace.ndjson)")
     run_cmd.add_argument("--quiet", action="store_true", help="no live cycle view")

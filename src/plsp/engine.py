@@ -11,9 +11,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Final
 
-from plsp.instr import Condition, Delete, Directive, Fetch, If, Instruction, Opaque, Set, \
-    Signal, Update
-from plsp.syntax import Action, Assign, Literal, Log, Num, Ref, StateBlock, Str, Value
+from plsp.instr import (
+    Condition,
+    Delete,
+    Directive,
+    Fetch,
+    If,
+    Instruction,
+    Opaque,
+    Set,
+    Signal,
+    Update,
+)
+from plsp.syntax import Action, Assign, Literal, Log, Num, Ref, StateBlock, Value
 
 __all__ = ["ANY", "Expectation", "compare", "expect"]
 
@@ -110,7 +120,9 @@ def _apply(expectation: Expectation, directive: Directive, certain: bool) -> Non
             for branch_directive in directive.then if outcome else directive.otherwise:
                 _apply(expectation, branch_directive, certain=True)
     elif isinstance(directive, Opaque):
-        expectation.open = True
+        expectation.open = True  # it may have changed any value, but removes nothing
+        for name in variables:
+            variables[name] = ANY
         expectation.notes.append(f"@{directive.name} is not checked")
 
 

@@ -120,7 +120,7 @@ class If:
             raise ValueError("@if needs at least one directive in its then-branch")
         for directive in self.then + self.otherwise:
             if isinstance(directive, If | Opaque):
-                raise ValueError("@if branches hold only @set/@upd/@del/@fetch/@sig")
+                raise TypeError("@if branches hold only @set/@upd/@del/@fetch/@sig")
 
     def dumps(self) -> str:
         text = f"@if:{self.condition.dumps()}?" + "&".join(d.dumps() for d in self.then)
@@ -212,6 +212,7 @@ def _read_assignment(scanner: Scanner) -> tuple[str, Value]:
 
 
 def _read_source(scanner: Scanner) -> str:
+    start = scanner.pos
     if scanner.peek() == '"':
         value = scanner.read_value()
         assert not isinstance(value, Ref)
@@ -223,7 +224,7 @@ def _read_source(scanner: Scanner) -> str:
         scanner.pos = match.end()
         source = match.group()
     if not source:
-        raise scanner.error("empty fetch source")
+        raise scanner.error("empty fetch source", start)
     return source
 
 

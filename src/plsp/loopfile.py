@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
+import yaml  # type: ignore[import-untyped]
 
 from plsp.actions import ActionRegistry, FetchPolicy, builtin_actions, page_sink
 from plsp.diagnostics import ParseError

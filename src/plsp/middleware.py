@@ -37,6 +37,7 @@ Directives:
 (op is one of == != < <= > >=).
 @sig:!name,p; puts the command !name,p in the next block. @sig:>v; puts >v in it.
 Keep EVERY variable of the previous state unless @del removes it; change nothing else.
+Commands (! and >) of the previous block are done: write only those @sig asks for now.
 Example:
 INSTR:@upd:$l=$t;@set:$t=82;@if:$t>80?@sig:!page,$u,"hot":@sig:!wait,1000;
 S{$u:"op";$t:75;$l:70;}S
@@ -179,7 +180,7 @@ class Loop:
                 break
             prompt = build_prompt(instruction, previous) + "\nYour last answer was rejected:\n" \
                 + "\n".join(f"- {v}" for v in verdict.blocking) \
-                + "\nAnswer again with ONLY the corrected S{...}S block."
+                + "\nAnswer again with only the corrected state block."
         assert verdict is not None
         record = CycleRecord(number, instruction.dumps(), previous.dumps(), attempts,
                              verdict.block.dumps() if verdict.block else None,

@@ -91,7 +91,7 @@ def literal(value: object) -> Value:
     if isinstance(value, Str | Num | Ref):
         return value
     if isinstance(value, bool):
-        raise ValueError("PLSP has no booleans; use a number or a string")
+        raise TypeError("PLSP has no booleans; use a number or a string")
     if isinstance(value, str):
         return Str(value)
     if isinstance(value, int | float | Decimal):
@@ -99,7 +99,7 @@ def literal(value: object) -> Value:
         if text.startswith("-"):
             raise ValueError(f"PLSP numbers are unsigned: {value}; use a string")
         return Num(text)
-    raise ValueError(f"cannot express {type(value).__name__} as a PLSP value")
+    raise TypeError(f"cannot express {type(value).__name__} as a PLSP value")
 
 
 @dataclass(frozen=True)

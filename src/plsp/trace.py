@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Self
 
 from plsp.diagnostics import ParseError, Violation
 from plsp.instr import parse_instr
@@ -30,7 +30,7 @@ class TraceWriter:
     def close(self) -> None:
         self._file.close()
 
-    def __enter__(self) -> TraceWriter:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *_: object) -> None:

@@ -104,6 +104,13 @@ def _check_variables(previous: StateBlock, expectation: Expectation,
             block.resolve(value)
         except KeyError as error:
             violations.append(Violation("undefined_reference", f"${name}: {error.args[0]}", True))
+    for command in block.actions + block.logs:
+        for param in command.params if isinstance(command, Action) else command.values:
+            try:
+                block.resolve(param)
+            except KeyError as error:
+                violations.append(Violation(
+                    "undefined_reference", f"{command.dumps()}: {error.args[0]}", True))
     for name, expected in expectation.variables.items():
         if name not in actual:
             if name in expectation.maybe_removed:

@@ -9,6 +9,7 @@ its line number; every good message is kept.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import sys
@@ -26,6 +27,7 @@ from vlp.validate import _check, is_surely_valid
 DEFAULT_MAX_LINE_BYTES = 1024 * 1024
 CHUNK_BYTES = 1024 * 1024
 _BOM = b"\xef\xbb\xbf"
+_SNIFF_BYTES = 64 * 1024
 
 Source = str | os.PathLike[str] | BinaryIO
 ProblemSink = Callable[[Problem], None]
@@ -94,6 +96,9 @@ def _line_batches(
     skipping = False
     last_line = 0
     chunk = first
+    # Reads never exceed the limit, so within a batch only the first line (which
+    # carries the previous chunk's tail) can be over-long.
+    chunk_bytes = min(chunk_bytes, max_line_bytes)
     while chunk:
         if skipping:
             newline = chunk.find(b"\n")
@@ -107,6 +112,10 @@ def _line_batches(
         if carry:
             lines[0] = carry + lines[0]
         carry = lines.pop()
+        if lines and len(lines[0]) > max_line_bytes:
+            last_line += 1
+            yield last_line, None
+            del lines[0]
         if lines:
             yield last_line + 1, lines
             last_line += len(lines)
@@ -119,6 +128,20 @@ def _line_batches(
         yield last_line + 1, [carry]
 
 
+def _first_chunk(stream: BinaryIO, chunk_bytes: int, max_line_bytes: int) -> bytes:
+    """The first read, extended to the first newline (up to 64 KiB) so the format can be
+    told. Bytes after that newline come from the last read, so no line but the first can
+    exceed ``max_line_bytes`` in it."""
+    size = min(chunk_bytes, max_line_bytes)
+    first = stream.read(size)
+    while b"\n" not in first and len(first) < _SNIFF_BYTES:
+        more = stream.read(size)
+        if not more:
+            break
+        first += more
+    return first[len(_BOM) :] if first.startswith(_BOM) else first
+
+
 def _looks_like_json_document(head: bytes) -> bool:
     """A stream is one JSON document when it opens with '[' or with '{' alone on its line
     (pretty-printed); anything else is read as NDJSON, one message a line."""
@@ -127,6 +150,20 @@ def _looks_like_json_document(head: bytes) -> bool:
         return True
     first_line = text.split(b"\n", 1)[0].strip()
     return first_line == b"{"
+
+
+def _document_or_ndjson(data: bytes) -> list[Record] | None:
+    """Records of ``data`` read as one JSON document, or None when it is not one but its
+    first line is a JSON value by itself (NDJSON whose first message is an array line)."""
+    records = list(_document_records(data))
+    if len(records) == 1 and records[0].message is None:
+        first_line = data.lstrip().split(b"\n", 1)[0]
+        try:
+            orjson.loads(first_line)
+        except orjson.JSONDecodeError:
+            return records
+        return None
+    return records
 
 
 def _reject_constant(name: str) -> Any:
@@ -187,12 +224,15 @@ def read_records(
     """
     loads = orjson.loads
     with _opened(source) as stream:
-        first = stream.read(chunk_bytes)
-        if first.startswith(_BOM):
-            first = first[len(_BOM) :]
+        first = _first_chunk(stream, chunk_bytes, max_line_bytes)
         if _looks_like_json_document(first):
-            yield from _document_records(first + stream.read())
-            return
+            data = first + stream.read()
+            records = _document_or_ndjson(data)
+            if records is not None:
+                yield from records
+                return
+            stream = io.BytesIO(data)
+            first = _first_chunk(stream, chunk_bytes, max_line_bytes)
         for start, lines in _line_batches(stream, first, max_line_bytes, chunk_bytes):
             if lines is None:
                 yield Record(start, None, [_overlong(start, max_line_bytes)])
@@ -200,9 +240,6 @@ def read_records(
             number = start - 1
             for line in lines:
                 number += 1
-                if len(line) > max_line_bytes:
-                    yield Record(number, None, [_overlong(number, max_line_bytes)])
-                    continue
                 try:
                     msg = loads(line)
                 except orjson.JSONDecodeError as error:
@@ -234,42 +271,43 @@ def scan(
     loads = orjson.loads
     surely_valid = is_surely_valid
     with _opened(source) as stream:
-        first = stream.read(chunk_bytes)
-        if first.startswith(_BOM):
-            first = first[len(_BOM) :]
+        first = _first_chunk(stream, chunk_bytes, max_line_bytes)
         if _looks_like_json_document(first):
-            for record in _document_records(first + stream.read()):
-                _count(summary, record, on_problem, on_message)
-            return summary
+            data = first + stream.read()
+            records = _document_or_ndjson(data)
+            if records is not None:
+                for record in records:
+                    _count(summary, record, on_problem, on_message)
+                return summary
+            stream = io.BytesIO(data)
+            first = _first_chunk(stream, chunk_bytes, max_line_bytes)
+        valid = 0  # local counter: this loop is the hot path of `vlp validate`
         for start, lines in _line_batches(stream, first, max_line_bytes, chunk_bytes):
             if lines is None:
                 summary.messages += 1
                 summary.problems += 1
                 on_problem(_overlong(start, max_line_bytes))
                 continue
+            summary.messages += len(lines)
             number = start - 1
             for line in lines:
                 number += 1
-                if len(line) > max_line_bytes:
-                    summary.messages += 1
-                    summary.problems += 1
-                    on_problem(_overlong(number, max_line_bytes))
-                    continue
                 try:
                     msg = loads(line)
                 except orjson.JSONDecodeError as error:
                     if line.strip():
-                        summary.messages += 1
                         summary.problems += 1
                         on_problem(_json_error(number, error))
+                    else:
+                        summary.messages -= 1  # blank lines are not messages
                     continue
-                summary.messages += 1
                 if surely_valid(msg):
-                    summary.valid += 1
+                    valid += 1
                     if on_message is not None:
                         on_message(msg, number)
                     continue
                 _count(summary, _record(number, msg), on_problem, on_message, counted=True)
+        summary.valid += valid
     return summary
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
+
 from vlp.errors import CorrectionCycleError
 from vlp.thread import Thread, references, safety_level
 
@@ -15,8 +17,6 @@ def _short(content: Any) -> str:
     if isinstance(content, str):
         text = content
     else:
-        import orjson
-
         text = orjson.dumps(content).decode()
     text = " ".join(text.split())
     return text if len(text) <= _WIDTH else text[: _WIDTH - 1] + "…"

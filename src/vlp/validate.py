@@ -285,6 +285,22 @@ def _check(msg: Any) -> list[Problem] | None:
     return found
 
 
+# Per-type rules as bit flags, so the fast path looks the type up once.
+_NEEDS_REFERS_TO, _NEEDS_PROVENANCE, _NEEDS_SESSION, _ASSERTS = 1, 2, 4, 8
+_RULES = {
+    "claim": _ASSERTS,
+    "evidence": _NEEDS_REFERS_TO | _NEEDS_PROVENANCE | _ASSERTS,
+    "query": 0,  # asks, asserts nothing: exempt from the high-confidence rule
+    "response": _NEEDS_REFERS_TO | _ASSERTS,
+    "correction": _NEEDS_REFERS_TO | _ASSERTS,
+    "notice": _ASSERTS,
+    "session_context": _NEEDS_SESSION | _ASSERTS,
+}
+assert set(_RULES) == _TYPES, "every schema type needs its rules"
+_EARNS_HIGH_CONFIDENCE = {level: level == "review" for level in SAFETY_LEVELS}
+_REQUIRED_COUNT = len(REQUIRED_FIELDS)
+
+
 def is_surely_valid(msg: Any) -> bool:
     """Fast test for the common shape of a valid message.
 
@@ -294,97 +310,87 @@ def is_surely_valid(msg: Any) -> bool:
     """
     try:
         ident = msg["id"]
-        kind = msg["type"]
         sender = msg["sender"]
         content = msg["content"]
         confidence = msg["confidence"]
+        rules = _RULES[msg["type"]]
         if not (
-            msg["protocol"] == PROTOCOL
-            and ident.__class__ is str
+            ident.__class__ is str
             and ident
-            and kind in _TYPES
-            and _timestamp_ok(msg["timestamp"])
             and sender.__class__ is str
             and sender
             and (content.__class__ is str or content.__class__ is dict)
             and (confidence.__class__ is float or confidence.__class__ is int)
             and 0 <= confidence <= 1
+            and msg["protocol"] == PROTOCOL
+            and _timestamp_ok(msg["timestamp"])
         ):
             return False
-        provenance_items = 0
-        level = None
-        if len(msg) > len(REQUIRED_FIELDS):
-            if "session_id" in msg:
-                value = msg["session_id"]
-                if value.__class__ is not str or not value:
+        if len(msg) == _REQUIRED_COUNT:
+            return not rules & 7 and (confidence < _HIGH_CONFIDENCE or not rules)
+        earned = False  # has provenance, or is flagged for review
+        if "provenance" in msg:
+            value = msg["provenance"]
+            if value.__class__ is not list:
+                return False
+            for item in value:
+                if item.__class__ is not str or not item:
                     return False
-            if "seq" in msg:
-                value = msg["seq"]
-                if value.__class__ is not int or value < 0:
-                    return False
-            if "receiver" in msg and msg["receiver"].__class__ is not str:
-                return False
-            if "topic" in msg and msg["topic"].__class__ is not str:
-                return False
-            if "payload" in msg and msg["payload"].__class__ is not dict:
-                return False
-            if "_extras" in msg and msg["_extras"].__class__ is not dict:
-                return False
-            if "provenance" in msg:
-                value = msg["provenance"]
-                if value.__class__ is not list:
+            earned = bool(value)
+        if rules & _NEEDS_PROVENANCE and not earned:
+            return False
+        if "refers_to" in msg:
+            value = msg["refers_to"]
+            if value.__class__ is not str or not value:
+                if value.__class__ is not list or not value:
                     return False
                 for item in value:
                     if item.__class__ is not str or not item:
                         return False
-                provenance_items = len(value)
-            if "keywords" in msg:
-                value = msg["keywords"]
-                if value.__class__ is not list:
-                    return False
-                for item in value:
-                    if item.__class__ is not str:
-                        return False
-            if "constraints" in msg:
-                value = msg["constraints"]
-                if value.__class__ is not list:
-                    return False
-                for item in value:
-                    if item.__class__ is not str:
-                        return False
-            if "safety" in msg:
-                value = msg["safety"]
-                level = value["level"]
-                if level not in _LEVELS:
-                    return False
-                if len(value) != 1 and (len(value) != 2 or value.get("issues") != []):
-                    return False
-            if "refers_to" in msg:
-                value = msg["refers_to"]
-                if value.__class__ is list:
-                    if not value:
-                        return False
-                    for item in value:
-                        if item.__class__ is not str or not item:
-                            return False
-                elif value.__class__ is not str or not value:
-                    return False
-            elif kind == "evidence" or kind == "response" or kind == "correction":
+        elif rules & _NEEDS_REFERS_TO:
+            return False
+        if "session_id" in msg:
+            value = msg["session_id"]
+            if value.__class__ is not str or not value:
                 return False
-            if kind == "session_context" and "session_id" not in msg:
+        elif rules & _NEEDS_SESSION:
+            return False
+        if "seq" in msg:
+            value = msg["seq"]
+            if value.__class__ is not int or value < 0:
                 return False
-        elif kind == "evidence" or kind == "response" or kind == "correction":
+        if "safety" in msg:
+            value = msg["safety"]
+            if _EARNS_HIGH_CONFIDENCE[value["level"]]:
+                earned = True
+            if len(value) != 1 and (len(value) != 2 or value["issues"] != []):
+                return False
+        if confidence >= _HIGH_CONFIDENCE and rules and not earned:
             return False
-        elif kind == "session_context":
+        # Unrolled on purpose: a loop over field names costs more than the checks.
+        if "receiver" in msg and msg["receiver"].__class__ is not str:
             return False
-        if kind == "evidence" and not provenance_items:
+        if "topic" in msg and msg["topic"].__class__ is not str:
             return False
-        return not (
-            confidence >= _HIGH_CONFIDENCE
-            and not provenance_items
-            and kind != "query"
-            and level != "review"
-        )
+        if "payload" in msg and msg["payload"].__class__ is not dict:
+            return False
+        if "_extras" in msg and msg["_extras"].__class__ is not dict:
+            return False
+        if "keywords" in msg:
+            value = msg["keywords"]
+            if value.__class__ is not list:
+                return False
+            for item in value:
+                if item.__class__ is not str:
+                    return False
+        if "constraints" in msg:
+            value = msg["constraints"]
+            if value.__class__ is not list:
+                return False
+            for item in value:
+                if item.__class__ is not str:
+                    return False
+        return True
     except (KeyError, TypeError, AttributeError):
         return False
 

@@ -7,13 +7,14 @@ footers, cycle/locus state, exchange and transcript validation with repair.
 """
 
 from vpp.audit import TranscriptResult, TurnResult, validate_transcript
+from vpp.conversation import Conversation
 from vpp.footer import Deviation, Footer, build_footer, parse_footer
 from vpp.grammar import Command, Problem, parse_command, recovery_body
 from vpp.reply import Reply, read_reply
 from vpp.snippets import header_snippet
-from vpp.state import ConversationState, Expectation, expect, initial_state
+from vpp.state import ConversationState, Expectation, StateError, expect, initial_state
 from vpp.transcript import Transcript, TranscriptError, read_transcript, write_transcript
-from vpp.validate import ExchangeResult, Violation, validate_exchange
+from vpp.validate import ExchangeResult, Violation, format_reply, validate_exchange
 from vpp.versions import ASSISTANT_TAGS, DEFAULT_VERSION, USER_TAGS, VERSIONS, Version
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "USER_TAGS",
     "VERSIONS",
     "Command",
+    "Conversation",
     "ConversationState",
     "Deviation",
     "ExchangeResult",
@@ -29,6 +31,7 @@ __all__ = [
     "Footer",
     "Problem",
     "Reply",
+    "StateError",
     "Transcript",
     "TranscriptError",
     "TranscriptResult",
@@ -37,6 +40,7 @@ __all__ = [
     "Violation",
     "build_footer",
     "expect",
+    "format_reply",
     "header_snippet",
     "initial_state",
     "parse_command",

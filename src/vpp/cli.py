@@ -70,7 +70,7 @@ def _read(path: str) -> str:
     try:
         if path == "-":
             return sys.stdin.read()
-        with open(path, encoding="utf-8") as handle:
+        with open(path, encoding="utf-8-sig") as handle:
             return handle.read()
     except (OSError, UnicodeDecodeError) as error:
         reason = getattr(error, "strerror", None) or str(error)

@@ -138,7 +138,12 @@ class _ModifierParser:
         self.problems.append(Problem(code, message, column, example))
 
     def _tag_example(self, suffix: str, fallback: str) -> str:
-        return f"!<{self.tag}> {suffix}" if self.tag else fallback
+        if not self.tag:
+            return fallback
+        command = f"!<{self.tag}>"
+        if self.tag == "e" and self.version == "1.4":
+            command += " --<g>"  # 1.5 bodies quote the reference runtime, which omits it
+        return f"{command} {suffix}".rstrip()
 
     def read(self, rest: str) -> None:
         for token_match in re.finditer(r"\S+", rest):
@@ -169,7 +174,7 @@ class _ModifierParser:
                 f"Line 1 must contain only the command; found text {token!r}. "
                 "Put content on line 2.",
                 column,
-                self._tag_example("", "!<g>").strip(),
+                self._tag_example("", "!<g>"),
             )
             return False
         else:

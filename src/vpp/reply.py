@@ -45,13 +45,13 @@ class Reply:
 
     @property
     def body(self) -> str:
-        return _trim_blank_lines([text for _, text in self.body_lines()])
+        return trim_blank_lines([text for _, text in self.body_lines()])
 
     @property
     def trailing(self) -> str:
         if self.trailing_start is None:
             return ""
-        return _trim_blank_lines(list(self.lines[self.trailing_start - 1 :]))
+        return trim_blank_lines(list(self.lines[self.trailing_start - 1 :]))
 
 
 def read_reply(message: str, version: Version = "1.4") -> Reply:
@@ -79,7 +79,7 @@ def _read_header(number: int, text: str) -> Header | None:
     return Header(number, text, match.group(2), bool(match.group(1)), match.group(3))
 
 
-def _trim_blank_lines(lines: list[str]) -> str:
+def trim_blank_lines(lines: list[str]) -> str:
     while lines and not lines[0].strip():
         lines.pop(0)
     while lines and not lines[-1].strip():

@@ -18,10 +18,19 @@ valid command after an `<o_f>` reply restart at cycle 1. Invalid commands get a
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from typing import Any
 
 from vpp.grammar import Command, parse_command, recovery_body
-from vpp.versions import ASSISTANT_TAGS, CYCLE_LIMIT, DEFAULT_LOCUS, Version, unnamed_locus
+from vpp.versions import (
+    ASSISTANT_TAGS,
+    CYCLE_LIMIT,
+    DEFAULT_LOCUS,
+    VERSIONS,
+    Version,
+    unnamed_locus,
+)
 
 _LOCUS_1_5 = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 ._/-]{0,63}$")
 _NO_COUNTS = (0,) * len(ASSISTANT_TAGS)
@@ -48,6 +57,100 @@ class ConversationState:
         counts = list(self.tag_counts)
         counts[ASSISTANT_TAGS.index(tag)] += 1
         return replace(self, tag_counts=tuple(counts))
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready form for clients that carry state between requests."""
+        return {
+            "version": self.version,
+            "cycle": self.cycle,
+            "locus": self.locus,
+            "locus_index": self.locus_index,
+            "tag_counts": dict(zip(ASSISTANT_TAGS, self.tag_counts, strict=True)),
+            "cycle_closed": self.cycle_closed,
+            "loop_closed": self.loop_closed,
+            "unaccepted": self.unaccepted,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ConversationState:
+        """Rebuild client-carried state, refusing anything `to_dict` could not produce."""
+        return _StateReader(data).read()
+
+
+class StateError(ValueError):
+    """Client-carried state is invalid; `code` is one of the `invalid-state-*` codes."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+
+
+class _StateReader:
+    _KEYS = frozenset(ConversationState().to_dict())
+
+    def __init__(self, data: Mapping[str, Any]) -> None:
+        if not isinstance(data, Mapping) or set(data) != self._KEYS:
+            raise StateError("invalid-state-shape", f"state must have exactly {sorted(self._KEYS)}")
+        self.data = data
+
+    def _integer(self, key: str, value: Any, lowest: int, code: str) -> int:
+        if type(value) is not int or value < lowest:
+            raise StateError(code, f"{key} must be an integer >= {lowest}, got {value!r}")
+        return value
+
+    def _flag(self, key: str) -> bool:
+        value = self.data[key]
+        if type(value) is not bool:
+            raise StateError("invalid-state-flags", f"{key} must be true or false")
+        return value
+
+    def read(self) -> ConversationState:
+        data = self.data
+        version = data["version"]
+        if version not in VERSIONS:
+            raise StateError("invalid-state-version", f"version must be one of {VERSIONS}")
+        cycle = self._integer("cycle", data["cycle"], 1, "invalid-state-cycle")
+        if cycle > CYCLE_LIMIT:
+            raise StateError("invalid-state-cycle", f"cycle must be at most {CYCLE_LIMIT}")
+        counts = data["tag_counts"]
+        if not isinstance(counts, Mapping) or set(counts) != set(ASSISTANT_TAGS):
+            raise StateError("invalid-state-tag-counts", f"tag_counts needs keys {ASSISTANT_TAGS}")
+        state = ConversationState(
+            version=version,
+            cycle=cycle,
+            locus=self._locus(data["locus"], version),
+            locus_index=self._integer("locus_index", data["locus_index"], 1, "invalid-state-locus"),
+            tag_counts=tuple(
+                self._integer(f"tag_counts.{t}", counts[t], 0, "invalid-state-tag-counts")
+                for t in ASSISTANT_TAGS
+            ),
+            cycle_closed=self._flag("cycle_closed"),
+            loop_closed=self._flag("loop_closed"),
+            unaccepted=self._integer(
+                "unaccepted", data["unaccepted"], 0, "invalid-state-unaccepted"
+            ),
+        )
+        self._check_consistent(state)
+        return state
+
+    @staticmethod
+    def _locus(name: Any, version: Version) -> str:
+        try:
+            _check_locus(name if isinstance(name, str) else "", version)
+        except ValueError as error:
+            raise StateError("invalid-state-locus", str(error)) from None
+        return str(name)
+
+    @staticmethod
+    def _check_consistent(state: ConversationState) -> None:
+        if state.cycle_closed and (state.version == "1.4" or state.count("c") == 0):
+            raise StateError(
+                "invalid-state-flags", "cycle_closed needs a 1.5 state with a <c> reply"
+            )
+        if state.loop_closed and state.count("o_f") == 0:
+            raise StateError("invalid-state-flags", "loop_closed needs an <o_f> reply")
+        if state.version == "1.5" and state.unaccepted:
+            raise StateError("invalid-state-unaccepted", "1.5 state does not count rejections")
 
 
 def initial_state(version: Version = "1.4", locus: str = DEFAULT_LOCUS) -> ConversationState:

@@ -1,7 +1,7 @@
 """Transcript files: the plain-text format, JSON arrays and JSONL of `{role, content}`.
 
 Plain text: a line starting with `User:` or `Assistant:` (any letter case; also
-`System:`) opens a turn. The text after the colon (one space dropped) is the
+`System:`) opens a turn. The text after the colon (leading blanks dropped) is the
 turn's first line and every following line belongs to it until the next marker.
 Lines before the first marker are a preamble and are ignored. Blank lines that
 end a turn are separators, not content.
@@ -18,7 +18,7 @@ from typing import Any, Literal
 Format = Literal["text", "json", "jsonl"]
 CHECKED_ROLES = ("user", "assistant")
 SKIPPED_ROLES = ("system", "developer", "tool")
-_MARKER = re.compile(r"^(user|assistant|system)[ \t]*:[ ]?(.*)$", re.IGNORECASE)
+_MARKER = re.compile(r"^(user|assistant|system)[ \t]*:[ \t]*(.*)$", re.IGNORECASE)
 _WRAPPED_ARRAY = re.compile(r'(?<!\\)"messages"\s*:\s*\[')
 
 
@@ -63,7 +63,7 @@ def read_transcript(text: str) -> Transcript:
     if stripped.startswith("["):
         return _read_json(text)
     if stripped.startswith("{"):
-        return _read_json(text) if _is_single_json_object(text) else _read_jsonl(text)
+        return _read_json(text) if _is_wrapped_messages(text) else _read_jsonl(text)
     return _read_text(text)
 
 
@@ -116,12 +116,13 @@ def _write_text(transcript: Transcript) -> str:
     return "\n\n".join(chunks) + "\n"
 
 
-def _is_single_json_object(text: str) -> bool:
+def _is_wrapped_messages(text: str) -> bool:
+    """`{"messages": [...], ...}` rather than JSONL (which may be a single object)."""
     try:
-        json.loads(text)
+        document = json.loads(text)
     except json.JSONDecodeError:
         return False
-    return True
+    return isinstance(document, dict) and "messages" in document
 
 
 def _load_json(text: str) -> Any:
@@ -136,7 +137,7 @@ def _load_json(text: str) -> Any:
 def _read_json(text: str) -> Transcript:
     document = _load_json(text)
     wrapper = None
-    array_start = text.index("[")
+    array_start = text.find("[")
     if isinstance(document, dict):
         found = _WRAPPED_ARRAY.search(text)
         if not isinstance(document.get("messages"), list) or found is None:
@@ -157,10 +158,13 @@ def _item_lines(text: str, array_start: int, count: int) -> list[int]:
     """Line numbers where each element of the JSON array at `array_start` begins."""
     decoder = json.JSONDecoder()
     position, starts = array_start + 1, []
+    line, counted_to = 1 + text.count("\n", 0, position), position
     for _ in range(count):
         while text[position] in " \t\r\n,":
             position += 1
-        starts.append(text.count("\n", 0, position) + 1)
+        line += text.count("\n", counted_to, position)
+        counted_to = position
+        starts.append(line)
         _, position = decoder.raw_decode(text, position)
     return starts
 

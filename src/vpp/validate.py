@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from vpp.footer import Footer, build_footer
 from vpp.grammar import parse_command
-from vpp.reply import Reply, read_reply
+from vpp.reply import Reply, read_reply, trim_blank_lines
 from vpp.state import ConversationState, Expectation, expect, initial_state
 from vpp.versions import ASSISTANT_TAGS, ESCAPE_HINTS, SOURCES, Version, footer_version
 
@@ -245,38 +245,56 @@ def is_recovery_body_1_4(body: str) -> bool:
     return any(parse_command(found, "1.4").ok for found in _EXAMPLE_COMMAND.findall(text))
 
 
-def _repair(expectation: Expectation, reply: Reply, tag: str) -> str:
-    body = _repaired_body(expectation, reply)
-    footer = reply.footer
-    sources = footer.sources if footer and footer.sources in SOURCES else "none"
-    assumptions = footer.assumptions if footer and footer.assumptions is not None else 0
-    if expectation.command.assumptions is not None:
-        assumptions = expectation.command.assumptions
-    locus = expectation.locus
-    if expectation.version == "1.4" and footer and footer.locus:
-        locus = expectation.next_state(tag, footer.locus).locus
+def format_reply(
+    expectation: Expectation,
+    body: str,
+    *,
+    tag: str | None = None,
+    sources: str = "none",
+    assumptions: int | None = None,
+    locus: str | None = None,
+) -> str:
+    """Wrap `body` as a compliant reply: tag line, body, footer.
+
+    The protocol's own text takes over where it is fixed: an invalid command gets its
+    recovery body (in 1.4 unless `body` already is a one-line recovery), and the
+    escape choices are appended when due. `tag` picks among `reply_tags` (1.4's
+    `!<o> --incorrect`); `locus` names the locus in 1.4, where names are free-form.
+    """
+    tag = tag or expectation.reply_tag
+    if tag not in expectation.reply_tags:
+        raise ValueError(f"<{tag}> is not a valid reply here; expected {expectation.reply_tags}")
+    recovery = expectation.recovery_body
+    keeps_own_recovery = expectation.version == "1.4" and is_recovery_body_1_4(body)
+    if recovery is not None and not keeps_own_recovery:
+        body = recovery
+    body = trim_blank_lines(body.split("\n"))
+    if expectation.escape_due and not has_escape_options(body):
+        body = f"{body}\n\n{ESCAPE_HINTS[expectation.version]}".strip()
+    declared = expectation.command.assumptions
     footer_line = build_footer(
         tag,
         expectation.tag_index(tag),
         cycle=expectation.cycle,
-        locus=locus,
-        sources=sources or "none",
-        assumptions=assumptions,
+        locus=expectation.next_state(tag, locus).locus,
+        sources=sources,
+        assumptions=declared if declared is not None else assumptions or 0,
         version=expectation.version,
     )
-    return f"<{tag}>\n{body}\n{footer_line}" if body else f"<{tag}>\n{footer_line}"
+    return f"<{tag}>\n{body}\n{footer_line}" if body.strip() else f"<{tag}>\n{footer_line}"
 
 
-def _repaired_body(expectation: Expectation, reply: Reply) -> str:
-    recovery = expectation.recovery_body
-    keeps_own_recovery = expectation.version == "1.4" and is_recovery_body_1_4(reply.body)
-    if recovery is not None and not keeps_own_recovery:
-        return recovery
-    parts = []
+def _repair(expectation: Expectation, reply: Reply, tag: str) -> str:
+    footer = reply.footer
+    lines = [text for _, text in reply.body_lines()]
     if reply.header and reply.header.rest.strip():
-        parts.append(reply.header.rest.strip())
-    parts += [text for text in (reply.body, reply.trailing) if text]
-    body = "\n".join(parts)
-    if expectation.escape_due and not has_escape_options(body):
-        body = f"{body}\n\n{ESCAPE_HINTS[expectation.version]}".strip()
-    return body
+        lines.insert(0, reply.header.rest.strip())
+    body = "\n".join(part for part in (trim_blank_lines(lines), reply.trailing) if part)
+    return format_reply(
+        expectation,
+        body,
+        tag=tag,
+        sources=footer.sources if footer and footer.sources in SOURCES else "none",
+        assumptions=footer.assumptions if footer else None,
+        locus=footer.locus if footer else None,
+    )

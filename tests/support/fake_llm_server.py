@@ -75,7 +75,7 @@ class ServerStats:
     max_in_flight: int = 0
     attempt_times: list[float] = field(default_factory=list)  # time.monotonic() on arrival
     bodies: list[dict[str, Any]] = field(default_factory=list)  # request JSON, when kept
-    headers: list[dict[str, str]] = field(default_factory=list)  # request headers, when kept
+    headers: list[dict[str, str]] = field(default_factory=list)  # lower-cased, when kept
 
     def summary(self) -> dict[str, int]:
         return {
@@ -178,7 +178,7 @@ class FakeLLMServer:
             body = await request.json()
             if self.keep_requests:
                 stats.bodies.append(body)
-                stats.headers.append(dict(request.headers))
+                stats.headers.append({k.lower(): v for k, v in request.headers.items()})
             fault = self.faults.popleft() if self.faults else None
             if self.latency:
                 await asyncio.sleep(self.latency)

@@ -7,6 +7,7 @@ from collections.abc import Callable
 import pytest
 
 from vpp import build_footer
+from vpp.versions import Version
 
 
 def make_reply(
@@ -15,7 +16,7 @@ def make_reply(
     *,
     cycle: int = 1,
     locus: str = "default",
-    version: str = "1.4",
+    version: Version = "1.4",
     body: str = "Body text.",
     sources: str = "none",
     assumptions: int = 0,

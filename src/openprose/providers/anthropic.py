@@ -1,4 +1,8 @@
-"""Anthropic's Messages API through the official SDK, on the aiohttp transport."""
+"""Anthropic's Messages API through the official SDK, on the aiohttp transport.
+
+`ModelRequest.temperature` is not sent: the Messages API of the SDK we target no longer
+takes sampling parameters (its `messages.create` rejects `temperature`).
+"""
 
 from __future__ import annotations
 
@@ -35,8 +39,6 @@ class AnthropicProvider:
         }
         if request.system is not None:
             params["system"] = request.system
-        if request.temperature is not None:
-            params["temperature"] = request.temperature
         try:
             message = await self._client.messages.create(**params)
         except (self._sdk.APIError, ValueError) as exc:  # ValueError: a body that is not JSON

@@ -9,6 +9,7 @@ worker thread so the event loop stays free.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import importlib.util
 import threading
 from pathlib import Path
@@ -103,4 +104,7 @@ def _load_model() -> Any:
             )
         except ValueError as exc:
             raise ProviderError(f"local: cannot load {GGUF_NAME}: {exc}", provider="local") from exc
+        # Free it while the interpreter is intact: llama_cpp's own __del__ at shutdown
+        # prints a traceback to the user's terminal.
+        atexit.register(_model.close)
     return _model

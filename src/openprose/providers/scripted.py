@@ -176,8 +176,15 @@ def _load_rules_file(path: Path) -> Any:
             raise ProviderConfigError(f"scripted: {path} is not valid JSON: {exc}") from None
     import yaml  # type: ignore[import-untyped,unused-ignore]  # lazily: only scripted runs pay
 
+    class TextLoader(yaml.SafeLoader):  # type: ignore[misc,unused-ignore]
+        """Keeps `yes`/`no`/`on`/`off` as text: in a rules file they are answers."""
+
+    TextLoader.yaml_implicit_resolvers = {
+        first: [(tag, regex) for tag, regex in resolvers if tag != "tag:yaml.org,2002:bool"]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=TextLoader)  # safe: a SafeLoader subclass
     except yaml.YAMLError as exc:
         raise ProviderConfigError(f"scripted: {path} is not valid YAML: {exc}") from None
 

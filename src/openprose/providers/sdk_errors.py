@@ -30,13 +30,16 @@ def translate_sdk_error(
     timeout: float,
 ) -> ProviderError:
     where = f"{provider} (model {model})"
-    if isinstance(exc, sdk.APITimeoutError):
-        return TransientProviderError(
-            f"{where}: no answer within the {timeout:g} s request timeout", provider=provider
-        )
     if isinstance(exc, sdk.APIConnectionError):
-        cause = exc.__cause__ or exc
-        return TransientProviderError(f"{where}: connection failed: {cause}", provider=provider)
+        cause = exc.__cause__
+        # The aiohttp transport reports a refused connection as a connect *timeout*.
+        if isinstance(exc, sdk.APITimeoutError) and type(cause).__name__ != "ConnectTimeout":
+            return TransientProviderError(
+                f"{where}: no answer within the {timeout:g} s request timeout", provider=provider
+            )
+        return TransientProviderError(
+            f"{where}: cannot connect to the server: {cause or exc}", provider=provider
+        )
     if isinstance(exc, sdk.APIStatusError):
         status: int = exc.status_code
         detail = _short(_server_message(exc))

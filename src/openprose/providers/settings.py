@@ -34,12 +34,14 @@ FILE_PROVIDERS = ("replay", "scripted")
 
 LOCAL_MODEL_ID = "smollm2-135m-instruct"
 
-# Model ids the standard aliases stand for when nothing else is configured.
+# Model ids the standard aliases stand for when nothing else is configured. Anthropic: the
+# newest model of each family in the installed SDK's `anthropic.types.Model`. OpenAI: the
+# GPT-4.1 tiers, which are not reasoning models, so `max_tokens` bounds the visible answer.
 DEFAULT_ALIASES: Mapping[str, Mapping[str, str]] = {
     "anthropic": {
-        "sonnet": "claude-sonnet-4-5",
-        "opus": "claude-opus-4-5",
-        "haiku": "claude-haiku-4-5",
+        "sonnet": "claude-sonnet-5-5",
+        "opus": "claude-opus-5-5",
+        "haiku": "claude-haiku-5-5",
     },
     "openai": {
         "sonnet": "gpt-4.1-mini",
@@ -101,6 +103,25 @@ class ProviderSettings:
         if name == self.provider:
             return Endpoint(self.base_url, self.api_key)
         return self.endpoints.get(name, Endpoint())
+
+    def public_dict(self) -> dict[str, Any]:
+        """Everything but the API keys, JSON-ready: for run records and `--verbose` output."""
+        return {
+            "provider": self.provider,
+            "base_url": self.base_url,
+            "aliases": dict(self.aliases),
+            "max_concurrency": self.max_concurrency,
+            "timeout": self.timeout,
+            "retry": {
+                "max_attempts": self.retry.max_attempts,
+                "base_delay": self.retry.base_delay,
+                "max_delay": self.retry.max_delay,
+                "max_retry_after": self.retry.max_retry_after,
+            },
+            "path": None if self.path is None else str(self.path),
+            "endpoints": {name: {"base_url": e.base_url} for name, e in self.endpoints.items()},
+            "source": self.source,
+        }
 
 
 def resolve_model(alias_or_id: str, settings: ProviderSettings) -> tuple[str, str]:

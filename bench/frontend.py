@@ -1,0 +1,241 @@
+"""Front-end speed: OpenProse ``check`` (parse + checker) against CPython's ``ast.parse``.
+
+Generates a ~100,000-line OpenProse program that exercises every construct of the grammar,
+and a Python file with the same number of lines; times both in one run and prints the ratio
+(goal <= 1.0; above 3 is a defect). If ``openprose.checker`` cannot be imported yet, only
+the parse is timed, and the output says so.
+
+    python bench/frontend.py [--lines N] [--repeat R]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import time
+from collections.abc import Callable
+
+from openprose.parser import ParseResult, parse_text
+
+# One chunk of OpenProse; {i} makes every name unique (the namespace is flat).
+_PROSE_CHUNK = '''\
+# chunk {i}: every construct once
+use "@bench/lib{i}" as lib{i}
+input topic{i}: "The subject number {i}"
+
+agent writer{i}:
+  model: sonnet
+  prompt: "You write clearly about {{topic{i}}}"
+  persist: true
+  skills: ["web-search", "summarizer"]
+  permissions:
+    read: ["*.md", "*.txt"]
+    bash: deny
+
+let draft{i} = session "Draft a plan for {{topic{i}}}\\twith \\"quotes\\""
+const config{i} = session: writer{i}
+  prompt: """
+Multi-line prompt {i}
+  keeps its indentation
+"""
+  context: [draft{i}]
+  retry: 3
+  backoff: exponential
+draft{i} = resume: writer{i}
+  prompt: "Revise"
+  context: {{ draft{i}, config{i} }}
+session review{i}: writer{i}
+  model: opus
+
+block pipeline{i}(subject{i}, mode{i}):
+  session "Process {{subject{i}}} in {{mode{i}}}"
+  do:
+    session "Inner step"
+
+do pipeline{i}("data", "strict")
+session "Plan" -> session "Execute" -> session "Review"
+
+parallel ("any", count: 2, on-fail: "ignore"):
+  a{i} = session "Approach A"
+  b{i} = session "Approach B"
+  session "Approach C"
+
+repeat 3 as r{i}:
+  session "Generate idea"
+    context: r{i}
+for item{i}, n{i} in ["x", "y"]:
+  session "Process" context: item{i}
+parallel for t{i} in [draft{i}, config{i}]:
+  session "Research"
+loop until **the draft is polished** (max: 5) as k{i}:
+  session "Improve"
+    context: k{i}
+
+let res{i} = lib{i}(topic: "quantum", depth: 2)
+let {{ f{i}, s{i} }} = lib{i}(topic: "ai")
+session "Cite"
+  context: res{i}.sources
+let out{i} = [draft{i}, config{i}]
+  | filter:
+      session "Keep?"
+        context: item
+  | map:
+      session "Summarize"
+        context: item
+  | reduce(acc{i}, one{i}):
+      session "Merge"
+        context: [acc{i}, one{i}]
+try:
+  session "Risky"
+    retry: 2
+catch as err{i}:
+  session "Recover"
+    context: err{i}
+  throw "Failed {i}"
+finally:
+  session "Clean up"
+choice **the best approach**:
+  option "Quick":
+    session "Quick fix"
+  option "Full":
+    session "Refactor"
+if **the code is safe**:
+  session "Merge"
+elif ***
+  the code needs
+  small changes
+***:
+  session "Fix"
+else:
+  session "Reject"
+output result{i} = session "Finish"
+  context: out{i}
+
+'''
+
+_PYTHON_CHUNK = '''\
+# chunk {i}: a comparable Python workload
+import os as os{i}
+topic{i} = "The subject number {i}"
+
+
+class Writer{i}:
+    model = "sonnet"
+    prompt = f"You write clearly about {{topic{i}}}"
+    persist = True
+    skills = ["web-search", "summarizer"]
+    permissions = {{"read": ["*.md", "*.txt"], "bash": "deny"}}
+
+
+draft{i} = session("Draft a plan for {i}\\twith \\"quotes\\"")
+config{i} = session(
+    agent=Writer{i},
+    prompt="""
+Multi-line prompt {i}
+  keeps its indentation
+""",
+    context=[draft{i}],
+    retry=3,
+    backoff="exponential",
+)
+draft{i} = resume(Writer{i}, prompt="Revise", context={{"draft": draft{i}}})
+
+
+def pipeline{i}(subject{i}, mode{i}):
+    session(f"Process {{subject{i}}} in {{mode{i}}}")
+    if subject{i}:
+        session("Inner step")
+
+
+pipeline{i}("data", "strict")
+session("Plan"), session("Execute"), session("Review")
+with parallel("any", count=2, on_fail="ignore") as p{i}:
+    a{i} = p{i}.session("Approach A")
+    b{i} = p{i}.session("Approach B")
+    p{i}.session("Approach C")
+for r{i} in range(3):
+    session("Generate idea", context=r{i})
+for n{i}, item{i} in enumerate(["x", "y"]):
+    session("Process", context=item{i})
+while not polished(draft{i}):
+    session("Improve")
+res{i} = lib(topic="quantum", depth=2)
+f{i}, s{i} = lib(topic="ai")
+session("Cite", context=res{i}.sources)
+out{i} = [x for x in [draft{i}, config{i}] if keep(x)]
+out{i} = [summarize(x) for x in out{i}]
+try:
+    session("Risky", retry=2)
+except Exception as err{i}:
+    session("Recover", context=err{i})
+    raise RuntimeError("Failed {i}")
+finally:
+    session("Clean up")
+if safe(draft{i}):
+    session("Merge")
+elif needs_changes(draft{i}):
+    session("Fix")
+else:
+    session("Reject")
+result{i} = session("Finish", context=out{i})
+
+
+'''
+
+
+def _build(chunk: str, lines: int) -> str:
+    parts: list[str] = []
+    count = 0
+    i = 0
+    while count < lines:
+        text = chunk.format(i=i)
+        parts.append(text)
+        count += text.count("\n")
+        i += 1
+    return "".join(parts)
+
+
+def _time(run: Callable[[], object], repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        run()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--lines", type=int, default=100_000)
+    parser.add_argument("--repeat", type=int, default=3, help="best of R runs")
+    args = parser.parse_args()
+
+    prose = _build(_PROSE_CHUNK, args.lines)
+    python = _build(_PYTHON_CHUNK, prose.count("\n"))
+    prose_lines, python_lines = prose.count("\n"), python.count("\n")
+
+    try:
+        from openprose.checker import check
+    except ImportError:
+        check = None
+
+    def run_prose() -> object:
+        result: ParseResult = parse_text(prose, "bench.prose")
+        return check(result) if check is not None else result
+
+    sample = parse_text(prose, "bench.prose")
+    errors = [d for d in sample.diagnostics if d.is_error]
+    what = "check (parse + checker)" if check is not None else "parse only (checker not importable)"
+    prose_time = _time(run_prose, args.repeat)
+    python_time = _time(lambda: ast.parse(python), args.repeat)
+    ratio = prose_time / python_time
+    print(f"openprose {what}: {prose_lines:,} lines in {prose_time:.3f} s")
+    print(f"  parse diagnostics on the bench program: {len(sample.diagnostics)} ({len(errors)} errors)")
+    print(f"cpython ast.parse: {python_lines:,} lines in {python_time:.3f} s")
+    verdict = "goal met" if ratio <= 1.0 else "DEFECT (> 3)" if ratio > 3 else "above goal"
+    print(f"ratio openprose/cpython: {ratio:.2f} ({verdict})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

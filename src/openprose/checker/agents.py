@@ -1,0 +1,227 @@
+"""Agent definitions and the properties shared by agents and sessions (E006, E008, E009,
+E013-E016, W004, W005, W007-W010, retry/backoff/persist rows)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Literal
+
+from openprose import nodes as n
+from openprose.checker.bindings import check_context
+from openprose.checker.imports import default_name
+from openprose.checker.state import AgentInfo, Checker, Handler, Persist, span_of
+
+Where = Literal["agent", "session"]
+
+MODELS = frozenset({"sonnet", "opus", "haiku"})
+BACKOFFS = frozenset({"none", "linear", "exponential"})
+PERSIST_KEYWORDS = frozenset({"true", "project", "user"})
+PATTERN_PERMISSIONS = frozenset({"read", "write", "execute"})
+SWITCH_PERMISSIONS = frozenset({"bash", "network"})
+PERMISSION_VALUES = frozenset({"allow", "deny", "prompt"})
+AGENT_PROPERTIES = ("model", "prompt", "persist", "skills", "permissions", "context", "retry",
+                    "backoff")
+SESSION_PROPERTIES = ("model", "prompt", "context", "retry", "backoff")
+LONG_PROMPT = 10_000
+MAX_QUIET_RETRIES = 10
+
+
+# --- registration (before the walk, so agents are hoisted) -----------------------------------
+
+
+def register_agent(ck: Checker, node: n.AgentDef) -> None:
+    name = node.name.id
+    earlier = ck.agents.get(name)
+    if earlier is not None:
+        ck.emit("E006", node.name.span,
+                f"Agent '{name}' already defined (line {earlier.node.name.span.line})")
+        return
+    persist: Persist = "none"
+    path: str | None = None
+    for prop in node.properties:
+        if prop.name.id != "persist":
+            continue
+        value = prop.value
+        if isinstance(value, n.Name) and value.id in PERSIST_KEYWORDS:
+            persist = value.id  # type: ignore[assignment]
+        elif isinstance(value, n.StringLit) and value.value.strip():
+            persist, path = "path", value.value
+        else:
+            persist = "invalid"
+        break
+    ck.agents[name] = AgentInfo(node, persist, path)
+
+
+def _agent_def(ck: Checker, node: n.AgentDef) -> None:
+    if ck.depth:  # top-level agents were registered before the walk
+        register_agent(ck, node)
+    ck.in_agent = True
+    check_properties(ck, node.properties, "agent")
+    ck.in_agent = False
+
+
+# --- properties ------------------------------------------------------------------------------
+
+
+def check_properties(
+    ck: Checker, properties: tuple[n.Property, ...], where: Where
+) -> dict[str, n.Property]:
+    """Validate a property block; returns the first property of each name."""
+    seen: dict[str, n.Property] = {}
+    known = AGENT_PROPERTIES if where == "agent" else SESSION_PROPERTIES
+    for prop in properties:
+        key = prop.name.id
+        earlier = seen.get(key)
+        if earlier is not None:
+            ck.emit("E009", prop.name.span,
+                    f"Property '{key}' already specified (line {earlier.span.line})")
+            continue
+        seen[key] = prop
+        if key not in known:
+            ck.emit("W005", prop.name.span,
+                    f"Unknown {where} property '{key}' (known: {', '.join(known)})")
+            continue
+        _VALIDATORS[key](ck, prop, where)
+    return seen
+
+
+def _model(ck: Checker, prop: n.Property, where: Where) -> None:
+    value = prop.value
+    if not (isinstance(value, n.Name) and value.id in MODELS):
+        ck.emit("E008", span_of(value), "Invalid model value: must be sonnet, opus, or haiku")
+
+
+def _prompt(ck: Checker, prop: n.Property, where: Where) -> None:
+    value = prop.value
+    if not isinstance(value, n.StringLit):
+        ck.visit(value)
+        return
+    text = value.value
+    if not text or (where == "agent" and not text.strip()):
+        ck.emit("W004", value.span, "Empty prompt property: consider providing a prompt")
+    elif not text.strip():
+        ck.emit("W002", value.span, "Session prompt contains only whitespace")
+    elif where == "session" and len(text) > LONG_PROMPT:
+        ck.emit("W003", value.span,
+                f"Session prompt has {len(text):,} characters: consider breaking it into "
+                "smaller tasks")
+    ck.visit(value)
+
+
+def check_inline_prompt(ck: Checker, prompt: n.StringLit) -> None:
+    """``session "..."``: W001 empty, W002 whitespace only, W003 longer than 10,000."""
+    text = prompt.value
+    if not text:
+        ck.emit("W001", prompt.span, "Session has empty prompt")
+    elif not text.strip():
+        ck.emit("W002", prompt.span, "Session prompt contains only whitespace")
+    elif len(text) > LONG_PROMPT:
+        ck.emit("W003", prompt.span,
+                f"Session prompt has {len(text):,} characters: consider breaking it into "
+                "smaller tasks")
+    ck.visit(prompt)
+
+
+def _persist(ck: Checker, prop: n.Property, where: Where) -> None:
+    value = prop.value
+    if isinstance(value, n.Name) and value.id in PERSIST_KEYWORDS:
+        return
+    if isinstance(value, n.StringLit) and value.value.strip():
+        return
+    ck.emit("E167", span_of(value),
+            "Invalid persist value: must be true, project, user or a path string")
+
+
+def _skills(ck: Checker, prop: n.Property, where: Where) -> None:
+    value = prop.value
+    if not isinstance(value, n.ArrayLit):
+        ck.emit("E013", span_of(value), 'Skills must be an array, e.g. skills: ["web-search"]')
+        return
+    if not value.elements:
+        ck.emit("W010", value.span, "Empty skills array")
+        return
+    imported = _import_names(ck)
+    for element in value.elements:
+        if not isinstance(element, n.StringLit):
+            ck.emit("E014", span_of(element), "Skill name must be a string")
+        elif element.value not in imported:
+            ck.emit("W007", element.span,
+                    f"Skill '{element.value}' not imported: add `use \"@handle/{element.value}\"`")
+
+
+def _import_names(ck: Checker) -> set[str]:
+    names = set(ck.imports)
+    names.update(default_name(path) for path in ck.import_paths)
+    return names
+
+
+def _permissions(ck: Checker, prop: n.Property, where: Where) -> None:
+    block = prop.value
+    if not isinstance(block, n.PermissionsBlock):
+        ck.emit("E015", span_of(block), "Permissions must be a block of `type: value` rules")
+        return
+    seen: dict[str, n.Property] = {}
+    for rule in block.rules:
+        kind = rule.name.id
+        earlier = seen.get(kind)
+        if earlier is not None:
+            ck.emit("E009", rule.name.span,
+                    f"Permission '{kind}' already specified (line {earlier.span.line})")
+            continue
+        seen[kind] = rule
+        value = rule.value
+        if kind in PATTERN_PERMISSIONS:
+            if isinstance(value, n.ArrayLit):
+                for element in value.elements:
+                    if not isinstance(element, n.StringLit):
+                        ck.emit("E016", span_of(element), "Permission pattern must be a string")
+                continue
+            if isinstance(value, n.StringLit):
+                continue
+        elif kind not in SWITCH_PERMISSIONS:
+            ck.emit("W008", rule.name.span,
+                    f"Unknown permission type '{kind}' (known: read, write, execute, bash, "
+                    "network)")
+            continue
+        if not (isinstance(value, n.Name) and value.id in PERMISSION_VALUES):
+            expected = "allow, deny, prompt or an array of patterns" \
+                if kind in PATTERN_PERMISSIONS else "allow, deny or prompt"
+            ck.emit("W009", span_of(value), f"Unknown permission value for '{kind}': "
+                    f"expected {expected}")
+
+
+def _context(ck: Checker, prop: n.Property, where: Where) -> None:
+    check_context(ck, prop.value)
+
+
+def _retry(ck: Checker, prop: n.Property, where: Where) -> None:
+    if where == "agent":
+        ck.emit("W151", prop.name.span, "Retry property is only valid in session statements")
+    value = prop.value
+    if not isinstance(value, n.NumberLit) or not isinstance(value.value, int):
+        ck.emit("E164", span_of(value), "Retry count must be an integer")
+    elif value.value <= 0:
+        ck.emit("E163", value.span, "Retry count must be positive")
+    elif value.value > MAX_QUIET_RETRIES:
+        ck.emit("W150", value.span, f"Retry count {value.value} is unusually high")
+
+
+def _backoff(ck: Checker, prop: n.Property, where: Where) -> None:
+    value = prop.value
+    if not (isinstance(value, n.Name) and value.id in BACKOFFS):
+        ck.emit("E165", span_of(value), "Invalid backoff strategy: must be none, linear, or "
+                "exponential")
+
+
+_VALIDATORS: dict[str, Callable[[Checker, n.Property, Where], None]] = {
+    "model": _model,
+    "prompt": _prompt,
+    "persist": _persist,
+    "skills": _skills,
+    "permissions": _permissions,
+    "context": _context,
+    "retry": _retry,
+    "backoff": _backoff,
+}
+
+HANDLERS: dict[type, Handler] = {n.AgentDef: _agent_def}

@@ -1,0 +1,210 @@
+"""Variables: declarations (let, const, input, output), references, strings and context."""
+
+from __future__ import annotations
+
+from openprose import nodes as n
+from openprose.checker.imports import call_result, check_output_access
+from openprose.checker.scope import FlatKind, ScopedKind, Var
+from openprose.checker.state import Checker, Handler, head, span_of, tail
+from openprose.contracts import ProgramContract
+from openprose.source import Span
+
+_WHAT: dict[str, str] = {
+    "let": "variable",
+    "const": "const",
+    "input": "input",
+    "output": "output",
+    "branch": "parallel result",
+    "loop": "loop variable",
+    "pipeline": "pipeline variable",
+    "error": "error variable",
+    "param": "block parameter",
+}
+
+
+def describe(var: Var) -> str:
+    return f"{_WHAT[var.kind]} '{var.name}' (line {var.span.line})"
+
+
+# --- declarations ----------------------------------------------------------------------------
+
+
+def declare(
+    ck: Checker,
+    name: n.Name,
+    kind: FlatKind,
+    *,
+    program: str | None = None,
+    contract: ProgramContract | None = None,
+) -> None:
+    """Declare a flat-namespace name, reporting every collision the reference forbids."""
+    ident = name.id
+    if not ident:
+        return  # the declaring statement reports the empty name
+    agent = ck.agents.get(ident)
+    if agent is not None:
+        ck.emit("E145", name.span,
+                f"Variable name '{ident}' conflicts with agent '{ident}' "
+                f"(line {agent.node.name.span.line})")
+    prior = ck.scope.flat.get(ident) or ck.scope.visible.get(ident)
+    if prior is not None:
+        if kind == "output" and prior.kind == "output":
+            ck.emit("E024", name.span, f"Output '{ident}' already declared (line {prior.span.line})")
+        elif kind == "output" or prior.kind == "output":
+            ck.emit("E146", name.span,
+                    f"Output name '{ident}' conflicts with {describe(prior)}"
+                    if kind == "output" else
+                    f"Variable name '{ident}' conflicts with {describe(prior)}")
+        elif kind == "input" and prior.kind == "input":
+            ck.emit("E021", name.span, f"Input '{ident}' already declared (line {prior.span.line})")
+        else:
+            ck.emit("E019", name.span,
+                    f"Variable '{ident}' already defined as {describe(prior)}; "
+                    "variable names must be unique in a program")
+    ck.scope.declare_flat(Var(ident, kind, name.span, program, contract))
+
+
+def bind_scoped(
+    ck: Checker, ident: str, span: Span, kind: ScopedKind, shadow_code: str
+) -> None:
+    """Bind a body-local name (loop variable, parameter...); shadowing is only a warning."""
+    outer = ck.scope.visible.get(ident)
+    if outer is not None:
+        ck.emit(shadow_code, span,
+                f"{_WHAT[kind].capitalize()} '{ident}' shadows outer {describe(outer)}")
+    agent = ck.agents.get(ident)
+    if agent is not None:
+        ck.emit("E145", span,
+                f"Variable name '{ident}' conflicts with agent '{ident}' "
+                f"(line {agent.node.name.span.line})")
+    ck.scope.bind_scoped(Var(ident, kind, span))
+
+
+def _binding(ck: Checker, node: n.Binding) -> None:
+    ck.visit(node.value)
+    program, contract = call_result(ck, node.value)
+    target = node.target
+    if isinstance(target, n.Name):
+        declare(ck, target, node.kind, program=program, contract=contract)
+        return
+    for name in target.names:
+        declare(ck, name, node.kind)
+        if program is not None:
+            check_output_access(ck, program, contract, name.id, name.span)
+
+
+def _assign(ck: Checker, node: n.Assign) -> None:
+    ck.visit(node.value)
+    target = node.target
+    var = ck.resolve(target.id, target.span, "E140",
+                     f"Undefined variable '{target.id}' (declare it with let before assigning)")
+    if var is None:
+        return
+    if var.is_const:
+        ck.emit("E144", target.span, f"Cannot reassign {describe(var)}")
+        return
+    var.program, var.contract = call_result(ck, node.value)
+
+
+def _output(ck: Checker, node: n.Output) -> None:
+    if not node.name.id:
+        ck.emit("E023", head(node.span, 6), "Output name cannot be empty")
+    ck.visit(node.value)
+    program, contract = call_result(ck, node.value)
+    declare(ck, node.name, "output", program=program, contract=contract)
+
+
+def _input(ck: Checker, node: n.Input) -> None:
+    if not node.name.id:
+        ck.emit("E020", head(node.span, 5), "Input name cannot be empty")
+    if ck.depth or ck.seen_executable:
+        ck.emit("E022", head(node.span, 5), "Inputs must be declared before executable statements")
+    description = node.description
+    if not description.value.strip():
+        ck.emit("W140", description.span, "Consider adding a description")
+    ck.visit(description)
+    declare(ck, node.name, "input")
+
+
+# --- references ------------------------------------------------------------------------------
+
+
+def _name(ck: Checker, node: n.Name) -> None:
+    ck.resolve(node.id, node.span, "E140", f"Undefined variable '{node.id}'")
+
+
+def check_attribute(ck: Checker, node: n.Attribute, code: str) -> None:
+    """``result.field``: the base must be defined; the field must be an output (when known)."""
+    first = node
+    while isinstance(first.value, n.Attribute):
+        first = first.value
+    base = first.value
+    assert isinstance(base, n.Name)
+    var = ck.resolve(base.id, base.span, code, f"Undefined variable '{base.id}'")
+    if var is not None and var.program is not None:
+        check_output_access(ck, var.program, var.contract, first.attr,
+                            tail(first.span, len(first.attr)))
+
+
+def _attribute(ck: Checker, node: n.Attribute) -> None:
+    check_attribute(ck, node, "E140")
+
+
+def _string(ck: Checker, node: n.StringLit) -> None:
+    for part in node.parts:
+        if type(part) is str:
+            continue
+        assert isinstance(part, n.Interpolation)
+        var = ck.resolve(part.name, part.span, "E141",
+                         f"Undefined variable '{part.name}' in string interpolation")
+        if var is not None and var.program is not None and part.path:
+            check_output_access(ck, var.program, var.contract, part.path[0], part.span)
+
+
+def _array(ck: Checker, node: n.ArrayLit) -> None:
+    visit = ck.visit
+    for element in node.elements:
+        visit(element)
+
+
+def _object(ck: Checker, node: n.ObjectContext) -> None:
+    for name in node.names:
+        ck.resolve(name.id, name.span, "E142", f"Undefined variable '{name.id}' in context")
+
+
+def check_context(ck: Checker, value: n.Expr | n.PermissionsBlock) -> None:
+    """``context:`` takes a variable, an array of variables, or ``{ a, b }``."""
+    if isinstance(value, n.ArrayLit):
+        for element in value.elements:
+            if isinstance(element, n.Name | n.Attribute):
+                _context_ref(ck, element)
+            else:
+                ck.emit("E143", span_of(element),
+                        "Context array elements must be variable references")
+    elif isinstance(value, n.Name | n.Attribute):
+        _context_ref(ck, value)
+    elif isinstance(value, n.ObjectContext):
+        _object(ck, value)
+    elif not isinstance(value, n.Invalid):
+        ck.emit("E143", span_of(value),
+                "Context must be a variable, an array of variables or { a, b }")
+
+
+def _context_ref(ck: Checker, ref: n.Name | n.Attribute) -> None:
+    if isinstance(ref, n.Name):
+        ck.resolve(ref.id, ref.span, "E142", f"Undefined variable '{ref.id}' in context")
+    else:
+        check_attribute(ck, ref, "E142")
+
+
+HANDLERS: dict[type, Handler] = {
+    n.Binding: _binding,
+    n.Assign: _assign,
+    n.Output: _output,
+    n.Input: _input,
+    n.Name: _name,
+    n.Attribute: _attribute,
+    n.StringLit: _string,
+    n.ArrayLit: _array,
+    n.ObjectContext: _object,
+}

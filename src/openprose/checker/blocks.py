@@ -1,0 +1,70 @@
+"""Composition: block definitions (hoisted), `do name(args)`, `do:` and `->` sequences."""
+
+from __future__ import annotations
+
+from openprose import nodes as n
+from openprose.checker.bindings import bind_scoped
+from openprose.checker.state import Checker, Handler, head
+
+
+def register_block(ck: Checker, node: n.BlockDef) -> None:
+    name = node.name.id
+    if not name:
+        ck.emit("E151", head(node.span, 5), "Block definition must have a name")
+        return
+    agent = ck.agents.get(name)
+    if agent is not None:
+        ck.emit("E150", node.name.span,
+                f"Block name '{name}' conflicts with agent '{name}' "
+                f"(line {agent.node.name.span.line})")
+    earlier = ck.blocks.get(name)
+    if earlier is not None:
+        ck.emit("E149", node.name.span,
+                f"Block '{name}' already defined (line {earlier.name.span.line})")
+        return
+    ck.blocks[name] = node
+
+
+def _block_def(ck: Checker, node: n.BlockDef) -> None:
+    if ck.depth:  # top-level blocks were registered before the walk (hoisting)
+        register_block(ck, node)
+    scope = ck.scope
+    scope.open_block()
+    for param in node.params:
+        bind_scoped(ck, param.id, param.span, "param", "W142")
+    ck.body(node.body)
+    scope.close_block()
+
+
+def _do_call(ck: Checker, node: n.DoCall) -> None:
+    visit = ck.visit
+    for arg in node.args:
+        visit(arg)
+    name = node.name.id
+    block = ck.blocks.get(name)
+    if block is None:
+        ck.emit("E148", node.name.span, f"Block '{name}' not defined")
+        return
+    expected, given = len(block.params), len(node.args)
+    if expected != given:
+        ck.emit("W141", node.name.span,
+                f"Block '{name}' expects {expected} parameter{'s' * (expected != 1)} but got "
+                f"{given} argument{'s' * (given != 1)}")
+
+
+def _do_block(ck: Checker, node: n.DoBlock) -> None:
+    ck.body(node.body)
+
+
+def _arrow(ck: Checker, node: n.Arrow) -> None:
+    visit = ck.visit
+    for step in node.steps:
+        visit(step)
+
+
+HANDLERS: dict[type, Handler] = {
+    n.BlockDef: _block_def,
+    n.DoCall: _do_call,
+    n.DoBlock: _do_block,
+    n.Arrow: _arrow,
+}

@@ -1,0 +1,240 @@
+"""Control flow: parallel, loops, pipelines, try/catch/throw, choice and if."""
+
+from __future__ import annotations
+
+from openprose import nodes as n
+from openprose.checker.bindings import bind_scoped, declare
+from openprose.checker.imports import call_result
+from openprose.checker.state import Checker, Handler, head, span_of
+
+JOIN_STRATEGIES = ("all", "first", "any")
+FAIL_POLICIES = ("fail-fast", "continue", "ignore")
+IMPLICIT_ITEM_OPS = frozenset({"map", "filter", "pmap"})
+# A discretion condition shorter than this (or a single word) is too vague to judge reliably.
+SHORT_CONDITION_CHARS = 8
+SHORT_CONDITION_WORDS = 2
+
+
+# --- discretion ------------------------------------------------------------------------------
+
+
+def check_condition(ck: Checker, condition: n.Discretion, what: str) -> None:
+    text = condition.text.strip()
+    if not text:
+        ck.emit("E161", condition.span, f"{what} cannot be empty")
+    elif len(text) < SHORT_CONDITION_CHARS or len(text.split()) < SHORT_CONDITION_WORDS:
+        ck.emit("W146", condition.span, f"Discretion condition '{text}' may be ambiguous")
+
+
+# --- parallel --------------------------------------------------------------------------------
+
+
+def check_parallel_modifiers(
+    ck: Checker, modifiers: tuple[n.Modifier, ...], branches: int | None
+) -> None:
+    strategy: str | None = None
+    strategy_valid = True
+    count: n.Modifier | None = None
+    seen: set[str] = set()
+    for modifier in modifiers:
+        value = modifier.value
+        key = "strategy" if modifier.name is None else modifier.name.id
+        if key in seen:
+            ck.emit("E168", span_of(modifier), f"Modifier '{key}' already given")
+            continue
+        seen.add(key)
+        if key == "strategy":
+            if isinstance(value, n.StringLit) and value.value in JOIN_STRATEGIES:
+                strategy = value.value
+            else:
+                strategy_valid = False
+                ck.emit("E152", span_of(value), 'Invalid join strategy: must be "all", "first", '
+                        'or "any"')
+        elif key == "on-fail":
+            if not (isinstance(value, n.StringLit) and value.value in FAIL_POLICIES):
+                ck.emit("E153", span_of(value), 'Invalid on-fail policy: must be "fail-fast", '
+                        '"continue", or "ignore"')
+        elif key == "count":
+            count = modifier
+        else:
+            assert modifier.name is not None
+            ck.emit("E168", modifier.name.span,
+                    f"Unknown modifier '{key}' (expected a join strategy, on-fail: or count:)")
+    if count is None:
+        return
+    assert count.name is not None
+    if strategy_valid and strategy != "any":
+        ck.emit("E154", count.name.span, 'Count is only valid with "any" strategy')
+    value = count.value
+    if not isinstance(value, n.NumberLit) or not isinstance(value.value, int) or value.value < 1:
+        ck.emit("E155", span_of(value), "Count must be at least 1 (a whole number)")
+    elif branches is not None and value.value > branches:
+        ck.emit("W143", value.span,
+                f"Count {value.value} exceeds number of parallel branches ({branches})")
+
+
+def _parallel(ck: Checker, node: n.Parallel) -> None:
+    check_parallel_modifiers(ck, node.modifiers, len(node.branches))
+    named: list[tuple[n.ParallelBranch, n.Name]] = []
+    ck.depth += 1
+    for branch in node.branches:
+        ck.visit(branch.body)
+        if branch.name is not None:
+            named.append((branch, branch.name))
+    ck.depth -= 1
+    # Branches run concurrently: their results exist only once the block has joined.
+    for branch, name in named:
+        program, contract = call_result(ck, branch.body)
+        declare(ck, name, "branch", program=program, contract=contract)
+
+
+# --- loops -----------------------------------------------------------------------------------
+
+
+def _repeat(ck: Checker, node: n.Repeat) -> None:
+    count = node.count
+    if not isinstance(count, n.NumberLit) or not isinstance(count.value, int):
+        ck.emit("E157", span_of(count), "Repeat count must be an integer")
+    elif count.value <= 0:
+        ck.emit("E156", count.span, "Repeat count must be positive")
+    ck.scope.open()
+    if node.index is not None:
+        bind_scoped(ck, node.index.id, node.index.span, "loop", "W144")
+    ck.body(node.body)
+    ck.scope.close()
+
+
+def _collection(ck: Checker, collection: n.Expr) -> None:
+    if isinstance(collection, n.Name):
+        ck.resolve(collection.id, collection.span, "E158",
+                   f"Undefined collection variable '{collection.id}'")
+    else:
+        ck.visit(collection)
+
+
+def _for_each(ck: Checker, node: n.ForEach) -> None:
+    _collection(ck, node.collection)
+    if node.modifiers:
+        check_parallel_modifiers(ck, node.modifiers, None)
+    ck.scope.open()
+    bind_scoped(ck, node.item.id, node.item.span, "loop", "W144")
+    if node.index is not None:
+        bind_scoped(ck, node.index.id, node.index.span, "loop", "W144")
+    ck.body(node.body)
+    ck.scope.close()
+
+
+def _loop(ck: Checker, node: n.Loop) -> None:
+    if node.condition is not None:
+        check_condition(ck, node.condition, "Discretion condition")
+    has_max = False
+    for modifier in node.modifiers:
+        name = modifier.name
+        if name is None or name.id != "max" or has_max:
+            what = "Modifier 'max' already given" if has_max and name is not None and \
+                name.id == "max" else "Unknown loop modifier (expected max: N)"
+            ck.emit("E168", span_of(modifier) if name is None else name.span, what)
+            continue
+        has_max = True
+        value = modifier.value
+        if not isinstance(value, n.NumberLit) or not isinstance(value.value, int):
+            ck.emit("E160", span_of(value), "Max iterations must be an integer")
+        elif value.value <= 0:
+            ck.emit("E159", value.span, "Max iterations must be positive")
+    if node.kind == "loop" and not has_max:
+        ck.emit("W145", head(node.span, 4),
+                "Unbounded loop without max iterations: add (max: N)")
+    ck.scope.open()
+    if node.index is not None:
+        bind_scoped(ck, node.index.id, node.index.span, "loop", "W144")
+    ck.body(node.body)
+    ck.scope.close()
+
+
+# --- pipelines -------------------------------------------------------------------------------
+
+
+def _pipeline(ck: Checker, node: n.Pipeline) -> None:
+    _collection(ck, node.source)
+    for op in node.ops:
+        ck.scope.open()
+        if op.op in IMPLICIT_ITEM_OPS:
+            bind_scoped(ck, "item", op.span, "pipeline", "W147")
+        else:
+            for name in (op.accumulator, op.item):
+                if name is not None:
+                    bind_scoped(ck, name.id, name.span, "pipeline", "W147")
+        ck.body(op.body)
+        ck.scope.close()
+
+
+# --- errors ----------------------------------------------------------------------------------
+
+
+def _try(ck: Checker, node: n.Try) -> None:
+    if node.catch is None and node.finally_body is None:
+        ck.emit("E162", head(node.span, 3), 'Try block must have at least "catch:" or "finally:"')
+    ck.body(node.body)
+    catch = node.catch
+    if catch is not None:
+        ck.scope.open()
+        if catch.error is not None:
+            bind_scoped(ck, catch.error.id, catch.error.span, "error", "W148")
+        ck.body(catch.body)
+        ck.scope.close()
+    if node.finally_body is not None:
+        ck.body(node.finally_body)
+
+
+def _throw(ck: Checker, node: n.Throw) -> None:
+    message = node.message
+    if message is not None:
+        if not message.value.strip():
+            ck.emit("W149", message.span, "Throw message is empty")
+        ck.visit(message)
+
+
+# --- choice and if ---------------------------------------------------------------------------
+
+
+def _choice(ck: Checker, node: n.Choice) -> None:
+    check_condition(ck, node.criteria, "Choice criteria")
+    if not node.options:
+        ck.emit("E166", head(node.span, 6), "Choice block must have at least one option")
+    labels: dict[str, n.ChoiceOption] = {}
+    for option in node.options:
+        label = option.label.value
+        earlier = labels.get(label)
+        if earlier is not None:
+            ck.emit("W152", option.label.span,
+                    f'Duplicate option label "{label}" (line {earlier.span.line})')
+        else:
+            labels[label] = option
+        if not option.body:
+            ck.emit("W153", head(option.span, 6), "Option has empty body")
+        ck.body(option.body)
+
+
+def _if(ck: Checker, node: n.If) -> None:
+    for index, branch in enumerate(node.branches):
+        check_condition(ck, branch.condition, "If/elif condition")
+        if not branch.body:
+            ck.emit("W154", head(branch.span, 2 if index == 0 else 4), "Condition has empty body")
+        ck.body(branch.body)
+    if node.else_body is not None:
+        if not node.else_body and node.else_span is not None:
+            ck.emit("W154", head(node.else_span, 4), "Else has empty body")
+        ck.body(node.else_body)
+
+
+HANDLERS: dict[type, Handler] = {
+    n.Parallel: _parallel,
+    n.Repeat: _repeat,
+    n.ForEach: _for_each,
+    n.Loop: _loop,
+    n.Pipeline: _pipeline,
+    n.Try: _try,
+    n.Throw: _throw,
+    n.Choice: _choice,
+    n.If: _if,
+}

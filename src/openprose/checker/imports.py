@@ -1,0 +1,152 @@
+"""`use` statements and invocations of imported programs (E010-E012, W006, E025-E028)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from openprose import nodes as n
+from openprose.checker.state import Checker, Handler, ImportInfo
+from openprose.contracts import ProgramContract, is_local_path
+from openprose.source import Span
+
+_SEGMENT = r"[A-Za-z0-9][A-Za-z0-9._-]*"
+_REGISTRY = re.compile(rf"@{_SEGMENT}/{_SEGMENT}")
+_SHORTHAND = re.compile(rf"{_SEGMENT}/{_SEGMENT}")  # prose.md's `handle/slug`, no `@`
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://\S+")
+
+
+def default_name(path: str) -> str:
+    """The name an import goes by without ``as``: its slug or its file's stem."""
+    last = path.rstrip("/").rsplit("/", 1)[-1]
+    return last.removesuffix(".prose")
+
+
+def register_use(ck: Checker, node: n.Use) -> None:
+    path_node = node.path
+    path = path_node.value
+    span = path_node.span
+    if not path:
+        ck.emit("E011", span, "Use path cannot be empty")
+        return
+    if _REGISTRY.fullmatch(path) is None and not is_local_path(path):
+        if _SHORTHAND.fullmatch(path) or _URL.fullmatch(path):
+            ck.emit("W006", span,
+                    f"Unknown import source format '{path}': expected @handle/slug "
+                    "(the VM still resolves registry shorthand and URLs)")
+        else:
+            ck.emit("E012", span, f"Invalid use path '{path}': path must be @handle/slug format")
+            return
+    earlier = ck.import_paths.get(path)
+    if earlier is not None:
+        ck.emit("E010", span, f"Program '{path}' already imported (line {earlier.span.line})")
+        return
+    ck.import_paths[path] = node
+    name = node.alias.id if node.alias is not None else default_name(path)
+    clash = ck.imports.get(name)
+    if clash is not None:
+        where = node.alias.span if node.alias is not None else span
+        ck.emit("E147", where,
+                f"Alias required when importing multiple programs named '{name}' "
+                f"(line {clash.node.span.line} already imports one)")
+        return
+    info = ImportInfo(node, name)
+    ck.imports[name] = info
+    if is_local_path(path):
+        _check_local_file(ck, info, path, span)
+
+
+def _check_local_file(ck: Checker, info: ImportInfo, path: str, span: Span) -> None:
+    file = Path(path)
+    if not file.is_absolute():
+        base = ck.base_dir
+        if base is None:
+            return  # reported as deferred when the program is invoked
+        file = base / file
+    if not file.is_file():
+        info.file_missing = True
+        ck.emit("E170", span, f"Imported program file not found: {file}")
+
+
+def _use(ck: Checker, node: n.Use) -> None:
+    if ck.depth:  # top-level imports were registered before the walk
+        register_use(ck, node)
+
+
+def contract_for(ck: Checker, info: ImportInfo) -> ProgramContract | None:
+    """The imported program's contract, looked up once; notes a deferral when unknown."""
+    if info.looked_up:
+        return info.contract
+    info.looked_up = True
+    path = info.node.path.value
+    reason = "it is not cached; run `prose run` once or fetch it"
+    try:
+        info.contract = ck.contracts(path, ck.base_dir)
+    except Exception as error:  # noqa: BLE001 - a lookup supplied from outside must not crash a check
+        reason = f"looking it up failed ({error})"
+    if info.contract is None and not info.file_missing:
+        if is_local_path(path) and ck.base_dir is None:
+            reason = "the importing program's directory is unknown"
+        ck.emit("I002", info.node.path.span,
+                f"E026-E028 checks for '{info.name}' deferred to run time: "
+                f"the contract of '{path}' is unknown offline because {reason}")
+    return info.contract
+
+
+def _program_call(ck: Checker, node: n.ProgramCall) -> None:
+    given: dict[str, n.KeywordArg] = {}
+    for arg in node.args:
+        ck.visit(arg.value)
+        earlier = given.get(arg.name.id)
+        if earlier is not None:
+            ck.emit("E169", arg.name.span,
+                    f"Argument '{arg.name.id}' already given (column {earlier.span.column})")
+        else:
+            given[arg.name.id] = arg
+    callee = node.callee
+    info = ck.imports.get(callee.id)
+    if info is None:
+        hint = f"; to run block '{callee.id}' write `do {callee.id}(...)`" \
+            if callee.id in ck.blocks else ""
+        ck.emit("E025", callee.span, f"Program '{callee.id}' not imported{hint}")
+        return
+    contract = contract_for(ck, info)
+    if contract is None:
+        return
+    inputs = contract.inputs
+    for name, arg in given.items():
+        if name not in inputs:
+            ck.emit("E027", arg.name.span,
+                    f"Input '{name}' not declared in program '{callee.id}'{_listing(inputs)}")
+    for name in inputs:
+        if name not in given:
+            ck.emit("E026", callee.span,
+                    f"Required input '{name}' not provided to program '{callee.id}'")
+
+
+def _listing(names: tuple[str, ...]) -> str:
+    return f" (declared: {', '.join(names)})" if names else " (it declares none)"
+
+
+def call_result(ck: Checker, value: object) -> tuple[str | None, ProgramContract | None]:
+    """For a value produced by invoking an imported program: its name and contract."""
+    if isinstance(value, n.ProgramCall):
+        info = ck.imports.get(value.callee.id)
+        if info is not None:
+            return info.name, info.contract
+    return None, None
+
+
+def check_output_access(
+    ck: Checker, program: str, contract: ProgramContract | None, field: str, span: Span
+) -> None:
+    """E028 when ``field`` is not an output of ``program`` (deferred when its contract is unknown)."""
+    if contract is not None and field not in contract.outputs:
+        ck.emit("E028", span,
+                f"Output '{field}' not declared in program '{program}'{_listing(contract.outputs)}")
+
+
+HANDLERS: dict[type, Handler] = {
+    n.Use: _use,
+    n.ProgramCall: _program_call,
+}

@@ -1,0 +1,137 @@
+"""The checker's state and its one tree walk; the concern modules register node handlers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from openprose import nodes as n
+from openprose.checker.scope import Scope, Var
+from openprose.codes import CODES
+from openprose.contracts import ContractLookup, ProgramContract
+from openprose.diagnostics import Diagnostic
+from openprose.source import Span
+
+Handler = Callable[["Checker", Any], None]
+Persist = Literal["none", "true", "project", "user", "path", "invalid"]
+
+
+@dataclass(slots=True)
+class AgentInfo:
+    node: n.AgentDef
+    persist: Persist
+    persist_path: str | None = None
+
+
+@dataclass(slots=True)
+class ImportInfo:
+    node: n.Use
+    name: str
+    looked_up: bool = False
+    contract: ProgramContract | None = None
+    file_missing: bool = False
+
+
+@dataclass(slots=True)
+class PendingName:
+    """A name used where it cannot be resolved in order (inside a block definition or an agent
+    definition — both run wherever they are invoked); checked against every flat name at the end."""
+
+    name: str
+    span: Span
+    code: str
+    message: str
+
+
+def span_of(node: n.Node | n.PermissionsBlock) -> Span:
+    """The span of any node (every AST node has one)."""
+    return node.span
+
+
+def head(span: Span, length: int) -> Span:
+    """The first ``length`` characters of ``span`` (a keyword at the start of a statement)."""
+    return Span(span.start, span.start + length, span.line, span.column, span.line,
+                span.column + length)
+
+
+def tail(span: Span, length: int) -> Span:
+    """The last ``length`` characters of ``span`` (the attribute of ``result.field``)."""
+    return Span(span.end - length, span.end, span.end_line, span.end_column - length,
+                span.end_line, span.end_column)
+
+
+@dataclass(slots=True)
+class Checker:
+    path: str
+    project_dir: Path | None
+    contracts: ContractLookup
+    dispatch: dict[type, Handler]
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    scope: Scope = field(default_factory=Scope)
+    agents: dict[str, AgentInfo] = field(default_factory=dict)
+    blocks: dict[str, n.BlockDef] = field(default_factory=dict)
+    imports: dict[str, ImportInfo] = field(default_factory=dict)  # by name (alias or slug)
+    import_paths: dict[str, n.Use] = field(default_factory=dict)
+    # Agents that a `session:`/`resume:` has run before the current point (their memory exists).
+    started_agents: dict[str, Span] = field(default_factory=dict)
+    pending_names: list[PendingName] = field(default_factory=list)
+    # Callbacks run once the whole tree has been seen (order-independent checks).
+    finishers: list[Callable[[], None]] = field(default_factory=list)
+    depth: int = 0  # statement-list nesting; 0 is the program's top level
+    seen_executable: bool = False
+    in_agent: bool = False  # walking an agent definition's properties
+
+    # --- reporting --------------------------------------------------------------------------
+
+    def emit(self, code: str, span: Span, message: str) -> None:
+        self.diagnostics.append(Diagnostic(code, CODES[code].severity, message, span, self.path))
+
+    # --- walking ----------------------------------------------------------------------------
+
+    def visit(self, node: Any) -> None:
+        handler = self.dispatch.get(type(node))
+        if handler is not None:
+            handler(self, node)
+
+    def body(self, stmts: Iterable[Any]) -> None:
+        self.depth += 1
+        visit = self.visit
+        for stmt in stmts:
+            visit(stmt)
+        self.depth -= 1
+
+    # --- names ------------------------------------------------------------------------------
+
+    @property
+    def order_free(self) -> bool:
+        """Inside a block or agent definition, which run wherever they are invoked."""
+        return self.in_agent or self.scope.in_block
+
+    def resolve(self, name: str, span: Span, code: str, message: str) -> Var | None:
+        """The variable ``name`` names here; reports ``code`` (or defers it) when undefined."""
+        var = self.scope.visible.get(name)
+        if var is None:
+            if self.order_free:
+                self.pending_names.append(PendingName(name, span, code, message))
+            else:
+                self.emit(code, span, message)
+        return var
+
+    def finish(self) -> None:
+        flat = self.scope.flat
+        for pending in self.pending_names:
+            if pending.name not in flat:
+                self.emit(pending.code, pending.span, pending.message)
+        for finisher in self.finishers:
+            finisher()
+
+    # --- imports ----------------------------------------------------------------------------
+
+    @property
+    def base_dir(self) -> Path | None:
+        """Where relative import paths and agent memory paths are resolved from."""
+        if not self.path.startswith("<"):
+            return Path(self.path).parent
+        return self.project_dir

@@ -1,0 +1,162 @@
+"""``prose check PATH...``: validate programs and print their diagnostics.
+
+Exit status: 0 when no diagnostic is an error (warnings and notes allowed), 1 when any is,
+2 when a path is missing or unreadable (reported on stderr; the other paths are still
+checked). ``--format json`` prints exactly one JSON array on stdout.
+
+The helpers here (reading files, printing diagnostics) are shared with ``compile`` and ``fmt``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from openprose.diagnostics import Diagnostic
+    from openprose.source import SourceFile
+
+OK, FAILED, USAGE_ERROR = 0, 1, 2
+# read_source's code for a file that could not be read at all (a usage error, not a finding).
+UNREADABLE = "E118"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", nargs="+", metavar="PATH", help="files or directories")
+    parser.add_argument(
+        "--format",
+        choices=("text", "json"),
+        default="text",
+        help="text (default): path:line:col: CODE message and a caret excerpt; json: one array",
+    )
+
+
+@dataclass(slots=True)
+class Checked:
+    path: str
+    source: SourceFile | None
+    diagnostics: list[Diagnostic]
+
+
+def run(args: argparse.Namespace) -> int:
+    with stdout_guard():
+        usage_error = False
+        checked: list[Checked] = []
+        for program in expand(args.paths):
+            if isinstance(program, str):
+                usage_error = True
+                continue
+            source, problems = read(program)
+            if source is None and is_unreadable(problems):
+                usage_error = True
+                continue
+            diagnostics = problems if source is None else _check(source)
+            checked.append(Checked(str(program), source, diagnostics))
+        if args.format == "json":
+            found = [d.to_dict() for c in checked for d in c.diagnostics]
+            write(sys.stdout, json.dumps(found, indent=2) + "\n")
+        else:
+            for c in checked:
+                print_diagnostics(c.diagnostics, c.source, sys.stdout)
+            write(sys.stdout, summary(checked) + "\n")
+        if usage_error:
+            return USAGE_ERROR
+        return FAILED if any(d.is_error for c in checked for d in c.diagnostics) else OK
+    return FAILED  # stdout was closed early (e.g. piped into `head`)
+
+
+def _check(source: SourceFile) -> list[Diagnostic]:
+    from openprose import check_source
+
+    return check_source(source)
+
+
+# --- shared with compile and fmt -------------------------------------------------------------
+
+
+def expand(paths: list[str]) -> Iterator[Path | str]:
+    """Each program file named or found under a directory; a path that does not exist is
+    reported on stderr and yielded as its ``str`` so the caller can note the usage error."""
+    from openprose import find_programs
+
+    for path in paths:
+        if not os.path.exists(path):
+            write(sys.stderr, f"prose: {path}: no such file or directory\n")
+            yield path
+            continue
+        yield from find_programs(path)
+
+
+def read(path: Path) -> tuple[SourceFile | None, list[Diagnostic]]:
+    """``read_source``, reporting a file that cannot be read at all on stderr."""
+    from openprose.parser import read_source
+
+    source, problems = read_source(path)
+    if source is None and is_unreadable(problems):
+        write(sys.stderr, f"prose: {path}: {problems[0].message.lower()}\n")
+    return source, list(problems)
+
+
+def is_unreadable(problems: list[Diagnostic]) -> bool:
+    return any(d.code == UNREADABLE for d in problems)
+
+
+def print_diagnostics(
+    diagnostics: list[Diagnostic], source: SourceFile | None, stream: TextIO
+) -> None:
+    """``path:line:col: CODE message`` and the caret excerpt (just the first line when the
+    file could not be decoded, since there is no text to quote)."""
+    for d in diagnostics:
+        if source is None:
+            write(stream, f"{d.path}:{d.line}:{d.column}: {d.code} {d.message}\n")
+        else:
+            write(stream, d.render_cli(source) + "\n")
+
+
+def summary(checked: list[Checked]) -> str:
+    """``3 files checked: 2 errors, 1 warning`` (plus ``, N notes`` when there are any)."""
+    counts = {"error": 0, "warning": 0, "info": 0}
+    for c in checked:
+        for d in c.diagnostics:
+            counts[str(d.severity)] += 1
+    text = (
+        f"{_plural(len(checked), 'file')} checked: "
+        f"{_plural(counts['error'], 'error')}, {_plural(counts['warning'], 'warning')}"
+    )
+    if counts["info"]:
+        text += f", {_plural(counts['info'], 'note')}"
+    return text
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def write(stream: TextIO, text: str) -> None:
+    """Write even when the stream's encoding cannot represent some character."""
+    try:
+        stream.write(text)
+    except UnicodeEncodeError:
+        encoding = stream.encoding or "ascii"
+        stream.write(text.encode(encoding, "backslashreplace").decode(encoding))
+
+
+@contextmanager
+def stdout_guard() -> Iterator[None]:
+    """Turns a closed stdout (``prose check | head``) into a quiet exit: the rest of the body
+    is skipped, and stdout is pointed at devnull so the interpreter's final flush succeeds."""
+    try:
+        yield
+    except BrokenPipeError:
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass

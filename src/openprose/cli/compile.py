@@ -1,0 +1,54 @@
+"""``prose compile FILE``: print the program in canonical compiled form.
+
+The compiled text goes to stdout; diagnostics go to stderr in ``prose check``'s format. A
+program with errors is not compiled (exit 1); a missing or unreadable file exits 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from openprose.cli.check import (
+    FAILED,
+    OK,
+    USAGE_ERROR,
+    is_unreadable,
+    print_diagnostics,
+    read,
+    stdout_guard,
+    write,
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", metavar="FILE", help="the .prose program to compile")
+
+
+def run(args: argparse.Namespace) -> int:
+    from openprose import check_parsed
+    from openprose.compiler import compile_program
+    from openprose.diagnostics import has_errors
+    from openprose.parser import parse
+
+    path = Path(args.file)
+    if not path.is_file():
+        what = "is a directory" if path.is_dir() else "no such file or directory"
+        write(sys.stderr, f"prose: {path}: {what}\n")
+        return USAGE_ERROR
+    source, problems = read(path)
+    if source is None:
+        if is_unreadable(problems):
+            return USAGE_ERROR
+        print_diagnostics(problems, None, sys.stderr)
+        return FAILED
+    result = parse(source)
+    diagnostics = check_parsed(result)
+    print_diagnostics(diagnostics, source, sys.stderr)
+    if has_errors(diagnostics):
+        return FAILED
+    with stdout_guard():
+        write(sys.stdout, compile_program(result.program))
+        return OK
+    return FAILED

@@ -1,0 +1,81 @@
+"""``prose resume RUN``: continue an interrupted run (a run id, an id prefix or a run folder).
+
+Finished sessions and decisions are served from the run's journal and never sent again; only
+unfinished work runs. Provider, model routes, concurrency and evaluator default to what the
+run was started with (secrets are never recorded; they come from the environment as usual).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from openprose.cli.run import (
+    USAGE_ERROR,
+    UsageError,
+    add_provider_arguments,
+    load_imports_or_fail,
+    open_provider_or_fail,
+    progress,
+    report,
+    run_async,
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run_ref", metavar="RUN", help="run id (or unique prefix) or run folder")
+    add_provider_arguments(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        return _resume(args)
+    except UsageError as error:
+        print(f"prose: {error}", file=sys.stderr)
+        return USAGE_ERROR
+
+
+def _resume(args: argparse.Namespace) -> int:
+    from openprose.parser import parse_text
+    from openprose.vm.runstore import RunStore, find_run
+
+    project = Path.cwd()
+    run_dir = find_run(project, args.run_ref)
+    if run_dir is None:
+        raise UsageError(f"no run {args.run_ref!r} under {project / '.prose' / 'runs'}")
+    project = run_dir.resolve().parent.parent.parent  # {project}/.prose/runs/{id}
+    meta = RunStore.open(run_dir).read_meta()
+    launch = meta.get("launch") or {}
+    text = (run_dir / "program.prose").read_text(encoding="utf-8")
+    parsed = parse_text(text, str(meta.get("program") or run_dir / "program.prose"))
+    if not parsed.ok:
+        raise UsageError(f"{run_dir}/program.prose no longer parses")
+    pins = {e["spec"]: e["sha256"] for e in (meta.get("imports") or {}).values()}
+    program_dir = Path(launch.get("program_dir") or project)
+    imports = load_imports_or_fail(parsed.program, program_dir, project, pinned=pins)
+    settings, provider = open_provider_or_fail(
+        project,
+        args.provider or launch.get("provider"),
+        args.model or list(launch.get("models") or []),
+        args.max_concurrency or launch.get("max_concurrency"),
+        record=args.record,
+    )
+    from dataclasses import replace
+
+    from openprose.vm.runner import VMConfig, resume_run
+
+    recorded = meta.get("config") or {}
+    config = VMConfig(**{k: v for k, v in recorded.items() if k in VMConfig.__dataclass_fields__})
+    config = replace(config, max_concurrency=settings.max_concurrency)
+    if args.evaluator:
+        config = replace(config, evaluator_model=args.evaluator)
+    with progress(args.json) as observer:
+        result = run_async(
+            resume_run(
+                run_dir, parsed.program, provider=provider, project_dir=project,
+                imports=imports, settings=settings, config=config, observer=observer,
+            ),
+            provider,
+        )
+    return report(result, args.json)

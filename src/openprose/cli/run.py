@@ -1,0 +1,246 @@
+"""``prose run PROGRAM``: check a program, then run it against a model provider.
+
+Exit status: 0 when the run succeeds; 1 when the program fails (an uncaught error or
+`throw`, reported with the statement's `path:line:col`); 2 for usage and compile errors
+(diagnostics printed as `prose check` prints them) and for provider configuration problems.
+
+Helpers shared with ``prose resume`` live here too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from openprose.providers.base import Provider
+    from openprose.providers.settings import ProviderSettings
+    from openprose.vm.interpreter import Observer
+    from openprose.vm.runner import RunResult
+
+OK, FAILED, USAGE_ERROR = 0, 1, 2
+
+
+class UsageError(Exception):
+    """Reported on stderr as `prose: ...`; exit status 2."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("program", metavar="PROGRAM", help="the .prose file to run")
+    parser.add_argument(
+        "--input", action="append", default=[], metavar="NAME=VALUE",
+        help="a program input (text); repeat for several",
+    )
+    parser.add_argument(
+        "--inputs", metavar="FILE.json",
+        help="a JSON object of inputs; values keep their JSON types (a list is a collection)",
+    )
+    add_provider_arguments(parser)
+
+
+def add_provider_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--provider", metavar="NAME",
+        help="anthropic, openai, local, replay:CASSETTE.jsonl or scripted:RULES.yaml",
+    )
+    parser.add_argument(
+        "--model", action="append", default=[], metavar="ALIAS=PROVIDER:MODEL",
+        help="route a model alias, e.g. sonnet=openai:gpt-4.1; repeat for several",
+    )
+    parser.add_argument("--max-concurrency", type=int, metavar="N", help="sessions in flight at once")
+    parser.add_argument("--evaluator", metavar="ALIAS", help="model for AI judgments (default: haiku)")
+    parser.add_argument("--json", action="store_true", help='print one JSON object {"run_id", "status", "outputs", "usage"}')
+    parser.add_argument("--record", metavar="FILE", help="append every model exchange sent to a replay cassette")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        return _run(args)
+    except UsageError as error:
+        print(f"prose: {error}", file=sys.stderr)
+        return USAGE_ERROR
+
+
+def _run(args: argparse.Namespace) -> int:
+    project = Path.cwd()
+    program_path = Path(args.program)
+    parsed = parse_and_check(program_path, project)
+    if parsed is None:
+        return USAGE_ERROR
+    inputs = read_inputs(args.input, args.inputs)
+    imports = load_imports_or_fail(parsed.program, program_path.parent, project)
+    settings, provider = open_provider_or_fail(
+        project, args.provider, args.model, args.max_concurrency, record=args.record
+    )
+    from openprose.vm.runner import VMConfig, run_program
+
+    config = VMConfig(
+        max_concurrency=settings.max_concurrency, evaluator_model=args.evaluator or "haiku"
+    )
+    launch = {
+        "provider": args.provider, "models": args.model, "max_concurrency": args.max_concurrency,
+        "evaluator": args.evaluator, "program_dir": str(program_path.parent.resolve()),
+    }
+    text = program_path.read_text(encoding="utf-8")
+    with progress(args.json) as observer:
+        result = run_async(
+            run_program(
+                parsed.program, text, provider=provider, project_dir=project, inputs=inputs,
+                imports=imports, settings=settings, config=config, observer=observer, launch=launch,
+            ),
+            provider,
+        )
+    return report(result, args.json)
+
+
+# --- shared with `prose resume` ---------------------------------------------------------
+
+
+def parse_and_check(path: Path, project: Path) -> Any:
+    """The parse of `path` when it has no errors; otherwise diagnostics are printed on
+    stdout like `prose check` prints them, and None is returned."""
+    from openprose.cli.check import print_diagnostics
+    from openprose.parser import parse, read_source
+    from openprose.vm.frontend import diagnose
+
+    if not path.is_file():
+        raise UsageError(f"{path}: no such file")
+    source, problems = read_source(path)
+    if source is None:
+        print_diagnostics(list(problems), None, sys.stdout)
+        return None
+    parsed = parse(source)
+    diagnostics = diagnose(parsed, project)
+    errors = [d for d in diagnostics if d.is_error]
+    if errors:
+        print_diagnostics(diagnostics, source, sys.stdout)
+        print(f"prose: {path}: {len(errors)} error(s); the program was not run", file=sys.stderr)
+        return None
+    if diagnostics:
+        print_diagnostics(diagnostics, source, sys.stderr)
+    return parsed
+
+
+def read_inputs(pairs: list[str], json_file: str | None) -> dict[str, Any]:
+    inputs: dict[str, Any] = {}
+    if json_file:
+        try:
+            data = json.loads(Path(json_file).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as error:
+            raise UsageError(f"--inputs {json_file}: {error}") from None
+        if not isinstance(data, dict):
+            raise UsageError(f"--inputs {json_file}: expected a JSON object of inputs")
+        inputs.update(data)
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name.strip():
+            raise UsageError(f"bad --input {pair!r}: write NAME=VALUE")
+        inputs[name.strip()] = value
+    return inputs
+
+
+def load_imports_or_fail(
+    program: Any, base_dir: Path, project: Path, pinned: dict[str, str] | None = None
+) -> Any:
+    from openprose import nodes as n
+
+    if not any(isinstance(s, n.Use) for s in program.body):
+        return {}
+    from openprose.imports import ImportFailed, load_imports
+
+    try:
+        return load_imports(
+            program, base_dir=base_dir, project_dir=project, pinned=pinned,
+            offline=pinned is not None,
+        )
+    except ImportFailed as error:
+        raise UsageError(f"use: {error}") from None
+
+
+def open_provider_or_fail(
+    project: Path,
+    provider: str | None,
+    models: list[str],
+    max_concurrency: int | None,
+    *,
+    record: str | None = None,
+) -> tuple[ProviderSettings, Provider]:
+    from openprose.providers import ProviderConfigError, RecordingProvider, load_settings, open_provider
+
+    try:
+        settings = load_settings(
+            project, provider=provider, model_overrides=models, max_concurrency=max_concurrency
+        )
+        opened = open_provider(settings)
+    except ProviderConfigError as error:
+        raise UsageError(str(error)) from None
+    if record:
+        opened = RecordingProvider(opened, Path(record))
+    return settings, opened
+
+
+def run_async(coroutine: Any, provider: Provider) -> RunResult:
+    import asyncio
+
+    async def main() -> RunResult:
+        try:
+            result: RunResult = await coroutine
+            return result
+        finally:
+            await provider.aclose()
+
+    return asyncio.run(main())
+
+
+@contextmanager
+def progress(quiet: bool) -> Iterator[Observer | None]:
+    """Rich live view on a terminal, plain lines on stderr otherwise; none with --json."""
+    if quiet:
+        yield None
+        return
+    if sys.stderr.isatty() and os.environ.get("TERM") != "dumb":
+        from openprose.vm.progress import LiveView
+
+        with LiveView() as view:
+            yield view
+        return
+    from openprose.vm.progress import PlainProgress
+
+    yield PlainProgress(sys.stderr)
+
+
+def report(result: RunResult, as_json: bool) -> int:
+    if as_json:
+        print(json.dumps(result.to_json(), ensure_ascii=False))
+    else:
+        print_summary(result)
+    if result.status == "succeeded":
+        return OK
+    if not as_json:
+        print(f"prose: {result.error}", file=sys.stderr)
+    return USAGE_ERROR if result.status == "aborted" else FAILED
+
+
+def print_summary(result: RunResult) -> None:
+    from openprose.vm.progress import cost_of
+
+    usage = result.usage
+    lines = [f"run {result.run_id}: {result.status}  ({result.run_dir})"]
+    for name, value in result.outputs.items():
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        lines.append(f"output {name}: {text}")
+    lines.append(
+        f"tokens: {usage.get('input_tokens', 0)} in, {usage.get('output_tokens', 0)} out; "
+        f"requests: {usage.get('requests_sent', 0)} sent, "
+        f"{usage.get('requests_served_from_journal', 0)} served from the journal"
+    )
+    cost = cost_of(usage.get("by_model", {}))
+    if cost is not None and cost > 0:
+        lines.append(f"cost: ${cost:.4f}")
+    print("\n".join(lines))

@@ -1,0 +1,61 @@
+"""``prose runs``: the runs under `.prose/runs/`, oldest first, with their status."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print one JSON array")
+
+
+def status_of(meta: dict[str, Any]) -> str:
+    """`running` only while the recorded process is alive; a dead one was `interrupted`."""
+    status = str(meta.get("status", "unknown"))
+    if status == "running" and not _alive(meta.get("pid")):
+        return "interrupted"
+    return status
+
+
+def _alive(pid: object) -> bool:
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def run(args: argparse.Namespace) -> int:
+    from openprose.vm.runstore import list_runs
+
+    rows = []
+    for folder in list_runs(Path.cwd()):
+        try:
+            meta = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        rows.append(
+            {
+                "run_id": folder.name,
+                "status": status_of(meta),
+                "program": meta.get("program", ""),
+                "started": meta.get("started", ""),
+            }
+        )
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    if not rows:
+        print("no runs yet (they appear under .prose/runs/)")
+        return 0
+    for row in rows:
+        print(f"{row['run_id']}  {row['status']:<11}  {row['started']}  {row['program']}")
+    return 0

@@ -1,0 +1,81 @@
+"""``prose show RUN``: a run's steps, decisions, bindings and outputs."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run_ref", metavar="RUN", help="run id (or unique prefix) or run folder")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def run(args: argparse.Namespace) -> int:
+    from openprose.cli.runs import status_of
+    from openprose.vm.journal import read_journal
+    from openprose.vm.runstore import RunStore, find_run
+
+    run_dir = find_run(Path.cwd(), args.run_ref)
+    if run_dir is None:
+        print(f"prose: no run {args.run_ref!r}", file=sys.stderr)
+        return 2
+    store = RunStore.open(run_dir)
+    meta = store.read_meta()
+    steps: list[dict[str, Any]] = []
+    decisions: list[dict[str, Any]] = []
+    errors: list[dict[str, Any]] = []
+    for event in read_journal(store.journal_path):
+        kind = event.get("ev")
+        if kind == "session_finished":
+            usage = event["response"]["usage"]
+            steps.append(
+                {
+                    "step": event["step"], "kind": event.get("kind", "session"),
+                    "agent": event.get("agent"), "model": event.get("model"),
+                    "binding": event.get("binding"),
+                    "tokens": usage["input_tokens"] + usage["output_tokens"],
+                    "elapsed": event.get("elapsed"), "answer": event["response"]["text"],
+                }
+            )
+        elif kind == "decision":
+            decisions.append(
+                {k: event.get(k) for k in ("step", "kind", "question", "verdict", "reason")}
+            )
+        elif kind in ("session_failed", "error_caught", "decision_failed"):
+            errors.append({k: v for k, v in event.items() if k != "t"})
+    bindings = sorted(p.stem for p in store.bindings.glob("*.md"))
+    shown = {
+        "run_id": store.run_id, "status": status_of(meta), "program": meta.get("program"),
+        "error": meta.get("error"), "steps": steps, "decisions": decisions, "errors": errors,
+        "bindings": bindings, "outputs": store.read_outputs(), "usage": meta.get("usage"),
+    }
+    if args.json:
+        print(json.dumps(shown, indent=2, ensure_ascii=False))
+        return 0
+    print(f"run {store.run_id}  {shown['status']}  {meta.get('program')}")
+    if shown["error"]:
+        print(f"error: {shown['error']}")
+    print(f"\nsteps ({len(steps)}):")
+    for s in steps:
+        answer = " ".join(str(s["answer"]).split())[:70]
+        label = s["binding"] or s["kind"]
+        print(f"  {s['step']:<18} {label:<12} {s['model']:<10} {s['tokens']:>6} tok  {answer}")
+    if decisions:
+        print(f"\ndecisions ({len(decisions)}):")
+        for d in decisions:
+            print(f"  {d['step']:<18} {d['kind']:<9} {d['question']!s:.40}  → {d['verdict']}  ({d['reason']})")
+    if errors:
+        print(f"\nerrors ({len(errors)}):")
+        for e in errors:
+            print(f"  {e.get('step', ''):<18} {e.get('error') or e.get('question')}")
+    print(f"\nbindings ({len(bindings)}): {', '.join(bindings)}")
+    outputs = shown["outputs"]
+    if outputs:
+        print("\noutputs:")
+        for name, value in outputs.items():
+            print(f"  {name}: {value if isinstance(value, str) else json.dumps(value)}")
+    return 0

@@ -1,0 +1,95 @@
+"""Program contracts: the inputs a program needs and the outputs it gives back.
+
+The checker uses them to validate invocations of imported programs (E026-E028). A contract can be
+known offline when the import is a local ``.prose`` file or a program already cached under
+``.prose/``; the VM supplies a lookup that knows its cache, ``local_contracts`` knows local files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from openprose import nodes as n
+
+
+@dataclass(frozen=True, slots=True)
+class ProgramContract:
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    path: Path | None = None
+
+
+# Given a `use` path string and the importing file's directory, the contract when it can be known
+# without the network, else None.
+ContractLookup = Callable[[str, Path | None], ProgramContract | None]
+
+
+def is_local_path(use_path: str) -> bool:
+    """A `use` path naming a program file on disk rather than a registry entry or URL."""
+    return use_path.endswith(".prose") and "://" not in use_path
+
+
+def _nested_bodies(stmt: n.Stmt) -> Iterator[tuple[n.Stmt, ...]]:
+    """The statement lists directly inside ``stmt`` (inputs and outputs may sit in any of them)."""
+    match stmt:
+        case n.DoBlock() | n.BlockDef() | n.Repeat() | n.ForEach() | n.Loop():
+            yield stmt.body
+        case n.Parallel():
+            yield tuple(branch.body for branch in stmt.branches)
+        case n.Try():
+            yield stmt.body
+            if stmt.catch is not None:
+                yield stmt.catch.body
+            if stmt.finally_body is not None:
+                yield stmt.finally_body
+        case n.Choice():
+            for option in stmt.options:
+                yield option.body
+        case n.If():
+            for branch in stmt.branches:
+                yield branch.body
+            if stmt.else_body is not None:
+                yield stmt.else_body
+        case n.Binding() | n.Assign():
+            if isinstance(stmt.value, n.DoBlock | n.Parallel | n.Repeat | n.ForEach | n.Loop):
+                yield (stmt.value,)
+
+
+def contract_of(program: n.Program) -> ProgramContract:
+    """Every ``input`` and ``output`` name the program declares, in source order."""
+    inputs: list[str] = []
+    outputs: list[str] = []
+    stack: list[n.Stmt] = list(reversed(program.body))  # depth first, in source order
+    while stack:
+        stmt = stack.pop()
+        if isinstance(stmt, n.Input):
+            inputs.append(stmt.name.id)
+        elif isinstance(stmt, n.Output):
+            outputs.append(stmt.name.id)
+        else:
+            stack.extend(reversed([s for body in _nested_bodies(stmt) for s in body]))
+    return ProgramContract(
+        tuple(dict.fromkeys(inputs)),
+        tuple(dict.fromkeys(outputs)),
+        None if program.path.startswith("<") else Path(program.path),
+    )
+
+
+def local_contracts(use_path: str, base_dir: Path | None) -> ProgramContract | None:
+    """The default lookup: contracts of local ``.prose`` files only."""
+    if not is_local_path(use_path):
+        return None
+    file = Path(use_path)
+    if not file.is_absolute():
+        if base_dir is None:
+            return None
+        file = base_dir / file
+    try:
+        text = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    from openprose.parser import parse_text  # the parser never needs contracts; no cycle
+
+    return contract_of(parse_text(text, str(file)).program)

@@ -1,0 +1,255 @@
+"""Resolve `use` specs to programs, and keep what was fetched so re-runs and resumes work offline.
+
+A spec is a local path (`lib/research.prose`), an `http(s)://` URL, or a registry name
+(`@handle/slug` or `handle/slug`, fetched from `{registry}/@handle/slug`, registry default
+https://p.prose.md, or `PROSE_REGISTRY`). Every program text is cached content-addressed under
+`.prose/imports/{sha256}.prose`, and `.prose/imports/index.json` maps each spec to its latest
+hash; a run records the hashes it used, so resuming it reads exactly those texts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from openprose.contracts import ContractLookup, ProgramContract, contract_of, is_local_path
+
+if TYPE_CHECKING:
+    from openprose.nodes import Program
+    from openprose.vm.interpreter import LoadedProgram
+
+DEFAULT_REGISTRY = "https://p.prose.md"
+CACHE_DIR = Path(".prose") / "imports"
+FETCH_TIMEOUT_S = 30.0
+
+
+class ImportFailed(Exception):
+    """A `use` could not be resolved (not found, offline with nothing cached, or broken)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Fetched:
+    spec: str
+    text: str
+    sha256: str
+    origin: str  # the file path or URL it came from
+
+
+def kind_of(spec: str) -> str:
+    if spec.startswith(("http://", "https://")):
+        return "url"
+    if is_local_path(spec):
+        return "path"
+    return "registry"
+
+
+def namespace_of(spec: str) -> str:
+    """`imports/{handle}--{slug}/` folder name for a spec."""
+    kind = kind_of(spec)
+    if kind == "path":
+        return f"local--{Path(spec).stem}"
+    parts = [p for p in spec.split("://", 1)[-1].strip("/").split("/") if p]
+    if kind == "url":
+        parts = parts[1:] or parts  # drop the host
+    tail = [p.lstrip("@").removesuffix(".prose") for p in parts[-2:]]
+    return "--".join(tail) if len(tail) == 2 else f"url--{tail[0]}"
+
+
+def default_name(spec: str) -> str:
+    """The name a program is called by without `as`: its slug."""
+    return spec.rstrip("/").rsplit("/", 1)[-1].removesuffix(".prose")
+
+
+def registry_url(spec: str, registry: str) -> str:
+    handle, _, slug = spec.lstrip("@").partition("/")
+    return f"{registry.rstrip('/')}/@{handle}/{slug}"
+
+
+class ImportCache:
+    def __init__(self, project_dir: Path) -> None:
+        self.folder = project_dir / CACHE_DIR
+        self._index_path = self.folder / "index.json"
+
+    def _index(self) -> dict[str, dict[str, str]]:
+        try:
+            data = json.loads(self._index_path.read_text(encoding="utf-8"))
+        except (FileNotFoundError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def store(self, fetched: Fetched) -> None:
+        from openprose.vm.runstore import write_atomically
+
+        self.folder.mkdir(parents=True, exist_ok=True)
+        body = self.folder / f"{fetched.sha256}.prose"
+        if not body.exists():
+            write_atomically(body, fetched.text)
+        index = self._index()
+        index[fetched.spec] = {"sha256": fetched.sha256, "origin": fetched.origin}
+        write_atomically(self._index_path, json.dumps(index, indent=2, sort_keys=True) + "\n")
+
+    def by_hash(self, sha256: str) -> str | None:
+        try:
+            return (self.folder / f"{sha256}.prose").read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+
+    def latest(self, spec: str) -> Fetched | None:
+        entry = self._index().get(spec)
+        if entry is None:
+            return None
+        text = self.by_hash(entry["sha256"])
+        return None if text is None else Fetched(spec, text, entry["sha256"], entry.get("origin", ""))
+
+
+def sha256_of(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def fetch(
+    spec: str,
+    *,
+    base_dir: Path | None,
+    cache: ImportCache,
+    registry: str | None = None,
+    pinned: str | None = None,
+    offline: bool = False,
+) -> Fetched:
+    """The program text for `spec`: the pinned hash from the cache when given (resume), else
+    a local file, else the network (falling back to the cache when offline or unreachable)."""
+    if pinned is not None:
+        text = cache.by_hash(pinned)
+        if text is None:
+            raise ImportFailed(f"{spec}: cached program {pinned[:12]} is missing from {cache.folder}")
+        return Fetched(spec, text, pinned, "cache")
+    kind = kind_of(spec)
+    if kind == "path":
+        file = Path(spec) if Path(spec).is_absolute() or base_dir is None else base_dir / spec
+        try:
+            text = file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            raise ImportFailed(f"{spec}: cannot read {file}: {error}") from None
+        fetched = Fetched(spec, text, sha256_of(text), str(file))
+        cache.store(fetched)
+        return fetched
+    url = spec if kind == "url" else registry_url(spec, registry or _registry())
+    if offline:
+        cached = cache.latest(spec)
+        if cached is None:
+            raise ImportFailed(f"{spec}: not cached, and fetching is off")
+        return cached
+    try:
+        text = _http_get(url)
+    except ImportFailed:
+        cached = cache.latest(spec)
+        if cached is not None:
+            return cached
+        raise
+    fetched = Fetched(spec, text, sha256_of(text), url)
+    cache.store(fetched)
+    return fetched
+
+
+def _registry() -> str:
+    return os.environ.get("PROSE_REGISTRY", DEFAULT_REGISTRY)
+
+
+def _http_get(url: str) -> str:
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(url, headers={"Accept": "text/plain"})
+    try:
+        with urllib.request.urlopen(request, timeout=FETCH_TIMEOUT_S) as answer:
+            data: bytes = answer.read()
+    except (urllib.error.URLError, OSError, ValueError) as error:
+        raise ImportFailed(f"cannot fetch {url}: {error}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ImportFailed(f"{url} is not UTF-8 text") from None
+
+
+def cache_contracts(project_dir: Path) -> ContractLookup:
+    """A `ContractLookup` for the checker that reads local files and the import cache only."""
+    cache = ImportCache(project_dir)
+
+    def lookup(spec: str, base_dir: Path | None) -> ProgramContract | None:
+        from openprose.parser import parse_text
+
+        if kind_of(spec) == "path":
+            from openprose.contracts import local_contracts
+
+            return local_contracts(spec, base_dir)
+        cached = cache.latest(spec)
+        if cached is None:
+            return None
+        return contract_of(parse_text(cached.text, cached.origin or spec).program)
+
+    return lookup
+
+
+def load_imports(
+    program: Program,
+    *,
+    base_dir: Path | None,
+    project_dir: Path,
+    registry: str | None = None,
+    pinned: Mapping[str, str] | None = None,
+    offline: bool = False,
+    _seen: tuple[str, ...] = (),
+) -> dict[str, LoadedProgram]:
+    """Every program `program` imports, parsed and checked, recursively: name -> LoadedProgram.
+
+    `pinned` maps specs to content hashes (from a run being resumed)."""
+    from openprose import nodes as n
+    from openprose.parser import parse_text
+    from openprose.vm.frontend import diagnose
+    from openprose.vm.interpreter import LoadedProgram
+
+    cache = ImportCache(project_dir)
+    loaded: dict[str, LoadedProgram] = {}
+    for stmt in program.body:
+        if not isinstance(stmt, n.Use):
+            continue
+        spec = stmt.path.value
+        if spec in _seen:
+            raise ImportFailed(f"{spec}: import cycle ({' -> '.join((*_seen, spec))})")
+        fetched = fetch(
+            spec, base_dir=base_dir, cache=cache, registry=registry,
+            pinned=(pinned or {}).get(spec), offline=offline,
+        )
+        origin = fetched.origin if kind_of(spec) == "path" else spec
+        parsed = parse_text(fetched.text, origin)
+        errors = [d for d in diagnose(parsed, project_dir) if d.is_error]
+        if errors:
+            first = errors[0]
+            raise ImportFailed(
+                f"{spec}: {first.path}:{first.line}:{first.column}: {first.code} {first.message}"
+            )
+        child_base = Path(fetched.origin).parent if kind_of(spec) == "path" else None
+        nested = load_imports(
+            parsed.program, base_dir=child_base, project_dir=project_dir, registry=registry,
+            pinned=pinned, offline=offline, _seen=(*_seen, spec),
+        )
+        name = stmt.alias.id if stmt.alias else default_name(spec)
+        loaded[name] = LoadedProgram(
+            name=name, spec=spec, namespace=namespace_of(spec), program=parsed.program,
+            text=fetched.text, content_hash=fetched.sha256,
+            imports=nested,
+        )
+    return loaded
+
+
+def pins_of(imports: Mapping[str, LoadedProgram]) -> dict[str, str]:
+    """spec -> sha256 for every program in an import tree (what a run records)."""
+    pins: dict[str, str] = {}
+    for loaded in imports.values():
+        pins[loaded.spec] = loaded.content_hash
+        pins.update(pins_of(loaded.imports))
+    return pins

@@ -1,0 +1,24 @@
+"""Parse and check a program before it runs: a program with errors never runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from openprose.diagnostics import Diagnostic
+    from openprose.parser import ParseResult
+
+
+def diagnose(parsed: ParseResult, project_dir: Path) -> list[Diagnostic]:
+    """The parser's and the checker's diagnostics, once each, in source order. Imported
+    programs' contracts come from local files and the import cache (no network)."""
+    from openprose.checker import check
+    from openprose.imports import cache_contracts
+
+    found = [
+        *parsed.diagnostics,
+        *check(parsed, project_dir=project_dir, contracts=cache_contracts(project_dir)),
+    ]
+    unique = {(d.code, d.span.start, d.span.end, d.message): d for d in found}
+    return sorted(unique.values(), key=lambda d: (d.span.start, d.span.end))

@@ -1,0 +1,70 @@
+"""Persistent agent memory: `memory.md` plus one `{name}-NNN.md` segment per session.
+
+| persist   | folder                              | lifetime            |
+| --------- | ----------------------------------- | ------------------- |
+| `true`    | `.prose/runs/{id}/agents/{name}/`   | the run             |
+| `project` | `.prose/agents/{name}/`             | the project         |
+| `user`    | `~/.prose/agents/{name}/`           | across projects     |
+| `"path"`  | that path (relative to the project) | the user's decision |
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from openprose.vm.runstore import utc_now, write_atomically
+
+
+class AgentMemory:
+    def __init__(self, name: str, folder: Path) -> None:
+        self.name = name
+        self.folder = folder
+
+    @classmethod
+    def for_agent(
+        cls, name: str, persist: str, *, run_agents: Path, project_dir: Path
+    ) -> AgentMemory:
+        if persist.startswith("path:"):
+            folder = Path(persist.removeprefix("path:")).expanduser()
+            if not folder.is_absolute():
+                folder = project_dir / folder
+        elif persist == "project":
+            folder = project_dir / ".prose" / "agents" / name
+        elif persist == "user":
+            folder = Path.home() / ".prose" / "agents" / name
+        else:
+            folder = run_agents / name
+        return cls(name, folder)
+
+    @property
+    def path(self) -> Path:
+        return self.folder / "memory.md"
+
+    def read(self) -> str | None:
+        try:
+            return self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+
+    def exists(self) -> bool:
+        return self.path.exists()
+
+    def write(self, text: str, task: str, *, segment: int | None = None, replayed: bool = False) -> int:
+        """Store the new memory and this session's segment record; returns the segment number."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        number = segment if segment is not None else self._next_segment()
+        write_atomically(self.path, text.rstrip() + "\n")
+        segment_path = self.folder / f"{self.name}-{number:03d}.md"
+        if not (replayed and segment_path.exists()):
+            record = f"# Segment {number:03d}\ntimestamp: {utc_now()}\nprompt: {task!r}\n\n{text.rstrip()}\n"
+            write_atomically(segment_path, record)
+        return number
+
+    def _next_segment(self) -> int:
+        prefix = f"{self.name}-"
+        numbers = [
+            int(p.stem[len(prefix):])
+            for p in self.folder.glob(f"{prefix}*.md")
+            if p.stem[len(prefix):].isdigit()
+        ]
+        return max(numbers, default=0) + 1

@@ -1,0 +1,171 @@
+"""Public entry points: `run_program` starts a run, `resume_run` continues one.
+
+Both take an open `Provider` (the CLI opens it from settings); the settings, when given, route
+model aliases to other providers and are recorded in `run.json` (secrets excepted) so a resume
+can default to them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from openprose import nodes as n
+from openprose.providers.base import Provider
+from openprose.vm.errors import ProseError, RunAborted
+from openprose.vm.interpreter import (
+    Interpreter,
+    LoadedProgram,
+    ModelRouter,
+    Observer,
+    Replay,
+    Shared,
+    VMConfig,
+)
+from openprose.vm.journal import Journal, read_journal
+from openprose.vm.runstore import RunStore, utc_now
+from openprose.vm.values import Value, to_json
+
+if TYPE_CHECKING:
+    from openprose.providers.settings import ProviderSettings
+
+__all__ = ["RunResult", "VMConfig", "resume_run", "run_program"]
+
+
+@dataclass(slots=True)
+class RunResult:
+    run_id: str
+    run_dir: Path
+    status: str  # "succeeded" | "failed" | "aborted"
+    outputs: dict[str, Any] = field(default_factory=dict)
+    usage: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "status": self.status,
+            "outputs": self.outputs,
+            "usage": self.usage,
+            **({"error": self.error} if self.error else {}),
+        }
+
+
+async def run_program(
+    program: n.Program,
+    text: str,
+    *,
+    provider: Provider,
+    project_dir: Path,
+    inputs: Mapping[str, Value] | None = None,
+    imports: Mapping[str, LoadedProgram] | None = None,
+    settings: ProviderSettings | None = None,
+    config: VMConfig | None = None,
+    observer: Observer | None = None,
+    launch: Mapping[str, Any] | None = None,
+) -> RunResult:
+    """Run a checked program in a new run folder under `project_dir/.prose/runs/`.
+
+    `launch` is recorded in run.json for `prose resume` (the CLI puts its options there)."""
+    config = config or VMConfig()
+    store = RunStore.create(project_dir, text, Path(program.path).name)
+    store.write_meta(
+        {
+            "run_id": store.run_id,
+            "program": program.path,
+            "status": "running",
+            "started": utc_now(),
+            "pid": os.getpid(),
+            "inputs": to_json(dict(inputs or {})),
+            "imports": {
+                name: {"spec": p.spec, "sha256": p.content_hash, "namespace": p.namespace}
+                for name, p in (imports or {}).items()
+            },
+            "config": asdict(config),
+            "launch": dict(launch or {}),
+        }
+    )
+    return await _execute(
+        program, text, store, provider=provider, project_dir=project_dir, inputs=inputs,
+        imports=imports, settings=settings, config=config, observer=observer, replay=Replay(),
+    )
+
+
+async def resume_run(
+    run_dir: Path,
+    program: n.Program,
+    *,
+    provider: Provider,
+    project_dir: Path,
+    imports: Mapping[str, LoadedProgram] | None = None,
+    settings: ProviderSettings | None = None,
+    config: VMConfig | None = None,
+    observer: Observer | None = None,
+) -> RunResult:
+    """Continue a run: finished sessions and decisions come from its journal, the rest runs.
+
+    `program` must be the parse of the run's own `program.prose`."""
+    store = RunStore.open(run_dir)
+    meta = store.read_meta()
+    replay = Replay.from_events(read_journal(store.journal_path))
+    recorded = meta.get("config") or {}
+    config = config or VMConfig(**{k: v for k, v in recorded.items() if k in VMConfig.__dataclass_fields__})
+    store.update_meta(status="running", pid=os.getpid(), resumed=utc_now())
+    store.state(f"---resume {utc_now()}")
+    text = (run_dir / "program.prose").read_text(encoding="utf-8")
+    return await _execute(
+        program, text, store, provider=provider, project_dir=project_dir,
+        inputs=meta.get("inputs") or {}, imports=imports, settings=settings, config=config,
+        observer=observer, replay=replay,
+    )
+
+
+async def _execute(
+    program: n.Program,
+    text: str,
+    store: RunStore,
+    *,
+    provider: Provider,
+    project_dir: Path,
+    inputs: Mapping[str, Value] | None,
+    imports: Mapping[str, LoadedProgram] | None,
+    settings: ProviderSettings | None,
+    config: VMConfig,
+    observer: Observer | None,
+    replay: Replay,
+) -> RunResult:
+    journal = Journal(store.journal_path)
+    journal.start()
+    router = ModelRouter(provider, settings)
+    shared = Shared(
+        router=router, journal=journal, config=config, replay=replay, project_dir=project_dir,
+        observer=observer, slots=asyncio.Semaphore(config.max_concurrency),
+    )
+    shared.emit("run_started", "", resumed=bool(replay.sessions or replay.decisions))
+    interpreter = Interpreter(program, text, shared, store, inputs=inputs, imports=imports)
+    status, error = "succeeded", None
+    outputs: dict[str, Any] = {}
+    try:
+        outputs = {k: to_json(v) for k, v in (await interpreter.run()).items()}
+    except ProseError as failure:
+        status, error = "failed", str(failure)
+    except RunAborted as abort:
+        status, error = "aborted", str(abort)
+    finally:
+        await router.aclose()
+    stamp = utc_now()
+    if status == "succeeded":
+        store.write_outputs(outputs)
+        store.state(f"---end {stamp}")
+    else:
+        store.state(f"---error {stamp} {error}")
+    usage = shared.stats.usage()
+    shared.emit("run_finished", "", status=status, error=error, usage=usage)
+    await journal.close()
+    store.update_meta(status=status, finished=stamp, error=error, usage=usage)
+    store.close()
+    return RunResult(store.run_id, store.root, status, outputs, usage, error)

@@ -1,0 +1,270 @@
+"""The ``vlp`` command: validate, show, gate and new.
+
+Exit codes: validate 0 valid / 1 problems found / 2 usage error; gate 0 proceed /
+3 hold for review / 4 halt / 2 usage error; new 0 / 1 invalid message / 2 usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
+import orjson
+
+from vlp.errors import CODES, Problem, VLPError
+from vlp.gate import gate
+from vlp.message import make_message
+from vlp.ndjson import DEFAULT_MAX_LINE_BYTES, read_records, scan
+from vlp.render import render_thread
+from vlp.schema import MESSAGE_TYPES, SAFETY_LEVELS
+from vlp.thread import Thread, ThreadChecker
+
+EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(Exception):
+    """Bad arguments or an input that cannot be opened: exit code 2."""
+
+
+def _display(path: str) -> str:
+    return "<stdin>" if path == "-" else path
+
+
+def _out(text: str) -> None:
+    sys.stdout.write(text + "\n")
+
+
+def _problem_dict(path: str, problem: Problem) -> dict[str, Any]:
+    return {"path": _display(path), "line": problem.line, "id": problem.id,
+            "code": problem.code, "message": problem.message}
+
+
+def _problem_text(path: str, problem: Problem) -> str:
+    where = f"{_display(path)}:{problem.line}" if problem.line is not None else _display(path)
+    return f"{where}: {problem.code} {problem.message}"
+
+
+def _cmd_validate(args: argparse.Namespace) -> int:
+    as_json = args.format == "json"
+    problems: list[dict[str, Any]] = []
+    totals = {"messages": 0, "valid": 0, "problems": 0}
+    usage_errors = 0
+    for path in args.files:
+        checker = None if args.no_thread else ThreadChecker()
+
+        def on_problem(problem: Problem, path: str = path) -> None:
+            totals["problems"] += 1
+            if as_json:
+                problems.append(_problem_dict(path, problem))
+            else:
+                _out(_problem_text(path, problem))
+
+        def on_message(msg: dict[str, Any], line: int, checker: ThreadChecker | None = checker) -> None:
+            if checker is not None:
+                for problem in checker.add(msg, line):
+                    on_problem(problem)
+
+        try:
+            summary = scan(path, on_problem, on_message if checker is not None else None,
+                           max_line_bytes=args.max_line_bytes)
+        except OSError as error:
+            usage_errors += 1
+            sys.stderr.write(f"vlp: cannot read {_display(path)}: {error.strerror or error}\n")
+            continue
+        if checker is not None:
+            for problem in checker.finish():
+                on_problem(problem)
+        totals["messages"] += summary.messages
+        totals["valid"] += summary.valid
+    ok = totals["problems"] == 0 and usage_errors == 0
+    if as_json:
+        _out(orjson.dumps({"ok": ok, "messages": totals["messages"], "valid": totals["valid"],
+                           "problems": problems}).decode())
+    else:
+        verdict = "ok" if ok else "INVALID"
+        _out(f"{verdict}: {totals['messages']} message(s), {totals['valid']} valid, "
+             f"{totals['problems']} problem(s) in {len(args.files)} file(s)")
+    if usage_errors:
+        return EXIT_USAGE
+    return EXIT_OK if ok else EXIT_INVALID
+
+
+def _load_thread(path: str, max_line_bytes: int) -> tuple[Thread, list[Problem]]:
+    messages: list[Any] = []
+    lines: list[int | None] = []
+    unreadable: list[Problem] = []
+    try:
+        for record in read_records(path, max_line_bytes=max_line_bytes):
+            if record.message is None:
+                unreadable.extend(record.problems)
+            else:
+                messages.append(record.message)
+                lines.append(record.line)
+    except OSError as error:
+        raise UsageError(f"cannot read {_display(path)}: {error.strerror or error}") from error
+    return Thread(messages, lines), unreadable
+
+
+def _cmd_show(args: argparse.Namespace) -> int:
+    thread, unreadable = _load_thread(args.file, args.max_line_bytes)
+    sys.stdout.write(render_thread(thread))
+    for problem in unreadable:
+        _out(_problem_text(args.file, problem))
+    return EXIT_OK
+
+
+def _cmd_gate(args: argparse.Namespace) -> int:
+    thread, unreadable = _load_thread(args.file, args.max_line_bytes)
+    result = gate(thread, unreadable=unreadable)
+    if args.format == "json":
+        _out(orjson.dumps({
+            "verdict": result.verdict.value,
+            "causes": [{"verdict": c.verdict.value, "id": c.id, "line": c.line, "reason": c.reason}
+                       for c in result.causes],
+            "halted": result.halted,
+            "held": result.held,
+        }).decode())
+        return result.verdict.exit_code
+    labels = {"proceed": "PROCEED", "hold": "HOLD for review", "halt": "HALT"}
+    _out(f"{labels[result.verdict.value]} ({len(thread.messages)} message(s))")
+    for cause in result.causes:
+        line = f" (line {cause.line})" if cause.line is not None and cause.id is not None else ""
+        _out(f"  {cause.verdict.value}: {cause.where}{line}: {cause.reason}")
+    if result.halted:
+        _out("  halted: " + ", ".join(result.halted))
+    if result.held:
+        _out("  held: " + ", ".join(result.held))
+    return result.verdict.exit_code
+
+
+def _json_object(text: str, option: str) -> dict[str, Any]:
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError as error:
+        raise UsageError(f"{option} is not valid JSON: {error}") from error
+    if not isinstance(value, dict):
+        raise UsageError(f"{option} must be a JSON object")
+    return value
+
+
+def _cmd_new(args: argparse.Namespace) -> int:
+    content: Any = _json_object(args.content, "--content") if args.content_json else args.content
+    safety: dict[str, Any] | None = None
+    if args.safety or args.issue or args.requires_human:
+        issues = []
+        for spec in args.issue or []:
+            code, _, detail = spec.partition(":")
+            issues.append({"code": code, "detail": detail} if detail else {"code": code})
+        safety = {"level": args.safety or "safe", "issues": issues}
+        if args.requires_human:
+            safety["requires_human"] = True
+    refers_to = args.refers_to[0] if args.refers_to and len(args.refers_to) == 1 else args.refers_to
+    try:
+        msg = make_message(
+            args.type, sender=args.sender, content=content, confidence=args.confidence,
+            provenance=args.provenance, keywords=args.keyword, refers_to=refers_to,
+            receiver=args.receiver, topic=args.topic, session_id=args.session_id, seq=args.seq,
+            constraints=args.constraint, safety=safety,
+            payload=_json_object(args.payload, "--payload") if args.payload else None,
+            extras=_json_object(args.extras, "--extras") if args.extras else None,
+            id=args.id, timestamp=args.timestamp,
+        )
+    except VLPError as error:
+        for problem in error.problems:
+            sys.stderr.write(f"vlp new: {problem.code} {problem.message}\n")
+        return EXIT_INVALID
+    option = orjson.OPT_INDENT_2 if args.pretty else 0
+    _out(orjson.dumps(msg, option=option).decode())
+    return EXIT_OK
+
+
+def _cmd_codes(args: argparse.Namespace) -> int:
+    for code, meaning in CODES.items():
+        _out(f"{code}  {meaning}")
+    return EXIT_OK
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"vlp: error: {message}\n")
+
+
+def _max_line(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be a positive number of bytes")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="vlp", description="Validate, inspect, gate and create VLP/1.1 messages.")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    validate = commands.add_parser("validate", help="check JSON or NDJSON files ('-' for stdin)")
+    validate.add_argument("files", nargs="+", metavar="FILE")
+    validate.add_argument("--format", choices=("text", "json"), default="text")
+    validate.add_argument("--no-thread", action="store_true",
+                          help="skip checks across messages (duplicate ids, refs, seq): constant memory")
+    validate.set_defaults(run=_cmd_validate)
+
+    show = commands.add_parser("show", help="print a thread as a tree, corrections applied")
+    show.add_argument("file", metavar="FILE")
+    show.set_defaults(run=_cmd_show)
+
+    gate_cmd = commands.add_parser("gate", help="verdict: exit 0 proceed, 3 hold for review, 4 halt")
+    gate_cmd.add_argument("file", metavar="FILE")
+    gate_cmd.add_argument("--format", choices=("text", "json"), default="text")
+    gate_cmd.set_defaults(run=_cmd_gate)
+
+    for sub in (validate, show, gate_cmd):
+        sub.add_argument("--max-line-bytes", type=_max_line, default=DEFAULT_MAX_LINE_BYTES,
+                         help=f"longer lines are reported and skipped (default {DEFAULT_MAX_LINE_BYTES})")
+
+    new = commands.add_parser("new", help="print a new valid message as one JSON line")
+    new.add_argument("type", choices=MESSAGE_TYPES)
+    new.add_argument("--sender", required=True)
+    new.add_argument("--content", required=True)
+    new.add_argument("--content-json", action="store_true", help="parse --content as a JSON object")
+    new.add_argument("--confidence", type=float)
+    new.add_argument("--provenance", action="append", metavar="SOURCE")
+    new.add_argument("--keyword", action="append")
+    new.add_argument("--refers-to", action="append", metavar="ID")
+    new.add_argument("--receiver")
+    new.add_argument("--topic")
+    new.add_argument("--session-id")
+    new.add_argument("--seq", type=int)
+    new.add_argument("--constraint", action="append")
+    new.add_argument("--safety", choices=SAFETY_LEVELS)
+    new.add_argument("--issue", action="append", metavar="CODE[:DETAIL]")
+    new.add_argument("--requires-human", action="store_true")
+    new.add_argument("--payload", metavar="JSON")
+    new.add_argument("--extras", metavar="JSON")
+    new.add_argument("--id")
+    new.add_argument("--timestamp")
+    new.add_argument("--pretty", action="store_true")
+    new.set_defaults(run=_cmd_new)
+
+    codes = commands.add_parser("codes", help="list every problem code")
+    codes.set_defaults(run=_cmd_codes)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        code: int = args.run(args)
+    except UsageError as error:
+        sys.stderr.write(f"vlp: {error}\n")
+        return EXIT_USAGE
+    except BrokenPipeError:
+        sys.stderr.close()  # downstream closed the pipe (e.g. `| head`); nothing more to say
+        return EXIT_OK
+    sys.stdout.flush()
+    return code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,125 @@
+"""The retry policy and concurrency limit, with a recording test double for the inner provider."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from openprose.providers import (
+    Message,
+    ModelRequest,
+    ModelResponse,
+    ProviderError,
+    ResilientProvider,
+    RetryPolicy,
+    TransientProviderError,
+)
+from openprose.providers.resilient import backoff_delay
+
+REQUEST = ModelRequest(model="m", messages=(Message("user", "hi"),))
+
+
+class FlakyProvider:
+    """Raises the queued errors in turn, then answers."""
+
+    name = "flaky"
+
+    def __init__(self, *errors: ProviderError, hold: float = 0.0) -> None:
+        self.errors = list(errors)
+        self.calls = 0
+        self.hold = hold
+        self.in_flight = 0
+        self.max_in_flight = 0
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        self.calls += 1
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            await asyncio.sleep(self.hold)
+            if self.errors:
+                raise self.errors.pop(0)
+            return ModelResponse(text="ok", model=request.model, provider=self.name)
+        finally:
+            self.in_flight -= 1
+
+    async def aclose(self) -> None:
+        return None
+
+
+def wrap(inner: FlakyProvider, policy: RetryPolicy, sleeps: list[float]) -> ResilientProvider:
+    async def record_sleep(delay: float) -> None:
+        sleeps.append(delay)
+
+    return ResilientProvider(
+        inner, policy=policy, max_concurrency=4, sleep=record_sleep, jitter=lambda: 1.0
+    )
+
+
+def test_backoff_is_exponential_capped_and_jittered() -> None:
+    policy = RetryPolicy(base_delay=1.0, max_delay=5.0)
+    assert [backoff_delay(policy, n, 1.0) for n in range(1, 6)] == [1.0, 2.0, 4.0, 5.0, 5.0]
+    assert backoff_delay(policy, 2, 0.0) == 1.0  # jitter keeps at least half the delay
+
+
+async def test_transient_errors_are_retried_with_backoff() -> None:
+    inner = FlakyProvider(TransientProviderError("a"), TransientProviderError("b"))
+    sleeps: list[float] = []
+    provider = wrap(inner, RetryPolicy(max_attempts=5, base_delay=0.5, max_delay=10), sleeps)
+    assert (await provider.complete(REQUEST)).text == "ok"
+    assert inner.calls == 3
+    assert sleeps == [0.5, 1.0]
+
+
+async def test_retry_after_raises_the_delay() -> None:
+    inner = FlakyProvider(TransientProviderError("429", status=429, retry_after=7.0))
+    sleeps: list[float] = []
+    await wrap(inner, RetryPolicy(base_delay=0.5), sleeps).complete(REQUEST)
+    assert sleeps == [7.0]
+
+
+async def test_gives_up_after_max_attempts_with_the_last_error() -> None:
+    errors = [TransientProviderError(f"e{i}") for i in range(5)]
+    inner = FlakyProvider(*errors)
+    sleeps: list[float] = []
+    with pytest.raises(TransientProviderError, match="e2"):
+        await wrap(inner, RetryPolicy(max_attempts=3, base_delay=0.1), sleeps).complete(REQUEST)
+    assert inner.calls == 3 and len(sleeps) == 2
+
+
+async def test_permanent_errors_are_not_retried() -> None:
+    inner = FlakyProvider(ProviderError("bad request", status=400))
+    sleeps: list[float] = []
+    with pytest.raises(ProviderError, match="bad request"):
+        await wrap(inner, RetryPolicy(), sleeps).complete(REQUEST)
+    assert inner.calls == 1 and sleeps == []
+
+
+async def test_slots_are_released_while_waiting_to_retry() -> None:
+    # One slot; a request backing off must not block the next one from running.
+    inner = FlakyProvider(TransientProviderError("busy"))
+    backing_off, resume = asyncio.Event(), asyncio.Event()
+
+    async def sleep_until_resumed(delay: float) -> None:
+        backing_off.set()
+        await resume.wait()
+
+    provider = ResilientProvider(
+        inner, policy=RetryPolicy(), max_concurrency=1, sleep=sleep_until_resumed
+    )
+    first = asyncio.create_task(provider.complete(REQUEST))
+    await backing_off.wait()
+    # would time out if the backing-off request still held the only slot
+    second = await asyncio.wait_for(provider.complete(REQUEST), timeout=5)
+    assert second.text == "ok" and not first.done()
+    resume.set()
+    assert (await first).text == "ok"
+    assert inner.calls == 3
+
+
+async def test_concurrency_limit_bounds_calls_in_flight() -> None:
+    inner = FlakyProvider(hold=0.01)
+    provider = ResilientProvider(inner, policy=RetryPolicy(), max_concurrency=5)
+    await asyncio.gather(*(provider.complete(REQUEST) for _ in range(40)))
+    assert inner.calls == 40 and inner.max_in_flight == 5

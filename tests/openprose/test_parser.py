@@ -1,0 +1,516 @@
+"""Parser: the AST of every construct, exact spans, diagnostics with positions, recovery and
+hardening against hostile input."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from openprose import nodes as n
+from openprose.codes import CODES
+from openprose.parser import ParseResult, decode_source, parse_text, read_source
+from openprose.source import Span
+
+# Node equality ignores spans, so expected trees can use any span.
+S = Span(0, 0, 1, 1, 1, 1)
+
+
+def name(id_: str) -> n.Name:
+    return n.Name(span=S, id=id_)
+
+
+def string(value: str) -> n.StringLit:
+    return n.StringLit(span=S, value=value, parts=(value,) if value else ())
+
+
+def prop(key: str, value: n.Expr | n.PermissionsBlock) -> n.Property:
+    return n.Property(span=S, name=name(key), value=value)
+
+
+def session(prompt: str | None = None, **kw: object) -> n.Session:
+    return n.Session(span=S, prompt=string(prompt) if prompt is not None else None, **kw)  # type: ignore[arg-type]
+
+
+def ok(text: str) -> tuple[n.Stmt, ...]:
+    result = parse_text(text)
+    assert result.diagnostics == (), [d.to_dict() for d in result.diagnostics]
+    return result.program.body
+
+
+def one(text: str) -> n.Stmt:
+    (stmt,) = ok(text)
+    return stmt
+
+
+def diags(text: str) -> list[tuple[str, int, int]]:
+    return [(d.code, d.line, d.column) for d in parse_text(text).diagnostics]
+
+
+def where(span: Span) -> tuple[int, int, int, int]:
+    return (span.line, span.column, span.end_line, span.end_column)
+
+
+# --- sessions, agents, properties ------------------------------------------------------------
+
+
+def test_session_forms() -> None:
+    assert one('session "Hello"') == session("Hello")
+    assert one("session: researcher") == n.Session(span=S, agent=name("researcher"))
+    assert one("session analysis: researcher") == n.Session(
+        span=S, name=name("analysis"), agent=name("researcher")
+    )
+    assert one("resume: captain") == n.Session(span=S, kind="resume", agent=name("captain"))
+
+
+def test_session_property_block_and_span() -> None:
+    stmt = one('session: researcher\n  model: opus  # override\n  prompt: "Deep"\n')
+    assert stmt == n.Session(
+        span=S,
+        agent=name("researcher"),
+        properties=(prop("model", name("opus")), prop("prompt", string("Deep"))),
+    )
+    assert where(stmt.span) == (1, 1, 3, 17)  # through the last property, not its newline
+
+
+def test_inline_session_properties() -> None:
+    stmt = one('session "Research AI" context: "AI" retry: 2')
+    assert isinstance(stmt, n.Session)
+    assert stmt.properties == (prop("context", string("AI")), prop("retry", n.NumberLit(span=S, value=2, raw="2")))
+
+
+def test_agent_with_all_properties() -> None:
+    text = (
+        "agent web-researcher:\n"
+        "  model: sonnet\n"
+        '  prompt: "You research"\n'
+        '  persist: ".prose/custom/"\n'
+        '  skills: ["web-search", "summarizer"]\n'
+        "  permissions:\n"
+        '    read: ["*.md", "*.txt"]\n'
+        "    bash: deny\n"
+        "  custom-thing: 3\n"
+    )
+    stmt = one(text)
+    assert isinstance(stmt, n.AgentDef) and stmt.name.id == "web-researcher"
+    assert [p.name.id for p in stmt.properties] == [
+        "model", "prompt", "persist", "skills", "permissions", "custom-thing"
+    ]  # fmt: skip
+    permissions = stmt.properties[4].value
+    assert isinstance(permissions, n.PermissionsBlock)
+    assert permissions.rules == (
+        prop("read", n.ArrayLit(span=S, elements=(string("*.md"), string("*.txt")))),
+        prop("bash", name("deny")),
+    )
+    assert where(permissions.span) == (7, 5, 8, 15)
+    assert where(stmt.span) == (1, 1, 9, 18)
+
+
+def test_agent_without_properties_is_allowed() -> None:
+    assert one("agent quick:\n") == n.AgentDef(span=S, name=name("quick"), properties=())
+
+
+def test_property_values_are_generic_expressions() -> None:
+    stmt = one('session "x"\n  context: { a, b }\n  other: result.findings\n')
+    assert isinstance(stmt, n.Session)
+    assert stmt.properties[0].value == n.ObjectContext(span=S, names=(name("a"), name("b")))
+    assert stmt.properties[1].value == n.Attribute(span=S, value=name("result"), attr="findings")
+
+
+# --- declarations and bindings ---------------------------------------------------------------
+
+
+def test_use_input_output() -> None:
+    body = ok('use "@alice/research"\nuse "@bob/critique" as critic\ninput topic: "The subject"\noutput findings = session "S"\n  context: raw\n')
+    assert body[0] == n.Use(span=S, path=string("@alice/research"))
+    assert body[1] == n.Use(span=S, path=string("@bob/critique"), alias=name("critic"))
+    assert body[2] == n.Input(span=S, name=name("topic"), description=string("The subject"))
+    assert body[3] == n.Output(
+        span=S, name=name("findings"), value=session("S", properties=(prop("context", name("raw")),))
+    )
+
+
+def test_let_const_assign_and_destructure() -> None:
+    body = ok('let a = session "x"\nconst b = [a, "lit", 3]\na = b\nlet { f, s } = research(topic: "q", n: 2)\n')
+    assert body[0] == n.Binding(span=S, kind="let", target=name("a"), value=session("x"))
+    assert body[1] == n.Binding(
+        span=S,
+        kind="const",
+        target=name("b"),
+        value=n.ArrayLit(span=S, elements=(name("a"), string("lit"), n.NumberLit(span=S, value=3, raw="3"))),
+    )
+    assert body[2] == n.Assign(span=S, target=name("a"), value=name("b"))
+    assert body[3] == n.Binding(
+        span=S,
+        kind="let",
+        target=n.Destructure(span=S, names=(name("f"), name("s"))),
+        value=n.ProgramCall(
+            span=S,
+            callee=name("research"),
+            args=(
+                n.KeywordArg(span=S, name=name("topic"), value=string("q")),
+                n.KeywordArg(span=S, name=name("n"), value=n.NumberLit(span=S, value=2, raw="2")),
+            ),
+        ),
+    )
+
+
+def test_program_call_argument_names_may_be_keywords() -> None:
+    stmt = one("name(input: value)")
+    assert isinstance(stmt, n.ProgramCall) and stmt.args[0].name.id == "input"
+
+
+# --- composition -----------------------------------------------------------------------------
+
+
+def test_do_block_and_do_call() -> None:
+    body = ok('do:\n  session "a"\n  session "b"\ndo review-pipeline\ndo process-item("data.csv", mode)\n')
+    assert body[0] == n.DoBlock(span=S, body=(session("a"), session("b")))
+    assert body[1] == n.DoCall(span=S, name=name("review-pipeline"))
+    assert body[2] == n.DoCall(
+        span=S, name=name("process-item"), args=(string("data.csv"), name("mode")), has_parens=True
+    )
+
+
+def test_block_definition_with_params() -> None:
+    stmt = one('block review(topic, mode):\n  session "Research {topic}"\n')
+    assert isinstance(stmt, n.BlockDef)
+    assert stmt.params == (name("topic"), name("mode")) and stmt.has_parens
+    prompt = stmt.body[0].prompt  # type: ignore[union-attr]
+    assert prompt is not None and prompt.interpolations[0].name == "topic"
+
+
+def test_arrow_sequence() -> None:
+    stmt = one('let w = session "A" -> session "B" -> do x')
+    assert isinstance(stmt, n.Binding)
+    assert stmt.value == n.Arrow(
+        span=S, steps=(session("A"), session("B"), n.DoCall(span=S, name=name("x")))
+    )
+    assert where(stmt.value.span) == (1, 9, 1, 43)
+
+
+def test_let_with_block_values() -> None:
+    body = ok('let r = do:\n  session "a"\nlet p = parallel:\n  session "b"\n')
+    assert body[0] == n.Binding(span=S, kind="let", target=name("r"), value=n.DoBlock(span=S, body=(session("a"),)))
+    assert isinstance(body[1], n.Binding) and isinstance(body[1].value, n.Parallel)
+
+
+# --- parallel and loops ----------------------------------------------------------------------
+
+
+def test_parallel_branches_and_modifiers() -> None:
+    stmt = one('parallel ("any", count: 2, on-fail: "ignore"):\n  a = session "A"\n  session "B"\n')
+    assert stmt == n.Parallel(
+        span=S,
+        modifiers=(
+            n.Modifier(span=S, name=None, value=string("any")),
+            n.Modifier(span=S, name=name("count"), value=n.NumberLit(span=S, value=2, raw="2")),
+            n.Modifier(span=S, name=name("on-fail"), value=string("ignore")),
+        ),
+        branches=(
+            n.ParallelBranch(span=S, name=name("a"), body=session("A")),
+            n.ParallelBranch(span=S, name=None, body=session("B")),
+        ),
+        has_parens=True,
+    )
+
+
+def test_repeat_for_and_parallel_for() -> None:
+    body = ok(
+        'repeat 3 as i:\n  session "x"\n'
+        'for item, i in ["a", "b"]:\n  session "y"\n'
+        'parallel ("first") for t in topics:\n  session "z"\n'
+    )
+    assert body[0] == n.Repeat(span=S, count=n.NumberLit(span=S, value=3, raw="3"), index=name("i"), body=(session("x"),))
+    assert body[1] == n.ForEach(
+        span=S, item=name("item"), index=name("i"),
+        collection=n.ArrayLit(span=S, elements=(string("a"), string("b"))), body=(session("y"),),
+    )  # fmt: skip
+    assert body[2] == n.ForEach(
+        span=S, item=name("t"), index=None, collection=name("topics"), body=(session("z"),),
+        parallel=True, modifiers=(n.Modifier(span=S, name=None, value=string("first")),),
+    )  # fmt: skip
+
+
+def test_loop_variants() -> None:
+    body = ok(
+        'loop:\n  session "a"\n'
+        'loop (max: 50):\n  session "b"\n'
+        'loop until **done** (max: 10) as attempt:\n  session "c"\n'
+        'loop while ***\n  more to do\n***:\n  session "d"\n'
+    )
+    assert body[0] == n.Loop(span=S, kind="loop", condition=None, modifiers=(), index=None, body=(session("a"),))
+    max50 = n.Modifier(span=S, name=name("max"), value=n.NumberLit(span=S, value=50, raw="50"))
+    assert body[1] == n.Loop(span=S, kind="loop", condition=None, modifiers=(max50,), index=None, body=(session("b"),), has_parens=True)
+    assert isinstance(body[2], n.Loop) and body[2].kind == "until"
+    assert body[2].condition == n.Discretion(span=S, text="done")
+    assert body[2].index == name("attempt")
+    assert isinstance(body[3], n.Loop) and body[3].condition == n.Discretion(span=S, text="\n  more to do\n", triple=True)
+
+
+# --- pipelines -------------------------------------------------------------------------------
+
+
+def _op(op: str, prompt: str, **kw: n.Name) -> n.PipeOp:
+    return n.PipeOp(span=S, op=op, body=(session(prompt),), **kw)
+
+
+def test_pipeline_on_one_line() -> None:
+    stmt = one('let s = items | map:\n  session "m"\n')
+    assert isinstance(stmt, n.Binding)
+    assert stmt.value == n.Pipeline(span=S, source=name("items"), ops=(_op("map", "m"),))
+
+
+def test_pipeline_chained_on_continuation_lines() -> None:
+    text = (
+        "let result = topics\n"
+        "  | filter:\n"
+        '      session "f"\n'
+        "  | map:\n"
+        '      session "m"\n'
+        "  | reduce(acc, x):\n"
+        '      session "r"\n'
+        'session "after"\n'
+    )
+    body = ok(text)
+    expected = n.Pipeline(
+        span=S,
+        source=name("topics"),
+        ops=(_op("filter", "f"), _op("map", "m"), _op("reduce", "r", accumulator=name("acc"), item=name("x"))),
+    )
+    assert body[0] == n.Binding(span=S, kind="let", target=name("result"), value=expected)
+    assert where(body[0].span) == (1, 1, 7, 18)
+    assert body[1] == session("after")
+
+
+def test_pipeline_one_line_then_continuation_between_levels() -> None:
+    text = 'let x = items | map:\n    session "m"\n  | pmap:\n    session "p"\nsession "after"\n'
+    body = ok(text)
+    assert isinstance(body[0], n.Binding) and isinstance(body[0].value, n.Pipeline)
+    assert [o.op for o in body[0].value.ops] == ["map", "pmap"]
+    assert body[1] == session("after")
+
+
+def test_pipeline_continuation_at_statement_level() -> None:
+    body = ok('let x = items | map:\n  session "m"\n| filter:\n  session "f"\n')
+    assert isinstance(body[0], n.Binding) and isinstance(body[0].value, n.Pipeline)
+    assert [o.op for o in body[0].value.ops] == ["map", "filter"]
+
+
+# --- error handling and conditionals ---------------------------------------------------------
+
+
+def test_try_catch_finally_and_throw() -> None:
+    stmt = one('try:\n  session "a"\ncatch as err:\n  throw\nfinally:\n  throw "bye"\n')
+    assert stmt == n.Try(
+        span=S,
+        body=(session("a"),),
+        catch=n.CatchClause(span=S, error=name("err"), body=(n.Throw(span=S),)),
+        finally_body=(n.Throw(span=S, message=string("bye")),),
+    )
+    assert isinstance(stmt, n.Try) and stmt.finally_span is not None
+    assert where(stmt.finally_span) == (5, 1, 6, 14)
+
+
+def test_choice_options() -> None:
+    stmt = one('choice **best**:\n  option "A":\n    session "a"\n  option "B":\n    session "b"\n')
+    assert stmt == n.Choice(
+        span=S,
+        criteria=n.Discretion(span=S, text="best"),
+        options=(
+            n.ChoiceOption(span=S, label=string("A"), body=(session("a"),)),
+            n.ChoiceOption(span=S, label=string("B"), body=(session("b"),)),
+        ),
+    )
+
+
+def test_if_elif_else() -> None:
+    stmt = one('if **a**:\n  session "1"\nelif **b**:\n  session "2"\nelse:\n  session "3"\n')
+    assert stmt == n.If(
+        span=S,
+        branches=(
+            n.CondBranch(span=S, condition=n.Discretion(span=S, text="a"), body=(session("1"),)),
+            n.CondBranch(span=S, condition=n.Discretion(span=S, text="b"), body=(session("2"),)),
+        ),
+        else_body=(session("3"),),
+    )
+    assert isinstance(stmt, n.If) and where(stmt.span) == (1, 1, 6, 14)
+
+
+def test_comments_live_beside_the_tree() -> None:
+    result = parse_text('# header\nagent a:\n  # inside\n  model: sonnet\n# outside\n')
+    assert [c.text for c in result.program.comments] == [" header", " inside", " outside"]
+    assert result.diagnostics == ()
+
+
+# --- diagnostics: each with a failing and a passing case, code and position ------------------
+
+DIAGNOSTIC_CASES = [
+    # (code, bad source, (line, column), good source)
+    ("E001", 'session "ok"\nsession "Hello\n', (2, 9), 'session "ok"\nsession "Hello"\n'),
+    ("E001", 'session """\nnever closed\n', (1, 9), 'session """\nclosed\n"""\n'),
+    ("E002", 'session "bad \\x"\n', (1, 14), 'session "fine \\\\x"\n'),
+    ("E004", 'session "a" "b"\n', (1, 13), 'session "a" -> session "b"\n'),
+    ("E004", "let = 3\n", (1, 5), "let x = 3\n"),
+    ("E005", "let x =\n", (1, 8), "let x = y\n"),
+    ("E005", "agent\n", (1, 6), "agent a:\n"),
+    ("E101", 'do:\n\tsession "a"\n', (2, 1), 'do:\n    session "a"\n'),
+    ("E102", 'session "a" ?\n', (1, 13), 'session "a?"\n'),
+    ("E103", 'do:\n    session "a"\n  session "b"\n', (3, 1), 'do:\n    session "a"\n    session "b"\n'),
+    ("E104", 'session "a"\n    session "b"\n', (2, 1), 'session "a"\nsession "b"\n'),
+    ("E105", "try:\ncatch:\n  throw\n", (1, 5), 'try:\n  session "a"\ncatch:\n  throw\n'),
+    ("E105", 'if **x**:\nsession "a"\n', (1, 10), 'if **x**:\n  session "a"\n'),
+    ("E106", 'session """text\n"""\n', (1, 9), 'session """\ntext\n"""\n'),
+    ("E107", 'if **never closed:\n  session "a"\n', (1, 4), 'if **closed**:\n  session "a"\n'),
+    ("E108", "loop until ***\nnever closed\n", (1, 12), "loop until ***\nclosed\n***:\n  throw\n"),
+    ("E109", "let x = [a, b\nlet y = 1\n", (1, 14), "let x = [a, b]\nlet y = 1\n"),
+    ("E110", 'elif **x**:\n  session "a"\n', (1, 1), 'if **y**:\n  throw\nelif **x**:\n  session "a"\n'),
+    ("E111", 'session "a"\nelse:\n  session "b"\n', (2, 1), 'if **y**:\n  session "a"\nelse:\n  session "b"\n'),
+    ("E112", "if **y**:\n  throw\nelse:\n  throw\nelse:\n  throw\n", (5, 1), "if **y**:\n  throw\nelse:\n  throw\n"),
+    ("E112", "if **y**:\n  throw\nelse:\n  throw\nelif **z**:\n  throw\n", (5, 1), "if **y**:\n  throw\nelif **z**:\n  throw\n"),
+    ("E113", "catch:\n  throw\n", (1, 1), "try:\n  throw\ncatch:\n  throw\n"),
+    ("E113", "finally:\n  throw\n", (1, 1), "try:\n  throw\nfinally:\n  throw\n"),
+    ("E114", 'option "A":\n  throw\n', (1, 1), 'choice **c**:\n  option "A":\n    throw\n'),
+    ("E116", '"just a string"\n', (1, 1), 'let s = "just a string"\n'),
+    ("E119", "try:\n  throw\ncatch:\n  throw\ncatch:\n  throw\n", (5, 1), "try:\n  throw\ncatch:\n  throw\n"),
+    ("E119", "try:\n  throw\nfinally:\n  throw\ncatch:\n  throw\n", (5, 1), "try:\n  throw\ncatch:\n  throw\nfinally:\n  throw\n"),
+    ("E120", "let x = xs | sort:\n  throw\n", (1, 14), "let x = xs | map:\n  throw\n"),
+    ("E121", "let x = xs | reduce:\n  throw\n", (1, 14), "let x = xs | reduce(a, b):\n  throw\n"),
+    ("E121", "let x = xs | reduce(a):\n  throw\n", (1, 20), "let x = xs | reduce(a, b):\n  throw\n"),
+]
+
+
+@pytest.mark.parametrize(("code", "bad", "position", "good"), DIAGNOSTIC_CASES, ids=[c[0] for c in DIAGNOSTIC_CASES])
+def test_diagnostic_rows(code: str, bad: str, position: tuple[int, int], good: str) -> None:
+    found = diags(bad)
+    assert (code, *position) in found, found
+    assert diags(good) == []
+    for d in parse_text(bad).diagnostics:
+        assert d.code in CODES and d.severity == CODES[d.code].severity
+
+
+def test_error_message_format() -> None:
+    result = parse_text('session "ok"\n    session "Hello\n')
+    rendered = [d.render(result.source) for d in result.diagnostics if d.code == "E001"]
+    assert rendered == [
+        'Error at line 2, column 13: Unterminated string literal\n      session "Hello\n'
+        "              ^^^^^^"
+    ]
+
+
+# --- recovery --------------------------------------------------------------------------------
+
+
+def test_every_independent_error_is_reported() -> None:
+    text = (
+        'session "one\n'  # E001
+        "let = 2\n"  # E004
+        "agent a:\n"
+        "  model: sonnet\n"
+        "  ???\n"  # E102, inside a property block
+        "  prompt: \"fine\"\n"
+        "do:\n"
+        '  session "a" )\n'  # E004 inside a block
+        'else:\n  session "b"\n'  # E111
+        'session "bad \\q"\n'  # E002
+        'session "last"\n'
+    )
+    result = parse_text(text)
+    assert [(d.code, d.line) for d in result.diagnostics] == [
+        ("E001", 1), ("E004", 2), ("E102", 5), ("E004", 8), ("E111", 9), ("E002", 11)
+    ]  # fmt: skip
+    body = result.program.body
+    assert body[-1] == session("last")
+    agent = next(s for s in body if isinstance(s, n.AgentDef))
+    assert [p.name.id for p in agent.properties] == ["model", "prompt"]
+
+
+def test_broken_header_still_checks_its_block() -> None:
+    result = parse_text('loop until bad:\n  session "x\n  session "ok"\nsession "after"\n')
+    assert [(d.code, d.line) for d in result.diagnostics] == [("E004", 1), ("E001", 2)]
+    assert isinstance(result.program.body[0], n.Invalid)
+    assert result.program.body[-1] == session("after")
+
+
+def test_invalid_node_covers_the_broken_line() -> None:
+    result = parse_text('let = 2\nsession "ok"\n')
+    bad = result.program.body[0]
+    assert isinstance(bad, n.Invalid) and bad.text == "let = 2"
+    assert where(bad.span) == (1, 1, 1, 8)
+
+
+# --- hostile input ---------------------------------------------------------------------------
+
+
+def nested(depth: int) -> str:
+    return "".join("  " * i + "do:\n" for i in range(depth)) + "  " * depth + 'session "x"\n'
+
+
+def test_empty_and_blank_files() -> None:
+    for text in ("", "\n\n", "   \n", "# only a comment", "\ufeff"):
+        result = parse_text(text)
+        assert result.program.body == () and result.diagnostics == ()
+
+
+def test_400_nested_blocks_parse() -> None:
+    result = parse_text(nested(400))
+    assert result.diagnostics == ()
+    node: n.Stmt = result.program.body[0]
+    for _ in range(400):
+        assert isinstance(node, n.DoBlock)
+        node = node.body[0]
+    assert node == session("x")
+
+
+def test_nesting_beyond_the_cap_is_a_diagnostic() -> None:
+    result = parse_text(nested(1100) + 'session "after"\n')
+    # reported at the first token inside the 1001st level
+    assert [(d.code, d.line) for d in result.diagnostics] == [("E115", 1002)]
+    assert result.program.body[-1] == session("after")
+    deep_brackets = parse_text("let x = " + "[" * 5000 + "]" * 5000 + "\n")
+    assert [d.code for d in deep_brackets.diagnostics] == ["E115"]
+
+
+def test_long_line_and_large_file() -> None:
+    long_line = parse_text('session "' + "a" * 200_000 + '"\nlet x = [' + ", ".join(["a"] * 20_000) + "]\n")
+    assert long_line.diagnostics == ()
+    chunk = 'session "hello {x}"\n  context: [a, b]\n'
+    big = chunk * (10_000_000 // len(chunk))
+    start = time.perf_counter()
+    result = parse_text(big + "let = broken\n")
+    assert [(d.code, d.line) for d in result.diagnostics] == [("E004", big.count("\n") + 1)]
+    assert time.perf_counter() - start < 60
+
+
+def test_binary_garbage_is_capped() -> None:
+    garbage = "".join(chr(c % 0x2FF) for c in range(0, 300_000, 7)) + "\n" * 3000 + "?\n" * 3000
+    result = parse_text(garbage)
+    assert result.diagnostics
+    assert len(result.diagnostics) <= 1001
+    assert result.diagnostics[-1].code == "E117"
+
+
+def test_non_utf8_is_E100_at_the_bad_byte(tmp_path: Path) -> None:
+    path = tmp_path / "bad.prose"
+    path.write_bytes(b'session "ok"\nsession "caf\xe9"\n')
+    source, found = read_source(path)
+    assert source is None
+    assert [(d.code, d.line, d.column) for d in found] == [("E100", 2, 13)]
+    good = tmp_path / "good.prose"
+    good.write_bytes(b'\xef\xbb\xbfsession "caf\xc3\xa9"\n')
+    source, found = read_source(good)
+    assert found == [] and source is not None and source.text == 'session "café"\n'
+
+
+def test_unreadable_file_is_E118(tmp_path: Path) -> None:
+    source, found = read_source(tmp_path / "missing.prose")
+    assert source is None and [d.code for d in found] == ["E118"]
+
+
+def test_random_bytes_never_raise() -> None:
+    data = bytes((i * 7919 + 13) % 256 for i in range(50_000))
+    source, found = decode_source(data)
+    assert source is None and found[0].code == "E100"
+    lossy = data.decode("latin-1")
+    assert isinstance(parse_text(lossy), ParseResult)

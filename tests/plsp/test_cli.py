@@ -1,0 +1,108 @@
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from plsp.cli import main
+
+EXAMPLES = Path(__file__).parents[2] / "examples" / "plsp"
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_parse_prints_the_canonical_form(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(capsys, "parse", "S{ $a:1 ; !wait , 500 ; }S") == (0, "S{$a:1;!wait,500;}S\n", "")
+
+
+def test_parse_json_structure(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "parse", "--json", 'S{$a:"x";>$a,2;!go}S')
+    data = json.loads(out)
+    assert code == 0 and data["canonical"] == 'S{$a:"x";>$a,2;!go;}S'
+    assert data["statements"] == [
+        {"type": "assign", "name": "a", "value": {"type": "string", "text": "x"}},
+        {"type": "log", "values": [{"type": "ref", "name": "a"},
+                                   {"type": "number", "text": "2"}]},
+        {"type": "action", "name": "go", "params": []}]
+
+
+def test_parse_error_is_positioned_without_traceback(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "parse", "S{$a:1;\n$b # x}S")
+    assert (code, out) == (1, "")
+    assert err == "error: line 2, column 4: comments (#) are not allowed\n$b # x}S\n   ^\n"
+
+
+def test_parse_instr_and_stdin(capsys: pytest.CaptureFixture[str],
+                               monkeypatch: pytest.MonkeyPatch) -> None:
+    code, out, err = run(capsys, "parse", "INSTR: @set:$a=1; @zz:q;")
+    assert (code, out) == (0, "INSTR:@set:$a=1;@zz:q;\n")
+    assert "warning: line 1, column 19: unknown directive @zz" in err
+    import io
+    monkeypatch.setattr(sys, "stdin", io.StringIO("S{$a1:2}S\n"))
+    code, out, err = run(capsys, "parse", "-")
+    assert (code, out) == (0, "S{$a1:2;}S\n") and "extended identifier" in err
+
+
+def test_run_dry_run_then_check(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    shutil.copytree(EXAMPLES, tmp_path / "ex")
+    trace = tmp_path / "trace.ndjson"
+    code, out, _ = run(capsys, "run", str(tmp_path / "ex" / "thermostat.yaml"), "--dry-run",
+                       "--trace", str(trace))
+    assert code == 0
+    assert "── cycle 5 ── accepted" in out and "PAGE op: boiler hot" in out
+    assert '> ["hot", 83]' in out
+    assert "stopped (policy) after 5 cycles" in out
+    assert len(trace.read_text().splitlines()) == 5
+    code, out, _ = run(capsys, "check", str(trace))
+    assert code == 0 and out.endswith("5 cycles, 0 failing\n")
+
+
+def test_run_with_replies_file_re_asks_and_check_flags(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    loop = tmp_path / "loop.yaml"
+    loop.write_text("initial: '@set:$a=1;'\notherwise: '@upd:$a=2;'\nmax_cycles: 2\n"
+                    "replies: replies.ndjson\n")
+    replies = ["Here: S{$a:1}S", "S{$a:1}S", "S{$a:1}S", {"reply": "S{$a:1}S"}]
+    (tmp_path / "replies.ndjson").write_text("\n".join(json.dumps(r) for r in replies))
+    trace = tmp_path / "t.ndjson"
+    code, out, _ = run(capsys, "run", str(loop), "--trace", str(trace), "--quiet")
+    assert code == 0 and "stopped (max_cycles) after 2 cycles; state S{$a:1;}S" in out
+    assert "── cycle" not in out
+    code, out, _ = run(capsys, "check", str(trace))
+    assert code == 1
+    assert "line 2 cycle 2: FAIL" in out and "! wrong_value: $a is 1, expected 2" in out
+
+
+def test_run_errors_are_messages(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "run", str(tmp_path / "missing.yaml"), "--dry-run")
+    assert code == 2 and err.startswith("error: ") and "No such file" in err
+    loop = tmp_path / "loop.yaml"
+    loop.write_text("initial: '@set:$a=1;'\n")
+    code, _, err = run(capsys, "run", str(loop), "--replies", str(tmp_path / "none.json"),
+                       "--trace", str(tmp_path / "t.ndjson"))
+    assert code == 2 and "none.json" in err
+    (tmp_path / "r.json").write_text("[]")
+    code, _, err = run(capsys, "run", str(loop), "--replies", str(tmp_path / "r.json"),
+                       "--trace", str(tmp_path / "t.ndjson"))
+    assert code == 2 and "all 0 replies are used up" in err and "Traceback" not in err
+
+
+def test_check_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "check", str(tmp_path / "absent.ndjson"))
+    assert code == 2 and err.startswith("error: ")
+
+
+def test_console_script_is_wired() -> None:
+    script = Path(sys.executable).parent / "plsp"
+    done = subprocess.run([str(script), "parse", "S{$a:01}S"], capture_output=True, text=True,
+                          check=False)
+    assert (done.returncode, done.stdout) == (0, "S{$a:1;}S\n")

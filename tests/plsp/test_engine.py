@@ -1,0 +1,67 @@
+from __future__ import annotations
+
+from plsp.engine import ANY, compare, expect
+from plsp.instr import Condition, parse_instr
+from plsp.syntax import Action, Num, Ref, Str, parse
+
+PREVIOUS = parse('S{$u:"op";$t:75;$l:70;$r:$u;}S')
+
+
+def expected(instr: str, previous: str | None = None) -> object:
+    return expect(parse(previous) if previous else PREVIOUS, parse_instr(instr))
+
+
+def test_untouched_variables_carry_forward_with_references_resolved() -> None:
+    result = expect(PREVIOUS, parse_instr("INSTR:"))
+    assert result.variables == {"u": Str("op"), "t": Num("75"), "l": Num("70"), "r": Str("op")}
+    assert result.required == [] and not result.open
+
+
+def test_directives_apply_in_order() -> None:
+    result = expect(PREVIOUS, parse_instr("INSTR:@upd:$l=$t;@set:$t=82;@set:$n=$t;@del:$r;"))
+    assert result.variables == {"u": Str("op"), "t": Num("82"), "l": Num("75"), "n": Num("82")}
+    assert result.removed == {"r"}
+    block = result.block()
+    assert block is not None and block.dumps() == 'S{$u:"op";$t:82;$l:75;$n:82;}S'
+
+
+def test_if_takes_the_branch_its_condition_selects() -> None:
+    instr = '@if:$t>80?@sig:!page,$u,"hot"&@set:$p="hot":@sig:!wait,1000&@set:$p="ok";'
+    hot = expect(PREVIOUS, parse_instr("INSTR:@set:$t=81;" + instr))
+    assert hot.required == [Action("page", (Ref("u"), Str("hot")))]
+    assert hot.variables["p"] == Str("hot")
+    cold = expect(PREVIOUS, parse_instr("INSTR:" + instr))
+    assert cold.required == [Action("wait", (Num("1000"),))]
+    assert cold.variables["p"] == Str("ok")
+
+
+def test_undecidable_if_leaves_its_effects_open() -> None:
+    result = expect(PREVIOUS, parse_instr('INSTR:@if:$x>1?@set:$t=1&@del:$l&@sig:!wait,1;'))
+    assert result.variables["t"] is ANY
+    assert result.maybe_removed == {"l"}
+    assert result.required == [] and result.allowed == [Action("wait", (Num("1"),))]
+    assert result.block() is None
+    assert "cannot decide $x>1" in result.notes
+
+
+def test_fetch_and_unknown_directives_are_not_decided() -> None:
+    result = expect(PREVIOUS, parse_instr("INSTR:@fetch:x.txt,$d;@calc:$t=$t*2;"))
+    assert result.variables["d"] is ANY
+    assert result.open
+    assert result.block() is None
+
+
+def test_upd_of_a_missing_variable_is_noted() -> None:
+    result = expect(PREVIOUS, parse_instr("INSTR:@upd:$q=1;"))
+    assert result.variables["q"] == Num("1")
+    assert any("$q" in note for note in result.notes)
+
+
+def test_compare() -> None:
+    gt = Condition(Ref("a"), ">", Ref("b"))
+    assert compare(gt, Num("10"), Num("9.5")) is True
+    assert compare(gt, Num("9"), Num("9.5")) is False
+    assert compare(gt, Str("b"), Str("a")) is None
+    assert compare(Condition(Ref("a"), "==", Ref("b")), Str("1"), Num("1")) is False
+    assert compare(Condition(Ref("a"), "!=", Ref("b")), Num("1.0"), Num("1")) is False
+    assert compare(gt, ANY, Num("1")) is None

@@ -1,0 +1,206 @@
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from plsp.diagnostics import ParseError
+from plsp.syntax import Action, Assign, Log, Num, Ref, StateBlock, Str, extract, literal, parse
+from tests.plsp.strategies import blocks
+
+
+# --- valid productions ----------------------------------------------------------------
+
+def test_empty_block() -> None:
+    assert parse("S{}S") == StateBlock()
+    assert parse("  S{ \n }S \n").dumps() == "S{}S"
+
+
+def test_seed_example_parses_to_statements() -> None:
+    block = parse('S{$p:"run";$t:75;$l:70;!wait,5000;}S')
+    assert block.statements == (Assign("p", Str("run")), Assign("t", Num("75")),
+                                Assign("l", Num("70")), Action("wait", (Num("5000"),)))
+    assert block.variables == {"p": Str("run"), "t": Num("75"), "l": Num("70")}
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ('"OK"', Str("OK")), ('"T:$t"', Str("T:$t")), ('""', Str("")),
+    ('"a;b}S#x"', Str("a;b}S#x")), ("100", Num("100")), ("3.14", Num("3.14")),
+    ("$i", Ref("i")),
+])
+def test_values(text: str, value: object) -> None:
+    assert parse(f"S{{$v:{text};}}S").variables["v"] == value
+
+
+def test_number_canonical_form_is_minimal() -> None:
+    assert parse("S{$a:007.500;$b:0.0;$c:10}S").dumps() == "S{$a:7.5;$b:0;$c:10;}S"
+    assert Num("75.0") == Num("75")
+
+
+def test_log_and_action_with_params() -> None:
+    block = parse('S{$t:75; >"Temp OK",$t; !page , $u , "CPU High" ; !ping}S')
+    assert block.logs == (Log((Str("Temp OK"), Ref("t"))),)
+    assert block.actions == (Action("page", (Ref("u"), Str("CPU High"))), Action("ping"))
+    assert block.dumps() == 'S{$t:75;>"Temp OK",$t;!page,$u,"CPU High";!ping;}S'
+
+
+def test_last_semicolon_is_optional() -> None:
+    assert parse("S{$a:1}S") == parse("S{$a:1;}S")
+
+
+def test_whitespace_is_ignored_outside_strings_only() -> None:
+    assert parse('S{ $a : " x " ;\n\t>$a , 1 ; }S') == parse('S{$a:" x ";>$a,1;}S')
+    assert parse('S{$a:" x "}S').variables["a"] == Str(" x ")
+
+
+def test_extended_identifier_is_allowed_with_a_warning() -> None:
+    block = parse("S{$a1:1;$b:$a1;}S")
+    assert [w.column for w in block.warnings] == [3, 12]
+    assert "extended identifier" in block.warnings[0].message
+
+
+def test_resolve_follows_references() -> None:
+    block = parse('S{$i:"x";$r:$i;$s:$r;$z:$q;$c:$d;$d:$c}S')
+    assert block.resolve(Ref("s")) == Str("x")
+    with pytest.raises(KeyError, match=r"\$q is not defined"):
+        block.resolve(Ref("z"))
+    with pytest.raises(KeyError, match="circular"):
+        block.resolve(Ref("c"))
+
+
+# --- invalid productions, with positions -------------------------------------------------
+
+@pytest.mark.parametrize(("text", "line", "column", "message"), [
+    ("", 1, 1, "expected 'S{', found end of input"),
+    ("S{", 1, 3, "expected a statement"),
+    ("S{$a:1", 1, 7, "expected ';' or '}S', found end of input"),
+    ("S{$a:1;#c\n}S", 1, 8, "comments (#) are not allowed"),
+    ("S{$a:1 # c}S", 1, 8, "comments (#) are not allowed"),
+    ("S{$a:1;;}S", 1, 8, "empty statement"),
+    ("S{$:1}S", 1, 4, "expected a variable name"),
+    ("S{$a 1}S", 1, 6, "expected ':' after the variable"),
+    ("S{$a:}S", 1, 6, "expected a value"),
+    ('S{$a:"open}S', 1, 6, "unterminated string"),
+    ('S{$a:"say "hi""}S', 1, 12, "expected ';' or '}S', found 'h'"),
+    ("S{$a:1.}S", 1, 8, "digits after the decimal point"),
+    ("S{$a:-3}S", 1, 6, "numbers are unsigned"),
+    ("S{$a:abc}S", 1, 6, "expected a value"),
+    ("S{>}S", 1, 4, "expected a value"),
+    ("S{>1,}S", 1, 6, "expected a value"),
+    ("S{!}S", 1, 4, "expected an action name"),
+    ("S{!9x}S", 1, 4, "expected an action name"),
+    ("S{!fetch,src}S", 1, 10, "expected a value"),
+    ("S{$a:1;$a:2}S", 1, 8, "$a is assigned twice"),
+    ("S{x}S", 1, 3, "expected a statement"),
+    ("S{$a:1}S trailing", 1, 10, "expected end of input after '}S'"),
+    ("chatter S{}S", 1, 1, "expected 'S{'"),
+    ("S {}S", 1, 1, "expected 'S{'"),
+    ("S{$a:1;\n  $b:2 $c:3}S", 2, 8, "expected ';' or '}S'"),
+    ("S{$a:1}", 1, 7, "expected ';' or '}S'"),
+])
+def test_errors_are_positioned(text: str, line: int, column: int, message: str) -> None:
+    with pytest.raises(ParseError) as caught:
+        parse(text)
+    assert (caught.value.line, caught.value.column) == (line, column)
+    assert message in caught.value.message
+    assert str(caught.value).startswith(f"line {line}, column {column}: ")
+
+
+def test_error_excerpt_points_at_the_column() -> None:
+    with pytest.raises(ParseError) as caught:
+        parse("S{$a:1;\n $b:#}S")
+    assert caught.value.excerpt() == " $b:#}S\n    ^"
+
+
+# --- model values -------------------------------------------------------------------------
+
+def test_constructors_reject_what_the_grammar_cannot_express() -> None:
+    with pytest.raises(ValueError, match="double quote"):
+        Str('say "hi"')
+    with pytest.raises(ValueError):
+        Num("-1")
+    with pytest.raises(ValueError):
+        Ref("a_b")
+    with pytest.raises(ValueError):
+        Log(())
+    with pytest.raises(ValueError, match="assigned twice"):
+        StateBlock((Assign("a", Num("1")), Assign("a", Num("2"))))
+
+
+def test_literal_converts_python_values() -> None:
+    assert literal("x") == Str("x")
+    assert literal(3) == Num("3")
+    assert literal(2.50) == Num("2.5")
+    with pytest.raises(ValueError, match="unsigned"):
+        literal(-1)
+    with pytest.raises(TypeError):
+        literal(True)
+
+
+# --- properties -----------------------------------------------------------------------------
+
+@settings(max_examples=200)
+@given(blocks())
+def test_round_trip(block: StateBlock) -> None:
+    assert parse(block.dumps()) == block
+    assert parse(block.dumps()).dumps() == block.dumps()
+
+
+@settings(max_examples=150)
+@given(blocks(), st.randoms(use_true_random=False))
+def test_whitespace_between_tokens_does_not_matter(block: StateBlock, rng: object) -> None:
+    import random
+    assert isinstance(rng, random.Random)
+    # Split canonical text into tokens (strings kept whole) and rejoin with random blanks.
+    tokens = re.findall(r'S\{|\}S|"[^"]*"|\$[A-Za-z0-9]+|[0-9.]+|[A-Za-z_][A-Za-z0-9_]*|.',
+                        block.dumps())
+    spaced = "".join(token + rng.choice(["", " ", "\n", "\t "]) for token in tokens)
+    assert parse(spaced) == block
+
+
+@settings(max_examples=200)
+@given(st.text(max_size=60))
+def test_fuzz_arbitrary_text_never_crashes(text: str) -> None:
+    try:
+        parse(text)
+    except ParseError as error:
+        assert 1 <= error.line and 1 <= error.column
+
+
+@settings(max_examples=200)
+@given(st.text(alphabet='S{}$:;,>!"#.-0123456789abAZ_ \n', max_size=40))
+def test_fuzz_grammar_alphabet_never_crashes(text: str) -> None:
+    try:
+        block = parse(text)
+    except ParseError:
+        return
+    assert parse(block.dumps()) == block
+
+
+# --- extraction -------------------------------------------------------------------------------
+
+def test_extract_clean_reply_has_no_violation() -> None:
+    found = extract('  S{$a:1;}S\n')
+    assert found is not None and found.text == "S{$a:1;}S" and found.violations == ()
+
+
+def test_extract_records_stray_text_with_position() -> None:
+    found = extract('Sure! Here it is:\n```\nS{$a:"x}S";}S\n```')
+    assert found is not None
+    assert found.text == 'S{$a:"x}S";}S'
+    kinds = [(v.kind, v.line, v.column, v.blocking) for v in found.violations]
+    assert kinds == [("stray_text", 1, 1, True), ("stray_text", 4, 1, True)]
+
+
+def test_extract_takes_the_last_block_and_lenient_mode_is_non_blocking() -> None:
+    found = extract("prev S{$a:1}S next S{$a:2}S", strict=False)
+    assert found is not None and found.text == "S{$a:2}S"
+    assert {v.kind for v in found.violations} == {"multiple_blocks", "stray_text"}
+    assert not any(v.blocking for v in found.violations)
+
+
+def test_extract_without_block() -> None:
+    assert extract("I cannot do that") is None
+    assert extract("S{$a:1") is None

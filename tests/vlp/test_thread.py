@@ -1,0 +1,116 @@
+"""Checks across messages, correction chains and effective()."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.vlp.conftest import base
+from vlp import CorrectionCycleError, Thread, ThreadChecker, check_thread, effective
+
+
+def codes(messages: list[dict[str, Any]]) -> list[tuple[str, str | None]]:
+    return [(p.code, p.id) for p in check_thread(messages)]
+
+
+def test_clean_dialogue_has_no_thread_problems(dialogue: list[dict[str, Any]]) -> None:
+    assert check_thread(dialogue) == []
+
+
+def test_duplicate_ids() -> None:
+    assert codes([base(id="A"), base(id="A")]) == [("VLP301", "A")]
+
+
+def test_unknown_and_forward_references() -> None:
+    messages = [
+        base(id="A", type="response", refers_to="Z"),
+        base(id="B", type="response", refers_to=["A", "C"]),
+        base(id="C"),
+    ]
+    assert sorted(codes(messages)) == [("VLP302", "A"), ("VLP303", "B")]
+
+
+def test_seq_gaps_and_reordering_per_session() -> None:
+    messages = [
+        base(id="A", session_id="S", seq=1), base(id="X", session_id="T", seq=7),
+        base(id="B", session_id="S", seq=2), base(id="C", session_id="S", seq=5),
+        base(id="D", session_id="S", seq=4), base(id="E", session_id="S", seq=5),
+    ]
+    problems = check_thread(messages)
+    assert [(p.code, p.id) for p in problems] == [("VLP304", "C"), ("VLP305", "D"), ("VLP305", "E")]
+    assert "missing 3..4" in problems[0].message
+
+
+def test_evidence_must_attach_to_claims_or_corrected_claims() -> None:
+    evidence = {"type": "evidence", "provenance": ["p"]}
+    messages = [
+        base(id="Q", type="query"),
+        base(id="E1", refers_to="Q", **evidence),
+        base(id="C"),
+        base(id="K", type="correction", refers_to="C"),
+        base(id="E2", refers_to="K", **evidence),
+        base(id="E3", refers_to="C", **evidence),
+    ]
+    assert codes(messages) == [("VLP306", "E1")]
+
+
+def test_evidence_attached_forward_to_a_non_claim_is_caught_too() -> None:
+    messages = [base(id="E", type="evidence", provenance=["p"], refers_to="N"),
+                base(id="N", type="notice")]
+    assert sorted(codes(messages)) == [("VLP303", "E"), ("VLP306", "E")]
+
+
+def test_correction_cycles_are_errors() -> None:
+    messages = [
+        base(id="A"),
+        base(id="C1", type="correction", refers_to=["A", "C2"]),
+        base(id="C2", type="correction", refers_to="C1"),
+    ]
+    assert ("VLP307", "C1") in codes(messages)
+    with pytest.raises(CorrectionCycleError, match="VLP307"):
+        effective(messages, "A")
+    assert codes([base(id="S", type="correction", refers_to="S")]) == [("VLP307", "S")]
+
+
+def test_effective_follows_the_latest_correction(dialogue: list[dict[str, Any]]) -> None:
+    current = effective(dialogue, "MSG001")
+    assert current.content == "Adjusted tone to formal style."
+    assert current.chain_ids == ("MSG001", "MSG005") and current.corrected
+    assert current.confidence == 0.9
+    untouched = effective(dialogue, "MSG002")
+    assert untouched.content == "Please provide links." and untouched.chain_ids == ("MSG002",)
+
+
+def test_effective_through_corrections_of_corrections() -> None:
+    messages = [
+        base(id="A", content="v1"),
+        base(id="C1", type="correction", refers_to="A", content="v2"),
+        base(id="C2", type="correction", refers_to="C1", content="v3"),
+        base(id="C3", type="correction", refers_to="A", content="v4"),
+        base(id="X", type="correction", refers_to="A", content="bad", confidence=0.99),  # invalid
+    ]
+    thread = Thread(messages)
+    assert thread.effective("A").chain_ids == ("A", "C3")
+    assert thread.effective("C1").content == "v3"
+    messages.append(base(id="C4", type="correction", refers_to="C2", content="v5"))
+    assert effective(messages, "A").chain_ids == ("A", "C1", "C2", "C4")
+    with pytest.raises(KeyError):
+        effective(messages, "X")
+
+
+def test_correction_cannot_lower_safety() -> None:
+    messages = [
+        base(id="A", safety={"level": "block"}),
+        base(id="C", type="correction", refers_to="A", safety={"level": "safe"}),
+    ]
+    assert effective(messages, "A").safety_level == "block"
+
+
+def test_streaming_checker_matches_the_in_memory_thread(dialogue: list[dict[str, Any]]) -> None:
+    checker = ThreadChecker()
+    extra = dialogue + [base(id="MSG003"), base(id="R", type="response", refers_to="nowhere")]
+    found = [p for line, msg in enumerate(extra, 1) for p in checker.add(msg, line)]
+    found += checker.finish()
+    assert [(p.code, p.line) for p in found] == [("VLP301", 6), ("VLP302", 7)]
+    assert [(p.code, p.id) for p in Thread(extra).problems()] == [("VLP301", "MSG003"), ("VLP302", "R")]

@@ -1,0 +1,121 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from vpp import TranscriptError, read_transcript, write_transcript
+
+TEXT = """Notes before the first turn are ignored.
+
+User: !<q>
+What is VPP?
+
+ASSISTANT: <q>
+Questions.
+[Version=v1.4 | Tag=q_1 | Sources=none | Assumptions=0 | Cycle=1/3 | Locus=default]
+
+user:
+!<o>
+"""
+
+
+def test_plain_text_turns_roles_and_lines() -> None:
+    transcript = read_transcript(TEXT)
+    assert transcript.format == "text"
+    assert [(m.role, m.line) for m in transcript.messages] == [
+        ("user", 3),
+        ("assistant", 6),
+        ("user", 11),
+    ]
+    assert transcript.messages[0].content == "!<q>\nWhat is VPP?"
+    assert transcript.messages[2].content == "!<o>"
+    assert transcript.messages[1].file_line(3) == 8
+
+
+def test_plain_text_round_trips_its_turns() -> None:
+    transcript = read_transcript(TEXT)
+    again = read_transcript(write_transcript(transcript))
+    assert [(m.role, m.content) for m in again.messages] == [
+        (m.role, m.content) for m in transcript.messages
+    ]
+    assert write_transcript(transcript).startswith("Notes before")
+    assert "ASSISTANT: <q>" in write_transcript(transcript)
+
+
+def test_json_array_lines_and_extra_keys() -> None:
+    text = '[\n  {"role": "system", "content": "be brief"},\n  {"role": "user", "content": "!<q>", "id": 7}\n]'
+    transcript = read_transcript(text)
+    assert transcript.format == "json"
+    assert [m.line for m in transcript.messages] == [2, 3]
+    assert json.loads(write_transcript(transcript))[1] == {
+        "role": "user",
+        "content": "!<q>",
+        "id": 7,
+    }
+
+
+def test_json_object_with_messages_is_kept_wrapped() -> None:
+    text = json.dumps({"model": "m", "messages": [{"role": "user", "content": "!<g>"}]}, indent=1)
+    transcript = read_transcript(text)
+    assert transcript.messages[0].line == 4
+    assert json.loads(write_transcript(transcript))["model"] == "m"
+
+
+def test_jsonl() -> None:
+    text = '{"role": "user", "content": "!<g>"}\n\n{"role": "assistant", "content": "<g>"}\n'
+    transcript = read_transcript(text)
+    assert transcript.format == "jsonl"
+    assert [m.line for m in transcript.messages] == [1, 3]
+    assert write_transcript(transcript) == (
+        '{"role": "user", "content": "!<g>"}\n{"role": "assistant", "content": "<g>"}\n'
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "fragment"),
+    [
+        ("no markers here", 1, "no turns"),
+        ('[{"role": "user", "content": "x"},\n {"role": "robot", "content": "y"}]', 2, "robot"),
+        ('[{"role": "user", "content": 3}]', 1, "string"),
+        ('[{"role": "user",\n "content": ]', 2, "invalid JSON"),
+        ('{"role": "user", "content": "x"}\n{"role": \n', 2, "invalid JSON line"),
+        ('{"messages": 3}', 1, "messages"),
+        ("[1]", 1, "object"),
+    ],
+)
+def test_bad_transcripts_name_the_line(text: str, line: int, fragment: str) -> None:
+    with pytest.raises(TranscriptError) as caught:
+        read_transcript(text)
+    assert caught.value.line == line
+    assert fragment in str(caught.value)
+
+
+def test_a_single_json_object_is_one_line_of_jsonl() -> None:
+    transcript = read_transcript('{"role": "user", "content": "!<g>"}')
+    assert transcript.format == "jsonl" and transcript.messages[0].content == "!<g>"
+
+
+def test_json_lines_are_counted_across_multiline_contents() -> None:
+    turns = [{"role": "user", "content": "!<q>\n" * 3}, {"role": "assistant", "content": "x"}]
+    text = json.dumps(turns, indent=2)
+    starts = [n for n, line in enumerate(text.split("\n"), 1) if line.strip() == "{"]
+    assert [m.line for m in read_transcript(text).messages] == starts
+
+
+@settings(max_examples=150)
+@given(st.text(max_size=200))
+def test_reading_never_fails_other_than_with_a_located_error(text: str) -> None:
+    try:
+        transcript = read_transcript(text)
+    except TranscriptError as error:
+        assert error.line >= 1
+    else:
+        assert all(m.role in ("user", "assistant", "system") for m in transcript.messages)
+
+
+def test_blanks_after_the_marker_are_not_content() -> None:
+    transcript = read_transcript("User:   !<q>\nAssistant:\t<q>")
+    assert [m.content for m in transcript.messages] == ["!<q>", "<q>"]
