@@ -11,13 +11,12 @@ The front end's functions are importable from here; each loads its module on fir
 
 from __future__ import annotations
 
-import importlib
-import os
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
+TYPE_CHECKING = False  # `typing` and `pathlib` cost more to import than all of this module
 if TYPE_CHECKING:
+    import os
     from collections.abc import Iterable
+    from pathlib import Path
+    from typing import Any
 
     from openprose.diagnostics import Diagnostic
     from openprose.parser import ParseResult
@@ -38,49 +37,73 @@ _LAZY = {
     "SourceFile": "openprose.source",
 }
 
-__all__ = [*_LAZY, "check_file", "check_parsed", "check_paths", "check_source", "find_programs"]
+__all__ = [
+    "Diagnostic",
+    "ParseResult",
+    "Severity",
+    "SourceFile",
+    "canonicalize",
+    "check",
+    "check_file",
+    "check_parsed",
+    "check_paths",
+    "check_source",
+    "compile_program",
+    "find_programs",
+    "format_source",
+    "parse",
+    "parse_text",
+    "read_source",
+]
 
 
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'openprose' has no attribute {name!r}")
+    import importlib
+
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value
 
 
-def check_source(source: SourceFile) -> list[Diagnostic]:
-    """Parse and check decoded source: every diagnostic, in source order."""
+def check_source(source: SourceFile, *, project_dir: Path | None = None) -> list[Diagnostic]:
+    """Parse and check decoded source: every diagnostic, in source order. ``project_dir``
+    (where ``.prose/`` lives) lets the agent-memory checks run instead of being deferred."""
     from openprose.parser import parse
 
-    return check_parsed(parse(source))
+    return check_parsed(parse(source), project_dir=project_dir)
 
 
-def check_parsed(result: ParseResult) -> list[Diagnostic]:
+def check_parsed(result: ParseResult, *, project_dir: Path | None = None) -> list[Diagnostic]:
     """The parser's diagnostics and the checker's, in source order."""
     from openprose.checker import check
 
-    found = [*result.diagnostics, *check(result)]
-    # The checker may repeat a parse diagnostic; report each once.
-    unique = {(d.code, d.span.start, d.span.end, d.message): d for d in found}
-    return sorted(unique.values(), key=lambda d: (d.span.start, d.span.end))
+    return check(result, project_dir=project_dir)
 
 
-def check_file(path: str | os.PathLike[str]) -> list[Diagnostic]:
+def check_file(
+    path: str | os.PathLike[str], *, project_dir: Path | None = None
+) -> list[Diagnostic]:
     """Read, parse and check one file. An unreadable or non-UTF-8 file yields a diagnostic
     (E118 / E100) rather than an exception."""
+    from pathlib import Path
+
     from openprose.parser import read_source
 
-    source, diagnostics = read_source(path)
+    source, diagnostics = read_source(Path(path))
     if source is None:
         return list(diagnostics)
-    return check_source(source)
+    return check_source(source, project_dir=project_dir)
 
 
 def find_programs(path: str | os.PathLike[str]) -> list[Path]:
     """``path`` itself when it is a file, else every ``*.prose`` file below it (symlinked
     directories are not followed), sorted. A missing path yields ``[]``."""
+    import os
+    from pathlib import Path
+
     root = Path(path)
     if not root.is_dir():
         return [root] if root.exists() else []
@@ -93,6 +116,13 @@ def find_programs(path: str | os.PathLike[str]) -> list[Path]:
     return sorted(found, key=lambda p: p.parts)
 
 
-def check_paths(paths: Iterable[str | os.PathLike[str]]) -> list[Diagnostic]:
+def check_paths(
+    paths: Iterable[str | os.PathLike[str]], *, project_dir: Path | None = None
+) -> list[Diagnostic]:
     """``check_file`` over files and directories (recursively, ``*.prose``, sorted)."""
-    return [d for path in paths for program in find_programs(path) for d in check_file(program)]
+    return [
+        d
+        for path in paths
+        for program in find_programs(path)
+        for d in check_file(program, project_dir=project_dir)
+    ]

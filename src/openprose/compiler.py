@@ -114,7 +114,7 @@ def _as_block(node: Any) -> Any:
     return _node(node)
 
 
-def _node(node: N) -> N:
+def _node(node: Any) -> Any:
     """Canonicalize every child of ``node``, then apply the node's own normalization."""
     if not dataclasses.is_dataclass(node) or isinstance(node, type):
         return node
@@ -137,7 +137,7 @@ def _node(node: N) -> N:
         if new is not value:
             changes[field.name] = new
     if changes:
-        node = dataclasses.replace(node, **changes)  # type: ignore[type-var]
+        node = dataclasses.replace(node, **changes)
     return _normalize(node)
 
 
@@ -186,6 +186,4 @@ def _ordered(props: tuple[Property, ...], order: Iterable[str]) -> tuple[Propert
 def _ordered_modifiers(mods: tuple[Modifier, ...]) -> tuple[Modifier, ...]:
     rank = {name: i + 1 for i, name in enumerate(MODIFIER_ORDER)}
     unknown = len(rank) + 1
-    return tuple(
-        sorted(mods, key=lambda m: 0 if m.name is None else rank.get(m.name.id, unknown))
-    )
+    return tuple(sorted(mods, key=lambda m: 0 if m.name is None else rank.get(m.name.id, unknown)))

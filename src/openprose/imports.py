@@ -104,7 +104,9 @@ class ImportCache:
         if entry is None:
             return None
         text = self.by_hash(entry["sha256"])
-        return None if text is None else Fetched(spec, text, entry["sha256"], entry.get("origin", ""))
+        return (
+            None if text is None else Fetched(spec, text, entry["sha256"], entry.get("origin", ""))
+        )
 
 
 def sha256_of(text: str) -> str:
@@ -125,7 +127,9 @@ def fetch(
     if pinned is not None:
         text = cache.by_hash(pinned)
         if text is None:
-            raise ImportFailed(f"{spec}: cached program {pinned[:12]} is missing from {cache.folder}")
+            raise ImportFailed(
+                f"{spec}: cached program {pinned[:12]} is missing from {cache.folder}"
+            )
         return Fetched(spec, text, pinned, "cache")
     kind = kind_of(spec)
     if kind == "path":
@@ -221,8 +225,12 @@ def load_imports(
         if spec in _seen:
             raise ImportFailed(f"{spec}: import cycle ({' -> '.join((*_seen, spec))})")
         fetched = fetch(
-            spec, base_dir=base_dir, cache=cache, registry=registry,
-            pinned=(pinned or {}).get(spec), offline=offline,
+            spec,
+            base_dir=base_dir,
+            cache=cache,
+            registry=registry,
+            pinned=(pinned or {}).get(spec),
+            offline=offline,
         )
         origin = fetched.origin if kind_of(spec) == "path" else spec
         parsed = parse_text(fetched.text, origin)
@@ -234,13 +242,22 @@ def load_imports(
             )
         child_base = Path(fetched.origin).parent if kind_of(spec) == "path" else None
         nested = load_imports(
-            parsed.program, base_dir=child_base, project_dir=project_dir, registry=registry,
-            pinned=pinned, offline=offline, _seen=(*_seen, spec),
+            parsed.program,
+            base_dir=child_base,
+            project_dir=project_dir,
+            registry=registry,
+            pinned=pinned,
+            offline=offline,
+            _seen=(*_seen, spec),
         )
         name = stmt.alias.id if stmt.alias else default_name(spec)
         loaded[name] = LoadedProgram(
-            name=name, spec=spec, namespace=namespace_of(spec), program=parsed.program,
-            text=fetched.text, content_hash=fetched.sha256,
+            name=name,
+            spec=spec,
+            namespace=namespace_of(spec),
+            program=parsed.program,
+            text=fetched.text,
+            content_hash=fetched.sha256,
             imports=nested,
         )
     return loaded

@@ -9,10 +9,12 @@ then carries on.
 
 from __future__ import annotations
 
+import gc
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Literal, NoReturn, cast
+from typing import Literal, NoReturn, cast
 
 from openprose import nodes as n
 from openprose.diagnostics import Diagnostic, Severity
@@ -43,6 +45,9 @@ _RECURSION_LIMIT = 20 * MAX_NESTING + 2000
 
 _LAYOUT = frozenset((NEWLINE, INDENT, DEDENT, EOF))
 _PIPE_OPS = frozenset(("map", "filter", "pmap", "reduce"))
+# Tokens that end a value wherever one appears (``|`` and NEWLINE are absent: they may
+# continue it as a pipeline).
+_VALUE_END = frozenset((",", "]", ")", "}"))
 # Expressions that do something and so may stand alone as a statement.
 _STATEMENT_EXPRS = (
     n.Session,
@@ -81,6 +86,10 @@ def _join(first: Span, last: Span) -> Span:
 def _is_word(token: Token) -> bool:
     """A name or a keyword: property, argument and modifier names may be either."""
     return token[0] == NAME or token[0] in KEYWORDS
+
+
+def _is_word_kind(kind: str) -> bool:
+    return kind == NAME or kind in KEYWORDS
 
 
 class _Parser:
@@ -141,8 +150,13 @@ class _Parser:
 
     def span_from(self, start: int) -> Span:
         """From the token at index ``start`` through the last significant token consumed."""
-        first = self.tokens[start]
-        last = self.last_significant()
+        kinds = self.kinds
+        index = self.pos - 1
+        while kinds[index] in _LAYOUT and index > 0:
+            index -= 1
+        tokens = self.tokens
+        first = tokens[start]
+        last = tokens[index]
         return Span(first[2], last[3], first[4], first[5], last[6], last[7])
 
     def span_after(self, start: Span) -> Span:
@@ -152,8 +166,7 @@ class _Parser:
 
     def starts_property(self, ahead: int) -> bool:
         """Does ``name:`` start ``ahead`` tokens from here?"""
-        kind = self.peek_kind(ahead)
-        return (kind == NAME or kind in KEYWORDS) and self.peek_kind(ahead + 1) == ":"
+        return self.peek_kind(ahead + 1) == ":" and _is_word_kind(self.peek_kind(ahead))
 
     def ended_with_block(self) -> bool:
         return self.kinds[self.pos - 1] == DEDENT
@@ -178,7 +191,9 @@ class _Parser:
         elif kind == INDENT:
             self.report("E104", f"Unexpected indent: {expected}", token_span(token))
         elif kind == DEDENT:
-            self.report("E005", f"Invalid syntax: {expected} before the block ends", token_span(token))
+            self.report(
+                "E005", f"Invalid syntax: {expected} before the block ends", token_span(token)
+            )
         else:
             shown = token[1] if len(token[1]) <= 30 else token[1][:30] + "..."
             self.report("E004", f"Unexpected token {shown!r}: {expected}", token_span(token))
@@ -226,9 +241,7 @@ class _Parser:
             kind = kinds[self.pos]
             if kind == EOF:
                 break
-            if kind == NEWLINE:
-                self.pos += 1
-            elif kind == DEDENT:  # only after layout errors; nothing to close at top level
+            if kind == NEWLINE or kind == DEDENT:
                 self.pos += 1
             else:
                 body.append(self.statement())
@@ -310,8 +323,27 @@ class _Parser:
             self.end_statement()
             return stmt
         except _ParseError:
-            self.skip_line()
+            self.recover(start)
             return self.invalid_from(start)
+
+    def recover(self, start: int) -> None:
+        """After an error in the statement that began at token ``start``: skip the rest of
+        it, including the remainder of any indentation level it opened but did not close (a
+        pipeline's continuation lines), so the enclosing block keeps its shape."""
+        kinds = self.kinds
+        opened = 0
+        for kind in kinds[start : self.pos]:
+            if kind == INDENT:
+                opened += 1
+            elif kind == DEDENT:
+                opened -= 1
+        self.skip_line()
+        while opened > 0 and kinds[self.pos] != EOF:
+            if kinds[self.pos] == DEDENT:
+                opened -= 1
+                self.pos += 1
+            else:
+                self.skip_line()
 
     def statement_inner(self) -> n.Stmt:
         kind = self.kinds[self.pos]
@@ -341,7 +373,7 @@ class _Parser:
 
     def use(self) -> n.Use:
         start = self.take()
-        path = self.string("a program path string (\"@handle/slug\")")
+        path = self.string('a program path string ("@handle/slug")')
         alias = None
         if self.kinds[self.pos] == "as":
             self.pos += 1
@@ -439,7 +471,9 @@ class _Parser:
                     error = self.expect_name("an error variable name after 'as'")
                 self.expect(":", "':' after 'catch'")
                 clause_body = self.body(required=True)
-                clause = n.CatchClause(span=self.span_from(keyword_at), error=error, body=clause_body)
+                clause = n.CatchClause(
+                    span=self.span_from(keyword_at), error=error, body=clause_body
+                )
                 if catch is not None or finally_body is not None:
                     problem = "a second 'catch'" if catch is not None else "'catch' after 'finally'"
                     self.report("E119", f"Misplaced clause: {problem}", token_span(keyword))
@@ -529,7 +563,9 @@ class _Parser:
                 if else_body is not None:
                     self.report("E112", "'elif' after 'else'", token_span(keyword))
                 else:
-                    branch = n.CondBranch(span=self.span_from(keyword_at), condition=condition, body=body)
+                    branch = n.CondBranch(
+                        span=self.span_from(keyword_at), condition=condition, body=body
+                    )
                     branches.append(branch)
             else:
                 self.expect(":", "':' after 'else'")
@@ -556,8 +592,20 @@ class _Parser:
     # --- expressions -----------------------------------------------------------------------
 
     def expression(self) -> n.Expr:
+        kinds = self.kinds
+        pos = self.pos
+        # Fast path for the commonest values: a lone name or string ending the value.
+        if kinds[pos + 1] in _VALUE_END:
+            kind = kinds[pos]
+            if kind == NAME:
+                self.pos = pos + 1
+                token = self.tokens[pos]
+                return n.Name(span=token_span(token), id=token[1])
+            if kind == STRING:
+                self.pos = pos + 1
+                return _string_node(self.tokens[pos])
         first = self.pipeline()
-        if self.kinds[self.pos] != ARROW:
+        if kinds[self.pos] != ARROW:
             return first
         steps = [first]
         while self.kinds[self.pos] == ARROW:
@@ -569,7 +617,9 @@ class _Parser:
         source = self.postfix()
         kinds = self.kinds
         kind = kinds[self.pos]
-        if kind != "|" and not (kind == NEWLINE and self.peek_kind() == INDENT and self.peek_kind(2) == "|"):
+        if kind != "|" and not (
+            kind == NEWLINE and self.peek_kind() == INDENT and self.peek_kind(2) == "|"
+        ):
             return source
         ops: list[n.PipeOp] = []
         levels = 0  # continuation lines that opened an indentation level of their own
@@ -596,7 +646,9 @@ class _Parser:
         bar = self.take()
         token = self.tokens[self.pos]
         if not _is_word(token):
-            self.report("E120", "Expected pipe operator (map, filter, reduce, pmap)", token_span(token))
+            self.report(
+                "E120", "Expected pipe operator (map, filter, reduce, pmap)", token_span(token)
+            )
             raise _ParseError
         self.pos += 1
         op = token[1]
@@ -606,6 +658,8 @@ class _Parser:
                 f"Unknown pipe operator {op!r}: expected map, filter, reduce or pmap",
                 token_span(token),
             )
+            if self.kinds[self.pos] not in ("(", ":"):
+                raise _ParseError  # not a stage at all; one diagnostic is enough
         accumulator = item = None
         if self.kinds[self.pos] == "(":
             paren = self.take()
@@ -624,7 +678,9 @@ class _Parser:
                 )
         elif op == "reduce":
             self.report(
-                "E121", "Expected accumulator and item variables: reduce(acc, item)", token_span(token)
+                "E121",
+                "Expected accumulator and item variables: reduce(acc, item)",
+                token_span(token),
             )
         self.expect(":", f"':' after '{op}'")
         body = self.body(required=False)
@@ -705,7 +761,9 @@ class _Parser:
         """Count a bracket nesting level (blocks count theirs in ``body``)."""
         if self.depth >= MAX_NESTING:
             self.report(
-                "E115", f"Expressions nested more than {MAX_NESTING} levels deep", token_span(self.tokens[self.pos])
+                "E115",
+                f"Expressions nested more than {MAX_NESTING} levels deep",
+                token_span(self.tokens[self.pos]),
             )
             raise _ParseError
         self.depth += 1
@@ -744,28 +802,32 @@ class _Parser:
         return tuple(names)
 
     def session(self) -> n.Session:
-        keyword_at = self.pos
-        kind: Literal["session", "resume"] = (
-            "resume" if self.advance()[0] == "resume" else "session"
-        )
-        prompt = agent = name = None
+        # The commonest node of all, so this and ``property`` read the token lists directly.
         kinds = self.kinds
-        if kinds[self.pos] == ":":
-            self.pos += 1
+        keyword_at = pos = self.pos
+        kind: Literal["session", "resume"] = "resume" if kinds[pos] == "resume" else "session"
+        pos += 1
+        self.pos = pos
+        prompt = agent = name = None
+        following = kinds[pos]
+        if following == STRING and kind == "session":
+            prompt = _string_node(self.tokens[pos])
+            self.pos = pos + 1
+        elif following == ":":
+            self.pos = pos + 1
             agent = self.expect_name("an agent name after ':'")
         elif kind == "resume":
             self.fail("expected ':' and an agent name after 'resume'")
-        elif kinds[self.pos] == STRING:
-            prompt = _string_node(self.advance())
-        elif kinds[self.pos] == NAME and self.peek_kind() == ":":
+        elif following == NAME and kinds[pos + 1] == ":":
             name = self.expect_name("a session name")
             self.pos += 1
             agent = self.expect_name("an agent name after ':'")
         properties: list[n.Property] = []
         # Inline properties on the header line: `session "Research AI" context: "AI"`.
-        while _is_word(self.tokens[self.pos]) and self.peek_kind() == ":":
+        while kinds[self.pos + 1] == ":" and _is_word_kind(kinds[self.pos]):
             properties.append(self.property(inline=True))
-        if kinds[self.pos] == NEWLINE and self.peek_kind() == INDENT and self.starts_property(2):
+        pos = self.pos
+        if kinds[pos] == NEWLINE and kinds[pos + 1] == INDENT and self.starts_property(2):
             properties.extend(self.property_block())
         return n.Session(
             span=self.span_from(keyword_at),
@@ -795,7 +857,10 @@ class _Parser:
                     continue
                 try:
                     properties.append(self.property(inline=False))
-                    self.end_statement()
+                    if kinds[self.pos] == NEWLINE:
+                        self.pos += 1
+                    else:
+                        self.end_statement()
                 except _ParseError:
                     self.skip_line()
         finally:
@@ -805,20 +870,24 @@ class _Parser:
         return tuple(properties)
 
     def property(self, *, inline: bool) -> n.Property:
-        if not _is_word(self.tokens[self.pos]) or self.peek_kind() != ":":
+        kinds = self.kinds
+        pos = self.pos
+        if kinds[pos + 1] != ":" or not _is_word_kind(kinds[pos]):
             self.fail("expected a property ('name: value')")
-        name = self.expect_word("a property name")
-        self.pos += 1  # ':'
+        token = self.tokens[pos]
+        name_span = Span(token[2], token[3], token[4], token[5], token[6], token[7])
+        name = n.Name(span=name_span, id=token[1])
+        pos += 2
+        self.pos = pos
         value: n.Expr | n.PermissionsBlock
-        if not inline and self.kinds[self.pos] == NEWLINE and self.peek_kind() == INDENT:
-            start = self.pos + 2
-            rules = self.property_block()
-            value = n.PermissionsBlock(span=self.span_from(start), rules=rules)
-        elif inline:
+        if inline:
             value = self.postfix()
+        elif kinds[pos] == NEWLINE and kinds[pos + 1] == INDENT:
+            rules = self.property_block()
+            value = n.PermissionsBlock(span=self.span_from(pos + 2), rules=rules)
         else:
             value = self.expression()
-        return n.Property(span=self.span_after(name.span), name=name, value=value)
+        return n.Property(span=self.span_after(name_span), name=name, value=value)
 
     def do(self) -> n.DoBlock | n.DoCall:
         start = self.take()
@@ -842,7 +911,9 @@ class _Parser:
                 self.expect(")", "')' or ',' in the argument list")
             finally:
                 self.depth -= 1
-        return n.DoCall(span=self.span_from(start), name=name, args=tuple(args), has_parens=has_parens)
+        return n.DoCall(
+            span=self.span_from(start), name=name, args=tuple(args), has_parens=has_parens
+        )
 
     def modifiers(self) -> tuple[n.Modifier, ...]:
         """``( item, ... )`` where an item is ``name: value`` or a bare value."""
@@ -956,7 +1027,8 @@ class _Parser:
 
 def _string_node(token: Token) -> n.StringLit:
     decoded = cast(StringValue, token[8])
-    return n.StringLit(span=token_span(token), value=decoded.value, parts=decoded.parts, triple=decoded.triple)
+    span = Span(token[2], token[3], token[4], token[5], token[6], token[7])
+    return n.StringLit(span=span, value=decoded.value, parts=decoded.parts, triple=decoded.triple)
 
 
 _STATEMENTS: dict[str, Callable[[_Parser], n.Stmt]] = {
@@ -1001,13 +1073,19 @@ _ORPHANS = {
 
 def parse(source: SourceFile) -> ParseResult:
     """Parse ``source``; never raises. Diagnostics come back sorted by position."""
-    parser = _Parser(source)
     limit = sys.getrecursionlimit()
     if limit < _RECURSION_LIMIT:
         sys.setrecursionlimit(_RECURSION_LIMIT)
+    # The front end allocates millions of small objects and frees none of them while it
+    # runs, so cyclic-GC passes over the growing heap are pure overhead (~15%).
+    collecting = gc.isenabled()
+    gc.disable()
     try:
+        parser = _Parser(source)
         program = parser.program()
     finally:
+        if collecting:
+            gc.enable()
         if limit < _RECURSION_LIMIT:
             sys.setrecursionlimit(limit)
     diagnostics = parser.diagnostics
@@ -1039,11 +1117,17 @@ def read_source(path: str | Path) -> tuple[SourceFile | None, list[Diagnostic]]:
     except OSError as error:
         empty = SourceFile.from_text("", name)
         reason = error.strerror or type(error).__name__
-        return None, [Diagnostic("E118", Severity.ERROR, f"Cannot read file: {reason}", empty.span(0, 0), name)]
+        return None, [
+            Diagnostic(
+                "E118", Severity.ERROR, f"Cannot read file: {reason}", empty.span(0, 0), name
+            )
+        ]
     return decode_source(data, name)
 
 
-def decode_source(data: bytes, path: str = "<string>") -> tuple[SourceFile | None, list[Diagnostic]]:
+def decode_source(
+    data: bytes, path: str = "<string>"
+) -> tuple[SourceFile | None, list[Diagnostic]]:
     """Decode program bytes as UTF-8 (BOM tolerated); non-UTF-8 input is an E100 diagnostic
     positioned at the first offending byte."""
     if data.startswith(b"\xef\xbb\xbf"):
@@ -1053,7 +1137,9 @@ def decode_source(data: bytes, path: str = "<string>") -> tuple[SourceFile | Non
     except UnicodeDecodeError as error:
         # Position the diagnostic in a lossy decoding so the line and column are meaningful.
         prefix = data[: error.start].decode("utf-8", errors="replace")
-        lossy = SourceFile.from_text(prefix + data[error.start :].decode("utf-8", errors="replace"), path)
+        lossy = SourceFile.from_text(
+            prefix + data[error.start :].decode("utf-8", errors="replace"), path
+        )
         at = len(prefix)
         message = (
             f"File is not valid UTF-8 (byte 0x{data[error.start]:02x} at offset {error.start});"

@@ -42,8 +42,8 @@ from openprose.nodes import (
     Output,
     Parallel,
     PermissionsBlock,
-    PipeOp,
     Pipeline,
+    PipeOp,
     Program,
     ProgramCall,
     Property,
@@ -92,43 +92,22 @@ class Line:
 
 # --- strings ---------------------------------------------------------------------------------
 
-_SINGLE_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t"}
-
-
-_INTERPOLATION_AHEAD = re.compile(r"\{" + IDENT_PATTERN + r"(?:\." + IDENT_PATTERN + r")*\}")
-
-
-def _escape_braces(text: str) -> str:
-    """A literal ``{`` that would read back as an interpolation (``{name}``) gets its escape;
-    other braces (``{}``, ``{ x }``, JSON) are literal text already and stay as written."""
-    if "{" not in text:
-        return text
-    out = []
-    for i, char in enumerate(text):
-        if char == "{" and _INTERPOLATION_AHEAD.match(text, i):
-            out.append("\\{")
-        else:
-            out.append(char)
-    return "".join(out)
+_SINGLE_ESCAPES = str.maketrans({"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t"})
+# A literal `{` that would read back as an interpolation (`{name}`, `{a.b}`); other braces
+# (`{}`, `{ x }`, JSON) are literal text already and stay as written.
+_BRACE_BEFORE_NAME = re.compile(r"\{(?=" + IDENT_PATTERN + r"(?:\." + IDENT_PATTERN + r")*\})")
+# Inside `"""` a quote needs escaping only where it could close the string.
+_CLOSING_QUOTE = re.compile(r'"(?="|\Z)')
 
 
 def _escape_single(text: str) -> str:
-    return _escape_braces("".join(_SINGLE_ESCAPES.get(c, c) for c in text))
+    return _BRACE_BEFORE_NAME.sub(r"\\{", text.translate(_SINGLE_ESCAPES))
 
 
 def _escape_triple(text: str) -> str:
-    """Inside ``\"\"\"`` newlines and tabs stay literal; a quote is escaped only where it
-    could close the string (next to another quote, or last)."""
-    out = []
-    last = len(text) - 1
-    for i, char in enumerate(text):
-        if char == "\\":
-            out.append("\\\\")
-        elif char == '"' and (i == last or text[i + 1] == '"'):
-            out.append('\\"')
-        else:
-            out.append(char)
-    return _escape_braces("".join(out))
+    """Newlines and tabs stay literal inside ``\"\"\"``."""
+    text = _CLOSING_QUOTE.sub(r'\\"', text.replace("\\", "\\\\"))
+    return _BRACE_BEFORE_NAME.sub(r"\\{", text)
 
 
 def _interpolation(part: Interpolation) -> str:
@@ -266,7 +245,7 @@ class Printer:
         for stmt in stmts:
             self.stmt(stmt, level)
 
-    def opener(self, level: int, text: str, anchor: Span, body: tuple[object, ...]) -> None:
+    def opener(self, level: int, text: str, anchor: Span | None, body: tuple[object, ...]) -> None:
         self.emit(level, text, anchor, opens_block=True)
         self.body(body, level + 1)
 
@@ -329,10 +308,10 @@ class Printer:
                     label = f"option {string(option.label)}:"
                     self.opener(level + 1, label, option.span, option.body)
             case If():
-                for i, branch in enumerate(node.branches):
+                for i, clause in enumerate(node.branches):
                     keyword = f"{prefix}if" if i == 0 else "elif"
-                    head = f"{keyword} {discretion(branch.condition)}:"
-                    self.opener(level, head, branch.span, branch.body)
+                    head = f"{keyword} {discretion(clause.condition)}:"
+                    self.opener(level, head, clause.span, clause.body)
                 if node.else_body is not None:
                     self.opener(level, "else:", node.else_span, node.else_body)
             case _:

@@ -31,10 +31,13 @@ DEDENT: Final = "DEDENT"
 EOF: Final = "EOF"
 ERROR: Final = "ERROR"  # a run of characters already reported; the parser skips it quietly
 
-KEYWORDS: Final = frozenset(
-    "use as input output agent block session resume let const do parallel for in repeat "
-    "loop until while try catch finally throw choice option if elif else".split()
-)
+# fmt: off
+KEYWORDS: Final = frozenset((
+    "use", "as", "input", "output", "agent", "block", "session", "resume", "let", "const",
+    "do", "parallel", "for", "in", "repeat", "loop", "until", "while", "try", "catch",
+    "finally", "throw", "choice", "option", "if", "elif", "else",
+))
+# fmt: on
 
 # How many diagnostics one run reports before it stops adding more (binary garbage would
 # otherwise produce one per line).
@@ -94,7 +97,7 @@ def token_span(token: Token) -> Span:
 class StringValue:
     """The decoded form of a string token: ``value`` text and ``parts`` (text/Interpolation)."""
 
-    __slots__ = ("value", "parts", "triple")
+    __slots__ = ("parts", "triple", "value")
 
     def __init__(self, value: str, parts: tuple[str | Interpolation, ...], triple: bool) -> None:
         self.value = value
@@ -103,7 +106,7 @@ class StringValue:
 
 
 class ScanResult:
-    __slots__ = ("tokens", "comments", "diagnostics")
+    __slots__ = ("comments", "diagnostics", "tokens")
 
     def __init__(
         self, tokens: list[Token], comments: list[Comment], diagnostics: list[Diagnostic]
@@ -179,8 +182,7 @@ class _Scanner:
         for match in _MASTER.finditer(text, pos):
             kind = match.lastgroup
             assert kind is not None
-            start = match.start(kind)
-            end = match.end()
+            start, end = match.span(kind)  # the group, i.e. without the leading spaces
             if at_line_start and kind != "nl" and kind != "comment":
                 if kind == "tab":
                     self.line, self.line_start = line, line_start
@@ -210,9 +212,10 @@ class _Scanner:
                 ))  # fmt: skip
             elif kind == "nl":
                 if not at_line_start and not brackets:
+                    # zero-width at the end of the line, so "before end of line" points there
+                    column = start - line_start + 1
                     append((
-                        NEWLINE, "\n", start, end,
-                        line, start - line_start + 1, line, end - line_start + 1, None,
+                        NEWLINE, "\n", start, start, line, column, line, column, None,
                     ))  # fmt: skip
                 line += 1
                 line_start = end
@@ -230,7 +233,7 @@ class _Scanner:
                         self.span_at(start, start),
                     )
                     brackets.clear()
-                    append(self.token(NEWLINE, start, end))
+                    append(self.token(NEWLINE, start, start))
                     at_line_start = True
                     tabs = 0
             elif kind == "string":
@@ -258,6 +261,8 @@ class _Scanner:
             append(self.token(NEWLINE, end_of_text, end_of_text))
         for _ in indents[1:]:
             append(self.token(DEDENT, end_of_text, end_of_text))
+        # Two EOFs: the parser may look one token past any token but the last.
+        append(self.token(EOF, end_of_text, end_of_text))
         append(self.token(EOF, end_of_text, end_of_text))
         return ScanResult(tokens, self.comments, self.diagnostics)
 
@@ -319,7 +324,9 @@ class _Scanner:
             self.tab(start, end, at_line_start=False)
         elif kind == "triple_open":
             self.report(
-                "E001", 'Unterminated multi-line string: no closing """', self.span_at(start, start + 3)
+                "E001",
+                'Unterminated multi-line string: no closing """',
+                self.span_at(start, start + 3),
             )
             append(self.wide_token(ERROR, start, end))
         elif kind == "string_open":
@@ -373,6 +380,7 @@ class _Scanner:
         if triple:
             return self.wide_token(STRING, start, end, decoded)
         return self.token(STRING, start, end, decoded)
+
     def decode(self, raw: str, offset: int, triple: bool) -> StringValue:
         """Split a string body into text and interpolations, decoding escapes."""
         parts: list[str | Interpolation] = []
@@ -389,7 +397,7 @@ class _Scanner:
                     shown = "\\" + char if char.isprintable() else repr("\\" + char)
                     self.report(
                         "E002",
-                        f"Unknown escape sequence {shown} (use \\\\ \\\" \\n \\t or \\{{)",
+                        f'Unknown escape sequence {shown} (use \\\\ \\" \\n \\t or \\{{)',
                         self.source.span(at, at + 2),
                     )
                     decoded = char

@@ -16,10 +16,10 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
-from plsp.syntax import Literal, Num, Str
+from plsp.syntax import LiteralValue, Num, Str
 
 __all__ = [
-    "ActionRegistry", "ActionResult", "FetchPolicy", "FilePageSink", "PageSink",
+    "ActionRegistry", "ActionResult", "FetchPolicy", "FilePageSink", "LogFileSink", "PageSink",
     "StdoutPageSink", "WebhookPageSink", "builtin_actions", "page_sink",
 ]
 
@@ -46,7 +46,7 @@ class ActionResult:
         return data
 
 
-def _convert(param: inspect.Parameter, value: Literal) -> Any:
+def _convert(param: inspect.Parameter, value: LiteralValue) -> Any:
     kind = param.annotation
     if kind is str:
         return value.text
@@ -66,7 +66,7 @@ class _Registered:
     function: Callable[..., Any]
     parameters: tuple[inspect.Parameter, ...]
 
-    def bind(self, values: Sequence[Literal]) -> list[Any]:
+    def bind(self, values: Sequence[LiteralValue]) -> list[Any]:
         required = sum(1 for p in self.parameters if p.default is inspect.Parameter.empty)
         if not required <= len(values) <= len(self.parameters):
             expected = str(required) if required == len(self.parameters) else \
@@ -106,7 +106,7 @@ class ActionRegistry:
     def names(self) -> list[str]:
         return sorted(self._actions)
 
-    async def run(self, name: str, values: Sequence[Literal]) -> ActionResult:
+    async def run(self, name: str, values: Sequence[LiteralValue]) -> ActionResult:
         """Run an action; wrong arguments and raised errors become a failed result."""
         shown = tuple(v.text if isinstance(v, Str) else v.python() for v in values)
         registered = self._actions.get(name)
@@ -176,6 +176,19 @@ def page_sink(spec: str, *, base: Path | None = None) -> PageSink:
     if urlsplit(spec).scheme in ("http", "https"):
         return WebhookPageSink(spec)
     raise ValueError(f"page sink must be 'stdout', 'file:PATH' or an http(s) URL: {spec!r}")
+
+
+class LogFileSink:
+    """`>` logs appended as JSON lines `{"time", "cycle", "values"}` (a `Loop` log sink)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __call__(self, cycle: int, values: list[Any]) -> None:
+        line = json.dumps({"time": time.time(), "cycle": cycle, "values": values},
+                          ensure_ascii=False)
+        with self.path.open("a", encoding="utf-8") as file:
+            file.write(line + "\n")
 
 
 @dataclass(frozen=True)

@@ -86,7 +86,12 @@ def _show(record: CycleRecord) -> None:
     mark = "accepted" if record.accepted else "REJECTED"
     print(f"── cycle {record.cycle} ── {mark}"
           + (f" after {len(record.attempts)} attempts" if len(record.attempts) > 1 else ""))
-    print(f"  {record.instr}\n  prev  {record.previous}\n  next  {record.next or '-'}")
+    print(f"  {record.instr}\n  prev  {record.previous}")
+    for number, attempt in enumerate(record.attempts[:-1], start=1):
+        print(f"  re-asked after attempt {number}: {attempt.reply!r}")
+        for violation in attempt.violations:
+            print(f"    {'!' if violation.blocking else '~'} {violation}")
+    print(f"  next  {record.next or '-'}")
     for result in record.actions:
         outcome = f"ok {result.value!r}" if result.ok else f"failed: {result.error}"
         print(f"  !{result.name} {list(result.args)} -> {outcome}")
@@ -115,7 +120,8 @@ async def _run(args: argparse.Namespace, spec: LoopSpec) -> LoopResult:
             trace.write(record)
             if not args.quiet:
                 _show(record)
-        loop = Loop(model, spec, actions=spec.build_actions(), on_cycle=on_cycle,
+        loop = Loop(model, spec, actions=spec.build_actions(), logs=spec.build_log_sink(),
+                    on_cycle=on_cycle,
                     strict=spec.strict, retries=spec.retries, goal=spec.goal,
                     max_cycles=args.max_cycles or spec.max_cycles)
         try:
@@ -135,6 +141,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     except (LoopFileError, ModelSetupError, ParseError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("interrupted; the trace holds every completed cycle", file=sys.stderr)
+        return 130
     except Exception as error:  # noqa: BLE001 - provider failures: report, no traceback
         print(f"error: {type(error).__name__}: {error}", file=sys.stderr)
         return 2

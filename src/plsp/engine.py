@@ -23,7 +23,7 @@ from plsp.instr import (
     Signal,
     Update,
 )
-from plsp.syntax import Action, Assign, Literal, Log, Num, Ref, StateBlock, Value
+from plsp.syntax import Action, Assign, LiteralValue, Log, Num, Ref, StateBlock, Value
 
 __all__ = ["ANY", "Expectation", "compare", "expect"]
 
@@ -36,7 +36,7 @@ class _Any:
 
 
 ANY: Final = _Any()
-Known = Literal | _Any
+Known = LiteralValue | _Any
 
 
 @dataclass
@@ -50,6 +50,8 @@ class Expectation:
     removed: set[str] = field(default_factory=set)
     open: bool = False
     notes: list[str] = field(default_factory=list)
+    causes: dict[str, str] = field(default_factory=dict)
+    """The directive that last determined each variable, for violation messages."""
 
     def value_of(self, value: Value) -> Known:
         """A value as known in the expected state (refs followed)."""
@@ -73,7 +75,11 @@ class Expectation:
             if isinstance(known, _Any):
                 return None
             statements.append(Assign(name, known))
-        statements.extend(self.required)
+        for command in self.required:
+            params = command.params if isinstance(command, Action) else command.values
+            if any(isinstance(self.value_of(p), _Any) for p in params):
+                return None
+            statements.append(command)
         return StateBlock(tuple(statements))
 
 
@@ -96,6 +102,7 @@ def _apply(expectation: Expectation, directive: Directive, certain: bool) -> Non
             expectation.notes.append(f"@upd of ${directive.name}, which does not exist yet")
         value = expectation.value_of(directive.value) if certain else ANY
         variables[directive.name] = value
+        expectation.causes[directive.name] = directive.dumps()
         if certain:
             expectation.removed.discard(directive.name)
             expectation.maybe_removed.discard(directive.name)

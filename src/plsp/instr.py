@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 
 from plsp.diagnostics import ParseWarning
-from plsp.syntax import Action, Log, Ref, Scanner, Value, literal
+from plsp.syntax import Action, Log, Ref, Scanner, Str, Value, literal
 
 __all__ = [
     "COMPARISONS", "Condition", "Delete", "Directive", "Fetch", "If", "Instruction", "Opaque",
@@ -215,8 +215,8 @@ def _read_source(scanner: Scanner) -> str:
     start = scanner.pos
     if scanner.peek() == '"':
         value = scanner.read_value()
-        assert not isinstance(value, Ref)
-        source = value.dumps()[1:-1]
+        assert isinstance(value, Str)  # a '"' always starts a string
+        source = value.text
     else:
         match = _BARE_SOURCE.match(scanner.text, scanner.pos)
         if match is None:

@@ -9,8 +9,8 @@
 
 After every accepted cycle, the `instr` of every rule whose `when` holds is joined, in
 file order, into the next instruction. `when` is `always`, `ran:ACTION` (the action
-succeeded last cycle) or a condition on the state (`$t>80`), or a list of those (all
-must hold). `{ACTION}` inserts that action's result as a literal, `{cycle}` the number.
+succeeded last cycle), `failed:ACTION` (it failed), a condition on the state (`$t>80`),
+or a list of those (all must hold). `{ACTION}` inserts that action's result as a literal, `{cycle}` the number.
 """
 
 from __future__ import annotations
@@ -23,18 +23,18 @@ from typing import Any
 
 import yaml  # type: ignore[import-untyped]
 
-from plsp.actions import ActionRegistry, FetchPolicy, builtin_actions, page_sink
+from plsp.actions import ActionRegistry, FetchPolicy, LogFileSink, builtin_actions, page_sink
 from plsp.diagnostics import ParseError
 from plsp.engine import compare
 from plsp.instr import PREFIX, Condition, Instruction, parse_condition, parse_instr
 from plsp.middleware import PolicyContext
-from plsp.syntax import Literal, Num, StateBlock, Str, literal
+from plsp.syntax import LiteralValue, Num, StateBlock, Str, literal
 
 __all__ = ["LoopFileError", "LoopSpec", "Rule", "load_loop"]
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _TOP_KEYS = {"goal", "initial", "rules", "otherwise", "stop_when", "max_cycles", "strict",
-             "retries", "actions", "provider", "model", "replies"}
+             "retries", "actions", "logs", "provider", "model", "replies"}
 _ACTION_KEYS = {"wait": {"max_ms"}, "page": {"sink"}, "fetch": {"folder", "urls", "max_bytes"}}
 
 
@@ -47,10 +47,13 @@ class Rule:
     template: str
     conditions: tuple[Condition, ...] = ()
     ran: tuple[str, ...] = ()
+    failed: tuple[str, ...] = ()
 
     def applies(self, context: PolicyContext) -> bool:
         results = context.results
+        failures = {r.name for r in context.last.actions if not r.ok} if context.last else set()
         return all(name in results for name in self.ran) and \
+            all(name in failures for name in self.failed) and \
             all(holds(c, context.state) for c in self.conditions)
 
     def render(self, context: PolicyContext) -> str:
@@ -64,7 +67,7 @@ class Rule:
         return _PLACEHOLDER.sub(fill, self.template)
 
 
-def result_literal(name: str, value: object) -> Literal:
+def result_literal(name: str, value: object) -> LiteralValue:
     """An action result as a PLSP literal: a number when it reads as one."""
     text = str(value).strip()
     try:
@@ -105,6 +108,7 @@ class LoopSpec:
     provider: str | None = None
     model: str | None = None
     replies: Path | None = None
+    logs: Path | None = None
     _last: Instruction | None = None
 
     def __call__(self, context: PolicyContext) -> Instruction | None:
@@ -122,6 +126,9 @@ class LoopSpec:
             self._last = _instruction("".join(texts), f"{self.path}: rules (cycle "
                                                        f"{context.cycle})")
         return self._last
+
+    def build_log_sink(self) -> LogFileSink | None:
+        return LogFileSink(self.logs) if self.logs is not None else None
 
     def build_actions(self) -> ActionRegistry:
         base = self.path.parent
@@ -151,6 +158,7 @@ def _rule(raw: object, where: str) -> Rule:
     when = raw.get("when", "always")
     clauses = when if isinstance(when, list) else [when]
     ran: list[str] = []
+    failed: list[str] = []
     conditions: list[Condition] = []
     for clause in clauses:
         if not isinstance(clause, str):
@@ -159,6 +167,9 @@ def _rule(raw: object, where: str) -> Rule:
             continue
         if clause.startswith("ran:"):
             ran.append(clause[len("ran:"):].strip())
+            continue
+        if clause.startswith("failed:"):
+            failed.append(clause[len("failed:"):].strip())
             continue
         try:
             conditions.append(parse_condition(clause))
@@ -169,7 +180,7 @@ def _rule(raw: object, where: str) -> Rule:
         if name != "cycle" and name not in ran:
             raise LoopFileError(f"{where}.instr: {{{name}}} needs 'ran:{name}' in its 'when'")
     _instruction(_PLACEHOLDER.sub("0", template), f"{where}.instr")  # checks the syntax
-    return Rule(template, tuple(conditions), tuple(ran))
+    return Rule(template, tuple(conditions), tuple(ran), tuple(failed))
 
 
 def _read(path: Path) -> dict[str, Any]:
@@ -219,6 +230,9 @@ def load_loop(path: str | Path) -> LoopSpec:
     if otherwise is not None:
         _instruction(str(otherwise), f"{path}: otherwise")
     replies = data.get("replies")
+    logs = data.get("logs")
+    if logs is not None and not (isinstance(logs, str) and logs.startswith("file:")):
+        raise LoopFileError(f"{path}: 'logs' must be 'file:PATH'")
     return LoopSpec(
         path=path,
         initial=_instruction(str(data["initial"]), f"{path}: initial"),
@@ -227,4 +241,5 @@ def load_loop(path: str | Path) -> LoopSpec:
         stop_when=stop_when, max_cycles=data.get("max_cycles", 20),
         strict=data.get("strict", True), retries=data.get("retries", 1), actions=actions,
         provider=data.get("provider"), model=data.get("model"),
-        replies=path.parent / replies if replies else None)
+        replies=path.parent / replies if replies else None,
+        logs=path.parent / logs[len("file:"):] if logs else None)

@@ -126,6 +126,8 @@ class Loop:
                  on_cycle: Callable[[CycleRecord], object] | None = None,
                  strict: bool = True, retries: int = 1, max_cycles: int = 100,
                  max_rejections: int = 3, goal: str | None = None) -> None:
+        if retries < 0 or max_cycles < 0 or max_rejections < 1:
+            raise ValueError("retries and max_cycles must be >= 0, max_rejections >= 1")
         self.model = model
         self.policy = policy
         self.actions = actions if actions is not None else builtin_actions()

@@ -7,7 +7,6 @@ the block); `extract` is the separate, lenient step for model replies with chatt
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal
 
@@ -83,7 +82,7 @@ class Ref:
 
 
 Value = Str | Num | Ref
-Literal = Str | Num
+LiteralValue = Str | Num
 
 
 def literal(value: object) -> Value:
@@ -176,7 +175,7 @@ class StateBlock:
     def actions(self) -> tuple[Action, ...]:
         return tuple(s for s in self.statements if isinstance(s, Action))
 
-    def resolve(self, value: Value) -> Literal:
+    def resolve(self, value: Value) -> LiteralValue:
         """Follow `$ref` chains inside this block; KeyError names the missing variable."""
         variables = self.variables
         seen: list[str] = []
@@ -192,9 +191,6 @@ class StateBlock:
     def dumps(self) -> str:
         """The minimal canonical text: no whitespace, every statement ended by `;`."""
         return "S{" + "".join(s.dumps() + ";" for s in self.statements) + "}S"
-
-    def __iter__(self) -> Iterator[Statement]:
-        return iter(self.statements)
 
 
 class Scanner:
@@ -384,8 +380,11 @@ def _block_spans(reply: str) -> list[tuple[int, int]]:
                 end = pos + 2
                 break
             pos += 1
-        if end < 0:
-            break
+        if end < 0:  # an unterminated string: cut at the first '}S' so parse can say so
+            plain = reply.find("}S", start + 2)
+            if plain < 0:
+                break
+            end = plain + 2
         spans.append((start, end))
         search_from = end
     return spans

@@ -13,7 +13,7 @@ from plsp.middleware import CycleRecord
 from plsp.syntax import parse
 from plsp.verify import verify
 
-__all__ = ["CycleCheck", "TraceWriter", "check_trace", "read_trace"]
+__all__ = ["CycleCheck", "TraceError", "TraceWriter", "check_trace", "read_trace"]
 
 
 class TraceWriter:

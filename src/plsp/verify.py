@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from plsp.diagnostics import ParseError, Violation, line_and_column
 from plsp.engine import ANY, Expectation, Known, describe, expect, matches
-from plsp.instr import Instruction
+from plsp.instr import Instruction, Opaque
 from plsp.syntax import Action, Log, StateBlock, extract, parse
 
 __all__ = ["Verdict", "verify"]
@@ -124,8 +124,8 @@ def _check_variables(previous: StateBlock, expectation: Expectation,
         except KeyError:
             continue  # already reported as undefined_reference
         if not matches(expected, got):
-            why = "changed without an instruction" if name in previous.variables and \
-                expected == expectation.value_of(previous.variables[name]) else "drifted"
+            cause = expectation.causes.get(name)
+            why = f"from {cause}" if cause else "changed without an instruction"
             violations.append(Violation(
                 "wrong_value", f"${name} is {describe(got)}, expected {describe(expected)} "
                                f"({why})", True))
@@ -143,6 +143,8 @@ def verify(previous: StateBlock, instruction: Instruction, reply: str, *,
            strict: bool = True) -> Verdict:
     """Read the next block from `reply` and check it against the reference engine."""
     block, violations = _read(reply, strict)
+    violations += [Violation("unknown_directive", f"{d.dumps()} was passed through unchecked",
+                             False) for d in instruction.directives if isinstance(d, Opaque)]
     if block is None:
         return Verdict(None, tuple(violations))
     expectation = expect(previous, instruction)

@@ -37,8 +37,13 @@ def _out(text: str) -> None:
 
 
 def _problem_dict(path: str, problem: Problem) -> dict[str, Any]:
-    return {"path": _display(path), "line": problem.line, "id": problem.id,
-            "code": problem.code, "message": problem.message}
+    return {
+        "path": _display(path),
+        "line": problem.line,
+        "id": problem.id,
+        "code": problem.code,
+        "message": problem.message,
+    }
 
 
 def _problem_text(path: str, problem: Problem) -> str:
@@ -61,14 +66,20 @@ def _cmd_validate(args: argparse.Namespace) -> int:
             else:
                 _out(_problem_text(path, problem))
 
-        def on_message(msg: dict[str, Any], line: int, checker: ThreadChecker | None = checker) -> None:
+        def on_message(
+            msg: dict[str, Any], line: int, checker: ThreadChecker | None = checker
+        ) -> None:
             if checker is not None:
                 for problem in checker.add(msg, line):
                     on_problem(problem)
 
         try:
-            summary = scan(path, on_problem, on_message if checker is not None else None,
-                           max_line_bytes=args.max_line_bytes)
+            summary = scan(
+                path,
+                on_problem,
+                on_message if checker is not None else None,
+                max_line_bytes=args.max_line_bytes,
+            )
         except OSError as error:
             usage_errors += 1
             sys.stderr.write(f"vlp: cannot read {_display(path)}: {error.strerror or error}\n")
@@ -80,12 +91,22 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         totals["valid"] += summary.valid
     ok = totals["problems"] == 0 and usage_errors == 0
     if as_json:
-        _out(orjson.dumps({"ok": ok, "messages": totals["messages"], "valid": totals["valid"],
-                           "problems": problems}).decode())
+        _out(
+            orjson.dumps(
+                {
+                    "ok": ok,
+                    "messages": totals["messages"],
+                    "valid": totals["valid"],
+                    "problems": problems,
+                }
+            ).decode()
+        )
     else:
         verdict = "ok" if ok else "INVALID"
-        _out(f"{verdict}: {totals['messages']} message(s), {totals['valid']} valid, "
-             f"{totals['problems']} problem(s) in {len(args.files)} file(s)")
+        _out(
+            f"{verdict}: {totals['messages']} message(s), {totals['valid']} valid, "
+            f"{totals['problems']} problem(s) in {len(args.files)} file(s)"
+        )
     if usage_errors:
         return EXIT_USAGE
     return EXIT_OK if ok else EXIT_INVALID
@@ -119,13 +140,19 @@ def _cmd_gate(args: argparse.Namespace) -> int:
     thread, unreadable = _load_thread(args.file, args.max_line_bytes)
     result = gate(thread, unreadable=unreadable)
     if args.format == "json":
-        _out(orjson.dumps({
-            "verdict": result.verdict.value,
-            "causes": [{"verdict": c.verdict.value, "id": c.id, "line": c.line, "reason": c.reason}
-                       for c in result.causes],
-            "halted": result.halted,
-            "held": result.held,
-        }).decode())
+        _out(
+            orjson.dumps(
+                {
+                    "verdict": result.verdict.value,
+                    "causes": [
+                        {"verdict": c.verdict.value, "id": c.id, "line": c.line, "reason": c.reason}
+                        for c in result.causes
+                    ],
+                    "halted": result.halted,
+                    "held": result.held,
+                }
+            ).decode()
+        )
         return result.verdict.exit_code
     labels = {"proceed": "PROCEED", "hold": "HOLD for review", "halt": "HALT"}
     _out(f"{labels[result.verdict.value]} ({len(thread.messages)} message(s))")
@@ -163,13 +190,23 @@ def _cmd_new(args: argparse.Namespace) -> int:
     refers_to = args.refers_to[0] if args.refers_to and len(args.refers_to) == 1 else args.refers_to
     try:
         msg = make_message(
-            args.type, sender=args.sender, content=content, confidence=args.confidence,
-            provenance=args.provenance, keywords=args.keyword, refers_to=refers_to,
-            receiver=args.receiver, topic=args.topic, session_id=args.session_id, seq=args.seq,
-            constraints=args.constraint, safety=safety,
+            args.type,
+            sender=args.sender,
+            content=content,
+            confidence=args.confidence,
+            provenance=args.provenance,
+            keywords=args.keyword,
+            refers_to=refers_to,
+            receiver=args.receiver,
+            topic=args.topic,
+            session_id=args.session_id,
+            seq=args.seq,
+            constraints=args.constraint,
+            safety=safety,
             payload=_json_object(args.payload, "--payload") if args.payload else None,
             extras=_json_object(args.extras, "--extras") if args.extras else None,
-            id=args.id, timestamp=args.timestamp,
+            id=args.id,
+            timestamp=args.timestamp,
         )
     except VLPError as error:
         for problem in error.problems:
@@ -206,22 +243,31 @@ def build_parser() -> argparse.ArgumentParser:
     validate = commands.add_parser("validate", help="check JSON or NDJSON files ('-' for stdin)")
     validate.add_argument("files", nargs="+", metavar="FILE")
     validate.add_argument("--format", choices=("text", "json"), default="text")
-    validate.add_argument("--no-thread", action="store_true",
-                          help="skip checks across messages (duplicate ids, refs, seq): constant memory")
+    validate.add_argument(
+        "--no-thread",
+        action="store_true",
+        help="skip checks across messages (duplicate ids, refs, seq): constant memory",
+    )
     validate.set_defaults(run=_cmd_validate)
 
     show = commands.add_parser("show", help="print a thread as a tree, corrections applied")
     show.add_argument("file", metavar="FILE")
     show.set_defaults(run=_cmd_show)
 
-    gate_cmd = commands.add_parser("gate", help="verdict: exit 0 proceed, 3 hold for review, 4 halt")
+    gate_cmd = commands.add_parser(
+        "gate", help="verdict: exit 0 proceed, 3 hold for review, 4 halt"
+    )
     gate_cmd.add_argument("file", metavar="FILE")
     gate_cmd.add_argument("--format", choices=("text", "json"), default="text")
     gate_cmd.set_defaults(run=_cmd_gate)
 
     for sub in (validate, show, gate_cmd):
-        sub.add_argument("--max-line-bytes", type=_max_line, default=DEFAULT_MAX_LINE_BYTES,
-                         help=f"longer lines are reported and skipped (default {DEFAULT_MAX_LINE_BYTES})")
+        sub.add_argument(
+            "--max-line-bytes",
+            type=_max_line,
+            default=DEFAULT_MAX_LINE_BYTES,
+            help=f"longer lines are reported and skipped (default {DEFAULT_MAX_LINE_BYTES})",
+        )
 
     new = commands.add_parser("new", help="print a new valid message as one JSON line")
     new.add_argument("type", choices=MESSAGE_TYPES)

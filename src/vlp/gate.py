@@ -78,8 +78,11 @@ def _hold_reasons(msg: Any, valid: bool) -> list[str]:
 
 def _issue_codes(msg: dict[str, Any]) -> str:
     issues = msg["safety"].get("issues")
-    codes = [i["code"] for i in issues if isinstance(i, dict) and isinstance(i.get("code"), str)] \
-        if isinstance(issues, list) else []
+    codes = (
+        [i["code"] for i in issues if isinstance(i, dict) and isinstance(i.get("code"), str)]
+        if isinstance(issues, list)
+        else []
+    )
     return f" ({', '.join(codes)})" if codes else ""
 
 
@@ -101,7 +104,9 @@ def gate(messages: Thread | Iterable[Any], *, unreadable: Iterable[Problem] = ()
     for index, (msg, valid, line) in enumerate(zip(thread.messages, thread.valid, thread.lines)):
         ident = msg.get("id") if isinstance(msg, dict) and isinstance(msg.get("id"), str) else None
         if safety_level(msg) == "block":
-            causes.append(Cause(Verdict.HALT, "safety.level is block" + _issue_codes(msg), ident, line, index))
+            causes.append(
+                Cause(Verdict.HALT, "safety.level is block" + _issue_codes(msg), ident, line, index)
+            )
             if first_block is None:
                 first_block = index
         reasons = _hold_reasons(msg, valid)

@@ -37,7 +37,7 @@ def _safety_object(safety: str | Mapping[str, Any]) -> dict[str, Any]:
 
 
 def make_message(
-    type: str,  # noqa: A002 - the spec's field name, kept for the seed's call shape
+    type: str,
     *,
     sender: str,
     content: str | Mapping[str, Any],
@@ -53,7 +53,7 @@ def make_message(
     constraints: Sequence[str] | None = None,
     safety: str | Mapping[str, Any] | None = None,
     extras: Mapping[str, Any] | None = None,
-    id: str | None = None,  # noqa: A002 - the spec's field name
+    id: str | None = None,
     timestamp: str | datetime | None = None,
 ) -> dict[str, Any]:
     """A new, valid VLP/1.1 message dict, or VLPError listing every problem.

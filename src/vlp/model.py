@@ -14,7 +14,9 @@ from vlp.errors import VLPError
 from vlp.message import make_message
 from vlp.validate import message_problems
 
-MessageType = Literal["claim", "evidence", "query", "response", "correction", "notice", "session_context"]
+MessageType = Literal[
+    "claim", "evidence", "query", "response", "correction", "notice", "session_context"
+]
 SafetyLevel = Literal["safe", "review", "block"]
 
 
@@ -79,7 +81,7 @@ class Message(BaseModel):
         return data
 
     @classmethod
-    def create(cls, type: str, **fields: Any) -> Message:  # noqa: A002 - spec field name
+    def create(cls, type: str, **fields: Any) -> Message:
         """Like :func:`vlp.make_message`, returning a model."""
         return cls.model_validate(make_message(type, **fields))
 

@@ -8,6 +8,7 @@ import orjson
 
 from vlp.errors import CorrectionCycleError
 from vlp.thread import Thread, references, safety_level
+from vlp.validate import message_problems
 
 _MARKS = {"safe": "", "review": "  [REVIEW]", "block": "  [BLOCK]"}
 _WIDTH = 72
@@ -60,8 +61,13 @@ def render_thread(thread: Thread) -> str:
     for msg in thread.valid_messages():
         if thread.by_id.get(msg["id"]) is not msg:
             continue  # duplicate id: the first message keeps the id
-        parents = [ref for ref in references(msg) if ref in thread.by_id and ref != msg["id"]
-                   and thread.position[ref] < thread.position[msg["id"]]]
+        parents = [
+            ref
+            for ref in references(msg)
+            if ref in thread.by_id
+            and ref != msg["id"]
+            and thread.position[ref] < thread.position[msg["id"]]
+        ]
         if parents:
             children.setdefault(parents[0], []).append(msg)
         else:
@@ -82,11 +88,14 @@ def render_thread(thread: Thread) -> str:
     for root in roots:
         emit(root, "", True, True)
         out.append("")
-    invalid = [(line, msg) for msg, ok, line in zip(thread.messages, thread.valid, thread.lines) if not ok]
+    invalid = [
+        (line, msg) for msg, ok, line in zip(thread.messages, thread.valid, thread.lines) if not ok
+    ]
     if invalid:
         out.append(f"{len(invalid)} invalid message(s) not shown in the tree:")
         for line, msg in invalid:
             ident = msg.get("id") if isinstance(msg, dict) else None
             where = f"line {line}" if line is not None else "?"
-            out.append(f"  {where}: {ident if isinstance(ident, str) else '(no id)'}")
+            codes = ", ".join(sorted({problem.code for problem in message_problems(msg)}))
+            out.append(f"  {where}: {ident if isinstance(ident, str) else '(no id)'} ({codes})")
     return "\n".join(out).rstrip() + "\n"

@@ -39,7 +39,7 @@ class Session:
             self.last_seq += 1
             return self.last_seq
 
-    def message(self, type: str, **fields: Any) -> dict[str, Any]:  # noqa: A002 - spec field name
+    def message(self, type: str, **fields: Any) -> dict[str, Any]:
         """A message in this session: ``make_message`` with session_id and seq filled in."""
         fields.setdefault("sender", self.agent)
         return make_message(type, session_id=self.id, seq=self.next_seq(), **fields)
@@ -112,7 +112,9 @@ class SessionRegistry:
     def next_seq(self, session_id: str) -> int:
         return self.get(session_id).next_seq()
 
-    def end(self, session_id: str, content: str | dict[str, Any] | None = None, **fields: Any) -> dict[str, Any]:
+    def end(
+        self, session_id: str, content: str | dict[str, Any] | None = None, **fields: Any
+    ) -> dict[str, Any]:
         """End a session and return its ``session_context`` message."""
         session = self.get(session_id)
         message = session.end(content, **fields)

@@ -112,13 +112,23 @@ class ThreadChecker:
             if last is not None:
                 if seq <= last:
                     found.append(
-                        Problem("VLP305", f"seq {seq} in session {session} follows seq {last}", line, ident)
+                        Problem(
+                            "VLP305",
+                            f"seq {seq} in session {session} follows seq {last}",
+                            line,
+                            ident,
+                        )
                     )
                 elif seq > last + 1:
                     missing = f"{last + 1}" if seq == last + 2 else f"{last + 1}..{seq - 1}"
                     found.append(
-                        Problem("VLP304", f"seq jumps from {last} to {seq} in session {session} "
-                                f"(missing {missing})", line, ident)
+                        Problem(
+                            "VLP304",
+                            f"seq jumps from {last} to {seq} in session {session} "
+                            f"(missing {missing})",
+                            line,
+                            ident,
+                        )
                     )
             self._last_seq[session] = seq if last is None else max(last, seq)
         return found
@@ -132,8 +142,12 @@ class ThreadChecker:
         self._pending.clear()
         for cycle in _correction_cycles(self._corrects):
             found.append(
-                Problem("VLP307", "corrections form a cycle: " + " -> ".join(cycle + [cycle[0]]),
-                        self._line.get(cycle[0]), cycle[0])
+                Problem(
+                    "VLP307",
+                    "corrections form a cycle: " + " -> ".join(cycle + [cycle[0]]),
+                    self._line.get(cycle[0]),
+                    cycle[0],
+                )
             )
         return found
 
@@ -141,11 +155,11 @@ class ThreadChecker:
 def _correction_cycles(corrects: dict[str, list[str]]) -> Iterator[list[str]]:
     """Each cycle among corrections once (iterative depth-first search)."""
     state: dict[str, int] = {}  # 1 = on the current path, 2 = done
-    for start in corrects:
+    for start, first_targets in corrects.items():
         if start in state:
             continue
         path: list[str] = []
-        stack: list[tuple[str, Iterator[str]]] = [(start, iter(corrects[start]))]
+        stack: list[tuple[str, Iterator[str]]] = [(start, iter(first_targets))]
         state[start] = 1
         path.append(start)
         while stack:
@@ -154,7 +168,7 @@ def _correction_cycles(corrects: dict[str, list[str]]) -> Iterator[list[str]]:
                 if target not in corrects or target == node:
                     continue
                 if state.get(target) == 1:
-                    yield path[path.index(target):]
+                    yield path[path.index(target) :]
                 elif target not in state:
                     state[target] = 1
                     path.append(target)
@@ -217,7 +231,9 @@ class Thread:
 
     def __init__(self, messages: Iterable[Any], lines: Iterable[int | None] | None = None) -> None:
         self.messages: list[Any] = list(messages)
-        self.lines: list[int | None] = list(lines) if lines is not None else [None] * len(self.messages)
+        self.lines: list[int | None] = (
+            list(lines) if lines is not None else [None] * len(self.messages)
+        )
         self.valid: list[bool] = [is_valid(msg) for msg in self.messages]
         self.by_id: dict[str, dict[str, Any]] = {}
         self.position: dict[str, int] = {}
@@ -254,29 +270,43 @@ class Thread:
         corrections) is the source of truth; the chain is the path from ``ident`` to it."""
         if ident not in self.by_id:
             raise KeyError(f"no valid message with id {ident!r} in the thread")
-        best: list[str] = [ident]
-        path: list[str] = [ident]
+        # Iterative depth-first search: long chains must not hit the recursion limit.
+        parent: dict[str, str | None] = {ident: None}
+        best = ident
+        stack: list[tuple[str, Iterator[str]]] = [(ident, iter(self._corrections.get(ident, ())))]
         on_path = {ident}
-
-        def visit(node: str) -> None:
-            nonlocal best
-            for correction in self._corrections.get(node, []):
+        while stack:
+            node, corrections = stack[-1]
+            for correction in corrections:
                 if correction in on_path:
-                    cycle = path[path.index(correction):] + [correction]
+                    path = [entry for entry, _ in stack]
+                    cycle = path[path.index(correction) :] + [correction]
                     raise CorrectionCycleError(
-                        [Problem("VLP307", "corrections form a cycle: " + " -> ".join(cycle),
-                                 id=correction)]
+                        [
+                            Problem(
+                                "VLP307",
+                                "corrections form a cycle: " + " -> ".join(cycle),
+                                id=correction,
+                            )
+                        ]
                     )
-                path.append(correction)
+                if correction in parent:
+                    continue  # reached before through another correction
+                parent[correction] = node
+                if self.position[correction] > self.position[best]:
+                    best = correction
                 on_path.add(correction)
-                if self.position[correction] > self.position[best[-1]]:
-                    best = list(path)
-                visit(correction)
-                on_path.discard(correction)
-                path.pop()
-
-        visit(ident)
-        chain = tuple(self.by_id[i] for i in best)
+                stack.append((correction, iter(self._corrections.get(correction, ()))))
+                break
+            else:
+                on_path.discard(node)
+                stack.pop()
+        chain_ids: list[str] = []
+        step: str | None = best
+        while step is not None:
+            chain_ids.append(step)
+            step = parent[step]
+        chain = tuple(self.by_id[i] for i in reversed(chain_ids))
         return Effective(ident, chain[-1], chain)
 
 

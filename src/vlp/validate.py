@@ -77,16 +77,22 @@ def _string_list_problem(
         return _add(found, "VLP102", f"'{field}' must be an array of strings, got {_shown(value)}")
     for index, item in enumerate(value):
         if not isinstance(item, str):
-            found = _add(found, "VLP102", f"'{field}[{index}]' must be a string, got {_shown(item)}")
+            found = _add(
+                found, "VLP102", f"'{field}[{index}]' must be a string, got {_shown(item)}"
+            )
     return found
 
 
-def _timestamp_problem(found: list[Problem] | None, field: str, value: object) -> list[Problem] | None:
+def _timestamp_problem(
+    found: list[Problem] | None, field: str, value: object
+) -> list[Problem] | None:
     if not isinstance(value, str):
         return _add(found, "VLP102", f"'{field}' must be a string, got {_shown(value)}")
     if not _timestamp_ok(value):
         return _add(
-            found, "VLP107", f"'{field}' {value!r} is not an RFC 3339 UTC date-time like 2025-12-14T10:30:00Z"
+            found,
+            "VLP107",
+            f"'{field}' {value!r} is not an RFC 3339 UTC date-time like 2025-12-14T10:30:00Z",
         )
     return found
 
@@ -101,7 +107,9 @@ def _provenance_problem(found: list[Problem] | None, value: object) -> list[Prob
             continue
         if not isinstance(item, dict):
             found = _add(
-                found, "VLP109", f"'provenance[{index}]' must be a string or an object, got {_shown(item)}"
+                found,
+                "VLP109",
+                f"'provenance[{index}]' must be a string or an object, got {_shown(item)}",
             )
             continue
         where = f"provenance[{index}]"
@@ -112,7 +120,9 @@ def _provenance_problem(found: list[Problem] | None, value: object) -> list[Prob
             found = _string_problem(found, f"{where}.ref", ref, required=True, nonempty=True)
         for key in ("type", "hash"):
             if key in item:
-                found = _string_problem(found, f"{where}.{key}", item[key], required=False, nonempty=False)
+                found = _string_problem(
+                    found, f"{where}.{key}", item[key], required=False, nonempty=False
+                )
         if "fetched_at" in item:
             found = _timestamp_problem(found, f"{where}.fetched_at", item["fetched_at"])
     return found
@@ -125,7 +135,9 @@ def _safety_problem(found: list[Problem] | None, value: object) -> list[Problem]
     if level is _MISSING:
         found = _add(found, "VLP101", "missing required field 'safety.level'")
     elif not isinstance(level, str) or level not in _LEVELS:
-        found = _add(found, "VLP110", f"'safety.level' must be safe, review or block, got {level!r}")
+        found = _add(
+            found, "VLP110", f"'safety.level' must be safe, review or block, got {level!r}"
+        )
     issues = value.get("issues", _MISSING)
     if issues is not _MISSING:
         if not isinstance(issues, list):
@@ -134,7 +146,9 @@ def _safety_problem(found: list[Problem] | None, value: object) -> list[Problem]
             for index, issue in enumerate(issues):
                 where = f"safety.issues[{index}]"
                 if not isinstance(issue, dict):
-                    found = _add(found, "VLP102", f"'{where}' must be an object, got {_shown(issue)}")
+                    found = _add(
+                        found, "VLP102", f"'{where}' must be an object, got {_shown(issue)}"
+                    )
                     continue
                 code = issue.get("code", _MISSING)
                 if not isinstance(code, str) or not code:
@@ -145,7 +159,9 @@ def _safety_problem(found: list[Problem] | None, value: object) -> list[Problem]
                     )
     human = value.get("requires_human", _MISSING)
     if human is not _MISSING and not isinstance(human, bool):
-        found = _add(found, "VLP102", f"'safety.requires_human' must be a boolean, got {_shown(human)}")
+        found = _add(
+            found, "VLP102", f"'safety.requires_human' must be a boolean, got {_shown(human)}"
+        )
     return found
 
 
@@ -153,7 +169,9 @@ def _refers_to_problem(found: list[Problem] | None, value: object) -> list[Probl
     if isinstance(value, str):
         return _add(found, "VLP103", "'refers_to' must not be empty") if not value else found
     if not isinstance(value, list):
-        return _add(found, "VLP102", f"'refers_to' must be a string or an array, got {_shown(value)}")
+        return _add(
+            found, "VLP102", f"'refers_to' must be a string or an array, got {_shown(value)}"
+        )
     if not value:
         return _add(found, "VLP112", "'refers_to' is an empty array")
     for index, item in enumerate(value):
@@ -161,8 +179,12 @@ def _refers_to_problem(found: list[Problem] | None, value: object) -> list[Probl
     return found
 
 
-def _check(msg: Any) -> list[Problem] | None:
-    """None when ``msg`` is a valid VLP/1.1 message, else every problem found."""
+def check_message(msg: Any) -> list[Problem] | None:
+    """None when ``msg`` is a valid VLP/1.1 message, else every problem found.
+
+    Complete for every shape the schema allows, and explains each problem; the hot
+    path asks :func:`is_surely_valid` first and only falls back to this.
+    """
     if not isinstance(msg, dict):
         return [Problem("VLP002", f"a message must be a JSON object, got {_shown(msg)}")]
     found: list[Problem] | None = None
@@ -184,7 +206,11 @@ def _check(msg: Any) -> list[Problem] | None:
         elif kind in RESERVED_TYPES:
             found = _add(found, "VLP106", f"type {kind!r} is reserved for a later VLP version")
         else:
-            found = _add(found, "VLP105", f"unknown type {kind!r}; expected one of {', '.join(MESSAGE_TYPES)}")
+            found = _add(
+                found,
+                "VLP105",
+                f"unknown type {kind!r}; expected one of {', '.join(MESSAGE_TYPES)}",
+            )
     value = get("timestamp", _MISSING)
     if value.__class__ is not str or not _timestamp_ok(value):
         if value is _MISSING:
@@ -199,14 +225,18 @@ def _check(msg: Any) -> list[Problem] | None:
         if value is _MISSING:
             found = _add(found, "VLP101", "missing required field 'content'")
         elif not isinstance(value, (str, dict)):
-            found = _add(found, "VLP102", f"'content' must be a string or an object, got {_shown(value)}")
+            found = _add(
+                found, "VLP102", f"'content' must be a string or an object, got {_shown(value)}"
+            )
     confidence = get("confidence", _MISSING)
     confidence_is_number = confidence.__class__ is float or _is_number(confidence)
     if not confidence_is_number:
         if confidence is _MISSING:
             found = _add(found, "VLP101", "missing required field 'confidence'")
         else:
-            found = _add(found, "VLP102", f"'confidence' must be a number, got {_shown(confidence)}")
+            found = _add(
+                found, "VLP102", f"'confidence' must be a number, got {_shown(confidence)}"
+            )
     elif not 0 <= confidence <= 1:
         found = _add(found, "VLP108", f"'confidence' must be between 0 and 1, got {confidence!r}")
 
@@ -255,18 +285,23 @@ def _check(msg: Any) -> list[Problem] | None:
         found = _refers_to_problem(found, refers_to)
 
     # Truth serum.
-    has_provenance = provenance is not _MISSING and not (isinstance(provenance, list) and not provenance)
+    has_provenance = provenance is not _MISSING and not (
+        isinstance(provenance, list) and not provenance
+    )
     if kind == "evidence":
         if refers_to is _MISSING:
-            found = _add(found, "VLP201", "evidence must carry 'refers_to' naming the claim it supports")
+            found = _add(
+                found, "VLP201", "evidence must carry 'refers_to' naming the claim it supports"
+            )
         if not has_provenance:
             found = _add(found, "VLP202", "evidence must carry at least one provenance item")
     elif kind == "response" or kind == "correction":
         if refers_to is _MISSING:
-            found = _add(found, "VLP203", f"{kind} must carry 'refers_to' naming the message it answers")
-    elif kind == "session_context":
-        if "session_id" not in msg:
-            found = _add(found, "VLP205", "session_context must carry 'session_id'")
+            found = _add(
+                found, "VLP203", f"{kind} must carry 'refers_to' naming the message it answers"
+            )
+    elif kind == "session_context" and "session_id" not in msg:
+        found = _add(found, "VLP205", "session_context must carry 'session_id'")
     if (
         confidence_is_number
         and confidence >= _HIGH_CONFIDENCE
@@ -287,6 +322,7 @@ def _check(msg: Any) -> list[Problem] | None:
 
 # Per-type rules as bit flags, so the fast path looks the type up once.
 _NEEDS_REFERS_TO, _NEEDS_PROVENANCE, _NEEDS_SESSION, _ASSERTS = 1, 2, 4, 8
+_NEEDS_OPTIONAL_FIELD = _NEEDS_REFERS_TO | _NEEDS_PROVENANCE | _NEEDS_SESSION
 _RULES = {
     "claim": _ASSERTS,
     "evidence": _NEEDS_REFERS_TO | _NEEDS_PROVENANCE | _ASSERTS,
@@ -305,7 +341,7 @@ def is_surely_valid(msg: Any) -> bool:
     """Fast test for the common shape of a valid message.
 
     True only for valid messages; False means "not sure" and the caller must ask
-    :func:`_check`, which handles the rarer shapes (object provenance items, safety
+    :func:`check_message`, which handles the rarer shapes (object provenance items, safety
     issues, integral floats as seq...) and explains what is wrong.
     """
     try:
@@ -327,7 +363,10 @@ def is_surely_valid(msg: Any) -> bool:
         ):
             return False
         if len(msg) == _REQUIRED_COUNT:
-            return not rules & 7 and (confidence < _HIGH_CONFIDENCE or not rules)
+            return not rules & _NEEDS_OPTIONAL_FIELD and (
+                confidence < _HIGH_CONFIDENCE or not rules
+            )
+        # Optional fields, unrolled on purpose: a loop over names costs more than the checks.
         earned = False  # has provenance, or is flagged for review
         if "provenance" in msg:
             value = msg["provenance"]
@@ -355,10 +394,6 @@ def is_surely_valid(msg: Any) -> bool:
                 return False
         elif rules & _NEEDS_SESSION:
             return False
-        if "seq" in msg:
-            value = msg["seq"]
-            if value.__class__ is not int or value < 0:
-                return False
         if "safety" in msg:
             value = msg["safety"]
             if _EARNS_HIGH_CONFIDENCE[value["level"]]:
@@ -367,14 +402,11 @@ def is_surely_valid(msg: Any) -> bool:
                 return False
         if confidence >= _HIGH_CONFIDENCE and rules and not earned:
             return False
-        # Unrolled on purpose: a loop over field names costs more than the checks.
+        if "seq" in msg:
+            value = msg["seq"]
+            if value.__class__ is not int or value < 0:
+                return False
         if "receiver" in msg and msg["receiver"].__class__ is not str:
-            return False
-        if "topic" in msg and msg["topic"].__class__ is not str:
-            return False
-        if "payload" in msg and msg["payload"].__class__ is not dict:
-            return False
-        if "_extras" in msg and msg["_extras"].__class__ is not dict:
             return False
         if "keywords" in msg:
             value = msg["keywords"]
@@ -383,6 +415,12 @@ def is_surely_valid(msg: Any) -> bool:
             for item in value:
                 if item.__class__ is not str:
                     return False
+        if "topic" in msg and msg["topic"].__class__ is not str:
+            return False
+        if "payload" in msg and msg["payload"].__class__ is not dict:
+            return False
+        if "_extras" in msg and msg["_extras"].__class__ is not dict:
+            return False
         if "constraints" in msg:
             value = msg["constraints"]
             if value.__class__ is not list:
@@ -399,19 +437,19 @@ def message_problems(msg: object) -> list[Problem]:
     """Every schema and truth-serum problem of one message (empty when it is valid)."""
     if is_surely_valid(msg):
         return []
-    return _check(msg) or []
+    return check_message(msg) or []
 
 
 def is_valid(msg: object) -> bool:
     """True when ``msg`` is a valid VLP/1.1 message."""
-    return is_surely_valid(msg) or _check(msg) is None
+    return is_surely_valid(msg) or check_message(msg) is None
 
 
 def validate_vlp(msg: object) -> tuple[bool, str | None]:
     """``(True, None)`` for a valid message, else ``(False, "CODE reason; ...")``."""
     if is_surely_valid(msg):
         return True, None
-    found = _check(msg)
+    found = check_message(msg)
     if found is None:
         return True, None
     return False, "; ".join(str(problem) for problem in found)

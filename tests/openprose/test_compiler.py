@@ -36,7 +36,7 @@ def test_reference_canonical_form_example() -> None:
           prompt: "Do research"
         """
     assert compiled(source) == (
-        "agent researcher:\n  model: sonnet\nsession: researcher\n  prompt: \"Do research\"\n"
+        'agent researcher:\n  model: sonnet\nsession: researcher\n  prompt: "Do research"\n'
     )
 
 
@@ -53,7 +53,7 @@ def test_comments_are_stripped() -> None:
 
 
 def test_indentation_is_normalized_to_two_spaces() -> None:
-    source = "do:\n      session \"a\"\n      repeat 2:\n          session \"b\"\n"
+    source = 'do:\n      session "a"\n      repeat 2:\n          session "b"\n'
     assert compiled(source) == 'do:\n  session "a"\n  repeat 2:\n    session "b"\n'
 
 
@@ -145,8 +145,8 @@ def test_arrow_in_a_parallel_branch_stays_one_branch() -> None:
 
 def test_arrow_of_values_is_left_alone() -> None:
     # `let x = a -> b` has steps that cannot stand on their own line; nothing to expand.
-    program = canonicalize(parsed('let a = "x"\nlet y = a -> a\n'))
-    assert isinstance(program.body[1].value, n.Arrow)
+    binding = canonicalize(parsed('let a = "x"\nlet y = a -> a\n')).body[1]
+    assert isinstance(binding, n.Binding) and isinstance(binding.value, n.Arrow)
 
 
 def test_agent_properties_take_canonical_order() -> None:
@@ -228,7 +228,7 @@ def test_one_line_triple_string_becomes_single_quoted() -> None:
 
 
 def test_integer_literals_are_normalized() -> None:
-    assert compiled("repeat 007:\n  session \"x\"\n") == 'repeat 7:\n  session "x"\n'
+    assert compiled('repeat 007:\n  session "x"\n') == 'repeat 7:\n  session "x"\n'
 
 
 def test_strings_are_re_escaped() -> None:

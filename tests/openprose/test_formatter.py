@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from openprose import nodes as n
 from openprose.formatter import format_source
 from openprose.parser import parse_text
 
@@ -149,7 +150,8 @@ def test_literal_braces_are_escaped_only_where_needed() -> None:
     out = fmt(r'session "JSON {\"k\": 1} and \{name} and {} and {name}"' + "\n")
     assert out == r'session "JSON {\"k\": 1} and \{name} and {} and {name}"' + "\n"
     (stmt,) = parse_text(out).program.body
-    assert [p for p in stmt.prompt.parts if not isinstance(p, str)][0].name == "name"
+    assert isinstance(stmt, n.Session) and stmt.prompt is not None
+    assert [p.name for p in stmt.prompt.interpolations] == ["name"]
 
 
 def test_crlf_and_tabs_in_strings_normalize() -> None:

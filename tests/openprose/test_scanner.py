@@ -25,7 +25,9 @@ def tokens_of(text: str) -> list[Token]:
 
 
 def kinds(text: str) -> list[str]:
-    return [t[0] for t in tokens_of(text)]
+    toks = tokens_of(text)
+    assert toks[-2][0] == toks[-1][0] == EOF  # the scanner pads with a second EOF
+    return [t[0] for t in toks[:-1]]
 
 
 def codes(text: str) -> list[tuple[str, int, int]]:
@@ -63,7 +65,7 @@ def test_numbers_carry_values() -> None:
 
 
 def test_positions_are_one_based_and_exact() -> None:
-    toks = tokens_of('agent a:\n  model: sonnet\n')
+    toks = tokens_of("agent a:\n  model: sonnet\n")
     sonnet = next(t for t in toks if t[1] == "sonnet")
     span = token_span(sonnet)
     assert (span.line, span.column, span.end_line, span.end_column) == (2, 10, 2, 16)
@@ -75,7 +77,18 @@ def test_positions_are_one_based_and_exact() -> None:
 
 def test_indent_and_dedent() -> None:
     assert kinds("do:\n  a\n  b\nc\n") == [
-        "do", ":", NEWLINE, INDENT, NAME, NEWLINE, NAME, NEWLINE, DEDENT, NAME, NEWLINE, EOF
+        "do",
+        ":",
+        NEWLINE,
+        INDENT,
+        NAME,
+        NEWLINE,
+        NAME,
+        NEWLINE,
+        DEDENT,
+        NAME,
+        NEWLINE,
+        EOF,
     ]
 
 
@@ -118,7 +131,7 @@ def test_inconsistent_dedent() -> None:
 
 def test_pipe_continuation_line_may_open_a_level() -> None:
     # the `|` line sits between the `let` (0) and the map body (4): no E103
-    text = "let x = items | map:\n    session \"a\"\n  | filter:\n    session \"b\"\n"
+    text = 'let x = items | map:\n    session "a"\n  | filter:\n    session "b"\n'
     assert codes(text) == []
 
 
@@ -130,10 +143,11 @@ def test_tabs_are_a_diagnostic() -> None:
 
 def test_crlf_and_lf_give_the_same_tokens() -> None:
     text = 'agent a:\n  model: sonnet\nsession """\nx\n"""\n'
-    lf = [(t[0], t[8] if t[0] != STRING else t[8].value) for t in tokens_of(text)]  # type: ignore[union-attr]
-    crlf_text = text.replace("\n", "\r\n")
-    crlf = [(t[0], t[8] if t[0] != STRING else t[8].value) for t in tokens_of(crlf_text)]  # type: ignore[union-attr]
-    assert lf == crlf
+
+    def comparable(toks: list[Token]) -> list[tuple[str, object]]:
+        return [(t[0], t[8].value if isinstance(t[8], StringValue) else t[8]) for t in toks]
+
+    assert comparable(tokens_of(text)) == comparable(tokens_of(text.replace("\n", "\r\n")))
 
 
 def test_byte_order_mark_is_ignored() -> None:
@@ -142,7 +156,7 @@ def test_byte_order_mark_is_ignored() -> None:
 
 
 def test_unexpected_characters_are_grouped() -> None:
-    assert codes("session @@@ \"a\"\nlet x = 1 $\n") == [("E102", 1, 9), ("E102", 2, 11)]
+    assert codes('session @@@ "a"\nlet x = 1 $\n') == [("E102", 1, 9), ("E102", 2, 11)]
     assert codes("\x00\x01\x02") == [("E102", 1, 1)]
 
 
@@ -223,6 +237,6 @@ def test_discretion_single_and_triple() -> None:
 
 
 def test_unterminated_discretion() -> None:
-    assert codes("if **never closed:\n  session \"a\"\n") == [("E107", 1, 4)]
+    assert codes('if **never closed:\n  session "a"\n') == [("E107", 1, 4)]
     assert codes("if ***\nnever closed\n") == [("E108", 1, 4)]
-    assert codes("if **closed**:\n  session \"a\"\n") == []
+    assert codes('if **closed**:\n  session "a"\n') == []

@@ -4,8 +4,18 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from plsp.instr import COMPARISONS, Condition, Delete, Fetch, If, Instruction, Opaque, Set, \
-    Signal, Update
+from plsp.instr import (
+    COMPARISONS,
+    Condition,
+    Delete,
+    Fetch,
+    If,
+    Instruction,
+    Opaque,
+    Set,
+    Signal,
+    Update,
+)
 from plsp.syntax import Action, Assign, Log, Num, Ref, StateBlock, Str
 
 identifiers = st.one_of(st.from_regex(r"[A-Za-z]", fullmatch=True),

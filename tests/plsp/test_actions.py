@@ -9,8 +9,15 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from plsp.actions import ActionRegistry, FetchPolicy, FilePageSink, StdoutPageSink, \
-    WebhookPageSink, builtin_actions, page_sink
+from plsp.actions import (
+    ActionRegistry,
+    FetchPolicy,
+    FilePageSink,
+    StdoutPageSink,
+    WebhookPageSink,
+    builtin_actions,
+    page_sink,
+)
 from plsp.syntax import Num, Str
 
 

@@ -106,3 +106,19 @@ def test_console_script_is_wired() -> None:
     done = subprocess.run([str(script), "parse", "S{$a:01}S"], capture_output=True, text=True,
                           check=False)
     assert (done.returncode, done.stdout) == (0, "S{$a:1;}S\n")
+
+
+def test_replies_demo_shows_each_re_ask(tmp_path: Path,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    shutil.copytree(EXAMPLES, tmp_path / "ex")
+    code, out, _ = run(capsys, "run", str(tmp_path / "ex" / "thermostat.yaml"), "--replies",
+                       str(tmp_path / "ex" / "thermostat.replies.ndjson"),
+                       "--trace", str(tmp_path / "t.ndjson"))
+    assert code == 0 and "stopped (policy) after 5 cycles" in out
+    assert out.count("accepted after 2 attempts") == 3
+    assert '! dropped_variable: $u is missing (expected "op")' in out
+    assert "! stray_text: line 1, column 1: text outside the block: 'Here is the next state:'" \
+        in out
+    assert '! unrequested_action: !reboot,"boiler" was not signalled by the instruction' in out
+    assert "!reboot [" not in out  # never run: action lines read "!name [args] -> ..."
+    assert "!wait [200] -> ok 200" in out

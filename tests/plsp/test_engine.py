@@ -1,8 +1,12 @@
 from __future__ import annotations
 
+from hypothesis import given, settings
+
 from plsp.engine import ANY, compare, expect
-from plsp.instr import Condition, parse_instr
-from plsp.syntax import Action, Num, Ref, Str, parse
+from plsp.instr import Condition, Instruction, parse_instr
+from plsp.syntax import Action, Assign, Num, Ref, StateBlock, Str, parse
+from plsp.verify import verify
+from tests.plsp.strategies import blocks, instructions
 
 PREVIOUS = parse('S{$u:"op";$t:75;$l:70;$r:$u;}S')
 
@@ -65,3 +69,32 @@ def test_compare() -> None:
     assert compare(Condition(Ref("a"), "==", Ref("b")), Str("1"), Num("1")) is False
     assert compare(Condition(Ref("a"), "!=", Ref("b")), Num("1.0"), Num("1")) is False
     assert compare(gt, ANY, Num("1")) is None
+
+
+@settings(max_examples=200)
+@given(blocks(), instructions)
+def test_the_engines_exact_answer_always_verifies(previous: StateBlock,
+                                                  instruction: Instruction) -> None:
+    expected_block = expect(previous, instruction).block()
+    if expected_block is None:
+        return
+    verdict = verify(previous, instruction, expected_block.dumps())
+    assert verdict.violations == () or \
+        all(v.kind == "extended_identifier" for v in verdict.violations)
+    assert verdict.acceptable
+
+
+@settings(max_examples=150)
+@given(blocks(), instructions)
+def test_dropping_any_variable_from_the_exact_answer_is_caught(
+        previous: StateBlock, instruction: Instruction) -> None:
+    expected_block = expect(previous, instruction).block()
+    if expected_block is None or not expected_block.variables:
+        return
+    dropped = next(iter(expected_block.variables))
+    reply = StateBlock(tuple(s for s in expected_block.statements
+                             if not (isinstance(s, Assign) and s.name == dropped)))
+    verdict = verify(previous, instruction, reply.dumps())
+    assert not verdict.acceptable
+    assert any(v.kind in ("dropped_variable", "missing_variable") and f"${dropped} " in v.message
+               for v in verdict.violations)

@@ -5,8 +5,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from plsp.diagnostics import ParseError
-from plsp.instr import Condition, Delete, Fetch, If, Instruction, Opaque, Set, Signal, Update, \
-    parse_condition, parse_instr
+from plsp.instr import (
+    Condition,
+    Delete,
+    Fetch,
+    If,
+    Instruction,
+    Opaque,
+    Set,
+    Signal,
+    Update,
+    parse_condition,
+    parse_instr,
+)
 from plsp.syntax import Action, Log, Num, Ref, Str
 from tests.plsp.strategies import instructions
 

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -121,3 +122,39 @@ async def test_build_actions_uses_paths_relative_to_the_file(tmp_path: Path) -> 
     assert fetched.ok and fetched.value.strip() == "71"
     waited = await registry.run("wait", [Num("5000")])
     assert waited.value == 1000  # the loop file's max_ms bound
+
+
+def test_logs_go_to_a_file_relative_to_the_loop_file(tmp_path: Path) -> None:
+    spec = load_loop(write(tmp_path, "initial: '@set:$a=1;'\nlogs: file:out/logs.ndjson\n"))
+    (tmp_path / "out").mkdir()
+    sink = spec.build_log_sink()
+    assert sink is not None
+    sink(3, ["hot", 83])
+    [line] = (tmp_path / "out" / "logs.ndjson").read_text().splitlines()
+    record = json.loads(line)
+    assert (record["cycle"], record["values"]) == (3, ["hot", 83])
+    assert load_loop(write(tmp_path, "initial: '@set:$a=1;'\n")).build_log_sink() is None
+    with pytest.raises(LoopFileError, match="'logs' must be 'file:PATH'"):
+        load_loop(write(tmp_path, "initial: '@set:$a=1;'\nlogs: stdout\n"))
+
+
+def test_failed_and_combined_clauses(tmp_path: Path) -> None:
+    from plsp.actions import ActionResult
+
+    spec = load_loop(write(tmp_path, """
+initial: '@set:$t=0;'
+rules:
+  - when: failed:fetch
+    instr: '@sig:!page,"op","sensor down";'
+  - when: [ran:fetch, '$t>=0']
+    instr: '@set:$t={fetch};'
+"""))
+    spec(PolicyContext(1, parse("S{}S"), None))
+    down = record()
+    down.actions = [ActionResult("fetch", ("s.txt",), False, error="FileNotFoundError")]
+    nxt = spec(PolicyContext(2, parse("S{$t:0}S"), down))
+    assert nxt is not None and nxt.dumps() == 'INSTR:@sig:!page,"op","sensor down";'
+    nxt = spec(PolicyContext(3, parse("S{$t:0}S"), record(actions=[("fetch", "7")])))
+    assert nxt is not None and nxt.dumps() == "INSTR:@set:$t=7;"
+    assert spec(PolicyContext(4, parse('S{$t:"x"}S'), record(actions=[("fetch", "7")]))) \
+        is None  # '$t>=0' is undecidable on a string, so it does not hold

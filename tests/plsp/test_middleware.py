@@ -174,3 +174,14 @@ async def test_trace_record_holds_the_three_artifacts() -> None:
     assert record["attempts"][0]["violations"][0]["kind"] == "stray_text"
     assert record["actions"] == [{"name": "ping", "args": ["$u"], "ok": True,
                                   "result": "pong $u"}]
+
+
+def test_python_policy_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    import runpy
+    from pathlib import Path
+
+    example = Path(__file__).parents[2] / "examples" / "plsp" / "counter_policy.py"
+    runpy.run_path(str(example), run_name="__main__")
+    out = capsys.readouterr().out
+    assert "INSTR:@upd:$n=3;@sig:!beep,$n; -> S{$n:3;!beep,$n;}S ['beepbeepbeep']" in out
+    assert out.endswith("done: policy S{$n:3;!beep,$n;}S\n")

@@ -10,7 +10,6 @@ from plsp.diagnostics import ParseError
 from plsp.syntax import Action, Assign, Log, Num, Ref, StateBlock, Str, extract, literal, parse
 from tests.plsp.strategies import blocks
 
-
 # --- valid productions ----------------------------------------------------------------
 
 def test_empty_block() -> None:
@@ -204,3 +203,10 @@ def test_extract_takes_the_last_block_and_lenient_mode_is_non_blocking() -> None
 def test_extract_without_block() -> None:
     assert extract("I cannot do that") is None
     assert extract("S{$a:1") is None
+
+
+def test_extract_cuts_an_unterminated_string_at_the_first_end_marker() -> None:
+    found = extract('S{$a:"open}S')
+    assert found is not None and found.text == 'S{$a:"open}S'
+    with pytest.raises(ParseError, match="unterminated string"):
+        parse(found.text)

@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from plsp.instr import parse_instr
 from plsp.syntax import parse
 from plsp.verify import verify
@@ -36,7 +39,7 @@ def test_dropped_variable() -> None:
 def test_ignored_set_is_a_wrong_value() -> None:
     verdict = verify(PREVIOUS, INSTR, 'S{$u:"op";$t:75;$l:75;!wait,9;}S')
     messages = [str(v) for v in verdict.violations]
-    assert any("$t is 75, expected 82" in m for m in messages)
+    assert 'wrong_value: $t is 75, expected 82 (from @set:$t=82)' in messages
     assert sorted(v.kind for v in verdict.violations) == \
         ["missing_signal", "unrequested_action", "wrong_value"]
 
@@ -59,7 +62,8 @@ def test_removed_variable_must_go_and_others_may_not_appear_silently() -> None:
 def test_missing_new_variable_and_undefined_reference() -> None:
     assert kinds('S{$u:"op";$t:75;$l:70;}S', instr="INSTR:@set:$n=1;") == ["missing_variable"]
     assert kinds('S{$u:"op";$t:75;$l:$q;}S', instr="INSTR:") == ["undefined_reference"]
-    assert kinds('S{$u:"op";$t:75;$l:70;>$q;}S', instr="INSTR:@x;") == ["undefined_reference"]
+    assert kinds('S{$u:"op";$t:75;$l:70;>$q;}S', instr="INSTR:@x;") == \
+        ["undefined_reference", "unknown_directive"]
 
 
 def test_chatter_is_stray_text_blocking_only_in_strict_mode() -> None:
@@ -85,12 +89,26 @@ def test_no_block() -> None:
 
 def test_open_instruction_checks_only_what_is_certain() -> None:
     instr = "INSTR:@fetch:x,$d;@calc:$t=$t*2;@set:$p=1;"
-    assert kinds('S{$u:"op";$t:150;$l:70;$d:"data";$p:1;$z:3;!beep;}S', instr=instr) == []
-    assert kinds('S{$u:"op";$t:150;$l:70;$d:"data";$p:2;}S', instr=instr) == ["wrong_value"]
-    assert kinds('S{$u:"op";$t:150;$l:70;$p:1;}S', instr=instr) == ["missing_variable"]
+    verdict = verify(PREVIOUS, parse_instr(instr),
+                     'S{$u:"op";$t:150;$l:70;$d:"data";$p:1;$z:3;!beep;}S')
+    assert verdict.acceptable
+    assert [str(v) for v in verdict.violations] == \
+        ["unknown_directive: @calc:$t=$t*2 was passed through unchecked"]
+    assert kinds('S{$u:"op";$t:150;$l:70;$d:"data";$p:2;}S', instr=instr) == \
+        ["unknown_directive", "wrong_value"]
+    assert kinds('S{$u:"op";$t:150;$l:70;$p:1;}S', instr=instr) == \
+        ["missing_variable", "unknown_directive"]
 
 
 def test_extended_identifier_warning_is_located_in_the_reply() -> None:
     verdict = verify(parse("S{}S"), parse_instr("INSTR:@set:$a1=1;"), "\n  S{$a1:1}S")
     assert [(v.kind, v.blocking, v.line, v.column) for v in verdict.violations] == \
         [("extended_identifier", False, 2, 5)]
+
+
+@settings(max_examples=150)
+@given(st.text(alphabet='S{}$:;,>!"#.0123456789abtul \n', max_size=50))
+def test_fuzz_any_reply_gives_a_verdict(reply: str) -> None:
+    verdict = verify(PREVIOUS, INSTR, reply)
+    assert verdict.acceptable == (verdict.block is not None and not verdict.blocking)
+    assert all(v.message for v in verdict.violations)

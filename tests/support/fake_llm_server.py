@@ -298,7 +298,8 @@ def _error_body(api: str, status: int, message: str) -> dict[str, Any]:
 def start_in_subprocess(latency_ms: float = 0.0) -> tuple[str, Callable[[], None]]:
     """Run the server in its own process; returns (base_url, stop)."""
     process = subprocess.Popen(
-        [sys.executable, __file__, "--latency-ms", str(latency_ms)],
+        [sys.executable, __file__, "--latency-ms", str(latency_ms), "--exit-with-parent"],
+        stdin=subprocess.PIPE,  # closed when this process dies, which ends the server
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -309,6 +310,8 @@ def start_in_subprocess(latency_ms: float = 0.0) -> tuple[str, Callable[[], None
         raise RuntimeError(f"fake LLM server failed to start: {line!r}")
 
     def stop() -> None:
+        assert process.stdin is not None
+        process.stdin.close()
         process.terminate()
         try:
             process.wait(timeout=5)
@@ -333,11 +336,14 @@ def script_faults(base_url: str, *faults: Fault) -> None:
         pass
 
 
-async def _serve_forever(latency_ms: float, port: int) -> None:
+async def _serve_forever(latency_ms: float, port: int, exit_with_parent: bool) -> None:
     server = FakeLLMServer(latency_ms=latency_ms, keep_requests=False, port=port)
     print(await server.start(), flush=True)
     try:
-        await asyncio.Event().wait()
+        if exit_with_parent:
+            await asyncio.to_thread(sys.stdin.read)  # EOF: the parent is gone
+        else:
+            await asyncio.Event().wait()
     finally:
         await server.close()
 
@@ -346,9 +352,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="fake OpenAI/Anthropic server on loopback")
     parser.add_argument("--latency-ms", type=float, default=0.0)
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--exit-with-parent", action="store_true", help="stop at EOF on stdin")
     args = parser.parse_args()
     try:
-        asyncio.run(_serve_forever(args.latency_ms, args.port))
+        asyncio.run(_serve_forever(args.latency_ms, args.port, args.exit_with_parent))
     except KeyboardInterrupt:
         pass
 

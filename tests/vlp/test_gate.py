@@ -62,7 +62,9 @@ def test_a_correction_does_not_lift_a_block() -> None:
 
 
 def test_correction_cycle_holds() -> None:
-    messages = [base(id="C1", type="correction", refers_to="C2"),
-                base(id="C2", type="correction", refers_to="C1")]
+    messages = [
+        base(id="C1", type="correction", refers_to="C2"),
+        base(id="C2", type="correction", refers_to="C1"),
+    ]
     result = gate(messages)
     assert result.verdict is Verdict.HOLD and "cycle" in result.causes[0].reason

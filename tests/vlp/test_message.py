@@ -48,10 +48,21 @@ def test_rule_violations_raise_with_every_problem() -> None:
 
 def test_all_optional_fields_round_trip() -> None:
     msg = make_message(
-        "correction", sender="Operator", content={"fixed": True}, confidence=0.9,
-        provenance=["https://x", {"ref": "sha256:ab", "type": "hash"}], refers_to=["M1", "M2"],
-        receiver="Archivist", topic="content_ops", session_id="S1", seq=4, payload={"n": 1},
-        constraints=["tone: formal"], safety="review", extras={"trace": "t1"}, id="C1",
+        "correction",
+        sender="Operator",
+        content={"fixed": True},
+        confidence=0.9,
+        provenance=["https://x", {"ref": "sha256:ab", "type": "hash"}],
+        refers_to=["M1", "M2"],
+        receiver="Archivist",
+        topic="content_ops",
+        session_id="S1",
+        seq=4,
+        payload={"n": 1},
+        constraints=["tone: formal"],
+        safety="review",
+        extras={"trace": "t1"},
+        id="C1",
         timestamp=datetime(2025, 12, 14, 11, 30, tzinfo=timezone(timedelta(hours=1))),
     )
     assert msg["timestamp"] == "2025-12-14T10:30:00.000Z"

@@ -10,9 +10,16 @@ from vlp import Message, make_message
 
 
 def test_model_round_trips_a_message() -> None:
-    msg = make_message("notice", sender="A", content="drift", confidence=0.8, refers_to="M1",
-                       safety={"level": "review", "issues": [{"code": "tone", "detail": "d"}]},
-                       extras={"k": 1}, provenance=[{"ref": "r", "hash": "h"}])
+    msg = make_message(
+        "notice",
+        sender="A",
+        content="drift",
+        confidence=0.8,
+        refers_to="M1",
+        safety={"level": "review", "issues": [{"code": "tone", "detail": "d"}]},
+        extras={"k": 1},
+        provenance=[{"ref": "r", "hash": "h"}],
+    )
     model = Message.from_dict(msg)
     assert model.type == "notice" and model.safety_level == "review"
     assert model.safety is not None and model.safety.issues[0].code == "tone"

@@ -34,12 +34,18 @@ def test_bad_lines_are_reported_with_line_numbers_and_good_ones_kept() -> None:
         + b"\n"
         + b"[1, 2]\n"
         + line(base(id="B", confidence=0.99))
-        + b"x" * 300 + b"\n"
+        + b"x" * 300
+        + b"\n"
         + line(base(id="C"))
     )
     records = list(read_records(io.BytesIO(data), max_line_bytes=200))
     assert [(r.line, [p.code for p in r.problems]) for r in records] == [
-        (1, []), (2, ["VLP001"]), (4, ["VLP002"]), (5, ["VLP204"]), (6, ["VLP003"]), (7, []),
+        (1, []),
+        (2, ["VLP001"]),
+        (4, ["VLP002"]),
+        (5, ["VLP204"]),
+        (6, ["VLP003"]),
+        (7, []),
     ]
     assert records[3].problems[0].id == "B"
     assert [m["id"] for m in read_messages(io.BytesIO(data), max_line_bytes=200)] == ["A", "C"]
@@ -51,10 +57,16 @@ def test_bad_lines_are_reported_with_line_numbers_and_good_ones_kept() -> None:
 @pytest.mark.parametrize("chunk", [1, 3, 7, 64, 1 << 20])
 def test_line_numbers_do_not_depend_on_chunking(chunk: int) -> None:
     data = line(base(id="A")) + b"y" * 250 + b"\n" + b"z" * 260 + line(base(id="B")) + b"{}"
-    codes = [(r.line, [p.code for p in r.problems][:1], r.ok)
-             for r in read_records(io.BytesIO(data), max_line_bytes=200, chunk_bytes=chunk)]
-    assert codes == [(1, [], True), (2, ["VLP003"], False), (3, ["VLP003"], False),
-                     (4, ["VLP101"], False)]
+    codes = [
+        (r.line, [p.code for p in r.problems][:1], r.ok)
+        for r in read_records(io.BytesIO(data), max_line_bytes=200, chunk_bytes=chunk)
+    ]
+    assert codes == [
+        (1, [], True),
+        (2, ["VLP003"], False),
+        (3, ["VLP003"], False),
+        (4, ["VLP101"], False),
+    ]
 
 
 def test_chunk_boundaries_and_limits_agree_exactly() -> None:
@@ -63,19 +75,29 @@ def test_chunk_boundaries_and_limits_agree_exactly() -> None:
     for chunk in (1, 2, 5, 50):
         records = list(read_records(io.BytesIO(good * 3), max_line_bytes=limit, chunk_bytes=chunk))
         assert [r.ok for r in records] == [True] * 3, chunk
-        records = list(read_records(io.BytesIO(good * 3), max_line_bytes=limit - 1, chunk_bytes=chunk))
+        records = list(
+            read_records(io.BytesIO(good * 3), max_line_bytes=limit - 1, chunk_bytes=chunk)
+        )
         assert [r.problems[0].code for r in records] == ["VLP003"] * 3, chunk
 
 
 def test_crlf_bom_blank_lines_and_missing_final_newline() -> None:
-    data = b"\xef\xbb\xbf" + orjson.dumps(base(id="A")) + b"\r\n  \r\n\n" + orjson.dumps(base(id="B"))
+    data = (
+        b"\xef\xbb\xbf" + orjson.dumps(base(id="A")) + b"\r\n  \r\n\n" + orjson.dumps(base(id="B"))
+    )
     assert [(r.line, r.ok) for r in read_records(io.BytesIO(data))] == [(1, True), (4, True)]
 
 
 def test_json_array_document_reports_element_lines(tmp_path: Path) -> None:
     path = tmp_path / "thread.json"
-    text = "[\n" + ",\n".join(orjson.dumps(m, option=orjson.OPT_INDENT_2).decode()
-                              for m in [base(id="A"), base(id="B", confidence=2), "oops"]) + "\n]\n"
+    text = (
+        "[\n"
+        + ",\n".join(
+            orjson.dumps(m, option=orjson.OPT_INDENT_2).decode()
+            for m in [base(id="A"), base(id="B", confidence=2), "oops"]
+        )
+        + "\n]\n"
+    )
     path.write_text(text)
     records = list(read_records(path))
     lines = text.splitlines()
@@ -93,22 +115,32 @@ def test_pretty_single_object_and_broken_document(tmp_path: Path) -> None:
 
 
 @settings(max_examples=150)
-@given(st.lists(st.one_of(
-    # Lines that would make the input look like one JSON document are fuzzed separately.
-    st.binary(max_size=40).filter(lambda b: b"\n" not in b and not b.lstrip().startswith(b"[")
-                                  and b.strip() != b"{"),
-    st.builds(lambda m: orjson.dumps(m),
-              st.dictionaries(st.text(max_size=5), st.integers(-1000, 1000), max_size=3)),
-    st.just(orjson.dumps(base())),
-), max_size=12), st.integers(1, 64))
+@given(
+    st.lists(
+        st.one_of(
+            # Lines that would make the input look like one JSON document are fuzzed separately.
+            st.binary(max_size=40).filter(
+                lambda b: b"\n" not in b and not b.lstrip().startswith(b"[") and b.strip() != b"{"
+            ),
+            st.builds(
+                lambda m: orjson.dumps(m),
+                st.dictionaries(st.text(max_size=5), st.integers(-1000, 1000), max_size=3),
+            ),
+            st.just(orjson.dumps(base())),
+        ),
+        max_size=12,
+    ),
+    st.integers(1, 64),
+)
 def test_reader_never_crashes_and_accounts_for_every_line(lines: list[bytes], chunk: int) -> None:
     data = b"\n".join(lines)
     records = list(read_records(io.BytesIO(data), max_line_bytes=30, chunk_bytes=chunk))
     numbers = [r.line for r in records]
     assert numbers == sorted(set(numbers))
-    expected = [i + 1 for i, text in enumerate(lines) if text.strip()]
+    texts = data.removeprefix(b"\xef\xbb\xbf").split(b"\n")  # a leading BOM is not content
+    expected = [i + 1 for i, text in enumerate(texts) if text.strip()]
     assert numbers == expected
-    found, result = summary_of(data, max_line_bytes=30, chunk_bytes=chunk)
+    _, result = summary_of(data, max_line_bytes=30, chunk_bytes=chunk)
     assert result.messages == len(records)
     assert result.valid == sum(r.ok for r in records)
 
@@ -123,7 +155,11 @@ def test_reader_never_crashes_on_arbitrary_bytes(data: bytes, chunk: int) -> Non
 
 def test_ndjson_whose_first_line_is_an_array_is_still_read_line_by_line() -> None:
     data = b"[1]\n" + line(base(id="A")) + b"{bad\n"
-    assert [(r.line, r.ok) for r in read_records(io.BytesIO(data))] == [(1, False), (2, True), (3, False)]
+    assert [(r.line, r.ok) for r in read_records(io.BytesIO(data))] == [
+        (1, False),
+        (2, True),
+        (3, False),
+    ]
 
 
 def test_memory_stays_bounded_on_a_huge_line(tmp_path: Path) -> None:
@@ -189,3 +225,30 @@ def test_concurrent_writers_never_interleave_lines(tmp_path: Path) -> None:
         worker.join()
     records = list(read_records(path))
     assert len(records) == 600 and all(r.ok for r in records)
+
+
+def test_scan_counts_valid_messages_the_fast_path_leaves_to_the_full_validator() -> None:
+    rare = [
+        base(id="A", seq=3.0),
+        base(id="B", provenance=[{"ref": "r"}], confidence=0.95),
+        base(id="C", safety={"level": "review", "issues": [{"code": "x"}]}, confidence=0.95),
+    ]
+    data = b"".join(line(m) for m in rare * 30) + b"\n\n" + b"{broken\n"
+    seen: list[int] = []
+    found, result = summary_of(data)
+    assert found == [(93, "VLP001")]
+    assert (result.messages, result.valid, result.problems) == (91, 90, 1)
+    scan(io.BytesIO(data), lambda p: None, lambda msg, number: seen.append(number))
+    assert seen == list(range(1, 91))
+
+
+def test_deeply_nested_input_is_an_error_not_a_crash() -> None:
+    for data in (
+        b"[" * 100_000,
+        b"[" * 100_000 + b"]" * 100_000,
+        b'{"a":' * 5000 + b"1" + b"}" * 5000,
+    ):
+        records = list(read_records(io.BytesIO(data)))
+        assert records and all(
+            r.problems and r.problems[0].code in ("VLP001", "VLP002") for r in records
+        )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import jsonschema
+import jsonschema  # type: ignore[import-untyped]
 
 import vlp
 from vlp import CODES, schema_path

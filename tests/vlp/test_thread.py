@@ -33,9 +33,12 @@ def test_unknown_and_forward_references() -> None:
 
 def test_seq_gaps_and_reordering_per_session() -> None:
     messages = [
-        base(id="A", session_id="S", seq=1), base(id="X", session_id="T", seq=7),
-        base(id="B", session_id="S", seq=2), base(id="C", session_id="S", seq=5),
-        base(id="D", session_id="S", seq=4), base(id="E", session_id="S", seq=5),
+        base(id="A", session_id="S", seq=1),
+        base(id="X", session_id="T", seq=7),
+        base(id="B", session_id="S", seq=2),
+        base(id="C", session_id="S", seq=5),
+        base(id="D", session_id="S", seq=4),
+        base(id="E", session_id="S", seq=5),
     ]
     problems = check_thread(messages)
     assert [(p.code, p.id) for p in problems] == [("VLP304", "C"), ("VLP305", "D"), ("VLP305", "E")]
@@ -56,8 +59,10 @@ def test_evidence_must_attach_to_claims_or_corrected_claims() -> None:
 
 
 def test_evidence_attached_forward_to_a_non_claim_is_caught_too() -> None:
-    messages = [base(id="E", type="evidence", provenance=["p"], refers_to="N"),
-                base(id="N", type="notice")]
+    messages = [
+        base(id="E", type="evidence", provenance=["p"], refers_to="N"),
+        base(id="N", type="notice"),
+    ]
     assert sorted(codes(messages)) == [("VLP303", "E"), ("VLP306", "E")]
 
 
@@ -113,4 +118,16 @@ def test_streaming_checker_matches_the_in_memory_thread(dialogue: list[dict[str,
     found = [p for line, msg in enumerate(extra, 1) for p in checker.add(msg, line)]
     found += checker.finish()
     assert [(p.code, p.line) for p in found] == [("VLP301", 6), ("VLP302", 7)]
-    assert [(p.code, p.id) for p in Thread(extra).problems()] == [("VLP301", "MSG003"), ("VLP302", "R")]
+    assert [(p.code, p.id) for p in Thread(extra).problems()] == [
+        ("VLP301", "MSG003"),
+        ("VLP302", "R"),
+    ]
+
+
+def test_long_correction_chains_do_not_hit_the_recursion_limit() -> None:
+    messages = [base(id="C0")] + [
+        base(id=f"C{i}", type="correction", refers_to=f"C{i - 1}", content=f"v{i}")
+        for i in range(1, 3000)
+    ]
+    current = effective(messages, "C0")
+    assert current.content == "v2999" and len(current.chain) == 3000

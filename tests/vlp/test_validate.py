@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 
 from tests.vlp.conftest import base, messages
 from vlp import message_problems, validate_vlp
-from vlp.validate import _check, is_surely_valid
+from vlp.validate import check_message, is_surely_valid
 
 
 def codes(msg: Any) -> list[str]:
@@ -23,25 +23,54 @@ def codes(msg: Any) -> list[str]:
 def test_validator_agrees_with_the_json_schema(schema_validator: Any, msg: dict[str, Any]) -> None:
     msg = orjson.loads(orjson.dumps(msg))  # exactly what a stream would deliver
     schema_ok = schema_validator.is_valid(msg)
-    assert (_check(msg) is None) == schema_ok, (msg, list(schema_validator.iter_errors(msg)))
+    assert (check_message(msg) is None) == schema_ok, (msg, list(schema_validator.iter_errors(msg)))
     assert validate_vlp(msg)[0] == schema_ok
     if is_surely_valid(msg):  # the fast path may only say yes to valid messages
         assert schema_ok
 
 
 MUTATIONS: list[tuple[str, Any]] = [
-    ("confidence", None), ("confidence", 0.95), ("confidence", 1.5), ("confidence", "0.5"),
-    ("type", "evidence"), ("type", "response"), ("type", "query"), ("type", "task"),
-    ("type", "session_context"), ("provenance", []), ("provenance", ["db"]),
-    ("provenance", [{"ref": "r"}]), ("provenance", [{"hash": "h"}]), ("provenance", "db"),
-    ("refers_to", "MSG000"), ("refers_to", []), ("refers_to", ["a", 1]), ("refers_to", None),
-    ("safety", {"level": "review"}), ("safety", {"level": "block", "issues": []}),
-    ("safety", {"issues": []}), ("safety", {"level": "safe", "requires_human": "yes"}),
-    ("timestamp", "2025-02-29T00:00:00Z"), ("timestamp", "2024-02-29T00:00:00.5Z"),
-    ("seq", 2), ("seq", -1), ("seq", 1.0), ("session_id", "S1"), ("session_id", ""),
-    ("id", ""), ("sender", None), ("content", {"k": 1}), ("content", [1]),
-    ("keywords", ["a"]), ("keywords", [1]), ("constraints", "x"), ("_extras", []),
-    ("protocol", "VLP/1.2"), ("receiver", 3), ("topic", "ops"), ("payload", {"n": 1}),
+    ("confidence", None),
+    ("confidence", 0.95),
+    ("confidence", 1.5),
+    ("confidence", "0.5"),
+    ("type", "evidence"),
+    ("type", "response"),
+    ("type", "query"),
+    ("type", "task"),
+    ("type", "session_context"),
+    ("provenance", []),
+    ("provenance", ["db"]),
+    ("provenance", [{"ref": "r"}]),
+    ("provenance", [{"hash": "h"}]),
+    ("provenance", "db"),
+    ("refers_to", "MSG000"),
+    ("refers_to", []),
+    ("refers_to", ["a", 1]),
+    ("refers_to", None),
+    ("safety", {"level": "review"}),
+    ("safety", {"level": "block", "issues": []}),
+    ("safety", {"issues": []}),
+    ("safety", {"level": "safe", "requires_human": "yes"}),
+    ("timestamp", "2025-02-29T00:00:00Z"),
+    ("timestamp", "2024-02-29T00:00:00.5Z"),
+    ("seq", 2),
+    ("seq", -1),
+    ("seq", 1.0),
+    ("session_id", "S1"),
+    ("session_id", ""),
+    ("id", ""),
+    ("sender", None),
+    ("content", {"k": 1}),
+    ("content", [1]),
+    ("keywords", ["a"]),
+    ("keywords", [1]),
+    ("constraints", "x"),
+    ("_extras", []),
+    ("protocol", "VLP/1.2"),
+    ("receiver", 3),
+    ("topic", "ops"),
+    ("payload", {"n": 1}),
 ]
 
 
@@ -65,11 +94,18 @@ def test_validator_agrees_with_schema_on_a_mutated_corpus(schema_validator: Any)
 
 def test_seed_example_message_is_valid() -> None:
     msg = {
-        "id": "MSG001", "protocol": "VLP/1.1", "type": "claim",
-        "timestamp": "2025-12-14T10:30:00Z", "session_id": "S-2025-12-14-agent-abc123", "seq": 1,
-        "sender": "TheObserver", "receiver": "TheArchivist",
-        "content": "Cross-posted 3 new articles to the forum.", "confidence": 0.95,
-        "provenance": ["medium_api", "substack_api"], "keywords": ["content", "publishing"],
+        "id": "MSG001",
+        "protocol": "VLP/1.1",
+        "type": "claim",
+        "timestamp": "2025-12-14T10:30:00Z",
+        "session_id": "S-2025-12-14-agent-abc123",
+        "seq": 1,
+        "sender": "TheObserver",
+        "receiver": "TheArchivist",
+        "content": "Cross-posted 3 new articles to the forum.",
+        "confidence": 0.95,
+        "provenance": ["medium_api", "substack_api"],
+        "keywords": ["content", "publishing"],
         "safety": {"level": "safe", "issues": []},
     }
     assert validate_vlp(msg) == (True, None)
@@ -133,9 +169,15 @@ def test_refers_to_may_be_a_string_or_a_list() -> None:
 
 
 def test_structured_provenance_and_extras() -> None:
-    msg = base(confidence=0.95, provenance=[{"ref": "https://x", "hash": "sha256:ab",
-                                             "fetched_at": "2025-12-14T10:30:00Z"}],
-               _extras={"vendor": {"trace": 1}}, payload={"n": 3}, topic="content_ops")
+    msg = base(
+        confidence=0.95,
+        provenance=[
+            {"ref": "https://x", "hash": "sha256:ab", "fetched_at": "2025-12-14T10:30:00Z"}
+        ],
+        _extras={"vendor": {"trace": 1}},
+        payload={"n": 3},
+        topic="content_ops",
+    )
     assert codes(msg) == []
     assert "VLP107" in codes(base(provenance=[{"ref": "r", "fetched_at": "yesterday"}]))
 

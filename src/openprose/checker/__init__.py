@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Protocol
 
 from openprose import nodes as n
 from openprose.checker import agents, bindings, blocks, control, imports, sessions
 from openprose.checker.state import Checker, Handler
 from openprose.contracts import ContractLookup, local_contracts
 from openprose.diagnostics import Diagnostic
-from openprose.source import SourceFile
+from openprose.parser import ParseResult
 
 __all__ = ["check", "check_program"]
 
@@ -37,19 +36,8 @@ _DECLARATIONS = (n.Use, n.Input, n.AgentDef, n.BlockDef, n.Invalid)
 _RECURSION_LIMIT = 20_000
 
 
-class ParseResultLike(Protocol):
-    @property
-    def program(self) -> n.Program: ...
-
-    @property
-    def diagnostics(self) -> list[Diagnostic] | tuple[Diagnostic, ...]: ...
-
-    @property
-    def source(self) -> SourceFile: ...
-
-
 def check(
-    result: ParseResultLike,
+    result: ParseResult,
     *,
     project_dir: Path | None = None,
     contracts: ContractLookup | None = None,

@@ -8,19 +8,26 @@ from typing import Literal
 
 from openprose import nodes as n
 from openprose.checker.bindings import check_context
-from openprose.checker.imports import default_name
 from openprose.checker.state import AgentInfo, Checker, Handler, Persist, span_of
 
 Where = Literal["agent", "session"]
 
 MODELS = frozenset({"sonnet", "opus", "haiku"})
 BACKOFFS = frozenset({"none", "linear", "exponential"})
-PERSIST_KEYWORDS = frozenset({"true", "project", "user"})
+PERSIST_SCOPES: dict[str, Persist] = {"true": "true", "project": "project", "user": "user"}
 PATTERN_PERMISSIONS = frozenset({"read", "write", "execute"})
 SWITCH_PERMISSIONS = frozenset({"bash", "network"})
 PERMISSION_VALUES = frozenset({"allow", "deny", "prompt"})
-AGENT_PROPERTIES = ("model", "prompt", "persist", "skills", "permissions", "context", "retry",
-                    "backoff")
+AGENT_PROPERTIES = (
+    "model",
+    "prompt",
+    "persist",
+    "skills",
+    "permissions",
+    "context",
+    "retry",
+    "backoff",
+)
 SESSION_PROPERTIES = ("model", "prompt", "context", "retry", "backoff")
 LONG_PROMPT = 10_000
 MAX_QUIET_RETRIES = 10
@@ -33,23 +40,28 @@ def register_agent(ck: Checker, node: n.AgentDef) -> None:
     name = node.name.id
     earlier = ck.agents.get(name)
     if earlier is not None:
-        ck.emit("E006", node.name.span,
-                f"Agent '{name}' already defined (line {earlier.node.name.span.line})")
+        ck.emit(
+            "E006",
+            node.name.span,
+            f"Agent '{name}' already defined (line {earlier.node.name.span.line})",
+        )
         return
     persist: Persist = "none"
     path: str | None = None
     for prop in node.properties:
-        if prop.name.id != "persist":
-            continue
-        value = prop.value
-        if isinstance(value, n.Name) and value.id in PERSIST_KEYWORDS:
-            persist = value.id  # type: ignore[assignment]
-        elif isinstance(value, n.StringLit) and value.value.strip():
-            persist, path = "path", value.value
-        else:
-            persist = "invalid"
-        break
+        if prop.name.id == "persist":  # the first one counts (a repeat is E009)
+            persist, path = persist_of(prop.value)
+            break
     ck.agents[name] = AgentInfo(node, persist, path)
+
+
+def persist_of(value: n.Expr | n.PermissionsBlock) -> tuple[Persist, str | None]:
+    """The memory scope a ``persist:`` value asks for (and its path, for a string)."""
+    if isinstance(value, n.Name) and value.id in PERSIST_SCOPES:
+        return PERSIST_SCOPES[value.id], None
+    if isinstance(value, n.StringLit) and value.value.strip():
+        return "path", value.value
+    return "invalid", None
 
 
 def _agent_def(ck: Checker, node: n.AgentDef) -> None:
@@ -73,13 +85,19 @@ def check_properties(
         key = prop.name.id
         earlier = seen.get(key)
         if earlier is not None:
-            ck.emit("E009", prop.name.span,
-                    f"Property '{key}' already specified (line {earlier.span.line})")
+            ck.emit(
+                "E009",
+                prop.name.span,
+                f"Property '{key}' already specified (line {earlier.span.line})",
+            )
             continue
         seen[key] = prop
         if key not in known:
-            ck.emit("W005", prop.name.span,
-                    f"Unknown {where} property '{key}' (known: {', '.join(known)})")
+            ck.emit(
+                "W005",
+                prop.name.span,
+                f"Unknown {where} property '{key}' (known: {', '.join(known)})",
+            )
             continue
         _VALIDATORS[key](ck, prop, where)
     return seen
@@ -102,9 +120,11 @@ def _prompt(ck: Checker, prop: n.Property, where: Where) -> None:
     elif not text.strip():
         ck.emit("W002", value.span, "Session prompt contains only whitespace")
     elif where == "session" and len(text) > LONG_PROMPT:
-        ck.emit("W003", value.span,
-                f"Session prompt has {len(text):,} characters: consider breaking it into "
-                "smaller tasks")
+        ck.emit(
+            "W003",
+            value.span,
+            f"Session prompt has {len(text):,} characters: consider breaking it into smaller tasks",
+        )
     ck.visit(value)
 
 
@@ -116,20 +136,21 @@ def check_inline_prompt(ck: Checker, prompt: n.StringLit) -> None:
     elif not text.strip():
         ck.emit("W002", prompt.span, "Session prompt contains only whitespace")
     elif len(text) > LONG_PROMPT:
-        ck.emit("W003", prompt.span,
-                f"Session prompt has {len(text):,} characters: consider breaking it into "
-                "smaller tasks")
+        ck.emit(
+            "W003",
+            prompt.span,
+            f"Session prompt has {len(text):,} characters: consider breaking it into smaller tasks",
+        )
     ck.visit(prompt)
 
 
 def _persist(ck: Checker, prop: n.Property, where: Where) -> None:
-    value = prop.value
-    if isinstance(value, n.Name) and value.id in PERSIST_KEYWORDS:
-        return
-    if isinstance(value, n.StringLit) and value.value.strip():
-        return
-    ck.emit("E167", span_of(value),
-            "Invalid persist value: must be true, project, user or a path string")
+    if persist_of(prop.value)[0] == "invalid":
+        ck.emit(
+            "E167",
+            span_of(prop.value),
+            "Invalid persist value: must be true, project, user or a path string",
+        )
 
 
 def _skills(ck: Checker, prop: n.Property, where: Where) -> None:
@@ -140,19 +161,16 @@ def _skills(ck: Checker, prop: n.Property, where: Where) -> None:
     if not value.elements:
         ck.emit("W010", value.span, "Empty skills array")
         return
-    imported = _import_names(ck)
+    imported = ck.skill_names
     for element in value.elements:
         if not isinstance(element, n.StringLit):
             ck.emit("E014", span_of(element), "Skill name must be a string")
         elif element.value not in imported:
-            ck.emit("W007", element.span,
-                    f"Skill '{element.value}' not imported: add `use \"@handle/{element.value}\"`")
-
-
-def _import_names(ck: Checker) -> set[str]:
-    names = set(ck.imports)
-    names.update(default_name(path) for path in ck.import_paths)
-    return names
+            ck.emit(
+                "W007",
+                element.span,
+                f"Skill '{element.value}' not imported: add `use \"@handle/{element.value}\"`",
+            )
 
 
 def _permissions(ck: Checker, prop: n.Property, where: Where) -> None:
@@ -165,8 +183,11 @@ def _permissions(ck: Checker, prop: n.Property, where: Where) -> None:
         kind = rule.name.id
         earlier = seen.get(kind)
         if earlier is not None:
-            ck.emit("E009", rule.name.span,
-                    f"Permission '{kind}' already specified (line {earlier.span.line})")
+            ck.emit(
+                "E009",
+                rule.name.span,
+                f"Permission '{kind}' already specified (line {earlier.span.line})",
+            )
             continue
         seen[kind] = rule
         value = rule.value
@@ -179,15 +200,23 @@ def _permissions(ck: Checker, prop: n.Property, where: Where) -> None:
             if isinstance(value, n.StringLit):
                 continue
         elif kind not in SWITCH_PERMISSIONS:
-            ck.emit("W008", rule.name.span,
-                    f"Unknown permission type '{kind}' (known: read, write, execute, bash, "
-                    "network)")
+            ck.emit(
+                "W008",
+                rule.name.span,
+                f"Unknown permission type '{kind}' (known: read, write, execute, bash, network)",
+            )
             continue
         if not (isinstance(value, n.Name) and value.id in PERMISSION_VALUES):
-            expected = "allow, deny, prompt or an array of patterns" \
-                if kind in PATTERN_PERMISSIONS else "allow, deny or prompt"
-            ck.emit("W009", span_of(value), f"Unknown permission value for '{kind}': "
-                    f"expected {expected}")
+            expected = (
+                "allow, deny, prompt or an array of patterns"
+                if kind in PATTERN_PERMISSIONS
+                else "allow, deny or prompt"
+            )
+            ck.emit(
+                "W009",
+                span_of(value),
+                f"Unknown permission value for '{kind}': expected {expected}",
+            )
 
 
 def _context(ck: Checker, prop: n.Property, where: Where) -> None:
@@ -209,8 +238,9 @@ def _retry(ck: Checker, prop: n.Property, where: Where) -> None:
 def _backoff(ck: Checker, prop: n.Property, where: Where) -> None:
     value = prop.value
     if not (isinstance(value, n.Name) and value.id in BACKOFFS):
-        ck.emit("E165", span_of(value), "Invalid backoff strategy: must be none, linear, or "
-                "exponential")
+        ck.emit(
+            "E165", span_of(value), "Invalid backoff strategy: must be none, linear, or exponential"
+        )
 
 
 _VALIDATORS: dict[str, Callable[[Checker, n.Property, Where], None]] = {

@@ -43,40 +43,55 @@ def declare(
         return  # the declaring statement reports the empty name
     agent = ck.agents.get(ident)
     if agent is not None:
-        ck.emit("E145", name.span,
-                f"Variable name '{ident}' conflicts with agent '{ident}' "
-                f"(line {agent.node.name.span.line})")
+        ck.emit(
+            "E145",
+            name.span,
+            f"Variable name '{ident}' conflicts with agent '{ident}' "
+            f"(line {agent.node.name.span.line})",
+        )
     prior = ck.scope.flat.get(ident) or ck.scope.visible.get(ident)
     if prior is not None:
         if kind == "output" and prior.kind == "output":
-            ck.emit("E024", name.span, f"Output '{ident}' already declared (line {prior.span.line})")
+            ck.emit(
+                "E024", name.span, f"Output '{ident}' already declared (line {prior.span.line})"
+            )
         elif kind == "output" or prior.kind == "output":
-            ck.emit("E146", name.span,
-                    f"Output name '{ident}' conflicts with {describe(prior)}"
-                    if kind == "output" else
-                    f"Variable name '{ident}' conflicts with {describe(prior)}")
+            ck.emit(
+                "E146",
+                name.span,
+                f"Output name '{ident}' conflicts with {describe(prior)}"
+                if kind == "output"
+                else f"Variable name '{ident}' conflicts with {describe(prior)}",
+            )
         elif kind == "input" and prior.kind == "input":
             ck.emit("E021", name.span, f"Input '{ident}' already declared (line {prior.span.line})")
         else:
-            ck.emit("E019", name.span,
-                    f"Variable '{ident}' already defined as {describe(prior)}; "
-                    "variable names must be unique in a program")
+            ck.emit(
+                "E019",
+                name.span,
+                f"Variable '{ident}' already defined ({_WHAT[prior.kind]}, line "
+                f"{prior.span.line}); variable names must be unique in a program",
+            )
     ck.scope.declare_flat(Var(ident, kind, name.span, program, contract))
 
 
-def bind_scoped(
-    ck: Checker, ident: str, span: Span, kind: ScopedKind, shadow_code: str
-) -> None:
+def bind_scoped(ck: Checker, ident: str, span: Span, kind: ScopedKind, shadow_code: str) -> None:
     """Bind a body-local name (loop variable, parameter...); shadowing is only a warning."""
     outer = ck.scope.visible.get(ident)
     if outer is not None:
-        ck.emit(shadow_code, span,
-                f"{_WHAT[kind].capitalize()} '{ident}' shadows outer {describe(outer)}")
+        ck.emit(
+            shadow_code,
+            span,
+            f"{_WHAT[kind].capitalize()} '{ident}' shadows outer {describe(outer)}",
+        )
     agent = ck.agents.get(ident)
     if agent is not None:
-        ck.emit("E145", span,
-                f"Variable name '{ident}' conflicts with agent '{ident}' "
-                f"(line {agent.node.name.span.line})")
+        ck.emit(
+            "E145",
+            span,
+            f"Variable name '{ident}' conflicts with agent '{ident}' "
+            f"(line {agent.node.name.span.line})",
+        )
     ck.scope.bind_scoped(Var(ident, kind, span))
 
 
@@ -96,8 +111,12 @@ def _binding(ck: Checker, node: n.Binding) -> None:
 def _assign(ck: Checker, node: n.Assign) -> None:
     ck.visit(node.value)
     target = node.target
-    var = ck.resolve(target.id, target.span, "E140",
-                     f"Undefined variable '{target.id}' (declare it with let before assigning)")
+    var = ck.resolve(
+        target.id,
+        target.span,
+        "E140",
+        f"Undefined variable '{target.id}' (declare it with let before assigning)",
+    )
     if var is None:
         return
     if var.is_const:
@@ -142,8 +161,9 @@ def check_attribute(ck: Checker, node: n.Attribute, code: str) -> None:
     assert isinstance(base, n.Name)
     var = ck.resolve(base.id, base.span, code, f"Undefined variable '{base.id}'")
     if var is not None and var.program is not None:
-        check_output_access(ck, var.program, var.contract, first.attr,
-                            tail(first.span, len(first.attr)))
+        check_output_access(
+            ck, var.program, var.contract, first.attr, tail(first.span, len(first.attr))
+        )
 
 
 def _attribute(ck: Checker, node: n.Attribute) -> None:
@@ -155,8 +175,12 @@ def _string(ck: Checker, node: n.StringLit) -> None:
         if type(part) is str:
             continue
         assert isinstance(part, n.Interpolation)
-        var = ck.resolve(part.name, part.span, "E141",
-                         f"Undefined variable '{part.name}' in string interpolation")
+        var = ck.resolve(
+            part.name,
+            part.span,
+            "E141",
+            f"Undefined variable '{part.name}' in string interpolation",
+        )
         if var is not None and var.program is not None and part.path:
             check_output_access(ck, var.program, var.contract, part.path[0], part.span)
 
@@ -179,15 +203,17 @@ def check_context(ck: Checker, value: n.Expr | n.PermissionsBlock) -> None:
             if isinstance(element, n.Name | n.Attribute):
                 _context_ref(ck, element)
             else:
-                ck.emit("E143", span_of(element),
-                        "Context array elements must be variable references")
+                ck.emit(
+                    "E143", span_of(element), "Context array elements must be variable references"
+                )
     elif isinstance(value, n.Name | n.Attribute):
         _context_ref(ck, value)
     elif isinstance(value, n.ObjectContext):
         _object(ck, value)
     elif not isinstance(value, n.Invalid):
-        ck.emit("E143", span_of(value),
-                "Context must be a variable, an array of variables or { a, b }")
+        ck.emit(
+            "E143", span_of(value), "Context must be a variable, an array of variables or { a, b }"
+        )
 
 
 def _context_ref(ck: Checker, ref: n.Name | n.Attribute) -> None:

@@ -14,13 +14,18 @@ def register_block(ck: Checker, node: n.BlockDef) -> None:
         return
     agent = ck.agents.get(name)
     if agent is not None:
-        ck.emit("E150", node.name.span,
-                f"Block name '{name}' conflicts with agent '{name}' "
-                f"(line {agent.node.name.span.line})")
+        ck.emit(
+            "E150",
+            node.name.span,
+            f"Block name '{name}' conflicts with agent '{name}' (line {agent.node.name.span.line})",
+        )
     earlier = ck.blocks.get(name)
     if earlier is not None:
-        ck.emit("E149", node.name.span,
-                f"Block '{name}' already defined (line {earlier.name.span.line})")
+        ck.emit(
+            "E149",
+            node.name.span,
+            f"Block '{name}' already defined (line {earlier.name.span.line})",
+        )
         return
     ck.blocks[name] = node
 
@@ -47,9 +52,12 @@ def _do_call(ck: Checker, node: n.DoCall) -> None:
         return
     expected, given = len(block.params), len(node.args)
     if expected != given:
-        ck.emit("W141", node.name.span,
-                f"Block '{name}' expects {expected} parameter{'s' * (expected != 1)} but got "
-                f"{given} argument{'s' * (given != 1)}")
+        ck.emit(
+            "W141",
+            node.name.span,
+            f"Block '{name}' expects {expected} parameter{'s' * (expected != 1)} but got "
+            f"{given} argument{'s' * (given != 1)}",
+        )
 
 
 def _do_block(ck: Checker, node: n.DoBlock) -> None:

@@ -48,18 +48,27 @@ def check_parallel_modifiers(
                 strategy = value.value
             else:
                 strategy_valid = False
-                ck.emit("E152", span_of(value), 'Invalid join strategy: must be "all", "first", '
-                        'or "any"')
+                ck.emit(
+                    "E152",
+                    span_of(value),
+                    'Invalid join strategy: must be "all", "first", or "any"',
+                )
         elif key == "on-fail":
             if not (isinstance(value, n.StringLit) and value.value in FAIL_POLICIES):
-                ck.emit("E153", span_of(value), 'Invalid on-fail policy: must be "fail-fast", '
-                        '"continue", or "ignore"')
+                ck.emit(
+                    "E153",
+                    span_of(value),
+                    'Invalid on-fail policy: must be "fail-fast", "continue", or "ignore"',
+                )
         elif key == "count":
             count = modifier
         else:
             assert modifier.name is not None
-            ck.emit("E168", modifier.name.span,
-                    f"Unknown modifier '{key}' (expected a join strategy, on-fail: or count:)")
+            ck.emit(
+                "E168",
+                modifier.name.span,
+                f"Unknown modifier '{key}' (expected a join strategy, on-fail: or count:)",
+            )
     if count is None:
         return
     assert count.name is not None
@@ -69,8 +78,11 @@ def check_parallel_modifiers(
     if not isinstance(value, n.NumberLit) or not isinstance(value.value, int) or value.value < 1:
         ck.emit("E155", span_of(value), "Count must be at least 1 (a whole number)")
     elif branches is not None and value.value > branches:
-        ck.emit("W143", value.span,
-                f"Count {value.value} exceeds number of parallel branches ({branches})")
+        ck.emit(
+            "W143",
+            value.span,
+            f"Count {value.value} exceeds number of parallel branches ({branches})",
+        )
 
 
 def _parallel(ck: Checker, node: n.Parallel) -> None:
@@ -106,8 +118,12 @@ def _repeat(ck: Checker, node: n.Repeat) -> None:
 
 def _collection(ck: Checker, collection: n.Expr) -> None:
     if isinstance(collection, n.Name):
-        ck.resolve(collection.id, collection.span, "E158",
-                   f"Undefined collection variable '{collection.id}'")
+        ck.resolve(
+            collection.id,
+            collection.span,
+            "E158",
+            f"Undefined collection variable '{collection.id}'",
+        )
     else:
         ck.visit(collection)
 
@@ -130,10 +146,12 @@ def _loop(ck: Checker, node: n.Loop) -> None:
     has_max = False
     for modifier in node.modifiers:
         name = modifier.name
-        if name is None or name.id != "max" or has_max:
-            what = "Modifier 'max' already given" if has_max and name is not None and \
-                name.id == "max" else "Unknown loop modifier (expected max: N)"
-            ck.emit("E168", span_of(modifier) if name is None else name.span, what)
+        if name is None or name.id != "max":
+            where = span_of(modifier) if name is None else name.span
+            ck.emit("E168", where, "Unknown loop modifier (expected max: N)")
+            continue
+        if has_max:
+            ck.emit("E168", name.span, "Modifier 'max' already given")
             continue
         has_max = True
         value = modifier.value
@@ -142,8 +160,7 @@ def _loop(ck: Checker, node: n.Loop) -> None:
         elif value.value <= 0:
             ck.emit("E159", value.span, "Max iterations must be positive")
     if node.kind == "loop" and not has_max:
-        ck.emit("W145", head(node.span, 4),
-                "Unbounded loop without max iterations: add (max: N)")
+        ck.emit("W145", head(node.span, 4), "Unbounded loop without max iterations: add (max: N)")
     ck.scope.open()
     if node.index is not None:
         bind_scoped(ck, node.index.id, node.index.span, "loop", "W144")
@@ -206,8 +223,11 @@ def _choice(ck: Checker, node: n.Choice) -> None:
         label = option.label.value
         earlier = labels.get(label)
         if earlier is not None:
-            ck.emit("W152", option.label.span,
-                    f'Duplicate option label "{label}" (line {earlier.span.line})')
+            ck.emit(
+                "W152",
+                option.label.span,
+                f'Duplicate option label "{label}" (line {earlier.span.line})',
+            )
         else:
             labels[label] = option
         if not option.body:

@@ -31,9 +31,12 @@ def register_use(ck: Checker, node: n.Use) -> None:
         return
     if _REGISTRY.fullmatch(path) is None and not is_local_path(path):
         if _SHORTHAND.fullmatch(path) or _URL.fullmatch(path):
-            ck.emit("W006", span,
-                    f"Unknown import source format '{path}': expected @handle/slug "
-                    "(the VM still resolves registry shorthand and URLs)")
+            ck.emit(
+                "W006",
+                span,
+                f"Unknown import source format '{path}': expected @handle/slug "
+                "(the VM still resolves registry shorthand and URLs)",
+            )
         else:
             ck.emit("E012", span, f"Invalid use path '{path}': path must be @handle/slug format")
             return
@@ -42,13 +45,18 @@ def register_use(ck: Checker, node: n.Use) -> None:
         ck.emit("E010", span, f"Program '{path}' already imported (line {earlier.span.line})")
         return
     ck.import_paths[path] = node
-    name = node.alias.id if node.alias is not None else default_name(path)
+    slug = default_name(path)
+    name = node.alias.id if node.alias is not None else slug
+    ck.skill_names.update((name, slug))  # a skill may name the alias or the slug
     clash = ck.imports.get(name)
     if clash is not None:
         where = node.alias.span if node.alias is not None else span
-        ck.emit("E147", where,
-                f"Alias required when importing multiple programs named '{name}' "
-                f"(line {clash.node.span.line} already imports one)")
+        ck.emit(
+            "E147",
+            where,
+            f"Alias required when importing multiple programs named '{name}' "
+            f"(line {clash.node.span.line} already imports one)",
+        )
         return
     info = ImportInfo(node, name)
     ck.imports[name] = info
@@ -87,9 +95,12 @@ def contract_for(ck: Checker, info: ImportInfo) -> ProgramContract | None:
     if info.contract is None and not info.file_missing:
         if is_local_path(path) and ck.base_dir is None:
             reason = "the importing program's directory is unknown"
-        ck.emit("I002", info.node.path.span,
-                f"E026-E028 checks for '{info.name}' deferred to run time: "
-                f"the contract of '{path}' is unknown offline because {reason}")
+        ck.emit(
+            "I002",
+            info.node.path.span,
+            f"E026-E028 checks for '{info.name}' deferred to run time: "
+            f"the contract of '{path}' is unknown offline because {reason}",
+        )
     return info.contract
 
 
@@ -99,15 +110,21 @@ def _program_call(ck: Checker, node: n.ProgramCall) -> None:
         ck.visit(arg.value)
         earlier = given.get(arg.name.id)
         if earlier is not None:
-            ck.emit("E169", arg.name.span,
-                    f"Argument '{arg.name.id}' already given (column {earlier.span.column})")
+            ck.emit(
+                "E169",
+                arg.name.span,
+                f"Argument '{arg.name.id}' already given (column {earlier.span.column})",
+            )
         else:
             given[arg.name.id] = arg
     callee = node.callee
     info = ck.imports.get(callee.id)
     if info is None:
-        hint = f"; to run block '{callee.id}' write `do {callee.id}(...)`" \
-            if callee.id in ck.blocks else ""
+        hint = (
+            f"; to run block '{callee.id}' write `do {callee.id}(...)`"
+            if callee.id in ck.blocks
+            else ""
+        )
         ck.emit("E025", callee.span, f"Program '{callee.id}' not imported{hint}")
         return
     contract = contract_for(ck, info)
@@ -116,12 +133,18 @@ def _program_call(ck: Checker, node: n.ProgramCall) -> None:
     inputs = contract.inputs
     for name, arg in given.items():
         if name not in inputs:
-            ck.emit("E027", arg.name.span,
-                    f"Input '{name}' not declared in program '{callee.id}'{_listing(inputs)}")
+            ck.emit(
+                "E027",
+                arg.name.span,
+                f"Input '{name}' not declared in program '{callee.id}'{_listing(inputs)}",
+            )
     for name in inputs:
         if name not in given:
-            ck.emit("E026", callee.span,
-                    f"Required input '{name}' not provided to program '{callee.id}'")
+            ck.emit(
+                "E026",
+                callee.span,
+                f"Required input '{name}' not provided to program '{callee.id}'",
+            )
 
 
 def _listing(names: tuple[str, ...]) -> str:
@@ -142,8 +165,11 @@ def check_output_access(
 ) -> None:
     """E028 when ``field`` is not an output of ``program`` (deferred when its contract is unknown)."""
     if contract is not None and field not in contract.outputs:
-        ck.emit("E028", span,
-                f"Output '{field}' not declared in program '{program}'{_listing(contract.outputs)}")
+        ck.emit(
+            "E028",
+            span,
+            f"Output '{field}' not declared in program '{program}'{_listing(contract.outputs)}",
+        )
 
 
 HANDLERS: dict[type, Handler] = {

@@ -49,13 +49,19 @@ def _session(ck: Checker, node: n.Session) -> None:
     properties = check_properties(ck, node.properties, "session")
     inline_twice = properties.get("prompt") if node.prompt is not None else None
     if inline_twice is not None:
-        ck.emit("E009", inline_twice.name.span,
-                "Property 'prompt' already specified (the session has an inline prompt)")
+        ck.emit(
+            "E009",
+            inline_twice.name.span,
+            "Property 'prompt' already specified (the session has an inline prompt)",
+        )
     agent = node.agent
     if agent is None:
         if node.prompt is None and "prompt" not in properties:
-            ck.emit("E003", head(node.span, len(node.kind)),
-                    "Session requires a prompt or agent reference")
+            ck.emit(
+                "E003",
+                head(node.span, len(node.kind)),
+                "Session requires a prompt or agent reference",
+            )
         return
     info = ck.agents.get(agent.id)
     if info is None:
@@ -65,20 +71,27 @@ def _session(ck: Checker, node: n.Session) -> None:
         _resume_memory(ck, agent, info)
     else:
         _session_memory(ck, agent, info)
-    ck.started_agents.setdefault(agent.id, node.span)
+    if ck.order_free:  # runs only where the block is invoked: order unknown
+        if node.kind == "session":
+            ck.started_in_blocks.add(agent.id)
+    else:
+        ck.started_agents.setdefault(agent.id, node.span)
 
 
 def _resume_memory(ck: Checker, agent: n.Name, info: AgentInfo) -> None:
     if info.persist == "none":
-        ck.emit("E017", agent.span,
-                f"Agent '{agent.id}' must have a `persist:` property to use `resume:`")
+        ck.emit(
+            "E017",
+            agent.span,
+            f"Agent '{agent.id}' must have a `persist:` property to use `resume:`",
+        )
         return
     if info.persist == "invalid" or agent.id in ck.started_agents:
         return
     if ck.order_free:
         # A block body runs wherever it is invoked: any session of the agent may precede it.
         def finish() -> None:
-            if agent.id not in ck.started_agents:
+            if agent.id not in ck.started_agents and agent.id not in ck.started_in_blocks:
                 _require_memory(ck, agent, info)
 
         ck.finishers.append(finish)
@@ -91,19 +104,28 @@ def _require_memory(ck: Checker, agent: n.Name, info: AgentInfo) -> None:
     if state == "exists":
         return
     if state == "unknown":
-        ck.emit("I001", agent.span,
-                f"E018 check deferred to run time: memory for '{agent.id}' "
-                f"(persist: {_persist_text(info)}) is found under the project directory, which "
-                "is not known here")
+        ck.emit(
+            "I001",
+            agent.span,
+            f"E018 check deferred to run time: memory for '{agent.id}' "
+            f"(persist: {_persist_text(info)}) is found under the project directory, which "
+            "is not known here (prose check --project-dir DIR)",
+        )
     elif directory is None:
-        ck.emit("E018", agent.span,
-                f"No memory exists for agent '{agent.id}' here: its memory (persist: true) is "
-                f"created by a `session: {agent.id}` earlier in the run; use `session:` for the "
-                "first invocation")
+        ck.emit(
+            "E018",
+            agent.span,
+            f"No memory exists for agent '{agent.id}' here: its memory (persist: true) is "
+            f"created by a `session: {agent.id}` earlier in the run; use `session:` for the "
+            "first invocation",
+        )
     else:
-        ck.emit("E018", agent.span,
-                f"No memory file exists for agent '{agent.id}' ({directory / 'memory.md'}); "
-                "use `session:` for the first invocation")
+        ck.emit(
+            "E018",
+            agent.span,
+            f"No memory file exists for agent '{agent.id}' ({directory / 'memory.md'}); "
+            "use `session:` for the first invocation",
+        )
 
 
 def _session_memory(ck: Checker, agent: n.Name, info: AgentInfo) -> None:
@@ -111,20 +133,29 @@ def _session_memory(ck: Checker, agent: n.Name, info: AgentInfo) -> None:
         return
     earlier = ck.started_agents.get(agent.id)
     if earlier is not None:
-        ck.emit("W011", agent.span,
-                f"Agent '{agent.id}' has memory from line {earlier.line}: `session:` will "
-                "ignore it; use `resume:` to continue")
+        ck.emit(
+            "W011",
+            agent.span,
+            f"Agent '{agent.id}' has memory from line {earlier.line}: `session:` will "
+            "ignore it; use `resume:` to continue",
+        )
         return
     state, directory = memory_on_disk(ck, agent.id, info)
     if state == "exists":
-        ck.emit("W011", agent.span,
-                f"Agent '{agent.id}' has memory ({directory}): `session:` will ignore it; use "
-                "`resume:` to continue")
+        ck.emit(
+            "W011",
+            agent.span,
+            f"Agent '{agent.id}' has memory ({directory}): `session:` will ignore it; use "
+            "`resume:` to continue",
+        )
     elif state == "unknown":
-        ck.emit("I001", agent.span,
-                f"W011 check deferred to run time: memory for '{agent.id}' "
-                f"(persist: {_persist_text(info)}) is found under the project directory, which "
-                "is not known here")
+        ck.emit(
+            "I001",
+            agent.span,
+            f"W011 check deferred to run time: memory for '{agent.id}' "
+            f"(persist: {_persist_text(info)}) is found under the project directory, which "
+            "is not known here (prose check --project-dir DIR)",
+        )
 
 
 def _persist_text(info: AgentInfo) -> str:

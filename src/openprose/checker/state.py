@@ -52,14 +52,21 @@ def span_of(node: n.Node | n.PermissionsBlock) -> Span:
 
 def head(span: Span, length: int) -> Span:
     """The first ``length`` characters of ``span`` (a keyword at the start of a statement)."""
-    return Span(span.start, span.start + length, span.line, span.column, span.line,
-                span.column + length)
+    return Span(
+        span.start, span.start + length, span.line, span.column, span.line, span.column + length
+    )
 
 
 def tail(span: Span, length: int) -> Span:
     """The last ``length`` characters of ``span`` (the attribute of ``result.field``)."""
-    return Span(span.end - length, span.end, span.end_line, span.end_column - length,
-                span.end_line, span.end_column)
+    return Span(
+        span.end - length,
+        span.end,
+        span.end_line,
+        span.end_column - length,
+        span.end_line,
+        span.end_column,
+    )
 
 
 @dataclass(slots=True)
@@ -74,8 +81,10 @@ class Checker:
     blocks: dict[str, n.BlockDef] = field(default_factory=dict)
     imports: dict[str, ImportInfo] = field(default_factory=dict)  # by name (alias or slug)
     import_paths: dict[str, n.Use] = field(default_factory=dict)
+    skill_names: set[str] = field(default_factory=set)  # what `skills: [...]` may name
     # Agents that a `session:`/`resume:` has run before the current point (their memory exists).
     started_agents: dict[str, Span] = field(default_factory=dict)
+    started_in_blocks: set[str] = field(default_factory=set)
     pending_names: list[PendingName] = field(default_factory=list)
     # Callbacks run once the whole tree has been seen (order-independent checks).
     finishers: list[Callable[[], None]] = field(default_factory=list)

@@ -36,6 +36,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="text",
         help="text (default): path:line:col: CODE message and a caret excerpt; json: one array",
     )
+    add_project_dir(parser)
+
+
+def add_project_dir(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--project-dir",
+        type=Path,
+        metavar="DIR",
+        help="the project holding .prose/ (agent memory); without it memory checks are notes",
+    )
 
 
 @dataclass(slots=True)
@@ -57,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
             if source is None and is_unreadable(problems):
                 usage_error = True
                 continue
-            diagnostics = problems if source is None else _check(source)
+            diagnostics = problems if source is None else _check(source, args.project_dir)
             checked.append(Checked(str(program), source, diagnostics))
         if args.format == "json":
             found = [d.to_dict() for c in checked for d in c.diagnostics]
@@ -72,10 +82,10 @@ def run(args: argparse.Namespace) -> int:
     return FAILED  # stdout was closed early (e.g. piped into `head`)
 
 
-def _check(source: SourceFile) -> list[Diagnostic]:
+def _check(source: SourceFile, project_dir: Path | None) -> list[Diagnostic]:
     from openprose import check_source
 
-    return check_source(source)
+    return check_source(source, project_dir=project_dir)
 
 
 # --- shared with compile and fmt -------------------------------------------------------------
@@ -111,13 +121,24 @@ def is_unreadable(problems: list[Diagnostic]) -> bool:
 def print_diagnostics(
     diagnostics: list[Diagnostic], source: SourceFile | None, stream: TextIO
 ) -> None:
-    """``path:line:col: CODE message`` and the caret excerpt (just the first line when the
-    file could not be decoded, since there is no text to quote)."""
+    """``path:line:col: CODE message`` and the caret excerpt. A file that is not UTF-8 has no
+    source text; its excerpt is quoted from a lossy decoding instead."""
     for d in diagnostics:
-        if source is None:
+        shown = source if source is not None else _lossy(d.path)
+        if shown is None:
             write(stream, f"{d.path}:{d.line}:{d.column}: {d.code} {d.message}\n")
         else:
-            write(stream, d.render_cli(source) + "\n")
+            write(stream, d.render_cli(shown) + "\n")
+
+
+def _lossy(path: str) -> SourceFile | None:
+    from openprose.source import SourceFile
+
+    try:
+        data = Path(path).read_bytes()
+    except OSError:
+        return None
+    return SourceFile.from_text(data.decode("utf-8", errors="replace"), path)
 
 
 def summary(checked: list[Checked]) -> str:

@@ -14,6 +14,7 @@ from openprose.cli.check import (
     FAILED,
     OK,
     USAGE_ERROR,
+    add_project_dir,
     is_unreadable,
     print_diagnostics,
     read,
@@ -24,6 +25,7 @@ from openprose.cli.check import (
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", metavar="FILE", help="the .prose program to compile")
+    add_project_dir(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -44,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
         print_diagnostics(problems, None, sys.stderr)
         return FAILED
     result = parse(source)
-    diagnostics = check_parsed(result)
+    diagnostics = check_parsed(result, project_dir=args.project_dir)
     print_diagnostics(diagnostics, source, sys.stderr)
     if has_errors(diagnostics):
         return FAILED

@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
                 status = max(status, FAILED)
                 continue
             formatted = format_source(result)
-            if formatted == source.text:
+            if formatted == source.text and not _has_bom(program):
                 unchanged += 1
                 continue
             changed += 1
@@ -74,6 +74,15 @@ def run(args: argparse.Namespace) -> int:
         write(sys.stdout, f"{changed} {files} {verb}, {unchanged} unchanged\n")
         return status
     return FAILED
+
+
+def _has_bom(path: Path) -> bool:
+    """A byte-order mark is not canonical (the decoded text no longer shows it)."""
+    try:
+        with open(path, "rb") as data:
+            return data.read(3) == b"\xef\xbb\xbf"
+    except OSError:
+        return False
 
 
 def _rewrite(path: Path, text: str) -> bool:

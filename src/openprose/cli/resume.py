@@ -46,6 +46,10 @@ def _resume(args: argparse.Namespace) -> int:
         raise UsageError(f"no run {args.run_ref!r} under {project / '.prose' / 'runs'}")
     project = run_dir.resolve().parent.parent.parent  # {project}/.prose/runs/{id}
     meta = RunStore.open(run_dir).read_meta()
+    from openprose.cli.runs import status_of
+
+    if status_of(meta) == "running":
+        raise UsageError(f"run {run_dir.name} is still running (pid {meta.get('pid')})")
     launch = meta.get("launch") or {}
     text = (run_dir / "program.prose").read_text(encoding="utf-8")
     parsed = parse_text(text, str(meta.get("program") or run_dir / "program.prose"))
@@ -73,8 +77,14 @@ def _resume(args: argparse.Namespace) -> int:
     with progress(args.json) as observer:
         result = run_async(
             resume_run(
-                run_dir, parsed.program, provider=provider, project_dir=project,
-                imports=imports, settings=settings, config=config, observer=observer,
+                run_dir,
+                parsed.program,
+                provider=provider,
+                project_dir=project,
+                imports=imports,
+                settings=settings,
+                config=config,
+                observer=observer,
             ),
             provider,
         )

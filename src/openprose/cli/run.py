@@ -34,11 +34,15 @@ class UsageError(Exception):
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("program", metavar="PROGRAM", help="the .prose file to run")
     parser.add_argument(
-        "--input", action="append", default=[], metavar="NAME=VALUE",
+        "--input",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
         help="a program input (text); repeat for several",
     )
     parser.add_argument(
-        "--inputs", metavar="FILE.json",
+        "--inputs",
+        metavar="FILE.json",
         help="a JSON object of inputs; values keep their JSON types (a list is a collection)",
     )
     add_provider_arguments(parser)
@@ -46,17 +50,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def add_provider_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--provider", metavar="NAME",
+        "--provider",
+        metavar="NAME",
         help="anthropic, openai, local, replay:CASSETTE.jsonl or scripted:RULES.yaml",
     )
     parser.add_argument(
-        "--model", action="append", default=[], metavar="ALIAS=PROVIDER:MODEL",
+        "--model",
+        action="append",
+        default=[],
+        metavar="ALIAS=PROVIDER:MODEL",
         help="route a model alias, e.g. sonnet=openai:gpt-4.1; repeat for several",
     )
-    parser.add_argument("--max-concurrency", type=int, metavar="N", help="sessions in flight at once")
-    parser.add_argument("--evaluator", metavar="ALIAS", help="model for AI judgments (default: haiku)")
-    parser.add_argument("--json", action="store_true", help='print one JSON object {"run_id", "status", "outputs", "usage"}')
-    parser.add_argument("--record", metavar="FILE", help="append every model exchange sent to a replay cassette")
+    parser.add_argument(
+        "--max-concurrency", type=int, metavar="N", help="sessions in flight at once"
+    )
+    parser.add_argument(
+        "--evaluator", metavar="ALIAS", help="model for AI judgments (default: haiku)"
+    )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help='print one JSON object {"run_id", "status", "outputs", "usage"}',
+    )
+    parser.add_argument(
+        "--record", metavar="FILE", help="append every model exchange sent to a replay cassette"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -74,6 +92,8 @@ def _run(args: argparse.Namespace) -> int:
     if parsed is None:
         return USAGE_ERROR
     inputs = read_inputs(args.input, args.inputs)
+    if not inputs_match(parsed, inputs):
+        return USAGE_ERROR
     imports = load_imports_or_fail(parsed.program, program_path.parent, project)
     settings, provider = open_provider_or_fail(
         project, args.provider, args.model, args.max_concurrency, record=args.record
@@ -84,15 +104,26 @@ def _run(args: argparse.Namespace) -> int:
         max_concurrency=settings.max_concurrency, evaluator_model=args.evaluator or "haiku"
     )
     launch = {
-        "provider": args.provider, "models": args.model, "max_concurrency": args.max_concurrency,
-        "evaluator": args.evaluator, "program_dir": str(program_path.parent.resolve()),
+        "provider": args.provider,
+        "models": args.model,
+        "max_concurrency": args.max_concurrency,
+        "evaluator": args.evaluator,
+        "program_dir": str(program_path.parent.resolve()),
     }
     text = program_path.read_text(encoding="utf-8")
     with progress(args.json) as observer:
         result = run_async(
             run_program(
-                parsed.program, text, provider=provider, project_dir=project, inputs=inputs,
-                imports=imports, settings=settings, config=config, observer=observer, launch=launch,
+                parsed.program,
+                text,
+                provider=provider,
+                project_dir=project,
+                inputs=inputs,
+                imports=imports,
+                settings=settings,
+                config=config,
+                observer=observer,
+                launch=launch,
             ),
             provider,
         )
@@ -145,6 +176,29 @@ def read_inputs(pairs: list[str], json_file: str | None) -> dict[str, Any]:
     return inputs
 
 
+def inputs_match(parsed: Any, inputs: dict[str, Any]) -> bool:
+    """Report inputs the program declares but were not given (E026) and inputs given that it
+    does not declare (E027), as diagnostics on stdout."""
+    from openprose import nodes as n
+
+    declared = {s.name.id: s for s in parsed.program.body if isinstance(s, n.Input)}
+    path = parsed.program.path
+    problems = [
+        f"{path}:{s.span.line}:{s.span.column}: E026 missing required input '{name}' "
+        f"({s.description.value}); pass --input {name}=VALUE"
+        for name, s in declared.items()
+        if name not in inputs
+    ]
+    problems += [
+        f"{path}: E027 unknown input '{name}'; the program declares: {', '.join(declared) or 'none'}"
+        for name in inputs
+        if name not in declared
+    ]
+    for line in problems:
+        print(line)
+    return not problems
+
+
 def load_imports_or_fail(
     program: Any, base_dir: Path, project: Path, pinned: dict[str, str] | None = None
 ) -> Any:
@@ -156,7 +210,10 @@ def load_imports_or_fail(
 
     try:
         return load_imports(
-            program, base_dir=base_dir, project_dir=project, pinned=pinned,
+            program,
+            base_dir=base_dir,
+            project_dir=project,
+            pinned=pinned,
             offline=pinned is not None,
         )
     except ImportFailed as error:
@@ -171,7 +228,12 @@ def open_provider_or_fail(
     *,
     record: str | None = None,
 ) -> tuple[ProviderSettings, Provider]:
-    from openprose.providers import ProviderConfigError, RecordingProvider, load_settings, open_provider
+    from openprose.providers import (
+        ProviderConfigError,
+        RecordingProvider,
+        load_settings,
+        open_provider,
+    )
 
     try:
         settings = load_settings(

@@ -34,11 +34,14 @@ def run(args: argparse.Namespace) -> int:
             usage = event["response"]["usage"]
             steps.append(
                 {
-                    "step": event["step"], "kind": event.get("kind", "session"),
-                    "agent": event.get("agent"), "model": event.get("model"),
+                    "step": event["step"],
+                    "kind": event.get("kind", "session"),
+                    "agent": event.get("agent"),
+                    "model": event.get("model"),
                     "binding": event.get("binding"),
                     "tokens": usage["input_tokens"] + usage["output_tokens"],
-                    "elapsed": event.get("elapsed"), "answer": event["response"]["text"],
+                    "elapsed": event.get("elapsed"),
+                    "answer": event["response"]["text"],
                 }
             )
         elif kind == "decision":
@@ -49,9 +52,16 @@ def run(args: argparse.Namespace) -> int:
             errors.append({k: v for k, v in event.items() if k != "t"})
     bindings = sorted(p.stem for p in store.bindings.glob("*.md"))
     shown = {
-        "run_id": store.run_id, "status": status_of(meta), "program": meta.get("program"),
-        "error": meta.get("error"), "steps": steps, "decisions": decisions, "errors": errors,
-        "bindings": bindings, "outputs": store.read_outputs(), "usage": meta.get("usage"),
+        "run_id": store.run_id,
+        "status": status_of(meta),
+        "program": meta.get("program"),
+        "error": meta.get("error"),
+        "steps": steps,
+        "decisions": decisions,
+        "errors": errors,
+        "bindings": bindings,
+        "outputs": store.read_outputs(),
+        "usage": meta.get("usage"),
     }
     if args.json:
         print(json.dumps(shown, indent=2, ensure_ascii=False))
@@ -67,13 +77,15 @@ def run(args: argparse.Namespace) -> int:
     if decisions:
         print(f"\ndecisions ({len(decisions)}):")
         for d in decisions:
-            print(f"  {d['step']:<18} {d['kind']:<9} {d['question']!s:.40}  → {d['verdict']}  ({d['reason']})")
+            print(
+                f"  {d['step']:<18} {d['kind']:<9} {d['question']!s:.40}  → {d['verdict']}  ({d['reason']})"
+            )
     if errors:
         print(f"\nerrors ({len(errors)}):")
         for e in errors:
             print(f"  {e.get('step', ''):<18} {e.get('error') or e.get('question')}")
     print(f"\nbindings ({len(bindings)}): {', '.join(bindings)}")
-    outputs = shown["outputs"]
+    outputs = store.read_outputs()
     if outputs:
         print("\noutputs:")
         for name, value in outputs.items():

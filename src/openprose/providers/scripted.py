@@ -60,8 +60,8 @@ class ScriptRule:
                 )
         if not isinstance(self.answer, str) and not callable(self.answer) and not self.answer:
             raise ProviderConfigError(f"scripted: rule {self.match!r} has an empty answer list")
-        self._match = re.compile(self.match)
-        self._system = None if self.system is None else re.compile(self.system)
+        self._match = _compile(self.match)
+        self._system = None if self.system is None else _compile(self.system)
 
     def matches(self, request: ModelRequest) -> bool:
         if not self._match.search(request.last_user_text()):
@@ -144,6 +144,13 @@ class ScriptedProvider:
             result = answer(request)
             return await result if inspect.isawaitable(result) else result
         return answer[min(call - len(rule.failures), len(answer) - 1)]
+
+
+def _compile(pattern: str) -> re.Pattern[str]:
+    try:
+        return re.compile(pattern)
+    except re.error as exc:
+        raise ProviderConfigError(f"scripted: bad regex {pattern!r}: {exc}") from None
 
 
 def _rule_from_mapping(data: Mapping[str, Any]) -> ScriptRule:

@@ -31,6 +31,8 @@ __all__ = [
 PROVIDER_NAMES = ("anthropic", "openai", "local", "replay", "scripted")
 # Providers whose spec carries a file: `replay:CASSETTE.jsonl`, `scripted:RULES.yaml`.
 FILE_PROVIDERS = ("replay", "scripted")
+# A file path given by these is relative to the working directory, not to prose.toml.
+_CLI_SOURCES = ("--provider", "PROSE_PROVIDER")
 
 LOCAL_MODEL_ID = "smollm2-135m-instruct"
 
@@ -79,10 +81,11 @@ class RetryPolicy:
 
 @dataclass(frozen=True, slots=True)
 class Endpoint:
-    """How to reach one provider other than the selected one (for `--model` overrides)."""
+    """How to reach a provider other than the selected one (a `--model` override may)."""
 
     base_url: str | None = None
     api_key: str | None = field(default=None, repr=False)
+    aliases: Mapping[str, str] = field(default_factory=dict)  # its [providers.NAME.models]
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +104,7 @@ class ProviderSettings:
 
     def endpoint(self, name: str) -> Endpoint:
         if name == self.provider:
-            return Endpoint(self.base_url, self.api_key)
+            return Endpoint(self.base_url, self.api_key, self.aliases)
         return self.endpoints.get(name, Endpoint())
 
     def public_dict(self) -> dict[str, Any]:
@@ -119,7 +122,10 @@ class ProviderSettings:
                 "max_retry_after": self.retry.max_retry_after,
             },
             "path": None if self.path is None else str(self.path),
-            "endpoints": {name: {"base_url": e.base_url} for name, e in self.endpoints.items()},
+            "endpoints": {
+                name: {"base_url": e.base_url, "aliases": dict(e.aliases)}
+                for name, e in self.endpoints.items()
+            },
             "source": self.source,
         }
 
@@ -130,7 +136,12 @@ def resolve_model(alias_or_id: str, settings: ProviderSettings) -> tuple[str, st
     provider, model = _split_target(target, default_provider=settings.provider)
     if provider == "local":
         return provider, LOCAL_MODEL_ID  # one embedded model serves every alias
+    if provider != settings.provider and provider in settings.endpoints:
+        model = settings.endpoints[provider].aliases.get(model, model)
     model = DEFAULT_ALIASES.get(provider, {}).get(model, model)
+    if settings.provider in FILE_PROVIDERS:
+        # A replay or scripted run answers every session itself, overrides included.
+        return settings.provider, model
     return provider, model
 
 
@@ -161,11 +172,10 @@ def load_settings(
         other: _endpoint(other, _table(provider_tables, other, where), env, where)
         for other in ("anthropic", "openai")
     }
-    aliases = {
-        str(k): _string(v, f"providers.{name}.models.{k}", where)
-        for k, v in _table(_table(provider_tables, name, where), "models", where).items()
-    }
-    aliases.update(_parse_overrides(model_overrides))
+    selected = endpoints.pop(name, None) or _endpoint(
+        name, _table(provider_tables, name, where), {}, where
+    )
+    aliases = {**selected.aliases, **_parse_overrides(model_overrides)}
 
     retry_table = _table(config, "retry", where)
     defaults = RetryPolicy()
@@ -184,15 +194,17 @@ def load_settings(
         raise ProviderConfigError(f"max_concurrency must be at least 1, got {concurrency}")
     if retry.max_attempts < 1:
         raise ProviderConfigError(f"retry.max_attempts must be at least 1 in {where}")
+    timeout = _number(config, "timeout", DEFAULT_TIMEOUT_S, where)
+    if timeout <= 0:
+        raise ProviderConfigError(f"timeout must be a positive number of seconds in {where}")
 
-    selected = endpoints.pop(name, Endpoint())
     return ProviderSettings(
         provider=name,
         base_url=selected.base_url,
         api_key=selected.api_key,
         aliases=aliases,
         max_concurrency=concurrency,
-        timeout=_number(config, "timeout", DEFAULT_TIMEOUT_S, where),
+        timeout=timeout,
         retry=retry,
         path=path,
         endpoints=endpoints,
@@ -244,9 +256,6 @@ def _parse_spec(spec: str, source: str, base_dir: Path | None) -> tuple[str, Pat
     return name, None
 
 
-_CLI_SOURCES = ("--provider", "PROSE_PROVIDER")
-
-
 def _endpoint(name: str, table: Mapping[str, Any], env: Mapping[str, str], where: str) -> Endpoint:
     prefix = name.upper()
     base_url = table.get("base_url", env.get(f"{prefix}_BASE_URL") or None)
@@ -256,9 +265,14 @@ def _endpoint(name: str, table: Mapping[str, Any], env: Mapping[str, str], where
             f'do not put API keys in {where}; set `api_key_env = "VAR"` under '
             f"[providers.{name}] and export VAR instead"
         )
+    aliases = {
+        str(alias): _string(model, f"providers.{name}.models.{alias}", where)
+        for alias, model in _table(table, "models", where).items()
+    }
     return Endpoint(
         base_url=None if base_url is None else _string(base_url, "base_url", where),
         api_key=env.get(key_var) or None,
+        aliases=aliases,
     )
 
 

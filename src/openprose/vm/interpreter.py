@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -46,7 +46,7 @@ from openprose.vm.prompts import (
     memory_update_message,
     user_message,
 )
-from openprose.vm.runstore import RunStore, write_atomically
+from openprose.vm.runstore import RunStore
 from openprose.vm.scope import Scope
 from openprose.vm.values import ErrorValue, ProgramResult, Value, as_collection, render
 
@@ -177,7 +177,9 @@ class RunStats:
             "output_tokens": self.output_tokens,
             "requests_sent": self.sent,
             "requests_served_from_journal": self.served,
-            "by_model": {m: {"input_tokens": i, "output_tokens": o} for m, (i, o) in self.by_model.items()},
+            "by_model": {
+                m: {"input_tokens": i, "output_tokens": o} for m, (i, o) in self.by_model.items()
+            },
         }
 
 
@@ -214,7 +216,9 @@ class Ctx:
     caught: ProseError | None = None
 
     def with_scope(self, scope: Scope) -> Ctx:
-        return Ctx(scope, self.history, self.depth, self.execution_id, self.in_pipeline, self.caught)
+        return Ctx(
+            scope, self.history, self.depth, self.execution_id, self.in_pipeline, self.caught
+        )
 
     def forked(self, scope: Scope | None = None) -> Ctx:
         return Ctx(
@@ -290,6 +294,21 @@ class Interpreter:
 
     async def run(self) -> dict[str, Value]:
         self._collect_definitions()
+        if self.agents:
+            # Sessions have no tools yet, so skills and permissions are recorded, not enforced.
+            self.shared.emit(
+                "agents",
+                self.prefix,
+                agents={
+                    a.name: {
+                        "model": a.model,
+                        "persist": a.persist,
+                        "skills": list(a.skills),
+                        "permissions": dict(a.permissions),
+                    }
+                    for a in self.agents.values()
+                },
+            )
         self._check_inputs()
         ctx = Ctx(self.root, History())
         await self._body(self.program.body, ctx, self.prefix)
@@ -346,13 +365,13 @@ class Interpreter:
 
     async def _input(self, stmt: n.Input, ctx: Ctx, step: str) -> Value:
         value = self.inputs[stmt.name.id]
-        self.root.define(stmt.name.id, value, const=True)
+        self.root.define(stmt.name.id, value)
         self._write_binding(stmt.name.id, "input", stmt, value, ctx)
         return value
 
     async def _output(self, stmt: n.Output, ctx: Ctx, step: str) -> Value:
         value = await self._eval(stmt.value, ctx, step, name=stmt.name.id)
-        ctx.scope.define(stmt.name.id, value, const=True)
+        ctx.scope.declare(stmt.name.id, value)
         self.outputs[stmt.name.id] = value
         self._write_binding(stmt.name.id, "output", stmt, value, ctx)
         return value
@@ -363,12 +382,12 @@ class Interpreter:
         value = await self._eval(stmt.value, ctx, step, name=name)
         const = stmt.kind == "const"
         if isinstance(target, n.Name):
-            ctx.scope.define(target.id, value, const=const)
+            ctx.scope.declare(target.id, value, const=const)
             self._write_binding(target.id, stmt.kind, stmt, value, ctx)
             return value
         for item in target.names:
             part = self._property(value, item.id, item)
-            ctx.scope.define(item.id, part, const=const)
+            ctx.scope.declare(item.id, part, const=const)
             self._write_binding(item.id, stmt.kind, stmt, part, ctx)
         return value
 
@@ -381,7 +400,11 @@ class Interpreter:
             raise ProseRuntimeError(f"cannot reassign const {name!r}", where=self._where(stmt))
         value = await self._eval(stmt.value, ctx, step, name=name)
         owner.vars[name] = value
-        self._write_binding(name, "let", stmt, value, ctx)
+        kind = "let"
+        if owner is self.root and name in self.outputs:
+            self.outputs[name] = value  # `output` works like `let`: reassignment updates it
+            kind = "output"
+        self._write_binding(name, kind, stmt, value, ctx)
         return value
 
     async def _expression(self, expr: Any, ctx: Ctx, step: str) -> Value:
@@ -425,7 +448,8 @@ class Interpreter:
         if stmt.message is None:
             if ctx.caught is None:
                 raise ProseRuntimeError(
-                    "`throw` without a message is only valid inside `catch`", where=self._where(stmt)
+                    "`throw` without a message is only valid inside `catch`",
+                    where=self._where(stmt),
                 )
             raise ctx.caught
         message = self._interpolate(stmt.message, ctx)
@@ -501,7 +525,8 @@ class Interpreter:
         items = as_collection(await self._eval(stmt.collection, ctx, step))
 
         def scope_for(index: int, item: Value) -> Scope:
-            scope = ctx.scope.child()
+            # Concurrent iterations each get a frame, so a `let` in the body is theirs alone.
+            scope = Scope(ctx.scope) if stmt.parallel else ctx.scope.child()
             scope.define(stmt.item.id, item, const=True)
             if stmt.index is not None:
                 scope.define(stmt.index.id, index, const=True)
@@ -577,9 +602,16 @@ class Interpreter:
                 ]
             elif op.op == "pmap":
 
-                async def one(index: int, item_ctx: Ctx, op: n.PipeOp = op, stage: int = stage,
-                              items: list[Value] = items) -> Value:
-                    return await self._stage_item(op, ctx, item_ctx, step, stage, index, items[index])
+                async def one(
+                    index: int,
+                    item_ctx: Ctx,
+                    op: n.PipeOp = op,
+                    stage: int = stage,
+                    items: list[Value] = items,
+                ) -> Value:
+                    return await self._stage_item(
+                        op, ctx, item_ctx, step, stage, index, items[index]
+                    )
 
                 value = await self._fan_out(len(items), one, ctx, "fail-fast", op, step)
             elif op.op == "filter":
@@ -593,13 +625,15 @@ class Interpreter:
             elif op.op == "reduce":
                 value = await self._reduce(op, items, ctx, step, stage)
             else:
-                raise ProseRuntimeError(f"unknown pipeline operation {op.op!r}", where=self._where(op))
+                raise ProseRuntimeError(
+                    f"unknown pipeline operation {op.op!r}", where=self._where(op)
+                )
         return value
 
     async def _stage_item(
         self, op: n.PipeOp, ctx: Ctx, item_ctx: Ctx, step: str, stage: int, index: int, item: Value
     ) -> Value:
-        scope = ctx.scope.child()
+        scope = Scope(ctx.scope)  # a frame: pipeline bodies keep their `let`s to themselves
         scope.define("item", item, const=True)
         run_ctx = Ctx(scope, item_ctx.history, ctx.depth, ctx.execution_id, True, ctx.caught)
         return await self._body(op.body, run_ctx, steps.stage_item(step, stage, index))
@@ -613,7 +647,7 @@ class Interpreter:
         item_name = op.item.id if op.item else "item"
         acc = items[0]
         for index in range(1, len(items)):
-            scope = ctx.scope.child()
+            scope = Scope(ctx.scope)
             scope.define(acc_name, acc, const=True)
             scope.define(item_name, items[index], const=True)
             run_ctx = Ctx(scope, ctx.history, ctx.depth, ctx.execution_id, True, ctx.caught)
@@ -623,11 +657,17 @@ class Interpreter:
     async def _filter_verdict(self, answer: Value, item: Value, op: n.PipeOp, step: str) -> bool:
         literal = judgments.literal_verdict(render(answer))
         if literal is not None:
-            self.shared.emit("decision", step, kind="filter", verdict=literal, reason="literal answer")
+            self.shared.emit(
+                "decision", step, kind="filter", verdict=literal, reason="literal answer"
+            )
             return literal
         question = judgments.filter_question(render(answer), render(item))
         verdict = await self._judge(
-            step=step, kind="filter", question=question, parse=judgments.parse_verdict, node=op,
+            step=step,
+            kind="filter",
+            question=question,
+            parse=judgments.parse_verdict,
+            node=op,
             summary="filter",
         )
         assert isinstance(verdict, judgments.Verdict)
@@ -647,7 +687,9 @@ class Interpreter:
             elif key == "count" and isinstance(value, int) and value >= 1:
                 count = value
             else:
-                raise ProseRuntimeError(f"invalid parallel modifier {value!r}", where=self._where(modifier))
+                raise ProseRuntimeError(
+                    f"invalid parallel modifier {value!r}", where=self._where(modifier)
+                )
         return join, on_fail, count
 
     async def _parallel(self, stmt: n.Parallel, ctx: Ctx, step: str) -> Value:
@@ -665,7 +707,7 @@ class Interpreter:
             else:
                 value = await self._stmt(branch.body, contexts[index], where)
             if branch.name is not None:
-                ctx.scope.define(branch.name.id, value)
+                ctx.scope.declare(branch.name.id, value)
                 self._write_binding(branch.name.id, "let", branch, value, ctx)
             return value
 
@@ -704,11 +746,11 @@ class Interpreter:
                 failed = ErrorValue(error.message, error.kind, error.where)
                 results[index] = failed
                 if stmt.branches[index].name is not None:
-                    ctx.scope.define(names[index], failed)
+                    ctx.scope.declare(names[index], failed)
         elif on_fail == "ignore":
             for index in failures:
                 if stmt.branches[index].name is not None:
-                    ctx.scope.define(names[index], None)
+                    ctx.scope.declare(names[index], None)
         if join == "first":
             return results[min(results)] if results else None
         ordered = sorted(results)
@@ -797,13 +839,21 @@ class Interpreter:
         context_items = self._session_context(props.get("context"), ctx, step)
         text = user_message(task, context_items, memory_text)
         request = ModelRequest(
-            model=model, messages=(Message("user", text),), system=system,
+            model=model,
+            messages=(Message("user", text),),
+            system=system,
             max_tokens=self.config.max_tokens,
         )
         retries, backoff = self._retry_policy(props, node)
         response = await self._call_model(
-            step, request, alias=model, agent=agent.name if agent else None, where=node,
-            retries=retries, backoff=backoff, label=label,
+            step,
+            request,
+            alias=model,
+            agent=agent.name if agent else None,
+            where=node,
+            retries=retries,
+            backoff=backoff,
+            label=label,
         )
         answer = response.text
         if memory is not None and agent is not None:
@@ -813,7 +863,7 @@ class Interpreter:
         if label is not None and name is None and node.name is None:
             self._write_binding(label, "let", node, answer, ctx)
         elif node.name is not None and name is None:
-            ctx.scope.define(node.name.id, answer)
+            ctx.scope.declare(node.name.id, answer)
             self._write_binding(node.name.id, "let", node, answer, ctx)
         if not ctx.in_pipeline:
             self.store.state(f"{step}→ {name or label or ''} ✓".replace("→  ✓", "→ ✓"))
@@ -824,7 +874,9 @@ class Interpreter:
             return None
         agent = self.agents.get(node.agent.id)
         if agent is None:
-            raise ProseRuntimeError(f"undefined agent {node.agent.id!r}", where=self._where(node), code="E007")
+            raise ProseRuntimeError(
+                f"undefined agent {node.agent.id!r}", where=self._where(node), code="E007"
+            )
         return agent
 
     def _model_of(self, node: n.Session, props: dict[str, Any], agent: AgentSpec | None) -> str:
@@ -838,22 +890,26 @@ class Interpreter:
         retries = _literal(props["retry"]) if "retry" in props else 0
         backoff = str(_literal(props["backoff"])) if "backoff" in props else "none"
         if not isinstance(retries, int) or isinstance(retries, bool) or retries < 0:
-            raise ProseRuntimeError(f"retry must be a positive integer, got {retries!r}", where=self._where(node))
+            raise ProseRuntimeError(
+                f"retry must be a positive integer, got {retries!r}", where=self._where(node)
+            )
         if backoff not in ("none", "linear", "exponential"):
             raise ProseRuntimeError(
-                f"backoff must be none, linear or exponential, got {backoff!r}", where=self._where(node)
+                f"backoff must be none, linear or exponential, got {backoff!r}",
+                where=self._where(node),
             )
         return retries, backoff
 
     def _anon_name(self, step: str) -> str:
-        served = self.shared.replay.sessions.get(self._step_key(step))
+        served = self.shared.replay.sessions.get(step)
         if served is not None and served.get("binding"):
-            return str(served["binding"])
+            name = str(served["binding"])
+            number = name.removeprefix("anon_")
+            if number.isdigit():  # later new sessions must not reuse the number
+                self.shared.anon_names = max(self.shared.anon_names, int(number))
+            return name
         self.shared.anon_names += 1
         return f"anon_{self.shared.anon_names:03d}"
-
-    def _step_key(self, step: str) -> str:
-        return step
 
     def _session_context(self, expr: Any, ctx: Ctx, step: str) -> list[ContextItem]:
         if expr is None:
@@ -907,8 +963,11 @@ class Interpreter:
             return response
         provider, model_id = shared.router.route(alias)
         request = ModelRequest(
-            model=model_id, messages=request.messages, system=request.system,
-            max_tokens=request.max_tokens, temperature=request.temperature,
+            model=model_id,
+            messages=request.messages,
+            system=request.system,
+            max_tokens=request.max_tokens,
+            temperature=request.temperature,
         )
         shared.emit("session_started", step, agent=agent, model=alias, binding=label, kind=event)
         attempt = 0
@@ -939,10 +998,17 @@ class Interpreter:
             shared.stats.sent += 1
             shared.stats.count(response.model or model_id, response)
             shared.emit(
-                "session_finished", step,
-                key=request.key(), request=request.to_dict(), response=response.to_dict(),
-                agent=agent, model=alias, binding=label, attempt=attempt,
-                elapsed=round(elapsed, 6), kind=event,
+                "session_finished",
+                step,
+                key=request.key(),
+                request=request.to_dict(),
+                response=response.to_dict(),
+                agent=agent,
+                model=alias,
+                binding=label,
+                attempt=attempt,
+                elapsed=round(elapsed, 6),
+                kind=event,
             )
             return response
 
@@ -952,8 +1018,12 @@ class Interpreter:
         text = self._discretion_text(condition, ctx)
         question = judgments.condition_question(text, self._judgment_context(ctx))
         verdict = await self._judge(
-            step=step, kind="condition", question=question, parse=judgments.parse_verdict,
-            node=condition, summary=text,
+            step=step,
+            kind="condition",
+            question=question,
+            parse=judgments.parse_verdict,
+            node=condition,
+            summary=text,
         )
         assert isinstance(verdict, judgments.Verdict)
         self.store.state(f"{step}→ **{text}** → {str(verdict.value).lower()} ({verdict.reason})")
@@ -986,11 +1056,18 @@ class Interpreter:
         alias = self.config.evaluator_model
         for attempt in (1, 2):
             request = ModelRequest(
-                model=alias, messages=messages, system=judgments.SYSTEM, max_tokens=200,
+                model=alias,
+                messages=messages,
+                system=judgments.SYSTEM,
+                max_tokens=200,
                 temperature=0.0,
             )
             response = await self._call_model(
-                f"{step}~{attempt}", request, alias=alias, agent="evaluator", where=node,
+                f"{step}~{attempt}",
+                request,
+                alias=alias,
+                agent="evaluator",
+                where=node,
                 event="judgment",
             )
             result = parse(response.text)
@@ -998,8 +1075,14 @@ class Interpreter:
                 reason = getattr(result, "reason", "")
                 verdict = getattr(result, "value", getattr(result, "label", None))
                 self.shared.emit(
-                    "decision", step, kind=kind, question=summary, answer=response.text,
-                    verdict=verdict, reason=reason, attempts=attempt,
+                    "decision",
+                    step,
+                    kind=kind,
+                    question=summary,
+                    answer=response.text,
+                    verdict=verdict,
+                    reason=reason,
+                    attempts=attempt,
                 )
                 return result
             messages = (
@@ -1019,7 +1102,9 @@ class Interpreter:
         from openprose.vm.memory import AgentMemory
 
         return AgentMemory.for_agent(
-            agent.name, str(agent.persist), run_agents=self.store.agents,
+            agent.name,
+            str(agent.persist),
+            run_agents=self.store.agents,
             project_dir=self.shared.project_dir,
         )
 
@@ -1034,15 +1119,23 @@ class Interpreter:
         prompt = memory_update_message(agent.name, memory.read() or "", task, answer)
         system = f"You are agent {agent.name}, keeping your own memory file."
         request = ModelRequest(
-            model=agent.model or self.config.default_model, messages=(Message("user", prompt),),
-            system=system, max_tokens=self.config.max_tokens,
+            model=agent.model or self.config.default_model,
+            messages=(Message("user", prompt),),
+            system=system,
+            max_tokens=self.config.max_tokens,
         )
         response = await self._call_model(
-            mstep, request, alias=agent.model or self.config.default_model, agent=agent.name,
-            where=None, event="memory",
+            mstep,
+            request,
+            alias=agent.model or self.config.default_model,
+            agent=agent.name,
+            where=None,
+            event="memory",
         )
         segment = memory.write(response.text, task)
-        self.shared.emit("memory_updated", mstep, agent=agent.name, memory=response.text, segment=segment)
+        self.shared.emit(
+            "memory_updated", mstep, agent=agent.name, memory=response.text, segment=segment
+        )
 
     # --- program invocation ------------------------------------------------------------
 
@@ -1051,7 +1144,9 @@ class Interpreter:
         loaded = self.imports.get(name)
         if loaded is None:
             raise ProseRuntimeError(
-                f"unknown program {name!r}: no `use` imports it", where=self._where(stmt), code="E025"
+                f"unknown program {name!r}: no `use` imports it",
+                where=self._where(stmt),
+                code="E025",
             )
         declared = loaded.inputs
         args: dict[str, Value] = {}
@@ -1060,18 +1155,25 @@ class Interpreter:
                 raise ProseRuntimeError(
                     f"program {name!r} declares no input {arg.name.id!r} "
                     f"(inputs: {', '.join(declared) or 'none'})",
-                    where=self._where(arg), code="E027",
+                    where=self._where(arg),
+                    code="E027",
                 )
             args[arg.name.id] = await self._eval(arg.value, ctx, step)
         missing = [x for x in declared if x not in args]
         if missing:
             raise ProseRuntimeError(
-                f"program {name!r} needs input(s) {', '.join(missing)}", where=self._where(stmt),
+                f"program {name!r} needs input(s) {', '.join(missing)}",
+                where=self._where(stmt),
                 code="E026",
             )
         store = self.store.namespace(loaded.namespace, loaded.text, loaded.spec)
         child = Interpreter(
-            loaded.program, loaded.text, self.shared, store, inputs=args, imports=loaded.imports,
+            loaded.program,
+            loaded.text,
+            self.shared,
+            store,
+            inputs=args,
+            imports=loaded.imports,
             step_prefix=steps.program_call(step, name),
         )
         self.store.state(f"{step}→ call {loaded.spec}")
@@ -1109,7 +1211,9 @@ class Interpreter:
         try:
             return ctx.scope.lookup(name)
         except KeyError:
-            raise ProseRuntimeError(f"undefined variable {name!r}", where=self._where(node)) from None
+            raise ProseRuntimeError(
+                f"undefined variable {name!r}", where=self._where(node)
+            ) from None
 
     def _attribute(self, expr: n.Attribute, ctx: Ctx) -> Value:
         if isinstance(expr.value, n.Name):
@@ -1124,7 +1228,8 @@ class Interpreter:
                 raise ProseRuntimeError(
                     f"program {value.program!r} has no output {attr!r} "
                     f"(outputs: {', '.join(value.outputs) or 'none'})",
-                    where=self._where(node), code="E028",
+                    where=self._where(node),
+                    code="E028",
                 )
             return value.outputs[attr]
         if isinstance(value, dict) and attr in value:
@@ -1186,7 +1291,8 @@ class Interpreter:
             skills=tuple(str(s) for s in (_literal(skills) or [])) if skills is not None else (),
             permissions=(
                 {r.name.id: _literal(r.value) for r in permissions.rules}
-                if isinstance(permissions, n.PermissionsBlock) else {}
+                if isinstance(permissions, n.PermissionsBlock)
+                else {}
             ),
         )
 
@@ -1232,7 +1338,7 @@ def _backoff_delay(backoff: str, attempt: int, base: float) -> float:
     if backoff == "linear":
         return base
     if backoff == "exponential":
-        return base * 2 ** (attempt - 1)
+        return float(base * 2 ** (attempt - 1))
     return 0.0
 
 
@@ -1241,14 +1347,14 @@ def _cancelling() -> bool:
     return task is not None and task.cancelling() > 0
 
 
-async def _cancel_all(tasks: set[asyncio.Future[Any]]) -> None:
+async def _cancel_all(tasks: Collection[asyncio.Future[Any]]) -> None:
     for task in tasks:
         task.cancel()
     if tasks:
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
-async def _gather_fail_fast(tasks: list[asyncio.Future[None]]) -> None:
+async def _gather_fail_fast(tasks: Sequence[asyncio.Future[None]]) -> None:
     pending = set(tasks)
     while pending:
         done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_EXCEPTION)

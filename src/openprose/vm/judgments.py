@@ -91,7 +91,11 @@ def parse_selection(text: str, labels: list[str]) -> Selection | None:
         return None
     if isinstance(raw, int | float):
         number = int(raw)
-        return Selection(number - 1, labels[number - 1], reason) if 1 <= number <= len(labels) else None
+        return (
+            Selection(number - 1, labels[number - 1], reason)
+            if 1 <= number <= len(labels)
+            else None
+        )
     wanted = _norm(str(raw))
     for index, label in enumerate(labels):
         if _norm(label) == wanted:

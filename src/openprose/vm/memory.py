@@ -49,7 +49,9 @@ class AgentMemory:
     def exists(self) -> bool:
         return self.path.exists()
 
-    def write(self, text: str, task: str, *, segment: int | None = None, replayed: bool = False) -> int:
+    def write(
+        self, text: str, task: str, *, segment: int | None = None, replayed: bool = False
+    ) -> int:
         """Store the new memory and this session's segment record; returns the segment number."""
         self.folder.mkdir(parents=True, exist_ok=True)
         number = segment if segment is not None else self._next_segment()
@@ -63,8 +65,8 @@ class AgentMemory:
     def _next_segment(self) -> int:
         prefix = f"{self.name}-"
         numbers = [
-            int(p.stem[len(prefix):])
+            int(p.stem[len(prefix) :])
             for p in self.folder.glob(f"{prefix}*.md")
-            if p.stem[len(prefix):].isdigit()
+            if p.stem[len(prefix) :].isdigit()
         ]
         return max(numbers, default=0) + 1

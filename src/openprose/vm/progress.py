@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import Any, Self, TextIO
 
 # USD per million tokens (input, output), for the models whose prices are published.
 PRICES: dict[str, tuple[float, float]] = {
@@ -88,9 +88,11 @@ class LiveView:
         self.done = 0
         self.tokens = 0
         self.console = Console(stderr=True)
-        self.live = Live(get_renderable=self._render, console=self.console, refresh_per_second=4, transient=False)
+        self.live = Live(
+            get_renderable=self._render, console=self.console, refresh_per_second=4, transient=False
+        )
 
-    def __enter__(self) -> LiveView:
+    def __enter__(self) -> Self:
         self.live.start()
         return self
 
@@ -99,7 +101,9 @@ class LiveView:
 
     def __call__(self, event: str, step: str, fields: dict[str, Any]) -> None:
         if event == "session_started":
-            self.rows[step] = _Row(str(fields.get("agent") or "-"), str(fields.get("model")), "running")
+            self.rows[step] = _Row(
+                str(fields.get("agent") or "-"), str(fields.get("model")), "running"
+            )
         elif event in ("session_finished", "session_served"):
             row = self.rows.setdefault(step, _Row("-", str(fields.get("model", "")), ""))
             row.state = "done" if event == "session_finished" else "from journal"

@@ -90,8 +90,17 @@ async def run_program(
         }
     )
     return await _execute(
-        program, text, store, provider=provider, project_dir=project_dir, inputs=inputs,
-        imports=imports, settings=settings, config=config, observer=observer, replay=Replay(),
+        program,
+        text,
+        store,
+        provider=provider,
+        project_dir=project_dir,
+        inputs=inputs,
+        imports=imports,
+        settings=settings,
+        config=config,
+        observer=observer,
+        replay=Replay(),
     )
 
 
@@ -113,14 +122,24 @@ async def resume_run(
     meta = store.read_meta()
     replay = Replay.from_events(read_journal(store.journal_path))
     recorded = meta.get("config") or {}
-    config = config or VMConfig(**{k: v for k, v in recorded.items() if k in VMConfig.__dataclass_fields__})
+    config = config or VMConfig(
+        **{k: v for k, v in recorded.items() if k in VMConfig.__dataclass_fields__}
+    )
     store.update_meta(status="running", pid=os.getpid(), resumed=utc_now())
     store.state(f"---resume {utc_now()}")
     text = (run_dir / "program.prose").read_text(encoding="utf-8")
     return await _execute(
-        program, text, store, provider=provider, project_dir=project_dir,
-        inputs=meta.get("inputs") or {}, imports=imports, settings=settings, config=config,
-        observer=observer, replay=replay,
+        program,
+        text,
+        store,
+        provider=provider,
+        project_dir=project_dir,
+        inputs=meta.get("inputs") or {},
+        imports=imports,
+        settings=settings,
+        config=config,
+        observer=observer,
+        replay=replay,
     )
 
 
@@ -142,8 +161,13 @@ async def _execute(
     journal.start()
     router = ModelRouter(provider, settings)
     shared = Shared(
-        router=router, journal=journal, config=config, replay=replay, project_dir=project_dir,
-        observer=observer, slots=asyncio.Semaphore(config.max_concurrency),
+        router=router,
+        journal=journal,
+        config=config,
+        replay=replay,
+        project_dir=project_dir,
+        observer=observer,
+        slots=asyncio.Semaphore(config.max_concurrency),
     )
     shared.emit("run_started", "", resumed=bool(replay.sessions or replay.decisions))
     interpreter = Interpreter(program, text, shared, store, inputs=inputs, imports=imports)

@@ -1,9 +1,9 @@
 """The run folder `.prose/runs/{YYYYMMDD}-{HHMMSS}-{rand6}/` and everything written into it.
 
-    program.prose   the program as run          run.json      how it was started, its status
-    state.md        append-only markers         journal.jsonl every event, keyed by step id
-    bindings/       one {name}.md per binding   outputs.json  the program's outputs
-    agents/         persist: true memories      imports/      invoked programs, same layout
+program.prose   the program as run          run.json      how it was started, its status
+state.md        append-only markers         journal.jsonl every event, keyed by step id
+bindings/       one {name}.md per binding   outputs.json  the program's outputs
+agents/         persist: true memories      imports/      invoked programs, same layout
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -35,6 +36,59 @@ def write_atomically(path: Path, text: str) -> None:
     os.replace(temp, path)
 
 
+class BindingWriter:
+    """Writes binding files on a background thread, each atomically (temp + rename).
+
+    A rename over an existing file costs ext4 a data flush (hundreds of microseconds), far
+    more than a session's bookkeeping, so it stays off the event loop. Rewrites of one file
+    that pile up while the thread is busy collapse into the latest one. Bindings are views of
+    the journal (a resume rewrites them), so the thread may lag; `close` drains it.
+    """
+
+    def __init__(self) -> None:
+        self._pending: dict[Path, str] = {}
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._closing = False
+        self._thread: threading.Thread | None = None
+        self.error: OSError | None = None
+
+    def put(self, path: Path, text: str) -> None:
+        with self._lock:
+            self._pending[path] = text
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._drain, name="prose-bindings", daemon=True
+                )
+                self._thread.start()
+        self._wake.set()
+
+    def _drain(self) -> None:
+        while True:
+            self._wake.wait()
+            self._wake.clear()
+            with self._lock:
+                batch, self._pending = self._pending, {}
+                closing = self._closing
+            for path, text in batch.items():
+                try:
+                    write_atomically(path, text)
+                except OSError as error:  # reported by close(); the journal has the value
+                    self.error = error
+            if closing:
+                with self._lock:
+                    if not self._pending:
+                        return
+
+    def close(self) -> None:
+        with self._lock:
+            self._closing = True
+            thread = self._thread
+        self._wake.set()
+        if thread is not None:
+            thread.join()
+
+
 class RunStore:
     """One run folder (or one `imports/{handle}--{slug}/` namespace inside it)."""
 
@@ -45,6 +99,7 @@ class RunStore:
         self.agents = root / "agents"
         self.imports = root / "imports"
         self._state: Any = None
+        self._writer = BindingWriter()
 
     @classmethod
     def create(cls, project_dir: Path, program_text: str, program_name: str) -> RunStore:
@@ -117,7 +172,7 @@ class RunStore:
             f"# {name}\nkind: {kind}\n{scope}source:\n```prose\n{source}\n```\n---\n{value_text}\n"
         )
         path = self.bindings / file_name
-        write_atomically(path, text)
+        self._writer.put(path, text)
         return path
 
     def write_outputs(self, outputs: dict[str, Any]) -> None:
@@ -132,6 +187,7 @@ class RunStore:
         return data if isinstance(data, dict) else None
 
     def close(self) -> None:
+        self._writer.close()
         if self._state is not None:
             self._state.close()
             self._state = None

@@ -1,5 +1,9 @@
-"""Variable scopes. The language's namespace is flat, but loop, pipeline and block variables
-live only in their body (the reference's scoping rules), so scopes still nest."""
+"""Variable scopes.
+
+Two kinds nest: a *frame* (the program, or one block call) holds the flat names — `let`,
+`const`, `input`, `output`, named parallel branches — which stay visible after the `if`, loop
+or `try` body that declared them; a *body* scope holds one iteration's loop, pipeline or
+`catch as` variables, which end with the body (docs/decisions/checker.md, "Visibility")."""
 
 from __future__ import annotations
 
@@ -9,15 +13,24 @@ _MISSING = object()
 
 
 class Scope:
-    __slots__ = ("consts", "parent", "vars")
+    __slots__ = ("consts", "frame", "parent", "vars")
 
-    def __init__(self, parent: Scope | None = None) -> None:
+    def __init__(self, parent: Scope | None = None, *, frame: bool = True) -> None:
         self.parent = parent
+        self.frame = frame
         self.vars: dict[str, Value] = {}
         self.consts: set[str] = set()
 
     def child(self) -> Scope:
-        return Scope(self)
+        """A body scope for loop, pipeline or catch variables."""
+        return Scope(self, frame=False)
+
+    def declare(self, name: str, value: Value, *, const: bool = False) -> None:
+        """Bind a flat name in the enclosing frame."""
+        scope = self
+        while not scope.frame and scope.parent is not None:
+            scope = scope.parent
+        scope.define(name, value, const=const)
 
     def define(self, name: str, value: Value, *, const: bool = False) -> None:
         self.vars[name] = value

@@ -1,22 +1,19 @@
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 
 import pytest
 
 from openprose.providers import ProviderSettings, RetryPolicy
+from tests.support import fixtures
 from tests.support.fake_llm_server import FakeLLMServer
+
+fake_llm_server = fixtures.fake_llm_server  # the shared loopback fake, per test
 
 # Tiny delays keep the retry tests fast; the policy logic is the same at any scale.
 FAST_RETRY = RetryPolicy(max_attempts=3, base_delay=0.01, max_delay=0.05, max_retry_after=2.0)
 
 SettingsFor = Callable[..., ProviderSettings]
-
-
-@pytest.fixture
-async def fake_server() -> AsyncIterator[FakeLLMServer]:
-    async with FakeLLMServer() as server:
-        yield server
 
 
 @pytest.fixture(params=["anthropic", "openai"])
@@ -25,11 +22,13 @@ def api(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def settings_for(fake_server: FakeLLMServer, api: str) -> SettingsFor:
+def settings_for(fake_llm_server: FakeLLMServer, api: str) -> SettingsFor:
     """Settings that point the real SDK of `api` at the loopback fake."""
 
     def make(**overrides: object) -> ProviderSettings:
-        base_url = fake_server.base_url if api == "anthropic" else fake_server.openai_base_url
+        base_url = (
+            fake_llm_server.base_url if api == "anthropic" else fake_llm_server.openai_base_url
+        )
         fields: dict[str, object] = {
             "provider": api,
             "base_url": base_url,

@@ -35,7 +35,7 @@ REQUEST = ModelRequest(
 
 
 async def test_success_returns_text_usage_finish_reason_and_request_id(
-    fake_server: FakeLLMServer, settings_for: SettingsFor, api: str
+    fake_llm_server: FakeLLMServer, settings_for: SettingsFor, api: str
 ) -> None:
     provider = open_provider(settings_for())
     try:
@@ -52,14 +52,14 @@ async def test_success_returns_text_usage_finish_reason_and_request_id(
 
 
 async def test_request_is_sent_in_the_api_shape(
-    fake_server: FakeLLMServer, settings_for: SettingsFor, api: str
+    fake_llm_server: FakeLLMServer, settings_for: SettingsFor, api: str
 ) -> None:
     provider = open_provider(settings_for())
     try:
         await provider.complete(REQUEST)
     finally:
         await provider.aclose()
-    body, headers = fake_server.stats.bodies[0], fake_server.stats.headers[0]
+    body, headers = fake_llm_server.stats.bodies[0], fake_llm_server.stats.headers[0]
     assert headers["authorization"] == "Bearer test-key-123"
     assert body["model"] == "test-model"
     if api == "anthropic":
@@ -76,7 +76,7 @@ async def test_request_is_sent_in_the_api_shape(
 
 
 async def test_truncated_answer_reports_the_length_finish_reason(
-    fake_server: FakeLLMServer, settings_for: SettingsFor, api: str
+    fake_llm_server: FakeLLMServer, settings_for: SettingsFor, api: str
 ) -> None:
     provider = open_provider(settings_for())
     try:
@@ -90,25 +90,25 @@ async def test_truncated_answer_reports_the_length_finish_reason(
 
 
 async def test_429_retry_after_is_honoured(
-    fake_server: FakeLLMServer, settings_for: SettingsFor
+    fake_llm_server: FakeLLMServer, settings_for: SettingsFor
 ) -> None:
-    fake_server.script(Fault("429", retry_after=0.3))
+    fake_llm_server.script(Fault("429", retry_after=0.3))
     provider = open_provider(settings_for())
     try:
         response = await provider.complete(REQUEST)
     finally:
         await provider.aclose()
     assert response.text == "echo: hello fake"
-    times = fake_server.stats.attempt_times
+    times = fake_llm_server.stats.attempt_times
     assert len(times) == 2
     # the backoff alone would be <= 0.01 s; the gap shows the server's 0.3 s was obeyed
     assert times[1] - times[0] >= 0.3
 
 
 async def test_retry_after_beyond_the_cap_is_returned_without_waiting(
-    fake_server: FakeLLMServer, settings_for: SettingsFor
+    fake_llm_server: FakeLLMServer, settings_for: SettingsFor
 ) -> None:
-    fake_server.script(Fault("429", retry_after=30))
+    fake_llm_server.script(Fault("429", retry_after=30))
     provider = open_provider(settings_for())
     try:
         with pytest.raises(TransientProviderError) as caught:
@@ -117,37 +117,39 @@ async def test_retry_after_beyond_the_cap_is_returned_without_waiting(
         await provider.aclose()
     assert caught.value.retry_after == 30
     assert caught.value.status == 429
-    assert fake_server.stats.attempts == 1
+    assert fake_llm_server.stats.attempts == 1
 
 
 async def test_500_is_retried_then_succeeds(
-    fake_server: FakeLLMServer, settings_for: SettingsFor
+    fake_llm_server: FakeLLMServer, settings_for: SettingsFor
 ) -> None:
-    fake_server.script(Fault("500"), Fault("500"))
+    fake_llm_server.script(Fault("500"), Fault("500"))
     provider = open_provider(settings_for())
     try:
         response = await provider.complete(REQUEST)
     finally:
         await provider.aclose()
     assert response.text == "echo: hello fake"
-    assert fake_server.stats.attempts == 3
+    assert fake_llm_server.stats.attempts == 3
 
 
-async def test_timeout_is_retried(fake_server: FakeLLMServer, settings_for: SettingsFor) -> None:
-    fake_server.script(Fault("hang", hang_seconds=5))
-    provider = open_provider(settings_for(timeout=0.3))
+async def test_timeout_is_retried(
+    fake_llm_server: FakeLLMServer, settings_for: SettingsFor
+) -> None:
+    fake_llm_server.script(Fault("hang", hang_seconds=5))
+    provider = open_provider(settings_for(timeout=0.5))
     try:
         response = await provider.complete(REQUEST)
     finally:
         await provider.aclose()
     assert response.text == "echo: hello fake"
-    assert fake_server.stats.attempts == 2
+    assert fake_llm_server.stats.attempts == 2
 
 
 async def test_sdk_retries_are_off_so_the_server_sees_exactly_our_attempts(
-    fake_server: FakeLLMServer, settings_for: SettingsFor, api: str
+    fake_llm_server: FakeLLMServer, settings_for: SettingsFor, api: str
 ) -> None:
-    fake_server.script(*[Fault("500")] * 10)
+    fake_llm_server.script(*[Fault("500")] * 10)
     policy = RetryPolicy(max_attempts=4, base_delay=0.001, max_delay=0.005)
     provider = open_provider(settings_for(retry=policy))
     try:
@@ -155,17 +157,17 @@ async def test_sdk_retries_are_off_so_the_server_sees_exactly_our_attempts(
             await provider.complete(REQUEST)
     finally:
         await provider.aclose()
-    assert fake_server.stats.attempts == 4
+    assert fake_llm_server.stats.attempts == 4
     # each attempt is the SDK's first try: it never retried behind our back
-    assert [h["x-stainless-retry-count"] for h in fake_server.stats.headers] == ["0"] * 4
+    assert [h["x-stainless-retry-count"] for h in fake_llm_server.stats.headers] == ["0"] * 4
     assert caught.value.status == 500
     assert api in str(caught.value) and "test-model" in str(caught.value)
 
 
 async def test_malformed_body_is_a_clear_permanent_error(
-    fake_server: FakeLLMServer, settings_for: SettingsFor, api: str
+    fake_llm_server: FakeLLMServer, settings_for: SettingsFor, api: str
 ) -> None:
-    fake_server.script(Fault("malformed"))
+    fake_llm_server.script(Fault("malformed"))
     provider = open_provider(settings_for())
     try:
         with pytest.raises(ProviderError) as caught:
@@ -174,13 +176,13 @@ async def test_malformed_body_is_a_clear_permanent_error(
         await provider.aclose()
     assert not isinstance(caught.value, TransientProviderError)
     assert str(caught.value).startswith(f"{api} (model test-model): unusable response")
-    assert fake_server.stats.attempts == 1
+    assert fake_llm_server.stats.attempts == 1
 
 
 async def test_401_is_a_config_error_without_retries(
-    fake_server: FakeLLMServer, settings_for: SettingsFor, api: str
+    fake_llm_server: FakeLLMServer, settings_for: SettingsFor, api: str
 ) -> None:
-    fake_server.script(Fault("401"))
+    fake_llm_server.script(Fault("401"))
     provider = open_provider(settings_for())
     try:
         with pytest.raises(ProviderConfigError) as caught:
@@ -191,7 +193,7 @@ async def test_401_is_a_config_error_without_retries(
     assert "HTTP 401" in message and "invalid api key" in message
     assert ("ANTHROPIC_API_KEY" if api == "anthropic" else "OPENAI_API_KEY") in message
     assert "test-key-123" not in message
-    assert fake_server.stats.attempts == 1
+    assert fake_llm_server.stats.attempts == 1
 
 
 async def test_concurrency_limit_is_honoured(settings_for: SettingsFor) -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import time
+from email.utils import formatdate
 
 import pytest
 
@@ -16,6 +18,7 @@ from openprose.providers import (
     TransientProviderError,
 )
 from openprose.providers.resilient import backoff_delay
+from openprose.providers.sdk_errors import parse_retry_after
 
 REQUEST = ModelRequest(model="m", messages=(Message("user", "hi"),))
 
@@ -123,3 +126,23 @@ async def test_concurrency_limit_bounds_calls_in_flight() -> None:
     provider = ResilientProvider(inner, policy=RetryPolicy(), max_concurrency=5)
     await asyncio.gather(*(provider.complete(REQUEST) for _ in range(40)))
     assert inner.calls == 40 and inner.max_in_flight == 5
+
+
+@pytest.mark.parametrize(
+    ("headers", "expected"),
+    [
+        ({"retry-after": "3"}, 3.0),
+        ({"retry-after": "0.25"}, 0.25),
+        ({"retry-after-ms": "1500", "retry-after": "9"}, 1.5),  # the precise one wins
+        ({"retry-after": "soon"}, None),
+        ({}, None),
+    ],
+)
+def test_retry_after_headers_are_parsed(headers: dict[str, str], expected: float | None) -> None:
+    assert parse_retry_after(headers) == expected
+
+
+def test_retry_after_may_be_an_http_date() -> None:
+    in_ten_seconds = formatdate(time.time() + 10, usegmt=True)
+    delay = parse_retry_after({"retry-after": in_ten_seconds})
+    assert delay is not None and 8.0 <= delay <= 10.0

@@ -126,6 +126,7 @@ async def test_json_rules_file_may_be_a_bare_list(tmp_path: Path) -> None:
         ("latency_ms: -1\nrules: []\n", "latency_ms"),
         ("rules: {a: b}\n", "must hold a `rules:` list"),
         ("rules: [\n", "not valid YAML"),
+        ("rules: [ {match: '(', answer: y} ]\n", "bad regex '\\('"),
     ],
 )
 def test_bad_rules_files_are_config_errors(tmp_path: Path, content: str, message: str) -> None:

@@ -224,6 +224,29 @@ def test_model_overrides_beat_config(tmp_path: Path) -> None:
     assert settings.max_concurrency == 7
 
 
+def test_replay_and_scripted_runs_answer_every_alias_themselves(tmp_path: Path) -> None:
+    settings = load_settings(
+        tmp_path, provider="replay:run.jsonl", model_overrides=["opus=openai:gpt-4.1"], env={}
+    )
+    assert resolve_model("opus", settings) == ("replay", "gpt-4.1")
+    assert resolve_model("sonnet", settings) == ("replay", "sonnet")
+    scripted = ProviderSettings(provider="scripted", path=Path("rules.yaml"))
+    assert resolve_model("anthropic:haiku", scripted) == ("scripted", "claude-haiku-5-5")
+
+
+def test_an_override_to_another_provider_uses_that_providers_aliases(tmp_path: Path) -> None:
+    write(
+        tmp_path / "prose.toml",
+        '[providers.anthropic.models]\nbig = "claude-opus-4-1"\n',
+    )
+    settings = load_settings(
+        tmp_path, provider="openai", model_overrides=["opus=anthropic:big"], env={}
+    )
+    assert resolve_model("opus", settings) == ("anthropic", "claude-opus-4-1")
+    assert resolve_model("anthropic:haiku", settings) == ("anthropic", "claude-haiku-5-5")
+    assert resolve_model("big", settings) == ("openai", "big")  # not an openai alias
+
+
 @pytest.mark.parametrize("bad", ["sonnet", "=openai:gpt-4o", "sonnet="])
 def test_malformed_model_override(tmp_path: Path, bad: str) -> None:
     with pytest.raises(ProviderConfigError, match="ALIAS=PROVIDER:MODEL"):

@@ -50,10 +50,13 @@ class Spy:
         return [r for r in self.requests if re.search(pattern, r.last_user_text())]
 
 
-def spy(rules: Sequence[Mapping[str, Any]] = (), default: str | None = "ok", latency: float = 0.0) -> Spy:
+def spy(
+    rules: Sequence[Mapping[str, Any]] = (), default: str | None = "ok", latency: float = 0.0
+) -> Spy:
     built = [
         ScriptRule(answer=r["answer"], match=r.get("match", ""), failures=r.get("failures", ()))
-        if callable(r.get("answer")) else r
+        if callable(r.get("answer"))
+        else r
         for r in rules
     ]
     return Spy(ScriptedProvider(built, default=default, latency=latency))
@@ -67,7 +70,9 @@ def verdicts(*pairs: tuple[str, Any]) -> list[dict[str, Any]]:
             answer = f'{{"verdict": {str(answer).lower()}, "reason": "scripted"}}'
         elif isinstance(answer, list):
             answer = [
-                f'{{"verdict": {str(a).lower()}, "reason": "scripted"}}' if isinstance(a, bool) else a
+                f'{{"verdict": {str(a).lower()}, "reason": "scripted"}}'
+                if isinstance(a, bool)
+                else a
                 for a in answer
             ]
         rules.append({"match": pattern, "answer": answer})
@@ -91,8 +96,13 @@ def run(
     assert parsed.ok, [d.message for d in parsed.diagnostics]
     return asyncio.run(
         run_program(
-            parsed.program, source, provider=provider, project_dir=project, inputs=inputs,
-            config=config, imports=imports,
+            parsed.program,
+            source,
+            provider=provider,
+            project_dir=project,
+            inputs=inputs,
+            config=config,
+            imports=imports,
         )
     )
 

@@ -6,24 +6,33 @@ from typing import Any
 
 
 def tasks(provider: Any) -> list[str]:
-    return [p.split("\n", 1)[0] for p in provider.prompts() if not p.startswith(("Condition:", "Choice:", "Filter", "Your reply"))]
+    return [
+        p.split("\n", 1)[0]
+        for p in provider.prompts()
+        if not p.startswith(("Condition:", "Choice:", "Filter", "Your reply"))
+    ]
 
 
 def test_repeat_and_for_with_index(vm: Any) -> None:
     provider = vm.spy()
-    source = '''repeat 3 as i:
+    source = """repeat 3 as i:
   session "Idea {i}"
 let fruits = ["apple", "banana"]
 for fruit, n in fruits:
   session "Describe {fruit} at {n}"
 for topic in ["AI", "space"]:
   session "Research {topic}"
-'''
+"""
     result = vm.run(source, provider)
     assert result.status == "succeeded"
     assert tasks(provider) == [
-        "Idea 0", "Idea 1", "Idea 2", "Describe apple at 0", "Describe banana at 1",
-        "Research AI", "Research space",
+        "Idea 0",
+        "Idea 1",
+        "Idea 2",
+        "Describe apple at 0",
+        "Describe banana at 1",
+        "Research AI",
+        "Research space",
     ]
 
 
@@ -36,9 +45,9 @@ def test_for_over_json_list_input(vm: Any) -> None:
 
 def test_loop_until_checks_condition_before_each_iteration(vm: Any) -> None:
     provider = vm.spy(vm.verdicts(("Condition: the draft is polished", [False, False, True])))
-    source = '''loop until **the draft is polished** (max: 10) as attempt:
+    source = """loop until **the draft is polished** (max: 10) as attempt:
   session "Revise {attempt}"
-'''
+"""
     result = vm.run(source, provider)
     assert tasks(provider) == ["Revise 0", "Revise 1"]
     decisions = vm.events(result, "decision")
@@ -73,13 +82,16 @@ def test_pipelines_chain_map_filter_reduce_pmap(vm: Any) -> None:
         {"match": r"^Keep\? blockchain", "answer": "no"},
         {"match": r"^Keep\? IoT", "answer": "Hmm, it depends"},
         {"match": r"^Keep\?", "answer": "yes"},
-        {"match": "^Filter verdict", "answer": '```json\n{"verdict": false, "reason": "vague"}\n```'},
+        {
+            "match": "^Filter verdict",
+            "answer": '```json\n{"verdict": false, "reason": "vague"}\n```',
+        },
         {"match": "^Pitch", "answer": lambda r: "P(" + r.last_user_text().split()[1] + ")"},
         {"match": "^Merge", "answer": lambda r: "M[" + r.last_user_text().split("\n")[0][6:] + "]"},
         {"match": "^Shout", "answer": lambda r: r.last_user_text().split()[1].upper()},
     ]
     provider = vm.spy(rules)
-    source = '''let topics = ["quantum", "blockchain", "ML", "IoT"]
+    source = """let topics = ["quantum", "blockchain", "ML", "IoT"]
 let pitched = topics
   | filter:
       session "Keep? {item}"
@@ -89,7 +101,7 @@ let loud = pitched | pmap:
   session "Shout {item}"
 output combined = loud | reduce(acc, x):
   session "Merge {acc}+{x}"
-'''
+"""
     result = vm.run(source, provider)
     assert result.status == "succeeded", result.error
     assert result.outputs["combined"] == "M[P(QUANTUM)+P(ML)]"
@@ -104,7 +116,7 @@ def test_if_elif_else_and_choice(vm: Any) -> None:
         ("Condition: the code has performance", 'Sure! {"verdict": "yes", "reason": "slow loop"}'),
     ) + [{"match": "^Choice:", "answer": '{"option": "Minor", "reason": "small"}'}]
     provider = vm.spy(rules)
-    source = '''let analysis = session "Analyze"
+    source = """let analysis = session "Analyze"
 if **the code has security vulnerabilities**:
   session "Fix security"
 elif **the code has performance issues**:
@@ -116,12 +128,14 @@ choice **the severity of issues**:
     session "Stop deployment"
   option "Minor":
     session "Log issues"
-'''
+"""
     result = vm.run(source, provider)
     assert tasks(provider) == ["Analyze", "Optimize", "Log issues"]
     kinds = [(d["kind"], d["verdict"], d["reason"]) for d in vm.events(result, "decision")]
     assert kinds == [
-        ("condition", False, "scripted"), ("condition", True, "slow loop"), ("choice", "Minor", "small"),
+        ("condition", False, "scripted"),
+        ("condition", True, "slow loop"),
+        ("choice", "Minor", "small"),
     ]
     state = (result.run_dir / "state.md").read_text()
     assert "**the code has performance issues** → true (slow loop)" in state
@@ -131,17 +145,19 @@ choice **the severity of issues**:
 
 
 def test_judgment_reasks_once_then_fails_with_location(vm: Any) -> None:
-    provider = vm.spy([
-        {"match": "^Your reply could not be read.*\n*.*Condition: flaky", "answer": "true"},
-        {"match": "^Condition: flaky", "answer": "I am not sure at all"},
-        {"match": "^Your reply could not be read", "answer": "still no idea"},
-        {"match": "^Condition: hopeless", "answer": "???"},
-    ])
-    source = '''if **flaky**:
+    provider = vm.spy(
+        [
+            {"match": "^Your reply could not be read.*\n*.*Condition: flaky", "answer": "true"},
+            {"match": "^Condition: flaky", "answer": "I am not sure at all"},
+            {"match": "^Your reply could not be read", "answer": "still no idea"},
+            {"match": "^Condition: hopeless", "answer": "???"},
+        ]
+    )
+    source = """if **flaky**:
   session "Went ahead"
 if **hopeless**:
   session "Never"
-'''
+"""
     result = vm.run(source, provider)
     assert "Went ahead" in tasks(provider)
     assert result.status == "failed"
@@ -153,7 +169,9 @@ if **hopeless**:
 
 def test_choice_accepts_option_number(vm: Any) -> None:
     provider = vm.spy([{"match": "^Choice:", "answer": '{"option": 2, "reason": "n"}'}])
-    source = 'choice **pick**:\n  option "A":\n    session "Do A"\n  option "B":\n    session "Do B"\n'
+    source = (
+        'choice **pick**:\n  option "A":\n    session "Do A"\n  option "B":\n    session "Do B"\n'
+    )
     vm.run(source, provider)
     assert tasks(provider) == ["Do B"]
 

@@ -14,7 +14,7 @@ def tasks(provider: Any) -> list[str]:
 
 def test_try_catch_finally_order_and_err(vm: Any) -> None:
     provider = vm.spy([{"match": "^Risky", "answer": "x", "failures": ["error"]}])
-    source = '''try:
+    source = """try:
   session "Acquire"
   session "Risky op"
   session "Never reached"
@@ -27,21 +27,28 @@ try:
   session "Fine"
 finally:
   session "Cleanup 2"
-'''
+"""
     result = vm.run(source, provider)
     assert result.status == "succeeded"
-    assert [t.split(" ")[0] for t in tasks(provider)] == ["Acquire", "Risky", "Handle", "Cleanup", "Fine", "Cleanup"]
+    assert [t.split(" ")[0] for t in tasks(provider)] == [
+        "Acquire",
+        "Risky",
+        "Handle",
+        "Cleanup",
+        "Fine",
+        "Cleanup",
+    ]
     handle = provider.sent("^Handle")[0].last_user_text()
     assert "injected error failure" in handle and "### err\nsession error at" in handle
 
 
 def test_finally_runs_when_error_propagates(vm: Any) -> None:
     provider = vm.spy()
-    source = '''try:
+    source = """try:
   throw "boom"
 finally:
   session "Cleanup"
-'''
+"""
     result = vm.run(source, provider)
     assert result.status == "failed" and "boom" in (result.error or "")
     assert tasks(provider) == ["Cleanup"]
@@ -49,7 +56,7 @@ finally:
 
 def test_rethrow_and_nested_handlers(vm: Any) -> None:
     provider = vm.spy()
-    source = '''try:
+    source = """try:
   try:
     throw "inner failure"
   catch:
@@ -65,18 +72,25 @@ try:
   session "Continue outer"
 catch:
   session "Never"
-'''
+"""
     result = vm.run(source, provider)
     assert result.status == "succeeded"
-    assert tasks(provider) == ["Partial handling", "Outer got inner failure", "Handled inside", "Continue outer"]
+    assert tasks(provider) == [
+        "Partial handling",
+        "Outer got inner failure",
+        "Handled inside",
+        "Continue outer",
+    ]
 
 
 def test_retry_counts_and_success(vm: Any) -> None:
-    provider = vm.spy([
-        {"match": "^Flaky", "answer": "finally", "failures": ["transient", "error"]},
-        {"match": "^Hopeless", "answer": "x", "failures": ["error"] * 10},
-    ])
-    source = '''let a = session "Flaky API"
+    provider = vm.spy(
+        [
+            {"match": "^Flaky", "answer": "finally", "failures": ["transient", "error"]},
+            {"match": "^Hopeless", "answer": "x", "failures": ["error"] * 10},
+        ]
+    )
+    source = """let a = session "Flaky API"
   retry: 3
 try:
   session "Hopeless call"
@@ -84,7 +98,7 @@ try:
     backoff: linear
 catch:
   session "Fallback"
-'''
+"""
     result = vm.run(source, provider)
     assert result.status == "succeeded"
     assert len(provider.sent("^Flaky")) == 3

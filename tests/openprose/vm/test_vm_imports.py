@@ -5,7 +5,6 @@ from __future__ import annotations
 import http.server
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,12 +19,12 @@ from openprose.imports import (
 )
 from openprose.parser import parse_text
 
-LIBRARY = '''input topic: "what to research"
+LIBRARY = """input topic: "what to research"
 let raw = session "Research {topic}"
 output findings = session "Synthesize"
   context: raw
 output sources = session "Sources for {topic}"
-'''
+"""
 
 
 @pytest.fixture
@@ -34,7 +33,7 @@ def registry() -> Iterator[tuple[str, list[str]]]:
     hits: list[str] = []
 
     class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802
+        def do_GET(self) -> None:
             hits.append(self.path)
             if self.path == "/@alice/research":
                 body = LIBRARY.encode()
@@ -66,18 +65,23 @@ def test_namespaces() -> None:
 def test_local_import_invocation_outputs_and_destructuring(vm: Any) -> None:
     (vm.project / "lib").mkdir()
     (vm.project / "lib" / "research.prose").write_text(LIBRARY)
-    source = '''use "lib/research.prose" as research
+    source = """use "lib/research.prose" as research
 let result = research(topic: "owls")
 let { findings, sources } = research(topic: "bats")
 output summary = session "Summarize {result.findings} and {findings}"
   context: result.sources
-'''
+"""
     program = parse_text(source, str(vm.project / "main.prose")).program
     imports = load_imports(program, base_dir=vm.project, project_dir=vm.project)
-    provider = vm.spy([
-        {"match": "^Research", "answer": lambda r: r.last_user_text().split()[1]},
-        {"match": "^Synthesize", "answer": lambda r: "F:" + r.last_user_text().split("### raw\n")[1]},
-    ])
+    provider = vm.spy(
+        [
+            {"match": "^Research", "answer": lambda r: r.last_user_text().split()[1]},
+            {
+                "match": "^Synthesize",
+                "answer": lambda r: "F:" + r.last_user_text().split("### raw\n")[1],
+            },
+        ]
+    )
     result = vm.run(source, provider, imports=imports)
     assert result.status == "succeeded", result.error
     summary = provider.sent("^Summarize")[0].last_user_text()
@@ -105,7 +109,9 @@ def test_invocation_errors_have_codes_and_locations(vm: Any) -> None:
         imports = load_imports(program, base_dir=vm.project, project_dir=vm.project)
         result = vm.run(source, vm.spy(), imports=imports)
         assert result.status == "failed", source
-        assert code in (result.error or "") and f"main.prose:{where}" in (result.error or ""), result.error
+        assert code in (result.error or "") and f"main.prose:{where}" in (result.error or ""), (
+            result.error
+        )
 
 
 def test_registry_fetch_is_cached_and_pinned(vm: Any, registry: tuple[str, list[str]]) -> None:
@@ -118,18 +124,31 @@ def test_registry_fetch_is_cached_and_pinned(vm: Any, registry: tuple[str, list[
     assert loaded.namespace == "alice--research"
     pins = pins_of(imports)
     # Offline, with the pin (what a resume does), the cached text is used; no request.
-    again = load_imports(program, base_dir=vm.project, project_dir=vm.project, registry=base, pinned=pins, offline=True)
+    again = load_imports(
+        program,
+        base_dir=vm.project,
+        project_dir=vm.project,
+        registry=base,
+        pinned=pins,
+        offline=True,
+    )
     assert again["research"].text == LIBRARY and hits == ["/@alice/research"]
     # The checker can read contracts from the cache without the network.
     contract = cache_contracts(vm.project)("@alice/research", None)
-    assert contract is not None and contract.inputs == ("topic",) and contract.outputs == ("findings", "sources")
+    assert (
+        contract is not None
+        and contract.inputs == ("topic",)
+        and contract.outputs == ("findings", "sources")
+    )
     result = vm.run(source, vm.spy(), imports=imports)
     assert result.status == "succeeded"
     assert (result.run_dir / "imports" / "alice--research" / "outputs.json").exists()
     with pytest.raises(ImportFailed):
         load_imports(
             parse_text('use "@alice/missing"\n', "m.prose").program,
-            base_dir=vm.project, project_dir=vm.project, registry=base,
+            base_dir=vm.project,
+            project_dir=vm.project,
+            registry=base,
         )
     assert ImportCache(vm.project).latest("@alice/research") is not None
 
@@ -138,7 +157,9 @@ def test_unreachable_registry_falls_back_to_cache(vm: Any, registry: tuple[str, 
     base, _ = registry
     program = parse_text('use "@alice/research"\n', "m.prose").program
     load_imports(program, base_dir=vm.project, project_dir=vm.project, registry=base)
-    offline = load_imports(program, base_dir=vm.project, project_dir=vm.project, registry="http://127.0.0.1:9")
+    offline = load_imports(
+        program, base_dir=vm.project, project_dir=vm.project, registry="http://127.0.0.1:9"
+    )
     assert offline["research"].text == LIBRARY
 
 
@@ -162,5 +183,3 @@ def test_resume_reuses_imported_work(vm: Any) -> None:
     resumed = vm.resume(failed.run_dir, again, imports=imports)
     assert resumed.status == "succeeded"
     assert [p.split("\n")[0] for p in again.prompts()] == ["Use ok"]
-
-

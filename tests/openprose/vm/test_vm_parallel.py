@@ -5,13 +5,20 @@ from __future__ import annotations
 from typing import Any
 
 
-def slow(match: str, seconds: float, answer: str = "done", failures: tuple[str, ...] = ()) -> dict[str, Any]:
-    return {"match": match, "answer": answer, "latency_ms": seconds * 1000, "failures": list(failures)}
+def slow(
+    match: str, seconds: float, answer: str = "done", failures: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    return {
+        "match": match,
+        "answer": answer,
+        "latency_ms": seconds * 1000,
+        "failures": list(failures),
+    }
 
 
 def test_parallel_all_runs_concurrently_and_binds_names(vm: Any) -> None:
     provider = vm.spy([slow("^Task", 0.05)])
-    source = '''parallel:
+    source = """parallel:
   a = session "Task A"
   b = session "Task B"
   c = session "Task C"
@@ -20,7 +27,7 @@ let both = parallel:
   session "Task E"
 session "Combine"
   context: { a, b, c }
-'''
+"""
     result = vm.run(source, provider)
     assert result.status == "succeeded"
     assert provider.peak == 3
@@ -32,7 +39,7 @@ session "Combine"
 
 def test_parallel_value_is_named_dict_or_list(vm: Any) -> None:
     provider = vm.spy()
-    source = '''let named = parallel:
+    source = """let named = parallel:
   x = session "one"
   session "two"
 let plain = parallel:
@@ -40,21 +47,26 @@ let plain = parallel:
   session "four"
 output shapes = session "Report"
   context: [named, plain]
-'''
-    result = vm.run(source, provider)
+"""
+    assert vm.run(source, provider).status == "succeeded"
     report = provider.sent("^Report")[0].last_user_text()
-    assert "x:\nok" in report and "branch_2:\nok" in report and "[1] ok" in report and "[2] ok" in report
+    assert (
+        "x:\nok" in report
+        and "branch_2:\nok" in report
+        and "[1] ok" in report
+        and "[2] ok" in report
+    )
 
 
 def test_first_cancels_losers(vm: Any) -> None:
     provider = vm.spy([slow("^Fast", 0.01, "fast answer"), slow("^Slow", 5.0)])
-    source = '''let winner = parallel ("first"):
+    source = """let winner = parallel ("first"):
   session "Slow approach"
   session "Fast approach"
   session "Slow approach 2"
 output w = session "Use"
   context: winner
-'''
+"""
     result = vm.run(source, provider)
     assert result.status == "succeeded"
     assert provider.cancelled == 2
@@ -63,18 +75,22 @@ output w = session "Use"
 
 
 def test_any_with_count_waits_for_n_successes(vm: Any) -> None:
-    provider = vm.spy([
-        slow("^A1", 0.01, "one"), slow("^A2", 0.02, failures=("error",)), slow("^A3", 0.03, "three"),
-        slow("^A4", 5.0),
-    ])
-    source = '''let got = parallel ("any", count: 2, on-fail: "ignore"):
+    provider = vm.spy(
+        [
+            slow("^A1", 0.01, "one"),
+            slow("^A2", 0.02, failures=("error",)),
+            slow("^A3", 0.03, "three"),
+            slow("^A4", 5.0),
+        ]
+    )
+    source = """let got = parallel ("any", count: 2, on-fail: "ignore"):
   session "A1"
   session "A2"
   session "A3"
   session "A4"
 output out = session "Report"
   context: got
-'''
+"""
     result = vm.run(source, provider)
     assert result.status == "succeeded", result.error
     assert provider.cancelled == 1
@@ -84,11 +100,11 @@ output out = session "Report"
 
 def test_fail_fast_cancels_siblings_and_fails(vm: Any) -> None:
     provider = vm.spy([slow("^Broken", 0.01, failures=("error",)), slow("^Long", 5.0)])
-    source = '''parallel:
+    source = """parallel:
   session "Long task"
   session "Broken task"
 session "After"
-'''
+"""
     result = vm.run(source, provider)
     assert result.status == "failed"
     assert "main.prose:3:3" in (result.error or "")
@@ -98,12 +114,12 @@ session "After"
 
 def test_continue_keeps_errors_as_values(vm: Any) -> None:
     provider = vm.spy([slow("^Broken", 0.0, failures=("error",))])
-    source = '''parallel (on-fail: "continue"):
+    source = """parallel (on-fail: "continue"):
   good = session "Fine task"
   bad = session "Broken task"
 session "Process results, including failures"
   context: { good, bad }
-'''
+"""
     result = vm.run(source, provider)
     assert result.status == "succeeded"
     text = provider.sent("^Process")[0].last_user_text()
@@ -112,12 +128,12 @@ session "Process results, including failures"
 
 def test_ignore_always_succeeds(vm: Any) -> None:
     provider = vm.spy([slow("^Opt", 0.0, failures=("error",))])
-    source = '''parallel (on-fail: "ignore"):
+    source = """parallel (on-fail: "ignore"):
   session "Opt 1"
 parallel ("first", on-fail: "ignore"):
   session "Opt 2"
 session "Continue regardless"
-'''
+"""
     result = vm.run(source, provider)
     assert result.status == "succeeded"
     assert provider.sent("^Continue")
@@ -133,12 +149,12 @@ def test_parallel_for_and_pmap_bound_concurrency(vm: Any) -> None:
     from openprose.vm.interpreter import VMConfig
 
     provider = vm.spy([slow("^Item", 0.01)])
-    source = '''let xs = ["a", "b", "c", "d", "e", "f"]
+    source = """let xs = ["a", "b", "c", "d", "e", "f"]
 parallel for x, i in xs:
   session "Item {x} {i}"
 let ys = xs | pmap:
   session "Item {item}"
-'''
+"""
     result = vm.run(source, provider, config=VMConfig(max_concurrency=3))
     assert result.status == "succeeded"
     assert provider.peak == 3

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import signal
@@ -40,7 +39,7 @@ class CrashAfter:
         return None
 
 
-PROGRAM = '''agent critic:
+PROGRAM = """agent critic:
   model: opus
   prompt: "You criticise"
 let draft = session "Write draft"
@@ -54,12 +53,14 @@ let items = ["x", "y", "z"] | pmap:
   session "Item {item}"
 output final = session "Final {a} {b}"
   context: items
-'''
+"""
 
 
 def rules(vm: Any) -> list[dict[str, Any]]:
     # Answers depend only on the request, so a resumed run meets the same answers.
-    polished = lambda r: '{"verdict": %s}' % str("d0++" in r.last_user_text()).lower()  # noqa: E731
+    def polished(r: ModelRequest) -> str:
+        return f'{{"verdict": {str("d0++" in r.last_user_text()).lower()}}}'
+
     return [
         {"match": "^Condition: the draft is polished", "answer": polished},
         {"match": "^Write draft", "answer": "d0"},
@@ -89,7 +90,11 @@ def test_resume_after_crash_sends_only_unfinished_work(vm: Any, crash_after: int
     resumed = vm.resume(run_dir, second)
     assert resumed.status == "succeeded", resumed.error
     assert resumed.outputs == reference.outputs
-    resent = [r for r in second.requests if json.dumps([{"role": m.role, "content": m.content} for m in r.messages]) in finished]
+    resent = [
+        r
+        for r in second.requests
+        if json.dumps([{"role": m.role, "content": m.content} for m in r.messages]) in finished
+    ]
     assert resent == []
     assert resumed.usage["requests_served_from_journal"] == crash_after
     assert resumed.usage["requests_sent"] + crash_after == reference.usage["requests_sent"]
@@ -112,8 +117,12 @@ PROSE = "import sys; from openprose.cli import main; sys.exit(main(sys.argv[1:])
 
 def _prose(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-c", PROSE, *args], cwd=cwd, env=env,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [sys.executable, "-c", PROSE, *args],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
 
@@ -136,17 +145,24 @@ def test_sigkill_mid_run_then_resume_resends_nothing_finished(tmp_path: Path) ->
     os.kill(process.pid, signal.SIGKILL)
     process.wait()
     finished_before = [
-        json.loads(line) for line in journal.read_text().splitlines()
+        json.loads(line)
+        for line in journal.read_text().splitlines()
         if '"session_finished"' in line
     ]
     assert 4 <= len(finished_before) < 12
     listing = subprocess.run(
-        [sys.executable, "-c", PROSE, "runs"], cwd=tmp_path, capture_output=True, text=True
+        [sys.executable, "-c", PROSE, "runs"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert "interrupted" in listing.stdout
 
     cassette = tmp_path / "resent.jsonl"
-    resumed = _prose("resume", journal.parent.name, "--json", "--record", str(cassette), cwd=tmp_path)
+    resumed = _prose(
+        "resume", journal.parent.name, "--json", "--record", str(cassette), cwd=tmp_path
+    )
     out, err = resumed.communicate(timeout=60)
     assert resumed.returncode == 0, err
     result = json.loads(out)
@@ -164,3 +180,13 @@ def test_sigkill_mid_run_then_resume_resends_nothing_finished(tmp_path: Path) ->
     started_after = {e["step"] for e in events[restart:] if e["ev"] == "session_started"}
     assert started_after.isdisjoint({e["step"] for e in finished_before})
     assert len(started_after) == 12 - len(finished_before)
+
+
+def test_resumed_anonymous_sessions_keep_their_names(vm: Any) -> None:
+    source = 'session "One"\nsession "Two"\nsession "Three"\n'
+    failed = vm.run(source, vm.spy([{"match": "^Three", "answer": "x", "failures": ["error"]}]))
+    assert failed.status == "failed"
+    resumed = vm.resume(failed.run_dir, vm.spy())
+    assert resumed.status == "succeeded"
+    names = sorted(p.name for p in (failed.run_dir / "bindings").iterdir())
+    assert names == ["anon_001.md", "anon_002.md", "anon_003.md"]

@@ -1,0 +1,120 @@
+"""The code table, the generated docs, the reference's message format, ordering and depth."""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+import openprose.checker as checker_package
+from openprose.checker import check
+from openprose.checker.docs import render
+from openprose.checker.rows import ROWS
+from openprose.codes import CODES
+from openprose.diagnostics import Diagnostic
+from openprose.parser import parse_text
+from openprose.source import SourceFile
+
+Check = Callable[..., list[Diagnostic]]
+ROOT = Path(__file__).resolve().parents[3]
+CHECKER_SOURCES = sorted(Path(checker_package.__file__).parent.glob("*.py"))
+
+
+def _ours(code: str) -> bool:
+    return code[0] == "I" or (code[0] in "EW" and 140 <= int(code[1:]) <= 199)
+
+
+def test_docs_match_the_code_table() -> None:
+    text = (ROOT / "docs" / "diagnostics.md").read_text(encoding="utf-8")
+    assert text == render(), "regenerate: python -m openprose.checker.docs > docs/diagnostics.md"
+
+
+def test_every_code_the_checker_emits_is_in_the_table() -> None:
+    used = set()
+    for source in CHECKER_SOURCES:
+        used.update(re.findall(r'"([EWI]\d{3})"', source.read_text(encoding="utf-8")))
+    assert used and used <= set(CODES)
+
+
+# Checker codes that no validation-table row names: a failing program each, code + position.
+EXTRA: dict[str, tuple[str, int, int]] = {
+    "E167": ("agent a:\n  persist: forever\n", 2, 12),
+    "E168": ('loop (max: 3, min: 1):\n  session "A"\n', 1, 15),
+    "E169": ('use "@a/b" as b\nlet r = b(x: 1, x: 2)\n', 2, 17),
+    "E170": ('use "./missing.prose" as m\n', 1, 5),
+    "I001": ("agent a:\n  persist: project\nresume: a\n", 3, 9),
+    "I002": ('use "@a/b" as b\nlet r = b(x: 1)\n', 1, 5),
+}
+
+
+def test_every_checker_code_has_a_failing_case() -> None:
+    ours = {code for code in CODES if _ours(code)}
+    assert ours == {row.code for row in ROWS if _ours(row.code)} | set(EXTRA)
+
+
+@pytest.mark.parametrize("code", list(EXTRA))
+def test_extra_code(code: str, checked: Check, tmp_path: Path) -> None:
+    source, line, column = EXTRA[code]
+    found = [
+        (d.code, d.line, d.column, d.severity)
+        for d in checked(source, str(tmp_path / "main.prose"))
+    ]
+    assert (code, line, column, CODES[code].severity) in found
+
+
+def test_render_uses_the_reference_format(checked: Check) -> None:
+    source = 'let draft = session "Write"\nsession "Review"\n  context: drfat\n'
+    (diagnostic,) = checked(source)
+    assert diagnostic.render(SourceFile.from_text(source)) == (
+        "Error at line 3, column 12: Undefined variable 'drfat' in context\n"
+        "    context: drfat\n"
+        "             ^^^^^"
+    )
+    assert diagnostic.to_dict() == {
+        "path": "<string>",
+        "line": 3,
+        "column": 12,
+        "end_line": 3,
+        "end_column": 17,
+        "code": "E142",
+        "severity": "error",
+        "message": "Undefined variable 'drfat' in context",
+    }
+
+
+def test_parse_and_check_diagnostics_come_sorted(checked: Check) -> None:
+    source = 'session "x"\n  context: nope\nsession "bad \\q"\nsession ""\n'
+    assert [(d.code, d.line) for d in checked(source)] == [("E142", 2), ("E002", 3), ("W001", 4)]
+
+
+def test_deep_nesting_does_not_overflow(checked: Check) -> None:
+    depth = 450
+    lines = [" " * (2 * level) + "do:" for level in range(depth)]
+    lines.append(" " * (2 * depth) + 'session "Deep"\n' + " " * (2 * depth) + "  context: nope")
+    found = [(d.code, d.line) for d in checked("\n".join(lines) + "\n")]
+    assert found == [("E142", depth + 2)]
+
+
+def test_invalid_nodes_are_skipped(checked: Check) -> None:
+    result = parse_text('session "a" "b"\nsession ""\n')
+    assert [d.code for d in result.diagnostics] == ["E004"]
+    assert [d.code for d in checked('session "a" "b"\nsession ""\n')] == ["E004", "W001"]
+
+
+def test_mangled_programs_never_raise() -> None:
+    """Parse errors leave partial trees (Invalid nodes, missing parts); the checker copes."""
+    examples = ROOT / "tests" / "openprose" / "conformance" / "reference_examples"
+    texts = [path.read_text(encoding="utf-8") for path in sorted(examples.glob("*.prose"))]
+    if not texts:
+        pytest.skip("reference examples not extracted")
+    rng = random.Random(7)
+    for _ in range(400):
+        text = rng.choice(texts)
+        for _ in range(rng.randint(1, 3)):
+            at = rng.randrange(len(text) + 1)
+            text = text[:at] + rng.choice(['"', ":", "**", "{", "\n  ", "(", ",", "|"]) + text[at:]
+        for diagnostic in check(parse_text(text)):
+            assert diagnostic.code in CODES

@@ -1,0 +1,151 @@
+"""Names and scopes: the decisions of docs/decisions/checker.md, each as exact diagnostics.
+
+Every case lists *all* diagnostics the program gets, as (code, line, column).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from openprose.diagnostics import Diagnostic
+
+Check = Callable[..., list[Diagnostic]]
+
+CASES: dict[str, tuple[str, list[tuple[str, int, int]]]] = {
+    # Flat namespace: let/const/output/input/branch names are unique program-wide (E019)...
+    "if and else branches may not reuse a name": (
+        ('if **the build is green**:\n  let note = session "A"\nelse:\n  let note = session "B"\n'),
+        [("E019", 4, 7)],
+    ),
+    "a let inside a loop may not reuse a loop variable": (
+        'for x in ["a"]:\n  let x = session "A"\n',
+        [("E019", 2, 7)],
+    ),
+    "a let in a block body collides with a top-level let": (
+        'let summary = session "A"\nblock b:\n  let summary = session "B"\n',
+        [("E019", 3, 7)],
+    ),
+    "an input may not be redeclared by let": (
+        'input topic: "The topic"\nlet topic = session "A"\n',
+        [("E019", 2, 5)],
+    ),
+    "a let may not reuse an output name": (
+        'output report = session "A"\nlet report = session "B"\n',
+        [("E146", 2, 5)],
+    ),
+    # ...while scoped names (loop, pipeline, error variables, parameters) only warn.
+    "sibling loops may reuse their loop variable": (
+        'for x in ["a"]:\n  session "A"\nfor x in ["b"]:\n  session "B"\n',
+        [],
+    ),
+    "a loop variable is not visible after the loop": (
+        'for x in ["a"]:\n  session "A"\nsession "After"\n  context: x\n',
+        [("E142", 4, 12)],
+    ),
+    "a let after a loop may reuse the loop variable's name": (
+        'for x in ["a"]:\n  session "A"\nlet x = session "B"\n',
+        [],
+    ),
+    "a loop variable is const": ('for x in ["a"]:\n  x = session "A"\n', [("E144", 2, 3)]),
+    "a block parameter is const": ('block b(topic):\n  topic = session "A"\n', [("E144", 2, 3)]),
+    "repeat index shadows an outer variable with a warning": (
+        'let i = session "A"\nrepeat 2 as i:\n  session "B"\n',
+        [("W144", 2, 13)],
+    ),
+    "the for index variable is bound too": ('for x, i in ["a"]:\n  session "{x} {i}"\n', []),
+    # Lets in nested bodies stay visible afterwards (one binding per name, like Python).
+    "a let inside if is visible after it": (
+        'if **the build is green**:\n  let note = session "A"\nsession "B"\n  context: note\n',
+        [],
+    ),
+    # Definition order: variables must be defined before use; blocks and agents are hoisted.
+    "a variable used before its let is undefined": (
+        'session "A"\n  context: later\nlet later = session "B"\n',
+        [("E142", 2, 12)],
+    ),
+    "a block may be invoked before its definition": (
+        'do checks\nblock checks:\n  session "Check"\n',
+        [],
+    ),
+    "an agent may be used before its definition": (
+        "session: writer\nagent writer:\n  model: opus\n",
+        [],
+    ),
+    "a block body may use a variable defined after the block": (
+        'block report:\n  session "Report {summary}"\nlet summary = session "Sum"\ndo report\n',
+        [],
+    ),
+    "a block body's unknown variable is still an error": (
+        'block report:\n  session "Report {nothing}"\n',
+        [("E141", 2, 19)],
+    ),
+    "a block's local let is not visible after the block": (
+        'block b:\n  let inner = session "A"\nsession "B"\n  context: inner\n',
+        [("E142", 4, 12)],
+    ),
+    "an agent's context may name a variable defined later": (
+        'agent a:\n  context: notes\nlet notes = session "N"\n',
+        [],
+    ),
+    # Implicit and bound names.
+    "item is bound in map bodies only": (
+        (
+            'let xs = ["a"]\nlet ys = xs | map:\n  session "S"\n    context: item\n'
+            'session "After"\n  context: item\n'
+        ),
+        [("E142", 6, 12)],
+    ),
+    "reduce binds its accumulator and item names": (
+        'let xs = ["a"]\nlet y = xs | reduce(acc, x):\n  session "S"\n    context: [acc, x]\n',
+        [],
+    ),
+    "err is visible only in its catch": (
+        (
+            'try:\n  session "A"\ncatch as err:\n  session "B"\n    context: err\n'
+            'session "C"\n  context: err\n'
+        ),
+        [("E142", 7, 12)],
+    ),
+    "parallel branch results are visible after the block": (
+        'parallel:\n  a = session "A"\n  b = session "B"\nsession "C"\n  context: { a, b }\n',
+        [],
+    ),
+    "a parallel branch cannot see a sibling's result": (
+        'parallel:\n  a = session "A"\n  b = session "B"\n    context: a\n',
+        [("E142", 4, 14)],
+    ),
+    "destructured names become variables": (
+        (
+            'use "@alice/research" as research\nlet { findings, sources } = research(topic: "x")\n'
+            'session "S"\n  context: [findings, sources]\n'
+        ),
+        [("I002", 1, 5)],
+    ),
+    "interpolation position is the braces inside a multi-line string": (
+        'session """\nReview:\n  - {missing}\n"""\n',
+        [("E141", 3, 5)],
+    ),
+    "an escaped brace is not an interpolation": ('session "literal \\{name}"\n', []),
+    "assignment to an undeclared name is an error": ('draft = session "A"\n', [("E140", 1, 1)]),
+    "let may be reassigned": (
+        'let draft = session "A"\ndraft = session "B"\n  context: draft\n',
+        [],
+    ),
+    "a named session needs no variable": (
+        'agent r:\n  model: opus\nsession analysis: r\n  prompt: "Analyze"\n',
+        [],
+    ),
+    # Agents vs variables vs blocks.
+    "a loop variable may not be named like an agent": (
+        'agent x:\n  model: opus\nfor x in ["a"]:\n  session: x\n',
+        [("E145", 3, 5)],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_scope_decision(name: str, checked: Check) -> None:
+    source, expected = CASES[name]
+    assert [(d.code, d.line, d.column) for d in checked(source)] == expected

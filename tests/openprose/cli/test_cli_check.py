@@ -1,0 +1,160 @@
+"""`prose check`: text and JSON output, exit codes, directories, hostile input."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from openprose.cli.check import summary
+
+ROOT = Path(__file__).resolve().parents[3]
+EXAMPLES = ROOT / "examples"
+Run = Callable[..., tuple[int, str, str]]
+KEYS = {"path", "line", "column", "end_line", "end_column", "code", "severity", "message"}
+
+
+def write(path: Path, text: str | bytes) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_clean_file_exits_zero_with_summary(prose: Run, tmp_path: Path) -> None:
+    code, out, err = prose("check", write(tmp_path / "ok.prose", 'session "Hello world"\n'))
+    assert (code, out, err) == (0, "1 file checked: 0 errors, 0 warnings\n", "")
+
+
+def test_errors_print_location_code_and_caret(prose: Run, tmp_path: Path) -> None:
+    path = write(tmp_path / "bad.prose", 'session "fine"\nsession: nobody\n')
+    code, out, _ = prose("check", path)
+    assert code == 1
+    lines = out.splitlines()
+    assert lines[0].startswith(f"{path}:2:10: E007 ")
+    assert lines[1] == "  session: nobody"
+    assert lines[2] == "           ^^^^^^"
+    assert lines[-1] == "1 file checked: 1 error, 0 warnings"
+
+
+def test_warnings_alone_exit_zero(prose: Run, tmp_path: Path) -> None:
+    code, out, _ = prose("check", write(tmp_path / "w.prose", 'session ""\n'))
+    assert code == 0
+    assert " W001 " in out
+    assert out.endswith("1 file checked: 0 errors, 1 warning\n")
+
+
+def test_json_is_one_array_with_the_agreed_keys(prose: Run, tmp_path: Path) -> None:
+    bad = write(tmp_path / "bad.prose", 'session: nobody\nsession ""\n')
+    code, out, _ = prose("check", "--format", "json", bad)
+    found = json.loads(out)
+    assert code == 1
+    assert [d["code"] for d in found] == ["E007", "W001"]
+    assert all(set(d) == KEYS for d in found)
+    assert found[0]["path"] == str(bad) and found[0]["severity"] == "error"
+
+
+def test_json_clean_is_an_empty_array(prose: Run, tmp_path: Path) -> None:
+    code, out, _ = prose("check", "--format", "json", write(tmp_path / "e.prose", ""))
+    assert code == 0 and json.loads(out) == []
+
+
+def test_directories_recurse_over_prose_files_in_sorted_order(prose: Run, tmp_path: Path) -> None:
+    write(tmp_path / "b.prose", "session: ghost\n")
+    write(tmp_path / "a" / "z.prose", "session: ghost\n")
+    write(tmp_path / "a" / "c.prose", "session: ghost\n")
+    write(tmp_path / "notes.txt", "session: ghost\n")
+    code, out, _ = prose("check", "--format", "json", tmp_path)
+    paths = [Path(d["path"]).relative_to(tmp_path).as_posix() for d in json.loads(out)]
+    assert code == 1
+    assert paths == ["a/c.prose", "a/z.prose", "b.prose"]
+
+
+def test_missing_path_is_a_usage_error_but_others_are_still_checked(
+    prose: Run, tmp_path: Path
+) -> None:
+    bad = write(tmp_path / "bad.prose", "session: nobody\n")
+    code, out, err = prose("check", "--format", "json", tmp_path / "missing.prose", bad)
+    assert code == 2
+    assert "missing.prose" in err and "no such file" in err
+    assert [d["code"] for d in json.loads(out)] == ["E007"]
+
+
+def test_dangling_symlink_in_a_directory_is_unreadable(prose: Run, tmp_path: Path) -> None:
+    (tmp_path / "gone.prose").symlink_to(tmp_path / "nowhere.prose")
+    code, out, err = prose("check", tmp_path)
+    assert code == 2
+    assert "gone.prose" in err
+    assert out == "0 files checked: 0 errors, 0 warnings\n"
+
+
+def test_non_utf8_is_a_diagnostic(prose: Run, tmp_path: Path) -> None:
+    path = write(tmp_path / "latin1.prose", 'session "caf\xe9"\n'.encode("latin-1"))
+    code, out, _ = prose("check", path)
+    assert code == 1
+    lines = out.splitlines()
+    assert lines[0].startswith(f"{path}:1:13: E100 ")
+    # The excerpt quotes a lossy decoding, caret under the offending byte.
+    assert lines[1:3] == ['  session "caf\ufffd"', "  " + " " * 12 + "^"]
+
+
+def test_deferred_checks_print_as_notes_without_failing(prose: Run) -> None:
+    # The imported program's contract is unknown offline: the checker defers, as an info note.
+    code, out, _ = prose("check", EXAMPLES / "program-composition.prose")
+    assert code == 0
+    assert " I0" in out
+    assert out.splitlines()[-1].startswith("1 file checked: 0 errors, 0 warnings, ")
+
+
+def test_hostile_inputs_give_diagnostics_and_valid_json(prose: Run, tmp_path: Path) -> None:
+    nested = "".join("  " * i + "do:\n" for i in range(400)) + "  " * 400 + 'session "x"\n'
+    inputs = {
+        "garbage.prose": bytes(range(256)) * 40,
+        "empty.prose": b"",
+        "long-line.prose": b'session "' + b"x" * 200_000 + b'"\n',
+        "nested.prose": nested.encode(),
+        "unclosed.prose": b'session """\nnever closed\n[[[{{(',
+        "big.prose": b'let v = session "a"\n  context: []\n# c\n' * 30_000,
+    }
+    for name, data in inputs.items():
+        path = write(tmp_path / name, data)
+        code, out, err = prose("check", "--format", "json", path)
+        assert code in (0, 1), (name, err)
+        assert isinstance(json.loads(out), list), name
+        code, out, err = prose("check", path)
+        assert code in (0, 1) and "Traceback" not in err, name
+
+
+def test_summary_pluralizes() -> None:
+    from openprose.cli.check import Checked
+
+    assert summary([]) == "0 files checked: 0 errors, 0 warnings"
+    assert summary([Checked("a", None, [])]) == "1 file checked: 0 errors, 0 warnings"
+
+
+def test_subprocess_json_and_exit_codes(prose_process: Run, tmp_path: Path) -> None:
+    garbage = write(tmp_path / "garbage.prose", b"\x00\xff\xfe\x80 binary")
+    code, out, err = prose_process("check", "--format", "json", garbage)
+    assert code == 1 and [d["code"] for d in json.loads(out)] == ["E100"]
+    code, out, err = prose_process("check", tmp_path / "nope.prose")
+    assert code == 2 and "nope.prose" in err and "Traceback" not in err
+    code, out, _ = prose_process("check", EXAMPLES)
+    assert code == 0
+    count = len(list(EXAMPLES.rglob("*.prose")))
+    assert out.splitlines()[-1].startswith(f"{count} files checked: 0 errors, 0 warnings")
+
+
+def test_project_dir_turns_deferred_memory_checks_into_real_ones(
+    prose: Run, tmp_path: Path
+) -> None:
+    example = EXAMPLES / "persistent-agents.prose"
+    code, out, _ = prose("check", example)
+    assert code == 0 and " I001 " in out
+    memory = tmp_path / ".prose" / "agents" / "advisor"
+    memory.mkdir(parents=True)
+    (memory / "memory.md").write_text("notes\n", encoding="utf-8")
+    code, out, _ = prose("check", "--project-dir", tmp_path, example)
+    assert code == 0
+    assert " W011 " in out and " I001 " not in out

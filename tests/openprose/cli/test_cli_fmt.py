@@ -1,0 +1,74 @@
+"""`prose fmt PATH...`: in-place rewriting, --check, and files it must not touch."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+Run = Callable[..., tuple[int, str, str]]
+
+MESSY = 'agent a:\r\n    model: opus   # fast\r\n\r\n\r\nsession: a\r\n        prompt: "Go"\r\n'
+TIDY = 'agent a:\n  model: opus  # fast\n\nsession: a\n  prompt: "Go"\n'
+
+
+def test_rewrites_in_place_then_is_a_fixed_point(prose: Run, tmp_path: Path) -> None:
+    path = tmp_path / "messy.prose"
+    path.write_bytes(MESSY.encode())
+    code, out, err = prose("fmt", path)
+    assert (code, err) == (0, "")
+    assert out == f"reformatted {path}\n1 file reformatted, 0 unchanged\n"
+    assert path.read_bytes() == TIDY.encode()
+    code, out, _ = prose("fmt", path)
+    assert (code, out) == (0, "0 files reformatted, 1 unchanged\n")
+
+
+def test_check_reports_without_writing(prose: Run, tmp_path: Path) -> None:
+    messy = tmp_path / "messy.prose"
+    messy.write_bytes(MESSY.encode())
+    tidy = tmp_path / "tidy.prose"
+    tidy.write_text(TIDY, encoding="utf-8")
+    code, out, _ = prose("fmt", "--check", tmp_path)
+    assert code == 1
+    assert out == f"would reformat {messy}\n1 file would be reformatted, 1 unchanged\n"
+    assert messy.read_bytes() == MESSY.encode()
+    code, _, _ = prose("fmt", "--check", tidy)
+    assert code == 0
+
+
+def test_byte_order_mark_is_dropped(prose: Run, tmp_path: Path) -> None:
+    path = tmp_path / "bom.prose"
+    path.write_bytes(b'\xef\xbb\xbfsession "x"\n')
+    assert prose("fmt", "--check", path)[0] == 1
+    assert prose("fmt", path)[0] == 0
+    assert path.read_bytes() == b'session "x"\n'
+
+
+def test_file_with_syntax_errors_is_left_alone(prose: Run, tmp_path: Path) -> None:
+    path = tmp_path / "broken.prose"
+    path.write_text('session "unterminated\n   do:\n', encoding="utf-8")
+    code, out, err = prose("fmt", path)
+    assert code == 1
+    assert " E001 " in err
+    assert path.read_text(encoding="utf-8") == 'session "unterminated\n   do:\n'
+    assert out == "0 files reformatted, 0 unchanged\n"
+
+
+def test_semantic_errors_do_not_block_formatting(prose: Run, tmp_path: Path) -> None:
+    path = tmp_path / "ghost.prose"
+    path.write_text("session:   ghost\n", encoding="utf-8")
+    code, _, _ = prose("fmt", path)
+    assert code == 0
+    assert path.read_text(encoding="utf-8") == "session: ghost\n"
+
+
+def test_missing_path_is_a_usage_error(prose: Run, tmp_path: Path) -> None:
+    code, _, err = prose("fmt", tmp_path / "missing.prose")
+    assert code == 2 and "missing.prose" in err
+
+
+def test_fmt_check_subprocess(prose_process: Run, tmp_path: Path) -> None:
+    path = tmp_path / "messy.prose"
+    path.write_bytes(MESSY.encode())
+    code, out, err = prose_process("fmt", "--check", path)
+    assert (code, err) == (1, "")
+    assert out.startswith(f"would reformat {path}\n")

@@ -1,0 +1,138 @@
+"""`prose run`, `prose resume`, `prose runs`, `prose show` end to end on a scripted provider."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from openprose.cli import main
+
+RULES = """default: "ok"
+rules:
+  - match: "^Condition: the list is long"
+    answer: '{"verdict": true, "reason": "three items"}'
+  - match: "^Fail"
+    answer: "x"
+    failures: [error]
+"""
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PROSE_PROVIDER", raising=False)
+    (tmp_path / "rules.yaml").write_text(RULES)
+    return tmp_path
+
+
+def prose(*args: str) -> int:
+    return main(list(args))
+
+
+def test_run_json_with_typed_inputs(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (project / "p.prose").write_text(
+        'input topics: "list"\ninput tone: "style"\n'
+        'let out = topics | map:\n  session "Write about {item} in {tone}"\n'
+        'if **the list is long**:\n  output n = session "Count"\n    context: out\n'
+    )
+    (project / "in.json").write_text(json.dumps({"topics": ["a", "b", "c"]}))
+    code = prose(
+        "run",
+        "p.prose",
+        "--inputs",
+        "in.json",
+        "--input",
+        "tone=dry",
+        "--provider",
+        "scripted:rules.yaml",
+        "--json",
+    )
+    out = capsys.readouterr().out
+    assert code == 0
+    result = json.loads(out)
+    assert set(result) == {"run_id", "status", "outputs", "usage"}
+    assert result["status"] == "succeeded" and result["outputs"] == {"n": "ok"}
+    assert result["usage"]["requests_sent"] == 5  # three map items, one judgment, one session
+
+
+def test_program_failure_exits_1_with_location(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (project / "f.prose").write_text('session "fine"\nsession "Fail now"\n')
+    code = prose("run", "f.prose", "--provider", "scripted:rules.yaml")
+    captured = capsys.readouterr()
+    assert code == 1
+    assert "f.prose:2:1" in captured.err and "Traceback" not in captured.err
+    assert "failed" in captured.out
+
+
+def test_compile_errors_exit_2_and_never_run(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (project / "bad.prose").write_text("session: ghost\n")
+    code = prose("run", "bad.prose", "--provider", "scripted:rules.yaml")
+    captured = capsys.readouterr()
+    assert code == 2
+    assert "bad.prose:1:" in captured.out and "E007" in captured.out
+    assert not (project / ".prose" / "runs").exists()
+
+
+def test_usage_errors_exit_2(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (project / "p.prose").write_text('input topic: "t"\nsession "x {topic}"\n')
+    assert prose("run", "p.prose", "--provider", "scripted:rules.yaml") == 2
+    assert "E026 missing required input 'topic'" in capsys.readouterr().out
+    assert (
+        prose(
+            "run",
+            "p.prose",
+            "--input",
+            "topic=a",
+            "--input",
+            "extra=b",
+            "--provider",
+            "scripted:rules.yaml",
+        )
+        == 2
+    )
+    assert "E027" in capsys.readouterr().out
+    assert prose("run", "p.prose", "--input", "topic=a", "--provider", "nosuch") == 2
+    assert "unknown provider" in capsys.readouterr().err
+    assert prose("run", "missing.prose") == 2
+    assert prose("run", "p.prose", "--input", "oops") == 2
+
+
+def test_resume_runs_and_show(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (project / "r.prose").write_text(
+        'let a = session "First"\noutput b = session "Fail or not"\n  context: a\n'
+    )
+    assert prose("run", "r.prose", "--provider", "scripted:rules.yaml") == 1
+    run_id = next((project / ".prose" / "runs").iterdir()).name
+    capsys.readouterr()
+    (project / "rules.yaml").write_text('default: "fixed"\nrules: []\n')
+    assert prose("resume", run_id, "--json") == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["status"] == "succeeded" and result["outputs"] == {"b": "fixed"}
+    assert result["usage"]["requests_served_from_journal"] == 1
+    assert prose("runs") == 0
+    assert f"{run_id}  succeeded" in capsys.readouterr().out
+    assert prose("show", run_id) == 0
+    shown = capsys.readouterr().out
+    assert "steps (2):" in shown and "b: fixed" in shown
+    assert prose("show", run_id, "--json") == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [s["step"] for s in data["steps"]] == ["1", "2"] and data["outputs"] == {"b": "fixed"}
+    assert prose("resume", "nope") == 2
+
+
+def test_record_writes_a_replayable_cassette(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (project / "c.prose").write_text('output a = session "Hello"\n')
+    assert (
+        prose("run", "c.prose", "--provider", "scripted:rules.yaml", "--record", "tape.jsonl") == 0
+    )
+    capsys.readouterr()
+    assert prose("run", "c.prose", "--provider", "replay:tape.jsonl", "--json") == 0
+    assert json.loads(capsys.readouterr().out)["outputs"] == {"a": "ok"}

@@ -1,0 +1,52 @@
+"""The progress observers: plain lines off a terminal, a Rich table on one; cost estimates."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+from openprose.vm.progress import LiveView, PlainProgress, cost_of
+
+
+def finished(tokens: tuple[int, int]) -> dict[str, Any]:
+    return {
+        "agent": "writer",
+        "model": "opus",
+        "binding": "draft",
+        "elapsed": 0.25,
+        "response": {"usage": {"input_tokens": tokens[0], "output_tokens": tokens[1]}},
+    }
+
+
+def test_plain_progress_lines() -> None:
+    stream = io.StringIO()
+    view = PlainProgress(stream)
+    view("session_started", "1", {"agent": "writer", "model": "opus"})
+    view("session_finished", "1", finished((10, 5)))
+    view("decision", "2?c1", {"kind": "condition", "verdict": True, "reason": "ok"})
+    view("session_failed", "3", {"attempt": 1, "error": "boom"})
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == 3
+    assert "✓ 1 draft (writer, opus) 10+5 tok" in lines[0]
+    assert "2?c1 condition → True (ok)" in lines[1] and "✗ 3 attempt 1: boom" in lines[2]
+
+
+def test_live_view_table_renders_sessions() -> None:
+    from rich.console import Console
+
+    view = LiveView()
+    view("session_started", "1", {"agent": "writer", "model": "opus"})
+    view("session_started", "2", {"agent": None, "model": "haiku"})
+    view("session_finished", "1", finished((7, 3)))
+    view("session_cancelled", "2", {})
+    console = Console(file=io.StringIO(), width=120)
+    console.print(view._render())
+    text = console.file.getvalue()  # type: ignore[attr-defined]
+    assert "sessions: 1 done, 10 tokens" in text
+    assert "writer" in text and "cancelled" in text and "done" in text
+
+
+def test_cost_only_when_prices_are_known() -> None:
+    known = {"claude-sonnet-4-5": {"input_tokens": 1_000_000, "output_tokens": 1_000_000}}
+    assert cost_of(known) == 18.0
+    assert cost_of({**known, "mystery": {"input_tokens": 1, "output_tokens": 0}}) is None

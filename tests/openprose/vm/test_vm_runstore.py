@@ -1,0 +1,131 @@
+"""The run folder: layout, state.md markers, bindings, outputs.json and the journal."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from openprose.vm.journal import Journal, read_journal
+from openprose.vm.runstore import RunStore, find_run, write_atomically
+
+
+def test_layout_bindings_and_outputs(vm: Any) -> None:
+    source = """input topic: "t"
+let research = session "Research {topic}"
+session "Anonymous one"
+session "Anonymous two"
+output report = session "Report"
+  context: research
+"""
+    result = vm.run(source, vm.spy(), inputs={"topic": "owls"})
+    root = result.run_dir
+    assert re.fullmatch(r"\d{8}-\d{6}-[0-9a-f]{6}", root.name)
+    assert root.parent == vm.project / ".prose" / "runs"
+    for name in ("program.prose", "state.md", "journal.jsonl", "outputs.json", "run.json"):
+        assert (root / name).is_file(), name
+    for folder in ("bindings", "agents", "imports"):
+        assert (root / folder).is_dir()
+    assert (root / "program.prose").read_text() == source
+    assert sorted(p.name for p in (root / "bindings").iterdir()) == [
+        "anon_001.md",
+        "anon_002.md",
+        "report.md",
+        "research.md",
+        "topic.md",
+    ]
+    research = (root / "bindings" / "research.md").read_text()
+    assert research == (
+        '# research\nkind: let\nsource:\n```prose\nlet research = session "Research {topic}"\n```\n---\nok\n'
+    )
+    assert "kind: input" in (root / "bindings" / "topic.md").read_text()
+    assert "kind: output" in (root / "bindings" / "report.md").read_text()
+    assert json.loads((root / "outputs.json").read_text()) == {"report": "ok"}
+    state = (root / "state.md").read_text().splitlines()
+    assert state[0] == f"# run:{root.name} main.prose"
+    assert state[1:5] == ["2→ research ✓", "3→ anon_001 ✓", "4→ anon_002 ✓", "5→ report ✓"]
+    assert state[-1].startswith("---end ")
+    meta = json.loads((root / "run.json").read_text())
+    assert meta["status"] == "succeeded" and meta["inputs"] == {"topic": "owls"}
+
+
+def test_failed_run_state_and_meta(vm: Any) -> None:
+    result = vm.run('session "a"\nthrow "nope"\n', vm.spy())
+    state = (result.run_dir / "state.md").read_text().splitlines()
+    assert state[-1].startswith("---error ") and "nope" in state[-1]
+    assert json.loads((result.run_dir / "run.json").read_text())["status"] == "failed"
+    assert not (result.run_dir / "outputs.json").exists()
+
+
+def test_block_bindings_are_scoped_by_execution_id(vm: Any) -> None:
+    source = """block process(x):
+  let result = session "Process {x}"
+do process("a")
+do process("b")
+"""
+    result = vm.run(source, vm.spy())
+    names = sorted(p.name for p in (result.run_dir / "bindings").iterdir())
+    assert names == ["result__1.md", "result__2.md"]
+    assert "execution_id: 2" in (result.run_dir / "bindings" / "result__2.md").read_text()
+
+
+def test_step_ids_never_collide(vm: Any) -> None:
+    source = """block twice(x):
+  repeat 2:
+    session "In block {x}"
+let xs = ["a", "b"]
+for x in xs:
+  do twice(x)
+let ys = xs | pmap:
+  session "Map {item}"
+parallel:
+  do twice("p")
+  do twice("q")
+loop (max: 2):
+  session "Loop"
+"""
+    result = vm.run(source, vm.spy())
+    steps = [e["step"] for e in vm.events(result, "session_finished")]
+    assert len(steps) == 4 + 2 + 4 + 2
+    assert len(set(steps)) == len(steps)
+
+
+def test_journal_group_commit_and_torn_line(tmp_path: Path) -> None:
+    path = tmp_path / "journal.jsonl"
+
+    async def write_many() -> Journal:
+        journal = Journal(path)
+        journal.start()
+        for i in range(500):
+            journal.append("tick", f"s{i}", n=i)
+            if i % 50 == 0:
+                await asyncio.sleep(0)
+        await journal.close()
+        return journal
+
+    journal = asyncio.run(write_many())
+    assert journal.events == 500
+    assert 1 <= journal.fsyncs < 50  # batched, not one per event
+    with path.open("ab") as handle:
+        handle.write(b'{"ev": "torn", "st')  # a crash mid-write
+    events = list(read_journal(path))
+    assert [e["n"] for e in events] == list(range(500))
+
+
+def test_atomic_write_replaces_whole_file(tmp_path: Path) -> None:
+    target = tmp_path / "b.md"
+    write_atomically(target, "old")
+    write_atomically(target, "new")
+    assert target.read_text() == "new"
+    assert [p.name for p in tmp_path.iterdir()] == ["b.md"]
+
+
+def test_find_run_by_id_prefix_and_path(vm: Any) -> None:
+    result = vm.run('session "a"\n', vm.spy())
+    assert find_run(vm.project, result.run_id) == result.run_dir
+    assert find_run(vm.project, result.run_id[:17]) == result.run_dir
+    assert find_run(vm.project, str(result.run_dir)) == result.run_dir
+    assert find_run(vm.project, "nope") is None
+    assert RunStore.open(result.run_dir).run_id == result.run_id
