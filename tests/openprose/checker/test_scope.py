@@ -137,6 +137,14 @@ CASES: dict[str, tuple[str, list[tuple[str, int, int]]]] = {
         'agent r:\n  model: opus\nsession analysis: r\n  prompt: "Analyze"\n',
         [],
     ),
+    "a parallel branch may not reuse an outer name": (
+        'let a = session "A"\nparallel:\n  a = session "B"\n',
+        [("E019", 3, 3)],
+    ),
+    "a top-level let may share a block parameter's name": (
+        'block b(topic):\n  session "{topic}"\nlet topic = session "T"\ndo b(topic)\n',
+        [],
+    ),
     # Agents vs variables vs blocks.
     "a loop variable may not be named like an agent": (
         'agent x:\n  model: opus\nfor x in ["a"]:\n  session: x\n',
