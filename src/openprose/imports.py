@@ -218,10 +218,14 @@ def load_imports(
 
     cache = ImportCache(project_dir)
     loaded: dict[str, LoadedProgram] = {}
+    called = called_names(program)
     for stmt in program.body:
         if not isinstance(stmt, n.Use):
             continue
         spec = stmt.path.value
+        name = stmt.alias.id if stmt.alias else default_name(spec)
+        if name not in called:
+            continue  # never invoked: a skill import (recorded on agents), nothing to run
         if spec in _seen:
             raise ImportFailed(f"{spec}: import cycle ({' -> '.join((*_seen, spec))})")
         fetched = fetch(
@@ -250,7 +254,6 @@ def load_imports(
             offline=offline,
             _seen=(*_seen, spec),
         )
-        name = stmt.alias.id if stmt.alias else default_name(spec)
         loaded[name] = LoadedProgram(
             name=name,
             spec=spec,
@@ -261,6 +264,25 @@ def load_imports(
             imports=nested,
         )
     return loaded
+
+
+def called_names(program: Program) -> set[str]:
+    """Names invoked as programs anywhere in `program` (`name(k: v)`)."""
+    from dataclasses import fields, is_dataclass
+
+    from openprose import nodes as n
+
+    found: set[str] = set()
+    stack: list[object] = [program]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, tuple):
+            stack.extend(node)
+        elif is_dataclass(node):
+            if isinstance(node, n.ProgramCall):
+                found.add(node.callee.id)
+            stack.extend(getattr(node, f.name) for f in fields(node) if f.name != "span")
+    return found
 
 
 def pins_of(imports: Mapping[str, LoadedProgram]) -> dict[str, str]:

@@ -33,9 +33,15 @@ from plsp.syntax import LiteralValue, Num, StateBlock, Str, literal
 __all__ = ["LoopFileError", "LoopSpec", "Rule", "load_loop"]
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
-_TOP_KEYS = {"goal", "initial", "rules", "otherwise", "stop_when", "max_cycles", "strict",
-             "retries", "actions", "logs", "provider", "model", "replies"}
-_ACTION_KEYS = {"wait": {"max_ms"}, "page": {"sink"}, "fetch": {"folder", "urls", "max_bytes"}}
+_TOP_TYPES: dict[str, tuple[type, int | None]] = {
+    "goal": (str, None), "initial": (str, None), "rules": (list, None),
+    "otherwise": (str, None), "stop_when": (str, None), "max_cycles": (int, 1),
+    "strict": (bool, None), "retries": (int, 0), "actions": (dict, None), "logs": (str, None),
+    "provider": (str, None), "model": (str, None), "replies": (str, None)}
+_TOP_KEYS = set(_TOP_TYPES)
+_ACTION_TYPES: dict[str, dict[str, tuple[type, int | None]]] = {
+    "wait": {"max_ms": (int, 0)}, "page": {"sink": (str, None)},
+    "fetch": {"folder": (str, None), "urls": (list, None), "max_bytes": (int, 1)}}
 
 
 class LoopFileError(ValueError):
@@ -135,11 +141,11 @@ class LoopSpec:
         wait, page, fetch = (self.actions.get(k, {}) for k in ("wait", "page", "fetch"))
         folder = fetch.get("folder")
         return builtin_actions(
-            max_wait_ms=int(wait.get("max_ms", 60000)),
-            pages=page_sink(str(page.get("sink", "stdout")), base=base),
+            max_wait_ms=wait.get("max_ms", 60000),
+            pages=page_sink(page.get("sink", "stdout"), base=base),
             fetching=FetchPolicy(folder=base / folder if folder is not None else None,
                                  urls=tuple(fetch.get("urls", ())),
-                                 max_bytes=int(fetch.get("max_bytes", 65536))))
+                                 max_bytes=fetch.get("max_bytes", 65536)))
 
 
 def _instruction(text: str, where: str) -> Instruction:
@@ -197,6 +203,19 @@ def _read(path: Path) -> dict[str, Any]:
     return data
 
 
+def _check_types(table: dict[str, Any], kinds: dict[str, tuple[type, int | None]],
+                 where: str) -> None:
+    """Each present key has its type (and, for integers, a minimum)."""
+    for key, (kind, minimum) in kinds.items():
+        if key not in table:
+            continue
+        value = table[key]
+        if type(value) is not kind:
+            raise LoopFileError(f"{where}'{key}' must be {kind.__name__}, got {value!r}")
+        if minimum is not None and isinstance(value, int) and value < minimum:
+            raise LoopFileError(f"{where}'{key}' must be at least {minimum}")
+
+
 def load_loop(path: str | Path) -> LoopSpec:
     """Read and check a `.yaml`/`.yml`/`.toml` loop file."""
     path = Path(path)
@@ -206,38 +225,40 @@ def load_loop(path: str | Path) -> LoopSpec:
                             f"allowed: {sorted(_TOP_KEYS)}")
     if "initial" not in data:
         raise LoopFileError(f"{path}: 'initial' (the first INSTR:) is required")
+    _check_types(data, _TOP_TYPES, f"{path}: ")
     rules = data.get("rules", [])
-    if not isinstance(rules, list):
-        raise LoopFileError(f"{path}: 'rules' must be a list")
-    actions = data.get("actions", {}) or {}
-    if not isinstance(actions, dict):
-        raise LoopFileError(f"{path}: 'actions' must be a mapping")
+    actions = data.get("actions", {})
     for name, options in actions.items():
-        if name not in _ACTION_KEYS or not isinstance(options, dict) or \
-                set(options) - _ACTION_KEYS[name]:
+        if name not in _ACTION_TYPES or not isinstance(options, dict) or \
+                set(options) - set(_ACTION_TYPES[name]):
             raise LoopFileError(f"{path}: actions.{name}: expected one of "
-                                f"{ {k: sorted(v) for k, v in _ACTION_KEYS.items()} }")
-    for key, kind in (("max_cycles", int), ("retries", int), ("strict", bool)):
-        if key in data and type(data[key]) is not kind:
-            raise LoopFileError(f"{path}: '{key}' must be {kind.__name__}")
+                                f"{ {k: sorted(v) for k, v in _ACTION_TYPES.items()} }")
+        _check_types(options, _ACTION_TYPES[name], f"{path}: actions.{name}.")
+    if not all(isinstance(url, str) for url in actions.get("fetch", {}).get("urls", [])):
+        raise LoopFileError(f"{path}: actions.fetch.urls must be a list of strings")
+    if "sink" in actions.get("page", {}):
+        try:
+            page_sink(actions["page"]["sink"])
+        except ValueError as error:
+            raise LoopFileError(f"{path}: actions.page.sink: {error}") from None
     stop_when = None
     if "stop_when" in data:
         try:
-            stop_when = parse_condition(str(data["stop_when"]))
+            stop_when = parse_condition(data["stop_when"])
         except ParseError as error:
             raise LoopFileError(f"{path}: stop_when: {error}") from None
     otherwise = data.get("otherwise")
     if otherwise is not None:
-        _instruction(str(otherwise), f"{path}: otherwise")
+        _instruction(otherwise, f"{path}: otherwise")
     replies = data.get("replies")
     logs = data.get("logs")
-    if logs is not None and not (isinstance(logs, str) and logs.startswith("file:")):
+    if logs is not None and not logs.startswith("file:"):
         raise LoopFileError(f"{path}: 'logs' must be 'file:PATH'")
     return LoopSpec(
         path=path,
-        initial=_instruction(str(data["initial"]), f"{path}: initial"),
+        initial=_instruction(data["initial"], f"{path}: initial"),
         rules=[_rule(raw, f"{path}: rules[{i}]") for i, raw in enumerate(rules)],
-        goal=data.get("goal"), otherwise=None if otherwise is None else str(otherwise),
+        goal=data.get("goal"), otherwise=otherwise,
         stop_when=stop_when, max_cycles=data.get("max_cycles", 20),
         strict=data.get("strict", True), retries=data.get("retries", 1), actions=actions,
         provider=data.get("provider"), model=data.get("model"),

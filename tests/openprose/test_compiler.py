@@ -262,3 +262,19 @@ def test_deeply_nested_program_compiles() -> None:
 
 def test_empty_program_compiles_to_empty_text() -> None:
     assert compile_program(parsed("# only a comment\n")) == ""
+
+
+def test_hoisted_block_still_sees_variables_bound_before_it() -> None:
+    from openprose import check_source
+    from openprose.source import SourceFile
+
+    source = """\
+        let topic = session "Pick a topic"
+        block research:
+          session "Research {topic}"
+            context: topic
+        do research
+        """
+    text = compiled(source)
+    assert text.splitlines()[0] == "block research:"
+    assert check_source(SourceFile.from_text(text)) == []

@@ -5,9 +5,12 @@ import shutil
 from pathlib import Path
 
 import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from plsp.instr import parse_instr
-from plsp.loopfile import LoopFileError, load_loop, result_literal
+from plsp.loopfile import _TOP_KEYS, LoopFileError, load_loop, result_literal
 from plsp.middleware import CycleRecord, PolicyContext
 from plsp.syntax import Num, Str, parse
 
@@ -98,6 +101,16 @@ def test_string_results_become_string_literals() -> None:
     ("initial: '@set:$a=1;'\nstop_when: '$a'\n", "stop_when: line 1, column 3"),
     ("initial: [unclosed\n", "line 1"),
     ("- a list\n", "expected a mapping at the top level"),
+    ("initial: 5\n", "'initial' must be str, got 5"),
+    ("initial: '@set:$a=1;'\nrules: {a: 1}\n", "'rules' must be list"),
+    ("initial: '@set:$a=1;'\nmax_cycles: 0\n", "'max_cycles' must be at least 1"),
+    ("initial: '@set:$a=1;'\nstrict: 1\n", "'strict' must be bool"),
+    ("initial: '@set:$a=1;'\nactions: {wait: {max_ms: x}}\n",
+     "actions.wait.'max_ms' must be int"),
+    ("initial: '@set:$a=1;'\nactions: {page: {sink: 'smtp://x'}}\n",
+     "actions.page.sink: page sink must be"),
+    ("initial: '@set:$a=1;'\nactions: {fetch: {urls: [1]}}\n",
+     "actions.fetch.urls must be a list of strings"),
 ])
 def test_errors_name_the_file_and_the_key(tmp_path: Path, text: str, message: str) -> None:
     path = write(tmp_path, text)
@@ -158,3 +171,28 @@ rules:
     assert nxt is not None and nxt.dumps() == "INSTR:@set:$t=7;"
     assert spec(PolicyContext(4, parse('S{$t:"x"}S'), record(actions=[("fetch", "7")]))) \
         is None  # '$t>=0' is undecidable on a string, so it does not hold
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 3) | st.sampled_from(
+        ["", "x", "@set:$a=1;", "ran:fetch", "$a>1", "{fetch}", "file:l.ndjson", "stdout"]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+        st.sampled_from(["when", "instr", "wait", "page", "fetch", "max_ms", "sink", "urls",
+                         "folder", "x"]), inner, max_size=3),
+    max_leaves=8)
+
+
+@settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.dictionaries(st.sampled_from(sorted(_TOP_KEYS) + ["junk"]), json_values,
+                       max_size=6))
+def test_fuzz_loop_files_load_or_fail_with_a_message(tmp_path: Path,
+                                                      data: dict[str, object]) -> None:
+    path = write(tmp_path, yaml.safe_dump(data))
+    try:
+        spec = load_loop(path)
+    except LoopFileError as error:
+        assert str(path) in str(error)
+        return
+    spec.build_actions()
+    spec.build_log_sink()
+    spec(PolicyContext(1, parse("S{}S"), None))

@@ -158,3 +158,15 @@ def test_project_dir_turns_deferred_memory_checks_into_real_ones(
     code, out, _ = prose("check", "--project-dir", tmp_path, example)
     assert code == 0
     assert " W011 " in out and " I001 " not in out
+
+
+def test_output_survives_a_stream_that_cannot_encode_the_source() -> None:
+    import io
+
+    from openprose.cli.check import write
+
+    raw = io.BytesIO()
+    stream = io.TextIOWrapper(raw, encoding="ascii")
+    write(stream, "caf\u00e9 \u2192\n")
+    stream.flush()
+    assert raw.getvalue() == b"caf\\xe9 \\u2192\n"

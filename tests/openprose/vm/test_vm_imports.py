@@ -145,7 +145,7 @@ def test_registry_fetch_is_cached_and_pinned(vm: Any, registry: tuple[str, list[
     assert (result.run_dir / "imports" / "alice--research" / "outputs.json").exists()
     with pytest.raises(ImportFailed):
         load_imports(
-            parse_text('use "@alice/missing"\n', "m.prose").program,
+            parse_text('use "@alice/missing"\nlet m = missing()\n', "m.prose").program,
             base_dir=vm.project,
             project_dir=vm.project,
             registry=base,
@@ -155,7 +155,7 @@ def test_registry_fetch_is_cached_and_pinned(vm: Any, registry: tuple[str, list[
 
 def test_unreachable_registry_falls_back_to_cache(vm: Any, registry: tuple[str, list[str]]) -> None:
     base, _ = registry
-    program = parse_text('use "@alice/research"\n', "m.prose").program
+    program = parse_text('use "@alice/research"\nlet r = research(topic: "x")\n', "m.prose").program
     load_imports(program, base_dir=vm.project, project_dir=vm.project, registry=base)
     offline = load_imports(
         program, base_dir=vm.project, project_dir=vm.project, registry="http://127.0.0.1:9"
@@ -163,10 +163,15 @@ def test_unreachable_registry_falls_back_to_cache(vm: Any, registry: tuple[str, 
     assert offline["research"].text == LIBRARY
 
 
+def test_skill_imports_are_not_fetched(vm: Any) -> None:
+    program = parse_text('use "@nobody/skill"\nsession "x"\n', "m.prose").program
+    assert load_imports(program, base_dir=vm.project, project_dir=vm.project, registry="http://127.0.0.1:9") == {}
+
+
 def test_import_cycle_is_reported(vm: Any) -> None:
-    (vm.project / "a.prose").write_text('use "b.prose"\nsession "a"\n')
-    (vm.project / "b.prose").write_text('use "a.prose"\nsession "b"\n')
-    program = parse_text('use "a.prose"\n', "main.prose").program
+    (vm.project / "a.prose").write_text('use "b.prose"\nlet x = b()\n')
+    (vm.project / "b.prose").write_text('use "a.prose"\nlet y = a()\n')
+    program = parse_text('use "a.prose"\nlet z = a()\n', "main.prose").program
     with pytest.raises(ImportFailed, match="cycle"):
         load_imports(program, base_dir=vm.project, project_dir=vm.project)
 
