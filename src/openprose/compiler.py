@@ -67,6 +67,8 @@ MODIFIER_ORDER = ("count", "on-fail", "max")
 _STATEMENT_LIKE = (Session, ProgramCall, DoBlock, DoCall, Parallel, Repeat, ForEach, Loop, Pipeline)
 
 _BODY_FIELDS = frozenset({"body", "else_body", "finally_body"})
+# Nodes whose `value` (or branch `body`) is a single expression that an arrow may fill.
+_VALUE_HOLDERS = (Binding, Assign, Output, ParallelBranch)
 
 N = TypeVar("N")
 
@@ -114,28 +116,37 @@ def _as_block(node: Any) -> Any:
     return _node(node)
 
 
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _child_fields(cls: type) -> tuple[str, ...]:
+    """The fields of a node class that hold its contents (not spans, not comments)."""
+    names = _CHILD_FIELDS.get(cls)
+    if names is None:
+        fields = dataclasses.fields(cls)
+        names = _CHILD_FIELDS[cls] = tuple(f.name for f in fields if f.compare and f.name != "span")
+    return names
+
+
 def _node(node: Any) -> Any:
     """Canonicalize every child of ``node``, then apply the node's own normalization."""
-    if not dataclasses.is_dataclass(node) or isinstance(node, type):
-        return node
+    cls = type(node)
+    if not hasattr(cls, "__dataclass_fields__"):
+        return node  # a str, number, bool or None
     changes: dict[str, Any] = {}
-    for field in dataclasses.fields(node):
-        if field.name == "span" or not field.compare:
-            continue
-        value = getattr(node, field.name)
-        if isinstance(node, (Binding, Assign, Output, ParallelBranch)) and field.name in {
-            "value",
-            "body",
-        }:
+    for name in _child_fields(cls):
+        value = getattr(node, name)
+        if name in ("value", "body") and isinstance(node, _VALUE_HOLDERS):
             new = _as_block(value)
-        elif field.name in _BODY_FIELDS and isinstance(value, tuple):
+        elif name in _BODY_FIELDS and isinstance(value, tuple):
             new = _body(value)
         elif isinstance(value, tuple):
-            new = tuple(_node(v) for v in value)
+            items = tuple(_node(v) for v in value)
+            new = value if all(a is b for a, b in zip(items, value)) else items
         else:
             new = _node(value)
         if new is not value:
-            changes[field.name] = new
+            changes[name] = new
     if changes:
         node = dataclasses.replace(node, **changes)
     return _normalize(node)

@@ -283,12 +283,3 @@ def called_names(program: Program) -> set[str]:
                 found.add(node.callee.id)
             stack.extend(getattr(node, f.name) for f in fields(node) if f.name != "span")
     return found
-
-
-def pins_of(imports: Mapping[str, LoadedProgram]) -> dict[str, str]:
-    """spec -> sha256 for every program in an import tree (what a run records)."""
-    pins: dict[str, str] = {}
-    for loaded in imports.values():
-        pins[loaded.spec] = loaded.content_hash
-        pins.update(pins_of(loaded.imports))
-    return pins

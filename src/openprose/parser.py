@@ -320,7 +320,10 @@ class _Parser:
         start = self.pos
         try:
             stmt = self.statement_inner()
-            self.end_statement()
+            if self.kinds[self.pos] == NEWLINE:
+                self.pos += 1
+            else:
+                self.end_statement()
             return stmt
         except _ParseError:
             self.recover(start)
@@ -727,7 +730,7 @@ class _Parser:
     def discretion(self, what: str) -> n.Discretion:
         token = self.expect(DISCRETION, what)
         return n.Discretion(
-            span=token_span(token), text=cast(str, token[8]), triple=token[1].startswith("***")
+            span=token_span(token), text=cast(str, token[8]), triple=token[1].startswith("***") and token[1] != "****"
         )
 
     def string(self, what: str) -> n.StringLit:
@@ -757,8 +760,18 @@ class _Parser:
             args=tuple(args),
         )
 
+    def nested_postfix(self) -> n.Expr:
+        """A value inside a header (repeat count, collection, inline property), counted as a
+        nesting level while it is parsed: such values may themselves be loops."""
+        self.enter()
+        try:
+            return self.postfix()
+        finally:
+            self.depth -= 1
+
     def enter(self) -> None:
-        """Count a bracket nesting level (blocks count theirs in ``body``)."""
+        """Count a nesting level of brackets or header values (blocks count theirs in
+        ``body``), so no input can recurse deeper than MAX_NESTING levels."""
         if self.depth >= MAX_NESTING:
             self.report(
                 "E115",
@@ -827,7 +840,14 @@ class _Parser:
         while kinds[self.pos + 1] == ":" and _is_word_kind(kinds[self.pos]):
             properties.append(self.property(inline=True))
         pos = self.pos
-        if kinds[pos] == NEWLINE and kinds[pos + 1] == INDENT and self.starts_property(2):
+        # An indented block under a session is its properties when its first line looks
+        # like one (`name:`, or a plain name with the colon forgotten); anything else, a
+        # keyword say, is left for the statement loop to report as an unexpected indent.
+        if (
+            kinds[pos] == NEWLINE
+            and kinds[pos + 1] == INDENT
+            and (kinds[pos + 2] == NAME or self.starts_property(2))
+        ):
             properties.extend(self.property_block())
         return n.Session(
             span=self.span_from(keyword_at),
@@ -873,6 +893,9 @@ class _Parser:
         kinds = self.kinds
         pos = self.pos
         if kinds[pos + 1] != ":" or not _is_word_kind(kinds[pos]):
+            if kinds[pos] == NAME:
+                self.pos += 1
+                self.fail("expected ':' after the property name")
             self.fail("expected a property ('name: value')")
         token = self.tokens[pos]
         name_span = Span(token[2], token[3], token[4], token[5], token[6], token[7])
@@ -881,7 +904,7 @@ class _Parser:
         self.pos = pos
         value: n.Expr | n.PermissionsBlock
         if inline:
-            value = self.postfix()
+            value = self.nested_postfix()
         elif kinds[pos] == NEWLINE and kinds[pos + 1] == INDENT:
             rules = self.property_block()
             value = n.PermissionsBlock(span=self.span_from(pos + 2), rules=rules)
@@ -917,6 +940,13 @@ class _Parser:
 
     def modifiers(self) -> tuple[n.Modifier, ...]:
         """``( item, ... )`` where an item is ``name: value`` or a bare value."""
+        self.enter()
+        try:
+            return self.modifier_items()
+        finally:
+            self.depth -= 1
+
+    def modifier_items(self) -> tuple[n.Modifier, ...]:
         self.pos += 1  # '('
         items: list[n.Modifier] = []
         kinds = self.kinds
@@ -969,7 +999,7 @@ class _Parser:
             self.pos += 1
             index = self.expect_name("an index variable after ','")
         self.expect("in", "'in' after the loop variable")
-        collection = self.postfix()
+        collection = self.nested_postfix()
         self.expect(":", "':' after the collection")
         body = self.body(required=False)
         return n.ForEach(
@@ -987,7 +1017,7 @@ class _Parser:
 
     def repeat(self) -> n.Repeat:
         start = self.take()
-        count = self.postfix()
+        count = self.nested_postfix()
         index = None
         if self.kinds[self.pos] == "as":
             self.pos += 1

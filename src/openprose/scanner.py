@@ -13,7 +13,7 @@ Strings are decoded here (escapes and ``{name}`` interpolations) so the parser g
 from __future__ import annotations
 
 import re
-from typing import Final
+from typing import Final, cast
 
 from openprose.diagnostics import Diagnostic, Severity
 from openprose.nodes import Comment, Interpolation
@@ -56,6 +56,7 @@ _MASTER = re.compile(
   | (?P<triple_open>\"\"\"[\s\S]*)
   | (?P<string>"(?:[^"\\\r\n]|\\[^\r\n])*")
   | (?P<string_open>"(?:[^"\\\r\n]|\\[^\r\n])*\\?)
+  | (?P<disc_empty>\*\*\*\*(?!\*))
   | (?P<disc3>\*\*\*[\s\S]*?\*\*\*)
   | (?P<disc3_open>\*\*\*[\s\S]*)
   | (?P<disc>\*\*[^\r\n]*?\*\*)
@@ -66,8 +67,8 @@ _MASTER = re.compile(
     + IDENT_PATTERN
     + r""")
   | (?P<punct>[()\[\]{},:=|.])
-  | (?P<bad>[^ \t\r\n\f\v"\#*A-Za-z_0-9()\[\]{},:=|.\-]+|[\s\S])
-    )""",
+  | (?P<bad>[^ \t\r\n\f\v"\#*A-Za-z_0-9()\[\]{},:=|.\-]+|[^ \f\v\r])
+    )""",  # spaces are never "bad": trailing ones at the end of the text match nothing
     re.VERBOSE,
 )
 
@@ -180,8 +181,7 @@ class _Scanner:
         line = 1
         line_start = 0
         for match in _MASTER.finditer(text, pos):
-            kind = match.lastgroup
-            assert kind is not None
+            kind = cast(str, match.lastgroup)  # every alternative is a named group
             start, end = match.span(kind)  # the group, i.e. without the leading spaces
             if at_line_start and kind != "nl" and kind != "comment":
                 if kind == "tab":
@@ -233,6 +233,8 @@ class _Scanner:
                         self.span_at(start, start),
                     )
                     brackets.clear()
+                    # the parser stops quietly at the ERROR: one diagnostic for one problem
+                    append(self.token(ERROR, start, start))
                     append(self.token(NEWLINE, start, start))
                     at_line_start = True
                     tabs = 0
@@ -257,6 +259,7 @@ class _Scanner:
                 f"Unclosed bracket: expected '{closer}' before the end of the file",
                 self.span_at(end_of_text, end_of_text),
             )
+            append(self.token(ERROR, end_of_text, end_of_text))
         if tokens and tokens[-1][0] != NEWLINE:
             append(self.token(NEWLINE, end_of_text, end_of_text))
         for _ in indents[1:]:
@@ -268,12 +271,10 @@ class _Scanner:
 
     def unclosed(self, line_start: int, brackets: list[tuple[str, int]]) -> bool:
         """Inside brackets, is the line starting at ``line_start`` evidence that the innermost
-        bracket was never closed? A closing bracket may come at any indentation; anything else
-        at or left of the opener's indentation starts a new statement."""
-        rest = _NEXT_LINE.match(self.text, line_start)
-        assert rest is not None
-        first = rest.group(2)
-        return bool(first) and first not in _CLOSERS and len(rest.group(1)) <= brackets[-1][1]
+        bracket was never closed? It is when the line, indented no deeper than the opener's
+        line, starts a statement (a statement keyword, or ``name =``)."""
+        line = _STATEMENT_START.match(self.text, line_start)
+        return line is not None and len(line.group(1)) <= brackets[-1][1]
 
     def tab(self, start: int, end: int, *, at_line_start: bool) -> int:
         where = "in indentation; OpenProse indents" if at_line_start else "; OpenProse uses"
@@ -317,6 +318,8 @@ class _Scanner:
             append(self.token(DISCRETION, start, end, text[start + 2 : end - 2]))
         elif kind == "triple":
             append(self.string(start, end, triple=True))
+        elif kind == "disc_empty":  # `****`: an empty condition, which the checker reports
+            append(self.token(DISCRETION, start, end, ""))
         elif kind == "disc3":
             body = text[start + 3 : end - 3].replace("\r\n", "\n")
             append(self.wide_token(DISCRETION, start, end, body))
@@ -424,7 +427,11 @@ def _placeholder(interpolation: Interpolation) -> str:
     return "{" + ".".join((interpolation.name, *interpolation.path)) + "}"
 
 
-_NEXT_LINE = re.compile(r"([ \t]*)([^\r\n]?)")
+_STATEMENT_START = re.compile(
+    r"([ \t]*)(?:(?:use|input|output|agent|block|session|resume|let|const|do|parallel|for"
+    r"|repeat|loop|try|catch|finally|throw|choice|option|if|elif|else)(?![\w-])"
+    r"|" + IDENT_PATTERN + r"[ ]*=)"
+)
 
 
 def scan(source: SourceFile) -> ScanResult:

@@ -371,6 +371,19 @@ def test_if_elif_else() -> None:
     assert isinstance(stmt, n.If) and where(stmt.span) == (1, 1, 6, 14)
 
 
+def test_empty_discretion_parses_for_the_checker() -> None:
+    stmt = one('if ****:\n  session "a"\n')
+    assert isinstance(stmt, n.If)
+    assert stmt.branches[0].condition == n.Discretion(span=S, text="")
+
+
+def test_forgotten_property_colon_points_at_the_value() -> None:
+    result = parse_text('session "a"\n  model opus\n  prompt: "x"\n')
+    assert diags('session "a"\n  model opus\n  prompt: "x"\n') == [("E004", 2, 9)]
+    (stmt,) = result.program.body
+    assert isinstance(stmt, n.Session) and [p.name.id for p in stmt.properties] == ["prompt"]
+
+
 def test_comments_live_beside_the_tree() -> None:
     result = parse_text("# header\nagent a:\n  # inside\n  model: sonnet\n# outside\n")
     assert [c.text for c in result.program.comments] == [" header", " inside", " outside"]
@@ -509,6 +522,13 @@ def test_broken_header_still_checks_its_block() -> None:
     assert result.program.body[-1] == session("after")
 
 
+def test_unclosed_bracket_is_one_diagnostic_and_the_next_line_parses() -> None:
+    result = parse_text('do:\n  let x = [a\n  session "b"\n')
+    assert diags('do:\n  let x = [a\n  session "b"\n') == [("E109", 2, 13)]
+    (block,) = result.program.body
+    assert isinstance(block, n.DoBlock) and block.body[1] == session("b")
+
+
 def test_invalid_node_covers_the_broken_line() -> None:
     result = parse_text('let = 2\nsession "ok"\n')
     bad = result.program.body[0]
@@ -546,6 +566,22 @@ def test_nesting_beyond_the_cap_is_a_diagnostic() -> None:
     assert result.program.body[-1] == session("after")
     deep_brackets = parse_text("let x = " + "[" * 5000 + "]" * 5000 + "\n")
     assert [d.code for d in deep_brackets.diagnostics] == ["E115"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "repeat " * 6000 + "3:\n  throw\n",
+        "parallel (" * 6000 + "\n",
+        "for x in " * 6000 + "y:\n",
+        'session "a" context: ' * 6000 + "\n",
+        "f(a: " * 6000,
+        "let x = " + "[" * 6000,
+    ],
+    ids=["repeat", "parallel", "for", "inline-property", "call", "array"],
+)
+def test_deep_expressions_hit_the_cap_not_the_stack(text: str) -> None:
+    assert "E115" in [d.code for d in parse_text(text).diagnostics]
 
 
 def test_long_line_and_large_file() -> None:

@@ -120,6 +120,12 @@ def test_unclosed_bracket_stops_at_next_statement() -> None:
     assert kinds('let x = [a, b\nsession "next"\n')[-4:] == ["session", STRING, NEWLINE, EOF]
 
 
+def test_bracket_contents_may_sit_at_the_openers_indentation() -> None:
+    text = 'let x = [\n"a",\nb\n]\ncall(\nk: 1\n)\n'
+    assert codes(text) == []
+    assert kinds(text).count(NEWLINE) == 2
+
+
 def test_unclosed_bracket_at_end_of_file() -> None:
     assert codes("let x = (a") == [("E109", 1, 11)]
 
@@ -148,6 +154,11 @@ def test_crlf_and_lf_give_the_same_tokens() -> None:
         return [(t[0], t[8].value if isinstance(t[8], StringValue) else t[8]) for t in toks]
 
     assert comparable(tokens_of(text)) == comparable(tokens_of(text.replace("\n", "\r\n")))
+
+
+def test_trailing_whitespace_at_end_of_text() -> None:
+    for text in ('session "a"   ', 'session "a"\n   ', "  ", 'session "a" \r'):
+        assert codes(text) == []
 
 
 def test_byte_order_mark_is_ignored() -> None:

@@ -55,7 +55,7 @@ def _resume(args: argparse.Namespace) -> int:
     parsed = parse_text(text, str(meta.get("program") or run_dir / "program.prose"))
     if not parsed.ok:
         raise UsageError(f"{run_dir}/program.prose no longer parses")
-    pins = {e["spec"]: e["sha256"] for e in (meta.get("imports") or {}).values()}
+    pins = dict(meta.get("import_pins") or {})
     program_dir = Path(launch.get("program_dir") or project)
     imports = load_imports_or_fail(parsed.program, program_dir, project, pinned=pins)
     settings, provider = open_provider_or_fail(

@@ -12,6 +12,10 @@ from typing import Any
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_ref", metavar="RUN", help="run id (or unique prefix) or run folder")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument(
+        "--cassette", metavar="FILE",
+        help="also write the run's model exchanges as a replay cassette (for --provider replay:FILE)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -25,6 +29,11 @@ def run(args: argparse.Namespace) -> int:
         return 2
     store = RunStore.open(run_dir)
     meta = store.read_meta()
+    if args.cassette:
+        from openprose.vm.journal import write_cassette
+
+        count = write_cassette(store.journal_path, Path(args.cassette))
+        print(f"wrote {count} exchanges to {args.cassette}", file=sys.stderr)
     steps: list[dict[str, Any]] = []
     decisions: list[dict[str, Any]] = []
     errors: list[dict[str, Any]] = []

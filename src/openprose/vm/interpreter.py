@@ -961,7 +961,10 @@ class Interpreter:
             shared.stats.count(response.model or alias, response)
             shared.emit("session_served", step, binding=label)
             return response
-        provider, model_id = shared.router.route(alias)
+        try:
+            provider, model_id = shared.router.route(alias)
+        except ProviderConfigError as error:
+            raise RunAborted(str(error)) from None
         request = ModelRequest(
             model=model_id,
             messages=request.messages,

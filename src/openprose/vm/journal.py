@@ -80,3 +80,16 @@ def read_journal(path: Path) -> Iterator[dict[str, Any]]:
             continue
         if isinstance(record, dict):
             yield record
+
+
+def write_cassette(journal: Path, cassette: Path) -> int:
+    """Every exchange a run's journal holds, as a replay cassette (`{"key", "request",
+    "response"}` lines) for `--provider replay:FILE`; returns how many were written."""
+    count = 0
+    with cassette.open("wb") as out:
+        for event in read_journal(journal):
+            if event.get("ev") == "session_finished" and "request" in event:
+                record = {"key": event["key"], "request": event["request"], "response": event["response"]}
+                out.write(orjson.dumps(record) + b"\n")
+                count += 1
+    return count

@@ -85,6 +85,7 @@ async def run_program(
                 name: {"spec": p.spec, "sha256": p.content_hash, "namespace": p.namespace}
                 for name, p in (imports or {}).items()
             },
+            "import_pins": _pins(imports or {}),
             "config": asdict(config),
             "launch": dict(launch or {}),
         }
@@ -193,3 +194,12 @@ async def _execute(
     store.update_meta(status=status, finished=stamp, error=error, usage=usage)
     store.close()
     return RunResult(store.run_id, store.root, status, outputs, usage, error)
+
+
+def _pins(imports: Mapping[str, LoadedProgram]) -> dict[str, str]:
+    """spec -> sha256 for every program in the import tree, nested ones included."""
+    pins: dict[str, str] = {}
+    for loaded in imports.values():
+        pins[loaded.spec] = loaded.content_hash
+        pins.update(_pins(loaded.imports))
+    return pins

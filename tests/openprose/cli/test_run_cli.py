@@ -124,6 +124,11 @@ def test_resume_runs_and_show(project: Path, capsys: pytest.CaptureFixture[str])
     data = json.loads(capsys.readouterr().out)
     assert [s["step"] for s in data["steps"]] == ["1", "2"] and data["outputs"] == {"b": "fixed"}
     assert prose("resume", "nope") == 2
+    # The journal serves as a replay source: the same program replays without any rules.
+    assert prose("show", run_id, "--cassette", "tape.jsonl", "--json") == 0
+    capsys.readouterr()
+    assert prose("run", "r.prose", "--provider", "replay:tape.jsonl", "--json") == 0
+    assert json.loads(capsys.readouterr().out)["outputs"] == {"b": "fixed"}
 
 
 def test_record_writes_a_replayable_cassette(
@@ -136,3 +141,52 @@ def test_record_writes_a_replayable_cassette(
     capsys.readouterr()
     assert prose("run", "c.prose", "--provider", "replay:tape.jsonl", "--json") == 0
     assert json.loads(capsys.readouterr().out)["outputs"] == {"a": "ok"}
+
+
+def test_run_over_real_http_with_a_429(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The OpenAI SDK path end to end: loopback server, a rate limit with retry-after, echo."""
+    from tests.support.fake_llm_server import Fault, fetch_stats, script_faults, start_in_subprocess
+
+    base_url, stop = start_in_subprocess(latency_ms=5)
+    try:
+        script_faults(base_url, Fault("429", retry_after=0.05))
+        monkeypatch.setenv("OPENAI_BASE_URL", f"{base_url}/v1")
+        monkeypatch.setenv("OPENAI_API_KEY", "test")
+        (project / "h.prose").write_text(
+            'let a = session "Hello there"\noutput b = session "Again"\n  context: []\n'
+        )
+        assert prose("run", "h.prose", "--provider", "openai", "--json") == 0
+        result = json.loads(capsys.readouterr().out)
+        assert result["outputs"] == {"b": "echo: Again"}
+        assert fetch_stats(base_url)["attempts"] == 3
+    finally:
+        stop()
+
+
+def test_unusable_model_route_aborts_with_exit_2(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    (project / "m.prose").write_text('session "x"\n  model: opus\n')
+    code = prose(
+        "run", "m.prose", "--provider", "openai", "--model", "opus=anthropic:claude-opus-4-1"
+    )
+    assert code == 2
+    assert "ANTHROPIC_API_KEY" in capsys.readouterr().err
+
+
+def test_resume_uses_the_imported_text_the_run_recorded(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (project / "lib.prose").write_text('input x: "x"\noutput y = session "Lib {x}"\n')
+    (project / "main.prose").write_text('use "lib.prose"\nlet r = lib(x: "a")\noutput z = session "Fail {r.y}"\n')
+    assert prose("run", "main.prose", "--provider", "scripted:rules.yaml") == 1
+    run_id = next((project / ".prose" / "runs").iterdir()).name
+    (project / "lib.prose").write_text('input other: "changed"\noutput w = session "New"\n')
+    (project / "rules.yaml").write_text('default: "fine"\nrules: []\n')
+    capsys.readouterr()
+    assert prose("resume", run_id, "--json") == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["outputs"] == {"z": "fine"}
+    assert result["usage"]["requests_served_from_journal"] == 1

@@ -15,7 +15,6 @@ from openprose.imports import (
     cache_contracts,
     load_imports,
     namespace_of,
-    pins_of,
 )
 from openprose.parser import parse_text
 
@@ -122,7 +121,7 @@ def test_registry_fetch_is_cached_and_pinned(vm: Any, registry: tuple[str, list[
     assert hits == ["/@alice/research"]
     loaded = imports["research"]
     assert loaded.namespace == "alice--research"
-    pins = pins_of(imports)
+    pins = {loaded.spec: loaded.content_hash}
     # Offline, with the pin (what a resume does), the cached text is used; no request.
     again = load_imports(
         program,
@@ -165,7 +164,12 @@ def test_unreachable_registry_falls_back_to_cache(vm: Any, registry: tuple[str, 
 
 def test_skill_imports_are_not_fetched(vm: Any) -> None:
     program = parse_text('use "@nobody/skill"\nsession "x"\n', "m.prose").program
-    assert load_imports(program, base_dir=vm.project, project_dir=vm.project, registry="http://127.0.0.1:9") == {}
+    assert (
+        load_imports(
+            program, base_dir=vm.project, project_dir=vm.project, registry="http://127.0.0.1:9"
+        )
+        == {}
+    )
 
 
 def test_import_cycle_is_reported(vm: Any) -> None:

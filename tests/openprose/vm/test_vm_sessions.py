@@ -168,7 +168,7 @@ def test_context_budget_trims_with_a_note(vm: Any) -> None:
 def test_flat_names_outlive_their_body_and_outputs_follow_reassignment(vm: Any) -> None:
     echo = {"match": "^Inner", "answer": lambda r: "in-" + r.last_user_text().split()[1]}
     provider = vm.spy([*vm.verdicts(("Condition: always", True)), echo])
-    source = '''output best = "none"
+    source = """output best = "none"
 for x in ["a", "b"]:
   let inner = session "Inner {x}"
   best = inner
@@ -178,7 +178,7 @@ session "After {inner} {late}"
 let shared = ["p", "q", "r"] | pmap:
   let mine = session "Inner {item}"
   session "Echo {mine}"
-'''
+"""
     result = vm.run(source, provider)
     assert result.status == "succeeded", result.error
     assert provider.sent("^After")[0].last_user_text().startswith("After in-b ok")
