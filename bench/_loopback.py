@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # for tests.support.fake_llm_server
 sys.path.insert(0, str(REPO / "src"))  # runnable without an editable install too
 
-from tests.support.fake_llm_server import fetch_stats, start_in_subprocess  # noqa: E402
+from tests.support.fake_llm_server import fetch_stats, start_in_subprocess
 
 __all__ = [
     "Table",
@@ -156,8 +156,13 @@ async def vm_run(
     cpu = time.process_time()
     started = time.perf_counter()
     result = await run_program(
-        program, source, provider=provider, project_dir=project, inputs=inputs,
-        settings=settings, config=VMConfig(max_concurrency=concurrency),
+        program,
+        source,
+        provider=provider,
+        project_dir=project,
+        inputs=inputs,
+        settings=settings,
+        config=VMConfig(max_concurrency=concurrency),
     )
     elapsed = time.perf_counter() - started
     cpu = time.process_time() - cpu

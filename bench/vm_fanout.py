@@ -82,8 +82,14 @@ async def vm_loop(base_url: str, items: list[str], concurrency: int) -> tuple[fl
         settings, provider = vm_openai_provider(base_url, project, concurrency)
         try:
             elapsed, cpu, result = await vm_run(
-                program, PROGRAM, provider=provider, project=project, concurrency=concurrency,
-                inputs={"items": items}, settings=settings, expect_requests=len(items),
+                program,
+                PROGRAM,
+                provider=provider,
+                project=project,
+                concurrency=concurrency,
+                inputs={"items": items},
+                settings=settings,
+                expect_requests=len(items),
             )
         finally:
             await provider.aclose()
@@ -98,15 +104,19 @@ def main() -> None:
     parser.add_argument("--latency-ms", type=float, default=20.0)
     parser.add_argument("--concurrency", type=int, default=256)
     parser.add_argument("--repeat", type=int, default=1, help="timed runs of each side")
-    parser.add_argument("--project-root", help="where run folders go (default: system temp; /dev/shm for tmpfs)")
+    parser.add_argument(
+        "--project-root", help="where run folders go (default: system temp; /dev/shm for tmpfs)"
+    )
     args = parser.parse_args()
     where = set_project_root(args.project_root)
     n = args.n or (1_000 if args.quick else 10_000)
     items = items_for(n)
     warm = items_for(min(n, args.concurrency))
 
-    print(f"vm_fanout: pmap x{n}, server latency {args.latency_ms:g} ms, concurrency "
-          f"{args.concurrency}, repeat {args.repeat}; {load_note()}; {where}")
+    print(
+        f"vm_fanout: pmap x{n}, server latency {args.latency_ms:g} ms, concurrency "
+        f"{args.concurrency}, repeat {args.repeat}; {load_note()}; {where}"
+    )
     base_url, stop = start_in_subprocess(latency_ms=args.latency_ms)
     bare_s: list[float] = []
     vm_s: list[float] = []
@@ -138,9 +148,13 @@ def main() -> None:
     table.add("bare SDK loop", bare, bare_med, min(cpu["bare"]), f"{n / bare:.0f}", peaks["bare"])
     table.add("VM pmap", vm, vm_med, min(cpu["vm"]), f"{n / vm:.0f}", peaks["vm"])
     table.print()
-    print(f"\nVM / bare wall time: {ratio:.2f}x  (goal <= {GOAL_RATIO}x)  {verdict(ratio <= GOAL_RATIO)}")
-    print(f"VM extra wall per session: {(vm - bare) / n * 1e6:.0f} us; "
-          f"extra CPU per session: {(min(cpu['vm']) - min(cpu['bare'])) / n * 1e6:.0f} us")
+    print(
+        f"\nVM / bare wall time: {ratio:.2f}x  (goal <= {GOAL_RATIO}x)  {verdict(ratio <= GOAL_RATIO)}"
+    )
+    print(
+        f"VM extra wall per session: {(vm - bare) / n * 1e6:.0f} us; "
+        f"extra CPU per session: {(min(cpu['vm']) - min(cpu['bare'])) / n * 1e6:.0f} us"
+    )
     print(f"load after: {load_note()}")
 
 

@@ -26,7 +26,6 @@ import os
 import re
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -48,21 +47,33 @@ def prose_command() -> list[str]:
 
 
 def child_env(base_url: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PROSE_", "ANTHROPIC_", "OPENAI_"))}
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("PROSE_", "ANTHROPIC_", "OPENAI_"))
+    }
     env.update(OPENAI_BASE_URL=f"{base_url}/v1", OPENAI_API_KEY="bench", TERM="dumb")
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO / "src"), env.get("PYTHONPATH")]))
     return env
 
 
-async def one_run(server: FakeLLMServer, argv: list[str], env: dict[str, str]) -> tuple[float, float, str]:
+async def one_run(
+    server: FakeLLMServer, argv: list[str], env: dict[str, str]
+) -> tuple[float, float, str]:
     """(seconds to first request, seconds to exit, stderr)"""
     server.reset()
     with tempfile.TemporaryDirectory(prefix="prose-startup-") as project:
         (Path(project) / "hello.prose").write_text(PROGRAM, encoding="utf-8")
         started = time.monotonic()
         process = await asyncio.create_subprocess_exec(
-            *argv, "run", "hello.prose", "--provider", "openai", "--json", cwd=project, env=env,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            *argv,
+            "run",
+            "hello.prose",
+            "--provider",
+            "openai",
+            "--json",
+            cwd=project,
+            env=env,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
         )
         out, err = await process.communicate()
         ended = time.monotonic()
@@ -99,8 +110,10 @@ def import_offenders(stderr: str, top: int) -> None:
         table.add(name, cum_us / 1e3, self_us / 1e3)
     table.print()
     nested = sorted(rows, key=lambda r: -r[2])[: top * 2]
-    table = Table("largest imports at any depth (cumulative; nesting depth shown)",
-                  ("module", "depth", "cumulative ms", "self ms"))
+    table = Table(
+        "largest imports at any depth (cumulative; nesting depth shown)",
+        ("module", "depth", "cumulative ms", "self ms"),
+    )
     for name, self_us, cum_us, depth in nested:
         table.add(name, depth, cum_us / 1e3, self_us / 1e3)
     table.print()
@@ -113,8 +126,10 @@ def import_offenders(stderr: str, top: int) -> None:
 
 async def bench(args: argparse.Namespace) -> None:
     argv = prose_command()
-    print(f"vm_startup: `{' '.join(Path(a).name for a in argv)} run hello.prose --provider openai "
-          f"--json`, {args.repeat} timed runs; {load_note()}")
+    print(
+        f"vm_startup: `{' '.join(Path(a).name for a in argv)} run hello.prose --provider openai "
+        f"--json`, {args.repeat} timed runs; {load_note()}"
+    )
     async with FakeLLMServer(latency_ms=0, keep_requests=False) as server:
         env = child_env(server.base_url)
         await one_run(server, argv, env)  # warm-up: bytecode caches, page cache
@@ -132,7 +147,9 @@ async def bench(args: argparse.Namespace) -> None:
         table.add("python -c pass", python_s, "")
         table.add("python -c 'import openai'", openai_s, "")
         table.print()
-        print(f"\nstart-up to first request: {first:.3f}s (goal <= {GOAL_S}s)  {verdict(first <= GOAL_S)}")
+        print(
+            f"\nstart-up to first request: {first:.3f}s (goal <= {GOAL_S}s)  {verdict(first <= GOAL_S)}"
+        )
         if first > GOAL_S or args.importtime:
             _, _, stderr = await one_run(server, [argv[0], "-X", "importtime", *argv[1:]], env)
             import_offenders(stderr, args.top)
@@ -141,8 +158,9 @@ async def bench(args: argparse.Namespace) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--n", "--repeat", dest="repeat", type=int, default=None,
-                        help="timed runs (default 5)")
+    parser.add_argument(
+        "--n", "--repeat", dest="repeat", type=int, default=None, help="timed runs (default 5)"
+    )
     parser.add_argument("--quick", action="store_true", help="smoke run: 2 timed runs")
     parser.add_argument("--importtime", action="store_true", help="always list import offenders")
     parser.add_argument("--top", type=int, default=12)

@@ -21,7 +21,7 @@ from openprose.contracts import ContractLookup, ProgramContract, contract_of, is
 
 if TYPE_CHECKING:
     from openprose.nodes import Program
-    from openprose.vm.interpreter import LoadedProgram
+    from openprose.vm.runtime import LoadedProgram
 
 DEFAULT_REGISTRY = "https://p.prose.md"
 CACHE_DIR = Path(".prose") / "imports"
@@ -214,7 +214,7 @@ def load_imports(
     from openprose import nodes as n
     from openprose.parser import parse_text
     from openprose.vm.frontend import diagnose
-    from openprose.vm.interpreter import LoadedProgram
+    from openprose.vm.runtime import LoadedProgram
 
     cache = ImportCache(project_dir)
     loaded: dict[str, LoadedProgram] = {}

@@ -136,6 +136,16 @@ class _Parser:
         self.pos += 1
         return n.Name(span=token_span(token), id=token[1])
 
+    def declared_name(self, what: str, *followers: str) -> n.Name:
+        """The name after ``input``/``output``/``block``. When it is missing but the line
+        goes on as it should (``input : "x"``) the name is empty (zero width, where it should
+        be) and the checker reports the reference's error (E020, E023, E151)."""
+        token = self.tokens[self.pos]
+        if token[0] in followers:
+            span = Span(token[2], token[2], token[4], token[5], token[4], token[5])
+            return n.Name(span=span, id="")
+        return self.expect_name(what)
+
     def take(self) -> int:
         """Consume the current token and return its index (a node's start)."""
         self.pos += 1
@@ -218,9 +228,7 @@ class _Parser:
                     return
                 break
         self.pos += 1  # the INDENT
-        self.block_statements()
-        if kinds[self.pos] == DEDENT:
-            self.pos += 1
+        self.indented_block()
 
     def invalid_from(self, start: int) -> n.Invalid:
         """An Invalid node over the tokens from index ``start`` to the last one consumed."""
@@ -271,20 +279,24 @@ class _Parser:
         if kinds[self.pos] != NEWLINE or self.peek_kind() != INDENT:
             if required or kinds[self.pos] != NEWLINE:
                 self.expected_block()
-            self.pos += 1  # an empty body (`statement*` constructs)
-            return ()
+            return ()  # an empty body (`statement*` constructs); the NEWLINE ends the statement
         self.pos += 2
+        return tuple(self.indented_block())
+
+    def indented_block(self) -> list[n.Stmt]:
+        """The statements of a block whose INDENT was just consumed, through its DEDENT;
+        every block, even one parsed only for its errors, counts towards MAX_NESTING."""
         if self.depth >= MAX_NESTING:
             self.too_deep()
-            return ()
+            return []
         self.depth += 1
         try:
             statements = self.block_statements()
         finally:
             self.depth -= 1
-        if kinds[self.pos] == DEDENT:
+        if self.kinds[self.pos] == DEDENT:
             self.pos += 1
-        return tuple(statements)
+        return statements
 
     def expected_block(self) -> NoReturn:
         token = self.tokens[self.pos]
@@ -357,14 +369,15 @@ class _Parser:
             return self.assignment()
         if kind == INDENT:
             self.report("E104", "Unexpected indent", token_span(self.tokens[self.pos]))
+            start = self.pos
             self.pos += 1
-            self.block_statements()
-            if self.kinds[self.pos] == DEDENT:
-                self.pos += 1
-            raise _ParseError
+            self.indented_block()  # parsed for its own errors, then dropped
+            return self.invalid_from(start)
         start = self.pos
         expr = self.expression()
         if not isinstance(expr, _STATEMENT_EXPRS):
+            if self.kinds[self.pos] not in _LAYOUT:
+                self.fail("expected the end of the statement")  # `x y`: the `y` is the error
             span = self.span_from(start)
             self.report(
                 "E116",
@@ -385,14 +398,14 @@ class _Parser:
 
     def input_decl(self) -> n.Input:
         start = self.take()
-        name = self.expect_name("an input name")
+        name = self.declared_name("an input name", ":")
         self.expect(":", "':' after the input name")
         description = self.string("a description string")
         return n.Input(span=self.span_from(start), name=name, description=description)
 
     def output(self) -> n.Output:
         start = self.take()
-        name = self.expect_name("an output name")
+        name = self.declared_name("an output name", "=")
         self.expect("=", "'=' after the output name")
         value = self.expression()
         return n.Output(span=self.span_from(start), name=name, value=value)
@@ -404,15 +417,13 @@ class _Parser:
         properties: tuple[n.Property, ...] = ()
         if self.kinds[self.pos] == NEWLINE and self.peek_kind() == INDENT:
             properties = self.property_block()
-        elif self.kinds[self.pos] == NEWLINE:
-            self.pos += 1
-        else:
+        elif self.kinds[self.pos] != NEWLINE:
             self.fail("expected the end of the line and an indented property block")
         return n.AgentDef(span=self.span_from(start), name=name, properties=properties)
 
     def block_def(self) -> n.BlockDef:
         start = self.take()
-        name = self.expect_name("a block name")
+        name = self.declared_name("a block name", ":", "(")
         params: list[n.Name] = []
         has_parens = self.kinds[self.pos] == "("
         if has_parens:
@@ -730,7 +741,9 @@ class _Parser:
     def discretion(self, what: str) -> n.Discretion:
         token = self.expect(DISCRETION, what)
         return n.Discretion(
-            span=token_span(token), text=cast(str, token[8]), triple=token[1].startswith("***") and token[1] != "****"
+            span=token_span(token),
+            text=cast(str, token[8]),
+            triple=token[1].startswith("***") and token[1] != "****",
         )
 
     def string(self, what: str) -> n.StringLit:

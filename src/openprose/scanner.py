@@ -13,7 +13,7 @@ Strings are decoded here (escapes and ``{name}`` interpolations) so the parser g
 from __future__ import annotations
 
 import re
-from typing import Final, cast
+from typing import Final
 
 from openprose.diagnostics import Diagnostic, Severity
 from openprose.nodes import Comment, Interpolation
@@ -171,8 +171,8 @@ class _Scanner:
         append = tokens.append
         keywords = KEYWORDS
         indents = [0]
-        # Each open bracket: (closing char, indentation of the line that opened it).
-        brackets: list[tuple[str, int]] = []
+        # Each open bracket: (its token's index, the indentation of the line that opened it).
+        brackets: list[tuple[int, int]] = []
         at_line_start = True
         tabs = 0  # tab characters in the current line's indentation
         # A byte-order mark is ignored (it counts as a column, not as indentation).
@@ -181,12 +181,17 @@ class _Scanner:
         line = 1
         line_start = 0
         for match in _MASTER.finditer(text, pos):
-            kind = cast(str, match.lastgroup)  # every alternative is a named group
+            kind: str = match.lastgroup  # type: ignore[assignment]  # all alternatives are named
             start, end = match.span(kind)  # the group, i.e. without the leading spaces
             if at_line_start and kind != "nl" and kind != "comment":
                 if kind == "tab":
                     self.line, self.line_start = line, line_start
-                    tabs += self.tab(start, end, at_line_start=True)
+                    self.report(
+                        "E101",
+                        "Tab character in indentation; OpenProse indents with spaces",
+                        self.span_at(start, end),
+                    )
+                    tabs += end - start
                     continue
                 at_line_start = False
                 # A tab counts as four columns so layout still works after reporting it.
@@ -203,7 +208,7 @@ class _Scanner:
             elif kind == "punct":
                 char = text[start]
                 if char in _OPENERS:
-                    brackets.append((_CLOSER_OF[char], width))
+                    brackets.append((len(tokens), width))
                 elif char in _CLOSERS and brackets:
                     brackets.pop()
                 append((
@@ -226,13 +231,7 @@ class _Scanner:
                 elif self.unclosed(end, brackets):
                     # Joining the rest of the file into this line would hide later errors.
                     self.line, self.line_start = line - 1, text.rfind("\n", 0, start) + 1
-                    closer = brackets[-1][0]
-                    self.report(
-                        "E109",
-                        f"Unclosed bracket: expected '{closer}' before the end of the line",
-                        self.span_at(start, start),
-                    )
-                    brackets.clear()
+                    self.report_unclosed(brackets)
                     # the parser stops quietly at the ERROR: one diagnostic for one problem
                     append(self.token(ERROR, start, start))
                     append(self.token(NEWLINE, start, start))
@@ -253,12 +252,7 @@ class _Scanner:
         self.line, self.line_start = line, line_start
         end_of_text = len(text)
         if brackets:
-            closer = brackets[-1][0]
-            self.report(
-                "E109",
-                f"Unclosed bracket: expected '{closer}' before the end of the file",
-                self.span_at(end_of_text, end_of_text),
-            )
+            self.report_unclosed(brackets)
             append(self.token(ERROR, end_of_text, end_of_text))
         if tokens and tokens[-1][0] != NEWLINE:
             append(self.token(NEWLINE, end_of_text, end_of_text))
@@ -269,17 +263,21 @@ class _Scanner:
         append(self.token(EOF, end_of_text, end_of_text))
         return ScanResult(tokens, self.comments, self.diagnostics)
 
-    def unclosed(self, line_start: int, brackets: list[tuple[str, int]]) -> bool:
+    def report_unclosed(self, brackets: list[tuple[int, int]]) -> None:
+        """E109 at the innermost bracket still open; the rest are forgotten with it."""
+        opener = self.tokens[brackets[-1][0]]
+        closer = _CLOSER_OF[opener[0]]
+        self.report(
+            "E109", f"'{opener[0]}' was never closed (expected '{closer}')", token_span(opener)
+        )
+        brackets.clear()
+
+    def unclosed(self, line_start: int, brackets: list[tuple[int, int]]) -> bool:
         """Inside brackets, is the line starting at ``line_start`` evidence that the innermost
         bracket was never closed? It is when the line, indented no deeper than the opener's
         line, starts a statement (a statement keyword, or ``name =``)."""
         line = _STATEMENT_START.match(self.text, line_start)
         return line is not None and len(line.group(1)) <= brackets[-1][1]
-
-    def tab(self, start: int, end: int, *, at_line_start: bool) -> int:
-        where = "in indentation; OpenProse indents" if at_line_start else "; OpenProse uses"
-        self.report("E101", f"Tab character {where} with spaces", self.span_at(start, end))
-        return end - start
 
     def layout(self, width: int, indents: list[int], start: int, is_pipe: bool) -> None:
         """Emit INDENT/DEDENT tokens for a line whose first token starts at ``start``."""
@@ -324,7 +322,7 @@ class _Scanner:
             body = text[start + 3 : end - 3].replace("\r\n", "\n")
             append(self.wide_token(DISCRETION, start, end, body))
         elif kind == "tab":
-            self.tab(start, end, at_line_start=False)
+            pass  # between tokens a tab is plain whitespace; only indentation must be spaces
         elif kind == "triple_open":
             self.report(
                 "E001",

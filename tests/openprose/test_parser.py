@@ -112,6 +112,14 @@ def test_agent_with_all_properties() -> None:
 
 def test_agent_without_properties_is_allowed() -> None:
     assert one("agent quick:\n") == n.AgentDef(span=S, name=name("quick"), properties=())
+    assert ok('agent quick:\nsession "next"\n')[1] == session("next")
+
+
+def test_empty_bodies_where_the_grammar_allows_them() -> None:
+    body = ok('do:\nblock b:\nparallel:\nrepeat 2:\nloop:\nlet x = xs | map:\nsession "end"\n')
+    assert [type(s).__name__ for s in body] == [
+        "DoBlock", "BlockDef", "Parallel", "Repeat", "Loop", "Binding", "Session"
+    ]  # fmt: skip
 
 
 def test_property_values_are_generic_expressions() -> None:
@@ -165,6 +173,18 @@ def test_let_const_assign_and_destructure() -> None:
             ),
         ),
     )
+
+
+@pytest.mark.parametrize(
+    ("text", "column"),
+    [('input : "x"\n', 7), ('output = session "a"\n', 8), ("block :\n", 7), ("block (a):\n", 7)],
+)
+def test_missing_declared_name_is_left_to_the_checker(text: str, column: int) -> None:
+    # the checker reports E020 / E023 / E151 on the empty name; the parser stays quiet
+    stmt = one(text)
+    assert isinstance(stmt, n.Input | n.Output | n.BlockDef)
+    assert stmt.name.id == ""
+    assert where(stmt.name.span) == (1, column, 1, column)
 
 
 def test_program_call_argument_names_may_be_keywords() -> None:
@@ -415,7 +435,7 @@ DIAGNOSTIC_CASES = [
     ("E106", 'session """text\n"""\n', (1, 9), 'session """\ntext\n"""\n'),
     ("E107", 'if **never closed:\n  session "a"\n', (1, 4), 'if **closed**:\n  session "a"\n'),
     ("E108", "loop until ***\nnever closed\n", (1, 12), "loop until ***\nclosed\n***:\n  throw\n"),
-    ("E109", "let x = [a, b\nlet y = 1\n", (1, 14), "let x = [a, b]\nlet y = 1\n"),
+    ("E109", "let x = [a, b\nlet y = 1\n", (1, 9), "let x = [a, b]\nlet y = 1\n"),
     (
         "E110",
         'elif **x**:\n  session "a"\n',
@@ -524,7 +544,7 @@ def test_broken_header_still_checks_its_block() -> None:
 
 def test_unclosed_bracket_is_one_diagnostic_and_the_next_line_parses() -> None:
     result = parse_text('do:\n  let x = [a\n  session "b"\n')
-    assert diags('do:\n  let x = [a\n  session "b"\n') == [("E109", 2, 13)]
+    assert diags('do:\n  let x = [a\n  session "b"\n') == [("E109", 2, 11)]
     (block,) = result.program.body
     assert isinstance(block, n.DoBlock) and block.body[1] == session("b")
 
@@ -584,6 +604,15 @@ def test_deep_expressions_hit_the_cap_not_the_stack(text: str) -> None:
     assert "E115" in [d.code for d in parse_text(text).diagnostics]
 
 
+@pytest.mark.parametrize(
+    "header", ["x y:", "elif **c**:", 'session "a"', "agent a:", 'option "o":']
+)
+def test_deeply_nested_broken_blocks_never_recurse_out(header: str) -> None:
+    text = "".join("  " * i + header + "\n" for i in range(3000))
+    result = parse_text(text)
+    assert result.diagnostics and all(d.code in CODES for d in result.diagnostics)
+
+
 def test_long_line_and_large_file() -> None:
     long_line = parse_text(
         'session "' + "a" * 200_000 + '"\nlet x = [' + ", ".join(["a"] * 20_000) + "]\n"
@@ -629,3 +658,76 @@ def test_random_bytes_never_raise() -> None:
     assert source is None and found[0].code == "E100"
     lossy = data.decode("latin-1")
     assert isinstance(parse_text(lossy), ParseResult)
+
+
+# --- spans on every node ---------------------------------------------------------------------
+
+_OPENING_TEXT: dict[type, tuple[str, ...]] = {
+    n.Session: ("session", "resume"),
+    n.Binding: ("let", "const"),
+    n.Use: ("use",),
+    n.Input: ("input",),
+    n.Output: ("output",),
+    n.AgentDef: ("agent",),
+    n.BlockDef: ("block",),
+    n.DoBlock: ("do",),
+    n.DoCall: ("do",),
+    n.Parallel: ("parallel",),
+    n.Repeat: ("repeat",),
+    n.Loop: ("loop",),
+    n.Try: ("try",),
+    n.Throw: ("throw",),
+    n.Choice: ("choice",),
+    n.ChoiceOption: ("option",),
+    n.If: ("if",),
+    n.CatchClause: ("catch",),
+    n.PipeOp: ("|",),
+    n.ArrayLit: ("[",),
+    n.ObjectContext: ("{",),
+    n.Destructure: ("{",),
+    n.Discretion: ("**",),
+    n.StringLit: ('"',),
+}
+
+
+def _children(node: object) -> list[object]:
+    found: list[object] = []
+    for field in getattr(node, "__dataclass_fields__", {}):
+        if field == "span":
+            continue
+        value = getattr(node, field)
+        items = value if isinstance(value, tuple) else (value,)
+        found.extend(
+            item
+            for item in items
+            if hasattr(item, "__dataclass_fields__") and not isinstance(item, Span)
+        )
+    return found
+
+
+def test_every_node_of_every_reference_example_has_an_exact_span() -> None:
+    folder = Path(__file__).parent / "conformance" / "reference_examples"
+    checked = 0
+    for path in sorted(folder.glob("*.prose")):
+        text = path.read_text(encoding="utf-8")
+        result = parse_text(text)
+        stack: list[tuple[object, Span]] = [
+            (stmt, result.program.span) for stmt in result.program.body
+        ]
+        while stack:
+            node, parent = stack.pop()
+            span: Span = node.span  # type: ignore[attr-defined]
+            assert parent.start <= span.start <= span.end <= parent.end, (path.name, node)
+            assert result.source.position(span.start) == (span.line, span.column)
+            assert result.source.position(span.end) == (span.end_line, span.end_column)
+            source_text = text[span.start : span.end]
+            assert source_text == source_text.strip(), (path.name, node)  # no stray layout
+            if isinstance(node, n.Name):
+                assert source_text == node.id
+            elif isinstance(node, n.NumberLit):
+                assert source_text == node.raw
+            elif type(node) in _OPENING_TEXT and not isinstance(node, n.Invalid):
+                assert source_text.startswith(_OPENING_TEXT[type(node)]), (path.name, node)
+            checked += 1
+            stack.extend((child, span) for child in _children(node))
+    assert checked > 1000  # the walk really visited the trees

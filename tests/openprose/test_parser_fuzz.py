@@ -106,3 +106,34 @@ def mutated_example(draw: st.DrawFn) -> str:
 def test_mutated_reference_examples_never_raise(text: str) -> None:
     check_result(text, parse_text(text))
     check_result(text.replace("\n", "\r\n"), parse_text(text.replace("\n", "\r\n")))
+
+
+CLEAN_EXAMPLES = [text for text in EXAMPLES if not parse_text(text).diagnostics]
+BROKEN_LINES = [
+    "let = 1",
+    'session "unterminated',
+    "else:",
+    "x y z",
+    "agent:",
+    "loop until **never closed:",
+    "do review(",
+    "let x = items | sort:",
+    '\tsession "tab"',
+    'session @ "x"',
+]
+
+
+@SETTINGS
+@given(
+    st.sampled_from(CLEAN_EXAMPLES),
+    st.sampled_from(BROKEN_LINES),
+    st.sampled_from(CLEAN_EXAMPLES),
+)
+def test_an_error_stays_in_its_statement(before: str, broken: str, after: str) -> None:
+    text = before.rstrip("\n") + "\n" + broken + "\n" + after
+    broken_line = before.rstrip("\n").count("\n") + 2
+    result = parse_text(text)
+    assert result.diagnostics
+    assert {d.line for d in result.diagnostics} == {broken_line}
+    tail = parse_text(after).program.body
+    assert result.program.body[len(result.program.body) - len(tail) :] == tail

@@ -116,7 +116,7 @@ def test_implicit_line_joining_inside_brackets() -> None:
 
 def test_unclosed_bracket_stops_at_next_statement() -> None:
     # E109 at the end of line 1; line 2 is still scanned as its own statement
-    assert codes('let x = [a, b\nsession "next"\n') == [("E109", 1, 14)]
+    assert codes('let x = [a, b\nsession "next"\n') == [("E109", 1, 9)]
     assert kinds('let x = [a, b\nsession "next"\n')[-4:] == ["session", STRING, NEWLINE, EOF]
 
 
@@ -127,7 +127,7 @@ def test_bracket_contents_may_sit_at_the_openers_indentation() -> None:
 
 
 def test_unclosed_bracket_at_end_of_file() -> None:
-    assert codes("let x = (a") == [("E109", 1, 11)]
+    assert codes("let x = (a") == [("E109", 1, 9)]
 
 
 def test_inconsistent_dedent() -> None:
@@ -143,7 +143,8 @@ def test_pipe_continuation_line_may_open_a_level() -> None:
 
 def test_tabs_are_a_diagnostic() -> None:
     assert codes('do:\n\tsession "a"\n') == [("E101", 2, 1)]
-    assert codes('session "a"\t# trailing tab\n') == [("E101", 1, 12)]
+    assert codes('do:\n  \tsession "a"\n') == [("E101", 2, 3)]
+    assert codes('session\t"a"\t# tabs between tokens are whitespace\n') == []
     assert codes('session "a\tb"\n') == []  # a tab inside a string is content
 
 

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from openprose.cli.run import (
+    FAILED,
     USAGE_ERROR,
     UsageError,
     add_provider_arguments,
@@ -34,6 +35,12 @@ def run(args: argparse.Namespace) -> int:
     except UsageError as error:
         print(f"prose: {error}", file=sys.stderr)
         return USAGE_ERROR
+    except OSError as error:
+        print(f"prose: {error}", file=sys.stderr)
+        return FAILED
+    except Exception as error:  # noqa: BLE001 - a VM bug: say so plainly; the run stays resumable
+        print(f"prose: internal error: {type(error).__name__}: {error}", file=sys.stderr)
+        return FAILED
 
 
 def _resume(args: argparse.Namespace) -> int:

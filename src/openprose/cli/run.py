@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from openprose.providers.base import Provider
     from openprose.providers.settings import ProviderSettings
-    from openprose.vm.interpreter import Observer
     from openprose.vm.runner import RunResult
+    from openprose.vm.runtime import Observer
 
 OK, FAILED, USAGE_ERROR = 0, 1, 2
 
@@ -83,6 +83,12 @@ def run(args: argparse.Namespace) -> int:
     except UsageError as error:
         print(f"prose: {error}", file=sys.stderr)
         return USAGE_ERROR
+    except OSError as error:
+        print(f"prose: {error}", file=sys.stderr)
+        return FAILED
+    except Exception as error:  # noqa: BLE001 - a VM bug: say so plainly; the run stays resumable
+        print(f"prose: internal error: {type(error).__name__}: {error}", file=sys.stderr)
+        return FAILED
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -98,11 +104,9 @@ def _run(args: argparse.Namespace) -> int:
     settings, provider = open_provider_or_fail(
         project, args.provider, args.model, args.max_concurrency, record=args.record
     )
-    from openprose.vm.runner import VMConfig, run_program
+    from openprose.vm.runner import run_program
 
-    config = VMConfig(
-        max_concurrency=settings.max_concurrency, evaluator_model=args.evaluator or "haiku"
-    )
+    config = vm_config(project, settings.max_concurrency, args.evaluator)
     launch = {
         "provider": args.provider,
         "models": args.model,
@@ -156,6 +160,38 @@ def parse_and_check(path: Path, project: Path) -> Any:
     if diagnostics:
         print_diagnostics(diagnostics, source, sys.stderr)
     return parsed
+
+
+def vm_config(project: Path, max_concurrency: int, evaluator: str | None) -> Any:
+    """VM settings: the `[vm]` table of prose.toml (or `[tool.prose.vm]` in pyproject.toml),
+    e.g. `context_budget = 100000`, `retry_base_delay = 0.5`, `default_model = "haiku"`;
+    command-line options win."""
+    import tomllib
+    from dataclasses import fields, replace
+
+    from openprose.vm.runner import VMConfig
+
+    table: dict[str, Any] = {}
+    for name, path in (("prose.toml", ("vm",)), ("pyproject.toml", ("tool", "prose", "vm"))):
+        file = project / name
+        if not file.is_file():
+            continue
+        try:
+            data: Any = tomllib.loads(file.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as error:
+            raise UsageError(f"{file}: {error}") from None
+        for key in path:
+            data = data.get(key, {}) if isinstance(data, dict) else {}
+        table = data if isinstance(data, dict) else {}
+        break
+    known = {f.name: f.type for f in fields(VMConfig)}
+    unknown = sorted(set(table) - set(known))
+    if unknown:
+        raise UsageError(
+            f"unknown [vm] setting(s): {', '.join(unknown)}; known: {', '.join(known)}"
+        )
+    config = replace(VMConfig(), **table, max_concurrency=max_concurrency)
+    return replace(config, evaluator_model=evaluator) if evaluator else config
 
 
 def read_inputs(pairs: list[str], json_file: str | None) -> dict[str, Any]:

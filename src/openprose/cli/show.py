@@ -13,7 +13,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_ref", metavar="RUN", help="run id (or unique prefix) or run folder")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument(
-        "--cassette", metavar="FILE",
+        "--cassette",
+        metavar="FILE",
         help="also write the run's model exchanges as a replay cassette (for --provider replay:FILE)",
     )
 

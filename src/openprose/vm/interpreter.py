@@ -11,8 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from openprose import nodes as n
@@ -20,7 +19,6 @@ from openprose.providers.base import (
     Message,
     ModelRequest,
     ModelResponse,
-    Provider,
     ProviderConfigError,
     ProviderError,
 )
@@ -35,10 +33,7 @@ from openprose.vm.errors import (
     ThrownError,
     location,
 )
-from openprose.vm.journal import Journal
 from openprose.vm.prompts import (
-    DEFAULT_CONTEXT_BUDGET,
-    DEFAULT_HISTORY_ITEMS,
     NO_TASK,
     ContextItem,
     History,
@@ -47,161 +42,12 @@ from openprose.vm.prompts import (
     user_message,
 )
 from openprose.vm.runstore import RunStore
+from openprose.vm.runtime import AgentSpec, LoadedProgram, Shared
 from openprose.vm.scope import Scope
-from openprose.vm.values import ErrorValue, ProgramResult, Value, as_collection, render
+from openprose.vm.values import ErrorValue, ProgramResult, Value, as_collection, render, to_json
 
 if TYPE_CHECKING:
-    from openprose.providers.settings import ProviderSettings
     from openprose.vm.memory import AgentMemory
-
-Observer = Callable[[str, str, dict[str, Any]], None]
-
-
-@dataclass(frozen=True, slots=True)
-class VMConfig:
-    default_model: str = "sonnet"
-    evaluator_model: str = "haiku"
-    context_budget: int = DEFAULT_CONTEXT_BUDGET  # characters of context per request
-    history_items: int = DEFAULT_HISTORY_ITEMS  # default context without `context:`
-    max_depth: int = 100  # block recursion
-    retry_base_delay: float = 1.0  # seconds; `backoff: linear` waits this, exponential doubles
-    max_concurrency: int = 16  # sessions in flight, and workers of pmap / parallel for
-    max_tokens: int = 1024
-
-
-@dataclass(frozen=True, slots=True)
-class AgentSpec:
-    name: str
-    model: str | None = None
-    prompt: n.StringLit | None = None
-    persist: str | None = None  # "true" | "project" | "user" | a path
-    skills: tuple[str, ...] = ()
-    permissions: Mapping[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class LoadedProgram:
-    """An imported program, resolved and parsed before the run starts."""
-
-    name: str  # the name it is called by (alias or slug)
-    spec: str
-    namespace: str  # folder under imports/: {handle}--{slug}
-    program: n.Program
-    text: str
-    content_hash: str
-    imports: Mapping[str, LoadedProgram] = field(default_factory=dict)
-
-    @property
-    def inputs(self) -> list[str]:
-        return [s.name.id for s in self.program.body if isinstance(s, n.Input)]
-
-    @property
-    def outputs(self) -> list[str]:
-        return [s.name.id for s in _walk_statements(self.program.body) if isinstance(s, n.Output)]
-
-
-class ModelRouter:
-    """Alias -> (provider, model id). Providers other than the selected one open on first use."""
-
-    def __init__(self, provider: Provider, settings: ProviderSettings | None = None) -> None:
-        self._provider = provider
-        self._settings = settings
-        self._opened: dict[str, Provider] = {}
-        self._cache: dict[str, tuple[Provider, str]] = {}
-
-    def route(self, alias: str) -> tuple[Provider, str]:
-        hit = self._cache.get(alias)
-        if hit is not None:
-            return hit
-        if self._settings is None:
-            found = (self._provider, alias)
-        else:
-            from openprose.providers import open_provider
-            from openprose.providers.settings import resolve_model
-
-            name, model = resolve_model(alias, self._settings)
-            if name == self._settings.provider:
-                found = (self._provider, model)
-            else:
-                if name not in self._opened:
-                    self._opened[name] = open_provider(self._settings, name)
-                found = (self._opened[name], model)
-        self._cache[alias] = found
-        return found
-
-    async def aclose(self) -> None:
-        for provider in self._opened.values():
-            await provider.aclose()
-
-
-@dataclass(slots=True)
-class Replay:
-    """Finished work of an earlier attempt at this run, by step id."""
-
-    sessions: dict[str, dict[str, Any]] = field(default_factory=dict)
-    decisions: dict[str, dict[str, Any]] = field(default_factory=dict)
-    memories: dict[str, dict[str, Any]] = field(default_factory=dict)
-
-    @classmethod
-    def from_events(cls, events: Any) -> Replay:
-        replay = cls()
-        for event in events:
-            kind, step = event.get("ev"), event.get("step", "")
-            if kind == "session_finished":
-                replay.sessions[step] = event
-            elif kind == "decision":
-                replay.decisions[step] = event
-            elif kind == "memory_updated":
-                replay.memories[step] = event
-        return replay
-
-
-@dataclass(slots=True)
-class RunStats:
-    sent: int = 0  # model calls sent to a provider
-    served: int = 0  # model calls answered from the journal
-    input_tokens: int = 0
-    output_tokens: int = 0
-    by_model: dict[str, list[int]] = field(default_factory=dict)
-
-    def count(self, model: str, response: ModelResponse) -> None:
-        self.input_tokens += response.usage.input_tokens
-        self.output_tokens += response.usage.output_tokens
-        totals = self.by_model.setdefault(model, [0, 0])
-        totals[0] += response.usage.input_tokens
-        totals[1] += response.usage.output_tokens
-
-    def usage(self) -> dict[str, Any]:
-        return {
-            "input_tokens": self.input_tokens,
-            "output_tokens": self.output_tokens,
-            "requests_sent": self.sent,
-            "requests_served_from_journal": self.served,
-            "by_model": {
-                m: {"input_tokens": i, "output_tokens": o} for m, (i, o) in self.by_model.items()
-            },
-        }
-
-
-@dataclass(slots=True)
-class Shared:
-    """What every interpreter of one run shares, invoked programs included."""
-
-    router: ModelRouter
-    journal: Journal
-    config: VMConfig
-    replay: Replay
-    project_dir: Path
-    stats: RunStats = field(default_factory=RunStats)
-    observer: Observer | None = None
-    slots: asyncio.Semaphore | None = None
-    execution_ids: int = 0
-    anon_names: int = 0
-
-    def emit(self, event: str, step: str, **fields: Any) -> None:
-        self.journal.append(event, step, **fields)
-        if self.observer is not None:
-            self.observer(event, step, fields)
 
 
 @dataclass(slots=True)
@@ -487,7 +333,7 @@ class Interpreter:
 
     async def _choice(self, stmt: n.Choice, ctx: Ctx, step: str) -> Value:
         labels = [self._interpolate(o.label, ctx) for o in stmt.options]
-        criteria = self._discretion_text(stmt.criteria, ctx)
+        criteria = self._discretion_text(stmt.criteria)
         context = self._judgment_context(ctx)
         question = judgments.choice_question(criteria, labels, context)
         chosen = await self._judge(
@@ -551,9 +397,7 @@ class Interpreter:
     async def _loop(self, stmt: n.Loop, ctx: Ctx, step: str) -> Value:
         limit = self._loop_limit(stmt)
         shown_max = "∞" if limit is None else str(limit)
-        condition = (
-            self._discretion_text(stmt.condition, ctx) if stmt.condition is not None else None
-        )
+        condition = self._discretion_text(stmt.condition) if stmt.condition is not None else None
         value: Value = None
         index = 0
         while True:
@@ -866,7 +710,7 @@ class Interpreter:
             ctx.scope.declare(node.name.id, answer)
             self._write_binding(node.name.id, "let", node, answer, ctx)
         if not ctx.in_pipeline:
-            self.store.state(f"{step}→ {name or label or ''} ✓".replace("→  ✓", "→ ✓"))
+            self.store.state(f"{step}→ {name or label} ✓")
         return answer
 
     def _agent_of(self, node: n.Session) -> AgentSpec | None:
@@ -965,12 +809,9 @@ class Interpreter:
             provider, model_id = shared.router.route(alias)
         except ProviderConfigError as error:
             raise RunAborted(str(error)) from None
+        # The alias becomes the provider's model id (positional: cheaper than `replace`).
         request = ModelRequest(
-            model=model_id,
-            messages=request.messages,
-            system=request.system,
-            max_tokens=request.max_tokens,
-            temperature=request.temperature,
+            model_id, request.messages, request.system, request.max_tokens, request.temperature
         )
         shared.emit("session_started", step, agent=agent, model=alias, binding=label, kind=event)
         attempt = 0
@@ -1003,7 +844,6 @@ class Interpreter:
             shared.emit(
                 "session_finished",
                 step,
-                key=request.key(),
                 request=request.to_dict(),
                 response=response.to_dict(),
                 agent=agent,
@@ -1018,7 +858,7 @@ class Interpreter:
     # --- judgments ---------------------------------------------------------------------
 
     async def _condition(self, condition: n.Discretion, ctx: Ctx, step: str) -> bool:
-        text = self._discretion_text(condition, ctx)
+        text = self._discretion_text(condition)
         question = judgments.condition_question(text, self._judgment_context(ctx))
         verdict = await self._judge(
             step=step,
@@ -1185,7 +1025,7 @@ class Interpreter:
         finally:
             store.close()
         result = ProgramResult(loaded.spec, dict(outputs))
-        store.write_outputs({k: _json(v) for k, v in outputs.items()})
+        store.write_outputs({k: to_json(v) for k, v in outputs.items()})
         ctx.history.add(name, render(result))
         return result
 
@@ -1205,7 +1045,7 @@ class Interpreter:
         if isinstance(expr, n.ObjectContext):
             return {x.id: self._lookup(x.id, x, ctx) for x in expr.names}
         if isinstance(expr, n.Discretion):
-            return self._discretion_text(expr, ctx)
+            return self._discretion_text(expr)
         if isinstance(expr, n.Session):
             return await self._session(expr, ctx, step, name=name)
         return await self._stmt(expr, ctx, step)
@@ -1258,7 +1098,8 @@ class Interpreter:
             out.append(render(value))
         return "".join(out)
 
-    def _discretion_text(self, node: n.Discretion, ctx: Ctx) -> str:
+    @staticmethod
+    def _discretion_text(node: n.Discretion) -> str:
         return " ".join(node.text.split())
 
     # --- bookkeeping -------------------------------------------------------------------
@@ -1329,12 +1170,6 @@ def _dotted(expr: n.Attribute | n.Name) -> str:
 
 def _slug(spec: str) -> str:
     return spec.rstrip("/").rsplit("/", 1)[-1].removesuffix(".prose")
-
-
-def _json(value: Value) -> Any:
-    from openprose.vm.values import to_json
-
-    return to_json(value)
 
 
 def _backoff_delay(backoff: str, attempt: int, base: float) -> float:

@@ -17,11 +17,15 @@ from typing import Any
 
 import orjson
 
+from openprose.providers.base import ModelRequest
+
 
 class Journal:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        if _ends_mid_line(path):
+            os.write(self._fd, b"\n")  # a crash tore the last line: start ours on a new one
         self._unsynced = 0
         self._wake: asyncio.Event | None = None
         self._syncer: asyncio.Task[None] | None = None
@@ -65,6 +69,15 @@ class Journal:
         os.close(self._fd)
 
 
+def _ends_mid_line(path: Path) -> bool:
+    with path.open("rb") as handle:
+        handle.seek(0, os.SEEK_END)
+        if handle.tell() == 0:
+            return False
+        handle.seek(-1, os.SEEK_END)
+        return handle.read(1) != b"\n"
+
+
 def read_journal(path: Path) -> Iterator[dict[str, Any]]:
     """Every complete event; a line torn by a crash mid-write is skipped."""
     try:
@@ -89,7 +102,9 @@ def write_cassette(journal: Path, cassette: Path) -> int:
     with cassette.open("wb") as out:
         for event in read_journal(journal):
             if event.get("ev") == "session_finished" and "request" in event:
-                record = {"key": event["key"], "request": event["request"], "response": event["response"]}
+                request = event["request"]
+                key = ModelRequest.from_dict(request).key()
+                record = {"key": key, "request": request, "response": event["response"]}
                 out.write(orjson.dumps(record) + b"\n")
                 count += 1
     return count

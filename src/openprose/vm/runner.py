@@ -17,17 +17,10 @@ from typing import TYPE_CHECKING, Any
 from openprose import nodes as n
 from openprose.providers.base import Provider
 from openprose.vm.errors import ProseError, RunAborted
-from openprose.vm.interpreter import (
-    Interpreter,
-    LoadedProgram,
-    ModelRouter,
-    Observer,
-    Replay,
-    Shared,
-    VMConfig,
-)
+from openprose.vm.interpreter import Interpreter
 from openprose.vm.journal import Journal, read_journal
 from openprose.vm.runstore import RunStore, utc_now
+from openprose.vm.runtime import LoadedProgram, ModelRouter, Observer, Replay, Shared, VMConfig
 from openprose.vm.values import Value, to_json
 
 if TYPE_CHECKING:

@@ -75,11 +75,6 @@ def to_json(value: Value) -> Any:
     return str(value)
 
 
-def from_json(data: Any) -> Value:
-    """Inverse of `to_json` for values read back (inputs, the journal)."""
-    return data
-
-
 def as_collection(value: Value) -> list[Value]:
     """What `for` and pipelines iterate over. A JSON array in a string counts as a list, so a
     session answering `["a", "b"]` can feed a loop; any other text is one item."""

@@ -178,9 +178,13 @@ def test_unusable_model_route_aborts_with_exit_2(
     assert "ANTHROPIC_API_KEY" in capsys.readouterr().err
 
 
-def test_resume_uses_the_imported_text_the_run_recorded(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_resume_uses_the_imported_text_the_run_recorded(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     (project / "lib.prose").write_text('input x: "x"\noutput y = session "Lib {x}"\n')
-    (project / "main.prose").write_text('use "lib.prose"\nlet r = lib(x: "a")\noutput z = session "Fail {r.y}"\n')
+    (project / "main.prose").write_text(
+        'use "lib.prose"\nlet r = lib(x: "a")\noutput z = session "Fail {r.y}"\n'
+    )
     assert prose("run", "main.prose", "--provider", "scripted:rules.yaml") == 1
     run_id = next((project / ".prose" / "runs").iterdir()).name
     (project / "lib.prose").write_text('input other: "changed"\noutput w = session "New"\n')
@@ -190,3 +194,37 @@ def test_resume_uses_the_imported_text_the_run_recorded(project: Path, capsys: p
     result = json.loads(capsys.readouterr().out)
     assert result["outputs"] == {"z": "fine"}
     assert result["usage"]["requests_served_from_journal"] == 1
+
+
+def test_vm_settings_from_prose_toml(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (project / "prose.toml").write_text('[vm]\ncontext_budget = 50\nevaluator_model = "judge"\n')
+    (project / "rules.yaml").write_text(
+        'default: "%s"\nrules:\n  - match: "^Condition"\n    answer: \'{"verdict": true}\'\n'
+        % ("x" * 200)
+    )
+    (project / "t.prose").write_text(
+        'let a = session "Long"\nif **a is long enough**:\n  output b = session "Use"\n    context: a\n'
+    )
+    assert prose("run", "t.prose", "--provider", "scripted:rules.yaml", "--json") == 0
+    run_dir = next((project / ".prose" / "runs").iterdir())
+    assert "context:trimmed a -150 chars" in (run_dir / "state.md").read_text()
+    assert json.loads((run_dir / "run.json").read_text())["config"]["evaluator_model"] == "judge"
+    (project / "prose.toml").write_text("[vm]\nnope = 1\n")
+    capsys.readouterr()
+    assert prose("run", "t.prose", "--provider", "scripted:rules.yaml") == 2
+    assert "unknown [vm] setting(s): nope" in capsys.readouterr().err
+
+
+def test_internal_errors_never_show_a_traceback(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from openprose.vm.interpreter import Interpreter
+
+    async def broken(self: object) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(Interpreter, "run", broken)
+    (project / "x.prose").write_text('session "x"\n')
+    assert prose("run", "x.prose", "--provider", "scripted:rules.yaml") == 1
+    err = capsys.readouterr().err
+    assert "internal error: RuntimeError: boom" in err and "Traceback" not in err

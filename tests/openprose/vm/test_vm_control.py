@@ -177,7 +177,7 @@ def test_choice_accepts_option_number(vm: Any) -> None:
 
 
 def test_evaluator_model_is_configurable(vm: Any) -> None:
-    from openprose.vm.interpreter import VMConfig
+    from openprose.vm.runner import VMConfig
 
     provider = vm.spy(vm.verdicts(("Condition: x", True)))
     vm.run('if **x**:\n  session "y"\n', provider, config=VMConfig(evaluator_model="judge-1"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from openprose.vm.interpreter import VMConfig
+from openprose.vm.runner import VMConfig
 
 
 def tasks(provider: Any) -> list[str]:

@@ -24,7 +24,9 @@ def test_example_runs(vm: Any, name: str) -> None:
     path = EXAMPLES / name
     source = path.read_text()
     program = parse_text(source, str(path)).program
-    inputs = {s.name.id: f"value of {s.name.id}" for s in program.body if type(s).__name__ == "Input"}
+    inputs = {
+        s.name.id: f"value of {s.name.id}" for s in program.body if type(s).__name__ == "Input"
+    }
     imports = load_imports(program, base_dir=EXAMPLES, project_dir=vm.project)
     result = vm.run(source, vm.spy(default=UNIVERSAL), inputs=inputs, imports=imports, path=name)
     if name in THROWS:

@@ -146,7 +146,7 @@ def test_any_fails_when_too_few_succeed(vm: Any) -> None:
 
 
 def test_parallel_for_and_pmap_bound_concurrency(vm: Any) -> None:
-    from openprose.vm.interpreter import VMConfig
+    from openprose.vm.runner import VMConfig
 
     provider = vm.spy([slow("^Item", 0.01)])
     source = """let xs = ["a", "b", "c", "d", "e", "f"]

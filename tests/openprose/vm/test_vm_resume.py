@@ -126,12 +126,30 @@ def _prose(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subproce
     )
 
 
-def test_sigkill_mid_run_then_resume_resends_nothing_finished(tmp_path: Path) -> None:
-    (tmp_path / "chain.prose").write_text(
-        'let acc = "s"\nrepeat 12 as i:\n  acc = session "Step {i} after {acc}"\noutput last = acc\n'
-    )
+CHAIN = (
+    'let acc = "s"\nrepeat 12 as i:\n  acc = session "Step {i} after {acc}"\noutput last = acc\n'
+)
+FANOUT = (
+    "let xs = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]\n"
+    'let ys = xs | pmap:\n  session "Item {item}"\noutput last = session "Sum"\n  context: []\n'
+)
+
+
+@pytest.mark.parametrize(("program", "total"), [(CHAIN, 12), (FANOUT, 13)], ids=["chain", "pmap"])
+def test_sigkill_mid_run_then_resume_resends_nothing_finished(
+    tmp_path: Path, program: str, total: int
+) -> None:
+    (tmp_path / "chain.prose").write_text(program)
     (tmp_path / "rules.yaml").write_text('latency_ms: 60\ndefault: "ok"\nrules: []\n')
-    process = _prose("run", "chain.prose", "--provider", "scripted:rules.yaml", cwd=tmp_path)
+    process = _prose(
+        "run",
+        "chain.prose",
+        "--provider",
+        "scripted:rules.yaml",
+        "--max-concurrency",
+        "3",
+        cwd=tmp_path,
+    )
     runs = tmp_path / ".prose" / "runs"
     deadline = time.monotonic() + 20
     journal: Path | None = None
@@ -149,7 +167,7 @@ def test_sigkill_mid_run_then_resume_resends_nothing_finished(tmp_path: Path) ->
         for line in journal.read_text().splitlines()
         if '"session_finished"' in line
     ]
-    assert 4 <= len(finished_before) < 12
+    assert 4 <= len(finished_before) < total
     listing = subprocess.run(
         [sys.executable, "-c", PROSE, "runs"],
         cwd=tmp_path,
@@ -169,17 +187,17 @@ def test_sigkill_mid_run_then_resume_resends_nothing_finished(tmp_path: Path) ->
     assert result["status"] == "succeeded"
     assert result["outputs"] == {"last": "ok"}
     assert result["usage"]["requests_served_from_journal"] == len(finished_before)
-    assert result["usage"]["requests_sent"] == 12 - len(finished_before)
+    assert result["usage"]["requests_sent"] == total - len(finished_before)
     # Independently of the journal: what the resumed run sent, as recorded at the provider.
     sent = [json.loads(line)["request"] for line in cassette.read_text().splitlines()]
     finished_prompts = {e["request"]["messages"][0]["content"] for e in finished_before}
-    assert len(sent) == 12 - len(finished_before)
+    assert len(sent) == total - len(finished_before)
     assert finished_prompts.isdisjoint(r["messages"][0]["content"] for r in sent)
     events = [json.loads(line) for line in journal.read_text().splitlines()]
     restart = max(i for i, e in enumerate(events) if e["ev"] == "run_started")
     started_after = {e["step"] for e in events[restart:] if e["ev"] == "session_started"}
     assert started_after.isdisjoint({e["step"] for e in finished_before})
-    assert len(started_after) == 12 - len(finished_before)
+    assert len(started_after) == total - len(finished_before)
 
 
 def test_resumed_anonymous_sessions_keep_their_names(vm: Any) -> None:

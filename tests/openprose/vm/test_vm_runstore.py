@@ -113,6 +113,14 @@ def test_journal_group_commit_and_torn_line(tmp_path: Path) -> None:
     events = list(read_journal(path))
     assert [e["n"] for e in events] == list(range(500))
 
+    async def append_after_crash() -> None:
+        journal = Journal(path)
+        journal.append("after", "s", n=500)
+        await journal.close()
+
+    asyncio.run(append_after_crash())
+    assert [e["n"] for e in read_journal(path)] == list(range(501))
+
 
 def test_atomic_write_replaces_whole_file(tmp_path: Path) -> None:
     target = tmp_path / "b.md"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from openprose.vm.interpreter import VMConfig
+from openprose.vm.runner import VMConfig
 
 
 def test_agent_prompt_becomes_system_and_session_model_overrides(vm: Any) -> None:

@@ -1,0 +1,168 @@
+"""What one run shares: settings, agents and imported programs, model routing, the replay
+log of a resumed run, usage counters and the event sink (journal + observer)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from openprose import nodes as n
+from openprose.contracts import contract_of
+from openprose.providers.base import ModelResponse, Provider
+from openprose.vm.journal import Journal
+from openprose.vm.prompts import DEFAULT_CONTEXT_BUDGET, DEFAULT_HISTORY_ITEMS
+
+if TYPE_CHECKING:
+    from openprose.providers.settings import ProviderSettings
+
+Observer = Callable[[str, str, dict[str, Any]], None]
+
+
+@dataclass(frozen=True, slots=True)
+class VMConfig:
+    default_model: str = "sonnet"
+    evaluator_model: str = "haiku"
+    context_budget: int = DEFAULT_CONTEXT_BUDGET  # characters of context per request
+    history_items: int = DEFAULT_HISTORY_ITEMS  # default context without `context:`
+    max_depth: int = 100  # block recursion
+    retry_base_delay: float = 1.0  # seconds; `backoff: linear` waits this, exponential doubles
+    max_concurrency: int = 16  # sessions in flight, and workers of pmap / parallel for
+    max_tokens: int = 1024
+
+
+@dataclass(frozen=True, slots=True)
+class AgentSpec:
+    name: str
+    model: str | None = None
+    prompt: n.StringLit | None = None
+    persist: str | None = None  # "true" | "project" | "user" | a path
+    skills: tuple[str, ...] = ()
+    permissions: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedProgram:
+    """An imported program, resolved and parsed before the run starts."""
+
+    name: str  # the name it is called by (alias or slug)
+    spec: str
+    namespace: str  # folder under imports/: {handle}--{slug}
+    program: n.Program
+    text: str
+    content_hash: str
+    imports: Mapping[str, LoadedProgram] = field(default_factory=dict)
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        return contract_of(self.program).inputs
+
+    @property
+    def outputs(self) -> tuple[str, ...]:
+        return contract_of(self.program).outputs
+
+
+class ModelRouter:
+    """Alias -> (provider, model id). Providers other than the selected one open on first use."""
+
+    def __init__(self, provider: Provider, settings: ProviderSettings | None = None) -> None:
+        self._provider = provider
+        self._settings = settings
+        self._opened: dict[str, Provider] = {}
+        self._cache: dict[str, tuple[Provider, str]] = {}
+
+    def route(self, alias: str) -> tuple[Provider, str]:
+        hit = self._cache.get(alias)
+        if hit is not None:
+            return hit
+        if self._settings is None:
+            found = (self._provider, alias)
+        else:
+            from openprose.providers import open_provider
+            from openprose.providers.settings import resolve_model
+
+            name, model = resolve_model(alias, self._settings)
+            if name == self._settings.provider:
+                found = (self._provider, model)
+            else:
+                if name not in self._opened:
+                    self._opened[name] = open_provider(self._settings, name)
+                found = (self._opened[name], model)
+        self._cache[alias] = found
+        return found
+
+    async def aclose(self) -> None:
+        for provider in self._opened.values():
+            await provider.aclose()
+
+
+@dataclass(slots=True)
+class Replay:
+    """Finished work of an earlier attempt at this run, by step id."""
+
+    sessions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    decisions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    memories: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @classmethod
+    def from_events(cls, events: Any) -> Replay:
+        replay = cls()
+        for event in events:
+            kind, step = event.get("ev"), event.get("step", "")
+            if kind == "session_finished":
+                replay.sessions[step] = event
+            elif kind == "decision":
+                replay.decisions[step] = event
+            elif kind == "memory_updated":
+                replay.memories[step] = event
+        return replay
+
+
+@dataclass(slots=True)
+class RunStats:
+    sent: int = 0  # model calls sent to a provider
+    served: int = 0  # model calls answered from the journal
+    input_tokens: int = 0
+    output_tokens: int = 0
+    by_model: dict[str, list[int]] = field(default_factory=dict)
+
+    def count(self, model: str, response: ModelResponse) -> None:
+        self.input_tokens += response.usage.input_tokens
+        self.output_tokens += response.usage.output_tokens
+        totals = self.by_model.setdefault(model, [0, 0])
+        totals[0] += response.usage.input_tokens
+        totals[1] += response.usage.output_tokens
+
+    def usage(self) -> dict[str, Any]:
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "requests_sent": self.sent,
+            "requests_served_from_journal": self.served,
+            "by_model": {
+                m: {"input_tokens": i, "output_tokens": o} for m, (i, o) in self.by_model.items()
+            },
+        }
+
+
+@dataclass(slots=True)
+class Shared:
+    """What every interpreter of one run shares, invoked programs included."""
+
+    router: ModelRouter
+    journal: Journal
+    config: VMConfig
+    replay: Replay
+    project_dir: Path
+    stats: RunStats = field(default_factory=RunStats)
+    observer: Observer | None = None
+    slots: asyncio.Semaphore | None = None
+    execution_ids: int = 0
+    anon_names: int = 0
+
+    def emit(self, event: str, step: str, **fields: Any) -> None:
+        self.journal.append(event, step, **fields)
+        if self.observer is not None:
+            self.observer(event, step, fields)
