@@ -274,10 +274,19 @@ class _Scanner:
 
     def unclosed(self, line_start: int, brackets: list[tuple[int, int]]) -> bool:
         """Inside brackets, is the line starting at ``line_start`` evidence that the innermost
-        bracket was never closed? It is when the line, indented no deeper than the opener's
-        line, starts a statement (a statement keyword, or ``name =``)."""
-        line = _STATEMENT_START.match(self.text, line_start)
-        return line is not None and len(line.group(1)) <= brackets[-1][1]
+        bracket was never closed? Only a line indented no deeper than the opener's line can
+        be; it is when it starts a statement (a statement keyword, or ``name =``), or when the
+        line before ended a complete element (no trailing ``,``, opener or operator) and this
+        one does not go on with a closer, ``,`` or an operator."""
+        text = self.text
+        line = _NEXT_LINE.match(text, line_start)
+        assert line is not None
+        first = line.group(2)
+        if not first or len(line.group(1)) > brackets[-1][1]:
+            return False  # blank or comment-only, or indented inside the bracket
+        if _STATEMENT_START.match(text, line_start):
+            return True
+        return self.tokens[-1][0] not in _EXPECTS_MORE and first not in _CONTINUES
 
     def layout(self, width: int, indents: list[int], start: int, is_pipe: bool) -> None:
         """Emit INDENT/DEDENT tokens for a line whose first token starts at ``start``."""
@@ -425,6 +434,11 @@ def _placeholder(interpolation: Interpolation) -> str:
     return "{" + ".".join((interpolation.name, *interpolation.path)) + "}"
 
 
+_NEXT_LINE = re.compile(r"([ \t]*)([^\r\n#]?)")
+# Inside brackets: a line ending with one of these expects more; a line starting with one of
+# these goes on with the previous one.
+_EXPECTS_MORE: Final = frozenset(("(", "[", "{", ",", ":", "=", "|", "->", "."))
+_CONTINUES: Final = frozenset(")]},|.-")
 _STATEMENT_START = re.compile(
     r"([ \t]*)(?:(?:use|input|output|agent|block|session|resume|let|const|do|parallel|for"
     r"|repeat|loop|try|catch|finally|throw|choice|option|if|elif|else)(?![\w-])"

@@ -66,16 +66,6 @@ class ScanSummary:
     problems: int = 0
 
 
-def _id_of(msg: Any) -> str | None:
-    ident = msg.get("id") if isinstance(msg, dict) else None
-    return ident if isinstance(ident, str) else None
-
-
-def _located(problems: list[Problem], line: int, msg: Any) -> list[Problem]:
-    ident = _id_of(msg)
-    return [Problem(p.code, p.message, line, ident) for p in problems]
-
-
 def _json_error(line: int, error: ValueError) -> Problem:
     return Problem("VLP001", f"invalid JSON: {error}", line)
 
@@ -222,7 +212,7 @@ def _document_records(data: bytes) -> Iterator[Record]:
 def _record(line: int, msg: Any) -> Record:
     if is_surely_valid(msg):
         return Record(line, msg)
-    return Record(line, msg, _located(check_message(msg) or [], line, msg))
+    return Record(line, msg, check_message(msg, line) or [])
 
 
 def read_records(
@@ -342,14 +332,14 @@ def scan(
                         else:
                             summary.messages -= 1  # blank lines are not messages
                     else:
-                        problems = check_message(msg)
+                        problems = check_message(msg, number)
                         if problems is None:  # valid, in a shape the fast path left to us
                             valid += 1
                             if on_message is not None:
                                 on_message(msg, number)
                             continue
                         summary.problems += len(problems)
-                        for problem in _located(problems, number, msg):
+                        for problem in problems:
                             on_problem(problem)
         summary.valid += valid
     return summary

@@ -7,22 +7,24 @@ lookups and type tests, and problems are only described once something is wrong.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeAlias
 
 from vlp.errors import Problem
 from vlp.schema import (
     MESSAGE_TYPES,
     PROTOCOL,
-    REQUIRED_FIELDS,
     RESERVED_TYPES,
     SAFETY_LEVELS,
     TIMESTAMP_PATTERN,
 )
 
+# Problems as (code, message) until the caller says where they were found, so each
+# Problem is built once.
+_Found: TypeAlias = list[tuple[str, str]] | None
 _MISSING: Any = object()
 _TYPES = frozenset(MESSAGE_TYPES)
 _LEVELS = frozenset(SAFETY_LEVELS)
-_timestamp_ok = TIMESTAMP_PATTERN.match
+_timestamp_match = TIMESTAMP_PATTERN.match
 _HIGH_CONFIDENCE = 0.9
 _JSON_TYPE_NAMES = {
     str: "a string",
@@ -50,16 +52,16 @@ def _is_integer(value: object) -> bool:
     return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
 
 
-def _add(found: list[Problem] | None, code: str, message: str) -> list[Problem]:
+def _add(found: _Found, code: str, message: str) -> list[tuple[str, str]]:
     if found is None:
         found = []
-    found.append(Problem(code, message))
+    found.append((code, message))
     return found
 
 
 def _string_problem(
-    found: list[Problem] | None, field: str, value: object, *, required: bool, nonempty: bool
-) -> list[Problem] | None:
+    found: _Found, field: str, value: object, *, required: bool, nonempty: bool
+) -> _Found:
     """Describe why ``value`` is not an acceptable string for ``field`` (if it is not)."""
     if value is _MISSING:
         return _add(found, "VLP101", f"missing required field '{field}'") if required else found
@@ -70,9 +72,7 @@ def _string_problem(
     return found
 
 
-def _string_list_problem(
-    found: list[Problem] | None, field: str, value: object
-) -> list[Problem] | None:
+def _string_list_problem(found: _Found, field: str, value: object) -> _Found:
     if not isinstance(value, list):
         return _add(found, "VLP102", f"'{field}' must be an array of strings, got {_shown(value)}")
     for index, item in enumerate(value):
@@ -83,12 +83,10 @@ def _string_list_problem(
     return found
 
 
-def _timestamp_problem(
-    found: list[Problem] | None, field: str, value: object
-) -> list[Problem] | None:
+def _timestamp_problem(found: _Found, field: str, value: object) -> _Found:
     if not isinstance(value, str):
         return _add(found, "VLP102", f"'{field}' must be a string, got {_shown(value)}")
-    if not _timestamp_ok(value):
+    if not _timestamp_match(value):
         return _add(
             found,
             "VLP107",
@@ -97,7 +95,7 @@ def _timestamp_problem(
     return found
 
 
-def _provenance_problem(found: list[Problem] | None, value: object) -> list[Problem] | None:
+def _provenance_problem(found: _Found, value: object) -> _Found:
     if not isinstance(value, list):
         return _add(found, "VLP102", f"'provenance' must be an array, got {_shown(value)}")
     for index, item in enumerate(value):
@@ -128,7 +126,7 @@ def _provenance_problem(found: list[Problem] | None, value: object) -> list[Prob
     return found
 
 
-def _safety_problem(found: list[Problem] | None, value: object) -> list[Problem] | None:
+def _safety_problem(found: _Found, value: object) -> _Found:
     if not isinstance(value, dict):
         return _add(found, "VLP102", f"'safety' must be an object, got {_shown(value)}")
     level = value.get("level", _MISSING)
@@ -165,7 +163,7 @@ def _safety_problem(found: list[Problem] | None, value: object) -> list[Problem]
     return found
 
 
-def _refers_to_problem(found: list[Problem] | None, value: object) -> list[Problem] | None:
+def _refers_to_problem(found: _Found, value: object) -> _Found:
     if isinstance(value, str):
         return _add(found, "VLP103", "'refers_to' must not be empty") if not value else found
     if not isinstance(value, list):
@@ -179,15 +177,28 @@ def _refers_to_problem(found: list[Problem] | None, value: object) -> list[Probl
     return found
 
 
-def check_message(msg: Any) -> list[Problem] | None:
+def check_message(msg: Any, line: int | None = None) -> list[Problem] | None:
     """None when ``msg`` is a valid VLP/1.1 message, else every problem found.
 
     Complete for every shape the schema allows, and explains each problem; the hot
-    path asks :func:`is_surely_valid` first and only falls back to this.
+    path asks :func:`is_surely_valid` first and only falls back to this. Given the
+    ``line`` the message was read from, the problems carry it and the message's id.
     """
+    found = _explain(msg)
+    if found is None:
+        return None
+    if line is None:
+        return [Problem(code, message) for code, message in found]
+    ident = msg.get("id") if isinstance(msg, dict) else None
+    if not isinstance(ident, str):
+        ident = None
+    return [Problem(code, message, line, ident) for code, message in found]
+
+
+def _explain(msg: Any) -> _Found:
     if not isinstance(msg, dict):
-        return [Problem("VLP002", f"a message must be a JSON object, got {_shown(msg)}")]
-    found: list[Problem] | None = None
+        return [("VLP002", f"a message must be a JSON object, got {_shown(msg)}")]
+    found: _Found = None
     get = msg.get
 
     value = get("id", _MISSING)
@@ -212,7 +223,7 @@ def check_message(msg: Any) -> list[Problem] | None:
                 f"unknown type {kind!r}; expected one of {', '.join(MESSAGE_TYPES)}",
             )
     value = get("timestamp", _MISSING)
-    if value.__class__ is not str or not _timestamp_ok(value):
+    if value.__class__ is not str or not _timestamp_match(value):
         if value is _MISSING:
             found = _add(found, "VLP101", "missing required field 'timestamp'")
         else:
@@ -322,7 +333,6 @@ def check_message(msg: Any) -> list[Problem] | None:
 
 # Per-type rules as bit flags, so the fast path looks the type up once.
 _NEEDS_REFERS_TO, _NEEDS_PROVENANCE, _NEEDS_SESSION, _ASSERTS = 1, 2, 4, 8
-_NEEDS_OPTIONAL_FIELD = _NEEDS_REFERS_TO | _NEEDS_PROVENANCE | _NEEDS_SESSION
 _RULES = {
     "claim": _ASSERTS,
     "evidence": _NEEDS_REFERS_TO | _NEEDS_PROVENANCE | _ASSERTS,
@@ -334,7 +344,25 @@ _RULES = {
 }
 assert set(_RULES) == _TYPES, "every schema type needs its rules"
 _EARNS_HIGH_CONFIDENCE = {level: level == "review" for level in SAFETY_LEVELS}
-_REQUIRED_COUNT = len(REQUIRED_FIELDS)
+
+# The timestamp regex costs as much as all other checks of a message together, while a
+# stream's timestamps share their "YYYY-MM-DDTHH:MM" prefix run after run. So the fast
+# path accepts a known-good prefix followed by ":SSZ" with two set lookups and leaves
+# every other stamp to the regex, which records the prefixes of those it accepts.
+_SECOND_TAILS = frozenset(f":{second:02d}Z" for second in range(61))  # 60: leap second
+_MINUTE_END = 16  # len("YYYY-MM-DDTHH:MM")
+_MINUTES_KEPT = 4096  # bounds the memory of the cache whatever the stream
+_known_minutes: set[str] = set()
+
+
+def _timestamp_ok(stamp: str) -> bool:
+    """The schema's timestamp pattern; remembers the minute prefix of a match."""
+    if not _timestamp_match(stamp):
+        return False
+    if len(_known_minutes) >= _MINUTES_KEPT:
+        _known_minutes.clear()
+    _known_minutes.add(stamp[:_MINUTE_END])
+    return True
 
 
 def is_surely_valid(msg: Any) -> bool:
@@ -342,14 +370,17 @@ def is_surely_valid(msg: Any) -> bool:
 
     True only for valid messages; False means "not sure" and the caller must ask
     :func:`check_message`, which handles the rarer shapes (object provenance items, safety
-    issues, integral floats as seq...) and explains what is wrong.
+    issues, integral floats as seq...) and explains what is wrong. Lookups of missing
+    keys or of wrong types raise, which the ``try`` turns into "not sure": a valid
+    message pays nothing for that.
     """
     try:
+        rules = _RULES[msg["type"]]
         ident = msg["id"]
         sender = msg["sender"]
         content = msg["content"]
         confidence = msg["confidence"]
-        rules = _RULES[msg["type"]]
+        stamp = msg["timestamp"]
         if not (
             ident.__class__ is str
             and ident
@@ -359,13 +390,14 @@ def is_surely_valid(msg: Any) -> bool:
             and (confidence.__class__ is float or confidence.__class__ is int)
             and 0 <= confidence <= 1
             and msg["protocol"] == PROTOCOL
-            and _timestamp_ok(msg["timestamp"])
+            and stamp.__class__ is str
+            and (
+                stamp[_MINUTE_END:] in _SECOND_TAILS
+                and stamp[:_MINUTE_END] in _known_minutes
+                or _timestamp_ok(stamp)
+            )
         ):
             return False
-        if len(msg) == _REQUIRED_COUNT:
-            return not rules & _NEEDS_OPTIONAL_FIELD and (
-                confidence < _HIGH_CONFIDENCE or not rules
-            )
         # Optional fields, unrolled on purpose: a loop over names costs more than the checks.
         earned = False  # has provenance, or is flagged for review
         if "provenance" in msg:

@@ -731,3 +731,29 @@ def test_every_node_of_every_reference_example_has_an_exact_span() -> None:
             checked += 1
             stack.extend((child, span) for child in _children(node))
     assert checked > 1000  # the walk really visited the trees
+
+
+# --- interaction with the garbage collector --------------------------------------------------
+
+
+def test_parse_restores_the_collector_and_leaves_frozen_objects_alone() -> None:
+    import gc
+
+    assert gc.isenabled()
+    parse_text('session "a"\n')
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    gc.disable()
+    try:
+        parse_text('session "a"\n')
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    kept = [object() for _ in range(10)]
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        parse_text('session "a"\n')
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
+    assert kept

@@ -116,7 +116,7 @@ BROKEN_LINES = [
     "x y z",
     "agent:",
     "loop until **never closed:",
-    "do review(",
+    "let x = [a, b",
     "let x = items | sort:",
     '\tsession "tab"',
     'session @ "x"',

@@ -126,6 +126,13 @@ def test_bracket_contents_may_sit_at_the_openers_indentation() -> None:
     assert kinds(text).count(NEWLINE) == 2
 
 
+def test_unclosed_bracket_before_a_complete_line() -> None:
+    # `foo(k: 1)` could not continue `(a` (no comma), so the bracket was never closed
+    assert codes("let x = (a\nfoo(k: 1)\n") == [("E109", 1, 9)]
+    assert kinds("let x = (a\nfoo(k: 1)\n")[-8:-2] == [NAME, "(", NAME, ":", NUMBER, ")"]
+    assert codes("let x = (a,\nfoo(k: 1))\n") == []
+
+
 def test_unclosed_bracket_at_end_of_file() -> None:
     assert codes("let x = (a") == [("E109", 1, 9)]
 

@@ -108,7 +108,7 @@ def _run(args: argparse.Namespace) -> int:
 
     config = vm_config(project, settings.max_concurrency, args.evaluator)
     launch = {
-        "provider": args.provider,
+        "provider": _absolute_spec(args.provider),
         "models": args.model,
         "max_concurrency": args.max_concurrency,
         "evaluator": args.evaluator,
@@ -134,13 +134,22 @@ def _run(args: argparse.Namespace) -> int:
     return report(result, args.json)
 
 
+def _absolute_spec(spec: str | None) -> str | None:
+    """`scripted:rules.yaml` -> `scripted:/abs/rules.yaml`, so a resume from elsewhere finds it."""
+    if spec is None:
+        return None
+    name, sep, path = spec.partition(":")
+    if sep and name in ("replay", "scripted") and path:
+        return f"{name}:{Path(path).expanduser().resolve()}"
+    return spec
+
+
 # --- shared with `prose resume` ---------------------------------------------------------
 
 
 def parse_and_check(path: Path, project: Path) -> Any:
     """The parse of `path` when it has no errors; otherwise diagnostics are printed on
     stdout like `prose check` prints them, and None is returned."""
-    from openprose.cli.check import print_diagnostics
     from openprose.parser import parse, read_source
     from openprose.vm.frontend import diagnose
 
@@ -160,6 +169,13 @@ def parse_and_check(path: Path, project: Path) -> Any:
     if diagnostics:
         print_diagnostics(diagnostics, source, sys.stderr)
     return parsed
+
+
+def print_diagnostics(diagnostics: Any, source: Any, stream: Any) -> None:
+    """As `prose check` prints them (its module loads only when there is something to say)."""
+    from openprose.cli import check
+
+    check.print_diagnostics(list(diagnostics), source, stream)
 
 
 def vm_config(project: Path, max_concurrency: int, evaluator: str | None) -> Any:

@@ -173,6 +173,11 @@ async def _execute(
         status, error = "failed", str(failure)
     except RunAborted as abort:
         status, error = "aborted", str(abort)
+    except BaseException:
+        # A VM bug or an interrupt: keep what was journaled (the run stays resumable).
+        await journal.close()
+        store.close()
+        raise
     finally:
         await router.aclose()
     stamp = utc_now()

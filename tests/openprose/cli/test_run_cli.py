@@ -103,7 +103,9 @@ def test_usage_errors_exit_2(project: Path, capsys: pytest.CaptureFixture[str]) 
     assert prose("run", "p.prose", "--input", "oops") == 2
 
 
-def test_resume_runs_and_show(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_resume_runs_and_show(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     (project / "r.prose").write_text(
         'let a = session "First"\noutput b = session "Fail or not"\n  context: a\n'
     )
@@ -111,7 +113,11 @@ def test_resume_runs_and_show(project: Path, capsys: pytest.CaptureFixture[str])
     run_id = next((project / ".prose" / "runs").iterdir()).name
     capsys.readouterr()
     (project / "rules.yaml").write_text('default: "fixed"\nrules: []\n')
-    assert prose("resume", run_id, "--json") == 0
+    elsewhere = project / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # resume by folder from another directory
+    assert prose("resume", str(project / ".prose" / "runs" / run_id), "--json") == 0
+    monkeypatch.chdir(project)
     result = json.loads(capsys.readouterr().out)
     assert result["status"] == "succeeded" and result["outputs"] == {"b": "fixed"}
     assert result["usage"]["requests_served_from_journal"] == 1

@@ -168,3 +168,17 @@ def test_pmap_fail_fast_cancels_other_items(vm: Any) -> None:
     result = vm.run('let r = ["a", "b", "c"] | pmap:\n  session "Item {item}"\n', provider)
     assert result.status == "failed"
     assert provider.cancelled == 2
+
+
+def test_cancelled_branch_stops_before_its_next_session(vm: Any) -> None:
+    provider = vm.spy([slow("^Quick", 0.01, "won"), slow("^Step one", 0.2)])
+    source = '''let r = parallel ("first"):
+  session "Quick path"
+  do:
+    session "Step one"
+    session "Step two"
+'''
+    result = vm.run(source, provider)
+    assert result.status == "succeeded"
+    assert provider.sent("^Step two") == []
+    assert provider.cancelled == 1

@@ -140,7 +140,7 @@ def test_sigkill_mid_run_then_resume_resends_nothing_finished(
     tmp_path: Path, program: str, total: int
 ) -> None:
     (tmp_path / "chain.prose").write_text(program)
-    (tmp_path / "rules.yaml").write_text('latency_ms: 60\ndefault: "ok"\nrules: []\n')
+    (tmp_path / "rules.yaml").write_text('latency_ms: 100\ndefault: "ok"\nrules: []\n')
     process = _prose(
         "run",
         "chain.prose",
