@@ -12,44 +12,37 @@ line, an ``Expr`` any node that may stand on the right of ``=``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, Union
+from typing import Literal, TypeAlias
 
 from openprose.source import Span
-
-_NODE = dict(frozen=True, slots=True, kw_only=True)
-
-
-def _span() -> Span:
-    return field(compare=False, repr=False)  # type: ignore[return-value]
-
 
 # --- leaves ----------------------------------------------------------------------------------
 
 
-@dataclass(**_NODE)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Name:
     """An identifier; hyphens allowed inside (``review-pipeline``)."""
 
-    span: Span = _span()
+    span: Span = field(compare=False, repr=False)
     id: str
 
 
-@dataclass(**_NODE)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Interpolation:
     """``{name}`` inside a string; ``path`` holds property accesses (``{result.findings}``)."""
 
-    span: Span = _span()
+    span: Span = field(compare=False, repr=False)
     name: str
     path: tuple[str, ...] = ()
 
 
-@dataclass(**_NODE)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class StringLit:
     """A string literal. ``value`` is the decoded text with interpolations left as ``{name}``;
     ``parts`` splits it into literal text and ``Interpolation`` nodes (``\\{`` yields a literal
     brace in a text part and never an interpolation)."""
 
-    span: Span = _span()
+    span: Span = field(compare=False, repr=False)
     value: str
     parts: tuple[str | Interpolation, ...]
     triple: bool = False
@@ -59,70 +52,70 @@ class StringLit:
         return tuple(p for p in self.parts if isinstance(p, Interpolation))
 
 
-@dataclass(**_NODE)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class NumberLit:
-    span: Span = _span()
+    span: Span = field(compare=False, repr=False)
     value: int | float
     raw: str
 
 
-@dataclass(**_NODE)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Discretion:
     """``**text**`` or ``***multi-line text***``: a condition judged by a model at run time."""
 
-    span: Span = _span()
+    span: Span = field(compare=False, repr=False)
     text: str
     triple: bool = False
 
 
-@dataclass(**_NODE)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Attribute:
     """Property access, ``result.findings``."""
 
-    span: Span = _span()
+    span: Span = field(compare=False, repr=False)
     value: Name | Attribute
     attr: str
 
 
-@dataclass(**_NODE)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ArrayLit:
-    span: Span = _span()
+    span: Span = field(compare=False, repr=False)
     elements: tuple[Expr, ...]
 
 
-@dataclass(**_NODE)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ObjectContext:
     """``{ a, b, c }`` — an object whose properties are the named variables."""
 
-    span: Span = _span()
+    span: Span = field(compare=False, repr=False)
     names: tuple[Name, ...]
 
 
-@dataclass(**_NODE)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Comment:
     """Kept beside the tree (``Program.comments``), never inside it; only ``fmt`` uses them."""
 
-    span: Span = _span()
+    span: Span = field(compare=False, repr=False)
     text: str  # without the leading '#'
 
 
 # --- properties ------------------------------------------------------------------------------
 
 
-@dataclass(**_NODE)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class PermissionsBlock:
     """The indented block under ``permissions:``; each rule is ``type: value``."""
 
-    span: Span = _span()
+    span: Span = field(compare=False, repr=False)
     rules: tuple[Property, ...]
 
 
-@dataclass(**_NODE)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Property:
     """``name: value`` under an agent or a session. Unknown names are kept (W005 is the
     checker's business), so the value is any expression the parser could read."""
 
-    span: Span = _span()
+    span: Span = field(compare=False, repr=False)
     name: Name
     value: Expr | PermissionsBlock
 
@@ -130,12 +123,12 @@ class Property:
 # --- sessions and calls ----------------------------------------------------------------------
 
 
-@dataclass(**_NODE)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Session:
     """``session "p"`` | ``session: agent`` | ``session name: agent`` | ``resume: agent``,
     each with an optional indented property block."""
 
-    span: Span = _span()
+    span: Span = field(compare=False, repr=False)
     kind: Literal["session", "resume"] = "session"
     prompt: StringLit | None = None
     agent: Name | None = None
@@ -143,57 +136,57 @@ class Session:
     properties: tuple[Property, ...] = ()
 
 
-@dataclass(**_NODE)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class KeywordArg:
-    span: Span = _span()
+    span: Span = field(compare=False, repr=False)
     name: Name
     value: Expr
 
 
-@dataclass(**_NODE)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ProgramCall:
     """``research(topic: "x")`` — invoke an imported program."""
 
-    span: Span = _span()
+    span: Span = field(compare=False, repr=False)
     callee: Name
     args: tuple[KeywordArg, ...]
 
 
-@dataclass(**_NODE)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class DoBlock:
     """``do:`` followed by an indented body."""
 
-    span: Span = _span()
+    span: Span = field(compare=False, repr=False)
     body: tuple[Stmt, ...]
 
 
-@dataclass(**_NODE)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class DoCall:
     """``do name`` or ``do name(arg, ...)`` — invoke a block definition."""
 
-    span: Span = _span()
+    span: Span = field(compare=False, repr=False)
     name: Name
     args: tuple[Expr, ...] = ()
     has_parens: bool = False
 
 
-@dataclass(**_NODE)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Arrow:
     """``a -> b -> c``: sugar for running the steps in order; the value is the last step's."""
 
-    span: Span = _span()
+    span: Span = field(compare=False, repr=False)
     steps: tuple[Expr, ...]
 
 
 # --- modifiers -------------------------------------------------------------------------------
 
 
-@dataclass(**_NODE)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Modifier:
     """One item of ``( ... )`` after ``parallel`` or ``loop``: positional (``"first"``) when
     ``name`` is None, else keyword (``on-fail: "continue"``, ``count: 2``, ``max: 10``)."""
 
-    span: Span = _span()
+    span: Span = field(compare=False, repr=False)
     name: Name | None
     value: Expr
 
@@ -201,36 +194,36 @@ class Modifier:
 # --- control flow ----------------------------------------------------------------------------
 
 
-@dataclass(**_NODE)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ParallelBranch:
     """A branch of ``parallel:``; ``name = stmt`` binds the branch's result."""
 
-    span: Span = _span()
+    span: Span = field(compare=False, repr=False)
     name: Name | None
     body: Stmt
 
 
-@dataclass(**_NODE)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Parallel:
-    span: Span = _span()
+    span: Span = field(compare=False, repr=False)
     modifiers: tuple[Modifier, ...]
     branches: tuple[ParallelBranch, ...]
     has_parens: bool = False
 
 
-@dataclass(**_NODE)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Repeat:
-    span: Span = _span()
+    span: Span = field(compare=False, repr=False)
     count: Expr  # normally a NumberLit; anything else is a checker diagnostic
     index: Name | None
     body: tuple[Stmt, ...]
 
 
-@dataclass(**_NODE)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ForEach:
     """``for x in c:``, ``for x, i in c:`` and ``parallel for ...``."""
 
-    span: Span = _span()
+    span: Span = field(compare=False, repr=False)
     item: Name
     index: Name | None
     collection: Expr
@@ -239,11 +232,11 @@ class ForEach:
     modifiers: tuple[Modifier, ...] = ()
 
 
-@dataclass(**_NODE)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Loop:
     """``loop``, ``loop until **c**``, ``loop while **c**`` with ``(max: N)`` and ``as i``."""
 
-    span: Span = _span()
+    span: Span = field(compare=False, repr=False)
     kind: Literal["loop", "until", "while"]
     condition: Discretion | None
     modifiers: tuple[Modifier, ...]
@@ -252,72 +245,72 @@ class Loop:
     has_parens: bool = False
 
 
-@dataclass(**_NODE)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class PipeOp:
     """One ``| map:`` / ``| filter:`` / ``| pmap:`` / ``| reduce(acc, item):`` stage."""
 
-    span: Span = _span()
+    span: Span = field(compare=False, repr=False)
     op: str  # "map" | "filter" | "pmap" | "reduce"; anything else is kept for a diagnostic
     body: tuple[Stmt, ...]
     accumulator: Name | None = None
     item: Name | None = None
 
 
-@dataclass(**_NODE)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Pipeline:
-    span: Span = _span()
+    span: Span = field(compare=False, repr=False)
     source: Expr
     ops: tuple[PipeOp, ...]
 
 
-@dataclass(**_NODE)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class CatchClause:
-    span: Span = _span()
+    span: Span = field(compare=False, repr=False)
     error: Name | None
     body: tuple[Stmt, ...]
 
 
-@dataclass(**_NODE)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Try:
-    span: Span = _span()
+    span: Span = field(compare=False, repr=False)
     body: tuple[Stmt, ...]
     catch: CatchClause | None = None
     finally_body: tuple[Stmt, ...] | None = None
     finally_span: Span | None = field(default=None, compare=False, repr=False)
 
 
-@dataclass(**_NODE)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Throw:
-    span: Span = _span()
+    span: Span = field(compare=False, repr=False)
     message: StringLit | None = None
 
 
-@dataclass(**_NODE)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ChoiceOption:
-    span: Span = _span()
+    span: Span = field(compare=False, repr=False)
     label: StringLit
     body: tuple[Stmt, ...]
 
 
-@dataclass(**_NODE)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Choice:
-    span: Span = _span()
+    span: Span = field(compare=False, repr=False)
     criteria: Discretion
     options: tuple[ChoiceOption, ...]
 
 
-@dataclass(**_NODE)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class CondBranch:
     """The ``if`` or one ``elif`` clause."""
 
-    span: Span = _span()
+    span: Span = field(compare=False, repr=False)
     condition: Discretion
     body: tuple[Stmt, ...]
 
 
-@dataclass(**_NODE)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class If:
-    span: Span = _span()
+    span: Span = field(compare=False, repr=False)
     branches: tuple[CondBranch, ...]  # [0] is the `if`, the rest are `elif`s
     else_body: tuple[Stmt, ...] | None = None
     else_span: Span | None = field(default=None, compare=False, repr=False)
@@ -326,149 +319,149 @@ class If:
 # --- declarations and bindings ---------------------------------------------------------------
 
 
-@dataclass(**_NODE)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Use:
-    span: Span = _span()
+    span: Span = field(compare=False, repr=False)
     path: StringLit
     alias: Name | None = None
 
 
-@dataclass(**_NODE)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Input:
-    span: Span = _span()
+    span: Span = field(compare=False, repr=False)
     name: Name
     description: StringLit
 
 
-@dataclass(**_NODE)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Output:
-    span: Span = _span()
+    span: Span = field(compare=False, repr=False)
     name: Name
     value: Expr
 
 
-@dataclass(**_NODE)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class AgentDef:
-    span: Span = _span()
+    span: Span = field(compare=False, repr=False)
     name: Name
     properties: tuple[Property, ...]
 
 
-@dataclass(**_NODE)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class BlockDef:
-    span: Span = _span()
+    span: Span = field(compare=False, repr=False)
     name: Name
     params: tuple[Name, ...]
     body: tuple[Stmt, ...]
     has_parens: bool = False
 
 
-@dataclass(**_NODE)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Destructure:
     """``{ a, b }`` on the left of ``let``/``const``."""
 
-    span: Span = _span()
+    span: Span = field(compare=False, repr=False)
     names: tuple[Name, ...]
 
 
-@dataclass(**_NODE)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Binding:
     """``let x = e`` / ``const x = e`` (``x`` may be a ``Destructure`` pattern)."""
 
-    span: Span = _span()
+    span: Span = field(compare=False, repr=False)
     kind: Literal["let", "const"]
     target: Name | Destructure
     value: Expr
 
 
-@dataclass(**_NODE)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Assign:
     """``x = e`` — reassignment of a ``let`` variable."""
 
-    span: Span = _span()
+    span: Span = field(compare=False, repr=False)
     target: Name
     value: Expr
 
 
-@dataclass(**_NODE)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Invalid:
     """Source the parser could not read; its diagnostics were already reported. Later stages
     skip it (the VM never runs a program with errors)."""
 
-    span: Span = _span()
+    span: Span = field(compare=False, repr=False)
     text: str
 
 
-@dataclass(**_NODE)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Program:
-    span: Span = _span()
+    span: Span = field(compare=False, repr=False)
     body: tuple[Stmt, ...]
     comments: tuple[Comment, ...] = field(default=(), compare=False, repr=False)
     path: str = field(default="<string>", compare=False)
 
 
 # Anything that may stand on the right of `=` (and inside arrays, arguments, pipelines).
-Expr = Union[
-    StringLit,
-    NumberLit,
-    Name,
-    Attribute,
-    ArrayLit,
-    ObjectContext,
-    Discretion,
-    Session,
-    ProgramCall,
-    DoBlock,
-    DoCall,
-    Arrow,
-    Parallel,
-    Repeat,
-    ForEach,
-    Loop,
-    Pipeline,
-    Invalid,
-]
+Expr: TypeAlias = (
+    StringLit
+    | NumberLit
+    | Name
+    | Attribute
+    | ArrayLit
+    | ObjectContext
+    | Discretion
+    | Session
+    | ProgramCall
+    | DoBlock
+    | DoCall
+    | Arrow
+    | Parallel
+    | Repeat
+    | ForEach
+    | Loop
+    | Pipeline
+    | Invalid
+)
 
 # Anything that may stand on its own line.
-Stmt = Union[
-    Use,
-    Input,
-    Output,
-    AgentDef,
-    BlockDef,
-    Binding,
-    Assign,
-    Session,
-    ProgramCall,
-    DoBlock,
-    DoCall,
-    Arrow,
-    Parallel,
-    Repeat,
-    ForEach,
-    Loop,
-    Pipeline,
-    Try,
-    Throw,
-    Choice,
-    If,
-    Invalid,
-]
+Stmt: TypeAlias = (
+    Use
+    | Input
+    | Output
+    | AgentDef
+    | BlockDef
+    | Binding
+    | Assign
+    | Session
+    | ProgramCall
+    | DoBlock
+    | DoCall
+    | Arrow
+    | Parallel
+    | Repeat
+    | ForEach
+    | Loop
+    | Pipeline
+    | Try
+    | Throw
+    | Choice
+    | If
+    | Invalid
+)
 
-Node = Union[
-    Expr,
-    Stmt,
-    Program,
-    Property,
-    PermissionsBlock,
-    KeywordArg,
-    Modifier,
-    ParallelBranch,
-    PipeOp,
-    CatchClause,
-    ChoiceOption,
-    CondBranch,
-    Destructure,
-    Interpolation,
-    Comment,
-]
+Node: TypeAlias = (
+    Expr
+    | Stmt
+    | Program
+    | Property
+    | PermissionsBlock
+    | KeywordArg
+    | Modifier
+    | ParallelBranch
+    | PipeOp
+    | CatchClause
+    | ChoiceOption
+    | CondBranch
+    | Destructure
+    | Interpolation
+    | Comment
+)

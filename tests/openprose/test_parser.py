@@ -582,7 +582,7 @@ def test_400_nested_blocks_parse() -> None:
 def test_nesting_beyond_the_cap_is_a_diagnostic() -> None:
     result = parse_text(nested(1100) + 'session "after"\n')
     # reported at the first token inside the 1001st level
-    assert [(d.code, d.line) for d in result.diagnostics] == [("E115", 1002)]
+    assert [(d.code, d.line, d.column) for d in result.diagnostics] == [("E115", 1002, 2003)]
     assert result.program.body[-1] == session("after")
     deep_brackets = parse_text("let x = " + "[" * 5000 + "]" * 5000 + "\n")
     assert [d.code for d in deep_brackets.diagnostics] == ["E115"]
@@ -649,7 +649,7 @@ def test_non_utf8_is_E100_at_the_bad_byte(tmp_path: Path) -> None:
 
 def test_unreadable_file_is_E118(tmp_path: Path) -> None:
     source, found = read_source(tmp_path / "missing.prose")
-    assert source is None and [d.code for d in found] == ["E118"]
+    assert source is None and [(d.code, d.line, d.column) for d in found] == [("E118", 1, 1)]
 
 
 def test_random_bytes_never_raise() -> None:
@@ -748,12 +748,31 @@ def test_parse_restores_the_collector_and_leaves_frozen_objects_alone() -> None:
         assert not gc.isenabled()
     finally:
         gc.enable()
-    kept = [object() for _ in range(10)]
     gc.freeze()
     try:
         frozen = gc.get_freeze_count()
+        assert frozen > 0
         parse_text('session "a"\n')
         assert gc.get_freeze_count() == frozen
     finally:
         gc.unfreeze()
-    assert kept
+
+
+def test_the_bench_program_is_valid_and_uses_every_construct() -> None:
+    import importlib.util
+
+    path = Path(__file__).parents[2] / "bench" / "frontend.py"
+    spec = importlib.util.spec_from_file_location("bench_frontend", path)
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    result = parse_text(bench._build(bench._PROSE_CHUNK, 300))
+    assert result.diagnostics == ()
+    seen: set[str] = set()
+    stack: list[object] = list(result.program.body)
+    while stack:
+        node = stack.pop()
+        seen.add(type(node).__name__)
+        stack.extend(_children(node))
+    statement_kinds = {t.__name__ for t in n.Stmt.__args__} - {"Invalid"}
+    assert statement_kinds <= seen
