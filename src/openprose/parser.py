@@ -1,10 +1,10 @@
 """The OpenProse parser: hand-written recursive descent over the scanner's token list.
 
 ``parse(source)`` always returns a ``ParseResult``; every problem is a diagnostic, never an
-exception. Errors are contained per statement (and per property line): the broken statement
-becomes an ``Invalid`` node, the parser skips to the end of its logical line (and through any
-indented block hanging off it, still parsing that block to report independent errors inside),
-then carries on.
+exception. Errors are contained per statement (and per property line and choice option): the
+broken statement becomes an ``Invalid`` node, the parser skips to the end of its logical line
+(and through any indented block hanging off it, still parsing that block to report independent
+errors inside), then carries on. Decisions: docs/decisions/parser.md.
 """
 
 from __future__ import annotations
@@ -77,10 +77,6 @@ class ParseResult:
 
 class _ParseError(Exception):
     """Unwinds to the nearest statement boundary; the diagnostic is already recorded."""
-
-
-def _join(first: Span, last: Span) -> Span:
-    return Span(first.start, last.end, first.line, first.column, last.end_line, last.end_column)
 
 
 def _is_word(token: Token) -> bool:
@@ -554,8 +550,7 @@ class _Parser:
             body = self.body(required=True)
             return n.ChoiceOption(span=self.span_from(keyword_at), label=label, body=body)
         except _ParseError:
-            self.pos = max(self.pos, start)
-            self.skip_line()
+            self.recover(start)
             return None
 
     def if_stmt(self) -> n.If:
@@ -890,6 +885,7 @@ class _Parser:
                 if kind == NEWLINE:
                     self.pos += 1
                     continue
+                start = self.pos
                 try:
                     properties.append(self.property(inline=False))
                     if kinds[self.pos] == NEWLINE:
@@ -897,7 +893,7 @@ class _Parser:
                     else:
                         self.end_statement()
                 except _ParseError:
-                    self.skip_line()
+                    self.recover(start)
         finally:
             self.depth -= 1
         if kinds[self.pos] == DEDENT:
@@ -1146,18 +1142,11 @@ def parse(source: SourceFile) -> ParseResult:
         if limit < _RECURSION_LIMIT:
             sys.setrecursionlimit(limit)
     diagnostics = parser.diagnostics
-    if len(diagnostics) >= MAX_DIAGNOSTICS:
-        last = diagnostics[-1].span
-        diagnostics.append(
-            Diagnostic(
-                "E117",
-                Severity.ERROR,
-                f"Too many errors; stopped reporting after {MAX_DIAGNOSTICS}",
-                last,
-                source.path,
-            )
-        )
     diagnostics.sort(key=lambda d: (d.span.start, d.span.end))
+    if len(diagnostics) >= MAX_DIAGNOSTICS:
+        message = f"Too many errors; stopped reporting after {MAX_DIAGNOSTICS}"
+        last = diagnostics[-1].span
+        diagnostics.append(Diagnostic("E117", Severity.ERROR, message, last, source.path))
     return ParseResult(program=program, diagnostics=tuple(diagnostics), source=source)
 
 

@@ -297,6 +297,8 @@ def scan(
                 on_problem(_overlong(start, max_line_bytes))
                 continue
             summary.messages += len(lines)
+            doubted: list[int] = []  # indexes in lines, without on_message only
+            results: list[Any] = []  # what parsing each doubted line gave
             # Parse a small slice, then validate it with map(): the calls are driven from C
             # and the slice's dicts stay few enough to remain in cache.
             for offset in range(0, len(lines), _SLICE):
@@ -311,38 +313,47 @@ def scan(
                 verdicts = list(map(surely_valid, parsed))
                 passed = verdicts.count(True)
                 valid += passed
-                if passed == len(part):
-                    if on_message is not None:
-                        for index, msg in enumerate(parsed, start + offset):
-                            on_message(msg, index)
+                if on_message is None:
+                    # Explained after the batch, all together: between two bad lines met
+                    # one by one, the explaining code would drop out of the CPU caches.
+                    if passed != len(part):
+                        for index in _failures(verdicts, passed):
+                            doubted.append(offset + index)
+                            results.append(parsed[index])
                     continue
-                # Report in line order; with no on_message, jump between failures at C speed.
-                failures = (
-                    range(len(part)) if on_message is not None else _failures(verdicts, passed)
-                )
-                for index in failures:
-                    number = start + offset + index
-                    msg = parsed[index]
+                # on_message sees messages and problems in line order.
+                number = start + offset
+                for index, msg in enumerate(parsed):
                     if verdicts[index]:
-                        on_message(msg, number)  # type: ignore[misc]  # failures is every index
-                    elif msg.__class__ is _Unparsed:
-                        if part[index].strip():
-                            summary.problems += 1
-                            on_problem(_json_error(number, msg.error))
-                        else:
-                            summary.messages -= 1  # blank lines are not messages
-                    else:
-                        problems = check_message(msg, number)
-                        if problems is None:  # valid, in a shape the fast path left to us
-                            valid += 1
-                            if on_message is not None:
-                                on_message(msg, number)
-                            continue
-                        summary.problems += len(problems)
-                        for problem in problems:
-                            on_problem(problem)
+                        on_message(msg, number + index)
+                    elif _settle(msg, number + index, part[index], summary, on_problem):
+                        valid += 1
+                        on_message(msg, number + index)
+            for index, msg in zip(doubted, results):
+                valid += _settle(msg, start + index, lines[index], summary, on_problem)
         summary.valid += valid
     return summary
+
+
+def _settle(
+    result: Any, number: int, line: bytes, summary: ScanSummary, on_problem: ProblemSink
+) -> bool:
+    """Report what is wrong with a line the fast check doubted; True if it is valid after
+    all (a shape the fast check leaves to the full validator)."""
+    if result.__class__ is _Unparsed:
+        if line.strip():
+            summary.problems += 1
+            on_problem(_json_error(number, result.error))
+        else:
+            summary.messages -= 1  # blank lines are not messages
+        return False
+    problems = check_message(result, number)
+    if problems is None:
+        return True
+    summary.problems += len(problems)
+    for problem in problems:
+        on_problem(problem)
+    return False
 
 
 def _failures(verdicts: list[bool], passed: int) -> Iterator[int]:

@@ -388,7 +388,7 @@ def is_surely_valid(msg: Any) -> bool:
             and sender
             and (content.__class__ is str or content.__class__ is dict)
             and (confidence.__class__ is float or confidence.__class__ is int)
-            and 0 <= confidence <= 1
+            and 0.0 <= confidence <= 1.0  # float constants: the common case compares faster
             and msg["protocol"] == PROTOCOL
             and stamp.__class__ is str
             and (
@@ -404,11 +404,14 @@ def is_surely_valid(msg: Any) -> bool:
             value = msg["provenance"]
             if value.__class__ is not list:
                 return False
-            for item in value:
-                if item.__class__ is not str or not item:
-                    return False
-            earned = bool(value)
-        if rules & _NEEDS_PROVENANCE and not earned:
+            if value:
+                for item in value:
+                    if item.__class__ is not str or not item:
+                        return False
+                earned = True
+            elif rules & _NEEDS_PROVENANCE:
+                return False
+        elif rules & _NEEDS_PROVENANCE:
             return False
         if "refers_to" in msg:
             value = msg["refers_to"]
