@@ -9,11 +9,14 @@ Goals: vlp >= 0.5x parse-only and >= 25x jsonschema.
 
     python bench/vlp_validate.py            # 1,000,000 messages
     python bench/vlp_validate.py --n 100000 # quick run
+    python bench/vlp_validate.py --n 100000 --profile  # then cProfile one vlp run
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
+import pstats
 import random
 import tempfile
 import time
@@ -161,6 +164,9 @@ def main() -> None:
     parser.add_argument("--sample", type=int, default=5_000, help="messages for jsonschema")
     parser.add_argument("--repeat", type=int, default=3, help="runs per measure; best is kept")
     parser.add_argument("--seed", type=int, default=14)
+    parser.add_argument(
+        "--profile", action="store_true", help="also cProfile one vlp run, after the figures"
+    )
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="vlp-bench-") as tmp:
@@ -194,6 +200,9 @@ def main() -> None:
             f"sample agreement: jsonschema {schema_valid} valid, "
             f"vlp {ours_valid} valid of {len(sample)}"
         )
+        profile = cProfile.Profile() if args.profile else None
+        if profile is not None:
+            profile.runcall(end_to_end, path)
 
     for clock, parse_s, vlp_s, schema_s in (
         ("CPU time (robust on a shared machine)", parse_cpu, vlp_cpu, schema_cpu),
@@ -211,6 +220,9 @@ def main() -> None:
         schema_goal = "met" if vs_schema >= 25 else "MISSED"
         print(f"vlp / parse-only  : {vs_parse:6.2f}x  (goal >= 0.5x: {parse_goal})")
         print(f"vlp / jsonschema  : {vs_schema:6.1f}x  (goal >= 25x: {schema_goal})")
+    if profile is not None:
+        print("-- cProfile of one vlp run (profiling slows it down)")
+        pstats.Stats(profile).sort_stats("tottime").print_stats(15)
 
 
 if __name__ == "__main__":

@@ -99,8 +99,12 @@ def check_file(
 
 
 def find_programs(path: str | os.PathLike[str]) -> list[Path]:
-    """``path`` itself when it is a file, else every ``*.prose`` file below it (symlinked
-    directories are not followed), sorted. A missing path yields ``[]``."""
+    """``path`` itself when it is not a directory, else every ``*.prose`` file below it
+    (symlinked directories are not followed), sorted. A missing path yields ``[]``.
+
+    Below a directory, a ``*.prose`` entry that exists but is not a regular file (a FIFO, a
+    socket, a device) is skipped: reading it could block forever. Named explicitly, it is
+    kept (``prose check <(generate)`` reads a pipe)."""
     import os
     from pathlib import Path
 
@@ -111,18 +115,36 @@ def find_programs(path: str | os.PathLike[str]) -> list[Path]:
         Path(folder, name)
         for folder, _, names in os.walk(root)
         for name in names
-        if name.endswith(".prose")
+        if name.endswith(".prose") and _regular_or_unreadable(os.path.join(folder, name))
     ]
     return sorted(found, key=lambda p: p.parts)
+
+
+def _regular_or_unreadable(path: str) -> bool:
+    """True for a regular file, and for an entry ``stat`` fails on (a dangling symlink), which
+    the reader then reports; False for directories, FIFOs, sockets and devices."""
+    import os
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return True
+    return stat.S_ISREG(mode)
 
 
 def check_paths(
     paths: Iterable[str | os.PathLike[str]], *, project_dir: Path | None = None
 ) -> list[Diagnostic]:
-    """``check_file`` over files and directories (recursively, ``*.prose``, sorted)."""
+    """``check_file`` over files and directories (recursively, ``*.prose``, sorted). A
+    single path may be passed as it is; a missing path yields its E118 diagnostic."""
+    import os
+
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]  # not the characters of one path
     return [
         d
         for path in paths
-        for program in find_programs(path)
+        for program in (find_programs(path) if os.path.lexists(path) else [path])
         for d in check_file(program, project_dir=project_dir)
     ]

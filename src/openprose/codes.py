@@ -88,6 +88,7 @@ _TABLE: tuple[Code, ...] = (
     Code("E119", E, "Misplaced catch/finally clause (duplicate, or catch after finally)"),
     Code("E120", E, "Invalid pipe operator (expected map, filter, reduce, pmap)"),
     Code("E121", E, "Reduce without accumulator and item variables"),
+    Code("E122", E, "Number literal too long (more than 1000 characters)"),
     # --- ours: checker (E140-E199, W140-W199, I001-I099) ---------------------------------------
     Code("E140", E, "Undefined variable"),
     Code("E141", E, "Undefined variable in string interpolation"),

@@ -8,6 +8,11 @@ from typing import Any
 
 from openprose.source import SourceFile, Span
 
+# Excerpts show at most this many characters of a long line.
+EXCERPT_WIDTH = 120
+# Control characters in an excerpt: a tab becomes a space, the others a question mark.
+_VISIBLE = {c: "?" for c in (*range(0x20), *range(0x7F, 0xA0))} | {0x09: " "}
+
 
 class Severity(StrEnum):
     ERROR = "error"
@@ -57,14 +62,26 @@ class Diagnostic:
         }
 
     def excerpt(self, source: SourceFile) -> str:
-        """The source line and a caret run under the span (clipped to that line)."""
+        """The source line and a caret run under the span (clipped to that line).
+
+        Control characters are shown as ``?`` (a tab as a space) so the caret lines up and
+        nothing in the file can drive the terminal; a line longer than ``EXCERPT_WIDTH`` is
+        cut to a window around the span, marked with ``...`` at the cut ends."""
         text = source.line_text(self.line)
         if self.end_line == self.line:
             width = max(1, self.end_column - self.column)
         else:
             width = max(1, len(text) - self.column + 1)
         width = max(1, min(width, len(text) - self.column + 1))
-        return f"  {text}\n  {' ' * (self.column - 1)}{'^' * width}"
+        offset = self.column - 1
+        if len(text) > EXCERPT_WIDTH:
+            start = max(0, min(offset - EXCERPT_WIDTH // 3, len(text) - EXCERPT_WIDTH))
+            end = start + EXCERPT_WIDTH
+            text = ("..." if start else "") + text[start:end] + ("..." if end < len(text) else "")
+            offset += (3 if start else 0) - start
+            width = max(1, min(width, len(text) - offset))
+        text = text.translate(_VISIBLE)
+        return f"  {text}\n  {' ' * offset}{'^' * width}"
 
     def render(self, source: SourceFile) -> str:
         """The reference's Error Message Format: message line, source line, caret."""

@@ -10,6 +10,8 @@ errors inside), then carries on. Decisions: docs/decisions/parser.md.
 from __future__ import annotations
 
 import gc
+import os
+import stat
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,6 +39,9 @@ from openprose.scanner import (
     token_span,
 )
 from openprose.source import SourceFile, Span
+
+# Statements whose indented block, if any, holds `name: value` properties.
+_PROPERTY_HEADS = frozenset(("agent", "session", "resume"))
 
 # Blocks and brackets may nest this deep; deeper input gets E115 instead of a RecursionError.
 MAX_NESTING = 1000
@@ -207,10 +212,10 @@ class _Parser:
 
     # --- recovery --------------------------------------------------------------------------
 
-    def skip_line(self) -> None:
+    def skip_line(self, properties: bool = False) -> None:
         """Skip to the end of the current logical line, then past any block hanging off it
-        (parsed for its own errors, then dropped). Stops before a DEDENT that closes the
-        enclosing block."""
+        (parsed for its own errors — as property lines when ``properties``, else as
+        statements — then dropped). Stops before a DEDENT that closes the enclosing block."""
         kinds = self.kinds
         while True:
             kind = kinds[self.pos]
@@ -224,7 +229,10 @@ class _Parser:
                     return
                 break
         self.pos += 1  # the INDENT
-        self.indented_block()
+        if properties:
+            self.property_lines()
+        else:
+            self.indented_block()
 
     def invalid_from(self, start: int) -> n.Invalid:
         """An Invalid node over the tokens from index ``start`` to the last one consumed."""
@@ -337,18 +345,21 @@ class _Parser:
             self.recover(start)
             return self.invalid_from(start)
 
-    def recover(self, start: int) -> None:
+    def recover(self, start: int, properties: bool = False) -> None:
         """After an error in the statement that began at token ``start``: skip the rest of
         it, including the remainder of any indentation level it opened but did not close (a
-        pipeline's continuation lines), so the enclosing block keeps its shape."""
+        pipeline's continuation lines), so the enclosing block keeps its shape. A block
+        hanging off a broken agent, session or resume header (or property line, when
+        ``properties``) holds properties and is checked as such."""
         kinds = self.kinds
+        properties = properties or kinds[start] in _PROPERTY_HEADS
         opened = 0
         for kind in kinds[start : self.pos]:
             if kind == INDENT:
                 opened += 1
             elif kind == DEDENT:
                 opened -= 1
-        self.skip_line()
+        self.skip_line(properties)
         while opened > 0 and kinds[self.pos] != EOF:
             if kinds[self.pos] == DEDENT:
                 opened -= 1
@@ -702,9 +713,20 @@ class _Parser:
     def postfix(self) -> n.Expr:
         expr = self.primary()
         kinds = self.kinds
+        # each `.` nests the tree one level (Attribute of Attribute ...), and the printer,
+        # compiler and checker recurse over it: a chain counts against MAX_NESTING too
+        room = MAX_NESTING - self.depth
         while kinds[self.pos] == ".":
             if not isinstance(expr, (n.Name, n.Attribute)):
                 self.fail("property access works on names only")
+            room -= 1
+            if room < 0:
+                self.report(
+                    "E115",
+                    f"Property access chained more than {MAX_NESTING} levels deep",
+                    token_span(self.tokens[self.pos]),
+                )
+                raise _ParseError
             self.pos += 1
             attr = self.expect_word("a property name after '.'")
             expr = n.Attribute(span=self.span_after(expr.span), value=expr, attr=attr.id)
@@ -871,6 +893,12 @@ class _Parser:
     def property_block(self) -> tuple[n.Property, ...]:
         """NEWLINE INDENT (``name: value`` NEWLINE)* DEDENT, each line recovered on its own."""
         self.pos += 2
+        return self.property_lines()
+
+    def property_lines(self) -> tuple[n.Property, ...]:
+        """The lines of a property block, just after its INDENT, through its DEDENT. A line
+        indented deeper than the block is E104, and its lines are parsed as properties for
+        their own errors (not as statements, which would report ``name:`` again)."""
         properties: list[n.Property] = []
         kinds = self.kinds
         if self.depth >= MAX_NESTING:
@@ -885,6 +913,11 @@ class _Parser:
                 if kind == NEWLINE:
                     self.pos += 1
                     continue
+                if kind == INDENT:
+                    self.report("E104", "Unexpected indent", token_span(self.tokens[self.pos]))
+                    self.pos += 1
+                    self.property_lines()  # checked, then dropped
+                    continue
                 start = self.pos
                 try:
                     properties.append(self.property(inline=False))
@@ -893,7 +926,7 @@ class _Parser:
                     else:
                         self.end_statement()
                 except _ParseError:
-                    self.recover(start)
+                    self.recover(start, properties=True)
         finally:
             self.depth -= 1
         if kinds[self.pos] == DEDENT:
@@ -1159,6 +1192,8 @@ def read_source(path: str | Path) -> tuple[SourceFile | None, list[Diagnostic]]:
     that cannot be read or decoded yields ``None`` and a positioned diagnostic."""
     name = str(path)
     try:
+        if _endless(path):
+            raise OSError(0, "not a regular file")
         data = Path(path).read_bytes()
     except OSError as error:
         empty = SourceFile.from_text("", name)
@@ -1171,13 +1206,24 @@ def read_source(path: str | Path) -> tuple[SourceFile | None, list[Diagnostic]]:
     return decode_source(data, name)
 
 
+def _endless(path: str | Path) -> bool:
+    """A character or block device or a socket: reading it may never end (``/dev/zero``)
+    or block forever. FIFOs are read (``prose check <(generate)``); directories fail in
+    ``read_bytes`` with their own message."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False  # read_bytes reports why
+    return stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISSOCK(mode)
+
+
 def decode_source(
     data: bytes, path: str = "<string>"
 ) -> tuple[SourceFile | None, list[Diagnostic]]:
     """Decode program bytes as UTF-8 (BOM tolerated); non-UTF-8 input is an E100 diagnostic
     positioned at the first offending byte."""
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
+    bom = 3 if data.startswith(b"\xef\xbb\xbf") else 0
+    data = data[bom:]
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
@@ -1188,7 +1234,8 @@ def decode_source(
         )
         at = len(prefix)
         message = (
-            f"File is not valid UTF-8 (byte 0x{data[error.start]:02x} at offset {error.start});"
+            f"File is not valid UTF-8 (byte 0x{data[error.start]:02x} at offset"
+            f" {error.start + bom});"
             " OpenProse source must be UTF-8"
         )
         return None, [Diagnostic("E100", Severity.ERROR, message, lossy.span(at, at + 1), path)]

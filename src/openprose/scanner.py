@@ -43,15 +43,20 @@ KEYWORDS: Final = frozenset((
 # otherwise produce one per line).
 MAX_DIAGNOSTICS: Final = 1000
 
+# Longer number literals are E122 (Python's int/str conversions stop at 4300 digits).
+MAX_NUMBER_LENGTH: Final = 1000
+
 IDENT_PATTERN: Final = r"[A-Za-z_][A-Za-z0-9_]*(?:-[A-Za-z0-9_]+)*"
 
 _MASTER = re.compile(
     r"""
-    [ \f\v\r]*  # spaces between tokens are skipped (indentation is measured from positions)
+    [ \f\v]*(?:\r(?=\n|\Z))?  # spaces between tokens are skipped (indentation is
+    # measured from positions), and a CR ending a line; any other CR is the "cr" error
     (?:
     (?P<nl>\n)
   | (?P<tab>\t+)
   | (?P<comment>\#[^\r\n]*)
+  | (?P<cr>\r(?!\n|\Z))
   | (?P<triple>\"\"\"(?:[^"\\]|\\[\s\S]|"(?!""))*\"\"\")
   | (?P<triple_open>\"\"\"[\s\S]*)
   | (?P<string>"(?:[^"\\\r\n]|\\[^\r\n])*")
@@ -126,6 +131,7 @@ class _Scanner:
         self.diagnostics: list[Diagnostic] = []
         self.line = 1
         self.line_start = 0
+        self.lone_cr = False  # reported already
 
     # --- diagnostics ---------------------------------------------------------------------
 
@@ -183,7 +189,7 @@ class _Scanner:
         for match in _MASTER.finditer(text, pos):
             kind: str = match.lastgroup  # type: ignore[assignment]  # all alternatives are named
             start, end = match.span(kind)  # the group, i.e. without the leading spaces
-            if at_line_start and kind != "nl" and kind != "comment":
+            if at_line_start and kind != "nl" and kind != "comment" and kind != "cr":
                 if kind == "tab":
                     self.line, self.line_start = line, line_start
                     self.report(
@@ -311,6 +317,9 @@ class _Scanner:
                     "Unindent does not match any outer indentation level",
                     self.span_at(self.line_start, start),
                 )
+                # The line's level is unknown: the parser skips it quietly rather than
+                # reporting its tokens again as unexpected where they landed.
+                tokens.append(self.token(ERROR, start, start))
 
     def rare(self, kind: str, start: int, end: int) -> None:
         """Multi-line tokens and error alternatives (kept off the hot path)."""
@@ -318,6 +327,15 @@ class _Scanner:
         append = self.tokens.append
         if kind == "number":
             raw = text[start:end]
+            if end - start > MAX_NUMBER_LENGTH:
+                # int() and str() refuse more than 4300 digits; no count needs a thousand
+                self.report(
+                    "E122",
+                    f"Number literal too long (more than {MAX_NUMBER_LENGTH} characters)",
+                    self.span_at(start, end),
+                )
+                append(self.token(ERROR, start, end))
+                return
             append(self.token(NUMBER, start, end, float(raw) if "." in raw else int(raw)))
         elif kind == "arrow":
             append(self.token(ARROW, start, end))
@@ -340,7 +358,8 @@ class _Scanner:
             )
             append(self.wide_token(ERROR, start, end))
         elif kind == "string_open":
-            self.report("E001", "Unterminated string literal", self.span_at(start, end))
+            # at the opening quote, as the reference's own Error Message Format example shows
+            self.report("E001", "Unterminated string literal", self.span_at(start, start + 1))
             append(self.token(ERROR, start, end))
         elif kind == "disc3_open":
             self.report(
@@ -355,6 +374,15 @@ class _Scanner:
                 "Unterminated discretion: no closing ** on this line",
                 self.span_at(start, start + 2),
             )
+            append(self.token(ERROR, start, end))
+        elif kind == "cr":  # a CR not followed by LF (it is not layout)
+            if not self.lone_cr:
+                self.lone_cr = True  # once: an old Mac file has one per line, all on line 1
+                self.report(
+                    "E102",
+                    "Carriage return without a line feed: lines must end with LF or CRLF",
+                    self.span_at(start, end),
+                )
             append(self.token(ERROR, start, end))
         else:  # "bad"
             shown = text[start:end]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import re
 import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, Protocol, TextIO
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 import aiohttp
 
@@ -23,6 +24,7 @@ __all__ = [
     "StdoutPageSink", "WebhookPageSink", "builtin_actions", "page_sink",
 ]
 
+_ACTION_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _PARAMETER_TYPES: dict[Any, str] = {str: "a string", int: "an integer", float: "a number",
                                     Decimal: "a number"}
 
@@ -82,6 +84,9 @@ class ActionRegistry:
         self._actions: dict[str, _Registered] = {}
 
     def register(self, name: str, function: Callable[..., Any]) -> None:
+        if not _ACTION_NAME.fullmatch(name):
+            raise ValueError(f"action name {name!r} is not a PLSP action name "
+                             "(a letter or '_', then letters, digits or '_')")
         signature = inspect.signature(function, eval_str=True)
         parameters = tuple(signature.parameters.values())
         for param in parameters:
@@ -191,6 +196,15 @@ class LogFileSink:
             file.write(line + "\n")
 
 
+def _plain_path(path: str) -> bool:
+    """No dot segments, encoded separators or backslashes: HTTP clients normalise
+    `/api/../x` and `/api/%2e%2e/x` to `/x`, which would escape the allowed prefix."""
+    lowered = path.lower()
+    if "\\" in path or "%2f" in lowered or "%5c" in lowered:
+        return False
+    return all(unquote(segment) not in (".", "..") for segment in path.split("/"))
+
+
 @dataclass(frozen=True)
 class FetchPolicy:
     """What `!fetch` may read: files under `folder`, URLs under the `urls` prefixes."""
@@ -202,6 +216,8 @@ class FetchPolicy:
 
     def url_allowed(self, url: str) -> bool:
         target = urlsplit(url)
+        if not _plain_path(target.path):
+            return False
         for prefix in map(urlsplit, self.urls):
             same_origin = (target.scheme, target.hostname, target.port) == \
                 (prefix.scheme, prefix.hostname, prefix.port)
@@ -243,6 +259,8 @@ def builtin_actions(*, max_wait_ms: int = 60000, pages: PageSink | None = None,
                     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
                     ) -> ActionRegistry:
     """A registry with `wait,ms`, `page,recipient,message` and `fetch,source`."""
+    if max_wait_ms < 0:
+        raise ValueError(f"max_wait_ms must be >= 0, got {max_wait_ms}")
     registry = ActionRegistry()
     sink = pages or StdoutPageSink()
     policy = fetching or FetchPolicy()

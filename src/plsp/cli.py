@@ -123,7 +123,8 @@ async def _run(args: argparse.Namespace, spec: LoopSpec) -> LoopResult:
         loop = Loop(model, spec, actions=spec.build_actions(), logs=spec.build_log_sink(),
                     on_cycle=on_cycle,
                     strict=spec.strict, retries=spec.retries, goal=spec.goal,
-                    max_cycles=args.max_cycles or spec.max_cycles)
+                    max_cycles=args.max_cycles if args.max_cycles is not None
+                    else spec.max_cycles)
         try:
             result = await loop.run()
         finally:
@@ -150,6 +151,16 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 1 if result.stop_reason == "rejected" else 0
 
 
+def _positive(text: str) -> int:
+    try:
+        number = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {number}")
+    return number
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="plsp", description="Prompt Loop State Protocol 0.5")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -172,8 +183,9 @@ def build_parser() -> argparse.ArgumentParser:
     run_cmd.add_argument("--replies", help="answer with the replies of a JSON/NDJSON file")
     run_cmd.add_argument("--dry-run", action="store_true",
                          help="answer with the reference engine's expected state")
-    run_cmd.add_argument("--max-cycles", type=int)
-    run_cmd.add_argument("--max-tokens", type=int, default=256,
+    run_cmd.add_argument("--max-cycles", type=_positive, metavar="N",
+                         help="stop after N cycles (N >= 1; default: the loop file's)")
+    run_cmd.add_argument("--max-tokens", type=_positive, default=256, metavar="N",
                          help="reply length limit for provider models (default 256)")
     run_cmd.add_argument("--trace", help="trace path (default: LOOPFILE stem + "
                                          ".trace.ndjson)")

@@ -194,6 +194,8 @@ def _read(path: Path) -> dict[str, Any]:
         text = path.read_text(encoding="utf-8")
     except OSError as error:
         raise LoopFileError(f"{path}: {error.strerror}") from None
+    except UnicodeDecodeError:
+        raise LoopFileError(f"{path}: not UTF-8 text") from None
     try:
         data = tomllib.loads(text) if path.suffix == ".toml" else yaml.safe_load(text)
     except (tomllib.TOMLDecodeError, yaml.YAMLError) as error:

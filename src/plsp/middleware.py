@@ -145,6 +145,9 @@ class Loop:
             answer = await answer
         if isinstance(answer, str):
             return parse_instr(answer)
+        if answer is not None and not isinstance(answer, Instruction):
+            raise TypeError(f"the policy returned {type(answer).__name__}; expected an "
+                            "Instruction, an INSTR: string or None")
         return answer
 
     async def run(self, state: StateBlock | None = None) -> LoopResult:
@@ -176,6 +179,9 @@ class Loop:
         verdict: Verdict | None = None
         for _ in range(1 + self.retries):
             reply = await self.model(self.system, prompt)
+            if not isinstance(reply, str):
+                raise TypeError(f"the model returned {type(reply).__name__}; expected the "
+                                "reply text (str)")
             verdict = verify(previous, instruction, reply, strict=self.strict)
             attempts.append(Attempt(reply, verdict.violations))
             if verdict.acceptable:

@@ -29,6 +29,8 @@ def replies_model(path: Path) -> Model:
         text = path.read_text(encoding="utf-8")
     except OSError as error:
         raise ModelSetupError(f"{path}: {error.strerror}") from None
+    except UnicodeDecodeError:
+        raise ModelSetupError(f"{path}: not UTF-8 text") from None
     try:
         data = json.loads(text)
         replies = data if isinstance(data, list) else [data]

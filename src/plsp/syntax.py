@@ -7,6 +7,7 @@ the block); `extract` is the separate, lenient step for model replies with chatt
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from decimal import Decimal
 
@@ -200,6 +201,15 @@ class Scanner:
         self.text = text
         self.pos = 0
         self.warnings: list[ParseWarning] = []
+        self._line_starts: list[int] | None = None
+
+    def position(self, offset: int) -> tuple[int, int]:
+        """1-based line and column of `offset`; the line index is built once, so many
+        warnings in a long one-line block stay linear, not quadratic."""
+        if self._line_starts is None:
+            self._line_starts = [0] + [i + 1 for i, c in enumerate(self.text) if c == "\n"]
+        line = bisect_right(self._line_starts, offset)
+        return line, offset - self._line_starts[line - 1] + 1
 
     def at_end(self) -> bool:
         return self.pos >= len(self.text)
@@ -231,7 +241,7 @@ class Scanner:
         self.pos += len(token)
 
     def warn(self, message: str, offset: int) -> None:
-        line, column = line_and_column(self.text, offset)
+        line, column = self.position(offset)
         self.warnings.append(ParseWarning(message, line, column))
 
     def read_identifier(self) -> str:

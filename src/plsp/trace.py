@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Self
@@ -10,7 +11,7 @@ from typing import IO, Any, Self
 from plsp.diagnostics import ParseError, Violation
 from plsp.instr import parse_instr
 from plsp.middleware import CycleRecord
-from plsp.syntax import parse
+from plsp.syntax import StateBlock, Str, parse
 from plsp.verify import verify
 
 __all__ = ["CycleCheck", "TraceError", "TraceWriter", "check_trace", "read_trace"]
@@ -44,20 +45,36 @@ class TraceError(ValueError):
 def read_trace(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
     """(line number, record) for every non-empty line."""
     records = []
-    with Path(path).open(encoding="utf-8") as file:
-        for number, line in enumerate(file, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise TraceError(f"{path}:{number}: not JSON: {error.msg}") from None
-            missing = {"cycle", "instr", "previous", "reply", "accepted"} - set(record) \
-                if isinstance(record, dict) else {"a JSON object"}
-            if missing:
-                raise TraceError(f"{path}:{number}: missing {sorted(missing)}")
-            records.append((number, record))
+    try:
+        text = Path(path).read_bytes().decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = error.object[: error.start].count(b"\n") + 1
+        raise TraceError(f"{path}:{line}: not UTF-8 text") from None
+    for number, line_text in enumerate(text.split("\n"), start=1):
+        if not line_text.strip():
+            continue
+        try:
+            record = json.loads(line_text)
+        except json.JSONDecodeError as error:
+            raise TraceError(f"{path}:{number}: not JSON: {error.msg}") from None
+        missing = {"cycle", "instr", "previous", "reply", "accepted"} - set(record) \
+            if isinstance(record, dict) else {"a JSON object"}
+        if missing:
+            raise TraceError(f"{path}:{number}: missing {sorted(missing)}")
+        wrong = [key for key, types in _FIELD_TYPES.items()
+                 if key in record and not isinstance(record[key], types)]
+        if wrong:
+            raise TraceError(f"{path}:{number}: wrong type for {wrong} "
+                             f"(instr, previous, reply: strings; accepted, strict: booleans; "
+                             f"next: string or null)")
+        records.append((number, record))
     return records
+
+
+_FIELD_TYPES: dict[str, type | tuple[type, ...]] = {
+    "instr": str, "previous": str, "reply": str, "accepted": bool, "strict": bool,
+    "next": (str, type(None)),
+}
 
 
 @dataclass(frozen=True)
@@ -94,7 +111,41 @@ def _check(line: int, record: dict[str, Any], expected_previous: str | None) -> 
     if recorded_next != actual_next:
         problems.append(f"recorded next {recorded_next} differs from the parsed reply "
                         f"{actual_next}")
+    problems.extend(_action_problems(record, verdict.block if verdict.acceptable else None))
     return CycleCheck(line, record["cycle"], tuple(problems), verdict.violations)
+
+
+_UNKNOWN_ACTION = re.compile(r"!([A-Za-z_][A-Za-z0-9_]*) is not registered")
+
+
+def _action_problems(record: dict[str, Any], block: StateBlock | None) -> list[str]:
+    """The actions a cycle ran must be the accepted block's, in order, minus the unknown
+    ones (reported, never run); a rejected cycle runs none."""
+    actions = record.get("actions", [])
+    if not isinstance(actions, list) or not all(
+            isinstance(a, dict) and isinstance(a.get("name"), str) for a in actions):
+        return ["'actions' must be a list of objects with a name"]
+    ran = [(a["name"], a.get("args")) for a in actions]
+    if block is None:
+        return [f"a rejected cycle ran actions {[name for name, _ in ran]}"] if ran else []
+    violations = record.get("violations", [])
+    unknown = {match.group(1) for v in violations if isinstance(violations, list)
+               and isinstance(v, dict) and v.get("kind") == "unknown_action"
+               and (match := _UNKNOWN_ACTION.match(str(v.get("message", ""))))}
+    expected = []
+    for action in block.actions:
+        if action.name in unknown:
+            continue
+        try:
+            args = [v.text if isinstance(v, Str) else v.python()
+                    for v in map(block.resolve, action.params)]
+        except (KeyError, ValueError):
+            args = None
+        expected.append((action.name, json.loads(json.dumps(args))))
+    if ran != expected:
+        return [(f"recorded actions {ran} are not the block's actions {expected} "
+                 "(unknown actions are never run)")]
+    return []
 
 
 def check_trace(path: str | Path) -> list[CycleCheck]:

@@ -66,19 +66,29 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _read(path: str) -> str:
+def _read_raw(path: str) -> str:
+    """The file's text with its line ends as written (no newline translation)."""
     try:
         if path == "-":
-            return sys.stdin.read()
-        with open(path, encoding="utf-8-sig") as handle:
+            stream = getattr(sys.stdin, "buffer", None)
+            return stream.read().decode("utf-8-sig") if stream else sys.stdin.read()
+        with open(path, encoding="utf-8-sig", newline="") as handle:
             return handle.read()
     except (OSError, UnicodeDecodeError) as error:
         reason = getattr(error, "strerror", None) or str(error)
         raise _InputError(f"{path}: cannot read: {reason}") from None
 
 
+def _read(path: str) -> str:
+    return _read_raw(path).replace("\r\n", "\n")
+
+
 def _load(path: str, version: Version, strict: bool, repair: bool) -> TranscriptResult:
-    text = _read(path)
+    return _validate(path, _read(path), version, strict, repair)
+
+
+def _validate(path: str, text: str, version: Version, strict: bool, repair: bool
+              ) -> TranscriptResult:
     try:
         return validate_transcript(read_transcript(text), version, strict=strict, repair=repair)
     except TranscriptError as error:
@@ -87,19 +97,29 @@ def _load(path: str, version: Version, strict: bool, repair: bool) -> Transcript
 
 def _check(paths: Sequence[str], version: Version, output: str, strict: bool) -> int:
     status = OK
+    documents: list[dict[str, Any]] = []
     for path in paths:
         try:
             result = _load(path, version, strict, repair=False)
         except _InputError as error:
             print(f"vpp: error: {error}", file=sys.stderr)
             status = USAGE
+            documents.append({"path": path, "version": version, "ok": False, "error": str(error)})
             continue
         if not result.ok and status == OK:
             status = VIOLATIONS
         if output == "json":
-            print(json.dumps({"path": path, "version": version, **result.as_dict()}))
+            documents.append({"path": path, "version": version, **result.as_dict()})
         else:
             _print_check(path, version, result)
+    if output == "json":
+        # Exactly one JSON document on stdout: the file's report, or all of them.
+        if len(paths) == 1:
+            if "turns" in documents[0]:
+                print(json.dumps(documents[0]))
+        else:
+            ok = all(document["ok"] for document in documents)
+            print(json.dumps({"ok": ok, "files": documents}))
     return status
 
 
@@ -155,9 +175,14 @@ def _print_command(command: Command) -> None:
 
 
 def _repair(path: str, version: Version, strict: bool) -> int:
-    result = _load(path, version, strict, repair=True)
+    raw = _read_raw(path)
+    result = _validate(path, raw.replace("\r\n", "\n"), version, strict, repair=True)
     assert result.repaired is not None
-    print(write_transcript(result.repaired), end="")
+    output = write_transcript(result.repaired)
+    if "\r\n" in raw:  # the input's format includes its line ends
+        output = output.replace("\n", "\r\n")
+    sys.stdout.write(output)
+    sys.stdout.flush()
     fixed = sum(1 for t in result.turns if t.role == "assistant" and t.exchange and not t.ok)
     print(f"vpp: repaired {fixed} assistant turn(s)", file=sys.stderr)
     return OK

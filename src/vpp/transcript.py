@@ -61,10 +61,15 @@ def read_transcript(text: str) -> Transcript:
     """Parse `text`, detecting its format from the first non-blank character."""
     stripped = text.lstrip()
     if stripped.startswith("["):
-        return _read_json(text)
-    if stripped.startswith("{"):
-        return _read_json(text) if _is_wrapped_messages(text) else _read_jsonl(text)
-    return _read_text(text)
+        transcript = _read_json(text)
+    elif stripped.startswith("{"):
+        transcript = _read_json(text) if _is_wrapped_messages(text) else _read_jsonl(text)
+    else:
+        transcript = _read_text(text)
+    if not any(m.role in ("user", "assistant") for m in transcript.messages):
+        # An empty conversation is not evidence of compliance (same rule for every format).
+        raise TranscriptError("no user or assistant messages found")
+    return transcript
 
 
 def messages_from(turns: Sequence[Mapping[str, Any]]) -> Transcript:

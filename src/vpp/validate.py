@@ -78,6 +78,8 @@ def validate_exchange(
     repaired = None
     if repair:
         repaired = assistant if not violations else _repair(expectation, reply, used_tag)
+        if repaired is not assistant and "\r\n" in assistant:
+            repaired = repaired.replace("\n", "\r\n")  # keep the message's CRLF line ends
     return ExchangeResult(
         expectation=expectation,
         reply_tag=used_tag,
@@ -114,6 +116,12 @@ class _ReplyChecker:
             line = self.reply.body_start
             self._add("missing-or-invalid-header", f"Line 1 must be the bare tag {wanted}.", line)
             return
+        if header.line > 1 and self.version == "1.5":
+            self._add(
+                "missing-or-invalid-header",
+                f"Line 1 must be the bare tag {wanted}; remove the blank lines before it.",
+                1,
+            )
         if not header.bare:
             problem = "must not carry the user's '!'" if header.bang else "must hold the tag alone"
             self._add(
@@ -232,6 +240,11 @@ class _ReplyChecker:
             )
 
 
+def _is_nested_wrapper(text: str) -> bool:
+    stripped = text.strip()
+    return bool(_NESTED_HEADER.match(stripped) or _NESTED_FOOTER.match(stripped))
+
+
 def has_escape_options(body: str) -> bool:
     """Whether `body` offers both escape forms."""
     return "!<e> --<" in body and "!<e_o>" in body
@@ -290,6 +303,10 @@ def _repair(expectation: Expectation, reply: Reply, tag: str) -> str:
     if reply.header and reply.header.rest.strip():
         lines.insert(0, reply.header.rest.strip())
     body = "\n".join(part for part in (trim_blank_lines(lines), reply.trailing) if part)
+    # A repeated wrapper tag or footer inside the body is framing, not content: keeping it
+    # would leave a nested-header/nested-footer violation in the repaired reply.
+    kept = [text for text in body.split("\n") if not _is_nested_wrapper(text)]
+    body = trim_blank_lines(kept)
     return format_reply(
         expectation,
         body,

@@ -50,3 +50,23 @@ def test_pipeline_from_the_docs() -> None:
     assert openprose.compile_program(result.program) == 'session "Hello"\n'
     assert openprose.format_source(result) == 'session "Hello"\n'
     assert openprose.canonicalize(result.program) == result.program
+
+
+def test_check_paths_takes_one_path_and_reports_missing_ones(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.prose"
+    bad.write_text("session: ghost\n", encoding="utf-8")
+    (tmp_path / "empty").mkdir()
+    # a single path is one path, not a sequence of one-character paths
+    assert [d.code for d in openprose.check_paths(tmp_path)] == ["E007"]
+    assert [d.code for d in openprose.check_paths(str(tmp_path))] == ["E007"]
+    # a missing path is reported (as check_file does), an empty directory is just empty
+    missing = tmp_path / "missing.prose"
+    found = openprose.check_paths([missing, tmp_path / "empty"])
+    assert [(d.code, d.path) for d in found] == [("E118", str(missing))]
+
+
+def test_check_accepts_program_text() -> None:
+    assert [(d.code, d.line, d.column) for d in openprose.check("session: ghost\n")] == [
+        ("E007", 1, 10)
+    ]
+    assert openprose.check('session "fine"\n') == []

@@ -504,8 +504,13 @@ def test_error_message_format() -> None:
     assert rendered == [
         'Error at line 2, column 13: Unterminated string literal\n      session "Hello\n'
         + " " * 14
-        + "^" * 6
+        + "^"
     ]
+    # one caret, at the opening quote, as in the reference's example
+    result = parse_text('session "Hello\n')
+    assert result.diagnostics[0].render(result.source) == (
+        'Error at line 1, column 9: Unterminated string literal\n  session "Hello\n          ^'
+    )
 
 
 # --- recovery --------------------------------------------------------------------------------
@@ -776,3 +781,43 @@ def test_the_bench_program_is_valid_and_uses_every_construct() -> None:
         stack.extend(_children(node))
     statement_kinds = {t.__name__ for t in n.Stmt.__args__} - {"Invalid"}
     assert statement_kinds <= seen
+
+
+def test_layout_errors_report_one_diagnostic_not_a_cascade() -> None:
+    # A property line indented too deep is E104 only; its `name: value` is not then reported
+    # again as an unexpected ':' (it is parsed as a property, for its own errors).
+    assert diags('agent a:\n  model: sonnet\n    prompt: "odd"\n') == [("E104", 3, 1)]
+    assert diags('agent a:\n  model: sonnet\n    prompt: "odd" "x"\n') == [
+        ("E104", 3, 1),
+        ("E004", 3, 19),
+    ]
+    # A line dedented to no known level is E103 only, whatever is on it.
+    assert diags('agent a:\n    model: sonnet\n  prompt: "x"\n') == [("E103", 3, 1)]
+    # and the lines after it parse normally
+    result = parse_text('do:\n    session "a"\n  session "b"\nsession: nobody x\n')
+    assert [(d.code, d.line, d.column) for d in result.diagnostics] == [
+        ("E103", 3, 1),
+        ("E004", 4, 17),
+    ]
+
+
+def test_E100_offset_is_the_files_own_byte_offset_after_a_bom() -> None:
+    # The BOM is stripped before decoding; the offset in the message still counts it, so it
+    # names the bad byte's offset in the file. Line and column ignore the BOM, as for valid files.
+    source, found = decode_source(b'\xef\xbb\xbfsession "caf\xe9"\n')
+    assert source is None
+    assert [(d.code, d.line, d.column) for d in found] == [("E100", 1, 13)]
+    assert "byte 0xe9 at offset 15" in found[0].message
+    _, found = decode_source(b'session "caf\xe9"\n')
+    assert "byte 0xe9 at offset 12" in found[0].message
+
+
+def test_block_under_a_broken_agent_or_session_header_is_checked_as_properties() -> None:
+    # Parsed as statements, `model: sonnet` would be a second, dependent "unexpected ':'".
+    assert diags("agent a\n  model: sonnet\n") == [("E005", 1, 8)]
+    assert diags('session "x" "y"\n  model: opus\n') == [("E004", 1, 13)]
+    # an independent error inside that block is still reported
+    assert diags("agent a b:\n  model: sonnet\n  colour: 1 2\n") == [
+        ("E004", 1, 9),
+        ("E004", 3, 13),
+    ]

@@ -259,3 +259,25 @@ def test_unterminated_discretion() -> None:
     assert codes('if **never closed:\n  session "a"\n') == [("E107", 1, 4)]
     assert codes("if ***\nnever closed\n") == [("E108", 1, 4)]
     assert codes('if **closed**:\n  session "a"\n') == []
+
+
+def test_overlong_number_is_E122_not_a_crash() -> None:
+    # int() refuses more than 4300 digits; the scanner reports such a literal instead.
+    digits = "9" * 5000
+    assert codes(f'repeat {digits}:\n  session "x"\n') == [("E122", 1, 8)]
+    assert codes(f'loop (max: {digits}.5):\n  session "x"\n') == [("E122", 1, 12)]
+    # a thousand characters is still a number (and prints back)
+    thousand = "9" * 1000
+    assert [t[8] for t in tokens_of(f"repeat {thousand}:") if t[0] == NUMBER] == [int(thousand)]
+
+
+def test_lone_carriage_return_is_reported_once() -> None:
+    # Old Mac line endings: lines must end with LF or CRLF. One diagnostic at the first lone
+    # CR (the parser then skips that line quietly), never "Unexpected token 'session'".
+    assert codes('session "a"\rsession "b"\rsession "c"\r') == [("E102", 1, 12)]
+    (diagnostic,) = scan(SourceFile.from_text("agent a:\n  model: sonnet\r  \n")).diagnostics
+    assert "LF or CRLF" in diagnostic.message and (diagnostic.line, diagnostic.column) == (2, 16)
+    # a comment followed by a lone CR does not swallow the code after it, nor indent it
+    assert codes('# header\rsession "x"\n') == [("E102", 1, 9)]
+    # CR before LF, and a CR ending the text, are line endings
+    assert codes('session "a"  \r\nsession "b"\r') == []

@@ -92,6 +92,21 @@ def test_lambda_without_annotations_is_refused() -> None:
         registry.register("x", lambda a: a)
 
 
+@pytest.mark.parametrize("name", ["my-act", "", "9x", "a b", "wait!"])
+def test_action_names_must_be_plsp_names(name: str) -> None:
+    def act(text: str) -> str:
+        return text
+
+    with pytest.raises(ValueError, match="not a PLSP action name"):
+        ActionRegistry().register(name, act)
+    ActionRegistry().register("_ok_1", act)
+
+
+def test_negative_wait_bound_is_refused() -> None:
+    with pytest.raises(ValueError, match="max_wait_ms must be >= 0"):
+        builtin_actions(max_wait_ms=-1)
+
+
 async def test_async_action_and_raised_error() -> None:
     registry = ActionRegistry()
 
@@ -194,6 +209,27 @@ async def test_fetch_urls_only_when_allow_listed(
                     f"http://user@{base[7:]}/data/t"):
         result = await registry.run("fetch", [Str(refused)])
         assert not result.ok and "not under an allowed URL" in str(result.error), refused
+
+
+async def test_fetch_url_dot_segments_cannot_escape_the_prefix(
+        server: tuple[str, list[dict[str, object]]]) -> None:
+    base, _ = server
+    registry = builtin_actions(fetching=FetchPolicy(urls=(f"{base}/data/",)))
+    # The HTTP client would normalise each of these to /hook, outside /data/.
+    for escape in ("/data/../hook", "/data/%2e%2e/hook", "/data/.%2E/hook", "/data/..%2fhook",
+                   "/data/x\\..\\..\\hook", "/data/./t"):
+        result = await registry.run("fetch", [Str(base + escape)])
+        assert not result.ok and "not under an allowed URL" in str(result.error), escape
+    assert (await registry.run("fetch", [Str(f"{base}/data/t")])).value == "value of t"
+
+
+def test_fetch_url_prefix_is_host_exact() -> None:
+    policy = FetchPolicy(urls=("http://allowed.example.com/",))
+    assert policy.url_allowed("http://allowed.example.com/a..b/c.txt")
+    for refused in ("http://allowed.example.com.evil/", "http://allowed.example.com.evil/x",
+                    "https://allowed.example.com/x", "http://allowed.example.com:8080/x",
+                    "http://evil.example/http://allowed.example.com/x"):
+        assert not policy.url_allowed(refused), refused
 
 
 async def test_fetch_does_not_follow_redirects(

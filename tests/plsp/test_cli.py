@@ -96,9 +96,57 @@ def test_run_errors_are_messages(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert code == 2 and "all 0 replies are used up" in err and "Traceback" not in err
 
 
+def test_run_binary_inputs_name_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    binary = tmp_path / "b.yaml"
+    binary.write_bytes(b"\xb1\xff\x00initial")
+    code, _, err = run(capsys, "run", str(binary), "--dry-run")
+    assert (code, err) == (2, f"error: {binary}: not UTF-8 text\n")
+    loop = tmp_path / "loop.yaml"
+    loop.write_text("initial: '@set:$a=1;'\n")
+    code, _, err = run(capsys, "run", str(loop), "--replies", str(binary),
+                       "--trace", str(tmp_path / "t.ndjson"))
+    assert (code, err) == (2, f"error: {binary}: not UTF-8 text\n")
+
+
+@pytest.mark.parametrize("bad", ["0", "-3", "x"])
+def test_run_max_cycles_must_be_positive(
+    bad: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    loop = tmp_path / "loop.yaml"
+    loop.write_text("initial: '@set:$a=1;'\nrules: [{instr: '@set:$a=2;'}]\n")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", str(loop), "--dry-run", "--max-cycles", bad])
+    assert exit_info.value.code == 2
+    assert "--max-cycles" in capsys.readouterr().err
+    code, out, _ = run(capsys, "run", str(loop), "--dry-run", "--quiet", "--max-cycles", "1",
+                       "--trace", str(tmp_path / "t.ndjson"))
+    assert code == 0 and "after 1 cycles" in out
+
+
 def test_check_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, "check", str(tmp_path / "absent.ndjson"))
     assert code == 2 and err.startswith("error: ")
+
+
+def test_check_rejects_binary_and_mistyped_traces(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    binary = tmp_path / "b.ndjson"
+    binary.write_bytes(b'{"cycle": 1}\n\xb1\xff\x00')
+    code, _, err = run(capsys, "check", str(binary))
+    assert code == 2 and "b.ndjson:2: not UTF-8 text" in err and "Traceback" not in err
+    record = {"cycle": 1, "instr": "INSTR:@set:$a=1;", "previous": "S{}S",
+              "reply": "S{$a:1;}S", "next": "S{$a:1;}S", "accepted": True}
+    good = tmp_path / "g.ndjson"
+    good.write_text(json.dumps(record) + "\n")
+    assert run(capsys, "check", str(good))[0] == 0
+    for key, bad in (("accepted", "false"), ("reply", None), ("instr", 5), ("next", 1)):
+        path = tmp_path / f"{key}.ndjson"
+        path.write_text(json.dumps({**record, key: bad}) + "\n")
+        code, _, err = run(capsys, "check", str(path))
+        assert code == 2 and f"wrong type for ['{key}']" in err
 
 
 def test_console_script_is_wired() -> None:

@@ -161,6 +161,17 @@ async def test_model_errors_propagate() -> None:
         await Loop(model, lambda c: "INSTR:").run()
 
 
+async def test_wrong_types_from_model_or_policy_are_clear_errors() -> None:
+    async def silent(system: str, prompt: str) -> Any:
+        return None
+
+    with pytest.raises(TypeError, match="the model returned NoneType; expected the reply"):
+        await Loop(silent, lambda c: "INSTR:").run()
+    model = ScriptedModel(["S{}S"])
+    with pytest.raises(TypeError, match="the policy returned int; expected an Instruction"):
+        await Loop(model, lambda c: 42).run()
+
+
 async def test_trace_record_holds_the_three_artifacts() -> None:
     result = await Loop(ScriptedModel(['x S{$u:"op";$t:75;!ping,"$u";}S',
                                        'S{$u:"op";$t:75;!ping,"$u";}S']),

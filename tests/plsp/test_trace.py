@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from plsp.instr import Instruction
+from plsp.actions import builtin_actions
+from plsp.instr import Instruction, parse_instr
 from plsp.middleware import Loop
 from plsp.trace import TraceError, TraceWriter, check_trace, read_trace
 from tests.plsp.scripted import ScriptedModel
@@ -55,6 +56,35 @@ async def test_check_detects_tampering(tmp_path: Path) -> None:
     assert any("recorded next S{$a:2;}S differs" in p for p in checks[1].problems)
     assert any("does not continue the last accepted state S{$a:2;}S" in p
                for p in checks[2].problems)
+
+
+async def test_check_confirms_the_actions_that_ran(tmp_path: Path) -> None:
+    registry = builtin_actions(sleep=_no_sleep)
+    path = tmp_path / "t.ndjson"
+    with TraceWriter(path) as trace:
+        policy = [parse_instr("INSTR:@set:$a=1;@sig:!wait,5;@sig:!zap,$a;"),
+                  parse_instr("INSTR:@set:$a=2;")]
+        loop = Loop(ScriptedModel(["S{$a:1;!wait,5;!zap,$a;}S", "S{$a:1;}S", "S{$a:1;}S"]),
+                    lambda c: policy[c.cycle - 1] if c.cycle <= 2 else None,
+                    actions=registry, on_cycle=trace.write)
+        await loop.run()
+    assert [c.ok for c in check_trace(path)] == [True, False]  # cycle 2 is rejected
+    first, second = (json.loads(line) for line in path.read_text().splitlines())
+    assert [a["name"] for a in first["actions"]] == ["wait"]  # !zap: unknown, never run
+    tampered = [
+        ({**first, "actions": [*first["actions"], {"name": "zap", "args": [1], "ok": True}]},
+         "recorded actions"),
+        ({**first, "actions": [{**first["actions"][0], "args": [9]}]}, "recorded actions"),
+        ({**first, "actions": []}, "recorded actions"),
+        ({**second, "actions": first["actions"]}, "a rejected cycle ran actions ['wait']"),
+    ]
+    for record, problem in tampered:
+        path.write_text(json.dumps(record) + "\n")
+        assert any(problem in p for p in check_trace(path)[0].problems), record
+
+
+async def _no_sleep(seconds: float) -> None:
+    return None
 
 
 def test_malformed_traces_are_errors(tmp_path: Path) -> None:

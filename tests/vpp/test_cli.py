@@ -40,6 +40,21 @@ def test_check_reports_line_numbers_and_exits_1(
     assert "1 violation(s) in 1 of 2 turns" in out
 
 
+def test_check_json_several_files_is_one_document(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    good = write(tmp_path, "good.txt", f"User: !<q>\nAssistant: <q>\nbody\n{footer('q', 1)}\n")
+    missing = str(tmp_path / "missing.txt")
+    assert main(["check", "--format", "json", good, good, missing]) == 2
+    captured = capsys.readouterr()
+    report = json.loads(captured.out)  # one document, not one line per file
+    assert report["ok"] is False
+    assert [f["ok"] for f in report["files"]] == [True, True, False]
+    assert report["files"][0]["turns"][1]["role"] == "assistant"
+    assert "cannot read" in report["files"][2]["error"]
+    assert "missing.txt" in captured.err
+
+
 def test_check_json_shape(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     turns = [
         {"role": "user", "content": "!<q> --minor --major"},
@@ -119,6 +134,20 @@ def test_parse_json(capsys: pytest.CaptureFixture[str]) -> None:
         "c",
     )
     assert report["errors"] == []
+
+
+def test_repair_keeps_crlf_line_ends_of_a_text_transcript(
+    tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    path = tmp_path / "t.txt"
+    path.write_bytes(b"User: !<q>\r\nhi\r\n\r\nAssistant: <g>\r\nbody  \r\n[Tag=q_1]\r\n")
+    assert main(["repair", str(path)]) == 0
+    out = capsysbinary.readouterr().out
+    assert out.startswith(b"User: !<q>\r\nhi\r\n\r\nAssistant: <q>\r\nbody  \r\n[Version=")
+    assert b"\n" not in out.replace(b"\r\n", b"")
+    fixed = tmp_path / "fixed.txt"
+    fixed.write_bytes(out)
+    assert main(["check", str(fixed)]) == 0
 
 
 def test_repair_prints_the_transcript_in_its_format(

@@ -84,6 +84,10 @@ def test_jsonl() -> None:
         ('{"role": "user", "content": "x"}\n{"role": \n', 2, "invalid JSON line"),
         ('{"messages": 3}', 1, "messages"),
         ("[1]", 1, "object"),
+        ("[]", 1, "no user or assistant messages"),
+        ('{"messages": []}', 1, "no user or assistant messages"),
+        ('{"role": "system", "content": "be brief"}\n', 1, "no user or assistant messages"),
+        ("System: be brief\n", 1, "no user or assistant messages"),
     ],
 )
 def test_bad_transcripts_name_the_line(text: str, line: int, fragment: str) -> None:

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vpp import ConversationState, expect, initial_state, validate_exchange
+from vpp import ConversationState, build_footer, expect, initial_state, validate_exchange
 from vpp.versions import ESCAPE_HINTS, Version
 
 Reply = Callable[..., str]
@@ -310,9 +310,38 @@ def test_repaired_replies_always_validate(user: str, junk: str, version: Version
         v.code
         for v in again.violations
         if v.code
-        not in ("nested-header", "nested-footer", "too-many-questions", "assumptions-not-listed")
+        not in ("too-many-questions", "assumptions-not-listed")
     }
     assert structural == set()
+
+
+def test_1_5_header_must_be_literally_line_1() -> None:
+    reply = "\n\n<q>\nbody\n" + build_footer("q", 1, cycle=1, locus="default", version="1.5")
+    result = validate_exchange("!<q>", reply, initial_state("1.5"), repair=True)
+    assert [(v.code, v.line) for v in result.violations] == [("missing-or-invalid-header", 1)]
+    assert result.repaired == reply.lstrip("\n")
+    assert validate_exchange("!<q>", reply.replace("v1.5", "v1.4"), initial_state("1.4")).ok
+
+
+def test_repair_keeps_crlf_line_ends() -> None:
+    body = "line1\r\nline2  \r\n\r\n\tline3"
+    reply = f"<g>\r\n{body}\r\n[Version=v1.4 | Tag=q_1]\r\n"
+    result = validate_exchange("!<q>", reply, initial_state("1.4"), repair=True)
+    assert result.repaired is not None
+    assert result.repaired.startswith(f"<q>\r\n{body}\r\n[Version=v1.4 | Tag=q_1 |")
+    assert "\n" not in result.repaired.replace("\r\n", "")
+    assert validate_exchange("!<q>", result.repaired, initial_state("1.4")).ok
+
+
+@pytest.mark.parametrize("version", BOTH)
+def test_repair_drops_nested_wrappers_so_the_repair_validates(version: Version) -> None:
+    stale = f"[Version=v{version} | Tag=<q> | Sources=web]"
+    reply = f"<q>\nkeep me\n<q>\n{stale}\n  indented body  \n{stale}"
+    result = validate_exchange("!<q>", reply, initial_state(version), repair=True)
+    assert {"nested-header", "nested-footer"} <= {v.code for v in result.violations}
+    assert result.repaired is not None
+    assert result.repaired.split("\n")[1:3] == ["keep me", "  indented body  "]
+    assert validate_exchange("!<q>", result.repaired, initial_state(version)).ok
 
 
 # 1.4 "Minimal Tests (for this revision)" A-D, each with a passing and a failing reply.

@@ -13,14 +13,21 @@ from pathlib import Path
 
 from openprose import nodes as n
 from openprose.checker import agents, bindings, blocks, control, imports, sessions
-from openprose.checker.state import Checker, Handler
+from openprose.checker.state import Checker, Handler, broken_names
 from openprose.contracts import ContractLookup, local_contracts
 from openprose.diagnostics import Diagnostic
-from openprose.parser import ParseResult
+from openprose.parser import ParseResult, parse_text
 
 __all__ = ["check", "check_program"]
 
+
+def _invalid(ck: Checker, node: n.Invalid) -> None:
+    """A statement the parser rejected: what it declares is not reported as undefined later."""
+    ck.broken.update(broken_names(node))
+
+
 _DISPATCH: dict[type, Handler] = {
+    n.Invalid: _invalid,
     **bindings.HANDLERS,
     **imports.HANDLERS,
     **agents.HANDLERS,
@@ -37,12 +44,15 @@ _RECURSION_LIMIT = 20_000
 
 
 def check(
-    result: ParseResult,
+    result: ParseResult | str,
     *,
     project_dir: Path | None = None,
     contracts: ContractLookup | None = None,
 ) -> list[Diagnostic]:
-    """The parse diagnostics plus the checker's, sorted by (line, column)."""
+    """The parse diagnostics plus the checker's, sorted by (line, column). ``result`` may
+    also be program text, which is parsed first."""
+    if isinstance(result, str):
+        result = parse_text(result)
     found = list(result.diagnostics)
     found.extend(check_program(result.program, project_dir=project_dir, contracts=contracts))
     found.sort(key=lambda d: (d.line, d.column))
@@ -74,7 +84,11 @@ def check_program(
 
 
 def _register_hoisted(ck: Checker, body: tuple[n.Stmt, ...]) -> None:
-    """Agents, blocks and imports are known program-wide, wherever they are written."""
+    """Agents, blocks and imports are known program-wide, wherever they are written (and so
+    are the names of top-level statements the parser rejected, for the same reason)."""
+    for stmt in body:
+        if type(stmt) is n.Invalid:
+            ck.broken.update(broken_names(stmt))
     for stmt in body:
         if type(stmt) is n.AgentDef:
             agents.register_agent(ck, stmt)

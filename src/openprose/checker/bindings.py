@@ -182,7 +182,19 @@ def _string(ck: Checker, node: n.StringLit) -> None:
             f"Undefined variable '{part.name}' in string interpolation",
         )
         if var is not None and var.program is not None and part.path:
-            check_output_access(ck, var.program, var.contract, part.path[0], part.span)
+            # point at `field` in `{result.field}`, as for `result.field` outside strings
+            # (an interpolation never spans lines)
+            field, span = part.path[0], part.span
+            skip = 2 + len(part.name)
+            at = Span(
+                span.start + skip,
+                span.start + skip + len(field),
+                span.line,
+                span.column + skip,
+                span.line,
+                span.column + skip + len(field),
+            )
+            check_output_access(ck, var.program, var.contract, field, at)
 
 
 def _array(ck: Checker, node: n.ArrayLit) -> None:

@@ -48,7 +48,8 @@ def _do_call(ck: Checker, node: n.DoCall) -> None:
     name = node.name.id
     block = ck.blocks.get(name)
     if block is None:
-        ck.emit("E148", node.name.span, f"Block '{name}' not defined")
+        if name not in ck.broken:
+            ck.emit("E148", node.name.span, f"Block '{name}' not defined")
         return
     expected, given = len(block.params), len(node.args)
     if expected != given:

@@ -120,6 +120,8 @@ def _program_call(ck: Checker, node: n.ProgramCall) -> None:
     callee = node.callee
     info = ck.imports.get(callee.id)
     if info is None:
+        if callee.id in ck.broken:
+            return
         hint = (
             f"; to run block '{callee.id}' write `do {callee.id}(...)`"
             if callee.id in ck.blocks

@@ -65,7 +65,8 @@ def _session(ck: Checker, node: n.Session) -> None:
         return
     info = ck.agents.get(agent.id)
     if info is None:
-        ck.emit("E007", agent.span, f"Agent '{agent.id}' not defined")
+        if agent.id not in ck.broken:
+            ck.emit("E007", agent.span, f"Agent '{agent.id}' not defined")
         return
     if node.kind == "resume":
         _resume_memory(ck, agent, info)

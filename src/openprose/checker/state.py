@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -69,6 +70,27 @@ def tail(span: Span, length: int) -> Span:
     )
 
 
+_IDENT = r"[A-Za-z_][A-Za-z0-9_]*(?:-[A-Za-z0-9_]+)*"
+# What a rejected statement would have declared, read from its text.
+_DECLARED = re.compile(
+    rf"(?:let|const|output|input|agent|block)\s+(?P<name>{_IDENT})"
+    rf"|(?:let|const)\s*\{{(?P<names>[^}}]*)\}}"
+    rf'|use\s+"(?:[^"\n]*/)?(?P<slug>[^"/\n]*?)(?:\.prose)?"(?:\s+as\s+(?P<alias>{_IDENT}))?'
+    rf"|(?P<target>{_IDENT})\s*="
+)
+
+
+def broken_names(node: n.Invalid) -> list[str]:
+    """The names a statement the parser rejected seems to declare (from its text)."""
+    match = _DECLARED.match(node.text)
+    if match is None:
+        return []
+    if match["names"] is not None:
+        return re.findall(_IDENT, match["names"])
+    found = match["name"] or match["alias"] or match["slug"] or match["target"]
+    return [found] if found else []
+
+
 @dataclass(slots=True)
 class Checker:
     path: str
@@ -86,6 +108,9 @@ class Checker:
     started_agents: dict[str, Span] = field(default_factory=dict)
     started_in_blocks: set[str] = field(default_factory=set)
     pending_names: list[PendingName] = field(default_factory=list)
+    # Names that a statement the parser rejected seems to declare (`let x = <broken>`): using
+    # them is not reported again (the parse error already explains it).
+    broken: set[str] = field(default_factory=set)
     # Callbacks run once the whole tree has been seen (order-independent checks).
     finishers: list[Callable[[], None]] = field(default_factory=list)
     depth: int = 0  # statement-list nesting; 0 is the program's top level
@@ -121,7 +146,7 @@ class Checker:
     def resolve(self, name: str, span: Span, code: str, message: str) -> Var | None:
         """The variable ``name`` names here; reports ``code`` (or defers it) when undefined."""
         var = self.scope.visible.get(name)
-        if var is None:
+        if var is None and name not in self.broken:
             if self.order_free:
                 self.pending_names.append(PendingName(name, span, code, message))
             else:
@@ -131,7 +156,7 @@ class Checker:
     def finish(self) -> None:
         flat = self.scope.flat
         for pending in self.pending_names:
-            if pending.name not in flat:
+            if pending.name not in flat and pending.name not in self.broken:
                 self.emit(pending.code, pending.span, pending.message)
         for finisher in self.finishers:
             finisher()

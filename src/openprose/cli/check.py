@@ -42,10 +42,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def add_project_dir(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--project-dir",
-        type=Path,
+        type=_directory,
         metavar="DIR",
         help="the project holding .prose/ (agent memory); without it memory checks are notes",
     )
+
+
+def _directory(text: str) -> Path:
+    """A ``--project-dir`` that is not a directory is a usage error (exit 2): taken as a
+    project without memory, a typo would turn every ``resume:`` into a false E018."""
+    path = Path(text)
+    if not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: not a directory")
+    return path
 
 
 @dataclass(slots=True)
@@ -96,12 +105,16 @@ def expand(paths: list[str]) -> Iterator[Path | str]:
     reported on stderr and yielded as its ``str`` so the caller can note the usage error."""
     from openprose import find_programs
 
+    seen: set[Path] = set()  # `prose check dir dir/a.prose` checks a.prose once
     for path in paths:
         if not os.path.exists(path):
             write(sys.stderr, f"prose: {path}: no such file or directory\n")
             yield path
             continue
-        yield from find_programs(path)
+        for program in find_programs(path):
+            if program not in seen:
+                seen.add(program)
+                yield program
 
 
 def read(path: Path) -> tuple[SourceFile | None, list[Diagnostic]]:
@@ -138,6 +151,8 @@ def _lossy(path: str) -> SourceFile | None:
         data = Path(path).read_bytes()
     except OSError:
         return None
+    # columns are counted after the BOM, as read_source does
+    data = data.removeprefix(b"\xef\xbb\xbf")
     return SourceFile.from_text(data.decode("utf-8", errors="replace"), path)
 
 

@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
     from openprose.parser import parse
 
     path = Path(args.file)
-    if not path.is_file():
+    if path.is_dir() or not path.exists():
         what = "is a directory" if path.is_dir() else "no such file or directory"
         write(sys.stderr, f"prose: {path}: {what}\n")
         return USAGE_ERROR

@@ -86,6 +86,9 @@ def _has_bom(path: Path) -> bool:
 
 
 def _rewrite(path: Path, text: str) -> bool:
+    if not path.is_file():  # a FIFO named on the command line: writing back would block
+        write(sys.stderr, f"prose: {path}: cannot write: not a regular file\n")
+        return False
     try:
         with open(path, "w", encoding="utf-8", newline="") as out:
             out.write(text)

@@ -118,3 +118,35 @@ def test_mangled_programs_never_raise() -> None:
             text = text[:at] + rng.choice(['"', ":", "**", "{", "\n  ", "(", ",", "|"]) + text[at:]
         for diagnostic in check(parse_text(text)):
             assert diagnostic.code in CODES
+
+
+def test_every_code_the_front_end_emits_is_in_the_table() -> None:
+    package = Path(checker_package.__file__).parent.parent
+    front_end = [package / f"{name}.py" for name in ("scanner", "parser", "source", "imports")]
+    used = set()
+    for source in front_end + CHECKER_SOURCES:
+        used.update(re.findall(r'"([EWI]\d{3})"', source.read_text(encoding="utf-8")))
+    assert {"E001", "E101", "E118", "E122"} <= used <= set(CODES)
+
+
+def test_excerpt_shows_control_characters_harmlessly() -> None:
+    # A lone CR, an escape sequence or a NUL in the quoted line must not reach the terminal,
+    # and a tab is one column wide like the caret arithmetic assumes.
+    source = SourceFile.from_text('session "a"\rsession\t"\x1b[2J" \x00\n')
+    diagnostic = Diagnostic("E004", CODES["E004"].severity, "m", source.span(12, 19))
+    assert diagnostic.excerpt(source) == ('  session "a"?session "?[2J" ?\n              ^^^^^^^')
+
+
+def test_excerpt_of_a_long_line_is_a_window_around_the_span() -> None:
+    line = "x" * 1000 + "HERE" + "y" * 1000
+    source = SourceFile.from_text(line)
+    at = Diagnostic("E004", CODES["E004"].severity, "m", source.span(1000, 1004))
+    text, carets = at.excerpt(source).split("\n")
+    assert len(text) < 140 and text.startswith("  ...x") and text.endswith("y...")
+    assert text[carets.index("^") : carets.index("^") + 4] == "HERE" and carets.endswith("^^^^")
+    start = Diagnostic("E004", CODES["E004"].severity, "m", source.span(0, 1))
+    text, carets = start.excerpt(source).split("\n")
+    assert text.startswith("  xxx") and text.endswith("...") and carets == "  ^"
+    end = Diagnostic("E004", CODES["E004"].severity, "m", source.span(2003, 2004))
+    text, carets = end.excerpt(source).split("\n")
+    assert text.startswith("  ...") and text.endswith("y") and len(carets) == len(text)

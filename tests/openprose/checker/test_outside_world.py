@@ -196,3 +196,18 @@ def test_supplied_lookup_receives_the_importing_directory(checked: Check, tmp_pa
         ("E028", 2, 17)
     ]
     assert seen == [("@alice/research", tmp_path)]
+
+
+def test_unknown_output_in_interpolation_points_at_the_field(
+    checked: Check, tmp_path: Path
+) -> None:
+    # `{r.summary}` is reported at `summary`, as `r.summary` is outside a string.
+    write_library(tmp_path)
+    source = (
+        'use "lib/research.prose" as research\n'
+        'let r = research(topic: "x")\nsession "see {r.summary} and {r.findings}"\n'
+    )
+    (diagnostic,) = checked(source, str(tmp_path / "main.prose"))
+    assert diagnostic.code == "E028"
+    span = (diagnostic.line, diagnostic.column, diagnostic.end_line, diagnostic.end_column)
+    assert span == (3, 17, 3, 24)

@@ -3,8 +3,9 @@
 position, and a passing program that does not report it.
 
 A few rows cannot be written as source because the parser rejects the program first (an empty
-name, an empty `if`/`option` body — see docs/decisions/checker.md); their failing case starts
-from valid source and empties the node the way an API user of the AST could.
+`if`/`option` body — see docs/decisions/checker.md); their failing case starts from valid
+source and empties the node the way an API user of the AST could. The empty-name rows use the
+same edit here and are also tested from source below.
 """
 
 from __future__ import annotations
@@ -617,3 +618,21 @@ def test_row_severity_matches_the_reference(row: Any) -> None:
     case = CASES[(row.section, row.check)]
     found = [d for d in _run(case.failing, case, case.edit) if d.code == row.code]
     assert found and all(d.severity == CODES[row.code].severity for d in found)
+
+
+@pytest.mark.parametrize(
+    ("source", "code", "span"),
+    [
+        ('input : "The subject"\n', "E020", (1, 1, 1, 6)),
+        ('output = session "Synthesize"\n', "E023", (1, 1, 1, 7)),
+        ('block :\n  session "A"\n', "E151", (1, 1, 1, 6)),
+        ('block (topic):\n  session "{topic}"\n', "E151", (1, 1, 1, 6)),
+    ],
+)
+def test_empty_names_are_reported_from_source(
+    source: str, code: str, span: tuple[int, int, int, int]
+) -> None:
+    # The parser keeps a statement with a missing name (an empty Name), so the reference's
+    # empty-name rows fire for real source, at the statement's keyword, and nothing else does.
+    found = [(d.code, (d.line, d.column, d.end_line, d.end_column)) for d in check(source)]
+    assert found == [(code, span)]

@@ -157,3 +157,23 @@ CASES: dict[str, tuple[str, list[tuple[str, int, int]]]] = {
 def test_scope_decision(name: str, checked: Check) -> None:
     source, expected = CASES[name]
     assert [(d.code, d.line, d.column) for d in checked(source)] == expected
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ('let y = session "a" "b"\nsession "{y}"\n', [("E004", 1, 21)]),
+        ('let { p, q } =\nsession "{p} {q}"\n  context: [p, q]\n', [("E005", 1, 15)]),
+        ("agent a\n  model: sonnet\nsession: a\n", [("E005", 1, 8)]),
+        ('block b(x:\n  session "x"\ndo b\n', [("E109", 1, 8), ("E004", 1, 10)]),
+        ('use "@a/b" junk\nlet r = b(x: 1)\n', [("E004", 1, 12)]),
+        # only the broken statement's own names are spared: `w` is still undefined
+        ('do:\n  let z = session "a" "b"\nsession "{z} {w}"\n', [("E004", 2, 23), ("E141", 3, 14)]),
+    ],
+)
+def test_names_of_a_statement_that_failed_to_parse_do_not_cascade(
+    source: str, expected: list[tuple[str, int, int]]
+) -> None:
+    from openprose.checker import check
+
+    assert [(d.code, d.line, d.column) for d in check(source)] == expected

@@ -6,6 +6,8 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from openprose.cli.check import summary
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -170,3 +172,89 @@ def test_output_survives_a_stream_that_cannot_encode_the_source() -> None:
     write(stream, "caf\u00e9 \u2192\n")
     stream.flush()
     assert raw.getvalue() == b"caf\\xe9 \\u2192\n"
+
+
+def test_fifo_and_directory_named_dot_prose_below_a_directory(prose: Run, tmp_path: Path) -> None:
+    # A FIFO found by the directory walk is skipped (reading it would block forever); a
+    # directory called x.prose is searched like any other directory.
+    import os
+
+    import openprose
+
+    os.mkfifo(tmp_path / "pipe.prose")
+    write(tmp_path / "x.prose" / "inner.prose", "session: ghost\n")
+    write(tmp_path / "ok.prose", 'session "fine"\n')
+    assert [p.name for p in openprose.find_programs(tmp_path)] == ["ok.prose", "inner.prose"]
+    code, out, err = prose("check", "--format", "json", tmp_path)
+    assert code == 1 and err == ""
+    assert [(Path(d["path"]).name, d["code"]) for d in json.loads(out)] == [("inner.prose", "E007")]
+
+
+def test_device_is_a_usage_error_not_an_endless_read(prose: Run, tmp_path: Path) -> None:
+    ok = write(tmp_path / "ok.prose", 'session "fine"\n')
+    code, out, err = prose("check", "--format", "json", "/dev/null", ok)
+    assert code == 2
+    assert err == "prose: /dev/null: cannot read file: not a regular file\n"
+    assert json.loads(out) == []
+
+
+def test_unreadable_file_is_a_usage_error_and_others_are_still_checked(
+    prose: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # chmod 000 does not stop root, so the permission error is simulated.
+    secret = write(tmp_path / "a-secret.prose", 'session "x"\n')
+    bad = write(tmp_path / "b-bad.prose", "session: nobody\n")
+    real = Path.read_bytes
+
+    def read_bytes(self: Path) -> bytes:
+        if self.name == secret.name:
+            raise PermissionError(13, "Permission denied", str(self))
+        return real(self)
+
+    monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    code, out, err = prose("check", tmp_path)
+    assert code == 2
+    assert err == f"prose: {secret}: cannot read file: permission denied\n"
+    assert out.splitlines()[0].startswith(f"{bad}:1:10: E007 ")
+    assert out.splitlines()[-1] == "1 file checked: 1 error, 0 warnings"
+
+
+def test_huge_numbers_give_diagnostics_in_every_command(prose: Run, tmp_path: Path) -> None:
+    path = write(tmp_path / "n.prose", "repeat " + "9" * 5000 + ':\n  session "x"\n')
+    code, out, _ = prose("check", "--format", "json", path)
+    assert code == 1
+    assert [(d["code"], d["line"], d["column"]) for d in json.loads(out)] == [("E122", 1, 8)]
+    assert prose("compile", path)[0] == 1
+    assert prose("fmt", "--check", path)[0] == 1
+    # twenty digits are fine: a large but valid count
+    ok = write(tmp_path / "ok.prose", 'repeat 99999999999999999999:\n  session "x"\n')
+    assert prose("check", ok)[0] == 0
+    assert prose("compile", ok)[1] == 'repeat 99999999999999999999:\n  session "x"\n'
+
+
+def test_project_dir_that_is_not_a_directory_is_a_usage_error(prose: Run, tmp_path: Path) -> None:
+    # Taken as a project without memory, a mistyped --project-dir would report a false E018.
+    path = write(tmp_path / "m.prose", "agent a:\n  persist: project\nresume: a\n")
+    for command in ("check", "compile"):
+        code, out, err = prose(command, "--project-dir", tmp_path / "typo", path)
+        assert (code, out) == (2, "")
+        assert f"argument --project-dir: {tmp_path / 'typo'}: not a directory" in err
+    code, out, _ = prose("check", "--format", "json", "--project-dir", tmp_path, path)
+    assert code == 1 and [d["code"] for d in json.loads(out)] == ["E018"]
+
+
+def test_non_utf8_excerpt_after_a_bom_lines_up(prose: Run, tmp_path: Path) -> None:
+    path = write(tmp_path / "bom.prose", b'\xef\xbb\xbfsession "caf\xe9"\n')
+    code, out, _ = prose("check", path)
+    assert code == 1
+    lines = out.splitlines()
+    assert lines[0].startswith(f"{path}:1:13: E100 ") and "at offset 15" in lines[0]
+    assert lines[1:3] == ['  session "caf\ufffd"', "  " + " " * 12 + "^"]
+
+
+def test_a_file_named_twice_is_checked_once(prose: Run, tmp_path: Path) -> None:
+    bad = write(tmp_path / "bad.prose", "session: ghost\n")
+    code, out, _ = prose("check", tmp_path, bad, str(tmp_path) + "/")
+    assert code == 1
+    assert out.count(" E007 ") == 1
+    assert out.splitlines()[-1] == "1 file checked: 1 error, 0 warnings"

@@ -60,3 +60,9 @@ def test_missing_file_and_directory_are_usage_errors(prose: Run, tmp_path: Path)
 def test_compile_subprocess(prose_process: Run) -> None:
     code, out, err = prose_process("compile", EXAMPLES / "hello.prose")
     assert (code, out, err) == (0, 'session "Hello world"\n', "")
+
+
+def test_a_device_is_not_reported_as_missing(prose: Run) -> None:
+    code, out, err = prose("compile", "/dev/null")
+    assert (code, out) == (2, "")
+    assert err == "prose: /dev/null: cannot read file: not a regular file\n"

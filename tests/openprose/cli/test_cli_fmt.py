@@ -72,3 +72,22 @@ def test_fmt_check_subprocess(prose_process: Run, tmp_path: Path) -> None:
     code, out, err = prose_process("fmt", "--check", path)
     assert (code, err) == (1, "")
     assert out.startswith(f"would reformat {path}\n")
+
+
+def test_fifo_is_never_written_back(prose: Run, tmp_path: Path) -> None:
+    import os
+    import threading
+
+    pipe = tmp_path / "pipe.prose"
+    os.mkfifo(pipe)
+
+    def feed() -> None:
+        with open(pipe, "w", encoding="utf-8") as out:
+            out.write('session   "x"\n')
+
+    writer = threading.Thread(target=feed, daemon=True)
+    writer.start()
+    code, _, err = prose("fmt", pipe)
+    writer.join(5)
+    assert code == 2
+    assert err == f"prose: {pipe}: cannot write: not a regular file\n"

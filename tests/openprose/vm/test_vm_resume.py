@@ -162,6 +162,12 @@ def test_sigkill_mid_run_then_resume_resends_nothing_finished(
     assert journal is not None, process.communicate()
     os.kill(process.pid, signal.SIGKILL)
     process.wait()
+    # Binding files are written by a background thread: after SIGKILL each one is absent or
+    # whole (temp file + rename), never torn.
+    for binding in (journal.parent / "bindings").glob("*.md"):
+        text = binding.read_text()
+        assert text.startswith(f"# {binding.stem}\n") and "\n---\n" in text, text
+        assert text.endswith("\n")
     finished_before = [
         json.loads(line)
         for line in journal.read_text().splitlines()

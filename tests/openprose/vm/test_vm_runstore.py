@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
 from openprose.vm.journal import Journal, read_journal
-from openprose.vm.runstore import RunStore, find_run, write_atomically
+from openprose.vm.runstore import BindingWriter, RunStore, find_run, write_atomically
 
 
 def test_layout_bindings_and_outputs(vm: Any) -> None:
@@ -137,3 +139,67 @@ def test_find_run_by_id_prefix_and_path(vm: Any) -> None:
     assert find_run(vm.project, str(result.run_dir)) == result.run_dir
     assert find_run(vm.project, "nope") is None
     assert RunStore.open(result.run_dir).run_id == result.run_id
+
+
+def test_binding_rewrites_coalesce_to_the_latest_value(vm: Any) -> None:
+    source = (
+        'let draft = "v0"\nrepeat 200 as i:\n  draft = session "Revise {i}"\noutput final = draft\n'
+    )
+    provider = vm.spy([{"match": "^Revise", "answer": [f"v{i}" for i in range(1, 201)]}])
+    result = vm.run(source, provider)
+    assert result.outputs == {"final": "v200"}
+    assert (result.run_dir / "bindings" / "draft.md").read_text().endswith("---\nv200\n")
+    assert [p.name for p in (result.run_dir / "bindings").iterdir() if p.name.startswith(".")] == []
+
+
+def test_binding_writer_batches_puts_into_few_flushes(tmp_path: Path) -> None:
+    writer = BindingWriter()
+    for i in range(1000):
+        writer.put(tmp_path / f"b{i % 10}.md", f"value {i}\n")
+    time.sleep(writer.FLUSH_INTERVAL * 4)
+    writer.put(tmp_path / "late.md", "late\n")
+    writer.close()
+    assert writer.error is None
+    assert writer.flushes <= 3  # not one wake-up per put
+    assert writer.files <= 11 + 10  # rewrites of one name coalesce
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [f"b{i}.md" for i in range(10)] + ["late.md"]
+    )
+    assert (tmp_path / "b3.md").read_text() == "value 993\n"
+
+
+def test_binding_writer_close_flushes_at_once(tmp_path: Path) -> None:
+    writer = BindingWriter()
+    writer.FLUSH_INTERVAL = 60.0  # close must not wait for the interval
+    writer.put(tmp_path / "x.md", "x\n")
+    started = time.monotonic()
+    writer.close()
+    assert time.monotonic() - started < 5
+    assert (tmp_path / "x.md").read_text() == "x\n"
+    assert not any(t.name == "prose-bindings" for t in threading.enumerate())
+
+
+def test_journal_group_commit_flushes_within_its_interval(tmp_path: Path) -> None:
+    async def scenario() -> tuple[int, int, int]:
+        journal = Journal(tmp_path / "journal.jsonl")
+        journal.start()
+        for i in range(100):
+            journal.append("tick", f"s{i}")
+        before = journal.fsyncs
+        await asyncio.sleep(journal.COMMIT_INTERVAL * 20)  # the interval plus an fsync
+        after_burst = journal.fsyncs
+        await journal.close()
+        return before, after_burst, journal.fsyncs
+
+    before, after_burst, total = asyncio.run(scenario())
+    assert before == 0  # appends never wait for the disk
+    assert after_burst == 1  # one fsync for the whole burst, within the interval
+    assert total == 2  # plus the final one at close
+
+
+def test_run_json_is_written_from_memory(vm: Any) -> None:
+    result = vm.run('session "a"\n', vm.spy(), inputs=None)
+    meta = json.loads((result.run_dir / "run.json").read_text())
+    assert meta["status"] == "succeeded" and meta["usage"]["requests_sent"] == 1
+    assert meta["run_id"] == result.run_id and "started" in meta and "finished" in meta
+    assert (result.run_dir / "run.json").read_text().startswith('{\n  "run_id": ')

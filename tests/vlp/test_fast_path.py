@@ -1,0 +1,97 @@
+"""The shortcuts of the hot path never change a verdict or a report."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import orjson
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.vlp.conftest import base, messages
+from vlp import Problem, read_records, scan
+from vlp import validate as validate_module
+from vlp.schema import TIMESTAMP_PATTERN
+from vlp.validate import check_message, is_surely_valid
+
+
+def wire(msg: Any) -> Any:
+    return orjson.loads(orjson.dumps(msg))
+
+
+# Stamps that share minutes, so that the fast path meets minutes it has learnt.
+minutes = st.sampled_from(
+    ["2025-12-14T10:30", "2024-02-29T23:59", "2023-02-29T10:30", "2025-04-31T00:00"]
+)
+tails = st.sampled_from(
+    [":00Z", ":59Z", ":60Z", ":61Z", ":7Z", ":00.5Z", ":00z", ":00Z\n", ":0aZ", "", ":00"]
+)
+
+
+@settings(max_examples=300)
+@given(st.lists(st.tuples(minutes, tails), min_size=1, max_size=8))
+def test_learnt_minutes_never_admit_an_invalid_timestamp(stamps: list[tuple[str, str]]) -> None:
+    for minute, tail in stamps:
+        stamp = minute + tail
+        msg = base(timestamp=stamp)
+        assert is_surely_valid(msg) == bool(TIMESTAMP_PATTERN.match(stamp)), stamp
+        assert (check_message(msg) is None) == bool(TIMESTAMP_PATTERN.match(stamp)), stamp
+
+
+def test_a_learnt_minute_still_checks_the_seconds() -> None:
+    assert is_surely_valid(base(timestamp="2025-12-14T10:30:00Z"))
+    assert is_surely_valid(base(timestamp="2025-12-14T10:30:60Z"))  # leap second
+    for stamp in ("2025-12-14T10:30:61Z", "2025-12-14T10:30:6Z", "2025-12-14T10:30:00Z "):
+        assert not is_surely_valid(base(timestamp=stamp))
+        assert [p.code for p in check_message(base(timestamp=stamp)) or []] == ["VLP107"]
+
+
+def test_the_minute_cache_stays_bounded() -> None:
+    for hour in range(24):
+        for minute in range(60):
+            assert is_surely_valid(base(timestamp=f"2025-12-14T{hour:02d}:{minute:02d}:00Z"))
+    assert len(validate_module._known_minutes) <= validate_module._MINUTES_KEPT
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(messages())
+def test_fast_path_agrees_with_the_full_validator(msg: dict[str, Any]) -> None:
+    msg = wire(msg)
+    for _ in range(2):  # the second time with whatever the first one taught the caches
+        assert not is_surely_valid(msg) or check_message(msg) is None
+
+
+def test_located_problems_carry_line_and_id() -> None:
+    problems = check_message(base(id="M7", confidence=-1), 12)
+    assert problems == [Problem("VLP108", "'confidence' must be between 0 and 1, got -1", 12, "M7")]
+    assert check_message([1], 3) == [
+        Problem("VLP002", "a message must be a JSON object, got an array", 3, None)
+    ]
+    assert check_message(base(id=5), 4) == [
+        Problem("VLP102", "'id' must be a string, got a number", 4, None)
+    ]
+
+
+lines = st.one_of(
+    st.builds(lambda m: orjson.dumps(wire(m)), messages()),
+    st.just(orjson.dumps(base())),
+    st.sampled_from([b"", b"{bad", b"[1]", b"  ", b'"text"']),
+)
+
+
+@settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(lines, max_size=40), st.integers(1, 200))
+def test_scan_reports_like_the_record_reader_with_and_without_on_message(
+    body: list[bytes], chunk: int
+) -> None:
+    data = b"\n".join(body) + b"\n"
+    expected = [p for r in read_records(io.BytesIO(data), chunk_bytes=chunk) for p in r.problems]
+    alone: list[Problem] = []
+    summary = scan(io.BytesIO(data), alone.append, chunk_bytes=chunk)
+    beside: list[Problem] = []
+    seen: list[int] = []
+    again = scan(io.BytesIO(data), beside.append, lambda m, n: seen.append(n), chunk_bytes=chunk)
+    assert alone == beside == expected  # same problems, in line order
+    assert summary == again
+    assert summary.valid == len(seen) and seen == sorted(seen)
