@@ -4,7 +4,7 @@
 exception. Errors are contained per statement (and per property line and choice option): the
 broken statement becomes an ``Invalid`` node, the parser skips to the end of its logical line
 (and through any indented block hanging off it, still parsing that block to report independent
-errors inside), then carries on. Decisions: docs/decisions/parser.md.
+errors inside), then carries on. Decisions: docs/decisions.md, OpenProse: scanner and parser.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from vlp.errors import VLPError
 from vlp.schema import PROTOCOL
 from vlp.validate import message_problems
 
-#: Queries assert nothing, so they may omit confidence (docs/decisions/vlp.md).
+#: Queries assert nothing, so they may omit confidence (docs/decisions.md, VLP).
 QUERY_DEFAULT_CONFIDENCE = 1.0
 
 

@@ -22,6 +22,7 @@ from typing import Any, BinaryIO, Self
 import orjson
 
 from vlp.errors import Problem, VLPError
+from vlp.fastpath import is_surely_valid_line
 from vlp.validate import check_message, is_surely_valid
 
 DEFAULT_MAX_LINE_BYTES = 1024 * 1024
@@ -297,8 +298,9 @@ def scan(
                 on_problem(_overlong(start, max_line_bytes))
                 continue
             summary.messages += len(lines)
-            doubted: list[int] = []  # indexes in lines, without on_message only
-            results: list[Any] = []  # what parsing each doubted line gave
+            if on_message is None:
+                valid += _count_lines(lines, start, summary, on_problem)
+                continue
             # Parse a small slice, then validate it with map(): the calls are driven from C
             # and the slice's dicts stay few enough to remain in cache.
             for offset in range(0, len(lines), _SLICE):
@@ -311,16 +313,7 @@ def scan(
                     except orjson.JSONDecodeError as error:
                         append(_Unparsed(error))
                 verdicts = list(map(surely_valid, parsed))
-                passed = verdicts.count(True)
-                valid += passed
-                if on_message is None:
-                    # Explained after the batch, all together: between two bad lines met
-                    # one by one, the explaining code would drop out of the CPU caches.
-                    if passed != len(part):
-                        for index in _failures(verdicts, passed):
-                            doubted.append(offset + index)
-                            results.append(parsed[index])
-                    continue
+                valid += verdicts.count(True)
                 # on_message sees messages and problems in line order.
                 number = start + offset
                 for index, msg in enumerate(parsed):
@@ -329,10 +322,36 @@ def scan(
                     elif _settle(msg, number + index, part[index], summary, on_problem):
                         valid += 1
                         on_message(msg, number + index)
-            for index, msg in zip(doubted, results):
-                valid += _settle(msg, start + index, lines[index], summary, on_problem)
         summary.valid += valid
     return summary
+
+
+def _count_lines(
+    lines: list[bytes], start: int, summary: ScanSummary, on_problem: ProblemSink
+) -> int:
+    """How many of ``lines`` (the first being line ``start``) hold valid messages; the
+    problems of the others go to ``on_problem``.
+
+    Most lines pass the fast check on their bytes (no dict is built); the others are
+    explained after the whole batch, all together: met one by one between valid lines,
+    the explaining code would drop out of the CPU caches.
+    """
+    verdicts = list(map(is_surely_valid_line, lines))
+    passed = verdicts.count(True)
+    valid = passed
+    loads = orjson.loads
+    for index in _failures(verdicts, passed):
+        line = lines[index]
+        try:
+            msg = loads(line)
+        except orjson.JSONDecodeError as error:
+            msg = _Unparsed(error)
+        else:
+            if is_surely_valid(msg):  # a shape the line check leaves to the dict path
+                valid += 1
+                continue
+        valid += _settle(msg, start + index, line, summary, on_problem)
+    return valid
 
 
 def _settle(

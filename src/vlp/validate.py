@@ -344,19 +344,20 @@ _RULES = {
 }
 assert set(_RULES) == _TYPES, "every schema type needs its rules"
 
-# The timestamp regex was the costliest check of a valid message (a third of the fast
-# path), while a stream's timestamps share their "YYYY-MM-DDTHH:MM" prefix run after run.
-# So the fast
-# path accepts a known-good prefix followed by ":SSZ" with two set lookups and leaves
-# every other stamp to the regex, which records the prefixes of those it accepts.
+# The timestamp pattern is the costliest check of a valid message, while a stream's
+# timestamps share their "YYYY-MM-DDTHH:MM" prefix run after run. So a known-good prefix
+# followed by ":SSZ" passes with two set lookups; every other stamp goes to the pattern,
+# which records the prefixes of those it accepts.
 _SECOND_TAILS = frozenset(f":{second:02d}Z" for second in range(61))  # 60: leap second
 _MINUTE_END = 16  # len("YYYY-MM-DDTHH:MM")
 _MINUTES_KEPT = 1024  # bounds the memory of the cache whatever the stream
 _known_minutes: set[str] = set()
 
 
-def _timestamp_ok(stamp: str) -> bool:
-    """The schema's timestamp pattern; remembers the minute prefix of a match."""
+def timestamp_is_valid(stamp: str) -> bool:
+    """The schema's timestamp pattern, with a cache of the minutes it has accepted."""
+    if stamp[_MINUTE_END:] in _SECOND_TAILS and stamp[:_MINUTE_END] in _known_minutes:
+        return True
     if not _timestamp_match(stamp):
         return False
     if len(_known_minutes) >= _MINUTES_KEPT:
@@ -391,11 +392,7 @@ def is_surely_valid(msg: Any) -> bool:
             and 0.0 <= confidence <= 1.0  # float constants: the common case compares faster
             and msg["protocol"] == PROTOCOL
             and stamp.__class__ is str
-            and (
-                stamp[_MINUTE_END:] in _SECOND_TAILS
-                and stamp[:_MINUTE_END] in _known_minutes
-                or _timestamp_ok(stamp)
-            )
+            and timestamp_is_valid(stamp)
         ):
             return False
         # Optional fields, unrolled on purpose: a loop over names costs more than the checks.

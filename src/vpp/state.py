@@ -2,7 +2,7 @@
 instance index, cycle, locus and whether the escape hint is due.
 
 Both versions share the mirror rule and conversation-global tag indices; they
-differ in when the cycle advances (see docs/decisions/vpp.md):
+differ in when the cycle advances (see docs/decisions.md, VPP):
 
 * 1.5 (exact): a valid `!<c>` is answered at the current cycle and closes it; the
   next valid ordinary command opens the next cycle, capped at 3.

@@ -31,7 +31,7 @@ def base(**fields: Any) -> dict[str, Any]:
 
 @pytest.fixture
 def dialogue() -> list[dict[str, Any]]:
-    """The spec's example dialogue, made valid (see docs/decisions/vlp.md)."""
+    """The spec's example dialogue, made valid (see docs/decisions.md, VLP)."""
     return [
         base(id="MSG001", confidence=0.95, provenance=["https://medium.com/@vigilith/article-1"]),
         base(

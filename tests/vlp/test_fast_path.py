@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from tests.vlp.conftest import base, messages
 from vlp import Problem, read_records, scan
 from vlp import validate as validate_module
+from vlp.fastpath import is_surely_valid_line
 from vlp.schema import TIMESTAMP_PATTERN
 from vlp.validate import check_message, is_surely_valid
 
@@ -95,3 +96,69 @@ def test_scan_reports_like_the_record_reader_with_and_without_on_message(
     assert alone == beside == expected  # same problems, in line order
     assert summary == again
     assert summary.valid == len(seen) and seen == sorted(seen)
+
+
+def line_verdict(line: bytes) -> bool:
+    """The reference verdict on a line: orjson parses it and the explaining validator
+    finds nothing wrong."""
+    try:
+        msg = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return False
+    return check_message(msg) is None
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@given(messages())
+def test_the_line_check_only_accepts_what_orjson_and_the_validator_accept(
+    msg: dict[str, Any],
+) -> None:
+    line = orjson.dumps(wire(msg))
+    if is_surely_valid_line(line):
+        assert line_verdict(line)
+
+
+def test_the_line_check_accepts_the_common_messages() -> None:
+    # Otherwise the fast path would be sound but useless.
+    common = [
+        base(),
+        base(type="evidence", refers_to="M1", provenance=["db"], seq=3, session_id="S"),
+        base(type="query", confidence=1.0, receiver="Ops", keywords=["a"], topic="t"),
+        base(confidence=0.95, safety={"level": "review", "issues": [{"code": "C"}]}),
+        base(type="response", refers_to=["M1", "M2"], constraints=["x"]),
+    ]
+    for msg in common:
+        assert check_message(msg) is None
+        assert is_surely_valid_line(orjson.dumps(msg)), msg
+
+
+CLAIM = orjson.dumps(base(content="c"))
+BORDER_LINES = [
+    # msgspec keeps a 400-digit integer; orjson, our parser of record, rejects it.
+    CLAIM[:-1] + b',"extra":1' + b"0" * 400 + b"}",
+    CLAIM.replace(b'"c"', b'{"n":1' + b"0" * 400 + b"}"),
+    # Duplicate keys: the last one counts, as for orjson (0.95 without provenance: VLP204).
+    CLAIM[:-1] + b',"confidence":0.95}',
+    CLAIM.replace(b'"c"', b'"\\ud800"'),  # lone surrogate
+    CLAIM.replace(b'"c"', b'"\xff"'),  # not UTF-8
+    CLAIM[:-1] + b',"seq":3.0}',  # integral float: the schema's integer, not msgspec's
+    CLAIM[:-1] + b',"seq":18446744073709551616}',  # 2**64
+    orjson.dumps(base(confidence=1)),
+    orjson.dumps(base(confidence=True)),
+    orjson.dumps(base(safety={"level": "review", "issues": [{"code": "C", "extra": 1}]})),
+    orjson.dumps(base(provenance=[{"ref": "db"}])),
+    CLAIM[:-1] + b',"receiver":null}',
+    orjson.dumps(base(timestamp="2025-02-29T10:30:00Z")),
+    CLAIM + b"  \r",
+]
+
+
+def test_border_lines_get_the_reference_verdict_from_scan() -> None:
+    for line in BORDER_LINES:
+        expected = line_verdict(line)
+        assert not is_surely_valid_line(line) or expected, line
+        problems: list[Problem] = []
+        summary = scan(io.BytesIO(line + b"\n"), problems.append)
+        assert summary.valid == int(expected), line
+        reference = [p for r in read_records(io.BytesIO(line + b"\n")) for p in r.problems]
+        assert problems == reference, line

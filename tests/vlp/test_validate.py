@@ -157,7 +157,7 @@ def test_high_confidence_is_earned_by_provenance_or_review() -> None:
 
 
 def test_query_is_exempt_from_the_high_confidence_rule() -> None:
-    # Decision (docs/decisions/vlp.md): queries default to confidence 1.0 and assert nothing.
+    # Decision (docs/decisions.md, VLP): queries default to confidence 1.0 and assert nothing.
     assert codes(base(type="query", confidence=1.0)) == []
     assert codes(base(type="notice", confidence=1.0)) == ["VLP204"]
 

@@ -141,7 +141,7 @@ def test_1_4_end_to_end_example_disagrees_only_on_the_critique_cycle() -> None:
     exchanges = _spec_exchanges(SPEC / "v1.4/examples/end-to-end.md")
     got = [(t, i, c) for t, i, c, _ in footers(run([u for u, _ in exchanges], "1.4"))]
     differing = [n for n, (mine, (_, spec)) in enumerate(zip(got, exchanges)) if mine != spec]
-    assert differing == [3]  # its `!<c>` shows Cycle=2/3; see docs/decisions/vpp.md
+    assert differing == [3]  # its `!<c>` shows Cycle=2/3; see docs/decisions.md, VPP
 
 
 valid_commands = st.sampled_from(

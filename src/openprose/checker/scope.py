@@ -2,7 +2,7 @@
 
 The reference wants every variable name unique in a program (E019, "flat namespace") yet lets
 loop variables, pipeline variables, error variables and block parameters shadow outer ones with
-only a warning. We resolve that by kind (docs/decisions/checker.md):
+only a warning. We resolve that by kind (docs/decisions.md, OpenProse: checker):
 
 * *flat* names — ``let``, ``const``, ``input``, ``output``, parallel branch names and destructured
   names — are unique program-wide; they stay visible after the construct that declared them

@@ -3,7 +3,7 @@
 Two kinds nest: a *frame* (the program, or one block call) holds the flat names — `let`,
 `const`, `input`, `output`, named parallel branches — which stay visible after the `if`, loop
 or `try` body that declared them; a *body* scope holds one iteration's loop, pipeline or
-`catch as` variables, which end with the body (docs/decisions/checker.md, "Visibility")."""
+`catch as` variables, which end with the body (docs/decisions.md, OpenProse: checker, "Visibility")."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 position, and a passing program that does not report it.
 
 A few rows cannot be written as source because the parser rejects the program first (an empty
-`if`/`option` body — see docs/decisions/checker.md); their failing case starts from valid
+`if`/`option` body — see docs/decisions.md, OpenProse: checker); their failing case starts from valid
 source and empties the node the way an API user of the AST could. The empty-name rows use the
 same edit here and are also tested from source below.
 """

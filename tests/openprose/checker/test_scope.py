@@ -1,4 +1,4 @@
-"""Names and scopes: the decisions of docs/decisions/checker.md, each as exact diagnostics.
+"""Names and scopes: the decisions of docs/decisions.md, OpenProse: checker, each as exact diagnostics.
 
 Every case lists *all* diagnostics the program gets, as (code, line, column).
 """
