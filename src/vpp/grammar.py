@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 
 from vpp.versions import ASSISTANT_TAGS, USER_TAGS, Version
 
-_COMMAND = re.compile(r"^!<([a-z_]+)>(.*)$")
+# Whitespace must separate the tag from what follows: `!<g>--minor` is not a command.
+_COMMAND = re.compile(r"^!<([a-z_]+)>(\s.*)?$")
 _FLAG = re.compile(r"^--(correct|incorrect|minor|major)$")
 _DESTINATION = re.compile(r"^--<([a-z_]+)>$")
 _ASSUMPTIONS = re.compile(r"^--assumptions=(.*)$")
@@ -89,9 +90,9 @@ def parse_command(message: str, version: Version = "1.4") -> Command:
     match = _COMMAND.match(line)
     if match is None:
         return Command(line, version, None, errors=(_not_a_command(line, version),))
-    raw_tag, rest = match.group(1), match.group(2)
+    raw_tag, rest = match.group(1), match.group(2) or ""
     tag = raw_tag if raw_tag in USER_TAGS else None
-    parser = _ModifierParser(version, tag, offset=match.start(2))
+    parser = _ModifierParser(version, tag, offset=match.end(1) + 1)
     if tag is None:
         parser.problems.append(Problem("unknown-tag", f"Unknown user tag <{raw_tag}>.", 2))
     parser.read(rest)
@@ -117,6 +118,8 @@ def _not_a_command(line: str, version: Version) -> Problem:
         detail = "the command must start at column 1"
     elif not line.startswith("!"):
         detail = "it does not start with `!<tag>`"
+    elif re.match(r"!<[a-z_]+>\S", line):
+        detail = "a space must separate the tag from what follows it"
     else:
         detail = "expected `!<tag>` with a lowercase tag name"
     return Problem("invalid-first-line", f"{message[:-1]} ({detail}).")

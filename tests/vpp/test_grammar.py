@@ -147,6 +147,17 @@ def test_error_columns_point_at_the_token() -> None:
 
 
 @pytest.mark.parametrize("version", BOTH)
+@pytest.mark.parametrize("line", ["!<g>--minor", "!<q>x", "!<o>--<g>"])
+def test_a_space_must_separate_the_tag_from_what_follows(version: Version, line: str) -> None:
+    # Both grammars write `!<tag> [--modifier ...]`; 1.5's regex has \s+ before each one.
+    command = parse_command(line, version)
+    assert codes(command) == ["invalid-first-line"] and command.reply_tag == "c"
+    if version == "1.4":
+        assert "a space must separate the tag" in command.errors[0].message
+    assert parse_command(line.replace(">", "> ", 1), version).tag == line[2]
+
+
+@pytest.mark.parametrize("version", BOTH)
 def test_only_line_one_is_parsed(version: Version) -> None:
     command = parse_command("!<q>\n!<o> --correct --<g>\n!<x>", version)
     assert command.ok and command.tag == "q" and command.destination is None
