@@ -44,7 +44,16 @@ def block_json(block: StateBlock) -> dict[str, Any]:
 
 
 def _cmd_parse(args: argparse.Namespace) -> int:
-    text = sys.stdin.read() if args.text == "-" else args.text
+    if args.text == "-":
+        data = sys.stdin.buffer.read()
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as error:
+            print(f"error: stdin is not UTF-8 text (byte {error.start} is invalid)",
+                  file=sys.stderr)
+            return 1
+    else:
+        text = args.text
     parsed: StateBlock | Instruction
     try:
         parsed = parse_instr(text) if text.lstrip().startswith(PREFIX) else parse(text)

@@ -47,9 +47,13 @@ def test_parse_instr_and_stdin(capsys: pytest.CaptureFixture[str],
     assert (code, out) == (0, "INSTR:@set:$a=1;@zz:q;\n")
     assert "warning: line 1, column 19: unknown directive @zz" in err
     import io
-    monkeypatch.setattr(sys, "stdin", io.StringIO("S{$a1:2}S\n"))
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"S{$a1:2}S\n")))
     code, out, err = run(capsys, "parse", "-")
     assert (code, out) == (0, "S{$a1:2;}S\n") and "extended identifier" in err
+    # Bytes that are not UTF-8 are refused, not replaced (that would change the value).
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b'S{$a:"\xff";}S')))
+    code, out, err = run(capsys, "parse", "-")
+    assert (code, out) == (1, "") and "stdin is not UTF-8 text (byte 6 is invalid)" in err
 
 
 def test_run_dry_run_then_check(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
