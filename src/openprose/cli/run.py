@@ -349,6 +349,8 @@ def print_summary(result: RunResult) -> None:
     for name, value in result.outputs.items():
         text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
         lines.append(f"output {name}: {text}")
+    if result.result is not None:
+        lines.append(f"result: {result.result}")
     lines.append(
         f"tokens: {usage.get('input_tokens', 0)} in, {usage.get('output_tokens', 0)} out; "
         f"requests: {usage.get('requests_sent', 0)} sent, "

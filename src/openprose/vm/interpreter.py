@@ -103,6 +103,7 @@ class Interpreter:
         self.prefix = step_prefix
         self.root = Scope()
         self.outputs: dict[str, Value] = {}
+        self.final_result: str | None = None  # set by run() when no output is declared
         self.agents: dict[str, AgentSpec] = {}
         self.blocks: dict[str, n.BlockDef] = {}
         self._exec: dict[type, Callable[[Any, Ctx, str], Awaitable[Value]]] = {
@@ -158,6 +159,13 @@ class Interpreter:
         self._check_inputs()
         ctx = Ctx(self.root, History())
         await self._body(self.program.body, ctx, self.prefix)
+        # prose.md returns "the final result if no outputs declared": the last answer on
+        # the program's main thread of execution.
+        declares_outputs = any(
+            isinstance(stmt, n.Output) for stmt in _walk_statements(self.program.body)
+        )
+        if not declares_outputs and ctx.history.entries:
+            self.final_result = ctx.history.entries[-1].text
         return self.outputs
 
     def _collect_definitions(self) -> None:

@@ -37,6 +37,7 @@ class RunResult:
     outputs: dict[str, Any] = field(default_factory=dict)
     usage: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
+    result: str | None = None  # the final result, for a program that declares no output
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -44,6 +45,7 @@ class RunResult:
             "status": self.status,
             "outputs": self.outputs,
             "usage": self.usage,
+            **({"result": self.result} if self.result is not None else {}),
             **({"error": self.error} if self.error else {}),
         }
 
@@ -189,9 +191,10 @@ async def _execute(
     usage = shared.stats.usage()
     shared.emit("run_finished", "", status=status, error=error, usage=usage)
     await journal.close()
-    store.update_meta(status=status, finished=stamp, error=error, usage=usage)
+    result = interpreter.final_result if status == "succeeded" else None
+    store.update_meta(status=status, finished=stamp, error=error, usage=usage, result=result)
     store.close()
-    return RunResult(store.run_id, store.root, status, outputs, usage, error)
+    return RunResult(store.run_id, store.root, status, outputs, usage, error, result)
 
 
 def _pins(imports: Mapping[str, LoadedProgram]) -> dict[str, str]:

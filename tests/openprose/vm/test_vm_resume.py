@@ -214,3 +214,15 @@ def test_resumed_anonymous_sessions_keep_their_names(vm: Any) -> None:
     assert resumed.status == "succeeded"
     names = sorted(p.name for p in (failed.run_dir / "bindings").iterdir())
     assert names == ["anon_001.md", "anon_002.md", "anon_003.md"]
+
+
+def test_resumed_run_returns_the_same_final_result(vm: Any) -> None:
+    program = 'session "Write draft"\nsession "Final"\n'
+    reference = vm.run(program, vm.spy(rules(vm)))
+    assert reference.outputs == {} and reference.result and reference.result.startswith("Final")
+    with pytest.raises(Crash):
+        vm.run(program, CrashAfter(vm.spy(rules(vm)), 1))
+    run_dir = max((vm.project / ".prose" / "runs").iterdir(), key=lambda p: p.stat().st_mtime)
+    resumed = vm.resume(run_dir, vm.spy(rules(vm)))
+    assert resumed.result == reference.result
+    assert json.loads((run_dir / "run.json").read_text())["result"] == reference.result

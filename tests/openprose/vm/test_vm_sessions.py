@@ -186,3 +186,14 @@ let shared = ["p", "q", "r"] | pmap:
     echoes = sorted(p.split("\n")[0] for p in provider.prompts() if p.startswith("Echo"))
     assert echoes == ["Echo in-p", "Echo in-q", "Echo in-r"]
     assert result.outputs == {"best": "in-b"}
+
+
+def test_final_result_without_declared_outputs(vm: Any) -> None:
+    # prose.md: "Return outputs to caller (or final result if no outputs declared)".
+    provider = vm.spy([{"match": "^Draft", "answer": "DRAFT"}, {"match": "^Polish", "answer": "DONE"}])
+    result = vm.run('session "Draft it"\ndo:\n  session "Polish it"\n', provider)
+    assert result.outputs == {} and result.result == "DONE"
+    assert result.to_json()["result"] == "DONE"
+    declared = vm.run('output final = session "Draft it"\nsession "Polish it"\n', provider)
+    assert declared.outputs == {"final": "DRAFT"} and declared.result is None
+    assert "result" not in declared.to_json()
