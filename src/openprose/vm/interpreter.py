@@ -394,13 +394,16 @@ class Interpreter:
                     await self._body(stmt.body, ctx.with_scope(scope), steps.iteration(step, index))
                 )
             return results
-        on_fail = self._modifiers(stmt.modifiers, stmt)[1]
+        join, on_fail, count = self._modifiers(stmt.modifiers, stmt)
 
         async def one(index: int, item_ctx: Ctx) -> Value:
             item_ctx.scope = scope_for(index, items[index])
             return await self._body(stmt.body, item_ctx, steps.iteration(step, index))
 
-        return await self._fan_out(len(items), one, ctx, on_fail, stmt, step)
+        if join == "all":
+            return await self._fan_out(len(items), one, ctx, on_fail, stmt, step)
+        needed = min(1 if join == "first" else count, len(items))
+        return await self._fan_out_race(len(items), needed, join, one, ctx, on_fail, stmt, step)
 
     async def _loop(self, stmt: n.Loop, ctx: Ctx, step: str) -> Value:
         limit = self._loop_limit(stmt)
@@ -649,6 +652,64 @@ class Interpreter:
         if on_fail == "ignore":
             return [r for r, bad in zip(results, failed, strict=True) if not bad]
         return results
+
+    async def _fan_out_race(
+        self,
+        count: int,
+        needed: int,
+        join: str,
+        run_one: Callable[[int, Ctx], Awaitable[Value]],
+        ctx: Ctx,
+        on_fail: str,
+        node: Any,
+        step: str,
+    ) -> Value:
+        """`parallel ("first"|"any") for`: items run as for `_fan_out` until `needed` have
+        succeeded; the rest are cancelled, as the losers of `parallel ("first"):` are.
+        "first" gives the winner's value, "any" the successful results in input order."""
+        succeeded: dict[int, Value] = {}
+        histories: dict[int, History] = {}
+        enough = asyncio.Event()
+        cursor = iter(range(count))
+
+        async def worker() -> None:
+            for index in cursor:
+                if enough.is_set():
+                    return
+                item_ctx = ctx.forked()
+                try:
+                    value = await run_one(index, item_ctx)
+                except ProseError as error:
+                    self.store.state(f"{steps.iteration(step, index)}→ ✗ {error.message}")
+                    if on_fail == "fail-fast":
+                        raise
+                    continue
+                succeeded[index] = value
+                histories[index] = item_ctx.history
+                if len(succeeded) >= needed:
+                    enough.set()
+                    return
+
+        workers = [
+            asyncio.ensure_future(worker()) for _ in range(min(count, self.config.max_concurrency))
+        ]
+        everyone = asyncio.ensure_future(_gather_fail_fast(workers))
+        race = asyncio.ensure_future(enough.wait())
+        try:
+            await asyncio.wait({everyone, race}, return_when=asyncio.FIRST_COMPLETED)
+            if everyone.done():
+                everyone.result()  # re-raises a fail-fast error
+        finally:
+            await _cancel_all({*workers, everyone, race})
+        ctx.history.join([histories[i] for i in sorted(histories)])
+        if len(succeeded) < needed and on_fail != "ignore":
+            raise ParallelFailed(
+                f"parallel ({join}) for needed {needed} successful item(s), got {len(succeeded)}",
+                where=self._where(node),
+            )
+        if join == "first":
+            return succeeded[min(succeeded)] if succeeded else None
+        return [succeeded[i] for i in sorted(succeeded)]
 
     # --- sessions ----------------------------------------------------------------------
 

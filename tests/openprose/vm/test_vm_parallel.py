@@ -182,3 +182,45 @@ def test_cancelled_branch_stops_before_its_next_session(vm: Any) -> None:
     assert result.status == "succeeded"
     assert provider.sent("^Step two") == []
     assert provider.cancelled == 1
+
+
+def test_parallel_for_first_cancels_the_other_items(vm: Any) -> None:
+    provider = vm.spy([slow("^Try fast", 0.01, "fast answer"), slow("^Try", 5.0)])
+    source = """let ways = ["slow", "fast", "slower"]
+let winner = parallel ("first") for way in ways:
+  session "Try {way}"
+output w = winner
+"""
+    result = vm.run(source, provider)
+    assert result.status == "succeeded", result.error
+    assert result.outputs == {"w": "fast answer"}
+    assert provider.cancelled == 2
+
+
+def test_parallel_for_any_with_count_and_its_failures(vm: Any) -> None:
+    from openprose.vm.runner import VMConfig
+
+    provider = vm.spy(
+        [
+            slow("^Item 1", 0.01, "one"),
+            slow("^Item 2", 0.02, failures=("error",)),
+            slow("^Item 3", 0.03, "three"),
+            slow("^Item", 5.0),
+        ]
+    )
+    source = """let got = parallel ("any", count: 2, on-fail: "continue") for i in [1, 2, 3, 4, 5]:
+  session "Item {i}"
+output got = got
+"""
+    # Three workers: items 4 and 5 start when 1 and 2 end, and are cancelled once 3 succeeds.
+    result = vm.run(source, provider, config=VMConfig(max_concurrency=3))
+    assert result.status == "succeeded", result.error
+    assert result.outputs == {"got": ["one", "three"]}
+    assert provider.cancelled == 2 and len(provider.sent("^Item")) == 5
+    def failing() -> Any:
+        return vm.spy([slow("^Item", 0.0, failures=("error",) * 5)])
+
+    failed = vm.run(source, failing())
+    assert failed.status == "failed" and "needed 2 successful item(s), got 0" in (failed.error or "")
+    fail_fast = vm.run(source.replace(', on-fail: "continue"', ""), failing())
+    assert fail_fast.status == "failed" and "needed" not in (fail_fast.error or "")
