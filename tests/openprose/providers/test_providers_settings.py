@@ -287,3 +287,17 @@ async def test_openai_compatible_server_needs_no_key() -> None:
 def test_override_to_a_file_provider_is_refused() -> None:
     with pytest.raises(ProviderConfigError, match="--provider replay:FILE"):
         open_provider(ProviderSettings(provider="anthropic", api_key="a"), "replay")
+
+
+def test_default_aliases_name_models_the_installed_sdks_know() -> None:
+    # The SDKs list their current model ids as Literal types: a default alias that falls
+    # out of that list is stale and should be updated with the SDK.
+    from typing import get_args
+
+    from anthropic.types.model import Model
+    from openai.types.chat_model import ChatModel
+
+    from openprose.providers.settings import DEFAULT_ALIASES
+
+    assert set(DEFAULT_ALIASES["anthropic"].values()) <= set(get_args(get_args(Model)[0]))
+    assert set(DEFAULT_ALIASES["openai"].values()) <= set(get_args(ChatModel))
