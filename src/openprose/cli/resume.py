@@ -8,14 +8,12 @@ run was started with (secrets are never recorded; they come from the environment
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from openprose.cli.run import (
-    FAILED,
-    USAGE_ERROR,
     UsageError,
     add_provider_arguments,
+    guarded,
     load_imports_or_fail,
     open_provider_or_fail,
     progress,
@@ -30,17 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        return _resume(args)
-    except UsageError as error:
-        print(f"prose: {error}", file=sys.stderr)
-        return USAGE_ERROR
-    except OSError as error:
-        print(f"prose: {error}", file=sys.stderr)
-        return FAILED
-    except Exception as error:  # noqa: BLE001 - a VM bug: say so plainly; the run stays resumable
-        print(f"prose: internal error: {type(error).__name__}: {error}", file=sys.stderr)
-        return FAILED
+    return guarded(_resume, args)
 
 
 def _resume(args: argparse.Namespace) -> int:

@@ -13,7 +13,7 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -78,8 +78,13 @@ def add_provider_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    return guarded(_run, args)
+
+
+def guarded(command: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
+    """Run `prose run` or `prose resume`, turning every failure into a message and a status."""
     try:
-        return _run(args)
+        return command(args)
     except UsageError as error:
         print(f"prose: {error}", file=sys.stderr)
         return USAGE_ERROR
