@@ -6,6 +6,7 @@ Exit codes: 0 compliant / valid, 1 violations / invalid command, 2 usage or inpu
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import sys
 from collections.abc import Sequence
@@ -15,7 +16,7 @@ from vpp.audit import TranscriptResult, validate_transcript
 from vpp.grammar import Command, parse_command, recovery_body
 from vpp.snippets import header_snippet
 from vpp.transcript import TranscriptError, read_transcript, write_transcript
-from vpp.versions import DEFAULT_VERSION, VERSIONS, Version, check_version
+from vpp.versions import DEFAULT_VERSION, Version, check_version
 
 OK, VIOLATIONS, USAGE = 0, 1, 2
 
@@ -25,8 +26,13 @@ class _InputError(Exception):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    for stream in (sys.stdout, sys.stderr):
+        # Message text may hold characters the output encoding lacks (or lone surrogates
+        # from JSON escapes): escape them rather than fail mid-report.
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
     args = _parser().parse_args(argv)
-    version = check_version(args.version)
+    version: Version = args.version
     try:
         if args.command == "check":
             return _check(args.transcripts, version, args.format, not args.lenient)
@@ -48,7 +54,11 @@ def _parser() -> argparse.ArgumentParser:
     def add(name: str, help_text: str) -> argparse.ArgumentParser:
         sub = commands.add_parser(name, help=help_text, description=help_text)
         sub.add_argument(
-            "--version", choices=VERSIONS, default=DEFAULT_VERSION, help="VPP version (default 1.4)"
+            "--version",
+            type=_version_argument,
+            default=DEFAULT_VERSION,
+            metavar="{1.4,1.5}",
+            help="VPP version (default 1.4; a leading 'v' is accepted)",
         )
         return sub
 
@@ -64,6 +74,13 @@ def _parser() -> argparse.ArgumentParser:
     repair.add_argument("--lenient", action="store_true", help="keep cosmetic footer variants")
     add("snippet", "Print the header snippet (system prompt) for a version.")
     return parser
+
+
+def _version_argument(text: str) -> Version:
+    try:
+        return check_version(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def _read_raw(path: str) -> str:
@@ -87,8 +104,9 @@ def _load(path: str, version: Version, strict: bool, repair: bool) -> Transcript
     return _validate(path, _read(path), version, strict, repair)
 
 
-def _validate(path: str, text: str, version: Version, strict: bool, repair: bool
-              ) -> TranscriptResult:
+def _validate(
+    path: str, text: str, version: Version, strict: bool, repair: bool
+) -> TranscriptResult:
     try:
         return validate_transcript(read_transcript(text), version, strict=strict, repair=repair)
     except TranscriptError as error:
@@ -104,19 +122,20 @@ def _check(paths: Sequence[str], version: Version, output: str, strict: bool) ->
         except _InputError as error:
             print(f"vpp: error: {error}", file=sys.stderr)
             status = USAGE
-            documents.append({"path": path, "version": version, "ok": False, "error": str(error)})
+            documents.append({"path": path, "ok": False, "error": str(error)})
             continue
         if not result.ok and status == OK:
             status = VIOLATIONS
         if output == "json":
-            documents.append({"path": path, "version": version, **result.as_dict()})
+            documents.append({"path": path, **result.as_dict()})
         else:
             _print_check(path, version, result)
     if output == "json":
-        # Exactly one JSON document on stdout: the file's report, or all of them.
+        # Exactly one JSON document on stdout: for one file the issue's
+        # {"ok", "turns"}; for several, {"ok", "files": [{"path", "ok", "turns"}, ...]}.
         if len(paths) == 1:
             if "turns" in documents[0]:
-                print(json.dumps(documents[0]))
+                print(json.dumps({"ok": documents[0]["ok"], "turns": documents[0]["turns"]}))
         else:
             ok = all(document["ok"] for document in documents)
             print(json.dumps({"ok": ok, "files": documents}))
@@ -154,10 +173,7 @@ def _command_json(command: Command) -> dict[str, Any]:
         "modifiers": list(command.modifiers),
         "destination": command.destination,
         "assistant_tag": command.reply_tag,
-        "allowed_assistant_tags": list(command.reply_tags),
-        "errors": [
-            {"code": p.code, "message": p.message, "column": p.column} for p in command.errors
-        ],
+        "errors": [{"code": p.code, "message": p.message} for p in command.errors],
     }
 
 
@@ -179,6 +195,10 @@ def _repair(path: str, version: Version, strict: bool) -> int:
     result = _validate(path, raw.replace("\r\n", "\n"), version, strict, repair=True)
     assert result.repaired is not None
     output = write_transcript(result.repaired)
+    try:
+        output.encode(getattr(sys.stdout, "encoding", None) or "utf-8")
+    except UnicodeEncodeError:  # JSON can say it in \u escapes instead
+        output = write_transcript(result.repaired, ascii_only=True)
     if "\r\n" in raw:  # the input's format includes its line ends
         output = output.replace("\n", "\r\n")
     sys.stdout.write(output)

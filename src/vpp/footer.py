@@ -2,8 +2,9 @@
 `[Version=vX.Y | Tag=<tag>_<n> | Sources=none|web | Assumptions=<n> | Cycle=<i>/3 | Locus=<name>]`.
 
 `parse_footer` is lenient: it reads the variants models produce in the wild
-(`Tag=q`, `Tag=<q_1>`, `Sources=<none>`, a missing `Locus`, odd spacing or order)
-and records each departure from the canonical form as a `Deviation`.
+(`Tag=q`, `Tag=<q_1>`, `Sources=<none>`, a missing `Locus`, odd spacing or order,
+Markdown emphasis or code marks around the line) and records each departure from
+the canonical form as a `Deviation`.
 """
 
 from __future__ import annotations
@@ -80,9 +81,12 @@ def build_footer(
     )
 
 
+_DECORATION = "*`"  # Markdown emphasis or code marks models put around the footer
+
+
 def looks_like_footer(line: str) -> bool:
     """A line that is meant as a footer, however malformed."""
-    text = line.strip()
+    text = line.strip().strip(_DECORATION)
     return text.startswith("[") and ("Version=" in text or "Tag=" in text)
 
 
@@ -105,14 +109,21 @@ class _FooterReader:
         self.deviations.append(Deviation(code, message, cosmetic))
 
     def read(self) -> Footer:
-        inner = self.raw[1:]
+        line = self.raw.strip(_DECORATION)
+        if line != self.raw:
+            self._deviate(
+                "footer-decorated",
+                "Write the footer as plain text, without Markdown marks ('*', '`') around it.",
+                cosmetic=True,
+            )
+        inner = line[1:]
         if inner.endswith("]"):
             inner = inner[:-1]
         else:
             self._deviate("footer-unclosed", "Footer must end with ']'.")
         order, canonical_parts = self._read_fields(inner)
         self._check_layout(order)
-        if self.raw.endswith("]") and self.raw != "[" + " | ".join(canonical_parts) + "]":
+        if inner != " | ".join(canonical_parts):
             self._deviate(
                 "footer-spacing",
                 "Footer fields must be separated by ' | ' with no other spaces.",
@@ -166,18 +177,21 @@ class _FooterReader:
             self._deviate("footer-locus-missing", "Footer lacks the Locus field.", cosmetic=True)
 
     def _value(self, name: str) -> str | None:
-        """The field value with any `<...>` wrapper removed (and reported)."""
+        """The field value with template angle brackets removed (and reported): `<q_1>`,
+        and also `<q>_<1>` or `<1>/3`, as copied from the templates `Tag=<tag>_<index>`
+        and `Cycle=<i>/3`."""
         value = self.values.get(name)
         if value is None:
             return None
-        if len(value) >= 2 and value.startswith("<") and value.endswith(">"):
+        if "<" in value or ">" in value:
+            bare = value.replace("<", "").replace(">", "").strip()
             self._deviate(
                 f"footer-{name.lower()}-brackets",
-                f"Write {name}={value[1:-1]}, not {name}={value}: the angle brackets in the "
+                f"Write {name}={bare}, not {name}={value}: the angle brackets in the "
                 "footer template are placeholders.",
                 cosmetic=True,
             )
-            return value[1:-1].strip()
+            return bare
         return value
 
     def _invalid(self, name: str, value: str, expected: str) -> None:

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from vpp.footer import Footer, looks_like_footer, parse_footer
 from vpp.versions import USER_TAGS, Version
 
-_HEADER_LIKE = re.compile(r"^\s*(!?)<([a-z_]+)>(.*)$")
+# Line 1 when it starts with something tag-shaped, also `**<q>**` or `` `<q>` ``.
+_HEADER_LIKE = re.compile(r"^\s*([*`]*)(!?)<([a-z_]+)>([*`]*)(.*)$")
 
 
 @dataclass(frozen=True)
@@ -19,7 +20,8 @@ class Header:
     raw: str
     tag: str
     bang: bool
-    rest: str  # text after the tag on the same line
+    decorated: bool  # Markdown marks around the tag
+    rest: str  # text after the tag (and its marks) on the same line
 
     @property
     def bare(self) -> bool:
@@ -74,9 +76,12 @@ def read_reply(message: str, version: Version = "1.4") -> Reply:
 
 def _read_header(number: int, text: str) -> Header | None:
     match = _HEADER_LIKE.match(text)
-    if match is None or match.group(2) not in USER_TAGS:  # e.g. an HTML `<table>` line
+    if match is None or match.group(3) not in USER_TAGS:  # e.g. an HTML `<table>` line
         return None
-    return Header(number, text, match.group(2), bool(match.group(1)), match.group(3))
+    decorated = bool(match.group(1) or match.group(4))
+    if decorated and match.group(5).strip():  # "`<g>` is conceptual ..." is body text
+        return None
+    return Header(number, text, match.group(3), bool(match.group(2)), decorated, match.group(5))
 
 
 def trim_blank_lines(lines: list[str]) -> str:

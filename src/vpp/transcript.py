@@ -4,7 +4,11 @@ Plain text: a line starting with `User:` or `Assistant:` (any letter case; also
 `System:`) opens a turn. The text after the colon (leading blanks dropped) is the
 turn's first line and every following line belongs to it until the next marker.
 Lines before the first marker are a preamble and are ignored. Blank lines that
-end a turn are separators, not content.
+end a turn are separators, not content. Markdown framing is not content either:
+when the first non-blank line after an assistant turn's last footer line is a
+heading (`# ...`) or a code fence, the turn ends at the footer and the rest, up to
+the next marker, is commentary (so the specs' own example files can be checked).
+Writing a text transcript reproduces everything but the message contents as read.
 """
 
 from __future__ import annotations
@@ -15,11 +19,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from vpp.footer import looks_like_footer
+
 Format = Literal["text", "json", "jsonl"]
 CHECKED_ROLES = ("user", "assistant")
 SKIPPED_ROLES = ("system", "developer", "tool")
 _MARKER = re.compile(r"^(user|assistant|system)[ \t]*:[ \t]*(.*)$", re.IGNORECASE)
 _WRAPPED_ARRAY = re.compile(r'(?<!\\)"messages"\s*:\s*\[')
+_MARKDOWN_FRAME = re.compile(r"^(?:#{1,6}(?:\s|$)|```|~~~)")
 
 
 class TranscriptError(ValueError):
@@ -36,7 +43,12 @@ class Message:
     content: str
     line: int  # where the content (text) or the message object (JSON) starts
     content_lines_map: bool  # whether content line k sits at file line `line + k - 1`
-    marker: str = ""  # the plain-text marker as written, e.g. "USER:"
+    # Plain text only, to write the file back as read: the marker as written up to the
+    # content ("USER: "), or the whole marker line when the content starts below it;
+    # and the lines after the content (separators, Markdown commentary).
+    marker: str = ""
+    inline: bool = True
+    after: tuple[str, ...] = ()
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def file_line(self, content_line: int) -> int:
@@ -47,7 +59,7 @@ class Message:
 class Transcript:
     format: Format
     messages: tuple[Message, ...]
-    preamble: str = ""
+    preamble: tuple[str, ...] = ()  # plain text: the lines before the first marker
     wrapper: Mapping[str, Any] | None = None  # the enclosing object of {"messages": [...]}
 
     def with_contents(self, contents: Sequence[str]) -> Transcript:
@@ -78,17 +90,17 @@ def messages_from(turns: Sequence[Mapping[str, Any]]) -> Transcript:
     return Transcript("json", tuple(messages))
 
 
-def write_transcript(transcript: Transcript) -> str:
-    """Serialize in the transcript's own format."""
+def write_transcript(transcript: Transcript, *, ascii_only: bool = False) -> str:
+    """Serialize in the transcript's own format (JSON with `\\u` escapes if `ascii_only`)."""
     if transcript.format == "text":
         return _write_text(transcript)
     records = [_record(m) for m in transcript.messages]
     if transcript.format == "jsonl":
-        return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+        return "".join(json.dumps(r, ensure_ascii=ascii_only) + "\n" for r in records)
     document: Any = records
     if transcript.wrapper is not None:
         document = {**transcript.wrapper, "messages": records}
-    return json.dumps(document, ensure_ascii=False, indent=2) + "\n"
+    return json.dumps(document, ensure_ascii=ascii_only, indent=2) + "\n"
 
 
 def _read_text(text: str) -> Transcript:
@@ -99,33 +111,59 @@ def _read_text(text: str) -> Transcript:
     messages = []
     for position, (number, match) in enumerate(starts):
         end = starts[position + 1][0] if position + 1 < len(starts) else len(lines) + 1
-        content_lines = [match.group(2), *lines[number : end - 1]]
-        first = number
-        if not match.group(2).strip():  # content begins on the line after the marker
-            content_lines, first = content_lines[1:], number + 1
-        while content_lines and not content_lines[-1].strip():
-            content_lines.pop()
-        marker = match.group(0)[: len(match.group(0)) - len(match.group(2))].rstrip()
+        role, inline = match.group(1).lower(), bool(match.group(2).strip())
+        if inline:
+            marker, first = lines[number - 1][: match.start(2)], number
+            content_lines = [match.group(2), *lines[number : end - 1]]
+        else:  # content begins on the line after the marker
+            marker, first = lines[number - 1], number + 1
+            content_lines = lines[number : end - 1]
+        cut = _content_end(content_lines, role)
         messages.append(
-            Message(match.group(1).lower(), "\n".join(content_lines), first, True, marker)
+            Message(
+                role,
+                "\n".join(content_lines[:cut]),
+                first,
+                True,
+                marker,
+                inline,
+                tuple(content_lines[cut:]),
+            )
         )
-    preamble = "\n".join(lines[: starts[0][0] - 1])
-    return Transcript("text", tuple(messages), preamble=preamble)
+    return Transcript("text", tuple(messages), preamble=tuple(lines[: starts[0][0] - 1]))
+
+
+def _content_end(lines: list[str], role: str) -> int:
+    """How many of a turn's lines are content: not trailing blanks or Markdown framing."""
+    end = len(lines)
+    while end and not lines[end - 1].strip():
+        end -= 1
+    footers = [n for n in range(end) if looks_like_footer(lines[n])] if role == "assistant" else []
+    if footers:
+        following = next((text for text in lines[footers[-1] + 1 : end] if text.strip()), None)
+        if following is not None and _MARKDOWN_FRAME.match(following):
+            return footers[-1] + 1
+    return end
 
 
 def _write_text(transcript: Transcript) -> str:
-    chunks = [transcript.preamble.rstrip("\n")] if transcript.preamble.strip() else []
+    out = list(transcript.preamble)
     for message in transcript.messages:
-        marker = message.marker or f"{message.role.capitalize()}:"
-        chunks.append(f"{marker} {message.content}".rstrip())
-    return "\n\n".join(chunks) + "\n"
+        content = message.content.split("\n")
+        if message.inline:
+            marker = message.marker or f"{message.role.capitalize()}: "
+            out += [marker + content[0], *content[1:]]
+        else:
+            out += [message.marker, *(content if message.content else [])]
+        out += message.after
+    return "\n".join(out)
 
 
 def _is_wrapped_messages(text: str) -> bool:
     """`{"messages": [...], ...}` rather than JSONL (which may be a single object)."""
     try:
         document = json.loads(text)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         return False
     return isinstance(document, dict) and "messages" in document
 
@@ -137,6 +175,8 @@ def _load_json(text: str) -> Any:
         raise TranscriptError(
             f"invalid JSON: {error.msg} (column {error.colno})", error.lineno
         ) from None
+    except RecursionError:
+        raise TranscriptError("invalid JSON: nested too deeply") from None
 
 
 def _read_json(text: str) -> Transcript:
@@ -185,6 +225,8 @@ def _read_jsonl(text: str) -> Transcript:
             raise TranscriptError(
                 f"invalid JSON line: {error.msg} (column {error.colno})", number
             ) from None
+        except RecursionError:
+            raise TranscriptError("invalid JSON line: nested too deeply", number) from None
         messages.append(_message(item, len(messages) + 1, number, False))
     return Transcript("jsonl", tuple(messages))
 

@@ -13,7 +13,7 @@ from vpp.versions import ASSISTANT_TAGS, ESCAPE_HINTS, SOURCES, Version, footer_
 
 QUESTION_LIMIT = 25  # 1.4 §III: at most 25 questions in any <c>
 _NESTED_HEADER = re.compile(r"^<(?:g|q|o|c|o_f)>$")
-_NESTED_FOOTER = re.compile(r"^\[Version=v?\d+\.\d+")
+_NESTED_FOOTER = re.compile(r"^[*`]*\[Version=v?\d+\.\d+")
 _QUESTION_END = re.compile(r"\?(?=[\s)\"'*_`]|$)")
 _EXAMPLE_COMMAND = re.compile(r"!<[a-z_]+>(?: +--[^\s`'\"]+)*")
 
@@ -123,7 +123,14 @@ class _ReplyChecker:
                 1,
             )
         if not header.bare:
-            problem = "must not carry the user's '!'" if header.bang else "must hold the tag alone"
+            if header.bang:
+                problem = "must not carry the user's '!'"
+            elif header.decorated:
+                problem = "must be the bare tag, without Markdown marks"
+            elif header.rest.strip():
+                problem = "must hold the tag alone"
+            else:
+                problem = "must hold the tag alone, without spaces around it"
             self._add(
                 "missing-or-invalid-header",
                 f"Line 1 {problem}: write {wanted} on its own line.",

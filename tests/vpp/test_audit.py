@@ -7,6 +7,7 @@ import pytest
 from vpp import expect, initial_state, validate_transcript, write_transcript
 
 EXAMPLES = Path("/work/shared/reference/vpp/v1.4/examples")
+TRANSCRIPTS_1_5 = Path("/work/shared/reference/vpp/v1.5/transcripts.md")
 
 
 def test_spec_sample_transcript_is_compliant_in_1_4() -> None:
@@ -17,8 +18,8 @@ def test_spec_sample_transcript_is_compliant_in_1_4() -> None:
 
 
 def test_end_to_end_example_is_flagged_at_its_critique() -> None:
-    text = (EXAMPLES / "end-to-end.md").read_text().replace("# Locus jump\n", "")
-    result = validate_transcript(text, "1.4")
+    # The file as published: its `# Locus jump` heading is commentary, not reply text.
+    result = validate_transcript((EXAMPLES / "end-to-end.md").read_text(), "1.4")
     bad = [
         (t.index, t.role, [(v.code, v.line) for v in t.violations])
         for t in result.turns
@@ -40,6 +41,14 @@ ASSISTANT: <g>
 """
     assert validate_transcript(text, "1.5").ok
     assert not validate_transcript(text.replace("g_2", "g_1"), "1.5").ok
+
+
+def test_1_5_representative_transcripts_file_is_compliant_as_published() -> None:
+    text = TRANSCRIPTS_1_5.read_text()
+    result = validate_transcript(text, "1.5")
+    assert result.ok, result.violations
+    assert [t.role for t in result.turns] == ["user", "assistant"] * 2
+    assert not validate_transcript(text, "1.4").ok  # its footers say v1.5
 
 
 def test_turns_from_mappings_and_structure_problems() -> None:

@@ -12,6 +12,7 @@ from vpp.cli import main
 from vpp.versions import Version
 
 SAMPLE = Path("/work/shared/reference/vpp/v1.4/examples/sample-transcript-1.md")
+TRANSCRIPTS_1_5 = Path("/work/shared/reference/vpp/v1.5/transcripts.md")
 
 
 def write(tmp_path: Path, name: str, text: str) -> str:
@@ -50,6 +51,9 @@ def test_check_json_several_files_is_one_document(
     report = json.loads(captured.out)  # one document, not one line per file
     assert report["ok"] is False
     assert [f["ok"] for f in report["files"]] == [True, True, False]
+    assert [sorted(f) for f in report["files"]] == [["ok", "path", "turns"]] * 2 + [
+        ["error", "ok", "path"]
+    ]
     assert report["files"][0]["turns"][1]["role"] == "assistant"
     assert "cannot read" in report["files"][2]["error"]
     assert "missing.txt" in captured.err
@@ -64,6 +68,11 @@ def test_check_json_shape(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert main(["check", "--version", "1.5", "--format", "json", path]) == 1
     report = json.loads(capsys.readouterr().out)
     assert report["ok"] is False
+    # Exactly the shape, no other keys at any level.
+    assert sorted(report) == ["ok", "turns"]
+    assert all(sorted(t) == ["index", "ok", "role", "violations"] for t in report["turns"])
+    violations = [v for t in report["turns"] for v in t["violations"]]
+    assert violations and all(sorted(v) == ["code", "line", "message"] for v in violations)
     assert [(t["index"], t["role"], t["ok"]) for t in report["turns"]] == [
         (1, "user", False),
         (2, "assistant", False),
@@ -74,6 +83,39 @@ def test_check_json_shape(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
         "line": 2,
     }
     assert [v["code"] for v in report["turns"][1]["violations"]] == ["recovery-body-mismatch"]
+
+
+@pytest.mark.parametrize(
+    ("path", "version", "status", "flagged"),
+    [
+        (SAMPLE, "1.4", 0, []),
+        (SAMPLE.with_name("end-to-end.md"), "1.4", 1, [(16, "footer-cycle-mismatch")]),
+        (TRANSCRIPTS_1_5, "1.5", 0, []),
+    ],
+)
+def test_check_the_spec_example_files_as_published(
+    path: Path,
+    version: str,
+    status: int,
+    flagged: list[tuple[int, str]],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["check", "--version", version, "--format", "json", str(path)]) == status
+    report = json.loads(capsys.readouterr().out)
+    found = [(v["line"], v["code"]) for t in report["turns"] for v in t["violations"]]
+    assert found == flagged
+
+
+def test_repair_of_a_markdown_example_changes_only_the_wrong_footer(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    original = SAMPLE.with_name("end-to-end.md").read_text()
+    assert main(["repair", str(SAMPLE.with_name("end-to-end.md"))]) == 0
+    out = capsys.readouterr().out
+    changed = [(a, b) for a, b in zip(original.split("\n"), out.split("\n"), strict=True) if a != b]
+    assert [(a[-38:], b[-38:]) for a, b in changed] == [
+        ("Cycle=2/3 | Locus=instructions-prompt]", "Cycle=1/3 | Locus=instructions-prompt]")
+    ]
 
 
 def test_check_lenient_tolerates_cosmetic_variants(tmp_path: Path) -> None:
@@ -124,8 +166,16 @@ def test_parse_valid_and_invalid(capsys: pytest.CaptureFixture[str]) -> None:
 def test_parse_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["parse", "--json", "--version", "1.5", "!<e> --<g> --<q>"]) == 1
     report = json.loads(capsys.readouterr().out)
+    assert sorted(report) == sorted(
+        ["ok", "tag", "modifiers", "destination", "assistant_tag", "errors"]
+    )
     assert report["ok"] is False and report["tag"] == "e" and report["assistant_tag"] == "c"
-    assert [e["code"] for e in report["errors"]] == ["multiple-pipeline-destinations"]
+    assert report["errors"] == [
+        {
+            "code": "multiple-pipeline-destinations",
+            "message": "Only one pipeline destination is allowed.",
+        }
+    ]
     assert main(["parse", "--json", "!<o> --incorrect --minor"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert (report["modifiers"], report["destination"], report["assistant_tag"]) == (
@@ -171,6 +221,14 @@ def test_snippet(capsys: pytest.CaptureFixture[str]) -> None:
     assert "Version=v1.5" in capsys.readouterr().out
 
 
+def test_version_may_be_written_as_in_footers(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["parse", "--version", "v1.5", "--json", "!<o> --assumptions=2"]) == 1
+    assert json.loads(capsys.readouterr().out)["errors"][0]["code"] == "invalid-modifier"
+    with pytest.raises(SystemExit):
+        main(["parse", "--version", "v1.6", "!<g>"])
+    assert "unsupported VPP version 'v1.6'" in capsys.readouterr().err
+
+
 def test_console_script_reads_stdin() -> None:
     text = f"User: !<q>\nAssistant: <q>\nok\n{footer('q', 1)}\n"
     done = subprocess.run(
@@ -182,3 +240,52 @@ def test_console_script_reads_stdin() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "-: compliant" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "message"),
+    [
+        (
+            "deep.json",
+            "[" * 100_000 + "]" * 100_000,
+            "deep.json:1: invalid JSON: nested too deeply",
+        ),
+        ("deep.jsonl", '{"a": ' + "[" * 100_000, "deep.jsonl:1: invalid JSON line: nested"),
+        ("bin.txt", "", "bin.txt: cannot read"),
+        ("dir", "", "dir: cannot read"),
+    ],
+)
+def test_hostile_input_is_a_located_error_not_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, text: str, message: str
+) -> None:
+    path = tmp_path / name
+    if name == "dir":
+        path.mkdir()
+    elif name == "bin.txt":
+        path.write_bytes(b"\xff\xfe\x00\x81 binary")
+    else:
+        path.write_text(text)
+    for command in ("check", "repair"):
+        assert main([command, str(path)]) == 2
+        err = capsys.readouterr().err
+        assert message in err and "Traceback" not in err
+
+
+def test_output_the_terminal_cannot_encode_is_escaped_not_a_crash(tmp_path: Path) -> None:
+    turns = [
+        {"role": "user", "content": "!<q>\ncaf\u00e9 !<x>"},
+        {"role": "assistant", "content": "<q>\n\udc00"},  # a lone surrogate, as JSON allows
+    ]
+    path = write(tmp_path, "t.json", json.dumps(turns))
+    for command in ("check", "repair"):
+        done = subprocess.run(
+            [sys.executable, "-m", "vpp.cli", command, path],
+            check=False,
+            capture_output=True,
+            env={"PYTHONIOENCODING": "ascii", "PATH": ""},
+        )
+        assert b"Traceback" not in done.stderr
+        assert done.returncode == (1 if command == "check" else 0)
+    repaired = json.loads(done.stdout)  # still valid JSON, with \u escapes
+    assert repaired[0] == turns[0]
+    assert repaired[1]["content"].startswith("<q>\n\udc00\n[Version=v1.4 | Tag=q_1")

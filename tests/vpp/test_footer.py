@@ -66,6 +66,11 @@ def test_1_5_locus_names_are_restricted() -> None:
         ),
         (CANONICAL.replace("Cycle=1/3", "Cycle=1"), "footer-cycle-format", "cycle", 1),
         (CANONICAL.replace(" | ", "|"), "footer-spacing", "tag", "q"),
+        (f"**{CANONICAL}**", "footer-decorated", "locus", "default"),
+        (CANONICAL.replace("Tag=q_1", "Tag=<q>_<1>"), "footer-tag-brackets", "index", 1),
+        (CANONICAL.replace("Tag=q_1", "Tag=<q>_1"), "footer-tag-brackets", "tag", "q"),
+        (CANONICAL.replace("Cycle=1/3", "Cycle=<1>/3"), "footer-cycle-brackets", "cycle", 1),
+        (f"`{CANONICAL}`", "footer-decorated", "index", 1),
         (
             CANONICAL.replace("Assumptions=0", "Assumptions=<0>"),
             "footer-assumptions-brackets",
@@ -120,6 +125,14 @@ def test_invalid_footers_are_not_cosmetic(variant: str, code: str) -> None:
     footer = parse_footer(variant)
     assert code in deviation_codes(variant)
     assert any(not d.cosmetic for d in footer.deviations)
+
+
+def test_an_unclosed_footer_is_still_checked_for_spacing() -> None:
+    assert deviation_codes(CANONICAL[:-1]) == ["footer-unclosed"]
+    assert deviation_codes(CANONICAL[:-1].replace(" | ", "|")) == [
+        "footer-unclosed",
+        "footer-spacing",
+    ]
 
 
 def test_field_order_is_a_deviation() -> None:

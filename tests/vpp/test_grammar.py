@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -172,11 +174,22 @@ def test_modifier_order_and_trailing_space_do_not_matter(version: Version) -> No
     assert set(a.modifiers) == set(b.modifiers) == {"correct", "minor"}
 
 
+# 1.4 §I's "Regex (reference, for line 1 only)", verbatim.
+PRINTED_REGEX_1_4 = re.compile(
+    r"^!<(g|q|o|c|o_f|e|e_o)>(?:\s+--(?:correct|incorrect|minor|major|g|q|o|c|o_f|e|e_o))\s$"
+)
+
+
 def test_spec_regex_rejects_lines_the_grammar_accepts() -> None:
-    # 1.4 §I's printed regex needs exactly one modifier and a trailing space; the
-    # prose (and its own examples) allow none or several.
-    for line in ("!<g>", "!<o> --correct --<q>", "!<q> --correct --minor"):
+    # The printed regex needs exactly one modifier, one trailing whitespace character and
+    # unbracketed pipeline tags; the prose, module 01 and every example say otherwise.
+    for line in ("!<g>", "!<o> --correct --<q>", "!<q> --correct --minor", "!<e> --<g>"):
+        assert PRINTED_REGEX_1_4.match(line) is None
         assert parse_command(line, "1.4").ok
+    # Where the regex does match, the prose decides: `--q` must be written `--<q>`.
+    assert PRINTED_REGEX_1_4.match("!<o> --q ")
+    assert [p.code for p in parse_command("!<o> --q ", "1.4").errors] == ["unbracketed-pipeline"]
+    assert PRINTED_REGEX_1_4.match("!<q> --major ") and parse_command("!<q> --major ", "1.4").ok
 
 
 def test_recovery_body_1_5_is_fixed() -> None:

@@ -118,6 +118,20 @@ def test_1_4_o_incorrect_allows_a_corrected_o() -> None:
         plan.next_state("q")
 
 
+def test_1_4_indices_are_conversation_global_not_per_locus() -> None:
+    # §VIII says `_n` counts "within the current locus"; end-to-end.md shows `g_2` right
+    # after `!<e> --<g>` and the sample transcript reaches `o_5` across two jumps.
+    plans = run(["!<g>", "!<q>", "!<e> --<g>", "!<q>", "!<o> --correct --<g>"], "1.4")
+    assert [f"{p.reply_tag}_{p.tag_index()}" for p in plans] == [
+        "g_1",
+        "q_1",
+        "g_2",
+        "q_2",
+        "g_3",
+    ]
+    assert plans[2].locus == "locus-2"
+
+
 def test_1_4_locus_names_from_replies_are_carried() -> None:
     plan = run(["!<g>"], "1.4")[0]
     assert plan.next_state("g", "research").locus == "research"

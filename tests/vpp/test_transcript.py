@@ -123,3 +123,39 @@ def test_reading_never_fails_other_than_with_a_located_error(text: str) -> None:
 def test_blanks_after_the_marker_are_not_content() -> None:
     transcript = read_transcript("User:   !<q>\nAssistant:\t<q>")
     assert [m.content for m in transcript.messages] == ["!<q>", "<q>"]
+
+
+def test_plain_text_is_written_back_exactly_as_read() -> None:
+    for text in (TEXT, "User:   !<q>\nAssistant:\t<q>", "pre\n\n\nUser:\n!<g>\n\n\n"):
+        assert write_transcript(read_transcript(text)) == text
+
+
+FOOTER = "[Version=v1.5 | Tag=g_1 | Sources=none | Assumptions=0 | Cycle=1/3 | Locus=default]"
+
+
+@pytest.mark.parametrize("frame", ["# Locus jump", "## Next", "```", "```text", "~~~"])
+def test_markdown_framing_after_a_footer_is_commentary(frame: str) -> None:
+    text = f"```text\nUSER: !<g>\nASSISTANT: <g>\nbody\n{FOOTER}\n\n{frame}\nProse.\n\nUSER: !<q>\n"
+    transcript = read_transcript(text)
+    assert transcript.messages[1].content == f"<g>\nbody\n{FOOTER}"
+    assert transcript.messages[1].after == ("", frame, "Prose.", "")
+    assert transcript.preamble == ("```text",)
+    assert write_transcript(transcript) == text
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        f"<o>\n# Heading in the body\nText.\n{FOOTER}",  # a heading before the footer
+        f"<g>\nbody\n{FOOTER}\nThanks!",  # plain text after the footer is still content
+        f"<g>\nbody\n{FOOTER}\n\n#hashtag",  # not a Markdown heading
+    ],
+)
+def test_content_that_is_not_framing_stays_in_the_turn(content: str) -> None:
+    transcript = read_transcript(f"User: !<g>\nAssistant: {content}\n")
+    assert transcript.messages[1].content == content
+
+
+def test_framing_is_only_cut_from_assistant_turns() -> None:
+    text = f"User: !<g>\n{FOOTER}\n# note\nAssistant: <g>\n"
+    assert read_transcript(text).messages[0].content == f"!<g>\n{FOOTER}\n# note"

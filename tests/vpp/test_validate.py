@@ -309,8 +309,7 @@ def test_repaired_replies_always_validate(user: str, junk: str, version: Version
     structural = {
         v.code
         for v in again.violations
-        if v.code
-        not in ("too-many-questions", "assumptions-not-listed")
+        if v.code not in ("too-many-questions", "assumptions-not-listed")
     }
     assert structural == set()
 
@@ -363,3 +362,52 @@ def test_spec_minimal_tests_a_to_d(
 ) -> None:
     assert codes(user, reply(good[0], 1, body=good[1])) == []
     assert codes(user, reply(bad[0], 1, body=bad[1])) != []
+
+
+@pytest.mark.parametrize("version", BOTH)
+def test_decorated_footer_is_read_reported_and_repaired(reply: Reply, version: Version) -> None:
+    canonical = reply("q", 1, version=version)
+    *rest, footer = canonical.split("\n")
+    message = "\n".join([*rest, f"**{footer}**"])
+    expected = "footer-decorated" if version == "1.4" else "missing-or-malformed-footer"
+    result = validate_exchange("!<q>", message, initial_state(version), repair=True)
+    assert [(v.code, v.line) for v in result.violations] == [(expected, 3)]
+    assert result.repaired == canonical
+    assert codes("!<q>", message, version, strict=False) == []
+    # A wrong decorated footer is still compared field by field.
+    assert "footer-tag-mismatch" in codes("!<q>", message.replace("q_1", "q_2"), version)
+
+
+def test_decorated_footer_inside_the_body_is_nested(reply: Reply) -> None:
+    message = reply("q", 1, body="text\n`[Version=v1.4 | Tag=q_1]`\nmore")
+    assert codes("!<q>", message) == ["nested-footer"]
+
+
+@pytest.mark.parametrize(
+    ("line_1", "says"),
+    [
+        ("!<q>", "must not carry the user's '!'"),
+        ("<q> Sure.", "must hold the tag alone:"),
+        ("<q>  ", "without spaces around it"),
+        ("**<q>**", "without Markdown marks"),
+        ("`<q>`", "without Markdown marks"),
+    ],
+)
+def test_header_messages_say_what_is_wrong(reply: Reply, line_1: str, says: str) -> None:
+    canonical = reply("q", 1)
+    message = canonical.replace("<q>", line_1, 1)
+    result = validate_exchange("!<q>", message, repair=True)
+    assert [v.code for v in result.violations] == ["missing-or-invalid-header"]
+    assert says in result.violations[0].message
+    expected = canonical.replace("<q>", "<q>\nSure.", 1) if "Sure" in line_1 else canonical
+    assert result.repaired == expected
+
+
+def test_a_first_line_that_mentions_a_tag_in_code_is_body_text() -> None:
+    result = validate_exchange("!<q>", "`<g>` is conceptual.", repair=True)
+    assert [v.code for v in result.violations] == [
+        "missing-or-invalid-header",
+        "missing-or-malformed-footer",
+    ]
+    assert result.repaired is not None
+    assert result.repaired.split("\n")[:2] == ["<q>", "`<g>` is conceptual."]
