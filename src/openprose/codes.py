@@ -83,7 +83,7 @@ _TABLE: tuple[Code, ...] = (
     Code("E114", E, "option outside a choice block"),
     Code("E115", E, "Nesting too deep (more than 1000 levels)"),
     Code("E116", E, "A bare value is not a statement"),
-    Code("E117", E, "Too many errors; reporting stopped"),
+    Code("E117", E, "Too many diagnostics; reporting stopped"),
     Code("E118", E, "Cannot read source file"),
     Code("E119", E, "Misplaced catch/finally clause (duplicate, or catch after finally)"),
     Code("E120", E, "Invalid pipe operator (expected map, filter, reduce, pmap)"),
@@ -136,6 +136,7 @@ _TABLE: tuple[Code, ...] = (
     Code("W152", W, "Duplicate option label"),
     Code("W153", W, "Option has empty body"),
     Code("W154", W, "Condition branch has empty body"),
+    Code("W155", W, "Too many warnings; reporting stopped (no error was left out)"),
     Code("I001", I, "Agent memory check (E018/W011) deferred to run time"),
     Code("I002", I, "Imported program contract checks (E026-E028) deferred to run time"),
 )

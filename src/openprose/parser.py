@@ -278,12 +278,16 @@ class _Parser:
                 body.append(self.statement())
 
     def body(self, *, required: bool) -> tuple[n.Stmt, ...]:
-        """An indented block after a header's ``:``. ``required`` for ``statement+`` bodies."""
+        """An indented block after a header's ``:``. A missing block is an empty body; when
+        ``required`` (try/catch/finally: ``statement+``) that is E105, reported without
+        abandoning the statement, so its later clauses still attach to it."""
         kinds = self.kinds
         if kinds[self.pos] != NEWLINE or self.peek_kind() != INDENT:
-            if required or kinds[self.pos] != NEWLINE:
+            if kinds[self.pos] != NEWLINE:
                 self.expected_block()
-            return ()  # an empty body (`statement*` constructs); the NEWLINE ends the statement
+            if required:
+                self.report("E105", "Expected an indented block", token_span(self.tokens[self.pos]))
+            return ()  # the NEWLINE ends the statement (or the clause)
         self.pos += 2
         return tuple(self.indented_block())
 
@@ -482,7 +486,7 @@ class _Parser:
         finally_body: tuple[n.Stmt, ...] | None = None
         finally_span: Span | None = None
         kinds = self.kinds
-        while kinds[self.pos] in ("catch", "finally"):
+        while self.clause_follows("catch", "finally"):
             keyword_at = self.pos
             keyword = self.advance()
             if keyword[0] == "catch":
@@ -528,10 +532,13 @@ class _Parser:
         criteria = self.discretion("a **criteria** after 'choice'")
         self.expect(":", "':' after the choice criteria")
         kinds = self.kinds
-        if kinds[self.pos] != NEWLINE or self.peek_kind() != INDENT:
-            self.expected_block()
-        self.pos += 2
         options: list[n.ChoiceOption] = []
+        if kinds[self.pos] != NEWLINE or self.peek_kind() != INDENT:
+            if kinds[self.pos] != NEWLINE:
+                self.expected_block()
+            # No option lines: the checker's E166 "Choice block must have at least one option".
+            return n.Choice(span=self.span_from(start), criteria=criteria, options=())
+        self.pos += 2
         if self.depth >= MAX_NESTING:
             self.too_deep()
         else:
@@ -558,7 +565,7 @@ class _Parser:
             keyword_at = self.take()
             label = self.string("an option label string")
             self.expect(":", "':' after the option label")
-            body = self.body(required=True)
+            body = self.body(required=False)
             return n.ChoiceOption(span=self.span_from(keyword_at), label=label, body=body)
         except _ParseError:
             self.recover(start)
@@ -568,18 +575,17 @@ class _Parser:
         start = self.take()
         condition = self.discretion("a **condition** after 'if'")
         self.expect(":", "':' after the condition")
-        body = self.body(required=True)
+        body = self.body(required=False)
         branches = [n.CondBranch(span=self.span_from(start), condition=condition, body=body)]
         else_body: tuple[n.Stmt, ...] | None = None
         else_span: Span | None = None
-        kinds = self.kinds
-        while kinds[self.pos] in ("elif", "else"):
+        while self.clause_follows("elif", "else"):
             keyword_at = self.pos
             keyword = self.advance()
             if keyword[0] == "elif":
                 condition = self.discretion("a **condition** after 'elif'")
                 self.expect(":", "':' after the condition")
-                body = self.body(required=True)
+                body = self.body(required=False)
                 if else_body is not None:
                     self.report("E112", "'elif' after 'else'", token_span(keyword))
                 else:
@@ -589,7 +595,7 @@ class _Parser:
                     branches.append(branch)
             else:
                 self.expect(":", "':' after 'else'")
-                body = self.body(required=True)
+                body = self.body(required=False)
                 if else_body is not None:
                     self.report("E112", "Only one else clause allowed", token_span(keyword))
                 else:
@@ -601,6 +607,17 @@ class _Parser:
             else_body=else_body,
             else_span=else_span,
         )
+
+    def clause_follows(self, *keywords: str) -> bool:
+        """Whether one of ``keywords`` starts the next clause. After a clause whose body was
+        empty, the header line's NEWLINE still stands before it: skip that NEWLINE."""
+        kinds = self.kinds
+        if kinds[self.pos] in keywords:
+            return True
+        if kinds[self.pos] == NEWLINE and kinds[self.pos + 1] in keywords:
+            self.pos += 1
+            return True
+        return False
 
     def orphan_clause(self) -> n.Stmt:
         """``elif``/``else``/``catch``/``finally``/``option`` with nothing to attach to."""
@@ -659,10 +676,34 @@ class _Parser:
                 self.pos += 1  # a continuation line at the same level as the previous one
             else:
                 break
-        while levels and kinds[self.pos] == DEDENT:
-            self.pos += 1
-            levels -= 1
+        self.close_continuation(levels)
         return n.Pipeline(span=self.span_after(source.span), source=source, ops=tuple(ops))
+
+    def close_continuation(self, levels: int) -> None:
+        """Leave the indentation levels that a pipeline's continuation lines opened. After a
+        stage with an empty body the stage line's NEWLINE still stands before the DEDENT. A
+        line left at a continuation level that is not a stage is E104: it is indented under
+        the pipeline, and treating it as the next statement would end the enclosing block
+        early."""
+        kinds = self.kinds
+        while levels:
+            kind = kinds[self.pos]
+            if kind == DEDENT:
+                self.pos += 1
+                levels -= 1
+            elif kind == NEWLINE and self.peek_kind() in (DEDENT, EOF):
+                self.pos += 1
+            else:
+                if kind == NEWLINE:
+                    self.pos += 1
+                token = self.tokens[self.pos]
+                if token[0] != ERROR:
+                    self.report(
+                        "E104",
+                        "Unexpected indent: only '| stage:' lines may continue a pipeline here",
+                        token_span(token),
+                    )
+                raise _ParseError
 
     def pipe_op(self) -> n.PipeOp:
         bar = self.take()
@@ -860,6 +901,11 @@ class _Parser:
             self.pos = pos + 1
         elif following == ":":
             self.pos = pos + 1
+            if kinds[pos + 1] == STRING and kind == "session":
+                self.fail(
+                    "expected an agent name after ':' "
+                    '(an inline prompt is written session "..." without the colon)'
+                )
             agent = self.expect_name("an agent name after ':'")
         elif kind == "resume":
             self.fail("expected ':' and an agent name after 'resume'")

@@ -48,6 +48,9 @@ MAX_NUMBER_LENGTH: Final = 1000
 
 IDENT_PATTERN: Final = r"[A-Za-z_][A-Za-z0-9_]*(?:-[A-Za-z0-9_]+)*"
 
+# String bodies are written as "unrolled loops" (a run of plain characters, then any number of
+# escape-or-quote pieces each followed by such a run): the engine then keeps no backtracking
+# state per character, so a multi-megabyte string costs megabytes, not gigabytes.
 _MASTER = re.compile(
     r"""
     [ \f\v]*(?:\r(?=\n|\Z))?  # spaces between tokens are skipped (indentation is
@@ -57,10 +60,10 @@ _MASTER = re.compile(
   | (?P<tab>\t+)
   | (?P<comment>\#[^\r\n]*)
   | (?P<cr>\r(?!\n|\Z))
-  | (?P<triple>\"\"\"(?:[^"\\]|\\[\s\S]|"(?!""))*\"\"\")
+  | (?P<triple>\"\"\"[^"\\]*(?:(?:\\[\s\S]|"(?!""))[^"\\]*)*\"\"\")
   | (?P<triple_open>\"\"\"[\s\S]*)
-  | (?P<string>"(?:[^"\\\r\n]|\\[^\r\n])*")
-  | (?P<string_open>"(?:[^"\\\r\n]|\\[^\r\n])*\\?)
+  | (?P<string>"[^"\\\r\n]*(?:\\[^\r\n][^"\\\r\n]*)*")
+  | (?P<string_open>"[^"\\\r\n]*(?:\\[^\r\n][^"\\\r\n]*)*\\?)
   | (?P<disc_empty>\*\*\*\*(?!\*))
   | (?P<disc3>\*\*\*[\s\S]*?\*\*\*)
   | (?P<disc3_open>\*\*\*[\s\S]*)

@@ -122,6 +122,33 @@ def test_empty_bodies_where_the_grammar_allows_them() -> None:
     ]  # fmt: skip
 
 
+def test_empty_condition_and_option_bodies_are_left_to_the_checker() -> None:
+    # if/elif/else and option bodies may be empty (W154/W153 are the checker's), choice may
+    # have no options (E166); the clauses after an empty body still attach to their statement.
+    source = (
+        'if **a**:\n  # todo\nelif **b**:\nelse:\nchoice **c**:\n  option "A":\nchoice **d**:\n'
+    )
+    result = parse_text(source)
+    assert result.diagnostics == ()
+    first, second, third = result.program.body
+    assert isinstance(first, n.If) and isinstance(second, n.Choice)
+    assert [b.body for b in first.branches] == [(), ()] and first.else_body == ()
+    assert [o.body for o in second.options] == [()]
+    assert isinstance(third, n.Choice) and third.options == ()
+
+
+def test_empty_try_clause_is_one_error_and_the_clauses_still_attach() -> None:
+    result = parse_text('try:\ncatch as e:\nfinally:\n  session "f"\n')
+    assert [(d.code, d.line, d.column) for d in result.diagnostics] == [
+        ("E105", 1, 5),
+        ("E105", 2, 12),
+    ]
+    (stmt,) = result.program.body
+    assert isinstance(stmt, n.Try) and stmt.body == ()
+    assert stmt.catch is not None and stmt.catch.body == ()
+    assert stmt.finally_body is not None and len(stmt.finally_body) == 1
+
+
 def test_property_values_are_generic_expressions() -> None:
     stmt = one('session "x"\n  context: { a, b }\n  other: result.findings\n')
     assert isinstance(stmt, n.Session)
@@ -351,6 +378,33 @@ def test_pipeline_continuation_at_statement_level() -> None:
     assert [o.op for o in body[0].value.ops] == ["map", "filter"]
 
 
+def test_pipeline_continuation_ending_in_an_empty_stage_keeps_the_enclosing_block() -> None:
+    # The statement after the pipeline stays in the loop body (it used to escape it).
+    (loop,) = ok('loop:\n  xs\n    | map:\n    | filter:\n  session "in the loop"\n')
+    assert isinstance(loop, n.Loop) and len(loop.body) == 2
+    assert isinstance(loop.body[0], n.Pipeline) and loop.body[1] == session("in the loop")
+
+
+def test_nested_pipeline_ending_in_an_empty_stage_lets_the_outer_one_continue() -> None:
+    (outer,) = ok("xs\n  | map:\n      ys\n        | map:\n        | filter:\n  | pmap:\n")
+    assert isinstance(outer, n.Pipeline) and [o.op for o in outer.ops] == ["map", "pmap"]
+    inner = outer.ops[0].body[0]
+    assert isinstance(inner, n.Pipeline) and [o.op for o in inner.ops] == ["map", "filter"]
+
+
+def test_statement_left_at_a_pipeline_continuation_level_is_E104() -> None:
+    # `session "x"` is indented under the pipeline; it must not end the `do:` body early.
+    text = (
+        'do:\n  let y = xs\n    | map:\n        session "a"\n    session "x"\n  session "z"\n'
+        'session "top"\n'
+    )
+    result = parse_text(text)
+    assert [(d.code, d.line, d.column) for d in result.diagnostics] == [("E104", 5, 5)]
+    do, top = result.program.body
+    assert isinstance(do, n.DoBlock) and isinstance(do.body[0], n.Invalid)
+    assert do.body[1] == session("z") and top == session("top")
+
+
 # --- error handling and conditionals ---------------------------------------------------------
 
 
@@ -404,6 +458,12 @@ def test_forgotten_property_colon_points_at_the_value() -> None:
     assert isinstance(stmt, n.Session) and [p.name.id for p in stmt.properties] == ["prompt"]
 
 
+def test_prompt_after_session_colon_says_how_to_write_an_inline_prompt() -> None:
+    (d,) = parse_text('session: "Research the topic"\n').diagnostics
+    assert (d.code, d.line, d.column) == ("E004", 1, 10)
+    assert 'inline prompt is written session "..." without the colon' in d.message
+
+
 def test_comments_live_beside_the_tree() -> None:
     result = parse_text("# header\nagent a:\n  # inside\n  model: sonnet\n# outside\n")
     assert [c.text for c in result.program.comments] == [" header", " inside", " outside"]
@@ -431,7 +491,12 @@ DIAGNOSTIC_CASES = [
     ),
     ("E104", 'session "a"\n    session "b"\n', (2, 1), 'session "a"\nsession "b"\n'),
     ("E105", "try:\ncatch:\n  throw\n", (1, 5), 'try:\n  session "a"\ncatch:\n  throw\n'),
-    ("E105", 'if **x**:\nsession "a"\n', (1, 10), 'if **x**:\n  session "a"\n'),
+    (
+        "E105",
+        'try:\n  throw\nfinally:\nsession "a"\n',
+        (3, 9),
+        'try:\n  throw\nfinally:\n  session "a"\n',
+    ),
     ("E106", 'session """text\n"""\n', (1, 9), 'session """\ntext\n"""\n'),
     ("E107", 'if **never closed:\n  session "a"\n', (1, 4), 'if **closed**:\n  session "a"\n'),
     ("E108", "loop until ***\nnever closed\n", (1, 12), "loop until ***\nclosed\n***:\n  throw\n"),

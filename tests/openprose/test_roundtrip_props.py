@@ -193,8 +193,8 @@ def statements(depth: int) -> st.SearchStrategy[Any]:
         return leaves
     inner = statements(depth - 1)
     body = st.lists(inner, min_size=1, max_size=3).map(tuple)
-    # (Empty `statement*` bodies are legal but the parser rejects a statement after one.)
-    maybe_empty = st.lists(inner, min_size=1, max_size=2).map(tuple)
+    # Empty bodies parse everywhere but in try/catch/finally (statement+).
+    maybe_empty = st.lists(inner, min_size=0, max_size=2).map(tuple)
     index = st.none() | names
     values = st.one_of(simple_values, inner.filter(_is_expression))
     blocks = st.one_of(
@@ -291,7 +291,7 @@ def statements(depth: int) -> st.SearchStrategy[Any]:
                 st.builds(
                     lambda lbl, b: n.ChoiceOption(span=SPAN, label=lbl, body=b),
                     single_strings,
-                    body,
+                    maybe_empty,
                 ),
                 min_size=1,
                 max_size=2,
@@ -301,12 +301,14 @@ def statements(depth: int) -> st.SearchStrategy[Any]:
             lambda brs, els: n.If(span=SPAN, branches=tuple(brs), else_body=els),
             st.lists(
                 st.builds(
-                    lambda c, b: n.CondBranch(span=SPAN, condition=c, body=b), conditions, body
+                    lambda c, b: n.CondBranch(span=SPAN, condition=c, body=b),
+                    conditions,
+                    maybe_empty,
                 ),
                 min_size=1,
                 max_size=2,
             ),
-            st.none() | body,
+            st.none() | maybe_empty,
         ),
     )
     bindings = st.one_of(

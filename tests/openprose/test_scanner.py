@@ -281,3 +281,26 @@ def test_lone_carriage_return_is_reported_once() -> None:
     assert codes('# header\rsession "x"\n') == [("E102", 1, 9)]
     # CR before LF, and a CR ending the text, are line endings
     assert codes('session "a"  \r\nsession "b"\r') == []
+
+
+def test_megabyte_strings_scan_in_bounded_memory() -> None:
+    # A string's body must not cost backtracking state per character: with the pattern
+    # written as alternatives in one repeat, a 1 MB prompt took ~280 MB while scanning.
+    import tracemalloc
+
+    body = ("a" * 99 + "\\n") * 10_000  # 1 MB, one escape per 100 characters
+    cases = [
+        ('session "' + body + '"\n', STRING),
+        ('session """\n' + body + '\n"""\n', STRING),
+        ('session """\n' + body + "\n", "ERROR"),  # unterminated: the engine tries to the end
+    ]
+    for text, kind in cases:
+        source = SourceFile.from_text(text)
+        tracemalloc.start()
+        try:
+            tokens = scan(source).tokens
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert tokens[1][0] == kind
+        assert peak < 20 * len(text), (kind, peak)

@@ -15,8 +15,9 @@ from openprose import nodes as n
 from openprose.checker import agents, bindings, blocks, control, imports, sessions
 from openprose.checker.state import Checker, Handler, broken_names
 from openprose.contracts import ContractLookup, local_contracts
-from openprose.diagnostics import Diagnostic
+from openprose.diagnostics import Diagnostic, Severity
 from openprose.parser import ParseResult, parse_text
+from openprose.scanner import MAX_DIAGNOSTICS
 
 __all__ = ["check", "check_program"]
 
@@ -56,7 +57,34 @@ def check(
     found = list(result.diagnostics)
     found.extend(check_program(result.program, project_dir=project_dir, contracts=contracts))
     found.sort(key=lambda d: (d.line, d.column))
-    return found
+    return _capped(found)
+
+
+_STOPPED = ("E117", "W155")
+
+
+def _capped(found: list[Diagnostic]) -> list[Diagnostic]:
+    """At most MAX_DIAGNOSTICS, the first by position, then one note that reporting stopped:
+    E117 when an error was left out (or the parser or checker had already stopped on one),
+    else W155 — so the exit status still says whether the program has errors. The parser and
+    the checker each stop at the limit; together they may pass it."""
+    stopped = [d for d in found if d.code in _STOPPED]
+    if not stopped and len(found) <= MAX_DIAGNOSTICS:
+        return found
+    rest = [d for d in found if d.code not in _STOPPED]
+    kept, left_out = rest[:MAX_DIAGNOSTICS], rest[MAX_DIAGNOSTICS:]
+    error = any(d.code == "E117" for d in stopped) or any(d.is_error for d in left_out)
+    last = kept[-1] if kept else stopped[-1]
+    kept.append(_stopped(last, error=error))
+    return kept
+
+
+def _stopped(last: Diagnostic, *, error: bool) -> Diagnostic:
+    """Reporting stopped after ``last``: E117 if an error was left out, else W155."""
+    message = f"Too many diagnostics; stopped reporting after {MAX_DIAGNOSTICS}"
+    if error:
+        return Diagnostic("E117", Severity.ERROR, message, last.span, last.path)
+    return Diagnostic("W155", Severity.WARNING, message, last.span, last.path)
 
 
 def check_program(
@@ -65,8 +93,12 @@ def check_program(
     project_dir: Path | None = None,
     contracts: ContractLookup | None = None,
 ) -> list[Diagnostic]:
-    """The checker's own diagnostics for a parsed program, in walk order."""
-    ck = Checker(program.path, project_dir, contracts or local_contracts, _DISPATCH)
+    """The checker's own diagnostics for a parsed program, in walk order. Without a
+    ``contracts`` lookup, imported programs' contracts come from local ``.prose`` files and,
+    when ``project_dir`` is given, from its import cache (``.prose/imports/``)."""
+    if contracts is None:
+        contracts = local_contracts if project_dir is None else _cached(project_dir)
+    ck = Checker(program.path, project_dir, contracts, _DISPATCH)
     body = program.body
     _register_hoisted(ck, body)
     limit = sys.getrecursionlimit()
@@ -80,7 +112,15 @@ def check_program(
         ck.finish()
     finally:
         sys.setrecursionlimit(limit)
+    if ck.dropped_errors or ck.dropped_others:
+        ck.diagnostics.append(_stopped(ck.diagnostics[-1], error=bool(ck.dropped_errors)))
     return ck.diagnostics
+
+
+def _cached(project_dir: Path) -> ContractLookup:
+    from openprose.imports import cache_contracts  # reads files only; never the network
+
+    return cache_contracts(project_dir)
 
 
 def _register_hoisted(ck: Checker, body: tuple[n.Stmt, ...]) -> None:

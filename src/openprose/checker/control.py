@@ -87,13 +87,14 @@ def check_parallel_modifiers(
 
 def _parallel(ck: Checker, node: n.Parallel) -> None:
     check_parallel_modifiers(ck, node.modifiers, len(node.branches))
-    named: list[tuple[n.ParallelBranch, n.Name]] = []
+    named = [(branch, branch.name) for branch in node.branches if branch.name is not None]
+    outer = ck.joining
+    ck.joining = outer | {name.id for _, name in named}
     ck.depth += 1
     for branch in node.branches:
         ck.visit(branch.body)
-        if branch.name is not None:
-            named.append((branch, branch.name))
     ck.depth -= 1
+    ck.joining = outer
     # Branches run concurrently: their results exist only once the block has joined.
     for branch, name in named:
         program, contract = call_result(ck, branch.body)

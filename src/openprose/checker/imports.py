@@ -87,7 +87,10 @@ def contract_for(ck: Checker, info: ImportInfo) -> ProgramContract | None:
         return info.contract
     info.looked_up = True
     path = info.node.path.value
-    reason = "it is not cached; run `prose run` once or fetch it"
+    if ck.project_dir is None:
+        reason = "no project directory was given to read the import cache from (--project-dir)"
+    else:
+        reason = "it is not in the project's import cache; `prose run` caches what it fetches"
     try:
         info.contract = ck.contracts(path, ck.base_dir)
     except Exception as error:  # noqa: BLE001 - a lookup supplied from outside must not crash a check

@@ -12,7 +12,8 @@ from openprose import nodes as n
 from openprose.checker.scope import Scope, Var
 from openprose.codes import CODES
 from openprose.contracts import ContractLookup, ProgramContract
-from openprose.diagnostics import Diagnostic
+from openprose.diagnostics import Diagnostic, Severity
+from openprose.scanner import MAX_DIAGNOSTICS
 from openprose.source import Span
 
 Handler = Callable[["Checker", Any], None]
@@ -116,11 +117,24 @@ class Checker:
     depth: int = 0  # statement-list nesting; 0 is the program's top level
     seen_executable: bool = False
     in_agent: bool = False  # walking an agent definition's properties
+    # Names of the parallel branches being walked: they exist only once their block joins.
+    joining: frozenset[str] = frozenset()
+    # Diagnostics not kept because MAX_DIAGNOSTICS were already (errors, warnings and notes).
+    dropped_errors: int = 0
+    dropped_others: int = 0
 
     # --- reporting --------------------------------------------------------------------------
 
     def emit(self, code: str, span: Span, message: str) -> None:
-        self.diagnostics.append(Diagnostic(code, CODES[code].severity, message, span, self.path))
+        """Report a diagnostic; past MAX_DIAGNOSTICS only count it (``check`` then says that
+        reporting stopped), so a flood of them cannot exhaust memory."""
+        severity = CODES[code].severity
+        if len(self.diagnostics) < MAX_DIAGNOSTICS:
+            self.diagnostics.append(Diagnostic(code, severity, message, span, self.path))
+        elif severity is Severity.ERROR:
+            self.dropped_errors += 1
+        else:
+            self.dropped_others += 1
 
     # --- walking ----------------------------------------------------------------------------
 
@@ -147,6 +161,8 @@ class Checker:
         """The variable ``name`` names here; reports ``code`` (or defers it) when undefined."""
         var = self.scope.visible.get(name)
         if var is None and name not in self.broken:
+            if name in self.joining:
+                message += " (a parallel branch's result exists once the parallel block ends)"
             if self.order_free:
                 self.pending_names.append(PendingName(name, span, code, message))
             else:

@@ -44,7 +44,10 @@ def add_project_dir(parser: argparse.ArgumentParser) -> None:
         "--project-dir",
         type=_directory,
         metavar="DIR",
-        help="the project holding .prose/ (agent memory); without it memory checks are notes",
+        help=(
+            "the project holding .prose/ (agent memory, cached imports); without it those "
+            "checks are deferred (notes)"
+        ),
     )
 
 

@@ -47,6 +47,8 @@ EXTRA: dict[str, tuple[str, int, int]] = {
     "E170": ('use "./missing.prose" as m\n', 1, 5),
     "I001": ("agent a:\n  persist: project\nresume: a\n", 3, 9),
     "I002": ('use "@a/b" as b\nlet r = b(x: 1)\n', 1, 5),
+    # 1001 empty prompts: the last warning is left out, at the 1000th one reporting stops
+    "W155": ('session ""\n' * 1001, 1000, 9),
 }
 
 
@@ -150,3 +152,28 @@ def test_excerpt_of_a_long_line_is_a_window_around_the_span() -> None:
     end = Diagnostic("E004", CODES["E004"].severity, "m", source.span(2003, 2004))
     text, carets = end.excerpt(source).split("\n")
     assert text.startswith("  ...") and text.endswith("y") and len(carets) == len(text)
+
+
+def test_a_flood_of_checker_errors_is_capped_with_E117(checked: Check) -> None:
+    # 5000 undefined names: the first 1000 by position are kept, then E117 (an error was left
+    # out); the checker stops building diagnostics there, so no input exhausts memory.
+    source = "let x = [" + ", ".join(f"v{i}" for i in range(5000)) + "]\n"
+    found = checked(source)
+    assert len(found) == 1001
+    assert {d.code for d in found[:-1]} == {"E140"} and found[999].message.endswith("'v999'")
+    assert (found[-1].code, found[-1].line, found[-1].column) == ("E117", 1, found[999].column)
+
+
+def test_a_flood_of_warnings_stops_with_a_warning_not_an_error(checked: Check) -> None:
+    found = checked('session ""\n' * 3000)
+    assert len(found) == 1001 and not any(d.is_error for d in found)
+    assert found[-1].code == "W155" and found[-1].line == 1000
+
+
+def test_parser_and_checker_floods_together_keep_one_stop_note(checked: Check) -> None:
+    # 1500 syntax errors (the parser stops at 1000) after 1500 undefined names: 1000 kept in
+    # source order, one E117 at the end.
+    source = "let x = [" + ", ".join(f"v{i}" for i in range(1500)) + "]\n" + "x y\n" * 1500
+    found = checked(source)
+    assert len(found) == 1001 and [d.code for d in found].count("E117") == 1
+    assert found[-1].code == "E117" and {d.code for d in found[:-1]} == {"E140"}

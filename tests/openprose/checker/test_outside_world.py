@@ -164,9 +164,42 @@ def test_uncached_registry_import_is_deferred_once(checked: Check) -> None:
     assert found(diagnostics) == [("I002", 1, 5)]
     assert diagnostics[0].message == (
         "E026-E028 checks for 'research' deferred to run time: the contract of "
-        "'@alice/research' is unknown offline because it is not cached; run `prose run` once "
-        "or fetch it"
+        "'@alice/research' is unknown offline because no project directory was given to read "
+        "the import cache from (--project-dir)"
     )
+
+
+def test_registry_import_missing_from_the_project_cache_is_deferred(
+    checked: Check, project: Path
+) -> None:
+    source = 'use "@alice/research" as research\nlet a = research(topic: "x")\n'
+    diagnostics = checked(source, project_dir=project)
+    assert found(diagnostics) == [("I002", 1, 5)]
+    assert "not in the project's import cache" in diagnostics[0].message
+
+
+def test_cached_registry_import_is_checked_against_its_contract(
+    checked: Check, project: Path
+) -> None:
+    # What `prose run` fetched is cached under .prose/imports/; with the project directory
+    # known, E026-E028 run against that text instead of being deferred.
+    from openprose.imports import Fetched, ImportCache, sha256_of
+
+    text = 'input topic: "t"\noutput findings = session "Research {topic}"\n'
+    ImportCache(project).store(
+        Fetched("@alice/research", text, sha256_of(text), "https://p.prose.md/@alice/research")
+    )
+    source = (
+        'use "@alice/research" as research\nlet a = research(color: "x")\n'
+        'session "S"\n  context: a.sources\n'
+    )
+    assert found(checked(source, project_dir=project)) == [
+        ("E026", 2, 9),
+        ("E027", 2, 18),
+        ("E028", 4, 14),
+    ]
+    assert checked('use "@alice/research" as research\nlet a = research(topic: "x")\n',
+                   project_dir=project) == []  # fmt: skip
 
 
 def test_imports_never_invoked_need_no_contract(checked: Check) -> None:

@@ -2,22 +2,17 @@
 "Validation Rules" list) has a failing program that reports the row's code at an exact
 position, and a passing program that does not report it.
 
-A few rows cannot be written as source because the parser rejects the program first (an empty
-`if`/`option` body — see docs/decisions.md, OpenProse: checker); their failing case starts from valid
-source and empties the node the way an API user of the AST could. The empty-name rows use the
-same edit here and are also tested from source below.
+Every case is source text: the parser keeps an empty name (`input : "x"`) and an empty
+`if`/`option` body for the checker to report (docs/decisions.md).
 """
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
 
-from openprose import nodes as n
 from openprose.checker import check
 from openprose.checker.rows import ROWS
 from openprose.codes import CODES
@@ -37,33 +32,6 @@ class Case(NamedTuple):
     column: int
     passing: str
     options: dict[str, Any] | None = None
-    # Turns the parsed failing program into the one to check (rows the parser cannot express).
-    edit: Callable[[n.Program], n.Program] | None = None
-
-
-def _first(program: n.Program, **changes: Any) -> n.Program:
-    stmt: Any = dataclasses.replace(program.body[0], **changes)
-    return dataclasses.replace(program, body=(stmt, *program.body[1:]))
-
-
-def _empty_name(program: n.Program) -> n.Program:
-    stmt = program.body[0]
-    assert isinstance(stmt, n.Input | n.Output | n.BlockDef)
-    return _first(program, name=dataclasses.replace(stmt.name, id=""))
-
-
-def _empty_if_body(program: n.Program) -> n.Program:
-    stmt = program.body[0]
-    assert isinstance(stmt, n.If)
-    branch = dataclasses.replace(stmt.branches[0], body=())
-    return _first(program, branches=(branch,))
-
-
-def _empty_option_body(program: n.Program) -> n.Program:
-    stmt = program.body[0]
-    assert isinstance(stmt, n.Choice)
-    option = dataclasses.replace(stmt.options[0], body=())
-    return _first(program, options=(option, *stmt.options[1:]))
 
 
 RESEARCH = {"contracts": research_contract}
@@ -104,7 +72,7 @@ CASES: dict[tuple[str, str], Case] = {
     ),
     # --- Input Declarations ---
     ("Input Declarations", "Empty input name"): Case(
-        'input topic: "The subject"\n', 1, 1, 'input topic: "The subject"\n', edit=_empty_name
+        'input : "The subject"\n', 1, 1, 'input topic: "The subject"\n'
     ),
     ("Input Declarations", "Empty description"): Case(
         'input topic: ""\n', 1, 14, 'input topic: "The subject to research"\n'
@@ -123,11 +91,7 @@ CASES: dict[tuple[str, str], Case] = {
     ),
     # --- Output Bindings ---
     ("Output Bindings", "Empty output name"): Case(
-        'output findings = session "Synthesize"\n',
-        1,
-        1,
-        'output findings = session "Synthesize"\n',
-        edit=_empty_name,
+        'output = session "Synthesize"\n', 1, 1, 'output findings = session "Synthesize"\n'
     ),
     ("Output Bindings", "Duplicate output name"): Case(
         'output findings = session "A"\noutput findings = session "B"\n',
@@ -304,7 +268,7 @@ CASES: dict[tuple[str, str], Case] = {
         'agent reviewer:\n  model: opus\nblock review:\n  session "A"\n',
     ),
     ("Composition Blocks", "Empty block name"): Case(
-        'block checks:\n  session "A"\n', 1, 1, 'block checks:\n  session "A"\n', edit=_empty_name
+        'block :\n  session "A"\n', 1, 1, 'block checks:\n  session "A"\n'
     ),
     # --- Parallel Blocks ---
     ("Parallel Blocks", "Invalid join strategy"): Case(
@@ -491,11 +455,11 @@ CASES: dict[tuple[str, str], Case] = {
         '    session "B"\n',
     ),
     ("Choice Blocks", "Empty option body"): Case(
-        'choice **the best approach**:\n  option "A":\n    session "A"\n',
+        'choice **the best approach**:\n  option "A":\n    # to do\n  option "B":\n'
+        '    session "B"\n',
         2,
         3,
         'choice **the best approach**:\n  option "A":\n    session "A"\n',
-        edit=_empty_option_body,
     ),
     # --- Conditional Statements ---
     ("Conditional Statements", "Empty condition"): Case(
@@ -521,11 +485,10 @@ CASES: dict[tuple[str, str], Case] = {
         'if **the first case holds**:\n  session "A"\nelse:\n  session "B"\n',
     ),
     ("Conditional Statements", "Empty body"): Case(
-        'if **the system is healthy**:\n  session "A"\n',
+        'if **the system is healthy**:\n  # nothing to do yet\nelse:\n  session "B"\n',
         1,
         1,
         'if **the system is healthy**:\n  session "A"\n',
-        edit=_empty_if_body,
     ),
     # --- Validation Rules (codes no section table mentions) ---
     ("Validation Rules", "Unexpected token"): Case(
@@ -585,11 +548,8 @@ CASES: dict[tuple[str, str], Case] = {
 }
 
 
-def _run(source: str, case: Case, edit: Callable[[n.Program], n.Program] | None) -> list[Any]:
-    result = parse_text(source)
-    if edit is not None:
-        result = dataclasses.replace(result, program=edit(result.program))
-    return check(result, **(case.options or {}))
+def _run(source: str, case: Case) -> list[Any]:
+    return check(parse_text(source), **(case.options or {}))
 
 
 ROW_IDS = [f"{row.section}: {row.check}" for row in ROWS]
@@ -602,21 +562,21 @@ def test_every_row_has_a_case() -> None:
 @pytest.mark.parametrize("row", ROWS, ids=ROW_IDS)
 def test_failing_program_reports_the_row(row: Any) -> None:
     case = CASES[(row.section, row.check)]
-    found = [(d.code, d.line, d.column) for d in _run(case.failing, case, case.edit)]
+    found = [(d.code, d.line, d.column) for d in _run(case.failing, case)]
     assert (row.code, case.line, case.column) in found, found
 
 
 @pytest.mark.parametrize("row", ROWS, ids=ROW_IDS)
 def test_passing_program_is_clean(row: Any) -> None:
     case = CASES[(row.section, row.check)]
-    found = _run(case.passing, case, None)
+    found = _run(case.passing, case)
     assert [d for d in found if d.code == row.code or d.is_error] == []
 
 
 @pytest.mark.parametrize("row", ROWS, ids=ROW_IDS)
 def test_row_severity_matches_the_reference(row: Any) -> None:
     case = CASES[(row.section, row.check)]
-    found = [d for d in _run(case.failing, case, case.edit) if d.code == row.code]
+    found = [d for d in _run(case.failing, case) if d.code == row.code]
     assert found and all(d.severity == CODES[row.code].severity for d in found)
 
 
@@ -634,5 +594,26 @@ def test_empty_names_are_reported_from_source(
 ) -> None:
     # The parser keeps a statement with a missing name (an empty Name), so the reference's
     # empty-name rows fire for real source, at the statement's keyword, and nothing else does.
+    found = [(d.code, (d.line, d.column, d.end_line, d.end_column)) for d in check(source)]
+    assert found == [(code, span)]
+
+
+@pytest.mark.parametrize(
+    ("source", "code", "span"),
+    [
+        ('if **the system is healthy**:\nelif **it is degraded**:\n  session "B"\n', "W154",
+         (1, 1, 1, 3)),
+        ('if **the system is healthy**:\n  session "A"\nelif **it is degraded**:\n', "W154",
+         (3, 1, 3, 5)),
+        ('if **the system is healthy**:\n  session "A"\nelse:\n', "W154", (3, 1, 3, 5)),
+        ('choice **the best approach**:\n  option "A":\n', "W153", (2, 3, 2, 9)),
+        ("choice **the best approach**:\n", "E166", (1, 1, 1, 7)),
+    ],
+)  # fmt: skip
+def test_empty_bodies_are_reported_from_source(
+    source: str, code: str, span: tuple[int, int, int, int]
+) -> None:
+    # An empty if/elif/else or option body parses (docs/decisions.md: "Empty bodies"), so the
+    # reference's warning is the only diagnostic; a choice with no option lines is E166.
     found = [(d.code, (d.line, d.column, d.end_line, d.end_column)) for d in check(source)]
     assert found == [(code, span)]

@@ -177,3 +177,11 @@ def test_names_of_a_statement_that_failed_to_parse_do_not_cascade(
     from openprose.checker import check
 
     assert [(d.code, d.line, d.column) for d in check(source)] == expected
+
+
+def test_sibling_branch_result_says_why_it_is_undefined(checked: Check) -> None:
+    source = 'parallel:\n  a = session "A"\n  b = session "{a}"\nsession "{b}"\nsession "{c}"\n'
+    found = checked(source)
+    assert [(d.code, d.line, d.column) for d in found] == [("E141", 3, 16), ("E141", 5, 10)]
+    assert found[0].message.endswith("exists once the parallel block ends)")
+    assert "parallel" not in found[1].message  # only names of the block being walked

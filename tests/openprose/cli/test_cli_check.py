@@ -162,6 +162,26 @@ def test_project_dir_turns_deferred_memory_checks_into_real_ones(
     assert " W011 " in out and " I001 " not in out
 
 
+def test_project_dir_checks_calls_against_cached_imports(prose: Run, tmp_path: Path) -> None:
+    from openprose.imports import Fetched, ImportCache, sha256_of
+
+    program = tmp_path / "main.prose"
+    program.write_text(
+        'use "@alice/research" as research\nlet r = research(subject: "owls")\n',
+        encoding="utf-8",
+    )
+    code, out, _ = prose("check", program)
+    assert code == 0 and " I002 " in out and "--project-dir" in out
+    text = 'input topic: "t"\noutput findings = session "Research {topic}"\n'
+    ImportCache(tmp_path).store(Fetched("@alice/research", text, sha256_of(text), "registry"))
+    code, out, _ = prose("check", "--format", "json", "--project-dir", tmp_path, program)
+    assert code == 1
+    assert [(d["code"], d["line"], d["column"]) for d in json.loads(out)] == [
+        ("E026", 2, 9),
+        ("E027", 2, 18),
+    ]
+
+
 def test_output_survives_a_stream_that_cannot_encode_the_source() -> None:
     import io
 
