@@ -1,15 +1,17 @@
 """The ``vlp`` command: validate, show, gate and new.
 
 Exit codes: validate 0 valid / 1 problems found / 2 usage error; gate 0 proceed /
-3 hold for review / 4 halt / 2 usage error; new 0 / 1 invalid message / 2 usage error.
+3 hold for review / 4 halt / 2 usage error; new 0 / 1 invalid message / 2 usage error;
+130 when interrupted.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import IO, Any, NoReturn
 
 import orjson
 
@@ -22,6 +24,8 @@ from vlp.schema import MESSAGE_TYPES, SAFETY_LEVELS
 from vlp.thread import Thread, ThreadChecker
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
+_SPOOL_BYTES = 8 * 1024 * 1024
 
 
 class UsageError(Exception):
@@ -34,6 +38,43 @@ def _display(path: str) -> str:
 
 def _out(text: str) -> None:
     sys.stdout.write(text + "\n")
+
+
+def _out_bytes(data: bytes) -> None:
+    """JSON is UTF-8 whatever the terminal's encoding, so it goes out as bytes."""
+    buffer = getattr(sys.stdout, "buffer", None)
+    if buffer is None:  # a text-only stdout (tests, embedding)
+        sys.stdout.write(data.decode())
+        return
+    sys.stdout.flush()
+    buffer.write(data)
+    buffer.flush()
+
+
+def _out_json(value: Any, option: int = 0) -> None:
+    _out_bytes(orjson.dumps(value, option=option) + b"\n")
+
+
+class _ProblemSpool:
+    """The problems of a ``--format json`` report, as JSON text in a file kept in memory up
+    to 8 MiB and on disk beyond: memory stays bounded however many problems a file has."""
+
+    def __init__(self, spool: IO[bytes]) -> None:
+        self._spool = spool
+        self._count = 0
+
+    def add(self, problem: dict[str, Any]) -> None:
+        self._spool.write((b"," if self._count else b"") + orjson.dumps(problem))
+        self._count += 1
+
+    def report(self, ok: bool, messages: int, valid: int) -> None:
+        """Print ``{"ok", "messages", "valid", "problems": [...]}``."""
+        head = orjson.dumps({"ok": ok, "messages": messages, "valid": valid})
+        _out_bytes(head[:-1] + b',"problems":[')
+        self._spool.seek(0)
+        while piece := self._spool.read(_SPOOL_BYTES):
+            _out_bytes(piece)
+        _out_bytes(b"]}\n")
 
 
 def _problem_dict(path: str, problem: Problem) -> dict[str, Any]:
@@ -52,8 +93,11 @@ def _problem_text(path: str, problem: Problem) -> str:
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
-    as_json = args.format == "json"
-    problems: list[dict[str, Any]] = []
+    with tempfile.SpooledTemporaryFile(max_size=_SPOOL_BYTES) as spool:
+        return _validate(args, _ProblemSpool(spool) if args.format == "json" else None)
+
+
+def _validate(args: argparse.Namespace, problems: _ProblemSpool | None) -> int:
     totals = {"messages": 0, "valid": 0, "problems": 0}
     usage_errors = 0
     for path in args.files:
@@ -61,8 +105,8 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
         def on_problem(problem: Problem, path: str = path) -> None:
             totals["problems"] += 1
-            if as_json:
-                problems.append(_problem_dict(path, problem))
+            if problems is not None:
+                problems.add(_problem_dict(path, problem))
             else:
                 _out(_problem_text(path, problem))
 
@@ -82,7 +126,10 @@ def _cmd_validate(args: argparse.Namespace) -> int:
             )
         except OSError as error:
             usage_errors += 1
-            sys.stderr.write(f"vlp: cannot read {_display(path)}: {error.strerror or error}\n")
+            reason = f"cannot read {_display(path)}: {error.strerror or error}"
+            sys.stderr.write(f"vlp: {reason}\n")
+            if problems is not None:
+                problems.add(_problem_dict(path, Problem("VLP004", reason)))
             continue
         if checker is not None:
             for problem in checker.finish():
@@ -90,17 +137,8 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         totals["messages"] += summary.messages
         totals["valid"] += summary.valid
     ok = totals["problems"] == 0 and usage_errors == 0
-    if as_json:
-        _out(
-            orjson.dumps(
-                {
-                    "ok": ok,
-                    "messages": totals["messages"],
-                    "valid": totals["valid"],
-                    "problems": problems,
-                }
-            ).decode()
-        )
+    if problems is not None:
+        problems.report(ok, totals["messages"], totals["valid"])
     else:
         verdict = "ok" if ok else "INVALID"
         _out(
@@ -140,18 +178,16 @@ def _cmd_gate(args: argparse.Namespace) -> int:
     thread, unreadable = _load_thread(args.file, args.max_line_bytes)
     result = gate(thread, unreadable=unreadable)
     if args.format == "json":
-        _out(
-            orjson.dumps(
-                {
-                    "verdict": result.verdict.value,
-                    "causes": [
-                        {"verdict": c.verdict.value, "id": c.id, "line": c.line, "reason": c.reason}
-                        for c in result.causes
-                    ],
-                    "halted": result.halted,
-                    "held": result.held,
-                }
-            ).decode()
+        _out_json(
+            {
+                "verdict": result.verdict.value,
+                "causes": [
+                    {"verdict": c.verdict.value, "id": c.id, "line": c.line, "reason": c.reason}
+                    for c in result.causes
+                ],
+                "halted": result.halted,
+                "held": result.held,
+            }
         )
         return result.verdict.exit_code
     labels = {"proceed": "PROCEED", "hold": "HOLD for review", "halt": "HALT"}
@@ -212,8 +248,7 @@ def _cmd_new(args: argparse.Namespace) -> int:
         for problem in error.problems:
             sys.stderr.write(f"vlp new: {problem.code} {problem.message}\n")
         return EXIT_INVALID
-    option = orjson.OPT_INDENT_2 if args.pretty else 0
-    _out(orjson.dumps(msg, option=option).decode())
+    _out_json(msg, orjson.OPT_INDENT_2 if args.pretty else 0)
     return EXIT_OK
 
 
@@ -299,6 +334,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    reconfigure = getattr(sys.stdout, "reconfigure", None)
+    if reconfigure is not None:  # a terminal that cannot show a character gets an escape
+        reconfigure(errors="backslashreplace")
     args = build_parser().parse_args(argv)
     try:
         code: int = args.run(args)
@@ -308,6 +346,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         sys.stderr.close()  # downstream closed the pipe (e.g. `| head`); nothing more to say
         return EXIT_OK
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
     sys.stdout.flush()
     return code
 

@@ -10,6 +10,7 @@ CODES: dict[str, str] = {
     "VLP001": "line or document is not valid JSON (or not UTF-8)",
     "VLP002": "JSON value is not an object",
     "VLP003": "line longer than the configured maximum; skipped unread",
+    "VLP004": "file cannot be read (missing, a directory, no permission)",
     # Field shapes (the JSON Schema)
     "VLP101": "required field missing",
     "VLP102": "field has the wrong JSON type",
@@ -31,7 +32,7 @@ CODES: dict[str, str] = {
     "VLP205": "session_context must carry session_id",
     # Checks across the messages of a thread
     "VLP301": "duplicate message id",
-    "VLP302": "refers_to names an id not in the thread",
+    "VLP302": "refers_to names an id that no valid message of the thread has",
     "VLP303": "refers_to names a message that comes later in the thread",
     "VLP304": "seq gap within a session",
     "VLP305": "seq repeated or out of order within a session",

@@ -32,13 +32,15 @@ class Verdict(str, Enum):
 
 @dataclass(frozen=True)
 class Cause:
-    """A message (or unreadable line) that stops automation, and why."""
+    """A message (or unreadable line) that stops automation, and why: ``message`` is the
+    message itself, ``index`` its position in the thread (None for an unreadable line)."""
 
     verdict: Verdict
     reason: str
     id: str | None = None
     line: int | None = None
     index: int | None = None
+    message: Any = field(default=None, repr=False, compare=False)
 
     @property
     def where(self) -> str:
@@ -105,20 +107,31 @@ def gate(messages: Thread | Iterable[Any], *, unreadable: Iterable[Problem] = ()
         ident = msg.get("id") if isinstance(msg, dict) and isinstance(msg.get("id"), str) else None
         if safety_level(msg) == "block":
             causes.append(
-                Cause(Verdict.HALT, "safety.level is block" + _issue_codes(msg), ident, line, index)
+                Cause(
+                    Verdict.HALT,
+                    "safety.level is block" + _issue_codes(msg),
+                    ident,
+                    line,
+                    index,
+                    msg,
+                )
             )
             if first_block is None:
                 first_block = index
         reasons = _hold_reasons(msg, valid)
         for reason in reasons:
-            causes.append(Cause(Verdict.HOLD, reason, ident, line, index))
+            causes.append(Cause(Verdict.HOLD, reason, ident, line, index, msg))
         if reasons:
             hold_roots.append(index)
     for problem in thread.problems():
         if problem.code == "VLP307":
-            causes.append(Cause(Verdict.HOLD, problem.message, problem.id, problem.line))
-            if problem.id in thread.position:
-                hold_roots.append(thread.position[problem.id])
+            at = thread.position.get(problem.id) if problem.id is not None else None
+            culprit = thread.messages[at] if at is not None else None
+            causes.append(
+                Cause(Verdict.HOLD, problem.message, problem.id, problem.line, at, culprit)
+            )
+            if at is not None:
+                hold_roots.append(at)
     for problem in unreadable:
         causes.append(Cause(Verdict.HOLD, f"unreadable: {problem.message}", None, problem.line))
 

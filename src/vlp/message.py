@@ -3,17 +3,20 @@ refuses to return anything that is not a valid VLP/1.1 message."""
 
 from __future__ import annotations
 
+import math
 import uuid
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from vlp.errors import VLPError
+from vlp.errors import Problem, VLPError
 from vlp.schema import PROTOCOL
 from vlp.validate import message_problems
 
 #: Queries assert nothing, so they may omit confidence (docs/decisions.md, VLP).
 QUERY_DEFAULT_CONFIDENCE = 1.0
+#: Arrays and objects one inside another, the message included, that orjson will write.
+_MAX_DEPTH = 254
 
 
 def utc_timestamp(moment: datetime | None = None) -> str:
@@ -30,10 +33,60 @@ def new_message_id() -> str:
     return f"MSG-{uuid.uuid4().hex}"
 
 
-def _safety_object(safety: str | Mapping[str, Any]) -> dict[str, Any]:
+def _listed(value: object) -> object:
+    """A sequence as a list (mappings inside as dicts); anything else, strings and bytes
+    included, unchanged for the validator to name: "db" is not split into characters."""
+    if isinstance(value, Sequence) and not isinstance(value, (str, bytes, bytearray)):
+        return [dict(item) if isinstance(item, Mapping) else item for item in value]
+    return value
+
+
+def _mapped(value: object) -> object:
+    return dict(value) if isinstance(value, Mapping) else value
+
+
+def _safety_object(safety: object) -> object:
     if isinstance(safety, str):
         return {"level": safety, "issues": []}
-    return dict(safety)
+    return _mapped(safety)
+
+
+def json_problems(msg: Mapping[str, Any]) -> list[Problem]:
+    """Values JSON cannot carry (sets, bytes, NaN, non-string keys, nesting deeper than
+    the writer allows, loops) anywhere in ``msg``.
+
+    The validator checks JSON-shaped data; a message built in Python could still hold
+    values a serialiser would refuse or silently change, so makers and writers ask this.
+    """
+    found: list[Problem] = []
+    # (where, value, number of arrays/objects around the value, the message included)
+    stack: list[tuple[str, object, int]] = [(key, value, 1) for key, value in msg.items()]
+    while stack:
+        where, value, depth = stack.pop()
+        if value is None or isinstance(value, (str, bool, int)):
+            continue
+        if isinstance(value, float):
+            if not math.isfinite(value):
+                found.append(Problem("VLP102", f"'{where}' is {value!r}, which JSON cannot hold"))
+        elif isinstance(value, (list, dict)) and depth >= _MAX_DEPTH:
+            found.append(Problem("VLP102", f"'{where}' is nested too deeply (or loops)"))
+        elif isinstance(value, list):
+            stack.extend((f"{where}[{i}]", item, depth + 1) for i, item in enumerate(value))
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                if isinstance(key, str):
+                    stack.append((f"{where}.{key}", item, depth + 1))
+                else:
+                    found.append(
+                        Problem("VLP102", f"'{where}' has key {key!r}; JSON keys are strings")
+                    )
+        else:
+            found.append(
+                Problem(
+                    "VLP102", f"'{where}' holds a {type(value).__name__}, which JSON cannot hold"
+                )
+            )
+    return found
 
 
 def make_message(
@@ -55,13 +108,20 @@ def make_message(
     extras: Mapping[str, Any] | None = None,
     id: str | None = None,
     timestamp: str | datetime | None = None,
+    _extras: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A new, valid VLP/1.1 message dict, or VLPError listing every problem.
 
     ``safety`` may be a level name (``"review"``) or a full safety object; ``extras``
-    becomes ``_extras``; ``refers_to`` may be one id or a list. Confidence is required
-    except for queries, where it defaults to 1.0.
+    (or ``_extras``, the wire name) becomes ``_extras``; ``refers_to`` may be one id or a
+    list. Confidence is required except for queries, where it defaults to 1.0. Values of
+    the wrong type are not coerced: ``provenance="db"`` is refused, not split into
+    characters, and so is anything JSON cannot carry.
     """
+    if _extras is not None:
+        if extras is not None:
+            raise TypeError("give extras or _extras, not both")
+        extras = _extras
     if confidence is None and type == "query":
         confidence = QUERY_DEFAULT_CONFIDENCE
     if isinstance(timestamp, datetime):
@@ -72,31 +132,24 @@ def make_message(
         "type": type,
         "timestamp": utc_timestamp() if timestamp is None else timestamp,
     }
-    optional_first = {"session_id": session_id, "seq": seq}
-    msg.update((key, value) for key, value in optional_first.items() if value is not None)
-    msg["sender"] = sender
-    if receiver is not None:
-        msg["receiver"] = receiver
-    if topic is not None:
-        msg["topic"] = topic
-    msg["content"] = dict(content) if isinstance(content, Mapping) else content
-    if confidence is not None:
-        msg["confidence"] = confidence
-    if provenance is not None:
-        msg["provenance"] = [dict(p) if isinstance(p, Mapping) else p for p in provenance]
-    if keywords is not None:
-        msg["keywords"] = list(keywords)
-    if constraints is not None:
-        msg["constraints"] = list(constraints)
-    if payload is not None:
-        msg["payload"] = dict(payload)
-    if refers_to is not None:
-        msg["refers_to"] = refers_to if isinstance(refers_to, str) else list(refers_to)
-    if safety is not None:
-        msg["safety"] = _safety_object(safety)
-    if extras is not None:
-        msg["_extras"] = dict(extras)
-    problems = message_problems(msg)
+    optional: list[tuple[str, object]] = [
+        ("session_id", session_id),
+        ("seq", seq),
+        ("sender", sender),
+        ("receiver", receiver),
+        ("topic", topic),
+        ("content", _mapped(content)),
+        ("confidence", confidence),
+        ("provenance", _listed(provenance)),
+        ("keywords", _listed(keywords)),
+        ("constraints", _listed(constraints)),
+        ("payload", _mapped(payload)),
+        ("refers_to", _listed(refers_to)),
+        ("safety", None if safety is None else _safety_object(safety)),
+        ("_extras", _mapped(extras)),
+    ]
+    msg.update((key, value) for key, value in optional if value is not None)
+    problems = message_problems(msg) or json_problems(msg)
     if problems:
         raise VLPError(problems)
     return msg

@@ -1,17 +1,18 @@
 """A typed (pydantic) view of VLP messages for code that prefers objects to dicts.
 
-Validation is delegated to the same validator as everything else, so a model can only
-hold a message that ``validate_vlp`` accepts.
+Validation is delegated to the same validator as everything else, and models are frozen
+(a message is a receipt), so a model can only hold a message that ``validate_vlp``
+accepts.
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from vlp.errors import VLPError
-from vlp.message import make_message
+from vlp.message import json_problems, make_message
 from vlp.validate import message_problems
 
 MessageType = Literal[
@@ -21,22 +22,22 @@ SafetyLevel = Literal["safe", "review", "block"]
 
 
 class SafetyIssue(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", frozen=True)
 
     code: str
     detail: str | None = None
 
 
 class Safety(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", frozen=True)
 
     level: SafetyLevel
-    issues: list[SafetyIssue] = Field(default_factory=list)
+    issues: list[SafetyIssue] | None = None
     requires_human: bool | None = None
 
 
 class ProvenanceRef(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", frozen=True)
 
     ref: str
     type: str | None = None
@@ -47,10 +48,10 @@ class ProvenanceRef(BaseModel):
 class Message(BaseModel):
     """One VLP/1.1 message. Unknown top-level fields are kept (forward compatibility)."""
 
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
+    model_config = ConfigDict(extra="allow", frozen=True)
 
     id: str
-    protocol: Literal["VLP/1.1"] = "VLP/1.1"
+    protocol: Literal["VLP/1.1"]
     type: MessageType
     timestamp: str
     sender: str
@@ -71,14 +72,19 @@ class Message(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _must_be_valid_vlp(cls, data: Any) -> Any:
+        # The wire form exactly: null is a wrong type, not "absent"; "extras" is an unknown
+        # field (kept as it is), not _extras.
         if isinstance(data, dict):
-            wire = {("_extras" if key == "extras" else key): value for key, value in data.items()}
-            wire = {key: value for key, value in wire.items() if value is not None}
-            problems = message_problems(wire)
+            problems = message_problems(data) or json_problems(data)
             if problems:
                 raise ValueError(str(VLPError(problems)))
-            return wire
         return data
+
+    @field_validator("seq", mode="before")
+    @classmethod
+    def _integral_seq(cls, value: Any) -> Any:
+        # JSON Schema counts 1e300 as an integer; pydantic's int would refuse it as too big.
+        return int(value) if isinstance(value, float) and value.is_integer() else value
 
     @classmethod
     def create(cls, type: str, **fields: Any) -> Message:
@@ -90,8 +96,14 @@ class Message(BaseModel):
         return cls.model_validate(msg)
 
     def to_dict(self) -> dict[str, Any]:
-        """The wire form: ``_extras`` under its own name, unset optional fields left out."""
-        return self.model_dump(by_alias=True, exclude_none=True, mode="json")
+        """The wire form, exactly the fields given: ``_extras`` under its own name, absent
+        optional fields left out, unknown fields kept (null ones too)."""
+        wire = self.model_dump(by_alias=True, exclude_unset=True, mode="json")
+        if wire.get("_extras", {}) is None:
+            # pydantic counts an unknown wire field "extras" as setting this field; a valid
+            # message never has _extras null, so null here means "not given".
+            del wire["_extras"]
+        return wire
 
     @property
     def safety_level(self) -> SafetyLevel:

@@ -15,14 +15,15 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, BinaryIO, Self
+from typing import Any, BinaryIO, Protocol, Self
 
 import orjson
 
 from vlp.errors import Problem, VLPError
 from vlp.fastpath import is_surely_valid_line
+from vlp.message import json_problems
 from vlp.validate import check_message, is_surely_valid
 
 DEFAULT_MAX_LINE_BYTES = 1024 * 1024
@@ -30,10 +31,34 @@ CHUNK_BYTES = 1024 * 1024
 _BOM = b"\xef\xbb\xbf"
 _SNIFF_BYTES = 64 * 1024
 _SLICE = 64  # lines parsed before validating them together in scan()
+_PROBE_BYTES = 16 * 1024 * 1024  # an object spread over lines is looked for in inputs up to this
 
 Source = str | os.PathLike[str] | BinaryIO
 ProblemSink = Callable[[Problem], None]
 MessageSink = Callable[[dict[str, Any], int], None]
+
+
+class _Reader(Protocol):
+    def read(self, size: int = -1, /) -> bytes: ...
+
+
+class _Replay:
+    """Bytes already read from a stream, then the rest of the stream."""
+
+    def __init__(self, head: bytes, rest: _Reader) -> None:
+        self._head = memoryview(head)
+        self._rest = rest
+
+    def read(self, size: int = -1, /) -> bytes:
+        if not self._head:
+            return self._rest.read(size)
+        if size < 0:
+            data = bytes(self._head) + self._rest.read()
+            self._head = memoryview(b"")
+            return data
+        data = bytes(self._head[:size])
+        self._head = self._head[size:]
+        return data
 
 
 @dataclass(slots=True)
@@ -55,7 +80,9 @@ class _Unparsed:
     __slots__ = ("error",)
 
     def __init__(self, error: ValueError) -> None:
-        self.error = error
+        # Without its traceback: the frame it names holds this object and the whole batch
+        # of lines, a cycle only the garbage collector would free (memory grew per error).
+        self.error = error.with_traceback(None)
 
 
 @dataclass(slots=True)
@@ -68,7 +95,30 @@ class ScanSummary:
 
 
 def _json_error(line: int, error: ValueError) -> Problem:
+    if isinstance(error, json.JSONDecodeError):  # orjson's error is one too
+        return Problem("VLP001", f"invalid JSON at column {error.colno}: {error.msg}", line)
     return Problem("VLP001", f"invalid JSON: {error}", line)
+
+
+def _not_utf8(first_line: int, data: bytes, error: UnicodeDecodeError) -> Problem:
+    """VLP001 naming the line and byte where ``data`` (starting on ``first_line``) stops
+    being UTF-8."""
+    start = error.start
+    line_start = data.rfind(b"\n", 0, start) + 1
+    return Problem(
+        "VLP001",
+        f"not UTF-8: byte 0x{data[start]:02x} at byte {start - line_start + 1} of the line",
+        first_line + data.count(b"\n", 0, start),
+    )
+
+
+def _unparsable(line: int, data: bytes, error: ValueError) -> Problem:
+    """VLP001 for an NDJSON line orjson refused: bad encoding or bad JSON, and where."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as bad:
+        return _not_utf8(line, data, bad)
+    return _json_error(line, error)
 
 
 def _overlong(line: int, limit: int) -> Problem:
@@ -88,7 +138,7 @@ def _opened(source: Source) -> Iterator[BinaryIO]:
 
 
 def _line_batches(
-    stream: BinaryIO, first: bytes, max_line_bytes: int, chunk_bytes: int
+    stream: _Reader, first: bytes, max_line_bytes: int, chunk_bytes: int
 ) -> Iterator[tuple[int, list[bytes] | None]]:
     """Yield ``(number of first line, complete lines)``; ``(n, None)`` marks line n as over-long.
 
@@ -131,7 +181,7 @@ def _line_batches(
         yield last_line + 1, [carry]
 
 
-def _first_chunk(stream: BinaryIO, chunk_bytes: int, max_line_bytes: int) -> bytes:
+def _first_chunk(stream: _Reader, chunk_bytes: int, max_line_bytes: int) -> bytes:
     """The first read, extended to the first newline (up to 64 KiB) so the format can be
     told. Bytes after that newline come from the last read, so no line but the first can
     exceed ``max_line_bytes`` in it."""
@@ -155,47 +205,111 @@ def _looks_like_json_document(head: bytes) -> bool:
     return first_line == b"{"
 
 
+def _first_line_is_json(data: bytes) -> bool:
+    try:
+        orjson.loads(data.lstrip().split(b"\n", 1)[0])
+    except orjson.JSONDecodeError:
+        return False
+    return True
+
+
+def _read_at_most(stream: _Reader, head: bytes, limit: int) -> bytes:
+    """``head`` and what follows in ``stream``, stopping once more than ``limit`` bytes are
+    in hand (so a result of ``limit`` bytes or fewer is the whole input)."""
+    parts = [head]
+    size = len(head)
+    while size <= limit:
+        part = stream.read(min(CHUNK_BYTES, limit + 1 - size))
+        if not part:
+            break
+        parts.append(part)
+        size += len(part)
+    return b"".join(parts)
+
+
+def _detect(
+    stream: _Reader, chunk_bytes: int, max_line_bytes: int
+) -> tuple[list[Record] | None, _Reader, bytes]:
+    """Tell one JSON document from NDJSON: ``(records, _, _)`` for a document, else
+    ``(None, stream, first chunk)`` to read NDJSON from.
+
+    A document opens with '[' or with '{' alone on its line. Input opening with '{' whose
+    (complete) first line is not JSON by itself may be an object pretty-printed with its
+    first key on the brace's line: if the whole input is at most 16 MiB and parses as one
+    document, it is one. Anything else is NDJSON.
+    """
+    first = _first_chunk(stream, chunk_bytes, max_line_bytes)
+    rest: _Reader
+    if _looks_like_json_document(first):
+        data = first + stream.read()
+        records = _document_or_ndjson(data)
+        rest = io.BytesIO(data)
+    elif (
+        first.lstrip().startswith(b"{")
+        and b"\n" in first  # a whole first line, not an over-long one
+        and not _first_line_is_json(first)
+    ):
+        data = _read_at_most(stream, first, _PROBE_BYTES)
+        records = None
+        if len(data) <= _PROBE_BYTES:
+            records = list(_document_records(data))
+            if len(records) == 1 and records[0].message is None:
+                records = None  # not a document either: NDJSON reports each bad line
+        rest = _Replay(data, stream)
+    else:
+        return None, stream, first
+    if records is not None:
+        return records, rest, b""
+    return None, rest, _first_chunk(rest, chunk_bytes, max_line_bytes)
+
+
 def _document_or_ndjson(data: bytes) -> list[Record] | None:
     """Records of ``data`` read as one JSON document, or None when it is not one but its
     first line is a JSON value by itself (NDJSON whose first message is an array line)."""
     records = list(_document_records(data))
-    if len(records) == 1 and records[0].message is None:
-        first_line = data.lstrip().split(b"\n", 1)[0]
-        try:
-            orjson.loads(first_line)
-        except orjson.JSONDecodeError:
-            return records
+    if len(records) == 1 and records[0].message is None and _first_line_is_json(data):
         return None
     return records
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
 def _document_records(data: bytes) -> Iterator[Record]:
-    """Records of a whole JSON document: one object, or an array of objects."""
+    """Records of a whole JSON document: one object, or an array of objects.
+
+    orjson decides what is JSON and gives the values, exactly as for NDJSON lines (the json
+    module would also take NaN, lone surrogates and numbers beyond a double); the json
+    module only finds the line each array element starts on.
+    """
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
-        yield Record(1, None, [_json_error(1, error)])
+        problem = _not_utf8(1, data, error)
+        yield Record(problem.line or 1, None, [problem])
         return
-    decoder = json.JSONDecoder(parse_constant=_reject_constant)
     try:
-        decoder.decode(text)
-    except ValueError as error:
-        line = getattr(error, "lineno", 1)
-        yield Record(line, None, [_json_error(line, error)])
-        return
-    except RecursionError:
-        yield Record(1, None, [Problem("VLP001", "invalid JSON: nested too deeply", 1)])
+        document = orjson.loads(data)
+    except orjson.JSONDecodeError as error:
+        yield Record(error.lineno, None, [_json_error(error.lineno, error)])
         return
     start = len(text) - len(text.lstrip())
-    if text[start] != "[":
-        value = decoder.decode(text)
-        yield _record(text.count("\n", 0, start) + 1, value)
+    line = text.count("\n", 0, start) + 1
+    if not isinstance(document, list):
+        yield _record(line, document)
         return
-    # Walk the array element by element to know the line each message starts on.
+    # Problems also name the element, since several may share a line.
+    lines = _element_lines(text, start)
+    for element, value in enumerate(document):
+        line = next(lines, line)
+        record = _record(line, value)
+        record.problems = [
+            replace(problem, message=f"element [{element}]: {problem.message}")
+            for problem in record.problems
+        ]
+        yield record
+
+
+def _element_lines(text: str, start: int) -> Iterator[int]:
+    """The line each element of the (valid) array opening at ``start`` starts on."""
+    decoder = json.JSONDecoder()
     position = start + 1
     line = text.count("\n", 0, position) + 1
     while True:
@@ -204,8 +318,11 @@ def _document_records(data: bytes) -> Iterator[Record]:
             position += 1
         if text[position] == "]":
             return
-        value, end = decoder.raw_decode(text, position)
-        yield _record(line, value)
+        yield line
+        try:
+            _, end = decoder.raw_decode(text, position)
+        except RecursionError:  # nested deeper than the json module goes (orjson: 1024)
+            return
         line += text.count("\n", position, end)
         position = end
 
@@ -229,16 +346,11 @@ def read_records(
     bad content; OSError from opening or reading still propagates.
     """
     loads = orjson.loads
-    with _opened(source) as stream:
-        first = _first_chunk(stream, chunk_bytes, max_line_bytes)
-        if _looks_like_json_document(first):
-            data = first + stream.read()
-            records = _document_or_ndjson(data)
-            if records is not None:
-                yield from records
-                return
-            stream = io.BytesIO(data)
-            first = _first_chunk(stream, chunk_bytes, max_line_bytes)
+    with _opened(source) as opened:
+        records, stream, first = _detect(opened, chunk_bytes, max_line_bytes)
+        if records is not None:
+            yield from records
+            return
         for start, lines in _line_batches(stream, first, max_line_bytes, chunk_bytes):
             if lines is None:
                 yield Record(start, None, [_overlong(start, max_line_bytes)])
@@ -250,7 +362,7 @@ def read_records(
                     msg = loads(line)
                 except orjson.JSONDecodeError as error:
                     if line.strip():
-                        yield Record(number, None, [_json_error(number, error)])
+                        yield Record(number, None, [_unparsable(number, line, error)])
                     continue
                 yield _record(number, msg)
 
@@ -279,17 +391,12 @@ def scan(
     summary = ScanSummary()
     loads = orjson.loads
     surely_valid = is_surely_valid
-    with _opened(source) as stream:
-        first = _first_chunk(stream, chunk_bytes, max_line_bytes)
-        if _looks_like_json_document(first):
-            data = first + stream.read()
-            records = _document_or_ndjson(data)
-            if records is not None:
-                for record in records:
-                    _count(summary, record, on_problem, on_message)
-                return summary
-            stream = io.BytesIO(data)
-            first = _first_chunk(stream, chunk_bytes, max_line_bytes)
+    with _opened(source) as opened:
+        records, stream, first = _detect(opened, chunk_bytes, max_line_bytes)
+        if records is not None:
+            for record in records:
+                _count(summary, record, on_problem, on_message)
+            return summary
         valid = 0  # local counter: this loop is the hot path of `vlp validate`
         for start, lines in _line_batches(stream, first, max_line_bytes, chunk_bytes):
             if lines is None:
@@ -362,7 +469,7 @@ def _settle(
     if result.__class__ is _Unparsed:
         if line.strip():
             summary.problems += 1
-            on_problem(_json_error(number, result.error))
+            on_problem(_unparsable(number, line, result.error))
         else:
             summary.messages -= 1  # blank lines are not messages
         return False
@@ -413,7 +520,8 @@ class NdjsonWriter:
 
     The file is opened with O_APPEND and each line goes out in a single system call, so
     lines from concurrent writers never interleave and a crash leaves at most one torn
-    final line. Invalid messages are refused (VLPError) unless ``validate=False``.
+    final line. Invalid messages, and values JSON cannot carry (which orjson would refuse
+    or, for NaN, silently write as null), are refused (VLPError) unless ``validate=False``.
     """
 
     def __init__(
@@ -425,8 +533,10 @@ class NdjsonWriter:
         self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
     def write(self, msg: dict[str, Any]) -> None:
-        if self._validate and not is_surely_valid(msg):
-            problems = check_message(msg)
+        if self._fd < 0:
+            raise ValueError(f"NdjsonWriter for {self.path} is closed")
+        if self._validate:
+            problems = ([] if is_surely_valid(msg) else check_message(msg)) or json_problems(msg)
             if problems:
                 raise VLPError(problems)
         data = dumps_line(msg)

@@ -18,7 +18,10 @@ def _short(content: Any) -> str:
     if isinstance(content, str):
         text = content
     else:
-        text = orjson.dumps(content).decode()
+        try:
+            text = orjson.dumps(content).decode()
+        except orjson.JSONEncodeError:  # deeper than orjson writes, yet valid JSON
+            text = "{… nested too deeply to show …}"
     text = " ".join(text.split())
     return text if len(text) <= _WIDTH else text[: _WIDTH - 1] + "…"
 
@@ -56,11 +59,17 @@ def _headline(thread: Thread, msg: dict[str, Any]) -> list[str]:
 
 def render_thread(thread: Thread) -> str:
     """Each message under the first earlier message it refers to; invalid ones at the end."""
+    if not thread.messages:
+        return "no messages\n"
     children: dict[str, list[dict[str, Any]]] = {}
     roots: list[dict[str, Any]] = []
-    for msg in thread.valid_messages():
-        if thread.by_id.get(msg["id"]) is not msg:
-            continue  # duplicate id: the first message keeps the id
+    duplicates: list[tuple[int | None, dict[str, Any]]] = []
+    for msg, ok, line in zip(thread.messages, thread.valid, thread.lines):
+        if not ok:
+            continue
+        if thread.by_id[msg["id"]] is not msg:  # the first message keeps the id
+            duplicates.append((line, msg))
+            continue
         parents = [
             ref
             for ref in references(msg)
@@ -87,6 +96,16 @@ def render_thread(thread: Thread) -> str:
 
     for root in roots:
         emit(root, "", True, True)
+        out.append("")
+    if duplicates:
+        out.append(f"{len(duplicates)} message(s) reusing an earlier id, not shown in the tree:")
+        for line, msg in duplicates:
+            first = thread.lines[thread.position[msg["id"]]]
+            out.append(
+                f"  line {line if line is not None else '?'}: {msg['id']} {msg['type']}"
+                f" (id first used on line {first if first is not None else '?'}):"
+                f" {_short(msg['content'])}"
+            )
         out.append("")
     invalid = [
         (line, msg) for msg, ok, line in zip(thread.messages, thread.valid, thread.lines) if not ok

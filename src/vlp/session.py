@@ -40,9 +40,18 @@ class Session:
             return self.last_seq
 
     def message(self, type: str, **fields: Any) -> dict[str, Any]:
-        """A message in this session: ``make_message`` with session_id and seq filled in."""
+        """A message in this session: ``make_message`` with session_id and seq filled in.
+
+        The seq is spent only when the message is made: a refused message (VLPError)
+        leaves no gap in the session.
+        """
         fields.setdefault("sender", self.agent)
-        return make_message(type, session_id=self.id, seq=self.next_seq(), **fields)
+        with self._lock:
+            if self.closed:
+                raise SessionClosedError(f"session {self.id} has ended")
+            msg = make_message(type, session_id=self.id, seq=self.last_seq + 1, **fields)
+            self.last_seq += 1
+            return msg
 
     def end(
         self,
@@ -56,29 +65,34 @@ class Session:
 
         By default the content is the session's own record (message count, open and
         close times) and the provenance points at the session itself, which is where
-        those facts come from.
+        those facts come from. If the message is refused (VLPError) the session stays
+        open.
         """
-        seq = self.next_seq()
-        with self._lock:
-            self.closed = True
-        if content is None:
-            content = {
-                "messages": seq - 1,
-                "opened_at": self.opened_at,
-                "closed_at": utc_timestamp(),
-            }
         if provenance is None:
             provenance = [{"ref": self.id, "type": "vlp_session"}]
         fields.setdefault("sender", self.agent)
-        return make_message(
-            "session_context",
-            session_id=self.id,
-            seq=seq,
-            content=content,
-            confidence=confidence,
-            provenance=provenance,
-            **fields,
-        )
+        with self._lock:
+            if self.closed:
+                raise SessionClosedError(f"session {self.id} has ended")
+            seq = self.last_seq + 1
+            if content is None:
+                content = {
+                    "messages": self.last_seq,
+                    "opened_at": self.opened_at,
+                    "closed_at": utc_timestamp(),
+                }
+            msg = make_message(
+                "session_context",
+                session_id=self.id,
+                seq=seq,
+                content=content,
+                confidence=confidence,
+                provenance=provenance,
+                **fields,
+            )
+            self.last_seq = seq
+            self.closed = True
+            return msg
 
 
 class SessionRegistry:

@@ -135,7 +135,12 @@ class ThreadChecker:
 
     def finish(self) -> list[Problem]:
         found = [
-            Problem("VLP302", f"refers_to {ref!r}, which is not in the thread", line, referrer)
+            Problem(
+                "VLP302",
+                f"refers_to {ref!r}, which no valid message of the thread has",
+                line,
+                referrer,
+            )
             for ref, referrers in self._pending.items()
             for line, referrer, _ in referrers
         ]
@@ -245,9 +250,8 @@ class Thread:
             self.position[msg["id"]] = index
         for msg in self.valid_messages():
             if msg["type"] == "correction" and self.by_id.get(msg["id"]) is msg:
-                for ref in references(msg):
-                    if ref != msg["id"]:
-                        self._corrections.setdefault(ref, []).append(msg["id"])
+                for ref in references(msg):  # a correction of itself is a cycle
+                    self._corrections.setdefault(ref, []).append(msg["id"])
 
     def valid_messages(self) -> Iterator[dict[str, Any]]:
         return (msg for msg, ok in zip(self.messages, self.valid) if ok)

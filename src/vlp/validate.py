@@ -296,9 +296,7 @@ def _explain(msg: Any) -> _Found:
         found = _refers_to_problem(found, refers_to)
 
     # Truth serum.
-    has_provenance = provenance is not _MISSING and not (
-        isinstance(provenance, list) and not provenance
-    )
+    has_provenance = isinstance(provenance, list) and len(provenance) > 0
     if kind == "evidence":
         if refers_to is _MISSING:
             found = _add(
@@ -318,10 +316,7 @@ def _explain(msg: Any) -> _Found:
         and confidence >= _HIGH_CONFIDENCE
         and kind != "query"
         and not has_provenance
-        and not (
-            safety is not _MISSING
-            and (not isinstance(safety, dict) or safety.get("level", _MISSING) == "review")
-        )
+        and not (isinstance(safety, dict) and safety.get("level") == "review")
     ):
         found = _add(
             found,
@@ -348,7 +343,8 @@ assert set(_RULES) == _TYPES, "every schema type needs its rules"
 # timestamps share their "YYYY-MM-DDTHH:MM" prefix run after run. So a known-good prefix
 # followed by ":SSZ" passes with two set lookups; every other stamp goes to the pattern,
 # which records the prefixes of those it accepts.
-_SECOND_TAILS = frozenset(f":{second:02d}Z" for second in range(61))  # 60: leap second
+# Not :60 — a leap second is valid at 23:59 only, so the pattern decides those.
+_SECOND_TAILS = frozenset(f":{second:02d}Z" for second in range(60))
 _MINUTE_END = 16  # len("YYYY-MM-DDTHH:MM")
 _MINUTES_KEPT = 1024  # bounds the memory of the cache whatever the stream
 _known_minutes: set[str] = set()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +21,10 @@ def write(path: Path, messages: list[Any]) -> Path:
         b"".join((m if isinstance(m, bytes) else orjson.dumps(m)) + b"\n" for m in messages)
     )
     return path
+
+
+def line_of(msg: Any) -> bytes:
+    return orjson.dumps(msg) + b"\n"
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -212,3 +217,148 @@ def test_new_pipes_into_validate(tmp_path: Path) -> None:
         check=False,
     )
     assert checked.returncode == 0, checked.stdout
+
+
+NEW_ARGS: dict[str, list[str]] = {
+    "claim": ["--confidence", "0.95", "--provenance", "https://a"],
+    "evidence": ["--confidence", "1", "--refers-to", "C", "--provenance", "https://a"],
+    "query": ["--refers-to", "C"],
+    "response": ["--confidence", "0.7", "--refers-to", "Q"],
+    "correction": ["--confidence", "0.8", "--refers-to", "C", "--refers-to", "R"],
+    "notice": ["--confidence", "0.5", "--safety", "review", "--issue", "tone"],
+    "session_context": ["--confidence", "0.5", "--session-id", "S1", "--seq", "0"],
+}
+
+
+@pytest.mark.parametrize("kind", sorted(NEW_ARGS))
+def test_new_makes_every_type(kind: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "new", kind, "--sender", "A", "--content", "c", *NEW_ARGS[kind])
+    assert code == 0, err
+    msg = orjson.loads(out)
+    assert msg["type"] == kind and validate_vlp(msg) == (True, None)
+    assert out.count("\n") == 1  # one NDJSON line
+
+
+def test_validate_json_lists_unreadable_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    good = write(tmp_path / "ok.ndjson", [base()])
+    code, out, err = run(capsys, "validate", "--format", "json", str(tmp_path), str(good))
+    report = orjson.loads(out)
+    assert code == 2 and "cannot read" in err
+    assert report["ok"] is False and (report["messages"], report["valid"]) == (1, 1)
+    [problem] = report["problems"]
+    assert problem["path"] == str(tmp_path) and problem["line"] is None
+    assert problem["code"] == "VLP004" and problem["id"] is None
+
+
+def _nested_content() -> bytes:
+    """A valid message whose content is deeper than orjson will write back."""
+    head = orjson.dumps(base(content="PLACEHOLDER")).split(b'"PLACEHOLDER"')
+    return head[0] + b'{"a":' * 300 + b"1" + b"}" * 300 + head[1] + b"\n"
+
+
+BAD_INPUTS: dict[str, bytes] = {
+    "empty": b"",
+    "blank": b"\n \n\t\n",
+    "random": bytes(range(256)) * 4,
+    "deep-document": b"[" * 100_000,
+    "deep-line": line_of(base()) + b"[" * 100_000 + b"\n",
+    "deep-content": _nested_content(),
+    "lone-bracket": b"[",
+    "lone-brace": b"{\n",
+    "nul": b"\x00\n\x00",
+    "trailing-junk": b'[{"a": 1}] junk',
+    "nan": b'[{"confidence": NaN}]',
+    "huge-int": line_of(base())[:-2] + b',"seq":' + b"9" * 5000 + b"}\n",
+    "lone-surrogate-document": b'[{"id": "\\ud800", "confidence": 2}]',
+    "lone-surrogate-object": b'{\n"id": "\\ud800"}',
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_INPUTS))
+def test_no_input_makes_a_command_crash(
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / name
+    path.write_bytes(BAD_INPUTS[name])
+    for argv in (
+        ["validate", str(path)],
+        ["validate", "--no-thread", str(path)],
+        ["validate", "--format", "json", str(path)],
+        ["show", str(path)],
+        ["gate", str(path)],
+        ["gate", "--format", "json", str(path)],
+    ):
+        code, out, err = run(capsys, *argv)
+        assert code in (0, 1, 3), (argv, out, err)
+        assert "Traceback" not in out + err
+        if "json" in argv:
+            orjson.loads(out)
+
+
+def test_show_lists_reused_ids_and_says_when_there_is_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path / "dup.ndjson", [base(id="A"), base(id="A", content="second")])
+    code, out, _ = run(capsys, "show", str(path))
+    assert code == 0
+    assert "1 message(s) reusing an earlier id" in out
+    assert "line 2: A claim (id first used on line 1): second" in out
+    empty = write(tmp_path / "empty.ndjson", [])
+    assert run(capsys, "show", str(empty))[:2] == (0, "no messages\n")
+
+
+def test_interrupt_exits_130_without_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def interrupted(*args: Any, **kwargs: Any) -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("vlp.cli.scan", interrupted)
+    path = write(tmp_path / "ok.ndjson", [base()])
+    assert run(capsys, "validate", str(path))[0] == 130
+
+
+def test_output_survives_a_terminal_that_is_not_utf8(tmp_path: Path) -> None:
+    path = write(tmp_path / "t.ndjson", [base(id="A", content="héllo ✓"), base(id="B")])
+    env = dict(os.environ, PYTHONIOENCODING="ascii")
+    for argv in (["show", str(path)], ["validate", str(path)]):
+        done = subprocess.run(
+            [sys.executable, "-m", "vlp.cli", *argv], capture_output=True, env=env, check=False
+        )
+        assert done.returncode == 0 and b"Traceback" not in done.stderr, done.stderr
+    made = subprocess.run(
+        [sys.executable, "-m", "vlp.cli", "new", "claim", "--sender", "A", "--content", "héllo ✓"]
+        + ["--confidence", "0.5"],
+        capture_output=True,
+        env=env,
+        check=False,
+    )
+    assert made.returncode == 0 and orjson.loads(made.stdout)["content"] == "héllo ✓"
+
+
+def test_json_report_memory_stays_bounded_however_many_problems(tmp_path: Path) -> None:
+    path = tmp_path / "bad.ndjson"
+    path.write_bytes(b"{oops\n" * 100_000)  # 100,000 problems, ~13 MB of report
+    probe = (
+        "import os, sys, tracemalloc\n"
+        "from vlp.cli import main\n"
+        "sys.stdout = open(os.devnull, 'w')\n"
+        "tracemalloc.start()\n"
+        f"code = main(['validate', '--no-thread', '--format', 'json', {str(path)!r}])\n"
+        "sys.stderr.write(f'{code} {tracemalloc.get_traced_memory()[1]}')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, check=True)
+    code, peak = map(int, done.stderr.split())
+    assert code == 1
+    assert peak < 20 << 20  # the problems are spooled (8 MiB in memory, then disk)
+    report = subprocess.run(
+        [sys.executable, "-m", "vlp.cli", "validate", "--format", "json", str(path)],
+        capture_output=True,
+        check=False,
+    )
+    parsed = orjson.loads(report.stdout)
+    assert list(parsed) == ["ok", "messages", "valid", "problems"]
+    assert len(parsed["problems"]) == parsed["messages"] == 100_000
+    assert parsed["problems"][-1]["line"] == 100_000

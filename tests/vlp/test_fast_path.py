@@ -23,7 +23,13 @@ def wire(msg: Any) -> Any:
 
 # Stamps that share minutes, so that the fast path meets minutes it has learnt.
 minutes = st.sampled_from(
-    ["2025-12-14T10:30", "2024-02-29T23:59", "2023-02-29T10:30", "2025-04-31T00:00"]
+    [
+        "2025-12-14T10:30",
+        "2024-02-29T23:59",
+        "2023-02-29T10:30",
+        "2025-04-31T00:00",
+        "2025-12-31T23:58",
+    ]
 )
 tails = st.sampled_from(
     [":00Z", ":59Z", ":60Z", ":61Z", ":7Z", ":00.5Z", ":00z", ":00Z\n", ":0aZ", "", ":00"]
@@ -42,7 +48,9 @@ def test_learnt_minutes_never_admit_an_invalid_timestamp(stamps: list[tuple[str,
 
 def test_a_learnt_minute_still_checks_the_seconds() -> None:
     assert is_surely_valid(base(timestamp="2025-12-14T10:30:00Z"))
-    assert is_surely_valid(base(timestamp="2025-12-14T10:30:60Z"))  # leap second
+    assert not is_surely_valid(base(timestamp="2025-12-14T10:30:60Z"))  # not a leap second
+    assert is_surely_valid(base(timestamp="2025-12-31T23:59:00Z"))
+    assert is_surely_valid(base(timestamp="2025-12-31T23:59:60Z"))  # leap second
     for stamp in ("2025-12-14T10:30:61Z", "2025-12-14T10:30:6Z", "2025-12-14T10:30:00Z "):
         assert not is_surely_valid(base(timestamp=stamp))
         assert [p.code for p in check_message(base(timestamp=stamp)) or []] == ["VLP107"]

@@ -68,3 +68,17 @@ def test_correction_cycle_holds() -> None:
     ]
     result = gate(messages)
     assert result.verdict is Verdict.HOLD and "cycle" in result.causes[0].reason
+
+
+def test_causes_carry_the_messages_that_caused_them() -> None:
+    blocker = base(id="B", type="notice", safety={"level": "block"})
+    reviewer = base(id="R", type="notice", safety={"level": "review"}, confidence=0.5)
+    cycle = [
+        base(id="C1", type="correction", refers_to="C2"),
+        base(id="C2", type="correction", refers_to="C1"),
+    ]
+    result = gate([base(id="A"), reviewer, blocker, *cycle])
+    by_id = {cause.id: cause for cause in result.causes}
+    assert by_id["B"].message is blocker and by_id["B"].index == 2
+    assert by_id["R"].message is reviewer and by_id["R"].index == 1
+    assert by_id["C1"].message is cycle[0] and by_id["C1"].index == 3

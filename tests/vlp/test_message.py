@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta, timezone
+from types import MappingProxyType
+from typing import Any
 
+import orjson
 import pytest
 
 from vlp import VLPError, make_message, utc_timestamp, validate_vlp
@@ -80,3 +83,74 @@ def test_unknown_keyword_is_a_type_error_not_a_silent_typo() -> None:
 def test_naive_datetime_is_refused() -> None:
     with pytest.raises(ValueError, match="timezone"):
         utc_timestamp(datetime(2025, 1, 1))
+
+
+@pytest.mark.parametrize("field", ["provenance", "keywords", "constraints"])
+def test_a_string_for_a_list_field_is_refused_not_split_into_characters(field: str) -> None:
+    fields: dict[str, Any] = {"sender": "a", "content": "x", "confidence": 0.5, field: "database"}
+    with pytest.raises(VLPError) as caught:
+        make_message("claim", **fields)
+    [problem] = caught.value.problems
+    assert problem.code == "VLP102" and f"'{field}'" in problem.message
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("refers_to", 5), ("safety", 5), ("extras", [1]), ("payload", [("a", 1)]), ("content", 3)],
+)
+def test_wrong_types_are_a_vlp_error_never_a_stray_type_error(field: str, value: Any) -> None:
+    fields: dict[str, Any] = {"sender": "a", "content": "x", "confidence": 0.5, field: value}
+    with pytest.raises(VLPError) as caught:
+        make_message("response", **fields)
+    assert "VLP102" in [p.code for p in caught.value.problems]
+
+
+def test_tuples_are_lists_and_mappings_are_dicts() -> None:
+    msg = make_message(
+        "response",
+        sender="a",
+        content=MappingProxyType({"k": 1}),
+        confidence=0.5,
+        refers_to=("M1", "M2"),
+        keywords=("audit",),
+    )
+    assert msg["refers_to"] == ["M1", "M2"] and msg["keywords"] == ["audit"]
+    assert type(msg["content"]) is dict
+    assert validate_vlp(msg) == (True, None)
+
+
+def _nested(depth: int) -> Any:
+    value: Any = "x"
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def test_values_json_cannot_carry_are_refused_with_their_place() -> None:
+    looped: dict[str, Any] = {}
+    looped["self"] = looped
+    cases: list[tuple[dict[str, Any], str]] = [
+        ({"content": {"ids": {1, 2}}}, "'content.ids' holds a set"),
+        ({"payload": {1: "one"}}, "'payload' has key 1"),
+        ({"extras": {"score": float("nan")}}, "'_extras.score' is nan"),
+        ({"payload": {"raw": b"\x00"}}, "'payload.raw' holds a bytes"),
+        ({"payload": {"deep": _nested(300)}}, "nested too deeply"),
+        ({"payload": looped}, "nested too deeply"),
+    ]
+    for fields, expected in cases:
+        made: dict[str, Any] = {"sender": "a", "content": "x", "confidence": 0.5, **fields}
+        with pytest.raises(VLPError, match=expected.replace("[", r"\[")) as caught:
+            make_message("claim", **made)
+        assert {p.code for p in caught.value.problems} == {"VLP102"}
+    # Nesting orjson can still write is fine.
+    msg = make_message(
+        "claim", sender="a", content="x", confidence=0.5, payload={"d": _nested(250)}
+    )
+    assert orjson.loads(orjson.dumps(msg)) == msg
+
+
+def test_extras_under_its_wire_name() -> None:
+    msg = make_message("claim", sender="a", content="x", confidence=0.5, _extras={"trace": 1})
+    assert msg["_extras"] == {"trace": 1}
+    with pytest.raises(TypeError, match="not both"):
+        make_message("claim", sender="a", content="x", confidence=0.5, extras={}, _extras={})

@@ -22,7 +22,8 @@ def test_model_round_trips_a_message() -> None:
     )
     model = Message.from_dict(msg)
     assert model.type == "notice" and model.safety_level == "review"
-    assert model.safety is not None and model.safety.issues[0].code == "tone"
+    assert model.safety is not None and model.safety.issues is not None
+    assert model.safety.issues[0].code == "tone"
     assert model.extras == {"k": 1}
     assert model.to_dict() == msg
 
@@ -37,3 +38,20 @@ def test_model_create_and_unknown_fields_kept() -> None:
     assert model.confidence == 1.0
     kept = Message.from_dict(base(vendor="x"))
     assert kept.to_dict()["vendor"] == "x"
+
+
+def test_a_model_cannot_be_edited_into_an_invalid_message() -> None:
+    model = Message.from_dict(base(safety={"level": "review"}, confidence=0.95))
+    with pytest.raises(ValidationError, match="frozen"):
+        model.confidence = 0.99
+    assert model.safety is not None
+    with pytest.raises(ValidationError, match="frozen"):
+        model.safety.level = "safe"
+    assert model.to_dict()["safety"]["level"] == "review"
+
+
+def test_the_model_requires_what_the_wire_requires() -> None:
+    with pytest.raises(ValidationError, match="VLP101 missing required field 'protocol'"):
+        Message.from_dict(base(protocol=None))
+    with pytest.raises(ValidationError, match="VLP102 'content.s' holds a set"):
+        Message.from_dict(base(content={"s": {1}}))

@@ -207,6 +207,8 @@ def test_writer_refuses_invalid_messages_and_appends(tmp_path: Path) -> None:
             writer.write(base(id="B", confidence=0.95))
     append_message(path, base(id="C"))
     assert [m["id"] for m in read_messages(path)] == ["A", "C"]
+    with pytest.raises(ValueError, match="closed"):
+        writer.write(base(id="D"))
 
 
 def _append_many(path: str, worker: int) -> None:
@@ -252,3 +254,116 @@ def test_deeply_nested_input_is_an_error_not_a_crash() -> None:
         assert records and all(
             r.problems and r.problems[0].code in ("VLP001", "VLP002") for r in records
         )
+
+
+def test_unreadable_lines_say_where_and_why() -> None:
+    data = line(base(id="A")) + b'{"id": "\xff\xfe"}\n' + b'{"id": "B",, }\n'
+    expected = [
+        (2, "not UTF-8: byte 0xff at byte 9 of the line"),
+        (3, "invalid JSON at column 12: "),
+    ]
+    messages = [(p.line, p.message) for r in read_records(io.BytesIO(data)) for p in r.problems]
+    found: list[tuple[int | None, str]] = []
+    scan(io.BytesIO(data), lambda p: found.append((p.line, p.message)))
+    for reported in (messages, found):
+        assert [(n, text[: len(e)]) for (n, text), (_, e) in zip(reported, expected)] == expected
+        assert "line 1 column" not in "".join(text for _, text in reported)
+
+
+def test_a_document_names_the_line_of_its_bad_byte(tmp_path: Path) -> None:
+    path = tmp_path / "thread.json"
+    path.write_bytes(b'[\n  {"id": "A"},\n  {"id": "\xff"}\n]\n')
+    [record] = list(read_records(path))
+    assert record.line == 3
+    assert record.problems[0].message == "not UTF-8: byte 0xff at byte 11 of the line"
+
+
+def test_problems_in_a_one_line_array_name_their_element(tmp_path: Path) -> None:
+    path = tmp_path / "thread.json"
+    path.write_bytes(orjson.dumps([base(id="A"), 5, base(id="C", confidence=2)]))
+    problems = [p for r in read_records(path) for p in r.problems]
+    assert [(p.line, p.code, p.message.split(":")[0]) for p in problems] == [
+        (1, "VLP002", "element [1]"),
+        (1, "VLP108", "element [2]"),
+        (1, "VLP204", "element [2]"),
+    ]
+
+
+def test_writer_refuses_what_json_cannot_carry(tmp_path: Path) -> None:
+    path = tmp_path / "out.ndjson"
+    with NdjsonWriter(path) as writer:
+        with pytest.raises(VLPError, match="'payload.score' is nan"):
+            writer.write(base(id="A", payload={"score": float("nan")}))
+        with pytest.raises(VLPError, match="holds a set"):
+            writer.write(base(id="B", content={"s": {1}}))
+    assert path.read_bytes() == b""
+
+
+def test_memory_stays_bounded_however_many_lines(tmp_path: Path) -> None:
+    path = tmp_path / "many.ndjson"
+    good, bad = line(base(content="x" * 200)), line(base(confidence=0.99))
+    block = (good * 19 + bad + b"{oops\n") * 500  # ~2.4 MB
+    with path.open("wb") as out:
+        for _ in range(5):  # ~12 MB, 52,500 lines, 5,000 of them bad
+            out.write(block)
+    counts = {"records": 0, "messages": 0, "problems": 0}
+
+    def on_problem(problem: Any) -> None:
+        counts["problems"] += 1
+
+    def on_message(msg: Any, number: int) -> None:
+        counts["messages"] += 1
+
+    tracemalloc.start()
+    try:
+        for _ in read_records(path):
+            counts["records"] += 1
+        scan(path, on_problem, on_message)
+        summary = scan(path, on_problem)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert counts["records"] == summary.messages == 52_500
+    assert counts["messages"] == summary.valid == 47_500
+    assert counts["problems"] == 2 * summary.problems == 2 * 5_000
+    # A few chunks' worth. Bad lines once leaked their whole batch each, through a cycle
+    # between a kept exception and its frame: 21 MB here.
+    assert peak < 8 << 20
+
+
+def test_an_object_with_its_first_key_on_the_brace_line_is_one_document() -> None:
+    text = orjson.dumps(base(id="A"), option=orjson.OPT_INDENT_2).replace(b"{\n  ", b"{ ", 1)
+    assert not text.startswith(b"{\n")
+    assert [(r.line, r.ok) for r in read_records(io.BytesIO(text))] == [(1, True)]
+    found, summary = summary_of(text)
+    assert found == [] and (summary.messages, summary.valid) == (1, 1)
+
+
+def test_ndjson_with_a_broken_first_line_still_reports_line_by_line() -> None:
+    data = b'{"id": "A",\n' + line(base(id="B")) + b"{oops\n" + line(base(id="C"))
+    records = list(read_records(io.BytesIO(data), chunk_bytes=16))
+    assert [(r.line, r.ok) for r in records] == [(1, False), (2, True), (3, False), (4, True)]
+    found, summary = summary_of(data, chunk_bytes=16)
+    assert found == [(1, "VLP001"), (3, "VLP001")] and summary.valid == 2
+
+
+def test_documents_accept_exactly_what_ndjson_lines_accept(tmp_path: Path) -> None:
+    """orjson is the parser of record for both: the json module alone would take these."""
+    claim = orjson.dumps(base(id="A", content="PLACE"))
+    for value in (b'"\\ud800"', b"1e400", b"1" + b"0" * 400, b"NaN"):
+        message = claim.replace(b'"PLACE"', value)
+        for data in (b"[" + message + b"]", b"{\n" + message[1:], message + b"\n"):
+            [record] = list(read_records(io.BytesIO(data)))
+            assert [p.code for p in record.problems] == ["VLP001"], data
+    big = claim.replace(b'"PLACE"', b'{"n": ' + b"1" + b"0" * 30 + b"}")
+    documents = [next(read_records(io.BytesIO(d))) for d in (b"[" + big + b"]", big + b"\n")]
+    assert documents[0].message == documents[1].message  # 1e30 a float in both
+
+
+@pytest.mark.parametrize("end", [b"", b"\n"])
+def test_an_over_long_first_line_is_never_taken_for_a_document(end: bytes) -> None:
+    data = line(base(content="x" * 100_000))[:-1] + end
+    [record] = list(read_records(io.BytesIO(data), max_line_bytes=50_000))
+    assert [p.code for p in record.problems] == ["VLP003"]
+    found, _ = summary_of(data, max_line_bytes=50_000)
+    assert found == [(1, "VLP003")]

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from vlp import SessionClosedError, SessionRegistry, check_thread, validate_vlp
+from vlp import SessionClosedError, SessionRegistry, VLPError, check_thread, validate_vlp
 
 
 def test_sessions_issue_increasing_seq_and_close_with_context() -> None:
@@ -54,3 +54,28 @@ def test_registry_ids_are_distinct_and_lookup_fails_clearly() -> None:
         registry.get("S-missing")
     with pytest.raises(ValueError, match="already open"):
         registry.open("b", session_id=next(iter(ids)))
+
+
+def test_a_refused_message_spends_no_seq() -> None:
+    session = SessionRegistry().open("agent")
+    first = session.message("claim", content="a", confidence=0.5)
+    with pytest.raises(VLPError, match="VLP204"):
+        session.message("claim", content="b", confidence=0.95)
+    second = session.message("claim", content="c", confidence=0.5)
+    assert (first["seq"], second["seq"]) == (1, 2)
+    assert check_thread([first, second]) == []
+
+
+def test_a_refused_end_leaves_the_session_open_and_an_end_is_final() -> None:
+    registry = SessionRegistry()
+    session = registry.open("agent")
+    session.message("claim", content="a", confidence=0.5)
+    with pytest.raises(VLPError, match="VLP204"):
+        registry.end(session.id, confidence=0.95, provenance=[])
+    assert session.id in registry.open_sessions and not session.closed
+    closing = registry.end(session.id)
+    assert closing["seq"] == 2
+    with pytest.raises(SessionClosedError):
+        session.end()
+    with pytest.raises(SessionClosedError):
+        session.message("claim", content="late", confidence=0.5)

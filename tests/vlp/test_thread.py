@@ -131,3 +131,11 @@ def test_long_correction_chains_do_not_hit_the_recursion_limit() -> None:
     ]
     current = effective(messages, "C0")
     assert current.content == "v2999" and len(current.chain) == 3000
+
+
+def test_a_correction_of_itself_is_a_cycle_for_effective_too() -> None:
+    messages = [base(id="A"), base(id="S", type="correction", refers_to=["A", "S"])]
+    assert ("VLP307", "S") in codes(messages)
+    for ident in ("A", "S"):
+        with pytest.raises(CorrectionCycleError, match="S -> S"):
+            effective(messages, ident)
