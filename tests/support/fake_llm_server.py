@@ -20,7 +20,10 @@ The default reply echoes the last user message: "echo: <text>". Every answer car
 request id header (`request-id` for Anthropic, `x-request-id` for OpenAI).
 Faults are consumed one per request, in order, across both APIs:
   "429" (with optional retry-after seconds), "500", "hang" (sleep past the client's
-  timeout), "malformed" (200 with a broken JSON body), "401".
+  timeout), "malformed" (200 with a broken JSON body), "401", and the shapes a misbehaving
+  server or proxy sends: "html" (200 with an HTML page), "wrong_shape" (200 with JSON that
+  is not a completion), "bad_usage" (200 whose token counts are not numbers), "502_html"
+  (a proxy's HTML error page), "404_text" (Ollama's `{"error": "..."}` for an unknown model).
 """
 
 from __future__ import annotations
@@ -46,11 +49,23 @@ __all__ = [
     "Fault",
     "ServerStats",
     "fetch_stats",
+    "reset_server",
     "script_faults",
     "start_in_subprocess",
 ]
 
-FAULT_KINDS = ("429", "500", "hang", "malformed", "401")
+FAULT_KINDS = (
+    "429",
+    "500",
+    "hang",
+    "malformed",
+    "401",
+    "html",
+    "wrong_shape",
+    "bad_usage",
+    "502_html",
+    "404_text",
+)
 
 # reply(api, body) -> assistant text; api is "anthropic" or "openai".
 Reply = Callable[[str, dict[str, Any]], str]
@@ -183,7 +198,7 @@ class FakeLLMServer:
             if self.latency:
                 await asyncio.sleep(self.latency)
             if fault is not None:
-                return await self._fault(fault, api)
+                return await self._fault(fault, api, body)
             request_id = f"req_fake_{next(self._ids)}"
             text = self.reply(api, body)
             payload = (
@@ -197,7 +212,27 @@ class FakeLLMServer:
         finally:
             stats.in_flight -= 1
 
-    async def _fault(self, fault: Fault, api: str) -> web.StreamResponse:
+    async def _fault(self, fault: Fault, api: str, body: dict[str, Any]) -> web.StreamResponse:
+        if fault.kind == "html":
+            return web.Response(
+                status=200, text="<html><body>Welcome</body></html>", content_type="text/html"
+            )
+        if fault.kind == "wrong_shape":
+            return web.json_response({"id": "x", "object": "list", "data": []})
+        if fault.kind == "bad_usage":
+            payload = (
+                _anthropic_message(body, "ok", "req_bad_usage")
+                if api == "anthropic"
+                else _openai_completion(body, "ok", "req_bad_usage")
+            )
+            payload["usage"] = {key: "many" for key in payload["usage"]}
+            return web.json_response(payload)
+        if fault.kind == "502_html":
+            return web.Response(
+                status=502, text="<html><h1>502 Bad Gateway</h1></html>", content_type="text/html"
+            )
+        if fault.kind == "404_text":
+            return web.json_response({"error": "model 'nope' not found"}, status=404)
         if fault.kind == "hang":
             await asyncio.sleep(fault.hang_seconds)
             return web.json_response(_error_body(api, 504, "hung"), status=504)
@@ -332,6 +367,13 @@ def script_faults(base_url: str, *faults: Fault) -> None:
     request = urllib.request.Request(
         f"{base_url}/_control/faults", data=data, headers={"content-type": "application/json"}
     )
+    with urllib.request.urlopen(request, timeout=5):
+        pass
+
+
+def reset_server(base_url: str) -> None:
+    """Forget queued faults and counters (between tests sharing one server process)."""
+    request = urllib.request.Request(f"{base_url}/_control/reset", data=b"{}", method="POST")
     with urllib.request.urlopen(request, timeout=5):
         pass
 

@@ -8,8 +8,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from openprose.providers.base import ModelRequest, ModelResponse, ProviderError, Usage
-from openprose.providers.sdk_errors import translate_sdk_error
+from openprose.providers.base import ModelRequest, ModelResponse, Usage
+from openprose.providers.sdk_errors import (
+    BadAnswer,
+    malformed_response,
+    optional_text,
+    shown,
+    token_count,
+    translate_sdk_error,
+)
 
 __all__ = ["AnthropicProvider"]
 
@@ -41,7 +48,7 @@ class AnthropicProvider:
             params["system"] = request.system
         try:
             message = await self._client.messages.create(**params)
-        except (self._sdk.APIError, ValueError) as exc:  # ValueError: a body that is not JSON
+        except (self._sdk.APIError, ValueError) as exc:  # ValueError: not JSON, or refused
             raise translate_sdk_error(
                 exc,
                 sdk=self._sdk,
@@ -51,21 +58,36 @@ class AnthropicProvider:
                 timeout=self._timeout,
             ) from exc
         try:
-            text = "".join(block.text for block in message.content if block.type == "text")
-            usage = Usage(message.usage.input_tokens, message.usage.output_tokens)
-        except (AttributeError, TypeError) as exc:
-            raise ProviderError(
-                f"anthropic (model {request.model}): malformed response: {exc}",
-                provider=self.name,
-            ) from exc
-        return ModelResponse(
-            text=text,
-            usage=usage,
-            finish_reason=message.stop_reason,
-            request_id=message._request_id or message.id,
-            model=message.model or request.model,
-            provider=self.name,
-        )
+            return _response(message, request.model)
+        except BadAnswer as exc:
+            raise malformed_response(self.name, request.model, str(exc), message) from None
 
     async def aclose(self) -> None:
         await self._client.close()
+
+
+def _response(message: Any, model: str) -> ModelResponse:
+    """Read a Messages API answer, checking every field: the SDK does not validate it."""
+    content = getattr(message, "content", None)
+    if not isinstance(content, list):
+        raise BadAnswer(f"no `content` list of blocks (found {shown(content)})")
+    parts: list[str] = []
+    for block in content:
+        kind = getattr(block, "type", None)
+        if not isinstance(kind, str):
+            raise BadAnswer(f"a content block is {shown(block)}, not a typed block")
+        if kind == "text":
+            text = getattr(block, "text", None)
+            if not isinstance(text, str):
+                raise BadAnswer(f"a text block has text {shown(text)}")
+            parts.append(text)
+    usage = getattr(message, "usage", None)
+    request_id = getattr(message, "_request_id", None) or getattr(message, "id", None)
+    return ModelResponse(
+        text="".join(parts),
+        usage=Usage(token_count(usage, "input_tokens"), token_count(usage, "output_tokens")),
+        finish_reason=optional_text(getattr(message, "stop_reason", None), "stop_reason"),
+        request_id=None if request_id is None else str(request_id),
+        model=optional_text(getattr(message, "model", None), "model") or model,
+        provider="anthropic",
+    )

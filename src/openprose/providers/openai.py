@@ -7,11 +7,21 @@ LM Studio).
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlsplit
 
-from openprose.providers.base import ModelRequest, ModelResponse, ProviderError, Usage
-from openprose.providers.sdk_errors import translate_sdk_error
+from openprose.providers.base import ModelRequest, ModelResponse, Usage
+from openprose.providers.sdk_errors import (
+    BadAnswer,
+    malformed_response,
+    optional_text,
+    shown,
+    token_count,
+    translate_sdk_error,
+)
 
 __all__ = ["OpenAIProvider"]
+
+OPENAI_HOST = "api.openai.com"  # OPENAI_BASE_URL may name OpenAI itself
 
 
 class OpenAIProvider:
@@ -31,7 +41,8 @@ class OpenAIProvider:
         )
         # OpenAI's own API wants `max_completion_tokens` (newer models reject `max_tokens`);
         # compatible servers are more reliably served by the older `max_tokens`.
-        self._max_tokens_param = "max_tokens" if base_url else "max_completion_tokens"
+        official = not base_url or urlsplit(base_url).hostname == OPENAI_HOST
+        self._max_tokens_param = "max_completion_tokens" if official else "max_tokens"
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         messages: list[dict[str, str]] = []
@@ -47,7 +58,7 @@ class OpenAIProvider:
             params["temperature"] = request.temperature
         try:
             completion = await self._client.chat.completions.create(**params)
-        except (self._sdk.APIError, ValueError) as exc:  # ValueError: a body that is not JSON
+        except (self._sdk.APIError, ValueError) as exc:  # ValueError: not JSON, or refused
             raise translate_sdk_error(
                 exc,
                 sdk=self._sdk,
@@ -57,22 +68,32 @@ class OpenAIProvider:
                 timeout=self._timeout,
             ) from exc
         try:
-            choice = completion.choices[0]
-            text = choice.message.content or ""
-            usage = completion.usage
-        except (AttributeError, IndexError, TypeError) as exc:
-            raise ProviderError(
-                f"openai (model {request.model}): malformed response: {exc!r}",
-                provider=self.name,
-            ) from exc
-        return ModelResponse(
-            text=text,
-            usage=Usage(usage.prompt_tokens, usage.completion_tokens) if usage else Usage(),
-            finish_reason=choice.finish_reason,
-            request_id=completion._request_id or completion.id,
-            model=completion.model or request.model,
-            provider=self.name,
-        )
+            return _response(completion, request.model)
+        except BadAnswer as exc:
+            raise malformed_response(self.name, request.model, str(exc), completion) from None
 
     async def aclose(self) -> None:
         await self._client.close()
+
+
+def _response(completion: Any, model: str) -> ModelResponse:
+    """Read a chat.completions answer, checking every field: the SDK does not validate it."""
+    choices = getattr(completion, "choices", None)
+    if not isinstance(choices, list) or not choices:
+        raise BadAnswer(f"no `choices` list with an answer (found {shown(choices)})")
+    choice = choices[0]
+    message = getattr(choice, "message", None)
+    if message is None or isinstance(message, str | int | float | list):
+        raise BadAnswer(f"`choices[0].message` is {shown(message)}, not a message object")
+    # null content is a real answer shape (a refusal, or every token spent on reasoning)
+    text = optional_text(getattr(message, "content", None), "choices[0].message.content")
+    usage = getattr(completion, "usage", None)
+    request_id = getattr(completion, "_request_id", None) or getattr(completion, "id", None)
+    return ModelResponse(
+        text=text or "",
+        usage=Usage(token_count(usage, "prompt_tokens"), token_count(usage, "completion_tokens")),
+        finish_reason=optional_text(getattr(choice, "finish_reason", None), "finish_reason"),
+        request_id=None if request_id is None else str(request_id),
+        model=optional_text(getattr(completion, "model", None), "model") or model,
+        provider="openai",
+    )

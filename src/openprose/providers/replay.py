@@ -1,7 +1,9 @@
-"""Replay a recorded cassette, and record one from a live provider.
+"""Replay a recorded cassette or a previous run's journal, and record a cassette live.
 
 A cassette is JSONL, one `{"key", "request", "response"}` record per line, where `key` is
-`ModelRequest.key()`. Identical repeated requests are answered in recorded order.
+`ModelRequest.key()`. A run's `journal.jsonl` serves as well: its `session_finished` events
+carry the same request and response. Identical repeated requests are answered in recorded
+order.
 """
 
 from __future__ import annotations
@@ -21,22 +23,59 @@ from openprose.providers.base import (
     _canonical_sha256,
 )
 
-__all__ = ["RecordingProvider", "ReplayProvider", "read_cassette"]
+__all__ = ["RecordingProvider", "ReplayProvider", "read_cassette", "replay_source"]
 
 PROMPT_PREVIEW_CHARS = 80
+JOURNAL_NAME = "journal.jsonl"  # inside a run folder .prose/runs/{run id}/
+RUNS_DIR = Path(".prose") / "runs"
+
+
+def replay_source(path: Path, project_dir: Path | None = None) -> Path:
+    """The file to replay: a cassette or journal file, a run folder, or a run id (or a
+    unique prefix of one) under `.prose/runs/` of `project_dir` (default: the cwd)."""
+    path = Path(path)
+    if path.is_dir():
+        journal = path / JOURNAL_NAME
+        if not journal.is_file():
+            raise ProviderConfigError(
+                f"replay: {path} is a folder without a {JOURNAL_NAME}; give a cassette file "
+                f"or a run folder"
+            )
+        return journal
+    if path.exists() or len(path.parts) != 1:
+        return path
+    runs = (project_dir or Path.cwd()) / RUNS_DIR
+    matches = sorted(p for p in runs.glob(f"{path.name}*") if (p / JOURNAL_NAME).is_file())
+    if len(matches) == 1:
+        return matches[0] / JOURNAL_NAME
+    if len(matches) > 1:
+        names = ", ".join(m.name for m in matches[:5])
+        raise ProviderConfigError(f"replay: {path.name!r} matches several runs: {names}")
+    return path  # read_cassette reports it missing
 
 
 def read_cassette(path: Path) -> list[tuple[ModelRequest, ModelResponse]]:
+    """The exchanges of a cassette, or of a run journal's finished sessions."""
     try:
         lines = Path(path).read_text(encoding="utf-8").splitlines()
     except OSError as exc:
-        raise ProviderConfigError(f"replay: cannot read cassette {path}: {exc.strerror}") from None
+        raise ProviderConfigError(
+            f"replay: cannot read {path}: {exc.strerror}; give a cassette "
+            f"(`prose run --record FILE`), a run's {JOURNAL_NAME}, a run folder or a run id"
+        ) from None
     records = []
-    for number, line in enumerate(lines, start=1):
+    journal = False
+    for index, line in enumerate(lines):
         if not line.strip():
             continue
         try:
             record = json.loads(line)
+            if not isinstance(record, dict):
+                raise TypeError("not a JSON object")
+            journal = journal or "ev" in record
+            # In a journal, only finished sessions hold an exchange.
+            if "ev" in record and (record["ev"] != "session_finished" or "request" not in record):
+                continue
             records.append(
                 (
                     ModelRequest.from_dict(record["request"]),
@@ -44,8 +83,10 @@ def read_cassette(path: Path) -> list[tuple[ModelRequest, ModelResponse]]:
                 )
             )
         except (ValueError, KeyError, TypeError) as exc:
+            if isinstance(exc, json.JSONDecodeError) and (journal or _torn(line)):
+                continue  # a line torn by a killed run (the VM's journal reader skips them too)
             raise ProviderConfigError(
-                f"replay: {path}:{number} is not a cassette record ({exc})"
+                f"replay: {path}:{index + 1} is not a cassette record or journal event ({exc})"
             ) from None
     return records
 
@@ -75,8 +116,10 @@ class ReplayProvider:
             self._by_prompt.setdefault(_prompt_key(request), deque()).append(index)
 
     @classmethod
-    def from_file(cls, path: Path) -> ReplayProvider:
-        return cls(read_cassette(path), source=str(path))
+    def from_file(cls, path: Path, project_dir: Path | None = None) -> ReplayProvider:
+        """From a cassette, a run journal, a run folder, or a run id (see `replay_source`)."""
+        source = replay_source(path, project_dir)
+        return cls(read_cassette(source), source=str(source))
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         index = self._take(self._by_key.get(request.key()))
@@ -123,6 +166,8 @@ class RecordingProvider:
         self.name = inner.name
         self.path = Path(path)
         self._file: IO[str] = self.path.open("a", encoding="utf-8")
+        if self._file.tell() > 0 and not _ends_with_newline(self.path):
+            self._file.write("\n")  # a killed run tore the last line: start on a new one
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         response = await self._inner.complete(request)
@@ -146,3 +191,14 @@ def _prompt_key(request: ModelRequest) -> str:
     body = request.to_dict()
     del body["model"]
     return _canonical_sha256(body)
+
+
+def _torn(line: str) -> bool:
+    """The start of a record we wrote, cut short: what a run killed mid-write leaves."""
+    return line.startswith(('{"key"', '{"ev"'))
+
+
+def _ends_with_newline(path: Path) -> bool:
+    with path.open("rb") as handle:
+        handle.seek(-1, 2)
+        return handle.read(1) == b"\n"

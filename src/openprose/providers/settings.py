@@ -29,6 +29,7 @@ __all__ = [
 ]
 
 PROVIDER_NAMES = ("anthropic", "openai", "local", "replay", "scripted")
+LIVE_PROVIDERS = ("anthropic", "openai", "local")
 # Providers whose spec carries a file: `replay:CASSETTE.jsonl`, `scripted:RULES.yaml`.
 FILE_PROVIDERS = ("replay", "scripted")
 # A file path given by these is relative to the working directory, not to prose.toml.
@@ -64,7 +65,8 @@ No model provider is configured. Configure one of:
   * The embedded local model (no key, no network):
                 pip install 'openprose[local]'
   * Or name it explicitly: `--provider NAME` or `provider = "NAME"` in prose.toml,
-    NAME one of: anthropic, openai, local, replay:CASSETTE.jsonl, scripted:RULES.yaml"""
+    NAME one of: anthropic, openai, local, scripted:RULES.yaml,
+    replay:CASSETTE.jsonl (or replay:RUN, a previous run's id or folder)"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +135,9 @@ class ProviderSettings:
 def resolve_model(alias_or_id: str, settings: ProviderSettings) -> tuple[str, str]:
     """Map `sonnet`, `openai:gpt-4o`, or a plain model id to (provider name, model id)."""
     target = settings.aliases.get(alias_or_id, alias_or_id)
+    if target in LIVE_PROVIDERS and target != alias_or_id:
+        # `--model sonnet=local` or `haiku=openai`: that provider's own model for the alias
+        target = f"{target}:{alias_or_id}"
     provider, model = _split_target(target, default_provider=settings.provider)
     if provider == "local":
         return provider, LOCAL_MODEL_ID  # one embedded model serves every alias
@@ -240,12 +245,13 @@ def _parse_spec(spec: str, source: str, base_dir: Path | None) -> tuple[str, Pat
     if name not in PROVIDER_NAMES:
         raise ProviderConfigError(
             f"unknown provider {spec!r} (from {source}); "
-            f"choose one of: anthropic, openai, local, replay:FILE, scripted:FILE"
+            f"choose one of: anthropic, openai, local, replay:CASSETTE_OR_RUN, scripted:RULES"
         )
     if name in FILE_PROVIDERS:
         if not rest:
+            what = "a cassette, run id or run folder" if name == "replay" else "a rules file"
             raise ProviderConfigError(
-                f"provider {name!r} needs a file: write `{name}:PATH` (from {source})"
+                f"provider {name!r} needs {what}: write `{name}:PATH` (from {source})"
             )
         path = Path(rest).expanduser()
         if not path.is_absolute() and base_dir is not None and source not in _CLI_SOURCES:

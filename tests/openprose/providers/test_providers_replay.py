@@ -93,14 +93,86 @@ async def test_different_prompts_do_not_match() -> None:
         await replay.complete(ModelRequest(model="claude-sonnet-5-5", messages=ask("q").messages))
 
 
+def record_line(prompt: str, text: str) -> str:
+    record = {"key": ask(prompt).key(), "request": ask(prompt).to_dict()}
+    return json.dumps({**record, "response": answer(text).to_dict()}) + "\n"
+
+
 def test_bad_cassette_line_names_file_and_line(tmp_path: Path) -> None:
     cassette = tmp_path / "bad.jsonl"
-    record = {"key": "k", "request": ask("q").to_dict(), "response": answer("a").to_dict()}
-    cassette.write_text(json.dumps(record) + "\n{not json\n")
-    with pytest.raises(ProviderConfigError, match=r"bad.jsonl:2"):
+    cassette.write_text(record_line("q", "a") + "{not json\n" + record_line("r", "b"))
+    with pytest.raises(ProviderConfigError, match=r"bad.jsonl:2 is not a cassette record"):
         open_provider(ProviderSettings(provider="replay", path=cassette))
 
 
-def test_missing_cassette_is_a_config_error(tmp_path: Path) -> None:
-    with pytest.raises(ProviderConfigError, match="cannot read cassette"):
+async def test_a_last_line_torn_by_a_killed_recording_is_skipped(tmp_path: Path) -> None:
+    cassette = tmp_path / "killed.jsonl"
+    cassette.write_text(record_line("q", "kept") + record_line("r", "torn")[:40])
+    replay = ReplayProvider.from_file(cassette)
+    assert (await replay.complete(ask("q"))).text == "kept"
+    with pytest.raises(ProviderError, match="no recorded response left"):
+        await replay.complete(ask("r"))
+    # recording again into it starts on a fresh line, so the file stays readable
+    recorder = RecordingProvider(ScriptedProvider([{"answer": "new"}]), cassette)
+    await recorder.complete(ask("s"))
+    await recorder.aclose()
+    assert (await ReplayProvider.from_file(cassette).complete(ask("s"))).text == "new"
+
+
+def test_missing_cassette_is_a_config_error_saying_what_replay_takes(tmp_path: Path) -> None:
+    with pytest.raises(ProviderConfigError) as caught:
         ReplayProvider.from_file(tmp_path / "absent.jsonl")
+    message = str(caught.value)
+    assert "cannot read" in message and "absent.jsonl" in message
+    assert "run folder or a run id" in message
+
+
+def journal_event(event: str, prompt: str = "", text: str = "", **extra: object) -> str:
+    record: dict[str, object] = {"ev": event, "step": f"s{prompt}", "t": 1.0, **extra}
+    if event == "session_finished":
+        record.update(request=ask(prompt).to_dict(), response=answer(text).to_dict())
+    return json.dumps(record) + "\n"
+
+
+def write_run(project: Path, run_id: str, *lines: str) -> Path:
+    run = project / ".prose" / "runs" / run_id
+    run.mkdir(parents=True)
+    (run / "journal.jsonl").write_text("".join(lines))
+    return run
+
+
+async def test_a_run_journal_replays_its_finished_sessions(tmp_path: Path) -> None:
+    run = write_run(
+        tmp_path,
+        "20260101-120000-abcdef",
+        journal_event("run_started"),
+        journal_event("session_started", "one"),
+        journal_event("session_finished", "one", "first"),
+        '{"ev": "session_fin',  # torn by a kill mid-write; the run then resumed
+        "\n",
+        journal_event("session_failed", "two", error="HTTP 500"),
+        journal_event("session_finished", "two", "second"),
+        journal_event("decision", "two", answer="yes"),
+    )
+    for source in (run, run / "journal.jsonl"):
+        replay = ReplayProvider.from_file(source)
+        assert (await replay.complete(ask("two"))).text == "second"
+        assert (await replay.complete(ask("one"))).text == "first"
+        with pytest.raises(ProviderError, match="journal.jsonl"):
+            await replay.complete(ask("one"))
+
+
+async def test_a_run_id_or_unique_prefix_finds_the_runs_journal(tmp_path: Path) -> None:
+    write_run(tmp_path, "20260101-120000-abcdef", journal_event("session_finished", "q", "a1"))
+    write_run(tmp_path, "20260101-130000-fedcba", journal_event("session_finished", "q", "a2"))
+    exact = ReplayProvider.from_file(Path("20260101-120000-abcdef"), project_dir=tmp_path)
+    assert (await exact.complete(ask("q"))).text == "a1"
+    prefix = ReplayProvider.from_file(Path("20260101-13"), project_dir=tmp_path)
+    assert (await prefix.complete(ask("q"))).text == "a2"
+    with pytest.raises(ProviderConfigError, match="matches several runs"):
+        ReplayProvider.from_file(Path("20260101"), project_dir=tmp_path)
+
+
+def test_a_folder_without_a_journal_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ProviderConfigError, match="folder without a journal.jsonl"):
+        ReplayProvider.from_file(tmp_path)

@@ -247,6 +247,20 @@ def test_an_override_to_another_provider_uses_that_providers_aliases(tmp_path: P
     assert resolve_model("big", settings) == ("openai", "big")  # not an openai alias
 
 
+def test_an_override_naming_only_a_provider_uses_its_model_for_the_alias(
+    tmp_path: Path,
+) -> None:
+    settings = load_settings(
+        tmp_path,
+        provider="anthropic",
+        model_overrides=["haiku=local", "opus=openai", "sonnet=anthropic"],
+        env={"ANTHROPIC_API_KEY": "k"},
+    )
+    assert resolve_model("haiku", settings) == ("local", "smollm2-135m-instruct")
+    assert resolve_model("opus", settings) == ("openai", "gpt-4.1")
+    assert resolve_model("sonnet", settings) == ("anthropic", "claude-sonnet-5-5")
+
+
 @pytest.mark.parametrize("bad", ["sonnet", "=openai:gpt-4o", "sonnet="])
 def test_malformed_model_override(tmp_path: Path, bad: str) -> None:
     with pytest.raises(ProviderConfigError, match="ALIAS=PROVIDER:MODEL"):
