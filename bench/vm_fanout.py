@@ -13,8 +13,9 @@ The program (generated; the items are a program input, not a 10,000-element lite
       session "Item {item}"
 
 The bare loop sends byte-for-byte the same requests (user message `Item x17`, same model,
-`max_tokens`) through `AsyncOpenAI(http_client=DefaultAioHttpClient(), max_retries=0)` with
-10,000 tasks behind an `asyncio.Semaphore(256)`. Both sides get a fresh client per timed run
+`max_tokens`) through `AsyncOpenAI(http_client=DefaultAioHttpClient(), max_retries=0)`, two
+ways: 10,000 tasks behind an `asyncio.Semaphore(256)` (the textbook loop), and 256 worker tasks
+pulling items (as the VM's pmap does); the ratio is against the faster of the two. Both sides get a fresh client per timed run
 (so both pay for opening their connections), after one untimed warm-up run each; timed runs
 alternate bare/VM. The server runs in its own process (`start_in_subprocess`).
 """
@@ -25,6 +26,7 @@ import argparse
 import asyncio
 import math
 import time
+from typing import Any
 
 from _loopback import (
     Table,
@@ -52,17 +54,13 @@ def items_for(n: int) -> list[str]:
 
 
 async def bare_loop(base_url: str, items: list[str], concurrency: int) -> tuple[float, float]:
+    """One task per item behind a Semaphore: the textbook bare loop."""
     client = bare_client(base_url)
     slots = asyncio.Semaphore(concurrency)
 
     async def one(item: str) -> str:
         async with slots:
-            completion = await client.chat.completions.create(
-                model=MODEL,
-                messages=[{"role": "user", "content": f"Item {item}"}],
-                max_tokens=1024,
-            )
-            return completion.choices[0].message.content or ""
+            return await call(client, item)
 
     cpu = time.process_time()
     started = time.perf_counter()
@@ -74,6 +72,38 @@ async def bare_loop(base_url: str, items: list[str], concurrency: int) -> tuple[
         await client.close()
     assert len(answers) == len(items) and answers[-1] == f"echo: Item {items[-1]}"
     return elapsed, cpu
+
+
+async def bare_workers(base_url: str, items: list[str], concurrency: int) -> tuple[float, float]:
+    """`concurrency` worker tasks pulling items, as the VM's pmap does: the fairest baseline
+    (no task or semaphore wait per item)."""
+    client = bare_client(base_url)
+    answers: list[str] = [""] * len(items)
+    cursor = iter(range(len(items)))
+
+    async def worker() -> None:
+        for index in cursor:
+            answers[index] = await call(client, items[index])
+
+    cpu = time.process_time()
+    started = time.perf_counter()
+    try:
+        await asyncio.gather(*(worker() for _ in range(min(concurrency, len(items)))))
+        elapsed = time.perf_counter() - started
+        cpu = time.process_time() - cpu
+    finally:
+        await client.close()
+    assert answers[-1] == f"echo: Item {items[-1]}"
+    return elapsed, cpu
+
+
+async def call(client: Any, item: str) -> str:
+    completion = await client.chat.completions.create(
+        model=MODEL,
+        messages=[{"role": "user", "content": f"Item {item}"}],
+        max_tokens=1024,
+    )
+    return completion.choices[0].message.content or ""
 
 
 async def vm_loop(base_url: str, items: list[str], concurrency: int) -> tuple[float, float]:
@@ -118,42 +148,49 @@ def main() -> None:
         f"{args.concurrency}, repeat {args.repeat}; {load_note()}; {where}"
     )
     base_url, stop = start_in_subprocess(latency_ms=args.latency_ms)
-    bare_s: list[float] = []
-    vm_s: list[float] = []
-    cpu: dict[str, list[float]] = {"bare": [], "vm": []}
+    sides = {"bare": bare_loop, "workers": bare_workers, "vm": vm_loop}
+    walls: dict[str, list[float]] = {side: [] for side in sides}
+    cpu: dict[str, list[float]] = {side: [] for side in sides}
     peaks: dict[str, int] = {}
     try:
-        asyncio.run(bare_loop(base_url, warm, args.concurrency))
-        asyncio.run(vm_loop(base_url, warm, args.concurrency))
+        for run in sides.values():
+            asyncio.run(run(base_url, warm, args.concurrency))
         for _ in range(args.repeat):
-            for side, run in (("bare", bare_loop), ("vm", vm_loop)):
+            for side, run in sides.items():
                 reset_server(base_url)
                 wall, used = asyncio.run(run(base_url, items, args.concurrency))
                 stats = fetch_stats(base_url)
                 assert stats["completed"] == n, stats
                 peaks[side] = max(peaks.get(side, 0), stats["max_in_flight"])
-                (bare_s if side == "bare" else vm_s).append(wall)
+                walls[side].append(wall)
                 cpu[side].append(used)
     finally:
         stop()
 
-    bare, bare_med = summary(bare_s)
-    vm, vm_med = summary(vm_s)
     ideal = math.ceil(n / args.concurrency) * args.latency_ms / 1000
-    ratio = vm / bare
     table = Table(
         f"fan-out (ideal wall at {args.concurrency} in flight: {ideal:.2f}s)",
         ("side", "wall s (min)", "wall s (median)", "CPU s", "calls/s", "peak in flight"),
     )
-    table.add("bare SDK loop", bare, bare_med, min(cpu["bare"]), f"{n / bare:.0f}", peaks["bare"])
-    table.add("VM pmap", vm, vm_med, min(cpu["vm"]), f"{n / vm:.0f}", peaks["vm"])
+    labels = {"bare": "bare SDK loop", "workers": "bare SDK workers", "vm": "VM pmap"}
+    best: dict[str, float] = {}
+    for side, label in labels.items():
+        wall, median = summary(walls[side])
+        best[side] = wall
+        table.add(label, wall, median, min(cpu[side]), f"{n / wall:.0f}", peaks[side])
     table.print()
+    # Against the faster of the two bare loops, so the VM's worker pool is no advantage.
+    base_side = min(("bare", "workers"), key=best.__getitem__)
+    bare, vm = best[base_side], best["vm"]
+    ratio = vm / bare
     print(
-        f"\nVM / bare wall time: {ratio:.2f}x  (goal <= {GOAL_RATIO}x)  {verdict(ratio <= GOAL_RATIO)}"
+        f"\nVM / bare wall time: {ratio:.2f}x against the {labels[base_side]} "
+        f"({best['vm'] / best['bare']:.2f}x / {best['vm'] / best['workers']:.2f}x against "
+        f"each)  (goal <= {GOAL_RATIO}x)  {verdict(ratio <= GOAL_RATIO)}"
     )
     print(
         f"VM extra wall per session: {(vm - bare) / n * 1e6:.0f} us; "
-        f"extra CPU per session: {(min(cpu['vm']) - min(cpu['bare'])) / n * 1e6:.0f} us"
+        f"extra CPU per session: {(min(cpu['vm']) - min(cpu[base_side])) / n * 1e6:.0f} us"
     )
     print(f"load after: {load_note()}")
 

@@ -16,7 +16,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
     from openprose.providers.base import Provider
@@ -28,7 +28,12 @@ OK, FAILED, USAGE_ERROR = 0, 1, 2
 
 
 class UsageError(Exception):
-    """Reported on stderr as `prose: ...`; exit status 2."""
+    """Reported on stderr as `prose: ...`; exit status 2. `diagnostics` (as `prose check
+    --format json` gives them) go into the `--json` object too."""
+
+    def __init__(self, message: str, diagnostics: list[dict[str, Any]] | None = None) -> None:
+        super().__init__(message)
+        self.diagnostics = diagnostics or []
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -83,28 +88,43 @@ def run(args: argparse.Namespace) -> int:
 
 def guarded(command: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
     """Run `prose run` or `prose resume`, turning every failure into a message and a status."""
+    as_json = bool(getattr(args, "json", False))
     try:
         return command(args)
     except UsageError as error:
-        print(f"prose: {error}", file=sys.stderr)
-        return USAGE_ERROR
+        return _not_run(str(error), USAGE_ERROR, as_json, error.diagnostics)
     except OSError as error:
-        print(f"prose: {error}", file=sys.stderr)
-        return FAILED
+        return _not_run(str(error), FAILED, as_json)
     except Exception as error:  # noqa: BLE001 - a VM bug: say so plainly; the run stays resumable
-        print(f"prose: internal error: {type(error).__name__}: {error}", file=sys.stderr)
-        return FAILED
+        return _not_run(f"internal error: {type(error).__name__}: {error}", FAILED, as_json)
+
+
+def _not_run(
+    message: str, status: int, as_json: bool, diagnostics: list[dict[str, Any]] | None = None
+) -> int:
+    """The message on stderr; with --json also the one promised JSON object on stdout."""
+    print(f"prose: {message}", file=sys.stderr)
+    if as_json:
+        shown: dict[str, Any] = {
+            "run_id": None,
+            "status": "not_run" if status == USAGE_ERROR else "error",
+            "outputs": {},
+            "usage": {},
+            "error": message,
+            **({"diagnostics": diagnostics} if diagnostics else {}),
+        }
+        print(json.dumps(shown, ensure_ascii=False))
+    return status
 
 
 def _run(args: argparse.Namespace) -> int:
     project = Path.cwd()
     program_path = Path(args.program)
-    parsed = parse_and_check(program_path, project)
-    if parsed is None:
-        return USAGE_ERROR
+    # With --json, stdout holds only the JSON object: diagnostics text goes to stderr.
+    text_out = sys.stderr if args.json else sys.stdout
+    parsed = parse_and_check(program_path, project, text_out)
     inputs = read_inputs(args.input, args.inputs)
-    if not inputs_match(parsed, inputs):
-        return USAGE_ERROR
+    inputs_match(parsed, inputs, text_out)
     imports = load_imports_or_fail(parsed.program, program_path.parent, project)
     settings, provider = open_provider_or_fail(
         project, args.provider, args.model, args.max_concurrency, record=args.record
@@ -152,9 +172,9 @@ def _absolute_spec(spec: str | None) -> str | None:
 # --- shared with `prose resume` ---------------------------------------------------------
 
 
-def parse_and_check(path: Path, project: Path) -> Any:
-    """The parse of `path` when it has no errors; otherwise diagnostics are printed on
-    stdout like `prose check` prints them, and None is returned."""
+def parse_and_check(path: Path, project: Path, stream: TextIO) -> Any:
+    """The parse of `path` when it has no errors; otherwise its diagnostics are printed on
+    `stream` like `prose check` prints them, and a `UsageError` carrying them is raised."""
     from openprose.parser import parse, read_source
     from openprose.vm.frontend import diagnose
 
@@ -162,15 +182,17 @@ def parse_and_check(path: Path, project: Path) -> Any:
         raise UsageError(f"{path}: no such file")
     source, problems = read_source(path)
     if source is None:
-        print_diagnostics(list(problems), None, sys.stdout)
-        return None
+        print_diagnostics(list(problems), None, stream)
+        raise UsageError(f"{path}: cannot be read", [d.to_dict() for d in problems])
     parsed = parse(source)
     diagnostics = diagnose(parsed, project)
     errors = [d for d in diagnostics if d.is_error]
     if errors:
-        print_diagnostics(diagnostics, source, sys.stdout)
-        print(f"prose: {path}: {len(errors)} error(s); the program was not run", file=sys.stderr)
-        return None
+        print_diagnostics(diagnostics, source, stream)
+        raise UsageError(
+            f"{path}: {len(errors)} error(s); the program was not run",
+            [d.to_dict() for d in diagnostics],
+        )
     if diagnostics:
         print_diagnostics(diagnostics, source, sys.stderr)
     return parsed
@@ -183,17 +205,11 @@ def print_diagnostics(diagnostics: Any, source: Any, stream: Any) -> None:
     check.print_diagnostics(list(diagnostics), source, stream)
 
 
-def vm_config(project: Path, max_concurrency: int, evaluator: str | None) -> Any:
-    """VM settings: the `[vm]` table of prose.toml (or `[tool.prose.vm]` in pyproject.toml),
-    e.g. `context_budget = 100000`, `retry_base_delay = 0.5`, `default_model = "haiku"`;
-    command-line options win."""
+def project_settings(project: Path) -> dict[str, Any]:
+    """The OpenProse table of the project: prose.toml, else `[tool.prose]` in pyproject.toml."""
     import tomllib
-    from dataclasses import fields, replace
 
-    from openprose.vm.runner import VMConfig
-
-    table: dict[str, Any] = {}
-    for name, path in (("prose.toml", ("vm",)), ("pyproject.toml", ("tool", "prose", "vm"))):
+    for name, path in (("prose.toml", ()), ("pyproject.toml", ("tool", "prose"))):
         file = project / name
         if not file.is_file():
             continue
@@ -203,16 +219,60 @@ def vm_config(project: Path, max_concurrency: int, evaluator: str | None) -> Any
             raise UsageError(f"{file}: {error}") from None
         for key in path:
             data = data.get(key, {}) if isinstance(data, dict) else {}
-        table = data if isinstance(data, dict) else {}
-        break
-    known = {f.name: f.type for f in fields(VMConfig)}
+        return data if isinstance(data, dict) else {}
+    return {}
+
+
+def vm_config(project: Path, max_concurrency: int, evaluator: str | None) -> Any:
+    """VM settings: the `[vm]` table of prose.toml (or `[tool.prose.vm]` in pyproject.toml),
+    e.g. `context_budget = 100000`, `retry_base_delay = 0.5`, `default_model = "haiku"`;
+    command-line options win."""
+    from dataclasses import fields, replace
+
+    from openprose.vm.runner import VMConfig
+
+    table = project_settings(project).get("vm", {})
+    if not isinstance(table, dict):
+        raise UsageError("the [vm] setting must be a table")
+    defaults = VMConfig()
+    known = [f.name for f in fields(VMConfig)]
     unknown = sorted(set(table) - set(known))
     if unknown:
         raise UsageError(
             f"unknown [vm] setting(s): {', '.join(unknown)}; known: {', '.join(known)}"
         )
-    config = replace(VMConfig(), **table, max_concurrency=max_concurrency)
+    for key, value in table.items():
+        _check_setting(key, value, getattr(defaults, key))
+    config = replace(defaults, **table, max_concurrency=max_concurrency)
     return replace(config, evaluator_model=evaluator) if evaluator else config
+
+
+def _check_setting(key: str, value: object, default: object) -> None:
+    """A [vm] value must have its default's type: text, or a positive number (an integer
+    where the default is one; `retry_base_delay` may also be 0)."""
+    if isinstance(default, str):
+        if not isinstance(value, str) or not value.strip():
+            raise UsageError(f"[vm] {key} must be a non-empty string, got {value!r}")
+        return
+    number = (int,) if isinstance(default, int) else (int, float)
+    if isinstance(value, bool) or not isinstance(value, number):
+        kind = "an integer" if isinstance(default, int) else "a number"
+        raise UsageError(f"[vm] {key} must be {kind}, got {value!r}")
+    if value < 0 or (value == 0 and key != "retry_base_delay"):
+        raise UsageError(f"[vm] {key} must be positive, got {value!r}")
+
+
+def registry_base(project: Path) -> str:
+    """Where `use "@handle/slug"` is fetched from: `$PROSE_REGISTRY`, else `registry = "URL"`
+    in prose.toml (or `[tool.prose]`), else https://p.prose.md."""
+    from openprose.imports import DEFAULT_REGISTRY
+
+    configured = os.environ.get("PROSE_REGISTRY") or project_settings(project).get("registry")
+    if configured is None:
+        return DEFAULT_REGISTRY
+    if not isinstance(configured, str) or not configured.startswith(("http://", "https://")):
+        raise UsageError(f"registry must be an http(s):// URL, got {configured!r}")
+    return configured
 
 
 def read_inputs(pairs: list[str], json_file: str | None) -> dict[str, Any]:
@@ -233,27 +293,52 @@ def read_inputs(pairs: list[str], json_file: str | None) -> dict[str, Any]:
     return inputs
 
 
-def inputs_match(parsed: Any, inputs: dict[str, Any]) -> bool:
-    """Report inputs the program declares but were not given (E026) and inputs given that it
-    does not declare (E027), as diagnostics on stdout."""
+def inputs_match(parsed: Any, inputs: dict[str, Any], stream: TextIO) -> None:
+    """Inputs the program declares but were not given (E026) and inputs given that it does
+    not declare (E027) are printed as diagnostics on `stream` and raised as a `UsageError`."""
     from openprose import nodes as n
 
     declared = {s.name.id: s for s in parsed.program.body if isinstance(s, n.Input)}
     path = parsed.program.path
-    problems = [
-        f"{path}:{s.span.line}:{s.span.column}: E026 missing required input '{name}' "
-        f"({s.description.value}); pass --input {name}=VALUE"
+    problems: list[tuple[int | None, int | None, str, str]] = [
+        (
+            s.span.line,
+            s.span.column,
+            "E026",
+            f"missing required input '{name}' ({s.description.value}); pass --input {name}=VALUE",
+        )
         for name, s in declared.items()
         if name not in inputs
     ]
     problems += [
-        f"{path}: E027 unknown input '{name}'; the program declares: {', '.join(declared) or 'none'}"
+        (
+            None,
+            None,
+            "E027",
+            f"unknown input '{name}'; the program declares: {', '.join(declared) or 'none'}",
+        )
         for name in inputs
         if name not in declared
     ]
-    for line in problems:
-        print(line)
-    return not problems
+    if not problems:
+        return
+    for line, column, code, message in problems:
+        where = f"{path}:{line}:{column}" if line is not None else path
+        print(f"{where}: {code} {message}", file=stream)
+    raise UsageError(
+        f"{path}: {len(problems)} input error(s); the program was not run",
+        [
+            {
+                "path": path,
+                "line": line,
+                "column": column,
+                "code": code,
+                "severity": "error",
+                "message": message,
+            }
+            for line, column, code, message in problems
+        ],
+    )
 
 
 def load_imports_or_fail(
@@ -265,11 +350,13 @@ def load_imports_or_fail(
         return {}
     from openprose.imports import ImportFailed, load_imports
 
+    registry = None if pinned is not None else registry_base(project)
     try:
         return load_imports(
             program,
             base_dir=base_dir,
             project_dir=project,
+            registry=registry,
             pinned=pinned,
             offline=pinned is not None,
         )

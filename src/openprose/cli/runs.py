@@ -16,12 +16,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def status_of(meta: dict[str, Any]) -> str:
     """`running` only while the recorded process is alive; a dead one was `interrupted`."""
     status = str(meta.get("status", "unknown"))
-    if status == "running" and not _alive(meta.get("pid")):
+    if status == "running" and not _alive(meta.get("pid"), meta.get("pid_started")):
         return "interrupted"
     return status
 
 
-def _alive(pid: object) -> bool:
+def _alive(pid: object, started: object) -> bool:
+    """Is the run's process still there? A process that reused its pid (it started at
+    another time) is not it."""
+    from openprose.vm.runstore import process_started
+
     if not isinstance(pid, int) or pid <= 0:
         return False
     try:
@@ -29,8 +33,8 @@ def _alive(pid: object) -> bool:
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True
-    return True
+        pass
+    return started is None or process_started(pid) in (None, started)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -38,6 +38,7 @@ def run(args: argparse.Namespace) -> int:
     steps: list[dict[str, Any]] = []
     decisions: list[dict[str, Any]] = []
     errors: list[dict[str, Any]] = []
+    cancelled: list[str] = []
     for event in read_journal(store.journal_path):
         kind = event.get("ev")
         if kind == "session_finished":
@@ -60,6 +61,8 @@ def run(args: argparse.Namespace) -> int:
             )
         elif kind in ("session_failed", "error_caught", "decision_failed"):
             errors.append({k: v for k, v in event.items() if k != "t"})
+        elif kind == "session_cancelled":
+            cancelled.append(str(event["step"]))
     bindings = sorted(p.stem for p in store.bindings.glob("*.md"))
     shown = {
         "run_id": store.run_id,
@@ -69,8 +72,10 @@ def run(args: argparse.Namespace) -> int:
         "steps": steps,
         "decisions": decisions,
         "errors": errors,
+        "cancelled": cancelled,
         "bindings": bindings,
         "outputs": store.read_outputs(),
+        "result": meta.get("result"),
         "usage": meta.get("usage"),
     }
     if args.json:
@@ -94,10 +99,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"\nerrors ({len(errors)}):")
         for e in errors:
             print(f"  {e.get('step', ''):<18} {e.get('error') or e.get('question')}")
+    if cancelled:
+        print(f"\ncancelled ({len(cancelled)}): {', '.join(cancelled)}")
     print(f"\nbindings ({len(bindings)}): {', '.join(bindings)}")
     outputs = store.read_outputs()
     if outputs:
         print("\noutputs:")
         for name, value in outputs.items():
             print(f"  {name}: {value if isinstance(value, str) else json.dumps(value)}")
+    if shown["result"] is not None:
+        print(f"\nresult: {shown['result']}")
     return 0

@@ -21,6 +21,7 @@ from openprose.providers.base import (
     ModelResponse,
     ProviderConfigError,
     ProviderError,
+    TransientProviderError,
 )
 from openprose.vm import judgments, steps
 from openprose.vm.errors import (
@@ -40,6 +41,7 @@ from openprose.vm.prompts import (
     fit_to_budget,
     memory_update_message,
     user_message,
+    window_note,
 )
 from openprose.vm.runstore import RunStore
 from openprose.vm.runtime import AgentSpec, LoadedProgram, Shared
@@ -342,10 +344,11 @@ class Interpreter:
     async def _choice(self, stmt: n.Choice, ctx: Ctx, step: str) -> Value:
         labels = [self._interpolate(o.label, ctx) for o in stmt.options]
         criteria = self._discretion_text(stmt.criteria)
-        context = self._judgment_context(ctx)
+        judge_step = steps.judgment(step)
+        context = self._judgment_context(ctx, judge_step)
         question = judgments.choice_question(criteria, labels, context)
         chosen = await self._judge(
-            step=steps.judgment(step),
+            step=judge_step,
             kind="choice",
             question=question,
             parse=lambda text: judgments.parse_selection(text, labels),
@@ -515,6 +518,7 @@ class Interpreter:
             self.shared.emit(
                 "decision", step, kind="filter", verdict=literal, reason="literal answer"
             )
+            self.store.state(f"{step}→ filter → {'keep' if literal else 'drop'} (literal answer)")
             return literal
         question = judgments.filter_question(render(answer), render(item))
         verdict = await self._judge(
@@ -526,6 +530,8 @@ class Interpreter:
             summary="filter",
         )
         assert isinstance(verdict, judgments.Verdict)
+        keep = "keep" if verdict.value else "drop"
+        self.store.state(f"{step}→ filter → {keep} ({verdict.reason})")
         return verdict.value
 
     # --- parallel ----------------------------------------------------------------------
@@ -566,7 +572,13 @@ class Interpreter:
                 self._write_binding(branch.name.id, "let", branch, value, ctx)
             return value
 
-        tasks = {asyncio.ensure_future(run_branch(i)): i for i in range(len(stmt.branches))}
+        # A resumed race runs only the branches that finished the first time, until all its
+        # winners are back (served from the journal); the losers it cancelled are not sent.
+        ran: Sequence[int] = range(len(stmt.branches))
+        decided = self.shared.replay.races.get(step)
+        if decided is not None:
+            ran, needed = decided.ran, len(decided.won)
+        tasks = {asyncio.ensure_future(run_branch(i)): i for i in ran}
         results: dict[int, Value] = {}
         failures: dict[int, ProseError] = {}
         pending = set(tasks)
@@ -589,6 +601,8 @@ class Interpreter:
                     break
         finally:
             await _cancel_all(pending)
+        if pending and join != "all" and len(results) >= needed:
+            self.shared.emit("race_decided", step, won=sorted(results), failed=sorted(failures))
         self.store.state(f"{step}→ ∥done")
         ctx.history.join([contexts[i].history for i in sorted(results)])
         if len(results) < needed and join != "all" and on_fail != "ignore":
@@ -596,16 +610,15 @@ class Interpreter:
                 f"parallel ({join}) needed {needed} successful branch(es), got {len(results)}",
                 where=self._where(stmt),
             )
-        if on_fail == "continue":
-            for index, error in failures.items():
-                failed = ErrorValue(error.message, error.kind, error.where)
+        for index, error in failures.items():
+            failed = ErrorValue(error.message, error.kind, error.where)
+            if on_fail == "continue":
                 results[index] = failed
-                if stmt.branches[index].name is not None:
-                    ctx.scope.declare(names[index], failed)
-        elif on_fail == "ignore":
-            for index in failures:
-                if stmt.branches[index].name is not None:
-                    ctx.scope.declare(names[index], None)
+            branch = stmt.branches[index]
+            if branch.name is not None and on_fail in ("continue", "ignore"):
+                value = failed if on_fail == "continue" else None
+                ctx.scope.declare(names[index], value)
+                self._write_binding(names[index], "let", branch, value, ctx)
         if join == "first":
             return results[min(results)] if results else None
         ordered = sorted(results)
@@ -668,9 +681,15 @@ class Interpreter:
         succeeded; the rest are cancelled, as the losers of `parallel ("first"):` are.
         "first" gives the winner's value, "any" the successful results in input order."""
         succeeded: dict[int, Value] = {}
+        failed: list[int] = []
         histories: dict[int, History] = {}
         enough = asyncio.Event()
-        cursor = iter(range(count))
+        # Resumed: only the items that finished the first time (see `_parallel`).
+        ran: Sequence[int] = range(count)
+        decided = self.shared.replay.races.get(step)
+        if decided is not None:
+            ran, needed = decided.ran, len(decided.won)
+        cursor = iter(ran)
 
         async def worker() -> None:
             for index in cursor:
@@ -683,6 +702,7 @@ class Interpreter:
                     self.store.state(f"{steps.iteration(step, index)}→ ✗ {error.message}")
                     if on_fail == "fail-fast":
                         raise
+                    failed.append(index)
                     continue
                 succeeded[index] = value
                 histories[index] = item_ctx.history
@@ -701,6 +721,8 @@ class Interpreter:
                 everyone.result()  # re-raises a fail-fast error
         finally:
             await _cancel_all({*workers, everyone, race})
+        if enough.is_set():
+            self.shared.emit("race_decided", step, won=sorted(succeeded), failed=sorted(failed))
         ctx.history.join([histories[i] for i in sorted(histories)])
         if len(succeeded) < needed and on_fail != "ignore":
             raise ParallelFailed(
@@ -749,7 +771,11 @@ class Interpreter:
         label = name or (node.name.id if node.name else None)
         if label is None and not ctx.in_pipeline:
             label = self._anon_name(step)
-        context_items = self._session_context(props.get("context"), ctx, step)
+        context_items = self._session_context(
+            props.get("context"), ctx, step, len(task) + len(system or ""), memory_text
+        )
+        if memory_text is not None:
+            memory_text = context_items.pop(0).text
         text = user_message(task, context_items, memory_text)
         request = ModelRequest(
             model=model,
@@ -824,16 +850,41 @@ class Interpreter:
         self.shared.anon_names += 1
         return f"anon_{self.shared.anon_names:03d}"
 
-    def _session_context(self, expr: Any, ctx: Ctx, step: str) -> list[ContextItem]:
+    def _session_context(
+        self, expr: Any, ctx: Ctx, step: str, fixed: int = 0, memory: str | None = None
+    ) -> list[ContextItem]:
+        """The context items (after the memory, when given, as the first item), cut to fit
+        the budget that `fixed` characters of task and system prompt leave."""
         if expr is None:
-            items = ctx.history.recent(self.config.history_items)
+            items = self._default_context(ctx, step)
         else:
             items = self._context_items(expr, ctx)
-        fitted, trims = fit_to_budget(items, self.config.context_budget)
+        if memory is not None:
+            items.insert(0, ContextItem("memory", memory))
+        budget = self.config.context_budget - fixed
+        if budget < 0:
+            # The task itself is over budget: it is sent whole (cutting it would change the
+            # instruction), and that is recorded too.
+            self.shared.emit("prompt_over_budget", step, task_chars=fixed)
+            self.store.state(f"{step}→ prompt:over budget by {-budget} chars")
+            budget = 0
+        fitted, trims = fit_to_budget(items, budget)
         for trim in trims:
             self.shared.emit("context_trimmed", step, label=trim.label, omitted_chars=trim.omitted)
             self.store.state(f"{step}→ context:trimmed {trim.label} -{trim.omitted} chars")
         return fitted
+
+    def _default_context(self, ctx: Ctx, step: str) -> list[ContextItem]:
+        """The thread's most recent outputs; older ones left out are noted in the prompt, the
+        journal (`context_windowed`) and state.md."""
+        limit = self.config.history_items
+        items = ctx.history.recent(limit)
+        hidden = len(ctx.history) - len(items)
+        if hidden > 0:
+            items.insert(0, window_note(hidden, len(items)))
+            self.shared.emit("context_windowed", step, omitted_items=hidden, shown_items=limit)
+            self.store.state(f"{step}→ context:window -{hidden} earlier outputs")
+        return items
 
     def _context_items(self, expr: Any, ctx: Ctx) -> list[ContextItem]:
         if isinstance(expr, n.ArrayLit):
@@ -904,6 +955,8 @@ class Interpreter:
                     raise SessionFailed(str(error), where=self._where(where)) from None
                 self.store.state(f"{step}→ retry:{attempt}/{retries}")
                 delay = _backoff_delay(backoff, attempt, self.config.retry_base_delay)
+                if isinstance(error, TransientProviderError) and error.retry_after:
+                    delay = max(delay, error.retry_after)  # the server's `retry-after` is a floor
                 if delay > 0:
                     await asyncio.sleep(delay)
                 continue
@@ -928,7 +981,7 @@ class Interpreter:
 
     async def _condition(self, condition: n.Discretion, ctx: Ctx, step: str) -> bool:
         text = self._discretion_text(condition)
-        question = judgments.condition_question(text, self._judgment_context(ctx))
+        question = judgments.condition_question(text, self._judgment_context(ctx, step))
         verdict = await self._judge(
             step=step,
             kind="condition",
@@ -941,10 +994,8 @@ class Interpreter:
         self.store.state(f"{step}→ **{text}** → {str(verdict.value).lower()} ({verdict.reason})")
         return verdict.value
 
-    def _judgment_context(self, ctx: Ctx) -> str:
-        items, _ = fit_to_budget(
-            ctx.history.recent(self.config.history_items), self.config.context_budget
-        )
+    def _judgment_context(self, ctx: Ctx, step: str) -> str:
+        items = self._session_context(None, ctx, step)
         return "\n\n".join(f"### {i.label}\n{i.text}" for i in items)
 
     async def _judge(
@@ -1021,6 +1072,15 @@ class Interpreter:
         )
 
     async def _update_memory(
+        self, agent: AgentSpec, memory: AgentMemory, step: str, task: str, answer: str
+    ) -> None:
+        # Concurrent sessions of one agent update its memory one after the other, each from
+        # the memory the previous update left (no update is lost).
+        lock = self.shared.memory_locks.setdefault(memory.folder, asyncio.Lock())
+        async with lock:
+            await self._rewrite_memory(agent, memory, step, task, answer)
+
+    async def _rewrite_memory(
         self, agent: AgentSpec, memory: AgentMemory, step: str, task: str, answer: str
     ) -> None:
         mstep = steps.memory_update(step)

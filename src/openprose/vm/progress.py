@@ -6,6 +6,7 @@ the live view is used.
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 from dataclasses import dataclass, field
@@ -18,17 +19,34 @@ PRICES: dict[str, tuple[float, float]] = {
     "claude-haiku-4-5": (1.0, 5.0),
     "gpt-4.1": (2.0, 8.0),
     "gpt-4.1-mini": (0.4, 1.6),
+    "gpt-4.1-nano": (0.1, 0.4),
+    "gpt-4o": (2.5, 10.0),
+    "gpt-4o-mini": (0.15, 0.6),
     "o3": (2.0, 8.0),
 }
+# A dated snapshot costs what its model does: claude-sonnet-4-5-20250929, gpt-4.1-2025-04-14.
+_SNAPSHOT = re.compile(r"-(\d{8}|\d{4}-\d{2}-\d{2}|latest)$")
 
-_SHOWN = ("session_started", "session_finished", "session_failed", "session_served", "decision")
+
+def price_of(model: str) -> tuple[float, float] | None:
+    return PRICES.get(model) or PRICES.get(_SNAPSHOT.sub("", model))
+
+
+_SHOWN = (
+    "session_started",
+    "session_finished",
+    "session_failed",
+    "session_cancelled",
+    "session_served",
+    "decision",
+)
 
 
 def cost_of(by_model: dict[str, dict[str, int]]) -> float | None:
     """Total USD when every model's price is known, else None."""
     total = 0.0
     for model, usage in by_model.items():
-        price = PRICES.get(model)
+        price = price_of(model)
         if price is None:
             if usage["input_tokens"] or usage["output_tokens"]:
                 return None
@@ -59,6 +77,8 @@ class PlainProgress:
             line = f"{clock} ↺ {step} served from the journal"
         elif event == "session_failed":
             line = f"{clock} ✗ {step} attempt {fields.get('attempt')}: {fields.get('error')}"
+        elif event == "session_cancelled":
+            line = f"{clock} ⊘ {step} cancelled"
         else:
             line = f"{clock} ? {step} {fields.get('kind')} → {fields.get('verdict')} ({fields.get('reason')})"
         self.stream.write(line + "\n")
@@ -114,7 +134,9 @@ class LiveView:
                 self.tokens += row.tokens
             self.done += 1
         elif event == "session_failed" and step in self.rows:
+            # Final unless a `retry:` sends it again (then a later event updates the row).
             self.rows[step].state = f"failed (attempt {fields.get('attempt')})"
+            self.rows[step].ended = time.monotonic()
         elif event == "session_cancelled" and step in self.rows:
             self.rows[step].state = "cancelled"
             self.rows[step].ended = time.monotonic()

@@ -2,10 +2,11 @@
 
 Without a `context:` property a session sees the outputs that came before it on its own thread
 of execution (the reference's "Select the best idea from the options above"): the most recent
-`DEFAULT_HISTORY_ITEMS` outputs, oldest first. A parallel branch or pipeline item starts from
-what its parent had seen at the fork; after the join, the parent sees every branch's outputs.
-`context: []` starts fresh. Whatever is cut to fit the budget is replaced by a visible note and
-reported back to the caller, which journals it — nothing is dropped silently.
+`DEFAULT_HISTORY_ITEMS` outputs, oldest first, after a note saying how many older ones are left
+out. A parallel branch or pipeline item starts from what its parent had seen at the fork; after
+the join, the parent sees every branch's outputs. `context: []` starts fresh. Whatever is cut to
+fit the budget is replaced by a visible note and reported back to the caller, which journals
+it — nothing is dropped silently.
 """
 
 from __future__ import annotations
@@ -29,12 +30,18 @@ class ContextItem(NamedTuple):
 class History:
     """Earlier outputs on one thread of execution; forks share their parent's prefix."""
 
-    __slots__ = ("entries", "parent", "parent_len")
+    __slots__ = ("base", "entries", "parent", "parent_len")
 
     def __init__(self, parent: History | None = None) -> None:
         self.parent = parent
         self.parent_len = len(parent.entries) if parent is not None else 0
+        # How many outputs this thread inherited (its parents' visible entries).
+        self.base: int = parent.base + self.parent_len if parent is not None else 0
         self.entries: list[ContextItem] = []
+
+    def __len__(self) -> int:
+        """Every output visible on this thread, inherited ones included."""
+        return self.base + len(self.entries)
 
     def add(self, label: str, text: str) -> None:
         self.entries.append(ContextItem(label, text))
@@ -63,6 +70,15 @@ class History:
                 yield node.entries[index]
             end = node.parent_len
             node = node.parent
+
+
+def window_note(hidden: int, shown: int) -> ContextItem:
+    """Stands first in a default context that leaves older outputs out, so the model knows."""
+    return ContextItem(
+        "earlier outputs",
+        f"[VM: {hidden} earlier output(s) of this thread are not shown; "
+        f"only the {shown} most recent are]",
+    )
 
 
 @dataclass(frozen=True, slots=True)

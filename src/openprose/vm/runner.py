@@ -19,7 +19,7 @@ from openprose.providers.base import Provider
 from openprose.vm.errors import ProseError, RunAborted
 from openprose.vm.interpreter import Interpreter
 from openprose.vm.journal import Journal, read_journal
-from openprose.vm.runstore import RunStore, utc_now
+from openprose.vm.runstore import RunStore, process_started, utc_now
 from openprose.vm.runtime import LoadedProgram, ModelRouter, Observer, Replay, Shared, VMConfig
 from openprose.vm.values import Value, to_json
 
@@ -75,6 +75,7 @@ async def run_program(
             "status": "running",
             "started": utc_now(),
             "pid": os.getpid(),
+            "pid_started": process_started(os.getpid()),
             "inputs": to_json(dict(inputs or {})),
             "imports": {
                 name: {"spec": p.spec, "sha256": p.content_hash, "namespace": p.namespace}
@@ -121,7 +122,12 @@ async def resume_run(
     config = config or VMConfig(
         **{k: v for k, v in recorded.items() if k in VMConfig.__dataclass_fields__}
     )
-    store.update_meta(status="running", pid=os.getpid(), resumed=utc_now())
+    store.update_meta(
+        status="running",
+        pid=os.getpid(),
+        pid_started=process_started(os.getpid()),
+        resumed=utc_now(),
+    )
     store.state(f"---resume {utc_now()}")
     text = (run_dir / "program.prose").read_text(encoding="utf-8")
     return await _execute(

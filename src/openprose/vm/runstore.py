@@ -30,6 +30,20 @@ def utc_now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def process_started(pid: int) -> int | None:
+    """When process `pid` started (clock ticks since boot, Linux), or None when unknown.
+    With the pid it tells a live run from an unrelated process that reused its pid."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return None
+    fields = stat[stat.rfind(b")") + 2 :].split()
+    try:
+        return int(fields[19])  # field 22 of proc(5); fields[0] is field 3
+    except (IndexError, ValueError):
+        return None
+
+
 def write_atomically(path: Path, text: str) -> None:
     """Readers see the old file or the new one, never half of one (temp file + rename)."""
     _write_atomically(path, text.encode("utf-8"))
@@ -205,8 +219,10 @@ class RunStore:
     ) -> Path:
         file_name = f"{name}__{execution_id}.md" if execution_id else f"{name}.md"
         scope = f"execution_id: {execution_id}\n" if execution_id else ""
+        # state/filesystem.md's layout, blank lines included.
         text = (
-            f"# {name}\nkind: {kind}\n{scope}source:\n```prose\n{source}\n```\n---\n{value_text}\n"
+            f"# {name}\n\nkind: {kind}\n{scope}\nsource:\n```prose\n{source}\n```\n\n---\n\n"
+            f"{value_text}\n"
         )
         path = self.bindings / file_name
         self._writer.put(path, text)

@@ -98,6 +98,19 @@ class ModelRouter:
             await provider.aclose()
 
 
+@dataclass(frozen=True, slots=True)
+class Race:
+    """How a `first`/`any` race ended: the branches (or items) that succeeded and failed
+    before the rest were cancelled."""
+
+    won: tuple[int, ...]
+    failed: tuple[int, ...]
+
+    @property
+    def ran(self) -> list[int]:
+        return sorted((*self.won, *self.failed))
+
+
 @dataclass(slots=True)
 class Replay:
     """Finished work of an earlier attempt at this run, by step id."""
@@ -105,6 +118,7 @@ class Replay:
     sessions: dict[str, dict[str, Any]] = field(default_factory=dict)
     decisions: dict[str, dict[str, Any]] = field(default_factory=dict)
     memories: dict[str, dict[str, Any]] = field(default_factory=dict)
+    races: dict[str, Race] = field(default_factory=dict)
 
     @classmethod
     def from_events(cls, events: Any) -> Replay:
@@ -117,6 +131,8 @@ class Replay:
                 replay.decisions[step] = event
             elif kind == "memory_updated":
                 replay.memories[step] = event
+            elif kind == "race_decided":
+                replay.races[step] = Race(tuple(event["won"]), tuple(event["failed"]))
         return replay
 
 
@@ -161,6 +177,7 @@ class Shared:
     slots: asyncio.Semaphore | None = None
     execution_ids: int = 0
     anon_names: int = 0
+    memory_locks: dict[Path, asyncio.Lock] = field(default_factory=dict)  # one per memory folder
 
     def emit(self, event: str, step: str, **fields: Any) -> None:
         self.journal.append(event, step, **fields)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import http.server
 import json
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -101,6 +104,28 @@ def test_usage_errors_exit_2(project: Path, capsys: pytest.CaptureFixture[str]) 
     assert "unknown provider" in capsys.readouterr().err
     assert prose("run", "missing.prose") == 2
     assert prose("run", "p.prose", "--input", "oops") == 2
+
+
+def test_json_mode_keeps_stdout_one_object_when_nothing_runs(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (project / "bad.prose").write_text("session: ghost\n")
+    assert prose("run", "bad.prose", "--provider", "scripted:rules.yaml", "--json") == 2
+    captured = capsys.readouterr()
+    shown = json.loads(captured.out)  # nothing else on stdout
+    assert shown["status"] == "not_run" and shown["run_id"] is None
+    assert [(d["code"], d["line"]) for d in shown["diagnostics"]] == [("E007", 1)]
+    assert "bad.prose:1:" in captured.err and "E007" in captured.err  # as `prose check` prints
+    (project / "p.prose").write_text('input topic: "t"\nsession "x {topic}"\n')
+    assert prose("run", "p.prose", "--provider", "scripted:rules.yaml", "--json") == 2
+    captured = capsys.readouterr()
+    shown = json.loads(captured.out)
+    assert [(d["code"], d["line"], d["column"]) for d in shown["diagnostics"]] == [("E026", 1, 1)]
+    assert "p.prose:1:1: E026 missing required input 'topic'" in captured.err
+    assert prose("run", "p.prose", "--input", "topic=a", "--provider", "nosuch", "--json") == 2
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["status"] == "not_run" and "unknown provider" in shown["error"]
+    assert not (project / ".prose" / "runs").exists()
 
 
 def test_resume_runs_and_show(
@@ -213,12 +238,22 @@ def test_vm_settings_from_prose_toml(project: Path, capsys: pytest.CaptureFixtur
     )
     assert prose("run", "t.prose", "--provider", "scripted:rules.yaml", "--json") == 0
     run_dir = next((project / ".prose" / "runs").iterdir())
-    assert "context:trimmed a -150 chars" in (run_dir / "state.md").read_text()
+    assert "context:trimmed a -153 chars" in (run_dir / "state.md").read_text()  # 50 - "Use"
     assert json.loads((run_dir / "run.json").read_text())["config"]["evaluator_model"] == "judge"
     (project / "prose.toml").write_text("[vm]\nnope = 1\n")
     capsys.readouterr()
     assert prose("run", "t.prose", "--provider", "scripted:rules.yaml") == 2
     assert "unknown [vm] setting(s): nope" in capsys.readouterr().err
+    for bad, message in (
+        ('max_depth = "deep"', "[vm] max_depth must be an integer, got 'deep'"),
+        ("context_budget = 0", "[vm] context_budget must be positive"),
+        ("history_items = 2.5", "[vm] history_items must be an integer"),
+        ("default_model = 3", "[vm] default_model must be a non-empty string"),
+    ):
+        (project / "prose.toml").write_text(f"[vm]\n{bad}\n")
+        assert prose("run", "t.prose", "--provider", "scripted:rules.yaml") == 2
+        err = capsys.readouterr().err
+        assert message in err and "Traceback" not in err
 
 
 def test_internal_errors_never_show_a_traceback(
@@ -234,3 +269,123 @@ def test_internal_errors_never_show_a_traceback(
     assert prose("run", "x.prose", "--provider", "scripted:rules.yaml") == 1
     err = capsys.readouterr().err
     assert "internal error: RuntimeError: boom" in err and "Traceback" not in err
+
+
+@pytest.fixture
+def web() -> Iterator[tuple[str, dict[str, str], list[str]]]:
+    """A loopback HTTP server: yields (base URL, {path: text} it serves, paths requested)."""
+    pages: dict[str, str] = {}
+    hits: list[str] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            hits.append(self.path)
+            if self.path not in pages:
+                self.send_error(404)
+                return
+            body = pages[self.path].encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            return None
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}", pages, hits
+    server.shutdown()
+    server.server_close()
+
+
+def test_use_from_configured_registry_and_url_then_offline(
+    project: Path,
+    web: tuple[str, dict[str, str], list[str]],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    base, pages, hits = web
+    monkeypatch.delenv("PROSE_REGISTRY", raising=False)
+    pages["/@alice/research"] = 'input topic: "t"\noutput findings = session "Research {topic}"\n'
+    pages["/lib/bob/critique.prose"] = 'input text: "t"\noutput verdict = session "Judge {text}"\n'
+    (project / "prose.toml").write_text(f'registry = "{base}"\n')
+    (project / "main.prose").write_text(
+        'use "@alice/research"\n'
+        f'use "{base}/lib/bob/critique.prose" as critique\n'
+        'let r = research(topic: "owls")\n'
+        "output v = critique(text: r.findings)\n"
+    )
+    assert prose("run", "main.prose", "--provider", "scripted:rules.yaml", "--json") == 0
+    assert json.loads(capsys.readouterr().out)["outputs"] == {"v": {"verdict": "ok"}}
+    assert sorted(hits) == ["/@alice/research", "/lib/bob/critique.prose"]
+    run_dir = next((project / ".prose" / "runs").iterdir())
+    meta = json.loads((run_dir / "run.json").read_text())
+    cached = project / ".prose" / "imports"
+    for spec, page in (
+        ("@alice/research", "/@alice/research"),
+        (f"{base}/lib/bob/critique.prose", "/lib/bob/critique.prose"),
+    ):
+        digest = meta["import_pins"][spec]
+        assert (cached / f"{digest}.prose").read_text() == pages[page]
+    assert sorted(p.name for p in (run_dir / "imports").iterdir()) == [
+        "alice--research",
+        "bob--critique",
+    ]
+    # The server goes away: a re-run uses the cached texts.
+    pages.clear()
+    assert prose("run", "main.prose", "--provider", "scripted:rules.yaml", "--json") == 0
+    assert json.loads(capsys.readouterr().out)["status"] == "succeeded"
+    (project / "prose.toml").write_text('registry = "ftp://nowhere"\n')
+    assert prose("run", "main.prose", "--provider", "scripted:rules.yaml") == 2
+    assert "registry must be an http(s):// URL" in capsys.readouterr().err
+
+
+def test_a_reused_pid_does_not_keep_a_run_running(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import os
+
+    from openprose.vm.runstore import process_started
+
+    (project / "x.prose").write_text('session "x"\n')
+    assert prose("run", "x.prose", "--provider", "scripted:rules.yaml") == 0
+    run_dir = next((project / ".prose" / "runs").iterdir())
+    meta_path = run_dir / "run.json"
+    meta = json.loads(meta_path.read_text())
+    assert meta["pid_started"] == process_started(os.getpid()) is not None
+    # Pretend the run is still going in this (live) process...
+    meta.update(status="running", pid=os.getpid())
+    meta_path.write_text(json.dumps(meta))
+    capsys.readouterr()
+    assert prose("runs") == 0 and " running " in capsys.readouterr().out
+    assert prose("resume", run_dir.name) == 2
+    assert "is still running" in capsys.readouterr().err
+    # ...then that its pid now belongs to a process started at another time.
+    meta["pid_started"] += 1
+    meta_path.write_text(json.dumps(meta))
+    assert prose("runs") == 0 and " interrupted " in capsys.readouterr().out
+    assert prose("resume", run_dir.name, "--json") == 0
+    assert json.loads(capsys.readouterr().out)["usage"]["requests_served_from_journal"] == 1
+
+
+def test_show_lists_cancelled_losers_and_the_final_result(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (project / "rules.yaml").write_text(
+        'default: "ok"\nrules:\n  - match: "^Slow"\n    latency_ms: 5000\n    answer: "late"\n'
+    )
+    (project / "f.prose").write_text(
+        'parallel ("first"):\n  a = session "Slow way"\n  b = session "Quick way"\n'
+        'session "Wrap up"\n  context: b\n'
+    )
+    assert prose("run", "f.prose", "--provider", "scripted:rules.yaml") == 0
+    run_id = next((project / ".prose" / "runs").iterdir()).name
+    capsys.readouterr()
+    assert prose("show", run_id) == 0
+    text = capsys.readouterr().out
+    assert "cancelled (1): 1|1" in text and "result: ok" in text
+    assert prose("show", run_id, "--json") == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["cancelled"] == ["1|1"] and data["result"] == "ok"

@@ -108,3 +108,22 @@ session: secure
     agents = vm.events(result, "agents")[0]["agents"]
     assert agents["secure"]["skills"] == ["web-search"]
     assert agents["secure"]["permissions"] == {"read": ["*.md"], "bash": "deny"}
+
+
+def test_concurrent_sessions_of_one_agent_lose_no_memory_update(vm: Any) -> None:
+    def accumulate(request: Any) -> str:
+        text = request.last_user_text()
+        before = text.split("## Memory so far\n")[1].split("## This session's task")[0].strip()
+        task = text.split("## This session's task\n")[1].split("\n")[0]
+        return ("" if before == "(empty)" else before + "; ") + task
+
+    # Every answer takes 20 ms, so both sessions end before either memory update does.
+    provider = vm.spy([{"match": "^Update your memory", "answer": accumulate}], latency=0.02)
+    source = captain("true") + (
+        'parallel:\n  session: captain\n    prompt: "Left"\n'
+        '  session: captain\n    prompt: "Right"\n'
+    )
+    result = vm.run(source, provider)
+    assert result.status == "succeeded", result.error
+    memory = (result.run_dir / "agents" / "captain" / "memory.md").read_text().strip()
+    assert sorted(memory.split("; ")) == ["Left", "Right"]

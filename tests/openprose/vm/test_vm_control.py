@@ -108,6 +108,9 @@ output combined = loud | reduce(acc, x):
     filters = vm.events(result, "decision")
     assert [d["verdict"] for d in filters] == [True, False, True, False]
     assert filters[1]["reason"] == "literal answer" and filters[3]["reason"] == "vague"
+    state = (result.run_dir / "state.md").read_text()
+    assert "2:1[1]?→ filter → drop (literal answer)" in state
+    assert "2:1[3]?→ filter → drop (vague)" in state and "2:1[0]?→ filter → keep" in state
 
 
 def test_if_elif_else_and_choice(vm: Any) -> None:

@@ -130,3 +130,30 @@ def test_const_reassignment_is_a_runtime_error_if_unchecked(vm: Any) -> None:
     if parsed.ok:
         result = vm.run('const c = "a"\nc = "b"\n', vm.spy())
         assert result.status == "failed" and "const" in (result.error or "")
+
+
+def test_program_retry_waits_at_least_the_servers_retry_after(vm: Any) -> None:
+    from openprose.providers import ModelRequest, ModelResponse, TransientProviderError, Usage
+
+    class RateLimited:
+        """Refuses the first request with a 429 asking for 0.2 s, then answers."""
+
+        name = "fake"
+
+        def __init__(self) -> None:
+            self.times: list[float] = []
+
+        async def complete(self, request: ModelRequest) -> ModelResponse:
+            self.times.append(time.perf_counter())
+            if len(self.times) == 1:
+                raise TransientProviderError("429 slow down", status=429, retry_after=0.2)
+            return ModelResponse(text="fine", usage=Usage(1, 1), finish_reason="stop")
+
+        async def aclose(self) -> None:
+            return None
+
+    provider = RateLimited()
+    result = vm.run('output a = session "Call"\n  retry: 1\n', provider)
+    assert result.status == "succeeded" and result.outputs == {"a": "fine"}
+    # backoff: none (and a 1 ms base delay) would retry at once; the server asked for 0.2 s.
+    assert provider.times[1] - provider.times[0] >= 0.2

@@ -124,6 +124,9 @@ session "Process results, including failures"
     assert result.status == "succeeded"
     text = provider.sent("^Process")[0].last_user_text()
     assert "### good\nok" in text and "### bad\nsession error at" in text
+    # The failed branch's binding file holds its error value, like any named result.
+    bad = (result.run_dir / "bindings" / "bad.md").read_text()
+    assert bad.startswith("# bad\n") and "injected error failure" in bad.split("---\n", 1)[1]
 
 
 def test_ignore_always_succeeds(vm: Any) -> None:
@@ -172,12 +175,12 @@ def test_pmap_fail_fast_cancels_other_items(vm: Any) -> None:
 
 def test_cancelled_branch_stops_before_its_next_session(vm: Any) -> None:
     provider = vm.spy([slow("^Quick", 0.01, "won"), slow("^Step one", 0.2)])
-    source = '''let r = parallel ("first"):
+    source = """let r = parallel ("first"):
   session "Quick path"
   do:
     session "Step one"
     session "Step two"
-'''
+"""
     result = vm.run(source, provider)
     assert result.status == "succeeded"
     assert provider.sent("^Step two") == []
@@ -217,10 +220,13 @@ output got = got
     assert result.status == "succeeded", result.error
     assert result.outputs == {"got": ["one", "three"]}
     assert provider.cancelled == 2 and len(provider.sent("^Item")) == 5
+
     def failing() -> Any:
         return vm.spy([slow("^Item", 0.0, failures=("error",) * 5)])
 
     failed = vm.run(source, failing())
-    assert failed.status == "failed" and "needed 2 successful item(s), got 0" in (failed.error or "")
+    assert failed.status == "failed" and "needed 2 successful item(s), got 0" in (
+        failed.error or ""
+    )
     fail_fast = vm.run(source.replace(', on-fail: "continue"', ""), failing())
     assert fail_fast.status == "failed" and "needed" not in (fail_fast.error or "")

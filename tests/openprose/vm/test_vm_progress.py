@@ -25,10 +25,12 @@ def test_plain_progress_lines() -> None:
     view("session_finished", "1", finished((10, 5)))
     view("decision", "2?c1", {"kind": "condition", "verdict": True, "reason": "ok"})
     view("session_failed", "3", {"attempt": 1, "error": "boom"})
+    view("session_cancelled", "4|2", {"attempt": 1})
     lines = stream.getvalue().splitlines()
-    assert len(lines) == 3
+    assert len(lines) == 4
     assert "✓ 1 draft (writer, opus) 10+5 tok" in lines[0]
     assert "2?c1 condition → True (ok)" in lines[1] and "✗ 3 attempt 1: boom" in lines[2]
+    assert "⊘ 4|2 cancelled" in lines[3]
 
 
 def test_live_view_table_renders_sessions() -> None:
@@ -46,7 +48,47 @@ def test_live_view_table_renders_sessions() -> None:
     assert "writer" in text and "cancelled" in text and "done" in text
 
 
+def test_live_view_stops_the_clock_of_a_failed_session() -> None:
+    view = LiveView()
+    view("session_started", "1", {"agent": None, "model": "opus"})
+    view("session_failed", "1", {"attempt": 1, "error": "boom"})
+    row = view.rows["1"]
+    assert row.state == "failed (attempt 1)" and row.ended is not None
+    # A `retry:` that then succeeds turns the row to done.
+    view("session_finished", "1", finished((1, 1)))
+    assert row.state == "done" and view.done == 1
+
+
 def test_cost_only_when_prices_are_known() -> None:
     known = {"claude-sonnet-4-5": {"input_tokens": 1_000_000, "output_tokens": 1_000_000}}
     assert cost_of(known) == 18.0
     assert cost_of({**known, "mystery": {"input_tokens": 1, "output_tokens": 0}}) is None
+    # Dated snapshots cost what their model does; an unlisted sibling is not guessed.
+    million = {"input_tokens": 1_000_000, "output_tokens": 0}
+    assert cost_of({"claude-haiku-4-5-20251001": million}) == 1.0
+    assert cost_of({"gpt-4.1-2025-04-14": million}) == 2.0
+    assert cost_of({"gpt-4.1-turbo": million}) is None
+
+
+def test_live_view_only_on_a_terminal(monkeypatch: Any) -> None:
+    import sys
+
+    from openprose.cli.run import progress
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setenv("TERM", "xterm")
+    monkeypatch.setattr(sys, "stderr", Terminal())
+    with progress(False) as observer:
+        assert isinstance(observer, LiveView)
+    with progress(True) as observer:  # --json: no progress at all
+        assert observer is None
+    monkeypatch.setenv("TERM", "dumb")
+    with progress(False) as observer:
+        assert isinstance(observer, PlainProgress)
+    monkeypatch.setenv("TERM", "xterm")
+    monkeypatch.setattr(sys, "stderr", io.StringIO())  # a pipe or a file
+    with progress(False) as observer:
+        assert isinstance(observer, PlainProgress)

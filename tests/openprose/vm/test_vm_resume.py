@@ -226,3 +226,43 @@ def test_resumed_run_returns_the_same_final_result(vm: Any) -> None:
     resumed = vm.resume(run_dir, vm.spy(rules(vm)))
     assert resumed.result == reference.result
     assert json.loads((run_dir / "run.json").read_text())["result"] == reference.result
+
+
+def test_resumed_races_resend_no_cancelled_loser(vm: Any) -> None:
+    def latency(match: str, seconds: float, answer: str) -> dict[str, Any]:
+        return {"match": match, "answer": answer, "latency_ms": seconds * 1000}
+
+    def answers(*extra: dict[str, Any]) -> Any:
+        return vm.spy(
+            [
+                *extra,
+                {"match": "^Finish", "answer": lambda r: r.last_user_text()},
+                latency("^Slow", 5.0, "late"),
+                latency("^Quick", 0.01, "quick"),
+                latency("^Item b", 0.01, "B"),
+                latency("^Item c", 0.02, "C"),
+                latency("^Item", 5.0, "late item"),
+            ]
+        )
+
+    source = """let w = parallel ("first"):
+  session "Slow way"
+  session "Quick way"
+let two = parallel ("any", count: 2) for x in ["a", "b", "c", "d"]:
+  session "Item {x}"
+output out = session "Finish {w} {two}"
+  context: []
+"""
+    reference = vm.run(source, answers())
+    assert reference.outputs == {"out": "Finish quick [1] B\n\n[2] C"}
+    failed = vm.run(source, answers({"match": "^Finish", "answer": "x", "failures": ["error"]}))
+    assert failed.status == "failed"
+    decided = {e["step"]: (e["won"], e["failed"]) for e in vm.events(failed, "race_decided")}
+    assert decided == {"1": ([1], []), "2": ([1, 2], [])}
+    again = answers()
+    resumed = vm.resume(failed.run_dir, again)
+    assert resumed.status == "succeeded" and resumed.outputs == reference.outputs
+    # Only the failed session goes out again: the winners are served, the losers stay cancelled.
+    assert [p.split("\n")[0] for p in again.prompts()] == ["Finish quick [1] B"]
+    assert again.cancelled == 0
+    assert resumed.usage["requests_served_from_journal"] == 3

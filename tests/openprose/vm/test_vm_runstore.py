@@ -40,7 +40,7 @@ output report = session "Report"
     ]
     research = (root / "bindings" / "research.md").read_text()
     assert research == (
-        '# research\nkind: let\nsource:\n```prose\nlet research = session "Research {topic}"\n```\n---\nok\n'
+        '# research\n\nkind: let\n\nsource:\n```prose\nlet research = session "Research {topic}"\n```\n\n---\n\nok\n'
     )
     assert "kind: input" in (root / "bindings" / "topic.md").read_text()
     assert "kind: output" in (root / "bindings" / "report.md").read_text()
@@ -70,7 +70,9 @@ do process("b")
     result = vm.run(source, vm.spy())
     names = sorted(p.name for p in (result.run_dir / "bindings").iterdir())
     assert names == ["result__1.md", "result__2.md"]
-    assert "execution_id: 2" in (result.run_dir / "bindings" / "result__2.md").read_text()
+    scoped = (result.run_dir / "bindings" / "result__2.md").read_text()
+    assert scoped.startswith("# result\n\nkind: let\nexecution_id: 2\n\nsource:\n```prose\n")
+    assert scoped.endswith("```\n\n---\n\nok\n")
 
 
 def test_step_ids_never_collide(vm: Any) -> None:
@@ -148,7 +150,7 @@ def test_binding_rewrites_coalesce_to_the_latest_value(vm: Any) -> None:
     provider = vm.spy([{"match": "^Revise", "answer": [f"v{i}" for i in range(1, 201)]}])
     result = vm.run(source, provider)
     assert result.outputs == {"final": "v200"}
-    assert (result.run_dir / "bindings" / "draft.md").read_text().endswith("---\nv200\n")
+    assert (result.run_dir / "bindings" / "draft.md").read_text().endswith("---\n\nv200\n")
     assert [p.name for p in (result.run_dir / "bindings").iterdir() if p.name.startswith(".")] == []
 
 

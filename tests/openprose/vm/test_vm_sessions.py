@@ -155,14 +155,80 @@ def test_context_budget_trims_with_a_note(vm: Any) -> None:
     source = 'let big = session "Big"\nsession "Use"\n  context: big\n'
     result = vm.run(source, provider, config=VMConfig(context_budget=1000))
     use = provider.prompts()[1]
-    assert "4000 characters of big omitted" in use
+    # The task ("Use", 3 characters) counts against the budget too.
+    assert "4003 characters of big omitted" in use
     from openprose.vm.journal import read_journal
 
     trims = [
         e for e in read_journal(result.run_dir / "journal.jsonl") if e["ev"] == "context_trimmed"
     ]
-    assert trims and trims[0]["omitted_chars"] == 4000
+    assert trims and trims[0]["omitted_chars"] == 4003
     assert "context:trimmed big" in (result.run_dir / "state.md").read_text()
+
+
+def test_budget_covers_task_system_and_memory(vm: Any) -> None:
+    memory = {"match": "^Update your memory", "answer": "M" * 3000}
+    provider = vm.spy([memory, {"match": "^Big", "answer": "x" * 3000}])
+    source = """agent keeper:
+  persist: true
+  prompt: "You keep notes"
+let big = session "Big"
+session: keeper
+  prompt: "Note it"
+  context: []
+resume: keeper
+  prompt: "Recall"
+  context: big
+session "{big}"
+"""
+    result = vm.run(source, provider, config=VMConfig(context_budget=1000))
+    assert result.status == "succeeded", result.error
+    recall = provider.sent("^Recall")[0]
+    # 1000 - len("Recall") - len("You keep notes") = 980 characters for memory and context,
+    # shared evenly: each is cut to 490 with a note (memory.md ends with a newline: 3001).
+    text = recall.last_user_text()
+    assert "2511 characters of memory omitted" in text and "2510 characters of big omitted" in text
+    trimmed = [
+        (e["label"], e["omitted_chars"])
+        for e in vm.events(result, "context_trimmed")
+        if e["step"] == "4"
+    ]
+    assert trimmed == [("memory", 2511), ("big", 2510)]
+    # A task alone over the budget is sent whole (its context cut to the notes), recorded.
+    assert provider.sent("^xxx")[0].last_user_text().startswith("x" * 3000)
+    over = vm.events(result, "prompt_over_budget")
+    assert [(e["step"], e["task_chars"]) for e in over] == [("5", 3000)]
+    assert "5→ prompt:over budget by 2000 chars" in (result.run_dir / "state.md").read_text()
+
+
+def test_default_context_window_notes_what_it_leaves_out(vm: Any) -> None:
+    idea = {"match": "^Idea", "answer": lambda r: "idea-" + r.last_user_text().split()[1]}
+    provider = vm.spy([idea, *vm.verdicts(("^Condition: the ideas suffice", True))])
+    source = """repeat 5 as i:
+  session "Idea {i}"
+session "Pick the best idea above"
+if **the ideas suffice**:
+  session "Done"
+session "Fresh"
+  context: []
+"""
+    result = vm.run(source, provider, config=VMConfig(history_items=3))
+    assert result.status == "succeeded"
+    pick = provider.sent("^Pick")[0].last_user_text()
+    # The three most recent outputs, after a note counting the two left out.
+    assert "2 earlier output(s) of this thread are not shown" in pick
+    assert "idea-0" not in pick and "idea-1" not in pick
+    assert pick.index("not shown") < pick.index("idea-2") < pick.index("idea-4")
+    condition = provider.sent("^Condition: the ideas suffice")[0].last_user_text()
+    assert "3 earlier output(s) of this thread are not shown" in condition
+    assert "not shown" not in provider.sent("^Fresh")[0].last_user_text()
+    windows = [(e["step"], e["omitted_items"]) for e in vm.events(result, "context_windowed")]
+    # The fifth idea already saw four earlier ones; judgments add no output of their own.
+    assert windows == [("1[4].1", 1), ("2", 2), ("3?c1", 3), ("3/c1.1", 3)]
+    state = (result.run_dir / "state.md").read_text()
+    assert "2→ context:window -2 earlier outputs" in state
+    small = vm.run('session "A"\nsession "B"\n', vm.spy(), config=VMConfig(history_items=3))
+    assert vm.events(small, "context_windowed") == []
 
 
 def test_flat_names_outlive_their_body_and_outputs_follow_reassignment(vm: Any) -> None:
@@ -190,7 +256,9 @@ let shared = ["p", "q", "r"] | pmap:
 
 def test_final_result_without_declared_outputs(vm: Any) -> None:
     # prose.md: "Return outputs to caller (or final result if no outputs declared)".
-    provider = vm.spy([{"match": "^Draft", "answer": "DRAFT"}, {"match": "^Polish", "answer": "DONE"}])
+    provider = vm.spy(
+        [{"match": "^Draft", "answer": "DRAFT"}, {"match": "^Polish", "answer": "DONE"}]
+    )
     result = vm.run('session "Draft it"\ndo:\n  session "Polish it"\n', provider)
     assert result.outputs == {} and result.result == "DONE"
     assert result.to_json()["result"] == "DONE"
