@@ -17,7 +17,7 @@ from urllib.parse import unquote, urlsplit
 
 import aiohttp
 
-from plsp.syntax import LiteralValue, Num, Str
+from plsp.syntax import LiteralValue, Num
 
 __all__ = [
     "ActionRegistry", "ActionResult", "FetchPolicy", "FilePageSink", "LogFileSink", "PageSink",
@@ -113,7 +113,7 @@ class ActionRegistry:
 
     async def run(self, name: str, values: Sequence[LiteralValue]) -> ActionResult:
         """Run an action; wrong arguments and raised errors become a failed result."""
-        shown = tuple(v.text if isinstance(v, Str) else v.python() for v in values)
+        shown = tuple(v.python() for v in values)
         registered = self._actions.get(name)
         if registered is None:
             return ActionResult(name, shown, False, error=f"unknown action !{name}")

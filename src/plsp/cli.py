@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import inspect
 import json
 import sys
 from collections.abc import Sequence
@@ -54,6 +55,12 @@ def _cmd_parse(args: argparse.Namespace) -> int:
             return 1
     else:
         text = args.text
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as error:  # undecodable argv bytes arrive as surrogates
+            print(f"error: the argument is not UTF-8 text (character {error.start + 1} is "
+                  "invalid)", file=sys.stderr)
+            return 1
     parsed: StateBlock | Instruction
     try:
         parsed = parse_instr(text) if text.lstrip().startswith(PREFIX) else parse(text)
@@ -76,8 +83,11 @@ def _cmd_parse(args: argparse.Namespace) -> int:
 def _cmd_check(args: argparse.Namespace) -> int:
     try:
         checks = check_trace(args.trace)
-    except (TraceError, OSError) as error:
+    except TraceError as error:
         print(f"error: {error}", file=sys.stderr)
+        return 2
+    except OSError as error:
+        print(f"error: {args.trace}: {error.strerror or error}", file=sys.stderr)
         return 2
     for check in checks:
         status = "ok" if check.ok else "FAIL"
@@ -121,8 +131,27 @@ def _model(args: argparse.Namespace, spec: LoopSpec) -> tuple[Model, Any]:
                           max_tokens=args.max_tokens)
 
 
+def _with_status(model: Model) -> Model:
+    """On a terminal, say that the model is being asked (a local model may take
+    seconds); the status line is erased before the cycle is printed."""
+    calls = 0
+
+    async def ask(system: str, prompt: str) -> str:
+        nonlocal calls
+        calls += 1
+        print(f"  ... asking the model (request {calls})", end="\r", flush=True)
+        try:
+            answer = model(system, prompt)
+            return await answer if inspect.isawaitable(answer) else answer
+        finally:
+            print("\x1b[2K", end="", flush=True)
+    return ask
+
+
 async def _run(args: argparse.Namespace, spec: LoopSpec) -> LoopResult:
     model, close = _model(args, spec)
+    if not args.quiet and sys.stdout.isatty():
+        model = _with_status(model)
     trace_path = Path(args.trace or f"{spec.path.stem}.trace.ndjson")
     with TraceWriter(trace_path) as trace:
         def on_cycle(record: CycleRecord) -> None:
@@ -139,7 +168,10 @@ async def _run(args: argparse.Namespace, spec: LoopSpec) -> LoopResult:
         finally:
             if close is not None:
                 await close()
-    print(f"stopped ({result.stop_reason}) after {len(result.cycles)} cycles; "
+    reason: str = result.stop_reason
+    if reason == "policy" and spec.stopped_by:
+        reason += f": {spec.stopped_by}"
+    print(f"stopped ({reason}) after {len(result.cycles)} cycles; "
           f"state {result.state.dumps()}; trace {trace_path}")
     return result
 
@@ -157,7 +189,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     except Exception as error:  # noqa: BLE001 - provider failures: report, no traceback
         print(f"error: {type(error).__name__}: {error}", file=sys.stderr)
         return 2
-    return 1 if result.stop_reason == "rejected" else 0
+    last_rejected = bool(result.cycles) and not result.cycles[-1].accepted
+    return 1 if result.stop_reason == "rejected" or last_rejected else 0
 
 
 def _positive(text: str) -> int:
@@ -186,12 +219,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     run_cmd = commands.add_parser("run", help="run a loop file with a live cycle view")
     run_cmd.add_argument("loopfile")
-    run_cmd.add_argument("--provider", help="anthropic, openai, local, replay:FILE ... "
-                                            "(the project's provider layer)")
+    source = run_cmd.add_mutually_exclusive_group()
+    source.add_argument("--provider", help="anthropic, openai, local, replay:FILE ... "
+                                           "(the project's provider layer)")
+    source.add_argument("--replies", help="answer with the replies of a JSON/NDJSON file")
+    source.add_argument("--dry-run", action="store_true",
+                        help="answer with the reference engine's expected state")
     run_cmd.add_argument("--model", help="model id or alias for the provider")
-    run_cmd.add_argument("--replies", help="answer with the replies of a JSON/NDJSON file")
-    run_cmd.add_argument("--dry-run", action="store_true",
-                         help="answer with the reference engine's expected state")
     run_cmd.add_argument("--max-cycles", type=_positive, metavar="N",
                          help="stop after N cycles (N >= 1; default: the loop file's)")
     run_cmd.add_argument("--max-tokens", type=_positive, default=256, metavar="N",

@@ -49,7 +49,9 @@ class Expectation:
     maybe_removed: set[str] = field(default_factory=set)
     removed: set[str] = field(default_factory=set)
     open: bool = False
+    """An unknown directive was present: it may have changed any value."""
     notes: list[str] = field(default_factory=list)
+    """What the engine could not decide or found odd in the instruction itself."""
     causes: dict[str, str] = field(default_factory=dict)
     """The directive that last determined each variable, for violation messages."""
 
@@ -95,17 +97,29 @@ def compare(condition: Condition, left: Known, right: Known) -> bool | None:
     return {"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[condition.op]
 
 
+def _assign(expectation: Expectation, name: str, value: Known, cause: str,
+            certain: bool) -> None:
+    """Record that `name` now holds `value`; in an undecided branch it may hold it, or
+    keep what it had, or still be absent."""
+    if certain:
+        expectation.removed.discard(name)
+        expectation.maybe_removed.discard(name)
+    else:
+        if name not in expectation.variables:
+            expectation.maybe_removed.add(name)
+        expectation.removed.discard(name)
+        value = ANY
+    expectation.variables[name] = value
+    expectation.causes[name] = cause
+
+
 def _apply(expectation: Expectation, directive: Directive, certain: bool) -> None:
     variables = expectation.variables
     if isinstance(directive, Set | Update):
         if isinstance(directive, Update) and directive.name not in variables:
             expectation.notes.append(f"@upd of ${directive.name}, which does not exist yet")
-        value = expectation.value_of(directive.value) if certain else ANY
-        variables[directive.name] = value
-        expectation.causes[directive.name] = directive.dumps()
-        if certain:
-            expectation.removed.discard(directive.name)
-            expectation.maybe_removed.discard(directive.name)
+        _assign(expectation, directive.name, expectation.value_of(directive.value),
+                directive.dumps(), certain)
     elif isinstance(directive, Delete):
         if certain:
             variables.pop(directive.name, None)
@@ -113,14 +127,15 @@ def _apply(expectation: Expectation, directive: Directive, certain: bool) -> Non
         else:
             expectation.maybe_removed.add(directive.name)
     elif isinstance(directive, Fetch):
-        variables[directive.dest] = ANY
+        _assign(expectation, directive.dest, ANY, directive.dumps(), certain)
     elif isinstance(directive, Signal):
         (expectation.required if certain else expectation.allowed).append(directive.command)
     elif isinstance(directive, If):
         outcome = compare(directive.condition, expectation.value_of(directive.condition.left),
                           expectation.value_of(directive.condition.right)) if certain else None
         if outcome is None:
-            expectation.notes.append(f"cannot decide {directive.condition.dumps()}")
+            expectation.notes.append(f"cannot decide {directive.condition.dumps()}"
+                                     + _why_undecided(expectation, directive.condition))
             for branch_directive in directive.then + directive.otherwise:
                 _apply(expectation, branch_directive, certain=False)
         else:
@@ -130,7 +145,15 @@ def _apply(expectation: Expectation, directive: Directive, certain: bool) -> Non
         expectation.open = True  # it may have changed any value, but removes nothing
         for name in variables:
             variables[name] = ANY
-        expectation.notes.append(f"@{directive.name} is not checked")
+
+
+def _why_undecided(expectation: Expectation, condition: Condition) -> str:
+    for side in (condition.left, condition.right):
+        if isinstance(side, Ref) and isinstance(expectation.value_of(side), _Any):
+            if side.name not in expectation.variables:
+                return f" (${side.name} is not in the state)"
+            return f" (${side.name} is not known before the reply)"
+    return f" ({condition.op} compares numbers only)"
 
 
 def expect(previous: StateBlock, instruction: Instruction) -> Expectation:

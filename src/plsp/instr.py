@@ -15,7 +15,7 @@ from plsp.syntax import Action, Log, Ref, Scanner, Str, Value, literal
 
 __all__ = [
     "COMPARISONS", "Condition", "Delete", "Directive", "Fetch", "If", "Instruction", "Opaque",
-    "Set", "Signal", "Update", "parse_condition", "parse_instr",
+    "Set", "Signal", "Update", "parse_condition", "parse_instr", "read_instr",
 ]
 
 PREFIX = "INSTR:"
@@ -301,21 +301,30 @@ def _read_directive(scanner: Scanner, *, in_branch: bool = False) -> Directive:
     return If(condition, then, _read_branch(scanner))
 
 
-def parse_instr(text: str) -> Instruction:
-    """Parse an `INSTR:` line: the prefix, then directives each ended by `;`."""
-    scanner = Scanner(text)
+def read_instr(scanner: Scanner) -> Instruction:
+    """Read `INSTR:` and its directives, stopping before anything that is not a directive
+    (so a prompt's instruction and state block can be read one after the other)."""
     scanner.skip_whitespace()
     scanner.expect(PREFIX, f"'{PREFIX}'")
     directives: list[Directive] = []
     while True:
         scanner.skip_whitespace()
-        if scanner.at_end():
+        if scanner.peek() != "@":
             break
         directive = _read_directive(scanner)
         scanner.skip_whitespace()
         scanner.expect(";", "';' after the directive")
         directives.append(directive)
     return Instruction(tuple(directives), tuple(scanner.warnings))
+
+
+def parse_instr(text: str) -> Instruction:
+    """Parse an `INSTR:` line: the prefix, then directives each ended by `;`."""
+    scanner = Scanner(text)
+    instruction = read_instr(scanner)
+    if not scanner.at_end():
+        raise scanner.unexpected("a directive (@name:...)")
+    return instruction
 
 
 def parse_condition(text: str) -> Condition:

@@ -115,6 +115,8 @@ class LoopSpec:
     model: str | None = None
     replies: Path | None = None
     logs: Path | None = None
+    stopped_by: str | None = None
+    """Why the policy ended the loop, once it has."""
     _last: Instruction | None = None
 
     def __call__(self, context: PolicyContext) -> Instruction | None:
@@ -123,10 +125,12 @@ class LoopSpec:
         elif not context.last.accepted:
             pass  # rejected cycle: the state did not move, so ask the same again
         elif self.stop_when is not None and holds(self.stop_when, context.state):
+            self.stopped_by = f"stop_when {self.stop_when.dumps()} holds"
             return None
         else:
             texts = [rule.render(context) for rule in self.rules if rule.applies(context)]
             if not texts and self.otherwise is None:
+                self.stopped_by = "no rule matched and there is no 'otherwise'"
                 return None
             texts = texts or [self.otherwise or ""]
             self._last = _instruction("".join(texts), f"{self.path}: rules (cycle "
@@ -199,7 +203,12 @@ def _read(path: Path) -> dict[str, Any]:
     try:
         data = tomllib.loads(text) if path.suffix == ".toml" else yaml.safe_load(text)
     except (tomllib.TOMLDecodeError, yaml.YAMLError) as error:
-        raise LoopFileError(f"{path}: {error}") from None
+        message = str(error).replace('"<unicode string>"', str(path))
+        if "'@' that cannot start any token" in message:
+            message += "\n(YAML reserves '@': quote directives, e.g. initial: '@set:$a=1;')"
+        raise LoopFileError(f"{path}: {message}") from None
+    except RecursionError:
+        raise LoopFileError(f"{path}: nested too deeply to read") from None
     if not isinstance(data, dict):
         raise LoopFileError(f"{path}: expected a mapping at the top level")
     return data
@@ -223,7 +232,7 @@ def load_loop(path: str | Path) -> LoopSpec:
     path = Path(path)
     data = _read(path)
     if unknown := set(data) - _TOP_KEYS:
-        raise LoopFileError(f"{path}: unknown keys {sorted(unknown)}; "
+        raise LoopFileError(f"{path}: unknown keys {sorted(map(str, unknown))}; "
                             f"allowed: {sorted(_TOP_KEYS)}")
     if "initial" not in data:
         raise LoopFileError(f"{path}: 'initial' (the first INSTR:) is required")

@@ -10,7 +10,7 @@ from typing import Any, Literal, TypeAlias
 from plsp.actions import ActionRegistry, ActionResult, builtin_actions
 from plsp.diagnostics import Violation
 from plsp.instr import Instruction, parse_instr
-from plsp.syntax import StateBlock, Str, parse
+from plsp.syntax import StateBlock, parse
 from plsp.verify import Verdict, verify
 
 __all__ = [
@@ -18,8 +18,8 @@ __all__ = [
     "PolicyContext", "build_prompt",
 ]
 
-Model: TypeAlias = Callable[[str, str], Awaitable[str]]
-"""Any async callable `(system, prompt) -> reply text`."""
+Model: TypeAlias = Callable[[str, str], Awaitable[str] | str]
+"""Any callable `(system, prompt) -> reply text`, async (usual) or plain."""
 
 SYSTEM_PROMPT = """\
 You are a PLSP state engine. Each turn you get an INSTR: line and the previous state \
@@ -178,7 +178,8 @@ class Loop:
         attempts: list[Attempt] = []
         verdict: Verdict | None = None
         for _ in range(1 + self.retries):
-            reply = await self.model(self.system, prompt)
+            answer = self.model(self.system, prompt)
+            reply = await answer if inspect.isawaitable(answer) else answer
             if not isinstance(reply, str):
                 raise TypeError(f"the model returned {type(reply).__name__}; expected the "
                                 "reply text (str)")
@@ -210,8 +211,7 @@ class Loop:
                 record.violations.append(Violation(
                     "action_failed", f"!{action.name}: {result.error}", False))
         for log in block.logs:
-            data = [v.text if isinstance(v, Str) else v.python()
-                    for v in map(block.resolve, log.values)]
+            data: list[Any] = [block.resolve(v).python() for v in log.values]
             record.logs.append(data)
             if self.logs is not None:
                 outcome = self.logs(record.cycle, data)

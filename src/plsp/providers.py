@@ -11,18 +11,20 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from plsp.engine import expect
-from plsp.instr import parse_instr
-from plsp.middleware import Model
-from plsp.syntax import parse
+from plsp.instr import read_instr
+from plsp.syntax import Scanner
 
-__all__ = ["ModelSetupError", "dry_run_model", "provider_model", "replies_model"]
+AsyncModel = Callable[[str, str], Awaitable[str]]
+"""What these sources give: an async `(system, prompt) -> text` model."""
+
+__all__ = ["AsyncModel", "ModelSetupError", "dry_run_model", "provider_model", "replies_model"]
 
 
 class ModelSetupError(RuntimeError):
     """The requested model cannot be used (missing file, provider not configured...)."""
 
 
-def replies_model(path: Path) -> Model:
+def replies_model(path: Path) -> AsyncModel:
     """Answers with the replies of a file in order: a JSON list of strings, or NDJSON with
     one JSON string (or `{"reply": ...}`) per line. Handy for demos and reproductions."""
     try:
@@ -34,6 +36,8 @@ def replies_model(path: Path) -> Model:
     try:
         data = json.loads(text)
         replies = data if isinstance(data, list) else [data]
+    except RecursionError:
+        raise ModelSetupError(f"{path}: nested too deeply to read") from None
     except json.JSONDecodeError:
         replies = []
         for number, line in enumerate(text.splitlines(), start=1):
@@ -42,6 +46,9 @@ def replies_model(path: Path) -> Model:
                     replies.append(json.loads(line))
                 except json.JSONDecodeError as error:
                     raise ModelSetupError(f"{path}:{number}: not JSON: {error.msg}") from None
+                except RecursionError:
+                    raise ModelSetupError(f"{path}:{number}: nested too deeply to read") \
+                        from None
     replies = [r.get("reply") if isinstance(r, dict) else r for r in replies]
     if not all(isinstance(r, str) for r in replies):
         raise ModelSetupError(f"{path}: every reply must be a string or {{\"reply\": string}}")
@@ -55,22 +62,26 @@ def replies_model(path: Path) -> Model:
     return answer
 
 
-def dry_run_model() -> Model:
+def dry_run_model() -> AsyncModel:
     """Answers with the reference engine's expected state: runs a loop file's policy and
     actions without any model. Fails when the instruction leaves something undecided."""
     async def answer(system: str, prompt: str) -> str:
-        instr_line, state_line = prompt.split("\n")[:2]
-        expectation = expect(parse(state_line), parse_instr(instr_line))
+        # Read with the scanner, not by lines: a string value may hold a newline.
+        scanner = Scanner(prompt)
+        instruction = read_instr(scanner)
+        scanner.skip_whitespace()
+        expectation = expect(scanner.read_block(), instruction)
         block = expectation.block()
         if block is None:
-            raise ModelSetupError(f"dry run: {instr_line} leaves the next state undecided "
-                                  f"({'; '.join(expectation.notes) or 'fetched values'})")
+            reasons = expectation.notes + (["unknown directives"] if expectation.open else [])
+            raise ModelSetupError(f"dry run: {instruction.dumps()} leaves the next state undecided "
+                                  f"({'; '.join(reasons) or 'fetched values'})")
         return block.dumps()
     return answer
 
 
 def provider_model(provider: str | None, model: str | None, *, max_tokens: int = 512,
-                   ) -> tuple[Model, Callable[[], Awaitable[None]]]:
+                   ) -> tuple[AsyncModel, Callable[[], Awaitable[None]]]:
     """Wrap the project's provider layer (`openprose.providers`); returns the model and
     its closer. `provider` uses that layer's spec (`anthropic`, `openai`, `local`,
     `replay:FILE`, ...); None picks its environment-based default."""

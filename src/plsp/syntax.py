@@ -6,10 +6,13 @@ the block); `extract` is the separate, lenient step for model replies with chatt
 
 from __future__ import annotations
 
+import math
 import re
-from bisect import bisect_right
+import sys
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from decimal import Decimal
+from functools import cached_property
 
 from plsp.diagnostics import ParseError, ParseWarning, Violation, line_and_column
 
@@ -34,6 +37,9 @@ class Str:
     def __post_init__(self) -> None:
         if '"' in self.text:
             raise ValueError('a PLSP string cannot contain a double quote (")')
+
+    def python(self) -> str:
+        return self.text
 
     def dumps(self) -> str:
         return f'"{self.text}"'
@@ -61,8 +67,14 @@ class Num:
     def is_integer(self) -> bool:
         return "." not in self.text
 
-    def python(self) -> int | float:
-        return int(self.text) if self.is_integer else float(self.text)
+    def python(self) -> int | float | str:
+        """An int or float for logs, traces and action results; a number no JSON reader
+        takes as such (beyond Python's int digit limit, or a float overflow) stays text."""
+        if self.is_integer:
+            limit = sys.get_int_max_str_digits()
+            return int(self.text) if limit == 0 or len(self.text) <= limit else self.text
+        number = float(self.text)
+        return number if math.isfinite(number) else self.text
 
     def dumps(self) -> str:
         return self.text
@@ -163,10 +175,14 @@ class StateBlock:
                     raise ValueError(f"${statement.name} is assigned twice")
                 seen.add(statement.name)
 
+    @cached_property
+    def _variables(self) -> dict[str, Value]:
+        return {s.name: s.value for s in self.statements if isinstance(s, Assign)}
+
     @property
     def variables(self) -> dict[str, Value]:
         """Assignments in block order, as written (references unresolved)."""
-        return {s.name: s.value for s in self.statements if isinstance(s, Assign)}
+        return dict(self._variables)
 
     @property
     def logs(self) -> tuple[Log, ...]:
@@ -176,18 +192,45 @@ class StateBlock:
     def actions(self) -> tuple[Action, ...]:
         return tuple(s for s in self.statements if isinstance(s, Action))
 
+    @cached_property
+    def _resolved(self) -> dict[str, LiteralValue | str]:
+        """Every variable's literal value, or why it has none; each chain is walked once,
+        so resolving a whole block stays linear however references are chained."""
+        variables = self._variables
+        resolved: dict[str, LiteralValue | str] = {}
+        for name in variables:
+            path: list[str] = []
+            value: Value = Ref(name)
+            outcome: LiteralValue | str
+            while True:
+                if not isinstance(value, Ref):
+                    outcome = value
+                    break
+                if value.name in resolved:
+                    outcome = resolved[value.name]
+                    break
+                if value.name in path:
+                    cycle = path[path.index(value.name):] + [value.name]
+                    outcome = f"circular reference {' -> '.join('$' + n for n in cycle)}"
+                    break
+                if value.name not in variables:
+                    outcome = f"${value.name} is not defined"
+                    break
+                path.append(value.name)
+                value = variables[value.name]
+            for step in path:
+                resolved[step] = outcome
+        return resolved
+
     def resolve(self, value: Value) -> LiteralValue:
-        """Follow `$ref` chains inside this block; KeyError names the missing variable."""
-        variables = self.variables
-        seen: list[str] = []
-        while isinstance(value, Ref):
-            if value.name in seen:
-                raise KeyError(f"circular reference {' -> '.join('$' + n for n in seen)}")
-            if value.name not in variables:
-                raise KeyError(f"${value.name} is not defined")
-            seen.append(value.name)
-            value = variables[value.name]
-        return value
+        """Follow `$ref` chains inside this block; KeyError says which variable is missing
+        or which references go round in a circle."""
+        if not isinstance(value, Ref):
+            return value
+        outcome = self._resolved.get(value.name, f"${value.name} is not defined")
+        if isinstance(outcome, str):
+            raise KeyError(outcome)
+        return outcome
 
     def dumps(self) -> str:
         """The minimal canonical text: no whitespace, every statement ended by `;`."""
@@ -377,45 +420,60 @@ class Extraction:
 
 
 def _block_spans(reply: str) -> list[tuple[int, int]]:
-    """Spans of `S{ ... }S` candidates, skipping `}S` that sit inside string literals."""
+    """Spans of `S{ ... }S` candidates, skipping `}S` that sit inside string literals.
+
+    A `}S` at `q` closes the block opened at `s` when an even number of quotes lies
+    between them; the `}S` positions are indexed by quote parity once, so each block is
+    found by bisection and the whole search stays near-linear on any reply.
+    """
+    quotes = [i for i, char in enumerate(reply) if char == '"']
+    ends: tuple[list[int], list[int]] = ([], [])
+    every_end: list[int] = []
+    for match in re.finditer(r"\}S", reply):
+        ends[bisect_left(quotes, match.start()) % 2].append(match.start())
+        every_end.append(match.start())
     spans: list[tuple[int, int]] = []
     search_from = 0
     while (start := reply.find("S{", search_from)) >= 0:
-        pos, in_string = start + 2, False
-        end = -1
-        while pos < len(reply):
-            if reply[pos] == '"':
-                in_string = not in_string
-            elif not in_string and reply.startswith("}S", pos):
-                end = pos + 2
+        parity = bisect_left(quotes, start + 2) % 2
+        candidates = ends[parity]
+        index = bisect_left(candidates, start + 2)
+        if index == len(candidates):  # an unterminated string: cut at the first '}S'
+            candidates = every_end    # so that parse can say so
+            index = bisect_left(candidates, start + 2)
+            if index == len(candidates):
                 break
-            pos += 1
-        if end < 0:  # an unterminated string: cut at the first '}S' so parse can say so
-            plain = reply.find("}S", start + 2)
-            if plain < 0:
-                break
-            end = plain + 2
+        end = candidates[index] + 2
         spans.append((start, end))
         search_from = end
     return spans
+
+
+def _parses(text: str) -> bool:
+    try:
+        parse(text)
+    except ParseError:
+        return False
+    return True
 
 
 def extract(reply: str, *, strict: bool = True) -> Extraction | None:
     """Find the state block in a model reply (lenient); None when there is none.
 
     Text around the block becomes a `stray_text` violation (blocking when strict).
-    With several blocks the last one is the answer: models tend to echo the previous
-    state before writing the next.
+    With several blocks the answer is the last one that parses (models tend to echo the
+    previous state before writing the next, or quote the format after it), else the last.
     """
     spans = _block_spans(reply)
     if not spans:
         return None
-    start, end = spans[-1]
+    start, end = next((span for span in reversed(spans) if _parses(reply[span[0]:span[1]])),
+                      spans[-1])
     violations: list[Violation] = []
     if len(spans) > 1:
         line, column = line_and_column(reply, start)
         violations.append(Violation(
-            "multiple_blocks", f"{len(spans)} blocks in the reply; using the last one",
+            "multiple_blocks", f"{len(spans)} blocks in the reply; using the one here",
             strict, line, column))
     for stray, offset in ((reply[:start], 0), (reply[end:], end)):
         if stray.strip():

@@ -11,7 +11,7 @@ from typing import IO, Any, Self
 from plsp.diagnostics import ParseError, Violation
 from plsp.instr import parse_instr
 from plsp.middleware import CycleRecord
-from plsp.syntax import StateBlock, Str, parse
+from plsp.syntax import StateBlock, Value, parse
 from plsp.verify import verify
 
 __all__ = ["CycleCheck", "TraceError", "TraceWriter", "check_trace", "read_trace"]
@@ -25,7 +25,8 @@ class TraceWriter:
         self._file: IO[str] = self.path.open("w", encoding="utf-8")
 
     def write(self, record: CycleRecord) -> None:
-        self._file.write(json.dumps(record.to_json(), ensure_ascii=False) + "\n")
+        # default=repr: a custom action may return anything; the trace must still be written
+        self._file.write(json.dumps(record.to_json(), ensure_ascii=False, default=repr) + "\n")
         self._file.flush()
 
     def close(self) -> None:
@@ -57,6 +58,8 @@ def read_trace(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
             record = json.loads(line_text)
         except json.JSONDecodeError as error:
             raise TraceError(f"{path}:{number}: not JSON: {error.msg}") from None
+        except RecursionError:
+            raise TraceError(f"{path}:{number}: nested too deeply to read") from None
         missing = {"cycle", "instr", "previous", "reply", "accepted"} - set(record) \
             if isinstance(record, dict) else {"a JSON object"}
         if missing:
@@ -91,13 +94,18 @@ class CycleCheck:
         return not self.problems and not any(v.blocking for v in self.violations)
 
 
-def _check(line: int, record: dict[str, Any], expected_previous: str | None) -> CycleCheck:
+def _check(line: int, record: dict[str, Any], number: int,
+           expected_previous: str | None) -> CycleCheck:
     problems: list[str] = []
+    if type(record["cycle"]) is not int or record["cycle"] != number:
+        problems.append(f"cycle {json.dumps(record['cycle'])} where cycle {number} was "
+                        "expected (one line per cycle, counting from 1)")
     try:
         instruction = parse_instr(str(record["instr"]))
         previous = parse(str(record["previous"]))
     except ParseError as error:
-        return CycleCheck(line, record["cycle"], (f"unreadable INSTR/previous: {error}",), ())
+        problems.append(f"unreadable INSTR/previous: {error}")
+        return CycleCheck(line, record["cycle"], tuple(problems), ())
     if expected_previous is not None and previous.dumps() != expected_previous:
         problems.append(f"previous state {previous.dumps()} does not continue the last "
                         f"accepted state {expected_previous}")
@@ -111,11 +119,24 @@ def _check(line: int, record: dict[str, Any], expected_previous: str | None) -> 
     if recorded_next != actual_next:
         problems.append(f"recorded next {recorded_next} differs from the parsed reply "
                         f"{actual_next}")
-    problems.extend(_action_problems(record, verdict.block if verdict.acceptable else None))
+    accepted = verdict.block if verdict.acceptable else None
+    problems.extend(_action_problems(record, accepted))
+    problems.extend(_log_problems(record, accepted))
     return CycleCheck(line, record["cycle"], tuple(problems), verdict.violations)
 
 
 _UNKNOWN_ACTION = re.compile(r"!([A-Za-z_][A-Za-z0-9_]*) is not registered")
+
+
+def _plain(block: StateBlock, values: tuple[Value, ...]) -> list[Any] | None:
+    """Resolved values as the trace writes them (JSON round-tripped); None if a
+    reference does not resolve."""
+    try:
+        resolved = [block.resolve(value).python() for value in values]
+    except KeyError:
+        return None
+    plain: list[Any] = json.loads(json.dumps(resolved))
+    return plain
 
 
 def _action_problems(record: dict[str, Any], block: StateBlock | None) -> list[str]:
@@ -125,36 +146,40 @@ def _action_problems(record: dict[str, Any], block: StateBlock | None) -> list[s
     if not isinstance(actions, list) or not all(
             isinstance(a, dict) and isinstance(a.get("name"), str) for a in actions):
         return ["'actions' must be a list of objects with a name"]
+    violations = record.get("violations", [])
+    if not isinstance(violations, list):
+        return ["'violations' must be a list"]
     ran = [(a["name"], a.get("args")) for a in actions]
     if block is None:
         return [f"a rejected cycle ran actions {[name for name, _ in ran]}"] if ran else []
-    violations = record.get("violations", [])
-    unknown = {match.group(1) for v in violations if isinstance(violations, list)
-               and isinstance(v, dict) and v.get("kind") == "unknown_action"
+    unknown = {match.group(1) for v in violations
+               if isinstance(v, dict) and v.get("kind") == "unknown_action"
                and (match := _UNKNOWN_ACTION.match(str(v.get("message", ""))))}
-    expected = []
-    for action in block.actions:
-        if action.name in unknown:
-            continue
-        try:
-            args = [v.text if isinstance(v, Str) else v.python()
-                    for v in map(block.resolve, action.params)]
-        except (KeyError, ValueError):
-            args = None
-        expected.append((action.name, json.loads(json.dumps(args))))
+    expected = [(action.name, _plain(block, action.params)) for action in block.actions
+                if action.name not in unknown]
     if ran != expected:
         return [(f"recorded actions {ran} are not the block's actions {expected} "
                  "(unknown actions are never run)")]
     return []
 
 
+def _log_problems(record: dict[str, Any], block: StateBlock | None) -> list[str]:
+    """The logs a cycle routed must be the accepted block's `>` commands, resolved, in
+    order; a rejected cycle routes none."""
+    logs = record.get("logs", [])
+    expected = [] if block is None else [_plain(block, log.values) for log in block.logs]
+    if logs != expected:
+        return [f"recorded logs {logs} are not the block's logs {expected}"]
+    return []
+
+
 def check_trace(path: str | Path) -> list[CycleCheck]:
-    """Re-verify every cycle: its reply against its INSTR and previous state, and the
-    chain of states from one cycle to the next."""
+    """Re-verify every cycle: its number, its reply against its INSTR and previous state,
+    and the chain of states from one cycle to the next."""
     checks: list[CycleCheck] = []
     state: str | None = None
-    for line, record in read_trace(path):
-        check = _check(line, record, state)
+    for number, (line, record) in enumerate(read_trace(path), start=1):
+        check = _check(line, record, number, state)
         checks.append(check)
         if record["accepted"] and isinstance(record.get("next"), str):
             state = record["next"]

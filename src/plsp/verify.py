@@ -37,7 +37,12 @@ def _shift(reply: str, start: int, line: int, column: int) -> tuple[int, int]:
 def _read(reply: str, strict: bool) -> tuple[StateBlock | None, list[Violation]]:
     extraction = extract(reply, strict=strict)
     if extraction is None:
-        return None, [Violation("no_block", "the reply contains no S{...}S block", True)]
+        opened = reply.find("S{")
+        if opened < 0:
+            return None, [Violation("no_block", "the reply contains no S{...}S block", True)]
+        line, column = line_and_column(reply, opened)
+        return None, [Violation("no_block", "the block opened here is never closed with }S "
+                                "(was the reply cut off?)", True, line, column)]
     violations = list(extraction.violations)
     try:
         block = parse(extraction.text)
@@ -133,7 +138,7 @@ def _check_variables(previous: StateBlock, expectation: Expectation,
         if name in actual:
             violations.append(Violation("not_removed", f"${name} was removed by @del", True))
     if not expectation.open:
-        for name in actual.keys() - expectation.variables.keys() - expectation.removed:
+        for name in sorted(actual.keys() - expectation.variables.keys() - expectation.removed):
             violations.append(Violation(
                 "unexpected_variable", f"${name} is not set by any instruction", False))
     return violations
@@ -148,6 +153,7 @@ def verify(previous: StateBlock, instruction: Instruction, reply: str, *,
     if block is None:
         return Verdict(None, tuple(violations))
     expectation = expect(previous, instruction)
+    violations += [Violation("instruction_note", note, False) for note in expectation.notes]
     violations += _check_variables(previous, expectation, block)
     violations += _check_commands(expectation, block)
     return Verdict(block, tuple(violations))

@@ -1,12 +1,15 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from plsp.cli import main
 
@@ -64,7 +67,7 @@ def test_run_dry_run_then_check(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert code == 0
     assert "── cycle 5 ── accepted" in out and "PAGE op: boiler hot" in out
     assert '> ["hot", 83]' in out
-    assert "stopped (policy) after 5 cycles" in out
+    assert 'stopped (policy: stop_when $p=="hot" holds) after 5 cycles' in out
     assert len(trace.read_text().splitlines()) == 5
     code, out, _ = run(capsys, "check", str(trace))
     assert code == 0 and out.endswith("5 cycles, 0 failing\n")
@@ -79,7 +82,8 @@ def test_run_with_replies_file_re_asks_and_check_flags(
     (tmp_path / "replies.ndjson").write_text("\n".join(json.dumps(r) for r in replies))
     trace = tmp_path / "t.ndjson"
     code, out, _ = run(capsys, "run", str(loop), "--trace", str(trace), "--quiet")
-    assert code == 0 and "stopped (max_cycles) after 2 cycles; state S{$a:1;}S" in out
+    # The second cycle is rejected: the run ends on a rejected reply, so it exits 1.
+    assert code == 1 and "stopped (max_cycles) after 2 cycles; state S{$a:1;}S" in out
     assert "── cycle" not in out
     code, out, _ = run(capsys, "check", str(trace))
     assert code == 1
@@ -166,7 +170,7 @@ def test_replies_demo_shows_each_re_ask(tmp_path: Path,
     code, out, _ = run(capsys, "run", str(tmp_path / "ex" / "thermostat.yaml"), "--replies",
                        str(tmp_path / "ex" / "thermostat.replies.ndjson"),
                        "--trace", str(tmp_path / "t.ndjson"))
-    assert code == 0 and "stopped (policy) after 5 cycles" in out
+    assert code == 0 and 'stopped (policy: stop_when $p=="hot" holds) after 5 cycles' in out
     assert out.count("accepted after 2 attempts") == 3
     assert '! dropped_variable: $u is missing (expected "op")' in out
     assert "! stray_text: line 1, column 1: text outside the block: 'Here is the next state:'" \
@@ -174,3 +178,85 @@ def test_replies_demo_shows_each_re_ask(tmp_path: Path,
     assert '! unrequested_action: !reboot,"boiler" was not signalled by the instruction' in out
     assert "!reboot [" not in out  # never run: action lines read "!name [args] -> ..."
     assert "!wait [200] -> ok 200" in out
+
+
+def test_parse_refuses_an_argument_that_is_not_utf8(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # Undecodable argv bytes reach Python as lone surrogates; they must not be echoed
+    # back as if they were a value.
+    code, out, err = run(capsys, "parse", 'S{$a:"\udcff"}S')
+    assert (code, out) == (1, "")
+    assert err == "error: the argument is not UTF-8 text (character 7 is invalid)\n"
+
+
+def test_check_a_directory_is_a_message(tmp_path: Path,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(capsys, "check", str(tmp_path)) == (2, "", f"error: {tmp_path}: Is a directory\n")
+
+
+_CRASH = re.compile(r"Traceback|error: (TypeError|KeyError|AttributeError|IndexError|"
+                    r"AssertionError|RecursionError|UnboundLocalError)")
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.one_of(st.binary(max_size=120),
+                 st.text(alphabet='initalrusgoxwhen:[]{}-"\'$@=;,!>#\n 0123', max_size=120)
+                 .map(str.encode)))
+def test_fuzz_cli_inputs_never_crash(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                     data: bytes) -> None:
+    trace = str(tmp_path / "t.ndjson")
+    for name, argv in (("f.yaml", ["run", "--dry-run", "--quiet", "--trace", trace]),
+                       ("f.toml", ["run", "--dry-run", "--quiet", "--trace", trace]),
+                       ("f.ndjson", ["check"])):
+        path = tmp_path / name
+        path.write_bytes(data)
+        code = main([*argv, str(path)])
+        err = capsys.readouterr().err
+        assert code in (0, 1, 2) and not _CRASH.search(err), err
+    text = data.decode("utf-8", errors="surrogateescape")
+    code = main(["parse", "--", text if text != "-" else "--"])  # "-" would read stdin
+    assert code in (0, 1) and not _CRASH.search(capsys.readouterr().err)
+
+
+def test_run_says_why_the_policy_stopped_and_takes_one_model_source(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    loop = tmp_path / "loop.yaml"
+    loop.write_text("initial: '@set:$a=1;'\nrules: [{when: '$a<1', instr: '@upd:$a=2;'}]\n")
+    code, out, _ = run(capsys, "run", str(loop), "--dry-run", "--quiet",
+                       "--trace", str(tmp_path / "t.ndjson"))
+    assert code == 0
+    assert "stopped (policy: no rule matched and there is no 'otherwise') after 1 cycles" in out
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", str(loop), "--dry-run", "--provider", "local"])
+    assert exit_info.value.code == 2
+    assert "not allowed with argument" in capsys.readouterr().err
+
+
+def test_run_on_a_terminal_shows_a_status_line_while_the_model_answers(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    loop = tmp_path / "loop.yaml"
+    loop.write_text("initial: '@set:$a=1;'\n")
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    code, out, _ = run(capsys, "run", str(loop), "--dry-run",
+                       "--trace", str(tmp_path / "t.ndjson"))
+    assert code == 0
+    assert out.startswith("  ... asking the model (request 1)\r\x1b[2K── cycle 1 ── accepted")
+
+
+def test_deeply_nested_inputs_are_messages(tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000)
+    assert run(capsys, "check", str(deep)) == \
+        (2, "", f"error: {deep}:1: nested too deeply to read\n")
+    loop = tmp_path / "loop.yaml"
+    loop.write_text("initial: '@set:$a=1;'\n")
+    code, _, err = run(capsys, "run", str(loop), "--replies", str(deep),
+                       "--trace", str(tmp_path / "t.ndjson"))
+    assert (code, err) == (2, f"error: {deep}: nested too deeply to read\n")
+    deep_yaml = tmp_path / "deep.yaml"
+    deep_yaml.write_text("a: " + "[" * 100_000)
+    code, _, err = run(capsys, "run", str(deep_yaml), "--dry-run")
+    assert (code, err) == (2, f"error: {deep_yaml}: nested too deeply to read\n")

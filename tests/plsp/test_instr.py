@@ -89,6 +89,13 @@ def test_builder_reads_like_the_format() -> None:
     ("INSTR:@if:$a==1?@zz:1;", 17, "@zz cannot appear inside an @if branch"),
     ("INSTR:@set:$a=1;#note", 17, "comments (#) are not allowed"),
     ('INSTR:@zz:"open;', 11, "unterminated string"),
+    ('INSTR:@fetch:a"b,$d;', 15, "expected ',' after the fetch source"),
+    ("INSTR:@if:$a>1?@set:$b=1:;", 26, "expected a directive"),
+    ("INSTR:@if:$a>1?@set:$b=1&;", 26, "expected a directive"),
+    ("INSTR:@sig:!w&@set:$a=1;", 14, "expected ';' after the directive"),
+    ("INSTR:@del:$a=1;", 14, "expected ';' after the directive"),
+    ("INSTR: ; ", 8, "expected a directive"),
+    ("INSTR:@sig:!wait,;", 18, "expected a value"),
 ])
 def test_errors_are_positioned(text: str, column: int, message: str) -> None:
     with pytest.raises(ParseError) as caught:

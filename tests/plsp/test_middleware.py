@@ -169,7 +169,7 @@ async def test_wrong_types_from_model_or_policy_are_clear_errors() -> None:
         await Loop(silent, lambda c: "INSTR:").run()
     model = ScriptedModel(["S{}S"])
     with pytest.raises(TypeError, match="the policy returned int; expected an Instruction"):
-        await Loop(model, lambda c: 42).run()
+        await Loop(model, lambda c: 42).run()  # type: ignore[arg-type, return-value]
 
 
 async def test_trace_record_holds_the_three_artifacts() -> None:
@@ -196,3 +196,23 @@ def test_python_policy_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert "INSTR:@upd:$n=3;@sig:!beep,$n; -> S{$n:3;!beep,$n;}S ['beepbeepbeep']" in out
     assert out.endswith("done: policy S{$n:3;!beep,$n;}S\n")
+
+
+async def test_a_huge_number_in_a_log_is_routed_as_text() -> None:
+    huge = "9" * 5000
+    logs: list[list[Any]] = []
+    result = await Loop(ScriptedModel([f"S{{>{huge};}}S"]),
+                        lambda c: f"INSTR:@sig:>{huge};" if c.cycle == 1 else None,
+                        logs=lambda cycle, data: logs.append(data)).run()
+    assert result.cycles[0].accepted and logs == [[huge]]
+
+
+async def test_a_plain_function_can_be_the_model() -> None:
+    asked: list[str] = []
+
+    def model(system: str, prompt: str) -> str:
+        asked.append(prompt)
+        return "S{$a:1}S"
+
+    result = await Loop(model, lambda c: "INSTR:@set:$a=1;" if c.cycle == 1 else None).run()
+    assert result.cycles[0].accepted and asked == ["INSTR:@set:$a=1;\nS{}S"]

@@ -87,3 +87,10 @@ def test_end_to_end_on_the_embedded_local_model(tmp_path: Path,
     # A 135M model may well drift; what must hold is that the middleware's verdicts
     # are exactly the ones an offline re-check reaches.
     assert all(check.problems == () for check in checks)
+
+
+async def test_dry_run_reads_values_that_hold_newlines() -> None:
+    # The prompt is two lines only when no string holds a newline.
+    prompt = build_prompt(parse_instr('INSTR:@set:$m="two\nlines";@sig:>$m;'),
+                          parse('S{$a:"x\ny";}S'))
+    assert await dry_run_model()("system", prompt) == 'S{$a:"x\ny";$m:"two\nlines";>$m;}S'

@@ -111,6 +111,15 @@ def test_resolve_follows_references() -> None:
     ("S {}S", 1, 1, "expected 'S{'"),
     ("S{$a:1;\n  $b:2 $c:3}S", 2, 8, "expected ';' or '}S'"),
     ("S{$a:1}", 1, 7, "expected ';' or '}S'"),
+    # identifiers and whitespace are ASCII only; no space after '$'
+    ("S{$\u00e9:1}S", 1, 4, "expected a variable name"),
+    ("S{$ a:1}S", 1, 4, "expected a variable name"),
+    ("S{$a:$}S", 1, 7, "expected a variable name"),
+    ("S{$a:1;\u00a0}S", 1, 8, "expected a statement"),
+    ("S{!wait,}S", 1, 9, "expected a value"),
+    ("S{>$a $b}S", 1, 7, "expected ';' or '}S', found '$'"),
+    ("S{$a:1.5.2}S", 1, 9, "expected ';' or '}S', found '.'"),
+    ('S{$a:"x""y"}S', 1, 9, "expected ';' or '}S', found '\"'"),
 ])
 def test_errors_are_positioned(text: str, line: int, column: int, message: str) -> None:
     with pytest.raises(ParseError) as caught:
@@ -213,6 +222,18 @@ def test_extract_takes_the_last_block_and_lenient_mode_is_non_blocking() -> None
     assert not any(v.blocking for v in found.violations)
 
 
+def test_extract_prefers_the_last_block_that_parses() -> None:
+    # A small model answered, then quoted the format from the system prompt.
+    reply = "S{$a:2}S\nFormat: S{...}S"
+    found = extract(reply)
+    assert found is not None and found.text == "S{$a:2}S"
+    assert [(v.kind, v.line, v.column) for v in found.violations] == [
+        ("multiple_blocks", 1, 1), ("stray_text", 2, 1)]
+    assert "2 blocks in the reply; using the one here" in found.violations[0].message
+    none_parse = extract("S{x}S then S{y}S")
+    assert none_parse is not None and none_parse.text == "S{y}S"  # its error gets reported
+
+
 def test_extract_without_block() -> None:
     assert extract("I cannot do that") is None
     assert extract("S{$a:1") is None
@@ -223,3 +244,67 @@ def test_extract_cuts_an_unterminated_string_at_the_first_end_marker() -> None:
     assert found is not None and found.text == 'S{$a:"open}S'
     with pytest.raises(ParseError, match="unterminated string"):
         parse(found.text)
+
+
+def _spans_by_scanning(reply: str) -> list[tuple[int, int]]:
+    """The specification of block spans, character by character (quadratic)."""
+    spans: list[tuple[int, int]] = []
+    search_from = 0
+    while (start := reply.find("S{", search_from)) >= 0:
+        end, in_string = -1, False
+        for pos in range(start + 2, len(reply)):
+            if reply[pos] == '"':
+                in_string = not in_string
+            elif not in_string and reply.startswith("}S", pos):
+                end = pos + 2
+                break
+        if end < 0:
+            plain = reply.find("}S", start + 2)
+            if plain < 0:
+                break
+            end = plain + 2
+        spans.append((start, end))
+        search_from = end
+    return spans
+
+
+@settings(max_examples=300)
+@given(st.text(alphabet='S{}"x', max_size=40))
+def test_block_spans_match_the_character_scan(reply: str) -> None:
+    from plsp.syntax import _block_spans
+    assert _block_spans(reply) == _spans_by_scanning(reply)
+
+
+def test_extract_stays_fast_on_adversarial_replies() -> None:
+    # Unclosed strings used to make every block rescan to the end: 120 kB took minutes.
+    started = time.perf_counter()
+    found = extract('S{"}S"' * 20_000)
+    assert found is not None and time.perf_counter() - started < 5
+
+
+def test_resolving_long_reference_chains_stays_fast() -> None:
+    # Every variable used to rebuild the mapping and re-walk its chain: a 5000-link
+    # chain took minutes to verify.
+    size = 20_000
+    block = parse("S{" + ";".join(f"$a{i}:$a{i + 1}" for i in range(size)) + f";$a{size}:7}}S")
+    started = time.perf_counter()
+    assert all(block.resolve(Ref(f"a{i}")) == Num("7") for i in range(size + 1))
+    assert time.perf_counter() - started < 2
+
+
+def test_circular_references_name_the_circle() -> None:
+    block = parse("S{$z:$c;$c:$d;$d:$c}S")
+    for name in "zcd":
+        with pytest.raises(KeyError, match=r"circular reference \$c -> \$d -> \$c"):
+            block.resolve(Ref(name))
+    assert block.variables == {"z": Ref("c"), "c": Ref("d"), "d": Ref("c")}
+    block.variables.clear()  # a copy: the block is unchanged
+    assert len(block.variables) == 3
+
+
+def test_python_values_of_numbers_beyond_json_stay_text() -> None:
+    assert Num("42").python() == 42 and Num("2.5").python() == 2.5
+    huge = "9" * 5000  # beyond Python's int digit limit: int() would raise
+    assert Num(huge).python() == huge
+    assert Num("1" * 400 + ".5").python() == "1" * 400 + ".5"  # float would be inf
+    assert Str("x").python() == "x"

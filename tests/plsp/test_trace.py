@@ -1,11 +1,14 @@
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from plsp.actions import builtin_actions
+from plsp.actions import ActionRegistry, builtin_actions
 from plsp.instr import Instruction, parse_instr
 from plsp.middleware import Loop
 from plsp.trace import TraceError, TraceWriter, check_trace, read_trace
@@ -99,3 +102,106 @@ def test_malformed_traces_are_errors(tmp_path: Path) -> None:
                     '"accepted": false}\n')
     [check] = check_trace(path)
     assert not check.ok and "unreadable INSTR/previous" in check.problems[0]
+
+
+async def test_check_confirms_the_logs_that_were_routed(tmp_path: Path) -> None:
+    path = tmp_path / "t.ndjson"
+    with TraceWriter(path) as trace:
+        instr = parse_instr('INSTR:@set:$t=78.5;@sig:>"hot",$t;')
+        loop = Loop(ScriptedModel(['S{$t:78.5;>"hot",$t;}S']),
+                    lambda c: instr if c.cycle == 1 else None, on_cycle=trace.write)
+        await loop.run()
+    [record] = (json.loads(line) for line in path.read_text().splitlines())
+    assert record["logs"] == [["hot", 78.5]] and check_trace(path)[0].ok
+    for logs in ([["hot", 80]], [], [["hot", 78.5], ["extra"]]):
+        path.write_text(json.dumps({**record, "logs": logs}) + "\n")
+        [check] = check_trace(path)
+        assert not check.ok and "recorded logs" in check.problems[0], logs
+
+
+JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+                    lambda inner: st.lists(inner, max_size=3) |
+                    st.dictionaries(st.text(max_size=5), inner, max_size=3), max_leaves=8)
+
+
+@settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.fixed_dictionaries(
+    {"cycle": JSON, "instr": st.sampled_from(["INSTR:", "INSTR:@sig:!wait,1;", "x"]),
+     "previous": st.sampled_from(["S{}S", "S{$a:1}S", "S{"]),
+     "reply": st.sampled_from(["S{}S", "S{!wait,1}S", "S{>1}S", "junk"]),
+     "accepted": st.booleans()},
+    optional={"next": st.none() | st.sampled_from(["S{}S", "S{!wait,1;}S"]),
+              "strict": st.booleans(), "violations": JSON, "actions": JSON, "logs": JSON,
+              "attempts": JSON}))
+def test_fuzz_any_record_gets_a_verdict(tmp_path: Path, record: dict[str, object]) -> None:
+    path = tmp_path / "fuzz.ndjson"
+    path.write_text(json.dumps(record) + "\n")
+    [check] = check_trace(path)  # never raises: every oddity is a problem or a violation
+    assert check.ok == (not check.problems and not any(v.blocking for v in check.violations))
+
+
+def test_violations_that_are_not_a_list_are_a_problem(tmp_path: Path) -> None:
+    path = tmp_path / "t.ndjson"
+    path.write_text(json.dumps({"cycle": 1, "instr": "INSTR:", "previous": "S{}S",
+                                "reply": "S{}S", "next": "S{}S", "accepted": True,
+                                "violations": 5}) + "\n")
+    [check] = check_trace(path)
+    assert check.problems == ("'violations' must be a list",)
+
+
+async def test_check_confirms_the_cycle_numbers(tmp_path: Path) -> None:
+    path = tmp_path / "t.ndjson"
+    await write_trace(path, ["S{$a:1}S", "S{$a:2}S", 'S{$a:2;$b:"x"}S'])
+    first, _, third = path.read_text().splitlines()
+    path.write_text(f"{first}\n{third}\n")  # the second cycle is missing
+    checks = check_trace(path)
+    assert checks[0].ok and checks[1].problems[0] == \
+        "cycle 3 where cycle 2 was expected (one line per cycle, counting from 1)"
+    path.write_text(json.dumps({**json.loads(first), "cycle": True}) + "\n")
+    assert check_trace(path)[0].problems[0].startswith("cycle true where cycle 1")
+
+
+async def test_an_action_result_that_is_not_json_is_written_as_its_repr(
+        tmp_path: Path) -> None:
+    registry = ActionRegistry()
+    registry.register("raw", lambda: b"\x00bytes")
+    path = tmp_path / "t.ndjson"
+    instr = Instruction().sig("raw")
+    with TraceWriter(path) as trace:
+        await Loop(ScriptedModel(["S{!raw}S"]), lambda c: instr if c.cycle == 1 else None,
+                   actions=registry, on_cycle=trace.write).run()
+    [record] = (json.loads(line) for line in path.read_text().splitlines())
+    assert record["actions"] == [{"name": "raw", "args": [], "ok": True,
+                                  "result": "b'\\x00bytes'"}]
+    assert check_trace(path)[0].ok
+
+
+REPLY_ALPHABET = 'S{}$:;,>!"#.0123456789abtwaiz \n'
+GOOD_REPLIES = ["S{$a:1;!wait,5;!zap;}S", 'S{$a:1;$b:"x";>$b,$a;}S', "junk S{$a:1;!wait,5;!zap}S",
+                "S{$a:2;$b:\"x\";}S"]
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.one_of(st.sampled_from(GOOD_REPLIES),
+                          st.text(alphabet=REPLY_ALPHABET, max_size=30)), min_size=8, max_size=8),
+       st.booleans())
+def test_online_and_offline_verdicts_agree(tmp_path: Path, replies: list[str],
+                                           strict: bool) -> None:
+    instructions = [parse_instr("INSTR:@set:$a=1;@sig:!wait,5;@sig:!zap;"),
+                    parse_instr('INSTR:@set:$b="x";@sig:>$b,$a;'),
+                    parse_instr("INSTR:@upd:$a=2;@if:$a>1?@sig:!wait,$a;")]
+    path = tmp_path / "t.ndjson"
+
+    async def run() -> None:
+        with TraceWriter(path) as trace:
+            await Loop(ScriptedModel(list(replies)),
+                       lambda c: instructions[c.cycle - 1] if c.cycle <= 3 else None,
+                       actions=builtin_actions(sleep=_no_sleep), on_cycle=trace.write,
+                       strict=strict, max_rejections=3).run()
+
+    asyncio.run(run())
+    records = [record for _, record in read_trace(path)]
+    checks = check_trace(path)
+    assert [c.problems for c in checks] == [()] * len(records)
+    assert [c.ok for c in checks] == [r["accepted"] for r in records]

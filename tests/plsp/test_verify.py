@@ -87,6 +87,18 @@ def test_no_block() -> None:
     assert kinds("I am just a language model") == ["no_block"]
 
 
+def test_a_block_cut_off_before_its_end_is_located() -> None:
+    verdict = verify(PREVIOUS, INSTR, 'Here:\n  S{$u:"op";$t:82;$l:')
+    assert [(v.kind, v.line, v.column) for v in verdict.violations] == [("no_block", 2, 3)]
+    assert "never closed with }S (was the reply cut off?)" in verdict.violations[0].message
+
+
+def test_unexpected_variables_are_reported_in_name_order() -> None:
+    verdict = verify(PREVIOUS, parse_instr("INSTR:"), 'S{$u:"op";$t:75;$l:70;$z:1;$b:2;$m:3}S')
+    assert [v.message for v in verdict.violations] == [
+        f"${name} is not set by any instruction" for name in "bmz"]
+
+
 def test_open_instruction_checks_only_what_is_certain() -> None:
     instr = "INSTR:@fetch:x,$d;@calc:$t=$t*2;@set:$p=1;"
     verdict = verify(PREVIOUS, parse_instr(instr),
@@ -112,3 +124,12 @@ def test_fuzz_any_reply_gives_a_verdict(reply: str) -> None:
     verdict = verify(PREVIOUS, INSTR, reply)
     assert verdict.acceptable == (verdict.block is not None and not verdict.blocking)
     assert all(v.message for v in verdict.violations)
+
+
+def test_instruction_notes_are_reported_but_do_not_block() -> None:
+    verdict = verify(PREVIOUS, parse_instr("INSTR:@upd:$q=1;@if:$z>1?@del:$t;"),
+                     'S{$u:"op";$t:75;$l:70;$q:1}S')
+    assert verdict.acceptable
+    assert [str(v) for v in verdict.violations] == [
+        "instruction_note: @upd of $q, which does not exist yet",
+        "instruction_note: cannot decide $z>1 ($z is not in the state)"]
