@@ -180,7 +180,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
     try:
         spec = load_loop(args.loopfile)
         result = asyncio.run(_run(args, spec))
-    except (LoopFileError, ModelSetupError, ParseError, OSError) as error:
+    except OSError as error:  # e.g. --trace names a directory or a missing folder
+        where = f"{error.filename}: " if error.filename else ""
+        print(f"error: {where}{error.strerror or error}", file=sys.stderr)
+        return 2
+    except (LoopFileError, ModelSetupError, ParseError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
@@ -238,6 +242,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    for stream in (sys.stdout, sys.stderr):  # a terminal that cannot show a character
+        reconfigure = getattr(stream, "reconfigure", None)  # gets an escape, not a crash
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
     args = build_parser().parse_args(argv)
     code: int = args.handler(args)
     return code

@@ -212,7 +212,24 @@ def _json_object(text: str, option: str) -> dict[str, Any]:
     return value
 
 
+def _require_utf8(args: argparse.Namespace) -> None:
+    """Undecodable argv bytes reach Python as lone surrogates, which no JSON output can hold:
+    refuse them as a usage error naming the option (never echoing the bytes)."""
+    for name, value in vars(args).items():
+        for text in value if isinstance(value, list) else [value]:
+            if not isinstance(text, str):
+                continue
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError as error:
+                option = "--" + name.replace("_", "-")
+                raise UsageError(
+                    f"{option} is not UTF-8 text (character {error.start + 1} is invalid)"
+                ) from None
+
+
 def _cmd_new(args: argparse.Namespace) -> int:
+    _require_utf8(args)
     content: Any = _json_object(args.content, "--content") if args.content_json else args.content
     safety: dict[str, Any] | None = None
     if args.safety or args.issue or args.requires_human:
@@ -265,7 +282,10 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _max_line(text: str) -> int:
-    value = int(text)
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of bytes: {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError("must be a positive number of bytes")
     return value

@@ -104,6 +104,18 @@ def test_run_errors_are_messages(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert code == 2 and "all 0 replies are used up" in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize("where", ["folder", "missing/t.ndjson"])
+def test_run_unwritable_trace_names_the_path(
+        where: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    loop = tmp_path / "loop.yaml"
+    loop.write_text("initial: '@set:$a=1;'\nmax_cycles: 1\n")
+    (tmp_path / "folder").mkdir()
+    trace = tmp_path / where
+    code, out, err = run(capsys, "run", str(loop), "--dry-run", "--trace", str(trace))
+    assert code == 2 and out == ""
+    assert err.startswith(f"error: {trace}: ") and "Errno" not in err
+
+
 def test_run_binary_inputs_name_the_file(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -260,3 +272,20 @@ def test_deeply_nested_inputs_are_messages(tmp_path: Path,
     deep_yaml.write_text("a: " + "[" * 100_000)
     code, _, err = run(capsys, "run", str(deep_yaml), "--dry-run")
     assert (code, err) == (2, f"error: {deep_yaml}: nested too deeply to read\n")
+
+
+def test_output_survives_a_terminal_that_is_not_utf8(tmp_path: Path) -> None:
+    # Box-drawing rules and non-ASCII state used to end in a UnicodeEncodeError traceback.
+    import os
+
+    shutil.copytree(EXAMPLES, tmp_path / "ex")
+    env = dict(os.environ, PYTHONIOENCODING="ascii")
+    for argv in (
+        ["parse", 'S{$a:"caf\u00e9";}S'],
+        ["run", str(tmp_path / "ex" / "thermostat.yaml"), "--dry-run", "--trace",
+         str(tmp_path / "t.ndjson")],
+    ):
+        done = subprocess.run([sys.executable, "-m", "plsp.cli", *argv], capture_output=True,
+                              env=env, check=False, timeout=60)
+        assert done.returncode == 0 and b"Traceback" not in done.stderr, done.stderr
+    assert done.stdout.startswith(b"\\u2500\\u2500 cycle 1 \\u2500\\u2500 accepted")

@@ -104,6 +104,18 @@ def test_max_line_bytes_option(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert code == 1 and ":1: VLP003 " in out
 
 
+@pytest.mark.parametrize("value", ["x", "0"])
+def test_bad_max_line_bytes_is_a_usage_error_that_names_the_option(
+    value: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path / "one.ndjson", [base()])
+    with pytest.raises(SystemExit) as caught:
+        main(["validate", "--max-line-bytes", value, str(path)])
+    err = capsys.readouterr().err
+    assert caught.value.code == 2
+    assert "argument --max-line-bytes: " in err and "_max_line" not in err
+
+
 def test_show_renders_tree_with_corrections(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], dialogue: list[dict[str, Any]]
 ) -> None:
@@ -362,3 +374,25 @@ def test_json_report_memory_stays_bounded_however_many_problems(tmp_path: Path) 
     assert list(parsed) == ["ok", "messages", "valid", "problems"]
     assert len(parsed["problems"]) == parsed["messages"] == 100_000
     assert parsed["problems"][-1]["line"] == 100_000
+
+
+@pytest.mark.parametrize(
+    ("argv", "option"),
+    [
+        (["--sender", "\udcff"], "--sender"),
+        (["--sender", "a", "--content", "ok\udcff"], "--content"),
+        (["--sender", "a", "--issue", "X:\udcff"], "--issue"),
+        (["--sender", "a", "--payload", '{"a": "\udcff"}'], "--payload"),
+    ],
+)
+def test_new_refuses_arguments_that_are_not_utf8(
+    argv: list[str], option: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Undecodable argv bytes reach Python as lone surrogates (os.fsdecode); they used to end
+    # in a traceback from the JSON encoder.
+    if "--content" not in argv:
+        argv = [*argv, "--content", "x"]
+    code, out, err = run(capsys, "new", "claim", "--confidence", "0.5", *argv)
+    assert (code, out) == (2, "")
+    assert err.startswith(f"vlp: {option} is not UTF-8 text (character ")
+    assert "\udcff" not in err

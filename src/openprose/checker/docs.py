@@ -15,10 +15,12 @@ Generated from `openprose.codes` and `openprose.checker.rows` by
 `python -m openprose.checker.docs > docs/diagnostics.md`; a test keeps it in step.
 
 Every diagnostic has a code, a severity, a message and a span (path, line, column, end line,
-end column), and renders in the reference's format:
+end column). `prose check` prints it as `path:line:col: CODE message`, the source line and
+carets (see [language.md](language.md)); `Diagnostic.render(source)` gives the reference's
+format:
 
 ```
-Error at line 5, column 12: Unterminated string literal
+Error at line 1, column 9: Unterminated string literal
   session "Hello
           ^
 ```

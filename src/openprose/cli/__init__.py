@@ -33,6 +33,10 @@ def _overview() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    for stream in (sys.stdout, sys.stderr):  # a terminal that cannot show a character (an
+        reconfigure = getattr(stream, "reconfigure", None)  # answer, a path) gets an escape
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
     args = sys.argv[1:] if argv is None else argv
     if not args or args[0] in {"-h", "--help"}:
         print(_overview())

@@ -150,6 +150,8 @@ def print_diagnostics(
 def _lossy(path: str) -> SourceFile | None:
     from openprose.source import SourceFile
 
+    if not Path(path).is_file():  # a FIFO was read once already; opening it again would block
+        return None
     try:
         data = Path(path).read_bytes()
     except OSError:

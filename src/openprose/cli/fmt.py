@@ -61,14 +61,15 @@ def run(args: argparse.Namespace) -> int:
             if formatted == source.text and not _has_bom(program):
                 unchanged += 1
                 continue
-            changed += 1
             if args.check:
                 write(sys.stdout, f"would reformat {program}\n")
                 status = max(status, FAILED)
             elif not _rewrite(program, formatted):
                 status = USAGE_ERROR
+                continue  # not rewritten: counted neither as reformatted nor as unchanged
             else:
                 write(sys.stdout, f"reformatted {program}\n")
+            changed += 1
         verb = "would be reformatted" if args.check else "reformatted"
         files = "file" if changed == 1 else "files"
         write(sys.stdout, f"{changed} {files} {verb}, {unchanged} unchanged\n")
@@ -77,7 +78,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _has_bom(path: Path) -> bool:
-    """A byte-order mark is not canonical (the decoded text no longer shows it)."""
+    """A byte-order mark is not canonical (the decoded text no longer shows it). A FIFO is
+    not opened again: it was read once already, and a second open would block."""
+    if not path.is_file():
+        return False
     try:
         with open(path, "rb") as data:
             return data.read(3) == b"\xef\xbb\xbf"

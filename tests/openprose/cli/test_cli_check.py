@@ -278,3 +278,15 @@ def test_a_file_named_twice_is_checked_once(prose: Run, tmp_path: Path) -> None:
     assert code == 1
     assert out.count(" E007 ") == 1
     assert out.splitlines()[-1] == "1 file checked: 1 error, 0 warnings"
+
+
+def test_non_utf8_fifo_is_read_once(prose_on_fifo: Run, tmp_path: Path) -> None:
+    # The excerpt of a non-UTF-8 file is quoted from a second read, which would block on a
+    # FIFO: a FIFO's diagnostic comes without the excerpt.
+    code, out, _ = prose_on_fifo(b"\xff\xfe\n", "check")
+    message = "E100 File is not valid UTF-8 (byte 0xff at offset 0); OpenProse source must be UTF-8"
+    assert code == 1
+    assert out.splitlines() == [
+        f"{tmp_path / 'pipe.prose'}:1:1: {message}",
+        "1 file checked: 1 error, 0 warnings",
+    ]

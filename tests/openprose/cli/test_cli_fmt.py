@@ -91,3 +91,17 @@ def test_fifo_is_never_written_back(prose: Run, tmp_path: Path) -> None:
     writer.join(5)
     assert code == 2
     assert err == f"prose: {pipe}: cannot write: not a regular file\n"
+
+
+def test_fmt_check_of_a_formatted_fifo_reads_it_once(prose_on_fifo: Run) -> None:
+    # --check used to open the FIFO again to look for a byte-order mark, and block there.
+    code, out, err = prose_on_fifo(b'session "x"\n', "fmt", "--check")
+    assert (code, out, err) == (0, "0 files would be reformatted, 1 unchanged\n", "")
+
+
+def test_a_file_that_cannot_be_written_is_not_counted_as_reformatted(
+    prose_on_fifo: Run,
+) -> None:
+    code, out, err = prose_on_fifo(b'session   "x"\n', "fmt")
+    assert code == 2 and "cannot write: not a regular file" in err
+    assert out == "0 files reformatted, 0 unchanged\n"
