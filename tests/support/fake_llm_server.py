@@ -88,6 +88,9 @@ class ServerStats:
     completed: int = 0  # successful answers
     in_flight: int = 0
     max_in_flight: int = 0
+    # the same per API ("anthropic", "openai"): one server can stand in for two providers
+    in_flight_by_api: dict[str, int] = field(default_factory=dict)
+    max_in_flight_by_api: dict[str, int] = field(default_factory=dict)
     attempt_times: list[float] = field(default_factory=list)  # time.monotonic() on arrival
     bodies: list[dict[str, Any]] = field(default_factory=list)  # request JSON, when kept
     headers: list[dict[str, str]] = field(default_factory=list)  # lower-cased, when kept
@@ -98,6 +101,7 @@ class ServerStats:
             "completed": self.completed,
             "in_flight": self.in_flight,
             "max_in_flight": self.max_in_flight,
+            **{f"max_in_flight_{api}": n for api, n in self.max_in_flight_by_api.items()},
         }
 
 
@@ -189,6 +193,8 @@ class FakeLLMServer:
         stats.attempt_times.append(time.monotonic())
         stats.in_flight += 1
         stats.max_in_flight = max(stats.max_in_flight, stats.in_flight)
+        by_api = stats.in_flight_by_api[api] = stats.in_flight_by_api.get(api, 0) + 1
+        stats.max_in_flight_by_api[api] = max(stats.max_in_flight_by_api.get(api, 0), by_api)
         try:
             body = await request.json()
             if self.keep_requests:
@@ -211,6 +217,7 @@ class FakeLLMServer:
             return web.json_response(payload, headers={header: request_id})
         finally:
             stats.in_flight -= 1
+            stats.in_flight_by_api[api] -= 1
 
     async def _fault(self, fault: Fault, api: str, body: dict[str, Any]) -> web.StreamResponse:
         if fault.kind == "html":

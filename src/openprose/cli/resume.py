@@ -59,6 +59,7 @@ def _resume(args: argparse.Namespace) -> int:
         args.model or list(launch.get("models") or []),
         args.max_concurrency or launch.get("max_concurrency"),
         record=args.record,
+        resuming=run_dir,
     )
     from dataclasses import replace
 

@@ -133,7 +133,7 @@ def _run(args: argparse.Namespace) -> int:
 
     config = vm_config(project, settings.max_concurrency, args.evaluator)
     launch = {
-        "provider": _absolute_spec(args.provider),
+        "provider": _launch_spec(args.provider, settings),
         "models": args.model,
         "max_concurrency": args.max_concurrency,
         "evaluator": args.evaluator,
@@ -159,13 +159,16 @@ def _run(args: argparse.Namespace) -> int:
     return report(result, args.json)
 
 
-def _absolute_spec(spec: str | None) -> str | None:
-    """`scripted:rules.yaml` -> `scripted:/abs/rules.yaml`, so a resume from elsewhere finds it."""
+def _launch_spec(spec: str | None, settings: ProviderSettings) -> str | None:
+    """The `--provider` value recorded for `prose resume`, with the `replay:`/`scripted:` file
+    made absolute (`scripted:rules.yaml` -> `scripted:/abs/rules.yaml`) so a resume from
+    elsewhere finds it. A replay run id or prefix is recorded as the journal it resolved to:
+    resolved again later, a prefix could match other runs, this one included."""
     if spec is None:
         return None
     name, sep, path = spec.partition(":")
-    if sep and name in ("replay", "scripted") and path:
-        return f"{name}:{Path(path).expanduser().resolve()}"
+    if sep and name in ("replay", "scripted") and path and settings.path is not None:
+        return f"{name}:{settings.path.resolve()}"
     return spec
 
 
@@ -371,18 +374,28 @@ def open_provider_or_fail(
     max_concurrency: int | None,
     *,
     record: str | None = None,
+    resuming: Path | None = None,
 ) -> tuple[ProviderSettings, Provider]:
+    """Settings and the opened provider. A `replay:` source given as a run id or prefix is
+    resolved here, once, to its journal file (kept in the settings): before a new run's
+    folder exists, and never to `resuming`, the run folder being resumed."""
+    from dataclasses import replace
+
     from openprose.providers import (
         ProviderConfigError,
         RecordingProvider,
         load_settings,
         open_provider,
     )
+    from openprose.providers.replay import replay_source
 
     try:
         settings = load_settings(
             project, provider=provider, model_overrides=models, max_concurrency=max_concurrency
         )
+        if settings.provider == "replay" and settings.path is not None:
+            source = replay_source(settings.path, project, exclude=resuming)
+            settings = replace(settings, path=source.resolve())
         opened = open_provider(settings)
     except ProviderConfigError as error:
         raise UsageError(str(error)) from None

@@ -13,8 +13,11 @@ from openprose.providers.base import (
     Provider,
     ProviderConfigError,
     ProviderError,
+    RetryAfterTooLongError,
+    SingleAttemptProvider,
     TransientProviderError,
     Usage,
+    single_attempt,
 )
 from openprose.providers.replay import RecordingProvider, ReplayProvider
 from openprose.providers.resilient import ResilientProvider
@@ -44,15 +47,18 @@ __all__ = [
     "RecordingProvider",
     "ReplayProvider",
     "ResilientProvider",
+    "RetryAfterTooLongError",
     "RetryPolicy",
     "ScriptRule",
     "ScriptedProvider",
+    "SingleAttemptProvider",
     "TransientProviderError",
     "Usage",
     "load_settings",
     "local_model_installed",
     "open_provider",
     "resolve_model",
+    "single_attempt",
 ]
 
 OPENAI_PLACEHOLDER_KEY = "not-needed"  # OpenAI-compatible local servers ignore the key

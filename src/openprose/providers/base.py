@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -17,8 +18,11 @@ __all__ = [
     "Provider",
     "ProviderConfigError",
     "ProviderError",
+    "RetryAfterTooLongError",
+    "SingleAttemptProvider",
     "TransientProviderError",
     "Usage",
+    "single_attempt",
 ]
 
 ROLES = ("user", "assistant")
@@ -123,6 +127,26 @@ class Provider(Protocol):
     async def aclose(self) -> None: ...
 
 
+@runtime_checkable
+class SingleAttemptProvider(Provider, Protocol):
+    """A provider whose `complete` retries transient failures itself, and whose
+    `complete_once` makes exactly one attempt, for a caller that owns its retries.
+
+    A caller with its own retry loop (a program's `retry:`) uses `complete_once`, so the
+    attempts a server sees are the caller's alone and never multiply.
+    """
+
+    async def complete_once(self, request: ModelRequest) -> ModelResponse: ...
+
+
+def single_attempt(provider: Provider) -> Callable[[ModelRequest], Awaitable[ModelResponse]]:
+    """How to send one request with no retry behind it: `complete_once` where the provider
+    has one, else `complete` (a provider without it does not retry, e.g. replay)."""
+    if isinstance(provider, SingleAttemptProvider):
+        return provider.complete_once
+    return provider.complete
+
+
 class ProviderError(Exception):
     """A permanent failure: retrying the same request will not help."""
 
@@ -147,6 +171,33 @@ class TransientProviderError(ProviderError):
     ) -> None:
         super().__init__(message, provider=provider, status=status)
         self.retry_after = retry_after
+
+
+class RetryAfterTooLongError(TransientProviderError):
+    """A transient failure whose `retry-after` exceeds the configured limit
+    (`[retry] max_retry_after`): no retry is made, by the provider or by a program's `retry:`.
+
+    Sending before the server's time only earns another refusal, and waiting longer than the
+    limit would stall the run silently; so the failure comes back at once, saying why.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        retry_after: float,
+        limit: float,
+        provider: str | None = None,
+        status: int | None = None,
+    ) -> None:
+        super().__init__(
+            f"{message} (the server asks to retry after {retry_after:g} s, longer than "
+            f"[retry] max_retry_after = {limit:g} s: not retried)",
+            provider=provider,
+            status=status,
+            retry_after=retry_after,
+        )
+        self.limit = limit
 
 
 class ProviderConfigError(ProviderError):

@@ -8,6 +8,7 @@ order.
 
 from __future__ import annotations
 
+import glob
 import json
 from collections import deque
 from collections.abc import Iterable
@@ -21,6 +22,7 @@ from openprose.providers.base import (
     ProviderConfigError,
     ProviderError,
     _canonical_sha256,
+    single_attempt,
 )
 
 __all__ = ["RecordingProvider", "ReplayProvider", "read_cassette", "replay_source"]
@@ -30,9 +32,15 @@ JOURNAL_NAME = "journal.jsonl"  # inside a run folder .prose/runs/{run id}/
 RUNS_DIR = Path(".prose") / "runs"
 
 
-def replay_source(path: Path, project_dir: Path | None = None) -> Path:
+def replay_source(
+    path: Path, project_dir: Path | None = None, *, exclude: Path | None = None
+) -> Path:
     """The file to replay: a cassette or journal file, a run folder, or a run id (or a
-    unique prefix of one) under `.prose/runs/` of `project_dir` (default: the cwd)."""
+    unique prefix of one) under `.prose/runs/` of `project_dir` (default: the cwd).
+
+    `exclude` is a run folder that is never a candidate for an id or prefix: the run that
+    will replay (a resumed run must not replay itself). A prefix matching several runs is
+    an error listing them all, never a guess."""
     path = Path(path)
     if path.is_dir():
         journal = path / JOURNAL_NAME
@@ -45,12 +53,22 @@ def replay_source(path: Path, project_dir: Path | None = None) -> Path:
     if path.exists() or len(path.parts) != 1:
         return path
     runs = (project_dir or Path.cwd()) / RUNS_DIR
-    matches = sorted(p for p in runs.glob(f"{path.name}*") if (p / JOURNAL_NAME).is_file())
+    skip = None if exclude is None else exclude.resolve()
+    candidates = sorted(
+        p
+        for p in runs.glob(f"{glob.escape(path.name)}*")
+        if (p / JOURNAL_NAME).is_file() and p.resolve() != skip
+    )
+    exact = [p for p in candidates if p.name == path.name]
+    matches = exact or candidates
     if len(matches) == 1:
         return matches[0] / JOURNAL_NAME
     if len(matches) > 1:
-        names = ", ".join(m.name for m in matches[:5])
-        raise ProviderConfigError(f"replay: {path.name!r} matches several runs: {names}")
+        names = ", ".join(m.name for m in matches)
+        raise ProviderConfigError(
+            f"replay: {path.name!r} is ambiguous, it matches {len(matches)} runs: {names}; "
+            f"give more of the run id"
+        )
     return path  # read_cassette reports it missing
 
 
@@ -116,9 +134,11 @@ class ReplayProvider:
             self._by_prompt.setdefault(_prompt_key(request), deque()).append(index)
 
     @classmethod
-    def from_file(cls, path: Path, project_dir: Path | None = None) -> ReplayProvider:
+    def from_file(
+        cls, path: Path, project_dir: Path | None = None, *, exclude: Path | None = None
+    ) -> ReplayProvider:
         """From a cassette, a run journal, a run folder, or a run id (see `replay_source`)."""
-        source = replay_source(path, project_dir)
+        source = replay_source(path, project_dir, exclude=exclude)
         return cls(read_cassette(source), source=str(source))
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
@@ -170,7 +190,13 @@ class RecordingProvider:
             self._file.write("\n")  # a killed run tore the last line: start on a new one
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
-        response = await self._inner.complete(request)
+        return self._record(request, await self._inner.complete(request))
+
+    async def complete_once(self, request: ModelRequest) -> ModelResponse:
+        """One attempt of the inner provider (see `SingleAttemptProvider`), recorded."""
+        return self._record(request, await single_attempt(self._inner)(request))
+
+    def _record(self, request: ModelRequest, response: ModelResponse) -> ModelResponse:
         record = {
             "key": request.key(),
             "request": request.to_dict(),

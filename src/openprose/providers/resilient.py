@@ -1,7 +1,10 @@
 """The one transient-retry policy and the per-provider concurrency limit.
 
 Every real provider is wrapped in `ResilientProvider`; the SDKs' own retries are off, so
-the attempts a server sees are exactly the ones made here.
+the attempts a server sees are exactly the ones made here: up to `max_attempts` by
+`complete`, or one by `complete_once` for a caller that owns its retries (a program's
+`retry:`). Both hold one of the provider's concurrency slots per attempt, never during a
+backoff wait.
 """
 
 from __future__ import annotations
@@ -10,7 +13,13 @@ import asyncio
 import random
 from collections.abc import Awaitable, Callable
 
-from openprose.providers.base import ModelRequest, ModelResponse, Provider, TransientProviderError
+from openprose.providers.base import (
+    ModelRequest,
+    ModelResponse,
+    Provider,
+    RetryAfterTooLongError,
+    TransientProviderError,
+)
 from openprose.providers.settings import RetryPolicy
 
 __all__ = ["ResilientProvider", "backoff_delay"]
@@ -41,29 +50,41 @@ class ResilientProvider:
         self._jitter = jitter
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
+        """Transient failures retried by the policy (at most `max_attempts` attempts)."""
         attempt = 1
         while True:
             try:
-                # The slot is held per attempt, not across backoff, so a waiting retry
-                # does not starve other sessions.
-                async with self._slots:
-                    return await self.inner.complete(request)
+                return await self.complete_once(request)
+            except RetryAfterTooLongError:
+                raise
             except TransientProviderError as error:
-                delay = self._delay_after(error, attempt)
-                if delay is None:
+                if attempt >= self.policy.max_attempts:
                     raise
+                delay = backoff_delay(self.policy, attempt, self._jitter())
+                if error.retry_after is not None:
+                    delay = max(delay, error.retry_after)
                 await self._sleep(delay)
                 attempt += 1
 
+    async def complete_once(self, request: ModelRequest) -> ModelResponse:
+        """Exactly one attempt (a `SingleAttemptProvider`): for a caller whose own retry loop
+        must be the only one. A `retry-after` beyond `max_retry_after` comes back as
+        `RetryAfterTooLongError`, which no one retries."""
+        try:
+            # The slot is held per attempt, not across backoff, so a waiting retry
+            # does not starve other sessions.
+            async with self._slots:
+                return await self.inner.complete(request)
+        except TransientProviderError as error:
+            if error.retry_after is not None and error.retry_after > self.policy.max_retry_after:
+                raise RetryAfterTooLongError(
+                    str(error),
+                    retry_after=error.retry_after,
+                    limit=self.policy.max_retry_after,
+                    provider=error.provider,
+                    status=error.status,
+                ) from error
+            raise
+
     async def aclose(self) -> None:
         await self.inner.aclose()
-
-    def _delay_after(self, error: TransientProviderError, attempt: int) -> float | None:
-        if attempt >= self.policy.max_attempts:
-            return None
-        delay = backoff_delay(self.policy, attempt, self._jitter())
-        if error.retry_after is not None:
-            if error.retry_after > self.policy.max_retry_after:
-                return None  # too long to wait inside one call: the program's retry decides
-            delay = max(delay, error.retry_after)
-        return delay

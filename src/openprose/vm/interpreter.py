@@ -21,7 +21,9 @@ from openprose.providers.base import (
     ModelResponse,
     ProviderConfigError,
     ProviderError,
+    RetryAfterTooLongError,
     TransientProviderError,
+    single_attempt,
 )
 from openprose.vm import judgments, steps
 from openprose.vm.errors import (
@@ -934,16 +936,17 @@ class Interpreter:
             model_id, request.messages, request.system, request.max_tokens, request.temperature
         )
         shared.emit("session_started", step, agent=agent, model=alias, binding=label, kind=event)
+        # With a `retry:` the program owns the retries: each attempt is one request, with no
+        # transient retries of the provider behind it, so attempts never multiply. Without
+        # one, the provider's transient-retry policy applies. The concurrency limit is the
+        # provider's own (per provider, per attempt).
+        send = provider.complete if retries == 0 else single_attempt(provider)
         attempt = 0
         while True:
             attempt += 1
             started = time.perf_counter()
             try:
-                if shared.slots is None:
-                    response = await provider.complete(request)
-                else:
-                    async with shared.slots:
-                        response = await provider.complete(request)
+                response = await send(request)
             except asyncio.CancelledError:
                 shared.emit("session_cancelled", step, attempt=attempt)
                 raise
@@ -951,7 +954,8 @@ class Interpreter:
                 raise RunAborted(str(error)) from None
             except ProviderError as error:
                 shared.emit("session_failed", step, attempt=attempt, error=str(error))
-                if attempt > retries:
+                # A server asking for a longer wait than the limit ends the retries too.
+                if attempt > retries or isinstance(error, RetryAfterTooLongError):
                     raise SessionFailed(str(error), where=self._where(where)) from None
                 self.store.state(f"{step}→ retry:{attempt}/{retries}")
                 delay = _backoff_delay(backoff, attempt, self.config.retry_base_delay)

@@ -7,7 +7,6 @@ can default to them.
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
@@ -169,7 +168,6 @@ async def _execute(
         replay=replay,
         project_dir=project_dir,
         observer=observer,
-        slots=asyncio.Semaphore(config.max_concurrency),
     )
     shared.emit("run_started", "", resumed=bool(replay.sessions or replay.decisions))
     interpreter = Interpreter(program, text, shared, store, inputs=inputs, imports=imports)

@@ -29,7 +29,7 @@ class VMConfig:
     history_items: int = DEFAULT_HISTORY_ITEMS  # default context without `context:`
     max_depth: int = 100  # block recursion
     retry_base_delay: float = 1.0  # seconds; `backoff: linear` waits this, exponential doubles
-    max_concurrency: int = 16  # sessions in flight, and workers of pmap / parallel for
+    max_concurrency: int = 16  # workers of pmap / parallel for (requests: per provider)
     max_tokens: int = 1024
 
 
@@ -174,7 +174,6 @@ class Shared:
     project_dir: Path
     stats: RunStats = field(default_factory=RunStats)
     observer: Observer | None = None
-    slots: asyncio.Semaphore | None = None
     execution_ids: int = 0
     anon_names: int = 0
     memory_locks: dict[Path, asyncio.Lock] = field(default_factory=dict)  # one per memory folder

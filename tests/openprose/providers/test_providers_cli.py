@@ -9,6 +9,7 @@ journal with no server at all.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -93,6 +94,17 @@ def test_retry_policy_comes_from_prose_toml_and_sdk_retries_stay_off(
     assert fetch_stats(server)["attempts"] == 2  # max_attempts = 2, and nothing more
 
 
+def test_a_program_retry_sends_one_request_per_attempt(
+    project: Path, server: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # retry: 2 owns the session's retries: 3 requests in all, not 3 x max_attempts (2).
+    (project / "p.prose").write_text('output b = session "Describe it"\n  retry: 2\n')
+    script_faults(server, *[Fault("500")] * 6)
+    code, result, _ = run_json(capsys=capsys)
+    assert code == 1 and "HTTP 500: internal error" in str(result["error"])
+    assert fetch_stats(server)["attempts"] == 3
+
+
 @pytest.mark.parametrize(
     ("fault", "message"),
     [
@@ -133,14 +145,85 @@ def test_a_finished_run_replays_from_its_journal_without_the_server(
     for name in ("ANTHROPIC_BASE_URL", "OPENAI_BASE_URL"):
         monkeypatch.setenv(name, "http://127.0.0.1:9")  # nothing listens: replay must not call
     attempts = fetch_stats(server)["attempts"]
-    # the prefix first: each replay run adds a run folder that could share a longer prefix
     for source in (
-        run_id[:17],
+        None,  # a unique prefix, taken when used: each replay run adds a run folder
         run_id,
         f".prose/runs/{run_id}",
         f".prose/runs/{run_id}/journal.jsonl",
+        None,
     ):
+        source = source or unique_prefix(project, run_id)
         code, again, _ = run_json("--provider", f"replay:{source}", capsys=capsys)
         assert code == 0, again
         assert again["outputs"] == first["outputs"] == ANSWER
     assert fetch_stats(server)["attempts"] == attempts
+
+
+def unique_prefix(project: Path, run_id: str) -> str:
+    """The shortest prefix of `run_id` (past the date) that no other run folder starts with:
+    a run id prefix names one run only if no other run shares it, and runs started in the
+    same second share 16 characters and, one time in 16, the 17th."""
+    others = [p.name for p in (project / ".prose" / "runs").iterdir() if p.name != run_id]
+    for size in range(9, len(run_id)):
+        if not any(other.startswith(run_id[:size]) for other in others):
+            return run_id[:size]
+    return run_id
+
+
+def test_a_replay_run_resumes_from_the_journal_it_replayed(
+    project: Path, server: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, first, _ = run_json(capsys=capsys)
+    assert code == 0
+    source = str(first["run_id"])
+    for name in ("ANTHROPIC_BASE_URL", "OPENAI_BASE_URL"):
+        monkeypatch.setenv(name, "http://127.0.0.1:9")  # nothing listens: replay must not call
+    code, replayed, _ = run_json("--provider", f"replay:{source[:9]}", capsys=capsys)
+    assert code == 0, replayed
+    run_id = str(replayed["run_id"])
+    # recorded as the journal the prefix named, not as the prefix (which now names both runs)
+    meta = json.loads((project / ".prose" / "runs" / run_id / "run.json").read_text())
+    journal = (project / ".prose" / "runs" / source / "journal.jsonl").resolve()
+    assert meta["launch"]["provider"] == f"replay:{journal}"
+    shared = os.path.commonprefix([source, run_id])
+    assert shared  # the same century at least
+    for extra in ([], ["--provider", f"replay:{shared}"]):  # the resumed run is no candidate
+        code = main(["resume", run_id, "--json", *extra])
+        resumed = json.loads(capsys.readouterr().out)
+        assert code == 0, resumed
+        assert resumed["outputs"] == ANSWER
+    # a new run finds the prefix ambiguous, and says which runs it matches
+    code, refused, err = run_json("--provider", f"replay:{shared}", capsys=capsys)
+    assert code == 2 and refused["status"] == "not_run"
+    assert f"replay: '{shared}' is ambiguous, it matches 2 runs: " in err
+    assert source in err and run_id in err
+    assert fetch_stats(server)["attempts"] == 2  # the first run's two sessions, no more
+
+
+def test_max_concurrency_limits_each_provider_separately(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--max-concurrency 2` with sonnet on anthropic and haiku on openai: two requests in
+    flight per provider (four in all), not two shared by both."""
+    base_url, stop = start_in_subprocess(latency_ms=150)
+    try:
+        for name in ("PROSE_PROVIDER", "OPENAI_API_KEY"):
+            monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", SECRET)
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", base_url)
+        monkeypatch.setenv("OPENAI_BASE_URL", base_url + "/v1")
+        monkeypatch.chdir(tmp_path)
+        branches = [f'  session "S{i}"\n    model: sonnet\n' for i in range(6)]
+        branches += [f'  session "H{i}"\n    model: haiku\n' for i in range(6)]
+        (tmp_path / "p.prose").write_text("parallel:\n" + "".join(branches))
+        code = main(
+            ["run", "p.prose", "--json", "--max-concurrency", "2", "--model", "haiku=openai:h"]
+        )
+        result = json.loads(capsys.readouterr().out)
+        stats = fetch_stats(base_url)
+    finally:
+        stop()
+    assert code == 0, result
+    assert stats["attempts"] == 12
+    assert (stats["max_in_flight_anthropic"], stats["max_in_flight_openai"]) == (2, 2)
+    assert stats["max_in_flight"] == 4

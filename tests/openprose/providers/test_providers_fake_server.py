@@ -24,4 +24,11 @@ async def test_subprocess_server_serves_both_apis_and_reports_stats() -> None:
     finally:
         stop()
     # the scripted 500 cost the first call one retry
-    assert stats == {"attempts": 3, "completed": 2, "in_flight": 0, "max_in_flight": 1}
+    assert stats == {
+        "attempts": 3,
+        "completed": 2,
+        "in_flight": 0,
+        "max_in_flight": 1,
+        "max_in_flight_openai": 1,
+        "max_in_flight_anthropic": 1,
+    }

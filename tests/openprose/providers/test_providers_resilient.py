@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from email.utils import formatdate
+from pathlib import Path
 
 import pytest
 
@@ -13,9 +14,13 @@ from openprose.providers import (
     ModelRequest,
     ModelResponse,
     ProviderError,
+    RecordingProvider,
     ResilientProvider,
+    RetryAfterTooLongError,
     RetryPolicy,
+    SingleAttemptProvider,
     TransientProviderError,
+    single_attempt,
 )
 from openprose.providers.resilient import backoff_delay
 from openprose.providers.sdk_errors import parse_retry_after
@@ -126,6 +131,56 @@ async def test_concurrency_limit_bounds_calls_in_flight() -> None:
     provider = ResilientProvider(inner, policy=RetryPolicy(), max_concurrency=5)
     await asyncio.gather(*(provider.complete(REQUEST) for _ in range(40)))
     assert inner.calls == 40 and inner.max_in_flight == 5
+
+
+async def test_complete_once_makes_exactly_one_attempt() -> None:
+    # For a caller that owns its retries (a program's `retry:`): no inner retry, no backoff.
+    inner = FlakyProvider(TransientProviderError("503", status=503))
+    sleeps: list[float] = []
+    provider = wrap(inner, RetryPolicy(max_attempts=5), sleeps)
+    with pytest.raises(TransientProviderError, match="503"):
+        await provider.complete_once(REQUEST)
+    assert inner.calls == 1 and sleeps == []
+    assert (await provider.complete_once(REQUEST)).text == "ok"
+    assert inner.calls == 2
+
+
+async def test_complete_once_holds_a_concurrency_slot() -> None:
+    inner = FlakyProvider(hold=0.01)
+    provider = ResilientProvider(inner, policy=RetryPolicy(), max_concurrency=3)
+    await asyncio.gather(*(provider.complete_once(REQUEST) for _ in range(12)))
+    assert inner.calls == 12 and inner.max_in_flight == 3
+
+
+@pytest.mark.parametrize("method", ["complete", "complete_once"])
+async def test_retry_after_beyond_the_limit_is_not_retried(method: str) -> None:
+    inner = FlakyProvider(*[TransientProviderError("429", status=429, retry_after=90)] * 3)
+    sleeps: list[float] = []
+    provider = wrap(inner, RetryPolicy(max_attempts=3, max_retry_after=60), sleeps)
+    with pytest.raises(RetryAfterTooLongError) as caught:
+        await getattr(provider, method)(REQUEST)
+    assert inner.calls == 1 and sleeps == []
+    error = caught.value
+    assert (error.retry_after, error.limit, error.status) == (90, 60, 429)
+    assert "retry after 90 s" in str(error) and "max_retry_after = 60 s" in str(error)
+
+
+async def test_single_attempt_finds_complete_once_through_a_recorder(tmp_path: Path) -> None:
+    inner = FlakyProvider(TransientProviderError("503"), TransientProviderError("503"))
+    resilient = wrap(inner, RetryPolicy(max_attempts=5), [])
+    recorder = RecordingProvider(resilient, tmp_path / "tape.jsonl")
+    assert isinstance(resilient, SingleAttemptProvider)
+    assert isinstance(recorder, SingleAttemptProvider)
+    assert not isinstance(inner, SingleAttemptProvider)
+    assert single_attempt(inner) == inner.complete  # no retries behind it anyway
+    send = single_attempt(recorder)
+    for _ in range(2):
+        with pytest.raises(TransientProviderError):
+            await send(REQUEST)
+    assert (await send(REQUEST)).text == "ok"
+    await recorder.aclose()
+    assert inner.calls == 3  # one request per call, never the policy's five
+    assert len((tmp_path / "tape.jsonl").read_text().splitlines()) == 1
 
 
 @pytest.mark.parametrize(

@@ -157,3 +157,106 @@ def test_program_retry_waits_at_least_the_servers_retry_after(vm: Any) -> None:
     assert result.status == "succeeded" and result.outputs == {"a": "fine"}
     # backoff: none (and a 1 ms base delay) would retry at once; the server asked for 0.2 s.
     assert provider.times[1] - provider.times[0] >= 0.2
+
+
+class Failing:
+    """Answers "ok" once `failures` is used up; until then raises the next error, and counts
+    every request (what a server would see)."""
+
+    name = "fake"
+
+    def __init__(self, *failures: Exception, latency: float = 0.0) -> None:
+        self.failures = list(failures)
+        self.calls: list[str] = []
+        self.latency = latency
+
+    async def complete(self, request: Any) -> Any:
+        import asyncio
+
+        from openprose.providers import ModelResponse
+
+        self.calls.append(request.last_user_text().split("\n", 1)[0])
+        await asyncio.sleep(self.latency)
+        if self.failures:
+            raise self.failures.pop(0)
+        return ModelResponse(text="ok")
+
+    async def aclose(self) -> None:
+        return None
+
+
+def resilient(inner: Failing, *, attempts: int = 5, concurrency: int = 4, **policy: Any) -> Any:
+    from openprose.providers import ResilientProvider, RetryPolicy
+
+    return ResilientProvider(
+        inner,
+        policy=RetryPolicy(max_attempts=attempts, base_delay=0.001, max_delay=0.002, **policy),
+        max_concurrency=concurrency,
+    )
+
+
+def test_a_program_retry_owns_the_attempts(vm: Any) -> None:
+    from openprose.providers import TransientProviderError
+
+    # retry: 3 -> at most 4 requests reach the server, not 4 x the provider's 5 attempts.
+    inner = Failing(*[TransientProviderError("HTTP 503", status=503)] * 30)
+    result = vm.run('session "Call"\n  retry: 3\n', resilient(inner, attempts=5))
+    assert result.status == "failed" and "HTTP 503" in (result.error or "")
+    assert len(inner.calls) == 4
+    failed = vm.events(result, "session_failed")
+    assert [e["attempt"] for e in failed] == [1, 2, 3, 4]
+
+
+def test_without_retry_the_providers_transient_policy_applies(vm: Any) -> None:
+    from openprose.providers import TransientProviderError
+
+    inner = Failing(*[TransientProviderError("HTTP 503", status=503)] * 2)
+    result = vm.run('output a = session "Call"\n', resilient(inner, attempts=5))
+    assert result.status == "succeeded" and result.outputs == {"a": "ok"}
+    assert len(inner.calls) == 3  # retried by the provider within its five attempts
+    assert vm.events(result, "session_failed") == []
+
+    always = Failing(*[TransientProviderError("HTTP 503", status=503)] * 30)
+    result = vm.run('session "Call"\n', resilient(always, attempts=5))
+    assert result.status == "failed" and len(always.calls) == 5
+
+
+def test_a_program_retry_waits_for_the_servers_retry_after_through_the_provider(
+    vm: Any,
+) -> None:
+    from openprose.providers import TransientProviderError
+
+    inner = Failing(TransientProviderError("429 slow down", status=429, retry_after=0.2))
+    started = time.perf_counter()
+    result = vm.run('output a = session "Call"\n  retry: 2\n', resilient(inner))
+    assert result.status == "succeeded" and result.outputs == {"a": "ok"}
+    assert len(inner.calls) == 2 and time.perf_counter() - started >= 0.2
+    assert [e["attempt"] for e in vm.events(result, "session_failed")] == [1]
+
+
+def test_a_retry_after_beyond_the_limit_ends_the_program_retries(vm: Any) -> None:
+    from openprose.providers import TransientProviderError
+
+    # The server asks for 120 s, more than max_retry_after: retrying sooner would only be
+    # refused again, and waiting would stall the run, so the session fails now, saying why.
+    inner = Failing(*[TransientProviderError("429 slow down", status=429, retry_after=120)] * 5)
+    source = 'try:\n  session "Call"\n    retry: 3\ncatch as err:\n  output e = err.message\n'
+    started = time.perf_counter()
+    result = vm.run(source, resilient(inner, max_retry_after=60))
+    assert time.perf_counter() - started < 10
+    assert result.status == "succeeded"
+    assert len(inner.calls) == 1
+    message = result.outputs["e"]
+    assert "retry after 120 s" in message and "max_retry_after = 60 s" in message
+
+
+def test_a_request_backing_off_holds_no_slot(vm: Any) -> None:
+    from openprose.providers import TransientProviderError
+
+    # One slot per provider, no VM-wide one: while A waits 0.3 s to retry, B is sent.
+    inner = Failing(TransientProviderError("HTTP 503", status=503, retry_after=0.3), latency=0.02)
+    source = 'parallel:\n  a = session "A"\n  b = session "B"\n'
+    config = VMConfig(retry_base_delay=0.001, max_concurrency=1)
+    result = vm.run(source, resilient(inner, concurrency=1), config=config)
+    assert result.status == "succeeded"
+    assert inner.calls == ["A", "B", "A"]
