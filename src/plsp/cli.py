@@ -32,16 +32,24 @@ def block_json(block: StateBlock) -> dict[str, Any]:
     statements: list[dict[str, Any]] = []
     for statement in block.statements:
         if isinstance(statement, Assign):
-            statements.append({"type": "assign", "name": statement.name,
-                               "value": _value_json(statement.value)})
+            statements.append(
+                {"type": "assign", "name": statement.name, "value": _value_json(statement.value)}
+            )
         elif isinstance(statement, Log):
-            statements.append({"type": "log", "values": [_value_json(v)
-                                                         for v in statement.values]})
+            statements.append({"type": "log", "values": [_value_json(v) for v in statement.values]})
         elif isinstance(statement, Action):
-            statements.append({"type": "action", "name": statement.name,
-                               "params": [_value_json(v) for v in statement.params]})
-    return {"canonical": block.dumps(), "statements": statements,
-            "warnings": [str(w) for w in block.warnings]}
+            statements.append(
+                {
+                    "type": "action",
+                    "name": statement.name,
+                    "params": [_value_json(v) for v in statement.params],
+                }
+            )
+    return {
+        "canonical": block.dumps(),
+        "statements": statements,
+        "warnings": [str(w) for w in block.warnings],
+    }
 
 
 def _cmd_parse(args: argparse.Namespace) -> int:
@@ -50,22 +58,27 @@ def _cmd_parse(args: argparse.Namespace) -> int:
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as error:
-            print(f"error: stdin is not UTF-8 text (byte {error.start} is invalid)",
-                  file=sys.stderr)
+            print(
+                f"plsp: error: stdin is not UTF-8 text (byte {error.start} is invalid)",
+                file=sys.stderr,
+            )
             return 1
     else:
         text = args.text
         try:
             text.encode("utf-8")
         except UnicodeEncodeError as error:  # undecodable argv bytes arrive as surrogates
-            print(f"error: the argument is not UTF-8 text (character {error.start + 1} is "
-                  "invalid)", file=sys.stderr)
+            print(
+                f"plsp: error: the argument is not UTF-8 text (character {error.start + 1} is "
+                "invalid)",
+                file=sys.stderr,
+            )
             return 1
     parsed: StateBlock | Instruction
     try:
         parsed = parse_instr(text) if text.lstrip().startswith(PREFIX) else parse(text)
     except ParseError as error:
-        print(f"error: {error}\n{error.excerpt()}", file=sys.stderr)
+        print(f"plsp: error: {error}\n{error.excerpt()}", file=sys.stderr)
         return 1
     for warning in parsed.warnings:
         print(f"warning: {warning}", file=sys.stderr)
@@ -74,9 +87,16 @@ def _cmd_parse(args: argparse.Namespace) -> int:
     elif isinstance(parsed, StateBlock):
         print(json.dumps(block_json(parsed), indent=2, ensure_ascii=False))
     else:
-        print(json.dumps({"canonical": parsed.dumps(),
-                          "directives": [d.dumps() for d in parsed.directives],
-                          "warnings": [str(w) for w in parsed.warnings]}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "canonical": parsed.dumps(),
+                    "directives": [d.dumps() for d in parsed.directives],
+                    "warnings": [str(w) for w in parsed.warnings],
+                },
+                indent=2,
+            )
+        )
     return 0
 
 
@@ -84,10 +104,10 @@ def _cmd_check(args: argparse.Namespace) -> int:
     try:
         checks = check_trace(args.trace)
     except TraceError as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"plsp: error: {error}", file=sys.stderr)
         return 2
     except OSError as error:
-        print(f"error: {args.trace}: {error.strerror or error}", file=sys.stderr)
+        print(f"plsp: error: {args.trace}: {error.strerror or error}", file=sys.stderr)
         return 2
     for check in checks:
         status = "ok" if check.ok else "FAIL"
@@ -103,8 +123,10 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
 def _show(record: CycleRecord) -> None:
     mark = "accepted" if record.accepted else "REJECTED"
-    print(f"── cycle {record.cycle} ── {mark}"
-          + (f" after {len(record.attempts)} attempts" if len(record.attempts) > 1 else ""))
+    print(
+        f"── cycle {record.cycle} ── {mark}"
+        + (f" after {len(record.attempts)} attempts" if len(record.attempts) > 1 else "")
+    )
     print(f"  {record.instr}\n  prev  {record.previous}")
     for number, attempt in enumerate(record.attempts[:-1], start=1):
         print(f"  re-asked after attempt {number}: {attempt.reply!r}")
@@ -127,8 +149,9 @@ def _model(args: argparse.Namespace, spec: LoopSpec) -> tuple[Model, Any]:
     replies = Path(args.replies) if args.replies else spec.replies
     if replies is not None and not args.provider:
         return replies_model(replies), None
-    return provider_model(args.provider or spec.provider, args.model or spec.model,
-                          max_tokens=args.max_tokens)
+    return provider_model(
+        args.provider or spec.provider, args.model or spec.model, max_tokens=args.max_tokens
+    )
 
 
 def _with_status(model: Model) -> Model:
@@ -145,6 +168,7 @@ def _with_status(model: Model) -> Model:
             return await answer if inspect.isawaitable(answer) else answer
         finally:
             print("\x1b[2K", end="", flush=True)
+
     return ask
 
 
@@ -154,15 +178,23 @@ async def _run(args: argparse.Namespace, spec: LoopSpec) -> LoopResult:
         model = _with_status(model)
     trace_path = Path(args.trace or f"{spec.path.stem}.trace.ndjson")
     with TraceWriter(trace_path) as trace:
+
         def on_cycle(record: CycleRecord) -> None:
             trace.write(record)
             if not args.quiet:
                 _show(record)
-        loop = Loop(model, spec, actions=spec.build_actions(), logs=spec.build_log_sink(),
-                    on_cycle=on_cycle,
-                    strict=spec.strict, retries=spec.retries, goal=spec.goal,
-                    max_cycles=args.max_cycles if args.max_cycles is not None
-                    else spec.max_cycles)
+
+        loop = Loop(
+            model,
+            spec,
+            actions=spec.build_actions(),
+            logs=spec.build_log_sink(),
+            on_cycle=on_cycle,
+            strict=spec.strict,
+            retries=spec.retries,
+            goal=spec.goal,
+            max_cycles=args.max_cycles if args.max_cycles is not None else spec.max_cycles,
+        )
         try:
             result = await loop.run()
         finally:
@@ -171,8 +203,10 @@ async def _run(args: argparse.Namespace, spec: LoopSpec) -> LoopResult:
     reason: str = result.stop_reason
     if reason == "policy" and spec.stopped_by:
         reason += f": {spec.stopped_by}"
-    print(f"stopped ({reason}) after {len(result.cycles)} cycles; "
-          f"state {result.state.dumps()}; trace {trace_path}")
+    print(
+        f"stopped ({reason}) after {len(result.cycles)} cycles; "
+        f"state {result.state.dumps()}; trace {trace_path}"
+    )
     return result
 
 
@@ -182,16 +216,16 @@ def _cmd_run(args: argparse.Namespace) -> int:
         result = asyncio.run(_run(args, spec))
     except OSError as error:  # e.g. --trace names a directory or a missing folder
         where = f"{error.filename}: " if error.filename else ""
-        print(f"error: {where}{error.strerror or error}", file=sys.stderr)
+        print(f"plsp: error: {where}{error.strerror or error}", file=sys.stderr)
         return 2
     except (LoopFileError, ModelSetupError, ParseError) as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"plsp: error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted; the trace holds every completed cycle", file=sys.stderr)
         return 130
     except Exception as error:  # noqa: BLE001 - provider failures: report, no traceback
-        print(f"error: {type(error).__name__}: {error}", file=sys.stderr)
+        print(f"plsp: error: {type(error).__name__}: {error}", file=sys.stderr)
         return 2
     last_rejected = bool(result.cycles) and not result.cycles[-1].accepted
     return 1 if result.stop_reason == "rejected" or last_rejected else 0
@@ -211,8 +245,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="plsp", description="Prompt Loop State Protocol 0.5")
     commands = parser.add_subparsers(dest="command", required=True)
 
-    parse_cmd = commands.add_parser("parse", help="print the canonical form of a block or "
-                                                  "an INSTR: line, or a positioned error")
+    parse_cmd = commands.add_parser(
+        "parse", help="print the canonical form of a block or an INSTR: line, or a positioned error"
+    )
     parse_cmd.add_argument("text", help="S{...}S or INSTR:... text; '-' reads stdin")
     parse_cmd.add_argument("--json", action="store_true", help="print the structure")
     parse_cmd.set_defaults(handler=_cmd_parse)
@@ -224,18 +259,29 @@ def build_parser() -> argparse.ArgumentParser:
     run_cmd = commands.add_parser("run", help="run a loop file with a live cycle view")
     run_cmd.add_argument("loopfile")
     source = run_cmd.add_mutually_exclusive_group()
-    source.add_argument("--provider", help="anthropic, openai, local, replay:FILE ... "
-                                           "(the project's provider layer)")
+    source.add_argument(
+        "--provider",
+        help="anthropic, openai, local, replay:FILE ... (the project's provider layer)",
+    )
     source.add_argument("--replies", help="answer with the replies of a JSON/NDJSON file")
-    source.add_argument("--dry-run", action="store_true",
-                        help="answer with the reference engine's expected state")
+    source.add_argument(
+        "--dry-run", action="store_true", help="answer with the reference engine's expected state"
+    )
     run_cmd.add_argument("--model", help="model id or alias for the provider")
-    run_cmd.add_argument("--max-cycles", type=_positive, metavar="N",
-                         help="stop after N cycles (N >= 1; default: the loop file's)")
-    run_cmd.add_argument("--max-tokens", type=_positive, default=256, metavar="N",
-                         help="reply length limit for provider models (default 256)")
-    run_cmd.add_argument("--trace", help="trace path (default: LOOPFILE stem + "
-                                         ".trace.ndjson)")
+    run_cmd.add_argument(
+        "--max-cycles",
+        type=_positive,
+        metavar="N",
+        help="stop after N cycles (N >= 1; default: the loop file's)",
+    )
+    run_cmd.add_argument(
+        "--max-tokens",
+        type=_positive,
+        default=256,
+        metavar="N",
+        help="reply length limit for provider models (default 256)",
+    )
+    run_cmd.add_argument("--trace", help="trace path (default: LOOPFILE stem + .trace.ndjson)")
     run_cmd.add_argument("--quiet", action="store_true", help="no live cycle view")
     run_cmd.set_defaults(handler=_cmd_run)
     return parser

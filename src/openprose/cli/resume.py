@@ -33,14 +33,17 @@ def run(args: argparse.Namespace) -> int:
 
 def _resume(args: argparse.Namespace) -> int:
     from openprose.parser import parse_text
-    from openprose.vm.runstore import RunStore, find_run
+    from openprose.vm.runstore import AmbiguousRun, DamagedRun, RunStore, find_run
 
     project = Path.cwd()
-    run_dir = find_run(project, args.run_ref)
-    if run_dir is None:
-        raise UsageError(f"no run {args.run_ref!r} under {project / '.prose' / 'runs'}")
+    try:
+        run_dir = find_run(project, args.run_ref)
+        if run_dir is None:
+            raise UsageError(f"no run {args.run_ref!r} under {project / '.prose' / 'runs'}")
+        meta = RunStore.open(run_dir).read_meta()
+    except (AmbiguousRun, DamagedRun) as error:
+        raise UsageError(str(error)) from None
     project = run_dir.resolve().parent.parent.parent  # {project}/.prose/runs/{id}
-    meta = RunStore.open(run_dir).read_meta()
     from openprose.cli.runs import status_of
 
     if status_of(meta) == "running":

@@ -238,7 +238,13 @@ def vm_config(project: Path, max_concurrency: int, evaluator: str | None) -> Any
     if not isinstance(table, dict):
         raise UsageError("the [vm] setting must be a table")
     defaults = VMConfig()
-    known = [f.name for f in fields(VMConfig)]
+    if "max_concurrency" in table:
+        # One limit, owned by the provider settings (docs/decisions.md, VM section).
+        raise UsageError(
+            "max_concurrency is not a [vm] setting: write `max_concurrency = N` at the top "
+            "level of prose.toml (or pass --max-concurrency N)"
+        )
+    known = [f.name for f in fields(VMConfig) if f.name != "max_concurrency"]
     unknown = sorted(set(table) - set(known))
     if unknown:
         raise UsageError(
@@ -283,8 +289,16 @@ def read_inputs(pairs: list[str], json_file: str | None) -> dict[str, Any]:
     if json_file:
         try:
             data = json.loads(Path(json_file).read_text(encoding="utf-8"))
-        except (OSError, ValueError) as error:
-            raise UsageError(f"--inputs {json_file}: {error}") from None
+        except FileNotFoundError:
+            raise UsageError(f"--inputs {json_file}: no such file") from None
+        except OSError as error:
+            raise UsageError(f"--inputs {json_file}: cannot read ({error.strerror})") from None
+        except json.JSONDecodeError as error:
+            raise UsageError(
+                f"--inputs {json_file}:{error.lineno}:{error.colno}: invalid JSON ({error.msg})"
+            ) from None
+        except ValueError as error:  # not UTF-8
+            raise UsageError(f"--inputs {json_file}: cannot read ({error})") from None
         if not isinstance(data, dict):
             raise UsageError(f"--inputs {json_file}: expected a JSON object of inputs")
         inputs.update(data)
@@ -303,10 +317,13 @@ def inputs_match(parsed: Any, inputs: dict[str, Any], stream: TextIO) -> None:
 
     declared = {s.name.id: s for s in parsed.program.body if isinstance(s, n.Input)}
     path = parsed.program.path
-    problems: list[tuple[int | None, int | None, str, str]] = [
+    # (line, column, end_line, end_column, code, message): the `prose check --format json` shape
+    problems: list[tuple[int | None, int | None, int | None, int | None, str, str]] = [
         (
             s.span.line,
             s.span.column,
+            s.span.end_line,
+            s.span.end_column,
             "E026",
             f"missing required input '{name}' ({s.description.value}); pass --input {name}=VALUE",
         )
@@ -317,6 +334,8 @@ def inputs_match(parsed: Any, inputs: dict[str, Any], stream: TextIO) -> None:
         (
             None,
             None,
+            None,
+            None,
             "E027",
             f"unknown input '{name}'; the program declares: {', '.join(declared) or 'none'}",
         )
@@ -325,7 +344,7 @@ def inputs_match(parsed: Any, inputs: dict[str, Any], stream: TextIO) -> None:
     ]
     if not problems:
         return
-    for line, column, code, message in problems:
+    for line, column, _, _, code, message in problems:
         where = f"{path}:{line}:{column}" if line is not None else path
         print(f"{where}: {code} {message}", file=stream)
     raise UsageError(
@@ -335,11 +354,13 @@ def inputs_match(parsed: Any, inputs: dict[str, Any], stream: TextIO) -> None:
                 "path": path,
                 "line": line,
                 "column": column,
+                "end_line": end_line,
+                "end_column": end_column,
                 "code": code,
                 "severity": "error",
                 "message": message,
             }
-            for line, column, code, message in problems
+            for line, column, end_line, end_column, code, message in problems
         ],
     )
 
@@ -400,7 +421,15 @@ def open_provider_or_fail(
     except ProviderConfigError as error:
         raise UsageError(str(error)) from None
     if record:
-        opened = RecordingProvider(opened, Path(record))
+        target = Path(record)
+        if target.is_dir():
+            raise UsageError(f"--record {record}: is a folder; give a cassette file")
+        if not target.parent.is_dir():
+            raise UsageError(f"--record {record}: no such folder {target.parent}")
+        try:
+            opened = RecordingProvider(opened, target)
+        except OSError as error:
+            raise UsageError(f"--record {record}: cannot write ({error.strerror})") from None
     return settings, opened
 
 

@@ -45,11 +45,15 @@ def run(args: argparse.Namespace) -> int:
         try:
             meta = json.loads((folder / "run.json").read_text(encoding="utf-8"))
         except (OSError, ValueError):
-            continue
+            meta = None
+        if isinstance(meta, dict):
+            status = status_of(meta)
+        else:
+            meta, status = {}, "damaged"  # run.json unreadable: `prose show` says why
         rows.append(
             {
                 "run_id": folder.name,
-                "status": status_of(meta),
+                "status": status,
                 "program": meta.get("program", ""),
                 "started": meta.get("started", ""),
             }

@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+RUNS = Path(".prose") / "runs"
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_ref", metavar="RUN", help="run id (or unique prefix) or run folder")
@@ -22,19 +24,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from openprose.cli.runs import status_of
     from openprose.vm.journal import read_journal
-    from openprose.vm.runstore import RunStore, find_run
+    from openprose.vm.runstore import AmbiguousRun, DamagedRun, RunStore, find_run
 
-    run_dir = find_run(Path.cwd(), args.run_ref)
-    if run_dir is None:
-        print(f"prose: no run {args.run_ref!r}", file=sys.stderr)
+    try:
+        run_dir = find_run(Path.cwd(), args.run_ref)
+        if run_dir is None:
+            print(f"prose: no run {args.run_ref!r} under {Path.cwd() / RUNS}", file=sys.stderr)
+            return 2
+        store = RunStore.open(run_dir)
+        meta = store.read_meta()
+    except (AmbiguousRun, DamagedRun) as error:
+        print(f"prose: {error}", file=sys.stderr)
         return 2
-    store = RunStore.open(run_dir)
-    meta = store.read_meta()
     if args.cassette:
         from openprose.vm.journal import write_cassette
 
-        count = write_cassette(store.journal_path, Path(args.cassette))
-        print(f"wrote {count} exchanges to {args.cassette}", file=sys.stderr)
+        try:
+            count = write_cassette(store.journal_path, Path(args.cassette))
+        except OSError as error:
+            print(f"prose: --cassette {args.cassette}: {error.strerror}", file=sys.stderr)
+            return 2
+        plural = "exchange" if count == 1 else "exchanges"
+        print(f"wrote {count} {plural} to {args.cassette}", file=sys.stderr)
     steps: list[dict[str, Any]] = []
     decisions: list[dict[str, Any]] = []
     errors: list[dict[str, Any]] = []

@@ -8,7 +8,6 @@ order.
 
 from __future__ import annotations
 
-import glob
 import json
 from collections import deque
 from collections.abc import Iterable
@@ -52,23 +51,14 @@ def replay_source(
         return journal
     if path.exists() or len(path.parts) != 1:
         return path
-    runs = (project_dir or Path.cwd()) / RUNS_DIR
-    skip = None if exclude is None else exclude.resolve()
-    candidates = sorted(
-        p
-        for p in runs.glob(f"{glob.escape(path.name)}*")
-        if (p / JOURNAL_NAME).is_file() and p.resolve() != skip
-    )
-    exact = [p for p in candidates if p.name == path.name]
-    matches = exact or candidates
-    if len(matches) == 1:
-        return matches[0] / JOURNAL_NAME
-    if len(matches) > 1:
-        names = ", ".join(m.name for m in matches)
-        raise ProviderConfigError(
-            f"replay: {path.name!r} is ambiguous, it matches {len(matches)} runs: {names}; "
-            f"give more of the run id"
-        )
+    from openprose.vm.runstore import AmbiguousRun, find_run
+
+    try:
+        run = find_run(project_dir or Path.cwd(), path.name, marker=JOURNAL_NAME, exclude=exclude)
+    except AmbiguousRun as error:
+        raise ProviderConfigError(f"replay: {error}") from None
+    if run is not None:
+        return run / JOURNAL_NAME
     return path  # read_cassette reports it missing
 
 

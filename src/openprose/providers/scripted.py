@@ -193,7 +193,11 @@ def _load_rules_file(path: Path) -> Any:
     try:
         return yaml.load(text, Loader=TextLoader)  # safe: a SafeLoader subclass
     except yaml.YAMLError as exc:
-        raise ProviderConfigError(f"scripted: {path} is not valid YAML: {exc}") from None
+        # One line, `file:line:col: problem` (PyYAML's own text spans several lines).
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ProviderConfigError(f"scripted: {where}: not valid YAML: {problem}") from None
 
 
 def _seconds(data: Mapping[str, Any], key: str) -> float:

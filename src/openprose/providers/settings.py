@@ -168,6 +168,8 @@ def load_settings(
 ) -> ProviderSettings:
     config, config_file = _read_config(Path(project_dir))
     where = str(config_file) if config_file else "configuration"
+    for warning in unknown_keys(config, where):
+        warn(warning)
 
     spec, source = _choose_provider(provider, env, config, where)
     name, path = _parse_spec(spec, source, base_dir=config_file.parent if config_file else None)
@@ -304,6 +306,52 @@ def _split_target(target: str, *, default_provider: str) -> tuple[str, str]:
 
 
 # --- config files ----------------------------------------------------------------------
+
+
+# The keys prose.toml (or [tool.prose]) may hold; anything else is warned about, not fatal.
+KNOWN_KEYS: dict[str, frozenset[str]] = {
+    "": frozenset(
+        {"provider", "max_concurrency", "timeout", "retry", "providers", "vm", "registry"}
+    ),
+    "retry": frozenset({"max_attempts", "base_delay", "max_delay", "max_retry_after"}),
+    "providers": frozenset({"anthropic", "openai", "local", "replay", "scripted"}),
+    "providers.*": frozenset({"base_url", "api_key_env", "models", "api_key"}),
+}
+
+
+def unknown_keys(config: Mapping[str, Any], where: str) -> list[str]:
+    """One warning line per key of the settings file that nothing reads (a typo such as
+    `provder`, or `[providers.nope]`), naming the file and key and the closest known key.
+    The `[vm]` table is checked strictly by `prose run` itself."""
+    import difflib
+
+    found: list[str] = []
+
+    def check(table: Mapping[str, Any], known: frozenset[str], prefix: str) -> None:
+        for key in table:
+            if key in known:
+                continue
+            close = difflib.get_close_matches(str(key), sorted(known), n=1)
+            hint = f" (did you mean `{prefix}{close[0]}`?)" if close else ""
+            found.append(f"{where}: unknown key `{prefix}{key}` ignored{hint}")
+
+    check(config, KNOWN_KEYS[""], "")
+    for name in ("retry", "providers"):
+        if isinstance(config.get(name), dict):
+            check(config[name], KNOWN_KEYS[name], f"{name}.")
+    providers = config.get("providers")
+    if isinstance(providers, dict):
+        for name, table in providers.items():
+            if name in KNOWN_KEYS["providers"] and isinstance(table, dict):
+                check(table, KNOWN_KEYS["providers.*"], f"providers.{name}.")
+    return found
+
+
+def warn(message: str) -> None:
+    """A configuration warning: one line on stderr; the run goes on."""
+    import sys
+
+    print(f"prose: warning: {message}", file=sys.stderr)
 
 
 def _read_config(project_dir: Path) -> tuple[dict[str, Any], Path | None]:

@@ -160,7 +160,7 @@ class RunStore:
     @classmethod
     def open(cls, root: Path) -> RunStore:
         store = cls(root, "")
-        store.run_id = str(store.read_meta()["run_id"])
+        store.run_id = str(store.read_meta().get("run_id") or root.name)
         return store
 
     def namespace(self, name: str, program_text: str, program_name: str) -> RunStore:
@@ -188,8 +188,15 @@ class RunStore:
         return self.root / "run.json"
 
     def read_meta(self) -> dict[str, Any]:
-        data = orjson.loads(self.meta_path.read_bytes())
-        assert isinstance(data, dict)
+        """run.json; `DamagedRun` (naming the file and why) when it cannot be read."""
+        try:
+            data = orjson.loads(self.meta_path.read_bytes())
+        except OSError as error:
+            raise DamagedRun(f"{self.meta_path}: cannot read ({error.strerror})") from None
+        except orjson.JSONDecodeError as error:
+            raise DamagedRun(f"{self.meta_path}: damaged, not valid JSON ({error})") from None
+        if not isinstance(data, dict):
+            raise DamagedRun(f"{self.meta_path}: damaged, not a run record")
         self._meta = data
         return dict(data)
 
@@ -245,18 +252,52 @@ class RunStore:
             self._state = None
 
 
-def find_run(project_dir: Path, spec: str) -> Path | None:
-    """A run by folder path, by id, or by unique id prefix."""
+class AmbiguousRun(ValueError):
+    """A run id prefix that matches several runs; the message lists them all."""
+
+    def __init__(self, spec: str, matches: list[Path]) -> None:
+        names = ", ".join(m.name for m in matches)
+        super().__init__(
+            f"{spec!r} is ambiguous, it matches {len(matches)} runs: {names}; "
+            f"give more of the run id"
+        )
+        self.matches = matches
+
+
+class DamagedRun(ValueError):
+    """A run folder whose run.json cannot be read; the message names the file and why."""
+
+
+def find_run(
+    project_dir: Path, spec: str, *, marker: str = "run.json", exclude: Path | None = None
+) -> Path | None:
+    """A run by folder path, by exact id, or by unique id prefix under `.prose/runs/`; None
+    when nothing matches. A run counts when its folder holds `marker` (`prose replay:` asks
+    for the journal). `exclude` is never a candidate for an id or prefix. A prefix matching
+    several runs raises `AmbiguousRun`, never a guess. `prose show`, `prose resume` and
+    `--provider replay:ID` all resolve runs here."""
     direct = Path(spec)
-    if (direct / "run.json").exists():
+    if len(direct.parts) != 1 and (direct / marker).exists():
         return direct
     runs = project_dir / RUNS_DIR
-    if (runs / spec / "run.json").exists():
-        return runs / spec
-    if runs.is_dir():
-        matches = sorted(p for p in runs.iterdir() if p.name.startswith(spec))
-        if len(matches) == 1:
-            return matches[0]
+    skip = None if exclude is None else exclude.resolve()
+    candidates = (
+        sorted(
+            p
+            for p in runs.iterdir()
+            if p.name.startswith(spec) and (p / marker).is_file() and p.resolve() != skip
+        )
+        if runs.is_dir() and spec
+        else []
+    )
+    exact = [p for p in candidates if p.name == spec]
+    matches = exact or candidates
+    if len(matches) > 1:
+        raise AmbiguousRun(spec, matches)
+    if matches:
+        return matches[0]
+    if (direct / marker).exists():  # a run folder named by a bare relative path
+        return direct
     return None
 
 

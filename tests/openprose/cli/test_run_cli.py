@@ -389,3 +389,124 @@ def test_show_lists_cancelled_losers_and_the_final_result(
     assert prose("show", run_id, "--json") == 0
     data = json.loads(capsys.readouterr().out)
     assert data["cancelled"] == ["1|1"] and data["result"] == "ok"
+
+
+# --- docs walkthrough defects -------------------------------------------------------------
+
+
+def _one_run(project: Path) -> str:
+    (project / "p.prose").write_text('session "hi"\n')
+    assert prose("run", "p.prose", "--provider", "scripted:rules.yaml") == 0
+    return max((project / ".prose" / "runs").iterdir()).name
+
+
+def test_max_concurrency_in_vm_table_is_a_clear_usage_error(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (project / "p.prose").write_text('session "hi"\n')
+    (project / "prose.toml").write_text("[vm]\nmax_concurrency = 4\n")
+    assert prose("run", "p.prose", "--provider", "scripted:rules.yaml") == 2
+    err = capsys.readouterr().err
+    assert "internal error" not in err and "Traceback" not in err
+    assert "max_concurrency is not a [vm] setting" in err and len(err.splitlines()) == 1
+    (project / "prose.toml").write_text("[vm]\nbogus = 1\n")
+    assert prose("run", "p.prose", "--provider", "scripted:rules.yaml") == 2
+    known = capsys.readouterr().err.split("known:")[1]
+    assert "max_concurrency" not in known and "context_budget" in known
+    (project / "prose.toml").write_text("max_concurrency = 4\n")  # the one place for it
+    assert prose("run", "p.prose", "--provider", "scripted:rules.yaml") == 0
+
+
+def test_show_cassette_to_a_folder_is_a_usage_error(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_id = _one_run(project)
+    capsys.readouterr()
+    (project / "some_dir").mkdir()
+    assert prose("show", run_id, "--cassette", "some_dir") == 2
+    err = capsys.readouterr().err
+    assert err.startswith("prose: --cassette some_dir:") and len(err.splitlines()) == 1
+    assert prose("show", run_id, "--cassette", "c.jsonl") == 0
+    assert "wrote 1 exchange to c.jsonl" in capsys.readouterr().err
+
+
+def test_record_to_a_folder_and_bad_inputs_files_are_usage_errors(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (project / "p.prose").write_text('session "hi"\n')
+    (project / "some_dir").mkdir()
+    run = ("run", "p.prose", "--provider", "scripted:rules.yaml")
+    assert prose(*run, "--record", "some_dir") == 2
+    assert (
+        capsys.readouterr().err == "prose: --record some_dir: is a folder; give a cassette file\n"
+    )
+    assert prose(*run, "--inputs", "missing.json") == 2
+    assert capsys.readouterr().err == "prose: --inputs missing.json: no such file\n"
+    (project / "bad.json").write_text('{"a": 1,\n  oops}\n')
+    assert prose(*run, "--inputs", "bad.json") == 2
+    err = capsys.readouterr().err
+    assert err.startswith("prose: --inputs bad.json:2:3: invalid JSON") and "Errno" not in err
+
+
+def test_a_damaged_run_json_is_reported_by_show_resume_and_runs(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_id = _one_run(project)
+    capsys.readouterr()
+    meta = project / ".prose" / "runs" / run_id / "run.json"
+    meta.write_text("{bad")
+    capsys.readouterr()
+    for command in ("show", "resume"):
+        assert prose(command, run_id) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"prose: {meta}: damaged, not valid JSON"), err
+        assert len(err.splitlines()) == 1 and "internal error" not in err
+    assert prose("runs", "--json") == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [(r["run_id"], r["status"]) for r in rows] == [(run_id, "damaged")]
+
+
+def test_a_torn_last_journal_line_is_still_tolerated(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_id = _one_run(project)
+    capsys.readouterr()
+    with (project / ".prose" / "runs" / run_id / "journal.jsonl").open("a") as journal:
+        journal.write('{"ev": "session_fini')
+    capsys.readouterr()
+    assert prose("show", run_id, "--json") == 0
+    assert len(json.loads(capsys.readouterr().out)["steps"]) == 1
+
+
+def test_input_errors_in_json_have_the_check_diagnostic_shape(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (project / "q.prose").write_text('input x: "thing"\nsession "hi {x}"\n')
+    assert (
+        prose("run", "q.prose", "--provider", "scripted:rules.yaml", "--json", "--input", "y=1")
+        == 2
+    )
+    diagnostics = json.loads(capsys.readouterr().out)["diagnostics"]
+    keys = {"path", "line", "column", "end_line", "end_column", "code", "severity", "message"}
+    assert [set(d) for d in diagnostics] == [keys, keys]
+    e026 = next(d for d in diagnostics if d["code"] == "E026")
+    assert (e026["line"], e026["column"], e026["end_line"]) == (1, 1, 1)
+    assert e026["end_column"] > e026["column"]
+
+
+def test_ambiguous_run_prefix_lists_candidates_for_resume_and_show(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = project / ".prose" / "runs"
+    first = _one_run(project)
+    second = runs / (first[:-6] + ("000000" if first[-6:] != "000000" else "111111"))
+    (runs / first).rename(second)
+    _one_run(project)
+    names = sorted(p.name for p in runs.iterdir())
+    prefix = names[0][:4]
+    capsys.readouterr()
+    for command in ("resume", "show"):
+        assert prose(command, prefix) == 2
+        err = capsys.readouterr().err
+        assert f"'{prefix}' is ambiguous, it matches {len(names)} runs" in err
+        assert all(name in err for name in names) and len(err.splitlines()) == 1

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -54,6 +56,7 @@ STORY = ModelRequest(
     max_tokens=1024,
     temperature=0.8,
 )
+HANG_GUARD_S = 120  # only against a hang; nothing here is timed
 HI = ModelRequest(
     model="smollm2-135m-instruct", messages=(Message("user", "Hi"),), max_tokens=4, temperature=0.0
 )
@@ -95,19 +98,44 @@ async def test_calls_run_off_the_event_loop() -> None:
     assert elapsed > 0.1 and ticks >= elapsed / 0.01 / 3
 
 
-async def test_a_cancelled_call_frees_the_model_at_once() -> None:
+async def test_a_cancelled_call_frees_the_model_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No clock: the story's generation is held at its first token until the task awaiting
+    it is cancelled; then it must stop at the next token and the next call must run."""
     provider = LocalProvider()
-    await provider.complete(HI)
+    await provider.complete(HI)  # loads the model
+    model = local._model
+    assert model is not None
+    inner = model.create_completion
+    tokens: list[list[int]] = []  # tokens generated, one counter per completion
+    first_token = threading.Event()
+    release = threading.Event()
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        count = [0]
+        tokens.append(count)
+        held = len(tokens) == 1  # only the story is held
+
+        def criterion(_ids: Any, _logits: Any) -> bool:
+            count[0] += 1
+            if held and count[0] == 1:
+                first_token.set()
+                release.wait(HANG_GUARD_S)
+            return False
+
+        kwargs["stopping_criteria"] = [*(kwargs.get("stopping_criteria") or []), criterion]
+        return inner(*args, **kwargs)
+
+    monkeypatch.setattr(model, "create_completion", counting)
     story = asyncio.create_task(provider.complete(STORY))
-    await asyncio.sleep(0.3)  # generating by now (1024 tokens would take several seconds)
+    assert await asyncio.to_thread(first_token.wait, HANG_GUARD_S), "the story never started"
     story.cancel()
-    started = time.perf_counter()
-    answer = await provider.complete(HI)
-    waited = time.perf_counter() - started
     with pytest.raises(asyncio.CancelledError):
         await story
+    release.set()  # the worker goes on to its next token, where it must stop
+    answer = await asyncio.wait_for(provider.complete(HI), HANG_GUARD_S)
     assert answer.text and answer.finish_reason in ("stop", "length")
-    assert waited < 2.0, f"the cancelled call held the model for {waited:.1f} s"
+    assert len(tokens) == 2  # the story, then the next call
+    assert tokens[0][0] <= 2, f"the cancelled story went on for {tokens[0][0]} tokens"
 
 
 async def test_an_unloadable_model_file_is_a_config_error(

@@ -134,3 +134,13 @@ def test_bad_rules_files_are_config_errors(tmp_path: Path, content: str, message
     rules.write_text(content)
     with pytest.raises(ProviderConfigError, match=message):
         ScriptedProvider.from_file(rules)
+
+
+def test_bad_yaml_is_one_line_with_file_line_and_column(tmp_path: Path) -> None:
+    rules = tmp_path / "rules.yaml"
+    rules.write_text('default: "ok"\nrules:\n  - match: [unclosed\n')
+    with pytest.raises(ProviderConfigError) as caught:
+        ScriptedProvider.from_file(rules)
+    message = str(caught.value)
+    assert "\n" not in message
+    assert message.startswith(f"scripted: {rules}:4:1: not valid YAML: ")

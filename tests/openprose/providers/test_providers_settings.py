@@ -315,3 +315,41 @@ def test_default_aliases_name_models_the_installed_sdks_know() -> None:
 
     assert set(DEFAULT_ALIASES["anthropic"].values()) <= set(get_args(get_args(Model)[0]))
     assert set(DEFAULT_ALIASES["openai"].values()) <= set(get_args(ChatModel))
+
+
+# --- unknown keys ------------------------------------------------------------------------
+
+
+def test_unknown_keys_warn_one_line_each_and_settings_still_load(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    toml = write(
+        tmp_path / "prose.toml",
+        'provder = "openai"\nprovider = "scripted:r.yaml"\n[retry]\nmax_attempt = 2\n'
+        '[providers.nope]\nx = 1\n[providers.openai]\nbase_ur = "http://x"\n'
+        "[vm]\ncontext_budget = 5\n",
+    )
+    settings = load_settings(tmp_path, env={})
+    assert settings.provider == "scripted"
+    lines = capsys.readouterr().err.splitlines()
+    unknown = [
+        ("provder", "provider"),
+        ("retry.max_attempt", "retry.max_attempts"),
+        ("providers.nope", "providers.openai"),
+        ("providers.openai.base_ur", "providers.openai.base_url"),
+    ]
+    assert lines == [
+        f"prose: warning: {toml}: unknown key `{key}` ignored (did you mean `{close}`?)"
+        for key, close in unknown
+    ]
+
+
+def test_known_keys_give_no_warning(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write(
+        tmp_path / "prose.toml",
+        'provider = "openai"\nmax_concurrency = 2\ntimeout = 5\nregistry = "https://r"\n'
+        '[retry]\nmax_attempts = 2\n[providers.openai]\nbase_url = "http://x"\n'
+        '[providers.openai.models]\nsonnet = "gpt"\n[vm]\nmax_depth = 3\n',
+    )
+    load_settings(tmp_path, env={})
+    assert capsys.readouterr().err == ""
