@@ -51,15 +51,21 @@ class ModelRequest:
     system: str | None = None
     max_tokens: int = 1024
     temperature: float | None = None
+    # A JSON Schema the answer must satisfy. Providers that can constrain decoding to it do
+    # (`local`); hosted models follow the prompt's own JSON instruction instead.
+    response_schema: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        body: dict[str, Any] = {
             "model": self.model,
             "messages": [{"role": m.role, "content": m.content} for m in self.messages],
             "system": self.system,
             "max_tokens": self.max_tokens,
             "temperature": self.temperature,
         }
+        if self.response_schema is not None:  # absent otherwise: older cassettes still match
+            body["response_schema"] = self.response_schema
+        return body
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ModelRequest:
@@ -70,11 +76,17 @@ class ModelRequest:
             system=d.get("system"),
             max_tokens=int(d.get("max_tokens", 1024)),
             temperature=None if temperature is None else float(temperature),
+            response_schema=d.get("response_schema"),
         )
 
     def key(self) -> str:
-        """Stable sha256 of the canonical JSON form; replay matches requests by it."""
-        return _canonical_sha256(self.to_dict())
+        """Stable sha256 of the canonical JSON form; replay matches requests by it.
+
+        The response schema is left out: it constrains decoding and follows from the prompt,
+        so cassettes recorded before judgments carried one still match."""
+        body = self.to_dict()
+        body.pop("response_schema", None)
+        return _canonical_sha256(body)
 
     def last_user_text(self) -> str:
         for message in reversed(self.messages):

@@ -88,6 +88,8 @@ def _complete_blocking(request: ModelRequest, cancelled: threading.Event) -> Mod
     params: dict[str, Any] = {"messages": messages, "max_tokens": request.max_tokens}
     if request.temperature is not None:
         params["temperature"] = request.temperature
+    if request.response_schema is not None:  # llama.cpp turns the schema into a grammar
+        params["response_format"] = {"type": "json_object", "schema": request.response_schema}
     global _cancelled
     with _model_lock:
         if cancelled.is_set():

@@ -206,6 +206,7 @@ class RecordingProvider:
 def _prompt_key(request: ModelRequest) -> str:
     body = request.to_dict()
     del body["model"]
+    body.pop("response_schema", None)  # as in ModelRequest.key
     return _canonical_sha256(body)
 
 

@@ -354,6 +354,7 @@ class Interpreter:
             kind="choice",
             question=question,
             parse=lambda text: judgments.parse_selection(text, labels),
+            schema=judgments.selection_schema(labels),
             node=stmt,
             summary=criteria,
         )
@@ -528,6 +529,7 @@ class Interpreter:
             kind="filter",
             question=question,
             parse=judgments.parse_verdict,
+            schema=judgments.VERDICT_SCHEMA,
             node=op,
             summary="filter",
         )
@@ -933,7 +935,12 @@ class Interpreter:
             raise RunAborted(str(error)) from None
         # The alias becomes the provider's model id (positional: cheaper than `replace`).
         request = ModelRequest(
-            model_id, request.messages, request.system, request.max_tokens, request.temperature
+            model_id,
+            request.messages,
+            request.system,
+            request.max_tokens,
+            request.temperature,
+            request.response_schema,
         )
         shared.emit("session_started", step, agent=agent, model=alias, binding=label, kind=event)
         # With a `retry:` the program owns the retries: each attempt is one request, with no
@@ -991,6 +998,7 @@ class Interpreter:
             kind="condition",
             question=question,
             parse=judgments.parse_verdict,
+            schema=judgments.VERDICT_SCHEMA,
             node=condition,
             summary=text,
         )
@@ -1009,6 +1017,7 @@ class Interpreter:
         kind: str,
         question: str,
         parse: Callable[[str], object | None],
+        schema: dict[str, Any],
         node: Any,
         summary: str,
     ) -> object:
@@ -1028,6 +1037,7 @@ class Interpreter:
                 system=judgments.SYSTEM,
                 max_tokens=200,
                 temperature=0.0,
+                response_schema=schema,
             )
             response = await self._call_model(
                 f"{step}~{attempt}",

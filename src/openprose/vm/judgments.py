@@ -11,11 +11,31 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from typing import Any
 
 SYSTEM = (
     "You are the evaluator of an OpenProse program run. You judge one question from the "
     "context you are given and reply with a single JSON object and nothing else."
 )
+
+# The answers' shapes, also sent as the request's `response_schema` so that a provider able
+# to constrain decoding (the embedded local model) can only produce a readable answer. The
+# reason is bounded so that a small model cannot run out of tokens inside the string.
+_REASON: dict[str, Any] = {"type": "string", "maxLength": 160}
+VERDICT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"verdict": {"type": "boolean"}, "reason": _REASON},
+    "required": ["verdict", "reason"],
+}
+
+
+def selection_schema(labels: list[str]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {"option": {"enum": list(dict.fromkeys(labels))}, "reason": _REASON},
+        "required": ["option", "reason"],
+    }
+
 
 _YES = {"true", "yes", "y", "1", "keep", "satisfied", "pass"}
 _NO = {"false", "no", "n", "0", "drop", "unsatisfied", "fail"}

@@ -60,6 +60,22 @@ def test_key_is_the_sha256_of_the_canonical_json() -> None:
     assert request.key() == hashlib.sha256(canonical.encode()).hexdigest()
 
 
+def test_a_response_schema_round_trips_and_is_absent_when_unset() -> None:
+    schema = {"type": "object", "properties": {"verdict": {"type": "boolean"}}}
+    constrained = ModelRequest("m", (Message("user", "x"),), response_schema=schema)
+    assert ModelRequest.from_dict(json.loads(json.dumps(constrained.to_dict()))) == constrained
+    assert constrained.to_dict()["response_schema"] == schema
+    assert "response_schema" not in ModelRequest("m", (Message("user", "x"),)).to_dict()
+
+
+def test_the_response_schema_does_not_change_the_replay_key() -> None:
+    # It constrains decoding and follows from the prompt: cassettes recorded before
+    # judgments carried a schema must still answer them.
+    plain = ModelRequest("m", (Message("user", "x"),))
+    constrained = ModelRequest("m", (Message("user", "x"),), response_schema={"type": "object"})
+    assert constrained.key() == plain.key()
+
+
 def test_message_role_is_checked() -> None:
     with pytest.raises(ValueError, match="role"):
         Message("system", "x")

