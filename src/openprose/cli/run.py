@@ -131,7 +131,7 @@ def _run(args: argparse.Namespace) -> int:
     )
     from openprose.vm.runner import run_program
 
-    config = vm_config(project, settings.max_concurrency, args.evaluator)
+    config = vm_config(project, settings.max_concurrency, args.evaluator, local_budget(settings))
     launch = {
         "provider": _launch_spec(args.provider, settings),
         "models": args.model,
@@ -226,10 +226,20 @@ def project_settings(project: Path) -> dict[str, Any]:
     return {}
 
 
-def vm_config(project: Path, max_concurrency: int, evaluator: str | None) -> Any:
+def local_budget(settings: ProviderSettings) -> int | None:
+    """The context budget cap of a run that may send to the embedded model, else None."""
+    from openprose.providers.settings import LOCAL_CONTEXT_BUDGET, providers_in_use
+
+    return LOCAL_CONTEXT_BUDGET if "local" in providers_in_use(settings) else None
+
+
+def vm_config(
+    project: Path, max_concurrency: int, evaluator: str | None, budget_cap: int | None = None
+) -> Any:
     """VM settings: the `[vm]` table of prose.toml (or `[tool.prose.vm]` in pyproject.toml),
     e.g. `context_budget = 100000`, `retry_base_delay = 0.5`, `default_model = "haiku"`;
-    command-line options win."""
+    command-line options win. Without a `context_budget` of the user's, `budget_cap` (the
+    embedded model's window) lowers the default."""
     from dataclasses import fields, replace
 
     from openprose.vm.runner import VMConfig
@@ -253,6 +263,8 @@ def vm_config(project: Path, max_concurrency: int, evaluator: str | None) -> Any
     for key, value in table.items():
         _check_setting(key, value, getattr(defaults, key))
     config = replace(defaults, **table, max_concurrency=max_concurrency)
+    if budget_cap is not None and "context_budget" not in table:
+        config = replace(config, context_budget=min(config.context_budget, budget_cap))
     return replace(config, evaluator_model=evaluator) if evaluator else config
 
 

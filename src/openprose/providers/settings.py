@@ -36,6 +36,10 @@ FILE_PROVIDERS = ("replay", "scripted")
 _CLI_SOURCES = ("--provider", "PROSE_PROVIDER")
 
 LOCAL_MODEL_ID = "smollm2-135m-instruct"
+# The prompt size (characters) that fits the embedded model's 8,192-token window with room for
+# the answer: ~3.5 characters a token leaves ~2,400 tokens for the system prompt's overhead
+# and the answer. Runs that use `local` cap the VM's context budget at this.
+LOCAL_CONTEXT_BUDGET = 20_000
 
 # Model ids the standard aliases stand for when nothing else is configured. Anthropic: the
 # newest model of each family in the installed SDK's `anthropic.types.Model`. OpenAI: the
@@ -130,6 +134,12 @@ class ProviderSettings:
             },
             "source": self.source,
         }
+
+
+def providers_in_use(settings: ProviderSettings) -> set[str]:
+    """The providers that the standard and configured aliases route to."""
+    aliases = {"sonnet", "opus", "haiku", *settings.aliases}
+    return {settings.provider} | {resolve_model(alias, settings)[0] for alias in aliases}
 
 
 def resolve_model(alias_or_id: str, settings: ProviderSettings) -> tuple[str, str]:

@@ -510,3 +510,24 @@ def test_ambiguous_run_prefix_lists_candidates_for_resume_and_show(
         err = capsys.readouterr().err
         assert f"'{prefix}' is ambiguous, it matches {len(names)} runs" in err
         assert all(name in err for name in names) and len(err.splitlines()) == 1
+
+
+def test_a_run_that_may_use_the_local_model_caps_the_context_budget(tmp_path: Path) -> None:
+    from openprose.cli.run import local_budget, vm_config
+    from openprose.providers import ProviderSettings
+    from openprose.providers.settings import LOCAL_CONTEXT_BUDGET
+    from openprose.vm.runner import VMConfig
+
+    default = VMConfig().context_budget
+    assert LOCAL_CONTEXT_BUDGET < default
+    local = ProviderSettings(provider="local")
+    judged_locally = ProviderSettings(provider="openai", aliases={"haiku": "local"})
+    hosted = ProviderSettings(provider="openai")
+    assert local_budget(local) == local_budget(judged_locally) == LOCAL_CONTEXT_BUDGET
+    assert local_budget(hosted) is None
+    capped = vm_config(tmp_path, 4, None, local_budget(judged_locally))
+    assert capped.context_budget == LOCAL_CONTEXT_BUDGET
+    assert vm_config(tmp_path, 4, None, local_budget(hosted)).context_budget == default
+    # A budget the user wrote down wins: they may run a bigger local window themselves.
+    (tmp_path / "prose.toml").write_text("[vm]\ncontext_budget = 50000\n")
+    assert vm_config(tmp_path, 4, None, LOCAL_CONTEXT_BUDGET).context_budget == 50000

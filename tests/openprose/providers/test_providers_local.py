@@ -14,6 +14,7 @@ from openprose.providers import (
     Message,
     ModelRequest,
     ProviderConfigError,
+    ProviderError,
     ProviderSettings,
     local,
     local_model_installed,
@@ -48,6 +49,19 @@ async def test_smollm2_answers_in_process() -> None:
     assert first.provider == "local" and first.model == "smollm2-135m-instruct"
     assert first.usage.input_tokens > 10 and 0 < first.usage.output_tokens <= 16
     assert first.finish_reason in ("stop", "length")
+
+
+async def test_a_prompt_that_fills_the_window_alone_is_a_clear_error() -> None:
+    filler = " ".join(f"fact{i % 50} is true." for i in range(2600))
+    request = ModelRequest(
+        model="smollm2-135m-instruct", messages=(Message("user", filler),), max_tokens=16
+    )
+    provider = open_provider(ProviderSettings(provider="local"))
+    try:
+        with pytest.raises(ProviderError, match="context window"):
+            await asyncio.wait_for(provider.complete(request), HANG_GUARD_S)
+    finally:
+        await provider.aclose()
 
 
 STORY = ModelRequest(
