@@ -1,9 +1,9 @@
 """PLSP 0.5: the `S{...}S` state block, `INSTR:` directives and the middleware loop.
 
-    from plsp import Instruction, Loop, parse
+from plsp import Instruction, Loop, parse
 
-    block = parse('S{$t:75;!wait,500;}S')
-    instr = Instruction().upd("t", 80).sig("wait", 500)
+block = parse('S{$t:75;!wait,500;}S')
+instr = Instruction().upd("t", 80).sig("wait", 500)
 """
 
 from plsp.actions import ActionRegistry, ActionResult, FetchPolicy, builtin_actions
@@ -17,9 +17,39 @@ from plsp.trace import TraceWriter, check_trace
 from plsp.verify import Verdict, verify
 
 __all__ = [
-    "ANY", "Action", "ActionRegistry", "ActionResult", "Assign", "CycleRecord", "Expectation",
-    "FetchPolicy", "Instruction", "Log", "Loop", "LoopFileError", "LoopResult", "LoopSpec",
-    "Model", "Num", "ParseError", "ParseWarning", "PolicyContext", "Ref", "StateBlock", "Str",
-    "TraceWriter", "Verdict", "Violation", "builtin_actions", "check_trace", "expect",
-    "extract", "literal", "load_loop", "parse", "parse_condition", "parse_instr", "verify",
+    "ANY",
+    "Action",
+    "ActionRegistry",
+    "ActionResult",
+    "Assign",
+    "CycleRecord",
+    "Expectation",
+    "FetchPolicy",
+    "Instruction",
+    "Log",
+    "Loop",
+    "LoopFileError",
+    "LoopResult",
+    "LoopSpec",
+    "Model",
+    "Num",
+    "ParseError",
+    "ParseWarning",
+    "PolicyContext",
+    "Ref",
+    "StateBlock",
+    "Str",
+    "TraceWriter",
+    "Verdict",
+    "Violation",
+    "builtin_actions",
+    "check_trace",
+    "expect",
+    "extract",
+    "literal",
+    "load_loop",
+    "parse",
+    "parse_condition",
+    "parse_instr",
+    "verify",
 ]

@@ -20,13 +20,25 @@ import aiohttp
 from plsp.syntax import LiteralValue, Num
 
 __all__ = [
-    "ActionRegistry", "ActionResult", "FetchPolicy", "FilePageSink", "LogFileSink", "PageSink",
-    "StdoutPageSink", "WebhookPageSink", "builtin_actions", "page_sink",
+    "ActionRegistry",
+    "ActionResult",
+    "FetchPolicy",
+    "FilePageSink",
+    "LogFileSink",
+    "PageSink",
+    "StdoutPageSink",
+    "WebhookPageSink",
+    "builtin_actions",
+    "page_sink",
 ]
 
 _ACTION_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_PARAMETER_TYPES: dict[Any, str] = {str: "a string", int: "an integer", float: "a number",
-                                    Decimal: "a number"}
+_PARAMETER_TYPES: dict[Any, str] = {
+    str: "a string",
+    int: "an integer",
+    float: "a number",
+    Decimal: "a number",
+}
 
 
 @dataclass(frozen=True)
@@ -59,8 +71,9 @@ def _convert(param: inspect.Parameter, value: LiteralValue) -> Any:
             return float(value.text)
         if kind is Decimal:
             return value.value
-    raise TypeError(f"parameter '{param.name}' expects {_PARAMETER_TYPES[kind]}, "
-                    f"got {value.dumps()}")
+    raise TypeError(
+        f"parameter '{param.name}' expects {_PARAMETER_TYPES[kind]}, got {value.dumps()}"
+    )
 
 
 @dataclass(frozen=True)
@@ -71,8 +84,11 @@ class _Registered:
     def bind(self, values: Sequence[LiteralValue]) -> list[Any]:
         required = sum(1 for p in self.parameters if p.default is inspect.Parameter.empty)
         if not required <= len(values) <= len(self.parameters):
-            expected = str(required) if required == len(self.parameters) else \
-                f"{required} to {len(self.parameters)}"
+            expected = (
+                str(required)
+                if required == len(self.parameters)
+                else f"{required} to {len(self.parameters)}"
+            )
             raise TypeError(f"takes {expected} parameters, got {len(values)}")
         return [_convert(p, v) for p, v in zip(self.parameters, values, strict=False)]
 
@@ -85,24 +101,29 @@ class ActionRegistry:
 
     def register(self, name: str, function: Callable[..., Any]) -> None:
         if not _ACTION_NAME.fullmatch(name):
-            raise ValueError(f"action name {name!r} is not a PLSP action name "
-                             "(a letter or '_', then letters, digits or '_')")
+            raise ValueError(
+                f"action name {name!r} is not a PLSP action name "
+                "(a letter or '_', then letters, digits or '_')"
+            )
         signature = inspect.signature(function, eval_str=True)
         parameters = tuple(signature.parameters.values())
         for param in parameters:
             if param.kind not in (param.POSITIONAL_ONLY, param.POSITIONAL_OR_KEYWORD):
                 raise TypeError(f"action {name}: parameter '{param.name}' must be positional")
             if param.annotation not in _PARAMETER_TYPES:
-                raise TypeError(f"action {name}: parameter '{param.name}' must be annotated "
-                                "str, int, float or Decimal")
+                raise TypeError(
+                    f"action {name}: parameter '{param.name}' must be annotated "
+                    "str, int, float or Decimal"
+                )
         self._actions[name] = _Registered(function, parameters)
 
-    def action(self, name: str | None = None) -> Callable[[Callable[..., Any]],
-                                                            Callable[..., Any]]:
+    def action(self, name: str | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Decorator form of `register`; the name defaults to the function's."""
+
         def decorate(function: Callable[..., Any]) -> Callable[..., Any]:
             self.register(name or function.__name__, function)
             return function
+
         return decorate
 
     def __contains__(self, name: object) -> bool:
@@ -164,8 +185,10 @@ class WebhookPageSink:
 
     async def send(self, recipient: str, message: str) -> str:
         payload = {"recipient": recipient, "message": message}
-        async with aiohttp.ClientSession(timeout=self.timeout) as session, \
-                session.post(self.url, json=payload) as response:
+        async with (
+            aiohttp.ClientSession(timeout=self.timeout) as session,
+            session.post(self.url, json=payload) as response,
+        ):
             if response.status >= 300:
                 raise RuntimeError(f"webhook answered HTTP {response.status}")
             return f"webhook:{response.status}"
@@ -176,7 +199,7 @@ def page_sink(spec: str, *, base: Path | None = None) -> PageSink:
     if spec == "stdout":
         return StdoutPageSink()
     if spec.startswith("file:"):
-        path = Path(spec[len("file:"):])
+        path = Path(spec[len("file:") :])
         return FilePageSink(path if path.is_absolute() or base is None else base / path)
     if urlsplit(spec).scheme in ("http", "https"):
         return WebhookPageSink(spec)
@@ -190,8 +213,9 @@ class LogFileSink:
         self.path = path
 
     def __call__(self, cycle: int, values: list[Any]) -> None:
-        line = json.dumps({"time": time.time(), "cycle": cycle, "values": values},
-                          ensure_ascii=False)
+        line = json.dumps(
+            {"time": time.time(), "cycle": cycle, "values": values}, ensure_ascii=False
+        )
         with self.path.open("a", encoding="utf-8") as file:
             file.write(line + "\n")
 
@@ -219,11 +243,17 @@ class FetchPolicy:
         if not _plain_path(target.path):
             return False
         for prefix in map(urlsplit, self.urls):
-            same_origin = (target.scheme, target.hostname, target.port) == \
-                (prefix.scheme, prefix.hostname, prefix.port)
+            same_origin = (target.scheme, target.hostname, target.port) == (
+                prefix.scheme,
+                prefix.hostname,
+                prefix.port,
+            )
             base = prefix.path if prefix.path.endswith("/") else prefix.path + "/"
-            if same_origin and not target.username and \
-                    (target.path == prefix.path or target.path.startswith(base)):
+            if (
+                same_origin
+                and not target.username
+                and (target.path == prefix.path or target.path.startswith(base))
+            ):
                 return True
         return False
 
@@ -246,18 +276,23 @@ class FetchPolicy:
         if not self.url_allowed(url):
             raise PermissionError(f"{url!r} is not under an allowed URL")
         timeout = aiohttp.ClientTimeout(total=self.timeout_s)
-        async with aiohttp.ClientSession(timeout=timeout) as session, \
-                session.get(url, allow_redirects=False) as response:
+        async with (
+            aiohttp.ClientSession(timeout=timeout) as session,
+            session.get(url, allow_redirects=False) as response,
+        ):
             if response.status >= 300:
                 raise RuntimeError(f"HTTP {response.status}")
             body = await response.content.read(self.max_bytes)
             return body.decode("utf-8", errors="replace")
 
 
-def builtin_actions(*, max_wait_ms: int = 60000, pages: PageSink | None = None,
-                    fetching: FetchPolicy | None = None,
-                    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-                    ) -> ActionRegistry:
+def builtin_actions(
+    *,
+    max_wait_ms: int = 60000,
+    pages: PageSink | None = None,
+    fetching: FetchPolicy | None = None,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+) -> ActionRegistry:
     """A registry with `wait,ms`, `page,recipient,message` and `fetch,source`."""
     if max_wait_ms < 0:
         raise ValueError(f"max_wait_ms must be >= 0, got {max_wait_ms}")

@@ -61,8 +61,11 @@ class Violation:
         return f"{self.kind}: {where}{self.message}"
 
     def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"kind": self.kind, "message": self.message,
-                                "blocking": self.blocking}
+        data: dict[str, Any] = {
+            "kind": self.kind,
+            "message": self.message,
+            "blocking": self.blocking,
+        }
         if self.line is not None:
             data["line"] = self.line
             data["column"] = self.column

@@ -97,8 +97,7 @@ def compare(condition: Condition, left: Known, right: Known) -> bool | None:
     return {"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[condition.op]
 
 
-def _assign(expectation: Expectation, name: str, value: Known, cause: str,
-            certain: bool) -> None:
+def _assign(expectation: Expectation, name: str, value: Known, cause: str, certain: bool) -> None:
     """Record that `name` now holds `value`; in an undecided branch it may hold it, or
     keep what it had, or still be absent."""
     if certain:
@@ -118,8 +117,13 @@ def _apply(expectation: Expectation, directive: Directive, certain: bool) -> Non
     if isinstance(directive, Set | Update):
         if isinstance(directive, Update) and directive.name not in variables:
             expectation.notes.append(f"@upd of ${directive.name}, which does not exist yet")
-        _assign(expectation, directive.name, expectation.value_of(directive.value),
-                directive.dumps(), certain)
+        _assign(
+            expectation,
+            directive.name,
+            expectation.value_of(directive.value),
+            directive.dumps(),
+            certain,
+        )
     elif isinstance(directive, Delete):
         if certain:
             variables.pop(directive.name, None)
@@ -131,11 +135,20 @@ def _apply(expectation: Expectation, directive: Directive, certain: bool) -> Non
     elif isinstance(directive, Signal):
         (expectation.required if certain else expectation.allowed).append(directive.command)
     elif isinstance(directive, If):
-        outcome = compare(directive.condition, expectation.value_of(directive.condition.left),
-                          expectation.value_of(directive.condition.right)) if certain else None
+        outcome = (
+            compare(
+                directive.condition,
+                expectation.value_of(directive.condition.left),
+                expectation.value_of(directive.condition.right),
+            )
+            if certain
+            else None
+        )
         if outcome is None:
-            expectation.notes.append(f"cannot decide {directive.condition.dumps()}"
-                                     + _why_undecided(expectation, directive.condition))
+            expectation.notes.append(
+                f"cannot decide {directive.condition.dumps()}"
+                + _why_undecided(expectation, directive.condition)
+            )
             for branch_directive in directive.then + directive.otherwise:
                 _apply(expectation, branch_directive, certain=False)
         else:

@@ -14,8 +14,20 @@ from plsp.diagnostics import ParseWarning
 from plsp.syntax import Action, Log, Ref, Scanner, Str, Value, literal
 
 __all__ = [
-    "COMPARISONS", "Condition", "Delete", "Directive", "Fetch", "If", "Instruction", "Opaque",
-    "Set", "Signal", "Update", "parse_condition", "parse_instr", "read_instr",
+    "COMPARISONS",
+    "Condition",
+    "Delete",
+    "Directive",
+    "Fetch",
+    "If",
+    "Instruction",
+    "Opaque",
+    "Set",
+    "Signal",
+    "Update",
+    "parse_condition",
+    "parse_instr",
+    "read_instr",
 ]
 
 PREFIX = "INSTR:"
@@ -74,7 +86,7 @@ class Fetch:
     def __post_init__(self) -> None:
         Ref(self.dest)
         if not self.source or '"' in self.source:
-            raise ValueError('a fetch source must be non-empty and contain no \'"\'')
+            raise ValueError("a fetch source must be non-empty and contain no '\"'")
 
     def dumps(self) -> str:
         source = self.source if _BARE_SOURCE.fullmatch(self.source) else f'"{self.source}"'
@@ -141,8 +153,9 @@ class Opaque:
         if self.body is not None:
             scanner = Scanner(self.body)
             if _read_opaque_body(scanner) != self.body or not scanner.at_end():
-                raise ValueError("an opaque directive body must be trimmed and hold no "
-                                 "';' outside a string")
+                raise ValueError(
+                    "an opaque directive body must be trimmed and hold no ';' outside a string"
+                )
 
     def dumps(self) -> str:
         return f"@{self.name}" if self.body is None else f"@{self.name}:{self.body}"
@@ -184,8 +197,9 @@ class Instruction:
     def log(self, *values: object) -> Instruction:
         return self.then(Signal(Log(tuple(literal(v) for v in values))))
 
-    def when(self, condition: str | Condition, then: Instruction,
-             otherwise: Instruction | None = None) -> Instruction:
+    def when(
+        self, condition: str | Condition, then: Instruction, otherwise: Instruction | None = None
+    ) -> Instruction:
         if isinstance(condition, str):
             condition = parse_condition(condition)
         rest = otherwise.directives if otherwise else ()
@@ -236,7 +250,7 @@ def _read_opaque_body(scanner: Scanner) -> str:
             scanner.read_value()
         else:
             scanner.pos += 1
-    return scanner.text[start:scanner.pos].strip()
+    return scanner.text[start : scanner.pos].strip()
 
 
 def _read_branch(scanner: Scanner) -> tuple[Directive, ...]:

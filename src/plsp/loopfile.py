@@ -34,14 +34,26 @@ __all__ = ["LoopFileError", "LoopSpec", "Rule", "load_loop"]
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _TOP_TYPES: dict[str, tuple[type, int | None]] = {
-    "goal": (str, None), "initial": (str, None), "rules": (list, None),
-    "otherwise": (str, None), "stop_when": (str, None), "max_cycles": (int, 1),
-    "strict": (bool, None), "retries": (int, 0), "actions": (dict, None), "logs": (str, None),
-    "provider": (str, None), "model": (str, None), "replies": (str, None)}
+    "goal": (str, None),
+    "initial": (str, None),
+    "rules": (list, None),
+    "otherwise": (str, None),
+    "stop_when": (str, None),
+    "max_cycles": (int, 1),
+    "strict": (bool, None),
+    "retries": (int, 0),
+    "actions": (dict, None),
+    "logs": (str, None),
+    "provider": (str, None),
+    "model": (str, None),
+    "replies": (str, None),
+}
 _TOP_KEYS = set(_TOP_TYPES)
 _ACTION_TYPES: dict[str, dict[str, tuple[type, int | None]]] = {
-    "wait": {"max_ms": (int, 0)}, "page": {"sink": (str, None)},
-    "fetch": {"folder": (str, None), "urls": (list, None), "max_bytes": (int, 1)}}
+    "wait": {"max_ms": (int, 0)},
+    "page": {"sink": (str, None)},
+    "fetch": {"folder": (str, None), "urls": (list, None), "max_bytes": (int, 1)},
+}
 
 
 class LoopFileError(ValueError):
@@ -58,9 +70,11 @@ class Rule:
     def applies(self, context: PolicyContext) -> bool:
         results = context.results
         failures = {r.name for r in context.last.actions if not r.ok} if context.last else set()
-        return all(name in results for name in self.ran) and \
-            all(name in failures for name in self.failed) and \
-            all(holds(c, context.state) for c in self.conditions)
+        return (
+            all(name in results for name in self.ran)
+            and all(name in failures for name in self.failed)
+            and all(holds(c, context.state) for c in self.conditions)
+        )
 
     def render(self, context: PolicyContext) -> str:
         results = context.results
@@ -70,6 +84,7 @@ class Rule:
             if name == "cycle":
                 return str(context.cycle)
             return result_literal(name, results[name].value).dumps()
+
         return _PLACEHOLDER.sub(fill, self.template)
 
 
@@ -133,8 +148,7 @@ class LoopSpec:
                 self.stopped_by = "no rule matched and there is no 'otherwise'"
                 return None
             texts = texts or [self.otherwise or ""]
-            self._last = _instruction("".join(texts), f"{self.path}: rules (cycle "
-                                                       f"{context.cycle})")
+            self._last = _instruction("".join(texts), f"{self.path}: rules (cycle {context.cycle})")
         return self._last
 
     def build_log_sink(self) -> LogFileSink | None:
@@ -147,9 +161,12 @@ class LoopSpec:
         return builtin_actions(
             max_wait_ms=wait.get("max_ms", 60000),
             pages=page_sink(page.get("sink", "stdout"), base=base),
-            fetching=FetchPolicy(folder=base / folder if folder is not None else None,
-                                 urls=tuple(fetch.get("urls", ())),
-                                 max_bytes=fetch.get("max_bytes", 65536)))
+            fetching=FetchPolicy(
+                folder=base / folder if folder is not None else None,
+                urls=tuple(fetch.get("urls", ())),
+                max_bytes=fetch.get("max_bytes", 65536),
+            ),
+        )
 
 
 def _instruction(text: str, where: str) -> Instruction:
@@ -176,10 +193,10 @@ def _rule(raw: object, where: str) -> Rule:
         if clause.strip() == "always":
             continue
         if clause.startswith("ran:"):
-            ran.append(clause[len("ran:"):].strip())
+            ran.append(clause[len("ran:") :].strip())
             continue
         if clause.startswith("failed:"):
-            failed.append(clause[len("failed:"):].strip())
+            failed.append(clause[len("failed:") :].strip())
             continue
         try:
             conditions.append(parse_condition(clause))
@@ -214,8 +231,9 @@ def _read(path: Path) -> dict[str, Any]:
     return data
 
 
-def _check_types(table: dict[str, Any], kinds: dict[str, tuple[type, int | None]],
-                 where: str) -> None:
+def _check_types(
+    table: dict[str, Any], kinds: dict[str, tuple[type, int | None]], where: str
+) -> None:
     """Each present key has its type (and, for integers, a minimum)."""
     for key, (kind, minimum) in kinds.items():
         if key not in table:
@@ -232,18 +250,24 @@ def load_loop(path: str | Path) -> LoopSpec:
     path = Path(path)
     data = _read(path)
     if unknown := set(data) - _TOP_KEYS:
-        raise LoopFileError(f"{path}: unknown keys {sorted(map(str, unknown))}; "
-                            f"allowed: {sorted(_TOP_KEYS)}")
+        raise LoopFileError(
+            f"{path}: unknown keys {sorted(map(str, unknown))}; allowed: {sorted(_TOP_KEYS)}"
+        )
     if "initial" not in data:
         raise LoopFileError(f"{path}: 'initial' (the first INSTR:) is required")
     _check_types(data, _TOP_TYPES, f"{path}: ")
     rules = data.get("rules", [])
     actions = data.get("actions", {})
     for name, options in actions.items():
-        if name not in _ACTION_TYPES or not isinstance(options, dict) or \
-                set(options) - set(_ACTION_TYPES[name]):
-            raise LoopFileError(f"{path}: actions.{name}: expected one of "
-                                f"{ {k: sorted(v) for k, v in _ACTION_TYPES.items()} }")
+        if (
+            name not in _ACTION_TYPES
+            or not isinstance(options, dict)
+            or set(options) - set(_ACTION_TYPES[name])
+        ):
+            raise LoopFileError(
+                f"{path}: actions.{name}: expected one of "
+                f"{ {k: sorted(v) for k, v in _ACTION_TYPES.items()} }"
+            )
         _check_types(options, _ACTION_TYPES[name], f"{path}: actions.{name}.")
     if not all(isinstance(url, str) for url in actions.get("fetch", {}).get("urls", [])):
         raise LoopFileError(f"{path}: actions.fetch.urls must be a list of strings")
@@ -269,9 +293,15 @@ def load_loop(path: str | Path) -> LoopSpec:
         path=path,
         initial=_instruction(data["initial"], f"{path}: initial"),
         rules=[_rule(raw, f"{path}: rules[{i}]") for i, raw in enumerate(rules)],
-        goal=data.get("goal"), otherwise=otherwise,
-        stop_when=stop_when, max_cycles=data.get("max_cycles", 20),
-        strict=data.get("strict", True), retries=data.get("retries", 1), actions=actions,
-        provider=data.get("provider"), model=data.get("model"),
+        goal=data.get("goal"),
+        otherwise=otherwise,
+        stop_when=stop_when,
+        max_cycles=data.get("max_cycles", 20),
+        strict=data.get("strict", True),
+        retries=data.get("retries", 1),
+        actions=actions,
+        provider=data.get("provider"),
+        model=data.get("model"),
         replies=path.parent / replies if replies else None,
-        logs=path.parent / logs[len("file:"):] if logs else None)
+        logs=path.parent / logs[len("file:") :] if logs else None,
+    )

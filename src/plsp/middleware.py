@@ -14,8 +14,15 @@ from plsp.syntax import StateBlock, parse
 from plsp.verify import Verdict, verify
 
 __all__ = [
-    "SYSTEM_PROMPT", "Attempt", "CycleRecord", "Loop", "LoopResult", "Model", "Policy",
-    "PolicyContext", "build_prompt",
+    "SYSTEM_PROMPT",
+    "Attempt",
+    "CycleRecord",
+    "Loop",
+    "LoopResult",
+    "Model",
+    "Policy",
+    "PolicyContext",
+    "build_prompt",
 ]
 
 Model: TypeAlias = Callable[[str, str], Awaitable[str] | str]
@@ -79,13 +86,20 @@ class CycleRecord:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "cycle": self.cycle, "instr": self.instr, "previous": self.previous,
-            "reply": self.reply, "next": self.next, "accepted": self.accepted,
+            "cycle": self.cycle,
+            "instr": self.instr,
+            "previous": self.previous,
+            "reply": self.reply,
+            "next": self.next,
+            "accepted": self.accepted,
             "strict": self.strict,
-            "attempts": [{"reply": a.reply, "violations": [v.to_json() for v in a.violations]}
-                         for a in self.attempts],
+            "attempts": [
+                {"reply": a.reply, "violations": [v.to_json() for v in a.violations]}
+                for a in self.attempts
+            ],
             "violations": [v.to_json() for v in self.violations],
-            "actions": [a.to_json() for a in self.actions], "logs": self.logs,
+            "actions": [a.to_json() for a in self.actions],
+            "logs": self.logs,
         }
 
 
@@ -121,11 +135,20 @@ class Loop:
     quoted; if it still fails, the cycle is rejected: no action runs and the state stays.
     """
 
-    def __init__(self, model: Model, policy: Policy, *, actions: ActionRegistry | None = None,
-                 logs: Callable[[int, list[Any]], object] | None = None,
-                 on_cycle: Callable[[CycleRecord], object] | None = None,
-                 strict: bool = True, retries: int = 1, max_cycles: int = 100,
-                 max_rejections: int = 3, goal: str | None = None) -> None:
+    def __init__(
+        self,
+        model: Model,
+        policy: Policy,
+        *,
+        actions: ActionRegistry | None = None,
+        logs: Callable[[int, list[Any]], object] | None = None,
+        on_cycle: Callable[[CycleRecord], object] | None = None,
+        strict: bool = True,
+        retries: int = 1,
+        max_cycles: int = 100,
+        max_rejections: int = 3,
+        goal: str | None = None,
+    ) -> None:
         if retries < 0 or max_cycles < 0 or max_rejections < 1:
             raise ValueError("retries and max_cycles must be >= 0, max_rejections >= 1")
         self.model = model
@@ -146,8 +169,10 @@ class Loop:
         if isinstance(answer, str):
             return parse_instr(answer)
         if answer is not None and not isinstance(answer, Instruction):
-            raise TypeError(f"the policy returned {type(answer).__name__}; expected an "
-                            "Instruction, an INSTR: string or None")
+            raise TypeError(
+                f"the policy returned {type(answer).__name__}; expected an "
+                "Instruction, an INSTR: string or None"
+            )
         return answer
 
     async def run(self, state: StateBlock | None = None) -> LoopResult:
@@ -172,8 +197,9 @@ class Loop:
                 return LoopResult(state, cycles, "rejected")
         return LoopResult(state, cycles, "max_cycles")
 
-    async def cycle(self, number: int, instruction: Instruction,
-                    previous: StateBlock) -> CycleRecord:
+    async def cycle(
+        self, number: int, instruction: Instruction, previous: StateBlock
+    ) -> CycleRecord:
         prompt = build_prompt(instruction, previous)
         attempts: list[Attempt] = []
         verdict: Verdict | None = None
@@ -181,19 +207,30 @@ class Loop:
             answer = self.model(self.system, prompt)
             reply = await answer if inspect.isawaitable(answer) else answer
             if not isinstance(reply, str):
-                raise TypeError(f"the model returned {type(reply).__name__}; expected the "
-                                "reply text (str)")
+                raise TypeError(
+                    f"the model returned {type(reply).__name__}; expected the reply text (str)"
+                )
             verdict = verify(previous, instruction, reply, strict=self.strict)
             attempts.append(Attempt(reply, verdict.violations))
             if verdict.acceptable:
                 break
-            prompt = build_prompt(instruction, previous) + "\nYour last answer was rejected:\n" \
-                + "\n".join(f"- {v}" for v in verdict.blocking) \
+            prompt = (
+                build_prompt(instruction, previous)
+                + "\nYour last answer was rejected:\n"
+                + "\n".join(f"- {v}" for v in verdict.blocking)
                 + "\nAnswer again with only the corrected state block."
+            )
         assert verdict is not None
-        record = CycleRecord(number, instruction.dumps(), previous.dumps(), attempts,
-                             verdict.block.dumps() if verdict.block else None,
-                             verdict.acceptable, list(verdict.violations), strict=self.strict)
+        record = CycleRecord(
+            number,
+            instruction.dumps(),
+            previous.dumps(),
+            attempts,
+            verdict.block.dumps() if verdict.block else None,
+            verdict.acceptable,
+            list(verdict.violations),
+            strict=self.strict,
+        )
         if verdict.acceptable and verdict.block is not None:
             await self._act(verdict.block, record)
         return record
@@ -202,14 +239,18 @@ class Loop:
         for action in block.actions:
             values = [block.resolve(param) for param in action.params]
             if action.name not in self.actions:
-                record.violations.append(Violation(
-                    "unknown_action", f"!{action.name} is not registered; not executed", False))
+                record.violations.append(
+                    Violation(
+                        "unknown_action", f"!{action.name} is not registered; not executed", False
+                    )
+                )
                 continue
             result = await self.actions.run(action.name, values)
             record.actions.append(result)
             if not result.ok:
-                record.violations.append(Violation(
-                    "action_failed", f"!{action.name}: {result.error}", False))
+                record.violations.append(
+                    Violation("action_failed", f"!{action.name}: {result.error}", False)
+                )
         for log in block.logs:
             data: list[Any] = [block.resolve(v).python() for v in log.values]
             record.logs.append(data)
@@ -217,4 +258,3 @@ class Loop:
                 outcome = self.logs(record.cycle, data)
                 if inspect.isawaitable(outcome):
                     await outcome
-

@@ -47,11 +47,10 @@ def replies_model(path: Path) -> AsyncModel:
                 except json.JSONDecodeError as error:
                     raise ModelSetupError(f"{path}:{number}: not JSON: {error.msg}") from None
                 except RecursionError:
-                    raise ModelSetupError(f"{path}:{number}: nested too deeply to read") \
-                        from None
+                    raise ModelSetupError(f"{path}:{number}: nested too deeply to read") from None
     replies = [r.get("reply") if isinstance(r, dict) else r for r in replies]
     if not all(isinstance(r, str) for r in replies):
-        raise ModelSetupError(f"{path}: every reply must be a string or {{\"reply\": string}}")
+        raise ModelSetupError(f'{path}: every reply must be a string or {{"reply": string}}')
     queue: list[str] = list(replies)
     total = len(queue)
 
@@ -59,12 +58,14 @@ def replies_model(path: Path) -> AsyncModel:
         if not queue:
             raise ModelSetupError(f"{path}: all {total} replies are used up")
         return queue.pop(0)
+
     return answer
 
 
 def dry_run_model() -> AsyncModel:
     """Answers with the reference engine's expected state: runs a loop file's policy and
     actions without any model. Fails when the instruction leaves something undecided."""
+
     async def answer(system: str, prompt: str) -> str:
         # Read with the scanner, not by lines: a string value may hold a newline.
         scanner = Scanner(prompt)
@@ -74,22 +75,28 @@ def dry_run_model() -> AsyncModel:
         block = expectation.block()
         if block is None:
             reasons = expectation.notes + (["unknown directives"] if expectation.open else [])
-            raise ModelSetupError(f"dry run: {instruction.dumps()} leaves the next state undecided "
-                                  f"({'; '.join(reasons) or 'fetched values'})")
+            raise ModelSetupError(
+                f"dry run: {instruction.dumps()} leaves the next state undecided "
+                f"({'; '.join(reasons) or 'fetched values'})"
+            )
         return block.dumps()
+
     return answer
 
 
-def provider_model(provider: str | None, model: str | None, *, max_tokens: int = 512,
-                   ) -> tuple[AsyncModel, Callable[[], Awaitable[None]]]:
+def provider_model(
+    provider: str | None,
+    model: str | None,
+    *,
+    max_tokens: int = 512,
+) -> tuple[AsyncModel, Callable[[], Awaitable[None]]]:
     """Wrap the project's provider layer (`openprose.providers`); returns the model and
     its closer. `provider` uses that layer's spec (`anthropic`, `openai`, `local`,
     `replay:FILE`, ...); None picks its environment-based default."""
     try:
         from openprose import providers
     except ImportError as error:
-        raise ModelSetupError(f"the openprose provider layer is not available: {error}") \
-            from None
+        raise ModelSetupError(f"the openprose provider layer is not available: {error}") from None
     try:
         settings = providers.load_settings(Path.cwd(), provider=provider)
         name, model_id = providers.resolve_model(model or "sonnet", settings)
@@ -99,8 +106,13 @@ def provider_model(provider: str | None, model: str | None, *, max_tokens: int =
 
     async def answer(system: str, prompt: str) -> str:
         request = providers.ModelRequest(
-            model=model_id, messages=(providers.Message("user", prompt),), system=system,
-            max_tokens=max_tokens, temperature=0.0)
+            model=model_id,
+            messages=(providers.Message("user", prompt),),
+            system=system,
+            max_tokens=max_tokens,
+            temperature=0.0,
+        )
         response = await backend.complete(request)
         return response.text
+
     return answer, backend.aclose

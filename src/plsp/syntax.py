@@ -17,8 +17,19 @@ from functools import cached_property
 from plsp.diagnostics import ParseError, ParseWarning, Violation, line_and_column
 
 __all__ = [
-    "Action", "Assign", "Extraction", "Log", "Num", "Ref", "StateBlock", "Statement", "Str",
-    "Value", "extract", "literal", "parse",
+    "Action",
+    "Assign",
+    "Extraction",
+    "Log",
+    "Num",
+    "Ref",
+    "StateBlock",
+    "Statement",
+    "Str",
+    "Value",
+    "extract",
+    "literal",
+    "parse",
 ]
 
 WHITESPACE = " \t\r\n"
@@ -210,7 +221,7 @@ class StateBlock:
                     outcome = resolved[value.name]
                     break
                 if value.name in path:
-                    cycle = path[path.index(value.name):] + [value.name]
+                    cycle = path[path.index(value.name) :] + [value.name]
                     outcome = f"circular reference {' -> '.join('$' + n for n in cycle)}"
                     break
                 if value.name not in variables:
@@ -313,7 +324,7 @@ class Scanner:
             end = self.text.find('"', self.pos + 1)
             if end < 0:
                 raise self.error("unterminated string (strings cannot contain '\"')")
-            text = self.text[self.pos + 1:end]
+            text = self.text[self.pos + 1 : end]
             self.pos = end + 1
             return Str(text)
         if char.isascii() and char.isdigit():
@@ -326,7 +337,7 @@ class Scanner:
                     raise self.unexpected("digits after the decimal point")
                 while self.peek().isascii() and self.peek().isdigit():
                     self.pos += 1
-            return Num(self.text[start:self.pos])
+            return Num(self.text[start : self.pos])
         if char == "$":
             return Ref(self.read_identifier())
         if char == "-":
@@ -439,7 +450,7 @@ def _block_spans(reply: str) -> list[tuple[int, int]]:
         candidates = ends[parity]
         index = bisect_left(candidates, start + 2)
         if index == len(candidates):  # an unterminated string: cut at the first '}S'
-            candidates = every_end    # so that parse can say so
+            candidates = every_end  # so that parse can say so
             index = bisect_left(candidates, start + 2)
             if index == len(candidates):
                 break
@@ -467,20 +478,28 @@ def extract(reply: str, *, strict: bool = True) -> Extraction | None:
     spans = _block_spans(reply)
     if not spans:
         return None
-    start, end = next((span for span in reversed(spans) if _parses(reply[span[0]:span[1]])),
-                      spans[-1])
+    start, end = next(
+        (span for span in reversed(spans) if _parses(reply[span[0] : span[1]])), spans[-1]
+    )
     violations: list[Violation] = []
     if len(spans) > 1:
         line, column = line_and_column(reply, start)
-        violations.append(Violation(
-            "multiple_blocks", f"{len(spans)} blocks in the reply; using the one here",
-            strict, line, column))
+        violations.append(
+            Violation(
+                "multiple_blocks",
+                f"{len(spans)} blocks in the reply; using the one here",
+                strict,
+                line,
+                column,
+            )
+        )
     for stray, offset in ((reply[:start], 0), (reply[end:], end)):
         if stray.strip():
             skipped = len(stray) - len(stray.lstrip())
             line, column = line_and_column(reply, offset + skipped)
             shown = stray.strip()
             shown = shown if len(shown) <= 60 else shown[:57] + "..."
-            violations.append(Violation(
-                "stray_text", f"text outside the block: {shown!r}", strict, line, column))
+            violations.append(
+                Violation("stray_text", f"text outside the block: {shown!r}", strict, line, column)
+            )
     return Extraction(reply[start:end], start, end, tuple(violations))

@@ -60,22 +60,34 @@ def read_trace(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
             raise TraceError(f"{path}:{number}: not JSON: {error.msg}") from None
         except RecursionError:
             raise TraceError(f"{path}:{number}: nested too deeply to read") from None
-        missing = {"cycle", "instr", "previous", "reply", "accepted"} - set(record) \
-            if isinstance(record, dict) else {"a JSON object"}
+        missing = (
+            {"cycle", "instr", "previous", "reply", "accepted"} - set(record)
+            if isinstance(record, dict)
+            else {"a JSON object"}
+        )
         if missing:
             raise TraceError(f"{path}:{number}: missing {sorted(missing)}")
-        wrong = [key for key, types in _FIELD_TYPES.items()
-                 if key in record and not isinstance(record[key], types)]
+        wrong = [
+            key
+            for key, types in _FIELD_TYPES.items()
+            if key in record and not isinstance(record[key], types)
+        ]
         if wrong:
-            raise TraceError(f"{path}:{number}: wrong type for {wrong} "
-                             f"(instr, previous, reply: strings; accepted, strict: booleans; "
-                             f"next: string or null)")
+            raise TraceError(
+                f"{path}:{number}: wrong type for {wrong} "
+                f"(instr, previous, reply: strings; accepted, strict: booleans; "
+                f"next: string or null)"
+            )
         records.append((number, record))
     return records
 
 
 _FIELD_TYPES: dict[str, type | tuple[type, ...]] = {
-    "instr": str, "previous": str, "reply": str, "accepted": bool, "strict": bool,
+    "instr": str,
+    "previous": str,
+    "reply": str,
+    "accepted": bool,
+    "strict": bool,
     "next": (str, type(None)),
 }
 
@@ -94,12 +106,15 @@ class CycleCheck:
         return not self.problems and not any(v.blocking for v in self.violations)
 
 
-def _check(line: int, record: dict[str, Any], number: int,
-           expected_previous: str | None) -> CycleCheck:
+def _check(
+    line: int, record: dict[str, Any], number: int, expected_previous: str | None
+) -> CycleCheck:
     problems: list[str] = []
     if type(record["cycle"]) is not int or record["cycle"] != number:
-        problems.append(f"cycle {json.dumps(record['cycle'])} where cycle {number} was "
-                        "expected (one line per cycle, counting from 1)")
+        problems.append(
+            f"cycle {json.dumps(record['cycle'])} where cycle {number} was "
+            "expected (one line per cycle, counting from 1)"
+        )
     try:
         instruction = parse_instr(str(record["instr"]))
         previous = parse(str(record["previous"]))
@@ -107,18 +122,24 @@ def _check(line: int, record: dict[str, Any], number: int,
         problems.append(f"unreadable INSTR/previous: {error}")
         return CycleCheck(line, record["cycle"], tuple(problems), ())
     if expected_previous is not None and previous.dumps() != expected_previous:
-        problems.append(f"previous state {previous.dumps()} does not continue the last "
-                        f"accepted state {expected_previous}")
-    verdict = verify(previous, instruction, str(record["reply"]),
-                     strict=bool(record.get("strict", True)))
+        problems.append(
+            f"previous state {previous.dumps()} does not continue the last "
+            f"accepted state {expected_previous}"
+        )
+    verdict = verify(
+        previous, instruction, str(record["reply"]), strict=bool(record.get("strict", True))
+    )
     if bool(record["accepted"]) != verdict.acceptable:
-        problems.append(f"recorded accepted={record['accepted']} but the reply "
-                        f"{'passes' if verdict.acceptable else 'fails'} verification")
+        problems.append(
+            f"recorded accepted={record['accepted']} but the reply "
+            f"{'passes' if verdict.acceptable else 'fails'} verification"
+        )
     recorded_next = record.get("next")
     actual_next = verdict.block.dumps() if verdict.block else None
     if recorded_next != actual_next:
-        problems.append(f"recorded next {recorded_next} differs from the parsed reply "
-                        f"{actual_next}")
+        problems.append(
+            f"recorded next {recorded_next} differs from the parsed reply {actual_next}"
+        )
     accepted = verdict.block if verdict.acceptable else None
     problems.extend(_action_problems(record, accepted))
     problems.extend(_log_problems(record, accepted))
@@ -144,7 +165,8 @@ def _action_problems(record: dict[str, Any], block: StateBlock | None) -> list[s
     ones (reported, never run); a rejected cycle runs none."""
     actions = record.get("actions", [])
     if not isinstance(actions, list) or not all(
-            isinstance(a, dict) and isinstance(a.get("name"), str) for a in actions):
+        isinstance(a, dict) and isinstance(a.get("name"), str) for a in actions
+    ):
         return ["'actions' must be a list of objects with a name"]
     violations = record.get("violations", [])
     if not isinstance(violations, list):
@@ -152,14 +174,25 @@ def _action_problems(record: dict[str, Any], block: StateBlock | None) -> list[s
     ran = [(a["name"], a.get("args")) for a in actions]
     if block is None:
         return [f"a rejected cycle ran actions {[name for name, _ in ran]}"] if ran else []
-    unknown = {match.group(1) for v in violations
-               if isinstance(v, dict) and v.get("kind") == "unknown_action"
-               and (match := _UNKNOWN_ACTION.match(str(v.get("message", ""))))}
-    expected = [(action.name, _plain(block, action.params)) for action in block.actions
-                if action.name not in unknown]
+    unknown = {
+        match.group(1)
+        for v in violations
+        if isinstance(v, dict)
+        and v.get("kind") == "unknown_action"
+        and (match := _UNKNOWN_ACTION.match(str(v.get("message", ""))))
+    }
+    expected = [
+        (action.name, _plain(block, action.params))
+        for action in block.actions
+        if action.name not in unknown
+    ]
     if ran != expected:
-        return [(f"recorded actions {ran} are not the block's actions {expected} "
-                 "(unknown actions are never run)")]
+        return [
+            (
+                f"recorded actions {ran} are not the block's actions {expected} "
+                "(unknown actions are never run)"
+            )
+        ]
     return []
 
 

@@ -41,8 +41,15 @@ def _read(reply: str, strict: bool) -> tuple[StateBlock | None, list[Violation]]
         if opened < 0:
             return None, [Violation("no_block", "the reply contains no S{...}S block", True)]
         line, column = line_and_column(reply, opened)
-        return None, [Violation("no_block", "the block opened here is never closed with }S "
-                                "(was the reply cut off?)", True, line, column)]
+        return None, [
+            Violation(
+                "no_block",
+                "the block opened here is never closed with }S (was the reply cut off?)",
+                True,
+                line,
+                column,
+            )
+        ]
     violations = list(extraction.violations)
     try:
         block = parse(extraction.text)
@@ -56,12 +63,12 @@ def _read(reply: str, strict: bool) -> tuple[StateBlock | None, list[Violation]]
     return block, violations
 
 
-def _command_matches(expected: Action | Log, actual: Action | Log, expectation: Expectation,
-                     block: StateBlock) -> bool:
+def _command_matches(
+    expected: Action | Log, actual: Action | Log, expectation: Expectation, block: StateBlock
+) -> bool:
     if type(expected) is not type(actual):
         return False
-    if isinstance(expected, Action) and isinstance(actual, Action) and \
-            expected.name != actual.name:
+    if isinstance(expected, Action) and isinstance(actual, Action) and expected.name != actual.name:
         return False
     want = expected.params if isinstance(expected, Action) else expected.values
     got = actual.params if isinstance(actual, Action) else actual.values
@@ -81,27 +88,38 @@ def _check_commands(expectation: Expectation, block: StateBlock) -> list[Violati
     violations: list[Violation] = []
     unmatched: list[Action | Log] = list(block.actions) + list(block.logs)
     for wanted in expectation.required:
-        found = next((c for c in unmatched
-                      if _command_matches(wanted, c, expectation, block)), None)
+        found = next(
+            (c for c in unmatched if _command_matches(wanted, c, expectation, block)), None
+        )
         if found is None:
-            violations.append(Violation(
-                "missing_signal", f"{wanted.dumps()} was signalled (@sig) but is missing", True))
+            violations.append(
+                Violation(
+                    "missing_signal", f"{wanted.dumps()} was signalled (@sig) but is missing", True
+                )
+            )
         else:
             unmatched.remove(found)
     for command in unmatched:
         if isinstance(command, Log) or expectation.open:
             continue  # logs are free data; unknown directives may ask for anything
-        if any(_command_matches(allowed, command, expectation, block)
-               for allowed in expectation.allowed):
+        if any(
+            _command_matches(allowed, command, expectation, block)
+            for allowed in expectation.allowed
+        ):
             continue
-        violations.append(Violation(
-            "unrequested_action", f"{command.dumps()} was not signalled by the instruction",
-            True))
+        violations.append(
+            Violation(
+                "unrequested_action",
+                f"{command.dumps()} was not signalled by the instruction",
+                True,
+            )
+        )
     return violations
 
 
-def _check_variables(previous: StateBlock, expectation: Expectation,
-                     block: StateBlock) -> list[Violation]:
+def _check_variables(
+    previous: StateBlock, expectation: Expectation, block: StateBlock
+) -> list[Violation]:
     violations: list[Violation] = []
     actual = block.variables
     for name, value in actual.items():
@@ -114,15 +132,17 @@ def _check_variables(previous: StateBlock, expectation: Expectation,
             try:
                 block.resolve(param)
             except KeyError as error:
-                violations.append(Violation(
-                    "undefined_reference", f"{command.dumps()}: {error.args[0]}", True))
+                violations.append(
+                    Violation("undefined_reference", f"{command.dumps()}: {error.args[0]}", True)
+                )
     for name, expected in expectation.variables.items():
         if name not in actual:
             if name in expectation.maybe_removed:
                 continue
             kind = "dropped_variable" if name in previous.variables else "missing_variable"
-            violations.append(Violation(kind, f"${name} is missing (expected "
-                                              f"{describe(expected)})", True))
+            violations.append(
+                Violation(kind, f"${name} is missing (expected {describe(expected)})", True)
+            )
             continue
         try:
             got: Known = block.resolve(actual[name])
@@ -131,25 +151,34 @@ def _check_variables(previous: StateBlock, expectation: Expectation,
         if not matches(expected, got):
             cause = expectation.causes.get(name)
             why = f"from {cause}" if cause else "changed without an instruction"
-            violations.append(Violation(
-                "wrong_value", f"${name} is {describe(got)}, expected {describe(expected)} "
-                               f"({why})", True))
+            violations.append(
+                Violation(
+                    "wrong_value",
+                    f"${name} is {describe(got)}, expected {describe(expected)} ({why})",
+                    True,
+                )
+            )
     for name in expectation.removed:
         if name in actual:
             violations.append(Violation("not_removed", f"${name} was removed by @del", True))
     if not expectation.open:
         for name in sorted(actual.keys() - expectation.variables.keys() - expectation.removed):
-            violations.append(Violation(
-                "unexpected_variable", f"${name} is not set by any instruction", False))
+            violations.append(
+                Violation("unexpected_variable", f"${name} is not set by any instruction", False)
+            )
     return violations
 
 
-def verify(previous: StateBlock, instruction: Instruction, reply: str, *,
-           strict: bool = True) -> Verdict:
+def verify(
+    previous: StateBlock, instruction: Instruction, reply: str, *, strict: bool = True
+) -> Verdict:
     """Read the next block from `reply` and check it against the reference engine."""
     block, violations = _read(reply, strict)
-    violations += [Violation("unknown_directive", f"{d.dumps()} was passed through unchecked",
-                             False) for d in instruction.directives if isinstance(d, Opaque)]
+    violations += [
+        Violation("unknown_directive", f"{d.dumps()} was passed through unchecked", False)
+        for d in instruction.directives
+        if isinstance(d, Opaque)
+    ]
     if block is None:
         return Verdict(None, tuple(violations))
     expectation = expect(previous, instruction)

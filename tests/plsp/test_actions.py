@@ -40,8 +40,14 @@ async def server() -> AsyncIterator[tuple[str, list[dict[str, object]]]]:
         raise web.HTTPFound("/data/x")
 
     app = web.Application()
-    app.add_routes([web.post("/hook", hook), web.post("/broken", broken),
-                    web.get("/data/{name}", data), web.get("/data-moved", redirect)])
+    app.add_routes(
+        [
+            web.post("/hook", hook),
+            web.post("/broken", broken),
+            web.get("/data/{name}", data),
+            web.get("/data-moved", redirect),
+        ]
+    )
     runner = web.AppRunner(app)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
@@ -52,6 +58,7 @@ async def server() -> AsyncIterator[tuple[str, list[dict[str, object]]]]:
 
 
 # --- registry -------------------------------------------------------------------------------
+
 
 async def test_custom_action_gets_typed_arguments() -> None:
     registry = ActionRegistry()
@@ -68,11 +75,14 @@ async def test_custom_action_gets_typed_arguments() -> None:
     assert "heat" in registry and registry.names() == ["heat"]
 
 
-@pytest.mark.parametrize(("values", "error"), [
-    ([Str("hall")], "takes 2 to 4 parameters, got 1"),
-    ([Str("hall"), Num("1.5")], "parameter 'level' expects an integer, got 1.5"),
-    ([Str("hall"), Str("3")], "parameter 'level' expects an integer, got \"3\""),
-])
+@pytest.mark.parametrize(
+    ("values", "error"),
+    [
+        ([Str("hall")], "takes 2 to 4 parameters, got 1"),
+        ([Str("hall"), Num("1.5")], "parameter 'level' expects an integer, got 1.5"),
+        ([Str("hall"), Str("3")], "parameter 'level' expects an integer, got \"3\""),
+    ],
+)
 async def test_bad_arguments_fail_without_calling(values: list[Str | Num], error: str) -> None:
     registry = ActionRegistry()
     called: list[int] = []
@@ -125,6 +135,7 @@ def test_builtins_are_registered() -> None:
 
 # --- wait -------------------------------------------------------------------------------------
 
+
 async def test_wait_is_bounded() -> None:
     slept: list[float] = []
 
@@ -139,6 +150,7 @@ async def test_wait_is_bounded() -> None:
 
 # --- page sinks -------------------------------------------------------------------------------
 
+
 async def test_stdout_page_sink() -> None:
     stream = io.StringIO()
     registry = builtin_actions(pages=StdoutPageSink(stream))
@@ -152,8 +164,10 @@ async def test_file_page_sink_appends_json_lines(tmp_path: Path) -> None:
     await sink.send("op", "hot")
     await sink.send("boss", "very hot")
     lines = [json.loads(line) for line in (tmp_path / "pages.ndjson").read_text().splitlines()]
-    assert [(line["recipient"], line["message"]) for line in lines] == \
-        [("op", "hot"), ("boss", "very hot")]
+    assert [(line["recipient"], line["message"]) for line in lines] == [
+        ("op", "hot"),
+        ("boss", "very hot"),
+    ]
 
 
 async def test_webhook_page_sink_posts_json(server: tuple[str, list[dict[str, object]]]) -> None:
@@ -165,10 +179,12 @@ async def test_webhook_page_sink_posts_json(server: tuple[str, list[dict[str, ob
 
 
 async def test_webhook_error_status_fails_the_page(
-        server: tuple[str, list[dict[str, object]]]) -> None:
+    server: tuple[str, list[dict[str, object]]],
+) -> None:
     base, _ = server
     result = await builtin_actions(pages=WebhookPageSink(f"{base}/broken")).run(
-        "page", [Str("op"), Str("x")])
+        "page", [Str("op"), Str("x")]
+    )
     assert not result.ok and result.error == "RuntimeError: webhook answered HTTP 500"
 
 
@@ -178,6 +194,7 @@ def test_page_sink_spec_errors() -> None:
 
 
 # --- fetch ------------------------------------------------------------------------------------
+
 
 async def test_fetch_reads_files_under_the_folder_only(tmp_path: Path) -> None:
     folder = tmp_path / "data"
@@ -201,23 +218,35 @@ async def test_fetch_is_capped(tmp_path: Path) -> None:
 
 
 async def test_fetch_urls_only_when_allow_listed(
-        server: tuple[str, list[dict[str, object]]]) -> None:
+    server: tuple[str, list[dict[str, object]]],
+) -> None:
     base, _ = server
     registry = builtin_actions(fetching=FetchPolicy(urls=(f"{base}/data",)))
     assert (await registry.run("fetch", [Str(f"{base}/data/t")])).value == "value of t"
-    for refused in (f"{base}/hook", f"{base}/data-moved", "http://example.com/data/t",
-                    f"http://user@{base[7:]}/data/t"):
+    for refused in (
+        f"{base}/hook",
+        f"{base}/data-moved",
+        "http://example.com/data/t",
+        f"http://user@{base[7:]}/data/t",
+    ):
         result = await registry.run("fetch", [Str(refused)])
         assert not result.ok and "not under an allowed URL" in str(result.error), refused
 
 
 async def test_fetch_url_dot_segments_cannot_escape_the_prefix(
-        server: tuple[str, list[dict[str, object]]]) -> None:
+    server: tuple[str, list[dict[str, object]]],
+) -> None:
     base, _ = server
     registry = builtin_actions(fetching=FetchPolicy(urls=(f"{base}/data/",)))
     # The HTTP client would normalise each of these to /hook, outside /data/.
-    for escape in ("/data/../hook", "/data/%2e%2e/hook", "/data/.%2E/hook", "/data/..%2fhook",
-                   "/data/x\\..\\..\\hook", "/data/./t"):
+    for escape in (
+        "/data/../hook",
+        "/data/%2e%2e/hook",
+        "/data/.%2E/hook",
+        "/data/..%2fhook",
+        "/data/x\\..\\..\\hook",
+        "/data/./t",
+    ):
         result = await registry.run("fetch", [Str(base + escape)])
         assert not result.ok and "not under an allowed URL" in str(result.error), escape
     assert (await registry.run("fetch", [Str(f"{base}/data/t")])).value == "value of t"
@@ -226,14 +255,17 @@ async def test_fetch_url_dot_segments_cannot_escape_the_prefix(
 def test_fetch_url_prefix_is_host_exact() -> None:
     policy = FetchPolicy(urls=("http://allowed.example.com/",))
     assert policy.url_allowed("http://allowed.example.com/a..b/c.txt")
-    for refused in ("http://allowed.example.com.evil/", "http://allowed.example.com.evil/x",
-                    "https://allowed.example.com/x", "http://allowed.example.com:8080/x",
-                    "http://evil.example/http://allowed.example.com/x"):
+    for refused in (
+        "http://allowed.example.com.evil/",
+        "http://allowed.example.com.evil/x",
+        "https://allowed.example.com/x",
+        "http://allowed.example.com:8080/x",
+        "http://evil.example/http://allowed.example.com/x",
+    ):
         assert not policy.url_allowed(refused), refused
 
 
-async def test_fetch_does_not_follow_redirects(
-        server: tuple[str, list[dict[str, object]]]) -> None:
+async def test_fetch_does_not_follow_redirects(server: tuple[str, list[dict[str, object]]]) -> None:
     base, _ = server
     policy = FetchPolicy(urls=(f"{base}/",))
     with pytest.raises(RuntimeError, match="HTTP 302"):

@@ -40,7 +40,7 @@ def test_if_takes_the_branch_its_condition_selects() -> None:
 
 
 def test_undecidable_if_leaves_its_effects_open() -> None:
-    result = expect(PREVIOUS, parse_instr('INSTR:@if:$x>1?@set:$t=1&@del:$l&@sig:!wait,1;'))
+    result = expect(PREVIOUS, parse_instr("INSTR:@if:$x>1?@set:$t=1&@del:$l&@sig:!wait,1;"))
     assert result.variables["t"] is ANY
     assert result.maybe_removed == {"l"}
     assert result.required == [] and result.allowed == [Action("wait", (Num("1"),))]
@@ -49,10 +49,12 @@ def test_undecidable_if_leaves_its_effects_open() -> None:
 
 
 def test_notes_say_why_a_condition_is_undecided() -> None:
-    assert expected("INSTR:@fetch:s,$d;@if:$d>1?@del:$u;").notes == \
-        ["cannot decide $d>1 ($d is not known before the reply)"]
-    assert expected('INSTR:@if:$u<"p"?@del:$t;').notes == \
-        ["cannot decide $u<\"p\" (< compares numbers only)"]
+    assert expected("INSTR:@fetch:s,$d;@if:$d>1?@del:$u;").notes == [
+        "cannot decide $d>1 ($d is not known before the reply)"
+    ]
+    assert expected('INSTR:@if:$u<"p"?@del:$t;').notes == [
+        'cannot decide $u<"p" (< compares numbers only)'
+    ]
     assert expected("INSTR:@calc:$t=1;").notes == []  # reported as unknown_directive
 
 
@@ -81,31 +83,39 @@ def test_compare() -> None:
 
 @settings(max_examples=200)
 @given(blocks(), instructions)
-def test_the_engines_exact_answer_always_verifies(previous: StateBlock,
-                                                  instruction: Instruction) -> None:
+def test_the_engines_exact_answer_always_verifies(
+    previous: StateBlock, instruction: Instruction
+) -> None:
     expected_block = expect(previous, instruction).block()
     if expected_block is None:
         return
     verdict = verify(previous, instruction, expected_block.dumps())
-    assert all(v.kind in ("extended_identifier", "instruction_note")
-               for v in verdict.violations)
+    assert all(v.kind in ("extended_identifier", "instruction_note") for v in verdict.violations)
     assert verdict.acceptable
 
 
 @settings(max_examples=150)
 @given(blocks(), instructions)
 def test_dropping_any_variable_from_the_exact_answer_is_caught(
-        previous: StateBlock, instruction: Instruction) -> None:
+    previous: StateBlock, instruction: Instruction
+) -> None:
     expected_block = expect(previous, instruction).block()
     if expected_block is None or not expected_block.variables:
         return
     dropped = next(iter(expected_block.variables))
-    reply = StateBlock(tuple(s for s in expected_block.statements
-                             if not (isinstance(s, Assign) and s.name == dropped)))
+    reply = StateBlock(
+        tuple(
+            s
+            for s in expected_block.statements
+            if not (isinstance(s, Assign) and s.name == dropped)
+        )
+    )
     verdict = verify(previous, instruction, reply.dumps())
     assert not verdict.acceptable
-    assert any(v.kind in ("dropped_variable", "missing_variable") and f"${dropped} " in v.message
-               for v in verdict.violations)
+    assert any(
+        v.kind in ("dropped_variable", "missing_variable") and f"${dropped} " in v.message
+        for v in verdict.violations
+    )
 
 
 def test_undecided_branch_may_or_may_not_create_a_variable() -> None:
@@ -115,11 +125,9 @@ def test_undecided_branch_may_or_may_not_create_a_variable() -> None:
     assert expect(previous, instr).maybe_removed == {"n", "m"}
     note = "instruction_note: cannot decide $t>5 ($t is not known before the reply)"
     assert [str(v) for v in verify(previous, instr, "S{$a:1;$t:3}S").violations] == [note]
-    assert [str(v) for v in verify(previous, instr, "S{$a:1;$t:6;$n:1;$m:2}S").violations] \
-        == [note]
+    assert [str(v) for v in verify(previous, instr, "S{$a:1;$t:6;$n:1;$m:2}S").violations] == [note]
     # A variable that existed before must still be kept.
-    assert [v.kind for v in verify(previous, instr, "S{$t:3}S").blocking] == \
-        ["dropped_variable"]
+    assert [v.kind for v in verify(previous, instr, "S{$t:3}S").blocking] == ["dropped_variable"]
 
 
 def test_fetch_after_del_brings_the_variable_back() -> None:
@@ -127,5 +135,6 @@ def test_fetch_after_del_brings_the_variable_back() -> None:
     result = expect(parse("S{$a:1}S"), instr)
     assert result.removed == set() and result.variables == {"a": ANY}
     assert verify(parse("S{$a:1}S"), instr, "S{$a:3}S").violations == ()
-    assert [v.kind for v in verify(parse("S{$a:1}S"), instr, "S{}S").violations] == \
-        ["dropped_variable"]
+    assert [v.kind for v in verify(parse("S{$a:1}S"), instr, "S{}S").violations] == [
+        "dropped_variable"
+    ]

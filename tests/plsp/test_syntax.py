@@ -13,6 +13,7 @@ from tests.plsp.strategies import blocks
 
 # --- valid productions ----------------------------------------------------------------
 
+
 def test_empty_block() -> None:
     assert parse("S{}S") == StateBlock()
     assert parse("  S{ \n }S \n").dumps() == "S{}S"
@@ -20,16 +21,27 @@ def test_empty_block() -> None:
 
 def test_seed_example_parses_to_statements() -> None:
     block = parse('S{$p:"run";$t:75;$l:70;!wait,5000;}S')
-    assert block.statements == (Assign("p", Str("run")), Assign("t", Num("75")),
-                                Assign("l", Num("70")), Action("wait", (Num("5000"),)))
+    assert block.statements == (
+        Assign("p", Str("run")),
+        Assign("t", Num("75")),
+        Assign("l", Num("70")),
+        Action("wait", (Num("5000"),)),
+    )
     assert block.variables == {"p": Str("run"), "t": Num("75"), "l": Num("70")}
 
 
-@pytest.mark.parametrize(("text", "value"), [
-    ('"OK"', Str("OK")), ('"T:$t"', Str("T:$t")), ('""', Str("")),
-    ('"a;b}S#x"', Str("a;b}S#x")), ("100", Num("100")), ("3.14", Num("3.14")),
-    ("$i", Ref("i")),
-])
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ('"OK"', Str("OK")),
+        ('"T:$t"', Str("T:$t")),
+        ('""', Str("")),
+        ('"a;b}S#x"', Str("a;b}S#x")),
+        ("100", Num("100")),
+        ("3.14", Num("3.14")),
+        ("$i", Ref("i")),
+    ],
+)
 def test_values(text: str, value: object) -> None:
     assert parse(f"S{{$v:{text};}}S").variables["v"] == value
 
@@ -84,43 +96,47 @@ def test_resolve_follows_references() -> None:
 
 # --- invalid productions, with positions -------------------------------------------------
 
-@pytest.mark.parametrize(("text", "line", "column", "message"), [
-    ("", 1, 1, "expected 'S{', found end of input"),
-    ("S{", 1, 3, "expected a statement"),
-    ("S{$a:1", 1, 7, "expected ';' or '}S', found end of input"),
-    ("S{$a:1;#c\n}S", 1, 8, "comments (#) are not allowed"),
-    ("S{$a:1 # c}S", 1, 8, "comments (#) are not allowed"),
-    ("S{$a:1;;}S", 1, 8, "empty statement"),
-    ("S{$:1}S", 1, 4, "expected a variable name"),
-    ("S{$a 1}S", 1, 6, "expected ':' after the variable"),
-    ("S{$a:}S", 1, 6, "expected a value"),
-    ('S{$a:"open}S', 1, 6, "unterminated string"),
-    ('S{$a:"say "hi""}S', 1, 12, "expected ';' or '}S', found 'h'"),
-    ("S{$a:1.}S", 1, 8, "digits after the decimal point"),
-    ("S{$a:-3}S", 1, 6, "numbers are unsigned"),
-    ("S{$a:abc}S", 1, 6, "expected a value"),
-    ("S{>}S", 1, 4, "expected a value"),
-    ("S{>1,}S", 1, 6, "expected a value"),
-    ("S{!}S", 1, 4, "expected an action name"),
-    ("S{!9x}S", 1, 4, "expected an action name"),
-    ("S{!fetch,src}S", 1, 10, "expected a value"),
-    ("S{$a:1;$a:2}S", 1, 8, "$a is assigned twice"),
-    ("S{x}S", 1, 3, "expected a statement"),
-    ("S{$a:1}S trailing", 1, 10, "expected end of input after '}S'"),
-    ("chatter S{}S", 1, 1, "expected 'S{'"),
-    ("S {}S", 1, 1, "expected 'S{'"),
-    ("S{$a:1;\n  $b:2 $c:3}S", 2, 8, "expected ';' or '}S'"),
-    ("S{$a:1}", 1, 7, "expected ';' or '}S'"),
-    # identifiers and whitespace are ASCII only; no space after '$'
-    ("S{$\u00e9:1}S", 1, 4, "expected a variable name"),
-    ("S{$ a:1}S", 1, 4, "expected a variable name"),
-    ("S{$a:$}S", 1, 7, "expected a variable name"),
-    ("S{$a:1;\u00a0}S", 1, 8, "expected a statement"),
-    ("S{!wait,}S", 1, 9, "expected a value"),
-    ("S{>$a $b}S", 1, 7, "expected ';' or '}S', found '$'"),
-    ("S{$a:1.5.2}S", 1, 9, "expected ';' or '}S', found '.'"),
-    ('S{$a:"x""y"}S', 1, 9, "expected ';' or '}S', found '\"'"),
-])
+
+@pytest.mark.parametrize(
+    ("text", "line", "column", "message"),
+    [
+        ("", 1, 1, "expected 'S{', found end of input"),
+        ("S{", 1, 3, "expected a statement"),
+        ("S{$a:1", 1, 7, "expected ';' or '}S', found end of input"),
+        ("S{$a:1;#c\n}S", 1, 8, "comments (#) are not allowed"),
+        ("S{$a:1 # c}S", 1, 8, "comments (#) are not allowed"),
+        ("S{$a:1;;}S", 1, 8, "empty statement"),
+        ("S{$:1}S", 1, 4, "expected a variable name"),
+        ("S{$a 1}S", 1, 6, "expected ':' after the variable"),
+        ("S{$a:}S", 1, 6, "expected a value"),
+        ('S{$a:"open}S', 1, 6, "unterminated string"),
+        ('S{$a:"say "hi""}S', 1, 12, "expected ';' or '}S', found 'h'"),
+        ("S{$a:1.}S", 1, 8, "digits after the decimal point"),
+        ("S{$a:-3}S", 1, 6, "numbers are unsigned"),
+        ("S{$a:abc}S", 1, 6, "expected a value"),
+        ("S{>}S", 1, 4, "expected a value"),
+        ("S{>1,}S", 1, 6, "expected a value"),
+        ("S{!}S", 1, 4, "expected an action name"),
+        ("S{!9x}S", 1, 4, "expected an action name"),
+        ("S{!fetch,src}S", 1, 10, "expected a value"),
+        ("S{$a:1;$a:2}S", 1, 8, "$a is assigned twice"),
+        ("S{x}S", 1, 3, "expected a statement"),
+        ("S{$a:1}S trailing", 1, 10, "expected end of input after '}S'"),
+        ("chatter S{}S", 1, 1, "expected 'S{'"),
+        ("S {}S", 1, 1, "expected 'S{'"),
+        ("S{$a:1;\n  $b:2 $c:3}S", 2, 8, "expected ';' or '}S'"),
+        ("S{$a:1}", 1, 7, "expected ';' or '}S'"),
+        # identifiers and whitespace are ASCII only; no space after '$'
+        ("S{$\u00e9:1}S", 1, 4, "expected a variable name"),
+        ("S{$ a:1}S", 1, 4, "expected a variable name"),
+        ("S{$a:$}S", 1, 7, "expected a variable name"),
+        ("S{$a:1;\u00a0}S", 1, 8, "expected a statement"),
+        ("S{!wait,}S", 1, 9, "expected a value"),
+        ("S{>$a $b}S", 1, 7, "expected ';' or '}S', found '$'"),
+        ("S{$a:1.5.2}S", 1, 9, "expected ';' or '}S', found '.'"),
+        ('S{$a:"x""y"}S', 1, 9, "expected ';' or '}S', found '\"'"),
+    ],
+)
 def test_errors_are_positioned(text: str, line: int, column: int, message: str) -> None:
     with pytest.raises(ParseError) as caught:
         parse(text)
@@ -136,6 +152,7 @@ def test_error_excerpt_points_at_the_column() -> None:
 
 
 # --- model values -------------------------------------------------------------------------
+
 
 def test_constructors_reject_what_the_grammar_cannot_express() -> None:
     with pytest.raises(ValueError, match="double quote"):
@@ -162,6 +179,7 @@ def test_literal_converts_python_values() -> None:
 
 # --- properties -----------------------------------------------------------------------------
 
+
 @settings(max_examples=200)
 @given(blocks())
 def test_round_trip(block: StateBlock) -> None:
@@ -173,10 +191,12 @@ def test_round_trip(block: StateBlock) -> None:
 @given(blocks(), st.randoms(use_true_random=False))
 def test_whitespace_between_tokens_does_not_matter(block: StateBlock, rng: object) -> None:
     import random
+
     assert isinstance(rng, random.Random)
     # Split canonical text into tokens (strings kept whole) and rejoin with random blanks.
-    tokens = re.findall(r'S\{|\}S|"[^"]*"|\$[A-Za-z0-9]+|[0-9.]+|[A-Za-z_][A-Za-z0-9_]*|.',
-                        block.dumps())
+    tokens = re.findall(
+        r'S\{|\}S|"[^"]*"|\$[A-Za-z0-9]+|[0-9.]+|[A-Za-z_][A-Za-z0-9_]*|.', block.dumps()
+    )
     spaced = "".join(token + rng.choice(["", " ", "\n", "\t "]) for token in tokens)
     assert parse(spaced) == block
 
@@ -202,8 +222,9 @@ def test_fuzz_grammar_alphabet_never_crashes(text: str) -> None:
 
 # --- extraction -------------------------------------------------------------------------------
 
+
 def test_extract_clean_reply_has_no_violation() -> None:
-    found = extract('  S{$a:1;}S\n')
+    found = extract("  S{$a:1;}S\n")
     assert found is not None and found.text == "S{$a:1;}S" and found.violations == ()
 
 
@@ -228,7 +249,9 @@ def test_extract_prefers_the_last_block_that_parses() -> None:
     found = extract(reply)
     assert found is not None and found.text == "S{$a:2}S"
     assert [(v.kind, v.line, v.column) for v in found.violations] == [
-        ("multiple_blocks", 1, 1), ("stray_text", 2, 1)]
+        ("multiple_blocks", 1, 1),
+        ("stray_text", 2, 1),
+    ]
     assert "2 blocks in the reply; using the one here" in found.violations[0].message
     none_parse = extract("S{x}S then S{y}S")
     assert none_parse is not None and none_parse.text == "S{y}S"  # its error gets reported
@@ -272,6 +295,7 @@ def _spans_by_scanning(reply: str) -> list[tuple[int, int]]:
 @given(st.text(alphabet='S{}"x', max_size=40))
 def test_block_spans_match_the_character_scan(reply: str) -> None:
     from plsp.syntax import _block_spans
+
     assert _block_spans(reply) == _spans_by_scanning(reply)
 
 
