@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Callable
+from typing import TypeVar
 
 import pytest
 
@@ -21,6 +22,7 @@ from openprose.providers import (
 from tests.support.fake_llm_server import FakeLLMServer, Fault
 
 SettingsFor = Callable[..., ProviderSettings]
+E = TypeVar("E", bound=ProviderError)
 
 REQUEST = ModelRequest(
     model="test-model",
@@ -33,6 +35,17 @@ REQUEST = ModelRequest(
     max_tokens=64,
     temperature=0.2,
 )
+
+
+async def raised_by(settings: ProviderSettings, expected: type[E]) -> E:
+    """The error the provider raises for REQUEST (after its retries), checked to be `expected`."""
+    provider = open_provider(settings)
+    try:
+        with pytest.raises(expected) as caught:
+            await provider.complete(REQUEST)
+    finally:
+        await provider.aclose()
+    return caught.value
 
 
 async def test_success_returns_text_usage_finish_reason_and_request_id(
@@ -110,14 +123,9 @@ async def test_retry_after_beyond_the_cap_is_returned_without_waiting(
     fake_llm_server: FakeLLMServer, settings_for: SettingsFor
 ) -> None:
     fake_llm_server.script(Fault("429", retry_after=30))
-    provider = open_provider(settings_for())
-    try:
-        with pytest.raises(TransientProviderError) as caught:
-            await provider.complete(REQUEST)
-    finally:
-        await provider.aclose()
-    assert caught.value.retry_after == 30
-    assert caught.value.status == 429
+    caught = await raised_by(settings_for(), TransientProviderError)
+    assert caught.retry_after == 30
+    assert caught.status == 429
     assert fake_llm_server.stats.attempts == 1
 
 
@@ -152,17 +160,12 @@ async def test_sdk_retries_are_off_so_the_server_sees_exactly_our_attempts(
 ) -> None:
     fake_llm_server.script(*[Fault("500")] * 10)
     policy = RetryPolicy(max_attempts=4, base_delay=0.001, max_delay=0.005)
-    provider = open_provider(settings_for(retry=policy))
-    try:
-        with pytest.raises(TransientProviderError) as caught:
-            await provider.complete(REQUEST)
-    finally:
-        await provider.aclose()
+    caught = await raised_by(settings_for(retry=policy), TransientProviderError)
     assert fake_llm_server.stats.attempts == 4
     # each attempt is the SDK's first try: it never retried behind our back
     assert [h["x-stainless-retry-count"] for h in fake_llm_server.stats.headers] == ["0"] * 4
-    assert caught.value.status == 500
-    assert api in str(caught.value) and "test-model" in str(caught.value)
+    assert caught.status == 500
+    assert api in str(caught) and "test-model" in str(caught)
 
 
 @pytest.mark.parametrize(
@@ -185,14 +188,9 @@ async def test_malformed_body_is_a_clear_permanent_error(
     explanation: str,
 ) -> None:
     fake_llm_server.script(Fault(fault))
-    provider = open_provider(settings_for())
-    try:
-        with pytest.raises(ProviderError) as caught:
-            await provider.complete(REQUEST)
-    finally:
-        await provider.aclose()
-    assert not isinstance(caught.value, TransientProviderError)
-    message = str(caught.value)
+    caught = await raised_by(settings_for(), ProviderError)
+    assert not isinstance(caught, TransientProviderError)
+    message = str(caught)
     assert message.startswith(f"{api} (model test-model): malformed response: ")
     assert re.search(explanation, message), message
     assert "Traceback" not in message and "object has no attribute" not in message
@@ -203,14 +201,9 @@ async def test_a_proxys_html_error_page_is_transient_and_quoted(
     fake_llm_server: FakeLLMServer, settings_for: SettingsFor, api: str
 ) -> None:
     fake_llm_server.script(Fault("502_html"), Fault("502_html"), Fault("502_html"))
-    provider = open_provider(settings_for())
-    try:
-        with pytest.raises(TransientProviderError) as caught:
-            await provider.complete(REQUEST)
-    finally:
-        await provider.aclose()
-    assert caught.value.status == 502
-    assert "HTTP 502: <html><h1>502 Bad Gateway</h1></html>" in str(caught.value)
+    caught = await raised_by(settings_for(), TransientProviderError)
+    assert caught.status == 502
+    assert "HTTP 502: <html><h1>502 Bad Gateway</h1></html>" in str(caught)
     assert fake_llm_server.stats.attempts == 3  # FAST_RETRY's max_attempts
 
 
@@ -218,14 +211,9 @@ async def test_a_compatible_servers_plain_error_text_is_shown(
     fake_llm_server: FakeLLMServer, settings_for: SettingsFor, api: str
 ) -> None:
     fake_llm_server.script(Fault("404_text"))
-    provider = open_provider(settings_for())
-    try:
-        with pytest.raises(ProviderError) as caught:
-            await provider.complete(REQUEST)
-    finally:
-        await provider.aclose()
-    assert not isinstance(caught.value, TransientProviderError | ProviderConfigError)
-    assert str(caught.value) == (
+    caught = await raised_by(settings_for(), ProviderError)
+    assert not isinstance(caught, TransientProviderError | ProviderConfigError)
+    assert str(caught) == (
         f"{api} (model test-model): HTTP 404: model 'nope' not found "
         "(check the model id and the provider's base URL)"
     )
@@ -236,13 +224,8 @@ async def test_401_is_a_config_error_without_retries(
     fake_llm_server: FakeLLMServer, settings_for: SettingsFor, api: str
 ) -> None:
     fake_llm_server.script(Fault("401"))
-    provider = open_provider(settings_for())
-    try:
-        with pytest.raises(ProviderConfigError) as caught:
-            await provider.complete(REQUEST)
-    finally:
-        await provider.aclose()
-    message = str(caught.value)
+    caught = await raised_by(settings_for(), ProviderConfigError)
+    message = str(caught)
     assert "HTTP 401" in message and "invalid api key" in message
     assert ("ANTHROPIC_API_KEY" if api == "anthropic" else "OPENAI_API_KEY") in message
     assert "test-key-123" not in message
