@@ -11,14 +11,11 @@ if TYPE_CHECKING:
 
 
 def diagnose(parsed: ParseResult, project_dir: Path) -> list[Diagnostic]:
-    """The parser's and the checker's diagnostics, once each, in source order. Imported
-    programs' contracts come from local files and the import cache (no network)."""
+    """The parser's and the checker's diagnostics (`check` includes the parser's, and caps
+    them all at one limit), in source order. Imported programs' contracts come from local
+    files and the import cache (no network)."""
     from openprose.checker import check
     from openprose.imports import cache_contracts
 
-    found = [
-        *parsed.diagnostics,
-        *check(parsed, project_dir=project_dir, contracts=cache_contracts(project_dir)),
-    ]
-    unique = {(d.code, d.span.start, d.span.end, d.message): d for d in found}
-    return sorted(unique.values(), key=lambda d: (d.span.start, d.span.end))
+    found = check(parsed, project_dir=project_dir, contracts=cache_contracts(project_dir))
+    return sorted(found, key=lambda d: (d.span.start, d.span.end))
