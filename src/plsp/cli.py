@@ -227,8 +227,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     except Exception as error:  # noqa: BLE001 - provider failures: report, no traceback
         print(f"plsp: error: {type(error).__name__}: {error}", file=sys.stderr)
         return 2
+    # A "rejected" stop always ends on a rejected cycle, so this covers it too.
     last_rejected = bool(result.cycles) and not result.cycles[-1].accepted
-    return 1 if result.stop_reason == "rejected" or last_rejected else 0
+    return 1 if last_rejected else 0
 
 
 def _positive(text: str) -> int:

@@ -211,6 +211,7 @@ class StateBlock:
         resolved: dict[str, LiteralValue | str] = {}
         for name in variables:
             path: list[str] = []
+            on_path: set[str] = set()  # `path` as a set: membership stays O(1) on long chains
             value: Value = Ref(name)
             outcome: LiteralValue | str
             while True:
@@ -220,7 +221,7 @@ class StateBlock:
                 if value.name in resolved:
                     outcome = resolved[value.name]
                     break
-                if value.name in path:
+                if value.name in on_path:
                     cycle = path[path.index(value.name) :] + [value.name]
                     outcome = f"circular reference {' -> '.join('$' + n for n in cycle)}"
                     break
@@ -228,6 +229,7 @@ class StateBlock:
                     outcome = f"${value.name} is not defined"
                     break
                 path.append(value.name)
+                on_path.add(value.name)
                 value = variables[value.name]
             for step in path:
                 resolved[step] = outcome
@@ -478,9 +480,11 @@ def extract(reply: str, *, strict: bool = True) -> Extraction | None:
     spans = _block_spans(reply)
     if not spans:
         return None
-    start, end = next(
-        (span for span in reversed(spans) if _parses(reply[span[0] : span[1]])), spans[-1]
-    )
+    start, end = spans[-1]
+    if len(spans) > 1:  # a lone block is parsed once, by the caller
+        start, end = next(
+            (span for span in reversed(spans) if _parses(reply[span[0] : span[1]])), spans[-1]
+        )
     violations: list[Violation] = []
     if len(spans) > 1:
         line, column = line_and_column(reply, start)

@@ -33,13 +33,13 @@ def run(args: argparse.Namespace) -> int:
 
 def _resume(args: argparse.Namespace) -> int:
     from openprose.parser import parse_text
-    from openprose.vm.runstore import AmbiguousRun, DamagedRun, RunStore, find_run
+    from openprose.vm.runstore import RUNS_DIR, AmbiguousRun, DamagedRun, RunStore, find_run
 
     project = Path.cwd()
     try:
         run_dir = find_run(project, args.run_ref)
         if run_dir is None:
-            raise UsageError(f"no run {args.run_ref!r} under {project / '.prose' / 'runs'}")
+            raise UsageError(f"no run {args.run_ref!r} under {project / RUNS_DIR}")
         meta = RunStore.open(run_dir).read_meta()
     except (AmbiguousRun, DamagedRun) as error:
         raise UsageError(str(error)) from None

@@ -8,8 +8,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-RUNS = Path(".prose") / "runs"
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_ref", metavar="RUN", help="run id (or unique prefix) or run folder")
@@ -24,12 +22,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from openprose.cli.runs import status_of
     from openprose.vm.journal import read_journal
-    from openprose.vm.runstore import AmbiguousRun, DamagedRun, RunStore, find_run
+    from openprose.vm.runstore import RUNS_DIR, AmbiguousRun, DamagedRun, RunStore, find_run
 
     try:
         run_dir = find_run(Path.cwd(), args.run_ref)
         if run_dir is None:
-            print(f"prose: no run {args.run_ref!r} under {Path.cwd() / RUNS}", file=sys.stderr)
+            print(f"prose: no run {args.run_ref!r} under {Path.cwd() / RUNS_DIR}", file=sys.stderr)
             return 2
         store = RunStore.open(run_dir)
         meta = store.read_meta()
@@ -113,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
     if cancelled:
         print(f"\ncancelled ({len(cancelled)}): {', '.join(cancelled)}")
     print(f"\nbindings ({len(bindings)}): {', '.join(bindings)}")
-    outputs = store.read_outputs()
+    outputs = shown["outputs"]
     if outputs:
         print("\noutputs:")
         for name, value in outputs.items():
