@@ -209,21 +209,14 @@ def print_diagnostics(diagnostics: Any, source: Any, stream: Any) -> None:
 
 
 def project_settings(project: Path) -> dict[str, Any]:
-    """The OpenProse table of the project: prose.toml, else `[tool.prose]` in pyproject.toml."""
-    import tomllib
+    """The OpenProse table of the project (see `read_config`), a bad file a usage error."""
+    from openprose.providers import ProviderConfigError
+    from openprose.providers.settings import read_config
 
-    for name, path in (("prose.toml", ()), ("pyproject.toml", ("tool", "prose"))):
-        file = project / name
-        if not file.is_file():
-            continue
-        try:
-            data: Any = tomllib.loads(file.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as error:
-            raise UsageError(f"{file}: {error}") from None
-        for key in path:
-            data = data.get(key, {}) if isinstance(data, dict) else {}
-        return data if isinstance(data, dict) else {}
-    return {}
+    try:
+        return read_config(project)[0]
+    except ProviderConfigError as error:
+        raise UsageError(str(error)) from None
 
 
 def local_budget(settings: ProviderSettings) -> int | None:

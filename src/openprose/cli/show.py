@@ -73,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
         elif kind == "session_cancelled":
             cancelled.append(str(event["step"]))
     bindings = sorted(p.stem for p in store.bindings.glob("*.md"))
+    outputs = store.read_outputs()
     shown = {
         "run_id": store.run_id,
         "status": status_of(meta),
@@ -83,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
         "errors": errors,
         "cancelled": cancelled,
         "bindings": bindings,
-        "outputs": store.read_outputs(),
+        "outputs": outputs,
         "result": meta.get("result"),
         "usage": meta.get("usage"),
     }
@@ -111,7 +112,6 @@ def run(args: argparse.Namespace) -> int:
     if cancelled:
         print(f"\ncancelled ({len(cancelled)}): {', '.join(cancelled)}")
     print(f"\nbindings ({len(bindings)}): {', '.join(bindings)}")
-    outputs = shown["outputs"]
     if outputs:
         print("\noutputs:")
         for name, value in outputs.items():

@@ -25,6 +25,8 @@ __all__ = [
     "RetryPolicy",
     "load_settings",
     "local_model_installed",
+    "providers_in_use",
+    "read_config",
     "resolve_model",
 ]
 
@@ -138,7 +140,8 @@ class ProviderSettings:
 
 def providers_in_use(settings: ProviderSettings) -> set[str]:
     """The providers that the standard and configured aliases route to."""
-    aliases = {"sonnet", "opus", "haiku", *settings.aliases}
+    standard = {alias for table in DEFAULT_ALIASES.values() for alias in table}
+    aliases = {*standard, *settings.aliases}
     return {settings.provider} | {resolve_model(alias, settings)[0] for alias in aliases}
 
 
@@ -176,7 +179,7 @@ def load_settings(
     max_concurrency: int | None = None,
     env: Mapping[str, str] = os.environ,
 ) -> ProviderSettings:
-    config, config_file = _read_config(Path(project_dir))
+    config, config_file = read_config(Path(project_dir))
     where = str(config_file) if config_file else "configuration"
     for warning in unknown_keys(config, where):
         warn(warning)
@@ -324,7 +327,7 @@ KNOWN_KEYS: dict[str, frozenset[str]] = {
         {"provider", "max_concurrency", "timeout", "retry", "providers", "vm", "registry"}
     ),
     "retry": frozenset({"max_attempts", "base_delay", "max_delay", "max_retry_after"}),
-    "providers": frozenset({"anthropic", "openai", "local", "replay", "scripted"}),
+    "providers": frozenset(PROVIDER_NAMES),
     "providers.*": frozenset({"base_url", "api_key_env", "models", "api_key"}),
 }
 
@@ -364,7 +367,9 @@ def warn(message: str) -> None:
     print(f"prose: warning: {message}", file=sys.stderr)
 
 
-def _read_config(project_dir: Path) -> tuple[dict[str, Any], Path | None]:
+def read_config(project_dir: Path) -> tuple[dict[str, Any], Path | None]:
+    """The OpenProse table of a project and the file it came from: prose.toml, else
+    `[tool.prose]` in pyproject.toml, else ({}, None)."""
     prose_toml = project_dir / "prose.toml"
     if prose_toml.is_file():
         return _load_toml(prose_toml), prose_toml

@@ -557,6 +557,15 @@ class Interpreter:
                 )
         return join, on_fail, count
 
+    def _race_plan(self, step: str, count: int, needed: int) -> tuple[Sequence[int], int]:
+        """Which of `count` racers to start and how many wins end the race. A resumed race
+        runs only the racers that finished the first time, until all its winners are back
+        (served from the journal); the losers it cancelled are not sent again."""
+        decided = self.shared.replay.races.get(step)
+        if decided is None:
+            return range(count), needed
+        return decided.ran, len(decided.won)
+
     async def _parallel(self, stmt: n.Parallel, ctx: Ctx, step: str) -> Value:
         join, on_fail, count = self._modifiers(stmt.modifiers, stmt)
         needed = {"all": len(stmt.branches), "first": 1, "any": count}[join]
@@ -576,12 +585,7 @@ class Interpreter:
                 self._write_binding(branch.name.id, "let", branch, value, ctx)
             return value
 
-        # A resumed race runs only the branches that finished the first time, until all its
-        # winners are back (served from the journal); the losers it cancelled are not sent.
-        ran: Sequence[int] = range(len(stmt.branches))
-        decided = self.shared.replay.races.get(step)
-        if decided is not None:
-            ran, needed = decided.ran, len(decided.won)
+        ran, needed = self._race_plan(step, len(stmt.branches), needed)
         tasks = {asyncio.ensure_future(run_branch(i)): i for i in ran}
         results: dict[int, Value] = {}
         failures: dict[int, ProseError] = {}
@@ -688,11 +692,7 @@ class Interpreter:
         failed: list[int] = []
         histories: dict[int, History] = {}
         enough = asyncio.Event()
-        # Resumed: only the items that finished the first time (see `_parallel`).
-        ran: Sequence[int] = range(count)
-        decided = self.shared.replay.races.get(step)
-        if decided is not None:
-            ran, needed = decided.ran, len(decided.won)
+        ran, needed = self._race_plan(step, count, needed)
         cursor = iter(ran)
 
         async def worker() -> None:
