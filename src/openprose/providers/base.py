@@ -13,6 +13,9 @@ from typing import Any, Protocol, runtime_checkable
 
 __all__ = [
     "Message",
+    "ToolCall",
+    "ToolResult",
+    "ToolSpec",
     "ModelRequest",
     "ModelResponse",
     "Provider",
@@ -29,13 +32,92 @@ ROLES = ("user", "assistant")
 
 
 @dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """A tool offered to the model: its name, what it does, and a JSON Schema of its arguments."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "description": self.description, "parameters": self.parameters}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ToolSpec:
+        return cls(str(d["name"]), str(d.get("description", "")), dict(d.get("parameters") or {}))
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """The model asks for one tool call. `id` is the provider's call id (made up when the
+    provider has none), echoed back by the matching ToolResult."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "name": self.name, "arguments": self.arguments}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ToolCall:
+        arguments = d.get("arguments")
+        return cls(str(d["id"]), str(d["name"]), arguments if isinstance(arguments, dict) else {})
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """What a tool call gave back, sent to the model in the next user message."""
+
+    call_id: str
+    content: str
+    is_error: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"call_id": self.call_id, "content": self.content, "is_error": self.is_error}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ToolResult:
+        return cls(str(d["call_id"]), str(d["content"]), bool(d.get("is_error", False)))
+
+
+@dataclass(frozen=True, slots=True)
 class Message:
+    """One turn. An assistant turn may carry tool calls beside (or instead of) its text; the
+    user turn after it carries their results. Providers map these onto their wire formats
+    (Anthropic tool_use / tool_result blocks; OpenAI `tool_calls` and `role: tool` messages)."""
+
     role: str  # "user" | "assistant"
     content: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_results: tuple[ToolResult, ...] = ()
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:
             raise ValueError(f"message role must be one of {ROLES}, got {self.role!r}")
+        if self.tool_calls and self.role != "assistant":
+            raise ValueError("only an assistant message can carry tool calls")
+        if self.tool_results and self.role != "user":
+            raise ValueError("only a user message can carry tool results")
+
+    def to_dict(self) -> dict[str, Any]:
+        # Tool fields only when present, so a plain conversation's form (and replay key)
+        # is the one recorded before tools existed.
+        body: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.tool_calls:
+            body["tool_calls"] = [c.to_dict() for c in self.tool_calls]
+        if self.tool_results:
+            body["tool_results"] = [r.to_dict() for r in self.tool_results]
+        return body
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Message:
+        return cls(
+            str(d["role"]),
+            str(d["content"]),
+            tuple(ToolCall.from_dict(c) for c in d.get("tool_calls") or ()),
+            tuple(ToolResult.from_dict(r) for r in d.get("tool_results") or ()),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,17 +136,21 @@ class ModelRequest:
     # A JSON Schema the answer must satisfy. Providers that can constrain decoding to it do
     # (`local`); hosted models follow the prompt's own JSON instruction instead.
     response_schema: dict[str, Any] | None = None
+    # Tools the model may call; empty for a plain completion.
+    tools: tuple[ToolSpec, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": self.model,
-            "messages": [{"role": m.role, "content": m.content} for m in self.messages],
+            "messages": [m.to_dict() for m in self.messages],
             "system": self.system,
             "max_tokens": self.max_tokens,
             "temperature": self.temperature,
         }
         if self.response_schema is not None:  # absent otherwise: older cassettes still match
             body["response_schema"] = self.response_schema
+        if self.tools:  # likewise
+            body["tools"] = [t.to_dict() for t in self.tools]
         return body
 
     @classmethod
@@ -72,11 +158,12 @@ class ModelRequest:
         temperature = d.get("temperature")
         return cls(
             model=str(d["model"]),
-            messages=tuple(Message(str(m["role"]), str(m["content"])) for m in d["messages"]),
+            messages=tuple(Message.from_dict(m) for m in d["messages"]),
             system=d.get("system"),
             max_tokens=int(d.get("max_tokens", 1024)),
             temperature=None if temperature is None else float(temperature),
             response_schema=d.get("response_schema"),
+            tools=tuple(ToolSpec.from_dict(t) for t in d.get("tools") or ()),
         )
 
     def key(self) -> str:
@@ -103,9 +190,11 @@ class ModelResponse:
     request_id: str | None = None
     model: str = ""
     provider: str = ""
+    # Tool calls the model asks for; when present the session runs them and asks again.
+    tool_calls: tuple[ToolCall, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        body: dict[str, Any] = {
             "text": self.text,
             "usage": {
                 "input_tokens": self.usage.input_tokens,
@@ -116,6 +205,9 @@ class ModelResponse:
             "model": self.model,
             "provider": self.provider,
         }
+        if self.tool_calls:
+            body["tool_calls"] = [c.to_dict() for c in self.tool_calls]
+        return body
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ModelResponse:
@@ -127,6 +219,7 @@ class ModelResponse:
             request_id=d.get("request_id"),
             model=str(d.get("model", "")),
             provider=str(d.get("provider", "")),
+            tool_calls=tuple(ToolCall.from_dict(c) for c in d.get("tool_calls") or ()),
         )
 
 
