@@ -13,6 +13,9 @@ from typing import Any, Protocol, runtime_checkable
 
 __all__ = [
     "Message",
+    "ToolCall",
+    "ToolResult",
+    "ToolSpec",
     "ModelRequest",
     "ModelResponse",
     "Provider",
@@ -20,9 +23,6 @@ __all__ = [
     "ProviderError",
     "RetryAfterTooLongError",
     "SingleAttemptProvider",
-    "ToolCall",
-    "ToolResult",
-    "ToolSpec",
     "TransientProviderError",
     "Usage",
     "single_attempt",
