@@ -62,7 +62,8 @@ class Interpreter:
         self.final_result: str | None = None  # set by run() when no output is declared
         self.agents: dict[str, AgentSpec] = {}
         self.blocks: dict[str, n.BlockDef] = {}
-        self.expressions = Expressions(program.path)
+        self.bound_somewhere: set[str] = set()  # filled with the definitions, before the run
+        self.expressions = Expressions(program.path, self.bound_somewhere)
         self.bindings = Bindings(store, source_text)
         calls = ModelCalls(shared, store, program.path)
         contexts = Contexts(shared, store, self.expressions)
@@ -158,6 +159,7 @@ class Interpreter:
                 self.agents[stmt.name.id] = agent_spec(stmt)
             elif isinstance(stmt, n.BlockDef):
                 self.blocks[stmt.name.id] = stmt
+            self.bound_somewhere.update(_names_bound_by(stmt))
 
     def _check_inputs(self) -> None:
         declared = {s.name.id: s for s in self.program.body if isinstance(s, n.Input)}
@@ -366,6 +368,19 @@ def _slug(spec: str) -> str:
 def _cancelling() -> bool:
     task = asyncio.current_task()
     return task is not None and task.cancelling() > 0
+
+
+def _names_bound_by(stmt: Any) -> list[str]:
+    if isinstance(stmt, n.Binding):
+        target = stmt.target
+        return [target.id] if isinstance(target, n.Name) else [x.id for x in target.names]
+    if isinstance(stmt, n.Output | n.Input):
+        return [stmt.name.id]
+    if isinstance(stmt, n.Session) and stmt.name is not None:
+        return [stmt.name.id]
+    if isinstance(stmt, n.Parallel):
+        return [b.name.id for b in stmt.branches if b.name is not None]
+    return []
 
 
 def _walk_statements(body: tuple[Any, ...]) -> Iterator[Any]:
