@@ -105,7 +105,7 @@ async def run_parallel(vm: Machine, stmt: n.Parallel, ctx: Ctx, step: str) -> Va
     short = len(results) < needed and join != "all"
     if short and on_fail != "ignore":
         raise ParallelFailed(
-            _shortfall(join, needed, results, failures, len(stmt.branches)),
+            _shortfall(join, needed, len(results), failures, len(stmt.branches)),
             where=vm.expressions.where(stmt),
         )
     # Every named branch is bound: a failure as its error value (`continue`) or a note
@@ -124,7 +124,7 @@ async def run_parallel(vm: Machine, stmt: n.Parallel, ctx: Ctx, step: str) -> Va
         if branch.name is not None:
             ctx.scope.declare(names[index], value)
             vm.bindings.write(names[index], "let", branch, value, ctx)
-    return _joined(join, on_fail, names, results, unfinished, short)
+    return _joined(join, on_fail, names, results, unfinished, len(failures) if short else None)
 
 
 def _joined(
@@ -133,14 +133,14 @@ def _joined(
     names: list[str],
     results: dict[int, Value],
     unfinished: dict[int, Value],
-    short: bool,
+    short_after: int | None,
 ) -> Value:
     """The block's value. "The first successful result wins": a failure is never the value
     of "first", and "any" gives its successes; only "all" with `continue` keeps failures
     in place, as error values."""
     if join == "first":
-        if short:  # `ignore`, and no branch succeeded
-            return Absent.failed(f"no branch succeeded ({len(unfinished)} failed)")
+        if short_after is not None:  # `ignore`, and no branch succeeded
+            return Absent.failed(f"no branch succeeded ({short_after} failed)")
         return results[min(results)]
     shown = dict(results)
     if join == "all" and on_fail == "continue":
@@ -151,17 +151,27 @@ def _joined(
     return [shown[i] for i in ordered]
 
 
+# How a shortfall names what raced: (after "parallel (join) ", counted, plural).
+_RACERS = {"branch": ("", "branch(es)", "branches"), "item": ("for ", "item(s)", "items")}
+
+
 def _shortfall(
-    join: str, needed: int, results: dict[int, Value], failures: dict[int, ProseError], total: int
+    join: str,
+    needed: int,
+    got: int,
+    failures: dict[int, ProseError],
+    total: int,
+    racer: str = "branch",
 ) -> str:
     """Why a race ended without enough successes, naming the failures."""
-    text = f"parallel ({join}) needed {needed} successful branch(es), got {len(results)}"
+    prefix, counted, plural = _RACERS[racer]
+    text = f"parallel ({join}) {prefix}needed {needed} successful {counted}, got {got}"
     if not failures:
         return text
-    shown = "; ".join(f"branch {i + 1}: {e.message}" for i, e in sorted(failures.items())[:3])
+    shown = "; ".join(f"{racer} {i + 1}: {e.message}" for i, e in sorted(failures.items())[:3])
     more = "; ..." if len(failures) > 3 else ""
-    if not results and len(failures) == total:
-        return f"{text}: all {total} branches failed ({shown}{more})"
+    if not got and len(failures) == total:
+        return f"{text}: all {total} {plural} failed ({shown}{more})"
     return f"{text}: {len(failures)} failed ({shown}{more})"
 
 
@@ -213,7 +223,7 @@ async def fan_out_race(
     succeeded; the rest are cancelled, as the losers of `parallel ("first"):` are.
     "first" gives the winner's value, "any" the successful results in input order."""
     succeeded: dict[int, Value] = {}
-    failed: list[int] = []
+    failures: dict[int, ProseError] = {}
     histories: dict[int, History] = {}
     enough = asyncio.Event()
     ran, needed = race_plan(vm.shared, step, count, needed)
@@ -230,7 +240,7 @@ async def fan_out_race(
                 vm.store.state(f"{steps.iteration(step, index)}→ ✗ {error.message}")
                 if on_fail == "fail-fast":
                     raise
-                failed.append(index)
+                failures[index] = error
                 continue
             succeeded[index] = value
             histories[index] = item_ctx.history
@@ -250,15 +260,17 @@ async def fan_out_race(
     finally:
         await cancel_all({*workers, everyone, race})
     if enough.is_set():
-        vm.shared.emit("race_decided", step, won=sorted(succeeded), failed=sorted(failed))
+        vm.shared.emit("race_decided", step, won=sorted(succeeded), failed=sorted(failures))
     ctx.history.join([histories[i] for i in sorted(histories)])
     if len(succeeded) < needed and on_fail != "ignore":
         raise ParallelFailed(
-            f"parallel ({join}) for needed {needed} successful item(s), got {len(succeeded)}",
+            _shortfall(join, needed, len(succeeded), failures, count, "item"),
             where=vm.expressions.where(node),
         )
     if join == "first":
-        return succeeded[min(succeeded)] if succeeded else None
+        if not succeeded:  # `ignore`, and no item succeeded
+            return Absent.failed(f"no item succeeded ({len(failures)} failed)")
+        return succeeded[min(succeeded)]
     return [succeeded[i] for i in sorted(succeeded)]
 
 

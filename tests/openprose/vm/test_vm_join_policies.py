@@ -131,3 +131,21 @@ session "Combine"
     for expected in ("### a\none", "### b\ntwo", "### c\n(cancelled)", "### d\n(cancelled)"):
         assert expected in combine
     assert (result.run_dir / "bindings" / "c.md").read_text().rstrip().endswith("(cancelled)")
+
+
+def test_parallel_for_races_say_when_every_item_failed(vm: Any) -> None:
+    def failing() -> Any:
+        return vm.spy([_rule("^Item", 0.0, fails=True)])
+
+    source = """let got = parallel ("first", on-fail: "{policy}") for i in [1, 2, 3]:
+  session "Item {{i}}"
+output got = got
+"""
+    failed = vm.run(source.format(policy="continue"), failing())
+    assert failed.status == "failed"
+    assert "needed 1 successful item(s), got 0: all 3 items failed (item 1: " in (
+        failed.error or ""
+    )
+    ignored = vm.run(source.format(policy="ignore"), failing())
+    assert ignored.status == "succeeded"
+    assert ignored.outputs == {"got": "(failed: no item succeeded (3 failed))"}
