@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -108,3 +109,49 @@ def test_the_summary_says_when_a_price_is_unknown(
     main(["run", "once.prose", "--provider", "scripted:rules.yaml"])
     out = capsys.readouterr().out
     assert "cost: $0.0000" in out and "unknown" not in out
+
+
+DEFAULTS = """let a = session "Name a colour"
+let b = session "Describe it"
+  model: opus
+session "Thank you"
+  model: haiku
+"""
+
+
+@pytest.fixture(scope="module")
+def fake_server() -> Iterator[str]:
+    from tests.support.fake_llm_server import start_in_subprocess
+
+    base_url, stop = start_in_subprocess()
+    try:
+        yield base_url
+    finally:
+        stop()
+
+
+@pytest.mark.parametrize("api", ["anthropic", "openai"])
+def test_a_run_on_the_default_models_is_priced(
+    api: str,
+    fake_server: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # The fake server answers with the model it was asked for: the default aliases' ids.
+    for name in ("PROSE_PROVIDER", "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    if api == "anthropic":
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", fake_server)
+    else:
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        monkeypatch.setenv("OPENAI_BASE_URL", fake_server + "/v1")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "p.prose").write_text(DEFAULTS)
+    code = main(["run", "p.prose", "--json", "--max-cost", "5"])
+    result = json.loads(capsys.readouterr().out)
+    assert code == 0, result
+    usage = result["usage"]
+    assert len(usage["by_model"]) == 3  # the ids behind sonnet, opus and haiku
+    assert usage["unpriced_models"] == {} and usage["cost_usd"] > 0
