@@ -5,6 +5,7 @@ checking a program can never pull in the machinery that runs one."""
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -27,11 +28,15 @@ def _front_end() -> list[Path]:
 
 
 def _imported(path: Path) -> set[str]:
-    """Every module an import statement anywhere in `path` names (relative ones resolved)."""
+    """Every module an import statement anywhere in `path` names (relative ones resolved),
+    and every string that is a module name of ours (`importlib.import_module("...")`)."""
     package = _module_name(path) if path.name == "__init__.py" else _module_name(path.parent)
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if re.fullmatch(r"openprose(\.\w+)+", node.value):
+                found.add(node.value)
+        elif isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
@@ -72,6 +77,9 @@ def test_importing_and_using_the_front_end_loads_no_vm() -> None:
         "import importlib, sys, pathlib, tempfile\n"
         f"for name in {names!r}:\n"
         "    importlib.import_module(name)\n"
+        "import openprose\n"
+        "for name in openprose.__all__:\n"
+        "    getattr(openprose, name)\n"
         "from openprose.checker import diagnose\n"
         "from openprose.parser import parse_text\n"
         "project = pathlib.Path(tempfile.mkdtemp())\n"
