@@ -93,3 +93,41 @@ def test_importing_and_using_the_front_end_loads_no_vm() -> None:
         [sys.executable, "-c", script], capture_output=True, text=True, check=True
     )
     assert done.stdout.strip() == ""
+
+
+def _edges() -> dict[str, set[str]]:
+    """module -> the modules of ours it imports, anywhere in it (`from pkg import sub` is an
+    edge to `pkg.sub` alone when `sub` is a module)."""
+    modules = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    edges: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                subs = [f"{node.module}.{a.name}" for a in node.names]
+                subs = [s for s in subs if s in modules]
+                targets = subs if len(subs) == len(node.names) else [node.module, *subs]
+            edges[name].update(t for t in targets if t in modules and t != name)
+    return edges
+
+
+def test_no_import_cycles_between_modules() -> None:
+    edges = _edges()
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    cycles: list[list[str]] = []
+
+    def visit(module: str, path: list[str]) -> None:
+        state[module] = 1
+        for target in sorted(edges[module]):
+            if state.get(target) == 1:
+                cycles.append([*path[path.index(target) :], target])
+            elif target not in state:
+                visit(target, [*path, target])
+        state[module] = 2
+
+    for module in sorted(edges):
+        if module not in state:
+            visit(module, [module])
+    assert cycles == []
