@@ -23,7 +23,7 @@ from openprose.providers import (
     single_attempt,
 )
 from openprose.providers.resilient import backoff_delay
-from openprose.providers.sdk_errors import parse_retry_after
+from openprose.providers.http_errors import parse_retry_after
 
 REQUEST = ModelRequest(model="m", messages=(Message("user", "hi"),))
 
