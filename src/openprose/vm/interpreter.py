@@ -953,7 +953,8 @@ class Interpreter:
             attempt += 1
             started = time.perf_counter()
             try:
-                response = await send(request)
+                with shared.watching(step):
+                    response = await send(request)
             except asyncio.CancelledError:
                 shared.emit("session_cancelled", step, attempt=attempt)
                 raise
