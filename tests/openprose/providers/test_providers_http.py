@@ -111,7 +111,9 @@ async def test_request_is_sent_in_the_api_shape(
 async def test_truncated_answer_reports_the_length_finish_reason(
     fake_llm_server: FakeLLMServer, settings_for: SettingsFor, api: str, mode: str
 ) -> None:
-    request = ModelRequest(model="m", messages=(Message("user", "one two three four"),), max_tokens=2)
+    request = ModelRequest(
+        model="m", messages=(Message("user", "one two three four"),), max_tokens=2
+    )
     response = await answer_of(settings_for(), request, mode)
     assert response.text == "echo: one"
     assert response.finish_reason == ("max_tokens" if api == "anthropic" else "length")
@@ -309,7 +311,11 @@ async def test_an_answer_cut_off_midway_is_transient_and_retried(
     ],
 )
 async def test_a_stream_that_keeps_breaking_says_how(
-    fake_llm_server: FakeLLMServer, settings_for: SettingsFor, api: str, fault: str, explanation: str
+    fake_llm_server: FakeLLMServer,
+    settings_for: SettingsFor,
+    api: str,
+    fault: str,
+    explanation: str,
 ) -> None:
     fake_llm_server.script(*[Fault(fault)] * 3)
     caught = await raised_by(settings_for(), ProviderError, "streamed")
@@ -319,7 +325,7 @@ async def test_a_stream_that_keeps_breaking_says_how(
     assert fake_llm_server.stats.attempts == 3  # FAST_RETRY's max_attempts
 
 
-async def test_the_sdk_is_not_needed_to_talk_to_either_api() -> None:
+def test_the_sdk_is_not_needed_to_talk_to_either_api() -> None:
     import subprocess
     import sys
 
@@ -355,6 +361,8 @@ def test_openai_token_limit_parameter_and_url_follow_the_server(
 def test_anthropic_url_follows_the_base_url() -> None:
     from openprose.providers.anthropic import AnthropicProvider
 
-    assert AnthropicProvider(api_key="k", timeout=1.0).url == "https://api.anthropic.com/v1/messages"
+    assert (
+        AnthropicProvider(api_key="k", timeout=1.0).url == "https://api.anthropic.com/v1/messages"
+    )
     custom = AnthropicProvider(api_key="k", base_url="http://proxy:8080/", timeout=1.0)
     assert custom.url == "http://proxy:8080/v1/messages"

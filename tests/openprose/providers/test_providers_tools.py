@@ -137,7 +137,12 @@ async def test_tool_calls_and_results_go_back_in_the_api_shape(
             "role": "assistant",
             "content": [
                 {"type": "text", "text": "Let me look."},
-                {"type": "tool_use", "id": "c1", "name": "read_file", "input": {"path": "README.md"}},
+                {
+                    "type": "tool_use",
+                    "id": "c1",
+                    "name": "read_file",
+                    "input": {"path": "README.md"},
+                },
                 {"type": "tool_use", "id": "c2", "name": "list_files", "input": {}},
             ],
         }
@@ -163,7 +168,11 @@ async def test_tool_calls_and_results_go_back_in_the_api_shape(
                     "type": "function",
                     "function": {"name": "read_file", "arguments": '{"path":"README.md"}'},
                 },
-                {"id": "c2", "type": "function", "function": {"name": "list_files", "arguments": "{}"}},
+                {
+                    "id": "c2",
+                    "type": "function",
+                    "function": {"name": "list_files", "arguments": "{}"},
+                },
             ],
         }
         assert messages[2:] == [
