@@ -78,6 +78,7 @@ WRAPPER = (
     "raise SystemExit(main())\n"
 )
 RULES = 'default: "hello"\n'
+HOSTED = ("openai", "anthropic")  # answered by the loopback server over HTTP
 
 
 def prose_command() -> list[str]:
@@ -90,7 +91,13 @@ def child_env(base_url: str) -> dict[str, str]:
         for k, v in os.environ.items()
         if not k.startswith(("PROSE_", "ANTHROPIC_", "OPENAI_")) and k != "PYTHONDONTWRITEBYTECODE"
     }
-    env.update(OPENAI_BASE_URL=f"{base_url}/v1", OPENAI_API_KEY="bench", TERM="dumb")
+    env.update(
+        OPENAI_BASE_URL=f"{base_url}/v1",
+        OPENAI_API_KEY="bench",
+        ANTHROPIC_BASE_URL=base_url,
+        ANTHROPIC_API_KEY="bench",
+        TERM="dumb",
+    )
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO / "src"), env.get("PYTHONPATH")]))
     return env
 
@@ -142,7 +149,8 @@ async def one_run(
     marks = [line.split()[1] for line in stderr.splitlines() if line.startswith(MARK)]
     if process.returncode != 0 or not marks:
         raise SystemExit(f"prose run failed ({process.returncode}): {out.decode()} {stderr}")
-    arrival = server.stats.attempt_times[0] - started if provider == "openai" else None
+    hosted = provider in HOSTED
+    arrival = server.stats.attempt_times[0] - started if hosted else None
     if provider == "local":  # the request reaches the model once it is loaded
         arrival = float(next(x.split()[1] for x in stderr.splitlines() if x.startswith(LOADED)))
         arrival -= started
@@ -210,8 +218,12 @@ async def bench(args: argparse.Namespace) -> None:
             firsts = [r[0] for r in runs]
             arrivals = [r[1] for r in runs if r[1] is not None]
             exits = [r[2] for r in runs]
-            # The goal is checked at the request's arrival where there is one to observe.
-            first = min(arrivals) if arrivals else min(firsts)
+            # The hosted providers' goal is the whole process, to exit (issue 11); the others'
+            # the request's arrival where there is one to observe.
+            if provider in HOSTED:
+                first = min(exits)
+            else:
+                first = min(arrivals) if arrivals else min(firsts)
             table.add(
                 provider,
                 f"{min(firsts):.3f} [{statistics.median(firsts):.3f}]",
@@ -236,9 +248,9 @@ async def bench(args: argparse.Namespace) -> None:
         reference.print()
         print()
         for provider, first in verdicts:
+            what = "whole process to exit" if provider in HOSTED else "start-up to first request"
             print(
-                f"start-up to first request, {provider}: {first:.3f}s (goal <= {GOAL_S}s)  "
-                f"{verdict(first <= GOAL_S)}"
+                f"{what}, {provider}: {first:.3f}s (goal <= {GOAL_S}s)  {verdict(first <= GOAL_S)}"
             )
         if any(first > GOAL_S for _, first in verdicts) or args.importtime:
             stderr = (await one_run(server, [argv[0], "-X", "importtime", *argv[1:]], env))[3]
@@ -270,7 +282,7 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=12)
     parser.add_argument(
         "--providers",
-        default="openai,scripted,replay,local",
+        default="openai,anthropic,scripted,replay,local",
         help="comma-separated; local is skipped when llama-cpp-python is not installed",
     )
     args = parser.parse_args()
