@@ -189,11 +189,11 @@ class _EventAssembler:
                 block.setdefault("json", []).append(piece)
             return ""
         if kind == "content_block_start":
-            block = payload.get("content_block")
+            opened = payload.get("content_block")
             index = payload.get("index")
-            if not isinstance(block, dict) or not isinstance(index, int):
+            if not isinstance(opened, dict) or not isinstance(index, int):
                 raise BadAnswer(f"a content_block_start is {shown(payload)}")
-            self._blocks[index] = {"start": block}
+            self._blocks[index] = {"start": opened}
             return ""
         if kind == "message_start":
             message = payload.get("message")
