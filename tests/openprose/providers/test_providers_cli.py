@@ -227,3 +227,37 @@ def test_max_concurrency_limits_each_provider_separately(
     assert stats["attempts"] == 12
     assert (stats["max_in_flight_anthropic"], stats["max_in_flight_openai"]) == (2, 2)
     assert stats["max_in_flight"] == 4
+
+
+def test_on_a_terminal_the_live_view_gets_each_answer_as_it_streams(
+    project: Path, server: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`prose run` on a terminal streams: the live view sees every answer in pieces that add
+    up to the answer the journal records whole."""
+    import io
+    import sys
+
+    from openprose.vm import progress
+
+    seen: dict[str, list[str]] = {}
+
+    class RecordingView(progress.LiveView):
+        def answer_text(self, step: str, text: str) -> None:
+            seen.setdefault(step, []).append(text)
+            super().answer_text(step, text)
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setattr(progress, "LiveView", RecordingView)
+    monkeypatch.setattr(sys, "stderr", Terminal())
+    monkeypatch.setenv("TERM", "xterm")
+    assert main(["run", "p.prose"]) == 0
+    out = capsys.readouterr().out
+    assert "output b: echo: Describe it" in out
+    assert len(seen) == 2 and all(len(pieces) > 1 for pieces in seen.values())
+    run_dir = next((project / ".prose" / "runs").iterdir())
+    events = [json.loads(line) for line in (run_dir / "journal.jsonl").read_text().splitlines()]
+    answers = {e["step"]: e["response"]["text"] for e in events if e["ev"] == "session_finished"}
+    assert {step: "".join(pieces) for step, pieces in seen.items()} == answers
