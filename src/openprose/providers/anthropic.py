@@ -51,9 +51,9 @@ class AnthropicProvider(HttpProvider):
         timeout: float,
         max_connections: int = 0,
     ) -> None:
-        base = (base_url or DEFAULT_BASE_URL).rstrip("/")
         super().__init__(
-            url=f"{base}/v1/messages",
+            base_url=base_url or DEFAULT_BASE_URL,
+            path="/v1/messages",
             # Bearer is what the current API version reads; x-api-key what older versions
             # and the compatible proxies in front of them read.
             headers={

@@ -21,7 +21,12 @@ from urllib.parse import urlsplit
 import aiohttp
 import orjson
 
-from openprose.providers.base import ModelRequest, ModelResponse, ProviderError
+from openprose.providers.base import (
+    ModelRequest,
+    ModelResponse,
+    ProviderConfigError,
+    ProviderError,
+)
 from openprose.providers.http_errors import (
     BadAnswer,
     StreamCut,
@@ -62,12 +67,19 @@ class HttpProvider:
     def __init__(
         self,
         *,
-        url: str,
+        base_url: str,
+        path: str,
         headers: Mapping[str, str],
         timeout: float,
         max_connections: int = 0,
     ) -> None:
-        self.url = url
+        parts = urlsplit(base_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ProviderConfigError(
+                f"{self.name}: the base URL must be an http:// or https:// URL with a host, "
+                f"got {base_url!r}"
+            )
+        url = self.url = base_url.rstrip("/") + path
         self._headers = {"content-type": "application/json", **headers}
         self._timeout = timeout
         self._max_connections = max_connections  # 0: no cap (the retry layer limits calls)

@@ -69,11 +69,18 @@ def status_error(
 
 def transport_error(
     exc: BaseException, *, provider: str, model: str, timeout: float
-) -> TransientProviderError:
-    """A connection that could not be made, broke, or stayed silent past the timeout."""
+) -> ProviderError:
+    """A connection that could not be made, broke, or stayed silent past the timeout: worth
+    another attempt, except a TLS failure (a certificate the same server will show again)."""
     import aiohttp
 
     where = f"{provider} (model {model})"
+    if isinstance(exc, aiohttp.ClientSSLError):
+        return ProviderError(
+            f"{where}: the TLS connection failed: {_short(str(exc))} (check the base URL and "
+            "the system's certificates)",
+            provider=provider,
+        )
     if isinstance(exc, StreamCut):
         return TransientProviderError(f"{where}: {exc}", provider=provider)
     if isinstance(exc, aiohttp.ClientConnectorError):

@@ -53,9 +53,9 @@ class OpenAIProvider(HttpProvider):
         timeout: float,
         max_connections: int = 0,
     ) -> None:
-        base = (base_url or DEFAULT_BASE_URL).rstrip("/")
         super().__init__(
-            url=f"{base}/chat/completions",
+            base_url=base_url or DEFAULT_BASE_URL,
+            path="/chat/completions",
             headers={"authorization": f"Bearer {api_key}"},
             timeout=timeout,
             max_connections=max_connections,

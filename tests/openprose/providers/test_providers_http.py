@@ -366,3 +366,11 @@ def test_anthropic_url_follows_the_base_url() -> None:
     )
     custom = AnthropicProvider(api_key="k", base_url="http://proxy:8080/", timeout=1.0)
     assert custom.url == "http://proxy:8080/v1/messages"
+
+
+@pytest.mark.parametrize("base_url", ["localhost:11434/v1", "ftp://example.com", "http://"])
+def test_a_base_url_that_is_no_http_url_is_a_config_error(api: str, base_url: str) -> None:
+    settings = ProviderSettings(provider=api, base_url=base_url, api_key="k")
+    with pytest.raises(ProviderConfigError, match="must be an http:// or https:// URL") as caught:
+        open_provider(settings)
+    assert repr(base_url) in str(caught.value)
