@@ -119,6 +119,7 @@ class LiveView:
         from rich.live import Live
 
         self.rows: dict[str, _Row] = {}
+        self.running: set[str] = set()
         self.done = 0
         self.tokens = 0
         self.console = Console(stderr=True)
@@ -138,7 +139,10 @@ class LiveView:
             self.rows[step] = _Row(
                 str(fields.get("agent") or "-"), str(fields.get("model")), "running"
             )
-        elif event in ("session_finished", "session_served"):
+            self.running.add(step)
+            return
+        self.running.discard(step)
+        if event in ("session_finished", "session_served"):
             row = self.rows.setdefault(step, _Row("-", str(fields.get("model", "")), ""))
             row.state = "done" if event == "session_finished" else "from journal"
             row.ended = time.monotonic()
@@ -155,6 +159,12 @@ class LiveView:
         elif event == "session_cancelled" and step in self.rows:
             self.rows[step].state = "cancelled"
             self.rows[step].ended = time.monotonic()
+
+    def watches(self, step: str) -> bool:
+        """Whether to stream this session's answer: only while the running sessions all fit
+        in the table. A session started when they do not would stream to a hidden row, so
+        a wide fan-out makes plain requests, the cheaper kind."""
+        return step in self.running and len(self.running) <= self.MAX_ROWS
 
     def answer_text(self, step: str, text: str) -> None:
         """A piece of a running session's answer (the view then asks for streamed answers)."""

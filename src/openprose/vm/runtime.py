@@ -187,10 +187,12 @@ class Shared:
     def watching(self, step: str) -> AbstractContextManager[None]:
         """Around a model call: an observer with `answer_text(step, text)` (the live view)
         gets the answer as it streams, and `answer_restarted(step)` when a retry starts it
-        over. Nothing of it reaches the journal, which records whole answers; without such
-        an observer the call is made unstreamed."""
+        over; its `watches(step)`, when it has one, may decline a session it would not show.
+        Nothing of it reaches the journal, which records whole answers; without such an
+        observer the call is made unstreamed."""
         show = getattr(self.observer, "answer_text", None)
-        if show is None:
+        watches = getattr(self.observer, "watches", None)
+        if show is None or (watches is not None and not watches(step)):
             return nullcontext()
         from openprose.providers.streaming import stream_text_to
 

@@ -104,3 +104,14 @@ def test_the_live_view_shows_the_last_line_of_a_streaming_answer() -> None:
     assert "2" not in view.rows
     view.answer_text("1", "x" * 500)
     assert view.rows["1"].last_line(20) == "…" + "x" * 19
+
+
+def test_the_live_view_streams_only_the_sessions_it_can_show() -> None:
+    view = LiveView()
+    for i in range(view.MAX_ROWS):
+        view("session_started", str(i), {"agent": None, "model": "opus"})
+        assert view.watches(str(i))
+    view("session_started", "extra", {"agent": None, "model": "opus"})
+    assert not view.watches("extra")  # one row too many: a plain request
+    view("session_finished", "0", {"response": {"usage": {"input_tokens": 1, "output_tokens": 1}}})
+    assert view.watches("1") and not view.watches("0")
