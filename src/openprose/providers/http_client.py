@@ -128,7 +128,7 @@ class HttpProvider:
                 assembler = self.assembler(request)
                 if isinstance(on_text, AnswerStream):
                     on_text.begin()
-                async for event, data in _server_sent_events(answer.content):
+                async for event, data in _server_sent_events(answer.content.iter_any()):
                     text = assembler.feed(event, data)
                     if text:
                         on_text(text)
@@ -212,25 +212,32 @@ class HttpProvider:
         return session
 
 
-async def _server_sent_events(content: aiohttp.StreamReader) -> AsyncIterator[tuple[str, bytes]]:
-    """(event name, data) per event of a `text/event-stream` body; the name is "message"
-    when the event names none. Comment lines (`: ping`) and ids are skipped."""
+async def _server_sent_events(chunks: AsyncIterator[bytes]) -> AsyncIterator[tuple[str, bytes]]:
+    """(event name, data) per event of a `text/event-stream` body arriving in chunks of any
+    size (no line-length limit); the name is "message" when the event names none. Comment
+    lines (`: ping`), ids and retry hints are skipped."""
+    pending = b""
     event = b""
     data: list[bytes] = []
-    async for raw_line in content:
-        line = raw_line.rstrip(b"\r\n")
-        if not line:
-            if data:
-                yield (event or b"message").decode(), b"\n".join(data)
-            event, data = b"", []
-            continue
-        field, _, value = line.partition(b":")
-        if value.startswith(b" "):
-            value = value[1:]
+    async for chunk in chunks:
+        lines = (pending + chunk).split(b"\n")
+        pending = lines.pop()  # the start of a line still arriving
+        for raw_line in lines:
+            line = raw_line.removesuffix(b"\r")
+            if not line:
+                if data:
+                    yield (event or b"message").decode(), b"\n".join(data)
+                event, data = b"", []
+                continue
+            field, _, value = line.partition(b":")
+            if field == b"data":
+                data.append(value.removeprefix(b" "))
+            elif field == b"event":
+                event = value.removeprefix(b" ")
+    if pending.strip():
+        field, _, value = pending.removesuffix(b"\r").partition(b":")
         if field == b"data":
-            data.append(value)
-        elif field == b"event":
-            event = value
+            data.append(value.removeprefix(b" "))
     if data:  # a last event without its blank line
         yield (event or b"message").decode(), b"\n".join(data)
 

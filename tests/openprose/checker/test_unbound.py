@@ -39,8 +39,7 @@ def _w156(source: str) -> list[tuple[int, int, str]]:
             "for body at line 2",
         ),
         (
-            'loop until **done** (max: 3):\n  let x = session "A"\nsession "B"\n'
-            "  context: { x }\n",
+            'loop until **done** (max: 3):\n  let x = session "A"\nsession "B"\n  context: { x }\n',
             (4, 14),
             "loop until body",
         ),

@@ -19,7 +19,7 @@ async def lines(*chunks: bytes) -> AsyncIterator[bytes]:
 
 
 async def events_of(*chunks: bytes) -> list[tuple[str, bytes]]:
-    return [event async for event in _server_sent_events(lines(*chunks))]  # type: ignore[arg-type]
+    return [event async for event in _server_sent_events(lines(*chunks))]
 
 
 async def test_events_are_split_on_blank_lines_with_names_comments_and_crlf() -> None:
@@ -39,6 +39,13 @@ async def test_events_are_split_on_blank_lines_with_names_comments_and_crlf() ->
         ("message", b"first line\nsecond line"),
         ("message", b"[DONE]"),
     ]
+
+
+async def test_chunk_boundaries_fall_anywhere_and_lines_have_no_length_limit() -> None:
+    body = b"event: a\r\ndata: " + b"x" * 300_000 + b"\r\n\r\ndata: two\n\n"
+    pieces = [body[i : i + 7_001] for i in range(0, len(body), 7_001)]
+    got = await events_of(*pieces)
+    assert got == [("a", b"x" * 300_000), ("message", b"two")]
 
 
 def chunk(delta: dict[str, object], **extra: object) -> bytes:
