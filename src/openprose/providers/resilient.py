@@ -87,10 +87,15 @@ class ResilientProvider:
                 ) from error
             raise
 
-    async def stream(self, request: ModelRequest, on_text: TextSink) -> ModelResponse:
-        """`complete`, with the answer's text handed to `on_text` as it arrives (a retried
-        attempt streams again from its start)."""
-        with stream_text_to(on_text):
+    async def stream(
+        self,
+        request: ModelRequest,
+        on_text: TextSink,
+        on_restart: Callable[[], None] | None = None,
+    ) -> ModelResponse:
+        """`complete`, with the answer's text handed to `on_text` as it arrives; a retried
+        attempt streams again from its start, after calling `on_restart`."""
+        with stream_text_to(on_text, on_restart=on_restart):
             return await self.complete(request)
 
     async def aclose(self) -> None:

@@ -374,3 +374,26 @@ def test_a_base_url_that_is_no_http_url_is_a_config_error(api: str, base_url: st
     with pytest.raises(ProviderConfigError, match="must be an http:// or https:// URL") as caught:
         open_provider(settings)
     assert repr(base_url) in str(caught.value)
+
+
+async def test_stream_is_one_streamed_call_with_retries(
+    fake_llm_server: FakeLLMServer, settings_for: SettingsFor
+) -> None:
+    fake_llm_server.script(Fault("stream_cut"), Fault("500"))
+    provider = open_provider(settings_for())
+    pieces: list[str] = []
+    try:
+        assert hasattr(provider, "stream")
+        response = await provider.stream(REQUEST, pieces.append, pieces.clear)
+        again = await provider.complete(REQUEST)  # the sink was for that call only
+    finally:
+        await provider.aclose()
+    assert response.text == again.text == "echo: hello fake"
+    # the cut-off first attempt's pieces were dropped when the retry started over
+    assert "".join(pieces) == "echo: hello fake"
+    assert [body.get("stream", False) for body in fake_llm_server.stats.bodies] == [
+        True,
+        True,
+        True,
+        False,
+    ]
