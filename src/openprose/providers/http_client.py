@@ -40,6 +40,11 @@ from openprose.providers.streaming import AnswerStream, TextSink, current_sink
 
 __all__ = ["HttpProvider", "StreamAssembler", "env_proxy"]
 
+# An idle connection is dropped after this, before the common servers drop it themselves
+# (uvicorn, Node and Ollama after 5 s): a request sent on a connection the server is closing
+# fails, and would cost an attempt.
+KEEPALIVE_S = 4.0
+
 
 class StreamAssembler(Protocol):
     """Reads one streamed answer, event by event, into the `ModelResponse` a whole answer
@@ -204,7 +209,9 @@ class HttpProvider:
         session = self._session
         if session is None or session.closed:
             connector = aiohttp.TCPConnector(
-                limit=self._max_connections, ttl_dns_cache=300, keepalive_timeout=60
+                limit=self._max_connections,
+                ttl_dns_cache=300,
+                keepalive_timeout=KEEPALIVE_S,
             )
             session = self._session = aiohttp.ClientSession(
                 connector=connector, headers=self._headers, skip_auto_headers=("User-Agent",)
