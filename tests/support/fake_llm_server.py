@@ -122,6 +122,7 @@ class ServerStats:
     attempt_times: list[float] = field(default_factory=list)  # time.monotonic() on arrival
     bodies: list[dict[str, Any]] = field(default_factory=list)  # request JSON, when kept
     headers: list[dict[str, str]] = field(default_factory=list)  # lower-cased, when kept
+    connections: set[tuple[str, int]] = field(default_factory=set)  # client addresses, when kept
 
     def summary(self) -> dict[str, int]:
         return {
@@ -228,6 +229,9 @@ class FakeLLMServer:
             if self.keep_requests:
                 stats.bodies.append(body)
                 stats.headers.append({k.lower(): v for k, v in request.headers.items()})
+                peer = request.transport.get_extra_info("peername") if request.transport else None
+                if peer:
+                    stats.connections.add((str(peer[0]), int(peer[1])))
             fault = self.faults.popleft() if self.faults else None
             if self.latency:
                 await asyncio.sleep(self.latency)

@@ -397,3 +397,22 @@ async def test_stream_is_one_streamed_call_with_retries(
         True,
         False,
     ]
+
+
+async def test_one_connection_pool_with_keep_alive_serves_every_call(
+    settings_for: SettingsFor, mode: str
+) -> None:
+    async with FakeLLMServer(latency_ms=20) as server:
+        base_url = (
+            server.base_url if settings_for().provider == "anthropic" else server.openai_base_url
+        )
+        provider = open_provider(settings_for(base_url=base_url, max_concurrency=3))
+        try:
+            for _ in range(5):  # one after another: the same connection again
+                await ask(provider, REQUEST, mode)
+            assert len(server.stats.connections) == 1
+            await asyncio.gather(*(ask(provider, REQUEST, mode) for _ in range(12)))
+        finally:
+            await provider.aclose()
+    assert server.stats.attempts == 17
+    assert len(server.stats.connections) <= 3  # never more connections than the limit
