@@ -261,3 +261,23 @@ def test_on_a_terminal_the_live_view_gets_each_answer_as_it_streams(
     events = [json.loads(line) for line in (run_dir / "journal.jsonl").read_text().splitlines()]
     answers = {e["step"]: e["response"]["text"] for e in events if e["ev"] == "session_finished"}
     assert {step: "".join(pieces) for step, pieces in seen.items()} == answers
+
+
+def test_a_hosted_run_imports_only_what_it_uses(project: Path) -> None:
+    """`prose run --json` on a hosted provider loads no SDK, no Rich (no live view), no YAML
+    (no scripted rules) and no pydantic: start-up is the interpreter, aiohttp and prose."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from openprose.cli import main\n"
+        "status = main(['run', 'p.prose', '--json'])\n"
+        "unused = ('openai', 'anthropic', 'httpx', 'pydantic', 'rich', 'yaml', 'llama_cpp')\n"
+        "print(status, sorted(m for m in unused if m in sys.modules), file=sys.stderr)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=project, capture_output=True, text=True, check=True
+    )
+    assert done.stderr.strip().splitlines()[-1] == "0 []", done.stderr
+    assert json.loads(done.stdout)["outputs"] == ANSWER
