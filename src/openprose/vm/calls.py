@@ -87,7 +87,8 @@ class ModelCalls:
             started = time.perf_counter()
             shared.stats.in_flight += 1
             try:
-                response = await send(request)
+                with shared.watching(step):  # streams to the live view, when it watches
+                    response = await send(request)
             except asyncio.CancelledError:
                 shared.emit("session_cancelled", step, attempt=attempt)
                 raise

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -205,3 +206,21 @@ class Shared:
         self.journal.append(event, step, **fields)
         if self.observer is not None:
             self.observer(event, step, fields)
+
+    def watching(self, step: str) -> AbstractContextManager[None]:
+        """Around a model call: an observer with `answer_text(step, text)` (the live view)
+        gets the answer as it streams, and `answer_restarted(step)` when a retry starts it
+        over; its `watches(step)`, when it has one, may decline a session it would not show.
+        Nothing of it reaches the journal, which records whole answers; without such an
+        observer the call is made unstreamed."""
+        show = getattr(self.observer, "answer_text", None)
+        watches = getattr(self.observer, "watches", None)
+        if show is None or (watches is not None and not watches(step)):
+            return nullcontext()
+        from openprose.providers.streaming import stream_text_to
+
+        restarted = getattr(self.observer, "answer_restarted", None)
+        return stream_text_to(
+            lambda text: show(step, text),
+            on_restart=None if restarted is None else lambda: restarted(step),
+        )
