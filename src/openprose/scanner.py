@@ -15,7 +15,8 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from openprose.diagnostics import Diagnostic, Severity
+from openprose.codes import diagnostic
+from openprose.diagnostics import Diagnostic
 from openprose.nodes import Comment, Interpolation
 from openprose.source import SourceFile, Span
 
@@ -48,6 +49,8 @@ MAX_NUMBER_LENGTH: Final = 1000
 
 IDENT_PATTERN: Final = r"[A-Za-z_][A-Za-z0-9_]*(?:-[A-Za-z0-9_]+)*"
 
+# A run of three or more quotes ends a `"""` string with its last three: the ones before are
+# text (`"""say "done""""` holds `say "done"`), as Kotlin reads its raw strings.
 # String bodies are written as "unrolled loops" (a run of plain characters, then any number of
 # escape-or-quote pieces each followed by such a run): the engine then keeps no backtracking
 # state per character, so a multi-megabyte string costs megabytes, not gigabytes.
@@ -60,7 +63,7 @@ _MASTER = re.compile(
   | (?P<tab>\t+)
   | (?P<comment>\#[^\r\n]*)
   | (?P<cr>\r(?!\n|\Z))
-  | (?P<triple>\"\"\"[^"\\]*(?:(?:\\[\s\S]|"(?!""))[^"\\]*)*\"\"\")
+  | (?P<triple>\"\"\"[^"\\]*(?:(?:\\[\s\S]|""?(?!"))[^"\\]*)*\"\"\"+)
   | (?P<triple_open>\"\"\"[\s\S]*)
   | (?P<string>"[^"\\\r\n]*(?:\\[^\r\n][^"\\\r\n]*)*")
   | (?P<string_open>"[^"\\\r\n]*(?:\\[^\r\n][^"\\\r\n]*)*\\?)
@@ -141,7 +144,7 @@ class _Scanner:
     def report(self, code: str, message: str, span: Span) -> None:
         diagnostics = self.diagnostics
         if len(diagnostics) < MAX_DIAGNOSTICS:
-            diagnostics.append(Diagnostic(code, Severity.ERROR, message, span, self.source.path))
+            diagnostics.append(diagnostic(code, message, span, self.source.path))
 
     def span_at(self, start: int, end: int) -> Span:
         """Span of text that lies on the current line."""

@@ -9,6 +9,8 @@ from typing import Literal
 from openprose import nodes as n
 from openprose.checker.bindings import check_context
 from openprose.checker.state import AgentInfo, Checker, Handler, Persist, span_of
+from openprose.diagnostics import Edit, Fix
+from openprose.suggest import closest, did_you_mean
 
 Where = Literal["agent", "session"]
 
@@ -93,20 +95,62 @@ def check_properties(
             continue
         seen[key] = prop
         if key not in known:
+            guess = closest(key, known)
+            listed = f" (known: {', '.join(known)})"
             ck.emit(
                 "W005",
                 prop.name.span,
-                f"Unknown {where} property '{key}' (known: {', '.join(known)})",
+                f"Unknown {where} property '{key}'"
+                + (f" (did you mean `{guess}`?)" if guess else listed),
+                help=f"rename it to `{guess}`" if guess else None,
             )
             continue
         _VALIDATORS[key](ck, prop, where)
     return seen
 
 
+def quoted_enum(ck: Checker, value: n.Expr | n.PermissionsBlock, known: frozenset[str]) -> bool:
+    """A valid enum value written as a string (`backoff: "exponential"`): accepted with W170
+    and a fix that removes the quotes (which `prose fmt` applies as well)."""
+    if not (isinstance(value, n.StringLit) and value.value in known and not value.triple):
+        return False
+    if value.span.end - value.span.start != len(value.value) + 2:
+        return False  # escapes inside: not the plain word in quotes
+    ck.emit(
+        "W170",
+        value.span,
+        f'Quoted value "{value.value}": the reference writes it bare ({value.value})',
+        help=f"write {value.value} without quotes",
+        fix=Fix("remove the quotes", (Edit(value.span, value.value),)),
+    )
+    return True
+
+
 def _model(ck: Checker, prop: n.Property, where: Where) -> None:
     value = prop.value
-    if not (isinstance(value, n.Name) and value.id in MODELS):
-        ck.emit("E008", span_of(value), "Invalid model value: must be sonnet, opus, or haiku")
+    if isinstance(value, n.Name) and value.id in MODELS or quoted_enum(ck, value, MODELS):
+        return
+    shown = value.id if isinstance(value, n.Name) else (
+        value.value if isinstance(value, n.StringLit) else None
+    )
+    guess = closest(shown, MODELS) if shown else None
+    if guess:
+        help_: str | None = f"write `{guess}`"
+    elif shown:
+        help_ = (
+            f"programs name models by alias: write `model: sonnet` (or opus, haiku) and map the "
+            f"alias to this model when running: `prose run --model sonnet={shown}`, or "
+            f'`sonnet = "{shown}"` under [providers.NAME.models] in prose.toml'
+        )
+    else:
+        help_ = None
+    ck.emit(
+        "E008",
+        span_of(value),
+        f"Invalid model value{f' `{shown}`' if shown else ''}: must be sonnet, opus, or haiku"
+        + (f" (did you mean `{guess}`?)" if guess else ""),
+        help=help_,
+    )
 
 
 def _prompt(ck: Checker, prop: n.Property, where: Where) -> None:
@@ -200,11 +244,15 @@ def _permissions(ck: Checker, prop: n.Property, where: Where) -> None:
             if isinstance(value, n.StringLit):
                 continue
         elif kind not in SWITCH_PERMISSIONS:
+            known = (*sorted(PATTERN_PERMISSIONS), *sorted(SWITCH_PERMISSIONS))
             ck.emit(
                 "W008",
                 rule.name.span,
-                f"Unknown permission type '{kind}' (known: read, write, execute, bash, network)",
+                f"Unknown permission type '{kind}'"
+                f"{did_you_mean(kind, known) or ' (known: read, write, execute, bash, network)'}",
             )
+            continue
+        if quoted_enum(ck, value, PERMISSION_VALUES):
             continue
         if not (isinstance(value, n.Name) and value.id in PERMISSION_VALUES):
             expected = (
@@ -237,10 +285,14 @@ def _retry(ck: Checker, prop: n.Property, where: Where) -> None:
 
 def _backoff(ck: Checker, prop: n.Property, where: Where) -> None:
     value = prop.value
-    if not (isinstance(value, n.Name) and value.id in BACKOFFS):
-        ck.emit(
-            "E165", span_of(value), "Invalid backoff strategy: must be none, linear, or exponential"
-        )
+    if isinstance(value, n.Name) and value.id in BACKOFFS or quoted_enum(ck, value, BACKOFFS):
+        return
+    hint = did_you_mean(value.id, BACKOFFS) if isinstance(value, n.Name) else ""
+    ck.emit(
+        "E165",
+        span_of(value),
+        f"Invalid backoff strategy: must be none, linear, or exponential{hint}",
+    )
 
 
 _VALIDATORS: dict[str, Callable[[Checker, n.Property, Where], None]] = {

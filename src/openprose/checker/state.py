@@ -10,11 +10,11 @@ from typing import Any, Literal
 
 from openprose import nodes as n
 from openprose.checker.scope import Scope, Var
-from openprose.codes import CODES
+from openprose.codes import CODES, diagnostic
 from openprose.contracts import ContractLookup, ProgramContract
-from openprose.diagnostics import Diagnostic, Severity
+from openprose.diagnostics import Diagnostic, Fix, Severity
 from openprose.scanner import MAX_DIAGNOSTICS
-from openprose.source import Span
+from openprose.source import SourceFile, Span
 
 Handler = Callable[["Checker", Any], None]
 Persist = Literal["none", "true", "project", "user", "path", "invalid"]
@@ -122,15 +122,36 @@ class Checker:
     # Diagnostics not kept because MAX_DIAGNOSTICS were already (errors, warnings and notes).
     dropped_errors: int = 0
     dropped_others: int = 0
+    # The program's text, when known: fixes are edits of it.
+    source: SourceFile | None = None
+    # Whether agent memory may be looked up on disk (only when the user names the project).
+    memory_on_disk: bool = False
+
+    @property
+    def source_text(self) -> str:
+        return self.source.text if self.source is not None else ""
+
+    def span_at(self, start: int, end: int) -> Span:
+        assert self.source is not None
+        return self.source.span(start, end)
 
     # --- reporting --------------------------------------------------------------------------
 
-    def emit(self, code: str, span: Span, message: str) -> None:
+    def emit(
+        self,
+        code: str,
+        span: Span,
+        message: str,
+        *,
+        help: str | None = None,
+        fix: Fix | None = None,
+    ) -> None:
         """Report a diagnostic; past MAX_DIAGNOSTICS only count it (``check`` then says that
-        reporting stopped), so a flood of them cannot exhaust memory."""
+        reporting stopped), so a flood of them cannot exhaust memory. ``help`` replaces the
+        code's default help line; ``fix`` is a mechanical rewrite that resolves it."""
         severity = CODES[code].severity
         if len(self.diagnostics) < MAX_DIAGNOSTICS:
-            self.diagnostics.append(Diagnostic(code, severity, message, span, self.path))
+            self.diagnostics.append(diagnostic(code, message, span, self.path, help=help, fix=fix))
         elif severity is Severity.ERROR:
             self.dropped_errors += 1
         else:

@@ -17,5 +17,12 @@ def diagnose(parsed: ParseResult, project_dir: Path) -> list[Diagnostic]:
     from openprose.checker import check
     from openprose.imports import cache_contracts
 
-    found = check(parsed, project_dir=project_dir, contracts=cache_contracts(project_dir))
+    # Agent memory is checked where `resume:` runs (the run may create it before then), not
+    # against what the disk holds before the run (docs/decisions.md, Issue 20 item 4).
+    found = check(
+        parsed,
+        project_dir=project_dir,
+        contracts=cache_contracts(project_dir),
+        memory_on_disk=False,
+    )
     return sorted(found, key=lambda d: (d.span.start, d.span.end))
