@@ -868,7 +868,8 @@ class _Parser:
                 token_span(token),
             )
         self.expect(":", f"':' after '{op}'")
-        body = self.body(required=False, construct=op)
+        # an unknown operator is E120 already; its empty body is no news
+        body = self.body(required=False, construct=op if op in _PIPE_OPS else None)
         return n.PipeOp(
             span=self.span_from(bar), op=op, body=body, accumulator=accumulator, item=item
         )

@@ -16,7 +16,7 @@ import re
 from typing import Final
 
 from openprose.codes import diagnostic
-from openprose.diagnostics import Diagnostic
+from openprose.diagnostics import Diagnostic, Edit, Fix
 from openprose.nodes import Comment, Interpolation
 from openprose.source import SourceFile, Span
 
@@ -141,10 +141,10 @@ class _Scanner:
 
     # --- diagnostics ---------------------------------------------------------------------
 
-    def report(self, code: str, message: str, span: Span) -> None:
+    def report(self, code: str, message: str, span: Span, fix: Fix | None = None) -> None:
         diagnostics = self.diagnostics
         if len(diagnostics) < MAX_DIAGNOSTICS:
-            diagnostics.append(diagnostic(code, message, span, self.source.path))
+            diagnostics.append(diagnostic(code, message, span, self.source.path, fix=fix))
 
     def span_at(self, start: int, end: int) -> Span:
         """Span of text that lies on the current line."""
@@ -410,10 +410,13 @@ class _Scanner:
             elif text.startswith("\n", body_start):
                 body_start += 1
             else:
+                # The opening line break is syntax, not text: inserting it keeps the value.
+                after = self.span_at(start + 3, start + 3)
                 self.report(
                     "E106",
                     'Opening """ must be followed by a newline',
                     self.span_at(start, start + 3),
+                    Fix('start the text on the line after """', (Edit(after, "\n"),)),
                 )
         raw = text[body_start:body_end]
         if "\\" not in raw and "{" not in raw:

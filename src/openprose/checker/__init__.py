@@ -13,7 +13,8 @@ from pathlib import Path
 
 from openprose import nodes as n
 from openprose.checker import agents, bindings, blocks, control, imports, sessions
-from openprose.checker.state import Checker, Handler, broken_names
+from openprose.checker.branches import find_groups
+from openprose.checker.state import Checker, Handler, broken_names, declared_anywhere
 from openprose.contracts import ContractLookup, local_contracts
 from openprose.codes import diagnostic
 from openprose.diagnostics import Diagnostic
@@ -113,6 +114,8 @@ def check_program(
         contracts = local_contracts if project_dir is None else _cached(project_dir)
     ck = Checker(program.path, project_dir, contracts, _DISPATCH)
     ck.source = source
+    ck.branch_groups = find_groups(program, source)
+    ck.declared = declared_anywhere(program)
     ck.memory_on_disk = project_dir is not None if memory_on_disk is None else memory_on_disk
     body = program.body
     _register_hoisted(ck, body)

@@ -11,15 +11,13 @@ from openprose.checker.bindings import check_context
 from openprose.checker.state import AgentInfo, Checker, Handler, Persist, span_of
 from openprose.diagnostics import Edit, Fix
 from openprose.suggest import closest, did_you_mean
+from openprose.vocabulary import BACKOFFS, MODELS, PERMISSION_VALUES
 
 Where = Literal["agent", "session"]
 
-MODELS = frozenset({"sonnet", "opus", "haiku"})
-BACKOFFS = frozenset({"none", "linear", "exponential"})
 PERSIST_SCOPES: dict[str, Persist] = {"true": "true", "project": "project", "user": "user"}
 PATTERN_PERMISSIONS = frozenset({"read", "write", "execute"})
 SWITCH_PERMISSIONS = frozenset({"bash", "network"})
-PERMISSION_VALUES = frozenset({"allow", "deny", "prompt"})
 AGENT_PROPERTIES = (
     "model",
     "prompt",

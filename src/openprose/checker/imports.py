@@ -14,6 +14,9 @@ _SEGMENT = r"[A-Za-z0-9][A-Za-z0-9._-]*"
 _REGISTRY = re.compile(rf"@{_SEGMENT}/{_SEGMENT}")
 _SHORTHAND = re.compile(rf"{_SEGMENT}/{_SEGMENT}")  # prose.md's `handle/slug`, no `@`
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://\S+")
+# The legacy import statement's other source formats: `github:user/repo`, `npm:package`,
+# `./local/path` (what W006 "Unknown import source format" was made for).
+_LEGACY_SOURCE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:\S+|\.{1,2}/\S+")
 
 
 def default_name(path: str) -> str:
@@ -30,7 +33,7 @@ def register_use(ck: Checker, node: n.Use) -> None:
         ck.emit("E011", span, "Use path cannot be empty")
         return
     if _REGISTRY.fullmatch(path) is None and not is_local_path(path):
-        if _SHORTHAND.fullmatch(path) or _URL.fullmatch(path):
+        if _SHORTHAND.fullmatch(path) or _URL.fullmatch(path) or _LEGACY_SOURCE.fullmatch(path):
             ck.emit(
                 "W006",
                 span,

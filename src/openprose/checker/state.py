@@ -9,12 +9,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 from openprose import nodes as n
+from openprose.checker.branches import BranchGroup
 from openprose.checker.scope import Scope, Var
 from openprose.codes import CODES, diagnostic
 from openprose.contracts import ContractLookup, ProgramContract
 from openprose.diagnostics import Diagnostic, Fix, Severity
 from openprose.scanner import MAX_DIAGNOSTICS
 from openprose.source import SourceFile, Span
+from openprose.suggest import closest
 
 Handler = Callable[["Checker", Any], None]
 Persist = Literal["none", "true", "project", "user", "path", "invalid"]
@@ -45,6 +47,48 @@ class PendingName:
     span: Span
     code: str
     message: str
+    fix: Fix | None = None
+
+
+# Fields of nodes that declare names (flat or scoped).
+_DECLARING = {
+    n.Binding: ("target",),
+    n.Assign: ("target",),
+    n.Input: ("name",),
+    n.Output: ("name",),
+    n.ParallelBranch: ("name",),
+    n.ForEach: ("item", "index"),
+    n.Repeat: ("index",),
+    n.Loop: ("index",),
+    n.BlockDef: ("params",),
+    n.CatchClause: ("error",),
+    n.PipeOp: ("accumulator", "item"),
+    n.Destructure: ("names",),
+}
+
+
+def declared_anywhere(program: n.Program) -> set[str]:
+    """Every name the program declares anywhere, in any scope (``item`` when it pipes)."""
+    from dataclasses import fields, is_dataclass
+
+    found: set[str] = set()
+    stack: list[object] = [program]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, tuple):
+            stack.extend(node)
+            continue
+        if not is_dataclass(node):
+            continue
+        for name in _DECLARING.get(type(node), ()):
+            value = getattr(node, name)
+            for item in value if isinstance(value, tuple) else (value,):
+                if isinstance(item, n.Name):
+                    found.add(item.id)
+        if isinstance(node, n.PipeOp) and node.op in ("map", "filter", "pmap"):
+            found.add("item")
+        stack.extend(getattr(node, f.name) for f in fields(node) if f.name != "span")
+    return found
 
 
 def span_of(node: n.Node | n.PermissionsBlock) -> Span:
@@ -124,6 +168,11 @@ class Checker:
     dropped_others: int = 0
     # The program's text, when known: fixes are edits of it.
     source: SourceFile | None = None
+    # `let` names declared in several exclusive branches, by where each declaration starts.
+    branch_groups: dict[int, BranchGroup] = field(default_factory=dict)
+    # Every name declared anywhere in the program (an interpolation of any other name is
+    # literal text gone wrong, and may be escaped by a fix).
+    declared: set[str] = field(default_factory=set)
     # Whether agent memory may be looked up on disk (only when the user names the project).
     memory_on_disk: bool = False
 
@@ -178,23 +227,40 @@ class Checker:
         """Inside a block or agent definition, which run wherever they are invoked."""
         return self.in_agent or self.scope.in_block
 
-    def resolve(self, name: str, span: Span, code: str, message: str) -> Var | None:
-        """The variable ``name`` names here; reports ``code`` (or defers it) when undefined."""
+    def resolve(
+        self, name: str, span: Span, code: str, message: str, fix: Fix | None = None
+    ) -> Var | None:
+        """The variable ``name`` names here; reports ``code`` (or defers it) when undefined,
+        naming the closest visible name when one is close (a likely typo)."""
         var = self.scope.visible.get(name)
         if var is None and name not in self.broken:
             if name in self.joining:
                 message += " (a parallel branch's result exists once the parallel block ends)"
             if self.order_free:
-                self.pending_names.append(PendingName(name, span, code, message))
+                self.pending_names.append(PendingName(name, span, code, message, fix))
             else:
-                self.emit(code, span, message)
+                guess = closest(name, self.scope.visible) if self.scope.visible else None
+                self.emit(
+                    code,
+                    span,
+                    message + (f" (did you mean `{guess}`?)" if guess else ""),
+                    help=f"write `{guess}`" if guess else None,
+                    fix=None if guess else fix,
+                )
         return var
 
     def finish(self) -> None:
         flat = self.scope.flat
         for pending in self.pending_names:
             if pending.name not in flat and pending.name not in self.broken:
-                self.emit(pending.code, pending.span, pending.message)
+                guess = closest(pending.name, flat) if flat else None
+                self.emit(
+                    pending.code,
+                    pending.span,
+                    pending.message + (f" (did you mean `{guess}`?)" if guess else ""),
+                    help=f"write `{guess}`" if guess else None,
+                    fix=None if guess else pending.fix,
+                )
         for finisher in self.finishers:
             finisher()
 
