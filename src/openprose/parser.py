@@ -496,21 +496,18 @@ class _Parser:
         source = cast(StringValue, source_token[8]).value if source_token else name
         first, last = self.tokens[start], self.tokens[end - 1]
         span = Span(first[2], last[3], first[4], first[5], last[6], last[7])
-        fix = None
-        quoted = (source_token or name_token)[1]
-        if kinds[end] in _LAYOUT and "\n" not in quoted:
-            rewrite = f"use {quoted}"
-            if source_token is not None and _IDENTIFIER.fullmatch(name):
-                rewrite += f" as {name}"
-            fix = Fix(f"rewrite as `{rewrite}`", (Edit(span, rewrite),))
+        # The skill `x` of source `y` is `y/x` — unless `y` already ends in `x` (one skill per
+        # source). The path's last segment then names the import `x`, as `skills:` expects.
+        path = source if source.rstrip("/").rsplit("/", 1)[-1] == name else f"{source}/{name}"
+        rewrite = f"use {_quote(path)}"
+        safe = kinds[end] in _LAYOUT and _IDENTIFIER.fullmatch(name) is not None
         self.report(
             "E123",
             f"`import \"{name}\"` is the legacy import statement; the reference imports "
             "with `use`",
             span,
-            help=f"rewrite it as `use {quoted}"
-            + (f" as {name}`" if source_token and _IDENTIFIER.fullmatch(name) else "`"),
-            fix=fix,
+            help=f"rewrite it as `{rewrite}`",
+            fix=Fix(f"rewrite as `{rewrite}`", (Edit(span, rewrite),)) if safe else None,
         )
         raise _ParseError
 
@@ -1301,6 +1298,16 @@ class _Parser:
 
 
 _IDENTIFIER = re.compile(IDENT_PATTERN)
+
+
+def _quote(text: str) -> str:
+    """``text`` as a string literal."""
+    for char, escape in _ESCAPED:
+        text = text.replace(char, escape)
+    return '"' + text + '"'
+
+
+_ESCAPED = (("\\", "\\\\"), ('"', '\\"'), ("\n", "\\n"), ("\t", "\\t"), ("{", "\\{"))
 
 
 def _string_node(token: Token) -> n.StringLit:

@@ -391,6 +391,12 @@ class _Scanner:
                 )
             append(self.token(ERROR, start, end))
         else:  # "bad"
+            model = _MODEL_LINE.match(text, self.line_start)
+            if model is not None and model.start(1) <= start and end <= model.end(1):
+                # `model: gpt-3.5-turbo`: a provider model id; the parser reads the value's
+                # tokens as one name so the checker's E008 can say how to map an alias to it
+                append(self.token(NAME, start, end))
+                return
             shown = text[start:end]
             if len(shown) > 20:
                 shown = shown[:20] + "..."
@@ -471,6 +477,7 @@ def _placeholder(interpolation: Interpolation) -> str:
     return "{" + ".".join((interpolation.name, *interpolation.path)) + "}"
 
 
+_MODEL_LINE = re.compile(r"[ \t]*model[ \t]*:[ \t]*([^\s#\"]+)[ \t]*(?:#[^\n]*)?(?:\r?\n|\Z)")
 _NEXT_LINE = re.compile(r"([ \t]*)([^\r\n#]?)")
 # Inside brackets: a line ending with one of these expects more; a line starting with one of
 # these goes on with the previous one.

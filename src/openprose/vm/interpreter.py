@@ -744,6 +744,11 @@ class Interpreter:
         agent = self._agent_of(node)
         model = self._model_of(node, props, agent)
         session_prompt = node.prompt if node.prompt is not None else props.get("prompt")
+        if node.prompt is not None and isinstance(props.get("prompt"), n.StringLit):
+            # `session "Title"` with a `prompt:` property: the property is the prompt and the
+            # inline string the session's title (docs/decisions.md, Issue 20 item 1)
+            self.store.state(f"{step}→ title: {self._interpolate(node.prompt, ctx)}")
+            session_prompt = props["prompt"]
         if session_prompt is not None and not isinstance(session_prompt, n.StringLit):
             session_prompt = None
         if session_prompt is not None:
