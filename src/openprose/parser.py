@@ -207,7 +207,13 @@ class _Parser:
     # --- diagnostics -----------------------------------------------------------------------
 
     def report(
-        self, code: str, message: str, span: Span, *, help: str | None = None, fix: Fix | None = None
+        self,
+        code: str,
+        message: str,
+        span: Span,
+        *,
+        help: str | None = None,
+        fix: Fix | None = None,
     ) -> None:
         if len(self.diagnostics) < MAX_DIAGNOSTICS:
             self.diagnostics.append(
@@ -232,9 +238,7 @@ class _Parser:
         else:
             shown = token[1] if len(token[1]) <= 30 else token[1][:30] + "..."
             hint = did_you_mean(token[1], KEYWORDS, cutoff=0.8) if kind == NAME else ""
-            self.report(
-                "E004", f"Unexpected token {shown!r}: {expected}{hint}", token_span(token)
-            )
+            self.report("E004", f"Unexpected token {shown!r}: {expected}{hint}", token_span(token))
         raise _ParseError
 
     # --- recovery --------------------------------------------------------------------------
@@ -331,8 +335,10 @@ class _Parser:
             index += 1
         token = self.tokens[index] if kinds[index] not in (EOF, ERROR) else self.tokens[self.pos]
         header = self.tokens[self.pos - 1]
-        where = f"line {token[4]} is not indented under it" if kinds[index] != EOF else (
-            "the file ends after its header"
+        where = (
+            f"line {token[4]} is not indented under it"
+            if kinds[index] != EOF
+            else ("the file ends after its header")
         )
         self.report(
             "W100",
@@ -503,8 +509,7 @@ class _Parser:
         safe = kinds[end] in _LAYOUT and _IDENTIFIER.fullmatch(name) is not None
         self.report(
             "E123",
-            f"`import \"{name}\"` is the legacy import statement; the reference imports "
-            "with `use`",
+            f'`import "{name}"` is the legacy import statement; the reference imports with `use`',
             span,
             help=f"rewrite it as `{rewrite}`",
             fix=Fix(f"rewrite as `{rewrite}`", (Edit(span, rewrite),)) if safe else None,

@@ -448,10 +448,12 @@ class _Scanner:
                 if decoded is None:
                     at = offset + piece.start()
                     shown = "\\" + char if char.isprintable() else repr("\\" + char)
+                    span = self.source.span(at, at + 2)
                     self.report(
                         "E002",
                         f'Unknown escape sequence {shown} (use \\\\ \\" \\n \\t or \\{{)',
-                        self.source.span(at, at + 2),
+                        span,
+                        _escape_fix(char, span),
                     )
                     decoded = char
                 chunk.append(decoded)
@@ -471,6 +473,17 @@ class _Scanner:
             parts = [p.replace("\r\n", "\n") if isinstance(p, str) else p for p in parts]
         value = "".join(p if isinstance(p, str) else _placeholder(p) for p in parts)
         return StringValue(value, tuple(parts), triple)
+
+
+def _escape_fix(char: str, span: Span) -> Fix | None:
+    """``\\'`` means the apostrophe (safe: drop the backslash); any other unknown escape
+    most likely means the backslash itself, as in a regex (``\\d`` → ``\\\\d``), which
+    changes the text the model reads, so that fix is offered as unsafe."""
+    if char == "'":
+        return Fix("drop the backslash: ' needs no escape", (Edit(span, "'"),))
+    if char.isprintable() and not char.isspace():
+        return Fix("double the backslash to keep it", (Edit(span, "\\\\" + char),), safe=False)
+    return None
 
 
 def _placeholder(interpolation: Interpolation) -> str:

@@ -1,4 +1,4 @@
-""""Did you mean": the known word a misspelled one most likely stands for."""
+""" "Did you mean": the known word a misspelled one most likely stands for."""
 
 from __future__ import annotations
 

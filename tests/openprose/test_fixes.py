@@ -28,6 +28,7 @@ def _errors_in(path: Path) -> bool:
 
     return any(d.is_error for d in check(parse_text(path.read_text(encoding="utf-8"))))
 
+
 CONFORMANCE = ROOT / "tests" / "openprose" / "conformance"
 FIXABLE = sorted((CONFORMANCE / "fixable").glob("*.prose"))
 # Every example program in the repository, and the reference's blocks that are whole programs
@@ -90,14 +91,12 @@ def test_unsafe_fixes_apply_only_when_asked() -> None:
 def test_fixes_that_need_a_second_pass_are_applied() -> None:
     # two names in the same branches: both declarations go before the `if`, one per pass
     text = (
-        "if **the input is long**:\n  let a = session \"x\"\n  let b = session \"y\"\n"
-        "else:\n  let a = session \"z\"\n  let b = session \"w\"\n"
+        'if **the input is long**:\n  let a = session "x"\n  let b = session "y"\n'
+        'else:\n  let a = session "z"\n  let b = session "w"\n'
     )
     fixed = fix(text)
     assert errors(fixed) == []
-    assert fixed.startswith('let a = ""\nlet b = ""\nif') or fixed.startswith(
-        'let b = ""\nlet a = ""\nif'
-    )
+    assert fixed.startswith(('let a = ""\nlet b = ""\nif', 'let b = ""\nlet a = ""\nif'))
 
 
 def test_const_in_branches_gets_help_but_no_fix() -> None:
@@ -109,8 +108,8 @@ def test_const_in_branches_gets_help_but_no_fix() -> None:
 def test_a_declaration_cannot_be_moved_into_a_parallel_block() -> None:
     # an `if` that is a parallel branch: a `let` before it would be one more branch
     text = (
-        "parallel:\n  if **the input is long**:\n    let a = session \"x\"\n  else:\n"
-        "    let a = session \"y\"\n"
+        'parallel:\n  if **the input is long**:\n    let a = session "x"\n  else:\n'
+        '    let a = session "y"\n'
     )
     assert fix(text) == text
 
@@ -184,8 +183,10 @@ def _fragment(index: int) -> st.SearchStrategy[str]:
         ),
         _texts.map(lambda t: f'session\n  prompt: "{t}"'),
         _texts.map(
-            lambda t: f'if **the case holds {t}**:\n  let v{index} = session "{t}"\n'
-            f'else:\n  let v{index} = session "other"  # note'
+            lambda t: (
+                f'if **the case holds {t}**:\n  let v{index} = session "{t}"\n'
+                f'else:\n  let v{index} = session "other"  # note'
+            )
         ),
     )
 
@@ -197,8 +198,9 @@ def _programs(draw: st.DrawFn) -> str:
     for index in range(count):
         statement = draw(_fragment(index))
         if draw(st.booleans()) and not statement.startswith(("import", "agent")):
-            statement = "do:\n" + "\n".join("  " + line if line else line for line in
-                                            statement.split("\n"))
+            statement = "do:\n" + "\n".join(
+                "  " + line if line else line for line in statement.split("\n")
+            )
             # a multi-line string's own lines must not move: undo the indent inside it
             statement = _unindent_strings(statement)
         lines.append(statement)
@@ -236,9 +238,21 @@ def test_fixing_fixable_errors_gives_a_valid_program(text: str) -> None:
 
 
 @FUZZ
-@given(st.sampled_from(CLEAN), st.integers(min_value=0), st.sampled_from(
-    ['session """x', "let = 1", 'sesion "a"', "if **c**:", '  backoff: "linear"', "{", "import \"a\""]
-))
+@given(
+    st.sampled_from(CLEAN),
+    st.integers(min_value=0),
+    st.sampled_from(
+        [
+            'session """x',
+            "let = 1",
+            'sesion "a"',
+            "if **c**:",
+            '  backoff: "linear"',
+            "{",
+            'import "a"',
+        ]
+    ),
+)
 def test_fixing_never_adds_syntax_errors(path: Path, at: int, line: str) -> None:
     lines = path.read_text(encoding="utf-8").split("\n")
     lines.insert(at % (len(lines) + 1), line)

@@ -386,13 +386,17 @@ def test_pipeline_continuation_at_statement_level() -> None:
 
 def test_pipeline_continuation_ending_in_an_empty_stage_keeps_the_enclosing_block() -> None:
     # The statement after the pipeline stays in the loop body (it used to escape it).
-    (loop,) = ok('loop:\n  xs\n    | map:\n    | filter:\n  session "in the loop"\n', empty_bodies=2)
+    (loop,) = ok(
+        'loop:\n  xs\n    | map:\n    | filter:\n  session "in the loop"\n', empty_bodies=2
+    )
     assert isinstance(loop, n.Loop) and len(loop.body) == 2
     assert isinstance(loop.body[0], n.Pipeline) and loop.body[1] == session("in the loop")
 
 
 def test_nested_pipeline_ending_in_an_empty_stage_lets_the_outer_one_continue() -> None:
-    (outer,) = ok("xs\n  | map:\n      ys\n        | map:\n        | filter:\n  | pmap:\n", empty_bodies=3)
+    (outer,) = ok(
+        "xs\n  | map:\n      ys\n        | map:\n        | filter:\n  | pmap:\n", empty_bodies=3
+    )
     assert isinstance(outer, n.Pipeline) and [o.op for o in outer.ops] == ["map", "pmap"]
     inner = outer.ops[0].body[0]
     assert isinstance(inner, n.Pipeline) and [o.op for o in inner.ops] == ["map", "filter"]

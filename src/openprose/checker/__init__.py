@@ -15,12 +15,12 @@ from openprose import nodes as n
 from openprose.checker import agents, bindings, blocks, control, imports, sessions
 from openprose.checker.branches import find_groups
 from openprose.checker.state import Checker, Handler, broken_names, declared_anywhere
-from openprose.contracts import ContractLookup, local_contracts
 from openprose.codes import diagnostic
+from openprose.contracts import ContractLookup, local_contracts
 from openprose.diagnostics import Diagnostic
 from openprose.parser import ParseResult, parse_text
-from openprose.source import SourceFile
 from openprose.scanner import MAX_DIAGNOSTICS
+from openprose.source import SourceFile
 
 __all__ = ["check", "check_program"]
 

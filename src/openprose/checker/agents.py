@@ -128,8 +128,10 @@ def _model(ck: Checker, prop: n.Property, where: Where) -> None:
     value = prop.value
     if isinstance(value, n.Name) and value.id in MODELS or quoted_enum(ck, value, MODELS):
         return
-    shown = value.id if isinstance(value, n.Name) else (
-        value.value if isinstance(value, n.StringLit) else None
+    shown = (
+        value.id
+        if isinstance(value, n.Name)
+        else (value.value if isinstance(value, n.StringLit) else None)
     )
     guess = closest(shown, MODELS) if shown else None
     if guess:

@@ -109,7 +109,9 @@ def _group(
             found[start] = group
 
 
-def _fix(stmt: n.If | n.Choice, name: str, bindings: list[n.Binding], source: SourceFile) -> Fix | None:
+def _fix(
+    stmt: n.If | n.Choice, name: str, bindings: list[n.Binding], source: SourceFile
+) -> Fix | None:
     text = source.text
     line_start = text.rfind("\n", 0, stmt.span.start) + 1
     indent = text[line_start : stmt.span.start]
@@ -119,7 +121,10 @@ def _fix(stmt: n.If | n.Choice, name: str, bindings: list[n.Binding], source: So
     for binding in bindings:
         # `let result = ...` → `result = ...`: drop the keyword and the space after it
         edits.append(Edit(source.span(binding.span.start, binding.target.span.start), ""))
-    return Fix(f"declare `{name}` once before the {stmt_word(stmt)} and assign it in each branch", tuple(edits))
+    return Fix(
+        f"declare `{name}` once before the {stmt_word(stmt)} and assign it in each branch",
+        tuple(edits),
+    )
 
 
 def stmt_word(stmt: n.If | n.Choice) -> str:

@@ -33,12 +33,19 @@ def register_use(ck: Checker, node: n.Use) -> None:
         ck.emit("E011", span, "Use path cannot be empty")
         return
     if _REGISTRY.fullmatch(path) is None and not is_local_path(path):
-        if _SHORTHAND.fullmatch(path) or _URL.fullmatch(path) or _LEGACY_SOURCE.fullmatch(path):
+        if _SHORTHAND.fullmatch(path) or _URL.fullmatch(path):
             ck.emit(
                 "W006",
                 span,
                 f"Unknown import source format '{path}': expected @handle/slug "
                 "(the VM still resolves registry shorthand and URLs)",
+            )
+        elif _LEGACY_SOURCE.fullmatch(path):
+            ck.emit(
+                "W006",
+                span,
+                f"Unknown import source format '{path}': expected @handle/slug (a legacy "
+                "skill source: it names a skill for `skills:`; the VM cannot run it as a program)",
             )
         else:
             ck.emit("E012", span, f"Invalid use path '{path}': path must be @handle/slug format")

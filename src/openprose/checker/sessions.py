@@ -63,9 +63,7 @@ def _session(ck: Checker, node: n.Session) -> None:
                 head(node.span, len(node.kind)),
                 "Session requires a prompt or agent reference"
                 + (" on its line (`prompt:` alone is not enough)" if prompt else ""),
-                help='write the prompt on the session line: session "..."'
-                if prompt
-                else None,
+                help='write the prompt on the session line: session "..."' if prompt else None,
                 fix=_inline_prompt_fix(ck, node, prompt) if prompt else None,
             )
         return

@@ -172,7 +172,9 @@ def write_atomically(path: Path, text: str) -> bool:
         return False
     try:
         mode = path.stat().st_mode & 0o7777
-        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        handle, temporary = tempfile.mkstemp(
+            dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"
+        )
         try:
             with os.fdopen(handle, "w", encoding="utf-8", newline="") as out:
                 out.write(text)

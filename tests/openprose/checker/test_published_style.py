@@ -71,7 +71,7 @@ def test_item4_checking_does_not_read_memory_from_disk(
     checked: Check, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("HOME", str(tmp_path))
-    source = 'agent a:\n  persist: user\nresume: a\n'
+    source = "agent a:\n  persist: user\nresume: a\n"
     assert codes(checked(source)) == [("I001", 3, 9)]  # deferred, whatever the disk holds
     source = 'agent a:\n  persist: "/nonexistent/memory"\nresume: a\n'
     assert codes(checked(source)) == [("I001", 3, 9)]
@@ -82,7 +82,7 @@ def test_item4_the_run_gate_leaves_memory_to_the_resume(tmp_path: Path) -> None:
     from openprose.parser import parse_text
     from openprose.vm.frontend import diagnose
 
-    source = "agent a:\n  persist: project\nsession: a\n  prompt: \"x\"\nresume: a\n"
+    source = 'agent a:\n  persist: project\nsession: a\n  prompt: "x"\nresume: a\n'
     assert [d for d in diagnose(parse_text(source), tmp_path) if d.is_error] == []
     source = 'agent a:\n  persist: project\nresume: a\n  prompt: "x"\n'
     assert [d for d in diagnose(parse_text(source), tmp_path) if d.is_error] == []
@@ -90,8 +90,7 @@ def test_item4_the_run_gate_leaves_memory_to_the_resume(tmp_path: Path) -> None:
 
 def test_item5_input_as_a_block_parameter(checked: Check) -> None:
     source = (
-        'block review(input):\n  session "Review {input}"\n    context: input\n'
-        'do review("x")\n'
+        'block review(input):\n  session "Review {input}"\n    context: input\ndo review("x")\n'
     )
     assert checked(source) == []
 
@@ -159,7 +158,7 @@ def test_unknown_statement_names_the_intended_keyword(
     ("source", "expected"),
     [
         ('session "a"\n  promt: "b"\n', "did you mean `prompt`?"),
-        ('agent a:\n  modle: opus\n', "did you mean `model`?"),
+        ("agent a:\n  modle: opus\n", "did you mean `model`?"),
         ("agent a:\n  model: sonet\n", "did you mean `sonnet`?"),
         ('session "a"\n  backoff: exponental\n', "did you mean `exponential`?"),
         ("agent a:\n  permissions:\n    netwrok: allow\n", "did you mean `network`?"),
@@ -228,7 +227,9 @@ def test_every_diagnostic_on_a_corpus_carries_rule_and_help(checked: Check) -> N
 def test_json_output_has_rule_help_and_fix_edits(checked: Check) -> None:
     (found,) = checked('session "x"\n  backoff: "linear"\n')
     data = found.to_dict()
-    assert data["rule"].startswith("Syntax Grammar") and data["help"] == "write linear without quotes"
+    assert (
+        data["rule"].startswith("Syntax Grammar") and data["help"] == "write linear without quotes"
+    )
     (edit,) = data["fix"]["edits"]
     assert (edit["line"], edit["column"], edit["end_column"], edit["text"]) == (2, 12, 20, "linear")
     assert data["fix"]["safe"] is True

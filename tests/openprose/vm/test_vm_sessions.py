@@ -284,7 +284,10 @@ def test_inline_string_with_a_prompt_property_is_the_title(vm: Any) -> None:
 def test_named_try_is_a_parallel_branch(vm: Any) -> None:
     # issue 20 item 2: `name = try:` inside `parallel:` names the branch's result
     provider = vm.spy(
-        [{"match": "^B", "answer": "x", "failures": ["error"] * 10}, {"match": "^fallback", "answer": "FB"}]
+        [
+            {"match": "^B", "answer": "x", "failures": ["error"] * 10},
+            {"match": "^fallback", "answer": "FB"},
+        ]
     )
     source = (
         'parallel:\n  a = session "A"\n  b = try:\n    session "B"\n  catch:\n'
