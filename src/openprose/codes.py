@@ -140,6 +140,7 @@ _TABLE: tuple[Code, ...] = (
     Code("W153", W, "Option has empty body"),
     Code("W154", W, "Condition branch has empty body"),
     Code("W155", W, "Too many warnings; reporting stopped (no error was left out)"),
+    Code("W156", W, "Variable may be unbound: bound only in a body that may not run"),
     Code("W170", W, "Quoted enum value (write it bare: `backoff: exponential`)"),
     Code("I001", I, "Agent memory check (E018/W011) deferred to run time"),
     Code("I002", I, "Imported program contract checks (E026-E028) deferred to run time"),
@@ -549,6 +550,10 @@ GUIDANCE: dict[str, Guidance] = {
     ),
     "W154": Guidance(
         "Conditional Statements, Validation Rules: Empty body", "indent statements under the clause"
+    ),
+    "W156": Guidance(
+        "Variables & Context: a variable is used where the body that binds it may not have run",
+        'declare it before the body with let NAME = "" and assign it in the body',
     ),
     "W170": Guidance(
         f'{_GRAMMAR}: "backoff:" ( "none" | "linear" | "exponential" ), "model:" ( "sonnet" | ... )'

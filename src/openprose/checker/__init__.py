@@ -22,7 +22,7 @@ from openprose.parser import ParseResult, parse_text
 from openprose.scanner import MAX_DIAGNOSTICS
 from openprose.source import SourceFile
 
-__all__ = ["check", "check_program"]
+__all__ = ["check", "check_program", "diagnose"]
 
 
 def _invalid(ck: Checker, node: n.Invalid) -> None:
@@ -72,6 +72,18 @@ def check(
     )
     found.sort(key=lambda d: (d.line, d.column))
     return _capped(found)
+
+
+def diagnose(parsed: ParseResult, project_dir: Path) -> list[Diagnostic]:
+    """What gates a run (`prose run`, and every program it imports): the parser's and the
+    checker's diagnostics in source order, with imported programs' contracts read from local
+    files and the project's import cache (never the network)."""
+    # Agent memory is checked where `resume:` runs (the run may create it before then), not
+    # against what the disk holds before the run (docs/decisions.md, Issue 20 item 4).
+    found = check(
+        parsed, project_dir=project_dir, contracts=_cached(project_dir), memory_on_disk=False
+    )
+    return sorted(found, key=lambda d: (d.span.start, d.span.end))
 
 
 _STOPPED = ("E117", "W155")

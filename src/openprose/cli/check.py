@@ -162,29 +162,18 @@ def _fix(
 
 
 def write_atomically(path: Path, text: str) -> bool:
-    """Replace ``path``'s content with ``text`` through a temporary file in the same folder
-    and a rename, so a crash or a full disk mid-write never leaves the user's source cut
-    short. Refuses what is not a regular file (a FIFO would block)."""
-    import tempfile
+    """Replace ``path``'s content through a temporary file and a rename, so a crash or a full
+    disk mid-write never leaves the user's source cut short; the file keeps its permissions.
+    Refuses what is not a regular file (a FIFO would block)."""
+    from openprose.files import write_atomically as replace
 
     if not path.is_file():
         write(sys.stderr, f"prose: {path}: cannot write: not a regular file\n")
         return False
     try:
         mode = path.stat().st_mode & 0o7777
-        handle, temporary = tempfile.mkstemp(
-            dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"
-        )
-        try:
-            with os.fdopen(handle, "w", encoding="utf-8", newline="") as out:
-                out.write(text)
-                out.flush()
-                os.fsync(out.fileno())
-            os.chmod(temporary, mode)
-            os.replace(temporary, path)
-        except BaseException:
-            os.unlink(temporary)
-            raise
+        replace(path, text)
+        os.chmod(path, mode)
     except OSError as error:
         write(sys.stderr, f"prose: {path}: cannot write: {error.strerror or error}\n")
         return False

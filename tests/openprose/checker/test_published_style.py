@@ -80,7 +80,7 @@ def test_item4_checking_does_not_read_memory_from_disk(
 def test_item4_the_run_gate_leaves_memory_to_the_resume(tmp_path: Path) -> None:
     # a first run: the program creates the memory before it resumes; nothing on disk yet
     from openprose.parser import parse_text
-    from openprose.vm.frontend import diagnose
+    from openprose.checker import diagnose
 
     source = 'agent a:\n  persist: project\nsession: a\n  prompt: "x"\nresume: a\n'
     assert [d for d in diagnose(parse_text(source), tmp_path) if d.is_error] == []
