@@ -9,6 +9,7 @@ from openprose import nodes as n
 from openprose.checker.state import Checker, Handler, ImportInfo
 from openprose.contracts import ProgramContract, is_local_path
 from openprose.source import Span
+from openprose.suggest import closest
 
 _SEGMENT = r"[A-Za-z0-9][A-Za-z0-9._-]*"
 _REGISTRY = re.compile(rf"@{_SEGMENT}/{_SEGMENT}")
@@ -135,9 +136,12 @@ def _program_call(ck: Checker, node: n.ProgramCall) -> None:
     if info is None:
         if callee.id in ck.broken:
             return
+        guess = closest(callee.id, ck.imports) if ck.imports else None
         hint = (
             f"; to run block '{callee.id}' write `do {callee.id}(...)`"
             if callee.id in ck.blocks
+            else f" (did you mean `{guess}`?)"
+            if guess
             else ""
         )
         ck.emit("E025", callee.span, f"Program '{callee.id}' not imported{hint}")

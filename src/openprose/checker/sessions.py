@@ -17,6 +17,7 @@ from openprose import nodes as n
 from openprose.checker.agents import check_inline_prompt, check_properties
 from openprose.checker.state import AgentInfo, Checker, Handler, head
 from openprose.diagnostics import Edit, Fix
+from openprose.suggest import closest
 
 Memory = Literal["exists", "absent", "unknown"]
 
@@ -70,7 +71,14 @@ def _session(ck: Checker, node: n.Session) -> None:
     info = ck.agents.get(agent.id)
     if info is None:
         if agent.id not in ck.broken:
-            ck.emit("E007", agent.span, f"Agent '{agent.id}' not defined")
+            guess = closest(agent.id, ck.agents) if ck.agents else None
+            ck.emit(
+                "E007",
+                agent.span,
+                f"Agent '{agent.id}' not defined"
+                + (f" (did you mean `{guess}`?)" if guess else ""),
+                help=f"write `{guess}`" if guess else None,
+            )
         return
     if node.kind == "resume":
         _resume_memory(ck, agent, info)

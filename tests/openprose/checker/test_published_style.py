@@ -233,3 +233,17 @@ def test_json_output_has_rule_help_and_fix_edits(checked: Check) -> None:
     (edit,) = data["fix"]["edits"]
     assert (edit["line"], edit["column"], edit["end_column"], edit["text"]) == (2, 12, 20, "linear")
     assert data["fix"]["safe"] is True
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ('agent researcher:\n  model: opus\nsession: reseacher\n', "did you mean `researcher`?"),
+        ('block review:\n  session "a"\ndo reveiw\n', "did you mean `review`?"),
+        ('use "@a/research" as research\nlet r = reserch(topic: "x")\n', "did you mean `research`?"),
+    ],
+)
+def test_misspelled_definitions_name_the_intended_one(
+    checked: Check, source: str, expected: str
+) -> None:
+    assert any(expected in d.message for d in checked(source)), codes(checked(source))
