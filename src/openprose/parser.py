@@ -1030,10 +1030,18 @@ class _Parser:
         elif following == ":":
             self.pos = pos + 1
             if kinds[pos + 1] == STRING and kind == "session":
-                self.fail(
-                    "expected an agent name after ':' "
-                    '(an inline prompt is written session "..." without the colon)'
+                # `session: "Do X"`: the colon introduces an agent; a prompt goes without it
+                colon = token_span(self.tokens[pos])
+                string = self.tokens[pos + 1]
+                self.report(
+                    "E004",
+                    f"Unexpected token {string[1][:30]!r}: expected an agent name after ':' "
+                    '(an inline prompt is written session "..." without the colon)',
+                    token_span(string),
+                    help='remove the colon: session "..."',
+                    fix=Fix("remove the colon", (Edit(colon, ""),)),
                 )
+                raise _ParseError(properties=True)
             agent = self.expect_name("an agent name after ':'")
         elif kind == "resume":
             self.fail("expected ':' and an agent name after 'resume'")

@@ -124,6 +124,19 @@ def quoted_enum(ck: Checker, value: n.Expr | n.PermissionsBlock, known: frozense
     return True
 
 
+def quoted_number_fix(value: object) -> Fix | None:
+    """`retry: "3"`: a whole number written as a string; the fix writes the number."""
+    if (
+        isinstance(value, n.StringLit)
+        and not value.triple
+        and value.value.isascii()
+        and value.value.isdigit()
+        and value.span.end - value.span.start == len(value.value) + 2
+    ):
+        return Fix("remove the quotes", (Edit(value.span, value.value),))
+    return None
+
+
 def _model(ck: Checker, prop: n.Property, where: Where) -> None:
     value = prop.value
     if isinstance(value, n.Name) and value.id in MODELS or quoted_enum(ck, value, MODELS):
@@ -200,7 +213,17 @@ def _persist(ck: Checker, prop: n.Property, where: Where) -> None:
 def _skills(ck: Checker, prop: n.Property, where: Where) -> None:
     value = prop.value
     if not isinstance(value, n.ArrayLit):
-        ck.emit("E013", span_of(value), 'Skills must be an array, e.g. skills: ["web-search"]')
+        fix = None
+        if isinstance(value, n.StringLit) and not value.triple and ck.source is not None:
+            # one skill written without brackets: the array of that one skill
+            literal = ck.source_text[value.span.start : value.span.end]
+            fix = Fix("make it an array of one skill", (Edit(value.span, f"[{literal}]"),))
+        ck.emit(
+            "E013",
+            span_of(value),
+            'Skills must be an array, e.g. skills: ["web-search"]',
+            fix=fix,
+        )
         return
     if not value.elements:
         ck.emit("W010", value.span, "Empty skills array")
@@ -276,7 +299,9 @@ def _retry(ck: Checker, prop: n.Property, where: Where) -> None:
         ck.emit("W151", prop.name.span, "Retry property is only valid in session statements")
     value = prop.value
     if not isinstance(value, n.NumberLit) or not isinstance(value.value, int):
-        ck.emit("E164", span_of(value), "Retry count must be an integer")
+        ck.emit(
+            "E164", span_of(value), "Retry count must be an integer", fix=quoted_number_fix(value)
+        )
     elif value.value <= 0:
         ck.emit("E163", value.span, "Retry count must be positive")
     elif value.value > MAX_QUIET_RETRIES:

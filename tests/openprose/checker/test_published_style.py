@@ -79,8 +79,8 @@ def test_item4_checking_does_not_read_memory_from_disk(
 
 def test_item4_the_run_gate_leaves_memory_to_the_resume(tmp_path: Path) -> None:
     # a first run: the program creates the memory before it resumes; nothing on disk yet
-    from openprose.parser import parse_text
     from openprose.checker import diagnose
+    from openprose.parser import parse_text
 
     source = 'agent a:\n  persist: project\nsession: a\n  prompt: "x"\nresume: a\n'
     assert [d for d in diagnose(parse_text(source), tmp_path) if d.is_error] == []
@@ -238,12 +238,36 @@ def test_json_output_has_rule_help_and_fix_edits(checked: Check) -> None:
 @pytest.mark.parametrize(
     ("source", "expected"),
     [
-        ('agent researcher:\n  model: opus\nsession: reseacher\n', "did you mean `researcher`?"),
+        ("agent researcher:\n  model: opus\nsession: reseacher\n", "did you mean `researcher`?"),
         ('block review:\n  session "a"\ndo reveiw\n', "did you mean `review`?"),
-        ('use "@a/research" as research\nlet r = reserch(topic: "x")\n', "did you mean `research`?"),
+        (
+            'use "@a/research" as research\nlet r = reserch(topic: "x")\n',
+            "did you mean `research`?",
+        ),
     ],
 )
 def test_misspelled_definitions_name_the_intended_one(
     checked: Check, source: str, expected: str
 ) -> None:
     assert any(expected in d.message for d in checked(source)), codes(checked(source))
+
+
+@pytest.mark.parametrize(
+    ("source", "code", "replacement"),
+    [
+        ('agent a:\n  skills: "web-search"\n', "E013", '["web-search"]'),
+        ('session: "Do it"\n', "E004", ""),
+        ('session "a"\n  retry: "3"\n', "E164", "3"),
+        ('repeat "2":\n  session "a"\n', "E157", "2"),
+        ('loop (max: "4"):\n  session "a"\n', "E160", "4"),
+        ('parallel (first):\n  session "a"\n', "E152", '"first"'),
+        ('parallel (on-fail: ignore):\n  session "a"\n', "E153", '"ignore"'),
+        ('session "Don\\\'t"\n', "E002", "'"),
+    ],
+)
+def test_mechanical_mistakes_carry_a_safe_fix(
+    checked: Check, source: str, code: str, replacement: str
+) -> None:
+    (found,) = [d for d in checked(source) if d.is_error]
+    assert found.code == code and found.fix is not None and found.fix.safe
+    assert found.fix.edits[0].text == replacement
