@@ -14,7 +14,7 @@ from pathlib import Path
 from openprose import nodes as n
 from openprose.checker import agents, bindings, blocks, control, imports, sessions
 from openprose.checker.branches import find_groups
-from openprose.checker.state import Checker, Handler, broken_names, declared_anywhere
+from openprose.checker.state import Checker, Handler, broken_names
 from openprose.codes import diagnostic
 from openprose.contracts import ContractLookup, local_contracts
 from openprose.diagnostics import Diagnostic
@@ -127,7 +127,7 @@ def check_program(
     ck = Checker(program.path, project_dir, contracts, _DISPATCH)
     ck.source = source
     ck.branch_groups = find_groups(program, source)
-    ck.declared = declared_anywhere(program)
+    ck.program = program
     ck.memory_on_disk = project_dir is not None if memory_on_disk is None else memory_on_disk
     body = program.body
     _register_hoisted(ck, body)

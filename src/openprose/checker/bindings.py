@@ -194,7 +194,7 @@ def _string(ck: Checker, node: n.StringLit) -> None:
             part.span,
             "E141",
             f"Undefined variable '{part.name}' in string interpolation",
-            _escape_fix(ck, part),
+            None if part.name in ck.scope.visible else _escape_fix(ck, part),
         )
         if var is not None and var.program is not None and part.path:
             # point at `field` in `{result.field}`, as for `result.field` outside strings

@@ -173,9 +173,16 @@ class Checker:
     source: SourceFile | None = None
     # `let` names declared in several exclusive branches, by where each declaration starts.
     branch_groups: dict[int, BranchGroup] = field(default_factory=dict)
+    program: n.Program | None = None
     # Every name declared anywhere in the program (an interpolation of any other name is
-    # literal text gone wrong, and may be escaped by a fix).
-    declared: set[str] = field(default_factory=set)
+    # literal text gone wrong, and may be escaped by a fix); walked on first need only.
+    _declared: set[str] | None = None
+
+    @property
+    def declared(self) -> set[str]:
+        if self._declared is None:
+            self._declared = declared_anywhere(self.program) if self.program else set()
+        return self._declared
     # Whether agent memory may be looked up on disk (only when the user names the project).
     memory_on_disk: bool = False
 
