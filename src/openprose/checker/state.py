@@ -183,6 +183,7 @@ class Checker:
         if self._declared is None:
             self._declared = declared_anywhere(self.program) if self.program else set()
         return self._declared
+
     # Whether agent memory may be looked up on disk (only when the user names the project).
     memory_on_disk: bool = False
 
@@ -280,7 +281,7 @@ class Checker:
             "W156",
             span,
             f"Variable '{var.name}' may be unbound here: it is bound only when the {ended.what} "
-            f"at line {ended.line} runs (declare it before with let {var.name} = \"\" and "
+            f'at line {ended.line} runs (declare it before with let {var.name} = "" and '
             f"assign it there)",
         )
 
