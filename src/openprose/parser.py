@@ -465,6 +465,8 @@ class _Parser:
         following = self.peek_kind()
         if word == "import" and following == STRING:
             self.legacy_import()
+        if following == NEWLINE and self.peek_kind(2) == INDENT:
+            return  # a name whose pipeline goes on below (`xs` then `  | map:`)
         guess = closest(word, _STATEMENT_WORDS, cutoff=0.75)
         if guess is None and following in _LAYOUT:
             return  # a bare name: E116 explains it

@@ -271,3 +271,8 @@ def test_mechanical_mistakes_carry_a_safe_fix(
     (found,) = [d for d in checked(source) if d.is_error]
     assert found.code == code and found.fix is not None and found.fix.safe
     assert found.fix.edits[0].text == replacement
+
+
+def test_a_name_close_to_a_keyword_may_still_start_a_pipeline(checked: Check) -> None:
+    source = 'let dos = ["a"]\ndos\n  | map:\n    session "x"\n      context: item\n'
+    assert checked(source) == []
