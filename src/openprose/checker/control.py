@@ -71,10 +71,17 @@ def check_parallel_modifiers(
             count = modifier
         else:
             assert modifier.name is not None
+            guess = closest(key, ("on-fail", "count"))
             ck.emit(
                 "E168",
                 modifier.name.span,
-                f"Unknown modifier '{key}' (expected a join strategy, on-fail: or count:)",
+                f"Unknown modifier '{key}'"
+                + (
+                    f" (did you mean `{guess}`?)"
+                    if guess
+                    else " (expected a join strategy, on-fail: or count:)"
+                ),
+                help=f"write `{guess}:`" if guess else None,
             )
     if count is None:
         return
@@ -179,7 +186,13 @@ def _loop(ck: Checker, node: n.Loop) -> None:
         name = modifier.name
         if name is None or name.id != "max":
             where = span_of(modifier) if name is None else name.span
-            ck.emit("E168", where, "Unknown loop modifier (expected max: N)")
+            guess = closest(name.id, ("max",)) if name is not None else None
+            ck.emit(
+                "E168",
+                where,
+                "Unknown loop modifier"
+                + (f" '{name.id}' (did you mean `max`?)" if guess else " (expected max: N)"),
+            )
             continue
         if has_max:
             ck.emit("E168", name.span, "Modifier 'max' already given")

@@ -276,3 +276,16 @@ def test_mechanical_mistakes_carry_a_safe_fix(
 def test_a_name_close_to_a_keyword_may_still_start_a_pipeline(checked: Check) -> None:
     source = 'let dos = ["a"]\ndos\n  | map:\n    session "x"\n      context: item\n'
     assert checked(source) == []
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ('parallel (on_fail: "continue"):\n  session "a"\n', "did you mean `on-fail`?"),
+        ('parallel ("any", cout: 1):\n  session "a"\n', "did you mean `count`?"),
+        ('loop (mx: 3):\n  session "a"\n', "did you mean `max`?"),
+        ('for x inn ["a"]:\n  session "a"\n', "did you mean `in`?"),
+    ],
+)
+def test_misspelled_modifiers_and_keywords(checked: Check, source: str, expected: str) -> None:
+    assert any(expected in d.message for d in checked(source)), codes(checked(source))
