@@ -146,6 +146,7 @@ def test_fix_is_a_no_op_on_every_example_in_the_repo(path: Path) -> None:
 def test_published_style_programs_check_without_error(path: Path) -> None:
     text = path.read_text(encoding="utf-8")
     assert errors(text) == []
+    assert errors(text.replace("\n", "\r\n")) == []
     formatted = format_source(parse_text(text))
     assert errors(formatted) == []
 
