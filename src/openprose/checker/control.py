@@ -186,12 +186,13 @@ def _loop(ck: Checker, node: n.Loop) -> None:
         name = modifier.name
         if name is None or name.id != "max":
             where = span_of(modifier) if name is None else name.span
-            guess = closest(name.id, ("max",)) if name is not None else None
+            word = name.id if name is not None else ""
+            guess = closest(word, ("max",)) if word else None
             ck.emit(
                 "E168",
                 where,
                 "Unknown loop modifier"
-                + (f" '{name.id}' (did you mean `max`?)" if guess else " (expected max: N)"),
+                + (f" '{word}' (did you mean `max`?)" if guess else " (expected max: N)"),
             )
             continue
         if has_max:
