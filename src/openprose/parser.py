@@ -62,6 +62,11 @@ _STATEMENT_WORDS = tuple(sorted(KEYWORDS - {"as", "in", "until", "while"}))
 # After a name at the start of a statement, these make it an expression (assignment, call,
 # property access, pipeline, sequence) rather than a misspelled keyword.
 _NAME_GOES_ON = frozenset(("=", "(", ".", "|", ARROW))
+# What may follow a keyword that starts an expression but never a name there; and those
+# keywords (a name followed by one of these is a misspelled keyword).
+# (`:` only on the right of `=`: `for x in loops:` ends its header with one.)
+_AFTER_KEYWORD = frozenset((STRING, DISCRETION))
+_EXPRESSION_WORDS = ("do", "loop", "parallel", "repeat", "resume", "session", "choice", "if", "try")
 # Statements (not expressions) whose result a parallel branch may name: `name = try:`.
 _BRANCH_STATEMENTS = frozenset(("try", "if", "choice"))
 _PIPE_OPS = frozenset(("map", "filter", "pmap", "reduce"))
@@ -489,6 +494,30 @@ class _Parser:
             )
         raise _ParseError(properties=guess in _PROPERTY_HEADS)
 
+    def check_keyword_after_equals(self) -> None:
+        """`x = sesion: critic`, `x = paralel:`: on the right of `=` a name followed by `:`
+        is a misspelled keyword (a name never goes on with a colon there)."""
+        if self.kinds[self.pos] == NAME and self.peek_kind() == ":":
+            self.misspelled_keyword(self.tokens[self.pos])
+
+    def misspelled_keyword(self, token: Token) -> None:
+        """A name where an expression starts, followed by what follows a keyword there
+        (`let x = sesion "a"`, `b = paralel:`): a misspelled keyword, reported at the name.
+        Returns when the name is close to no keyword (the next token is then the error)."""
+        word = token[1]
+        guess = closest(word, _EXPRESSION_WORDS, cutoff=0.75)
+        if guess is None:
+            return
+        span = token_span(token)
+        self.report(
+            "E004",
+            f"unknown keyword `{word}` (did you mean `{guess}`?)",
+            span,
+            help=f"replace `{word}` with `{guess}`",
+            fix=Fix(f"replace `{word}` with `{guess}`", (Edit(span, guess),), safe=False),
+        )
+        raise _ParseError(properties=guess in _PROPERTY_HEADS)
+
     def legacy_import(self) -> NoReturn:
         """``import "x" from "y"``: reported with its `use` rewrite (E123)."""
         start = self.pos
@@ -538,6 +567,7 @@ class _Parser:
         start = self.take()
         name = self.declared_name("an output name", "=")
         self.expect("=", "'=' after the output name")
+        self.check_keyword_after_equals()
         value = self.expression()
         return n.Output(span=self.span_from(start), name=name, value=value)
 
@@ -586,6 +616,7 @@ class _Parser:
         else:
             target = self.expect_name(f"a variable name after '{keyword[1]}'")
         self.expect("=", "'=' after the variable name")
+        self.check_keyword_after_equals()
         value = self.expression()
         kind: Literal["let", "const"] = "let" if keyword[0] == "let" else "const"
         return n.Binding(span=self.span_from(keyword_at), kind=kind, target=target, value=value)
@@ -594,6 +625,7 @@ class _Parser:
         start = self.pos
         token = self.advance()
         self.pos += 1  # '='
+        self.check_keyword_after_equals()
         value: n.Expr
         if self.kinds[self.pos] in _BRANCH_STATEMENTS and self.depth in self.parallel_levels:
             # parallelBranch → ( IDENTIFIER "=" )? statement: `name = try:` names the result
@@ -905,8 +937,11 @@ class _Parser:
         kind = token[0]
         if kind == NAME:
             self.pos += 1
-            if self.kinds[self.pos] == "(":
+            following = self.kinds[self.pos]
+            if following == "(":
                 return self.call(token)
+            if following in _AFTER_KEYWORD:
+                self.misspelled_keyword(token)
             return n.Name(span=token_span(token), id=token[1])
         if kind == STRING:
             self.pos += 1

@@ -289,3 +289,28 @@ def test_a_name_close_to_a_keyword_may_still_start_a_pipeline(checked: Check) ->
 )
 def test_misspelled_modifiers_and_keywords(checked: Check, source: str, expected: str) -> None:
     assert any(expected in d.message for d in checked(source)), codes(checked(source))
+
+
+@pytest.mark.parametrize(
+    ("source", "word", "guess", "column"),
+    [
+        ('let x = sesion "a"\n', "sesion", "session", 9),
+        ('parallel:\n  b = sesion: critic\n    prompt: "x"\n', "sesion", "session", 7),
+        ('let r = paralel:\n  session "q"\n', "paralel", "parallel", 9),
+        ('output o = sesion "a"\n', "sesion", "session", 12),
+    ],
+)
+def test_misspelled_keyword_on_the_right_of_equals(
+    checked: Check, source: str, word: str, guess: str, column: int
+) -> None:
+    found = [d for d in checked(source) if d.is_error]
+    assert [(d.code, d.column) for d in found] == [("E004", column)]
+    assert found[0].message == f"unknown keyword `{word}` (did you mean `{guess}`?)"
+
+
+def test_names_close_to_keywords_stay_names_in_headers(checked: Check) -> None:
+    source = (
+        'let loops = ["a"]\nfor l in loops:\n  session "x"\n'
+        'let dos = ["b"]\nparallel for d in dos:\n  session "{d}"\n'
+    )
+    assert checked(source) == []
