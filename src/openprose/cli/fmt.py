@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
                 write(sys.stdout, f"reformatted {program}\n")
             changed += 1
         dry = args.check or args.diff
-        if not args.quiet and not (args.paths == [STDIN]):
+        if not args.quiet and args.paths != [STDIN]:
             verb = "would be reformatted" if dry else "reformatted"
             files = "file" if changed == 1 else "files"
             summary = f"{changed} {files} {verb}, {unchanged} unchanged\n"

@@ -38,10 +38,11 @@ def _alive(pid: object, started: object) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
+    from openprose.project import runs_home
     from openprose.vm.runstore import list_runs
 
     rows = []
-    for folder in list_runs(Path.cwd()):
+    for folder in list_runs(runs_home()):
         try:
             meta = json.loads((folder / "run.json").read_text(encoding="utf-8"))
         except (OSError, ValueError):

@@ -24,10 +24,13 @@ def run(args: argparse.Namespace) -> int:
     from openprose.vm.journal import read_journal
     from openprose.vm.runstore import RUNS_DIR, AmbiguousRun, DamagedRun, RunStore, find_run
 
+    from openprose.project import runs_home
+
+    home = runs_home()
     try:
-        run_dir = find_run(Path.cwd(), args.run_ref)
+        run_dir = find_run(home, args.run_ref)
         if run_dir is None:
-            print(f"prose: no run {args.run_ref!r} under {Path.cwd() / RUNS_DIR}", file=sys.stderr)
+            print(f"prose: no run {args.run_ref!r} under {home / RUNS_DIR}", file=sys.stderr)
             return 2
         store = RunStore.open(run_dir)
         meta = store.read_meta()

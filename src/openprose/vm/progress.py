@@ -105,6 +105,7 @@ class LiveView:
         from rich.live import Live
 
         self.rows: dict[str, _Row] = {}
+        self.run_id = ""
         self.done = 0
         self.tokens = 0
         self.console = Console(stderr=True)
@@ -120,7 +121,9 @@ class LiveView:
         self.live.stop()
 
     def __call__(self, event: str, step: str, fields: dict[str, Any]) -> None:
-        if event == "session_started":
+        if event == "run_started":
+            self.run_id = str(fields.get("run_id") or "")
+        elif event == "session_started":
             self.rows[step] = _Row(
                 str(fields.get("agent") or "-"), str(fields.get("model")), "running"
             )
@@ -144,7 +147,10 @@ class LiveView:
     def _render(self) -> Any:
         from rich.table import Table
 
-        table = Table(title=f"sessions: {self.done} done, {self.tokens} tokens", expand=False)
+        title = f"sessions: {self.done} done, {self.tokens} tokens"
+        if self.run_id:
+            title = f"run {self.run_id} · {title}"
+        table = Table(title=title, expand=False)
         for column in ("step", "agent", "model", "state", "tokens", "elapsed"):
             table.add_column(column)
         now = time.monotonic()

@@ -169,7 +169,9 @@ async def _execute(
         project_dir=project_dir,
         observer=observer,
     )
-    shared.emit("run_started", "", resumed=bool(replay.sessions or replay.decisions))
+    shared.emit(
+        "run_started", "", run_id=store.run_id, resumed=bool(replay.sessions or replay.decisions)
+    )
     interpreter = Interpreter(program, text, shared, store, inputs=inputs, imports=imports)
     status, error = "succeeded", None
     outputs: dict[str, Any] = {}
