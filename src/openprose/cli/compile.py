@@ -25,9 +25,7 @@ from openprose.cli.check import (
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "file", metavar="FILE", help="the .prose program to compile; - reads stdin"
-    )
+    parser.add_argument("file", metavar="FILE", help="the .prose program to compile; - reads stdin")
     add_project_dir(parser)
 
 

@@ -57,9 +57,8 @@ def _nothing_to_resume(run_dir: Path, meta: dict[str, Any], as_json: bool) -> in
 
 def _resume(args: argparse.Namespace) -> int:
     from openprose.parser import parse_text
-    from openprose.vm.runstore import RUNS_DIR, AmbiguousRun, DamagedRun, RunStore, find_run
-
     from openprose.project import runs_home
+    from openprose.vm.runstore import RUNS_DIR, AmbiguousRun, DamagedRun, RunStore, find_run
 
     project = runs_home()
     try:

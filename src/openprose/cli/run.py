@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
-    from openprose.providers.base import Provider
     from openprose.project import Project as ProjectInfo
+    from openprose.providers.base import Provider
     from openprose.providers.settings import ProviderSettings
     from openprose.vm.runner import RunResult
     from openprose.vm.runtime import Observer
@@ -503,8 +503,8 @@ def open_provider_or_fail(
         load_settings,
         open_provider,
     )
-    from openprose.providers.settings import resolve_model
     from openprose.providers.replay import replay_source
+    from openprose.providers.settings import resolve_model
 
     try:
         settings = load_settings(

@@ -21,10 +21,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from openprose.cli.runs import status_of
+    from openprose.project import runs_home
     from openprose.vm.journal import read_journal
     from openprose.vm.runstore import RUNS_DIR, AmbiguousRun, DamagedRun, RunStore, find_run
-
-    from openprose.project import runs_home
 
     home = runs_home()
     try:
