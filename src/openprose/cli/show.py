@@ -102,11 +102,13 @@ def run(args: argparse.Namespace) -> int:
         label = s["binding"] or s["kind"]
         print(f"  {s['step']:<18} {label:<12} {s['model']:<10} {s['tokens']:>6} tok  {answer}")
     if decisions:
+        from openprose.vm.progress import shown_verdict
+
         print(f"\ndecisions ({len(decisions)}):")
         for d in decisions:
-            print(
-                f"  {d['step']:<18} {d['kind']:<9} {d['question']!s:.40}  → {d['verdict']}  ({d['reason']})"
-            )
+            verdict = shown_verdict(d["verdict"])
+            question = f"{d['question']!s:.40}"
+            print(f"  {d['step']:<18} {d['kind']:<9} {question}  → {verdict}  ({d['reason']})")
     if errors:
         print(f"\nerrors ({len(errors)}):")
         for e in errors:

@@ -42,6 +42,13 @@ _SHOWN = (
 )
 
 
+def shown_verdict(verdict: Any) -> str:
+    """A judgment's answer as the language writes it: `true`/`false`, not Python's `True`."""
+    if isinstance(verdict, bool):
+        return "true" if verdict else "false"
+    return str(verdict)
+
+
 def cost_of(by_model: dict[str, dict[str, int]]) -> float | None:
     """Total USD when every model's price is known, else None."""
     total = 0.0
@@ -80,7 +87,8 @@ class PlainProgress:
         elif event == "session_cancelled":
             line = f"{clock} ⊘ {step} cancelled"
         else:
-            line = f"{clock} ? {step} {fields.get('kind')} → {fields.get('verdict')} ({fields.get('reason')})"
+            verdict = shown_verdict(fields.get("verdict"))
+            line = f"{clock} ? {step} {fields.get('kind')} → {verdict} ({fields.get('reason')})"
         self.stream.write(line + "\n")
         self.stream.flush()
 

@@ -29,7 +29,7 @@ def test_plain_progress_lines() -> None:
     lines = stream.getvalue().splitlines()
     assert len(lines) == 4
     assert "✓ 1 draft (writer, opus) 10+5 tok" in lines[0]
-    assert "2?c1 condition → True (ok)" in lines[1] and "✗ 3 attempt 1: boom" in lines[2]
+    assert "2?c1 condition → true (ok)" in lines[1] and "✗ 3 attempt 1: boom" in lines[2]
     assert "⊘ 4|2 cancelled" in lines[3]
 
 
