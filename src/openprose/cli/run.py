@@ -547,29 +547,32 @@ def run_async(coroutine: Any, provider: Provider) -> RunResult:
 
 
 @contextmanager
-def progress(as_json: bool, notice: RunNotice, quiet: bool = False) -> Iterator[Observer]:
+def progress(as_json: bool, notice: RunNotice, quiet: bool = False) -> Iterator[Fanout]:
     """The run notice, plus a Rich live view on a terminal or plain lines on stderr
     otherwise; the notice alone with --json or -q."""
     if as_json or quiet:
-        yield notice
+        yield Fanout(notice)
         return
     if sys.stderr.isatty() and os.environ.get("TERM") != "dumb":
         from openprose.vm.progress import LiveView
 
         with LiveView() as view:
-            yield _both(notice, view)
+            yield Fanout(notice, view)
         return
     from openprose.vm.progress import PlainProgress
 
-    yield _both(notice, PlainProgress(sys.stderr))
+    yield Fanout(notice, PlainProgress(sys.stderr))
 
 
-def _both(first: Observer, second: Observer) -> Observer:
-    def observe(event: str, step: str, fields: dict[str, Any]) -> None:
-        first(event, step, fields)
-        second(event, step, fields)
+class Fanout:
+    """Passes every VM event to each observer in turn."""
 
-    return observe
+    def __init__(self, *observers: Observer) -> None:
+        self.observers = observers
+
+    def __call__(self, event: str, step: str, fields: dict[str, Any]) -> None:
+        for observer in self.observers:
+            observer(event, step, fields)
 
 
 def report(result: RunResult, as_json: bool, notice: RunNotice | None = None) -> int:

@@ -73,7 +73,7 @@ def test_cost_only_when_prices_are_known() -> None:
 def test_live_view_only_on_a_terminal(monkeypatch: Any) -> None:
     import sys
 
-    from openprose.cli.run import progress
+    from openprose.cli.run import RunNotice, progress
 
     class Terminal(io.StringIO):
         def isatty(self) -> bool:
@@ -81,14 +81,17 @@ def test_live_view_only_on_a_terminal(monkeypatch: Any) -> None:
 
     monkeypatch.setenv("TERM", "xterm")
     monkeypatch.setattr(sys, "stderr", Terminal())
-    with progress(False) as observer:
-        assert isinstance(observer, LiveView)
-    with progress(True) as observer:  # --json: no progress at all
-        assert observer is None
+    notice = RunNotice(quiet=False)
+    with progress(False, notice) as observer:
+        assert observer.observers[0] is notice and isinstance(observer.observers[1], LiveView)
+    with progress(True, notice) as observer:  # --json: the run notice only, no progress
+        assert observer.observers == (notice,)
+    with progress(False, notice, quiet=True) as observer:  # -q: the same
+        assert observer.observers == (notice,)
     monkeypatch.setenv("TERM", "dumb")
-    with progress(False) as observer:
-        assert isinstance(observer, PlainProgress)
+    with progress(False, notice) as observer:
+        assert isinstance(observer.observers[1], PlainProgress)
     monkeypatch.setenv("TERM", "xterm")
     monkeypatch.setattr(sys, "stderr", io.StringIO())  # a pipe or a file
-    with progress(False) as observer:
-        assert isinstance(observer, PlainProgress)
+    with progress(False, notice) as observer:
+        assert isinstance(observer.observers[1], PlainProgress)
