@@ -6,8 +6,8 @@ Every fenced block needs a language tag:
   before the fence is ``<!-- expect: CODE CODE... -->``: then it must report exactly those
   codes (in order; notes I0xx are ignored). ``<!-- file: NAME -->`` before it also saves it
   as NAME in the doc's project folder, for later console blocks.
-* ``console``: ``$ COMMAND`` lines, each followed by the output it prints (stdout, then
-  stderr). ``$ cat FILE`` writes the shown text into FILE; ``prose``, ``vlp``, ``vpp`` and
+* ``console``: ``$ COMMAND`` lines, each followed by the output it prints (stdout and
+  stderr, as they arrive). ``$ cat FILE`` writes the shown text into FILE; ``prose``, ``vlp``, ``vpp`` and
   ``plsp`` commands are run in the doc's project folder (a fresh folder per doc, holding a
   copy of examples/) with ``NO_COLOR=1`` and no provider variables, and their output must be
   what the block shows. Run ids, timings and the folder's path vary from run to run: they
@@ -122,12 +122,13 @@ def run_step(step: Step, folder: Path) -> str:
         [sys.executable, "-m", TOOLS[words[0]], *words[1:]],
         cwd=folder,
         env=env,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,  # in the order a terminal would show them
         text=True,
         timeout=120,
         check=False,
     )
-    return normalise(done.stdout + done.stderr, folder)
+    return normalise(done.stdout, folder)
 
 
 _RUN_ID = re.compile(r"\b\d{8}-\d{6}-[0-9a-f]{6}\b")

@@ -66,12 +66,12 @@ def page(code: str) -> dict[str, Any]:
 def _origin(code: str) -> str:
     number = int(code[1:])
     if code.startswith("I"):
-        return "a note from the checker: a check that needs the outside world, deferred to run time"
+        return "A note from the checker: a check that needs the outside world, deferred to run time"
     if number < 100:
-        return "a code of the OpenProse reference"
+        return "A code of the OpenProse reference"
     if number < 140:
-        return "our code for a scanner or parser rule the reference states without a code"
-    return "our code for a checker rule the reference states without a code"
+        return "Our code for a scanner or parser rule the reference states without a code"
+    return "Our code for a checker rule the reference states without a code"
 
 
 def render(shown: dict[str, Any]) -> str:
