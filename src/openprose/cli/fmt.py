@@ -111,8 +111,13 @@ def _has_bom(path: Path) -> bool:
 
 
 def _diff(path: Path, before: str, after: str) -> str:
+    """A unified diff; CRLF line ends are compared as LF (a diff of `\r` characters helps no
+    one), and a change of line ends or byte-order mark alone is said in words."""
     from difflib import unified_diff
 
+    before = before.replace("\r\n", "\n")
+    if before == after:
+        return f"{path}: only the line endings or the byte-order mark would change\n"
     lines = unified_diff(
         before.splitlines(keepends=True),
         after.splitlines(keepends=True),
