@@ -172,8 +172,10 @@ def test_completion_scripts(tool: str, shell: str) -> None:
             [
                 "bash",
                 "-c",
-                f"{script}\nCOMP_WORDS=({tool} {first[:3]}); COMP_CWORD=1; "
-                f"_{tool}_completion; echo ${{COMPREPLY[@]}}",
+                (
+                    f"{script}\nCOMP_WORDS=({tool} {first[:3]}); COMP_CWORD=1; "
+                    f"_{tool}_completion; echo ${{COMPREPLY[@]}}"
+                ),
             ],
             capture_output=True,
             text=True,
