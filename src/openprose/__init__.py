@@ -35,7 +35,7 @@ _LAZY = {
     "Diagnostic": "openprose.diagnostics",
     "Severity": "openprose.diagnostics",
     "SourceFile": "openprose.source",
-    "find_programs": "openprose.files",
+    "find_programs": "openprose.walk",
 }
 
 __all__ = [

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from openprose.vm.locks import locked
-from openprose.vm.runstore import utc_now, write_atomically
+from openprose.files import write_atomically
+from openprose.locks import locked
+from openprose.vm.runstore import utc_now
 
 LOCK_NAME = ".lock"  # held while a session's memory and segment are written
 
