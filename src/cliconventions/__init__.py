@@ -15,8 +15,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Iterable
-from typing import Any, NoReturn, TextIO
+
+TYPE_CHECKING = False  # `typing` costs start-up time that `prose --version` should not pay
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any, NoReturn, TextIO
 
 __all__ = [
     "STDIN",
