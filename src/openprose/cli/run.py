@@ -52,7 +52,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--inputs",
         metavar="FILE.json",
-        help="a JSON object of inputs; values keep their JSON types (a list is a collection)",
+        help="a JSON object of inputs ('-': stdin); values keep their JSON types (a list is a "
+        "collection)",
     )
     add_provider_arguments(parser)
 
@@ -198,6 +199,8 @@ def _run(args: argparse.Namespace) -> int:
     from openprose.project import find_project
 
     from_stdin = args.program == STDIN
+    if from_stdin and args.inputs == STDIN:
+        raise UsageError("the program and --inputs cannot both be read from stdin ('-')")
     program_path = Path(args.program)
     program_dir = Path.cwd() if from_stdin else program_path.parent
     found = find_project(program_dir)
@@ -381,7 +384,12 @@ def read_inputs(pairs: list[str], json_file: str | None) -> dict[str, Any]:
     inputs: dict[str, Any] = {}
     if json_file:
         try:
-            data = json.loads(Path(json_file).read_text(encoding="utf-8"))
+            text = (
+                sys.stdin.read()
+                if json_file == STDIN
+                else Path(json_file).read_text(encoding="utf-8")
+            )
+            data = json.loads(text)
         except FileNotFoundError:
             raise UsageError(f"--inputs {json_file}: no such file") from None
         except OSError as error:

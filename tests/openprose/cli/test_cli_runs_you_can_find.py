@@ -156,3 +156,42 @@ def test_install_hint_inside_a_checkout_is_an_editable_install(
     assert install_command("local") == "pip install -e '.[local]'"
     monkeypatch.chdir(tmp_path)
     assert install_command("local") == f"pip install -e '{checkout}[local]'"
+
+
+def test_program_or_inputs_from_stdin(project: Path) -> None:
+    def prose(*args: str, stdin: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "openprose.cli", "-q", *args],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            cwd=project,
+            check=False,
+        )
+
+    program = 'input topic: "t"\noutput o = session "About {topic}"\n'
+    done = prose(
+        "run",
+        "-",
+        "--input",
+        "topic=x",
+        "--provider",
+        "scripted:rules.yaml",
+        "--json",
+        stdin=program,
+    )
+    assert done.returncode == 0 and json.loads(done.stdout)["outputs"] == {"o": "ok"}
+    (project / "t.prose").write_text(program)
+    done = prose(
+        "run",
+        "t.prose",
+        "--inputs",
+        "-",
+        "--provider",
+        "scripted:rules.yaml",
+        "--json",
+        stdin='{"topic": "y"}',
+    )
+    assert done.returncode == 0, done.stderr
+    both = prose("run", "-", "--inputs", "-", stdin=program)
+    assert both.returncode == 2 and "cannot both be read from stdin" in both.stderr
