@@ -34,6 +34,23 @@ GUIDE_SECTIONS = {
     "Conditional Statements": "if, elif, else",
     "Validation Rules": "Properties",
 }
+# Codes no validation-table row reports (scanner, parser and our own checks), by section.
+CODE_SECTIONS = {
+    **dict.fromkeys(
+        ("E100", "E101", "E102", "E103", "E104", "E105", "E109", "E115", "E116", "E118", "E122"),
+        "Files and comments",
+    ),
+    **dict.fromkeys(("E106",), "Strings and interpolation"),
+    **dict.fromkeys(("E107", "E108"), "loop"),
+    **dict.fromkeys(("E110", "E111", "E112"), "if, elif, else"),
+    **dict.fromkeys(("E113", "E119"), "try, throw and retry"),
+    **dict.fromkeys(("E114",), "choice"),
+    **dict.fromkeys(("E167",), "agent"),
+    **dict.fromkeys(("E168",), "parallel"),
+    **dict.fromkeys(("E169",), "Invoking an imported program"),
+    **dict.fromkeys(("E170", "I002"), "use (imports)"),
+    **dict.fromkeys(("I001",), "resume (persistent agents)"),
+}
 GUIDE = "docs/guide.md"
 
 
@@ -49,16 +66,16 @@ def page(code: str) -> dict[str, Any]:
 
     entry = CODES[code]
     rules = [{"section": r.section, "check": r.check} for r in ROWS if r.code == code]
-    sections = sorted(
-        {GUIDE_SECTIONS[r["section"]] for r in rules if r["section"] in GUIDE_SECTIONS}
-    )
+    sections = {GUIDE_SECTIONS[r["section"]] for r in rules if r["section"] in GUIDE_SECTIONS}
+    if code in CODE_SECTIONS:
+        sections.add(CODE_SECTIONS[code])
     return {
         "code": code,
         "severity": str(entry.severity),
         "meaning": entry.meaning,
         "origin": _origin(code),
         "rules": rules,
-        "guide": [f"{GUIDE}, section “{title}”" for title in sections]
+        "guide": [f"{GUIDE}, section “{title}”" for title in sorted(sections)]
         or [f"{GUIDE}, section “Diagnostics”"],
     }
 

@@ -27,7 +27,7 @@ def test_page_names_the_rule_and_the_guide_section(prose: Run) -> None:
 
 
 def test_guide_sections_named_by_pages_exist() -> None:
-    from openprose.cli.explain import GUIDE_SECTIONS
+    from openprose.cli.explain import CODE_SECTIONS, GUIDE_SECTIONS
     from tests.docs.doc_blocks import ROOT
 
     headings = {
@@ -35,7 +35,7 @@ def test_guide_sections_named_by_pages_exist() -> None:
         for line in (ROOT / "docs" / "guide.md").read_text(encoding="utf-8").splitlines()
         if line.startswith("### ")
     }
-    assert set(GUIDE_SECTIONS.values()) | {"Diagnostics"} <= headings
+    assert {*GUIDE_SECTIONS.values(), *CODE_SECTIONS.values(), "Diagnostics"} <= headings
 
 
 def test_unknown_code_suggests_a_near_one(prose: Run) -> None:
