@@ -95,3 +95,10 @@ def test_live_view_only_on_a_terminal(monkeypatch: Any) -> None:
     monkeypatch.setattr(sys, "stderr", io.StringIO())  # a pipe or a file
     with progress(False, notice) as observer:
         assert isinstance(observer.observers[1], PlainProgress)
+
+
+def test_live_view_title_names_the_run() -> None:
+    view = LiveView()
+    view("run_started", "", {"run_id": "20261125-140618-9944a0", "resumed": False})
+    view("session_started", "1", {"agent": "writer", "model": "opus"})
+    assert view._render().title == "run 20261125-140618-9944a0 · sessions: 0 done, 0 tokens"
