@@ -103,8 +103,11 @@ def check_paths(
     paths: Iterable[str | os.PathLike[str]], *, project_dir: Path | None = None
 ) -> list[Diagnostic]:
     """``check_file`` over files and directories (recursively, ``*.prose``, sorted). A
-    single path may be passed as it is; a missing path yields its E118 diagnostic."""
+    single path may be passed as it is; a missing path yields its E118 diagnostic. Hidden
+    folders and `.gitignore`d paths below a directory are skipped (see `find_programs`)."""
     import os
+
+    from openprose.walk import find_programs
 
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]  # not the characters of one path

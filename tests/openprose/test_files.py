@@ -63,3 +63,12 @@ def test_prose_check_and_fmt_of_a_project_leave_run_copies_alone(tmp_path: Path)
     archived.write_text('session   "not formatted"\n')
     assert main(["fmt", str(tmp_path)]) == 0
     assert archived.read_text() == 'session   "not formatted"\n'
+
+
+def test_check_paths_walks_like_find_programs(tmp_path: Path) -> None:
+    from openprose import check_paths
+
+    (tmp_path / "bad.prose").write_text("session: nobody\n")
+    (tmp_path / ".prose").mkdir()
+    (tmp_path / ".prose" / "copy.prose").write_text("session: nobody\n")
+    assert [d.code for d in check_paths(tmp_path)] == ["E007"]
