@@ -22,17 +22,17 @@ if TYPE_CHECKING:
     from typing import Any, NoReturn, TextIO
 
 __all__ = [
-    "STDIN",
     "ConventionalParser",
     "add_command_options",
     "add_version",
     "apply",
     "color_enabled",
     "did_you_mean",
-    "read_text",
+    "paint",
+    "subcommands",
+    "version_line",
 ]
 
-STDIN = "-"
 SHELLS = ("bash", "zsh", "fish")
 
 
@@ -170,17 +170,6 @@ class _CompletionAction(argparse.Action):
 
         print(script(str(values), parser.prog, tree_of(parser)), end="")
         parser.exit(0)
-
-
-def read_text(path: str, *, encoding: str = "utf-8") -> str:
-    """The text of ``path``, or of standard input when ``path`` is ``-``."""
-    if path == STDIN:
-        stream = getattr(sys.stdin, "buffer", None)
-        if stream is None:
-            return sys.stdin.read()
-        return bytes(stream.read()).decode(encoding)
-    with open(path, encoding=encoding) as handle:
-        return handle.read()
 
 
 def color_enabled(stream: TextIO) -> bool:
