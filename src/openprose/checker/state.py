@@ -161,6 +161,7 @@ class Checker:
     finishers: list[Callable[[], None]] = field(default_factory=list)
     depth: int = 0  # statement-list nesting; 0 is the program's top level
     seen_executable: bool = False
+    first_executable: Any = None  # the top level's first executable statement
     in_agent: bool = False  # walking an agent definition's properties
     # Names of the parallel branches being walked: they exist only once their block joins.
     joining: frozenset[str] = frozenset()
