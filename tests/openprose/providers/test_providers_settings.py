@@ -311,12 +311,11 @@ def test_default_aliases_name_a_model_of_their_own_tier() -> None:
 
     for alias, model in DEFAULT_ALIASES["anthropic"].items():
         assert model.startswith(f"claude-{alias}-"), (alias, model)
-    openai = DEFAULT_ALIASES["openai"]
     table = Prices.default()
-    found = {alias: table.price_of(model) for alias, model in openai.items()}
+    found = {alias: table.price_of(model) for alias, model in DEFAULT_ALIASES["openai"].items()}
     assert None not in found.values(), found
-    prices = {alias: (p.input, p.output) for alias, p in found.items() if p is not None}
-    assert prices["opus"] > prices["sonnet"] > prices["haiku"]
+    cost = {alias: price.cost(1000, 1000) for alias, price in found.items() if price}
+    assert cost["opus"] > cost["sonnet"] > cost["haiku"]
 
 
 def test_the_documented_alias_table_is_the_one_in_use() -> None:
