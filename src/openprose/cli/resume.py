@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from openprose.cli.run import (
     UsageError,
@@ -32,14 +33,52 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _resume(args: argparse.Namespace) -> int:
+    from openprose.vm.runner import resume_run
+
+    run_dir, parsed, imports, settings, provider, config = prepare_resume(
+        Path.cwd(),
+        args.run_ref,
+        args.provider,
+        args.model,
+        args.max_concurrency,
+        args.evaluator,
+        args.record,
+    )
+    with progress(args.json) as observer:
+        result = run_async(
+            resume_run(
+                run_dir,
+                parsed.program,
+                provider=provider,
+                project_dir=run_dir.resolve().parent.parent.parent,
+                imports=imports,
+                settings=settings,
+                config=config,
+                observer=observer,
+            ),
+            provider,
+        )
+    return report(result, args.json)
+
+
+def prepare_resume(
+    project: Path,
+    run_ref: str,
+    provider_spec: str | None,
+    models: list[str],
+    max_concurrency: int | None,
+    evaluator: str | None,
+    record: str | None,
+) -> tuple[Path, Any, Any, Any, Any, Any]:
+    """(run folder, parse, imports, settings, opened provider, VM config) of a run to
+    continue; options not given default to those the run was started with."""
     from openprose.parser import parse_text
     from openprose.vm.runstore import RUNS_DIR, AmbiguousRun, DamagedRun, RunStore, find_run
 
-    project = Path.cwd()
     try:
-        run_dir = find_run(project, args.run_ref)
+        run_dir = find_run(project, run_ref)
         if run_dir is None:
-            raise UsageError(f"no run {args.run_ref!r} under {project / RUNS_DIR}")
+            raise UsageError(f"no run {run_ref!r} under {project / RUNS_DIR}")
         meta = RunStore.open(run_dir).read_meta()
     except (AmbiguousRun, DamagedRun) as error:
         raise UsageError(str(error)) from None
@@ -58,33 +97,19 @@ def _resume(args: argparse.Namespace) -> int:
     imports = load_imports_or_fail(parsed.program, program_dir, project, pinned=pins)
     settings, provider = open_provider_or_fail(
         project,
-        args.provider or launch.get("provider"),
-        args.model or list(launch.get("models") or []),
-        args.max_concurrency or launch.get("max_concurrency"),
-        record=args.record,
+        provider_spec or launch.get("provider"),
+        models or list(launch.get("models") or []),
+        max_concurrency or launch.get("max_concurrency"),
+        record=record,
         resuming=run_dir,
     )
     from dataclasses import replace
 
-    from openprose.vm.runner import VMConfig, resume_run
+    from openprose.vm.runner import VMConfig
 
     recorded = meta.get("config") or {}
     config = VMConfig(**{k: v for k, v in recorded.items() if k in VMConfig.__dataclass_fields__})
     config = replace(config, max_concurrency=settings.max_concurrency)
-    if args.evaluator:
-        config = replace(config, evaluator_model=args.evaluator)
-    with progress(args.json) as observer:
-        result = run_async(
-            resume_run(
-                run_dir,
-                parsed.program,
-                provider=provider,
-                project_dir=project,
-                imports=imports,
-                settings=settings,
-                config=config,
-                observer=observer,
-            ),
-            provider,
-        )
-    return report(result, args.json)
+    if evaluator:
+        config = replace(config, evaluator_model=evaluator)
+    return run_dir, parsed, imports, settings, provider, config
