@@ -76,6 +76,26 @@ class Prepared:
     provider: Provider
     config: Any  # VMConfig
     launch: dict[str, Any]
+    prices: Any = None  # Prices: the packaged table extended by prose.toml
+
+
+Budget = int | float | str | None  # a limit, "none" to lift the configured one, None: not given
+
+
+def _budgets(max_sessions: Budget, max_tokens: Budget, max_cost: Budget) -> dict[str, Any]:
+    """The budgets given, as VMConfig fields (as `--max-sessions` ... take them)."""
+    given = {"max_sessions": max_sessions, "max_run_tokens": max_tokens, "max_cost": max_cost}
+    budgets: dict[str, Any] = {}
+    for key, value in given.items():
+        if value is None:
+            continue
+        if value == "none":
+            budgets[key] = None
+        elif isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+            raise RunError(f"{key} must be a positive number or 'none', got {value!r}")
+        else:
+            budgets[key] = value
+    return budgets
 
 
 def _models(models: Mapping[str, str] | list[str] | None) -> list[str]:
@@ -109,6 +129,7 @@ def prepare(
     evaluator: str | None = None,
     record: str | os.PathLike[str] | None = None,
     project_dir: str | os.PathLike[str] | None = None,
+    budgets: dict[str, Any] | None = None,
 ) -> Prepared:
     """Check the program and its inputs, load its imports and open the provider."""
     from openprose.cli import run as cli
@@ -140,6 +161,7 @@ def prepare(
         max_concurrency=max_concurrency,
         evaluator=evaluator,
         record=record,
+        budgets=budgets,
     )
     prepared.inputs = given
     return prepared
@@ -156,6 +178,7 @@ def open_run(
     max_concurrency: int | None = None,
     evaluator: str | None = None,
     record: str | os.PathLike[str] | None = None,
+    budgets: dict[str, Any] | None = None,
 ) -> Prepared:
     """For a checked program: load its imports, open the provider, read the VM settings."""
     from openprose.cli import run as cli
@@ -173,8 +196,14 @@ def open_run(
         raise RunError(str(error), error.diagnostics) from None
     try:
         config = cli.vm_config(
-            project, settings.max_concurrency, evaluator, cli.local_budget(settings)
+            project,
+            settings.max_concurrency,
+            evaluator,
+            cli.local_budget(settings),
+            budgets=budgets or {},
         )
+        prices = cli.run_prices(project)
+        cli.cost_is_enforceable(program, config, settings, prices)
     except cli.UsageError as error:
         _close_soon(opened)
         raise RunError(str(error), error.diagnostics) from None
@@ -185,7 +214,9 @@ def open_run(
         "evaluator": evaluator,
         "program_dir": str(program_dir.resolve()),
     }
-    return Prepared(program, text, project, {}, imports, settings, opened, config, launch)
+    return Prepared(
+        program, text, project, {}, imports, settings, opened, config, launch, prices
+    )
 
 
 def _close_soon(provider: Provider) -> None:
@@ -240,6 +271,9 @@ async def arun(
     evaluator: str | None = None,
     record: str | os.PathLike[str] | None = None,
     project_dir: str | os.PathLike[str] | None = None,
+    max_sessions: Budget = None,
+    max_tokens: Budget = None,
+    max_cost: Budget = None,
     observer: Observer | None = None,
 ) -> RunResult:
     """Run a program (a `.prose` path or program text) to its end; see `run`."""
@@ -252,6 +286,7 @@ async def arun(
         evaluator=evaluator,
         record=record,
         project_dir=project_dir,
+        budgets=_budgets(max_sessions, max_tokens, max_cost),
     )
     return await start(prepared, observer)
 
@@ -272,6 +307,7 @@ async def start(prepared: Prepared, observer: Observer | None = None) -> RunResu
             config=prepared.config,
             observer=observer,
             launch=prepared.launch,
+            prices=prepared.prices,
         )
     finally:
         await prepared.provider.aclose()
@@ -287,10 +323,14 @@ def run(
     evaluator: str | None = None,
     record: str | os.PathLike[str] | None = None,
     project_dir: str | os.PathLike[str] | None = None,
+    max_sessions: Budget = None,
+    max_tokens: Budget = None,
+    max_cost: Budget = None,
 ) -> RunResult:
     """Run a program to its end and return its `RunResult` (`run_id`, `run_dir`, `status`,
     `outputs`, `usage`, `error`). Keywords mirror `prose run`'s options: `inputs` is
     `--input`/`--inputs`, `models` is `--model` as a mapping alias -> "provider:model",
+    `max_sessions`/`max_tokens`/`max_cost` are the run's budgets (`"none"` lifts one),
     `project_dir` is where `.prose/` and `prose.toml` are (default: the working folder)."""
     return _blocking(
         "run",
@@ -303,6 +343,9 @@ def run(
             evaluator=evaluator,
             record=record,
             project_dir=project_dir,
+            max_sessions=max_sessions,
+            max_tokens=max_tokens,
+            max_cost=max_cost,
         ),
     )
 
@@ -315,34 +358,45 @@ async def aresume(
     max_concurrency: int | None = None,
     evaluator: str | None = None,
     project_dir: str | os.PathLike[str] | None = None,
+    max_sessions: Budget = None,
+    max_tokens: Budget = None,
+    max_cost: Budget = None,
     observer: Observer | None = None,
 ) -> RunResult:
     """Continue a run (id, unique prefix or folder) as `prose resume` does: finished work is
-    served from its journal; options default to what the run was started with."""
+    served from its journal; options default to what the run was started with (a budget
+    given now replaces the recorded one)."""
     from openprose.cli import run as cli
     from openprose.cli.resume import prepare_resume
     from openprose.vm.runner import resume_run
 
     project = Path(project_dir) if project_dir is not None else Path.cwd()
     try:
-        run_dir, parsed, imports, settings, opened, config = prepare_resume(
-            project, run_id, provider, _models(models), max_concurrency, evaluator, None
+        resuming = prepare_resume(
+            project,
+            run_id,
+            provider_spec=provider,
+            models=_models(models),
+            max_concurrency=max_concurrency,
+            evaluator=evaluator,
+            budgets=_budgets(max_sessions, max_tokens, max_cost),
         )
     except cli.UsageError as error:
         raise RunError(str(error), error.diagnostics) from None
     try:
         return await resume_run(
-            run_dir,
-            parsed.program,
-            provider=opened,
-            project_dir=run_dir.resolve().parent.parent.parent,
-            imports=imports,
-            settings=settings,
-            config=config,
+            resuming.run_dir,
+            resuming.program,
+            provider=resuming.provider,
+            project_dir=resuming.project,
+            imports=resuming.imports,
+            settings=resuming.settings,
+            config=resuming.config,
             observer=observer,
+            prices=resuming.prices,
         )
     finally:
-        await opened.aclose()
+        await resuming.provider.aclose()
 
 
 def resume(
@@ -353,6 +407,9 @@ def resume(
     max_concurrency: int | None = None,
     evaluator: str | None = None,
     project_dir: str | os.PathLike[str] | None = None,
+    max_sessions: Budget = None,
+    max_tokens: Budget = None,
+    max_cost: Budget = None,
 ) -> RunResult:
     """`aresume`, blocking."""
     return _blocking(
@@ -364,6 +421,9 @@ def resume(
             max_concurrency=max_concurrency,
             evaluator=evaluator,
             project_dir=project_dir,
+            max_sessions=max_sessions,
+            max_tokens=max_tokens,
+            max_cost=max_cost,
         ),
     )
 
@@ -415,6 +475,9 @@ async def abatch(
     executor: str | None = None,
     ray_address: str | None = None,
     project_dir: str | os.PathLike[str] | None = None,
+    max_sessions: Budget = None,
+    max_tokens: Budget = None,
+    max_cost: Budget = None,
 ) -> Any:
     """Run `program` once per case of `inputs` (`prose batch`), or continue the batch
     `resume`; returns a `BatchResult` (`batch_id`, `status`, `output`, `stats`). A batch
@@ -440,6 +503,7 @@ async def abatch(
         max_concurrency=max_concurrency,
         evaluator=evaluator,
         max_runs=max_runs or 64,
+        budgets=_budgets(max_sessions, max_tokens, max_cost),
         executor=executor or "local",
         ray_address=ray_address,
         project_dir=project_dir,

@@ -41,6 +41,8 @@ class BatchStats:
     input_tokens: int = 0
     output_tokens: int = 0
     by_model: dict[str, dict[str, int]] = field(default_factory=dict)
+    cost: float = 0.0  # USD of the priced calls
+    unpriced: dict[str, int] = field(default_factory=dict)  # model -> tokens with no price
     started: float = field(default_factory=time.monotonic)
 
     @property
@@ -62,6 +64,9 @@ class BatchStats:
             mine = self.by_model.setdefault(model, {"input_tokens": 0, "output_tokens": 0})
             mine["input_tokens"] += int(counts.get("input_tokens", 0))
             mine["output_tokens"] += int(counts.get("output_tokens", 0))
+        self.cost += float(usage.get("cost_usd") or 0.0)
+        for model, tokens in (usage.get("unpriced_models") or {}).items():
+            self.unpriced[model] = self.unpriced.get(model, 0) + int(tokens)
 
 
 @dataclass(slots=True)
@@ -73,8 +78,6 @@ class BatchResult:
     stats: BatchStats
 
     def to_json(self) -> dict[str, Any]:
-        from openprose.vm.progress import cost_of
-
         s = self.stats
         return {
             "batch_id": self.batch_id,
@@ -89,8 +92,9 @@ class BatchResult:
                 "input_tokens": s.input_tokens,
                 "output_tokens": s.output_tokens,
                 "by_model": s.by_model,
+                "cost_usd": round(s.cost, 6),
+                "unpriced_models": s.unpriced,
             },
-            "cost": cost_of(s.by_model),
             "seconds": round(time.monotonic() - s.started, 3),
         }
 
@@ -108,6 +112,7 @@ async def run_batch(
     max_concurrency: int | None = None,
     evaluator: str | None = None,
     max_runs: int = DEFAULT_MAX_RUNS,
+    budgets: dict[str, Any] | None = None,
     executor: str = "local",
     ray_address: str | None = None,
     project_dir: str | os.PathLike[str] | None = None,
@@ -139,6 +144,7 @@ async def run_batch(
         models=tuple(_models(models)),
         max_concurrency=max_concurrency,
         evaluator=evaluator,
+        budgets=dict(budgets or {}),
     )
     _preflight(executor, ray_address)
     try:
@@ -156,6 +162,7 @@ async def run_batch(
             "max_concurrency": max_concurrency,
             "evaluator": evaluator,
             "max_runs": max_runs,
+            "budgets": dict(budgets or {}),
             "executor": executor,
             "ray_address": ray_address,
         },
@@ -217,6 +224,7 @@ async def resume_batch(
         models=tuple(options.get("models") or ()),
         max_concurrency=options.get("max_concurrency"),
         evaluator=options.get("evaluator"),
+        budgets=dict(options.get("budgets") or {}),
     )
     executor = executor or options.get("executor") or "local"
     max_runs = max_runs or int(options.get("max_runs") or DEFAULT_MAX_RUNS)

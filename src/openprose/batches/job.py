@@ -12,7 +12,7 @@ from typing import Any
 
 __all__ = ["BatchSpec", "CaseRunner", "Job", "row_of"]
 
-FINISHED = ("succeeded", "failed")
+FINISHED = ("succeeded", "failed", "stopped")  # rows of their own; "aborted" is resumed
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +26,7 @@ class BatchSpec:
     models: tuple[str, ...] = ()
     max_concurrency: int | None = None
     evaluator: str | None = None
+    budgets: dict[str, Any] = field(default_factory=dict)  # per run: max_sessions, ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +74,7 @@ class CaseRunner:
             models=list(spec.models),
             max_concurrency=spec.max_concurrency,
             evaluator=spec.evaluator,
+            budgets=spec.budgets,
         )
 
     async def run(self, job: Job) -> dict[str, Any]:
@@ -100,6 +102,7 @@ class CaseRunner:
             settings=p.settings,
             config=p.config,
             launch=p.launch,
+            prices=p.prices,
             run_id=job.run_id,
         )
 
@@ -131,6 +134,7 @@ class CaseRunner:
             imports=p.imports,
             settings=p.settings,
             config=p.config,
+            prices=p.prices,
         )
         return self._row(job, result)
 

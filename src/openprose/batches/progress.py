@@ -13,8 +13,6 @@ __all__ = ["BarProgress", "PlainBatchProgress", "describe"]
 
 
 def describe(stats: BatchStats, total: int | None) -> str:
-    from openprose.vm.progress import cost_of
-
     elapsed = max(time.monotonic() - stats.started, 1e-9)
     rate = stats.done / elapsed
     done = stats.done + stats.done_before
@@ -24,9 +22,15 @@ def describe(stats: BatchStats, total: int | None) -> str:
     if total is not None and rate > 0:
         parts.append(f"ETA {_clock((total - done) / rate)}")
     parts.append(f"tokens {stats.input_tokens} in / {stats.output_tokens} out")
-    cost = cost_of(stats.by_model)
-    parts.append("cost unknown" if cost is None else f"${cost:.4f}")
+    parts.append(cost_text(stats.cost, stats.unpriced))
     return ", ".join(parts)
+
+
+def cost_text(cost: float, unpriced: dict[str, int]) -> str:
+    """The cost, never an unknown price shown as free."""
+    if not unpriced:
+        return f"${cost:.4f}"
+    return f"${cost:.4f} + unknown (no price for {', '.join(sorted(unpriced))})"
 
 
 def _clock(seconds: float) -> str:

@@ -18,7 +18,7 @@ OK, FAILED, USAGE_ERROR = 0, 1, 2
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from openprose.cli.run import add_provider_arguments
+    from openprose.cli.run import add_budget_arguments, add_provider_arguments
 
     parser.add_argument("program", metavar="PROGRAM", nargs="?", help="the .prose file to run")
     parser.add_argument(
@@ -43,6 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--ray-address", metavar="ADDRESS", help="an existing Ray cluster (default: start one)"
     )
     add_provider_arguments(parser)
+    add_budget_arguments(parser)  # each run's budgets
 
 
 def run(args: argparse.Namespace) -> int:
@@ -64,6 +65,7 @@ def _not_run(message: str, as_json: bool) -> int:
 def _batch(args: argparse.Namespace) -> int:
     from openprose.batches import BatchError, resume_batch, run_batch
     from openprose.batches.cases import count_cases
+    from openprose.cli.run import budget_flags
 
     if args.resume:
         if args.program or args.inputs or args.output or args.provider or args.model:
@@ -100,6 +102,7 @@ def _batch(args: argparse.Namespace) -> int:
             max_concurrency=args.max_concurrency,
             evaluator=args.evaluator,
             max_runs=args.max_runs or 64,
+            budgets=budget_flags(args),
             executor=args.executor or "local",
             ray_address=args.ray_address,
             on_row=on_row,
@@ -164,13 +167,14 @@ def _summary_text(batch_id: str, status: str, output: str, summary: dict[str, An
     )
     if summary["done_before"]:
         counts += f" ({summary['done_before']} done before this resume)"
+    from openprose.batches.progress import cost_text
+
     usage = summary["usage"]
-    cost = summary["cost"]
     lines = [
         f"batch {batch_id}: {status}  {counts}",
         f"rows: {output}",
-        f"tokens: {usage['input_tokens']} in, {usage['output_tokens']} out; "
-        + ("cost unknown" if cost is None else f"cost ${cost:.4f}"),
+        f"tokens: {usage['input_tokens']} in, {usage['output_tokens']} out; cost "
+        + cost_text(usage["cost_usd"], usage["unpriced_models"]),
     ]
     return "\n".join(lines)
 

@@ -8,24 +8,30 @@ run was started with (secrets are never recorded; they come from the environment
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from openprose.cli.run import (
     UsageError,
+    add_budget_arguments,
     add_provider_arguments,
+    budget_flags,
+    cost_is_enforceable,
     guarded,
     load_imports_or_fail,
     open_provider_or_fail,
     progress,
     report,
     run_async,
+    run_prices,
 )
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_ref", metavar="RUN", help="run id (or unique prefix) or run folder")
     add_provider_arguments(parser)
+    add_budget_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -35,43 +41,62 @@ def run(args: argparse.Namespace) -> int:
 def _resume(args: argparse.Namespace) -> int:
     from openprose.vm.runner import resume_run
 
-    run_dir, parsed, imports, settings, provider, config = prepare_resume(
+    resuming = prepare_resume(
         Path.cwd(),
         args.run_ref,
-        args.provider,
-        args.model,
-        args.max_concurrency,
-        args.evaluator,
-        args.record,
+        provider_spec=args.provider,
+        models=args.model,
+        max_concurrency=args.max_concurrency,
+        evaluator=args.evaluator,
+        record=args.record,
+        budgets=budget_flags(args),
     )
     with progress(args.json) as observer:
         result = run_async(
             resume_run(
-                run_dir,
-                parsed.program,
-                provider=provider,
-                project_dir=run_dir.resolve().parent.parent.parent,
-                imports=imports,
-                settings=settings,
-                config=config,
+                resuming.run_dir,
+                resuming.program,
+                provider=resuming.provider,
+                project_dir=resuming.project,
+                imports=resuming.imports,
+                settings=resuming.settings,
+                config=resuming.config,
                 observer=observer,
+                prices=resuming.prices,
             ),
-            provider,
+            resuming.provider,
         )
     return report(result, args.json)
+
+
+@dataclass(slots=True)
+class Resuming:
+    """What `resume_run` needs, checked and opened (shared with `openprose.resume`)."""
+
+    run_dir: Path
+    project: Path
+    program: Any  # nodes.Program of the run's own program.prose
+    imports: Any
+    settings: Any
+    provider: Any
+    config: Any
+    prices: Any
 
 
 def prepare_resume(
     project: Path,
     run_ref: str,
-    provider_spec: str | None,
-    models: list[str],
-    max_concurrency: int | None,
-    evaluator: str | None,
-    record: str | None,
-) -> tuple[Path, Any, Any, Any, Any, Any]:
-    """(run folder, parse, imports, settings, opened provider, VM config) of a run to
-    continue; options not given default to those the run was started with."""
+    *,
+    provider_spec: str | None = None,
+    models: list[str] | None = None,
+    max_concurrency: int | None = None,
+    evaluator: str | None = None,
+    record: str | None = None,
+    budgets: dict[str, Any] | None = None,
+) -> Resuming:
+    """Find the run and open what continuing it needs; options not given default to those
+    the run was started with. A budget given now replaces the recorded one (a larger budget
+    lets a stopped run go on)."""
     from openprose.parser import parse_text
     from openprose.vm.runstore import RUNS_DIR, AmbiguousRun, DamagedRun, RunStore, find_run
 
@@ -112,4 +137,7 @@ def prepare_resume(
     config = replace(config, max_concurrency=settings.max_concurrency)
     if evaluator:
         config = replace(config, evaluator_model=evaluator)
-    return run_dir, parsed, imports, settings, provider, config
+    config = replace(config, **(budgets or {}))
+    prices = run_prices(project)
+    cost_is_enforceable(parsed.program, config, settings, prices)
+    return Resuming(run_dir, project, parsed.program, imports, settings, provider, config, prices)

@@ -169,3 +169,28 @@ def test_torn_last_row_is_dropped_and_rewritten(project: Path) -> None:
     assert sorted(r["line"] for r in rows) == [1, 2]
     assert all(r["status"] == "succeeded" for r in rows)
     assert len(run_folders(project)) == 2  # the torn row's run had ended: not run again
+
+
+def test_budgets_apply_to_each_run(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (project / "two.prose").write_text(
+        'input topic: "what"\nlet a = session "One {topic}"\noutput b = session "Two {topic}"\n'
+    )
+    (project / "in.jsonl").write_text('{"topic": "a"}\n{"topic": "b"}\n')
+    code = main(
+        [
+            "batch",
+            "two.prose",
+            "in.jsonl",
+            "-o",
+            "out.jsonl",
+            "--provider",
+            "scripted:rules.yaml",
+            "--max-sessions",
+            "1",
+        ]
+    )
+    assert code == 1
+    rows = rows_of(project / "out.jsonl")
+    assert [r["status"] for r in rows] == ["stopped", "stopped"]
+    assert all("--max-sessions" in r["error"] for r in rows)
+    assert all(r["usage"]["requests_sent"] == 1 for r in rows)
