@@ -1,0 +1,74 @@
+"""Agent Skills: a folder with a `SKILL.md` whose YAML front matter names the skill and says
+what it is for; the instructions follow the front matter; scripts and resources sit beside."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Skill", "SkillError", "load_skill", "skill_search_paths"]
+
+SKILL_FILE = "SKILL.md"
+NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
+FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
+
+
+class SkillError(ValueError):
+    """A skill folder that cannot be used; the message names the file and the problem."""
+
+
+@dataclass(frozen=True, slots=True)
+class Skill:
+    name: str
+    description: str
+    instructions: str
+    folder: Path
+
+    def listing(self) -> str:
+        return f"- {self.name}: {self.description}"
+
+
+def load_skill(folder: Path) -> Skill:
+    path = folder / SKILL_FILE
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SkillError(f"{path}: cannot read the skill ({exc.strerror})") from None
+    match = FRONT_MATTER.match(text)
+    if match is None:
+        raise SkillError(
+            f"{path}:1: SKILL.md must start with YAML front matter between `---` lines "
+            f"holding `name:` and `description:`"
+        )
+    import yaml  # type: ignore[import-untyped,unused-ignore]
+
+    try:
+        meta: Any = yaml.safe_load(match.group(1))
+    except yaml.YAMLError as exc:
+        raise SkillError(f"{path}: the front matter is not valid YAML ({exc})") from None
+    if not isinstance(meta, dict):
+        raise SkillError(f"{path}: the front matter must be a mapping with name and description")
+    name, description = meta.get("name"), meta.get("description")
+    if not isinstance(name, str) or not NAME_PATTERN.match(name):
+        raise SkillError(
+            f"{path}: `name` must be lower-case letters, digits and hyphens (got {name!r})"
+        )
+    if not isinstance(description, str) or not description.strip():
+        raise SkillError(f"{path}: `description` must say what the skill does and when to use it")
+    return Skill(name, " ".join(description.split()), text[match.end() :].strip(), folder)
+
+
+def skill_search_paths(spec: str, base: Path, project_dir: Path) -> list[Path]:
+    """Where `use "SPEC"` may find a skill folder: the path itself (relative to the program),
+    then `.prose/skills/{name}` of the project (registry names `@scope/name` included)."""
+    candidates = []
+    if not spec.startswith("@") and not re.match(r"^https?://", spec):
+        candidates.append((base / spec).resolve())
+    name = spec.rstrip("/").rsplit("/", 1)[-1]
+    candidates.append(project_dir / ".prose" / "skills" / name)
+    if spec.startswith("@") and "/" in spec:
+        scope, _, slug = spec[1:].partition("/")
+        candidates.append(project_dir / ".prose" / "skills" / f"{scope}--{slug}")
+    return candidates
