@@ -27,6 +27,7 @@ __all__ = ["CommandResult", "Sandbox", "SandboxUnavailable", "sandbox_problem"]
 
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt")
 SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
+CLEAN_ENV = {"PATH": SAFE_PATH, "HOME": "/tmp", "LANG": "C.UTF-8", "TERM": "dumb"}
 INSTALL_FIX = (
     "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install "
     "bubblewrap) and make sure unprivileged user namespaces are enabled "
@@ -121,8 +122,7 @@ class Sandbox:
             if writable.is_dir():
                 args += ["--bind", str(writable), str(writable)]
         args += ["--chdir", root, "--clearenv"]
-        env = {"PATH": SAFE_PATH, "HOME": "/tmp", "LANG": "C.UTF-8", "TERM": "dumb"}
-        for key, value in env.items():
+        for key, value in CLEAN_ENV.items():
             args += ["--setenv", key, value]
         return [*args, "--", *argv]
 
@@ -132,8 +132,14 @@ class Sandbox:
         problem = sandbox_problem()
         if problem is not None:
             raise SandboxUnavailable(problem)
+        # bwrap itself starts with the clean environment too: it stays in the sandbox as its
+        # pid 1, and /proc/1/environ would otherwise show the VM's (provider keys included).
         return await run_process(
-            self.command_line(argv), timeout=timeout, output_cap=output_cap, stdin=stdin
+            self.command_line(argv),
+            timeout=timeout,
+            output_cap=output_cap,
+            stdin=stdin,
+            env=dict(CLEAN_ENV),
         )
 
 

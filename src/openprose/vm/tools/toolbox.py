@@ -12,6 +12,7 @@ import os
 import re
 import shlex
 from collections.abc import Callable, Mapping, MutableSet
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,7 @@ MAX_MATCHES = 500
 MAX_SEARCHED_FILE = 2 * 1024 * 1024
 
 Decision = Callable[[dict[str, Any]], None]
+_recorder: ContextVar[Decision | None] = ContextVar("tool_decisions", default=None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,9 +97,19 @@ class Toolbox:
 
     # --- the one entry point -------------------------------------------------------------
 
-    async def call(self, call: ToolCall, call_key: str = "") -> ToolOutcome:
+    async def call(
+        self, call: ToolCall, call_key: str = "", *, on_decision: Decision | None = None
+    ) -> ToolOutcome:
         """Run one tool call; every failure is an error result, never an exception (except
-        ApprovalPending and cancellation, which stop the session)."""
+        ApprovalPending and cancellation, which stop the session). Decisions go to
+        `on_decision` (else the toolbox's own), so concurrent calls keep theirs apart."""
+        token = _recorder.set(on_decision or self.on_decision)
+        try:
+            return await self._call(call, call_key)
+        finally:
+            _recorder.reset(token)
+
+    async def _call(self, call: ToolCall, call_key: str) -> ToolOutcome:
         if call.name not in self._names:
             self._decide(call, "tool", call.name, "denied", "not offered to this agent")
             offered = ", ".join(sorted(self._names)) or "none"
@@ -132,8 +144,9 @@ class Toolbox:
     # --- permission gate -----------------------------------------------------------------
 
     def _decide(self, call: ToolCall, kind: str, action: str, result: str, why: str) -> None:
-        if self.on_decision is not None:
-            self.on_decision(
+        record = _recorder.get()
+        if record is not None:
+            record(
                 {
                     "call_id": call.id,
                     "tool": call.name,
