@@ -1,10 +1,11 @@
 """The tool loop of a session: model → tool calls → results → model, until a final answer.
 
-Every model turn (`model_turn`), tool call (`tool_call`), permission decision
-(`permission`) and result (`tool_result`) is journaled as it happens, so each result is in
-the journal before the next model call. A resumed run serves journaled turns and results
-and never runs a completed tool call again; only a call that was in flight at the crash
-(journaled `tool_call` without its `tool_result`) runs again.
+Each model turn is an ordinary journaled model call (turn 0 under the session's step, turn
+n under `{step}~t{n}`), so a resume serves it and a replay cassette holds it. Every tool
+call (`tool_call`), permission decision (`permission`) and result (`tool_result`) is
+journaled as it happens, so each result is in the journal before the next model call. A
+resumed run never runs a completed tool call again: its journaled result is used. Only a
+call in flight at the crash (a `tool_call` without its `tool_result`) runs again.
 
 Calls of one model turn run concurrently when they only look (read, list, search, fetch,
 load a skill); a call that changes something (write, edit, command) runs alone, in the
@@ -30,6 +31,7 @@ __all__ = [
     "ToolTurns",
     "run_tool_loop",
     "tool_system_prompt",
+    "turn_step",
 ]
 
 DEFAULT_MAX_TURNS = 20
@@ -47,7 +49,6 @@ class ToolLoopExhausted(Exception):
 class ToolTurns:
     """What an earlier attempt at this run journaled for tool loops, by step."""
 
-    turns: dict[str, dict[int, dict[str, Any]]] = field(default_factory=dict)
     results: dict[tuple[str, int, int], dict[str, Any]] = field(default_factory=dict)
     answers: dict[str, str] = field(default_factory=dict)  # approval id -> once | run | deny
     grants: set[tuple[str, str]] = field(default_factory=set)  # allowed for the run
@@ -55,9 +56,7 @@ class ToolTurns:
 
     def add(self, event: Mapping[str, Any]) -> None:
         kind, step = event.get("ev"), str(event.get("step", ""))
-        if kind == "model_turn":
-            self.turns.setdefault(step, {})[int(event["turn"])] = dict(event)
-        elif kind == "tool_result":
+        if kind == "tool_result":
             self.results[(step, int(event["turn"]), int(event["index"]))] = dict(event)
         elif kind == "approval_requested":
             self.pending[str(event["id"])] = dict(event)
@@ -79,6 +78,11 @@ class ToolRuntime:
     default_permissions: Mapping[str, Any] = field(default_factory=dict)
     skills: dict[str, Skill] = field(default_factory=dict)  # imported skills by name
     journaled: ToolTurns = field(default_factory=ToolTurns)
+
+
+def turn_step(step: str, turn: int) -> str:
+    """The step id of a tool loop's model turn: the session's own for the first."""
+    return step if turn == 0 else f"{step}~t{turn}"
 
 
 def tool_system_prompt(system: str | None, toolbox: Toolbox) -> str:
@@ -106,15 +110,11 @@ async def run_tool_loop(
     runtime: ToolRuntime,
     send: Send,
     emit: Emit,
-    served: Callable[[ModelResponse], None],
 ) -> tuple[ModelResponse, int]:
     """Drive the conversation until the model answers without tool calls; returns the final
-    response and the number of model turns. `send(request, turn)` makes one model call (the
-    caller journals nothing for it; this loop journals `model_turn`); `served(response)`
-    counts a turn answered from the journal."""
+    response and the number of model turns. `send(request, turn)` makes one journaled model
+    call (served from the journal on resume) under `turn_step(step, turn)`."""
     messages = list(request.messages)
-    journaled = runtime.journaled
-    earlier = journaled.turns.get(step, {})
     for turn in range(runtime.max_turns):
         current = ModelRequest(
             request.model,
@@ -125,12 +125,7 @@ async def run_tool_loop(
             request.response_schema,
             toolbox.specs,
         )
-        recorded = earlier.get(turn)
-        if recorded is not None:
-            response = ModelResponse.from_dict(recorded["response"])
-            served(response)
-        else:
-            response = await send(current, turn)
+        response = await send(current, turn)
         if not response.tool_calls:
             return response, turn + 1
         results = await _run_calls(step, turn, response.tool_calls, toolbox, runtime, emit)
