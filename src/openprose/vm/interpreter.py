@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from openprose import nodes as n
@@ -32,6 +33,7 @@ from openprose.vm.runstore import RunStore
 from openprose.vm.runtime import AgentSpec, LoadedProgram, Shared
 from openprose.vm.scope import Scope
 from openprose.vm.sessions import Sessions
+from openprose.vm.tools.skills import Skill, resolve_skills
 from openprose.vm.values import ErrorValue, Value
 
 Handler = Callable[[Any, Ctx, str], Awaitable[Value]]
@@ -61,6 +63,7 @@ class Interpreter:
         self.outputs: dict[str, Value] = {}
         self.final_result: str | None = None  # set by run() when no output is declared
         self.agents: dict[str, AgentSpec] = {}
+        self.skills: dict[str, Skill] = {}
         self.blocks: dict[str, n.BlockDef] = {}
         self.expressions = Expressions(program.path)
         self.bindings = Bindings(store, source_text)
@@ -76,6 +79,7 @@ class Interpreter:
             memories=Memories(shared, store, calls),
             bindings=self.bindings,
             agents=self.agents,
+            skills=self.skills,
         )
         self._exec: dict[type, Handler] = {
             n.Use: self._use,
@@ -113,7 +117,7 @@ class Interpreter:
     async def run(self) -> dict[str, Value]:
         self._collect_definitions()
         if self.agents:
-            # Sessions have no tools yet, so skills and permissions are recorded, not enforced.
+            self._load_skills()
             self.shared.emit(
                 "agents",
                 self.prefix,
@@ -158,6 +162,27 @@ class Interpreter:
                 self.agents[stmt.name.id] = agent_spec(stmt)
             elif isinstance(stmt, n.BlockDef):
                 self.blocks[stmt.name.id] = stmt
+
+    def _load_skills(self) -> None:
+        """The skill folders agents name, through the program's `use` statements; one
+        that cannot be loaded is journaled (`skill_missing`) and its agent goes without."""
+        wanted = {skill for agent in self.agents.values() for skill in agent.skills}
+        if not wanted:
+            return
+        uses: dict[str, str] = {}
+        for stmt in self.program.body:
+            if isinstance(stmt, n.Use):
+                spec = stmt.path.value
+                uses[stmt.alias.id if stmt.alias else _slug(spec)] = spec
+                uses.setdefault(_slug(spec), spec)
+        base = Path(self.program.path).resolve().parent
+        found, problems = resolve_skills(uses, wanted, base, self.shared.project_dir)
+        self.skills.update(found)
+        for name, skill in found.items():
+            self.shared.emit("skill_loaded", self.prefix, name=name, folder=str(skill.folder))
+        for problem in problems:
+            self.shared.emit("skill_missing", self.prefix, problem=problem)
+            self.store.state(f"{self.prefix or '0'}→ skill missing: {problem}")
 
     def _check_inputs(self) -> None:
         declared = {s.name.id: s for s in self.program.body if isinstance(s, n.Input)}

@@ -20,6 +20,8 @@ from openprose.vm.interpreter import Interpreter
 from openprose.vm.journal import Journal, read_journal
 from openprose.vm.runstore import RunStore, process_started, utc_now
 from openprose.vm.runtime import LoadedProgram, ModelRouter, Observer, Replay, Shared, VMConfig
+from openprose.vm.toolloop import ToolRuntime
+from openprose.vm.tools.approvals import ApprovalPending, RecordedApprover
 from openprose.vm.values import Value, to_json
 
 if TYPE_CHECKING:
@@ -32,7 +34,7 @@ __all__ = ["RunResult", "VMConfig", "resume_run", "run_program"]
 class RunResult:
     run_id: str
     run_dir: Path
-    status: str  # "succeeded" | "failed" | "aborted"
+    status: str  # "succeeded" | "failed" | "aborted" | "waiting" (for an approval)
     outputs: dict[str, Any] = field(default_factory=dict)
     usage: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
@@ -61,6 +63,7 @@ async def run_program(
     config: VMConfig | None = None,
     observer: Observer | None = None,
     launch: Mapping[str, Any] | None = None,
+    tools: ToolRuntime | None = None,
 ) -> RunResult:
     """Run a checked program in a new run folder under `project_dir/.prose/runs/`.
 
@@ -97,6 +100,7 @@ async def run_program(
         config=config,
         observer=observer,
         replay=Replay(),
+        tools=tools,
     )
 
 
@@ -110,8 +114,11 @@ async def resume_run(
     settings: ProviderSettings | None = None,
     config: VMConfig | None = None,
     observer: Observer | None = None,
+    tools: ToolRuntime | None = None,
 ) -> RunResult:
-    """Continue a run: finished sessions and decisions come from its journal, the rest runs.
+    """Continue a run: finished sessions, decisions and tool results come from its journal,
+    the rest runs. Approvals recorded while it waited (`prose approve`/`deny`) answer the
+    requests they name; any other `prompt` goes to `tools.approver`.
 
     `program` must be the parse of the run's own `program.prose`."""
     store = RunStore.open(run_dir)
@@ -141,6 +148,7 @@ async def resume_run(
         config=config,
         observer=observer,
         replay=replay,
+        tools=tools,
     )
 
 
@@ -157,7 +165,12 @@ async def _execute(
     config: VMConfig,
     observer: Observer | None,
     replay: Replay,
+    tools: ToolRuntime | None = None,
 ) -> RunResult:
+    tools = tools or ToolRuntime()
+    tools.grants.update(replay.tools.grants)
+    if replay.tools.answers:
+        tools.approver = RecordedApprover(dict(replay.tools.answers), tools.approver)  # type: ignore[arg-type]
     journal = Journal(store.journal_path)
     journal.start()
     router = ModelRouter(provider, settings)
@@ -168,6 +181,7 @@ async def _execute(
         replay=replay,
         project_dir=project_dir,
         observer=observer,
+        tools=tools,
     )
     shared.emit("run_started", "", resumed=bool(replay.sessions or replay.decisions))
     interpreter = Interpreter(program, text, shared, store, inputs=inputs, imports=imports)
@@ -179,6 +193,13 @@ async def _execute(
         status, error = "failed", str(failure)
     except RunAborted as abort:
         status, error = "aborted", str(abort)
+    except ApprovalPending as pending:
+        status = "waiting"
+        error = (
+            f"waiting for approval: {pending.request.describe()} "
+            f"(prose approve {store.run_id} / prose deny {store.run_id}, then prose resume)"
+        )
+        store.state(f"{pending.request.id}→ waiting: {pending.request.describe()}")
     except BaseException:
         # A VM bug or an interrupt: keep what was journaled (the run stays resumable).
         await journal.close()
@@ -190,6 +211,8 @@ async def _execute(
     if status == "succeeded":
         store.write_outputs(outputs)
         store.state(f"---end {stamp}")
+    elif status == "waiting":
+        store.state(f"---waiting {stamp}")
     else:
         store.state(f"---error {stamp} {error}")
     usage = shared.stats.usage()

@@ -21,8 +21,7 @@ from typing import Any
 
 from openprose.providers.base import Message, ModelRequest, ModelResponse, ToolCall, ToolResult
 from openprose.vm.tools.approvals import ApprovalPending, Approver, NobodyApprover
-from openprose.vm.tools.skills import Skill
-from openprose.vm.tools.toolbox import Toolbox, ToolLimits
+from openprose.vm.tools.toolbox import Toolbox
 
 __all__ = [
     "DEFAULT_MAX_TURNS",
@@ -60,6 +59,8 @@ class ToolTurns:
             self.results[(step, int(event["turn"]), int(event["index"]))] = dict(event)
         elif kind == "approval_requested":
             self.pending[str(event["id"])] = dict(event)
+        elif kind == "permission" and event.get("scope") == "run":
+            self.grants.add((str(event["kind"]), str(event["action"])))
         elif kind == "approval_decided":
             answer = str(event["answer"])
             self.answers[str(event["id"])] = answer
@@ -70,14 +71,13 @@ class ToolTurns:
 
 @dataclass(slots=True)
 class ToolRuntime:
-    """What every tool session of one run shares."""
+    """What every tool session of one run shares: who answers `prompt` permissions, the
+    project's default permissions (`prose.toml` `[permissions]`), and what was allowed for
+    the rest of the run."""
 
     approver: Approver = field(default_factory=NobodyApprover)
-    limits: ToolLimits = field(default_factory=ToolLimits)
-    max_turns: int = DEFAULT_MAX_TURNS
     default_permissions: Mapping[str, Any] = field(default_factory=dict)
-    skills: dict[str, Skill] = field(default_factory=dict)  # imported skills by name
-    journaled: ToolTurns = field(default_factory=ToolTurns)
+    grants: set[tuple[str, str]] = field(default_factory=set)
 
 
 def turn_step(step: str, turn: int) -> str:
@@ -107,7 +107,8 @@ async def run_tool_loop(
     *,
     step: str,
     toolbox: Toolbox,
-    runtime: ToolRuntime,
+    journaled: ToolTurns,
+    max_turns: int,
     send: Send,
     emit: Emit,
 ) -> tuple[ModelResponse, int]:
@@ -115,7 +116,7 @@ async def run_tool_loop(
     response and the number of model turns. `send(request, turn)` makes one journaled model
     call (served from the journal on resume) under `turn_step(step, turn)`."""
     messages = list(request.messages)
-    for turn in range(runtime.max_turns):
+    for turn in range(max_turns):
         current = ModelRequest(
             request.model,
             tuple(messages),
@@ -128,12 +129,12 @@ async def run_tool_loop(
         response = await send(current, turn)
         if not response.tool_calls:
             return response, turn + 1
-        results = await _run_calls(step, turn, response.tool_calls, toolbox, runtime, emit)
+        results = await _run_calls(step, turn, response.tool_calls, toolbox, journaled, emit)
         messages.append(Message("assistant", response.text, tool_calls=response.tool_calls))
         messages.append(Message("user", "", tool_results=results))
     raise ToolLoopExhausted(
-        f"the model still asked for tools after {runtime.max_turns} turns "
-        f"([vm] max_turns = {runtime.max_turns}); the session has no final answer"
+        f"the model still asked for tools after {max_turns} turns "
+        f"([vm] max_turns = {max_turns}); the session has no final answer"
     )
 
 
@@ -142,13 +143,13 @@ async def _run_calls(
     turn: int,
     calls: tuple[ToolCall, ...],
     toolbox: Toolbox,
-    runtime: ToolRuntime,
+    journaled: ToolTurns,
     emit: Emit,
 ) -> tuple[ToolResult, ...]:
     results: list[ToolResult | None] = [None] * len(calls)
 
     async def one(index: int) -> None:
-        results[index] = await _run_call(step, turn, index, calls[index], toolbox, runtime, emit)
+        results[index] = await _run_call(step, turn, index, calls[index], toolbox, journaled, emit)
 
     batch: list[int] = []
     for index, call in enumerate(calls):
@@ -182,10 +183,10 @@ async def _run_call(
     index: int,
     call: ToolCall,
     toolbox: Toolbox,
-    runtime: ToolRuntime,
+    journaled: ToolTurns,
     emit: Emit,
 ) -> ToolResult:
-    done = runtime.journaled.results.get((step, turn, index))
+    done = journaled.results.get((step, turn, index))
     if done is not None:  # completed before a crash or a wait: never run again
         return ToolResult(call.id, str(done["content"]), bool(done.get("is_error")))
     emit("tool_call", step, turn=turn, index=index, call=call.to_dict())

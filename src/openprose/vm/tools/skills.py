@@ -72,3 +72,27 @@ def skill_search_paths(spec: str, base: Path, project_dir: Path) -> list[Path]:
         scope, _, slug = spec[1:].partition("/")
         candidates.append(project_dir / ".prose" / "skills" / f"{scope}--{slug}")
     return candidates
+
+
+def resolve_skills(
+    uses: dict[str, str], wanted: set[str], base_dir: Path, project_dir: Path
+) -> tuple[dict[str, Skill], list[str]]:
+    """The skills agents name, found through the program's `use` statements (name -> spec),
+    and one problem line for each that cannot be loaded (the agent then goes without it)."""
+    found: dict[str, Skill] = {}
+    problems: list[str] = []
+    for name in sorted(wanted):
+        spec = uses.get(name)
+        if spec is None:
+            problems.append(f'skill {name!r} is not imported (W007): add `use "PATH/{name}"`')
+            continue
+        folders = [f for f in skill_search_paths(spec, base_dir, project_dir) if f.is_dir()]
+        if not folders:
+            places = ", ".join(str(p) for p in skill_search_paths(spec, base_dir, project_dir))
+            problems.append(f"skill {name!r} ({spec}) not found; looked in: {places}")
+            continue
+        try:
+            found[name] = load_skill(folders[0])
+        except SkillError as error:
+            problems.append(str(error))
+    return found, problems

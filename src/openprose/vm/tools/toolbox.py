@@ -143,19 +143,22 @@ class Toolbox:
 
     # --- permission gate -----------------------------------------------------------------
 
-    def _decide(self, call: ToolCall, kind: str, action: str, result: str, why: str) -> None:
+    def _decide(
+        self, call: ToolCall, kind: str, action: str, result: str, why: str, scope: str = ""
+    ) -> None:
         record = _recorder.get()
         if record is not None:
-            record(
-                {
-                    "call_id": call.id,
-                    "tool": call.name,
-                    "kind": kind,
-                    "action": action,
-                    "decision": result,
-                    "reason": why,
-                }
-            )
+            fields = {
+                "call_id": call.id,
+                "tool": call.name,
+                "kind": kind,
+                "action": action,
+                "decision": result,
+                "reason": why,
+            }
+            if scope:
+                fields["scope"] = scope  # "run": remembered by a resume too
+            record(fields)
 
     async def _gate(self, call: ToolCall, call_key: str, kind: str, mode: str, action: str) -> None:
         if mode == "allow":
@@ -172,7 +175,7 @@ class Toolbox:
                 self.grants.add((kind, action))
             if answer in ("once", "run"):
                 scope = "for this run" if answer == "run" else "once"
-                self._decide(call, kind, action, "approved", f"approved {scope}")
+                self._decide(call, kind, action, "approved", f"approved {scope}", answer)
                 return
             self._decide(call, kind, action, "denied", "denied by the person asked")
             raise _Refused(
