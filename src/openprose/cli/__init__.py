@@ -19,6 +19,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "resume": ("openprose.cli.resume", "continue an interrupted run"),
     "runs": ("openprose.cli.runs", "list runs and their status"),
     "show": ("openprose.cli.show", "show a run's steps, decisions, bindings and outputs"),
+    "approve": ("openprose.cli.approve", "approve a waiting run's pending permission requests"),
+    "deny": ("openprose.cli.deny", "deny a waiting run's pending permission requests"),
 }
 
 USAGE_ERROR = 2

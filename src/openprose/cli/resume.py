@@ -19,6 +19,7 @@ from openprose.cli.run import (
     progress,
     report,
     run_async,
+    tool_runtime,
 )
 
 
@@ -84,6 +85,7 @@ def _resume(args: argparse.Namespace) -> int:
                 settings=settings,
                 config=config,
                 observer=observer,
+                tools=tool_runtime(project, args.yes),
             ),
             provider,
         )

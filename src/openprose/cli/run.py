@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from openprose.vm.runner import RunResult
     from openprose.vm.runtime import Observer
 
-OK, FAILED, USAGE_ERROR = 0, 1, 2
+OK, FAILED, USAGE_ERROR, WAITING = 0, 1, 2, 3
 
 
 class UsageError(Exception):
@@ -79,6 +79,11 @@ def add_provider_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--record", metavar="FILE", help="append every model exchange sent to a replay cassette"
+    )
+    parser.add_argument(
+        "--yes",
+        action="store_true",
+        help="approve every `prompt` permission without asking (unattended runs)",
     )
 
 
@@ -153,6 +158,7 @@ def _run(args: argparse.Namespace) -> int:
                 config=config,
                 observer=observer,
                 launch=launch,
+                tools=tool_runtime(project, args.yes),
             ),
             provider,
         )
@@ -173,6 +179,29 @@ def _launch_spec(spec: str | None, settings: ProviderSettings) -> str | None:
 
 
 # --- shared with `prose resume` ---------------------------------------------------------
+
+
+def tool_runtime(project: Path, yes: bool) -> Any:
+    """Who answers `prompt` permissions — `--yes`, else the person at the terminal, else
+    nobody (the run then waits for `prose approve`) — and the project's default permissions
+    (`[permissions]` of prose.toml)."""
+    from openprose.vm.toolloop import ToolRuntime
+    from openprose.vm.tools import NobodyApprover, PreApprover, TerminalApprover
+    from openprose.vm.tools.permissions import PermissionError_, validate_default
+
+    table = project_settings(project).get("permissions", {})
+    try:
+        default = validate_default(table, "prose.toml")
+    except PermissionError_ as error:
+        raise UsageError(str(error)) from None
+    approver: Any
+    if yes:
+        approver = PreApprover()
+    elif sys.stdin.isatty() and sys.stderr.isatty():
+        approver = TerminalApprover()
+    else:
+        approver = NobodyApprover()
+    return ToolRuntime(approver=approver, default_permissions=default)
 
 
 def parse_and_check(path: Path, project: Path, stream: TextIO) -> Any:
@@ -478,6 +507,8 @@ def report(result: RunResult, as_json: bool) -> int:
         return OK
     if not as_json:
         print(f"prose: {result.error}", file=sys.stderr)
+    if result.status == "waiting":
+        return WAITING
     return USAGE_ERROR if result.status == "aborted" else FAILED
 
 
