@@ -7,12 +7,12 @@ from typing import Any
 
 from openprose import nodes as n
 from openprose.vm.errors import ProseRuntimeError
-from openprose.vm.expressions import Expressions, dotted
+from openprose.vm.expressions import Expressions, Placeholder, dotted
 from openprose.vm.frame import Ctx
 from openprose.vm.prompts import ContextItem, fit_to_budget, window_note
 from openprose.vm.runstore import RunStore
 from openprose.vm.runtime import Shared
-from openprose.vm.values import render
+from openprose.vm.values import Value, render, unbound
 
 
 class Contexts:
@@ -22,6 +22,18 @@ class Contexts:
         self.store = store
         self.expressions = expressions
 
+    def placeholder(self, step: str) -> Placeholder:
+        """What a session at `step` sees for a name bound only in a body that did not run
+        (an `if` branch not taken, a loop that ran zero times...): a note saying so, recorded
+        in the journal (`unbound_placeholder`) and state.md, instead of a failed run."""
+
+        def note(name: str) -> Value:
+            self.shared.emit("unbound_placeholder", step, name=name)
+            self.store.state(f"{step}→ {name}: unbound (placeholder)")
+            return unbound(name)
+
+        return note
+
     def for_session(
         self, expr: Any, ctx: Ctx, step: str, fixed: int = 0, memory: str | None = None
     ) -> list[ContextItem]:
@@ -30,7 +42,7 @@ class Contexts:
         if expr is None:
             items = self._recent(ctx, step)
         else:
-            items = self._named(expr, ctx)
+            items = self._named(expr, ctx, self.placeholder(step))
         if memory is not None:
             items.insert(0, ContextItem("memory", memory))
         budget = self.config.context_budget - fixed
@@ -62,22 +74,25 @@ class Contexts:
             self.store.state(f"{step}→ context:window -{hidden} earlier outputs")
         return items
 
-    def _named(self, expr: Any, ctx: Ctx) -> list[ContextItem]:
+    def _named(self, expr: Any, ctx: Ctx, placeholder: Placeholder) -> list[ContextItem]:
         """The items a `context:` property names."""
         values = self.expressions
         if isinstance(expr, n.ArrayLit):
             items: list[ContextItem] = []
             for element in expr.elements:
-                items.extend(self._named(element, ctx))
+                items.extend(self._named(element, ctx, placeholder))
             return items
         if isinstance(expr, n.ObjectContext):
-            return [ContextItem(x.id, render(values.lookup(x.id, x, ctx))) for x in expr.names]
+            return [
+                ContextItem(x.id, render(values.lookup(x.id, x, ctx, placeholder)))
+                for x in expr.names
+            ]
         if isinstance(expr, n.Name):
-            return [ContextItem(expr.id, render(values.lookup(expr.id, expr, ctx)))]
+            return [ContextItem(expr.id, render(values.lookup(expr.id, expr, ctx, placeholder)))]
         if isinstance(expr, n.Attribute):
             return [ContextItem(dotted(expr), render(values.attribute(expr, ctx)))]
         if isinstance(expr, n.StringLit):
-            return [ContextItem("context", values.interpolate(expr, ctx))]
+            return [ContextItem("context", values.interpolate(expr, ctx, placeholder))]
         if isinstance(expr, n.NumberLit):
             return [ContextItem("context", str(expr.value))]
         raise ProseRuntimeError("context must name variables", where=values.where(expr))

@@ -4,26 +4,37 @@ the interpreter.)"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection
 from typing import Any
 
 from openprose import nodes as n
 from openprose.vm.errors import ProseRuntimeError, location
 from openprose.vm.frame import Ctx
-from openprose.vm.values import ErrorValue, ProgramResult, Value, render
+from openprose.vm.values import Absent, ErrorValue, ProgramResult, Value, render
+
+# What a session sees for a name its program binds somewhere but that is unbound here.
+Placeholder = Callable[[str], Value]
 
 
 class Expressions:
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, bound_somewhere: Collection[str] = ()) -> None:
         self.path = path
+        self.bound_somewhere = bound_somewhere  # every flat name the program binds
 
     def where(self, node: Any) -> str:
         """`path:line:col` of a node of this program, for errors."""
         return location(self.path, getattr(node, "span", None))
 
-    def lookup(self, name: str, node: Any, ctx: Ctx) -> Value:
+    def lookup(
+        self, name: str, node: Any, ctx: Ctx, placeholder: Placeholder | None = None
+    ) -> Value:
+        """The value of `name`. With a `placeholder`, a name the program binds only in a
+        body that did not run gets the placeholder's value instead of an error."""
         try:
             return ctx.scope.lookup(name)
         except KeyError:
+            if placeholder is not None and name in self.bound_somewhere:
+                return placeholder(name)
             raise ProseRuntimeError(
                 f"undefined variable {name!r}", where=self.where(node)
             ) from None
@@ -54,7 +65,9 @@ class Expressions:
                 pass
         raise ProseRuntimeError(f"value has no property {attr!r}", where=self.where(node))
 
-    def interpolate(self, literal: n.StringLit, ctx: Ctx) -> str:
+    def interpolate(
+        self, literal: n.StringLit, ctx: Ctx, placeholder: Placeholder | None = None
+    ) -> str:
         if len(literal.parts) == 1 and isinstance(literal.parts[0], str):
             return literal.parts[0]
         out = []
@@ -62,7 +75,10 @@ class Expressions:
             if isinstance(part, str):
                 out.append(part)
                 continue
-            value = self.lookup(part.name, part, ctx)
+            value = self.lookup(part.name, part, ctx, placeholder)
+            if isinstance(value, Absent):
+                out.append(render(value))
+                continue
             for attr in part.path:
                 value = self.property(value, attr, part)
             out.append(render(value))

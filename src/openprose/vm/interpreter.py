@@ -65,7 +65,8 @@ class Interpreter:
         self.agents: dict[str, AgentSpec] = {}
         self.skills: dict[str, Skill] = {}
         self.blocks: dict[str, n.BlockDef] = {}
-        self.expressions = Expressions(program.path)
+        self.bound_somewhere: set[str] = set()  # filled with the definitions, before the run
+        self.expressions = Expressions(program.path, self.bound_somewhere)
         self.bindings = Bindings(store, source_text)
         calls = ModelCalls(shared, store, program.path)
         contexts = Contexts(shared, store, self.expressions)
@@ -162,6 +163,7 @@ class Interpreter:
                 self.agents[stmt.name.id] = agent_spec(stmt)
             elif isinstance(stmt, n.BlockDef):
                 self.blocks[stmt.name.id] = stmt
+            self.bound_somewhere.update(_names_bound_by(stmt))
 
     def _load_skills(self) -> None:
         """The skill folders agents name, through the program's `use` statements; one
@@ -391,6 +393,19 @@ def _slug(spec: str) -> str:
 def _cancelling() -> bool:
     task = asyncio.current_task()
     return task is not None and task.cancelling() > 0
+
+
+def _names_bound_by(stmt: Any) -> list[str]:
+    if isinstance(stmt, n.Binding):
+        target = stmt.target
+        return [target.id] if isinstance(target, n.Name) else [x.id for x in target.names]
+    if isinstance(stmt, n.Output | n.Input):
+        return [stmt.name.id]
+    if isinstance(stmt, n.Session) and stmt.name is not None:
+        return [stmt.name.id]
+    if isinstance(stmt, n.Parallel):
+        return [b.name.id for b in stmt.branches if b.name is not None]
+    return []
 
 
 def _walk_statements(body: tuple[Any, ...]) -> Iterator[Any]:

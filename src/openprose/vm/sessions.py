@@ -65,7 +65,7 @@ class Sessions:
         props = {p.name.id: p.value for p in node.properties}
         agent = self._agent_of(node)
         model = self._model_of(props, agent)
-        task, system = self._task_and_system(node, props, agent, ctx)
+        task, system = self._task_and_system(node, props, agent, ctx, step)
         memory: AgentMemory | None = None
         memory_text: str | None = None
         if agent is not None and agent.persist is not None:
@@ -232,11 +232,20 @@ class Sessions:
             self.store.state(f"{step}→ {name or label} ✓")
 
     def _task_and_system(
-        self, node: n.Session, props: dict[str, Any], agent: AgentSpec | None, ctx: Ctx
+        self,
+        node: n.Session,
+        props: dict[str, Any],
+        agent: AgentSpec | None,
+        ctx: Ctx,
+        step: str,
     ) -> tuple[str, str | None]:
         """The session's prompt is the task and its agent's prompt the system prompt; an
         agent's session without a prompt of its own takes the agent's prompt as its task."""
-        interpolate = self.expressions.interpolate
+        placeholder = self.contexts.placeholder(step)
+
+        def interpolate(text: n.StringLit, ctx: Ctx) -> str:
+            return self.expressions.interpolate(text, ctx, placeholder)
+
         session_prompt = node.prompt if node.prompt is not None else props.get("prompt")
         if session_prompt is not None and not isinstance(session_prompt, n.StringLit):
             session_prompt = None
