@@ -28,14 +28,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _loopback import load_note, verdict  # noqa: E402
+from _loopback import load_note, verdict
 
-from openprose.parser import parse_text  # noqa: E402
-from openprose.providers import ScriptedProvider  # noqa: E402
-from openprose.providers.base import ToolCall  # noqa: E402
-from openprose.vm.runner import VMConfig, run_program  # noqa: E402
-from openprose.vm.tools import Permissions, Toolbox, sandbox_problem  # noqa: E402
-from openprose.vm.tools.sandbox import Sandbox, run_process  # noqa: E402
+from openprose.parser import parse_text
+from openprose.providers import ScriptedProvider
+from openprose.providers.base import ToolCall
+from openprose.vm.runner import VMConfig, run_program
+from openprose.vm.tools import Permissions, Toolbox, sandbox_problem
+from openprose.vm.tools.sandbox import Sandbox, run_process
 
 GOAL_LOOP_MS = 1.0
 GOAL_SANDBOX_MS = 30.0
