@@ -97,7 +97,7 @@ async def test_denied_by_the_person(root: Path) -> None:
 
 
 class _Page(http.server.BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+    def do_GET(self) -> None:
         body = (
             b"<html><head><title>T</title><script>var x=1;</script></head>"
             b"<body><h1>Hello</h1><p>World &amp; more</p>" + b"x" * 3000 + b"</body></html>"
