@@ -13,6 +13,7 @@ This module holds the dispatch and the plain statements (bindings, blocks, `if`,
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from functools import partial
 from pathlib import Path
@@ -33,6 +34,7 @@ from openprose.vm.runstore import RunStore
 from openprose.vm.runtime import AgentSpec, LoadedProgram, Shared
 from openprose.vm.scope import Scope
 from openprose.vm.sessions import Sessions
+from openprose.vm.tools.approvals import ApprovalPending
 from openprose.vm.tools.skills import Skill, resolve_skills
 from openprose.vm.values import ErrorValue, Value
 
@@ -338,8 +340,10 @@ class Interpreter:
             handler = Ctx(scope, ctx.history, ctx.depth, ctx.execution_id, ctx.in_pipeline, error)
             return await self.body(stmt.catch.body, handler, steps.clause(step, "catch"))
         finally:
-            # Runs after success or a program error; not when the task is being cancelled.
-            if stmt.finally_body is not None and not _cancelling():
+            # Runs after success or a program error; not when the task is being cancelled,
+            # nor when the run pauses for an approval (it runs once the try ends, on resume).
+            pausing = isinstance(sys.exc_info()[1], ApprovalPending)
+            if stmt.finally_body is not None and not _cancelling() and not pausing:
                 await self.body(stmt.finally_body, ctx, steps.clause(step, "finally"))
 
     async def _if(self, stmt: n.If, ctx: Ctx, step: str) -> Value:

@@ -259,3 +259,30 @@ def test_yes_pre_approves(vm: Any, tmp_path: Path) -> None:
     )  # fmt: skip
     assert result.status == "succeeded"
     assert (project / "notes.md").read_text() == "hi"
+
+
+def test_finally_waits_with_the_run_and_runs_once_on_resume(vm: Any, tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    source = (
+        'agent w:\n  prompt: "x"\n  permissions:\n    write: prompt\n\n'
+        'try:\n  session: w\n    prompt: "Review and write"\nfinally:\n  session "Clean up"\n'
+    )
+    turns = [
+        {"tool_calls": [{"name": "write_file", "arguments": {"path": "n.md", "content": "x"}}]},
+        "done",
+    ]
+    rules = [{"match": "Review", "turns": turns}]
+    first_provider = vm.spy(rules, default="cleaned")
+    first = _run(project, source, first_provider)
+    assert first.status == "waiting"
+    assert first_provider.sent("Clean up") == []
+    from openprose.vm.approvals import decide_pending
+
+    decide_pending(first.run_dir, "once")
+    parsed = parse_text((first.run_dir / "program.prose").read_text(), str(project / "main.prose"))
+    provider = vm.spy(rules, default="cleaned")
+    second = asyncio.run(
+        resume_run(first.run_dir, parsed.program, provider=provider, project_dir=project)
+    )
+    assert second.status == "succeeded", second.error
+    assert len(provider.sent("Clean up")) == 1
