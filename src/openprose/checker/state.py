@@ -193,7 +193,7 @@ class Checker:
             "W156",
             span,
             f"Variable '{var.name}' may be unbound here: it is bound only when the {ended.what} "
-            f"at line {ended.line} runs (declare it before with let {var.name} = \"\" and "
+            f'at line {ended.line} runs (declare it before with let {var.name} = "" and '
             f"assign it there)",
         )
 

@@ -14,6 +14,7 @@ from openprose.cli.run import (
     UsageError,
     add_provider_arguments,
     guarded,
+    hold_progress,
     load_imports_or_fail,
     open_provider_or_fail,
     progress,
@@ -74,7 +75,9 @@ def _resume(args: argparse.Namespace) -> int:
     config = replace(config, max_concurrency=settings.max_concurrency)
     if args.evaluator:
         config = replace(config, evaluator_model=args.evaluator)
+    tools = tool_runtime(project, args.yes)
     with progress(args.json) as observer:
+        hold_progress(tools, observer)
         result = run_async(
             resume_run(
                 run_dir,
@@ -85,7 +88,7 @@ def _resume(args: argparse.Namespace) -> int:
                 settings=settings,
                 config=config,
                 observer=observer,
-                tools=tool_runtime(project, args.yes),
+                tools=tools,
             ),
             provider,
         )

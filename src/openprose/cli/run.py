@@ -145,7 +145,9 @@ def _run(args: argparse.Namespace) -> int:
         "program_dir": str(program_path.parent.resolve()),
     }
     text = program_path.read_text(encoding="utf-8")
+    tools = tool_runtime(project, args.yes)
     with progress(args.json) as observer:
+        hold_progress(tools, observer)
         result = run_async(
             run_program(
                 parsed.program,
@@ -158,7 +160,7 @@ def _run(args: argparse.Namespace) -> int:
                 config=config,
                 observer=observer,
                 launch=launch,
-                tools=tool_runtime(project, args.yes),
+                tools=tools,
             ),
             provider,
         )
@@ -202,6 +204,13 @@ def tool_runtime(project: Path, yes: bool) -> Any:
     else:
         approver = NobodyApprover()
     return ToolRuntime(approver=approver, default_permissions=default)
+
+
+def hold_progress(tools: Any, observer: Any) -> None:
+    """An approval prompt on the terminal pauses the live progress table while it asks."""
+    paused = getattr(observer, "paused", None)
+    if paused is not None and hasattr(tools.approver, "hold"):
+        tools.approver.hold = paused
 
 
 def parse_and_check(path: Path, project: Path, stream: TextIO) -> Any:

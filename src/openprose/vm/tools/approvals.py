@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -96,14 +97,17 @@ class RecordedApprover:
 
 
 class TerminalApprover:
-    """Asks on the terminal, one question at a time (parallel tool calls queue up)."""
+    """Asks on the terminal, one question at a time (parallel tool calls queue up).
+    `hold` pauses whatever else draws on the terminal (the live progress table) meanwhile."""
 
     def __init__(self) -> None:
         self._lock = asyncio.Lock()
+        self.hold: Callable[[], AbstractContextManager[object]] = nullcontext
 
     async def ask(self, request: ApprovalRequest) -> Answer:
         async with self._lock:
-            return await asyncio.to_thread(self._ask_blocking, request)
+            with self.hold():
+                return await asyncio.to_thread(self._ask_blocking, request)
 
     @staticmethod
     def _ask_blocking(request: ApprovalRequest) -> Answer:
