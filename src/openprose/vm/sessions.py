@@ -173,6 +173,12 @@ class Sessions:
             ),
             grants=shared.tools.grants,
         )
+        if not toolbox.specs:  # everything denied: nothing to offer, a plain completion
+            response = await self.calls.call(
+                step, request, alias=alias, agent=agent.name, where=node,
+                retries=retries, backoff=backoff, label=label,
+            )  # fmt: skip
+            return response.text
         request = ModelRequest(
             request.model,
             request.messages,

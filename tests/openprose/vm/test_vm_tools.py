@@ -286,3 +286,26 @@ def test_finally_waits_with_the_run_and_runs_once_on_resume(vm: Any, tmp_path: P
     )
     assert second.status == "succeeded", second.error
     assert len(provider.sent("Clean up")) == 1
+
+
+def test_permissions_that_allow_nothing_leave_a_plain_completion(vm: Any) -> None:
+    provider = vm.spy(default="fine")
+    source = (
+        'agent a:\n  prompt: "x"\n  permissions:\n    bash: deny\n\nsession: a\n  prompt: "hi"\n'
+    )
+    result = vm.run(source, provider)
+    assert result.status == "succeeded"
+    assert provider.requests[0].tools == () and provider.requests[0].system == "x"
+
+
+def test_missing_skill_is_journaled_and_the_agent_goes_without(vm: Any, tmp_path: Path) -> None:
+    source = (
+        'use "./skills/nowhere"\n\nagent a:\n  prompt: "x"\n  skills: ["nowhere"]\n'
+        '  permissions:\n    read: ["src/"]\n\nsession: a\n  prompt: "hi"\n'
+    )
+    provider = vm.spy(default="fine")
+    result = vm.run(source, provider)
+    assert result.status == "succeeded"
+    missing = vm.events(result, "skill_missing")
+    assert missing and "nowhere" in missing[0]["problem"]
+    assert "load_skill" not in [t.name for t in provider.requests[0].tools]
