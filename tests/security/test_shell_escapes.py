@@ -227,3 +227,13 @@ async def test_no_sandbox_means_no_command(world: World, monkeypatch: pytest.Mon
     assert outcome.is_error
     assert "not run" in outcome.content and "bwrap" in outcome.content
     assert not (world.root / "ran.txt").exists()
+
+
+async def test_shell_cannot_see_the_run_folders(world: World) -> None:
+    outcome = await call(
+        make_toolbox(world, **SHELL),
+        "run_command",
+        command="ls -A .prose; cat .prose/runs/journal.jsonl",
+    )
+    assert "runs" not in outcome.content.split("--- stderr ---")[0]
+    assert "No such file" in outcome.content

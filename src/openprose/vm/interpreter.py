@@ -183,7 +183,13 @@ class Interpreter:
         found, problems = resolve_skills(uses, wanted, base, self.shared.project_dir)
         self.skills.update(found)
         for name, skill in found.items():
-            self.shared.emit("skill_loaded", self.prefix, name=name, folder=str(skill.folder))
+            self.shared.emit(
+                "skill_loaded",
+                self.prefix,
+                name=name,
+                folder=str(skill.folder),
+                sha256=skill.sha256,
+            )
         for problem in problems:
             self.shared.emit("skill_missing", self.prefix, problem=problem)
             self.store.state(f"{self.prefix or '0'}→ skill missing: {problem}")

@@ -309,3 +309,48 @@ def test_missing_skill_is_journaled_and_the_agent_goes_without(vm: Any, tmp_path
     missing = vm.events(result, "skill_missing")
     assert missing and "nowhere" in missing[0]["problem"]
     assert "load_skill" not in [t.name for t in provider.requests[0].tools]
+
+
+def test_skill_scripts_run_under_the_agents_execute_permission(vm: Any, tmp_path: Path) -> None:
+    from openprose.vm.tools import sandbox_problem
+
+    if sandbox_problem() is not None:
+        import pytest
+
+        pytest.skip(f"shell sandbox unavailable: {sandbox_problem()}")
+    skill = tmp_path / "skills" / "greeter"
+    (skill / "scripts").mkdir(parents=True)
+    (skill / "SKILL.md").write_text(
+        "---\nname: greeter\ndescription: Greets people by running scripts/hello.sh\n---\n"
+        "Run scripts/hello.sh with the name.\n"
+    )
+    (skill / "scripts" / "hello.sh").write_text('#!/bin/sh\necho "hello $1"\n')
+    (skill / "scripts" / "hello.sh").chmod(0o755)
+    source = (
+        'use "./skills/greeter"\n\nagent g:\n  prompt: "You greet"\n  skills: ["greeter"]\n'
+        '  permissions:\n    execute: ["skills/greeter/scripts/*.sh"]\n    bash: deny\n\n'
+        'session: g\n  prompt: "Greet Ada"\n'
+    )
+    turns = [
+        {"tool_calls": [{"name": "load_skill", "arguments": {"name": "greeter"}}]},
+        {
+            "tool_calls": [
+                {
+                    "name": "run_command",
+                    "arguments": {"command": "skills/greeter/scripts/hello.sh Ada"},
+                }
+            ]
+        },
+        {"tool_calls": [{"name": "run_command", "arguments": {"command": "sh -c 'echo sneaky'"}}]},
+        "greeted",
+    ]
+    provider = vm.spy([{"match": "Greet", "turns": turns}])
+    result = vm.run(source, provider)
+    assert result.status == "succeeded", result.error
+    assert "greeter: Greets people" in (provider.requests[0].system or "")
+    results = [e["content"] for e in vm.events(result, "tool_result")]
+    assert "Run scripts/hello.sh" in results[0] and "skills/greeter/scripts/hello.sh" in results[0]
+    assert "hello Ada" in results[1]
+    assert "permission denied" in results[2]
+    loaded = vm.events(result, "skill_loaded")[0]
+    assert loaded["name"] == "greeter" and len(loaded["sha256"]) == 64

@@ -3,6 +3,7 @@ what it is for; the instructions follow the front matter; scripts and resources 
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,7 @@ class Skill:
     description: str
     instructions: str
     folder: Path
+    sha256: str = ""  # of SKILL.md, journaled so a run records which text it used
 
     def listing(self) -> str:
         return f"- {self.name}: {self.description}"
@@ -57,7 +59,8 @@ def load_skill(folder: Path) -> Skill:
         )
     if not isinstance(description, str) or not description.strip():
         raise SkillError(f"{path}: `description` must say what the skill does and when to use it")
-    return Skill(name, " ".join(description.split()), text[match.end() :].strip(), folder)
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return Skill(name, " ".join(description.split()), text[match.end() :].strip(), folder, digest)
 
 
 def skill_search_paths(spec: str, base: Path, project_dir: Path) -> list[Path]:
