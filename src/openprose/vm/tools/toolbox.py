@@ -11,6 +11,7 @@ import asyncio
 import os
 import re
 import shlex
+import stat
 from collections.abc import Callable, Mapping, MutableSet
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -448,7 +449,7 @@ def _int(args: Mapping[str, Any], key: str, default: int, *, minimum: int) -> in
 def _read_bytes(path: ResolvedPath, limit: int = MAX_READ_BYTES) -> bytes:
     fd = open_beneath(path)
     try:
-        if os.path.isdir(f"/proc/self/fd/{fd}") or _is_dir(fd):
+        if stat.S_ISDIR(os.fstat(fd).st_mode):
             raise _Refused(f"{path.shown()} is a folder; use list_files")
         chunks = []
         remaining = limit
@@ -461,12 +462,6 @@ def _read_bytes(path: ResolvedPath, limit: int = MAX_READ_BYTES) -> bytes:
         return b"".join(chunks)
     finally:
         os.close(fd)
-
-
-def _is_dir(fd: int) -> bool:
-    import stat
-
-    return stat.S_ISDIR(os.fstat(fd).st_mode)
 
 
 _OBJ = "object"
