@@ -354,3 +354,37 @@ def test_skill_scripts_run_under_the_agents_execute_permission(vm: Any, tmp_path
     assert "permission denied" in results[2]
     loaded = vm.events(result, "skill_loaded")[0]
     assert loaded["name"] == "greeter" and len(loaded["sha256"]) == 64
+
+
+def test_allow_for_the_run_is_remembered_by_a_resume(vm: Any, tmp_path: Path) -> None:
+    from openprose.vm.tools.approvals import Answer, ApprovalRequest
+
+    project = _project(tmp_path)
+    source = REVIEWER.replace('write: ["output/"]', "write: prompt").replace(
+        'prompt: "Review the code and write a report"',
+        'prompt: "Review the code and write a report"\n\nsession: reviewer\n  prompt: "Again"',
+    )
+    write = {"tool_calls": [{"name": "write_file", "arguments": {"path": "n.md", "content": "x"}}]}
+    rules = [
+        {"match": "Review", "turns": [write, "done"]},
+        {"match": "Again", "turns": [write, "done"]},
+    ]
+    asked: list[str] = []
+
+    class ForTheRun:
+        async def ask(self, request: ApprovalRequest) -> Answer:
+            asked.append(request.action)
+            return "run"
+
+    failing = vm.spy([rules[0], {"match": "Again", "answer": "x", "failures": ["error"]}])
+    first = _run(project, source, failing, tools=ToolRuntime(approver=ForTheRun()))
+    assert first.status == "failed" and asked == ["n.md"]
+    parsed = parse_text((first.run_dir / "program.prose").read_text(), str(project / "main.prose"))
+    second = asyncio.run(
+        resume_run(first.run_dir, parsed.program, provider=vm.spy(rules), project_dir=project)
+    )
+    assert second.status == "succeeded", second.error  # no approver: the grant answered
+    allowed = [
+        e for e in vm.events(second, "permission") if e["reason"] == "approved earlier for this run"
+    ]
+    assert allowed
