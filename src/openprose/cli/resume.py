@@ -12,7 +12,10 @@ from pathlib import Path
 
 from openprose.cli.run import (
     UsageError,
+    add_budget_arguments,
     add_provider_arguments,
+    budget_flags,
+    cost_is_enforceable,
     guarded,
     hold_progress,
     load_imports_or_fail,
@@ -20,6 +23,7 @@ from openprose.cli.run import (
     progress,
     report,
     run_async,
+    run_prices,
     tool_runtime,
 )
 
@@ -27,6 +31,7 @@ from openprose.cli.run import (
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_ref", metavar="RUN", help="run id (or unique prefix) or run folder")
     add_provider_arguments(parser)
+    add_budget_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -75,6 +80,10 @@ def _resume(args: argparse.Namespace) -> int:
     config = replace(config, max_concurrency=settings.max_concurrency)
     if args.evaluator:
         config = replace(config, evaluator_model=args.evaluator)
+    # A budget given now replaces the recorded one (a larger budget lets a stopped run go on).
+    config = replace(config, **budget_flags(args))
+    prices = run_prices(project)
+    cost_is_enforceable(parsed.program, config, settings, prices)
     tools = tool_runtime(project, args.yes)
     with progress(args.json) as observer:
         hold_progress(tools, observer)
@@ -88,6 +97,7 @@ def _resume(args: argparse.Namespace) -> int:
                 settings=settings,
                 config=config,
                 observer=observer,
+                prices=prices,
                 tools=tools,
             ),
             provider,

@@ -55,7 +55,7 @@ def _json(capsys: pytest.CaptureFixture[str]) -> dict[str, object]:
 def test_waiting_run_approved_one_by_one_then_resumed(
     project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["run", "main.prose", "--provider", "scripted:rules.json", "--json"]) == 3
+    assert main(["run", "main.prose", "--provider", "scripted:rules.json", "--json"]) == 4
     first = _json(capsys)
     run_id = str(first["run_id"])
     assert first["status"] == "waiting" and "a.md" in str(first["error"])
@@ -67,7 +67,7 @@ def test_waiting_run_approved_one_by_one_then_resumed(
     assert main(["approve", run_id]) == 0
     assert "approved: write_file write a.md" in capsys.readouterr().out
     # the second write asks next: the run waits again, a.md written, nothing twice
-    assert main(["resume", run_id, "--json"]) == 3
+    assert main(["resume", run_id, "--json"]) == 4
     assert _json(capsys)["status"] == "waiting"
     assert (project / "a.md").read_text() == "A" and not (project / "b.md").exists()
     assert main(["deny", run_id, "--all"]) == 0
