@@ -169,8 +169,14 @@ class Interpreter:
 
     def _load_skills(self) -> None:
         """The skill folders agents name, through the program's `use` statements; one
-        that cannot be loaded is journaled (`skill_missing`) and its agent goes without."""
+        that cannot be loaded is journaled (`skill_missing`) and its agent goes without.
+        A resumed run uses the skills' text as journaled when it started (pinned by hash),
+        even if the folder changed since."""
         wanted = {skill for agent in self.agents.values() for skill in agent.skills}
+        pinned = self.shared.replay.tools.skills
+        for name in sorted(wanted & set(pinned)):
+            self.skills[name] = Skill.from_event(pinned[name])
+        wanted -= set(pinned)
         if not wanted:
             return
         uses: dict[str, str] = {}
@@ -183,13 +189,7 @@ class Interpreter:
         found, problems = resolve_skills(uses, wanted, base, self.shared.project_dir)
         self.skills.update(found)
         for name, skill in found.items():
-            self.shared.emit(
-                "skill_loaded",
-                self.prefix,
-                name=name,
-                folder=str(skill.folder),
-                sha256=skill.sha256,
-            )
+            self.shared.emit("skill_loaded", self.prefix, **skill.to_event())
         for problem in problems:
             self.shared.emit("skill_missing", self.prefix, problem=problem)
             self.store.state(f"{self.prefix or '0'}→ skill missing: {problem}")

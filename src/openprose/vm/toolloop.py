@@ -52,10 +52,13 @@ class ToolTurns:
     answers: dict[str, str] = field(default_factory=dict)  # approval id -> once | run | deny
     grants: set[tuple[str, str]] = field(default_factory=set)  # allowed for the run
     pending: dict[str, dict[str, Any]] = field(default_factory=dict)  # asked, unanswered
+    skills: dict[str, dict[str, Any]] = field(default_factory=dict)  # skill_loaded, by name
 
     def add(self, event: Mapping[str, Any]) -> None:
         kind, step = event.get("ev"), str(event.get("step", ""))
-        if kind == "tool_result":
+        if kind == "skill_loaded" and "instructions" in event:
+            self.skills[str(event["name"])] = dict(event)
+        elif kind == "tool_result":
             self.results[(step, int(event["turn"]), int(event["index"]))] = dict(event)
         elif kind == "approval_requested":
             self.pending[str(event["id"])] = dict(event)

@@ -388,3 +388,25 @@ def test_allow_for_the_run_is_remembered_by_a_resume(vm: Any, tmp_path: Path) ->
         e for e in vm.events(second, "permission") if e["reason"] == "approved earlier for this run"
     ]
     assert allowed
+
+
+def test_resume_uses_the_skill_text_the_run_started_with(vm: Any, tmp_path: Path) -> None:
+    skill = tmp_path / "skills" / "style"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: style\ndescription: House style\n---\nUse tabs.\n")
+    source = (
+        'use "./skills/style"\n\nagent a:\n  prompt: "x"\n  skills: ["style"]\n\n'
+        'session: a\n  prompt: "Format"\n\nsession "Then"\n'
+    )
+    load = {"tool_calls": [{"name": "load_skill", "arguments": {"name": "style"}}]}
+    rules: list[dict[str, Any]] = [{"match": "Format", "turns": [load, "formatted"]}]
+    first = vm.run(
+        source, vm.spy([*rules, {"match": "Then", "answer": "x", "failures": ["error"]}])
+    )
+    assert first.status == "failed"
+    (skill / "SKILL.md").write_text("---\nname: style\ndescription: Changed\n---\nUse spaces.\n")
+    provider = vm.spy([*rules, {"match": "Then", "answer": "done"}])
+    second = vm.resume(first.run_dir, provider)
+    assert second.status == "succeeded", second.error
+    loaded = vm.events(second, "skill_loaded")
+    assert len(loaded) == 1 and loaded[0]["instructions"] == "Use tabs."

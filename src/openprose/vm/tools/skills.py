@@ -31,6 +31,26 @@ class Skill:
     def listing(self) -> str:
         return f"- {self.name}: {self.description}"
 
+    def to_event(self) -> dict[str, str]:
+        """What the journal keeps of a loaded skill: enough to use the same text on resume."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "instructions": self.instructions,
+            "folder": str(self.folder),
+            "sha256": self.sha256,
+        }
+
+    @classmethod
+    def from_event(cls, event: dict[str, Any]) -> Skill:
+        return cls(
+            str(event["name"]),
+            str(event["description"]),
+            str(event["instructions"]),
+            Path(str(event["folder"])),
+            str(event.get("sha256", "")),
+        )
+
 
 def load_skill(folder: Path) -> Skill:
     path = folder / SKILL_FILE
