@@ -324,7 +324,16 @@ def _split_target(target: str, *, default_provider: str) -> tuple[str, str]:
 # The keys prose.toml (or [tool.prose]) may hold; anything else is warned about, not fatal.
 KNOWN_KEYS: dict[str, frozenset[str]] = {
     "": frozenset(
-        {"provider", "max_concurrency", "timeout", "retry", "providers", "vm", "registry"}
+        {
+            "provider",
+            "max_concurrency",
+            "timeout",
+            "retry",
+            "providers",
+            "vm",
+            "registry",
+            "prices",
+        }
     ),
     "retry": frozenset({"max_attempts", "base_delay", "max_delay", "max_retry_after"}),
     "providers": frozenset(PROVIDER_NAMES),

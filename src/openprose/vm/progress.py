@@ -8,31 +8,10 @@ makes the cheaper unstreamed requests.
 
 from __future__ import annotations
 
-import re
 import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any, Self, TextIO
-
-# USD per million tokens (input, output), for the models whose prices are published.
-PRICES: dict[str, tuple[float, float]] = {
-    "claude-sonnet-4-5": (3.0, 15.0),
-    "claude-opus-4-1": (15.0, 75.0),
-    "claude-haiku-4-5": (1.0, 5.0),
-    "gpt-4.1": (2.0, 8.0),
-    "gpt-4.1-mini": (0.4, 1.6),
-    "gpt-4.1-nano": (0.1, 0.4),
-    "gpt-4o": (2.5, 10.0),
-    "gpt-4o-mini": (0.15, 0.6),
-    "o3": (2.0, 8.0),
-}
-# A dated snapshot costs what its model does: claude-sonnet-4-5-20250929, gpt-4.1-2025-04-14.
-_SNAPSHOT = re.compile(r"-(\d{8}|\d{4}-\d{2}-\d{2}|latest)$")
-
-
-def price_of(model: str) -> tuple[float, float] | None:
-    return PRICES.get(model) or PRICES.get(_SNAPSHOT.sub("", model))
-
 
 _SHOWN = (
     "session_started",
@@ -42,19 +21,6 @@ _SHOWN = (
     "session_served",
     "decision",
 )
-
-
-def cost_of(by_model: dict[str, dict[str, int]]) -> float | None:
-    """Total USD when every model's price is known, else None."""
-    total = 0.0
-    for model, usage in by_model.items():
-        price = price_of(model)
-        if price is None:
-            if usage["input_tokens"] or usage["output_tokens"]:
-                return None
-            continue
-        total += usage["input_tokens"] * price[0] / 1e6 + usage["output_tokens"] * price[1] / 1e6
-    return total
 
 
 class PlainProgress:
