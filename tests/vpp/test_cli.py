@@ -303,10 +303,14 @@ BIG = "9" * 5000
     [
         '{"messages": [{"role": "user", "content": "!<g>", "n": ' + BIG + "}]}",
         '{"role": "user", "content": "!<g>", "n": ' + BIG + "}\n",
-        "USER: !<g>\nhi\nASSISTANT: <g>\nbody\n"
-        f"[Version=v1.4 | Tag=g_{BIG} | Sources=none | Assumptions=0 | Cycle=1/3 | Locus=default]\n",
-        "USER: !<g>\nhi\nASSISTANT: <g>\nbody\n"
-        f"[Version=v1.4 | Tag=g_1 | Sources=none | Assumptions={BIG} | Cycle={BIG}/3 | Locus=x]\n",
+        (
+            "USER: !<g>\nhi\nASSISTANT: <g>\nbody\n"
+            f"[Version=v1.4 | Tag=g_{BIG} | Sources=none | Assumptions=0 | Cycle=1/3 | Locus=default]\n"
+        ),
+        (
+            "USER: !<g>\nhi\nASSISTANT: <g>\nbody\n"
+            f"[Version=v1.4 | Tag=g_1 | Sources=none | Assumptions={BIG} | Cycle={BIG}/3 | Locus=x]\n"
+        ),
         f"USER: !<o> --assumptions={BIG}\nhi\nASSISTANT: <o>\nbody\n",
     ],
 )
