@@ -26,6 +26,7 @@ import yaml  # type: ignore[import-untyped]
 from plsp.actions import ActionRegistry, FetchPolicy, LogFileSink, builtin_actions, page_sink
 from plsp.diagnostics import ParseError
 from plsp.engine import compare
+from plsp.files import read_text
 from plsp.instr import PREFIX, Condition, Instruction, parse_condition, parse_instr
 from plsp.middleware import PolicyContext
 from plsp.syntax import LiteralValue, Num, StateBlock, Str, literal
@@ -212,7 +213,7 @@ def _rule(raw: object, where: str) -> Rule:
 
 def _read(path: Path) -> dict[str, Any]:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path)
     except OSError as error:
         raise LoopFileError(f"{path}: {error.strerror}") from None
     except UnicodeDecodeError:

@@ -116,9 +116,11 @@ def _regular_file_opener(path: str, flags: int) -> int:
     """Open without blocking (a FIFO with no writer would wait forever), then refuse
     anything but a regular file."""
     descriptor = os.open(path, flags | os.O_NONBLOCK)
-    if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+    mode = os.fstat(descriptor).st_mode
+    if not stat.S_ISREG(mode):
         os.close(descriptor)
-        raise OSError(errno.EINVAL, "not a regular file")
+        code = errno.EISDIR if stat.S_ISDIR(mode) else errno.EINVAL
+        raise OSError(code, os.strerror(code) if stat.S_ISDIR(mode) else "not a regular file")
     os.set_blocking(descriptor, True)
     return descriptor
 
