@@ -227,6 +227,8 @@ def _read(path: Path) -> dict[str, Any]:
         raise LoopFileError(f"{path}: {message}") from None
     except RecursionError:
         raise LoopFileError(f"{path}: nested too deeply to read") from None
+    except ValueError as error:  # a number beyond int()'s 4,300 digits, in TOML or YAML
+        raise LoopFileError(f"{path}: {str(error).split(';')[0]}") from None
     if not isinstance(data, dict):
         raise LoopFileError(f"{path}: expected a mapping at the top level")
     return data
