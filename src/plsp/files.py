@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import sys
 from pathlib import Path
 
 MAX_FILE_BYTES = 64 * 1024 * 1024  # traces, loop files and replies larger than this are refused
@@ -40,6 +41,14 @@ def read_head(path: str | os.PathLike[str], size: int) -> bytes:
             return stream.read(size)
     finally:
         os.close(descriptor)
+
+
+def read_stdin(limit: int = MAX_FILE_BYTES) -> bytes:
+    """Standard input, up to ``limit`` bytes (OSError beyond)."""
+    data = sys.stdin.buffer.read(limit + 1)
+    if len(data) > limit:
+        raise OSError(errno.EFBIG, f"larger than {limit:,} bytes; not read", "<stdin>")
+    return data
 
 
 def read_text(path: Path, limit: int = MAX_FILE_BYTES) -> str:

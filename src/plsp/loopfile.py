@@ -26,7 +26,7 @@ import yaml  # type: ignore[import-untyped]
 from plsp.actions import ActionRegistry, FetchPolicy, LogFileSink, builtin_actions, page_sink
 from plsp.diagnostics import ParseError
 from plsp.engine import compare
-from plsp.files import read_text
+from plsp.files import read_file, read_stdin
 from plsp.instr import PREFIX, Condition, Instruction, parse_condition, parse_instr
 from plsp.middleware import PolicyContext
 from plsp.syntax import LiteralValue, Num, StateBlock, Str, literal
@@ -213,7 +213,8 @@ def _rule(raw: object, where: str) -> Rule:
 
 def _read(path: Path) -> dict[str, Any]:
     try:
-        text = read_text(path)
+        # Standard input ("-") is read as YAML; either way at most MAX_FILE_BYTES.
+        text = (read_stdin() if str(path) == "-" else read_file(path)).decode("utf-8")
     except OSError as error:
         raise LoopFileError(f"{path}: {error.strerror}") from None
     except UnicodeDecodeError:

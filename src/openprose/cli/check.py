@@ -2,7 +2,14 @@
 
 Exit status: 0 when no diagnostic is an error (warnings and notes allowed), 1 when any is,
 2 when a path is missing or unreadable (reported on stderr; the other paths are still
-checked). ``--format json`` prints exactly one JSON array on stdout.
+checked). ``--format json`` (or ``--json``) prints exactly one JSON array on stdout (each
+diagnostic with its rule, help line and fix, if any). ``-`` reads a program from standard
+input; ``-q`` leaves out the summary line.
+
+``--fix`` rewrites each file with the mechanical fixes its diagnostics carry (then reports
+what is left); ``--diff`` prints those rewrites as a unified diff and writes nothing (exit 1
+when any file would change). ``--unsafe-fixes`` also applies likely-but-unproven ones (a
+misspelled keyword's nearest word).
 
 The helpers here (reading files, printing diagnostics) are shared with ``compile`` and ``fmt``.
 """
@@ -26,15 +33,33 @@ if TYPE_CHECKING:
 OK, FAILED, USAGE_ERROR = 0, 1, 2
 # read_source's code for a file that could not be read at all (a usage error, not a finding).
 UNREADABLE = "E118"
+STDIN, STDIN_NAME = "-", "<stdin>"  # the path argument that reads stdin, and its shown name
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("paths", nargs="+", metavar="PATH", help="files or directories")
+    parser.add_argument(
+        "paths", nargs="+", metavar="PATH", help="files or directories; - reads stdin"
+    )
     parser.add_argument(
         "--format",
         choices=("text", "json"),
         default="text",
         help="text (default): path:line:col: CODE message and a caret excerpt; json: one array",
+    )
+    parser.add_argument(
+        "--fix",
+        action="store_true",
+        help="apply the mechanical fixes in place, then report what is left",
+    )
+    parser.add_argument(
+        "--diff",
+        action="store_true",
+        help="print the fixes as a unified diff; write nothing (exit 1 if any file would change)",
+    )
+    parser.add_argument(
+        "--unsafe-fixes",
+        action="store_true",
+        help="with --fix/--diff, also apply likely but unproven fixes (misspelled keywords)",
     )
     add_project_dir(parser)
 
@@ -70,6 +95,7 @@ class Checked:
 def run(args: argparse.Namespace) -> int:
     with stdout_guard():
         usage_error = False
+        fixed_files = fix_count = 0
         checked: list[Checked] = []
         for program in expand(args.paths):
             if isinstance(program, str):
@@ -79,19 +105,84 @@ def run(args: argparse.Namespace) -> int:
             if source is None and is_unreadable(problems):
                 usage_error = True
                 continue
-            diagnostics = problems if source is None else _check(source, args.project_dir)
+            if source is not None and (args.fix or args.diff):
+                source, diagnostics, changed = _fix(program, source, args)
+                if changed is None:
+                    usage_error = True
+                fixed_files += bool(changed)
+                fix_count += changed or 0
+            else:
+                diagnostics = problems if source is None else _check(source, args.project_dir)
             checked.append(Checked(str(program), source, diagnostics))
+        if args.diff:
+            fixes = "1 fix" if fix_count == 1 else f"{fix_count} fixes"
+            write(sys.stderr, f"{fixes} would be applied in {_plural(fixed_files, 'file')}\n")
+            if usage_error:
+                return USAGE_ERROR
+            return FAILED if fixed_files else OK
         if args.format == "json":
             found = [d.to_dict() for c in checked for d in c.diagnostics]
             write(sys.stdout, json.dumps(found, indent=2) + "\n")
         else:
             for c in checked:
                 print_diagnostics(c.diagnostics, c.source, sys.stdout)
-            write(sys.stdout, summary(checked) + "\n")
+            if args.fix:
+                write(
+                    sys.stdout,
+                    f"fixed {_plural(fix_count, 'problem')} in {_plural(fixed_files, 'file')}\n",
+                )
+            if not getattr(args, "quiet", False):
+                write(sys.stdout, summary(checked) + "\n")
         if usage_error:
             return USAGE_ERROR
         return FAILED if any(d.is_error for c in checked for d in c.diagnostics) else OK
     return FAILED  # stdout was closed early (e.g. piped into `head`)
+
+
+def _fix(
+    path: Path, source: SourceFile, args: argparse.Namespace
+) -> tuple[SourceFile, list[Diagnostic], int | None]:
+    """Fix one file: its (new) source, the diagnostics left and how many fixes were applied
+    (None when the fixed text could not be written)."""
+    from openprose.fixes import fix_source
+    from openprose.source import SourceFile
+
+    result = fix_source(source, project_dir=args.project_dir, unsafe=args.unsafe_fixes)
+    if not result.changed:
+        return source, result.remaining, 0
+    if args.diff:
+        import difflib
+
+        diff = difflib.unified_diff(
+            source.text.splitlines(keepends=True),
+            result.text.splitlines(keepends=True),
+            fromfile=str(path),
+            tofile=str(path),
+        )
+        write(sys.stdout, "".join(line if line.endswith("\n") else line + "\n" for line in diff))
+        return source, [], len(result.applied)
+    if not write_atomically(path, result.text):
+        return source, result.remaining, None
+    return SourceFile.from_text(result.text, source.path), result.remaining, len(result.applied)
+
+
+def write_atomically(path: Path, text: str) -> bool:
+    """Replace ``path``'s content through a temporary file and a rename, so a crash or a full
+    disk mid-write never leaves the user's source cut short; the file keeps its permissions.
+    Refuses what is not a regular file (a FIFO would block)."""
+    from openprose.files import write_atomically as replace
+
+    if not path.is_file():
+        write(sys.stderr, f"prose: {path}: cannot write: not a regular file\n")
+        return False
+    try:
+        mode = path.stat().st_mode & 0o7777
+        replace(path, text)
+        os.chmod(path, mode)
+    except OSError as error:
+        write(sys.stderr, f"prose: {path}: cannot write: {error.strerror or error}\n")
+        return False
+    return True
 
 
 def _check(source: SourceFile, project_dir: Path | None) -> list[Diagnostic]:
@@ -110,6 +201,9 @@ def expand(paths: list[str]) -> Iterator[Path | str]:
 
     seen: set[Path] = set()  # `prose check dir dir/a.prose` checks a.prose once
     for path in paths:
+        if path == STDIN:
+            yield Path(STDIN)
+            continue
         if not os.path.exists(path):
             write(sys.stderr, f"prose: {path}: no such file or directory\n")
             yield path
@@ -122,9 +216,12 @@ def expand(paths: list[str]) -> Iterator[Path | str]:
 
 def read(path: Path) -> tuple[SourceFile | None, list[Diagnostic]]:
     """``read_source``, reporting a file that cannot be read at all on stderr."""
-    from openprose.parser import read_source
+    from openprose.parser import decode_source, read_source
 
-    source, problems = read_source(path)
+    if str(path) == STDIN:
+        source, problems = decode_source(sys.stdin.buffer.read(), STDIN_NAME)
+    else:
+        source, problems = read_source(path)
     if source is None and is_unreadable(problems):
         write(sys.stderr, f"prose: {path}: {problems[0].message.lower()}\n")
     return source, list(problems)
@@ -138,19 +235,38 @@ def print_diagnostics(
     diagnostics: list[Diagnostic], source: SourceFile | None, stream: TextIO
 ) -> None:
     """``path:line:col: CODE message`` and the caret excerpt. A file that is not UTF-8 has no
-    source text; its excerpt is quoted from a lossy decoding instead."""
+    source text; its excerpt is quoted from a lossy decoding instead. On a terminal (or
+    with ``FORCE_COLOR``, never with ``NO_COLOR``) the location and the code are coloured."""
+    from cliconventions import color_enabled
+
+    color = color_enabled(stream) if diagnostics else False
     for d in diagnostics:
         shown = source if source is not None else _lossy(d.path)
-        if shown is None:
-            write(stream, f"{d.path}:{d.line}:{d.column}: {d.code} {d.message}\n")
-        else:
-            write(stream, d.render_cli(shown) + "\n")
+        head = f"{d.path}:{d.line}:{d.column}: {d.code} {d.message}"
+        text = head if shown is None else d.render_cli(shown)
+        if color:
+            text = _colored_head(d, head) + text[len(head) :]
+        write(stream, text + "\n")
+
+
+_SEVERITY_STYLE = {"error": "red", "warning": "yellow", "info": "blue"}
+
+
+def _colored_head(d: Diagnostic, head: str) -> str:
+    from cliconventions import paint
+
+    where = f"{d.path}:{d.line}:{d.column}:"
+    rest = head[len(where) + len(d.code) + 2 :]
+    code = paint(d.code, _SEVERITY_STYLE.get(str(d.severity), "bold"), True)
+    return f"{paint(where, 'bold', True)} {code} {rest}"
 
 
 def _lossy(path: str) -> SourceFile | None:
     from openprose.source import SourceFile
 
-    if not Path(path).is_file():  # a FIFO was read once already; opening it again would block
+    if (
+        path == STDIN_NAME or not Path(path).is_file()
+    ):  # a FIFO was read once already; opening it again would block
         return None
     try:
         data = Path(path).read_bytes()

@@ -2,7 +2,9 @@
 
 Exit status: 0 when the run succeeds; 1 when the program fails (an uncaught error or
 `throw`, reported with the statement's `path:line:col`); 2 for usage and compile errors
-(diagnostics printed as `prose check` prints them) and for provider configuration problems.
+(diagnostics printed as `prose check` prints them) and for provider configuration problems;
+3 when the run stopped at a budget (`--max-sessions`, `--max-tokens`, `--max-cost`): it is
+resumable with a larger one.
 
 Helpers shared with ``prose resume`` live here too.
 """
@@ -19,12 +21,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
+    from openprose.project import Project as ProjectInfo
     from openprose.providers.base import Provider
     from openprose.providers.settings import ProviderSettings
     from openprose.vm.runner import RunResult
     from openprose.vm.runtime import Observer
 
-OK, FAILED, USAGE_ERROR = 0, 1, 2
+OK, FAILED, USAGE_ERROR, STOPPED = 0, 1, 2, 3
+STDIN = "-"
 
 
 class UsageError(Exception):
@@ -37,7 +41,9 @@ class UsageError(Exception):
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("program", metavar="PROGRAM", help="the .prose file to run")
+    parser.add_argument(
+        "program", metavar="PROGRAM", help="the .prose file to run; - reads it from stdin"
+    )
     parser.add_argument(
         "--input",
         action="append",
@@ -48,14 +54,67 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--inputs",
         metavar="FILE.json",
-        help="a JSON object of inputs; values keep their JSON types (a list is a collection)",
+        help="a JSON object of inputs ('-': stdin); values keep their JSON types (a list is a "
+        "collection)",
     )
     add_provider_arguments(parser)
+    add_budget_arguments(parser)
+
+
+def add_budget_arguments(parser: argparse.ArgumentParser) -> None:
+    """Budgets of the whole run (`[vm]` keys max_sessions, max_run_tokens, max_cost);
+    `none` lifts one. Hitting one stops the run, resumable with a larger budget."""
+    parser.add_argument(
+        "--max-sessions",
+        type=_limit(int),
+        metavar="N",
+        help="model calls the run may make, judgments included (default 1000; none: no limit)",
+    )
+    parser.add_argument(
+        "--max-tokens",
+        type=_limit(int),
+        metavar="N",
+        help="tokens (input + output) the run may spend",
+    )
+    parser.add_argument(
+        "--max-cost",
+        type=_limit(float),
+        metavar="USD",
+        help="dollars the run may spend (every model it uses needs a price)",
+    )
+
+
+def _limit(kind: type[int | float]) -> Callable[[str], int | float | str]:
+    def parse(text: str) -> int | float | str:
+        if text.strip().lower() == "none":
+            return "none"
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected {'an integer' if kind is int else 'a number'} or none, got {text!r}"
+            ) from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"must be positive (or none), got {text!r}")
+        return value
+
+    return parse
+
+
+def budget_flags(args: argparse.Namespace) -> dict[str, Any]:
+    """The budgets given on the command line, as VMConfig fields (`none` -> no limit)."""
+    given = {
+        "max_sessions": args.max_sessions,
+        "max_run_tokens": args.max_tokens,
+        "max_cost": args.max_cost,
+    }
+    return {k: None if v == "none" else v for k, v in given.items() if v is not None}
 
 
 def add_provider_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--provider",
+        type=_provider_name,
         metavar="NAME",
         help="anthropic, openai, local, replay:CASSETTE.jsonl or scripted:RULES.yaml",
     )
@@ -67,7 +126,10 @@ def add_provider_arguments(parser: argparse.ArgumentParser) -> None:
         help="route a model alias, e.g. sonnet=openai:gpt-4.1; repeat for several",
     )
     parser.add_argument(
-        "--max-concurrency", type=int, metavar="N", help="sessions in flight at once"
+        "--max-concurrency",
+        type=_concurrency,
+        metavar="N",
+        help=f"sessions in flight at once (1-{MAX_CONCURRENCY_LIMIT})",
     )
     parser.add_argument(
         "--evaluator", metavar="ALIAS", help="model for AI judgments (default: haiku)"
@@ -82,15 +144,84 @@ def add_provider_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+# Far above any provider's rate limit; a bigger number is a typo (and overflows the journal).
+MAX_CONCURRENCY_LIMIT = 100_000
+
+
+def _provider_name(text: str) -> str:
+    """An empty `--provider ''` is a mistake (an unset shell variable), not "choose for me"."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(
+            "empty provider name; give one of anthropic, openai, local, replay:FILE, "
+            "scripted:FILE, or leave --provider out to use the configured one"
+        )
+    return text
+
+
+def _concurrency(text: str) -> int:
+    try:
+        number = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if not 1 <= number <= MAX_CONCURRENCY_LIMIT:
+        raise argparse.ArgumentTypeError(
+            f"must be between 1 and {MAX_CONCURRENCY_LIMIT}, got {number}"
+        )
+    return number
+
+
 def run(args: argparse.Namespace) -> int:
     return guarded(_run, args)
+
+
+class RunNotice:
+    """Says which run this is, so it can always be found again: one line on stderr when it
+    starts (before any model call; a `kill -9` leaves that line behind), and the exact
+    command that continues it when it is interrupted or fails."""
+
+    def __init__(self, quiet: bool) -> None:
+        self.quiet = quiet
+        self.run_id: str | None = None
+        self.project: Path | None = None
+        self.provider: str | None = None  # the provider's name, for the summary's wording
+
+    def __call__(self, event: str, step: str, fields: dict[str, Any]) -> None:
+        if event != "run_started":
+            return
+        self.run_id = str(fields.get("run_id"))
+        if not self.quiet:
+            verb = "resuming" if fields.get("resumed") else "started"
+            print(f"prose: run {self.run_id} {verb} ({self.run_dir()})", file=sys.stderr)
+
+    def run_dir(self) -> Path:
+        from openprose.vm.runstore import RUNS_DIR
+
+        return (self.project or Path.cwd()) / RUNS_DIR / str(self.run_id)
+
+    def resume_command(self) -> str:
+        """`prose resume ID` from the project folder, else with the run folder's path."""
+        project = (self.project or Path.cwd()).resolve()
+        if project == Path.cwd().resolve():
+            return f"prose resume {self.run_id}"
+        return f"prose resume {self.run_dir().resolve()}"
 
 
 def guarded(command: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
     """Run `prose run` or `prose resume`, turning every failure into a message and a status."""
     as_json = bool(getattr(args, "json", False))
+    args.notice = notice = RunNotice(bool(getattr(args, "quiet", False)))
     try:
         return command(args)
+    except KeyboardInterrupt:
+        if notice.run_id is None:
+            print("prose: interrupted before the run started", file=sys.stderr)
+        else:
+            print(
+                f"prose: interrupted; run {notice.run_id} keeps what it finished. "
+                f"Continue it with: {notice.resume_command()}",
+                file=sys.stderr,
+            )
+        return 130
     except UsageError as error:
         return _not_run(str(error), USAGE_ERROR, as_json, error.diagnostics)
     except OSError as error:
@@ -118,29 +249,47 @@ def _not_run(
 
 
 def _run(args: argparse.Namespace) -> int:
-    project = Path.cwd()
+    from openprose.project import find_project
+
+    from_stdin = args.program == STDIN
+    if from_stdin and args.inputs == STDIN:
+        raise UsageError("the program and --inputs cannot both be read from stdin ('-')")
     program_path = Path(args.program)
+    program_dir = Path.cwd() if from_stdin else program_path.parent
+    found = find_project(program_dir)
+    project = found.root
+    if args.verbose:
+        print(f"prose: project {project}: {found.explain()}", file=sys.stderr)
     # With --json, stdout holds only the JSON object: diagnostics text goes to stderr.
     text_out = sys.stderr if args.json else sys.stdout
     parsed = parse_and_check(program_path, project, text_out)
     inputs = read_inputs(args.input, args.inputs)
     inputs_match(parsed, inputs, text_out)
-    imports = load_imports_or_fail(parsed.program, program_path.parent, project)
+    imports = load_imports_or_fail(parsed.program, program_dir, project)
     settings, provider = open_provider_or_fail(
-        project, args.provider, args.model, args.max_concurrency, record=args.record
+        project, args.provider, args.model, args.max_concurrency, record=args.record, found=found
     )
     from openprose.vm.runner import run_program
 
-    config = vm_config(project, settings.max_concurrency, args.evaluator, local_budget(settings))
+    config = vm_config(
+        project,
+        settings.max_concurrency,
+        args.evaluator,
+        local_budget(settings),
+        budgets=budget_flags(args),
+    )
+    prices = run_prices(project)
+    cost_is_enforceable(parsed.program, config, settings, prices)
     launch = {
-        "provider": _launch_spec(args.provider, settings),
+        "provider": launch_spec(args.provider, settings),
         "models": args.model,
         "max_concurrency": args.max_concurrency,
         "evaluator": args.evaluator,
-        "program_dir": str(program_path.parent.resolve()),
+        "program_dir": str(program_dir.resolve()),
     }
-    text = program_path.read_text(encoding="utf-8")
-    with progress(args.json) as observer:
+    text = parsed.source.text
+    args.notice.project, args.notice.provider = project, settings.provider
+    with progress(args.json, args.notice, args.quiet) as observer:
         result = run_async(
             run_program(
                 parsed.program,
@@ -153,13 +302,14 @@ def _run(args: argparse.Namespace) -> int:
                 config=config,
                 observer=observer,
                 launch=launch,
+                prices=prices,
             ),
             provider,
         )
-    return report(result, args.json)
+    return report(result, args.json, args.notice)
 
 
-def _launch_spec(spec: str | None, settings: ProviderSettings) -> str | None:
+def launch_spec(spec: str | None, settings: ProviderSettings) -> str | None:
     """The `--provider` value recorded for `prose resume`, with the `replay:`/`scripted:` file
     made absolute (`scripted:rules.yaml` -> `scripted:/abs/rules.yaml`) so a resume from
     elsewhere finds it. A replay run id or prefix is recorded as the journal it resolved to:
@@ -178,12 +328,15 @@ def _launch_spec(spec: str | None, settings: ProviderSettings) -> str | None:
 def parse_and_check(path: Path, project: Path, stream: TextIO) -> Any:
     """The parse of `path` when it has no errors; otherwise its diagnostics are printed on
     `stream` like `prose check` prints them, and a `UsageError` carrying them is raised."""
-    from openprose.parser import parse, read_source
-    from openprose.vm.frontend import diagnose
+    from openprose.checker import diagnose
+    from openprose.parser import decode_source, parse, read_source
 
-    if not path.is_file():
+    if str(path) == STDIN:
+        source, problems = decode_source(sys.stdin.buffer.read(), "<stdin>")
+    elif not path.is_file():
         raise UsageError(f"{path}: no such file")
-    source, problems = read_source(path)
+    else:
+        source, problems = read_source(path)
     if source is None:
         print_diagnostics(list(problems), None, stream)
         raise UsageError(f"{path}: cannot be read", [d.to_dict() for d in problems])
@@ -227,12 +380,18 @@ def local_budget(settings: ProviderSettings) -> int | None:
 
 
 def vm_config(
-    project: Path, max_concurrency: int, evaluator: str | None, budget_cap: int | None = None
+    project: Path,
+    max_concurrency: int,
+    evaluator: str | None,
+    budget_cap: int | None = None,
+    *,
+    budgets: dict[str, Any] | None = None,
 ) -> Any:
     """VM settings: the `[vm]` table of prose.toml (or `[tool.prose.vm]` in pyproject.toml),
-    e.g. `context_budget = 100000`, `retry_base_delay = 0.5`, `default_model = "haiku"`;
-    command-line options win. Without a `context_budget` of the user's, `budget_cap` (the
-    embedded model's window) lowers the default."""
+    e.g. `context_budget = 100000`, `retry_base_delay = 0.5`, `default_model = "haiku"`,
+    `max_sessions = 200`; command-line options (`budgets`: --max-sessions...) win. Without
+    a `context_budget` of the user's, `budget_cap` (the embedded model's window) lowers the
+    default."""
     from dataclasses import fields, replace
 
     from openprose.vm.runner import VMConfig
@@ -256,14 +415,21 @@ def vm_config(
     for key, value in table.items():
         _check_setting(key, value, getattr(defaults, key))
     config = replace(defaults, **table, max_concurrency=max_concurrency)
+    config = replace(config, **(budgets or {}))
     if budget_cap is not None and "context_budget" not in table:
         config = replace(config, context_budget=min(config.context_budget, budget_cap))
     return replace(config, evaluator_model=evaluator) if evaluator else config
 
 
+# Budgets may be lifted (`max_cost = "none"` is not TOML's; leave the key out instead).
+_BUDGET_KINDS: dict[str, type] = {"max_sessions": int, "max_run_tokens": int, "max_cost": float}
+
+
 def _check_setting(key: str, value: object, default: object) -> None:
     """A [vm] value must have its default's type: text, or a positive number (an integer
     where the default is one; `retry_base_delay` may also be 0)."""
+    if key in _BUDGET_KINDS:
+        default = _BUDGET_KINDS[key](1)
     if isinstance(default, str):
         if not isinstance(value, str) or not value.strip():
             raise UsageError(f"[vm] {key} must be a non-empty string, got {value!r}")
@@ -274,6 +440,48 @@ def _check_setting(key: str, value: object, default: object) -> None:
         raise UsageError(f"[vm] {key} must be {kind}, got {value!r}")
     if value < 0 or (value == 0 and key != "retry_base_delay"):
         raise UsageError(f"[vm] {key} must be positive, got {value!r}")
+
+
+def run_prices(project: Path) -> Any:
+    """The price table: the packaged one, extended by `[prices]` of prose.toml."""
+    from openprose.providers import ProviderConfigError
+    from openprose.providers.prices import Prices
+
+    table = project_settings(project).get("prices")
+    if table is None:
+        return Prices.default()
+    try:
+        return Prices.default().extended(table)
+    except ProviderConfigError as error:
+        raise UsageError(str(error)) from None
+
+
+def cost_is_enforceable(program: Any, config: Any, settings: Any, prices: Any) -> None:
+    """`--max-cost` needs the price of every model the run may use: refuse it up front,
+    naming each model without one and how to give it, rather than run unguarded."""
+    if config.max_cost is None:
+        return
+    from openprose.providers import ProviderConfigError
+    from openprose.providers.settings import resolve_model
+    from openprose.vm.budget import models_named
+
+    missing = []
+    for alias in sorted(models_named(program, config)):
+        try:
+            provider, model = resolve_model(alias, settings)
+        except ProviderConfigError as error:
+            raise UsageError(str(error)) from None
+        if prices.price_of(model) is None:
+            shown = model if alias == model else f"{model} (alias {alias})"
+            missing.append((model, f"{provider}:{shown}"))
+    if missing:
+        names = ", ".join(shown for _, shown in missing)
+        first = missing[0][0]
+        raise UsageError(
+            f"--max-cost cannot be kept: no price for {names}; give each model a price in "
+            f'prose.toml, e.g. [prices."{first}"] input = 1.0 output = 5.0 (USD per million '
+            f"tokens), or drop --max-cost"
+        )
 
 
 def registry_base(project: Path) -> str:
@@ -293,7 +501,12 @@ def read_inputs(pairs: list[str], json_file: str | None) -> dict[str, Any]:
     inputs: dict[str, Any] = {}
     if json_file:
         try:
-            data = json.loads(Path(json_file).read_text(encoding="utf-8"))
+            text = (
+                sys.stdin.read()
+                if json_file == STDIN
+                else Path(json_file).read_text(encoding="utf-8")
+            )
+            data = json.loads(text)
         except FileNotFoundError:
             raise UsageError(f"--inputs {json_file}: no such file") from None
         except OSError as error:
@@ -377,7 +590,8 @@ def load_imports_or_fail(
 
     if not any(isinstance(s, n.Use) for s in program.body):
         return {}
-    from openprose.imports import ImportFailed, load_imports
+    from openprose.imports import ImportFailed
+    from openprose.vm.loader import load_imports
 
     registry = None if pinned is not None else registry_base(project)
     try:
@@ -401,6 +615,7 @@ def open_provider_or_fail(
     *,
     record: str | None = None,
     resuming: Path | None = None,
+    found: ProjectInfo | None = None,
 ) -> tuple[ProviderSettings, Provider]:
     """Settings and the opened provider. A `replay:` source given as a run id or prefix is
     resolved here, once, to its journal file (kept in the settings): before a new run's
@@ -410,10 +625,12 @@ def open_provider_or_fail(
     from openprose.providers import (
         ProviderConfigError,
         RecordingProvider,
+        check_credentials,
         load_settings,
         open_provider,
     )
     from openprose.providers.replay import replay_source
+    from openprose.providers.settings import resolve_model
 
     try:
         settings = load_settings(
@@ -422,9 +639,13 @@ def open_provider_or_fail(
         if settings.provider == "replay" and settings.path is not None:
             source = replay_source(settings.path, project, exclude=resuming)
             settings = replace(settings, path=source.resolve())
+        for override in models:  # a key-less `--model x=anthropic:...` fails now, not mid-run
+            check_credentials(settings, resolve_model(override.partition("=")[0], settings)[0])
         opened = open_provider(settings)
     except ProviderConfigError as error:
-        raise UsageError(str(error)) from None
+        unconfigured = str(error).startswith("No model provider")
+        where = f"\n(settings: {found.explain()})" if found and unconfigured else ""
+        raise UsageError(f"{error}{where}") from None
     if record:
         target = Path(record)
         if target.is_dir():
@@ -452,37 +673,68 @@ def run_async(coroutine: Any, provider: Provider) -> RunResult:
 
 
 @contextmanager
-def progress(quiet: bool) -> Iterator[Observer | None]:
-    """Rich live view on a terminal, plain lines on stderr otherwise; none with --json."""
-    if quiet:
-        yield None
+def progress(as_json: bool, notice: RunNotice, quiet: bool = False) -> Iterator[Fanout]:
+    """The run notice, plus a Rich live view on a terminal or plain lines on stderr
+    otherwise; the notice alone with --json or -q."""
+    if as_json or quiet:
+        yield Fanout(notice)
         return
     if sys.stderr.isatty() and os.environ.get("TERM") != "dumb":
         from openprose.vm.progress import LiveView
 
         with LiveView() as view:
-            yield view
+            yield Fanout(notice, view)
         return
     from openprose.vm.progress import PlainProgress
 
-    yield PlainProgress(sys.stderr)
+    yield Fanout(notice, PlainProgress(sys.stderr))
 
 
-def report(result: RunResult, as_json: bool) -> int:
+class Fanout:
+    """Passes every VM event to each observer in turn."""
+
+    def __init__(self, *observers: Observer) -> None:
+        self.observers = observers
+
+    def __call__(self, event: str, step: str, fields: dict[str, Any]) -> None:
+        for observer in self.observers:
+            observer(event, step, fields)
+
+    def __getattr__(self, name: str) -> Any:
+        """Optional observer hooks (`answer_text`: the live view streams answers) reach the
+        first observer that has them; without one, the VM does not stream."""
+        for observer in self.__dict__.get("observers", ()):
+            hook = getattr(observer, name, None)
+            if hook is not None:
+                return hook
+        raise AttributeError(name)
+
+
+def report(result: RunResult, as_json: bool, notice: RunNotice | None = None) -> int:
     if as_json:
         print(json.dumps(result.to_json(), ensure_ascii=False))
     else:
-        print_summary(result)
+        print_summary(result, notice.provider if notice is not None else None)
     if result.status == "succeeded":
         return OK
     if not as_json:
         print(f"prose: {result.error}", file=sys.stderr)
+    if result.status == "stopped":  # its error line already names the resume command
+        return STOPPED
+    if notice is not None and notice.run_id is not None:
+        print(
+            f"prose: run {notice.run_id} {result.status}; after fixing the cause, continue it "
+            f"with: {notice.resume_command()}",
+            file=sys.stderr,
+        )
     return USAGE_ERROR if result.status == "aborted" else FAILED
 
 
-def print_summary(result: RunResult) -> None:
-    from openprose.vm.progress import cost_of
+# Providers that answer without a model: nothing is sent and nothing is paid.
+ANSWERED_LOCALLY = {"replay": "the replay cassette", "scripted": "the scripted rules"}
 
+
+def print_summary(result: RunResult, provider: str | None = None) -> None:
     usage = result.usage
     lines = [f"run {result.run_id}: {result.status}  ({result.run_dir})"]
     for name, value in result.outputs.items():
@@ -490,12 +742,24 @@ def print_summary(result: RunResult) -> None:
         lines.append(f"output {name}: {text}")
     if result.result is not None:
         lines.append(f"result: {result.result}")
+    answered_by = ANSWERED_LOCALLY.get(provider or "")
+    sent = usage.get("requests_sent", 0)
+    asked = f"{sent} answered by {answered_by}" if answered_by else f"{sent} sent"
     lines.append(
         f"tokens: {usage.get('input_tokens', 0)} in, {usage.get('output_tokens', 0)} out; "
-        f"requests: {usage.get('requests_sent', 0)} sent, "
+        f"requests: {asked}, "
         f"{usage.get('requests_served_from_journal', 0)} served from the journal"
     )
-    cost = cost_of(usage.get("by_model", {}))
-    if cost is not None and cost > 0:
-        lines.append(f"cost: ${cost:.4f}")
+    cost, unpriced = usage.get("cost_usd", 0.0), usage.get("unpriced_models") or {}
+    if answered_by:
+        pass  # nothing was sent to a model, nothing was paid
+    elif unpriced:  # said, not hidden: the total would be wrong
+        lines.append(
+            f"cost: unknown — no price for {', '.join(sorted(unpriced))} (give it one under "
+            f"[prices] in prose.toml); ${cost:.4f} for the priced calls"
+        )
+    elif usage.get("input_tokens") or usage.get("output_tokens"):
+        lines.append(
+            f"cost: ${cost:.4f}" if cost >= 0.0001 or cost == 0 else "cost: under $0.0001"
+        )
     print("\n".join(lines))

@@ -1,6 +1,6 @@
 """Model providers for the OpenProse VM: one small async interface, one file each.
 
-Importing this package is cheap: the SDKs (anthropic, openai, aiohttp, llama_cpp) are
+Importing this package is cheap: the HTTP stack (aiohttp, orjson) and llama_cpp are
 imported only when `open_provider` opens a provider that needs them.
 """
 
@@ -32,6 +32,7 @@ from openprose.providers.settings import (
     local_model_installed,
     resolve_model,
 )
+from openprose.providers.streaming import TextSink, stream_text_to
 
 __all__ = [
     "DEFAULT_ALIASES",
@@ -52,16 +53,36 @@ __all__ = [
     "ScriptRule",
     "ScriptedProvider",
     "SingleAttemptProvider",
+    "TextSink",
     "TransientProviderError",
     "Usage",
+    "check_credentials",
     "load_settings",
     "local_model_installed",
     "open_provider",
     "resolve_model",
     "single_attempt",
+    "stream_text_to",
 ]
 
 OPENAI_PLACEHOLDER_KEY = "not-needed"  # OpenAI-compatible local servers ignore the key
+
+
+def check_credentials(settings: ProviderSettings, name: str) -> None:
+    """Raise when provider `name` cannot be reached for want of a key or URL: called before
+    a run starts for every provider a `--model` override names, so a missing key is a usage
+    error, not a run folder left `aborted` at the first call."""
+    endpoint = settings.endpoint(name)
+    if name == "anthropic" and not endpoint.api_key:
+        raise ProviderConfigError(
+            "anthropic: no API key; export ANTHROPIC_API_KEY=sk-ant-... "
+            "(or name another variable with `api_key_env` under [providers.anthropic])"
+        )
+    if name == "openai" and not endpoint.api_key and not endpoint.base_url:
+        raise ProviderConfigError(
+            "openai: no API key and no base URL; export OPENAI_API_KEY=sk-... for OpenAI, "
+            "or OPENAI_BASE_URL=http://localhost:11434/v1 for an OpenAI-compatible server"
+        )
 
 
 def open_provider(settings: ProviderSettings, name: str | None = None) -> Provider:
@@ -72,30 +93,25 @@ def open_provider(settings: ProviderSettings, name: str | None = None) -> Provid
     """
     name = name or settings.provider
     endpoint = settings.endpoint(name)
+    check_credentials(settings, name)
     inner: Provider
     if name == "anthropic":
-        if not endpoint.api_key:
-            raise ProviderConfigError(
-                "anthropic: no API key; export ANTHROPIC_API_KEY=sk-ant-... "
-                "(or name another variable with `api_key_env` under [providers.anthropic])"
-            )
         from openprose.providers.anthropic import AnthropicProvider
 
         inner = AnthropicProvider(
-            api_key=endpoint.api_key, base_url=endpoint.base_url, timeout=settings.timeout
+            api_key=endpoint.api_key,
+            base_url=endpoint.base_url,
+            timeout=settings.timeout,
+            max_connections=settings.max_concurrency,
         )
     elif name == "openai":
-        if not endpoint.api_key and not endpoint.base_url:
-            raise ProviderConfigError(
-                "openai: no API key and no base URL; export OPENAI_API_KEY=sk-... for OpenAI, "
-                "or OPENAI_BASE_URL=http://localhost:11434/v1 for an OpenAI-compatible server"
-            )
         from openprose.providers.openai import OpenAIProvider
 
         inner = OpenAIProvider(
             api_key=endpoint.api_key or OPENAI_PLACEHOLDER_KEY,
             base_url=endpoint.base_url,
             timeout=settings.timeout,
+            max_connections=settings.max_concurrency,
         )
     elif name == "local":
         from openprose.providers.local import LocalProvider

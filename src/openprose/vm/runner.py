@@ -7,6 +7,8 @@ can default to them.
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
@@ -15,11 +17,21 @@ from typing import TYPE_CHECKING, Any
 
 from openprose import nodes as n
 from openprose.providers.base import Provider
+from openprose.providers.prices import Prices
+from openprose.vm.budget import FLAGS, BudgetExhausted
 from openprose.vm.errors import ProseError, RunAborted
 from openprose.vm.interpreter import Interpreter
 from openprose.vm.journal import Journal, read_journal
 from openprose.vm.runstore import RunStore, process_started, utc_now
-from openprose.vm.runtime import LoadedProgram, ModelRouter, Observer, Replay, Shared, VMConfig
+from openprose.vm.runtime import (
+    LoadedProgram,
+    ModelRouter,
+    Observer,
+    Replay,
+    RunStats,
+    Shared,
+    VMConfig,
+)
 from openprose.vm.values import Value, to_json
 
 if TYPE_CHECKING:
@@ -32,7 +44,7 @@ __all__ = ["RunResult", "VMConfig", "resume_run", "run_program"]
 class RunResult:
     run_id: str
     run_dir: Path
-    status: str  # "succeeded" | "failed" | "aborted"
+    status: str  # "succeeded" | "failed" | "aborted" | "stopped" (a budget; resumable)
     outputs: dict[str, Any] = field(default_factory=dict)
     usage: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
@@ -61,30 +73,37 @@ async def run_program(
     config: VMConfig | None = None,
     observer: Observer | None = None,
     launch: Mapping[str, Any] | None = None,
+    prices: Prices | None = None,
+    run_id: str | None = None,
 ) -> RunResult:
     """Run a checked program in a new run folder under `project_dir/.prose/runs/`.
 
-    `launch` is recorded in run.json for `prose resume` (the CLI puts its options there)."""
+    `launch` is recorded in run.json for `prose resume` (the CLI puts its options there).
+    `run_id`, when given, is one `reserve_run_id` made (a batch records it before the run)."""
     config = config or VMConfig()
-    store = RunStore.create(project_dir, text, Path(program.path).name)
-    store.write_meta(
-        {
-            "run_id": store.run_id,
-            "program": program.path,
-            "status": "running",
-            "started": utc_now(),
-            "pid": os.getpid(),
-            "pid_started": process_started(os.getpid()),
-            "inputs": to_json(dict(inputs or {})),
-            "imports": {
-                name: {"spec": p.spec, "sha256": p.content_hash, "namespace": p.namespace}
-                for name, p in (imports or {}).items()
-            },
-            "import_pins": _pins(imports or {}),
-            "config": asdict(config),
-            "launch": dict(launch or {}),
-        }
-    )
+    meta = {
+        "program": program.path,
+        "status": "running",
+        "started": utc_now(),
+        "pid": os.getpid(),
+        "pid_started": _this_process_started(),
+        "inputs": to_json(dict(inputs or {})),
+        "imports": {
+            name: {"spec": p.spec, "sha256": p.content_hash, "namespace": p.namespace}
+            for name, p in (imports or {}).items()
+        },
+        "import_pins": _pins(imports or {}),
+        "config": asdict(config),
+        "launch": dict(launch or {}),
+    }
+
+    def lay_out() -> RunStore:
+        store = RunStore.create(project_dir, text, Path(program.path).name, run_id)
+        store.write_meta({"run_id": store.run_id, **meta})
+        return store
+
+    # A dozen file-system calls: on a thread, so that a batch's other runs go on meanwhile.
+    store = await asyncio.to_thread(lay_out)
     return await _execute(
         program,
         text,
@@ -97,6 +116,7 @@ async def run_program(
         config=config,
         observer=observer,
         replay=Replay(),
+        prices=prices,
     )
 
 
@@ -110,6 +130,7 @@ async def resume_run(
     settings: ProviderSettings | None = None,
     config: VMConfig | None = None,
     observer: Observer | None = None,
+    prices: Prices | None = None,
 ) -> RunResult:
     """Continue a run: finished sessions and decisions come from its journal, the rest runs.
 
@@ -141,6 +162,7 @@ async def resume_run(
         config=config,
         observer=observer,
         replay=replay,
+        prices=prices,
     )
 
 
@@ -157,6 +179,7 @@ async def _execute(
     config: VMConfig,
     observer: Observer | None,
     replay: Replay,
+    prices: Prices | None,
 ) -> RunResult:
     journal = Journal(store.journal_path)
     journal.start()
@@ -167,9 +190,12 @@ async def _execute(
         config=config,
         replay=replay,
         project_dir=project_dir,
+        stats=RunStats(prices=prices or Prices.default()),
         observer=observer,
     )
-    shared.emit("run_started", "", resumed=bool(replay.sessions or replay.decisions))
+    shared.emit(
+        "run_started", "", run_id=store.run_id, resumed=bool(replay.sessions or replay.decisions)
+    )
     interpreter = Interpreter(program, text, shared, store, inputs=inputs, imports=imports)
     status, error = "succeeded", None
     outputs: dict[str, Any] = {}
@@ -179,6 +205,8 @@ async def _execute(
         status, error = "failed", str(failure)
     except RunAborted as abort:
         status, error = "aborted", str(abort)
+    except BudgetExhausted as stop:
+        status, error = "stopped", _stopped(stop, store.run_id)
     except BaseException:
         # A VM bug or an interrupt: keep what was journaled (the run stays resumable).
         await journal.close()
@@ -187,18 +215,39 @@ async def _execute(
     finally:
         await router.aclose()
     stamp = utc_now()
-    if status == "succeeded":
-        store.write_outputs(outputs)
-        store.state(f"---end {stamp}")
-    else:
-        store.state(f"---error {stamp} {error}")
+
+    def write_end() -> None:
+        if status == "succeeded":
+            store.write_outputs(outputs)
+            store.state(f"---end {stamp}")
+        else:
+            store.state(f"---error {stamp} {error}")
+
+    await asyncio.to_thread(write_end)
     usage = shared.stats.usage()
     shared.emit("run_finished", "", status=status, error=error, usage=usage)
     await journal.close()
     result = interpreter.final_result if status == "succeeded" else None
-    store.update_meta(status=status, finished=stamp, error=error, usage=usage, result=result)
-    store.close()
+
+    def close_store() -> None:
+        store.update_meta(status=status, finished=stamp, error=error, usage=usage, result=result)
+        store.close()  # waits for the binding files
+
+    await asyncio.to_thread(close_store)
     return RunResult(store.run_id, store.root, status, outputs, usage, error, result)
+
+
+@functools.cache
+def _this_process_started() -> int | None:
+    return process_started(os.getpid())
+
+
+def _stopped(stop: BudgetExhausted, run_id: str) -> str:
+    flag = FLAGS[stop.limit]
+    return (
+        f"stopped: budget — {stop} ({flag}); the run is resumable with a larger budget: "
+        f"prose resume {run_id} {flag} N"
+    )
 
 
 def _pins(imports: Mapping[str, LoadedProgram]) -> dict[str, str]:

@@ -2,8 +2,9 @@
 
 Values are plain Python data: `str` (session answers, literals), `int`/`float`, `list`
 (collections, loop and pipeline results) and `dict` (object context, named parallel results).
-Two wrappers carry more meaning: `ErrorValue` (the `err` of `catch as err`) and
-`ProgramResult` (what an invoked program returns: its outputs, by name).
+Wrappers carry more meaning: `ErrorValue` (the `err` of `catch as err`), `ProgramResult`
+(what an invoked program returns: its outputs, by name) and `Absent` (a name with no answer:
+a race loser, an ignored failure, a binding whose statement never ran).
 """
 
 from __future__ import annotations
@@ -34,6 +35,31 @@ class ErrorValue:
 
 
 @dataclass(frozen=True, slots=True)
+class Absent:
+    """No answer, and why — shown to a model as its note (e.g. "(cancelled)")."""
+
+    note: str
+
+    def __str__(self) -> str:
+        return self.note
+
+    @classmethod
+    def cancelled(cls) -> Absent:
+        """A race loser: its branch was cancelled once the race was decided."""
+        return cls("(cancelled)")
+
+    @classmethod
+    def failed(cls, message: str) -> Absent:
+        """A failure the program chose to ignore (`on-fail: "ignore"`)."""
+        return cls(f"(failed: {message})")
+
+    @classmethod
+    def unbound(cls, name: str) -> Absent:
+        """A name bound only in a body that did not run."""
+        return cls(f"({name} is unbound: the statement that binds it did not run)")
+
+
+@dataclass(frozen=True, slots=True)
 class ProgramResult:
     program: str
     outputs: dict[str, Value] = field(default_factory=dict)
@@ -49,7 +75,7 @@ def render(value: Value) -> str:
         return "true" if value else "false"
     if isinstance(value, int | float):
         return str(value)
-    if isinstance(value, ErrorValue):
+    if isinstance(value, ErrorValue | Absent):
         return str(value)
     if isinstance(value, ProgramResult):
         return render(value.outputs)
@@ -66,6 +92,8 @@ def to_json(value: Value) -> Any:
         return value
     if isinstance(value, ErrorValue):
         return {"error": value.message, "kind": value.kind, "where": value.where}
+    if isinstance(value, Absent):
+        return value.note
     if isinstance(value, ProgramResult):
         return {k: to_json(v) for k, v in value.outputs.items()}
     if isinstance(value, list | tuple):
