@@ -19,6 +19,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "resume": ("openprose.cli.resume", "continue an interrupted run"),
     "runs": ("openprose.cli.runs", "list runs and their status"),
     "show": ("openprose.cli.show", "show a run's steps, decisions, bindings and outputs"),
+    "lsp": ("openprose.cli.lsp", "language server for editors, over stdio (extra [lsp])"),
 }
 
 USAGE_ERROR = 2

@@ -1,0 +1,184 @@
+"""The language server: pygls wiring from LSP messages to the feature modules.
+
+Diagnostics are published after a quiet period (``DEBOUNCE_S``) following the last change, so
+a burst of keystrokes costs one analysis; requests (hover, completion...) always see the
+current text — a document changed since its last analysis is analysed first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from importlib.metadata import version
+from typing import Any
+
+from lsprotocol import types as lsp
+from pygls.lsp.server import LanguageServer
+
+from openprose.lsp import completion, fixes, highlight, hover, navigation, outline
+from openprose.lsp.convert import diagnostic
+from openprose.lsp.documents import Analysis, Documents, path_of, resolve_path
+from openprose.lsp.formatting import format_document
+
+# Quiet period after a change before diagnostics are computed and published.
+DEBOUNCE_S = 0.025
+_TRIGGERS = [":", "{", "(", '"', " "]
+
+
+class ProseServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__("prose-lsp", version("openprose"))
+        self.store = Documents()
+        self.pending: dict[str, asyncio.TimerHandle] = {}
+
+    def analysis(self, uri: str) -> Analysis:
+        """The analysis of the document's current text (analysed now when out of date)."""
+        document = self.workspace.get_text_document(uri)
+        known = self.store.open.get(uri)
+        if (
+            known is not None
+            and known.version == document.version
+            and known.source.text == document.source
+        ):
+            return known
+        self.store.encoding = str(self.workspace.position_encoding or "utf-16")
+        return self.store.update(uri, document.source, document.version)
+
+    def schedule(self, uri: str) -> None:
+        handle = self.pending.pop(uri, None)
+        if handle is not None:
+            handle.cancel()
+        loop = asyncio.get_running_loop()
+        self.pending[uri] = loop.call_later(DEBOUNCE_S, self.publish, uri)
+
+    def publish(self, uri: str) -> None:
+        self.pending.pop(uri, None)
+        if uri not in self.workspace.text_documents:
+            return  # closed meanwhile
+        before = self.store.open.get(uri)
+        analysis = self.analysis(uri)
+        lines = analysis.lines
+        self.text_document_publish_diagnostics(
+            lsp.PublishDiagnosticsParams(
+                uri=uri,
+                version=analysis.version,
+                diagnostics=[fixes.attach(analysis, diagnostic(lines, d), d) for d in analysis.diagnostics],
+            )
+        )
+        if before is None or _contract(before) != _contract(analysis):
+            self.recheck_importers(analysis)
+
+    def recheck_importers(self, changed: Analysis) -> None:
+        """Other open documents importing ``changed``: their E026-E028 may have changed."""
+        if changed.path is None:
+            return
+        wanted = resolve_path(changed.path)
+        for uri, other in list(self.store.open.items()):
+            if other is changed:
+                continue
+            for use in other.index.uses:
+                file = self.store.imported(other, use.path.value)
+                if file is not None and resolve_path(file) == wanted:
+                    self.store.open.pop(uri, None)  # its contract lookup saw the old text
+                    self.schedule(uri)
+                    break
+
+
+def _contract(analysis: Analysis) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    from openprose.contracts import contract_of
+
+    contract = contract_of(analysis.result.program)
+    return contract.inputs, contract.outputs
+
+
+def _offset(server: ProseServer, uri: str, position: lsp.Position) -> tuple[Analysis, int]:
+    analysis = server.analysis(uri)
+    return analysis, analysis.lines.offset(position.line, position.character)
+
+
+def create_server() -> ProseServer:
+    server = ProseServer()
+
+    @server.feature(lsp.INITIALIZE)
+    def initialize(ls: ProseServer, params: lsp.InitializeParams) -> None:
+        roots = [path_of(f.uri) for f in params.workspace_folders or []]
+        if not roots and params.root_uri:
+            roots = [path_of(params.root_uri)]
+        ls.store.roots = [r for r in roots if r is not None and r.is_dir()]
+        ls.store.encoding = str(ls.workspace.position_encoding or "utf-16")
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls: ProseServer, params: lsp.DidOpenTextDocumentParams) -> None:
+        ls.schedule(params.text_document.uri)
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(ls: ProseServer, params: lsp.DidChangeTextDocumentParams) -> None:
+        ls.schedule(params.text_document.uri)
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
+    def did_save(ls: ProseServer, params: lsp.DidSaveTextDocumentParams) -> None:
+        ls.schedule(params.text_document.uri)
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: ProseServer, params: lsp.DidCloseTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        handle = ls.pending.pop(uri, None)
+        if handle is not None:
+            handle.cancel()
+        ls.store.close(uri)
+        ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+    @server.feature(lsp.TEXT_DOCUMENT_HOVER)
+    def on_hover(ls: ProseServer, params: lsp.HoverParams) -> lsp.Hover | None:
+        analysis, offset = _offset(ls, params.text_document.uri, params.position)
+        return hover.hover(ls.store, analysis, offset)
+
+    @server.feature(lsp.TEXT_DOCUMENT_DEFINITION)
+    def on_definition(ls: ProseServer, params: lsp.DefinitionParams) -> list[lsp.Location]:
+        analysis, offset = _offset(ls, params.text_document.uri, params.position)
+        return navigation.definition(ls.store, analysis, offset)
+
+    @server.feature(lsp.TEXT_DOCUMENT_REFERENCES)
+    def on_references(ls: ProseServer, params: lsp.ReferenceParams) -> list[lsp.Location]:
+        analysis, offset = _offset(ls, params.text_document.uri, params.position)
+        return navigation.references(
+            ls.store, analysis, offset, params.context.include_declaration
+        )
+
+    @server.feature(
+        lsp.TEXT_DOCUMENT_COMPLETION, lsp.CompletionOptions(trigger_characters=_TRIGGERS)
+    )
+    def on_completion(ls: ProseServer, params: lsp.CompletionParams) -> lsp.CompletionList:
+        analysis, offset = _offset(ls, params.text_document.uri, params.position)
+        return lsp.CompletionList(is_incomplete=False, items=completion.complete(analysis, offset))
+
+    @server.feature(lsp.TEXT_DOCUMENT_FORMATTING)
+    def on_formatting(
+        ls: ProseServer, params: lsp.DocumentFormattingParams
+    ) -> list[lsp.TextEdit] | None:
+        return format_document(ls.analysis(params.text_document.uri))
+
+    @server.feature(lsp.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
+    def on_symbols(
+        ls: ProseServer, params: lsp.DocumentSymbolParams
+    ) -> list[lsp.DocumentSymbol]:
+        return outline.document_symbols(ls.analysis(params.text_document.uri))
+
+    @server.feature(lsp.TEXT_DOCUMENT_SEMANTIC_TOKENS_FULL, highlight.LEGEND)
+    def on_tokens(ls: ProseServer, params: lsp.SemanticTokensParams) -> lsp.SemanticTokens:
+        return highlight.semantic_tokens(ls.analysis(params.text_document.uri))
+
+    @server.feature(
+        lsp.TEXT_DOCUMENT_CODE_ACTION,
+        lsp.CodeActionOptions(code_action_kinds=[lsp.CodeActionKind.QuickFix]),
+    )
+    def on_code_action(ls: ProseServer, params: lsp.CodeActionParams) -> list[lsp.CodeAction]:
+        return fixes.code_actions(params.text_document.uri, params.context.diagnostics)
+
+    return server
+
+
+def serve(stdin: Any = None, stdout: Any = None) -> None:
+    """Run the server over stdio until the client exits it."""
+    create_server().start_io(stdin, stdout)
+
+
