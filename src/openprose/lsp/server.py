@@ -1,8 +1,11 @@
 """The language server: pygls wiring from LSP messages to the feature modules.
 
-Diagnostics are published after a quiet period (``DEBOUNCE_S``) following the last change, so
-a burst of keystrokes costs one analysis; requests (hover, completion...) always see the
-current text — a document changed since its last analysis is analysed first.
+Diagnostics are debounced on the leading edge: a change to a document that has been quiet for
+``DEBOUNCE_S`` is analysed at once; a change that follows another within that time (a burst of
+keystrokes, or the ones that queued up while an analysis ran) waits until the document has been
+quiet for ``DEBOUNCE_S``, so a burst costs one analysis at its start and one at its end.
+Requests (hover, completion...) always see the current text — a document changed since its last
+analysis is analysed first.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ class ProseServer(LanguageServer):
         super().__init__("prose-lsp", version("openprose"))
         self.store = Documents()
         self.pending: dict[str, asyncio.TimerHandle] = {}
+        self.last_change: dict[str, float] = {}
 
     def analysis(self, uri: str) -> Analysis:
         """The analysis of the document's current text (analysed now when out of date)."""
@@ -44,11 +48,15 @@ class ProseServer(LanguageServer):
         return self.store.update(uri, document.source, document.version)
 
     def schedule(self, uri: str) -> None:
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        quiet = now - self.last_change.get(uri, float("-inf")) >= DEBOUNCE_S
+        self.last_change[uri] = now
         handle = self.pending.pop(uri, None)
         if handle is not None:
             handle.cancel()
-        loop = asyncio.get_running_loop()
-        self.pending[uri] = loop.call_later(DEBOUNCE_S, self.publish, uri)
+            quiet = False
+        self.pending[uri] = loop.call_later(0 if quiet else DEBOUNCE_S, self.publish, uri)
 
     def publish(self, uri: str) -> None:
         self.pending.pop(uri, None)
@@ -125,6 +133,7 @@ def create_server() -> ProseServer:
         if handle is not None:
             handle.cancel()
         ls.store.close(uri)
+        ls.last_change.pop(uri, None)
         ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
     @server.feature(lsp.TEXT_DOCUMENT_HOVER)
