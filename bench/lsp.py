@@ -133,18 +133,24 @@ async def measure(lines: int, repeat: int) -> None:
 
     best_check = min(checks)
     best, median = min(latencies), statistics.median(latencies)
-    print(f"program: {text.count(chr(10)):,} lines, {len(expected)} diagnostics "
-          f"({published} published); {repeat} edits; debounce {DEBOUNCE_S * 1000:.0f} ms")
+    print(
+        f"program: {text.count(chr(10)):,} lines, {len(expected)} diagnostics "
+        f"({published} published); {repeat} edits; debounce {DEBOUNCE_S * 1000:.0f} ms"
+    )
     print(f"{'':34}{'min':>9}{'median':>9}{'max':>9}")
     print(f"{'didChange -> diagnostics (ms)':34}{best:9.1f}{median:9.1f}{max(latencies):9.1f}")
-    print(f"{'baseline: check_source here (ms)':34}{best_check:9.1f}"
-          f"{statistics.median(checks):9.1f}{max(checks):9.1f}")
+    print(
+        f"{'baseline: check_source here (ms)':34}{best_check:9.1f}"
+        f"{statistics.median(checks):9.1f}{max(checks):9.1f}"
+    )
     print(f"ratio (median latency / best in-process check): {median / best_check:.2f}x")
     verdict = "PASS" if median <= GOAL_MS else "FAIL"
     print(f"goal: median <= {GOAL_MS:.0f} ms -> {median:.1f} ms {verdict}")
-    print(f"server memory (VmRSS): {rss_start:.1f} MiB after initialize, "
-          f"{rss_examples:.1f} MiB after opening all {examples} examples "
-          f"(+{rss_examples - rss_start:.1f}), {rss_big:.1f} MiB with the large program too")
+    print(
+        f"server memory (VmRSS): {rss_start:.1f} MiB after initialize, "
+        f"{rss_examples:.1f} MiB after opening all {examples} examples "
+        f"(+{rss_examples - rss_start:.1f}), {rss_big:.1f} MiB with the large program too"
+    )
 
 
 def main() -> None:

@@ -46,7 +46,9 @@ def complete(analysis: Analysis, offset: int) -> list[lsp.CompletionItem]:
         if _INTERPOLATION.search(typed_line):
             return _variables(analysis, offset)
         if re.match(r"^\s*skills\s*:", before):
-            return [_item(d.name, lsp.CompletionItemKind.Module, "import") for d in _imports(analysis)]
+            return [
+                _item(d.name, lsp.CompletionItemKind.Module, "import") for d in _imports(analysis)
+            ]
         return []
     if _AGENT_SLOT.search(before):
         return _names(analysis, "agent", lsp.CompletionItemKind.Class)
@@ -114,7 +116,10 @@ def _owner(analysis: Analysis, line: int, indent: int) -> str | None:
 def _modifiers(head: str, inside: str) -> list[lsp.CompletionItem]:
     last = inside.rsplit(",", 1)[-1]
     if re.search(r"on-fail\s*:\s*$", last):
-        return [_item(f'"{p}"', lsp.CompletionItemKind.EnumMember, "failure policy") for p in language.FAIL_POLICIES]
+        return [
+            _item(f'"{p}"', lsp.CompletionItemKind.EnumMember, "failure policy")
+            for p in language.FAIL_POLICIES
+        ]
     if ":" in last:
         return []
     if head == "loop":
@@ -151,7 +156,9 @@ def _variables(analysis: Analysis, offset: int) -> list[lsp.CompletionItem]:
     return list(seen.values())
 
 
-def _names(analysis: Analysis, namespace: str, kind: lsp.CompletionItemKind) -> list[lsp.CompletionItem]:
+def _names(
+    analysis: Analysis, namespace: str, kind: lsp.CompletionItemKind
+) -> list[lsp.CompletionItem]:
     seen: dict[str, lsp.CompletionItem] = {}
     for d in analysis.index.definitions:
         if d.namespace == namespace:

@@ -6,6 +6,7 @@ no second analysis and a fix always applies to the text the diagnostic was compu
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from lsprotocol import types as lsp
@@ -45,7 +46,7 @@ def _range_json(analysis: Analysis, span: Any) -> dict[str, Any]:
     }
 
 
-def code_actions(uri: str, diagnostics: list[lsp.Diagnostic]) -> list[lsp.CodeAction]:
+def code_actions(uri: str, diagnostics: Sequence[lsp.Diagnostic]) -> list[lsp.CodeAction]:
     actions = []
     for published in diagnostics:
         data = published.data if isinstance(published.data, dict) else {}

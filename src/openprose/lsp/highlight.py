@@ -58,8 +58,13 @@ def semantic_tokens(analysis: Analysis) -> lsp.SemanticTokens:
 def _pieces(analysis: Analysis) -> list[Piece]:
     index = analysis.index
     spots: dict[int, Definition | Reference | PropertyName] = {}
-    for spot in (*index.definitions, *index.references, *index.properties):
-        spots.setdefault(spot.span.start, spot)
+    everything: list[Definition | Reference | PropertyName] = [
+        *index.definitions,
+        *index.references,
+        *index.properties,
+    ]
+    for each in everything:
+        spots.setdefault(each.span.start, each)
     words = {  # names written as property values: `model: sonnet`, `bash: deny`
         p.value.span.start for p in index.properties if isinstance(p.value, n.Name)
     }

@@ -65,7 +65,11 @@ def describe(store: Documents, analysis: Analysis, definition: Definition) -> st
         return _code("\n".join(lines))
     if isinstance(node, n.BlockDef):
         params = ", ".join(p.id for p in node.params)
-        head = f"block {node.name.id}({params})" if node.has_parens or params else f"block {node.name.id}"
+        head = (
+            f"block {node.name.id}({params})"
+            if node.has_parens or params
+            else f"block {node.name.id}"
+        )
         first = _first_line(source.text, node.body[0].span) if node.body else ""
         return _code(head) + (f"\n\nfirst statement: `{first}`" if first else "")
     if isinstance(node, n.Input):

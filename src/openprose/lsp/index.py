@@ -21,9 +21,7 @@ from openprose import nodes as n
 from openprose.source import Span
 
 Namespace = Literal["agent", "block", "program", "variable", "argument", "output-field"]
-DefKind = Literal[
-    "agent", "block", "import", "input", "output", "let", "const", "branch", "scoped"
-]
+DefKind = Literal["agent", "block", "import", "input", "output", "let", "const", "branch", "scoped"]
 
 # Pipeline stages that bind the implicit `item` (openprose.checker.control).
 _IMPLICIT_ITEM_OPS = frozenset({"map", "filter", "pmap"})
@@ -43,7 +41,7 @@ class Definition:
     @property
     def namespace(self) -> Namespace:
         if self.kind in ("agent", "block"):
-            return self.kind  # type: ignore[return-value]
+            return self.kind
         if self.kind == "import":
             return "program"
         return "variable"
@@ -195,7 +193,9 @@ class _Indexer:
         if name.id:
             self.index.definitions.append(Definition(name.id, kind, name.span, node, region))
 
-    def refer(self, name: str, namespace: Namespace, span: Span, program: str | None = None) -> None:
+    def refer(
+        self, name: str, namespace: Namespace, span: Span, program: str | None = None
+    ) -> None:
         if name:
             self.index.references.append(Reference(name, namespace, span, program))
 
@@ -251,7 +251,9 @@ class _Indexer:
 
     def properties(self, props: tuple[n.Property, ...], owner: Literal["agent", "session"]) -> None:
         for prop in props:
-            self.index.properties.append(PropertyName(prop.name.id, prop.name.span, owner, prop.value))
+            self.index.properties.append(
+                PropertyName(prop.name.id, prop.name.span, owner, prop.value)
+            )
             value = prop.value
             if isinstance(value, n.PermissionsBlock):
                 for rule in value.rules:
@@ -330,7 +332,9 @@ class _Indexer:
             if op.op in _IMPLICIT_ITEM_OPS:
                 region = _region(op.body, op.span)
                 implicit = n.Name(span=_head(op.span), id="item")
-                self.index.definitions.append(Definition("item", "scoped", implicit.span, op, region))
+                self.index.definitions.append(
+                    Definition("item", "scoped", implicit.span, op, region)
+                )
                 self.body(op.body)
             else:
                 self.scoped((op.accumulator, op.item), op, op.body)
@@ -373,7 +377,11 @@ class _Indexer:
             span = part.span
             start = span.start + 1
             name_span = Span(
-                start, start + len(part.name), span.line, span.column + 1, span.line,
+                start,
+                start + len(part.name),
+                span.line,
+                span.column + 1,
+                span.line,
                 span.column + 1 + len(part.name),
             )
             self.refer(part.name, "variable", name_span)
@@ -385,6 +393,10 @@ def _head(span: Span) -> Span:
 
 def _tail(span: Span, length: int) -> Span:
     return Span(
-        span.end - length, span.end, span.end_line, span.end_column - length, span.end_line,
+        span.end - length,
+        span.end,
+        span.end_line,
+        span.end_column - length,
+        span.end_line,
         span.end_column,
     )

@@ -19,7 +19,7 @@ from openprose.checker.agents import (
 KEYWORD_DOCS: dict[str, str] = {
     "use": "Import a program (registry `@handle/slug`, URL or local `.prose` file); `as` names it.",
     "as": "Names what comes before it: an import's alias, or a loop's index variable.",
-    "input": "Declare a value the caller must supply: `input name: \"description\"`.",
+    "input": 'Declare a value the caller must supply: `input name: "description"`.',
     "output": "Bind a value the program gives back to its caller: `output name = expr`.",
     "agent": "Define a reusable agent template (model, prompt, persist, skills, permissions).",
     "block": "Define a reusable block of statements, run with `do name(args)`.",

@@ -6,9 +6,9 @@ from __future__ import annotations
 from lsprotocol import types as lsp
 
 from openprose import nodes as n
+from openprose.lsp.convert import range_of
 from openprose.lsp.documents import Analysis
 from openprose.lsp.index import Definition
-from openprose.lsp.convert import range_of
 
 _KINDS: dict[str, lsp.SymbolKind] = {
     "agent": lsp.SymbolKind.Class,
@@ -27,6 +27,7 @@ def document_symbols(analysis: Analysis) -> list[lsp.DocumentSymbol]:
     top: list[lsp.DocumentSymbol] = []
     # Blocks in source order, with the symbol their definitions nest under.
     blocks: list[tuple[int, int, lsp.DocumentSymbol]] = []
+    children: dict[int, list[lsp.DocumentSymbol]] = {}  # a block symbol's own list, by id
     for definition in analysis.index.definitions:
         kind = _KINDS.get(definition.kind)
         if kind is None:
@@ -38,7 +39,6 @@ def document_symbols(analysis: Analysis) -> list[lsp.DocumentSymbol]:
             kind=kind,
             range=range_of(lines, node.span),
             selection_range=range_of(lines, definition.span),
-            children=[],
         )
         if isinstance(node, n.AgentDef):
             symbol.children = [
@@ -53,11 +53,12 @@ def document_symbols(analysis: Analysis) -> list[lsp.DocumentSymbol]:
         parent = next(
             (s for start, end, s in reversed(blocks) if start <= node.span.start < end), None
         )
-        (parent.children if parent is not None and parent.children is not None else top).append(
-            symbol
-        )
+        siblings = top if parent is None else children[id(parent)]
+        siblings.append(symbol)
         if isinstance(node, n.BlockDef):
             blocks.append((node.span.start, node.span.end, symbol))
+            children[id(symbol)] = []
+            symbol.children = children[id(symbol)]
     return top
 
 

@@ -69,7 +69,9 @@ class ProseServer(LanguageServer):
             lsp.PublishDiagnosticsParams(
                 uri=uri,
                 version=analysis.version,
-                diagnostics=[fixes.attach(analysis, diagnostic(lines, d), d) for d in analysis.diagnostics],
+                diagnostics=[
+                    fixes.attach(analysis, diagnostic(lines, d), d) for d in analysis.diagnostics
+                ],
             )
         )
         if before is None or _contract(before) != _contract(analysis):
@@ -149,9 +151,7 @@ def create_server() -> ProseServer:
     @server.feature(lsp.TEXT_DOCUMENT_REFERENCES)
     def on_references(ls: ProseServer, params: lsp.ReferenceParams) -> list[lsp.Location]:
         analysis, offset = _offset(ls, params.text_document.uri, params.position)
-        return navigation.references(
-            ls.store, analysis, offset, params.context.include_declaration
-        )
+        return navigation.references(ls.store, analysis, offset, params.context.include_declaration)
 
     @server.feature(
         lsp.TEXT_DOCUMENT_COMPLETION, lsp.CompletionOptions(trigger_characters=_TRIGGERS)
@@ -167,9 +167,7 @@ def create_server() -> ProseServer:
         return format_document(ls.analysis(params.text_document.uri))
 
     @server.feature(lsp.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
-    def on_symbols(
-        ls: ProseServer, params: lsp.DocumentSymbolParams
-    ) -> list[lsp.DocumentSymbol]:
+    def on_symbols(ls: ProseServer, params: lsp.DocumentSymbolParams) -> list[lsp.DocumentSymbol]:
         return outline.document_symbols(ls.analysis(params.text_document.uri))
 
     @server.feature(lsp.TEXT_DOCUMENT_SEMANTIC_TOKENS_FULL, highlight.LEGEND)
@@ -189,5 +187,3 @@ def create_server() -> ProseServer:
 def serve(stdin: Any = None, stdout: Any = None) -> None:
     """Run the server over stdio until the client exits it."""
     create_server().start_io(stdin, stdout)
-
-

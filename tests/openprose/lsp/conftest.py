@@ -13,10 +13,10 @@ import pytest_asyncio
 
 pytest.importorskip("pygls", reason="the [lsp] extra (pygls) is not installed")
 
-from lsprotocol import types as lsp  # noqa: E402
-from pygls.protocol import default_converter  # noqa: E402
-from pytest_lsp import LanguageClient, client_capabilities  # noqa: E402
-from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features  # noqa: E402
+from lsprotocol import types as lsp
+from pygls.protocol import default_converter
+from pytest_lsp import LanguageClient, client_capabilities
+from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
 
 SERVER = [sys.executable, "-m", "openprose.cli", "lsp"]
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
@@ -53,7 +53,9 @@ class Editor:
     def open(self, uri: str, text: str) -> None:
         self.versions[uri] = 1
         self.client.text_document_did_open(
-            lsp.DidOpenTextDocumentParams(lsp.TextDocumentItem(uri=uri, language_id="prose", version=1, text=text))
+            lsp.DidOpenTextDocumentParams(
+                lsp.TextDocumentItem(uri=uri, language_id="prose", version=1, text=text)
+            )
         )
 
     def replace(self, uri: str, text: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -53,7 +54,8 @@ async def test_open_publishes_what_prose_check_reports(editor: Editor, workspace
     editor.open(file.as_uri(), BROKEN)
     published = await editor.diagnostics(file.as_uri())
 
-    cli = subprocess.run(
+    cli = await asyncio.to_thread(
+        subprocess.run,
         [sys.executable, "-m", "openprose.cli", "check", "--format", "json", str(file)],
         capture_output=True,
         text=True,
@@ -68,7 +70,7 @@ async def test_open_publishes_what_prose_check_reports(editor: Editor, workspace
     }
     # The last line holds a character outside the BMP: UTF-16 columns move by one after it.
     wide = BROKEN.splitlines()[-1]
-    shift = len("session \"😀")
+    shift = len('session "😀')
 
     def utf16(line: int, column: int) -> int:
         return column - 1 + (1 if line == 10 and column - 1 >= shift else 0)
@@ -95,9 +97,9 @@ async def test_open_publishes_what_prose_check_reports(editor: Editor, workspace
 
 async def test_change_republishes_and_close_clears(editor: Editor) -> None:
     uri = "untitled:changing"
-    editor.open(uri, 'session: ghost\n')
+    editor.open(uri, "session: ghost\n")
     assert [d.code for d in await editor.diagnostics(uri)] == ["E007"]
-    editor.replace(uri, 'agent ghost:\n  model: opus\n\nsession: ghost\n')
+    editor.replace(uri, "agent ghost:\n  model: opus\n\nsession: ghost\n")
     assert await editor.diagnostics(uri) == []
     # An incremental edit: rename the definition, the session's reference breaks.
     editor.change(
@@ -116,8 +118,6 @@ async def test_change_republishes_and_close_clears(editor: Editor) -> None:
 
 
 async def _cleared(editor: Editor, uri: str) -> list[lsp.Diagnostic]:
-    import asyncio
-
     async def wait() -> list[lsp.Diagnostic]:
         while True:
             last = editor.published[uri][-1]
@@ -134,7 +134,7 @@ async def test_a_burst_of_changes_is_analysed_once_at_its_end(editor: Editor) ->
     editor.open(uri, "")
     await editor.diagnostics(uri)
     text = ""
-    for char in 'session: someone\n':
+    for char in "session: someone\n":
         text += char
         editor.replace(uri, text)
     found = await editor.diagnostics(uri)

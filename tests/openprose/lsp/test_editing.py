@@ -61,8 +61,12 @@ async def _labels(editor: Editor, uri: str, text: str) -> list[str]:
         ("let x = resume: r|", {"researcher"}, set()),
         ("do |", {"review"}, {"researcher"}),
         ('parallel (|):\n  session "a"', {'"all"', '"first"', '"any"', "on-fail", "count"}, set()),
-        ('parallel ("any", on-fail: |):\n  session "a"', {'"fail-fast"', '"continue"', '"ignore"'}, set()),
-        ("loop until **done** (|):\n  session \"a\"", {"max"}, {'"all"'}),
+        (
+            'parallel ("any", on-fail: |):\n  session "a"',
+            {'"fail-fast"', '"continue"', '"ignore"'},
+            set(),
+        ),
+        ('loop until **done** (|):\n  session "a"', {"max"}, {'"all"'}),
         ('session "about {|}"', {"notes", "topic"}, {"researcher"}),
         ('session "plain |"', set(), {"notes", "session"}),
         ('session "x"\n  context: [|]', {"notes", "topic"}, {"researcher"}),
@@ -110,7 +114,7 @@ async def _format(editor: Editor, uri: str) -> list[lsp.TextEdit] | None:
 async def test_formatting_is_prose_fmt(editor: Editor, trailing_newline: bool) -> None:
     messy = (
         "# header\n\n\n\nagent   writer :\n    model :   opus   # best\n"
-        "    prompt: \"p\"\nlet   x=session   \"a\"\n\n\n\nsession:writer\n"
+        '    prompt: "p"\nlet   x=session   "a"\n\n\n\nsession:writer\n'
         "  context:[ x ]"
     ) + ("\n" if trailing_newline else "")
     uri = f"untitled:fmt-{trailing_newline}"

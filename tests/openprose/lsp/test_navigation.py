@@ -177,4 +177,9 @@ async def test_references_to_an_input_across_importers(
     )
     assert found is not None
     where = sorted((Path(loc.uri[len("file://") :]).name, loc.range.start.line) for loc in found)
-    assert where == [("main.prose", 11), ("other.prose", 2), ("research.prose", 0), ("research.prose", 3)]
+    assert where == [
+        ("main.prose", 11),
+        ("other.prose", 2),
+        ("research.prose", 0),
+        ("research.prose", 3),
+    ]

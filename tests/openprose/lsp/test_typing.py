@@ -60,7 +60,5 @@ async def test_typing_an_example_character_by_character(editor: Editor, path: Pa
     # Once typing stops, the published diagnostics are those of the whole program.
     found = await editor.diagnostics(uri)
     expected = check_source(SourceFile.from_text(program, f"<{uri}>"))
-    assert [(d.code, d.range.start.line + 1) for d in found] == [
-        (d.code, d.line) for d in expected
-    ]
+    assert [(d.code, d.range.start.line + 1) for d in found] == [(d.code, d.line) for d in expected]
     editor.close(uri)
