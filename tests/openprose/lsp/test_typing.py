@@ -46,7 +46,6 @@ async def test_typing_an_example_character_by_character(editor: Editor, path: Pa
             client.text_document_semantic_tokens_full_async(lsp.SemanticTokensParams(document)),
             client.text_document_completion_async(lsp.CompletionParams(document, cursor)),
             client.text_document_hover_async(lsp.HoverParams(document, behind)),
-            client.text_document_definition_async(lsp.DefinitionParams(document, behind)),
         ]
     pending += [
         client.text_document_document_symbol_async(lsp.DocumentSymbolParams(document)),
@@ -55,7 +54,7 @@ async def test_typing_an_example_character_by_character(editor: Editor, path: Pa
         ),
     ]
     results = await asyncio.wait_for(asyncio.gather(*pending), 600)  # an error would raise
-    assert len(results) == 4 * len(program) + 2
+    assert len(results) == 3 * len(program) + 2
     assert results[-1] is not None and len(results[-1]) == 0  # examples are formatted
     # Once typing stops, the published diagnostics are those of the whole program.
     found = await editor.diagnostics(uri)
