@@ -14,6 +14,7 @@ from lsprotocol import types as lsp
 
 from openprose.lsp import language
 from openprose.lsp.documents import Analysis
+from openprose.lsp.index import Definition
 
 _TYPED = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*$")
 _AGENT_SLOT = re.compile(r"(?:^|[=\s])(?:session|resume)(?:\s+[A-Za-z_][\w-]*)?\s*:\s*$")
@@ -166,7 +167,7 @@ def _names(
     return list(seen.values())
 
 
-def _imports(analysis: Analysis) -> list:  # type: ignore[type-arg]
+def _imports(analysis: Analysis) -> list[Definition]:
     return [d for d in analysis.index.definitions if d.kind == "import"]
 
 

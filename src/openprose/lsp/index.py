@@ -27,6 +27,7 @@ DefKind = Literal["agent", "block", "import", "input", "output", "let", "const",
 _IMPLICIT_ITEM_OPS = frozenset({"map", "filter", "pmap"})
 # Properties whose values are variable references (the rest hold words like `sonnet`).
 _CONTEXT = "context"
+_SKILLS = "skills"
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,6 +261,10 @@ class _Indexer:
                     self.index.properties.append(
                         PropertyName(rule.name.id, rule.name.span, "permissions", rule.value)
                     )
+            elif prop.name.id == _SKILLS and isinstance(value, n.ArrayLit):
+                for skill in value.elements:  # a skill names an import: its alias or slug
+                    if isinstance(skill, n.StringLit) and not skill.triple:
+                        self.refer(skill.value, "program", _inside_quotes(skill.span))
             elif prop.name.id == _CONTEXT or isinstance(value, n.StringLit | n.Invalid):
                 self.visit(value)
             elif not isinstance(value, n.Name | n.NumberLit | n.ArrayLit):
@@ -330,10 +335,10 @@ class _Indexer:
         self.visit(node.source)
         for op in node.ops:
             if op.op in _IMPLICIT_ITEM_OPS:
+                # The implicit `item` is declared by the stage itself: its `|` stands for it.
                 region = _region(op.body, op.span)
-                implicit = n.Name(span=_head(op.span), id="item")
                 self.index.definitions.append(
-                    Definition("item", "scoped", implicit.span, op, region)
+                    Definition("item", "scoped", _head(op.span), op, region)
                 )
                 self.body(op.body)
             else:
@@ -399,4 +404,15 @@ def _tail(span: Span, length: int) -> Span:
         span.end_column - length,
         span.end_line,
         span.end_column,
+    )
+
+
+def _inside_quotes(span: Span) -> Span:
+    return Span(
+        span.start + 1,
+        span.end - 1,
+        span.line,
+        span.column + 1,
+        span.end_line,
+        span.end_column - 1,
     )

@@ -62,7 +62,7 @@ def test_the_cli_explains_a_missing_extra() -> None:
         "import sys; sys.modules['pygls'] = None; sys.modules['lsprotocol'] = None\n"
         "from openprose.cli import main; sys.exit(main(['lsp']))"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True)
     assert done.returncode == 2
     assert "pip install 'openprose[lsp]'" in done.stderr
     assert "Traceback" not in done.stderr

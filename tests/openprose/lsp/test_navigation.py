@@ -183,3 +183,12 @@ async def test_references_to_an_input_across_importers(
         ("research.prose", 0),
         ("research.prose", 3),
     ]
+
+
+async def test_a_skill_leads_to_its_import(editor: Editor) -> None:
+    text = 'use "@anthropic/web-search" as search\n\nagent a:\n  skills: ["search"]\n'
+    uri = "untitled:skills"
+    editor.open(uri, text)
+    (found,) = await _definition(editor, uri, position(text, '"search"', 2))
+    assert found.range.start == position(text, "search\n")
+    assert "@anthropic/web-search" in await _hover(editor, uri, position(text, '"search"', 3))
