@@ -8,6 +8,7 @@ index the editor features read, built on first use (diagnostics alone do not nee
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Iterator
 from functools import cached_property
 from pathlib import Path
@@ -17,7 +18,10 @@ from openprose.diagnostics import Diagnostic
 from openprose.lsp.index import Index, build_index
 from openprose.lsp.positions import Lines
 from openprose.parser import ParseResult, parse
+from openprose.scanner import DEDENT, EOF, INDENT, NEWLINE, Token, scan
 from openprose.source import SourceFile
+
+_LAYOUT = frozenset((NEWLINE, INDENT, DEDENT, EOF))
 
 
 class Analysis:
@@ -39,6 +43,26 @@ class Analysis:
     @cached_property
     def index(self) -> Index:
         return build_index(self.result.program)
+
+    @cached_property
+    def tokens(self) -> list[Token]:
+        """The scanner's tokens (the parser does not keep them), for highlighting and hover."""
+        return scan(self.source).tokens
+
+    def token_at(self, offset: int) -> Token | None:
+        """The token holding ``offset`` (its end included); layout tokens are not returned."""
+        tokens = self.tokens
+        starts = self._token_starts
+        i = bisect_right(starts, offset) - 1
+        while i >= 0 and tokens[i][2] == tokens[i][3]:  # zero-width layout tokens
+            i -= 1
+        if i >= 0 and tokens[i][2] <= offset <= tokens[i][3] and tokens[i][0] not in _LAYOUT:
+            return tokens[i]
+        return None
+
+    @cached_property
+    def _token_starts(self) -> list[int]:
+        return [t[2] for t in self.tokens]
 
 
 class Documents:

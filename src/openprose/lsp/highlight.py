@@ -12,7 +12,7 @@ from lsprotocol import types as lsp
 from openprose import nodes as n
 from openprose.lsp.documents import Analysis
 from openprose.lsp.index import Definition, PropertyName, Reference
-from openprose.scanner import DISCRETION, KEYWORDS, NAME, NUMBER, STRING, Token, scan
+from openprose.scanner import DISCRETION, KEYWORDS, NAME, NUMBER, STRING, Token
 
 TOKEN_TYPES = [
     "keyword",
@@ -69,7 +69,7 @@ def _pieces(analysis: Analysis) -> list[Piece]:
         p.value.span.start for p in index.properties if isinstance(p.value, n.Name)
     }
     found: list[Piece] = []
-    for token in scan(analysis.source).tokens:
+    for token in analysis.tokens:
         kind, start, end = token[0], token[2], token[3]
         spot = spots.get(start)
         if spot is not None and (kind == NAME or kind in KEYWORDS):

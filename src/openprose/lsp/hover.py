@@ -9,7 +9,8 @@ from openprose.lsp import language
 from openprose.lsp.convert import range_of
 from openprose.lsp.documents import Analysis, Documents
 from openprose.lsp.index import Definition, PropertyName, Reference
-from openprose.lsp.navigation import imported_definition, word_at
+from openprose.lsp.navigation import imported_definition
+from openprose.scanner import KEYWORDS, NAME, token_span
 from openprose.source import Span
 
 _FIRST_LINE = 100  # characters of a prompt shown
@@ -32,15 +33,24 @@ def hover(store: Documents, analysis: Analysis, offset: int) -> lsp.Hover | None
         if definition is None:
             return None
         return _hover(analysis, describe(store, analysis, definition), spot.span)
-    word = word_at(analysis, offset)
-    if word is None:
+    token = analysis.token_at(offset)
+    if token is None:
         return None
-    text, span = word
-    doc = language.KEYWORD_DOCS.get(text) or language.VALUE_DOCS.get(text)
-    if doc is None:
-        return None
-    title = "keyword" if text in language.KEYWORD_DOCS else "value"
-    return _hover(analysis, f"**{text}** ({title}) — {doc}", span)
+    kind, text, span = token[0], token[1], token_span(token)
+    if kind in KEYWORDS:
+        return _hover(analysis, f"**{text}** (keyword) — {language.KEYWORD_DOCS[text]}", span)
+    doc = language.VALUE_DOCS.get(text)
+    if kind == NAME and doc is not None and _is_property_value(analysis, span):
+        return _hover(analysis, f"**{text}** (value) — {doc}", span)
+    return None
+
+
+def _is_property_value(analysis: Analysis, span: Span) -> bool:
+    """Is ``span`` a word written as a property's value (``model: opus``, ``bash: deny``)?"""
+    return any(
+        isinstance(p.value, n.Name) and p.value.span.start == span.start
+        for p in analysis.index.properties
+    )
 
 
 def _property_doc(spot: PropertyName) -> str | None:

@@ -8,7 +8,6 @@ every ``.prose`` file in the workspace that imports its program.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from lsprotocol import types as lsp
@@ -17,25 +16,11 @@ from openprose import nodes as n
 from openprose.lsp.convert import range_of
 from openprose.lsp.documents import Analysis, Documents, resolve_path
 from openprose.lsp.index import Definition, Reference
-from openprose.scanner import IDENT_PATTERN
 from openprose.source import Span
 
-_WORD = re.compile(IDENT_PATTERN)
 _FILE_START = lsp.Range(lsp.Position(0, 0), lsp.Position(0, 0))
 
 Target = tuple[Analysis, Definition]
-
-
-def word_at(analysis: Analysis, offset: int) -> tuple[str, Span] | None:
-    """The identifier-like word around ``offset`` and its span."""
-    source = analysis.source
-    line, column = source.position(offset)
-    text = source.line_text(line)
-    for match in _WORD.finditer(text):
-        if match.start() <= column - 1 <= match.end():
-            start = source.line_starts[line - 1] + match.start()
-            return match.group(), source.span(start, start + len(match.group()))
-    return None
 
 
 def use_at(analysis: Analysis, offset: int) -> n.Use | None:

@@ -192,3 +192,15 @@ async def test_a_skill_leads_to_its_import(editor: Editor) -> None:
     (found,) = await _definition(editor, uri, position(text, '"search"', 2))
     assert found.range.start == position(text, "search\n")
     assert "@anthropic/web-search" in await _hover(editor, uri, position(text, '"search"', 3))
+
+
+async def test_words_inside_strings_and_comments_are_not_keywords(editor: Editor) -> None:
+    text = 'session "do it if you can"  # or else\n'
+    uri = "untitled:words"
+    editor.open(uri, text)
+    assert KEYWORD_DOCS["session"] in await _hover(editor, uri, position(text, "session"))
+    for word in ("if", "else"):
+        found = await editor.client.text_document_hover_async(
+            lsp.HoverParams(lsp.TextDocumentIdentifier(uri), position(text, word))
+        )
+        assert found is None
