@@ -45,6 +45,10 @@ class Analysis:
         return build_index(self.result.program)
 
     @cached_property
+    def contract(self) -> ProgramContract:
+        return contract_of(self.result.program)
+
+    @cached_property
     def tokens(self) -> list[Token]:
         """The scanner's tokens (the parser does not keep them), for highlighting and hover."""
         return scan(self.source).tokens
@@ -121,7 +125,7 @@ class Documents:
             wanted = resolve_path(Path(spec) if Path(spec).is_absolute() else base_dir / spec)
             for analysis in self.open.values():
                 if analysis.path is not None and resolve_path(analysis.path) == wanted:
-                    return contract_of(analysis.result.program)
+                    return analysis.contract
         return local_contracts(spec, base_dir)
 
     def workspace(self) -> Iterator[Analysis]:

@@ -100,9 +100,7 @@ def _import(store: Documents, analysis: Analysis, node: n.Use, name: str) -> str
     target = store.file(file)
     if target is None:
         return text + f"\n\n`{file}` cannot be read"
-    from openprose.contracts import contract_of
-
-    contract = contract_of(target.result.program)
+    contract = target.contract
     inputs = ", ".join(contract.inputs) or "none"
     outputs = ", ".join(contract.outputs) or "none"
     return text + f"\n\n`{file}` — inputs: {inputs}; outputs: {outputs}"

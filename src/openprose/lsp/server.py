@@ -33,6 +33,7 @@ class ProseServer(LanguageServer):
         self.store = Documents()
         self.pending: dict[str, asyncio.TimerHandle] = {}
         self.last_change: dict[str, float] = {}
+        self.published: dict[str, Analysis] = {}  # the analysis whose diagnostics were sent
 
     def analysis(self, uri: str) -> Analysis:
         """The analysis of the document's current text (analysed now when out of date)."""
@@ -62,8 +63,11 @@ class ProseServer(LanguageServer):
         self.pending.pop(uri, None)
         if uri not in self.workspace.text_documents:
             return  # closed meanwhile
-        before = self.store.open.get(uri)
         analysis = self.analysis(uri)
+        before = self.published.get(uri)
+        if analysis is before:
+            return  # this version's diagnostics went out already
+        self.published[uri] = analysis
         lines = analysis.lines
         self.text_document_publish_diagnostics(
             lsp.PublishDiagnosticsParams(
@@ -74,30 +78,27 @@ class ProseServer(LanguageServer):
                 ],
             )
         )
-        if before is None or _contract(before) != _contract(analysis):
-            self.recheck_importers(analysis)
+        importers = self.importers_of(analysis)
+        if importers and (before is None or before.contract != analysis.contract):
+            for importer in importers:  # their E026-E028 were checked against the old contract
+                self.store.open.pop(importer, None)
+                self.schedule(importer)
 
-    def recheck_importers(self, changed: Analysis) -> None:
-        """Other open documents importing ``changed``: their E026-E028 may have changed."""
+    def importers_of(self, changed: Analysis) -> list[str]:
+        """The other open documents that import ``changed``."""
         if changed.path is None:
-            return
+            return []
         wanted = resolve_path(changed.path)
-        for uri, other in list(self.store.open.items()):
-            if other is changed:
-                continue
-            for use in other.index.uses:
-                file = self.store.imported(other, use.path.value)
-                if file is not None and resolve_path(file) == wanted:
-                    self.store.open.pop(uri, None)  # its contract lookup saw the old text
-                    self.schedule(uri)
-                    break
-
-
-def _contract(analysis: Analysis) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    from openprose.contracts import contract_of
-
-    contract = contract_of(analysis.result.program)
-    return contract.inputs, contract.outputs
+        return [
+            uri
+            for uri, other in list(self.store.open.items())
+            if other is not changed
+            and any(
+                (file := self.store.imported(other, use.path.value)) is not None
+                and resolve_path(file) == wanted
+                for use in other.index.uses
+            )
+        ]
 
 
 def _offset(server: ProseServer, uri: str, position: lsp.Position) -> tuple[Analysis, int]:
@@ -136,6 +137,7 @@ def create_server() -> ProseServer:
             handle.cancel()
         ls.store.close(uri)
         ls.last_change.pop(uri, None)
+        ls.published.pop(uri, None)
         ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
     @server.feature(lsp.TEXT_DOCUMENT_HOVER)

@@ -155,3 +155,33 @@ async def test_a_file_with_a_thousand_diagnostics(editor: Editor) -> None:
     assert [d.code for d in found] == ["E007"] * MAX_DIAGNOSTICS + ["E117"]
     assert found[999].range.start == lsp.Position(999, 9)
     assert found[999].message == "Agent 'nobody999' not defined"
+
+
+async def test_editing_an_imported_program_rechecks_its_open_importers(
+    editor: Editor, workspace: Path
+) -> None:
+    library = workspace / "summarise.prose"
+    library.write_text('input text: "What to summarise"\noutput summary = session "Sum up"\n')
+    main = workspace / "uses-summarise.prose"
+    main_text = 'use "./summarise.prose" as summarise\n\nlet s = summarise(text: "long")\n'
+    main.write_text(main_text)
+    editor.open(library.as_uri(), library.read_text())
+    editor.open(main.as_uri(), main_text)
+    assert await editor.diagnostics(main.as_uri()) == []
+    # An unsaved edit to the library: a new required input. The open importer is re-checked
+    # against the buffer, not the file on disk.
+    editor.replace(library.as_uri(), 'input text: "t"\ninput style: "s"\noutput summary = 1\n')
+    await editor.diagnostics(library.as_uri())
+
+    async def rechecked() -> list[lsp.Diagnostic]:
+        while True:
+            found = list(editor.published[main.as_uri()][-1].diagnostics)
+            if found:
+                return found
+            editor.arrived.clear()
+            await editor.arrived.wait()
+
+    found = await asyncio.wait_for(rechecked(), 30)
+    assert [(d.code, d.message) for d in found] == [
+        ("E026", "Required input 'style' not provided to program 'summarise'")
+    ]
