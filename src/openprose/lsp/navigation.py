@@ -127,3 +127,20 @@ def _importers_uses(
             if r.namespace == namespace and r.program in names and r.name == found.name
         )
     return uses
+
+
+def highlights(store: Documents, analysis: Analysis, offset: int) -> list[lsp.DocumentHighlight]:
+    """Every occurrence in this document of the name under the cursor (its definition a
+    write, uses reads)."""
+    target = target_at(store, analysis, offset)
+    if target is None or target[0] is not analysis:
+        return []
+    found = target[1]
+    marks = [
+        lsp.DocumentHighlight(range_of(analysis.lines, found.span), lsp.DocumentHighlightKind.Write)
+    ]
+    marks += [
+        lsp.DocumentHighlight(range_of(analysis.lines, r.span), lsp.DocumentHighlightKind.Read)
+        for r in analysis.index.references_to(found)
+    ]
+    return marks

@@ -155,6 +155,13 @@ def create_server() -> ProseServer:
         analysis, offset = _offset(ls, params.text_document.uri, params.position)
         return navigation.references(ls.store, analysis, offset, params.context.include_declaration)
 
+    @server.feature(lsp.TEXT_DOCUMENT_DOCUMENT_HIGHLIGHT)
+    def on_highlight(
+        ls: ProseServer, params: lsp.DocumentHighlightParams
+    ) -> list[lsp.DocumentHighlight]:
+        analysis, offset = _offset(ls, params.text_document.uri, params.position)
+        return navigation.highlights(ls.store, analysis, offset)
+
     @server.feature(
         lsp.TEXT_DOCUMENT_COMPLETION, lsp.CompletionOptions(trigger_characters=_TRIGGERS)
     )

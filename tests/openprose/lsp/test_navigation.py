@@ -204,3 +204,15 @@ async def test_words_inside_strings_and_comments_are_not_keywords(editor: Editor
             lsp.HoverParams(lsp.TextDocumentIdentifier(uri), position(text, word))
         )
         assert found is None
+
+
+async def test_occurrences_of_a_name_are_highlighted(editor: Editor, main_uri: str) -> None:
+    found = await editor.client.text_document_document_highlight_async(
+        lsp.DocumentHighlightParams(lsp.TextDocumentIdentifier(main_uri), position(MAIN, "writer:"))
+    )
+    assert found is not None
+    assert [(h.range.start.line, h.kind) for h in found] == [
+        (2, lsp.DocumentHighlightKind.Write),
+        (8, lsp.DocumentHighlightKind.Read),
+        (12, lsp.DocumentHighlightKind.Read),
+    ]
