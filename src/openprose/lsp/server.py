@@ -45,7 +45,6 @@ class ProseServer(LanguageServer):
             and known.source.text == document.source
         ):
             return known
-        self.store.encoding = str(self.workspace.position_encoding or "utf-16")
         return self.store.update(uri, document.source, document.version)
 
     def schedule(self, uri: str) -> None:
