@@ -12,19 +12,24 @@ from pathlib import Path
 
 from openprose.cli.run import (
     UsageError,
+    add_budget_arguments,
     add_provider_arguments,
+    budget_flags,
+    cost_is_enforceable,
     guarded,
     load_imports_or_fail,
     open_provider_or_fail,
     progress,
     report,
     run_async,
+    run_prices,
 )
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_ref", metavar="RUN", help="run id (or unique prefix) or run folder")
     add_provider_arguments(parser)
+    add_budget_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -73,6 +78,10 @@ def _resume(args: argparse.Namespace) -> int:
     config = replace(config, max_concurrency=settings.max_concurrency)
     if args.evaluator:
         config = replace(config, evaluator_model=args.evaluator)
+    # A budget given now replaces the recorded one (a larger budget lets a stopped run go on).
+    config = replace(config, **budget_flags(args))
+    prices = run_prices(project)
+    cost_is_enforceable(parsed.program, config, settings, prices)
     with progress(args.json) as observer:
         result = run_async(
             resume_run(
@@ -84,6 +93,7 @@ def _resume(args: argparse.Namespace) -> int:
                 settings=settings,
                 config=config,
                 observer=observer,
+                prices=prices,
             ),
             provider,
         )

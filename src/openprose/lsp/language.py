@@ -8,13 +8,11 @@ from __future__ import annotations
 
 from openprose.checker.agents import (
     AGENT_PROPERTIES,
-    BACKOFFS,
-    MODELS,
     PATTERN_PERMISSIONS,
-    PERMISSION_VALUES,
     SESSION_PROPERTIES,
     SWITCH_PERMISSIONS,
 )
+from openprose.vocabulary import BACKOFFS, MODELS, PERMISSION_VALUES
 
 KEYWORD_DOCS: dict[str, str] = {
     "use": "Import a program (registry `@handle/slug`, URL or local `.prose` file); `as` names it.",
