@@ -306,15 +306,16 @@ def test_override_to_a_file_provider_is_refused() -> None:
 def test_default_aliases_name_a_model_of_their_own_tier() -> None:
     # Claude aliases name their family; the OpenAI stand-ins keep the tiers' order of price
     # (opus dearest, haiku cheapest), so `model: haiku` never costs more than `sonnet`.
+    from openprose.providers.prices import Prices
     from openprose.providers.settings import DEFAULT_ALIASES
-    from openprose.vm.progress import price_of
 
     for alias, model in DEFAULT_ALIASES["anthropic"].items():
         assert model.startswith(f"claude-{alias}-"), (alias, model)
-    openai = DEFAULT_ALIASES["openai"]
-    prices = {alias: price_of(model) for alias, model in openai.items()}
-    assert None not in prices.values(), prices
-    assert prices["opus"] > prices["sonnet"] > prices["haiku"]  # type: ignore[operator]
+    table = Prices.default()
+    found = {alias: table.price_of(model) for alias, model in DEFAULT_ALIASES["openai"].items()}
+    assert None not in found.values(), found
+    cost = {alias: price.cost(1000, 1000) for alias, price in found.items() if price}
+    assert cost["opus"] > cost["sonnet"] > cost["haiku"]
 
 
 def test_the_documented_alias_table_is_the_one_in_use() -> None:
