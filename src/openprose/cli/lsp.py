@@ -19,6 +19,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="talk over stdin/stdout (the default and only transport; accepted for clients "
         "that pass it)",
     )
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        help="log everything the server does to stderr, with tracebacks",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -32,5 +37,5 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return MISSING
-    serve()
+    serve(debug=args.debug)
     return 0

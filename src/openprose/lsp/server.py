@@ -11,6 +11,8 @@ analysis is analysed first.
 from __future__ import annotations
 
 import asyncio
+import logging
+import sys
 from importlib.metadata import version
 from typing import Any
 
@@ -192,6 +194,28 @@ def create_server() -> ProseServer:
     return server
 
 
-def serve(stdin: Any = None, stdout: Any = None) -> None:
-    """Run the server over stdio until the client exits it."""
+def serve(stdin: Any = None, stdout: Any = None, *, debug: bool = False) -> None:
+    """Run the server over stdio until the client exits it. Its log goes to stderr (editors
+    show it in their LSP log): one line per problem, or with ``debug`` everything pygls logs,
+    tracebacks included."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(
+        logging.Formatter("prose lsp: %(levelname)s: %(message)s") if debug else _OneLine()
+    )
+    logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING, handlers=[handler])
     create_server().start_io(stdin, stdout)
+
+
+class _OneLine(logging.Formatter):
+    """``prose lsp: error: Unable to handle message (JSONDecodeError: ...)`` — no traceback:
+    a client sending bad JSON is told so (pygls answers it too), and the log stays readable."""
+
+    def __init__(self) -> None:
+        super().__init__("prose lsp: %(levelname)s: %(message)s")
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = f"prose lsp: {record.levelname.lower()}: {record.getMessage()}"
+        if record.exc_info and record.exc_info[1] is not None:
+            error = record.exc_info[1]
+            text += f" ({type(error).__name__}: {error})"
+        return text

@@ -77,3 +77,18 @@ def test_other_commands_do_not_pay_for_pygls(command: str) -> None:
         "assert 'pygls' not in sys.modules and 'lsprotocol' not in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_bad_json_from_a_client_is_one_log_line_not_a_traceback() -> None:
+    body = b"{bad}"
+    done = subprocess.run(
+        [sys.executable, "-m", "openprose.cli", "lsp"],
+        input=b"Content-Length: %d\r\n\r\n%s" % (len(body), body),
+        capture_output=True,
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == 0  # end of input: the client went away
+    assert b"Traceback" not in done.stderr
+    assert b"prose lsp: error: Unable to handle message (JSONDecodeError" in done.stderr
+    assert b'"method": "window/showMessage"' in done.stdout  # the client is told too
