@@ -7,6 +7,8 @@ span lines.
 
 from __future__ import annotations
 
+from bisect import bisect_right
+
 from lsprotocol import types as lsp
 
 from openprose import nodes as n
@@ -35,7 +37,14 @@ LEGEND = lsp.SemanticTokensLegend(token_types=TOKEN_TYPES, token_modifiers=TOKEN
 _TYPE = {name: index for index, name in enumerate(TOKEN_TYPES)}
 _DECLARATION = 1
 _READONLY = 2
-_OPERATORS = frozenset(("->", "|", "="))
+# Token kinds coloured by kind alone.
+_SIMPLE = {
+    NUMBER: "number",
+    DISCRETION: "macro",
+    "->": "operator",
+    "|": "operator",
+    "=": "operator",
+}
 _BY_NAMESPACE = {
     "agent": "class",
     "block": "function",
@@ -69,23 +78,23 @@ def _pieces(analysis: Analysis) -> list[Piece]:
         p.value.span.start for p in index.properties if isinstance(p.value, n.Name)
     }
     found: list[Piece] = []
+    append = found.append
+    simple = _SIMPLE
     for token in analysis.tokens:
-        kind, start, end = token[0], token[2], token[3]
-        spot = spots.get(start)
-        if spot is not None and (kind == NAME or kind in KEYWORDS):
-            found.append((start, end, *_classify(spot)))
-        elif kind in KEYWORDS:
-            found.append((start, end, "keyword", 0))
-        elif kind == NAME:
-            found.append((start, end, "enumMember" if start in words else "variable", 0))
+        kind = token[0]
+        if kind == NAME or kind in KEYWORDS:
+            start = token[2]
+            spot = spots.get(start)
+            if spot is not None:
+                append((start, token[3], *_classify(spot)))
+            elif kind == NAME:
+                append((start, token[3], "enumMember" if start in words else "variable", 0))
+            else:
+                append((start, token[3], "keyword", 0))
         elif kind == STRING:
             found.extend(_string(token, spots))
-        elif kind == NUMBER:
-            found.append((start, end, "number", 0))
-        elif kind == DISCRETION:
-            found.append((start, end, "macro", 0))
-        elif kind in _OPERATORS:
-            found.append((start, end, "operator", 0))
+        elif kind in simple:
+            append((token[2], token[3], simple[kind], 0))
     for comment in analysis.result.program.comments:
         found.append((comment.span.start, comment.span.end, "comment", 0))
     return found
@@ -124,25 +133,41 @@ def _string(token: Token, spots: dict[int, Definition | Reference | PropertyName
 
 
 def _encode(analysis: Analysis, pieces: list[Piece]) -> list[int]:
-    """LSP's relative encoding, one token per line piece, in client units."""
+    """LSP's relative encoding, one token per line piece, in client units. ``pieces`` are
+    sorted and do not overlap, so the line they start on only moves forward."""
     source = analysis.source
     lines = analysis.lines
     text = source.text
+    starts = source.line_starts
+    last_line = len(starts) - 1
+    ascii_lines: dict[int, bool] = {}
     data: list[int] = []
-    previous_line = previous_start = 0
+    previous_line = previous_start = line = 0
     for start, end, kind, modifiers in pieces:
         type_index = _TYPE[kind]
         while start < end:
+            if start < starts[line]:
+                line = bisect_right(starts, start) - 1
+            while line < last_line and starts[line + 1] <= start:
+                line += 1
+            line_start = starts[line]
             line_end = text.find("\n", start, end)
             stop = end if line_end == -1 else line_end
-            if text[start:stop].endswith("\r"):
+            if text[stop - 1 : stop] == "\r" and stop - 1 >= start:
                 stop -= 1
             if stop > start:
-                line, first = lines.position_of(start)
-                length = lines.position_of(stop)[1] - first
+                plain = ascii_lines.get(line)
+                if plain is None:
+                    following = starts[line + 1] if line < last_line else len(text)
+                    plain = ascii_lines[line] = text[line_start:following].isascii()
+                if plain:
+                    first, after = start - line_start, stop - line_start
+                else:
+                    first = lines.units(line, start - line_start)
+                    after = lines.units(line, stop - line_start)
                 delta_line = line - previous_line
                 delta_start = first - previous_start if delta_line == 0 else first
-                data += (delta_line, delta_start, length, type_index, modifiers)
+                data += (delta_line, delta_start, after - first, type_index, modifiers)
                 previous_line, previous_start = line, first
             if line_end == -1:
                 break

@@ -77,6 +77,9 @@ class Index:
     uses: list[n.Use] = field(default_factory=list)
     _starts: list[int] = field(default_factory=list, repr=False)
     _spots: list[Definition | Reference | PropertyName] = field(default_factory=list, repr=False)
+    _by_name: dict[tuple[str, Namespace], list[Definition]] = field(
+        default_factory=dict, repr=False
+    )
 
     def finish(self) -> None:
         spots: list[Definition | Reference | PropertyName] = [
@@ -87,6 +90,9 @@ class Index:
         spots.sort(key=lambda s: s.span.start)
         self._spots = spots
         self._starts = [s.span.start for s in spots]
+        for definition in self.definitions:
+            key = (definition.name, definition.namespace)
+            self._by_name.setdefault(key, []).append(definition)
 
     def at(self, offset: int) -> Definition | Reference | PropertyName | None:
         """The definition, reference or property name under a character offset (its end
@@ -102,7 +108,7 @@ class Index:
         return None
 
     def named(self, name: str, namespace: Namespace) -> list[Definition]:
-        return [d for d in self.definitions if d.name == name and d.namespace == namespace]
+        return self._by_name.get((name, namespace), [])
 
     def resolve(self, ref: Reference) -> Definition | None:
         """The definition a reference names, preferring the innermost scoped one."""
@@ -122,7 +128,7 @@ class Index:
             for r in self.references
             if r.name == definition.name
             and r.namespace == definition.namespace
-            and self.resolve(r) == definition
+            and self.resolve(r) is definition
         ]
 
     def visible_variables(self, offset: int) -> list[Definition]:
