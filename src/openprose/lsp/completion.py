@@ -28,6 +28,15 @@ _AGENT_HEAD = re.compile(r"^\s*agent\s+[^:]+:\s*(#.*)?$")
 _PERMISSIONS_HEAD = re.compile(r"^\s*permissions\s*:\s*(#.*)?$")
 _SESSION_HEAD = re.compile(r"(?:^\s*|[=>]\s*)(?:session|resume)\b")
 
+# Clauses that continue the statement before them, and what each may follow.
+_CLAUSES = frozenset(("elif", "else", "catch", "finally"))
+_CONTINUES: dict[str, set[str]] = {
+    "if": {"elif", "else"},
+    "elif": {"elif", "else"},
+    "try": {"catch", "finally"},
+    "catch": {"finally"},
+}
+
 _VALUES: dict[str, tuple[str, ...]] = {
     "model": tuple(sorted(language.MODELS)),
     "persist": language.PERSIST_VALUES,
@@ -70,7 +79,7 @@ def complete(analysis: Analysis, offset: int) -> list[lsp.CompletionItem]:
         return _expression(analysis, offset)
     if before.strip():
         return []
-    owner = _owner(analysis, line, len(before))
+    owner, sibling = _surroundings(analysis, line, len(before))
     if owner == "agent":
         return _properties(language.AGENT_PROPERTIES)
     if owner == "session":
@@ -83,8 +92,10 @@ def complete(analysis: Analysis, offset: int) -> list[lsp.CompletionItem]:
         ]
     keywords = [
         _item(k, lsp.CompletionItemKind.Keyword, language.KEYWORD_DOCS[k])
-        for k in language.STATEMENT_KEYWORDS
+        for k in _statement_keywords(owner, sibling)
     ]
+    if owner == "choice":
+        return keywords
     return keywords + _variables(analysis, offset) + _programs(analysis)
 
 
@@ -93,25 +104,46 @@ def _in_string(before: str) -> bool:
     return len(re.findall(r'(?<!\\)"', before)) % 2 == 1
 
 
-def _owner(analysis: Analysis, line: int, indent: int) -> str | None:
-    """What the indented block holding the cursor belongs to: the nearest line above that is
-    indented less than the cursor."""
+def _surroundings(analysis: Analysis, line: int, indent: int) -> tuple[str | None, str | None]:
+    """What the indented block holding the cursor belongs to (the nearest line above indented
+    less: ``agent``, ``permissions``, ``session``, ``choice`` or None), and the first word of
+    the statement before the cursor's at the same indentation (None when there is none)."""
     source = analysis.source
+    sibling: str | None = None
     for number in range(line - 1, 0, -1):
         text = source.line_text(number)
         stripped = text.lstrip()
         if not stripped or stripped.startswith("#"):
             continue
-        if len(text) - len(stripped) >= indent:
+        depth = len(text) - len(stripped)
+        if depth > indent:
+            continue
+        if depth == indent:
+            if sibling is None:
+                sibling = re.split(r"[\s:(]", stripped, maxsplit=1)[0]
             continue
         if _AGENT_HEAD.match(text):
-            return "agent"
+            return "agent", sibling
         if _PERMISSIONS_HEAD.match(text):
-            return "permissions"
+            return "permissions", sibling
         if _SESSION_HEAD.search(text):
-            return "session"
-        return None
-    return None
+            return "session", sibling
+        if stripped.startswith("choice"):
+            return "choice", sibling
+        return None, sibling
+    return None, sibling
+
+
+def _statement_keywords(owner: str | None, sibling: str | None) -> list[str]:
+    """Statement keywords valid here: clauses only after what they continue."""
+    if owner == "choice":
+        return ["option"]
+    allowed = _CONTINUES.get(sibling or "", set())
+    return [
+        k
+        for k in language.STATEMENT_KEYWORDS
+        if (k not in _CLAUSES or k in allowed) and k != "option"
+    ]
 
 
 def _modifiers(head: str, inside: str) -> list[lsp.CompletionItem]:

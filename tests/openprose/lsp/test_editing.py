@@ -49,7 +49,15 @@ async def _labels(editor: Editor, uri: str, text: str) -> list[str]:
 @pytest.mark.parametrize(
     ("typed", "expected", "absent"),
     [
-        ("|", {"agent", "session", "let", "parallel", "notes", "topic", "search"}, {"model"}),
+        (
+            "|",
+            {"agent", "session", "let", "parallel", "notes", "topic", "search"},
+            {"model", "elif", "else", "catch", "finally", "option"},
+        ),
+        ('if **ok**:\n  session "a"\n|', {"elif", "else", "session"}, {"catch"}),
+        ('try:\n  session "a"\n|', {"catch", "finally", "let"}, {"elif"}),
+        ('try:\n  session "a"\ncatch:\n  session "b"\n|', {"finally"}, {"catch"}),
+        ('choice **best**:\n  option "A":\n    session "a"\n  |', {"option"}, {"let", "notes"}),
         ("agent a:\n  |", {"model", "prompt", "persist", "skills", "permissions"}, {"let"}),
         ('session "x"\n  |', {"model", "prompt", "context", "retry", "backoff"}, {"persist"}),
         ("agent a:\n  permissions:\n    |", {"read", "write", "execute", "bash", "network"}, set()),
