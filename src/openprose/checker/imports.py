@@ -33,7 +33,10 @@ def register_use(ck: Checker, node: n.Use) -> None:
     if not path:
         ck.emit("E011", span, "Use path cannot be empty")
         return
-    if _REGISTRY.fullmatch(path) is None and not is_local_path(path):
+    local_folder = path.startswith(("./", "../", "/")) and not is_local_path(path)
+    if local_folder:
+        pass  # a skill folder on disk (Agent Skills format), resolved when an agent names it
+    elif _REGISTRY.fullmatch(path) is None and not is_local_path(path):
         if _SHORTHAND.fullmatch(path) or _URL.fullmatch(path):
             ck.emit(
                 "W006",
@@ -112,7 +115,7 @@ def contract_for(ck: Checker, info: ImportInfo) -> ProgramContract | None:
         ck.emit(
             "I002",
             info.node.path.span,
-            f"E026-E028 checks for '{info.name}' deferred to run time: "
+            f"the inputs and outputs of '{info.name}' are checked at run time: "
             f"the contract of '{path}' is unknown offline because {reason}",
         )
     return info.contract

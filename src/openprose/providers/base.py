@@ -13,9 +13,6 @@ from typing import Any, Protocol, runtime_checkable
 
 __all__ = [
     "Message",
-    "ToolCall",
-    "ToolResult",
-    "ToolSpec",
     "ModelRequest",
     "ModelResponse",
     "Provider",
@@ -23,6 +20,9 @@ __all__ = [
     "ProviderError",
     "RetryAfterTooLongError",
     "SingleAttemptProvider",
+    "ToolCall",
+    "ToolResult",
+    "ToolSpec",
     "TransientProviderError",
     "Usage",
     "single_attempt",
@@ -176,8 +176,10 @@ class ModelRequest:
         return _canonical_sha256(body)
 
     def last_user_text(self) -> str:
+        """The text of the last user turn that says something: a turn carrying only tool
+        results is skipped, so in a tool loop this stays the session's task."""
         for message in reversed(self.messages):
-            if message.role == "user":
+            if message.role == "user" and (message.content or not message.tool_results):
                 return message.content
         return ""
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Self, TextIO
 
@@ -21,6 +23,13 @@ _SHOWN = (
     "session_served",
     "decision",
 )
+
+
+def shown_verdict(verdict: Any) -> str:
+    """A judgment's answer as the language writes it: `true`/`false`, not Python's `True`."""
+    if isinstance(verdict, bool):
+        return "true" if verdict else "false"
+    return str(verdict)
 
 
 class PlainProgress:
@@ -48,7 +57,8 @@ class PlainProgress:
         elif event == "session_cancelled":
             line = f"{clock} ⊘ {step} cancelled"
         else:
-            line = f"{clock} ? {step} {fields.get('kind')} → {fields.get('verdict')} ({fields.get('reason')})"
+            verdict = shown_verdict(fields.get("verdict"))
+            line = f"{clock} ? {step} {fields.get('kind')} → {verdict} ({fields.get('reason')})"
         self.stream.write(line + "\n")
         self.stream.flush()
 
@@ -86,6 +96,7 @@ class LiveView:
 
         self.rows: dict[str, _Row] = {}
         self.running: set[str] = set()
+        self.run_id = ""
         self.done = 0
         self.tokens = 0
         self.console = Console(stderr=True)
@@ -97,11 +108,22 @@ class LiveView:
         self.live.start()
         return self
 
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """Stop drawing while someone else uses the terminal (an approval prompt)."""
+        self.live.stop()
+        try:
+            yield
+        finally:
+            self.live.start()
+
     def __exit__(self, *exc: object) -> None:
         self.live.stop()
 
     def __call__(self, event: str, step: str, fields: dict[str, Any]) -> None:
-        if event == "session_started":
+        if event == "run_started":
+            self.run_id = str(fields.get("run_id") or "")
+        elif event == "session_started":
             self.rows[step] = _Row(
                 str(fields.get("agent") or "-"), str(fields.get("model")), "running"
             )
@@ -147,7 +169,10 @@ class LiveView:
     def _render(self) -> Any:
         from rich.table import Table
 
-        table = Table(title=f"sessions: {self.done} done, {self.tokens} tokens", expand=False)
+        title = f"sessions: {self.done} done, {self.tokens} tokens"
+        if self.run_id:
+            title = f"run {self.run_id} · {title}"
+        table = Table(title=title, expand=False)
         for column in ("step", "agent", "model", "state", "tokens", "elapsed"):
             table.add_column(column)
         table.add_column("answer", no_wrap=True, overflow="ellipsis", max_width=self.ANSWER_WIDTH)

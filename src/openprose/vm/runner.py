@@ -7,6 +7,8 @@ can default to them.
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
@@ -30,6 +32,8 @@ from openprose.vm.runtime import (
     Shared,
     VMConfig,
 )
+from openprose.vm.toolloop import ToolRuntime
+from openprose.vm.tools.approvals import ApprovalPending, RecordedApprover
 from openprose.vm.values import Value, to_json
 
 if TYPE_CHECKING:
@@ -42,7 +46,7 @@ __all__ = ["RunResult", "VMConfig", "resume_run", "run_program"]
 class RunResult:
     run_id: str
     run_dir: Path
-    status: str  # "succeeded" | "failed" | "aborted" | "stopped" (a budget; resumable)
+    status: str  # "succeeded" | "failed" | "aborted" | "stopped" (a budget) | "waiting"
     outputs: dict[str, Any] = field(default_factory=dict)
     usage: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
@@ -72,30 +76,37 @@ async def run_program(
     observer: Observer | None = None,
     launch: Mapping[str, Any] | None = None,
     prices: Prices | None = None,
+    tools: ToolRuntime | None = None,
+    run_id: str | None = None,
 ) -> RunResult:
     """Run a checked program in a new run folder under `project_dir/.prose/runs/`.
 
-    `launch` is recorded in run.json for `prose resume` (the CLI puts its options there)."""
+    `launch` is recorded in run.json for `prose resume` (the CLI puts its options there).
+    `run_id`, when given, is one `reserve_run_id` made (a batch records it before the run)."""
     config = config or VMConfig()
-    store = RunStore.create(project_dir, text, Path(program.path).name)
-    store.write_meta(
-        {
-            "run_id": store.run_id,
-            "program": program.path,
-            "status": "running",
-            "started": utc_now(),
-            "pid": os.getpid(),
-            "pid_started": process_started(os.getpid()),
-            "inputs": to_json(dict(inputs or {})),
-            "imports": {
-                name: {"spec": p.spec, "sha256": p.content_hash, "namespace": p.namespace}
-                for name, p in (imports or {}).items()
-            },
-            "import_pins": _pins(imports or {}),
-            "config": asdict(config),
-            "launch": dict(launch or {}),
-        }
-    )
+    meta = {
+        "program": program.path,
+        "status": "running",
+        "started": utc_now(),
+        "pid": os.getpid(),
+        "pid_started": _this_process_started(),
+        "inputs": to_json(dict(inputs or {})),
+        "imports": {
+            name: {"spec": p.spec, "sha256": p.content_hash, "namespace": p.namespace}
+            for name, p in (imports or {}).items()
+        },
+        "import_pins": _pins(imports or {}),
+        "config": asdict(config),
+        "launch": dict(launch or {}),
+    }
+
+    def lay_out() -> RunStore:
+        store = RunStore.create(project_dir, text, Path(program.path).name, run_id)
+        store.write_meta({"run_id": store.run_id, **meta})
+        return store
+
+    # A dozen file-system calls: on a thread, so that a batch's other runs go on meanwhile.
+    store = await asyncio.to_thread(lay_out)
     return await _execute(
         program,
         text,
@@ -109,6 +120,7 @@ async def run_program(
         observer=observer,
         replay=Replay(),
         prices=prices,
+        tools=tools,
     )
 
 
@@ -123,8 +135,11 @@ async def resume_run(
     config: VMConfig | None = None,
     observer: Observer | None = None,
     prices: Prices | None = None,
+    tools: ToolRuntime | None = None,
 ) -> RunResult:
-    """Continue a run: finished sessions and decisions come from its journal, the rest runs.
+    """Continue a run: finished sessions, decisions and tool results come from its journal,
+    the rest runs. Approvals recorded while it waited (`prose approve`/`deny`) answer the
+    requests they name; any other `prompt` goes to `tools.approver`.
 
     `program` must be the parse of the run's own `program.prose`."""
     store = RunStore.open(run_dir)
@@ -155,6 +170,7 @@ async def resume_run(
         observer=observer,
         replay=replay,
         prices=prices,
+        tools=tools,
     )
 
 
@@ -172,7 +188,12 @@ async def _execute(
     observer: Observer | None,
     replay: Replay,
     prices: Prices | None,
+    tools: ToolRuntime | None = None,
 ) -> RunResult:
+    tools = tools or ToolRuntime()
+    tools.grants.update(replay.tools.grants)
+    if replay.tools.answers:
+        tools.approver = RecordedApprover(dict(replay.tools.answers), tools.approver)  # type: ignore[arg-type]
     journal = Journal(store.journal_path)
     journal.start()
     router = ModelRouter(provider, settings)
@@ -184,8 +205,11 @@ async def _execute(
         project_dir=project_dir,
         stats=RunStats(prices=prices or Prices.default()),
         observer=observer,
+        tools=tools,
     )
-    shared.emit("run_started", "", resumed=bool(replay.sessions or replay.decisions))
+    shared.emit(
+        "run_started", "", run_id=store.run_id, resumed=bool(replay.sessions or replay.decisions)
+    )
     interpreter = Interpreter(program, text, shared, store, inputs=inputs, imports=imports)
     status, error = "succeeded", None
     outputs: dict[str, Any] = {}
@@ -197,6 +221,13 @@ async def _execute(
         status, error = "aborted", str(abort)
     except BudgetExhausted as stop:
         status, error = "stopped", _stopped(stop, store.run_id)
+    except ApprovalPending as pending:
+        status = "waiting"
+        error = (
+            f"waiting for approval: {pending.request.describe()} "
+            f"(prose approve {store.run_id} / prose deny {store.run_id}, then prose resume)"
+        )
+        store.state(f"{pending.request.id}→ waiting: {pending.request.describe()}")
     except BaseException:
         # A VM bug or an interrupt: keep what was journaled (the run stays resumable).
         await journal.close()
@@ -205,18 +236,33 @@ async def _execute(
     finally:
         await router.aclose()
     stamp = utc_now()
-    if status == "succeeded":
-        store.write_outputs(outputs)
-        store.state(f"---end {stamp}")
-    else:
-        store.state(f"---error {stamp} {error}")
+
+    def write_end() -> None:
+        if status == "succeeded":
+            store.write_outputs(outputs)
+            store.state(f"---end {stamp}")
+        elif status == "waiting":
+            store.state(f"---waiting {stamp}")
+        else:
+            store.state(f"---error {stamp} {error}")
+
+    await asyncio.to_thread(write_end)
     usage = shared.stats.usage()
     shared.emit("run_finished", "", status=status, error=error, usage=usage)
     await journal.close()
     result = interpreter.final_result if status == "succeeded" else None
-    store.update_meta(status=status, finished=stamp, error=error, usage=usage, result=result)
-    store.close()
+
+    def close_store() -> None:
+        store.update_meta(status=status, finished=stamp, error=error, usage=usage, result=result)
+        store.close()  # waits for the binding files
+
+    await asyncio.to_thread(close_store)
     return RunResult(store.run_id, store.root, status, outputs, usage, error, result)
+
+
+@functools.cache
+def _this_process_started() -> int | None:
+    return process_started(os.getpid())
 
 
 def _stopped(stop: BudgetExhausted, run_id: str) -> str:
