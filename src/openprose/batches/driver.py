@@ -113,6 +113,7 @@ async def run_batch(
     evaluator: str | None = None,
     max_runs: int = DEFAULT_MAX_RUNS,
     budgets: dict[str, Any] | None = None,
+    yes: bool = False,
     executor: str = "local",
     ray_address: str | None = None,
     project_dir: str | os.PathLike[str] | None = None,
@@ -120,8 +121,7 @@ async def run_batch(
     on_start: Callable[[str, Path], None] | None = None,
 ) -> BatchResult:
     """Run `program` once per case of `inputs` (.jsonl, or .csv with a header)."""
-    from openprose.api import RunError, _models
-
+    from openprose.launch import RunError, model_flags
     from openprose.project import find_project
 
     base = Path(project_dir).resolve() if project_dir is not None else Path.cwd()
@@ -145,10 +145,11 @@ async def run_batch(
         program_text=text,
         project_dir=str(project),
         provider=provider,
-        models=tuple(_models(models)),
+        models=tuple(model_flags(models)),
         max_concurrency=max_concurrency,
         evaluator=evaluator,
         budgets=dict(budgets or {}),
+        yes=yes,
     )
     _preflight(executor, ray_address)
     try:
@@ -167,6 +168,7 @@ async def run_batch(
             "evaluator": evaluator,
             "max_runs": max_runs,
             "budgets": dict(budgets or {}),
+            "yes": yes,
             "executor": executor,
             "ray_address": ray_address,
         },
@@ -190,9 +192,8 @@ async def resume_batch(
 ) -> BatchResult:
     """Run the cases of a batch that have no row yet; a run the batch had started is resumed
     (its finished sessions come from its journal), never started again."""
-    from openprose.api import RunError
     from openprose.batches.store import BatchBusy
-
+    from openprose.launch import RunError
     from openprose.project import runs_home
 
     project = Path(project_dir).resolve() if project_dir is not None else runs_home()
@@ -231,6 +232,7 @@ async def resume_batch(
         max_concurrency=options.get("max_concurrency"),
         evaluator=options.get("evaluator"),
         budgets=dict(options.get("budgets") or {}),
+        yes=bool(options.get("yes")),
     )
     executor = executor or options.get("executor") or "local"
     if max_runs is None:
