@@ -11,7 +11,7 @@ import asyncio
 import functools
 import os
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -78,11 +78,13 @@ async def run_program(
     prices: Prices | None = None,
     tools: ToolRuntime | None = None,
     run_id: str | None = None,
+    durable: bool = True,
 ) -> RunResult:
     """Run a checked program in a new run folder under `project_dir/.prose/runs/`.
 
     `launch` is recorded in run.json for `prose resume` (the CLI puts its options there).
-    `run_id`, when given, is one `reserve_run_id` made (a batch records it before the run)."""
+    `run_id`, when given, is one `reserve_run_id` made (a batch records it before the run);
+    `durable=False` writes the journal without fsync (see `Journal`)."""
     config = config or VMConfig()
     meta = {
         "program": program.path,
@@ -100,13 +102,14 @@ async def run_program(
         "launch": dict(launch or {}),
     }
 
-    def lay_out() -> RunStore:
+    def lay_out() -> tuple[RunStore, Journal]:
         store = RunStore.create(project_dir, text, Path(program.path).name, run_id)
         store.write_meta({"run_id": store.run_id, **meta})
-        return store
+        store.open_state()
+        return store, Journal(store.journal_path, durable=durable)
 
     # A dozen file-system calls: on a thread, so that a batch's other runs go on meanwhile.
-    store = await asyncio.to_thread(lay_out)
+    store, journal = await asyncio.to_thread(lay_out)
     return await _execute(
         program,
         text,
@@ -120,6 +123,7 @@ async def run_program(
         observer=observer,
         replay=Replay(),
         prices=prices,
+        journal=journal,
         tools=tools,
     )
 
@@ -136,6 +140,7 @@ async def resume_run(
     observer: Observer | None = None,
     prices: Prices | None = None,
     tools: ToolRuntime | None = None,
+    durable: bool = True,
 ) -> RunResult:
     """Continue a run: finished sessions, decisions and tool results come from its journal,
     the rest runs. Approvals recorded while it waited (`prose approve`/`deny`) answer the
@@ -157,6 +162,7 @@ async def resume_run(
     )
     store.state(f"---resume {utc_now()}")
     text = (run_dir / "program.prose").read_text(encoding="utf-8")
+    journal = Journal(store.journal_path, durable=durable)
     return await _execute(
         program,
         text,
@@ -171,6 +177,7 @@ async def resume_run(
         replay=replay,
         prices=prices,
         tools=tools,
+        journal=journal,
     )
 
 
@@ -189,12 +196,15 @@ async def _execute(
     replay: Replay,
     prices: Prices | None,
     tools: ToolRuntime | None = None,
+    journal: Journal | None = None,
 ) -> RunResult:
-    tools = tools or ToolRuntime()
+    # The run's own copy: "allow for this run" grants must not reach the other runs of a
+    # batch, which share one runtime's approver and project defaults.
+    tools = replace(tools, grants=set(tools.grants)) if tools else ToolRuntime()
     tools.grants.update(replay.tools.grants)
     if replay.tools.answers:
         tools.approver = RecordedApprover(dict(replay.tools.answers), tools.approver)  # type: ignore[arg-type]
-    journal = Journal(store.journal_path)
+    journal = journal or Journal(store.journal_path)
     journal.start()
     router = ModelRouter(provider, settings)
     shared = Shared(
