@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from openprose import nodes as n
 from openprose.providers.base import Provider
 from openprose.providers.prices import Prices
+from openprose.vm.audit import AUDIT_FILE, AuditTrail
 from openprose.vm.budget import FLAGS, BudgetExhausted
 from openprose.vm.errors import ProseError, RunAborted
 from openprose.vm.interpreter import Interpreter
@@ -34,6 +35,7 @@ from openprose.vm.values import Value, to_json
 
 if TYPE_CHECKING:
     from openprose.providers.settings import ProviderSettings
+    from openprose.vm.tracing import Tracer
 
 __all__ = ["RunResult", "VMConfig", "resume_run", "run_program"]
 
@@ -72,6 +74,7 @@ async def run_program(
     observer: Observer | None = None,
     launch: Mapping[str, Any] | None = None,
     prices: Prices | None = None,
+    tracer: Tracer | None = None,
 ) -> RunResult:
     """Run a checked program in a new run folder under `project_dir/.prose/runs/`.
 
@@ -109,6 +112,7 @@ async def run_program(
         observer=observer,
         replay=Replay(),
         prices=prices,
+        tracer=tracer,
     )
 
 
@@ -123,6 +127,7 @@ async def resume_run(
     config: VMConfig | None = None,
     observer: Observer | None = None,
     prices: Prices | None = None,
+    tracer: Tracer | None = None,
 ) -> RunResult:
     """Continue a run: finished sessions and decisions come from its journal, the rest runs.
 
@@ -155,6 +160,7 @@ async def resume_run(
         observer=observer,
         replay=replay,
         prices=prices,
+        tracer=tracer,
     )
 
 
@@ -172,7 +178,21 @@ async def _execute(
     observer: Observer | None,
     replay: Replay,
     prices: Prices | None,
+    tracer: Tracer | None,
 ) -> RunResult:
+    meta = store.read_meta()
+    program_name = Path(str(meta.get("program") or program.path)).name
+    audit = None
+    if config.audit:
+        # A resumed run first writes what its journal holds beyond the trail on disk.
+        audit = AuditTrail.resume(
+            store.root / AUDIT_FILE, store.run_id, program_name, read_journal(store.journal_path)
+        )
+    if tracer is not None:
+        earlier = meta.get("trace")
+        trace_ids = tracer.start_run(store.run_id, program_name, earlier)
+        if not earlier:
+            store.update_meta(trace=trace_ids)  # a resume continues this trace
     journal = Journal(store.journal_path)
     journal.start()
     router = ModelRouter(provider, settings)
@@ -184,6 +204,8 @@ async def _execute(
         project_dir=project_dir,
         stats=RunStats(prices=prices or Prices.default()),
         observer=observer,
+        audit=audit,
+        tracer=tracer,
     )
     shared.emit("run_started", "", resumed=bool(replay.sessions or replay.decisions))
     interpreter = Interpreter(program, text, shared, store, inputs=inputs, imports=imports)
@@ -201,6 +223,10 @@ async def _execute(
         # A VM bug or an interrupt: keep what was journaled (the run stays resumable).
         await journal.close()
         store.close()
+        if audit is not None:
+            audit.close()
+        if tracer is not None:
+            tracer.end_run("interrupted", None)
         raise
     finally:
         await router.aclose()
@@ -213,8 +239,17 @@ async def _execute(
     usage = shared.stats.usage()
     shared.emit("run_finished", "", status=status, error=error, usage=usage)
     await journal.close()
+    if audit is not None:
+        audit.close()
+    if tracer is not None:
+        tracer.end_run(status, error)
     result = interpreter.final_result if status == "succeeded" else None
-    store.update_meta(status=status, finished=stamp, error=error, usage=usage, result=result)
+    finished: dict[str, Any] = {}
+    if audit is not None and audit.error is not None:
+        finished["audit_error"] = str(audit.error)  # the journal still holds every event
+    store.update_meta(
+        status=status, finished=stamp, error=error, usage=usage, result=result, **finished
+    )
     store.close()
     return RunResult(store.run_id, store.root, status, outputs, usage, error, result)
 
