@@ -206,7 +206,7 @@ class Translator:
         step = event["step"]
         started = self._started.get(step, {})
         attempt = int(event.get("attempt") or 1)
-        query = self._asked(event, None, attempt, float(event.get("t", 0.0)))
+        query = self._asked(event, event.get("request"), attempt, float(event.get("t", 0.0)))
         self._last[step] = self.say(
             "notice",
             event,

@@ -100,7 +100,13 @@ class ModelCalls:
             except ProviderConfigError as error:
                 raise RunAborted(str(error)) from None
             except ProviderError as error:
-                shared.emit("session_failed", step, attempt=attempt, error=str(error))
+                shared.emit(
+                    "session_failed",
+                    step,
+                    attempt=attempt,
+                    error=str(error),
+                    request=request.to_dict(),  # the audit trail shows what was asked
+                )
                 # A server asking for a longer wait than the limit ends the retries too.
                 if attempt > retries or isinstance(error, RetryAfterTooLongError):
                     where_text = location(self.path, getattr(where, "span", None))

@@ -17,7 +17,7 @@ from openprose.vm.loader import load_imports
 from vlp import Thread, effective, read_records
 from vlp.cli import main as vlp_main
 
-SRC = Path(__file__).resolve().parents[3] / "src" / "openprose"
+VM_SRC = Path(__file__).resolve().parents[3] / "src" / "openprose" / "vm"
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 UNIVERSAL = '{"verdict": true, "option": 1, "reason": "scripted"}'
 NEEDS_REGISTRY = {"program-composition.prose"}
@@ -66,3 +66,143 @@ def test_every_example_trail_passes_vlp_validate(
     # The trail is the journal's translation, message for message.
     events = read_journal(result.run_dir / "journal.jsonl")
     assert list(translate(events, result.run_id, name)) == messages
+
+
+def test_requests_answers_retries_and_verdicts_are_linked(vm: Any) -> None:
+    source = (
+        'let draft = session "write the draft"\n'
+        "  retry: 2\n"
+        "if **the draft is good**:\n"
+        '  session "publish {draft}"\n'
+    )
+    provider = vm.spy(
+        [
+            {"match": "write the draft", "answer": "the draft", "failures": ["transient"]},
+            # The first verdict does not parse: the evaluator is asked again.
+            {"match": "draft is good", "answer": ["no idea", '{"verdict": true, "reason": "ok"}']},
+        ]
+    )
+    result = vm.run(source, provider)
+    assert result.status == "succeeded", result.error
+    messages = trail(result.run_dir)
+    assert_sound(messages)
+    by_id = {m["id"]: m for m in messages}
+    failure = next(m for m in messages if m["type"] == "notice" and "failed" in m["content"])
+    first_query = by_id[failure["refers_to"]]
+    assert first_query["type"] == "query" and first_query["content"] == "write the draft"
+    retried = next(m for m in messages if m["type"] == "query" and m.get("refers_to") == failure["id"])
+    answer = next(m for m in messages if m.get("refers_to") == retried["id"])
+    assert answer["type"] == "response" and answer["content"] == "the draft"
+    assert answer["provenance"] == ["model:sonnet", "step:1"]
+    assert answer["payload"]["usage"]["output_tokens"] > 0
+    # The re-asked judgment: its answer corrects the unparsable one, so `effective` of the
+    # first answer is the verdict the run used.
+    unparsable = next(m for m in messages if m["content"] == "no idea")
+    correction = next(m for m in messages if m["type"] == "correction")
+    assert correction["refers_to"] == unparsable["id"]
+    assert by_id[correction["payload"]["answers"]]["refers_to"] == unparsable["id"]
+    assert effective(messages, unparsable["id"]).content == '{"verdict": true, "reason": "ok"}'
+    verdict = next(m for m in messages if m["type"] == "claim" and m["sender"] == "evaluator")
+    assert verdict["refers_to"] == correction["id"]
+    assert verdict["payload"] == {"step": "2?c1", "kind": "condition", "verdict": True, "reason": "ok"}
+    assert messages[-1]["type"] == "claim" and messages[-1]["content"].endswith("succeeded")
+
+
+def test_a_failed_run_ends_with_a_notice_held_for_review(vm: Any) -> None:
+    result = vm.run('throw "stop here"\n', vm.spy())
+    assert result.status == "failed"
+    last = trail(result.run_dir)[-1]
+    assert last["type"] == "notice" and "stop here" in last["content"]
+    assert last["safety"]["level"] == "review"
+
+
+def test_audit_can_be_turned_off(vm: Any) -> None:
+    from dataclasses import replace
+
+    result = vm.run('session "x"\n', vm.spy(), config=replace(vm.FAST, audit=False))
+    assert not (result.run_dir / AUDIT_FILE).exists()
+
+
+def test_every_event_the_vm_emits_has_a_row() -> None:
+    """A new journal event must say what it becomes in the trail (possibly nothing)."""
+    emitted: set[str] = set()
+    for path in VM_SRC.rglob("*.py"):
+        emitted.update(re.findall(r'\bemit\(\s*"(\w+)"', path.read_text(encoding="utf-8")))
+    assert emitted, "no emit calls found: the pattern is stale"
+    assert emitted - set(ROWS) == set()
+
+
+KILLED_RUN = """
+import asyncio, sys
+from pathlib import Path
+from openprose.parser import parse_text
+from openprose.providers import ScriptedProvider
+from openprose.vm.runner import VMConfig, run_program
+
+project = Path(sys.argv[1])
+source = Path(sys.argv[2]).read_text()
+program = parse_text(source, str(project / "main.prose")).program
+provider = ScriptedProvider([], default="ok", latency=0.02)
+asyncio.run(run_program(program, source, provider=provider, project_dir=project,
+                        config=VMConfig(retry_base_delay=0.001)))
+"""
+
+
+def test_kill_9_then_resume_keeps_one_continuous_trail(
+    vm: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    lines = []
+    for i in range(60):
+        lines += [f'let s{i} = session "step {i}"', "  context: []"]
+    source = "\n".join(lines) + "\n"
+    program = tmp_path / "main.prose"
+    program.write_text(source)
+    script = tmp_path / "run.py"
+    script.write_text(KILLED_RUN)
+    child = subprocess.Popen([sys.executable, str(script), str(vm.project), str(program)])
+    runs = vm.project / ".prose" / "runs"
+    deadline = time.monotonic() + 60
+    journal: Path | None = None
+    while time.monotonic() < deadline:
+        found = list(runs.glob("*/journal.jsonl")) if runs.exists() else []
+        if found and found[0].read_bytes().count(b"session_finished") >= 20:
+            journal = found[0]
+            break
+        time.sleep(0.01)
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait()
+    assert journal is not None, "the run never got going"
+    run_dir = journal.parent
+    before = (run_dir / AUDIT_FILE).read_bytes() if (run_dir / AUDIT_FILE).exists() else b""
+    result = vm.resume(run_dir, vm.spy(default="ok"))
+    assert result.status == "succeeded", result.error
+    after = (run_dir / AUDIT_FILE).read_bytes()
+    complete = before[: before.rfind(b"\n") + 1]
+    assert after.startswith(complete)  # what was written stays, nothing is rewritten
+    vlp_validate(run_dir / AUDIT_FILE, capsys)
+    messages = trail(run_dir)
+    assert_sound(messages)
+    answers = [m for m in messages if m["type"] == "response"]
+    assert sorted(int(m["payload"]["step"]) for m in answers) == list(range(1, 61))
+    assert [m["type"] for m in messages].count("session_context") == 2  # started, resumed
+    assert list(translate(read_journal(journal), result.run_id, "main.prose")) == messages
+
+
+def test_a_trail_torn_by_a_crash_is_cut_at_its_last_whole_line(vm: Any) -> None:
+    result = vm.run('session "a"\nsession "b"\n', vm.spy())
+    path = result.run_dir / AUDIT_FILE
+    whole = path.read_bytes()
+    kept = whole.splitlines(keepends=True)[:3]
+    path.write_bytes(b"".join(kept) + whole.splitlines()[3][:17])  # killed mid-write
+    from openprose.vm.audit import AuditTrail
+
+    AuditTrail.resume(path, result.run_id, "main.prose", read_journal(result.run_dir / "journal.jsonl")).close()
+    assert path.read_bytes() == whole
+    records = list(read_records(path))
+    assert all(not r.problems for r in records)
