@@ -14,15 +14,18 @@ from openprose.cli.run import (
     UsageError,
     add_budget_arguments,
     add_provider_arguments,
+    add_trace_argument,
     budget_flags,
     cost_is_enforceable,
     guarded,
     load_imports_or_fail,
     open_provider_or_fail,
+    open_tracer_or_fail,
     progress,
     report,
     run_async,
     run_prices,
+    shut_down,
 )
 
 
@@ -30,6 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_ref", metavar="RUN", help="run id (or unique prefix) or run folder")
     add_provider_arguments(parser)
     add_budget_arguments(parser)
+    add_trace_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -82,7 +86,8 @@ def _resume(args: argparse.Namespace) -> int:
     config = replace(config, **budget_flags(args))
     prices = run_prices(project)
     cost_is_enforceable(parsed.program, config, settings, prices)
-    with progress(args.json) as observer:
+    tracer = open_tracer_or_fail(args.trace)
+    with progress(args.json) as observer, shut_down(tracer):
         result = run_async(
             resume_run(
                 run_dir,
@@ -94,6 +99,7 @@ def _resume(args: argparse.Namespace) -> int:
                 config=config,
                 observer=observer,
                 prices=prices,
+                tracer=tracer,
             ),
             provider,
         )

@@ -61,8 +61,11 @@ class _CallSpan:
 
 
 class OtelTracer:
-    def __init__(self, provider: TracerProvider, *, capture_content: bool = False) -> None:
+    def __init__(
+        self, provider: TracerProvider, *, capture_content: bool = False, owned: bool = False
+    ) -> None:
         self.provider = provider
+        self.owned = owned  # made here (from the environment): shut down with the run
         self.tracer = provider.get_tracer(SCOPE)
         self.capture = capture_content
         self._run: trace.Span | None = None
@@ -94,7 +97,7 @@ class OtelTracer:
         provider = TracerProvider(resource=resource)
         provider.add_span_processor(BatchSpanProcessor(exporter))
         capture = env.get(CAPTURE_CONTENT, "").strip().lower() == "true"
-        return cls(provider, capture_content=capture)
+        return cls(provider, capture_content=capture, owned=True)
 
     # --- the run -------------------------------------------------------------------------
 
@@ -220,4 +223,7 @@ class OtelTracer:
         for span in self._tools.values():
             span.end()
         self._tools.clear()
-        self.provider.shutdown()
+        if self.owned:
+            self.provider.shutdown()
+        else:
+            self.provider.force_flush()
