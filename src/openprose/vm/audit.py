@@ -47,9 +47,18 @@ class Row:
     translate: Callable[[Translator, Event], None]
 
 
+_SECONDS: dict[int, str] = {}  # whole second -> its RFC 3339 text (a run's events share few)
+
+
 def _timestamp(t: float) -> str:
-    moment = datetime.fromtimestamp(t, UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    """The VLP timestamp (UTC, milliseconds) of a journal time."""
+    whole = int(t)
+    text = _SECONDS.get(whole)
+    if text is None:
+        if len(_SECONDS) > 4096:
+            _SECONDS.clear()
+        text = _SECONDS[whole] = datetime.fromtimestamp(whole, UTC).strftime("%Y-%m-%dT%H:%M:%S.")
+    return f"{text}{min(round((t - whole) * 1_000_000) // 1000, 999):03d}Z"
 
 
 class Translator:
@@ -100,7 +109,9 @@ class Translator:
             "content": content,
             "confidence": confidence,
         }
-        message.update((k, v) for k, v in fields.items() if v is not None)
+        for key, value in fields.items():
+            if value is not None:
+                message[key] = value
         self.messages.append(message)
         return ident
 

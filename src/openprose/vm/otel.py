@@ -38,13 +38,16 @@ class _CallSpan:
 
     def answered(self, response: ModelResponse) -> None:
         span = self.span
+        answered: dict[str, Any] = {
+            "gen_ai.response.finish_reasons": (response.finish_reason or "stop",),
+            "gen_ai.usage.input_tokens": response.usage.input_tokens,
+            "gen_ai.usage.output_tokens": response.usage.output_tokens,
+        }
         if response.model:
-            span.set_attribute("gen_ai.response.model", response.model)
+            answered["gen_ai.response.model"] = response.model
         if response.request_id:
-            span.set_attribute("gen_ai.response.id", response.request_id)
-        span.set_attribute("gen_ai.response.finish_reasons", [response.finish_reason or "stop"])
-        span.set_attribute("gen_ai.usage.input_tokens", response.usage.input_tokens)
-        span.set_attribute("gen_ai.usage.output_tokens", response.usage.output_tokens)
+            answered["gen_ai.response.id"] = response.request_id
+        span.set_attributes(answered)  # one call: the SDK takes its lock once
         if self.capture:
             output = [
                 {
@@ -95,7 +98,10 @@ class OtelTracer:
             )
         resource = Resource.create({"service.name": env.get("OTEL_SERVICE_NAME") or "openprose"})
         provider = TracerProvider(resource=resource)
-        provider.add_span_processor(BatchSpanProcessor(exporter))
+        # A fan-out ends thousands of spans at once: the SDK's default queue (2,048) would
+        # drop most of them before the exporter thread wakes.
+        queue = int(env.get("OTEL_BSP_MAX_QUEUE_SIZE") or 65536)
+        provider.add_span_processor(BatchSpanProcessor(exporter, max_queue_size=queue))
         capture = env.get(CAPTURE_CONTENT, "").strip().lower() == "true"
         return cls(provider, capture_content=capture, owned=True)
 
@@ -145,7 +151,6 @@ class OtelTracer:
             kind,
             attributes={
                 "prose.step": step,
-                "prose.statement": kind,
                 "code.filepath": path,
                 "code.lineno": line,
             },

@@ -9,6 +9,8 @@ from typing import Any
 
 import orjson
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from openprose.parser import parse_text
 from openprose.vm.audit import AUDIT_FILE, ROWS, translate
@@ -206,3 +208,13 @@ def test_a_trail_torn_by_a_crash_is_cut_at_its_last_whole_line(vm: Any) -> None:
     assert path.read_bytes() == whole
     records = list(read_records(path))
     assert all(not r.problems for r in records)
+
+
+@given(st.floats(min_value=0, max_value=4e9, allow_nan=False).map(lambda t: round(t, 6)))
+def test_timestamps_are_those_vlp_makes(t: float) -> None:
+    from datetime import UTC, datetime
+
+    from openprose.vm.audit import _timestamp
+    from vlp import utc_timestamp
+
+    assert _timestamp(t) == utc_timestamp(datetime.fromtimestamp(t, UTC))
