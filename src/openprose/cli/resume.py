@@ -8,7 +8,10 @@ run was started with (secrets are never recorded; they come from the environment
 from __future__ import annotations
 
 import argparse
+import json
+import sys
 from pathlib import Path
+from typing import Any
 
 from openprose.cli.run import (
     UsageError,
@@ -40,11 +43,33 @@ def run(args: argparse.Namespace) -> int:
     return guarded(_resume, args)
 
 
+def _nothing_to_resume(run_dir: Path, meta: dict[str, Any], as_json: bool) -> int:
+    """A run that already succeeded is not run again (exit 0); `prose show` has its outputs."""
+    print(
+        f"prose: run {run_dir.name} already succeeded; nothing to resume "
+        f"(prose show {run_dir.name} shows its outputs)",
+        file=sys.stderr,
+    )
+    if as_json:
+        from openprose.vm.runstore import RunStore
+
+        shown = {
+            "run_id": run_dir.name,
+            "status": "succeeded",
+            "outputs": RunStore.open(run_dir).read_outputs() or {},
+            "usage": meta.get("usage") or {},
+            "resumed": False,
+        }
+        print(json.dumps(shown, ensure_ascii=False))
+    return 0
+
+
 def _resume(args: argparse.Namespace) -> int:
     from openprose.parser import parse_text
+    from openprose.project import runs_home
     from openprose.vm.runstore import RUNS_DIR, AmbiguousRun, DamagedRun, RunStore, find_run
 
-    project = Path.cwd()
+    project = runs_home()
     try:
         run_dir = find_run(project, args.run_ref)
         if run_dir is None:
@@ -55,8 +80,11 @@ def _resume(args: argparse.Namespace) -> int:
     project = run_dir.resolve().parent.parent.parent  # {project}/.prose/runs/{id}
     from openprose.cli.runs import status_of
 
-    if status_of(meta) == "running":
+    status = status_of(meta)
+    if status == "running":
         raise UsageError(f"run {run_dir.name} is still running (pid {meta.get('pid')})")
+    if status == "succeeded":
+        return _nothing_to_resume(run_dir, meta, args.json)
     launch = meta.get("launch") or {}
     text = (run_dir / "program.prose").read_text(encoding="utf-8")
     parsed = parse_text(text, str(meta.get("program") or run_dir / "program.prose"))
@@ -86,8 +114,9 @@ def _resume(args: argparse.Namespace) -> int:
     config = replace(config, **budget_flags(args))
     prices = run_prices(project)
     cost_is_enforceable(parsed.program, config, settings, prices)
+    args.notice.project, args.notice.provider = project, settings.provider
     tracer = open_tracer_or_fail(args.trace)
-    with progress(args.json) as observer, shut_down(tracer):
+    with progress(args.json, args.notice, args.quiet) as observer, shut_down(tracer):
         result = run_async(
             resume_run(
                 run_dir,
@@ -103,4 +132,4 @@ def _resume(args: argparse.Namespace) -> int:
             ),
             provider,
         )
-    return report(result, args.json)
+    return report(result, args.json, args.notice)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from pathlib import Path
 from typing import Any
 
 
@@ -38,10 +37,11 @@ def _alive(pid: object, started: object) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
+    from openprose.project import runs_home
     from openprose.vm.runstore import list_runs
 
     rows = []
-    for folder in list_runs(Path.cwd()):
+    for folder in list_runs(runs_home()):
         try:
             meta = json.loads((folder / "run.json").read_text(encoding="utf-8"))
         except (OSError, ValueError):

@@ -26,13 +26,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from openprose.cli.runs import status_of
+    from openprose.project import runs_home
     from openprose.vm.journal import read_journal
     from openprose.vm.runstore import RUNS_DIR, AmbiguousRun, DamagedRun, RunStore, find_run
 
+    home = runs_home()
     try:
-        run_dir = find_run(Path.cwd(), args.run_ref)
+        run_dir = find_run(home, args.run_ref)
         if run_dir is None:
-            print(f"prose: no run {args.run_ref!r} under {Path.cwd() / RUNS_DIR}", file=sys.stderr)
+            print(f"prose: no run {args.run_ref!r} under {home / RUNS_DIR}", file=sys.stderr)
             return 2
         store = RunStore.open(run_dir)
         meta = store.read_meta()
@@ -107,11 +109,13 @@ def run(args: argparse.Namespace) -> int:
         label = s["binding"] or s["kind"]
         print(f"  {s['step']:<18} {label:<12} {s['model']:<10} {s['tokens']:>6} tok  {answer}")
     if decisions:
+        from openprose.vm.progress import shown_verdict
+
         print(f"\ndecisions ({len(decisions)}):")
         for d in decisions:
-            print(
-                f"  {d['step']:<18} {d['kind']:<9} {d['question']!s:.40}  → {d['verdict']}  ({d['reason']})"
-            )
+            verdict = shown_verdict(d["verdict"])
+            question = f"{d['question']!s:.40}"
+            print(f"  {d['step']:<18} {d['kind']:<9} {question}  → {verdict}  ({d['reason']})")
     if errors:
         print(f"\nerrors ({len(errors)}):")
         for e in errors:

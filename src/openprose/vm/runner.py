@@ -207,7 +207,9 @@ async def _execute(
         audit=audit,
         tracer=tracer,
     )
-    shared.emit("run_started", "", resumed=bool(replay.sessions or replay.decisions))
+    shared.emit(
+        "run_started", "", run_id=store.run_id, resumed=bool(replay.sessions or replay.decisions)
+    )
     interpreter = Interpreter(program, text, shared, store, inputs=inputs, imports=imports)
     status, error = "succeeded", None
     outputs: dict[str, Any] = {}
