@@ -85,18 +85,12 @@ class Receiver:
 
 def tracer_for(receiver: Receiver) -> Any:
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-    from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
     from openprose.vm.otel import OtelTracer
 
-    provider = TracerProvider()
-    provider.add_span_processor(
-        BatchSpanProcessor(
-            OTLPSpanExporter(endpoint=f"{receiver.url}/v1/traces"), max_queue_size=65536
-        )
-    )
-    return OtelTracer(provider, owned=True)
+    exporter = OTLPSpanExporter(endpoint=f"{receiver.url}/v1/traces")
+    return OtelTracer(BatchSpanProcessor(exporter, max_queue_size=65536), owned=True)
 
 
 def replay_for(n: int) -> ReplayProvider:

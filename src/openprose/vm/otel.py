@@ -6,48 +6,92 @@ Model call spans follow the OpenTelemetry GenAI semantic conventions: name
 `gen_ai.system`), request model / max tokens / temperature, response model, finish
 reasons and token usage; the prompt and the answer (`gen_ai.system_instructions`,
 `gen_ai.input.messages`, `gen_ai.output.messages`) only when content capture is on
-(`OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`). Spans nest through the
-context the asyncio tasks inherit, so the branches of a `parallel:` and the items of a
-`pmap` are siblings under their statement's span.
+(`OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`).
+
+Why spans are made here and not with `Tracer.start_span`: a fan-out makes two spans per
+session, and the SDK's span machinery (sampling, attribute cleaning, locks, context
+objects) costs tens of microseconds each, as much as the VM's whole work for a session.
+So a span is recorded as what it is — ids, times, attributes — and, when it ends, handed
+to the SDK's span processor as a finished `ReadableSpan`; exporting (batching, OTLP
+encoding, HTTP) is the SDK's own. Parents travel in a context variable, which asyncio
+tasks inherit: the branches of a `parallel:` and the items of a `pmap` are siblings under
+their statement's span. A run started inside a span of the embedding application joins
+its trace.
 """
 
 from __future__ import annotations
 
 import json
+import random
+import time
 from collections.abc import Iterator, Mapping
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
-from opentelemetry import context, trace
+from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
-from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, Status, StatusCode
-from opentelemetry.trace import TraceFlags
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 from openprose.providers.base import ModelRequest, ModelResponse
 from openprose.vm.tracing import CAPTURE_CONTENT, TracingUnavailable
 
-SCOPE = "openprose"
+SCOPE = InstrumentationScope("openprose")
+_SAMPLED = TraceFlags(TraceFlags.SAMPLED)
+_OK = Status(StatusCode.UNSET)
+
+# The span the running code is inside: (trace id, span id).
+_current: ContextVar[tuple[int, int] | None] = ContextVar("openprose_span", default=None)
 
 
-class _CallSpan:
-    def __init__(self, span: trace.Span, capture: bool) -> None:
-        self.span = span
-        self.capture = capture
+def _new_id(bits: int) -> int:
+    return random.getrandbits(bits) or 1  # 0 is the invalid id
+
+
+class _Open:
+    """A span being recorded: it becomes a `ReadableSpan` when it ends."""
+
+    __slots__ = (
+        "attributes",
+        "capture",
+        "kind",
+        "name",
+        "parent",
+        "span_id",
+        "start",
+        "status",
+        "trace_id",
+    )
+
+    def __init__(
+        self, name: str, parent: tuple[int, int] | None, attributes: dict[str, Any], kind: SpanKind
+    ) -> None:
+        self.name = name
+        self.trace_id = parent[0] if parent else _new_id(128)
+        self.parent = parent
+        self.span_id = _new_id(64)
+        self.attributes = attributes
+        self.kind = kind
+        self.status = _OK
+        self.capture = False  # a model call's answer text, when content capture is on
+        self.start = time.time_ns()
+
+    def failed(self, error: BaseException) -> None:
+        self.attributes["error.type"] = type(error).__name__
+        self.status = Status(StatusCode.ERROR, str(error) or type(error).__name__)
 
     def answered(self, response: ModelResponse) -> None:
-        span = self.span
-        answered: dict[str, Any] = {
-            "gen_ai.response.finish_reasons": (response.finish_reason or "stop",),
-            "gen_ai.usage.input_tokens": response.usage.input_tokens,
-            "gen_ai.usage.output_tokens": response.usage.output_tokens,
-        }
+        attributes = self.attributes
+        attributes["gen_ai.response.finish_reasons"] = (response.finish_reason or "stop",)
+        attributes["gen_ai.usage.input_tokens"] = response.usage.input_tokens
+        attributes["gen_ai.usage.output_tokens"] = response.usage.output_tokens
         if response.model:
-            answered["gen_ai.response.model"] = response.model
+            attributes["gen_ai.response.model"] = response.model
         if response.request_id:
-            answered["gen_ai.response.id"] = response.request_id
-        span.set_attributes(answered)  # one call: the SDK takes its lock once
+            attributes["gen_ai.response.id"] = response.request_id
         if self.capture:
             output = [
                 {
@@ -56,24 +100,25 @@ class _CallSpan:
                     "finish_reason": response.finish_reason or "stop",
                 }
             ]
-            span.set_attribute("gen_ai.output.messages", json.dumps(output, ensure_ascii=False))
-
-    def failed(self, error: BaseException) -> None:
-        self.span.set_attribute("error.type", type(error).__name__)
-        self.span.set_status(Status(StatusCode.ERROR, str(error)))
+            attributes["gen_ai.output.messages"] = json.dumps(output, ensure_ascii=False)
 
 
 class OtelTracer:
     def __init__(
-        self, provider: TracerProvider, *, capture_content: bool = False, owned: bool = False
+        self,
+        processor: SpanProcessor,
+        *,
+        capture_content: bool = False,
+        resource: Resource | None = None,
+        owned: bool = False,
     ) -> None:
-        self.provider = provider
-        self.owned = owned  # made here (from the environment): shut down with the run
-        self.tracer = provider.get_tracer(SCOPE)
+        self.processor = processor
+        self.resource = resource or Resource.create({"service.name": "openprose"})
         self.capture = capture_content
-        self._run: trace.Span | None = None
-        self._token: object | None = None
-        self._tools: dict[tuple[str, object, object], trace.Span] = {}
+        self.owned = owned  # made here (from the environment): shut down after the run
+        self._run: _Open | None = None
+        self._token: Any = None
+        self._tools: dict[tuple[str, object, object], _Open] = {}
 
     @classmethod
     def from_environment(cls, env: Mapping[str, str]) -> OtelTracer:
@@ -96,64 +141,100 @@ class OtelTracer:
             raise TracingUnavailable(
                 f"OTEL_TRACES_EXPORTER={chosen!r} is not supported here (use otlp or console)"
             )
-        resource = Resource.create({"service.name": env.get("OTEL_SERVICE_NAME") or "openprose"})
-        provider = TracerProvider(resource=resource)
         # A fan-out ends thousands of spans at once: the SDK's default queue (2,048) would
         # drop most of them before the exporter thread wakes.
         queue = int(env.get("OTEL_BSP_MAX_QUEUE_SIZE") or 65536)
-        provider.add_span_processor(BatchSpanProcessor(exporter, max_queue_size=queue))
+        resource = Resource.create({"service.name": env.get("OTEL_SERVICE_NAME") or "openprose"})
         capture = env.get(CAPTURE_CONTENT, "").strip().lower() == "true"
-        return cls(provider, capture_content=capture, owned=True)
+        return cls(
+            BatchSpanProcessor(exporter, max_queue_size=queue),
+            capture_content=capture,
+            resource=resource,
+            owned=True,
+        )
+
+    # --- recording -----------------------------------------------------------------------
+
+    def _end(self, span: _Open) -> None:
+        context = SpanContext(span.trace_id, span.span_id, is_remote=False, trace_flags=_SAMPLED)
+        parent = (
+            None
+            if span.parent is None
+            else SpanContext(span.parent[0], span.parent[1], is_remote=False, trace_flags=_SAMPLED)
+        )
+        self.processor.on_end(
+            ReadableSpan(
+                span.name,
+                context=context,
+                parent=parent,
+                resource=self.resource,
+                attributes=span.attributes,
+                kind=span.kind,
+                status=span.status,
+                start_time=span.start,
+                end_time=time.time_ns(),
+                instrumentation_scope=SCOPE,
+            )
+        )
+
+    @contextmanager
+    def _span(
+        self, name: str, attributes: dict[str, Any], kind: SpanKind = SpanKind.INTERNAL
+    ) -> Iterator[_Open]:
+        span = _Open(name, _current.get(), attributes, kind)
+        token = _current.set((span.trace_id, span.span_id))
+        try:
+            yield span
+        except BaseException as error:
+            if span.status is _OK:
+                span.failed(error)
+            raise
+        finally:
+            _current.reset(token)
+            self._end(span)
 
     # --- the run -------------------------------------------------------------------------
 
     def start_run(
         self, run_id: str, program: str, resumed_from: Mapping[str, str] | None
     ) -> dict[str, str]:
-        parent = None
+        parent: tuple[int, int] | None = None
         if resumed_from and resumed_from.get("trace_id") and resumed_from.get("span_id"):
-            earlier = SpanContext(
-                int(resumed_from["trace_id"], 16),
-                int(resumed_from["span_id"], 16),
-                is_remote=True,
-                trace_flags=TraceFlags(TraceFlags.SAMPLED),
-            )
-            parent = trace.set_span_in_context(NonRecordingSpan(earlier))
-        span = self.tracer.start_span(
+            parent = (int(resumed_from["trace_id"], 16), int(resumed_from["span_id"], 16))
+        else:
+            ambient = trace.get_current_span().get_span_context()  # the embedding app's span
+            if ambient.is_valid:
+                parent = (ambient.trace_id, ambient.span_id)
+        span = _Open(
             f"prose run {program}",
-            context=parent,
-            attributes={
+            parent,
+            {
                 "prose.run.id": run_id,
                 "prose.program": program,
-                "prose.run.resumed": parent is not None,
+                "prose.run.resumed": resumed_from is not None and parent is not None,
             },
+            SpanKind.INTERNAL,
         )
         self._run = span
-        self._token = context.attach(trace.set_span_in_context(span))
-        own = span.get_span_context()
-        return {"trace_id": f"{own.trace_id:032x}", "span_id": f"{own.span_id:016x}"}
+        self._token = _current.set((span.trace_id, span.span_id))
+        return {"trace_id": f"{span.trace_id:032x}", "span_id": f"{span.span_id:016x}"}
 
     def end_run(self, status: str, error: str | None) -> None:
-        if self._run is None:
+        span = self._run
+        if span is None:
             return
-        self._run.set_attribute("prose.run.status", status)
+        span.attributes["prose.run.status"] = status
         if status != "succeeded":
-            self._run.set_status(Status(StatusCode.ERROR, error or status))
-        self._run.end()
-        if self._token is not None:
-            context.detach(self._token)  # type: ignore[arg-type]
+            span.status = Status(StatusCode.ERROR, error or status)
+        _current.reset(self._token)
         self._run = self._token = None
+        self._end(span)
 
     # --- statements and calls ------------------------------------------------------------
 
-    def statement(self, kind: str, step: str, path: str, line: int) -> AbstractContextManager[Any]:
-        return self.tracer.start_as_current_span(
-            kind,
-            attributes={
-                "prose.step": step,
-                "code.filepath": path,
-                "code.lineno": line,
-            },
+    def statement(self, kind: str, step: str, path: str, line: int) -> Any:
+        return self._span(
+            kind, {"prose.step": step, "code.filepath": path, "code.lineno": line}
         )
 
     @contextmanager
@@ -166,7 +247,7 @@ class OtelTracer:
         provider: str,
         kind: str,
         attempt: int,
-    ) -> Iterator[_CallSpan]:
+    ) -> Iterator[_Open]:
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "chat",
             "gen_ai.provider.name": provider,
@@ -192,43 +273,38 @@ class OtelTracer:
                 ],
                 ensure_ascii=False,
             )
-        with self.tracer.start_as_current_span(
-            f"chat {request.model}",
-            kind=SpanKind.CLIENT,
-            attributes=attributes,
-            record_exception=False,
-            set_status_on_exception=False,
-        ) as span:
-            yield _CallSpan(span, self.capture)
+        with self._span(f"chat {request.model}", attributes, SpanKind.CLIENT) as span:
+            span.capture = self.capture
+            yield span
 
     def on_event(self, event: str, step: str, fields: dict[str, Any]) -> None:
         """Tool calls (journaled by the tool loop) as `execute_tool` spans."""
         if event == "tool_call":
             call = fields.get("call") or {}
             name = str(call.get("name") or "tool")
-            span = self.tracer.start_span(
+            self._tools[(step, fields.get("turn"), fields.get("index"))] = _Open(
                 f"execute_tool {name}",
-                kind=SpanKind.INTERNAL,
-                attributes={
+                _current.get(),
+                {
                     "gen_ai.operation.name": "execute_tool",
                     "gen_ai.tool.name": name,
                     "gen_ai.tool.call.id": str(call.get("id") or ""),
                     "prose.step": step,
                 },
+                SpanKind.INTERNAL,
             )
-            self._tools[(step, fields.get("turn"), fields.get("index"))] = span
         elif event == "tool_result":
             span = self._tools.pop((step, fields.get("turn"), fields.get("index")), None)
             if span is not None:
                 if fields.get("is_error"):
-                    span.set_status(Status(StatusCode.ERROR, str(fields.get("content", ""))[:200]))
-                span.end()
+                    span.status = Status(StatusCode.ERROR, str(fields.get("content", ""))[:200])
+                self._end(span)
 
     def shutdown(self) -> None:
         for span in self._tools.values():
-            span.end()
+            self._end(span)
         self._tools.clear()
         if self.owned:
-            self.provider.shutdown()
+            self.processor.shutdown()
         else:
-            self.provider.force_flush()
+            self.processor.force_flush()

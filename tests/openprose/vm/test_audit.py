@@ -218,3 +218,19 @@ def test_timestamps_are_those_vlp_makes(t: float) -> None:
     from vlp import utc_timestamp
 
     assert _timestamp(t) == utc_timestamp(datetime.fromtimestamp(t, UTC))
+
+
+def test_prose_show_vlp_prints_the_trail_or_derives_it(
+    vm: Any, monkeypatch: pytest.MonkeyPatch, capsysbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    from openprose.cli import main as prose_main
+
+    result = vm.run('session "a"\n', vm.spy())
+    monkeypatch.chdir(vm.project)
+    written = (result.run_dir / AUDIT_FILE).read_bytes()
+    assert prose_main(["show", result.run_id, "--vlp"]) == 0
+    assert capsysbinary.readouterr().out == written
+    # A run from before the trail existed: the same messages, from its journal.
+    (result.run_dir / AUDIT_FILE).unlink()
+    assert prose_main(["show", result.run_id[:12], "--vlp"]) == 0
+    assert capsysbinary.readouterr().out == written

@@ -19,7 +19,7 @@ import pytest
 
 pytest.importorskip("opentelemetry.sdk", reason="the [otel] extra is not installed")
 
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider  # noqa: E402
+from opentelemetry.sdk.trace import ReadableSpan  # noqa: E402
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import (  # noqa: E402
     InMemorySpanExporter,
@@ -40,12 +40,11 @@ output results = ["x", "y", "z"] | pmap:
 
 
 @pytest.fixture
-def memory() -> Iterator[tuple[InMemorySpanExporter, TracerProvider]]:
+def memory() -> Iterator[tuple[InMemorySpanExporter, SimpleSpanProcessor]]:
     exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    yield exporter, provider
-    provider.shutdown()
+    processor = SimpleSpanProcessor(exporter)
+    yield exporter, processor
+    processor.shutdown()
 
 
 def run_traced(vm: Any, source: str, tracer: OtelTracer, **kwargs: Any) -> Any:
@@ -283,3 +282,15 @@ def test_trace_without_the_sdk_is_a_clear_error(tmp_path: Path) -> None:
     assert "pip install 'openprose[otel]'" in done.stderr
     assert "Traceback" not in done.stderr
     assert not (tmp_path / ".prose").exists()  # refused before the run started
+
+
+def test_a_run_inside_an_application_span_joins_its_trace(vm: Any, memory: Any) -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+
+    exporter, processor = memory
+    app = TracerProvider().get_tracer("app")
+    with app.start_as_current_span("nightly job") as job:
+        run_traced(vm, 'session "x"\n', OtelTracer(processor))
+    (run_span,) = [s for s in exporter.get_finished_spans() if s.name.startswith("prose run")]
+    assert run_span.context.trace_id == job.get_span_context().trace_id
+    assert run_span.parent is not None and run_span.parent.span_id == job.get_span_context().span_id
