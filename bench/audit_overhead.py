@@ -105,7 +105,9 @@ def replay_for(n: int) -> ReplayProvider:
     )
 
 
-async def one_run(side: str, n: int, provider_kind: str, base_url: str, receiver: Receiver) -> float:
+async def one_run(
+    side: str, n: int, provider_kind: str, base_url: str, receiver: Receiver
+) -> float:
     from openprose.vm.runner import VMConfig, run_program
 
     items = [f"x{i}" for i in range(n)]

@@ -145,7 +145,9 @@ def _print_trail(run_dir: Path, run_id: str, program: str) -> int:
             for line in trail:
                 out.write(line)
     else:
-        for message in translate(read_journal(run_dir / "journal.jsonl"), run_id, Path(program).name):
+        for message in translate(
+            read_journal(run_dir / "journal.jsonl"), run_id, Path(program).name
+        ):
             out.write(encode(message))
     out.flush()
     return 0

@@ -400,9 +400,7 @@ class AuditTrail:
         self.batches = 0
 
     @classmethod
-    def resume(
-        cls, path: Path, run_id: str, program: str, journal: Iterable[Event]
-    ) -> AuditTrail:
+    def resume(cls, path: Path, run_id: str, program: str, journal: Iterable[Event]) -> AuditTrail:
         """Continue a trail: the journal's messages not yet on disk are written first."""
         trail = cls(path, run_id, program)
         written = written_count(path)

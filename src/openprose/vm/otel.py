@@ -233,9 +233,7 @@ class OtelTracer:
     # --- statements and calls ------------------------------------------------------------
 
     def statement(self, kind: str, step: str, path: str, line: int) -> Any:
-        return self._span(
-            kind, {"prose.step": step, "code.filepath": path, "code.lineno": line}
-        )
+        return self._span(kind, {"prose.step": step, "code.filepath": path, "code.lineno": line})
 
     @contextmanager
     def model_call(

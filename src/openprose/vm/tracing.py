@@ -29,16 +29,27 @@ class ModelCallSpan(Protocol):
 
 
 class Tracer(Protocol):
-    def start_run(self, run_id: str, program: str, resumed_from: Mapping[str, str] | None) -> dict[str, str]:
+    def start_run(
+        self, run_id: str, program: str, resumed_from: Mapping[str, str] | None
+    ) -> dict[str, str]:
         """Open the run's span; returns what a resume needs to continue its trace."""
         ...
 
     def end_run(self, status: str, error: str | None) -> None: ...
 
-    def statement(self, kind: str, step: str, path: str, line: int) -> AbstractContextManager[Any]: ...
+    def statement(
+        self, kind: str, step: str, path: str, line: int
+    ) -> AbstractContextManager[Any]: ...
 
     def model_call(
-        self, step: str, request: ModelRequest, *, alias: str, provider: str, kind: str, attempt: int
+        self,
+        step: str,
+        request: ModelRequest,
+        *,
+        alias: str,
+        provider: str,
+        kind: str,
+        attempt: int,
     ) -> AbstractContextManager[ModelCallSpan]: ...
 
     def on_event(self, event: str, step: str, fields: dict[str, Any]) -> None: ...

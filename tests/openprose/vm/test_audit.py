@@ -92,7 +92,9 @@ def test_requests_answers_retries_and_verdicts_are_linked(vm: Any) -> None:
     failure = next(m for m in messages if m["type"] == "notice" and "failed" in m["content"])
     first_query = by_id[failure["refers_to"]]
     assert first_query["type"] == "query" and first_query["content"] == "write the draft"
-    retried = next(m for m in messages if m["type"] == "query" and m.get("refers_to") == failure["id"])
+    retried = next(
+        m for m in messages if m["type"] == "query" and m.get("refers_to") == failure["id"]
+    )
     answer = next(m for m in messages if m.get("refers_to") == retried["id"])
     assert answer["type"] == "response" and answer["content"] == "the draft"
     assert answer["provenance"] == ["model:sonnet", "step:1"]
@@ -106,7 +108,12 @@ def test_requests_answers_retries_and_verdicts_are_linked(vm: Any) -> None:
     assert effective(messages, unparsable["id"]).content == '{"verdict": true, "reason": "ok"}'
     verdict = next(m for m in messages if m["type"] == "claim" and m["sender"] == "evaluator")
     assert verdict["refers_to"] == correction["id"]
-    assert verdict["payload"] == {"step": "2?c1", "kind": "condition", "verdict": True, "reason": "ok"}
+    assert verdict["payload"] == {
+        "step": "2?c1",
+        "kind": "condition",
+        "verdict": True,
+        "reason": "ok",
+    }
     assert messages[-1]["type"] == "claim" and messages[-1]["content"].endswith("succeeded")
 
 
@@ -204,7 +211,9 @@ def test_a_trail_torn_by_a_crash_is_cut_at_its_last_whole_line(vm: Any) -> None:
     path.write_bytes(b"".join(kept) + whole.splitlines()[3][:17])  # killed mid-write
     from openprose.vm.audit import AuditTrail
 
-    AuditTrail.resume(path, result.run_id, "main.prose", read_journal(result.run_dir / "journal.jsonl")).close()
+    AuditTrail.resume(
+        path, result.run_id, "main.prose", read_journal(result.run_dir / "journal.jsonl")
+    ).close()
     assert path.read_bytes() == whole
     records = list(read_records(path))
     assert all(not r.problems for r in records)

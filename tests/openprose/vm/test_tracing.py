@@ -13,21 +13,21 @@ from collections.abc import Iterator
 from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
 pytest.importorskip("opentelemetry.sdk", reason="the [otel] extra is not installed")
 
-from opentelemetry.sdk.trace import ReadableSpan  # noqa: E402
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import (  # noqa: E402
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
     InMemorySpanExporter,
 )
 
-from openprose.parser import parse_text  # noqa: E402
-from openprose.vm.otel import OtelTracer  # noqa: E402
-from openprose.vm.runner import resume_run, run_program  # noqa: E402
+from openprose.parser import parse_text
+from openprose.vm.otel import OtelTracer
+from openprose.vm.runner import resume_run, run_program
 
 PROGRAM = """\
 parallel:
@@ -152,9 +152,7 @@ def test_a_failed_call_span_says_why(vm: Any, memory: Any) -> None:
 def test_a_resumed_run_continues_the_same_trace(vm: Any, memory: Any) -> None:
     exporter, provider = memory
     source = 'session "one"\nsession "two"\n'
-    stopped = run_traced(
-        vm, source, OtelTracer(provider), config=replace(vm.FAST, max_sessions=1)
-    )
+    stopped = run_traced(vm, source, OtelTracer(provider), config=replace(vm.FAST, max_sessions=1))
     assert stopped.status == "stopped"
     first = {s.context.trace_id for s in exporter.get_finished_spans()}
     exporter.clear()
@@ -175,7 +173,10 @@ def test_a_resumed_run_continues_the_same_trace(vm: Any, memory: Any) -> None:
     (run_span,) = [s for s in spans if s.name.startswith("prose run")]
     assert run_span.attributes["prose.run.resumed"] is True
     meta = json.loads((stopped.run_dir / "run.json").read_text())
-    assert run_span.parent is not None and f"{run_span.parent.span_id:016x}" == meta["trace"]["span_id"]
+    assert (
+        run_span.parent is not None
+        and f"{run_span.parent.span_id:016x}" == meta["trace"]["span_id"]
+    )
 
 
 def test_tool_calls_become_execute_tool_spans(memory: Any) -> None:
@@ -191,13 +192,16 @@ def test_tool_calls_become_execute_tool_spans(memory: Any) -> None:
     assert tool.attributes["gen_ai.operation.name"] == "execute_tool"
     assert tool.attributes["gen_ai.tool.call.id"] == "call_1"
     assert tool.status.status_code.name == "ERROR"
-    assert tool.parent is not None and tool.parent.span_id == spans["prose run main.prose"].context.span_id
+    assert (
+        tool.parent is not None
+        and tool.parent.span_id == spans["prose run main.prose"].context.span_id
+    )
 
 
 class _Receiver(BaseHTTPRequestHandler):
-    bodies: list[bytes] = []
+    bodies: ClassVar[list[bytes]] = []
 
-    def do_POST(self) -> None:  # noqa: N802 - the http.server name
+    def do_POST(self) -> None:
         length = int(self.headers.get("content-length") or 0)
         type(self).bodies.append(self.rfile.read(length))
         self.send_response(200)
@@ -227,9 +231,21 @@ def test_prose_run_trace_exports_to_an_otlp_http_receiver(tmp_path: Path) -> Non
             "OTEL_SERVICE_NAME": "prose-test",
         }
         done = subprocess.run(
-            [sys.executable, "-m", "openprose.cli", "run", "main.prose",
-             "--provider", "scripted:rules.yaml"],
-            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+            [
+                sys.executable,
+                "-m",
+                "openprose.cli",
+                "run",
+                "main.prose",
+                "--provider",
+                "scripted:rules.yaml",
+            ],
+            check=False,
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
         assert done.returncode == 0, done.stderr
     finally:
@@ -276,7 +292,12 @@ def test_trace_without_the_sdk_is_a_clear_error(tmp_path: Path) -> None:
         "sys.exit(main(['run', 'main.prose', '--provider', 'scripted:rules.yaml', '--trace']))\n"
     )
     done = subprocess.run(
-        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", code],
+        check=False,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert done.returncode == 2
     assert "pip install 'openprose[otel]'" in done.stderr
