@@ -390,7 +390,8 @@ class AuditTrail:
     def __init__(self, path: Path, run_id: str, program: str) -> None:
         self.path = path
         self.translator = Translator(run_id, program)
-        self._pending: list[Event] = []
+        self._pending: list[tuple[str, str, float, dict[str, Any]]] = []
+        self._signalled = False
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._now = threading.Event()  # set by close: flush without waiting the interval
@@ -414,9 +415,12 @@ class AuditTrail:
         return trail
 
     def add(self, event: str, step: str, t: float, fields: dict[str, Any]) -> None:
-        record = {"ev": event, "step": step, "t": t, **fields}
+        """Take one event (called by `Shared.emit`, on the event loop: kept to an append)."""
         with self._lock:
-            self._pending.append(record)
+            self._pending.append((event, step, t, fields))
+            if self._signalled:
+                return  # the thread is already due to take this batch
+            self._signalled = True
             if self._thread is None:
                 self._thread = threading.Thread(target=self._drain, name="prose-audit", daemon=True)
                 self._thread.start()
@@ -428,6 +432,7 @@ class AuditTrail:
             self._now.wait(self.FLUSH_INTERVAL)
             with self._lock:
                 self._wake.clear()
+                self._signalled = False
                 batch, self._pending = self._pending, []
                 closing = self._closing
             self._flush(batch)
@@ -436,10 +441,10 @@ class AuditTrail:
                     if not self._pending:
                         return
 
-    def _flush(self, batch: list[Event]) -> None:
+    def _flush(self, batch: list[tuple[str, str, float, dict[str, Any]]]) -> None:
         translator = self.translator
-        for event in batch:
-            translator.feed(event)
+        for event, step, t, fields in batch:
+            translator.feed({"ev": event, "step": step, "t": t, **fields})
         try:
             self._write([encode(m) for m in translator.take()])
         except (OSError, VLPError) as error:  # reported by close(); the journal has it all
