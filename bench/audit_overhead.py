@@ -121,6 +121,7 @@ async def one_run(
             settings, provider = vm_openai_provider(base_url, project, CONCURRENCY)
         tracer = tracer_for(receiver) if side == "audit+trace" else None
         config = VMConfig(max_concurrency=CONCURRENCY, max_sessions=None, audit=side != "off")
+        cpu = time.process_time()
         started = time.perf_counter()
         result = await run_program(
             program,
@@ -135,13 +136,14 @@ async def one_run(
         if tracer is not None:
             tracer.shutdown()  # the last batch exported, as `prose run --trace` does
         elapsed = time.perf_counter() - started
+        cpu = time.process_time() - cpu
         await provider.aclose()
         if result.status != "succeeded" or result.usage["requests_sent"] != n:
             raise SystemExit(f"{side}: run {result.status}: {result.error}")
         if side != "off":
             lines = (result.run_dir / "audit.ndjson").read_bytes().count(b"\n")
             assert lines == 2 * n + 2, lines  # query + response per session, start, end
-    return elapsed
+    return elapsed, cpu
 
 
 def main() -> None:
@@ -167,24 +169,36 @@ def main() -> None:
         base_url, stop_server = start_in_subprocess(latency_ms=20.0)
     receiver = Receiver.start()
     walls: dict[str, list[float]] = {side: [] for side in SIDES}
+    cpus: dict[str, list[float]] = {side: [] for side in SIDES}
     try:
         for side in SIDES:  # warm-up
             asyncio.run(one_run(side, min(n, 500), args.provider, base_url, receiver))
         for _ in range(args.repeat):
             for side in SIDES:
                 gc.collect()
-                walls[side].append(asyncio.run(one_run(side, n, args.provider, base_url, receiver)))
+                wall, cpu = asyncio.run(one_run(side, n, args.provider, base_url, receiver))
+                walls[side].append(wall)
+                cpus[side].append(cpu)
     finally:
         receiver.stop()
         if stop_server is not None:
             stop_server()
-    base = min(walls["off"])
+    base, base_cpu = min(walls["off"]), min(cpus["off"])
     table = Table(
-        f"{n} sessions, {args.provider}", ("side", "wall s (min)", "wall s (median)", "vs off")
+        f"{n} sessions, {args.provider}",
+        ("side", "wall s (min)", "wall s (median)", "wall vs off", "CPU s (min)", "CPU vs off"),
     )
     for side in SIDES:
         ordered = sorted(walls[side])
-        table.add(side, ordered[0], ordered[len(ordered) // 2], f"{ordered[0] / base:.3f}x")
+        used = min(cpus[side])
+        table.add(
+            side,
+            ordered[0],
+            ordered[len(ordered) // 2],
+            f"{ordered[0] / base:.3f}x",
+            used,
+            f"{used / base_cpu:.3f}x",
+        )
     table.print()
     ratio = min(walls["audit+trace"]) / base
     print(f"audit + tracing on vs off: {ratio:.3f}x (goal <= {GOAL:.2f}x) {verdict(ratio <= GOAL)}")

@@ -37,9 +37,9 @@ from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 from openprose.providers.base import ModelRequest, ModelResponse
-from openprose.vm.tracing import CAPTURE_CONTENT, TracingUnavailable
 
 SCOPE = InstrumentationScope("openprose")
+CAPTURE_CONTENT = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 _SAMPLED = TraceFlags(TraceFlags.SAMPLED)
 _OK = Status(StatusCode.UNSET)
 
@@ -138,7 +138,7 @@ class OtelTracer:
 
             exporter = OTLPSpanExporter()
         else:
-            raise TracingUnavailable(
+            raise ValueError(
                 f"OTEL_TRACES_EXPORTER={chosen!r} is not supported here (use otlp or console)"
             )
         # A fan-out ends thousands of spans at once: the SDK's default queue (2,048) would

@@ -18,7 +18,6 @@ from openprose.providers.base import ModelRequest, ModelResponse
 
 # Environment variables that turn tracing on by themselves (the standard OTLP ones).
 ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
-CAPTURE_CONTENT = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 EXTRA_HINT = "pip install 'openprose[otel]'"
 
 
@@ -76,11 +75,15 @@ def wanted(flag: bool, environ: Mapping[str, str] | None = None) -> bool:
 
 def open_tracer(environ: Mapping[str, str] | None = None) -> Tracer:
     """An OpenTelemetry tracer exporting as the environment says (OTLP/HTTP by default);
-    `TracingUnavailable` with the install hint when the SDK is missing."""
+    `TracingUnavailable` with the install hint when the SDK is missing, or naming the
+    setting it cannot honour."""
     try:
         from openprose.vm.otel import OtelTracer
     except ImportError as error:
         raise TracingUnavailable(
             f"tracing needs the OpenTelemetry SDK ({error.name} is missing): {EXTRA_HINT}"
         ) from None
-    return OtelTracer.from_environment(os.environ if environ is None else environ)
+    try:
+        return OtelTracer.from_environment(os.environ if environ is None else environ)
+    except ValueError as error:  # a setting we cannot honour: say so, do not trace wrongly
+        raise TracingUnavailable(str(error)) from None

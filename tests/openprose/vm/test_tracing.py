@@ -315,3 +315,24 @@ def test_a_run_inside_an_application_span_joins_its_trace(vm: Any, memory: Any) 
     (run_span,) = [s for s in exporter.get_finished_spans() if s.name.startswith("prose run")]
     assert run_span.context.trace_id == job.get_span_context().trace_id
     assert run_span.parent is not None and run_span.parent.span_id == job.get_span_context().span_id
+
+
+def test_when_tracing_is_on() -> None:
+    from openprose.vm.tracing import wanted
+
+    assert wanted(True, {})
+    assert not wanted(False, {})
+    assert wanted(False, {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318"})
+    assert wanted(False, {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://c:4318/v1/traces"})
+    disabled = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318", "OTEL_SDK_DISABLED": "true"}
+    assert not wanted(False, disabled)
+    assert wanted(True, disabled)
+
+
+def test_an_exporter_we_cannot_honour_is_named() -> None:
+    from openprose.vm.tracing import TracingUnavailable, open_tracer
+
+    with pytest.raises(TracingUnavailable, match="OTEL_TRACES_EXPORTER='zipkin'"):
+        open_tracer({"OTEL_TRACES_EXPORTER": "zipkin"})
+    tracer = open_tracer({"OTEL_TRACES_EXPORTER": "console", "OTEL_SERVICE_NAME": "svc"})
+    tracer.shutdown()
