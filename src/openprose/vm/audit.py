@@ -72,6 +72,9 @@ class Translator:
         self._started: dict[str, Event] = {}  # step -> its session_started
         self._last: dict[str, str] = {}  # step -> id of its latest answer or failure
         self._answers: dict[str, str] = {}  # call step -> id of the answer it got
+        self._tool_calls: dict[tuple[str, object, object], str] = {}  # (step, turn, index)
+        self._approvals: dict[str, str] = {}  # approval id -> its query
+        self._agents: dict[str, str] = {}  # session step -> who acts in it (tools' caller)
 
     # --- the one door --------------------------------------------------------------------
 
@@ -149,7 +152,10 @@ class Translator:
         )
 
     def session_started(self, event: Event) -> None:
-        self._started[event["step"]] = event
+        step = event["step"]
+        self._started[step] = event
+        if "~" not in step:  # a session's own step (not a judgment's or a tool turn's call)
+            self._agents[step] = _agent_name(event.get("agent"), event.get("model"))
 
     def _asked(self, event: Event, request: dict[str, Any] | None, attempt: int, t: float) -> str:
         step = event["step"]
@@ -294,6 +300,104 @@ class Translator:
             payload={"step": step, **details},
         )
 
+    # --- tools (the tool loop's events: tool_call, permission, approvals, tool_result) ------
+
+    def tool_call(self, event: Event) -> None:
+        step = event["step"]
+        call = event.get("call") or {}
+        name = str(call.get("name") or "tool")
+        arguments = call.get("arguments")
+        shown = arguments if isinstance(arguments, str) else orjson.dumps(arguments).decode()
+        self._tool_calls[(step, event.get("turn"), event.get("index"))] = self.say(
+            "query",
+            event,
+            sender=self._agents.get(step, "model"),
+            receiver=f"tool:{name}",
+            content=f"{name}({shown})",
+            confidence=1.0,
+            topic="tool_call",
+            refers_to=self._answers.get(step),
+            payload={"step": step, "tool": name, "call_id": call.get("id"), "arguments": arguments},
+        )
+
+    def permission(self, event: Event) -> None:
+        step = event["step"]
+        decision, reason = event.get("decision"), event.get("reason")
+        what = " ".join(str(x) for x in (event.get("kind"), event.get("action")) if x)
+        asked = decision == "asked"
+        self.say(
+            "notice",
+            event,
+            sender=VM,
+            content=f"permission {decision}: {event.get('tool')} {what} ({reason})",
+            confidence=1.0,
+            provenance=[f"step:{step}"],
+            topic="permission",
+            refers_to=self._tool_calls.get((step, event.get("turn"), event.get("index"))),
+            safety={"level": "review", "requires_human": True} if asked else None,
+            payload={k: v for k, v in event.items() if k not in ("ev", "t")},
+        )
+
+    def approval_requested(self, event: Event) -> None:
+        step = event["step"]
+        agent = event.get("agent")
+        self._approvals[str(event.get("id"))] = self.say(
+            "query",
+            event,
+            sender=VM,
+            receiver="human",
+            content=(
+                f"{'agent ' + str(agent) if agent else 'a session'} wants to "
+                f"{event.get('kind')} {event.get('action')} (tool {event.get('tool')})"
+            ),
+            confidence=1.0,
+            topic="approval",
+            refers_to=self._tool_calls.get((step, event.get("turn"), event.get("index"))),
+            safety={"level": "review", "requires_human": True},
+            payload={k: v for k, v in event.items() if k not in ("ev", "t")},
+        )
+
+    def approval_decided(self, event: Event) -> None:
+        request = self._approvals.get(str(event.get("id")))
+        if request is None:
+            return  # a decision without its request in this journal: nothing to answer
+        self.say(
+            "response",
+            event,
+            sender=f"human ({event.get('by') or 'unknown'})",
+            receiver=VM,
+            content=f"{event.get('answer')}: {event.get('kind')} {event.get('action')}",
+            confidence=1.0,
+            provenance=[f"approval:{event.get('id')}"],
+            topic="approval",
+            refers_to=request,
+            payload={k: v for k, v in event.items() if k not in ("ev", "t")},
+        )
+
+    def tool_result(self, event: Event) -> None:
+        step = event["step"]
+        tool = str(event.get("tool") or "tool")
+        call = self._tool_calls.pop((step, event.get("turn"), event.get("index")), None)
+        if call is None:
+            return  # its call was not journaled (cannot happen in one run): nothing to answer
+        self.say(
+            "response",
+            event,
+            sender=f"tool:{tool}",
+            receiver=self._agents.get(step, "model"),
+            content=str(event.get("content", "")),
+            confidence=1.0,
+            provenance=[f"tool:{tool}", f"step:{step}"],
+            topic="tool_result",
+            refers_to=call,
+            payload={
+                "step": step,
+                "call_id": event.get("call_id"),
+                "is_error": bool(event.get("is_error")),
+                "omitted_bytes": event.get("omitted_bytes"),
+            },
+        )
+
     def run_finished(self, event: Event) -> None:
         status, error = event.get("status"), event.get("error")
         payload = {"status": status, "error": error, "usage": event.get("usage")}
@@ -350,6 +454,14 @@ ROWS: dict[str, Row] = {
     "context_trimmed": Row(("notice",), Translator.warning),
     "context_windowed": Row(("notice",), Translator.warning),
     "run_finished": Row(("claim|notice",), Translator.run_finished),
+    # The tool loop (tools, permissions, approvals; `prose approve` appends approval_decided).
+    "tool_call": Row(("query",), Translator.tool_call),
+    "permission": Row(("notice",), Translator.permission),
+    "approval_requested": Row(("query",), Translator.approval_requested),
+    "approval_decided": Row(("response",), Translator.approval_decided),
+    "tool_result": Row(("response",), Translator.tool_result),
+    "skill_loaded": Row(("notice",), Translator.warning),
+    "skill_missing": Row(("notice",), Translator.warning),
 }
 
 

@@ -243,3 +243,67 @@ def test_prose_show_vlp_prints_the_trail_or_derives_it(
     (result.run_dir / AUDIT_FILE).unlink()
     assert prose_main(["show", result.run_id[:12], "--vlp"]) == 0
     assert capsysbinary.readouterr().out == written
+
+
+def test_tool_calls_permissions_and_approvals_become_linked_messages() -> None:
+    """The tool loop's events (shapes as the tool loop journals them) in the trail."""
+    run = "20260101-000000-abcdef"
+    call = {"id": "call_1", "name": "bash", "arguments": {"command": "rm -rf build"}}
+    at = {"turn": 1, "index": 0}
+    request = {"id": "1~t1.0:bash", "kind": "bash", "action": "rm -rf build", "tool": "bash"}
+    events = [
+        {"ev": "run_started", "step": "", "t": 1.0, "resumed": False},
+        {"ev": "session_started", "step": "1", "t": 1.1, "agent": "ops", "model": "sonnet"},
+        {"ev": "tool_call", "step": "1", "t": 1.2, **at, "call": call},
+        {
+            "ev": "permission",
+            "step": "1",
+            "t": 1.3,
+            **at,
+            "call_id": "call_1",
+            "tool": "bash",
+            "kind": "bash",
+            "action": "rm -rf build",
+            "decision": "asked",
+            "reason": "ask first",
+        },
+        {"ev": "approval_requested", "step": "1", "t": 1.4, **at, **request, "agent": "ops"},
+        # written later by `prose approve`, read on resume
+        {
+            "ev": "approval_decided",
+            "step": "1",
+            "t": 2.0,
+            "id": request["id"],
+            "answer": "once",
+            "kind": "bash",
+            "action": "rm -rf build",
+            "by": "cli",
+        },
+        {
+            "ev": "tool_result",
+            "step": "1",
+            "t": 2.1,
+            **at,
+            "call_id": "call_1",
+            "tool": "bash",
+            "content": "removed",
+            "is_error": False,
+            "omitted_bytes": 0,
+        },
+    ]
+    messages = list(translate(events, run, "main.prose"))
+    assert_sound(messages)
+    kinds = [(m["type"], m.get("topic")) for m in messages[1:]]
+    assert kinds == [
+        ("query", "tool_call"),
+        ("notice", "permission"),
+        ("query", "approval"),
+        ("response", "approval"),
+        ("response", "tool_result"),
+    ]
+    tool_query, asked, approval, decided, result = messages[1:]
+    assert tool_query["sender"] == "ops" and tool_query["receiver"] == "tool:bash"
+    assert asked["refers_to"] == tool_query["id"] and asked["safety"]["requires_human"] is True
+    assert approval["refers_to"] == tool_query["id"]
+    assert decided["refers_to"] == approval["id"] and decided["content"].startswith("once")
+    assert result["refers_to"] == tool_query["id"] and result["content"] == "removed"
