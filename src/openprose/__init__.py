@@ -7,6 +7,11 @@ The front end's functions are importable from here; each loads its module on fir
     result = openprose.parse_text('session "Hello"')
     diagnostics = openprose.check(result)
     print(openprose.compile_program(result.program))
+
+and runs programs (docs/api.md)::
+
+    run = openprose.run("examples/hello.prose", provider="openai")
+    print(run.run_id, run.status, run.outputs)
 """
 
 from __future__ import annotations
@@ -36,13 +41,30 @@ _LAZY = {
     "Severity": "openprose.diagnostics",
     "SourceFile": "openprose.source",
     "find_programs": "openprose.walk",
+    "run": "openprose.api",
+    "arun": "openprose.api",
+    "resume": "openprose.api",
+    "aresume": "openprose.api",
+    "events": "openprose.api",
+    "batch": "openprose.api",
+    "abatch": "openprose.api",
+    "RunError": "openprose.api",
+    "RunEvent": "openprose.api",
+    "RunResult": "openprose.api",
 }
 
 __all__ = [
     "Diagnostic",
     "ParseResult",
+    "RunError",
+    "RunEvent",
+    "RunResult",
     "Severity",
     "SourceFile",
+    "abatch",
+    "aresume",
+    "arun",
+    "batch",
     "canonicalize",
     "check",
     "check_file",
@@ -50,11 +72,14 @@ __all__ = [
     "check_paths",
     "check_source",
     "compile_program",
+    "events",
     "find_programs",
     "format_source",
     "parse",
     "parse_text",
     "read_source",
+    "resume",
+    "run",
 ]
 
 

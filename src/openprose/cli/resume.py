@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,8 +44,9 @@ def run(args: argparse.Namespace) -> int:
     return guarded(_resume, args)
 
 
-def _nothing_to_resume(run_dir: Path, meta: dict[str, Any], as_json: bool) -> int:
+def _nothing_to_resume(done: NothingToResume, as_json: bool) -> int:
     """A run that already succeeded is not run again (exit 0); `prose show` has its outputs."""
+    run_dir, meta = done.run_dir, done.meta
     print(
         f"prose: run {run_dir.name} already succeeded; nothing to resume "
         f"(prose show {run_dir.name} shows its outputs)",
@@ -65,15 +67,87 @@ def _nothing_to_resume(run_dir: Path, meta: dict[str, Any], as_json: bool) -> in
 
 
 def _resume(args: argparse.Namespace) -> int:
-    from openprose.parser import parse_text
     from openprose.project import runs_home
+    from openprose.vm.runner import resume_run
+
+    try:
+        resuming = prepare_resume(
+            runs_home(),
+            args.run_ref,
+            provider_spec=args.provider,
+            models=args.model,
+            max_concurrency=args.max_concurrency,
+            evaluator=args.evaluator,
+            record=args.record,
+            budgets=budget_flags(args),
+        )
+    except NothingToResume as done:
+        return _nothing_to_resume(done, args.json)
+    args.notice.project, args.notice.provider = resuming.project, resuming.settings.provider
+    tracer = open_tracer_or_fail(args.trace)
+    with progress(args.json, args.notice, args.quiet) as observer, shut_down(tracer):
+        result = run_async(
+            resume_run(
+                resuming.run_dir,
+                resuming.program,
+                provider=resuming.provider,
+                project_dir=resuming.project,
+                imports=resuming.imports,
+                settings=resuming.settings,
+                config=resuming.config,
+                observer=observer,
+                prices=resuming.prices,
+                tracer=tracer,
+            ),
+            resuming.provider,
+        )
+    return report(result, args.json, args.notice)
+
+
+class NothingToResume(Exception):
+    """The run already succeeded: there is nothing to continue."""
+
+    def __init__(self, run_dir: Path, meta: dict[str, Any]) -> None:
+        super().__init__(f"run {run_dir.name} already succeeded; nothing to resume")
+        self.run_dir = run_dir
+        self.meta = meta
+
+
+@dataclass(slots=True)
+class Resuming:
+    """What `resume_run` needs, checked and opened (shared with `openprose.resume`)."""
+
+    run_dir: Path
+    project: Path
+    program: Any  # nodes.Program of the run's own program.prose
+    imports: Any
+    settings: Any
+    provider: Any
+    config: Any
+    prices: Any
+
+
+def prepare_resume(
+    project: Path,
+    run_ref: str,
+    *,
+    provider_spec: str | None = None,
+    models: list[str] | None = None,
+    max_concurrency: int | None = None,
+    evaluator: str | None = None,
+    record: str | None = None,
+    budgets: dict[str, Any] | None = None,
+) -> Resuming:
+    """Find the run and open what continuing it needs; options not given default to those
+    the run was started with. A budget given now replaces the recorded one (a larger budget
+    lets a stopped run go on)."""
+    from openprose.parser import parse_text
     from openprose.vm.runstore import RUNS_DIR, AmbiguousRun, DamagedRun, RunStore, find_run
 
-    project = runs_home()
     try:
-        run_dir = find_run(project, args.run_ref)
+        run_dir = find_run(project, run_ref)
         if run_dir is None:
-            raise UsageError(f"no run {args.run_ref!r} under {project / RUNS_DIR}")
+            raise UsageError(f"no run {run_ref!r} under {project / RUNS_DIR}")
         meta = RunStore.open(run_dir).read_meta()
     except (AmbiguousRun, DamagedRun) as error:
         raise UsageError(str(error)) from None
@@ -84,7 +158,7 @@ def _resume(args: argparse.Namespace) -> int:
     if status == "running":
         raise UsageError(f"run {run_dir.name} is still running (pid {meta.get('pid')})")
     if status == "succeeded":
-        return _nothing_to_resume(run_dir, meta, args.json)
+        raise NothingToResume(run_dir, meta)
     launch = meta.get("launch") or {}
     text = (run_dir / "program.prose").read_text(encoding="utf-8")
     parsed = parse_text(text, str(meta.get("program") or run_dir / "program.prose"))
@@ -95,41 +169,22 @@ def _resume(args: argparse.Namespace) -> int:
     imports = load_imports_or_fail(parsed.program, program_dir, project, pinned=pins)
     settings, provider = open_provider_or_fail(
         project,
-        args.provider or launch.get("provider"),
-        args.model or list(launch.get("models") or []),
-        args.max_concurrency or launch.get("max_concurrency"),
-        record=args.record,
+        provider_spec or launch.get("provider"),
+        models or list(launch.get("models") or []),
+        max_concurrency or launch.get("max_concurrency"),
+        record=record,
         resuming=run_dir,
     )
     from dataclasses import replace
 
-    from openprose.vm.runner import VMConfig, resume_run
+    from openprose.vm.runner import VMConfig
 
     recorded = meta.get("config") or {}
     config = VMConfig(**{k: v for k, v in recorded.items() if k in VMConfig.__dataclass_fields__})
     config = replace(config, max_concurrency=settings.max_concurrency)
-    if args.evaluator:
-        config = replace(config, evaluator_model=args.evaluator)
-    # A budget given now replaces the recorded one (a larger budget lets a stopped run go on).
-    config = replace(config, **budget_flags(args))
+    if evaluator:
+        config = replace(config, evaluator_model=evaluator)
+    config = replace(config, **(budgets or {}))
     prices = run_prices(project)
     cost_is_enforceable(parsed.program, config, settings, prices)
-    args.notice.project, args.notice.provider = project, settings.provider
-    tracer = open_tracer_or_fail(args.trace)
-    with progress(args.json, args.notice, args.quiet) as observer, shut_down(tracer):
-        result = run_async(
-            resume_run(
-                run_dir,
-                parsed.program,
-                provider=provider,
-                project_dir=project,
-                imports=imports,
-                settings=settings,
-                config=config,
-                observer=observer,
-                prices=prices,
-                tracer=tracer,
-            ),
-            provider,
-        )
-    return report(result, args.json, args.notice)
+    return Resuming(run_dir, project, parsed.program, imports, settings, provider, config, prices)

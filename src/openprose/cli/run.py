@@ -308,7 +308,7 @@ def _run(args: argparse.Namespace) -> int:
     prices = run_prices(project)
     cost_is_enforceable(parsed.program, config, settings, prices)
     launch = {
-        "provider": _launch_spec(args.provider, settings),
+        "provider": launch_spec(args.provider, settings),
         "models": args.model,
         "max_concurrency": args.max_concurrency,
         "evaluator": args.evaluator,
@@ -348,7 +348,7 @@ def shut_down(tracer: Tracer | None) -> Iterator[None]:
             tracer.shutdown()
 
 
-def _launch_spec(spec: str | None, settings: ProviderSettings) -> str | None:
+def launch_spec(spec: str | None, settings: ProviderSettings) -> str | None:
     """The `--provider` value recorded for `prose resume`, with the `replay:`/`scripted:` file
     made absolute (`scripted:rules.yaml` -> `scripted:/abs/rules.yaml`) so a resume from
     elsewhere finds it. A replay run id or prefix is recorded as the journal it resolved to:

@@ -26,7 +26,7 @@ import random
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from typing import Any
 
 from opentelemetry import trace
@@ -43,8 +43,13 @@ CAPTURE_CONTENT = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 _SAMPLED = TraceFlags(TraceFlags.SAMPLED)
 _OK = Status(StatusCode.UNSET)
 
-# The span the running code is inside: (trace id, span id).
+# The span the running code is inside: (trace id, span id); and the run's own span with
+# the token that restores the context at its end. Context variables, so that runs going on
+# at once in one process (a batch, an application) each keep their own.
 _current: ContextVar[tuple[int, int] | None] = ContextVar("openprose_span", default=None)
+_run: ContextVar[tuple[_Open, Token[tuple[int, int] | None]] | None] = ContextVar(
+    "openprose_run", default=None
+)
 
 
 def _new_id(bits: int) -> int:
@@ -116,8 +121,6 @@ class OtelTracer:
         self.resource = resource or Resource.create({"service.name": "openprose"})
         self.capture = capture_content
         self.owned = owned  # made here (from the environment): shut down after the run
-        self._run: _Open | None = None
-        self._token: Any = None
         self._tools: dict[tuple[str, object, object], _Open] = {}
 
     @classmethod
@@ -215,19 +218,19 @@ class OtelTracer:
             },
             SpanKind.INTERNAL,
         )
-        self._run = span
-        self._token = _current.set((span.trace_id, span.span_id))
+        _run.set((span, _current.set((span.trace_id, span.span_id))))
         return {"trace_id": f"{span.trace_id:032x}", "span_id": f"{span.span_id:016x}"}
 
     def end_run(self, status: str, error: str | None) -> None:
-        span = self._run
-        if span is None:
+        running = _run.get()
+        if running is None:
             return
+        span, token = running
         span.attributes["prose.run.status"] = status
         if status != "succeeded":
             span.status = Status(StatusCode.ERROR, error or status)
-        _current.reset(self._token)
-        self._run = self._token = None
+        _current.reset(token)
+        _run.set(None)
         self._end(span)
 
     # --- statements and calls ------------------------------------------------------------

@@ -7,6 +7,8 @@ can default to them.
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
@@ -74,31 +76,37 @@ async def run_program(
     observer: Observer | None = None,
     launch: Mapping[str, Any] | None = None,
     prices: Prices | None = None,
+    run_id: str | None = None,
     tracer: Tracer | None = None,
 ) -> RunResult:
     """Run a checked program in a new run folder under `project_dir/.prose/runs/`.
 
-    `launch` is recorded in run.json for `prose resume` (the CLI puts its options there)."""
+    `launch` is recorded in run.json for `prose resume` (the CLI puts its options there).
+    `run_id`, when given, is one `reserve_run_id` made (a batch records it before the run)."""
     config = config or VMConfig()
-    store = RunStore.create(project_dir, text, Path(program.path).name)
-    store.write_meta(
-        {
-            "run_id": store.run_id,
-            "program": program.path,
-            "status": "running",
-            "started": utc_now(),
-            "pid": os.getpid(),
-            "pid_started": process_started(os.getpid()),
-            "inputs": to_json(dict(inputs or {})),
-            "imports": {
-                name: {"spec": p.spec, "sha256": p.content_hash, "namespace": p.namespace}
-                for name, p in (imports or {}).items()
-            },
-            "import_pins": _pins(imports or {}),
-            "config": asdict(config),
-            "launch": dict(launch or {}),
-        }
-    )
+    meta = {
+        "program": program.path,
+        "status": "running",
+        "started": utc_now(),
+        "pid": os.getpid(),
+        "pid_started": _this_process_started(),
+        "inputs": to_json(dict(inputs or {})),
+        "imports": {
+            name: {"spec": p.spec, "sha256": p.content_hash, "namespace": p.namespace}
+            for name, p in (imports or {}).items()
+        },
+        "import_pins": _pins(imports or {}),
+        "config": asdict(config),
+        "launch": dict(launch or {}),
+    }
+
+    def lay_out() -> RunStore:
+        store = RunStore.create(project_dir, text, Path(program.path).name, run_id)
+        store.write_meta({"run_id": store.run_id, **meta})
+        return store
+
+    # A dozen file-system calls: on a thread, so that a batch's other runs go on meanwhile.
+    store = await asyncio.to_thread(lay_out)
     return await _execute(
         program,
         text,
@@ -180,19 +188,23 @@ async def _execute(
     prices: Prices | None,
     tracer: Tracer | None,
 ) -> RunResult:
-    meta = store.read_meta()
+    meta = await asyncio.to_thread(store.read_meta)
     program_name = Path(str(meta.get("program") or program.path)).name
     audit = None
     if config.audit:
         # A resumed run first writes what its journal holds beyond the trail on disk.
-        audit = AuditTrail.resume(
-            store.root / AUDIT_FILE, store.run_id, program_name, read_journal(store.journal_path)
+        audit = await asyncio.to_thread(
+            AuditTrail.resume,
+            store.root / AUDIT_FILE,
+            store.run_id,
+            program_name,
+            read_journal(store.journal_path),
         )
     if tracer is not None:
         earlier = meta.get("trace")
         trace_ids = tracer.start_run(store.run_id, program_name, earlier)
-        if not earlier:
-            store.update_meta(trace=trace_ids)  # a resume continues this trace
+        if not earlier:  # a resume continues this trace
+            await asyncio.to_thread(store.update_meta, trace=trace_ids)
     journal = Journal(store.journal_path)
     journal.start()
     router = ModelRouter(provider, settings)
@@ -233,27 +245,40 @@ async def _execute(
     finally:
         await router.aclose()
     stamp = utc_now()
-    if status == "succeeded":
-        store.write_outputs(outputs)
-        store.state(f"---end {stamp}")
-    else:
-        store.state(f"---error {stamp} {error}")
+
+    def write_end() -> None:
+        if status == "succeeded":
+            store.write_outputs(outputs)
+            store.state(f"---end {stamp}")
+        else:
+            store.state(f"---error {stamp} {error}")
+
+    await asyncio.to_thread(write_end)
     usage = shared.stats.usage()
     shared.emit("run_finished", "", status=status, error=error, usage=usage)
     await journal.close()
     if audit is not None:
-        audit.close()
+        await asyncio.to_thread(audit.close)  # its last batch
     if tracer is not None:
         tracer.end_run(status, error)
     result = interpreter.final_result if status == "succeeded" else None
     finished: dict[str, Any] = {}
     if audit is not None and audit.error is not None:
         finished["audit_error"] = str(audit.error)  # the journal still holds every event
-    store.update_meta(
-        status=status, finished=stamp, error=error, usage=usage, result=result, **finished
-    )
-    store.close()
+
+    def close_store() -> None:
+        store.update_meta(
+            status=status, finished=stamp, error=error, usage=usage, result=result, **finished
+        )
+        store.close()  # waits for the binding files
+
+    await asyncio.to_thread(close_store)
     return RunResult(store.run_id, store.root, status, outputs, usage, error, result)
+
+
+@functools.cache
+def _this_process_started() -> int | None:
+    return process_started(os.getpid())
 
 
 def _stopped(stop: BudgetExhausted, run_id: str) -> str:
