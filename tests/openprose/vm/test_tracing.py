@@ -336,3 +336,28 @@ def test_an_exporter_we_cannot_honour_is_named() -> None:
         open_tracer({"OTEL_TRACES_EXPORTER": "zipkin"})
     tracer = open_tracer({"OTEL_TRACES_EXPORTER": "console", "OTEL_SERVICE_NAME": "svc"})
     tracer.shutdown()
+
+
+def test_the_python_api_traces_and_resumes_in_one_trace(
+    tmp_path: Path, memory: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import openprose
+
+    exporter, processor = memory
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "rules.yaml").write_text("rules: []\ndefault: fine\n")
+    source = 'session "one"\nsession "two"\n'
+    stopped = openprose.run(
+        source, provider="scripted:rules.yaml", max_sessions=1, trace=OtelTracer(processor)
+    )
+    assert stopped.status == "stopped"
+    done = openprose.resume(stopped.run_id, max_sessions=5, trace=OtelTracer(processor))
+    assert done.status == "succeeded"
+    runs = [s for s in exporter.get_finished_spans() if s.name.startswith("prose run")]
+    assert len(runs) == 2 and len({s.context.trace_id for s in runs}) == 1
+    assert (stopped.run_dir / "audit.ndjson").exists()
+    # trace=False: no tracer even with an endpoint in the environment
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")
+    exporter.clear()
+    plain = openprose.run('session "x"\n', provider="scripted:rules.yaml", trace=False)
+    assert plain.status == "succeeded" and exporter.get_finished_spans() == ()
