@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from openprose.parser import parse_text
-from openprose.vm.audit import AUDIT_FILE, ROWS, translate
+from openprose.vm.audit import AUDIT_FILE, ROWS, Translator, translate
 from openprose.vm.journal import read_journal
 from openprose.vm.loader import load_imports
 from vlp import Thread, effective, read_records
@@ -65,9 +65,16 @@ def test_every_example_trail_passes_vlp_validate(
     answers = vm.events(result, "session_finished")
     assert sum(m["type"] in ("response", "correction") for m in messages) == len(answers)
     assert sum(m["type"] == "query" for m in messages) == len(answers)
-    # The trail is the journal's translation, message for message.
-    events = read_journal(result.run_dir / "journal.jsonl")
+    # The trail is the journal's translation, message for message, of the kinds in ROWS.
+    events = list(read_journal(result.run_dir / "journal.jsonl"))
     assert list(translate(events, result.run_id, name)) == messages
+    translator = Translator(result.run_id, name)
+    for event in events:
+        translator.feed(event)
+        made = [m["type"] for m in translator.take()]
+        allowed = [set(kinds.split("|")) for kinds in ROWS[event["ev"]].kinds]
+        assert len(made) == len(allowed), event["ev"]
+        assert all(kind in ok for kind, ok in zip(made, allowed, strict=True)), event["ev"]
 
 
 def test_requests_answers_retries_and_verdicts_are_linked(vm: Any) -> None:
