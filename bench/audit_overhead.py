@@ -6,8 +6,10 @@ Three sides, alternated, best of `--repeat` each, all in this process through
 `run_program` (as `vm_overhead.py` measures the VM):
   * off:          `VMConfig(audit=False)`, no tracer — the baseline;
   * audit:        the audit trail only (`audit.ndjson`, the default of every run);
-  * audit+trace:  the trail and an OpenTelemetry tracer exporting OTLP/HTTP (batched, as
-                  `prose run --trace` does) to a loopback receiver in its own process.
+  * audit+trace:  the trail and an OpenTelemetry tracer as `prose run --trace` opens it:
+                  spans exported OTLP/HTTP by its helper process to a loopback receiver
+                  (also its own process). The wall time includes waiting for the last
+                  export; the CPU column is this process only (not the helper's).
 
 Providers (`--provider`):
   * replay    the in-memory ReplayProvider, zero latency: only the VM's own work is timed,
@@ -25,6 +27,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import os
 import subprocess
 import sys
 import time
@@ -84,13 +87,12 @@ class Receiver:
 
 
 def tracer_for(receiver: Receiver) -> Any:
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor
-
+    """What `prose run --trace` opens: spans exported by the helper process, OTLP/HTTP."""
     from openprose.vm.otel import OtelTracer
 
-    exporter = OTLPSpanExporter(endpoint=f"{receiver.url}/v1/traces")
-    return OtelTracer(BatchSpanProcessor(exporter, max_queue_size=65536), owned=True)
+    env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url}
+    env.pop("OTEL_TRACES_EXPORTER", None)
+    return OtelTracer.from_environment(env)
 
 
 def replay_for(n: int) -> ReplayProvider:

@@ -23,12 +23,14 @@ from __future__ import annotations
 
 import json
 import random
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar, Token
 from typing import Any
 
+import orjson
 from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
@@ -111,13 +113,15 @@ class _Open:
 class OtelTracer:
     def __init__(
         self,
-        processor: SpanProcessor,
+        processor: SpanProcessor | None,
         *,
         capture_content: bool = False,
         resource: Resource | None = None,
+        export: ExportProcess | None = None,
         owned: bool = False,
     ) -> None:
         self.processor = processor
+        self.export = export  # spans go to this helper process instead of `processor`
         self.resource = resource or Resource.create({"service.name": "openprose"})
         self.capture = capture_content
         self.owned = owned  # made here (from the environment): shut down after the run
@@ -125,58 +129,33 @@ class OtelTracer:
 
     @classmethod
     def from_environment(cls, env: Mapping[str, str]) -> OtelTracer:
-        """The exporter named by `OTEL_TRACES_EXPORTER` (`otlp`, the default, is OTLP/HTTP
-        to `OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT`; `console` prints spans to stderr),
-        batched; the service is `OTEL_SERVICE_NAME` (default `openprose`)."""
-        chosen = (env.get("OTEL_TRACES_EXPORTER") or "otlp").split(",")[0].strip().lower()
-        exporter: SpanExporter
-        if chosen == "console":
-            import sys
-
-            from opentelemetry.sdk.trace.export import ConsoleSpanExporter
-
-            exporter = ConsoleSpanExporter(out=sys.stderr)
-        elif chosen == "otlp":
-            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-
-            exporter = OTLPSpanExporter()
-        else:
-            raise ValueError(
-                f"OTEL_TRACES_EXPORTER={chosen!r} is not supported here (use otlp or console)"
-            )
-        # A fan-out ends thousands of spans at once: the SDK's default queue (2,048) would
-        # drop most of them before the exporter thread wakes.
-        queue = int(env.get("OTEL_BSP_MAX_QUEUE_SIZE") or 65536)
-        resource = Resource.create({"service.name": env.get("OTEL_SERVICE_NAME") or "openprose"})
+        """A tracer configured the standard way (see `processor_from_environment`), whose
+        spans are exported by a helper process (`openprose.vm.otel_export`): encoding
+        and sending spans costs more CPU than the VM spends on a session, so it is kept
+        out of the run's process; this one only writes each finished span as a line."""
+        exporter_named(env)  # a setting we cannot honour fails here, at once
         capture = env.get(CAPTURE_CONTENT, "").strip().lower() == "true"
-        return cls(
-            BatchSpanProcessor(exporter, max_queue_size=queue),
-            capture_content=capture,
-            resource=resource,
-            owned=True,
-        )
+        return cls(None, capture_content=capture, export=ExportProcess(env), owned=True)
 
     # --- recording -----------------------------------------------------------------------
 
     def _end(self, span: _Open) -> None:
-        context = SpanContext(span.trace_id, span.span_id, is_remote=False, trace_flags=_SAMPLED)
-        parent = (
-            None
-            if span.parent is None
-            else SpanContext(span.parent[0], span.parent[1], is_remote=False, trace_flags=_SAMPLED)
-        )
+        end = time.time_ns()
+        if self.export is not None:
+            self.export.send(span, end)
+            return
+        assert self.processor is not None
         self.processor.on_end(
-            ReadableSpan(
+            readable(
                 span.name,
-                context=context,
-                parent=parent,
-                resource=self.resource,
-                attributes=span.attributes,
-                kind=span.kind,
-                status=span.status,
-                start_time=span.start,
-                end_time=time.time_ns(),
-                instrumentation_scope=SCOPE,
+                (span.trace_id, span.span_id),
+                span.parent,
+                span.kind,
+                span.status,
+                span.start,
+                end,
+                span.attributes,
+                self.resource,
             )
         )
 
@@ -305,7 +284,145 @@ class OtelTracer:
         for span in self._tools.values():
             self._end(span)
         self._tools.clear()
-        if self.owned:
+        if self.export is not None:
+            self.export.close()
+        elif self.processor is not None and self.owned:
             self.processor.shutdown()
-        else:
+        elif self.processor is not None:
             self.processor.force_flush()
+
+
+def readable(
+    name: str,
+    ids: tuple[int, int],
+    parent: tuple[int, int] | None,
+    kind: SpanKind,
+    status: Status,
+    start: int,
+    end: int,
+    attributes: dict[str, Any],
+    resource: Resource,
+) -> ReadableSpan:
+    """A finished span as the SDK's processors and exporters take it."""
+    return ReadableSpan(
+        name,
+        context=SpanContext(ids[0], ids[1], is_remote=False, trace_flags=_SAMPLED),
+        parent=None
+        if parent is None
+        else SpanContext(parent[0], parent[1], is_remote=False, trace_flags=_SAMPLED),
+        resource=resource,
+        attributes=attributes,
+        kind=kind,
+        status=status,
+        start_time=start,
+        end_time=end,
+        instrumentation_scope=SCOPE,
+    )
+
+
+def exporter_named(env: Mapping[str, str]) -> str:
+    """`otlp` (the default) or `console`, from `OTEL_TRACES_EXPORTER`; ValueError otherwise."""
+    chosen = (env.get("OTEL_TRACES_EXPORTER") or "otlp").split(",")[0].strip().lower()
+    if chosen not in ("otlp", "console"):
+        raise ValueError(
+            f"OTEL_TRACES_EXPORTER={chosen!r} is not supported here (use otlp or console)"
+        )
+    return chosen
+
+
+def processor_from_environment(env: Mapping[str, str]) -> tuple[SpanProcessor, Resource]:
+    """The exporter named by `OTEL_TRACES_EXPORTER` (`otlp`, the default, is OTLP/HTTP to
+    `OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT`; `console` prints spans to stderr), batched;
+    the service is `OTEL_SERVICE_NAME` (default `openprose`). ValueError for an exporter
+    we cannot honour."""
+    chosen = exporter_named(env)
+    exporter: SpanExporter
+    if chosen == "console":
+        import sys
+
+        from opentelemetry.sdk.trace.export import ConsoleSpanExporter
+
+        exporter = ConsoleSpanExporter(out=sys.stderr)
+    else:
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+        exporter = OTLPSpanExporter()
+    # A fan-out ends thousands of spans at once: the SDK's default queue (2,048) would drop
+    # most of them before the exporter thread wakes.
+    queue = int(env.get("OTEL_BSP_MAX_QUEUE_SIZE") or 65536)
+    resource = Resource.create({"service.name": env.get("OTEL_SERVICE_NAME") or "openprose"})
+    return BatchSpanProcessor(exporter, max_queue_size=queue), resource
+
+
+class ExportProcess:
+    """The helper process that exports a run's spans: each finished span is one JSON line
+    on its stdin, written in batches by a thread; at the end (or when this process dies)
+    its stdin closes and it exports what it holds and exits."""
+
+    FLUSH_INTERVAL = 0.05  # seconds
+
+    def __init__(self, env: Mapping[str, str]) -> None:
+        import subprocess
+        import sys
+
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "openprose.vm.otel_export"],
+            stdin=subprocess.PIPE,
+            env=dict(env),
+        )
+        self._lines: list[bytes] = []
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._closing = False
+        self._thread = threading.Thread(target=self._drain, name="prose-otel", daemon=True)
+        self._thread.start()
+
+    def send(self, span: _Open, end: int) -> None:
+        parent = span.parent
+        line = orjson.dumps(
+            (
+                span.name,
+                f"{span.trace_id:032x}",
+                f"{span.span_id:016x}",
+                None if parent is None else f"{parent[1]:016x}",
+                span.kind.value,
+                span.status.status_code.value,
+                span.status.description,
+                span.start,
+                end,
+                span.attributes,
+            )
+        )
+        with self._lock:
+            self._lines.append(line)
+
+    def _drain(self) -> None:
+        stdin = self.process.stdin
+        assert stdin is not None
+        while True:
+            closing = self._wake.wait(self.FLUSH_INTERVAL)
+            with self._lock:
+                lines, self._lines = self._lines, []
+            try:
+                if lines:
+                    stdin.write(b"\n".join(lines) + b"\n")
+                    stdin.flush()
+            except OSError:
+                return  # the helper is gone: nothing more can be exported
+            if closing:
+                return
+
+    def close(self, timeout: float = 30.0) -> None:
+        """Send what is left, then wait (up to `timeout`) for the helper to export it."""
+        self._wake.set()
+        self._thread.join()
+        assert self.process.stdin is not None
+        try:
+            self.process.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.process.wait(timeout)
+        except Exception:  # noqa: BLE001 - a helper that hangs must not hang the run's end
+            self.process.kill()
+            self.process.wait()
