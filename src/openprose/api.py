@@ -92,6 +92,7 @@ async def arun(
     max_sessions: Budget = None,
     max_tokens: Budget = None,
     max_cost: Budget = None,
+    yes: bool = False,
     trace: Trace = None,
     observer: Observer | None = None,
 ) -> RunResult:
@@ -106,6 +107,7 @@ async def arun(
         record=record,
         project_dir=project_dir,
         budgets=budgets_of(max_sessions, max_tokens, max_cost),
+        yes=yes,
     )
     return await start(prepared, observer, trace)
 
@@ -134,6 +136,7 @@ async def start(
             observer=observer,
             launch=prepared.launch,
             prices=prepared.prices,
+            tools=prepared.tools,
             tracer=tracer,
         )
     finally:
@@ -155,12 +158,15 @@ def run(
     max_sessions: Budget = None,
     max_tokens: Budget = None,
     max_cost: Budget = None,
+    yes: bool = False,
     trace: Trace = None,
 ) -> RunResult:
     """Run a program to its end and return its `RunResult` (`run_id`, `run_dir`, `status`,
     `outputs`, `usage`, `error`). Keywords mirror `prose run`'s options: `inputs` is
     `--input`/`--inputs`, `models` is `--model` as a mapping alias -> "provider:model",
     `max_sessions`/`max_tokens`/`max_cost` are the run's budgets (`"none"` lifts one),
+    `yes=True` approves every `prompt` permission (otherwise such a run stops `waiting`
+    for `prose approve`; library code never asks at the terminal),
     `project_dir` is where `.prose/` and `prose.toml` are (default: the working folder);
     `trace` is `--trace`: True traces (OpenTelemetry, the `[otel]` extra), False never,
     None as the OTLP environment variables say, or a tracer of your own
@@ -179,6 +185,7 @@ def run(
             max_sessions=max_sessions,
             max_tokens=max_tokens,
             max_cost=max_cost,
+            yes=yes,
             trace=trace,
         ),
     )
@@ -195,6 +202,7 @@ async def aresume(
     max_sessions: Budget = None,
     max_tokens: Budget = None,
     max_cost: Budget = None,
+    yes: bool = False,
     trace: Trace = None,
     observer: Observer | None = None,
 ) -> RunResult:
@@ -232,6 +240,7 @@ async def aresume(
         )
     except cli.UsageError as error:
         raise RunError(str(error), error.diagnostics) from None
+    tools = cli.tool_runtime(resuming.project, yes, interactive=False)
     try:
         tracer = tracer_for(trace)
     except BaseException:
@@ -248,6 +257,7 @@ async def aresume(
             config=resuming.config,
             observer=observer,
             prices=resuming.prices,
+            tools=tools,
             tracer=tracer,
         )
     finally:
@@ -267,6 +277,7 @@ def resume(
     max_sessions: Budget = None,
     max_tokens: Budget = None,
     max_cost: Budget = None,
+    yes: bool = False,
     trace: Trace = None,
 ) -> RunResult:
     """`aresume`, blocking."""
@@ -282,6 +293,7 @@ def resume(
             max_sessions=max_sessions,
             max_tokens=max_tokens,
             max_cost=max_cost,
+            yes=yes,
             trace=trace,
         ),
     )
@@ -351,6 +363,7 @@ async def abatch(
     max_sessions: Budget = None,
     max_tokens: Budget = None,
     max_cost: Budget = None,
+    yes: bool = False,
 ) -> Any:
     """Run `program` once per case of `inputs` (`prose batch`), or continue the batch
     `resume`; returns a `BatchResult` (`batch_id`, `status`, `output`, `stats`). A batch
@@ -377,6 +390,7 @@ async def abatch(
         evaluator=evaluator,
         max_runs=max_runs or 64,
         budgets=budgets_of(max_sessions, max_tokens, max_cost),
+        yes=yes,
         executor=executor or "local",
         ray_address=ray_address,
         project_dir=project_dir,

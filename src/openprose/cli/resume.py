@@ -22,6 +22,7 @@ from openprose.cli.run import (
     budget_flags,
     cost_is_enforceable,
     guarded,
+    hold_progress,
     load_imports_or_fail,
     open_provider_or_fail,
     open_tracer_or_fail,
@@ -30,6 +31,7 @@ from openprose.cli.run import (
     run_async,
     run_prices,
     shut_down,
+    tool_runtime,
 )
 
 
@@ -84,8 +86,10 @@ def _resume(args: argparse.Namespace) -> int:
     except NothingToResume as done:
         return _nothing_to_resume(done, args.json)
     args.notice.project, args.notice.provider = resuming.project, resuming.settings.provider
+    tools = tool_runtime(resuming.project, args.yes)
     tracer = open_tracer_or_fail(args.trace)
     with progress(args.json, args.notice, args.quiet) as observer, shut_down(tracer):
+        hold_progress(tools, observer)
         result = run_async(
             resume_run(
                 resuming.run_dir,
@@ -97,6 +101,7 @@ def _resume(args: argparse.Namespace) -> int:
                 config=resuming.config,
                 observer=observer,
                 prices=resuming.prices,
+                tools=tools,
                 tracer=tracer,
             ),
             resuming.provider,

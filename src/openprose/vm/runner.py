@@ -33,6 +33,8 @@ from openprose.vm.runtime import (
     Shared,
     VMConfig,
 )
+from openprose.vm.toolloop import ToolRuntime
+from openprose.vm.tools.approvals import ApprovalPending, RecordedApprover
 from openprose.vm.values import Value, to_json
 
 if TYPE_CHECKING:
@@ -46,7 +48,7 @@ __all__ = ["RunResult", "VMConfig", "resume_run", "run_program"]
 class RunResult:
     run_id: str
     run_dir: Path
-    status: str  # "succeeded" | "failed" | "aborted" | "stopped" (a budget; resumable)
+    status: str  # "succeeded" | "failed" | "aborted" | "stopped" (a budget) | "waiting"
     outputs: dict[str, Any] = field(default_factory=dict)
     usage: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
@@ -76,6 +78,7 @@ async def run_program(
     observer: Observer | None = None,
     launch: Mapping[str, Any] | None = None,
     prices: Prices | None = None,
+    tools: ToolRuntime | None = None,
     run_id: str | None = None,
     tracer: Tracer | None = None,
 ) -> RunResult:
@@ -121,6 +124,7 @@ async def run_program(
         replay=Replay(),
         prices=prices,
         tracer=tracer,
+        tools=tools,
     )
 
 
@@ -135,9 +139,12 @@ async def resume_run(
     config: VMConfig | None = None,
     observer: Observer | None = None,
     prices: Prices | None = None,
+    tools: ToolRuntime | None = None,
     tracer: Tracer | None = None,
 ) -> RunResult:
-    """Continue a run: finished sessions and decisions come from its journal, the rest runs.
+    """Continue a run: finished sessions, decisions and tool results come from its journal,
+    the rest runs. Approvals recorded while it waited (`prose approve`/`deny`) answer the
+    requests they name; any other `prompt` goes to `tools.approver`.
 
     `program` must be the parse of the run's own `program.prose`."""
     store = RunStore.open(run_dir)
@@ -169,6 +176,7 @@ async def resume_run(
         replay=replay,
         prices=prices,
         tracer=tracer,
+        tools=tools,
     )
 
 
@@ -186,8 +194,13 @@ async def _execute(
     observer: Observer | None,
     replay: Replay,
     prices: Prices | None,
-    tracer: Tracer | None,
+    tools: ToolRuntime | None = None,
+    tracer: Tracer | None = None,
 ) -> RunResult:
+    tools = tools or ToolRuntime()
+    tools.grants.update(replay.tools.grants)
+    if replay.tools.answers:
+        tools.approver = RecordedApprover(dict(replay.tools.answers), tools.approver)  # type: ignore[arg-type]
     meta = await asyncio.to_thread(store.read_meta)
     program_name = Path(str(meta.get("program") or program.path)).name
     audit = None
@@ -218,6 +231,7 @@ async def _execute(
         observer=observer,
         audit=audit,
         tracer=tracer,
+        tools=tools,
     )
     shared.emit(
         "run_started", "", run_id=store.run_id, resumed=bool(replay.sessions or replay.decisions)
@@ -233,6 +247,13 @@ async def _execute(
         status, error = "aborted", str(abort)
     except BudgetExhausted as stop:
         status, error = "stopped", _stopped(stop, store.run_id)
+    except ApprovalPending as pending:
+        status = "waiting"
+        error = (
+            f"waiting for approval: {pending.request.describe()} "
+            f"(prose approve {store.run_id} / prose deny {store.run_id}, then prose resume)"
+        )
+        store.state(f"{pending.request.id}→ waiting: {pending.request.describe()}")
     except BaseException:
         # A VM bug or an interrupt: keep what was journaled (the run stays resumable).
         await journal.close()
@@ -250,6 +271,8 @@ async def _execute(
         if status == "succeeded":
             store.write_outputs(outputs)
             store.state(f"---end {stamp}")
+        elif status == "waiting":
+            store.state(f"---waiting {stamp}")
         else:
             store.state(f"---error {stamp} {error}")
 
