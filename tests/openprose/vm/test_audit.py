@@ -314,3 +314,26 @@ def test_tool_calls_permissions_and_approvals_become_linked_messages() -> None:
     assert approval["refers_to"] == tool_query["id"]
     assert decided["refers_to"] == approval["id"] and decided["content"].startswith("once")
     assert result["refers_to"] == tool_query["id"] and result["content"] == "removed"
+
+
+def test_a_real_tool_loop_trail_validates_and_links_calls(
+    vm: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.openprose.vm.test_vm_tools import REVIEW_TURNS, REVIEWER, _project, _run
+
+    project = _project(tmp_path)
+    result = _run(project, REVIEWER, vm.spy([{"match": "Review the code", "turns": REVIEW_TURNS}]))
+    assert result.status == "succeeded", result.error
+    vlp_validate(result.run_dir / AUDIT_FILE, capsys)
+    messages = trail(result.run_dir)
+    assert_sound(messages)
+    by_id = {m["id"]: m for m in messages}
+    calls = [m for m in messages if m.get("topic") == "tool_call"]
+    results = [m for m in messages if m.get("topic") == "tool_result"]
+    assert [m["receiver"] for m in calls] == [
+        "tool:list_files", "tool:read_file", "tool:read_file", "tool:write_file",
+    ]  # fmt: skip
+    assert all(m["sender"] == "reviewer" for m in calls)
+    assert sorted(by_id[m["refers_to"]]["id"] for m in results) == sorted(m["id"] for m in calls)
+    permissions = [m for m in messages if m.get("topic") == "permission"]
+    assert permissions and all(by_id[m["refers_to"]] in calls for m in permissions)
