@@ -212,7 +212,6 @@ async def aresume(
     from openprose.cli import run as cli
     from openprose.cli.resume import NothingToResume, prepare_resume
     from openprose.project import runs_home
-    from openprose.vm.runner import resume_run
 
     project = Path(project_dir) if project_dir is not None else runs_home()
     try:
@@ -247,19 +246,8 @@ async def aresume(
         await resuming.provider.aclose()
         raise
     try:
-        return await resume_run(
-            resuming.run_dir,
-            resuming.program,
-            provider=resuming.provider,
-            project_dir=resuming.project,
-            imports=resuming.imports,
-            settings=resuming.settings,
-            config=resuming.config,
-            observer=observer,
-            prices=resuming.prices,
-            tools=tools,
-            tracer=tracer,
-        )
+        result: RunResult = await resuming.resume(observer, tools, tracer)
+        return result
     finally:
         await resuming.provider.aclose()
         if tracer is not None:
