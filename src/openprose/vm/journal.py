@@ -47,13 +47,16 @@ class Journal:
         self._wake = asyncio.Event()
         self._syncer = asyncio.create_task(self._sync_batches())
 
-    def append(self, event: str, step: str = "", **fields: Any) -> None:
-        record = {"ev": event, "step": step, "t": round(time.time(), 6), **fields}
+    def append(self, event: str, step: str = "", **fields: Any) -> float:
+        """Write one event; returns its time `t`."""
+        t = round(time.time(), 6)
+        record = {"ev": event, "step": step, "t": t, **fields}
         os.write(self._fd, orjson.dumps(record, option=orjson.OPT_NON_STR_KEYS) + b"\n")
         self.events += 1
         self._unsynced += 1
         if self._wake is not None:
             self._wake.set()
+        return t
 
     async def _sync_batches(self) -> None:
         assert self._wake is not None

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from openprose import nodes as n
 from openprose.providers.base import Provider
 from openprose.providers.prices import Prices
+from openprose.vm.audit import AUDIT_FILE, AuditTrail
 from openprose.vm.budget import FLAGS, BudgetExhausted
 from openprose.vm.errors import ProseError, RunAborted
 from openprose.vm.interpreter import Interpreter
@@ -38,6 +39,7 @@ from openprose.vm.values import Value, to_json
 
 if TYPE_CHECKING:
     from openprose.providers.settings import ProviderSettings
+    from openprose.vm.tracing import Tracer
 
 __all__ = ["RunResult", "VMConfig", "resume_run", "run_program"]
 
@@ -79,6 +81,7 @@ async def run_program(
     tools: ToolRuntime | None = None,
     run_id: str | None = None,
     durable: bool = True,
+    tracer: Tracer | None = None,
 ) -> RunResult:
     """Run a checked program in a new run folder under `project_dir/.prose/runs/`.
 
@@ -124,6 +127,7 @@ async def run_program(
         replay=Replay(),
         prices=prices,
         journal=journal,
+        tracer=tracer,
         tools=tools,
     )
 
@@ -141,6 +145,7 @@ async def resume_run(
     prices: Prices | None = None,
     tools: ToolRuntime | None = None,
     durable: bool = True,
+    tracer: Tracer | None = None,
 ) -> RunResult:
     """Continue a run: finished sessions, decisions and tool results come from its journal,
     the rest runs. Approvals recorded while it waited (`prose approve`/`deny`) answer the
@@ -176,6 +181,7 @@ async def resume_run(
         observer=observer,
         replay=replay,
         prices=prices,
+        tracer=tracer,
         tools=tools,
         journal=journal,
     )
@@ -197,6 +203,7 @@ async def _execute(
     prices: Prices | None,
     tools: ToolRuntime | None = None,
     journal: Journal | None = None,
+    tracer: Tracer | None = None,
 ) -> RunResult:
     # The run's own copy: "allow for this run" grants must not reach the other runs of a
     # batch, which share one runtime's approver and project defaults.
@@ -204,6 +211,23 @@ async def _execute(
     tools.grants.update(replay.tools.grants)
     if replay.tools.answers:
         tools.approver = RecordedApprover(dict(replay.tools.answers), tools.approver)  # type: ignore[arg-type]
+    meta = await asyncio.to_thread(store.read_meta)
+    program_name = Path(str(meta.get("program") or program.path)).name
+    audit = None
+    if config.audit:
+        # A resumed run first writes what its journal holds beyond the trail on disk.
+        audit = await asyncio.to_thread(
+            AuditTrail.resume,
+            store.root / AUDIT_FILE,
+            store.run_id,
+            program_name,
+            read_journal(store.journal_path),
+        )
+    if tracer is not None:
+        earlier = meta.get("trace")
+        trace_ids = tracer.start_run(store.run_id, program_name, earlier)
+        if not earlier:  # a resume continues this trace
+            await asyncio.to_thread(store.update_meta, trace=trace_ids)
     journal = journal or Journal(store.journal_path)
     journal.start()
     router = ModelRouter(provider, settings)
@@ -215,6 +239,8 @@ async def _execute(
         project_dir=project_dir,
         stats=RunStats(prices=prices or Prices.default()),
         observer=observer,
+        audit=audit,
+        tracer=tracer,
         tools=tools,
     )
     shared.emit(
@@ -242,6 +268,10 @@ async def _execute(
         # A VM bug or an interrupt: keep what was journaled (the run stays resumable).
         await journal.close()
         store.close()
+        if audit is not None:
+            audit.close()
+        if tracer is not None:
+            tracer.end_run("interrupted", None)
         raise
     finally:
         await router.aclose()
@@ -260,10 +290,19 @@ async def _execute(
     usage = shared.stats.usage()
     shared.emit("run_finished", "", status=status, error=error, usage=usage)
     await journal.close()
+    if audit is not None:
+        await asyncio.to_thread(audit.close)  # its last batch
+    if tracer is not None:
+        tracer.end_run(status, error)
     result = interpreter.final_result if status == "succeeded" else None
+    finished: dict[str, Any] = {}
+    if audit is not None and audit.error is not None:
+        finished["audit_error"] = str(audit.error)  # the journal still holds every event
 
     def close_store() -> None:
-        store.update_meta(status=status, finished=stamp, error=error, usage=usage, result=result)
+        store.update_meta(
+            status=status, finished=stamp, error=error, usage=usage, result=result, **finished
+        )
         store.close()  # waits for the binding files
 
     await asyncio.to_thread(close_store)
