@@ -115,20 +115,25 @@ async def resume_run(
 
     `program` must be the parse of the run's own `program.prose`."""
     store = RunStore.open(run_dir)
-    meta = store.read_meta()
-    replay = Replay.from_events(read_journal(store.journal_path))
-    recorded = meta.get("config") or {}
-    config = config or VMConfig(
-        **{k: v for k, v in recorded.items() if k in VMConfig.__dataclass_fields__}
-    )
-    store.update_meta(
-        status="running",
-        pid=os.getpid(),
-        pid_started=process_started(os.getpid()),
-        resumed=utc_now(),
-    )
-    store.state(f"---resume {utc_now()}")
-    text = (run_dir / "program.prose").read_text(encoding="utf-8")
+    store.take_lock()  # RunBusy while another process writes the run
+    try:
+        meta = store.read_meta()
+        replay = Replay.from_events(read_journal(store.journal_path))
+        recorded = meta.get("config") or {}
+        config = config or VMConfig(
+            **{k: v for k, v in recorded.items() if k in VMConfig.__dataclass_fields__}
+        )
+        store.update_meta(
+            status="running",
+            pid=os.getpid(),
+            pid_started=process_started(os.getpid()),
+            resumed=utc_now(),
+        )
+        store.state(f"---resume {utc_now()}")
+        text = (run_dir / "program.prose").read_text(encoding="utf-8")
+    except BaseException:
+        store.close()
+        raise
     return await _execute(
         program,
         text,
