@@ -14,6 +14,7 @@ from typing import Any
 from openprose.cli.run import (
     UsageError,
     add_provider_arguments,
+    check_vm_setting,
     guarded,
     load_imports_or_fail,
     open_provider_or_fail,
@@ -91,10 +92,16 @@ def _resume_locked(args: argparse.Namespace, run_dir: Path) -> int:
     config_fields = {
         k: v for k, v in recorded.table("config").items() if k in VMConfig.__dataclass_fields__
     }
-    try:
-        config = VMConfig(**config_fields)
-    except (TypeError, ValueError) as error:
-        raise UsageError(f"{run_dir / 'run.json'}: damaged `config` ({error})") from None
+    defaults = VMConfig()
+    for key, value in config_fields.items():
+        if key == "max_concurrency":
+            continue  # the provider settings' limit replaces it below
+        try:
+            check_vm_setting(key, value, getattr(defaults, key))
+        except UsageError as error:
+            problem = str(error).removeprefix(f"[vm] {key} ")
+            raise UsageError(f"{run_dir / 'run.json'}: damaged, `config.{key}` {problem}") from None
+    config = VMConfig(**config_fields)
     config = replace(config, max_concurrency=settings.max_concurrency)
     if args.evaluator:
         config = replace(config, evaluator_model=args.evaluator)

@@ -103,7 +103,9 @@ def _not_run(
     message: str, status: int, as_json: bool, diagnostics: list[dict[str, Any]] | None = None
 ) -> int:
     """The message on stderr; with --json also the one promised JSON object on stdout."""
-    print(f"prose: {message}", file=sys.stderr)
+    from openprose.terminal import printable
+
+    print(f"prose: {printable(message, sys.stderr)}", file=sys.stderr)
     if as_json:
         shown: dict[str, Any] = {
             "run_id": None,
@@ -178,11 +180,13 @@ def _launch_spec(spec: str | None, settings: ProviderSettings) -> str | None:
 def parse_and_check(path: Path, project: Path, stream: TextIO) -> Any:
     """The parse of `path` when it has no errors; otherwise its diagnostics are printed on
     `stream` like `prose check` prints them, and a `UsageError` carrying them is raised."""
+    from openprose.files import unreadable_reason
     from openprose.parser import parse, read_source
     from openprose.vm.frontend import diagnose
 
-    if not path.is_file():
-        raise UsageError(f"{path}: no such file")
+    reason = unreadable_reason(path)
+    if reason is not None:
+        raise UsageError(f"{path}: {reason}")
     source, problems = read_source(path)
     if source is None:
         print_diagnostics(list(problems), None, stream)
@@ -254,14 +258,14 @@ def vm_config(
             f"unknown [vm] setting(s): {', '.join(unknown)}; known: {', '.join(known)}"
         )
     for key, value in table.items():
-        _check_setting(key, value, getattr(defaults, key))
+        check_vm_setting(key, value, getattr(defaults, key))
     config = replace(defaults, **table, max_concurrency=max_concurrency)
     if budget_cap is not None and "context_budget" not in table:
         config = replace(config, context_budget=min(config.context_budget, budget_cap))
     return replace(config, evaluator_model=evaluator) if evaluator else config
 
 
-def _check_setting(key: str, value: object, default: object) -> None:
+def check_vm_setting(key: str, value: object, default: object) -> None:
     """A [vm] value must have its default's type: text, or a positive number (an integer
     where the default is one; `retry_base_delay` may also be 0)."""
     if isinstance(default, str):
@@ -272,6 +276,11 @@ def _check_setting(key: str, value: object, default: object) -> None:
     if isinstance(value, bool) or not isinstance(value, number):
         kind = "an integer" if isinstance(default, int) else "a number"
         raise UsageError(f"[vm] {key} must be {kind}, got {value!r}")
+    from openprose.providers.settings import setting_out_of_range
+
+    problem = setting_out_of_range(value)
+    if problem:
+        raise UsageError(f"[vm] {key} {problem}")
     if value < 0 or (value == 0 and key != "retry_base_delay"):
         raise UsageError(f"[vm] {key} must be positive, got {value!r}")
 
@@ -289,21 +298,13 @@ def registry_base(project: Path) -> str:
     return configured
 
 
+INPUTS_LIMIT = 64 * 1024 * 1024  # bytes of an --inputs file
+
+
 def read_inputs(pairs: list[str], json_file: str | None) -> dict[str, Any]:
     inputs: dict[str, Any] = {}
     if json_file:
-        try:
-            data = json.loads(Path(json_file).read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise UsageError(f"--inputs {json_file}: no such file") from None
-        except OSError as error:
-            raise UsageError(f"--inputs {json_file}: cannot read ({error.strerror})") from None
-        except json.JSONDecodeError as error:
-            raise UsageError(
-                f"--inputs {json_file}:{error.lineno}:{error.colno}: invalid JSON ({error.msg})"
-            ) from None
-        except ValueError as error:  # not UTF-8
-            raise UsageError(f"--inputs {json_file}: cannot read ({error})") from None
+        data = _inputs_file(json_file)
         if not isinstance(data, dict):
             raise UsageError(f"--inputs {json_file}: expected a JSON object of inputs")
         inputs.update(data)
@@ -313,6 +314,27 @@ def read_inputs(pairs: list[str], json_file: str | None) -> dict[str, Any]:
             raise UsageError(f"bad --input {pair!r}: write NAME=VALUE")
         inputs[name.strip()] = value
     return inputs
+
+
+def _inputs_file(json_file: str) -> Any:
+    """The JSON value of an --inputs file; any problem is a usage error naming the file."""
+    from openprose.files import FileProblem, read_limited
+
+    try:
+        data = read_limited(Path(json_file), INPUTS_LIMIT)
+        return json.loads(data.decode("utf-8"))
+    except FileProblem as problem:
+        raise UsageError(f"--inputs {problem}") from None
+    except UnicodeDecodeError as error:
+        raise UsageError(f"--inputs {json_file}: not UTF-8 (byte {error.start})") from None
+    except json.JSONDecodeError as error:
+        raise UsageError(
+            f"--inputs {json_file}:{error.lineno}:{error.colno}: invalid JSON ({error.msg})"
+        ) from None
+    except ValueError as error:  # a number of over 4,300 digits
+        raise UsageError(f"--inputs {json_file}: invalid JSON ({error})") from None
+    except RecursionError:
+        raise UsageError(f"--inputs {json_file}: JSON nested too deeply") from None
 
 
 def inputs_match(parsed: Any, inputs: dict[str, Any], stream: TextIO) -> None:
@@ -476,7 +498,9 @@ def report(result: RunResult, as_json: bool) -> int:
     if result.status == "succeeded":
         return OK
     if not as_json:
-        print(f"prose: {result.error}", file=sys.stderr)
+        from openprose.terminal import printable
+
+        print(f"prose: {printable(result.error, sys.stderr)}", file=sys.stderr)
     return USAGE_ERROR if result.status == "aborted" else FAILED
 
 
@@ -498,4 +522,6 @@ def print_summary(result: RunResult) -> None:
     cost = cost_of(usage.get("by_model", {}))
     if cost is not None and cost > 0:
         lines.append(f"cost: ${cost:.4f}")
-    print("\n".join(lines))
+    from openprose.terminal import printable
+
+    print(printable("\n".join(lines)))

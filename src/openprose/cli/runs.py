@@ -40,7 +40,7 @@ def _alive(pid: object, started: object) -> bool:
 def run(args: argparse.Namespace) -> int:
     import orjson
 
-    from openprose.cli.terminal import printable
+    from openprose.terminal import printable
     from openprose.vm.runstore import list_runs
 
     rows = []

@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _print_text(shown: dict[str, Any], meta: dict[str, Any]) -> None:
     """The human view; every value from the run folder is neutralised on a terminal."""
-    from openprose.cli.terminal import printable as p
+    from openprose.terminal import printable as p
 
     print(f"run {p(shown['run_id'])}  {shown['status']}  {p(meta.get('program'))}")
     if shown["error"]:

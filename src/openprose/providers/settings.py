@@ -8,6 +8,7 @@ Sources, strongest first: keyword arguments (the CLI's `--provider`, `--model`,
 from __future__ import annotations
 
 import importlib.util
+import math
 import os
 import tomllib
 from collections.abc import Iterable, Mapping
@@ -388,6 +389,8 @@ def _load_toml(path: Path) -> dict[str, Any]:
             return tomllib.load(handle)
     except tomllib.TOMLDecodeError as exc:
         raise ProviderConfigError(f"{path}: invalid TOML: {exc}") from None
+    except ValueError as exc:  # tomllib lets int() refuse a number of over 4,300 digits
+        raise ProviderConfigError(f"{path}: invalid TOML: a number is too long ({exc})") from None
     except OSError as exc:
         raise ProviderConfigError(f"{path}: cannot read: {exc.strerror}") from None
 
@@ -409,4 +412,21 @@ def _number(table: Mapping[str, Any], key: str, default: float, where: str) -> f
     value = table.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ProviderConfigError(f"`{key}` must be a number in {where}, got {value!r}")
+    problem = setting_out_of_range(value)
+    if problem:
+        raise ProviderConfigError(f"`{key}` in {where} {problem}")
     return float(value)
+
+
+LARGEST_SETTING = 10**12  # beyond any real count, byte size or number of seconds
+
+
+def setting_out_of_range(value: float) -> str | None:
+    """Why a number from a settings file cannot be used (infinite, NaN, absurdly large: it
+    would overflow a float or a 64-bit field later), or None when it can."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"must be a finite number, got {value!r}"
+    if abs(value) > LARGEST_SETTING:
+        shown = repr(value) if isinstance(value, float) else f"{len(str(abs(value)))} digits"
+        return f"is out of range (at most {LARGEST_SETTING:,}), got {shown}"
+    return None

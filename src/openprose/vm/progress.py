@@ -81,7 +81,9 @@ class PlainProgress:
             line = f"{clock} ⊘ {step} cancelled"
         else:
             line = f"{clock} ? {step} {fields.get('kind')} → {fields.get('verdict')} ({fields.get('reason')})"
-        self.stream.write(line + "\n")
+        from openprose.terminal import printable
+
+        self.stream.write(printable(line, self.stream) + "\n")
         self.stream.flush()
 
 
