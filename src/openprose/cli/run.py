@@ -50,6 +50,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="FILE.json",
         help="a JSON object of inputs; values keep their JSON types (a list is a collection)",
     )
+    parser.add_argument(
+        "--update-pins",
+        action="store_true",
+        help="fetch remote imports again and pin what they are now in prose.lock",
+    )
     add_provider_arguments(parser)
 
 
@@ -127,7 +132,9 @@ def _run(args: argparse.Namespace) -> int:
     parsed = parse_and_check(program_path, project, text_out)
     inputs = read_inputs(args.input, args.inputs)
     inputs_match(parsed, inputs, text_out)
-    imports = load_imports_or_fail(parsed.program, program_path.parent, project)
+    imports = load_imports_or_fail(
+        parsed.program, program_path.parent, project, update_pins=args.update_pins
+    )
     settings, provider = open_provider_or_fail(
         project, args.provider, args.model, args.max_concurrency, record=args.record
     )
@@ -393,7 +400,12 @@ def inputs_match(parsed: Any, inputs: dict[str, Any], stream: TextIO) -> None:
 
 
 def load_imports_or_fail(
-    program: Any, base_dir: Path, project: Path, pinned: dict[str, str] | None = None
+    program: Any,
+    base_dir: Path,
+    project: Path,
+    pinned: dict[str, str] | None = None,
+    *,
+    update_pins: bool = False,
 ) -> Any:
     from openprose import nodes as n
 
@@ -410,9 +422,44 @@ def load_imports_or_fail(
             registry=registry,
             pinned=pinned,
             offline=pinned is not None,
+            policy=fetch_policy(project, update_pins=update_pins),
         )
     except ImportFailed as error:
         raise UsageError(f"use: {error}") from None
+
+
+def fetch_policy(project: Path, *, update_pins: bool = False) -> Any:
+    """How remote imports are fetched: the `[imports]` table of prose.toml, e.g.
+    `max_bytes = 1048576`, `timeout = 30` (seconds, the whole download), `allow_http = false`."""
+    from openprose.imports import FetchPolicy
+    from openprose.providers.settings import setting_out_of_range
+
+    table = project_settings(project).get("imports", {})
+    if not isinstance(table, dict):
+        raise UsageError("the [imports] setting must be a table")
+    defaults = FetchPolicy()
+    for key in ("max_bytes", "timeout"):
+        value = table.get(key, getattr(defaults, key))
+        if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+            raise UsageError(f"[imports] {key} must be a positive number, got {value!r}")
+        problem = setting_out_of_range(value)
+        if problem:
+            raise UsageError(f"[imports] {key} {problem}")
+    allow_http = table.get("allow_http", False)
+    if not isinstance(allow_http, bool):
+        raise UsageError(f"[imports] allow_http must be true or false, got {allow_http!r}")
+    if allow_http:
+        from openprose.providers.settings import warn
+
+        warn(
+            "[imports] allow_http = true: programs fetched over plain http:// can be changed on the way"
+        )
+    return FetchPolicy(
+        max_bytes=int(table.get("max_bytes", defaults.max_bytes)),
+        timeout=float(table.get("timeout", defaults.timeout)),
+        allow_http=allow_http,
+        update_pins=update_pins,
+    )
 
 
 def open_provider_or_fail(

@@ -325,8 +325,18 @@ def _split_target(target: str, *, default_provider: str) -> tuple[str, str]:
 # The keys prose.toml (or [tool.prose]) may hold; anything else is warned about, not fatal.
 KNOWN_KEYS: dict[str, frozenset[str]] = {
     "": frozenset(
-        {"provider", "max_concurrency", "timeout", "retry", "providers", "vm", "registry"}
+        {
+            "provider",
+            "max_concurrency",
+            "timeout",
+            "retry",
+            "providers",
+            "vm",
+            "registry",
+            "imports",
+        }
     ),
+    "imports": frozenset({"max_bytes", "timeout", "allow_http"}),
     "retry": frozenset({"max_attempts", "base_delay", "max_delay", "max_retry_after"}),
     "providers": frozenset(PROVIDER_NAMES),
     "providers.*": frozenset({"base_url", "api_key_env", "models", "api_key"}),
@@ -350,7 +360,7 @@ def unknown_keys(config: Mapping[str, Any], where: str) -> list[str]:
             found.append(f"{where}: unknown key `{prefix}{key}` ignored{hint}")
 
     check(config, KNOWN_KEYS[""], "")
-    for name in ("retry", "providers"):
+    for name in ("retry", "providers", "imports"):
         if isinstance(config.get(name), dict):
             check(config[name], KNOWN_KEYS[name], f"{name}.")
     providers = config.get("providers")
