@@ -23,7 +23,11 @@ Faults are consumed one per request, in order, across both APIs:
   timeout), "malformed" (200 with a broken JSON body), "401", and the shapes a misbehaving
   server or proxy sends: "html" (200 with an HTML page), "wrong_shape" (200 with JSON that
   is not a completion), "bad_usage" (200 whose token counts are not numbers), "502_html"
-  (a proxy's HTML error page), "404_text" (Ollama's `{"error": "..."}` for an unknown model).
+  (a proxy's HTML error page), "404_text" (Ollama's `{"error": "..."}` for an unknown model),
+  "garbage" (200 whose body is binary noise, not even UTF-8), "huge_number" (200 with JSON
+  holding a 5,000-digit number, which Python's json refuses) and "truncated" (200 with a real
+  answer cut off halfway, as a dropped proxy connection leaves it), "echo_key" (a 400 whose
+  message quotes the API key the request carried).
 """
 
 from __future__ import annotations
@@ -65,6 +69,10 @@ FAULT_KINDS = (
     "bad_usage",
     "502_html",
     "404_text",
+    "garbage",
+    "huge_number",
+    "truncated",
+    "echo_key",
 )
 
 # reply(api, body) -> assistant text; api is "anthropic" or "openai".
@@ -204,7 +212,7 @@ class FakeLLMServer:
             if self.latency:
                 await asyncio.sleep(self.latency)
             if fault is not None:
-                return await self._fault(fault, api, body)
+                return await self._fault(fault, api, body, request)
             request_id = f"req_fake_{next(self._ids)}"
             text = self.reply(api, body)
             payload = (
@@ -219,7 +227,13 @@ class FakeLLMServer:
             stats.in_flight -= 1
             stats.in_flight_by_api[api] -= 1
 
-    async def _fault(self, fault: Fault, api: str, body: dict[str, Any]) -> web.StreamResponse:
+    async def _fault(
+        self, fault: Fault, api: str, body: dict[str, Any], request: web.Request
+    ) -> web.StreamResponse:
+        if fault.kind == "echo_key":  # a careless server quoting the credential it got
+            key = request.headers.get("x-api-key") or request.headers.get("authorization", "")
+            message = f"invalid request made with key {key.removeprefix('Bearer ')}"
+            return web.json_response(_error_body(api, 400, message), status=400)
         if fault.kind == "html":
             return web.Response(
                 status=200, text="<html><body>Welcome</body></html>", content_type="text/html"
@@ -243,6 +257,24 @@ class FakeLLMServer:
         if fault.kind == "hang":
             await asyncio.sleep(fault.hang_seconds)
             return web.json_response(_error_body(api, 504, "hung"), status=504)
+        if fault.kind == "garbage":
+            return web.Response(
+                status=200, body=b"\x00\xff\xfe\x9c\x1b[2J garbage", content_type="application/json"
+            )
+        if fault.kind == "huge_number":  # JSON no parser will turn into an int
+            return web.Response(
+                status=200, body=b'{"id": ' + b"9" * 5000 + b"}", content_type="application/json"
+            )
+        if fault.kind == "truncated":
+            payload = (
+                _anthropic_message(body, "cut", "req_cut")
+                if api == "anthropic"
+                else _openai_completion(body, "cut", "req_cut")
+            )
+            whole = json.dumps(payload).encode()
+            return web.Response(
+                status=200, body=whole[: len(whole) // 2], content_type="application/json"
+            )
         if fault.kind == "malformed":
             return web.Response(
                 status=200, body=b'{"id": "broken", "content": [', content_type="application/json"

@@ -10,7 +10,6 @@ helpers at the end of this file and report a clear `ProviderError` instead.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Mapping
 from email.utils import parsedate_to_datetime
@@ -18,6 +17,7 @@ from types import ModuleType
 from typing import Any
 
 from openprose.providers.base import ProviderConfigError, ProviderError, TransientProviderError
+from openprose.providers.resilient import GarbledAnswerError, garbled_answer
 
 __all__ = [
     "BadAnswer",
@@ -74,11 +74,9 @@ def translate_sdk_error(
         if status == 404:  # an unknown model, or a base URL missing its /v1
             detail += " (check the model id and the provider's base URL)"
         return ProviderError(f"{where}: HTTP {status}: {detail}", provider=provider, status=status)
-    if isinstance(exc, json.JSONDecodeError):  # a 200 body that claimed to be JSON
-        return ProviderError(
-            f"{where}: malformed response: the body is not valid JSON ({_short(str(exc))})",
-            provider=provider,
-        )
+    garbled = garbled_answer(provider, model, exc)  # a 200 body that could not be decoded
+    if garbled is not None:
+        return garbled
     # Another ValueError: the SDK refused the request before sending it.
     return ProviderError(
         f"{where}: the SDK refused the request: {_short(str(exc))}", provider=provider
@@ -133,10 +131,16 @@ class BadAnswer(Exception):
 
 
 def malformed_response(provider: str, model: str, problem: str, answer: object) -> ProviderError:
-    """A 200 answer we cannot use: say what was wrong with it."""
+    """A 200 answer we cannot use: say what was wrong with it. A body that is not JSON at all
+    (a proxy's or captive portal's page) is garbled, so transient; JSON of the wrong shape
+    is permanent."""
     if isinstance(answer, str):
-        problem = f"the server sent a non-JSON body: {_short(answer)!r}"
-    elif answer is None or isinstance(answer, int | float | list):
+        return GarbledAnswerError(
+            f"{provider} (model {model}): malformed response: the server sent a non-JSON "
+            f"body: {_short(answer)!r}",
+            provider=provider,
+        )
+    if answer is None or isinstance(answer, int | float | list):
         problem = f"the server sent {shown(answer)} instead of a JSON object"
     return ProviderError(
         f"{provider} (model {model}): malformed response: {problem}", provider=provider

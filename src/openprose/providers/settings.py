@@ -282,6 +282,15 @@ def _endpoint(name: str, table: Mapping[str, Any], env: Mapping[str, str], where
     prefix = name.upper()
     base_url = table.get("base_url", env.get(f"{prefix}_BASE_URL") or None)
     key_var = _string(table.get("api_key_env", f"{prefix}_API_KEY"), "api_key_env", where)
+    if not looks_like_api_key_name(key_var):
+        # The variable's value is sent as a bearer token to base_url: naming any variable
+        # (AWS_SECRET_ACCESS_KEY, GITHUB_TOKEN) would hand that secret to any server.
+        raise ProviderConfigError(
+            f"`api_key_env = {key_var!r}` under [providers.{name}] in {where}: it is sent as "
+            f"a bearer token to the model server, so it must name an API key variable (a "
+            f"name ending in _KEY or APIKEY, without SECRET, ACCESS, PRIVATE, SESSION or "
+            f"PASSWORD); export the key as e.g. {prefix}_API_KEY and name that"
+        )
     if "api_key" in table:
         raise ProviderConfigError(
             f'do not put API keys in {where}; set `api_key_env = "VAR"` under '
@@ -295,6 +304,20 @@ def _endpoint(name: str, table: Mapping[str, Any], env: Mapping[str, str], where
         base_url=None if base_url is None else _string(base_url, "base_url", where),
         api_key=env.get(key_var) or None,
         aliases=aliases,
+    )
+
+
+CLOUD_SECRET_WORDS = ("SECRET", "ACCESS", "PRIVATE", "SESSION", "PASSWORD")
+
+
+def looks_like_api_key_name(variable: str) -> bool:
+    """`OPENAI_API_KEY`, `MY_LLM_KEY`, `groq_apikey`: a name made for an API key; not
+    `AWS_SECRET_ACCESS_KEY`, `GITHUB_TOKEN` or `HOME`."""
+    upper = variable.upper()
+    return (
+        upper.endswith(("_KEY", "APIKEY"))
+        and upper.replace("_", "").isalnum()
+        and not any(word in upper for word in CLOUD_SECRET_WORDS)
     )
 
 
