@@ -137,6 +137,7 @@ _TABLE: tuple[Code, ...] = (
     Code("W153", W, "Option has empty body"),
     Code("W154", W, "Condition branch has empty body"),
     Code("W155", W, "Too many warnings; reporting stopped (no error was left out)"),
+    Code("W156", W, "Variable may be unbound: bound only in a body that may not run"),
     Code("I001", I, "Agent memory check (E018/W011) deferred to run time"),
     Code("I002", I, "Imported program contract checks (E026-E028) deferred to run time"),
 )

@@ -1,5 +1,6 @@
-"""Reading a file the user named (inputs, rules, cassettes): bounded, and refused with a
-clear reason when it is not a file at all.
+"""Files, below both the front end and the VM: whole-file writes that readers never see half
+done (temp file + rename), and bounded reads of files the user named (inputs, rules,
+cassettes), refused with a clear reason when they are not files at all.
 
 A character or block device or a socket is refused before it is opened (`/dev/zero` would
 never end, a tty would wait for typing); a pipe is read (`--inputs <(generate)`) but, like
@@ -13,7 +14,34 @@ import os
 import stat
 from pathlib import Path
 
-__all__ = ["FileProblem", "MiB", "read_limited", "unreadable_reason"]
+__all__ = [
+    "FileProblem",
+    "MiB",
+    "read_limited",
+    "unreadable_reason",
+    "write_atomically",
+    "write_bytes_atomically",
+]
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Readers see the old file or the new one, never half of one."""
+    write_bytes_atomically(path, text.encode("utf-8"))
+
+
+def write_bytes_atomically(path: Path, data: bytes) -> None:
+    # Bare os calls: each one releases and retakes the GIL, so fewer calls means less
+    # contention with the event loop when this runs on the binding thread.
+    temp = f"{path.parent}/.{path.name}.{os.getpid()}.tmp"
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)
+    os.replace(temp, path)
+
 
 MiB = 1024 * 1024
 

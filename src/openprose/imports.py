@@ -20,16 +20,15 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from openprose.contracts import ContractLookup, ProgramContract, contract_of, is_local_path
+from openprose.files import write_atomically
 
 if TYPE_CHECKING:
     from openprose.nodes import Program
-    from openprose.vm.runtime import LoadedProgram
 
 DEFAULT_REGISTRY = "https://p.prose.md"
 CACHE_DIR = Path(".prose") / "imports"
@@ -102,8 +101,6 @@ class ImportCache:
         return data if isinstance(data, dict) else {}
 
     def store(self, fetched: Fetched) -> None:
-        from openprose.vm.runstore import write_atomically
-
         self.folder.mkdir(parents=True, exist_ok=True)
         body = self.folder / f"{fetched.sha256}.prose"
         if not body.exists():
@@ -161,8 +158,7 @@ class ImportPins:
         return self.read().get(spec)
 
     def record(self, spec: str, url: str, sha256: str) -> None:
-        from openprose.vm.locks import locked
-        from openprose.vm.runstore import write_atomically
+        from openprose.locks import locked
 
         self._guard.parent.mkdir(parents=True, exist_ok=True)
         with locked(self._guard, timeout=30):  # two runs pinning at once keep both pins
@@ -223,9 +219,7 @@ def fetch(
     except ImportFailed as error:
         cached = cache.latest(spec)
         if cached is not None and (pin is None or cached.sha256 == pin["sha256"]):
-            from openprose.providers.settings import warn
-
-            warn(f"{error}; using the copy cached in {cache.folder} ({cached.sha256[:12]})")
+            _warn(f"{error}; using the copy cached in {cache.folder} ({cached.sha256[:12]})")
             return cached
         raise
     fetched = Fetched(spec, text, sha256_of(text), url)
@@ -252,6 +246,12 @@ def _check_scheme(spec: str, url: str, policy: FetchPolicy) -> None:
         f"{spec}: refusing plain http:// ({url}): anyone on the way can change the program; "
         f"use https://, or set `allow_http = true` under [imports] in prose.toml"
     )
+
+
+def _warn(message: str) -> None:
+    import sys
+
+    print(f"prose: warning: {message}", file=sys.stderr)
 
 
 def _registry() -> str:
@@ -330,87 +330,6 @@ def cache_contracts(project_dir: Path) -> ContractLookup:
     return lookup
 
 
-def load_imports(
-    program: Program,
-    *,
-    base_dir: Path | None,
-    project_dir: Path,
-    registry: str | None = None,
-    pinned: Mapping[str, str] | None = None,
-    offline: bool = False,
-    policy: FetchPolicy | None = None,
-    remote: bool = False,
-    _seen: tuple[str, ...] = (),
-) -> dict[str, LoadedProgram]:
-    """Every program `program` imports, parsed and checked, recursively: name -> LoadedProgram.
-
-    `pinned` maps specs to content hashes (from a run being resumed). `remote` says that
-    `program` itself came from a URL or the registry (then it is confined)."""
-    from openprose import nodes as n
-    from openprose.parser import parse_text
-    from openprose.vm.frontend import diagnose
-    from openprose.vm.runtime import LoadedProgram
-
-    cache = ImportCache(project_dir)
-    pins = ImportPins(project_dir)
-    loaded: dict[str, LoadedProgram] = {}
-    called = called_names(program)
-    for stmt in program.body:
-        if not isinstance(stmt, n.Use):
-            continue
-        spec = stmt.path.value
-        name = stmt.alias.id if stmt.alias else default_name(spec)
-        if name not in called:
-            continue  # never invoked: a skill import (recorded on agents), nothing to run
-        if spec in _seen:
-            raise ImportFailed(f"{spec}: import cycle ({' -> '.join((*_seen, spec))})")
-        fetched = fetch(
-            spec,
-            base_dir=base_dir,
-            cache=cache,
-            registry=registry,
-            pinned=(pinned or {}).get(spec),
-            offline=offline,
-            policy=policy,
-            pins=pins,
-        )
-        origin = fetched.origin if kind_of(spec) == "path" else spec
-        parsed = parse_text(fetched.text, origin)
-        from_afar = remote or kind_of(spec) != "path"
-        if from_afar:
-            problems = confinement_problems(parsed.program)
-            if problems:
-                raise ImportFailed(f"{spec}: {problems[0]}")
-        errors = [d for d in diagnose(parsed, project_dir) if d.is_error]
-        if errors:
-            first = errors[0]
-            raise ImportFailed(
-                f"{spec}: {first.path}:{first.line}:{first.column}: {first.code} {first.message}"
-            )
-        child_base = Path(fetched.origin).parent if kind_of(spec) == "path" else None
-        nested = load_imports(
-            parsed.program,
-            base_dir=child_base,
-            project_dir=project_dir,
-            registry=registry,
-            pinned=pinned,
-            offline=offline,
-            policy=policy,
-            remote=from_afar,
-            _seen=(*_seen, spec),
-        )
-        loaded[name] = LoadedProgram(
-            name=name,
-            spec=spec,
-            namespace=namespace_of(spec),
-            program=parsed.program,
-            text=fetched.text,
-            content_hash=fetched.sha256,
-            imports=nested,
-        )
-    return loaded
-
-
 def confinement_problems(program: Program) -> list[str]:
     """What a program fetched from a URL or the registry may not do, each with its place:
     import local files (they would be read and sent to the model), or keep agent memory
@@ -463,10 +382,3 @@ def _nodes(program: Program) -> list[object]:
             found.append(node)
             stack.extend(getattr(node, f.name) for f in fields(node) if f.name != "span")
     return found
-
-
-def called_names(program: Program) -> set[str]:
-    """Names invoked as programs anywhere in `program` (`name(k: v)`)."""
-    from openprose import nodes as n
-
-    return {node.callee.id for node in _nodes(program) if isinstance(node, n.ProgramCall)}

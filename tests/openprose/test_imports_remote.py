@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from openprose.imports import FetchPolicy, ImportFailed, load_imports
+from openprose.imports import FetchPolicy, ImportFailed
 from openprose.parser import parse_text
+from openprose.vm.loader import load_imports
 
 LIBRARY = 'input topic: "what"\noutput findings = session "Research {topic}"\n'
 

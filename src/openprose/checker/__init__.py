@@ -19,7 +19,7 @@ from openprose.diagnostics import Diagnostic, Severity
 from openprose.parser import ParseResult, parse_text
 from openprose.scanner import MAX_DIAGNOSTICS
 
-__all__ = ["check", "check_program"]
+__all__ = ["check", "check_program", "diagnose"]
 
 
 def _invalid(ck: Checker, node: n.Invalid) -> None:
@@ -58,6 +58,14 @@ def check(
     found.extend(check_program(result.program, project_dir=project_dir, contracts=contracts))
     found.sort(key=lambda d: (d.line, d.column))
     return _capped(found)
+
+
+def diagnose(parsed: ParseResult, project_dir: Path) -> list[Diagnostic]:
+    """What gates a run (`prose run`, and every program it imports): the parser's and the
+    checker's diagnostics in source order, with imported programs' contracts read from local
+    files and the project's import cache (never the network)."""
+    found = check(parsed, project_dir=project_dir, contracts=_cached(project_dir))
+    return sorted(found, key=lambda d: (d.span.start, d.span.end))
 
 
 _STOPPED = ("E117", "W155")

@@ -72,7 +72,7 @@ def declare(
                 f"Variable '{ident}' already defined ({_WHAT[prior.kind]}, line "
                 f"{prior.span.line}); variable names must be unique in a program",
             )
-    ck.scope.declare_flat(Var(ident, kind, name.span, program, contract))
+    ck.scope.declare_flat(Var(ident, kind, name.span, program, contract, ck.guards))
 
 
 def bind_scoped(ck: Checker, ident: str, span: Span, kind: ScopedKind, shadow_code: str) -> None:

@@ -113,7 +113,11 @@ def _repeat(ck: Checker, node: n.Repeat) -> None:
     ck.scope.open()
     if node.index is not None:
         bind_scoped(ck, node.index.id, node.index.span, "loop", "W144")
-    ck.body(node.body)
+    if isinstance(count, n.NumberLit) and isinstance(count.value, int) and count.value > 0:
+        ck.body(node.body)
+    else:
+        with ck.conditional("repeat body", node.span):
+            ck.body(node.body)
     ck.scope.close()
 
 
@@ -137,7 +141,8 @@ def _for_each(ck: Checker, node: n.ForEach) -> None:
     bind_scoped(ck, node.item.id, node.item.span, "loop", "W144")
     if node.index is not None:
         bind_scoped(ck, node.index.id, node.index.span, "loop", "W144")
-    ck.body(node.body)
+    with ck.conditional("for body", node.span):  # the collection may be empty
+        ck.body(node.body)
     ck.scope.close()
 
 
@@ -165,7 +170,11 @@ def _loop(ck: Checker, node: n.Loop) -> None:
     ck.scope.open()
     if node.index is not None:
         bind_scoped(ck, node.index.id, node.index.span, "loop", "W144")
-    ck.body(node.body)
+    if node.condition is None:  # a bare loop runs its body at least once
+        ck.body(node.body)
+    else:
+        with ck.conditional(f"loop {node.kind} body", node.span):
+            ck.body(node.body)
     ck.scope.close()
 
 
@@ -192,13 +201,15 @@ def _pipeline(ck: Checker, node: n.Pipeline) -> None:
 def _try(ck: Checker, node: n.Try) -> None:
     if node.catch is None and node.finally_body is None:
         ck.emit("E162", head(node.span, 3), 'Try block must have at least "catch:" or "finally:"')
-    ck.body(node.body)
+    with ck.conditional("try body", node.span):  # an error may end it before the binding
+        ck.body(node.body)
     catch = node.catch
     if catch is not None:
         ck.scope.open()
         if catch.error is not None:
             bind_scoped(ck, catch.error.id, catch.error.span, "error", "W148")
-        ck.body(catch.body)
+        with ck.conditional("catch body", catch.span):
+            ck.body(catch.body)
         ck.scope.close()
     if node.finally_body is not None:
         ck.body(node.finally_body)
@@ -233,7 +244,8 @@ def _choice(ck: Checker, node: n.Choice) -> None:
             labels[label] = option
         if not option.body:
             ck.emit("W153", head(option.span, 6), "Option has empty body")
-        ck.body(option.body)
+        with ck.conditional("option", option.span):
+            ck.body(option.body)
 
 
 def _if(ck: Checker, node: n.If) -> None:
@@ -241,11 +253,13 @@ def _if(ck: Checker, node: n.If) -> None:
         check_condition(ck, branch.condition, "If/elif condition")
         if not branch.body:
             ck.emit("W154", head(branch.span, 2 if index == 0 else 4), "Condition has empty body")
-        ck.body(branch.body)
+        with ck.conditional("if branch" if index == 0 else "elif branch", branch.span):
+            ck.body(branch.body)
     if node.else_body is not None:
         if not node.else_body and node.else_span is not None:
             ck.emit("W154", head(node.else_span, 4), "Else has empty body")
-        ck.body(node.else_body)
+        with ck.conditional("else branch", node.else_span or node.span):
+            ck.body(node.else_body)
 
 
 HANDLERS: dict[type, Handler] = {

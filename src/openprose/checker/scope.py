@@ -27,6 +27,15 @@ Kind = FlatKind | ScopedKind
 _MUTABLE: frozenset[str] = frozenset({"let", "input", "output", "branch"})
 
 
+@dataclass(frozen=True, eq=False, slots=True)
+class Guard:
+    """A body that may not run (an `if` branch, a loop body, a `try` body...): a name first
+    bound inside it may be unbound once it has ended."""
+
+    what: str
+    line: int
+
+
 @dataclass(slots=True)
 class Var:
     name: str
@@ -36,6 +45,8 @@ class Var:
     # `result.field` and `{ a } = program(...)` be checked (E028).
     program: str | None = None
     contract: ProgramContract | None = None
+    # The bodies that may not run around the declaration (outermost first).
+    guards: tuple[Guard, ...] = ()
 
     @property
     def is_const(self) -> bool:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from openprose import nodes as n
-from openprose.checker.scope import Scope, Var
+from openprose.checker.scope import Guard, Scope, Var
 from openprose.codes import CODES
 from openprose.contracts import ContractLookup, ProgramContract
 from openprose.diagnostics import Diagnostic, Severity
@@ -119,6 +120,8 @@ class Checker:
     in_agent: bool = False  # walking an agent definition's properties
     # Names of the parallel branches being walked: they exist only once their block joins.
     joining: frozenset[str] = frozenset()
+    # The bodies that may not run around the statement being walked (see `conditional`).
+    guards: tuple[Guard, ...] = ()
     # Diagnostics not kept because MAX_DIAGNOSTICS were already (errors, warnings and notes).
     dropped_errors: int = 0
     dropped_others: int = 0
@@ -167,7 +170,32 @@ class Checker:
                 self.pending_names.append(PendingName(name, span, code, message))
             else:
                 self.emit(code, span, message)
+        elif var is not None and var.guards:
+            self._check_bound(var, span)
         return var
+
+    @contextmanager
+    def conditional(self, what: str, span: Span) -> Iterator[None]:
+        """Walk a body that may not run: names first bound in it may be unbound after it."""
+        outer = self.guards
+        self.guards = (*outer, Guard(what, span.line))
+        try:
+            yield
+        finally:
+            self.guards = outer
+
+    def _check_bound(self, var: Var, span: Span) -> None:
+        """W156 when ``var`` was bound in a body that may not have run and has ended."""
+        ended = next((g for g in var.guards if g not in self.guards), None)
+        if ended is None:
+            return
+        self.emit(
+            "W156",
+            span,
+            f"Variable '{var.name}' may be unbound here: it is bound only when the {ended.what} "
+            f"at line {ended.line} runs (declare it before with let {var.name} = \"\" and "
+            f"assign it there)",
+        )
 
     def finish(self) -> None:
         flat = self.scope.flat

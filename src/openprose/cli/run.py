@@ -187,9 +187,9 @@ def _launch_spec(spec: str | None, settings: ProviderSettings) -> str | None:
 def parse_and_check(path: Path, project: Path, stream: TextIO) -> Any:
     """The parse of `path` when it has no errors; otherwise its diagnostics are printed on
     `stream` like `prose check` prints them, and a `UsageError` carrying them is raised."""
+    from openprose.checker import diagnose
     from openprose.files import unreadable_reason
     from openprose.parser import parse, read_source
-    from openprose.vm.frontend import diagnose
 
     reason = unreadable_reason(path)
     if reason is not None:
@@ -411,7 +411,8 @@ def load_imports_or_fail(
 
     if not any(isinstance(s, n.Use) for s in program.body):
         return {}
-    from openprose.imports import ImportFailed, load_imports
+    from openprose.imports import ImportFailed
+    from openprose.vm.loader import load_imports
 
     registry = None if pinned is not None else registry_base(project)
     try:

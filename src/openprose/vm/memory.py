@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from openprose.vm.runstore import utc_now, write_atomically
+from openprose.files import write_atomically
+from openprose.vm.runstore import utc_now
 
 
 class AgentMemory:

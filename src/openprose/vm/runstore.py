@@ -9,7 +9,6 @@ agents/         persist: true memories      imports/      invoked programs, same
 
 from __future__ import annotations
 
-import os
 import secrets
 import threading
 import time
@@ -19,7 +18,8 @@ from typing import Any
 
 import orjson
 
-from openprose.vm.locks import FileLock, LockHeld, try_lock
+from openprose.files import write_bytes_atomically
+from openprose.locks import FileLock, LockHeld, try_lock
 
 RUNS_DIR = Path(".prose") / "runs"
 
@@ -70,25 +70,6 @@ def lock_run(run_dir: Path) -> FileLock:
         raise RunBusy(run_dir, held.pid) from None
     except OSError as error:
         raise DamagedRun(f"{run_dir}: cannot lock the run ({error.strerror})") from None
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """Readers see the old file or the new one, never half of one (temp file + rename)."""
-    _write_atomically(path, text.encode("utf-8"))
-
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    # Bare os calls: each one releases and retakes the GIL, so fewer calls means less
-    # contention with the event loop when this runs on the binding thread.
-    temp = f"{path.parent}/.{path.name}.{os.getpid()}.tmp"
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-    finally:
-        os.close(fd)
-    os.replace(temp, path)
 
 
 def _dump_json(value: Any) -> bytes:
@@ -144,7 +125,7 @@ class BindingWriter:
                 closing = self._closing
             for path, text in batch.items():
                 try:
-                    _write_atomically(path, text.encode("utf-8"))
+                    write_bytes_atomically(path, text.encode("utf-8"))
                 except OSError as error:  # reported by close(); the journal has the value
                     self.error = error
             self.flushes += 1
@@ -238,7 +219,7 @@ class RunStore:
 
     def write_meta(self, meta: dict[str, Any]) -> None:
         self._meta = dict(meta)
-        _write_atomically(self.meta_path, _dump_json(meta))
+        write_bytes_atomically(self.meta_path, _dump_json(meta))
 
     def update_meta(self, **changes: Any) -> None:
         # This process wrote (or read) run.json last, so no need to read it back.
@@ -272,7 +253,7 @@ class RunStore:
         return path
 
     def write_outputs(self, outputs: dict[str, Any]) -> None:
-        _write_atomically(self.root / "outputs.json", _dump_json(outputs))
+        write_bytes_atomically(self.root / "outputs.json", _dump_json(outputs))
 
     def read_outputs(self) -> dict[str, Any] | None:
         path = self.root / "outputs.json"

@@ -2,8 +2,9 @@
 
 Values are plain Python data: `str` (session answers, literals), `int`/`float`, `list`
 (collections, loop and pipeline results) and `dict` (object context, named parallel results).
-Two wrappers carry more meaning: `ErrorValue` (the `err` of `catch as err`) and
-`ProgramResult` (what an invoked program returns: its outputs, by name).
+Wrappers carry more meaning: `ErrorValue` (the `err` of `catch as err`), `ProgramResult`
+(what an invoked program returns: its outputs, by name) and `Absent` (a name with no answer:
+a race loser, an ignored failure, a binding whose statement never ran).
 """
 
 from __future__ import annotations
@@ -34,6 +35,28 @@ class ErrorValue:
 
 
 @dataclass(frozen=True, slots=True)
+class Absent:
+    """No answer, and why — shown to a model as its note (e.g. "(cancelled)")."""
+
+    note: str
+
+    def __str__(self) -> str:
+        return self.note
+
+
+def cancelled() -> Absent:
+    return Absent("(cancelled)")
+
+
+def failed(message: str) -> Absent:
+    return Absent(f"(failed: {message})")
+
+
+def unbound(name: str) -> Absent:
+    return Absent(f"({name} is unbound: the statement that binds it did not run)")
+
+
+@dataclass(frozen=True, slots=True)
 class ProgramResult:
     program: str
     outputs: dict[str, Value] = field(default_factory=dict)
@@ -49,7 +72,7 @@ def render(value: Value) -> str:
         return "true" if value else "false"
     if isinstance(value, int | float):
         return str(value)
-    if isinstance(value, ErrorValue):
+    if isinstance(value, ErrorValue | Absent):
         return str(value)
     if isinstance(value, ProgramResult):
         return render(value.outputs)
@@ -66,6 +89,8 @@ def to_json(value: Value) -> Any:
         return value
     if isinstance(value, ErrorValue):
         return {"error": value.message, "kind": value.kind, "where": value.where}
+    if isinstance(value, Absent):
+        return value.note
     if isinstance(value, ProgramResult):
         return {k: to_json(v) for k, v in value.outputs.items()}
     if isinstance(value, list | tuple):

@@ -49,6 +49,7 @@ EXTRA: dict[str, tuple[str, int, int]] = {
     "I002": ('use "@a/b" as b\nlet r = b(x: 1)\n', 1, 5),
     # 1001 empty prompts: the last warning is left out, at the 1000th one reporting stops
     "W155": ('session ""\n' * 1001, 1000, 9),
+    "W156": ('if **the sky is green**:\n  let x = session "A"\nsession "B {x}"\n', 3, 12),
 }
 
 

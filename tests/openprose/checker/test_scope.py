@@ -55,10 +55,11 @@ CASES: dict[str, tuple[str, list[tuple[str, int, int]]]] = {
         [("W144", 2, 13)],
     ),
     "the for index variable is bound too": ('for x, i in ["a"]:\n  session "{x} {i}"\n', []),
-    # Lets in nested bodies stay visible afterwards (one binding per name, like Python).
+    # Lets in nested bodies stay visible afterwards (one binding per name, like Python); when
+    # the body may not have run, the use is warned about (W156, issue 20 item 11).
     "a let inside if is visible after it": (
         'if **the build is green**:\n  let note = session "A"\nsession "B"\n  context: note\n',
-        [],
+        [("W156", 4, 12)],
     ),
     # Definition order: variables must be defined before use; blocks and agents are hoisted.
     "a variable used before its let is undefined": (

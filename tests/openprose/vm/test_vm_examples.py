@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from openprose.imports import load_imports
 from openprose.parser import parse_text
+from openprose.vm.loader import load_imports
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 # A verdict and an option at once, so conditions, filters and choices all read it.

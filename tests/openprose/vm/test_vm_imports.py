@@ -13,10 +13,10 @@ from openprose.imports import (
     ImportCache,
     ImportFailed,
     cache_contracts,
-    load_imports,
     namespace_of,
 )
 from openprose.parser import parse_text
+from openprose.vm.loader import load_imports
 
 LIBRARY = """input topic: "what to research"
 let raw = session "Research {topic}"

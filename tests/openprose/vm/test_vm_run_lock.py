@@ -1,4 +1,4 @@
-"""One writer per run: the run lock (vm/locks.py, `lock_run`) across real processes."""
+"""One writer per run: the run lock (openprose/locks.py, `lock_run`) across real processes."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from openprose.cli import main
-from openprose.vm.locks import LockHeld, holder_of, locked, try_lock
+from openprose.locks import LockHeld, holder_of, locked, try_lock
 from openprose.vm.runstore import RunBusy, lock_run
 
 TRIALS = 20

@@ -10,8 +10,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from openprose.files import write_atomically
 from openprose.vm.journal import Journal, read_journal
-from openprose.vm.runstore import BindingWriter, RunStore, find_run, write_atomically
+from openprose.vm.runstore import BindingWriter, RunStore, find_run
 
 
 def test_layout_bindings_and_outputs(vm: Any) -> None:

@@ -1,12 +1,11 @@
-"""The VM's front-end gate: parser and checker diagnostics, once each."""
+"""The gate before a run (`diagnose`): parser and checker diagnostics, once each."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from openprose.checker import check
+from openprose.checker import check, diagnose
 from openprose.parser import parse_text
-from openprose.vm.frontend import diagnose
 
 
 def test_diagnostics_past_the_limit_end_in_one_stop_note(tmp_path: Path) -> None:

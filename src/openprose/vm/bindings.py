@@ -1,0 +1,31 @@
+"""Every binding a program makes, written to the run's `bindings/` with the source that made it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from openprose.vm.frame import Ctx
+from openprose.vm.runstore import RunStore
+from openprose.vm.values import Value, render
+
+_SOURCE_LINES = 12  # of the statement, shown with its binding
+
+
+class Bindings:
+    def __init__(self, store: RunStore, source_text: str) -> None:
+        self.store = store
+        self.text = source_text
+
+    def write(self, name: str, kind: str, node: Any, value: Value, ctx: Ctx) -> None:
+        if ctx.in_pipeline and kind == "let" and name.startswith("anon_"):
+            return
+        source = self._source_of(node)
+        self.store.write_binding(name, kind, source, render(value), ctx.execution_id or None)
+
+    def _source_of(self, node: Any) -> str:
+        span = getattr(node, "span", None)
+        if span is None:
+            return ""
+        lines = self.text[span.start : span.end].splitlines()
+        shown = lines[:_SOURCE_LINES]
+        return "\n".join(shown + (["..."] if len(lines) > _SOURCE_LINES else []))

@@ -1,0 +1,123 @@
+"""One model call, journaled: the single door through which sessions, judgments and memory
+updates reach a provider.
+
+A call is served from the journal when a resumed run already has its answer under the same
+step id; otherwise it is routed (alias -> provider and model id), sent with the session's
+retry policy, counted, and journaled as `session_finished` with request and response.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from openprose.providers.base import (
+    ModelRequest,
+    ModelResponse,
+    ProviderConfigError,
+    ProviderError,
+    RetryAfterTooLongError,
+    TransientProviderError,
+    single_attempt,
+)
+from openprose.vm.errors import RunAborted, SessionFailed, location
+from openprose.vm.runstore import RunStore
+from openprose.vm.runtime import Shared
+
+
+class ModelCalls:
+    def __init__(self, shared: Shared, store: RunStore, path: str) -> None:
+        self.shared = shared
+        self.store = store
+        self.path = path  # of the program, for the location of a failed call
+
+    async def call(
+        self,
+        step: str,
+        request: ModelRequest,
+        *,
+        alias: str,
+        agent: str | None,
+        where: Any,
+        retries: int = 0,
+        backoff: str = "none",
+        label: str | None = None,
+        event: str = "session",
+    ) -> ModelResponse:
+        shared = self.shared
+        served = shared.replay.sessions.get(step)
+        if served is not None:
+            response = ModelResponse.from_dict(served["response"])
+            shared.stats.served += 1
+            shared.stats.count(response.model or alias, response)
+            shared.emit("session_served", step, binding=label)
+            return response
+        try:
+            provider, model_id = shared.router.route(alias)
+        except ProviderConfigError as error:
+            raise RunAborted(str(error)) from None
+        # The alias becomes the provider's model id (positional: cheaper than `replace`).
+        request = ModelRequest(
+            model_id,
+            request.messages,
+            request.system,
+            request.max_tokens,
+            request.temperature,
+            request.response_schema,
+            request.tools,
+        )
+        shared.emit("session_started", step, agent=agent, model=alias, binding=label, kind=event)
+        # With a `retry:` the program owns the retries: each attempt is one request, with no
+        # transient retries of the provider behind it, so attempts never multiply. Without
+        # one, the provider's transient-retry policy applies. The concurrency limit is the
+        # provider's own (per provider, per attempt).
+        send = provider.complete if retries == 0 else single_attempt(provider)
+        attempt = 0
+        while True:
+            attempt += 1
+            started = time.perf_counter()
+            try:
+                response = await send(request)
+            except asyncio.CancelledError:
+                shared.emit("session_cancelled", step, attempt=attempt)
+                raise
+            except ProviderConfigError as error:
+                raise RunAborted(str(error)) from None
+            except ProviderError as error:
+                shared.emit("session_failed", step, attempt=attempt, error=str(error))
+                # A server asking for a longer wait than the limit ends the retries too.
+                if attempt > retries or isinstance(error, RetryAfterTooLongError):
+                    where_text = location(self.path, getattr(where, "span", None))
+                    raise SessionFailed(str(error), where=where_text) from None
+                self.store.state(f"{step}→ retry:{attempt}/{retries}")
+                delay = backoff_delay(backoff, attempt, shared.config.retry_base_delay)
+                if isinstance(error, TransientProviderError) and error.retry_after:
+                    delay = max(delay, error.retry_after)  # the server's `retry-after` is a floor
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                continue
+            elapsed = time.perf_counter() - started
+            shared.stats.sent += 1
+            shared.stats.count(response.model or model_id, response)
+            shared.emit(
+                "session_finished",
+                step,
+                request=request.to_dict(),
+                response=response.to_dict(),
+                agent=agent,
+                model=alias,
+                binding=label,
+                attempt=attempt,
+                elapsed=round(elapsed, 6),
+                kind=event,
+            )
+            return response
+
+
+def backoff_delay(backoff: str, attempt: int, base: float) -> float:
+    if backoff == "linear":
+        return base
+    if backoff == "exponential":
+        return float(base * 2 ** (attempt - 1))
+    return 0.0

@@ -1,0 +1,117 @@
+"""Load the programs a program invokes, before the run starts: fetched (or read from the
+import cache), parsed and checked, recursively. Fetching and caching are the front end's
+(`openprose.imports`); turning a checked program into a `LoadedProgram` is the VM's."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import fields, is_dataclass
+from pathlib import Path
+
+from openprose import nodes as n
+from openprose.checker import diagnose
+from openprose.imports import (
+    FetchPolicy,
+    ImportCache,
+    ImportFailed,
+    ImportPins,
+    confinement_problems,
+    default_name,
+    fetch,
+    kind_of,
+    namespace_of,
+)
+from openprose.parser import parse_text
+from openprose.vm.runtime import LoadedProgram
+
+
+def load_imports(
+    program: n.Program,
+    *,
+    base_dir: Path | None,
+    project_dir: Path,
+    registry: str | None = None,
+    pinned: Mapping[str, str] | None = None,
+    offline: bool = False,
+    policy: FetchPolicy | None = None,
+    remote: bool = False,
+    _seen: tuple[str, ...] = (),
+) -> dict[str, LoadedProgram]:
+    """Every program `program` imports, parsed and checked, recursively: name -> LoadedProgram.
+
+    `pinned` maps specs to content hashes (from a run being resumed); `policy` bounds the
+    downloads. A program from a URL or the registry, and everything it imports (`remote`),
+    is confined (`confinement_problems`): refused before it runs."""
+    cache = ImportCache(project_dir)
+    pins = ImportPins(project_dir)
+    loaded: dict[str, LoadedProgram] = {}
+    called = called_names(program)
+    for stmt in program.body:
+        if not isinstance(stmt, n.Use):
+            continue
+        spec = stmt.path.value
+        name = stmt.alias.id if stmt.alias else default_name(spec)
+        if name not in called:
+            continue  # never invoked: a skill import (recorded on agents), nothing to run
+        if spec in _seen:
+            raise ImportFailed(f"{spec}: import cycle ({' -> '.join((*_seen, spec))})")
+        fetched = fetch(
+            spec,
+            base_dir=base_dir,
+            cache=cache,
+            registry=registry,
+            pinned=(pinned or {}).get(spec),
+            offline=offline,
+            policy=policy,
+            pins=pins,
+        )
+        origin = fetched.origin if kind_of(spec) == "path" else spec
+        parsed = parse_text(fetched.text, origin)
+        from_afar = remote or kind_of(spec) != "path"
+        if from_afar:
+            problems = confinement_problems(parsed.program)
+            if problems:
+                raise ImportFailed(f"{spec}: {problems[0]}")
+        errors = [d for d in diagnose(parsed, project_dir) if d.is_error]
+        if errors:
+            first = errors[0]
+            raise ImportFailed(
+                f"{spec}: {first.path}:{first.line}:{first.column}: {first.code} {first.message}"
+            )
+        child_base = Path(fetched.origin).parent if kind_of(spec) == "path" else None
+        nested = load_imports(
+            parsed.program,
+            base_dir=child_base,
+            project_dir=project_dir,
+            registry=registry,
+            pinned=pinned,
+            offline=offline,
+            policy=policy,
+            remote=from_afar,
+            _seen=(*_seen, spec),
+        )
+        loaded[name] = LoadedProgram(
+            name=name,
+            spec=spec,
+            namespace=namespace_of(spec),
+            program=parsed.program,
+            text=fetched.text,
+            content_hash=fetched.sha256,
+            imports=nested,
+        )
+    return loaded
+
+
+def called_names(program: n.Program) -> set[str]:
+    """Names invoked as programs anywhere in `program` (`name(k: v)`)."""
+    found: set[str] = set()
+    stack: list[object] = [program]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, tuple):
+            stack.extend(node)
+        elif is_dataclass(node):
+            if isinstance(node, n.ProgramCall):
+                found.add(node.callee.id)
+            stack.extend(getattr(node, f.name) for f in fields(node) if f.name != "span")
+    return found

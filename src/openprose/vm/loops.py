@@ -1,0 +1,99 @@
+"""Repetition: `repeat N`, `for x in xs` (also `parallel for`), and `loop` / `loop until` /
+`loop while` with their optional `max:`."""
+
+from __future__ import annotations
+
+from openprose import nodes as n
+from openprose.vm import steps
+from openprose.vm.errors import ProseRuntimeError
+from openprose.vm.expressions import discretion_text, literal
+from openprose.vm.frame import Ctx
+from openprose.vm.machine import Machine
+from openprose.vm.parallel import fan_out, fan_out_race, modifiers
+from openprose.vm.scope import Scope
+from openprose.vm.values import Value, as_collection
+
+
+async def repeat(vm: Machine, stmt: n.Repeat, ctx: Ctx, step: str) -> Value:
+    count = await vm.eval(stmt.count, ctx, step)
+    if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+        raise ProseRuntimeError(
+            f"repeat count must be a non-negative integer, got {count!r}",
+            where=vm.expressions.where(stmt),
+        )
+    results = []
+    for index in range(count):
+        scope = ctx.scope.child()
+        if stmt.index is not None:
+            scope.define(stmt.index.id, index, const=True)
+        value = await vm.body(stmt.body, ctx.with_scope(scope), steps.iteration(step, index))
+        results.append(value)
+    return results
+
+
+async def for_each(vm: Machine, stmt: n.ForEach, ctx: Ctx, step: str) -> Value:
+    items = as_collection(await vm.eval(stmt.collection, ctx, step))
+
+    def scope_for(index: int, item: Value) -> Scope:
+        # Concurrent iterations each get a frame, so a `let` in the body is theirs alone.
+        scope = Scope(ctx.scope) if stmt.parallel else ctx.scope.child()
+        scope.define(stmt.item.id, item, const=True)
+        if stmt.index is not None:
+            scope.define(stmt.index.id, index, const=True)
+        return scope
+
+    if not stmt.parallel:
+        results = []
+        for index, item in enumerate(items):
+            scope = scope_for(index, item)
+            results.append(
+                await vm.body(stmt.body, ctx.with_scope(scope), steps.iteration(step, index))
+            )
+        return results
+    join, on_fail, count = modifiers(stmt.modifiers, vm.expressions)
+
+    async def one(index: int, item_ctx: Ctx) -> Value:
+        item_ctx.scope = scope_for(index, items[index])
+        return await vm.body(stmt.body, item_ctx, steps.iteration(step, index))
+
+    if join == "all":
+        return await fan_out(vm, len(items), one, ctx, on_fail)
+    needed = min(1 if join == "first" else count, len(items))
+    return await fan_out_race(vm, len(items), needed, join, one, ctx, on_fail, stmt, step)
+
+
+async def loop(vm: Machine, stmt: n.Loop, ctx: Ctx, step: str) -> Value:
+    limit = _limit(vm, stmt)
+    shown_max = "∞" if limit is None else str(limit)
+    condition = discretion_text(stmt.condition) if stmt.condition is not None else None
+    value: Value = None
+    index = 0
+    while True:
+        # The reference's order: condition first, then the limit, then the body.
+        if stmt.kind != "loop" and stmt.condition is not None:
+            holds = await vm.judge.condition(stmt.condition, ctx, steps.judgment(step, f"#{index}"))
+            if holds == (stmt.kind == "until"):
+                vm.store.state(f"{step}→ loop:{index}/{shown_max} exit(**{condition}**)")
+                return value
+        if limit is not None and index >= limit:
+            vm.store.state(f"{step}→ loop:{index}/{shown_max} exit(max)")
+            return value
+        vm.store.state(f"{step}→ loop:{index + 1}/{shown_max}")
+        scope = ctx.scope.child()
+        if stmt.index is not None:
+            scope.define(stmt.index.id, index, const=True)
+        value = await vm.body(stmt.body, ctx.with_scope(scope), steps.loop_iteration(step, index))
+        index += 1
+
+
+def _limit(vm: Machine, stmt: n.Loop) -> int | None:
+    for modifier in stmt.modifiers:
+        if modifier.name is not None and modifier.name.id == "max":
+            value = literal(modifier.value)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ProseRuntimeError(
+                    f"max iterations must be a positive integer, got {value!r}",
+                    where=vm.expressions.where(modifier),
+                )
+            return value
+    return None

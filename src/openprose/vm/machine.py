@@ -1,0 +1,45 @@
+"""What the statement modules (`loops`, `parallel`, `pipelines`, `programs`) need from the
+interpreter running them: to run nested statements, and the run's shared parts. A protocol,
+so those modules never import the interpreter (which imports them)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from openprose import nodes as n
+from openprose.vm.bindings import Bindings
+from openprose.vm.expressions import Expressions
+from openprose.vm.frame import Ctx
+from openprose.vm.judge import Judge
+from openprose.vm.runstore import RunStore
+from openprose.vm.runtime import LoadedProgram, Shared, VMConfig
+from openprose.vm.sessions import Sessions
+from openprose.vm.values import Value
+
+
+class Program(Protocol):
+    async def run(self) -> dict[str, Value]: ...
+
+
+class Machine(Protocol):
+    shared: Shared
+    config: VMConfig
+    store: RunStore
+    imports: dict[str, LoadedProgram]
+    expressions: Expressions
+    bindings: Bindings
+    sessions: Sessions
+    judge: Judge
+
+    async def body(self, body: tuple[n.Stmt, ...], ctx: Ctx, prefix: str) -> Value: ...
+
+    async def stmt(self, stmt: Any, ctx: Ctx, step: str) -> Value: ...
+
+    async def eval(self, expr: Any, ctx: Ctx, step: str, name: str | None = None) -> Value: ...
+
+    def spawn(
+        self, loaded: LoadedProgram, store: RunStore, inputs: Mapping[str, Value], prefix: str
+    ) -> Program:
+        """An interpreter for an invoked program, sharing this run."""
+        ...

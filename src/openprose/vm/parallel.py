@@ -1,0 +1,238 @@
+"""Concurrency: `parallel:` blocks, and the worker pools behind `pmap` and `parallel for`.
+
+Join strategies ("all", "first", "any" with `count`) decide how many successes end the wait;
+on-fail policies ("fail-fast", "continue", "ignore") decide what a failure does. The losers
+of a decided race are cancelled, and the race is journaled so a resumed run replays it."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Collection, Sequence
+from typing import Any
+
+from openprose import nodes as n
+from openprose.vm import steps
+from openprose.vm.errors import ParallelFailed, ProseError, ProseRuntimeError
+from openprose.vm.expressions import Expressions, literal
+from openprose.vm.frame import Ctx
+from openprose.vm.machine import Machine
+from openprose.vm.prompts import History
+from openprose.vm.runtime import Shared
+from openprose.vm.values import ErrorValue, Value
+
+JOINS = ("all", "first", "any")
+ON_FAIL = ("fail-fast", "continue", "ignore")
+
+RunOne = Callable[[int, Ctx], Awaitable[Value]]
+
+
+def modifiers(written: tuple[n.Modifier, ...], expressions: Expressions) -> tuple[str, str, int]:
+    """(join, on-fail, count) of a `parallel (...)` modifier list."""
+    join, on_fail, count = "all", "fail-fast", 1
+    for modifier in written:
+        value = literal(modifier.value)
+        key = modifier.name.id if modifier.name is not None else None
+        if key is None and value in JOINS:
+            join = str(value)
+        elif key == "on-fail" and value in ON_FAIL:
+            on_fail = str(value)
+        elif key == "count" and isinstance(value, int) and value >= 1:
+            count = value
+        else:
+            raise ProseRuntimeError(
+                f"invalid parallel modifier {value!r}", where=expressions.where(modifier)
+            )
+    return join, on_fail, count
+
+
+def race_plan(shared: Shared, step: str, count: int, needed: int) -> tuple[Sequence[int], int]:
+    """Which of `count` racers to start and how many wins end the race. A resumed race
+    runs only the racers that finished the first time, until all its winners are back
+    (served from the journal); the losers it cancelled are not sent again."""
+    decided = shared.replay.races.get(step)
+    if decided is None:
+        return range(count), needed
+    return decided.ran, len(decided.won)
+
+
+async def run_parallel(vm: Machine, stmt: n.Parallel, ctx: Ctx, step: str) -> Value:
+    join, on_fail, count = modifiers(stmt.modifiers, vm.expressions)
+    needed = {"all": len(stmt.branches), "first": 1, "any": count}[join]
+    names = [b.name.id if b.name else "" for b in stmt.branches]
+    vm.store.state(f"{step}→ ∥start {','.join(x or str(i + 1) for i, x in enumerate(names))}")
+    contexts = [ctx.forked() for _ in stmt.branches]
+
+    async def run_branch(index: int) -> Value:
+        branch = stmt.branches[index]
+        where = steps.branch(step, index + 1)
+        if branch.name is not None and isinstance(branch.body, n.Session):
+            value = await vm.sessions.run(branch.body, contexts[index], where, branch.name.id)
+        else:
+            value = await vm.stmt(branch.body, contexts[index], where)
+        if branch.name is not None:
+            ctx.scope.declare(branch.name.id, value)
+            vm.bindings.write(branch.name.id, "let", branch, value, ctx)
+        return value
+
+    ran, needed = race_plan(vm.shared, step, len(stmt.branches), needed)
+    tasks = {asyncio.ensure_future(run_branch(i)): i for i in ran}
+    results: dict[int, Value] = {}
+    failures: dict[int, ProseError] = {}
+    pending = set(tasks)
+    try:
+        while pending and len(results) < needed:
+            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            for task in sorted(done, key=tasks.__getitem__):
+                index = tasks[task]
+                error = task.exception()
+                if error is None:
+                    results[index] = task.result()
+                elif isinstance(error, ProseError):
+                    failures[index] = error
+                    vm.store.state(f"{steps.branch(step, index + 1)}→ ✗ {error.message}")
+                    if on_fail == "fail-fast":
+                        raise error
+                else:
+                    raise error
+            if join == "first" and on_fail == "fail-fast" and failures:
+                break
+    finally:
+        await cancel_all(pending)
+    if pending and join != "all" and len(results) >= needed:
+        vm.shared.emit("race_decided", step, won=sorted(results), failed=sorted(failures))
+    vm.store.state(f"{step}→ ∥done")
+    ctx.history.join([contexts[i].history for i in sorted(results)])
+    if len(results) < needed and join != "all" and on_fail != "ignore":
+        raise ParallelFailed(
+            f"parallel ({join}) needed {needed} successful branch(es), got {len(results)}",
+            where=vm.expressions.where(stmt),
+        )
+    for index, error in failures.items():
+        failed = ErrorValue(error.message, error.kind, error.where)
+        if on_fail == "continue":
+            results[index] = failed
+        branch = stmt.branches[index]
+        if branch.name is not None and on_fail in ("continue", "ignore"):
+            value = failed if on_fail == "continue" else None
+            ctx.scope.declare(names[index], value)
+            vm.bindings.write(names[index], "let", branch, value, ctx)
+    if join == "first":
+        return results[min(results)] if results else None
+    ordered = sorted(results)
+    if any(names):
+        return {names[i] or f"branch_{i + 1}": results[i] for i in ordered}
+    return [results[i] for i in ordered]
+
+
+async def fan_out(vm: Machine, count: int, run_one: RunOne, ctx: Ctx, on_fail: str) -> list[Value]:
+    """`pmap` and `parallel for`: a bounded pool of workers, results in input order.
+    Fail-fast cancels every other item on the first error."""
+    results: list[Value] = [None] * count
+    failed: list[bool] = [False] * count
+    histories: list[History | None] = [None] * count
+    cursor = iter(range(count))
+
+    async def worker() -> None:
+        for index in cursor:
+            item_ctx = ctx.forked()
+            histories[index] = item_ctx.history
+            try:
+                results[index] = await run_one(index, item_ctx)
+            except ProseError as error:
+                if on_fail == "fail-fast":
+                    raise
+                failed[index] = True
+                results[index] = ErrorValue(error.message, error.kind, error.where)
+
+    workers = [
+        asyncio.ensure_future(worker()) for _ in range(min(count, vm.config.max_concurrency))
+    ]
+    try:
+        await gather_fail_fast(workers)
+    finally:
+        await cancel_all(set(workers))
+    ctx.history.join([h for h in histories if h is not None])
+    if on_fail == "ignore":
+        return [r for r, bad in zip(results, failed, strict=True) if not bad]
+    return results
+
+
+async def fan_out_race(
+    vm: Machine,
+    count: int,
+    needed: int,
+    join: str,
+    run_one: RunOne,
+    ctx: Ctx,
+    on_fail: str,
+    node: Any,
+    step: str,
+) -> Value:
+    """`parallel ("first"|"any") for`: items run as for `fan_out` until `needed` have
+    succeeded; the rest are cancelled, as the losers of `parallel ("first"):` are.
+    "first" gives the winner's value, "any" the successful results in input order."""
+    succeeded: dict[int, Value] = {}
+    failed: list[int] = []
+    histories: dict[int, History] = {}
+    enough = asyncio.Event()
+    ran, needed = race_plan(vm.shared, step, count, needed)
+    cursor = iter(ran)
+
+    async def worker() -> None:
+        for index in cursor:
+            if enough.is_set():
+                return
+            item_ctx = ctx.forked()
+            try:
+                value = await run_one(index, item_ctx)
+            except ProseError as error:
+                vm.store.state(f"{steps.iteration(step, index)}→ ✗ {error.message}")
+                if on_fail == "fail-fast":
+                    raise
+                failed.append(index)
+                continue
+            succeeded[index] = value
+            histories[index] = item_ctx.history
+            if len(succeeded) >= needed:
+                enough.set()
+                return
+
+    workers = [
+        asyncio.ensure_future(worker()) for _ in range(min(count, vm.config.max_concurrency))
+    ]
+    everyone = asyncio.ensure_future(gather_fail_fast(workers))
+    race = asyncio.ensure_future(enough.wait())
+    try:
+        await asyncio.wait({everyone, race}, return_when=asyncio.FIRST_COMPLETED)
+        if everyone.done():
+            everyone.result()  # re-raises a fail-fast error
+    finally:
+        await cancel_all({*workers, everyone, race})
+    if enough.is_set():
+        vm.shared.emit("race_decided", step, won=sorted(succeeded), failed=sorted(failed))
+    ctx.history.join([histories[i] for i in sorted(histories)])
+    if len(succeeded) < needed and on_fail != "ignore":
+        raise ParallelFailed(
+            f"parallel ({join}) for needed {needed} successful item(s), got {len(succeeded)}",
+            where=vm.expressions.where(node),
+        )
+    if join == "first":
+        return succeeded[min(succeeded)] if succeeded else None
+    return [succeeded[i] for i in sorted(succeeded)]
+
+
+async def cancel_all(tasks: Collection[asyncio.Future[Any]]) -> None:
+    for task in tasks:
+        task.cancel()
+    if tasks:
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def gather_fail_fast(tasks: Sequence[asyncio.Future[None]]) -> None:
+    pending = set(tasks)
+    while pending:
+        done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_EXCEPTION)
+        for task in done:
+            error = task.exception()
+            if error is not None:
+                raise error

@@ -1,0 +1,229 @@
+"""Sessions: a task (with its agent's prompt, context and memory) sent to a model, and the
+answer bound, recorded in the thread's history and, for persistent agents, remembered.
+
+`Sessions.run` builds the request; `Sessions._ask` is where the session's model call happens
+— the one place a tool loop plugs in (see docs/vm-layout.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from openprose import nodes as n
+from openprose.providers.base import Message, ModelRequest
+from openprose.vm.agents import Memories
+from openprose.vm.bindings import Bindings
+from openprose.vm.calls import ModelCalls
+from openprose.vm.context import Contexts
+from openprose.vm.errors import ProseRuntimeError
+from openprose.vm.expressions import Expressions, literal
+from openprose.vm.frame import Ctx
+from openprose.vm.prompts import NO_TASK, user_message
+from openprose.vm.runstore import RunStore
+from openprose.vm.runtime import AgentSpec, Shared
+from openprose.vm.values import Value
+
+if TYPE_CHECKING:
+    from openprose.vm.memory import AgentMemory
+
+_BACKOFFS = ("none", "linear", "exponential")
+
+
+class Sessions:
+    def __init__(
+        self,
+        shared: Shared,
+        store: RunStore,
+        *,
+        expressions: Expressions,
+        contexts: Contexts,
+        calls: ModelCalls,
+        memories: Memories,
+        bindings: Bindings,
+        agents: Mapping[str, AgentSpec],
+    ) -> None:
+        self.shared = shared
+        self.config = shared.config
+        self.store = store
+        self.expressions = expressions
+        self.contexts = contexts
+        self.calls = calls
+        self.memories = memories
+        self.bindings = bindings
+        self.agents = agents  # the program's agents, filled in before it runs
+
+    async def run(self, node: n.Session, ctx: Ctx, step: str, name: str | None) -> Value:
+        """Run one session; `name` is the binding it is the value of (`let x = session`),
+        when the caller binds it."""
+        where = self.expressions.where
+        props = {p.name.id: p.value for p in node.properties}
+        agent = self._agent_of(node)
+        model = self._model_of(props, agent)
+        task, system = self._task_and_system(node, props, agent, ctx, step)
+        memory: AgentMemory | None = None
+        memory_text: str | None = None
+        if agent is not None and agent.persist is not None:
+            memory = self.memories.open(agent)
+        if node.kind == "resume":
+            if agent is None or memory is None:
+                raise ProseRuntimeError(
+                    f"`resume:` requires a persistent agent; add `persist:` to agent "
+                    f"{agent.name if agent else '?'!r}",
+                    where=where(node),
+                    code="E017",
+                )
+            memory_text = memory.read()
+            if memory_text is None and step not in self.shared.replay.sessions:
+                raise ProseRuntimeError(
+                    f"no memory exists yet for agent {agent.name!r}; use `session:` first",
+                    where=where(node),
+                    code="E018",
+                )
+        label = name or (node.name.id if node.name else None)
+        if label is None and not ctx.in_pipeline:
+            label = self._anon_name(step)
+        context_items = self.contexts.for_session(
+            props.get("context"), ctx, step, len(task) + len(system or ""), memory_text
+        )
+        if memory_text is not None:
+            memory_text = context_items.pop(0).text
+        text = user_message(task, context_items, memory_text)
+        request = ModelRequest(
+            model=model,
+            messages=(Message("user", text),),
+            system=system,
+            max_tokens=self.config.max_tokens,
+        )
+        retries, backoff = self._retry_policy(props, node)
+        answer = await self._ask(
+            step,
+            request,
+            alias=model,
+            agent=agent,
+            node=node,
+            retries=retries,
+            backoff=backoff,
+            label=label,
+        )
+        if memory is not None and agent is not None:
+            await self.memories.update(agent, memory, step, task, answer)
+        self._record(node, ctx, step, name, label, answer)
+        return answer
+
+    async def _ask(
+        self,
+        step: str,
+        request: ModelRequest,
+        *,
+        alias: str,
+        agent: AgentSpec | None,
+        node: n.Session,
+        retries: int,
+        backoff: str,
+        label: str | None,
+    ) -> str:
+        """The session's model call: the request goes out, the answer's text comes back.
+        A tool loop plugs in here: offer the agent's tools on the request, and call the
+        model again (as sub-steps of `step`) while the answer asks for tools."""
+        response = await self.calls.call(
+            step,
+            request,
+            alias=alias,
+            agent=agent.name if agent else None,
+            where=node,
+            retries=retries,
+            backoff=backoff,
+            label=label,
+        )
+        return response.text
+
+    def _record(
+        self,
+        node: n.Session,
+        ctx: Ctx,
+        step: str,
+        name: str | None,
+        label: str | None,
+        answer: str,
+    ) -> None:
+        """The answer in the thread's history, its binding, and the line in state.md."""
+        shown = label or f"session {step}"
+        ctx.history.add(shown, answer)
+        if label is not None and name is None and node.name is None:
+            self.bindings.write(label, "let", node, answer, ctx)
+        elif node.name is not None and name is None:
+            ctx.scope.declare(node.name.id, answer)
+            self.bindings.write(node.name.id, "let", node, answer, ctx)
+        if not ctx.in_pipeline:
+            self.store.state(f"{step}→ {name or label} ✓")
+
+    def _task_and_system(
+        self,
+        node: n.Session,
+        props: dict[str, Any],
+        agent: AgentSpec | None,
+        ctx: Ctx,
+        step: str,
+    ) -> tuple[str, str | None]:
+        """The session's prompt is the task and its agent's prompt the system prompt; an
+        agent's session without a prompt of its own takes the agent's prompt as its task."""
+        placeholder = self.contexts.placeholder(step)
+
+        def interpolate(text: n.StringLit, ctx: Ctx) -> str:
+            return self.expressions.interpolate(text, ctx, placeholder)
+
+        session_prompt = node.prompt if node.prompt is not None else props.get("prompt")
+        if session_prompt is not None and not isinstance(session_prompt, n.StringLit):
+            session_prompt = None
+        if session_prompt is not None:
+            task = interpolate(session_prompt, ctx)
+            system = interpolate(agent.prompt, ctx) if agent and agent.prompt else None
+            return task, system
+        if agent is not None and agent.prompt is not None:
+            return interpolate(agent.prompt, ctx), None
+        return NO_TASK, None
+
+    def _agent_of(self, node: n.Session) -> AgentSpec | None:
+        if node.agent is None:
+            return None
+        agent = self.agents.get(node.agent.id)
+        if agent is None:
+            raise ProseRuntimeError(
+                f"undefined agent {node.agent.id!r}",
+                where=self.expressions.where(node),
+                code="E007",
+            )
+        return agent
+
+    def _model_of(self, props: dict[str, Any], agent: AgentSpec | None) -> str:
+        if "model" in props:
+            return str(literal(props["model"]))
+        if agent is not None and agent.model:
+            return agent.model
+        return self.config.default_model
+
+    def _retry_policy(self, props: dict[str, Any], node: n.Session) -> tuple[int, str]:
+        retries = literal(props["retry"]) if "retry" in props else 0
+        backoff = str(literal(props["backoff"])) if "backoff" in props else "none"
+        if not isinstance(retries, int) or isinstance(retries, bool) or retries < 0:
+            raise ProseRuntimeError(
+                f"retry must be a positive integer, got {retries!r}",
+                where=self.expressions.where(node),
+            )
+        if backoff not in _BACKOFFS:
+            raise ProseRuntimeError(
+                f"backoff must be none, linear or exponential, got {backoff!r}",
+                where=self.expressions.where(node),
+            )
+        return retries, backoff
+
+    def _anon_name(self, step: str) -> str:
+        served = self.shared.replay.sessions.get(step)
+        if served is not None and served.get("binding"):
+            name = str(served["binding"])
+            number = name.removeprefix("anon_")
+            if number.isdigit():  # later new sessions must not reuse the number
+                self.shared.anon_names = max(self.shared.anon_names, int(number))
+            return name
+        self.shared.anon_names += 1
+        return f"anon_{self.shared.anon_names:03d}"

@@ -1,0 +1,87 @@
+"""The front end (scanner, parser, checker, compiler, formatter, imports...) stands on its own:
+nothing in it imports the VM, the CLI or the providers — not even inside a function — so
+checking a program can never pull in the machinery that runs one."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import openprose
+
+PACKAGE = Path(openprose.__file__).parent
+BACK_END = ("vm", "cli", "providers")
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _front_end() -> list[Path]:
+    return sorted(
+        p for p in PACKAGE.rglob("*.py") if p.relative_to(PACKAGE).parts[0] not in BACK_END
+    )
+
+
+def _imported(path: Path) -> set[str]:
+    """Every module an import statement anywhere in `path` names (relative ones resolved)."""
+    package = _module_name(path) if path.name == "__init__.py" else _module_name(path.parent)
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            found.add(base)
+            found.update(f"{base}.{alias.name}" for alias in node.names)
+    return found
+
+
+def _is_back_end(module: str) -> bool:
+    return any(
+        module == f"openprose.{part}" or module.startswith(f"openprose.{part}.")
+        for part in BACK_END
+    )
+
+
+def test_the_front_end_is_most_of_the_package() -> None:
+    names = {_module_name(p) for p in _front_end()}
+    assert {"openprose.parser", "openprose.checker", "openprose.imports"} <= names
+    assert not any(_is_back_end(name) for name in names)
+
+
+def test_no_front_end_module_imports_the_vm() -> None:
+    offenders = {
+        _module_name(path): sorted(m for m in _imported(path) if _is_back_end(m))
+        for path in _front_end()
+    }
+    assert {name: found for name, found in offenders.items() if found} == {}
+
+
+def test_importing_and_using_the_front_end_loads_no_vm() -> None:
+    # A fresh interpreter: importing every front-end module and checking a program that
+    # uses an import leaves no VM, CLI or provider module loaded.
+    names = [_module_name(p) for p in _front_end()]
+    script = (
+        "import importlib, sys, pathlib, tempfile\n"
+        f"for name in {names!r}:\n"
+        "    importlib.import_module(name)\n"
+        "from openprose.checker import diagnose\n"
+        "from openprose.parser import parse_text\n"
+        "project = pathlib.Path(tempfile.mkdtemp())\n"
+        "parsed = parse_text('use \"@a/b\" as b\\nlet x = b(topic: \"t\")\\n', 'main.prose')\n"
+        "diagnose(parsed, project)\n"
+        "loaded = [m for m in sys.modules if m.split('.')[:2] in "
+        "(['openprose', 'vm'], ['openprose', 'cli'], ['openprose', 'providers'])]\n"
+        "print(','.join(sorted(loaded)))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == ""
