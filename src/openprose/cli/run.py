@@ -320,7 +320,19 @@ def read_inputs(pairs: list[str], json_file: str | None) -> dict[str, Any]:
         if not sep or not name.strip():
             raise UsageError(f"bad --input {pair!r}: write NAME=VALUE")
         inputs[name.strip()] = value
+    _recordable(inputs, f"--inputs {json_file}" if json_file else "--input")
     return inputs
+
+
+def _recordable(inputs: dict[str, Any], where: str) -> None:
+    """Inputs are recorded in run.json: refuse what cannot be (a lone surrogate such as
+    `"\\udd89"`, which is not text; nesting deeper than the run record allows)."""
+    import orjson
+
+    try:
+        orjson.dumps(inputs)
+    except orjson.JSONEncodeError as error:
+        raise UsageError(f"{where}: cannot be recorded in the run: {error}") from None
 
 
 def _inputs_file(json_file: str) -> Any:

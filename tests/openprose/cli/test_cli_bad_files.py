@@ -150,6 +150,8 @@ def test_a_deep_json_rules_file_is_a_usage_error(
         ('{"topic": ' + "[" * 100_000 + "]" * 100_000 + "}", "JSON nested too deeply"),
         ('{"topic": ' + "9" * 5000 + "}", "invalid JSON"),
         ('{"topic": "\udcff"}', "not UTF-8"),
+        ('{"topic": "\\udd89"}', "cannot be recorded in the run"),  # a lone surrogate escape
+        ('{"topic": ' + "[" * 300 + "]" * 300 + "}", "cannot be recorded in the run"),
     ],
 )
 def test_malformed_inputs_are_a_usage_error_naming_the_file(
