@@ -2,7 +2,8 @@
 a hypothesis strategy that mutates them, the in-process `prose` runner that fails on any
 traceback or "internal error", and the budget.
 
-Budget: `PROSE_FUZZ_EXAMPLES` inputs per test (default 60, for CI). The large run is
+Budget: `PROSE_FUZZ_EXAMPLES` inputs per CLI test and ten times that per front-end test
+(default 60, for CI). The large run is
 documented in docs/fuzzing-prose.md; it sets `PROSE_FUZZ_REPORT=FILE` to have every test
 append how many inputs it ran.
 """
@@ -35,6 +36,9 @@ FUZZ = settings(
     derandomize=BUDGET <= 100,  # CI: the same inputs every run
     suppress_health_check=list(HealthCheck),
 )
+# The front end is ~20 times cheaper per input than a whole `prose` command: it gets more.
+FRONT_END_FACTOR = 10
+FUZZ_FRONT_END = settings(FUZZ, max_examples=BUDGET * FRONT_END_FACTOR)
 
 # Pieces a mutation inserts: grammar words, hostile characters, and the shapes the audit of
 # issue 17 used (huge numbers, deep nesting, escapes, bad UTF-8, NUL).

@@ -17,7 +17,7 @@ from openprose.compiler import compile_program
 from openprose.formatter import format_source
 from openprose.parser import decode_source, parse, parse_text
 from openprose.scanner import scan
-from tests.fuzz.prose_corpus import FUZZ, PROGRAMS, Counter, mutated
+from tests.fuzz.prose_corpus import FUZZ_FRONT_END, PROGRAMS, Counter, mutated
 
 COUNTER = Counter()
 PROJECT = Path(tempfile.mkdtemp(prefix="prose-fuzz-"))
@@ -29,7 +29,7 @@ def report() -> Iterator[None]:
     COUNTER.report()
 
 
-@FUZZ
+@FUZZ_FRONT_END
 @given(mutated(PROGRAMS))
 def test_prose_scanner_parser_and_checker_never_raise(data: bytes) -> None:
     COUNTER.tick("front_end.scan_parse_check")
@@ -48,7 +48,7 @@ def test_prose_scanner_parser_and_checker_never_raise(data: bytes) -> None:
         assert 0 <= diagnostic.span.start <= diagnostic.span.end <= size
 
 
-@FUZZ
+@FUZZ_FRONT_END
 @given(mutated(PROGRAMS))
 def test_prose_formatter_and_compiler_never_raise(data: bytes) -> None:
     COUNTER.tick("front_end.format_compile")
