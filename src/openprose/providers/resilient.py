@@ -26,6 +26,7 @@ from openprose.providers.base import (
     ModelRequest,
     ModelResponse,
     Provider,
+    ProviderConfigError,
     ProviderError,
     RetryAfterTooLongError,
     TransientProviderError,
@@ -56,6 +57,22 @@ def garbled_answer(provider: str, model: str, error: BaseException) -> GarbledAn
     return GarbledAnswerError(
         f"{provider} (model {model}): malformed response: {problem}", provider=provider
     )
+
+
+# How a provider reports a 200 body it could not decode as a plain (permanent) error; such
+# a report is garbled too. A provider should raise `GarbledAnswerError` itself; this keeps
+# the classification whatever it raises.
+_UNDECODABLE = (
+    ": malformed response: the body is not valid JSON",
+    ": malformed response: the server sent a non-JSON body",
+    ": malformed response: the body is not UTF-8",
+)
+
+
+def _reports_undecodable_body(error: ProviderError) -> bool:
+    if isinstance(error, TransientProviderError | ProviderConfigError):
+        return False
+    return any(marker in str(error) for marker in _UNDECODABLE)
 
 
 def redact(text: str, secrets: Iterable[str]) -> str:
@@ -138,6 +155,8 @@ class ResilientProvider:
             raise
         except ProviderError as error:
             self._redact_error(error)
+            if _reports_undecodable_body(error):
+                raise GarbledAnswerError(str(error), provider=error.provider) from error
             raise
         except ValueError as error:
             garbled = garbled_answer(self.name, request.model, error)
