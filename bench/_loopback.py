@@ -1,5 +1,7 @@
-"""Shared by the VM benchmarks (`bench/vm_*.py`): the loopback fake server, the bare SDK
-baseline client, running a program through the VM, and the result table.
+"""Shared by the VM benchmarks (`bench/vm_*.py`): the loopback fake server, the baseline
+clients (a plain aiohttp + orjson loop; the official SDK for reference, when it happens to be
+installed), running a program through the VM in-process or as a whole `prose run` process,
+and the result table.
 
 Nothing here asserts: the benchmarks report figures, ratios and PASS/FAIL against the goals
 of issue 3, and exit 0.
@@ -27,13 +29,15 @@ sys.path.insert(0, str(REPO / "src"))  # runnable without an editable install to
 from tests.support.fake_llm_server import fetch_stats, start_in_subprocess
 
 __all__ = [
+    "PlainClient",
     "Table",
-    "bare_client",
     "fetch_stats",
     "load_note",
     "parse_program",
     "project_dir",
+    "prose_process",
     "reset_server",
+    "sdk_client",
     "set_project_root",
     "start_in_subprocess",
     "summary",
@@ -63,9 +67,46 @@ def reset_server(base_url: str) -> None:
         pass
 
 
-def bare_client(base_url: str) -> Any:
-    """The SDK configured exactly as `OpenAIProvider` configures it (aiohttp transport,
-    no SDK retries, same timeout), for the bare-loop baselines."""
+class PlainClient:
+    """The baseline: what a careful programmer writes by hand to call an OpenAI-compatible
+    server — one aiohttp session (pool and keep-alive), bodies as orjson bytes, no checks
+    beyond reading the answer's text."""
+
+    def __init__(self, base_url: str, concurrency: int = 256) -> None:
+        import aiohttp
+
+        self.url = f"{base_url}/v1/chat/completions"
+        self.session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=concurrency),
+            headers={"authorization": f"Bearer {API_KEY}", "content-type": "application/json"},
+            timeout=aiohttp.ClientTimeout(total=TIMEOUT_S),
+        )
+
+    async def ask(self, model: str, prompt: str) -> str:
+        import orjson
+
+        body = {
+            "model": model,
+            "messages": [{"role": "user", "content": prompt}],
+            "max_tokens": 1024,
+        }
+        async with self.session.post(self.url, data=orjson.dumps(body)) as answer:
+            data = orjson.loads(await answer.read())
+        return str(data["choices"][0]["message"]["content"] or "")
+
+    async def close(self) -> None:
+        await self.session.close()
+
+
+def sdk_installed() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("openai") is not None
+
+
+def sdk_client(base_url: str) -> Any:
+    """The official SDK on its aiohttp transport, no retries, same timeout: for a reference
+    figure only (it is no dependency; callers check `sdk_installed()` first)."""
     import openai
 
     return openai.AsyncOpenAI(
@@ -75,6 +116,42 @@ def bare_client(base_url: str) -> Any:
         timeout=TIMEOUT_S,
         http_client=openai.DefaultAioHttpClient(),
     )
+
+
+def prose_process(argv: Sequence[str], cwd: Path, base_url: str) -> tuple[float, float, float, str]:
+    """Run `prose ARGV` as a user would (a fresh interpreter, the console script's entry
+    point) with the openai provider pointed at the loopback server: (wall seconds from spawn
+    to exit, CPU seconds, peak RSS in MB, stdout)."""
+    import subprocess
+
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("PROSE_", "ANTHROPIC_", "OPENAI_")) and k != "PYTHONDONTWRITEBYTECODE"
+    }
+    env.update(OPENAI_BASE_URL=f"{base_url}/v1", OPENAI_API_KEY=API_KEY, TERM="dumb")
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO / "src"), env.get("PYTHONPATH")]))
+    code = "import sys; from openprose.cli import main; sys.argv[0] = 'prose'; raise SystemExit(main())"
+    with tempfile.TemporaryFile() as errors:
+        started = time.perf_counter()
+        process = subprocess.Popen(
+            [sys.executable, "-c", code, *argv],
+            cwd=cwd,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=errors,
+        )
+        assert process.stdout is not None
+        out = process.stdout.read()
+        _, status, usage = os.wait4(process.pid, 0)  # this child's own rusage
+        wall = time.perf_counter() - started
+        process.returncode = os.waitstatus_to_exitcode(status)
+        errors.seek(0)
+        err = errors.read().decode(errors="replace")
+    if process.returncode != 0:
+        raise SystemExit(f"prose {' '.join(argv)} failed ({process.returncode}): {err}")
+    cpu = usage.ru_utime + usage.ru_stime
+    return wall, cpu, usage.ru_maxrss / 1024, out.decode()
 
 
 # --- the VM --------------------------------------------------------------------------------
@@ -162,7 +239,8 @@ async def vm_run(
         project_dir=project,
         inputs=inputs,
         settings=settings,
-        config=VMConfig(max_concurrency=concurrency),
+        # The benchmarks make up to 100,000 calls on purpose: no session budget.
+        config=VMConfig(max_concurrency=concurrency, max_sessions=None),
     )
     elapsed = time.perf_counter() - started
     cpu = time.process_time() - cpu

@@ -1,23 +1,32 @@
-"""Benchmark: end-to-end VLP validation of an NDJSON stream vs orjson parse-only and jsonschema.
+"""Benchmark: `vlp validate` as a whole process vs orjson parse-only, and the thread checks.
 
-Generates N mixed messages (~5 % invalid) into a temporary directory, then times, on the
-same bytes in the same run:
-  * parse-only: read in 1 MiB chunks, split lines, orjson.loads each line;
-  * vlp end to end: vlp.scan (read, split, parse, schema shapes, truth-serum rules);
+Generates N mixed messages (~5 % invalid) into a temporary directory, then measures, on the
+same bytes in the same run (best of --repeat, rounds interleaved):
+  * parse-only, whole process: a Python process that reads the file in 1 MiB chunks,
+    splits lines and orjson.loads each one;
+  * `vlp validate FILE`, whole process, default options (thread checks on), output to a
+    file; and `vlp validate --no-thread` for reference;
+  * the thread checks alone, in process: the checker before the fast path
+    (bench/_thread_checker_before.py, fed dicts as it was) against today's, fed the
+    fields of the decoded lines as `vlp validate` does;
   * jsonschema: Draft202012Validator.is_valid on a parsed sample with the packaged schema.
-Goals: vlp >= 0.5x parse-only and >= 25x jsonschema.
+Goals: vlp validate >= 0.5x parse-only (whole processes), thread checks >= 2x faster,
+vlp >= 25x jsonschema.
 
-    python bench/vlp_validate.py            # 1,000,000 messages
+    python bench/vlp_validate.py            # 300,000 messages
     python bench/vlp_validate.py --n 100000 # quick run
-    python bench/vlp_validate.py --n 100000 --profile  # then cProfile one vlp run
+    python bench/vlp_validate.py --profile  # then cProfile one in-process vlp run
 """
 
 from __future__ import annotations
 
 import argparse
 import cProfile
+import os
 import pstats
 import random
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -25,9 +34,9 @@ from typing import Any
 
 import jsonschema  # type: ignore[import-untyped]
 import orjson
+from _thread_checker_before import ThreadChecker as ThreadCheckerBefore
 
 import vlp
-from vlp.ndjson import CHUNK_BYTES
 
 SENDERS = ["Operator", "Archivist", "TheObserver", "ResearchAgent", "Planner"]
 SOURCES = [
@@ -39,7 +48,9 @@ SOURCES = [
 ]
 
 
-def _message(rng: random.Random, index: int, session: str) -> dict[str, Any]:
+def _message(
+    rng: random.Random, index: int, session: str, last_claim: int | None
+) -> dict[str, Any]:
     kind = rng.choices(
         ["claim", "evidence", "query", "response", "correction", "notice", "session_context"],
         weights=[30, 20, 15, 15, 5, 10, 5],
@@ -58,7 +69,9 @@ def _message(rng: random.Random, index: int, session: str) -> dict[str, Any]:
     }
     if rng.random() < 0.5:
         msg["receiver"] = rng.choice(SENDERS)
-    if kind in ("evidence", "response", "correction") or rng.random() < 0.2:
+    if kind == "evidence" and last_claim is not None:  # evidence supports a claim
+        msg["refers_to"] = f"MSG{last_claim:08d}"
+    elif kind in ("evidence", "response", "correction") or rng.random() < 0.2:
         msg["refers_to"] = f"MSG{max(index - rng.randint(1, 5), 0):08d}"
     if (
         kind in ("evidence", "correction", "claim")
@@ -106,8 +119,11 @@ def generate(path: Path, n: int, seed: int) -> int:
     broken = 0
     with path.open("wb") as out:
         batch: list[bytes] = []
+        last_claim: int | None = None
         for index in range(n):
-            msg = _message(rng, index, f"S-bench-{index // 1000}")
+            msg = _message(rng, index, f"S-bench-{index // 1000}", last_claim)
+            if msg["type"] == "claim":
+                last_claim = index
             if rng.random() < 0.05:
                 batch.append(_broken(rng, msg))
                 broken += 1
@@ -121,46 +137,95 @@ def generate(path: Path, n: int, seed: int) -> int:
     return broken
 
 
-def parse_only(path: Path) -> int:
-    loads = orjson.loads
-    parsed = 0
-    carry = b""
-    with path.open("rb") as stream:
-        while chunk := stream.read(CHUNK_BYTES):
-            lines = (carry + chunk).split(b"\n")
-            carry = lines.pop()
-            for line in lines:
-                try:
-                    loads(line)
-                except orjson.JSONDecodeError:
-                    pass
-                parsed += 1
-    return parsed
+PARSE_ONLY = """
+import sys, orjson
+loads, parsed, carry = orjson.loads, 0, b""
+with open(sys.argv[1], "rb") as stream:
+    while chunk := stream.read(1024 * 1024):
+        lines = (carry + chunk).split(b"\\n")
+        carry = lines.pop()
+        for line in lines:
+            try:
+                loads(line)
+            except orjson.JSONDecodeError:
+                pass
+            parsed += 1
+print(parsed)
+"""
+
+
+def whole_process(argv: list[str], out: Path) -> tuple[float, float, int]:
+    """Wall and CPU seconds (user + system of the child) of one command, and its exit code."""
+    before = os.times()
+    wall = time.perf_counter()
+    with out.open("wb") as sink:
+        code = subprocess.run(argv, stdout=sink, check=False).returncode
+    wall = time.perf_counter() - wall
+    after = os.times()
+    cpu = (after.children_user - before.children_user) + (
+        after.children_system - before.children_system
+    )
+    return wall, cpu, code
+
+
+def scan_only(path: Path) -> int:
+    """In process: validation without the checks across messages."""
+    problems: list[vlp.Problem] = []
+    vlp.scan(path, problems.append)
+    return len(problems)
+
+
+def scan_checked_before(path: Path) -> int:
+    """In process: validation with the thread checks as `vlp validate` ran them before
+    (commit 966e13c): each valid message parsed to a dict and given to that checker."""
+    problems: list[vlp.Problem] = []
+    checker = ThreadCheckerBefore()
+
+    def on_message(msg: dict[str, Any], line: int) -> None:
+        problems.extend(checker.add(msg, line))
+
+    vlp.scan(path, problems.append, on_message)
+    return len(problems)
+
+
+def scan_checked_now(path: Path) -> int:
+    """In process: validation with the thread checks as `vlp validate` runs them now."""
+    problems: list[vlp.Problem] = []
+    vlp.scan(path, problems.append, thread=vlp.ThreadChecker())
+    return len(problems)
 
 
 def end_to_end(path: Path) -> vlp.ndjson.ScanSummary:
     problems: list[vlp.Problem] = []
-    return vlp.scan(path, problems.append)
+    return vlp.scan(path, problems.append, thread=vlp.ThreadChecker())
 
 
 def best_times(runs: list[Any], repeat: int) -> list[tuple[float, float, Any]]:
     """Best wall and CPU time of each run over ``repeat`` rounds, interleaved so that load
-    from other processes on the machine hits every contender alike."""
+    from other processes on the machine hits every contender alike. A run returning
+    ``(wall, cpu, result)`` (a child process) is timed by what it returns."""
     best: list[tuple[float, float, Any]] = [(float("inf"), float("inf"), None)] * len(runs)
     for _ in range(repeat):
-        for index, run in enumerate(runs):
+        for index, (run, timed_itself) in enumerate(runs):
             wall, cpu = time.perf_counter(), time.process_time()
             result = run()
             wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+            if timed_itself:
+                wall, cpu, result = result
             best[index] = (min(wall, best[index][0]), min(cpu, best[index][1]), result)
     return best
+
+
+def _rates(label: str, count: int, wall: float, cpu: float) -> tuple[float, float]:
+    print(f"{label:<28}: {count / cpu:12,.0f} msg/s CPU  {count / wall:12,.0f} msg/s wall")
+    return count / cpu, count / wall
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--n", type=int, default=1_000_000, help="messages to generate")
+    parser.add_argument("--n", type=int, default=300_000, help="messages to generate")
     parser.add_argument("--sample", type=int, default=5_000, help="messages for jsonschema")
     parser.add_argument("--repeat", type=int, default=3, help="runs per measure; best is kept")
     parser.add_argument("--seed", type=int, default=14)
@@ -168,20 +233,39 @@ def main() -> None:
         "--profile", action="store_true", help="also cProfile one vlp run, after the figures"
     )
     args = parser.parse_args()
+    vlp_command = [str(Path(sys.executable).with_name("vlp"))]
+    if not Path(vlp_command[0]).exists():
+        vlp_command = [sys.executable, "-m", "vlp.cli"]
 
     with tempfile.TemporaryDirectory(prefix="vlp-bench-") as tmp:
         path = Path(tmp) / "messages.ndjson"
+        out = Path(tmp) / "out.txt"
         broken = generate(path, args.n, args.seed)
         size = path.stat().st_size
         print(f"generated {args.n:,} messages ({broken:,} broken, {size / 1e6:.0f} MB)")
 
-        (parse_wall, parse_cpu, parsed), (vlp_wall, vlp_cpu, summary) = best_times(
-            [lambda: parse_only(path), lambda: end_to_end(path)], args.repeat
+        parse_run = ([sys.executable, "-c", PARSE_ONLY, str(path)], out)
+        vlp_run = ([*vlp_command, "validate", str(path)], Path(tmp) / "vlp.txt")
+        lean_run = ([*vlp_command, "validate", "--no-thread", str(path)], out)
+        parse, full, lean = best_times(
+            [
+                (lambda: whole_process(*parse_run), True),
+                (lambda: whole_process(*vlp_run), True),
+                (lambda: whole_process(*lean_run), True),
+            ],
+            args.repeat,
         )
-        invalid = summary.messages - summary.valid
-        share = invalid / summary.messages
-        print(f"vlp found {invalid:,} invalid of {summary.messages:,} ({share:.1%})")
+        report = vlp_run[1].read_text().splitlines()
+        print(f"vlp validate: exit {full[2]}, {len(report) - 1:,} problem(s); {report[-1]}")
 
+        plain, before, now = best_times(
+            [
+                (lambda: scan_only(path), False),
+                (lambda: scan_checked_before(path), False),
+                (lambda: scan_checked_now(path), False),
+            ],
+            args.repeat,
+        )
         validator = jsonschema.Draft202012Validator(vlp.load_schema())
         sample = []
         with path.open("rb") as stream:
@@ -192,36 +276,37 @@ def main() -> None:
                     continue
                 if len(sample) == args.sample:
                     break
-        [(schema_wall, schema_cpu, schema_valid)] = best_times(
-            [lambda: sum(validator.is_valid(msg) for msg in sample)], 1
-        )
-        ours_valid = sum(vlp.is_valid(msg) for msg in sample)
-        print(
-            f"sample agreement: jsonschema {schema_valid} valid, "
-            f"vlp {ours_valid} valid of {len(sample)}"
+        [(_, schema_cpu, schema_valid)] = best_times(
+            [(lambda: sum(validator.is_valid(msg) for msg in sample), False)], 1
         )
         profile = cProfile.Profile() if args.profile else None
         if profile is not None:
             profile.runcall(end_to_end, path)
 
-    for clock, parse_s, vlp_s, schema_s in (
-        ("CPU time (robust on a shared machine)", parse_cpu, vlp_cpu, schema_cpu),
-        ("wall clock", parse_wall, vlp_wall, schema_wall),
-    ):
-        parse_rate = parsed / parse_s
-        vlp_rate = summary.messages / vlp_s
-        schema_rate = len(sample) / schema_s
-        vs_parse, vs_schema = vlp_rate / parse_rate, vlp_rate / schema_rate
-        print(f"-- rates by {clock}")
-        print(f"orjson parse-only : {parse_rate:12,.0f} msg/s")
-        print(f"vlp end to end    : {vlp_rate:12,.0f} msg/s")
-        print(f"jsonschema        : {schema_rate:12,.0f} msg/s")
-        parse_goal = "met" if vs_parse >= 0.5 else "MISSED"
-        schema_goal = "met" if vs_schema >= 25 else "MISSED"
-        print(f"vlp / parse-only  : {vs_parse:6.2f}x  (goal >= 0.5x: {parse_goal})")
-        print(f"vlp / jsonschema  : {vs_schema:6.1f}x  (goal >= 25x: {schema_goal})")
+    print(f"-- whole processes (best of {args.repeat})")
+    parse_cpu, parse_wall = _rates("orjson parse-only", args.n, parse[0], parse[1])
+    vlp_cpu, vlp_wall = _rates("vlp validate (default)", args.n, full[0], full[1])
+    _rates("vlp validate --no-thread", args.n, lean[0], lean[1])
+    for clock, ratio in (("CPU", vlp_cpu / parse_cpu), ("wall", vlp_wall / parse_wall)):
+        goal = "met" if ratio >= 0.5 else "MISSED"
+        print(f"vlp validate / parse-only ({clock:>4}): {ratio:5.2f}x  (goal >= 0.5x: {goal})")
+    print("-- thread checks, in process: time of validation with them minus without (CPU)")
+    cost_before, cost_now = before[1] - plain[1], now[1] - plain[1]
+    print(f"validation alone                : {plain[1]:6.3f} s")
+    print(f"thread checks before (966e13c)  : {cost_before:6.3f} s  ({before[2]:,} problems)")
+    print(f"thread checks now               : {cost_now:6.3f} s  ({now[2]:,} problems)")
+    speedup = cost_before / cost_now
+    print(f"speed-up: {speedup:.1f}x  (goal >= 2x: {'met' if speedup >= 2 else 'MISSED'})")
+    print("-- jsonschema, on a sample (CPU)")
+    schema_rate = len(sample) / schema_cpu
+    vs_schema = vlp_cpu / schema_rate
+    print(f"jsonschema: {schema_rate:,.0f} msg/s ({schema_valid} of {len(sample)} valid)")
+    print(
+        f"vlp validate / jsonschema: {vs_schema:.1f}x  (goal >= 25x: "
+        f"{'met' if vs_schema >= 25 else 'MISSED'})"
+    )
     if profile is not None:
-        print("-- cProfile of one vlp run (profiling slows it down)")
+        print("-- cProfile of one in-process vlp run (profiling slows it down)")
         pstats.Stats(profile).sort_stats("tottime").print_stats(15)
 
 

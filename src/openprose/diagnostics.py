@@ -22,12 +22,57 @@ class Severity(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
+class Edit:
+    """Replace the text of ``span`` with ``text`` (an insertion when the span is empty)."""
+
+    span: Span
+    text: str
+
+    def to_dict(self) -> dict[str, Any]:
+        span = self.span
+        return {
+            "start": span.start,
+            "end": span.end,
+            "line": span.line,
+            "column": span.column,
+            "end_line": span.end_line,
+            "end_column": span.end_column,
+            "text": self.text,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Fix:
+    """A mechanical rewrite that resolves a diagnostic and keeps the program's meaning: text
+    edits that never overlap, so an editor can offer it as a quick fix and ``prose check
+    --fix`` can apply it (``openprose.fixes``)."""
+
+    title: str
+    edits: tuple[Edit, ...]
+    # False for a likely but unproven fix (a misspelled keyword's nearest word): an editor may
+    # offer it; `prose check --fix` applies it only with --unsafe-fixes.
+    safe: bool = True
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "title": self.title,
+            "safe": self.safe,
+            "edits": [e.to_dict() for e in self.edits],
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class Diagnostic:
     code: str
     severity: Severity
     message: str
     span: Span
     path: str = "<string>"
+    # The rule of the language reference the diagnostic rests on, and one line saying how to
+    # resolve it (defaults come from ``openprose.codes``; sites may say something sharper).
+    rule: str = ""
+    help: str = ""
+    fix: Fix | None = None
 
     @property
     def line(self) -> int:
@@ -59,6 +104,9 @@ class Diagnostic:
             "code": self.code,
             "severity": str(self.severity),
             "message": self.message,
+            "rule": self.rule,
+            "help": self.help,
+            "fix": None if self.fix is None else self.fix.to_dict(),
         }
 
     def excerpt(self, source: SourceFile) -> str:
@@ -92,11 +140,28 @@ class Diagnostic:
         )
 
     def render_cli(self, source: SourceFile) -> str:
-        """``path:line:col: CODE message`` followed by the caret excerpt."""
+        """``path:line:col: CODE message``, the caret excerpt, then the rule it rests on and
+        how to fix it (one line each, when known)."""
         return (
             f"{self.path}:{self.line}:{self.column}: {self.code} {self.message}\n"
-            f"{self.excerpt(source)}"
+            f"{self.excerpt(source)}{self.notes()}"
         )
+
+    def notes(self) -> str:
+        """The ``rule:`` and ``help:`` lines shown under the excerpt (empty when unknown)."""
+        text = ""
+        if self.rule:
+            text += f"\n  = rule: {self.rule}"
+        if self.help:
+            fixable = ""
+            if self.fix is not None:
+                fixable = (
+                    " (fixable with `prose check --fix`)"
+                    if self.fix.safe
+                    else " (fix available: `prose check --fix --unsafe-fixes`)"
+                )
+            text += f"\n  = help: {self.help}{fixable}"
+        return text
 
 
 def has_errors(diagnostics: list[Diagnostic] | tuple[Diagnostic, ...]) -> bool:

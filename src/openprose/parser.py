@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gc
 import os
+import re
 import stat
 import sys
 from collections.abc import Callable
@@ -19,13 +20,15 @@ from pathlib import Path
 from typing import Literal, NoReturn, cast
 
 from openprose import nodes as n
-from openprose.diagnostics import Diagnostic, Severity
+from openprose.codes import diagnostic
+from openprose.diagnostics import Diagnostic, Edit, Fix
 from openprose.scanner import (
     ARROW,
     DEDENT,
     DISCRETION,
     EOF,
     ERROR,
+    IDENT_PATTERN,
     INDENT,
     KEYWORDS,
     MAX_DIAGNOSTICS,
@@ -39,6 +42,7 @@ from openprose.scanner import (
     token_span,
 )
 from openprose.source import SourceFile, Span
+from openprose.suggest import closest, did_you_mean
 
 # Statements whose indented block, if any, holds `name: value` properties.
 _PROPERTY_HEADS = frozenset(("agent", "session", "resume"))
@@ -49,6 +53,22 @@ MAX_NESTING = 1000
 _RECURSION_LIMIT = 20 * MAX_NESTING + 2000
 
 _LAYOUT = frozenset((NEWLINE, INDENT, DEDENT, EOF))
+# Keywords that also name things where a name is expected (`block review(input):`,
+# `context: input`); at the start of a statement they still begin their declaration.
+SOFT_KEYWORDS = frozenset(("input", "output"))
+_NAME_KINDS = frozenset((NAME, *SOFT_KEYWORDS))
+# What a misspelled statement keyword is compared with ("did you mean").
+_STATEMENT_WORDS = tuple(sorted(KEYWORDS - {"as", "in", "until", "while"}))
+# After a name at the start of a statement, these make it an expression (assignment, call,
+# property access, pipeline, sequence) rather than a misspelled keyword.
+_NAME_GOES_ON = frozenset(("=", "(", ".", "|", ARROW))
+# What may follow a keyword that starts an expression but never a name there; and those
+# keywords (a name followed by one of these is a misspelled keyword).
+# (`:` only on the right of `=`: `for x in loops:` ends its header with one.)
+_AFTER_KEYWORD = frozenset((STRING, DISCRETION))
+_EXPRESSION_WORDS = ("do", "loop", "parallel", "repeat", "resume", "session", "choice", "if", "try")
+# Statements (not expressions) whose result a parallel branch may name: `name = try:`.
+_BRANCH_STATEMENTS = frozenset(("try", "if", "choice"))
 _PIPE_OPS = frozenset(("map", "filter", "pmap", "reduce"))
 # Tokens that end a value wherever one appears (``|`` and NEWLINE are absent: they may
 # continue it as a pipeline).
@@ -81,7 +101,12 @@ class ParseResult:
 
 
 class _ParseError(Exception):
-    """Unwinds to the nearest statement boundary; the diagnostic is already recorded."""
+    """Unwinds to the nearest statement boundary; the diagnostic is already recorded.
+    ``properties``: the block hanging off the broken line holds properties."""
+
+    def __init__(self, *, properties: bool = False) -> None:
+        super().__init__()
+        self.properties = properties
 
 
 def _is_word(token: Token) -> bool:
@@ -103,6 +128,8 @@ class _Parser:
         self.diagnostics = scanned.diagnostics
         self.pos = 0
         self.depth = 0
+        # Nesting depths of the statements directly inside `parallel:` bodies being parsed.
+        self.parallel_levels: list[int] = []
 
     # --- token helpers ---------------------------------------------------------------------
 
@@ -125,7 +152,7 @@ class _Parser:
 
     def expect_name(self, what: str) -> n.Name:
         token = self.tokens[self.pos]
-        if token[0] != NAME:
+        if token[0] not in _NAME_KINDS:
             self.fail(f"expected {what}")
         self.pos += 1
         return n.Name(span=token_span(token), id=token[1])
@@ -184,10 +211,18 @@ class _Parser:
 
     # --- diagnostics -----------------------------------------------------------------------
 
-    def report(self, code: str, message: str, span: Span) -> None:
+    def report(
+        self,
+        code: str,
+        message: str,
+        span: Span,
+        *,
+        help: str | None = None,
+        fix: Fix | None = None,
+    ) -> None:
         if len(self.diagnostics) < MAX_DIAGNOSTICS:
             self.diagnostics.append(
-                Diagnostic(code, Severity.ERROR, message, span, self.source.path)
+                diagnostic(code, message, span, self.source.path, help=help, fix=fix)
             )
 
     def fail(self, expected: str) -> NoReturn:
@@ -207,7 +242,8 @@ class _Parser:
             )
         else:
             shown = token[1] if len(token[1]) <= 30 else token[1][:30] + "..."
-            self.report("E004", f"Unexpected token {shown!r}: {expected}", token_span(token))
+            hint = did_you_mean(token[1], KEYWORDS, cutoff=0.8) if kind == NAME else ""
+            self.report("E004", f"Unexpected token {shown!r}: {expected}{hint}", token_span(token))
         raise _ParseError
 
     # --- recovery --------------------------------------------------------------------------
@@ -277,19 +313,44 @@ class _Parser:
             else:
                 body.append(self.statement())
 
-    def body(self, *, required: bool) -> tuple[n.Stmt, ...]:
+    def body(self, *, required: bool, construct: str | None = None) -> tuple[n.Stmt, ...]:
         """An indented block after a header's ``:``. A missing block is an empty body; when
         ``required`` (try/catch/finally: ``statement+``) that is E105, reported without
-        abandoning the statement, so its later clauses still attach to it."""
+        abandoning the statement, so its later clauses still attach to it. Where the grammar
+        admits an empty body (``statement*``), ``construct`` names the header for the W100
+        warning, which points at the line that was probably meant to be indented."""
         kinds = self.kinds
         if kinds[self.pos] != NEWLINE or self.peek_kind() != INDENT:
             if kinds[self.pos] != NEWLINE:
                 self.expected_block()
             if required:
                 self.report("E105", "Expected an indented block", token_span(self.tokens[self.pos]))
+            elif construct is not None:
+                self.empty_body(construct)
             return ()  # the NEWLINE ends the statement (or the clause)
         self.pos += 2
         return tuple(self.indented_block())
+
+    def empty_body(self, construct: str) -> None:
+        """W100 at the first token after the header (the unindented line), or at the end of
+        the header when the file ends there."""
+        kinds = self.kinds
+        index = self.pos + 1
+        while kinds[index] in (NEWLINE, DEDENT):
+            index += 1
+        token = self.tokens[index] if kinds[index] not in (EOF, ERROR) else self.tokens[self.pos]
+        header = self.tokens[self.pos - 1]
+        where = (
+            f"line {token[4]} is not indented under it"
+            if kinds[index] != EOF
+            else ("the file ends after its header")
+        )
+        self.report(
+            "W100",
+            f"`{construct}` on line {header[4]} has an empty body: {where}",
+            token_span(token),
+            help=f"indent the statements of the `{construct}` body under its header",
+        )
 
     def indented_block(self) -> list[n.Stmt]:
         """The statements of a block whose INDENT was just consumed, through its DEDENT;
@@ -345,8 +406,8 @@ class _Parser:
             else:
                 self.end_statement()
             return stmt
-        except _ParseError:
-            self.recover(start)
+        except _ParseError as error:
+            self.recover(start, error.properties)
             return self.invalid_from(start)
 
     def recover(self, start: int, properties: bool = False) -> None:
@@ -378,6 +439,8 @@ class _Parser:
             return handler(self)
         if kind == NAME and self.peek_kind() == "=":
             return self.assignment()
+        if kind == NAME and self.peek_kind() not in _NAME_GOES_ON:
+            self.unknown_statement()
         if kind == INDENT:
             self.report("E104", "Unexpected indent", token_span(self.tokens[self.pos]))
             start = self.pos
@@ -397,6 +460,92 @@ class _Parser:
             )
             return n.Invalid(span=span, text=self.source.text[span.start : span.end])
         return expr
+
+    def unknown_statement(self) -> None:
+        """A name that starts a statement and does not go on as an expression: a misspelled
+        keyword (`sesion "Hello"`, `paralel:`) or the legacy `import "x" from "y"`. Returns
+        when the line may still be a valid expression statement (a bare name is E116)."""
+        token = self.tokens[self.pos]
+        word = token[1]
+        following = self.peek_kind()
+        if word == "import" and following == STRING:
+            self.legacy_import()
+        if following == NEWLINE and self.peek_kind(2) == INDENT:
+            return  # a name whose pipeline goes on below (`xs` then `  | map:`)
+        guess = closest(word, _STATEMENT_WORDS, cutoff=0.75)
+        if guess is None and following in _LAYOUT:
+            return  # a bare name: E116 explains it
+        span = token_span(token)
+        if guess is not None:
+            self.report(
+                "E004",
+                f"unknown statement `{word}` (did you mean `{guess}`?)",
+                span,
+                help=f"replace `{word}` with `{guess}`",
+                fix=Fix(f"replace `{word}` with `{guess}`", (Edit(span, guess),), safe=False),
+            )
+        else:
+            self.report(
+                "E004",
+                f"unknown statement `{word}`",
+                span,
+                help="a statement starts with a keyword (session, let, parallel, if, ...) "
+                "or `name =`",
+            )
+        raise _ParseError(properties=guess in _PROPERTY_HEADS)
+
+    def check_keyword_after_equals(self) -> None:
+        """`x = sesion: critic`, `x = paralel:`: on the right of `=` a name followed by `:`
+        is a misspelled keyword (a name never goes on with a colon there)."""
+        if self.kinds[self.pos] == NAME and self.peek_kind() == ":":
+            self.misspelled_keyword(self.tokens[self.pos])
+
+    def misspelled_keyword(self, token: Token) -> None:
+        """A name where an expression starts, followed by what follows a keyword there
+        (`let x = sesion "a"`, `b = paralel:`): a misspelled keyword, reported at the name.
+        Returns when the name is close to no keyword (the next token is then the error)."""
+        word = token[1]
+        guess = closest(word, _EXPRESSION_WORDS, cutoff=0.75)
+        if guess is None:
+            return
+        span = token_span(token)
+        self.report(
+            "E004",
+            f"unknown keyword `{word}` (did you mean `{guess}`?)",
+            span,
+            help=f"replace `{word}` with `{guess}`",
+            fix=Fix(f"replace `{word}` with `{guess}`", (Edit(span, guess),), safe=False),
+        )
+        raise _ParseError(properties=guess in _PROPERTY_HEADS)
+
+    def legacy_import(self) -> NoReturn:
+        """``import "x" from "y"``: reported with its `use` rewrite (E123)."""
+        start = self.pos
+        kinds = self.kinds
+        name_token = self.tokens[start + 1]
+        source_token = None
+        end = start + 2
+        if kinds[end] == NAME and self.tokens[end][1] == "from" and kinds[end + 1] == STRING:
+            source_token = self.tokens[end + 1]
+            end += 2
+        self.pos = end
+        name = cast(StringValue, name_token[8]).value
+        source = cast(StringValue, source_token[8]).value if source_token else name
+        first, last = self.tokens[start], self.tokens[end - 1]
+        span = Span(first[2], last[3], first[4], first[5], last[6], last[7])
+        # The skill `x` of source `y` is `y/x` — unless `y` already ends in `x` (one skill per
+        # source). The path's last segment then names the import `x`, as `skills:` expects.
+        path = source if source.rstrip("/").rsplit("/", 1)[-1] == name else f"{source}/{name}"
+        rewrite = f"use {_quote(path)}"
+        safe = kinds[end] in _LAYOUT and _IDENTIFIER.fullmatch(name) is not None
+        self.report(
+            "E123",
+            f'`import "{name}"` is the legacy import statement; the reference imports with `use`',
+            span,
+            help=f"rewrite it as `{rewrite}`",
+            fix=Fix(f"rewrite as `{rewrite}`", (Edit(span, rewrite),)) if safe else None,
+        )
+        raise _ParseError
 
     def use(self) -> n.Use:
         start = self.take()
@@ -418,6 +567,7 @@ class _Parser:
         start = self.take()
         name = self.declared_name("an output name", "=")
         self.expect("=", "'=' after the output name")
+        self.check_keyword_after_equals()
         value = self.expression()
         return n.Output(span=self.span_from(start), name=name, value=value)
 
@@ -446,7 +596,7 @@ class _Parser:
                 self.pos += 1
             self.expect(")", "')' or ',' in the parameter list")
         self.expect(":", "':' after the block header")
-        body = self.body(required=False)
+        body = self.body(required=False, construct="block")
         return n.BlockDef(
             span=self.span_from(start),
             name=name,
@@ -466,6 +616,7 @@ class _Parser:
         else:
             target = self.expect_name(f"a variable name after '{keyword[1]}'")
         self.expect("=", "'=' after the variable name")
+        self.check_keyword_after_equals()
         value = self.expression()
         kind: Literal["let", "const"] = "let" if keyword[0] == "let" else "const"
         return n.Binding(span=self.span_from(keyword_at), kind=kind, target=target, value=value)
@@ -474,7 +625,14 @@ class _Parser:
         start = self.pos
         token = self.advance()
         self.pos += 1  # '='
-        value = self.expression()
+        self.check_keyword_after_equals()
+        value: n.Expr
+        if self.kinds[self.pos] in _BRANCH_STATEMENTS and self.depth in self.parallel_levels:
+            # parallelBranch → ( IDENTIFIER "=" )? statement: `name = try:` names the result
+            # of a statement that is no expression
+            value = cast(n.Expr, _STATEMENTS[self.kinds[self.pos]](self))
+        else:
+            value = self.expression()
         target = n.Name(span=token_span(token), id=token[1])
         return n.Assign(span=self.span_from(start), target=target, value=value)
 
@@ -636,7 +794,7 @@ class _Parser:
         following = kinds[pos + 1]
         if following in _VALUE_END or (following == NEWLINE and kinds[pos + 2] != INDENT):
             kind = kinds[pos]
-            if kind == NAME:
+            if kind in _NAME_KINDS:
                 self.pos = pos + 1
                 token = self.tokens[pos]
                 return n.Name(span=token_span(token), id=token[1])
@@ -746,7 +904,8 @@ class _Parser:
                 token_span(token),
             )
         self.expect(":", f"':' after '{op}'")
-        body = self.body(required=False)
+        # an unknown operator is E120 already; its empty body is no news
+        body = self.body(required=False, construct=op if op in _PIPE_OPS else None)
         return n.PipeOp(
             span=self.span_from(bar), op=op, body=body, accumulator=accumulator, item=item
         )
@@ -778,14 +937,20 @@ class _Parser:
         kind = token[0]
         if kind == NAME:
             self.pos += 1
-            if self.kinds[self.pos] == "(":
+            following = self.kinds[self.pos]
+            if following == "(":
                 return self.call(token)
+            if following in _AFTER_KEYWORD:
+                self.misspelled_keyword(token)
             return n.Name(span=token_span(token), id=token[1])
         if kind == STRING:
             self.pos += 1
             return _string_node(token)
         if kind == "session" or kind == "resume":
             return self.session()
+        if kind in SOFT_KEYWORDS:
+            self.pos += 1
+            return n.Name(span=token_span(token), id=token[1])
         handler = _PRIMARIES.get(kind)
         if handler is not None:
             return handler(self)
@@ -902,10 +1067,18 @@ class _Parser:
         elif following == ":":
             self.pos = pos + 1
             if kinds[pos + 1] == STRING and kind == "session":
-                self.fail(
-                    "expected an agent name after ':' "
-                    '(an inline prompt is written session "..." without the colon)'
+                # `session: "Do X"`: the colon introduces an agent; a prompt goes without it
+                colon = token_span(self.tokens[pos])
+                string = self.tokens[pos + 1]
+                self.report(
+                    "E004",
+                    f"Unexpected token {string[1][:30]!r}: expected an agent name after ':' "
+                    '(an inline prompt is written session "..." without the colon)',
+                    token_span(string),
+                    help='remove the colon: session "..."',
+                    fix=Fix("remove the colon", (Edit(colon, ""),)),
                 )
+                raise _ParseError(properties=True)
             agent = self.expect_name("an agent name after ':'")
         elif kind == "resume":
             self.fail("expected ':' and an agent name after 'resume'")
@@ -995,6 +1168,8 @@ class _Parser:
         value: n.Expr | n.PermissionsBlock
         if inline:
             value = self.nested_postfix()
+        elif token[1] == "model" and self.model_id_follows(pos):
+            value = self.model_id(pos)
         elif kinds[pos] == NEWLINE and kinds[pos + 1] == INDENT:
             rules = self.property_block()
             value = n.PermissionsBlock(span=self.span_from(pos + 2), rules=rules)
@@ -1002,11 +1177,33 @@ class _Parser:
             value = self.expression()
         return n.Property(span=self.span_after(name_span), name=name, value=value)
 
+    def model_id_follows(self, pos: int) -> bool:
+        """Does a provider model id written without quotes (`gpt-4.1`, `openai:gpt-4o`)
+        follow — several tokens with no space between them, alone on the line?"""
+        kinds, tokens = self.kinds, self.tokens
+        end = pos
+        while kinds[end] not in _LAYOUT and kinds[end] != ERROR:
+            if end > pos and tokens[end][2] != tokens[end - 1][3]:
+                return False
+            end += 1
+        return end - pos > 1 and kinds[end] in _LAYOUT
+
+    def model_id(self, pos: int) -> n.Name:
+        """The model id as one name, so the checker's E008 can name it and say how to map an
+        alias to it (its text is no identifier; only a valid alias passes the checker)."""
+        end = pos
+        while self.kinds[end] not in _LAYOUT:
+            end += 1
+        first, last = self.tokens[pos], self.tokens[end - 1]
+        span = Span(first[2], last[3], first[4], first[5], last[6], last[7])
+        self.pos = end
+        return n.Name(span=span, id=self.source.text[span.start : span.end])
+
     def do(self) -> n.DoBlock | n.DoCall:
         start = self.take()
         if self.kinds[self.pos] == ":":
             self.pos += 1
-            body = self.body(required=False)
+            body = self.body(required=False, construct="do")
             return n.DoBlock(span=self.span_from(start), body=body)
         name = self.expect_name("':' or a block name after 'do'")
         args: list[n.Expr] = []
@@ -1066,7 +1263,12 @@ class _Parser:
             return self.for_each(start, parallel=True, modifiers=modifiers)
         self.expect(":", "':' or 'for' after 'parallel'")
         branches: list[n.ParallelBranch] = []
-        for stmt in self.body(required=False):
+        self.parallel_levels.append(self.depth + 1)
+        try:
+            statements = self.body(required=False, construct="parallel")
+        finally:
+            self.parallel_levels.pop()
+        for stmt in statements:
             if isinstance(stmt, n.Assign):
                 body = cast(n.Stmt, stmt.value)  # `name = value` binds the branch's result
                 branches.append(n.ParallelBranch(span=stmt.span, name=stmt.target, body=body))
@@ -1091,7 +1293,7 @@ class _Parser:
         self.expect("in", "'in' after the loop variable")
         collection = self.nested_postfix()
         self.expect(":", "':' after the collection")
-        body = self.body(required=False)
+        body = self.body(required=False, construct="parallel for" if parallel else "for")
         return n.ForEach(
             span=self.span_from(start),
             item=item,
@@ -1113,7 +1315,7 @@ class _Parser:
             self.pos += 1
             index = self.expect_name("an index variable after 'as'")
         self.expect(":", "':' after the repeat count")
-        body = self.body(required=False)
+        body = self.body(required=False, construct="repeat")
         return n.Repeat(span=self.span_from(start), count=count, index=index, body=body)
 
     def loop(self) -> n.Loop:
@@ -1133,7 +1335,7 @@ class _Parser:
             self.pos += 1
             index = self.expect_name("an index variable after 'as'")
         self.expect(":", "':' after the loop header")
-        body = self.body(required=False)
+        body = self.body(required=False, construct="loop")
         return n.Loop(
             span=self.span_from(start),
             kind="until" if kind == "until" else "while" if kind == "while" else "loop",
@@ -1143,6 +1345,19 @@ class _Parser:
             body=body,
             has_parens=has_parens,
         )
+
+
+_IDENTIFIER = re.compile(IDENT_PATTERN)
+
+
+def _quote(text: str) -> str:
+    """``text`` as a string literal."""
+    for char, escape in _ESCAPED:
+        text = text.replace(char, escape)
+    return '"' + text + '"'
+
+
+_ESCAPED = (("\\", "\\\\"), ('"', '\\"'), ("\n", "\\n"), ("\t", "\\t"), ("{", "\\{"))
 
 
 def _string_node(token: Token) -> n.StringLit:
@@ -1225,7 +1440,7 @@ def parse(source: SourceFile) -> ParseResult:
     if len(diagnostics) >= MAX_DIAGNOSTICS:
         message = f"Too many errors; stopped reporting after {MAX_DIAGNOSTICS}"
         last = diagnostics[-1].span
-        diagnostics.append(Diagnostic("E117", Severity.ERROR, message, last, source.path))
+        diagnostics.append(diagnostic("E117", message, last, source.path))
     return ParseResult(program=program, diagnostics=tuple(diagnostics), source=source)
 
 
@@ -1244,11 +1459,7 @@ def read_source(path: str | Path) -> tuple[SourceFile | None, list[Diagnostic]]:
     except OSError as error:
         empty = SourceFile.from_text("", name)
         reason = error.strerror or type(error).__name__
-        return None, [
-            Diagnostic(
-                "E118", Severity.ERROR, f"Cannot read file: {reason}", empty.span(0, 0), name
-            )
-        ]
+        return None, [diagnostic("E118", f"Cannot read file: {reason}", empty.span(0, 0), name)]
     return decode_source(data, name)
 
 
@@ -1284,5 +1495,5 @@ def decode_source(
             f" {error.start + bom});"
             " OpenProse source must be UTF-8"
         )
-        return None, [Diagnostic("E100", Severity.ERROR, message, lossy.span(at, at + 1), path)]
+        return None, [diagnostic("E100", message, lossy.span(at, at + 1), path)]
     return SourceFile.from_text(text, path), []

@@ -56,6 +56,7 @@ from openprose.nodes import (
 )
 from openprose.scanner import IDENT_PATTERN
 from openprose.source import Span
+from openprose.vocabulary import ENUM_PROPERTIES
 
 INDENT = "  "
 
@@ -333,8 +334,25 @@ class Printer:
             if isinstance(prop.value, PermissionsBlock):
                 self.emit(level, f"{prop.name.id}:", prop.span, opens_block=True)
                 self.properties(prop.value.rules, level + 1)
+            elif _quoted_enum(prop):
+                assert isinstance(prop.value, StringLit)
+                self.emit(level, f"{prop.name.id}: {prop.value.value}", prop.span)
             else:
                 self.stmt(prop.value, level, f"{prop.name.id}: ", prop.span)
+
+
+def _quoted_enum(prop: Property) -> bool:
+    """`backoff: "exponential"`: a fixed-set value written as a plain string is printed bare,
+    as the reference writes it (the checker's W170)."""
+    value = prop.value
+    known = ENUM_PROPERTIES.get(prop.name.id)
+    return (
+        known is not None
+        and isinstance(value, StringLit)
+        and not value.triple
+        and value.value in known
+        and value.parts == (value.value,)
+    )
 
 
 def _target(target: Name | Destructure) -> str:

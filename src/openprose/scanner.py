@@ -15,7 +15,8 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from openprose.diagnostics import Diagnostic, Severity
+from openprose.codes import diagnostic
+from openprose.diagnostics import Diagnostic, Edit, Fix
 from openprose.nodes import Comment, Interpolation
 from openprose.source import SourceFile, Span
 
@@ -48,6 +49,8 @@ MAX_NUMBER_LENGTH: Final = 1000
 
 IDENT_PATTERN: Final = r"[A-Za-z_][A-Za-z0-9_]*(?:-[A-Za-z0-9_]+)*"
 
+# A run of three or more quotes ends a `"""` string with its last three: the ones before are
+# text (`"""say "done""""` holds `say "done"`), as Kotlin reads its raw strings.
 # String bodies are written as "unrolled loops" (a run of plain characters, then any number of
 # escape-or-quote pieces each followed by such a run): the engine then keeps no backtracking
 # state per character, so a multi-megabyte string costs megabytes, not gigabytes.
@@ -60,7 +63,7 @@ _MASTER = re.compile(
   | (?P<tab>\t+)
   | (?P<comment>\#[^\r\n]*)
   | (?P<cr>\r(?!\n|\Z))
-  | (?P<triple>\"\"\"[^"\\]*(?:(?:\\[\s\S]|"(?!""))[^"\\]*)*\"\"\")
+  | (?P<triple>\"\"\"[^"\\]*(?:(?:\\[\s\S]|""?(?!"))[^"\\]*)*\"\"\"+)
   | (?P<triple_open>\"\"\"[\s\S]*)
   | (?P<string>"[^"\\\r\n]*(?:\\[^\r\n][^"\\\r\n]*)*")
   | (?P<string_open>"[^"\\\r\n]*(?:\\[^\r\n][^"\\\r\n]*)*\\?)
@@ -138,10 +141,10 @@ class _Scanner:
 
     # --- diagnostics ---------------------------------------------------------------------
 
-    def report(self, code: str, message: str, span: Span) -> None:
+    def report(self, code: str, message: str, span: Span, fix: Fix | None = None) -> None:
         diagnostics = self.diagnostics
         if len(diagnostics) < MAX_DIAGNOSTICS:
-            diagnostics.append(Diagnostic(code, Severity.ERROR, message, span, self.source.path))
+            diagnostics.append(diagnostic(code, message, span, self.source.path, fix=fix))
 
     def span_at(self, start: int, end: int) -> Span:
         """Span of text that lies on the current line."""
@@ -388,6 +391,12 @@ class _Scanner:
                 )
             append(self.token(ERROR, start, end))
         else:  # "bad"
+            model = _MODEL_LINE.match(text, self.line_start)
+            if model is not None and model.start(1) <= start and end <= model.end(1):
+                # `model: gpt-3.5-turbo`: a provider model id; the parser reads the value's
+                # tokens as one name so the checker's E008 can say how to map an alias to it
+                append(self.token(NAME, start, end))
+                return
             shown = text[start:end]
             if len(shown) > 20:
                 shown = shown[:20] + "..."
@@ -407,10 +416,13 @@ class _Scanner:
             elif text.startswith("\n", body_start):
                 body_start += 1
             else:
+                # The opening line break is syntax, not text: inserting it keeps the value.
+                after = self.span_at(start + 3, start + 3)
                 self.report(
                     "E106",
                     'Opening """ must be followed by a newline',
                     self.span_at(start, start + 3),
+                    Fix('start the text on the line after """', (Edit(after, "\n"),)),
                 )
         raw = text[body_start:body_end]
         if "\\" not in raw and "{" not in raw:
@@ -436,10 +448,12 @@ class _Scanner:
                 if decoded is None:
                     at = offset + piece.start()
                     shown = "\\" + char if char.isprintable() else repr("\\" + char)
+                    span = self.source.span(at, at + 2)
                     self.report(
                         "E002",
                         f'Unknown escape sequence {shown} (use \\\\ \\" \\n \\t or \\{{)',
-                        self.source.span(at, at + 2),
+                        span,
+                        _escape_fix(char, span),
                     )
                     decoded = char
                 chunk.append(decoded)
@@ -461,10 +475,22 @@ class _Scanner:
         return StringValue(value, tuple(parts), triple)
 
 
+def _escape_fix(char: str, span: Span) -> Fix | None:
+    """``\\'`` means the apostrophe (safe: drop the backslash); any other unknown escape
+    most likely means the backslash itself, as in a regex (``\\d`` → ``\\\\d``), which
+    changes the text the model reads, so that fix is offered as unsafe."""
+    if char == "'":
+        return Fix("drop the backslash: ' needs no escape", (Edit(span, "'"),))
+    if char.isprintable() and not char.isspace():
+        return Fix("double the backslash to keep it", (Edit(span, "\\\\" + char),), safe=False)
+    return None
+
+
 def _placeholder(interpolation: Interpolation) -> str:
     return "{" + ".".join((interpolation.name, *interpolation.path)) + "}"
 
 
+_MODEL_LINE = re.compile(r"[ \t]*model[ \t]*:[ \t]*([^\s#\"]+)[ \t]*(?:#[^\n]*)?(?:\r?\n|\Z)")
 _NEXT_LINE = re.compile(r"([ \t]*)([^\r\n#]?)")
 # Inside brackets: a line ending with one of these expects more; a line starting with one of
 # these goes on with the previous one.

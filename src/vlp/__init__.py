@@ -5,10 +5,11 @@ NDJSON with :func:`read_records` / :class:`NdjsonWriter`, follow corrections wit
 :func:`effective` and decide whether automation may act with :func:`gate`.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from vlp.errors import CODES, CorrectionCycleError, Problem, VLPError
 from vlp.gate import Cause, GateResult, Verdict, gate
 from vlp.message import make_message, new_message_id, utc_timestamp
-from vlp.model import Message, ProvenanceRef, Safety, SafetyIssue
 from vlp.ndjson import (
     DEFAULT_MAX_LINE_BYTES,
     NdjsonWriter,
@@ -22,6 +23,22 @@ from vlp.schema import MESSAGE_TYPES, PROTOCOL, load_schema, schema_path
 from vlp.session import Session, SessionClosedError, SessionRegistry
 from vlp.thread import Effective, Thread, ThreadChecker, check_thread, effective
 from vlp.validate import is_valid, message_problems, validate_vlp
+
+if TYPE_CHECKING:
+    from vlp.model import Message, ProvenanceRef, Safety, SafetyIssue
+
+# The typed (pydantic) view is loaded on first use: validating never needs it, and
+# importing pydantic would cost every `vlp` command ~0.1 s.
+_MODEL_NAMES = frozenset({"Message", "ProvenanceRef", "Safety", "SafetyIssue"})
+
+
+def __getattr__(name: str) -> Any:
+    if name in _MODEL_NAMES:
+        from vlp import model
+
+        return getattr(model, name)
+    raise AttributeError(f"module 'vlp' has no attribute {name!r}")
+
 
 __all__ = [
     "CODES",

@@ -110,20 +110,8 @@ def _validate(args: argparse.Namespace, problems: _ProblemSpool | None) -> int:
             else:
                 _out(_problem_text(path, problem))
 
-        def on_message(
-            msg: dict[str, Any], line: int, checker: ThreadChecker | None = checker
-        ) -> None:
-            if checker is not None:
-                for problem in checker.add(msg, line):
-                    on_problem(problem)
-
         try:
-            summary = scan(
-                path,
-                on_problem,
-                on_message if checker is not None else None,
-                max_line_bytes=args.max_line_bytes,
-            )
+            summary = scan(path, on_problem, thread=checker, max_line_bytes=args.max_line_bytes)
         except OSError as error:
             usage_errors += 1
             reason = f"cannot read {_display(path)}: {error.strerror or error}"

@@ -59,11 +59,13 @@ class LineShape(msgspec.Struct, gc=False, forbid_unknown_fields=True):
     sender: Text
     content: str
     confidence: Confidence
-    session_id: Text | UnsetType = UNSET
-    seq: Count | UnsetType = UNSET
+    # Absent fields the thread checks read have plain defaults no valid value can take
+    # ("" and -1): the checks compare whole columns of them without testing for UNSET.
+    session_id: Text = ""
+    seq: Count = -1
     receiver: str | UnsetType = UNSET
     topic: str | UnsetType = UNSET
-    refers_to: Text | Annotated[list[Text], msgspec.Meta(min_length=1)] | UnsetType = UNSET
+    refers_to: Text | Annotated[list[Text], msgspec.Meta(min_length=1)] = ""
     provenance: list[Text] | UnsetType = UNSET
     keywords: list[str] | UnsetType = UNSET
     constraints: list[str] | UnsetType = UNSET
@@ -77,12 +79,12 @@ def _rules_hold(msg: LineShape) -> bool:
     """The cross-field rules of the schema's ``allOf`` and the main timestamp."""
     kind = msg.type
     if kind == "evidence":
-        if msg.refers_to is UNSET or not msg.provenance:
+        if not msg.refers_to or not msg.provenance:
             return False
     elif kind == "response" or kind == "correction":
-        if msg.refers_to is UNSET:
+        if not msg.refers_to:
             return False
-    elif kind == "session_context" and msg.session_id is UNSET:
+    elif kind == "session_context" and not msg.session_id:
         return False
     if msg.confidence >= _HIGH_CONFIDENCE and kind != "query" and not msg.provenance:
         safety = msg.safety
@@ -101,3 +103,17 @@ def is_surely_valid_line(line: bytes) -> bool:
         return _rules_hold(_decode_line(line))
     except _NOT_SURE:
         return False
+
+
+def surely_valid_fields(line: bytes) -> tuple[str, str, str | list[str], str, int] | None:
+    """For a line :func:`is_surely_valid_line` accepts, what the thread checks read of it:
+    ``(id, type, refers_to, session_id, seq)`` ("" and -1 when absent); else None. Only
+    these small values outlive the call, so the decoded message's memory is reused at once.
+    """
+    try:
+        shape = _decode_line(line)
+    except _NOT_SURE:
+        return None
+    if _rules_hold(shape):
+        return shape.id, shape.type, shape.refers_to, shape.session_id, shape.seq
+    return None

@@ -139,7 +139,8 @@ def gate(messages: Thread | Iterable[Any], *, unreadable: Iterable[Problem] = ()
     if first_block is not None:
         halted = [_ident(msg, i) for i, msg in enumerate(thread.messages) if i >= first_block]
     held = _downstream(thread, hold_roots)
-    held = [ident for ident in held if ident not in set(halted)]
+    halted_ids = set(halted)
+    held = [ident for ident in held if ident not in halted_ids]
 
     if first_block is not None:
         verdict = Verdict.HALT

@@ -13,7 +13,7 @@ import io
 import json
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -22,8 +22,9 @@ from typing import Any, BinaryIO, Protocol, Self
 import orjson
 
 from vlp.errors import Problem, VLPError
-from vlp.fastpath import is_surely_valid_line
+from vlp.fastpath import is_surely_valid_line, surely_valid_fields
 from vlp.message import json_problems
+from vlp.thread import ThreadChecker, thread_fields
 from vlp.validate import check_message, is_surely_valid
 
 DEFAULT_MAX_LINE_BYTES = 1024 * 1024
@@ -381,13 +382,18 @@ def scan(
     on_problem: ProblemSink,
     on_message: MessageSink | None = None,
     *,
+    thread: ThreadChecker | None = None,
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
     chunk_bytes: int = CHUNK_BYTES,
 ) -> ScanSummary:
     """Validate a whole source, calling ``on_problem`` for each problem and ``on_message``
     for each valid message with its line. This is the fast path behind ``vlp validate``:
     a valid message costs one parse and one pass of the fast check; only the others
-    are explained."""
+    are explained.
+
+    With ``thread``, every message also goes through the checks across messages, in line
+    order, and their problems go to ``on_problem`` too (an invalid message is noted, so
+    nothing derived from it is reported again)."""
     summary = ScanSummary()
     loads = orjson.loads
     surely_valid = is_surely_valid
@@ -396,6 +402,8 @@ def scan(
         if records is not None:
             for record in records:
                 _count(summary, record, on_problem, on_message)
+                if thread is not None:
+                    _thread_record(thread, record, summary, on_problem)
             return summary
         valid = 0  # local counter: this loop is the hot path of `vlp validate`
         for start, lines in _line_batches(stream, first, max_line_bytes, chunk_bytes):
@@ -405,6 +413,9 @@ def scan(
                 on_problem(_overlong(start, max_line_bytes))
                 continue
             summary.messages += len(lines)
+            if thread is not None:
+                valid += _thread_lines(lines, start, summary, on_problem, on_message, thread)
+                continue
             if on_message is None:
                 valid += _count_lines(lines, start, summary, on_problem)
                 continue
@@ -431,6 +442,129 @@ def scan(
                         on_message(msg, number + index)
         summary.valid += valid
     return summary
+
+
+def _thread_record(
+    thread: ThreadChecker, record: Record, summary: ScanSummary, on_problem: ProblemSink
+) -> None:
+    if record.ok:
+        found: Sequence[Problem] = thread.add(record.message, record.line)
+    else:
+        found = thread.note_invalid(record.message, line=record.line)
+    summary.problems += len(found)
+    for problem in found:
+        on_problem(problem)
+
+
+def _thread_lines(
+    lines: list[bytes],
+    start: int,
+    summary: ScanSummary,
+    on_problem: ProblemSink,
+    on_message: MessageSink | None,
+    thread: ThreadChecker,
+) -> int:
+    """:func:`_count_lines` with the checks across messages: lines the fast check passes
+    give the thread checker their fields straight from the decoded line (no dict)."""
+    shapes: list[Any] = list(map(surely_valid_fields, lines))
+    if on_message is not None:
+        return sum(
+            _thread_line(line, shape, start + index, summary, on_problem, on_message, thread)
+            for index, (line, shape) in enumerate(zip(lines, shapes))
+        )
+    # Doubtful lines first: a valid one joins the runs as its fields, an invalid one is
+    # explained and splits the runs (the thread checker notes it in its place).
+    explained: list[Problem] = []
+    invalid: dict[int, tuple[Any, bytes]] = {}
+    passed = len(shapes) - shapes.count(None)
+    for index in _failures([shape is not None for shape in shapes], passed):
+        line, number = lines[index], start + index
+        try:
+            msg = orjson.loads(line)
+        except orjson.JSONDecodeError as error:
+            _settle(_Unparsed(error), number, line, summary, explained.append)
+            invalid[index] = (None, line)  # blank lines too: they are in no run
+            continue
+        if is_surely_valid(msg) or _settle(msg, number, line, summary, explained.append):
+            shapes[index] = thread_fields(msg)
+        else:
+            invalid[index] = (msg, line)
+    found: list[Problem] = []
+    position = 0
+    for index, (msg, line) in invalid.items():  # in line order
+        _check_run(thread, shapes[position:index], start + position, found)
+        found.extend(thread.note_invalid(msg, line, start + index))
+        position = index + 1
+    _check_run(thread, shapes[position:], start + position, found)
+    summary.problems += len(found)
+    if explained and found:
+        found = sorted(explained + found, key=_problem_line)
+    for problem in found or explained:
+        on_problem(problem)
+    return len(shapes) - shapes.count(None)
+
+
+_RUN_MOST = 64  # messages checked together; a run with a problem is halved down to
+_RUN_LEAST = 8  # this size, then checked message by message
+
+
+def _check_run(thread: ThreadChecker, run: list[Any], first: int, found: list[Problem]) -> None:
+    """The thread checks of consecutive valid messages, whole columns at a time while
+    they find nothing; the part around a problem is checked one message at a time."""
+    for offset in range(0, len(run), _RUN_MOST):
+        pending = [(run[offset : offset + _RUN_MOST], first + offset)]
+        while pending:
+            part, number = pending.pop()
+            if thread.add_run(part, number):
+                continue
+            if len(part) > _RUN_LEAST:
+                half = len(part) // 2
+                pending.append((part[half:], number + half))
+                pending.append((part[:half], number))
+                continue
+            add = thread.add_fields
+            for fields in part:
+                found.extend(add(*fields, number))
+                number += 1
+
+
+def _problem_line(problem: Problem) -> int:
+    return problem.line or 0
+
+
+def _thread_line(
+    line: bytes,
+    shape: Any,
+    number: int,
+    summary: ScanSummary,
+    on_problem: ProblemSink,
+    on_message: MessageSink | None,
+    thread: ThreadChecker,
+) -> int:
+    """One line through validation and the thread checks, the slow way: 1 if valid."""
+    try:
+        msg = orjson.loads(line)
+    except orjson.JSONDecodeError as error:
+        _settle(_Unparsed(error), number, line, summary, on_problem)
+        _report(thread.note_invalid(None, line, number), summary, on_problem)
+        return 0
+    if (
+        shape is None
+        and not is_surely_valid(msg)
+        and not _settle(msg, number, line, summary, on_problem)
+    ):
+        _report(thread.note_invalid(msg, line, number), summary, on_problem)
+        return 0
+    if on_message is not None:
+        on_message(msg, number)
+    _report(thread.add(msg, number), summary, on_problem)
+    return 1
+
+
+def _report(found: Sequence[Problem], summary: ScanSummary, on_problem: ProblemSink) -> None:
+    summary.problems += len(found)
+    for problem in found:
+        on_problem(problem)
 
 
 def _count_lines(

@@ -6,12 +6,14 @@ from typing import Any
 
 import orjson
 
-from vlp.errors import CorrectionCycleError
+from vlp.thread import SAFETY_LEVELS_BY_SEVERITY as _LEVEL_NAMES
 from vlp.thread import Thread, references, safety_level
 from vlp.validate import message_problems
 
 _MARKS = {"safe": "", "review": "  [REVIEW]", "block": "  [BLOCK]"}
 _WIDTH = 72
+_MAX_INDENT = 24  # tree levels drawn indented; deeper ones are marked with their depth
+_CHAIN_SHOWN = 4  # corrections named in a "corrected by" line before eliding the middle
 
 
 def _short(content: Any) -> str:
@@ -32,6 +34,19 @@ def _provenance(msg: dict[str, Any]) -> str:
     return ", ".join(refs) if refs else "none"
 
 
+def _via(thread: Thread, ident: str, hops: int) -> str:
+    """The corrections between ``ident`` and its current version; a long chain shows its
+    ends only, so output stays linear in the thread's size."""
+    shown: list[str] = []
+    step = thread.resolved(ident).step
+    while step is not None and len(shown) < _CHAIN_SHOWN:
+        shown.append(step)
+        step = thread.resolved(step).step
+    if hops > _CHAIN_SHOWN:
+        shown[-1:] = [f"… {hops - _CHAIN_SHOWN} more …", thread.resolved(ident).best]
+    return " -> ".join(shown)
+
+
 def _headline(thread: Thread, msg: dict[str, Any]) -> list[str]:
     route = msg["sender"] + (f" -> {msg['receiver']}" if msg.get("receiver") else "")
     level = safety_level(msg)
@@ -40,21 +55,47 @@ def _headline(thread: Thread, msg: dict[str, Any]) -> list[str]:
     mark = _MARKS[level] + (f" {codes}" if codes and level != "safe" else "")
     lines = [f"{msg['id']} {msg['type']}  {route}  conf {float(msg['confidence']):.2f}{mark}"]
     lines.append(f"  {_short(msg['content'])}")
-    try:
-        current = thread.effective(msg["id"])
-    except CorrectionCycleError as error:
-        lines.append(f"  ! {error}")
-    else:
-        if current.corrected:
-            via = " -> ".join(current.chain_ids[1:])
-            lines.append(
-                f"  now: {_short(current.content)}  (corrected by {via}, "
-                f"conf {float(current.confidence):.2f})"
-            )
-            if current.safety_level != level:
-                lines.append(f"  effective safety: {current.safety_level}")
+    resolved = thread.resolved(msg["id"])
+    if resolved.cycle is not None:
+        lines.append("  ! VLP307: corrections form a cycle: " + " -> ".join(resolved.cycle))
+    elif resolved.hops:
+        current = thread.by_id[resolved.best]
+        via = _via(thread, msg["id"], resolved.hops)
+        lines.append(
+            f"  now: {_short(current.get('content'))}  (corrected by {via}, "
+            f"conf {float(current['confidence']):.2f})"
+        )
+        effective_level = _LEVEL_NAMES[resolved.severity]
+        if effective_level != level:
+            lines.append(f"  effective safety: {effective_level}")
     lines.append(f"  provenance: {_provenance(msg)}")
     return lines
+
+
+def _emit_tree(
+    thread: Thread,
+    root: dict[str, Any],
+    children: dict[str, list[dict[str, Any]]],
+    out: list[str],
+) -> None:
+    """Depth-first, with an explicit stack: reply chains of any length, no recursion.
+    Past _MAX_INDENT levels the tree stops moving right, so output stays linear."""
+    pending: list[tuple[dict[str, Any], str, bool, int]] = [(root, "", True, 0)]
+    while pending:
+        msg, prefix, last, depth = pending.pop()
+        head, *rest = _headline(thread, msg)
+        if depth > _MAX_INDENT:
+            head = f"[depth {depth}] " + head
+        branch = "" if depth == 0 else ("└─ " if last else "├─ ")
+        out.append(prefix + branch + head)
+        below = prefix
+        if 0 < depth <= _MAX_INDENT:
+            below += "   " if last else "│  "
+        kids = children.get(msg["id"], [])
+        for line in rest:
+            out.append(below + ("│ " if kids else "  ") + line)
+        for index in reversed(range(len(kids))):
+            pending.append((kids[index], below, index == len(kids) - 1, depth + 1))
 
 
 def render_thread(thread: Thread) -> str:
@@ -83,19 +124,8 @@ def render_thread(thread: Thread) -> str:
             roots.append(msg)
     out: list[str] = []
 
-    def emit(msg: dict[str, Any], prefix: str, last: bool, top: bool) -> None:
-        head, *rest = _headline(thread, msg)
-        branch = "" if top else ("└─ " if last else "├─ ")
-        out.append(prefix + branch + head)
-        below = prefix + ("" if top else ("   " if last else "│  "))
-        kids = children.get(msg["id"], [])
-        for line in rest:
-            out.append(below + ("│ " if kids else "  ") + line)
-        for index, kid in enumerate(kids):
-            emit(kid, below, index == len(kids) - 1, False)
-
     for root in roots:
-        emit(root, "", True, True)
+        _emit_tree(thread, root, children, out)
         out.append("")
     if duplicates:
         out.append(f"{len(duplicates)} message(s) reusing an earlier id, not shown in the tree:")

@@ -5,6 +5,7 @@ checking a program can never pull in the machinery that runs one."""
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -27,11 +28,15 @@ def _front_end() -> list[Path]:
 
 
 def _imported(path: Path) -> set[str]:
-    """Every module an import statement anywhere in `path` names (relative ones resolved)."""
+    """Every module an import statement anywhere in `path` names (relative ones resolved),
+    and every string that is a module name of ours (`importlib.import_module("...")`)."""
     package = _module_name(path) if path.name == "__init__.py" else _module_name(path.parent)
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if re.fullmatch(r"openprose(\.\w+)+", node.value):
+                found.add(node.value)
+        elif isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
@@ -72,6 +77,9 @@ def test_importing_and_using_the_front_end_loads_no_vm() -> None:
         "import importlib, sys, pathlib, tempfile\n"
         f"for name in {names!r}:\n"
         "    importlib.import_module(name)\n"
+        "import openprose\n"
+        "for name in openprose.__all__:\n"
+        "    getattr(openprose, name)\n"
         "from openprose.checker import diagnose\n"
         "from openprose.parser import parse_text\n"
         "project = pathlib.Path(tempfile.mkdtemp())\n"
@@ -85,3 +93,41 @@ def test_importing_and_using_the_front_end_loads_no_vm() -> None:
         [sys.executable, "-c", script], capture_output=True, text=True, check=True
     )
     assert done.stdout.strip() == ""
+
+
+def _edges() -> dict[str, set[str]]:
+    """module -> the modules of ours it imports, anywhere in it (`from pkg import sub` is an
+    edge to `pkg.sub` alone when `sub` is a module)."""
+    modules = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    edges: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                subs = [f"{node.module}.{a.name}" for a in node.names]
+                subs = [s for s in subs if s in modules]
+                targets = subs if len(subs) == len(node.names) else [node.module, *subs]
+            edges[name].update(t for t in targets if t in modules and t != name)
+    return edges
+
+
+def test_no_import_cycles_between_modules() -> None:
+    edges = _edges()
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    cycles: list[list[str]] = []
+
+    def visit(module: str, path: list[str]) -> None:
+        state[module] = 1
+        for target in sorted(edges[module]):
+            if state.get(target) == 1:
+                cycles.append([*path[path.index(target) :], target])
+            elif target not in state:
+                visit(target, [*path, target])
+        state[module] = 2
+
+    for module in sorted(edges):
+        if module not in state:
+            visit(module, [module])
+    assert cycles == []

@@ -16,18 +16,25 @@ Out-of-process (benchmarks, so client and server do not share a core):
     base_url, stop = start_in_subprocess(latency_ms=20)
     ...; print(fetch_stats(base_url)); stop()
 
-The default reply echoes the last user message: "echo: <text>". Every answer carries a
-request id header (`request-id` for Anthropic, `x-request-id` for OpenAI).
+The default reply echoes the last user message: "echo: <text>". A reply function may also
+answer with tool calls (`FakeAnswer(text, (FakeToolCall(name, arguments), ...))`), sent in
+each API's own shape. A request with `"stream": true` is answered with server-sent events as
+the real APIs send them (text a word per event, tool-call arguments in pieces, usage last).
+Every answer carries a request id header (`request-id` for Anthropic, `x-request-id` for
+OpenAI).
 Faults are consumed one per request, in order, across both APIs:
   "429" (with optional retry-after seconds), "500", "hang" (sleep past the client's
   timeout), "malformed" (200 with a broken JSON body), "401", and the shapes a misbehaving
   server or proxy sends: "html" (200 with an HTML page), "wrong_shape" (200 with JSON that
   is not a completion), "bad_usage" (200 whose token counts are not numbers), "502_html"
   (a proxy's HTML error page), "404_text" (Ollama's `{"error": "..."}` for an unknown model),
+  "truncated" (the connection closes part-way through the body or stream), "stream_cut" (a
+  stream that ends cleanly but without its closing event), "stream_error" (an error event
+  in the middle of a stream: Anthropic's `overloaded_error`, an OpenAI-style `{"error"}`),
   "garbage" (200 whose body is binary noise, not even UTF-8), "huge_number" (200 with JSON
-  holding a 5,000-digit number, which Python's json refuses) and "truncated" (200 with a real
-  answer cut off halfway, as a dropped proxy connection leaves it), "echo_key" (a 400 whose
-  message quotes the API key the request carried).
+  holding a 5,000-digit number, which Python's json refuses), "cut_body" (a complete 200
+  whose JSON body stops halfway, as a misbehaving proxy passes it on) and "echo_key" (a 400
+  whose message quotes the API key the request carried).
 """
 
 from __future__ import annotations
@@ -45,11 +52,14 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Self
 
+import orjson
 from aiohttp import web
 
 __all__ = [
     "FAULT_KINDS",
+    "FakeAnswer",
     "FakeLLMServer",
+    "FakeToolCall",
     "Fault",
     "ServerStats",
     "fetch_stats",
@@ -69,14 +79,32 @@ FAULT_KINDS = (
     "bad_usage",
     "502_html",
     "404_text",
+    "truncated",
+    "stream_cut",
+    "stream_error",
     "garbage",
     "huge_number",
-    "truncated",
+    "cut_body",
     "echo_key",
 )
 
-# reply(api, body) -> assistant text; api is "anthropic" or "openai".
-Reply = Callable[[str, dict[str, Any]], str]
+
+@dataclass(frozen=True)
+class FakeToolCall:
+    name: str
+    # A dict is sent as JSON; a string is sent as it is (OpenAI's arguments string, or an
+    # Anthropic stream's input pieces), so a test can send arguments that are not JSON.
+    arguments: dict[str, Any] | str
+
+
+@dataclass(frozen=True)
+class FakeAnswer:
+    text: str = ""
+    tool_calls: tuple[FakeToolCall, ...] = ()
+
+
+# reply(api, body) -> assistant text or a FakeAnswer; api is "anthropic" or "openai".
+Reply = Callable[[str, dict[str, Any]], "str | FakeAnswer"]
 
 
 @dataclass(frozen=True)
@@ -102,6 +130,7 @@ class ServerStats:
     attempt_times: list[float] = field(default_factory=list)  # time.monotonic() on arrival
     bodies: list[dict[str, Any]] = field(default_factory=list)  # request JSON, when kept
     headers: list[dict[str, str]] = field(default_factory=list)  # lower-cased, when kept
+    connections: set[tuple[str, int]] = field(default_factory=set)  # client addresses, when kept
 
     def summary(self) -> dict[str, int]:
         return {
@@ -204,28 +233,81 @@ class FakeLLMServer:
         by_api = stats.in_flight_by_api[api] = stats.in_flight_by_api.get(api, 0) + 1
         stats.max_in_flight_by_api[api] = max(stats.max_in_flight_by_api.get(api, 0), by_api)
         try:
-            body = await request.json()
+            body = orjson.loads(await request.read())
             if self.keep_requests:
                 stats.bodies.append(body)
                 stats.headers.append({k.lower(): v for k, v in request.headers.items()})
+                peer = request.transport.get_extra_info("peername") if request.transport else None
+                if peer:
+                    stats.connections.add((str(peer[0]), int(peer[1])))
             fault = self.faults.popleft() if self.faults else None
             if self.latency:
                 await asyncio.sleep(self.latency)
-            if fault is not None:
+            if fault is not None and fault.kind not in STREAM_FAULTS:
                 return await self._fault(fault, api, body, request)
             request_id = f"req_fake_{next(self._ids)}"
-            text = self.reply(api, body)
+            reply = self.reply(api, body)
+            answer = reply if isinstance(reply, FakeAnswer) else FakeAnswer(reply)
+            header = "request-id" if api == "anthropic" else "x-request-id"
+            if body.get("stream"):
+                response = await self._stream(request, api, body, answer, request_id, fault)
+                stats.completed += fault is None
+                return response
+            if fault is not None:  # a stream fault on a plain request: the body breaks off
+                return await self._fault(Fault("truncated"), api, body, request)
             payload = (
-                _anthropic_message(body, text, request_id)
+                _anthropic_message(body, answer, request_id)
                 if api == "anthropic"
-                else _openai_completion(body, text, request_id)
+                else _openai_completion(body, answer, request_id)
             )
             stats.completed += 1
-            header = "request-id" if api == "anthropic" else "x-request-id"
-            return web.json_response(payload, headers={header: request_id})
+            return web.Response(
+                body=orjson.dumps(payload),
+                content_type="application/json",
+                headers={header: request_id},
+            )
         finally:
             stats.in_flight -= 1
             stats.in_flight_by_api[api] -= 1
+
+    async def _stream(
+        self,
+        request: web.Request,
+        api: str,
+        body: dict[str, Any],
+        answer: FakeAnswer,
+        request_id: str,
+        fault: Fault | None,
+    ) -> web.StreamResponse:
+        header = "request-id" if api == "anthropic" else "x-request-id"
+        response = web.StreamResponse(
+            headers={
+                "content-type": "text/event-stream",
+                "cache-control": "no-cache",
+                header: request_id,
+            }
+        )
+        await response.prepare(request)
+        events = (
+            _anthropic_events(body, answer, request_id)
+            if api == "anthropic"
+            else _openai_chunks(body, answer, request_id)
+        )
+        half = max(1, len(events) // 2)
+        for number, event in enumerate(events):
+            if fault is not None and number == half:
+                if fault.kind == "truncated":
+                    assert request.transport is not None
+                    request.transport.close()  # mid-chunk: the client sees a broken body
+                    return response
+                if fault.kind == "stream_cut":
+                    break  # a clean end, without the closing event
+                if fault.kind == "stream_error":
+                    await response.write(_stream_error(api))
+                    break
+            await response.write(event)
+        await response.write_eof()
+        return response
 
     async def _fault(
         self, fault: Fault, api: str, body: dict[str, Any], request: web.Request
@@ -234,6 +316,32 @@ class FakeLLMServer:
             key = request.headers.get("x-api-key") or request.headers.get("authorization", "")
             message = f"invalid request made with key {key.removeprefix('Bearer ')}"
             return web.json_response(_error_body(api, 400, message), status=400)
+        if fault.kind == "garbage":
+            return web.Response(
+                status=200, body=b"\x00\xff\xfe\x9c\x1b[2J garbage", content_type="application/json"
+            )
+        if fault.kind == "huge_number":  # JSON no parser will turn into an int
+            return web.Response(
+                status=200, body=b'{"id": ' + b"9" * 5000 + b"}", content_type="application/json"
+            )
+        if fault.kind == "cut_body":
+            payload = (
+                _anthropic_message(body, FakeAnswer("cut"), "req_cut")
+                if api == "anthropic"
+                else _openai_completion(body, FakeAnswer("cut"), "req_cut")
+            )
+            whole = orjson.dumps(payload)
+            return web.Response(
+                status=200, body=whole[: len(whole) // 2], content_type="application/json"
+            )
+        if fault.kind == "truncated":
+            response = web.StreamResponse(headers={"content-type": "application/json"})
+            response.content_length = 4096
+            await response.prepare(request)
+            await response.write(b'{"id": "cut", "content": [')
+            assert request.transport is not None
+            request.transport.close()
+            return response
         if fault.kind == "html":
             return web.Response(
                 status=200, text="<html><body>Welcome</body></html>", content_type="text/html"
@@ -242,9 +350,9 @@ class FakeLLMServer:
             return web.json_response({"id": "x", "object": "list", "data": []})
         if fault.kind == "bad_usage":
             payload = (
-                _anthropic_message(body, "ok", "req_bad_usage")
+                _anthropic_message(body, FakeAnswer("ok"), "req_bad_usage")
                 if api == "anthropic"
-                else _openai_completion(body, "ok", "req_bad_usage")
+                else _openai_completion(body, FakeAnswer("ok"), "req_bad_usage")
             )
             payload["usage"] = {key: "many" for key in payload["usage"]}
             return web.json_response(payload)
@@ -257,24 +365,6 @@ class FakeLLMServer:
         if fault.kind == "hang":
             await asyncio.sleep(fault.hang_seconds)
             return web.json_response(_error_body(api, 504, "hung"), status=504)
-        if fault.kind == "garbage":
-            return web.Response(
-                status=200, body=b"\x00\xff\xfe\x9c\x1b[2J garbage", content_type="application/json"
-            )
-        if fault.kind == "huge_number":  # JSON no parser will turn into an int
-            return web.Response(
-                status=200, body=b'{"id": ' + b"9" * 5000 + b"}", content_type="application/json"
-            )
-        if fault.kind == "truncated":
-            payload = (
-                _anthropic_message(body, "cut", "req_cut")
-                if api == "anthropic"
-                else _openai_completion(body, "cut", "req_cut")
-            )
-            whole = json.dumps(payload).encode()
-            return web.Response(
-                status=200, body=whole[: len(whole) // 2], content_type="application/json"
-            )
         if fault.kind == "malformed":
             return web.Response(
                 status=200, body=b'{"id": "broken", "content": [', content_type="application/json"
@@ -318,42 +408,168 @@ def _truncate(text: str, limit: int | None) -> tuple[str, bool]:
     return " ".join(words[:limit]), True
 
 
-def _anthropic_message(body: dict[str, Any], text: str, request_id: str) -> dict[str, Any]:
-    text, cut = _truncate(text, body.get("max_tokens"))
+def _arguments_json(call: FakeToolCall) -> str:
+    if isinstance(call.arguments, str):
+        return call.arguments
+    return json.dumps(call.arguments)
+
+
+def _anthropic_message(body: dict[str, Any], answer: FakeAnswer, request_id: str) -> dict[str, Any]:
+    text, cut = _truncate(answer.text, body.get("max_tokens"))
+    content: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+    content += [
+        {"type": "tool_use", "id": f"toolu_{i}", "name": c.name, "input": c.arguments}
+        for i, c in enumerate(answer.tool_calls)
+    ]
+    stop = "max_tokens" if cut else ("tool_use" if answer.tool_calls else "end_turn")
     return {
         "id": f"msg_{request_id}",
         "type": "message",
         "role": "assistant",
         "model": body.get("model", ""),
-        "content": [{"type": "text", "text": text}],
-        "stop_reason": "max_tokens" if cut else "end_turn",
+        "content": content,
+        "stop_reason": stop,
         "stop_sequence": None,
         "usage": {"input_tokens": _prompt_tokens(body), "output_tokens": _count_tokens(text)},
     }
 
 
-def _openai_completion(body: dict[str, Any], text: str, request_id: str) -> dict[str, Any]:
+def _openai_completion(body: dict[str, Any], answer: FakeAnswer, request_id: str) -> dict[str, Any]:
     limit = body.get("max_completion_tokens", body.get("max_tokens"))
-    text, cut = _truncate(text, limit)
+    text, cut = _truncate(answer.text, limit)
     prompt, completion = _prompt_tokens(body), _count_tokens(text)
+    message: dict[str, Any] = {"role": "assistant", "content": text or None}
+    if answer.tool_calls:
+        message["tool_calls"] = [
+            {
+                "id": f"call_{i}",
+                "type": "function",
+                "function": {"name": c.name, "arguments": _arguments_json(c)},
+            }
+            for i, c in enumerate(answer.tool_calls)
+        ]
+    finish = "length" if cut else ("tool_calls" if answer.tool_calls else "stop")
     return {
         "id": f"chatcmpl-{request_id}",
         "object": "chat.completion",
         "created": int(time.time()),
         "model": body.get("model", ""),
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": text},
-                "finish_reason": "length" if cut else "stop",
-            }
-        ],
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
         "usage": {
             "prompt_tokens": prompt,
             "completion_tokens": completion,
             "total_tokens": prompt + completion,
         },
     }
+
+
+def _sse(data: Any, event: str | None = None) -> bytes:
+    head = f"event: {event}\n".encode() if event else b""
+    payload = data if isinstance(data, bytes) else orjson.dumps(data)
+    return head + b"data: " + payload + b"\n\n"
+
+
+def _pieces(text: str) -> list[str]:
+    """A text as the deltas a model streams: a word (with its space) at a time."""
+    words = text.split(" ")
+    return [w + " " for w in words[:-1]] + [words[-1]] if text else []
+
+
+def _halves(text: str) -> list[str]:
+    middle = len(text) // 2
+    return [text[:middle], text[middle:]]
+
+
+def _anthropic_events(body: dict[str, Any], answer: FakeAnswer, request_id: str) -> list[bytes]:
+    whole = _anthropic_message(body, answer, request_id)
+    start = {**whole, "content": [], "stop_reason": None}
+    start["usage"] = {"input_tokens": whole["usage"]["input_tokens"], "output_tokens": 1}
+    events = [
+        _sse({"type": "message_start", "message": start}, "message_start"),
+        _sse({"type": "ping"}, "ping"),
+    ]
+    for index, block in enumerate(whole["content"]):
+        if block["type"] == "text":
+            opened: dict[str, Any] = {"type": "text", "text": ""}
+            deltas = [{"type": "text_delta", "text": p} for p in _pieces(block["text"])]
+        else:
+            opened = {**block, "input": {}}
+            call = answer.tool_calls[int(block["id"].split("_")[1])]
+            deltas = [
+                {"type": "input_json_delta", "partial_json": p}
+                for p in _halves(_arguments_json(call))
+            ]
+        events.append(
+            _sse(
+                {"type": "content_block_start", "index": index, "content_block": opened},
+                "content_block_start",
+            )
+        )
+        events += [
+            _sse({"type": "content_block_delta", "index": index, "delta": d}, "content_block_delta")
+            for d in deltas
+        ]
+        events.append(_sse({"type": "content_block_stop", "index": index}, "content_block_stop"))
+    events.append(
+        _sse(
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": whole["stop_reason"], "stop_sequence": None},
+                "usage": {"output_tokens": whole["usage"]["output_tokens"]},
+            },
+            "message_delta",
+        )
+    )
+    events.append(_sse({"type": "message_stop"}, "message_stop"))
+    return events
+
+
+def _openai_chunks(body: dict[str, Any], answer: FakeAnswer, request_id: str) -> list[bytes]:
+    whole = _openai_completion(body, answer, request_id)
+    choice = whole["choices"][0]
+    base = {
+        "id": whole["id"],
+        "object": "chat.completion.chunk",
+        "created": whole["created"],
+        "model": whole["model"],
+    }
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+        return _sse({**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+
+    chunks = [chunk({"role": "assistant", "content": ""})]
+    chunks += [chunk({"content": p}) for p in _pieces(choice["message"]["content"] or "")]
+    for index, call in enumerate(choice["message"].get("tool_calls", ())):
+        first, second = _halves(call["function"]["arguments"])
+        opened = {"index": index, "id": call["id"], "type": "function"}
+        chunks.append(
+            chunk(
+                {
+                    "tool_calls": [
+                        {
+                            **opened,
+                            "function": {"name": call["function"]["name"], "arguments": first},
+                        }
+                    ]
+                }
+            )
+        )
+        chunks.append(chunk({"tool_calls": [{"index": index, "function": {"arguments": second}}]}))
+    chunks.append(chunk({}, choice["finish_reason"]))
+    if (body.get("stream_options") or {}).get("include_usage"):
+        chunks.append(_sse({**base, "choices": [], "usage": whole["usage"]}))
+    chunks.append(b"data: [DONE]\n\n")
+    return chunks
+
+
+def _stream_error(api: str) -> bytes:
+    if api == "anthropic":
+        error = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+        return _sse(error, "error")
+    return _sse({"error": {"message": "the model crashed", "type": "server_error"}})
+
+
+STREAM_FAULTS = frozenset({"truncated", "stream_cut", "stream_error"})
 
 
 def _error_body(api: str, status: int, message: str) -> dict[str, Any]:

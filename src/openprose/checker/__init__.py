@@ -13,11 +13,14 @@ from pathlib import Path
 
 from openprose import nodes as n
 from openprose.checker import agents, bindings, blocks, control, imports, sessions
+from openprose.checker.branches import find_groups
 from openprose.checker.state import Checker, Handler, broken_names
+from openprose.codes import diagnostic
 from openprose.contracts import ContractLookup, local_contracts
-from openprose.diagnostics import Diagnostic, Severity
+from openprose.diagnostics import Diagnostic
 from openprose.parser import ParseResult, parse_text
 from openprose.scanner import MAX_DIAGNOSTICS
+from openprose.source import SourceFile
 
 __all__ = ["check", "check_program", "diagnose"]
 
@@ -49,13 +52,24 @@ def check(
     *,
     project_dir: Path | None = None,
     contracts: ContractLookup | None = None,
+    memory_on_disk: bool | None = None,
 ) -> list[Diagnostic]:
     """The parse diagnostics plus the checker's, sorted by (line, column). ``result`` may
-    also be program text, which is parsed first."""
+    also be program text, which is parsed first. Agent memory is looked up on disk only when
+    ``memory_on_disk`` (default: when ``project_dir`` is given, i.e. the user named the
+    project); otherwise those checks are deferred to run time (I001)."""
     if isinstance(result, str):
         result = parse_text(result)
     found = list(result.diagnostics)
-    found.extend(check_program(result.program, project_dir=project_dir, contracts=contracts))
+    found.extend(
+        check_program(
+            result.program,
+            project_dir=project_dir,
+            contracts=contracts,
+            source=result.source,
+            memory_on_disk=memory_on_disk,
+        )
+    )
     found.sort(key=lambda d: (d.line, d.column))
     return _capped(found)
 
@@ -64,7 +78,11 @@ def diagnose(parsed: ParseResult, project_dir: Path) -> list[Diagnostic]:
     """What gates a run (`prose run`, and every program it imports): the parser's and the
     checker's diagnostics in source order, with imported programs' contracts read from local
     files and the project's import cache (never the network)."""
-    found = check(parsed, project_dir=project_dir, contracts=_cached(project_dir))
+    # Agent memory is checked where `resume:` runs (the run may create it before then), not
+    # against what the disk holds before the run (docs/decisions.md, Issue 20 item 4).
+    found = check(
+        parsed, project_dir=project_dir, contracts=_cached(project_dir), memory_on_disk=False
+    )
     return sorted(found, key=lambda d: (d.span.start, d.span.end))
 
 
@@ -90,9 +108,7 @@ def _capped(found: list[Diagnostic]) -> list[Diagnostic]:
 def _stopped(last: Diagnostic, *, error: bool) -> Diagnostic:
     """Reporting stopped after ``last``: E117 if an error was left out, else W155."""
     message = f"Too many diagnostics; stopped reporting after {MAX_DIAGNOSTICS}"
-    if error:
-        return Diagnostic("E117", Severity.ERROR, message, last.span, last.path)
-    return Diagnostic("W155", Severity.WARNING, message, last.span, last.path)
+    return diagnostic("E117" if error else "W155", message, last.span, last.path)
 
 
 def check_program(
@@ -100,6 +116,8 @@ def check_program(
     *,
     project_dir: Path | None = None,
     contracts: ContractLookup | None = None,
+    source: SourceFile | None = None,
+    memory_on_disk: bool | None = None,
 ) -> list[Diagnostic]:
     """The checker's own diagnostics for a parsed program, in walk order. Without a
     ``contracts`` lookup, imported programs' contracts come from local ``.prose`` files and,
@@ -107,6 +125,10 @@ def check_program(
     if contracts is None:
         contracts = local_contracts if project_dir is None else _cached(project_dir)
     ck = Checker(program.path, project_dir, contracts, _DISPATCH)
+    ck.source = source
+    ck.branch_groups = find_groups(program, source)
+    ck.program = program
+    ck.memory_on_disk = project_dir is not None if memory_on_disk is None else memory_on_disk
     body = program.body
     _register_hoisted(ck, body)
     limit = sys.getrecursionlimit()

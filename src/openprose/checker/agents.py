@@ -9,15 +9,15 @@ from typing import Literal
 from openprose import nodes as n
 from openprose.checker.bindings import check_context
 from openprose.checker.state import AgentInfo, Checker, Handler, Persist, span_of
+from openprose.diagnostics import Edit, Fix
+from openprose.suggest import closest, did_you_mean
+from openprose.vocabulary import BACKOFFS, MODELS, PERMISSION_VALUES
 
 Where = Literal["agent", "session"]
 
-MODELS = frozenset({"sonnet", "opus", "haiku"})
-BACKOFFS = frozenset({"none", "linear", "exponential"})
 PERSIST_SCOPES: dict[str, Persist] = {"true": "true", "project": "project", "user": "user"}
 PATTERN_PERMISSIONS = frozenset({"read", "write", "execute"})
 SWITCH_PERMISSIONS = frozenset({"bash", "network"})
-PERMISSION_VALUES = frozenset({"allow", "deny", "prompt"})
 AGENT_PROPERTIES = (
     "model",
     "prompt",
@@ -93,20 +93,77 @@ def check_properties(
             continue
         seen[key] = prop
         if key not in known:
+            guess = closest(key, known)
+            listed = f" (known: {', '.join(known)})"
             ck.emit(
                 "W005",
                 prop.name.span,
-                f"Unknown {where} property '{key}' (known: {', '.join(known)})",
+                f"Unknown {where} property '{key}'"
+                + (f" (did you mean `{guess}`?)" if guess else listed),
+                help=f"rename it to `{guess}`" if guess else None,
             )
             continue
         _VALIDATORS[key](ck, prop, where)
     return seen
 
 
+def quoted_enum(ck: Checker, value: n.Expr | n.PermissionsBlock, known: frozenset[str]) -> bool:
+    """A valid enum value written as a string (`backoff: "exponential"`): accepted with W170
+    and a fix that removes the quotes (which `prose fmt` applies as well)."""
+    if not (isinstance(value, n.StringLit) and value.value in known and not value.triple):
+        return False
+    if value.span.end - value.span.start != len(value.value) + 2:
+        return False  # escapes inside: not the plain word in quotes
+    ck.emit(
+        "W170",
+        value.span,
+        f'Quoted value "{value.value}": the reference writes it bare ({value.value})',
+        help=f"write {value.value} without quotes",
+        fix=Fix("remove the quotes", (Edit(value.span, value.value),)),
+    )
+    return True
+
+
+def quoted_number_fix(value: object) -> Fix | None:
+    """`retry: "3"`: a whole number written as a string; the fix writes the number."""
+    if (
+        isinstance(value, n.StringLit)
+        and not value.triple
+        and value.value.isascii()
+        and value.value.isdigit()
+        and value.span.end - value.span.start == len(value.value) + 2
+    ):
+        return Fix("remove the quotes", (Edit(value.span, value.value),))
+    return None
+
+
 def _model(ck: Checker, prop: n.Property, where: Where) -> None:
     value = prop.value
-    if not (isinstance(value, n.Name) and value.id in MODELS):
-        ck.emit("E008", span_of(value), "Invalid model value: must be sonnet, opus, or haiku")
+    if isinstance(value, n.Name) and value.id in MODELS or quoted_enum(ck, value, MODELS):
+        return
+    shown = (
+        value.id
+        if isinstance(value, n.Name)
+        else (value.value if isinstance(value, n.StringLit) else None)
+    )
+    guess = closest(shown, MODELS) if shown else None
+    if guess:
+        help_: str | None = f"write `{guess}`"
+    elif shown:
+        help_ = (
+            f"programs name models by alias: write `model: sonnet` (or opus, haiku) and map the "
+            f"alias to this model when running: `prose run --model sonnet={shown}`, or "
+            f'`sonnet = "{shown}"` under [providers.NAME.models] in prose.toml'
+        )
+    else:
+        help_ = None
+    ck.emit(
+        "E008",
+        span_of(value),
+        f"Invalid model value{f' `{shown}`' if shown else ''}: must be sonnet, opus, or haiku"
+        + (f" (did you mean `{guess}`?)" if guess else ""),
+        help=help_,
+    )
 
 
 def _prompt(ck: Checker, prop: n.Property, where: Where) -> None:
@@ -156,7 +213,17 @@ def _persist(ck: Checker, prop: n.Property, where: Where) -> None:
 def _skills(ck: Checker, prop: n.Property, where: Where) -> None:
     value = prop.value
     if not isinstance(value, n.ArrayLit):
-        ck.emit("E013", span_of(value), 'Skills must be an array, e.g. skills: ["web-search"]')
+        fix = None
+        if isinstance(value, n.StringLit) and not value.triple and ck.source is not None:
+            # one skill written without brackets: the array of that one skill
+            literal = ck.source_text[value.span.start : value.span.end]
+            fix = Fix("make it an array of one skill", (Edit(value.span, f"[{literal}]"),))
+        ck.emit(
+            "E013",
+            span_of(value),
+            'Skills must be an array, e.g. skills: ["web-search"]',
+            fix=fix,
+        )
         return
     if not value.elements:
         ck.emit("W010", value.span, "Empty skills array")
@@ -200,11 +267,15 @@ def _permissions(ck: Checker, prop: n.Property, where: Where) -> None:
             if isinstance(value, n.StringLit):
                 continue
         elif kind not in SWITCH_PERMISSIONS:
+            known = (*sorted(PATTERN_PERMISSIONS), *sorted(SWITCH_PERMISSIONS))
             ck.emit(
                 "W008",
                 rule.name.span,
-                f"Unknown permission type '{kind}' (known: read, write, execute, bash, network)",
+                f"Unknown permission type '{kind}'"
+                f"{did_you_mean(kind, known) or ' (known: read, write, execute, bash, network)'}",
             )
+            continue
+        if quoted_enum(ck, value, PERMISSION_VALUES):
             continue
         if not (isinstance(value, n.Name) and value.id in PERMISSION_VALUES):
             expected = (
@@ -228,7 +299,9 @@ def _retry(ck: Checker, prop: n.Property, where: Where) -> None:
         ck.emit("W151", prop.name.span, "Retry property is only valid in session statements")
     value = prop.value
     if not isinstance(value, n.NumberLit) or not isinstance(value.value, int):
-        ck.emit("E164", span_of(value), "Retry count must be an integer")
+        ck.emit(
+            "E164", span_of(value), "Retry count must be an integer", fix=quoted_number_fix(value)
+        )
     elif value.value <= 0:
         ck.emit("E163", value.span, "Retry count must be positive")
     elif value.value > MAX_QUIET_RETRIES:
@@ -237,10 +310,14 @@ def _retry(ck: Checker, prop: n.Property, where: Where) -> None:
 
 def _backoff(ck: Checker, prop: n.Property, where: Where) -> None:
     value = prop.value
-    if not (isinstance(value, n.Name) and value.id in BACKOFFS):
-        ck.emit(
-            "E165", span_of(value), "Invalid backoff strategy: must be none, linear, or exponential"
-        )
+    if isinstance(value, n.Name) and value.id in BACKOFFS or quoted_enum(ck, value, BACKOFFS):
+        return
+    hint = did_you_mean(value.id, BACKOFFS) if isinstance(value, n.Name) else ""
+    ck.emit(
+        "E165",
+        span_of(value),
+        f"Invalid backoff strategy: must be none, linear, or exponential{hint}",
+    )
 
 
 _VALIDATORS: dict[str, Callable[[Checker, n.Property, Where], None]] = {

@@ -7,6 +7,7 @@ from openprose.checker.imports import call_result, check_output_access
 from openprose.checker.scope import FlatKind, ScopedKind, Var
 from openprose.checker.state import Checker, Handler, head, span_of, tail
 from openprose.contracts import ProgramContract
+from openprose.diagnostics import Edit, Fix
 from openprose.source import Span
 
 _WHAT: dict[str, str] = {
@@ -66,12 +67,25 @@ def declare(
         elif kind == "input" and prior.kind == "input":
             ck.emit("E021", name.span, f"Input '{ident}' already declared (line {prior.span.line})")
         else:
-            ck.emit(
-                "E019",
-                name.span,
-                f"Variable '{ident}' already defined ({_WHAT[prior.kind]}, line "
-                f"{prior.span.line}); variable names must be unique in a program",
-            )
+            group = ck.branch_groups.get(name.span.start)
+            if group is not None and prior.span.start in group.starts:
+                ck.emit(
+                    "E019",
+                    name.span,
+                    f"Variable '{ident}' already defined in another branch of this "
+                    f"{group.keyword} (line {prior.span.line}); variable names must be unique "
+                    "in a program, also across branches",
+                    help=f'declare {ident} once before the {group.keyword}: let {ident} = "" '
+                    f"(then `{ident} = ...` in each branch)",
+                    fix=group.fix,
+                )
+            else:
+                ck.emit(
+                    "E019",
+                    name.span,
+                    f"Variable '{ident}' already defined ({_WHAT[prior.kind]}, line "
+                    f"{prior.span.line}); variable names must be unique in a program",
+                )
     ck.scope.declare_flat(Var(ident, kind, name.span, program, contract, ck.guards))
 
 
@@ -180,6 +194,7 @@ def _string(ck: Checker, node: n.StringLit) -> None:
             part.span,
             "E141",
             f"Undefined variable '{part.name}' in string interpolation",
+            None if part.name in ck.scope.visible else _escape_fix(ck, part),
         )
         if var is not None and var.program is not None and part.path:
             # point at `field` in `{result.field}`, as for `result.field` outside strings
@@ -195,6 +210,22 @@ def _string(ck: Checker, node: n.StringLit) -> None:
                 span.column + skip + len(field),
             )
             check_output_access(ck, var.program, var.contract, field, at)
+
+
+def _escape_fix(ck: Checker, part: n.Interpolation) -> Fix | None:
+    """`{name}` naming nothing the program declares anywhere (and no agent, block or import)
+    is text meant literally — a JSON or template example: escape it as `\\{name}` ("Backslash
+    can escape braces"), which keeps the text the model reads and the program valid."""
+    name = part.name
+    if name in ck.declared or name in ck.agents or name in ck.blocks or name in ck.imports:
+        return None
+    if ck.source is None or ck.source_text[part.span.start : part.span.start + 1] != "{":
+        return None
+    at = part.span
+    return Fix(
+        f"escape the brace: \\{{{name}}} is literal text",
+        (Edit(ck.span_at(at.start, at.start), "\\"),),
+    )
 
 
 def _array(ck: Checker, node: n.ArrayLit) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from openprose import nodes as n
 from openprose.checker.bindings import bind_scoped
 from openprose.checker.state import Checker, Handler, head
+from openprose.suggest import closest
 
 
 def register_block(ck: Checker, node: n.BlockDef) -> None:
@@ -49,7 +50,13 @@ def _do_call(ck: Checker, node: n.DoCall) -> None:
     block = ck.blocks.get(name)
     if block is None:
         if name not in ck.broken:
-            ck.emit("E148", node.name.span, f"Block '{name}' not defined")
+            guess = closest(name, ck.blocks) if ck.blocks else None
+            ck.emit(
+                "E148",
+                node.name.span,
+                f"Block '{name}' not defined" + (f" (did you mean `{guess}`?)" if guess else ""),
+                help=f"write `{guess}`" if guess else None,
+            )
         return
     expected, given = len(block.params), len(node.args)
     if expected != given:

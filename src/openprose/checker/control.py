@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from openprose import nodes as n
+from openprose.checker.agents import quoted_number_fix
 from openprose.checker.bindings import bind_scoped, declare
 from openprose.checker.imports import call_result
 from openprose.checker.state import Checker, Handler, head, span_of
+from openprose.diagnostics import Edit, Fix
+from openprose.suggest import closest
 
 JOIN_STRATEGIES = ("all", "first", "any")
 FAIL_POLICIES = ("fail-fast", "continue", "ignore")
@@ -51,23 +54,34 @@ def check_parallel_modifiers(
                 ck.emit(
                     "E152",
                     span_of(value),
-                    'Invalid join strategy: must be "all", "first", or "any"',
+                    'Invalid join strategy: must be "all", "first", or "any"'
+                    + _suggest(value, JOIN_STRATEGIES),
+                    fix=_quote_fix(value, JOIN_STRATEGIES),
                 )
         elif key == "on-fail":
             if not (isinstance(value, n.StringLit) and value.value in FAIL_POLICIES):
                 ck.emit(
                     "E153",
                     span_of(value),
-                    'Invalid on-fail policy: must be "fail-fast", "continue", or "ignore"',
+                    'Invalid on-fail policy: must be "fail-fast", "continue", or "ignore"'
+                    + _suggest(value, FAIL_POLICIES),
+                    fix=_quote_fix(value, FAIL_POLICIES),
                 )
         elif key == "count":
             count = modifier
         else:
             assert modifier.name is not None
+            guess = closest(key, ("on-fail", "count"))
             ck.emit(
                 "E168",
                 modifier.name.span,
-                f"Unknown modifier '{key}' (expected a join strategy, on-fail: or count:)",
+                f"Unknown modifier '{key}'"
+                + (
+                    f" (did you mean `{guess}`?)"
+                    if guess
+                    else " (expected a join strategy, on-fail: or count:)"
+                ),
+                help=f"write `{guess}:`" if guess else None,
             )
     if count is None:
         return
@@ -83,6 +97,22 @@ def check_parallel_modifiers(
             value.span,
             f"Count {value.value} exceeds number of parallel branches ({branches})",
         )
+
+
+def _quote_fix(value: n.Expr, known: tuple[str, ...]) -> Fix | None:
+    """`parallel (first):`: the grammar's strategies and policies are strings; an unquoted
+    valid one gets its quotes."""
+    if isinstance(value, n.Name) and value.id in known:
+        return Fix(f'quote it: "{value.id}"', (Edit(value.span, f'"{value.id}"'),))
+    return None
+
+
+def _suggest(value: n.Expr, known: tuple[str, ...]) -> str:
+    word = value.id if isinstance(value, n.Name) else getattr(value, "value", None)
+    if not isinstance(word, str) or word in known:
+        return " (quote it)" if isinstance(value, n.Name) and word in known else ""
+    guess = closest(word, known)
+    return f" (did you mean `{guess}`?)" if guess else ""
 
 
 def _parallel(ck: Checker, node: n.Parallel) -> None:
@@ -107,7 +137,9 @@ def _parallel(ck: Checker, node: n.Parallel) -> None:
 def _repeat(ck: Checker, node: n.Repeat) -> None:
     count = node.count
     if not isinstance(count, n.NumberLit) or not isinstance(count.value, int):
-        ck.emit("E157", span_of(count), "Repeat count must be an integer")
+        ck.emit(
+            "E157", span_of(count), "Repeat count must be an integer", fix=quoted_number_fix(count)
+        )
     elif count.value <= 0:
         ck.emit("E156", count.span, "Repeat count must be positive")
     ck.scope.open()
@@ -154,7 +186,14 @@ def _loop(ck: Checker, node: n.Loop) -> None:
         name = modifier.name
         if name is None or name.id != "max":
             where = span_of(modifier) if name is None else name.span
-            ck.emit("E168", where, "Unknown loop modifier (expected max: N)")
+            word = name.id if name is not None else ""
+            guess = closest(word, ("max",)) if word else None
+            ck.emit(
+                "E168",
+                where,
+                "Unknown loop modifier"
+                + (f" '{word}' (did you mean `max`?)" if guess else " (expected max: N)"),
+            )
             continue
         if has_max:
             ck.emit("E168", name.span, "Modifier 'max' already given")
@@ -162,7 +201,12 @@ def _loop(ck: Checker, node: n.Loop) -> None:
         has_max = True
         value = modifier.value
         if not isinstance(value, n.NumberLit) or not isinstance(value.value, int):
-            ck.emit("E160", span_of(value), "Max iterations must be an integer")
+            ck.emit(
+                "E160",
+                span_of(value),
+                "Max iterations must be an integer",
+                fix=quoted_number_fix(value),
+            )
         elif value.value <= 0:
             ck.emit("E159", value.span, "Max iterations must be positive")
     if node.kind == "loop" and not has_max:

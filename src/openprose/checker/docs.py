@@ -6,7 +6,7 @@ python -m openprose.checker.docs > docs/diagnostics.md
 from __future__ import annotations
 
 from openprose.checker.rows import ROWS
-from openprose.codes import CODES
+from openprose.codes import CODES, GUIDANCE
 
 _HEADER = """\
 # Diagnostics
@@ -38,9 +38,23 @@ def _cell(text: str) -> str:
 
 
 def render() -> str:
-    lines = [_HEADER, "## Codes", "", "| Code | Severity | Meaning |", "| --- | --- | --- |"]
+    lines = [
+        _HEADER,
+        "## Codes",
+        "",
+        "Each code's rule (where the reference states it) and its default `help:` line; a",
+        "diagnostic may carry a sharper help line and a fix (`prose check --fix`).",
+        "",
+        "| Code | Severity | Meaning | Rule | Help |",
+        "| --- | --- | --- | --- | --- |",
+    ]
     for code in CODES.values():
-        lines.append(f"| {code.code} | {code.severity} | {_cell(code.meaning)} |")
+        guide = GUIDANCE.get(code.code)
+        rule, help_ = (guide.rule, guide.help) if guide else ("", "")
+        lines.append(
+            f"| {code.code} | {code.severity} | {_cell(code.meaning)} | {_cell(rule)} "
+            f"| {_cell(help_)} |"
+        )
     lines += [
         "",
         "## Validation-table rows",

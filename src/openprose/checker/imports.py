@@ -9,11 +9,15 @@ from openprose import nodes as n
 from openprose.checker.state import Checker, Handler, ImportInfo
 from openprose.contracts import ProgramContract, is_local_path
 from openprose.source import Span
+from openprose.suggest import closest
 
 _SEGMENT = r"[A-Za-z0-9][A-Za-z0-9._-]*"
 _REGISTRY = re.compile(rf"@{_SEGMENT}/{_SEGMENT}")
 _SHORTHAND = re.compile(rf"{_SEGMENT}/{_SEGMENT}")  # prose.md's `handle/slug`, no `@`
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://\S+")
+# The legacy import statement's other source formats: `github:user/repo`, `npm:package`,
+# `./local/path` (what W006 "Unknown import source format" was made for).
+_LEGACY_SOURCE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:\S+|\.{1,2}/\S+")
 
 
 def default_name(path: str) -> str:
@@ -36,6 +40,13 @@ def register_use(ck: Checker, node: n.Use) -> None:
                 span,
                 f"Unknown import source format '{path}': expected @handle/slug "
                 "(the VM still resolves registry shorthand and URLs)",
+            )
+        elif _LEGACY_SOURCE.fullmatch(path):
+            ck.emit(
+                "W006",
+                span,
+                f"Unknown import source format '{path}': expected @handle/slug (a legacy "
+                "skill source: it names a skill for `skills:`; the VM cannot run it as a program)",
             )
         else:
             ck.emit("E012", span, f"Invalid use path '{path}': path must be @handle/slug format")
@@ -125,9 +136,12 @@ def _program_call(ck: Checker, node: n.ProgramCall) -> None:
     if info is None:
         if callee.id in ck.broken:
             return
+        guess = closest(callee.id, ck.imports) if ck.imports else None
         hint = (
             f"; to run block '{callee.id}' write `do {callee.id}(...)`"
             if callee.id in ck.blocks
+            else f" (did you mean `{guess}`?)"
+            if guess
             else ""
         )
         ck.emit("E025", callee.span, f"Program '{callee.id}' not imported{hint}")

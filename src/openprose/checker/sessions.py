@@ -16,12 +16,18 @@ from typing import Literal
 from openprose import nodes as n
 from openprose.checker.agents import check_inline_prompt, check_properties
 from openprose.checker.state import AgentInfo, Checker, Handler, head
+from openprose.diagnostics import Edit, Fix
+from openprose.suggest import closest
 
 Memory = Literal["exists", "absent", "unknown"]
 
 
 def memory_dir(ck: Checker, name: str, info: AgentInfo) -> Path | None:
-    """Where the agent's memory lives on disk before the run, or None when unknowable here."""
+    """Where the agent's memory lives on disk before the run, or None when unknowable here
+    (and always None unless the check may read the disk: a check must not depend on what
+    this machine happens to hold unless the user asks, with --project-dir)."""
+    if not ck.memory_on_disk:
+        return None
     if info.persist == "user":
         return Path.home() / ".prose" / "agents" / name
     if info.persist == "path" and info.persist_path is not None:
@@ -47,26 +53,32 @@ def _session(ck: Checker, node: n.Session) -> None:
     if node.prompt is not None:
         check_inline_prompt(ck, node.prompt)
     properties = check_properties(ck, node.properties, "session")
-    inline_twice = properties.get("prompt") if node.prompt is not None else None
-    if inline_twice is not None:
-        ck.emit(
-            "E009",
-            inline_twice.name.span,
-            "Property 'prompt' already specified (the session has an inline prompt)",
-        )
+    # `session "Check X"` with a `prompt:` property is in the grammar: the inline string is
+    # the session's title, the property its prompt (docs/decisions.md, Issue 20).
     agent = node.agent
     if agent is None:
-        if node.prompt is None and "prompt" not in properties:
+        if node.prompt is None and node.kind == "session":
+            prompt = properties.get("prompt")
             ck.emit(
                 "E003",
                 head(node.span, len(node.kind)),
-                "Session requires a prompt or agent reference",
+                "Session requires a prompt or agent reference"
+                + (" on its line (`prompt:` alone is not enough)" if prompt else ""),
+                help='write the prompt on the session line: session "..."' if prompt else None,
+                fix=_inline_prompt_fix(ck, node, prompt) if prompt else None,
             )
         return
     info = ck.agents.get(agent.id)
     if info is None:
         if agent.id not in ck.broken:
-            ck.emit("E007", agent.span, f"Agent '{agent.id}' not defined")
+            guess = closest(agent.id, ck.agents) if ck.agents else None
+            ck.emit(
+                "E007",
+                agent.span,
+                f"Agent '{agent.id}' not defined"
+                + (f" (did you mean `{guess}`?)" if guess else ""),
+                help=f"write `{guess}`" if guess else None,
+            )
         return
     if node.kind == "resume":
         _resume_memory(ck, agent, info)
@@ -77,6 +89,29 @@ def _session(ck: Checker, node: n.Session) -> None:
             ck.started_in_blocks.add(agent.id)
     else:
         ck.started_agents.setdefault(agent.id, node.span)
+
+
+def _inline_prompt_fix(ck: Checker, node: n.Session, prompt: n.Property) -> Fix | None:
+    """``session`` + ``prompt: "..."`` → ``session "..."``: the string moves onto the session
+    line and its property line goes (the other properties stay)."""
+    value = prompt.value
+    if not isinstance(value, n.StringLit) or not ck.source_text:
+        return None
+    text = ck.source_text
+    keyword_end = node.span.start + len(node.kind)
+    line_start = text.rfind("\n", 0, prompt.span.start) + 1
+    line_end = text.find("\n", prompt.span.end)
+    line_end = len(text) if line_end == -1 else line_end + 1
+    if text[line_start : prompt.span.start].strip() or text[prompt.span.end : line_end].strip():
+        return None  # something else (another property, a comment) shares the line
+    if node.span.line == prompt.span.line:
+        return None  # an inline property: `session prompt: "..."`
+    literal = text[value.span.start : value.span.end]
+    edits = (
+        Edit(ck.span_at(keyword_end, keyword_end), " " + literal),
+        Edit(ck.span_at(line_start, line_end), ""),
+    )
+    return Fix("move the prompt onto the session line", edits)
 
 
 def _resume_memory(ck: Checker, agent: n.Name, info: AgentInfo) -> None:

@@ -10,12 +10,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 from openprose import nodes as n
+from openprose.checker.branches import BranchGroup
 from openprose.checker.scope import Guard, Scope, Var
-from openprose.codes import CODES
+from openprose.codes import CODES, diagnostic
 from openprose.contracts import ContractLookup, ProgramContract
-from openprose.diagnostics import Diagnostic, Severity
+from openprose.diagnostics import Diagnostic, Fix, Severity
 from openprose.scanner import MAX_DIAGNOSTICS
-from openprose.source import Span
+from openprose.source import SourceFile, Span
+from openprose.suggest import closest
 
 Handler = Callable[["Checker", Any], None]
 Persist = Literal["none", "true", "project", "user", "path", "invalid"]
@@ -46,6 +48,48 @@ class PendingName:
     span: Span
     code: str
     message: str
+    fix: Fix | None = None
+
+
+# Fields of nodes that declare names (flat or scoped).
+_DECLARING = {
+    n.Binding: ("target",),
+    n.Assign: ("target",),
+    n.Input: ("name",),
+    n.Output: ("name",),
+    n.ParallelBranch: ("name",),
+    n.ForEach: ("item", "index"),
+    n.Repeat: ("index",),
+    n.Loop: ("index",),
+    n.BlockDef: ("params",),
+    n.CatchClause: ("error",),
+    n.PipeOp: ("accumulator", "item"),
+    n.Destructure: ("names",),
+}
+
+
+def declared_anywhere(program: n.Program) -> set[str]:
+    """Every name the program declares anywhere, in any scope (``item`` when it pipes)."""
+    from dataclasses import fields, is_dataclass
+
+    found: set[str] = set()
+    stack: list[object] = [program]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, tuple):
+            stack.extend(node)
+            continue
+        if not is_dataclass(node):
+            continue
+        for name in _DECLARING.get(type(node), ()):
+            value = getattr(node, name)
+            for item in value if isinstance(value, tuple) else (value,):
+                if isinstance(item, n.Name):
+                    found.add(item.id)
+        if isinstance(node, n.PipeOp) and node.op in ("map", "filter", "pmap"):
+            found.add("item")
+        stack.extend(getattr(node, f.name) for f in fields(node) if f.name != "span")
+    return found
 
 
 def span_of(node: n.Node | n.PermissionsBlock) -> Span:
@@ -125,15 +169,49 @@ class Checker:
     # Diagnostics not kept because MAX_DIAGNOSTICS were already (errors, warnings and notes).
     dropped_errors: int = 0
     dropped_others: int = 0
+    # The program's text, when known: fixes are edits of it.
+    source: SourceFile | None = None
+    # `let` names declared in several exclusive branches, by where each declaration starts.
+    branch_groups: dict[int, BranchGroup] = field(default_factory=dict)
+    program: n.Program | None = None
+    # Every name declared anywhere in the program (an interpolation of any other name is
+    # literal text gone wrong, and may be escaped by a fix); walked on first need only.
+    _declared: set[str] | None = None
+
+    @property
+    def declared(self) -> set[str]:
+        if self._declared is None:
+            self._declared = declared_anywhere(self.program) if self.program else set()
+        return self._declared
+
+    # Whether agent memory may be looked up on disk (only when the user names the project).
+    memory_on_disk: bool = False
+
+    @property
+    def source_text(self) -> str:
+        return self.source.text if self.source is not None else ""
+
+    def span_at(self, start: int, end: int) -> Span:
+        assert self.source is not None
+        return self.source.span(start, end)
 
     # --- reporting --------------------------------------------------------------------------
 
-    def emit(self, code: str, span: Span, message: str) -> None:
+    def emit(
+        self,
+        code: str,
+        span: Span,
+        message: str,
+        *,
+        help: str | None = None,
+        fix: Fix | None = None,
+    ) -> None:
         """Report a diagnostic; past MAX_DIAGNOSTICS only count it (``check`` then says that
-        reporting stopped), so a flood of them cannot exhaust memory."""
+        reporting stopped), so a flood of them cannot exhaust memory. ``help`` replaces the
+        code's default help line; ``fix`` is a mechanical rewrite that resolves it."""
         severity = CODES[code].severity
         if len(self.diagnostics) < MAX_DIAGNOSTICS:
-            self.diagnostics.append(Diagnostic(code, severity, message, span, self.path))
+            self.diagnostics.append(diagnostic(code, message, span, self.path, help=help, fix=fix))
         elif severity is Severity.ERROR:
             self.dropped_errors += 1
         else:
@@ -160,16 +238,26 @@ class Checker:
         """Inside a block or agent definition, which run wherever they are invoked."""
         return self.in_agent or self.scope.in_block
 
-    def resolve(self, name: str, span: Span, code: str, message: str) -> Var | None:
-        """The variable ``name`` names here; reports ``code`` (or defers it) when undefined."""
+    def resolve(
+        self, name: str, span: Span, code: str, message: str, fix: Fix | None = None
+    ) -> Var | None:
+        """The variable ``name`` names here; reports ``code`` (or defers it) when undefined,
+        naming the closest visible name when one is close (a likely typo)."""
         var = self.scope.visible.get(name)
         if var is None and name not in self.broken:
             if name in self.joining:
                 message += " (a parallel branch's result exists once the parallel block ends)"
             if self.order_free:
-                self.pending_names.append(PendingName(name, span, code, message))
+                self.pending_names.append(PendingName(name, span, code, message, fix))
             else:
-                self.emit(code, span, message)
+                guess = closest(name, self.scope.visible) if self.scope.visible else None
+                self.emit(
+                    code,
+                    span,
+                    message + (f" (did you mean `{guess}`?)" if guess else ""),
+                    help=f"write `{guess}`" if guess else None,
+                    fix=None if guess else fix,
+                )
         elif var is not None and var.guards:
             self._check_bound(var, span)
         return var
@@ -193,7 +281,7 @@ class Checker:
             "W156",
             span,
             f"Variable '{var.name}' may be unbound here: it is bound only when the {ended.what} "
-            f"at line {ended.line} runs (declare it before with let {var.name} = \"\" and "
+            f'at line {ended.line} runs (declare it before with let {var.name} = "" and '
             f"assign it there)",
         )
 
@@ -201,7 +289,14 @@ class Checker:
         flat = self.scope.flat
         for pending in self.pending_names:
             if pending.name not in flat and pending.name not in self.broken:
-                self.emit(pending.code, pending.span, pending.message)
+                guess = closest(pending.name, flat) if flat else None
+                self.emit(
+                    pending.code,
+                    pending.span,
+                    pending.message + (f" (did you mean `{guess}`?)" if guess else ""),
+                    help=f"write `{guess}`" if guess else None,
+                    fix=None if guess else pending.fix,
+                )
         for finisher in self.finishers:
             finisher()
 

@@ -2,7 +2,13 @@
 
 Exit status: 0 when no diagnostic is an error (warnings and notes allowed), 1 when any is,
 2 when a path is missing or unreadable (reported on stderr; the other paths are still
-checked). ``--format json`` prints exactly one JSON array on stdout.
+checked). ``--format json`` prints exactly one JSON array on stdout (each diagnostic with its rule, help
+line and fix, if any).
+
+``--fix`` rewrites each file with the mechanical fixes its diagnostics carry (then reports
+what is left); ``--diff`` prints those rewrites as a unified diff and writes nothing (exit 1
+when any file would change). ``--unsafe-fixes`` also applies likely-but-unproven ones (a
+misspelled keyword's nearest word).
 
 The helpers here (reading files, printing diagnostics) are shared with ``compile`` and ``fmt``.
 """
@@ -35,6 +41,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=("text", "json"),
         default="text",
         help="text (default): path:line:col: CODE message and a caret excerpt; json: one array",
+    )
+    parser.add_argument(
+        "--fix",
+        action="store_true",
+        help="apply the mechanical fixes in place, then report what is left",
+    )
+    parser.add_argument(
+        "--diff",
+        action="store_true",
+        help="print the fixes as a unified diff; write nothing (exit 1 if any file would change)",
+    )
+    parser.add_argument(
+        "--unsafe-fixes",
+        action="store_true",
+        help="with --fix/--diff, also apply likely but unproven fixes (misspelled keywords)",
     )
     add_project_dir(parser)
 
@@ -70,6 +91,7 @@ class Checked:
 def run(args: argparse.Namespace) -> int:
     with stdout_guard():
         usage_error = False
+        fixed_files = fix_count = 0
         checked: list[Checked] = []
         for program in expand(args.paths):
             if isinstance(program, str):
@@ -79,19 +101,83 @@ def run(args: argparse.Namespace) -> int:
             if source is None and is_unreadable(problems):
                 usage_error = True
                 continue
-            diagnostics = problems if source is None else _check(source, args.project_dir)
+            if source is not None and (args.fix or args.diff):
+                source, diagnostics, changed = _fix(program, source, args)
+                if changed is None:
+                    usage_error = True
+                fixed_files += bool(changed)
+                fix_count += changed or 0
+            else:
+                diagnostics = problems if source is None else _check(source, args.project_dir)
             checked.append(Checked(str(program), source, diagnostics))
+        if args.diff:
+            fixes = "1 fix" if fix_count == 1 else f"{fix_count} fixes"
+            write(sys.stderr, f"{fixes} would be applied in {_plural(fixed_files, 'file')}\n")
+            if usage_error:
+                return USAGE_ERROR
+            return FAILED if fixed_files else OK
         if args.format == "json":
             found = [d.to_dict() for c in checked for d in c.diagnostics]
             write(sys.stdout, json.dumps(found, indent=2) + "\n")
         else:
             for c in checked:
                 print_diagnostics(c.diagnostics, c.source, sys.stdout)
+            if args.fix:
+                write(
+                    sys.stdout,
+                    f"fixed {_plural(fix_count, 'problem')} in {_plural(fixed_files, 'file')}\n",
+                )
             write(sys.stdout, summary(checked) + "\n")
         if usage_error:
             return USAGE_ERROR
         return FAILED if any(d.is_error for c in checked for d in c.diagnostics) else OK
     return FAILED  # stdout was closed early (e.g. piped into `head`)
+
+
+def _fix(
+    path: Path, source: SourceFile, args: argparse.Namespace
+) -> tuple[SourceFile, list[Diagnostic], int | None]:
+    """Fix one file: its (new) source, the diagnostics left and how many fixes were applied
+    (None when the fixed text could not be written)."""
+    from openprose.fixes import fix_source
+    from openprose.source import SourceFile
+
+    result = fix_source(source, project_dir=args.project_dir, unsafe=args.unsafe_fixes)
+    if not result.changed:
+        return source, result.remaining, 0
+    if args.diff:
+        import difflib
+
+        diff = difflib.unified_diff(
+            source.text.splitlines(keepends=True),
+            result.text.splitlines(keepends=True),
+            fromfile=str(path),
+            tofile=str(path),
+        )
+        write(sys.stdout, "".join(line if line.endswith("\n") else line + "\n" for line in diff))
+        return source, [], len(result.applied)
+    if not write_atomically(path, result.text):
+        return source, result.remaining, None
+    return SourceFile.from_text(result.text, source.path), result.remaining, len(result.applied)
+
+
+def write_atomically(path: Path, text: str) -> bool:
+    """Replace ``path``'s content through a temporary file and a rename, so a crash or a full
+    disk mid-write never leaves the user's source cut short; the file keeps its permissions.
+    Refuses what is not a regular file (a FIFO would block)."""
+    from openprose.files import write_atomically as replace
+
+    if not path.is_file():
+        write(sys.stderr, f"prose: {path}: cannot write: not a regular file\n")
+        return False
+    try:
+        mode = path.stat().st_mode & 0o7777
+        replace(path, text)
+        os.chmod(path, mode)
+    except OSError as error:
+        write(sys.stderr, f"prose: {path}: cannot write: {error.strerror or error}\n")
+        return False
+    return True
 
 
 def _check(source: SourceFile, project_dir: Path | None) -> list[Diagnostic]:

@@ -12,21 +12,27 @@ from pathlib import Path
 from typing import Any
 
 from openprose.cli.run import (
+    BUDGET_KINDS,
     UsageError,
+    add_budget_arguments,
     add_provider_arguments,
+    budget_flags,
     check_vm_setting,
+    cost_is_enforceable,
     guarded,
     load_imports_or_fail,
     open_provider_or_fail,
     progress,
     report,
     run_async,
+    run_prices,
 )
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_ref", metavar="RUN", help="run id (or unique prefix) or run folder")
     add_provider_arguments(parser)
+    add_budget_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -94,8 +100,8 @@ def _resume_locked(args: argparse.Namespace, run_dir: Path) -> int:
     }
     defaults = VMConfig()
     for key, value in config_fields.items():
-        if key == "max_concurrency":
-            continue  # the provider settings' limit replaces it below
+        if key == "max_concurrency" or (value is None and key in BUDGET_KINDS):
+            continue  # replaced below by the provider settings' limit; a budget left open
         try:
             check_vm_setting(key, value, getattr(defaults, key))
         except UsageError as error:
@@ -105,6 +111,10 @@ def _resume_locked(args: argparse.Namespace, run_dir: Path) -> int:
     config = replace(config, max_concurrency=settings.max_concurrency)
     if args.evaluator:
         config = replace(config, evaluator_model=args.evaluator)
+    # A budget given now replaces the recorded one (a larger budget lets a stopped run go on).
+    config = replace(config, **budget_flags(args))
+    prices = run_prices(project)
+    cost_is_enforceable(parsed.program, config, settings, prices)
     with progress(args.json) as observer:
         result = run_async(
             resume_run(
@@ -116,6 +126,7 @@ def _resume_locked(args: argparse.Namespace, run_dir: Path) -> int:
                 settings=settings,
                 config=config,
                 observer=observer,
+                prices=prices,
             ),
             provider,
         )

@@ -2,7 +2,9 @@
 
 Exit status: 0 when the run succeeds; 1 when the program fails (an uncaught error or
 `throw`, reported with the statement's `path:line:col`); 2 for usage and compile errors
-(diagnostics printed as `prose check` prints them) and for provider configuration problems.
+(diagnostics printed as `prose check` prints them) and for provider configuration problems;
+3 when the run stopped at a budget (`--max-sessions`, `--max-tokens`, `--max-cost`): it is
+resumable with a larger one.
 
 Helpers shared with ``prose resume`` live here too.
 """
@@ -24,7 +26,7 @@ if TYPE_CHECKING:
     from openprose.vm.runner import RunResult
     from openprose.vm.runtime import Observer
 
-OK, FAILED, USAGE_ERROR = 0, 1, 2
+OK, FAILED, USAGE_ERROR, STOPPED = 0, 1, 2, 3
 
 
 class UsageError(Exception):
@@ -56,6 +58,57 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="fetch remote imports again and pin what they are now in prose.lock",
     )
     add_provider_arguments(parser)
+    add_budget_arguments(parser)
+
+
+def add_budget_arguments(parser: argparse.ArgumentParser) -> None:
+    """Budgets of the whole run (`[vm]` keys max_sessions, max_run_tokens, max_cost);
+    `none` lifts one. Hitting one stops the run, resumable with a larger budget."""
+    parser.add_argument(
+        "--max-sessions",
+        type=_limit(int),
+        metavar="N",
+        help="model calls the run may make, judgments included (default 1000; none: no limit)",
+    )
+    parser.add_argument(
+        "--max-tokens",
+        type=_limit(int),
+        metavar="N",
+        help="tokens (input + output) the run may spend",
+    )
+    parser.add_argument(
+        "--max-cost",
+        type=_limit(float),
+        metavar="USD",
+        help="dollars the run may spend (every model it uses needs a price)",
+    )
+
+
+def _limit(kind: type[int | float]) -> Callable[[str], int | float | str]:
+    def parse(text: str) -> int | float | str:
+        if text.strip().lower() == "none":
+            return "none"
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected {'an integer' if kind is int else 'a number'} or none, got {text!r}"
+            ) from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"must be positive (or none), got {text!r}")
+        return value
+
+    return parse
+
+
+def budget_flags(args: argparse.Namespace) -> dict[str, Any]:
+    """The budgets given on the command line, as VMConfig fields (`none` -> no limit)."""
+    given = {
+        "max_sessions": args.max_sessions,
+        "max_run_tokens": args.max_tokens,
+        "max_cost": args.max_cost,
+    }
+    return {k: None if v == "none" else v for k, v in given.items() if v is not None}
 
 
 def add_provider_arguments(parser: argparse.ArgumentParser) -> None:
@@ -101,6 +154,10 @@ def guarded(command: Callable[[argparse.Namespace], int], args: argparse.Namespa
     except OSError as error:
         return _not_run(str(error), FAILED, as_json)
     except Exception as error:  # noqa: BLE001 - a VM bug: say so plainly; the run stays resumable
+        from openprose.vm.runstore import DamagedRun
+
+        if isinstance(error, DamagedRun):  # found once the run was opened (its journal)
+            return _not_run(str(error), USAGE_ERROR, as_json)
         return _not_run(f"internal error: {type(error).__name__}: {error}", FAILED, as_json)
 
 
@@ -140,7 +197,15 @@ def _run(args: argparse.Namespace) -> int:
     )
     from openprose.vm.runner import run_program
 
-    config = vm_config(project, settings.max_concurrency, args.evaluator, local_budget(settings))
+    config = vm_config(
+        project,
+        settings.max_concurrency,
+        args.evaluator,
+        local_budget(settings),
+        budgets=budget_flags(args),
+    )
+    prices = run_prices(project)
+    cost_is_enforceable(parsed.program, config, settings, prices)
     launch = {
         "provider": _launch_spec(args.provider, settings),
         "models": args.model,
@@ -162,6 +227,7 @@ def _run(args: argparse.Namespace) -> int:
                 config=config,
                 observer=observer,
                 launch=launch,
+                prices=prices,
             ),
             provider,
         )
@@ -238,12 +304,18 @@ def local_budget(settings: ProviderSettings) -> int | None:
 
 
 def vm_config(
-    project: Path, max_concurrency: int, evaluator: str | None, budget_cap: int | None = None
+    project: Path,
+    max_concurrency: int,
+    evaluator: str | None,
+    budget_cap: int | None = None,
+    *,
+    budgets: dict[str, Any] | None = None,
 ) -> Any:
     """VM settings: the `[vm]` table of prose.toml (or `[tool.prose.vm]` in pyproject.toml),
-    e.g. `context_budget = 100000`, `retry_base_delay = 0.5`, `default_model = "haiku"`;
-    command-line options win. Without a `context_budget` of the user's, `budget_cap` (the
-    embedded model's window) lowers the default."""
+    e.g. `context_budget = 100000`, `retry_base_delay = 0.5`, `default_model = "haiku"`,
+    `max_sessions = 200`; command-line options (`budgets`: --max-sessions...) win. Without
+    a `context_budget` of the user's, `budget_cap` (the embedded model's window) lowers the
+    default."""
     from dataclasses import fields, replace
 
     from openprose.vm.runner import VMConfig
@@ -267,14 +339,21 @@ def vm_config(
     for key, value in table.items():
         check_vm_setting(key, value, getattr(defaults, key))
     config = replace(defaults, **table, max_concurrency=max_concurrency)
+    config = replace(config, **(budgets or {}))
     if budget_cap is not None and "context_budget" not in table:
         config = replace(config, context_budget=min(config.context_budget, budget_cap))
     return replace(config, evaluator_model=evaluator) if evaluator else config
 
 
+# Budgets may be lifted (`max_cost = "none"` is not TOML's; leave the key out instead).
+BUDGET_KINDS: dict[str, type] = {"max_sessions": int, "max_run_tokens": int, "max_cost": float}
+
+
 def check_vm_setting(key: str, value: object, default: object) -> None:
     """A [vm] value must have its default's type: text, or a positive number (an integer
     where the default is one; `retry_base_delay` may also be 0)."""
+    if key in BUDGET_KINDS:
+        default = BUDGET_KINDS[key](1)
     if isinstance(default, str):
         if not isinstance(value, str) or not value.strip():
             raise UsageError(f"[vm] {key} must be a non-empty string, got {value!r}")
@@ -290,6 +369,48 @@ def check_vm_setting(key: str, value: object, default: object) -> None:
         raise UsageError(f"[vm] {key} {problem}")
     if value < 0 or (value == 0 and key != "retry_base_delay"):
         raise UsageError(f"[vm] {key} must be positive, got {value!r}")
+
+
+def run_prices(project: Path) -> Any:
+    """The price table: the packaged one, extended by `[prices]` of prose.toml."""
+    from openprose.providers import ProviderConfigError
+    from openprose.providers.prices import Prices
+
+    table = project_settings(project).get("prices")
+    if table is None:
+        return Prices.default()
+    try:
+        return Prices.default().extended(table)
+    except ProviderConfigError as error:
+        raise UsageError(str(error)) from None
+
+
+def cost_is_enforceable(program: Any, config: Any, settings: Any, prices: Any) -> None:
+    """`--max-cost` needs the price of every model the run may use: refuse it up front,
+    naming each model without one and how to give it, rather than run unguarded."""
+    if config.max_cost is None:
+        return
+    from openprose.providers import ProviderConfigError
+    from openprose.providers.settings import resolve_model
+    from openprose.vm.budget import models_named
+
+    missing = []
+    for alias in sorted(models_named(program, config)):
+        try:
+            provider, model = resolve_model(alias, settings)
+        except ProviderConfigError as error:
+            raise UsageError(str(error)) from None
+        if prices.price_of(model) is None:
+            shown = model if alias == model else f"{model} (alias {alias})"
+            missing.append((model, f"{provider}:{shown}"))
+    if missing:
+        names = ", ".join(shown for _, shown in missing)
+        first = missing[0][0]
+        raise UsageError(
+            f"--max-cost cannot be kept: no price for {names}; give each model a price in "
+            f'prose.toml, e.g. [prices."{first}"] input = 1.0 output = 5.0 (USD per million '
+            f"tokens), or drop --max-cost"
+        )
 
 
 def registry_base(project: Path) -> str:
@@ -561,12 +682,12 @@ def report(result: RunResult, as_json: bool) -> int:
         from openprose.terminal import printable
 
         print(f"prose: {printable(result.error, sys.stderr)}", file=sys.stderr)
+    if result.status == "stopped":
+        return STOPPED
     return USAGE_ERROR if result.status == "aborted" else FAILED
 
 
 def print_summary(result: RunResult) -> None:
-    from openprose.vm.progress import cost_of
-
     usage = result.usage
     lines = [f"run {result.run_id}: {result.status}  ({result.run_dir})"]
     for name, value in result.outputs.items():
@@ -579,8 +700,13 @@ def print_summary(result: RunResult) -> None:
         f"requests: {usage.get('requests_sent', 0)} sent, "
         f"{usage.get('requests_served_from_journal', 0)} served from the journal"
     )
-    cost = cost_of(usage.get("by_model", {}))
-    if cost is not None and cost > 0:
+    cost, unpriced = usage.get("cost_usd", 0.0), usage.get("unpriced_models") or {}
+    if unpriced:  # said, not hidden: the total would be wrong
+        lines.append(
+            f"cost: unknown — no price for {', '.join(sorted(unpriced))} (give it one under "
+            f"[prices] in prose.toml); ${cost:.4f} for the priced calls"
+        )
+    elif usage.get("input_tokens") or usage.get("output_tokens"):
         lines.append(f"cost: ${cost:.4f}")
     from openprose.terminal import printable
 

@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
         except OSError as error:
             print(f"prose: --cassette {args.cassette}: {error.strerror}", file=sys.stderr)
             return 2
-        except (KeyError, TypeError, ValueError) as error:
+        except (KeyError, TypeError, ValueError, OverflowError) as error:
             print(
                 f"prose: --cassette {args.cassette}: {store.journal_path} holds a damaged "
                 f"exchange ({type(error).__name__}: {error})",

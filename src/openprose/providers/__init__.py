@@ -1,6 +1,6 @@
 """Model providers for the OpenProse VM: one small async interface, one file each.
 
-Importing this package is cheap: the SDKs (anthropic, openai, aiohttp, llama_cpp) are
+Importing this package is cheap: the HTTP stack (aiohttp, orjson) and llama_cpp are
 imported only when `open_provider` opens a provider that needs them.
 """
 
@@ -32,6 +32,7 @@ from openprose.providers.settings import (
     local_model_installed,
     resolve_model,
 )
+from openprose.providers.streaming import TextSink, stream_text_to
 
 __all__ = [
     "DEFAULT_ALIASES",
@@ -52,6 +53,7 @@ __all__ = [
     "ScriptRule",
     "ScriptedProvider",
     "SingleAttemptProvider",
+    "TextSink",
     "TransientProviderError",
     "Usage",
     "load_settings",
@@ -59,6 +61,7 @@ __all__ = [
     "open_provider",
     "resolve_model",
     "single_attempt",
+    "stream_text_to",
 ]
 
 OPENAI_PLACEHOLDER_KEY = "not-needed"  # OpenAI-compatible local servers ignore the key
@@ -82,7 +85,10 @@ def open_provider(settings: ProviderSettings, name: str | None = None) -> Provid
         from openprose.providers.anthropic import AnthropicProvider
 
         inner = AnthropicProvider(
-            api_key=endpoint.api_key, base_url=endpoint.base_url, timeout=settings.timeout
+            api_key=endpoint.api_key,
+            base_url=endpoint.base_url,
+            timeout=settings.timeout,
+            max_connections=settings.max_concurrency,
         )
     elif name == "openai":
         if not endpoint.api_key and not endpoint.base_url:
@@ -96,6 +102,7 @@ def open_provider(settings: ProviderSettings, name: str | None = None) -> Provid
             api_key=endpoint.api_key or OPENAI_PLACEHOLDER_KEY,
             base_url=endpoint.base_url,
             timeout=settings.timeout,
+            max_connections=settings.max_concurrency,
         )
     elif name == "local":
         from openprose.providers.local import LocalProvider

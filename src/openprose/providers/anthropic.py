@@ -1,93 +1,270 @@
-"""Anthropic's Messages API through the official SDK, on the aiohttp transport.
+"""Anthropic's Messages API, spoken directly over HTTP (`POST {base}/v1/messages`).
 
-`ModelRequest.temperature` is not sent: the Messages API of the SDK we target no longer
-takes sampling parameters (its `messages.create` rejects `temperature`).
+Tools are `tools` entries with an `input_schema`; the model's calls come back as
+`tool_use` content blocks, and their results go back as `tool_result` blocks at the start of
+the next user message. `ModelRequest.temperature` is not sent: the Messages API version we
+speak no longer takes sampling parameters.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from openprose.providers.base import ModelRequest, ModelResponse, Usage
-from openprose.providers.sdk_errors import (
+import orjson
+
+from openprose.providers.base import (
+    Message,
+    ModelRequest,
+    ModelResponse,
+    ProviderError,
+    ToolCall,
+    TransientProviderError,
+    Usage,
+)
+from openprose.providers.http_client import HttpProvider
+from openprose.providers.http_errors import (
     BadAnswer,
-    malformed_response,
     optional_text,
+    required_text,
     shown,
     token_count,
-    translate_sdk_error,
 )
 
 __all__ = ["AnthropicProvider"]
 
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+API_VERSION = "2026-10-21"  # the `anthropic-version` this wire format follows
+# Errors a stream may report after its 200: the server's trouble, worth another attempt.
+TRANSIENT_STREAM_ERRORS = frozenset({"overloaded_error", "api_error", "rate_limit_error"})
 
-class AnthropicProvider:
+
+class AnthropicProvider(HttpProvider):
     name = "anthropic"
+    key_hint = "ANTHROPIC_API_KEY"
+    request_id_header = "request-id"
 
-    def __init__(self, *, api_key: str, base_url: str | None = None, timeout: float) -> None:
-        import anthropic  # lazily: the SDK takes most of a second to import
-
-        self._timeout = timeout
-        self._sdk = anthropic
-        self._client = anthropic.AsyncAnthropic(
-            api_key=api_key,
-            base_url=base_url,
+    def __init__(
+        self,
+        *,
+        api_key: str,
+        base_url: str | None = None,
+        timeout: float,
+        max_connections: int = 0,
+    ) -> None:
+        super().__init__(
+            base_url=base_url or DEFAULT_BASE_URL,
+            path="/v1/messages",
+            # Bearer is what the current API version reads; x-api-key what older versions
+            # and the compatible proxies in front of them read.
+            headers={
+                "authorization": f"Bearer {api_key}",
+                "x-api-key": api_key,
+                "anthropic-version": API_VERSION,
+            },
             timeout=timeout,
-            max_retries=0,  # ResilientProvider owns transient retries
-            # measured: several times faster than the default httpx transport under load
-            http_client=anthropic.DefaultAioHttpClient(),
+            max_connections=max_connections,
         )
 
-    async def complete(self, request: ModelRequest) -> ModelResponse:
-        params: dict[str, Any] = {
+    def request_body(self, request: ModelRequest, *, stream: bool) -> dict[str, Any]:
+        body: dict[str, Any] = {
             "model": request.model,
             "max_tokens": request.max_tokens,
-            "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+            "messages": [_wire_message(m) for m in request.messages],
         }
         if request.system is not None:
-            params["system"] = request.system
-        try:
-            message = await self._client.messages.create(**params)
-        except (self._sdk.APIError, ValueError) as exc:  # ValueError: not JSON, or refused
-            raise translate_sdk_error(
-                exc,
-                sdk=self._sdk,
-                provider=self.name,
-                model=request.model,
-                key_hint="ANTHROPIC_API_KEY",
-                timeout=self._timeout,
-            ) from exc
-        try:
-            return _response(message, request.model)
-        except BadAnswer as exc:
-            raise malformed_response(self.name, request.model, str(exc), message) from None
+            body["system"] = request.system
+        if request.tools:
+            body["tools"] = [
+                {
+                    "name": t.name,
+                    "description": t.description,
+                    "input_schema": t.parameters or {"type": "object", "properties": {}},
+                }
+                for t in request.tools
+            ]
+        if stream:
+            body["stream"] = True
+        return body
 
-    async def aclose(self) -> None:
-        await self._client.close()
+    def read_answer(
+        self, answer: dict[str, Any], request: ModelRequest, request_id: str | None
+    ) -> ModelResponse:
+        content = answer.get("content")
+        if not isinstance(content, list):
+            raise BadAnswer(f"no `content` list of blocks (found {shown(content)})")
+        parts: list[str] = []
+        calls: list[ToolCall] = []
+        for index, block in enumerate(content):
+            kind = block.get("type") if isinstance(block, dict) else None
+            if not isinstance(kind, str):
+                raise BadAnswer(f"a content block is {shown(block)}, not a typed block")
+            if kind == "text":
+                parts.append(required_text(block.get("text"), f"content[{index}].text"))
+            elif kind == "tool_use":
+                calls.append(_tool_call(block, block.get("input"), f"content[{index}]"))
+            # other blocks (thinking, server tools' records) carry no answer text
+        usage = answer.get("usage")
+        return ModelResponse(
+            text="".join(parts),
+            usage=Usage(token_count(usage, "input_tokens"), token_count(usage, "output_tokens")),
+            finish_reason=optional_text(answer.get("stop_reason"), "stop_reason"),
+            request_id=request_id or _text_id(answer.get("id")),
+            model=optional_text(answer.get("model"), "model") or request.model,
+            provider=self.name,
+            tool_calls=tuple(calls),
+        )
+
+    def assembler(self, request: ModelRequest) -> _EventAssembler:
+        return _EventAssembler(request.model)
 
 
-def _response(message: Any, model: str) -> ModelResponse:
-    """Read a Messages API answer, checking every field: the SDK does not validate it."""
-    content = getattr(message, "content", None)
-    if not isinstance(content, list):
-        raise BadAnswer(f"no `content` list of blocks (found {shown(content)})")
-    parts: list[str] = []
-    for block in content:
-        kind = getattr(block, "type", None)
-        if not isinstance(kind, str):
-            raise BadAnswer(f"a content block is {shown(block)}, not a typed block")
-        if kind == "text":
-            text = getattr(block, "text", None)
-            if not isinstance(text, str):
-                raise BadAnswer(f"a text block has text {shown(text)}")
-            parts.append(text)
-    usage = getattr(message, "usage", None)
-    request_id = getattr(message, "_request_id", None) or getattr(message, "id", None)
-    return ModelResponse(
-        text="".join(parts),
-        usage=Usage(token_count(usage, "input_tokens"), token_count(usage, "output_tokens")),
-        finish_reason=optional_text(getattr(message, "stop_reason", None), "stop_reason"),
-        request_id=None if request_id is None else str(request_id),
-        model=optional_text(getattr(message, "model", None), "model") or model,
-        provider="anthropic",
+def _wire_message(message: Message) -> dict[str, Any]:
+    """A plain turn keeps the string form; a turn with tool calls or results becomes
+    blocks (tool results first, as the API requires; empty text blocks are refused)."""
+    if not message.tool_calls and not message.tool_results:
+        return {"role": message.role, "content": message.content}
+    blocks: list[dict[str, Any]] = [
+        {
+            "type": "tool_result",
+            "tool_use_id": result.call_id,
+            "content": result.content,
+            **({"is_error": True} if result.is_error else {}),
+        }
+        for result in message.tool_results
+    ]
+    if message.content:
+        blocks.append({"type": "text", "text": message.content})
+    blocks.extend(
+        {"type": "tool_use", "id": call.id, "name": call.name, "input": call.arguments}
+        for call in message.tool_calls
     )
+    return {"role": message.role, "content": blocks}
+
+
+def _tool_call(block: dict[str, Any], arguments: object, where: str) -> ToolCall:
+    name = required_text(block.get("name"), f"{where}.name")
+    call_id = required_text(block.get("id"), f"{where}.id")
+    if not isinstance(arguments, dict):
+        raise BadAnswer(f"the input of tool call {name!r} is {shown(arguments)}, not a JSON object")
+    return ToolCall(call_id, name, arguments)
+
+
+def _text_id(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+class _EventAssembler:
+    """Messages API stream events into one answer: `message_start` (id, model, input
+    usage), per block `content_block_start` / `_delta` (text, or a tool call's input as
+    pieces of JSON) / `_stop`, `message_delta` (stop reason, output usage), `message_stop`."""
+
+    def __init__(self, model: str) -> None:
+        self._model = model
+        self._blocks: dict[int, dict[str, Any]] = {}
+        self._usage: dict[str, Any] = {}
+        self._stop: str | None = None
+        self._answer_model: str | None = None
+        self._id: str | None = None
+        self.finished = False
+
+    def feed(self, event: str, data: bytes) -> str:
+        try:
+            payload = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            raise BadAnswer(f"an event is not JSON: {shown(data.decode(errors='replace'))}")
+        if not isinstance(payload, dict):
+            raise BadAnswer(f"an event is {shown(payload)}, not a JSON object")
+        kind = payload.get("type", event)
+        if kind == "content_block_delta":
+            block = self._block(payload)
+            delta = payload.get("delta")
+            if not isinstance(delta, dict):
+                raise BadAnswer(f"a content_block_delta has delta {shown(delta)}")
+            if delta.get("type") == "text_delta":
+                text = required_text(delta.get("text"), "text_delta.text")
+                block.setdefault("text", []).append(text)
+                return text
+            if delta.get("type") == "input_json_delta":
+                piece = required_text(delta.get("partial_json"), "input_json_delta.partial_json")
+                block.setdefault("json", []).append(piece)
+            return ""
+        if kind == "content_block_start":
+            opened = payload.get("content_block")
+            index = payload.get("index")
+            if not isinstance(opened, dict) or not isinstance(index, int):
+                raise BadAnswer(f"a content_block_start is {shown(payload)}")
+            self._blocks[index] = {"start": opened}
+            return ""
+        if kind == "message_start":
+            message = payload.get("message")
+            if not isinstance(message, dict):
+                raise BadAnswer(f"a message_start has message {shown(message)}")
+            self._id = _text_id(message.get("id"))
+            self._answer_model = optional_text(message.get("model"), "model")
+            self._merge_usage(message.get("usage"))
+        elif kind == "message_delta":
+            delta = payload.get("delta")
+            if isinstance(delta, dict):
+                self._stop = optional_text(delta.get("stop_reason"), "stop_reason") or self._stop
+            self._merge_usage(payload.get("usage"))
+        elif kind == "message_stop":
+            self.finished = True
+        elif kind == "error":
+            self._raise_stream_error(payload.get("error"))
+        return ""  # ping, content_block_stop, and event types added later
+
+    def _block(self, payload: dict[str, Any]) -> dict[str, Any]:
+        index = payload.get("index")
+        if not isinstance(index, int) or index not in self._blocks:
+            raise BadAnswer(f"a delta for content block {shown(index)}, which never started")
+        return self._blocks[index]
+
+    def _merge_usage(self, usage: object) -> None:
+        if usage is None:
+            return
+        if not isinstance(usage, dict):
+            raise BadAnswer(f"usage is {shown(usage)}, not an object")
+        self._usage.update({k: v for k, v in usage.items() if v is not None})
+
+    def _raise_stream_error(self, error: object) -> None:
+        kind = error.get("type") if isinstance(error, dict) else None
+        message = error.get("message") if isinstance(error, dict) else error
+        text = f"anthropic (model {self._model}): the server reported an error mid-stream: " + (
+            message if isinstance(message, str) else shown(message)
+        )
+        if kind in TRANSIENT_STREAM_ERRORS:
+            raise TransientProviderError(text, provider="anthropic")
+        raise ProviderError(text, provider="anthropic")
+
+    def response(self, request_id: str | None) -> ModelResponse:
+        parts: list[str] = []
+        calls: list[ToolCall] = []
+        for index, block in sorted(self._blocks.items()):
+            start = block["start"]
+            if start.get("type") == "text":
+                parts.append(str(start.get("text") or ""))
+                parts.extend(block.get("text", ()))
+            elif start.get("type") == "tool_use":
+                pieces = "".join(block.get("json", ()))
+                arguments: object = start.get("input") or {}
+                if pieces:
+                    try:
+                        arguments = orjson.loads(pieces)
+                    except orjson.JSONDecodeError as exc:
+                        name = start.get("name")
+                        raise BadAnswer(
+                            f"the input of tool call {name!r} is not valid JSON ({exc}): "
+                            f"{shown(pieces)}"
+                        ) from None
+                calls.append(_tool_call(start, arguments, f"content[{index}]"))
+        return ModelResponse(
+            text="".join(parts),
+            usage=Usage(
+                token_count(self._usage, "input_tokens"), token_count(self._usage, "output_tokens")
+            ),
+            finish_reason=self._stop,
+            request_id=request_id or self._id,
+            model=self._answer_model or self._model,
+            provider="anthropic",
+            tool_calls=tuple(calls),
+        )

@@ -103,7 +103,7 @@ def read_cassette(path: Path) -> list[tuple[ModelRequest, ModelResponse]]:
             raise ProviderConfigError(
                 f"replay: {path}:{index + 1}: JSON nested too deeply"
             ) from None
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        except (ValueError, KeyError, TypeError, AttributeError, OverflowError) as exc:
             if isinstance(exc, json.JSONDecodeError) and (journal or _torn(line)):
                 continue  # a line torn by a killed run (the VM's journal reader skips them too)
             raise ProviderConfigError(

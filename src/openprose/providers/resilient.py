@@ -1,7 +1,7 @@
 """The one transient-retry policy and the per-provider concurrency limit.
 
-Every real provider is wrapped in `ResilientProvider`; the SDKs' own retries are off, so
-the attempts a server sees are exactly the ones made here: up to `max_attempts` by
+Every real provider is wrapped in `ResilientProvider`; the HTTP clients never retry on
+their own, so the attempts a server sees are exactly the ones made here: up to `max_attempts` by
 `complete`, or one by `complete_once` for a caller that owns its retries (a program's
 `retry:`). Both hold one of the provider's concurrency slots per attempt, never during a
 backoff wait.
@@ -32,6 +32,7 @@ from openprose.providers.base import (
     TransientProviderError,
 )
 from openprose.providers.settings import RetryPolicy
+from openprose.providers.streaming import TextSink, stream_text_to
 
 __all__ = ["GarbledAnswerError", "ResilientProvider", "backoff_delay", "garbled_answer", "redact"]
 
@@ -170,6 +171,17 @@ class ResilientProvider:
     def _redact_error(self, error: ProviderError) -> None:
         if self._secrets and error.args:
             error.args = (redact(str(error.args[0]), self._secrets), *error.args[1:])
+
+    async def stream(
+        self,
+        request: ModelRequest,
+        on_text: TextSink,
+        on_restart: Callable[[], None] | None = None,
+    ) -> ModelResponse:
+        """`complete`, with the answer's text handed to `on_text` as it arrives; a retried
+        attempt streams again from its start, after calling `on_restart`."""
+        with stream_text_to(on_text, on_restart=on_restart):
+            return await self.complete(request)
 
     async def aclose(self) -> None:
         await self.inner.aclose()

@@ -357,6 +357,7 @@ KNOWN_KEYS: dict[str, frozenset[str]] = {
             "vm",
             "registry",
             "imports",
+            "prices",
         }
     ),
     "imports": frozenset({"max_bytes", "timeout", "allow_http"}),
@@ -370,14 +371,14 @@ def unknown_keys(config: Mapping[str, Any], where: str) -> list[str]:
     """One warning line per key of the settings file that nothing reads (a typo such as
     `provder`, or `[providers.nope]`), naming the file and key and the closest known key.
     The `[vm]` table is checked strictly by `prose run` itself."""
-    import difflib
-
     found: list[str] = []
 
     def check(table: Mapping[str, Any], known: frozenset[str], prefix: str) -> None:
         for key in table:
             if key in known:
                 continue
+            import difflib  # only for a typo: a clean file does not pay for it
+
             close = difflib.get_close_matches(str(key), sorted(known), n=1)
             hint = f" (did you mean `{prefix}{close[0]}`?)" if close else ""
             found.append(f"{where}: unknown key `{prefix}{key}` ignored{hint}")

@@ -21,6 +21,7 @@ from openprose.providers.base import (
     TransientProviderError,
     single_attempt,
 )
+from openprose.vm import budget
 from openprose.vm.errors import RunAborted, SessionFailed, location
 from openprose.vm.runstore import RunStore
 from openprose.vm.runtime import Shared
@@ -57,6 +58,13 @@ class ModelCalls:
             provider, model_id = shared.router.route(alias)
         except ProviderConfigError as error:
             raise RunAborted(str(error)) from None
+        if shared.config.max_cost is not None and shared.stats.prices.price_of(model_id) is None:
+            raise RunAborted(
+                f"--max-cost cannot be kept: model {model_id!r} (alias {alias!r}) has no price; "
+                f'add it to prose.toml as [prices."{model_id}"] with input = and output = '
+                f"(USD per million tokens)"
+            )
+        budget.check(shared.config, shared.stats)
         # The alias becomes the provider's model id (positional: cheaper than `replace`).
         request = ModelRequest(
             model_id,
@@ -77,8 +85,10 @@ class ModelCalls:
         while True:
             attempt += 1
             started = time.perf_counter()
+            shared.stats.in_flight += 1
             try:
-                response = await send(request)
+                with shared.watching(step):  # streams to the live view, when it watches
+                    response = await send(request)
             except asyncio.CancelledError:
                 shared.emit("session_cancelled", step, attempt=attempt)
                 raise
@@ -97,6 +107,8 @@ class ModelCalls:
                 if delay > 0:
                     await asyncio.sleep(delay)
                 continue
+            finally:
+                shared.stats.in_flight -= 1
             elapsed = time.perf_counter() - started
             shared.stats.sent += 1
             shared.stats.count(response.model or model_id, response)

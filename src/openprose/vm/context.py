@@ -12,7 +12,7 @@ from openprose.vm.frame import Ctx
 from openprose.vm.prompts import ContextItem, fit_to_budget, window_note
 from openprose.vm.runstore import RunStore
 from openprose.vm.runtime import Shared
-from openprose.vm.values import Value, render, unbound
+from openprose.vm.values import Absent, Value, render
 
 
 class Contexts:
@@ -30,7 +30,7 @@ class Contexts:
         def note(name: str) -> Value:
             self.shared.emit("unbound_placeholder", step, name=name)
             self.store.state(f"{step}→ {name}: unbound (placeholder)")
-            return unbound(name)
+            return Absent.unbound(name)
 
         return note
 

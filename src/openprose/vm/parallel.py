@@ -18,7 +18,7 @@ from openprose.vm.frame import Ctx
 from openprose.vm.machine import Machine
 from openprose.vm.prompts import History
 from openprose.vm.runtime import Shared
-from openprose.vm.values import ErrorValue, Value
+from openprose.vm.values import Absent, ErrorValue, Value
 
 JOINS = ("all", "first", "any")
 ON_FAIL = ("fail-fast", "continue", "ignore")
@@ -102,26 +102,77 @@ async def run_parallel(vm: Machine, stmt: n.Parallel, ctx: Ctx, step: str) -> Va
         vm.shared.emit("race_decided", step, won=sorted(results), failed=sorted(failures))
     vm.store.state(f"{step}→ ∥done")
     ctx.history.join([contexts[i].history for i in sorted(results)])
-    if len(results) < needed and join != "all" and on_fail != "ignore":
+    short = len(results) < needed and join != "all"
+    if short and on_fail != "ignore":
         raise ParallelFailed(
-            f"parallel ({join}) needed {needed} successful branch(es), got {len(results)}",
+            _shortfall(join, needed, len(results), failures, len(stmt.branches)),
             where=vm.expressions.where(stmt),
         )
+    # Every named branch is bound: a failure as its error value (`continue`) or a note
+    # (`ignore`), a race loser — cancelled, or never started again on resume — as "(cancelled)".
+    unfinished: dict[int, Value] = {}
     for index, error in failures.items():
-        failed = ErrorValue(error.message, error.kind, error.where)
         if on_fail == "continue":
-            results[index] = failed
+            unfinished[index] = ErrorValue(error.message, error.kind, error.where)
+        else:
+            unfinished[index] = Absent.failed(error.message)
+    for index in range(len(stmt.branches)):
+        if index not in results and index not in failures:
+            unfinished[index] = Absent.cancelled()
+    for index, value in sorted(unfinished.items()):
         branch = stmt.branches[index]
-        if branch.name is not None and on_fail in ("continue", "ignore"):
-            value = failed if on_fail == "continue" else None
+        if branch.name is not None:
             ctx.scope.declare(names[index], value)
             vm.bindings.write(names[index], "let", branch, value, ctx)
+    return _joined(join, on_fail, names, results, unfinished, len(failures) if short else None)
+
+
+def _joined(
+    join: str,
+    on_fail: str,
+    names: list[str],
+    results: dict[int, Value],
+    unfinished: dict[int, Value],
+    short_after: int | None,
+) -> Value:
+    """The block's value. "The first successful result wins": a failure is never the value
+    of "first", and "any" gives its successes; only "all" with `continue` keeps failures
+    in place, as error values."""
     if join == "first":
-        return results[min(results)] if results else None
-    ordered = sorted(results)
+        if short_after is not None:  # `ignore`, and no branch succeeded
+            return Absent.failed(f"no branch succeeded ({short_after} failed)")
+        return results[min(results)]
+    shown = dict(results)
+    if join == "all" and on_fail == "continue":
+        shown.update(unfinished)
+    ordered = sorted(shown)
     if any(names):
-        return {names[i] or f"branch_{i + 1}": results[i] for i in ordered}
-    return [results[i] for i in ordered]
+        return {names[i] or f"branch_{i + 1}": shown[i] for i in ordered}
+    return [shown[i] for i in ordered]
+
+
+# How a shortfall names what raced: (after "parallel (join) ", counted, plural).
+_RACERS = {"branch": ("", "branch(es)", "branches"), "item": ("for ", "item(s)", "items")}
+
+
+def _shortfall(
+    join: str,
+    needed: int,
+    got: int,
+    failures: dict[int, ProseError],
+    total: int,
+    racer: str = "branch",
+) -> str:
+    """Why a race ended without enough successes, naming the failures."""
+    prefix, counted, plural = _RACERS[racer]
+    text = f"parallel ({join}) {prefix}needed {needed} successful {counted}, got {got}"
+    if not failures:
+        return text
+    shown = "; ".join(f"{racer} {i + 1}: {e.message}" for i, e in sorted(failures.items())[:3])
+    more = "; ..." if len(failures) > 3 else ""
+    if not got and len(failures) == total:
+        return f"{text}: all {total} {plural} failed ({shown}{more})"
+    return f"{text}: {len(failures)} failed ({shown}{more})"
 
 
 async def fan_out(vm: Machine, count: int, run_one: RunOne, ctx: Ctx, on_fail: str) -> list[Value]:
@@ -172,7 +223,7 @@ async def fan_out_race(
     succeeded; the rest are cancelled, as the losers of `parallel ("first"):` are.
     "first" gives the winner's value, "any" the successful results in input order."""
     succeeded: dict[int, Value] = {}
-    failed: list[int] = []
+    failures: dict[int, ProseError] = {}
     histories: dict[int, History] = {}
     enough = asyncio.Event()
     ran, needed = race_plan(vm.shared, step, count, needed)
@@ -189,7 +240,7 @@ async def fan_out_race(
                 vm.store.state(f"{steps.iteration(step, index)}→ ✗ {error.message}")
                 if on_fail == "fail-fast":
                     raise
-                failed.append(index)
+                failures[index] = error
                 continue
             succeeded[index] = value
             histories[index] = item_ctx.history
@@ -209,15 +260,17 @@ async def fan_out_race(
     finally:
         await cancel_all({*workers, everyone, race})
     if enough.is_set():
-        vm.shared.emit("race_decided", step, won=sorted(succeeded), failed=sorted(failed))
+        vm.shared.emit("race_decided", step, won=sorted(succeeded), failed=sorted(failures))
     ctx.history.join([histories[i] for i in sorted(histories)])
     if len(succeeded) < needed and on_fail != "ignore":
         raise ParallelFailed(
-            f"parallel ({join}) for needed {needed} successful item(s), got {len(succeeded)}",
+            _shortfall(join, needed, len(succeeded), failures, count, "item"),
             where=vm.expressions.where(node),
         )
     if join == "first":
-        return succeeded[min(succeeded)] if succeeded else None
+        if not succeeded:  # `ignore`, and no item succeeded
+            return Absent.failed(f"no item succeeded ({len(failures)} failed)")
+        return succeeded[min(succeeded)]
     return [succeeded[i] for i in sorted(succeeded)]
 
 

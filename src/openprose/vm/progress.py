@@ -1,36 +1,17 @@
 """Showing a run as it goes: a Rich live table on a terminal, plain lines otherwise.
 
 Both are observers (`Interpreter` events in, text out on stderr); Rich is imported only when
-the live view is used.
+the live view is used. The live view also watches answers as they stream (`answer_text`),
+which makes the hosted providers stream; plain lines do not, so a run without a terminal
+makes the cheaper unstreamed requests.
 """
 
 from __future__ import annotations
 
-import re
 import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any, Self, TextIO
-
-# USD per million tokens (input, output), for the models whose prices are published.
-PRICES: dict[str, tuple[float, float]] = {
-    "claude-sonnet-4-5": (3.0, 15.0),
-    "claude-opus-4-1": (15.0, 75.0),
-    "claude-haiku-4-5": (1.0, 5.0),
-    "gpt-4.1": (2.0, 8.0),
-    "gpt-4.1-mini": (0.4, 1.6),
-    "gpt-4.1-nano": (0.1, 0.4),
-    "gpt-4o": (2.5, 10.0),
-    "gpt-4o-mini": (0.15, 0.6),
-    "o3": (2.0, 8.0),
-}
-# A dated snapshot costs what its model does: claude-sonnet-4-5-20250929, gpt-4.1-2025-04-14.
-_SNAPSHOT = re.compile(r"-(\d{8}|\d{4}-\d{2}-\d{2}|latest)$")
-
-
-def price_of(model: str) -> tuple[float, float] | None:
-    return PRICES.get(model) or PRICES.get(_SNAPSHOT.sub("", model))
-
 
 _SHOWN = (
     "session_started",
@@ -40,19 +21,6 @@ _SHOWN = (
     "session_served",
     "decision",
 )
-
-
-def cost_of(by_model: dict[str, dict[str, int]]) -> float | None:
-    """Total USD when every model's price is known, else None."""
-    total = 0.0
-    for model, usage in by_model.items():
-        price = price_of(model)
-        if price is None:
-            if usage["input_tokens"] or usage["output_tokens"]:
-                return None
-            continue
-        total += usage["input_tokens"] * price[0] / 1e6 + usage["output_tokens"] * price[1] / 1e6
-    return total
 
 
 class PlainProgress:
@@ -87,6 +55,9 @@ class PlainProgress:
         self.stream.flush()
 
 
+TAIL_CHARS = 240  # of a streaming answer kept per row; the view shows its last line
+
+
 @dataclass(slots=True)
 class _Row:
     agent: str
@@ -95,18 +66,28 @@ class _Row:
     tokens: int = 0
     started: float = field(default_factory=time.monotonic)
     ended: float | None = None
+    tail: str = ""  # the end of the answer so far
+
+    def last_line(self, width: int) -> str:
+        """The answer's last non-empty line, its end if it is too long for `width`."""
+        lines = [line for line in self.tail.splitlines() if line.strip()]
+        line = " ".join(lines[-1].split()) if lines else ""
+        return line if len(line) <= width else "…" + line[-(width - 1) :]
 
 
 class LiveView:
-    """A Rich live table of sessions: agent, model, state, tokens, elapsed."""
+    """A Rich live table of sessions: agent, model, state, tokens, elapsed, and the last
+    line of each answer as it streams in."""
 
     MAX_ROWS = 18
+    ANSWER_WIDTH = 60
 
     def __init__(self) -> None:
         from rich.console import Console
         from rich.live import Live
 
         self.rows: dict[str, _Row] = {}
+        self.running: set[str] = set()
         self.done = 0
         self.tokens = 0
         self.console = Console(stderr=True)
@@ -126,7 +107,10 @@ class LiveView:
             self.rows[step] = _Row(
                 str(fields.get("agent") or "-"), str(fields.get("model")), "running"
             )
-        elif event in ("session_finished", "session_served"):
+            self.running.add(step)
+            return
+        self.running.discard(step)
+        if event in ("session_finished", "session_served"):
             row = self.rows.setdefault(step, _Row("-", str(fields.get("model", "")), ""))
             row.state = "done" if event == "session_finished" else "from journal"
             row.ended = time.monotonic()
@@ -134,6 +118,7 @@ class LiveView:
                 usage = fields["response"]["usage"]
                 row.tokens = usage["input_tokens"] + usage["output_tokens"]
                 self.tokens += row.tokens
+                row.tail = str(fields["response"].get("text", ""))[-TAIL_CHARS:]
             self.done += 1
         elif event == "session_failed" and step in self.rows:
             # Final unless a `retry:` sends it again (then a later event updates the row).
@@ -143,16 +128,43 @@ class LiveView:
             self.rows[step].state = "cancelled"
             self.rows[step].ended = time.monotonic()
 
+    def watches(self, step: str) -> bool:
+        """Whether to stream this session's answer: only while the running sessions all fit
+        in the table. A session started when they do not would stream to a hidden row, so
+        a wide fan-out makes plain requests, the cheaper kind."""
+        return step in self.running and len(self.running) <= self.MAX_ROWS
+
+    def answer_text(self, step: str, text: str) -> None:
+        """A piece of a running session's answer (the view then asks for streamed answers)."""
+        row = self.rows.get(step)
+        if row is not None:
+            row.tail = (row.tail + text)[-TAIL_CHARS:]
+
+    def answer_restarted(self, step: str) -> None:
+        """A retry starts the answer over: the failed attempt's text goes."""
+        row = self.rows.get(step)
+        if row is not None:
+            row.tail = ""
+
     def _render(self) -> Any:
         from rich.table import Table
 
         table = Table(title=f"sessions: {self.done} done, {self.tokens} tokens", expand=False)
         for column in ("step", "agent", "model", "state", "tokens", "elapsed"):
             table.add_column(column)
+        table.add_column("answer", no_wrap=True, overflow="ellipsis", max_width=self.ANSWER_WIDTH)
         now = time.monotonic()
         running = [(s, r) for s, r in self.rows.items() if r.ended is None]
         finished = [(s, r) for s, r in self.rows.items() if r.ended is not None]
         for step, row in (running + finished[::-1])[: self.MAX_ROWS]:
             elapsed = (row.ended or now) - row.started
-            table.add_row(step, row.agent, row.model, row.state, str(row.tokens), f"{elapsed:.1f}s")
+            table.add_row(
+                step,
+                row.agent,
+                row.model,
+                row.state,
+                str(row.tokens),
+                f"{elapsed:.1f}s",
+                row.last_line(self.ANSWER_WIDTH),
+            )
         return table

@@ -15,11 +15,21 @@ from typing import TYPE_CHECKING, Any
 
 from openprose import nodes as n
 from openprose.providers.base import Provider
+from openprose.providers.prices import Prices
+from openprose.vm.budget import FLAGS, BudgetExhausted
 from openprose.vm.errors import ProseError, RunAborted
 from openprose.vm.interpreter import Interpreter
 from openprose.vm.journal import Journal, read_journal
-from openprose.vm.runstore import RunStore, process_started, utc_now
-from openprose.vm.runtime import LoadedProgram, ModelRouter, Observer, Replay, Shared, VMConfig
+from openprose.vm.runstore import DamagedRun, RunStore, process_started, utc_now
+from openprose.vm.runtime import (
+    LoadedProgram,
+    ModelRouter,
+    Observer,
+    Replay,
+    RunStats,
+    Shared,
+    VMConfig,
+)
 from openprose.vm.values import Value, to_json
 
 if TYPE_CHECKING:
@@ -32,7 +42,7 @@ __all__ = ["RunResult", "VMConfig", "resume_run", "run_program"]
 class RunResult:
     run_id: str
     run_dir: Path
-    status: str  # "succeeded" | "failed" | "aborted"
+    status: str  # "succeeded" | "failed" | "aborted" | "stopped" (a budget; resumable)
     outputs: dict[str, Any] = field(default_factory=dict)
     usage: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
@@ -61,6 +71,7 @@ async def run_program(
     config: VMConfig | None = None,
     observer: Observer | None = None,
     launch: Mapping[str, Any] | None = None,
+    prices: Prices | None = None,
 ) -> RunResult:
     """Run a checked program in a new run folder under `project_dir/.prose/runs/`.
 
@@ -97,6 +108,7 @@ async def run_program(
         config=config,
         observer=observer,
         replay=Replay(),
+        prices=prices,
     )
 
 
@@ -110,6 +122,7 @@ async def resume_run(
     settings: ProviderSettings | None = None,
     config: VMConfig | None = None,
     observer: Observer | None = None,
+    prices: Prices | None = None,
 ) -> RunResult:
     """Continue a run: finished sessions and decisions come from its journal, the rest runs.
 
@@ -118,7 +131,14 @@ async def resume_run(
     store.take_lock()  # RunBusy while another process writes the run
     try:
         meta = store.read_meta()
-        replay = Replay.from_events(read_journal(store.journal_path))
+        try:
+            replay = Replay.from_events(read_journal(store.journal_path))
+        except OSError as error:
+            raise DamagedRun(f"{store.journal_path}: cannot read ({error.strerror})") from None
+        except ValueError as error:
+            raise DamagedRun(
+                f"{store.journal_path}: {error}; the run cannot be resumed as it is"
+            ) from None
         recorded = meta.get("config") or {}
         config = config or VMConfig(
             **{k: v for k, v in recorded.items() if k in VMConfig.__dataclass_fields__}
@@ -146,6 +166,7 @@ async def resume_run(
         config=config,
         observer=observer,
         replay=replay,
+        prices=prices,
     )
 
 
@@ -162,6 +183,7 @@ async def _execute(
     config: VMConfig,
     observer: Observer | None,
     replay: Replay,
+    prices: Prices | None,
 ) -> RunResult:
     journal = Journal(store.journal_path)
     journal.start()
@@ -172,6 +194,7 @@ async def _execute(
         config=config,
         replay=replay,
         project_dir=project_dir,
+        stats=RunStats(prices=prices or Prices.default()),
         observer=observer,
     )
     shared.emit("run_started", "", resumed=bool(replay.sessions or replay.decisions))
@@ -184,6 +207,8 @@ async def _execute(
         status, error = "failed", str(failure)
     except RunAborted as abort:
         status, error = "aborted", str(abort)
+    except BudgetExhausted as stop:
+        status, error = "stopped", _stopped(stop, store.run_id)
     except BaseException:
         # A VM bug or an interrupt: keep what was journaled (the run stays resumable).
         await journal.close()
@@ -204,6 +229,14 @@ async def _execute(
     store.update_meta(status=status, finished=stamp, error=error, usage=usage, result=result)
     store.close()
     return RunResult(store.run_id, store.root, status, outputs, usage, error, result)
+
+
+def _stopped(stop: BudgetExhausted, run_id: str) -> str:
+    flag = FLAGS[stop.limit]
+    return (
+        f"stopped: budget — {stop} ({flag}); the run is resumable with a larger budget: "
+        f"prose resume {run_id} {flag} N"
+    )
 
 
 def _pins(imports: Mapping[str, LoadedProgram]) -> dict[str, str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from openprose import nodes as n
 from openprose.contracts import contract_of
 from openprose.providers.base import ModelResponse, Provider
+from openprose.providers.prices import Prices
 from openprose.vm.journal import Journal
 from openprose.vm.prompts import DEFAULT_CONTEXT_BUDGET, DEFAULT_HISTORY_ITEMS
 
@@ -19,6 +21,10 @@ if TYPE_CHECKING:
     from openprose.providers.settings import ProviderSettings
 
 Observer = Callable[[str, str, dict[str, Any]], None]
+
+# Model calls a run may make unless told otherwise: enough for real programs, a stop for a
+# `loop:` that never ends (docs/decisions.md, issue 20 runtime).
+DEFAULT_MAX_SESSIONS = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,7 +36,12 @@ class VMConfig:
     max_depth: int = 100  # block recursion
     retry_base_delay: float = 1.0  # seconds; `backoff: linear` waits this, exponential doubles
     max_concurrency: int = 16  # workers of pmap / parallel for (requests: per provider)
-    max_tokens: int = 1024
+    max_tokens: int = 1024  # per request (the answer's length)
+    # Budgets of the whole run (None: no limit); see `budget`. Every model call counts as a
+    # session here (judgments and memory updates are billed too).
+    max_sessions: int | None = DEFAULT_MAX_SESSIONS
+    max_run_tokens: int | None = None  # input + output, all calls
+    max_cost: float | None = None  # USD; needs a price for every model the run uses
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,17 +133,30 @@ class Replay:
 
     @classmethod
     def from_events(cls, events: Any) -> Replay:
+        """The finished work in `events`; an event that would be served but has the wrong
+        shape is a `ValueError` naming it (the run cannot be resumed as it is)."""
         replay = cls()
-        for event in events:
+        for number, event in enumerate(events, 1):
             kind, step = event.get("ev"), event.get("step", "")
-            if kind == "session_finished":
-                replay.sessions[step] = event
-            elif kind == "decision":
-                replay.decisions[step] = event
-            elif kind == "memory_updated":
-                replay.memories[step] = event
-            elif kind == "race_decided":
-                replay.races[step] = Race(tuple(event["won"]), tuple(event["failed"]))
+            try:
+                if kind == "session_finished":
+                    ModelResponse.from_dict(event["response"])
+                    replay.sessions[step] = event
+                elif kind == "decision" and "answer" in event:  # a literal verdict has none
+                    replay.decisions[step] = event
+                elif kind == "memory_updated":
+                    str(event["memory"]), int(event["segment"])
+                    replay.memories[step] = event
+                elif kind == "race_decided":
+                    won, failed = event["won"], event["failed"]
+                    if not isinstance(won, list) or not isinstance(failed, list):
+                        raise TypeError("`won` and `failed` must be lists")
+                    replay.races[step] = Race(tuple(won), tuple(failed))
+            except (KeyError, TypeError, ValueError, OverflowError, AttributeError) as error:
+                what = f"missing {error}" if isinstance(error, KeyError) else str(error)
+                raise ValueError(
+                    f"event {number} ({kind}, step {step!r}) is damaged: {what}"
+                ) from None
         return replay
 
 
@@ -140,16 +164,26 @@ class Replay:
 class RunStats:
     sent: int = 0  # model calls sent to a provider
     served: int = 0  # model calls answered from the journal
+    in_flight: int = 0  # model calls sent and not answered yet
     input_tokens: int = 0
     output_tokens: int = 0
     by_model: dict[str, list[int]] = field(default_factory=dict)
+    prices: Prices = field(default_factory=Prices.default)
+    cost: float = 0.0  # USD, of the calls whose model has a price
+    unpriced: dict[str, int] = field(default_factory=dict)  # model -> tokens with no price
 
     def count(self, model: str, response: ModelResponse) -> None:
-        self.input_tokens += response.usage.input_tokens
-        self.output_tokens += response.usage.output_tokens
+        spent_in, spent_out = response.usage.input_tokens, response.usage.output_tokens
+        self.input_tokens += spent_in
+        self.output_tokens += spent_out
         totals = self.by_model.setdefault(model, [0, 0])
-        totals[0] += response.usage.input_tokens
-        totals[1] += response.usage.output_tokens
+        totals[0] += spent_in
+        totals[1] += spent_out
+        price = self.prices.price_of(model)
+        if price is not None:
+            self.cost += price.cost(spent_in, spent_out)  # per request: prices may be tiered
+        elif spent_in or spent_out:
+            self.unpriced[model] = self.unpriced.get(model, 0) + spent_in + spent_out
 
     def usage(self) -> dict[str, Any]:
         return {
@@ -160,6 +194,9 @@ class RunStats:
             "by_model": {
                 m: {"input_tokens": i, "output_tokens": o} for m, (i, o) in self.by_model.items()
             },
+            # The cost of the priced calls; `unpriced_models` says what it leaves out.
+            "cost_usd": round(self.cost, 6),
+            "unpriced_models": dict(self.unpriced),
         }
 
 
@@ -182,3 +219,21 @@ class Shared:
         self.journal.append(event, step, **fields)
         if self.observer is not None:
             self.observer(event, step, fields)
+
+    def watching(self, step: str) -> AbstractContextManager[None]:
+        """Around a model call: an observer with `answer_text(step, text)` (the live view)
+        gets the answer as it streams, and `answer_restarted(step)` when a retry starts it
+        over; its `watches(step)`, when it has one, may decline a session it would not show.
+        Nothing of it reaches the journal, which records whole answers; without such an
+        observer the call is made unstreamed."""
+        show = getattr(self.observer, "answer_text", None)
+        watches = getattr(self.observer, "watches", None)
+        if show is None or (watches is not None and not watches(step)):
+            return nullcontext()
+        from openprose.providers.streaming import stream_text_to
+
+        restarted = getattr(self.observer, "answer_restarted", None)
+        return stream_text_to(
+            lambda text: show(step, text),
+            on_restart=None if restarted is None else lambda: restarted(step),
+        )

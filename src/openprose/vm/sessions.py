@@ -173,6 +173,11 @@ class Sessions:
             return self.expressions.interpolate(text, ctx, placeholder)
 
         session_prompt = node.prompt if node.prompt is not None else props.get("prompt")
+        if node.prompt is not None and isinstance(props.get("prompt"), n.StringLit):
+            # `session "Title"` with a `prompt:` property: the property is the prompt and the
+            # inline string the session's title (docs/decisions.md, Issue 20 item 1)
+            self.store.state(f"{step}→ title: {interpolate(node.prompt, ctx)}")
+            session_prompt = props["prompt"]
         if session_prompt is not None and not isinstance(session_prompt, n.StringLit):
             session_prompt = None
         if session_prompt is not None:

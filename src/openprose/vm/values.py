@@ -43,17 +43,20 @@ class Absent:
     def __str__(self) -> str:
         return self.note
 
+    @classmethod
+    def cancelled(cls) -> Absent:
+        """A race loser: its branch was cancelled once the race was decided."""
+        return cls("(cancelled)")
 
-def cancelled() -> Absent:
-    return Absent("(cancelled)")
+    @classmethod
+    def failed(cls, message: str) -> Absent:
+        """A failure the program chose to ignore (`on-fail: "ignore"`)."""
+        return cls(f"(failed: {message})")
 
-
-def failed(message: str) -> Absent:
-    return Absent(f"(failed: {message})")
-
-
-def unbound(name: str) -> Absent:
-    return Absent(f"({name} is unbound: the statement that binds it did not run)")
+    @classmethod
+    def unbound(cls, name: str) -> Absent:
+        """A name bound only in a body that did not run."""
+        return cls(f"({name} is unbound: the statement that binds it did not run)")
 
 
 @dataclass(frozen=True, slots=True)

@@ -46,6 +46,7 @@ EXTRA: dict[str, tuple[str, int, int]] = {
     "E169": ('use "@a/b" as b\nlet r = b(x: 1, x: 2)\n', 2, 17),
     "E170": ('use "./missing.prose" as m\n', 1, 5),
     "I001": ("agent a:\n  persist: project\nresume: a\n", 3, 9),
+    "W170": ('session "A"\n  backoff: "linear"\n', 2, 12),
     "I002": ('use "@a/b" as b\nlet r = b(x: 1)\n', 1, 5),
     # 1001 empty prompts: the last warning is left out, at the 1000th one reporting stops
     "W155": ('session ""\n' * 1001, 1000, 9),
@@ -72,7 +73,8 @@ def test_render_uses_the_reference_format(checked: Check) -> None:
     source = 'let draft = session "Write"\nsession "Review"\n  context: drfat\n'
     (diagnostic,) = checked(source)
     assert diagnostic.render(SourceFile.from_text(source)) == (
-        "Error at line 3, column 12: Undefined variable 'drfat' in context\n"
+        "Error at line 3, column 12: Undefined variable 'drfat' in context"
+        " (did you mean `draft`?)\n"
         "    context: drfat\n"
         "             ^^^^^"
     )
@@ -84,7 +86,10 @@ def test_render_uses_the_reference_format(checked: Check) -> None:
         "end_column": 17,
         "code": "E142",
         "severity": "error",
-        "message": "Undefined variable 'drfat' in context",
+        "message": "Undefined variable 'drfat' in context (did you mean `draft`?)",
+        "rule": "Variables & Context, Validation Rules: Undefined context variable",
+        "help": "write `draft`",
+        "fix": None,
     }
 
 

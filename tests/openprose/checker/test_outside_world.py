@@ -73,9 +73,12 @@ def test_user_memory_lives_in_the_home_directory(
 ) -> None:
     monkeypatch.setenv("HOME", str(tmp_path))
     source = "agent inspector:\n  persist: user\nresume: inspector\n"
-    assert found(checked(source)) == [("E018", 3, 9)]
+    # the disk is read only when the user names the project (issue 20 item 4)
+    assert found(checked(source)) == [("I001", 3, 9)]
+    assert found(checked(source, project_dir=tmp_path)) == [("E018", 3, 9)]
     remember(tmp_path, ".prose", "agents", "inspector")
-    assert checked(source) == []
+    assert found(checked(source)) == [("I001", 3, 9)]
+    assert checked(source, project_dir=tmp_path) == []
 
 
 def test_custom_memory_path_is_relative_to_the_project(checked: Check, project: Path) -> None:

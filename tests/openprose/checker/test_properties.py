@@ -11,10 +11,16 @@ from openprose.diagnostics import Diagnostic
 Check = Callable[..., list[Diagnostic]]
 
 CASES: dict[str, tuple[str, list[tuple[str, int, int]]]] = {
-    "a prompt property is a session's prompt (no E003)": ('session\n  prompt: "Do it"\n', []),
-    "an inline prompt and a prompt property": (
-        'session "a"\n  prompt: "b"\n',
-        [("E009", 2, 3)],
+    # issue 20 item 6: the grammar's session needs a string or an agent on its line
+    "a prompt property alone is no session prompt (E003)": (
+        'session\n  prompt: "Do it"\n',
+        [("E003", 1, 1)],
+    ),
+    # issue 20 item 1: admitted by the grammar; the inline string is the session's title
+    "an inline prompt and a prompt property": ('session "a"\n  prompt: "b"\n', []),
+    "two prompt properties are still E009": (
+        'session "a"\n  prompt: "b"\n  prompt: "c"\n',
+        [("E009", 3, 3)],
     ),
     "agent-only properties are unknown on sessions": (
         'session "a"\n  persist: true\n  skills: ["x"]\n  permissions:\n    bash: deny\n',
@@ -35,7 +41,9 @@ CASES: dict[str, tuple[str, list[tuple[str, int, int]]]] = {
         ),
         [],
     ),
-    "a quoted model name is not a model": ('agent a:\n  model: "opus"\n', [("E008", 2, 10)]),
+    # issue 20 item 3: a quoted enum value is accepted with a warning (fmt writes it bare)
+    "a quoted model name warns": ('agent a:\n  model: "opus"\n', [("W170", 2, 10)]),
+    "a quoted unknown model is E008": ('agent a:\n  model: "gpt-4"\n', [("E008", 2, 10)]),
     "a session's model override is checked too": (
         'session "a"\n  model: gpt\n',
         [("E008", 2, 10)],

@@ -18,8 +18,7 @@ def _w156(source: str) -> list[tuple[int, int, str]]:
     [
         ('if **green**:\n  let x = session "A"\nsession "B {x}"\n', (3, 12), "if branch at line 1"),
         (
-            'if **green**:\n  session "A"\nelse:\n  let x = session "B"\nsession "C"\n'
-            "  context: x\n",
+            'if **green**:\n  session "A"\nelse:\n  let x = session "B"\nsession "C"\n  context: x\n',
             (6, 12),
             "else branch",
         ),
@@ -39,8 +38,7 @@ def _w156(source: str) -> list[tuple[int, int, str]]:
             "for body at line 2",
         ),
         (
-            'loop until **done** (max: 3):\n  let x = session "A"\nsession "B"\n'
-            "  context: { x }\n",
+            'loop until **done** (max: 3):\n  let x = session "A"\nsession "B"\n  context: { x }\n',
             (4, 14),
             "loop until body",
         ),

@@ -170,6 +170,20 @@ def test_a_deeply_nested_cassette_line_is_a_usage_error(
     assert code == 2 and "c.jsonl:1: JSON nested too deeply" in err
 
 
+def test_a_cassette_number_beyond_any_float_is_a_usage_error(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Found by tests/fuzz: `"max_tokens": 1e400` is infinity, which no int holds."""
+    record = {
+        "key": "k",
+        "request": {"model": "m", "messages": [], "max_tokens": 1e400},
+        "response": {"text": "x"},
+    }
+    (project / "c.jsonl").write_text(json.dumps(record).replace("Infinity", "1e400") + "\n")
+    code, err = prose(capsys, *run_with("--provider=replay:c.jsonl"))
+    assert code == 2 and "c.jsonl:1 is not a cassette record" in err
+
+
 # --- items 7 and 10: symlink loops -------------------------------------------------------
 
 
@@ -264,6 +278,26 @@ def test_resume_of_a_wrongly_typed_run_json_is_a_usage_error(
     meta_path.write_text(json.dumps(meta))
     code, err = prose(capsys, "resume", finished_run.name)
     assert code == 2 and expected in err and "run.json" in err
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        {"ev": "session_finished", "step": "2"},
+        {"ev": "session_finished", "step": "2", "response": {"text": "x", "usage": [1]}},
+        {"ev": "memory_updated", "step": "2!memory", "memory": "m"},
+        {"ev": "race_decided", "step": "2", "won": 3, "failed": []},
+    ],
+)
+def test_resume_of_a_damaged_journal_is_a_usage_error_naming_the_event(
+    finished_run: Path, capsys: pytest.CaptureFixture[str], event: dict[str, object]
+) -> None:
+    """Found by tests/fuzz: a served event of the wrong shape was an internal error."""
+    with (finished_run / "journal.jsonl").open("a") as journal:
+        journal.write(json.dumps(event) + "\n")
+    code, err = prose(capsys, "resume", finished_run.name, "--provider", "scripted:rules.yaml")
+    assert code == 2
+    assert "journal.jsonl: event" in err and "is damaged" in err and str(event["ev"]) in err
 
 
 # --- item 8: prose show / prose runs on damaged run folders ------------------------------

@@ -13,7 +13,10 @@ from openprose.cli.check import summary
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLES = ROOT / "examples"
 Run = Callable[..., tuple[int, str, str]]
-KEYS = {"path", "line", "column", "end_line", "end_column", "code", "severity", "message"}
+KEYS = {
+    *("path", "line", "column", "end_line", "end_column", "code", "severity", "message"),
+    *("rule", "help", "fix"),
+}
 
 
 def write(path: Path, text: str | bytes) -> Path:

@@ -21,9 +21,15 @@ def api(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
+@pytest.fixture(params=["whole", "streamed"])
+def mode(request: pytest.FixtureRequest) -> str:
+    """How the answer is read: one JSON body, or server-sent events to a text sink."""
+    return str(request.param)
+
+
 @pytest.fixture
 def settings_for(fake_llm_server: FakeLLMServer, api: str) -> SettingsFor:
-    """Settings that point the real SDK of `api` at the loopback fake."""
+    """Settings that point the HTTP client of `api` at the loopback fake."""
 
     def make(**overrides: object) -> ProviderSettings:
         base_url = (

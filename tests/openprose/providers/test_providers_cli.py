@@ -223,3 +223,57 @@ def test_max_concurrency_limits_each_provider_separately(
     assert stats["attempts"] == 12
     assert (stats["max_in_flight_anthropic"], stats["max_in_flight_openai"]) == (2, 2)
     assert stats["max_in_flight"] == 4
+
+
+def test_on_a_terminal_the_live_view_gets_each_answer_as_it_streams(
+    project: Path, server: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`prose run` on a terminal streams: the live view sees every answer in pieces that add
+    up to the answer the journal records whole."""
+    import io
+    import sys
+
+    from openprose.vm import progress
+
+    seen: dict[str, list[str]] = {}
+
+    class RecordingView(progress.LiveView):
+        def answer_text(self, step: str, text: str) -> None:
+            seen.setdefault(step, []).append(text)
+            super().answer_text(step, text)
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setattr(progress, "LiveView", RecordingView)
+    monkeypatch.setattr(sys, "stderr", Terminal())
+    monkeypatch.setenv("TERM", "xterm")
+    assert main(["run", "p.prose"]) == 0
+    out = capsys.readouterr().out
+    assert "output b: echo: Describe it" in out
+    assert len(seen) == 2 and all(len(pieces) > 1 for pieces in seen.values())
+    run_dir = next((project / ".prose" / "runs").iterdir())
+    events = [json.loads(line) for line in (run_dir / "journal.jsonl").read_text().splitlines()]
+    answers = {e["step"]: e["response"]["text"] for e in events if e["ev"] == "session_finished"}
+    assert {step: "".join(pieces) for step, pieces in seen.items()} == answers
+
+
+def test_a_hosted_run_imports_only_what_it_uses(project: Path) -> None:
+    """`prose run --json` on a hosted provider loads no SDK, no Rich (no live view), no YAML
+    (no scripted rules) and no pydantic: start-up is the interpreter, aiohttp and prose."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from openprose.cli import main\n"
+        "status = main(['run', 'p.prose', '--json'])\n"
+        "unused = ('openai', 'anthropic', 'httpx', 'pydantic', 'rich', 'yaml', 'llama_cpp')\n"
+        "print(status, sorted(m for m in unused if m in sys.modules), file=sys.stderr)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=project, capture_output=True, text=True, check=True
+    )
+    assert done.stderr.strip().splitlines()[-1] == "0 []", done.stderr
+    assert json.loads(done.stdout)["outputs"] == ANSWER

@@ -303,18 +303,59 @@ def test_override_to_a_file_provider_is_refused() -> None:
         open_provider(ProviderSettings(provider="anthropic", api_key="a"), "replay")
 
 
-def test_default_aliases_name_models_the_installed_sdks_know() -> None:
-    # The SDKs list their current model ids as Literal types: a default alias that falls
-    # out of that list is stale and should be updated with the SDK.
-    from typing import get_args
+def test_default_aliases_name_a_model_of_their_own_tier() -> None:
+    # Claude aliases name their family; the OpenAI stand-ins keep the tiers' order of price
+    # (opus dearest, haiku cheapest), so `model: haiku` never costs more than `sonnet`.
+    from openprose.providers.prices import Prices
+    from openprose.providers.settings import DEFAULT_ALIASES
 
-    from anthropic.types.model import Model
-    from openai.types.chat_model import ChatModel
+    for alias, model in DEFAULT_ALIASES["anthropic"].items():
+        assert model.startswith(f"claude-{alias}-"), (alias, model)
+    table = Prices.default()
+    found = {alias: table.price_of(model) for alias, model in DEFAULT_ALIASES["openai"].items()}
+    assert None not in found.values(), found
+    cost = {alias: price.cost(1000, 1000) for alias, price in found.items() if price}
+    assert cost["opus"] > cost["sonnet"] > cost["haiku"]
+
+
+def test_the_documented_alias_table_is_the_one_in_use() -> None:
+    import re
 
     from openprose.providers.settings import DEFAULT_ALIASES
 
-    assert set(DEFAULT_ALIASES["anthropic"].values()) <= set(get_args(get_args(Model)[0]))
-    assert set(DEFAULT_ALIASES["openai"].values()) <= set(get_args(ChatModel))
+    doc = (Path(__file__).parents[3] / "docs" / "providers.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| `(\w+)` \| `([^`]+)` \| `([^`]+)` \|", doc, re.MULTILINE)
+    documented = {alias: (claude, gpt) for alias, claude, gpt in rows}
+    assert documented == {
+        alias: (DEFAULT_ALIASES["anthropic"][alias], DEFAULT_ALIASES["openai"][alias])
+        for alias in DEFAULT_ALIASES["anthropic"]
+    }
+
+
+def test_default_aliases_are_models_an_installed_sdk_knows() -> None:
+    # The SDKs are no dependency; where one happens to be installed, its list of current
+    # model ids (Literal types) is a second opinion on staleness.
+    from typing import get_args
+
+    from openprose.providers.settings import DEFAULT_ALIASES
+
+    checked = 0
+    try:
+        from anthropic.types.model import Model
+    except ImportError:
+        pass
+    else:
+        assert set(DEFAULT_ALIASES["anthropic"].values()) <= set(get_args(get_args(Model)[0]))
+        checked += 1
+    try:
+        from openai.types.chat_model import ChatModel
+    except ImportError:
+        pass
+    else:
+        assert set(DEFAULT_ALIASES["openai"].values()) <= set(get_args(ChatModel))
+        checked += 1
+    if not checked:
+        pytest.skip("neither the anthropic nor the openai SDK is installed (not a dependency)")
 
 
 # --- unknown keys ------------------------------------------------------------------------

@@ -1,11 +1,11 @@
-"""The progress observers: plain lines off a terminal, a Rich table on one; cost estimates."""
+"""The progress observers: plain lines off a terminal, a Rich table on one."""
 
 from __future__ import annotations
 
 import io
 from typing import Any
 
-from openprose.vm.progress import LiveView, PlainProgress, cost_of
+from openprose.vm.progress import LiveView, PlainProgress
 
 
 def finished(tokens: tuple[int, int]) -> dict[str, Any]:
@@ -57,17 +57,6 @@ def test_live_view_stops_the_clock_of_a_failed_session() -> None:
     # A `retry:` that then succeeds turns the row to done.
     view("session_finished", "1", finished((1, 1)))
     assert row.state == "done" and view.done == 1
-
-
-def test_cost_only_when_prices_are_known() -> None:
-    known = {"claude-sonnet-4-5": {"input_tokens": 1_000_000, "output_tokens": 1_000_000}}
-    assert cost_of(known) == 18.0
-    assert cost_of({**known, "mystery": {"input_tokens": 1, "output_tokens": 0}}) is None
-    # Dated snapshots cost what their model does; an unlisted sibling is not guessed.
-    million = {"input_tokens": 1_000_000, "output_tokens": 0}
-    assert cost_of({"claude-haiku-4-5-20251001": million}) == 1.0
-    assert cost_of({"gpt-4.1-2025-04-14": million}) == 2.0
-    assert cost_of({"gpt-4.1-turbo": million}) is None
 
 
 def test_live_view_only_on_a_terminal(monkeypatch: Any) -> None:

@@ -265,3 +265,35 @@ def test_final_result_without_declared_outputs(vm: Any) -> None:
     declared = vm.run('output final = session "Draft it"\nsession "Polish it"\n', provider)
     assert declared.outputs == {"final": "DRAFT"} and declared.result is None
     assert "result" not in declared.to_json()
+
+
+def test_inline_string_with_a_prompt_property_is_the_title(vm: Any) -> None:
+    # issue 20 item 1: `session "Title"` + `prompt:` is in the grammar; the property is what
+    # the model is asked, the inline string titles the session in the run's state.
+    provider = vm.spy()
+    source = 'session "Check X"\n  prompt: """\nLook at X carefully.\n"""\n'
+    result = vm.run(source, provider)
+    assert result.status == "succeeded"
+    (request,) = provider.requests
+    assert request.last_user_text().startswith("Look at X carefully.")
+    assert "Check X" not in request.last_user_text()
+    state = (result.run_dir / "state.md").read_text(encoding="utf-8")
+    assert "title: Check X" in state
+
+
+def test_named_try_is_a_parallel_branch(vm: Any) -> None:
+    # issue 20 item 2: `name = try:` inside `parallel:` names the branch's result
+    provider = vm.spy(
+        [
+            {"match": "^B", "answer": "x", "failures": ["error"] * 10},
+            {"match": "^fallback", "answer": "FB"},
+        ]
+    )
+    source = (
+        'parallel:\n  a = session "A"\n  b = try:\n    session "B"\n  catch:\n'
+        '    session "fallback"\nsession "Join"\n  context: { a, b }\n'
+    )
+    result = vm.run(source, provider)
+    assert result.status == "succeeded"
+    (join,) = provider.sent("^Join")
+    assert "### b\nFB" in join.last_user_text()

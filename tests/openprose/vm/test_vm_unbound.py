@@ -26,7 +26,9 @@ def test_a_session_gets_a_placeholder_for_a_name_its_branch_never_bound(vm: Any)
 
 
 def test_the_branch_taken_binds_the_real_answer(vm: Any) -> None:
-    provider = vm.spy([*vm.verdicts(("sky is green", True)), {"match": "^Paint", "answer": "green"}])
+    provider = vm.spy(
+        [*vm.verdicts(("sky is green", True)), {"match": "^Paint", "answer": "green"}]
+    )
     result = vm.run(SOURCE, provider)
     assert result.status == "succeeded", result.error
     assert provider.sent("^Describe")[0].last_user_text().startswith("Describe green")

@@ -1,0 +1,131 @@
+"""The same `let` name declared in exclusive branches (`if`/`elif`/`else`, choice options).
+
+The reference forbids it ("Variables in different if/elif/else branches with same name" is a
+collision the flat namespace prevents), so the second declaration stays E019. The mechanical
+way out keeps the meaning: declare the name once before the branches (`let result = ""`) and
+assign it in each branch — reassignment is allowed for `let` ("Variable reassignment:
+`name = session "..."` (for let only)"). This module finds those groups before the walk and
+builds that fix, which the E019 diagnostic then carries.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from openprose import nodes as n
+from openprose.diagnostics import Edit, Fix
+from openprose.source import SourceFile
+
+
+@dataclass(frozen=True, slots=True)
+class BranchGroup:
+    """One name declared with `let` in two or more branches of one `if` or `choice`."""
+
+    name: str
+    starts: frozenset[int]  # where each branch declaration's name starts
+    fix: Fix | None
+    keyword: str  # "if" or "choice"
+
+
+def find_groups(program: n.Program, source: SourceFile | None) -> dict[int, BranchGroup]:
+    """Each group, keyed by the start of every declaration's name in it."""
+    found: dict[int, BranchGroup] = {}
+    _walk(program.body, source, found, in_parallel=False)
+    return found
+
+
+def _walk(
+    stmts: tuple[n.Stmt, ...],
+    source: SourceFile | None,
+    found: dict[int, BranchGroup],
+    *,
+    in_parallel: bool,
+) -> None:
+    for stmt in stmts:
+        if isinstance(stmt, n.If):
+            branches = [b.body for b in stmt.branches]
+            if stmt.else_body is not None:
+                branches.append(stmt.else_body)
+            _group(stmt, "if", branches, source, found, movable=not in_parallel)
+        elif isinstance(stmt, n.Choice):
+            options = [o.body for o in stmt.options]
+            _group(stmt, "choice", options, source, found, movable=not in_parallel)
+        for body, parallel in _bodies(stmt):
+            _walk(body, source, found, in_parallel=parallel)
+
+
+def _bodies(stmt: object) -> list[tuple[tuple[n.Stmt, ...], bool]]:
+    """The statement lists inside ``stmt``, each with whether it is a parallel block's
+    list of branches (a statement inserted there would be one more branch)."""
+    match stmt:
+        case n.Parallel():
+            return [(tuple(b.body for b in stmt.branches), True)]
+        case n.DoBlock() | n.BlockDef() | n.Repeat() | n.ForEach() | n.Loop():
+            return [(stmt.body, False)]
+        case n.Try():
+            lists = [stmt.body]
+            if stmt.catch is not None:
+                lists.append(stmt.catch.body)
+            if stmt.finally_body is not None:
+                lists.append(stmt.finally_body)
+            return [(body, False) for body in lists]
+        case n.If():
+            lists = [b.body for b in stmt.branches]
+            if stmt.else_body is not None:
+                lists.append(stmt.else_body)
+            return [(body, False) for body in lists]
+        case n.Choice():
+            return [(o.body, False) for o in stmt.options]
+        case n.Binding() | n.Assign() | n.Output():
+            return _bodies(stmt.value)
+        case n.Pipeline():
+            return [(op.body, False) for op in stmt.ops]
+    return []
+
+
+def _group(
+    stmt: n.If | n.Choice,
+    keyword: str,
+    branches: list[tuple[n.Stmt, ...]],
+    source: SourceFile | None,
+    found: dict[int, BranchGroup],
+    *,
+    movable: bool,
+) -> None:
+    by_name: dict[str, list[tuple[int, n.Binding]]] = {}
+    for index, body in enumerate(branches):
+        for child in body:
+            if isinstance(child, n.Binding) and isinstance(child.target, n.Name):
+                by_name.setdefault(child.target.id, []).append((index, child))
+    for name, bindings in by_name.items():
+        if len({index for index, _ in bindings}) < 2:
+            continue
+        fix = None
+        if movable and source is not None and all(b.kind == "let" for _, b in bindings):
+            fix = _fix(stmt, name, [b for _, b in bindings], source)
+        starts = frozenset(b.target.span.start for _, b in bindings)
+        group = BranchGroup(name, starts, fix, keyword)
+        for start in starts:
+            found[start] = group
+
+
+def _fix(
+    stmt: n.If | n.Choice, name: str, bindings: list[n.Binding], source: SourceFile
+) -> Fix | None:
+    text = source.text
+    line_start = text.rfind("\n", 0, stmt.span.start) + 1
+    indent = text[line_start : stmt.span.start]
+    if indent.strip():
+        return None  # the statement does not start its line: nowhere to put a declaration
+    edits = [Edit(source.span(line_start, line_start), f'{indent}let {name} = ""\n')]
+    for binding in bindings:
+        # `let result = ...` → `result = ...`: drop the keyword and the space after it
+        edits.append(Edit(source.span(binding.span.start, binding.target.span.start), ""))
+    return Fix(
+        f"declare `{name}` once before the {stmt_word(stmt)} and assign it in each branch",
+        tuple(edits),
+    )
+
+
+def stmt_word(stmt: n.If | n.Choice) -> str:
+    return "if" if isinstance(stmt, n.If) else "choice"

@@ -1,0 +1,259 @@
+"""The transport the hosted providers share: JSON over one aiohttp session, plain or SSE.
+
+`HttpProvider` owns one `aiohttp.ClientSession` (connection pool, keep-alive) for its whole
+life, opened on the first request (a session belongs to the event loop that made it). It
+sends a request body as orjson bytes and either reads the whole JSON answer or, when a text
+sink is set (see `streaming`), reads the server-sent events and hands the text deltas to the
+sink. A subclass says only what its wire format looks like: `request_body` builds the JSON
+body, `read_answer` reads a whole answer, `assembler` builds a stream reader.
+
+Every failure leaves here as one of the contract's errors: non-2xx statuses and transport
+failures through `http_errors`, an unusable answer as a permanent "malformed response".
+"""
+
+from __future__ import annotations
+
+import urllib.request
+from collections.abc import AsyncIterator, Mapping
+from typing import Any, Protocol
+from urllib.parse import urlsplit
+
+import aiohttp
+import orjson
+
+from openprose.providers.base import (
+    ModelRequest,
+    ModelResponse,
+    ProviderConfigError,
+    ProviderError,
+)
+from openprose.providers.http_errors import (
+    BadAnswer,
+    StreamCut,
+    malformed_response,
+    shown,
+    status_error,
+    transport_error,
+    undecodable,
+)
+from openprose.providers.streaming import AnswerStream, TextSink, current_sink
+
+__all__ = ["HttpProvider", "StreamAssembler", "env_proxy"]
+
+# An idle connection is dropped after this, before the common servers drop it themselves
+# (uvicorn, Node and Ollama after 5 s): a request sent on a connection the server is closing
+# fails, and would cost an attempt.
+KEEPALIVE_S = 4.0
+
+
+class StreamAssembler(Protocol):
+    """Reads one streamed answer, event by event, into the `ModelResponse` a whole answer
+    would have given."""
+
+    def feed(self, event: str, data: bytes) -> str:
+        """Take one server-sent event; return the answer text it adds ("" for none).
+        Raises `BadAnswer` for an event of the wrong shape, `ProviderError` for an error
+        the server reports inside the stream."""
+        ...
+
+    @property
+    def finished(self) -> bool:
+        """True once the closing event has arrived."""
+        ...
+
+    def response(self, request_id: str | None) -> ModelResponse: ...
+
+
+class HttpProvider:
+    name = "http"
+    key_hint = "the API key"  # the variable a credential error names
+    request_id_header = "x-request-id"
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        path: str,
+        headers: Mapping[str, str],
+        timeout: float,
+        max_connections: int = 0,
+    ) -> None:
+        parts = urlsplit(base_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ProviderConfigError(
+                f"{self.name}: the base URL must be an http:// or https:// URL with a host, "
+                f"got {base_url!r}"
+            )
+        url = self.url = base_url.rstrip("/") + path
+        self._headers = {"content-type": "application/json", **headers}
+        self._timeout = timeout
+        self._max_connections = max_connections  # 0: no cap (the retry layer limits calls)
+        self._proxy = env_proxy(url)
+        self._whole = aiohttp.ClientTimeout(total=timeout)
+        # A stream may run long; what must not last is silence between its chunks.
+        self._streamed = aiohttp.ClientTimeout(total=None, sock_connect=timeout, sock_read=timeout)
+        self._session: aiohttp.ClientSession | None = None
+
+    # --- the wire format (subclasses) ----------------------------------------------------
+
+    def request_body(self, request: ModelRequest, *, stream: bool) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def read_answer(
+        self, answer: dict[str, Any], request: ModelRequest, request_id: str | None
+    ) -> ModelResponse:
+        raise NotImplementedError
+
+    def assembler(self, request: ModelRequest) -> StreamAssembler:
+        raise NotImplementedError
+
+    # --- the provider contract -----------------------------------------------------------
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        """One request: streamed when a text sink is set for this call, whole otherwise."""
+        sink = current_sink()
+        if sink is None:
+            return await self._complete_whole(request)
+        return await self.stream(request, sink)
+
+    async def stream(self, request: ModelRequest, on_text: TextSink) -> ModelResponse:
+        """One streamed request: each piece of answer text goes to `on_text` as it arrives;
+        the result is the `ModelResponse` the whole answer would have been."""
+        body = orjson.dumps(self.request_body(request, stream=True))
+        try:
+            async with self._http().post(
+                self.url, data=body, timeout=self._streamed, proxy=self._proxy
+            ) as answer:
+                if answer.status >= 300:
+                    raise self._status_error(answer, await answer.read(), request)
+                request_id = answer.headers.get(self.request_id_header)
+                if "text/event-stream" not in answer.headers.get("content-type", ""):
+                    # A server that ignored `stream: true` and answered in one piece.
+                    return self._read_whole(await answer.read(), request, request_id)
+                assembler = self.assembler(request)
+                if isinstance(on_text, AnswerStream):
+                    on_text.begin()
+                async for event, data in _server_sent_events(answer.content.iter_any()):
+                    text = assembler.feed(event, data)
+                    if text:
+                        on_text(text)
+                    if assembler.finished:
+                        break
+                if not assembler.finished:
+                    raise StreamCut("the answer stream ended before its closing event")
+                return assembler.response(request_id)
+        except ProviderError:
+            raise
+        except BadAnswer as problem:
+            raise malformed_response(
+                self.name, request.model, f"in the stream: {problem}"
+            ) from None
+        except (TimeoutError, aiohttp.ClientError, StreamCut) as exc:
+            raise transport_error(
+                exc, provider=self.name, model=request.model, timeout=self._timeout
+            ) from exc
+
+    async def aclose(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    # --- internals -----------------------------------------------------------------------
+
+    async def _complete_whole(self, request: ModelRequest) -> ModelResponse:
+        body = orjson.dumps(self.request_body(request, stream=False))
+        try:
+            async with self._http().post(
+                self.url, data=body, timeout=self._whole, proxy=self._proxy
+            ) as answer:
+                raw = await answer.read()
+                if answer.status >= 300:
+                    raise self._status_error(answer, raw, request)
+                request_id = answer.headers.get(self.request_id_header)
+        except ProviderError:
+            raise
+        except (TimeoutError, aiohttp.ClientError) as exc:
+            raise transport_error(
+                exc, provider=self.name, model=request.model, timeout=self._timeout
+            ) from exc
+        return self._read_whole(raw, request, request_id)
+
+    def _read_whole(
+        self, raw: bytes, request: ModelRequest, request_id: str | None
+    ) -> ModelResponse:
+        try:
+            answer = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            raise malformed_response(self.name, request.model, undecodable(raw)) from None
+        if not isinstance(answer, dict):
+            problem = f"the server sent {shown(answer)} instead of a JSON object"
+            raise malformed_response(self.name, request.model, problem)
+        try:
+            return self.read_answer(answer, request, request_id)
+        except BadAnswer as problem:
+            raise malformed_response(self.name, request.model, str(problem)) from None
+
+    def _status_error(
+        self, answer: aiohttp.ClientResponse, raw: bytes, request: ModelRequest
+    ) -> ProviderError:
+        return status_error(
+            answer.status,
+            answer.headers,
+            raw,
+            provider=self.name,
+            model=request.model,
+            key_hint=self.key_hint,
+        )
+
+    def _http(self) -> aiohttp.ClientSession:
+        session = self._session
+        if session is None or session.closed:
+            connector = aiohttp.TCPConnector(
+                limit=self._max_connections,
+                ttl_dns_cache=300,
+                keepalive_timeout=KEEPALIVE_S,
+            )
+            session = self._session = aiohttp.ClientSession(
+                connector=connector, headers=self._headers, skip_auto_headers=("User-Agent",)
+            )
+        return session
+
+
+async def _server_sent_events(chunks: AsyncIterator[bytes]) -> AsyncIterator[tuple[str, bytes]]:
+    """(event name, data) per event of a `text/event-stream` body arriving in chunks of any
+    size (no line-length limit); the name is "message" when the event names none. Comment
+    lines (`: ping`), ids and retry hints are skipped."""
+    pending = b""
+    event = b""
+    data: list[bytes] = []
+    async for chunk in chunks:
+        lines = (pending + chunk).split(b"\n")
+        pending = lines.pop()  # the start of a line still arriving
+        for raw_line in lines:
+            line = raw_line.removesuffix(b"\r")
+            if not line:
+                if data:
+                    yield (event or b"message").decode(), b"\n".join(data)
+                event, data = b"", []
+                continue
+            field, _, value = line.partition(b":")
+            if field == b"data":
+                data.append(value.removeprefix(b" "))
+            elif field == b"event":
+                event = value.removeprefix(b" ")
+    if pending.strip():
+        field, _, value = pending.removesuffix(b"\r").partition(b":")
+        if field == b"data":
+            data.append(value.removeprefix(b" "))
+    if data:  # a last event without its blank line
+        yield (event or b"message").decode(), b"\n".join(data)
+
+
+def env_proxy(url: str) -> str | None:
+    """The proxy the environment names for `url` (HTTPS_PROXY, HTTP_PROXY, NO_PROXY), looked
+    up once: as the SDKs did, and without aiohttp's `trust_env`, which reads the environment
+    and ~/.netrc again on every request."""
+    parts = urlsplit(url)
+    if not parts.hostname or urllib.request.proxy_bypass(parts.hostname):
+        return None
+    return urllib.request.getproxies().get(parts.scheme)

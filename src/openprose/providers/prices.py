@@ -1,0 +1,87 @@
+"""What a model call costs: the packaged price table (`prices.toml`), extended by the
+`[prices]` table of prose.toml. One table, one reader; a model with no price is reported as
+such, never counted as free."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from openprose.providers.base import ProviderConfigError
+
+TABLE = Path(__file__).with_name("prices.toml")
+PER = 1_000_000  # prices are per million tokens
+# A dated snapshot costs what its model does: claude-sonnet-4-5-20250929, gpt-4.1-2025-04-14.
+_SNAPSHOT = re.compile(r"-(\d{8}|\d{4}-\d{2}-\d{2}|latest)$")
+_KEYS = ("input", "output", "long_prompt_tokens", "long_input", "long_output")
+
+
+@dataclass(frozen=True, slots=True)
+class Price:
+    input: float  # USD per million input tokens
+    output: float  # USD per million output tokens
+    # Above this many prompt tokens, a request costs the long prices.
+    long_prompt_tokens: int | None = None
+    long_input: float | None = None
+    long_output: float | None = None
+
+    def cost(self, input_tokens: int, output_tokens: int) -> float:
+        """USD for one request."""
+        rate_in, rate_out = self.input, self.output
+        if self.long_prompt_tokens is not None and input_tokens > self.long_prompt_tokens:
+            rate_in = self.long_input if self.long_input is not None else rate_in
+            rate_out = self.long_output if self.long_output is not None else rate_out
+        return (input_tokens * rate_in + output_tokens * rate_out) / PER
+
+
+class Prices:
+    def __init__(self, table: Mapping[str, Price]) -> None:
+        self.table = dict(table)
+
+    @classmethod
+    def default(cls) -> Prices:
+        """The packaged table."""
+        return _packaged()
+
+    def extended(self, table: Any, where: str = "prose.toml") -> Prices:
+        """This table with `[prices]` of a settings file added over it (checked)."""
+        if not isinstance(table, dict):
+            raise ProviderConfigError(f"{where}: [prices] must be a table of models")
+        return Prices({**self.table, **_parse(table, where)})
+
+    def price_of(self, model: str) -> Price | None:
+        return self.table.get(model) or self.table.get(_SNAPSHOT.sub("", model))
+
+
+@cache
+def _packaged() -> Prices:
+    with TABLE.open("rb") as handle:
+        return Prices(_parse(tomllib.load(handle), str(TABLE)))
+
+
+def _parse(table: Mapping[str, Any], where: str) -> dict[str, Price]:
+    prices: dict[str, Price] = {}
+    for model, entry in table.items():
+        at = f"{where}: [prices.{model!r}]" if where != str(TABLE) else f"{where}: [{model}]"
+        if not isinstance(entry, dict):
+            raise ProviderConfigError(f"{at} must be a table: input = USD, output = USD")
+        unknown = sorted(set(entry) - set(_KEYS))
+        if unknown:
+            raise ProviderConfigError(
+                f"{at}: unknown key(s) {', '.join(unknown)}; known: {', '.join(_KEYS)}"
+            )
+        for key in ("input", "output"):
+            if key not in entry:
+                raise ProviderConfigError(f"{at}: `{key}` (USD per million tokens) is missing")
+        values: dict[str, Any] = {}
+        for key, value in entry.items():
+            if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+                raise ProviderConfigError(f"{at}: `{key}` must be a number >= 0, got {value!r}")
+            values[key] = int(value) if key == "long_prompt_tokens" else float(value)
+        prices[str(model)] = Price(**values)
+    return prices

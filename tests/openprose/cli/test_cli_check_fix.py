@@ -1,0 +1,95 @@
+"""`prose check --fix`, `--diff` and `--unsafe-fixes`; rule and help lines in the text output."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+Run = Callable[..., tuple[int, str, str]]
+
+BROKEN = (
+    "# keep this comment\n"
+    'session """Write it\n'
+    '"""\n'
+    'session "Call the API"\n'
+    '  backoff: "linear"  # and this one\n'
+)
+FIXED = (
+    "# keep this comment\n"
+    'session """\n'
+    "Write it\n"
+    '"""\n'
+    'session "Call the API"\n'
+    "  backoff: linear  # and this one\n"
+)
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_fix_rewrites_the_file_and_reports_what_is_left(prose: Run, tmp_path: Path) -> None:
+    path = write(tmp_path / "p.prose", BROKEN + "session: nobody\n")
+    os.chmod(path, 0o640)
+    code, out, _ = prose("check", "--fix", path)
+    assert path.read_text(encoding="utf-8") == FIXED + "session: nobody\n"
+    assert oct(path.stat().st_mode & 0o777) == "0o640"  # the file keeps its permissions
+    assert code == 1  # E007 is no mechanical fix
+    assert " E007 " in out and " E106 " not in out and " W170 " not in out
+    assert "fixed 2 problems in 1 file" in out
+    assert not [p for p in tmp_path.iterdir() if p.name != "p.prose"]  # no temporary left
+    # a second run has nothing left to fix
+    code, out, _ = prose("check", "--fix", path)
+    assert "fixed 0 problems in 0 files" in out and path.read_text() == FIXED + "session: nobody\n"
+
+
+def test_fix_leaves_a_clean_file_alone(prose: Run, tmp_path: Path) -> None:
+    path = write(tmp_path / "p.prose", FIXED)
+    before = path.stat().st_mtime_ns
+    code, _out, _ = prose("check", "--fix", path)
+    assert (code, path.stat().st_mtime_ns) == (0, before)
+
+
+def test_diff_shows_the_fixes_and_writes_nothing(prose: Run, tmp_path: Path) -> None:
+    path = write(tmp_path / "p.prose", BROKEN)
+    code, out, err = prose("check", "--diff", path)
+    assert code == 1
+    assert path.read_text(encoding="utf-8") == BROKEN
+    assert f"--- {path}\n+++ {path}\n" in out
+    assert '-  backoff: "linear"  # and this one\n+  backoff: linear  # and this one\n' in out
+    assert "2 fixes would be applied in 1 file" in err
+    code, out, err = prose("check", "--diff", write(tmp_path / "q.prose", FIXED))
+    assert (code, out) == (0, "")
+
+
+def test_unsafe_fixes_only_when_asked(prose: Run, tmp_path: Path) -> None:
+    path = write(tmp_path / "p.prose", 'sesion "Hello"\n')
+    code, out, _ = prose("check", "--fix", path)
+    assert code == 1 and path.read_text() == 'sesion "Hello"\n'
+    assert "fix available: `prose check --fix --unsafe-fixes`" in out
+    code, out, _ = prose("check", "--fix", "--unsafe-fixes", path)
+    assert code == 0 and path.read_text() == 'session "Hello"\n'
+
+
+def test_fix_with_json_reports_the_remaining_diagnostics(prose: Run, tmp_path: Path) -> None:
+    path = write(tmp_path / "p.prose", BROKEN + "session: nobody\n")
+    code, out, _ = prose("check", "--fix", "--format", "json", path)
+    assert code == 1 and [d["code"] for d in json.loads(out)] == ["E007"]
+
+
+def test_text_output_names_the_rule_and_the_fix(prose: Run, tmp_path: Path) -> None:
+    path = write(
+        tmp_path / "p.prose",
+        'if **the thing holds**:\n  let r = session "a"\nelse:\n  let r = session "b"\n',
+    )
+    code, out, _ = prose("check", path)
+    lines = out.splitlines()
+    assert code == 1 and lines[0].startswith(f"{path}:4:7: E019 ")
+    assert lines[3].startswith("  = rule: Variables & Context, Flat Namespace Requirement")
+    assert lines[4] == (
+        '  = help: declare r once before the if: let r = "" (then `r = ...` in each branch)'
+        " (fixable with `prose check --fix`)"
+    )

@@ -1,0 +1,73 @@
+"""The price table: every default model priced, snapshots, tiers, prose.toml extensions."""
+
+from __future__ import annotations
+
+import pytest
+
+from openprose.providers import ProviderConfigError
+from openprose.providers.base import ModelResponse, Usage
+from openprose.providers.prices import Prices
+from openprose.providers.settings import DEFAULT_ALIASES, LOCAL_MODEL_ID
+from openprose.vm.runtime import RunStats
+
+MILLION = 1_000_000
+
+
+def test_every_default_model_has_a_price() -> None:
+    prices = Prices.default()
+    defaults = {model for table in DEFAULT_ALIASES.values() for model in table.values()}
+    assert {m for m in (*defaults, LOCAL_MODEL_ID) if prices.price_of(m) is None} == set()
+
+
+def test_the_published_prices_of_the_default_claude_models() -> None:
+    prices = Prices.default()
+    assert prices.price_of("claude-sonnet-5-5").cost(MILLION, MILLION) == 12.0  # type: ignore[union-attr]
+    assert prices.price_of("claude-opus-5-5").cost(MILLION, MILLION) == 24.0  # type: ignore[union-attr]
+
+
+def test_a_price_by_prompt_size_is_taken_per_request() -> None:
+    haiku = Prices.default().price_of("claude-haiku-5-5")
+    assert haiku is not None
+    assert haiku.cost(100_000, 1000) == pytest.approx(0.0105)  # up to 100k prompt tokens
+    assert haiku.cost(100_001, 1000) == pytest.approx(0.0525005)  # above: the long prices
+
+
+def test_snapshots_cost_what_their_model_does_and_siblings_are_not_guessed() -> None:
+    prices = Prices.default()
+    assert prices.price_of("claude-haiku-4-5-20251001") == prices.price_of("claude-haiku-4-5")
+    assert prices.price_of("gpt-4.1-2025-04-14") == prices.price_of("gpt-4.1")
+    assert prices.price_of("gpt-4.1-turbo") is None
+
+
+def test_prose_toml_extends_and_overrides_the_table() -> None:
+    prices = Prices.default().extended(
+        {"my-model": {"input": 1, "output": 2}, "gpt-4.1": {"input": 0, "output": 0}}
+    )
+    assert prices.price_of("my-model").cost(MILLION, MILLION) == 3.0  # type: ignore[union-attr]
+    assert prices.price_of("gpt-4.1").cost(MILLION, MILLION) == 0.0  # type: ignore[union-attr]
+    assert Prices.default().price_of("my-model") is None  # the packaged table is untouched
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ([1, 2], "[prices] must be a table"),
+        ({"m": 3}, "must be a table: input = USD"),
+        ({"m": {"input": 1}}, "`output` (USD per million tokens) is missing"),
+        ({"m": {"input": 1, "output": -1}}, "`output` must be a number >= 0"),
+        ({"m": {"input": "1", "output": 1}}, "`input` must be a number >= 0"),
+        ({"m": {"input": 1, "output": 1, "cached": 1}}, "unknown key(s) cached"),
+    ],
+)
+def test_a_bad_prices_table_is_a_clear_error(table: object, message: str) -> None:
+    with pytest.raises(ProviderConfigError) as caught:
+        Prices.default().extended(table)
+    assert message in str(caught.value) and "prose.toml" in str(caught.value)
+
+
+def test_run_usage_says_which_models_have_no_price() -> None:
+    stats = RunStats()
+    stats.count("claude-sonnet-5-5", ModelResponse(text="a", usage=Usage(MILLION, 0)))
+    stats.count("mystery", ModelResponse(text="b", usage=Usage(10, 5)))
+    usage = stats.usage()
+    assert usage["cost_usd"] == 2.0 and usage["unpriced_models"] == {"mystery": 15}

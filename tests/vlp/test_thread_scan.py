@@ -1,0 +1,116 @@
+"""`vlp validate`'s thread checks (columns of decoded lines) agree with the checker fed one
+message at a time, and an invalid line yields its own problem only."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.vlp.conftest import base
+from vlp import Problem, ThreadChecker, scan
+from vlp.cli import main
+from vlp.ndjson import read_records
+
+KINDS = ["claim", "query", "notice", "response", "correction", "evidence", "session_context"]
+
+
+@st.composite
+def thread_line(draw: st.DrawFn, index: int) -> bytes:
+    """A line of a thread: mostly plain valid messages, with duplicate ids, forward,
+    dangling and self references, seq gaps and repeats, and invalid or broken lines."""
+    kind = draw(st.sampled_from(KINDS))
+    ident = f"M{draw(st.integers(0, index + 2))}" if draw(st.booleans()) else f"M{index}"
+    fields: dict[str, Any] = {"id": ident, "type": kind}
+    if kind in ("response", "correction", "evidence") or draw(st.booleans()):
+        fields["refers_to"] = draw(
+            st.one_of(
+                st.builds(lambda n: f"M{n}", st.integers(max(0, index - 6), index + 3)),
+                st.lists(st.builds(lambda n: f"M{n}", st.integers(0, index + 2)), min_size=1),
+            )
+        )
+    if kind == "evidence":
+        fields["provenance"] = ["db"]
+    if kind == "session_context":
+        fields["content"] = {"summary": "done"}
+    session = draw(st.sampled_from(["S1", "S2", None]))
+    if session is not None or kind == "session_context":
+        fields["session_id"] = session or "S3"
+        fields["seq"] = draw(st.sampled_from([index, index + 1, index + 3, 0, 2.0]))
+    msg = base(**fields)
+    flaw = draw(st.sampled_from(["none"] * 6 + ["confidence", "cut", "blank", "list"]))
+    if flaw == "confidence":
+        msg["confidence"] = 2
+    data = orjson.dumps(msg)
+    if flaw == "cut":
+        return data[:-3]
+    if flaw == "blank":
+        return b""
+    if flaw == "list":
+        return b"[" + data + b"]"
+    return data
+
+
+@st.composite
+def threads(draw: st.DrawFn) -> list[bytes]:
+    count = draw(st.integers(1, 160))
+    return [draw(thread_line(index)) for index in range(count)]
+
+
+def one_at_a_time(data: bytes) -> list[tuple[str, int | None, str | None]]:
+    """Every problem, found with the checker fed message by message (the reference)."""
+    checker = ThreadChecker()
+    found: list[Problem] = []
+    for record in read_records(io.BytesIO(data)):
+        found.extend(record.problems)
+        if record.ok:
+            found.extend(checker.add(record.message, record.line))
+        else:
+            raw = data.split(b"\n")[record.line - 1]
+            found.extend(checker.note_invalid(record.message, raw, record.line))
+    found.extend(checker.finish())
+    return sorted((p.code, p.line, p.id) for p in found)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(threads(), st.sampled_from([3, 64, 1 << 20]))
+def test_columns_agree_with_one_message_at_a_time(lines: list[bytes], chunk: int) -> None:
+    data = b"\n".join(lines) + b"\n"
+    if data.lstrip().startswith(b"["):
+        return  # one JSON document, not NDJSON: not what this test is about
+    checker = ThreadChecker()
+    found: list[Problem] = []
+    scan(io.BytesIO(data), found.append, thread=checker, chunk_bytes=chunk)
+    found.extend(checker.finish())
+    assert sorted((p.code, p.line, p.id) for p in found) == one_at_a_time(data)
+
+
+def test_one_bad_line_is_one_problem(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    good = [base(id=f"M{n}", session_id="S", seq=n) for n in range(1, 6)]
+    lines = [orjson.dumps(msg) for msg in good]
+    lines[1] = orjson.dumps({**good[1], "timestamp": "yesterday"})  # invalid, seq 2
+    lines[3] = orjson.dumps(good[3]).replace(b'"sender":', b'"sender"')  # unparsable, seq 4
+    path = tmp_path / "t.ndjson"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    code = main(["validate", str(path)])
+    out = capsys.readouterr().out.splitlines()
+    assert code == 1
+    assert [line.split()[1] for line in out[:-1]] == ["VLP107", "VLP001"], out
+    assert "VLP304" not in "\n".join(out) and "VLP302" not in "\n".join(out)
+
+
+def test_a_reference_to_an_invalid_message_is_not_a_second_problem() -> None:
+    lines = [
+        orjson.dumps(base(id="A", timestamp="yesterday")),
+        orjson.dumps(base(id="R", type="response", refers_to="A")),
+    ]
+    checker = ThreadChecker()
+    found: list[Problem] = []
+    scan(io.BytesIO(b"\n".join(lines)), found.append, thread=checker)
+    found.extend(checker.finish())
+    assert [p.code for p in found] == ["VLP107"]
