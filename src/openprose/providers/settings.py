@@ -423,6 +423,8 @@ def _load_toml(path: Path) -> dict[str, Any]:
             return tomllib.load(handle)
     except tomllib.TOMLDecodeError as exc:
         raise ProviderConfigError(f"{path}: invalid TOML: {exc}") from None
+    except RecursionError:  # tomllib parses nested arrays recursively
+        raise ProviderConfigError(f"{path}: invalid TOML: nested too deeply") from None
     except ValueError as exc:  # tomllib lets int() refuse a number of over 4,300 digits
         raise ProviderConfigError(f"{path}: invalid TOML: a number is too long ({exc})") from None
     except OSError as exc:

@@ -222,6 +222,7 @@ def test_prose_check_names_a_symlink_loop(
         ("max_concurrency = " + "9" * 5000, "a number is too long"),
         ("max_concurrency = 1" + "0" * 400, "`max_concurrency`"),
         ("timeout = inf", "must be a finite number"),
+        ("max_concurrency = " + "[" * 3000 + "]" * 3000, "nested too deeply"),  # found by fuzz
         ("[retry]\nbase_delay = 1" + "0" * 400, "`base_delay`"),
         ("[vm]\ncontext_budget = 1" + "0" * 400, "[vm] context_budget is out of range"),
     ],
