@@ -7,6 +7,11 @@ The front end's functions are importable from here; each loads its module on fir
     result = openprose.parse_text('session "Hello"')
     diagnostics = openprose.check(result)
     print(openprose.compile_program(result.program))
+
+and runs programs (docs/api.md)::
+
+    run = openprose.run("examples/hello.prose", provider="openai")
+    print(run.run_id, run.status, run.outputs)
 """
 
 from __future__ import annotations
@@ -35,13 +40,31 @@ _LAZY = {
     "Diagnostic": "openprose.diagnostics",
     "Severity": "openprose.diagnostics",
     "SourceFile": "openprose.source",
+    "find_programs": "openprose.walk",
+    "run": "openprose.api",
+    "arun": "openprose.api",
+    "resume": "openprose.api",
+    "aresume": "openprose.api",
+    "events": "openprose.api",
+    "batch": "openprose.api",
+    "abatch": "openprose.api",
+    "RunError": "openprose.api",
+    "RunEvent": "openprose.api",
+    "RunResult": "openprose.api",
 }
 
 __all__ = [
     "Diagnostic",
     "ParseResult",
+    "RunError",
+    "RunEvent",
+    "RunResult",
     "Severity",
     "SourceFile",
+    "abatch",
+    "aresume",
+    "arun",
+    "batch",
     "canonicalize",
     "check",
     "check_file",
@@ -49,11 +72,14 @@ __all__ = [
     "check_paths",
     "check_source",
     "compile_program",
+    "events",
     "find_programs",
     "format_source",
     "parse",
     "parse_text",
     "read_source",
+    "resume",
+    "run",
 ]
 
 
@@ -98,47 +124,15 @@ def check_file(
     return check_source(source, project_dir=project_dir)
 
 
-def find_programs(path: str | os.PathLike[str]) -> list[Path]:
-    """``path`` itself when it is not a directory, else every ``*.prose`` file below it
-    (symlinked directories are not followed), sorted. A missing path yields ``[]``.
-
-    Below a directory, a ``*.prose`` entry that exists but is not a regular file (a FIFO, a
-    socket, a device) is skipped: reading it could block forever. Named explicitly, it is
-    kept (``prose check <(generate)`` reads a pipe)."""
-    import os
-    from pathlib import Path
-
-    root = Path(path)
-    if not root.is_dir():
-        return [root] if root.exists() else []
-    found = [
-        Path(folder, name)
-        for folder, _, names in os.walk(root)
-        for name in names
-        if name.endswith(".prose") and _regular_or_unreadable(os.path.join(folder, name))
-    ]
-    return sorted(found, key=lambda p: p.parts)
-
-
-def _regular_or_unreadable(path: str) -> bool:
-    """True for a regular file, and for an entry ``stat`` fails on (a dangling symlink), which
-    the reader then reports; False for directories, FIFOs, sockets and devices."""
-    import os
-    import stat
-
-    try:
-        mode = os.stat(path).st_mode
-    except OSError:
-        return True
-    return stat.S_ISREG(mode)
-
-
 def check_paths(
     paths: Iterable[str | os.PathLike[str]], *, project_dir: Path | None = None
 ) -> list[Diagnostic]:
     """``check_file`` over files and directories (recursively, ``*.prose``, sorted). A
-    single path may be passed as it is; a missing path yields its E118 diagnostic."""
+    single path may be passed as it is; a missing path yields its E118 diagnostic. Hidden
+    folders and `.gitignore`d paths below a directory are skipped (see `find_programs`)."""
     import os
+
+    from openprose.walk import find_programs
 
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]  # not the characters of one path

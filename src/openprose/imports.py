@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 from openprose.contracts import ContractLookup, ProgramContract, contract_of, is_local_path
 from openprose.files import write_atomically
+from openprose.locks import locked
 
 if TYPE_CHECKING:
     from openprose.nodes import Program
@@ -105,15 +106,33 @@ class ImportCache:
         body = self.folder / f"{fetched.sha256}.prose"
         if not body.exists():
             write_atomically(body, fetched.text)
-        index = self._index()
-        index[fetched.spec] = {"sha256": fetched.sha256, "origin": fetched.origin}
-        write_atomically(self._index_path, json.dumps(index, indent=2, sort_keys=True) + "\n")
+
+        # Read, update and write the index under its lock: two runs storing imports at
+        # once each keep the other's entries.
+        with locked(self._index_path.with_suffix(".lock")):
+            index = self._index()
+            index[fetched.spec] = {"sha256": fetched.sha256, "origin": fetched.origin}
+            text = json.dumps(index, indent=2, sort_keys=True) + "\n"
+            write_atomically(self._index_path, text)
 
     def by_hash(self, sha256: str) -> str | None:
+        """The cached text stored under `sha256`; None when missing. A file whose content no
+        longer has that hash (edited by hand, damaged on disk) raises `ImportFailed`: a
+        resume must run the program the run started with, or nothing."""
+        path = self.folder / f"{sha256}.prose"
         try:
-            return (self.folder / f"{sha256}.prose").read_text(encoding="utf-8")
+            text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
             return None
+        except (OSError, UnicodeDecodeError) as error:
+            raise ImportFailed(f"{path}: cannot read the cached program ({error})") from None
+        actual = sha256_of(text)
+        if actual != sha256:
+            raise ImportFailed(
+                f"{path}: the cached program was changed since it was fetched (its sha256 is "
+                f"now {actual[:12]}, not {sha256[:12]}); restore it, or start a new run"
+            )
+        return text
 
     def latest(self, spec: str) -> Fetched | None:
         entry = self._index().get(spec)
@@ -322,7 +341,10 @@ def cache_contracts(project_dir: Path) -> ContractLookup:
             from openprose.contracts import local_contracts
 
             return local_contracts(spec, base_dir)
-        cached = cache.latest(spec)
+        try:
+            cached = cache.latest(spec)
+        except ImportFailed:  # a damaged cache entry: the run reports it; the check defers
+            return None
         if cached is None:
             return None
         return contract_of(parse_text(cached.text, cached.origin or spec).program)

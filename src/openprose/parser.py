@@ -986,9 +986,12 @@ class _Parser:
                 self.expect(":", "':' after the input name")
                 value = self.expression()
                 args.append(n.KeywordArg(span=self.span_after(name.span), name=name, value=value))
-                if kinds[self.pos] != ",":
+                if kinds[self.pos] == ",":
+                    self.pos += 1
+                elif not self.starts_property(0):
+                    # the grammar's `( IDENTIFIER ":" expression )*` has no separator: a
+                    # next `name:` goes on without a comma as well
                     break
-                self.pos += 1
             self.expect(")", "')' or ',' in the argument list")
         finally:
             self.depth -= 1
@@ -1086,6 +1089,16 @@ class _Parser:
             name = self.expect_name("a session name")
             self.pos += 1
             agent = self.expect_name("an agent name after ':'")
+        elif following == NAME and kinds[pos + 1] in _LAYOUT:
+            word = self.tokens[pos][1]
+            self.report(
+                "E004",
+                f"Unexpected token {word!r}: a session takes a prompt string or `: agent`",
+                token_span(self.tokens[pos]),
+                help=f'write `session: {word}` to run agent {word}, or `session "{{{word}}}"` '
+                f"to send variable {word} as the prompt",
+            )
+            raise _ParseError(properties=True)
         properties: list[n.Property] = []
         # Inline properties on the header line: `session "Research AI" context: "AI"`.
         while kinds[self.pos + 1] == ":" and _is_word_kind(kinds[self.pos]):

@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from cliconventions import ConventionalParser
+from cliconventions import apply as apply_conventions
 from plsp.diagnostics import ParseError
 from plsp.instr import PREFIX, Instruction, parse_instr
 from plsp.loopfile import LoopFileError, LoopSpec, load_loop
@@ -176,7 +178,8 @@ async def _run(args: argparse.Namespace, spec: LoopSpec) -> LoopResult:
     model, close = _model(args, spec)
     if not args.quiet and sys.stdout.isatty():
         model = _with_status(model)
-    trace_path = Path(args.trace or f"{spec.path.stem}.trace.ndjson")
+    stem = "stdin" if args.loopfile == "-" else spec.path.stem
+    trace_path = Path(args.trace or f"{stem}.trace.ndjson")
     with TraceWriter(trace_path) as trace:
 
         def on_cycle(record: CycleRecord) -> None:
@@ -243,8 +246,10 @@ def _positive(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="plsp", description="Prompt Loop State Protocol 0.5")
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser = ConventionalParser(prog="plsp", description="Prompt Loop State Protocol 0.5")
+    commands = parser.add_subparsers(
+        dest="command", required=True, parser_class=ConventionalParser
+    )
 
     parse_cmd = commands.add_parser(
         "parse", help="print the canonical form of a block or an INSTR: line, or a positioned error"
@@ -254,11 +259,11 @@ def build_parser() -> argparse.ArgumentParser:
     parse_cmd.set_defaults(handler=_cmd_parse)
 
     check_cmd = commands.add_parser("check", help="verify every cycle of a trace offline")
-    check_cmd.add_argument("trace", help="an NDJSON trace written by `plsp run`")
+    check_cmd.add_argument("trace", help="an NDJSON trace written by `plsp run`; '-' reads stdin")
     check_cmd.set_defaults(handler=_cmd_check)
 
     run_cmd = commands.add_parser("run", help="run a loop file with a live cycle view")
-    run_cmd.add_argument("loopfile")
+    run_cmd.add_argument("loopfile", help="a .yaml/.toml loop file; '-' reads YAML from stdin")
     source = run_cmd.add_mutually_exclusive_group()
     source.add_argument(
         "--provider",
@@ -285,6 +290,7 @@ def build_parser() -> argparse.ArgumentParser:
     run_cmd.add_argument("--trace", help="trace path (default: LOOPFILE stem + .trace.ndjson)")
     run_cmd.add_argument("--quiet", action="store_true", help="no live cycle view")
     run_cmd.set_defaults(handler=_cmd_run)
+    apply_conventions(parser)  # -q is --quiet on `run`
     return parser
 
 

@@ -16,6 +16,7 @@ or a list of those (all must hold). `{ACTION}` inserts that action's result as a
 from __future__ import annotations
 
 import re
+import sys
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -212,7 +213,10 @@ def _rule(raw: object, where: str) -> Rule:
 
 def _read(path: Path) -> dict[str, Any]:
     try:
-        text = path.read_text(encoding="utf-8")
+        if str(path) == "-":  # standard input, read as YAML
+            text = sys.stdin.buffer.read().decode("utf-8")
+        else:
+            text = path.read_text(encoding="utf-8")
     except OSError as error:
         raise LoopFileError(f"{path}: {error.strerror}") from None
     except UnicodeDecodeError:

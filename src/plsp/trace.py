@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Self
@@ -47,7 +48,8 @@ def read_trace(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
     """(line number, record) for every non-empty line."""
     records = []
     try:
-        text = Path(path).read_bytes().decode("utf-8")
+        data = sys.stdin.buffer.read() if str(path) == "-" else Path(path).read_bytes()
+        text = data.decode("utf-8")
     except UnicodeDecodeError as error:
         line = error.object[: error.start].count(b"\n") + 1
         raise TraceError(f"{path}:{line}: not UTF-8 text") from None

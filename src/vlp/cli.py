@@ -15,6 +15,8 @@ from typing import IO, Any, NoReturn
 
 import orjson
 
+from cliconventions import ConventionalParser
+from cliconventions import apply as apply_conventions
 from vlp.errors import CODES, Problem, VLPError
 from vlp.gate import gate
 from vlp.message import make_message
@@ -127,7 +129,7 @@ def _validate(args: argparse.Namespace, problems: _ProblemSpool | None) -> int:
     ok = totals["problems"] == 0 and usage_errors == 0
     if problems is not None:
         problems.report(ok, totals["messages"], totals["valid"])
-    else:
+    elif not args.quiet:  # -q: the problems only
         verdict = "ok" if ok else "INVALID"
         _out(
             f"{verdict}: {totals['messages']} message(s), {totals['valid']} valid, "
@@ -263,7 +265,7 @@ def _cmd_codes(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-class _Parser(argparse.ArgumentParser):
+class _Parser(ConventionalParser):
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
         self.exit(EXIT_USAGE, f"vlp: error: {message}\n")
@@ -338,6 +340,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     codes = commands.add_parser("codes", help="list every problem code")
     codes.set_defaults(run=_cmd_codes)
+    apply_conventions(parser)
     return parser
 
 

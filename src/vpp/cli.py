@@ -12,6 +12,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from cliconventions import ConventionalParser
+from cliconventions import apply as apply_conventions
 from vpp.audit import TranscriptResult, validate_transcript
 from vpp.grammar import Command, parse_command, recovery_body
 from vpp.snippets import header_snippet
@@ -35,7 +37,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     version: Version = args.version
     try:
         if args.command == "check":
-            return _check(args.transcripts, version, args.format, not args.lenient)
+            return _check(args.transcripts, version, args.format, not args.lenient, args.quiet)
         if args.command == "parse":
             return _parse(args.message, version, args.json)
         if args.command == "repair":
@@ -48,8 +50,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="vpp", description="Viable Prompt Protocol tools.")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    parser = ConventionalParser(prog="vpp", description="Viable Prompt Protocol tools.")
+    commands = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", parser_class=ConventionalParser
+    )
 
     def add(name: str, help_text: str) -> argparse.ArgumentParser:
         sub = commands.add_parser(name, help=help_text, description=help_text)
@@ -73,6 +77,7 @@ def _parser() -> argparse.ArgumentParser:
     repair.add_argument("transcript", metavar="TRANSCRIPT", help="file, or - for stdin")
     repair.add_argument("--lenient", action="store_true", help="keep cosmetic footer variants")
     add("snippet", "Print the header snippet (system prompt) for a version.")
+    apply_conventions(parser)  # top-level --version is the tool's; a command's is VPP's
     return parser
 
 
@@ -113,7 +118,9 @@ def _validate(
         raise _InputError(f"{path}:{error.line}: {error.args[0].split(': ', 1)[1]}") from None
 
 
-def _check(paths: Sequence[str], version: Version, output: str, strict: bool) -> int:
+def _check(
+    paths: Sequence[str], version: Version, output: str, strict: bool, quiet: bool = False
+) -> int:
     status = OK
     documents: list[dict[str, Any]] = []
     for path in paths:
@@ -129,7 +136,7 @@ def _check(paths: Sequence[str], version: Version, output: str, strict: bool) ->
         if output == "json":
             documents.append({"path": path, **result.as_dict()})
         else:
-            _print_check(path, version, result)
+            _print_check(path, version, result, quiet)
     if output == "json":
         # Exactly one JSON document on stdout: for one file the issue's
         # {"ok", "turns"}; for several, {"ok", "files": [{"path", "ok", "turns"}, ...]}.
@@ -142,7 +149,7 @@ def _check(paths: Sequence[str], version: Version, output: str, strict: bool) ->
     return status
 
 
-def _print_check(path: str, version: Version, result: TranscriptResult) -> None:
+def _print_check(path: str, version: Version, result: TranscriptResult, quiet: bool) -> None:
     for turn in result.turns:
         for violation in turn.violations:
             print(
@@ -150,6 +157,8 @@ def _print_check(path: str, version: Version, result: TranscriptResult) -> None:
                 f"{violation.code}: {violation.message}"
             )
     bad = [turn for turn in result.turns if not turn.ok]
+    if quiet:  # -q: the violations only
+        return
     if not bad:
         print(f"{path}: compliant with VPP {version} ({len(result.turns)} turns checked)")
     else:

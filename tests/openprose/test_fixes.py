@@ -120,10 +120,11 @@ def test_a_declaration_cannot_be_moved_into_a_parallel_block() -> None:
 @pytest.mark.parametrize("path", FIXABLE, ids=lambda p: p.name)
 def test_fixable_programs_are_fixed_as_expected(path: Path) -> None:
     text = path.read_text(encoding="utf-8")
-    assert errors(text) or "W170" in {d.code for d in _all(text)}
+    assert errors(text) or {"W156", "W170"} & {d.code for d in _all(text)}
     fixed = fix(text, str(path))
     assert fixed == path.with_suffix(".expected").read_text(encoding="utf-8")
     assert errors(fixed) == []
+    assert [d.code for d in _all(fixed) if d.fix is not None] == []
     assert fix(fixed, str(path)) == fixed  # idempotent
     assert _comments(fixed) == _comments(text)
     # round-trips through fmt and compile
@@ -189,6 +190,11 @@ def _fragment(index: int) -> st.SearchStrategy[str]:
                 f'else:\n  let v{index} = session "other"  # note'
             )
         ),
+        _texts.map(
+            lambda t: (
+                f'for x{index} in ["{t}"]:\n  let u{index} = session "{t}"\nsession "{{u{index}}}"'
+            )
+        ),
     )
 
 
@@ -232,6 +238,7 @@ def test_fixing_fixable_errors_gives_a_valid_program(text: str) -> None:
     result = fix_source(SourceFile.from_text(text))
     assert parse_text(result.text).ok, result.text
     assert [d.code for d in result.remaining if d.is_error] == [], result.text
+    assert [d.code for d in result.remaining if d.fix is not None] == [], result.text
     assert _comments(result.text) == _comments(text)
     assert fix(result.text) == result.text
     formatted = format_source(parse_text(result.text))

@@ -136,8 +136,9 @@ def check_program(
     try:
         visit = ck.visit
         for stmt in body:
-            if not isinstance(stmt, _DECLARATIONS):
+            if not isinstance(stmt, _DECLARATIONS) and not ck.seen_executable:
                 ck.seen_executable = True
+                ck.first_executable = stmt
             visit(stmt)
         ck.finish()
     finally:

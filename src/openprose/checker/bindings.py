@@ -151,7 +151,12 @@ def _input(ck: Checker, node: n.Input) -> None:
     if not node.name.id:
         ck.emit("E020", head(node.span, 5), "Input name cannot be empty")
     if ck.depth or ck.seen_executable:
-        ck.emit("E022", head(node.span, 5), "Inputs must be declared before executable statements")
+        ck.emit(
+            "E022",
+            head(node.span, 5),
+            "Inputs must be declared before executable statements",
+            fix=None if ck.depth else _move_input_fix(ck, node),
+        )
     description = node.description
     if not description.value.strip():
         ck.emit("W140", description.span, "Consider adding a description")
@@ -210,6 +215,26 @@ def _string(ck: Checker, node: n.StringLit) -> None:
                 span.column + skip + len(field),
             )
             check_output_access(ck, var.program, var.contract, field, at)
+
+
+def _move_input_fix(ck: Checker, node: n.Input) -> Fix | None:
+    """A top-level `input` below executable statements moves, with its line's comment, to
+    just above the first of them ("Inputs are declared at the top of the program")."""
+    first = ck.first_executable
+    text = ck.source_text
+    if first is None or not text:
+        return None
+    start = text.rfind("\n", 0, node.span.start) + 1
+    end = text.find("\n", node.span.end)
+    end = len(text) if end == -1 else end + 1
+    target = text.rfind("\n", 0, first.span.start) + 1
+    if text[start : node.span.start] or text[target : first.span.start]:
+        return None  # not at the start of their lines
+    line = text[start:end] if text[start:end].endswith("\n") else text[start:end] + "\n"
+    return Fix(
+        "move the input above the first executable statement",
+        (Edit(ck.span_at(target, target), line), Edit(ck.span_at(start, end), "")),
+    )
 
 
 def _escape_fix(ck: Checker, part: n.Interpolation) -> Fix | None:

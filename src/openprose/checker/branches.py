@@ -1,4 +1,7 @@
-"""The same `let` name declared in exclusive branches (`if`/`elif`/`else`, choice options).
+"""Names declared inside branches and bodies that may not run: the fixes for E019 (one `let`
+name in exclusive branches) and W156 (a `let` used after a body that may not have run).
+
+The same `let` name declared in exclusive branches (`if`/`elif`/`else`, choice options).
 
 The reference forbids it ("Variables in different if/elif/else branches with same name" is a
 collision the flat namespace prevents), so the second declaration stays E019. The mechanical
@@ -129,3 +132,70 @@ def _fix(
 
 def stmt_word(stmt: n.If | n.Choice) -> str:
     return "if" if isinstance(stmt, n.If) else "choice"
+
+
+# --- a `let` bound only inside a body that may not run (W156) ------------------------------------
+
+_GUARDS = (n.If, n.Choice, n.Loop, n.Repeat, n.ForEach, n.Try)
+
+
+def enclosing_statements(
+    program: n.Program,
+) -> dict[int, tuple[list[tuple[n.Stmt, bool]], n.Binding]]:
+    """For each `let`/`const` binding of one name: the statements around it, outermost
+    first, each with whether it is a parallel block's branch; keyed by where its name starts."""
+    found: dict[int, tuple[list[tuple[n.Stmt, bool]], n.Binding]] = {}
+
+    def walk(stmts: tuple[n.Stmt, ...], chain: list[tuple[n.Stmt, bool]], parallel: bool) -> None:
+        for stmt in stmts:
+            if isinstance(stmt, n.Binding) and isinstance(stmt.target, n.Name):
+                found[stmt.target.span.start] = (list(chain), stmt)
+            chain.append((stmt, parallel))
+            for body, branches in _bodies(stmt):
+                walk(body, chain, branches)
+            chain.pop()
+
+    walk(program.body, [], False)
+    return found
+
+
+def unbound_fix(
+    around: dict[int, tuple[list[tuple[n.Stmt, bool]], n.Binding]],
+    source: SourceFile | None,
+    name_start: int,
+    guard_line: int,
+) -> Fix | None:
+    """Declare the name before the statement whose body may not run (the innermost one of
+    those around the binding that holds ``guard_line``) and assign it inside instead."""
+    entry = around.get(name_start)
+    if entry is None or source is None:
+        return None
+    chain, binding = entry
+    if binding.kind != "let":
+        return None
+    owner = None
+    for stmt, in_parallel in chain:
+        if isinstance(stmt, _GUARDS) and stmt.span.line <= guard_line <= stmt.span.end_line:
+            owner = (stmt, in_parallel)
+    if owner is None or owner[1]:
+        return None  # unknown, or a parallel branch (a declaration there is one more branch)
+    stmt = owner[0]
+    text = source.text
+    line_start = text.rfind("\n", 0, stmt.span.start) + 1
+    indent = text[line_start : stmt.span.start]
+    if indent.strip():
+        return None
+    assert isinstance(binding.target, n.Name)
+    name = binding.target.id
+    return Fix(
+        f"declare `{name}` before the {_word(stmt)} and assign it inside",
+        (
+            Edit(source.span(line_start, line_start), f'{indent}let {name} = ""\n'),
+            Edit(source.span(binding.span.start, binding.target.span.start), ""),
+        ),
+    )
+
+
+def _word(stmt: n.Stmt) -> str:
+    names = {n.If: "if", n.Choice: "choice", n.Loop: "loop", n.Repeat: "repeat", n.Try: "try"}
+    return names.get(type(stmt), "for")

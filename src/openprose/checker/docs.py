@@ -19,7 +19,7 @@ end column). `prose check` prints it as `path:line:col: CODE message`, the sourc
 carets (see [language.md](language.md)); `Diagnostic.render(source)` gives the reference's
 format:
 
-```
+```text
 Error at line 1, column 9: Unterminated string literal
   session "Hello
           ^

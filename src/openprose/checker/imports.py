@@ -112,7 +112,7 @@ def contract_for(ck: Checker, info: ImportInfo) -> ProgramContract | None:
         ck.emit(
             "I002",
             info.node.path.span,
-            f"E026-E028 checks for '{info.name}' deferred to run time: "
+            f"the inputs and outputs of '{info.name}' are checked at run time: "
             f"the contract of '{path}' is unknown offline because {reason}",
         )
     return info.contract

@@ -143,9 +143,9 @@ def _require_memory(ck: Checker, agent: n.Name, info: AgentInfo) -> None:
         ck.emit(
             "I001",
             agent.span,
-            f"E018 check deferred to run time: memory for '{agent.id}' "
-            f"(persist: {_persist_text(info)}) is found under the project directory, which "
-            "is not known here (prose check --project-dir DIR)",
+            f"whether '{agent.id}' has memory to resume is checked at run time: its memory "
+            f"(persist: {_persist_text(info)}) is under the project directory, which is not "
+            "known here (prose check --project-dir DIR)",
         )
     elif directory is None:
         ck.emit(
@@ -188,9 +188,9 @@ def _session_memory(ck: Checker, agent: n.Name, info: AgentInfo) -> None:
         ck.emit(
             "I001",
             agent.span,
-            f"W011 check deferred to run time: memory for '{agent.id}' "
-            f"(persist: {_persist_text(info)}) is found under the project directory, which "
-            "is not known here (prose check --project-dir DIR)",
+            f"whether `session:` would ignore existing memory of '{agent.id}' is checked at "
+            f"run time: its memory (persist: {_persist_text(info)}) is under the project "
+            "directory, which is not known here (prose check --project-dir DIR)",
         )
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from openprose import nodes as n
-from openprose.checker.branches import BranchGroup
+from openprose.checker.branches import BranchGroup, enclosing_statements, unbound_fix
 from openprose.checker.scope import Guard, Scope, Var
 from openprose.codes import CODES, diagnostic
 from openprose.contracts import ContractLookup, ProgramContract
@@ -161,6 +161,7 @@ class Checker:
     finishers: list[Callable[[], None]] = field(default_factory=list)
     depth: int = 0  # statement-list nesting; 0 is the program's top level
     seen_executable: bool = False
+    first_executable: Any = None  # the top level's first executable statement
     in_agent: bool = False  # walking an agent definition's properties
     # Names of the parallel branches being walked: they exist only once their block joins.
     joining: frozenset[str] = frozenset()
@@ -177,6 +178,7 @@ class Checker:
     # Every name declared anywhere in the program (an interpolation of any other name is
     # literal text gone wrong, and may be escaped by a fix); walked on first need only.
     _declared: set[str] | None = None
+    _around: dict[int, Any] | None = None
 
     @property
     def declared(self) -> set[str]:
@@ -283,7 +285,17 @@ class Checker:
             f"Variable '{var.name}' may be unbound here: it is bound only when the {ended.what} "
             f'at line {ended.line} runs (declare it before with let {var.name} = "" and '
             f"assign it there)",
+            fix=self._unbound_fix(var, ended),
         )
+
+    def _unbound_fix(self, var: Var, ended: Guard) -> Fix | None:
+        """The W156 fix (branches.unbound_fix); the statements around each binding are
+        indexed on first need only."""
+        if self.program is None or var.kind != "let":
+            return None
+        if self._around is None:
+            self._around = enclosing_statements(self.program)
+        return unbound_fix(self._around, self.source, var.span.start, ended.line)
 
     def finish(self) -> None:
         flat = self.scope.flat

@@ -17,19 +17,59 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "fmt": ("openprose.cli.fmt", "rewrite programs in canonical layout, keeping comments"),
     "run": ("openprose.cli.run", "run a program against a model provider"),
     "resume": ("openprose.cli.resume", "continue an interrupted run"),
+    "batch": ("openprose.cli.batch", "run a program once per case of a JSONL or CSV file"),
     "runs": ("openprose.cli.runs", "list runs and their status"),
     "show": ("openprose.cli.show", "show a run's steps, decisions, bindings and outputs"),
+    "explain": ("openprose.cli.explain", "print what a diagnostic code means and how to fix it"),
+    "config": ("openprose.cli.config", "show which settings file and provider would be used"),
 }
 
 USAGE_ERROR = 2
+# Options before the command name, for every command (`prose -q check .`).
+GLOBAL_FLAGS = {"-q": "quiet", "--quiet": "quiet", "-v": "verbose", "--verbose": "verbose"}
 
 
 def _overview() -> str:
     width = max(len(name) for name in COMMANDS)
-    lines = ["usage: prose COMMAND [ARGS]...", "", "commands:"]
+    lines = ["usage: prose [-q | -v] COMMAND [ARGS]...", "", "commands:"]
     lines += [f"  {name.ljust(width)}  {help_}" for name, (_, help_) in COMMANDS.items()]
-    lines += ["", "Run `prose COMMAND --help` for a command's options."]
+    lines += [
+        "",
+        "options: --version, --completion {bash,zsh,fish} (print a completion script),",
+        "-q (only results and errors), -v (say more). Every FILE may be - for stdin.",
+        "",
+        "Run `prose COMMAND --help` for a command's options; the language guide is",
+        "docs/guide.md.",
+    ]
     return "\n".join(lines)
+
+
+def command_parser(name: str) -> argparse.ArgumentParser:
+    """The parser of one subcommand, its module's options plus the shared ones."""
+    from cliconventions import ConventionalParser, add_command_options
+
+    module = importlib.import_module(COMMANDS[name][0])
+    parser = ConventionalParser(prog=f"prose {name}", description=COMMANDS[name][1])
+    module.add_arguments(parser)
+    add_command_options(parser)
+    return parser
+
+
+def full_parser() -> argparse.ArgumentParser:
+    """Every command in one argparse tree: for shell completion only (it imports them all)."""
+    from cliconventions import ConventionalParser, add_command_options, add_version
+
+    parser = ConventionalParser(prog="prose")
+    add_version(parser)
+    parser.add_argument("--completion", choices=("bash", "zsh", "fish"))
+    parser.add_argument("-q", "--quiet", action="store_true")
+    parser.add_argument("-v", "--verbose", action="count")
+    commands = parser.add_subparsers(dest="command")
+    for name, (module_name, help_) in COMMANDS.items():
+        sub = commands.add_parser(name, help=help_)
+        importlib.import_module(module_name).add_arguments(sub)
+        add_command_options(sub)
+    return parser
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -38,30 +78,56 @@ def main(argv: list[str] | None = None) -> int:
         if reconfigure is not None:
             reconfigure(errors="backslashreplace")
     args = sys.argv[1:] if argv is None else argv
+    flags: dict[str, int] = {"quiet": 0, "verbose": 0}
+    while args and args[0] in GLOBAL_FLAGS:
+        flags[GLOBAL_FLAGS[args[0]]] += 1
+        args = args[1:]
     if not args or args[0] in {"-h", "--help"}:
         print(_overview())
         return 0 if args else USAGE_ERROR
     if args[0] == "--version":
-        from importlib.metadata import version
+        from cliconventions import version_line
 
-        print(f"prose {version('openprose')}")
+        print(version_line("prose"))
         return 0
+    if args[0] == "--completion" or args[0].startswith("--completion="):
+        return _completion(args)
     name = args[0]
     if name not in COMMANDS:
-        print(f"prose: unknown command '{name}'\n\n{_overview()}", file=sys.stderr)
-        return USAGE_ERROR
-    module = importlib.import_module(COMMANDS[name][0])
-    parser = argparse.ArgumentParser(prog=f"prose {name}", description=COMMANDS[name][1])
-    module.add_arguments(parser)
+        return _unknown_command(name)
+    parser = command_parser(name)
     try:
         namespace = parser.parse_args(args[1:])
     except SystemExit as exit_:  # argparse exits 2 on usage errors and 0 on --help
         return int(exit_.code or 0)
+    namespace.quiet = bool(getattr(namespace, "quiet", False) or flags["quiet"])
+    namespace.verbose = int(getattr(namespace, "verbose", 0) or 0) + flags["verbose"]
+    module = importlib.import_module(COMMANDS[name][0])
     try:
         return int(module.run(namespace))
     except KeyboardInterrupt:
         print("prose: interrupted", file=sys.stderr)
         return 130
+
+
+def _unknown_command(name: str) -> int:
+    from cliconventions import did_you_mean
+
+    guess = did_you_mean(name, COMMANDS)
+    hint = f" (did you mean '{guess}'?)" if guess else ""
+    print(f"prose: unknown command '{name}'{hint}\n\n{_overview()}", file=sys.stderr)
+    return USAGE_ERROR
+
+
+def _completion(args: list[str]) -> int:
+    from cliconventions.completion import script, tree_of
+
+    shell = args[0].partition("=")[2] or (args[1] if len(args) > 1 else "")
+    if shell not in ("bash", "zsh", "fish"):
+        print("prose: --completion takes bash, zsh or fish", file=sys.stderr)
+        return USAGE_ERROR
+    print(script(shell, "prose", tree_of(full_parser())), end="")
+    return 0
 
 
 if __name__ == "__main__":

@@ -2,8 +2,9 @@
 
 Exit status: 0 when no diagnostic is an error (warnings and notes allowed), 1 when any is,
 2 when a path is missing or unreadable (reported on stderr; the other paths are still
-checked). ``--format json`` prints exactly one JSON array on stdout (each diagnostic with its rule, help
-line and fix, if any).
+checked). ``--format json`` (or ``--json``) prints exactly one JSON array on stdout (each
+diagnostic with its rule, help line and fix, if any). ``-`` reads a program from standard
+input; ``-q`` leaves out the summary line.
 
 ``--fix`` rewrites each file with the mechanical fixes its diagnostics carry (then reports
 what is left); ``--diff`` prints those rewrites as a unified diff and writes nothing (exit 1
@@ -32,10 +33,13 @@ if TYPE_CHECKING:
 OK, FAILED, USAGE_ERROR = 0, 1, 2
 # read_source's code for a file that could not be read at all (a usage error, not a finding).
 UNREADABLE = "E118"
+STDIN, STDIN_NAME = "-", "<stdin>"  # the path argument that reads stdin, and its shown name
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("paths", nargs="+", metavar="PATH", help="files or directories")
+    parser.add_argument(
+        "paths", nargs="+", metavar="PATH", help="files or directories; - reads stdin"
+    )
     parser.add_argument(
         "--format",
         choices=("text", "json"),
@@ -127,7 +131,8 @@ def run(args: argparse.Namespace) -> int:
                     sys.stdout,
                     f"fixed {_plural(fix_count, 'problem')} in {_plural(fixed_files, 'file')}\n",
                 )
-            write(sys.stdout, summary(checked) + "\n")
+            if not getattr(args, "quiet", False):
+                write(sys.stdout, summary(checked) + "\n")
         if usage_error:
             return USAGE_ERROR
         return FAILED if any(d.is_error for c in checked for d in c.diagnostics) else OK
@@ -196,6 +201,9 @@ def expand(paths: list[str]) -> Iterator[Path | str]:
 
     seen: set[Path] = set()  # `prose check dir dir/a.prose` checks a.prose once
     for path in paths:
+        if path == STDIN:
+            yield Path(STDIN)
+            continue
         if not os.path.exists(path):
             write(sys.stderr, f"prose: {path}: {missing_reason(path)}\n")
             yield path
@@ -217,9 +225,12 @@ def missing_reason(path: str | Path) -> str:
 
 def read(path: Path) -> tuple[SourceFile | None, list[Diagnostic]]:
     """``read_source``, reporting a file that cannot be read at all on stderr."""
-    from openprose.parser import read_source
+    from openprose.parser import decode_source, read_source
 
-    source, problems = read_source(path)
+    if str(path) == STDIN:
+        source, problems = decode_source(sys.stdin.buffer.read(), STDIN_NAME)
+    else:
+        source, problems = read_source(path)
     if source is None and is_unreadable(problems):
         write(sys.stderr, f"prose: {path}: {problems[0].message.lower()}\n")
     return source, list(problems)
@@ -233,19 +244,38 @@ def print_diagnostics(
     diagnostics: list[Diagnostic], source: SourceFile | None, stream: TextIO
 ) -> None:
     """``path:line:col: CODE message`` and the caret excerpt. A file that is not UTF-8 has no
-    source text; its excerpt is quoted from a lossy decoding instead."""
+    source text; its excerpt is quoted from a lossy decoding instead. On a terminal (or
+    with ``FORCE_COLOR``, never with ``NO_COLOR``) the location and the code are coloured."""
+    from cliconventions import color_enabled
+
+    color = color_enabled(stream) if diagnostics else False
     for d in diagnostics:
         shown = source if source is not None else _lossy(d.path)
-        if shown is None:
-            write(stream, f"{d.path}:{d.line}:{d.column}: {d.code} {d.message}\n")
-        else:
-            write(stream, d.render_cli(shown) + "\n")
+        head = f"{d.path}:{d.line}:{d.column}: {d.code} {d.message}"
+        text = head if shown is None else d.render_cli(shown)
+        if color:
+            text = _colored_head(d, head) + text[len(head) :]
+        write(stream, text + "\n")
+
+
+_SEVERITY_STYLE = {"error": "red", "warning": "yellow", "info": "blue"}
+
+
+def _colored_head(d: Diagnostic, head: str) -> str:
+    from cliconventions import paint
+
+    where = f"{d.path}:{d.line}:{d.column}:"
+    rest = head[len(where) + len(d.code) + 2 :]
+    code = paint(d.code, _SEVERITY_STYLE.get(str(d.severity), "bold"), True)
+    return f"{paint(where, 'bold', True)} {code} {rest}"
 
 
 def _lossy(path: str) -> SourceFile | None:
     from openprose.source import SourceFile
 
-    if not Path(path).is_file():  # a FIFO was read once already; opening it again would block
+    if (
+        path == STDIN_NAME or not Path(path).is_file()
+    ):  # a FIFO was read once already; opening it again would block
         return None
     try:
         data = Path(path).read_bytes()

@@ -13,6 +13,7 @@ from pathlib import Path
 from openprose.cli.check import (
     FAILED,
     OK,
+    STDIN,
     USAGE_ERROR,
     add_project_dir,
     is_unreadable,
@@ -25,7 +26,7 @@ from openprose.cli.check import (
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", metavar="FILE", help="the .prose program to compile")
+    parser.add_argument("file", metavar="FILE", help="the .prose program to compile; - reads stdin")
     add_project_dir(parser)
 
 
@@ -36,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
     from openprose.parser import parse
 
     path = Path(args.file)
-    if path.is_dir() or not path.exists():
+    if args.file != STDIN and (path.is_dir() or not path.exists()):
         what = "is a directory" if path.is_dir() else missing_reason(path)
         write(sys.stderr, f"prose: {path}: {what}\n")
         return USAGE_ERROR

@@ -8,6 +8,9 @@ run was started with (secrets are never recorded; they come from the environment
 from __future__ import annotations
 
 import argparse
+import json
+import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -39,34 +42,120 @@ def run(args: argparse.Namespace) -> int:
     return guarded(_resume, args)
 
 
-def _resume(args: argparse.Namespace) -> int:
-    from openprose.vm.runstore import (
-        RUNS_DIR,
-        AmbiguousRun,
-        DamagedRun,
-        RunBusy,
-        find_run,
-        lock_run,
+def _nothing_to_resume(done: NothingToResume, as_json: bool) -> int:
+    """A run that already succeeded is not run again (exit 0); `prose show` has its outputs."""
+    run_dir, meta = done.run_dir, done.meta
+    print(
+        f"prose: run {run_dir.name} already succeeded; nothing to resume "
+        f"(prose show {run_dir.name} shows its outputs)",
+        file=sys.stderr,
     )
+    if as_json:
+        from openprose.vm.runstore import RunStore
 
-    project = Path.cwd()
+        shown = {
+            "run_id": run_dir.name,
+            "status": "succeeded",
+            "outputs": RunStore.open(run_dir).read_outputs() or {},
+            "usage": meta.get("usage") or {},
+            "resumed": False,
+        }
+        print(json.dumps(shown, ensure_ascii=False))
+    return 0
+
+
+def _resume(args: argparse.Namespace) -> int:
+    from openprose.project import runs_home
+    from openprose.vm.runstore import RunBusy, lock_run
+
+    home = runs_home()
+    run_dir = locate_run(home, args.run_ref)
     try:
-        run_dir = find_run(project, args.run_ref)
-        if run_dir is None:
-            raise UsageError(f"no run {args.run_ref!r} under {project / RUNS_DIR}")
         # Held until the run ends: a second `prose resume` of the run stops here.
         lock = lock_run(run_dir)
-    except (AmbiguousRun, DamagedRun, RunBusy) as error:
+    except RunBusy as error:
         raise UsageError(str(error)) from None
     try:
-        return _resume_locked(args, run_dir)
+        return _resume_locked(args, home, run_dir)
     finally:
         lock.release()
 
 
-def _resume_locked(args: argparse.Namespace, run_dir: Path) -> int:
+def _resume_locked(args: argparse.Namespace, home: Path, run_dir: Path) -> int:
+    from openprose.vm.runner import resume_run
+
+    try:
+        resuming = prepare_resume(
+            home,
+            str(run_dir),
+            provider_spec=args.provider,
+            models=args.model,
+            max_concurrency=args.max_concurrency,
+            evaluator=args.evaluator,
+            record=args.record,
+            budgets=budget_flags(args),
+        )
+    except NothingToResume as done:
+        return _nothing_to_resume(done, args.json)
+    args.notice.project, args.notice.provider = resuming.project, resuming.settings.provider
+    with progress(args.json, args.notice, args.quiet) as observer:
+        result = run_async(
+            resume_run(
+                resuming.run_dir,
+                resuming.program,
+                provider=resuming.provider,
+                project_dir=resuming.project,
+                imports=resuming.imports,
+                settings=resuming.settings,
+                config=resuming.config,
+                observer=observer,
+                prices=resuming.prices,
+            ),
+            resuming.provider,
+        )
+    return report(result, args.json, args.notice)
+
+
+class NothingToResume(Exception):
+    """The run already succeeded: there is nothing to continue."""
+
+    def __init__(self, run_dir: Path, meta: dict[str, Any]) -> None:
+        super().__init__(f"run {run_dir.name} already succeeded; nothing to resume")
+        self.run_dir = run_dir
+        self.meta = meta
+
+
+@dataclass(slots=True)
+class Resuming:
+    """What `resume_run` needs, checked and opened (shared with `openprose.resume`)."""
+
+    run_dir: Path
+    project: Path
+    program: Any  # nodes.Program of the run's own program.prose
+    imports: Any
+    settings: Any
+    provider: Any
+    config: Any
+    prices: Any
+
+
+def prepare_resume(
+    project: Path,
+    run_ref: str,
+    *,
+    provider_spec: str | None = None,
+    models: list[str] | None = None,
+    max_concurrency: int | None = None,
+    evaluator: str | None = None,
+    record: str | None = None,
+    budgets: dict[str, Any] | None = None,
+) -> Resuming:
+    """Find the run and open what continuing it needs; options not given default to those
+    the run was started with. A budget given now replaces the recorded one (a larger budget
+    lets a stopped run go on)."""
     from openprose.vm.runstore import DamagedRun, RunStore
 
+    run_dir = locate_run(project, run_ref)
     try:
         meta = RunStore.open(run_dir).read_meta()
     except DamagedRun as error:
@@ -74,8 +163,11 @@ def _resume_locked(args: argparse.Namespace, run_dir: Path) -> int:
     project = run_dir.resolve().parent.parent.parent  # {project}/.prose/runs/{id}
     from openprose.cli.runs import status_of
 
-    if status_of(meta) == "running":  # its recorded process is alive (this one, via the API)
+    status = status_of(meta)
+    if status == "running":
         raise UsageError(f"run {run_dir.name} is still running (pid {meta.get('pid')})")
+    if status == "succeeded":
+        raise NothingToResume(run_dir, meta)
     recorded = _Recorded(run_dir / "run.json", meta)
     launch = _Recorded(run_dir / "run.json", recorded.table("launch"), "launch.")
     parsed = _program_of(run_dir, recorded.text("program"))
@@ -85,15 +177,15 @@ def _resume_locked(args: argparse.Namespace, run_dir: Path) -> int:
     imports = load_imports_or_fail(parsed.program, program_dir, project, pinned=pins)
     settings, provider = open_provider_or_fail(
         project,
-        args.provider or launch.text("provider"),
-        args.model or launch.texts("models"),
-        args.max_concurrency or launch.count("max_concurrency"),
-        record=args.record,
+        provider_spec or launch.text("provider"),
+        models or launch.texts("models"),
+        max_concurrency or launch.count("max_concurrency"),
+        record=record,
         resuming=run_dir,
     )
     from dataclasses import replace
 
-    from openprose.vm.runner import VMConfig, resume_run
+    from openprose.vm.runner import VMConfig
 
     config_fields = {
         k: v for k, v in recorded.table("config").items() if k in VMConfig.__dataclass_fields__
@@ -109,28 +201,25 @@ def _resume_locked(args: argparse.Namespace, run_dir: Path) -> int:
             raise UsageError(f"{run_dir / 'run.json'}: damaged, `config.{key}` {problem}") from None
     config = VMConfig(**config_fields)
     config = replace(config, max_concurrency=settings.max_concurrency)
-    if args.evaluator:
-        config = replace(config, evaluator_model=args.evaluator)
-    # A budget given now replaces the recorded one (a larger budget lets a stopped run go on).
-    config = replace(config, **budget_flags(args))
+    if evaluator:
+        config = replace(config, evaluator_model=evaluator)
+    config = replace(config, **(budgets or {}))
     prices = run_prices(project)
     cost_is_enforceable(parsed.program, config, settings, prices)
-    with progress(args.json) as observer:
-        result = run_async(
-            resume_run(
-                run_dir,
-                parsed.program,
-                provider=provider,
-                project_dir=project,
-                imports=imports,
-                settings=settings,
-                config=config,
-                observer=observer,
-                prices=prices,
-            ),
-            provider,
-        )
-    return report(result, args.json)
+    return Resuming(run_dir, project, parsed.program, imports, settings, provider, config, prices)
+
+
+def locate_run(project: Path, run_ref: str) -> Path:
+    """The run folder `run_ref` names (id, unique prefix or folder); a usage error if none."""
+    from openprose.vm.runstore import RUNS_DIR, AmbiguousRun, find_run
+
+    try:
+        run_dir = find_run(project, run_ref)
+    except AmbiguousRun as error:
+        raise UsageError(str(error)) from None
+    if run_dir is None:
+        raise UsageError(f"no run {run_ref!r} under {project / RUNS_DIR}")
+    return run_dir
 
 
 def _program_of(run_dir: Path, recorded_path: str | None) -> Any:

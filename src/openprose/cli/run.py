@@ -21,12 +21,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
+    from openprose.project import Project as ProjectInfo
     from openprose.providers.base import Provider
     from openprose.providers.settings import ProviderSettings
     from openprose.vm.runner import RunResult
     from openprose.vm.runtime import Observer
 
 OK, FAILED, USAGE_ERROR, STOPPED = 0, 1, 2, 3
+STDIN = "-"
 
 
 class UsageError(Exception):
@@ -39,7 +41,9 @@ class UsageError(Exception):
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("program", metavar="PROGRAM", help="the .prose file to run")
+    parser.add_argument(
+        "program", metavar="PROGRAM", help="the .prose file to run; - reads it from stdin"
+    )
     parser.add_argument(
         "--input",
         action="append",
@@ -50,7 +54,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--inputs",
         metavar="FILE.json",
-        help="a JSON object of inputs; values keep their JSON types (a list is a collection)",
+        help="a JSON object of inputs ('-': stdin); values keep their JSON types (a list is a "
+        "collection)",
     )
     parser.add_argument(
         "--update-pins",
@@ -114,6 +119,7 @@ def budget_flags(args: argparse.Namespace) -> dict[str, Any]:
 def add_provider_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--provider",
+        type=_provider_name,
         metavar="NAME",
         help="anthropic, openai, local, replay:CASSETTE.jsonl or scripted:RULES.yaml",
     )
@@ -125,7 +131,10 @@ def add_provider_arguments(parser: argparse.ArgumentParser) -> None:
         help="route a model alias, e.g. sonnet=openai:gpt-4.1; repeat for several",
     )
     parser.add_argument(
-        "--max-concurrency", type=int, metavar="N", help="sessions in flight at once"
+        "--max-concurrency",
+        type=_concurrency,
+        metavar="N",
+        help=f"sessions in flight at once (1-{MAX_CONCURRENCY_LIMIT})",
     )
     parser.add_argument(
         "--evaluator", metavar="ALIAS", help="model for AI judgments (default: haiku)"
@@ -140,15 +149,84 @@ def add_provider_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+# Far above any provider's rate limit; a bigger number is a typo (and overflows the journal).
+MAX_CONCURRENCY_LIMIT = 100_000
+
+
+def _provider_name(text: str) -> str:
+    """An empty `--provider ''` is a mistake (an unset shell variable), not "choose for me"."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(
+            "empty provider name; give one of anthropic, openai, local, replay:FILE, "
+            "scripted:FILE, or leave --provider out to use the configured one"
+        )
+    return text
+
+
+def _concurrency(text: str) -> int:
+    try:
+        number = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if not 1 <= number <= MAX_CONCURRENCY_LIMIT:
+        raise argparse.ArgumentTypeError(
+            f"must be between 1 and {MAX_CONCURRENCY_LIMIT}, got {number}"
+        )
+    return number
+
+
 def run(args: argparse.Namespace) -> int:
     return guarded(_run, args)
+
+
+class RunNotice:
+    """Says which run this is, so it can always be found again: one line on stderr when it
+    starts (before any model call; a `kill -9` leaves that line behind), and the exact
+    command that continues it when it is interrupted or fails."""
+
+    def __init__(self, quiet: bool) -> None:
+        self.quiet = quiet
+        self.run_id: str | None = None
+        self.project: Path | None = None
+        self.provider: str | None = None  # the provider's name, for the summary's wording
+
+    def __call__(self, event: str, step: str, fields: dict[str, Any]) -> None:
+        if event != "run_started":
+            return
+        self.run_id = str(fields.get("run_id"))
+        if not self.quiet:
+            verb = "resuming" if fields.get("resumed") else "started"
+            print(f"prose: run {self.run_id} {verb} ({self.run_dir()})", file=sys.stderr)
+
+    def run_dir(self) -> Path:
+        from openprose.vm.runstore import RUNS_DIR
+
+        return (self.project or Path.cwd()) / RUNS_DIR / str(self.run_id)
+
+    def resume_command(self) -> str:
+        """`prose resume ID` from the project folder, else with the run folder's path."""
+        project = (self.project or Path.cwd()).resolve()
+        if project == Path.cwd().resolve():
+            return f"prose resume {self.run_id}"
+        return f"prose resume {self.run_dir().resolve()}"
 
 
 def guarded(command: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
     """Run `prose run` or `prose resume`, turning every failure into a message and a status."""
     as_json = bool(getattr(args, "json", False))
+    args.notice = notice = RunNotice(bool(getattr(args, "quiet", False)))
     try:
         return command(args)
+    except KeyboardInterrupt:
+        if notice.run_id is None:
+            print("prose: interrupted before the run started", file=sys.stderr)
+        else:
+            print(
+                f"prose: interrupted; run {notice.run_id} keeps what it finished. "
+                f"Continue it with: {notice.resume_command()}",
+                file=sys.stderr,
+            )
+        return 130
     except UsageError as error:
         return _not_run(str(error), USAGE_ERROR, as_json, error.diagnostics)
     except OSError as error:
@@ -182,18 +260,27 @@ def _not_run(
 
 
 def _run(args: argparse.Namespace) -> int:
-    project = Path.cwd()
+    from openprose.project import find_project
+
+    from_stdin = args.program == STDIN
+    if from_stdin and args.inputs == STDIN:
+        raise UsageError("the program and --inputs cannot both be read from stdin ('-')")
     program_path = Path(args.program)
+    program_dir = Path.cwd() if from_stdin else program_path.parent
+    found = find_project(program_dir)
+    project = found.root
+    if args.verbose:
+        print(f"prose: project {project}: {found.explain()}", file=sys.stderr)
     # With --json, stdout holds only the JSON object: diagnostics text goes to stderr.
     text_out = sys.stderr if args.json else sys.stdout
     parsed = parse_and_check(program_path, project, text_out)
     inputs = read_inputs(args.input, args.inputs)
     inputs_match(parsed, inputs, text_out)
     imports = load_imports_or_fail(
-        parsed.program, program_path.parent, project, update_pins=args.update_pins
+        parsed.program, program_dir, project, update_pins=args.update_pins
     )
     settings, provider = open_provider_or_fail(
-        project, args.provider, args.model, args.max_concurrency, record=args.record
+        project, args.provider, args.model, args.max_concurrency, record=args.record, found=found
     )
     from openprose.vm.runner import run_program
 
@@ -207,14 +294,15 @@ def _run(args: argparse.Namespace) -> int:
     prices = run_prices(project)
     cost_is_enforceable(parsed.program, config, settings, prices)
     launch = {
-        "provider": _launch_spec(args.provider, settings),
+        "provider": launch_spec(args.provider, settings),
         "models": args.model,
         "max_concurrency": args.max_concurrency,
         "evaluator": args.evaluator,
-        "program_dir": str(program_path.parent.resolve()),
+        "program_dir": str(program_dir.resolve()),
     }
-    text = program_path.read_text(encoding="utf-8")
-    with progress(args.json) as observer:
+    text = parsed.source.text
+    args.notice.project, args.notice.provider = project, settings.provider
+    with progress(args.json, args.notice, args.quiet) as observer:
         result = run_async(
             run_program(
                 parsed.program,
@@ -231,10 +319,10 @@ def _run(args: argparse.Namespace) -> int:
             ),
             provider,
         )
-    return report(result, args.json)
+    return report(result, args.json, args.notice)
 
 
-def _launch_spec(spec: str | None, settings: ProviderSettings) -> str | None:
+def launch_spec(spec: str | None, settings: ProviderSettings) -> str | None:
     """The `--provider` value recorded for `prose resume`, with the `replay:`/`scripted:` file
     made absolute (`scripted:rules.yaml` -> `scripted:/abs/rules.yaml`) so a resume from
     elsewhere finds it. A replay run id or prefix is recorded as the journal it resolved to:
@@ -255,12 +343,14 @@ def parse_and_check(path: Path, project: Path, stream: TextIO) -> Any:
     `stream` like `prose check` prints them, and a `UsageError` carrying them is raised."""
     from openprose.checker import diagnose
     from openprose.files import unreadable_reason
-    from openprose.parser import parse, read_source
+    from openprose.parser import decode_source, parse, read_source
 
-    reason = unreadable_reason(path)
-    if reason is not None:
+    if str(path) == STDIN:
+        source, problems = decode_source(sys.stdin.buffer.read(), "<stdin>")
+    elif (reason := unreadable_reason(path)) is not None:
         raise UsageError(f"{path}: {reason}")
-    source, problems = read_source(path)
+    else:
+        source, problems = read_source(path)
     if source is None:
         print_diagnostics(list(problems), None, stream)
         raise UsageError(f"{path}: cannot be read", [d.to_dict() for d in problems])
@@ -458,10 +548,15 @@ def _recordable(inputs: dict[str, Any], where: str) -> None:
 
 def _inputs_file(json_file: str) -> Any:
     """The JSON value of an --inputs file; any problem is a usage error naming the file."""
-    from openprose.files import FileProblem, read_limited
+    from openprose.files import FileProblem, MiB, read_limited
 
     try:
-        data = read_limited(Path(json_file), INPUTS_LIMIT)
+        if json_file == STDIN:  # `--inputs -`
+            data = sys.stdin.buffer.read(INPUTS_LIMIT + 1)
+            if len(data) > INPUTS_LIMIT:
+                raise FileProblem(f"<stdin>: larger than the {INPUTS_LIMIT // MiB} MiB limit")
+        else:
+            data = read_limited(Path(json_file), INPUTS_LIMIT)
         return json.loads(data.decode("utf-8"))
     except FileProblem as problem:
         raise UsageError(f"--inputs {problem}") from None
@@ -604,6 +699,7 @@ def open_provider_or_fail(
     *,
     record: str | None = None,
     resuming: Path | None = None,
+    found: ProjectInfo | None = None,
 ) -> tuple[ProviderSettings, Provider]:
     """Settings and the opened provider. A `replay:` source given as a run id or prefix is
     resolved here, once, to its journal file (kept in the settings): before a new run's
@@ -613,10 +709,12 @@ def open_provider_or_fail(
     from openprose.providers import (
         ProviderConfigError,
         RecordingProvider,
+        check_credentials,
         load_settings,
         open_provider,
     )
     from openprose.providers.replay import replay_source
+    from openprose.providers.settings import resolve_model
 
     try:
         settings = load_settings(
@@ -625,9 +723,13 @@ def open_provider_or_fail(
         if settings.provider == "replay" and settings.path is not None:
             source = replay_source(settings.path, project, exclude=resuming)
             settings = replace(settings, path=source.resolve())
+        for override in models:  # a key-less `--model x=anthropic:...` fails now, not mid-run
+            check_credentials(settings, resolve_model(override.partition("=")[0], settings)[0])
         opened = open_provider(settings)
     except ProviderConfigError as error:
-        raise UsageError(str(error)) from None
+        unconfigured = str(error).startswith("No model provider")
+        where = f"\n(settings: {found.explain()})" if found and unconfigured else ""
+        raise UsageError(f"{error}{where}") from None
     if record:
         target = Path(record)
         if target.is_dir():
@@ -655,39 +757,70 @@ def run_async(coroutine: Any, provider: Provider) -> RunResult:
 
 
 @contextmanager
-def progress(quiet: bool) -> Iterator[Observer | None]:
-    """Rich live view on a terminal, plain lines on stderr otherwise; none with --json."""
-    if quiet:
-        yield None
+def progress(as_json: bool, notice: RunNotice, quiet: bool = False) -> Iterator[Fanout]:
+    """The run notice, plus a Rich live view on a terminal or plain lines on stderr
+    otherwise; the notice alone with --json or -q."""
+    if as_json or quiet:
+        yield Fanout(notice)
         return
     if sys.stderr.isatty() and os.environ.get("TERM") != "dumb":
         from openprose.vm.progress import LiveView
 
         with LiveView() as view:
-            yield view
+            yield Fanout(notice, view)
         return
     from openprose.vm.progress import PlainProgress
 
-    yield PlainProgress(sys.stderr)
+    yield Fanout(notice, PlainProgress(sys.stderr))
 
 
-def report(result: RunResult, as_json: bool) -> int:
+class Fanout:
+    """Passes every VM event to each observer in turn."""
+
+    def __init__(self, *observers: Observer) -> None:
+        self.observers = observers
+
+    def __call__(self, event: str, step: str, fields: dict[str, Any]) -> None:
+        for observer in self.observers:
+            observer(event, step, fields)
+
+    def __getattr__(self, name: str) -> Any:
+        """Optional observer hooks (`answer_text`: the live view streams answers) reach the
+        first observer that has them; without one, the VM does not stream."""
+        for observer in self.__dict__.get("observers", ()):
+            hook = getattr(observer, name, None)
+            if hook is not None:
+                return hook
+        raise AttributeError(name)
+
+
+def report(result: RunResult, as_json: bool, notice: RunNotice | None = None) -> int:
     if as_json:
         print(json.dumps(result.to_json(), ensure_ascii=False))
     else:
-        print_summary(result)
+        print_summary(result, notice.provider if notice is not None else None)
     if result.status == "succeeded":
         return OK
     if not as_json:
         from openprose.terminal import printable
 
         print(f"prose: {printable(result.error, sys.stderr)}", file=sys.stderr)
-    if result.status == "stopped":
+    if result.status == "stopped":  # its error line already names the resume command
         return STOPPED
+    if notice is not None and notice.run_id is not None:
+        print(
+            f"prose: run {notice.run_id} {result.status}; after fixing the cause, continue it "
+            f"with: {notice.resume_command()}",
+            file=sys.stderr,
+        )
     return USAGE_ERROR if result.status == "aborted" else FAILED
 
 
-def print_summary(result: RunResult) -> None:
+# Providers that answer without a model: nothing is sent and nothing is paid.
+ANSWERED_LOCALLY = {"replay": "the replay cassette", "scripted": "the scripted rules"}
+
+
+def print_summary(result: RunResult, provider: str | None = None) -> None:
     usage = result.usage
     lines = [f"run {result.run_id}: {result.status}  ({result.run_dir})"]
     for name, value in result.outputs.items():
@@ -695,19 +828,26 @@ def print_summary(result: RunResult) -> None:
         lines.append(f"output {name}: {text}")
     if result.result is not None:
         lines.append(f"result: {result.result}")
+    answered_by = ANSWERED_LOCALLY.get(provider or "")
+    sent = usage.get("requests_sent", 0)
+    asked = f"{sent} answered by {answered_by}" if answered_by else f"{sent} sent"
     lines.append(
         f"tokens: {usage.get('input_tokens', 0)} in, {usage.get('output_tokens', 0)} out; "
-        f"requests: {usage.get('requests_sent', 0)} sent, "
+        f"requests: {asked}, "
         f"{usage.get('requests_served_from_journal', 0)} served from the journal"
     )
     cost, unpriced = usage.get("cost_usd", 0.0), usage.get("unpriced_models") or {}
-    if unpriced:  # said, not hidden: the total would be wrong
+    if answered_by:
+        pass  # nothing was sent to a model, nothing was paid
+    elif unpriced:  # said, not hidden: the total would be wrong
         lines.append(
             f"cost: unknown — no price for {', '.join(sorted(unpriced))} (give it one under "
             f"[prices] in prose.toml); ${cost:.4f} for the priced calls"
         )
     elif usage.get("input_tokens") or usage.get("output_tokens"):
-        lines.append(f"cost: ${cost:.4f}")
+        lines.append(
+            f"cost: ${cost:.4f}" if cost >= 0.0001 or cost == 0 else "cost: under $0.0001"
+        )
     from openprose.terminal import printable
 
     print(printable("\n".join(lines)))

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from pathlib import Path
 from typing import Any
 
 
@@ -40,11 +39,12 @@ def _alive(pid: object, started: object) -> bool:
 def run(args: argparse.Namespace) -> int:
     import orjson
 
+    from openprose.project import runs_home
     from openprose.terminal import printable
     from openprose.vm.runstore import list_runs
 
     rows = []
-    for folder in list_runs(Path.cwd()):
+    for folder in list_runs(runs_home()):
         try:  # orjson: a nesting too deep for Python's json is a decode error, not a crash
             meta = orjson.loads((folder / "run.json").read_bytes())
         except (OSError, orjson.JSONDecodeError):

@@ -21,12 +21,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from openprose.cli.runs import status_of
+    from openprose.project import runs_home
     from openprose.vm.runstore import RUNS_DIR, AmbiguousRun, DamagedRun, RunStore, find_run
 
+    home = runs_home()
     try:
-        run_dir = find_run(Path.cwd(), args.run_ref)
+        run_dir = find_run(home, args.run_ref)
         if run_dir is None:
-            print(f"prose: no run {args.run_ref!r} under {Path.cwd() / RUNS_DIR}", file=sys.stderr)
+            print(f"prose: no run {args.run_ref!r} under {home / RUNS_DIR}", file=sys.stderr)
             return 2
         store = RunStore.open(run_dir)
         meta = store.read_meta()
@@ -95,10 +97,13 @@ def _print_text(shown: dict[str, Any], meta: dict[str, Any]) -> None:
         )
     if shown["decisions"]:
         print(f"\ndecisions ({len(shown['decisions'])}):")
+        from openprose.vm.progress import shown_verdict
+
         for d in shown["decisions"]:
             question = p(d["question"])[:40]
+            verdict = shown_verdict(d["verdict"])
             print(
-                f"  {p(d['step']):<18} {p(d['kind']):<9} {question}  → {p(d['verdict'])}  "
+                f"  {p(d['step']):<18} {p(d['kind']):<9} {question}  → {p(verdict)}  "
                 f"({p(d['reason'])})"
             )
     if shown["errors"]:

@@ -56,6 +56,7 @@ __all__ = [
     "TextSink",
     "TransientProviderError",
     "Usage",
+    "check_credentials",
     "load_settings",
     "local_model_installed",
     "open_provider",
@@ -67,6 +68,23 @@ __all__ = [
 OPENAI_PLACEHOLDER_KEY = "not-needed"  # OpenAI-compatible local servers ignore the key
 
 
+def check_credentials(settings: ProviderSettings, name: str) -> None:
+    """Raise when provider `name` cannot be reached for want of a key or URL: called before
+    a run starts for every provider a `--model` override names, so a missing key is a usage
+    error, not a run folder left `aborted` at the first call."""
+    endpoint = settings.endpoint(name)
+    if name == "anthropic" and not endpoint.api_key:
+        raise ProviderConfigError(
+            "anthropic: no API key; export ANTHROPIC_API_KEY=sk-ant-... "
+            "(or name another variable with `api_key_env` under [providers.anthropic])"
+        )
+    if name == "openai" and not endpoint.api_key and not endpoint.base_url:
+        raise ProviderConfigError(
+            "openai: no API key and no base URL; export OPENAI_API_KEY=sk-... for OpenAI, "
+            "or OPENAI_BASE_URL=http://localhost:11434/v1 for an OpenAI-compatible server"
+        )
+
+
 def open_provider(settings: ProviderSettings, name: str | None = None) -> Provider:
     """Open the selected provider, or provider `name` (a `--model` override may name another).
 
@@ -75,13 +93,9 @@ def open_provider(settings: ProviderSettings, name: str | None = None) -> Provid
     """
     name = name or settings.provider
     endpoint = settings.endpoint(name)
+    check_credentials(settings, name)
     inner: Provider
     if name == "anthropic":
-        if not endpoint.api_key:
-            raise ProviderConfigError(
-                "anthropic: no API key; export ANTHROPIC_API_KEY=sk-ant-... "
-                "(or name another variable with `api_key_env` under [providers.anthropic])"
-            )
         from openprose.providers.anthropic import AnthropicProvider
 
         inner = AnthropicProvider(
@@ -91,11 +105,6 @@ def open_provider(settings: ProviderSettings, name: str | None = None) -> Provid
             max_connections=settings.max_concurrency,
         )
     elif name == "openai":
-        if not endpoint.api_key and not endpoint.base_url:
-            raise ProviderConfigError(
-                "openai: no API key and no base URL; export OPENAI_API_KEY=sk-... for OpenAI, "
-                "or OPENAI_BASE_URL=http://localhost:11434/v1 for an OpenAI-compatible server"
-            )
         from openprose.providers.openai import OpenAIProvider
 
         inner = OpenAIProvider(

@@ -13,9 +13,6 @@ from typing import Any, Protocol, runtime_checkable
 
 __all__ = [
     "Message",
-    "ToolCall",
-    "ToolResult",
-    "ToolSpec",
     "ModelRequest",
     "ModelResponse",
     "Provider",
@@ -23,6 +20,9 @@ __all__ = [
     "ProviderError",
     "RetryAfterTooLongError",
     "SingleAttemptProvider",
+    "ToolCall",
+    "ToolResult",
+    "ToolSpec",
     "TransientProviderError",
     "Usage",
     "single_attempt",

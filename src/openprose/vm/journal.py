@@ -26,8 +26,8 @@ class Journal:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        if _ends_mid_line(path):
+        self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        if _ends_mid_line(self._fd):
             os.write(self._fd, b"\n")  # a crash tore the last line: start ours on a new one
         self._unsynced = 0
         self._wake: asyncio.Event | None = None
@@ -68,18 +68,16 @@ class Journal:
             except asyncio.CancelledError:
                 pass
             self._syncer = None
-        os.fsync(self._fd)
-        self.fsyncs += 1
-        os.close(self._fd)
+        try:  # off the event loop: a batch closes thousands of journals while others run
+            await asyncio.get_running_loop().run_in_executor(None, os.fsync, self._fd)
+            self.fsyncs += 1
+        finally:
+            os.close(self._fd)
 
 
-def _ends_mid_line(path: Path) -> bool:
-    with path.open("rb") as handle:
-        handle.seek(0, os.SEEK_END)
-        if handle.tell() == 0:
-            return False
-        handle.seek(-1, os.SEEK_END)
-        return handle.read(1) != b"\n"
+def _ends_mid_line(fd: int) -> bool:
+    size = os.fstat(fd).st_size
+    return size > 0 and os.pread(fd, 1, size - 1) != b"\n"
 
 
 def read_journal(path: Path) -> Iterator[dict[str, Any]]:

@@ -13,7 +13,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from openprose.files import write_atomically
+from openprose.locks import locked
 from openprose.vm.runstore import utc_now
+
+LOCK_NAME = ".lock"  # held while a session's memory and segment are written
 
 
 class AgentMemory:
@@ -53,14 +56,21 @@ class AgentMemory:
     def write(
         self, text: str, task: str, *, segment: int | None = None, replayed: bool = False
     ) -> int:
-        """Store the new memory and this session's segment record; returns the segment number."""
+        """Store the new memory and this session's segment record; returns the segment number.
+
+        Two runs may share a `project` or `user` memory: the segment number is chosen and its
+        file written under the folder's lock, so neither run's segment replaces the other's."""
         self.folder.mkdir(parents=True, exist_ok=True)
-        number = segment if segment is not None else self._next_segment()
-        write_atomically(self.path, text.rstrip() + "\n")
-        segment_path = self.folder / f"{self.name}-{number:03d}.md"
-        if not (replayed and segment_path.exists()):
-            record = f"# Segment {number:03d}\ntimestamp: {utc_now()}\nprompt: {task!r}\n\n{text.rstrip()}\n"
-            write_atomically(segment_path, record)
+        with locked(self.folder / LOCK_NAME):
+            number = segment if segment is not None else self._next_segment()
+            write_atomically(self.path, text.rstrip() + "\n")
+            segment_path = self.folder / f"{self.name}-{number:03d}.md"
+            if not (replayed and segment_path.exists()):
+                record = (
+                    f"# Segment {number:03d}\ntimestamp: {utc_now()}\nprompt: {task!r}\n\n"
+                    f"{text.rstrip()}\n"
+                )
+                write_atomically(segment_path, record)
         return number
 
     def _next_segment(self) -> int:

@@ -23,6 +23,13 @@ _SHOWN = (
 )
 
 
+def shown_verdict(verdict: Any) -> str:
+    """A judgment's answer as the language writes it: `true`/`false`, not Python's `True`."""
+    if isinstance(verdict, bool):
+        return "true" if verdict else "false"
+    return str(verdict)
+
+
 class PlainProgress:
     """One line per finished session, failure and decision (for logs and pipes)."""
 
@@ -48,7 +55,8 @@ class PlainProgress:
         elif event == "session_cancelled":
             line = f"{clock} ⊘ {step} cancelled"
         else:
-            line = f"{clock} ? {step} {fields.get('kind')} → {fields.get('verdict')} ({fields.get('reason')})"
+            verdict = shown_verdict(fields.get("verdict"))
+            line = f"{clock} ? {step} {fields.get('kind')} → {verdict} ({fields.get('reason')})"
         from openprose.terminal import printable
 
         self.stream.write(printable(line, self.stream) + "\n")
@@ -88,6 +96,7 @@ class LiveView:
 
         self.rows: dict[str, _Row] = {}
         self.running: set[str] = set()
+        self.run_id = ""
         self.done = 0
         self.tokens = 0
         self.console = Console(stderr=True)
@@ -103,7 +112,9 @@ class LiveView:
         self.live.stop()
 
     def __call__(self, event: str, step: str, fields: dict[str, Any]) -> None:
-        if event == "session_started":
+        if event == "run_started":
+            self.run_id = str(fields.get("run_id") or "")
+        elif event == "session_started":
             self.rows[step] = _Row(
                 str(fields.get("agent") or "-"), str(fields.get("model")), "running"
             )
@@ -149,7 +160,10 @@ class LiveView:
     def _render(self) -> Any:
         from rich.table import Table
 
-        table = Table(title=f"sessions: {self.done} done, {self.tokens} tokens", expand=False)
+        title = f"sessions: {self.done} done, {self.tokens} tokens"
+        if self.run_id:
+            title = f"run {self.run_id} · {title}"
+        table = Table(title=title, expand=False)
         for column in ("step", "agent", "model", "state", "tokens", "elapsed"):
             table.add_column(column)
         table.add_column("answer", no_wrap=True, overflow="ellipsis", max_width=self.ANSWER_WIDTH)

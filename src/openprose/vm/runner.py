@@ -7,6 +7,8 @@ can default to them.
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
@@ -72,30 +74,36 @@ async def run_program(
     observer: Observer | None = None,
     launch: Mapping[str, Any] | None = None,
     prices: Prices | None = None,
+    run_id: str | None = None,
 ) -> RunResult:
     """Run a checked program in a new run folder under `project_dir/.prose/runs/`.
 
-    `launch` is recorded in run.json for `prose resume` (the CLI puts its options there)."""
+    `launch` is recorded in run.json for `prose resume` (the CLI puts its options there).
+    `run_id`, when given, is one `reserve_run_id` made (a batch records it before the run)."""
     config = config or VMConfig()
-    store = RunStore.create(project_dir, text, Path(program.path).name)
-    store.write_meta(
-        {
-            "run_id": store.run_id,
-            "program": program.path,
-            "status": "running",
-            "started": utc_now(),
-            "pid": os.getpid(),
-            "pid_started": process_started(os.getpid()),
-            "inputs": to_json(dict(inputs or {})),
-            "imports": {
-                name: {"spec": p.spec, "sha256": p.content_hash, "namespace": p.namespace}
-                for name, p in (imports or {}).items()
-            },
-            "import_pins": _pins(imports or {}),
-            "config": asdict(config),
-            "launch": dict(launch or {}),
-        }
-    )
+    meta = {
+        "program": program.path,
+        "status": "running",
+        "started": utc_now(),
+        "pid": os.getpid(),
+        "pid_started": _this_process_started(),
+        "inputs": to_json(dict(inputs or {})),
+        "imports": {
+            name: {"spec": p.spec, "sha256": p.content_hash, "namespace": p.namespace}
+            for name, p in (imports or {}).items()
+        },
+        "import_pins": _pins(imports or {}),
+        "config": asdict(config),
+        "launch": dict(launch or {}),
+    }
+
+    def lay_out() -> RunStore:
+        store = RunStore.create(project_dir, text, Path(program.path).name, run_id)
+        store.write_meta({"run_id": store.run_id, **meta})
+        return store
+
+    # A dozen file-system calls: on a thread, so that a batch's other runs go on meanwhile.
+    store = await asyncio.to_thread(lay_out)
     return await _execute(
         program,
         text,
@@ -197,7 +205,9 @@ async def _execute(
         stats=RunStats(prices=prices or Prices.default()),
         observer=observer,
     )
-    shared.emit("run_started", "", resumed=bool(replay.sessions or replay.decisions))
+    shared.emit(
+        "run_started", "", run_id=store.run_id, resumed=bool(replay.sessions or replay.decisions)
+    )
     interpreter = Interpreter(program, text, shared, store, inputs=inputs, imports=imports)
     status, error = "succeeded", None
     outputs: dict[str, Any] = {}
@@ -217,18 +227,31 @@ async def _execute(
     finally:
         await router.aclose()
     stamp = utc_now()
-    if status == "succeeded":
-        store.write_outputs(outputs)
-        store.state(f"---end {stamp}")
-    else:
-        store.state(f"---error {stamp} {error}")
+
+    def write_end() -> None:
+        if status == "succeeded":
+            store.write_outputs(outputs)
+            store.state(f"---end {stamp}")
+        else:
+            store.state(f"---error {stamp} {error}")
+
+    await asyncio.to_thread(write_end)
     usage = shared.stats.usage()
     shared.emit("run_finished", "", status=status, error=error, usage=usage)
     await journal.close()
     result = interpreter.final_result if status == "succeeded" else None
-    store.update_meta(status=status, finished=stamp, error=error, usage=usage, result=result)
-    store.close()
+
+    def close_store() -> None:
+        store.update_meta(status=status, finished=stamp, error=error, usage=usage, result=result)
+        store.close()  # waits for the binding files
+
+    await asyncio.to_thread(close_store)
     return RunResult(store.run_id, store.root, status, outputs, usage, error, result)
+
+
+@functools.cache
+def _this_process_started() -> int | None:
+    return process_started(os.getpid())
 
 
 def _stopped(stop: BudgetExhausted, run_id: str) -> str:

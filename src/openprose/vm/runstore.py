@@ -29,6 +29,20 @@ def new_run_id(now: float | None = None) -> str:
     return f"{stamp:%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
 
 
+def reserve_run_id(project_dir: Path) -> str:
+    """A new run id whose folder this call created: ids are random within a second, so
+    two runs started in the same second (a batch starts thousands) must not share one."""
+    runs = project_dir / RUNS_DIR
+    runs.mkdir(parents=True, exist_ok=True)
+    while True:
+        run_id = new_run_id()
+        try:
+            (runs / run_id).mkdir()
+        except FileExistsError:
+            continue
+        return run_id
+
+
 def utc_now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -84,19 +98,27 @@ class BindingWriter:
     loop. `put` only records the latest text per path; the first `put` after a flush wakes
     the thread, which waits `FLUSH_INTERVAL` so that a burst of bindings costs one wake-up
     and a name rewritten many times (`draft = session ...` in a loop) is written once per
-    flush, with its latest value. `close` flushes at once and waits for the thread.
+    flush, with its latest value. `flush` waits until everything put so far is written;
+    `close` flushes at once and waits for the thread.
+
+    Run stores share one writer per process (`shared_binding_writer`): a batch runs
+    thousands of runs in one process, and a thread per run cost more than the runs did.
     """
 
     FLUSH_INTERVAL = 0.005  # seconds
 
-    def __init__(self) -> None:
+    def __init__(self, thread_name: str = "prose-bindings") -> None:
         self._pending: dict[Path, str] = {}
         self._lock = threading.Lock()
         self._wake = threading.Event()
-        self._now = threading.Event()  # set by close: flush without waiting the interval
+        self._hurry = threading.Event()  # set by flush/close: write without the interval
         self._signalled = False
         self._closing = False
+        self._writing = False
+        self._next_waiters: list[threading.Event] = []  # freed by the batch taking _pending
+        self._writing_waiters: list[threading.Event] = []  # freed by the batch in progress
         self._thread: threading.Thread | None = None
+        self._thread_name = thread_name
         self.flushes = 0
         self.files = 0
         self.error: OSError | None = None
@@ -109,20 +131,33 @@ class BindingWriter:
             self._signalled = True
             if self._thread is None:
                 self._thread = threading.Thread(
-                    target=self._drain, name="prose-bindings", daemon=True
+                    target=self._drain, name=self._thread_name, daemon=True
                 )
                 self._thread.start()
         self._wake.set()
 
+    def flush(self) -> None:
+        """Return once every binding put before this call is on disk."""
+        with self._lock:
+            if not self._pending and not self._writing:
+                return
+            done = threading.Event()
+            (self._next_waiters if self._pending else self._writing_waiters).append(done)
+        self._hurry.set()
+        self._wake.set()
+        done.wait()
+
     def _drain(self) -> None:
         while True:
             self._wake.wait()
-            self._now.wait(self.FLUSH_INTERVAL)
+            self._hurry.wait(self.FLUSH_INTERVAL)
             with self._lock:
                 self._wake.clear()
+                self._hurry.clear()
                 self._signalled = False
                 batch, self._pending = self._pending, {}
-                closing = self._closing
+                waiters, self._next_waiters = self._next_waiters, []
+                self._writing = True
             for path, text in batch.items():
                 try:
                     write_bytes_atomically(path, text.encode("utf-8"))
@@ -130,19 +165,37 @@ class BindingWriter:
                     self.error = error
             self.flushes += 1
             self.files += len(batch)
-            if closing:
-                with self._lock:
-                    if not self._pending:
-                        return
+            with self._lock:
+                self._writing = False
+                waiters += self._writing_waiters
+                self._writing_waiters = []
+                finished = self._closing and not self._pending
+            for waiter in waiters:
+                waiter.set()
+            if finished:
+                return
 
     def close(self) -> None:
         with self._lock:
             self._closing = True
             thread = self._thread
-        self._now.set()
+        self._hurry.set()
         self._wake.set()
         if thread is not None:
             thread.join()
+
+
+_shared_writer: BindingWriter | None = None
+_shared_writer_lock = threading.Lock()
+
+
+def shared_binding_writer() -> BindingWriter:
+    """The process's binding writer (its thread starts with the first binding)."""
+    global _shared_writer
+    with _shared_writer_lock:
+        if _shared_writer is None:
+            _shared_writer = BindingWriter("prose-bindings-shared")
+        return _shared_writer
 
 
 class RunStore:
@@ -156,23 +209,30 @@ class RunStore:
         self.imports = root / "imports"
         self._state: Any = None
         self._meta: dict[str, Any] | None = None  # run.json as last written by this process
-        self._writer = BindingWriter()
-        self._lock: FileLock | None = None
+        self._writer = shared_binding_writer()
+        self._run_lock: FileLock | None = None
 
     @classmethod
-    def create(cls, project_dir: Path, program_text: str, program_name: str) -> RunStore:
-        run_id = new_run_id()
-        root = project_dir / RUNS_DIR / run_id
-        store = cls(root, run_id)
-        root.mkdir(parents=True)
+    def create(
+        cls,
+        project_dir: Path,
+        program_text: str,
+        program_name: str,
+        run_id: str | None = None,
+    ) -> RunStore:
+        """A new run folder; `run_id` is one `reserve_run_id` gave, else a fresh one. The
+        new run's writer lock is taken before anything is written into it."""
+        if run_id is None:
+            run_id = reserve_run_id(project_dir)
+        store = cls(project_dir / RUNS_DIR / run_id, run_id)
         store.take_lock()
         store._lay_out(program_text, program_name)
         return store
 
     def take_lock(self) -> None:
         """Become the run's one writer (`lock_run`) until `close`; `RunBusy` otherwise."""
-        if self._lock is None:
-            self._lock = lock_run(self.root)
+        if self._run_lock is None:
+            self._run_lock = lock_run(self.root)
 
     @classmethod
     def open(cls, root: Path) -> RunStore:
@@ -263,13 +323,15 @@ class RunStore:
         return data if isinstance(data, dict) else None
 
     def close(self) -> None:
-        self._writer.close()
+        """Flush this run's bindings and close state.md (blocking: from async code, run it
+        in a thread)."""
+        self._writer.flush()
         if self._state is not None:
             self._state.close()
             self._state = None
-        if self._lock is not None:
-            self._lock.release()
-            self._lock = None
+        if self._run_lock is not None:
+            self._run_lock.release()
+            self._run_lock = None
 
 
 class AmbiguousRun(ValueError):

@@ -39,7 +39,7 @@ def test_resume_of_project_agent_without_project_dir_is_deferred(checked: Check)
     assert found(diagnostics) == [("I001", 3, 9)]
     note = diagnostics[0]
     assert note.severity is Severity.INFO
-    assert note.message.startswith("E018 check deferred to run time: memory for 'advisor'")
+    assert note.message.startswith("whether 'advisor' has memory to resume is checked at run time")
 
 
 def test_resume_of_project_agent_without_memory_on_disk(checked: Check, project: Path) -> None:
@@ -65,7 +65,7 @@ def test_session_of_project_agent_without_memory_is_clean(checked: Check, projec
 def test_session_of_project_agent_without_project_dir_is_deferred(checked: Check) -> None:
     diagnostics = checked(PROJECT_SESSION)
     assert found(diagnostics) == [("I001", 3, 10)]
-    assert diagnostics[0].message.startswith("W011 check deferred to run time")
+    assert diagnostics[0].message.startswith("whether `session:` would ignore existing memory")
 
 
 def test_user_memory_lives_in_the_home_directory(
@@ -166,7 +166,7 @@ def test_uncached_registry_import_is_deferred_once(checked: Check) -> None:
     diagnostics = checked(source)
     assert found(diagnostics) == [("I002", 1, 5)]
     assert diagnostics[0].message == (
-        "E026-E028 checks for 'research' deferred to run time: the contract of "
+        "the inputs and outputs of 'research' are checked at run time: the contract of "
         "'@alice/research' is unknown offline because no project directory was given to read "
         "the import cache from (--project-dir)"
     )

@@ -314,3 +314,13 @@ def test_names_close_to_keywords_stay_names_in_headers(checked: Check) -> None:
         'let dos = ["b"]\nparallel for d in dos:\n  session "{d}"\n'
     )
     assert checked(source) == []
+
+
+def test_program_call_arguments_as_the_grammar_writes_them(checked: Check) -> None:
+    # programCall → IDENTIFIER "(" ( IDENTIFIER ":" expression )* ")": no separator required
+    from openprose.parser import parse_text
+
+    source = 'use "@a/research" as research\nlet r = research(topic: "a" depth: "b")\n'
+    assert [d for d in checked(source) if d.is_error] == []
+    call = parse_text(source).program.body[1].value  # type: ignore[union-attr]
+    assert [a.name.id for a in call.args] == ["topic", "depth"]

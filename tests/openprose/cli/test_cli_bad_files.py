@@ -242,7 +242,11 @@ def test_numbers_in_prose_toml_are_bounded(
 def finished_run(project: Path, capsys: pytest.CaptureFixture[str]) -> Path:
     assert main([*run_with(), "--json"]) == 0
     capsys.readouterr()
-    return next((project / ".prose" / "runs").iterdir())
+    run_dir = next((project / ".prose" / "runs").iterdir())
+    # Pretend it was interrupted, so that a resume continues it (a success is not resumed).
+    meta = json.loads((run_dir / "run.json").read_text())
+    (run_dir / "run.json").write_text(json.dumps({**meta, "status": "failed"}))
+    return run_dir
 
 
 def test_resume_of_a_non_utf8_program_is_a_usage_error(

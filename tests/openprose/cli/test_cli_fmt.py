@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 Run = Callable[..., tuple[int, str, str]]
 
 MESSY = 'agent a:\r\n    model: opus   # fast\r\n\r\n\r\nsession: a\r\n        prompt: "Go"\r\n'
@@ -105,3 +107,51 @@ def test_a_file_that_cannot_be_written_is_not_counted_as_reformatted(
     code, out, err = prose_on_fifo(b'session   "x"\n', "fmt")
     assert code == 2 and "cannot write: not a regular file" in err
     assert out == "0 files reformatted, 0 unchanged\n"
+
+
+def test_diff_prints_what_would_change_and_writes_nothing(prose: Run, tmp_path: Path) -> None:
+    path = tmp_path / "messy.prose"
+    path.write_bytes(MESSY.encode())
+    code, out, err = prose("fmt", "--diff", path)
+    assert code == 1 and path.read_bytes() == MESSY.encode()
+    assert out.startswith(f"--- {path}\n+++ {path} (formatted)\n")
+    assert "-    model: opus   # fast\n" in out and "+  model: opus  # fast\n" in out
+    assert err == "1 file would be reformatted, 0 unchanged\n"
+    path.write_text(TIDY)
+    assert prose("fmt", "--diff", path)[:2] == (0, "")
+
+
+def test_dash_formats_stdin_to_stdout(
+    prose: Run, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import io
+    import sys
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(MESSY.encode())))
+    assert prose("fmt", "-") == (0, TIDY, "")
+
+
+def test_rewrite_is_atomic_and_keeps_mode_and_symlink(
+    prose: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    target = tmp_path / "real.prose"
+    target.write_bytes(MESSY.encode())
+    target.chmod(0o640)
+    link = tmp_path / "link.prose"
+    link.symlink_to(target)
+    assert prose("fmt", link)[0] == 0
+    assert link.is_symlink() and target.read_text() == TIDY
+    assert target.stat().st_mode & 0o777 == 0o640
+    # A failure while writing (a full disk) leaves the original whole and no temporary file.
+    target.write_bytes(MESSY.encode())
+
+    def full_disk(*args: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full_disk)
+    code, _, err = prose("fmt", target)
+    assert code == 2 and "No space left on device" in err
+    assert target.read_bytes() == MESSY.encode()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.prose", "real.prose"]

@@ -99,16 +99,33 @@ def test_a_bad_prices_table_is_a_usage_error(
 
 
 def test_the_summary_says_when_a_price_is_unknown(
+    fake_server: str,
+    project: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_server + "/v1")
+    (project / "once.prose").write_text('session "Work"\n')
+    unpriced = ["run", "once.prose", "--provider", "openai", "--model", "sonnet=openai:my-own"]
+    code = main(unpriced)
+    out = capsys.readouterr().out
+    assert code == 0 and "cost: unknown — no price for my-own" in out
+    (project / "prose.toml").write_text('[prices."my-own"]\ninput = 1.0\noutput = 1.0\n')
+    main(unpriced)
+    out = capsys.readouterr().out
+    assert "cost: under $0.0001" in out and "unknown" not in out
+
+
+def test_scripted_and_replay_runs_show_no_cost(
     project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (project / "once.prose").write_text('session "Work"\n')
-    code = main(["run", "once.prose", "--provider", "scripted:rules.yaml"])
+    assert main(["run", "once.prose", "--provider", "scripted:rules.yaml"]) == 0
     out = capsys.readouterr().out
-    assert code == 0 and "cost: unknown — no price for sonnet" in out
-    (project / "prose.toml").write_text('[prices."sonnet"]\ninput = 1.0\noutput = 1.0\n')
-    main(["run", "once.prose", "--provider", "scripted:rules.yaml"])
-    out = capsys.readouterr().out
-    assert "cost: $0.0000" in out and "unknown" not in out
+    assert "answered by the scripted rules" in out and "cost" not in out
 
 
 DEFAULTS = """let a = session "Name a colour"

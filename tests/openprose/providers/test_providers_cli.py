@@ -183,7 +183,12 @@ def test_a_replay_run_resumes_from_the_journal_it_replayed(
     assert meta["launch"]["provider"] == f"replay:{journal}"
     shared = os.path.commonprefix([source, run_id])
     assert shared  # the same century at least
+    run_json_path = project / ".prose" / "runs" / run_id / "run.json"
     for extra in ([], ["--provider", f"replay:{shared}"]):  # the resumed run is no candidate
+        # as if it had failed: a succeeded run has nothing to resume
+        run_json_path.write_text(
+            json.dumps({**json.loads(run_json_path.read_text()), "status": "failed"})
+        )
         code = main(["resume", run_id, "--json", *extra])
         resumed = json.loads(capsys.readouterr().out)
         assert code == 0, resumed

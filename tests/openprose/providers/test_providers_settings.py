@@ -80,7 +80,7 @@ def test_nothing_configured_says_how_to_configure(tmp_path: Path, no_local: None
     with pytest.raises(ProviderConfigError) as caught:
         load_settings(tmp_path, env={})
     message = str(caught.value)
-    for hint in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "openprose[local]"):
+    for hint in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "[local]'"):
         assert hint in message
 
 

@@ -29,7 +29,7 @@ def test_plain_progress_lines() -> None:
     lines = stream.getvalue().splitlines()
     assert len(lines) == 4
     assert "✓ 1 draft (writer, opus) 10+5 tok" in lines[0]
-    assert "2?c1 condition → True (ok)" in lines[1] and "✗ 3 attempt 1: boom" in lines[2]
+    assert "2?c1 condition → true (ok)" in lines[1] and "✗ 3 attempt 1: boom" in lines[2]
     assert "⊘ 4|2 cancelled" in lines[3]
 
 
@@ -62,7 +62,7 @@ def test_live_view_stops_the_clock_of_a_failed_session() -> None:
 def test_live_view_only_on_a_terminal(monkeypatch: Any) -> None:
     import sys
 
-    from openprose.cli.run import progress
+    from openprose.cli.run import RunNotice, progress
 
     class Terminal(io.StringIO):
         def isatty(self) -> bool:
@@ -70,14 +70,24 @@ def test_live_view_only_on_a_terminal(monkeypatch: Any) -> None:
 
     monkeypatch.setenv("TERM", "xterm")
     monkeypatch.setattr(sys, "stderr", Terminal())
-    with progress(False) as observer:
-        assert isinstance(observer, LiveView)
-    with progress(True) as observer:  # --json: no progress at all
-        assert observer is None
+    notice = RunNotice(quiet=False)
+    with progress(False, notice) as observer:
+        assert observer.observers[0] is notice and isinstance(observer.observers[1], LiveView)
+    with progress(True, notice) as observer:  # --json: the run notice only, no progress
+        assert observer.observers == (notice,)
+    with progress(False, notice, quiet=True) as observer:  # -q: the same
+        assert observer.observers == (notice,)
     monkeypatch.setenv("TERM", "dumb")
-    with progress(False) as observer:
-        assert isinstance(observer, PlainProgress)
+    with progress(False, notice) as observer:
+        assert isinstance(observer.observers[1], PlainProgress)
     monkeypatch.setenv("TERM", "xterm")
     monkeypatch.setattr(sys, "stderr", io.StringIO())  # a pipe or a file
-    with progress(False) as observer:
-        assert isinstance(observer, PlainProgress)
+    with progress(False, notice) as observer:
+        assert isinstance(observer.observers[1], PlainProgress)
+
+
+def test_live_view_title_names_the_run() -> None:
+    view = LiveView()
+    view("run_started", "", {"run_id": "20261125-140618-9944a0", "resumed": False})
+    view("session_started", "1", {"agent": "writer", "model": "opus"})
+    assert view._render().title == "run 20261125-140618-9944a0 · sessions: 0 done, 0 tokens"

@@ -1,0 +1,162 @@
+"""`prose batch` over 10,000 cases of a one-session program, against a loopback
+OpenAI-compatible server answering after 20 ms, beside a plain aiohttp + orjson loop making the
+same 10,000 calls in the same run. Goal (issue 14): the in-process executor's whole process
+<= 1.5x the plain loop. The Ray executor (when the `[ray]` extra is installed) runs the same
+batch on a local Ray instance; its time and its ratio to in-process are printed.
+
+    python bench/batch.py                 # issue size: 10,000 cases, 20 ms, 256 in flight
+    python bench/batch.py --quick         # 1,000 cases
+    python bench/batch.py --n 2000 --no-ray
+
+`prose batch` runs as a user runs it: a child process, start-up and exit included, every run
+a run folder under a fresh temporary project (`--project-root /dev/shm` for tmpfs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import orjson
+from _loopback import fetch_stats, load_note, reset_server, start_in_subprocess
+
+GOAL_RATIO = 1.5
+PROGRAM = 'input item: "the case"\noutput answer = session "Item {item}"\n'
+MODEL = "gpt-4.1-mini"  # what `sonnet` resolves to on the openai provider
+
+
+async def plain_loop(base_url: str, n: int, in_flight: int) -> float:
+    """n chat completions, `in_flight` workers, one aiohttp session: the transport limit."""
+    import aiohttp
+
+    started = time.perf_counter()
+    connector = aiohttp.TCPConnector(limit=in_flight)
+    headers = {"authorization": "Bearer bench", "content-type": "application/json"}
+    async with aiohttp.ClientSession(connector=connector, headers=headers) as session:
+        items = iter(range(n))
+
+        async def worker() -> None:
+            for item in items:
+                body = {
+                    "model": MODEL,
+                    "messages": [{"role": "user", "content": f"Item x{item}"}],
+                    "max_tokens": 1024,
+                }
+                async with session.post(
+                    f"{base_url}/v1/chat/completions", data=orjson.dumps(body)
+                ) as response:
+                    answer = orjson.loads(await response.read())
+                    assert answer["choices"][0]["message"]["content"]
+
+        await asyncio.gather(*(worker() for _ in range(in_flight)))
+    return time.perf_counter() - started
+
+
+def prose_batch(
+    base_url: str, n: int, in_flight: int, root: str | None, executor: str
+) -> tuple[float, int]:
+    """Whole-process seconds of `prose batch` and how many rows succeeded."""
+    project = Path(tempfile.mkdtemp(prefix="bench-batch-", dir=root))
+    (project / "p.prose").write_text(PROGRAM)
+    with (project / "in.jsonl").open("wb") as cases:
+        for item in range(n):
+            cases.write(orjson.dumps({"item": f"x{item}"}) + b"\n")
+    env = {
+        **os.environ,
+        "OPENAI_API_KEY": "bench",
+        "OPENAI_BASE_URL": f"{base_url}/v1",
+        "PROSE_PROVIDER": "openai",
+    }
+    command = [
+        sys.executable,
+        "-m",
+        "openprose.cli",
+        "batch",
+        "p.prose",
+        "in.jsonl",
+        "-o",
+        "out.jsonl",
+        "--json",
+        "--max-runs",
+        str(in_flight),
+        "--max-concurrency",
+        str(in_flight),
+        "--executor",
+        executor,
+    ]
+    started = time.perf_counter()
+    done = subprocess.run(
+        command, cwd=project, env=env, capture_output=True, timeout=3600, check=False
+    )
+    seconds = time.perf_counter() - started
+    if done.returncode not in (0, 1):
+        sys.exit(f"prose batch failed ({done.returncode}): {done.stderr.decode()[-2000:]}")
+    summary = orjson.loads(done.stdout)
+    return seconds, int(summary["succeeded"])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--n", type=int, default=10_000)
+    parser.add_argument("--quick", action="store_true", help="1,000 cases")
+    parser.add_argument("--latency-ms", type=float, default=20.0)
+    parser.add_argument("--in-flight", type=int, default=256)
+    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--no-ray", action="store_true")
+    parser.add_argument("--project-root", default=None)
+    args = parser.parse_args()
+    n = 1_000 if args.quick else args.n
+    print(
+        f"# bench/batch.py: {n} cases, {args.latency_ms:g} ms answers, {args.in_flight} in flight"
+    )
+    print(f"# {load_note()}")
+    base_url, stop = start_in_subprocess(latency_ms=args.latency_ms)
+    try:
+        asyncio.run(plain_loop(base_url, min(n, 500), args.in_flight))  # warm-up
+        plain, local = [], []
+        for _ in range(args.repeat):
+            reset_server(base_url)
+            plain.append(asyncio.run(plain_loop(base_url, n, args.in_flight)))
+            reset_server(base_url)
+            seconds, ok = prose_batch(base_url, n, args.in_flight, args.project_root, "local")
+            attempts = fetch_stats(base_url)["attempts"]
+            if ok != n or attempts != n:
+                sys.exit(f"in-process batch: {ok} of {n} succeeded, {attempts} requests")
+            local.append(seconds)
+        best_plain, best_local = min(plain), min(local)
+        ratio = best_local / best_plain
+        verdict = "PASS" if ratio <= GOAL_RATIO else "FAIL"
+        print(f"plain aiohttp+orjson loop : {best_plain:8.3f} s  ({n / best_plain:8.0f} calls/s)")
+        print(f"prose batch (in-process)  : {best_local:8.3f} s  ({n / best_local:8.0f} runs/s)")
+        print(f"ratio in-process / plain  : {ratio:8.2f}x  goal <= {GOAL_RATIO}x  {verdict}")
+        children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+        print(f"peak RSS of a child       : {children:8.0f} MB")
+        if args.no_ray:
+            return
+        try:
+            import ray  # noqa: F401
+        except ImportError:
+            print("ray executor              : skipped (the [ray] extra is not installed)")
+            return
+        reset_server(base_url)
+        seconds, ok = prose_batch(base_url, n, args.in_flight, args.project_root, "ray")
+        if ok != n:
+            sys.exit(f"ray batch: {ok} of {n} succeeded")
+        print(
+            f"prose batch (ray, local)  : {seconds:8.3f} s  ({n / seconds:8.0f} runs/s)"
+            f"  {seconds / best_local:.2f}x in-process (Ray start-up included)"
+        )
+    finally:
+        stop()
+        print(f"# {load_note()}")
+
+
+if __name__ == "__main__":
+    main()

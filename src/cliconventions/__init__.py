@@ -1,0 +1,194 @@
+"""Conventions shared by the four command lines (prose, vlp, vpp, plsp).
+
+A user who knows one of them knows the others: ``--version``; ``--json`` wherever
+``--format json`` is; ``-`` reads standard input; ``-q``/``-v``; "did you mean" for a
+mistyped subcommand or choice; shell completion (``--completion bash|zsh|fish``); colour
+that honours ``NO_COLOR`` and ``FORCE_COLOR``.
+
+This package depends on nothing but the standard library, so the protocol packages can use
+it without depending on openprose. It is imported at start-up: keep it light (difflib and
+the completion generator load only when needed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+TYPE_CHECKING = False  # `typing` costs start-up time that `prose --version` should not pay
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any, NoReturn, TextIO
+
+__all__ = [
+    "ConventionalParser",
+    "add_command_options",
+    "add_version",
+    "apply",
+    "color_enabled",
+    "did_you_mean",
+    "paint",
+    "subcommands",
+    "version_line",
+]
+
+SHELLS = ("bash", "zsh", "fish")
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str | None:
+    """The choice closest to ``word`` when one is close enough to be a likely typo."""
+    from difflib import get_close_matches
+
+    matches = get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return matches[0] if matches else None
+
+
+class ConventionalParser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose "invalid choice" errors name the likely intended word
+    (``vlp valdate`` -> ``did you mean 'validate'?``), and whose usage errors exit 2."""
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        choices = action.choices
+        if choices is None or value in choices or not isinstance(value, str):
+            super()._check_value(action, value)
+            return
+        names = [str(choice) for choice in choices]
+        guess = did_you_mean(value, names)
+        hint = f"did you mean '{guess}'? " if guess else ""
+        raise argparse.ArgumentError(
+            action, f"invalid choice: '{value}' ({hint}choose from {', '.join(names)})"
+        )
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def add_version(parser: argparse.ArgumentParser) -> None:
+    """``--version``: the distribution's version (read only when asked)."""
+    parser.add_argument(
+        "--version", action=_VersionAction, nargs=0, help="print the version and exit"
+    )
+
+
+class _VersionAction(argparse.Action):
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        print(version_line(parser.prog.split()[0]))
+        parser.exit(0)
+
+
+def version_line(program: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        number = version("openprose")
+    except PackageNotFoundError:  # running from a source tree that was never installed
+        number = "unknown"
+    return f"{program} {number}"
+
+
+def apply(parser: argparse.ArgumentParser) -> None:
+    """Give ``parser`` and each of its subcommands the shared options: ``-q``/``-v``,
+    ``--json`` beside every ``--format text|json``, ``--version`` and ``--completion`` on
+    the top level. Options a command already has are left as they are."""
+    _add_verbosity(parser, top=True)
+    add_version(parser)
+    parser.add_argument(
+        "--completion",
+        action=_CompletionAction,
+        choices=SHELLS,
+        help="print a shell completion script (bash, zsh or fish) and exit",
+    )
+    _add_json_alias(parser)
+    for sub in subcommands(parser).values():
+        add_command_options(sub)
+
+
+def add_command_options(parser: argparse.ArgumentParser) -> None:
+    """A subcommand's shared options: ``-q``/``-v`` and ``--json`` beside ``--format``. When
+    the top level has ``-q``/``-v`` too, an unset one here leaves the top level's value."""
+    _add_verbosity(parser, top=False)
+    _add_json_alias(parser)
+
+
+def subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
+
+
+def _has_option(parser: argparse.ArgumentParser, option: str) -> bool:
+    return option in parser._option_string_actions
+
+
+def _add_verbosity(parser: argparse.ArgumentParser, *, top: bool) -> None:
+    # On a subcommand the default is SUPPRESS, so `vlp -q validate x` keeps the top-level value.
+    default_quiet: Any = False if top else argparse.SUPPRESS
+    default_verbose: Any = 0 if top else argparse.SUPPRESS
+    if not _has_option(parser, "-q"):
+        names = ["-q"] + ([] if _has_option(parser, "--quiet") else ["--quiet"])
+        parser.add_argument(
+            *names,
+            dest="quiet",
+            action="store_true",
+            default=default_quiet,
+            help="print only results and errors",
+        )
+    if not _has_option(parser, "-v"):
+        names = ["-v"] + ([] if _has_option(parser, "--verbose") else ["--verbose"])
+        parser.add_argument(
+            *names,
+            dest="verbose",
+            action="count",
+            default=default_verbose,
+            help="say more about what is done (repeat for more)",
+        )
+
+
+def _add_json_alias(parser: argparse.ArgumentParser) -> None:
+    action = parser._option_string_actions.get("--format")
+    if action is None or _has_option(parser, "--json"):
+        return
+    if action.choices is None or "json" not in action.choices:
+        return
+    parser.add_argument(
+        "--json",
+        dest=action.dest,
+        action="store_const",
+        const="json",
+        help="the same as --format json",
+    )
+
+
+class _CompletionAction(argparse.Action):
+    def __call__(
+        self, parser: argparse.ArgumentParser, namespace: Any, values: Any, option: Any = None
+    ) -> None:
+        from cliconventions.completion import script, tree_of
+
+        print(script(str(values), parser.prog, tree_of(parser)), end="")
+        parser.exit(0)
+
+
+def color_enabled(stream: TextIO) -> bool:
+    """Colour on terminals only; ``NO_COLOR`` (any non-empty value) turns it off everywhere
+    and wins over ``FORCE_COLOR``, which turns it on even when output is piped
+    (https://no-color.org, https://force-color.org)."""
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    if os.environ.get("TERM") == "dumb":
+        return False
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty())
+
+
+_SGR = {"red": "31", "yellow": "33", "blue": "34", "green": "32", "bold": "1", "dim": "2"}
+
+
+def paint(text: str, style: str, enabled: bool) -> str:
+    """``text`` in an ANSI style (``red``, ``bold``...) when ``enabled``."""
+    return f"\x1b[{_SGR[style]}m{text}\x1b[0m" if enabled else text

@@ -1,0 +1,347 @@
+"""Run programs from Python: the same runs `prose run` and `prose resume` make.
+
+    import openprose
+    result = openprose.run("examples/hello.prose", provider="openai",
+                           models={"sonnet": "openai:gpt-4.1"})
+    print(result.run_id, result.status, result.outputs)
+
+`run` / `resume` block; `arun` / `aresume` are their coroutines; `events` runs a program and
+yields each run event as it happens (the events the live view and `prose run` show). A
+program that cannot be started (it does not check, an input is missing, no provider is
+configured) raises `RunError` carrying the diagnostics; a program that starts and fails
+returns a `RunResult` with `status == "failed"`, like `prose run` exits 1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator, Coroutine, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from openprose.launch import (
+    Budget,
+    Prepared,
+    ProgramRef,
+    RunError,
+    budgets_of,
+    model_flags,
+    prepare,
+)
+from openprose.vm.runner import RunResult
+
+if TYPE_CHECKING:
+    from openprose.vm.runtime import Observer
+
+__all__ = [
+    "RunError",
+    "RunEvent",
+    "RunEvents",
+    "RunResult",
+    "abatch",
+    "aresume",
+    "arun",
+    "batch",
+    "events",
+    "resume",
+    "run",
+]
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class RunEvent:
+    """One journal event as it happens: `event` (e.g. `session_started`, `decision`,
+    `run_finished`), the statement's `step` id, and the event's fields."""
+
+    event: str
+    step: str
+    fields: dict[str, Any] = field(default_factory=dict)
+
+
+def _blocking(name: str, coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run `coroutine` to its end on a new event loop; inside running async code that would
+    block the caller's loop, so the error names the coroutine to await instead."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    coroutine.close()
+    raise RuntimeError(
+        f"openprose.{name}() blocks; inside async code use `await openprose.a{name}(...)`"
+    )
+
+
+async def arun(
+    program: ProgramRef,
+    *,
+    inputs: Mapping[str, Any] | None = None,
+    provider: str | None = None,
+    models: Mapping[str, str] | list[str] | None = None,
+    max_concurrency: int | None = None,
+    evaluator: str | None = None,
+    record: str | os.PathLike[str] | None = None,
+    project_dir: str | os.PathLike[str] | None = None,
+    max_sessions: Budget = None,
+    max_tokens: Budget = None,
+    max_cost: Budget = None,
+    observer: Observer | None = None,
+) -> RunResult:
+    """Run a program (a `.prose` path or program text) to its end; see `run`."""
+    prepared = prepare(
+        program,
+        inputs=inputs,
+        provider=provider,
+        models=models,
+        max_concurrency=max_concurrency,
+        evaluator=evaluator,
+        record=record,
+        project_dir=project_dir,
+        budgets=budgets_of(max_sessions, max_tokens, max_cost),
+    )
+    return await start(prepared, observer)
+
+
+async def start(prepared: Prepared, observer: Observer | None = None) -> RunResult:
+    """Run what `prepare` built, closing its provider at the end."""
+    from openprose.vm.runner import run_program
+
+    try:
+        return await run_program(
+            prepared.program,
+            prepared.text,
+            provider=prepared.provider,
+            project_dir=prepared.project,
+            inputs=prepared.inputs,
+            imports=prepared.imports,
+            settings=prepared.settings,
+            config=prepared.config,
+            observer=observer,
+            launch=prepared.launch,
+            prices=prepared.prices,
+        )
+    finally:
+        await prepared.provider.aclose()
+
+
+def run(
+    program: ProgramRef,
+    *,
+    inputs: Mapping[str, Any] | None = None,
+    provider: str | None = None,
+    models: Mapping[str, str] | list[str] | None = None,
+    max_concurrency: int | None = None,
+    evaluator: str | None = None,
+    record: str | os.PathLike[str] | None = None,
+    project_dir: str | os.PathLike[str] | None = None,
+    max_sessions: Budget = None,
+    max_tokens: Budget = None,
+    max_cost: Budget = None,
+) -> RunResult:
+    """Run a program to its end and return its `RunResult` (`run_id`, `run_dir`, `status`,
+    `outputs`, `usage`, `error`). Keywords mirror `prose run`'s options: `inputs` is
+    `--input`/`--inputs`, `models` is `--model` as a mapping alias -> "provider:model",
+    `max_sessions`/`max_tokens`/`max_cost` are the run's budgets (`"none"` lifts one),
+    `project_dir` is where `.prose/` and `prose.toml` are (default: the working folder)."""
+    return _blocking(
+        "run",
+        arun(
+            program,
+            inputs=inputs,
+            provider=provider,
+            models=models,
+            max_concurrency=max_concurrency,
+            evaluator=evaluator,
+            record=record,
+            project_dir=project_dir,
+            max_sessions=max_sessions,
+            max_tokens=max_tokens,
+            max_cost=max_cost,
+        ),
+    )
+
+
+async def aresume(
+    run_id: str,
+    *,
+    provider: str | None = None,
+    models: Mapping[str, str] | list[str] | None = None,
+    max_concurrency: int | None = None,
+    evaluator: str | None = None,
+    project_dir: str | os.PathLike[str] | None = None,
+    max_sessions: Budget = None,
+    max_tokens: Budget = None,
+    max_cost: Budget = None,
+    observer: Observer | None = None,
+) -> RunResult:
+    """Continue a run (id, unique prefix or folder) as `prose resume` does: finished work is
+    served from its journal; options default to what the run was started with (a budget
+    given now replaces the recorded one)."""
+    from openprose.cli import run as cli
+    from openprose.cli.resume import NothingToResume, prepare_resume
+    from openprose.project import runs_home
+    from openprose.vm.runner import resume_run
+
+    project = Path(project_dir) if project_dir is not None else runs_home()
+    try:
+        resuming = prepare_resume(
+            project,
+            run_id,
+            provider_spec=provider,
+            models=model_flags(models),
+            max_concurrency=max_concurrency,
+            evaluator=evaluator,
+            budgets=budgets_of(max_sessions, max_tokens, max_cost),
+        )
+    except NothingToResume as done:  # it succeeded before: its result, nothing run again
+        from openprose.vm.runstore import RunStore
+
+        meta = done.meta
+        return RunResult(
+            done.run_dir.name,
+            done.run_dir,
+            "succeeded",
+            RunStore.open(done.run_dir).read_outputs() or {},
+            meta.get("usage") or {},
+            None,
+            meta.get("result"),
+        )
+    except cli.UsageError as error:
+        raise RunError(str(error), error.diagnostics) from None
+    try:
+        return await resume_run(
+            resuming.run_dir,
+            resuming.program,
+            provider=resuming.provider,
+            project_dir=resuming.project,
+            imports=resuming.imports,
+            settings=resuming.settings,
+            config=resuming.config,
+            observer=observer,
+            prices=resuming.prices,
+        )
+    finally:
+        await resuming.provider.aclose()
+
+
+def resume(
+    run_id: str,
+    *,
+    provider: str | None = None,
+    models: Mapping[str, str] | list[str] | None = None,
+    max_concurrency: int | None = None,
+    evaluator: str | None = None,
+    project_dir: str | os.PathLike[str] | None = None,
+    max_sessions: Budget = None,
+    max_tokens: Budget = None,
+    max_cost: Budget = None,
+) -> RunResult:
+    """`aresume`, blocking."""
+    return _blocking(
+        "resume",
+        aresume(
+            run_id,
+            provider=provider,
+            models=models,
+            max_concurrency=max_concurrency,
+            evaluator=evaluator,
+            project_dir=project_dir,
+            max_sessions=max_sessions,
+            max_tokens=max_tokens,
+            max_cost=max_cost,
+        ),
+    )
+
+
+class RunEvents:
+    """`async for event in openprose.events(...)`: each `RunEvent` as it happens; after the
+    loop, `.result` holds the `RunResult`. Leaving the loop early cancels the run (it stays
+    resumable, like an interrupted `prose run`)."""
+
+    def __init__(self, program: ProgramRef, options: dict[str, Any]) -> None:
+        self._program = program
+        self._options = options
+        self.result: RunResult | None = None
+
+    async def __aiter__(self) -> AsyncIterator[RunEvent]:
+        queue: asyncio.Queue[RunEvent | None] = asyncio.Queue()
+
+        def observe(event: str, step: str, fields: dict[str, Any]) -> None:
+            queue.put_nowait(RunEvent(event, step, dict(fields)))
+
+        task = asyncio.ensure_future(arun(self._program, observer=observe, **self._options))
+        task.add_done_callback(lambda _: queue.put_nowait(None))
+        try:
+            while (item := await queue.get()) is not None:
+                yield item
+            self.result = task.result()  # raises RunError when the run could not start
+        finally:
+            if not task.done():
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+
+
+def events(program: ProgramRef, **options: Any) -> RunEvents:
+    """Run a program, yielding its events; takes `arun`'s keywords (except `observer`)."""
+    return RunEvents(program, options)
+
+
+async def abatch(
+    program: ProgramRef | None = None,
+    inputs: str | os.PathLike[str] | None = None,
+    *,
+    resume: str | None = None,
+    output: str | os.PathLike[str] | None = None,
+    provider: str | None = None,
+    models: Mapping[str, str] | list[str] | None = None,
+    max_concurrency: int | None = None,
+    evaluator: str | None = None,
+    max_runs: int | None = None,
+    executor: str | None = None,
+    ray_address: str | None = None,
+    project_dir: str | os.PathLike[str] | None = None,
+    max_sessions: Budget = None,
+    max_tokens: Budget = None,
+    max_cost: Budget = None,
+) -> Any:
+    """Run `program` once per case of `inputs` (`prose batch`), or continue the batch
+    `resume`; returns a `BatchResult` (`batch_id`, `status`, `output`, `stats`). A batch
+    that cannot start raises `openprose.batches.BatchError`."""
+    from openprose.batches import resume_batch, run_batch
+
+    if resume is not None:
+        return await resume_batch(
+            resume,
+            max_runs=max_runs,
+            executor=executor,
+            ray_address=ray_address,
+            project_dir=project_dir,
+        )
+    if program is None or inputs is None:
+        raise TypeError("batch() needs a program and an inputs file, or resume=BATCH_ID")
+    return await run_batch(
+        os.fspath(program),
+        os.fspath(inputs),
+        output=None if output is None else os.fspath(output),
+        provider=provider,
+        models=model_flags(models),
+        max_concurrency=max_concurrency,
+        evaluator=evaluator,
+        max_runs=max_runs or 64,
+        budgets=budgets_of(max_sessions, max_tokens, max_cost),
+        executor=executor or "local",
+        ray_address=ray_address,
+        project_dir=project_dir,
+    )
+
+
+def batch(
+    program: ProgramRef | None = None,
+    inputs: str | os.PathLike[str] | None = None,
+    **options: Any,
+) -> Any:
+    """`abatch`, blocking."""
+    return _blocking("batch", abatch(program, inputs, **options))

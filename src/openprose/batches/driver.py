@@ -1,0 +1,367 @@
+"""`run_batch` / `resume_batch`: one run per case of an inputs file, each a normal run folder,
+rows appended to the output file as runs end, resumable after any crash.
+
+The driver owns the batch folder: it reads cases lazily, writes the `started` record of a run
+before handing it to an executor, and writes each row as it arrives, so no executor writes
+batch files and both executors produce the same rows.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from openprose.batches.cases import Case, CasesError, Invalid, read_cases
+from openprose.batches.job import BatchSpec, CaseRunner, Job, row_of
+from openprose.batches.store import BatchStore, file_sha256, find_batch
+
+__all__ = ["BatchError", "BatchResult", "BatchStats", "resume_batch", "run_batch"]
+
+EXECUTORS = ("local", "ray")
+DEFAULT_MAX_RUNS = 64
+
+
+class BatchError(Exception):
+    """The batch could not start or continue (usage error: exit 2)."""
+
+
+@dataclass(slots=True)
+class BatchStats:
+    """Counts as rows arrive; what the progress view and the summary show."""
+
+    total: int | None = None  # cases in the file, when counted
+    done_before: int = 0  # rows a resumed batch already had
+    succeeded: int = 0
+    failed: int = 0
+    invalid: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    by_model: dict[str, dict[str, int]] = field(default_factory=dict)
+    cost: float = 0.0  # USD of the priced calls
+    unpriced: dict[str, int] = field(default_factory=dict)  # model -> tokens with no price
+    started: float = field(default_factory=time.monotonic)
+
+    @property
+    def done(self) -> int:
+        return self.succeeded + self.failed + self.invalid
+
+    def add(self, row: dict[str, Any]) -> None:
+        status = row["status"]
+        if status == "succeeded":
+            self.succeeded += 1
+        elif status == "invalid":
+            self.invalid += 1
+        else:
+            self.failed += 1
+        usage = row.get("usage") or {}
+        self.input_tokens += int(usage.get("input_tokens", 0))
+        self.output_tokens += int(usage.get("output_tokens", 0))
+        for model, counts in (usage.get("by_model") or {}).items():
+            mine = self.by_model.setdefault(model, {"input_tokens": 0, "output_tokens": 0})
+            mine["input_tokens"] += int(counts.get("input_tokens", 0))
+            mine["output_tokens"] += int(counts.get("output_tokens", 0))
+        self.cost += float(usage.get("cost_usd") or 0.0)
+        for model, tokens in (usage.get("unpriced_models") or {}).items():
+            self.unpriced[model] = self.unpriced.get(model, 0) + int(tokens)
+
+
+@dataclass(slots=True)
+class BatchResult:
+    batch_id: str
+    batch_dir: Path
+    output: Path
+    status: str  # "succeeded" (every case succeeded) | "failed" (some failed or invalid)
+    stats: BatchStats
+
+    def to_json(self) -> dict[str, Any]:
+        s = self.stats
+        return {
+            "batch_id": self.batch_id,
+            "status": self.status,
+            "output": str(self.output),
+            "cases": s.done + s.done_before,
+            "succeeded": s.succeeded,
+            "failed": s.failed,
+            "invalid": s.invalid,
+            "done_before": s.done_before,
+            "usage": {
+                "input_tokens": s.input_tokens,
+                "output_tokens": s.output_tokens,
+                "by_model": s.by_model,
+                "cost_usd": round(s.cost, 6),
+                "unpriced_models": s.unpriced,
+            },
+            "seconds": round(time.monotonic() - s.started, 3),
+        }
+
+
+Listener = Callable[[dict[str, Any], BatchStats], None]
+
+
+async def run_batch(
+    program: str | Path,
+    inputs: str | Path,
+    *,
+    output: str | Path | None = None,
+    provider: str | None = None,
+    models: list[str] | dict[str, str] | None = None,
+    max_concurrency: int | None = None,
+    evaluator: str | None = None,
+    max_runs: int = DEFAULT_MAX_RUNS,
+    budgets: dict[str, Any] | None = None,
+    executor: str = "local",
+    ray_address: str | None = None,
+    project_dir: str | os.PathLike[str] | None = None,
+    on_row: Listener | None = None,
+    on_start: Callable[[str, Path], None] | None = None,
+) -> BatchResult:
+    """Run `program` once per case of `inputs` (.jsonl, or .csv with a header)."""
+    from openprose.launch import RunError, model_flags
+    from openprose.project import find_project
+
+    base = Path(project_dir).resolve() if project_dir is not None else Path.cwd()
+    program_path = Path(program)
+    program_path = program_path if program_path.is_absolute() else base / program_path
+    inputs_path = Path(inputs)
+    inputs_path = inputs_path if inputs_path.is_absolute() else base / inputs_path
+    # As `prose run`: without `project_dir`, the nearest prose.toml above the program.
+    project = base if project_dir is not None else find_project(program_path.parent).root
+    _check_options(executor, max_runs)
+    try:
+        text = program_path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise BatchError(f"{program_path}: cannot read ({error})") from None
+    try:
+        sha = file_sha256(inputs_path)
+    except OSError as error:
+        raise BatchError(f"{inputs_path}: cannot read ({error.strerror})") from None
+    spec = BatchSpec(
+        program_path=str(program_path.resolve()),
+        program_text=text,
+        project_dir=str(project),
+        provider=provider,
+        models=tuple(model_flags(models)),
+        max_concurrency=max_concurrency,
+        evaluator=evaluator,
+        budgets=dict(budgets or {}),
+    )
+    _preflight(executor, ray_address)
+    try:
+        runner = CaseRunner(spec)  # checks the program and the provider before any folder
+    except RunError as error:
+        raise BatchError(str(error)) from None
+    meta = {
+        "program": spec.program_path,
+        "inputs": str(inputs_path.resolve()),
+        "inputs_sha256": sha,
+        "output": str(Path(output).resolve()) if output is not None else None,
+        "options": {
+            "provider": runner.prepared.launch["provider"],
+            "models": list(spec.models),
+            "max_concurrency": max_concurrency,
+            "evaluator": evaluator,
+            "max_runs": max_runs,
+            "budgets": dict(budgets or {}),
+            "executor": executor,
+            "ray_address": ray_address,
+        },
+        "status": "running",
+    }
+    store = BatchStore.create(project, meta, text)
+    if on_start is not None:
+        on_start(store.batch_id, store.root)
+    return await _drive(store, spec, runner, executor, max_runs, ray_address, on_row)
+
+
+async def resume_batch(
+    batch: str,
+    *,
+    max_runs: int | None = None,
+    executor: str | None = None,
+    ray_address: str | None = None,
+    project_dir: str | os.PathLike[str] | None = None,
+    on_row: Listener | None = None,
+    on_start: Callable[[str, Path], None] | None = None,
+) -> BatchResult:
+    """Run the cases of a batch that have no row yet; a run the batch had started is resumed
+    (its finished sessions come from its journal), never started again."""
+    from openprose.batches.store import BatchBusy
+    from openprose.launch import RunError
+    from openprose.project import runs_home
+
+    project = Path(project_dir).resolve() if project_dir is not None else runs_home()
+    try:
+        root = find_batch(project, batch)
+    except ValueError as error:
+        raise BatchError(str(error)) from None
+    if root is None:
+        raise BatchError(f"no batch {batch!r} under {project / '.prose' / 'batches'}")
+    store = BatchStore(root)
+    try:
+        store.lock()
+        meta = store.read_meta()
+    except BatchBusy as error:
+        raise BatchError(str(error)) from None
+    except (OSError, ValueError) as error:
+        raise BatchError(f"{store.meta_path}: damaged ({error})") from None
+    inputs_path = Path(meta["inputs"])
+    try:
+        changed = file_sha256(inputs_path) != meta["inputs_sha256"]
+    except OSError as error:
+        raise BatchError(f"{inputs_path}: cannot read ({error.strerror})") from None
+    if changed:
+        raise BatchError(
+            f"{inputs_path} changed since batch {store.batch_id} started; its line numbers "
+            f"no longer name the same cases: start a new batch"
+        )
+    options = meta.get("options") or {}
+    project = root.resolve().parent.parent.parent  # {project}/.prose/batches/{id}
+    spec = BatchSpec(
+        program_path=str(meta["program"]),
+        program_text=store.program_text,
+        project_dir=str(project),
+        provider=options.get("provider"),
+        models=tuple(options.get("models") or ()),
+        max_concurrency=options.get("max_concurrency"),
+        evaluator=options.get("evaluator"),
+        budgets=dict(options.get("budgets") or {}),
+    )
+    executor = executor or options.get("executor") or "local"
+    if max_runs is None:
+        max_runs = int(options.get("max_runs") or DEFAULT_MAX_RUNS)
+    _check_options(executor, max_runs)
+    ray_address = ray_address or options.get("ray_address")
+    try:
+        _preflight(executor, ray_address)
+        runner = CaseRunner(spec)
+    except (RunError, BatchError) as error:
+        store.close()
+        raise BatchError(str(error)) from None
+    store.update_meta(status="running")
+    if on_start is not None:
+        on_start(store.batch_id, store.root)
+    return await _drive(store, spec, runner, executor, max_runs, ray_address, on_row)
+
+
+def _preflight(executor: str, ray_address: str | None) -> None:
+    if executor != "ray":
+        return
+    from openprose.batches.on_ray import RayUnavailable, preflight
+
+    try:
+        preflight(ray_address)
+    except RayUnavailable as error:
+        raise BatchError(str(error)) from None
+
+
+def _check_options(executor: str, max_runs: int) -> None:
+    if executor not in EXECUTORS:
+        raise BatchError(f"unknown executor {executor!r}; choose one of: {', '.join(EXECUTORS)}")
+    if isinstance(max_runs, bool) or not isinstance(max_runs, int) or max_runs < 1:
+        raise BatchError(f"max_runs must be a positive integer, got {max_runs!r}")
+
+
+async def _drive(
+    store: BatchStore,
+    spec: BatchSpec,
+    runner: CaseRunner,
+    executor: str,
+    max_runs: int,
+    ray_address: str | None,
+    on_row: Listener | None,
+) -> BatchResult:
+    from openprose.vm.runstore import reserve_run_id
+
+    stats = BatchStats()
+    done = set()
+    for row in store.rows():
+        done.add(row["line"])
+        stats.done_before += 1
+    started = store.started()
+    store.open_for_append()
+    declared = _declared_inputs(runner.prepared.program)
+    project = Path(spec.project_dir)
+    inputs_path = Path(store.read_meta()["inputs"])
+
+    def deliver(row: dict[str, Any]) -> None:
+        store.write_row(row)
+        stats.add(row)
+        if on_row is not None:
+            on_row(row, stats)
+
+    def jobs() -> Iterator[Job]:
+        for case in read_cases(inputs_path):
+            if case.line in done:
+                continue
+            problem = _problem(case, declared)
+            if problem is not None:
+                deliver(row_of(case.line, None, "invalid", error=problem))
+                continue
+            assert isinstance(case, Case)
+            if case.line in started:
+                yield Job(case.line, started[case.line], case.inputs, resume=True)
+                continue
+            run_id = reserve_run_id(project)
+            store.record_start(case.line, run_id)
+            yield Job(case.line, run_id, case.inputs)
+
+    try:
+        cases = jobs()
+        if executor == "ray":
+            from openprose.batches.on_ray import RayUnavailable, run_on_ray
+
+            await runner.aclose()  # the workers open their own
+            try:
+                await run_on_ray(spec, cases, deliver, max_runs, address=ray_address)
+            except RayUnavailable as error:
+                raise BatchError(str(error)) from None
+        else:
+            from openprose.batches.in_process import run_in_process
+
+            try:
+                await run_in_process(runner, cases, deliver, max_runs)
+            finally:
+                await runner.aclose()
+    except CasesError as error:
+        raise BatchError(str(error)) from None
+    finally:
+        store.close()
+    everything = stats.done_before + stats.done
+    failed = (
+        stats.failed
+        + stats.invalid
+        + sum(1 for row in _old_rows(store, done) if row.get("status") != "succeeded")
+    )
+    status = "succeeded" if failed == 0 else "failed"
+    store.update_meta(status="finished", cases=everything)
+    output = store.output_path
+    return BatchResult(store.batch_id, store.root, output, status, stats)
+
+
+def _old_rows(store: BatchStore, lines: set[int]) -> Iterator[dict[str, Any]]:
+    return (row for row in store.rows() if row["line"] in lines)
+
+
+def _declared_inputs(program: Any) -> dict[str, Any]:
+    from openprose import nodes as n
+
+    return {s.name.id: s for s in program.body if isinstance(s, n.Input)}
+
+
+def _problem(case: Case | Invalid, declared: dict[str, Any]) -> str | None:
+    """Why a case cannot run (E026 / E027, as `prose run` says them), else None."""
+    if isinstance(case, Invalid):
+        return case.error
+    missing = [name for name in declared if name not in case.inputs]
+    unknown = [name for name in case.inputs if name not in declared]
+    problems = [f"E026 missing required input '{name}'" for name in missing]
+    if unknown:
+        known = ", ".join(declared) or "none"
+        problems += [
+            f"E027 unknown input '{name}'; the program declares: {known}" for name in unknown
+        ]
+    return "; ".join(problems) or None

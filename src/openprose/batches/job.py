@@ -1,0 +1,155 @@
+"""One case of a batch as a run: the code every executor runs, in process or on a worker.
+
+`BatchSpec` is plain, picklable data (it travels to Ray workers); `CaseRunner` turns it into a
+checked program and an open provider once per process and runs cases with them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["BatchSpec", "CaseRunner", "Job", "row_of"]
+
+FINISHED = ("succeeded", "failed", "stopped")  # rows of their own; "aborted" is resumed
+
+
+@dataclass(frozen=True, slots=True)
+class BatchSpec:
+    """What every run of a batch shares: the program and the `prose run` options."""
+
+    program_path: str  # absolute; recorded in each run.json, the base of relative `use`
+    program_text: str
+    project_dir: str  # absolute: run folders go under {project_dir}/.prose/runs/
+    provider: str | None = None
+    models: tuple[str, ...] = ()
+    max_concurrency: int | None = None
+    evaluator: str | None = None
+    budgets: dict[str, Any] = field(default_factory=dict)  # per run: max_sessions, ...
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """Run `inputs` as run `run_id`; `resume` when the batch started that run before."""
+
+    line: int
+    run_id: str
+    inputs: dict[str, Any] = field(default_factory=dict)
+    resume: bool = False
+
+
+def row_of(line: int, run_id: str | None, status: str, **rest: Any) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "line": line,
+        "run_id": run_id,
+        "status": status,
+        "outputs": {},
+        "usage": {},
+    }
+    row["error"] = None
+    row.update(rest)
+    return row
+
+
+class CaseRunner:
+    """Runs jobs of one batch; `open` checks the program and opens the provider once."""
+
+    def __init__(self, spec: BatchSpec) -> None:
+        from openprose.cli.run import UsageError
+        from openprose.launch import RunError, check_text, open_run
+
+        self.spec = spec
+        project = Path(spec.project_dir)
+        try:
+            parsed = check_text(spec.program_text, spec.program_path, project)
+        except UsageError as error:
+            raise RunError(str(error), error.diagnostics) from None
+        self.prepared = open_run(
+            parsed.program,
+            spec.program_text,
+            program_dir=Path(spec.program_path).parent,
+            project=project,
+            provider=spec.provider,
+            models=list(spec.models),
+            max_concurrency=spec.max_concurrency,
+            evaluator=spec.evaluator,
+            budgets=spec.budgets,
+        )
+
+    async def run(self, job: Job) -> dict[str, Any]:
+        """The job's row. A run that fails is a row with its error; so is a VM bug in one run
+        (the batch goes on; the run folder stays resumable)."""
+        try:
+            if job.resume:
+                return await self._resume(job)
+            return self._row(job, await self._start(job))
+        except Exception as error:  # noqa: BLE001 - one run's bug must not end the batch
+            message = f"internal error: {type(error).__name__}: {error}"
+            return row_of(job.line, job.run_id, "error", error=message)
+
+    async def _start(self, job: Job) -> Any:
+        from openprose.vm.runner import run_program
+
+        p = self.prepared
+        return await run_program(
+            p.program,
+            p.text,
+            provider=p.provider,
+            project_dir=p.project,
+            inputs=job.inputs,
+            imports=p.imports,
+            settings=p.settings,
+            config=p.config,
+            launch=p.launch,
+            prices=p.prices,
+            run_id=job.run_id,
+        )
+
+    async def _resume(self, job: Job) -> dict[str, Any]:
+        from openprose.vm.runner import resume_run
+        from openprose.vm.runstore import RUNS_DIR, RunStore
+
+        run_dir = self.prepared.project / RUNS_DIR / job.run_id
+        if not (run_dir / "run.json").is_file():  # killed before the run wrote anything
+            return self._row(job, await self._start(job))
+        store = RunStore.open(run_dir)
+        meta = store.read_meta()
+        if meta.get("status") in FINISHED:  # it ended; only its row was not written
+            return row_of(
+                job.line,
+                job.run_id,
+                str(meta["status"]),
+                outputs=store.read_outputs() or {},
+                usage=meta.get("usage") or {},
+                error=meta.get("error"),
+                **({"result": meta["result"]} if meta.get("result") is not None else {}),
+            )
+        p = self.prepared
+        result = await resume_run(
+            run_dir,
+            p.program,
+            provider=p.provider,
+            project_dir=p.project,
+            imports=p.imports,
+            settings=p.settings,
+            config=p.config,
+            prices=p.prices,
+        )
+        return self._row(job, result)
+
+    @staticmethod
+    def _row(job: Job, result: Any) -> dict[str, Any]:
+        extra = {"result": result.result} if result.result is not None else {}
+        return row_of(
+            job.line,
+            result.run_id,
+            result.status,
+            outputs=result.outputs,
+            usage=result.usage,
+            error=result.error,
+            **extra,
+        )
+
+    async def aclose(self) -> None:
+        await self.prepared.provider.aclose()

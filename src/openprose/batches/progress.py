@@ -1,0 +1,102 @@
+"""What a batch shows while it runs: a Rich progress bar on a terminal (done/failed, rate,
+ETA, tokens, cost), otherwise one plain status line at most every few seconds."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any, Self, TextIO
+
+from openprose.batches.driver import BatchStats
+
+__all__ = ["BarProgress", "PlainBatchProgress", "describe"]
+
+
+def describe(stats: BatchStats, total: int | None) -> str:
+    elapsed = max(time.monotonic() - stats.started, 1e-9)
+    rate = stats.done / elapsed
+    done = stats.done + stats.done_before
+    parts = [f"{done}/{total}" if total is not None else f"{done} done"]
+    parts.append(f"{stats.failed} failed, {stats.invalid} invalid")
+    parts.append(f"{rate:.1f} runs/s")
+    if total is not None and rate > 0:
+        parts.append(f"ETA {_clock((total - done) / rate)}")
+    parts.append(f"tokens {stats.input_tokens} in / {stats.output_tokens} out")
+    parts.append(cost_text(stats.cost, stats.unpriced))
+    return ", ".join(parts)
+
+
+def cost_text(cost: float, unpriced: dict[str, int]) -> str:
+    """The cost, never an unknown price shown as free."""
+    if not unpriced:
+        return f"${cost:.4f}"
+    return f"${cost:.4f} + unknown (no price for {', '.join(sorted(unpriced))})"
+
+
+def _clock(seconds: float) -> str:
+    seconds = int(seconds)
+    return (
+        f"{seconds // 3600}h{seconds // 60 % 60:02d}m"
+        if seconds >= 3600
+        else (f"{seconds // 60}m{seconds % 60:02d}s")
+    )
+
+
+class PlainBatchProgress:
+    """Invalid lines as they come; a status line every `interval` seconds and at the end."""
+
+    def __init__(self, stream: TextIO, total: int | None, interval: float = 5.0) -> None:
+        self.stream = stream
+        self.total = total
+        self.interval = interval
+        self._last = time.monotonic()
+        self._stats: BatchStats | None = None
+
+    def __call__(self, row: dict[str, Any], stats: BatchStats) -> None:
+        self._stats = stats
+        if row["status"] == "invalid":
+            print(f"prose batch: line {row['line']}: {row['error']}", file=self.stream)
+        now = time.monotonic()
+        if now - self._last >= self.interval:
+            self._last = now
+            print(f"prose batch: {describe(stats, self.total)}", file=self.stream)
+
+    def finish(self) -> None:
+        if self._stats is not None:
+            print(f"prose batch: {describe(self._stats, self.total)}", file=self.stream)
+
+
+class BarProgress:
+    """A Rich bar on stderr; invalid lines are printed above it."""
+
+    def __init__(self, total: int | None, title: str) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, Progress, TextColumn
+
+        self._progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            TextColumn("{task.fields[status]}"),
+            console=Console(file=sys.stderr),
+            transient=False,
+        )
+        self._task = self._progress.add_task(title, total=total, status="starting")
+        self.total = total
+
+    def __enter__(self) -> Self:
+        self._progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._progress.stop()
+
+    def __call__(self, row: dict[str, Any], stats: BatchStats) -> None:
+        if row["status"] == "invalid":
+            self._progress.console.print(
+                f"line {row['line']}: {row['error']}", markup=False, highlight=False
+            )
+        self._progress.update(
+            self._task,
+            completed=stats.done + stats.done_before,
+            status=describe(stats, self.total),
+        )

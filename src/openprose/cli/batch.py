@@ -1,0 +1,193 @@
+"""``prose batch PROGRAM INPUTS.jsonl``: one run per case, rows in an output file.
+
+Exit status: 0 when every case succeeded; 1 when some case failed or was invalid (its row
+says why); 2 for usage errors (bad program, provider configuration, unreadable inputs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+OK, FAILED, USAGE_ERROR = 0, 1, 2
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from openprose.cli.run import add_budget_arguments, add_provider_arguments
+
+    parser.add_argument("program", metavar="PROGRAM", nargs="?", help="the .prose file to run")
+    parser.add_argument(
+        "inputs",
+        metavar="INPUTS",
+        nargs="?",
+        help="cases: a .jsonl file of JSON objects of inputs, or a .csv file with a header",
+    )
+    parser.add_argument(
+        "-o", "--output", metavar="FILE", help="rows file (default: in the batch folder)"
+    )
+    parser.add_argument(
+        "--resume", metavar="BATCH", help="continue a batch: run only the cases without a row"
+    )
+    parser.add_argument(
+        "--max-runs", type=int, metavar="N", help="runs in flight at once (default 64)"
+    )
+    parser.add_argument(
+        "--executor", choices=("local", "ray"), help="where runs execute (default: local)"
+    )
+    parser.add_argument(
+        "--ray-address", metavar="ADDRESS", help="an existing Ray cluster (default: start one)"
+    )
+    add_provider_arguments(parser)
+    add_budget_arguments(parser)  # each run's budgets
+
+
+def run(args: argparse.Namespace) -> int:
+    from openprose.batches import BatchError
+
+    try:
+        return _batch(args)
+    except BatchError as error:
+        return _not_run(str(error), args.json)
+
+
+def _not_run(message: str, as_json: bool) -> int:
+    print(f"prose batch: {message}", file=sys.stderr)
+    if as_json:
+        print(json.dumps({"batch_id": None, "status": "not_run", "error": message}))
+    return USAGE_ERROR
+
+
+def _batch(args: argparse.Namespace) -> int:
+    from openprose.batches import BatchError, resume_batch, run_batch
+    from openprose.batches.cases import count_cases
+    from openprose.cli.run import budget_flags
+
+    if args.resume:
+        if args.program or args.inputs or args.output or args.provider or args.model:
+            raise BatchError(
+                "--resume BATCH continues with the batch's own program, inputs and provider; "
+                "give no PROGRAM, INPUTS, -o, --provider or --model with it"
+            )
+        root = _batch_root(args.resume)
+        total = count_cases(Path(_meta(root).get("inputs", ""))) if root else None
+        title = f"batch {root.name if root else args.resume}"
+        return _show(
+            lambda on_row: resume_batch(
+                args.resume,
+                max_runs=args.max_runs,
+                executor=args.executor,
+                ray_address=args.ray_address,
+                on_row=on_row,
+                on_start=_announce,
+            ),
+            args.json,
+            total,
+            title,
+        )
+    if not args.program or not args.inputs:
+        raise BatchError("give PROGRAM and INPUTS (or --resume BATCH)")
+    total = count_cases(Path(args.inputs))
+    return _show(
+        lambda on_row: run_batch(
+            args.program,
+            args.inputs,
+            output=args.output,
+            provider=args.provider,
+            models=args.model,
+            max_concurrency=args.max_concurrency,
+            evaluator=args.evaluator,
+            max_runs=64 if args.max_runs is None else args.max_runs,
+            budgets=budget_flags(args),
+            executor=args.executor or "local",
+            ray_address=args.ray_address,
+            on_row=on_row,
+            on_start=_announce,
+        ),
+        args.json,
+        total,
+        f"batch {Path(args.program).name}",
+    )
+
+
+def _batch_root(spec: str) -> Path | None:
+    from openprose.batches.store import find_batch
+
+    try:
+        return find_batch(Path.cwd(), spec)
+    except ValueError:
+        return None
+
+
+def _meta(root: Path) -> dict[str, Any]:
+    try:
+        data = json.loads((root / "batch.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _show(start: Any, as_json: bool, total: int | None, title: str) -> int:
+    """Run the batch with a progress view (none with --json), then the summary."""
+    from openprose.batches.progress import BarProgress, PlainBatchProgress
+
+    try:
+        if as_json:
+            result = asyncio.run(start(_invalid_lines_only))
+        elif sys.stderr.isatty() and os.environ.get("TERM") != "dumb":
+            with BarProgress(total, title) as bar:
+                result = asyncio.run(start(bar))
+        else:
+            plain = PlainBatchProgress(sys.stderr, total)
+            result = asyncio.run(start(plain))
+            plain.finish()
+    except KeyboardInterrupt:
+        where = _announced[-1] if _announced else "BATCH"
+        print(
+            f"prose batch: interrupted; continue with: prose batch --resume {where}",
+            file=sys.stderr,
+        )
+        return 130
+    summary = result.to_json()
+    if as_json:
+        print(json.dumps(summary, ensure_ascii=False))
+    else:
+        print(_summary_text(result.batch_id, result.status, str(result.output), summary))
+    return OK if result.status == "succeeded" else FAILED
+
+
+def _summary_text(batch_id: str, status: str, output: str, summary: dict[str, Any]) -> str:
+    counts = (
+        f"{summary['succeeded']} succeeded, {summary['failed']} failed, "
+        f"{summary['invalid']} invalid"
+    )
+    if summary["done_before"]:
+        counts += f" ({summary['done_before']} done before this resume)"
+    from openprose.batches.progress import cost_text
+
+    usage = summary["usage"]
+    lines = [
+        f"batch {batch_id}: {status}  {counts}",
+        f"rows: {output}",
+        f"tokens: {usage['input_tokens']} in, {usage['output_tokens']} out; cost "
+        + cost_text(usage["cost_usd"], usage["unpriced_models"]),
+    ]
+    return "\n".join(lines)
+
+
+_announced: list[str] = []
+
+
+def _announce(batch_id: str, root: Path) -> None:
+    """The batch id on stderr at the start, so an interrupted batch can be found."""
+    _announced.append(batch_id)
+    print(f"prose batch: batch {batch_id} ({root})", file=sys.stderr)
+
+
+def _invalid_lines_only(row: dict[str, Any], stats: Any) -> None:
+    if row["status"] == "invalid":
+        print(f"prose batch: line {row['line']}: {row['error']}", file=sys.stderr)

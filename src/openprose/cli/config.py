@@ -1,0 +1,86 @@
+"""``prose config [PROGRAM]``: which settings file and which provider a run would use, and why.
+
+The settings file is found as ``prose run`` finds it (see ``openprose.project``): walking up
+from the program's folder (or the working directory), the nearest ``prose.toml`` or
+``pyproject.toml`` with ``[tool.prose]``. The provider is chosen as ``prose run`` chooses it:
+``--provider``, then ``PROSE_PROVIDER``, then the settings file, then API-key variables,
+then the installed local model. Exit status 0 when a provider would be used, 1 when none is
+configured (the reason is printed), 2 for a settings file that cannot be read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "program", nargs="?", metavar="PROGRAM", help="the program a run would start (optional)"
+    )
+    parser.add_argument("--provider", metavar="NAME", help="as `prose run --provider`")
+    parser.add_argument(
+        "--model", action="append", default=[], metavar="ALIAS=PROVIDER:MODEL", help="as run"
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def run(args: argparse.Namespace) -> int:
+    from openprose.project import find_project
+    from openprose.providers import ProviderConfigError, load_settings
+    from openprose.providers.settings import resolve_model
+
+    start = Path(args.program).parent if args.program else Path.cwd()
+    project = find_project(start)
+    shown: dict[str, Any] = {
+        "project": str(project.root),
+        "settings_file": str(project.settings_file) if project.settings_file else None,
+        "why": project.explain(),
+    }
+    status = 0
+    try:
+        settings = load_settings(project.root, provider=args.provider, model_overrides=args.model)
+    except ProviderConfigError as error:
+        shown["provider"] = None
+        shown["provider_error"] = str(error)
+        status = 2 if project.settings_file and str(project.settings_file) in str(error) else 1
+    else:
+        aliases = (
+            "sonnet",
+            "opus",
+            "haiku",
+            *sorted(set(settings.aliases) - {"sonnet", "opus", "haiku"}),
+        )
+        shown["provider"] = settings.provider
+        shown["provider_source"] = settings.source
+        if settings.path is not None:
+            shown["provider_file"] = str(settings.path)
+        shown["models"] = {alias: ":".join(resolve_model(alias, settings)) for alias in aliases}
+        shown["max_concurrency"] = settings.max_concurrency
+    if args.json:
+        print(json.dumps(shown, indent=2, ensure_ascii=False))
+        return status
+    print(f"project:   {shown['project']}")
+    print(f"settings:  {shown['settings_file'] or 'none (defaults)'}")
+    print(f"           {shown['why']}")
+    if shown["provider"] is None:
+        print("provider:  none")
+        print(_indent(shown["provider_error"]), file=sys.stderr)
+        return status
+    source = shown["provider_source"]
+    print(f"provider:  {shown['provider']}  (chosen by {source})")
+    if "provider_file" in shown:
+        print(f"           file {shown['provider_file']}")
+    for alias, target in shown["models"].items():
+        print(f"model:     {alias} -> {target}")
+    print(f"max_concurrency: {shown['max_concurrency']}")
+    return status
+
+
+def _indent(text: str) -> str:
+    return "\n".join(
+        "prose: " + line if i == 0 else "       " + line for i, line in enumerate(text.splitlines())
+    )

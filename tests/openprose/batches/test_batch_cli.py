@@ -1,0 +1,196 @@
+"""`prose batch` end to end on the scripted provider: rows, invalid lines, failures, resume
+after kill -9, one writer per batch."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from openprose.cli import main
+
+
+def rows_of(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def run_folders(project: Path) -> list[Path]:
+    runs = project / ".prose" / "runs"
+    return sorted(p for p in runs.iterdir() if p.is_dir()) if runs.is_dir() else []
+
+
+def test_batch_writes_one_row_per_case(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (project / "in.jsonl").write_text(
+        '{"topic": "owls"}\n\n{"topic": "fail now"}\nnot json\n{"other": 1}\n{"topic": "cats"}\n'
+    )
+    code = main(
+        ["batch", "p.prose", "in.jsonl", "-o", "out.jsonl", "--provider", "scripted:rules.yaml"]
+    )
+    captured = capsys.readouterr()
+    assert code == 1  # a case failed and lines were invalid
+    rows = {row["line"]: row for row in rows_of(project / "out.jsonl")}
+    assert sorted(rows) == [1, 3, 4, 5, 6]
+    assert set(rows[1]) == {"line", "run_id", "status", "outputs", "usage", "error"}
+    assert rows[1]["status"] == "succeeded" and rows[1]["outputs"] == {"answer": "ok"}
+    assert rows[1]["usage"]["requests_sent"] == 1
+    assert rows[3]["status"] == "failed" and "injected error" in rows[3]["error"]
+    assert rows[4]["status"] == "invalid" and rows[4]["run_id"] is None
+    assert "E026 missing required input 'topic'" in rows[5]["error"]
+    assert "E027 unknown input 'other'" in rows[5]["error"]
+    assert "line 4: invalid JSON" in captured.err and "line 5: E026" in captured.err
+    # every run is a normal run folder that `prose show` reads
+    assert len(run_folders(project)) == 3
+    assert main(["show", rows[6]["run_id"]]) == 0
+    assert "cats" in (project / ".prose" / "runs" / rows[6]["run_id"] / "run.json").read_text()
+
+
+def test_batch_json_summary_and_csv(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (project / "in.csv").write_text("topic\nowls\ncats\n")
+    code = main(["batch", "p.prose", "in.csv", "--provider", "scripted:rules.yaml", "--json"])
+    summary = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert summary["status"] == "succeeded" and summary["succeeded"] == 2
+    assert summary["usage"]["input_tokens"] > 0
+    rows = rows_of(Path(summary["output"]))
+    assert sorted(r["line"] for r in rows) == [2, 3]  # the header is line 1
+    assert Path(summary["output"]).parent.name == summary["batch_id"]
+
+
+def test_usage_errors_exit_2_and_leave_no_batch(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (project / "bad.prose").write_text('sesion "x"\n')
+    (project / "in.jsonl").write_text('{"topic": "a"}\n')
+    assert main(["batch", "bad.prose", "in.jsonl", "--provider", "scripted:rules.yaml"]) == 2
+    assert main(["batch", "p.prose", "nope.jsonl", "--provider", "scripted:rules.yaml"]) == 2
+    assert main(["batch", "p.prose", "in.jsonl", "--provider", "scripted:nope.yaml"]) == 2
+    assert main(["batch", "p.prose", "in.jsonl", "--max-runs", "0"]) == 2
+    assert main(["batch", "--resume", "nothing-here"]) == 2
+    err = capsys.readouterr().err
+    assert "nope.jsonl: cannot read" in err and "no batch 'nothing-here'" in err
+    assert not (project / ".prose" / "batches").exists()
+
+
+SLOW_RULES = """latency_ms: 150
+default: "ok"
+"""
+
+
+def test_kill_9_then_resume_repeats_no_finished_run(project: Path) -> None:
+    (project / "slow.yaml").write_text(SLOW_RULES)
+    cases = 12
+    (project / "in.jsonl").write_text("".join(f'{{"topic": "t{i}"}}\n' for i in range(cases)))
+    command = [sys.executable, "-m", "openprose.cli", "batch", "p.prose", "in.jsonl"]
+    command += ["-o", "out.jsonl", "--provider", "scripted:slow.yaml", "--max-runs", "2"]
+    child = subprocess.Popen(command, cwd=project, stderr=subprocess.DEVNULL)
+    out = project / "out.jsonl"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if out.exists() and len(out.read_text().splitlines()) >= 3:
+            break
+        time.sleep(0.02)
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    before = rows_of(out)
+    assert 3 <= len(before) < cases, "the kill came too late to test anything"
+    runs_before = {p.name for p in run_folders(project)}
+    batch_id = next((project / ".prose" / "batches").iterdir()).name
+
+    code = main(["batch", "--resume", batch_id[:12]])
+    assert code == 0
+    after = rows_of(out)
+    assert sorted(r["line"] for r in after) == list(range(1, cases + 1))  # each line once
+    assert after[: len(before)] == before  # finished rows untouched
+    runs_after = {p.name for p in run_folders(project)}
+    assert len(runs_after) == cases  # no case ran in two run folders
+    assert runs_before <= runs_after
+    # a run the kill interrupted was resumed, not started again: its id is kept
+    started = [
+        json.loads(x)
+        for x in (project / ".prose/batches" / batch_id / "started.jsonl").read_text().splitlines()
+    ]
+    assert {r["run_id"] for r in after} == {s["run_id"] for s in started}
+    # the finished runs sent nothing again: one request per case in all
+    sent = 0
+    for run in runs_after:
+        journal = (project / ".prose" / "runs" / run / "journal.jsonl").read_text()
+        sent += journal.count('"ev":"session_finished"')
+    assert sent == cases
+
+
+def test_one_writer_per_batch(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (project / "in.jsonl").write_text('{"topic": "a"}\n')
+    assert main(["batch", "p.prose", "in.jsonl", "--provider", "scripted:rules.yaml"]) == 0
+    root = next((project / ".prose" / "batches").iterdir())
+    import fcntl
+
+    with open(root / "lock", "r+") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        held.write("4242\n")
+        held.flush()
+        assert main(["batch", "--resume", root.name]) == 2
+    assert f"batch {root.name} is being written by pid 4242" in capsys.readouterr().err
+    # released: the resume goes through and has nothing left to run
+    assert main(["batch", "--resume", root.name, "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["done_before"] == 1 and summary["succeeded"] == 0
+
+
+def test_changed_inputs_file_is_refused_on_resume(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (project / "in.jsonl").write_text('{"topic": "a"}\n')
+    assert main(["batch", "p.prose", "in.jsonl", "--provider", "scripted:rules.yaml"]) == 0
+    (project / "in.jsonl").write_text('{"topic": "b"}\n{"topic": "a"}\n')
+    root = next((project / ".prose" / "batches").iterdir())
+    assert main(["batch", "--resume", root.name]) == 2
+    assert "changed since batch" in capsys.readouterr().err
+
+
+def test_torn_last_row_is_dropped_and_rewritten(project: Path) -> None:
+    (project / "in.jsonl").write_text('{"topic": "a"}\n{"topic": "b"}\n')
+    assert (
+        main(
+            ["batch", "p.prose", "in.jsonl", "-o", "out.jsonl", "--provider", "scripted:rules.yaml"]
+        )
+        == 0
+    )
+    out = project / "out.jsonl"
+    lines = out.read_text().splitlines()
+    out.write_text(lines[0] + "\n" + lines[1][:20])  # a crash tore the second row
+    root = next((project / ".prose" / "batches").iterdir())
+    assert main(["batch", "--resume", root.name]) == 0
+    rows = rows_of(out)
+    assert sorted(r["line"] for r in rows) == [1, 2]
+    assert all(r["status"] == "succeeded" for r in rows)
+    assert len(run_folders(project)) == 2  # the torn row's run had ended: not run again
+
+
+def test_budgets_apply_to_each_run(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (project / "two.prose").write_text(
+        'input topic: "what"\nlet a = session "One {topic}"\noutput b = session "Two {topic}"\n'
+    )
+    (project / "in.jsonl").write_text('{"topic": "a"}\n{"topic": "b"}\n')
+    code = main(
+        [
+            "batch",
+            "two.prose",
+            "in.jsonl",
+            "-o",
+            "out.jsonl",
+            "--provider",
+            "scripted:rules.yaml",
+            "--max-sessions",
+            "1",
+        ]
+    )
+    assert code == 1
+    rows = rows_of(project / "out.jsonl")
+    assert [r["status"] for r in rows] == ["stopped", "stopped"]
+    assert all("--max-sessions" in r["error"] for r in rows)
+    assert all(r["usage"]["requests_sent"] == 1 for r in rows)
