@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
         plural = "exchange" if count == 1 else "exchanges"
         print(f"wrote {count} {plural} to {args.cassette}", file=sys.stderr)
     damaged: list[str] = []  # what could not be shown, and why
-    steps, decisions, errors, cancelled = _journal(store.journal_path, damaged)
+    view = _journal(store.journal_path, damaged)
     bindings = (
         sorted(p.stem for p in store.bindings.glob("*.md")) if store.bindings.is_dir() else []
     )
@@ -63,10 +63,7 @@ def run(args: argparse.Namespace) -> int:
         "status": status_of(meta),
         "program": meta.get("program"),
         "error": meta.get("error"),
-        "steps": steps,
-        "decisions": decisions,
-        "errors": errors,
-        "cancelled": cancelled,
+        **view,
         "bindings": bindings,
         "outputs": outputs,
         "result": meta.get("result"),
@@ -112,6 +109,9 @@ def _print_text(shown: dict[str, Any], meta: dict[str, Any]) -> None:
             print(f"  {p(e.get('step', '')):<18} {p(e.get('error') or e.get('question'))}")
     if shown["cancelled"]:
         print(f"\ncancelled ({len(shown['cancelled'])}): {p(', '.join(shown['cancelled']))}")
+    _print_tools(
+        shown["tool_calls"], shown["permissions"], shown["approvals"], shown["pending_approvals"]
+    )
     print(f"\nbindings ({len(shown['bindings'])}): {p(', '.join(shown['bindings']))}")
     if shown["outputs"]:
         print("\noutputs:")
@@ -126,26 +126,31 @@ def _print_text(shown: dict[str, Any], meta: dict[str, Any]) -> None:
             print(f"  {p(problem)}")
 
 
-def _journal(
-    path: Path, damaged: list[str]
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]], list[str]]:
-    """Steps, decisions, errors and cancelled steps from the journal. An event of the wrong
-    shape is skipped and named in `damaged`, as is a journal that cannot be read."""
+def _journal(path: Path, damaged: list[str]) -> dict[str, Any]:
+    """Steps, decisions, errors, cancelled steps and the tool loop's events from the journal.
+    An event of the wrong shape is skipped and named in `damaged`, as is a journal that
+    cannot be read."""
     from openprose.vm.journal import read_journal
 
     steps: list[dict[str, Any]] = []
     decisions: list[dict[str, Any]] = []
     errors: list[dict[str, Any]] = []
     cancelled: list[str] = []
+    tool_calls: list[dict[str, Any]] = []
+    permissions: list[dict[str, Any]] = []
+    approvals: list[dict[str, Any]] = []
+    pending: dict[str, dict[str, Any]] = {}
     try:
         events = list(read_journal(path))
     except OSError as error:
         damaged.append(f"{path}: cannot read ({error.strerror or error})")
-        return steps, decisions, errors, cancelled
+        events = []
     for number, event in enumerate(events, 1):
         kind = event.get("ev")
         try:
-            if kind == "session_finished":
+            if kind in TOOL_EVENTS:
+                _tool_event(event, tool_calls, permissions, approvals, pending)
+            elif kind == "session_finished":
                 response = event["response"]
                 usage = response["usage"]
                 steps.append(
@@ -168,9 +173,18 @@ def _journal(
                 errors.append({k: v for k, v in event.items() if k != "t"})
             elif kind == "session_cancelled":
                 cancelled.append(str(event["step"]))
-        except (KeyError, TypeError, ValueError, OverflowError):
+        except (KeyError, TypeError, ValueError, OverflowError, AttributeError):
             damaged.append(f"{path}: event {number} ({str(kind)[:40]}) has the wrong shape")
-    return steps, decisions, errors, cancelled
+    return {
+        "steps": steps,
+        "decisions": decisions,
+        "errors": errors,
+        "cancelled": cancelled,
+        "tool_calls": tool_calls,
+        "permissions": permissions,
+        "approvals": approvals,
+        "pending_approvals": list(pending.values()),
+    }
 
 
 def _outputs(path: Path, damaged: list[str]) -> dict[str, Any] | None:
@@ -190,3 +204,87 @@ def _outputs(path: Path, damaged: list[str]) -> dict[str, Any] | None:
         damaged.append(f"{path}: not a JSON object of outputs")
         return None
     return data
+
+
+TOOL_EVENTS = ("tool_call", "tool_result", "permission", "approval_requested", "approval_decided")
+
+
+def _tool_event(
+    event: dict[str, Any],
+    calls: list[dict[str, Any]],
+    permissions: list[dict[str, Any]],
+    approvals: list[dict[str, Any]],
+    pending: dict[str, dict[str, Any]],
+) -> None:
+    """Sort one tool-loop event into what `show` lists."""
+    kind = event["ev"]
+    where = f"{event.get('step', '')}~t{event.get('turn', 0)}.{event.get('index', 0)}"
+    if kind == "tool_call":
+        call = event.get("call") or {}
+        calls.append(
+            {"at": where, "tool": call.get("name"), "arguments": call.get("arguments"),
+             "result": None, "is_error": None, "omitted_bytes": 0}
+        )  # fmt: skip
+    elif kind == "tool_result":
+        for entry in reversed(calls):
+            if entry["at"] == where and entry["result"] is None:
+                entry.update(
+                    result=event.get("content"),
+                    is_error=event.get("is_error"),
+                    omitted_bytes=event.get("omitted_bytes", 0),
+                )
+                break
+    elif kind == "permission":
+        permissions.append(
+            {
+                "at": where,
+                **{k: event.get(k) for k in ("tool", "kind", "action", "decision", "reason")},
+            }
+        )
+    elif kind == "approval_requested":
+        pending[str(event["id"])] = {
+            k: event.get(k) for k in ("id", "tool", "kind", "action", "agent")
+        }
+    else:
+        pending.pop(str(event.get("id")), None)
+        approvals.append({k: event.get(k) for k in ("id", "answer", "kind", "action", "by")})
+
+
+def _print_tools(
+    calls: list[dict[str, Any]],
+    permissions: list[dict[str, Any]],
+    approvals: list[dict[str, Any]],
+    pending: list[dict[str, Any]],
+) -> None:
+    from openprose.terminal import printable as shown
+
+    if calls:
+        print(f"\ntool calls ({len(calls)}):")
+        for c in calls:
+            args = json.dumps(c["arguments"], ensure_ascii=False)[:60]
+            if c["result"] is None:
+                outcome = "no result (in flight when the run stopped)"
+            else:
+                outcome = ("error: " if c["is_error"] else "") + " ".join(str(c["result"]).split())[
+                    :50
+                ]
+                if c["omitted_bytes"]:
+                    outcome += f" [cut {c['omitted_bytes']} bytes]"
+            print(shown(f"  {c['at']:<14} {c['tool']!s:<12} {args}  → {outcome}"))
+    if permissions:
+        print(f"\npermissions ({len(permissions)}):")
+        for p in permissions:
+            print(
+                shown(
+                    f"  {p['at']:<14} {p['decision']!s:<8} {p['kind']} {p['action']}  "
+                    f"({p['reason']})"
+                )
+            )
+    if approvals:
+        print(f"\napprovals ({len(approvals)}):")
+        for a in approvals:
+            print(shown(f"  {a['id']}: {a['answer']} ({a['kind']} {a['action']}, by {a['by']})"))
+    if pending:
+        print(f"\nwaiting for approval ({len(pending)}): answer with prose approve / prose deny")
+        for r in pending:
+            print(shown(f"  {r['id']}: {r['tool']} wants to {r['kind']} {r['action']}"))

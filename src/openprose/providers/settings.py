@@ -358,6 +358,7 @@ KNOWN_KEYS: dict[str, frozenset[str]] = {
             "vm",
             "registry",
             "imports",
+            "permissions",
             "prices",
         }
     ),
