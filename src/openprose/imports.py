@@ -5,6 +5,14 @@ A spec is a local path (`lib/research.prose`), an `http(s)://` URL, or a registr
 https://p.prose.md, or `PROSE_REGISTRY`). Every program text is cached content-addressed under
 `.prose/imports/{sha256}.prose`, and `.prose/imports/index.json` maps each spec to its latest
 hash; a run records the hashes it used, so resuming it reads exactly those texts.
+
+A remote program (from a URL or the registry) is pinned on its first fetch in the project's
+`prose.lock` (spec -> URL and sha256, like `uv.lock`): later runs use the pinned text from the
+cache, and a server now sending something else is an error until the user accepts it
+(`prose run --update-pins`). A download is bounded in size and in total time (`[imports]`
+in prose.toml), plain `http://` is refused for anything but this machine unless allowed
+there, and a remote program is confined: it may not import local files or keep agent memory
+outside the run or project folder.
 """
 
 from __future__ import annotations
@@ -14,14 +22,29 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from openprose.contracts import ContractLookup, ProgramContract, contract_of, is_local_path
 from openprose.files import write_atomically
 from openprose.locks import locked
 
+if TYPE_CHECKING:
+    from openprose.nodes import Program
+
 DEFAULT_REGISTRY = "https://p.prose.md"
 CACHE_DIR = Path(".prose") / "imports"
-FETCH_TIMEOUT_S = 30.0
+PINS_FILE = "prose.lock"
+LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
+
+
+@dataclass(frozen=True, slots=True)
+class FetchPolicy:
+    """How remote programs are fetched: the `[imports]` table of prose.toml."""
+
+    max_bytes: int = 1024 * 1024  # a program is text: a MiB is already very long
+    timeout: float = 30.0  # seconds for the whole download, not per read
+    allow_http: bool = False  # plain http:// to another machine
+    update_pins: bool = False  # accept what the server sends now (`--update-pins`)
 
 
 class ImportFailed(Exception):
@@ -125,6 +148,45 @@ def sha256_of(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+class ImportPins:
+    """`prose.lock`: spec -> {"url", "sha256"} of every remote program the project used."""
+
+    def __init__(self, project_dir: Path) -> None:
+        self.path = project_dir / PINS_FILE
+        self._guard = project_dir / ".prose" / "prose.lock.lock"
+
+    def read(self) -> dict[str, dict[str, str]]:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError, RecursionError) as error:
+            raise ImportFailed(f"{self.path}: damaged ({error}); fix or delete it") from None
+        pins = data.get("imports") if isinstance(data, dict) else None
+        if not isinstance(pins, dict):
+            raise ImportFailed(f"{self.path}: damaged, no `imports` object; fix or delete it")
+        return {
+            str(spec): pin
+            for spec, pin in pins.items()
+            if isinstance(pin, dict)
+            and isinstance(pin.get("url"), str)
+            and isinstance(pin.get("sha256"), str)
+        }
+
+    def get(self, spec: str) -> dict[str, str] | None:
+        return self.read().get(spec)
+
+    def record(self, spec: str, url: str, sha256: str) -> None:
+        from openprose.locks import locked
+
+        self._guard.parent.mkdir(parents=True, exist_ok=True)
+        with locked(self._guard, timeout=30):  # two runs pinning at once keep both pins
+            pins = self.read()
+            pins[spec] = {"url": url, "sha256": sha256}
+            text = json.dumps({"version": 1, "imports": pins}, indent=2, sort_keys=True)
+            write_atomically(self.path, text + "\n")
+
+
 def fetch(
     spec: str,
     *,
@@ -133,9 +195,12 @@ def fetch(
     registry: str | None = None,
     pinned: str | None = None,
     offline: bool = False,
+    policy: FetchPolicy | None = None,
+    pins: ImportPins | None = None,
 ) -> Fetched:
     """The program text for `spec`: the pinned hash from the cache when given (resume), else
-    a local file, else the network (falling back to the cache when offline or unreachable)."""
+    a local file, else the text pinned in prose.lock, else the network (falling back to the
+    cache, with a warning, when the server cannot be reached)."""
     if pinned is not None:
         text = cache.by_hash(pinned)
         if text is None:
@@ -153,42 +218,116 @@ def fetch(
         fetched = Fetched(spec, text, sha256_of(text), str(file))
         cache.store(fetched)
         return fetched
+    policy = policy or FetchPolicy()
     url = spec if kind == "url" else registry_url(spec, registry or _registry())
+    _check_scheme(spec, url, policy)
     if offline:
         cached = cache.latest(spec)
         if cached is None:
             raise ImportFailed(f"{spec}: not cached, and fetching is off")
         return cached
+    pin = pins.get(spec) if pins is not None else None
+    if pin is not None and pin["url"] != url:
+        pin = None  # the registry moved: the pin was for another address
+    if pin is not None and not policy.update_pins:
+        text = cache.by_hash(pin["sha256"])
+        if text is not None:
+            return Fetched(spec, text, pin["sha256"], url)
     try:
-        text = _http_get(url)
-    except ImportFailed:
+        text = _http_get(url, policy)
+    except ImportFailed as error:
         cached = cache.latest(spec)
-        if cached is not None:
+        if cached is not None and (pin is None or cached.sha256 == pin["sha256"]):
+            _warn(f"{error}; using the copy cached in {cache.folder} ({cached.sha256[:12]})")
             return cached
         raise
     fetched = Fetched(spec, text, sha256_of(text), url)
+    if pin is not None and pin["sha256"] != fetched.sha256 and not policy.update_pins:
+        raise ImportFailed(
+            f"{url} changed since it was pinned in {PINS_FILE} (pinned {pin['sha256'][:12]}, "
+            f"now {fetched.sha256[:12]}); review the new version, then accept it with "
+            f"`prose run --update-pins`"
+        )
     cache.store(fetched)
+    if pins is not None:
+        pins.record(spec, url, fetched.sha256)
     return fetched
+
+
+def _check_scheme(spec: str, url: str, policy: FetchPolicy) -> None:
+    from urllib.parse import urlsplit
+
+    if not url.startswith("http://") or policy.allow_http:
+        return
+    if (urlsplit(url).hostname or "") in LOOPBACK_HOSTS or url.startswith("http://127."):
+        return  # this machine: nothing crosses a network
+    raise ImportFailed(
+        f"{spec}: refusing plain http:// ({url}): anyone on the way can change the program; "
+        f"use https://, or set `allow_http = true` under [imports] in prose.toml"
+    )
+
+
+def _warn(message: str) -> None:
+    import sys
+
+    print(f"prose: warning: {message}", file=sys.stderr)
 
 
 def _registry() -> str:
     return os.environ.get("PROSE_REGISTRY", DEFAULT_REGISTRY)
 
 
-def _http_get(url: str) -> str:
-    import urllib.error
-    import urllib.request
+def _http_get(url: str, policy: FetchPolicy) -> str:
+    """The body of `url` as text, at most `policy.max_bytes`, within `policy.timeout`
+    seconds in all (connecting, headers and body: a server dripping a byte at a time
+    cannot hold the run)."""
+    import asyncio
 
-    request = urllib.request.Request(url, headers={"Accept": "text/plain"})
     try:
-        with urllib.request.urlopen(request, timeout=FETCH_TIMEOUT_S) as answer:
-            data: bytes = answer.read()
-    except (urllib.error.URLError, OSError, ValueError) as error:
-        raise ImportFailed(f"cannot fetch {url}: {error}") from None
+        asyncio.get_running_loop()
+    except RuntimeError:
+        data = asyncio.run(_download(url, policy))
+    else:  # called from async code: its loop cannot be re-entered
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(1) as pool:
+            data = pool.submit(asyncio.run, _download(url, policy)).result()
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         raise ImportFailed(f"{url} is not UTF-8 text") from None
+
+
+async def _download(url: str, policy: FetchPolicy) -> bytes:
+    import aiohttp
+
+    too_big = ImportFailed(
+        f"cannot fetch {url}: larger than {policy.max_bytes:,} bytes "
+        f"(`max_bytes` under [imports] in prose.toml)"
+    )
+    try:
+        timeout = aiohttp.ClientTimeout(total=policy.timeout)
+        async with (
+            aiohttp.ClientSession(timeout=timeout) as session,
+            session.get(url, headers={"Accept": "text/plain"}) as answer,
+        ):
+            if answer.status != 200:
+                raise ImportFailed(f"cannot fetch {url}: HTTP {answer.status} {answer.reason}")
+            if (answer.content_length or 0) > policy.max_bytes:
+                raise too_big
+            body = bytearray()
+            async for chunk in answer.content.iter_chunked(64 * 1024):
+                body += chunk
+                if len(body) > policy.max_bytes:
+                    raise too_big
+            return bytes(body)
+    except TimeoutError:
+        raise ImportFailed(
+            f"cannot fetch {url}: no complete answer within {policy.timeout:g} s "
+            f"(`timeout` under [imports] in prose.toml)"
+        ) from None
+    except (aiohttp.ClientError, OSError, ValueError) as error:
+        raise ImportFailed(f"cannot fetch {url}: {error or type(error).__name__}") from None
 
 
 def cache_contracts(project_dir: Path) -> ContractLookup:
@@ -211,3 +350,57 @@ def cache_contracts(project_dir: Path) -> ContractLookup:
         return contract_of(parse_text(cached.text, cached.origin or spec).program)
 
     return lookup
+
+
+def confinement_problems(program: Program) -> list[str]:
+    """What a program fetched from a URL or the registry may not do, each with its place:
+    import local files (they would be read and sent to the model), or keep agent memory
+    outside the run or project folder (`persist: user`, an absolute, `~` or `..` path)."""
+    from openprose import nodes as n
+    from openprose.checker.agents import persist_of
+
+    problems: list[str] = []
+    for node in _nodes(program):
+        if isinstance(node, n.Use) and kind_of(node.path.value) == "path":
+            problems.append(
+                f"{program.path}:{node.span.line}:{node.span.column}: a remote program may not "
+                f'import the local file "{node.path.value}"; import it by URL or registry name'
+            )
+        elif isinstance(node, n.AgentDef):
+            for prop in node.properties:
+                if prop.name.id != "persist":
+                    continue
+                scope, folder = persist_of(prop.value)
+                where = f"{program.path}:{prop.span.line}:{prop.span.column}"
+                if scope == "user":
+                    problems.append(
+                        f"{where}: a remote program may not keep memory in your home folder "
+                        f"(`persist: user`); it may use `persist: true` or `persist: project`"
+                    )
+                elif scope == "path" and folder is not None and _escapes(folder):
+                    problems.append(
+                        f'{where}: a remote program may not keep memory at "{folder}" '
+                        f"(outside the project); give a relative folder without `..`, or "
+                        f"`persist: true`"
+                    )
+    return problems
+
+
+def _escapes(folder: str) -> bool:
+    path = Path(folder)
+    return path.is_absolute() or folder.startswith("~") or ".." in path.parts
+
+
+def _nodes(program: Program) -> list[object]:
+    from dataclasses import fields, is_dataclass
+
+    found: list[object] = []
+    stack: list[object] = [program]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, tuple):
+            stack.extend(node)
+        elif is_dataclass(node):
+            found.append(node)
+            stack.extend(getattr(node, f.name) for f in fields(node) if f.name != "span")
+    return found

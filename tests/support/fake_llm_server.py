@@ -31,7 +31,11 @@ Faults are consumed one per request, in order, across both APIs:
   "400" (a request the server does not understand, e.g. an older server refusing
   `stream_options`), "truncated" (the connection closes part-way through the body or stream), "stream_cut" (a
   stream that ends cleanly but without its closing event), "stream_error" (an error event
-  in the middle of a stream: Anthropic's `overloaded_error`, an OpenAI-style `{"error"}`).
+  in the middle of a stream: Anthropic's `overloaded_error`, an OpenAI-style `{"error"}`),
+  "garbage" (200 whose body is binary noise, not even UTF-8), "huge_number" (200 with JSON
+  holding a 5,000-digit number, which Python's json refuses), "cut_body" (a complete 200
+  whose JSON body stops halfway, as a misbehaving proxy passes it on) and "echo_key" (a 400
+  whose message quotes the API key the request carried).
 """
 
 from __future__ import annotations
@@ -80,6 +84,10 @@ FAULT_KINDS = (
     "truncated",
     "stream_cut",
     "stream_error",
+    "garbage",
+    "huge_number",
+    "cut_body",
+    "echo_key",
 )
 
 
@@ -306,6 +314,28 @@ class FakeLLMServer:
     async def _fault(
         self, fault: Fault, api: str, body: dict[str, Any], request: web.Request
     ) -> web.StreamResponse:
+        if fault.kind == "echo_key":  # a careless server quoting the credential it got
+            key = request.headers.get("x-api-key") or request.headers.get("authorization", "")
+            message = f"invalid request made with key {key.removeprefix('Bearer ')}"
+            return web.json_response(_error_body(api, 400, message), status=400)
+        if fault.kind == "garbage":
+            return web.Response(
+                status=200, body=b"\x00\xff\xfe\x9c\x1b[2J garbage", content_type="application/json"
+            )
+        if fault.kind == "huge_number":  # JSON no parser will turn into an int
+            return web.Response(
+                status=200, body=b'{"id": ' + b"9" * 5000 + b"}", content_type="application/json"
+            )
+        if fault.kind == "cut_body":
+            payload = (
+                _anthropic_message(body, FakeAnswer("cut"), "req_cut")
+                if api == "anthropic"
+                else _openai_completion(body, FakeAnswer("cut"), "req_cut")
+            )
+            whole = orjson.dumps(payload)
+            return web.Response(
+                status=200, body=whole[: len(whole) // 2], content_type="application/json"
+            )
         if fault.kind == "truncated":
             response = web.StreamResponse(headers={"content-type": "application/json"})
             response.content_length = 4096

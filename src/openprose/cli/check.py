@@ -205,13 +205,22 @@ def expand(paths: list[str]) -> Iterator[Path | str]:
             yield Path(STDIN)
             continue
         if not os.path.exists(path):
-            write(sys.stderr, f"prose: {path}: no such file or directory\n")
+            write(sys.stderr, f"prose: {path}: {missing_reason(path)}\n")
             yield path
             continue
         for program in find_programs(path):
             if program not in seen:
                 seen.add(program)
                 yield program
+
+
+def missing_reason(path: str | Path) -> str:
+    """Why a path that does not exist as far as `os.path.exists` goes cannot be used: a
+    symlink loop and a broken link are named as such."""
+    from openprose.files import unreadable_reason
+
+    reason = unreadable_reason(Path(path)) or "no such file"
+    return "no such file or directory" if reason == "no such file" else reason
 
 
 def read(path: Path) -> tuple[SourceFile | None, list[Diagnostic]]:

@@ -17,6 +17,7 @@ from openprose.cli.check import (
     USAGE_ERROR,
     add_project_dir,
     is_unreadable,
+    missing_reason,
     print_diagnostics,
     read,
     stdout_guard,
@@ -37,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
 
     path = Path(args.file)
     if args.file != STDIN and (path.is_dir() or not path.exists()):
-        what = "is a directory" if path.is_dir() else "no such file or directory"
+        what = "is a directory" if path.is_dir() else missing_reason(path)
         write(sys.stderr, f"prose: {path}: {what}\n")
         return USAGE_ERROR
     source, problems = read(path)

@@ -15,11 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from openprose.cli.run import (
+    BUDGET_KINDS,
     UsageError,
     add_budget_arguments,
     add_provider_arguments,
     add_trace_argument,
     budget_flags,
+    check_vm_setting,
     cost_is_enforceable,
     guarded,
     hold_progress,
@@ -70,11 +72,27 @@ def _nothing_to_resume(done: NothingToResume, as_json: bool) -> int:
 
 def _resume(args: argparse.Namespace) -> int:
     from openprose.project import runs_home
+    from openprose.vm.runstore import RunBusy, lock_run
+
+    home = runs_home()
+    run_dir = locate_run(home, args.run_ref)
+    try:
+        # Held until the run ends: a second `prose resume` of the run stops here.
+        lock = lock_run(run_dir)
+    except RunBusy as error:
+        raise UsageError(str(error)) from None
+    try:
+        return _resume_locked(args, home, run_dir)
+    finally:
+        lock.release()
+
+
+def _resume_locked(args: argparse.Namespace, home: Path, run_dir: Path) -> int:
 
     try:
         resuming = prepare_resume(
-            runs_home(),
-            args.run_ref,
+            home,
+            str(run_dir),
             provider_spec=args.provider,
             models=args.model,
             max_concurrency=args.max_concurrency,
@@ -148,15 +166,12 @@ def prepare_resume(
     """Find the run and open what continuing it needs; options not given default to those
     the run was started with. A budget given now replaces the recorded one (a larger budget
     lets a stopped run go on)."""
-    from openprose.parser import parse_text
-    from openprose.vm.runstore import RUNS_DIR, AmbiguousRun, DamagedRun, RunStore, find_run
+    from openprose.vm.runstore import DamagedRun, RunStore
 
+    run_dir = locate_run(project, run_ref)
     try:
-        run_dir = find_run(project, run_ref)
-        if run_dir is None:
-            raise UsageError(f"no run {run_ref!r} under {project / RUNS_DIR}")
         meta = RunStore.open(run_dir).read_meta()
-    except (AmbiguousRun, DamagedRun) as error:
+    except DamagedRun as error:
         raise UsageError(str(error)) from None
     project = run_dir.resolve().parent.parent.parent  # {project}/.prose/runs/{id}
     from openprose.cli.runs import status_of
@@ -166,19 +181,18 @@ def prepare_resume(
         raise UsageError(f"run {run_dir.name} is still running (pid {meta.get('pid')})")
     if status == "succeeded":
         raise NothingToResume(run_dir, meta)
-    launch = meta.get("launch") or {}
-    text = (run_dir / "program.prose").read_text(encoding="utf-8")
-    parsed = parse_text(text, str(meta.get("program") or run_dir / "program.prose"))
-    if not parsed.ok:
-        raise UsageError(f"{run_dir}/program.prose no longer parses")
-    pins = dict(meta.get("import_pins") or {})
-    program_dir = Path(launch.get("program_dir") or project)
+    recorded = _Recorded(run_dir / "run.json", meta)
+    launch = _Recorded(run_dir / "run.json", recorded.table("launch"), "launch.")
+    parsed = _program_of(run_dir, recorded.text("program"))
+    recorded.table("inputs")  # resume_run reads them; a wrong type is caught here
+    pins = {str(k): str(v) for k, v in recorded.table("import_pins").items()}
+    program_dir = Path(launch.text("program_dir") or project)
     imports = load_imports_or_fail(parsed.program, program_dir, project, pinned=pins)
     settings, provider = open_provider_or_fail(
         project,
-        provider_spec or launch.get("provider"),
-        models or list(launch.get("models") or []),
-        max_concurrency or launch.get("max_concurrency"),
+        provider_spec or launch.text("provider"),
+        models or launch.texts("models"),
+        max_concurrency or launch.count("max_concurrency"),
         record=record,
         resuming=run_dir,
     )
@@ -186,8 +200,19 @@ def prepare_resume(
 
     from openprose.vm.runner import VMConfig
 
-    recorded = meta.get("config") or {}
-    config = VMConfig(**{k: v for k, v in recorded.items() if k in VMConfig.__dataclass_fields__})
+    config_fields = {
+        k: v for k, v in recorded.table("config").items() if k in VMConfig.__dataclass_fields__
+    }
+    defaults = VMConfig()
+    for key, value in config_fields.items():
+        if key == "max_concurrency" or (value is None and key in BUDGET_KINDS):
+            continue  # replaced below by the provider settings' limit; a budget left open
+        try:
+            check_vm_setting(key, value, getattr(defaults, key))
+        except UsageError as error:
+            problem = str(error).removeprefix(f"[vm] {key} ")
+            raise UsageError(f"{run_dir / 'run.json'}: damaged, `config.{key}` {problem}") from None
+    config = VMConfig(**config_fields)
     config = replace(config, max_concurrency=settings.max_concurrency)
     if evaluator:
         config = replace(config, evaluator_model=evaluator)
@@ -195,3 +220,82 @@ def prepare_resume(
     prices = run_prices(project)
     cost_is_enforceable(parsed.program, config, settings, prices)
     return Resuming(run_dir, project, parsed.program, imports, settings, provider, config, prices)
+
+
+def locate_run(project: Path, run_ref: str) -> Path:
+    """The run folder `run_ref` names (id, unique prefix or folder); a usage error if none."""
+    from openprose.vm.runstore import RUNS_DIR, AmbiguousRun, find_run
+
+    try:
+        run_dir = find_run(project, run_ref)
+    except AmbiguousRun as error:
+        raise UsageError(str(error)) from None
+    if run_dir is None:
+        raise UsageError(f"no run {run_ref!r} under {project / RUNS_DIR}")
+    return run_dir
+
+
+def _program_of(run_dir: Path, recorded_path: str | None) -> Any:
+    """The parse of the run's own program.prose; a damaged copy is a usage error."""
+    from openprose.parser import parse_text
+
+    path = run_dir / "program.prose"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"{path}: missing; the run folder is damaged") from None
+    except OSError as error:
+        raise UsageError(f"{path}: cannot read ({error.strerror})") from None
+    except UnicodeDecodeError as error:
+        raise UsageError(
+            f"{path}: damaged, not UTF-8 (byte {error.start}); the run folder cannot be resumed"
+        ) from None
+    parsed = parse_text(text, recorded_path or str(path))
+    if not parsed.ok:
+        raise UsageError(f"{path} no longer parses")
+    return parsed
+
+
+class _Recorded:
+    """Typed reads of run.json (or one table of it); a wrongly typed field is a usage error
+    naming the file and the field."""
+
+    def __init__(self, path: Path, data: dict[str, Any], prefix: str = "") -> None:
+        self.path, self.data, self.prefix = path, data, prefix
+
+    def _wrong(self, key: str, expected: str) -> UsageError:
+        shown = repr(self.data[key])
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        return UsageError(
+            f"{self.path}: damaged, `{self.prefix}{key}` should be {expected}, not {shown}"
+        )
+
+    def table(self, key: str) -> dict[str, Any]:
+        value = self.data.get(key)
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            raise self._wrong(key, "an object")
+        return value
+
+    def text(self, key: str) -> str | None:
+        value = self.data.get(key)
+        if value is None or isinstance(value, str):
+            return value
+        raise self._wrong(key, "a string")
+
+    def texts(self, key: str) -> list[str]:
+        value = self.data.get(key)
+        if value is None:
+            return []
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise self._wrong(key, "a list of strings")
+        return value
+
+    def count(self, key: str) -> int | None:
+        value = self.data.get(key)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise self._wrong(key, "a positive integer")
+        return value

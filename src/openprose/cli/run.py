@@ -58,6 +58,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="a JSON object of inputs ('-': stdin); values keep their JSON types (a list is a "
         "collection)",
     )
+    parser.add_argument(
+        "--update-pins",
+        action="store_true",
+        help="fetch remote imports again and pin what they are now in prose.lock",
+    )
     add_provider_arguments(parser)
     add_budget_arguments(parser)
     add_trace_argument(parser)
@@ -259,6 +264,10 @@ def guarded(command: Callable[[argparse.Namespace], int], args: argparse.Namespa
     except OSError as error:
         return _not_run(str(error), FAILED, as_json)
     except Exception as error:  # noqa: BLE001 - a VM bug: say so plainly; the run stays resumable
+        from openprose.vm.runstore import DamagedRun
+
+        if isinstance(error, DamagedRun):  # found once the run was opened (its journal)
+            return _not_run(str(error), USAGE_ERROR, as_json)
         return _not_run(f"internal error: {type(error).__name__}: {error}", FAILED, as_json)
 
 
@@ -266,7 +275,9 @@ def _not_run(
     message: str, status: int, as_json: bool, diagnostics: list[dict[str, Any]] | None = None
 ) -> int:
     """The message on stderr; with --json also the one promised JSON object on stdout."""
-    print(f"prose: {message}", file=sys.stderr)
+    from openprose.terminal import printable
+
+    print(f"prose: {printable(message, sys.stderr)}", file=sys.stderr)
     if as_json:
         shown: dict[str, Any] = {
             "run_id": None,
@@ -297,7 +308,9 @@ def _run(args: argparse.Namespace) -> int:
     parsed = parse_and_check(program_path, project, text_out)
     inputs = read_inputs(args.input, args.inputs)
     inputs_match(parsed, inputs, text_out)
-    imports = load_imports_or_fail(parsed.program, program_dir, project)
+    imports = load_imports_or_fail(
+        parsed.program, program_dir, project, update_pins=args.update_pins
+    )
     settings, provider = open_provider_or_fail(
         project, args.provider, args.model, args.max_concurrency, record=args.record, found=found
     )
@@ -407,12 +420,13 @@ def parse_and_check(path: Path, project: Path, stream: TextIO) -> Any:
     """The parse of `path` when it has no errors; otherwise its diagnostics are printed on
     `stream` like `prose check` prints them, and a `UsageError` carrying them is raised."""
     from openprose.checker import diagnose
+    from openprose.files import unreadable_reason
     from openprose.parser import decode_source, parse, read_source
 
     if str(path) == STDIN:
         source, problems = decode_source(sys.stdin.buffer.read(), "<stdin>")
-    elif not path.is_file():
-        raise UsageError(f"{path}: no such file")
+    elif (reason := unreadable_reason(path)) is not None:
+        raise UsageError(f"{path}: {reason}")
     else:
         source, problems = read_source(path)
     if source is None:
@@ -491,7 +505,7 @@ def vm_config(
             f"unknown [vm] setting(s): {', '.join(unknown)}; known: {', '.join(known)}"
         )
     for key, value in table.items():
-        _check_setting(key, value, getattr(defaults, key))
+        check_vm_setting(key, value, getattr(defaults, key))
     config = replace(defaults, **table, max_concurrency=max_concurrency)
     config = replace(config, **(budgets or {}))
     if budget_cap is not None and "context_budget" not in table:
@@ -500,14 +514,18 @@ def vm_config(
 
 
 # Budgets may be lifted (`max_cost = "none"` is not TOML's; leave the key out instead).
-_BUDGET_KINDS: dict[str, type] = {"max_sessions": int, "max_run_tokens": int, "max_cost": float}
+BUDGET_KINDS: dict[str, type] = {"max_sessions": int, "max_run_tokens": int, "max_cost": float}
 
 
-def _check_setting(key: str, value: object, default: object) -> None:
-    """A [vm] value must have its default's type: text, or a positive number (an integer
-    where the default is one; `retry_base_delay` may also be 0)."""
-    if key in _BUDGET_KINDS:
-        default = _BUDGET_KINDS[key](1)
+def check_vm_setting(key: str, value: object, default: object) -> None:
+    """A [vm] value must have its default's type: true/false, text, or a positive number (an
+    integer where the default is one; `retry_base_delay` may also be 0)."""
+    if key in BUDGET_KINDS:
+        default = BUDGET_KINDS[key](1)
+    if isinstance(default, bool):  # before int: a bool is an int to Python
+        if not isinstance(value, bool):
+            raise UsageError(f"[vm] {key} must be true or false, got {value!r}")
+        return
     if isinstance(default, str):
         if not isinstance(value, str) or not value.strip():
             raise UsageError(f"[vm] {key} must be a non-empty string, got {value!r}")
@@ -516,6 +534,11 @@ def _check_setting(key: str, value: object, default: object) -> None:
     if isinstance(value, bool) or not isinstance(value, number):
         kind = "an integer" if isinstance(default, int) else "a number"
         raise UsageError(f"[vm] {key} must be {kind}, got {value!r}")
+    from openprose.providers.settings import setting_out_of_range
+
+    problem = setting_out_of_range(value)
+    if problem:
+        raise UsageError(f"[vm] {key} {problem}")
     if value < 0 or (value == 0 and key != "retry_base_delay"):
         raise UsageError(f"[vm] {key} must be positive, got {value!r}")
 
@@ -575,26 +598,13 @@ def registry_base(project: Path) -> str:
     return configured
 
 
+INPUTS_LIMIT = 64 * 1024 * 1024  # bytes of an --inputs file
+
+
 def read_inputs(pairs: list[str], json_file: str | None) -> dict[str, Any]:
     inputs: dict[str, Any] = {}
     if json_file:
-        try:
-            text = (
-                sys.stdin.read()
-                if json_file == STDIN
-                else Path(json_file).read_text(encoding="utf-8")
-            )
-            data = json.loads(text)
-        except FileNotFoundError:
-            raise UsageError(f"--inputs {json_file}: no such file") from None
-        except OSError as error:
-            raise UsageError(f"--inputs {json_file}: cannot read ({error.strerror})") from None
-        except json.JSONDecodeError as error:
-            raise UsageError(
-                f"--inputs {json_file}:{error.lineno}:{error.colno}: invalid JSON ({error.msg})"
-            ) from None
-        except ValueError as error:  # not UTF-8
-            raise UsageError(f"--inputs {json_file}: cannot read ({error})") from None
+        data = _inputs_file(json_file)
         if not isinstance(data, dict):
             raise UsageError(f"--inputs {json_file}: expected a JSON object of inputs")
         inputs.update(data)
@@ -603,7 +613,45 @@ def read_inputs(pairs: list[str], json_file: str | None) -> dict[str, Any]:
         if not sep or not name.strip():
             raise UsageError(f"bad --input {pair!r}: write NAME=VALUE")
         inputs[name.strip()] = value
+    _recordable(inputs, f"--inputs {json_file}" if json_file else "--input")
     return inputs
+
+
+def _recordable(inputs: dict[str, Any], where: str) -> None:
+    """Inputs are recorded in run.json: refuse what cannot be (a lone surrogate such as
+    `"\\udd89"`, which is not text; nesting deeper than the run record allows)."""
+    import orjson
+
+    try:
+        orjson.dumps(inputs)
+    except orjson.JSONEncodeError as error:
+        raise UsageError(f"{where}: cannot be recorded in the run: {error}") from None
+
+
+def _inputs_file(json_file: str) -> Any:
+    """The JSON value of an --inputs file; any problem is a usage error naming the file."""
+    from openprose.files import FileProblem, MiB, read_limited
+
+    try:
+        if json_file == STDIN:  # `--inputs -`
+            data = sys.stdin.buffer.read(INPUTS_LIMIT + 1)
+            if len(data) > INPUTS_LIMIT:
+                raise FileProblem(f"<stdin>: larger than the {INPUTS_LIMIT // MiB} MiB limit")
+        else:
+            data = read_limited(Path(json_file), INPUTS_LIMIT)
+        return json.loads(data.decode("utf-8"))
+    except FileProblem as problem:
+        raise UsageError(f"--inputs {problem}") from None
+    except UnicodeDecodeError as error:
+        raise UsageError(f"--inputs {json_file}: not UTF-8 (byte {error.start})") from None
+    except json.JSONDecodeError as error:
+        raise UsageError(
+            f"--inputs {json_file}:{error.lineno}:{error.colno}: invalid JSON ({error.msg})"
+        ) from None
+    except ValueError as error:  # a number of over 4,300 digits
+        raise UsageError(f"--inputs {json_file}: invalid JSON ({error})") from None
+    except RecursionError:
+        raise UsageError(f"--inputs {json_file}: JSON nested too deeply") from None
 
 
 def inputs_match(parsed: Any, inputs: dict[str, Any], stream: TextIO) -> None:
@@ -662,7 +710,12 @@ def inputs_match(parsed: Any, inputs: dict[str, Any], stream: TextIO) -> None:
 
 
 def load_imports_or_fail(
-    program: Any, base_dir: Path, project: Path, pinned: dict[str, str] | None = None
+    program: Any,
+    base_dir: Path,
+    project: Path,
+    pinned: dict[str, str] | None = None,
+    *,
+    update_pins: bool = False,
 ) -> Any:
     from openprose import nodes as n
 
@@ -680,9 +733,44 @@ def load_imports_or_fail(
             registry=registry,
             pinned=pinned,
             offline=pinned is not None,
+            policy=fetch_policy(project, update_pins=update_pins),
         )
     except ImportFailed as error:
         raise UsageError(f"use: {error}") from None
+
+
+def fetch_policy(project: Path, *, update_pins: bool = False) -> Any:
+    """How remote imports are fetched: the `[imports]` table of prose.toml, e.g.
+    `max_bytes = 1048576`, `timeout = 30` (seconds, the whole download), `allow_http = false`."""
+    from openprose.imports import FetchPolicy
+    from openprose.providers.settings import setting_out_of_range
+
+    table = project_settings(project).get("imports", {})
+    if not isinstance(table, dict):
+        raise UsageError("the [imports] setting must be a table")
+    defaults = FetchPolicy()
+    for key in ("max_bytes", "timeout"):
+        value = table.get(key, getattr(defaults, key))
+        if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+            raise UsageError(f"[imports] {key} must be a positive number, got {value!r}")
+        problem = setting_out_of_range(value)
+        if problem:
+            raise UsageError(f"[imports] {key} {problem}")
+    allow_http = table.get("allow_http", False)
+    if not isinstance(allow_http, bool):
+        raise UsageError(f"[imports] allow_http must be true or false, got {allow_http!r}")
+    if allow_http:
+        from openprose.providers.settings import warn
+
+        warn(
+            "[imports] allow_http = true: programs fetched over plain http:// can be changed on the way"
+        )
+    return FetchPolicy(
+        max_bytes=int(table.get("max_bytes", defaults.max_bytes)),
+        timeout=float(table.get("timeout", defaults.timeout)),
+        allow_http=allow_http,
+        update_pins=update_pins,
+    )
 
 
 def open_provider_or_fail(
@@ -796,7 +884,9 @@ def report(result: RunResult, as_json: bool, notice: RunNotice | None = None) ->
     if result.status == "succeeded":
         return OK
     if not as_json:
-        print(f"prose: {result.error}", file=sys.stderr)
+        from openprose.terminal import printable
+
+        print(f"prose: {printable(result.error, sys.stderr)}", file=sys.stderr)
     if result.status == "stopped":  # its error line already names the resume command
         return STOPPED
     if result.status == "waiting":  # its error line says how to approve or deny
@@ -840,4 +930,6 @@ def print_summary(result: RunResult, provider: str | None = None) -> None:
         )
     elif usage.get("input_tokens") or usage.get("output_tokens"):
         lines.append(f"cost: ${cost:.4f}" if cost >= 0.0001 or cost == 0 else "cost: under $0.0001")
-    print("\n".join(lines))
+    from openprose.terminal import printable
+
+    print(printable("\n".join(lines)))

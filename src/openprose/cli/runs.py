@@ -37,14 +37,17 @@ def _alive(pid: object, started: object) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
+    import orjson
+
     from openprose.project import runs_home
+    from openprose.terminal import printable
     from openprose.vm.runstore import list_runs
 
     rows = []
     for folder in list_runs(runs_home()):
-        try:
-            meta = json.loads((folder / "run.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        try:  # orjson: a nesting too deep for Python's json is a decode error, not a crash
+            meta = orjson.loads((folder / "run.json").read_bytes())
+        except (OSError, orjson.JSONDecodeError):
             meta = None
         if isinstance(meta, dict):
             status = status_of(meta)
@@ -54,8 +57,8 @@ def run(args: argparse.Namespace) -> int:
             {
                 "run_id": folder.name,
                 "status": status,
-                "program": meta.get("program", ""),
-                "started": meta.get("started", ""),
+                "program": _text(meta.get("program", "")),
+                "started": _text(meta.get("started", "")),
             }
         )
     if args.json:
@@ -65,5 +68,11 @@ def run(args: argparse.Namespace) -> int:
         print("no runs yet (they appear under .prose/runs/)")
         return 0
     for row in rows:
-        print(f"{row['run_id']}  {row['status']:<11}  {row['started']}  {row['program']}")
+        line = f"{row['run_id']}  {row['status']:<11}  {row['started']}  {row['program']}"
+        print(printable(line))
     return 0
+
+
+def _text(value: object) -> str:
+    """A run.json field shown in the listing: text as is, anything else (damage) shortened."""
+    return value if isinstance(value, str) else repr(value)[:60]

@@ -27,7 +27,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from openprose.cli.runs import status_of
     from openprose.project import runs_home
-    from openprose.vm.journal import read_journal
     from openprose.vm.runstore import RUNS_DIR, AmbiguousRun, DamagedRun, RunStore, find_run
 
     home = runs_home()
@@ -51,8 +50,95 @@ def run(args: argparse.Namespace) -> int:
         except OSError as error:
             print(f"prose: --cassette {args.cassette}: {error.strerror}", file=sys.stderr)
             return 2
+        except (KeyError, TypeError, ValueError, OverflowError) as error:
+            print(
+                f"prose: --cassette {args.cassette}: {store.journal_path} holds a damaged "
+                f"exchange ({type(error).__name__}: {error})",
+                file=sys.stderr,
+            )
+            return 2
         plural = "exchange" if count == 1 else "exchanges"
         print(f"wrote {count} {plural} to {args.cassette}", file=sys.stderr)
+    damaged: list[str] = []  # what could not be shown, and why
+    view = _journal(store.journal_path, damaged)
+    bindings = (
+        sorted(p.stem for p in store.bindings.glob("*.md")) if store.bindings.is_dir() else []
+    )
+    outputs = _outputs(store.root / "outputs.json", damaged)
+    shown = {
+        "run_id": store.run_id,
+        "status": status_of(meta),
+        "program": meta.get("program"),
+        "error": meta.get("error"),
+        **view,
+        "bindings": bindings,
+        "outputs": outputs,
+        "result": meta.get("result"),
+        "usage": meta.get("usage"),
+        **({"damaged": damaged} if damaged else {}),
+    }
+    if args.json:
+        print(json.dumps(shown, indent=2, ensure_ascii=False))
+        return 0
+    _print_text(shown, meta)
+    return 0
+
+
+def _print_text(shown: dict[str, Any], meta: dict[str, Any]) -> None:
+    """The human view; every value from the run folder is neutralised on a terminal."""
+    from openprose.terminal import printable as p
+
+    print(f"run {p(shown['run_id'])}  {shown['status']}  {p(meta.get('program'))}")
+    if shown["error"]:
+        print(f"error: {p(shown['error'])}")
+    steps = shown["steps"]
+    print(f"\nsteps ({len(steps)}):")
+    for s in steps:
+        answer = " ".join(p(s["answer"]).split())[:70]
+        label = p(s["binding"] or s["kind"])
+        print(
+            f"  {p(s['step']):<18} {label:<12} {p(s['model']):<10} {s['tokens']:>6} tok  {answer}"
+        )
+    if shown["decisions"]:
+        print(f"\ndecisions ({len(shown['decisions'])}):")
+        from openprose.vm.progress import shown_verdict
+
+        for d in shown["decisions"]:
+            question = p(d["question"])[:40]
+            verdict = shown_verdict(d["verdict"])
+            print(
+                f"  {p(d['step']):<18} {p(d['kind']):<9} {question}  → {p(verdict)}  "
+                f"({p(d['reason'])})"
+            )
+    if shown["errors"]:
+        print(f"\nerrors ({len(shown['errors'])}):")
+        for e in shown["errors"]:
+            print(f"  {p(e.get('step', '')):<18} {p(e.get('error') or e.get('question'))}")
+    if shown["cancelled"]:
+        print(f"\ncancelled ({len(shown['cancelled'])}): {p(', '.join(shown['cancelled']))}")
+    _print_tools(
+        shown["tool_calls"], shown["permissions"], shown["approvals"], shown["pending_approvals"]
+    )
+    print(f"\nbindings ({len(shown['bindings'])}): {p(', '.join(shown['bindings']))}")
+    if shown["outputs"]:
+        print("\noutputs:")
+        for name, value in shown["outputs"].items():
+            text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+            print(f"  {p(name)}: {p(text)}")
+    if shown["result"] is not None:
+        print(f"\nresult: {p(shown['result'])}")
+    if shown.get("damaged"):
+        print(f"\ndamaged ({len(shown['damaged'])}):")
+        for problem in shown["damaged"]:
+            print(f"  {p(problem)}")
+
+
+def _journal(path: Path, damaged: list[str]) -> dict[str, Any]:
+    """Steps, decisions, errors, cancelled steps and the tool loop's events from the journal.
+    An event of the wrong shape is skipped and named in `damaged`, as is a journal that
+    cannot be read."""
+    from openprose.vm.journal import read_journal
+
     steps: list[dict[str, Any]] = []
     decisions: list[dict[str, Any]] = []
     errors: list[dict[str, Any]] = []
@@ -61,40 +147,42 @@ def run(args: argparse.Namespace) -> int:
     permissions: list[dict[str, Any]] = []
     approvals: list[dict[str, Any]] = []
     pending: dict[str, dict[str, Any]] = {}
-    for event in read_journal(store.journal_path):
+    try:
+        events = list(read_journal(path))
+    except OSError as error:
+        damaged.append(f"{path}: cannot read ({error.strerror or error})")
+        events = []
+    for number, event in enumerate(events, 1):
         kind = event.get("ev")
-        if kind in TOOL_EVENTS:
-            _tool_event(event, tool_calls, permissions, approvals, pending)
-            continue
-        if kind == "session_finished":
-            usage = event["response"]["usage"]
-            steps.append(
-                {
-                    "step": event["step"],
-                    "kind": event.get("kind", "session"),
-                    "agent": event.get("agent"),
-                    "model": event.get("model"),
-                    "binding": event.get("binding"),
-                    "tokens": usage["input_tokens"] + usage["output_tokens"],
-                    "elapsed": event.get("elapsed"),
-                    "answer": event["response"]["text"],
-                }
-            )
-        elif kind == "decision":
-            decisions.append(
-                {k: event.get(k) for k in ("step", "kind", "question", "verdict", "reason")}
-            )
-        elif kind in ("session_failed", "error_caught", "decision_failed"):
-            errors.append({k: v for k, v in event.items() if k != "t"})
-        elif kind == "session_cancelled":
-            cancelled.append(str(event["step"]))
-    bindings = sorted(p.stem for p in store.bindings.glob("*.md"))
-    outputs = store.read_outputs()
-    shown = {
-        "run_id": store.run_id,
-        "status": status_of(meta),
-        "program": meta.get("program"),
-        "error": meta.get("error"),
+        try:
+            if kind in TOOL_EVENTS:
+                _tool_event(event, tool_calls, permissions, approvals, pending)
+            elif kind == "session_finished":
+                response = event["response"]
+                usage = response["usage"]
+                steps.append(
+                    {
+                        "step": str(event["step"]),
+                        "kind": str(event.get("kind", "session")),
+                        "agent": event.get("agent"),
+                        "model": str(event.get("model")),
+                        "binding": event.get("binding"),
+                        "tokens": int(usage["input_tokens"]) + int(usage["output_tokens"]),
+                        "elapsed": event.get("elapsed"),
+                        "answer": str(response["text"]),
+                    }
+                )
+            elif kind == "decision":
+                decisions.append(
+                    {k: event.get(k) for k in ("step", "kind", "question", "verdict", "reason")}
+                )
+            elif kind in ("session_failed", "error_caught", "decision_failed"):
+                errors.append({k: v for k, v in event.items() if k != "t"})
+            elif kind == "session_cancelled":
+                cancelled.append(str(event["step"]))
+        except (KeyError, TypeError, ValueError, OverflowError, AttributeError):
+            damaged.append(f"{path}: event {number} ({str(kind)[:40]}) has the wrong shape")
+    return {
         "steps": steps,
         "decisions": decisions,
         "errors": errors,
@@ -103,45 +191,26 @@ def run(args: argparse.Namespace) -> int:
         "permissions": permissions,
         "approvals": approvals,
         "pending_approvals": list(pending.values()),
-        "bindings": bindings,
-        "outputs": outputs,
-        "result": meta.get("result"),
-        "usage": meta.get("usage"),
     }
-    if args.json:
-        print(json.dumps(shown, indent=2, ensure_ascii=False))
-        return 0
-    print(f"run {store.run_id}  {shown['status']}  {meta.get('program')}")
-    if shown["error"]:
-        print(f"error: {shown['error']}")
-    print(f"\nsteps ({len(steps)}):")
-    for s in steps:
-        answer = " ".join(str(s["answer"]).split())[:70]
-        label = s["binding"] or s["kind"]
-        print(f"  {s['step']:<18} {label:<12} {s['model']:<10} {s['tokens']:>6} tok  {answer}")
-    if decisions:
-        from openprose.vm.progress import shown_verdict
 
-        print(f"\ndecisions ({len(decisions)}):")
-        for d in decisions:
-            verdict = shown_verdict(d["verdict"])
-            question = f"{d['question']!s:.40}"
-            print(f"  {d['step']:<18} {d['kind']:<9} {question}  → {verdict}  ({d['reason']})")
-    if errors:
-        print(f"\nerrors ({len(errors)}):")
-        for e in errors:
-            print(f"  {e.get('step', ''):<18} {e.get('error') or e.get('question')}")
-    if cancelled:
-        print(f"\ncancelled ({len(cancelled)}): {', '.join(cancelled)}")
-    _print_tools(tool_calls, permissions, approvals, list(pending.values()))
-    print(f"\nbindings ({len(bindings)}): {', '.join(bindings)}")
-    if outputs:
-        print("\noutputs:")
-        for name, value in outputs.items():
-            print(f"  {name}: {value if isinstance(value, str) else json.dumps(value)}")
-    if shown["result"] is not None:
-        print(f"\nresult: {shown['result']}")
-    return 0
+
+def _outputs(path: Path, damaged: list[str]) -> dict[str, Any] | None:
+    import orjson
+
+    try:
+        data = orjson.loads(path.read_bytes())
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        damaged.append(f"{path}: cannot read ({error.strerror or error})")
+        return None
+    except orjson.JSONDecodeError as error:
+        damaged.append(f"{path}: not valid JSON ({error})")
+        return None
+    if not isinstance(data, dict):
+        damaged.append(f"{path}: not a JSON object of outputs")
+        return None
+    return data
 
 
 def _print_trail(run_dir: Path, run_id: str, program: str) -> int:
@@ -215,6 +284,8 @@ def _print_tools(
     approvals: list[dict[str, Any]],
     pending: list[dict[str, Any]],
 ) -> None:
+    from openprose.terminal import printable as shown
+
     if calls:
         print(f"\ntool calls ({len(calls)}):")
         for c in calls:
@@ -227,16 +298,21 @@ def _print_tools(
                 ]
                 if c["omitted_bytes"]:
                     outcome += f" [cut {c['omitted_bytes']} bytes]"
-            print(f"  {c['at']:<14} {c['tool']:<12} {args}  → {outcome}")
+            print(shown(f"  {c['at']:<14} {c['tool']!s:<12} {args}  → {outcome}"))
     if permissions:
         print(f"\npermissions ({len(permissions)}):")
         for p in permissions:
-            print(f"  {p['at']:<14} {p['decision']:<8} {p['kind']} {p['action']}  ({p['reason']})")
+            print(
+                shown(
+                    f"  {p['at']:<14} {p['decision']!s:<8} {p['kind']} {p['action']}  "
+                    f"({p['reason']})"
+                )
+            )
     if approvals:
         print(f"\napprovals ({len(approvals)}):")
         for a in approvals:
-            print(f"  {a['id']}: {a['answer']} ({a['kind']} {a['action']}, by {a['by']})")
+            print(shown(f"  {a['id']}: {a['answer']} ({a['kind']} {a['action']}, by {a['by']})"))
     if pending:
         print(f"\nwaiting for approval ({len(pending)}): answer with prose approve / prose deny")
         for r in pending:
-            print(f"  {r['id']}: {r['tool']} wants to {r['kind']} {r['action']}")
+            print(shown(f"  {r['id']}: {r['tool']} wants to {r['kind']} {r['action']}"))

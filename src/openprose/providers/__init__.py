@@ -131,4 +131,15 @@ def open_provider(settings: ProviderSettings, name: str | None = None) -> Provid
         raise ProviderConfigError(
             f"unknown provider {name!r}; choose one of: {', '.join(PROVIDER_NAMES)}"
         )
-    return ResilientProvider(inner, policy=settings.retry, max_concurrency=settings.max_concurrency)
+    return ResilientProvider(
+        inner,
+        policy=settings.retry,
+        max_concurrency=settings.max_concurrency,
+        secrets=configured_keys(settings),
+    )
+
+
+def configured_keys(settings: ProviderSettings) -> set[str]:
+    """Every API key value the settings hold: redacted from anything a run writes or shows."""
+    keys = {settings.api_key or ""} | {e.api_key or "" for e in settings.endpoints.values()}
+    return {key for key in keys if key and key != OPENAI_PLACEHOLDER_KEY}

@@ -27,6 +27,7 @@ from openprose.providers.base import (
 __all__ = ["RecordingProvider", "ReplayProvider", "read_cassette", "replay_source"]
 
 PROMPT_PREVIEW_CHARS = 80
+CASSETTE_LIMIT = 1024 * 1024 * 1024  # bytes: a cassette or journal of a very long run
 EXCHANGE_EVENTS = ("session_finished", "model_turn")  # journal events holding an exchange
 JOURNAL_NAME = "journal.jsonl"  # inside a run folder .prose/runs/{run id}/
 RUNS_DIR = Path(".prose") / "runs"
@@ -42,6 +43,10 @@ def replay_source(
     will replay (a resumed run must not replay itself). A prefix matching several runs is
     an error listing them all, never a guess."""
     path = Path(path)
+    if path.is_symlink() and not path.exists():  # a loop or a broken link: say which
+        from openprose.files import unreadable_reason
+
+        raise ProviderConfigError(f"replay: cannot read {path}: {unreadable_reason(path)}")
     if path.is_dir():
         journal = path / JOURNAL_NAME
         if not journal.is_file():
@@ -65,13 +70,17 @@ def replay_source(
 
 def read_cassette(path: Path) -> list[tuple[ModelRequest, ModelResponse]]:
     """The exchanges of a cassette, or of a run journal's finished sessions."""
+    from openprose.files import FileProblem, read_limited
+
     try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
+        lines = read_limited(Path(path), CASSETTE_LIMIT).decode("utf-8").splitlines()
+    except FileProblem as problem:
         raise ProviderConfigError(
-            f"replay: cannot read {path}: {exc.strerror}; give a cassette "
+            f"replay: cannot read {problem}; give a cassette "
             f"(`prose run --record FILE`), a run's {JOURNAL_NAME}, a run folder or a run id"
         ) from None
+    except UnicodeDecodeError as exc:
+        raise ProviderConfigError(f"replay: {path}: not UTF-8 (byte {exc.start})") from None
     records = []
     journal = False
     for index, line in enumerate(lines):
@@ -91,7 +100,11 @@ def read_cassette(path: Path) -> list[tuple[ModelRequest, ModelResponse]]:
                     ModelResponse.from_dict(record["response"]),
                 )
             )
-        except (ValueError, KeyError, TypeError) as exc:
+        except RecursionError:
+            raise ProviderConfigError(
+                f"replay: {path}:{index + 1}: JSON nested too deeply"
+            ) from None
+        except (ValueError, KeyError, TypeError, AttributeError, OverflowError) as exc:
             if isinstance(exc, json.JSONDecodeError) and (journal or _torn(line)):
                 continue  # a line torn by a killed run (the VM's journal reader skips them too)
             raise ProviderConfigError(

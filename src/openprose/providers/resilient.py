@@ -5,25 +5,88 @@ their own, so the attempts a server sees are exactly the ones made here: up to `
 `complete`, or one by `complete_once` for a caller that owns its retries (a program's
 `retry:`). Both hold one of the provider's concurrency slots per attempt, never during a
 backoff wait.
+
+A 200 answer whose body cannot be decoded (cut short, binary noise, a proxy's page, a
+number too long to read) is a `GarbledAnswerError`: transient, because a proxy or a dropped
+connection is its usual cause, so it is retried like a 503. Whatever transport a provider
+uses, a decoding error it lets through is classified here (`garbled_answer`), in the one
+layer every real provider passes through. A well-formed answer of the wrong shape stays a
+permanent `ProviderError`: asking again gets the same answer.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import random
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import replace
 
 from openprose.providers.base import (
     ModelRequest,
     ModelResponse,
     Provider,
+    ProviderConfigError,
+    ProviderError,
     RetryAfterTooLongError,
     TransientProviderError,
 )
 from openprose.providers.settings import RetryPolicy
 from openprose.providers.streaming import TextSink, stream_text_to
 
-__all__ = ["ResilientProvider", "backoff_delay"]
+__all__ = ["GarbledAnswerError", "ResilientProvider", "backoff_delay", "garbled_answer", "redact"]
+
+DETAIL_CHARS = 200
+SHORTEST_SECRET = 8  # a shorter "key" is a placeholder, and would redact ordinary words
+
+
+class GarbledAnswerError(TransientProviderError):
+    """A 200 answer whose body could not be decoded at all: retried within the policy."""
+
+
+def garbled_answer(provider: str, model: str, error: BaseException) -> GarbledAnswerError | None:
+    """`error`, raised while reading an answer, as the garbled body it reveals; None when it
+    is not a decoding error."""
+    if isinstance(error, json.JSONDecodeError):  # orjson's error is a subclass
+        problem = f"the body is not valid JSON ({_short(str(error))})"
+    elif isinstance(error, UnicodeDecodeError):
+        problem = f"the body is not UTF-8 text (byte {error.start})"
+    elif isinstance(error, ValueError) and "integer string conversion" in str(error):
+        problem = "the body holds a number too long to read (over 4,300 digits)"
+    else:
+        return None
+    return GarbledAnswerError(
+        f"{provider} (model {model}): malformed response: {problem}", provider=provider
+    )
+
+
+# How a provider reports a 200 body it could not decode as a plain (permanent) error; such
+# a report is garbled too. A provider should raise `GarbledAnswerError` itself; this keeps
+# the classification whatever it raises.
+_UNDECODABLE = (
+    ": malformed response: the body is not valid JSON",
+    ": malformed response: the server sent a non-JSON body",
+    ": malformed response: the body is not UTF-8",
+)
+
+
+def _reports_undecodable_body(error: ProviderError) -> bool:
+    if isinstance(error, TransientProviderError | ProviderConfigError):
+        return False
+    return any(marker in str(error) for marker in _UNDECODABLE)
+
+
+def redact(text: str, secrets: Iterable[str]) -> str:
+    """`text` with every secret (a configured API key) replaced by `[redacted]`."""
+    for secret in secrets:
+        if secret in text:
+            text = text.replace(secret, "[redacted]")
+    return text
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= DETAIL_CHARS else text[: DETAIL_CHARS - 3] + "..."
 
 
 def backoff_delay(policy: RetryPolicy, attempt: int, jitter: float) -> float:
@@ -41,6 +104,7 @@ class ResilientProvider:
         max_concurrency: int,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         jitter: Callable[[], float] = random.random,
+        secrets: Iterable[str] = (),
     ) -> None:
         self.inner = inner
         self.name = inner.name
@@ -49,6 +113,9 @@ class ResilientProvider:
         self._slots = asyncio.Semaphore(max_concurrency)
         self._sleep = sleep
         self._jitter = jitter
+        # Configured API keys: a server that echoes one (in an error or an answer) must not
+        # get it into the journal, run.json, state.md or the terminal.
+        self._secrets = tuple(sorted({k for k in secrets if len(k) >= SHORTEST_SECRET}))
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """Transient failures retried by the policy (at most `max_attempts` attempts)."""
@@ -75,8 +142,9 @@ class ResilientProvider:
             # The slot is held per attempt, not across backoff, so a waiting retry
             # does not starve other sessions.
             async with self._slots:
-                return await self.inner.complete(request)
+                response = await self.inner.complete(request)
         except TransientProviderError as error:
+            self._redact_error(error)
             if error.retry_after is not None and error.retry_after > self.policy.max_retry_after:
                 raise RetryAfterTooLongError(
                     str(error),
@@ -86,6 +154,23 @@ class ResilientProvider:
                     status=error.status,
                 ) from error
             raise
+        except ProviderError as error:
+            self._redact_error(error)
+            if _reports_undecodable_body(error):
+                raise GarbledAnswerError(str(error), provider=error.provider) from error
+            raise
+        except ValueError as error:
+            garbled = garbled_answer(self.name, request.model, error)
+            if garbled is None:
+                raise
+            raise garbled from error
+        if self._secrets and any(s in response.text for s in self._secrets):
+            response = replace(response, text=redact(response.text, self._secrets))
+        return response
+
+    def _redact_error(self, error: ProviderError) -> None:
+        if self._secrets and error.args:
+            error.args = (redact(str(error.args[0]), self._secrets), *error.args[1:])
 
     async def stream(
         self,

@@ -96,7 +96,10 @@ class ScriptedProvider:
         default: str | None = None,
         source: str = "rules",
     ) -> None:
-        self.rules = [r if isinstance(r, ScriptRule) else _rule_from_mapping(r) for r in rules]
+        self.rules = [
+            r if isinstance(r, ScriptRule) else _rule_from_mapping(r, number)
+            for number, r in enumerate(rules, 1)
+        ]
         self.latency = latency
         self.default = default
         self._source = source
@@ -110,12 +113,17 @@ class ScriptedProvider:
         if not isinstance(data, dict) or not isinstance(data.get("rules", []), list):
             raise ProviderConfigError(f"scripted: {path} must hold a `rules:` list")
         default = data.get("default")
-        return cls(
-            data.get("rules", []),
-            latency=_seconds(data, "latency_ms"),
-            default=None if default is None else str(default),
-            source=str(path),
-        )
+        try:
+            return cls(
+                data.get("rules", []),
+                latency=_seconds(data, "latency_ms"),
+                default=None if default is None else str(default),
+                source=str(path),
+            )
+        except ProviderConfigError as error:  # name the file the rule is in
+            raise ProviderConfigError(
+                str(error).replace("scripted: ", f"scripted: {path}: ", 1)
+            ) from None
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         self._request_count += 1
@@ -190,30 +198,51 @@ class ScriptedProvider:
 def _compile(pattern: str) -> re.Pattern[str]:
     try:
         return re.compile(pattern)
-    except re.error as exc:
-        raise ProviderConfigError(f"scripted: bad regex {pattern!r}: {exc}") from None
+    except (re.error, OverflowError, RecursionError) as exc:  # `a{99999999999}`, deep groups
+        raise ProviderConfigError(f"scripted: bad regex {pattern[:80]!r}: {exc}") from None
 
 
-def _rule_from_mapping(data: Mapping[str, Any]) -> ScriptRule:
+def _rule_from_mapping(data: object, number: int = 1) -> ScriptRule:
+    if not isinstance(data, Mapping):
+        raise ProviderConfigError(
+            f"scripted: rule {number} must be a mapping with `match` and `answer`, "
+            f"got {_shown(data)}"
+        )
     if "answer" not in data and "turns" not in data:
         raise ProviderConfigError(
-            f"scripted: every rule needs an `answer` (or `turns`), got {dict(data)!r}"
+            f"scripted: rule {number} needs an `answer` (or `turns`), got {_shown(data)}"
         )
     answer = data.get("answer", "")
     if not isinstance(answer, str | list | Mapping):
         answer = str(answer)
     turns = data.get("turns") or []
     if not isinstance(turns, list):
-        raise ProviderConfigError(f"scripted: `turns` must be a list, got {turns!r}")
+        raise ProviderConfigError(
+            f"scripted: rule {number}: `turns` must be a list, got {_shown(turns)}"
+        )
     system = data.get("system")
+    failures = data.get("failures", ())
+    if not isinstance(failures, list | tuple):
+        raise ProviderConfigError(
+            f"scripted: rule {number}: `failures` must be a list, got {_shown(failures)}"
+        )
     return ScriptRule(
         answer=[_reply_item(a) for a in answer] if isinstance(answer, list) else answer,
         turns=[_reply_item(t) for t in turns],
         match=str(data.get("match", "")),
         system=None if system is None else str(system),
         latency=_seconds(data, "latency_ms"),
-        failures=tuple(str(kind) for kind in data.get("failures", ())),
+        failures=tuple(str(kind) for kind in failures),
     )
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+RULES_LIMIT = 16 * 1024 * 1024  # bytes of a rules file
+LONGEST_LATENCY_MS = 24 * 3600 * 1000
 
 
 def _reply_item(item: Any) -> Reply:
@@ -251,16 +280,31 @@ def _reply(reply: Reply, request: ModelRequest, source: str) -> tuple[str, tuple
 
 
 def _load_rules_file(path: Path) -> Any:
+    from openprose.files import FileProblem, read_limited
+
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
+        text = read_limited(path, RULES_LIMIT).decode("utf-8")
+    except FileProblem as problem:
+        raise ProviderConfigError(f"scripted: rules file {problem}") from None
+    except UnicodeDecodeError as exc:
         raise ProviderConfigError(
-            f"scripted: cannot read rules file {path}: {exc.strerror}"
+            f"scripted: rules file {path}: not UTF-8 (byte {exc.start})"
         ) from None
+    try:
+        return _parse_rules(path, text)
+    except RecursionError:
+        raise ProviderConfigError(f"scripted: {path}: nested too deeply") from None
+    except ValueError as exc:  # `int()` refusing a number of over 4,300 digits
+        if isinstance(exc, ProviderConfigError):
+            raise
+        raise ProviderConfigError(f"scripted: {path}: {exc}") from None
+
+
+def _parse_rules(path: Path, text: str) -> Any:
     if path.suffix == ".json":
         try:
             return json.loads(text)
-        except ValueError as exc:
+        except json.JSONDecodeError as exc:
             raise ProviderConfigError(f"scripted: {path} is not valid JSON: {exc}") from None
     import yaml  # type: ignore[import-untyped,unused-ignore]  # lazily: only scripted runs pay
 
@@ -283,8 +327,15 @@ def _load_rules_file(path: Path) -> Any:
 
 def _seconds(data: Mapping[str, Any], key: str) -> float:
     value = data.get(key, 0)
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-        raise ProviderConfigError(f"scripted: `{key}` must be a non-negative number, got {value!r}")
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not 0 <= value <= LONGEST_LATENCY_MS  # NaN fails this too
+    ):
+        raise ProviderConfigError(
+            f"scripted: `{key}` must be a number of milliseconds from 0 to "
+            f"{LONGEST_LATENCY_MS}, got {_shown(value)}"
+        )
     return float(value) / 1000.0
 
 

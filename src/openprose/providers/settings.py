@@ -8,6 +8,7 @@ Sources, strongest first: keyword arguments (the CLI's `--provider`, `--model`,
 from __future__ import annotations
 
 import importlib.util
+import math
 import os
 import tomllib
 from collections.abc import Iterable, Mapping
@@ -282,6 +283,15 @@ def _endpoint(name: str, table: Mapping[str, Any], env: Mapping[str, str], where
     prefix = name.upper()
     base_url = table.get("base_url", env.get(f"{prefix}_BASE_URL") or None)
     key_var = _string(table.get("api_key_env", f"{prefix}_API_KEY"), "api_key_env", where)
+    if not looks_like_api_key_name(key_var):
+        # The variable's value is sent as a bearer token to base_url: naming any variable
+        # (AWS_SECRET_ACCESS_KEY, GITHUB_TOKEN) would hand that secret to any server.
+        raise ProviderConfigError(
+            f"`api_key_env = {key_var!r}` under [providers.{name}] in {where}: it is sent as "
+            f"a bearer token to the model server, so it must name an API key variable (a "
+            f"name ending in _KEY or APIKEY, without SECRET, ACCESS, PRIVATE, SESSION or "
+            f"PASSWORD); export the key as e.g. {prefix}_API_KEY and name that"
+        )
     if "api_key" in table:
         raise ProviderConfigError(
             f'do not put API keys in {where}; set `api_key_env = "VAR"` under '
@@ -295,6 +305,20 @@ def _endpoint(name: str, table: Mapping[str, Any], env: Mapping[str, str], where
         base_url=None if base_url is None else _string(base_url, "base_url", where),
         api_key=env.get(key_var) or None,
         aliases=aliases,
+    )
+
+
+CLOUD_SECRET_WORDS = ("SECRET", "ACCESS", "PRIVATE", "SESSION", "PASSWORD")
+
+
+def looks_like_api_key_name(variable: str) -> bool:
+    """`OPENAI_API_KEY`, `MY_LLM_KEY`, `groq_apikey`: a name made for an API key; not
+    `AWS_SECRET_ACCESS_KEY`, `GITHUB_TOKEN` or `HOME`."""
+    upper = variable.upper()
+    return (
+        upper.endswith(("_KEY", "APIKEY"))
+        and upper.replace("_", "").isalnum()
+        and not any(word in upper for word in CLOUD_SECRET_WORDS)
     )
 
 
@@ -333,10 +357,12 @@ KNOWN_KEYS: dict[str, frozenset[str]] = {
             "providers",
             "vm",
             "registry",
+            "imports",
             "permissions",
             "prices",
         }
     ),
+    "imports": frozenset({"max_bytes", "timeout", "allow_http"}),
     "retry": frozenset({"max_attempts", "base_delay", "max_delay", "max_retry_after"}),
     "providers": frozenset(PROVIDER_NAMES),
     "providers.*": frozenset({"base_url", "api_key_env", "models", "api_key"}),
@@ -360,7 +386,7 @@ def unknown_keys(config: Mapping[str, Any], where: str) -> list[str]:
             found.append(f"{where}: unknown key `{prefix}{key}` ignored{hint}")
 
     check(config, KNOWN_KEYS[""], "")
-    for name in ("retry", "providers"):
+    for name in ("retry", "providers", "imports"):
         if isinstance(config.get(name), dict):
             check(config[name], KNOWN_KEYS[name], f"{name}.")
     providers = config.get("providers")
@@ -399,6 +425,10 @@ def _load_toml(path: Path) -> dict[str, Any]:
             return tomllib.load(handle)
     except tomllib.TOMLDecodeError as exc:
         raise ProviderConfigError(f"{path}: invalid TOML: {exc}") from None
+    except RecursionError:  # tomllib parses nested arrays recursively
+        raise ProviderConfigError(f"{path}: invalid TOML: nested too deeply") from None
+    except ValueError as exc:  # tomllib lets int() refuse a number of over 4,300 digits
+        raise ProviderConfigError(f"{path}: invalid TOML: a number is too long ({exc})") from None
     except OSError as exc:
         raise ProviderConfigError(f"{path}: cannot read: {exc.strerror}") from None
 
@@ -420,4 +450,21 @@ def _number(table: Mapping[str, Any], key: str, default: float, where: str) -> f
     value = table.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ProviderConfigError(f"`{key}` must be a number in {where}, got {value!r}")
+    problem = setting_out_of_range(value)
+    if problem:
+        raise ProviderConfigError(f"`{key}` in {where} {problem}")
     return float(value)
+
+
+LARGEST_SETTING = 10**12  # beyond any real count, byte size or number of seconds
+
+
+def setting_out_of_range(value: float) -> str | None:
+    """Why a number from a settings file cannot be used (infinite, NaN, absurdly large: it
+    would overflow a float or a 64-bit field later), or None when it can."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"must be a finite number, got {value!r}"
+    if abs(value) > LARGEST_SETTING:
+        shown = repr(value) if isinstance(value, float) else f"{len(str(abs(value)))} digits"
+        return f"is out of range (at most {LARGEST_SETTING:,}), got {shown}"
+    return None

@@ -11,8 +11,11 @@ from pathlib import Path
 from openprose import nodes as n
 from openprose.checker import diagnose
 from openprose.imports import (
+    FetchPolicy,
     ImportCache,
     ImportFailed,
+    ImportPins,
+    confinement_problems,
     default_name,
     fetch,
     kind_of,
@@ -30,12 +33,17 @@ def load_imports(
     registry: str | None = None,
     pinned: Mapping[str, str] | None = None,
     offline: bool = False,
+    policy: FetchPolicy | None = None,
+    remote: bool = False,
     _seen: tuple[str, ...] = (),
 ) -> dict[str, LoadedProgram]:
     """Every program `program` imports, parsed and checked, recursively: name -> LoadedProgram.
 
-    `pinned` maps specs to content hashes (from a run being resumed)."""
+    `pinned` maps specs to content hashes (from a run being resumed); `policy` bounds the
+    downloads. A program from a URL or the registry, and everything it imports (`remote`),
+    is confined (`confinement_problems`): refused before it runs."""
     cache = ImportCache(project_dir)
+    pins = ImportPins(project_dir)
     loaded: dict[str, LoadedProgram] = {}
     called = called_names(program)
     for stmt in program.body:
@@ -54,9 +62,16 @@ def load_imports(
             registry=registry,
             pinned=(pinned or {}).get(spec),
             offline=offline,
+            policy=policy,
+            pins=pins,
         )
         origin = fetched.origin if kind_of(spec) == "path" else spec
         parsed = parse_text(fetched.text, origin)
+        from_afar = remote or kind_of(spec) != "path"
+        if from_afar:
+            problems = confinement_problems(parsed.program)
+            if problems:
+                raise ImportFailed(f"{spec}: {problems[0]}")
         errors = [d for d in diagnose(parsed, project_dir) if d.is_error]
         if errors:
             first = errors[0]
@@ -71,6 +86,8 @@ def load_imports(
             registry=registry,
             pinned=pinned,
             offline=offline,
+            policy=policy,
+            remote=from_afar,
             _seen=(*_seen, spec),
         )
         loaded[name] = LoadedProgram(

@@ -59,7 +59,9 @@ class PlainProgress:
         else:
             verdict = shown_verdict(fields.get("verdict"))
             line = f"{clock} ? {step} {fields.get('kind')} → {verdict} ({fields.get('reason')})"
-        self.stream.write(line + "\n")
+        from openprose.terminal import printable
+
+        self.stream.write(printable(line, self.stream) + "\n")
         self.stream.flush()
 
 

@@ -23,7 +23,7 @@ from openprose.vm.budget import FLAGS, BudgetExhausted
 from openprose.vm.errors import ProseError, RunAborted
 from openprose.vm.interpreter import Interpreter
 from openprose.vm.journal import Journal, read_journal
-from openprose.vm.runstore import RunStore, process_started, utc_now
+from openprose.vm.runstore import DamagedRun, RunStore, process_started, utc_now
 from openprose.vm.runtime import (
     LoadedProgram,
     ModelRouter,
@@ -153,21 +153,33 @@ async def resume_run(
 
     `program` must be the parse of the run's own `program.prose`."""
     store = RunStore.open(run_dir)
-    meta = store.read_meta()
-    replay = Replay.from_events(read_journal(store.journal_path))
-    recorded = meta.get("config") or {}
-    config = config or VMConfig(
-        **{k: v for k, v in recorded.items() if k in VMConfig.__dataclass_fields__}
-    )
-    store.update_meta(
-        status="running",
-        pid=os.getpid(),
-        pid_started=process_started(os.getpid()),
-        resumed=utc_now(),
-    )
-    store.state(f"---resume {utc_now()}")
-    text = (run_dir / "program.prose").read_text(encoding="utf-8")
-    journal = Journal(store.journal_path, durable=durable)
+    store.take_lock()  # RunBusy while another process writes the run
+    try:
+        meta = store.read_meta()
+        try:
+            replay = Replay.from_events(read_journal(store.journal_path))
+        except OSError as error:
+            raise DamagedRun(f"{store.journal_path}: cannot read ({error.strerror})") from None
+        except ValueError as error:
+            raise DamagedRun(
+                f"{store.journal_path}: {error}; the run cannot be resumed as it is"
+            ) from None
+        recorded = meta.get("config") or {}
+        config = config or VMConfig(
+            **{k: v for k, v in recorded.items() if k in VMConfig.__dataclass_fields__}
+        )
+        store.update_meta(
+            status="running",
+            pid=os.getpid(),
+            pid_started=process_started(os.getpid()),
+            resumed=utc_now(),
+        )
+        store.state(f"---resume {utc_now()}")
+        text = (run_dir / "program.prose").read_text(encoding="utf-8")
+        journal = Journal(store.journal_path, durable=durable)
+    except BaseException:
+        store.close()
+        raise
     return await _execute(
         program,
         text,

@@ -4,6 +4,7 @@ program.prose   the program as run          run.json      how it was started, it
 state.md        append-only markers         journal.jsonl every event, keyed by step id
 bindings/       one {name}.md per binding   outputs.json  the program's outputs
 agents/         persist: true memories      imports/      invoked programs, same layout
+.lock           held (flock) by the one process writing the run
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 import orjson
 
 from openprose.files import write_bytes_atomically
+from openprose.locks import FileLock, LockHeld, try_lock
 
 RUNS_DIR = Path(".prose") / "runs"
 
@@ -62,6 +64,31 @@ def process_started(pid: int) -> int | None:
         return int(fields[19])  # field 22 of proc(5); fields[0] is field 3
     except (IndexError, ValueError):
         return None
+
+
+LOCK_NAME = ".lock"
+
+
+class RunBusy(ValueError):
+    """Another process is writing the run (it holds the run's lock)."""
+
+    def __init__(self, run_dir: Path, pid: int | None) -> None:
+        who = f"pid {pid}" if pid is not None else "another process"
+        super().__init__(f"run {run_dir.name} is being written by {who}")
+        self.pid = pid
+
+
+def lock_run(run_dir: Path) -> FileLock:
+    """The run's one-writer lock, held until released or until this process exits (the kernel
+    drops it on any exit, kill -9 included). Everything that writes a run takes it first:
+    `prose run`, `prose resume`, a batch resuming its runs. Another process holding it is
+    `RunBusy` ("run RUN is being written by pid N"); this process may take it again."""
+    try:
+        return try_lock(run_dir / LOCK_NAME)
+    except LockHeld as held:
+        raise RunBusy(run_dir, held.pid) from None
+    except OSError as error:
+        raise DamagedRun(f"{run_dir}: cannot lock the run ({error.strerror})") from None
 
 
 def _dump_json(value: Any) -> bytes:
@@ -188,6 +215,7 @@ class RunStore:
         self._state: Any = None
         self._meta: dict[str, Any] | None = None  # run.json as last written by this process
         self._writer = shared_binding_writer()
+        self._run_lock: FileLock | None = None
 
     @classmethod
     def create(
@@ -197,12 +225,19 @@ class RunStore:
         program_name: str,
         run_id: str | None = None,
     ) -> RunStore:
-        """A new run folder; `run_id` is one `reserve_run_id` gave, else a fresh one."""
+        """A new run folder; `run_id` is one `reserve_run_id` gave, else a fresh one. The
+        new run's writer lock is taken before anything is written into it."""
         if run_id is None:
             run_id = reserve_run_id(project_dir)
         store = cls(project_dir / RUNS_DIR / run_id, run_id)
+        store.take_lock()
         store._lay_out(program_text, program_name)
         return store
+
+    def take_lock(self) -> None:
+        """Become the run's one writer (`lock_run`) until `close`; `RunBusy` otherwise."""
+        if self._run_lock is None:
+            self._run_lock = lock_run(self.root)
 
     @classmethod
     def open(cls, root: Path) -> RunStore:
@@ -303,6 +338,9 @@ class RunStore:
         if self._state is not None:
             self._state.close()
             self._state = None
+        if self._run_lock is not None:
+            self._run_lock.release()
+            self._run_lock = None
 
 
 class AmbiguousRun(ValueError):

@@ -141,19 +141,32 @@ class Replay:
 
     @classmethod
     def from_events(cls, events: Any) -> Replay:
+        """The finished work in `events`; an event that would be served but has the wrong
+        shape is a `ValueError` naming it (the run cannot be resumed as it is)."""
         replay = cls()
-        for event in events:
+        for number, event in enumerate(events, 1):
             kind, step = event.get("ev"), event.get("step", "")
-            if kind == "session_finished":
-                replay.sessions[step] = event
-            elif kind == "decision":
-                replay.decisions[step] = event
-            elif kind == "memory_updated":
-                replay.memories[step] = event
-            elif kind == "race_decided":
-                replay.races[step] = Race(tuple(event["won"]), tuple(event["failed"]))
-            else:
-                replay.tools.add(event)
+            try:
+                if kind == "session_finished":
+                    ModelResponse.from_dict(event["response"])
+                    replay.sessions[step] = event
+                elif kind == "decision" and "answer" in event:  # a literal verdict has none
+                    replay.decisions[step] = event
+                elif kind == "memory_updated":
+                    str(event["memory"]), int(event["segment"])
+                    replay.memories[step] = event
+                elif kind == "race_decided":
+                    won, failed = event["won"], event["failed"]
+                    if not isinstance(won, list) or not isinstance(failed, list):
+                        raise TypeError("`won` and `failed` must be lists")
+                    replay.races[step] = Race(tuple(won), tuple(failed))
+                else:
+                    replay.tools.add(event)
+            except (KeyError, TypeError, ValueError, OverflowError, AttributeError) as error:
+                what = f"missing {error}" if isinstance(error, KeyError) else str(error)
+                raise ValueError(
+                    f"event {number} ({kind}, step {step!r}) is damaged: {what}"
+                ) from None
         return replay
 
 

@@ -173,8 +173,6 @@ async def test_the_client_never_retries_so_the_server_sees_exactly_our_attempts(
 @pytest.mark.parametrize(
     ("fault", "explanation"),
     [
-        ("malformed", "the body is not valid JSON"),
-        ("html", re.escape("the server sent a non-JSON body: '<html><body>Welcome</body></html>'")),
         (
             "wrong_shape",
             r"no `(content` list of blocks|choices` list with an answer) \(found null\)",
