@@ -227,6 +227,21 @@ def _block_head(node: object) -> str:
 
 # --- statements ------------------------------------------------------------------------------
 
+# Arrow steps `inline` writes whole on one line; any other step has a body of its own.
+_ONE_LINE_STEPS = (
+    StringLit,
+    NumberLit,
+    Name,
+    Attribute,
+    ArrayLit,
+    ObjectContext,
+    Discretion,
+    ProgramCall,
+    DoCall,
+    Session,
+    Invalid,
+)
+
 
 class Printer:
     """Accumulates ``Line`` records for a program body."""
@@ -278,11 +293,19 @@ class Printer:
                 self.emit(level, prefix + session_head(node), at, opens_block=bool(node.properties))
                 self.properties(node.properties, level + 1)
             case Arrow():
-                # All steps but the last are one-liners; the last may open a block (its
-                # properties, or `do:`), printed as if it stood alone after the arrows.
+                # One-line steps join on one line (`a -> b -> `); a step with a body
+                # (`parallel:`, `repeat 3:`, `x | map:` ...) is printed whole, and the next
+                # step continues on a line of its own (`-> session "..."`). The last step may
+                # open a block (its properties, or `do:`), printed as if it stood alone.
                 *steps, last = node.steps
-                arrows = "".join(inline(step) + " -> " for step in steps)
-                self.stmt(last, level, prefix + arrows, at)
+                head = prefix
+                for step in steps:
+                    if isinstance(step, _ONE_LINE_STEPS):
+                        head += inline(step) + " -> "
+                    else:
+                        self.stmt(step, level, head, at)
+                        head = "-> "
+                self.stmt(last, level, head, at)
             case Parallel():
                 self.emit(level, prefix + _block_head(node), at, opens_block=True)
                 for branch in node.branches:

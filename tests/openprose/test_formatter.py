@@ -203,3 +203,18 @@ def test_deep_nesting_formats() -> None:
     out = format_source(parse_text("\n".join(lines) + "\n"))
     assert out.splitlines()[-1] == "  " * depth + 'session "deep"'
     assert out.splitlines()[1] == "  do:  # level"
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        'parallel:\n  a = session "x"\n  b = session "z"\n-> session "y"\n',
+        'let r = parallel:\n  a = session "x"\n-> session "y" -> session "w"\n',
+        'let xs = ["a"]\nlet r = xs | map:\n  session "On {item}"\n-> session "Sum up"\n',
+        'repeat 2:\n  session "x"\n-> parallel:\n  session "p"\n-> session "end"\n',
+    ],
+)
+def test_an_arrow_after_a_block_keeps_the_block(source: str) -> None:
+    # A step with a body before `->` was printed as its header alone: the body was lost.
+    assert parse_text(source).ok
+    assert assert_faithful(source) == source
