@@ -50,7 +50,7 @@ _LAZY = {
     "abatch": "openprose.api",
     "RunError": "openprose.api",
     "RunEvent": "openprose.api",
-    "RunResult": "openprose.vm.runner",
+    "RunResult": "openprose.api",
 }
 
 __all__ = [

@@ -13,7 +13,8 @@ from pathlib import Path
 import openprose
 
 PACKAGE = Path(openprose.__file__).parent
-BACK_END = ("vm", "cli", "providers")
+# What runs programs: the VM, the CLI, the providers, and the run/batch API above them.
+BACK_END = ("vm", "cli", "providers", "api", "launch", "batches")
 
 
 def _module_name(path: Path) -> str:
@@ -23,7 +24,9 @@ def _module_name(path: Path) -> str:
 
 def _front_end() -> list[Path]:
     return sorted(
-        p for p in PACKAGE.rglob("*.py") if p.relative_to(PACKAGE).parts[0] not in BACK_END
+        p
+        for p in PACKAGE.rglob("*.py")
+        if p.relative_to(PACKAGE).with_suffix("").parts[0] not in BACK_END
     )
 
 
@@ -31,9 +34,13 @@ def _imported(path: Path) -> set[str]:
     """Every module an import statement anywhere in `path` names (relative ones resolved),
     and every string that is a module name of ours (`importlib.import_module("...")`)."""
     package = _module_name(path) if path.name == "__init__.py" else _module_name(path.parent)
+    # The package's own __init__ names `openprose.api` in its table of lazy exports
+    # (`openprose.run` loads it on first use); the fresh-interpreter test below proves that
+    # importing the package loads none of it.
+    lazy_table = path == PACKAGE / "__init__.py"
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and not lazy_table:
             if re.fullmatch(r"openprose(\.\w+)+", node.value):
                 found.add(node.value)
         elif isinstance(node, ast.Import):
@@ -79,7 +86,8 @@ def test_importing_and_using_the_front_end_loads_no_vm() -> None:
         "    importlib.import_module(name)\n"
         "import openprose\n"
         "for name in openprose.__all__:\n"
-        "    getattr(openprose, name)\n"
+        "    if openprose._LAZY.get(name) != 'openprose.api':  # the front end's exports\n"
+        "        getattr(openprose, name)\n"
         "from openprose.checker import diagnose\n"
         "from openprose.parser import parse_text\n"
         "project = pathlib.Path(tempfile.mkdtemp())\n"

@@ -120,8 +120,7 @@ async def run_batch(
     on_start: Callable[[str, Path], None] | None = None,
 ) -> BatchResult:
     """Run `program` once per case of `inputs` (.jsonl, or .csv with a header)."""
-    from openprose.api import RunError, _models
-
+    from openprose.launch import RunError, model_flags
     from openprose.project import find_project
 
     base = Path(project_dir).resolve() if project_dir is not None else Path.cwd()
@@ -145,7 +144,7 @@ async def run_batch(
         program_text=text,
         project_dir=str(project),
         provider=provider,
-        models=tuple(_models(models)),
+        models=tuple(model_flags(models)),
         max_concurrency=max_concurrency,
         evaluator=evaluator,
         budgets=dict(budgets or {}),
@@ -190,9 +189,8 @@ async def resume_batch(
 ) -> BatchResult:
     """Run the cases of a batch that have no row yet; a run the batch had started is resumed
     (its finished sessions come from its journal), never started again."""
-    from openprose.api import RunError
     from openprose.batches.store import BatchBusy
-
+    from openprose.launch import RunError
     from openprose.project import runs_home
 
     project = Path(project_dir).resolve() if project_dir is not None else runs_home()

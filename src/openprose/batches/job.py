@@ -56,8 +56,8 @@ class CaseRunner:
     """Runs jobs of one batch; `open` checks the program and opens the provider once."""
 
     def __init__(self, spec: BatchSpec) -> None:
-        from openprose.api import RunError, check_text, open_run
         from openprose.cli.run import UsageError
+        from openprose.launch import RunError, check_text, open_run
 
         self.spec = spec
         project = Path(spec.project_dir)
