@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from plsp.engine import expect
+from plsp.gbnf import state_block_grammar
 from plsp.instr import read_instr
 from plsp.syntax import Scanner
 
@@ -104,6 +105,8 @@ def provider_model(
     except providers.ProviderConfigError as error:
         raise ModelSetupError(str(error)) from None
 
+    grammar = state_block_grammar() if name == "local" else None
+
     async def answer(system: str, prompt: str) -> str:
         request = providers.ModelRequest(
             model=model_id,
@@ -111,6 +114,7 @@ def provider_model(
             system=system,
             max_tokens=max_tokens,
             temperature=0.0,
+            grammar=grammar,  # the embedded model decodes inside it; hosted ones ignore it
         )
         response = await backend.complete(request)
         return response.text

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import functools
 import importlib.util
 import threading
 from pathlib import Path
@@ -98,6 +99,8 @@ def _complete_blocking(request: ModelRequest, cancelled: threading.Event) -> Mod
         params["temperature"] = request.temperature
     if request.response_schema is not None:  # llama.cpp turns the schema into a grammar
         params["response_format"] = {"type": "json_object", "schema": request.response_schema}
+    if request.grammar is not None:
+        params["grammar"] = _grammar(request.grammar)
     global _cancelled
     with _model_lock:
         if cancelled.is_set():
@@ -127,6 +130,14 @@ def _complete_blocking(request: ModelRequest, cancelled: threading.Event) -> Mod
         model=LOCAL_MODEL_ID,
         provider="local",
     )
+
+
+@functools.lru_cache(maxsize=8)
+def _grammar(gbnf: str) -> Any:
+    """A compiled GBNF grammar (the same one serves every cycle of a loop)."""
+    from llama_cpp.llama_grammar import LlamaGrammar
+
+    return LlamaGrammar.from_string(gbnf, verbose=False)
 
 
 def _load_model() -> Any:
