@@ -88,6 +88,7 @@ async def arun(
     max_sessions: Budget = None,
     max_tokens: Budget = None,
     max_cost: Budget = None,
+    yes: bool = False,
     observer: Observer | None = None,
 ) -> RunResult:
     """Run a program (a `.prose` path or program text) to its end; see `run`."""
@@ -101,6 +102,7 @@ async def arun(
         record=record,
         project_dir=project_dir,
         budgets=budgets_of(max_sessions, max_tokens, max_cost),
+        yes=yes,
     )
     return await start(prepared, observer)
 
@@ -122,6 +124,7 @@ async def start(prepared: Prepared, observer: Observer | None = None) -> RunResu
             observer=observer,
             launch=prepared.launch,
             prices=prepared.prices,
+            tools=prepared.tools,
         )
     finally:
         await prepared.provider.aclose()
@@ -140,11 +143,14 @@ def run(
     max_sessions: Budget = None,
     max_tokens: Budget = None,
     max_cost: Budget = None,
+    yes: bool = False,
 ) -> RunResult:
     """Run a program to its end and return its `RunResult` (`run_id`, `run_dir`, `status`,
     `outputs`, `usage`, `error`). Keywords mirror `prose run`'s options: `inputs` is
     `--input`/`--inputs`, `models` is `--model` as a mapping alias -> "provider:model",
     `max_sessions`/`max_tokens`/`max_cost` are the run's budgets (`"none"` lifts one),
+    `yes=True` approves every `prompt` permission (otherwise such a run stops `waiting`
+    for `prose approve`; library code never asks at the terminal),
     `project_dir` is where `.prose/` and `prose.toml` are (default: the working folder)."""
     return _blocking(
         "run",
@@ -160,6 +166,7 @@ def run(
             max_sessions=max_sessions,
             max_tokens=max_tokens,
             max_cost=max_cost,
+            yes=yes,
         ),
     )
 
@@ -175,6 +182,7 @@ async def aresume(
     max_sessions: Budget = None,
     max_tokens: Budget = None,
     max_cost: Budget = None,
+    yes: bool = False,
     observer: Observer | None = None,
 ) -> RunResult:
     """Continue a run (id, unique prefix or folder) as `prose resume` does: finished work is
@@ -211,6 +219,7 @@ async def aresume(
         )
     except cli.UsageError as error:
         raise RunError(str(error), error.diagnostics) from None
+    tools = cli.tool_runtime(resuming.project, yes, interactive=False)
     try:
         return await resume_run(
             resuming.run_dir,
@@ -222,6 +231,7 @@ async def aresume(
             config=resuming.config,
             observer=observer,
             prices=resuming.prices,
+            tools=tools,
         )
     finally:
         await resuming.provider.aclose()
@@ -238,6 +248,7 @@ def resume(
     max_sessions: Budget = None,
     max_tokens: Budget = None,
     max_cost: Budget = None,
+    yes: bool = False,
 ) -> RunResult:
     """`aresume`, blocking."""
     return _blocking(
@@ -252,6 +263,7 @@ def resume(
             max_sessions=max_sessions,
             max_tokens=max_tokens,
             max_cost=max_cost,
+            yes=yes,
         ),
     )
 
@@ -306,6 +318,7 @@ async def abatch(
     max_sessions: Budget = None,
     max_tokens: Budget = None,
     max_cost: Budget = None,
+    yes: bool = False,
 ) -> Any:
     """Run `program` once per case of `inputs` (`prose batch`), or continue the batch
     `resume`; returns a `BatchResult` (`batch_id`, `status`, `output`, `stats`). A batch
@@ -332,6 +345,7 @@ async def abatch(
         evaluator=evaluator,
         max_runs=max_runs or 64,
         budgets=budgets_of(max_sessions, max_tokens, max_cost),
+        yes=yes,
         executor=executor or "local",
         ray_address=ray_address,
         project_dir=project_dir,

@@ -54,6 +54,7 @@ class Prepared:
     config: Any  # VMConfig
     launch: dict[str, Any]
     prices: Any = None  # Prices: the packaged table extended by prose.toml
+    tools: Any = None  # ToolRuntime: who answers `prompt` permissions, project defaults
 
 
 Budget = int | float | str | None  # a limit, "none" to lift the configured one, None: not given
@@ -107,6 +108,7 @@ def prepare(
     record: str | os.PathLike[str] | None = None,
     project_dir: str | os.PathLike[str] | None = None,
     budgets: dict[str, Any] | None = None,
+    yes: bool = False,
 ) -> Prepared:
     """Check the program and its inputs, load its imports and open the provider."""
     from openprose.cli import run as cli
@@ -144,6 +146,7 @@ def prepare(
         evaluator=evaluator,
         record=record,
         budgets=budgets,
+        yes=yes,
         found=found,
     )
     prepared.inputs = given
@@ -162,6 +165,7 @@ def open_run(
     evaluator: str | None = None,
     record: str | os.PathLike[str] | None = None,
     budgets: dict[str, Any] | None = None,
+    yes: bool = False,
     found: Any = None,  # the discovered project, when there was a search (its config file)
 ) -> Prepared:
     """For a checked program: load its imports, open the provider, read the VM settings."""
@@ -189,6 +193,8 @@ def open_run(
         )
         prices = cli.run_prices(project)
         cli.cost_is_enforceable(program, config, settings, prices)
+        # Never a terminal prompt from library code: `yes` approves, else the run waits.
+        tools = cli.tool_runtime(project, yes, interactive=False)
     except cli.UsageError as error:
         _close_soon(opened)
         raise RunError(str(error), error.diagnostics) from None
@@ -199,7 +205,9 @@ def open_run(
         "evaluator": evaluator,
         "program_dir": str(program_dir.resolve()),
     }
-    return Prepared(program, text, project, {}, imports, settings, opened, config, launch, prices)
+    return Prepared(
+        program, text, project, {}, imports, settings, opened, config, launch, prices, tools
+    )
 
 
 def _close_soon(provider: Provider) -> None:

@@ -247,9 +247,7 @@ def _positive(text: str) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = ConventionalParser(prog="plsp", description="Prompt Loop State Protocol 0.5")
-    commands = parser.add_subparsers(
-        dest="command", required=True, parser_class=ConventionalParser
-    )
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=ConventionalParser)
 
     parse_cmd = commands.add_parser(
         "parse", help="print the canonical form of a block or an INSTR: line, or a positioned error"

@@ -113,6 +113,7 @@ async def run_batch(
     evaluator: str | None = None,
     max_runs: int = DEFAULT_MAX_RUNS,
     budgets: dict[str, Any] | None = None,
+    yes: bool = False,
     executor: str = "local",
     ray_address: str | None = None,
     project_dir: str | os.PathLike[str] | None = None,
@@ -148,6 +149,7 @@ async def run_batch(
         max_concurrency=max_concurrency,
         evaluator=evaluator,
         budgets=dict(budgets or {}),
+        yes=yes,
     )
     _preflight(executor, ray_address)
     try:
@@ -166,6 +168,7 @@ async def run_batch(
             "evaluator": evaluator,
             "max_runs": max_runs,
             "budgets": dict(budgets or {}),
+            "yes": yes,
             "executor": executor,
             "ray_address": ray_address,
         },
@@ -229,6 +232,7 @@ async def resume_batch(
         max_concurrency=options.get("max_concurrency"),
         evaluator=options.get("evaluator"),
         budgets=dict(options.get("budgets") or {}),
+        yes=bool(options.get("yes")),
     )
     executor = executor or options.get("executor") or "local"
     if max_runs is None:

@@ -27,6 +27,7 @@ class BatchSpec:
     max_concurrency: int | None = None
     evaluator: str | None = None
     budgets: dict[str, Any] = field(default_factory=dict)  # per run: max_sessions, ...
+    yes: bool = False  # approve every `prompt` permission (else such runs stop `waiting`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +76,7 @@ class CaseRunner:
             max_concurrency=spec.max_concurrency,
             evaluator=spec.evaluator,
             budgets=spec.budgets,
+            yes=spec.yes,
         )
 
     async def run(self, job: Job) -> dict[str, Any]:
@@ -103,6 +105,7 @@ class CaseRunner:
             config=p.config,
             launch=p.launch,
             prices=p.prices,
+            tools=p.tools,
             run_id=job.run_id,
         )
 
@@ -135,6 +138,7 @@ class CaseRunner:
             settings=p.settings,
             config=p.config,
             prices=p.prices,
+            tools=p.tools,
         )
         return self._row(job, result)
 

@@ -33,7 +33,10 @@ def register_use(ck: Checker, node: n.Use) -> None:
     if not path:
         ck.emit("E011", span, "Use path cannot be empty")
         return
-    if _REGISTRY.fullmatch(path) is None and not is_local_path(path):
+    local_folder = path.startswith(("./", "../", "/")) and not is_local_path(path)
+    if local_folder:
+        pass  # a skill folder on disk (Agent Skills format), resolved when an agent names it
+    elif _REGISTRY.fullmatch(path) is None and not is_local_path(path):
         if _SHORTHAND.fullmatch(path) or _URL.fullmatch(path):
             ck.emit(
                 "W006",

@@ -103,6 +103,7 @@ def _batch(args: argparse.Namespace) -> int:
             evaluator=args.evaluator,
             max_runs=64 if args.max_runs is None else args.max_runs,
             budgets=budget_flags(args),
+            yes=args.yes,
             executor=args.executor or "local",
             ray_address=args.ray_address,
             on_row=on_row,

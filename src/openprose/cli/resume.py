@@ -21,12 +21,14 @@ from openprose.cli.run import (
     budget_flags,
     cost_is_enforceable,
     guarded,
+    hold_progress,
     load_imports_or_fail,
     open_provider_or_fail,
     progress,
     report,
     run_async,
     run_prices,
+    tool_runtime,
 )
 
 
@@ -80,7 +82,9 @@ def _resume(args: argparse.Namespace) -> int:
     except NothingToResume as done:
         return _nothing_to_resume(done, args.json)
     args.notice.project, args.notice.provider = resuming.project, resuming.settings.provider
+    tools = tool_runtime(resuming.project, args.yes)
     with progress(args.json, args.notice, args.quiet) as observer:
+        hold_progress(tools, observer)
         result = run_async(
             resume_run(
                 resuming.run_dir,
@@ -92,6 +96,7 @@ def _resume(args: argparse.Namespace) -> int:
                 config=resuming.config,
                 observer=observer,
                 prices=resuming.prices,
+                tools=tools,
             ),
             resuming.provider,
         )

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from openprose.vm.runner import RunResult
     from openprose.vm.runtime import Observer
 
-OK, FAILED, USAGE_ERROR, STOPPED = 0, 1, 2, 3
+OK, FAILED, USAGE_ERROR, STOPPED, WAITING = 0, 1, 2, 3, 4
 STDIN = "-"
 
 
@@ -141,6 +141,11 @@ def add_provider_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--record", metavar="FILE", help="append every model exchange sent to a replay cassette"
+    )
+    parser.add_argument(
+        "--yes",
+        action="store_true",
+        help="approve every `prompt` permission without asking (unattended runs)",
     )
 
 
@@ -288,8 +293,10 @@ def _run(args: argparse.Namespace) -> int:
         "program_dir": str(program_dir.resolve()),
     }
     text = parsed.source.text
+    tools = tool_runtime(project, args.yes)
     args.notice.project, args.notice.provider = project, settings.provider
     with progress(args.json, args.notice, args.quiet) as observer:
+        hold_progress(tools, observer)
         result = run_async(
             run_program(
                 parsed.program,
@@ -303,6 +310,7 @@ def _run(args: argparse.Namespace) -> int:
                 observer=observer,
                 launch=launch,
                 prices=prices,
+                tools=tools,
             ),
             provider,
         )
@@ -323,6 +331,37 @@ def launch_spec(spec: str | None, settings: ProviderSettings) -> str | None:
 
 
 # --- shared with `prose resume` ---------------------------------------------------------
+
+
+def tool_runtime(project: Path, yes: bool, *, interactive: bool = True) -> Any:
+    """Who answers `prompt` permissions — `--yes`, else the person at the terminal, else
+    nobody (the run then waits for `prose approve`) — and the project's default permissions
+    (`[permissions]` of prose.toml). `interactive=False` (the Python API, batches) never
+    asks at a terminal."""
+    from openprose.vm.toolloop import ToolRuntime
+    from openprose.vm.tools import NobodyApprover, PreApprover, TerminalApprover
+    from openprose.vm.tools.permissions import PermissionError_, validate_default
+
+    table = project_settings(project).get("permissions", {})
+    try:
+        default = validate_default(table, "prose.toml")
+    except PermissionError_ as error:
+        raise UsageError(str(error)) from None
+    approver: Any
+    if yes:
+        approver = PreApprover()
+    elif interactive and sys.stdin.isatty() and sys.stderr.isatty():
+        approver = TerminalApprover()
+    else:
+        approver = NobodyApprover()
+    return ToolRuntime(approver=approver, default_permissions=default)
+
+
+def hold_progress(tools: Any, observer: Any) -> None:
+    """An approval prompt on the terminal pauses the live progress table while it asks."""
+    paused = getattr(observer, "paused", None)
+    if paused is not None and hasattr(tools.approver, "hold"):
+        tools.approver.hold = paused
 
 
 def parse_and_check(path: Path, project: Path, stream: TextIO) -> Any:
@@ -721,6 +760,8 @@ def report(result: RunResult, as_json: bool, notice: RunNotice | None = None) ->
         print(f"prose: {result.error}", file=sys.stderr)
     if result.status == "stopped":  # its error line already names the resume command
         return STOPPED
+    if result.status == "waiting":  # its error line says how to approve or deny
+        return WAITING
     if notice is not None and notice.run_id is not None:
         print(
             f"prose: run {notice.run_id} {result.status}; after fixing the cause, continue it "
@@ -759,7 +800,5 @@ def print_summary(result: RunResult, provider: str | None = None) -> None:
             f"[prices] in prose.toml); ${cost:.4f} for the priced calls"
         )
     elif usage.get("input_tokens") or usage.get("output_tokens"):
-        lines.append(
-            f"cost: ${cost:.4f}" if cost >= 0.0001 or cost == 0 else "cost: under $0.0001"
-        )
+        lines.append(f"cost: ${cost:.4f}" if cost >= 0.0001 or cost == 0 else "cost: under $0.0001")
     print("\n".join(lines))

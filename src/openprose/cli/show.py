@@ -50,8 +50,15 @@ def run(args: argparse.Namespace) -> int:
     decisions: list[dict[str, Any]] = []
     errors: list[dict[str, Any]] = []
     cancelled: list[str] = []
+    tool_calls: list[dict[str, Any]] = []
+    permissions: list[dict[str, Any]] = []
+    approvals: list[dict[str, Any]] = []
+    pending: dict[str, dict[str, Any]] = {}
     for event in read_journal(store.journal_path):
         kind = event.get("ev")
+        if kind in TOOL_EVENTS:
+            _tool_event(event, tool_calls, permissions, approvals, pending)
+            continue
         if kind == "session_finished":
             usage = event["response"]["usage"]
             steps.append(
@@ -85,6 +92,10 @@ def run(args: argparse.Namespace) -> int:
         "decisions": decisions,
         "errors": errors,
         "cancelled": cancelled,
+        "tool_calls": tool_calls,
+        "permissions": permissions,
+        "approvals": approvals,
+        "pending_approvals": list(pending.values()),
         "bindings": bindings,
         "outputs": outputs,
         "result": meta.get("result"),
@@ -115,6 +126,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"  {e.get('step', ''):<18} {e.get('error') or e.get('question')}")
     if cancelled:
         print(f"\ncancelled ({len(cancelled)}): {', '.join(cancelled)}")
+    _print_tools(tool_calls, permissions, approvals, list(pending.values()))
     print(f"\nbindings ({len(bindings)}): {', '.join(bindings)}")
     if outputs:
         print("\noutputs:")
@@ -123,3 +135,80 @@ def run(args: argparse.Namespace) -> int:
     if shown["result"] is not None:
         print(f"\nresult: {shown['result']}")
     return 0
+
+
+TOOL_EVENTS = ("tool_call", "tool_result", "permission", "approval_requested", "approval_decided")
+
+
+def _tool_event(
+    event: dict[str, Any],
+    calls: list[dict[str, Any]],
+    permissions: list[dict[str, Any]],
+    approvals: list[dict[str, Any]],
+    pending: dict[str, dict[str, Any]],
+) -> None:
+    """Sort one tool-loop event into what `show` lists."""
+    kind = event["ev"]
+    where = f"{event.get('step', '')}~t{event.get('turn', 0)}.{event.get('index', 0)}"
+    if kind == "tool_call":
+        call = event.get("call") or {}
+        calls.append(
+            {"at": where, "tool": call.get("name"), "arguments": call.get("arguments"),
+             "result": None, "is_error": None, "omitted_bytes": 0}
+        )  # fmt: skip
+    elif kind == "tool_result":
+        for entry in reversed(calls):
+            if entry["at"] == where and entry["result"] is None:
+                entry.update(
+                    result=event.get("content"),
+                    is_error=event.get("is_error"),
+                    omitted_bytes=event.get("omitted_bytes", 0),
+                )
+                break
+    elif kind == "permission":
+        permissions.append(
+            {
+                "at": where,
+                **{k: event.get(k) for k in ("tool", "kind", "action", "decision", "reason")},
+            }
+        )
+    elif kind == "approval_requested":
+        pending[str(event["id"])] = {
+            k: event.get(k) for k in ("id", "tool", "kind", "action", "agent")
+        }
+    else:
+        pending.pop(str(event.get("id")), None)
+        approvals.append({k: event.get(k) for k in ("id", "answer", "kind", "action", "by")})
+
+
+def _print_tools(
+    calls: list[dict[str, Any]],
+    permissions: list[dict[str, Any]],
+    approvals: list[dict[str, Any]],
+    pending: list[dict[str, Any]],
+) -> None:
+    if calls:
+        print(f"\ntool calls ({len(calls)}):")
+        for c in calls:
+            args = json.dumps(c["arguments"], ensure_ascii=False)[:60]
+            if c["result"] is None:
+                outcome = "no result (in flight when the run stopped)"
+            else:
+                outcome = ("error: " if c["is_error"] else "") + " ".join(str(c["result"]).split())[
+                    :50
+                ]
+                if c["omitted_bytes"]:
+                    outcome += f" [cut {c['omitted_bytes']} bytes]"
+            print(f"  {c['at']:<14} {c['tool']:<12} {args}  → {outcome}")
+    if permissions:
+        print(f"\npermissions ({len(permissions)}):")
+        for p in permissions:
+            print(f"  {p['at']:<14} {p['decision']:<8} {p['kind']} {p['action']}  ({p['reason']})")
+    if approvals:
+        print(f"\napprovals ({len(approvals)}):")
+        for a in approvals:
+            print(f"  {a['id']}: {a['answer']} ({a['kind']} {a['action']}, by {a['by']})")
+    if pending:
+        print(f"\nwaiting for approval ({len(pending)}): answer with prose approve / prose deny")
+        for r in pending:
+            print(f"  {r['id']}: {r['tool']} wants to {r['kind']} {r['action']}")

@@ -98,6 +98,7 @@ def open_provider(settings: ProviderSettings, name: str | None = None) -> Provid
     if name == "anthropic":
         from openprose.providers.anthropic import AnthropicProvider
 
+        assert endpoint.api_key is not None  # check_credentials refuses a missing key
         inner = AnthropicProvider(
             api_key=endpoint.api_key,
             base_url=endpoint.base_url,

@@ -184,8 +184,10 @@ class ModelRequest:
         return _canonical_sha256(body)
 
     def last_user_text(self) -> str:
+        """The text of the last user turn that says something: a turn carrying only tool
+        results is skipped, so in a tool loop this stays the session's task."""
         for message in reversed(self.messages):
-            if message.role == "user":
+            if message.role == "user" and (message.content or not message.tool_results):
                 return message.content
         return ""
 

@@ -13,6 +13,7 @@ import asyncio
 import atexit
 import functools
 import importlib.util
+import json
 import threading
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from openprose.providers.base import (
     ModelResponse,
     ProviderConfigError,
     ProviderError,
+    ToolCall,
     Usage,
 )
 from openprose.providers.settings import LOCAL_MODEL_ID, local_model_installed
@@ -83,11 +85,88 @@ class LocalProvider:
         return None  # the model stays loaded for the life of the process
 
 
-def _complete_blocking(request: ModelRequest, cancelled: threading.Event) -> ModelResponse:
+def chat_messages(request: ModelRequest) -> list[dict[str, str]]:
+    """The request as llama.cpp chat messages. With tools, the system prompt says how to
+    call them, an assistant turn's tool calls become the JSON it answered, and tool results
+    become text of the user turn."""
+    system = request.system
+    if request.tools:
+        system = (
+            f"{system}\n\n{_tool_instructions(request)}" if system else _tool_instructions(request)
+        )
     messages: list[dict[str, str]] = []
-    if request.system is not None:
-        messages.append({"role": "system", "content": request.system})
-    messages.extend({"role": m.role, "content": m.content} for m in request.messages)
+    if system is not None:
+        messages.append({"role": "system", "content": system})
+    for m in request.messages:
+        content = m.content
+        if m.tool_calls:
+            calls = "\n".join(
+                json.dumps({"tool": c.name, "arguments": c.arguments}, ensure_ascii=False)
+                for c in m.tool_calls
+            )
+            content = f"{content}\n{calls}".strip()
+        if m.tool_results:
+            shown = "\n\n".join(
+                f"Result of tool call {r.call_id}{' (error)' if r.is_error else ''}:\n{r.content}"
+                for r in m.tool_results
+            )
+            content = f"{shown}\n\n{content}".strip()
+        messages.append({"role": m.role, "content": content})
+    return messages
+
+
+def _tool_instructions(request: ModelRequest) -> str:
+    lines = [
+        (
+            "Answer with one JSON object: either a tool call "
+            '{"tool": NAME, "arguments": {...}} or your final answer {"answer": "..."}.'
+        ),
+        "Tools:",
+    ]
+    lines += [f"- {t.name}: {t.description}" for t in request.tools]
+    return "\n".join(lines)
+
+
+def tool_reply_schema(request: ModelRequest) -> dict[str, Any]:
+    """One tool call of an offered tool, with that tool's arguments, or a final answer."""
+    calls = [
+        {
+            "type": "object",
+            "properties": {
+                "tool": {"type": "string", "enum": [t.name]},
+                "arguments": t.parameters or {"type": "object"},
+            },
+            "required": ["tool", "arguments"],
+        }
+        for t in request.tools
+    ]
+    final = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
+    return {"anyOf": [*calls, final]}
+
+
+def decode_tool_reply(text: str, turn: int) -> tuple[str, tuple[ToolCall, ...]]:
+    """The final text, or the one tool call, the model decoded; text that is not such an
+    object is taken as the final answer."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return text, ()
+    if isinstance(value, dict) and isinstance(value.get("tool"), str):
+        arguments = value.get("arguments")
+        call = ToolCall(
+            f"local_{turn}", value["tool"], arguments if isinstance(arguments, dict) else {}
+        )
+        return "", (call,)
+    if isinstance(value, dict) and isinstance(value.get("answer"), str):
+        return value["answer"], ()
+    return text, ()
+
+
+def _complete_blocking(request: ModelRequest, cancelled: threading.Event) -> ModelResponse:
+    messages = chat_messages(request)
+    schema = request.response_schema
+    if request.tools:
+        schema = tool_reply_schema(request)
     params: dict[str, Any] = {
         "messages": messages,
         "max_tokens": request.max_tokens,  # llama.cpp cuts it to the room the prompt leaves
@@ -97,8 +176,8 @@ def _complete_blocking(request: ModelRequest, cancelled: threading.Event) -> Mod
     }
     if request.temperature is not None:
         params["temperature"] = request.temperature
-    if request.response_schema is not None:  # llama.cpp turns the schema into a grammar
-        params["response_format"] = {"type": "json_object", "schema": request.response_schema}
+    if schema is not None:  # llama.cpp turns the schema into a grammar
+        params["response_format"] = {"type": "json_object", "schema": schema}
     if request.grammar is not None:
         params["grammar"] = _grammar(request.grammar)
     global _cancelled
@@ -122,13 +201,19 @@ def _complete_blocking(request: ModelRequest, cancelled: threading.Event) -> Mod
         raise _Cancelled  # cut short: the awaiting task is gone, this never reaches anyone
     choice = result["choices"][0]
     usage = result.get("usage") or {}
+    text = choice["message"].get("content") or ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    if request.tools:
+        turn = sum(1 for m in request.messages if m.role == "assistant")
+        text, tool_calls = decode_tool_reply(text, turn)
     return ModelResponse(
-        text=choice["message"].get("content") or "",
+        text=text,
         usage=Usage(usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0)),
-        finish_reason=choice.get("finish_reason"),
+        finish_reason="tool_use" if tool_calls else choice.get("finish_reason"),
         request_id=result.get("id"),
         model=LOCAL_MODEL_ID,
         provider="local",
+        tool_calls=tool_calls,
     )
 
 

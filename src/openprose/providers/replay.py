@@ -2,7 +2,7 @@
 
 A cassette is JSONL, one `{"key", "request", "response"}` record per line, where `key` is
 `ModelRequest.key()`. A run's `journal.jsonl` serves as well: its `session_finished` events
-carry the same request and response. Identical repeated requests are answered in recorded
+(and the `model_turn` events of sessions with tools) carry the same request and response. Identical repeated requests are answered in recorded
 order.
 """
 
@@ -27,6 +27,7 @@ from openprose.providers.base import (
 __all__ = ["RecordingProvider", "ReplayProvider", "read_cassette", "replay_source"]
 
 PROMPT_PREVIEW_CHARS = 80
+EXCHANGE_EVENTS = ("session_finished", "model_turn")  # journal events holding an exchange
 JOURNAL_NAME = "journal.jsonl"  # inside a run folder .prose/runs/{run id}/
 RUNS_DIR = Path(".prose") / "runs"
 
@@ -81,8 +82,8 @@ def read_cassette(path: Path) -> list[tuple[ModelRequest, ModelResponse]]:
             if not isinstance(record, dict):
                 raise TypeError("not a JSON object")
             journal = journal or "ev" in record
-            # In a journal, only finished sessions hold an exchange.
-            if "ev" in record and (record["ev"] != "session_finished" or "request" not in record):
+            # In a journal, finished sessions and tool-loop turns hold the exchanges.
+            if "ev" in record and (record["ev"] not in EXCHANGE_EVENTS or "request" not in record):
                 continue
             records.append(
                 (
@@ -151,6 +152,7 @@ class ReplayProvider:
             recorded.request_id,
             recorded.model,
             self.name,
+            recorded.tool_calls,
         )
 
     async def aclose(self) -> None:

@@ -13,6 +13,13 @@ Rules file (YAML or JSON), used as `--provider scripted:RULES.yaml`:
       - match: "flaky"
         failures: [transient, error]   # the first calls fail like this, then answer
         answer: "recovered"
+      - match: "review the code"
+        turns:                # by turn of one conversation (assistant turns so far)
+          - tool_calls: [{name: read_file, arguments: {path: src/app.py}}]
+          - text: "Reviewed."  # the last entry then repeats
+
+An answer (in `answer`, an `answer` list or `turns`) is text, or a mapping with `text`
+and/or `tool_calls` (each `{name, arguments, id}`; the id defaults to `call_{turn}_{n}`).
 """
 
 from __future__ import annotations
@@ -31,13 +38,16 @@ from openprose.providers.base import (
     ModelResponse,
     ProviderConfigError,
     ProviderError,
+    ToolCall,
     TransientProviderError,
     Usage,
 )
 
 __all__ = ["Answer", "ScriptRule", "ScriptedProvider"]
 
-Answer = str | Sequence[str] | Callable[[ModelRequest], str | Awaitable[str]]
+# One scripted reply: text, or a mapping with `text` and/or `tool_calls`.
+Reply = str | Mapping[str, Any]
+Answer = Reply | Sequence[Reply] | Callable[[ModelRequest], Reply | Awaitable[Reply]]
 FAILURE_KINDS = ("transient", "error")
 
 
@@ -48,6 +58,7 @@ class ScriptRule:
     system: str | None = None  # regex searched in the system prompt
     latency: float = 0.0  # seconds, added to the provider-wide latency
     failures: Sequence[str] = ()  # kinds raised by the first matching calls
+    turns: Sequence[Reply] = ()  # replies by turn of the conversation (overrides `answer`)
     calls: int = field(default=0, init=False)
     _match: re.Pattern[str] = field(init=False, repr=False)
     _system: re.Pattern[str] | None = field(init=False, repr=False)
@@ -58,7 +69,12 @@ class ScriptRule:
                 raise ProviderConfigError(
                     f"scripted: unknown failure kind {kind!r}; use one of {FAILURE_KINDS}"
                 )
-        if not isinstance(self.answer, str) and not callable(self.answer) and not self.answer:
+        if (
+            not isinstance(self.answer, str | Mapping)
+            and not callable(self.answer)
+            and not self.answer
+            and not self.turns
+        ):
             raise ProviderConfigError(f"scripted: rule {self.match!r} has an empty answer list")
         self._match = _compile(self.match)
         self._system = None if self.system is None else _compile(self.system)
@@ -116,7 +132,19 @@ class ScriptedProvider:
                 )
             text = self.default
         else:
-            text = await self._answer(rule, request)
+            reply = await self._answer(rule, request)
+            text, tool_calls = _reply(reply, request, self._source)
+            if tool_calls:
+                self._check_offered(tool_calls, request)
+            return ModelResponse(
+                text=text,
+                usage=Usage(_estimate_tokens(request), _token_estimate(text)),
+                finish_reason="tool_use" if tool_calls else "stop",
+                request_id=f"scripted-{self._request_count}",
+                model=request.model,
+                provider=self.name,
+                tool_calls=tool_calls,
+            )
         return ModelResponse(
             text=text,
             usage=Usage(_estimate_tokens(request), _token_estimate(text)),
@@ -126,10 +154,23 @@ class ScriptedProvider:
             provider=self.name,
         )
 
+    def _check_offered(self, calls: tuple[ToolCall, ...], request: ModelRequest) -> None:
+        """A scripted model, like a real one, can ask for any tool name; the VM refuses
+        tools it did not offer. Only a request offering no tools at all is a rules error."""
+        if not request.tools:
+            raise ProviderError(
+                f"scripted: a rule in {self._source} answers with tool calls, but this "
+                f"request offers no tools (only agents with permissions: or skills: get tools)",
+                provider=self.name,
+            )
+
     async def aclose(self) -> None:
         return None
 
-    async def _answer(self, rule: ScriptRule, request: ModelRequest) -> str:
+    async def _answer(self, rule: ScriptRule, request: ModelRequest) -> Reply:
+        if rule.turns:
+            turn = sum(1 for m in request.messages if m.role == "assistant")
+            return rule.turns[min(turn, len(rule.turns) - 1)]
         call = rule.calls
         rule.calls += 1
         if call < len(rule.failures):
@@ -138,7 +179,7 @@ class ScriptedProvider:
                 raise TransientProviderError(message, provider=self.name, status=503)
             raise ProviderError(message, provider=self.name, status=400)
         answer = rule.answer
-        if isinstance(answer, str):
+        if isinstance(answer, str | Mapping):
             return answer
         if callable(answer):
             result = answer(request)
@@ -154,19 +195,59 @@ def _compile(pattern: str) -> re.Pattern[str]:
 
 
 def _rule_from_mapping(data: Mapping[str, Any]) -> ScriptRule:
-    if "answer" not in data:
-        raise ProviderConfigError(f"scripted: every rule needs an `answer`, got {dict(data)!r}")
-    answer = data["answer"]
-    if not isinstance(answer, str | list):
+    if "answer" not in data and "turns" not in data:
+        raise ProviderConfigError(
+            f"scripted: every rule needs an `answer` (or `turns`), got {dict(data)!r}"
+        )
+    answer = data.get("answer", "")
+    if not isinstance(answer, str | list | Mapping):
         answer = str(answer)
+    turns = data.get("turns") or []
+    if not isinstance(turns, list):
+        raise ProviderConfigError(f"scripted: `turns` must be a list, got {turns!r}")
     system = data.get("system")
     return ScriptRule(
-        answer=[str(a) for a in answer] if isinstance(answer, list) else answer,
+        answer=[_reply_item(a) for a in answer] if isinstance(answer, list) else answer,
+        turns=[_reply_item(t) for t in turns],
         match=str(data.get("match", "")),
         system=None if system is None else str(system),
         latency=_seconds(data, "latency_ms"),
         failures=tuple(str(kind) for kind in data.get("failures", ())),
     )
+
+
+def _reply_item(item: Any) -> Reply:
+    if isinstance(item, Mapping):
+        unknown = set(item) - {"text", "tool_calls"}
+        if unknown:
+            raise ProviderConfigError(
+                f"scripted: a reply mapping holds `text` and `tool_calls`, not {sorted(unknown)}"
+            )
+        return item
+    return str(item)
+
+
+def _reply(reply: Reply, request: ModelRequest, source: str) -> tuple[str, tuple[ToolCall, ...]]:
+    """The text and tool calls of one scripted reply."""
+    if isinstance(reply, str):
+        return reply, ()
+    turn = sum(1 for m in request.messages if m.role == "assistant")
+    calls = []
+    for index, raw in enumerate(reply.get("tool_calls") or ()):
+        if not isinstance(raw, Mapping) or not isinstance(raw.get("name"), str):
+            raise ProviderError(
+                f"scripted: a tool call in {source} needs a `name`, got {raw!r}",
+                provider="scripted",
+            )
+        arguments = raw.get("arguments") or {}
+        if not isinstance(arguments, Mapping):
+            raise ProviderError(
+                f"scripted: tool call {raw['name']!r} in {source}: `arguments` must be a mapping",
+                provider="scripted",
+            )
+        call_id = str(raw.get("id") or f"call_{turn}_{index}")
+        calls.append(ToolCall(call_id, raw["name"], dict(arguments)))
+    return str(reply.get("text") or ""), tuple(calls)
 
 
 def _load_rules_file(path: Path) -> Any:

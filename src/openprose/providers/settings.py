@@ -333,6 +333,7 @@ KNOWN_KEYS: dict[str, frozenset[str]] = {
             "providers",
             "vm",
             "registry",
+            "permissions",
             "prices",
         }
     ),

@@ -13,8 +13,10 @@ This module holds the dispatch and the plain statements (bindings, blocks, `if`,
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from openprose import nodes as n
@@ -32,6 +34,8 @@ from openprose.vm.runstore import RunStore
 from openprose.vm.runtime import AgentSpec, LoadedProgram, Shared
 from openprose.vm.scope import Scope
 from openprose.vm.sessions import Sessions
+from openprose.vm.tools.approvals import ApprovalPending
+from openprose.vm.tools.skills import Skill, resolve_skills
 from openprose.vm.values import ErrorValue, Value
 
 Handler = Callable[[Any, Ctx, str], Awaitable[Value]]
@@ -61,6 +65,7 @@ class Interpreter:
         self.outputs: dict[str, Value] = {}
         self.final_result: str | None = None  # set by run() when no output is declared
         self.agents: dict[str, AgentSpec] = {}
+        self.skills: dict[str, Skill] = {}
         self.blocks: dict[str, n.BlockDef] = {}
         self.bound_somewhere: set[str] = set()  # filled with the definitions, before the run
         self.expressions = Expressions(program.path, self.bound_somewhere)
@@ -77,6 +82,7 @@ class Interpreter:
             memories=Memories(shared, store, calls),
             bindings=self.bindings,
             agents=self.agents,
+            skills=self.skills,
         )
         self._exec: dict[type, Handler] = {
             n.Use: self._use,
@@ -114,7 +120,7 @@ class Interpreter:
     async def run(self) -> dict[str, Value]:
         self._collect_definitions()
         if self.agents:
-            # Sessions have no tools yet, so skills and permissions are recorded, not enforced.
+            self._load_skills()
             self.shared.emit(
                 "agents",
                 self.prefix,
@@ -160,6 +166,33 @@ class Interpreter:
             elif isinstance(stmt, n.BlockDef):
                 self.blocks[stmt.name.id] = stmt
             self.bound_somewhere.update(_names_bound_by(stmt))
+
+    def _load_skills(self) -> None:
+        """The skill folders agents name, through the program's `use` statements; one
+        that cannot be loaded is journaled (`skill_missing`) and its agent goes without.
+        A resumed run uses the skills' text as journaled when it started (pinned by hash),
+        even if the folder changed since."""
+        wanted = {skill for agent in self.agents.values() for skill in agent.skills}
+        pinned = self.shared.replay.tools.skills
+        for name in sorted(wanted & set(pinned)):
+            self.skills[name] = Skill.from_event(pinned[name])
+        wanted -= set(pinned)
+        if not wanted:
+            return
+        uses: dict[str, str] = {}
+        for stmt in self.program.body:
+            if isinstance(stmt, n.Use):
+                spec = stmt.path.value
+                uses[stmt.alias.id if stmt.alias else _slug(spec)] = spec
+                uses.setdefault(_slug(spec), spec)
+        base = Path(self.program.path).resolve().parent
+        found, problems = resolve_skills(uses, wanted, base, self.shared.project_dir)
+        self.skills.update(found)
+        for name, skill in found.items():
+            self.shared.emit("skill_loaded", self.prefix, **skill.to_event())
+        for problem in problems:
+            self.shared.emit("skill_missing", self.prefix, problem=problem)
+            self.store.state(f"{self.prefix or '0'}→ skill missing: {problem}")
 
     def _check_inputs(self) -> None:
         declared = {s.name.id: s for s in self.program.body if isinstance(s, n.Input)}
@@ -313,8 +346,10 @@ class Interpreter:
             handler = Ctx(scope, ctx.history, ctx.depth, ctx.execution_id, ctx.in_pipeline, error)
             return await self.body(stmt.catch.body, handler, steps.clause(step, "catch"))
         finally:
-            # Runs after success or a program error; not when the task is being cancelled.
-            if stmt.finally_body is not None and not _cancelling():
+            # Runs after success or a program error; not when the task is being cancelled,
+            # nor when the run pauses for an approval (it runs once the try ends, on resume).
+            pausing = isinstance(sys.exc_info()[1], ApprovalPending)
+            if stmt.finally_body is not None and not _cancelling() and not pausing:
                 await self.body(stmt.finally_body, ctx, steps.clause(step, "finally"))
 
     async def _if(self, stmt: n.If, ctx: Ctx, step: str) -> Value:

@@ -103,7 +103,7 @@ def write_cassette(journal: Path, cassette: Path) -> int:
     count = 0
     with cassette.open("wb") as out:
         for event in read_journal(journal):
-            if event.get("ev") == "session_finished" and "request" in event:
+            if event.get("ev") in ("session_finished", "model_turn") and "request" in event:
                 request = event["request"]
                 key = ModelRequest.from_dict(request).key()
                 record = {"key": key, "request": request, "response": event["response"]}

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Self, TextIO
 
@@ -105,6 +107,15 @@ class LiveView:
     def __enter__(self) -> Self:
         self.live.start()
         return self
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """Stop drawing while someone else uses the terminal (an approval prompt)."""
+        self.live.stop()
+        try:
+            yield
+        finally:
+            self.live.start()
 
     def __exit__(self, *exc: object) -> None:
         self.live.stop()

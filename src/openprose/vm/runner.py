@@ -32,6 +32,8 @@ from openprose.vm.runtime import (
     Shared,
     VMConfig,
 )
+from openprose.vm.toolloop import ToolRuntime
+from openprose.vm.tools.approvals import ApprovalPending, RecordedApprover
 from openprose.vm.values import Value, to_json
 
 if TYPE_CHECKING:
@@ -44,7 +46,7 @@ __all__ = ["RunResult", "VMConfig", "resume_run", "run_program"]
 class RunResult:
     run_id: str
     run_dir: Path
-    status: str  # "succeeded" | "failed" | "aborted" | "stopped" (a budget; resumable)
+    status: str  # "succeeded" | "failed" | "aborted" | "stopped" (a budget) | "waiting"
     outputs: dict[str, Any] = field(default_factory=dict)
     usage: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
@@ -74,6 +76,7 @@ async def run_program(
     observer: Observer | None = None,
     launch: Mapping[str, Any] | None = None,
     prices: Prices | None = None,
+    tools: ToolRuntime | None = None,
     run_id: str | None = None,
 ) -> RunResult:
     """Run a checked program in a new run folder under `project_dir/.prose/runs/`.
@@ -117,6 +120,7 @@ async def run_program(
         observer=observer,
         replay=Replay(),
         prices=prices,
+        tools=tools,
     )
 
 
@@ -131,8 +135,11 @@ async def resume_run(
     config: VMConfig | None = None,
     observer: Observer | None = None,
     prices: Prices | None = None,
+    tools: ToolRuntime | None = None,
 ) -> RunResult:
-    """Continue a run: finished sessions and decisions come from its journal, the rest runs.
+    """Continue a run: finished sessions, decisions and tool results come from its journal,
+    the rest runs. Approvals recorded while it waited (`prose approve`/`deny`) answer the
+    requests they name; any other `prompt` goes to `tools.approver`.
 
     `program` must be the parse of the run's own `program.prose`."""
     store = RunStore.open(run_dir)
@@ -163,6 +170,7 @@ async def resume_run(
         observer=observer,
         replay=replay,
         prices=prices,
+        tools=tools,
     )
 
 
@@ -180,7 +188,12 @@ async def _execute(
     observer: Observer | None,
     replay: Replay,
     prices: Prices | None,
+    tools: ToolRuntime | None = None,
 ) -> RunResult:
+    tools = tools or ToolRuntime()
+    tools.grants.update(replay.tools.grants)
+    if replay.tools.answers:
+        tools.approver = RecordedApprover(dict(replay.tools.answers), tools.approver)  # type: ignore[arg-type]
     journal = Journal(store.journal_path)
     journal.start()
     router = ModelRouter(provider, settings)
@@ -192,6 +205,7 @@ async def _execute(
         project_dir=project_dir,
         stats=RunStats(prices=prices or Prices.default()),
         observer=observer,
+        tools=tools,
     )
     shared.emit(
         "run_started", "", run_id=store.run_id, resumed=bool(replay.sessions or replay.decisions)
@@ -207,6 +221,13 @@ async def _execute(
         status, error = "aborted", str(abort)
     except BudgetExhausted as stop:
         status, error = "stopped", _stopped(stop, store.run_id)
+    except ApprovalPending as pending:
+        status = "waiting"
+        error = (
+            f"waiting for approval: {pending.request.describe()} "
+            f"(prose approve {store.run_id} / prose deny {store.run_id}, then prose resume)"
+        )
+        store.state(f"{pending.request.id}→ waiting: {pending.request.describe()}")
     except BaseException:
         # A VM bug or an interrupt: keep what was journaled (the run stays resumable).
         await journal.close()
@@ -220,6 +241,8 @@ async def _execute(
         if status == "succeeded":
             store.write_outputs(outputs)
             store.state(f"---end {stamp}")
+        elif status == "waiting":
+            store.state(f"---waiting {stamp}")
         else:
             store.state(f"---error {stamp} {error}")
 

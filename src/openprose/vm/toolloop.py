@@ -1,0 +1,216 @@
+"""The tool loop of a session: model → tool calls → results → model, until a final answer.
+
+Each model turn is an ordinary journaled model call (turn 0 under the session's step, turn
+n under `{step}~t{n}`), so a resume serves it and a replay cassette holds it. Every tool
+call (`tool_call`), permission decision (`permission`) and result (`tool_result`) is
+journaled as it happens, so each result is in the journal before the next model call. A
+resumed run never runs a completed tool call again: its journaled result is used. Only a
+call in flight at the crash (a `tool_call` without its `tool_result`) runs again.
+
+Calls of one model turn run concurrently when they only look (read, list, search, fetch,
+load a skill); a call that changes something (write, edit, command) runs alone, in the
+order the model gave, so "write then read back" means what it says.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from openprose.providers.base import Message, ModelRequest, ModelResponse, ToolCall, ToolResult
+from openprose.vm.tools.approvals import ApprovalPending, Approver, NobodyApprover
+from openprose.vm.tools.toolbox import Toolbox
+
+__all__ = [
+    "DEFAULT_MAX_TURNS",
+    "ToolLoopExhausted",
+    "ToolRuntime",
+    "ToolTurns",
+    "run_tool_loop",
+    "tool_system_prompt",
+    "turn_step",
+]
+
+DEFAULT_MAX_TURNS = 20
+MUTATING = frozenset({"write_file", "edit_file", "run_command"})
+
+Emit = Callable[..., None]
+Send = Callable[[ModelRequest, int], Awaitable[ModelResponse]]
+
+
+class ToolLoopExhausted(Exception):
+    """The model still asked for tools after the turn limit."""
+
+
+@dataclass(slots=True)
+class ToolTurns:
+    """What an earlier attempt at this run journaled for tool loops, by step."""
+
+    results: dict[tuple[str, int, int], dict[str, Any]] = field(default_factory=dict)
+    answers: dict[str, str] = field(default_factory=dict)  # approval id -> once | run | deny
+    grants: set[tuple[str, str]] = field(default_factory=set)  # allowed for the run
+    pending: dict[str, dict[str, Any]] = field(default_factory=dict)  # asked, unanswered
+    skills: dict[str, dict[str, Any]] = field(default_factory=dict)  # skill_loaded, by name
+
+    def add(self, event: Mapping[str, Any]) -> None:
+        kind, step = event.get("ev"), str(event.get("step", ""))
+        if kind == "skill_loaded" and "instructions" in event:
+            self.skills[str(event["name"])] = dict(event)
+        elif kind == "tool_result":
+            self.results[(step, int(event["turn"]), int(event["index"]))] = dict(event)
+        elif kind == "approval_requested":
+            self.pending[str(event["id"])] = dict(event)
+        elif kind == "permission" and event.get("scope") == "run":
+            self.grants.add((str(event["kind"]), str(event["action"])))
+        elif kind == "approval_decided":
+            answer = str(event["answer"])
+            self.answers[str(event["id"])] = answer
+            self.pending.pop(str(event["id"]), None)
+            if answer == "run" and event.get("kind") and event.get("action") is not None:
+                self.grants.add((str(event["kind"]), str(event["action"])))
+
+
+@dataclass(slots=True)
+class ToolRuntime:
+    """What every tool session of one run shares: who answers `prompt` permissions, the
+    project's default permissions (`prose.toml` `[permissions]`), and what was allowed for
+    the rest of the run."""
+
+    approver: Approver = field(default_factory=NobodyApprover)
+    default_permissions: Mapping[str, Any] = field(default_factory=dict)
+    grants: set[tuple[str, str]] = field(default_factory=set)
+
+
+def turn_step(step: str, turn: int) -> str:
+    """The step id of a tool loop's model turn: the session's own for the first."""
+    return step if turn == 0 else f"{step}~t{turn}"
+
+
+def tool_system_prompt(system: str | None, toolbox: Toolbox) -> str:
+    """The agent's system prompt with a note on its tools and the names and descriptions of
+    its skills (their instructions load on demand with `load_skill`)."""
+    lines = [
+        (
+            "You can act with the tools offered. Paths are relative to the project root. "
+            "Call tools as needed; when the task is done, answer with your final text and no "
+            "tool calls. Actions your permissions do not allow are refused."
+        )
+    ]
+    if toolbox.skills:
+        lines.append("\nYour skills (load one with load_skill before you use it):")
+        lines.extend(skill.listing() for skill in toolbox.skills.values())
+    note = "\n".join(lines)
+    return f"{system}\n\n{note}" if system else note
+
+
+async def run_tool_loop(
+    request: ModelRequest,
+    *,
+    step: str,
+    toolbox: Toolbox,
+    journaled: ToolTurns,
+    max_turns: int,
+    send: Send,
+    emit: Emit,
+) -> tuple[ModelResponse, int]:
+    """Drive the conversation until the model answers without tool calls; returns the final
+    response and the number of model turns. `send(request, turn)` makes one journaled model
+    call (served from the journal on resume) under `turn_step(step, turn)`."""
+    messages = list(request.messages)
+    for turn in range(max_turns):
+        current = ModelRequest(
+            request.model,
+            tuple(messages),
+            request.system,
+            request.max_tokens,
+            request.temperature,
+            request.response_schema,
+            toolbox.specs,
+        )
+        response = await send(current, turn)
+        if not response.tool_calls:
+            return response, turn + 1
+        results = await _run_calls(step, turn, response.tool_calls, toolbox, journaled, emit)
+        messages.append(Message("assistant", response.text, tool_calls=response.tool_calls))
+        messages.append(Message("user", "", tool_results=results))
+    raise ToolLoopExhausted(
+        f"the model still asked for tools after {max_turns} turns "
+        f"([vm] max_turns = {max_turns}); the session has no final answer"
+    )
+
+
+async def _run_calls(
+    step: str,
+    turn: int,
+    calls: tuple[ToolCall, ...],
+    toolbox: Toolbox,
+    journaled: ToolTurns,
+    emit: Emit,
+) -> tuple[ToolResult, ...]:
+    results: list[ToolResult | None] = [None] * len(calls)
+
+    async def one(index: int) -> None:
+        results[index] = await _run_call(step, turn, index, calls[index], toolbox, journaled, emit)
+
+    batch: list[int] = []
+    for index, call in enumerate(calls):
+        if call.name in MUTATING:
+            await _gather(batch, one)
+            batch = []
+            await one(index)
+        else:
+            batch.append(index)
+    await _gather(batch, one)
+    return tuple(r for r in results if r is not None)
+
+
+async def _gather(indexes: list[int], one: Callable[[int], Awaitable[None]]) -> None:
+    if len(indexes) == 1:
+        await one(indexes[0])
+    elif indexes:
+        tasks = [asyncio.ensure_future(one(i)) for i in indexes]
+        try:
+            await asyncio.gather(*tasks)
+        except BaseException:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+
+
+async def _run_call(
+    step: str,
+    turn: int,
+    index: int,
+    call: ToolCall,
+    toolbox: Toolbox,
+    journaled: ToolTurns,
+    emit: Emit,
+) -> ToolResult:
+    done = journaled.results.get((step, turn, index))
+    if done is not None:  # completed before a crash or a wait: never run again
+        return ToolResult(call.id, str(done["content"]), bool(done.get("is_error")))
+    emit("tool_call", step, turn=turn, index=index, call=call.to_dict())
+
+    def decided(fields: dict[str, Any]) -> None:
+        emit("permission", step, turn=turn, index=index, **fields)
+
+    try:
+        outcome = await toolbox.call(call, f"{step}~t{turn}.{index}", on_decision=decided)
+    except ApprovalPending as pending:
+        emit("approval_requested", step, turn=turn, index=index, **pending.request.to_dict())
+        raise
+    emit(
+        "tool_result",
+        step,
+        turn=turn,
+        index=index,
+        call_id=call.id,
+        tool=call.name,
+        content=outcome.content,
+        is_error=outcome.is_error,
+        omitted_bytes=outcome.omitted_bytes,
+    )
+    return ToolResult(call.id, outcome.content, outcome.is_error)

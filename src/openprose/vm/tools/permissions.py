@@ -1,0 +1,184 @@
+"""An agent's permissions (the reference's table) and how a resolved action is judged.
+
+`read`, `write`, `execute`: a list of glob patterns, or `allow` / `deny` / `prompt`.
+`bash`, `network`: `allow` / `deny` / `prompt`. A kind an agent does not name is denied
+(least privilege), unless the project default (`prose.toml` `[permissions]`) names it.
+
+Patterns are matched against the project-relative real path, as gitignore does: a pattern
+without a `/` matches a name at any depth (`*.md`), one with a `/` is anchored at the
+project root (`src/*.py`), a trailing `/` means the folder and everything below it, `**`
+spans folders. A pattern also covers everything below what it matches (`docs` = `docs/**`).
+A path outside the project matches only an absolute pattern that names it (`/data/**`).
+`.prose/` (journals, approvals, memories) is never writable by a tool.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, Literal
+
+from openprose.vm.tools.paths import ResolvedPath
+
+__all__ = ["Mode", "PermissionError_", "Permissions", "glob_regex"]
+
+Mode = Literal["allow", "deny", "prompt"]
+MODES: tuple[str, ...] = ("allow", "deny", "prompt")
+PATH_KINDS = ("read", "write", "execute")
+SWITCH_KINDS = ("bash", "network")
+KINDS = PATH_KINDS + SWITCH_KINDS
+PROTECTED_WRITE_PREFIX = ".prose"
+
+
+class PermissionError_(ValueError):
+    """A permissions table that cannot be understood (a project default in prose.toml)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PathRule:
+    mode: Mode | None  # a plain mode, or None when `patterns` decide
+    patterns: tuple[str, ...] = ()
+
+    @property
+    def never(self) -> bool:
+        return self.mode == "deny" or (self.mode is None and not self.patterns)
+
+    def judge(self, path: ResolvedPath) -> Mode:
+        if self.mode is not None:
+            # A plain mode speaks for the project only; outside it, only absolute patterns.
+            return self.mode if path.inside else "deny"
+        for pattern in self.patterns:
+            if pattern.startswith("/"):
+                if glob_regex(pattern).fullmatch(str(path.real)):
+                    return "allow"
+            elif path.relative is not None and glob_regex(pattern).fullmatch(path.relative):
+                return "allow"
+        return "deny"
+
+
+@dataclass(frozen=True, slots=True)
+class Permissions:
+    read: PathRule = field(default_factory=lambda: PathRule("deny"))
+    write: PathRule = field(default_factory=lambda: PathRule("deny"))
+    execute: PathRule = field(default_factory=lambda: PathRule("deny"))
+    bash: Mode = "deny"
+    network: Mode = "deny"
+
+    @classmethod
+    def from_mapping(
+        cls, rules: Mapping[str, Any], default: Mapping[str, Any] | None = None
+    ) -> Permissions:
+        """From an agent's `permissions:` rules over the project default. Unknown kinds
+        (the checker's W008) are ignored; an unknown value denies."""
+        merged = {**(default or {}), **rules}
+        return cls(
+            read=_path_rule(merged.get("read")),
+            write=_path_rule(merged.get("write")),
+            execute=_path_rule(merged.get("execute")),
+            bash=_mode(merged.get("bash")),
+            network=_mode(merged.get("network")),
+        )
+
+    def judge_path(self, kind: str, path: ResolvedPath) -> Mode:
+        rule: PathRule = getattr(self, kind)
+        if kind == "write" and path.relative is not None:
+            top = path.relative.split("/", 1)[0]
+            if top == PROTECTED_WRITE_PREFIX:
+                return "deny"
+        return rule.judge(path)
+
+    def to_dict(self) -> dict[str, Any]:
+        def rule(r: PathRule) -> Any:
+            return r.mode if r.mode is not None else list(r.patterns)
+
+        return {
+            "read": rule(self.read),
+            "write": rule(self.write),
+            "execute": rule(self.execute),
+            "bash": self.bash,
+            "network": self.network,
+        }
+
+
+def validate_default(table: Any, source: str) -> dict[str, Any]:
+    """A `[permissions]` table from prose.toml, checked: a usage error names the bad key."""
+    if not isinstance(table, dict):
+        raise PermissionError_(f"{source}: [permissions] must be a table")
+    for key, value in table.items():
+        if key not in KINDS:
+            raise PermissionError_(
+                f"{source}: unknown permission {key!r} in [permissions]; known: {', '.join(KINDS)}"
+            )
+        ok_list = key in PATH_KINDS and isinstance(value, list)
+        if ok_list and all(isinstance(p, str) for p in value):
+            continue
+        if value not in MODES:
+            expected = "allow, deny, prompt" + (
+                " or a list of patterns" if key in PATH_KINDS else ""
+            )
+            raise PermissionError_(
+                f"{source}: [permissions] {key} must be {expected}, got {value!r}"
+            )
+    return dict(table)
+
+
+def _mode(value: Any) -> Mode:
+    return value if value in MODES else "deny"
+
+
+def _path_rule(value: Any) -> PathRule:
+    if isinstance(value, str) and value in MODES:
+        return PathRule(value)  # type: ignore[arg-type]
+    if isinstance(value, str):
+        value = [value]
+    if isinstance(value, list):
+        return PathRule(None, tuple(str(p) for p in value if isinstance(p, str) and p.strip()))
+    return PathRule("deny")
+
+
+@lru_cache(maxsize=512)
+def glob_regex(pattern: str) -> re.Pattern[str]:
+    """A compiled regex for one permission pattern (see the module docstring)."""
+    absolute = pattern.startswith("/")
+    body = pattern.strip()
+    if not absolute:
+        while body.startswith("./"):
+            body = body[2:]
+    if body.endswith("/"):
+        body = body.rstrip("/") + "/**"
+    anchored = absolute or "/" in body.rstrip("/")
+    out: list[str] = []
+    i = 0
+    while i < len(body):
+        ch = body[i]
+        if body.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif body.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif ch == "*":
+            out.append("[^/]*")
+            i += 1
+        elif ch == "?":
+            out.append("[^/]")
+            i += 1
+        elif ch == "[":
+            end = body.find("]", i + 2)
+            if end == -1:
+                out.append(re.escape(ch))
+                i += 1
+            else:
+                inner = body[i + 1 : end].replace("\\", "\\\\")
+                if inner.startswith("!"):
+                    inner = "^" + inner[1:]
+                out.append(f"(?!/)[{inner}]")
+                i = end + 1
+        else:
+            out.append(re.escape(ch))
+            i += 1
+    core = "".join(out)
+    prefix = "" if anchored else "(?:.*/)?"
+    return re.compile(f"{prefix}{core}(?:/.*)?", re.DOTALL)

@@ -1,0 +1,121 @@
+"""Agent Skills: a folder with a `SKILL.md` whose YAML front matter names the skill and says
+what it is for; the instructions follow the front matter; scripts and resources sit beside."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Skill", "SkillError", "load_skill", "skill_search_paths"]
+
+SKILL_FILE = "SKILL.md"
+NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
+FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
+
+
+class SkillError(ValueError):
+    """A skill folder that cannot be used; the message names the file and the problem."""
+
+
+@dataclass(frozen=True, slots=True)
+class Skill:
+    name: str
+    description: str
+    instructions: str
+    folder: Path
+    sha256: str = ""  # of SKILL.md, journaled so a run records which text it used
+
+    def listing(self) -> str:
+        return f"- {self.name}: {self.description}"
+
+    def to_event(self) -> dict[str, str]:
+        """What the journal keeps of a loaded skill: enough to use the same text on resume."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "instructions": self.instructions,
+            "folder": str(self.folder),
+            "sha256": self.sha256,
+        }
+
+    @classmethod
+    def from_event(cls, event: dict[str, Any]) -> Skill:
+        return cls(
+            str(event["name"]),
+            str(event["description"]),
+            str(event["instructions"]),
+            Path(str(event["folder"])),
+            str(event.get("sha256", "")),
+        )
+
+
+def load_skill(folder: Path) -> Skill:
+    path = folder / SKILL_FILE
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SkillError(f"{path}: cannot read the skill ({exc.strerror})") from None
+    match = FRONT_MATTER.match(text)
+    if match is None:
+        raise SkillError(
+            f"{path}:1: SKILL.md must start with YAML front matter between `---` lines "
+            f"holding `name:` and `description:`"
+        )
+    import yaml  # type: ignore[import-untyped,unused-ignore]
+
+    try:
+        meta: Any = yaml.safe_load(match.group(1))
+    except yaml.YAMLError as exc:
+        raise SkillError(f"{path}: the front matter is not valid YAML ({exc})") from None
+    if not isinstance(meta, dict):
+        raise SkillError(f"{path}: the front matter must be a mapping with name and description")
+    name, description = meta.get("name"), meta.get("description")
+    if not isinstance(name, str) or not NAME_PATTERN.match(name):
+        raise SkillError(
+            f"{path}: `name` must be lower-case letters, digits and hyphens (got {name!r})"
+        )
+    if not isinstance(description, str) or not description.strip():
+        raise SkillError(f"{path}: `description` must say what the skill does and when to use it")
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return Skill(name, " ".join(description.split()), text[match.end() :].strip(), folder, digest)
+
+
+def skill_search_paths(spec: str, base: Path, project_dir: Path) -> list[Path]:
+    """Where `use "SPEC"` may find a skill folder: the path itself (relative to the program),
+    then `.prose/skills/{name}` of the project (registry names `@scope/name` included)."""
+    candidates = []
+    if not spec.startswith("@") and not re.match(r"^https?://", spec):
+        candidates.append((base / spec).resolve())
+    name = spec.rstrip("/").rsplit("/", 1)[-1]
+    candidates.append(project_dir / ".prose" / "skills" / name)
+    if spec.startswith("@") and "/" in spec:
+        scope, _, slug = spec[1:].partition("/")
+        candidates.append(project_dir / ".prose" / "skills" / f"{scope}--{slug}")
+    return candidates
+
+
+def resolve_skills(
+    uses: dict[str, str], wanted: set[str], base_dir: Path, project_dir: Path
+) -> tuple[dict[str, Skill], list[str]]:
+    """The skills agents name, found through the program's `use` statements (name -> spec),
+    and one problem line for each that cannot be loaded (the agent then goes without it)."""
+    found: dict[str, Skill] = {}
+    problems: list[str] = []
+    for name in sorted(wanted):
+        spec = uses.get(name)
+        if spec is None:
+            problems.append(f'skill {name!r} is not imported (W007): add `use "PATH/{name}"`')
+            continue
+        folders = [f for f in skill_search_paths(spec, base_dir, project_dir) if f.is_dir()]
+        if not folders:
+            places = ", ".join(str(p) for p in skill_search_paths(spec, base_dir, project_dir))
+            problems.append(f"skill {name!r} ({spec}) not found; looked in: {places}")
+            continue
+        try:
+            found[name] = load_skill(folders[0])
+        except SkillError as error:
+            problems.append(str(error))
+    return found, problems

@@ -1,0 +1,114 @@
+"""`prose run` / `approve` / `deny` / `resume` / `show` with tools, on a scripted provider
+(stdin is not a terminal under pytest, so `prompt` makes the run wait)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from openprose.cli import main
+
+PROGRAM = """\
+agent writer:
+  prompt: "You write notes"
+  permissions:
+    write: prompt
+
+session: writer
+  prompt: "Write two notes"
+"""
+
+RULES = {
+    "rules": [
+        {
+            "match": "Write two notes",
+            "turns": [
+                {
+                    "tool_calls": [
+                        {"name": "write_file", "arguments": {"path": "a.md", "content": "A"}},
+                        {"name": "write_file", "arguments": {"path": "b.md", "content": "B"}},
+                    ]
+                },
+                {"text": "wrote what I could"},
+            ],
+        }
+    ]
+}
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PROSE_PROVIDER", raising=False)
+    (tmp_path / "main.prose").write_text(PROGRAM)
+    (tmp_path / "rules.json").write_text(json.dumps(RULES))
+    return tmp_path
+
+
+def _json(capsys: pytest.CaptureFixture[str]) -> dict[str, object]:
+    out = capsys.readouterr().out
+    return json.loads(out)  # type: ignore[no-any-return]
+
+
+def test_waiting_run_approved_one_by_one_then_resumed(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["run", "main.prose", "--provider", "scripted:rules.json", "--json"]) == 4
+    first = _json(capsys)
+    run_id = str(first["run_id"])
+    assert first["status"] == "waiting" and "a.md" in str(first["error"])
+    assert main(["runs"]) == 0
+    assert "waiting" in capsys.readouterr().out
+    assert main(["show", run_id, "--json"]) == 0
+    pending = _json(capsys)["pending_approvals"]
+    assert [p["action"] for p in pending] == ["a.md"]  # type: ignore[index]
+    assert main(["approve", run_id]) == 0
+    assert "approved: write_file write a.md" in capsys.readouterr().out
+    # the second write asks next: the run waits again, a.md written, nothing twice
+    assert main(["resume", run_id, "--json"]) == 4
+    assert _json(capsys)["status"] == "waiting"
+    assert (project / "a.md").read_text() == "A" and not (project / "b.md").exists()
+    assert main(["deny", run_id, "--all"]) == 0
+    capsys.readouterr()
+    assert main(["resume", run_id, "--json"]) == 0
+    assert _json(capsys)["status"] == "succeeded"
+    assert not (project / "b.md").exists()
+    assert main(["show", run_id, "--json"]) == 0
+    shown = _json(capsys)
+    decisions = [(p["action"], p["decision"]) for p in shown["permissions"]]  # type: ignore[union-attr]
+    assert ("a.md", "approved") in decisions and ("b.md", "denied") in decisions
+    assert [a["answer"] for a in shown["approvals"]] == ["once", "deny"]  # type: ignore[union-attr]
+    assert shown["pending_approvals"] == []
+
+
+def test_yes_runs_unattended(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "main.prose", "--provider", "scripted:rules.json", "--yes", "--json"]) == 0
+    assert (project / "a.md").read_text() == "A" and (project / "b.md").read_text() == "B"
+
+
+def test_approve_without_pending_requests_says_so(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    main(["run", "main.prose", "--provider", "scripted:rules.json", "--yes", "--json"])
+    run_id = str(_json(capsys)["run_id"])
+    assert main(["approve", run_id]) == 2
+    assert "no pending approval request" in capsys.readouterr().err
+
+
+def test_project_default_permissions_from_prose_toml(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (project / "prose.toml").write_text('[permissions]\nwrite = ["a.md"]\n')
+    (project / "main.prose").write_text(PROGRAM.replace("write: prompt", "bash: deny"))
+    assert main(["run", "main.prose", "--provider", "scripted:rules.json", "--json"]) == 0
+    assert (project / "a.md").read_text() == "A" and not (project / "b.md").exists()
+
+
+def test_bad_project_default_is_a_usage_error(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (project / "prose.toml").write_text('[permissions]\nbash = "sometimes"\n')
+    assert main(["run", "main.prose", "--provider", "scripted:rules.json"]) == 2
+    assert "[permissions] bash must be allow, deny, prompt" in capsys.readouterr().err

@@ -1,0 +1,412 @@
+"""Sessions whose agents act: the tool loop on the scripted provider, journaling, limits,
+resume, approvals."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from openprose.parser import parse_text
+from openprose.providers import ScriptedProvider
+from openprose.vm.runner import VMConfig, resume_run, run_program
+from openprose.vm.toolloop import ToolRuntime
+from openprose.vm.tools import PreApprover
+
+REVIEWER = """\
+agent reviewer:
+  prompt: "You review code"
+  permissions:
+    read: ["src/"]
+    write: ["output/"]
+    bash: deny
+
+let report = session: reviewer
+  prompt: "Review the code and write a report"
+"""
+
+REVIEW_TURNS = [
+    {"tool_calls": [{"name": "list_files", "arguments": {"pattern": "src/**"}}]},
+    {
+        "tool_calls": [
+            {"name": "read_file", "arguments": {"path": "src/app.py"}},
+            {"name": "read_file", "arguments": {"path": "src/util.py"}},
+        ]
+    },
+    {
+        "tool_calls": [
+            {
+                "name": "write_file",
+                "arguments": {"path": "output/review.md", "content": "# Review\nok\n"},
+            }
+        ]
+    },
+    "Wrote output/review.md",
+]
+
+
+def _project(tmp_path: Path) -> Path:
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "app.py").write_text("def main():\n    return 1\n")
+    (tmp_path / "src" / "util.py").write_text("X = 2\n")
+    return tmp_path
+
+
+def _run(project: Path, source: str, provider: Any, **kwargs: Any) -> Any:
+    parsed = parse_text(source, str(project / "main.prose"))
+    assert parsed.ok, [d.message for d in parsed.diagnostics]
+    return asyncio.run(
+        run_program(parsed.program, source, provider=provider, project_dir=project, **kwargs)
+    )
+
+
+def test_tool_loop_reads_and_writes_project_files(vm: Any, tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    provider = vm.spy([{"match": "Review the code", "turns": REVIEW_TURNS}])
+    result = _run(project, REVIEWER, provider)
+    assert result.status == "succeeded", result.error
+    assert (project / "output" / "review.md").read_text() == "# Review\nok\n"
+    assert result.outputs == {} and result.result == "Wrote output/review.md"
+    # the second turn saw the listing; the third saw both files' contents
+    assert [s.name for s in provider.requests[0].tools] == [
+        "read_file", "list_files", "search_files", "write_file", "edit_file",
+    ]  # fmt: skip
+    listing = provider.requests[1].messages[-1].tool_results[0].content
+    assert "src/app.py" in listing and "src/util.py" in listing
+    contents = [r.content for r in provider.requests[2].messages[-1].tool_results]
+    assert contents == ["def main():\n    return 1\n", "X = 2\n"]
+    events = vm.events(result)
+    kinds = [e["ev"] for e in events]
+    # each turn's results are journaled before the next model call
+    finished = [i for i, k in enumerate(kinds) if k == "session_finished"]
+    for before, after, calls in zip(finished, finished[1:], (1, 2, 1), strict=False):
+        assert kinds[before:after].count("tool_result") == calls
+    steps = [e["step"] for e in events if e["ev"] == "session_finished"]
+    assert steps == ["2", "2~t1", "2~t2", "2~t3"]
+
+
+def test_plain_sessions_get_no_tools(vm: Any) -> None:
+    provider = vm.spy(default="fine")
+    result = vm.run('agent a:\n  prompt: "x"\n\nsession: a\n  prompt: "hi"\n', provider)
+    assert result.status == "succeeded"
+    assert provider.requests[0].tools == ()
+    assert "tools offered" not in (provider.requests[0].system or "")
+
+
+def test_denied_action_is_reported_to_the_model_and_journaled(vm: Any, tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    turns = [
+        {
+            "tool_calls": [
+                {"name": "write_file", "arguments": {"path": "src/app.py", "content": "x"}}
+            ]
+        },
+        "gave up",
+    ]
+    provider = vm.spy([{"match": "Review", "turns": turns}])
+    result = _run(project, REVIEWER, provider)
+    assert result.status == "succeeded"
+    assert (project / "src" / "app.py").read_text().startswith("def main")
+    answer = provider.requests[1].messages[-1].tool_results[0]
+    assert answer.is_error and "permission denied" in answer.content
+    decisions = vm.events(result, "permission")
+    assert decisions[0]["decision"] == "denied" and decisions[0]["action"] == "src/app.py"
+
+
+def test_turn_limit_fails_the_session_catchably(vm: Any, tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    source = REVIEWER.replace(
+        'let report = session: reviewer\n  prompt: "Review the code and write a report"\n',
+        'try:\n  session: reviewer\n    prompt: "Review forever"\ncatch as err:\n  session "Recover from {err.message}"\n',
+    )
+    forever = {"tool_calls": [{"name": "read_file", "arguments": {"path": "src/app.py"}}]}
+    provider = vm.spy([{"match": "Review forever", "answer": forever}], default="recovered")
+    result = _run(project, source, provider, config=VMConfig(max_turns=3))
+    assert result.status == "succeeded", result.error
+    recover = provider.sent("Recover")[0].last_user_text()
+    assert "after 3 turns" in recover and "max_turns" in recover
+    assert len(provider.sent("Review forever")) == 3
+
+
+def test_tool_output_is_capped_and_the_cut_journaled(vm: Any, tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    (project / "src" / "big.py").write_text("y" * 5000)
+    turns = [{"tool_calls": [{"name": "read_file", "arguments": {"path": "src/big.py"}}]}, "done"]
+    result = _run(
+        project,
+        REVIEWER,
+        vm.spy([{"match": "Review", "turns": turns}]),
+        config=VMConfig(tool_output_cap=1000),
+    )
+    cut = vm.events(result, "tool_result")[0]
+    assert cut["omitted_bytes"] == 4000
+    assert "cut (cap 1000 bytes)" in cut["content"]
+
+
+def test_resume_never_reruns_a_completed_tool_call(vm: Any, tmp_path: Path) -> None:
+    """A run that fails after its tool calls (provider error on the last turn) is resumed:
+    the completed calls are served from the journal, none runs twice."""
+    project = _project(tmp_path)
+    (project / "output").mkdir()
+    source = REVIEWER.replace("bash: deny", "bash: allow")
+    turns: list[Any] = [
+        {
+            "tool_calls": [
+                {"name": "run_command", "arguments": {"command": "echo x >> output/count.txt"}}
+            ]
+        },
+        {
+            "tool_calls": [
+                {"name": "run_command", "arguments": {"command": "echo y >> output/count.txt"}}
+            ]
+        },
+        "finished",
+    ]
+    failing = ScriptedProvider(
+        [{"match": "Review", "turns": turns[:2] + [{"text": "unused"}]}], default=None
+    )
+
+    class Broken:
+        name = "scripted"
+        calls = 0
+
+        async def complete(self, request: Any) -> Any:
+            Broken.calls += 1
+            if Broken.calls == 3:
+                from openprose.providers.base import ProviderError
+
+                raise ProviderError("boom")
+            return await failing.complete(request)
+
+        async def aclose(self) -> None:
+            return None
+
+    from openprose.vm.tools import sandbox_problem
+
+    if sandbox_problem() is not None:
+        import pytest
+
+        pytest.skip(f"shell sandbox unavailable: {sandbox_problem()}")
+    first = _run(project, source, Broken())
+    assert first.status == "failed"
+    assert (project / "output" / "count.txt").read_text() == "x\ny\n"
+    text = (first.run_dir / "program.prose").read_text()
+    parsed = parse_text(text, str(project / "main.prose"))
+    second = asyncio.run(
+        resume_run(
+            first.run_dir,
+            parsed.program,
+            provider=vm.spy([{"match": "Review", "turns": turns}]),
+            project_dir=project,
+        )
+    )
+    assert second.status == "succeeded", second.error
+    assert (project / "output" / "count.txt").read_text() == "x\ny\n"
+
+
+def test_prompt_without_a_terminal_waits_then_approve_and_resume(vm: Any, tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    source = REVIEWER.replace('write: ["output/"]', "write: prompt")
+    turns = [
+        {
+            "tool_calls": [
+                {"name": "write_file", "arguments": {"path": "notes.md", "content": "hi"}}
+            ]
+        },
+        "done",
+    ]
+    first = _run(project, source, vm.spy([{"match": "Review", "turns": turns}]))
+    assert first.status == "waiting"
+    assert "notes.md" in (first.error or "")
+    assert not (project / "notes.md").exists()
+    pending = vm.events(first, "approval_requested")
+    assert pending and pending[0]["action"] == "notes.md"
+    assert "waiting" in (first.run_dir / "state.md").read_text()
+
+    from openprose.vm.approvals import decide_pending
+
+    assert decide_pending(first.run_dir, "once", all_pending=True) == [pending[0]["id"]]
+    text = (first.run_dir / "program.prose").read_text()
+    parsed = parse_text(text, str(project / "main.prose"))
+    second = asyncio.run(
+        resume_run(
+            first.run_dir,
+            parsed.program,
+            provider=vm.spy([{"match": "Review", "turns": turns}]),
+            project_dir=project,
+        )
+    )
+    assert second.status == "succeeded", second.error
+    assert (project / "notes.md").read_text() == "hi"
+    decisions = [e["decision"] for e in vm.events(second, "permission")]
+    assert decisions[-2:] == ["asked", "approved"]
+
+
+def test_yes_pre_approves(vm: Any, tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    source = REVIEWER.replace('write: ["output/"]', "write: prompt")
+    turns = [
+        {
+            "tool_calls": [
+                {"name": "write_file", "arguments": {"path": "notes.md", "content": "hi"}}
+            ]
+        },
+        "done",
+    ]
+    result = _run(
+        project, source, vm.spy([{"match": "Review", "turns": turns}]),
+        tools=ToolRuntime(approver=PreApprover()),
+    )  # fmt: skip
+    assert result.status == "succeeded"
+    assert (project / "notes.md").read_text() == "hi"
+
+
+def test_finally_waits_with_the_run_and_runs_once_on_resume(vm: Any, tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    source = (
+        'agent w:\n  prompt: "x"\n  permissions:\n    write: prompt\n\n'
+        'try:\n  session: w\n    prompt: "Review and write"\nfinally:\n  session "Clean up"\n'
+    )
+    turns = [
+        {"tool_calls": [{"name": "write_file", "arguments": {"path": "n.md", "content": "x"}}]},
+        "done",
+    ]
+    rules = [{"match": "Review", "turns": turns}]
+    first_provider = vm.spy(rules, default="cleaned")
+    first = _run(project, source, first_provider)
+    assert first.status == "waiting"
+    assert first_provider.sent("Clean up") == []
+    from openprose.vm.approvals import decide_pending
+
+    decide_pending(first.run_dir, "once")
+    parsed = parse_text((first.run_dir / "program.prose").read_text(), str(project / "main.prose"))
+    provider = vm.spy(rules, default="cleaned")
+    second = asyncio.run(
+        resume_run(first.run_dir, parsed.program, provider=provider, project_dir=project)
+    )
+    assert second.status == "succeeded", second.error
+    assert len(provider.sent("Clean up")) == 1
+
+
+def test_permissions_that_allow_nothing_leave_a_plain_completion(vm: Any) -> None:
+    provider = vm.spy(default="fine")
+    source = (
+        'agent a:\n  prompt: "x"\n  permissions:\n    bash: deny\n\nsession: a\n  prompt: "hi"\n'
+    )
+    result = vm.run(source, provider)
+    assert result.status == "succeeded"
+    assert provider.requests[0].tools == () and provider.requests[0].system == "x"
+
+
+def test_missing_skill_is_journaled_and_the_agent_goes_without(vm: Any, tmp_path: Path) -> None:
+    source = (
+        'use "./skills/nowhere"\n\nagent a:\n  prompt: "x"\n  skills: ["nowhere"]\n'
+        '  permissions:\n    read: ["src/"]\n\nsession: a\n  prompt: "hi"\n'
+    )
+    provider = vm.spy(default="fine")
+    result = vm.run(source, provider)
+    assert result.status == "succeeded"
+    missing = vm.events(result, "skill_missing")
+    assert missing and "nowhere" in missing[0]["problem"]
+    assert "load_skill" not in [t.name for t in provider.requests[0].tools]
+
+
+def test_skill_scripts_run_under_the_agents_execute_permission(vm: Any, tmp_path: Path) -> None:
+    from openprose.vm.tools import sandbox_problem
+
+    if sandbox_problem() is not None:
+        import pytest
+
+        pytest.skip(f"shell sandbox unavailable: {sandbox_problem()}")
+    skill = tmp_path / "skills" / "greeter"
+    (skill / "scripts").mkdir(parents=True)
+    (skill / "SKILL.md").write_text(
+        "---\nname: greeter\ndescription: Greets people by running scripts/hello.sh\n---\n"
+        "Run scripts/hello.sh with the name.\n"
+    )
+    (skill / "scripts" / "hello.sh").write_text('#!/bin/sh\necho "hello $1"\n')
+    (skill / "scripts" / "hello.sh").chmod(0o755)
+    source = (
+        'use "./skills/greeter"\n\nagent g:\n  prompt: "You greet"\n  skills: ["greeter"]\n'
+        '  permissions:\n    execute: ["skills/greeter/scripts/*.sh"]\n    bash: deny\n\n'
+        'session: g\n  prompt: "Greet Ada"\n'
+    )
+    turns = [
+        {"tool_calls": [{"name": "load_skill", "arguments": {"name": "greeter"}}]},
+        {
+            "tool_calls": [
+                {
+                    "name": "run_command",
+                    "arguments": {"command": "skills/greeter/scripts/hello.sh Ada"},
+                }
+            ]
+        },
+        {"tool_calls": [{"name": "run_command", "arguments": {"command": "sh -c 'echo sneaky'"}}]},
+        "greeted",
+    ]
+    provider = vm.spy([{"match": "Greet", "turns": turns}])
+    result = vm.run(source, provider)
+    assert result.status == "succeeded", result.error
+    assert "greeter: Greets people" in (provider.requests[0].system or "")
+    results = [e["content"] for e in vm.events(result, "tool_result")]
+    assert "Run scripts/hello.sh" in results[0] and "skills/greeter/scripts/hello.sh" in results[0]
+    assert "hello Ada" in results[1]
+    assert "permission denied" in results[2]
+    loaded = vm.events(result, "skill_loaded")[0]
+    assert loaded["name"] == "greeter" and len(loaded["sha256"]) == 64
+
+
+def test_allow_for_the_run_is_remembered_by_a_resume(vm: Any, tmp_path: Path) -> None:
+    from openprose.vm.tools.approvals import Answer, ApprovalRequest
+
+    project = _project(tmp_path)
+    source = REVIEWER.replace('write: ["output/"]', "write: prompt").replace(
+        'prompt: "Review the code and write a report"',
+        'prompt: "Review the code and write a report"\n\nsession: reviewer\n  prompt: "Again"',
+    )
+    write = {"tool_calls": [{"name": "write_file", "arguments": {"path": "n.md", "content": "x"}}]}
+    rules = [
+        {"match": "Review", "turns": [write, "done"]},
+        {"match": "Again", "turns": [write, "done"]},
+    ]
+    asked: list[str] = []
+
+    class ForTheRun:
+        async def ask(self, request: ApprovalRequest) -> Answer:
+            asked.append(request.action)
+            return "run"
+
+    failing = vm.spy([rules[0], {"match": "Again", "answer": "x", "failures": ["error"]}])
+    first = _run(project, source, failing, tools=ToolRuntime(approver=ForTheRun()))
+    assert first.status == "failed" and asked == ["n.md"]
+    parsed = parse_text((first.run_dir / "program.prose").read_text(), str(project / "main.prose"))
+    second = asyncio.run(
+        resume_run(first.run_dir, parsed.program, provider=vm.spy(rules), project_dir=project)
+    )
+    assert second.status == "succeeded", second.error  # no approver: the grant answered
+    allowed = [
+        e for e in vm.events(second, "permission") if e["reason"] == "approved earlier for this run"
+    ]
+    assert allowed
+
+
+def test_resume_uses_the_skill_text_the_run_started_with(vm: Any, tmp_path: Path) -> None:
+    skill = tmp_path / "skills" / "style"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: style\ndescription: House style\n---\nUse tabs.\n")
+    source = (
+        'use "./skills/style"\n\nagent a:\n  prompt: "x"\n  skills: ["style"]\n\n'
+        'session: a\n  prompt: "Format"\n\nsession "Then"\n'
+    )
+    load = {"tool_calls": [{"name": "load_skill", "arguments": {"name": "style"}}]}
+    rules: list[dict[str, Any]] = [{"match": "Format", "turns": [load, "formatted"]}]
+    first = vm.run(
+        source, vm.spy([*rules, {"match": "Then", "answer": "x", "failures": ["error"]}])
+    )
+    assert first.status == "failed"
+    (skill / "SKILL.md").write_text("---\nname: style\ndescription: Changed\n---\nUse spaces.\n")
+    provider = vm.spy([*rules, {"match": "Then", "answer": "done"}])
+    second = vm.resume(first.run_dir, provider)
+    assert second.status == "succeeded", second.error
+    loaded = vm.events(second, "skill_loaded")
+    assert len(loaded) == 1 and loaded[0]["instructions"] == "Use tabs."
