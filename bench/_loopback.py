@@ -149,7 +149,9 @@ def prose_process(argv: Sequence[str], cwd: Path, base_url: str) -> tuple[float,
         errors.seek(0)
         err = errors.read().decode(errors="replace")
     if process.returncode != 0:
-        raise SystemExit(f"prose {' '.join(argv)} failed ({process.returncode}): {err}")
+        raise SystemExit(
+            f"prose {' '.join(argv)} failed ({process.returncode}): {err or out.decode()[:2000]}"
+        )
     cpu = usage.ru_utime + usage.ru_stime
     return wall, cpu, usage.ru_maxrss / 1024, out.decode()
 

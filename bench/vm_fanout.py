@@ -13,7 +13,8 @@ The program (generated; the items are a program input given with `--inputs items
     output results = items | pmap:
       session "Item {item}"
 
-`prose run fan.prose --inputs items.json --provider openai --max-concurrency 256 --json` runs
+`prose run fan.prose --inputs items.json --provider openai --max-concurrency 256
+--max-sessions none --json` (the run's default budget is 1,000 model calls) runs
 in a fresh interpreter in a fresh project folder, timed from spawn to exit (start-up, parse,
 check, run folder, journal, outputs, exit: everything a user waits for), its CPU time and peak
 RSS read from the kernel (`wait4`). The plain loop runs in this process (no interpreter
@@ -126,7 +127,7 @@ def prose_side(base_url: str, items: list[str], concurrency: int) -> tuple[float
         (project / "fan.prose").write_text(PROGRAM, encoding="utf-8")
         (project / "items.json").write_text(json.dumps({"items": items}), encoding="utf-8")
         argv = ["run", "fan.prose", "--inputs", "items.json", "--provider", "openai"]
-        argv += ["--max-concurrency", str(concurrency), "--json"]
+        argv += ["--max-concurrency", str(concurrency), "--max-sessions", "none", "--json"]
         wall, cpu, rss, out = prose_process(argv, project, base_url)
     result: dict[str, Any] = json.loads(out)
     assert result["status"] == "succeeded", result

@@ -191,7 +191,6 @@ async def aresume(
     from openprose.cli import run as cli
     from openprose.cli.resume import NothingToResume, prepare_resume
     from openprose.project import runs_home
-    from openprose.vm.runner import resume_run
 
     project = Path(project_dir) if project_dir is not None else runs_home()
     try:
@@ -221,18 +220,8 @@ async def aresume(
         raise RunError(str(error), error.diagnostics) from None
     tools = cli.tool_runtime(resuming.project, yes, interactive=False)
     try:
-        return await resume_run(
-            resuming.run_dir,
-            resuming.program,
-            provider=resuming.provider,
-            project_dir=resuming.project,
-            imports=resuming.imports,
-            settings=resuming.settings,
-            config=resuming.config,
-            observer=observer,
-            prices=resuming.prices,
-            tools=tools,
-        )
+        result: RunResult = await resuming.resume(observer, tools)
+        return result
     finally:
         await resuming.provider.aclose()
 

@@ -17,6 +17,7 @@ from urllib.parse import unquote, urlsplit
 
 import aiohttp
 
+from plsp.files import JSON_INT_DIGITS, read_head
 from plsp.syntax import LiteralValue, Num
 
 __all__ = [
@@ -66,6 +67,11 @@ def _convert(param: inspect.Parameter, value: LiteralValue) -> Any:
         return value.text
     if isinstance(value, Num):
         if kind is int and value.is_integer:
+            if len(value.text) > JSON_INT_DIGITS:  # int() itself stops at 4,300 digits
+                raise TypeError(
+                    f"parameter '{param.name}' expects a number of at most "
+                    f"{JSON_INT_DIGITS:,} digits, got {len(value.text):,}"
+                )
             return int(value.text)
         if kind is float:
             return float(value.text)
@@ -269,8 +275,9 @@ class FetchPolicy:
         path = (root / source).resolve()
         if not path.is_relative_to(root):
             raise PermissionError(f"{source!r} is outside the allowed folder")
-        with path.open("rb") as file:
-            return file.read(self.max_bytes).decode("utf-8", errors="replace")
+        # A device or FIFO is refused: /dev/zero would fill the state, a FIFO with no
+        # writer would hang the loop.
+        return read_head(path, self.max_bytes).decode("utf-8", errors="replace")
 
     async def _fetch_url(self, url: str) -> str:
         if not self.url_allowed(url):

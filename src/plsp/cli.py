@@ -13,13 +13,19 @@ from typing import Any
 
 from cliconventions import ConventionalParser
 from cliconventions import apply as apply_conventions
-from plsp.diagnostics import ParseError
+from plsp.diagnostics import ParseError, visible
 from plsp.instr import PREFIX, Instruction, parse_instr
 from plsp.loopfile import LoopFileError, LoopSpec, load_loop
 from plsp.middleware import CycleRecord, Loop, LoopResult, Model
 from plsp.providers import ModelSetupError, dry_run_model, provider_model, replies_model
 from plsp.syntax import Action, Assign, Log, Num, StateBlock, Str, Value, parse
 from plsp.trace import TraceError, TraceWriter, check_trace
+
+
+def _say(*parts: object, **options: Any) -> None:
+    """print() for the user: terminal control sequences from blocks, replies and files
+    are shown as visible escapes, never acted on (JSON output is data and unchanged)."""
+    print(*(visible(str(part)) for part in parts), **options)
 
 
 def _value_json(value: Value) -> dict[str, Any]:
@@ -60,7 +66,7 @@ def _cmd_parse(args: argparse.Namespace) -> int:
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as error:
-            print(
+            _say(
                 f"plsp: error: stdin is not UTF-8 text (byte {error.start} is invalid)",
                 file=sys.stderr,
             )
@@ -70,7 +76,7 @@ def _cmd_parse(args: argparse.Namespace) -> int:
         try:
             text.encode("utf-8")
         except UnicodeEncodeError as error:  # undecodable argv bytes arrive as surrogates
-            print(
+            _say(
                 f"plsp: error: the argument is not UTF-8 text (character {error.start + 1} is "
                 "invalid)",
                 file=sys.stderr,
@@ -80,16 +86,16 @@ def _cmd_parse(args: argparse.Namespace) -> int:
     try:
         parsed = parse_instr(text) if text.lstrip().startswith(PREFIX) else parse(text)
     except ParseError as error:
-        print(f"plsp: error: {error}\n{error.excerpt()}", file=sys.stderr)
+        _say(f"plsp: error: {error}\n{error.excerpt()}", file=sys.stderr)
         return 1
     for warning in parsed.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
+        _say(f"warning: {warning}", file=sys.stderr)
     if not args.json:
-        print(parsed.dumps())
+        _say(parsed.dumps())
     elif isinstance(parsed, StateBlock):
         print(json.dumps(block_json(parsed), indent=2, ensure_ascii=False))
     else:
-        print(
+        _say(
             json.dumps(
                 {
                     "canonical": parsed.dumps(),
@@ -106,42 +112,42 @@ def _cmd_check(args: argparse.Namespace) -> int:
     try:
         checks = check_trace(args.trace)
     except TraceError as error:
-        print(f"plsp: error: {error}", file=sys.stderr)
+        _say(f"plsp: error: {error}", file=sys.stderr)
         return 2
     except OSError as error:
-        print(f"plsp: error: {args.trace}: {error.strerror or error}", file=sys.stderr)
+        _say(f"plsp: error: {args.trace}: {error.strerror or error}", file=sys.stderr)
         return 2
     for check in checks:
         status = "ok" if check.ok else "FAIL"
-        print(f"line {check.line} cycle {check.cycle}: {status}")
+        _say(f"line {check.line} cycle {check.cycle}: {status}")
         for problem in check.problems:
-            print(f"  - {problem}")
+            _say(f"  - {problem}")
         for violation in check.violations:
-            print(f"  {'!' if violation.blocking else '~'} {violation}")
+            _say(f"  {'!' if violation.blocking else '~'} {violation}")
     failed = sum(not c.ok for c in checks)
-    print(f"{len(checks)} cycles, {failed} failing")
+    _say(f"{len(checks)} cycles, {failed} failing")
     return 1 if failed else 0
 
 
 def _show(record: CycleRecord) -> None:
     mark = "accepted" if record.accepted else "REJECTED"
-    print(
+    _say(
         f"── cycle {record.cycle} ── {mark}"
         + (f" after {len(record.attempts)} attempts" if len(record.attempts) > 1 else "")
     )
-    print(f"  {record.instr}\n  prev  {record.previous}")
+    _say(f"  {record.instr}\n  prev  {record.previous}")
     for number, attempt in enumerate(record.attempts[:-1], start=1):
-        print(f"  re-asked after attempt {number}: {attempt.reply!r}")
+        _say(f"  re-asked after attempt {number}: {attempt.reply!r}")
         for violation in attempt.violations:
-            print(f"    {'!' if violation.blocking else '~'} {violation}")
-    print(f"  next  {record.next or '-'}")
+            _say(f"    {'!' if violation.blocking else '~'} {violation}")
+    _say(f"  next  {record.next or '-'}")
     for result in record.actions:
         outcome = f"ok {result.value!r}" if result.ok else f"failed: {result.error}"
-        print(f"  !{result.name} {list(result.args)} -> {outcome}")
+        _say(f"  !{result.name} {list(result.args)} -> {outcome}")
     for data in record.logs:
-        print(f"  > {json.dumps(data, ensure_ascii=False)}")
+        _say(f"  > {json.dumps(data, ensure_ascii=False)}")
     for violation in record.violations:
-        print(f"  {'!' if violation.blocking else '~'} {violation}")
+        _say(f"  {'!' if violation.blocking else '~'} {violation}")
     sys.stdout.flush()
 
 
@@ -206,7 +212,7 @@ async def _run(args: argparse.Namespace, spec: LoopSpec) -> LoopResult:
     reason: str = result.stop_reason
     if reason == "policy" and spec.stopped_by:
         reason += f": {spec.stopped_by}"
-    print(
+    _say(
         f"stopped ({reason}) after {len(result.cycles)} cycles; "
         f"state {result.state.dumps()}; trace {trace_path}"
     )
@@ -219,16 +225,16 @@ def _cmd_run(args: argparse.Namespace) -> int:
         result = asyncio.run(_run(args, spec))
     except OSError as error:  # e.g. --trace names a directory or a missing folder
         where = f"{error.filename}: " if error.filename else ""
-        print(f"plsp: error: {where}{error.strerror or error}", file=sys.stderr)
+        _say(f"plsp: error: {where}{error.strerror or error}", file=sys.stderr)
         return 2
     except (LoopFileError, ModelSetupError, ParseError) as error:
-        print(f"plsp: error: {error}", file=sys.stderr)
+        _say(f"plsp: error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("interrupted; the trace holds every completed cycle", file=sys.stderr)
+        _say("interrupted; the trace holds every completed cycle", file=sys.stderr)
         return 130
     except Exception as error:  # noqa: BLE001 - provider failures: report, no traceback
-        print(f"plsp: error: {type(error).__name__}: {error}", file=sys.stderr)
+        _say(f"plsp: error: {type(error).__name__}: {error}", file=sys.stderr)
         return 2
     # A "rejected" stop always ends on a rejected cycle, so this covers it too.
     last_rejected = bool(result.cycles) and not result.cycles[-1].accepted

@@ -16,7 +16,6 @@ or a list of those (all must hold). `{ACTION}` inserts that action's result as a
 from __future__ import annotations
 
 import re
-import sys
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +26,7 @@ import yaml  # type: ignore[import-untyped]
 from plsp.actions import ActionRegistry, FetchPolicy, LogFileSink, builtin_actions, page_sink
 from plsp.diagnostics import ParseError
 from plsp.engine import compare
+from plsp.files import read_file, read_stdin
 from plsp.instr import PREFIX, Condition, Instruction, parse_condition, parse_instr
 from plsp.middleware import PolicyContext
 from plsp.syntax import LiteralValue, Num, StateBlock, Str, literal
@@ -213,10 +213,8 @@ def _rule(raw: object, where: str) -> Rule:
 
 def _read(path: Path) -> dict[str, Any]:
     try:
-        if str(path) == "-":  # standard input, read as YAML
-            text = sys.stdin.buffer.read().decode("utf-8")
-        else:
-            text = path.read_text(encoding="utf-8")
+        # Standard input ("-") is read as YAML; either way at most MAX_FILE_BYTES.
+        text = (read_stdin() if str(path) == "-" else read_file(path)).decode("utf-8")
     except OSError as error:
         raise LoopFileError(f"{path}: {error.strerror}") from None
     except UnicodeDecodeError:
@@ -230,6 +228,8 @@ def _read(path: Path) -> dict[str, Any]:
         raise LoopFileError(f"{path}: {message}") from None
     except RecursionError:
         raise LoopFileError(f"{path}: nested too deeply to read") from None
+    except ValueError as error:  # a number beyond int()'s 4,300 digits, in TOML or YAML
+        raise LoopFileError(f"{path}: {str(error).split(';')[0]}") from None
     if not isinstance(data, dict):
         raise LoopFileError(f"{path}: expected a mapping at the top level")
     return data

@@ -11,7 +11,11 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from plsp.engine import expect
+<<<<<<< HEAD
 from plsp.gbnf import state_block_grammar
+=======
+from plsp.files import bounded_int, read_text
+>>>>>>> main
 from plsp.instr import read_instr
 from plsp.syntax import Scanner
 
@@ -29,24 +33,26 @@ def replies_model(path: Path) -> AsyncModel:
     """Answers with the replies of a file in order: a JSON list of strings, or NDJSON with
     one JSON string (or `{"reply": ...}`) per line. Handy for demos and reproductions."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path)
     except OSError as error:
         raise ModelSetupError(f"{path}: {error.strerror}") from None
     except UnicodeDecodeError:
         raise ModelSetupError(f"{path}: not UTF-8 text") from None
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_int=bounded_int)
         replies = data if isinstance(data, list) else [data]
     except RecursionError:
         raise ModelSetupError(f"{path}: nested too deeply to read") from None
-    except json.JSONDecodeError:
+    except json.JSONDecodeError:  # a long number is a ValueError too: explained per line
         replies = []
         for number, line in enumerate(text.splitlines(), start=1):
             if line.strip():
                 try:
-                    replies.append(json.loads(line))
+                    replies.append(json.loads(line, parse_int=bounded_int))
                 except json.JSONDecodeError as error:
                     raise ModelSetupError(f"{path}:{number}: not JSON: {error.msg}") from None
+                except ValueError as error:  # a number too long to read
+                    raise ModelSetupError(f"{path}:{number}: {error}") from None
                 except RecursionError:
                     raise ModelSetupError(f"{path}:{number}: nested too deeply to read") from None
     replies = [r.get("reply") if isinstance(r, dict) else r for r in replies]

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Self
 
 from plsp.diagnostics import ParseError, Violation
+from plsp.files import bounded_int, read_file, read_stdin
 from plsp.instr import parse_instr
 from plsp.middleware import CycleRecord
 from plsp.syntax import StateBlock, Value, parse
@@ -48,8 +48,7 @@ def read_trace(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
     """(line number, record) for every non-empty line."""
     records = []
     try:
-        data = sys.stdin.buffer.read() if str(path) == "-" else Path(path).read_bytes()
-        text = data.decode("utf-8")
+        text = (read_stdin() if str(path) == "-" else read_file(path)).decode("utf-8")
     except UnicodeDecodeError as error:
         line = error.object[: error.start].count(b"\n") + 1
         raise TraceError(f"{path}:{line}: not UTF-8 text") from None
@@ -57,9 +56,11 @@ def read_trace(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
         if not line_text.strip():
             continue
         try:
-            record = json.loads(line_text)
+            record = json.loads(line_text, parse_int=bounded_int)
         except json.JSONDecodeError as error:
             raise TraceError(f"{path}:{number}: not JSON: {error.msg}") from None
+        except ValueError as error:  # a number too long to read
+            raise TraceError(f"{path}:{number}: {error}") from None
         except RecursionError:
             raise TraceError(f"{path}:{number}: nested too deeply to read") from None
         missing = (

@@ -22,7 +22,7 @@ from vlp.errors import CODES, Problem, VLPError
 from vlp.gate import gate
 from vlp.message import make_message
 from vlp.ndjson import DEFAULT_MAX_LINE_BYTES, read_records, scan
-from vlp.render import render_thread
+from vlp.render import render_thread, visible
 from vlp.schema import MESSAGE_TYPES, SAFETY_LEVELS
 from vlp.thread import Thread, ThreadChecker
 
@@ -40,7 +40,8 @@ def _display(path: str) -> str:
 
 
 def _out(text: str) -> None:
-    sys.stdout.write(text + "\n")
+    """A line for the user: terminal control sequences from the input are made inert."""
+    sys.stdout.write(visible(text) + "\n")
 
 
 def _out_bytes(data: bytes) -> None:
@@ -118,7 +119,7 @@ def _validate(args: argparse.Namespace, problems: _ProblemSpool | None) -> int:
         except OSError as error:
             usage_errors += 1
             reason = f"cannot read {_display(path)}: {error.strerror or error}"
-            sys.stderr.write(f"vlp: {reason}\n")
+            sys.stderr.write(visible(f"vlp: {reason}") + "\n")
             if problems is not None:
                 problems.add(_problem_dict(path, Problem("VLP004", reason)))
             continue
@@ -159,7 +160,7 @@ def _load_thread(path: str, max_line_bytes: int) -> tuple[Thread, list[Problem]]
 
 def _cmd_show(args: argparse.Namespace) -> int:
     thread, unreadable = _load_thread(args.file, args.max_line_bytes)
-    sys.stdout.write(render_thread(thread))
+    sys.stdout.write(visible(render_thread(thread)))
     for problem in unreadable:
         _out(_problem_text(args.file, problem))
     return EXIT_OK
@@ -254,7 +255,7 @@ def _cmd_new(args: argparse.Namespace) -> int:
         )
     except VLPError as error:
         for problem in error.problems:
-            sys.stderr.write(f"vlp new: {problem.code} {problem.message}\n")
+            sys.stderr.write(visible(f"vlp new: {problem.code} {problem.message}") + "\n")
         return EXIT_INVALID
     _out_json(msg, orjson.OPT_INDENT_2 if args.pretty else 0)
     return EXIT_OK
@@ -354,7 +355,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code: int = args.run(args)
     except UsageError as error:
-        sys.stderr.write(f"vlp: {error}\n")
+        sys.stderr.write(visible(f"vlp: {error}") + "\n")
         return EXIT_USAGE
     except BrokenPipeError:
         sys.stderr.close()  # downstream closed the pipe (e.g. `| head`); nothing more to say

@@ -3,20 +3,17 @@ refuses to return anything that is not a valid VLP/1.1 message."""
 
 from __future__ import annotations
 
-import math
 import uuid
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from vlp.errors import Problem, VLPError
+from vlp.errors import VLPError
 from vlp.schema import PROTOCOL
 from vlp.validate import message_problems
 
 #: Queries assert nothing, so they may omit confidence (docs/decisions.md, VLP).
 QUERY_DEFAULT_CONFIDENCE = 1.0
-#: Arrays and objects one inside another, the message included, that orjson will write.
-_MAX_DEPTH = 254
 
 
 def utc_timestamp(moment: datetime | None = None) -> str:
@@ -49,44 +46,6 @@ def _safety_object(safety: object) -> object:
     if isinstance(safety, str):
         return {"level": safety, "issues": []}
     return _mapped(safety)
-
-
-def json_problems(msg: Mapping[str, Any]) -> list[Problem]:
-    """Values JSON cannot carry (sets, bytes, NaN, non-string keys, nesting deeper than
-    the writer allows, loops) anywhere in ``msg``.
-
-    The validator checks JSON-shaped data; a message built in Python could still hold
-    values a serialiser would refuse or silently change, so makers and writers ask this.
-    """
-    found: list[Problem] = []
-    # (where, value, number of arrays/objects around the value, the message included)
-    stack: list[tuple[str, object, int]] = [(key, value, 1) for key, value in msg.items()]
-    while stack:
-        where, value, depth = stack.pop()
-        if value is None or isinstance(value, (str, bool, int)):
-            continue
-        if isinstance(value, float):
-            if not math.isfinite(value):
-                found.append(Problem("VLP102", f"'{where}' is {value!r}, which JSON cannot hold"))
-        elif isinstance(value, (list, dict)) and depth >= _MAX_DEPTH:
-            found.append(Problem("VLP102", f"'{where}' is nested too deeply (or loops)"))
-        elif isinstance(value, list):
-            stack.extend((f"{where}[{i}]", item, depth + 1) for i, item in enumerate(value))
-        elif isinstance(value, dict):
-            for key, item in value.items():
-                if isinstance(key, str):
-                    stack.append((f"{where}.{key}", item, depth + 1))
-                else:
-                    found.append(
-                        Problem("VLP102", f"'{where}' has key {key!r}; JSON keys are strings")
-                    )
-        else:
-            found.append(
-                Problem(
-                    "VLP102", f"'{where}' holds a {type(value).__name__}, which JSON cannot hold"
-                )
-            )
-    return found
 
 
 def make_message(
@@ -149,7 +108,7 @@ def make_message(
         ("_extras", _mapped(extras)),
     ]
     msg.update((key, value) for key, value in optional if value is not None)
-    problems = message_problems(msg) or json_problems(msg)
+    problems = message_problems(msg)
     if problems:
         raise VLPError(problems)
     return msg

@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from vlp.errors import VLPError
-from vlp.message import json_problems, make_message
+from vlp.message import make_message
 from vlp.validate import message_problems
 
 MessageType = Literal[
@@ -75,7 +75,7 @@ class Message(BaseModel):
         # The wire form exactly: null is a wrong type, not "absent"; "extras" is an unknown
         # field (kept as it is), not _extras.
         if isinstance(data, dict):
-            problems = message_problems(data) or json_problems(data)
+            problems = message_problems(data)
             if problems:
                 raise ValueError(str(VLPError(problems)))
         return data

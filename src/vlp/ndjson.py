@@ -23,9 +23,8 @@ import orjson
 
 from vlp.errors import Problem, VLPError
 from vlp.fastpath import is_surely_valid_line, surely_valid_fields
-from vlp.message import json_problems
 from vlp.thread import ThreadChecker, thread_fields
-from vlp.validate import check_message, is_surely_valid
+from vlp.validate import check_message, is_surely_valid, message_problems
 
 DEFAULT_MAX_LINE_BYTES = 1024 * 1024
 CHUNK_BYTES = 1024 * 1024
@@ -202,8 +201,8 @@ def _looks_like_json_document(head: bytes) -> bool:
     text = head.lstrip()
     if text.startswith(b"["):
         return True
-    first_line = text.split(b"\n", 1)[0].strip()
-    return first_line == b"{"
+    first_line, newline, _ = text.partition(b"\n")
+    return bool(newline) and first_line.strip() == b"{"  # a whole line, not a chunk's end
 
 
 def _first_line_is_json(data: bytes) -> bool:
@@ -670,7 +669,7 @@ class NdjsonWriter:
         if self._fd < 0:
             raise ValueError(f"NdjsonWriter for {self.path} is closed")
         if self._validate:
-            problems = ([] if is_surely_valid(msg) else check_message(msg)) or json_problems(msg)
+            problems = message_problems(msg)
             if problems:
                 raise VLPError(problems)
         data = dumps_line(msg)

@@ -7,6 +7,9 @@ lookups and type tests, and problems are only described once something is wrong.
 
 from __future__ import annotations
 
+import math
+import re
+from collections.abc import Mapping
 from typing import Any, TypeAlias
 
 from vlp.errors import Problem
@@ -468,23 +471,90 @@ def is_surely_valid(msg: Any) -> bool:
         return False
 
 
+#: Arrays and objects one inside another, the message included, that orjson will write.
+_MAX_DEPTH = 254
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+_NOT_TEXT = "which is not Unicode text and JSON cannot carry"
+
+
+def _shown_key(key: str) -> str:
+    """A key as problems name it: lone surrogates as escapes, so the report prints."""
+    return key.encode("utf-8", "backslashreplace").decode("utf-8") if not key.isascii() else key
+
+
+def json_problems(msg: Mapping[str, Any]) -> list[Problem]:
+    """Values JSON cannot carry (sets, bytes, NaN, non-string keys, nesting deeper than
+    the writer allows, loops) anywhere in ``msg``.
+
+    The validator checks JSON-shaped data; a message built in Python could still hold
+    values a serialiser would refuse or silently change, so makers and writers ask this.
+    """
+    found: list[Problem] = []
+    # (where, value, number of arrays/objects around the value, the message included)
+    stack: list[tuple[str, object, int]] = []
+    for key, value in msg.items():
+        if not isinstance(key, str):
+            found.append(Problem("VLP102", f"the message has key {key!r}; JSON keys are strings"))
+            continue
+        if not key.isascii() and _LONE_SURROGATE.search(key):
+            found.append(Problem("VLP102", f"a field name holds a lone surrogate, {_NOT_TEXT}"))
+        stack.append((_shown_key(key), value, 1))
+    while stack:
+        where, value, depth = stack.pop()
+        if isinstance(value, str):
+            if not value.isascii() and _LONE_SURROGATE.search(value):
+                found.append(Problem("VLP102", f"'{where}' holds a lone surrogate, {_NOT_TEXT}"))
+            continue
+        if value is None or isinstance(value, (bool, int)):
+            continue
+        if isinstance(value, float):
+            if not math.isfinite(value):
+                found.append(Problem("VLP102", f"'{where}' is {value!r}, which JSON cannot hold"))
+        elif isinstance(value, (list, dict)) and depth >= _MAX_DEPTH:
+            found.append(Problem("VLP102", f"'{where}' is nested too deeply (or loops)"))
+        elif isinstance(value, list):
+            stack.extend((f"{where}[{i}]", item, depth + 1) for i, item in enumerate(value))
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                if isinstance(key, str):
+                    stack.append((f"{where}.{_shown_key(key)}", item, depth + 1))
+                    if not key.isascii() and _LONE_SURROGATE.search(key):
+                        found.append(
+                            Problem(
+                                "VLP102", f"'{where}' has a key with a lone surrogate, {_NOT_TEXT}"
+                            )
+                        )
+                else:
+                    found.append(
+                        Problem("VLP102", f"'{where}' has key {key!r}; JSON keys are strings")
+                    )
+        else:
+            found.append(
+                Problem(
+                    "VLP102", f"'{where}' holds a {type(value).__name__}, which JSON cannot hold"
+                )
+            )
+    return found
+
+
 def message_problems(msg: object) -> list[Problem]:
-    """Every schema and truth-serum problem of one message (empty when it is valid)."""
-    if is_surely_valid(msg):
-        return []
-    return check_message(msg) or []
+    """Every schema and truth-serum problem of one message (empty when it is valid), and
+    every value JSON cannot carry (see :func:`json_problems`): the same verdict as
+    :meth:`vlp.Message.from_dict` and every writer."""
+    found = [] if is_surely_valid(msg) else (check_message(msg) or [])
+    if isinstance(msg, dict):
+        found += json_problems(msg)
+    return found
 
 
 def is_valid(msg: object) -> bool:
     """True when ``msg`` is a valid VLP/1.1 message."""
-    return is_surely_valid(msg) or check_message(msg) is None
+    return not message_problems(msg)
 
 
 def validate_vlp(msg: object) -> tuple[bool, str | None]:
     """``(True, None)`` for a valid message, else ``(False, "CODE reason; ...")``."""
-    if is_surely_valid(msg):
-        return True, None
-    found = check_message(msg)
-    if found is None:
+    found = message_problems(msg)
+    if not found:
         return True, None
     return False, "; ".join(str(problem) for problem in found)

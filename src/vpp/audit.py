@@ -20,18 +20,24 @@ class TurnResult:
     role: str
     violations: tuple[Violation, ...] = ()
     exchange: ExchangeResult | None = None  # set on assistant turns that answer a user turn
+    # What is worth knowing but breaks no rule: in 1.5, the errors of a user command the
+    # reply answered with its recovery body (an invalid command is a normal path there).
+    notes: tuple[Violation, ...] = ()
 
     @property
     def ok(self) -> bool:
         return not self.violations
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        found: dict[str, Any] = {
             "index": self.index,
             "role": self.role,
             "ok": self.ok,
             "violations": [v.as_dict() for v in self.violations],
         }
+        if self.notes:
+            found["notes"] = [v.as_dict() for v in self.notes]
+        return found
 
 
 @dataclass(frozen=True)
@@ -89,7 +95,11 @@ def validate_transcript(
             user.content, message.content, state, strict=strict, repair=repair
         )
         state = exchange.next_state
-        turns.append(TurnResult(user_number, "user", _placed(exchange.command_violations, user)))
+        command_errors = _placed(exchange.command_violations, user)
+        if version == "1.5":
+            turns.append(TurnResult(user_number, "user", notes=command_errors))
+        else:
+            turns.append(TurnResult(user_number, "user", command_errors))
         turns.append(
             TurnResult(number, "assistant", _placed(exchange.violations, message), exchange)
         )

@@ -6,8 +6,11 @@ Exit codes: 0 compliant / valid, 1 violations / invalid command, 2 usage or inpu
 from __future__ import annotations
 
 import argparse
+import errno
 import io
 import json
+import os
+import stat
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -92,17 +95,43 @@ def _version_argument(text: str) -> Version:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
+MAX_INPUT_BYTES = 64 * 1024 * 1024  # a transcript larger than this is not one
+
+
 def _read_raw(path: str) -> str:
-    """The file's text with its line ends as written (no newline translation)."""
+    """The file's text with its line ends as written (no newline translation). Only a
+    regular file (or stdin) of at most MAX_INPUT_BYTES is read: a device or FIFO given
+    by mistake never fills memory or blocks."""
     try:
+        if path == "-" and getattr(sys.stdin, "buffer", None) is None:  # a text-only stdin
+            text = sys.stdin.read(MAX_INPUT_BYTES + 1)
+            if len(text) > MAX_INPUT_BYTES:
+                raise _InputError(f"{path}: larger than {MAX_INPUT_BYTES >> 20} MiB; not read")
+            return text
         if path == "-":
-            stream = getattr(sys.stdin, "buffer", None)
-            return stream.read().decode("utf-8-sig") if stream else sys.stdin.read()
-        with open(path, encoding="utf-8-sig", newline="") as handle:
-            return handle.read()
+            data = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
+        else:
+            with open(path, "rb", opener=_regular_file_opener) as handle:
+                data = handle.read(MAX_INPUT_BYTES + 1)
+        if len(data) > MAX_INPUT_BYTES:
+            raise _InputError(f"{path}: larger than {MAX_INPUT_BYTES >> 20} MiB; not read")
+        return data.decode("utf-8-sig")
     except (OSError, UnicodeDecodeError) as error:
         reason = getattr(error, "strerror", None) or str(error)
         raise _InputError(f"{path}: cannot read: {reason}") from None
+
+
+def _regular_file_opener(path: str, flags: int) -> int:
+    """Open without blocking (a FIFO with no writer would wait forever), then refuse
+    anything but a regular file."""
+    descriptor = os.open(path, flags | os.O_NONBLOCK)
+    mode = os.fstat(descriptor).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(descriptor)
+        code = errno.EISDIR if stat.S_ISDIR(mode) else errno.EINVAL
+        raise OSError(code, os.strerror(code) if stat.S_ISDIR(mode) else "not a regular file")
+    os.set_blocking(descriptor, True)
+    return descriptor
 
 
 def _read(path: str) -> str:
@@ -155,6 +184,11 @@ def _check(
 
 def _print_check(path: str, version: Version, result: TranscriptResult, quiet: bool) -> None:
     for turn in result.turns:
+        for note in turn.notes:
+            print(
+                f"{path}:{note.line}: turn {turn.index} ({turn.role}): "
+                f"note: {note.code}: {note.message} (answered with the recovery body)"
+            )
         for violation in turn.violations:
             print(
                 f"{path}:{violation.line}: turn {turn.index} ({turn.role}): "

@@ -12,7 +12,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from vpp.versions import ASSISTANT_TAGS, CYCLE_LIMIT, SOURCES, Version, footer_version
+from vpp.versions import (
+    ASSISTANT_TAGS,
+    COUNT_DIGITS,
+    CYCLE_LIMIT,
+    SOURCES,
+    Version,
+    footer_version,
+    small_count,
+)
 
 FIELDS: tuple[str, ...] = ("Version", "Tag", "Sources", "Assumptions", "Cycle", "Locus")
 _REQUIRED = FIELDS[:-1]  # Locus is reported separately: 1.4 marks its name optional
@@ -20,6 +28,14 @@ _LOCUS_1_5 = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 ._/-]{0,63}$")
 _TAG_VALUE = re.compile(r"^([a-z_]+?)(?:_(\d+))?$")
 _CYCLE_VALUE = re.compile(r"^(\d+)(?:\s*/\s*(\d+))?$")
 _VERSION_VALUE = re.compile(r"^(v?)(\d+\.\d+(?:\.\d+)?)$")
+
+
+_SHOWN = 40  # characters of a footer value quoted in a message
+
+
+def _shown(value: str) -> str:
+    """A footer value as a message quotes it: long ones cut, the line stays readable."""
+    return value if len(value) <= _SHOWN else f"{value[: _SHOWN - 1]}… ({len(value):,} characters)"
 
 
 @dataclass(frozen=True)
@@ -196,7 +212,8 @@ class _FooterReader:
 
     def _invalid(self, name: str, value: str, expected: str) -> None:
         self._deviate(
-            f"footer-{name.lower()}-invalid", f"{name}={value} is invalid; expected {expected}."
+            f"footer-{name.lower()}-invalid",
+            f"{name}={_shown(value)} is invalid; expected {expected}.",
         )
 
     def _version(self) -> str | None:
@@ -234,9 +251,11 @@ class _FooterReader:
                 cosmetic=True,
             )
             return name, None
-        if int(index) < 1:
-            self._invalid("Tag", value, "an instance index of at least 1")
-        return name, int(index)
+        number = small_count(index)
+        if number is None or number < 1:
+            self._invalid("Tag", value, f"an instance index from 1 to {COUNT_DIGITS} digits long")
+            return name, None
+        return name, number
 
     def _sources(self) -> str | None:
         value = self._value("Sources")
@@ -248,26 +267,29 @@ class _FooterReader:
         value = self._value("Assumptions")
         if value is None:
             return None
-        if not (value.isascii() and value.isdigit()):
-            self._invalid("Assumptions", value, "a non-negative integer")
-            return None
-        return int(value)
+        count = small_count(value)
+        if count is None:
+            self._invalid(
+                "Assumptions", value, f"a non-negative integer of {COUNT_DIGITS} digits at most"
+            )
+        return count
 
     def _cycle(self) -> int | None:
         value = self._value("Cycle")
         if value is None:
             return None
         match = _CYCLE_VALUE.match(value)
-        if match is None or not 1 <= int(match.group(1)) <= CYCLE_LIMIT:
+        cycle = small_count(match.group(1)) if match is not None else None
+        if match is None or cycle is None or not 1 <= cycle <= CYCLE_LIMIT:
             self._invalid("Cycle", value, f"i/{CYCLE_LIMIT} with i in 1..{CYCLE_LIMIT}")
             return None
         if match.group(2) is None:
             self._deviate(
                 "footer-cycle-format", f"Write Cycle={value}/{CYCLE_LIMIT}.", cosmetic=True
             )
-        elif int(match.group(2)) != CYCLE_LIMIT or value != f"{match.group(1)}/{match.group(2)}":
+        elif match.group(2) != str(CYCLE_LIMIT) or value != f"{match.group(1)}/{match.group(2)}":
             self._invalid("Cycle", value, f"i/{CYCLE_LIMIT}")
-        return int(match.group(1))
+        return cycle
 
     def _locus(self) -> str | None:
         value = self._value("Locus")

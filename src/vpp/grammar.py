@@ -9,10 +9,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from vpp.versions import ASSISTANT_TAGS, USER_TAGS, Version
+from vpp.versions import ASSISTANT_TAGS, COUNT_DIGITS, USER_TAGS, Version, small_count
 
-# Whitespace must separate the tag from what follows: `!<g>--minor` is not a command.
+# 1.4: whitespace must separate the tag from what follows (`!<g>--minor` is not a
+# command). 1.5 reads the tag and then tokens, so `!<g>--minor` is one and `!<q>x` has an
+# invalid modifier.
 _COMMAND = re.compile(r"^!<([a-z_]+)>(\s.*)?$")
+_COMMAND_1_5 = re.compile(r"^!<([a-z_]+)>(.*)$")
 _FLAG = re.compile(r"^--(correct|incorrect|minor|major)$")
 _DESTINATION = re.compile(r"^--<([a-z_]+)>$")
 _ASSUMPTIONS = re.compile(r"^--assumptions=(.*)$")
@@ -87,7 +90,7 @@ def first_line(message: str) -> str:
 def parse_command(message: str, version: Version = "1.4") -> Command:
     """Parse line 1 of `message` as a VPP command; later lines are ignored."""
     line = first_line(message)
-    match = _COMMAND.match(line)
+    match = (_COMMAND_1_5 if version == "1.5" else _COMMAND).match(line)
     if match is None:
         return Command(line, version, None, errors=(_not_a_command(line, version),))
     raw_tag, rest = match.group(1), match.group(2) or ""
@@ -219,10 +222,11 @@ class _ModifierParser:
             self.destinations.append(name)
 
     def _add_assumptions(self, value: str, token: str, column: int) -> None:
-        if not value.isdigit() or not value.isascii():
+        if small_count(value) is None:
             self._problem(
                 "invalid-modifier",
-                f"Invalid modifier token {token} (--assumptions takes a non-negative integer).",
+                f"Invalid modifier token {token[:40]} (--assumptions takes a non-negative "
+                f"integer of at most {COUNT_DIGITS} digits).",
                 column,
                 self._tag_example("--assumptions=1", "!<o> --assumptions=1"),
             )

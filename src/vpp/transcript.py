@@ -25,6 +25,7 @@ Format = Literal["text", "json", "jsonl"]
 CHECKED_ROLES = ("user", "assistant")
 SKIPPED_ROLES = ("system", "developer", "tool")
 _MARKER = re.compile(r"^(user|assistant|system)[ \t]*:[ \t]*(.*)$", re.IGNORECASE)
+_JSON_INT_DIGITS = 4_000
 _WRAPPED_ARRAY = re.compile(r'(?<!\\)"messages"\s*:\s*\[')
 _MARKDOWN_FRAME = re.compile(r"^(?:#{1,6}(?:\s|$)|```|~~~)")
 
@@ -35,6 +36,7 @@ class TranscriptError(ValueError):
     def __init__(self, message: str, line: int = 1) -> None:
         super().__init__(f"line {line}: {message}")
         self.line = line
+        self.message = message
 
 
 @dataclass(frozen=True)
@@ -162,15 +164,26 @@ def _write_text(transcript: Transcript) -> str:
 def _is_wrapped_messages(text: str) -> bool:
     """`{"messages": [...], ...}` rather than JSONL (which may be a single object)."""
     try:
-        document = json.loads(text)
-    except (json.JSONDecodeError, RecursionError):
+        document = json.loads(text, parse_int=_bounded_int)
+    except (json.JSONDecodeError, RecursionError, TranscriptError):
         return False
-    return isinstance(document, dict) and "messages" in document
+    # A whole object that is not one message is a wrapper, whether it lists messages or
+    # not: _read_json then says what it lacks (a JSONL line holds a role).
+    return isinstance(document, dict) and ("messages" in document or "role" not in document)
+
+
+def _bounded_int(digits: str) -> int:
+    """JSON integers up to 4,000 digits (int() refuses more than 4,300, slowly)."""
+    if len(digits.lstrip("-")) > _JSON_INT_DIGITS:
+        raise TranscriptError(
+            f"invalid JSON: a number with {len(digits):,} digits (at most {_JSON_INT_DIGITS:,})"
+        )
+    return int(digits)
 
 
 def _load_json(text: str) -> Any:
     try:
-        return json.loads(text)
+        return json.loads(text, parse_int=_bounded_int)
     except json.JSONDecodeError as error:
         raise TranscriptError(
             f"invalid JSON: {error.msg} (column {error.colno})", error.lineno
@@ -220,7 +233,9 @@ def _read_jsonl(text: str) -> Transcript:
         if not line.strip():
             continue
         try:
-            item = json.loads(line)
+            item = json.loads(line, parse_int=_bounded_int)
+        except TranscriptError as error:
+            raise TranscriptError(error.message, number) from None
         except json.JSONDecodeError as error:
             raise TranscriptError(
                 f"invalid JSON line: {error.msg} (column {error.colno})", number

@@ -11,7 +11,11 @@ from vpp.reply import Reply, read_reply, trim_blank_lines
 from vpp.state import ConversationState, Expectation, expect, initial_state
 from vpp.versions import ASSISTANT_TAGS, ESCAPE_HINTS, SOURCES, Version, footer_version
 
-QUESTION_LIMIT = 25  # 1.4 §III: at most 25 questions in any <c>
+QUESTION_LIMIT = 25
+# The body 1.5's reference runtime gives a repaired reply that had none.
+STRUCTURAL_BODY = (
+    "Protocol response repaired structurally."  # 1.4 §III: at most 25 questions in any <c>
+)
 _NESTED_HEADER = re.compile(r"^<(?:g|q|o|c|o_f)>$")
 _NESTED_FOOTER = re.compile(r"^[*`]*\[Version=v?\d+\.\d+")
 _QUESTION_END = re.compile(r"\?(?=[\s)\"'*_`]|$)")
@@ -44,6 +48,10 @@ class ExchangeResult:
 
     @property
     def ok(self) -> bool:
+        # 1.5 routes an invalid command to <c> with its recovery body: a normal path, so
+        # the user's error is information about the user turn, not a failed exchange.
+        if self.expectation.version == "1.5":
+            return not self.violations
         return not self.violations and not self.command_violations
 
 
@@ -167,19 +175,25 @@ class _ReplyChecker:
                 self._footer_problem(deviation.code, deviation.message, line)
         self._check_footer_fields(footer, line)
 
+    def _mismatch(self, field: str, message: str, line: int | None) -> None:
+        """A footer field that differs from the deterministic transition: 1.5's failure
+        table names it `<field>-mismatch`; 1.4 mode keeps `footer-<field>-mismatch`."""
+        prefix = "" if self.version == "1.5" else "footer-"
+        self._add(f"{prefix}{field}-mismatch", message, line)
+
     def _check_footer_fields(self, footer: Footer, line: int | None) -> None:
         expectation, tag = self.expectation, self.used_tag
         version = footer_version(self.version)
         if footer.version is not None and footer.version != version:
-            self._add("footer-version-mismatch", f"Expected Version={version}.", line)
+            self._mismatch("version", f"Expected Version={version}.", line)
         index = expectation.tag_index(tag)
         index_wrong = footer.index is not None and footer.index != index
         if footer.tag is not None and (footer.tag != tag or index_wrong):
-            self._add("footer-tag-mismatch", f"Expected Tag={tag}_{index}.", line)
+            self._mismatch("tag", f"Expected Tag={tag}_{index}.", line)
         if footer.cycle is not None and footer.cycle != expectation.cycle:
-            self._add("footer-cycle-mismatch", f"Expected Cycle={expectation.cycle}/3.", line)
+            self._mismatch("cycle", f"Expected Cycle={expectation.cycle}/3.", line)
         if self.version == "1.5" and footer.locus is not None and footer.locus != expectation.locus:
-            self._add("footer-locus-mismatch", f"Expected Locus={expectation.locus}.", line)
+            self._mismatch("locus", f"Expected Locus={expectation.locus}.", line)
         declared = expectation.command.assumptions
         if (
             declared is not None
@@ -202,6 +216,8 @@ class _ReplyChecker:
             elif _NESTED_FOOTER.match(text.strip()):
                 self._add("nested-footer", "Body contains a second footer line.", number)
         body, first_line = self.reply.body, self.reply.body_start
+        if self.version == "1.5" and not body.strip():
+            self._add("empty-body", "The reply body must not be empty.", first_line)
         if self.expectation.escape_due and not has_escape_options(body):
             self._add(
                 "missing-escape-options",
@@ -314,6 +330,8 @@ def _repair(expectation: Expectation, reply: Reply, tag: str) -> str:
     # would leave a nested-header/nested-footer violation in the repaired reply.
     kept = [text for text in body.split("\n") if not _is_nested_wrapper(text)]
     body = trim_blank_lines(kept)
+    if expectation.version == "1.5" and not body.strip():
+        body = STRUCTURAL_BODY
     return format_reply(
         expectation,
         body,

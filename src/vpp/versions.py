@@ -13,6 +13,19 @@ ASSISTANT_TAGS: Final[tuple[str, ...]] = ("g", "q", "o", "c", "o_f")
 USER_TAGS: Final[tuple[str, ...]] = (*ASSISTANT_TAGS, "e", "e_o")
 SOURCES: Final[tuple[str, ...]] = ("none", "web")
 CYCLE_LIMIT: Final = 3
+# Counts in commands and footers (indexes, cycles, assumptions) longer than this are not
+# counts anyone wrote on purpose; they are refused before int() (which stops at 4,300
+# digits with an error, and is quadratic before that).
+COUNT_DIGITS: Final = 18
+
+
+def small_count(digits: str) -> int | None:
+    """The value of an ASCII digit string of at most COUNT_DIGITS digits, else None."""
+    if len(digits) > COUNT_DIGITS or not (digits.isascii() and digits.isdigit()):
+        return None
+    return int(digits)
+
+
 DEFAULT_LOCUS: Final = "default"
 
 # The escape choices each version asks the assistant to surface.

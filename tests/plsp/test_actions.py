@@ -275,3 +275,23 @@ async def test_fetch_does_not_follow_redirects(server: tuple[str, list[dict[str,
 def test_without_folder_files_are_refused() -> None:
     with pytest.raises(PermissionError, match="no fetch folder"):
         FetchPolicy()._fetch_file("x")
+
+
+async def test_fetch_refuses_a_fifo_and_a_device_without_hanging(tmp_path: Path) -> None:
+    import asyncio
+    import os
+
+    os.mkfifo(tmp_path / "pipe")  # no writer: a plain open() would block the loop forever
+    (tmp_path / "zero").symlink_to("/dev/zero")
+    registry = builtin_actions(fetching=FetchPolicy(folder=tmp_path))
+    for name in ("pipe",):
+        result = await asyncio.wait_for(registry.run("fetch", [Str(name)]), timeout=5)
+        assert not result.ok and "not a regular file" in str(result.error)
+    # A link out of the folder stays refused for where it points, before being opened.
+    outside = await asyncio.wait_for(registry.run("fetch", [Str("zero")]), timeout=5)
+    assert not outside.ok
+
+
+async def test_an_integer_parameter_beyond_4300_digits_is_a_failed_action() -> None:
+    result = await builtin_actions().run("wait", [Num("9" * 5000)])
+    assert not result.ok and "at most 4,000 digits" in str(result.error)

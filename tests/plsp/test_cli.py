@@ -358,3 +358,34 @@ def test_output_survives_a_terminal_that_is_not_utf8(tmp_path: Path) -> None:
         )
         assert done.returncode == 0 and b"Traceback" not in done.stderr, done.stderr
     assert done.stdout.startswith(b"\\u2500\\u2500 cycle 1 \\u2500\\u2500 accepted")
+
+
+@pytest.mark.parametrize("command", ["check", "run"])
+def test_devices_fifos_and_directories_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    import os
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for path in ("/dev/zero", str(fifo)):
+        argv = [command, path] + (["--dry-run"] if command == "run" else [])
+        assert main(argv) == 2
+        assert "not a regular file" in capsys.readouterr().err
+
+
+def test_check_bounds_long_integers(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    trace = tmp_path / "t.ndjson"
+    record = '{"cycle": %s, "instr": "INSTR:@set:$a=1;", "previous": "S{}S", "reply": "S{}S", "accepted": true}'
+    trace.write_text(record % ("9" * 5000) + "\n")
+    assert main(["check", str(trace)]) == 2
+    assert "5,000 digits" in capsys.readouterr().err
+
+
+def test_parse_neutralises_terminal_escapes(capsys: pytest.CaptureFixture[str]) -> None:
+    main(["parse", 'S{ $a: "x\x1b[31mred\u202e\x9b"; }S'])
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\u202e" not in out and "\x9b" not in out
+    assert "\\x1b[31m" in out
+    main(["parse", 'S{ $a = "\x1b]0;title\x07" }S'])
+    assert "\x1b" not in capsys.readouterr().err

@@ -246,3 +246,15 @@ def test_fuzz_loop_files_load_or_fail_with_a_message(
     spec.build_actions()
     spec.build_log_sink()
     spec(PolicyContext(1, parse("S{}S"), None))
+
+
+@pytest.mark.parametrize(
+    ("suffix", "text"), [(".toml", "max_cycles = {}\n"), (".yaml", "max_cycles: {}\n")]
+)
+def test_a_number_beyond_4300_digits_is_a_loop_file_error(
+    tmp_path: Path, suffix: str, text: str
+) -> None:
+    path = tmp_path / f"loop{suffix}"
+    path.write_text(text.format("9" * 5000))
+    with pytest.raises(LoopFileError, match="digits"):
+        load_loop(path)

@@ -28,7 +28,8 @@ Faults are consumed one per request, in order, across both APIs:
   server or proxy sends: "html" (200 with an HTML page), "wrong_shape" (200 with JSON that
   is not a completion), "bad_usage" (200 whose token counts are not numbers), "502_html"
   (a proxy's HTML error page), "404_text" (Ollama's `{"error": "..."}` for an unknown model),
-  "truncated" (the connection closes part-way through the body or stream), "stream_cut" (a
+  "400" (a request the server does not understand, e.g. an older server refusing
+  `stream_options`), "truncated" (the connection closes part-way through the body or stream), "stream_cut" (a
   stream that ends cleanly but without its closing event), "stream_error" (an error event
   in the middle of a stream: Anthropic's `overloaded_error`, an OpenAI-style `{"error"}`).
 """
@@ -75,6 +76,7 @@ FAULT_KINDS = (
     "bad_usage",
     "502_html",
     "404_text",
+    "400",
     "truncated",
     "stream_cut",
     "stream_error",
@@ -343,7 +345,12 @@ class FakeLLMServer:
         headers = {}
         if fault.retry_after is not None:
             headers["retry-after"] = f"{fault.retry_after:g}"
-        message = {429: "rate limited", 500: "internal error", 401: "invalid api key"}[status]
+        message = {
+            429: "rate limited",
+            500: "internal error",
+            401: "invalid api key",
+            400: "unrecognized request argument: stream_options",
+        }[status]
         return web.json_response(_error_body(api, status, message), status=status, headers=headers)
 
     async def _get_stats(self, request: web.Request) -> web.StreamResponse:

@@ -396,3 +396,23 @@ def test_new_refuses_arguments_that_are_not_utf8(
     assert (code, out) == (2, "")
     assert err.startswith(f"vlp: {option} is not UTF-8 text (character ")
     assert "\udcff" not in err
+
+
+def test_show_and_validate_neutralise_terminal_escapes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    evil = "\x1b]0;pwned\x07\x1b[2J\x9b31m\u202eevil\r"
+    path = write(
+        tmp_path / "t.ndjson",
+        [
+            base(id="A" + evil, sender="S" + evil, content="c" + evil),
+            base(id="B", session_id="S" + evil, seq=1),
+            base(id="C", session_id="S" + evil, seq=1),
+        ],
+    )
+    for argv in (["show", str(path)], ["validate", str(path)]):
+        code, out, _ = run(capsys, *argv)
+        assert code in (0, 1)
+        for raw in ("\x1b", "\x07", "\x9b", "\u202e", "\r"):
+            assert raw not in out, (argv, raw)
+    assert "\\x1b]0;pwned\\x07" in run(capsys, "show", str(path))[1]

@@ -9,6 +9,7 @@ from typing import Any
 import orjson
 import pytest
 
+from tests.vlp.conftest import base
 from vlp import VLPError, make_message, utc_timestamp, validate_vlp
 
 
@@ -154,3 +155,24 @@ def test_extras_under_its_wire_name() -> None:
     assert msg["_extras"] == {"trace": 1}
     with pytest.raises(TypeError, match="not both"):
         make_message("claim", sender="a", content="x", confidence=0.5, extras={}, _extras={})
+
+
+@pytest.mark.parametrize(
+    "surrogate",
+    [
+        {"\ud800x": 1},  # an unknown field
+        {"content": {"\udc00": 1}},
+        {"content": "a\udc00b"},
+        {"payload": {"k": ["\ud83d"]}},
+    ],
+)
+def test_lone_surrogates_are_refused_alike_by_every_path(surrogate: dict[str, Any]) -> None:
+    from vlp import Message, is_valid, message_problems, validate_vlp
+
+    msg = {**base(), **surrogate}
+    ok, reason = validate_vlp(msg)
+    assert not ok and reason is not None and "VLP102" in reason and "lone surrogate" in reason
+    assert not is_valid(msg) and message_problems(msg)
+    with pytest.raises(ValueError, match="lone surrogate"):
+        Message.from_dict(msg)
+    reason.encode("utf-8")  # the report itself prints

@@ -139,3 +139,32 @@ def test_a_correction_of_itself_is_a_cycle_for_effective_too() -> None:
     for ident in ("A", "S"):
         with pytest.raises(CorrectionCycleError, match="S -> S"):
             effective(messages, ident)
+
+
+def _chain(count: int, kind: str) -> list[dict[str, Any]]:
+    return [base(id="M0", content="v0")] + [
+        base(id=f"M{i}", type=kind, refers_to=f"M{i - 1}", content=f"v{i}") for i in range(1, count)
+    ]
+
+
+@pytest.mark.parametrize("count", [4_000, 100_000])
+def test_show_renders_long_correction_chains_in_linear_output(count: int) -> None:
+    from vlp.render import render_thread
+
+    thread = Thread(_chain(count, "correction"))
+    text = render_thread(thread)
+    assert f"now: v{count - 1}" in text
+    assert f"… {count - 1 - 4} more … -> M{count - 1}" in text.splitlines()[2]
+    assert len(text) < 600 * count  # no line grows with the chain: linear output
+    current = thread.effective("M0")
+    assert current.content == f"v{count - 1}" and len(current.chain_ids) == count
+    assert thread.effective(f"M{count // 2}").chain_ids[0] == f"M{count // 2}"
+
+
+@pytest.mark.parametrize("count", [4_000, 100_000])
+def test_show_renders_long_reply_chains_without_recursion(count: int) -> None:
+    from vlp.render import render_thread
+
+    text = render_thread(Thread(_chain(count, "response")))
+    assert f"[depth {count - 1}] M{count - 1} response" in text
+    assert len(text) < 600 * count

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -68,16 +69,19 @@ def test_check_json_shape(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert main(["check", "--version", "1.5", "--format", "json", path]) == 1
     report = json.loads(capsys.readouterr().out)
     assert report["ok"] is False
-    # Exactly the issue's shape, no other keys at any level.
+    # Exactly the issue's shape, no other keys at any level; in 1.5 the user's command
+    # error is a note on the user turn (issue 20 item 17), not a violation.
     assert sorted(report) == ["ok", "turns"]
-    assert all(sorted(t) == ["index", "ok", "role", "violations"] for t in report["turns"])
+    assert sorted(report["turns"][0]) == ["index", "notes", "ok", "role", "violations"]
+    assert [n["code"] for n in report["turns"][0]["notes"]] == ["conflicting-severity"]
+    assert sorted(report["turns"][1]) == ["index", "ok", "role", "violations"]
     violations = [v for t in report["turns"] for v in t["violations"]]
     assert violations and all(sorted(v) == ["code", "line", "message"] for v in violations)
     assert [(t["index"], t["role"], t["ok"]) for t in report["turns"]] == [
-        (1, "user", False),
-        (2, "assistant", False),
+        (1, "user", True),
+        (2, "assistant", False),  # "nope" is not the recovery body
     ]
-    assert report["turns"][0]["violations"][0] == {
+    assert report["turns"][0]["notes"][0] == {
         "code": "conflicting-severity",
         "message": "--minor and --major are mutually exclusive.",
         "line": 2,
@@ -289,3 +293,59 @@ def test_output_the_terminal_cannot_encode_is_escaped_not_a_crash(tmp_path: Path
     repaired = json.loads(done.stdout)  # still valid JSON, with \u escapes
     assert repaired[0] == turns[0]
     assert repaired[1]["content"].startswith("<q>\n\udc00\n[Version=v1.4 | Tag=q_1")
+
+
+BIG = "9" * 5000
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"messages": [{"role": "user", "content": "!<g>", "n": ' + BIG + "}]}",
+        '{"role": "user", "content": "!<g>", "n": ' + BIG + "}\n",
+        (
+            "USER: !<g>\nhi\nASSISTANT: <g>\nbody\n"
+            f"[Version=v1.4 | Tag=g_{BIG} | Sources=none | Assumptions=0 | Cycle=1/3 | Locus=default]\n"
+        ),
+        (
+            "USER: !<g>\nhi\nASSISTANT: <g>\nbody\n"
+            f"[Version=v1.4 | Tag=g_1 | Sources=none | Assumptions={BIG} | Cycle={BIG}/3 | Locus=x]\n"
+        ),
+        f"USER: !<o> --assumptions={BIG}\nhi\nASSISTANT: <o>\nbody\n",
+    ],
+)
+@pytest.mark.parametrize("command", ["check", "repair"])
+def test_integers_beyond_4300_digits_are_reported_not_raised(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, command: str
+) -> None:
+    path = write(tmp_path, "big.txt", text)
+    code = main([command, path])
+    captured = capsys.readouterr()
+    assert code in (0, 1, 2) and "Traceback" not in captured.err
+    assert "int_max_str_digits" not in captured.out + captured.err  # int()'s own limit
+    if command == "check":  # reports quote long values cut (repair prints the transcript)
+        assert max(map(len, (captured.out + captured.err).splitlines() or [""])) < 400
+
+
+def test_parse_bounds_the_assumptions_count(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["parse", f"!<o> --assumptions={BIG}"]) == 1
+    assert "invalid-modifier" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("command", ["check", "repair"])
+def test_devices_fifos_and_directories_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)  # no writer: opening it for reading would block forever
+    for path in ("/dev/zero", str(fifo)):
+        assert main([command, path]) == 2
+        assert "not a regular file" in capsys.readouterr().err
+
+
+def test_an_object_without_messages_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path, "t.json", '{\n  "conversation": []\n}\n')
+    assert main(["check", path]) == 2
+    assert 'a JSON object transcript needs a "messages" list' in capsys.readouterr().err

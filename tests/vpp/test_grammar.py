@@ -148,15 +148,28 @@ def test_error_columns_point_at_the_token() -> None:
     assert command.errors[0].column == 14
 
 
-@pytest.mark.parametrize("version", BOTH)
 @pytest.mark.parametrize("line", ["!<g>--minor", "!<q>x", "!<o>--<g>"])
-def test_a_space_must_separate_the_tag_from_what_follows(version: Version, line: str) -> None:
-    # Both grammars write `!<tag> [--modifier ...]`; 1.5's regex has \s+ before each one.
-    command = parse_command(line, version)
+def test_1_4_needs_a_space_between_the_tag_and_what_follows(line: str) -> None:
+    command = parse_command(line, "1.4")
     assert codes(command) == ["invalid-first-line"] and command.reply_tag == "c"
-    if version == "1.4":
-        assert "a space must separate the tag" in command.errors[0].message
-    assert parse_command(line.replace(">", "> ", 1), version).tag == line[2]
+    assert "a space must separate the tag" in command.errors[0].message
+    assert parse_command(line.replace(">", "> ", 1), "1.4").tag == line[2]
+
+
+@pytest.mark.parametrize(
+    ("line", "expected", "reply"),
+    [
+        ("!<g>--minor", [], "g"),
+        ("!<e>--<q>", [], "q"),
+        ("!<o>--correct --<g>", [], "g"),
+        ("!<q>x", ["invalid-modifier"], "c"),
+        ("!<o>--<g>", ["pipeline-not-allowed"], "c"),
+    ],
+)
+def test_1_5_reads_tokens_right_after_the_tag(line: str, expected: list[str], reply: str) -> None:
+    # The v1.5 runtime matches `^!<tag>(.*)$` and splits the rest into tokens.
+    command = parse_command(line, "1.5")
+    assert codes(command) == expected and command.reply_tag == reply
 
 
 @pytest.mark.parametrize("version", BOTH)

@@ -66,7 +66,6 @@ def _nothing_to_resume(done: NothingToResume, as_json: bool) -> int:
 
 def _resume(args: argparse.Namespace) -> int:
     from openprose.project import runs_home
-    from openprose.vm.runner import resume_run
 
     try:
         resuming = prepare_resume(
@@ -85,21 +84,7 @@ def _resume(args: argparse.Namespace) -> int:
     tools = tool_runtime(resuming.project, args.yes)
     with progress(args.json, args.notice, args.quiet) as observer:
         hold_progress(tools, observer)
-        result = run_async(
-            resume_run(
-                resuming.run_dir,
-                resuming.program,
-                provider=resuming.provider,
-                project_dir=resuming.project,
-                imports=resuming.imports,
-                settings=resuming.settings,
-                config=resuming.config,
-                observer=observer,
-                prices=resuming.prices,
-                tools=tools,
-            ),
-            resuming.provider,
-        )
+        result = run_async(resuming.resume(observer, tools), resuming.provider)
     return report(result, args.json, args.notice)
 
 
@@ -124,6 +109,23 @@ class Resuming:
     provider: Any
     config: Any
     prices: Any
+
+    async def resume(self, observer: Any = None, tools: Any = None) -> Any:
+        """Continue the run (`resume_run`); the caller closes the provider."""
+        from openprose.vm.runner import resume_run
+
+        return await resume_run(
+            self.run_dir,
+            self.program,
+            provider=self.provider,
+            project_dir=self.project,
+            imports=self.imports,
+            settings=self.settings,
+            config=self.config,
+            observer=observer,
+            prices=self.prices,
+            tools=tools,
+        )
 
 
 def prepare_resume(

@@ -44,6 +44,8 @@ __all__ = ["HttpProvider", "StreamAssembler", "env_proxy"]
 # (uvicorn, Node and Ollama after 5 s): a request sent on a connection the server is closing
 # fails, and would cost an attempt.
 KEEPALIVE_S = 4.0
+# Statuses with which a server refuses a request form it does not know.
+STREAM_REFUSALS = frozenset({400, 422})
 
 
 class StreamAssembler(Protocol):
@@ -93,6 +95,7 @@ class HttpProvider:
         # A stream may run long; what must not last is silence between its chunks.
         self._streamed = aiohttp.ClientTimeout(total=None, sock_connect=timeout, sock_read=timeout)
         self._session: aiohttp.ClientSession | None = None
+        self._streams = True  # False once the server refused a streamed request
 
     # --- the wire format (subclasses) ----------------------------------------------------
 
@@ -118,30 +121,24 @@ class HttpProvider:
 
     async def stream(self, request: ModelRequest, on_text: TextSink) -> ModelResponse:
         """One streamed request: each piece of answer text goes to `on_text` as it arrives;
-        the result is the `ModelResponse` the whole answer would have been."""
+        the result is the `ModelResponse` the whole answer would have been.
+
+        A server that refuses the streamed form (400/422: an older compatible server that
+        knows no `stream_options`) is asked again unstreamed, and this provider streams no
+        more: streaming only shows the answer sooner, it must never cost the answer."""
+        if not self._streams:
+            return _in_one_piece(await self._complete_whole(request), on_text)
         body = orjson.dumps(self.request_body(request, stream=True))
         try:
             async with self._http().post(
                 self.url, data=body, timeout=self._streamed, proxy=self._proxy
             ) as answer:
-                if answer.status >= 300:
+                if answer.status in STREAM_REFUSALS:
+                    self._streams = False
+                elif answer.status >= 300:
                     raise self._status_error(answer, await answer.read(), request)
-                request_id = answer.headers.get(self.request_id_header)
-                if "text/event-stream" not in answer.headers.get("content-type", ""):
-                    # A server that ignored `stream: true` and answered in one piece.
-                    return self._read_whole(await answer.read(), request, request_id)
-                assembler = self.assembler(request)
-                if isinstance(on_text, AnswerStream):
-                    on_text.begin()
-                async for event, data in _server_sent_events(answer.content.iter_any()):
-                    text = assembler.feed(event, data)
-                    if text:
-                        on_text(text)
-                    if assembler.finished:
-                        break
-                if not assembler.finished:
-                    raise StreamCut("the answer stream ended before its closing event")
-                return assembler.response(request_id)
+                else:
+                    return await self._read_stream(answer, request, on_text)
         except ProviderError:
             raise
         except BadAnswer as problem:
@@ -152,6 +149,28 @@ class HttpProvider:
             raise transport_error(
                 exc, provider=self.name, model=request.model, timeout=self._timeout
             ) from exc
+        return _in_one_piece(await self._complete_whole(request), on_text)
+
+    async def _read_stream(
+        self, answer: aiohttp.ClientResponse, request: ModelRequest, on_text: TextSink
+    ) -> ModelResponse:
+        request_id = answer.headers.get(self.request_id_header)
+        if "text/event-stream" not in answer.headers.get("content-type", ""):
+            # A server that ignored `stream: true` and answered in one piece.
+            whole = self._read_whole(await answer.read(), request, request_id)
+            return _in_one_piece(whole, on_text)
+        assembler = self.assembler(request)
+        if isinstance(on_text, AnswerStream):
+            on_text.begin()
+        async for event, data in _server_sent_events(answer.content.iter_any()):
+            text = assembler.feed(event, data)
+            if text:
+                on_text(text)
+            if assembler.finished:
+                break
+        if not assembler.finished:
+            raise StreamCut("the answer stream ended before its closing event")
+        return assembler.response(request_id)
 
     async def aclose(self) -> None:
         if self._session is not None:
@@ -217,6 +236,15 @@ class HttpProvider:
                 connector=connector, headers=self._headers, skip_auto_headers=("User-Agent",)
             )
         return session
+
+
+def _in_one_piece(response: ModelResponse, on_text: TextSink) -> ModelResponse:
+    """An answer that came unstreamed still reaches the watcher, as one piece."""
+    if isinstance(on_text, AnswerStream):
+        on_text.begin()
+    if response.text:
+        on_text(response.text)
+    return response
 
 
 async def _server_sent_events(chunks: AsyncIterator[bytes]) -> AsyncIterator[tuple[str, bytes]]:

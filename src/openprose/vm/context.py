@@ -90,7 +90,7 @@ class Contexts:
         if isinstance(expr, n.Name):
             return [ContextItem(expr.id, render(values.lookup(expr.id, expr, ctx, placeholder)))]
         if isinstance(expr, n.Attribute):
-            return [ContextItem(dotted(expr), render(values.attribute(expr, ctx)))]
+            return [ContextItem(dotted(expr), render(values.attribute(expr, ctx, placeholder)))]
         if isinstance(expr, n.StringLit):
             return [ContextItem("context", values.interpolate(expr, ctx, placeholder))]
         if isinstance(expr, n.NumberLit):

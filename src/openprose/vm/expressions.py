@@ -39,11 +39,15 @@ class Expressions:
                 f"undefined variable {name!r}", where=self.where(node)
             ) from None
 
-    def attribute(self, expr: n.Attribute, ctx: Ctx) -> Value:
+    def attribute(
+        self, expr: n.Attribute, ctx: Ctx, placeholder: Placeholder | None = None
+    ) -> Value:
         if isinstance(expr.value, n.Name):
-            base = self.lookup(expr.value.id, expr.value, ctx)
+            base = self.lookup(expr.value.id, expr.value, ctx, placeholder)
         else:
-            base = self.attribute(expr.value, ctx)
+            base = self.attribute(expr.value, ctx, placeholder)
+        if isinstance(base, Absent):
+            return base  # an unbound name's placeholder stands for its fields too
         return self.property(base, expr.attr, expr)
 
     def property(self, value: Value, attr: str, node: Any) -> Value:

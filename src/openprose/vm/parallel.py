@@ -94,8 +94,6 @@ async def run_parallel(vm: Machine, stmt: n.Parallel, ctx: Ctx, step: str) -> Va
                         raise error
                 else:
                     raise error
-            if join == "first" and on_fail == "fail-fast" and failures:
-                break
     finally:
         await cancel_all(pending)
     if pending and join != "all" and len(results) >= needed:

@@ -416,3 +416,33 @@ async def test_one_connection_pool_with_keep_alive_serves_every_call(
             await provider.aclose()
     assert server.stats.attempts == 17
     assert len(server.stats.connections) <= 3  # never more connections than the limit
+
+
+async def test_a_server_that_refuses_streaming_is_asked_again_unstreamed(
+    fake_llm_server: FakeLLMServer, settings_for: SettingsFor
+) -> None:
+    fake_llm_server.script(Fault("400"))
+    provider = open_provider(settings_for())
+    pieces: list[str] = []
+    try:
+        with stream_text_to(pieces.append):
+            first = await provider.complete(REQUEST)
+            second = await provider.complete(REQUEST)
+    finally:
+        await provider.aclose()
+    assert first.text == second.text == "echo: hello fake"
+    assert pieces == ["echo: hello fake"] * 2  # the watcher still sees each answer, whole
+    # streamed, refused; asked whole; and from then on whole only
+    assert [b.get("stream", False) for b in fake_llm_server.stats.bodies] == [True, False, False]
+
+
+async def test_a_400_to_a_plain_request_is_a_permanent_error(
+    fake_llm_server: FakeLLMServer, settings_for: SettingsFor, api: str
+) -> None:
+    fake_llm_server.script(Fault("400"))
+    caught = await raised_by(settings_for(), ProviderError)
+    assert not isinstance(caught, TransientProviderError)
+    assert str(caught) == (
+        f"{api} (model test-model): HTTP 400: unrecognized request argument: stream_options"
+    )
+    assert fake_llm_server.stats.attempts == 1

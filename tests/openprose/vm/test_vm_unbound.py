@@ -39,3 +39,16 @@ def test_a_name_no_statement_binds_is_still_an_error(vm: Any) -> None:
     # The checker refuses this program (E142); the VM, run directly, still says so.
     result = vm.run('session "A"\n  context: nowhere\n', vm.spy())
     assert result.status == "failed" and "undefined variable 'nowhere'" in (result.error or "")
+
+
+def test_a_field_of_an_unbound_name_gets_the_placeholder_too(vm: Any) -> None:
+    source = """if **the sky is green**:
+  let x = session "Paint it"
+session "Again"
+  context: x.colour
+"""
+    provider = vm.spy(vm.verdicts(("sky is green", False)))
+    result = vm.run(source, provider)
+    assert result.status == "succeeded", result.error
+    text = provider.sent("^Again")[0].last_user_text()
+    assert "### x.colour\n(x is unbound: the statement that binds it did not run)" in text
