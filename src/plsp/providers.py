@@ -11,11 +11,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from plsp.engine import expect
-<<<<<<< HEAD
-from plsp.gbnf import state_block_grammar
-=======
 from plsp.files import bounded_int, read_text
->>>>>>> main
+from plsp.gbnf import state_block_grammar
 from plsp.instr import read_instr
 from plsp.syntax import Scanner
 

@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from vlp.errors import Problem
-from vlp.message import json_problems, new_message_id, utc_timestamp
+from vlp.message import new_message_id, utc_timestamp
 from vlp.schema import MESSAGE_TYPES, PROTOCOL, load_schema
-from vlp.validate import message_problems
+from vlp.validate import json_problems, message_problems
 
 if TYPE_CHECKING:
     from openprose.providers.base import Provider
