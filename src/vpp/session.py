@@ -64,7 +64,7 @@ class Turn:
     reply: str
     outcome: Outcome
     attempts: tuple[Attempt, ...]
-    violations: tuple[Violation, ...]  # of the reply kept; empty unless `failed`
+    violations: tuple[Violation, ...]  # what the last attempt broke; empty unless `failed`
     state: ConversationState  # after this turn
 
     @property
@@ -149,8 +149,7 @@ class Session:
             conversation += [Message("assistant", text), Message("user", _reask(result))]
         assert result is not None
         kept = result.repaired or attempts[-1].text
-        left = self._check(user_message, kept, new_locus).violations or result.violations
-        return self._finish(user_message, kept, "failed", attempts, left, new_locus)
+        return self._finish(user_message, kept, "failed", attempts, result.violations, new_locus)
 
     async def aclose(self) -> None:
         await self.provider.aclose()
@@ -251,6 +250,8 @@ def _empty_body(reply: str, result: ExchangeResult) -> Violation | None:
     """A reply with nothing but framing says nothing: only the model can fill it."""
     if result.expectation.recovery_body is not None or result.repaired is None:
         return None
+    if any(v.code == "empty-body" for v in result.violations):
+        return None  # the validator says so itself
     lines = [line for line in result.repaired.split("\n")[1:-1] if line.strip()]
     if lines:
         return None

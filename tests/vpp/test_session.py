@@ -74,7 +74,8 @@ async def test_the_reasks_are_bounded_and_a_failure_is_reported() -> None:
     session = Session(provider, "1.5", model="m", max_reasks=1)
     turn = await session.send_async("!<g>\nPlan")
     assert turn.outcome == "failed" and not turn.ok and len(seen) == 2
-    assert [v.code for v in turn.violations] == ["empty-body"]
+    assert "empty-body" in [v.code for v in turn.violations]
+    assert turn.violations == turn.attempts[-1].violations
 
 
 async def test_an_invalid_command_is_answered_by_the_runtime() -> None:
