@@ -1,0 +1,221 @@
+"""The language server: pygls wiring from LSP messages to the feature modules.
+
+Diagnostics are debounced on the leading edge: a change to a document that has been quiet for
+``DEBOUNCE_S`` is analysed at once; a change that follows another within that time (a burst of
+keystrokes, or the ones that queued up while an analysis ran) waits until the document has been
+quiet for ``DEBOUNCE_S``, so a burst costs one analysis at its start and one at its end.
+Requests (hover, completion...) always see the current text — a document changed since its last
+analysis is analysed first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+from importlib.metadata import version
+from typing import Any
+
+from lsprotocol import types as lsp
+from pygls.lsp.server import LanguageServer
+
+from openprose.lsp import completion, fixes, highlight, hover, navigation, outline
+from openprose.lsp.convert import diagnostic
+from openprose.lsp.documents import Analysis, Documents, path_of, resolve_path
+from openprose.lsp.formatting import format_document
+
+# Quiet period after a change before diagnostics are computed and published.
+DEBOUNCE_S = 0.025
+_TRIGGERS = [":", "{", "(", '"', " "]
+
+
+class ProseServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__("prose-lsp", version("openprose"))
+        self.store = Documents()
+        self.pending: dict[str, asyncio.TimerHandle] = {}
+        self.last_change: dict[str, float] = {}
+        self.published: dict[str, Analysis] = {}  # the analysis whose diagnostics were sent
+
+    def analysis(self, uri: str) -> Analysis:
+        """The analysis of the document's current text (analysed now when out of date)."""
+        document = self.workspace.get_text_document(uri)
+        known = self.store.open.get(uri)
+        if (
+            known is not None
+            and known.version == document.version
+            and known.source.text == document.source
+        ):
+            return known
+        return self.store.update(uri, document.source, document.version)
+
+    def schedule(self, uri: str) -> None:
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        quiet = now - self.last_change.get(uri, float("-inf")) >= DEBOUNCE_S
+        self.last_change[uri] = now
+        handle = self.pending.pop(uri, None)
+        if handle is not None:
+            handle.cancel()
+            quiet = False
+        self.pending[uri] = loop.call_later(0 if quiet else DEBOUNCE_S, self.publish, uri)
+
+    def publish(self, uri: str) -> None:
+        self.pending.pop(uri, None)
+        if uri not in self.workspace.text_documents:
+            return  # closed meanwhile
+        analysis = self.analysis(uri)
+        before = self.published.get(uri)
+        if analysis is before:
+            return  # this version's diagnostics went out already
+        self.published[uri] = analysis
+        lines = analysis.lines
+        self.text_document_publish_diagnostics(
+            lsp.PublishDiagnosticsParams(
+                uri=uri,
+                version=analysis.version,
+                diagnostics=[
+                    fixes.attach(analysis, diagnostic(lines, d), d) for d in analysis.diagnostics
+                ],
+            )
+        )
+        importers = self.importers_of(analysis)
+        if importers and (before is None or before.contract != analysis.contract):
+            for importer in importers:  # their E026-E028 were checked against the old contract
+                self.store.open.pop(importer, None)
+                self.schedule(importer)
+
+    def importers_of(self, changed: Analysis) -> list[str]:
+        """The other open documents that import ``changed``."""
+        if changed.path is None:
+            return []
+        wanted = resolve_path(changed.path)
+        return [
+            uri
+            for uri, other in list(self.store.open.items())
+            if other is not changed
+            and any(
+                (file := self.store.imported(other, use.path.value)) is not None
+                and resolve_path(file) == wanted
+                for use in other.index.uses
+            )
+        ]
+
+
+def _offset(server: ProseServer, uri: str, position: lsp.Position) -> tuple[Analysis, int]:
+    analysis = server.analysis(uri)
+    return analysis, analysis.lines.offset(position.line, position.character)
+
+
+def create_server() -> ProseServer:
+    server = ProseServer()
+
+    @server.feature(lsp.INITIALIZE)
+    def initialize(ls: ProseServer, params: lsp.InitializeParams) -> None:
+        roots = [path_of(f.uri) for f in params.workspace_folders or []]
+        if not roots and params.root_uri:
+            roots = [path_of(params.root_uri)]
+        ls.store.roots = [r for r in roots if r is not None and r.is_dir()]
+        ls.store.encoding = str(ls.workspace.position_encoding or "utf-16")
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls: ProseServer, params: lsp.DidOpenTextDocumentParams) -> None:
+        ls.schedule(params.text_document.uri)
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(ls: ProseServer, params: lsp.DidChangeTextDocumentParams) -> None:
+        ls.schedule(params.text_document.uri)
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
+    def did_save(ls: ProseServer, params: lsp.DidSaveTextDocumentParams) -> None:
+        ls.schedule(params.text_document.uri)
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: ProseServer, params: lsp.DidCloseTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        handle = ls.pending.pop(uri, None)
+        if handle is not None:
+            handle.cancel()
+        ls.store.close(uri)
+        ls.last_change.pop(uri, None)
+        ls.published.pop(uri, None)
+        ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+    @server.feature(lsp.TEXT_DOCUMENT_HOVER)
+    def on_hover(ls: ProseServer, params: lsp.HoverParams) -> lsp.Hover | None:
+        analysis, offset = _offset(ls, params.text_document.uri, params.position)
+        return hover.hover(ls.store, analysis, offset)
+
+    @server.feature(lsp.TEXT_DOCUMENT_DEFINITION)
+    def on_definition(ls: ProseServer, params: lsp.DefinitionParams) -> list[lsp.Location]:
+        analysis, offset = _offset(ls, params.text_document.uri, params.position)
+        return navigation.definition(ls.store, analysis, offset)
+
+    @server.feature(lsp.TEXT_DOCUMENT_REFERENCES)
+    def on_references(ls: ProseServer, params: lsp.ReferenceParams) -> list[lsp.Location]:
+        analysis, offset = _offset(ls, params.text_document.uri, params.position)
+        return navigation.references(ls.store, analysis, offset, params.context.include_declaration)
+
+    @server.feature(lsp.TEXT_DOCUMENT_DOCUMENT_HIGHLIGHT)
+    def on_highlight(
+        ls: ProseServer, params: lsp.DocumentHighlightParams
+    ) -> list[lsp.DocumentHighlight]:
+        analysis, offset = _offset(ls, params.text_document.uri, params.position)
+        return navigation.highlights(ls.store, analysis, offset)
+
+    @server.feature(
+        lsp.TEXT_DOCUMENT_COMPLETION, lsp.CompletionOptions(trigger_characters=_TRIGGERS)
+    )
+    def on_completion(ls: ProseServer, params: lsp.CompletionParams) -> lsp.CompletionList:
+        analysis, offset = _offset(ls, params.text_document.uri, params.position)
+        return lsp.CompletionList(is_incomplete=False, items=completion.complete(analysis, offset))
+
+    @server.feature(lsp.TEXT_DOCUMENT_FORMATTING)
+    def on_formatting(
+        ls: ProseServer, params: lsp.DocumentFormattingParams
+    ) -> list[lsp.TextEdit] | None:
+        return format_document(ls.analysis(params.text_document.uri))
+
+    @server.feature(lsp.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
+    def on_symbols(ls: ProseServer, params: lsp.DocumentSymbolParams) -> list[lsp.DocumentSymbol]:
+        return outline.document_symbols(ls.analysis(params.text_document.uri))
+
+    @server.feature(lsp.TEXT_DOCUMENT_SEMANTIC_TOKENS_FULL, highlight.LEGEND)
+    def on_tokens(ls: ProseServer, params: lsp.SemanticTokensParams) -> lsp.SemanticTokens:
+        return highlight.semantic_tokens(ls.analysis(params.text_document.uri))
+
+    @server.feature(
+        lsp.TEXT_DOCUMENT_CODE_ACTION,
+        lsp.CodeActionOptions(code_action_kinds=[lsp.CodeActionKind.QuickFix]),
+    )
+    def on_code_action(ls: ProseServer, params: lsp.CodeActionParams) -> list[lsp.CodeAction]:
+        return fixes.code_actions(params.text_document.uri, params.context.diagnostics)
+
+    return server
+
+
+def serve(stdin: Any = None, stdout: Any = None, *, debug: bool = False) -> None:
+    """Run the server over stdio until the client exits it. Its log goes to stderr (editors
+    show it in their LSP log): one line per problem, or with ``debug`` everything pygls logs,
+    tracebacks included."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(
+        logging.Formatter("prose lsp: %(levelname)s: %(message)s") if debug else _OneLine()
+    )
+    logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING, handlers=[handler])
+    create_server().start_io(stdin, stdout)
+
+
+class _OneLine(logging.Formatter):
+    """``prose lsp: error: Unable to handle message (JSONDecodeError: ...)`` — no traceback:
+    a client sending bad JSON is told so (pygls answers it too), and the log stays readable."""
+
+    def __init__(self) -> None:
+        super().__init__("prose lsp: %(levelname)s: %(message)s")
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = f"prose lsp: {record.levelname.lower()}: {record.getMessage()}"
+        if record.exc_info and record.exc_info[1] is not None:
+            error = record.exc_info[1]
+            text += f" ({type(error).__name__}: {error})"
+        return text
