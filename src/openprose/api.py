@@ -19,7 +19,7 @@ import os
 from collections.abc import AsyncIterator, Coroutine, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 from openprose.launch import (
     Budget,
@@ -34,6 +34,10 @@ from openprose.vm.runner import RunResult
 
 if TYPE_CHECKING:
     from openprose.vm.runtime import Observer
+    from openprose.vm.tracing import Tracer
+
+# `trace=`: True (as `--trace`), False (never), None (as the OTLP environment says), a tracer.
+Trace: TypeAlias = "bool | None | Tracer"
 
 __all__ = [
     "RunError",
@@ -89,6 +93,7 @@ async def arun(
     max_tokens: Budget = None,
     max_cost: Budget = None,
     yes: bool = False,
+    trace: Trace = None,
     observer: Observer | None = None,
 ) -> RunResult:
     """Run a program (a `.prose` path or program text) to its end; see `run`."""
@@ -104,13 +109,20 @@ async def arun(
         budgets=budgets_of(max_sessions, max_tokens, max_cost),
         yes=yes,
     )
-    return await start(prepared, observer)
+    return await start(prepared, observer, trace)
 
 
-async def start(prepared: Prepared, observer: Observer | None = None) -> RunResult:
-    """Run what `prepare` built, closing its provider at the end."""
+async def start(
+    prepared: Prepared, observer: Observer | None = None, trace: Trace = False
+) -> RunResult:
+    """Run what `prepare` built, closing its provider (and exporting its trace) at the end."""
     from openprose.vm.runner import run_program
 
+    try:
+        tracer = tracer_for(trace)
+    except BaseException:
+        await prepared.provider.aclose()
+        raise
     try:
         return await run_program(
             prepared.program,
@@ -125,9 +137,12 @@ async def start(prepared: Prepared, observer: Observer | None = None) -> RunResu
             launch=prepared.launch,
             prices=prepared.prices,
             tools=prepared.tools,
+            tracer=tracer,
         )
     finally:
         await prepared.provider.aclose()
+        if tracer is not None:
+            await asyncio.to_thread(tracer.shutdown)  # the last spans exported
 
 
 def run(
@@ -144,6 +159,7 @@ def run(
     max_tokens: Budget = None,
     max_cost: Budget = None,
     yes: bool = False,
+    trace: Trace = None,
 ) -> RunResult:
     """Run a program to its end and return its `RunResult` (`run_id`, `run_dir`, `status`,
     `outputs`, `usage`, `error`). Keywords mirror `prose run`'s options: `inputs` is
@@ -151,7 +167,10 @@ def run(
     `max_sessions`/`max_tokens`/`max_cost` are the run's budgets (`"none"` lifts one),
     `yes=True` approves every `prompt` permission (otherwise such a run stops `waiting`
     for `prose approve`; library code never asks at the terminal),
-    `project_dir` is where `.prose/` and `prose.toml` are (default: the working folder)."""
+    `project_dir` is where `.prose/` and `prose.toml` are (default: the working folder);
+    `trace` is `--trace`: True traces (OpenTelemetry, the `[otel]` extra), False never,
+    None as the OTLP environment variables say, or a tracer of your own
+    (`openprose.vm.otel.OtelTracer`)."""
     return _blocking(
         "run",
         arun(
@@ -167,6 +186,7 @@ def run(
             max_tokens=max_tokens,
             max_cost=max_cost,
             yes=yes,
+            trace=trace,
         ),
     )
 
@@ -183,6 +203,7 @@ async def aresume(
     max_tokens: Budget = None,
     max_cost: Budget = None,
     yes: bool = False,
+    trace: Trace = None,
     observer: Observer | None = None,
 ) -> RunResult:
     """Continue a run (id, unique prefix or folder) as `prose resume` does: finished work is
@@ -220,10 +241,17 @@ async def aresume(
         raise RunError(str(error), error.diagnostics) from None
     tools = cli.tool_runtime(resuming.project, yes, interactive=False)
     try:
-        result: RunResult = await resuming.resume(observer, tools)
+        tracer = tracer_for(trace)
+    except BaseException:
+        await resuming.provider.aclose()
+        raise
+    try:
+        result: RunResult = await resuming.resume(observer, tools, tracer)
         return result
     finally:
         await resuming.provider.aclose()
+        if tracer is not None:
+            await asyncio.to_thread(tracer.shutdown)
 
 
 def resume(
@@ -238,6 +266,7 @@ def resume(
     max_tokens: Budget = None,
     max_cost: Budget = None,
     yes: bool = False,
+    trace: Trace = None,
 ) -> RunResult:
     """`aresume`, blocking."""
     return _blocking(
@@ -253,8 +282,23 @@ def resume(
             max_tokens=max_tokens,
             max_cost=max_cost,
             yes=yes,
+            trace=trace,
         ),
     )
+
+
+def tracer_for(trace: Trace) -> Tracer | None:
+    """The tracer a `trace=` keyword asks for (see `run`); `RunError` as `--trace` would fail."""
+    if trace is None or isinstance(trace, bool):
+        if trace is False:
+            return None
+        from openprose.cli import run as cli
+
+        try:
+            return cli.open_tracer_or_fail(trace is True)
+        except cli.UsageError as error:
+            raise RunError(str(error)) from None
+    return trace
 
 
 class RunEvents:

@@ -53,6 +53,12 @@ class Fix:
     # offer it; `prose check --fix` applies it only with --unsafe-fixes.
     safe: bool = True
 
+    @classmethod
+    def nearest_word(cls, span: Span, word: str, guess: str) -> Fix:
+        """Replace a misspelled name with the nearest known one: likely, not proven (unsafe),
+        so `prose check --fix` applies it only with --unsafe-fixes; an editor offers it."""
+        return cls(f"replace `{word}` with `{guess}`", (Edit(span, guess),), safe=False)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "title": self.title,

@@ -482,7 +482,7 @@ class _Parser:
                 f"unknown statement `{word}` (did you mean `{guess}`?)",
                 span,
                 help=f"replace `{word}` with `{guess}`",
-                fix=Fix(f"replace `{word}` with `{guess}`", (Edit(span, guess),), safe=False),
+                fix=Fix.nearest_word(span, word, guess),
             )
         else:
             self.report(
@@ -514,7 +514,7 @@ class _Parser:
             f"unknown keyword `{word}` (did you mean `{guess}`?)",
             span,
             help=f"replace `{word}` with `{guess}`",
-            fix=Fix(f"replace `{word}` with `{guess}`", (Edit(span, guess),), safe=False),
+            fix=Fix.nearest_word(span, word, guess),
         )
         raise _ParseError(properties=guess in _PROPERTY_HEADS)
 

@@ -522,8 +522,8 @@ def _check_run(thread: ThreadChecker, run: list[Any], first: int, found: list[Pr
                 pending.append((part[:half], number))
                 continue
             add = thread.add_fields
-            for fields in part:
-                found.extend(add(*fields, number))
+            for ident, kind, refers_to, session, seq in part:
+                found.extend(add(ident, kind, refers_to, session, seq, number))
                 number += 1
 
 

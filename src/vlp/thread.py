@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
 from operator import lt
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, TypeGuard
 
 from vlp.errors import CorrectionCycleError, Problem
 from vlp.validate import is_valid
@@ -40,10 +40,11 @@ _SALVAGED_SESSION = re.compile(rb'"session_id"\s*:\s*"([^"\\]{1,256})"')
 _SALVAGED_SEQ = re.compile(rb'"seq"\s*:\s*([0-9]{1,18})(?![0-9.eE])')
 
 
-def _is_seq(value: object) -> bool:
-    if value.__class__ is int:
-        return 0 <= value < _MAX_SEQ  # type: ignore[operator]
-    return value.__class__ is float and value.is_integer() and 0 <= value < _MAX_SEQ  # type: ignore[attr-defined,operator]
+def _is_seq(value: object) -> TypeGuard[int | float]:
+    """A usable sequence number: a non-negative whole number below 2**63."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return (isinstance(value, int) or value.is_integer()) and 0 <= value < _MAX_SEQ
 
 
 def _salvage(msg: Any, raw: bytes | None) -> tuple[str | None, str | None, int | None]:
@@ -144,34 +145,35 @@ class ThreadChecker:
         self,
         ident: str,
         kind: str,
-        refers_to: object,
-        session: object,
-        seq: object,
+        refers_to: Any,
+        session: Any,
+        seq: Any,
         line: int | None,
     ) -> Sequence[Problem]:
         """:meth:`add` for a message given by the fields the checks read (a missing one
-        may be None, or "" / -1 as :class:`vlp.fastpath.LineShape` gives them). The common message (a new id, one reference to an
-        earlier message, the next seq of its session) is settled here in a few lookups."""
+        may be None, or "" / -1 as :class:`vlp.fastpath.LineShape` gives them). The common
+        message (a new id, one reference to an earlier message, the next seq of its
+        session) is settled here in a few lookups."""
         kinds = self._kind
         if ident not in kinds and (
             refers_to.__class__ is str
             and refers_to in kinds
             and refers_to != ident
-            and (kind != "evidence" or kinds[refers_to] == "claim")  # type: ignore[index]
+            and (kind != "evidence" or kinds[refers_to] == "claim")
             or refers_to.__class__ is not str
             and not refers_to
         ):
-            if session and seq.__class__ is int and seq >= 0:  # type: ignore[operator]
-                last = self._last_seq.get(session)  # type: ignore[call-overload]
+            if session and seq.__class__ is int and seq >= 0:
+                last = self._last_seq.get(session)
                 if last is not None and seq != last + 1:
                     return self._add_slow(ident, kind, refers_to, session, seq, line)
-                self._last_seq[session] = seq  # type: ignore[index]
+                self._last_seq[session] = seq
             elif seq.__class__ is float and session:
                 return self._add_slow(ident, kind, refers_to, session, seq, line)
             kinds[ident] = kind
             self._line[ident] = line
             if kind == "correction":
-                self._corrects[ident] = [refers_to]  # type: ignore[list-item]
+                self._corrects[ident] = [refers_to]
             if self._pending:
                 pending = self._pending.pop(ident, None)
                 if pending is not None:
@@ -208,7 +210,8 @@ class ThreadChecker:
         own = range(first_line, first_line + count)
         line_of.update(zip(ids, own))  # so that references within the run resolve
         try:
-            refs_earlier = all(map(lt, map(line_of.get, refs, repeat(first_line + count)), own))
+            positions: Iterator[Any] = map(line_of.get, refs, repeat(first_line + count))
+            refs_earlier = all(map(lt, positions, own))
         except TypeError:  # a list of references: unhashable
             refs_earlier = False
         kinds = self._kind
@@ -290,27 +293,30 @@ class ThreadChecker:
     ) -> list[Problem]:
         if not isinstance(session, str) or not session or not _is_seq(seq):
             return []
-        seq = int(seq)  # type: ignore[call-overload]
+        number = int(seq)
         found: list[Problem] = []
         last = self._last_seq.get(session)
         if last is not None:
-            if seq <= last:
+            if number <= last:
                 found.append(
                     Problem(
-                        "VLP305", f"seq {seq} in session {session} follows seq {last}", line, ident
-                    )
-                )
-            elif seq > last + 1:
-                missing = f"{last + 1}" if seq == last + 2 else f"{last + 1}..{seq - 1}"
-                found.append(
-                    Problem(
-                        "VLP304",
-                        f"seq jumps from {last} to {seq} in session {session} (missing {missing})",
+                        "VLP305",
+                        f"seq {number} in session {session} follows seq {last}",
                         line,
                         ident,
                     )
                 )
-        self._last_seq[session] = seq if last is None else max(last, seq)
+            elif number > last + 1:
+                missing = f"{last + 1}" if number == last + 2 else f"{last + 1}..{number - 1}"
+                found.append(
+                    Problem(
+                        "VLP304",
+                        f"seq jumps from {last} to {number} in session {session} (missing {missing})",
+                        line,
+                        ident,
+                    )
+                )
+        self._last_seq[session] = number if last is None else max(last, number)
         return found
 
     def note_invalid(

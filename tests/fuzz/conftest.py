@@ -3,7 +3,7 @@
 Small budget by default (CI). A larger run, as in docs/plsp.md ("Fuzzing"):
 
     FUZZ_EXAMPLES=60000 FUZZ_CLI_EXAMPLES=8000 \
-        .venv/bin/python -m pytest tests/fuzz -q -p no:cacheprovider
+        .venv/bin/python -m pytest tests/fuzz -q -p no:cacheprovider --timeout 0
 
 prints how many inputs were tried in all.
 """

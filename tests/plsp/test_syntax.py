@@ -67,13 +67,11 @@ def test_whitespace_is_ignored_outside_strings_only() -> None:
     assert parse('S{$a:" x "}S').variables["a"] == Str(" x ")
 
 
-def test_many_warnings_on_one_long_line_parse_in_linear_time() -> None:
-    # Each warning used to recount the text from its start: 60k extended identifiers on
-    # one line took over ten seconds.
+def test_many_warnings_on_one_long_line_are_located() -> None:
+    # Each warning used to recount the text from its start (60k warnings: over ten
+    # seconds). No wall-clock assertion: the machine is shared (see the guide).
     text = "S{" + ";".join(f"$a{i}:1" for i in range(60_000)) + ";\n $bc:2;}S"
-    started = time.perf_counter()
     block = parse(text)
-    assert time.perf_counter() - started < 4
     assert len(block.warnings) == 60_001
     assert (block.warnings[1].line, block.warnings[1].column) == (1, 9)
     assert (block.warnings[-1].line, block.warnings[-1].column) == (2, 2)

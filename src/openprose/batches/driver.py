@@ -8,10 +8,11 @@ batch files and both executors produce the same rows.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -114,6 +115,7 @@ async def run_batch(
     max_runs: int = DEFAULT_MAX_RUNS,
     budgets: dict[str, Any] | None = None,
     yes: bool = False,
+    durable: bool = False,
     executor: str = "local",
     ray_address: str | None = None,
     project_dir: str | os.PathLike[str] | None = None,
@@ -150,6 +152,7 @@ async def run_batch(
         evaluator=evaluator,
         budgets=dict(budgets or {}),
         yes=yes,
+        durable=durable,
     )
     _preflight(executor, ray_address)
     try:
@@ -169,6 +172,7 @@ async def run_batch(
             "max_runs": max_runs,
             "budgets": dict(budgets or {}),
             "yes": yes,
+            "durable": durable,
             "executor": executor,
             "ray_address": ray_address,
         },
@@ -233,6 +237,7 @@ async def resume_batch(
         evaluator=options.get("evaluator"),
         budgets=dict(options.get("budgets") or {}),
         yes=bool(options.get("yes")),
+        durable=bool(options.get("durable")),
     )
     executor = executor or options.get("executor") or "local"
     if max_runs is None:
@@ -309,9 +314,16 @@ async def _drive(
             if case.line in started:
                 yield Job(case.line, started[case.line], case.inputs, resume=True)
                 continue
-            run_id = reserve_run_id(project)
-            store.record_start(case.line, run_id)
-            yield Job(case.line, run_id, case.inputs)
+            yield Job(case.line, "", case.inputs)  # its run id is reserved when it starts
+
+    async def reserve(job: Job) -> Job:
+        """A new job's run id, recorded in started.jsonl before its run begins (the folder
+        is made on a thread: the event loop keeps serving the other runs)."""
+        if job.run_id:
+            return job
+        run_id = await asyncio.to_thread(reserve_run_id, project)
+        store.record_start(job.line, run_id)
+        return replace(job, run_id=run_id)
 
     try:
         cases = jobs()
@@ -320,14 +332,14 @@ async def _drive(
 
             await runner.aclose()  # the workers open their own
             try:
-                await run_on_ray(spec, cases, deliver, max_runs, address=ray_address)
+                await run_on_ray(spec, cases, reserve, deliver, max_runs, address=ray_address)
             except RayUnavailable as error:
                 raise BatchError(str(error)) from None
         else:
             from openprose.batches.in_process import run_in_process
 
             try:
-                await run_in_process(runner, cases, deliver, max_runs)
+                await run_in_process(runner, cases, reserve, deliver, max_runs)
             finally:
                 await runner.aclose()
     except CasesError as error:

@@ -28,6 +28,7 @@ class BatchSpec:
     evaluator: str | None = None
     budgets: dict[str, Any] = field(default_factory=dict)  # per run: max_sessions, ...
     yes: bool = False  # approve every `prompt` permission (else such runs stop `waiting`)
+    durable: bool = False  # fsync each run's journal (`prose run` does; see docs/batch.md)
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +108,7 @@ class CaseRunner:
             prices=p.prices,
             tools=p.tools,
             run_id=job.run_id,
+            durable=self.spec.durable,
         )
 
     async def _resume(self, job: Job) -> dict[str, Any]:
@@ -139,6 +141,7 @@ class CaseRunner:
             config=p.config,
             prices=p.prices,
             tools=p.tools,
+            durable=self.spec.durable,
         )
         return self._row(job, result)
 

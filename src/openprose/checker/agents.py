@@ -101,6 +101,7 @@ def check_properties(
                 f"Unknown {where} property '{key}'"
                 + (f" (did you mean `{guess}`?)" if guess else listed),
                 help=f"rename it to `{guess}`" if guess else None,
+                fix=Fix.nearest_word(prop.name.span, key, guess) if guess else None,
             )
             continue
         _VALIDATORS[key](ck, prop, where)
@@ -163,6 +164,7 @@ def _model(ck: Checker, prop: n.Property, where: Where) -> None:
         f"Invalid model value{f' `{shown}`' if shown else ''}: must be sonnet, opus, or haiku"
         + (f" (did you mean `{guess}`?)" if guess else ""),
         help=help_,
+        fix=Fix.nearest_word(span_of(value), shown, guess) if guess and shown else None,
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from openprose import nodes as n
 from openprose.checker.bindings import bind_scoped
 from openprose.checker.state import Checker, Handler, head
+from openprose.diagnostics import Fix
 from openprose.suggest import closest
 
 
@@ -56,6 +57,7 @@ def _do_call(ck: Checker, node: n.DoCall) -> None:
                 node.name.span,
                 f"Block '{name}' not defined" + (f" (did you mean `{guess}`?)" if guess else ""),
                 help=f"write `{guess}`" if guess else None,
+                fix=Fix.nearest_word(node.name.span, name, guess) if guess else None,
             )
         return
     expected, given = len(block.params), len(node.args)

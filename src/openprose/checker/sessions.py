@@ -78,6 +78,7 @@ def _session(ck: Checker, node: n.Session) -> None:
                 f"Agent '{agent.id}' not defined"
                 + (f" (did you mean `{guess}`?)" if guess else ""),
                 help=f"write `{guess}`" if guess else None,
+                fix=Fix.nearest_word(agent.span, agent.id, guess) if guess else None,
             )
         return
     if node.kind == "resume":

@@ -42,6 +42,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--ray-address", metavar="ADDRESS", help="an existing Ray cluster (default: start one)"
     )
+    parser.add_argument(
+        "--durable",
+        action="store_true",
+        help="fsync each run's journal as prose run does (slower; see docs/batch.md)",
+    )
     add_provider_arguments(parser)
     add_budget_arguments(parser)  # each run's budgets
 
@@ -104,6 +109,7 @@ def _batch(args: argparse.Namespace) -> int:
             max_runs=64 if args.max_runs is None else args.max_runs,
             budgets=budget_flags(args),
             yes=args.yes,
+            durable=args.durable,
             executor=args.executor or "local",
             ray_address=args.ray_address,
             on_row=on_row,

@@ -18,16 +18,19 @@ from openprose.cli.run import (
     UsageError,
     add_budget_arguments,
     add_provider_arguments,
+    add_trace_argument,
     budget_flags,
     cost_is_enforceable,
     guarded,
     hold_progress,
     load_imports_or_fail,
     open_provider_or_fail,
+    open_tracer_or_fail,
     progress,
     report,
     run_async,
     run_prices,
+    shut_down,
     tool_runtime,
 )
 
@@ -36,6 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_ref", metavar="RUN", help="run id (or unique prefix) or run folder")
     add_provider_arguments(parser)
     add_budget_arguments(parser)
+    add_trace_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -82,9 +86,10 @@ def _resume(args: argparse.Namespace) -> int:
         return _nothing_to_resume(done, args.json)
     args.notice.project, args.notice.provider = resuming.project, resuming.settings.provider
     tools = tool_runtime(resuming.project, args.yes)
-    with progress(args.json, args.notice, args.quiet) as observer:
+    tracer = open_tracer_or_fail(args.trace)
+    with progress(args.json, args.notice, args.quiet) as observer, shut_down(tracer):
         hold_progress(tools, observer)
-        result = run_async(resuming.resume(observer, tools), resuming.provider)
+        result = run_async(resuming.resume(observer, tools, tracer), resuming.provider)
     return report(result, args.json, args.notice)
 
 
@@ -110,7 +115,7 @@ class Resuming:
     config: Any
     prices: Any
 
-    async def resume(self, observer: Any = None, tools: Any = None) -> Any:
+    async def resume(self, observer: Any = None, tools: Any = None, tracer: Any = None) -> Any:
         """Continue the run (`resume_run`); the caller closes the provider."""
         from openprose.vm.runner import resume_run
 
@@ -125,6 +130,7 @@ class Resuming:
             observer=observer,
             prices=self.prices,
             tools=tools,
+            tracer=tracer,
         )
 
 

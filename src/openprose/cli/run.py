@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from openprose.providers.settings import ProviderSettings
     from openprose.vm.runner import RunResult
     from openprose.vm.runtime import Observer
+    from openprose.vm.tracing import Tracer
 
 OK, FAILED, USAGE_ERROR, STOPPED, WAITING = 0, 1, 2, 3, 4
 STDIN = "-"
@@ -59,6 +60,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_provider_arguments(parser)
     add_budget_arguments(parser)
+    add_trace_argument(parser)
+
+
+def add_trace_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--trace",
+        action="store_true",
+        help="send OpenTelemetry traces (OTLP/HTTP to OTEL_EXPORTER_OTLP_ENDPOINT, default "
+        "localhost:4318; needs the [otel] extra); on by itself when that variable is set",
+    )
+
+
+def open_tracer_or_fail(flag: bool) -> Tracer | None:
+    """The run's tracer, when `--trace` or the OTLP environment asks for one. Asked for with
+    `--trace` but not installed: a usage error; asked for by the environment: a warning."""
+    from openprose.vm.tracing import TracingUnavailable, open_tracer, wanted
+
+    if not wanted(flag):
+        return None
+    try:
+        return open_tracer()
+    except TracingUnavailable as error:
+        if flag:
+            raise UsageError(str(error)) from None
+        print(f"prose: warning: not tracing: {error}", file=sys.stderr)
+        return None
 
 
 def add_budget_arguments(parser: argparse.ArgumentParser) -> None:
@@ -295,7 +322,8 @@ def _run(args: argparse.Namespace) -> int:
     text = parsed.source.text
     tools = tool_runtime(project, args.yes)
     args.notice.project, args.notice.provider = project, settings.provider
-    with progress(args.json, args.notice, args.quiet) as observer:
+    tracer = open_tracer_or_fail(args.trace)
+    with progress(args.json, args.notice, args.quiet) as observer, shut_down(tracer):
         hold_progress(tools, observer)
         result = run_async(
             run_program(
@@ -310,11 +338,22 @@ def _run(args: argparse.Namespace) -> int:
                 observer=observer,
                 launch=launch,
                 prices=prices,
+                tracer=tracer,
                 tools=tools,
             ),
             provider,
         )
     return report(result, args.json, args.notice)
+
+
+@contextmanager
+def shut_down(tracer: Tracer | None) -> Iterator[None]:
+    """Export the trace's last spans when the run ends, however it ends."""
+    try:
+        yield
+    finally:
+        if tracer is not None:
+            tracer.shutdown()
 
 
 def launch_spec(spec: str | None, settings: ProviderSettings) -> str | None:

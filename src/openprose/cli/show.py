@@ -13,6 +13,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_ref", metavar="RUN", help="run id (or unique prefix) or run folder")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument(
+        "--vlp",
+        action="store_true",
+        help="print the run's audit trail (VLP 1.1 NDJSON; pipe it to `vlp validate -`)",
+    )
+    parser.add_argument(
         "--cassette",
         metavar="FILE",
         help="also write the run's model exchanges as a replay cassette (for --provider replay:FILE)",
@@ -36,6 +41,8 @@ def run(args: argparse.Namespace) -> int:
     except (AmbiguousRun, DamagedRun) as error:
         print(f"prose: {error}", file=sys.stderr)
         return 2
+    if args.vlp:
+        return _print_trail(store.root, store.run_id, str(meta.get("program") or ""))
     if args.cassette:
         from openprose.vm.journal import write_cassette
 
@@ -134,6 +141,27 @@ def run(args: argparse.Namespace) -> int:
             print(f"  {name}: {value if isinstance(value, str) else json.dumps(value)}")
     if shown["result"] is not None:
         print(f"\nresult: {shown['result']}")
+    return 0
+
+
+def _print_trail(run_dir: Path, run_id: str, program: str) -> int:
+    """audit.ndjson as written; for a run made before trails existed (or with the trail
+    turned off), the same messages derived from its journal."""
+    from openprose.vm.audit import AUDIT_FILE, encode, translate
+    from openprose.vm.journal import read_journal
+
+    out = sys.stdout.buffer
+    path = run_dir / AUDIT_FILE
+    if path.exists():
+        with path.open("rb") as trail:
+            for line in trail:
+                out.write(line)
+    else:
+        for message in translate(
+            read_journal(run_dir / "journal.jsonl"), run_id, Path(program).name
+        ):
+            out.write(encode(message))
+    out.flush()
     return 0
 
 

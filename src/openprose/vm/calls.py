@@ -87,15 +87,26 @@ class ModelCalls:
             started = time.perf_counter()
             shared.stats.in_flight += 1
             try:
-                with shared.watching(step):  # streams to the live view, when it watches
-                    response = await send(request)
+                if shared.tracer is None:
+                    with shared.watching(step):  # streams to the live view, when it watches
+                        response = await send(request)
+                else:
+                    response = await _traced_call(
+                        shared, send, step, request, alias, provider, event, attempt
+                    )
             except asyncio.CancelledError:
                 shared.emit("session_cancelled", step, attempt=attempt)
                 raise
             except ProviderConfigError as error:
                 raise RunAborted(str(error)) from None
             except ProviderError as error:
-                shared.emit("session_failed", step, attempt=attempt, error=str(error))
+                shared.emit(
+                    "session_failed",
+                    step,
+                    attempt=attempt,
+                    error=str(error),
+                    request=request.to_dict(),  # the audit trail shows what was asked
+                )
                 # A server asking for a longer wait than the limit ends the retries too.
                 if attempt > retries or isinstance(error, RetryAfterTooLongError):
                     where_text = location(self.path, getattr(where, "span", None))
@@ -125,6 +136,32 @@ class ModelCalls:
                 kind=event,
             )
             return response
+
+
+async def _traced_call(
+    shared: Shared,
+    send: Any,
+    step: str,
+    request: ModelRequest,
+    alias: str,
+    provider: Any,
+    kind: str,
+    attempt: int,
+) -> ModelResponse:
+    """One attempt inside its GenAI span (`openprose.vm.otel`)."""
+    assert shared.tracer is not None
+    name = str(getattr(provider, "name", "") or type(provider).__name__)
+    with shared.tracer.model_call(
+        step, request, alias=alias, provider=name, kind=kind, attempt=attempt
+    ) as span:
+        try:
+            with shared.watching(step):
+                response: ModelResponse = await send(request)
+        except BaseException as error:
+            span.failed(error)
+            raise
+        span.answered(response)
+        return response
 
 
 def backoff_delay(backoff: str, attempt: int, base: float) -> float:

@@ -224,7 +224,12 @@ class Interpreter:
         handler = self._exec.get(type(stmt))
         if handler is None:
             raise ProseRuntimeError(f"cannot run {type(stmt).__name__}", where=self._where(stmt))
-        return await handler(stmt, ctx, step)
+        tracer = self.shared.tracer
+        if tracer is None or handler == self._nothing:
+            return await handler(stmt, ctx, step)
+        kind = _KINDS.get(type(stmt)) or type(stmt).__name__.lower()
+        with tracer.statement(kind, step, self.program.path, stmt.span.line):
+            return await handler(stmt, ctx, step)
 
     async def _nothing(self, stmt: Any, ctx: Ctx, step: str) -> Value:
         return None
@@ -441,3 +446,24 @@ def _walk_statements(body: tuple[Any, ...]) -> Iterator[Any]:
         if isinstance(stmt, n.Pipeline):
             for op in stmt.ops:
                 yield from _walk_statements(op.body)
+
+
+# Span names of the statements (OpenTelemetry: low-cardinality, the keyword that opens them).
+_KINDS: dict[type, str] = {
+    n.Binding: "let",
+    n.Assign: "assign",
+    n.Session: "session",
+    n.ProgramCall: "call",
+    n.DoBlock: "do",
+    n.DoCall: "do",
+    n.Arrow: "arrow",
+    n.Parallel: "parallel",
+    n.Repeat: "repeat",
+    n.ForEach: "for",
+    n.Loop: "loop",
+    n.Pipeline: "pipeline",
+    n.Try: "try",
+    n.Throw: "throw",
+    n.Choice: "choice",
+    n.If: "if",
+}

@@ -24,8 +24,13 @@ from openprose.providers.base import ModelRequest
 class Journal:
     COMMIT_INTERVAL = 0.01  # seconds an event may wait for its fsync (power loss, not SIGKILL)
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, durable: bool = True) -> None:
+        """`durable=False` skips every fsync: each event still reaches the kernel with one
+        `write` (a kill -9 loses nothing), but power loss may lose the tail. Batches use it:
+        thousands of runs' fsyncs would serialise on the disk, and a resumed batch re-runs
+        what a lost tail held."""
         self.path = path
+        self.durable = durable
         self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
         if _ends_mid_line(self._fd):
             os.write(self._fd, b"\n")  # a crash tore the last line: start ours on a new one
@@ -37,16 +42,21 @@ class Journal:
 
     def start(self) -> None:
         """Begin background group commits (needs a running event loop)."""
+        if not self.durable:
+            return
         self._wake = asyncio.Event()
         self._syncer = asyncio.create_task(self._sync_batches())
 
-    def append(self, event: str, step: str = "", **fields: Any) -> None:
-        record = {"ev": event, "step": step, "t": round(time.time(), 6), **fields}
+    def append(self, event: str, step: str = "", **fields: Any) -> float:
+        """Write one event; returns its time `t`."""
+        t = round(time.time(), 6)
+        record = {"ev": event, "step": step, "t": t, **fields}
         os.write(self._fd, orjson.dumps(record, option=orjson.OPT_NON_STR_KEYS) + b"\n")
         self.events += 1
         self._unsynced += 1
         if self._wake is not None:
             self._wake.set()
+        return t
 
     async def _sync_batches(self) -> None:
         assert self._wake is not None
@@ -68,9 +78,10 @@ class Journal:
             except asyncio.CancelledError:
                 pass
             self._syncer = None
-        try:  # off the event loop: a batch closes thousands of journals while others run
-            await asyncio.get_running_loop().run_in_executor(None, os.fsync, self._fd)
-            self.fsyncs += 1
+        try:  # off the event loop: other runs of a batch go on meanwhile
+            if self.durable:
+                await asyncio.get_running_loop().run_in_executor(None, os.fsync, self._fd)
+                self.fsyncs += 1
         finally:
             os.close(self._fd)
 

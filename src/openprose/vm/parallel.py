@@ -63,6 +63,15 @@ async def run_parallel(vm: Machine, stmt: n.Parallel, ctx: Ctx, step: str) -> Va
     contexts = [ctx.forked() for _ in stmt.branches]
 
     async def run_branch(index: int) -> Value:
+        tracer = vm.shared.tracer
+        if tracer is None:
+            return await branch_body(index)
+        branch = stmt.branches[index]
+        where = steps.branch(step, index + 1)
+        with tracer.statement("branch", where, vm.expressions.path, branch.span.line):
+            return await branch_body(index)
+
+    async def branch_body(index: int) -> Value:
         branch = stmt.branches[index]
         where = steps.branch(step, index + 1)
         if branch.name is not None and isinstance(branch.body, n.Session):

@@ -11,13 +11,14 @@ import asyncio
 import functools
 import os
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from openprose import nodes as n
 from openprose.providers.base import Provider
 from openprose.providers.prices import Prices
+from openprose.vm.audit import AUDIT_FILE, AuditTrail
 from openprose.vm.budget import FLAGS, BudgetExhausted
 from openprose.vm.errors import ProseError, RunAborted
 from openprose.vm.interpreter import Interpreter
@@ -38,6 +39,7 @@ from openprose.vm.values import Value, to_json
 
 if TYPE_CHECKING:
     from openprose.providers.settings import ProviderSettings
+    from openprose.vm.tracing import Tracer
 
 __all__ = ["RunResult", "VMConfig", "resume_run", "run_program"]
 
@@ -78,11 +80,14 @@ async def run_program(
     prices: Prices | None = None,
     tools: ToolRuntime | None = None,
     run_id: str | None = None,
+    durable: bool = True,
+    tracer: Tracer | None = None,
 ) -> RunResult:
     """Run a checked program in a new run folder under `project_dir/.prose/runs/`.
 
     `launch` is recorded in run.json for `prose resume` (the CLI puts its options there).
-    `run_id`, when given, is one `reserve_run_id` made (a batch records it before the run)."""
+    `run_id`, when given, is one `reserve_run_id` made (a batch records it before the run);
+    `durable=False` writes the journal without fsync (see `Journal`)."""
     config = config or VMConfig()
     meta = {
         "program": program.path,
@@ -100,13 +105,14 @@ async def run_program(
         "launch": dict(launch or {}),
     }
 
-    def lay_out() -> RunStore:
+    def lay_out() -> tuple[RunStore, Journal]:
         store = RunStore.create(project_dir, text, Path(program.path).name, run_id)
         store.write_meta({"run_id": store.run_id, **meta})
-        return store
+        store.open_state()
+        return store, Journal(store.journal_path, durable=durable)
 
     # A dozen file-system calls: on a thread, so that a batch's other runs go on meanwhile.
-    store = await asyncio.to_thread(lay_out)
+    store, journal = await asyncio.to_thread(lay_out)
     return await _execute(
         program,
         text,
@@ -120,6 +126,8 @@ async def run_program(
         observer=observer,
         replay=Replay(),
         prices=prices,
+        journal=journal,
+        tracer=tracer,
         tools=tools,
     )
 
@@ -136,6 +144,8 @@ async def resume_run(
     observer: Observer | None = None,
     prices: Prices | None = None,
     tools: ToolRuntime | None = None,
+    durable: bool = True,
+    tracer: Tracer | None = None,
 ) -> RunResult:
     """Continue a run: finished sessions, decisions and tool results come from its journal,
     the rest runs. Approvals recorded while it waited (`prose approve`/`deny`) answer the
@@ -157,6 +167,7 @@ async def resume_run(
     )
     store.state(f"---resume {utc_now()}")
     text = (run_dir / "program.prose").read_text(encoding="utf-8")
+    journal = Journal(store.journal_path, durable=durable)
     return await _execute(
         program,
         text,
@@ -170,7 +181,9 @@ async def resume_run(
         observer=observer,
         replay=replay,
         prices=prices,
+        tracer=tracer,
         tools=tools,
+        journal=journal,
     )
 
 
@@ -189,12 +202,33 @@ async def _execute(
     replay: Replay,
     prices: Prices | None,
     tools: ToolRuntime | None = None,
+    journal: Journal | None = None,
+    tracer: Tracer | None = None,
 ) -> RunResult:
-    tools = tools or ToolRuntime()
+    # The run's own copy: "allow for this run" grants must not reach the other runs of a
+    # batch, which share one runtime's approver and project defaults.
+    tools = replace(tools, grants=set(tools.grants)) if tools else ToolRuntime()
     tools.grants.update(replay.tools.grants)
     if replay.tools.answers:
         tools.approver = RecordedApprover(dict(replay.tools.answers), tools.approver)  # type: ignore[arg-type]
-    journal = Journal(store.journal_path)
+    meta = await asyncio.to_thread(store.read_meta)
+    program_name = Path(str(meta.get("program") or program.path)).name
+    audit = None
+    if config.audit:
+        # A resumed run first writes what its journal holds beyond the trail on disk.
+        audit = await asyncio.to_thread(
+            AuditTrail.resume,
+            store.root / AUDIT_FILE,
+            store.run_id,
+            program_name,
+            read_journal(store.journal_path),
+        )
+    if tracer is not None:
+        earlier = meta.get("trace")
+        trace_ids = tracer.start_run(store.run_id, program_name, earlier)
+        if not earlier:  # a resume continues this trace
+            await asyncio.to_thread(store.update_meta, trace=trace_ids)
+    journal = journal or Journal(store.journal_path)
     journal.start()
     router = ModelRouter(provider, settings)
     shared = Shared(
@@ -205,6 +239,8 @@ async def _execute(
         project_dir=project_dir,
         stats=RunStats(prices=prices or Prices.default()),
         observer=observer,
+        audit=audit,
+        tracer=tracer,
         tools=tools,
     )
     shared.emit(
@@ -232,6 +268,10 @@ async def _execute(
         # A VM bug or an interrupt: keep what was journaled (the run stays resumable).
         await journal.close()
         store.close()
+        if audit is not None:
+            audit.close()
+        if tracer is not None:
+            tracer.end_run("interrupted", None)
         raise
     finally:
         await router.aclose()
@@ -250,10 +290,19 @@ async def _execute(
     usage = shared.stats.usage()
     shared.emit("run_finished", "", status=status, error=error, usage=usage)
     await journal.close()
+    if audit is not None:
+        await asyncio.to_thread(audit.close)  # its last batch
+    if tracer is not None:
+        tracer.end_run(status, error)
     result = interpreter.final_result if status == "succeeded" else None
+    finished: dict[str, Any] = {}
+    if audit is not None and audit.error is not None:
+        finished["audit_error"] = str(audit.error)  # the journal still holds every event
 
     def close_store() -> None:
-        store.update_meta(status=status, finished=stamp, error=error, usage=usage, result=result)
+        store.update_meta(
+            status=status, finished=stamp, error=error, usage=usage, result=result, **finished
+        )
         store.close()  # waits for the binding files
 
     await asyncio.to_thread(close_store)

@@ -27,11 +27,16 @@ def new_run_id(now: float | None = None) -> str:
     return f"{stamp:%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
 
 
+_made_runs_dirs: set[Path] = set()
+
+
 def reserve_run_id(project_dir: Path) -> str:
     """A new run id whose folder this call created: ids are random within a second, so
     two runs started in the same second (a batch starts thousands) must not share one."""
     runs = project_dir / RUNS_DIR
-    runs.mkdir(parents=True, exist_ok=True)
+    if runs not in _made_runs_dirs:  # once per process: a batch reserves thousands
+        runs.mkdir(parents=True, exist_ok=True)
+        _made_runs_dirs.add(runs)
     while True:
         run_id = new_run_id()
         try:
@@ -251,10 +256,14 @@ class RunStore:
         meta = self._meta if self._meta is not None else self.read_meta()
         self.write_meta({**meta, **changes})
 
-    def state(self, line: str) -> None:
-        """Append one marker line to state.md (never rewritten)."""
+    def open_state(self) -> None:
+        """Open state.md for appending now (from a worker thread: a batch opens thousands)."""
         if self._state is None:
             self._state = (self.root / "state.md").open("a", encoding="utf-8")
+
+    def state(self, line: str) -> None:
+        """Append one marker line to state.md (never rewritten)."""
+        self.open_state()
         self._state.write(line + "\n")
         self._state.flush()
 

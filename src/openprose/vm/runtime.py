@@ -20,6 +20,8 @@ from openprose.vm.toolloop import DEFAULT_MAX_TURNS, ToolRuntime, ToolTurns
 
 if TYPE_CHECKING:
     from openprose.providers.settings import ProviderSettings
+    from openprose.vm.audit import AuditTrail
+    from openprose.vm.tracing import Tracer
 
 Observer = Callable[[str, str, dict[str, Any]], None]
 
@@ -46,6 +48,7 @@ class VMConfig:
     max_sessions: int | None = DEFAULT_MAX_SESSIONS
     max_run_tokens: int | None = None  # input + output, all calls
     max_cost: float | None = None  # USD; needs a price for every model the run uses
+    audit: bool = True  # write audit.ndjson (the VLP audit trail); see `audit`
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,13 +208,19 @@ class Shared:
     project_dir: Path
     stats: RunStats = field(default_factory=RunStats)
     observer: Observer | None = None
+    audit: AuditTrail | None = None
+    tracer: Tracer | None = None  # OpenTelemetry, when tracing is on
     execution_ids: int = 0
     anon_names: int = 0
     memory_locks: dict[Path, asyncio.Lock] = field(default_factory=dict)  # one per memory folder
     tools: ToolRuntime = field(default_factory=ToolRuntime)
 
     def emit(self, event: str, step: str, **fields: Any) -> None:
-        self.journal.append(event, step, **fields)
+        t = self.journal.append(event, step, **fields)
+        if self.audit is not None:
+            self.audit.add(event, step, t, fields)
+        if self.tracer is not None:
+            self.tracer.on_event(event, step, fields)
         if self.observer is not None:
             self.observer(event, step, fields)
 

@@ -1,0 +1,211 @@
+"""Audit trail + OpenTelemetry tracing on vs off: a 10,000-session `pmap` fan-out.
+
+Goal (issue 13): audit trail + tracing on costs <= 10 % more wall time than both off.
+
+Three sides, alternated, best of `--repeat` each, all in this process through
+`run_program` (as `vm_overhead.py` measures the VM):
+  * off:          `VMConfig(audit=False)`, no tracer — the baseline;
+  * audit:        the audit trail only (`audit.ndjson`, the default of every run);
+  * audit+trace:  the trail and an OpenTelemetry tracer as `prose run --trace` opens it:
+                  spans exported OTLP/HTTP by its helper process to a loopback receiver
+                  (also its own process). The wall time includes waiting for the last
+                  export; the CPU column is this process only (not the helper's).
+
+Providers (`--provider`):
+  * replay    the in-memory ReplayProvider, zero latency: only the VM's own work is timed,
+              so this is the harshest ratio (default);
+  * loopback  the fake OpenAI-compatible server in its own process, answers after 20 ms,
+              256 in flight, through the real openai provider (aiohttp + orjson).
+
+    python bench/audit_overhead.py                 # replay, 10,000 sessions
+    python bench/audit_overhead.py --provider loopback
+    python bench/audit_overhead.py --quick         # 1,000 sessions
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from _loopback import (
+    Table,
+    load_note,
+    parse_program,
+    project_dir,
+    reset_server,
+    set_project_root,
+    verdict,
+    vm_openai_provider,
+)
+
+from openprose.providers import Message, ModelRequest, ModelResponse, ReplayProvider, Usage
+
+GOAL = 1.10
+CONCURRENCY = 256
+MODEL = "sonnet"
+FANOUT = 'input items: "the collection"\noutput results = items | pmap:\n  session "Item {item}"\n'
+SIDES = ("off", "audit", "audit+trace")
+
+# A loopback OTLP/HTTP receiver: accepts every export and discards it.
+RECEIVER = """
+import sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+class H(BaseHTTPRequestHandler):
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("content-length") or 0))
+        self.send_response(200); self.send_header("content-length", "0"); self.end_headers()
+    def log_message(self, *a): pass
+server = ThreadingHTTPServer(("127.0.0.1", 0), H)
+print(f"http://127.0.0.1:{server.server_port}", flush=True)
+server.serve_forever()
+"""
+
+
+@dataclass
+class Receiver:
+    url: str
+    process: subprocess.Popen[str]
+
+    @classmethod
+    def start(cls) -> Receiver:
+        process = subprocess.Popen(
+            [sys.executable, "-c", RECEIVER], stdout=subprocess.PIPE, text=True
+        )
+        assert process.stdout is not None
+        return cls(process.stdout.readline().strip(), process)
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait()
+
+
+def tracer_for(receiver: Receiver) -> Any:
+    """What `prose run --trace` opens: spans exported by the helper process, OTLP/HTTP."""
+    from openprose.vm.otel import OtelTracer
+
+    env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url}
+    env.pop("OTEL_TRACES_EXPORTER", None)
+    return OtelTracer.from_environment(env)
+
+
+def replay_for(n: int) -> ReplayProvider:
+    return ReplayProvider(
+        [
+            (
+                ModelRequest(model=MODEL, messages=(Message("user", f"Item x{i}"),)),
+                ModelResponse(text=f"r{i}", usage=Usage(3, 1), finish_reason="stop", model=MODEL),
+            )
+            for i in range(n)
+        ]
+    )
+
+
+async def one_run(
+    side: str, n: int, provider_kind: str, base_url: str, receiver: Receiver
+) -> float:
+    from openprose.vm.runner import VMConfig, run_program
+
+    items = [f"x{i}" for i in range(n)]
+    with project_dir() as project:
+        program, _ = parse_program(FANOUT, project)
+        settings = None
+        if provider_kind == "replay":
+            provider: Any = replay_for(n)
+        else:
+            reset_server(base_url)
+            settings, provider = vm_openai_provider(base_url, project, CONCURRENCY)
+        tracer = tracer_for(receiver) if side == "audit+trace" else None
+        config = VMConfig(max_concurrency=CONCURRENCY, max_sessions=None, audit=side != "off")
+        cpu = time.process_time()
+        started = time.perf_counter()
+        result = await run_program(
+            program,
+            FANOUT,
+            provider=provider,
+            project_dir=project,
+            inputs={"items": items},
+            settings=settings,
+            config=config,
+            tracer=tracer,
+        )
+        if tracer is not None:
+            tracer.shutdown()  # the last batch exported, as `prose run --trace` does
+        elapsed = time.perf_counter() - started
+        cpu = time.process_time() - cpu
+        await provider.aclose()
+        if result.status != "succeeded" or result.usage["requests_sent"] != n:
+            raise SystemExit(f"{side}: run {result.status}: {result.error}")
+        if side != "off":
+            lines = (result.run_dir / "audit.ndjson").read_bytes().count(b"\n")
+            assert lines == 2 * n + 2, lines  # query + response per session, start, end
+    return elapsed, cpu
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--n", type=int, default=None, help="sessions (default 10,000)")
+    parser.add_argument("--quick", action="store_true", help="smoke run: 1,000 sessions")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per side (min is used)")
+    parser.add_argument("--provider", choices=("replay", "loopback"), default="replay")
+    parser.add_argument(
+        "--project-root", help="where run folders go (default: system temp; /dev/shm for tmpfs)"
+    )
+    args = parser.parse_args()
+    where = set_project_root(args.project_root)
+    n = args.n or (1_000 if args.quick else 10_000)
+    print(
+        f"audit_overhead: pmap x{n}, provider {args.provider}, repeat {args.repeat}; "
+        f"{load_note()}; {where}"
+    )
+    base_url, stop_server = "", None
+    if args.provider == "loopback":
+        from tests.support.fake_llm_server import start_in_subprocess
+
+        base_url, stop_server = start_in_subprocess(latency_ms=20.0)
+    receiver = Receiver.start()
+    walls: dict[str, list[float]] = {side: [] for side in SIDES}
+    cpus: dict[str, list[float]] = {side: [] for side in SIDES}
+    try:
+        for side in SIDES:  # warm-up
+            asyncio.run(one_run(side, min(n, 500), args.provider, base_url, receiver))
+        for _ in range(args.repeat):
+            for side in SIDES:
+                gc.collect()
+                wall, cpu = asyncio.run(one_run(side, n, args.provider, base_url, receiver))
+                walls[side].append(wall)
+                cpus[side].append(cpu)
+    finally:
+        receiver.stop()
+        if stop_server is not None:
+            stop_server()
+    base, base_cpu = min(walls["off"]), min(cpus["off"])
+    table = Table(
+        f"{n} sessions, {args.provider}",
+        ("side", "wall s (min)", "wall s (median)", "wall vs off", "CPU s (min)", "CPU vs off"),
+    )
+    for side in SIDES:
+        ordered = sorted(walls[side])
+        used = min(cpus[side])
+        table.add(
+            side,
+            ordered[0],
+            ordered[len(ordered) // 2],
+            f"{ordered[0] / base:.3f}x",
+            used,
+            f"{used / base_cpu:.3f}x",
+        )
+    table.print()
+    ratio = min(walls["audit+trace"]) / base
+    print(f"audit + tracing on vs off: {ratio:.3f}x (goal <= {GOAL:.2f}x) {verdict(ratio <= GOAL)}")
+    print(load_note())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,428 @@
+"""The OpenTelemetry tracer (the `[otel]` extra): one trace per run, a span per statement
+that runs, a GenAI client span per model call attempt, an `execute_tool` span per tool call.
+
+Model call spans follow the OpenTelemetry GenAI semantic conventions: name
+`chat {model}`, `gen_ai.operation.name`, `gen_ai.provider.name` (and the older
+`gen_ai.system`), request model / max tokens / temperature, response model, finish
+reasons and token usage; the prompt and the answer (`gen_ai.system_instructions`,
+`gen_ai.input.messages`, `gen_ai.output.messages`) only when content capture is on
+(`OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`).
+
+Why spans are made here and not with `Tracer.start_span`: a fan-out makes two spans per
+session, and the SDK's span machinery (sampling, attribute cleaning, locks, context
+objects) costs tens of microseconds each, as much as the VM's whole work for a session.
+So a span is recorded as what it is — ids, times, attributes — and, when it ends, handed
+to the SDK's span processor as a finished `ReadableSpan`; exporting (batching, OTLP
+encoding, HTTP) is the SDK's own. Parents travel in a context variable, which asyncio
+tasks inherit: the branches of a `parallel:` and the items of a `pmap` are siblings under
+their statement's span. A run started inside a span of the embedding application joins
+its trace.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar, Token
+from typing import Any
+
+import orjson
+from opentelemetry import trace
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
+
+from openprose.providers.base import ModelRequest, ModelResponse
+
+SCOPE = InstrumentationScope("openprose")
+CAPTURE_CONTENT = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+_SAMPLED = TraceFlags(TraceFlags.SAMPLED)
+_OK = Status(StatusCode.UNSET)
+
+# The span the running code is inside: (trace id, span id); and the run's own span with
+# the token that restores the context at its end. Context variables, so that runs going on
+# at once in one process (a batch, an application) each keep their own.
+_current: ContextVar[tuple[int, int] | None] = ContextVar("openprose_span", default=None)
+_run: ContextVar[tuple[_Open, Token[tuple[int, int] | None]] | None] = ContextVar(
+    "openprose_run", default=None
+)
+
+
+def _new_id(bits: int) -> int:
+    return random.getrandbits(bits) or 1  # 0 is the invalid id
+
+
+class _Open:
+    """A span being recorded: it becomes a `ReadableSpan` when it ends."""
+
+    __slots__ = (
+        "attributes",
+        "capture",
+        "kind",
+        "name",
+        "parent",
+        "span_id",
+        "start",
+        "status",
+        "trace_id",
+    )
+
+    def __init__(
+        self, name: str, parent: tuple[int, int] | None, attributes: dict[str, Any], kind: SpanKind
+    ) -> None:
+        self.name = name
+        self.trace_id = parent[0] if parent else _new_id(128)
+        self.parent = parent
+        self.span_id = _new_id(64)
+        self.attributes = attributes
+        self.kind = kind
+        self.status = _OK
+        self.capture = False  # a model call's answer text, when content capture is on
+        self.start = time.time_ns()
+
+    def failed(self, error: BaseException) -> None:
+        self.attributes["error.type"] = type(error).__name__
+        self.status = Status(StatusCode.ERROR, str(error) or type(error).__name__)
+
+    def answered(self, response: ModelResponse) -> None:
+        attributes = self.attributes
+        attributes["gen_ai.response.finish_reasons"] = (response.finish_reason or "stop",)
+        attributes["gen_ai.usage.input_tokens"] = response.usage.input_tokens
+        attributes["gen_ai.usage.output_tokens"] = response.usage.output_tokens
+        if response.model:
+            attributes["gen_ai.response.model"] = response.model
+        if response.request_id:
+            attributes["gen_ai.response.id"] = response.request_id
+        if self.capture:
+            output = [
+                {
+                    "role": "assistant",
+                    "parts": [{"type": "text", "content": response.text}],
+                    "finish_reason": response.finish_reason or "stop",
+                }
+            ]
+            attributes["gen_ai.output.messages"] = json.dumps(output, ensure_ascii=False)
+
+
+class OtelTracer:
+    def __init__(
+        self,
+        processor: SpanProcessor | None,
+        *,
+        capture_content: bool = False,
+        resource: Resource | None = None,
+        export: ExportProcess | None = None,
+        owned: bool = False,
+    ) -> None:
+        self.processor = processor
+        self.export = export  # spans go to this helper process instead of `processor`
+        self.resource = resource or Resource.create({"service.name": "openprose"})
+        self.capture = capture_content
+        self.owned = owned  # made here (from the environment): shut down after the run
+        self._tools: dict[tuple[str, object, object], _Open] = {}
+
+    @classmethod
+    def from_environment(cls, env: Mapping[str, str]) -> OtelTracer:
+        """A tracer configured the standard way (see `processor_from_environment`), whose
+        spans are exported by a helper process (`openprose.vm.otel_export`): encoding
+        and sending spans costs more CPU than the VM spends on a session, so it is kept
+        out of the run's process; this one only writes each finished span as a line."""
+        exporter_named(env)  # a setting we cannot honour fails here, at once
+        capture = env.get(CAPTURE_CONTENT, "").strip().lower() == "true"
+        return cls(None, capture_content=capture, export=ExportProcess(env), owned=True)
+
+    # --- recording -----------------------------------------------------------------------
+
+    def _end(self, span: _Open) -> None:
+        end = time.time_ns()
+        if self.export is not None:
+            self.export.send(span, end)
+            return
+        assert self.processor is not None
+        self.processor.on_end(
+            readable(
+                span.name,
+                (span.trace_id, span.span_id),
+                span.parent,
+                span.kind,
+                span.status,
+                span.start,
+                end,
+                span.attributes,
+                self.resource,
+            )
+        )
+
+    @contextmanager
+    def _span(
+        self, name: str, attributes: dict[str, Any], kind: SpanKind = SpanKind.INTERNAL
+    ) -> Iterator[_Open]:
+        span = _Open(name, _current.get(), attributes, kind)
+        token = _current.set((span.trace_id, span.span_id))
+        try:
+            yield span
+        except BaseException as error:
+            if span.status is _OK:
+                span.failed(error)
+            raise
+        finally:
+            _current.reset(token)
+            self._end(span)
+
+    # --- the run -------------------------------------------------------------------------
+
+    def start_run(
+        self, run_id: str, program: str, resumed_from: Mapping[str, str] | None
+    ) -> dict[str, str]:
+        parent: tuple[int, int] | None = None
+        if resumed_from and resumed_from.get("trace_id") and resumed_from.get("span_id"):
+            parent = (int(resumed_from["trace_id"], 16), int(resumed_from["span_id"], 16))
+        else:
+            ambient = trace.get_current_span().get_span_context()  # the embedding app's span
+            if ambient.is_valid:
+                parent = (ambient.trace_id, ambient.span_id)
+        span = _Open(
+            f"prose run {program}",
+            parent,
+            {
+                "prose.run.id": run_id,
+                "prose.program": program,
+                "prose.run.resumed": resumed_from is not None and parent is not None,
+            },
+            SpanKind.INTERNAL,
+        )
+        _run.set((span, _current.set((span.trace_id, span.span_id))))
+        return {"trace_id": f"{span.trace_id:032x}", "span_id": f"{span.span_id:016x}"}
+
+    def end_run(self, status: str, error: str | None) -> None:
+        running = _run.get()
+        if running is None:
+            return
+        span, token = running
+        span.attributes["prose.run.status"] = status
+        if status != "succeeded":
+            span.status = Status(StatusCode.ERROR, error or status)
+        _current.reset(token)
+        _run.set(None)
+        self._end(span)
+
+    # --- statements and calls ------------------------------------------------------------
+
+    def statement(self, kind: str, step: str, path: str, line: int) -> Any:
+        return self._span(kind, {"prose.step": step, "code.filepath": path, "code.lineno": line})
+
+    @contextmanager
+    def model_call(
+        self,
+        step: str,
+        request: ModelRequest,
+        *,
+        alias: str,
+        provider: str,
+        kind: str,
+        attempt: int,
+    ) -> Iterator[_Open]:
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.provider.name": provider,
+            "gen_ai.system": provider,
+            "gen_ai.request.model": request.model,
+            "gen_ai.request.max_tokens": request.max_tokens,
+            "prose.step": step,
+            "prose.model.alias": alias,
+            "prose.call.kind": kind,
+            "prose.call.attempt": attempt,
+        }
+        if request.temperature is not None:
+            attributes["gen_ai.request.temperature"] = request.temperature
+        if self.capture:
+            if request.system:
+                attributes["gen_ai.system_instructions"] = json.dumps(
+                    [{"type": "text", "content": request.system}], ensure_ascii=False
+                )
+            attributes["gen_ai.input.messages"] = json.dumps(
+                [
+                    {"role": m.role, "parts": [{"type": "text", "content": m.content}]}
+                    for m in request.messages
+                ],
+                ensure_ascii=False,
+            )
+        with self._span(f"chat {request.model}", attributes, SpanKind.CLIENT) as span:
+            span.capture = self.capture
+            yield span
+
+    def on_event(self, event: str, step: str, fields: dict[str, Any]) -> None:
+        """Tool calls (journaled by the tool loop) as `execute_tool` spans."""
+        if event == "tool_call":
+            call = fields.get("call") or {}
+            name = str(call.get("name") or "tool")
+            self._tools[(step, fields.get("turn"), fields.get("index"))] = _Open(
+                f"execute_tool {name}",
+                _current.get(),
+                {
+                    "gen_ai.operation.name": "execute_tool",
+                    "gen_ai.tool.name": name,
+                    "gen_ai.tool.call.id": str(call.get("id") or ""),
+                    "prose.step": step,
+                },
+                SpanKind.INTERNAL,
+            )
+        elif event == "tool_result":
+            span = self._tools.pop((step, fields.get("turn"), fields.get("index")), None)
+            if span is not None:
+                if fields.get("is_error"):
+                    span.status = Status(StatusCode.ERROR, str(fields.get("content", ""))[:200])
+                self._end(span)
+
+    def shutdown(self) -> None:
+        for span in self._tools.values():
+            self._end(span)
+        self._tools.clear()
+        if self.export is not None:
+            self.export.close()
+        elif self.processor is not None and self.owned:
+            self.processor.shutdown()
+        elif self.processor is not None:
+            self.processor.force_flush()
+
+
+def readable(
+    name: str,
+    ids: tuple[int, int],
+    parent: tuple[int, int] | None,
+    kind: SpanKind,
+    status: Status,
+    start: int,
+    end: int,
+    attributes: dict[str, Any],
+    resource: Resource,
+) -> ReadableSpan:
+    """A finished span as the SDK's processors and exporters take it."""
+    return ReadableSpan(
+        name,
+        context=SpanContext(ids[0], ids[1], is_remote=False, trace_flags=_SAMPLED),
+        parent=None
+        if parent is None
+        else SpanContext(parent[0], parent[1], is_remote=False, trace_flags=_SAMPLED),
+        resource=resource,
+        attributes=attributes,
+        kind=kind,
+        status=status,
+        start_time=start,
+        end_time=end,
+        instrumentation_scope=SCOPE,
+    )
+
+
+def exporter_named(env: Mapping[str, str]) -> str:
+    """`otlp` (the default) or `console`, from `OTEL_TRACES_EXPORTER`; ValueError otherwise."""
+    chosen = (env.get("OTEL_TRACES_EXPORTER") or "otlp").split(",")[0].strip().lower()
+    if chosen not in ("otlp", "console"):
+        raise ValueError(
+            f"OTEL_TRACES_EXPORTER={chosen!r} is not supported here (use otlp or console)"
+        )
+    return chosen
+
+
+def processor_from_environment(env: Mapping[str, str]) -> tuple[SpanProcessor, Resource]:
+    """The exporter named by `OTEL_TRACES_EXPORTER` (`otlp`, the default, is OTLP/HTTP to
+    `OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT`; `console` prints spans to stderr), batched;
+    the service is `OTEL_SERVICE_NAME` (default `openprose`). ValueError for an exporter
+    we cannot honour."""
+    chosen = exporter_named(env)
+    exporter: SpanExporter
+    if chosen == "console":
+        import sys
+
+        from opentelemetry.sdk.trace.export import ConsoleSpanExporter
+
+        exporter = ConsoleSpanExporter(out=sys.stderr)
+    else:
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+        exporter = OTLPSpanExporter()
+    # A fan-out ends thousands of spans at once: the SDK's default queue (2,048) would drop
+    # most of them before the exporter thread wakes.
+    queue = int(env.get("OTEL_BSP_MAX_QUEUE_SIZE") or 65536)
+    resource = Resource.create({"service.name": env.get("OTEL_SERVICE_NAME") or "openprose"})
+    return BatchSpanProcessor(exporter, max_queue_size=queue), resource
+
+
+class ExportProcess:
+    """The helper process that exports a run's spans: each finished span is one JSON line
+    on its stdin, written in batches by a thread; at the end (or when this process dies)
+    its stdin closes and it exports what it holds and exits."""
+
+    FLUSH_INTERVAL = 0.05  # seconds
+
+    def __init__(self, env: Mapping[str, str]) -> None:
+        import subprocess
+        import sys
+
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "openprose.vm.otel_export"],
+            stdin=subprocess.PIPE,
+            env=dict(env),
+        )
+        self._lines: list[bytes] = []
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._closing = False
+        self._thread = threading.Thread(target=self._drain, name="prose-otel", daemon=True)
+        self._thread.start()
+
+    def send(self, span: _Open, end: int) -> None:
+        parent = span.parent
+        line = orjson.dumps(
+            (
+                span.name,
+                f"{span.trace_id:032x}",
+                f"{span.span_id:016x}",
+                None if parent is None else f"{parent[1]:016x}",
+                span.kind.value,
+                span.status.status_code.value,
+                span.status.description,
+                span.start,
+                end,
+                span.attributes,
+            )
+        )
+        with self._lock:
+            self._lines.append(line)
+
+    def _drain(self) -> None:
+        stdin = self.process.stdin
+        assert stdin is not None
+        while True:
+            closing = self._wake.wait(self.FLUSH_INTERVAL)
+            with self._lock:
+                lines, self._lines = self._lines, []
+            try:
+                if lines:
+                    stdin.write(b"\n".join(lines) + b"\n")
+                    stdin.flush()
+            except OSError:
+                return  # the helper is gone: nothing more can be exported
+            if closing:
+                return
+
+    def close(self, timeout: float = 30.0) -> None:
+        """Send what is left, then wait (up to `timeout`) for the helper to export it."""
+        self._wake.set()
+        self._thread.join()
+        assert self.process.stdin is not None
+        try:
+            self.process.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.process.wait(timeout)
+        except Exception:  # noqa: BLE001 - a helper that hangs must not hang the run's end
+            self.process.kill()
+            self.process.wait()

@@ -1,0 +1,89 @@
+"""Tracing, seen from the VM: what a tracer is asked, and how one is opened.
+
+The VM calls a `Tracer` at three seams — around each statement that runs
+(`Interpreter.stmt`), around each model call attempt (`ModelCalls.call`) and for each
+journal event (`Shared.emit`, where tool calls become spans) — and only when the run has
+one. The OpenTelemetry implementation is `openprose.vm.otel`; this module never imports
+it, so a run without tracing loads no part of the SDK.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
+
+from openprose.providers.base import ModelRequest, ModelResponse
+
+# Environment variables that turn tracing on by themselves (the standard OTLP ones).
+ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
+EXTRA_HINT = "pip install 'openprose[otel]'"
+
+
+class ModelCallSpan(Protocol):
+    def answered(self, response: ModelResponse) -> None: ...
+
+    def failed(self, error: BaseException) -> None: ...
+
+
+class Tracer(Protocol):
+    def start_run(
+        self, run_id: str, program: str, resumed_from: Mapping[str, str] | None
+    ) -> dict[str, str]:
+        """Open the run's span; returns what a resume needs to continue its trace."""
+        ...
+
+    def end_run(self, status: str, error: str | None) -> None: ...
+
+    def statement(
+        self, kind: str, step: str, path: str, line: int
+    ) -> AbstractContextManager[Any]: ...
+
+    def model_call(
+        self,
+        step: str,
+        request: ModelRequest,
+        *,
+        alias: str,
+        provider: str,
+        kind: str,
+        attempt: int,
+    ) -> AbstractContextManager[ModelCallSpan]: ...
+
+    def on_event(self, event: str, step: str, fields: dict[str, Any]) -> None: ...
+
+    def shutdown(self) -> None:
+        """Export what is pending (end of the process's run)."""
+        ...
+
+
+class TracingUnavailable(RuntimeError):
+    """Tracing was asked for but the `[otel]` extra is not installed."""
+
+
+def wanted(flag: bool, environ: Mapping[str, str] | None = None) -> bool:
+    """Tracing is on with `--trace`, or when an OTLP endpoint is configured the standard
+    way; `OTEL_SDK_DISABLED=true` turns it off unless `--trace` is given."""
+    env = os.environ if environ is None else environ
+    if flag:
+        return True
+    if env.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
+        return False
+    return any(env.get(name) for name in ENDPOINT_VARIABLES)
+
+
+def open_tracer(environ: Mapping[str, str] | None = None) -> Tracer:
+    """An OpenTelemetry tracer exporting as the environment says (OTLP/HTTP by default);
+    `TracingUnavailable` with the install hint when the SDK is missing, or naming the
+    setting it cannot honour."""
+    try:
+        from openprose.vm.otel import OtelTracer
+    except ImportError as error:
+        raise TracingUnavailable(
+            f"tracing needs the OpenTelemetry SDK ({error.name} is missing): {EXTRA_HINT}"
+        ) from None
+    try:
+        return OtelTracer.from_environment(os.environ if environ is None else environ)
+    except ValueError as error:  # a setting we cannot honour: say so, do not trace wrongly
+        raise TracingUnavailable(str(error)) from None

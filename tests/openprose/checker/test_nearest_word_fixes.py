@@ -1,0 +1,44 @@
+"""A misspelled agent, block, property or model name carries an unsafe fix to the nearest
+known name: `prose check --fix --unsafe-fixes` and an editor's quick fix apply it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import openprose
+from openprose.cli import main
+
+MISSPELLED = """agent critic:
+  model: sonet
+  promt: "Review"
+block greet(x):
+  session "Hi {x}"
+session: critc
+  prompt: "Look"
+do gret("a")
+"""
+
+
+def test_each_misspelling_carries_an_unsafe_fix() -> None:
+    diagnostics = openprose.check(openprose.parse_text(MISSPELLED))
+    fixes = {d.code: d.fix for d in diagnostics if d.fix is not None}
+    assert set(fixes) == {"E008", "W005", "E007", "E148"}
+    assert all(not fix.safe for fix in fixes.values())
+    assert [e.text for e in fixes["E007"].edits] == ["critic"]
+    assert [e.text for e in fixes["E148"].edits] == ["greet"]
+
+
+def test_unsafe_fixes_apply_only_when_asked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    program = tmp_path / "p.prose"
+    program.write_text(MISSPELLED)
+    assert main(["check", "--fix", str(program)]) == 1  # safe fixes only: nothing to do
+    assert program.read_text() == MISSPELLED
+    assert main(["check", "--fix", "--unsafe-fixes", str(program)]) == 0
+    fixed = program.read_text()
+    assert "model: sonnet" in fixed and 'prompt: "Review"' in fixed
+    assert "session: critic" in fixed and 'do greet("a")' in fixed
+    capsys.readouterr()

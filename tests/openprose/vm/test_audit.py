@@ -1,0 +1,339 @@
+"""The VLP audit trail: every run writes `audit.ndjson`, valid VLP 1.1, one message per
+request, answer, verdict, error and retry, linked with `refers_to`."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from openprose.parser import parse_text
+from openprose.vm.audit import AUDIT_FILE, ROWS, Translator, translate
+from openprose.vm.journal import read_journal
+from openprose.vm.loader import load_imports
+from vlp import Thread, effective, read_records
+from vlp.cli import main as vlp_main
+
+VM_SRC = Path(__file__).resolve().parents[3] / "src" / "openprose" / "vm"
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+UNIVERSAL = '{"verdict": true, "option": 1, "reason": "scripted"}'
+NEEDS_REGISTRY = {"program-composition.prose"}
+
+
+def trail(run_dir: Path) -> list[dict[str, Any]]:
+    return [orjson.loads(line) for line in (run_dir / AUDIT_FILE).read_bytes().splitlines()]
+
+
+def vlp_validate(path: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    code = vlp_main(["validate", str(path)])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert " 0 problem(s)" in out, out
+    return out
+
+
+def assert_sound(messages: list[dict[str, Any]]) -> None:
+    """One session per run, seq 1..N with no gap, ids unique, every reference earlier."""
+    assert [m["seq"] for m in messages] == list(range(1, len(messages) + 1))
+    assert len({m["id"] for m in messages}) == len(messages)
+    assert len({m["session_id"] for m in messages}) == 1
+    assert Thread(messages).problems() == []
+
+
+@pytest.mark.parametrize(
+    "name", sorted(p.name for p in EXAMPLES.glob("*.prose") if p.name not in NEEDS_REGISTRY)
+)
+def test_every_example_trail_passes_vlp_validate(
+    vm: Any, name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = EXAMPLES / name
+    source = path.read_text()
+    program = parse_text(source, str(path)).program
+    inputs = {
+        s.name.id: f"value of {s.name.id}" for s in program.body if type(s).__name__ == "Input"
+    }
+    imports = load_imports(program, base_dir=EXAMPLES, project_dir=vm.project)
+    result = vm.run(source, vm.spy(default=UNIVERSAL), inputs=inputs, imports=imports, path=name)
+    vlp_validate(result.run_dir / AUDIT_FILE, capsys)
+    messages = trail(result.run_dir)
+    assert_sound(messages)
+    answers = vm.events(result, "session_finished")
+    assert sum(m["type"] in ("response", "correction") for m in messages) == len(answers)
+    assert sum(m["type"] == "query" for m in messages) == len(answers)
+    # The trail is the journal's translation, message for message, of the kinds in ROWS.
+    events = list(read_journal(result.run_dir / "journal.jsonl"))
+    assert list(translate(events, result.run_id, name)) == messages
+    translator = Translator(result.run_id, name)
+    for event in events:
+        translator.feed(event)
+        made = [m["type"] for m in translator.take()]
+        allowed = [set(kinds.split("|")) for kinds in ROWS[event["ev"]].kinds]
+        assert len(made) == len(allowed), event["ev"]
+        assert all(kind in ok for kind, ok in zip(made, allowed, strict=True)), event["ev"]
+
+
+def test_requests_answers_retries_and_verdicts_are_linked(vm: Any) -> None:
+    source = (
+        'let draft = session "write the draft"\n'
+        "  retry: 2\n"
+        "if **the draft is good**:\n"
+        '  session "publish {draft}"\n'
+    )
+    provider = vm.spy(
+        [
+            {"match": "write the draft", "answer": "the draft", "failures": ["transient"]},
+            # The first verdict does not parse: the evaluator is asked again.
+            {"match": "draft is good", "answer": ["no idea", '{"verdict": true, "reason": "ok"}']},
+        ]
+    )
+    result = vm.run(source, provider)
+    assert result.status == "succeeded", result.error
+    messages = trail(result.run_dir)
+    assert_sound(messages)
+    by_id = {m["id"]: m for m in messages}
+    failure = next(m for m in messages if m["type"] == "notice" and "failed" in m["content"])
+    first_query = by_id[failure["refers_to"]]
+    assert first_query["type"] == "query" and first_query["content"] == "write the draft"
+    retried = next(
+        m for m in messages if m["type"] == "query" and m.get("refers_to") == failure["id"]
+    )
+    answer = next(m for m in messages if m.get("refers_to") == retried["id"])
+    assert answer["type"] == "response" and answer["content"] == "the draft"
+    assert answer["provenance"] == ["model:sonnet", "step:1"]
+    assert answer["payload"]["usage"]["output_tokens"] > 0
+    # The re-asked judgment: its answer corrects the unparsable one, so `effective` of the
+    # first answer is the verdict the run used.
+    unparsable = next(m for m in messages if m["content"] == "no idea")
+    correction = next(m for m in messages if m["type"] == "correction")
+    assert correction["refers_to"] == unparsable["id"]
+    assert by_id[correction["payload"]["answers"]]["refers_to"] == unparsable["id"]
+    assert effective(messages, unparsable["id"]).content == '{"verdict": true, "reason": "ok"}'
+    verdict = next(m for m in messages if m["type"] == "claim" and m["sender"] == "evaluator")
+    assert verdict["refers_to"] == correction["id"]
+    assert verdict["payload"] == {
+        "step": "2?c1",
+        "kind": "condition",
+        "verdict": True,
+        "reason": "ok",
+    }
+    assert messages[-1]["type"] == "claim" and messages[-1]["content"].endswith("succeeded")
+
+
+def test_a_failed_run_ends_with_a_notice_held_for_review(vm: Any) -> None:
+    result = vm.run('throw "stop here"\n', vm.spy())
+    assert result.status == "failed"
+    last = trail(result.run_dir)[-1]
+    assert last["type"] == "notice" and "stop here" in last["content"]
+    assert last["safety"]["level"] == "review"
+
+
+def test_audit_can_be_turned_off(vm: Any) -> None:
+    from dataclasses import replace
+
+    result = vm.run('session "x"\n', vm.spy(), config=replace(vm.FAST, audit=False))
+    assert not (result.run_dir / AUDIT_FILE).exists()
+
+
+def test_every_event_the_vm_emits_has_a_row() -> None:
+    """A new journal event must say what it becomes in the trail (possibly nothing)."""
+    emitted: set[str] = set()
+    for path in VM_SRC.rglob("*.py"):
+        emitted.update(re.findall(r'\bemit\(\s*"(\w+)"', path.read_text(encoding="utf-8")))
+    assert emitted, "no emit calls found: the pattern is stale"
+    assert emitted - set(ROWS) == set()
+
+
+KILLED_RUN = """
+import asyncio, sys
+from pathlib import Path
+from openprose.parser import parse_text
+from openprose.providers import ScriptedProvider
+from openprose.vm.runner import VMConfig, run_program
+
+project = Path(sys.argv[1])
+source = Path(sys.argv[2]).read_text()
+program = parse_text(source, str(project / "main.prose")).program
+provider = ScriptedProvider([], default="ok", latency=0.02)
+asyncio.run(run_program(program, source, provider=provider, project_dir=project,
+                        config=VMConfig(retry_base_delay=0.001)))
+"""
+
+
+def test_kill_9_then_resume_keeps_one_continuous_trail(
+    vm: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    lines = []
+    for i in range(60):
+        lines += [f'let s{i} = session "step {i}"', "  context: []"]
+    source = "\n".join(lines) + "\n"
+    program = tmp_path / "main.prose"
+    program.write_text(source)
+    script = tmp_path / "run.py"
+    script.write_text(KILLED_RUN)
+    child = subprocess.Popen([sys.executable, str(script), str(vm.project), str(program)])
+    runs = vm.project / ".prose" / "runs"
+    deadline = time.monotonic() + 60
+    journal: Path | None = None
+    while time.monotonic() < deadline:
+        found = list(runs.glob("*/journal.jsonl")) if runs.exists() else []
+        if found and found[0].read_bytes().count(b"session_finished") >= 20:
+            journal = found[0]
+            break
+        time.sleep(0.01)
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait()
+    assert journal is not None, "the run never got going"
+    run_dir = journal.parent
+    before = (run_dir / AUDIT_FILE).read_bytes() if (run_dir / AUDIT_FILE).exists() else b""
+    result = vm.resume(run_dir, vm.spy(default="ok"))
+    assert result.status == "succeeded", result.error
+    after = (run_dir / AUDIT_FILE).read_bytes()
+    complete = before[: before.rfind(b"\n") + 1]
+    assert after.startswith(complete)  # what was written stays, nothing is rewritten
+    vlp_validate(run_dir / AUDIT_FILE, capsys)
+    messages = trail(run_dir)
+    assert_sound(messages)
+    answers = [m for m in messages if m["type"] == "response"]
+    assert sorted(int(m["payload"]["step"]) for m in answers) == list(range(1, 61))
+    assert [m["type"] for m in messages].count("session_context") == 2  # started, resumed
+    assert list(translate(read_journal(journal), result.run_id, "main.prose")) == messages
+
+
+def test_a_trail_torn_by_a_crash_is_cut_at_its_last_whole_line(vm: Any) -> None:
+    result = vm.run('session "a"\nsession "b"\n', vm.spy())
+    path = result.run_dir / AUDIT_FILE
+    whole = path.read_bytes()
+    kept = whole.splitlines(keepends=True)[:3]
+    path.write_bytes(b"".join(kept) + whole.splitlines()[3][:17])  # killed mid-write
+    from openprose.vm.audit import AuditTrail
+
+    AuditTrail.resume(
+        path, result.run_id, "main.prose", read_journal(result.run_dir / "journal.jsonl")
+    ).close()
+    assert path.read_bytes() == whole
+    records = list(read_records(path))
+    assert all(not r.problems for r in records)
+
+
+@given(st.floats(min_value=0, max_value=4e9, allow_nan=False).map(lambda t: round(t, 6)))
+def test_timestamps_are_those_vlp_makes(t: float) -> None:
+    from datetime import UTC, datetime
+
+    from openprose.vm.audit import _timestamp
+    from vlp import utc_timestamp
+
+    assert _timestamp(t) == utc_timestamp(datetime.fromtimestamp(t, UTC))
+
+
+def test_prose_show_vlp_prints_the_trail_or_derives_it(
+    vm: Any, monkeypatch: pytest.MonkeyPatch, capsysbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    from openprose.cli import main as prose_main
+
+    result = vm.run('session "a"\n', vm.spy())
+    monkeypatch.chdir(vm.project)
+    written = (result.run_dir / AUDIT_FILE).read_bytes()
+    assert prose_main(["show", result.run_id, "--vlp"]) == 0
+    assert capsysbinary.readouterr().out == written
+    # A run from before the trail existed: the same messages, from its journal.
+    (result.run_dir / AUDIT_FILE).unlink()
+    assert prose_main(["show", result.run_id[:12], "--vlp"]) == 0
+    assert capsysbinary.readouterr().out == written
+
+
+def test_tool_calls_permissions_and_approvals_become_linked_messages() -> None:
+    """The tool loop's events (shapes as the tool loop journals them) in the trail."""
+    run = "20260101-000000-abcdef"
+    call = {"id": "call_1", "name": "bash", "arguments": {"command": "rm -rf build"}}
+    at = {"turn": 1, "index": 0}
+    request = {"id": "1~t1.0:bash", "kind": "bash", "action": "rm -rf build", "tool": "bash"}
+    events = [
+        {"ev": "run_started", "step": "", "t": 1.0, "resumed": False},
+        {"ev": "session_started", "step": "1", "t": 1.1, "agent": "ops", "model": "sonnet"},
+        {"ev": "tool_call", "step": "1", "t": 1.2, **at, "call": call},
+        {
+            "ev": "permission",
+            "step": "1",
+            "t": 1.3,
+            **at,
+            "call_id": "call_1",
+            "tool": "bash",
+            "kind": "bash",
+            "action": "rm -rf build",
+            "decision": "asked",
+            "reason": "ask first",
+        },
+        {"ev": "approval_requested", "step": "1", "t": 1.4, **at, **request, "agent": "ops"},
+        # written later by `prose approve`, read on resume
+        {
+            "ev": "approval_decided",
+            "step": "1",
+            "t": 2.0,
+            "id": request["id"],
+            "answer": "once",
+            "kind": "bash",
+            "action": "rm -rf build",
+            "by": "cli",
+        },
+        {
+            "ev": "tool_result",
+            "step": "1",
+            "t": 2.1,
+            **at,
+            "call_id": "call_1",
+            "tool": "bash",
+            "content": "removed",
+            "is_error": False,
+            "omitted_bytes": 0,
+        },
+    ]
+    messages = list(translate(events, run, "main.prose"))
+    assert_sound(messages)
+    kinds = [(m["type"], m.get("topic")) for m in messages[1:]]
+    assert kinds == [
+        ("query", "tool_call"),
+        ("notice", "permission"),
+        ("query", "approval"),
+        ("response", "approval"),
+        ("response", "tool_result"),
+    ]
+    tool_query, asked, approval, decided, result = messages[1:]
+    assert tool_query["sender"] == "ops" and tool_query["receiver"] == "tool:bash"
+    assert asked["refers_to"] == tool_query["id"] and asked["safety"]["requires_human"] is True
+    assert approval["refers_to"] == tool_query["id"]
+    assert decided["refers_to"] == approval["id"] and decided["content"].startswith("once")
+    assert result["refers_to"] == tool_query["id"] and result["content"] == "removed"
+
+
+def test_a_real_tool_loop_trail_validates_and_links_calls(
+    vm: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.openprose.vm.test_vm_tools import REVIEW_TURNS, REVIEWER, _project, _run
+
+    project = _project(tmp_path)
+    result = _run(project, REVIEWER, vm.spy([{"match": "Review the code", "turns": REVIEW_TURNS}]))
+    assert result.status == "succeeded", result.error
+    vlp_validate(result.run_dir / AUDIT_FILE, capsys)
+    messages = trail(result.run_dir)
+    assert_sound(messages)
+    by_id = {m["id"]: m for m in messages}
+    calls = [m for m in messages if m.get("topic") == "tool_call"]
+    results = [m for m in messages if m.get("topic") == "tool_result"]
+    assert [m["receiver"] for m in calls] == [
+        "tool:list_files", "tool:read_file", "tool:read_file", "tool:write_file",
+    ]  # fmt: skip
+    assert all(m["sender"] == "reviewer" for m in calls)
+    assert sorted(by_id[m["refers_to"]]["id"] for m in results) == sorted(m["id"] for m in calls)
+    permissions = [m for m in messages if m.get("topic") == "permission"]
+    assert permissions and all(by_id[m["refers_to"]] in calls for m in permissions)

@@ -1,0 +1,363 @@
+"""OpenTelemetry traces of a run: the SDK's in-memory exporter, and a loopback OTLP/HTTP
+receiver for `prose run --trace`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import replace
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+
+pytest.importorskip("opentelemetry.sdk", reason="the [otel] extra is not installed")
+
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
+    InMemorySpanExporter,
+)
+
+from openprose.parser import parse_text
+from openprose.vm.otel import OtelTracer
+from openprose.vm.runner import resume_run, run_program
+
+PROGRAM = """\
+parallel:
+  a = session "first branch"
+  b = session "second branch"
+let picked = session "pick one of {a} {b}"
+output results = ["x", "y", "z"] | pmap:
+  session "item {item}"
+"""
+
+
+@pytest.fixture
+def memory() -> Iterator[tuple[InMemorySpanExporter, SimpleSpanProcessor]]:
+    exporter = InMemorySpanExporter()
+    processor = SimpleSpanProcessor(exporter)
+    yield exporter, processor
+    processor.shutdown()
+
+
+def run_traced(vm: Any, source: str, tracer: OtelTracer, **kwargs: Any) -> Any:
+    parsed = parse_text(source, str(vm.project / "main.prose"))
+    assert parsed.ok
+    return asyncio.run(
+        run_program(
+            parsed.program,
+            source,
+            provider=kwargs.pop("provider", None) or vm.spy(),
+            project_dir=vm.project,
+            config=kwargs.pop("config", vm.FAST),
+            tracer=tracer,
+            **kwargs,
+        )
+    )
+
+
+def children(spans: list[ReadableSpan], parent: ReadableSpan) -> list[ReadableSpan]:
+    own = parent.context.span_id
+    return [s for s in spans if s.parent is not None and s.parent.span_id == own]
+
+
+def test_one_trace_per_run_with_statement_and_genai_spans(vm: Any, memory: Any) -> None:
+    exporter, provider = memory
+    slow = vm.spy(latency=0.05)  # so that concurrent items overlap in time
+    result = run_traced(vm, PROGRAM, OtelTracer(provider), provider=slow)
+    assert result.status == "succeeded", result.error
+    spans = list(exporter.get_finished_spans())
+    assert len({s.context.trace_id for s in spans}) == 1
+    (root,) = [s for s in spans if s.parent is None]
+    assert root.name == "prose run main.prose"
+    assert root.attributes["prose.run.id"] == result.run_id
+    assert root.attributes["prose.run.status"] == "succeeded"
+    top = children(spans, root)
+    assert [s.name for s in sorted(top, key=lambda s: s.start_time)] == [
+        "parallel",
+        "let",
+        "output",
+    ]
+    parallel = next(s for s in top if s.name == "parallel")
+    branches = children(spans, parallel)  # siblings under the parallel statement
+    assert sorted((s.name, s.attributes["prose.step"]) for s in branches) == [
+        ("branch", "1|1"),
+        ("branch", "1|2"),
+    ]
+    assert all(len(children(spans, b)) == 1 for b in branches)  # each branch's model call
+    (pipeline,) = children(spans, next(s for s in top if s.name == "output"))
+    items = children(spans, pipeline)  # the pmap items, side by side
+    assert sorted(s.attributes["prose.step"] for s in items) == ["3:1[0].1", "3:1[1].1", "3:1[2].1"]
+    # overlapping in time: the items ran side by side, not one after another
+    assert max(s.start_time for s in items) < min(s.end_time for s in items)
+    calls = [s for s in spans if s.name.startswith("chat ")]
+    assert len(calls) == 6
+    call = calls[0]
+    assert call.attributes["gen_ai.operation.name"] == "chat"
+    assert call.attributes["gen_ai.request.model"] == "sonnet"
+    assert call.attributes["gen_ai.provider.name"] == "scripted"
+    assert call.attributes["gen_ai.usage.input_tokens"] > 0
+    assert call.attributes["gen_ai.usage.output_tokens"] > 0
+    assert list(call.attributes["gen_ai.response.finish_reasons"]) == ["stop"]
+    assert call.kind.name == "CLIENT"
+    # Content stays out unless capture is on.
+    assert not any("gen_ai.input.messages" in s.attributes for s in calls)
+    meta = json.loads((result.run_dir / "run.json").read_text())
+    assert meta["trace"]["trace_id"] == f"{root.context.trace_id:032x}"
+
+
+def test_content_is_captured_only_when_asked(vm: Any, memory: Any) -> None:
+    exporter, provider = memory
+    run_traced(vm, 'session "say hi"\n', OtelTracer(provider, capture_content=True))
+    (call,) = [s for s in exporter.get_finished_spans() if s.name.startswith("chat ")]
+    sent = json.loads(str(call.attributes["gen_ai.input.messages"]))
+    assert sent[-1]["role"] == "user" and "say hi" in sent[-1]["parts"][0]["content"]
+    answer = json.loads(str(call.attributes["gen_ai.output.messages"]))
+    assert answer[0]["parts"][0]["content"] == "ok"
+
+
+def test_a_failed_call_span_says_why(vm: Any, memory: Any) -> None:
+    exporter, provider = memory
+    parsed_source = 'session "x"\n  retry: 1\n'
+    parsed = parse_text(parsed_source, str(vm.project / "main.prose"))
+    spy = vm.spy([{"match": "x", "answer": "fine", "failures": ["transient"]}])
+    result = asyncio.run(
+        run_program(
+            parsed.program,
+            parsed_source,
+            provider=spy,
+            project_dir=vm.project,
+            config=vm.FAST,
+            tracer=OtelTracer(provider),
+        )
+    )
+    assert result.status == "succeeded"
+    calls = sorted(
+        (s for s in exporter.get_finished_spans() if s.name.startswith("chat ")),
+        key=lambda s: s.start_time,
+    )
+    assert [s.attributes["prose.call.attempt"] for s in calls] == [1, 2]
+    assert calls[0].status.status_code.name == "ERROR"
+    assert calls[0].attributes["error.type"]
+    assert calls[1].status.status_code.name == "UNSET"
+
+
+def test_a_resumed_run_continues_the_same_trace(vm: Any, memory: Any) -> None:
+    exporter, provider = memory
+    source = 'session "one"\nsession "two"\n'
+    stopped = run_traced(vm, source, OtelTracer(provider), config=replace(vm.FAST, max_sessions=1))
+    assert stopped.status == "stopped"
+    first = {s.context.trace_id for s in exporter.get_finished_spans()}
+    exporter.clear()
+    parsed = parse_text(source, str(vm.project / "main.prose"))
+    resumed = asyncio.run(
+        resume_run(
+            stopped.run_dir,
+            parsed.program,
+            provider=vm.spy(),
+            project_dir=vm.project,
+            config=vm.FAST,
+            tracer=OtelTracer(provider),
+        )
+    )
+    assert resumed.status == "succeeded"
+    spans = list(exporter.get_finished_spans())
+    assert {s.context.trace_id for s in spans} == first
+    (run_span,) = [s for s in spans if s.name.startswith("prose run")]
+    assert run_span.attributes["prose.run.resumed"] is True
+    meta = json.loads((stopped.run_dir / "run.json").read_text())
+    assert (
+        run_span.parent is not None
+        and f"{run_span.parent.span_id:016x}" == meta["trace"]["span_id"]
+    )
+
+
+def test_tool_calls_become_execute_tool_spans(memory: Any) -> None:
+    exporter, provider = memory
+    tracer = OtelTracer(provider)
+    tracer.start_run("r1", "main.prose", None)
+    call = {"id": "call_1", "name": "read_file", "arguments": {"path": "a.txt"}}
+    tracer.on_event("tool_call", "1", {"turn": 1, "index": 0, "call": call})
+    tracer.on_event("tool_result", "1", {"turn": 1, "index": 0, "is_error": True, "content": "no"})
+    tracer.end_run("succeeded", None)
+    spans = {s.name: s for s in exporter.get_finished_spans()}
+    tool = spans["execute_tool read_file"]
+    assert tool.attributes["gen_ai.operation.name"] == "execute_tool"
+    assert tool.attributes["gen_ai.tool.call.id"] == "call_1"
+    assert tool.status.status_code.name == "ERROR"
+    assert (
+        tool.parent is not None
+        and tool.parent.span_id == spans["prose run main.prose"].context.span_id
+    )
+
+
+class _Receiver(BaseHTTPRequestHandler):
+    bodies: ClassVar[list[bytes]] = []
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("content-length") or 0)
+        type(self).bodies.append(self.rfile.read(length))
+        self.send_response(200)
+        self.send_header("content-type", "application/x-protobuf")
+        self.send_header("content-length", "0")
+        self.end_headers()
+
+    def log_message(self, *args: Any) -> None:
+        return None
+
+
+def test_prose_run_trace_exports_to_an_otlp_http_receiver(tmp_path: Path) -> None:
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
+
+    _Receiver.bodies = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Receiver)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        (tmp_path / "rules.yaml").write_text("rules: []\ndefault: fine\n")
+        (tmp_path / "main.prose").write_text('session "hello"\n')
+        env = {
+            **os.environ,
+            "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{server.server_port}",
+            "OTEL_SERVICE_NAME": "prose-test",
+        }
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "openprose.cli",
+                "run",
+                "main.prose",
+                "--provider",
+                "scripted:rules.yaml",
+            ],
+            check=False,
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+    finally:
+        server.shutdown()
+    spans = []
+    services = set()
+    for body in _Receiver.bodies:
+        request = ExportTraceServiceRequest()
+        request.ParseFromString(body)
+        for resource_spans in request.resource_spans:
+            for attr in resource_spans.resource.attributes:
+                if attr.key == "service.name":
+                    services.add(attr.value.string_value)
+            for scope in resource_spans.scope_spans:
+                spans.extend(scope.spans)
+    assert services == {"prose-test"}
+    names = sorted(s.name for s in spans)
+    assert names == ["chat sonnet", "prose run main.prose", "session"]
+    assert len({s.trace_id for s in spans}) == 1
+
+
+def test_no_part_of_the_sdk_loads_without_tracing(tmp_path: Path) -> None:
+    (tmp_path / "rules.yaml").write_text("rules: []\ndefault: fine\n")
+    (tmp_path / "main.prose").write_text('session "hello"\n')
+    code = (
+        "import sys\n"
+        "from openprose.cli import main\n"
+        "code = main(['run', 'main.prose', '--provider', 'scripted:rules.yaml'])\n"
+        "assert code == 0, code\n"
+        "loaded = [m for m in sys.modules if m.startswith('opentelemetry') or m == 'openprose.vm.otel']\n"
+        "assert not loaded, loaded\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, check=True, timeout=120)
+
+
+def test_trace_without_the_sdk_is_a_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "rules.yaml").write_text("rules: []\ndefault: fine\n")
+    (tmp_path / "main.prose").write_text('session "hello"\n')
+    code = (
+        "import sys\n"
+        "sys.modules['opentelemetry'] = None  # as if the [otel] extra were not installed\n"
+        "from openprose.cli import main\n"
+        "sys.exit(main(['run', 'main.prose', '--provider', 'scripted:rules.yaml', '--trace']))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        check=False,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2
+    assert "pip install 'openprose[otel]'" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not (tmp_path / ".prose").exists()  # refused before the run started
+
+
+def test_a_run_inside_an_application_span_joins_its_trace(vm: Any, memory: Any) -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+
+    exporter, processor = memory
+    app = TracerProvider().get_tracer("app")
+    with app.start_as_current_span("nightly job") as job:
+        run_traced(vm, 'session "x"\n', OtelTracer(processor))
+    (run_span,) = [s for s in exporter.get_finished_spans() if s.name.startswith("prose run")]
+    assert run_span.context.trace_id == job.get_span_context().trace_id
+    assert run_span.parent is not None and run_span.parent.span_id == job.get_span_context().span_id
+
+
+def test_when_tracing_is_on() -> None:
+    from openprose.vm.tracing import wanted
+
+    assert wanted(True, {})
+    assert not wanted(False, {})
+    assert wanted(False, {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318"})
+    assert wanted(False, {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://c:4318/v1/traces"})
+    disabled = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318", "OTEL_SDK_DISABLED": "true"}
+    assert not wanted(False, disabled)
+    assert wanted(True, disabled)
+
+
+def test_an_exporter_we_cannot_honour_is_named() -> None:
+    from openprose.vm.tracing import TracingUnavailable, open_tracer
+
+    with pytest.raises(TracingUnavailable, match="OTEL_TRACES_EXPORTER='zipkin'"):
+        open_tracer({"OTEL_TRACES_EXPORTER": "zipkin"})
+    tracer = open_tracer({"OTEL_TRACES_EXPORTER": "console", "OTEL_SERVICE_NAME": "svc"})
+    tracer.shutdown()
+
+
+def test_the_python_api_traces_and_resumes_in_one_trace(
+    tmp_path: Path, memory: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import openprose
+
+    exporter, processor = memory
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "rules.yaml").write_text("rules: []\ndefault: fine\n")
+    source = 'session "one"\nsession "two"\n'
+    stopped = openprose.run(
+        source, provider="scripted:rules.yaml", max_sessions=1, trace=OtelTracer(processor)
+    )
+    assert stopped.status == "stopped"
+    done = openprose.resume(stopped.run_id, max_sessions=5, trace=OtelTracer(processor))
+    assert done.status == "succeeded"
+    runs = [s for s in exporter.get_finished_spans() if s.name.startswith("prose run")]
+    assert len(runs) == 2 and len({s.context.trace_id for s in runs}) == 1
+    assert (stopped.run_dir / "audit.ndjson").exists()
+    # trace=False: no tracer even with an endpoint in the environment
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")
+    exporter.clear()
+    plain = openprose.run('session "x"\n', provider="scripted:rules.yaml", trace=False)
+    assert plain.status == "succeeded" and exporter.get_finished_spans() == ()
