@@ -12,6 +12,7 @@ from pathlib import Path
 
 from plsp.engine import expect
 from plsp.files import bounded_int, read_text
+from plsp.gbnf import state_block_grammar
 from plsp.instr import read_instr
 from plsp.syntax import Scanner
 
@@ -107,6 +108,8 @@ def provider_model(
     except providers.ProviderConfigError as error:
         raise ModelSetupError(str(error)) from None
 
+    grammar = state_block_grammar() if name == "local" else None
+
     async def answer(system: str, prompt: str) -> str:
         request = providers.ModelRequest(
             model=model_id,
@@ -114,6 +117,7 @@ def provider_model(
             system=system,
             max_tokens=max_tokens,
             temperature=0.0,
+            grammar=grammar,  # the embedded model decodes inside it; hosted ones ignore it
         )
         response = await backend.complete(request)
         return response.text

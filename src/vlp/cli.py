@@ -17,6 +17,7 @@ import orjson
 
 from cliconventions import ConventionalParser
 from cliconventions import apply as apply_conventions
+from vlp import ask_cli
 from vlp.errors import CODES, Problem, VLPError
 from vlp.gate import gate
 from vlp.message import make_message
@@ -341,6 +342,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     codes = commands.add_parser("codes", help="list every problem code")
     codes.set_defaults(run=_cmd_codes)
+    ask_cli.add_command(commands)  # `vlp ask`: its own module
     apply_conventions(parser)
     return parser
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from cliconventions import ConventionalParser
 from cliconventions import apply as apply_conventions
+from vpp import chat
 from vpp.audit import TranscriptResult, validate_transcript
 from vpp.grammar import Command, parse_command, recovery_body
 from vpp.snippets import header_snippet
@@ -45,6 +46,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _parse(args.message, version, args.json)
         if args.command == "repair":
             return _repair(args.transcript, version, not args.lenient)
+        if args.command == "chat":
+            return chat.run(args)
         print(header_snippet(version), end="")
         return OK
     except _InputError as error:
@@ -80,6 +83,7 @@ def _parser() -> argparse.ArgumentParser:
     repair.add_argument("transcript", metavar="TRANSCRIPT", help="file, or - for stdin")
     repair.add_argument("--lenient", action="store_true", help="keep cosmetic footer variants")
     add("snippet", "Print the header snippet (system prompt) for a version.")
+    chat.add_command(add)
     apply_conventions(parser)  # top-level --version is the tool's; a command's is VPP's
     return parser
 

@@ -138,6 +138,10 @@ class ModelRequest:
     response_schema: dict[str, Any] | None = None
     # Tools the model may call; empty for a plain completion.
     tools: tuple[ToolSpec, ...] = ()
+    # A GBNF grammar the answer must match; `local` decodes inside it, others ignore it.
+    # Made by code (plsp.gbnf), never from user text: llama.cpp checks it only while
+    # sampling, and an invalid grammar crashes the process there.
+    grammar: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -151,6 +155,8 @@ class ModelRequest:
             body["response_schema"] = self.response_schema
         if self.tools:  # likewise
             body["tools"] = [t.to_dict() for t in self.tools]
+        if self.grammar is not None:  # likewise
+            body["grammar"] = self.grammar
         return body
 
     @classmethod
@@ -164,6 +170,7 @@ class ModelRequest:
             temperature=None if temperature is None else float(temperature),
             response_schema=d.get("response_schema"),
             tools=tuple(ToolSpec.from_dict(t) for t in d.get("tools") or ()),
+            grammar=d.get("grammar"),
         )
 
     def key(self) -> str:
@@ -173,6 +180,7 @@ class ModelRequest:
         so cassettes recorded before judgments carried one still match."""
         body = self.to_dict()
         body.pop("response_schema", None)
+        body.pop("grammar", None)  # likewise
         return _canonical_sha256(body)
 
     def last_user_text(self) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import functools
 import importlib.util
 import json
 import threading
@@ -177,6 +178,8 @@ def _complete_blocking(request: ModelRequest, cancelled: threading.Event) -> Mod
         params["temperature"] = request.temperature
     if schema is not None:  # llama.cpp turns the schema into a grammar
         params["response_format"] = {"type": "json_object", "schema": schema}
+    if request.grammar is not None:
+        params["grammar"] = _grammar(request.grammar)
     global _cancelled
     with _model_lock:
         if cancelled.is_set():
@@ -212,6 +215,14 @@ def _complete_blocking(request: ModelRequest, cancelled: threading.Event) -> Mod
         provider="local",
         tool_calls=tool_calls,
     )
+
+
+@functools.lru_cache(maxsize=8)
+def _grammar(gbnf: str) -> Any:
+    """A compiled GBNF grammar (the same one serves every cycle of a loop)."""
+    from llama_cpp.llama_grammar import LlamaGrammar
+
+    return LlamaGrammar.from_string(gbnf, verbose=False)
 
 
 def _load_model() -> Any:

@@ -222,6 +222,7 @@ def _prompt_key(request: ModelRequest) -> str:
     body = request.to_dict()
     del body["model"]
     body.pop("response_schema", None)  # as in ModelRequest.key
+    body.pop("grammar", None)
     return _canonical_sha256(body)
 
 
