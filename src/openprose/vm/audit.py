@@ -27,6 +27,7 @@ from typing import Any
 
 import orjson
 
+from openprose.vm.runstore import LoopWaiter, Waiter
 from vlp import PROTOCOL, VLPError, message_problems
 from vlp.validate import is_surely_valid
 
@@ -546,7 +547,15 @@ class AuditTrail:
 
     def close(self) -> None:
         """Return once every event added so far is written."""
-        _drainer().flush(self)
+        done = threading.Event()
+        if _drainer().register(self, done):
+            done.wait()
+
+    async def aclose(self) -> None:
+        """`close` for a coroutine, without holding a thread while it waits."""
+        done = LoopWaiter()
+        if _drainer().register(self, done):
+            await done
 
 
 class _Drainer:
@@ -559,7 +568,7 @@ class _Drainer:
         self._hurry = threading.Event()
         self._dirty: dict[int, AuditTrail] = {}
         self._writing: set[int] = set()
-        self._waiters: dict[int, list[threading.Event]] = {}
+        self._waiters: dict[int, list[Waiter]] = {}
         self._thread: threading.Thread | None = None
 
     def add(self, trail: AuditTrail, item: tuple[str, str, float, dict[str, Any]]) -> None:
@@ -573,16 +582,17 @@ class _Drainer:
                 self._thread.start()
         self._wake.set()
 
-    def flush(self, trail: AuditTrail) -> None:
+    def register(self, trail: AuditTrail, done: Waiter) -> bool:
+        """Set `done` once `trail`'s events added so far are written; False (never set)
+        when nothing of it is pending."""
         key = id(trail)
         with self._lock:
             if key not in self._dirty and key not in self._writing:
-                return
-            done = threading.Event()
+                return False
             self._waiters.setdefault(key, []).append(done)
         self._hurry.set()
         self._wake.set()
-        done.wait()
+        return True
 
     def _drain(self) -> None:
         while True:

@@ -223,10 +223,13 @@ async def _execute(
     tools.grants.update(replay.tools.grants)
     if replay.tools.answers:
         tools.approver = RecordedApprover(dict(replay.tools.answers), tools.approver)  # type: ignore[arg-type]
-    meta = await asyncio.to_thread(store.read_meta)
+    fresh = not (replay.sessions or replay.decisions or store.has_journal_events())
+    meta = store.written_meta() if fresh else await asyncio.to_thread(store.read_meta)
     program_name = Path(str(meta.get("program") or program.path)).name
     audit = None
-    if config.audit:
+    if config.audit and fresh:
+        audit = AuditTrail(store.root / AUDIT_FILE, store.run_id, program_name)
+    elif config.audit:
         # A resumed run first writes what its journal holds beyond the trail on disk.
         audit = await asyncio.to_thread(
             AuditTrail.resume,
@@ -303,7 +306,7 @@ async def _execute(
     shared.emit("run_finished", "", status=status, error=error, usage=usage)
     await journal.close()
     if audit is not None:
-        await asyncio.to_thread(audit.close)  # its last batch
+        await audit.aclose()  # its last batch
     if tracer is not None:
         tracer.end_run(status, error)
     result = interpreter.final_result if status == "succeeded" else None
@@ -311,11 +314,13 @@ async def _execute(
     if audit is not None and audit.error is not None:
         finished["audit_error"] = str(audit.error)  # the journal still holds every event
 
+    await store.aflush()  # the binding files, without holding a worker thread
+
     def close_store() -> None:
         store.update_meta(
             status=status, finished=stamp, error=error, usage=usage, result=result, **finished
         )
-        store.close()  # waits for the binding files
+        store.close()
 
     await asyncio.to_thread(close_store)
     return RunResult(store.run_id, store.root, status, outputs, usage, error, result)

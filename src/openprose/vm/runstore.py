@@ -9,12 +9,14 @@ agents/         persist: true memories      imports/      invoked programs, same
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 import threading
 import time
+from collections.abc import Generator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
@@ -95,6 +97,28 @@ def _dump_json(value: Any) -> bytes:
     return orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS) + b"\n"
 
 
+class Waiter(Protocol):
+    def set(self) -> None: ...
+
+
+class LoopWaiter:
+    """An awaitable a writer thread wakes with `set()` (as it would a `threading.Event`)."""
+
+    def __init__(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._future: asyncio.Future[None] = self._loop.create_future()
+
+    def set(self) -> None:
+        self._loop.call_soon_threadsafe(self._resolve)
+
+    def _resolve(self) -> None:
+        if not self._future.done():
+            self._future.set_result(None)
+
+    def __await__(self) -> Generator[Any, None, None]:
+        return self._future.__await__()
+
+
 class BindingWriter:
     """Writes binding files on a background thread, each atomically (temp + rename), never
     fsynced: bindings are views of the journal (a resume rewrites them).
@@ -120,8 +144,8 @@ class BindingWriter:
         self._signalled = False
         self._closing = False
         self._writing = False
-        self._next_waiters: list[threading.Event] = []  # freed by the batch taking _pending
-        self._writing_waiters: list[threading.Event] = []  # freed by the batch in progress
+        self._next_waiters: list[Waiter] = []  # freed by the batch taking _pending
+        self._writing_waiters: list[Waiter] = []  # freed by the batch in progress
         self._thread: threading.Thread | None = None
         self._thread_name = thread_name
         self.flushes = 0
@@ -143,14 +167,27 @@ class BindingWriter:
 
     def flush(self) -> None:
         """Return once every binding put before this call is on disk."""
+        done = threading.Event()
+        if self._register(done):
+            done.wait()
+
+    async def aflush(self) -> None:
+        """`flush` for a coroutine: waits without holding a thread (a batch closes
+        thousands of runs; a blocked worker thread each would starve the pool)."""
+        done = LoopWaiter()
+        if self._register(done):
+            await done
+
+    def _register(self, waiter: Waiter) -> bool:
+        """Queue `waiter` to be set once what is pending now is written; False when
+        nothing is pending (then it is never set)."""
         with self._lock:
             if not self._pending and not self._writing:
-                return
-            done = threading.Event()
-            (self._next_waiters if self._pending else self._writing_waiters).append(done)
+                return False
+            (self._next_waiters if self._pending else self._writing_waiters).append(waiter)
         self._hurry.set()
         self._wake.set()
-        done.wait()
+        return True
 
     def _drain(self) -> None:
         while True:
@@ -286,6 +323,18 @@ class RunStore:
         self._meta = dict(meta)
         write_bytes_atomically(self.meta_path, _dump_json(meta))
 
+    def written_meta(self) -> dict[str, Any]:
+        """run.json as this process last wrote or read it (no disk read), else read."""
+        return dict(self._meta) if self._meta is not None else self.read_meta()
+
+    def has_journal_events(self) -> bool:
+        """Whether the journal holds anything yet (a run killed before its first event
+        has an empty or missing one)."""
+        try:
+            return self.journal_path.stat().st_size > 0
+        except OSError:
+            return False
+
     def update_meta(self, **changes: Any) -> None:
         # This process wrote (or read) run.json last, so no need to read it back.
         meta = self._meta if self._meta is not None else self.read_meta()
@@ -331,9 +380,13 @@ class RunStore:
         data = orjson.loads(path.read_bytes())
         return data if isinstance(data, dict) else None
 
+    async def aflush(self) -> None:
+        """Wait until this process's pending binding files are written."""
+        await self._writer.aflush()
+
     def close(self) -> None:
-        """Flush this run's bindings and close state.md (blocking: from async code, run it
-        in a thread)."""
+        """Flush this run's bindings and close state.md (blocking: from async code, await
+        `aflush` first)."""
         self._writer.flush()
         if self._state is not None:
             self._state.close()
