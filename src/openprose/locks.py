@@ -62,6 +62,10 @@ class FileLock:
                 return
             _held.pop(_key(self.path), None)
             fd, self._fd = self._fd, None
+        try:  # no stale pid for the next holder's rivals to read while it records its own
+            os.ftruncate(fd, 0)
+        except OSError:
+            pass
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
 
@@ -135,13 +139,25 @@ def _flock(fd: int, path: Path, *, blocking: bool, timeout: float | None) -> Non
 
 
 def _recorded_pid(path: Path) -> int | None:
-    """The holder's pid; it writes it just after taking the lock, so wait a moment for it."""
+    """The holder's pid; it writes it just after taking the lock, so wait a moment for it
+    (a pid left by a holder that was killed is not taken for the live one's)."""
+    pid = None
     for _ in range(20):
         pid = holder_of(path)
-        if pid is not None:
+        if pid is not None and _alive(pid):
             return pid
         time.sleep(0.005)
-    return None
+    return pid
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _key(path: Path) -> str:
