@@ -233,7 +233,12 @@ class _Parser:
             raise _ParseError  # the scanner already reported this text
         if kind == NEWLINE or kind == EOF:
             where = "end of line" if kind == NEWLINE else "end of file"
-            self.report("E005", f"Invalid syntax: {expected} before {where}", token_span(token))
+            self.report(
+                "E005",
+                f"Invalid syntax: {expected} before {where}",
+                token_span(token),
+                fix=self._colon_fix(expected),
+            )
         elif kind == INDENT:
             self.report("E104", f"Unexpected indent: {expected}", token_span(token))
         elif kind == DEDENT:
@@ -245,6 +250,20 @@ class _Parser:
             hint = did_you_mean(token[1], KEYWORDS, cutoff=0.8) if kind == NAME else ""
             self.report("E004", f"Unexpected token {shown!r}: {expected}{hint}", token_span(token))
         raise _ParseError
+
+    def _colon_fix(self, expected: str) -> Fix | None:
+        """A block header missing its colon (`agent critic`, `parallel`): insert it at the end
+        of the line — safe when an indented body follows (that body is what the colon opens)."""
+        if not expected.startswith("expected ':'") or self.pos == 0:
+            return None
+        last = token_span(self.tokens[self.pos - 1])
+        at = Span(
+            last.end, last.end, last.end_line, last.end_column, last.end_line, last.end_column
+        )
+        body_follows = (
+            self.kinds[self.pos + 1] == INDENT if self.pos + 1 < len(self.kinds) else False
+        )
+        return Fix("insert the missing ':'", (Edit(at, ":"),), safe=body_follows)
 
     # --- recovery --------------------------------------------------------------------------
 

@@ -42,3 +42,29 @@ def test_unsafe_fixes_apply_only_when_asked(
     assert "model: sonnet" in fixed and 'prompt: "Review"' in fixed
     assert "session: critic" in fixed and 'do greet("a")' in fixed
     capsys.readouterr()
+
+
+@pytest.mark.parametrize(
+    ("source", "fixed"),
+    [
+        ("agent critic\n  model: sonnet\n", "agent critic:\n  model: sonnet\n"),
+        ('parallel\n  session "a"\n', 'parallel:\n  session "a"\n'),
+    ],
+)
+def test_a_block_header_missing_its_colon_gets_it(
+    source: str, fixed: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    [problem] = [d for d in openprose.check(openprose.parse_text(source)) if d.code == "E005"]
+    assert problem.fix is not None and problem.fix.safe  # an indented body follows
+    program = tmp_path / "p.prose"
+    program.write_text(source)
+    assert main(["check", "--fix", str(program)]) == 0
+    assert program.read_text() == fixed
+    capsys.readouterr()
+
+
+def test_a_colon_with_no_body_after_it_is_only_offered() -> None:
+    [problem] = [
+        d for d in openprose.check(openprose.parse_text("agent critic\n")) if d.code == "E005"
+    ]
+    assert problem.fix is not None and not problem.fix.safe
