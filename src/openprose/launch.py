@@ -1,6 +1,7 @@
-"""Opening a run: what `prose run`, `openprose.run` and `prose batch` share between
-reading a program and starting the VM — check it, load its imports, open its provider, read
-the VM settings and prices. Below `openprose.api` and `openprose.batches`, which both use it.
+"""Opening a run: what `openprose.run` and `prose batch` share between reading a program
+and starting the VM — check it, load its imports, open its provider, read the VM settings,
+prices and tool runtime — built from the helpers `prose run` uses (`openprose.cli.run`).
+Below `openprose.api` and `openprose.batches`, which both use it.
 """
 
 from __future__ import annotations
