@@ -121,14 +121,14 @@ class CaseRunner:
         store = RunStore.open(run_dir)
         meta = store.read_meta()
         if meta.get("status") in FINISHED:  # it ended; only its row was not written
-            return row_of(
+            return _finished_row(
                 job.line,
                 job.run_id,
                 str(meta["status"]),
-                outputs=store.read_outputs() or {},
-                usage=meta.get("usage") or {},
-                error=meta.get("error"),
-                **({"result": meta["result"]} if meta.get("result") is not None else {}),
+                store.read_outputs() or {},
+                meta.get("usage") or {},
+                meta.get("error"),
+                meta.get("result"),
             )
         p = self.prepared
         result = await resume_run(
@@ -147,16 +147,29 @@ class CaseRunner:
 
     @staticmethod
     def _row(job: Job, result: Any) -> dict[str, Any]:
-        extra = {"result": result.result} if result.result is not None else {}
-        return row_of(
+        return _finished_row(
             job.line,
             result.run_id,
             result.status,
-            outputs=result.outputs,
-            usage=result.usage,
-            error=result.error,
-            **extra,
+            result.outputs,
+            result.usage,
+            result.error,
+            result.result,
         )
 
     async def aclose(self) -> None:
         await self.prepared.provider.aclose()
+
+
+def _finished_row(
+    line: int,
+    run_id: str,
+    status: str,
+    outputs: dict[str, Any],
+    usage: dict[str, Any],
+    error: str | None,
+    result: str | None,
+) -> dict[str, Any]:
+    """The row of a run that ended; `result` only for a program without outputs."""
+    extra = {"result": result} if result is not None else {}
+    return row_of(line, run_id, status, outputs=outputs, usage=usage, error=error, **extra)

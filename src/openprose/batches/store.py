@@ -12,7 +12,6 @@ a row torn by a crash mid-write is dropped and its run's folder gives it back on
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import os
 from collections.abc import Iterator
@@ -22,6 +21,7 @@ from typing import Any
 import orjson
 
 from openprose.files import write_bytes_atomically
+from openprose.locks import FileLock, LockHeld, try_lock
 from openprose.vm.runstore import new_run_id
 
 __all__ = ["BATCHES_DIR", "BatchBusy", "BatchStore", "file_sha256", "find_batch"]
@@ -45,7 +45,7 @@ class BatchStore:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.batch_id = root.name
-        self._lock_fd: int | None = None
+        self._lock: FileLock | None = None
         self._started_fd: int | None = None
         self._rows_fd: int | None = None
 
@@ -72,16 +72,11 @@ class BatchStore:
     def lock(self) -> None:
         """Take the batch's lock for the life of this process (the kernel drops it on
         kill -9); `BatchBusy` naming the holder's pid when another process has it."""
-        fd = os.open(self.root / "lock", os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.read(fd, 32).decode("ascii", "replace").strip() or "?"
-            os.close(fd)
+            self._lock = try_lock(self.root / "lock")
+        except LockHeld as held:
+            holder = held.pid if held.pid is not None else "?"
             raise BatchBusy(f"batch {self.batch_id} is being written by pid {holder}") from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        self._lock_fd = fd
 
     # --- files ----------------------------------------------------------------------------
 
@@ -140,9 +135,9 @@ class BatchStore:
                 os.fsync(fd)
                 os.close(fd)
                 setattr(self, name, None)
-        if self._lock_fd is not None:
-            os.close(self._lock_fd)  # releases the lock
-            self._lock_fd = None
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
 
 
 def _append_fd(path: Path) -> int:
