@@ -158,7 +158,10 @@ def _model(args: argparse.Namespace, spec: LoopSpec) -> tuple[Model, Any]:
     if replies is not None and not args.provider:
         return replies_model(replies), None
     return provider_model(
-        args.provider or spec.provider, args.model or spec.model, max_tokens=args.max_tokens
+        args.provider or spec.provider,
+        args.model or spec.model,
+        max_tokens=args.max_tokens,
+        grammar=args.grammar,
     )
 
 
@@ -290,6 +293,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=256,
         metavar="N",
         help="reply length limit for provider models (default 256)",
+    )
+    run_cmd.add_argument(
+        "--grammar",
+        choices=("cycle", "block", "none"),
+        help="what a grammar-decoding provider (local) may answer: cycle = the blocks the "
+        "verifier accepts for the cycle (default on local), block = any well-formed block, "
+        "none = free text",
     )
     run_cmd.add_argument("--trace", help="trace path (default: LOOPFILE stem + .trace.ndjson)")
     run_cmd.add_argument("--quiet", action="store_true", help="no live cycle view")

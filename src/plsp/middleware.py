@@ -9,8 +9,8 @@ from typing import Any, Literal, TypeAlias
 
 from plsp.actions import ActionRegistry, ActionResult, builtin_actions
 from plsp.diagnostics import Violation
-from plsp.instr import Instruction, parse_instr
-from plsp.syntax import StateBlock, parse
+from plsp.instr import Instruction, parse_instr, read_instr
+from plsp.syntax import Scanner, StateBlock, parse
 from plsp.verify import Verdict, verify
 
 __all__ = [
@@ -23,6 +23,7 @@ __all__ = [
     "Policy",
     "PolicyContext",
     "build_prompt",
+    "read_prompt",
 ]
 
 Model: TypeAlias = Callable[[str, str], Awaitable[str] | str]
@@ -53,6 +54,16 @@ Answer: S{$u:"op";$t:82;$l:75;!page,$u,"hot";}S"""
 
 def build_prompt(instruction: Instruction, previous: StateBlock) -> str:
     return f"{instruction.dumps()}\n{previous.dumps()}"
+
+
+def read_prompt(prompt: str) -> tuple[Instruction, StateBlock]:
+    """The instruction and previous state of a prompt made by `build_prompt` (a re-ask's
+    list of violations after them is ignored). Read with the scanner, not by lines: a
+    string value may hold a newline."""
+    scanner = Scanner(prompt)
+    instruction = read_instr(scanner)
+    scanner.skip_whitespace()
+    return instruction, scanner.read_block()
 
 
 @dataclass(frozen=True)

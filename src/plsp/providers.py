@@ -9,17 +9,29 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Literal, TypeAlias
 
 from plsp.engine import expect
 from plsp.files import bounded_int, read_text
-from plsp.gbnf import state_block_grammar
-from plsp.instr import read_instr
-from plsp.syntax import Scanner
+from plsp.gbnf import cycle_grammar, state_block_grammar
+from plsp.middleware import read_prompt
 
 AsyncModel = Callable[[str, str], Awaitable[str]]
 """What these sources give: an async `(system, prompt) -> text` model."""
 
-__all__ = ["AsyncModel", "ModelSetupError", "dry_run_model", "provider_model", "replies_model"]
+GrammarChoice: TypeAlias = Literal["cycle", "block", "none"]
+"""How a provider that decodes inside a grammar (`local`) is constrained: `cycle`, the
+blocks the verifier accepts for this cycle (`plsp.gbnf.cycle_grammar`); `block`, any
+well-formed block; `none`, free text."""
+
+__all__ = [
+    "AsyncModel",
+    "GrammarChoice",
+    "ModelSetupError",
+    "dry_run_model",
+    "provider_model",
+    "replies_model",
+]
 
 
 class ModelSetupError(RuntimeError):
@@ -71,11 +83,8 @@ def dry_run_model() -> AsyncModel:
     actions without any model. Fails when the instruction leaves something undecided."""
 
     async def answer(system: str, prompt: str) -> str:
-        # Read with the scanner, not by lines: a string value may hold a newline.
-        scanner = Scanner(prompt)
-        instruction = read_instr(scanner)
-        scanner.skip_whitespace()
-        expectation = expect(scanner.read_block(), instruction)
+        instruction, previous = read_prompt(prompt)
+        expectation = expect(previous, instruction)
         block = expectation.block()
         if block is None:
             reasons = expectation.notes + (["unknown directives"] if expectation.open else [])
@@ -93,10 +102,13 @@ def provider_model(
     model: str | None,
     *,
     max_tokens: int = 512,
+    grammar: GrammarChoice | None = None,
 ) -> tuple[AsyncModel, Callable[[], Awaitable[None]]]:
     """Wrap the project's provider layer (`openprose.providers`); returns the model and
     its closer. `provider` uses that layer's spec (`anthropic`, `openai`, `local`,
-    `replay:FILE`, ...); None picks its environment-based default."""
+    `replay:FILE`, ...); None picks its environment-based default. `grammar` (default:
+    `cycle` on `local`, `none` elsewhere) is sent with every request; only providers
+    that decode inside a grammar use it."""
     try:
         from openprose import providers
     except ImportError as error:
@@ -108,7 +120,16 @@ def provider_model(
     except providers.ProviderConfigError as error:
         raise ModelSetupError(str(error)) from None
 
-    grammar = state_block_grammar() if name == "local" else None
+    choice = grammar or ("cycle" if name == "local" else "none")
+    block_grammar = state_block_grammar()
+
+    def grammar_for(prompt: str) -> str | None:
+        if choice == "none":
+            return None
+        if choice == "block":
+            return block_grammar
+        instruction, previous = read_prompt(prompt)
+        return cycle_grammar(previous, instruction)
 
     async def answer(system: str, prompt: str) -> str:
         request = providers.ModelRequest(
@@ -117,7 +138,7 @@ def provider_model(
             system=system,
             max_tokens=max_tokens,
             temperature=0.0,
-            grammar=grammar,  # the embedded model decodes inside it; hosted ones ignore it
+            grammar=grammar_for(prompt),  # `local` decodes inside it; hosted ones ignore it
         )
         response = await backend.complete(request)
         return response.text
