@@ -62,15 +62,20 @@ def regex_to_gbnf(pattern: str, *, max_repeat: int | None = None) -> str:
 
 
 def gbnf_literal(text: str) -> str:
-    """`text` as a GBNF string literal: llama.cpp's escapes for the quote, the backslash
-    and control characters; every other character as it is."""
+    """`text` as a GBNF string literal: llama.cpp's escapes for the quote, the backslash,
+    control characters and line separators; every other character as it is."""
     out = []
     for char in text:
         if char in '"\\':
             out.append("\\" + char)
         elif char in "\n\r\t":
             out.append({"\n": "\\n", "\r": "\\r", "\t": "\\t"}[char])
-        elif ord(char) < 0x20 or ord(char) == 0x7F:
+        elif (
+            ord(char) < 0x20
+            or 0x7F <= ord(char) <= 0x9F
+            or 0xD800 <= ord(char) <= 0xDFFF  # a lone surrogate: not encodable as UTF-8
+            or char in "\u2028\u2029"
+        ):
             out.append(f"\\u{ord(char):04x}")
         else:
             out.append(char)
@@ -127,10 +132,10 @@ def cycle_grammar(
         taken = set(expectation.variables) | expectation.removed
         name = regex_to_gbnf(syntax._ACTION_NAME.pattern, max_repeat=MAX_NAME_CHARS)
         more_values = f'("," value){{0,{MAX_VALUES - 1}}}'
-        assignment = f'"$" {_identifier_outside(taken)} ":" value'
-        rules.append(
-            f'extra ::= ({assignment} | ">" value {more_values} | "!" {name} {more_values}) ";"'
-        )
+        rules += [
+            f'fresh ::= "$" {_identifier_outside(taken)} ":" value ";"',
+            f'extra ::= (">" value {more_values} | "!" {name} {more_values}) ";"',
+        ]
     return "\n".join(rules)
 
 
@@ -144,8 +149,8 @@ def _expected_statements(expectation: Expectation) -> str:
         parts.append(f'{_command(command, expectation, certain)} ";"')
     for command in expectation.allowed:  # an undecided branch: the model says if it ran
         parts.append(f'({_command(command, expectation, certain)} ";")?')
-    if expectation.open:
-        parts.append(f"extra{{0,{MAX_EXTRA_STATEMENTS}}}")
+    if expectation.open:  # one new variable: a grammar without context cannot keep two apart
+        parts.append(f"fresh? extra{{0,{MAX_EXTRA_STATEMENTS}}}")
     return " ".join(parts) or '""'
 
 

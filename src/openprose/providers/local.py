@@ -29,7 +29,7 @@ from openprose.providers.base import (
 )
 from openprose.providers.settings import LOCAL_MODEL_ID, local_model_installed
 
-__all__ = ["LocalProvider", "local_model_path"]
+__all__ = ["LocalProvider", "grammar_parses", "local_model_path"]
 
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 CONTEXT_TOKENS = 8192  # SmolLM2's trained context length
@@ -178,13 +178,13 @@ def _complete_blocking(request: ModelRequest, cancelled: threading.Event) -> Mod
         params["temperature"] = request.temperature
     if schema is not None:  # llama.cpp turns the schema into a grammar
         params["response_format"] = {"type": "json_object", "schema": schema}
-    if request.grammar is not None:
-        params["grammar"] = _grammar(request.grammar)
     global _cancelled
     with _model_lock:
         if cancelled.is_set():
             raise _Cancelled
         model = _load_model()
+        if request.grammar is not None:
+            params["grammar"] = _grammar(request.grammar)
         _cancelled = cancelled
         try:
             result = model.create_chat_completion(**params)
@@ -219,10 +219,35 @@ def _complete_blocking(request: ModelRequest, cancelled: threading.Event) -> Mod
 
 @functools.lru_cache(maxsize=8)
 def _grammar(gbnf: str) -> Any:
-    """A compiled GBNF grammar (the same one serves every cycle of a loop)."""
+    """A GBNF grammar, checked first: llama.cpp parses it only when sampling starts, and
+    a grammar it cannot parse there ends the process instead of raising. Called with the
+    model loaded and `_model_lock` held."""
     from llama_cpp.llama_grammar import LlamaGrammar
 
+    if not _grammar_parses(_model, gbnf):
+        raise ProviderError(
+            f"local ({LOCAL_MODEL_ID}): llama.cpp cannot parse the request's grammar",
+            provider="local",
+        )
     return LlamaGrammar.from_string(gbnf, verbose=False)
+
+
+def grammar_parses(gbnf: str) -> bool:
+    """Whether llama.cpp's own GBNF parser accepts `gbnf` (it needs the model's
+    vocabulary, so this loads the model; the parser's message goes to stderr)."""
+    with _model_lock:
+        return _grammar_parses(_load_model(), gbnf)
+
+
+def _grammar_parses(model: Any, gbnf: str) -> bool:
+    import llama_cpp
+
+    vocab = llama_cpp.llama_model_get_vocab(model.model)
+    sampler = llama_cpp.llama_sampler_init_grammar(vocab, gbnf.encode(), b"root")
+    if not sampler:
+        return False
+    llama_cpp.llama_sampler_free(sampler)
+    return True
 
 
 def _load_model() -> Any:

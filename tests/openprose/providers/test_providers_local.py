@@ -191,3 +191,26 @@ async def test_smollm2_replies_with_an_offered_tool_call_or_an_answer() -> None:
         assert call.name == "read_file" and isinstance(call.arguments.get("path"), str)
     else:
         assert response.text.strip()
+
+
+async def test_a_grammar_llama_cpp_cannot_parse_is_a_clear_error_not_a_crash() -> None:
+    request = ModelRequest(
+        model="smollm2-135m-instruct",
+        messages=(Message("user", "Say yes."),),
+        max_tokens=4,
+        grammar="root ::= undefined-rule",
+    )
+    provider = LocalProvider()
+    with pytest.raises(ProviderError, match="cannot parse the request's grammar"):
+        await provider.complete(request)
+    good = await provider.complete(
+        ModelRequest(
+            model="smollm2-135m-instruct",
+            messages=(Message("user", "Say yes."),),
+            max_tokens=4,
+            grammar='root ::= "yes"',
+        )
+    )
+    assert good.text == "yes"
+    assert local.grammar_parses('root ::= "a" [0-9]{1,3}')
+    assert not local.grammar_parses('root ::= "unterminated')
