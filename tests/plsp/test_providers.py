@@ -136,7 +136,6 @@ async def test_each_request_carries_the_grammar_of_its_cycle(
     monkeypatch: pytest.MonkeyPatch, provider: str, choice: str | None, expected: str | None
 ) -> None:
     from openprose import providers
-
     from plsp.gbnf import cycle_grammar, state_block_grammar
 
     recorder = _RecordingProvider()
@@ -162,7 +161,6 @@ def test_a_loop_through_the_cli_path_sends_every_cycle_its_own_grammar(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from openprose import providers
-
     from plsp.cli import main
 
     recorder = _RecordingProvider()
