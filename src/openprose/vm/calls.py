@@ -144,9 +144,7 @@ class ModelCalls:
             return response
 
 
-def _journaled_request(
-    request: ModelRequest, continues: tuple[str, int] | None
-) -> dict[str, Any]:
+def _journaled_request(request: ModelRequest, continues: tuple[str, int] | None) -> dict[str, Any]:
     if continues is None:
         return {"request": request.to_dict()}
     return {"request_delta": request_delta(request, *continues)}
