@@ -13,6 +13,7 @@ from typing import Any
 
 from openprose.cli.run import (
     UsageError,
+    add_offline_argument,
     fetch_policy,
     install_skills_or_fail,
     offline_wanted,
@@ -36,11 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="fetch everything again and pin what it is now (review the changes first)",
     )
-    parser.add_argument(
-        "--offline",
-        action="store_true",
-        help="fetch nothing: install from the cache as pinned in prose.lock (PROSE_OFFLINE=1)",
-    )
+    add_offline_argument(parser)
     parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
 
 

@@ -45,6 +45,27 @@ REVIEW_TURNS = [
 ]
 
 
+class FailsAt:
+    """A provider whose `number`th request fails (a non-transient error); the others go
+    to `inner`."""
+
+    name = "scripted"
+
+    def __init__(self, number: int, inner: Any) -> None:
+        self.number, self.inner, self.sent = number, inner, 0
+
+    async def complete(self, request: Any) -> Any:
+        from openprose.providers.base import ProviderError
+
+        self.sent += 1
+        if self.sent == self.number:
+            raise ProviderError("connection reset")
+        return await self.inner.complete(request)
+
+    async def aclose(self) -> None:
+        return None
+
+
 def _project(tmp_path: Path) -> Path:
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "app.py").write_text("def main():\n    return 1\n")
@@ -166,28 +187,13 @@ def test_resume_never_reruns_a_completed_tool_call(vm: Any, tmp_path: Path) -> N
         [{"match": "Review", "turns": turns[:2] + [{"text": "unused"}]}], default=None
     )
 
-    class Broken:
-        name = "scripted"
-        calls = 0
-
-        async def complete(self, request: Any) -> Any:
-            Broken.calls += 1
-            if Broken.calls == 3:
-                from openprose.providers.base import ProviderError
-
-                raise ProviderError("boom")
-            return await failing.complete(request)
-
-        async def aclose(self) -> None:
-            return None
-
     from openprose.vm.tools import sandbox_problem
 
     if sandbox_problem() is not None:
         import pytest
 
         pytest.skip(f"shell sandbox unavailable: {sandbox_problem()}")
-    first = _run(project, source, Broken())
+    first = _run(project, source, FailsAt(3, failing))
     assert first.status == "failed"
     assert (project / "output" / "count.txt").read_text() == "x\ny\n"
     text = (first.run_dir / "program.prose").read_text()
@@ -471,29 +477,12 @@ def test_a_long_conversation_resumed_midway_continues_exactly(vm: Any, tmp_path:
     """A 40-turn tool loop dies at turn 25 (provider error); the resumed run serves turns
     0-24 and their tool results from the journal (no completed call runs again) and sends
     turn 25 on with exactly the conversation an uninterrupted run sends."""
-    from openprose.providers.base import ProviderError
-
     _long_project(tmp_path)
     config = VMConfig(max_turns=LONG_TURNS + 5, retry_base_delay=0.001)
     rules = [{"match": "Read every file", "turns": _long_conversation()}]
     reference = vm.spy(rules)
     assert vm.run(LONG_READER, reference, config=config).status == "succeeded"
-    scripted = vm.spy(rules)
-
-    class DiesAtTurn25:
-        name = "scripted"
-        sent = 0
-
-        async def complete(self, request: Any) -> Any:
-            DiesAtTurn25.sent += 1
-            if DiesAtTurn25.sent == 26:
-                raise ProviderError("connection reset")
-            return await scripted.complete(request)
-
-        async def aclose(self) -> None:
-            return None
-
-    first = vm.run(LONG_READER, DiesAtTurn25(), config=config)
+    first = vm.run(LONG_READER, FailsAt(26, vm.spy(rules)), config=config)
     assert first.status == "failed"
     calls_before = len(vm.events(first, "tool_call"))
     assert calls_before == 25
