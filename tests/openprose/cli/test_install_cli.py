@@ -155,3 +155,20 @@ def test_install_without_remote_imports_says_so(
     (tmp_path / "plain.prose").write_text('session "hi"\n')
     assert main(["install", "plain.prose"]) == 0
     assert "nothing to install" in capsys.readouterr().out
+
+
+def test_the_python_api_installs_the_skill_too(
+    project: Path, registry: FakeRegistry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import openprose
+
+    result = openprose.run("main.prose", provider="scripted:rules.json")
+    assert result.status == "succeeded", result.error
+    assert (project / ".prose" / "skills" / "acme--release-notes" / "template.md").is_file()
+    monkeypatch.setenv("PROSE_OFFLINE", "1")
+    registry.answers.clear()
+    assert openprose.run("main.prose", provider="scripted:rules.json").status == "succeeded"
+    (project / "prose.lock").unlink()
+    shutil.rmtree(project / ".prose" / "skills")
+    with pytest.raises(openprose.RunError, match="fetching is off"):
+        openprose.run("main.prose", provider="scripted:rules.json")
