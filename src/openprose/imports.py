@@ -299,7 +299,9 @@ def _http_get(url: str, policy: FetchPolicy) -> str:
         raise ImportFailed(f"{url} is not UTF-8 text") from None
 
 
-def download(url: str, policy: FetchPolicy, *, accept: str) -> tuple[bytes, str]:
+def download(
+    url: str, policy: FetchPolicy, *, accept: str, size_setting: str = "[imports] max_bytes"
+) -> tuple[bytes, str]:
     """The body of `url` and its content type (lower case, no parameters), at most
     `policy.max_bytes`, within `policy.timeout` seconds in all (connecting, headers and
     body: a server dripping a byte at a time cannot hold the run)."""
@@ -308,19 +310,22 @@ def download(url: str, policy: FetchPolicy, *, accept: str) -> tuple[bytes, str]
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(_download(url, policy, accept))
+        return asyncio.run(_download(url, policy, accept, size_setting))
     from concurrent.futures import ThreadPoolExecutor  # in async code: its loop is busy
 
     with ThreadPoolExecutor(1) as pool:
-        return pool.submit(asyncio.run, _download(url, policy, accept)).result()
+        return pool.submit(asyncio.run, _download(url, policy, accept, size_setting)).result()
 
 
-async def _download(url: str, policy: FetchPolicy, accept: str) -> tuple[bytes, str]:
+async def _download(
+    url: str, policy: FetchPolicy, accept: str, size_setting: str
+) -> tuple[bytes, str]:
     import aiohttp
 
+    section, _, key = size_setting.partition(" ")
     too_big = ImportFailed(
         f"cannot fetch {url}: larger than {policy.max_bytes:,} bytes "
-        f"(`max_bytes` under [imports] in prose.toml)"
+        f"(`{key}` under {section} in prose.toml)"
     )
     try:
         timeout = aiohttp.ClientTimeout(total=policy.timeout)

@@ -159,6 +159,21 @@ class _Installer:
         self.offline = offline
 
     def install(self, spec: str, *, update: bool) -> SkillInstall:
+        """One spec, under the skills folder's lock: two runs starting at once install
+        each skill once, and neither sees the other's half-done folder."""
+        from openprose.locks import LockHeld, locked
+
+        self.skills_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            with locked(self.skills_dir / ".install.lock", timeout=120):
+                return self._install(spec, update=update)
+        except LockHeld:
+            raise ImportFailed(
+                f"skill {spec}: another prose process has been installing skills in "
+                f"{self.skills_dir} for two minutes; try again when it is done"
+            ) from None
+
+    def _install(self, spec: str, *, update: bool) -> SkillInstall:
         url = spec if skill_kind(spec) == "url" else registry_url(spec, self.registry)
         check_scheme(spec, url, self.policy)
         folder = self.skills_dir / skill_folder_name(spec)
@@ -176,7 +191,7 @@ class _Installer:
                 f"skill {spec}: not installed, and fetching is off (--offline or "
                 f"PROSE_OFFLINE); run `prose install PROGRAM` with network access first"
             )
-        data, content_type = download(url, self.policy, accept=ACCEPT)
+        data, content_type = self._download(url)
         files = unpack(data, content_type, url, self.limits)
         digest = hashlib.sha256(data).hexdigest()
         self._keep_archive(digest, data)
@@ -195,7 +210,7 @@ class _Installer:
                     f"{self.archives}, and fetching is off (--offline or PROSE_OFFLINE); "
                     f"run `prose install PROGRAM` with network access first"
                 )
-            data, content_type = download(url, self.policy, accept=ACCEPT)
+            data, content_type = self._download(url)
             digest = hashlib.sha256(data).hexdigest()
             if digest != pin["sha256"]:
                 raise ImportFailed(
@@ -215,6 +230,9 @@ class _Installer:
                 f"records; fix or delete the `skills` entry for {spec!r} in prose.lock"
             )
         return SkillInstall(spec, folder, "restored", pin["sha256"])
+
+    def _download(self, url: str) -> tuple[bytes, str]:
+        return download(url, self.policy, accept=ACCEPT, size_setting="[skills] max_bytes")
 
     def _vendored(self, spec: str, folder: Path) -> Path | None:
         """A folder for `spec` the user put under `.prose/skills/` by hand (no pin): used

@@ -200,7 +200,7 @@ BOMB = b"\0" * (3 * 1024 * 1024)
             "application/zip",
             "`name`",
         ),
-        (b"x" * (300 * 1024), "application/zip", "larger than"),
+        (b"x" * (300 * 1024), "application/zip", "`max_bytes` under [skills]"),
         (
             zip_of({"SKILL.md": skill_md("x"), "a": "x", "a/b": "y"}),
             "application/zip",
@@ -225,7 +225,8 @@ def test_a_bad_download_is_refused_and_leaves_nothing(
     assert problem in str(refused.value)
     assert not (project / "prose.lock").exists()
     skills = project / ".prose" / "skills"
-    assert not skills.exists() or [p.name for p in skills.iterdir() if p.name != ".archives"] == []
+    assert not skills.exists() or [p.name for p in skills.iterdir() if p.name[0] != "."] == []
+    assert not list(skills.glob(".unpacking-*"))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["project"]  # nothing outside
     assert not Path("/tmp/evil.txt").exists()
 
