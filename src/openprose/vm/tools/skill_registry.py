@@ -167,6 +167,10 @@ class _Installer:
         try:
             with locked(self.skills_dir / ".install.lock", timeout=120):
                 return self._install(spec, update=update)
+        except ImportFailed as error:
+            if str(error).startswith(f"skill {spec}:"):
+                raise
+            raise ImportFailed(f"skill {spec}: {error}") from None
         except LockHeld:
             raise ImportFailed(
                 f"skill {spec}: another prose process has been installing skills in "
