@@ -486,6 +486,9 @@ def test_a_long_conversation_resumed_midway_continues_exactly(vm: Any, tmp_path:
     assert first.status == "failed"
     calls_before = len(vm.events(first, "tool_call"))
     assert calls_before == 25
+    [failed] = [e for e in vm.events(first, "session_failed") if "attempt" in e]
+    assert failed["step"] == "2~t25" and "request" not in failed  # a failed turn: delta too
+    assert failed["request_delta"]["base"] == "2~t24"
     resumed_provider = vm.spy(rules)
     second = vm.resume(first.run_dir, resumed_provider)
     assert second.status == "succeeded", second.error
@@ -508,3 +511,27 @@ def test_a_journal_with_tool_turn_deltas_replays_as_a_cassette(vm: Any, tmp_path
     replayed = vm.run(LONG_READER, ReplayProvider.from_file(first.run_dir), config=config)
     assert replayed.status == "succeeded", replayed.error
     assert len(vm.events(replayed, "tool_result")) == 12
+
+
+def test_a_journal_written_before_deltas_still_reads_as_a_cassette(vm: Any, tmp_path: Path) -> None:
+    """Journals of earlier versions hold whole requests on every tool turn: same exchanges."""
+    import json
+
+    from openprose.providers.replay import exchanges, read_cassette
+    from openprose.vm.journal import read_journal
+
+    _long_project(tmp_path)
+    rules = [{"match": "Read every file", "turns": _long_conversation(6)}]
+    run = vm.run(LONG_READER, vm.spy(rules), config=VMConfig(max_turns=10))
+    journal = run.run_dir / "journal.jsonl"
+    whole = iter(request for request, _ in exchanges(read_journal(journal)))
+    old_style = []
+    for event in read_journal(journal):
+        if event["ev"] == "session_finished":
+            request = next(whole)
+            event.pop("request_delta", None)
+            event["request"] = request
+        old_style.append(json.dumps(event))
+    old = tmp_path / "old-journal.jsonl"
+    old.write_text("\n".join(old_style) + "\n")
+    assert [r.key() for r, _ in read_cassette(old)] == [r.key() for r, _ in read_cassette(journal)]
