@@ -27,6 +27,7 @@ OUTCOMES = {
     "restored": "restored from the pinned archive",
     "current": "up to date with prose.lock",
     "vendored": "a folder put there by hand: used as is, not pinned",
+    "pinned": "fetched or read from the cache, as pinned in prose.lock",
 }
 
 

@@ -172,3 +172,25 @@ def test_the_python_api_installs_the_skill_too(
     shutil.rmtree(project / ".prose" / "skills")
     with pytest.raises(openprose.RunError, match="fetching is off"):
         openprose.run("main.prose", provider="scripted:rules.json")
+
+
+def test_install_pins_remote_programs_too(
+    project: Path, registry: FakeRegistry, capsys: pytest.CaptureFixture[str]
+) -> None:
+    library = 'input topic: "what"\noutput findings = session "Research {topic}"\n'
+    registry.put("/@acme/research", library.encode(), "text/plain")
+    (project / "main.prose").write_text(
+        PROGRAM.replace(
+            'use "@acme/release-notes"', 'use "@acme/release-notes"\nuse "@acme/research"'
+        )
+        + 'let r = research(topic: "tides")\n'
+    )
+    assert main(["install", "main.prose", "--json"]) == 0
+    done = json.loads(capsys.readouterr().out)["installed"]
+    assert sorted((d["kind"], d["spec"]) for d in done) == [
+        ("program", "@acme/research"),
+        ("skill", "@acme/release-notes"),
+    ]
+    lock = json.loads((project / "prose.lock").read_text())
+    assert set(lock["imports"]) == {"@acme/research"}
+    assert set(lock["skills"]) == {"@acme/release-notes"}  # one file, both sections kept
