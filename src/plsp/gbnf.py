@@ -123,7 +123,7 @@ def cycle_grammar(
     expectation = expect(previous, instruction)
     number = regex_to_gbnf(syntax._NUMBER.pattern, max_repeat=max_digits)
     rules = [
-        f'root ::= "S{{" {_expected_statements(expectation)} "}}S"',
+        f'root ::= "S{{" {_expected_statements(expectation, max_extra)} "}}S"',
         "value ::= string | number",
         f"number ::= {number}",
         f'string ::= "\\"" [^"]{{0,{max_string_chars}}} "\\""',
@@ -139,7 +139,7 @@ def cycle_grammar(
     return "\n".join(rules)
 
 
-def _expected_statements(expectation: Expectation) -> str:
+def _expected_statements(expectation: Expectation, max_extra: int) -> str:
     certain = {n for n in expectation.variables if n not in expectation.maybe_removed}
     parts: list[str] = []
     for name, known in expectation.variables.items():
@@ -150,7 +150,7 @@ def _expected_statements(expectation: Expectation) -> str:
     for command in expectation.allowed:  # an undecided branch: the model says if it ran
         parts.append(f'({_command(command, expectation, certain)} ";")?')
     if expectation.open:  # one new variable: a grammar without context cannot keep two apart
-        parts.append(f"fresh? extra{{0,{MAX_EXTRA_STATEMENTS}}}")
+        parts.append(f"fresh? extra{{0,{max_extra}}}")
     return " ".join(parts) or '""'
 
 

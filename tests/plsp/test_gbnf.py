@@ -169,6 +169,8 @@ def test_an_unknown_directive_lets_the_model_add_but_never_repeat_a_name() -> No
         assert verify(previous, instruction, reply).acceptable, reply
     for repeated in ("S{$a:1;$ab:2;$a:2;}S", "S{$a:1;$ab:2;$ab:2;}S", "S{$a:1;$ab:2;$c:1;$c:2;}S"):
         assert not language.fullmatch(repeated), repeated
+    assert language.fullmatch("S{$a:1;$ab:2;" + "!go;" * 8 + "}S")
+    assert not language.fullmatch("S{$a:1;$ab:2;" + "!go;" * 9 + "}S")  # bounded
 
 
 def test_literals_escape_what_gbnf_needs() -> None:
