@@ -8,12 +8,13 @@ the events appended since it last looked (`add`). Every record carries `v`, the 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
+from openprose.nodes import AgentDef, BlockDef, Stmt
 from openprose.providers.prices import Price
 
 __all__ = ["PREVIEW_CHARS", "TOOL_EVENTS", "RunDigest", "statements"]
@@ -272,14 +273,11 @@ _SESSION_EVENTS: dict[str, Callable[[RunDigest, dict[str, Any]], None]] = {
 }
 
 
-def statements(program_text: str, digest: RunDigest, run_status: str) -> list[dict[str, Any]]:
+def statements(body: Sequence[Stmt], digest: RunDigest, run_status: str) -> list[dict[str, Any]]:
     """The program's top-level statements with their lines and status: `done`, `running`,
-    `failed`, `cancelled`, `waiting` (an approval is pending), `pending` (not reached yet)
-    or `skipped`. A statement that makes no model call counts as done once a later one has
+    `failed`, `stopped` (its run ended while it ran), `cancelled`, `waiting` (an approval is
+    pending), `pending` (not reached yet) or `definition` (an agent or block: nothing runs). A statement that makes no model call counts as done once a later one has
     started or the run has succeeded."""
-    from openprose.parser import parse_text
-
-    body = parse_text(program_text, "program.prose").program.body
     states: dict[int, set[str]] = {}
     counts: dict[int, int] = {}
     for step, session in digest.sessions.items():
@@ -291,7 +289,9 @@ def statements(program_text: str, digest: RunDigest, run_status: str) -> list[di
     shown = []
     for number, stmt in enumerate(body, start=1):
         seen = states.get(number, set())
-        if number in waiting:
+        if isinstance(stmt, AgentDef | BlockDef):  # nothing runs there (a block runs where called)
+            status = "definition"
+        elif number in waiting:
             status = "waiting"
         elif "failed" in seen and run_status != "running":
             status = "failed"
