@@ -61,6 +61,8 @@ SECURITY_HEADERS = {
 }
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+TOKEN_KEY = web.AppKey("token", str)
+CLOSING_KEY = web.AppKey("closing", asyncio.Event)
 
 
 class PortInUse(OSError):
@@ -213,15 +215,18 @@ class Runs:
         return watch
 
 
+RUNS_KEY = web.AppKey("runs", Runs)
+
+
 # --- the app ------------------------------------------------------------------------------
 
 
 def make_app(project: Path, token: str) -> web.Application:
     """The aiohttp application serving `project`'s runs to whoever holds `token`."""
     app = web.Application(middlewares=[_guard])
-    app["token"] = token
-    app["runs"] = Runs(project, _prices_of(project))
-    app["closing"] = asyncio.Event()
+    app[TOKEN_KEY] = token
+    app[RUNS_KEY] = Runs(project, _prices_of(project))
+    app[CLOSING_KEY] = asyncio.Event()
     app.on_shutdown.append(_closing)
     app.router.add_get("/", _page)
     app.router.add_get("/static/{name}", _static)
@@ -244,7 +249,7 @@ def _prices_of(project: Path) -> Any:
 
 
 async def _closing(app: web.Application) -> None:
-    app["closing"].set()  # live streams end, so shutdown does not wait for them
+    app[CLOSING_KEY].set()  # live streams end, so shutdown does not wait for them
 
 
 @web.middleware
@@ -259,13 +264,15 @@ async def _guard(request: web.Request, handler: Handler) -> web.StreamResponse:
             )
         response = await handler(request)
     except web.HTTPException as error:
-        response = error
+        response = web.Response(
+            status=error.status, text=error.text, content_type=error.content_type
+        )
     response.headers.update(SECURITY_HEADERS)
     return response
 
 
 def _token_ok(request: web.Request) -> bool:
-    expected = request.app["token"].encode()
+    expected = request.app[TOKEN_KEY].encode()
     if request.method == "GET":
         given = request.headers.get(TOKEN_HEADER) or request.query.get("token", "")
     else:  # a change only with the header: a form or link from another page cannot send it
@@ -279,7 +286,7 @@ def _static_text(name: str) -> str:
 
 async def _page(request: web.Request) -> web.Response:
     # The token (URL-safe characters only) goes into the asset links, as they need it too.
-    html = _static_text("index.html").replace("{{TOKEN}}", request.app["token"])
+    html = _static_text("index.html").replace("{{TOKEN}}", request.app[TOKEN_KEY])
     return web.Response(text=html, content_type="text/html")
 
 
@@ -300,11 +307,11 @@ def _error(status: int, message: str) -> web.Response:
 
 
 async def _list(request: web.Request) -> web.Response:
-    return _json(await asyncio.to_thread(request.app["runs"].listing))
+    return _json(await asyncio.to_thread(request.app[RUNS_KEY].listing))
 
 
 async def _watched(request: web.Request, name: str) -> RunWatch:
-    watch = request.app["runs"].watch(name)
+    watch = request.app[RUNS_KEY].watch(name)
     if watch is None:
         raise web.HTTPNotFound(
             text=orjson.dumps({"error": f"no run {name!r}"}).decode(),
@@ -330,7 +337,7 @@ async def _session(request: web.Request) -> web.Response:
 
 async def _approvals(request: web.Request) -> web.Response:
     """Answer pending requests exactly as `prose approve` / `prose deny` does."""
-    run_dir = request.app["runs"].find(request.match_info["run"])
+    run_dir = request.app[RUNS_KEY].find(request.match_info["run"])
     if run_dir is None:
         return _error(404, f"no run {request.match_info['run']!r}")
     try:
@@ -353,8 +360,8 @@ async def _approvals(request: web.Request) -> web.Response:
 async def _events(request: web.Request) -> web.StreamResponse:
     """Server-sent events: `runs` (the listing, when it changes) and, with `?run=`, `run`
     (first the whole run, then what changed, as the journal grows)."""
-    runs: Runs = request.app["runs"]
-    closing: asyncio.Event = request.app["closing"]
+    runs: Runs = request.app[RUNS_KEY]
+    closing: asyncio.Event = request.app[CLOSING_KEY]
     name = request.query.get("run")
     watch = await _watched(request, name) if name else None
     response = web.StreamResponse(
