@@ -20,7 +20,7 @@ from openprose.providers.prices import Price
 __all__ = ["PREVIEW_CHARS", "TOOL_EVENTS", "RunDigest", "statements"]
 
 TOOL_EVENTS = ("tool_call", "tool_result", "permission", "approval_requested", "approval_decided")
-PREVIEW_CHARS = 200  # of a prompt or answer in a session's summary; the rest on request
+PREVIEW_CHARS = 120  # of a prompt or answer in a session's summary; the rest on request
 # A session record's long texts: left out of summaries (`summary`), served one session at a time.
 _LONG = ("messages", "system", "answer")
 _SHAPE_ERRORS = (KeyError, TypeError, ValueError, OverflowError, AttributeError)

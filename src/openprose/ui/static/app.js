@@ -114,7 +114,10 @@ function resetRun() {
 }
 
 function applyRun(data) {
-  if (data.full) resetRun();
+  if (data.full) {
+    resetRun();
+    performance.mark("run-received");
+  }
   state.run = data.run;
   state.statements = data.statements;
   if (data.program_text !== undefined) state.programText = data.program_text;
@@ -162,6 +165,7 @@ function renderRun() {
   renderErrors();
   document.body.dataset.runStatus = state.run.status;
   document.body.dataset.sessions = String(state.sessions.size);
+  performance.mark("run-rendered");
 }
 
 function renderHead() {
@@ -268,6 +272,7 @@ function renderProgram() {
 // (parallel branches, pmap items) sit side by side in lanes of their own.
 function renderTimeline() {
   const box = clear($("timeline"));
+  const fragment = document.createDocumentFragment();
   const sessions = [...state.sessions.values()].filter((s) => s.started !== null);
   if (!sessions.length) {
     box.append(el("p", {class: "dim"}, "no sessions yet"));
@@ -292,7 +297,7 @@ function renderTimeline() {
   for (let i = 0; i <= 4; i++) {
     axis.append(el("span", {style: {left: `${i * 25}%`}}, seconds((span * i) / 4)));
   }
-  box.append(axis);
+  fragment.append(axis);
   for (const [top, members] of [...groups.entries()].sort((a, b) => a[0] - b[0])) {
     members.sort((a, b) => a.started - b.started || a.step.localeCompare(b.step));
     const laneEnds = [];
@@ -316,12 +321,12 @@ function renderTimeline() {
         title: `${s.step} ${s.binding || s.kind} · ${s.model} · ${s.status}` +
           (s.elapsed !== null ? ` · ${seconds(s.elapsed)}` : ""),
         dataset: {step: s.step},
-        onclick: () => openDetail(s.step),
       }, s.step));
     }
     group.append(lanes);
-    box.append(group);
+    fragment.append(group);
   }
+  box.append(fragment);
 }
 
 function renderSessions() {
@@ -336,8 +341,7 @@ function renderSessions() {
   const shown = state.showAllSessions ? rows : rows.slice(0, SESSION_ROWS);
   const fragment = document.createDocumentFragment();
   for (const s of shown) {
-    fragment.append(el("tr", {dataset: {step: s.step}, class: s.step === state.detailStep ? "selected" : "",
-      onclick: () => openDetail(s.step)},
+    fragment.append(el("tr", {dataset: {step: s.step}, class: s.step === state.detailStep ? "selected" : ""},
       el("td", {}, el("code", {}, s.step)),
       el("td", {}, text(s.binding)),
       el("td", {}, text(s.agent)),
@@ -473,7 +477,16 @@ document.addEventListener("DOMContentLoaded", () => {
   $("session-filter").addEventListener("input", () => renderSessions());
   $("show-all-sessions").addEventListener("click", () => { state.showAllSessions = true; renderSessions(); });
   $("detail-close").addEventListener("click", closeDetail);
+  // one listener for all bars and rows (a run may have thousands)
+  for (const id of ["timeline", "sessions"]) {
+    $(id).addEventListener("click", (event) => {
+      const target = event.target.closest("[data-step]");
+      if (target) openDetail(target.dataset.step);
+    });
+  }
   document.addEventListener("keydown", (event) => { if (event.key === "Escape") closeDetail(); });
   window.addEventListener("hashchange", selectFromHash);
+  // running sessions' bars grow with the clock between events
+  setInterval(() => { if (state.run && state.run.status === "running") scheduleRender(); }, 1000);
   selectFromHash();
 });
