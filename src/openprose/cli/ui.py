@@ -7,6 +7,10 @@ Ctrl-C stops the server (exit 0). See docs/ui.md.
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -32,19 +36,20 @@ def run(args: argparse.Namespace) -> int:
         print(f"prose ui: {error.strerror}", file=sys.stderr)
         return 2
     except OSError as error:
-        print(f"prose ui: cannot listen on 127.0.0.1:{args.port}: {error.strerror}", file=sys.stderr)
+        print(
+            f"prose ui: cannot listen on 127.0.0.1:{args.port}: {error.strerror}", file=sys.stderr
+        )
         return 2
 
 
-async def _serve(project: object, port: int, open_browser: bool, quiet: bool) -> int:
+async def _serve(project: Path, port: int, open_browser: bool, quiet: bool) -> int:
     import asyncio
     import signal
     import sys
-    from pathlib import Path
 
     from openprose.ui.server import start
 
-    serving = await start(Path(str(project)), port)
+    serving = await start(project, port)
     print(serving.url, flush=True)
     if not quiet:
         print(

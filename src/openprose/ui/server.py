@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import orjson
 from aiohttp import web
@@ -343,10 +343,14 @@ async def _approvals(request: web.Request) -> web.Response:
     try:
         asked = await request.json(loads=orjson.loads)
     except (ValueError, orjson.JSONDecodeError):
-        return _error(400, "send a JSON object: {\"answer\": \"once\"|\"run\"|\"deny\", \"ids\": [...]}")
+        return _error(400, 'send a JSON object: {"answer": "once"|"run"|"deny", "ids": [...]}')
     answer = asked.get("answer") if isinstance(asked, dict) else None
     ids = asked.get("ids", []) if isinstance(asked, dict) else None
-    if answer not in ANSWERS or not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+    if (
+        answer not in ANSWERS
+        or not isinstance(ids, list)
+        or not all(isinstance(i, str) for i in ids)
+    ):
         return _error(400, f"answer is one of {', '.join(ANSWERS)}; ids a list of request ids")
     try:
         answered = await asyncio.to_thread(
@@ -445,7 +449,7 @@ class UIServer:
             self._stop = asyncio.Event()
             try:
                 serving = await start(project, port)
-            except BaseException as error:
+            except BaseException as error:  # noqa: BLE001 - raised again in the caller's thread
                 ready.append(error)
                 started.set()
                 return
@@ -472,7 +476,7 @@ class UIServer:
             self._thread.join()
             self._loop.close()
 
-    def __enter__(self) -> UIServer:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -51,7 +51,11 @@ WAITING_RULES = {
         {
             "match": "Write the note",
             "turns": [
-                {"tool_calls": [{"name": "write_file", "arguments": {"path": "a.md", "content": "A"}}]},
+                {
+                    "tool_calls": [
+                        {"name": "write_file", "arguments": {"path": "a.md", "content": "A"}}
+                    ]
+                },
                 {"text": "wrote it"},
             ],
         }

@@ -75,18 +75,14 @@ def page(browser: Any) -> Iterator[Any]:
 
 def _open(page: Any, server: UIServer, run_id: str) -> None:
     page.goto(f"{server.url}#run={run_id}")
-    page.wait_for_function(
-        "id => document.getElementById('run-id').textContent === id", arg=run_id
-    )
+    page.wait_for_function("id => document.getElementById('run-id').textContent === id", arg=run_id)
 
 
 def test_a_finished_run(page: Any, server: UIServer, project: Project, tmp_path: Path) -> None:
     _open(page, server, project.finished)
     assert page.text_content("#run-status") == "succeeded"
     assert page.locator("#run-list li").count() == 2
-    steps = page.locator("#sessions tbody tr").evaluate_all(
-        "rows => rows.map(r => r.dataset.step)"
-    )
+    steps = page.locator("#sessions tbody tr").evaluate_all("rows => rows.map(r => r.dataset.step)")
     assert steps == ["2", "3|1", "3|2", "5:1[0].1", "5:1[1].1", "5:1[2].1", "6?c1~1", "6/c1.1"]
     # the program, each statement with its status
     badges = page.locator("#program li[data-statement] .badge").all_text_contents()
@@ -122,8 +118,15 @@ def test_a_live_run_updates_without_reload(
     rules = {**json.loads((project.root / "rules.json").read_text()), "latency_ms": 700}
     (project.root / "slow-rules.json").write_text(json.dumps(rules))
     process = subprocess.Popen(
-        [sys.executable, "-m", "openprose.cli", "run", "main.prose",
-         "--provider", "scripted:slow-rules.json"],  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "openprose.cli",
+            "run",
+            "main.prose",
+            "--provider",
+            "scripted:slow-rules.json",
+        ],
         cwd=project.root,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

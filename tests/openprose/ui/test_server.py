@@ -123,7 +123,16 @@ async def test_a_finished_run_in_full(client: TestClient[Any, Any], project: Pro
     assert view["full"] and view["run"]["status"] == "succeeded"
     sessions = {s["step"]: s for s in view["sessions"]}
     # parallel branches 3|1, 3|2; pmap items 5:1[0..2]; the judgment and the branch taken
-    assert set(sessions) == {"2", "3|1", "3|2", "5:1[0].1", "5:1[1].1", "5:1[2].1", "6?c1~1", "6/c1.1"}
+    assert set(sessions) == {
+        "2",
+        "3|1",
+        "3|2",
+        "5:1[0].1",
+        "5:1[1].1",
+        "5:1[2].1",
+        "6?c1~1",
+        "6/c1.1",
+    }
     topic = sessions["2"]
     assert topic["agent"] == "writer" and topic["binding"] == "topic" and topic["status"] == "done"
     assert topic["prompt_preview"] == "Pick a topic <script>alert('x')</script>"
@@ -133,7 +142,11 @@ async def test_a_finished_run_in_full(client: TestClient[Any, Any], project: Pro
     assert view["run"]["totals"]["sessions"] == 8
     assert view["run"]["totals"]["tokens"] == sum(s["tokens"] for s in sessions.values())
     [decision] = view["decisions"]
-    assert (decision["kind"], decision["verdict"], decision["reason"]) == ("condition", True, "they do")
+    assert (decision["kind"], decision["verdict"], decision["reason"]) == (
+        "condition",
+        True,
+        "they do",
+    )
     statuses = [(s["line"], s["kind"], s["status"], s["sessions"]) for s in view["statements"]]
     assert statuses == [
         (1, "agentdef", "definition", 0),
@@ -180,7 +193,9 @@ def test_costs_come_from_the_price_table(tmp_path: Path) -> None:
         rate = (3.0, 15.0) if s["model"] == "sonnet" else (1.0, 5.0)
         expected = (s["input_tokens"] * rate[0] + s["output_tokens"] * rate[1]) / 1e6
         assert s["cost"] == pytest.approx(expected)
-    assert shown["run"]["totals"]["cost"] == pytest.approx(sum(s["cost"] for s in shown["sessions"]))
+    assert shown["run"]["totals"]["cost"] == pytest.approx(
+        sum(s["cost"] for s in shown["sessions"])
+    )
 
 
 @pytest.mark.parametrize(
@@ -268,7 +283,13 @@ async def test_deny_all_matches_prose_deny(
 
 @pytest.mark.parametrize(
     "body",
-    [b"not json", b"[]", b'{"answer": "yes"}', b'{"answer": "once", "ids": "r1"}', b'{"answer": "once", "ids": [1]}'],
+    [
+        b"not json",
+        b"[]",
+        b'{"answer": "yes"}',
+        b'{"answer": "once", "ids": "r1"}',
+        b'{"answer": "once", "ids": [1]}',
+    ],
 )
 async def test_a_malformed_answer_is_refused_and_nothing_written(
     client: TestClient[Any, Any], project: Project, body: bytes
@@ -307,9 +328,7 @@ async def test_the_event_stream_sends_the_run_then_what_changes(
     # the run is going again: its process is this one, alive
     meta.update(status="running", pid=os.getpid(), pid_started=process_started(os.getpid()))
     (run_dir / "run.json").write_text(json.dumps(meta))
-    response = await client.get(
-        "/api/events", params={"token": TOKEN, "run": run_dir.name}
-    )
+    response = await client.get("/api/events", params={"token": TOKEN, "run": run_dir.name})
     assert response.status == 200
     assert response.headers["Content-Type"] == "text/event-stream"
     first = dict(await _events(response, 2))
@@ -318,8 +337,16 @@ async def test_the_event_stream_sends_the_run_then_what_changes(
     assert first["run"]["run"]["status"] == "running"
     with (run_dir / "journal.jsonl").open("ab") as journal:
         journal.write(
-            orjson.dumps({"ev": "session_started", "step": "7", "t": 2e9, "agent": None,
-                          "model": "sonnet", "binding": "late", "kind": "session"})  # fmt: skip
+            orjson.dumps(
+                {
+                    "ev": "session_started",
+                    "step": "7",
+                    "t": 2e9,
+                    "model": "sonnet",
+                    "binding": "late",
+                    "kind": "session",
+                }
+            )
             + b"\n"
         )
     [(name, delta)] = await _events(response, 1)
@@ -377,7 +404,7 @@ def test_prose_ui_prints_the_url_first_and_stops_cleanly_on_ctrl_c(project: Proj
             urllib.request.urlopen(url.split("?")[0] + "api/runs", timeout=10)
         assert refused.value.code == 401
         process.send_signal(2)  # SIGINT, as Ctrl-C
-        out, err = process.communicate(timeout=20)
+        _, err = process.communicate(timeout=20)
     finally:
         process.kill()
     assert process.returncode == 0
