@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -99,3 +101,14 @@ def journal_lines(run_dir: Path) -> list[dict[str, object]]:
     """The journal's events without their times (which differ between two answers)."""
     events = [json.loads(line) for line in (run_dir / "journal.jsonl").read_text().splitlines()]
     return [{k: v for k, v in e.items() if k != "t"} for e in events]
+
+
+def start_prose(cwd: Path, *args: str) -> subprocess.Popen[str]:
+    """`prose ARGS...` in its own process (its output piped, as text)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "openprose.cli", *args],
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )

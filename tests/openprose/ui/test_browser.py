@@ -7,8 +7,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +18,7 @@ import pytest
 import openprose
 from openprose.cli import main
 from openprose.ui import UIServer
-from tests.openprose.ui.runs import Project, journal_lines, make_project
+from tests.openprose.ui.runs import Project, journal_lines, make_project, start_prose
 
 sync_api = pytest.importorskip(
     "playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')"
@@ -117,20 +115,8 @@ def test_a_live_run_updates_without_reload(
 ) -> None:
     rules = {**json.loads((project.root / "rules.json").read_text()), "latency_ms": 700}
     (project.root / "slow-rules.json").write_text(json.dumps(rules))
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "openprose.cli",
-            "run",
-            "main.prose",
-            "--provider",
-            "scripted:slow-rules.json",
-        ],
-        cwd=project.root,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
+    process = start_prose(
+        project.root, "run", "main.prose", "--provider", "scripted:slow-rules.json"
     )
     try:
         assert process.stderr is not None

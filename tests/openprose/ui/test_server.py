@@ -7,8 +7,6 @@ import asyncio
 import json
 import os
 import socket
-import subprocess
-import sys
 import urllib.error
 import urllib.request
 from collections.abc import AsyncIterator
@@ -24,7 +22,7 @@ import openprose
 from openprose.cli import main
 from openprose.ui.server import SECURITY_HEADERS, make_app
 from openprose.vm.runstore import process_started
-from tests.openprose.ui.runs import Project, journal_lines, make_project
+from tests.openprose.ui.runs import Project, journal_lines, make_project, start_prose
 
 TOKEN = "t0ken-for-tests_0123456789"
 AUTH = {"X-Prose-Token": TOKEN}
@@ -387,13 +385,7 @@ def test_port_in_use_is_one_line_and_exit_2(
 
 
 def test_prose_ui_prints_the_url_first_and_stops_cleanly_on_ctrl_c(project: Project) -> None:
-    process = subprocess.Popen(
-        [sys.executable, "-m", "openprose.cli", "ui"],
-        cwd=project.root,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    process = start_prose(project.root, "ui")
     try:
         assert process.stdout is not None
         url = process.stdout.readline().strip()
