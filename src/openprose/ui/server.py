@@ -38,7 +38,7 @@ from openprose.cli.runs import run_row, status_of
 from openprose.vm.approvals import ANSWERS, ApprovalError
 from openprose.vm.journal import read_journal_from
 from openprose.vm.runstore import RUNS_DIR, DamagedRun, RunStore, list_runs
-from openprose.vm.runview import RunDigest, statements
+from openprose.vm.runview import RunDigest, in_full, statements
 
 __all__ = ["PortInUse", "UIServer", "make_app", "serve", "start"]
 
@@ -332,7 +332,7 @@ async def _session(request: web.Request) -> web.Response:
     session = watch.digest.sessions.get(step)
     if session is None:
         return _error(404, f"run {watch.run_dir.name} has no session {step!r}")
-    return _json(session)
+    return _json(in_full(session))
 
 
 async def _approvals(request: web.Request) -> web.Response:

@@ -17,12 +17,12 @@ import orjson
 from openprose.nodes import AgentDef, BlockDef, Stmt
 from openprose.providers.prices import Price
 
-__all__ = ["PREVIEW_CHARS", "TOOL_EVENTS", "RunDigest", "statements"]
+__all__ = ["PREVIEW_CHARS", "TOOL_EVENTS", "RunDigest", "in_full", "statements", "summary"]
 
 TOOL_EVENTS = ("tool_call", "tool_result", "permission", "approval_requested", "approval_decided")
 PREVIEW_CHARS = 120  # of a prompt or answer in a session's summary; the rest on request
 # A session record's long texts: left out of summaries (`summary`), served one session at a time.
-_LONG = ("messages", "system", "answer")
+_LONG = ("request", "system", "answer")
 _SHAPE_ERRORS = (KeyError, TypeError, ValueError, OverflowError, AttributeError)
 
 PriceOf = Callable[[str], Price | None]
@@ -102,7 +102,7 @@ class RunDigest:
                 "cost": None,
                 "finish_reason": None,
                 "error": None,
-                "messages": [],
+                "request": {},  # as sent; `in_full` turns its messages into text
                 "system": None,
                 "answer": "",
             }
@@ -138,7 +138,7 @@ class RunDigest:
             cost=self._cost(str(response.get("model") or request.get("model")), usage),
             finish_reason=response.get("finish_reason"),
             error=None,
-            messages=_messages(request),
+            request=request,
             system=request.get("system"),
             answer=str(response["text"]),
         )
@@ -156,7 +156,7 @@ class RunDigest:
             error=str(event.get("error")),
         )
         if isinstance(request, dict):
-            record.update(messages=_messages(request), system=request.get("system"))
+            record.update(request=request, system=request.get("system"))
         self._append(self.errors, {k: v for k, v in event.items() if k != "t"})
 
     def _cancelled(self, event: dict[str, Any]) -> None:
@@ -234,7 +234,7 @@ class RunDigest:
 def summary(session: dict[str, Any]) -> dict[str, Any]:
     """A session record without its long texts: the prompt's and answer's first characters."""
     shown = {k: v for k, v in session.items() if k not in _LONG}
-    shown["prompt_preview"] = _prompt(session["messages"])[:PREVIEW_CHARS]
+    shown["prompt_preview"] = _prompt(session["request"])[:PREVIEW_CHARS]
     shown["answer_preview"] = session["answer"][:PREVIEW_CHARS]
     return shown
 
@@ -258,11 +258,21 @@ def _messages(request: dict[str, Any]) -> list[dict[str, str]]:
     return shown
 
 
-def _prompt(messages: list[dict[str, str]]) -> str:
-    for message in reversed(messages):
-        if message["role"] == "user":
-            return message["text"]
+def _prompt(request: dict[str, Any]) -> str:
+    """The last user message's text: what the session was asked."""
+    for message in reversed(request.get("messages") or []):
+        if message.get("role") == "user":
+            text = message.get("content")
+            return text if isinstance(text, str) else orjson.dumps(text).decode()
     return ""
+
+
+def in_full(session: dict[str, Any]) -> dict[str, Any]:
+    """A session record with its conversation as role and text (`messages`) in place of the
+    request it was sent as."""
+    shown = {k: v for k, v in session.items() if k != "request"}
+    shown["messages"] = _messages(session["request"])
+    return shown
 
 
 _SESSION_EVENTS: dict[str, Callable[[RunDigest, dict[str, Any]], None]] = {

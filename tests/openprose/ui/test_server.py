@@ -136,7 +136,7 @@ async def test_a_finished_run_in_full(client: TestClient[Any, Any], project: Pro
     assert topic["prompt_preview"] == "Pick a topic <script>alert('x')</script>"
     assert topic["tokens"] == topic["input_tokens"] + topic["output_tokens"] > 0
     assert topic["elapsed"] >= 0.03 and topic["ended"] > topic["started"]
-    assert "messages" not in topic and "answer" not in topic  # long texts come one by one
+    assert "request" not in topic and "answer" not in topic  # long texts come one by one
     assert view["run"]["totals"]["sessions"] == 8
     assert view["run"]["totals"]["tokens"] == sum(s["tokens"] for s in sessions.values())
     [decision] = view["decisions"]

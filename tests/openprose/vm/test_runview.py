@@ -10,7 +10,7 @@ import pytest
 
 from openprose.parser import parse_text
 from openprose.vm.journal import read_journal, read_journal_from
-from openprose.vm.runview import RunDigest, statements
+from openprose.vm.runview import PREVIEW_CHARS, RunDigest, in_full, statements, summary
 from tests.openprose.ui.runs import PROGRAM, Project, make_project
 
 
@@ -72,8 +72,9 @@ def test_sessions_carry_what_a_person_reads(project: Project) -> None:
     digest.add_all(read_journal(_journal(project, project.finished)))
     branch = digest.sessions["3|2"]
     assert branch["binding"] == "b" and branch["model"] == "sonnet" and branch["cost"] is None
-    assert branch["messages"][0]["role"] == "user"
-    assert branch["messages"][0]["text"].startswith("Angle B on Answer <img")
+    [message] = in_full(branch)["messages"]
+    assert message["role"] == "user" and message["text"].startswith("Angle B on Answer <img")
+    assert summary(branch)["prompt_preview"] == message["text"][:PREVIEW_CHARS]
     assert branch["elapsed"] == pytest.approx(branch["ended"] - branch["started"], abs=0.02)
     judgment = digest.sessions["6?c1~1"]
     assert judgment["kind"] == "judgment" and judgment["agent"] == "evaluator"
