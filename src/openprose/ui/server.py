@@ -375,7 +375,7 @@ async def _events(request: web.Request) -> web.StreamResponse:
     await response.prepare(request)
     listed: list[dict[str, str]] | None = None
     listed_at = beat_at = 0.0
-    since, header = 0, None
+    since, header, digest = 0, None, None
     try:
         while not closing.is_set():
             now = time.monotonic()
@@ -387,6 +387,8 @@ async def _events(request: web.Request) -> web.StreamResponse:
                     await _send(response, "runs", rows)
             if watch is not None:
                 await watch.refresh()
+                if watch.digest is not digest:  # first look, or the journal was rewritten
+                    digest, since = watch.digest, 0
                 current = watch.header()
                 if since == 0 or watch.digest.version > since or current != header:
                     await _send(response, "run", watch.view(since))

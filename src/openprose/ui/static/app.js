@@ -257,7 +257,7 @@ function renderProgram() {
     const stmt = within.get(number);
     const head = byLine.get(number);
     const item = el("li", {class: stmt ? `stmt s-${stmt.status}` : ""},
-      el("span", {class: "line-number"}, number), el("code", {}, line || " "));
+      el("span", {class: "line-number"}, number), el("code", {title: line}, line || " "));
     if (head) {
       item.dataset.statement = String(head.number);
       const count = head.sessions ? `${head.sessions} session${head.sessions === 1 ? "" : "s"}` : "";
