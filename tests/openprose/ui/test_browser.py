@@ -106,6 +106,9 @@ def test_a_finished_run(page: Any, server: UIServer, project: Project, tmp_path:
     facts = page.locator("#detail-facts").inner_text()
     assert "writer" in facts and "sonnet" in facts and " in + " in facts
     assert page.locator("#run-view img, #run-view script").count() == 0
+    page.focus('#sessions tr[data-step="3|1"]')  # the keyboard opens a session too
+    page.keyboard.press("Enter")
+    page.wait_for_function("() => document.getElementById('detail-step').textContent === '3|1'")
     assert page.title() == "prose ui" and page.dialogs == [] and page.problems == []
     page.screenshot(path=str(tmp_path / "finished-run.png"), full_page=True)
 

@@ -94,6 +94,16 @@ async def test_the_page_carries_the_token_to_its_assets_and_runs_no_inline_scrip
     assert (await client.get("/static/index.html", params={"token": TOKEN})).status == 404
 
 
+def test_the_page_script_has_no_html_sinks() -> None:
+    """Run data reaches the document as text only: the script never parses HTML."""
+    from importlib import resources
+
+    script = resources.files("openprose.ui").joinpath("static", "app.js").read_text()
+    for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(",
+                 "new Function"):  # fmt: skip
+        assert sink not in script, sink
+
+
 async def test_a_foreign_host_name_is_refused(client: TestClient[Any, Any]) -> None:
     # DNS rebinding: evil.example resolving to 127.0.0.1 still sends its own Host header
     response = await client.get("/api/runs", headers={**AUTH, "Host": "evil.example:80"})

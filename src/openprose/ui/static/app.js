@@ -341,7 +341,7 @@ function renderSessions() {
   const shown = state.showAllSessions ? rows : rows.slice(0, SESSION_ROWS);
   const fragment = document.createDocumentFragment();
   for (const s of shown) {
-    fragment.append(el("tr", {dataset: {step: s.step}, class: s.step === state.detailStep ? "selected" : ""},
+    fragment.append(el("tr", {dataset: {step: s.step}, tabindex: "0", class: s.step === state.detailStep ? "selected" : ""},
       el("td", {}, el("code", {}, s.step)),
       el("td", {}, text(s.binding)),
       el("td", {}, text(s.agent)),
@@ -484,6 +484,13 @@ document.addEventListener("DOMContentLoaded", () => {
       if (target) openDetail(target.dataset.step);
     });
   }
+  $("sessions").addEventListener("keydown", (event) => {
+    const target = event.target.closest("tr[data-step]");
+    if (target && (event.key === "Enter" || event.key === " ")) {
+      event.preventDefault();
+      openDetail(target.dataset.step);
+    }
+  });
   document.addEventListener("keydown", (event) => { if (event.key === "Escape") closeDetail(); });
   window.addEventListener("hashchange", selectFromHash);
   // running sessions' bars grow with the clock between events
