@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     from openprose.terminal import printable
     from openprose.vm.runstore import list_runs
 
-    rows = [run_row(folder) for folder in list_runs(runs_home())]
+    rows = [run_row(folder, read_meta(folder)) for folder in list_runs(runs_home())]
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
@@ -57,14 +57,19 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_row(folder: Path) -> dict[str, str]:
-    """One run of the listing (`prose runs`, `prose ui`): id, status, program, start time."""
+def read_meta(folder: Path) -> object:
+    """A run folder's run.json as read (None when it cannot be read or decoded)."""
     import orjson
 
     try:  # orjson: a nesting too deep for Python's json is a decode error, not a crash
-        meta = orjson.loads((folder / "run.json").read_bytes())
+        return orjson.loads((folder / "run.json").read_bytes())
     except (OSError, orjson.JSONDecodeError):
-        meta = None
+        return None
+
+
+def run_row(folder: Path, meta: object) -> dict[str, str]:
+    """One run of the listing (`prose runs`, `prose ui`): id, status, program, start time,
+    from the run's `read_meta`."""
     if isinstance(meta, dict):
         status = status_of(meta)
     else:

@@ -34,7 +34,7 @@ import orjson
 from aiohttp import web
 
 from openprose.cli.approve import answer_requests
-from openprose.cli.runs import run_row, status_of
+from openprose.cli.runs import read_meta, run_row, status_of
 from openprose.vm.approvals import ANSWERS, ApprovalError
 from openprose.vm.journal import read_journal_from
 from openprose.vm.runstore import RUNS_DIR, DamagedRun, RunStore, list_runs
@@ -184,13 +184,27 @@ class Runs:
     project: Path
     price_of: Any = None
     watches: dict[str, RunWatch] = field(default_factory=dict)
+    metas: dict[str, tuple[tuple[int, int] | None, object]] = field(default_factory=dict)
 
     @property
     def folder(self) -> Path:
         return self.project / RUNS_DIR
 
     def listing(self) -> list[dict[str, str]]:
-        return [run_row(folder) for folder in list_runs(self.project)]
+        """`prose runs --json`'s rows; a run.json is read again only when it has changed
+        (a batch leaves thousands), a running run's process is looked at each time."""
+        rows = []
+        for folder in list_runs(self.project):
+            try:
+                info = (folder / "run.json").stat()
+                stamp: tuple[int, int] | None = (info.st_mtime_ns, info.st_size)
+            except OSError:
+                stamp = None
+            cached = self.metas.get(folder.name)
+            if cached is None or cached[0] != stamp or stamp is None:
+                cached = self.metas[folder.name] = (stamp, read_meta(folder))
+            rows.append(run_row(folder, cached[1]))
+        return rows
 
     def find(self, name: str) -> Path | None:
         """The run folder called `name`, only when it is a run directly inside the runs

@@ -74,6 +74,11 @@ function verdict(value) {
   return typeof value === "boolean" ? (value ? "true" : "false") : text(value);
 }
 
+// A session with no end in a run that is no longer going was cut off when the run stopped.
+function shownStatus(session) {
+  return session.status === "running" && state.run && state.run.status !== "running" ? "stopped" : session.status;
+}
+
 function badge(status) {
   return el("span", {class: `badge s-${status}`}, status);
 }
@@ -316,9 +321,9 @@ function renderTimeline() {
       const left = ((s.started - t0) / span) * 100;
       const width = Math.max(((end(s) - s.started) / span) * 100, 0.3);
       lanes.append(el("div", {
-        class: `bar s-${s.status}`,
+        class: `bar s-${shownStatus(s)}`,
         style: {left: `${left}%`, width: `${width}%`, top: `${lane * 22}px`},
-        title: `${s.step} ${s.binding || s.kind} · ${s.model} · ${s.status}` +
+        title: `${s.step} ${s.binding || s.kind} · ${s.model} · ${shownStatus(s)}` +
           (s.elapsed !== null ? ` · ${seconds(s.elapsed)}` : ""),
         dataset: {step: s.step},
       }, s.step));
@@ -346,7 +351,7 @@ function renderSessions() {
       el("td", {}, text(s.binding)),
       el("td", {}, text(s.agent)),
       el("td", {}, text(s.model)),
-      el("td", {}, badge(s.status)),
+      el("td", {}, badge(shownStatus(s))),
       el("td", {class: "num", title: `${s.input_tokens} in + ${s.output_tokens} out`}, s.tokens),
       el("td", {class: "num"}, money(s.cost)),
       el("td", {class: "num"}, seconds(s.elapsed)),
@@ -415,7 +420,7 @@ async function openDetail(step) {
   $("detail-step").textContent = s.step;
   const facts = clear($("detail-facts"));
   const shown = [
-    ["status", badge(s.status)], ["binding", text(s.binding)], ["kind", s.kind], ["agent", text(s.agent)],
+    ["status", badge(shownStatus(s))], ["binding", text(s.binding)], ["kind", s.kind], ["agent", text(s.agent)],
     ["model", text(s.model)], ["tokens", `${s.input_tokens} in + ${s.output_tokens} out`],
     ["cost", money(s.cost)], ["duration", seconds(s.elapsed)], ["attempt", String(s.attempt)],
     ["finish", text(s.finish_reason)],
@@ -429,7 +434,8 @@ async function openDetail(step) {
       el("pre", {class: `message m-${message.role}`}, message.text));
   }
   body.append(el("h4", {}, "answer"),
-    el("pre", {class: "answer"}, s.status === "running" ? "(still running)" : s.answer));
+    el("pre", {class: "answer"}, s.status !== "running" ? s.answer
+      : shownStatus(s) === "stopped" ? "(no answer: the run stopped first)" : "(still running)"));
   for (const row of document.querySelectorAll("#sessions tr.selected")) row.classList.remove("selected");
   const row = document.querySelector(`#sessions tr[data-step="${CSS.escape(step)}"]`);
   if (row) row.classList.add("selected");
