@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import socket
 import urllib.error
 import urllib.request
@@ -204,6 +205,25 @@ def test_costs_come_from_the_price_table(tmp_path: Path) -> None:
     assert shown["run"]["totals"]["cost"] == pytest.approx(
         sum(s["cost"] for s in shown["sessions"])
     )
+
+
+async def test_a_damaged_run_says_what_could_not_be_read(
+    client: TestClient[Any, Any], project: Project
+) -> None:
+    run_dir = project.runs / "20200101-000000-dddddd"
+    run_dir.mkdir()
+    (run_dir / "run.json").write_text("{broken")
+    (run_dir / "journal.jsonl").write_text('{"ev": "session_finished", "step": "1", "t": 1}\n')
+    try:
+        listed = await _json(await client.get("/api/runs", headers=AUTH))
+        assert {"run_id": run_dir.name, "status": "damaged", "program": "", "started": ""} in listed
+        view = await _json(await client.get(f"/api/runs/{run_dir.name}", headers=AUTH))
+        assert view["run"]["status"] == "damaged" and "not valid JSON" in view["run"]["error"]
+        assert view["damaged"] == [
+            f"{run_dir / 'journal.jsonl'}: event 1 (session_finished) has the wrong shape"
+        ]
+    finally:
+        shutil.rmtree(run_dir)
 
 
 @pytest.mark.parametrize(
