@@ -80,6 +80,15 @@ class PortInUse(OSError):
 # --- the runs -----------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Seen:
+    """What a page was last sent of a run: the digest, its version then, and the header."""
+
+    digest: RunDigest
+    version: int
+    header: dict[str, Any]
+
+
 @dataclass
 class RunWatch:
     """One run folder and its digest, kept current: `refresh` feeds it what the journal
@@ -93,14 +102,38 @@ class RunWatch:
     meta_stamp: tuple[int, int] | None = None
     body: tuple[Any, ...] | None = None
     program_text: str = ""
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    # Pages look from worker threads: one look at a time, so no digest changes under a reader.
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
         self.digest = RunDigest(str(self.run_dir / "journal.jsonl"), self.price_of)
 
-    async def refresh(self) -> None:
-        async with self.lock:
-            await asyncio.to_thread(self._refresh)
+    async def look(self, seen: Seen | None = None) -> tuple[dict[str, Any] | None, Seen]:
+        """Catch up with the run's files, then what changed since `seen` (what a page was
+        last sent): None when nothing did, everything when `seen` is None or the journal
+        was rewritten since. Returns it with what the page has seen after it."""
+        return await asyncio.to_thread(self._look, seen)
+
+    async def session(self, step: str) -> dict[str, Any] | None:
+        """One session in full, as it is now."""
+        return await asyncio.to_thread(self._session, step)
+
+    def _look(self, seen: Seen | None) -> tuple[dict[str, Any] | None, Seen]:
+        with self.lock:
+            self._refresh()
+            header = self.header()
+            since = 0
+            if seen is not None and seen.digest is self.digest:
+                if self.digest.version <= seen.version and header == seen.header:
+                    return None, seen
+                since = seen.version
+            return self.view(since, header), Seen(self.digest, self.digest.version, header)
+
+    def _session(self, step: str) -> dict[str, Any] | None:
+        with self.lock:
+            self._refresh()
+            session = self.digest.sessions.get(step)
+            return None if session is None else in_full(session)
 
     def _refresh(self) -> None:
         journal = self.run_dir / "journal.jsonl"
@@ -163,9 +196,8 @@ class RunWatch:
             },
         }
 
-    def view(self, since: int = 0) -> dict[str, Any]:
+    def view(self, since: int, header: dict[str, Any]) -> dict[str, Any]:
         """What changed after digest version `since`; with 0, the whole run and its program."""
-        header = self.header()
         shown = {
             "full": since == 0,
             "run": header,
@@ -324,29 +356,28 @@ async def _list(request: web.Request) -> web.Response:
     return _json(await asyncio.to_thread(request.app[RUNS_KEY].listing))
 
 
-async def _watched(request: web.Request, name: str) -> RunWatch:
+def _watched(request: web.Request, name: str) -> RunWatch:
     watch = request.app[RUNS_KEY].watch(name)
     if watch is None:
         raise web.HTTPNotFound(
             text=orjson.dumps({"error": f"no run {name!r}"}).decode(),
             content_type="application/json",
         )
-    await watch.refresh()
     return watch
 
 
 async def _run(request: web.Request) -> web.Response:
-    watch = await _watched(request, request.match_info["run"])
-    return _json(watch.view())
+    view, _ = await _watched(request, request.match_info["run"]).look()
+    return _json(view)
 
 
 async def _session(request: web.Request) -> web.Response:
-    watch = await _watched(request, request.match_info["run"])
+    watch = _watched(request, request.match_info["run"])
     step = request.query.get("step", "")
-    session = watch.digest.sessions.get(step)
+    session = await watch.session(step)
     if session is None:
         return _error(404, f"run {watch.run_dir.name} has no session {step!r}")
-    return _json(in_full(session))
+    return _json(session)
 
 
 async def _approvals(request: web.Request) -> web.Response:
@@ -381,7 +412,7 @@ async def _events(request: web.Request) -> web.StreamResponse:
     runs: Runs = request.app[RUNS_KEY]
     closing: asyncio.Event = request.app[CLOSING_KEY]
     name = request.query.get("run")
-    watch = await _watched(request, name) if name else None
+    watch = _watched(request, name) if name else None
     response = web.StreamResponse(
         headers={"Content-Type": "text/event-stream", "X-Accel-Buffering": "no"}
     )
@@ -389,7 +420,7 @@ async def _events(request: web.Request) -> web.StreamResponse:
     await response.prepare(request)
     listed: list[dict[str, str]] | None = None
     listed_at = beat_at = 0.0
-    since, header, digest = 0, None, None
+    seen: Seen | None = None
     try:
         while not closing.is_set():
             now = time.monotonic()
@@ -400,13 +431,9 @@ async def _events(request: web.Request) -> web.StreamResponse:
                     listed = rows
                     await _send(response, "runs", rows)
             if watch is not None:
-                await watch.refresh()
-                if watch.digest is not digest:  # first look, or the journal was rewritten
-                    digest, since = watch.digest, 0
-                current = watch.header()
-                if since == 0 or watch.digest.version > since or current != header:
-                    await _send(response, "run", watch.view(since))
-                    since, header = watch.digest.version or -1, current
+                changed, seen = await watch.look(seen)
+                if changed is not None:
+                    await _send(response, "run", changed)
             if now - beat_at >= HEARTBEAT_SECONDS:
                 beat_at = now
                 await response.write(b": keep-alive\n\n")
