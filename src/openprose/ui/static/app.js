@@ -161,7 +161,7 @@ function renderRun() {
   $("no-run").hidden = true;
   $("run-view").hidden = false;
   renderHead();
-  renderPending_();
+  renderApprovals();
   renderProgram();
   renderTimeline();
   renderSessions();
@@ -196,7 +196,7 @@ function renderHead() {
   error.textContent = run.error ? text(run.error) : "";
 }
 
-function renderPending_() {
+function renderApprovals() {
   const box = $("approvals");
   box.hidden = state.pending.length === 0 && $("approval-message").hidden;
   const list = clear($("pending-list"));
