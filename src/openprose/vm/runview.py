@@ -16,6 +16,7 @@ import orjson
 
 from openprose.nodes import AgentDef, BlockDef, Stmt
 from openprose.providers.prices import Price
+from openprose.providers.replay import Exchanges
 
 __all__ = ["PREVIEW_CHARS", "TOOL_EVENTS", "RunDigest", "in_full", "statements", "summary"]
 
@@ -49,6 +50,7 @@ class RunDigest:
     pending: dict[str, dict[str, Any]] = field(default_factory=dict)
     damaged: list[str] = field(default_factory=list)
     outcome: dict[str, Any] | None = None  # the last `run_finished` event's fields
+    exchanges: Exchanges = field(default_factory=Exchanges, repr=False)
 
     def add_all(self, events: Iterable[dict[str, Any]]) -> None:
         for event in events:
@@ -121,7 +123,7 @@ class RunDigest:
 
     def _finished(self, event: dict[str, Any]) -> None:
         step = str(event["step"])
-        response, request = event["response"], event["request"]
+        response, request = event["response"], self._request(event)
         usage = response["usage"]
         tokens_in, tokens_out = int(usage["input_tokens"]), int(usage["output_tokens"])
         record = self._session(step)
@@ -148,7 +150,7 @@ class RunDigest:
 
     def _failed(self, event: dict[str, Any]) -> None:
         record = self._session(str(event["step"]))
-        request = event.get("request")
+        request = self.exchanges.request_of(event)
         record.update(
             status="failed",
             ended=float(event["t"]),
@@ -163,6 +165,14 @@ class RunDigest:
         step = str(event["step"])
         self._session(step).update(status="cancelled", ended=float(event["t"]))
         self.cancelled.append(step)
+
+    def _request(self, event: dict[str, Any]) -> dict[str, Any]:
+        """The whole request of an exchange: a tool-loop turn journals only what it added
+        to the turn before (`request_delta`), rebuilt here as `prose show --cassette` does."""
+        request = self.exchanges.request_of(event)
+        if request is None and "request_delta" not in event:
+            raise KeyError("request")  # an exchange without its request is damaged
+        return request or {}  # a delta whose base turn a crash lost: its prompt is unknown
 
     def _cost(self, model: str, usage: dict[str, Any]) -> float | None:
         price = self.price_of(model) if self.price_of is not None else None

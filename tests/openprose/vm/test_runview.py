@@ -8,6 +8,7 @@ from typing import Any
 import orjson
 import pytest
 
+import openprose
 from openprose.parser import parse_text
 from openprose.vm.journal import read_journal, read_journal_from
 from openprose.vm.runview import PREVIEW_CHARS, RunDigest, in_full, statements, summary
@@ -111,3 +112,26 @@ def test_an_event_of_the_wrong_shape_is_named_not_fatal() -> None:
     digest.add(_event("decision", "3?c1", kind="condition", verdict=True, reason="r"))
     assert digest.damaged == ["j.jsonl: event 1 (session_finished) has the wrong shape"]
     assert len(digest.decisions) == 1
+
+
+def test_a_tool_loop_turn_journaled_as_a_delta_shows_its_whole_conversation(
+    tmp_path: Path,
+) -> None:
+    project = make_project(tmp_path / "tools")
+    done = openprose.run(
+        project.root / "wait.prose",
+        provider=f"scripted:{project.root / 'wait-rules.json'}",
+        project_dir=project.root,
+        yes=True,
+    )
+    assert done.status == "succeeded"
+    events = list(read_journal(done.run_dir / "journal.jsonl"))
+    assert any("request_delta" in e for e in events)  # the second turn holds only its delta
+    digest = RunDigest()
+    digest.add_all(events)
+    assert digest.damaged == []
+    first, second = (in_full(digest.sessions[step]) for step in ("2", "2~t1"))
+    assert second["messages"][: len(first["messages"])] == first["messages"]
+    assert [m["role"] for m in second["messages"]] == ["user", "assistant", "user"]
+    assert "write_file" in second["messages"][1]["text"] and second["answer"] == "wrote it"
+    assert second["system"] == first["system"] and first["system"].startswith("You write notes")
