@@ -232,9 +232,7 @@ json_values = st.recursive(
 )
 
 
-@settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.dictionaries(st.sampled_from(sorted(_TOP_KEYS) + ["junk"]), json_values, max_size=6))
 def test_fuzz_loop_files_load_or_fail_with_a_message(
     tmp_path: Path, data: dict[str, object]
