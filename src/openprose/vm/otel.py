@@ -11,12 +11,13 @@ reasons and token usage; the prompt and the answer (`gen_ai.system_instructions`
 Why spans are made here and not with `Tracer.start_span`: a fan-out makes two spans per
 session, and the SDK's span machinery (sampling, attribute cleaning, locks, context
 objects) costs tens of microseconds each, as much as the VM's whole work for a session.
-So a span is recorded as what it is — ids, times, attributes — and, when it ends, handed
-to the SDK's span processor as a finished `ReadableSpan`; exporting (batching, OTLP
-encoding, HTTP) is the SDK's own. Parents travel in a context variable, which asyncio
-tasks inherit: the branches of a `parallel:` and the items of a `pmap` are siblings under
-their statement's span. A run started inside a span of the embedding application joins
-its trace.
+So a span is recorded as what it is — ids, times, attributes — and, when it ends, either
+handed to a span processor given in Python as a finished `ReadableSpan` (tests, embedding
+applications), or — `prose run --trace`, a tracer from the environment — sent as a compact
+record to the export helper process (`ExportProcess`, `openprose.vm.otel_export`), which
+encodes and sends it. Parents travel in a context variable, which asyncio tasks inherit:
+the branches of a `parallel:` and the items of a `pmap` are siblings under their
+statement's span. A run started inside a span of the embedding application joins its trace.
 """
 
 from __future__ import annotations
@@ -25,10 +26,10 @@ import json
 import random
 import threading
 import time
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from contextvars import ContextVar, Token
-from typing import Any
+from types import TracebackType
+from typing import Any, Self
 
 import orjson
 from opentelemetry import trace
@@ -59,7 +60,8 @@ def _new_id(bits: int) -> int:
 
 
 class _Open:
-    """A span being recorded: it becomes a `ReadableSpan` when it ends."""
+    """A span being recorded; as a context manager, the span the code inside runs in (a
+    class rather than a generator: a fan-out enters two per session)."""
 
     __slots__ = (
         "attributes",
@@ -70,12 +72,20 @@ class _Open:
         "span_id",
         "start",
         "status",
+        "token",
         "trace_id",
+        "tracer",
     )
 
     def __init__(
-        self, name: str, parent: tuple[int, int] | None, attributes: dict[str, Any], kind: SpanKind
+        self,
+        tracer: OtelTracer,
+        name: str,
+        parent: tuple[int, int] | None,
+        attributes: dict[str, Any],
+        kind: SpanKind,
     ) -> None:
+        self.tracer = tracer
         self.name = name
         self.trace_id = parent[0] if parent else _new_id(128)
         self.parent = parent
@@ -84,7 +94,24 @@ class _Open:
         self.kind = kind
         self.status = _OK
         self.capture = False  # a model call's answer text, when content capture is on
+        self.token: Token[tuple[int, int] | None] | None = None
         self.start = time.time_ns()
+
+    def __enter__(self) -> Self:
+        self.token = _current.set((self.trace_id, self.span_id))
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        where: TracebackType | None,
+    ) -> None:
+        if error is not None and self.status is _OK:
+            self.failed(error)
+        assert self.token is not None
+        _current.reset(self.token)
+        self.tracer._end(self)
 
     def failed(self, error: BaseException) -> None:
         self.attributes["error.type"] = type(error).__name__
@@ -159,21 +186,10 @@ class OtelTracer:
             )
         )
 
-    @contextmanager
     def _span(
         self, name: str, attributes: dict[str, Any], kind: SpanKind = SpanKind.INTERNAL
-    ) -> Iterator[_Open]:
-        span = _Open(name, _current.get(), attributes, kind)
-        token = _current.set((span.trace_id, span.span_id))
-        try:
-            yield span
-        except BaseException as error:
-            if span.status is _OK:
-                span.failed(error)
-            raise
-        finally:
-            _current.reset(token)
-            self._end(span)
+    ) -> _Open:
+        return _Open(self, name, _current.get(), attributes, kind)
 
     # --- the run -------------------------------------------------------------------------
 
@@ -188,6 +204,7 @@ class OtelTracer:
             if ambient.is_valid:
                 parent = (ambient.trace_id, ambient.span_id)
         span = _Open(
+            self,
             f"prose run {program}",
             parent,
             {
@@ -214,10 +231,9 @@ class OtelTracer:
 
     # --- statements and calls ------------------------------------------------------------
 
-    def statement(self, kind: str, step: str, path: str, line: int) -> Any:
+    def statement(self, kind: str, step: str, path: str, line: int) -> _Open:
         return self._span(kind, {"prose.step": step, "code.filepath": path, "code.lineno": line})
 
-    @contextmanager
     def model_call(
         self,
         step: str,
@@ -227,7 +243,7 @@ class OtelTracer:
         provider: str,
         kind: str,
         attempt: int,
-    ) -> Iterator[_Open]:
+    ) -> _Open:
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "chat",
             "gen_ai.provider.name": provider,
@@ -253,9 +269,9 @@ class OtelTracer:
                 ],
                 ensure_ascii=False,
             )
-        with self._span(f"chat {request.model}", attributes, SpanKind.CLIENT) as span:
-            span.capture = self.capture
-            yield span
+        span = self._span(f"chat {request.model}", attributes, SpanKind.CLIENT)
+        span.capture = self.capture
+        return span
 
     def on_event(self, event: str, step: str, fields: dict[str, Any]) -> None:
         """Tool calls (journaled by the tool loop) as `execute_tool` spans."""
@@ -263,6 +279,7 @@ class OtelTracer:
             call = fields.get("call") or {}
             name = str(call.get("name") or "tool")
             self._tools[(step, fields.get("turn"), fields.get("index"))] = _Open(
+                self,
                 f"execute_tool {name}",
                 _current.get(),
                 {
@@ -330,11 +347,23 @@ def exporter_named(env: Mapping[str, str]) -> str:
     return chosen
 
 
+def _lines(records: list[tuple[Any, ...]]) -> bytes:
+    try:
+        return b"\n".join(map(orjson.dumps, records)) + b"\n"
+    except orjson.JSONEncodeError:  # an int over 64 bits, an object: as the json module writes it
+        return b"".join(json.dumps(record, default=str).encode() + b"\n" for record in records)
+
+
+def resource_from_environment(env: Mapping[str, str]) -> Resource:
+    """The service is `OTEL_SERVICE_NAME` (default `openprose`), with the SDK's resource
+    attributes (`OTEL_RESOURCE_ATTRIBUTES` among them)."""
+    return Resource.create({"service.name": env.get("OTEL_SERVICE_NAME") or "openprose"})
+
+
 def processor_from_environment(env: Mapping[str, str]) -> tuple[SpanProcessor, Resource]:
     """The exporter named by `OTEL_TRACES_EXPORTER` (`otlp`, the default, is OTLP/HTTP to
-    `OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT`; `console` prints spans to stderr), batched;
-    the service is `OTEL_SERVICE_NAME` (default `openprose`). ValueError for an exporter
-    we cannot honour."""
+    `OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT`; `console` prints spans to stderr), batched.
+    ValueError for an exporter we cannot honour."""
     chosen = exporter_named(env)
     exporter: SpanExporter
     if chosen == "console":
@@ -350,14 +379,17 @@ def processor_from_environment(env: Mapping[str, str]) -> tuple[SpanProcessor, R
     # A fan-out ends thousands of spans at once: the SDK's default queue (2,048) would drop
     # most of them before the exporter thread wakes.
     queue = int(env.get("OTEL_BSP_MAX_QUEUE_SIZE") or 65536)
-    resource = Resource.create({"service.name": env.get("OTEL_SERVICE_NAME") or "openprose"})
-    return BatchSpanProcessor(exporter, max_queue_size=queue), resource
+    return BatchSpanProcessor(exporter, max_queue_size=queue), resource_from_environment(env)
 
 
 class ExportProcess:
-    """The helper process that exports a run's spans: each finished span is one JSON line
-    on its stdin, written in batches by a thread; at the end (or when this process dies)
-    its stdin closes and it exports what it holds and exits."""
+    """The helper process that exports a run's spans (`openprose.vm.otel_export`): each
+    finished span is one JSON line on its stdin (an `openprose.vm.otlp.Record`), written
+    in batches by a thread; at the end (or when this process dies) its stdin closes and it
+    exports what it holds and exits.
+
+    On the run's side a span costs a tuple appended under a lock; the thread turns each
+    batch into lines with orjson (no Python code per span)."""
 
     FLUSH_INTERVAL = 0.05  # seconds
 
@@ -370,31 +402,34 @@ class ExportProcess:
             stdin=subprocess.PIPE,
             env=dict(env),
         )
-        self._lines: list[bytes] = []
+        self._records: list[tuple[Any, ...]] = []
+        self._traces: dict[int, str] = {}  # trace id -> its hex form (one per run, mostly)
         self._lock = threading.Lock()
         self._wake = threading.Event()
-        self._closing = False
         self._thread = threading.Thread(target=self._drain, name="prose-otel", daemon=True)
         self._thread.start()
 
     def send(self, span: _Open, end: int) -> None:
-        parent = span.parent
-        line = orjson.dumps(
-            (
-                span.name,
-                f"{span.trace_id:032x}",
-                f"{span.span_id:016x}",
-                None if parent is None else f"{parent[1]:016x}",
-                span.kind.value,
-                span.status.status_code.value,
-                span.status.description,
-                span.start,
-                end,
-                span.attributes,
-            )
+        trace = self._traces.get(span.trace_id)
+        if trace is None:
+            if len(self._traces) > 1024:
+                self._traces.clear()
+            trace = self._traces[span.trace_id] = f"{span.trace_id:032x}"
+        status = span.status
+        record = (
+            span.name,
+            trace,
+            span.span_id,
+            None if span.parent is None else span.parent[1],
+            span.kind.value,
+            status.status_code.value,
+            status.description,
+            span.start,
+            end,
+            span.attributes,
         )
         with self._lock:
-            self._lines.append(line)
+            self._records.append(record)
 
     def _drain(self) -> None:
         stdin = self.process.stdin
@@ -402,10 +437,10 @@ class ExportProcess:
         while True:
             closing = self._wake.wait(self.FLUSH_INTERVAL)
             with self._lock:
-                lines, self._lines = self._lines, []
+                records, self._records = self._records, []
             try:
-                if lines:
-                    stdin.write(b"\n".join(lines) + b"\n")
+                if records:
+                    stdin.write(_lines(records))
                     stdin.flush()
             except OSError:
                 return  # the helper is gone: nothing more can be exported
