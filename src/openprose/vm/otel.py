@@ -29,9 +29,8 @@ import time
 from collections.abc import Mapping
 from contextvars import ContextVar, Token
 from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
-import orjson
 from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
@@ -39,9 +38,13 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
-from openprose.providers.base import ModelRequest, ModelResponse
+from openprose.vm.otlp import SCOPE_NAME, frame
+from openprose.vm.otlp_http import exporter_named, resource_from_environment
 
-SCOPE = InstrumentationScope("openprose")
+if TYPE_CHECKING:  # the export helper imports this module: it needs no provider code
+    from openprose.providers.base import ModelRequest, ModelResponse
+
+SCOPE = InstrumentationScope(SCOPE_NAME)
 CAPTURE_CONTENT = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 _SAMPLED = TraceFlags(TraceFlags.SAMPLED)
 _OK = Status(StatusCode.UNSET)
@@ -337,29 +340,6 @@ def readable(
     )
 
 
-def exporter_named(env: Mapping[str, str]) -> str:
-    """`otlp` (the default) or `console`, from `OTEL_TRACES_EXPORTER`; ValueError otherwise."""
-    chosen = (env.get("OTEL_TRACES_EXPORTER") or "otlp").split(",")[0].strip().lower()
-    if chosen not in ("otlp", "console"):
-        raise ValueError(
-            f"OTEL_TRACES_EXPORTER={chosen!r} is not supported here (use otlp or console)"
-        )
-    return chosen
-
-
-def _lines(records: list[tuple[Any, ...]]) -> bytes:
-    try:
-        return b"\n".join(map(orjson.dumps, records)) + b"\n"
-    except orjson.JSONEncodeError:  # an int over 64 bits, an object: as the json module writes it
-        return b"".join(json.dumps(record, default=str).encode() + b"\n" for record in records)
-
-
-def resource_from_environment(env: Mapping[str, str]) -> Resource:
-    """The service is `OTEL_SERVICE_NAME` (default `openprose`), with the SDK's resource
-    attributes (`OTEL_RESOURCE_ATTRIBUTES` among them)."""
-    return Resource.create({"service.name": env.get("OTEL_SERVICE_NAME") or "openprose"})
-
-
 def processor_from_environment(env: Mapping[str, str]) -> tuple[SpanProcessor, Resource]:
     """The exporter named by `OTEL_TRACES_EXPORTER` (`otlp`, the default, is OTLP/HTTP to
     `OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT`; `console` prints spans to stderr), batched.
@@ -382,14 +362,23 @@ def processor_from_environment(env: Mapping[str, str]) -> tuple[SpanProcessor, R
     return BatchSpanProcessor(exporter, max_queue_size=queue), resource_from_environment(env)
 
 
+def _widen(pipe: Any) -> None:
+    """A 1 MiB pipe (Linux; the default is 64 KiB), so that a batch is written in one go
+    rather than in turns with the helper reading it."""
+    try:
+        import fcntl
+
+        fcntl.fcntl(pipe.fileno(), fcntl.F_SETPIPE_SZ, 1 << 20)
+    except (ImportError, AttributeError, OSError):
+        pass
+
+
 class ExportProcess:
     """The helper process that exports a run's spans (`openprose.vm.otel_export`): each
-    finished span is one JSON line on its stdin (an `openprose.vm.otlp.Record`), written
-    in batches by a thread; at the end (or when this process dies) its stdin closes and it
-    exports what it holds and exits.
-
-    On the run's side a span costs a tuple appended under a lock; the thread turns each
-    batch into lines with orjson (no Python code per span)."""
+    finished span is a record (`openprose.vm.otlp.Record`) appended to a list under a
+    lock; a thread writes the list to the helper's stdin as one frame every 50 ms; at the
+    end (or when this process dies) its stdin closes and the helper exports what it holds
+    and exits."""
 
     FLUSH_INTERVAL = 0.05  # seconds
 
@@ -402,6 +391,7 @@ class ExportProcess:
             stdin=subprocess.PIPE,
             env=dict(env),
         )
+        _widen(self.process.stdin)
         self._records: list[tuple[Any, ...]] = []
         self._traces: dict[int, str] = {}  # trace id -> its hex form (one per run, mostly)
         self._lock = threading.Lock()
@@ -440,7 +430,7 @@ class ExportProcess:
                 records, self._records = self._records, []
             try:
                 if records:
-                    stdin.write(_lines(records))
+                    stdin.write(frame(records))
                     stdin.flush()
             except OSError:
                 return  # the helper is gone: nothing more can be exported

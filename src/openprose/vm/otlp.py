@@ -10,11 +10,15 @@ tests/openprose/vm/test_otlp.py checks that on generated spans.
 
 A record is what the run's process sends for a span (see `openprose.vm.otel`):
 `(name, trace id hex, span id, parent span id or None, SpanKind value, StatusCode value,
-status description or None, start ns, end ns, attributes)`.
+status description or None, start ns, end ns, attributes)`. Records travel to the helper
+in frames (`frame`): a 4-byte length, then a `marshal`led list of records — the cheapest
+serialisation there is on the run's side (~0.3 µs a span, against ~2 µs for JSON lines), and
+both ends are the same interpreter (the helper is `sys.executable`).
 """
 
 from __future__ import annotations
 
+import marshal
 import struct
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -28,6 +32,30 @@ _pack_u64 = struct.Struct("<Q").pack
 _pack_double = struct.Struct("<d").pack
 _SMALL = [bytes((n,)) for n in range(128)]
 _KINDS = [b"\x30" + bytes((value + 1,)) for value in range(5)]  # SpanKind -> SPAN_KIND_*
+
+
+SCOPE_NAME = "openprose"  # the instrumentation scope, and the default service name
+FRAME_HEADER = struct.Struct("<I")
+
+
+def frame(records: list[Any]) -> bytes:
+    """Records as one frame of the helper's input."""
+    try:
+        data = marshal.dumps(records)
+    except ValueError:  # an attribute value of a class of its own: sent as its text
+        data = marshal.dumps([(*record[:-1], _plain(record[-1])) for record in records])
+    return FRAME_HEADER.pack(len(data)) + data
+
+
+def _plain(attributes: Mapping[str, Any]) -> dict[str, Any]:
+    plain = {}
+    for key, value in attributes.items():
+        try:
+            marshal.dumps(value)
+        except ValueError:
+            value = str(value)
+        plain[key] = value
+    return plain
 
 
 def varint(value: int) -> bytes:
