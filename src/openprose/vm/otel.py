@@ -47,7 +47,12 @@ if TYPE_CHECKING:  # the export helper imports this module: it needs no provider
 SCOPE = InstrumentationScope(SCOPE_NAME)
 CAPTURE_CONTENT = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 _SAMPLED = TraceFlags(TraceFlags.SAMPLED)
-_OK = Status(StatusCode.UNSET)
+# Kinds and status codes as their numbers: reading an enum member's `.value` costs more
+# than the rest of a span's bookkeeping.
+_INTERNAL = SpanKind.INTERNAL.value
+_CLIENT = SpanKind.CLIENT.value
+_UNSET = StatusCode.UNSET.value
+_ERROR = StatusCode.ERROR.value
 
 # The span the running code is inside: (trace id, span id); and the run's own span with
 # the token that restores the context at its end. Context variables, so that runs going on
@@ -69,15 +74,16 @@ class _Open:
     __slots__ = (
         "attributes",
         "capture",
+        "code",
         "kind",
         "name",
         "parent",
         "span_id",
         "start",
-        "status",
         "token",
         "trace_id",
         "tracer",
+        "why",
     )
 
     def __init__(
@@ -86,7 +92,7 @@ class _Open:
         name: str,
         parent: tuple[int, int] | None,
         attributes: dict[str, Any],
-        kind: SpanKind,
+        kind: int,
     ) -> None:
         self.tracer = tracer
         self.name = name
@@ -94,8 +100,9 @@ class _Open:
         self.parent = parent
         self.span_id = _new_id(64)
         self.attributes = attributes
-        self.kind = kind
-        self.status = _OK
+        self.kind = kind  # a SpanKind value
+        self.code = _UNSET  # a StatusCode value, and its description:
+        self.why: str | None = None
         self.capture = False  # a model call's answer text, when content capture is on
         self.token: Token[tuple[int, int] | None] | None = None
         self.start = time.time_ns()
@@ -110,7 +117,7 @@ class _Open:
         error: BaseException | None,
         where: TracebackType | None,
     ) -> None:
-        if error is not None and self.status is _OK:
+        if error is not None and self.code == _UNSET:
             self.failed(error)
         assert self.token is not None
         _current.reset(self.token)
@@ -118,7 +125,7 @@ class _Open:
 
     def failed(self, error: BaseException) -> None:
         self.attributes["error.type"] = type(error).__name__
-        self.status = Status(StatusCode.ERROR, str(error) or type(error).__name__)
+        self.code, self.why = _ERROR, str(error) or type(error).__name__
 
     def answered(self, response: ModelResponse) -> None:
         attributes = self.attributes
@@ -180,8 +187,8 @@ class OtelTracer:
                 span.name,
                 (span.trace_id, span.span_id),
                 span.parent,
-                span.kind,
-                span.status,
+                SpanKind(span.kind),
+                Status(StatusCode(span.code), span.why),
                 span.start,
                 end,
                 span.attributes,
@@ -189,9 +196,7 @@ class OtelTracer:
             )
         )
 
-    def _span(
-        self, name: str, attributes: dict[str, Any], kind: SpanKind = SpanKind.INTERNAL
-    ) -> _Open:
+    def _span(self, name: str, attributes: dict[str, Any], kind: int = _INTERNAL) -> _Open:
         return _Open(self, name, _current.get(), attributes, kind)
 
     # --- the run -------------------------------------------------------------------------
@@ -215,7 +220,7 @@ class OtelTracer:
                 "prose.program": program,
                 "prose.run.resumed": resumed_from is not None and parent is not None,
             },
-            SpanKind.INTERNAL,
+            _INTERNAL,
         )
         _run.set((span, _current.set((span.trace_id, span.span_id))))
         return {"trace_id": f"{span.trace_id:032x}", "span_id": f"{span.span_id:016x}"}
@@ -227,7 +232,7 @@ class OtelTracer:
         span, token = running
         span.attributes["prose.run.status"] = status
         if status != "succeeded":
-            span.status = Status(StatusCode.ERROR, error or status)
+            span.code, span.why = _ERROR, error or status
         _current.reset(token)
         _run.set(None)
         self._end(span)
@@ -272,7 +277,7 @@ class OtelTracer:
                 ],
                 ensure_ascii=False,
             )
-        span = self._span(f"chat {request.model}", attributes, SpanKind.CLIENT)
+        span = self._span(f"chat {request.model}", attributes, _CLIENT)
         span.capture = self.capture
         return span
 
@@ -291,13 +296,13 @@ class OtelTracer:
                     "gen_ai.tool.call.id": str(call.get("id") or ""),
                     "prose.step": step,
                 },
-                SpanKind.INTERNAL,
+                _INTERNAL,
             )
         elif event == "tool_result":
             span = self._tools.pop((step, fields.get("turn"), fields.get("index")), None)
             if span is not None:
                 if fields.get("is_error"):
-                    span.status = Status(StatusCode.ERROR, str(fields.get("content", ""))[:200])
+                    span.code, span.why = _ERROR, str(fields.get("content", ""))[:200]
                 self._end(span)
 
     def shutdown(self) -> None:
@@ -405,15 +410,14 @@ class ExportProcess:
             if len(self._traces) > 1024:
                 self._traces.clear()
             trace = self._traces[span.trace_id] = f"{span.trace_id:032x}"
-        status = span.status
         record = (
             span.name,
             trace,
             span.span_id,
             None if span.parent is None else span.parent[1],
-            span.kind.value,
-            status.status_code.value,
-            status.description,
+            span.kind,
+            span.code,
+            span.why,
             span.start,
             end,
             span.attributes,

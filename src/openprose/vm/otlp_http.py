@@ -15,6 +15,8 @@ connection) and reads the settings the SDK reads, with the SDK's meaning:
 
 Answers 429, 502, 503 and 504 and lost connections are retried (at most 6 tries, backoff
 1, 2, 4... s with 20 % jitter, or the server's `retry-after` seconds) within the timeout.
+After a request that could not be delivered, the next ones get one try each until one
+succeeds: a collector that is down delays the end of a run by one timeout, not one per batch.
 """
 
 from __future__ import annotations
@@ -113,6 +115,7 @@ class OtlpHttp:
             if certificate:
                 self._context.load_cert_chain(certificate, setting(env, "CLIENT_KEY") or None)
         self._connection: http.client.HTTPConnection | None = None
+        self._failing = False  # the last request was not delivered
 
     def send(self, body: bytes) -> bool:
         """Export one request's body; False (said on stderr) when it could not be."""
@@ -126,7 +129,7 @@ class OtlpHttp:
             body = zlib.compress(body)
         deadline = time.monotonic() + self.timeout
         problem = ""
-        for attempt in range(TRIES):
+        for attempt in range(1 if self._failing else TRIES):
             left = deadline - time.monotonic()
             if left <= 0:
                 break
@@ -140,6 +143,7 @@ class OtlpHttp:
                     continue  # a kept-alive connection the server closed: once more at once
             else:
                 if 200 <= status < 300:
+                    self._failing = False
                     return True
                 problem = f"HTTP {status} {reason}"
                 if status not in RETRYABLE:
@@ -150,6 +154,7 @@ class OtlpHttp:
                 break
             time.sleep(wait)
         print(f"prose: spans not exported to {self.url}: {problem}", file=sys.stderr)
+        self._failing = True
         return False
 
     def _post(self, body: bytes, timeout: float) -> tuple[int, str, float | None]:

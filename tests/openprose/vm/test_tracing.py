@@ -267,6 +267,52 @@ def test_prose_run_trace_exports_to_an_otlp_http_receiver(tmp_path: Path) -> Non
     assert len({s.trace_id for s in spans}) == 1
 
 
+def test_a_failing_prose_run_still_exports_every_span(tmp_path: Path) -> None:
+    """`prose run --trace` exiting with an error flushes its spans before it exits."""
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
+
+    _Receiver.bodies = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Receiver)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        (tmp_path / "rules.yaml").write_text(
+            'rules:\n  - match: "hello"\n    answer: "never"\n    failures: [error]\n'
+        )
+        (tmp_path / "main.prose").write_text('session "hello"\n')
+        env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+        env["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] = (
+            f"http://127.0.0.1:{server.server_port}/v1/traces"
+        )
+        done = subprocess.run(
+            [sys.executable, "-m", "openprose.cli", "run", "main.prose", "--trace"]
+            + ["--provider", "scripted:rules.yaml"],
+            check=False,
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    spans = [
+        span
+        for body in _Receiver.bodies
+        for resource_spans in ExportTraceServiceRequest.FromString(body).resource_spans
+        for scope in resource_spans.scope_spans
+        for span in scope.spans
+    ]
+    assert sorted(s.name for s in spans) == ["chat sonnet", "prose run main.prose", "session"]
+    assert all(s.status.code == s.status.STATUS_CODE_ERROR for s in spans)
+    (call,) = [s for s in spans if s.name == "chat sonnet"]
+    assert "injected error failure" in call.status.message
+
+
 def test_no_part_of_the_sdk_loads_without_tracing(tmp_path: Path) -> None:
     (tmp_path / "rules.yaml").write_text("rules: []\ndefault: fine\n")
     (tmp_path / "main.prose").write_text('session "hello"\n')
