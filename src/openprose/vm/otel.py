@@ -38,7 +38,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
-from openprose.vm.otlp import SCOPE_NAME, frame
+from openprose.vm.otlp import SCOPE_NAME, Record, frame
 from openprose.vm.otlp_http import exporter_named, resource_from_environment
 
 if TYPE_CHECKING:  # the export helper imports this module: it needs no provider code
@@ -315,6 +315,23 @@ class OtelTracer:
             self.processor.shutdown()
         elif self.processor is not None:
             self.processor.force_flush()
+
+
+def span_of(record: Record, resource: Resource) -> ReadableSpan:
+    """A record (`openprose.vm.otlp.Record`) as the SDK's processors and exporters take it."""
+    name, trace_hex, span_id, parent, kind, code, why, start, end, attributes = record
+    trace_id = int(trace_hex, 16)
+    return readable(
+        name,
+        (trace_id, span_id),
+        None if parent is None else (trace_id, parent),
+        SpanKind(kind),
+        Status(StatusCode(code), why),
+        start,
+        end,
+        dict(attributes),
+        resource,
+    )
 
 
 def readable(

@@ -105,30 +105,13 @@ def exporter_for(env: Mapping[str, str]) -> tuple[Export, Callable[[], None]]:
 
 def _sdk_exporter(env: Mapping[str, str]) -> tuple[Export, Callable[[], None]]:
     """The SDK's processor and exporter, fed `ReadableSpan`s."""
-    from opentelemetry.trace import SpanKind, Status, StatusCode
-
-    from openprose.vm.otel import processor_from_environment, readable
+    from openprose.vm.otel import processor_from_environment, span_of
 
     processor, resource = processor_from_environment(env)
-    kinds = {kind.value: kind for kind in SpanKind}
-    codes = {code.value: code for code in StatusCode}
 
     def process(batch: list[Record]) -> None:
-        for name, trace_hex, span, parent, kind, code, why, start, end, attributes in batch:
-            trace = int(trace_hex, 16)
-            processor.on_end(
-                readable(
-                    name,
-                    (trace, span),
-                    None if parent is None else (trace, parent),
-                    kinds[kind],
-                    Status(codes[code], why),
-                    start,
-                    end,
-                    dict(attributes),
-                    resource,
-                )
-            )
+        for record in batch:
+            processor.on_end(span_of(record, resource))
 
     return process, processor.shutdown
 

@@ -5,10 +5,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, ClassVar
 
 import pytest
 
@@ -17,31 +13,9 @@ pytest.importorskip("opentelemetry.sdk", reason="the [otel] extra is not install
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from openprose.vm.otlp import Record, frame
+from tests.support.otlp_collector import running_collector
 
 TRACE = "0af7651916cd43dd8448eb211c80319c"
-
-
-class Receiver(BaseHTTPRequestHandler):
-    bodies: ClassVar[list[bytes]] = []
-
-    def do_POST(self) -> None:
-        type(self).bodies.append(self.rfile.read(int(self.headers.get("content-length") or 0)))
-        self.send_response(200)
-        self.send_header("content-length", "0")
-        self.end_headers()
-
-    def log_message(self, *args: Any) -> None:
-        return None
-
-
-@pytest.fixture
-def receiver() -> Iterator[str]:
-    Receiver.bodies = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_port}"
-    server.shutdown()
-    server.server_close()
 
 
 def records(first: int, count: int) -> list[Record]:
@@ -63,19 +37,20 @@ def helper(data: bytes, **env: str) -> subprocess.CompletedProcess[bytes]:
     )
 
 
-def test_every_span_is_sent_once_in_requests_of_the_batch_size(receiver: str) -> None:
+def test_every_span_is_sent_once_in_requests_of_the_batch_size() -> None:
     torn = frame(records(7, 2))[:-5]  # the run died while writing its last frame
-    done = helper(
-        frame(records(0, 5)) + frame(records(5, 2)) + torn,
-        OTEL_EXPORTER_OTLP_ENDPOINT=receiver,
-        OTEL_BSP_MAX_EXPORT_BATCH_SIZE="3",
-        OTEL_SERVICE_NAME="helper-test",
-    )
+    with running_collector() as collector:
+        done = helper(
+            frame(records(0, 5)) + frame(records(5, 2)) + torn,
+            OTEL_EXPORTER_OTLP_ENDPOINT=collector.url,
+            OTEL_BSP_MAX_EXPORT_BATCH_SIZE="3",
+            OTEL_SERVICE_NAME="helper-test",
+        )
     assert done.returncode == 0, done.stderr
     assert b"Traceback" not in done.stderr
     names, sizes, services = [], [], set()
-    for body in Receiver.bodies:
-        request = ExportTraceServiceRequest.FromString(body)
+    for received in collector.requests:
+        request = ExportTraceServiceRequest.FromString(received.body)
         for resource_spans in request.resource_spans:
             services |= {
                 a.value.string_value

@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.trace import SpanKind, Status, StatusCode
+from opentelemetry.trace import SpanKind, StatusCode
 
-from openprose.vm.otel import SCOPE, readable
+from openprose.vm.otel import SCOPE, span_of
 from openprose.vm.otlp import Record, SpanEncoder
 
 RESOURCE = Resource.create({"service.name": "openprose-test", "deployment.environment": "ci"})
@@ -45,23 +45,7 @@ records = st.tuples(
 
 
 def sdk_bytes(batch: list[Record]) -> bytes:
-    spans = []
-    for name, trace_hex, span_id, parent, kind, code, why, start, end, attributes in batch:
-        trace_id = int(trace_hex, 16)
-        spans.append(
-            readable(
-                name,
-                (trace_id, span_id),
-                None if parent is None else (trace_id, parent),
-                SpanKind(kind),
-                Status(StatusCode(code), why),
-                start,
-                end,
-                dict(attributes),
-                RESOURCE,
-            )
-        )
-    return encode_spans(spans).SerializePartialToString()
+    return encode_spans([span_of(record, RESOURCE) for record in batch]).SerializePartialToString()
 
 
 def encoder() -> SpanEncoder:

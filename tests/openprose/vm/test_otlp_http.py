@@ -4,45 +4,19 @@ does, against a loopback receiver the tests start."""
 from __future__ import annotations
 
 import gzip
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, ClassVar
 
 import pytest
 
 from openprose.vm.otlp_http import OtlpHttp, endpoint, headers
-
-
-class Collector(BaseHTTPRequestHandler):
-    """Answers with the statuses queued in `answers` (then 200), noting each request."""
-
-    seen: ClassVar[list[tuple[str, dict[str, str], bytes]]] = []
-    answers: ClassVar[list[tuple[int, dict[str, str]]]] = []
-
-    def do_POST(self) -> None:
-        body = self.rfile.read(int(self.headers.get("content-length") or 0))
-        type(self).seen.append((self.path, {k.lower(): v for k, v in self.headers.items()}, body))
-        status, extra = type(self).answers.pop(0) if type(self).answers else (200, {})
-        self.send_response(status)
-        for key, value in extra.items():
-            self.send_header(key, value)
-        self.send_header("content-length", "0")
-        self.end_headers()
-
-    def log_message(self, *args: Any) -> None:
-        return None
+from tests.support.otlp_collector import Collector, running_collector
 
 
 @pytest.fixture
-def collector() -> Iterator[str]:
-    Collector.seen, Collector.answers = [], []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Collector)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_port}"
-    server.shutdown()
-    server.server_close()
+def collector() -> Iterator[Collector]:
+    with running_collector() as running:
+        yield running
 
 
 def test_the_endpoint_is_resolved_as_the_sdk_does() -> None:
@@ -59,39 +33,39 @@ def test_headers_are_url_decoded_pairs() -> None:
     assert headers("Api-Key=a%20b, x=1=2,broken,=nokey") == {"api-key": "a b", "x": "1=2"}
 
 
-def test_settings_headers_and_gzip_reach_the_collector(collector: str) -> None:
+def test_settings_headers_and_gzip_reach_the_collector(collector: Collector) -> None:
     env = {
-        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": f"{collector}/custom/traces",
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": f"{collector.url}/custom/traces",
         "OTEL_EXPORTER_OTLP_HEADERS": "authorization=Bearer%20t0k",
         "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION": "gzip",
     }
     sender = OtlpHttp(env)
     assert sender.send(b"spans one") and sender.send(b"spans two")
     sender.close()
-    assert [(path, gzip.decompress(body)) for path, _, body in Collector.seen] == [
+    assert [(r.path, gzip.decompress(r.body)) for r in collector.requests] == [
         ("/custom/traces", b"spans one"),
         ("/custom/traces", b"spans two"),
     ]
-    _, sent, _ = Collector.seen[0]
+    sent = collector.requests[0].headers
     assert sent["authorization"] == "Bearer t0k"
     assert sent["content-encoding"] == "gzip"
     assert sent["content-type"] == "application/x-protobuf"
 
 
-def test_a_busy_collector_is_retried_after_its_retry_after(collector: str) -> None:
-    Collector.answers = [(503, {"retry-after": "0"}), (429, {"retry-after": "0"})]
-    sender = OtlpHttp({"OTEL_EXPORTER_OTLP_ENDPOINT": collector})
+def test_a_busy_collector_is_retried_after_its_retry_after(collector: Collector) -> None:
+    collector.answers += [(503, {"retry-after": "0"}), (429, {"retry-after": "0"})]
+    sender = OtlpHttp({"OTEL_EXPORTER_OTLP_ENDPOINT": collector.url})
     assert sender.send(b"x")
-    assert len(Collector.seen) == 3
+    assert len(collector.requests) == 3
 
 
 def test_a_refused_batch_is_not_retried_and_is_reported(
-    collector: str, capsys: pytest.CaptureFixture[str]
+    collector: Collector, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    Collector.answers = [(400, {})]
-    sender = OtlpHttp({"OTEL_EXPORTER_OTLP_ENDPOINT": collector})
+    collector.answers.append((400, {}))
+    sender = OtlpHttp({"OTEL_EXPORTER_OTLP_ENDPOINT": collector.url})
     assert not sender.send(b"x")
-    assert len(Collector.seen) == 1
+    assert len(collector.requests) == 1
     said = capsys.readouterr().err
     assert "spans not exported" in said and "HTTP 400" in said
 
