@@ -32,7 +32,7 @@ SDK_ONLY = (
 DEFAULT_BATCH = 4096
 MIN_BATCH = 1024  # spans
 MAX_WAIT = 0.2  # seconds a span waits for others to share its request
-Export = Callable[[list[Record]], None]
+Export = Callable[[list[Record]], object]
 
 
 def main() -> int:
