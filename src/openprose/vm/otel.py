@@ -73,7 +73,6 @@ class _Open:
 
     __slots__ = (
         "attributes",
-        "capture",
         "code",
         "kind",
         "name",
@@ -103,7 +102,6 @@ class _Open:
         self.kind = kind  # a SpanKind value
         self.code = _UNSET  # a StatusCode value, and its description:
         self.why: str | None = None
-        self.capture = False  # a model call's answer text, when content capture is on
         self.token: Token[tuple[int, int] | None] | None = None
         self.start = time.time_ns()
 
@@ -126,6 +124,28 @@ class _Open:
     def failed(self, error: BaseException) -> None:
         self.attributes["error.type"] = type(error).__name__
         self.code, self.why = _ERROR, str(error) or type(error).__name__
+
+
+class _Call(_Open):
+    """A model call's span: no span starts inside one (a tool call's span is its
+    statement's child), so it is not made the current span — a fan-out saves a context
+    variable change per session."""
+
+    __slots__ = ("capture",)
+    capture: bool  # the answer's text goes in too (content capture)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        where: TracebackType | None,
+    ) -> None:
+        if error is not None and self.code == _UNSET:
+            self.failed(error)
+        self.tracer._end(self)
 
     def answered(self, response: ModelResponse) -> None:
         attributes = self.attributes
@@ -251,7 +271,7 @@ class OtelTracer:
         provider: str,
         kind: str,
         attempt: int,
-    ) -> _Open:
+    ) -> _Call:
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "chat",
             "gen_ai.provider.name": provider,
@@ -277,7 +297,7 @@ class OtelTracer:
                 ],
                 ensure_ascii=False,
             )
-        span = self._span(f"chat {request.model}", attributes, _CLIENT)
+        span = _Call(self, f"chat {request.model}", _current.get(), attributes, _CLIENT)
         span.capture = self.capture
         return span
 
