@@ -179,7 +179,10 @@ class OtelTracer:
     ) -> None:
         self.processor = processor
         self.export = export  # spans go to this helper process instead of `processor`
-        self.resource = resource or Resource.create({"service.name": "openprose"})
+        # The helper process makes its own resource (from the environment it is given).
+        self.resource = resource
+        if processor is not None and resource is None:
+            self.resource = Resource.create({"service.name": SCOPE_NAME})
         self.capture = capture_content
         self.owned = owned  # made here (from the environment): shut down after the run
         self._tools: dict[tuple[str, object, object], _Open] = {}
@@ -201,7 +204,7 @@ class OtelTracer:
         if self.export is not None:
             self.export.send(span, end)
             return
-        assert self.processor is not None
+        assert self.processor is not None and self.resource is not None
         self.processor.on_end(
             readable(
                 span.name,
