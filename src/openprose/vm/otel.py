@@ -26,6 +26,7 @@ import json
 import random
 import threading
 import time
+from collections import deque
 from collections.abc import Mapping
 from contextvars import ContextVar, Token
 from types import TracebackType
@@ -420,10 +421,10 @@ def _widen(pipe: Any) -> None:
 
 class ExportProcess:
     """The helper process that exports a run's spans (`openprose.vm.otel_export`): each
-    finished span is a record (`openprose.vm.otlp.Record`) appended to a list under a
-    lock; a thread writes the list to the helper's stdin as one frame every 50 ms; at the
-    end (or when this process dies) its stdin closes and the helper exports what it holds
-    and exits."""
+    finished span is a record (`openprose.vm.otlp.Record`) appended to a deque; a thread
+    writes what has gathered to the helper's stdin as one frame every 50 ms; at the end
+    (or when this process dies) its stdin closes and the helper exports what it holds and
+    exits."""
 
     FLUSH_INTERVAL = 0.05  # seconds
 
@@ -437,9 +438,8 @@ class ExportProcess:
             env=dict(env),
         )
         _widen(self.process.stdin)
-        self._records: list[tuple[Any, ...]] = []
+        self._records: deque[tuple[Any, ...]] = deque()  # appended and popped atomically
         self._traces: dict[int, str] = {}  # trace id -> its hex form (one per run, mostly)
-        self._lock = threading.Lock()
         self._wake = threading.Event()
         self._thread = threading.Thread(target=self._drain, name="prose-otel", daemon=True)
         self._thread.start()
@@ -462,16 +462,15 @@ class ExportProcess:
             end,
             span.attributes,
         )
-        with self._lock:
-            self._records.append(record)
+        self._records.append(record)
 
     def _drain(self) -> None:
         stdin = self.process.stdin
         assert stdin is not None
         while True:
             closing = self._wake.wait(self.FLUSH_INTERVAL)
-            with self._lock:
-                records, self._records = self._records, []
+            pending = self._records
+            records = [pending.popleft() for _ in range(len(pending))]
             try:
                 if records:
                     stdin.write(frame(records))
