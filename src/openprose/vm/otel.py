@@ -118,8 +118,8 @@ class _Open:
     ) -> None:
         if error is not None and self.code == _UNSET:
             self.failed(error)
-        assert self.token is not None
-        _current.reset(self.token)
+        if self.token is not None:
+            _current.reset(self.token)
         self.tracer._end(self)
 
     def failed(self, error: BaseException) -> None:
@@ -136,17 +136,7 @@ class _Call(_Open):
     capture: bool  # the answer's text goes in too (content capture)
 
     def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        where: TracebackType | None,
-    ) -> None:
-        if error is not None and self.code == _UNSET:
-            self.failed(error)
-        self.tracer._end(self)
+        return self  # no token: `__exit__` resets nothing
 
     def answered(self, response: ModelResponse) -> None:
         attributes = self.attributes
