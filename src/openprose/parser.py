@@ -43,6 +43,7 @@ from openprose.scanner import (
 )
 from openprose.source import SourceFile, Span
 from openprose.suggest import closest, did_you_mean
+from openprose.vocabulary import AGENT_PROPERTIES
 
 # Statements whose indented block, if any, holds `name: value` properties.
 _PROPERTY_HEADS = frozenset(("agent", "session", "resume"))
@@ -284,7 +285,11 @@ class _Parser:
                     return
                 break
         self.pos += 1  # the INDENT
-        if properties:
+        if properties or (
+            kinds[self.pos + 1] == ":" and self.tokens[self.pos][1] in AGENT_PROPERTIES
+        ):
+            # a session's or agent's own lines (`prompt:`, `context:`) under a line that
+            # failed: checked as properties, not reported as unknown statements
             self.property_lines()
         else:
             self.indented_block()
@@ -582,13 +587,36 @@ class _Parser:
         description = self.string("a description string")
         return n.Input(span=self.span_from(start), name=name, description=description)
 
-    def output(self) -> n.Output:
+    def output(self) -> n.Output | n.Invalid:
         start = self.take()
+        kinds = self.kinds
+        here = kinds[self.pos]
+        if here not in _LAYOUT and here != "=" and kinds[self.pos + 1] != "=":
+            return self.unnamed_output(start)
         name = self.declared_name("an output name", "=")
         self.expect("=", "'=' after the output name")
         self.check_keyword_after_equals()
         value = self.expression()
         return n.Output(span=self.span_from(start), name=name, value=value)
+
+    def unnamed_output(self, start: int) -> n.Invalid:
+        """`output session: x` / `output result` / `output do f(x)`: a value with no name
+        (published programs use it as a block's "return"). The reference's row is "Empty
+        output name: Output name cannot be empty". The value is parsed (its properties with
+        it), so the one error is the only one, then dropped."""
+        value_at = self.tokens[self.pos]
+        self.report(
+            "E023",
+            "Output name cannot be empty: `output` binds a name, `output NAME = value`",
+            token_span(value_at),
+            help="name it (`output result = …`); a block's value is its last statement's, "
+            "so inside a block write the value as the last statement",
+        )
+        try:
+            self.expression()
+        except _ParseError:
+            self.skip_line()
+        return self.invalid_from(start)
 
     def agent(self) -> n.AgentDef:
         start = self.take()
@@ -982,13 +1010,68 @@ class _Parser:
     def discretion_expr(self) -> n.Discretion:
         return self.discretion("a discretion")
 
-    def discretion(self, what: str) -> n.Discretion:
+    def discretion(self, what: str, ends: tuple[str, ...] = (":",)) -> n.Discretion:
+        """A `**condition**`; ``ends`` are the tokens that may follow it on its line."""
+        kinds = self.kinds
+        if kinds[self.pos] != DISCRETION or kinds[self.pos + 1] not in (*ends, NEWLINE, EOF):
+            plain = self.plain_condition(ends)
+            if plain is not None:
+                return plain
         token = self.expect(DISCRETION, what)
         return n.Discretion(
             span=token_span(token),
             text=cast(str, token[8]),
             triple=token[1].startswith("***") and token[1] != "****",
         )
+
+    def plain_condition(self, ends: tuple[str, ...]) -> n.Discretion | None:
+        """`if depth <= 0:`, `if **small** or depth <= 0:`: the grammar's conditions are
+        discretions only (no operators, no comparisons). One error for the whole condition,
+        not one per operator character, with the rewrite the model can judge —
+        `if **depth <= 0**:` — as an unsafe fix (a model then decides what code decided).
+        The condition parses as that discretion, so the statement's body is still checked."""
+        kinds, tokens = self.kinds, self.tokens
+        first = self.pos
+        end = last_colon = None
+        i = first
+        while kinds[i] not in _LAYOUT:
+            if tokens[i][4] != tokens[i][6]:
+                return None  # a token spanning lines: not a one-line condition
+            if kinds[i] == ":" and i > first:
+                last_colon = i
+            elif kinds[i] in ends and i > first and end is None:
+                end = i
+            i += 1
+        end = end if end is not None else last_colon
+        if end is None or kinds[first] in ends:
+            return None
+        start_offset, end_offset = tokens[first][2], tokens[end - 1][3]
+        text = re.sub(r"\*{2,}", "", self.source.text[start_offset:end_offset])
+        text = " ".join(text.split())
+        if not text:
+            return None
+        span = Span(
+            start_offset, end_offset, tokens[first][4], tokens[first][5],
+            tokens[end - 1][6], tokens[end - 1][7],
+        )  # fmt: skip
+        keyword = tokens[first - 1][1]
+        self.diagnostics[:] = [
+            d
+            for d in self.diagnostics
+            if not (d.code == "E102" and start_offset <= d.span.start < end_offset)
+        ]
+        operators = any(c in "<>=!+-*/&|" for c in text) or " or " in text or " and " in text
+        self.report(
+            "E004",
+            f"`{keyword}` takes a **condition** in double asterisks, for the model to judge: "
+            f"`{text}` is not one"
+            + (" (the grammar has no operators or comparisons)" if operators else ""),
+            span,
+            help=f"write it as a discretion: `{keyword} **{text}**`",
+            fix=Fix(f"write `**{text}**`", (Edit(span, f"**{text}**"),), safe=False),
+        )
+        self.pos = end
+        return n.Discretion(span=span, text=text, triple=False)
 
     def string(self, what: str) -> n.StringLit:
         return _string_node(self.expect(STRING, what))
@@ -1059,8 +1142,43 @@ class _Parser:
 
     def object_context(self) -> n.ObjectContext:
         start = self.take()
+        if self.kinds[self.pos + 1] == ":" and self.kinds[self.pos] == NAME:
+            keyed = self.keyed_object(start)
+            if keyed is not None:
+                return keyed
         names = self.name_list("}")
         return n.ObjectContext(span=self.span_from(start), names=names)
+
+    def keyed_object(self, start: int) -> n.ObjectContext | None:
+        """`{ draft: text, notes: grade }`: the grammar's object context lists names only
+        (`objectContext → "{" ( IDENTIFIER ( "," IDENTIFIER )* )? "}"`). One error, with
+        the names-only rewrite as an unsafe fix (the model then sees `text`, not `draft`),
+        and the object parses as those names."""
+        kinds, tokens = self.kinds, self.tokens
+        i = self.pos
+        values: list[n.Name] = []
+        while True:
+            if not (kinds[i] == NAME and kinds[i + 1] == ":" and kinds[i + 2] == NAME):
+                return None
+            if kinds[i + 3] not in (",", "}"):
+                return None
+            value = tokens[i + 2]
+            values.append(n.Name(span=token_span(value), id=value[1]))
+            i += 4
+            if kinds[i - 1] == "}":
+                break
+        opener, closer = tokens[start], tokens[i - 1]
+        span = Span(opener[2], closer[3], opener[4], opener[5], closer[6], closer[7])
+        plain = "{ " + ", ".join(v.id for v in values) + " }"
+        self.report(
+            "E004",
+            "A context object lists names, not `key: value` pairs",
+            span,
+            help=f"pass the names themselves: `{plain}`",
+            fix=Fix(f"write `{plain}`", (Edit(span, plain),), safe=False),
+        )
+        self.pos = i
+        return n.ObjectContext(span=span, names=tuple(values))
 
     def name_list(self, closer: str) -> tuple[n.Name, ...]:
         """``a, b, c`` up to and including ``closer`` (the opener is already consumed)."""
@@ -1165,7 +1283,12 @@ class _Parser:
                     self.pos += 1
                     continue
                 if kind == INDENT:
-                    self.report("E104", "Unexpected indent", token_span(self.tokens[self.pos]))
+                    self.report(
+                        "E104",
+                        "Unexpected indent",
+                        token_span(self.tokens[self.pos]),
+                        fix=self._dedent_fix(properties),
+                    )
                     self.pos += 1
                     self.property_lines()  # checked, then dropped
                     continue
@@ -1183,6 +1306,43 @@ class _Parser:
         if kinds[self.pos] == DEDENT:
             self.pos += 1
         return tuple(properties)
+
+    def _dedent_fix(self, siblings: list[n.Property]) -> Fix | None:
+        """Property lines indented deeper than the property before them (`prompt: "…"` then
+        a further-indented `context: x`): a property block has one level, so the only
+        reading is that they belong to it — move them out to its column. Not offered when a
+        token of the run spans lines (a multi-line string's text would move too)."""
+        if not siblings:
+            return None
+        kinds, tokens = self.kinds, self.tokens
+        first = self.pos + 1  # the token after the INDENT
+        depth, end = 1, first
+        while depth:
+            kind = kinds[end]
+            if kind == EOF:
+                return None
+            depth += (kind == INDENT) - (kind == DEDENT)
+            end += 1
+        run = tokens[first : end - 1]
+        if any(t[4] != t[6] for t in run if t[0] not in _LAYOUT):
+            return None
+        shift = tokens[first][5] - siblings[-1].span.column
+        if shift <= 0:
+            return None  # a tab makes the columns disagree with the layout (E101 first)
+        source = self.source
+        edits = []
+        # from the line after the property before (comments there move with the run)
+        for line in range(siblings[-1].span.end_line + 1, max(t[6] for t in run) + 1):
+            text = source.line_text(line)
+            if "\t" in text[: len(text) - len(text.lstrip())]:
+                return None
+            cut = min(shift, len(text) - len(text.lstrip(" ")))
+            if cut:
+                start = source.line_starts[line - 1]
+                edits.append(Edit(Span(start, start + cut, line, 1, line, cut + 1), ""))
+        if not edits:
+            return None
+        return Fix("move the lines out to the property block's column", tuple(edits))
 
     def property(self, *, inline: bool) -> n.Property:
         kinds = self.kinds
@@ -1357,7 +1517,7 @@ class _Parser:
         condition = None
         if kinds[self.pos] in ("until", "while"):
             kind = self.advance()[0]
-            condition = self.discretion(f"a **condition** after '{kind}'")
+            condition = self.discretion(f"a **condition** after '{kind}'", (":", "(", "as"))
         modifiers: tuple[n.Modifier, ...] = ()
         has_parens = kinds[self.pos] == "("
         if has_parens:
