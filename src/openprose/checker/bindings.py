@@ -224,6 +224,8 @@ def _move_input_fix(ck: Checker, node: n.Input) -> Fix | None:
     text = ck.source_text
     if first is None or not text:
         return None
+    if any(type(part) is not str for part in node.description.parts):
+        return None  # `{name}` in the description would then be read before it is bound
     start = text.rfind("\n", 0, node.span.start) + 1
     end = text.find("\n", node.span.end)
     end = len(text) if end == -1 else end + 1

@@ -324,3 +324,14 @@ def test_program_call_arguments_as_the_grammar_writes_them(checked: Check) -> No
     assert [d for d in checked(source) if d.is_error] == []
     call = parse_text(source).program.body[1].value  # type: ignore[union-attr]
     assert [a.name.id for a in call.args] == ["topic", "depth"]
+
+
+def test_a_late_input_that_interpolates_earlier_results_is_not_moved(checked: Check) -> None:
+    # published "user checkpoint" style: the question shows what ran before it, so moving the
+    # input to the top would read names before they are bound (E022 stays, with no fix)
+    source = 'let plan = session "Plan"\ninput ok: """\n  Approve {plan}?\n"""\n'
+    (found,) = [d for d in checked(source) if d.code == "E022"]
+    assert found.fix is None
+    plain = 'let plan = session "Plan"\ninput ok: "Approve the plan?"\n'
+    (movable,) = [d for d in checked(plain) if d.code == "E022"]
+    assert movable.fix is not None and movable.fix.safe
