@@ -346,6 +346,9 @@ class _Parser:
         kinds = self.kinds
         if kinds[self.pos] != NEWLINE or self.peek_kind() != INDENT:
             if kinds[self.pos] != NEWLINE:
+                inline = self.inline_body()
+                if inline is not None:
+                    return inline
                 self.expected_block()
             if required:
                 self.report("E105", "Expected an indented block", token_span(self.tokens[self.pos]))
@@ -354,6 +357,45 @@ class _Parser:
             return ()  # the NEWLINE ends the statement (or the clause)
         self.pos += 2
         return tuple(self.indented_block())
+
+    def inline_body(self) -> tuple[n.Stmt, ...] | None:
+        """`items | map: session "Process {item}"`, `repeat 3: session "x"` (early forms):
+        a header's body goes on indented lines. When the rest of the line is one complete
+        statement and no indented block follows, that is one error with the safe fix that
+        moves the statement to its own indented line, and the statement is the body."""
+        start, errors = self.pos, len(self.diagnostics)
+        colon = self.tokens[start - 1]
+        try:
+            stmt = self.statement_inner()
+        except _ParseError:
+            stmt = None
+        kinds = self.kinds
+        ok = (
+            stmt is not None
+            and kinds[self.pos] == NEWLINE
+            and kinds[self.pos + 1] != INDENT
+            and colon[0] == ":"
+            and all(t[4] == t[6] for t in self.tokens[start : self.pos])
+        )
+        if not ok:
+            del self.diagnostics[errors:]
+            self.pos = start
+            return None
+        first = self.tokens[start]
+        line = self.source.line_text(colon[4])
+        indent = " " * (len(line) - len(line.lstrip(" ")) + 2)
+        gap = self.source.span(colon[3], first[2])
+        self.report(
+            "E004",
+            "A block's statements go on the lines under its header, not after its ':'",
+            token_span(first),
+            help="move the statement to its own line, indented under the header",
+            fix=None
+            if "\t" in line
+            else Fix("move the statement to an indented line", (Edit(gap, "\n" + indent),)),
+        )
+        assert stmt is not None
+        return (stmt,)
 
     def empty_body(self, construct: str) -> None:
         """W100 at the first token after the header (the unindented line), or at the end of
@@ -749,10 +791,15 @@ class _Parser:
         else:
             self.depth += 1
             try:
+                stray = False  # a line that is not an option was reported already
                 while kinds[self.pos] not in (DEDENT, EOF):
                     if kinds[self.pos] == NEWLINE:
                         self.pos += 1
                         continue
+                    if kinds[self.pos] != "option" and stray:
+                        self.statement()  # checked for its own errors, then dropped
+                        continue
+                    stray = stray or kinds[self.pos] != "option"
                     option = self.option()
                     if option is not None:
                         options.append(option)
@@ -766,7 +813,16 @@ class _Parser:
         start = self.pos
         try:
             if self.kinds[self.pos] != "option":
-                self.fail("expected 'option \"label\":' inside a choice block")
+                token = self.tokens[self.pos]
+                self.report(
+                    "E004",
+                    'Every line of a choice is an `option "label":` block',
+                    token_span(token),
+                    help='put each alternative under a label: option "label": then its '
+                    "statements indented under it",
+                )
+                self.statement()  # checked for its own errors, then dropped
+                return None
             keyword_at = self.take()
             label = self.string("an option label string")
             self.expect(":", "':' after the option label")
@@ -1240,6 +1296,10 @@ class _Parser:
         # Inline properties on the header line: `session "Research AI" context: "AI"`.
         while kinds[self.pos + 1] == ":" and _is_word_kind(kinds[self.pos]):
             properties.append(self.property(inline=True))
+        if kinds[self.pos] == "(" and self.starts_property(1):
+            properties.extend(self.parenthesised_properties(keyword_at))
+        elif kinds[self.pos] == ":" and kinds[self.pos + 1] == NEWLINE:
+            self.header_colon()
         pos = self.pos
         # An indented block under a session is its properties when its first line looks
         # like one (`name:`, or a plain name with the colon forgotten); anything else, a
@@ -1258,6 +1318,59 @@ class _Parser:
             name=name,
             properties=tuple(properties),
         )
+
+    def header_colon(self) -> None:
+        """`session "Synthesize":` with its properties under it (an early form of the
+        language): a session line ends without ':'. One error, the colon's removal as a safe
+        fix (the indented lines are the session's properties either way), and the properties
+        parse as the session's."""
+        colon = token_span(self.tokens[self.pos])
+        if self.kinds[self.pos + 2] != INDENT or not self.starts_property(3):
+            return
+        self.report(
+            "E004",
+            "Unexpected ':' after the session: its properties follow on indented lines, "
+            "with no ':' after the prompt",
+            colon,
+            help='remove the colon: session "..." then the indented properties',
+            fix=Fix("remove the colon", (Edit(colon, ""),)),
+        )
+        self.pos += 1
+
+    def parenthesised_properties(self, keyword_at: int) -> list[n.Property]:
+        """`session "Flaky call" (retry: 3, backoff: linear)` (an early form): properties
+        go on indented lines. One error; the safe fix writes them there when no property
+        block follows (otherwise the help says so); they count as the session's."""
+        kinds, tokens = self.kinds, self.tokens
+        opener = self.pos
+        self.pos += 1
+        properties = [self.property(inline=True)]
+        while kinds[self.pos] == ",":
+            self.pos += 1
+            properties.append(self.property(inline=True))
+        self.expect(")", "')' after the properties")
+        closer = tokens[self.pos - 1]
+        start, end = tokens[opener - 1][3], closer[3]
+        first = tokens[opener]
+        span = Span(first[2], closer[3], first[4], first[5], closer[6], closer[7])
+        line = self.source.line_text(tokens[keyword_at][4])
+        indent = " " * (len(line) - len(line.lstrip(" ")) + 2)
+        text = self.source.text
+        lines = "".join(f"\n{indent}{text[p.span.start : p.span.end]}" for p in properties)
+        block_follows = kinds[self.pos] == NEWLINE and kinds[self.pos + 1] == INDENT
+        self.report(
+            "E004",
+            "Properties in parentheses after a session: they go on indented lines under it",
+            span,
+            help="write each `name: value` on its own line, indented under the session",
+            fix=None
+            if block_follows or "\t" in line
+            else Fix(
+                "write the properties on indented lines",
+                (Edit(self.source.span(start, end), lines),),
+            ),
+        )
+        return properties
 
     def property_block(self) -> tuple[n.Property, ...]:
         """NEWLINE INDENT (``name: value`` NEWLINE)* DEDENT, each line recovered on its own."""

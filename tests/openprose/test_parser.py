@@ -971,3 +971,35 @@ def test_a_keyed_context_object_is_one_error_with_the_names_fix() -> None:
 def test_properties_under_a_broken_line_are_checked_as_properties() -> None:
     text = 'let x = session: writer extra\n  prompt: "p"\n  context: []\n'
     assert [d.code for d in parse_text(text).diagnostics] == ["E004"]
+
+
+def test_early_forms_are_one_error_each_with_a_safe_fix_and_parse_as_meant() -> None:
+    text = (
+        'session "Merge":\n  context: []\n'
+        'session "Call" (retry: 3, backoff: linear)\n'
+        'repeat 2: session "Again"\n'
+    )
+    found = parse_text(text).diagnostics
+    assert [(d.code, d.line) for d in found] == [("E004", 1), ("E004", 3), ("E004", 4)]
+    assert all(d.fix is not None and d.fix.safe for d in found)
+    merge, call, again = parse_text(text).program.body
+    assert [p.name.id for p in merge.properties] == ["context"]  # type: ignore[attr-defined]
+    assert [p.name.id for p in call.properties] == ["retry", "backoff"]  # type: ignore[attr-defined]
+    assert isinstance(again, n.Repeat) and again.body == (session("Again"),)
+    assert _fixed(text) == (
+        'session "Merge"\n  context: []\n'
+        'session "Call"\n  retry: 3\n  backoff: linear\n'
+        'repeat 2:\n  session "Again"\n'
+    )
+
+
+def test_no_inline_body_fix_when_a_block_follows_or_the_statement_is_incomplete() -> None:
+    assert [d.fix for d in parse_text('if **a**: session "x"\n  context: []\n').diagnostics]
+    assert all(d.fix is None for d in parse_text("repeat 2: let x =\n").diagnostics)
+    with_block = parse_text('session "x" (retry: 2)\n  context: []\n').diagnostics
+    assert [(d.code, d.fix) for d in with_block] == [("E004", None)]
+
+
+def test_a_choice_with_bare_statements_reports_the_form_once() -> None:
+    text = 'choice **which is better**:\n  session "A"\n  session "B"\n  session "C"\n'
+    assert diags(text) == [("E004", 2, 3)]
