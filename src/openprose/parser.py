@@ -365,10 +365,15 @@ class _Parser:
         moves the statement to its own indented line, and the statement is the body."""
         start, errors = self.pos, len(self.diagnostics)
         colon = self.tokens[start - 1]
+        if self.depth >= MAX_NESTING:
+            return None  # `repeat 1: repeat 1: …` on one line nests like indented blocks
+        self.depth += 1
         try:
             stmt = self.statement_inner()
         except _ParseError:
             stmt = None
+        finally:
+            self.depth -= 1
         kinds = self.kinds
         ok = (
             stmt is not None

@@ -1003,3 +1003,10 @@ def test_no_inline_body_fix_when_a_block_follows_or_the_statement_is_incomplete(
 def test_a_choice_with_bare_statements_reports_the_form_once() -> None:
     text = 'choice **which is better**:\n  session "A"\n  session "B"\n  session "C"\n'
     assert diags(text) == [("E004", 2, 3)]
+
+
+def test_statements_nested_on_one_header_line_stop_at_the_nesting_limit() -> None:
+    # `repeat 1: repeat 1: …` nests like indented blocks: bounded, never a RecursionError
+    for count in (50, 5_000):
+        result = parse_text("repeat 1: " * count + 'session "x"\n')
+        assert result.diagnostics and {d.code for d in result.diagnostics} == {"E004"}
