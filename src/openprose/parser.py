@@ -1207,6 +1207,14 @@ class _Parser:
             keyed = self.keyed_object(start)
             if keyed is not None:
                 return keyed
+            # `{ count: 0, entries: [] }`: a data literal, which the grammar does not have
+            self.report(
+                "E004",
+                "A `{ … }` lists names (a context object); `key: value` data is not in the grammar",
+                token_span(self.tokens[start]),
+                help="pass values as context by name (`{ a, b }`), or let a session build the data",
+            )
+            raise _ParseError
         names = self.name_list("}")
         return n.ObjectContext(span=self.span_from(start), names=names)
 
