@@ -335,3 +335,22 @@ def test_a_late_input_that_interpolates_earlier_results_is_not_moved(checked: Ch
     plain = 'let plan = session "Plan"\ninput ok: "Approve the plan?"\n'
     (movable,) = [d for d in checked(plain) if d.code == "E022"]
     assert movable.fix is not None and movable.fix.safe
+
+
+def test_a_block_of_file_lines_under_context_is_one_error_with_the_names_fix(
+    checked: Check,
+) -> None:
+    from openprose.fixes import fix_source
+    from openprose.source import SourceFile
+
+    source = (
+        'const a = "a.md"\nconst b = "b.md"\nsession "Improve"\n  context:\n'
+        "    file: a\n    file: b\n"
+    )
+    (found,) = checked(source)
+    assert (found.code, found.line) == ("E143", 5) and "block" in found.message
+    assert found.fix is not None and not found.fix.safe
+    fixed = fix_source(SourceFile.from_text(source), unsafe=True).text
+    assert fixed.endswith('session "Improve"\n  context: [a, b]\n')
+    (literal,) = checked('session "x"\n  context:\n    file: "a.md"\n')
+    assert literal.code == "E143" and literal.fix is None
