@@ -54,6 +54,7 @@ MAX_NESTING = 1000
 _RECURSION_LIMIT = 20 * MAX_NESTING + 2000
 
 _LAYOUT = frozenset((NEWLINE, INDENT, DEDENT, EOF))
+_LINE_END = frozenset((NEWLINE, EOF))
 # Keywords that also name things where a name is expected (`block review(input):`,
 # `context: input`); at the start of a statement they still begin their declaration.
 SOFT_KEYWORDS = frozenset(("input", "output"))
@@ -1074,7 +1075,8 @@ class _Parser:
     def discretion(self, what: str, ends: tuple[str, ...] = (":",)) -> n.Discretion:
         """A `**condition**`; ``ends`` are the tokens that may follow it on its line."""
         kinds = self.kinds
-        if kinds[self.pos] != DISCRETION or kinds[self.pos + 1] not in (*ends, NEWLINE, EOF):
+        after = kinds[self.pos + 1]
+        if kinds[self.pos] != DISCRETION or (after not in ends and after not in _LINE_END):
             plain = self.plain_condition(ends)
             if plain is not None:
                 return plain
