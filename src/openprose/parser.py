@@ -681,7 +681,8 @@ class _Parser:
         start = self.take()
         name = self.declared_name("a block name", ":", "(")
         params: list[n.Name] = []
-        has_parens = self.kinds[self.pos] == "("
+        # `block f (max_depth: 5):` is modifiers, not parameters
+        has_parens = self.kinds[self.pos] == "(" and not self.starts_property(1)
         if has_parens:
             self.pos += 1
             while self.kinds[self.pos] != ")":
@@ -690,6 +691,9 @@ class _Parser:
                     break
                 self.pos += 1
             self.expect(")", "')' or ',' in the parameter list")
+        modifiers: tuple[n.Modifier, ...] = ()
+        if self.kinds[self.pos] == "(":
+            modifiers = self.modifiers()
         self.expect(":", "':' after the block header")
         body = self.body(required=False, construct="block")
         return n.BlockDef(
@@ -698,6 +702,7 @@ class _Parser:
             params=tuple(params),
             body=body,
             has_parens=has_parens,
+            modifiers=modifiers,
         )
 
     def binding(self) -> n.Binding:

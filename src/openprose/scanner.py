@@ -78,7 +78,7 @@ _MASTER = re.compile(
   | (?P<number>-?[0-9]+(?:\.[0-9]+)?)
   | (?P<name>(?>"""
     + IDENT_PATTERN
-    + r""")(?![^\x00-\x7f]))  # not the ASCII start of a longer, non-ASCII word
+    + r""")(?![^\W\x00-\x7f]))  # not the ASCII start of a longer, non-ASCII word
   | (?P<uname>[^\W\d][\w]*(?:-\w+)*)  # `résumé`: one error for the word, read as a name
   | (?P<punct>[()\[\]{},:=|.])
   | (?P<bad>[^ \t\r\n\f\v"\#*A-Za-z_0-9()\[\]{},:=|.\-]+|[^ \f\v\r])

@@ -1010,3 +1010,13 @@ def test_statements_nested_on_one_header_line_stop_at_the_nesting_limit() -> Non
     for count in (50, 5_000):
         result = parse_text("repeat 1: " * count + 'session "x"\n')
         assert result.diagnostics and {d.code for d in result.diagnostics} == {"E004"}
+
+
+def test_a_block_may_set_its_recursion_limit() -> None:
+    # reference VM, "Recursion Depth Limits": block process(chunk, depth) (max_depth: 50):
+    (block,) = ok('block process(chunk, depth) (max_depth: 50):\n  session "x"\n')
+    assert isinstance(block, n.BlockDef) and [p.id for p in block.params] == ["chunk", "depth"]
+    (mod,) = block.modifiers
+    assert mod.name is not None and mod.name.id == "max_depth" and mod.value.value == 50  # type: ignore[attr-defined]
+    (bare,) = ok('block tidy (max_depth: 2):\n  session "x"\n')
+    assert isinstance(bare, n.BlockDef) and bare.params == () and len(bare.modifiers) == 1

@@ -350,3 +350,11 @@ def test_megabyte_strings_scan_in_bounded_memory() -> None:
             tracemalloc.stop()
         assert tokens[1][0] == kind
         assert peak < 20 * len(text), (kind, peak)
+
+
+def test_a_name_followed_by_a_non_ascii_symbol_is_still_a_name() -> None:
+    # `try→`, `a✓`: the symbol is the bad character, not the name before it
+    assert kinds("try→\n")[:1] == ["try"]
+    assert [(d.code, d.column) for d in scan(SourceFile.from_text("a✓\n")).diagnostics] == [
+        ("E102", 2)
+    ]

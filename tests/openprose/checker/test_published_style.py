@@ -354,3 +354,9 @@ def test_a_block_of_file_lines_under_context_is_one_error_with_the_names_fix(
     assert fixed.endswith('session "Improve"\n  context: [a, b]\n')
     (literal,) = checked('session "x"\n  context:\n    file: "a.md"\n')
     assert literal.code == "E143" and literal.fix is None
+
+
+def test_block_modifiers_take_max_depth_only(checked: Check) -> None:
+    assert checked('block f(x) (max_depth: 50):\n  session "x"\ndo f("a")\n') == []
+    found = checked('block f (max_depth: 0, depth: 2):\n  session "x"\ndo f\n')
+    assert [d.code for d in found] == ["E168", "E168"]
