@@ -286,12 +286,15 @@ class _Parser:
                     return
                 break
         self.pos += 1  # the INDENT
-        if properties or (
-            kinds[self.pos + 1] == ":" and self.tokens[self.pos][1] in AGENT_PROPERTIES
-        ):
-            # a session's or agent's own lines (`prompt:`, `context:`) under a line that
-            # failed: checked as properties, not reported as unknown statements
+        if properties:
             self.property_lines()
+        elif kinds[self.pos + 1] == ":" and self.tokens[self.pos][1] in AGENT_PROPERTIES:
+            # `prompt:`, `context:` … under a line that failed (an unknown statement such as
+            # a fork's `gate name:`): read as properties and dropped quietly — the failed
+            # line is the one problem, its lines are not unknown statements
+            reported = len(self.diagnostics)
+            self.property_lines()
+            del self.diagnostics[reported:]
         else:
             self.indented_block()
 
