@@ -206,3 +206,37 @@ def test_run_json_is_written_from_memory(vm: Any) -> None:
     assert meta["status"] == "succeeded" and meta["usage"]["requests_sent"] == 1
     assert meta["run_id"] == result.run_id and "started" in meta and "finished" in meta
     assert (result.run_dir / "run.json").read_text().startswith('{\n  "run_id": ')
+
+
+def test_journal_holds_a_start_until_the_next_event_and_keeps_file_order(tmp_path: Path) -> None:
+    path = tmp_path / "journal.jsonl"
+
+    async def scenario() -> tuple[list[str], list[str], list[str]]:
+        journal = Journal(path, durable=False)
+        journal.start()
+        journal.append("session_started", "1")
+        journal.append("session_started", "2")
+        held = [e["ev"] for e in read_journal(path)]  # nothing resumes from a start
+        journal.append("session_finished", "1")  # written at once, the starts before it
+        together = [f"{e['ev']}:{e['step']}" for e in read_journal(path)]
+        journal.append("session_started", "3")
+        await asyncio.sleep(journal.COMMIT_INTERVAL * 5)  # a lone start waits one interval
+        alone = [e["step"] for e in read_journal(path)]
+        journal.append("session_started", "4")
+        await journal.close()
+        return held, together, alone
+
+    held, together, alone = asyncio.run(scenario())
+    assert held == []
+    assert together == ["session_started:1", "session_started:2", "session_finished:1"]
+    assert alone == ["1", "2", "1", "3"]
+    assert [e["step"] for e in read_journal(path)][-1] == "4"  # close writes what is held
+    times = [e["t"] for e in read_journal(path)]
+    assert times == sorted(times)  # each event keeps the time it happened
+
+
+def test_journal_writes_every_event_at_once_without_an_event_loop(tmp_path: Path) -> None:
+    journal = Journal(tmp_path / "journal.jsonl", durable=False)  # not started
+    journal.append("session_started", "1")
+    assert [e["ev"] for e in read_journal(tmp_path / "journal.jsonl")] == ["session_started"]
+    asyncio.run(journal.close())
