@@ -47,6 +47,7 @@ class Journal:
         self._unsynced = 0
         self._held: list[bytes] = []  # deferrable events not written yet, in order
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._timer: asyncio.TimerHandle | None = None  # writes what is held, when due
         self._wake: asyncio.Event | None = None
         self._syncer: asyncio.Task[None] | None = None
         self.fsyncs = 0
@@ -67,9 +68,9 @@ class Journal:
         line = orjson.dumps(record, option=orjson.OPT_NON_STR_KEYS) + b"\n"
         self.events += 1
         if event in DEFERRABLE and self._loop is not None:
-            if not self._held:
-                self._loop.call_later(self.COMMIT_INTERVAL, self._write_held_later)
             self._held.append(line)
+            if self._timer is None:  # one timer for many starts, not one each
+                self._timer = self._loop.call_later(self.COMMIT_INTERVAL, self._write_held_later)
             return t
         if self._held:
             self._held.append(line)
@@ -84,6 +85,7 @@ class Journal:
             self._held = []
 
     def _write_held_later(self) -> None:
+        self._timer = None
         try:
             self._write_held()
         except OSError:  # kept: the next event written at once writes them or raises
@@ -109,7 +111,10 @@ class Journal:
 
     async def close(self) -> None:
         self._write_held()
-        self._loop = None  # a late timer finds nothing held
+        self._loop = None
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         if self._syncer is not None:
             self._syncer.cancel()
             try:

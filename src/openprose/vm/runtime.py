@@ -227,6 +227,11 @@ class Shared:
     anon_names: int = 0
     memory_locks: dict[Path, asyncio.Lock] = field(default_factory=dict)  # one per memory folder
     tools: ToolRuntime = field(default_factory=ToolRuntime)
+    # The observer's streaming hook, looked up once (not per call: observers may be fan-outs).
+    _answer_text: Any = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._answer_text = getattr(self.observer, "answer_text", None)
 
     def emit(self, event: str, step: str, **fields: Any) -> None:
         t = self.journal.append(event, step, **fields)
@@ -243,10 +248,12 @@ class Shared:
         over; its `watches(step)`, when it has one, may decline a session it would not show.
         Nothing of it reaches the journal, which records whole answers; without such an
         observer the call is made unstreamed."""
-        show = getattr(self.observer, "answer_text", None)
+        show = self._answer_text
+        if show is None:
+            return _NOTHING_WATCHED
         watches = getattr(self.observer, "watches", None)
-        if show is None or (watches is not None and not watches(step)):
-            return nullcontext()
+        if watches is not None and not watches(step):
+            return _NOTHING_WATCHED
         from openprose.providers.streaming import stream_text_to
 
         restarted = getattr(self.observer, "answer_restarted", None)
@@ -254,3 +261,6 @@ class Shared:
             lambda text: show(step, text),
             on_restart=None if restarted is None else lambda: restarted(step),
         )
+
+
+_NOTHING_WATCHED = nullcontext()  # reusable: it holds no state
