@@ -27,6 +27,7 @@ from openprose.launch import (
     ProgramRef,
     RunError,
     budgets_of,
+    execute,
     model_flags,
     prepare,
 )
@@ -116,29 +117,14 @@ async def start(
     prepared: Prepared, observer: Observer | None = None, trace: Trace = False
 ) -> RunResult:
     """Run what `prepare` built, closing its provider (and exporting its trace) at the end."""
-    from openprose.vm.runner import run_program
-
     try:
         tracer = tracer_for(trace)
     except BaseException:
         await prepared.provider.aclose()
         raise
     try:
-        return await run_program(
-            prepared.program,
-            prepared.text,
-            provider=prepared.provider,
-            project_dir=prepared.project,
-            inputs=prepared.inputs,
-            imports=prepared.imports,
-            settings=prepared.settings,
-            config=prepared.config,
-            observer=observer,
-            launch=prepared.launch,
-            prices=prepared.prices,
-            tools=prepared.tools,
-            tracer=tracer,
-        )
+        result: RunResult = await execute(prepared, observer, tracer)
+        return result
     finally:
         await prepared.provider.aclose()
         if tracer is not None:

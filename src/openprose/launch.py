@@ -24,6 +24,7 @@ __all__ = [
     "RunError",
     "budgets_of",
     "check_text",
+    "execute",
     "model_flags",
     "open_run",
     "prepare",
@@ -168,12 +169,16 @@ def open_run(
     budgets: dict[str, Any] | None = None,
     yes: bool = False,
     found: Any = None,  # the discovered project, when there was a search (its config file)
+    update_pins: bool = False,
+    interactive: bool = False,
 ) -> Prepared:
-    """For a checked program: load its imports, open the provider, read the VM settings."""
+    """For a checked program: load its imports, open the provider, read the VM settings.
+    `interactive` (`prose run` only) lets a person at the terminal answer `prompt`
+    permissions; library code never asks there: `yes` approves, else the run waits."""
     from openprose.cli import run as cli
 
     try:
-        imports = cli.load_imports_or_fail(program, program_dir, project)
+        imports = cli.load_imports_or_fail(program, program_dir, project, update_pins=update_pins)
         settings, opened = cli.open_provider_or_fail(
             project,
             provider,
@@ -194,8 +199,7 @@ def open_run(
         )
         prices = cli.run_prices(project)
         cli.cost_is_enforceable(program, config, settings, prices)
-        # Never a terminal prompt from library code: `yes` approves, else the run waits.
-        tools = cli.tool_runtime(project, yes, interactive=False)
+        tools = cli.tool_runtime(project, yes, interactive=interactive)
     except cli.UsageError as error:
         _close_soon(opened)
         raise RunError(str(error), error.diagnostics) from None
@@ -208,6 +212,27 @@ def open_run(
     }
     return Prepared(
         program, text, project, {}, imports, settings, opened, config, launch, prices, tools
+    )
+
+
+async def execute(prepared: Prepared, observer: Any = None, tracer: Any = None) -> Any:
+    """Run what `prepare`/`open_run` built (its `RunResult`); the caller closes the provider."""
+    from openprose.vm.runner import run_program
+
+    return await run_program(
+        prepared.program,
+        prepared.text,
+        provider=prepared.provider,
+        project_dir=prepared.project,
+        inputs=prepared.inputs,
+        imports=prepared.imports,
+        settings=prepared.settings,
+        config=prepared.config,
+        observer=observer,
+        launch=prepared.launch,
+        prices=prepared.prices,
+        tools=prepared.tools,
+        tracer=tracer,
     )
 
 

@@ -292,6 +292,7 @@ def _not_run(
 
 
 def _run(args: argparse.Namespace) -> int:
+    from openprose.launch import RunError, execute, open_run
     from openprose.project import find_project
 
     from_stdin = args.program == STDIN
@@ -308,54 +309,31 @@ def _run(args: argparse.Namespace) -> int:
     parsed = parse_and_check(program_path, project, text_out)
     inputs = read_inputs(args.input, args.inputs)
     inputs_match(parsed, inputs, text_out)
-    imports = load_imports_or_fail(
-        parsed.program, program_dir, project, update_pins=args.update_pins
-    )
-    settings, provider = open_provider_or_fail(
-        project, args.provider, args.model, args.max_concurrency, record=args.record, found=found
-    )
-    from openprose.vm.runner import run_program
-
-    config = vm_config(
-        project,
-        settings.max_concurrency,
-        args.evaluator,
-        local_budget(settings),
-        budgets=budget_flags(args),
-    )
-    prices = run_prices(project)
-    cost_is_enforceable(parsed.program, config, settings, prices)
-    launch = {
-        "provider": launch_spec(args.provider, settings),
-        "models": args.model,
-        "max_concurrency": args.max_concurrency,
-        "evaluator": args.evaluator,
-        "program_dir": str(program_dir.resolve()),
-    }
-    text = parsed.source.text
-    tools = tool_runtime(project, args.yes)
-    args.notice.project, args.notice.provider = project, settings.provider
+    try:
+        prepared = open_run(
+            parsed.program,
+            parsed.source.text,
+            program_dir=program_dir,
+            project=project,
+            provider=args.provider,
+            models=args.model,
+            max_concurrency=args.max_concurrency,
+            evaluator=args.evaluator,
+            record=args.record,
+            budgets=budget_flags(args),
+            yes=args.yes,
+            found=found,
+            update_pins=args.update_pins,
+            interactive=True,
+        )
+    except RunError as error:
+        raise UsageError(str(error), error.diagnostics) from None
+    prepared.inputs = inputs
+    args.notice.project, args.notice.provider = project, prepared.settings.provider
     tracer = open_tracer_or_fail(args.trace)
     with progress(args.json, args.notice, args.quiet) as observer, shut_down(tracer):
-        hold_progress(tools, observer)
-        result = run_async(
-            run_program(
-                parsed.program,
-                text,
-                provider=provider,
-                project_dir=project,
-                inputs=inputs,
-                imports=imports,
-                settings=settings,
-                config=config,
-                observer=observer,
-                launch=launch,
-                prices=prices,
-                tracer=tracer,
-                tools=tools,
-            ),
-            provider,
-        )
+        hold_progress(prepared.tools, observer)
+        result = run_async(execute(prepared, observer, tracer), prepared.provider)
     return report(result, args.json, args.notice)
 
 
@@ -390,7 +368,7 @@ def tool_runtime(project: Path, yes: bool, *, interactive: bool = True) -> Any:
     nobody (the run then waits for `prose approve`) — and the project's default permissions
     (`[permissions]` of prose.toml). `interactive=False` (the Python API, batches) never
     asks at a terminal."""
-    from openprose.vm.toolloop import ToolRuntime
+    from openprose.vm.runtime import ToolRuntime
     from openprose.vm.tools import NobodyApprover, PreApprover, TerminalApprover
     from openprose.vm.tools.permissions import PermissionError_, validate_default
 

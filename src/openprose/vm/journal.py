@@ -26,7 +26,6 @@ import orjson
 
 from openprose.providers.base import ModelRequest
 
-
 # Events whose loss in a crash changes nothing a resumed run does (see the module docstring).
 DEFERRABLE = frozenset({"session_started"})
 
