@@ -1,6 +1,6 @@
 """Opening a run: what `openprose.run` and `prose batch` share between reading a program
 and starting the VM — check it, load its imports, open its provider, read the VM settings,
-prices and tool runtime — built from the helpers `prose run` uses (`openprose.cli.run`).
+prices and tool runtime — built from the steps in `openprose.cli.opening`, which `prose run` uses the same way.
 Below `openprose.api` and `openprose.batches`, which both use it.
 """
 
@@ -113,7 +113,7 @@ def prepare(
     yes: bool = False,
 ) -> Prepared:
     """Check the program and its inputs, load its imports and open the provider."""
-    from openprose.cli import run as cli
+    from openprose.cli import opening as cli
     from openprose.project import find_project
 
     base = Path(project_dir) if project_dir is not None else Path.cwd()
@@ -175,7 +175,7 @@ def open_run(
     """For a checked program: load its imports, open the provider, read the VM settings.
     `interactive` (`prose run` only) lets a person at the terminal answer `prompt`
     permissions; library code never asks there: `yes` approves, else the run waits."""
-    from openprose.cli import run as cli
+    from openprose.cli import opening as cli
 
     try:
         imports = cli.load_imports_or_fail(program, program_dir, project, update_pins=update_pins)
@@ -249,7 +249,7 @@ def _close_soon(provider: Provider) -> None:
 def check_text(text: str, path: str, project: Path) -> Any:
     """The parse of program text when it checks clean, else `UsageError` with diagnostics."""
     from openprose.checker import diagnose
-    from openprose.cli.run import UsageError
+    from openprose.cli.opening import UsageError
     from openprose.parser import parse_text
 
     parsed = parse_text(text, path)
