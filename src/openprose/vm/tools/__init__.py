@@ -5,51 +5,15 @@ lives in `openprose.vm.toolloop`."""
 from importlib import import_module
 from typing import Any
 
-# name -> its module; loaded on first use, so that importing one light module of the package
-# (approvals, permissions, skills) does not load the toolbox, the sandbox and the web tool.
-_HOMES = {
-    **dict.fromkeys(
-        (
-            "ApprovalPending",
-            "ApprovalRequest",
-            "Approver",
-            "NobodyApprover",
-            "PreApprover",
-            "RecordedApprover",
-            "TerminalApprover",
-        ),
-        "approvals",
-    ),
-    "Permissions": "permissions",
-    **dict.fromkeys(("Sandbox", "SandboxUnavailable", "sandbox_problem"), "sandbox"),
-    **dict.fromkeys(("Skill", "SkillError", "load_skill"), "skills"),
-    **dict.fromkeys(("Toolbox", "ToolLimits", "ToolOutcome"), "toolbox"),
-}
+# Each name is looked up in these modules' `__all__`, loading them in order only when a name
+# is first used: importing one light module of the package (approvals, permissions, skills)
+# does not load the toolbox, the sandbox and the web tool.
+_MODULES = ("approvals", "permissions", "skills", "sandbox", "toolbox")
 
 
 def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(import_module(f"{__name__}.{home}"), name)
-
-
-__all__ = [
-    "ApprovalPending",
-    "ApprovalRequest",
-    "Approver",
-    "NobodyApprover",
-    "Permissions",
-    "PreApprover",
-    "RecordedApprover",
-    "Sandbox",
-    "SandboxUnavailable",
-    "Skill",
-    "SkillError",
-    "TerminalApprover",
-    "ToolLimits",
-    "ToolOutcome",
-    "Toolbox",
-    "load_skill",
-    "sandbox_problem",
-]
+    for home in _MODULES:
+        module = import_module(f"{__name__}.{home}")
+        if name in module.__all__:
+            return getattr(module, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
