@@ -12,7 +12,8 @@ from typing import Any
 
 from openprose.files import write_atomically
 from openprose.vm.journal import Journal, read_journal
-from openprose.vm.runstore import BindingWriter, RunStore, find_run
+from openprose.vm.runstore import RunStore, _write_binding, find_run
+from openprose.vm.writer import BackgroundWriter
 
 
 def test_layout_bindings_and_outputs(vm: Any) -> None:
@@ -156,15 +157,15 @@ def test_binding_rewrites_coalesce_to_the_latest_value(vm: Any) -> None:
 
 
 def test_binding_writer_batches_puts_into_few_flushes(tmp_path: Path) -> None:
-    writer = BindingWriter()
+    writer = BackgroundWriter()
     for i in range(1000):
-        writer.put(tmp_path / f"b{i % 10}.md", f"value {i}\n")
+        writer.put(_write_binding, tmp_path / f"b{i % 10}.md", f"value {i}\n")
     time.sleep(writer.FLUSH_INTERVAL * 4)
-    writer.put(tmp_path / "late.md", "late\n")
+    writer.put(_write_binding, tmp_path / "late.md", "late\n")
     writer.close()
     assert writer.error is None
     assert writer.flushes <= 3  # not one wake-up per put
-    assert writer.files <= 11 + 10  # rewrites of one name coalesce
+    assert writer.writes <= 11 + 10  # rewrites of one name coalesce
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
         [f"b{i}.md" for i in range(10)] + ["late.md"]
     )
@@ -172,14 +173,39 @@ def test_binding_writer_batches_puts_into_few_flushes(tmp_path: Path) -> None:
 
 
 def test_binding_writer_close_flushes_at_once(tmp_path: Path) -> None:
-    writer = BindingWriter()
+    writer = BackgroundWriter("prose-writer-test")
     writer.FLUSH_INTERVAL = 60.0  # close must not wait for the interval
-    writer.put(tmp_path / "x.md", "x\n")
+    writer.put(_write_binding, tmp_path / "x.md", "x\n")
     started = time.monotonic()
     writer.close()
     assert time.monotonic() - started < 5
     assert (tmp_path / "x.md").read_text() == "x\n"
-    assert not any(t.name == "prose-bindings" for t in threading.enumerate())
+    assert not any(t.name == "prose-writer-test" for t in threading.enumerate())
+
+
+def test_one_writer_serves_bindings_and_audit_trails_in_put_order(tmp_path: Path) -> None:
+    """Two kinds of sink share the thread; each key's items arrive whole and in order, and
+    a failing sink is reported without stopping the others."""
+    seen: list[tuple[str, list[int]]] = []
+
+    def collect(key: str, items: list[int]) -> None:
+        seen.append((key, items))
+
+    def broken(key: str, items: list[int]) -> None:
+        raise OSError(28, "No space left on device")
+
+    writer = BackgroundWriter()
+    for i in range(6):
+        writer.put(collect, "trail", i)
+        writer.put(_write_binding, tmp_path / "b.md", f"v{i}\n")
+    writer.put(broken, "full", 0)
+    writer.flush()
+    assert seen == [("trail", [0, 1, 2, 3, 4, 5])]
+    assert (tmp_path / "b.md").read_text() == "v5\n"
+    assert writer.error is not None and writer.error.errno == 28
+    writer.put(collect, "trail", 6)
+    writer.close()
+    assert seen[-1] == ("trail", [6])
 
 
 def test_journal_group_commit_flushes_within_its_interval(tmp_path: Path) -> None:
