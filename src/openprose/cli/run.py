@@ -378,7 +378,35 @@ def run_async(coroutine: Any, provider: Provider) -> RunResult:
         finally:
             await provider.aclose()
 
-    return asyncio.run(main())
+    with lean_collector():
+        return asyncio.run(main())
+
+
+# Container allocations between young collections while a run goes on (CPython's default is
+# 700); the older generations keep their ratios.
+YOUNG_COLLECTION_EVERY = 50_000
+
+
+@contextmanager
+def lean_collector() -> Iterator[None]:
+    """Fewer garbage collections while a run goes on. A session leaves ~20 container objects
+    alive until the run ends (history, scopes, results) and a model call makes hundreds of
+    short-lived ones: at the default threshold the collector ran ~280 times per 10,000
+    sessions and cost ~50 us of CPU per session, about a third of what the VM adds to a call.
+    What start-up built (modules, the program's syntax tree) is moved out of the collector's
+    sight (`gc.freeze`), and young collections come every `YOUNG_COLLECTION_EVERY`
+    allocations: cyclic garbage waits longer (a few MB at most), reference counting frees
+    the rest as before. Restored afterwards (tests run many commands in one process)."""
+    import gc
+
+    thresholds = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(YOUNG_COLLECTION_EVERY, thresholds[1], thresholds[2])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*thresholds)
+        gc.unfreeze()
 
 
 @contextmanager
