@@ -195,7 +195,7 @@ async def aresume(
     """Continue a run (id, unique prefix or folder) as `prose resume` does: finished work is
     served from its journal; options default to what the run was started with (a budget
     given now replaces the recorded one)."""
-    from openprose.cli import run as cli
+    from openprose.cli import opening as cli
     from openprose.cli.resume import NothingToResume, prepare_resume
     from openprose.project import runs_home
 
@@ -278,11 +278,12 @@ def tracer_for(trace: Trace) -> Tracer | None:
     if trace is None or isinstance(trace, bool):
         if trace is False:
             return None
-        from openprose.cli import run as cli
+        from openprose.cli.opening import UsageError
+        from openprose.cli.run import open_tracer_or_fail
 
         try:
-            return cli.open_tracer_or_fail(trace is True)
-        except cli.UsageError as error:
+            return open_tracer_or_fail(trace is True)
+        except UsageError as error:
             raise RunError(str(error)) from None
     return trace
 

@@ -20,27 +20,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from openprose.cli.opening import (  # noqa: F401 - `prose resume` and the API use them from here too
-    BUDGET_KINDS,
-    INPUTS_LIMIT,
+from openprose.cli.opening import (
     STDIN,
     UsageError,
-    check_vm_setting,
-    cost_is_enforceable,
-    fetch_policy,
     inputs_match,
-    launch_spec,
-    load_imports_or_fail,
-    local_budget,
-    open_provider_or_fail,
     parse_and_check,
-    print_diagnostics,
-    project_settings,
     read_inputs,
-    registry_base,
-    run_prices,
-    tool_runtime,
-    vm_config,
 )
 
 if TYPE_CHECKING:
