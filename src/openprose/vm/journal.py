@@ -109,7 +109,6 @@ class Journal:
                 self.fsyncs += 1
 
     async def close(self) -> None:
-        self._write_held()
         self._loop = None
         if self._timer is not None:
             self._timer.cancel()
@@ -121,8 +120,9 @@ class Journal:
             except asyncio.CancelledError:
                 pass
             self._syncer = None
-        try:  # off the event loop: other runs of a batch go on meanwhile
-            if self.durable:
+        try:
+            self._write_held()
+            if self.durable:  # off the event loop: other runs of a batch go on meanwhile
                 await asyncio.get_running_loop().run_in_executor(None, os.fsync, self._fd)
                 self.fsyncs += 1
         finally:
