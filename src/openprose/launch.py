@@ -1,7 +1,7 @@
 """Opening a run: what `openprose.run` and `prose batch` share between reading a program
 and starting the VM — check it, load its imports, open its provider, read the VM settings,
-prices and tool runtime — built from the steps in `openprose.cli.opening`, which `prose run` uses the same way.
-Below `openprose.api` and `openprose.batches`, which both use it.
+prices and tool runtime — built from the steps in `openprose.cli.opening`; `prose run` opens
+its runs here too. Below `openprose.api` and `openprose.batches`, which both use it.
 """
 
 from __future__ import annotations
@@ -170,15 +170,19 @@ def open_run(
     yes: bool = False,
     found: Any = None,  # the discovered project, when there was a search (its config file)
     update_pins: bool = False,
+    offline: bool | None = None,
     interactive: bool = False,
 ) -> Prepared:
     """For a checked program: load its imports, open the provider, read the VM settings.
-    `interactive` (`prose run` only) lets a person at the terminal answer `prompt`
-    permissions; library code never asks there: `yes` approves, else the run waits."""
+    `offline` None: as PROSE_OFFLINE says. `interactive` (`prose run` only) lets a person
+    at the terminal answer `prompt` permissions; library code never asks there: `yes`
+    approves, else the run waits."""
     from openprose.cli import opening as cli
 
     try:
-        imports = cli.load_imports_or_fail(program, program_dir, project, update_pins=update_pins)
+        imports = cli.load_imports_or_fail(
+            program, program_dir, project, update_pins=update_pins, offline=offline
+        )
         settings, opened = cli.open_provider_or_fail(
             project,
             provider,

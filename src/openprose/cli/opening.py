@@ -355,6 +355,12 @@ def inputs_match(parsed: Any, inputs: dict[str, Any], stream: TextIO) -> None:
     )
 
 
+def offline_wanted(flag: bool = False) -> bool:
+    """`--offline`, or PROSE_OFFLINE set to anything but empty / 0 / false / no."""
+    value = os.environ.get("PROSE_OFFLINE", "").strip().lower()
+    return flag or value not in ("", "0", "false", "no")
+
+
 def load_imports_or_fail(
     program: Any,
     base_dir: Path,
@@ -362,7 +368,11 @@ def load_imports_or_fail(
     pinned: dict[str, str] | None = None,
     *,
     update_pins: bool = False,
+    offline: bool | None = None,
 ) -> Any:
+    """The programs `program` imports (fetched, cached, pinned) and the registry and URL
+    skills its agents use, installed under `.prose/skills/` as pinned in prose.lock.
+    `pinned` (a resume): the import hashes the run started with, read from the cache."""
     from openprose import nodes as n
 
     if not any(isinstance(s, n.Use) for s in program.body):
@@ -370,19 +380,79 @@ def load_imports_or_fail(
     from openprose.imports import ImportFailed
     from openprose.vm.loader import load_imports
 
-    registry = None if pinned is not None else registry_base(project)
+    offline = offline_wanted() if offline is None else offline
+    policy = fetch_policy(project, update_pins=update_pins)
     try:
-        return load_imports(
+        imports = load_imports(
             program,
             base_dir=base_dir,
             project_dir=project,
-            registry=registry,
+            registry=None if pinned is not None else registry_base(project),
             pinned=pinned,
-            offline=pinned is not None,
-            policy=fetch_policy(project, update_pins=update_pins),
+            offline=offline or pinned is not None,
+            policy=policy,
+        )
+        install_skills_or_fail(
+            program, imports, project, policy, offline=offline, update=update_pins
         )
     except ImportFailed as error:
         raise UsageError(f"use: {error}") from None
+    return imports
+
+
+def install_skills_or_fail(
+    program: Any,
+    imports: Any,
+    project: Path,
+    policy: Any,
+    *,
+    offline: bool,
+    update: bool,
+    report: Any = None,
+) -> list[Any]:
+    """Install the registry and URL skills agents of `program` (and of what it imports)
+    use; `report(install)` is told about each. Raises `ImportFailed`."""
+    from openprose.vm.tools.skill_registry import install_skills, remote_skill_specs
+
+    specs = remote_skill_specs(program, imports.values())
+    if not specs:
+        return []
+    done = install_skills(
+        specs,
+        project,
+        registry=registry_base(project),
+        policy=policy,
+        limits=skill_limits(project),
+        offline=offline,
+        update=update,
+    )
+    for install in done:
+        if report is not None:
+            report(install)
+    return done
+
+
+def skill_limits(project: Path) -> Any:
+    """`[skills]` in prose.toml: `max_bytes` (download), `max_unpacked_bytes`, `max_files`."""
+    from openprose.vm.tools.skill_registry import SkillLimits
+
+    table = project_settings(project).get("skills", {})
+    if not isinstance(table, dict):
+        raise UsageError("the [skills] setting must be a table")
+    defaults = SkillLimits()
+    values = {}
+    for key in ("max_bytes", "max_unpacked_bytes", "max_files"):
+        value = table.get(key, getattr(defaults, key))
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise UsageError(f"[skills] {key} must be a positive whole number, got {value!r}")
+        values[key] = value
+    unknown = sorted(set(table) - set(values))
+    if unknown:
+        raise UsageError(
+            f"[skills] has no setting {unknown[0]!r}; known: max_bytes, max_unpacked_bytes, "
+            f"max_files"
+        )
+    return SkillLimits(**values)
 
 
 def fetch_policy(project: Path, *, update_pins: bool = False) -> Any:

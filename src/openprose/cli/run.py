@@ -24,6 +24,7 @@ from openprose.cli.opening import (
     STDIN,
     UsageError,
     inputs_match,
+    offline_wanted,
     parse_and_check,
     read_inputs,
 )
@@ -57,11 +58,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--update-pins",
         action="store_true",
-        help="fetch remote imports again and pin what they are now in prose.lock",
+        help="fetch remote imports and skills again and pin what they are now in prose.lock",
     )
+    add_offline_argument(parser)
     add_provider_arguments(parser)
     add_budget_arguments(parser)
     add_trace_argument(parser)
+
+
+def add_offline_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--offline",
+        action="store_true",
+        help="fetch nothing: remote programs and skills come from the cache as pinned in "
+        "prose.lock (also PROSE_OFFLINE=1); what is not there is an error",
+    )
 
 
 def add_trace_argument(parser: argparse.ArgumentParser) -> None:
@@ -320,6 +331,7 @@ def _run(args: argparse.Namespace) -> int:
             yes=args.yes,
             found=found,
             update_pins=args.update_pins,
+            offline=offline_wanted(args.offline),
             interactive=True,
         )
     except RunError as error:

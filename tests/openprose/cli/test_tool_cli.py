@@ -148,3 +148,28 @@ def test_a_program_without_tools_never_loads_the_tool_loop(project: Path) -> Non
     # The same check sees the modules when an agent does have tools (it waits for approval).
     status, loaded = _loaded_tool_modules(project, "main.prose", "rules.json")
     assert status == 4 and "openprose.vm.toolloop" in loaded
+
+
+def test_a_command_refused_for_want_of_a_sandbox_is_journaled_and_shown(
+    project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from openprose.vm.tools import sandbox
+
+    monkeypatch.setattr(sandbox, "_probe_result", "bubblewrap (bwrap) is not installed; fix")
+    (project / "main.prose").write_text(
+        'agent runner:\n  prompt: "You run"\n  permissions:\n    bash: allow\n\n'
+        'session: runner\n  prompt: "Run it"\n'
+    )
+    command = {"name": "run_command", "arguments": {"command": "touch ran.txt"}}
+    rules = {"rules": [{"match": "Run it", "turns": [{"tool_calls": [command]}, "could not"]}]}
+    (project / "rules.json").write_text(json.dumps(rules))
+    assert main(["run", "main.prose", "--provider", "scripted:rules.json", "--json"]) == 0
+    run_id = str(_json(capsys)["run_id"])
+    assert not (project / "ran.txt").exists()
+    assert main(["show", run_id, "--json"]) == 0
+    shown = _json(capsys)["permissions"]
+    decisions = [(p["kind"], p["decision"]) for p in shown]  # type: ignore[union-attr]
+    assert decisions == [("bash", "allowed"), ("sandbox", "refused")]  # allowed, then refused
+    assert "bwrap" in json.dumps(shown[1])  # type: ignore[index]
+    assert main(["show", run_id]) == 0
+    assert "refused" in capsys.readouterr().out
