@@ -503,7 +503,7 @@ class _Fields:
     """The :data:`vlp.thread.ThreadFields` of a line decode_lines could not settle, under
     the names a decoded line has."""
 
-    __slots__ = ("id", "code", "refers_to", "session_id", "seq")
+    __slots__ = ("code", "id", "refers_to", "seq", "session_id")
 
     def __init__(self, ident: str, code: int, refers_to: Any, session: str, seq: int) -> None:
         self.id, self.code, self.refers_to, self.session_id, self.seq = (
