@@ -213,54 +213,37 @@ def _types_of(condition: dict[str, Any], where: str) -> list[str] | None:
     raise SchemaNotCompiled(f"{where}: {test!r}")
 
 
-def _holds(spec: dict[str, Any], where: str) -> Predicate:
-    """A test of a decoded value (struct or list) against a fragment of an ``anyOf``: the
-    decoder already checked JSON types, so only requirements, lengths and consts remain.
-    Built as nested closures, no loop: it runs for every high-confidence message."""
+def _holds(spec: dict[str, Any], value: str, where: str) -> str:
+    """A Python expression testing the decoded ``value`` (a struct or a list) against a
+    fragment of the rule's ``anyOf``. The decoder already checked JSON types, so only
+    requirements, lengths and consts remain."""
     spec = _keys(spec, where, {"type", "required", "properties", "minItems", "const"})
-    tests: list[Predicate] = []
+    tests: list[str] = []
     for name in spec.get("required", ()):
-        tests.append(_present(name))
+        tests.append(f"not ({_absent(name, value)})")
     for name, inner in spec.get("properties", {}).items():
-        tests.append(_property(name, _holds(inner, f"{where}.{name}")))
+        field = f"{value}.{_attribute(name)}"
+        inner_test = _holds(inner, field, f"{where}.{name}")
+        tests.append(f"{_absent(name, value)} or {inner_test}")
     if "minItems" in spec:
-        least = spec["minItems"]
-        tests.append(lambda value: len(value) >= least)
+        tests.append(f"len({value}) >= {int(spec['minItems'])}")
     if "const" in spec:
-        const = spec["const"]
-        tests.append(lambda value: value == const)
-    return _all(tests)
+        tests.append(f"{value} == {spec['const']!r}")
+    return " and ".join(f"({test})" for test in tests) or "True"
 
 
-def _present(name: str) -> Predicate:
-    get = attrgetter(_attribute(name))
-    default = _THREAD_DEFAULTS.get(name, UNSET)
-    return lambda value: get(value) is not UNSET and get(value) != default
-
-
-def _property(name: str, test: Predicate) -> Predicate:
-    get = attrgetter(_attribute(name))
-    default = _THREAD_DEFAULTS.get(name, UNSET)
-
-    def holds(value: Any) -> bool:
-        field = get(value)
-        return field is UNSET or field == default or test(field)
-
-    return holds
-
-
-def _all(tests: list[Predicate]) -> Predicate:
-    if not tests:
-        return lambda value: True
-    first, rest = tests[0], _all(tests[1:]) if len(tests) > 1 else None
-    if rest is None:
-        return first
-    return lambda value: first(value) and rest(value)
+def _absent(name: str, value: str) -> str:
+    """An expression: field ``name`` of ``value`` was absent from the line."""
+    field = f"{value}.{_attribute(name)}"
+    if name in _THREAD_DEFAULTS:
+        return f"{field} == {_THREAD_DEFAULTS[name]!r}"
+    return f"{field} is UNSET"
 
 
 class _ConfidenceRule:
     """``if confidence >= threshold and type is not one of exempt then anyOf [...]``: the
-    one cross-field rule of the schema a decoder cannot state, checked on columns."""
+    one cross-field rule of the schema a decoder cannot state, checked on columns by a
+    test compiled from the rule."""
 
     def __init__(self, rule: dict[str, Any], where: str) -> None:
         condition = _keys(rule["if"], where, {"required", "properties"})
@@ -272,24 +255,20 @@ class _ConfidenceRule:
         if level.get("type") != "number" or set(exempt) != {"const"}:
             raise SchemaNotCompiled(f"{where}: {condition!r}")
         self.threshold: float = level["minimum"]
-        self.exempt = frozenset({KIND_CODES[exempt["const"]]})
         choices = _keys(rule["then"], where, {"anyOf"})["anyOf"]
-        self.earned = [_holds(choice, f"{where}.then") for choice in choices]
+        earned = " or ".join(f"({_holds(c, 'shape', f'{where}.then')})" for c in choices)
+        source = f"lambda shape: shape.code == {KIND_CODES[exempt['const']]} or {earned}"
+        self.source = source
+        self.holds: Predicate = eval(source, {"UNSET": UNSET})  # noqa: S307 (our own text)
 
     def broken_by(self, shapes: list[Any], confidences: list[float]) -> list[int]:
         """Indexes of the ``shapes`` that break the rule."""
-        threshold, exempt, earned = self.threshold, self.exempt, self.earned
-        broken = []
-        for index in [i for i, value in enumerate(confidences) if value >= threshold]:
-            shape = shapes[index]
-            if shape.code in exempt:
-                continue
-            for test in earned:
-                if test(shape):
-                    break
-            else:
-                broken.append(index)
-        return broken
+        threshold, holds = self.threshold, self.holds
+        return [
+            index
+            for index in [i for i, value in enumerate(confidences) if value >= threshold]
+            if not holds(shapes[index])
+        ]
 
 
 def _compile(schema: dict[str, Any], *, open_values: bool) -> tuple[Any, _ConfidenceRule]:

@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from itertools import groupby, repeat
-from operator import is_, lt, or_
+from itertools import compress, groupby, repeat
+from operator import and_, eq, ge, is_, lt, or_, truth
 from typing import Any, TypeAlias, TypeGuard
 
 from vlp.errors import CorrectionCycleError, Problem
@@ -106,6 +106,7 @@ _CODE_MASK = (1 << _CODE_BITS) - 1
 assert len(KIND_CODES) <= _CODE_MASK, "type codes fit in the packed int"
 _KIND_NAMES: tuple[str | None, ...] = (None, *KIND_CODES)
 _CLAIM, _EVIDENCE, _CORRECTION = (KIND_CODES[k] for k in ("claim", "evidence", "correction"))
+_EVIDENCE_TARGETS = frozenset({_CLAIM, _INVALID})
 _LATER = 1 << 126  # more than any packed value: "not seen yet"
 _CHECKED_ONE_BY_ONE = 8  # a batch with a problem is halved down to this size
 
@@ -416,20 +417,19 @@ class ThreadChecker:
             earlier = all(map(lt, map(seen.get, refs, repeat(_LATER)), own))
         except TypeError:  # a list of references: unhashable
             earlier = False
-        if earlier and _EVIDENCE in codes:
-            earlier = all(
-                seen[ref] & _CODE_MASK in (_CLAIM, _INVALID)
-                for code, ref in zip(codes, refs)
-                if code == _EVIDENCE
+        if earlier and _EVIDENCE in codes:  # evidence attaches to claims (or invalid ones)
+            targets = compress(refs, map(eq, codes, repeat(_EVIDENCE)))
+            earlier = _EVIDENCE_TARGETS.issuperset(
+                map(and_, map(seen.__getitem__, targets), repeat(_CODE_MASK))
             )
         if not earlier:
             _forget(seen, ids, before, packed)
             return False
         self._last_seq.update(last_seqs)
         if _CORRECTION in codes:
-            for ident, code, ref in zip(ids, codes, refs):
-                if code == _CORRECTION:
-                    self._corrects[ident] = [ref]
+            corrections = list(map(eq, codes, repeat(_CORRECTION)))
+            for ident, ref in zip(compress(ids, corrections), compress(refs, corrections)):
+                self._corrects[ident] = [ref]
         return True
 
     def _following_seqs(
@@ -439,16 +439,16 @@ class ThreadChecker:
         one after the last (valid lines: no gap, no repeat; invalid ones: nothing to
         decide); None when some line needs a closer look."""
         if -1 in seqs or "" in sessions:  # lines without a session or a seq
-            pairs = [(s, q) for s, q in zip(sessions, seqs) if s and q >= 0]
-            if not pairs:
+            counted = list(map(and_, map(truth, sessions), map(ge, seqs, repeat(0))))
+            sessions, seqs = list(compress(sessions, counted)), list(compress(seqs, counted))
+            if not seqs:
                 return {}
-            sessions, seqs = [s for s, _ in pairs], [q for _, q in pairs]
         if max(seqs) >= _MAX_SEQ:
             return None
         last: dict[str, int] = {}
         position = 0
         for session, run in groupby(sessions):
-            size = sum(1 for _ in run)
+            size = len(list(run))
             first = seqs[position]
             before = last.get(session, self._last_seq.get(session))
             if before is not None and first != before + 1:
