@@ -363,8 +363,14 @@ class ThreadChecker:
         pending = [(0, len(ids))]
         while pending:
             start, end = pending.pop()
-            if self._take(ids[start:end], codes[start:end], refs[start:end],
-                          sessions[start:end], seqs[start:end], first_line + start):
+            if self._take(
+                ids[start:end],
+                codes[start:end],
+                refs[start:end],
+                sessions[start:end],
+                seqs[start:end],
+                first_line + start,
+            ):
                 continue
             if end - start > _CHECKED_ONE_BY_ONE:
                 middle = (start + end) // 2
@@ -372,8 +378,16 @@ class ThreadChecker:
                 pending.append((start, middle))
                 continue
             for index in range(start, end):
-                found.extend(self._one(ids[index], codes[index], refs[index],
-                                       sessions[index], seqs[index], first_line + index))
+                found.extend(
+                    self._one(
+                        ids[index],
+                        codes[index],
+                        refs[index],
+                        sessions[index],
+                        seqs[index],
+                        first_line + index,
+                    )
+                )
         return found
 
     def _one(
