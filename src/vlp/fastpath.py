@@ -14,7 +14,7 @@ and both the schema and that validator accept.
 
 orjson is our parser of record. msgspec's parser also admits integer literals beyond the
 double range, which orjson refuses; such a number can only hide in a free-form value (an
-object ``content``, ``payload``, ``_extras``, an unknown field). So there are two decoders:
+object ``content``, ``payload``, ``_extras``). So there are two decoders:
 the *plain* one admits no free-form value and settles the common message; the *open* one,
 tried only on lines the plain one refuses, admits them on lines without a run of 300
 digits (an integer orjson refuses has more than 300).
@@ -79,8 +79,9 @@ def _merged(first: Any, second: Any, where: str) -> Any:
 
 class _Compiler:
     """Schema fragments to msgspec types. ``open_values`` admits free-form values (an
-    object without properties, ``true``, unknown fields); without it, a field or an
-    alternative that needs one is left out, so a line using it fails to decode."""
+    object without properties, ``true``), decoded whole; without it, a field or an
+    alternative that needs one is left out, so a line using it fails to decode. Unknown
+    fields fail both."""
 
     def __init__(self, schema: dict[str, Any], *, open_values: bool) -> None:
         self.schema = schema
@@ -181,7 +182,9 @@ class _Compiler:
             self.fields(spec, where),
             kw_only=True,
             gc=False,
-            forbid_unknown_fields=not self.open,
+            # Always: msgspec skips an unknown field's value without checking it all (a
+            # key that is not UTF-8 passes), so a line with one goes to orjson.
+            forbid_unknown_fields=True,
             **options,
         )
 
@@ -271,7 +274,7 @@ class _ConfidenceRule:
         ]
 
 
-def _compile(schema: dict[str, Any], *, open_values: bool) -> tuple[Any, _ConfidenceRule]:
+def compile_schema(schema: dict[str, Any], *, open_values: bool) -> tuple[Any, _ConfidenceRule]:
     """The tagged union of per-type structs, and the rule left for the columns."""
     compiler = _Compiler(schema, open_values=open_values)
     top = _keys(
@@ -288,6 +291,8 @@ def _compile(schema: dict[str, Any], *, open_values: bool) -> tuple[Any, _Confid
             "allOf",
         },
     )
+    if top.get("additionalProperties", True) is not True:
+        raise SchemaNotCompiled("additionalProperties")
     properties: dict[str, Any] = dict(top["properties"])
     kinds = properties.pop("type")
     if kinds != {"enum": list(KIND_CODES)}:
@@ -325,8 +330,8 @@ def _compile(schema: dict[str, Any], *, open_values: bool) -> tuple[Any, _Confid
 
 
 _SCHEMA = load_schema()
-_PLAIN, _RULE = _compile(_SCHEMA, open_values=False)
-_OPEN, _ = _compile(_SCHEMA, open_values=True)
+_PLAIN, _RULE = compile_schema(_SCHEMA, open_values=False)
+_OPEN, _ = compile_schema(_SCHEMA, open_values=True)
 _decode_plain = msgspec.json.Decoder(_PLAIN).decode
 _decode_open = msgspec.json.Decoder(_OPEN).decode
 
