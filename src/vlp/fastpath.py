@@ -29,6 +29,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from operator import attrgetter
+from types import GenericAlias
 from typing import Annotated, Any, Literal, Union
 
 import msgspec
@@ -120,7 +121,11 @@ class _Compiler:
             if items is None:
                 return None
             return _constrained(
-                spec, where, list[items], {"minItems": "min_length"}, frozenset({"items"})
+                spec,
+                where,
+                GenericAlias(list, (items,)),
+                {"minItems": "min_length"},
+                frozenset({"items"}),
             )
         if kind == "object":
             if "properties" not in spec:

@@ -490,7 +490,8 @@ def _thread_lines(
             valid += 1
         else:
             shapes[index] = _Fields(*salvaged_fields(msg, line))
-    found = thread.add_batch(*(list(map(column, shapes)) for column in _COLUMNS), start)
+    ids, codes, refs, sessions, seqs = (list(map(column, shapes)) for column in _COLUMNS)
+    found = thread.add_batch((ids, codes, refs, sessions, seqs), start)
     summary.problems += len(found)
     if explained and found:
         found = sorted(explained + found, key=_problem_line)

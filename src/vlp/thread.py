@@ -78,6 +78,12 @@ seq)``, the code from :data:`vlp.schema.KIND_CODES`, an absent reference or sess
 "" and an absent (or unusable) seq -1."""
 
 
+Columns: TypeAlias = tuple[
+    Sequence[str], Sequence[int], Sequence[Any], Sequence[str], Sequence[int]
+]
+"""The :data:`ThreadFields` of consecutive lines, one sequence per field."""
+
+
 def thread_fields(msg: dict[str, Any]) -> ThreadFields:
     """The :data:`ThreadFields` of a valid message."""
     seq = msg.get("seq")
@@ -344,50 +350,33 @@ class ThreadChecker:
             )
         return found
 
-    def add_batch(
-        self,
-        ids: Sequence[str],
-        codes: Sequence[int],
-        refs: Sequence[Any],
-        sessions: Sequence[str],
-        seqs: Sequence[int],
-        first_line: int,
-    ) -> list[Problem]:
-        """The checks for consecutive lines given as columns of their :data:`ThreadFields`
-        (type code 0: an invalid message or line, with what :func:`salvaged_fields` read of
-        it): the same problems, in the same order, as :meth:`add_fields` and
-        :meth:`note_invalid` line by line. Whole columns are checked at once while they
-        show nothing; a part with a problem is halved, down to a few lines checked one by
-        one."""
+    def add_batch(self, columns: Columns, first_line: int) -> list[Problem]:
+        """The checks for consecutive lines given as :data:`Columns` (type code 0: an
+        invalid message or line, with what :func:`salvaged_fields` read of it): the same
+        problems, in the same order, as :meth:`add_fields` and :meth:`note_invalid` line
+        by line. Whole columns are checked at once while they show nothing; a part with a
+        problem is halved, down to a few lines checked one by one."""
+        ids, codes, refs, sessions, seqs = columns
         found: list[Problem] = []
         pending = [(0, len(ids))]
         while pending:
             start, end = pending.pop()
-            if self._take(
+            part = (
                 ids[start:end],
                 codes[start:end],
                 refs[start:end],
                 sessions[start:end],
                 seqs[start:end],
-                first_line + start,
-            ):
+            )
+            if self._take(part, first_line + start):
                 continue
             if end - start > _CHECKED_ONE_BY_ONE:
                 middle = (start + end) // 2
                 pending.append((middle, end))
                 pending.append((start, middle))
                 continue
-            for index in range(start, end):
-                found.extend(
-                    self._one(
-                        ids[index],
-                        codes[index],
-                        refs[index],
-                        sessions[index],
-                        seqs[index],
-                        first_line + index,
-                    )
-                )
+            for line, row in enumerate(zip(*part), first_line + start):
+                found.extend(self._one(*row, line))
         return found
 
     def _one(
@@ -399,19 +388,12 @@ class ThreadChecker:
         assert kind is not None
         return self.add_fields(ident, kind, refers_to, session, seq, line)
 
-    def _take(
-        self,
-        ids: Sequence[str],
-        codes: Sequence[int],
-        refs: Sequence[Any],
-        sessions: Sequence[str],
-        seqs: Sequence[int],
-        first_line: int,
-    ) -> bool:
+    def _take(self, columns: Columns, first_line: int) -> bool:
         """Take in consecutive lines in one go when none of them shows a problem: new
         distinct ids, references to earlier lines only (evidence to claims), each
         session's seq counting up by one. False (nothing changed) when any line needs a
         closer look."""
+        ids, codes, refs, sessions, seqs = columns
         if self._pending and not self._pending.keys().isdisjoint(ids):
             return False
         last_seqs = self._following_seqs(sessions, seqs)

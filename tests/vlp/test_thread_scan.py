@@ -189,7 +189,7 @@ def test_batches_give_the_problems_of_one_message_at_a_time(
     size = -(-len(rows) // batches)
     for start in range(0, len(rows), size):
         part = rows[start : start + size]
-        columns = [list(column) for column in zip(*part)]
-        found += checker.add_batch(*columns, start + 1)
+        ids, codes, refs, sessions, seqs = (list(column) for column in zip(*part))
+        found += checker.add_batch((ids, codes, refs, sessions, seqs), start + 1)
     found += checker.finish()
     assert found == expected
