@@ -27,12 +27,14 @@ from openprose.launch import (
     ProgramRef,
     RunError,
     budgets_of,
+    execute,
     model_flags,
     prepare,
 )
 from openprose.vm.runner import RunResult
 
 if TYPE_CHECKING:
+    from openprose.ui.server import UIServer
     from openprose.vm.runtime import Observer
     from openprose.vm.tracing import Tracer
 
@@ -51,6 +53,7 @@ __all__ = [
     "events",
     "resume",
     "run",
+    "serve_ui",
 ]
 
 T = TypeVar("T")
@@ -116,29 +119,14 @@ async def start(
     prepared: Prepared, observer: Observer | None = None, trace: Trace = False
 ) -> RunResult:
     """Run what `prepare` built, closing its provider (and exporting its trace) at the end."""
-    from openprose.vm.runner import run_program
-
     try:
         tracer = tracer_for(trace)
     except BaseException:
         await prepared.provider.aclose()
         raise
     try:
-        return await run_program(
-            prepared.program,
-            prepared.text,
-            provider=prepared.provider,
-            project_dir=prepared.project,
-            inputs=prepared.inputs,
-            imports=prepared.imports,
-            settings=prepared.settings,
-            config=prepared.config,
-            observer=observer,
-            launch=prepared.launch,
-            prices=prepared.prices,
-            tools=prepared.tools,
-            tracer=tracer,
-        )
+        result: RunResult = await execute(prepared, observer, tracer)
+        return result
     finally:
         await prepared.provider.aclose()
         if tracer is not None:
@@ -209,7 +197,7 @@ async def aresume(
     """Continue a run (id, unique prefix or folder) as `prose resume` does: finished work is
     served from its journal; options default to what the run was started with (a budget
     given now replaces the recorded one)."""
-    from openprose.cli import run as cli
+    from openprose.cli import opening as cli
     from openprose.cli.resume import NothingToResume, prepare_resume
     from openprose.project import runs_home
 
@@ -292,11 +280,12 @@ def tracer_for(trace: Trace) -> Tracer | None:
     if trace is None or isinstance(trace, bool):
         if trace is False:
             return None
-        from openprose.cli import run as cli
+        from openprose.cli.opening import UsageError
+        from openprose.cli.run import open_tracer_or_fail
 
         try:
-            return cli.open_tracer_or_fail(trace is True)
-        except cli.UsageError as error:
+            return open_tracer_or_fail(trace is True)
+        except UsageError as error:
             raise RunError(str(error)) from None
     return trace
 
@@ -392,3 +381,15 @@ def batch(
 ) -> Any:
     """`abatch`, blocking."""
     return _blocking("batch", abatch(program, inputs, **options))
+
+
+def serve_ui(project_dir: str | os.PathLike[str] | None = None, *, port: int = 0) -> UIServer:
+    """Serve the live web view of `prose ui` in a background thread of this process and
+    return it running: `server.url` (127.0.0.1, with its token) to open, `server.close()`
+    to stop it (or use it as a context manager). `port=0` takes any free port; a port in
+    use raises `openprose.ui.PortInUse` (an `OSError`). `project_dir` is the project whose
+    `.prose/runs/` it shows (default: the working folder's project)."""
+    from openprose.project import runs_home
+    from openprose.ui.server import serve
+
+    return serve(Path(project_dir) if project_dir is not None else runs_home(), port)
