@@ -19,11 +19,11 @@ import os
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
-from io import BytesIO
 from pathlib import Path
+
+from _git_baseline import export
 
 ROOT = Path(__file__).resolve().parent.parent
 BASELINE = "966e13c"
@@ -33,17 +33,6 @@ COMMANDS = {
     "prose --version": ("openprose.cli", ["--version"]),
     "vlp --help": ("vlp.cli", ["--help"]),
 }
-
-
-def export(ref: str, into: Path) -> Path:
-    archive = subprocess.run(
-        ["git", "-C", str(ROOT), "archive", "--format=tar", ref, "src"],
-        check=True,
-        capture_output=True,
-    ).stdout
-    with tarfile.open(fileobj=BytesIO(archive)) as tar:
-        tar.extractall(into, filter="data")
-    return into / "src"
 
 
 def once(src: Path, module: str, args: list[str]) -> float:

@@ -1,29 +1,33 @@
-"""Benchmark: `vlp validate` as a whole process vs orjson parse-only, and the thread checks.
+"""Benchmark: `vlp validate` as a whole process vs orjson parse-only, and its thread checks
+against the code before issue 11.
 
 Generates N mixed messages (~5 % invalid) into a temporary directory, then measures, on the
-same bytes in the same run (best of --repeat, rounds interleaved):
+same bytes in the same run (best of --repeat, rounds interleaved so that load from other
+work hits every contender alike), CPU time (user + system of the child) and wall time:
   * parse-only, whole process: a Python process that reads the file in 1 MiB chunks,
     splits lines and orjson.loads each one;
   * `vlp validate FILE`, whole process, default options (thread checks on), output to a
-    file; and `vlp validate --no-thread` for reference;
-  * the thread checks alone, in process: the checker before the fast path
-    (bench/_thread_checker_before.py, fed dicts as it was) against today's, fed the
-    fields of the decoded lines as `vlp validate` does;
+    file; and `vlp validate --no-thread`;
+  * the same two commands of the baseline, the tree of commit 966e13c (before issue 11),
+    exported with `git archive` and run by the same interpreter. The cost of the thread
+    checks is (default - --no-thread), for this tree and for the baseline: what turning
+    them on costs a user, report included. (The baseline also reported problems derived
+    from invalid lines, a `seq` gap or a dangling reference after each, which issue 11
+    removed; their count is printed.)
   * jsonschema: Draft202012Validator.is_valid on a parsed sample with the packaged schema.
-Goals: vlp validate >= 0.5x parse-only (whole processes), thread checks >= 2x faster,
-vlp >= 25x jsonschema.
+Goals: vlp validate >= 0.5x parse-only (whole processes), thread checks >= 2x faster than
+the baseline, vlp >= 25x jsonschema. The 1-minute load average is printed beside every
+figure: on a shared machine, compare runs taken at similar load.
 
     python bench/vlp_validate.py            # 300,000 messages
     python bench/vlp_validate.py --n 100000 # quick run
-    python bench/vlp_validate.py --profile  # then cProfile one in-process vlp run
+    python bench/vlp_validate.py --baseline main
 """
 
 from __future__ import annotations
 
 import argparse
-import cProfile
 import os
-import pstats
 import random
 import subprocess
 import sys
@@ -34,9 +38,11 @@ from typing import Any
 
 import jsonschema  # type: ignore[import-untyped]
 import orjson
-from _thread_checker_before import ThreadChecker as ThreadCheckerBefore
+from _git_baseline import export
 
 import vlp
+
+BASELINE = "966e13c"  # the tree before issue 11
 
 SENDERS = ["Operator", "Archivist", "TheObserver", "ResearchAgent", "Planner"]
 SOURCES = [
@@ -154,50 +160,20 @@ print(parsed)
 """
 
 
-def whole_process(argv: list[str], out: Path) -> tuple[float, float, int]:
+def whole_process(
+    argv: list[str], out: Path, env: dict[str, str] | None = None
+) -> tuple[float, float, int]:
     """Wall and CPU seconds (user + system of the child) of one command, and its exit code."""
     before = os.times()
     wall = time.perf_counter()
     with out.open("wb") as sink:
-        code = subprocess.run(argv, stdout=sink, check=False).returncode
+        code = subprocess.run(argv, stdout=sink, check=False, env=env).returncode
     wall = time.perf_counter() - wall
     after = os.times()
     cpu = (after.children_user - before.children_user) + (
         after.children_system - before.children_system
     )
     return wall, cpu, code
-
-
-def scan_only(path: Path) -> int:
-    """In process: validation without the checks across messages."""
-    problems: list[vlp.Problem] = []
-    vlp.scan(path, problems.append)
-    return len(problems)
-
-
-def scan_checked_before(path: Path) -> int:
-    """In process: validation with the thread checks as `vlp validate` ran them before
-    (commit 966e13c): each valid message parsed to a dict and given to that checker."""
-    problems: list[vlp.Problem] = []
-    checker = ThreadCheckerBefore()
-
-    def on_message(msg: dict[str, Any], line: int) -> None:
-        problems.extend(checker.add(msg, line))
-
-    vlp.scan(path, problems.append, on_message)
-    return len(problems)
-
-
-def scan_checked_now(path: Path) -> int:
-    """In process: validation with the thread checks as `vlp validate` runs them now."""
-    problems: list[vlp.Problem] = []
-    vlp.scan(path, problems.append, thread=vlp.ThreadChecker())
-    return len(problems)
-
-
-def end_to_end(path: Path) -> vlp.ndjson.ScanSummary:
-    problems: list[vlp.Problem] = []
-    return vlp.scan(path, problems.append, thread=vlp.ThreadChecker())
 
 
 def best_times(runs: list[Any], repeat: int) -> list[tuple[float, float, Any]]:
@@ -216,8 +192,15 @@ def best_times(runs: list[Any], repeat: int) -> list[tuple[float, float, Any]]:
     return best
 
 
+def _load() -> str:
+    return f"load {os.getloadavg()[0]:.1f}"
+
+
 def _rates(label: str, count: int, wall: float, cpu: float) -> tuple[float, float]:
-    print(f"{label:<28}: {count / cpu:12,.0f} msg/s CPU  {count / wall:12,.0f} msg/s wall")
+    print(
+        f"{label:<30}: {count / cpu:10,.0f} msg/s CPU ({cpu:5.2f} s)"
+        f"  {count / wall:10,.0f} msg/s wall  [{_load()}]"
+    )
     return count / cpu, count / wall
 
 
@@ -229,13 +212,13 @@ def main() -> None:
     parser.add_argument("--sample", type=int, default=5_000, help="messages for jsonschema")
     parser.add_argument("--repeat", type=int, default=3, help="runs per measure; best is kept")
     parser.add_argument("--seed", type=int, default=14)
-    parser.add_argument(
-        "--profile", action="store_true", help="also cProfile one vlp run, after the figures"
-    )
+    parser.add_argument("--quick", action="store_true", help="a smoke run: 20,000 messages")
+    parser.add_argument("--baseline", default=BASELINE, help=f"git ref (default {BASELINE})")
     args = parser.parse_args()
-    vlp_command = [str(Path(sys.executable).with_name("vlp"))]
-    if not Path(vlp_command[0]).exists():
-        vlp_command = [sys.executable, "-m", "vlp.cli"]
+    if args.quick:
+        args.n, args.repeat = 20_000, 2
+    this_tree = [sys.executable, "-m", "vlp.cli"]
+    print(f"[{_load()} at start]")
 
     with tempfile.TemporaryDirectory(prefix="vlp-bench-") as tmp:
         path = Path(tmp) / "messages.ndjson"
@@ -243,29 +226,31 @@ def main() -> None:
         broken = generate(path, args.n, args.seed)
         size = path.stat().st_size
         print(f"generated {args.n:,} messages ({broken:,} broken, {size / 1e6:.0f} MB)")
+        baseline_src = export(args.baseline, Path(tmp) / "baseline")
+        baseline_env = {**os.environ, "PYTHONPATH": str(baseline_src)}
 
-        parse_run = ([sys.executable, "-c", PARSE_ONLY, str(path)], out)
-        vlp_run = ([*vlp_command, "validate", str(path)], Path(tmp) / "vlp.txt")
-        lean_run = ([*vlp_command, "validate", "--no-thread", str(path)], out)
-        parse, full, lean = best_times(
+        def run(argv: list[str], sink: Path, env: dict[str, str] | None = None) -> Any:
+            return (lambda: whole_process(argv, sink, env), True)
+
+        reports = {name: Path(tmp) / f"{name}.txt" for name in ("now", "before")}
+        parse, full, lean, before_full, before_lean = best_times(
             [
-                (lambda: whole_process(*parse_run), True),
-                (lambda: whole_process(*vlp_run), True),
-                (lambda: whole_process(*lean_run), True),
+                run([sys.executable, "-c", PARSE_ONLY, str(path)], out),
+                run([*this_tree, "validate", str(path)], reports["now"]),
+                run([*this_tree, "validate", "--no-thread", str(path)], out),
+                run([*this_tree, "validate", str(path)], reports["before"], baseline_env),
+                run([*this_tree, "validate", "--no-thread", str(path)], out, baseline_env),
             ],
             args.repeat,
         )
-        report = vlp_run[1].read_text().splitlines()
-        print(f"vlp validate: exit {full[2]}, {len(report) - 1:,} problem(s); {report[-1]}")
+        counts = {}
+        for name, report in reports.items():
+            lines = report.read_text().splitlines()
+            counts[name] = len(lines) - 1
+            print(
+                f"vlp validate ({name}): exit {full[2]}, {counts[name]:,} problem(s); {lines[-1]}"
+            )
 
-        plain, before, now = best_times(
-            [
-                (lambda: scan_only(path), False),
-                (lambda: scan_checked_before(path), False),
-                (lambda: scan_checked_now(path), False),
-            ],
-            args.repeat,
-        )
         validator = jsonschema.Draft202012Validator(vlp.load_schema())
         sample = []
         with path.open("rb") as stream:
@@ -279,24 +264,31 @@ def main() -> None:
         [(_, schema_cpu, schema_valid)] = best_times(
             [(lambda: sum(validator.is_valid(msg) for msg in sample), False)], 1
         )
-        profile = cProfile.Profile() if args.profile else None
-        if profile is not None:
-            profile.runcall(end_to_end, path)
 
     print(f"-- whole processes (best of {args.repeat})")
     parse_cpu, parse_wall = _rates("orjson parse-only", args.n, parse[0], parse[1])
     vlp_cpu, vlp_wall = _rates("vlp validate (default)", args.n, full[0], full[1])
     _rates("vlp validate --no-thread", args.n, lean[0], lean[1])
+    _rates(f"{args.baseline}: vlp validate", args.n, before_full[0], before_full[1])
+    _rates(f"{args.baseline}: --no-thread", args.n, before_lean[0], before_lean[1])
     for clock, ratio in (("CPU", vlp_cpu / parse_cpu), ("wall", vlp_wall / parse_wall)):
         goal = "met" if ratio >= 0.5 else "MISSED"
-        print(f"vlp validate / parse-only ({clock:>4}): {ratio:5.2f}x  (goal >= 0.5x: {goal})")
-    print("-- thread checks, in process: time of validation with them minus without (CPU)")
-    cost_before, cost_now = before[1] - plain[1], now[1] - plain[1]
-    print(f"validation alone                : {plain[1]:6.3f} s")
-    print(f"thread checks before (966e13c)  : {cost_before:6.3f} s  ({before[2]:,} problems)")
-    print(f"thread checks now               : {cost_now:6.3f} s  ({now[2]:,} problems)")
-    speedup = cost_before / cost_now
-    print(f"speed-up: {speedup:.1f}x  (goal >= 2x: {'met' if speedup >= 2 else 'MISSED'})")
+        print(
+            f"vlp validate / parse-only ({clock:>4}): {ratio:5.2f}x  (goal >= 0.5x: {goal})"
+            f"  [{_load()}]"
+        )
+    print("-- thread checks: (default - --no-thread), whole processes, CPU")
+    cost_before, cost_now = before_full[1] - before_lean[1], full[1] - lean[1]
+    print(
+        f"before ({args.baseline})  : {cost_before:6.3f} s  "
+        f"({counts['before']:,} problems in the report)"
+    )
+    print(f"now               : {cost_now:6.3f} s  ({counts['now']:,} problems in the report)")
+    speedup = cost_before / max(cost_now, 1e-3)
+    print(
+        f"speed-up: {speedup:.1f}x  (goal >= 2x: {'met' if speedup >= 2 else 'MISSED'})"
+        f"  [{_load()}]"
+    )
     print("-- jsonschema, on a sample (CPU)")
     schema_rate = len(sample) / schema_cpu
     vs_schema = vlp_cpu / schema_rate
@@ -305,9 +297,7 @@ def main() -> None:
         f"vlp validate / jsonschema: {vs_schema:.1f}x  (goal >= 25x: "
         f"{'met' if vs_schema >= 25 else 'MISSED'})"
     )
-    if profile is not None:
-        print("-- cProfile of one in-process vlp run (profiling slows it down)")
-        pstats.Stats(profile).sort_stats("tottime").print_stats(15)
+    print(f"[{_load()} at end]")
 
 
 if __name__ == "__main__":

@@ -5,39 +5,65 @@ NDJSON with :func:`read_records` / :class:`NdjsonWriter`, follow corrections wit
 :func:`effective` and decide whether automation may act with :func:`gate`.
 """
 
+from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from vlp.errors import CODES, CorrectionCycleError, Problem, VLPError
+# Loaded at once, unlike the rest: the submodule vlp.gate, once imported, would otherwise
+# shadow the function of the same name.
 from vlp.gate import Cause, GateResult, Verdict, gate
-from vlp.message import make_message, new_message_id, utc_timestamp
-from vlp.ndjson import (
-    DEFAULT_MAX_LINE_BYTES,
-    NdjsonWriter,
-    Record,
-    append_message,
-    read_messages,
-    read_records,
-    scan,
-)
-from vlp.schema import MESSAGE_TYPES, PROTOCOL, load_schema, schema_path
-from vlp.session import Session, SessionClosedError, SessionRegistry
-from vlp.thread import Effective, Thread, ThreadChecker, check_thread, effective
-from vlp.validate import is_valid, message_problems, validate_vlp
 
 if TYPE_CHECKING:
+    from vlp.errors import CODES, CorrectionCycleError, Problem, VLPError
+    from vlp.message import make_message, new_message_id, utc_timestamp
     from vlp.model import Message, ProvenanceRef, Safety, SafetyIssue
+    from vlp.ndjson import (
+        DEFAULT_MAX_LINE_BYTES,
+        NdjsonWriter,
+        Record,
+        append_message,
+        read_messages,
+        read_records,
+        scan,
+    )
+    from vlp.schema import MESSAGE_TYPES, PROTOCOL, load_schema, schema_path
+    from vlp.session import Session, SessionClosedError, SessionRegistry
+    from vlp.thread import Effective, Thread, ThreadChecker, check_thread, effective
+    from vlp.validate import is_valid, message_problems, validate_vlp
 
-# The typed (pydantic) view is loaded on first use: validating never needs it, and
-# importing pydantic would cost every `vlp` command ~0.1 s.
-_MODEL_NAMES = frozenset({"Message", "ProvenanceRef", "Safety", "SafetyIssue"})
+# Every name is loaded from its module on first use: a command imports only what it
+# runs (`vlp validate` needs neither pydantic, ~0.1 s, nor sessions, gating or rendering).
+_MODULES = {
+    "errors": ("CODES", "CorrectionCycleError", "Problem", "VLPError"),
+    "message": ("make_message", "new_message_id", "utc_timestamp"),
+    "model": ("Message", "ProvenanceRef", "Safety", "SafetyIssue"),
+    "ndjson": (
+        "DEFAULT_MAX_LINE_BYTES",
+        "NdjsonWriter",
+        "Record",
+        "append_message",
+        "read_messages",
+        "read_records",
+        "scan",
+    ),
+    "schema": ("MESSAGE_TYPES", "PROTOCOL", "load_schema", "schema_path"),
+    "session": ("Session", "SessionClosedError", "SessionRegistry"),
+    "thread": ("Effective", "Thread", "ThreadChecker", "check_thread", "effective"),
+    "validate": ("is_valid", "message_problems", "validate_vlp"),
+}
+_HOME = {name: module for module, names in _MODULES.items() for name in names}
 
 
 def __getattr__(name: str) -> Any:
-    if name in _MODEL_NAMES:
-        from vlp import model
+    module = _HOME.get(name)
+    if module is None:
+        raise AttributeError(f"module 'vlp' has no attribute {name!r}")
+    value = getattr(import_module(f"vlp.{module}"), name)
+    globals()[name] = value  # once loaded, an ordinary attribute
+    return value
 
-        return getattr(model, name)
-    raise AttributeError(f"module 'vlp' has no attribute {name!r}")
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_HOME])
 
 
 __all__ = [

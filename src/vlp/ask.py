@@ -16,7 +16,6 @@ The provider layer (openprose.providers) is imported only when a question is ask
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 from collections.abc import Sequence
@@ -148,6 +147,8 @@ def _ordered(props: dict[str, Any], order: list[str]) -> dict[str, Any]:
 def ask(provider: Provider | str | None, question: str, **options: Any) -> Answer:
     """Ask `question`; see `ask_async` for the options. `provider` may be a Provider or a
     provider name (`local`, `openai`, ...; None: the configured one), opened and closed here."""
+    import asyncio  # here: importing vlp (and `vlp validate`) should not pay for asyncio
+
     return asyncio.run(ask_async(provider, question, **options))
 
 

@@ -1,119 +1,398 @@
-"""Is this NDJSON line *surely* a valid message? Decoded and checked in C by msgspec.
+"""Which NDJSON lines *surely* hold valid messages? Decoded and checked in C by msgspec, with
+types compiled from the package's JSON Schema.
 
 Most lines of a stream hold valid messages, so the question worth making cheap is "is this
-one fine?". msgspec answers it for the field shapes (types, enums, lengths, ranges) while
-decoding the bytes, without building a dict, and the few cross-field rules (truth serum,
-per-type requirements) run on the decoded object. False means "not sure": the caller then
-parses the line with orjson and asks the explaining validator
-(:func:`vlp.validate.check_message`), which, with the schema, is the reference. Tests prove
-that whatever this accepts, orjson parses and that validator accepts.
+one fine?". The schema is compiled once, at import, into msgspec types: one struct per
+message type (a tagged union on ``type``), so the field shapes, enums, lengths and ranges
+and the per-type requirements of the schema's ``allOf`` are checked while the bytes are
+decoded, without building a dict. What msgspec cannot state — the main timestamp (a cache
+of learnt minutes beats the pattern) and the high-confidence rule — is checked on whole
+columns of a batch of decoded lines. A line that fails is "not sure": the caller parses it
+with orjson and asks the explaining validator (:func:`vlp.validate.check_message`), which,
+with the schema, is the reference. Tests prove that whatever this accepts, orjson parses
+and both the schema and that validator accept.
 
-:class:`LineShape` covers the common message only. orjson is our parser of record, and
-msgspec's parser admits integer literals beyond the double range that orjson rejects; such
-a number could only hide in a free-form value, so the shape has none: string content, no
-payload, _extras, object provenance or unknown fields. Messages with those take the slower
-dict path (:func:`vlp.validate.is_surely_valid`), with the same verdicts.
+orjson is our parser of record. msgspec's parser also admits integer literals beyond the
+double range, which orjson refuses; such a number can only hide in a free-form value (an
+object ``content``, ``payload``, ``_extras``). So there are two decoders:
+the *plain* one admits no free-form value and settles the common message; the *open* one,
+tried only on lines the plain one refuses, admits them on lines without a run of 300
+digits (an integer orjson refuses has more than 300).
+
+The compiler knows exactly the constructs the schema uses and raises
+:class:`SchemaNotCompiled` on any other, so a change to the schema cannot silently loosen
+this path.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, get_args
+import re
+from collections.abc import Callable
+from operator import attrgetter
+from types import GenericAlias
+from typing import Annotated, Any, Literal, Union
 
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from vlp.schema import MESSAGE_TYPES
-from vlp.validate import timestamp_is_valid
+from vlp.schema import KIND_CODES, load_schema
+from vlp.validate import bad_timestamps
 
-Text = Annotated[str, msgspec.Meta(min_length=1)]
-Confidence = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
-Count = Annotated[int, msgspec.Meta(ge=0)]
-MessageType = Literal[
-    "claim", "evidence", "query", "response", "correction", "notice", "session_context"
-]
-assert set(get_args(MessageType)) == set(MESSAGE_TYPES), "the fast path knows every type"
-
-
-class _Issue(msgspec.Struct, gc=False, forbid_unknown_fields=True):
-    code: Text
-    detail: str | UnsetType = UNSET
-
-
-class _Safety(msgspec.Struct, gc=False, forbid_unknown_fields=True):
-    level: Literal["safe", "review", "block"]
-    issues: list[_Issue] | UnsetType = UNSET
-    requires_human: bool | UnsetType = UNSET
-
-
-class LineShape(msgspec.Struct, gc=False, forbid_unknown_fields=True):
-    """The common VLP/1.1 message, every value typed.
-
-    The timestamp is a plain string here: :func:`vlp.validate.timestamp_is_valid` checks it
-    with a cache that is much cheaper than the pattern for a stream's repeating minutes.
-    """
-
-    id: Text
-    protocol: Literal["VLP/1.1"]
-    type: MessageType
-    timestamp: str
-    sender: Text
-    content: str
-    confidence: Confidence
-    # Absent fields the thread checks read have plain defaults no valid value can take
-    # ("" and -1): the checks compare whole columns of them without testing for UNSET.
-    session_id: Text = ""
-    seq: Count = -1
-    receiver: str | UnsetType = UNSET
-    topic: str | UnsetType = UNSET
-    refers_to: Text | Annotated[list[Text], msgspec.Meta(min_length=1)] = ""
-    provenance: list[Text] | UnsetType = UNSET
-    keywords: list[str] | UnsetType = UNSET
-    constraints: list[str] | UnsetType = UNSET
-    safety: _Safety | UnsetType = UNSET
-
-
-_HIGH_CONFIDENCE = 0.9
-
-
-def _rules_hold(msg: LineShape) -> bool:
-    """The cross-field rules of the schema's ``allOf`` and the main timestamp."""
-    kind = msg.type
-    if kind == "evidence":
-        if not msg.refers_to or not msg.provenance:
-            return False
-    elif kind == "response" or kind == "correction":
-        if not msg.refers_to:
-            return False
-    elif kind == "session_context" and not msg.session_id:
-        return False
-    if msg.confidence >= _HIGH_CONFIDENCE and kind != "query" and not msg.provenance:
-        safety = msg.safety
-        if safety is UNSET or safety.level != "review":
-            return False
-    return timestamp_is_valid(msg.timestamp)
-
-
-_decode_line = msgspec.json.Decoder(LineShape).decode
 _NOT_SURE = (msgspec.MsgspecError, RecursionError, UnicodeDecodeError)
+_long_number = re.compile(rb"[0-9]{300}").search
+_TIMESTAMP_REF = "#/$defs/utc_timestamp"
+# Absent fields the thread checks read get values no valid message can hold ("" and -1),
+# so the checks compare whole columns of them without testing for UNSET.
+_THREAD_DEFAULTS: dict[str, Any] = {"refers_to": "", "session_id": "", "seq": -1}
+_IGNORED = {"$comment", "format", "description", "title"}
+
+Predicate = Callable[[Any], bool]
+
+
+class SchemaNotCompiled(ValueError):
+    """The schema uses a construct the fast path does not know how to compile."""
+
+
+def _attribute(name: str) -> str:
+    return name.lstrip("_")  # msgspec keeps leading underscores for private attributes
+
+
+def _keys(spec: dict[str, Any], where: str, allowed: set[str]) -> dict[str, Any]:
+    spec = {key: value for key, value in spec.items() if key not in _IGNORED}
+    if set(spec) - allowed:
+        raise SchemaNotCompiled(f"{where}: {sorted(set(spec) - allowed)}")
+    return spec
+
+
+def _merged(first: Any, second: Any, where: str) -> Any:
+    """Both fragments at once (``allOf`` of two), for the per-type requirements."""
+    if second is True:
+        return first
+    if not isinstance(first, dict) or not isinstance(second, dict):
+        raise SchemaNotCompiled(f"{where}: cannot merge {first!r} and {second!r}")
+    merged = dict(first)
+    for key, value in second.items():
+        if key in merged and merged[key] != value:
+            raise SchemaNotCompiled(f"{where}: {key} differs")
+        merged[key] = value
+    return merged
+
+
+class _Compiler:
+    """Schema fragments to msgspec types. ``open_values`` admits free-form values (an
+    object without properties, ``true``), decoded whole; without it, a field or an
+    alternative that needs one is left out, so a line using it fails to decode. Unknown
+    fields fail both."""
+
+    def __init__(self, schema: dict[str, Any], *, open_values: bool) -> None:
+        self.schema = schema
+        self.open = open_values
+        self._count = 0
+
+    def type_of(self, spec: Any, where: str) -> Any:
+        """The msgspec type of a schema fragment; None when it is left out."""
+        if spec is True:
+            return Any if self.open else None
+        if not isinstance(spec, dict):
+            raise SchemaNotCompiled(f"{where}: {spec!r}")
+        spec = {key: value for key, value in spec.items() if key not in _IGNORED}
+        if "$ref" in spec:
+            return self._timestamp(spec, where)
+        if "const" in spec:
+            _keys(spec, where, {"const"})
+            return Literal[spec["const"]]
+        if "enum" in spec:
+            _keys(spec, where, {"enum"})
+            return Literal[tuple(spec["enum"])]
+        if "oneOf" in spec:
+            return self._one_of(spec, where)
+        kind = spec.get("type")
+        if kind == "string":
+            return _constrained(spec, where, str, {"minLength": "min_length"})
+        if kind == "integer":
+            return _constrained(spec, where, int, {"minimum": "ge", "maximum": "le"})
+        if kind == "number":
+            return _constrained(spec, where, float, {"minimum": "ge", "maximum": "le"})
+        if kind == "boolean":
+            _keys(spec, where, {"type"})
+            return bool
+        if kind == "array":
+            items = self.type_of(spec.get("items", True), f"{where}[]")
+            if items is None:
+                return None
+            return _constrained(
+                spec,
+                where,
+                GenericAlias(list, (items,)),
+                {"minItems": "min_length"},
+                frozenset({"items"}),
+            )
+        if kind == "object":
+            if "properties" not in spec:
+                _keys(spec, where, {"type"})
+                return dict[str, Any] if self.open else None
+            return self.struct(spec, where)
+        raise SchemaNotCompiled(f"{where}: {spec!r}")
+
+    def _timestamp(self, spec: dict[str, Any], where: str) -> Any:
+        if spec != {"$ref": _TIMESTAMP_REF}:
+            raise SchemaNotCompiled(f"{where}: {spec!r}")
+        target = _keys(self.schema["$defs"]["utc_timestamp"], where, {"type", "pattern"})
+        if target != {"type": "string", "pattern": target["pattern"]}:
+            raise SchemaNotCompiled(f"{where}: {target!r}")
+        if where == "timestamp":  # the hot one: checked on columns (bad_timestamps)
+            return str
+        return Annotated[str, msgspec.Meta(pattern=target["pattern"])]
+
+    def _one_of(self, spec: dict[str, Any], where: str) -> Any:
+        choices = _keys(spec, where, {"oneOf"})["oneOf"]
+        kinds = [choice.get("type") for choice in choices]
+        if None in kinds or len(set(kinds)) != len(kinds):
+            # Alternatives of distinct JSON types exclude each other: oneOf is anyOf.
+            raise SchemaNotCompiled(f"{where}: oneOf needs alternatives of distinct types")
+        types = [self.type_of(choice, where) for choice in choices]
+        kept = tuple(choice for choice in types if choice is not None)
+        if not kept:
+            return None
+        return kept[0] if len(kept) == 1 else Union[kept]  # noqa: UP007
+
+    def fields(self, spec: dict[str, Any], where: str) -> list[tuple[str, Any, Any]]:
+        """defstruct fields of an object's properties. Optional ones default to UNSET, or
+        at the top level to the thread checks' values."""
+        spec = _keys(spec, where, {"type", "properties", "required", "additionalProperties"})
+        if spec.get("additionalProperties", True) is not True:
+            raise SchemaNotCompiled(f"{where}: additionalProperties")
+        required = set(spec.get("required", ()))
+        found: list[tuple[str, Any, Any]] = []
+        for name, property_spec in spec["properties"].items():
+            path = f"{where}.{name}" if where else name
+            kind = self.type_of(property_spec, path)
+            if kind is None:
+                if name in required:
+                    raise SchemaNotCompiled(f"{path}: a required free-form value")
+                continue  # the plain decoder refuses the field
+            if name in required:
+                found.append((_attribute(name), kind, msgspec.field(name=name)))
+                continue
+            default = UNSET if where else _THREAD_DEFAULTS.get(name, UNSET)
+            if default is UNSET:
+                kind = Union[kind, UnsetType]  # noqa: UP007
+            found.append((_attribute(name), kind, msgspec.field(default=default, name=name)))
+        return found
+
+    def struct(self, spec: dict[str, Any], where: str, **options: Any) -> type[msgspec.Struct]:
+        self._count += 1
+        return msgspec.defstruct(
+            f"_{where.replace('.', '_') or 'message'}_{self._count}",
+            self.fields(spec, where),
+            kw_only=True,
+            gc=False,
+            # Always: msgspec skips an unknown field's value without checking it all (a
+            # key that is not UTF-8 passes), so a line with one goes to orjson.
+            forbid_unknown_fields=True,
+            **options,
+        )
+
+
+def _constrained(
+    spec: dict[str, Any],
+    where: str,
+    base: Any,
+    names: dict[str, str],
+    also: frozenset[str] = frozenset(),
+) -> Any:
+    _keys(spec, where, {"type", *names, *also})
+    meta = {names[key]: value for key, value in spec.items() if key in names}
+    return Annotated[base, msgspec.Meta(**meta)] if meta else base
+
+
+def _types_of(condition: dict[str, Any], where: str) -> list[str] | None:
+    """The message types an ``if`` that only tests ``type`` selects (None if it tests
+    more)."""
+    if set(condition) != {"required", "properties"} or condition["required"] != ["type"]:
+        return None
+    if set(condition["properties"]) != {"type"}:
+        return None
+    test = condition["properties"]["type"]
+    if set(test) == {"const"}:
+        return [test["const"]]
+    if set(test) == {"enum"}:
+        return list(test["enum"])
+    raise SchemaNotCompiled(f"{where}: {test!r}")
+
+
+def _holds(spec: dict[str, Any], value: str, where: str) -> str:
+    """A Python expression testing the decoded ``value`` (a struct or a list) against a
+    fragment of the rule's ``anyOf``. The decoder already checked JSON types, so only
+    requirements, lengths and consts remain."""
+    spec = _keys(spec, where, {"type", "required", "properties", "minItems", "const"})
+    tests: list[str] = []
+    for name in spec.get("required", ()):
+        tests.append(f"not ({_absent(name, value)})")
+    for name, inner in spec.get("properties", {}).items():
+        field = f"{value}.{_attribute(name)}"
+        inner_test = _holds(inner, field, f"{where}.{name}")
+        tests.append(f"{_absent(name, value)} or {inner_test}")
+    if "minItems" in spec:
+        tests.append(f"len({value}) >= {int(spec['minItems'])}")
+    if "const" in spec:
+        tests.append(f"{value} == {spec['const']!r}")
+    return " and ".join(f"({test})" for test in tests) or "True"
+
+
+def _absent(name: str, value: str) -> str:
+    """An expression: field ``name`` of ``value`` was absent from the line."""
+    field = f"{value}.{_attribute(name)}"
+    if name in _THREAD_DEFAULTS:
+        return f"{field} == {_THREAD_DEFAULTS[name]!r}"
+    return f"{field} is UNSET"
+
+
+class _ConfidenceRule:
+    """``if confidence >= threshold and type is not one of exempt then anyOf [...]``: the
+    one cross-field rule of the schema a decoder cannot state, checked on columns by a
+    test compiled from the rule."""
+
+    def __init__(self, rule: dict[str, Any], where: str) -> None:
+        condition = _keys(rule["if"], where, {"required", "properties"})
+        tests = condition["properties"]
+        if condition["required"] != ["confidence"] or set(tests) != {"confidence", "type"}:
+            raise SchemaNotCompiled(f"{where}: {condition!r}")
+        level = _keys(tests["confidence"], where, {"type", "minimum"})
+        exempt = tests["type"].get("not", {})
+        if level.get("type") != "number" or set(exempt) != {"const"}:
+            raise SchemaNotCompiled(f"{where}: {condition!r}")
+        self.threshold: float = level["minimum"]
+        choices = _keys(rule["then"], where, {"anyOf"})["anyOf"]
+        earned = " or ".join(f"({_holds(c, 'shape', f'{where}.then')})" for c in choices)
+        source = f"lambda shape: shape.code == {KIND_CODES[exempt['const']]} or {earned}"
+        self.source = source
+        self.holds: Predicate = eval(source, {"UNSET": UNSET})  # text built above, no input
+
+    def broken_by(self, shapes: list[Any], confidences: list[float]) -> list[int]:
+        """Indexes of the ``shapes`` that break the rule."""
+        threshold, holds = self.threshold, self.holds
+        return [
+            index
+            for index in [i for i, value in enumerate(confidences) if value >= threshold]
+            if not holds(shapes[index])
+        ]
+
+
+def compile_schema(schema: dict[str, Any], *, open_values: bool) -> tuple[Any, _ConfidenceRule]:
+    """The tagged union of per-type structs, and the rule left for the columns."""
+    compiler = _Compiler(schema, open_values=open_values)
+    top = _keys(
+        schema,
+        "",
+        {
+            "$schema",
+            "$id",
+            "$defs",
+            "type",
+            "required",
+            "properties",
+            "additionalProperties",
+            "allOf",
+        },
+    )
+    if top.get("additionalProperties", True) is not True:
+        raise SchemaNotCompiled("additionalProperties")
+    properties: dict[str, Any] = dict(top["properties"])
+    kinds = properties.pop("type")
+    if kinds != {"enum": list(KIND_CODES)}:
+        raise SchemaNotCompiled(f"type: {kinds!r}")
+    required = {kind: set(top["required"]) - {"type"} for kind in KIND_CODES}
+    narrowed: dict[str, dict[str, Any]] = {kind: dict(properties) for kind in KIND_CODES}
+    rule: _ConfidenceRule | None = None
+    for number, part in enumerate(top.get("allOf", ())):
+        where = f"allOf[{number}]"
+        part = _keys(part, where, {"if", "then"})
+        selected = _types_of(part["if"], where)
+        if selected is None:
+            if rule is not None:
+                raise SchemaNotCompiled(f"{where}: a second cross-field rule")
+            rule = _ConfidenceRule(part, where)
+            continue
+        then = _keys(part["then"], where, {"required", "properties"})
+        for kind in selected:
+            required[kind] |= set(then.get("required", ()))
+            for name, extra in then.get("properties", {}).items():
+                narrowed[kind][name] = _merged(narrowed[kind][name], extra, f"{where}.{name}")
+    if rule is None:
+        raise SchemaNotCompiled("the high-confidence rule is missing")
+    structs = tuple(
+        compiler.struct(
+            {"properties": narrowed[kind], "required": sorted(required[kind])},
+            "",
+            tag_field="type",
+            tag=kind,
+            namespace={"code": code},
+        )
+        for kind, code in KIND_CODES.items()
+    )
+    return Union[structs], rule  # noqa: UP007
+
+
+_SCHEMA = load_schema()
+_PLAIN, _RULE = compile_schema(_SCHEMA, open_values=False)
+_OPEN, _ = compile_schema(_SCHEMA, open_values=True)
+_decode_plain = msgspec.json.Decoder(_PLAIN).decode
+_decode_open = msgspec.json.Decoder(_OPEN).decode
+
+
+class _Doubt:
+    """Stands in for a line the decoders refused, passing the column checks."""
+
+    __slots__ = ()
+    timestamp = "2000-01-01T00:00:00Z"
+    confidence = 0.0
+    code = 0
+
+
+DOUBT: Any = _Doubt()
+_timestamps = attrgetter("timestamp")
+_confidences = attrgetter("confidence")
+
+
+def decode_lines(lines: list[bytes]) -> tuple[list[Any], list[int]]:
+    """Every line decoded: ``(shapes, doubtful)``, one shape per line, with ``id``,
+    ``code`` (of the type, :data:`vlp.schema.KIND_CODES`), ``refers_to``, ``session_id``,
+    ``seq`` and the other fields; :data:`DOUBT` stands in for each line not surely valid,
+    whose indexes ``doubtful`` lists in order."""
+    shapes: list[Any] = []
+    doubtful: list[int] = []
+    remaining = iter(lines)
+    while True:
+        try:
+            shapes.extend(map(_decode_plain, remaining))  # the valid run, driven from C
+            break
+        except _NOT_SURE:  # the refused line was consumed: note it and go on after it
+            doubtful.append(len(shapes))
+            shapes.append(DOUBT)
+    if doubtful:
+        still = []
+        for index in doubtful:
+            try:
+                line = lines[index]
+                shape = _decode_open(line)
+            except _NOT_SURE:
+                still.append(index)
+                continue
+            if _long_number(line):
+                still.append(index)
+            else:
+                shapes[index] = shape
+        doubtful = still
+    broken = bad_timestamps(list(map(_timestamps, shapes)))
+    broken += _RULE.broken_by(shapes, list(map(_confidences, shapes)))
+    if broken:
+        for index in broken:
+            shapes[index] = DOUBT
+        doubtful = sorted(set(doubtful).union(broken))
+    return shapes, doubtful
 
 
 def is_surely_valid_line(line: bytes) -> bool:
     """True only for an NDJSON line holding a valid message that orjson parses."""
-    try:
-        return _rules_hold(_decode_line(line))
-    except _NOT_SURE:
-        return False
-
-
-def surely_valid_fields(line: bytes) -> tuple[str, str, str | list[str], str, int] | None:
-    """For a line :func:`is_surely_valid_line` accepts, what the thread checks read of it:
-    ``(id, type, refers_to, session_id, seq)`` ("" and -1 when absent); else None. Only
-    these small values outlive the call, so the decoded message's memory is reused at once.
-    """
-    try:
-        shape = _decode_line(line)
-    except _NOT_SURE:
-        return None
-    if _rules_hold(shape):
-        return shape.id, shape.type, shape.refers_to, shape.session_id, shape.seq
-    return None
+    return not decode_lines([line])[1]

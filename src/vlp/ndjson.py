@@ -16,14 +16,15 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from operator import attrgetter
 from pathlib import Path
 from typing import Any, BinaryIO, Protocol, Self
 
 import orjson
 
 from vlp.errors import Problem, VLPError
-from vlp.fastpath import is_surely_valid_line, surely_valid_fields
-from vlp.thread import ThreadChecker, thread_fields
+from vlp.fastpath import decode_lines
+from vlp.thread import ThreadChecker, salvaged_fields, thread_fields
 from vlp.validate import check_message, is_surely_valid, message_problems
 
 DEFAULT_MAX_LINE_BYTES = 1024 * 1024
@@ -463,68 +464,59 @@ def _thread_lines(
     on_message: MessageSink | None,
     thread: ThreadChecker,
 ) -> int:
-    """:func:`_count_lines` with the checks across messages: lines the fast check passes
-    give the thread checker their fields straight from the decoded line (no dict)."""
-    shapes: list[Any] = list(map(surely_valid_fields, lines))
+    """:func:`_count_lines` with the checks across messages: every line gives the thread
+    checker its fields as columns, straight from the decoded lines (no dict) for those
+    surely valid."""
     if on_message is not None:
         return sum(
-            _thread_line(line, shape, start + index, summary, on_problem, on_message, thread)
-            for index, (line, shape) in enumerate(zip(lines, shapes))
+            _thread_line(line, start + index, summary, on_problem, on_message, thread)
+            for index, line in enumerate(lines)
         )
-    # Doubtful lines first: a valid one joins the runs as its fields, an invalid one is
-    # explained and splits the runs (the thread checker notes it in its place).
+    shapes, doubtful = decode_lines(lines)
+    # Doubtful lines first: a valid one joins the columns as its fields, an invalid one
+    # (or a blank line) as what can be read of it.
     explained: list[Problem] = []
-    invalid: dict[int, tuple[Any, bytes]] = {}
-    passed = len(shapes) - shapes.count(None)
-    for index in _failures([shape is not None for shape in shapes], passed):
+    valid = len(lines) - len(doubtful)
+    for index in doubtful:
         line, number = lines[index], start + index
         try:
             msg = orjson.loads(line)
         except orjson.JSONDecodeError as error:
             _settle(_Unparsed(error), number, line, summary, explained.append)
-            invalid[index] = (None, line)  # blank lines too: they are in no run
+            shapes[index] = _Fields(*salvaged_fields(None, line))
             continue
         if is_surely_valid(msg) or _settle(msg, number, line, summary, explained.append):
-            shapes[index] = thread_fields(msg)
+            shapes[index] = _Fields(*thread_fields(msg))
+            valid += 1
         else:
-            invalid[index] = (msg, line)
-    found: list[Problem] = []
-    position = 0
-    for index, (msg, line) in invalid.items():  # in line order
-        _check_run(thread, shapes[position:index], start + position, found)
-        found.extend(thread.note_invalid(msg, line, start + index))
-        position = index + 1
-    _check_run(thread, shapes[position:], start + position, found)
+            shapes[index] = _Fields(*salvaged_fields(msg, line))
+    ids, codes, refs, sessions, seqs = (list(map(column, shapes)) for column in _COLUMNS)
+    found = thread.add_batch((ids, codes, refs, sessions, seqs), start)
     summary.problems += len(found)
     if explained and found:
         found = sorted(explained + found, key=_problem_line)
     for problem in found or explained:
         on_problem(problem)
-    return len(shapes) - shapes.count(None)
+    return valid
 
 
-_RUN_MOST = 64  # messages checked together; a run with a problem is halved down to
-_RUN_LEAST = 8  # this size, then checked message by message
+class _Fields:
+    """The :data:`vlp.thread.ThreadFields` of a line decode_lines could not settle, under
+    the names a decoded line has."""
+
+    __slots__ = ("code", "id", "refers_to", "seq", "session_id")
+
+    def __init__(self, ident: str, code: int, refers_to: Any, session: str, seq: int) -> None:
+        self.id, self.code, self.refers_to, self.session_id, self.seq = (
+            ident,
+            code,
+            refers_to,
+            session,
+            seq,
+        )
 
 
-def _check_run(thread: ThreadChecker, run: list[Any], first: int, found: list[Problem]) -> None:
-    """The thread checks of consecutive valid messages, whole columns at a time while
-    they find nothing; the part around a problem is checked one message at a time."""
-    for offset in range(0, len(run), _RUN_MOST):
-        pending = [(run[offset : offset + _RUN_MOST], first + offset)]
-        while pending:
-            part, number = pending.pop()
-            if thread.add_run(part, number):
-                continue
-            if len(part) > _RUN_LEAST:
-                half = len(part) // 2
-                pending.append((part[half:], number + half))
-                pending.append((part[:half], number))
-                continue
-            add = thread.add_fields
-            for ident, kind, refers_to, session, seq in part:
-                found.extend(add(ident, kind, refers_to, session, seq, number))
-                number += 1
+_COLUMNS = [attrgetter(name) for name in ("id", "code", "refers_to", "session_id", "seq")]
 
 
 def _problem_line(problem: Problem) -> int:
@@ -533,7 +525,6 @@ def _problem_line(problem: Problem) -> int:
 
 def _thread_line(
     line: bytes,
-    shape: Any,
     number: int,
     summary: ScanSummary,
     on_problem: ProblemSink,
@@ -547,11 +538,7 @@ def _thread_line(
         _settle(_Unparsed(error), number, line, summary, on_problem)
         _report(thread.note_invalid(None, line, number), summary, on_problem)
         return 0
-    if (
-        shape is None
-        and not is_surely_valid(msg)
-        and not _settle(msg, number, line, summary, on_problem)
-    ):
+    if not is_surely_valid(msg) and not _settle(msg, number, line, summary, on_problem):
         _report(thread.note_invalid(msg, line, number), summary, on_problem)
         return 0
     if on_message is not None:
@@ -576,11 +563,10 @@ def _count_lines(
     explained after the whole batch, all together: met one by one between valid lines,
     the explaining code would drop out of the CPU caches.
     """
-    verdicts = list(map(is_surely_valid_line, lines))
-    passed = verdicts.count(True)
-    valid = passed
+    doubtful = decode_lines(lines)[1]
+    valid = len(lines) - len(doubtful)
     loads = orjson.loads
-    for index in _failures(verdicts, passed):
+    for index in doubtful:
         line = lines[index]
         try:
             msg = loads(line)
@@ -613,14 +599,6 @@ def _settle(
     for problem in problems:
         on_problem(problem)
     return False
-
-
-def _failures(verdicts: list[bool], passed: int) -> Iterator[int]:
-    """Indexes of the False verdicts, found by list.index rather than a Python loop."""
-    index = -1
-    for _ in range(len(verdicts) - passed):
-        index = verdicts.index(False, index + 1)
-        yield index
 
 
 def _count(

@@ -29,6 +29,8 @@ _NEUTRALISED = {
 
 def visible(text: str) -> str:
     """``text`` with every terminal control sequence made visible and inert."""
+    if text.isprintable():  # every neutralised character is unprintable: the usual case
+        return text
     return text.translate(_NEUTRALISED)
 
 

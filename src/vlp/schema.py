@@ -37,4 +37,7 @@ MESSAGE_TYPES: tuple[str, ...] = tuple(_PROPS["type"]["enum"])
 SAFETY_LEVELS: tuple[str, ...] = tuple(_PROPS["safety"]["properties"]["level"]["enum"])
 REQUIRED_FIELDS: tuple[str, ...] = tuple(_SCHEMA["required"])
 RESERVED_TYPES: tuple[str, ...] = ("observation", "alert", "task")
+#: A small number per message type (1, 2, ...; 0 is "no valid message"), so that the
+#: thread checks keep a message's line and type packed in one int.
+KIND_CODES: dict[str, int] = {kind: code for code, kind in enumerate(MESSAGE_TYPES, 1)}
 TIMESTAMP_PATTERN: re.Pattern[str] = re.compile(_SCHEMA["$defs"]["utc_timestamp"]["pattern"])

@@ -10,11 +10,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from itertools import repeat
-from operator import lt
+from itertools import compress, groupby, repeat
+from operator import and_, eq, ge, is_, lt, or_, truth
 from typing import Any, TypeAlias, TypeGuard
 
 from vlp.errors import CorrectionCycleError, Problem
+from vlp.schema import KIND_CODES
 from vlp.validate import is_valid
 
 _SEVERITY = {"safe": 0, "review": 1, "block": 2}
@@ -71,9 +72,16 @@ def safety_level(msg: Any) -> str:
     return level if isinstance(level, str) and level in _SEVERITY else "safe"
 
 
-ThreadFields: TypeAlias = tuple[str, str, Any, str, int]
-"""What the thread checks read of a valid message: ``(id, type, refers_to, session_id,
-seq)``, an absent reference or session being "" and an absent seq -1."""
+ThreadFields: TypeAlias = tuple[str, int, Any, str, int]
+"""What the thread checks read of a valid message: ``(id, type code, refers_to, session_id,
+seq)``, the code from :data:`vlp.schema.KIND_CODES`, an absent reference or session being
+"" and an absent (or unusable) seq -1."""
+
+
+Columns: TypeAlias = tuple[
+    Sequence[str], Sequence[int], Sequence[Any], Sequence[str], Sequence[int]
+]
+"""The :data:`ThreadFields` of consecutive lines, one sequence per field."""
 
 
 def thread_fields(msg: dict[str, Any]) -> ThreadFields:
@@ -81,11 +89,41 @@ def thread_fields(msg: dict[str, Any]) -> ThreadFields:
     seq = msg.get("seq")
     return (
         msg["id"],
-        msg["type"],
+        KIND_CODES[msg["type"]],
         msg.get("refers_to") or "",
         msg.get("session_id") or "",
         int(seq) if _is_seq(seq) else -1,
     )
+
+
+def salvaged_fields(msg: Any, raw: bytes | None) -> ThreadFields:
+    """The :data:`ThreadFields` of an invalid message (or unparsable line ``raw``): the
+    ``id``, ``session_id`` and ``seq`` that can be read, type code 0 and no reference."""
+    ident, session, seq = _salvage(msg, raw)
+    return ident or "", 0, "", session or "", -1 if seq is None else seq
+
+
+# Memory per id is one dict entry: where the id was first seen and the type of its valid
+# message, packed in one int, (line + 1) << 3 | type code (code 0: seen on invalid
+# messages only; line 0: unknown).
+_INVALID = 0
+_CODE_BITS = 3
+_CODE_MASK = (1 << _CODE_BITS) - 1
+assert len(KIND_CODES) <= _CODE_MASK, "type codes fit in the packed int"
+_KIND_NAMES: tuple[str | None, ...] = (None, *KIND_CODES)
+_CLAIM, _EVIDENCE, _CORRECTION = (KIND_CODES[k] for k in ("claim", "evidence", "correction"))
+_EVIDENCE_TARGETS = frozenset({_CLAIM, _INVALID})
+_LATER = 1 << 126  # more than any packed value: "not seen yet"
+_CHECKED_ONE_BY_ONE = 8  # a batch with a problem is halved down to this size
+
+
+def _packed(line: int | None, code: int) -> int:
+    return (0 if line is None else line + 1) << _CODE_BITS | code
+
+
+def _line_of(packed: int) -> int | None:
+    line = (packed >> _CODE_BITS) - 1
+    return None if line < 0 else line
 
 
 class ThreadChecker:
@@ -96,33 +134,35 @@ class ThreadChecker:
     """
 
     def __init__(self) -> None:
-        self._kind: dict[str, str] = {}
-        self._line: dict[str, int | None] = {}  # where each id was first seen
+        self._seen: dict[str, int] = {"": 0}  # id -> packed line and type; "" = no reference
         self._corrects: dict[str, list[str]] = {}
         self._pending: dict[str, list[tuple[int | None, str, str]]] = {}
         self._last_seq: dict[str, int] = {}
-        self._invalid_ids: set[str] = set()  # ids seen only on invalid messages
-        self._line[""] = 0  # an absent reference ("") is one to an earlier message
+
+    def _kind(self, ident: str) -> str | None:
+        """The type of the valid message with this id; None if there is none (yet)."""
+        return _KIND_NAMES[self._seen.get(ident, _INVALID) & _CODE_MASK]
 
     def _root_kind(self, ident: str) -> str | None:
         """Type of the message a correction chain ultimately amends."""
-        seen: set[str] = set()
-        while ident in self._corrects and ident not in seen:
-            seen.add(ident)
-            targets = [t for t in self._corrects[ident] if t in self._kind]
+        visited: set[str] = set()
+        while ident in self._corrects and ident not in visited:
+            visited.add(ident)
+            targets = [t for t in self._corrects[ident] if self._kind(t) is not None]
             if not targets:
                 return None
             ident = targets[0]
-        return self._kind.get(ident)
+        return self._kind(ident)
 
     def _evidence_problem(self, line: int | None, ident: str, target: str) -> Problem | None:
         root = self._root_kind(target)
         if root is None or root == "claim":
             return None
+        kind = self._kind(target)
         return Problem(
             "VLP306",
-            f"evidence attaches to {target}, a {self._kind[target]}"
-            + ("" if root == self._kind[target] else f" of a {root}")
+            f"evidence attaches to {target}, a {kind}"
+            + ("" if root == kind else f" of a {root}")
             + "; evidence supports claims",
             line,
             ident,
@@ -151,123 +191,70 @@ class ThreadChecker:
         line: int | None,
     ) -> Sequence[Problem]:
         """:meth:`add` for a message given by the fields the checks read (a missing one
-        may be None, or "" / -1 as :class:`vlp.fastpath.LineShape` gives them). The common
-        message (a new id, one reference to an earlier message, the next seq of its
-        session) is settled here in a few lookups."""
-        kinds = self._kind
-        if ident not in kinds and (
+        may be None, or "" / -1). The common message (a new id, one reference to an
+        earlier message, the next seq of its session) is settled here in a few lookups."""
+        seen = self._seen
+        code = KIND_CODES[kind]
+        if not seen.get(ident, _INVALID) & _CODE_MASK and (
             refers_to.__class__ is str
-            and refers_to in kinds
             and refers_to != ident
-            and (kind != "evidence" or kinds[refers_to] == "claim")
+            and (
+                not refers_to
+                or (target := seen.get(refers_to, _INVALID) & _CODE_MASK)
+                and (code != _EVIDENCE or target == _CLAIM)
+            )
             or refers_to.__class__ is not str
             and not refers_to
         ):
-            if session and seq.__class__ is int and seq >= 0:
+            if session and seq.__class__ is int and 0 <= seq < _MAX_SEQ:
                 last = self._last_seq.get(session)
                 if last is not None and seq != last + 1:
-                    return self._add_slow(ident, kind, refers_to, session, seq, line)
+                    return self._add_slow(ident, code, refers_to, session, seq, line)
                 self._last_seq[session] = seq
             elif seq.__class__ is float and session:
-                return self._add_slow(ident, kind, refers_to, session, seq, line)
-            kinds[ident] = kind
-            self._line[ident] = line
-            if kind == "correction":
+                return self._add_slow(ident, code, refers_to, session, seq, line)
+            seen[ident] = _packed(line, code)
+            if code == _CORRECTION:
                 self._corrects[ident] = [refers_to]
             if self._pending:
                 pending = self._pending.pop(ident, None)
                 if pending is not None:
                     return self._resolve_pending(ident, pending)
             return ()
-        return self._add_slow(ident, kind, refers_to, session, seq, line)
-
-    def add_run(self, run: Sequence[ThreadFields], first_line: int) -> bool:
-        """Check a run of consecutive valid messages (their :data:`ThreadFields`) with
-        whole-column operations, and take them in
-        when none shows a problem: new ids, references to earlier messages only (evidence
-        to claims), consecutive seq in one session. False (nothing taken in) when any
-        message needs a closer look: the caller then gives them to :meth:`add_fields`.
-        """
-        count = len(run)
-        ids, types, refs, sessions, seqs = zip(*run)
-        line_of = self._line
-        if len(set(ids)) != count or not line_of.keys().isdisjoint(ids):
-            return False
-        if self._pending and not self._pending.keys().isdisjoint(ids):
-            return False
-        session = sessions[0]
-        last = self._last_seq.get(session)
-        if session and (
-            sessions.count(session) != count
-            or seqs[0] < 0
-            or last is not None
-            and seqs[0] != last + 1
-            or seqs != tuple(range(seqs[0], seqs[0] + count))
-        ):
-            return False
-        if not session and sessions.count("") != count:
-            return False
-        own = range(first_line, first_line + count)
-        line_of.update(zip(ids, own))  # so that references within the run resolve
-        try:
-            positions: Iterator[Any] = map(line_of.get, refs, repeat(first_line + count))
-            refs_earlier = all(map(lt, positions, own))
-        except TypeError:  # a list of references: unhashable
-            refs_earlier = False
-        kinds = self._kind
-        if refs_earlier and "evidence" in types:
-            kinds.update(zip(ids, types))
-            refs_earlier = all(
-                pair[1] == "claim"
-                for pair in set(zip(types, map(kinds.get, refs)))
-                if pair[0] == "evidence"
-            )
-            if not refs_earlier:
-                for ident in ids:
-                    del kinds[ident]
-        if not refs_earlier:
-            for ident in ids:
-                del line_of[ident]
-            return False
-        kinds.update(zip(ids, types))
-        if session:
-            self._last_seq[session] = seqs[-1]
-        if "correction" in types:
-            for ident, kind, ref in zip(ids, types, refs):
-                if kind == "correction":
-                    self._corrects[ident] = [ref]
-        return True
+        return self._add_slow(ident, code, refers_to, session, seq, line)
 
     def _add_slow(
         self,
         ident: str,
-        kind: str,
+        code: int,
         refers_to: object,
         session: object,
         seq: object,
         line: int | None,
     ) -> list[Problem]:
         found: list[Problem] = []
+        seen = self._seen
+        kind = _KIND_NAMES[code]
         refs = _reference_list(refers_to)
         for ref in refs:
             if ref == ident:
-                code = "VLP307" if kind == "correction" else "VLP303"
-                found.append(Problem(code, f"{kind} {ident} refers to itself", line, ident))
-            elif ref in self._kind:
-                if kind == "evidence":
+                code_found = "VLP307" if code == _CORRECTION else "VLP303"
+                found.append(Problem(code_found, f"{kind} {ident} refers to itself", line, ident))
+            elif seen.get(ref, _INVALID) & _CODE_MASK:
+                if code == _EVIDENCE:
                     problem = self._evidence_problem(line, ident, ref)
                     if problem is not None:
                         found.append(problem)
-            elif ref not in self._invalid_ids:
-                self._pending.setdefault(ref, []).append((line, ident, kind))
-        if ident in self._kind:
-            first = self._line[ident]
+            elif ref not in seen:  # neither valid nor seen on an invalid message
+                self._pending.setdefault(ref, []).append((line, ident, kind or ""))
+        known = seen.get(ident, _INVALID)
+        if known & _CODE_MASK:
+            first = _line_of(known)
             where = f" (first on line {first})" if first is not None else ""
             found.append(Problem("VLP301", f"duplicate id {ident!r}{where}", line, ident))
         else:
-            self._kind[ident] = kind
-            self._line[ident] = line
-            if kind == "correction":
+            seen[ident] = _packed(line, code)
+            if code == _CORRECTION:
                 self._corrects[ident] = [ref for ref in refs if ref != ident]
             found.extend(self._resolve_pending(ident, self._pending.pop(ident, ())))
         found.extend(self._seq_problems(ident, session, seq, line))
@@ -282,7 +269,7 @@ class ThreadChecker:
             found.append(
                 Problem("VLP303", f"refers_to {ident!r}, which comes later", ref_line, referrer)
             )
-            if referrer_kind == "evidence" and ident in self._kind:
+            if referrer_kind == "evidence" and self._kind(ident) is not None:
                 problem = self._evidence_problem(ref_line, referrer, ident)
                 if problem is not None:
                     found.append(problem)
@@ -326,13 +313,17 @@ class ThreadChecker:
         count as seen, so one bad line yields one problem — not also a dangling reference
         or a seq gap at the next valid message. Returns forward references it resolves."""
         ident, session, seq = _salvage(msg, raw)
-        if session is not None and seq is not None:
+        return self._note_salvaged(ident, session, seq, line)
+
+    def _note_salvaged(
+        self, ident: str | None, session: str | None, seq: int | None, line: int | None
+    ) -> list[Problem]:
+        if session and seq is not None and seq >= 0:
             last = self._last_seq.get(session)
             self._last_seq[session] = seq if last is None else max(last, seq)
-        if ident is None or ident in self._kind:
+        if not ident or ident in self._seen:
             return []
-        self._invalid_ids.add(ident)
-        self._line.setdefault(ident, line)
+        self._seen[ident] = _packed(line, _INVALID)
         return self._resolve_pending(ident, self._pending.pop(ident, ()))
 
     def finish(self) -> list[Problem]:
@@ -348,15 +339,134 @@ class ThreadChecker:
         ]
         self._pending.clear()
         for cycle in _correction_cycles(self._corrects):
+            first = self._seen.get(cycle[0])
             found.append(
                 Problem(
                     "VLP307",
                     "corrections form a cycle: " + " -> ".join(cycle + [cycle[0]]),
-                    self._line.get(cycle[0]),
+                    None if first is None else _line_of(first),
                     cycle[0],
                 )
             )
         return found
+
+    def add_batch(self, columns: Columns, first_line: int) -> list[Problem]:
+        """The checks for consecutive lines given as :data:`Columns` (type code 0: an
+        invalid message or line, with what :func:`salvaged_fields` read of it): the same
+        problems, in the same order, as :meth:`add_fields` and :meth:`note_invalid` line
+        by line. Whole columns are checked at once while they show nothing; a part with a
+        problem is halved, down to a few lines checked one by one."""
+        ids, codes, refs, sessions, seqs = columns
+        found: list[Problem] = []
+        pending = [(0, len(ids))]
+        while pending:
+            start, end = pending.pop()
+            part = (
+                ids[start:end],
+                codes[start:end],
+                refs[start:end],
+                sessions[start:end],
+                seqs[start:end],
+            )
+            if self._take(part, first_line + start):
+                continue
+            if end - start > _CHECKED_ONE_BY_ONE:
+                middle = (start + end) // 2
+                pending.append((middle, end))
+                pending.append((start, middle))
+                continue
+            for line, row in enumerate(zip(*part), first_line + start):
+                found.extend(self._one(*row, line))
+        return found
+
+    def _one(
+        self, ident: str, code: int, refers_to: Any, session: str, seq: int, line: int
+    ) -> Sequence[Problem]:
+        if code == _INVALID:
+            return self._note_salvaged(ident, session, seq if seq >= 0 else None, line)
+        kind = _KIND_NAMES[code]
+        assert kind is not None
+        return self.add_fields(ident, kind, refers_to, session, seq, line)
+
+    def _take(self, columns: Columns, first_line: int) -> bool:
+        """Take in consecutive lines in one go when none of them shows a problem: new
+        distinct ids, references to earlier lines only (evidence to claims), each
+        session's seq counting up by one. False (nothing changed) when any line needs a
+        closer look."""
+        ids, codes, refs, sessions, seqs = columns
+        if self._pending and not self._pending.keys().isdisjoint(ids):
+            return False
+        last_seqs = self._following_seqs(sessions, seqs)
+        if last_seqs is None:
+            return False
+        seen = self._seen
+        floor = _packed(first_line, 0)
+        own = range(floor, floor + (len(ids) << _CODE_BITS), 1 << _CODE_BITS)
+        packed = list(map(or_, own, codes))
+        # One probe per id: setdefault inserts a new id and returns the very int it was
+        # given, but leaves an id seen before (or earlier in these lines) as it was.
+        before = list(map(seen.setdefault, ids, packed))
+        if not all(map(is_, before, packed)) and not _only_anonymous(ids, before, packed):
+            _forget(seen, ids, before, packed)
+            return False
+        try:
+            earlier = all(map(lt, map(seen.get, refs, repeat(_LATER)), own))
+        except TypeError:  # a list of references: unhashable
+            earlier = False
+        if earlier and _EVIDENCE in codes:  # evidence attaches to claims (or invalid ones)
+            targets = compress(refs, map(eq, codes, repeat(_EVIDENCE)))
+            earlier = _EVIDENCE_TARGETS.issuperset(
+                map(and_, map(seen.__getitem__, targets), repeat(_CODE_MASK))
+            )
+        if not earlier:
+            _forget(seen, ids, before, packed)
+            return False
+        self._last_seq.update(last_seqs)
+        if _CORRECTION in codes:
+            corrections = list(map(eq, codes, repeat(_CORRECTION)))
+            for ident, ref in zip(compress(ids, corrections), compress(refs, corrections)):
+                self._corrects[ident] = [ref]
+        return True
+
+    def _following_seqs(
+        self, sessions: Sequence[str], seqs: Sequence[int]
+    ) -> dict[str, int] | None:
+        """Each session's last seq after these lines if, in every session, each seq is the
+        one after the last (valid lines: no gap, no repeat; invalid ones: nothing to
+        decide); None when some line needs a closer look."""
+        if -1 in seqs or "" in sessions:  # lines without a session or a seq
+            counted = list(map(and_, map(truth, sessions), map(ge, seqs, repeat(0))))
+            sessions, seqs = list(compress(sessions, counted)), list(compress(seqs, counted))
+            if not seqs:
+                return {}
+        if max(seqs) >= _MAX_SEQ:
+            return None
+        last: dict[str, int] = {}
+        position = 0
+        for session, run in groupby(sessions):
+            size = len(list(run))
+            first = seqs[position]
+            before = last.get(session, self._last_seq.get(session))
+            if before is not None and first != before + 1:
+                return None
+            end = position + size
+            if size > 1 and seqs[position:end] != list(range(first, first + size)):
+                return None
+            last[session] = first + size - 1
+            position = end
+        return last
+
+
+def _only_anonymous(ids: Sequence[str], before: list[int], packed: list[int]) -> bool:
+    """Whether the only ids that were not new are "" (invalid lines without an id)."""
+    return all(ident == "" for ident, old, new in zip(ids, before, packed) if old is not new)
+
+
+def _forget(seen: dict[str, int], ids: Sequence[str], before: list[int], packed: list[int]) -> None:
+    """Undo the setdefault of :meth:`ThreadChecker._take`: remove the ids it added."""
+    for ident, old, new in zip(ids, before, packed):
+        if old is new and ident:
+            del seen[ident]
 
 
 def _correction_cycles(corrects: dict[str, list[str]]) -> Iterator[list[str]]:

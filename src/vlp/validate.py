@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
+from operator import itemgetter
 from typing import Any, TypeAlias
 
 from vlp.errors import Problem
@@ -363,6 +364,29 @@ def timestamp_is_valid(stamp: str) -> bool:
         _known_minutes.clear()
     _known_minutes.add(stamp[:_MINUTE_END])
     return True
+
+
+_minute = itemgetter(slice(None, _MINUTE_END))
+_second = itemgetter(slice(_MINUTE_END, None))
+
+
+def bad_timestamps(stamps: list[str]) -> list[int]:
+    """Indexes of the stamps the schema's pattern refuses, for a whole column at once.
+
+    A stamp is valid when its minute ("YYYY-MM-DDTHH:MM") is a valid one and ":SSZ" ends
+    it with seconds 00-59: so the column passes with two set operations once each new
+    minute is tried (as minute + ":00Z") against the pattern. Anything else — fractions,
+    leap seconds, bad stamps — is judged stamp by stamp by :func:`timestamp_is_valid`.
+    """
+    minutes = set(map(_minute, stamps))
+    for minute in minutes.difference(_known_minutes):
+        if len(minute) == _MINUTE_END and _timestamp_match(minute + ":00Z"):
+            if len(_known_minutes) >= _MINUTES_KEPT:
+                _known_minutes.clear()
+            _known_minutes.add(minute)
+    if minutes <= _known_minutes and _SECOND_TAILS.issuperset(map(_second, stamps)):
+        return []
+    return [index for index, stamp in enumerate(stamps) if not timestamp_is_valid(stamp)]
 
 
 def is_surely_valid(msg: Any) -> bool:

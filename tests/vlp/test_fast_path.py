@@ -6,14 +6,18 @@ import io
 from typing import Any
 
 import orjson
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.fuzz.mutations import corpus, mutated
 from tests.vlp.conftest import base, messages
+from tests.vlp.test_agreement import corpus as agreement_corpus
 from vlp import Problem, read_records, scan
 from vlp import validate as validate_module
-from vlp.fastpath import is_surely_valid_line
-from vlp.schema import TIMESTAMP_PATTERN
+from vlp.fastpath import SchemaNotCompiled, compile_schema, is_surely_valid_line
+from vlp.render import _NEUTRALISED, visible
+from vlp.schema import TIMESTAMP_PATTERN, load_schema
 from vlp.validate import check_message, is_surely_valid
 
 
@@ -170,3 +174,138 @@ def test_border_lines_get_the_reference_verdict_from_scan() -> None:
         assert summary.valid == int(expected), line
         reference = [p for r in read_records(io.BytesIO(line + b"\n")) for p in r.problems]
         assert problems == reference, line
+
+
+# --- the decoders compiled from the schema --------------------------------------------
+
+
+def _schema_and_validator_accept(line: bytes, schema_validator: Any) -> bool:
+    try:
+        msg = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return False
+    return schema_validator.is_valid(msg) and check_message(msg) is None
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@given(messages())
+def test_what_the_compiled_decoders_accept_the_schema_accepts(
+    schema_validator: Any, msg: dict[str, Any]
+) -> None:
+    line = orjson.dumps(msg)
+    if is_surely_valid_line(line):
+        assert _schema_and_validator_accept(line, schema_validator), msg
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@given(mutated(corpus("thread.ndjson", "thread.json")))
+def test_mutated_lines_the_decoders_accept_are_valid(schema_validator: Any, data: bytes) -> None:
+    for line in data.split(b"\n"):
+        if is_surely_valid_line(line):
+            assert _schema_and_validator_accept(line, schema_validator), line
+
+
+def _has_unknown_fields(msg: dict[str, Any]) -> bool:
+    """Whether the message or one of its typed objects has a field the schema does not
+    name (allowed, but left to orjson: msgspec would skip its value unchecked)."""
+    props = load_schema()["properties"]
+    objects: list[tuple[Any, Any]] = [(msg, props)]
+    for item in msg.get("provenance") or []:
+        objects.append((item, props["provenance"]["items"]["oneOf"][1]["properties"]))
+    safety = msg.get("safety")
+    if isinstance(safety, dict):
+        objects.append((safety, props["safety"]["properties"]))
+        for issue in safety.get("issues") or []:
+            objects.append((issue, props["safety"]["properties"]["issues"]["items"]["properties"]))
+    return any(isinstance(value, dict) and set(value) - set(known) for value, known in objects)
+
+
+def test_the_decoders_settle_the_valid_messages_of_the_agreement_corpus(
+    schema_validator: Any,
+) -> None:
+    """Not uselessly careful: every valid message is settled without the dict path, but
+    the shapes left to it on purpose (unknown fields, an integral float as seq, a number
+    orjson reads but cannot write)."""
+    valid = settled = 0
+    for _, msg in agreement_corpus():
+        if not schema_validator.is_valid(msg) or isinstance(msg.get("seq"), float):
+            continue
+        try:
+            line = orjson.dumps(msg)
+        except orjson.JSONEncodeError:
+            continue
+        if _has_unknown_fields(msg):
+            continue
+        valid += 1
+        settled += is_surely_valid_line(line)
+    assert valid > 1000 and settled == valid, (settled, valid)
+
+
+@pytest.mark.parametrize(
+    "field", ["content", "payload", "_extras", "x-vendor", "provenance", "safety"]
+)
+def test_an_integer_orjson_refuses_is_never_surely_valid(field: str) -> None:
+    """msgspec reads integers of any length; orjson, our parser of record, refuses those
+    beyond the double range: a line holding one anywhere is left to orjson."""
+    huge = b"1" * 400
+    value = {
+        "content": b'{"n": ' + huge + b"}",
+        "payload": b'{"n": [' + huge + b"]}",
+        "_extras": b'{"n": ' + huge + b"}",
+        "x-vendor": huge,
+        "provenance": b'[{"ref": "r", "n": ' + huge + b"}]",
+        "safety": b'{"level": "safe", "vendor": ' + huge + b"}",
+    }[field]
+    line = orjson.dumps(base())[:-1] + b',"' + field.encode() + b'":' + value + b"}"
+    with pytest.raises(orjson.JSONDecodeError):
+        orjson.loads(line)
+    assert not is_surely_valid_line(line)
+    small = line.replace(huge, b"12345678901234567890")  # beyond 64 bits, still a double
+    # Unknown fields are always left to orjson (msgspec would skip them unchecked).
+    assert is_surely_valid_line(small) == (field in ("content", "payload", "_extras"))
+
+
+@pytest.mark.parametrize(
+    ("pairs", "valid"),
+    [
+        (b'"confidence":0.5,"confidence":0.7', True),
+        (b'"confidence":2,"confidence":0.7', True),
+        (b'"confidence":0.7,"confidence":2', False),
+        (b'"type":"claim","type":"evidence"', False),  # the last one wins, and lacks refs
+        (b'"type":"evidence","type":"claim"', True),
+    ],
+)
+def test_repeated_keys_get_orjsons_verdict(pairs: bytes, valid: bool) -> None:
+    repeated = "type" if pairs.startswith(b'"type"') else "confidence"
+    msg = base(**{repeated: None})
+    line = orjson.dumps(msg)[:-1] + b"," + pairs + b"}"
+    assert (check_message(orjson.loads(line)) is None) == valid
+    assert not is_surely_valid_line(line) or valid
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda s: s["properties"]["sender"].update(pattern="^[A-Z]"),
+        lambda s: s.update(additionalProperties=False),
+        lambda s: s["properties"].update(score={"type": "number", "multipleOf": 0.5}),
+        lambda s: s["allOf"].append(
+            {"if": {"required": ["topic"]}, "then": {"required": ["receiver"]}}
+        ),
+        lambda s: s["properties"]["type"]["enum"].append("observation"),
+        lambda s: s["$defs"]["utc_timestamp"].update(maxLength=30),
+    ],
+)
+def test_a_schema_construct_the_compiler_does_not_know_is_refused(change: Any) -> None:
+    """The fast path is compiled from the schema; a construct it cannot compile stops it
+    (at import, so in every test run) instead of being silently ignored."""
+    schema = load_schema()
+    change(schema)
+    with pytest.raises(SchemaNotCompiled):
+        compile_schema(schema, open_values=False)
+
+
+@settings(max_examples=300)
+@given(st.text())
+def test_visible_only_skips_text_with_nothing_to_neutralise(text: str) -> None:
+    assert visible(text) == text.translate(_NEUTRALISED)
