@@ -8,17 +8,17 @@ batch files and both executors produce the same rows.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from openprose.batches.cases import Case, CasesError, Invalid, read_cases
-from openprose.batches.job import BatchSpec, CaseRunner, Job, row_of
+from openprose.batches.job import FINISHED, BatchSpec, CaseRunner, Job, logged_row, row_of
 from openprose.batches.store import BatchStore, file_sha256, find_batch
+from openprose.vm.runlog import materialize
 
 __all__ = ["BatchError", "BatchResult", "BatchStats", "resume_batch", "run_batch"]
 
@@ -283,18 +283,21 @@ async def _drive(
     ray_address: str | None,
     on_row: Listener | None,
 ) -> BatchResult:
-    from openprose.vm.runstore import reserve_run_id
+    from openprose.vm.runlog import read_log
+    from openprose.vm.runstore import RUNS_DIR
 
     stats = BatchStats()
     done = set()
     for row in store.rows():
         done.add(row["line"])
         stats.done_before += 1
-    started = store.started()
-    store.open_for_append()
+    logged = read_log(store.log_path) if store.log_path.exists() else {}
+    log = store.open_for_append(durable=spec.durable)
     declared = _declared_inputs(runner.prepared.program)
-    project = Path(spec.project_dir)
+    runs_dir = Path(spec.project_dir) / RUNS_DIR
     inputs_path = Path(store.read_meta()["inputs"])
+    if executor == "local" and runner.can_log():
+        runner.log = log
 
     def deliver(row: dict[str, Any]) -> None:
         store.write_row(row)
@@ -311,19 +314,18 @@ async def _drive(
                 deliver(row_of(case.line, None, "invalid", error=problem))
                 continue
             assert isinstance(case, Case)
-            if case.line in started:
-                yield Job(case.line, started[case.line], case.inputs, resume=True)
+            run_id = store.run_id(case.line)
+            if (runs_dir / run_id).exists():  # a folder run, or one materialized since
+                yield Job(case.line, run_id, case.inputs, resume=True)
                 continue
-            yield Job(case.line, "", case.inputs)  # its run id is reserved when it starts
-
-    async def reserve(job: Job) -> Job:
-        """A new job's run id, recorded in started.jsonl before its run begins (the folder
-        is made on a thread: the event loop keeps serving the other runs)."""
-        if job.run_id:
-            return job
-        run_id = await asyncio.to_thread(reserve_run_id, project)
-        store.record_start(job.line, run_id)
-        return replace(job, run_id=run_id)
+            earlier = logged.get(run_id)
+            if earlier is None:
+                yield Job(case.line, run_id, case.inputs)
+            elif earlier.meta.get("status") in FINISHED:  # it ended; its row was not written
+                deliver(logged_row(case.line, earlier))
+            else:  # in flight at the kill: resumed from its journal, as a folder
+                materialize(store.root, run_id, runs_dir)
+                yield Job(case.line, run_id, case.inputs, resume=True)
 
     try:
         cases = jobs()
@@ -332,20 +334,20 @@ async def _drive(
 
             await runner.aclose()  # the workers open their own
             try:
-                await run_on_ray(spec, cases, reserve, deliver, max_runs, address=ray_address)
+                await run_on_ray(spec, cases, deliver, max_runs, address=ray_address)
             except RayUnavailable as error:
                 raise BatchError(str(error)) from None
         else:
             from openprose.batches.in_process import run_in_process
 
             try:
-                await run_in_process(runner, cases, reserve, deliver, max_runs)
+                await run_in_process(runner, cases, deliver, max_runs)
             finally:
                 await runner.aclose()
     except CasesError as error:
         raise BatchError(str(error)) from None
     finally:
-        store.close()
+        await store.aclose()
     everything = stats.done_before + stats.done
     failed = (
         stats.failed

@@ -4,7 +4,7 @@ one provider (one connection pool, one concurrency limit per provider)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from openprose.batches.job import CaseRunner, Job
@@ -15,7 +15,6 @@ __all__ = ["run_in_process"]
 async def run_in_process(
     runner: CaseRunner,
     jobs: Iterator[Job],
-    reserve: Callable[[Job], Awaitable[Job]],
     deliver: Callable[[dict[str, Any]], None],
     max_runs: int,
 ) -> None:
@@ -24,6 +23,6 @@ async def run_in_process(
 
     async def worker() -> None:
         for job in jobs:
-            deliver(await runner.run(await reserve(job)))
+            deliver(await runner.run(job))
 
     await asyncio.gather(*(worker() for _ in range(max_runs)))

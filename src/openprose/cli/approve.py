@@ -33,15 +33,16 @@ def decide(args: argparse.Namespace, answer: str) -> int:
 
     from openprose.cli.runs import status_of
     from openprose.vm.approvals import ApprovalError, decide_pending, pending_requests
-    from openprose.vm.runstore import RUNS_DIR, AmbiguousRun, DamagedRun, RunStore, find_run
+    from openprose.vm.runlog import resolve_run
+    from openprose.vm.runstore import RUNS_DIR, AmbiguousRun, DamagedRun, RunBusy, RunStore
 
     try:
-        run_dir = find_run(Path.cwd(), args.run_ref)
+        run_dir = resolve_run(Path.cwd(), args.run_ref)
         if run_dir is None:
             print(f"prose: no run {args.run_ref!r} under {Path.cwd() / RUNS_DIR}", file=sys.stderr)
             return 2
         meta = RunStore.open(run_dir).read_meta()
-    except (AmbiguousRun, DamagedRun) as error:
+    except (AmbiguousRun, DamagedRun, RunBusy) as error:
         print(f"prose: {error}", file=sys.stderr)
         return 2
     if status_of(meta) == "running":

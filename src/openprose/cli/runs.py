@@ -41,21 +41,26 @@ def run(args: argparse.Namespace) -> int:
 
     from openprose.project import runs_home
     from openprose.terminal import printable
+    from openprose.vm.runlog import logged_runs
     from openprose.vm.runstore import list_runs
 
-    rows = []
+    listed: list[tuple[str, Any]] = []
     for folder in list_runs(runs_home()):
         try:  # orjson: a nesting too deep for Python's json is a decode error, not a crash
-            meta = orjson.loads((folder / "run.json").read_bytes())
+            listed.append((folder.name, orjson.loads((folder / "run.json").read_bytes())))
         except (OSError, orjson.JSONDecodeError):
-            meta = None
+            listed.append((folder.name, None))
+    # A batch's runs not yet asked for live in its run log (`prose show` makes the folder).
+    listed += [(run.run_id, run.meta) for run in logged_runs(runs_home())]
+    rows = []
+    for run_id, meta in sorted(listed, key=lambda item: item[0]):
         if isinstance(meta, dict):
             status = status_of(meta)
         else:
             meta, status = {}, "damaged"  # run.json unreadable: `prose show` says why
         rows.append(
             {
-                "run_id": folder.name,
+                "run_id": run_id,
                 "status": status,
                 "program": _text(meta.get("program", "")),
                 "started": _text(meta.get("started", "")),

@@ -13,7 +13,7 @@ import asyncio
 import secrets
 import threading
 import time
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
@@ -240,8 +240,18 @@ def shared_binding_writer() -> BindingWriter:
         return _shared_writer
 
 
+def state_header(run_id: str, program_name: str) -> str:
+    """The first line of a run's state.md."""
+    return f"# run:{run_id} {program_name}\n"
+
+
 class RunStore:
-    """One run folder (or one `imports/{handle}--{slug}/` namespace inside it)."""
+    """One run folder (or one `imports/{handle}--{slug}/` namespace inside it).
+
+    A batch's runs use `openprose.vm.runlog.LoggedRunStore`, which records the same writes
+    in the batch's run log instead; the folder is made from them when first asked for."""
+
+    keeps_audit_trail = True  # writes audit.ndjson as the run goes (else made from the journal)
 
     def __init__(self, root: Path, run_id: str) -> None:
         self.root = root
@@ -262,11 +272,12 @@ class RunStore:
         program_name: str,
         run_id: str | None = None,
     ) -> RunStore:
-        """A new run folder; `run_id` is one `reserve_run_id` gave, else a fresh one. The
-        new run's writer lock is taken before anything is written into it."""
+        """A new run folder; `run_id` is one `reserve_run_id` gave or a batch's id for the
+        run, else a fresh one. The run's writer lock is taken before anything is written."""
         if run_id is None:
             run_id = reserve_run_id(project_dir)
         store = cls(project_dir / RUNS_DIR / run_id, run_id)
+        store.root.mkdir(parents=True, exist_ok=True)  # a batch's ids are not reserved
         store.take_lock()
         store._lay_out(program_text, program_name)
         return store
@@ -294,7 +305,7 @@ class RunStore:
         (self.root / "program.prose").write_text(program_text, encoding="utf-8")
         state = self.root / "state.md"
         if not state.exists():
-            state.write_text(f"# run:{self.run_id} {program_name}\n", encoding="utf-8")
+            state.write_text(state_header(self.run_id, program_name), encoding="utf-8")
 
     # --- files -------------------------------------------------------------------------
 
@@ -367,8 +378,12 @@ class RunStore:
             f"{value_text}\n"
         )
         path = self.bindings / file_name
-        self._writer.put(path, text)
+        self._write_view(path, text)
         return path
+
+    def _write_view(self, path: Path, text: str) -> None:
+        """A file that only shows what the journal holds (a binding): written soon, unsynced."""
+        self._writer.put(path, text)
 
     def write_outputs(self, outputs: dict[str, Any]) -> None:
         write_bytes_atomically(self.root / "outputs.json", _dump_json(outputs))
@@ -379,6 +394,10 @@ class RunStore:
             return None
         data = orjson.loads(path.read_bytes())
         return data if isinstance(data, dict) else None
+
+    async def offload(self, work: Callable[[], None]) -> None:
+        """Run `work` (file writes) on a worker thread: a batch's other runs go on meanwhile."""
+        await asyncio.to_thread(work)
 
     async def aflush(self) -> None:
         """Wait until this process's pending binding files are written."""

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from openprose.cli import main
+from openprose.vm.runlog import read_log
 
 
 def rows_of(path: Path) -> list[dict]:
@@ -22,6 +23,23 @@ def rows_of(path: Path) -> list[dict]:
 def run_folders(project: Path) -> list[Path]:
     runs = project / ".prose" / "runs"
     return sorted(p for p in runs.iterdir() if p.is_dir()) if runs.is_dir() else []
+
+
+def batch_runs(project: Path) -> dict[str, list[dict]]:
+    """run id -> its journal events: a folder's when it has one (materialized, resumed),
+    else the batch's run log's."""
+    runs: dict[str, list[dict]] = {}
+    for batch in (project / ".prose" / "batches").iterdir():
+        for run_id, run in read_log(batch / "runs.ndjson").items():
+            runs[run_id] = [json.loads(line) for line in run.events]
+    for folder in run_folders(project):
+        lines = (folder / "journal.jsonl").read_text().splitlines()
+        runs[folder.name] = [json.loads(line) for line in lines if line]
+    return runs
+
+
+def calls_made(events: list[dict]) -> int:
+    return sum(e["ev"] == "session_finished" for e in events)
 
 
 def test_batch_writes_one_row_per_case(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -43,10 +61,14 @@ def test_batch_writes_one_row_per_case(project: Path, capsys: pytest.CaptureFixt
     assert "E026 missing required input 'topic'" in rows[5]["error"]
     assert "E027 unknown input 'other'" in rows[5]["error"]
     assert "line 4: invalid JSON" in captured.err and "line 5: E026" in captured.err
-    # every run is a normal run folder that `prose show` reads
-    assert len(run_folders(project)) == 3
+    # every run is a normal run folder that `prose show` reads: made from the batch's run
+    # log the first time it is asked for
+    assert len(batch_runs(project)) == 3 and run_folders(project) == []
+    batch_id = next((project / ".prose" / "batches").iterdir()).name
+    assert all(rows[line]["run_id"] == f"{batch_id}-{line}" for line in (1, 3, 6))
     assert main(["show", rows[6]["run_id"]]) == 0
     assert "cats" in (project / ".prose" / "runs" / rows[6]["run_id"] / "run.json").read_text()
+    assert [p.name for p in run_folders(project)] == [rows[6]["run_id"]]
 
 
 def test_batch_json_summary_and_csv(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -98,7 +120,7 @@ def test_kill_9_then_resume_repeats_no_finished_run(project: Path) -> None:
     child.wait()
     before = rows_of(out)
     assert 3 <= len(before) < cases, "the kill came too late to test anything"
-    runs_before = {p.name for p in run_folders(project)}
+    runs_before = set(batch_runs(project))
     batch_id = next((project / ".prose" / "batches").iterdir()).name
 
     code = main(["batch", "--resume", batch_id[:12]])
@@ -106,21 +128,15 @@ def test_kill_9_then_resume_repeats_no_finished_run(project: Path) -> None:
     after = rows_of(out)
     assert sorted(r["line"] for r in after) == list(range(1, cases + 1))  # each line once
     assert after[: len(before)] == before  # finished rows untouched
-    runs_after = {p.name for p in run_folders(project)}
-    assert len(runs_after) == cases  # no case ran in two run folders
-    assert runs_before <= runs_after
+    runs_after = batch_runs(project)
+    assert len(runs_after) == cases  # no case ran as two runs
+    assert runs_before <= set(runs_after)
     # a run the kill interrupted was resumed, not started again: its id is kept
-    started = [
-        json.loads(x)
-        for x in (project / ".prose/batches" / batch_id / "started.jsonl").read_text().splitlines()
-    ]
-    assert {r["run_id"] for r in after} == {s["run_id"] for s in started}
+    assert all(r["run_id"] == f"{batch_id}-{r['line']}" for r in after)
+    interrupted = runs_before - {r["run_id"] for r in before}
+    assert interrupted and {p.name for p in run_folders(project)} == interrupted
     # the finished runs sent nothing again: one request per case in all
-    sent = 0
-    for run in runs_after:
-        journal = (project / ".prose" / "runs" / run / "journal.jsonl").read_text()
-        sent += journal.count('"ev":"session_finished"')
-    assert sent == cases
+    assert sum(calls_made(events) for events in runs_after.values()) == cases
 
 
 def test_one_writer_per_batch(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -168,7 +184,8 @@ def test_torn_last_row_is_dropped_and_rewritten(project: Path) -> None:
     rows = rows_of(out)
     assert sorted(r["line"] for r in rows) == [1, 2]
     assert all(r["status"] == "succeeded" for r in rows)
-    assert len(run_folders(project)) == 2  # the torn row's run had ended: not run again
+    # the torn row's run had ended: its row comes from the run log, nothing is sent again
+    assert [calls_made(events) for events in batch_runs(project).values()] == [1, 1]
 
 
 def test_budgets_apply_to_each_run(project: Path, capsys: pytest.CaptureFixture[str]) -> None:

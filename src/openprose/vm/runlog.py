@@ -1,0 +1,508 @@
+"""A batch's run log: the runs of a batch recorded in one group-committed file instead of a
+folder each, and a run's normal folder made from it the first time anything asks for it.
+
+`.prose/batches/{id}/runs.ndjson` holds one JSON array a line:
+
+    ["", "s", KEY, VALUE]       a run.json field every run of the batch shares (program,
+                                config, launch, imports): written once
+    [RUN, "m", "", FIELDS]      run.json fields of run RUN, merged in order
+    [RUN, "j", "", EVENT]       one journal event, the object journal.jsonl would hold
+    [RUN, "w", PATH, TEXT]      a file of the run folder written whole (a binding, outputs.json)
+    [RUN, "a", PATH, TEXT]      text appended to a file (state.md)
+    [RUN, "d", PATH, null]      a folder (an imported program's namespace)
+
+Why: a run folder is five folders and a dozen files, 2-3 ms of file-system calls and thread
+hand-offs per run; a batch of 10,000 one-session runs spent most of its time there. Here a
+run costs a few appended lines, and every line pending at the end of an event-loop turn goes
+out in one `write` (group commit) — before any row of the batch that depends on it, so a kill
+-9 loses at most the events of that one turn (as a model call in flight at the kill, they are
+made again on resume) and never a finished run.
+
+`LoggedRunStore` is a `RunStore` whose writes go to the log: the same text, the same paths,
+so `materialize` rebuilds exactly the folder a folder run would have left (its audit trail is
+translated from its journal, as `AuditTrail.resume` would). `resolve_run` is `find_run` for
+commands that take a run id: it finds a batch's logged runs too and materializes the one
+asked for, so `prose show`, `prose resume`, `prose approve` and `replay:RUN` work on them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from openprose.locks import LockHeld, try_lock
+from openprose.vm.audit import AUDIT_FILE, encode, translate
+from openprose.vm.journal import Journal, encode_event
+from openprose.vm.runstore import (
+    RUNS_DIR,
+    AmbiguousRun,
+    RunBusy,
+    RunStore,
+    _dump_json,
+    find_run,
+    state_header,
+)
+
+__all__ = [
+    "BATCHES_DIR",
+    "LOG_NAME",
+    "LoggedRun",
+    "LoggedRunStore",
+    "RunLog",
+    "logged_run_ids",
+    "logged_runs",
+    "materialize",
+    "open_for_append",
+    "read_log",
+    "resolve_run",
+]
+
+BATCHES_DIR = Path(".prose") / "batches"
+LOG_NAME = "runs.ndjson"
+# run.json fields that are the same object for every run of a batch (see `run_program`).
+SHARED_FIELDS = ("program", "imports", "import_pins", "config", "launch")
+
+
+def open_for_append(path: Path) -> int:
+    """An append descriptor; a line torn by a crash is cut off first, so the next record
+    starts on a line of its own and the torn one is never read."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+    end = os.fstat(fd).st_size
+    if end and os.pread(fd, 1, end - 1) != b"\n":
+        cut = end
+        while cut > 0:  # back to the last newline, a chunk at a time
+            start = max(0, cut - (1 << 16))
+            newline = os.pread(fd, cut - start, start).rfind(b"\n")
+            if newline >= 0:
+                cut = start + newline + 1
+                break
+            cut = start
+        os.ftruncate(fd, cut)
+    return fd
+
+
+class RunLog:
+    """The writer of a batch's run log. Records wait in memory until the end of the current
+    event-loop turn, then go out together in one `write`; bytes queued with `write_after`
+    (the batch's rows) are written just after the records pending with them — or, when
+    `durable`, after those records are fsynced (one fsync in flight at a time)."""
+
+    def __init__(self, path: Path, *, durable: bool = False) -> None:
+        self.path = path
+        self.durable = durable
+        self._fd: int | None = open_for_append(path)
+        self._pending: list[bytes] = []
+        self._after: list[tuple[int, bytes]] = []
+        self._unsynced_after: list[tuple[int, bytes]] = []
+        self._scheduled = False
+        self._syncer: asyncio.Task[None] | None = None
+        self._shared: dict[str, Any] = {}
+        self.writes = 0
+        self.fsyncs = 0
+
+    # --- records --------------------------------------------------------------------------
+
+    def add(self, run_id: str, op: str, path: str, payload: bytes) -> None:
+        head = orjson.dumps((run_id, op, path))
+        self._pending.append(head[:-1] + b"," + payload + b"]\n")
+        self._schedule()
+
+    def write_after(self, fd: int, data: bytes) -> None:
+        """Write `data` to `fd` once every record added so far is written (and synced)."""
+        self._after.append((fd, data))
+        self._schedule()
+
+    def shared_meta(self, meta: dict[str, Any]) -> dict[str, Any]:
+        """`meta` without the fields every run shares; each is recorded once, the first
+        time it is seen (by identity: `run_program` hands every run the same objects)."""
+        own = dict(meta)
+        for key in SHARED_FIELDS:
+            if key not in own:
+                continue
+            value = own[key]
+            known = self._shared.get(key)
+            if known is value:
+                del own[key]
+            elif known is None:
+                self._shared[key] = value
+                self.add("", "s", key, orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS))
+                del own[key]
+        return own
+
+    def open_run(
+        self, run_id: str, program_name: str, meta: dict[str, Any]
+    ) -> tuple[LoggedRunStore, LoggedJournal]:
+        store = LoggedRunStore(self, run_id)
+        store._lay_out("", program_name)
+        store.write_meta({"run_id": run_id, **meta})
+        return store, LoggedJournal(self, run_id)
+
+    # --- group commit ---------------------------------------------------------------------
+
+    def _schedule(self) -> None:
+        if self._scheduled:
+            return
+        self._scheduled = True
+        try:
+            asyncio.get_running_loop().call_soon(self.flush)
+        except RuntimeError:  # no event loop: write at once
+            self.flush()
+
+    def flush(self) -> None:
+        """Write what is pending now (the loop calls it at the end of a turn)."""
+        self._scheduled = False
+        if self._fd is None:
+            return
+        if self._pending:
+            data = b"".join(self._pending)
+            self._pending.clear()
+            os.write(self._fd, data)
+            self.writes += 1
+        after, self._after = self._after, []
+        if not self.durable:
+            _write_all(after)
+            return
+        self._unsynced_after.extend(after)
+        if self._syncer is None or self._syncer.done():
+            try:
+                self._syncer = asyncio.get_running_loop().create_task(self._sync())
+            except RuntimeError:
+                self._sync_now()
+
+    async def _sync(self) -> None:
+        loop = asyncio.get_running_loop()
+        while self._unsynced_after and self._fd is not None:
+            waiting, self._unsynced_after = self._unsynced_after, []
+            await loop.run_in_executor(None, os.fsync, self._fd)
+            self.fsyncs += 1
+            _write_all(waiting)
+
+    def _sync_now(self) -> None:
+        if self._fd is not None:
+            os.fsync(self._fd)
+            self.fsyncs += 1
+        waiting, self._unsynced_after = self._unsynced_after, []
+        _write_all(waiting)
+
+    async def aclose(self) -> None:
+        self.flush()
+        if self._syncer is not None:
+            await self._syncer
+        self.close()
+
+    def close(self) -> None:
+        """Write everything pending, fsync the log (a batch ends durably) and close it."""
+        if self._fd is None:
+            return
+        self.flush()
+        self._sync_now()
+        os.close(self._fd)
+        self._fd = None
+
+
+def _write_all(items: list[tuple[int, bytes]]) -> None:
+    for fd, data in items:
+        os.write(fd, data)
+
+
+class LoggedJournal(Journal):
+    """A run's journal as records of the batch's run log (same event lines)."""
+
+    def __init__(self, log: RunLog, run_id: str) -> None:  # super(): it opens no file
+        self.path = log.path
+        self.durable = log.durable
+        self.events = 0
+        self.fsyncs = 0
+        self._log = log
+        self._run_id = run_id
+
+    def start(self) -> None:
+        return None  # the log commits for every run
+
+    def append(self, event: str, step: str = "", **fields: Any) -> float:
+        t, line = encode_event(event, step, fields)
+        self._log.add(self._run_id, "j", "", line)
+        self.events += 1
+        return t
+
+    async def close(self) -> None:
+        return None
+
+
+class LoggedRunStore(RunStore):
+    """A run kept in its batch's run log: `RunStore`'s writes, as log records. No file lock
+    of its own: the batch's lock makes its process the one writer of all its runs."""
+
+    keeps_audit_trail = False  # made from the journal when the folder is materialized
+
+    def __init__(self, log: RunLog, run_id: str, prefix: str = "") -> None:
+        root = log.path.parent.parent.parent.parent / RUNS_DIR / run_id / prefix
+        self.root = root
+        self.run_id = run_id
+        self.bindings = root / "bindings"
+        self.agents = root / "agents"
+        self.imports = root / "imports"
+        self._meta: dict[str, Any] | None = None
+        self._log = log
+        self._prefix = prefix
+        self._journaled = False
+        self._outputs: dict[str, Any] | None = None
+
+    def take_lock(self) -> None:
+        return None
+
+    def namespace(self, name: str, program_text: str, program_name: str) -> RunStore:
+        child = LoggedRunStore(self._log, self.run_id, f"{self._prefix}imports/{name}/")
+        self._log.add(self.run_id, "d", child._prefix, b"null")
+        child._lay_out(program_text, program_name)
+        return child
+
+    def _lay_out(self, program_text: str, program_name: str) -> None:
+        if self._prefix:  # the top run's program.prose is the batch's own copy
+            self._file("w", "program.prose", program_text)
+        self._file("a", "state.md", state_header(self.run_id, program_name))
+
+    def _file(self, op: str, name: str, text: str) -> None:
+        self._log.add(self.run_id, op, self._prefix + name, orjson.dumps(text))
+
+    def read_meta(self) -> dict[str, Any]:
+        return dict(self._meta or {})
+
+    def write_meta(self, meta: dict[str, Any]) -> None:
+        old = self._meta or {}
+        changed = {k: v for k, v in meta.items() if k not in old or old[k] is not v}
+        self._meta = dict(meta)
+        if self._prefix:
+            return  # namespaces have no run.json
+        own = self._log.shared_meta(changed)
+        self._log.add(self.run_id, "m", "", orjson.dumps(own, option=orjson.OPT_NON_STR_KEYS))
+
+    def has_journal_events(self) -> bool:
+        return False  # a logged run is always a fresh one (a resume materializes it first)
+
+    def open_state(self) -> None:
+        return None
+
+    def state(self, line: str) -> None:
+        self._file("a", "state.md", line + "\n")
+
+    def _write_view(self, path: Path, text: str) -> None:
+        self._file("w", path.relative_to(self.root).as_posix(), text)
+
+    def write_outputs(self, outputs: dict[str, Any]) -> None:
+        self._outputs = outputs
+        self._file("w", "outputs.json", _dump_json(outputs).decode("utf-8"))
+
+    def read_outputs(self) -> dict[str, Any] | None:
+        return self._outputs
+
+    async def offload(self, work: Callable[[], None]) -> None:
+        work()  # appends to memory: no thread needed
+
+    async def aflush(self) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+
+# --- reading --------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class LoggedRun:
+    run_id: str
+    meta: dict[str, Any] = field(default_factory=dict)  # run.json as the log has it
+    events: list[bytes] = field(default_factory=list)  # journal lines
+    files: list[tuple[str, str, Any]] = field(default_factory=list)  # (op, path, text)
+
+    @property
+    def ended(self) -> bool:
+        """The run wrote its end (any status but "running")."""
+        return self.meta.get("status") not in (None, "running")
+
+    def outputs(self) -> dict[str, Any]:
+        text = next(
+            (t for op, p, t in reversed(self.files) if op == "w" and p == "outputs.json"), None
+        )
+        data = orjson.loads(text) if text else {}
+        return data if isinstance(data, dict) else {}
+
+
+def _records(path: Path, only: str | None = None) -> Iterator[tuple[bytes, list[Any]]]:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return
+    start = None if only is None else orjson.dumps(only)[:-1]  # '"RUN' without its quote
+    for line in data.split(b"\n")[:-1]:  # the last piece is empty or torn by a crash
+        if start is not None and not (line.startswith(b"[" + start + b'"') or line[:4] == b'["",'):
+            continue
+        try:
+            record = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(record, list) and len(record) == 4:
+            yield line, record
+
+
+def read_log(path: Path, only: str | None = None) -> dict[str, LoggedRun]:
+    """The runs a log holds (only run `only`, when given), each with run.json as recorded."""
+    shared: dict[str, Any] = {}
+    runs: dict[str, LoggedRun] = {}
+    for line, (run_id, op, where, payload) in _records(path, only):
+        if op == "s":
+            shared[where] = payload
+            continue
+        run = runs.get(run_id)
+        if run is None:
+            run = runs[run_id] = LoggedRun(run_id)
+        if op == "m" and isinstance(payload, dict):
+            run.meta.update(payload)
+        elif op == "j":
+            head = len(orjson.dumps((run_id, op, where))) - 1
+            run.events.append(line[head + 1 : -1])  # the event's bytes as written
+        else:
+            run.files.append((op, where, payload))
+    for run in runs.values():
+        run.meta = {"run_id": run.run_id, **shared, **run.meta}
+    return runs
+
+
+def logged_run_ids(batch_dir: Path) -> list[str]:
+    """Every run a batch's log names (read from the start of each line only)."""
+    try:
+        data = (batch_dir / LOG_NAME).read_bytes()
+    except FileNotFoundError:
+        return []
+    seen: dict[str, None] = {}
+    for line in data.split(b"\n")[:-1]:
+        if line.startswith(b'["') and not line.startswith(b'["",'):
+            end = line.find(b'"', 2)
+            if end > 2:
+                seen[line[2:end].decode("utf-8", "replace")] = None
+    return list(seen)
+
+
+def logged_runs(project_dir: Path) -> Iterator[LoggedRun]:
+    """The runs batches keep in their logs and no folder holds yet."""
+    batches = project_dir / BATCHES_DIR
+    runs_dir = project_dir / RUNS_DIR
+    for batch in sorted(batches.iterdir()) if batches.is_dir() else ():
+        for run in read_log(batch / LOG_NAME).values():
+            if not (runs_dir / run.run_id).exists():
+                yield run
+
+
+def materialize(batch_dir: Path, run_id: str, runs_dir: Path) -> Path | None:
+    """Write run `run_id`'s folder under `runs_dir` from the batch's log (None when the log
+    does not hold it): the folder a folder run would have left, audit trail included."""
+    run = read_log(batch_dir / LOG_NAME, only=run_id).get(run_id)
+    if run is None:
+        return None
+    final = runs_dir / run_id
+    temp = runs_dir / f".{run_id}.{os.getpid()}.partial"
+    shutil.rmtree(temp, ignore_errors=True)
+    for folder in ("bindings", "agents", "imports"):
+        (temp / folder).mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(batch_dir / "program.prose", temp / "program.prose")
+    (temp / "run.json").write_bytes(_dump_json(run.meta))
+    (temp / "journal.jsonl").write_bytes(b"".join(line + b"\n" for line in run.events))
+    for op, where, text in run.files:
+        target = temp / where
+        if op == "d":
+            for folder in ("bindings", "agents", "imports"):
+                (target / folder).mkdir(parents=True, exist_ok=True)
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with target.open("a" if op == "a" else "w", encoding="utf-8") as handle:
+            handle.write(str(text))
+    config = run.meta.get("config") or {}
+    if config.get("audit", True):
+        program_name = Path(str(run.meta.get("program") or "")).name
+        events = (orjson.loads(line) for line in run.events)
+        with (temp / AUDIT_FILE).open("wb") as trail:
+            for message in translate(events, run_id, program_name):
+                trail.write(encode(message))
+    try:
+        temp.rename(final)
+    except OSError:  # made meanwhile by another process: theirs is the same run
+        shutil.rmtree(temp, ignore_errors=True)
+        if not final.is_dir():
+            raise
+    return final
+
+
+# --- finding --------------------------------------------------------------------------------
+
+
+def resolve_run(
+    project_dir: Path, spec: str, *, marker: str = "run.json", exclude: Path | None = None
+) -> Path | None:
+    """`find_run`, and the runs batches keep in their logs: a run folder by path, exact id or
+    unique id prefix. A logged run is materialized into `.prose/runs/` on the way (a run still
+    in flight in a live batch is `RunBusy`, as a run another process writes)."""
+    direct = Path(spec)
+    if len(direct.parts) != 1 or not spec:
+        return find_run(project_dir, spec, marker=marker, exclude=exclude)
+    runs_dir = project_dir / RUNS_DIR
+    logged = _logged_candidates(project_dir, spec, runs_dir)
+    try:
+        folder = find_run(project_dir, spec, marker=marker, exclude=exclude)
+    except AmbiguousRun as ambiguous:
+        if spec in logged:
+            return _materialized(logged[spec], spec, runs_dir)
+        raise AmbiguousRun(spec, sorted([*ambiguous.matches, *(runs_dir / r for r in logged)]))
+    if folder is not None and (folder.name == spec or not logged):
+        return folder
+    if spec in logged:
+        return _materialized(logged[spec], spec, runs_dir)
+    matches = sorted([*([folder] if folder is not None else []), *(runs_dir / r for r in logged)])
+    if len(matches) > 1:
+        raise AmbiguousRun(spec, matches)
+    if folder is not None:
+        return folder
+    if matches:
+        return _materialized(logged[matches[0].name], matches[0].name, runs_dir)
+    return None
+
+
+def _logged_candidates(project_dir: Path, spec: str, runs_dir: Path) -> dict[str, Path]:
+    """run id -> its batch folder, for logged runs not yet materialized whose id starts
+    with `spec`."""
+    batches = project_dir / BATCHES_DIR
+    if not batches.is_dir():
+        return {}
+    found: dict[str, Path] = {}
+    for batch in batches.iterdir():
+        # A batch's run ids are "{batch id}-{line}": only batches they could match are read.
+        if not (batch.name.startswith(spec) or spec.startswith(batch.name)):
+            continue
+        for run_id in logged_run_ids(batch):
+            if run_id.startswith(spec) and not (runs_dir / run_id).exists():
+                found[run_id] = batch
+    return found
+
+
+def _materialized(batch_dir: Path, run_id: str, runs_dir: Path) -> Path | None:
+    final = runs_dir / run_id
+    if final.exists():
+        return final
+    run = read_log(batch_dir / LOG_NAME, only=run_id).get(run_id)
+    if run is None:
+        return None
+    if run.ended:  # it will not change: no need to stop its batch
+        return materialize(batch_dir, run_id, runs_dir)
+    try:
+        lock = try_lock(batch_dir / "lock")
+    except LockHeld as held:
+        raise RunBusy(final, held.pid) from None
+    with lock:
+        return materialize(batch_dir, run_id, runs_dir)
