@@ -297,6 +297,8 @@ async def _drive(
     log = store.open_for_append(durable=spec.durable)
     declared = _declared_inputs(runner.prepared.program)
     runs_dir = Path(spec.project_dir) / RUNS_DIR
+    # The run folders there are now: a live batch's unfinished runs get none meanwhile.
+    folders = set(os.listdir(runs_dir)) if runs_dir.is_dir() else set()
     inputs_path = Path(store.read_meta()["inputs"])
     if executor == "local" and runner.can_log():
         runner.log = log
@@ -317,7 +319,7 @@ async def _drive(
                 continue
             assert isinstance(case, Case)
             run_id = store.run_id(case.line)
-            if (runs_dir / run_id).exists():  # a folder run, or one materialized since
+            if run_id in folders:  # a folder run (Ray), or one materialized since
                 yield Job(case.line, run_id, case.inputs, resume=True)
                 continue
             earlier = logged.get(run_id)

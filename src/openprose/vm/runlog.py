@@ -106,6 +106,8 @@ class RunLog:
         self._shared: dict[str, Any] = {}
         self.writes = 0
         self.fsyncs = 0
+        # {project}/.prose/batches/{id}/runs.ndjson -> {project}/.prose/runs
+        self.runs_dir = path.parent.parent.parent.parent / RUNS_DIR
 
     # --- records --------------------------------------------------------------------------
 
@@ -243,17 +245,30 @@ class LoggedRunStore(RunStore):
     keeps_audit_trail = False  # made from the journal when the folder is materialized
 
     def __init__(self, log: RunLog, run_id: str, prefix: str = "") -> None:
-        root = log.path.parent.parent.parent.parent / RUNS_DIR / run_id / prefix
-        self.root = root
         self.run_id = run_id
-        self.bindings = root / "bindings"
-        self.agents = root / "agents"
-        self.imports = root / "imports"
         self._meta: dict[str, Any] | None = None
         self._log = log
         self._prefix = prefix
         self._journaled = False
         self._outputs: dict[str, Any] | None = None
+
+    # Where the run's folder will be once materialized (built when asked: a batch makes
+    # thousands of stores, and a `Path` costs microseconds).
+    @property
+    def root(self) -> Path:  # type: ignore[override]
+        return self._log.runs_dir / self.run_id / self._prefix
+
+    @property
+    def bindings(self) -> Path:  # type: ignore[override]
+        return self.root / "bindings"
+
+    @property
+    def agents(self) -> Path:  # type: ignore[override]
+        return self.root / "agents"
+
+    @property
+    def imports(self) -> Path:  # type: ignore[override]
+        return self.root / "imports"
 
     def take_lock(self) -> None:
         return None
@@ -293,8 +308,8 @@ class LoggedRunStore(RunStore):
     def state(self, line: str) -> None:
         self._file("a", "state.md", line + "\n")
 
-    def _write_view(self, path: Path, text: str) -> None:
-        self._file("w", path.relative_to(self.root).as_posix(), text)
+    def _write_view(self, name: str, text: str) -> None:
+        self._file("w", name, text)
 
     def write_outputs(self, outputs: dict[str, Any]) -> None:
         self._outputs = outputs

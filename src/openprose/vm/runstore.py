@@ -50,8 +50,17 @@ def reserve_run_id(project_dir: Path) -> str:
         return run_id
 
 
+_last_stamp: tuple[int, str] = (0, "")
+
+
 def utc_now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """The time to the second, as run.json and state.md give it (formatted once a second:
+    a batch asks thousands of times)."""
+    global _last_stamp
+    now = int(time.time())
+    if _last_stamp[0] != now:
+        _last_stamp = (now, datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
+    return _last_stamp[1]
 
 
 def process_started(pid: int) -> int | None:
@@ -369,7 +378,7 @@ class RunStore:
         source: str,
         value_text: str,
         execution_id: int | None = None,
-    ) -> Path:
+    ) -> None:
         file_name = f"{name}__{execution_id}.md" if execution_id else f"{name}.md"
         scope = f"execution_id: {execution_id}\n" if execution_id else ""
         # state/filesystem.md's layout, blank lines included.
@@ -377,13 +386,12 @@ class RunStore:
             f"# {name}\n\nkind: {kind}\n{scope}\nsource:\n```prose\n{source}\n```\n\n---\n\n"
             f"{value_text}\n"
         )
-        path = self.bindings / file_name
-        self._write_view(path, text)
-        return path
+        self._write_view(f"bindings/{file_name}", text)
 
-    def _write_view(self, path: Path, text: str) -> None:
-        """A file that only shows what the journal holds (a binding): written soon, unsynced."""
-        self._writer.put(path, text)
+    def _write_view(self, name: str, text: str) -> None:
+        """A file that only shows what the journal holds (a binding): written soon, unsynced.
+        `name` is relative to the run folder."""
+        self._writer.put(self.root / name, text)
 
     def write_outputs(self, outputs: dict[str, Any]) -> None:
         write_bytes_atomically(self.root / "outputs.json", _dump_json(outputs))
