@@ -251,12 +251,16 @@ class LoggedRunStore(RunStore):
         self._prefix = prefix
         self._journaled = False
         self._outputs: dict[str, Any] | None = None
+        self._root: Path | None = None
 
     # Where the run's folder will be once materialized (built when asked: a batch makes
     # thousands of stores, and a `Path` costs microseconds).
     @property
     def root(self) -> Path:  # type: ignore[override]
-        return self._log.runs_dir / self.run_id / self._prefix
+        if self._root is None:
+            top = self._log.runs_dir / self.run_id
+            self._root = top / self._prefix if self._prefix else top
+        return self._root
 
     @property
     def bindings(self) -> Path:  # type: ignore[override]

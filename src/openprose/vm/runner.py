@@ -104,7 +104,7 @@ async def run_program(
     }
     store: RunStore
     if log is not None and run_id is not None:
-        store, journal = log.open_run(run_id, Path(program.path).name, meta)
+        store, journal = log.open_run(run_id, os.path.basename(program.path), meta)
     else:
 
         def lay_out() -> tuple[RunStore, Journal]:
@@ -227,7 +227,7 @@ async def _execute(
         tools.approver = RecordedApprover(dict(replay.tools.answers), tools.approver)  # type: ignore[arg-type]
     fresh = not (replay.sessions or replay.decisions or store.has_journal_events())
     meta = store.written_meta() if fresh else await asyncio.to_thread(store.read_meta)
-    program_name = Path(str(meta.get("program") or program.path)).name
+    program_name = os.path.basename(str(meta.get("program") or program.path))
     audit = None
     if config.audit and fresh and store.keeps_audit_trail:
         audit = AuditTrail(store.root / AUDIT_FILE, store.run_id, program_name)
