@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import re
-import time
 
 import pytest
 from hypothesis import given, settings
@@ -297,21 +296,19 @@ def test_block_spans_match_the_character_scan(reply: str) -> None:
     assert _block_spans(reply) == _spans_by_scanning(reply)
 
 
+@pytest.mark.timeout(60)  # a hang guard, not a timing assertion: the old code took minutes
 def test_extract_stays_fast_on_adversarial_replies() -> None:
     # Unclosed strings used to make every block rescan to the end: 120 kB took minutes.
-    started = time.perf_counter()
-    found = extract('S{"}S"' * 20_000)
-    assert found is not None and time.perf_counter() - started < 5
+    assert extract('S{"}S"' * 20_000) is not None
 
 
+@pytest.mark.timeout(60)  # a hang guard, not a timing assertion: the old code took minutes
 def test_resolving_long_reference_chains_stays_fast() -> None:
     # Every variable used to rebuild the mapping and re-walk its chain: a 5000-link
     # chain took minutes to verify.
     size = 20_000
     block = parse("S{" + ";".join(f"$a{i}:$a{i + 1}" for i in range(size)) + f";$a{size}:7}}S")
-    started = time.perf_counter()
     assert all(block.resolve(Ref(f"a{i}")) == Num("7") for i in range(size + 1))
-    assert time.perf_counter() - started < 2
 
 
 def test_circular_references_name_the_circle() -> None:
