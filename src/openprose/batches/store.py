@@ -80,6 +80,11 @@ class BatchStore:
             holder = held.pid if held.pid is not None else "?"
             raise BatchBusy(f"batch {self.batch_id} is being written by pid {holder}") from None
 
+    @property
+    def lock_fd(self) -> int | None:
+        """The open lock file (a worker process holds the lock with this process)."""
+        return None if self._lock is None else self._lock.fileno()
+
     # --- files ----------------------------------------------------------------------------
 
     @property

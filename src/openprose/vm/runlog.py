@@ -56,11 +56,13 @@ __all__ = [
     "LoggedRun",
     "LoggedRunStore",
     "RunLog",
+    "log_files",
     "logged_run_ids",
     "logged_runs",
     "materialize",
     "open_for_append",
     "read_log",
+    "read_log_file",
     "resolve_run",
 ]
 
@@ -372,8 +374,23 @@ def _records(path: Path, only: str | None = None) -> Iterator[tuple[bytes, list[
             yield line, record
 
 
-def read_log(path: Path, only: str | None = None) -> dict[str, LoggedRun]:
-    """The runs a log holds (only run `only`, when given), each with run.json as recorded."""
+def log_files(batch_dir: Path) -> list[Path]:
+    """A batch's run logs: its own process's `runs.ndjson`, and `runs.{k}.ndjson` of each
+    worker process that ran some of its runs (each run is in one of them)."""
+    return sorted(batch_dir.glob("runs*.ndjson"))
+
+
+def read_log(batch_dir: Path, only: str | None = None) -> dict[str, LoggedRun]:
+    """The runs a batch's logs hold (only run `only`, when given), each with run.json as
+    recorded."""
+    runs: dict[str, LoggedRun] = {}
+    for path in log_files(batch_dir):
+        runs.update(read_log_file(path, only))
+    return runs
+
+
+def read_log_file(path: Path, only: str | None = None) -> dict[str, LoggedRun]:
+    """The runs one run-log file holds."""
     shared: dict[str, Any] = {}
     runs: dict[str, LoggedRun] = {}
     for line, (run_id, op, where, payload) in _records(path, only):
@@ -396,17 +413,14 @@ def read_log(path: Path, only: str | None = None) -> dict[str, LoggedRun]:
 
 
 def logged_run_ids(batch_dir: Path) -> list[str]:
-    """Every run a batch's log names (read from the start of each line only)."""
-    try:
-        data = (batch_dir / LOG_NAME).read_bytes()
-    except FileNotFoundError:
-        return []
+    """Every run a batch's logs name (read from the start of each line only)."""
     seen: dict[str, None] = {}
-    for line in data.split(b"\n")[:-1]:
-        if line.startswith(b'["') and not line.startswith(b'["",'):
-            end = line.find(b'"', 2)
-            if end > 2:
-                seen[line[2:end].decode("utf-8", "replace")] = None
+    for path in log_files(batch_dir):
+        for line in path.read_bytes().split(b"\n")[:-1]:
+            if line.startswith(b'["') and not line.startswith(b'["",'):
+                end = line.find(b'"', 2)
+                if end > 2:
+                    seen[line[2:end].decode("utf-8", "replace")] = None
     return list(seen)
 
 
@@ -415,7 +429,7 @@ def logged_runs(project_dir: Path) -> Iterator[LoggedRun]:
     batches = project_dir / BATCHES_DIR
     runs_dir = project_dir / RUNS_DIR
     for batch in sorted(batches.iterdir()) if batches.is_dir() else ():
-        for run in read_log(batch / LOG_NAME).values():
+        for run in read_log(batch).values():
             if not (runs_dir / run.run_id).exists():
                 yield run
 
@@ -423,7 +437,7 @@ def logged_runs(project_dir: Path) -> Iterator[LoggedRun]:
 def materialize(batch_dir: Path, run_id: str, runs_dir: Path) -> Path | None:
     """Write run `run_id`'s folder under `runs_dir` from the batch's log (None when the log
     does not hold it): the folder a folder run would have left, audit trail included."""
-    run = read_log(batch_dir / LOG_NAME, only=run_id).get(run_id)
+    run = read_log(batch_dir, only=run_id).get(run_id)
     if run is None:
         return None
     final = runs_dir / run_id
@@ -514,7 +528,7 @@ def _materialized(batch_dir: Path, run_id: str, runs_dir: Path) -> Path | None:
     final = runs_dir / run_id
     if final.exists():
         return final
-    run = read_log(batch_dir / LOG_NAME, only=run_id).get(run_id)
+    run = read_log(batch_dir, only=run_id).get(run_id)
     if run is None:
         return None
     if run.ended:  # it will not change: no need to stop its batch

@@ -4,6 +4,7 @@ after kill -9, one writer per batch."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from openprose.cli import main
-from openprose.vm.runlog import read_log
+from openprose.vm.runlog import read_log, read_log_file
 
 
 def rows_of(path: Path) -> list[dict]:
@@ -30,7 +31,7 @@ def batch_runs(project: Path) -> dict[str, list[dict]]:
     else the batch's run log's."""
     runs: dict[str, list[dict]] = {}
     for batch in (project / ".prose" / "batches").iterdir():
-        for run_id, run in read_log(batch / "runs.ndjson").items():
+        for run_id, run in read_log(batch).items():
             runs[run_id] = [json.loads(line) for line in run.events]
     for folder in run_folders(project):
         lines = (folder / "journal.jsonl").read_text().splitlines()
@@ -103,12 +104,30 @@ default: "ok"
 """
 
 
-def test_kill_9_then_resume_repeats_no_finished_run(project: Path) -> None:
+def processes_in(folder: Path) -> list[int]:
+    """Live processes whose working folder is `folder` (a batch's worker processes)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if not proc.name.isdigit() or int(proc.name) == os.getpid():
+                continue
+            if (proc / "cwd").resolve() == folder.resolve():
+                status = (proc / "status").read_text()
+                if "State:\tZ" not in status:
+                    found.append(int(proc.name))
+        except OSError:
+            continue
+    return found
+
+
+@pytest.mark.parametrize("processes", [1, 2])
+def test_kill_9_then_resume_repeats_no_finished_run(project: Path, processes: int) -> None:
     (project / "slow.yaml").write_text(SLOW_RULES)
     cases = 12
     (project / "in.jsonl").write_text("".join(f'{{"topic": "t{i}"}}\n' for i in range(cases)))
     command = [sys.executable, "-m", "openprose.cli", "batch", "p.prose", "in.jsonl"]
-    command += ["-o", "out.jsonl", "--provider", "scripted:slow.yaml", "--max-runs", "2"]
+    command += ["-o", "out.jsonl", "--provider", "scripted:slow.yaml"]
+    command += ["--max-runs", str(2 * processes), "--processes", str(processes)]
     child = subprocess.Popen(command, cwd=project, stderr=subprocess.DEVNULL)
     out = project / "out.jsonl"
     deadline = time.monotonic() + 60
@@ -118,6 +137,10 @@ def test_kill_9_then_resume_repeats_no_finished_run(project: Path) -> None:
         time.sleep(0.02)
     child.send_signal(signal.SIGKILL)
     child.wait()
+    deadline = time.monotonic() + 10
+    while processes_in(project) and time.monotonic() < deadline:  # workers die with it
+        time.sleep(0.02)
+    assert processes_in(project) == []
     before = rows_of(out)
     assert 3 <= len(before) < cases, "the kill came too late to test anything"
     runs_before = set(batch_runs(project))
@@ -211,3 +234,30 @@ def test_budgets_apply_to_each_run(project: Path, capsys: pytest.CaptureFixture[
     assert [r["status"] for r in rows] == ["stopped", "stopped"]
     assert all("--max-sessions" in r["error"] for r in rows)
     assert all(r["usage"]["requests_sent"] == 1 for r in rows)
+
+
+def test_worker_processes_share_the_runs(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # slow enough that this process cannot finish them all while the worker starts
+    (project / "slow.yaml").write_text('latency_ms: 200\ndefault: "ok"\n')
+    cases = 60
+    (project / "in.jsonl").write_text("".join(f'{{"topic": "t{i}"}}\n' for i in range(cases)))
+    command = [
+        "batch",
+        "p.prose",
+        "in.jsonl",
+        "-o",
+        "out.jsonl",
+        "--provider",
+        "scripted:slow.yaml",
+    ]
+    assert main([*command, "--max-runs", "8", "--processes", "2", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["succeeded"] == cases
+    rows = rows_of(project / "out.jsonl")
+    assert sorted(r["line"] for r in rows) == list(range(1, cases + 1))
+    batch = next((project / ".prose" / "batches").iterdir())
+    worker_runs = read_log_file(batch / "runs.1.ndjson")  # what the worker process ran
+    own_runs = read_log_file(batch / "runs.ndjson")
+    assert worker_runs and own_runs and len(worker_runs) + len(own_runs) == cases
+    run_id = next(iter(worker_runs))
+    assert main(["show", run_id]) == 0
+    assert (project / ".prose" / "runs" / run_id / "journal.jsonl").is_file()
