@@ -383,7 +383,7 @@ async def abatch(
         yes=yes,
         executor=executor or "local",
         ray_address=ray_address,
-        processes=processes,
+        processes=processes or 1,
         project_dir=project_dir,
     )
 

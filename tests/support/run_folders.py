@@ -9,8 +9,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-# Fields that differ between any two runs: times, the process, where the program lives.
+# Fields that differ between any two runs: times, the process, where the program lives,
+# the provider's request ids (the scripted provider numbers its answers per process).
 VOLATILE = {"t", "elapsed", "started", "finished", "pid", "pid_started", "program_dir", "program"}
+VOLATILE |= {"request_id"}
 
 
 def scrub(value: Any, run_id: str = "") -> Any:

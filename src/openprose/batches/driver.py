@@ -8,7 +8,6 @@ batch files and both executors produce the same rows.
 
 from __future__ import annotations
 
-import math
 import os
 import time
 from collections.abc import Callable, Iterator
@@ -122,11 +121,10 @@ async def run_batch(
     project_dir: str | os.PathLike[str] | None = None,
     on_row: Listener | None = None,
     on_start: Callable[[str, Path], None] | None = None,
-    processes: int | None = None,
+    processes: int = 1,
 ) -> BatchResult:
     """Run `program` once per case of `inputs` (.jsonl, or .csv with a header).
-    `processes` (local executor): how many processes run the runs, this one included
-    (None: one per CPU for a batch of 2,000 cases or more, else one)."""
+    `processes` (local executor): how many processes run the runs, this one included."""
     from openprose.launch import RunError, model_flags
     from openprose.project import find_project
 
@@ -249,7 +247,7 @@ async def resume_batch(
     if max_runs is None:
         max_runs = int(options.get("max_runs") or DEFAULT_MAX_RUNS)
     if processes is None:
-        processes = options.get("processes")
+        processes = int(options.get("processes") or 1)
     _check_options(executor, max_runs, processes)
     ray_address = ray_address or options.get("ray_address")
     try:
@@ -275,12 +273,10 @@ def _preflight(executor: str, ray_address: str | None) -> None:
         raise BatchError(str(error)) from None
 
 
-def _check_options(executor: str, max_runs: int, processes: int | None) -> None:
+def _check_options(executor: str, max_runs: int, processes: int) -> None:
     if executor not in EXECUTORS:
         raise BatchError(f"unknown executor {executor!r}; choose one of: {', '.join(EXECUTORS)}")
     for name, value in (("max_runs", max_runs), ("processes", processes)):
-        if value is None and name == "processes":
-            continue
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise BatchError(f"{name} must be a positive integer, got {value!r}")
 
@@ -293,9 +289,8 @@ async def _drive(
     max_runs: int,
     ray_address: str | None,
     on_row: Listener | None,
-    processes: int | None,
+    processes: int,
 ) -> BatchResult:
-    from openprose.batches.processes import auto_processes
     from openprose.vm.runlog import read_log
     from openprose.vm.runstore import RUNS_DIR
 
@@ -355,8 +350,8 @@ async def _drive(
         else:
             from openprose.batches.in_process import fewer_collections, run_in_process
 
-            if processes is None:
-                processes = auto_processes(_lines_in(inputs_path) - len(done))
+            # each process needs one request of the provider limit at least
+            processes = min(processes, runner.prepared.settings.max_concurrency)
             if processes > 1:
                 runner = await _with_limit_share(runner, processes)
             try:
@@ -396,21 +391,11 @@ async def _drive(
 async def _with_limit_share(runner: CaseRunner, processes: int) -> CaseRunner:
     """A runner for this process's share of the provider limit: each of `processes`
     processes has its own provider (connection pool), and together they keep the limit."""
-    limit = runner.prepared.settings.max_concurrency
-    share = max(1, math.ceil(limit / processes))
+    share = runner.prepared.settings.max_concurrency // processes
     await runner.aclose()
     shared = CaseRunner(replace(runner.spec, max_concurrency=share))
     shared.log = runner.log
     return shared
-
-
-def _lines_in(path: Path) -> int:
-    """About how many cases a file holds (its lines; a CSV record may span several)."""
-    try:
-        with path.open("rb") as handle:
-            return sum(chunk.count(b"\n") for chunk in iter(lambda: handle.read(1 << 20), b""))
-    except OSError:
-        return 0
 
 
 def _old_rows(store: BatchStore, lines: set[int]) -> Iterator[dict[str, Any]]:

@@ -30,18 +30,7 @@ import orjson
 
 from openprose.batches.job import BatchSpec, CaseRunner, Job, row_of
 
-__all__ = ["AUTO_MIN_CASES", "auto_processes", "run_in_processes"]
-
-AUTO_MIN_CASES = 2000  # below this a worker's start-up (~0.4 s of CPU) costs what it saves
-AUTO_MAX_PROCESSES = 8
-
-
-def auto_processes(cases: int) -> int:
-    """One process per CPU this process may use (at most 8) for a batch of
-    `AUTO_MIN_CASES` cases or more; else one."""
-    if cases < AUTO_MIN_CASES:
-        return 1
-    return max(1, min(AUTO_MAX_PROCESSES, len(os.sched_getaffinity(0))))
+__all__ = ["run_in_processes"]
 
 
 class WorkerDied(RuntimeError):
@@ -56,6 +45,7 @@ class _Worker:
         self.process = process
         self.ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiting: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self._outbox: list[bytes] = []
         self._reader = asyncio.create_task(self._read_rows())
 
     @classmethod
@@ -76,13 +66,21 @@ class _Worker:
         return worker
 
     def _send(self, message: dict[str, Any]) -> None:
+        """Queue a line for the worker; the lines of one event-loop turn go in one write."""
+        self._outbox.append(orjson.dumps(message, option=orjson.OPT_NON_STR_KEYS) + b"\n")
+        if len(self._outbox) == 1:
+            asyncio.get_running_loop().call_soon(self._send_queued)
+
+    def _send_queued(self) -> None:
         assert self.process.stdin is not None
-        self.process.stdin.write(orjson.dumps(message, option=orjson.OPT_NON_STR_KEYS) + b"\n")
+        lines, self._outbox = self._outbox, []
+        if not self.process.stdin.is_closing():
+            self.process.stdin.write(b"".join(lines))
 
     async def run(self, job: Job) -> dict[str, Any]:
         if self._reader.done():
             raise WorkerDied(self._died())
-        future = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._waiting[job.line] = future
         self._send(
             {"line": job.line, "run_id": job.run_id, "inputs": job.inputs, "resume": job.resume}
@@ -102,9 +100,10 @@ class _Worker:
                     future.set_result(row)
         finally:
             await self.process.wait()
-            for future in [self.ready, *self._waiting.values()]:
-                if not future.done():
-                    future.set_exception(WorkerDied(self._died()))
+            pending: list[asyncio.Future[Any]] = [self.ready, *self._waiting.values()]
+            for waiting in pending:
+                if not waiting.done():
+                    waiting.set_exception(WorkerDied(self._died()))
             self._waiting.clear()
 
     def _died(self) -> str:
@@ -114,6 +113,8 @@ class _Worker:
     async def close(self) -> None:
         """No more jobs: it ends its runs and exits."""
         assert self.process.stdin is not None
+        if self._outbox:
+            self._send_queued()
         if not self.process.stdin.is_closing():
             self.process.stdin.close()
         await asyncio.shield(self._reader)

@@ -43,8 +43,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--processes",
         type=int,
         metavar="N",
-        help="local executor: processes running the runs, this one included "
-        "(default: one per CPU for 2,000 cases or more, else 1)",
+        help="local executor: processes running the runs, this one included (default 1; "
+        "more use idle cores, see docs/batch.md)",
     )
     parser.add_argument(
         "--ray-address", metavar="ADDRESS", help="an existing Ray cluster (default: start one)"
@@ -120,7 +120,7 @@ def _batch(args: argparse.Namespace) -> int:
             durable=args.durable,
             executor=args.executor or "local",
             ray_address=args.ray_address,
-            processes=args.processes,
+            processes=1 if args.processes is None else args.processes,
             on_row=on_row,
             on_start=_announce,
         ),

@@ -167,7 +167,7 @@ class RunLog:
         if self._pending:
             data = b"".join(self._pending)
             self._pending.clear()
-            os.write(self._fd, data)
+            _write_fully(self._fd, data)
             self.writes += 1
         after, self._after = self._after, []
         if not self.durable:
@@ -212,8 +212,18 @@ class RunLog:
 
 
 def _write_all(items: list[tuple[int, bytes]]) -> None:
+    """One `write` per file descriptor for everything queued for it (in order)."""
+    by_fd: dict[int, list[bytes]] = {}
     for fd, data in items:
-        os.write(fd, data)
+        by_fd.setdefault(fd, []).append(data)
+    for fd, pieces in by_fd.items():
+        _write_fully(fd, b"".join(pieces))
+
+
+def _write_fully(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 class LoggedJournal(Journal):

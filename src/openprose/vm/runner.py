@@ -103,6 +103,7 @@ async def run_program(
         **shared,
     }
     store: RunStore
+    journal: Journal
     if log is not None and run_id is not None:
         store, journal = log.open_run(run_id, os.path.basename(program.path), meta)
     else:
