@@ -144,8 +144,8 @@ class RunLog:
         self, run_id: str, program_name: str, meta: dict[str, Any]
     ) -> tuple[LoggedRunStore, LoggedJournal]:
         store = LoggedRunStore(self, run_id)
-        store._lay_out("", program_name)
         store.write_meta({"run_id": run_id, **meta})
+        store._lay_out("", program_name)
         return store, LoggedJournal(self, run_id)
 
     # --- group commit ---------------------------------------------------------------------
@@ -401,15 +401,18 @@ def read_log(batch_dir: Path, only: str | None = None) -> dict[str, LoggedRun]:
 
 def read_log_file(path: Path, only: str | None = None) -> dict[str, LoggedRun]:
     """The runs one run-log file holds."""
-    shared: dict[str, Any] = {}
+    shared: dict[str, Any] = {}  # replaced, never changed: each run keeps the one it began with
+    began_with: dict[str, dict[str, Any]] = {}
     runs: dict[str, LoggedRun] = {}
     for line, (run_id, op, where, payload) in _records(path, only):
-        if op == "s":
-            shared[where] = payload
+        if op == "s":  # a resumed batch records them again (prose.toml may have changed)
+            shared = {**shared, where: payload}
             continue
         run = runs.get(run_id)
         if run is None:
             run = runs[run_id] = LoggedRun(run_id)
+        if op == "m":
+            began_with.setdefault(run_id, shared)  # its first run.json fields
         if op == "m" and isinstance(payload, dict):
             run.meta.update(payload)
         elif op == "j":
@@ -418,7 +421,7 @@ def read_log_file(path: Path, only: str | None = None) -> dict[str, LoggedRun]:
         else:
             run.files.append((op, where, payload))
     for run in runs.values():
-        run.meta = {"run_id": run.run_id, **shared, **run.meta}
+        run.meta = {"run_id": run.run_id, **began_with.get(run.run_id, shared), **run.meta}
     return runs
 
 

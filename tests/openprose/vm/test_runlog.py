@@ -24,7 +24,7 @@ from openprose.vm.runlog import (
     read_log,
     resolve_run,
 )
-from openprose.vm.runner import run_program
+from openprose.vm.runner import VMConfig, run_program
 from openprose.vm.runstore import AmbiguousRun, RunBusy
 from tests.support.run_folders import run_tree
 
@@ -47,7 +47,9 @@ def batch_dir(project: Path, batch_id: str = "20261125-101010-abcdef") -> Path:
     return root
 
 
-async def one_run(project: Path, run_id: str, log: RunLog | None) -> Any:
+async def one_run(
+    project: Path, run_id: str, log: RunLog | None, config: VMConfig | None = None
+) -> Any:
     program = parse_text(PROGRAM, str(project / "p.prose")).program
     return await run_program(
         program,
@@ -58,6 +60,7 @@ async def one_run(project: Path, run_id: str, log: RunLog | None) -> Any:
         run_id=run_id,
         durable=False,
         log=log,
+        config=config,
     )
 
 
@@ -104,6 +107,23 @@ def test_a_torn_last_record_is_skipped_and_cut_before_the_next_write(tmp_path: P
     logged(tmp_path, ["B-2"], batch)
     assert set(read_log(batch)) == {"B-1", "B-2"}
     assert all(json.loads(line) for line in log_path.read_text().splitlines())
+
+
+def test_each_run_keeps_the_shared_fields_it_began_with(tmp_path: Path) -> None:
+    """A resumed batch records the shared run.json fields again (prose.toml may have
+    changed meanwhile): the runs before keep theirs."""
+    batch = batch_dir(tmp_path)
+    for run_id, tokens in (("B-1", 100), ("B-2", 200)):
+
+        async def go(run_id: str = run_id, tokens: int = tokens) -> None:
+            log = RunLog(batch / LOG_NAME)  # a new process: a resume
+            await one_run(tmp_path, run_id, log, VMConfig(max_tokens=tokens))
+            await log.aclose()
+
+        asyncio.run(go())
+    runs = read_log(batch)
+    assert runs["B-1"].meta["config"]["max_tokens"] == 100
+    assert runs["B-2"].meta["config"]["max_tokens"] == 200
 
 
 def test_group_commit_writes_once_per_loop_turn(tmp_path: Path) -> None:
