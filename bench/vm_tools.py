@@ -8,6 +8,11 @@ Figures, each beside its baseline measured in the same run:
     It covers everything the loop adds: the model turn (request building, the scripted
     provider, journaling the request and response), the tool_call / permission /
     tool_result events, and run start-up spread over N.
+  * per-turn cost: one session of 50 tool turns (one read_file each); the time and journal
+    bytes of turn 1, 10 and 50 (from the journal's timestamps: end of model turn k-1 to end
+    of model turn k; median of turns k-1..k+1 over the runs). Both should be flat: a turn
+    journals only its delta (the assistant's tool calls and their results), not the
+    conversation so far. Baseline: turn 1 of the same runs; goal: turn 50 <= 1.5x.
   * sandbox: `true` run through the bubblewrap sandbox (namespaces, mounts, clean env) vs a
     plain `asyncio` subprocess of `true`; median of --repeat runs each. Goal <= 30 ms more.
 
@@ -39,6 +44,8 @@ from openprose.vm.tools.sandbox import Sandbox, run_process
 
 GOAL_LOOP_MS = 1.0
 GOAL_SANDBOX_MS = 30.0
+GOAL_FLAT_RATIO = 1.5
+TURN_COUNTS = (1, 10, 50)
 PROGRAM = """\
 agent reader:
   prompt: "You read files"
@@ -73,7 +80,8 @@ def _provider(calls: int, per_turn: int) -> ScriptedProvider:
     return ScriptedProvider([{"match": "Read the files", "turns": turns}])
 
 
-async def _loop_wall(calls: int, per_turn: int) -> float:
+async def _loop_run(calls: int, per_turn: int) -> tuple[float, int]:
+    """Wall time of one run and the size of its journal in bytes."""
     project = _project()
     parsed = parse_text(PROGRAM, str(project / "main.prose"))
     provider = _provider(calls, per_turn)
@@ -84,7 +92,71 @@ async def _loop_wall(calls: int, per_turn: int) -> float:
     )
     wall = time.perf_counter() - started
     assert result.status == "succeeded", result.error
-    return wall
+    return wall, (result.run_dir / "journal.jsonl").stat().st_size
+
+
+async def _loop_wall(calls: int, per_turn: int) -> float:
+    return (await _loop_run(calls, per_turn))[0]
+
+
+def _turn_costs(journal: Path) -> list[tuple[float, int]]:
+    """(seconds, journal bytes) of each tool turn k >= 1 of the run's one session: from the
+    end of model turn k-1 to the end of model turn k, i.e. the tool call, its events and
+    the next model call with its journaling."""
+    import orjson
+
+    costs: list[tuple[float, int]] = []
+    last_t: float | None = None
+    since = 0
+    for line in journal.read_bytes().splitlines():
+        since += len(line) + 1
+        event = orjson.loads(line)
+        if event["ev"] != "session_finished":
+            continue
+        if last_t is not None:
+            costs.append((event["t"] - last_t, since))
+        last_t, since = event["t"], 0
+    return costs
+
+
+async def _per_turn(repeat: int) -> bool:
+    """Cost of one tool turn at turns 1, 10 and 50 of a 50-turn conversation; True when flat.
+
+    Read from the journal's timestamps (microseconds): the median of turns k-1..k+1 over
+    --repeat runs, and the journal bytes each of those turns added. Baseline: turn 1."""
+    last = TURN_COUNTS[-1]
+    print(f"\nper-turn cost: {last} turns, one read_file each, median over {repeat} runs")
+    runs = []
+    for _ in range(repeat):
+        project = _project()
+        parsed = parse_text(PROGRAM, str(project / "main.prose"))
+        config = VMConfig(max_turns=last + 5)
+        result = await run_program(
+            parsed.program, PROGRAM, provider=_provider(last, 1), project_dir=project, config=config
+        )
+        assert result.status == "succeeded", result.error
+        runs.append(_turn_costs(result.run_dir / "journal.jsonl"))
+    ok = True
+    first: tuple[float, float] | None = None
+    for turn in TURN_COUNTS:
+        window = range(max(1, turn - 1), min(last, turn + 1) + 1)
+        seconds = statistics.median(run[k - 1][0] for run in runs for k in window)
+        size = statistics.median(run[k - 1][1] for run in runs for k in window)
+        ms = seconds * 1000
+        if first is None:
+            first, shown = (ms, size), "baseline"
+        else:
+            ratio, bytes_ratio = ms / first[0], size / first[1]
+            flat = ratio <= GOAL_FLAT_RATIO and bytes_ratio <= GOAL_FLAT_RATIO
+            ok = ok and flat
+            shown = (
+                f"{ratio:4.2f}x time, {bytes_ratio:4.2f}x bytes of turn {TURN_COUNTS[0]}  "
+                f"goal <= {GOAL_FLAT_RATIO}x  {verdict(flat)}"
+            )
+        print(
+            f"  turn {turn:>2}: {ms:6.3f} ms  journal {size:6.0f} bytes  {shown}  ({load_note()})"
+        )
+    return ok
 
 
 async def _direct_wall(calls: int) -> float:
@@ -139,6 +211,7 @@ async def main() -> None:
             f"overhead {overhead:.3f} ms/call ({ratio:.1f}x direct)  "
             f"goal <= {GOAL_LOOP_MS} ms  {verdict(ok_here)}"
         )
+    await _per_turn(max(args.repeat, 5))
     problem = sandbox_problem()
     if problem is not None:
         print(f"\nsandbox: not measured: {problem}")

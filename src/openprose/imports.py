@@ -149,41 +149,53 @@ def sha256_of(text: str) -> str:
 
 
 class ImportPins:
-    """`prose.lock`: spec -> {"url", "sha256"} of every remote program the project used."""
+    """`prose.lock`: what every remote import of the project resolved to, by section —
+    `imports` (programs: spec -> {"url", "sha256"}) and `skills` (registry and URL skills:
+    spec -> {"url", "sha256", "tree", "folder"}, see `openprose.vm.tools.skill_registry`).
+    Writing one section keeps the others."""
 
-    def __init__(self, project_dir: Path) -> None:
+    REQUIRED = ("url", "sha256")
+
+    def __init__(self, project_dir: Path, section: str = "imports") -> None:
         self.path = project_dir / PINS_FILE
+        self.section = section
         self._guard = project_dir / ".prose" / "prose.lock.lock"
 
-    def read(self) -> dict[str, dict[str, str]]:
+    def _document(self) -> dict[str, object]:
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             return {}
         except (OSError, ValueError, RecursionError) as error:
             raise ImportFailed(f"{self.path}: damaged ({error}); fix or delete it") from None
-        pins = data.get("imports") if isinstance(data, dict) else None
+        if not isinstance(data, dict):
+            raise ImportFailed(f"{self.path}: damaged, not a JSON object; fix or delete it")
+        return data
+
+    def read(self) -> dict[str, dict[str, str]]:
+        pins = self._document().get(self.section, {})
         if not isinstance(pins, dict):
-            raise ImportFailed(f"{self.path}: damaged, no `imports` object; fix or delete it")
+            raise ImportFailed(
+                f"{self.path}: damaged, `{self.section}` is not an object; fix or delete it"
+            )
         return {
             str(spec): pin
             for spec, pin in pins.items()
-            if isinstance(pin, dict)
-            and isinstance(pin.get("url"), str)
-            and isinstance(pin.get("sha256"), str)
+            if isinstance(pin, dict) and all(isinstance(pin.get(k), str) for k in self.REQUIRED)
         }
 
     def get(self, spec: str) -> dict[str, str] | None:
         return self.read().get(spec)
 
-    def record(self, spec: str, url: str, sha256: str) -> None:
-        from openprose.locks import locked
-
+    def record(self, spec: str, url: str, sha256: str, **more: str) -> None:
         self._guard.parent.mkdir(parents=True, exist_ok=True)
         with locked(self._guard, timeout=30):  # two runs pinning at once keep both pins
+            document = self._document()
             pins = self.read()
-            pins[spec] = {"url": url, "sha256": sha256}
-            text = json.dumps({"version": 1, "imports": pins}, indent=2, sort_keys=True)
+            pins[spec] = {"url": url, "sha256": sha256, **more}
+            document.setdefault("version", 1)
+            document[self.section] = pins
+            text = json.dumps(document, indent=2, sort_keys=True)
             write_atomically(self.path, text + "\n")
 
 
@@ -220,7 +232,7 @@ def fetch(
         return fetched
     policy = policy or FetchPolicy()
     url = spec if kind == "url" else registry_url(spec, registry or _registry())
-    _check_scheme(spec, url, policy)
+    check_scheme(spec, url, policy)
     if offline:
         cached = cache.latest(spec)
         if cached is None:
@@ -254,7 +266,8 @@ def fetch(
     return fetched
 
 
-def _check_scheme(spec: str, url: str, policy: FetchPolicy) -> None:
+def check_scheme(spec: str, url: str, policy: FetchPolicy) -> None:
+    """Refuse plain http:// to another machine unless `[imports] allow_http` says so."""
     from urllib.parse import urlsplit
 
     if not url.startswith("http://") or policy.allow_http:
@@ -278,38 +291,47 @@ def _registry() -> str:
 
 
 def _http_get(url: str, policy: FetchPolicy) -> str:
-    """The body of `url` as text, at most `policy.max_bytes`, within `policy.timeout`
-    seconds in all (connecting, headers and body: a server dripping a byte at a time
-    cannot hold the run)."""
-    import asyncio
-
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        data = asyncio.run(_download(url, policy))
-    else:  # called from async code: its loop cannot be re-entered
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(1) as pool:
-            data = pool.submit(asyncio.run, _download(url, policy)).result()
+    """The body of `url` as text (see `download`)."""
+    data, _ = download(url, policy, accept="text/plain")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         raise ImportFailed(f"{url} is not UTF-8 text") from None
 
 
-async def _download(url: str, policy: FetchPolicy) -> bytes:
+def download(
+    url: str, policy: FetchPolicy, *, accept: str, size_setting: str = "[imports] max_bytes"
+) -> tuple[bytes, str]:
+    """The body of `url` and its content type (lower case, no parameters), at most
+    `policy.max_bytes`, within `policy.timeout` seconds in all (connecting, headers and
+    body: a server dripping a byte at a time cannot hold the run)."""
+    import asyncio
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(_download(url, policy, accept, size_setting))
+    from concurrent.futures import ThreadPoolExecutor  # in async code: its loop is busy
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, _download(url, policy, accept, size_setting)).result()
+
+
+async def _download(
+    url: str, policy: FetchPolicy, accept: str, size_setting: str
+) -> tuple[bytes, str]:
     import aiohttp
 
+    section, _, key = size_setting.partition(" ")
     too_big = ImportFailed(
         f"cannot fetch {url}: larger than {policy.max_bytes:,} bytes "
-        f"(`max_bytes` under [imports] in prose.toml)"
+        f"(`{key}` under {section} in prose.toml)"
     )
     try:
         timeout = aiohttp.ClientTimeout(total=policy.timeout)
         async with (
             aiohttp.ClientSession(timeout=timeout) as session,
-            session.get(url, headers={"Accept": "text/plain"}) as answer,
+            session.get(url, headers={"Accept": accept}) as answer,
         ):
             if answer.status != 200:
                 raise ImportFailed(f"cannot fetch {url}: HTTP {answer.status} {answer.reason}")
@@ -320,7 +342,7 @@ async def _download(url: str, policy: FetchPolicy) -> bytes:
                 body += chunk
                 if len(body) > policy.max_bytes:
                     raise too_big
-            return bytes(body)
+            return bytes(body), answer.content_type.lower()
     except TimeoutError:
         raise ImportFailed(
             f"cannot fetch {url}: no complete answer within {policy.timeout:g} s "
@@ -361,7 +383,10 @@ def confinement_problems(program: Program) -> list[str]:
 
     problems: list[str] = []
     for node in _nodes(program):
-        if isinstance(node, n.Use) and kind_of(node.path.value) == "path":
+        if isinstance(node, n.Use) and (
+            kind_of(node.path.value) == "path"
+            or node.path.value.startswith(("./", "../", "/", "~"))  # a skill folder
+        ):
             problems.append(
                 f"{program.path}:{node.span.line}:{node.span.column}: a remote program may not "
                 f'import the local file "{node.path.value}"; import it by URL or registry name'

@@ -86,6 +86,8 @@ def load(spec: str, project: Path, **options: object) -> dict[str, object]:
         ("agent a:\n  persist: user\n", "`persist: user`"),
         ('use "/etc/secret.prose" as s\n', 'may not import the local file "/etc/secret.prose"'),
         ('use "lib/helper.prose"\n', 'may not import the local file "lib/helper.prose"'),
+        ('use "../../.ssh"\n', 'may not import the local file "../../.ssh"'),  # a skill folder
+        ('use "/etc"\n', 'may not import the local file "/etc"'),
     ],
 )
 def test_a_remote_program_is_confined(site: Site, tmp_path: Path, body: str, expected: str) -> None:

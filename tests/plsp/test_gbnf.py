@@ -95,4 +95,3 @@ async def test_the_embedded_model_always_answers_a_block_that_parses() -> None:
             grammar=GRAMMAR,
         )
         parse((await provider.complete(request)).text)
-

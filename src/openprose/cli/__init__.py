@@ -17,6 +17,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "fmt": ("openprose.cli.fmt", "rewrite programs in canonical layout, keeping comments"),
     "run": ("openprose.cli.run", "run a program against a model provider"),
     "resume": ("openprose.cli.resume", "continue an interrupted run"),
+    "install": (
+        "openprose.cli.install",
+        "fetch, verify and pin the remote programs and skills programs import",
+    ),
     "batch": ("openprose.cli.batch", "run a program once per case of a JSONL or CSV file"),
     "runs": ("openprose.cli.runs", "list runs and their status"),
     "show": ("openprose.cli.show", "show a run's steps, decisions, bindings and outputs"),

@@ -18,6 +18,7 @@ from openprose.cli.run import (
     BUDGET_KINDS,
     UsageError,
     add_budget_arguments,
+    add_offline_argument,
     add_provider_arguments,
     add_trace_argument,
     budget_flags,
@@ -26,6 +27,7 @@ from openprose.cli.run import (
     guarded,
     hold_progress,
     load_imports_or_fail,
+    offline_wanted,
     open_provider_or_fail,
     open_tracer_or_fail,
     progress,
@@ -42,6 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_provider_arguments(parser)
     add_budget_arguments(parser)
     add_trace_argument(parser)
+    add_offline_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -99,6 +102,7 @@ def _resume_locked(args: argparse.Namespace, home: Path, run_dir: Path) -> int:
             evaluator=args.evaluator,
             record=args.record,
             budgets=budget_flags(args),
+            offline=args.offline,
         )
     except NothingToResume as done:
         return _nothing_to_resume(done, args.json)
@@ -162,6 +166,7 @@ def prepare_resume(
     evaluator: str | None = None,
     record: str | None = None,
     budgets: dict[str, Any] | None = None,
+    offline: bool = False,
 ) -> Resuming:
     """Find the run and open what continuing it needs; options not given default to those
     the run was started with. A budget given now replaces the recorded one (a larger budget
@@ -187,7 +192,9 @@ def prepare_resume(
     recorded.table("inputs")  # resume_run reads them; a wrong type is caught here
     pins = {str(k): str(v) for k, v in recorded.table("import_pins").items()}
     program_dir = Path(launch.text("program_dir") or project)
-    imports = load_imports_or_fail(parsed.program, program_dir, project, pinned=pins)
+    imports = load_imports_or_fail(
+        parsed.program, program_dir, project, pinned=pins, offline=offline_wanted(offline)
+    )
     settings, provider = open_provider_or_fail(
         project,
         provider_spec or launch.text("provider"),

@@ -61,11 +61,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--update-pins",
         action="store_true",
-        help="fetch remote imports again and pin what they are now in prose.lock",
+        help="fetch remote imports and skills again and pin what they are now in prose.lock",
     )
+    add_offline_argument(parser)
     add_provider_arguments(parser)
     add_budget_arguments(parser)
     add_trace_argument(parser)
+
+
+def add_offline_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--offline",
+        action="store_true",
+        help="fetch nothing: remote programs and skills come from the cache as pinned in "
+        "prose.lock (also PROSE_OFFLINE=1); what is not there is an error",
+    )
+
+
+def offline_wanted(flag: bool = False) -> bool:
+    """`--offline`, or PROSE_OFFLINE set to anything but empty / 0 / false / no."""
+    value = os.environ.get("PROSE_OFFLINE", "").strip().lower()
+    return flag or value not in ("", "0", "false", "no")
 
 
 def add_trace_argument(parser: argparse.ArgumentParser) -> None:
@@ -309,7 +325,11 @@ def _run(args: argparse.Namespace) -> int:
     inputs = read_inputs(args.input, args.inputs)
     inputs_match(parsed, inputs, text_out)
     imports = load_imports_or_fail(
-        parsed.program, program_dir, project, update_pins=args.update_pins
+        parsed.program,
+        program_dir,
+        project,
+        update_pins=args.update_pins,
+        offline=offline_wanted(args.offline),
     )
     settings, provider = open_provider_or_fail(
         project, args.provider, args.model, args.max_concurrency, record=args.record, found=found
@@ -716,7 +736,11 @@ def load_imports_or_fail(
     pinned: dict[str, str] | None = None,
     *,
     update_pins: bool = False,
+    offline: bool | None = None,
 ) -> Any:
+    """The programs `program` imports (fetched, cached, pinned) and the registry and URL
+    skills its agents use, installed under `.prose/skills/` as pinned in prose.lock.
+    `pinned` (a resume): the import hashes the run started with, read from the cache."""
     from openprose import nodes as n
 
     if not any(isinstance(s, n.Use) for s in program.body):
@@ -724,19 +748,79 @@ def load_imports_or_fail(
     from openprose.imports import ImportFailed
     from openprose.vm.loader import load_imports
 
-    registry = None if pinned is not None else registry_base(project)
+    offline = offline_wanted() if offline is None else offline
+    policy = fetch_policy(project, update_pins=update_pins)
     try:
-        return load_imports(
+        imports = load_imports(
             program,
             base_dir=base_dir,
             project_dir=project,
-            registry=registry,
+            registry=None if pinned is not None else registry_base(project),
             pinned=pinned,
-            offline=pinned is not None,
-            policy=fetch_policy(project, update_pins=update_pins),
+            offline=offline or pinned is not None,
+            policy=policy,
+        )
+        install_skills_or_fail(
+            program, imports, project, policy, offline=offline, update=update_pins
         )
     except ImportFailed as error:
         raise UsageError(f"use: {error}") from None
+    return imports
+
+
+def install_skills_or_fail(
+    program: Any,
+    imports: Any,
+    project: Path,
+    policy: Any,
+    *,
+    offline: bool,
+    update: bool,
+    report: Any = None,
+) -> list[Any]:
+    """Install the registry and URL skills agents of `program` (and of what it imports)
+    use; `report(install)` is told about each. Raises `ImportFailed`."""
+    from openprose.vm.tools.skill_registry import install_skills, remote_skill_specs
+
+    specs = remote_skill_specs(program, imports.values())
+    if not specs:
+        return []
+    done = install_skills(
+        specs,
+        project,
+        registry=registry_base(project),
+        policy=policy,
+        limits=skill_limits(project),
+        offline=offline,
+        update=update,
+    )
+    for install in done:
+        if report is not None:
+            report(install)
+    return done
+
+
+def skill_limits(project: Path) -> Any:
+    """`[skills]` in prose.toml: `max_bytes` (download), `max_unpacked_bytes`, `max_files`."""
+    from openprose.vm.tools.skill_registry import SkillLimits
+
+    table = project_settings(project).get("skills", {})
+    if not isinstance(table, dict):
+        raise UsageError("the [skills] setting must be a table")
+    defaults = SkillLimits()
+    values = {}
+    for key in ("max_bytes", "max_unpacked_bytes", "max_files"):
+        value = table.get(key, getattr(defaults, key))
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise UsageError(f"[skills] {key} must be a positive whole number, got {value!r}")
+        values[key] = value
+    unknown = sorted(set(table) - set(values))
+    if unknown:
+        raise UsageError(
+            f"[skills] has no setting {unknown[0]!r}; known: max_bytes, max_unpacked_bytes, "
+            f"max_files"
+        )
+    return SkillLimits(**values)
 
 
 def fetch_policy(project: Path, *, update_pins: bool = False) -> Any:

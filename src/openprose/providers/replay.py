@@ -2,17 +2,21 @@
 
 A cassette is JSONL, one `{"key", "request", "response"}` record per line, where `key` is
 `ModelRequest.key()`. A run's `journal.jsonl` serves as well: its `session_finished` events
-(and the `model_turn` events of sessions with tools) carry the same request and response. Identical repeated requests are answered in recorded
+carry the same request and response. Identical repeated requests are answered in recorded
 order.
+
+A tool loop's later turns are journaled as deltas (`request_delta`: the base turn's step,
+the model, and only the messages added since that turn), so a long conversation costs the
+journal the same per turn at turn 50 as at turn 1; `exchanges` rebuilds the whole requests.
 """
 
 from __future__ import annotations
 
 import json
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from openprose.providers.base import (
     ModelRequest,
@@ -24,7 +28,14 @@ from openprose.providers.base import (
     single_attempt,
 )
 
-__all__ = ["RecordingProvider", "ReplayProvider", "read_cassette", "replay_source"]
+__all__ = [
+    "RecordingProvider",
+    "ReplayProvider",
+    "exchanges",
+    "read_cassette",
+    "replay_source",
+    "request_delta",
+]
 
 PROMPT_PREVIEW_CHARS = 80
 CASSETTE_LIMIT = 1024 * 1024 * 1024  # bytes: a cassette or journal of a very long run
@@ -71,6 +82,50 @@ def replay_source(
     return path  # read_cassette reports it missing
 
 
+def request_delta(request: ModelRequest, base: str, new_messages: int) -> dict[str, Any]:
+    """What the journal keeps of a tool-loop turn's request: the step of the turn it
+    continues, the model, and the `new_messages` messages added since (the assistant's tool
+    calls and their results). Everything else is the base turn's, by construction."""
+    added = request.messages[len(request.messages) - new_messages :] if new_messages else ()
+    return {"base": base, "model": request.model, "messages": [m.to_dict() for m in added]}
+
+
+class Exchanges:
+    """Whole requests from journal events, deltas rebuilt on their base turn's request."""
+
+    def __init__(self) -> None:
+        self._requests: dict[str, dict[str, Any]] = {}  # step -> its whole request
+
+    def request_of(self, event: dict[str, Any]) -> dict[str, Any] | None:
+        """The whole request an exchange event holds; None when it holds none, or when a
+        delta's base is not in the journal (a line lost to a crash)."""
+        request = event.get("request")
+        delta = event.get("request_delta")
+        if request is None and isinstance(delta, dict):
+            base = self._requests.get(str(delta.get("base")))
+            if base is None:
+                return None
+            request = {
+                **base,
+                "model": delta.get("model", base.get("model")),
+                "messages": [*base["messages"], *delta["messages"]],
+            }
+        if isinstance(request, dict):
+            self._requests[str(event.get("step", ""))] = request
+            return request
+        return None
+
+
+def exchanges(events: Iterable[dict[str, Any]]) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
+    """(whole request, response) of each exchange in journal events, in journal order."""
+    rebuilt = Exchanges()
+    for event in events:
+        if event.get("ev") in EXCHANGE_EVENTS and "response" in event:
+            request = rebuilt.request_of(event)
+            if request is not None:
+                yield request, event["response"]
+
+
 def read_cassette(path: Path) -> list[tuple[ModelRequest, ModelResponse]]:
     """The exchanges of a cassette, or of a run journal's finished sessions."""
     from openprose.files import FileProblem, read_limited
@@ -86,6 +141,7 @@ def read_cassette(path: Path) -> list[tuple[ModelRequest, ModelResponse]]:
         raise ProviderConfigError(f"replay: {path}: not UTF-8 (byte {exc.start})") from None
     records = []
     journal = False
+    rebuilt = Exchanges()
     for index, line in enumerate(lines):
         if not line.strip():
             continue
@@ -95,13 +151,16 @@ def read_cassette(path: Path) -> list[tuple[ModelRequest, ModelResponse]]:
                 raise TypeError("not a JSON object")
             journal = journal or "ev" in record
             # In a journal, finished sessions and tool-loop turns hold the exchanges.
-            if "ev" in record and (record["ev"] not in EXCHANGE_EVENTS or "request" not in record):
-                continue
+            if "ev" in record:
+                if record["ev"] not in EXCHANGE_EVENTS:
+                    continue
+                request = rebuilt.request_of(record)
+                if request is None:
+                    continue
+            else:
+                request = record["request"]
             records.append(
-                (
-                    ModelRequest.from_dict(record["request"]),
-                    ModelResponse.from_dict(record["response"]),
-                )
+                (ModelRequest.from_dict(request), ModelResponse.from_dict(record["response"]))
             )
         except RecursionError:
             raise ProviderConfigError(

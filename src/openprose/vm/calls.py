@@ -21,6 +21,7 @@ from openprose.providers.base import (
     TransientProviderError,
     single_attempt,
 )
+from openprose.providers.replay import request_delta
 from openprose.vm import budget
 from openprose.vm.errors import RunAborted, SessionFailed, location
 from openprose.vm.runstore import RunStore
@@ -45,7 +46,11 @@ class ModelCalls:
         backoff: str = "none",
         label: str | None = None,
         event: str = "session",
+        continues: tuple[str, int] | None = None,
     ) -> ModelResponse:
+        """`continues` = (step of the turn this request continues, messages added since):
+        a tool-loop turn, journaled as a delta (`request_delta`) rather than whole, so a
+        turn's journal cost does not grow with the conversation."""
         shared = self.shared
         served = shared.replay.sessions.get(step)
         if served is not None:
@@ -76,6 +81,7 @@ class ModelCalls:
             request.tools,
         )
         shared.emit("session_started", step, agent=agent, model=alias, binding=label, kind=event)
+        asked = _journaled_request(request, continues)
         # With a `retry:` the program owns the retries: each attempt is one request, with no
         # transient retries of the provider behind it, so attempts never multiply. Without
         # one, the provider's transient-retry policy applies. The concurrency limit is the
@@ -105,7 +111,7 @@ class ModelCalls:
                     step,
                     attempt=attempt,
                     error=str(error),
-                    request=request.to_dict(),  # the audit trail shows what was asked
+                    **asked,  # the audit trail shows what was asked
                 )
                 # A server asking for a longer wait than the limit ends the retries too.
                 if attempt > retries or isinstance(error, RetryAfterTooLongError):
@@ -126,7 +132,7 @@ class ModelCalls:
             shared.emit(
                 "session_finished",
                 step,
-                request=request.to_dict(),
+                **asked,
                 response=response.to_dict(),
                 agent=agent,
                 model=alias,
@@ -136,6 +142,12 @@ class ModelCalls:
                 kind=event,
             )
             return response
+
+
+def _journaled_request(request: ModelRequest, continues: tuple[str, int] | None) -> dict[str, Any]:
+    if continues is None:
+        return {"request": request.to_dict()}
+    return {"request_delta": request_delta(request, *continues)}
 
 
 async def _traced_call(

@@ -35,7 +35,7 @@ from openprose.vm.runtime import AgentSpec, LoadedProgram, Shared
 from openprose.vm.scope import Scope
 from openprose.vm.sessions import Sessions
 from openprose.vm.tools.approvals import ApprovalPending
-from openprose.vm.tools.skills import Skill, resolve_skills
+from openprose.vm.tools.skills import Skill, resolve_skills, skill_uses
 from openprose.vm.values import ErrorValue, Value
 
 Handler = Callable[[Any, Ctx, str], Awaitable[Value]]
@@ -185,12 +185,7 @@ class Interpreter:
         wanted -= set(pinned)
         if not wanted:
             return
-        uses: dict[str, str] = {}
-        for stmt in self.program.body:
-            if isinstance(stmt, n.Use):
-                spec = stmt.path.value
-                uses[stmt.alias.id if stmt.alias else _slug(spec)] = spec
-                uses.setdefault(_slug(spec), spec)
+        uses = skill_uses(self.program)
         base = Path(self.program.path).resolve().parent
         found, problems = resolve_skills(uses, wanted, base, self.shared.project_dir)
         self.skills.update(found)

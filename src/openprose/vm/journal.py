@@ -118,13 +118,13 @@ def read_journal(path: Path) -> Iterator[dict[str, Any]]:
 def write_cassette(journal: Path, cassette: Path) -> int:
     """Every exchange a run's journal holds, as a replay cassette (`{"key", "request",
     "response"}` lines) for `--provider replay:FILE`; returns how many were written."""
+    from openprose.providers.replay import exchanges
+
     count = 0
     with cassette.open("wb") as out:
-        for event in read_journal(journal):
-            if event.get("ev") in ("session_finished", "model_turn") and "request" in event:
-                request = event["request"]
-                key = ModelRequest.from_dict(request).key()
-                record = {"key": key, "request": request, "response": event["response"]}
-                out.write(orjson.dumps(record) + b"\n")
-                count += 1
+        for request, response in exchanges(read_journal(journal)):
+            key = ModelRequest.from_dict(request).key()
+            record = {"key": key, "request": request, "response": response}
+            out.write(orjson.dumps(record) + b"\n")
+            count += 1
     return count

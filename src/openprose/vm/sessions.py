@@ -187,7 +187,7 @@ class Sessions:
             request.temperature,
         )
 
-        async def send(turn_request: ModelRequest, turn: int) -> ModelResponse:
+        async def send(turn_request: ModelRequest, turn: int, added: int | None) -> ModelResponse:
             return await self.calls.call(
                 turn_step(step, turn),
                 turn_request,
@@ -198,6 +198,7 @@ class Sessions:
                 backoff=backoff,
                 label=label,
                 event="session" if turn == 0 else "tool_turn",
+                continues=None if added is None else (turn_step(step, turn - 1), added),
             )
 
         try:

@@ -37,7 +37,9 @@ DEFAULT_MAX_TURNS = 20
 MUTATING = frozenset({"write_file", "edit_file", "run_command"})
 
 Emit = Callable[..., None]
-Send = Callable[[ModelRequest, int], Awaitable[ModelResponse]]
+# send(request, turn, new_messages): new_messages = messages added since the previous turn
+# (None on the first turn), so the call journals only that delta.
+Send = Callable[[ModelRequest, int, int | None], Awaitable[ModelResponse]]
 
 
 class ToolLoopExhausted(Exception):
@@ -116,9 +118,11 @@ async def run_tool_loop(
     emit: Emit,
 ) -> tuple[ModelResponse, int]:
     """Drive the conversation until the model answers without tool calls; returns the final
-    response and the number of model turns. `send(request, turn)` makes one journaled model
-    call (served from the journal on resume) under `turn_step(step, turn)`."""
+    response and the number of model turns. `send(request, turn, new_messages)` makes one
+    journaled model call (served from the journal on resume) under `turn_step(step, turn)`;
+    turns after the first journal only the messages added since the turn before."""
     messages = list(request.messages)
+    new_messages: int | None = None
     for turn in range(max_turns):
         current = ModelRequest(
             request.model,
@@ -129,12 +133,13 @@ async def run_tool_loop(
             request.response_schema,
             toolbox.specs,
         )
-        response = await send(current, turn)
+        response = await send(current, turn, new_messages)
         if not response.tool_calls:
             return response, turn + 1
         results = await _run_calls(step, turn, response.tool_calls, toolbox, journaled, emit)
         messages.append(Message("assistant", response.text, tool_calls=response.tool_calls))
         messages.append(Message("user", "", tool_results=results))
+        new_messages = 2
     raise ToolLoopExhausted(
         f"the model still asked for tools after {max_turns} turns "
         f"([vm] max_turns = {max_turns}); the session has no final answer"

@@ -112,3 +112,28 @@ def test_bad_project_default_is_a_usage_error(
     (project / "prose.toml").write_text('[permissions]\nbash = "sometimes"\n')
     assert main(["run", "main.prose", "--provider", "scripted:rules.json"]) == 2
     assert "[permissions] bash must be allow, deny, prompt" in capsys.readouterr().err
+
+
+def test_a_command_refused_for_want_of_a_sandbox_is_journaled_and_shown(
+    project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from openprose.vm.tools import sandbox
+
+    monkeypatch.setattr(sandbox, "_probe_result", "bubblewrap (bwrap) is not installed; fix")
+    (project / "main.prose").write_text(
+        'agent runner:\n  prompt: "You run"\n  permissions:\n    bash: allow\n\n'
+        'session: runner\n  prompt: "Run it"\n'
+    )
+    command = {"name": "run_command", "arguments": {"command": "touch ran.txt"}}
+    rules = {"rules": [{"match": "Run it", "turns": [{"tool_calls": [command]}, "could not"]}]}
+    (project / "rules.json").write_text(json.dumps(rules))
+    assert main(["run", "main.prose", "--provider", "scripted:rules.json", "--json"]) == 0
+    run_id = str(_json(capsys)["run_id"])
+    assert not (project / "ran.txt").exists()
+    assert main(["show", run_id, "--json"]) == 0
+    shown = _json(capsys)["permissions"]
+    decisions = [(p["kind"], p["decision"]) for p in shown]  # type: ignore[union-attr]
+    assert decisions == [("bash", "allowed"), ("sandbox", "refused")]  # allowed, then refused
+    assert "bwrap" in json.dumps(shown[1])  # type: ignore[index]
+    assert main(["show", run_id]) == 0
+    assert "refused" in capsys.readouterr().out

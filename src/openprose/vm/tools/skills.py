@@ -9,7 +9,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Skill", "SkillError", "load_skill", "skill_search_paths"]
+__all__ = [
+    "Skill",
+    "SkillError",
+    "load_skill",
+    "skill_folder_name",
+    "skill_kind",
+    "skill_search_paths",
+    "skill_uses",
+]
 
 SKILL_FILE = "SKILL.md"
 NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
@@ -84,17 +92,62 @@ def load_skill(folder: Path) -> Skill:
 
 
 def skill_search_paths(spec: str, base: Path, project_dir: Path) -> list[Path]:
-    """Where `use "SPEC"` may find a skill folder: the path itself (relative to the program),
-    then `.prose/skills/{name}` of the project (registry names `@scope/name` included)."""
+    """Where `use "SPEC"` may find a skill folder: a local path (relative to the program),
+    else where `prose install` / `prose run` put a registry or URL skill
+    (`.prose/skills/{scope}--{name}`, see `skill_folder_name`), then
+    `.prose/skills/{name}` (a folder put there by hand)."""
+    installed = project_dir / ".prose" / "skills"
     candidates = []
-    if not spec.startswith("@") and not re.match(r"^https?://", spec):
+    if skill_kind(spec) == "path":
         candidates.append((base / spec).resolve())
-    name = spec.rstrip("/").rsplit("/", 1)[-1]
-    candidates.append(project_dir / ".prose" / "skills" / name)
-    if spec.startswith("@") and "/" in spec:
-        scope, _, slug = spec[1:].partition("/")
-        candidates.append(project_dir / ".prose" / "skills" / f"{scope}--{slug}")
+    else:
+        candidates.append(installed / skill_folder_name(spec))
+    name = spec.split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1]
+    if name and not name.startswith("."):
+        candidates.append(installed / name)
     return candidates
+
+
+def skill_kind(spec: str) -> str:
+    """`url` (http:// or https://), `path` (a folder: `./x`, `../x`, `/x`, `~/x`, or a bare
+    name), else `registry` (`@scope/name`, `scope/name`)."""
+    if re.match(r"^https?://", spec):
+        return "url"
+    if spec.startswith(("./", "../", "/", "~")) or "/" not in spec.strip("/"):
+        return "path"
+    return "registry"
+
+
+def skill_folder_name(spec: str) -> str:
+    """`.prose/skills/{this}` for a registry or URL spec: `scope--name`, or
+    `url--{name}-{hash}` for a URL (the hash keeps two URLs ending alike apart)."""
+    if skill_kind(spec) == "url":
+        tail = spec.split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1]
+        for suffix in (".zip", ".tar.gz", ".tgz", ".tar", ".md"):
+            tail = tail.removesuffix(suffix)
+        digest = hashlib.sha256(spec.encode("utf-8")).hexdigest()[:10]
+        return f"url--{_safe(tail) or 'skill'}-{digest}"
+    scope, _, name = spec.lstrip("@").partition("/")
+    return f"{_safe(scope)}--{_safe(name)}"
+
+
+def _safe(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "-" for c in text).strip(".-")
+
+
+def skill_uses(program: Any) -> dict[str, str]:
+    """A program's `use` statements by the name an agent's `skills:` would give them: the
+    alias, and the spec's last segment (`use "@scope/web-search"` -> `web-search`)."""
+    from openprose import nodes as n
+
+    uses: dict[str, str] = {}
+    for stmt in program.body:
+        if isinstance(stmt, n.Use):
+            spec = stmt.path.value
+            slug = spec.rstrip("/").rsplit("/", 1)[-1].removesuffix(".prose")
+            uses[stmt.alias.id if stmt.alias else slug] = spec
+            uses.setdefault(slug, spec)
+    return uses
 
 
 def resolve_skills(
