@@ -18,7 +18,7 @@ from typing import Any
 from openprose.batches.cases import Case, CasesError, Invalid, read_cases
 from openprose.batches.job import FINISHED, BatchSpec, CaseRunner, Job, logged_row, row_of
 from openprose.batches.store import BatchStore, file_sha256, find_batch
-from openprose.vm.runlog import materialize
+from openprose.vm.logged_runs import materialize
 
 __all__ = ["BatchError", "BatchResult", "BatchStats", "resume_batch", "run_batch"]
 
@@ -291,7 +291,7 @@ async def _drive(
     on_row: Listener | None,
     processes: int,
 ) -> BatchResult:
-    from openprose.vm.runlog import read_log
+    from openprose.vm.logged_runs import read_log
     from openprose.vm.runstore import RUNS_DIR
 
     stats = BatchStats()

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 from openprose import nodes as n
 
 if TYPE_CHECKING:
-    from openprose.vm.runlog import LoggedRun, RunLog
+    from openprose.vm.logged_runs import LoggedRun
+    from openprose.vm.runlog import RunLog
 
 __all__ = ["FINISHED", "BatchSpec", "CaseRunner", "Job", "logged_row", "row_of"]
 

@@ -25,7 +25,8 @@ import orjson
 
 from openprose.files import write_bytes_atomically
 from openprose.locks import FileLock, LockHeld, try_lock
-from openprose.vm.runlog import BATCHES_DIR, LOG_NAME, RunLog, open_for_append
+from openprose.vm.logged_runs import BATCHES_DIR, LOG_NAME
+from openprose.vm.runlog import RunLog, open_for_append
 from openprose.vm.runstore import new_run_id
 
 __all__ = ["BATCHES_DIR", "BatchBusy", "BatchStore", "file_sha256", "find_batch"]

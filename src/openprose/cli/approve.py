@@ -33,7 +33,7 @@ def decide(args: argparse.Namespace, answer: str) -> int:
 
     from openprose.cli.runs import status_of
     from openprose.vm.approvals import ApprovalError, decide_pending, pending_requests
-    from openprose.vm.runlog import resolve_run
+    from openprose.vm.logged_runs import resolve_run
     from openprose.vm.runstore import RUNS_DIR, AmbiguousRun, DamagedRun, RunBusy, RunStore
 
     try:

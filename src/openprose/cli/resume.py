@@ -231,7 +231,7 @@ def prepare_resume(
 
 def locate_run(project: Path, run_ref: str) -> Path:
     """The run folder `run_ref` names (id, unique prefix or folder); a usage error if none."""
-    from openprose.vm.runlog import resolve_run
+    from openprose.vm.logged_runs import resolve_run
     from openprose.vm.runstore import RUNS_DIR, AmbiguousRun, RunBusy
 
     try:

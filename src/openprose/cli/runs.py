@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
 
     from openprose.project import runs_home
     from openprose.terminal import printable
-    from openprose.vm.runlog import logged_runs
+    from openprose.vm.logged_runs import logged_runs
     from openprose.vm.runstore import list_runs
 
     listed: list[tuple[str, Any]] = []

@@ -27,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from openprose.cli.runs import status_of
     from openprose.project import runs_home
-    from openprose.vm.runlog import resolve_run
+    from openprose.vm.logged_runs import resolve_run
     from openprose.vm.runstore import RUNS_DIR, AmbiguousRun, DamagedRun, RunBusy, RunStore
 
     home = runs_home()

@@ -68,7 +68,7 @@ def replay_source(
         return journal
     if path.exists() or len(path.parts) != 1:
         return path
-    from openprose.vm.runlog import resolve_run
+    from openprose.vm.logged_runs import resolve_run
     from openprose.vm.runstore import AmbiguousRun, RunBusy
 
     try:

@@ -15,15 +15,15 @@ import pytest
 
 from openprose.parser import parse_text
 from openprose.providers.scripted import ScriptedProvider
-from openprose.vm.runlog import (
+from openprose.vm.logged_runs import (
     LOG_NAME,
-    RunLog,
     logged_run_ids,
     logged_runs,
     materialize,
     read_log,
     resolve_run,
 )
+from openprose.vm.runlog import RunLog
 from openprose.vm.runner import VMConfig, run_program
 from openprose.vm.runstore import AmbiguousRun, RunBusy
 from tests.support.run_folders import run_tree
