@@ -426,8 +426,12 @@ class RunStore:
 class AmbiguousRun(ValueError):
     """A run id prefix that matches several runs; the message lists them all."""
 
+    SHOWN = 12  # a batch's id prefix matches thousands of runs: name the first ones
+
     def __init__(self, spec: str, matches: list[Path]) -> None:
-        names = ", ".join(m.name for m in matches)
+        names = ", ".join(m.name for m in matches[: self.SHOWN])
+        if len(matches) > self.SHOWN:
+            names += f", ... ({len(matches) - self.SHOWN} more)"
         super().__init__(
             f"{spec!r} is ambiguous, it matches {len(matches)} runs: {names}; "
             f"give more of the run id"

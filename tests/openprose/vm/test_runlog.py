@@ -163,6 +163,14 @@ def test_resolve_run_finds_logged_runs_by_id_and_prefix(tmp_path: Path) -> None:
     assert [r.run_id for r in logged_runs(tmp_path)] == []  # all three have folders now
 
 
+def test_a_batch_id_names_its_runs_without_listing_thousands(tmp_path: Path) -> None:
+    batch = logged(tmp_path, [f"20261125-101010-abcdef-{n}" for n in range(1, 16)])
+    with pytest.raises(AmbiguousRun) as ambiguous:
+        resolve_run(tmp_path, batch.name)
+    message = str(ambiguous.value)
+    assert "matches 15 runs" in message and "(3 more)" in message
+
+
 RUN = "20261125-101010-abcdef-1"
 HOLD_LOCK = """
 import fcntl, sys, time
