@@ -51,6 +51,7 @@ _LAZY = {
     "RunError": "openprose.api",
     "RunEvent": "openprose.api",
     "RunResult": "openprose.api",
+    "serve_ui": "openprose.api",
 }
 
 __all__ = [
@@ -80,6 +81,7 @@ __all__ = [
     "read_source",
     "resume",
     "run",
+    "serve_ui",
 ]
 
 

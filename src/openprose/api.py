@@ -33,6 +33,7 @@ from openprose.launch import (
 from openprose.vm.runner import RunResult
 
 if TYPE_CHECKING:
+    from openprose.ui.server import UIServer
     from openprose.vm.runtime import Observer
     from openprose.vm.tracing import Tracer
 
@@ -51,6 +52,7 @@ __all__ = [
     "events",
     "resume",
     "run",
+    "serve_ui",
 ]
 
 T = TypeVar("T")
@@ -395,3 +397,15 @@ def batch(
 ) -> Any:
     """`abatch`, blocking."""
     return _blocking("batch", abatch(program, inputs, **options))
+
+
+def serve_ui(project_dir: str | os.PathLike[str] | None = None, *, port: int = 0) -> UIServer:
+    """Serve the live web view of `prose ui` in a background thread of this process and
+    return it running: `server.url` (127.0.0.1, with its token) to open, `server.close()`
+    to stop it (or use it as a context manager). `port=0` takes any free port; a port in
+    use raises `openprose.ui.PortInUse` (an `OSError`). `project_dir` is the project whose
+    `.prose/runs/` it shows (default: the working folder's project)."""
+    from openprose.project import runs_home
+    from openprose.ui.server import serve
+
+    return serve(Path(project_dir) if project_dir is not None else runs_home(), port)

@@ -13,8 +13,9 @@ from pathlib import Path
 import openprose
 
 PACKAGE = Path(openprose.__file__).parent
-# What runs programs: the VM, the CLI, the providers, and the run/batch API above them.
-BACK_END = ("vm", "cli", "providers", "api", "launch", "batches")
+# What runs programs: the VM, the CLI, the providers, the run/batch API above them, and the
+# web view of runs (`prose ui`).
+BACK_END = ("vm", "cli", "providers", "api", "launch", "batches", "ui")
 
 
 def _module_name(path: Path) -> str:

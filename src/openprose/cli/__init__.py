@@ -24,6 +24,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "batch": ("openprose.cli.batch", "run a program once per case of a JSONL or CSV file"),
     "runs": ("openprose.cli.runs", "list runs and their status"),
     "show": ("openprose.cli.show", "show a run's steps, decisions, bindings and outputs"),
+    "ui": ("openprose.cli.ui", "serve a live web view of the runs on 127.0.0.1"),
     "approve": ("openprose.cli.approve", "approve a waiting run's pending permission requests"),
     "deny": ("openprose.cli.deny", "deny a waiting run's pending permission requests"),
     "explain": ("openprose.cli.explain", "print what a diagnostic code means and how to fix it"),

@@ -4,6 +4,9 @@ requests with yes; ``prose resume RUN`` then continues it."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 ANSWER = "once"
 
@@ -31,32 +34,40 @@ def decide(args: argparse.Namespace, answer: str) -> int:
     import sys
     from pathlib import Path
 
-    from openprose.cli.runs import status_of
-    from openprose.vm.approvals import ApprovalError, decide_pending, pending_requests
+    from openprose.vm.approvals import ApprovalError
     from openprose.vm.logged_runs import resolve_run
-    from openprose.vm.runstore import RUNS_DIR, AmbiguousRun, DamagedRun, RunBusy, RunStore
+    from openprose.vm.runstore import RUNS_DIR, AmbiguousRun, DamagedRun, RunBusy
 
     try:
         run_dir = resolve_run(Path.cwd(), args.run_ref)
         if run_dir is None:
             print(f"prose: no run {args.run_ref!r} under {Path.cwd() / RUNS_DIR}", file=sys.stderr)
             return 2
-        meta = RunStore.open(run_dir).read_meta()
-    except (AmbiguousRun, DamagedRun, RunBusy) as error:
+        answered = answer_requests(run_dir, answer, args.ids, all_pending=args.all)
+    except (AmbiguousRun, DamagedRun, RunBusy, ApprovalError) as error:
         print(f"prose: {error}", file=sys.stderr)
         return 2
-    if status_of(meta) == "running":
-        print(f"prose: run {run_dir.name} is still running", file=sys.stderr)
-        return 2
-    requests = {str(r["id"]): r for r in pending_requests(run_dir)}
-    try:
-        chosen = decide_pending(run_dir, answer, args.ids, all_pending=args.all)
-    except ApprovalError as error:
-        print(f"prose: {error}", file=sys.stderr)
-        return 2
-    verb = {"once": "approved", "run": "approved for the run", "deny": "denied"}[answer]
-    for request_id in chosen:
-        r = requests[request_id]
-        print(f"{verb}: {r.get('tool')} {r.get('kind')} {r.get('action')}  ({request_id})")
+    for r in answered:
+        print(f"{VERBS[answer]}: {r.get('tool')} {r.get('kind')} {r.get('action')}  ({r['id']})")
     print(f"continue with: prose resume {run_dir.name}")
     return 0
+
+
+VERBS = {"once": "approved", "run": "approved for the run", "deny": "denied"}
+
+
+def answer_requests(
+    run_dir: Path, answer: str, ids: Sequence[str] = (), *, all_pending: bool = False
+) -> list[dict[str, Any]]:
+    """Answer a waiting run's pending requests (`decide_pending`) unless the run is still
+    running; the requests answered. `prose approve`/`deny` and `prose ui`'s buttons both
+    answer through here. Raises `ApprovalError` (or `DamagedRun` for an unreadable run.json)."""
+    from openprose.cli.runs import status_of
+    from openprose.vm.approvals import ApprovalError, decide_pending, pending_requests
+    from openprose.vm.runstore import RunStore
+
+    if status_of(RunStore.open(run_dir).read_meta()) == "running":
+        raise ApprovalError(f"run {run_dir.name} is still running")
+    requests = {str(r["id"]): r for r in pending_requests(run_dir)}
+    chosen = decide_pending(run_dir, answer, ids, all_pending=all_pending)
+    return [{**requests[request_id], "id": request_id} for request_id in chosen]

@@ -5,7 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -37,35 +40,16 @@ def _alive(pid: object, started: object) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    import orjson
-
     from openprose.project import runs_home
     from openprose.terminal import printable
     from openprose.vm.logged_runs import logged_runs
-    from openprose.vm.runstore import list_runs
+    from openprose.vm.runstore import RUNS_DIR, list_runs
 
-    listed: list[tuple[str, Any]] = []
-    for folder in list_runs(runs_home()):
-        try:  # orjson: a nesting too deep for Python's json is a decode error, not a crash
-            listed.append((folder.name, orjson.loads((folder / "run.json").read_bytes())))
-        except (OSError, orjson.JSONDecodeError):
-            listed.append((folder.name, None))
+    home = runs_home()
+    rows = [run_row(folder, read_meta(folder)) for folder in list_runs(home)]
     # A batch's runs not yet asked for live in its run log (`prose show` makes the folder).
-    listed += [(run.run_id, run.meta) for run in logged_runs(runs_home())]
-    rows = []
-    for run_id, meta in sorted(listed, key=lambda item: item[0]):
-        if isinstance(meta, dict):
-            status = status_of(meta)
-        else:
-            meta, status = {}, "damaged"  # run.json unreadable: `prose show` says why
-        rows.append(
-            {
-                "run_id": run_id,
-                "status": status,
-                "program": _text(meta.get("program", "")),
-                "started": _text(meta.get("started", "")),
-            }
-        )
+    rows += [run_row(home / RUNS_DIR / run.run_id, run.meta) for run in logged_runs(home)]
+    rows.sort(key=lambda row: row["run_id"])
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
@@ -76,6 +60,31 @@ def run(args: argparse.Namespace) -> int:
         line = f"{row['run_id']}  {row['status']:<11}  {row['started']}  {row['program']}"
         print(printable(line))
     return 0
+
+
+def read_meta(folder: Path) -> object:
+    """A run folder's run.json as read (None when it cannot be read or decoded)."""
+    import orjson
+
+    try:  # orjson: a nesting too deep for Python's json is a decode error, not a crash
+        return orjson.loads((folder / "run.json").read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+
+
+def run_row(folder: Path, meta: object) -> dict[str, str]:
+    """One run of the listing (`prose runs`, `prose ui`): id, status, program, start time,
+    from the run's `read_meta`."""
+    if isinstance(meta, dict):
+        status = status_of(meta)
+    else:
+        meta, status = {}, "damaged"  # run.json unreadable: `prose show` says why
+    return {
+        "run_id": folder.name,
+        "status": status,
+        "program": _text(meta.get("program", "")),
+        "started": _text(meta.get("started", "")),
+    }
 
 
 def _text(value: object) -> str:

@@ -135,64 +135,42 @@ def _print_text(shown: dict[str, Any], meta: dict[str, Any]) -> None:
 
 
 def _journal(path: Path, damaged: list[str]) -> dict[str, Any]:
-    """Steps, decisions, errors, cancelled steps and the tool loop's events from the journal.
-    An event of the wrong shape is skipped and named in `damaged`, as is a journal that
-    cannot be read."""
+    """Steps, decisions, errors, cancelled steps and the tool loop's events from the journal
+    (`RunDigest`, which `prose ui` shows too). An event of the wrong shape is skipped and
+    named in `damaged`, as is a journal that cannot be read."""
     from openprose.vm.journal import read_journal
+    from openprose.vm.runview import RunDigest
 
-    steps: list[dict[str, Any]] = []
-    decisions: list[dict[str, Any]] = []
-    errors: list[dict[str, Any]] = []
-    cancelled: list[str] = []
-    tool_calls: list[dict[str, Any]] = []
-    permissions: list[dict[str, Any]] = []
-    approvals: list[dict[str, Any]] = []
-    pending: dict[str, dict[str, Any]] = {}
+    digest = RunDigest(str(path))
     try:
-        events = list(read_journal(path))
+        digest.add_all(read_journal(path))
     except OSError as error:
         damaged.append(f"{path}: cannot read ({error.strerror or error})")
-        events = []
-    for number, event in enumerate(events, 1):
-        kind = event.get("ev")
-        try:
-            if kind in TOOL_EVENTS:
-                _tool_event(event, tool_calls, permissions, approvals, pending)
-            elif kind == "session_finished":
-                response = event["response"]
-                usage = response["usage"]
-                steps.append(
-                    {
-                        "step": str(event["step"]),
-                        "kind": str(event.get("kind", "session")),
-                        "agent": event.get("agent"),
-                        "model": str(event.get("model")),
-                        "binding": event.get("binding"),
-                        "tokens": int(usage["input_tokens"]) + int(usage["output_tokens"]),
-                        "elapsed": event.get("elapsed"),
-                        "answer": str(response["text"]),
-                    }
-                )
-            elif kind == "decision":
-                decisions.append(
-                    {k: event.get(k) for k in ("step", "kind", "question", "verdict", "reason")}
-                )
-            elif kind in ("session_failed", "error_caught", "decision_failed"):
-                errors.append({k: v for k, v in event.items() if k != "t"})
-            elif kind == "session_cancelled":
-                cancelled.append(str(event["step"]))
-        except (KeyError, TypeError, ValueError, OverflowError, AttributeError):
-            damaged.append(f"{path}: event {number} ({str(kind)[:40]}) has the wrong shape")
+    damaged.extend(digest.damaged)
+    steps = [
+        {k: session[k] for k in STEP_FIELDS} | {"answer": session["answer"]}
+        for session in map(digest.sessions.__getitem__, dict.fromkeys(digest.finished))
+    ]
     return {
         "steps": steps,
-        "decisions": decisions,
-        "errors": errors,
-        "cancelled": cancelled,
-        "tool_calls": tool_calls,
-        "permissions": permissions,
-        "approvals": approvals,
-        "pending_approvals": list(pending.values()),
+        "decisions": [_plain(d) for d in digest.decisions],
+        "errors": [_plain(e) for e in digest.errors],
+        "cancelled": digest.cancelled,
+        "tool_calls": [_plain(c) for c in digest.tool_calls],
+        "permissions": [_plain(p) for p in digest.permissions],
+        "approvals": [_plain(a) for a in digest.approvals],
+        "pending_approvals": [
+            {k: v for k, v in r.items() if k != "step"} for r in digest.pending.values()
+        ],
     }
+
+
+STEP_FIELDS = ("step", "kind", "agent", "model", "binding", "tokens", "elapsed")
+
+
+def _plain(record: dict[str, Any]) -> dict[str, Any]:
+    """A digest record without the digest's bookkeeping (its index and version)."""
+    return {k: v for k, v in record.items() if k not in ("n", "v")}
 
 
 def _outputs(path: Path, damaged: list[str]) -> dict[str, Any] | None:
@@ -233,50 +211,6 @@ def _print_trail(run_dir: Path, run_id: str, program: str) -> int:
             out.write(encode(message))
     out.flush()
     return 0
-
-
-TOOL_EVENTS = ("tool_call", "tool_result", "permission", "approval_requested", "approval_decided")
-
-
-def _tool_event(
-    event: dict[str, Any],
-    calls: list[dict[str, Any]],
-    permissions: list[dict[str, Any]],
-    approvals: list[dict[str, Any]],
-    pending: dict[str, dict[str, Any]],
-) -> None:
-    """Sort one tool-loop event into what `show` lists."""
-    kind = event["ev"]
-    where = f"{event.get('step', '')}~t{event.get('turn', 0)}.{event.get('index', 0)}"
-    if kind == "tool_call":
-        call = event.get("call") or {}
-        calls.append(
-            {"at": where, "tool": call.get("name"), "arguments": call.get("arguments"),
-             "result": None, "is_error": None, "omitted_bytes": 0}
-        )  # fmt: skip
-    elif kind == "tool_result":
-        for entry in reversed(calls):
-            if entry["at"] == where and entry["result"] is None:
-                entry.update(
-                    result=event.get("content"),
-                    is_error=event.get("is_error"),
-                    omitted_bytes=event.get("omitted_bytes", 0),
-                )
-                break
-    elif kind == "permission":
-        permissions.append(
-            {
-                "at": where,
-                **{k: event.get(k) for k in ("tool", "kind", "action", "decision", "reason")},
-            }
-        )
-    elif kind == "approval_requested":
-        pending[str(event["id"])] = {
-            k: event.get(k) for k in ("id", "tool", "kind", "action", "agent")
-        }
-    else:
-        pending.pop(str(event.get("id")), None)
-        approvals.append({k: event.get(k) for k in ("id", "answer", "kind", "action", "by")})
 
 
 def _print_tools(

@@ -104,7 +104,24 @@ def read_journal(path: Path) -> Iterator[dict[str, Any]]:
         data = path.read_bytes()
     except FileNotFoundError:
         return
-    for line in data.splitlines():
+    yield from _events(data.splitlines())
+
+
+def read_journal_from(path: Path, offset: int) -> tuple[list[dict[str, Any]], int]:
+    """The events written after byte `offset` of a journal that may still be growing, and the
+    offset to read from next: a last line still being written is left for the next call."""
+    try:
+        with path.open("rb") as journal:
+            journal.seek(offset)
+            data = journal.read()
+    except FileNotFoundError:
+        return [], offset
+    end = data.rfind(b"\n") + 1
+    return list(_events(data[:end].splitlines())), offset + end
+
+
+def _events(lines: list[bytes]) -> Iterator[dict[str, Any]]:
+    for line in lines:
         if not line.strip():
             continue
         try:

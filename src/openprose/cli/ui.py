@@ -1,0 +1,72 @@
+"""``prose ui [--port N]``: serve a live web view of the project's runs on 127.0.0.1.
+
+The first line printed is the page's URL, with the random token every request must carry;
+Ctrl-C stops the server (exit 0). See docs/ui.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--port", type=int, default=0, metavar="N", help="port on 127.0.0.1 (default: any free one)"
+    )
+    parser.add_argument("--open", action="store_true", help="open the page in a web browser")
+
+
+def run(args: argparse.Namespace) -> int:
+    import asyncio
+    import sys
+
+    from openprose.project import runs_home
+    from openprose.ui.server import PortInUse
+
+    if not 0 <= args.port <= 65535:
+        print(f"prose ui: --port {args.port}: a port is 0 to 65535", file=sys.stderr)
+        return 2
+    try:
+        return asyncio.run(_serve(runs_home(), args.port, args.open, args.quiet))
+    except PortInUse as error:
+        print(f"prose ui: {error.strerror}", file=sys.stderr)
+        return 2
+    except OSError as error:
+        print(
+            f"prose ui: cannot listen on 127.0.0.1:{args.port}: {error.strerror}", file=sys.stderr
+        )
+        return 2
+
+
+async def _serve(project: Path, port: int, open_browser: bool, quiet: bool) -> int:
+    import asyncio
+    import signal
+    import sys
+
+    from openprose.ui.server import start
+
+    serving = await start(project, port)
+    print(serving.url, flush=True)
+    if not quiet:
+        print(
+            f"prose ui: serving the runs of {project} (Ctrl-C to stop)", file=sys.stderr, flush=True
+        )
+    if open_browser:
+        import webbrowser
+
+        webbrowser.open(serving.url)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    try:
+        await stop.wait()
+    finally:
+        await serving.runner.cleanup()
+    if not quiet:
+        print("prose ui: stopped", file=sys.stderr)
+    return 0
