@@ -4,12 +4,17 @@ Goal (issue 13): audit trail + tracing on costs <= 10 % more wall time than both
 
 Three sides, alternated, best of `--repeat` each, all in this process through
 `run_program` (as `vm_overhead.py` measures the VM):
-  * off:          `VMConfig(audit=False)`, no tracer — the baseline;
-  * audit:        the audit trail only (`audit.ndjson`, the default of every run);
+  * off:          `VMConfig(audit=False)`, no tracer — the issue's baseline;
+  * audit:        the audit trail only (`audit.ndjson`, the default of every run): the
+                  untraced run;
   * audit+trace:  the trail and an OpenTelemetry tracer as `prose run --trace` opens it:
                   spans exported OTLP/HTTP by its helper process to a loopback receiver
-                  (also its own process). The wall time includes waiting for the last
-                  export; the CPU column is this process only (not the helper's).
+                  (also its own process): the traced run. The wall time includes waiting
+                  for the last export (the "flush" column); "CPU" is this process,
+                  "export CPU" the helper's (children reaped during the run).
+
+Printed: each side's wall and CPU with the 1-minute load average of its best run, then
+traced vs untraced (the tracing overhead) and trail + tracing vs off (issue 13's goal).
 
 Providers (`--provider`):
   * replay    the in-memory ReplayProvider, zero latency: only the VM's own work is timed,
@@ -28,6 +33,7 @@ import argparse
 import asyncio
 import gc
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -107,9 +113,23 @@ def replay_for(n: int) -> ReplayProvider:
     )
 
 
+@dataclass
+class Figures:
+    wall: float
+    cpu: float
+    export_cpu: float  # the export helper's CPU seconds
+    flush: float  # seconds from the run's end to the last span exported
+    load: float  # 1-minute load average at the end
+
+
+def children_cpu() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
 async def one_run(
     side: str, n: int, provider_kind: str, base_url: str, receiver: Receiver
-) -> float:
+) -> Figures:
     from openprose.vm.runner import VMConfig, run_program
 
     items = [f"x{i}" for i in range(n)]
@@ -123,7 +143,7 @@ async def one_run(
             settings, provider = vm_openai_provider(base_url, project, CONCURRENCY)
         tracer = tracer_for(receiver) if side == "audit+trace" else None
         config = VMConfig(max_concurrency=CONCURRENCY, max_sessions=None, audit=side != "off")
-        cpu = time.process_time()
+        cpu, export_cpu = time.process_time(), children_cpu()
         started = time.perf_counter()
         result = await run_program(
             program,
@@ -135,17 +155,24 @@ async def one_run(
             config=config,
             tracer=tracer,
         )
+        ran = time.perf_counter()
         if tracer is not None:
             tracer.shutdown()  # the last batch exported, as `prose run --trace` does
-        elapsed = time.perf_counter() - started
-        cpu = time.process_time() - cpu
+        ended = time.perf_counter()
+        figures = Figures(
+            wall=ended - started,
+            cpu=time.process_time() - cpu,
+            export_cpu=children_cpu() - export_cpu,
+            flush=ended - ran,
+            load=os.getloadavg()[0],
+        )
         await provider.aclose()
         if result.status != "succeeded" or result.usage["requests_sent"] != n:
             raise SystemExit(f"{side}: run {result.status}: {result.error}")
         if side != "off":
             lines = (result.run_dir / "audit.ndjson").read_bytes().count(b"\n")
             assert lines == 2 * n + 2, lines  # query + response per session, start, end
-    return elapsed, cpu
+    return figures
 
 
 def main() -> None:
@@ -170,39 +197,56 @@ def main() -> None:
 
         base_url, stop_server = start_in_subprocess(latency_ms=20.0)
     receiver = Receiver.start()
-    walls: dict[str, list[float]] = {side: [] for side in SIDES}
-    cpus: dict[str, list[float]] = {side: [] for side in SIDES}
+    runs: dict[str, list[Figures]] = {side: [] for side in SIDES}
     try:
         for side in SIDES:  # warm-up
             asyncio.run(one_run(side, min(n, 500), args.provider, base_url, receiver))
         for _ in range(args.repeat):
             for side in SIDES:
                 gc.collect()
-                wall, cpu = asyncio.run(one_run(side, n, args.provider, base_url, receiver))
-                walls[side].append(wall)
-                cpus[side].append(cpu)
+                runs[side].append(asyncio.run(one_run(side, n, args.provider, base_url, receiver)))
     finally:
         receiver.stop()
         if stop_server is not None:
             stop_server()
-    base, base_cpu = min(walls["off"]), min(cpus["off"])
+    best = {side: min(runs[side], key=lambda f: f.wall) for side in SIDES}
+    cpu = {side: min(f.cpu for f in runs[side]) for side in SIDES}
     table = Table(
         f"{n} sessions, {args.provider}",
-        ("side", "wall s (min)", "wall s (median)", "wall vs off", "CPU s (min)", "CPU vs off"),
+        (
+            "side",
+            "wall s (min)",
+            "wall s (median)",
+            "wall vs off",
+            "flush s",
+            "CPU s (min)",
+            "CPU vs off",
+            "export CPU s",
+            "load (1 min)",
+        ),
     )
     for side in SIDES:
-        ordered = sorted(walls[side])
-        used = min(cpus[side])
+        walls = sorted(f.wall for f in runs[side])
         table.add(
             side,
-            ordered[0],
-            ordered[len(ordered) // 2],
-            f"{ordered[0] / base:.3f}x",
-            used,
-            f"{used / base_cpu:.3f}x",
+            walls[0],
+            walls[len(walls) // 2],
+            f"{walls[0] / best['off'].wall:.3f}x",
+            best[side].flush,
+            cpu[side],
+            f"{cpu[side] / cpu['off']:.3f}x",
+            best[side].export_cpu,
+            f"{best[side].load:.2f}",
         )
     table.print()
-    ratio = min(walls["audit+trace"]) / base
+    untraced, traced = best["audit"], best["audit+trace"]
+    ratio = traced.wall / untraced.wall
+    print(
+        f"untraced run {untraced.wall:.3f} s (load {untraced.load:.2f}), traced run "
+        f"{traced.wall:.3f} s (load {traced.load:.2f}): tracing overhead {ratio:.3f}x "
+        f"(goal <= {GOAL:.2f}x) {verdict(ratio <= GOAL)}"
+    )
+    ratio = traced.wall / best["off"].wall
     print(f"audit + tracing on vs off: {ratio:.3f}x (goal <= {GOAL:.2f}x) {verdict(ratio <= GOAL)}")
     print(load_note())
 

@@ -5,7 +5,11 @@ and a Python file with the same number of lines; times both in one run and print
 (goal <= 1.0; above 3 is a defect). If ``openprose.checker`` cannot be imported yet, only
 the parse is timed, and the output says so.
 
-    python bench/frontend.py [--lines N] [--repeat R]
+Then the same as whole processes, as a user runs them (issue 11's goal): ``prose check
+bench.prose`` from spawn to exit against ``python -c "ast.parse(...)" bench.py``, each a fresh
+interpreter (start-up, reading the file, the work, printing), per line; CPU from ``wait4``.
+
+    python bench/frontend.py [--lines N] [--repeat R] [--no-process]
 """
 
 from __future__ import annotations
@@ -14,8 +18,13 @@ import argparse
 import ast
 import gc
 import importlib
+import os
+import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from openprose.parser import ParseResult, parse_text
 
@@ -212,6 +221,48 @@ class Timing:
         self.cpu = min(self.cpu, time.process_time() - cpu)
 
 
+def _process(argv: list[str]) -> tuple[float, float]:
+    """(wall, CPU) of one child process from spawn to exit; its output is discarded."""
+    started = time.perf_counter()
+    child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, _, usage = os.wait4(child.pid, 0)
+    return time.perf_counter() - started, usage.ru_utime + usage.ru_stime
+
+
+def _whole_processes(prose: str, python: str, repeat: int) -> None:
+    prose_lines, python_lines = prose.count("\n"), python.count("\n")
+    cli = "import sys; from openprose.cli import main; sys.argv[0] = 'prose'; raise SystemExit(main())"
+    parse = "import ast, sys; ast.parse(open(sys.argv[1], 'rb').read())"
+    best: dict[str, tuple[float, float]] = {}
+    with tempfile.TemporaryDirectory() as folder:
+        prose_file, python_file = Path(folder, "bench.prose"), Path(folder, "bench.py")
+        prose_file.write_text(prose, encoding="utf-8")
+        python_file.write_text(python, encoding="utf-8")
+        runs = {
+            "prose": [sys.executable, "-c", cli, "check", str(prose_file)],
+            "python": [sys.executable, "-c", parse, str(python_file)],
+        }
+        for _ in range(repeat):  # interleaved, as above
+            for side, argv in runs.items():
+                wall, cpu = _process(argv)
+                old = best.get(side, (float("inf"), float("inf")))
+                best[side] = (min(old[0], wall), min(old[1], cpu))
+    (prose_wall, prose_cpu), (python_wall, python_cpu) = best["prose"], best["python"]
+    print(f"whole processes (best of {repeat}; load {os.getloadavg()[0]:.2f}):")
+    print(
+        f"  `prose check`: wall {prose_wall:.3f} s, cpu {prose_cpu:.3f} s for {prose_lines:,} lines"
+    )
+    print(
+        f"  python ast.parse: wall {python_wall:.3f} s, cpu {python_cpu:.3f} s for {python_lines:,} lines"
+    )
+    wall_ratio = (prose_wall / prose_lines) / (python_wall / python_lines)
+    cpu_ratio = (prose_cpu / prose_lines) / (python_cpu / python_lines)
+    print(
+        f"ratio per line, whole processes: wall {wall_ratio:.2f} ({_verdict(wall_ratio)}),", end=" "
+    )
+    print(f"cpu {cpu_ratio:.2f} ({_verdict(cpu_ratio)})")
+
+
 def _verdict(ratio: float) -> str:
     return "goal met" if ratio <= 1.0 else "DEFECT (> 3)" if ratio > 3 else "above goal"
 
@@ -220,7 +271,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lines", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=3, help="best of R runs")
+    parser.add_argument("--no-process", action="store_true", help="skip the whole-process figure")
     args = parser.parse_args()
+    print(f"load {os.getloadavg()[0]:.2f} (1 min) on {os.cpu_count()} cores")
 
     prose = _build(_PROSE_CHUNK, args.lines)
     python = _build(_PYTHON_CHUNK, prose.count("\n"))
@@ -256,6 +309,8 @@ def main() -> int:
     cpu_ratio = prose_timing.cpu / python_timing.cpu
     print(f"ratio openprose/cpython: wall {wall_ratio:.2f} ({_verdict(wall_ratio)}),", end=" ")
     print(f"cpu {cpu_ratio:.2f} ({_verdict(cpu_ratio)})")
+    if not args.no_process:
+        _whole_processes(prose, python, args.repeat)
     return 0
 
 

@@ -27,6 +27,7 @@ from openprose.launch import (
     ProgramRef,
     RunError,
     budgets_of,
+    execute,
     model_flags,
     prepare,
 )
@@ -118,29 +119,14 @@ async def start(
     prepared: Prepared, observer: Observer | None = None, trace: Trace = False
 ) -> RunResult:
     """Run what `prepare` built, closing its provider (and exporting its trace) at the end."""
-    from openprose.vm.runner import run_program
-
     try:
         tracer = tracer_for(trace)
     except BaseException:
         await prepared.provider.aclose()
         raise
     try:
-        return await run_program(
-            prepared.program,
-            prepared.text,
-            provider=prepared.provider,
-            project_dir=prepared.project,
-            inputs=prepared.inputs,
-            imports=prepared.imports,
-            settings=prepared.settings,
-            config=prepared.config,
-            observer=observer,
-            launch=prepared.launch,
-            prices=prepared.prices,
-            tools=prepared.tools,
-            tracer=tracer,
-        )
+        result: RunResult = await execute(prepared, observer, tracer)
+        return result
     finally:
         await prepared.provider.aclose()
         if tracer is not None:
@@ -211,7 +197,7 @@ async def aresume(
     """Continue a run (id, unique prefix or folder) as `prose resume` does: finished work is
     served from its journal; options default to what the run was started with (a budget
     given now replaces the recorded one)."""
-    from openprose.cli import run as cli
+    from openprose.cli import opening as cli
     from openprose.cli.resume import NothingToResume, prepare_resume
     from openprose.project import runs_home
 
@@ -294,11 +280,12 @@ def tracer_for(trace: Trace) -> Tracer | None:
     if trace is None or isinstance(trace, bool):
         if trace is False:
             return None
-        from openprose.cli import run as cli
+        from openprose.cli.opening import UsageError
+        from openprose.cli.run import open_tracer_or_fail
 
         try:
-            return cli.open_tracer_or_fail(trace is True)
-        except cli.UsageError as error:
+            return open_tracer_or_fail(trace is True)
+        except UsageError as error:
             raise RunError(str(error)) from None
     return trace
 

@@ -277,7 +277,8 @@ GUIDANCE: dict[str, Guidance] = {
         "File Format: Indentation with spaces (Python-like)", "indent with spaces, not tabs"
     ),
     "E102": Guidance(
-        "File Format: line endings LF or CRLF; the grammar's tokens",
+        "Syntax Grammar: only the grammar's tokens (names, strings, numbers, punctuation); "
+        "File Format: line endings LF or CRLF",
         "remove the character (inside a string it is fine)",
     ),
     "E103": Guidance(

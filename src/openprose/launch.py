@@ -1,7 +1,7 @@
 """Opening a run: what `openprose.run` and `prose batch` share between reading a program
 and starting the VM — check it, load its imports, open its provider, read the VM settings,
-prices and tool runtime — built from the helpers `prose run` uses (`openprose.cli.run`).
-Below `openprose.api` and `openprose.batches`, which both use it.
+prices and tool runtime — built from the steps in `openprose.cli.opening`; `prose run` opens
+its runs here too. Below `openprose.api` and `openprose.batches`, which both use it.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ __all__ = [
     "RunError",
     "budgets_of",
     "check_text",
+    "execute",
     "model_flags",
     "open_run",
     "prepare",
@@ -112,7 +113,7 @@ def prepare(
     yes: bool = False,
 ) -> Prepared:
     """Check the program and its inputs, load its imports and open the provider."""
-    from openprose.cli import run as cli
+    from openprose.cli import opening as cli
     from openprose.project import find_project
 
     base = Path(project_dir) if project_dir is not None else Path.cwd()
@@ -168,12 +169,20 @@ def open_run(
     budgets: dict[str, Any] | None = None,
     yes: bool = False,
     found: Any = None,  # the discovered project, when there was a search (its config file)
+    update_pins: bool = False,
+    offline: bool | None = None,
+    interactive: bool = False,
 ) -> Prepared:
-    """For a checked program: load its imports, open the provider, read the VM settings."""
-    from openprose.cli import run as cli
+    """For a checked program: load its imports, open the provider, read the VM settings.
+    `offline` None: as PROSE_OFFLINE says. `interactive` (`prose run` only) lets a person
+    at the terminal answer `prompt` permissions; library code never asks there: `yes`
+    approves, else the run waits."""
+    from openprose.cli import opening as cli
 
     try:
-        imports = cli.load_imports_or_fail(program, program_dir, project)
+        imports = cli.load_imports_or_fail(
+            program, program_dir, project, update_pins=update_pins, offline=offline
+        )
         settings, opened = cli.open_provider_or_fail(
             project,
             provider,
@@ -194,8 +203,7 @@ def open_run(
         )
         prices = cli.run_prices(project)
         cli.cost_is_enforceable(program, config, settings, prices)
-        # Never a terminal prompt from library code: `yes` approves, else the run waits.
-        tools = cli.tool_runtime(project, yes, interactive=False)
+        tools = cli.tool_runtime(project, yes, interactive=interactive)
     except cli.UsageError as error:
         _close_soon(opened)
         raise RunError(str(error), error.diagnostics) from None
@@ -208,6 +216,27 @@ def open_run(
     }
     return Prepared(
         program, text, project, {}, imports, settings, opened, config, launch, prices, tools
+    )
+
+
+async def execute(prepared: Prepared, observer: Any = None, tracer: Any = None) -> Any:
+    """Run what `prepare`/`open_run` built (its `RunResult`); the caller closes the provider."""
+    from openprose.vm.runner import run_program
+
+    return await run_program(
+        prepared.program,
+        prepared.text,
+        provider=prepared.provider,
+        project_dir=prepared.project,
+        inputs=prepared.inputs,
+        imports=prepared.imports,
+        settings=prepared.settings,
+        config=prepared.config,
+        observer=observer,
+        launch=prepared.launch,
+        prices=prepared.prices,
+        tools=prepared.tools,
+        tracer=tracer,
     )
 
 
@@ -224,7 +253,7 @@ def _close_soon(provider: Provider) -> None:
 def check_text(text: str, path: str, project: Path) -> Any:
     """The parse of program text when it checks clean, else `UsageError` with diagnostics."""
     from openprose.checker import diagnose
-    from openprose.cli.run import UsageError
+    from openprose.cli.opening import UsageError
     from openprose.parser import parse_text
 
     parsed = parse_text(text, path)

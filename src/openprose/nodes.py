@@ -354,6 +354,8 @@ class BlockDef:
     params: tuple[Name, ...]
     body: tuple[Stmt, ...]
     has_parens: bool = False
+    # `block f(x) (max_depth: 50):` — the reference VM's per-block recursion limit
+    modifiers: tuple[Modifier, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -43,6 +43,7 @@ from openprose.scanner import (
 )
 from openprose.source import SourceFile, Span
 from openprose.suggest import closest, did_you_mean
+from openprose.vocabulary import AGENT_PROPERTIES
 
 # Statements whose indented block, if any, holds `name: value` properties.
 _PROPERTY_HEADS = frozenset(("agent", "session", "resume"))
@@ -53,6 +54,7 @@ MAX_NESTING = 1000
 _RECURSION_LIMIT = 20 * MAX_NESTING + 2000
 
 _LAYOUT = frozenset((NEWLINE, INDENT, DEDENT, EOF))
+_LINE_END = frozenset((NEWLINE, EOF))
 # Keywords that also name things where a name is expected (`block review(input):`,
 # `context: input`); at the start of a statement they still begin their declaration.
 SOFT_KEYWORDS = frozenset(("input", "output"))
@@ -286,6 +288,13 @@ class _Parser:
         self.pos += 1  # the INDENT
         if properties:
             self.property_lines()
+        elif kinds[self.pos + 1] == ":" and self.tokens[self.pos][1] in AGENT_PROPERTIES:
+            # `prompt:`, `context:` … under a line that failed (an unknown statement such as
+            # a fork's `gate name:`): read as properties and dropped quietly — the failed
+            # line is the one problem, its lines are not unknown statements
+            reported = len(self.diagnostics)
+            self.property_lines()
+            del self.diagnostics[reported:]
         else:
             self.indented_block()
 
@@ -341,6 +350,9 @@ class _Parser:
         kinds = self.kinds
         if kinds[self.pos] != NEWLINE or self.peek_kind() != INDENT:
             if kinds[self.pos] != NEWLINE:
+                inline = self.inline_body()
+                if inline is not None:
+                    return inline
                 self.expected_block()
             if required:
                 self.report("E105", "Expected an indented block", token_span(self.tokens[self.pos]))
@@ -349,6 +361,50 @@ class _Parser:
             return ()  # the NEWLINE ends the statement (or the clause)
         self.pos += 2
         return tuple(self.indented_block())
+
+    def inline_body(self) -> tuple[n.Stmt, ...] | None:
+        """`items | map: session "Process {item}"`, `repeat 3: session "x"` (early forms):
+        a header's body goes on indented lines. When the rest of the line is one complete
+        statement and no indented block follows, that is one error with the safe fix that
+        moves the statement to its own indented line, and the statement is the body."""
+        start, errors = self.pos, len(self.diagnostics)
+        colon = self.tokens[start - 1]
+        if self.depth >= MAX_NESTING:
+            return None  # `repeat 1: repeat 1: …` on one line nests like indented blocks
+        self.depth += 1
+        try:
+            stmt = self.statement_inner()
+        except _ParseError:
+            stmt = None
+        finally:
+            self.depth -= 1
+        kinds = self.kinds
+        ok = (
+            stmt is not None
+            and kinds[self.pos] == NEWLINE
+            and kinds[self.pos + 1] != INDENT
+            and colon[0] == ":"
+            and all(t[4] == t[6] for t in self.tokens[start : self.pos])
+        )
+        if not ok:
+            del self.diagnostics[errors:]
+            self.pos = start
+            return None
+        first = self.tokens[start]
+        line = self.source.line_text(colon[4])
+        indent = " " * (len(line) - len(line.lstrip(" ")) + 2)
+        gap = self.source.span(colon[3], first[2])
+        self.report(
+            "E004",
+            "A block's statements go on the lines under its header, not after its ':'",
+            token_span(first),
+            help="move the statement to its own line, indented under the header",
+            fix=None
+            if "\t" in line
+            else Fix("move the statement to an indented line", (Edit(gap, "\n" + indent),)),
+        )
+        assert stmt is not None
+        return (stmt,)
 
     def empty_body(self, construct: str) -> None:
         """W100 at the first token after the header (the unindented line), or at the end of
@@ -582,13 +638,36 @@ class _Parser:
         description = self.string("a description string")
         return n.Input(span=self.span_from(start), name=name, description=description)
 
-    def output(self) -> n.Output:
+    def output(self) -> n.Output | n.Invalid:
         start = self.take()
+        kinds = self.kinds
+        here = kinds[self.pos]
+        if here not in _LAYOUT and here != "=" and kinds[self.pos + 1] != "=":
+            return self.unnamed_output(start)
         name = self.declared_name("an output name", "=")
         self.expect("=", "'=' after the output name")
         self.check_keyword_after_equals()
         value = self.expression()
         return n.Output(span=self.span_from(start), name=name, value=value)
+
+    def unnamed_output(self, start: int) -> n.Invalid:
+        """`output session: x` / `output result` / `output do f(x)`: a value with no name
+        (published programs use it as a block's "return"). The reference's row is "Empty
+        output name: Output name cannot be empty". The value is parsed (its properties with
+        it), so the one error is the only one, then dropped."""
+        value_at = self.tokens[self.pos]
+        self.report(
+            "E023",
+            "Output name cannot be empty: `output` binds a name, `output NAME = value`",
+            token_span(value_at),
+            help="name it (`output result = …`); a block's value is its last statement's, "
+            "so inside a block write the value as the last statement",
+        )
+        try:
+            self.expression()
+        except _ParseError:
+            self.skip_line()
+        return self.invalid_from(start)
 
     def agent(self) -> n.AgentDef:
         start = self.take()
@@ -605,7 +684,8 @@ class _Parser:
         start = self.take()
         name = self.declared_name("a block name", ":", "(")
         params: list[n.Name] = []
-        has_parens = self.kinds[self.pos] == "("
+        # `block f (max_depth: 5):` is modifiers, not parameters
+        has_parens = self.kinds[self.pos] == "(" and not self.starts_property(1)
         if has_parens:
             self.pos += 1
             while self.kinds[self.pos] != ")":
@@ -614,6 +694,9 @@ class _Parser:
                     break
                 self.pos += 1
             self.expect(")", "')' or ',' in the parameter list")
+        modifiers: tuple[n.Modifier, ...] = ()
+        if self.kinds[self.pos] == "(":
+            modifiers = self.modifiers()
         self.expect(":", "':' after the block header")
         body = self.body(required=False, construct="block")
         return n.BlockDef(
@@ -622,6 +705,7 @@ class _Parser:
             params=tuple(params),
             body=body,
             has_parens=has_parens,
+            modifiers=modifiers,
         )
 
     def binding(self) -> n.Binding:
@@ -721,10 +805,15 @@ class _Parser:
         else:
             self.depth += 1
             try:
+                stray = False  # a line that is not an option was reported already
                 while kinds[self.pos] not in (DEDENT, EOF):
                     if kinds[self.pos] == NEWLINE:
                         self.pos += 1
                         continue
+                    if kinds[self.pos] != "option" and stray:
+                        self.statement()  # checked for its own errors, then dropped
+                        continue
+                    stray = stray or kinds[self.pos] != "option"
                     option = self.option()
                     if option is not None:
                         options.append(option)
@@ -738,7 +827,16 @@ class _Parser:
         start = self.pos
         try:
             if self.kinds[self.pos] != "option":
-                self.fail("expected 'option \"label\":' inside a choice block")
+                token = self.tokens[self.pos]
+                self.report(
+                    "E004",
+                    'Every line of a choice is an `option "label":` block',
+                    token_span(token),
+                    help='put each alternative under a label: option "label": then its '
+                    "statements indented under it",
+                )
+                self.statement()  # checked for its own errors, then dropped
+                return None
             keyword_at = self.take()
             label = self.string("an option label string")
             self.expect(":", "':' after the option label")
@@ -982,13 +1080,69 @@ class _Parser:
     def discretion_expr(self) -> n.Discretion:
         return self.discretion("a discretion")
 
-    def discretion(self, what: str) -> n.Discretion:
+    def discretion(self, what: str, ends: tuple[str, ...] = (":",)) -> n.Discretion:
+        """A `**condition**`; ``ends`` are the tokens that may follow it on its line."""
+        kinds = self.kinds
+        after = kinds[self.pos + 1]
+        if kinds[self.pos] != DISCRETION or (after not in ends and after not in _LINE_END):
+            plain = self.plain_condition(ends)
+            if plain is not None:
+                return plain
         token = self.expect(DISCRETION, what)
         return n.Discretion(
             span=token_span(token),
             text=cast(str, token[8]),
             triple=token[1].startswith("***") and token[1] != "****",
         )
+
+    def plain_condition(self, ends: tuple[str, ...]) -> n.Discretion | None:
+        """`if depth <= 0:`, `if **small** or depth <= 0:`: the grammar's conditions are
+        discretions only (no operators, no comparisons). One error for the whole condition,
+        not one per operator character, with the rewrite the model can judge —
+        `if **depth <= 0**:` — as an unsafe fix (a model then decides what code decided).
+        The condition parses as that discretion, so the statement's body is still checked."""
+        kinds, tokens = self.kinds, self.tokens
+        first = self.pos
+        end = last_colon = None
+        i = first
+        while kinds[i] not in _LAYOUT:
+            if tokens[i][4] != tokens[i][6]:
+                return None  # a token spanning lines: not a one-line condition
+            if kinds[i] == ":" and i > first:
+                last_colon = i
+            elif kinds[i] in ends and i > first and end is None:
+                end = i
+            i += 1
+        end = end if end is not None else last_colon
+        if end is None or kinds[first] in ends:
+            return None
+        start_offset, end_offset = tokens[first][2], tokens[end - 1][3]
+        text = re.sub(r"\*{2,}", "", self.source.text[start_offset:end_offset])
+        text = " ".join(text.split())
+        if not text:
+            return None
+        span = Span(
+            start_offset, end_offset, tokens[first][4], tokens[first][5],
+            tokens[end - 1][6], tokens[end - 1][7],
+        )  # fmt: skip
+        keyword = tokens[first - 1][1]
+        self.diagnostics[:] = [
+            d
+            for d in self.diagnostics
+            if not (d.code == "E102" and start_offset <= d.span.start < end_offset)
+        ]
+        operators = any(c in "<>=!+-*/&|" for c in text) or " or " in text or " and " in text
+        self.report(
+            "E004",
+            f"`{keyword}` takes a **condition** in double asterisks, for the model to judge: "
+            f"`{text}` is not one"
+            + (" (the grammar has no operators or comparisons)" if operators else ""),
+            span,
+            help=f"write it as a discretion: `{keyword} **{text}**`",
+            fix=Fix(f"write `**{text}**`", (Edit(span, f"**{text}**"),), safe=False),
+        )
+        self.pos = end
+        return n.Discretion(span=span, text=text, triple=False)
 
     def string(self, what: str) -> n.StringLit:
         return _string_node(self.expect(STRING, what))
@@ -1059,8 +1213,51 @@ class _Parser:
 
     def object_context(self) -> n.ObjectContext:
         start = self.take()
+        if self.kinds[self.pos + 1] == ":" and self.kinds[self.pos] == NAME:
+            keyed = self.keyed_object(start)
+            if keyed is not None:
+                return keyed
+            # `{ count: 0, entries: [] }`: a data literal, which the grammar does not have
+            self.report(
+                "E004",
+                "A `{ … }` lists names (a context object); `key: value` data is not in the grammar",
+                token_span(self.tokens[start]),
+                help="pass values as context by name (`{ a, b }`), or let a session build the data",
+            )
+            raise _ParseError
         names = self.name_list("}")
         return n.ObjectContext(span=self.span_from(start), names=names)
+
+    def keyed_object(self, start: int) -> n.ObjectContext | None:
+        """`{ draft: text, notes: grade }`: the grammar's object context lists names only
+        (`objectContext → "{" ( IDENTIFIER ( "," IDENTIFIER )* )? "}"`). One error, with
+        the names-only rewrite as an unsafe fix (the model then sees `text`, not `draft`),
+        and the object parses as those names."""
+        kinds, tokens = self.kinds, self.tokens
+        i = self.pos
+        values: list[n.Name] = []
+        while True:
+            if not (kinds[i] == NAME and kinds[i + 1] == ":" and kinds[i + 2] == NAME):
+                return None
+            if kinds[i + 3] not in (",", "}"):
+                return None
+            value = tokens[i + 2]
+            values.append(n.Name(span=token_span(value), id=value[1]))
+            i += 4
+            if kinds[i - 1] == "}":
+                break
+        opener, closer = tokens[start], tokens[i - 1]
+        span = Span(opener[2], closer[3], opener[4], opener[5], closer[6], closer[7])
+        plain = "{ " + ", ".join(v.id for v in values) + " }"
+        self.report(
+            "E004",
+            "A context object lists names, not `key: value` pairs",
+            span,
+            help=f"pass the names themselves: `{plain}`",
+            fix=Fix(f"write `{plain}`", (Edit(span, plain),), safe=False),
+        )
+        self.pos = i
+        return n.ObjectContext(span=span, names=tuple(values))
 
     def name_list(self, closer: str) -> tuple[n.Name, ...]:
         """``a, b, c`` up to and including ``closer`` (the opener is already consumed)."""
@@ -1122,6 +1319,10 @@ class _Parser:
         # Inline properties on the header line: `session "Research AI" context: "AI"`.
         while kinds[self.pos + 1] == ":" and _is_word_kind(kinds[self.pos]):
             properties.append(self.property(inline=True))
+        if kinds[self.pos] == "(" and self.starts_property(1):
+            properties.extend(self.parenthesised_properties(keyword_at))
+        elif kinds[self.pos] == ":" and kinds[self.pos + 1] == NEWLINE:
+            self.header_colon()
         pos = self.pos
         # An indented block under a session is its properties when its first line looks
         # like one (`name:`, or a plain name with the colon forgotten); anything else, a
@@ -1140,6 +1341,59 @@ class _Parser:
             name=name,
             properties=tuple(properties),
         )
+
+    def header_colon(self) -> None:
+        """`session "Synthesize":` with its properties under it (an early form of the
+        language): a session line ends without ':'. One error, the colon's removal as a safe
+        fix (the indented lines are the session's properties either way), and the properties
+        parse as the session's."""
+        colon = token_span(self.tokens[self.pos])
+        if self.kinds[self.pos + 2] != INDENT or not self.starts_property(3):
+            return
+        self.report(
+            "E004",
+            "Unexpected ':' after the session: its properties follow on indented lines, "
+            "with no ':' after the prompt",
+            colon,
+            help='remove the colon: session "..." then the indented properties',
+            fix=Fix("remove the colon", (Edit(colon, ""),)),
+        )
+        self.pos += 1
+
+    def parenthesised_properties(self, keyword_at: int) -> list[n.Property]:
+        """`session "Flaky call" (retry: 3, backoff: linear)` (an early form): properties
+        go on indented lines. One error; the safe fix writes them there when no property
+        block follows (otherwise the help says so); they count as the session's."""
+        kinds, tokens = self.kinds, self.tokens
+        opener = self.pos
+        self.pos += 1
+        properties = [self.property(inline=True)]
+        while kinds[self.pos] == ",":
+            self.pos += 1
+            properties.append(self.property(inline=True))
+        self.expect(")", "')' after the properties")
+        closer = tokens[self.pos - 1]
+        start, end = tokens[opener - 1][3], closer[3]
+        first = tokens[opener]
+        span = Span(first[2], closer[3], first[4], first[5], closer[6], closer[7])
+        line = self.source.line_text(tokens[keyword_at][4])
+        indent = " " * (len(line) - len(line.lstrip(" ")) + 2)
+        text = self.source.text
+        lines = "".join(f"\n{indent}{text[p.span.start : p.span.end]}" for p in properties)
+        block_follows = kinds[self.pos] == NEWLINE and kinds[self.pos + 1] == INDENT
+        self.report(
+            "E004",
+            "Properties in parentheses after a session: they go on indented lines under it",
+            span,
+            help="write each `name: value` on its own line, indented under the session",
+            fix=None
+            if block_follows or "\t" in line
+            else Fix(
+                "write the properties on indented lines",
+                (Edit(self.source.span(start, end), lines),),
+            ),
+        )
+        return properties
 
     def property_block(self) -> tuple[n.Property, ...]:
         """NEWLINE INDENT (``name: value`` NEWLINE)* DEDENT, each line recovered on its own."""
@@ -1165,7 +1419,12 @@ class _Parser:
                     self.pos += 1
                     continue
                 if kind == INDENT:
-                    self.report("E104", "Unexpected indent", token_span(self.tokens[self.pos]))
+                    self.report(
+                        "E104",
+                        "Unexpected indent",
+                        token_span(self.tokens[self.pos]),
+                        fix=self._dedent_fix(properties),
+                    )
                     self.pos += 1
                     self.property_lines()  # checked, then dropped
                     continue
@@ -1183,6 +1442,43 @@ class _Parser:
         if kinds[self.pos] == DEDENT:
             self.pos += 1
         return tuple(properties)
+
+    def _dedent_fix(self, siblings: list[n.Property]) -> Fix | None:
+        """Property lines indented deeper than the property before them (`prompt: "…"` then
+        a further-indented `context: x`): a property block has one level, so the only
+        reading is that they belong to it — move them out to its column. Not offered when a
+        token of the run spans lines (a multi-line string's text would move too)."""
+        if not siblings:
+            return None
+        kinds, tokens = self.kinds, self.tokens
+        first = self.pos + 1  # the token after the INDENT
+        depth, end = 1, first
+        while depth:
+            kind = kinds[end]
+            if kind == EOF:
+                return None
+            depth += (kind == INDENT) - (kind == DEDENT)
+            end += 1
+        run = tokens[first : end - 1]
+        if any(t[4] != t[6] for t in run if t[0] not in _LAYOUT):
+            return None
+        shift = tokens[first][5] - siblings[-1].span.column
+        if shift <= 0:
+            return None  # a tab makes the columns disagree with the layout (E101 first)
+        source = self.source
+        edits = []
+        # from the line after the property before (comments there move with the run)
+        for line in range(siblings[-1].span.end_line + 1, max(t[6] for t in run) + 1):
+            text = source.line_text(line)
+            if "\t" in text[: len(text) - len(text.lstrip())]:
+                return None
+            cut = min(shift, len(text) - len(text.lstrip(" ")))
+            if cut:
+                start = source.line_starts[line - 1]
+                edits.append(Edit(Span(start, start + cut, line, 1, line, cut + 1), ""))
+        if not edits:
+            return None
+        return Fix("move the lines out to the property block's column", tuple(edits))
 
     def property(self, *, inline: bool) -> n.Property:
         kinds = self.kinds
@@ -1357,7 +1653,7 @@ class _Parser:
         condition = None
         if kinds[self.pos] in ("until", "while"):
             kind = self.advance()[0]
-            condition = self.discretion(f"a **condition** after '{kind}'")
+            condition = self.discretion(f"a **condition** after '{kind}'", (":", "(", "as"))
         modifiers: tuple[n.Modifier, ...] = ()
         has_parens = kinds[self.pos] == "("
         if has_parens:

@@ -288,7 +288,8 @@ class Printer:
                 params = ""
                 if node.params or node.has_parens:
                     params = "(" + ", ".join(p.id for p in node.params) + ")"
-                self.opener(level, f"{prefix}block {node.name.id}{params}:", at, node.body)
+                mods = modifiers(node.modifiers, bool(node.modifiers))
+                self.opener(level, f"{prefix}block {node.name.id}{params}{mods}:", at, node.body)
             case Session():
                 self.emit(level, prefix + session_head(node), at, opens_block=bool(node.properties))
                 self.properties(node.properties, level + 1)

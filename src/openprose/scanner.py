@@ -13,6 +13,8 @@ Strings are decoded here (escapes and ``{name}`` interpolations) so the parser g
 from __future__ import annotations
 
 import re
+import unicodedata
+from dataclasses import replace
 from typing import Final
 
 from openprose.codes import diagnostic
@@ -74,14 +76,26 @@ _MASTER = re.compile(
   | (?P<disc_open>\*\*[^\r\n]*)
   | (?P<arrow>->)
   | (?P<number>-?[0-9]+(?:\.[0-9]+)?)
-  | (?P<name>"""
+  | (?P<name>(?>"""
     + IDENT_PATTERN
-    + r""")
+    + r""")(?![^\W\x00-\x7f]))  # not the ASCII start of a longer, non-ASCII word
+  | (?P<uname>[^\W\d][\w]*(?:-\w+)*)  # `résumé`: one error for the word, read as a name
   | (?P<punct>[()\[\]{},:=|.])
   | (?P<bad>[^ \t\r\n\f\v"\#*A-Za-z_0-9()\[\]{},:=|.\-]+|[^ \f\v\r])
     )""",  # spaces are never "bad": trailing ones at the end of the text match nothing
     re.VERBOSE,
 )
+
+# Characters that are operators elsewhere (`depth - 1`, `a + [b]`, `j > i`, `!done`).
+_OPERATOR_CHARS: Final = "+-<>!&%/^~*?@$"
+
+
+def _ascii_name(word: str) -> str:
+    """`résumé` -> `resume`: the word with its accents dropped (a suggestion only)."""
+    folded = unicodedata.normalize("NFKD", word).encode("ascii", "ignore").decode()
+    folded = re.sub(r"[^A-Za-z0-9_-]+", "_", folded).strip("-") or "name"
+    return folded if not folded[0].isdigit() else "_" + folded
+
 
 _OPENERS: Final = frozenset("([{")
 _CLOSER_OF: Final = {"(": ")", "[": "]", "{": "}"}
@@ -141,10 +155,20 @@ class _Scanner:
 
     # --- diagnostics ---------------------------------------------------------------------
 
-    def report(self, code: str, message: str, span: Span, fix: Fix | None = None) -> None:
+    def report(
+        self,
+        code: str,
+        message: str,
+        span: Span,
+        fix: Fix | None = None,
+        *,
+        help: str | None = None,
+    ) -> None:
         diagnostics = self.diagnostics
         if len(diagnostics) < MAX_DIAGNOSTICS:
-            diagnostics.append(diagnostic(code, message, span, self.source.path, fix=fix))
+            diagnostics.append(
+                diagnostic(code, message, span, self.source.path, help=help, fix=fix)
+            )
 
     def span_at(self, start: int, end: int) -> Span:
         """Span of text that lies on the current line."""
@@ -187,6 +211,10 @@ class _Scanner:
         brackets: list[tuple[int, int]] = []
         at_line_start = True
         tabs = 0  # tab characters in the current line's indentation
+        # Tab runs in the current line's indentation, reported only once the line turns out
+        # to hold a token: a blank or comment-only line has no indentation to get wrong.
+        tab_runs: list[tuple[int, int]] = []
+        space_indented = False  # some line is indented with spaces alone (see E101's fix)
         # A byte-order mark is ignored (it counts as a column, not as indentation).
         pos = bom = 1 if text.startswith("\ufeff") else 0
         width = 0  # the current line's indentation
@@ -197,15 +225,16 @@ class _Scanner:
             start, end = match.span(kind)  # the group, i.e. without the leading spaces
             if at_line_start and kind != "nl" and kind != "comment" and kind != "cr":
                 if kind == "tab":
-                    self.line, self.line_start = line, line_start
-                    self.report(
-                        "E101",
-                        "Tab character in indentation; OpenProse indents with spaces",
-                        self.span_at(start, end),
-                    )
+                    tab_runs.append((start, end))
                     tabs += end - start
                     continue
                 at_line_start = False
+                if tab_runs:
+                    self.line, self.line_start = line, line_start
+                    self.report_tabs(tab_runs)
+                    tab_runs = []
+                elif start > line_start + bom:
+                    space_indented = True
                 # A tab counts as four columns so layout still works after reporting it.
                 width = start - line_start + 3 * tabs - bom
                 if width != indents[-1]:
@@ -240,6 +269,7 @@ class _Scanner:
                 if not brackets:
                     at_line_start = True
                     tabs = 0
+                    tab_runs = []
                 elif self.unclosed(end, brackets):
                     # Joining the rest of the file into this line would hide later errors.
                     self.line, self.line_start = line - 1, text.rfind("\n", 0, start) + 1
@@ -249,6 +279,7 @@ class _Scanner:
                     append(self.token(NEWLINE, start, start))
                     at_line_start = True
                     tabs = 0
+                    tab_runs = []
             elif kind == "string":
                 self.line, self.line_start = line, line_start
                 append(self.string(start, end, triple=False))
@@ -262,6 +293,8 @@ class _Scanner:
                 self.rare(kind, start, end)
                 line, line_start = self.line, self.line_start
         self.line, self.line_start = line, line_start
+        if space_indented:
+            self.unsafe_tab_fixes()
         end_of_text = len(text)
         if brackets:
             self.report_unclosed(brackets)
@@ -274,6 +307,27 @@ class _Scanner:
         append(self.token(EOF, end_of_text, end_of_text))
         append(self.token(EOF, end_of_text, end_of_text))
         return ScanResult(tokens, self.comments, self.diagnostics)
+
+    def report_tabs(self, runs: list[tuple[int, int]]) -> None:
+        """E101 for each tab run in a line's indentation. The fix writes four spaces a tab,
+        the width the layout above already gave it, so the fixed file has the structure
+        this check saw."""
+        for start, end in runs:
+            span = self.span_at(start, end)
+            self.report(
+                "E101",
+                "Tab character in indentation; OpenProse indents with spaces",
+                span,
+                Fix("indent with spaces (4 a tab)", (Edit(span, "    " * (end - start)),)),
+            )
+
+    def unsafe_tab_fixes(self) -> None:
+        """Tabs in a file that also indents with spaces: whether the author's tab was four
+        columns is a guess, so the tab fixes are only offered (--unsafe-fixes)."""
+        self.diagnostics[:] = [
+            replace(d, fix=replace(d.fix, safe=False)) if d.code == "E101" and d.fix else d
+            for d in self.diagnostics
+        ]
 
     def report_unclosed(self, brackets: list[tuple[int, int]]) -> None:
         """E109 at the innermost bracket still open; the rest are forgotten with it."""
@@ -390,6 +444,16 @@ class _Scanner:
                     self.span_at(start, end),
                 )
             append(self.token(ERROR, start, end))
+        elif kind == "uname":
+            word = text[start:end]
+            self.report(
+                "E102",
+                f"Name `{word}` has characters outside ASCII: names are letters A-Z a-z, "
+                "digits, `_` and `-`",
+                self.span_at(start, end),
+                help=f"rename it (e.g. `{_ascii_name(word)}`) here and where it is used",
+            )
+            append(self.token(NAME, start, end))
         else:  # "bad"
             model = _MODEL_LINE.match(text, self.line_start)
             if model is not None and model.start(1) <= start and end <= model.end(1):
@@ -400,7 +464,16 @@ class _Scanner:
             shown = text[start:end]
             if len(shown) > 20:
                 shown = shown[:20] + "..."
-            self.report("E102", f"Unexpected character {shown!r}", self.span_at(start, end))
+            if not shown.strip(_OPERATOR_CHARS):
+                self.report(
+                    "E102",
+                    f"Unexpected character {shown!r}: the grammar has no operators "
+                    "(arithmetic, comparison or logic)",
+                    self.span_at(start, end),
+                    help="let a session compute it, or a **condition** judge it",
+                )
+            else:
+                self.report("E102", f"Unexpected character {shown!r}", self.span_at(start, end))
             append(self.token(ERROR, start, end))
 
     # --- strings ---------------------------------------------------------------------------
@@ -411,10 +484,15 @@ class _Scanner:
         body_start = start + quote
         body_end = end - quote
         if triple:
-            if text.startswith("\r\n", body_start):
-                body_start += 2
-            elif text.startswith("\n", body_start):
-                body_start += 1
+            # Spaces or tabs left after the opening quotes are not text: the line still ends
+            # there (a trailing-whitespace editor setting must not make a file invalid).
+            blank = body_start
+            while blank < body_end and text[blank] in " \t":
+                blank += 1
+            if text.startswith("\r\n", blank):
+                body_start = blank + 2
+            elif text.startswith("\n", blank):
+                body_start = blank + 1
             else:
                 # The opening line break is syntax, not text: inserting it keeps the value.
                 after = self.span_at(start + 3, start + 3)

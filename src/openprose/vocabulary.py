@@ -14,3 +14,16 @@ ENUM_PROPERTIES: dict[str, frozenset[str]] = {
     "bash": PERMISSION_VALUES,
     "network": PERMISSION_VALUES,
 }
+
+# The properties an agent definition and a session may set (others are W005).
+AGENT_PROPERTIES = (
+    "model",
+    "prompt",
+    "persist",
+    "skills",
+    "permissions",
+    "context",
+    "retry",
+    "backoff",
+)
+SESSION_PROPERTIES = ("model", "prompt", "context", "retry", "backoff")

@@ -84,7 +84,10 @@ def _cmd_parse(args: argparse.Namespace) -> int:
             return 1
     parsed: StateBlock | Instruction
     try:
-        parsed = parse_instr(text) if text.lstrip().startswith(PREFIX) else parse(text)
+        if text.lstrip().startswith(PREFIX):
+            parsed = parse_instr(text, passthrough=not args.strict)
+        else:
+            parsed = parse(text)
     except ParseError as error:
         _say(f"plsp: error: {error}\n{error.excerpt()}", file=sys.stderr)
         return 1
@@ -260,6 +263,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parse_cmd.add_argument("text", help="S{...}S or INSTR:... text; '-' reads stdin")
     parse_cmd.add_argument("--json", action="store_true", help="print the structure")
+    parse_cmd.add_argument(
+        "--strict",
+        action="store_true",
+        help="a known INSTR: directive this middleware cannot read is an error, not a "
+        "warning with the directive passed through verbatim",
+    )
     parse_cmd.set_defaults(handler=_cmd_parse)
 
     check_cmd = commands.add_parser("check", help="verify every cycle of a trace offline")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from plsp.diagnostics import ParseWarning
+from plsp.diagnostics import ParseError, ParseWarning
 from plsp.syntax import Action, Log, Ref, Scanner, Str, Value, literal
 
 __all__ = [
@@ -315,7 +315,7 @@ def _read_directive(scanner: Scanner, *, in_branch: bool = False) -> Directive:
     return If(condition, then, _read_branch(scanner))
 
 
-def read_instr(scanner: Scanner) -> Instruction:
+def read_instr(scanner: Scanner, *, passthrough: bool = False) -> Instruction:
     """Read `INSTR:` and its directives, stopping before anything that is not a directive
     (so a prompt's instruction and state block can be read one after the other)."""
     scanner.skip_whitespace()
@@ -325,17 +325,43 @@ def read_instr(scanner: Scanner) -> Instruction:
         scanner.skip_whitespace()
         if scanner.peek() != "@":
             break
-        directive = _read_directive(scanner)
+        directive = _passed_through(scanner) if passthrough else _read_directive(scanner)
         scanner.skip_whitespace()
         scanner.expect(";", "';' after the directive")
         directives.append(directive)
     return Instruction(tuple(directives), tuple(scanner.warnings))
 
 
-def parse_instr(text: str) -> Instruction:
-    """Parse an `INSTR:` line: the prefix, then directives each ended by `;`."""
+def _passed_through(scanner: Scanner) -> Directive:
+    """A directive, or — when a known name's body is not this middleware's form (the seed's
+    illustrative `@upd:$t=val;`, `@if:cond? then:else;`) — the directive kept verbatim as an
+    opaque one with a positioned warning: the seed leaves the IMF to each middleware."""
+    start, warned = scanner.pos, len(scanner.warnings)
+    try:
+        return _read_directive(scanner)
+    except ParseError as error:
+        del scanner.warnings[warned:]  # the failed reading's own warnings do not apply
+        scanner.pos = start + 1
+        name = scanner.read_name("a directive name after '@'")
+        scanner.skip_whitespace()
+        if scanner.peek() != ":":
+            raise
+        scanner.pos += 1
+        body = _read_opaque_body(scanner)
+        scanner.warn(
+            f"@{name} is not in this middleware's form ({error.message}): passed through "
+            "verbatim, not applied",
+            start,
+        )
+        return Opaque(name, body)
+
+
+def parse_instr(text: str, *, passthrough: bool = False) -> Instruction:
+    """Parse an `INSTR:` line: the prefix, then directives each ended by `;`. With
+    ``passthrough`` a known directive that does not parse is kept verbatim with a warning
+    (the seed's IMF is "not rigidly defined"); otherwise it is a positioned error."""
     scanner = Scanner(text)
-    instruction = read_instr(scanner)
+    instruction = read_instr(scanner, passthrough=passthrough)
     if not scanner.at_end():
         raise scanner.unexpected("a directive (@name:...)")
     return instruction

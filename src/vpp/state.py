@@ -182,6 +182,24 @@ class Expectation:
         return self.after.cycle
 
     @property
+    def cycles(self) -> tuple[int, ...]:
+        """The `Cycle` values a reply's footer may show. One, except for a plain `!<c>` in
+        1.4: its two published examples answer it at the current cycle
+        (`sample-transcript-1.md`) and at the next (`end-to-end.md`), and 1.4 says no more,
+        so both are accepted and the value shown is carried forward (1.5 fixes the first)."""
+        command, cycle = self.command, self.after.cycle
+        if (
+            self.version == "1.4"
+            and command.ok
+            and command.tag == "c"
+            and not command.has("incorrect")
+            and not command.has("correct")
+            and not _restarts(command, self.before)
+        ):
+            return (cycle, min(CYCLE_LIMIT, cycle + 1)) if cycle < CYCLE_LIMIT else (cycle,)
+        return (cycle,)
+
+    @property
     def locus(self) -> str:
         return self.after.locus
 
@@ -194,12 +212,13 @@ class Expectation:
         return self.before.count(tag or self.reply_tag) + 1
 
     def next_state(
-        self, reply_tag: str | None = None, locus: str | None = None
+        self, reply_tag: str | None = None, locus: str | None = None, cycle: int | None = None
     ) -> ConversationState:
         """State after a reply tagged `reply_tag` (one of `reply_tags`).
 
         In 1.4 the locus name is free-form, so the name the reply's footer gave is
-        carried forward; 1.5 names loci deterministically and ignores it.
+        carried forward; 1.5 names loci deterministically and ignores it. A footer's
+        `cycle` is carried forward where the protocol allows more than one (`cycles`).
         """
         tag = reply_tag or self.reply_tag
         if tag not in self.reply_tags:
@@ -209,6 +228,8 @@ class Expectation:
             state = replace(state, loop_closed=tag == "o_f")
         if locus and self.version == "1.4" and "|" not in locus and "]" not in locus:
             state = replace(state, locus=locus)
+        if cycle is not None and cycle != state.cycle and cycle in self.cycles:
+            state = replace(state, cycle=cycle)
         return state
 
 

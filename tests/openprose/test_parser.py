@@ -616,9 +616,19 @@ def test_every_independent_error_is_reported() -> None:
 
 
 def test_broken_header_still_checks_its_block() -> None:
-    result = parse_text('loop until bad:\n  session "x\n  session "ok"\nsession "after"\n')
+    result = parse_text('for in items:\n  session "x\n  session "ok"\nsession "after"\n')
     assert [(d.code, d.line) for d in result.diagnostics] == [("E004", 1), ("E001", 2)]
     assert isinstance(result.program.body[0], n.Invalid)
+    assert result.program.body[-1] == session("after")
+
+
+def test_a_condition_without_asterisks_is_one_error_and_the_loop_still_parses() -> None:
+    result = parse_text('loop until bad:\n  session "x\n  session "ok"\nsession "after"\n')
+    assert [(d.code, d.line) for d in result.diagnostics] == [("E004", 1), ("E001", 2)]
+    loop = result.program.body[0]
+    assert isinstance(loop, n.Loop) and loop.condition == n.Discretion(
+        span=loop.condition.span, text="bad", triple=False
+    )
     assert result.program.body[-1] == session("after")
 
 
@@ -896,3 +906,117 @@ def test_block_under_a_broken_agent_or_session_header_is_checked_as_properties()
         ("E004", 1, 9),
         ("E004", 3, 13),
     ]
+
+
+# --- real programs beyond the grammar: one diagnostic a problem, and the fix -----------------
+
+
+def _fixed(text: str, *, unsafe: bool = False) -> str:
+    from openprose.fixes import fix_source
+    from openprose.source import SourceFile
+
+    return fix_source(SourceFile.from_text(text), unsafe=unsafe).text
+
+
+def test_properties_indented_under_a_property_move_out_to_its_column() -> None:
+    text = 'session "a"\n  prompt: "p"\n    context: []\n    retry: 2\nsession "b"\n'
+    (found,) = parse_text(text).diagnostics
+    assert (found.code, found.line) == ("E104", 3) and found.fix and found.fix.safe
+    assert _fixed(text) == 'session "a"\n  prompt: "p"\n  context: []\n  retry: 2\nsession "b"\n'
+
+
+def test_no_dedent_fix_when_a_string_of_the_run_spans_lines() -> None:
+    text = 'session "a"\n  context: []\n    prompt: """\n    x\n    """\n'
+    (found,) = parse_text(text).diagnostics
+    assert found.code == "E104" and found.fix is None
+
+
+@pytest.mark.parametrize(
+    ("text", "keyword", "condition"),
+    [
+        ('if depth <= 0:\n  session "a"\n', "if", "depth <= 0"),
+        ('if **short** or n < 1:\n  session "a"\n', "if", "short or n < 1"),
+        ('if **a**:\n  session "a"\nelif j > i:\n  session "b"\n', "elif", "j > i"),
+        ('loop until done (max: 3):\n  session "a"\n', "until", "done"),
+        ('loop while n < 3 as i:\n  session "a"\n', "while", "n < 3"),
+        ('choice best one:\n  option "x":\n    session "a"\n', "choice", "best one"),
+    ],
+)
+def test_a_condition_without_asterisks_is_one_error_with_the_discretion_fix(
+    text: str, keyword: str, condition: str
+) -> None:
+    (found,) = [d for d in parse_text(text).diagnostics]
+    assert found.code == "E004" and f"`{keyword}`" in found.message
+    assert found.fix is not None and not found.fix.safe
+    assert f"**{condition}**" in _fixed(text, unsafe=True)
+    assert parse_text(_fixed(text, unsafe=True)).ok
+
+
+def test_output_without_a_name_is_one_error_and_its_properties_are_not_statements() -> None:
+    text = 'block f(x):\n  output session "a"\n    context: x\n    retry: 2\n  output x\n'
+    assert diags(text) == [("E023", 2, 10), ("E023", 5, 10)]
+    body = parse_text(text).program.body[0].body  # type: ignore[attr-defined]
+    assert all(isinstance(s, n.Invalid) for s in body)
+    assert diags('output = session "a"\n') == []  # the checker's E023, not the parser's
+
+
+def test_a_keyed_context_object_is_one_error_with_the_names_fix() -> None:
+    text = 'let a = session "x"\nsession "y"\n  context: { draft: a, notes: a }\n'
+    (found,) = parse_text(text).diagnostics
+    assert found.code == "E004" and (found.line, found.column) == (3, 12)
+    assert "context: { a, a }" in _fixed(text, unsafe=True)
+    assert _fixed(text) == text
+
+
+def test_properties_under_a_broken_line_are_checked_as_properties() -> None:
+    text = 'let x = session: writer extra\n  prompt: "p"\n  context: []\n'
+    assert [d.code for d in parse_text(text).diagnostics] == ["E004"]
+
+
+def test_early_forms_are_one_error_each_with_a_safe_fix_and_parse_as_meant() -> None:
+    text = (
+        'session "Merge":\n  context: []\n'
+        'session "Call" (retry: 3, backoff: linear)\n'
+        'repeat 2: session "Again"\n'
+    )
+    found = parse_text(text).diagnostics
+    assert [(d.code, d.line) for d in found] == [("E004", 1), ("E004", 3), ("E004", 4)]
+    assert all(d.fix is not None and d.fix.safe for d in found)
+    merge, call, again = parse_text(text).program.body
+    assert [p.name.id for p in merge.properties] == ["context"]  # type: ignore[attr-defined]
+    assert [p.name.id for p in call.properties] == ["retry", "backoff"]  # type: ignore[attr-defined]
+    assert isinstance(again, n.Repeat) and again.body == (session("Again"),)
+    assert _fixed(text) == (
+        'session "Merge"\n  context: []\n'
+        'session "Call"\n  retry: 3\n  backoff: linear\n'
+        'repeat 2:\n  session "Again"\n'
+    )
+
+
+def test_no_inline_body_fix_when_a_block_follows_or_the_statement_is_incomplete() -> None:
+    assert [d.fix for d in parse_text('if **a**: session "x"\n  context: []\n').diagnostics]
+    assert all(d.fix is None for d in parse_text("repeat 2: let x =\n").diagnostics)
+    with_block = parse_text('session "x" (retry: 2)\n  context: []\n').diagnostics
+    assert [(d.code, d.fix) for d in with_block] == [("E004", None)]
+
+
+def test_a_choice_with_bare_statements_reports_the_form_once() -> None:
+    text = 'choice **which is better**:\n  session "A"\n  session "B"\n  session "C"\n'
+    assert diags(text) == [("E004", 2, 3)]
+
+
+def test_statements_nested_on_one_header_line_stop_at_the_nesting_limit() -> None:
+    # `repeat 1: repeat 1: …` nests like indented blocks: bounded, never a RecursionError
+    for count in (50, 5_000):
+        result = parse_text("repeat 1: " * count + 'session "x"\n')
+        assert result.diagnostics and {d.code for d in result.diagnostics} == {"E004"}
+
+
+def test_a_block_may_set_its_recursion_limit() -> None:
+    # reference VM, "Recursion Depth Limits": block process(chunk, depth) (max_depth: 50):
+    (block,) = ok('block process(chunk, depth) (max_depth: 50):\n  session "x"\n')
+    assert isinstance(block, n.BlockDef) and [p.id for p in block.params] == ["chunk", "depth"]
+    (mod,) = block.modifiers
+    assert mod.name is not None and mod.name.id == "max_depth" and mod.value.value == 50  # type: ignore[attr-defined]
+    (bare,) = ok('block tidy (max_depth: 2):\n  session "x"\n')
+    assert isinstance(bare, n.BlockDef) and bare.params == () and len(bare.modifiers) == 1

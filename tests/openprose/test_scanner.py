@@ -155,6 +155,52 @@ def test_tabs_are_a_diagnostic() -> None:
     assert codes('session "a\tb"\n') == []  # a tab inside a string is content
 
 
+def test_a_blank_or_comment_line_may_hold_tabs() -> None:
+    # nothing on the line is indented, so there is no indentation to get wrong
+    assert codes('do:\n  session "a"\n\t\n  \t \n\t# note\n  session "b"\n') == []
+    assert kinds('do:\n  session "a"\n\t\n  session "b"\n') == kinds(
+        'do:\n  session "a"\n\n  session "b"\n'
+    )
+
+
+def _tab_fixes(text: str) -> list[tuple[str, bool]]:
+    found = scan(SourceFile.from_text(text)).diagnostics
+    return [(e.text, d.fix.safe) for d in found if d.fix for e in d.fix.edits]
+
+
+def test_tabs_fix_to_four_spaces_a_tab_safely_only_in_a_tab_indented_file() -> None:
+    # four columns a tab is the width the layout used, so the fix keeps the structure
+    assert _tab_fixes('do:\n\tsession "a"\n\t\tcontext: []\n') == [
+        ("    ", True),
+        ("        ", True),
+    ]
+    # a file that also indents with spaces: the tab's width is a guess, offered only
+    assert _tab_fixes('do:\n  session "a"\n\tsession "b"\n') == [("    ", False)]
+
+
+def test_spaces_after_opening_triple_quotes_are_not_text() -> None:
+    assert codes('session """  \t\nline\n"""\n') == []
+    assert string_value('session """   \nline\n"""\n').value == "line\n"
+    assert string_value('session """  \r\nline\r\n"""\r\n').value == "line\n"
+    assert codes('session """  text\n"""\n') == [("E106", 1, 9)]
+
+
+def test_a_name_with_letters_outside_ascii_is_one_error_and_one_name() -> None:
+    found = scan(SourceFile.from_text('let résumé = session "a"\n')).diagnostics
+    assert [(d.code, d.column) for d in found] == [("E102", 5)]
+    assert "`résumé`" in found[0].message and "`resume`" in found[0].help
+    assert kinds("let résumé = x\n")[:3] == ["let", NAME, "="]
+    assert codes("let ascii_start_é = x\n") == [("E102", 1, 5)]
+    assert codes("let café-bar = x\n") == [("E102", 1, 5)]
+    # symbols are still single bad characters
+    assert codes('let x = session "a" « \n')[0][0] == "E102"
+
+
+def test_operator_characters_say_the_grammar_has_none() -> None:
+    (found,) = scan(SourceFile.from_text("let x = depth + 1\n")).diagnostics
+    assert found.code == "E102" and "no operators" in found.message
+
+
 def test_crlf_and_lf_give_the_same_tokens() -> None:
     text = 'agent a:\n  model: sonnet\nsession """\nx\n"""\n'
 
@@ -304,3 +350,11 @@ def test_megabyte_strings_scan_in_bounded_memory() -> None:
             tracemalloc.stop()
         assert tokens[1][0] == kind
         assert peak < 20 * len(text), (kind, peak)
+
+
+def test_a_name_followed_by_a_non_ascii_symbol_is_still_a_name() -> None:
+    # `try→`, `a✓`: the symbol is the bad character, not the name before it
+    assert kinds("try→\n")[:1] == ["try"]
+    assert [(d.code, d.column) for d in scan(SourceFile.from_text("a✓\n")).diagnostics] == [
+        ("E102", 2)
+    ]

@@ -389,3 +389,12 @@ def test_parse_neutralises_terminal_escapes(capsys: pytest.CaptureFixture[str]) 
     assert "\\x1b[31m" in out
     main(["parse", 'S{ $a = "\x1b]0;title\x07" }S'])
     assert "\x1b" not in capsys.readouterr().err
+
+
+def test_parse_reads_the_seeds_example_instruction(capsys: pytest.CaptureFixture[str]) -> None:
+    seed = 'INSTR: @set:$p="run"; @upd:$t=val; @if:cond? then:else; @sig:!act;'
+    code, out, err = run(capsys, "parse", seed)
+    assert (code, out) == (0, 'INSTR:@set:$p="run";@upd:$t=val;@if:cond? then:else;@sig:!act;\n')
+    assert err.count("passed through verbatim") == 2
+    code, out, err = run(capsys, "parse", "--strict", seed)
+    assert code == 1 and "column 31" in err

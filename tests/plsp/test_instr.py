@@ -172,3 +172,44 @@ def test_fuzz_after_prefix_never_crashes(text: str) -> None:
         parse_instr("INSTR:" + text)
     except ParseError:
         pass
+
+
+SEED_EXAMPLE = 'INSTR: @set:$p="run"; @upd:$t=val; @if:cond? then:else; @sig:!act;'
+
+
+def test_the_seeds_illustrative_instruction_passes_through_with_warnings() -> None:
+    # seed §2/§3: "Examples: INSTR: @set:$p="run"; @upd:$t=val; ..." — the IMF "is flexible
+    # and defined by the Middleware implementation", so what ours cannot read is kept verbatim
+    instr = parse_instr(SEED_EXAMPLE, passthrough=True)
+    assert instr.directives[0] == Set("p", Str("run"))
+    assert instr.directives[1:3] == (Opaque("upd", "$t=val"), Opaque("if", "cond? then:else"))
+    assert instr.directives[3].dumps() == "@sig:!act"
+    assert [(w.column, w.message.split(" (")[0]) for w in instr.warnings] == [
+        (23, "@upd is not in this middleware's form"),
+        (36, "@if is not in this middleware's form"),
+    ]
+    assert parse_instr(instr.dumps(), passthrough=True) == instr
+    with pytest.raises(ParseError) as caught:
+        parse_instr(SEED_EXAMPLE)  # strict by default: loop files and policies keep errors
+    assert caught.value.column == 31
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "INSTR: @set:$var=value;",
+        "INSTR: @upd:$var=value;",
+        "INSTR: @fetch:source,$destVar;",
+        "INSTR: @if:condition? true_directives : false_directives;",
+        "INSTR: @sig:!action,param;",
+    ],
+)
+def test_every_illustrative_structure_of_the_seed_reads(text: str) -> None:
+    parse_instr(text, passthrough=True)
+
+
+def test_passthrough_keeps_real_errors_outside_a_directive_body() -> None:
+    with pytest.raises(ParseError, match="';' after the directive"):
+        parse_instr("INSTR: @set:$a=1 @set:$b=2;", passthrough=True)
+    with pytest.raises(ParseError, match="unterminated string"):
+        parse_instr('INSTR: @upd:"open;', passthrough=True)

@@ -106,7 +106,7 @@ def test_o_f_without_index_is_not_read_as_o() -> None:
 @pytest.mark.parametrize(
     ("variant", "code"),
     [
-        (CANONICAL.replace("Sources=none", "Sources=preprint-2024-02"), "footer-sources-invalid"),
+        (CANONICAL.replace("Sources=none", "Sources=pre print"), "footer-sources-invalid"),
         (CANONICAL.replace("Tag=q_1", "Tag=e_1"), "footer-tag-invalid"),
         (CANONICAL.replace("Tag=q_1", "Tag=q_0"), "footer-tag-invalid"),
         (CANONICAL.replace("Assumptions=0", "Assumptions=two"), "footer-assumptions-invalid"),
@@ -192,3 +192,16 @@ def test_lenient_parser_never_crashes(text: str) -> None:
     candidate = "[Version=" + text
     footer = parse_footer(candidate)
     assert footer.raw == candidate.strip()
+
+
+def test_a_1_4_source_label_as_the_seed_writes_it_is_cosmetic() -> None:
+    # seed 000: `Sources=<...>`, examples `Sources=preprint-2024-02`, `Sources=prior-cycle`
+    for label in ("preprint-2024-02", "prior-cycle"):
+        footer = parse_footer(CANONICAL.replace("Sources=none", f"Sources={label}"))
+        assert footer.sources == label
+        assert [(d.code, d.cosmetic) for d in footer.deviations] == [("footer-sources-label", True)]
+    # 1.5 is exact: none or web
+    v15 = CANONICAL.replace("Version=v1.4", "Version=v1.5").replace(
+        "Sources=none", "Sources=prior-cycle"
+    )
+    assert "footer-sources-invalid" in [d.code for d in parse_footer(v15, "1.5").deviations]

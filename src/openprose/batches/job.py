@@ -64,7 +64,7 @@ class CaseRunner:
     """Runs jobs of one batch; `open` checks the program and opens the provider once."""
 
     def __init__(self, spec: BatchSpec) -> None:
-        from openprose.cli.run import UsageError
+        from openprose.cli.opening import UsageError
         from openprose.launch import RunError, check_text, open_run
 
         self.spec = spec

@@ -11,24 +11,19 @@ from openprose.checker.bindings import check_context
 from openprose.checker.state import AgentInfo, Checker, Handler, Persist, span_of
 from openprose.diagnostics import Edit, Fix
 from openprose.suggest import closest, did_you_mean
-from openprose.vocabulary import BACKOFFS, MODELS, PERMISSION_VALUES
+from openprose.vocabulary import (
+    AGENT_PROPERTIES,
+    BACKOFFS,
+    MODELS,
+    PERMISSION_VALUES,
+    SESSION_PROPERTIES,
+)
 
 Where = Literal["agent", "session"]
 
 PERSIST_SCOPES: dict[str, Persist] = {"true": "true", "project": "project", "user": "user"}
 PATTERN_PERMISSIONS = frozenset({"read", "write", "execute"})
 SWITCH_PERMISSIONS = frozenset({"bash", "network"})
-AGENT_PROPERTIES = (
-    "model",
-    "prompt",
-    "persist",
-    "skills",
-    "permissions",
-    "context",
-    "retry",
-    "backoff",
-)
-SESSION_PROPERTIES = ("model", "prompt", "context", "retry", "backoff")
 LONG_PROMPT = 10_000
 MAX_QUIET_RETRIES = 10
 

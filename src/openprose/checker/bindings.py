@@ -224,6 +224,8 @@ def _move_input_fix(ck: Checker, node: n.Input) -> Fix | None:
     text = ck.source_text
     if first is None or not text:
         return None
+    if any(type(part) is not str for part in node.description.parts):
+        return None  # `{name}` in the description would then be read before it is bound
     start = text.rfind("\n", 0, node.span.start) + 1
     end = text.find("\n", node.span.end)
     end = len(text) if end == -1 else end + 1
@@ -278,10 +280,37 @@ def check_context(ck: Checker, value: n.Expr | n.PermissionsBlock) -> None:
         _context_ref(ck, value)
     elif isinstance(value, n.ObjectContext):
         _object(ck, value)
+    elif isinstance(value, n.PermissionsBlock):
+        _context_block(ck, value)
     elif not isinstance(value, n.Invalid):
         ck.emit(
             "E143", span_of(value), "Context must be a variable, an array of variables or { a, b }"
         )
+
+
+def _context_block(ck: Checker, block: n.PermissionsBlock) -> None:
+    """`context:` with `file: PATH` lines under it (published programs write this): the
+    grammar's context is names on the property's own line. One E143; when every line's value
+    is a name, the unsafe fix lists them (`context: [a, b]`) — the `file:` hint is lost."""
+    names = [rule.value for rule in block.rules if isinstance(rule.value, n.Name)]
+    fix = None
+    if names and len(names) == len(block.rules) and ck.source_text:
+        text = ck.source_text
+        line_start = text.rfind("\n", 0, block.span.start)
+        start = line_start if line_start > 0 and text[line_start - 1] != "\r" else line_start - 1
+        listed = " [" + ", ".join(name.id for name in names) + "]"
+        fix = Fix(
+            f"write `context:{listed}`",
+            (Edit(ck.span_at(max(start, 0), block.span.end), listed),),
+            safe=False,
+        )
+    ck.emit(
+        "E143",
+        span_of(block),
+        "`context:` takes names on its own line, not a block of `key: value` lines",
+        help="list the variables: `context: [a, b]` (bind a path or text to a variable first)",
+        fix=fix,
+    )
 
 
 def _context_ref(ck: Checker, ref: n.Name | n.Attribute) -> None:

@@ -35,12 +35,42 @@ def register_block(ck: Checker, node: n.BlockDef) -> None:
 def _block_def(ck: Checker, node: n.BlockDef) -> None:
     if ck.depth:  # top-level blocks were registered before the walk (hoisting)
         register_block(ck, node)
+    _block_modifiers(ck, node.modifiers)
     scope = ck.scope
     scope.open_block()
     for param in node.params:
         bind_scoped(ck, param.id, param.span, "param", "W142")
     ck.body(node.body)
     scope.close_block()
+
+
+def _block_modifiers(ck: Checker, modifiers: tuple[n.Modifier, ...]) -> None:
+    """`(max_depth: N)`, the one block modifier (the reference VM's "Recursion Depth
+    Limits: Configure per-block"): a whole number from 1."""
+    seen = False
+    for modifier in modifiers:
+        if modifier.name is None or modifier.name.id != "max_depth":
+            shown = modifier.name.id if modifier.name else "a positional value"
+            ck.emit(
+                "E168",
+                modifier.span,
+                f"Unknown block modifier {shown!r}: a block takes (max_depth: N)",
+                help="write (max_depth: N), N a whole number from 1",
+            )
+        elif seen:
+            ck.emit("E168", modifier.span, "Modifier 'max_depth' already given")
+        else:
+            seen = True
+            value = modifier.value
+            if not (
+                isinstance(value, n.NumberLit) and isinstance(value.value, int) and value.value >= 1
+            ):
+                ck.emit(
+                    "E168",
+                    modifier.span,
+                    "max_depth must be a whole number from 1",
+                    help="write (max_depth: N), N a whole number from 1",
+                )
 
 
 def _do_call(ck: Checker, node: n.DoCall) -> None:

@@ -11,15 +11,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from openprose.cli.run import (
+from openprose.cli.opening import (
     UsageError,
-    add_offline_argument,
     fetch_policy,
     install_skills_or_fail,
     offline_wanted,
     parse_and_check,
     registry_base,
 )
+from openprose.cli.run import add_offline_argument
 
 USAGE_ERROR = 2
 OUTCOMES = {

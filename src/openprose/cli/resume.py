@@ -14,28 +14,30 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from openprose.cli.run import (
+from openprose.cli.opening import (
     BUDGET_KINDS,
     UsageError,
+    check_vm_setting,
+    cost_is_enforceable,
+    load_imports_or_fail,
+    offline_wanted,
+    open_provider_or_fail,
+    run_prices,
+    tool_runtime,
+)
+from openprose.cli.run import (
     add_budget_arguments,
     add_offline_argument,
     add_provider_arguments,
     add_trace_argument,
     budget_flags,
-    check_vm_setting,
-    cost_is_enforceable,
     guarded,
     hold_progress,
-    load_imports_or_fail,
-    offline_wanted,
-    open_provider_or_fail,
     open_tracer_or_fail,
     progress,
     report,
     run_async,
-    run_prices,
     shut_down,
-    tool_runtime,
 )
 
 

@@ -200,7 +200,7 @@ def token_count(usage: object, field: str) -> int:
     value = usage.get(field)
     if value is None:
         return 0
-    if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
         raise BadAnswer(f"usage.{field} is {shown(value)}, not a token count")
     return max(0, int(value))
 

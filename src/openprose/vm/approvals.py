@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 
 from openprose.vm.journal import read_journal
-from openprose.vm.toolloop import ToolTurns
+from openprose.vm.runtime import ToolTurns
 
 __all__ = ["ApprovalError", "decide_pending", "pending_requests"]
 

@@ -10,15 +10,15 @@ journal. `ROWS` is the one table of event -> message kinds; an event it does not
 writes nothing (`tests/openprose/vm/test_audit.py` checks every event the VM emits is
 listed).
 
-`AuditTrail` keeps the writing off the event loop: `add` appends the raw event to a list,
-and a background thread translates and writes whole batches (one `write` each), like the
-binding writer. A process killed before a flush loses only what the resume re-derives.
+`AuditTrail` keeps the writing off the event loop: `add` hands the raw event to the
+process's background writer (`openprose.vm.writer`, which writes binding files too), whose
+thread translates and writes whole batches (one `write` each). A process killed before a
+flush loses only what the resume re-derives.
 """
 
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -27,7 +27,7 @@ from typing import Any
 
 import orjson
 
-from openprose.vm.runstore import LoopWaiter, Waiter
+from openprose.vm.writer import shared_writer
 from vlp import PROTOCOL, VLPError, message_problems
 from vlp.validate import is_surely_valid
 
@@ -496,15 +496,13 @@ def written_count(path: Path) -> int:
 
 
 class AuditTrail:
-    """Writes one run's `audit.ndjson` from its events, in batches, on the process's audit
-    thread (one for every run: a batch runs thousands in one process)."""
-
-    FLUSH_INTERVAL = 0.05  # seconds a batch may gather events
+    """Writes one run's `audit.ndjson` from its events, in batches, on the process's
+    background writer (`openprose.vm.writer`; one thread for every run: a batch runs
+    thousands in one process)."""
 
     def __init__(self, path: Path, run_id: str, program: str) -> None:
         self.path = path
         self.translator = Translator(run_id, program)
-        self._pending: list[tuple[str, str, float, dict[str, Any]]] = []
         self.error: Exception | None = None
         self.batches = 0
 
@@ -524,7 +522,7 @@ class AuditTrail:
 
     def add(self, event: str, step: str, t: float, fields: dict[str, Any]) -> None:
         """Take one event (called by `Shared.emit`, on the event loop: kept to an append)."""
-        _drainer().add(self, (event, step, t, fields))
+        shared_writer().put(AuditTrail._flush, self, (event, step, t, fields))
 
     def _flush(self, batch: list[tuple[str, str, float, dict[str, Any]]]) -> None:
         translator = self.translator
@@ -547,86 +545,8 @@ class AuditTrail:
 
     def close(self) -> None:
         """Return once every event added so far is written."""
-        done = threading.Event()
-        if _drainer().register(self, done):
-            done.wait()
+        shared_writer().flush()
 
     async def aclose(self) -> None:
         """`close` for a coroutine, without holding a thread while it waits."""
-        done = LoopWaiter()
-        if _drainer().register(self, done):
-            await done
-
-
-class _Drainer:
-    """The process's audit thread: takes every trail's pending events each interval and
-    writes them; `flush(trail)` waits until that trail's events are on disk."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._wake = threading.Event()
-        self._hurry = threading.Event()
-        self._dirty: dict[int, AuditTrail] = {}
-        self._writing: set[int] = set()
-        self._waiters: dict[int, list[Waiter]] = {}
-        self._thread: threading.Thread | None = None
-
-    def add(self, trail: AuditTrail, item: tuple[str, str, float, dict[str, Any]]) -> None:
-        with self._lock:
-            trail._pending.append(item)
-            if id(trail) in self._dirty:
-                return  # due to be taken with this batch
-            self._dirty[id(trail)] = trail
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._drain, name="prose-audit", daemon=True)
-                self._thread.start()
-        self._wake.set()
-
-    def register(self, trail: AuditTrail, done: Waiter) -> bool:
-        """Set `done` once `trail`'s events added so far are written; False (never set)
-        when nothing of it is pending."""
-        key = id(trail)
-        with self._lock:
-            if key not in self._dirty and key not in self._writing:
-                return False
-            self._waiters.setdefault(key, []).append(done)
-        self._hurry.set()
-        self._wake.set()
-        return True
-
-    def _drain(self) -> None:
-        while True:
-            self._wake.wait()
-            self._hurry.wait(AuditTrail.FLUSH_INTERVAL)
-            with self._lock:
-                self._wake.clear()
-                self._hurry.clear()
-                taken = [(t, t._pending) for t in self._dirty.values()]
-                for trail, _ in taken:
-                    trail._pending = []
-                self._dirty = {}
-                self._writing = {id(t) for t, _ in taken}
-            for trail, batch in taken:
-                trail._flush(batch)
-            with self._lock:
-                self._writing = set()
-                released = [
-                    waiter
-                    for key in list(self._waiters)
-                    if key not in self._dirty
-                    for waiter in self._waiters.pop(key)
-                ]
-            for waiter in released:
-                waiter.set()
-
-
-_the_drainer: _Drainer | None = None
-_drainer_lock = threading.Lock()
-
-
-def _drainer() -> _Drainer:
-    global _the_drainer
-    with _drainer_lock:
-        if _the_drainer is None:
-            _the_drainer = _Drainer()
-        return _the_drainer
+        await shared_writer().aflush()

@@ -299,10 +299,10 @@ class Interpreter:
         block = self.blocks.get(stmt.name.id)
         if block is None:
             raise ProseRuntimeError(f"undefined block {stmt.name.id!r}", where=self._where(stmt))
-        if ctx.depth + 1 > self.config.max_depth:
+        limit = _max_depth(block) or self.config.max_depth
+        if ctx.depth + 1 > limit:
             raise ProseRuntimeError(
-                f"RecursionLimitExceeded: block {block.name.id!r} exceeded max depth "
-                f"{self.config.max_depth}",
+                f"RecursionLimitExceeded: block {block.name.id!r} exceeded max depth {limit}",
                 where=self._where(stmt),
             )
         args = [await self.eval(a, ctx, step) for a in stmt.args]
@@ -468,3 +468,19 @@ _KINDS: dict[type, str] = {
     n.Choice: "choice",
     n.If: "if",
 }
+
+
+def _max_depth(block: n.BlockDef) -> int | None:
+    """`block f(x) (max_depth: 50):`: the block's own recursion limit (reference VM,
+    "Recursion Depth Limits: Configure per-block"); the checker rejects other values."""
+    for modifier in block.modifiers:
+        value = modifier.value
+        if (
+            modifier.name is not None
+            and modifier.name.id == "max_depth"
+            and isinstance(value, n.NumberLit)
+            and type(value.value) is int
+            and value.value >= 1
+        ):
+            return value.value
+    return None

@@ -5,6 +5,12 @@ with SIGKILL loses nothing it had reported; durability against power loss comes 
 which one background task issues for whole batches (group commit): at most one fsync is in
 flight, and the next starts `COMMIT_INTERVAL` after the first event it covers, so a busy run
 pays one fsync per interval, not one per event, and the disk is not kept busy back to back.
+
+One kind of event may wait: a `session_started` says only that a call went out. Nothing
+resumes from it (a session without its `session_finished` is sent again either way), so it is
+held in memory and written with the next event that is written at once, or within
+`COMMIT_INTERVAL`. File order stays event order, and a busy fan-out makes one `write` per
+session instead of two; a kill loses at most the starts of calls that had not answered.
 """
 
 from __future__ import annotations
@@ -19,6 +25,9 @@ from typing import Any
 import orjson
 
 from openprose.providers.base import ModelRequest
+
+# Events whose loss in a crash changes nothing a resumed run does (see the module docstring).
+DEFERRABLE = frozenset({"session_started"})
 
 
 class Journal:
@@ -35,6 +44,9 @@ class Journal:
         if _ends_mid_line(self._fd):
             os.write(self._fd, b"\n")  # a crash tore the last line: start ours on a new one
         self._unsynced = 0
+        self._held: list[bytes] = []  # deferrable events not written yet, in order
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._timer: asyncio.TimerHandle | None = None  # writes what is held, when due
         self._wake: asyncio.Event | None = None
         self._syncer: asyncio.Task[None] | None = None
         self.fsyncs = 0
@@ -42,20 +54,46 @@ class Journal:
 
     def start(self) -> None:
         """Begin background group commits (needs a running event loop)."""
+        self._loop = asyncio.get_running_loop()
         if not self.durable:
             return
         self._wake = asyncio.Event()
         self._syncer = asyncio.create_task(self._sync_batches())
 
     def append(self, event: str, step: str = "", **fields: Any) -> float:
-        """Write one event; returns its time `t`."""
+        """Write one event (or hold a deferrable one); returns its time `t`."""
         t, line = encode_event(event, step, fields)
-        os.write(self._fd, line + b"\n")
+        line += b"\n"
         self.events += 1
+        if event in DEFERRABLE and self._loop is not None:
+            self._held.append(line)
+            if self._timer is None:  # one timer for many starts, not one each
+                self._timer = self._loop.call_later(self.COMMIT_INTERVAL, self._write_held_later)
+            return t
+        if self._held:
+            self._held.append(line)
+            self._write_held()
+        else:
+            self._write(line)
+        return t
+
+    def _write_held(self) -> None:
+        if self._held:
+            self._write(b"".join(self._held))
+            self._held = []
+
+    def _write_held_later(self) -> None:
+        self._timer = None
+        try:
+            self._write_held()
+        except OSError:  # kept: the next event written at once writes them or raises
+            pass
+
+    def _write(self, lines: bytes) -> None:
+        os.write(self._fd, lines)
         self._unsynced += 1
         if self._wake is not None:
             self._wake.set()
-        return t
 
     async def _sync_batches(self) -> None:
         assert self._wake is not None
@@ -70,6 +108,10 @@ class Journal:
                 self.fsyncs += 1
 
     async def close(self) -> None:
+        self._loop = None
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         if self._syncer is not None:
             self._syncer.cancel()
             try:
@@ -77,8 +119,9 @@ class Journal:
             except asyncio.CancelledError:
                 pass
             self._syncer = None
-        try:  # off the event loop: other runs of a batch go on meanwhile
-            if self.durable:
+        try:
+            self._write_held()
+            if self.durable:  # off the event loop: other runs of a batch go on meanwhile
                 await asyncio.get_running_loop().run_in_executor(None, os.fsync, self._fd)
                 self.fsyncs += 1
         finally:

@@ -11,12 +11,13 @@ reasons and token usage; the prompt and the answer (`gen_ai.system_instructions`
 Why spans are made here and not with `Tracer.start_span`: a fan-out makes two spans per
 session, and the SDK's span machinery (sampling, attribute cleaning, locks, context
 objects) costs tens of microseconds each, as much as the VM's whole work for a session.
-So a span is recorded as what it is — ids, times, attributes — and, when it ends, handed
-to the SDK's span processor as a finished `ReadableSpan`; exporting (batching, OTLP
-encoding, HTTP) is the SDK's own. Parents travel in a context variable, which asyncio
-tasks inherit: the branches of a `parallel:` and the items of a `pmap` are siblings under
-their statement's span. A run started inside a span of the embedding application joins
-its trace.
+So a span is recorded as what it is — ids, times, attributes — and, when it ends, either
+handed to a span processor given in Python as a finished `ReadableSpan` (tests, embedding
+applications), or — `prose run --trace`, a tracer from the environment — sent as a compact
+record to the export helper process (`ExportProcess`, `openprose.vm.otel_export`), which
+encodes and sends it. Parents travel in a context variable, which asyncio tasks inherit:
+the branches of a `parallel:` and the items of a `pmap` are siblings under their
+statement's span. A run started inside a span of the embedding application joins its trace.
 """
 
 from __future__ import annotations
@@ -25,12 +26,12 @@ import json
 import random
 import threading
 import time
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections import deque
+from collections.abc import Mapping
 from contextvars import ContextVar, Token
-from typing import Any
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Self
 
-import orjson
 from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
@@ -38,12 +39,21 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
-from openprose.providers.base import ModelRequest, ModelResponse
+from openprose.vm.otlp import SCOPE_NAME, Record, frame
+from openprose.vm.otlp_http import exporter_named, resource_from_environment
 
-SCOPE = InstrumentationScope("openprose")
+if TYPE_CHECKING:  # the export helper imports this module: it needs no provider code
+    from openprose.providers.base import ModelRequest, ModelResponse
+
+SCOPE = InstrumentationScope(SCOPE_NAME)
 CAPTURE_CONTENT = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 _SAMPLED = TraceFlags(TraceFlags.SAMPLED)
-_OK = Status(StatusCode.UNSET)
+# Kinds and status codes as their numbers: reading an enum member's `.value` costs more
+# than the rest of a span's bookkeeping.
+_INTERNAL = SpanKind.INTERNAL.value
+_CLIENT = SpanKind.CLIENT.value
+_UNSET = StatusCode.UNSET.value
+_ERROR = StatusCode.ERROR.value
 
 # The span the running code is inside: (trace id, span id); and the run's own span with
 # the token that restores the context at its end. Context variables, so that runs going on
@@ -59,36 +69,74 @@ def _new_id(bits: int) -> int:
 
 
 class _Open:
-    """A span being recorded: it becomes a `ReadableSpan` when it ends."""
+    """A span being recorded; as a context manager, the span the code inside runs in (a
+    class rather than a generator: a fan-out enters two per session)."""
 
     __slots__ = (
         "attributes",
-        "capture",
+        "code",
         "kind",
         "name",
         "parent",
         "span_id",
         "start",
-        "status",
+        "token",
         "trace_id",
+        "tracer",
+        "why",
     )
 
     def __init__(
-        self, name: str, parent: tuple[int, int] | None, attributes: dict[str, Any], kind: SpanKind
+        self,
+        tracer: OtelTracer,
+        name: str,
+        parent: tuple[int, int] | None,
+        attributes: dict[str, Any],
+        kind: int,
     ) -> None:
+        self.tracer = tracer
         self.name = name
         self.trace_id = parent[0] if parent else _new_id(128)
         self.parent = parent
         self.span_id = _new_id(64)
         self.attributes = attributes
-        self.kind = kind
-        self.status = _OK
-        self.capture = False  # a model call's answer text, when content capture is on
+        self.kind = kind  # a SpanKind value
+        self.code = _UNSET  # a StatusCode value, and its description:
+        self.why: str | None = None
+        self.token: Token[tuple[int, int] | None] | None = None
         self.start = time.time_ns()
+
+    def __enter__(self) -> Self:
+        self.token = _current.set((self.trace_id, self.span_id))
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        where: TracebackType | None,
+    ) -> None:
+        if error is not None and self.code == _UNSET:
+            self.failed(error)
+        if self.token is not None:
+            _current.reset(self.token)
+        self.tracer._end(self)
 
     def failed(self, error: BaseException) -> None:
         self.attributes["error.type"] = type(error).__name__
-        self.status = Status(StatusCode.ERROR, str(error) or type(error).__name__)
+        self.code, self.why = _ERROR, str(error) or type(error).__name__
+
+
+class _Call(_Open):
+    """A model call's span: no span starts inside one (a tool call's span is its
+    statement's child), so it is not made the current span — a fan-out saves a context
+    variable change per session."""
+
+    __slots__ = ("capture",)
+    capture: bool  # the answer's text goes in too (content capture)
+
+    def __enter__(self) -> Self:
+        return self  # no token: `__exit__` resets nothing
 
     def answered(self, response: ModelResponse) -> None:
         attributes = self.attributes
@@ -122,7 +170,10 @@ class OtelTracer:
     ) -> None:
         self.processor = processor
         self.export = export  # spans go to this helper process instead of `processor`
-        self.resource = resource or Resource.create({"service.name": "openprose"})
+        # The helper process makes its own resource (from the environment it is given).
+        self.resource = resource
+        if processor is not None and resource is None:
+            self.resource = Resource.create({"service.name": SCOPE_NAME})
         self.capture = capture_content
         self.owned = owned  # made here (from the environment): shut down after the run
         self._tools: dict[tuple[str, object, object], _Open] = {}
@@ -144,14 +195,14 @@ class OtelTracer:
         if self.export is not None:
             self.export.send(span, end)
             return
-        assert self.processor is not None
+        assert self.processor is not None and self.resource is not None
         self.processor.on_end(
             readable(
                 span.name,
                 (span.trace_id, span.span_id),
                 span.parent,
-                span.kind,
-                span.status,
+                SpanKind(span.kind),
+                Status(StatusCode(span.code), span.why),
                 span.start,
                 end,
                 span.attributes,
@@ -159,21 +210,8 @@ class OtelTracer:
             )
         )
 
-    @contextmanager
-    def _span(
-        self, name: str, attributes: dict[str, Any], kind: SpanKind = SpanKind.INTERNAL
-    ) -> Iterator[_Open]:
-        span = _Open(name, _current.get(), attributes, kind)
-        token = _current.set((span.trace_id, span.span_id))
-        try:
-            yield span
-        except BaseException as error:
-            if span.status is _OK:
-                span.failed(error)
-            raise
-        finally:
-            _current.reset(token)
-            self._end(span)
+    def _span(self, name: str, attributes: dict[str, Any], kind: int = _INTERNAL) -> _Open:
+        return _Open(self, name, _current.get(), attributes, kind)
 
     # --- the run -------------------------------------------------------------------------
 
@@ -188,6 +226,7 @@ class OtelTracer:
             if ambient.is_valid:
                 parent = (ambient.trace_id, ambient.span_id)
         span = _Open(
+            self,
             f"prose run {program}",
             parent,
             {
@@ -195,7 +234,7 @@ class OtelTracer:
                 "prose.program": program,
                 "prose.run.resumed": resumed_from is not None and parent is not None,
             },
-            SpanKind.INTERNAL,
+            _INTERNAL,
         )
         _run.set((span, _current.set((span.trace_id, span.span_id))))
         return {"trace_id": f"{span.trace_id:032x}", "span_id": f"{span.span_id:016x}"}
@@ -207,17 +246,16 @@ class OtelTracer:
         span, token = running
         span.attributes["prose.run.status"] = status
         if status != "succeeded":
-            span.status = Status(StatusCode.ERROR, error or status)
+            span.code, span.why = _ERROR, error or status
         _current.reset(token)
         _run.set(None)
         self._end(span)
 
     # --- statements and calls ------------------------------------------------------------
 
-    def statement(self, kind: str, step: str, path: str, line: int) -> Any:
+    def statement(self, kind: str, step: str, path: str, line: int) -> _Open:
         return self._span(kind, {"prose.step": step, "code.filepath": path, "code.lineno": line})
 
-    @contextmanager
     def model_call(
         self,
         step: str,
@@ -227,7 +265,7 @@ class OtelTracer:
         provider: str,
         kind: str,
         attempt: int,
-    ) -> Iterator[_Open]:
+    ) -> _Call:
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "chat",
             "gen_ai.provider.name": provider,
@@ -253,9 +291,9 @@ class OtelTracer:
                 ],
                 ensure_ascii=False,
             )
-        with self._span(f"chat {request.model}", attributes, SpanKind.CLIENT) as span:
-            span.capture = self.capture
-            yield span
+        span = _Call(self, f"chat {request.model}", _current.get(), attributes, _CLIENT)
+        span.capture = self.capture
+        return span
 
     def on_event(self, event: str, step: str, fields: dict[str, Any]) -> None:
         """Tool calls (journaled by the tool loop) as `execute_tool` spans."""
@@ -263,6 +301,7 @@ class OtelTracer:
             call = fields.get("call") or {}
             name = str(call.get("name") or "tool")
             self._tools[(step, fields.get("turn"), fields.get("index"))] = _Open(
+                self,
                 f"execute_tool {name}",
                 _current.get(),
                 {
@@ -271,13 +310,13 @@ class OtelTracer:
                     "gen_ai.tool.call.id": str(call.get("id") or ""),
                     "prose.step": step,
                 },
-                SpanKind.INTERNAL,
+                _INTERNAL,
             )
         elif event == "tool_result":
             span = self._tools.pop((step, fields.get("turn"), fields.get("index")), None)
             if span is not None:
                 if fields.get("is_error"):
-                    span.status = Status(StatusCode.ERROR, str(fields.get("content", ""))[:200])
+                    span.code, span.why = _ERROR, str(fields.get("content", ""))[:200]
                 self._end(span)
 
     def shutdown(self) -> None:
@@ -290,6 +329,23 @@ class OtelTracer:
             self.processor.shutdown()
         elif self.processor is not None:
             self.processor.force_flush()
+
+
+def span_of(record: Record, resource: Resource) -> ReadableSpan:
+    """A record (`openprose.vm.otlp.Record`) as the SDK's processors and exporters take it."""
+    name, trace_hex, span_id, parent, kind, code, why, start, end, attributes = record
+    trace_id = int(trace_hex, 16)
+    return readable(
+        name,
+        (trace_id, span_id),
+        None if parent is None else (trace_id, parent),
+        SpanKind(kind),
+        Status(StatusCode(code), why),
+        start,
+        end,
+        dict(attributes),
+        resource,
+    )
 
 
 def readable(
@@ -320,21 +376,10 @@ def readable(
     )
 
 
-def exporter_named(env: Mapping[str, str]) -> str:
-    """`otlp` (the default) or `console`, from `OTEL_TRACES_EXPORTER`; ValueError otherwise."""
-    chosen = (env.get("OTEL_TRACES_EXPORTER") or "otlp").split(",")[0].strip().lower()
-    if chosen not in ("otlp", "console"):
-        raise ValueError(
-            f"OTEL_TRACES_EXPORTER={chosen!r} is not supported here (use otlp or console)"
-        )
-    return chosen
-
-
 def processor_from_environment(env: Mapping[str, str]) -> tuple[SpanProcessor, Resource]:
     """The exporter named by `OTEL_TRACES_EXPORTER` (`otlp`, the default, is OTLP/HTTP to
-    `OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT`; `console` prints spans to stderr), batched;
-    the service is `OTEL_SERVICE_NAME` (default `openprose`). ValueError for an exporter
-    we cannot honour."""
+    `OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT`; `console` prints spans to stderr), batched.
+    ValueError for an exporter we cannot honour."""
     chosen = exporter_named(env)
     exporter: SpanExporter
     if chosen == "console":
@@ -350,14 +395,26 @@ def processor_from_environment(env: Mapping[str, str]) -> tuple[SpanProcessor, R
     # A fan-out ends thousands of spans at once: the SDK's default queue (2,048) would drop
     # most of them before the exporter thread wakes.
     queue = int(env.get("OTEL_BSP_MAX_QUEUE_SIZE") or 65536)
-    resource = Resource.create({"service.name": env.get("OTEL_SERVICE_NAME") or "openprose"})
-    return BatchSpanProcessor(exporter, max_queue_size=queue), resource
+    return BatchSpanProcessor(exporter, max_queue_size=queue), resource_from_environment(env)
+
+
+def _widen(pipe: Any) -> None:
+    """A 1 MiB pipe (Linux; the default is 64 KiB), so that a batch is written in one go
+    rather than in turns with the helper reading it."""
+    try:
+        import fcntl
+
+        fcntl.fcntl(pipe.fileno(), fcntl.F_SETPIPE_SZ, 1 << 20)
+    except (ImportError, AttributeError, OSError):
+        pass
 
 
 class ExportProcess:
-    """The helper process that exports a run's spans: each finished span is one JSON line
-    on its stdin, written in batches by a thread; at the end (or when this process dies)
-    its stdin closes and it exports what it holds and exits."""
+    """The helper process that exports a run's spans (`openprose.vm.otel_export`): each
+    finished span is a record (`openprose.vm.otlp.Record`) appended to a deque; a thread
+    writes what has gathered to the helper's stdin as one frame every 50 ms; at the end
+    (or when this process dies) its stdin closes and the helper exports what it holds and
+    exits."""
 
     FLUSH_INTERVAL = 0.05  # seconds
 
@@ -370,42 +427,43 @@ class ExportProcess:
             stdin=subprocess.PIPE,
             env=dict(env),
         )
-        self._lines: list[bytes] = []
-        self._lock = threading.Lock()
+        _widen(self.process.stdin)
+        self._records: deque[tuple[Any, ...]] = deque()  # appended and popped atomically
+        self._traces: dict[int, str] = {}  # trace id -> its hex form (one per run, mostly)
         self._wake = threading.Event()
-        self._closing = False
         self._thread = threading.Thread(target=self._drain, name="prose-otel", daemon=True)
         self._thread.start()
 
     def send(self, span: _Open, end: int) -> None:
-        parent = span.parent
-        line = orjson.dumps(
-            (
-                span.name,
-                f"{span.trace_id:032x}",
-                f"{span.span_id:016x}",
-                None if parent is None else f"{parent[1]:016x}",
-                span.kind.value,
-                span.status.status_code.value,
-                span.status.description,
-                span.start,
-                end,
-                span.attributes,
-            )
+        trace = self._traces.get(span.trace_id)
+        if trace is None:
+            if len(self._traces) > 1024:
+                self._traces.clear()
+            trace = self._traces[span.trace_id] = f"{span.trace_id:032x}"
+        record = (
+            span.name,
+            trace,
+            span.span_id,
+            None if span.parent is None else span.parent[1],
+            span.kind,
+            span.code,
+            span.why,
+            span.start,
+            end,
+            span.attributes,
         )
-        with self._lock:
-            self._lines.append(line)
+        self._records.append(record)
 
     def _drain(self) -> None:
         stdin = self.process.stdin
         assert stdin is not None
         while True:
             closing = self._wake.wait(self.FLUSH_INTERVAL)
-            with self._lock:
-                lines, self._lines = self._lines, []
+            pending = self._records
+            records = [pending.popleft() for _ in range(len(pending))]
             try:
-                if lines:
-                    stdin.write(b"\n".join(lines) + b"\n")
+                if records:
+                    stdin.write(frame(records))
                     stdin.flush()
             except OSError:
                 return  # the helper is gone: nothing more can be exported

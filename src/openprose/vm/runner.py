@@ -32,9 +32,9 @@ from openprose.vm.runtime import (
     Replay,
     RunStats,
     Shared,
+    ToolRuntime,
     VMConfig,
 )
-from openprose.vm.toolloop import ToolRuntime
 from openprose.vm.tools.approvals import ApprovalPending, RecordedApprover
 from openprose.vm.values import Value, to_json
 

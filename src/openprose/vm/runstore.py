@@ -11,17 +11,17 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-import threading
 import time
-from collections.abc import Callable, Generator
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import orjson
 
 from openprose.files import write_bytes_atomically
 from openprose.locks import FileLock, LockHeld, try_lock
+from openprose.vm.writer import shared_writer
 
 RUNS_DIR = Path(".prose") / "runs"
 
@@ -106,147 +106,11 @@ def _dump_json(value: Any) -> bytes:
     return orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS) + b"\n"
 
 
-class Waiter(Protocol):
-    def set(self) -> None: ...
-
-
-class LoopWaiter:
-    """An awaitable a writer thread wakes with `set()` (as it would a `threading.Event`)."""
-
-    def __init__(self) -> None:
-        self._loop = asyncio.get_running_loop()
-        self._future: asyncio.Future[None] = self._loop.create_future()
-
-    def set(self) -> None:
-        self._loop.call_soon_threadsafe(self._resolve)
-
-    def _resolve(self) -> None:
-        if not self._future.done():
-            self._future.set_result(None)
-
-    def __await__(self) -> Generator[Any, None, None]:
-        return self._future.__await__()
-
-
-class BindingWriter:
-    """Writes binding files on a background thread, each atomically (temp + rename), never
-    fsynced: bindings are views of the journal (a resume rewrites them).
-
-    Creating a file costs ext4 0.05-1 ms of kernel time here, so it stays off the event
-    loop. `put` only records the latest text per path; the first `put` after a flush wakes
-    the thread, which waits `FLUSH_INTERVAL` so that a burst of bindings costs one wake-up
-    and a name rewritten many times (`draft = session ...` in a loop) is written once per
-    flush, with its latest value. `flush` waits until everything put so far is written;
-    `close` flushes at once and waits for the thread.
-
-    Run stores share one writer per process (`shared_binding_writer`): a batch runs
-    thousands of runs in one process, and a thread per run cost more than the runs did.
-    """
-
-    FLUSH_INTERVAL = 0.005  # seconds
-
-    def __init__(self, thread_name: str = "prose-bindings") -> None:
-        self._pending: dict[Path, str] = {}
-        self._lock = threading.Lock()
-        self._wake = threading.Event()
-        self._hurry = threading.Event()  # set by flush/close: write without the interval
-        self._signalled = False
-        self._closing = False
-        self._writing = False
-        self._next_waiters: list[Waiter] = []  # freed by the batch taking _pending
-        self._writing_waiters: list[Waiter] = []  # freed by the batch in progress
-        self._thread: threading.Thread | None = None
-        self._thread_name = thread_name
-        self.flushes = 0
-        self.files = 0
-        self.error: OSError | None = None
-
-    def put(self, path: Path, text: str) -> None:
-        with self._lock:
-            self._pending[path] = text
-            if self._signalled:
-                return  # the thread is already due to take this batch
-            self._signalled = True
-            if self._thread is None:
-                self._thread = threading.Thread(
-                    target=self._drain, name=self._thread_name, daemon=True
-                )
-                self._thread.start()
-        self._wake.set()
-
-    def flush(self) -> None:
-        """Return once every binding put before this call is on disk."""
-        done = threading.Event()
-        if self._register(done):
-            done.wait()
-
-    async def aflush(self) -> None:
-        """`flush` for a coroutine: waits without holding a thread (a batch closes
-        thousands of runs; a blocked worker thread each would starve the pool)."""
-        done = LoopWaiter()
-        if self._register(done):
-            await done
-
-    def _register(self, waiter: Waiter) -> bool:
-        """Queue `waiter` to be set once what is pending now is written; False when
-        nothing is pending (then it is never set)."""
-        with self._lock:
-            if not self._pending and not self._writing:
-                return False
-            (self._next_waiters if self._pending else self._writing_waiters).append(waiter)
-        self._hurry.set()
-        self._wake.set()
-        return True
-
-    def _drain(self) -> None:
-        while True:
-            self._wake.wait()
-            self._hurry.wait(self.FLUSH_INTERVAL)
-            with self._lock:
-                self._wake.clear()
-                self._hurry.clear()
-                self._signalled = False
-                batch, self._pending = self._pending, {}
-                waiters, self._next_waiters = self._next_waiters, []
-                self._writing = True
-            for path, text in batch.items():
-                try:
-                    write_bytes_atomically(path, text.encode("utf-8"))
-                except OSError as error:  # reported by close(); the journal has the value
-                    self.error = error
-            self.flushes += 1
-            self.files += len(batch)
-            with self._lock:
-                self._writing = False
-                waiters += self._writing_waiters
-                self._writing_waiters = []
-                finished = self._closing and not self._pending
-            for waiter in waiters:
-                waiter.set()
-            if finished:
-                return
-
-    def close(self) -> None:
-        with self._lock:
-            self._closing = True
-            thread = self._thread
-        self._hurry.set()
-        self._wake.set()
-        if thread is not None:
-            thread.join()
-
-
-_shared_writer: BindingWriter | None = None
-_shared_writer_lock = threading.Lock()
-
-
-def shared_binding_writer() -> BindingWriter:
-    """The process's binding writer (its thread starts with the first binding)."""
-    global _shared_writer
-    with _shared_writer_lock:
-        if _shared_writer is None:
-            _shared_writer = BindingWriter("prose-bindings-shared")
-        return _shared_writer
+def _write_binding(path: Path, texts: list[str]) -> None:
+    """On the writer thread: the latest text of a binding (a name rewritten many times in
+    one batch, `draft = session ...` in a loop, is written once), atomically (temp +
+    rename), never fsynced: bindings are views of the journal (a resume rewrites them)."""
+    write_bytes_atomically(path, texts[-1].encode("utf-8"))
 
 
 def state_header(run_id: str, program_name: str) -> str:
@@ -270,7 +134,7 @@ class RunStore:
         self.imports = root / "imports"
         self._state: Any = None
         self._meta: dict[str, Any] | None = None  # run.json as last written by this process
-        self._writer = shared_binding_writer()
+        self._writer = shared_writer()
         self._run_lock: FileLock | None = None
 
     @classmethod
@@ -391,7 +255,7 @@ class RunStore:
     def _write_view(self, name: str, text: str) -> None:
         """A file that only shows what the journal holds (a binding): written soon, unsynced.
         `name` is relative to the run folder."""
-        self._writer.put(self.root / name, text)
+        self._writer.put(_write_binding, self.root / name, text)
 
     def write_outputs(self, outputs: dict[str, Any]) -> None:
         write_bytes_atomically(self.root / "outputs.json", _dump_json(outputs))
@@ -408,7 +272,7 @@ class RunStore:
         await asyncio.to_thread(work)
 
     async def aflush(self) -> None:
-        """Wait until this process's pending binding files are written."""
+        """Wait until this process's pending binding files (and audit batches) are written."""
         await self._writer.aflush()
 
     def close(self) -> None:

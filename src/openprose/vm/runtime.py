@@ -16,7 +16,7 @@ from openprose.providers.base import ModelResponse, Provider
 from openprose.providers.prices import Prices
 from openprose.vm.journal import Journal
 from openprose.vm.prompts import DEFAULT_CONTEXT_BUDGET, DEFAULT_HISTORY_ITEMS
-from openprose.vm.toolloop import DEFAULT_MAX_TURNS, ToolRuntime, ToolTurns
+from openprose.vm.tools.approvals import Approver, NobodyApprover
 
 if TYPE_CHECKING:
     from openprose.providers.settings import ProviderSettings
@@ -28,6 +28,48 @@ Observer = Callable[[str, str, dict[str, Any]], None]
 # Model calls a run may make unless told otherwise: enough for real programs, a stop for a
 # `loop:` that never ends (docs/decisions.md, issue 20 runtime).
 DEFAULT_MAX_SESSIONS = 1000
+
+
+DEFAULT_MAX_TURNS = 20  # model turns of one session's tool loop
+
+
+@dataclass(slots=True)
+class ToolTurns:
+    """What an earlier attempt at this run journaled for tool loops, by step."""
+
+    results: dict[tuple[str, int, int], dict[str, Any]] = field(default_factory=dict)
+    answers: dict[str, str] = field(default_factory=dict)  # approval id -> once | run | deny
+    grants: set[tuple[str, str]] = field(default_factory=set)  # allowed for the run
+    pending: dict[str, dict[str, Any]] = field(default_factory=dict)  # asked, unanswered
+    skills: dict[str, dict[str, Any]] = field(default_factory=dict)  # skill_loaded, by name
+
+    def add(self, event: Mapping[str, Any]) -> None:
+        kind, step = event.get("ev"), str(event.get("step", ""))
+        if kind == "skill_loaded" and "instructions" in event:
+            self.skills[str(event["name"])] = dict(event)
+        elif kind == "tool_result":
+            self.results[(step, int(event["turn"]), int(event["index"]))] = dict(event)
+        elif kind == "approval_requested":
+            self.pending[str(event["id"])] = dict(event)
+        elif kind == "permission" and event.get("scope") == "run":
+            self.grants.add((str(event["kind"]), str(event["action"])))
+        elif kind == "approval_decided":
+            answer = str(event["answer"])
+            self.answers[str(event["id"])] = answer
+            self.pending.pop(str(event["id"]), None)
+            if answer == "run" and event.get("kind") and event.get("action") is not None:
+                self.grants.add((str(event["kind"]), str(event["action"])))
+
+
+@dataclass(slots=True)
+class ToolRuntime:
+    """What every tool session of one run shares: who answers `prompt` permissions, the
+    project's default permissions (`prose.toml` `[permissions]`), and what was allowed for
+    the rest of the run."""
+
+    approver: Approver = field(default_factory=NobodyApprover)
+    default_permissions: Mapping[str, Any] = field(default_factory=dict)
+    grants: set[tuple[str, str]] = field(default_factory=set)
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,6 +269,11 @@ class Shared:
     anon_names: int = 0
     memory_locks: dict[Path, asyncio.Lock] = field(default_factory=dict)  # one per memory folder
     tools: ToolRuntime = field(default_factory=ToolRuntime)
+    # The observer's streaming hook, looked up once (not per call: observers may be fan-outs).
+    _answer_text: Any = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._answer_text = getattr(self.observer, "answer_text", None)
 
     def emit(self, event: str, step: str, **fields: Any) -> None:
         t = self.journal.append(event, step, **fields)
@@ -243,10 +290,12 @@ class Shared:
         over; its `watches(step)`, when it has one, may decline a session it would not show.
         Nothing of it reaches the journal, which records whole answers; without such an
         observer the call is made unstreamed."""
-        show = getattr(self.observer, "answer_text", None)
+        show = self._answer_text
+        if show is None:
+            return _NOTHING_WATCHED
         watches = getattr(self.observer, "watches", None)
-        if show is None or (watches is not None and not watches(step)):
-            return nullcontext()
+        if watches is not None and not watches(step):
+            return _NOTHING_WATCHED
         from openprose.providers.streaming import stream_text_to
 
         restarted = getattr(self.observer, "answer_restarted", None)
@@ -254,3 +303,6 @@ class Shared:
             lambda text: show(step, text),
             on_restart=None if restarted is None else lambda: restarted(step),
         )
+
+
+_NOTHING_WATCHED = nullcontext()  # reusable: it holds no state

@@ -21,14 +21,11 @@ from openprose.vm.frame import Ctx
 from openprose.vm.prompts import NO_TASK, user_message
 from openprose.vm.runstore import RunStore
 from openprose.vm.runtime import AgentSpec, Shared
-from openprose.vm.toolloop import ToolLoopExhausted, run_tool_loop, tool_system_prompt, turn_step
-from openprose.vm.tools.permissions import Permissions
-from openprose.vm.tools.skills import Skill
-from openprose.vm.tools.toolbox import Toolbox, ToolLimits
 from openprose.vm.values import Value
 
 if TYPE_CHECKING:
     from openprose.vm.memory import AgentMemory
+    from openprose.vm.tools.skills import Skill
 
 _BACKOFFS = ("none", "linear", "exponential")
 
@@ -160,6 +157,16 @@ class Sessions:
         backoff: str,
         label: str | None,
     ) -> str:
+        # Imported here: a program whose agents have no tools never loads the tool machinery.
+        from openprose.vm.toolloop import (
+            ToolLoopExhausted,
+            run_tool_loop,
+            tool_system_prompt,
+            turn_step,
+        )
+        from openprose.vm.tools.permissions import Permissions
+        from openprose.vm.tools.toolbox import Toolbox, ToolLimits
+
         shared = self.shared
         toolbox = Toolbox(
             shared.project_dir,

@@ -15,25 +15,21 @@ order the model gave, so "write then read back" means what it says.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from openprose.providers.base import Message, ModelRequest, ModelResponse, ToolCall, ToolResult
-from openprose.vm.tools.approvals import ApprovalPending, Approver, NobodyApprover
+from openprose.vm.runtime import ToolTurns
+from openprose.vm.tools.approvals import ApprovalPending
 from openprose.vm.tools.toolbox import Toolbox
 
 __all__ = [
-    "DEFAULT_MAX_TURNS",
     "ToolLoopExhausted",
-    "ToolRuntime",
-    "ToolTurns",
     "run_tool_loop",
     "tool_system_prompt",
     "turn_step",
 ]
 
-DEFAULT_MAX_TURNS = 20
 MUTATING = frozenset({"write_file", "edit_file", "run_command"})
 
 Emit = Callable[..., None]
@@ -44,45 +40,6 @@ Send = Callable[[ModelRequest, int, int | None], Awaitable[ModelResponse]]
 
 class ToolLoopExhausted(Exception):
     """The model still asked for tools after the turn limit."""
-
-
-@dataclass(slots=True)
-class ToolTurns:
-    """What an earlier attempt at this run journaled for tool loops, by step."""
-
-    results: dict[tuple[str, int, int], dict[str, Any]] = field(default_factory=dict)
-    answers: dict[str, str] = field(default_factory=dict)  # approval id -> once | run | deny
-    grants: set[tuple[str, str]] = field(default_factory=set)  # allowed for the run
-    pending: dict[str, dict[str, Any]] = field(default_factory=dict)  # asked, unanswered
-    skills: dict[str, dict[str, Any]] = field(default_factory=dict)  # skill_loaded, by name
-
-    def add(self, event: Mapping[str, Any]) -> None:
-        kind, step = event.get("ev"), str(event.get("step", ""))
-        if kind == "skill_loaded" and "instructions" in event:
-            self.skills[str(event["name"])] = dict(event)
-        elif kind == "tool_result":
-            self.results[(step, int(event["turn"]), int(event["index"]))] = dict(event)
-        elif kind == "approval_requested":
-            self.pending[str(event["id"])] = dict(event)
-        elif kind == "permission" and event.get("scope") == "run":
-            self.grants.add((str(event["kind"]), str(event["action"])))
-        elif kind == "approval_decided":
-            answer = str(event["answer"])
-            self.answers[str(event["id"])] = answer
-            self.pending.pop(str(event["id"]), None)
-            if answer == "run" and event.get("kind") and event.get("action") is not None:
-                self.grants.add((str(event["kind"]), str(event["action"])))
-
-
-@dataclass(slots=True)
-class ToolRuntime:
-    """What every tool session of one run shares: who answers `prompt` permissions, the
-    project's default permissions (`prose.toml` `[permissions]`), and what was allowed for
-    the rest of the run."""
-
-    approver: Approver = field(default_factory=NobodyApprover)
-    default_permissions: Mapping[str, Any] = field(default_factory=dict)
-    grants: set[tuple[str, str]] = field(default_factory=set)
 
 
 def turn_step(step: str, turn: int) -> str:

@@ -324,3 +324,39 @@ def test_program_call_arguments_as_the_grammar_writes_them(checked: Check) -> No
     assert [d for d in checked(source) if d.is_error] == []
     call = parse_text(source).program.body[1].value  # type: ignore[union-attr]
     assert [a.name.id for a in call.args] == ["topic", "depth"]
+
+
+def test_a_late_input_that_interpolates_earlier_results_is_not_moved(checked: Check) -> None:
+    # published "user checkpoint" style: the question shows what ran before it, so moving the
+    # input to the top would read names before they are bound (E022 stays, with no fix)
+    source = 'let plan = session "Plan"\ninput ok: """\n  Approve {plan}?\n"""\n'
+    (found,) = [d for d in checked(source) if d.code == "E022"]
+    assert found.fix is None
+    plain = 'let plan = session "Plan"\ninput ok: "Approve the plan?"\n'
+    (movable,) = [d for d in checked(plain) if d.code == "E022"]
+    assert movable.fix is not None and movable.fix.safe
+
+
+def test_a_block_of_file_lines_under_context_is_one_error_with_the_names_fix(
+    checked: Check,
+) -> None:
+    from openprose.fixes import fix_source
+    from openprose.source import SourceFile
+
+    source = (
+        'const a = "a.md"\nconst b = "b.md"\nsession "Improve"\n  context:\n'
+        "    file: a\n    file: b\n"
+    )
+    (found,) = checked(source)
+    assert (found.code, found.line) == ("E143", 5) and "block" in found.message
+    assert found.fix is not None and not found.fix.safe
+    fixed = fix_source(SourceFile.from_text(source), unsafe=True).text
+    assert fixed.endswith('session "Improve"\n  context: [a, b]\n')
+    (literal,) = checked('session "x"\n  context:\n    file: "a.md"\n')
+    assert literal.code == "E143" and literal.fix is None
+
+
+def test_block_modifiers_take_max_depth_only(checked: Check) -> None:
+    assert checked('block f(x) (max_depth: 50):\n  session "x"\ndo f("a")\n') == []
+    found = checked('block f (max_depth: 0, depth: 2):\n  session "x"\ndo f\n')
+    assert [d.code for d in found] == ["E168", "E168"]

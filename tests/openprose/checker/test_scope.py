@@ -166,7 +166,7 @@ def test_scope_decision(name: str, checked: Check) -> None:
         ('let y = session "a" "b"\nsession "{y}"\n', [("E004", 1, 21)]),
         ('let { p, q } =\nsession "{p} {q}"\n  context: [p, q]\n', [("E005", 1, 15)]),
         ("agent a\n  model: sonnet\nsession: a\n", [("E005", 1, 8)]),
-        ('block b(x:\n  session "x"\ndo b\n', [("E109", 1, 8), ("E004", 1, 10)]),
+        ('block b(x:\n  session "x"\ndo b\n', [("E109", 1, 8)]),
         ('use "@a/b" junk\nlet r = b(x: 1)\n', [("E004", 1, 12)]),
         # only the broken statement's own names are spared: `w` is still undefined
         ('do:\n  let z = session "a" "b"\nsession "{z} {w}"\n', [("E004", 2, 23), ("E141", 3, 14)]),

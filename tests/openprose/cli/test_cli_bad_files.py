@@ -62,9 +62,9 @@ def test_a_device_is_refused_where_a_file_is_expected(
 def test_inputs_larger_than_the_limit_are_refused(
     project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from openprose.cli import run
+    from openprose.cli import opening
 
-    monkeypatch.setattr(run, "INPUTS_LIMIT", 1000)
+    monkeypatch.setattr(opening, "INPUTS_LIMIT", 1000)
     (project / "in.json").write_text(json.dumps({"topic": "x" * 2000}))
     code, err = prose(capsys, *run_with())
     assert code == 2 and "in.json: larger than the 1,000 bytes limit" in err
@@ -76,9 +76,9 @@ def test_an_endless_pipe_stops_at_the_limit(
     """A FIFO is read (`--inputs <(generate)`), but never past the limit."""
     import threading
 
-    from openprose.cli import run
+    from openprose.cli import opening
 
-    monkeypatch.setattr(run, "INPUTS_LIMIT", 64 * 1024)
+    monkeypatch.setattr(opening, "INPUTS_LIMIT", 64 * 1024)
     fifo = project / "endless"
     os.mkfifo(fifo)
     stop = threading.Event()

@@ -513,7 +513,7 @@ def test_ambiguous_run_prefix_lists_candidates_for_resume_and_show(
 
 
 def test_a_run_that_may_use_the_local_model_caps_the_context_budget(tmp_path: Path) -> None:
-    from openprose.cli.run import local_budget, vm_config
+    from openprose.cli.opening import local_budget, vm_config
     from openprose.providers import ProviderSettings
     from openprose.providers.settings import LOCAL_CONTEXT_BUDGET
     from openprose.vm.runner import VMConfig
@@ -531,3 +531,16 @@ def test_a_run_that_may_use_the_local_model_caps_the_context_budget(tmp_path: Pa
     # A budget the user wrote down wins: they may run a bigger local window themselves.
     (tmp_path / "prose.toml").write_text("[vm]\ncontext_budget = 50000\n")
     assert vm_config(tmp_path, 4, None, LOCAL_CONTEXT_BUDGET).context_budget == 50000
+
+
+def test_a_run_collects_garbage_less_often_and_restores_the_collector() -> None:
+    import gc
+
+    from openprose.cli.run import YOUNG_COLLECTION_EVERY, lean_collector
+
+    before = gc.get_threshold()
+    with lean_collector():
+        assert gc.get_threshold() == (YOUNG_COLLECTION_EVERY, *before[1:])
+        assert gc.get_freeze_count() > 0  # start-up's objects are out of the collector's way
+    assert gc.get_threshold() == before
+    assert gc.get_freeze_count() == 0

@@ -114,6 +114,42 @@ def test_bad_project_default_is_a_usage_error(
     assert "[permissions] bash must be allow, deny, prompt" in capsys.readouterr().err
 
 
+TOOL_MACHINERY = (
+    "openprose.vm.toolloop",
+    "openprose.vm.tools.toolbox",
+    "openprose.vm.tools.sandbox",
+    "openprose.vm.tools.web",
+)
+
+
+def _loaded_tool_modules(project: Path, program: str, rules: str) -> tuple[int, list[str]]:
+    """`prose run PROGRAM` in a fresh interpreter: its status and which of the tool loop's
+    modules it loaded."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from openprose.cli import main\n"
+        f"status = main(['run', {program!r}, '--provider', 'scripted:{rules}', '--json'])\n"
+        f"print(status, sorted(m for m in {TOOL_MACHINERY!r} if m in sys.modules))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=project, capture_output=True, text=True, check=True
+    )
+    status, _, loaded = done.stdout.strip().splitlines()[-1].partition(" ")
+    return int(status), json.loads(loaded.replace("'", '"'))
+
+
+def test_a_program_without_tools_never_loads_the_tool_loop(project: Path) -> None:
+    (project / "plain.prose").write_text('session "Say hello"\n')
+    (project / "plain.json").write_text(json.dumps({"rules": [{"match": "hello", "answer": "hi"}]}))
+    assert _loaded_tool_modules(project, "plain.prose", "plain.json") == (0, [])
+    # The same check sees the modules when an agent does have tools (it waits for approval).
+    status, loaded = _loaded_tool_modules(project, "main.prose", "rules.json")
+    assert status == 4 and "openprose.vm.toolloop" in loaded
+
+
 def test_a_command_refused_for_want_of_a_sandbox_is_journaled_and_shown(
     project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

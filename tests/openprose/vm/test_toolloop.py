@@ -6,7 +6,8 @@ import asyncio
 from typing import Any
 
 from openprose.providers.base import Message, ModelRequest, ModelResponse, ToolCall
-from openprose.vm.toolloop import ToolTurns, run_tool_loop
+from openprose.vm.runtime import ToolTurns
+from openprose.vm.toolloop import run_tool_loop
 from openprose.vm.tools.toolbox import ToolOutcome
 
 

@@ -8,12 +8,10 @@ import json
 import os
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from dataclasses import replace
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 
@@ -28,6 +26,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
 from openprose.parser import parse_text
 from openprose.vm.otel import OtelTracer
 from openprose.vm.runner import resume_run, run_program
+from tests.support.otlp_collector import Collector, running_collector
 
 PROGRAM = """\
 parallel:
@@ -198,19 +197,28 @@ def test_tool_calls_become_execute_tool_spans(memory: Any) -> None:
     )
 
 
-class _Receiver(BaseHTTPRequestHandler):
-    bodies: ClassVar[list[bytes]] = []
-
-    def do_POST(self) -> None:
-        length = int(self.headers.get("content-length") or 0)
-        type(self).bodies.append(self.rfile.read(length))
-        self.send_response(200)
-        self.send_header("content-type", "application/x-protobuf")
-        self.send_header("content-length", "0")
-        self.end_headers()
-
-    def log_message(self, *args: Any) -> None:
-        return None
+def traced_prose_run(
+    tmp_path: Path, rules: str, env: dict[str, str], *flags: str
+) -> tuple[subprocess.CompletedProcess[str], Collector]:
+    """`prose run main.prose` (one session) in a fresh interpreter, its spans exported to a
+    loopback collector; `env` names the collector with `{url}`."""
+    (tmp_path / "rules.yaml").write_text(rules)
+    (tmp_path / "main.prose").write_text('session "hello"\n')
+    with running_collector() as collector:
+        environ = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+        environ.update({k: v.format(url=collector.url) for k, v in env.items()})
+        done = subprocess.run(
+            [sys.executable, "-m", "openprose.cli", "run", "main.prose", *flags]
+            + ["--provider", "scripted:rules.yaml"],
+            check=False,
+            cwd=tmp_path,
+            env=environ,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert "Traceback" not in done.stderr
+    return done, collector
 
 
 def test_prose_run_trace_exports_to_an_otlp_http_receiver(tmp_path: Path) -> None:
@@ -218,53 +226,33 @@ def test_prose_run_trace_exports_to_an_otlp_http_receiver(tmp_path: Path) -> Non
         ExportTraceServiceRequest,
     )
 
-    _Receiver.bodies = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Receiver)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        (tmp_path / "rules.yaml").write_text("rules: []\ndefault: fine\n")
-        (tmp_path / "main.prose").write_text('session "hello"\n')
-        env = {
-            **os.environ,
-            "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{server.server_port}",
-            "OTEL_SERVICE_NAME": "prose-test",
-        }
-        done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "openprose.cli",
-                "run",
-                "main.prose",
-                "--provider",
-                "scripted:rules.yaml",
-            ],
-            check=False,
-            cwd=tmp_path,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert done.returncode == 0, done.stderr
-    finally:
-        server.shutdown()
-    spans = []
-    services = set()
-    for body in _Receiver.bodies:
-        request = ExportTraceServiceRequest()
-        request.ParseFromString(body)
-        for resource_spans in request.resource_spans:
-            for attr in resource_spans.resource.attributes:
-                if attr.key == "service.name":
-                    services.add(attr.value.string_value)
-            for scope in resource_spans.scope_spans:
-                spans.extend(scope.spans)
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": "{url}", "OTEL_SERVICE_NAME": "prose-test"}
+    done, collector = traced_prose_run(tmp_path, "rules: []\ndefault: fine\n", env)
+    assert done.returncode == 0, done.stderr
+    services = {
+        attr.value.string_value
+        for received in collector.requests
+        for resource_spans in ExportTraceServiceRequest.FromString(received.body).resource_spans
+        for attr in resource_spans.resource.attributes
+        if attr.key == "service.name"
+    }
     assert services == {"prose-test"}
-    names = sorted(s.name for s in spans)
-    assert names == ["chat sonnet", "prose run main.prose", "session"]
+    spans = collector.spans()
+    assert sorted(s.name for s in spans) == ["chat sonnet", "prose run main.prose", "session"]
     assert len({s.trace_id for s in spans}) == 1
+
+
+def test_a_failing_prose_run_still_exports_every_span(tmp_path: Path) -> None:
+    """`prose run --trace` exiting with an error flushes its spans before it exits."""
+    rules = 'rules:\n  - match: "hello"\n    answer: "never"\n    failures: [error]\n'
+    env = {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "{url}/v1/traces"}
+    done, collector = traced_prose_run(tmp_path, rules, env, "--trace")
+    assert done.returncode == 1, done.stderr
+    spans = collector.spans()
+    assert sorted(s.name for s in spans) == ["chat sonnet", "prose run main.prose", "session"]
+    assert all(s.status.code == s.status.STATUS_CODE_ERROR for s in spans)
+    (call,) = [s for s in spans if s.name == "chat sonnet"]
+    assert "injected error failure" in call.status.message
 
 
 def test_no_part_of_the_sdk_loads_without_tracing(tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
-"""Every shipped example runs on a scripted provider whose one answer fits every judgment."""
+"""Every shipped example, and every program of the published-style conformance corpus, runs
+on a scripted provider whose one answer fits every judgment."""
 
 from __future__ import annotations
 
@@ -17,20 +18,40 @@ NEEDS_REGISTRY = {"program-composition.prose"}
 THROWS = {"error-handling.prose": "Precondition not met"}
 
 
-@pytest.mark.parametrize(
-    "name", sorted(p.name for p in EXAMPLES.glob("*.prose") if p.name not in NEEDS_REGISTRY)
-)
-def test_example_runs(vm: Any, name: str) -> None:
-    path = EXAMPLES / name
+def _run(vm: Any, folder: Path, name: str) -> Any:
+    """Run `folder/name` with every input given and its imports loaded."""
+    path = folder / name
     source = path.read_text()
     program = parse_text(source, str(path)).program
     inputs = {
         s.name.id: f"value of {s.name.id}" for s in program.body if type(s).__name__ == "Input"
     }
-    imports = load_imports(program, base_dir=EXAMPLES, project_dir=vm.project)
+    imports = load_imports(program, base_dir=folder, project_dir=vm.project)
     result = vm.run(source, vm.spy(default=UNIVERSAL), inputs=inputs, imports=imports, path=name)
+    assert vm.events(result, "session_finished")
+    return result
+
+
+@pytest.mark.parametrize(
+    "name", sorted(p.name for p in EXAMPLES.glob("*.prose") if p.name not in NEEDS_REGISTRY)
+)
+def test_example_runs(vm: Any, name: str) -> None:
+    result = _run(vm, EXAMPLES, name)
     if name in THROWS:
         assert result.status == "failed" and THROWS[name] in (result.error or "")
     else:
         assert result.status == "succeeded", result.error
-    assert vm.events(result, "session_finished")
+
+
+PUBLISHED = Path(__file__).resolve().parents[1] / "conformance" / "published_style"
+# Programs that call registry programs (`use "@handle/…"`) need the network to run.
+PUBLISHED_NEEDS_REGISTRY = {"02-use-input-output.prose", "13-program-calls.prose"}
+
+
+@pytest.mark.parametrize(
+    "name",
+    sorted(p.name for p in PUBLISHED.glob("*.prose") if p.name not in PUBLISHED_NEEDS_REGISTRY),
+)
+def test_published_style_program_runs(vm: Any, name: str) -> None:
+    result = _run(vm, PUBLISHED, name)
+    assert result.status == "succeeded", result.error

@@ -12,7 +12,8 @@ from typing import Any
 
 from openprose.files import write_atomically
 from openprose.vm.journal import Journal, read_journal
-from openprose.vm.runstore import BindingWriter, RunStore, find_run
+from openprose.vm.runstore import RunStore, _write_binding, find_run
+from openprose.vm.writer import BackgroundWriter
 
 
 def test_layout_bindings_and_outputs(vm: Any) -> None:
@@ -156,15 +157,15 @@ def test_binding_rewrites_coalesce_to_the_latest_value(vm: Any) -> None:
 
 
 def test_binding_writer_batches_puts_into_few_flushes(tmp_path: Path) -> None:
-    writer = BindingWriter()
+    writer = BackgroundWriter()
     for i in range(1000):
-        writer.put(tmp_path / f"b{i % 10}.md", f"value {i}\n")
+        writer.put(_write_binding, tmp_path / f"b{i % 10}.md", f"value {i}\n")
     time.sleep(writer.FLUSH_INTERVAL * 4)
-    writer.put(tmp_path / "late.md", "late\n")
+    writer.put(_write_binding, tmp_path / "late.md", "late\n")
     writer.close()
     assert writer.error is None
     assert writer.flushes <= 3  # not one wake-up per put
-    assert writer.files <= 11 + 10  # rewrites of one name coalesce
+    assert writer.writes <= 11 + 10  # rewrites of one name coalesce
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
         [f"b{i}.md" for i in range(10)] + ["late.md"]
     )
@@ -172,14 +173,39 @@ def test_binding_writer_batches_puts_into_few_flushes(tmp_path: Path) -> None:
 
 
 def test_binding_writer_close_flushes_at_once(tmp_path: Path) -> None:
-    writer = BindingWriter()
+    writer = BackgroundWriter("prose-writer-test")
     writer.FLUSH_INTERVAL = 60.0  # close must not wait for the interval
-    writer.put(tmp_path / "x.md", "x\n")
+    writer.put(_write_binding, tmp_path / "x.md", "x\n")
     started = time.monotonic()
     writer.close()
     assert time.monotonic() - started < 5
     assert (tmp_path / "x.md").read_text() == "x\n"
-    assert not any(t.name == "prose-bindings" for t in threading.enumerate())
+    assert not any(t.name == "prose-writer-test" for t in threading.enumerate())
+
+
+def test_one_writer_serves_bindings_and_audit_trails_in_put_order(tmp_path: Path) -> None:
+    """Two kinds of sink share the thread; each key's items arrive whole and in order, and
+    a failing sink is reported without stopping the others."""
+    seen: list[tuple[str, list[int]]] = []
+
+    def collect(key: str, items: list[int]) -> None:
+        seen.append((key, items))
+
+    def broken(key: str, items: list[int]) -> None:
+        raise OSError(28, "No space left on device")
+
+    writer = BackgroundWriter()
+    for i in range(6):
+        writer.put(collect, "trail", i)
+        writer.put(_write_binding, tmp_path / "b.md", f"v{i}\n")
+    writer.put(broken, "full", 0)
+    writer.flush()
+    assert seen == [("trail", [0, 1, 2, 3, 4, 5])]
+    assert (tmp_path / "b.md").read_text() == "v5\n"
+    assert writer.error is not None and writer.error.errno == 28
+    writer.put(collect, "trail", 6)
+    writer.close()
+    assert seen[-1] == ("trail", [6])
 
 
 def test_journal_group_commit_flushes_within_its_interval(tmp_path: Path) -> None:
@@ -206,3 +232,37 @@ def test_run_json_is_written_from_memory(vm: Any) -> None:
     assert meta["status"] == "succeeded" and meta["usage"]["requests_sent"] == 1
     assert meta["run_id"] == result.run_id and "started" in meta and "finished" in meta
     assert (result.run_dir / "run.json").read_text().startswith('{\n  "run_id": ')
+
+
+def test_journal_holds_a_start_until_the_next_event_and_keeps_file_order(tmp_path: Path) -> None:
+    path = tmp_path / "journal.jsonl"
+
+    async def scenario() -> tuple[list[str], list[str], list[str]]:
+        journal = Journal(path, durable=False)
+        journal.start()
+        journal.append("session_started", "1")
+        journal.append("session_started", "2")
+        held = [e["ev"] for e in read_journal(path)]  # nothing resumes from a start
+        journal.append("session_finished", "1")  # written at once, the starts before it
+        together = [f"{e['ev']}:{e['step']}" for e in read_journal(path)]
+        journal.append("session_started", "3")
+        await asyncio.sleep(journal.COMMIT_INTERVAL * 5)  # a lone start waits one interval
+        alone = [e["step"] for e in read_journal(path)]
+        journal.append("session_started", "4")
+        await journal.close()
+        return held, together, alone
+
+    held, together, alone = asyncio.run(scenario())
+    assert held == []
+    assert together == ["session_started:1", "session_started:2", "session_finished:1"]
+    assert alone == ["1", "2", "1", "3"]
+    assert [e["step"] for e in read_journal(path)][-1] == "4"  # close writes what is held
+    times = [e["t"] for e in read_journal(path)]
+    assert times == sorted(times)  # each event keeps the time it happened
+
+
+def test_journal_writes_every_event_at_once_without_an_event_loop(tmp_path: Path) -> None:
+    journal = Journal(tmp_path / "journal.jsonl", durable=False)  # not started
+    journal.append("session_started", "1")
+    assert [e["ev"] for e in read_journal(tmp_path / "journal.jsonl")] == ["session_started"]
+    asyncio.run(journal.close())

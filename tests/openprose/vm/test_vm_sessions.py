@@ -120,6 +120,19 @@ do forever(1)
     assert "main.prose:2:3" in (result.error or "")
 
 
+def test_a_block_s_own_max_depth_wins(vm: Any) -> None:
+    # reference VM: `block process(chunk, depth) (max_depth: 50):` configures one block
+    source = """block forever(n) (max_depth: 3):
+  session "round {n}"
+  do forever(n)
+do forever(1)
+"""
+    provider = vm.spy()
+    result = vm.run(source, provider, config=VMConfig(max_depth=50))
+    assert result.status == "failed" and "max depth 3" in (result.error or "")
+    assert len(provider.requests) == 3
+
+
 def test_recursive_calls_get_distinct_steps(vm: Any) -> None:
     provider = vm.spy()
     source = """block countdown(n):

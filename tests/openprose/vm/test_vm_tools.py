@@ -10,7 +10,7 @@ from typing import Any
 from openprose.parser import parse_text
 from openprose.providers import ScriptedProvider
 from openprose.vm.runner import VMConfig, resume_run, run_program
-from openprose.vm.toolloop import ToolRuntime
+from openprose.vm.runtime import ToolRuntime
 from openprose.vm.tools import PreApprover
 
 REVIEWER = """\

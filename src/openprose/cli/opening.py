@@ -1,0 +1,545 @@
+"""Opening a run from a user's settings: the program read and checked, its inputs, its
+imports, the provider, the VM settings, prices and the tool runtime — each a step that fails
+with a `UsageError` naming what to fix. `prose run`, `prose resume`, `prose batch` and the
+Python API (`openprose.launch`) all open runs with these.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+if TYPE_CHECKING:
+    from openprose.project import Project as ProjectInfo
+    from openprose.providers.base import Provider
+    from openprose.providers.settings import ProviderSettings
+
+STDIN = "-"  # a program or inputs read from standard input
+
+
+class UsageError(Exception):
+    """Reported on stderr as `prose: ...`; exit status 2. `diagnostics` (as `prose check
+    --format json` gives them) go into the `--json` object too."""
+
+    def __init__(self, message: str, diagnostics: list[dict[str, Any]] | None = None) -> None:
+        super().__init__(message)
+        self.diagnostics = diagnostics or []
+
+
+def launch_spec(spec: str | None, settings: ProviderSettings) -> str | None:
+    """The `--provider` value recorded for `prose resume`, with the `replay:`/`scripted:` file
+    made absolute (`scripted:rules.yaml` -> `scripted:/abs/rules.yaml`) so a resume from
+    elsewhere finds it. A replay run id or prefix is recorded as the journal it resolved to:
+    resolved again later, a prefix could match other runs, this one included."""
+    if spec is None:
+        return None
+    name, sep, path = spec.partition(":")
+    if sep and name in ("replay", "scripted") and path and settings.path is not None:
+        return f"{name}:{settings.path.resolve()}"
+    return spec
+
+
+def tool_runtime(project: Path, yes: bool, *, interactive: bool = True) -> Any:
+    """Who answers `prompt` permissions — `--yes`, else the person at the terminal, else
+    nobody (the run then waits for `prose approve`) — and the project's default permissions
+    (`[permissions]` of prose.toml). `interactive=False` (the Python API, batches) never
+    asks at a terminal."""
+    from openprose.vm.runtime import ToolRuntime
+    from openprose.vm.tools import NobodyApprover, PreApprover, TerminalApprover
+    from openprose.vm.tools.permissions import PermissionError_, validate_default
+
+    table = project_settings(project).get("permissions", {})
+    try:
+        default = validate_default(table, "prose.toml")
+    except PermissionError_ as error:
+        raise UsageError(str(error)) from None
+    approver: Any
+    if yes:
+        approver = PreApprover()
+    elif interactive and sys.stdin.isatty() and sys.stderr.isatty():
+        approver = TerminalApprover()
+    else:
+        approver = NobodyApprover()
+    return ToolRuntime(approver=approver, default_permissions=default)
+
+
+def parse_and_check(path: Path, project: Path, stream: TextIO) -> Any:
+    """The parse of `path` when it has no errors; otherwise its diagnostics are printed on
+    `stream` like `prose check` prints them, and a `UsageError` carrying them is raised."""
+    from openprose.checker import diagnose
+    from openprose.files import unreadable_reason
+    from openprose.parser import decode_source, parse, read_source
+
+    if str(path) == STDIN:
+        source, problems = decode_source(sys.stdin.buffer.read(), "<stdin>")
+    elif (reason := unreadable_reason(path)) is not None:
+        raise UsageError(f"{path}: {reason}")
+    else:
+        source, problems = read_source(path)
+    if source is None:
+        print_diagnostics(list(problems), None, stream)
+        raise UsageError(f"{path}: cannot be read", [d.to_dict() for d in problems])
+    parsed = parse(source)
+    diagnostics = diagnose(parsed, project)
+    errors = [d for d in diagnostics if d.is_error]
+    if errors:
+        print_diagnostics(diagnostics, source, stream)
+        raise UsageError(
+            f"{path}: {len(errors)} error(s); the program was not run",
+            [d.to_dict() for d in diagnostics],
+        )
+    if diagnostics:
+        print_diagnostics(diagnostics, source, sys.stderr)
+    return parsed
+
+
+def print_diagnostics(diagnostics: Any, source: Any, stream: Any) -> None:
+    """As `prose check` prints them (its module loads only when there is something to say)."""
+    from openprose.cli import check
+
+    check.print_diagnostics(list(diagnostics), source, stream)
+
+
+def project_settings(project: Path) -> dict[str, Any]:
+    """The OpenProse table of the project (see `read_config`), a bad file a usage error."""
+    from openprose.providers import ProviderConfigError
+    from openprose.providers.settings import read_config
+
+    try:
+        return read_config(project)[0]
+    except ProviderConfigError as error:
+        raise UsageError(str(error)) from None
+
+
+def local_budget(settings: ProviderSettings) -> int | None:
+    """The context budget cap of a run that may send to the embedded model, else None."""
+    from openprose.providers.settings import LOCAL_CONTEXT_BUDGET, providers_in_use
+
+    return LOCAL_CONTEXT_BUDGET if "local" in providers_in_use(settings) else None
+
+
+def vm_config(
+    project: Path,
+    max_concurrency: int,
+    evaluator: str | None,
+    budget_cap: int | None = None,
+    *,
+    budgets: dict[str, Any] | None = None,
+) -> Any:
+    """VM settings: the `[vm]` table of prose.toml (or `[tool.prose.vm]` in pyproject.toml),
+    e.g. `context_budget = 100000`, `retry_base_delay = 0.5`, `default_model = "haiku"`,
+    `max_sessions = 200`; command-line options (`budgets`: --max-sessions...) win. Without
+    a `context_budget` of the user's, `budget_cap` (the embedded model's window) lowers the
+    default."""
+    from dataclasses import fields, replace
+
+    from openprose.vm.runner import VMConfig
+
+    table = project_settings(project).get("vm", {})
+    if not isinstance(table, dict):
+        raise UsageError("the [vm] setting must be a table")
+    defaults = VMConfig()
+    if "max_concurrency" in table:
+        # One limit, owned by the provider settings (docs/decisions.md, VM section).
+        raise UsageError(
+            "max_concurrency is not a [vm] setting: write `max_concurrency = N` at the top "
+            "level of prose.toml (or pass --max-concurrency N)"
+        )
+    known = [f.name for f in fields(VMConfig) if f.name != "max_concurrency"]
+    unknown = sorted(set(table) - set(known))
+    if unknown:
+        raise UsageError(
+            f"unknown [vm] setting(s): {', '.join(unknown)}; known: {', '.join(known)}"
+        )
+    for key, value in table.items():
+        check_vm_setting(key, value, getattr(defaults, key))
+    config = replace(defaults, **table, max_concurrency=max_concurrency)
+    config = replace(config, **(budgets or {}))
+    if budget_cap is not None and "context_budget" not in table:
+        config = replace(config, context_budget=min(config.context_budget, budget_cap))
+    return replace(config, evaluator_model=evaluator) if evaluator else config
+
+
+def check_vm_setting(key: str, value: object, default: object) -> None:
+    """A [vm] value must have its default's type: true/false, text, or a positive number (an
+    integer where the default is one; `retry_base_delay` may also be 0)."""
+    if key in BUDGET_KINDS:
+        default = BUDGET_KINDS[key](1)
+    if isinstance(default, bool):  # before int: a bool is an int to Python
+        if not isinstance(value, bool):
+            raise UsageError(f"[vm] {key} must be true or false, got {value!r}")
+        return
+    if isinstance(default, str):
+        if not isinstance(value, str) or not value.strip():
+            raise UsageError(f"[vm] {key} must be a non-empty string, got {value!r}")
+        return
+    number = (int,) if isinstance(default, int) else (int, float)
+    if isinstance(value, bool) or not isinstance(value, number):
+        kind = "an integer" if isinstance(default, int) else "a number"
+        raise UsageError(f"[vm] {key} must be {kind}, got {value!r}")
+    from openprose.providers.settings import setting_out_of_range
+
+    problem = setting_out_of_range(value)
+    if problem:
+        raise UsageError(f"[vm] {key} {problem}")
+    if value < 0 or (value == 0 and key != "retry_base_delay"):
+        raise UsageError(f"[vm] {key} must be positive, got {value!r}")
+
+
+def run_prices(project: Path) -> Any:
+    """The price table: the packaged one, extended by `[prices]` of prose.toml."""
+    from openprose.providers import ProviderConfigError
+    from openprose.providers.prices import Prices
+
+    table = project_settings(project).get("prices")
+    if table is None:
+        return Prices.default()
+    try:
+        return Prices.default().extended(table)
+    except ProviderConfigError as error:
+        raise UsageError(str(error)) from None
+
+
+def cost_is_enforceable(program: Any, config: Any, settings: Any, prices: Any) -> None:
+    """`--max-cost` needs the price of every model the run may use: refuse it up front,
+    naming each model without one and how to give it, rather than run unguarded."""
+    if config.max_cost is None:
+        return
+    from openprose.providers import ProviderConfigError
+    from openprose.providers.settings import resolve_model
+    from openprose.vm.budget import models_named
+
+    missing = []
+    for alias in sorted(models_named(program, config)):
+        try:
+            provider, model = resolve_model(alias, settings)
+        except ProviderConfigError as error:
+            raise UsageError(str(error)) from None
+        if prices.price_of(model) is None:
+            shown = model if alias == model else f"{model} (alias {alias})"
+            missing.append((model, f"{provider}:{shown}"))
+    if missing:
+        names = ", ".join(shown for _, shown in missing)
+        first = missing[0][0]
+        raise UsageError(
+            f"--max-cost cannot be kept: no price for {names}; give each model a price in "
+            f'prose.toml, e.g. [prices."{first}"] input = 1.0 output = 5.0 (USD per million '
+            f"tokens), or drop --max-cost"
+        )
+
+
+def registry_base(project: Path) -> str:
+    """Where `use "@handle/slug"` is fetched from: `$PROSE_REGISTRY`, else `registry = "URL"`
+    in prose.toml (or `[tool.prose]`), else https://p.prose.md."""
+    from openprose.imports import DEFAULT_REGISTRY
+
+    configured = os.environ.get("PROSE_REGISTRY") or project_settings(project).get("registry")
+    if configured is None:
+        return DEFAULT_REGISTRY
+    if not isinstance(configured, str) or not configured.startswith(("http://", "https://")):
+        raise UsageError(f"registry must be an http(s):// URL, got {configured!r}")
+    return configured
+
+
+INPUTS_LIMIT = 64 * 1024 * 1024  # bytes of an --inputs file
+
+
+def read_inputs(pairs: list[str], json_file: str | None) -> dict[str, Any]:
+    inputs: dict[str, Any] = {}
+    if json_file:
+        data = _inputs_file(json_file)
+        if not isinstance(data, dict):
+            raise UsageError(f"--inputs {json_file}: expected a JSON object of inputs")
+        inputs.update(data)
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name.strip():
+            raise UsageError(f"bad --input {pair!r}: write NAME=VALUE")
+        inputs[name.strip()] = value
+    _recordable(inputs, f"--inputs {json_file}" if json_file else "--input")
+    return inputs
+
+
+def _recordable(inputs: dict[str, Any], where: str) -> None:
+    """Inputs are recorded in run.json: refuse what cannot be (a lone surrogate such as
+    `"\\udd89"`, which is not text; nesting deeper than the run record allows)."""
+    import orjson
+
+    try:
+        orjson.dumps(inputs)
+    except orjson.JSONEncodeError as error:
+        raise UsageError(f"{where}: cannot be recorded in the run: {error}") from None
+
+
+def _inputs_file(json_file: str) -> Any:
+    """The JSON value of an --inputs file; any problem is a usage error naming the file."""
+    from openprose.files import FileProblem, MiB, read_limited
+
+    try:
+        if json_file == STDIN:  # `--inputs -`
+            data = sys.stdin.buffer.read(INPUTS_LIMIT + 1)
+            if len(data) > INPUTS_LIMIT:
+                raise FileProblem(f"<stdin>: larger than the {INPUTS_LIMIT // MiB} MiB limit")
+        else:
+            data = read_limited(Path(json_file), INPUTS_LIMIT)
+        return json.loads(data.decode("utf-8"))
+    except FileProblem as problem:
+        raise UsageError(f"--inputs {problem}") from None
+    except UnicodeDecodeError as error:
+        raise UsageError(f"--inputs {json_file}: not UTF-8 (byte {error.start})") from None
+    except json.JSONDecodeError as error:
+        raise UsageError(
+            f"--inputs {json_file}:{error.lineno}:{error.colno}: invalid JSON ({error.msg})"
+        ) from None
+    except ValueError as error:  # a number of over 4,300 digits
+        raise UsageError(f"--inputs {json_file}: invalid JSON ({error})") from None
+    except RecursionError:
+        raise UsageError(f"--inputs {json_file}: JSON nested too deeply") from None
+
+
+def inputs_match(parsed: Any, inputs: dict[str, Any], stream: TextIO) -> None:
+    """Inputs the program declares but were not given (E026) and inputs given that it does
+    not declare (E027) are printed as diagnostics on `stream` and raised as a `UsageError`."""
+    from openprose import nodes as n
+
+    declared = {s.name.id: s for s in parsed.program.body if isinstance(s, n.Input)}
+    path = parsed.program.path
+    # (line, column, end_line, end_column, code, message): the `prose check --format json` shape
+    problems: list[tuple[int | None, int | None, int | None, int | None, str, str]] = [
+        (
+            s.span.line,
+            s.span.column,
+            s.span.end_line,
+            s.span.end_column,
+            "E026",
+            f"missing required input '{name}' ({s.description.value}); pass --input {name}=VALUE",
+        )
+        for name, s in declared.items()
+        if name not in inputs
+    ]
+    problems += [
+        (
+            None,
+            None,
+            None,
+            None,
+            "E027",
+            f"unknown input '{name}'; the program declares: {', '.join(declared) or 'none'}",
+        )
+        for name in inputs
+        if name not in declared
+    ]
+    if not problems:
+        return
+    for line, column, _, _, code, message in problems:
+        where = f"{path}:{line}:{column}" if line is not None else path
+        print(f"{where}: {code} {message}", file=stream)
+    raise UsageError(
+        f"{path}: {len(problems)} input error(s); the program was not run",
+        [
+            {
+                "path": path,
+                "line": line,
+                "column": column,
+                "end_line": end_line,
+                "end_column": end_column,
+                "code": code,
+                "severity": "error",
+                "message": message,
+            }
+            for line, column, end_line, end_column, code, message in problems
+        ],
+    )
+
+
+def offline_wanted(flag: bool = False) -> bool:
+    """`--offline`, or PROSE_OFFLINE set to anything but empty / 0 / false / no."""
+    value = os.environ.get("PROSE_OFFLINE", "").strip().lower()
+    return flag or value not in ("", "0", "false", "no")
+
+
+def load_imports_or_fail(
+    program: Any,
+    base_dir: Path,
+    project: Path,
+    pinned: dict[str, str] | None = None,
+    *,
+    update_pins: bool = False,
+    offline: bool | None = None,
+) -> Any:
+    """The programs `program` imports (fetched, cached, pinned) and the registry and URL
+    skills its agents use, installed under `.prose/skills/` as pinned in prose.lock.
+    `pinned` (a resume): the import hashes the run started with, read from the cache."""
+    from openprose import nodes as n
+
+    if not any(isinstance(s, n.Use) for s in program.body):
+        return {}
+    from openprose.imports import ImportFailed
+    from openprose.vm.loader import load_imports
+
+    offline = offline_wanted() if offline is None else offline
+    policy = fetch_policy(project, update_pins=update_pins)
+    try:
+        imports = load_imports(
+            program,
+            base_dir=base_dir,
+            project_dir=project,
+            registry=None if pinned is not None else registry_base(project),
+            pinned=pinned,
+            offline=offline or pinned is not None,
+            policy=policy,
+        )
+        install_skills_or_fail(
+            program, imports, project, policy, offline=offline, update=update_pins
+        )
+    except ImportFailed as error:
+        raise UsageError(f"use: {error}") from None
+    return imports
+
+
+def install_skills_or_fail(
+    program: Any,
+    imports: Any,
+    project: Path,
+    policy: Any,
+    *,
+    offline: bool,
+    update: bool,
+    report: Any = None,
+) -> list[Any]:
+    """Install the registry and URL skills agents of `program` (and of what it imports)
+    use; `report(install)` is told about each. Raises `ImportFailed`."""
+    from openprose.vm.tools.skill_registry import install_skills, remote_skill_specs
+
+    specs = remote_skill_specs(program, imports.values())
+    if not specs:
+        return []
+    done = install_skills(
+        specs,
+        project,
+        registry=registry_base(project),
+        policy=policy,
+        limits=skill_limits(project),
+        offline=offline,
+        update=update,
+    )
+    for install in done:
+        if report is not None:
+            report(install)
+    return done
+
+
+def skill_limits(project: Path) -> Any:
+    """`[skills]` in prose.toml: `max_bytes` (download), `max_unpacked_bytes`, `max_files`."""
+    from openprose.vm.tools.skill_registry import SkillLimits
+
+    table = project_settings(project).get("skills", {})
+    if not isinstance(table, dict):
+        raise UsageError("the [skills] setting must be a table")
+    defaults = SkillLimits()
+    values = {}
+    for key in ("max_bytes", "max_unpacked_bytes", "max_files"):
+        value = table.get(key, getattr(defaults, key))
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise UsageError(f"[skills] {key} must be a positive whole number, got {value!r}")
+        values[key] = value
+    unknown = sorted(set(table) - set(values))
+    if unknown:
+        raise UsageError(
+            f"[skills] has no setting {unknown[0]!r}; known: max_bytes, max_unpacked_bytes, "
+            f"max_files"
+        )
+    return SkillLimits(**values)
+
+
+def fetch_policy(project: Path, *, update_pins: bool = False) -> Any:
+    """How remote imports are fetched: the `[imports]` table of prose.toml, e.g.
+    `max_bytes = 1048576`, `timeout = 30` (seconds, the whole download), `allow_http = false`."""
+    from openprose.imports import FetchPolicy
+    from openprose.providers.settings import setting_out_of_range
+
+    table = project_settings(project).get("imports", {})
+    if not isinstance(table, dict):
+        raise UsageError("the [imports] setting must be a table")
+    defaults = FetchPolicy()
+    for key in ("max_bytes", "timeout"):
+        value = table.get(key, getattr(defaults, key))
+        if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+            raise UsageError(f"[imports] {key} must be a positive number, got {value!r}")
+        problem = setting_out_of_range(value)
+        if problem:
+            raise UsageError(f"[imports] {key} {problem}")
+    allow_http = table.get("allow_http", False)
+    if not isinstance(allow_http, bool):
+        raise UsageError(f"[imports] allow_http must be true or false, got {allow_http!r}")
+    if allow_http:
+        from openprose.providers.settings import warn
+
+        warn(
+            "[imports] allow_http = true: programs fetched over plain http:// can be changed on the way"
+        )
+    return FetchPolicy(
+        max_bytes=int(table.get("max_bytes", defaults.max_bytes)),
+        timeout=float(table.get("timeout", defaults.timeout)),
+        allow_http=allow_http,
+        update_pins=update_pins,
+    )
+
+
+def open_provider_or_fail(
+    project: Path,
+    provider: str | None,
+    models: list[str],
+    max_concurrency: int | None,
+    *,
+    record: str | None = None,
+    resuming: Path | None = None,
+    found: ProjectInfo | None = None,
+) -> tuple[ProviderSettings, Provider]:
+    """Settings and the opened provider. A `replay:` source given as a run id or prefix is
+    resolved here, once, to its journal file (kept in the settings): before a new run's
+    folder exists, and never to `resuming`, the run folder being resumed."""
+    from dataclasses import replace
+
+    from openprose.providers import (
+        ProviderConfigError,
+        RecordingProvider,
+        check_credentials,
+        load_settings,
+        open_provider,
+    )
+    from openprose.providers.replay import replay_source
+    from openprose.providers.settings import resolve_model
+
+    try:
+        settings = load_settings(
+            project, provider=provider, model_overrides=models, max_concurrency=max_concurrency
+        )
+        if settings.provider == "replay" and settings.path is not None:
+            source = replay_source(settings.path, project, exclude=resuming)
+            settings = replace(settings, path=source.resolve())
+        for override in models:  # a key-less `--model x=anthropic:...` fails now, not mid-run
+            check_credentials(settings, resolve_model(override.partition("=")[0], settings)[0])
+        opened = open_provider(settings)
+    except ProviderConfigError as error:
+        unconfigured = str(error).startswith("No model provider")
+        where = f"\n(settings: {found.explain()})" if found and unconfigured else ""
+        raise UsageError(f"{error}{where}") from None
+    if record:
+        target = Path(record)
+        if target.is_dir():
+            raise UsageError(f"--record {record}: is a folder; give a cassette file")
+        if not target.parent.is_dir():
+            raise UsageError(f"--record {record}: no such folder {target.parent}")
+        try:
+            opened = RecordingProvider(opened, target)
+        except OSError as error:
+            raise UsageError(f"--record {record}: cannot write ({error.strerror})") from None
+    return settings, opened
+
+
+# Budgets may be lifted (`max_cost = "none"` is not TOML's; leave the key out instead).
+BUDGET_KINDS: dict[str, type] = {"max_sessions": int, "max_run_tokens": int, "max_cost": float}
