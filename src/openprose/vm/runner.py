@@ -313,7 +313,6 @@ async def _execute(
     if tracer is not None:
         tracer.end_run(status, error)
     result = interpreter.final_result if status == "succeeded" else None
-    interpreter.close()
     finished: dict[str, Any] = {}
     if audit is not None and audit.error is not None:
         finished["audit_error"] = str(audit.error)  # the journal still holds every event
