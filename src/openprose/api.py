@@ -336,6 +336,7 @@ async def abatch(
     max_runs: int | None = None,
     executor: str | None = None,
     ray_address: str | None = None,
+    processes: int | None = None,
     project_dir: str | os.PathLike[str] | None = None,
     max_sessions: Budget = None,
     max_tokens: Budget = None,
@@ -353,6 +354,7 @@ async def abatch(
             max_runs=max_runs,
             executor=executor,
             ray_address=ray_address,
+            processes=processes,
             project_dir=project_dir,
         )
     if program is None or inputs is None:
@@ -370,6 +372,7 @@ async def abatch(
         yes=yes,
         executor=executor or "local",
         ray_address=ray_address,
+        processes=processes or 1,
         project_dir=project_dir,
     )
 

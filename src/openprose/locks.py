@@ -52,6 +52,10 @@ class FileLock:
     def held(self) -> bool:
         return self._fd is not None
 
+    def fileno(self) -> int | None:
+        """The open lock file while held (a child given it holds the lock with us)."""
+        return self._fd
+
     def release(self) -> None:
         """Drop one holder; the last one unlocks and closes the file (which stays)."""
         with _registry_lock:

@@ -8,7 +8,6 @@ batch files and both executors produce the same rows.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import time
 from collections.abc import Callable, Iterator
@@ -17,8 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from openprose.batches.cases import Case, CasesError, Invalid, read_cases
-from openprose.batches.job import BatchSpec, CaseRunner, Job, row_of
+from openprose.batches.job import FINISHED, BatchSpec, CaseRunner, Job, logged_row, row_of
 from openprose.batches.store import BatchStore, file_sha256, find_batch
+from openprose.vm.logged_runs import materialize
 
 __all__ = ["BatchError", "BatchResult", "BatchStats", "resume_batch", "run_batch"]
 
@@ -121,8 +121,10 @@ async def run_batch(
     project_dir: str | os.PathLike[str] | None = None,
     on_row: Listener | None = None,
     on_start: Callable[[str, Path], None] | None = None,
+    processes: int = 1,
 ) -> BatchResult:
-    """Run `program` once per case of `inputs` (.jsonl, or .csv with a header)."""
+    """Run `program` once per case of `inputs` (.jsonl, or .csv with a header).
+    `processes` (local executor): how many processes run the runs, this one included."""
     from openprose.launch import RunError, model_flags
     from openprose.project import find_project
 
@@ -133,7 +135,7 @@ async def run_batch(
     inputs_path = inputs_path if inputs_path.is_absolute() else base / inputs_path
     # As `prose run`: without `project_dir`, the nearest prose.toml above the program.
     project = base if project_dir is not None else find_project(program_path.parent).root
-    _check_options(executor, max_runs)
+    _check_options(executor, max_runs, processes)
     try:
         text = program_path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
@@ -175,13 +177,14 @@ async def run_batch(
             "durable": durable,
             "executor": executor,
             "ray_address": ray_address,
+            "processes": processes,
         },
         "status": "running",
     }
     store = BatchStore.create(project, meta, text)
     if on_start is not None:
         on_start(store.batch_id, store.root)
-    return await _drive(store, spec, runner, executor, max_runs, ray_address, on_row)
+    return await _drive(store, spec, runner, executor, max_runs, ray_address, on_row, processes)
 
 
 async def resume_batch(
@@ -193,6 +196,7 @@ async def resume_batch(
     project_dir: str | os.PathLike[str] | None = None,
     on_row: Listener | None = None,
     on_start: Callable[[str, Path], None] | None = None,
+    processes: int | None = None,
 ) -> BatchResult:
     """Run the cases of a batch that have no row yet; a run the batch had started is resumed
     (its finished sessions come from its journal), never started again."""
@@ -242,7 +246,9 @@ async def resume_batch(
     executor = executor or options.get("executor") or "local"
     if max_runs is None:
         max_runs = int(options.get("max_runs") or DEFAULT_MAX_RUNS)
-    _check_options(executor, max_runs)
+    if processes is None:
+        processes = int(options.get("processes") or 1)
+    _check_options(executor, max_runs, processes)
     ray_address = ray_address or options.get("ray_address")
     try:
         _preflight(executor, ray_address)
@@ -253,7 +259,7 @@ async def resume_batch(
     store.update_meta(status="running")
     if on_start is not None:
         on_start(store.batch_id, store.root)
-    return await _drive(store, spec, runner, executor, max_runs, ray_address, on_row)
+    return await _drive(store, spec, runner, executor, max_runs, ray_address, on_row, processes)
 
 
 def _preflight(executor: str, ray_address: str | None) -> None:
@@ -267,11 +273,12 @@ def _preflight(executor: str, ray_address: str | None) -> None:
         raise BatchError(str(error)) from None
 
 
-def _check_options(executor: str, max_runs: int) -> None:
+def _check_options(executor: str, max_runs: int, processes: int) -> None:
     if executor not in EXECUTORS:
         raise BatchError(f"unknown executor {executor!r}; choose one of: {', '.join(EXECUTORS)}")
-    if isinstance(max_runs, bool) or not isinstance(max_runs, int) or max_runs < 1:
-        raise BatchError(f"max_runs must be a positive integer, got {max_runs!r}")
+    for name, value in (("max_runs", max_runs), ("processes", processes)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise BatchError(f"{name} must be a positive integer, got {value!r}")
 
 
 async def _drive(
@@ -282,19 +289,25 @@ async def _drive(
     max_runs: int,
     ray_address: str | None,
     on_row: Listener | None,
+    processes: int,
 ) -> BatchResult:
-    from openprose.vm.runstore import reserve_run_id
+    from openprose.vm.logged_runs import read_log
+    from openprose.vm.runstore import RUNS_DIR
 
     stats = BatchStats()
     done = set()
     for row in store.rows():
         done.add(row["line"])
         stats.done_before += 1
-    started = store.started()
-    store.open_for_append()
+    logged = read_log(store.root)
+    log = store.open_for_append(durable=spec.durable)
     declared = _declared_inputs(runner.prepared.program)
-    project = Path(spec.project_dir)
+    runs_dir = Path(spec.project_dir) / RUNS_DIR
+    # The run folders there are now: a live batch's unfinished runs get none meanwhile.
+    folders = set(os.listdir(runs_dir)) if runs_dir.is_dir() else set()
     inputs_path = Path(store.read_meta()["inputs"])
+    if executor == "local" and runner.can_log():
+        runner.log = log
 
     def deliver(row: dict[str, Any]) -> None:
         store.write_row(row)
@@ -311,19 +324,18 @@ async def _drive(
                 deliver(row_of(case.line, None, "invalid", error=problem))
                 continue
             assert isinstance(case, Case)
-            if case.line in started:
-                yield Job(case.line, started[case.line], case.inputs, resume=True)
+            run_id = store.run_id(case.line)
+            if run_id in folders:  # a folder run (Ray), or one materialized since
+                yield Job(case.line, run_id, case.inputs, resume=True)
                 continue
-            yield Job(case.line, "", case.inputs)  # its run id is reserved when it starts
-
-    async def reserve(job: Job) -> Job:
-        """A new job's run id, recorded in started.jsonl before its run begins (the folder
-        is made on a thread: the event loop keeps serving the other runs)."""
-        if job.run_id:
-            return job
-        run_id = await asyncio.to_thread(reserve_run_id, project)
-        store.record_start(job.line, run_id)
-        return replace(job, run_id=run_id)
+            earlier = logged.get(run_id)
+            if earlier is None:
+                yield Job(case.line, run_id, case.inputs)
+            elif earlier.meta.get("status") in FINISHED:  # it ended; its row was not written
+                deliver(logged_row(case.line, earlier))
+            else:  # in flight at the kill: resumed from its journal, as a folder
+                materialize(store.root, run_id, runs_dir)
+                yield Job(case.line, run_id, case.inputs, resume=True)
 
     try:
         cases = jobs()
@@ -332,20 +344,38 @@ async def _drive(
 
             await runner.aclose()  # the workers open their own
             try:
-                await run_on_ray(spec, cases, reserve, deliver, max_runs, address=ray_address)
+                await run_on_ray(spec, cases, deliver, max_runs, address=ray_address)
             except RayUnavailable as error:
                 raise BatchError(str(error)) from None
         else:
-            from openprose.batches.in_process import run_in_process
+            from openprose.batches.in_process import fewer_collections, run_in_process
 
+            # each process needs one request of the provider limit at least
+            processes = min(processes, runner.prepared.settings.max_concurrency)
+            if processes > 1:
+                runner = await _with_limit_share(runner, processes)
             try:
-                await run_in_process(runner, cases, reserve, deliver, max_runs)
+                with fewer_collections():
+                    if processes > 1:
+                        from openprose.batches.processes import run_in_processes
+
+                        await run_in_processes(
+                            runner,
+                            cases,
+                            deliver,
+                            max_runs,
+                            processes=processes,
+                            batch_root=store.root,
+                            lock_fd=store.lock_fd,
+                        )
+                    else:
+                        await run_in_process(runner, cases, deliver, max_runs)
             finally:
                 await runner.aclose()
     except CasesError as error:
         raise BatchError(str(error)) from None
     finally:
-        store.close()
+        await store.aclose()
     everything = stats.done_before + stats.done
     failed = (
         stats.failed
@@ -356,6 +386,16 @@ async def _drive(
     store.update_meta(status="finished", cases=everything)
     output = store.output_path
     return BatchResult(store.batch_id, store.root, output, status, stats)
+
+
+async def _with_limit_share(runner: CaseRunner, processes: int) -> CaseRunner:
+    """A runner for this process's share of the provider limit: each of `processes`
+    processes has its own provider (connection pool), and together they keep the limit."""
+    share = runner.prepared.settings.max_concurrency // processes
+    await runner.aclose()
+    shared = CaseRunner(replace(runner.spec, max_concurrency=share))
+    shared.log = runner.log
+    return shared
 
 
 def _old_rows(store: BatchStore, lines: set[int]) -> Iterator[dict[str, Any]]:

@@ -8,9 +8,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["BatchSpec", "CaseRunner", "Job", "row_of"]
+from openprose import nodes as n
+
+if TYPE_CHECKING:
+    from openprose.vm.logged_runs import LoggedRun
+    from openprose.vm.runlog import RunLog
+
+__all__ = ["FINISHED", "BatchSpec", "CaseRunner", "Job", "logged_row", "row_of"]
 
 FINISHED = ("succeeded", "failed", "stopped")  # rows of their own; "aborted" is resumed
 
@@ -62,6 +68,7 @@ class CaseRunner:
         from openprose.launch import RunError, check_text, open_run
 
         self.spec = spec
+        self.log: RunLog | None = None  # the batch's run log, when its runs are kept there
         project = Path(spec.project_dir)
         try:
             parsed = check_text(spec.program_text, spec.program_path, project)
@@ -78,6 +85,20 @@ class CaseRunner:
             evaluator=spec.evaluator,
             budgets=spec.budgets,
             yes=spec.yes,
+        )
+
+    def can_log(self) -> bool:
+        """Whether the runs can be kept in a run log: not when an agent keeps its memory
+        inside the run folder (`persist: true` writes it there as the run goes)."""
+        from openprose.vm.agents import agent_spec
+        from openprose.vm.memory import keeps_memory_in_run
+
+        programs = [self.prepared.program, *_imported(self.prepared.imports)]
+        return not any(
+            keeps_memory_in_run(agent_spec(stmt).persist)
+            for program in programs
+            for stmt in program.body
+            if isinstance(stmt, n.AgentDef)
         )
 
     async def run(self, job: Job) -> dict[str, Any]:
@@ -109,6 +130,7 @@ class CaseRunner:
             tools=p.tools,
             run_id=job.run_id,
             durable=self.spec.durable,
+            log=self.log,
         )
 
     async def _resume(self, job: Job) -> dict[str, Any]:
@@ -159,6 +181,29 @@ class CaseRunner:
 
     async def aclose(self) -> None:
         await self.prepared.provider.aclose()
+
+
+def logged_row(line: int, run: LoggedRun) -> dict[str, Any]:
+    """The row of a run its batch's run log holds as ended."""
+    meta = run.meta
+    return _finished_row(
+        line,
+        run.run_id,
+        str(meta["status"]),
+        run.outputs(),
+        meta.get("usage") or {},
+        meta.get("error"),
+        meta.get("result"),
+    )
+
+
+def _imported(imports: Any) -> list[Any]:
+    """The programs of an import tree, nested ones included."""
+    found = []
+    for loaded in (imports or {}).values():
+        found.append(loaded.program)
+        found.extend(_imported(loaded.imports))
+    return found
 
 
 def _finished_row(

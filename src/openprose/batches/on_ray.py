@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from openprose.batches.job import BatchSpec, CaseRunner, Job
@@ -73,7 +73,6 @@ def preflight(address: str | None) -> None:
 async def run_on_ray(
     spec: BatchSpec,
     jobs: Iterator[Job],
-    reserve: Callable[[Job], Awaitable[Job]],
     deliver: Callable[[dict[str, Any]], None],
     max_runs: int,
     *,
@@ -103,7 +102,7 @@ async def run_on_ray(
 
         async def feed(actor: Any) -> None:
             for job in jobs:
-                deliver(await actor.run.remote(await reserve(job)))
+                deliver(await actor.run.remote(job))
 
         try:
             await asyncio.gather(*(feed(a) for a in actors for _ in range(per_actor)))

@@ -2,12 +2,15 @@
 
 batch.json      how the batch was started (program, inputs file and its hash, options)
 program.prose   the program as the batch runs it (a resume runs this copy, not the file)
-started.jsonl   {"line", "run_id"} for every run, written before the run starts
+runs.ndjson     the run log: the in-process executor's runs (`openprose.vm.runlog`)
 lock            held (flock) by the one process writing the batch
 outputs.jsonl   one row per finished case, unless `-o` named another file
 
-A row is appended (one `write`) the moment its run ends, so a kill -9 loses no finished row;
-a row torn by a crash mid-write is dropped and its run's folder gives it back on resume.
+The run of the case on line L is run `{batch id}-{L}`: its id needs no record of its own,
+and a resume finds it in the run log or as a folder under `.prose/runs/`. A row is written
+the moment its run ends, just after the run's last records (the run log's group commit), so
+a kill -9 loses no finished row; a row torn by a crash mid-write is dropped and the run's
+records give it back on resume.
 """
 
 from __future__ import annotations
@@ -22,11 +25,11 @@ import orjson
 
 from openprose.files import write_bytes_atomically
 from openprose.locks import FileLock, LockHeld, try_lock
+from openprose.vm.logged_runs import BATCHES_DIR, LOG_NAME
+from openprose.vm.runlog import RunLog, open_for_append
 from openprose.vm.runstore import new_run_id
 
 __all__ = ["BATCHES_DIR", "BatchBusy", "BatchStore", "file_sha256", "find_batch"]
-
-BATCHES_DIR = Path(".prose") / "batches"
 
 
 class BatchBusy(RuntimeError):
@@ -46,8 +49,8 @@ class BatchStore:
         self.root = root
         self.batch_id = root.name
         self._lock: FileLock | None = None
-        self._started_fd: int | None = None
         self._rows_fd: int | None = None
+        self.log: RunLog | None = None
 
     @classmethod
     def create(cls, project_dir: Path, meta: dict[str, Any], program_text: str) -> BatchStore:
@@ -78,6 +81,11 @@ class BatchStore:
             holder = held.pid if held.pid is not None else "?"
             raise BatchBusy(f"batch {self.batch_id} is being written by pid {holder}") from None
 
+    @property
+    def lock_fd(self) -> int | None:
+        """The open lock file (a worker process holds the lock with this process)."""
+        return None if self._lock is None else self._lock.fileno()
+
     # --- files ----------------------------------------------------------------------------
 
     @property
@@ -104,58 +112,45 @@ class BatchStore:
     def output_path(self) -> Path:
         return Path(self.read_meta()["output"])
 
-    def started(self) -> dict[int, str]:
-        """line -> run id of every run the batch started."""
-        return {
-            int(record["line"]): str(record["run_id"])
-            for record in _records(self.root / "started.jsonl")
-            if isinstance(record.get("line"), int) and isinstance(record.get("run_id"), str)
-        }
+    def run_id(self, line: int) -> str:
+        """The id of the run of the case on `line`."""
+        return f"{self.batch_id}-{line}"
+
+    @property
+    def log_path(self) -> Path:
+        return self.root / LOG_NAME
 
     def rows(self) -> Iterator[dict[str, Any]]:
         """The rows already written (a torn last row left out)."""
         return (r for r in _records(self.output_path) if isinstance(r.get("line"), int))
 
-    def open_for_append(self) -> None:
-        self._started_fd = _append_fd(self.root / "started.jsonl")
-        self._rows_fd = _append_fd(self.output_path)
-
-    def record_start(self, line: int, run_id: str) -> None:
-        assert self._started_fd is not None
-        os.write(self._started_fd, orjson.dumps({"line": line, "run_id": run_id}) + b"\n")
+    def open_for_append(self, *, durable: bool = False) -> RunLog:
+        self._rows_fd = open_for_append(self.output_path)
+        self.log = RunLog(self.log_path, durable=durable)
+        return self.log
 
     def write_row(self, row: dict[str, Any]) -> None:
-        assert self._rows_fd is not None
-        os.write(self._rows_fd, orjson.dumps(row, option=orjson.OPT_NON_STR_KEYS) + b"\n")
+        """Append a row once the run log's records so far are written (the run's own)."""
+        assert self._rows_fd is not None and self.log is not None
+        data = orjson.dumps(row, option=orjson.OPT_NON_STR_KEYS) + b"\n"
+        self.log.write_after(self._rows_fd, data)
+
+    async def aclose(self) -> None:
+        if self.log is not None:
+            await self.log.aclose()
+        self.close()
 
     def close(self) -> None:
-        for name in ("_started_fd", "_rows_fd"):
-            fd = getattr(self, name)
-            if fd is not None:
-                os.fsync(fd)
-                os.close(fd)
-                setattr(self, name, None)
+        if self.log is not None:
+            self.log.close()
+            self.log = None
+        if self._rows_fd is not None:
+            os.fsync(self._rows_fd)
+            os.close(self._rows_fd)
+            self._rows_fd = None
         if self._lock is not None:
             self._lock.release()
             self._lock = None
-
-
-def _append_fd(path: Path) -> int:
-    """An append descriptor; a line torn by a crash is cut off first, so the next row
-    starts on a line of its own and the torn one is not read as a row."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
-    end = os.fstat(fd).st_size
-    if end and os.pread(fd, 1, end - 1) != b"\n":
-        cut = end
-        while cut > 0:  # back to the last newline, a chunk at a time
-            start = max(0, cut - (1 << 16))
-            newline = os.pread(fd, cut - start, start).rfind(b"\n")
-            if newline >= 0:
-                cut = start + newline + 1
-                break
-            cut = start
-        os.ftruncate(fd, cut)
-    return fd
 
 
 def _records(path: Path) -> Iterator[dict[str, Any]]:

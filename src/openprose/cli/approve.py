@@ -35,15 +35,16 @@ def decide(args: argparse.Namespace, answer: str) -> int:
     from pathlib import Path
 
     from openprose.vm.approvals import ApprovalError
-    from openprose.vm.runstore import RUNS_DIR, AmbiguousRun, DamagedRun, find_run
+    from openprose.vm.logged_runs import resolve_run
+    from openprose.vm.runstore import RUNS_DIR, AmbiguousRun, DamagedRun, RunBusy
 
     try:
-        run_dir = find_run(Path.cwd(), args.run_ref)
+        run_dir = resolve_run(Path.cwd(), args.run_ref)
         if run_dir is None:
             print(f"prose: no run {args.run_ref!r} under {Path.cwd() / RUNS_DIR}", file=sys.stderr)
             return 2
         answered = answer_requests(run_dir, answer, args.ids, all_pending=args.all)
-    except (AmbiguousRun, DamagedRun, ApprovalError) as error:
+    except (AmbiguousRun, DamagedRun, RunBusy, ApprovalError) as error:
         print(f"prose: {error}", file=sys.stderr)
         return 2
     for r in answered:

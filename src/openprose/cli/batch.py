@@ -40,6 +40,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--executor", choices=("local", "ray"), help="where runs execute (default: local)"
     )
     parser.add_argument(
+        "--processes",
+        type=int,
+        metavar="N",
+        help="local executor: processes running the runs, this one included (default 1; "
+        "more use idle cores, see docs/batch.md)",
+    )
+    parser.add_argument(
         "--ray-address", metavar="ADDRESS", help="an existing Ray cluster (default: start one)"
     )
     parser.add_argument(
@@ -87,6 +94,7 @@ def _batch(args: argparse.Namespace) -> int:
                 max_runs=args.max_runs,
                 executor=args.executor,
                 ray_address=args.ray_address,
+                processes=args.processes,
                 on_row=on_row,
                 on_start=_announce,
             ),
@@ -112,6 +120,7 @@ def _batch(args: argparse.Namespace) -> int:
             durable=args.durable,
             executor=args.executor or "local",
             ray_address=args.ray_address,
+            processes=1 if args.processes is None else args.processes,
             on_row=on_row,
             on_start=_announce,
         ),

@@ -233,11 +233,12 @@ def prepare_resume(
 
 def locate_run(project: Path, run_ref: str) -> Path:
     """The run folder `run_ref` names (id, unique prefix or folder); a usage error if none."""
-    from openprose.vm.runstore import RUNS_DIR, AmbiguousRun, find_run
+    from openprose.vm.logged_runs import resolve_run
+    from openprose.vm.runstore import RUNS_DIR, AmbiguousRun, RunBusy
 
     try:
-        run_dir = find_run(project, run_ref)
-    except AmbiguousRun as error:
+        run_dir = resolve_run(project, run_ref)
+    except (AmbiguousRun, RunBusy) as error:
         raise UsageError(str(error)) from None
     if run_dir is None:
         raise UsageError(f"no run {run_ref!r} under {project / RUNS_DIR}")

@@ -42,9 +42,14 @@ def _alive(pid: object, started: object) -> bool:
 def run(args: argparse.Namespace) -> int:
     from openprose.project import runs_home
     from openprose.terminal import printable
-    from openprose.vm.runstore import list_runs
+    from openprose.vm.logged_runs import logged_runs
+    from openprose.vm.runstore import RUNS_DIR, list_runs
 
-    rows = [run_row(folder, read_meta(folder)) for folder in list_runs(runs_home())]
+    home = runs_home()
+    rows = [run_row(folder, read_meta(folder)) for folder in list_runs(home)]
+    # A batch's runs not yet asked for live in its run log (`prose show` makes the folder).
+    rows += [run_row(home / RUNS_DIR / run.run_id, run.meta) for run in logged_runs(home)]
+    rows.sort(key=lambda row: row["run_id"])
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0

@@ -27,17 +27,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from openprose.cli.runs import status_of
     from openprose.project import runs_home
-    from openprose.vm.runstore import RUNS_DIR, AmbiguousRun, DamagedRun, RunStore, find_run
+    from openprose.vm.logged_runs import resolve_run
+    from openprose.vm.runstore import RUNS_DIR, AmbiguousRun, DamagedRun, RunBusy, RunStore
 
     home = runs_home()
     try:
-        run_dir = find_run(home, args.run_ref)
+        run_dir = resolve_run(home, args.run_ref)
         if run_dir is None:
             print(f"prose: no run {args.run_ref!r} under {home / RUNS_DIR}", file=sys.stderr)
             return 2
         store = RunStore.open(run_dir)
         meta = store.read_meta()
-    except (AmbiguousRun, DamagedRun) as error:
+    except (AmbiguousRun, DamagedRun, RunBusy) as error:
         print(f"prose: {error}", file=sys.stderr)
         return 2
     if args.vlp:

@@ -68,11 +68,14 @@ def replay_source(
         return journal
     if path.exists() or len(path.parts) != 1:
         return path
-    from openprose.vm.runstore import AmbiguousRun, find_run
+    from openprose.vm.logged_runs import resolve_run
+    from openprose.vm.runstore import AmbiguousRun, RunBusy
 
     try:
-        run = find_run(project_dir or Path.cwd(), path.name, marker=JOURNAL_NAME, exclude=exclude)
-    except AmbiguousRun as error:
+        run = resolve_run(
+            project_dir or Path.cwd(), path.name, marker=JOURNAL_NAME, exclude=exclude
+        )
+    except (AmbiguousRun, RunBusy) as error:
         raise ProviderConfigError(f"replay: {error}") from None
     if run is not None:
         return run / JOURNAL_NAME

@@ -217,6 +217,7 @@ class Runs:
     price_of: Any = None
     watches: dict[str, RunWatch] = field(default_factory=dict)
     metas: dict[str, tuple[tuple[int, int] | None, object]] = field(default_factory=dict)
+    logged: tuple[object, list[Any]] = ((), [])  # batches' run logs: (their stamps, runs)
 
     @property
     def folder(self) -> Path:
@@ -236,7 +237,27 @@ class Runs:
             if cached is None or cached[0] != stamp or stamp is None:
                 cached = self.metas[folder.name] = (stamp, read_meta(folder))
             rows.append(run_row(folder, cached[1]))
+        # A batch's runs not yet asked for live in its run logs (`find` makes the folder).
+        rows += [run_row(self.folder / run.run_id, run.meta) for run in self._logged_runs()]
+        rows.sort(key=lambda row: row["run_id"])
         return rows
+
+    def _logged_runs(self) -> list[Any]:
+        """`logged_runs`, read again only when a batch's run log has changed."""
+        from openprose.vm.logged_runs import BATCHES_DIR, log_files, logged_runs
+
+        stamps = []
+        for batch in sorted((self.project / BATCHES_DIR).glob("*")):
+            for log in log_files(batch):
+                try:
+                    info = log.stat()
+                except OSError:
+                    continue
+                stamps.append((str(log), info.st_mtime_ns, info.st_size))
+        folders = {p.name for p in list_runs(self.project)}
+        if self.logged[0] != stamps:
+            self.logged = (stamps, list(logged_runs(self.project)))
+        return [run for run in self.logged[1] if run.run_id not in folders]
 
     def find(self, name: str) -> Path | None:
         """The run folder called `name`, only when it is a run directly inside the runs
@@ -244,12 +265,26 @@ class Runs:
         if not name or name.startswith(".") or "/" in name or "\\" in name or "\0" in name:
             return None
         candidate = self.folder / name
+        if not candidate.exists():
+            self._materialize(name)
         try:
             if candidate.resolve().parent != self.folder.resolve():
                 return None
         except (OSError, RuntimeError):
             return None
         return candidate if (candidate / "run.json").is_file() else None
+
+    def _materialize(self, name: str) -> None:
+        """A batch's run kept in its run log gets its folder now (as `prose show` does)."""
+        from openprose.vm.logged_runs import BATCHES_DIR, resolve_run
+        from openprose.vm.runstore import AmbiguousRun, RunBusy
+
+        if not (self.project / BATCHES_DIR / name.rpartition("-")[0]).is_dir():
+            return  # a batch's run is "{batch id}-{line}"
+        try:
+            resolve_run(self.project, name)
+        except (AmbiguousRun, RunBusy, DamagedRun, OSError):
+            pass  # not found as a folder, then
 
     def watch(self, name: str) -> RunWatch | None:
         watch = self.watches.get(name)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Awaitable, Callable, Iterator, Mapping
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +37,7 @@ from openprose.vm.tools.approvals import ApprovalPending
 from openprose.vm.tools.skills import Skill, resolve_skills, skill_uses
 from openprose.vm.values import ErrorValue, Value
 
-Handler = Callable[[Any, Ctx, str], Awaitable[Value]]
+Handler = Callable[[Any, Any, Ctx, str], Awaitable[Value]]  # (interpreter, node, ctx, step)
 
 
 class Interpreter:
@@ -84,36 +83,6 @@ class Interpreter:
             agents=self.agents,
             skills=self.skills,
         )
-        self._exec: dict[type, Handler] = {
-            n.Use: self._use,
-            n.Input: self._input,
-            n.Output: self._output,
-            n.AgentDef: self._nothing,
-            n.BlockDef: self._nothing,
-            n.Binding: self._binding,
-            n.Assign: self._assign,
-            n.Session: self._session_statement,
-            n.ProgramCall: partial(programs.call_program, self),
-            n.DoBlock: self._do_block,
-            n.DoCall: self._do_call,
-            n.Arrow: self._arrow,
-            n.Parallel: partial(parallel.run_parallel, self),
-            n.Repeat: partial(loops.repeat, self),
-            n.ForEach: partial(loops.for_each, self),
-            n.Loop: partial(loops.loop, self),
-            n.Pipeline: partial(pipelines.pipeline, self),
-            n.Try: self._try,
-            n.Throw: self._throw,
-            n.Choice: self._choice,
-            n.If: self._if,
-            n.StringLit: self._expression,
-            n.NumberLit: self._expression,
-            n.Name: self._expression,
-            n.Attribute: self._expression,
-            n.ArrayLit: self._expression,
-            n.ObjectContext: self._expression,
-            n.Discretion: self._expression,
-        }
 
     # --- entry -------------------------------------------------------------------------
 
@@ -216,15 +185,15 @@ class Interpreter:
         return value
 
     async def stmt(self, stmt: Any, ctx: Ctx, step: str) -> Value:
-        handler = self._exec.get(type(stmt))
+        handler = _HANDLERS.get(type(stmt))
         if handler is None:
             raise ProseRuntimeError(f"cannot run {type(stmt).__name__}", where=self._where(stmt))
         tracer = self.shared.tracer
-        if tracer is None or handler == self._nothing:
-            return await handler(stmt, ctx, step)
+        if tracer is None or handler is Interpreter._nothing:
+            return await handler(self, stmt, ctx, step)
         kind = _KINDS.get(type(stmt)) or type(stmt).__name__.lower()
         with tracer.statement(kind, step, self.program.path, stmt.span.line):
-            return await handler(stmt, ctx, step)
+            return await handler(self, stmt, ctx, step)
 
     async def _nothing(self, stmt: Any, ctx: Ctx, step: str) -> Value:
         return None
@@ -478,3 +447,37 @@ def _max_depth(block: n.BlockDef) -> int | None:
         ):
             return value.value
     return None
+
+
+# One table for every interpreter (a table per instance bound its methods, a reference
+# cycle per run that only the cyclic collector could free).
+_HANDLERS: dict[type, Handler] = {
+    n.Use: Interpreter._use,
+    n.Input: Interpreter._input,
+    n.Output: Interpreter._output,
+    n.AgentDef: Interpreter._nothing,
+    n.BlockDef: Interpreter._nothing,
+    n.Binding: Interpreter._binding,
+    n.Assign: Interpreter._assign,
+    n.Session: Interpreter._session_statement,
+    n.ProgramCall: programs.call_program,
+    n.DoBlock: Interpreter._do_block,
+    n.DoCall: Interpreter._do_call,
+    n.Arrow: Interpreter._arrow,
+    n.Parallel: parallel.run_parallel,
+    n.Repeat: loops.repeat,
+    n.ForEach: loops.for_each,
+    n.Loop: loops.loop,
+    n.Pipeline: pipelines.pipeline,
+    n.Try: Interpreter._try,
+    n.Throw: Interpreter._throw,
+    n.Choice: Interpreter._choice,
+    n.If: Interpreter._if,
+    n.StringLit: Interpreter._expression,
+    n.NumberLit: Interpreter._expression,
+    n.Name: Interpreter._expression,
+    n.Attribute: Interpreter._expression,
+    n.ArrayLit: Interpreter._expression,
+    n.ObjectContext: Interpreter._expression,
+    n.Discretion: Interpreter._expression,
+}

@@ -62,9 +62,8 @@ class Journal:
 
     def append(self, event: str, step: str = "", **fields: Any) -> float:
         """Write one event (or hold a deferrable one); returns its time `t`."""
-        t = round(time.time(), 6)
-        record = {"ev": event, "step": step, "t": t, **fields}
-        line = orjson.dumps(record, option=orjson.OPT_NON_STR_KEYS) + b"\n"
+        t, line = encode_event(event, step, fields)
+        line += b"\n"
         self.events += 1
         if event in DEFERRABLE and self._loop is not None:
             self._held.append(line)
@@ -127,6 +126,14 @@ class Journal:
                 self.fsyncs += 1
         finally:
             os.close(self._fd)
+
+
+def encode_event(event: str, step: str, fields: dict[str, Any]) -> tuple[float, bytes]:
+    """An event's time and its journal line (without the newline): the one encoding of a
+    journal event, in a run's journal.jsonl or a batch's run log."""
+    t = round(time.time(), 6)
+    record = {"ev": event, "step": step, "t": t, **fields}
+    return t, orjson.dumps(record, option=orjson.OPT_NON_STR_KEYS)
 
 
 def _ends_mid_line(fd: int) -> bool:

@@ -19,6 +19,13 @@ from openprose.vm.runstore import utc_now
 LOCK_NAME = ".lock"  # held while a session's memory and segment are written
 
 
+def keeps_memory_in_run(persist: str | None) -> bool:
+    """Whether an agent with this `persist` keeps its memory in the run folder (`for_agent`)."""
+    if persist is None:
+        return False
+    return not persist.startswith("path:") and persist not in ("project", "user")
+
+
 class AgentMemory:
     def __init__(self, name: str, folder: Path) -> None:
         self.name = name

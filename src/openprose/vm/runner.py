@@ -23,6 +23,7 @@ from openprose.vm.budget import FLAGS, BudgetExhausted
 from openprose.vm.errors import ProseError, RunAborted
 from openprose.vm.interpreter import Interpreter
 from openprose.vm.journal import Journal, read_journal
+from openprose.vm.runlog import RunLog
 from openprose.vm.runstore import DamagedRun, RunStore, process_started, utc_now
 from openprose.vm.runtime import (
     LoadedProgram,
@@ -82,37 +83,39 @@ async def run_program(
     run_id: str | None = None,
     durable: bool = True,
     tracer: Tracer | None = None,
+    log: RunLog | None = None,
 ) -> RunResult:
     """Run a checked program in a new run folder under `project_dir/.prose/runs/`.
 
     `launch` is recorded in run.json for `prose resume` (the CLI puts its options there).
-    `run_id`, when given, is one `reserve_run_id` made (a batch records it before the run);
-    `durable=False` writes the journal without fsync (see `Journal`)."""
+    `run_id`, when given, is one `reserve_run_id` made, or a batch's own id for the run;
+    `durable=False` writes the journal without fsync (see `Journal`). With `log` (and
+    `run_id`) the run is recorded in a batch's run log instead of a folder (`runlog`)."""
     config = config or VMConfig()
+    shared = _shared_meta(program, imports, config, launch)
     meta = {
-        "program": program.path,
+        "program": shared["program"],
         "status": "running",
         "started": utc_now(),
         "pid": os.getpid(),
         "pid_started": _this_process_started(),
         "inputs": to_json(dict(inputs or {})),
-        "imports": {
-            name: {"spec": p.spec, "sha256": p.content_hash, "namespace": p.namespace}
-            for name, p in (imports or {}).items()
-        },
-        "import_pins": _pins(imports or {}),
-        "config": asdict(config),
-        "launch": dict(launch or {}),
+        **shared,
     }
+    store: RunStore
+    journal: Journal
+    if log is not None and run_id is not None:
+        store, journal = log.open_run(run_id, os.path.basename(program.path), meta)
+    else:
 
-    def lay_out() -> tuple[RunStore, Journal]:
-        store = RunStore.create(project_dir, text, Path(program.path).name, run_id)
-        store.write_meta({"run_id": store.run_id, **meta})
-        store.open_state()
-        return store, Journal(store.journal_path, durable=durable)
+        def lay_out() -> tuple[RunStore, Journal]:
+            store = RunStore.create(project_dir, text, Path(program.path).name, run_id)
+            store.write_meta({"run_id": store.run_id, **meta})
+            store.open_state()
+            return store, Journal(store.journal_path, durable=durable)
 
-    # A dozen file-system calls: on a thread, so that a batch's other runs go on meanwhile.
-    store, journal = await asyncio.to_thread(lay_out)
+        # A dozen file-system calls: on a thread, so that a batch's other runs go on.
+        store, journal = await asyncio.to_thread(lay_out)
     return await _execute(
         program,
         text,
@@ -225,11 +228,11 @@ async def _execute(
         tools.approver = RecordedApprover(dict(replay.tools.answers), tools.approver)  # type: ignore[arg-type]
     fresh = not (replay.sessions or replay.decisions or store.has_journal_events())
     meta = store.written_meta() if fresh else await asyncio.to_thread(store.read_meta)
-    program_name = Path(str(meta.get("program") or program.path)).name
+    program_name = os.path.basename(str(meta.get("program") or program.path))
     audit = None
-    if config.audit and fresh:
+    if config.audit and fresh and store.keeps_audit_trail:
         audit = AuditTrail(store.root / AUDIT_FILE, store.run_id, program_name)
-    elif config.audit:
+    elif config.audit and store.keeps_audit_trail:
         # A resumed run first writes what its journal holds beyond the trail on disk.
         audit = await asyncio.to_thread(
             AuditTrail.resume,
@@ -301,7 +304,7 @@ async def _execute(
         else:
             store.state(f"---error {stamp} {error}")
 
-    await asyncio.to_thread(write_end)
+    await store.offload(write_end)
     usage = shared.stats.usage()
     shared.emit("run_finished", "", status=status, error=error, usage=usage)
     await journal.close()
@@ -322,8 +325,38 @@ async def _execute(
         )
         store.close()
 
-    await asyncio.to_thread(close_store)
+    await store.offload(close_store)
     return RunResult(store.run_id, store.root, status, outputs, usage, error, result)
+
+
+_last_shared: tuple[tuple[Any, ...], dict[str, Any]] | None = None
+
+
+def _shared_meta(
+    program: n.Program,
+    imports: Mapping[str, LoadedProgram] | None,
+    config: VMConfig,
+    launch: Mapping[str, Any] | None,
+) -> dict[str, Any]:
+    """The run.json fields a program, its imports, config and launch options decide. A
+    batch starts thousands of runs with the same four objects: they get the same dict
+    (built once; `asdict(config)` alone cost ~90 µs a run), which its run log records once."""
+    global _last_shared
+    key = (program, imports, config, launch)
+    if _last_shared is not None and all(a is b for a, b in zip(_last_shared[0], key)):
+        return _last_shared[1]
+    shared = {
+        "program": program.path,
+        "imports": {
+            name: {"spec": p.spec, "sha256": p.content_hash, "namespace": p.namespace}
+            for name, p in (imports or {}).items()
+        },
+        "import_pins": _pins(imports or {}),
+        "config": asdict(config),
+        "launch": dict(launch or {}),
+    }
+    _last_shared = (key, shared)
+    return shared
 
 
 @functools.cache

@@ -9,8 +9,10 @@ agents/         persist: true memories      imports/      invoked programs, same
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -48,8 +50,17 @@ def reserve_run_id(project_dir: Path) -> str:
         return run_id
 
 
+_last_stamp: tuple[int, str] = (0, "")
+
+
 def utc_now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """The time to the second, as run.json and state.md give it (formatted once a second:
+    a batch asks thousands of times)."""
+    global _last_stamp
+    now = int(time.time())
+    if _last_stamp[0] != now:
+        _last_stamp = (now, datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
+    return _last_stamp[1]
 
 
 def process_started(pid: int) -> int | None:
@@ -102,8 +113,18 @@ def _write_binding(path: Path, texts: list[str]) -> None:
     write_bytes_atomically(path, texts[-1].encode("utf-8"))
 
 
+def state_header(run_id: str, program_name: str) -> str:
+    """The first line of a run's state.md."""
+    return f"# run:{run_id} {program_name}\n"
+
+
 class RunStore:
-    """One run folder (or one `imports/{handle}--{slug}/` namespace inside it)."""
+    """One run folder (or one `imports/{handle}--{slug}/` namespace inside it).
+
+    A batch's runs use `openprose.vm.runlog.LoggedRunStore`, which records the same writes
+    in the batch's run log instead; the folder is made from them when first asked for."""
+
+    keeps_audit_trail = True  # writes audit.ndjson as the run goes (else made from the journal)
 
     def __init__(self, root: Path, run_id: str) -> None:
         self.root = root
@@ -124,11 +145,12 @@ class RunStore:
         program_name: str,
         run_id: str | None = None,
     ) -> RunStore:
-        """A new run folder; `run_id` is one `reserve_run_id` gave, else a fresh one. The
-        new run's writer lock is taken before anything is written into it."""
+        """A new run folder; `run_id` is one `reserve_run_id` gave or a batch's id for the
+        run, else a fresh one. The run's writer lock is taken before anything is written."""
         if run_id is None:
             run_id = reserve_run_id(project_dir)
         store = cls(project_dir / RUNS_DIR / run_id, run_id)
+        store.root.mkdir(parents=True, exist_ok=True)  # a batch's ids are not reserved
         store.take_lock()
         store._lay_out(program_text, program_name)
         return store
@@ -156,7 +178,7 @@ class RunStore:
         (self.root / "program.prose").write_text(program_text, encoding="utf-8")
         state = self.root / "state.md"
         if not state.exists():
-            state.write_text(f"# run:{self.run_id} {program_name}\n", encoding="utf-8")
+            state.write_text(state_header(self.run_id, program_name), encoding="utf-8")
 
     # --- files -------------------------------------------------------------------------
 
@@ -220,7 +242,7 @@ class RunStore:
         source: str,
         value_text: str,
         execution_id: int | None = None,
-    ) -> Path:
+    ) -> None:
         file_name = f"{name}__{execution_id}.md" if execution_id else f"{name}.md"
         scope = f"execution_id: {execution_id}\n" if execution_id else ""
         # state/filesystem.md's layout, blank lines included.
@@ -228,9 +250,12 @@ class RunStore:
             f"# {name}\n\nkind: {kind}\n{scope}\nsource:\n```prose\n{source}\n```\n\n---\n\n"
             f"{value_text}\n"
         )
-        path = self.bindings / file_name
-        self._writer.put(_write_binding, path, text)
-        return path
+        self._write_view(f"bindings/{file_name}", text)
+
+    def _write_view(self, name: str, text: str) -> None:
+        """A file that only shows what the journal holds (a binding): written soon, unsynced.
+        `name` is relative to the run folder."""
+        self._writer.put(_write_binding, self.root / name, text)
 
     def write_outputs(self, outputs: dict[str, Any]) -> None:
         write_bytes_atomically(self.root / "outputs.json", _dump_json(outputs))
@@ -241,6 +266,10 @@ class RunStore:
             return None
         data = orjson.loads(path.read_bytes())
         return data if isinstance(data, dict) else None
+
+    async def offload(self, work: Callable[[], None]) -> None:
+        """Run `work` (file writes) on a worker thread: a batch's other runs go on meanwhile."""
+        await asyncio.to_thread(work)
 
     async def aflush(self) -> None:
         """Wait until this process's pending binding files (and audit batches) are written."""
@@ -261,8 +290,12 @@ class RunStore:
 class AmbiguousRun(ValueError):
     """A run id prefix that matches several runs; the message lists them all."""
 
+    SHOWN = 12  # a batch's id prefix matches thousands of runs: name the first ones
+
     def __init__(self, spec: str, matches: list[Path]) -> None:
-        names = ", ".join(m.name for m in matches)
+        names = ", ".join(m.name for m in matches[: self.SHOWN])
+        if len(matches) > self.SHOWN:
+            names += f", ... ({len(matches) - self.SHOWN} more)"
         super().__init__(
             f"{spec!r} is ambiguous, it matches {len(matches)} runs: {names}; "
             f"give more of the run id"

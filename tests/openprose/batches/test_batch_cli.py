@@ -4,6 +4,7 @@ after kill -9, one writer per batch."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from openprose.cli import main
+from openprose.vm.logged_runs import read_log, read_log_file
 
 
 def rows_of(path: Path) -> list[dict]:
@@ -22,6 +24,23 @@ def rows_of(path: Path) -> list[dict]:
 def run_folders(project: Path) -> list[Path]:
     runs = project / ".prose" / "runs"
     return sorted(p for p in runs.iterdir() if p.is_dir()) if runs.is_dir() else []
+
+
+def batch_runs(project: Path) -> dict[str, list[dict]]:
+    """run id -> its journal events: a folder's when it has one (materialized, resumed),
+    else the batch's run log's."""
+    runs: dict[str, list[dict]] = {}
+    for batch in (project / ".prose" / "batches").iterdir():
+        for run_id, run in read_log(batch).items():
+            runs[run_id] = [json.loads(line) for line in run.events]
+    for folder in run_folders(project):
+        lines = (folder / "journal.jsonl").read_text().splitlines()
+        runs[folder.name] = [json.loads(line) for line in lines if line]
+    return runs
+
+
+def calls_made(events: list[dict]) -> int:
+    return sum(e["ev"] == "session_finished" for e in events)
 
 
 def test_batch_writes_one_row_per_case(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -43,10 +62,14 @@ def test_batch_writes_one_row_per_case(project: Path, capsys: pytest.CaptureFixt
     assert "E026 missing required input 'topic'" in rows[5]["error"]
     assert "E027 unknown input 'other'" in rows[5]["error"]
     assert "line 4: invalid JSON" in captured.err and "line 5: E026" in captured.err
-    # every run is a normal run folder that `prose show` reads
-    assert len(run_folders(project)) == 3
+    # every run is a normal run folder that `prose show` reads: made from the batch's run
+    # log the first time it is asked for
+    assert len(batch_runs(project)) == 3 and run_folders(project) == []
+    batch_id = next((project / ".prose" / "batches").iterdir()).name
+    assert all(rows[line]["run_id"] == f"{batch_id}-{line}" for line in (1, 3, 6))
     assert main(["show", rows[6]["run_id"]]) == 0
     assert "cats" in (project / ".prose" / "runs" / rows[6]["run_id"] / "run.json").read_text()
+    assert [p.name for p in run_folders(project)] == [rows[6]["run_id"]]
 
 
 def test_batch_json_summary_and_csv(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -81,12 +104,30 @@ default: "ok"
 """
 
 
-def test_kill_9_then_resume_repeats_no_finished_run(project: Path) -> None:
+def processes_in(folder: Path) -> list[int]:
+    """Live processes whose working folder is `folder` (a batch's worker processes)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if not proc.name.isdigit() or int(proc.name) == os.getpid():
+                continue
+            if (proc / "cwd").resolve() == folder.resolve():
+                status = (proc / "status").read_text()
+                if "State:\tZ" not in status:
+                    found.append(int(proc.name))
+        except OSError:
+            continue
+    return found
+
+
+@pytest.mark.parametrize("processes", [1, 2])
+def test_kill_9_then_resume_repeats_no_finished_run(project: Path, processes: int) -> None:
     (project / "slow.yaml").write_text(SLOW_RULES)
     cases = 12
     (project / "in.jsonl").write_text("".join(f'{{"topic": "t{i}"}}\n' for i in range(cases)))
     command = [sys.executable, "-m", "openprose.cli", "batch", "p.prose", "in.jsonl"]
-    command += ["-o", "out.jsonl", "--provider", "scripted:slow.yaml", "--max-runs", "2"]
+    command += ["-o", "out.jsonl", "--provider", "scripted:slow.yaml"]
+    command += ["--max-runs", str(2 * processes), "--processes", str(processes)]
     child = subprocess.Popen(command, cwd=project, stderr=subprocess.DEVNULL)
     out = project / "out.jsonl"
     deadline = time.monotonic() + 60
@@ -96,9 +137,13 @@ def test_kill_9_then_resume_repeats_no_finished_run(project: Path) -> None:
         time.sleep(0.02)
     child.send_signal(signal.SIGKILL)
     child.wait()
+    deadline = time.monotonic() + 10
+    while processes_in(project) and time.monotonic() < deadline:  # workers die with it
+        time.sleep(0.02)
+    assert processes_in(project) == []
     before = rows_of(out)
     assert 3 <= len(before) < cases, "the kill came too late to test anything"
-    runs_before = {p.name for p in run_folders(project)}
+    runs_before = set(batch_runs(project))
     batch_id = next((project / ".prose" / "batches").iterdir()).name
 
     code = main(["batch", "--resume", batch_id[:12]])
@@ -106,21 +151,15 @@ def test_kill_9_then_resume_repeats_no_finished_run(project: Path) -> None:
     after = rows_of(out)
     assert sorted(r["line"] for r in after) == list(range(1, cases + 1))  # each line once
     assert after[: len(before)] == before  # finished rows untouched
-    runs_after = {p.name for p in run_folders(project)}
-    assert len(runs_after) == cases  # no case ran in two run folders
-    assert runs_before <= runs_after
+    runs_after = batch_runs(project)
+    assert len(runs_after) == cases  # no case ran as two runs
+    assert runs_before <= set(runs_after)
     # a run the kill interrupted was resumed, not started again: its id is kept
-    started = [
-        json.loads(x)
-        for x in (project / ".prose/batches" / batch_id / "started.jsonl").read_text().splitlines()
-    ]
-    assert {r["run_id"] for r in after} == {s["run_id"] for s in started}
+    assert all(r["run_id"] == f"{batch_id}-{r['line']}" for r in after)
+    interrupted = runs_before - {r["run_id"] for r in before}
+    assert interrupted and {p.name for p in run_folders(project)} == interrupted
     # the finished runs sent nothing again: one request per case in all
-    sent = 0
-    for run in runs_after:
-        journal = (project / ".prose" / "runs" / run / "journal.jsonl").read_text()
-        sent += journal.count('"ev":"session_finished"')
-    assert sent == cases
+    assert sum(calls_made(events) for events in runs_after.values()) == cases
 
 
 def test_one_writer_per_batch(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -168,7 +207,8 @@ def test_torn_last_row_is_dropped_and_rewritten(project: Path) -> None:
     rows = rows_of(out)
     assert sorted(r["line"] for r in rows) == [1, 2]
     assert all(r["status"] == "succeeded" for r in rows)
-    assert len(run_folders(project)) == 2  # the torn row's run had ended: not run again
+    # the torn row's run had ended: its row comes from the run log, nothing is sent again
+    assert [calls_made(events) for events in batch_runs(project).values()] == [1, 1]
 
 
 def test_budgets_apply_to_each_run(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -194,3 +234,30 @@ def test_budgets_apply_to_each_run(project: Path, capsys: pytest.CaptureFixture[
     assert [r["status"] for r in rows] == ["stopped", "stopped"]
     assert all("--max-sessions" in r["error"] for r in rows)
     assert all(r["usage"]["requests_sent"] == 1 for r in rows)
+
+
+def test_worker_processes_share_the_runs(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # slow enough that this process cannot finish them all while the worker starts
+    (project / "slow.yaml").write_text('latency_ms: 200\ndefault: "ok"\n')
+    cases = 60
+    (project / "in.jsonl").write_text("".join(f'{{"topic": "t{i}"}}\n' for i in range(cases)))
+    command = [
+        "batch",
+        "p.prose",
+        "in.jsonl",
+        "-o",
+        "out.jsonl",
+        "--provider",
+        "scripted:slow.yaml",
+    ]
+    assert main([*command, "--max-runs", "8", "--processes", "2", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["succeeded"] == cases
+    rows = rows_of(project / "out.jsonl")
+    assert sorted(r["line"] for r in rows) == list(range(1, cases + 1))
+    batch = next((project / ".prose" / "batches").iterdir())
+    worker_runs = read_log_file(batch / "runs.1.ndjson")  # what the worker process ran
+    own_runs = read_log_file(batch / "runs.ndjson")
+    assert worker_runs and own_runs and len(worker_runs) + len(own_runs) == cases
+    run_id = next(iter(worker_runs))
+    assert main(["show", run_id]) == 0
+    assert (project / ".prose" / "runs" / run_id / "journal.jsonl").is_file()

@@ -8,8 +8,13 @@ from pathlib import Path
 import pytest
 
 from openprose.cli import main
+from tests.support.run_folders import run_tree
 
 pytest.importorskip("ray", reason="the [ray] extra is not installed")
+
+
+def rows_of(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
 
 
 def comparable(path: Path) -> list[dict]:
@@ -36,11 +41,18 @@ def test_ray_rows_equal_in_process_rows(project: Path) -> None:
     local, ray_rows = comparable(project / "local.jsonl"), comparable(project / "ray.jsonl")
     assert ray_rows == local
     assert [r["status"] for r in ray_rows].count("succeeded") == 9
-    # the workers wrote normal run folders under this project
+    # the workers wrote normal run folders under this project; the in-process runs are in
+    # their batch's run log, and the folder `prose show` makes from it is the same folder
+    runs = project / ".prose" / "runs"
     ray_ids = [json.loads(x)["run_id"] for x in (project / "ray.jsonl").read_text().splitlines()]
     for run_id in filter(None, ray_ids):
-        meta = json.loads((project / ".prose" / "runs" / run_id / "run.json").read_text())
+        meta = json.loads((runs / run_id / "run.json").read_text())
         assert meta["status"] in ("succeeded", "failed")
+    local_ids = {r["line"]: r["run_id"] for r in rows_of(project / "local.jsonl")}
+    ray_by_line = {r["line"]: r["run_id"] for r in rows_of(project / "ray.jsonl")}
+    for line in (1, 9):  # a success and a failure
+        assert main(["show", local_ids[line]]) == 0
+        assert run_tree(runs / local_ids[line]) == run_tree(runs / ray_by_line[line])
 
 
 def test_unreachable_ray_cluster_is_a_usage_error(
