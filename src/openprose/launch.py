@@ -219,8 +219,17 @@ def open_run(
     )
 
 
-async def execute(prepared: Prepared, observer: Any = None, tracer: Any = None) -> Any:
-    """Run what `prepare`/`open_run` built (its `RunResult`); the caller closes the provider."""
+async def execute(
+    prepared: Prepared,
+    observer: Any = None,
+    tracer: Any = None,
+    *,
+    inputs: Mapping[str, Any] | None = None,
+    **run_options: Any,
+) -> Any:
+    """Run what `prepare`/`open_run` built (its `RunResult`); the caller closes the provider.
+    `inputs` replaces the prepared ones (a batch's case); `run_options` go to `run_program`
+    as they are (`run_id`, `durable`, `log`)."""
     from openprose.vm.runner import run_program
 
     return await run_program(
@@ -228,7 +237,7 @@ async def execute(prepared: Prepared, observer: Any = None, tracer: Any = None) 
         prepared.text,
         provider=prepared.provider,
         project_dir=prepared.project,
-        inputs=prepared.inputs,
+        inputs=prepared.inputs if inputs is None else inputs,
         imports=prepared.imports,
         settings=prepared.settings,
         config=prepared.config,
@@ -237,6 +246,7 @@ async def execute(prepared: Prepared, observer: Any = None, tracer: Any = None) 
         prices=prepared.prices,
         tools=prepared.tools,
         tracer=tracer,
+        **run_options,
     )
 
 

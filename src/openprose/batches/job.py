@@ -113,21 +113,11 @@ class CaseRunner:
             return row_of(job.line, job.run_id, "error", error=message)
 
     async def _start(self, job: Job) -> Any:
-        from openprose.vm.runner import run_program
+        from openprose.launch import execute
 
-        p = self.prepared
-        return await run_program(
-            p.program,
-            p.text,
-            provider=p.provider,
-            project_dir=p.project,
+        return await execute(
+            self.prepared,
             inputs=job.inputs,
-            imports=p.imports,
-            settings=p.settings,
-            config=p.config,
-            launch=p.launch,
-            prices=p.prices,
-            tools=p.tools,
             run_id=job.run_id,
             durable=self.spec.durable,
             log=self.log,
