@@ -30,6 +30,7 @@ __all__ = ["LoggedJournal", "LoggedRunStore", "RunLog", "open_for_append"]
 
 # run.json fields that are the same object for every run of a batch (see `run_program`).
 SHARED_FIELDS = ("program", "imports", "import_pins", "config", "launch")
+_WHERE_CACHE = 4096  # (op, path) pairs whose JSON is kept; a run's paths repeat in the next
 
 
 def open_for_append(path: Path) -> int:
@@ -66,6 +67,7 @@ class RunLog:
         self._scheduled = False
         self._syncer: asyncio.Task[None] | None = None
         self._shared: dict[str, Any] = {}
+        self._where: dict[tuple[str, str], bytes] = {}
         self.writes = 0
         self.fsyncs = 0
         # {project}/.prose/batches/{id}/runs.ndjson -> {project}/.prose/runs
@@ -74,14 +76,25 @@ class RunLog:
     # --- records --------------------------------------------------------------------------
 
     def add(self, run_id: str, op: str, path: str, payload: bytes) -> None:
-        head = orjson.dumps((run_id, op, path))
-        self._pending.append(head[:-1] + b"," + payload + b"]\n")
-        self._schedule()
+        self.record(orjson.dumps(run_id), op, path, payload)
+
+    def record(self, run: bytes, op: str, path: str, payload: bytes) -> None:
+        """`add` for a caller that keeps its run id's JSON (`run`): a run makes a dozen
+        records, and the `"op","path",` part of each is the same for every run."""
+        where = self._where.get((op, path))
+        if where is None:
+            where = orjson.dumps((op, path))[1:-1] + b","
+            if len(self._where) < _WHERE_CACHE:
+                self._where[(op, path)] = where
+        self._pending.append(b"[" + run + b"," + where + payload + b"]\n")
+        if not self._scheduled:
+            self._schedule()
 
     def write_after(self, fd: int, data: bytes) -> None:
         """Write `data` to `fd` once every record added so far is written (and synced)."""
         self._after.append((fd, data))
-        self._schedule()
+        if not self._scheduled:
+            self._schedule()
 
     def shared_meta(self, meta: dict[str, Any]) -> dict[str, Any]:
         """`meta` without the fields every run shares; each is recorded once, the first
@@ -111,8 +124,6 @@ class RunLog:
     # --- group commit ---------------------------------------------------------------------
 
     def _schedule(self) -> None:
-        if self._scheduled:
-            return
         self._scheduled = True
         try:
             asyncio.get_running_loop().call_soon(self.flush)
@@ -195,14 +206,14 @@ class LoggedJournal(Journal):
         self.events = 0
         self.fsyncs = 0
         self._log = log
-        self._run_id = run_id
+        self._run = orjson.dumps(run_id)
 
     def start(self) -> None:
         return None  # the log commits for every run
 
     def append(self, event: str, step: str = "", **fields: Any) -> float:
         t, line = encode_event(event, step, fields)
-        self._log.add(self._run_id, "j", "", line)
+        self._log.record(self._run, "j", "", line)
         self.events += 1
         return t
 
@@ -218,6 +229,7 @@ class LoggedRunStore(RunStore):
 
     def __init__(self, log: RunLog, run_id: str, prefix: str = "") -> None:
         self.run_id = run_id
+        self._run = orjson.dumps(run_id)
         self._meta: dict[str, Any] | None = None
         self._log = log
         self._prefix = prefix
@@ -251,7 +263,7 @@ class LoggedRunStore(RunStore):
 
     def namespace(self, name: str, program_text: str, program_name: str) -> RunStore:
         child = LoggedRunStore(self._log, self.run_id, f"{self._prefix}imports/{name}/")
-        self._log.add(self.run_id, "d", child._prefix, b"null")
+        self._log.record(self._run, "d", child._prefix, b"null")
         child._lay_out(program_text, program_name)
         return child
 
@@ -261,7 +273,8 @@ class LoggedRunStore(RunStore):
         self._file("a", "state.md", state_header(self.run_id, program_name))
 
     def _file(self, op: str, name: str, text: str) -> None:
-        self._log.add(self.run_id, op, self._prefix + name, orjson.dumps(text))
+        path = self._prefix + name if self._prefix else name
+        self._log.record(self._run, op, path, orjson.dumps(text))
 
     def read_meta(self) -> dict[str, Any]:
         return dict(self._meta or {})
@@ -270,10 +283,21 @@ class LoggedRunStore(RunStore):
         old = self._meta or {}
         changed = {k: v for k, v in meta.items() if k not in old or old[k] is not v}
         self._meta = dict(meta)
+        self._record_meta(changed)
+
+    def update_meta(self, **changes: Any) -> None:
+        # what `write_meta({**meta, **changes})` records, without copying the whole of it
+        meta = self._meta if self._meta is not None else {}
+        changed = {k: v for k, v in changes.items() if k not in meta or meta[k] is not v}
+        self._meta = {**meta, **changes}
+        self._record_meta(changed)
+
+    def _record_meta(self, changed: dict[str, Any]) -> None:
         if self._prefix:
             return  # namespaces have no run.json
         own = self._log.shared_meta(changed)
-        self._log.add(self.run_id, "m", "", orjson.dumps(own, option=orjson.OPT_NON_STR_KEYS))
+        data = orjson.dumps(own, option=orjson.OPT_NON_STR_KEYS)
+        self._log.record(self._run, "m", "", data)
 
     def has_journal_events(self) -> bool:
         return False  # a logged run is always a fresh one (a resume materializes it first)
