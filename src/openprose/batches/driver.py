@@ -377,11 +377,9 @@ async def _drive(
     finally:
         await store.aclose()
     everything = stats.done_before + stats.done
-    failed = (
-        stats.failed
-        + stats.invalid
-        + sum(1 for row in _old_rows(store, done) if row.get("status") != "succeeded")
-    )
+    failed = stats.failed + stats.invalid
+    if done:  # a resume: the rows written before count too
+        failed += sum(1 for row in _old_rows(store, done) if row.get("status") != "succeeded")
     status = "succeeded" if failed == 0 else "failed"
     store.update_meta(status="finished", cases=everything)
     output = store.output_path
@@ -412,6 +410,8 @@ def _problem(case: Case | Invalid, declared: dict[str, Any]) -> str | None:
     """Why a case cannot run (E026 / E027, as `prose run` says them), else None."""
     if isinstance(case, Invalid):
         return case.error
+    if case.inputs.keys() == declared.keys():
+        return None
     missing = [name for name in declared if name not in case.inputs]
     unknown = [name for name in case.inputs if name not in declared]
     problems = [f"E026 missing required input '{name}'" for name in missing]

@@ -206,5 +206,14 @@ def _finished_row(
     result: str | None,
 ) -> dict[str, Any]:
     """The row of a run that ended; `result` only for a program without outputs."""
-    extra = {"result": result} if result is not None else {}
-    return row_of(line, run_id, status, outputs=outputs, usage=usage, error=error, **extra)
+    row = {
+        "line": line,
+        "run_id": run_id,
+        "status": status,
+        "outputs": outputs,
+        "usage": usage,
+        "error": error,
+    }
+    if result is not None:
+        row["result"] = result
+    return row
