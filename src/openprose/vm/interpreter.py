@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Awaitable, Callable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -108,10 +109,7 @@ class Interpreter:
         await self.body(self.program.body, ctx, self.prefix)
         # prose.md returns "the final result if no outputs declared": the last answer on
         # the program's main thread of execution.
-        declares_outputs = any(
-            isinstance(stmt, n.Output) for stmt in _walk_statements(self.program.body)
-        )
-        if not declares_outputs and ctx.history.entries:
+        if not _facts_of(self.program).declares_outputs and ctx.history.entries:
             self.final_result = ctx.history.entries[-1].text
         return self.outputs
 
@@ -129,12 +127,10 @@ class Interpreter:
         )
 
     def _collect_definitions(self) -> None:
-        for stmt in _walk_statements(self.program.body):
-            if isinstance(stmt, n.AgentDef):
-                self.agents[stmt.name.id] = agent_spec(stmt)
-            elif isinstance(stmt, n.BlockDef):
-                self.blocks[stmt.name.id] = stmt
-            self.bound_somewhere.update(_names_bound_by(stmt))
+        facts = _facts_of(self.program)
+        self.agents.update(facts.agents)
+        self.blocks.update(facts.blocks)
+        self.bound_somewhere.update(facts.bound)
 
     def _load_skills(self) -> None:
         """The skill folders agents name, through the program's `use` statements; one
@@ -159,7 +155,7 @@ class Interpreter:
             self.store.state(f"{self.prefix or '0'}→ skill missing: {problem}")
 
     def _check_inputs(self) -> None:
-        declared = {s.name.id: s for s in self.program.body if isinstance(s, n.Input)}
+        declared = _facts_of(self.program).inputs
         for name in self.inputs:
             if name not in declared:
                 known = ", ".join(declared) or "none"
@@ -372,6 +368,49 @@ def _slug(spec: str) -> str:
 def _cancelling() -> bool:
     task = asyncio.current_task()
     return task is not None and task.cancelling() > 0
+
+
+@dataclass(frozen=True, slots=True)
+class _Facts:
+    """What a program's text says before it runs: the same for every run of it."""
+
+    agents: dict[str, AgentSpec]
+    blocks: dict[str, n.BlockDef]
+    bound: frozenset[str]  # every flat name the program binds somewhere
+    inputs: dict[str, n.Input]
+    declares_outputs: bool
+
+
+_facts: dict[int, tuple[n.Program, _Facts]] = {}
+
+
+def _facts_of(program: n.Program) -> _Facts:
+    """The program's `_Facts`, worked out once per program object (a batch runs one
+    program thousands of times; the entry holds the program, so its id is not reused)."""
+    known = _facts.get(id(program))
+    if known is not None and known[0] is program:
+        return known[1]
+    agents, blocks, bound = {}, {}, set()
+    for stmt in _walk_statements(program.body):
+        if isinstance(stmt, n.AgentDef):
+            agents[stmt.name.id] = agent_spec(stmt)
+        elif isinstance(stmt, n.BlockDef):
+            blocks[stmt.name.id] = stmt
+        bound.update(_names_bound_by(stmt))
+    facts = _Facts(
+        agents=agents,
+        blocks=blocks,
+        bound=frozenset(bound),
+        inputs={s.name.id: s for s in program.body if isinstance(s, n.Input)},
+        declares_outputs=any(isinstance(s, n.Output) for s in _walk_statements(program.body)),
+    )
+    if len(_facts) >= _FACTS_KEPT:
+        _facts.clear()
+    _facts[id(program)] = (program, facts)
+    return facts
+
+
+_FACTS_KEPT = 64  # programs: a long-lived process (the language server, a test run) parses many
 
 
 def _names_bound_by(stmt: Any) -> list[str]:
