@@ -88,7 +88,8 @@ def render(value: Value) -> str:
 
 def to_json(value: Value) -> Any:
     """A JSON-ready form (outputs.json, `--json`, the journal)."""
-    if value is None or isinstance(value, str | int | float | bool):
+    # a tuple, not `str | int | ...`: isinstance with a union is ~6x slower (every value)
+    if value is None or isinstance(value, (str, int, float, bool)):
         return value
     if isinstance(value, ErrorValue):
         return {"error": value.message, "kind": value.kind, "where": value.where}
