@@ -5,6 +5,13 @@ into a run, `driver` runs a batch with an executor (`in_process` or `on_ray`), `
 shows it. Public API: `run_batch`, `resume_batch`, `BatchResult`, `BatchError`.
 """
 
-from openprose.batches.driver import BatchError, BatchResult, BatchStats, resume_batch, run_batch
+from openprose.batches.driver import (
+    INVALID_LINES,
+    BatchError,
+    BatchResult,
+    BatchStats,
+    resume_batch,
+    run_batch,
+)
 
-__all__ = ["BatchError", "BatchResult", "BatchStats", "resume_batch", "run_batch"]
+__all__ = ["INVALID_LINES", "BatchError", "BatchResult", "BatchStats", "resume_batch", "run_batch"]

@@ -20,9 +20,19 @@ from openprose.batches.job import FINISHED, BatchSpec, CaseRunner, Job, logged_r
 from openprose.batches.store import BatchStore, file_sha256, find_batch
 from openprose.vm.logged_runs import materialize
 
-__all__ = ["BatchError", "BatchResult", "BatchStats", "resume_batch", "run_batch"]
+__all__ = [
+    "INVALID_LINES",
+    "BatchError",
+    "BatchResult",
+    "BatchStats",
+    "resume_batch",
+    "run_batch",
+]
 
 EXECUTORS = ("local", "ray")
+# A batch's status when every run succeeded but some input lines could not be run: the
+# problem is in the inputs file, not in the program or the provider.
+INVALID_LINES = "invalid_lines"
 DEFAULT_MAX_RUNS = 64
 
 
@@ -75,7 +85,9 @@ class BatchResult:
     batch_id: str
     batch_dir: Path
     output: Path
-    status: str  # "succeeded" (every case succeeded) | "failed" (some failed or invalid)
+    # "succeeded": every case succeeded; "failed": some run did not (invalid lines or not);
+    # "invalid_lines": every run succeeded, some input lines were invalid and never ran
+    status: str
     stats: BatchStats
 
     def to_json(self) -> dict[str, Any]:
@@ -377,10 +389,13 @@ async def _drive(
     finally:
         await store.aclose()
     everything = stats.done_before + stats.done
-    failed = stats.failed + stats.invalid
-    if done:  # a resume: the rows written before count too
-        failed += sum(1 for row in _old_rows(store, done) if row.get("status") != "succeeded")
-    status = "succeeded" if failed == 0 else "failed"
+    failed, invalid = stats.failed, stats.invalid
+    for row in _old_rows(store, done) if done else ():  # a resume: earlier rows count too
+        if row.get("status") == "invalid":
+            invalid += 1
+        elif row.get("status") != "succeeded":
+            failed += 1
+    status = "failed" if failed else INVALID_LINES if invalid else "succeeded"
     store.update_meta(status="finished", cases=everything)
     output = store.output_path
     return BatchResult(store.batch_id, store.root, output, status, stats)

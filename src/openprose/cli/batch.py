@@ -183,11 +183,16 @@ def _summary_text(batch_id: str, status: str, output: str, summary: dict[str, An
     )
     if summary["done_before"]:
         counts += f" ({summary['done_before']} done before this resume)"
+    from openprose.batches.driver import INVALID_LINES
     from openprose.batches.progress import cost_text
+
+    status_text = (
+        "invalid input lines, not run (every run succeeded)" if status == INVALID_LINES else status
+    )
 
     usage = summary["usage"]
     lines = [
-        f"batch {batch_id}: {status}  {counts}",
+        f"batch {batch_id}: {status_text}  {counts}",
         f"rows: {output}",
         f"tokens: {usage['input_tokens']} in, {usage['output_tokens']} out; cost "
         + cost_text(usage["cost_usd"], usage["unpriced_models"]),

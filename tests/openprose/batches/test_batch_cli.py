@@ -62,6 +62,8 @@ def test_batch_writes_one_row_per_case(project: Path, capsys: pytest.CaptureFixt
     assert "E026 missing required input 'topic'" in rows[5]["error"]
     assert "E027 unknown input 'other'" in rows[5]["error"]
     assert "line 4: invalid JSON" in captured.err and "line 5: E026" in captured.err
+    # a run failed: the batch failed, invalid lines or not
+    assert ": failed  2 succeeded, 1 failed, 2 invalid" in captured.out
     # every run is a normal run folder that `prose show` reads: made from the batch's run
     # log the first time it is asked for
     assert len(batch_runs(project)) == 3 and run_folders(project) == []
@@ -82,6 +84,28 @@ def test_batch_json_summary_and_csv(project: Path, capsys: pytest.CaptureFixture
     rows = rows_of(Path(summary["output"]))
     assert sorted(r["line"] for r in rows) == [2, 3]  # the header is line 1
     assert Path(summary["output"]).parent.name == summary["batch_id"]
+
+
+def test_invalid_lines_alone_are_named_as_such(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (project / "in.jsonl").write_text('{"topic": "owls"}\n[1, 2]\n{"topic": "cats"}\n{}\n')
+    command = ["batch", "p.prose", "in.jsonl", "--provider", "scripted:rules.yaml"]
+    assert main(command) == 1  # not every case ran: still not a success
+    out = capsys.readouterr().out
+    assert (
+        "invalid input lines, not run (every run succeeded)  2 succeeded, 0 failed, 2 invalid"
+        in out
+    )
+    assert "failed  " not in out
+    assert main([*command, "--json"]) == 1
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["status"] == "invalid_lines"
+    assert (summary["succeeded"], summary["failed"], summary["invalid"]) == (2, 0, 2)
+    # a resume with nothing left to run says the same from the rows written before
+    assert main(["batch", "--resume", summary["batch_id"], "--json"]) == 1
+    again = json.loads(capsys.readouterr().out)
+    assert again["status"] == "invalid_lines" and again["done_before"] == 4
 
 
 def test_usage_errors_exit_2_and_leave_no_batch(
