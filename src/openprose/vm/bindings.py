@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from openprose.vm.frame import Ctx
@@ -26,6 +27,13 @@ class Bindings:
         span = getattr(node, "span", None)
         if span is None:
             return ""
-        lines = self.text[span.start : span.end].splitlines()
-        shown = lines[:_SOURCE_LINES]
-        return "\n".join(shown + (["..."] if len(lines) > _SOURCE_LINES else []))
+        return _source(self.text, span.start, span.end)
+
+
+@functools.lru_cache(maxsize=1024)
+def _source(text: str, start: int, end: int) -> str:
+    """A statement's source as its bindings show it; the same for every run of a program
+    (a batch writes the same statement's bindings thousands of times)."""
+    lines = text[start:end].splitlines()
+    shown = lines[:_SOURCE_LINES]
+    return "\n".join(shown + (["..."] if len(lines) > _SOURCE_LINES else []))

@@ -93,12 +93,13 @@ async def run_program(
     `run_id`) the run is recorded in a batch's run log instead of a folder (`runlog`)."""
     config = config or VMConfig()
     shared = _shared_meta(program, imports, config, launch)
+    pid, pid_started = _this_process()
     meta = {
         "program": shared["program"],
         "status": "running",
         "started": utc_now(),
-        "pid": os.getpid(),
-        "pid_started": _this_process_started(),
+        "pid": pid,
+        "pid_started": pid_started,
         "inputs": to_json(dict(inputs or {})),
         **shared,
     }
@@ -346,9 +347,10 @@ def _shared_meta(
     batch starts thousands of runs with the same four objects: they get the same dict
     (built once; `asdict(config)` alone cost ~90 µs a run), which its run log records once."""
     global _last_shared
-    key = (program, imports, config, launch)
-    if _last_shared is not None and all(a is b for a, b in zip(_last_shared[0], key)):
-        return _last_shared[1]
+    if _last_shared is not None:
+        last = _last_shared[0]
+        if last[0] is program and last[1] is imports and last[2] is config and last[3] is launch:
+            return _last_shared[1]
     shared = {
         "program": program.path,
         "imports": {
@@ -359,13 +361,19 @@ def _shared_meta(
         "config": asdict(config),
         "launch": dict(launch or {}),
     }
-    _last_shared = (key, shared)
+    _last_shared = ((program, imports, config, launch), shared)
     return shared
 
 
 @functools.cache
-def _this_process_started() -> int | None:
-    return process_started(os.getpid())
+def _this_process() -> tuple[int, int | None]:
+    """(pid, start time) of this process, asked once: `os.getpid` is a system call, and a
+    batch starts thousands of runs. A forked child asks again."""
+    pid = os.getpid()
+    return pid, process_started(pid)
+
+
+os.register_at_fork(after_in_child=_this_process.cache_clear)
 
 
 def _stopped(stop: BudgetExhausted, run_id: str) -> str:
