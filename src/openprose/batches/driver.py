@@ -68,16 +68,24 @@ class BatchStats:
             self.invalid += 1
         else:
             self.failed += 1
-        usage = row.get("usage") or {}
+        usage = row.get("usage")
+        if not usage:  # an invalid line, a run that could not start
+            return
         self.input_tokens += int(usage.get("input_tokens", 0))
         self.output_tokens += int(usage.get("output_tokens", 0))
         for model, counts in (usage.get("by_model") or {}).items():
-            mine = self.by_model.setdefault(model, {"input_tokens": 0, "output_tokens": 0})
+            mine = self.by_model.get(model)
+            if mine is None:
+                mine = self.by_model[model] = {"input_tokens": 0, "output_tokens": 0}
             mine["input_tokens"] += int(counts.get("input_tokens", 0))
             mine["output_tokens"] += int(counts.get("output_tokens", 0))
-        self.cost += float(usage.get("cost_usd") or 0.0)
-        for model, tokens in (usage.get("unpriced_models") or {}).items():
-            self.unpriced[model] = self.unpriced.get(model, 0) + int(tokens)
+        cost = usage.get("cost_usd")
+        if cost:
+            self.cost += float(cost)
+        unpriced = usage.get("unpriced_models")
+        if unpriced:
+            for model, tokens in unpriced.items():
+                self.unpriced[model] = self.unpriced.get(model, 0) + int(tokens)
 
 
 @dataclass(slots=True)

@@ -98,8 +98,9 @@ class RunLog:
 
     def shared_meta(self, meta: dict[str, Any]) -> dict[str, Any]:
         """`meta` without the fields every run shares; each is recorded once, the first
-        time it is seen (by identity: `run_program` hands every run the same objects)."""
-        own = dict(meta)
+        time it is seen (by identity: `run_program` hands every run the same objects).
+        `meta` is changed: callers give a dict of their own."""
+        own = meta
         for key in SHARED_FIELDS:
             if key not in own:
                 continue
