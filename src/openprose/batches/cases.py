@@ -129,8 +129,13 @@ def _csv_cases(path: Path) -> Iterator[Case | Invalid]:
 
 
 def count_cases(path: Path) -> int | None:
-    """How many cases `path` holds (for a progress bar's total); None when unreadable."""
+    """How many cases `path` holds (for a progress bar's total); None when unreadable.
+    A JSON Lines file's cases are its non-blank lines: counted without parsing them."""
     try:
-        return sum(1 for _ in read_cases(path))
+        if path.suffix.lower() == ".csv":
+            return sum(1 for _ in read_cases(path))
+        _check_regular(path)
+        with path.open("rb") as handle:
+            return sum(1 for raw in _lines(handle) if raw is None or raw.strip())
     except (CasesError, OSError):
         return None

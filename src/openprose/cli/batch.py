@@ -86,7 +86,8 @@ def _batch(args: argparse.Namespace) -> int:
                 "give no PROGRAM, INPUTS, -o, --provider or --model with it"
             )
         root = _batch_root(args.resume)
-        total = count_cases(Path(_meta(root).get("inputs", ""))) if root else None
+        # the progress view's total (--json shows none)
+        total = count_cases(Path(_meta(root).get("inputs", ""))) if root and not args.json else None
         title = f"batch {root.name if root else args.resume}"
         return _show(
             lambda on_row: resume_batch(
@@ -104,7 +105,7 @@ def _batch(args: argparse.Namespace) -> int:
         )
     if not args.program or not args.inputs:
         raise BatchError("give PROGRAM and INPUTS (or --resume BATCH)")
-    total = count_cases(Path(args.inputs))
+    total = None if args.json else count_cases(Path(args.inputs))
     return _show(
         lambda on_row: run_batch(
             args.program,

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from openprose.batches.cases import Case, CasesError, Invalid, count_cases, read_cases
 
@@ -32,6 +34,7 @@ def test_csv_cases_count_lines_from_the_header(tmp_path: Path) -> None:
         Invalid(6, "1 field(s) where the header names 2"),
         Case(7, {"topic": "cats", "tone": "a, b"}),
     ]
+    assert count_cases(path) == 4
 
 
 def test_csv_header_must_name_distinct_inputs(tmp_path: Path) -> None:
@@ -57,3 +60,22 @@ def test_an_overlong_line_is_one_invalid_case_not_a_memory_hog(
     path = tmp_path / "in.jsonl"
     path.write_text('{"a": "' + "x" * 500 + '"}\n{"a": 1}\n')
     assert list(read_cases(path)) == [Invalid(1, "line longer than 64 bytes"), Case(2, {"a": 1})]
+    assert count_cases(path) == 2
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    lines=st.lists(
+        st.sampled_from(['{"a": 1}', "", "  ", "\t", "not json", "[1]", '{"a": "\u00e9"}', "\r"]),
+        max_size=12,
+    ),
+    ending=st.sampled_from(["\n", "\r\n"]),
+    last_newline=st.booleans(),
+)
+def test_the_progress_total_counts_what_read_cases_yields(
+    tmp_path: Path, lines: list[str], ending: str, last_newline: bool
+) -> None:
+    # count_cases skips parsing the lines: it must still agree with read_cases
+    path = tmp_path / "in.jsonl"
+    path.write_bytes((ending.join(lines) + (ending if last_newline else "")).encode())
+    assert count_cases(path) == len(list(read_cases(path)))
