@@ -84,13 +84,15 @@ async def run_program(
     durable: bool = True,
     tracer: Tracer | None = None,
     log: RunLog | None = None,
+    router: ModelRouter | None = None,
 ) -> RunResult:
     """Run a checked program in a new run folder under `project_dir/.prose/runs/`.
 
     `launch` is recorded in run.json for `prose resume` (the CLI puts its options there).
     `run_id`, when given, is one `reserve_run_id` made, or a batch's own id for the run;
     `durable=False` writes the journal without fsync (see `Journal`). With `log` (and
-    `run_id`) the run is recorded in a batch's run log instead of a folder (`runlog`)."""
+    `run_id`) the run is recorded in a batch's run log instead of a folder (`runlog`).
+    `router`, when given, is shared with other runs (a batch's) and left open."""
     config = config or VMConfig()
     shared = _shared_meta(program, imports, config, launch)
     pid, pid_started = _this_process()
@@ -133,6 +135,7 @@ async def run_program(
         journal=journal,
         tracer=tracer,
         tools=tools,
+        router=router,
     )
 
 
@@ -150,6 +153,7 @@ async def resume_run(
     tools: ToolRuntime | None = None,
     durable: bool = True,
     tracer: Tracer | None = None,
+    router: ModelRouter | None = None,
 ) -> RunResult:
     """Continue a run: finished sessions, decisions and tool results come from its journal,
     the rest runs. Approvals recorded while it waited (`prose approve`/`deny`) answer the
@@ -200,6 +204,7 @@ async def resume_run(
         tracer=tracer,
         tools=tools,
         journal=journal,
+        router=router,
     )
 
 
@@ -220,6 +225,7 @@ async def _execute(
     tools: ToolRuntime | None = None,
     journal: Journal | None = None,
     tracer: Tracer | None = None,
+    router: ModelRouter | None = None,
 ) -> RunResult:
     # The run's own copy: "allow for this run" grants must not reach the other runs of a
     # batch, which share one runtime's approver and project defaults.
@@ -253,7 +259,9 @@ async def _execute(
             await asyncio.to_thread(store.update_meta, trace=trace_ids)
     journal = journal or Journal(store.journal_path)
     journal.start()
-    router = ModelRouter(provider, settings)
+    own_router = router is None
+    if router is None:
+        router = ModelRouter(provider, settings)
     shared = Shared(
         router=router,
         journal=journal,
@@ -297,7 +305,8 @@ async def _execute(
             tracer.end_run("interrupted", None)
         raise
     finally:
-        await router.aclose()
+        if own_router:
+            await router.aclose()
     stamp = utc_now()
 
     def write_end() -> None:

@@ -140,12 +140,13 @@ class ModelRouter:
         if self._settings is None:
             found = (self._provider, alias)
         else:
-            name, model = _resolved(alias, self._settings)
+            from openprose.providers import open_provider
+            from openprose.providers.settings import resolve_model
+
+            name, model = resolve_model(alias, self._settings)
             if name == self._settings.provider:
                 found = (self._provider, model)
             else:
-                from openprose.providers import open_provider
-
                 if name not in self._opened:
                     self._opened[name] = open_provider(self._settings, name)
                 found = (self._opened[name], model)
@@ -155,23 +156,6 @@ class ModelRouter:
     async def aclose(self) -> None:
         for provider in self._opened.values():
             await provider.aclose()
-
-
-_resolutions: tuple[Any, dict[str, tuple[str, str]]] = (None, {})
-
-
-def _resolved(alias: str, settings: ProviderSettings) -> tuple[str, str]:
-    """`resolve_model`, remembered for the last settings object: every run of a batch has a
-    router of its own, and all of them resolve the same aliases with the same settings."""
-    global _resolutions
-    if _resolutions[0] is not settings:
-        _resolutions = (settings, {})
-    known = _resolutions[1].get(alias)
-    if known is None:
-        from openprose.providers.settings import resolve_model
-
-        known = _resolutions[1][alias] = resolve_model(alias, settings)
-    return known
 
 
 @dataclass(frozen=True, slots=True)
