@@ -86,6 +86,11 @@ class CaseRunner:
             budgets=spec.budgets,
             yes=spec.yes,
         )
+        from openprose.vm.runtime import ModelRouter
+
+        # One router for all the runs: a provider that a `--model` override routes to is
+        # opened once per batch (one connection pool, one limit), not once per run.
+        self.router = ModelRouter(self.prepared.provider, self.prepared.settings)
 
     def can_log(self) -> bool:
         """Whether the runs can be kept in a run log: not when an agent keeps its memory
@@ -121,6 +126,7 @@ class CaseRunner:
             run_id=job.run_id,
             durable=self.spec.durable,
             log=self.log,
+            router=self.router,
         )
 
     async def _resume(self, job: Job) -> dict[str, Any]:
@@ -154,6 +160,7 @@ class CaseRunner:
             prices=p.prices,
             tools=p.tools,
             durable=self.spec.durable,
+            router=self.router,
         )
         return self._row(job, result)
 
@@ -170,6 +177,7 @@ class CaseRunner:
         )
 
     async def aclose(self) -> None:
+        await self.router.aclose()
         await self.prepared.provider.aclose()
 
 
