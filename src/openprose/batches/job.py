@@ -6,6 +6,7 @@ checked program and an open provider once per process and runs cases with them.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -117,10 +118,12 @@ class CaseRunner:
             message = f"internal error: {type(error).__name__}: {error}"
             return row_of(job.line, job.run_id, "error", error=message)
 
-    async def _start(self, job: Job) -> Any:
+    def _start(self, job: Job) -> Awaitable[Any]:
+        # the run's coroutine itself, not one more awaiting it: every coroutine between a
+        # model call and the batch's worker is entered again each time the call resumes
         from openprose.launch import execute
 
-        return await execute(
+        return execute(
             self.prepared,
             inputs=job.inputs,
             run_id=job.run_id,

@@ -118,7 +118,8 @@ class RunLog:
         self, run_id: str, program_name: str, meta: dict[str, Any]
     ) -> tuple[LoggedRunStore, LoggedJournal]:
         store = LoggedRunStore(self, run_id)
-        store.write_meta({"run_id": run_id, **meta})
+        store._meta = {"run_id": run_id, **meta}  # write_meta's, without comparing to nothing
+        store._record_meta(dict(store._meta))
         store._lay_out("", program_name)
         return store, LoggedJournal(self, run_id)
 
