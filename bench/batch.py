@@ -7,9 +7,13 @@ batch on a local Ray instance; its time and its ratio to in-process are printed.
     python bench/batch.py                 # issue size: 10,000 cases, 20 ms, 256 in flight
     python bench/batch.py --quick         # 1,000 cases
     python bench/batch.py --n 2000 --no-ray
+    python bench/batch.py --no-ray --repeat 3 --baseline 4b4de7b   # before/after, same run
 
 `prose batch` runs as a user runs it: a child process, start-up and exit included, every run
-a run folder under a fresh temporary project (`--project-root /dev/shm` for tmpfs).
+a run folder under a fresh temporary project (`--project-root /dev/shm` for tmpfs). With
+`--baseline REF` the same batch also runs from that commit's `src/` (exported with `git
+archive`, same interpreter), interleaved with this tree's runs so that load from other work
+hits both alike; its time, CPU and its ratio to this tree are printed.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import time
 from pathlib import Path
 
 import orjson
+from _git_baseline import export
 from _loopback import fetch_stats, load_note, reset_server, start_in_subprocess
 
 GOAL_RATIO = 1.5
@@ -66,9 +71,10 @@ def prose_batch(
     root: str | None,
     executor: str,
     processes: int | None = None,
+    src: Path | None = None,
 ) -> tuple[float, float, int]:
     """Whole-process seconds of `prose batch`, its CPU seconds (worker processes
-    included) and how many rows succeeded."""
+    included) and how many rows succeeded; `src`: run that tree's code instead."""
     project = Path(tempfile.mkdtemp(prefix="bench-batch-", dir=root))
     (project / "p.prose").write_text(PROGRAM)
     with (project / "in.jsonl").open("wb") as cases:
@@ -80,6 +86,8 @@ def prose_batch(
         "OPENAI_BASE_URL": f"{base_url}/v1",
         "PROSE_PROVIDER": "openai",
     }
+    if src is not None:  # ahead of the editable install of this tree
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(src), env.get("PYTHONPATH")]))
     command = [
         sys.executable,
         "-m",
@@ -129,17 +137,30 @@ def main() -> None:
     parser.add_argument(
         "--processes", type=int, default=None, help="prose batch --processes (default: its own)"
     )
+    parser.add_argument("--baseline", default=None, help="git ref to compare with (its src/)")
     args = parser.parse_args()
     n = 1_000 if args.quick else args.n
     print(
         f"# bench/batch.py: {n} cases, {args.latency_ms:g} ms answers, {args.in_flight} in flight"
     )
     print(f"# {load_note()}")
+    baseline_dir = tempfile.TemporaryDirectory(prefix="bench-batch-baseline-")
+    baseline_src = export(args.baseline, Path(baseline_dir.name)) if args.baseline else None
     base_url, stop = start_in_subprocess(latency_ms=args.latency_ms)
     try:
         asyncio.run(plain_loop(base_url, min(n, 500), args.in_flight))  # warm-up
         plain, local, plain_cpu, local_cpu = [], [], [], []
+        before: list[tuple[float, float]] = []
         for _ in range(args.repeat):
+            if baseline_src is not None:
+                reset_server(base_url)
+                seconds, cpu, ok = prose_batch(
+                    base_url, n, args.in_flight, args.project_root, "local", src=baseline_src
+                )
+                if ok != n:
+                    sys.exit(f"baseline batch: {ok} of {n} succeeded")
+                before.append((seconds, cpu))
+                print(f"# run: baseline {args.baseline} {seconds:.3f} s ({load_note()})")
             reset_server(base_url)
             cpu_before = time.process_time()
             plain.append(asyncio.run(plain_loop(base_url, n, args.in_flight)))
@@ -166,6 +187,13 @@ def main() -> None:
             f"CPU plain / prose batch   : {cpu_plain:8.3f} s / {cpu_local:.3f} s"
             f"  ({cpu_local / cpu_plain:.2f}x; {cpu_local / n * 1e6:.0f} µs a run, start-up included)"
         )
+        if before:
+            then, then_cpu = min(s for s, _ in before), min(c for _, c in before)
+            print(
+                f"baseline {args.baseline:<16}: {then:8.3f} s  ({then / best_plain:.2f}x plain;"
+                f" CPU {then_cpu:.3f} s, {then_cpu / n * 1e6:.0f} µs a run)"
+                f"  this tree {best_local / then:.2f}x its time, {cpu_local / then_cpu:.2f}x its CPU"
+            )
         children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
         print(f"peak RSS of a child       : {children:8.0f} MB")
         if args.no_ray:
@@ -185,6 +213,7 @@ def main() -> None:
         )
     finally:
         stop()
+        baseline_dir.cleanup()
         print(f"# {load_note()}")
 
 
