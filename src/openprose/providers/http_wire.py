@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import os
 import ssl
 import zlib
 from collections import deque
@@ -437,7 +438,7 @@ class _Decoder:
         if not self._started and self.encoding == "deflate" and data:
             # "deflate" should be zlib-wrapped; some servers send the raw stream.
             self._started = True
-            if data[0] & 0x0F != 8:
+            if data[0] & 0x0F != 8 or len(data) > 1 and (data[0] << 8 | data[1]) % 31:
                 self._inflate = zlib.decompressobj(-zlib.MAX_WBITS)
         self._started = True
         out: list[bytes] = []
@@ -1018,7 +1019,8 @@ class ConnectionPool:
         except ConnectionBroke as exc:
             raise CannotConnect(f"the proxy {host}:{port} closed the tunnel: {exc}") from None
         except OSError as exc:
-            reason = exc.strerror or str(exc) or type(exc).__name__
+            # asyncio words a refusal "Connect call failed (address)": say what the OS says
+            reason = os.strerror(exc.errno) if exc.errno else str(exc) or type(exc).__name__
             raise CannotConnect(f"{host}:{port} ({reason})") from None
         self.connections_made += 1
         return connection
