@@ -17,6 +17,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from openprose.providers import (
+    Message,
+    ModelRequest,
+    Provider,
+    ProviderConfigError,
+    ProviderError,
+    ProviderSettings,
+    RetryPolicy,
+    TransientProviderError,
+    open_provider,
+)
 from openprose.providers import http_wire as wire
 from openprose.providers.http_wire import (
     AnswerTooLarge,
@@ -113,7 +124,7 @@ async def test_a_chunked_body_with_extensions_and_trailers() -> None:
         # "deflate" is meant zlib-wrapped; some servers send the raw stream
         (
             "deflate",
-            lambda data: (lambda c: c.compress(data) + c.flush())(zlib.compressobj(wbits=-15)),
+            lambda data: zlib.compress(data, wbits=-15),
         ),
     ],
 )
@@ -530,9 +541,9 @@ class _Proxy:
         self.seen.append(head)
         method, target, _ = head.split(b"\r\n", 1)[0].split(b" ")
         if method == b"CONNECT":
-            host, port = target.rsplit(b":", 1)
+            address, _, port_text = target.decode().rpartition(":")
             upstream_reader, upstream_writer = await asyncio.open_connection(
-                host.decode(), int(port)
+                address, int(port_text)
             )
             writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
         else:
@@ -679,3 +690,95 @@ def test_arbitrary_bytes_only_ever_give_the_contracts_failures(
         _parse(_split(data, cuts))
     except HttpFailure:
         pass
+
+
+# --- what a provider user sees ------------------------------------------------------------
+
+
+def _provider(base_url: str, **overrides: object) -> Provider:
+    fields: dict[str, object] = {
+        "provider": "openai",
+        "base_url": base_url,
+        "api_key": "test-key-123",
+        "timeout": 2.0,
+        "retry": RetryPolicy(max_attempts=2, base_delay=0.01, max_delay=0.02),
+    }
+    fields.update(overrides)
+    return open_provider(ProviderSettings(**fields))  # type: ignore[arg-type]
+
+
+REQUEST = ModelRequest(model="m", messages=(Message("user", "hi"),), max_tokens=8)
+
+
+async def test_an_answer_that_is_not_http_is_a_transient_error_that_names_the_cause() -> None:
+    async with RawHttpServer(respond_with(b"SSH-2.0-OpenSSH_9.6\r\n", keep=False)) as server:
+        provider = _provider(server.url + "/v1")
+        with pytest.raises(TransientProviderError) as caught:
+            await provider.complete(REQUEST)
+        await provider.aclose()
+    assert "the server's answer is not valid HTTP: the server's answer does not start like" in str(
+        caught.value
+    )
+    assert "check the base URL" in str(caught.value)
+    assert len(server.requests) == 2  # retried, as any transport failure
+
+
+async def test_a_certificate_the_system_does_not_trust_is_a_permanent_error(tmp_path: Path) -> None:
+    cert, key = _certificate(tmp_path, "IP:127.0.0.1")
+    async with RawHttpServer(respond_with(answer()), tls=_server_context(cert, key)) as server:
+        provider = _provider(server.url + "/v1")
+        with pytest.raises(ProviderError) as caught:
+            await provider.complete(REQUEST)
+        await provider.aclose()
+    assert not isinstance(caught.value, TransientProviderError)
+    assert "the TLS connection failed" in str(caught.value)
+    assert "check the base URL and the system's certificates" in str(caught.value)
+
+
+async def test_an_oversized_answer_is_a_permanent_error() -> None:
+    reply = b"HTTP/1.1 200 OK\r\nx-big: " + b"a" * 70_000 + b"\r\n\r\n"
+    async with RawHttpServer(respond_with(reply, keep=False)) as server:
+        provider = _provider(server.url + "/v1")
+        with pytest.raises(ProviderError, match="headers are over 65536 bytes") as caught:
+            await provider.complete(REQUEST)
+        await provider.aclose()
+    assert not isinstance(caught.value, TransientProviderError)
+    assert len(server.requests) == 1
+
+
+async def test_the_environments_proxy_carries_the_providers_requests(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    completion = b'{"choices": [{"message": {"content": "proxied"}, "finish_reason": "stop"}]}'
+    async with RawHttpServer(respond_with(answer(completion))) as server, _Proxy() as proxy:
+        monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.port}")
+        monkeypatch.setenv("NO_PROXY", "")
+        provider = _provider(server.url + "/v1")
+        response = await provider.complete(REQUEST)
+        await provider.aclose()
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1")  # bypassed: straight to the server
+        provider = _provider(server.url + "/v1")
+        await provider.complete(REQUEST)
+        await provider.aclose()
+    assert response.text == "proxied"
+    assert len(proxy.seen) == 1 and len(server.requests) == 2
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"api_key": "sk-abc\n"}, "the header 'authorization' holds a character HTTP forbids"),
+    ],
+)
+def test_a_setting_that_would_break_the_request_is_a_config_error(
+    overrides: dict[str, object], message: str
+) -> None:
+    with pytest.raises(ProviderConfigError, match=message):
+        _provider("http://127.0.0.1:9/v1", **overrides)
+
+
+def test_a_proxy_that_is_no_http_proxy_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HTTPS_PROXY", "socks5://127.0.0.1:1080")
+    monkeypatch.setenv("NO_PROXY", "")
+    with pytest.raises(ProviderConfigError, match="openai: the proxy 'socks5://127.0.0.1:1080'"):
+        _provider("https://api.example.com/v1")
