@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import os
+import re
 import ssl
 import zlib
 from collections import deque
@@ -369,37 +370,55 @@ def _could_be_http(data: bytes) -> bool:
     return b"HTTP/".startswith(start) or start == b"HTTP/"
 
 
+# One well-formed header line: a token, a colon, the value without surrounding blanks.
+_HEADER_LINE = re.compile(
+    r"^([!#$%&'*+.^_`|~0-9A-Za-z-]+):[ \t]*((?:[^\r\n]*[^ \t\r\n])?)[ \t]*\r?$", re.MULTILINE
+)
+
+
 def _parse_head(block: bytes) -> ResponseHead:
-    lines = block.split(b"\n")
-    status_line = lines[0].rstrip(b"\r")
-    version, _, rest = status_line.partition(b" ")
-    code, _, reason = rest.partition(b" ")
-    if version[:7] != b"HTTP/1." or len(version) != 8 or len(code) != 3 or not code.isdigit():
-        raise NotHttp(f"the server's answer is not HTTP/1.x: {_quoted(status_line)}")
-    headers: dict[str, str] = {}
-    last = ""
-    for raw in lines[1:]:
-        line = raw.rstrip(b"\r")
-        if not line:
-            continue
-        if line[:1] in (b" ", b"\t"):  # an obsolete folded continuation line
-            if not last:
-                raise NotHttp("the answer's first header line starts with a space")
-            headers[last] += " " + line.strip().decode("latin-1")
-            continue
-        name, colon, value = line.partition(b":")
-        if not colon or not name or name != name.strip() or b" " in name:
-            raise NotHttp(f"a header line of the answer is malformed: {_quoted(line)}")
-        key = name.decode("latin-1").lower()
-        text = value.strip().decode("latin-1")
-        headers[key] = f"{headers[key]}, {text}" if key in headers else text
-        last = key
+    text = block.decode("latin-1").rstrip("\r\n")
+    status_line, _, fields = text.partition("\n")
+    version, _, rest = status_line.rstrip("\r").partition(" ")
+    code, _, reason = rest.partition(" ")
+    if version[:7] != "HTTP/1." or len(version) != 8 or len(code) != 3 or not code.isdigit():
+        shown = _quoted(status_line.encode("latin-1"))
+        raise NotHttp(f"the server's answer is not HTTP/1.x: {shown}")
+    pairs = _HEADER_LINE.findall(fields)
+    headers = {name.lower(): value for name, value in pairs}
+    if len(headers) != len(pairs) or (fields and len(pairs) != fields.count("\n") + 1):
+        headers = _unusual_headers(fields)  # repeated names, folded or malformed lines
     tokens = headers.get("connection", "").lower()
-    if version == b"HTTP/1.1":
+    if version == "HTTP/1.1":
         keep_alive = "close" not in tokens
     else:
         keep_alive = "keep-alive" in tokens
-    return ResponseHead(int(code), reason.decode("latin-1"), headers, keep_alive)
+    return ResponseHead(int(code), reason, headers, keep_alive)
+
+
+def _unusual_headers(fields: str) -> dict[str, str]:
+    """Header lines the one-pass reading could not take: repeated names are joined with
+    ", ", an obsolete folded line continues the one before it, a malformed line is refused."""
+    headers: dict[str, str] = {}
+    last = ""
+    for raw in fields.split("\n"):
+        line = raw.rstrip("\r")
+        if not line:
+            continue
+        if line[:1] in (" ", "\t"):  # an obsolete folded continuation line
+            if not last:
+                raise NotHttp("the answer's first header line starts with a space")
+            headers[last] += " " + line.strip()
+            continue
+        match = _HEADER_LINE.match(line)
+        if match is None:
+            raise NotHttp(
+                f"a header line of the answer is malformed: {_quoted(line.encode('latin-1'))}"
+            )
+        key, value = match.group(1).lower(), match.group(2)
+        headers[key] = f"{headers[key]}, {value}" if key in headers else value
+        last = key
+    return headers
 
 
 def _content_length(value: str) -> int:

@@ -665,6 +665,26 @@ def test_any_split_of_a_valid_answer_parses_the_same(which: int, cuts: list[int]
     assert split.head == whole.head and split.body == whole.body
 
 
+def test_header_lines_are_read_as_a_mature_client_reads_them() -> None:
+    head = _parse(
+        [
+            b"HTTP/1.1 200 OK\r\nX-A: 1\r\nx-a: 2\r\nEmpty:\r\nSpaced: \t v w  \r\n"
+            b"Folded: one\r\n two\r\nLatin: caf\xe9\xa0\r\ncontent-length: 0\r\n\r\n"
+        ]
+    ).head
+    assert head is not None and head.keep_alive
+    assert head.headers == {
+        "x-a": "1, 2",  # a repeated header, joined
+        "empty": "",
+        "spaced": "v w",
+        "folded": "one two",  # an obsolete folded line continues the one before
+        "latin": "caf\xe9\xa0",
+        "content-length": "0",
+    }
+    assert not _parse([b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n"]).head.keep_alive  # type: ignore[union-attr]
+    assert not _parse([b"HTTP/1.0 200 OK\r\ncontent-length: 0\r\n\r\n"]).head.keep_alive  # type: ignore[union-attr]
+
+
 def test_the_valid_answers_parse_to_what_was_sent() -> None:
     assert _parse([VALID_ANSWERS[2]]).body == b"abc0123456789abcdef"
     assert _parse([VALID_ANSWERS[3]]).body == b"inflated " * 50
