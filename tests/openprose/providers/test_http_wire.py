@@ -668,8 +668,8 @@ def test_any_split_of_a_valid_answer_parses_the_same(which: int, cuts: list[int]
 def test_header_lines_are_read_as_a_mature_client_reads_them() -> None:
     head = _parse(
         [
-            b"HTTP/1.1 200 OK\r\nX-A: 1\r\nx-a: 2\r\nEmpty:\r\nSpaced: \t v w  \r\n"
-            b"Folded: one\r\n two\r\nLatin: caf\xe9\xa0\r\ncontent-length: 0\r\n\r\n"
+            b"HTTP/1.1 200 OK\r\nX-A: 1\r\nx-a: 2\r\nEmpty:\r\nSpaced: \t v w  \r\n",
+            b"Folded: one\r\n two\r\nLatin: caf\xe9\xa0\r\ncontent-length: 0\r\n\r\n",
         ]
     ).head
     assert head is not None and head.keep_alive
