@@ -17,18 +17,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from openprose.providers import (
+from openprose.providers import Provider, ProviderSettings, RetryPolicy, open_provider
+from openprose.providers import http_wire as wire
+from openprose.providers.base import (
     Message,
     ModelRequest,
-    Provider,
     ProviderConfigError,
     ProviderError,
-    ProviderSettings,
-    RetryPolicy,
     TransientProviderError,
-    open_provider,
 )
-from openprose.providers import http_wire as wire
 from openprose.providers.http_wire import (
     AnswerTooLarge,
     CannotConnect,
@@ -40,7 +37,7 @@ from openprose.providers.http_wire import (
     ResponseParser,
     TlsFailure,
 )
-from tests.support.raw_http_server import RawHttpServer, RawRequest, answer
+from tests.support.raw_http_server import RawHttpServer, RawRequest, Respond, answer
 
 HEADERS = {"content-type": "application/json", "authorization": "Bearer k"}
 
@@ -395,16 +392,9 @@ async def test_a_stream_hands_over_pieces_as_they_arrive() -> None:
         writer.write(b"0\r\n\r\n")
         return True
 
-    async with RawHttpServer(respond) as server:
-        pool = ConnectionPool(server.url)
-        request = pool.prepare("POST", "/", HEADERS)
-        for _ in range(2):
-            async with pool.stream(request, b"{}", connect_timeout=1, read_timeout=1) as streamed:
-                assert streamed.status == 200
-                pieces = [piece async for piece in streamed]
-            assert pieces == [b"one ", b"two ", b"three"]
-        await pool.aclose()
-    assert server.connections == 1  # a stream read to its end leaves its connection usable
+    read, connections = await _stream_twice(respond)
+    assert read == [[b"one ", b"two ", b"three"]] * 2
+    assert connections == 1  # a stream read to its end leaves its connection usable
 
 
 async def test_a_stream_left_at_its_closing_event_still_frees_its_connection() -> None:
@@ -416,17 +406,32 @@ async def test_a_stream_left_at_its_closing_event_still_frees_its_connection() -
         writer.write(b"0\r\n\r\n")  # the body's end comes after the reader stopped
         return True
 
+    read, connections = await _stream_twice(respond, first_piece_only=True)
+    assert read == [[b"last!"]] * 2
+    assert connections == 1
+
+
+async def _stream_twice(
+    respond: Respond, *, first_piece_only: bool = False
+) -> tuple[list[list[bytes]], int]:
+    """Two streams, one after the other, from one pool: the pieces read from each (all, or
+    the first only), and how many connections the server saw."""
+    read: list[list[bytes]] = []
     async with RawHttpServer(respond) as server:
         pool = ConnectionPool(server.url)
         request = pool.prepare("POST", "/", HEADERS)
         for _ in range(2):
+            pieces: list[bytes] = []
             async with pool.stream(request, b"{}", connect_timeout=1, read_timeout=1) as streamed:
+                assert streamed.status == 200
                 async for piece in streamed:
-                    assert piece == b"last!"
-                    break
-            await asyncio.sleep(0.1)
+                    pieces.append(piece)
+                    if first_piece_only:
+                        break
+            read.append(pieces)
+            await asyncio.sleep(0.1)  # time for a stream left unread to finish arriving
         await pool.aclose()
-    assert server.connections == 1
+    return read, server.connections
 
 
 async def test_a_stream_that_falls_silent_times_out() -> None:
