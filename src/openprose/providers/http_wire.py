@@ -154,7 +154,7 @@ class ResponseParser:
         self.max_head = max_head
         self.max_body = max_body  # None: no limit (a stream is read as it arrives)
         self._state = _HEAD
-        self._buffer = b""
+        self._buffer = bytearray()  # a line (or head) whose end has not arrived
         self._left = 0
         self._body_bytes = 0
         self._decoder: _Decoder | None = None
@@ -174,8 +174,13 @@ class ResponseParser:
             self.extra += data
             return
         if self._buffer:
-            data = self._buffer + data
-            self._buffer = b""
+            if self._state in (_HEAD, _TRAILERS):
+                if not self._more_lines(data):
+                    return  # a head still arriving: kept, not copied again
+                data = bytes(self._buffer)
+            else:
+                data = bytes(self._buffer) + data
+            self._buffer.clear()
         while data:
             state = self._state
             if state == _LENGTH:
@@ -208,7 +213,7 @@ class ResponseParser:
                 data = self._read_chunk_size(data)
             elif state == _CHUNK_END:
                 if len(data) < 2 and data in (b"\r", b""):
-                    self._buffer = data
+                    self._buffer += data
                     return
                 if data.startswith(b"\r\n"):
                     data = data[2:]
@@ -244,6 +249,24 @@ class ResponseParser:
 
     # --- internals ---
 
+    def _more_lines(self, data: bytes) -> bool:
+        """Add to a head (or trailers) held back; True once its blank line has arrived.
+        The search goes on from where the last one ended, so a head arriving a byte at a
+        time costs what it costs in one piece."""
+        buffer = self._buffer
+        start = max(0, len(buffer) - 2)
+        buffer += data
+        if buffer.find(b"\n\r\n", start) >= 0 or buffer.find(b"\n\n", start) >= 0:
+            return True
+        if self._state == _TRAILERS and buffer.startswith((b"\r\n", b"\n")):
+            return True  # no trailers: the blank line comes first
+        if len(buffer) > self.max_head:
+            what = "headers" if self._state == _HEAD else "trailers"
+            raise AnswerTooLarge(f"the answer's {what} are over {self.max_head} bytes")
+        if self._state == _HEAD and not _could_be_http(bytes(buffer[:5])):
+            raise NotHttp(f"the server's answer does not start like HTTP: {_quoted(buffer)}")
+        return False
+
     def _read_head(self, data: bytes) -> bytes:
         end = _blank_line(data)
         if end < 0:
@@ -251,7 +274,7 @@ class ResponseParser:
                 raise AnswerTooLarge(f"the answer's headers are over {self.max_head} bytes")
             if not _could_be_http(data):
                 raise NotHttp(f"the server's answer does not start like HTTP: {_quoted(data)}")
-            self._buffer = data
+            self._buffer += data
             return b""
         block, data = data[:end], data[end:].removeprefix(b"\r\n").removeprefix(b"\n")
         if len(block) > self.max_head:
@@ -297,7 +320,7 @@ class ResponseParser:
         if end < 0:
             if len(data) > 1024:
                 raise NotHttp("a chunk size line of the chunked body is over 1024 bytes")
-            self._buffer = data
+            self._buffer += data
             return b""
         line = data[:end].rstrip(b"\r").split(b";", 1)[0].strip()
         hexadecimal = 0 < len(line) <= 16 and all(c in b"0123456789abcdefABCDEF" for c in line)
@@ -317,13 +340,13 @@ class ResponseParser:
             self._finish(data[2 if data[0] == 13 else 1 :])
             return b""
         if data == b"\r":
-            self._buffer = data
+            self._buffer += data
             return b""
         end = _blank_line(data)
         if end < 0:
             if len(data) > self.max_head:
                 raise AnswerTooLarge(f"the answer's trailers are over {self.max_head} bytes")
-            self._buffer = data
+            self._buffer += data
             return b""
         self._finish(data[end:].removeprefix(b"\r\n").removeprefix(b"\n"))
         return b""
@@ -432,8 +455,8 @@ def _content_length(value: str) -> int:
     return int(length)
 
 
-def _quoted(data: bytes) -> str:
-    text = repr(data[:80])[1:]
+def _quoted(data: bytes | bytearray) -> str:
+    text = repr(bytes(data[:80]))[1:]
     return text + ("..." if len(data) > 80 else "")
 
 

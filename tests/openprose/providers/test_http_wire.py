@@ -670,6 +670,21 @@ def test_any_split_of_a_valid_answer_parses_the_same(which: int, cuts: list[int]
     assert split.head == whole.head and split.body == whole.body
 
 
+@pytest.mark.parametrize("data", VALID_ANSWERS)
+def test_an_answer_arriving_a_byte_at_a_time_parses_the_same(data: bytes) -> None:
+    whole = _parse([data])
+    trickled = _parse([data[i : i + 1] for i in range(len(data))])
+    assert trickled.ended and (trickled.head, trickled.body) == (whole.head, whole.body)
+
+
+def test_a_head_trickling_in_is_refused_at_its_limit() -> None:
+    parser = ResponseParser(_Collected(), max_head=1000)
+    parser.feed(b"HTTP/1.1 200 OK\r\n")
+    with pytest.raises(AnswerTooLarge, match="headers are over 1000 bytes"):
+        for _ in range(2000):
+            parser.feed(b"x")
+
+
 def test_header_lines_are_read_as_a_mature_client_reads_them() -> None:
     head = _parse(
         [
