@@ -180,9 +180,10 @@ class HttpProvider:
         return assembler.response(request_id)
 
     async def aclose(self) -> None:
-        if self._pool is not None and self._pool.loop is not None:
-            await self._pool.aclose()
-            self._pool = None
+        pool = self._pool
+        if pool is not None and pool.loop is asyncio.get_running_loop():
+            await pool.aclose()  # a pool of another (finished) loop is only dropped
+        self._pool = None
 
     # --- internals -----------------------------------------------------------------------
 

@@ -822,3 +822,19 @@ def test_a_proxy_that_is_no_http_proxy_is_a_config_error(monkeypatch: pytest.Mon
     monkeypatch.setenv("NO_PROXY", "")
     with pytest.raises(ProviderConfigError, match="openai: the proxy 'socks5://127.0.0.1:1080'"):
         _provider("https://api.example.com/v1")
+
+
+def test_a_provider_serves_one_event_loop_after_another() -> None:
+    """A pool belongs to one event loop; a provider used again under a new loop (another
+    `asyncio.run`) opens a new pool instead of touching the old loop's connections."""
+    from tests.support.fake_llm_server import start_in_subprocess
+
+    base_url, stop = start_in_subprocess()
+    try:
+        provider = _provider(base_url + "/v1")
+        first = asyncio.run(provider.complete(REQUEST))
+        second = asyncio.run(provider.complete(REQUEST))
+        asyncio.run(provider.aclose())
+    finally:
+        stop()
+    assert first.text == second.text == "echo: hi"
