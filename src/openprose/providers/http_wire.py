@@ -59,6 +59,7 @@ MAX_HEAD_BYTES = 64 * 1024  # status line and headers (and a chunked body's trai
 MAX_BODY_BYTES = 64 * 1024 * 1024  # a whole answer, after decompression
 STREAM_BUFFER_BYTES = 1024 * 1024  # a stream's unread bytes above which reading pauses
 DRAIN_S = 1.0  # how long the unread end of a stream may take before its connection is closed
+HAPPY_EYEBALLS_S = 0.25
 _DECOMPRESS_STEP = 256 * 1024  # inflate at most this much per call (a zip bomb stops early)
 _NO_BODY_STATUSES = frozenset({204, 304})
 
@@ -1047,6 +1048,9 @@ class ConnectionPool:
                     port,
                     ssl=self._ssl() if direct_tls else None,
                     server_hostname=self.host if direct_tls else None,
+                    # a host with IPv6 and IPv4 addresses: the next address is tried after
+                    # 250 ms, not after a dead route's whole timeout (RFC 8305)
+                    happy_eyeballs_delay=HAPPY_EYEBALLS_S,
                 )
                 if self.tls and proxy is not None:
                     await self._tunnel(connection, proxy)
