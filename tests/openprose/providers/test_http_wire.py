@@ -17,7 +17,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from openprose.providers import Provider, ProviderSettings, RetryPolicy, open_provider
+from openprose.providers import (
+    Provider,
+    ProviderSettings,
+    RetryPolicy,
+    open_provider,
+    stream_text_to,
+)
 from openprose.providers import http_wire as wire
 from openprose.providers.base import (
     Message,
@@ -838,3 +844,41 @@ def test_a_provider_serves_one_event_loop_after_another() -> None:
     finally:
         stop()
     assert first.text == second.text == "echo: hi"
+
+
+async def test_a_gzipped_chunked_event_stream_reaches_the_watcher_piece_by_piece() -> None:
+    """The SSE reader fed by this transport: an OpenAI stream, gzip-compressed and chunked,
+    flushed event by event as a compressing proxy sends it."""
+    events = [
+        b'data: {"choices": [{"index": 0, "delta": {"content": "one "}}]}\n\n',
+        b'data: {"choices": [{"index": 0, "delta": {"content": "two"}}]}\n\n',
+        b'data: {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}\n\n',
+        b'data: {"choices": [], "usage": {"prompt_tokens": 1, "completion_tokens": 2}}\n\n',
+        b"data: [DONE]\n\n",
+    ]
+
+    async def respond(request: RawRequest) -> bool:
+        writer = request.writer
+        writer.write(
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+            b"content-encoding: gzip\r\ntransfer-encoding: chunked\r\n\r\n"
+        )
+        packer = zlib.compressobj(wbits=31)
+        for event in events:
+            piece = packer.compress(event) + packer.flush(zlib.Z_SYNC_FLUSH)
+            writer.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+            await writer.drain()
+            await asyncio.sleep(0.01)
+        last = packer.flush()
+        writer.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(last), last))
+        return True
+
+    pieces: list[str] = []
+    async with RawHttpServer(respond) as server:
+        provider = _provider(server.url + "/v1")
+        with stream_text_to(pieces.append):
+            response = await provider.complete(REQUEST)
+        await provider.aclose()
+    assert pieces == ["one ", "two"] and response.text == "one two"
+    assert (response.usage.input_tokens, response.usage.output_tokens) == (1, 2)
+    assert server.requests[0].header("accept-encoding") == "gzip, deflate"
