@@ -2,7 +2,7 @@
 
 A `ConnectionPool` serves one origin (scheme, host, port) for one provider: it opens
 connections (TCP, TLS through `ssl.create_default_context()`, or through an HTTP proxy),
-keeps the idle ones for `KEEPALIVE_S`, caps how many are open (`max_connections`, 0 = no cap)
+keeps the idle ones for `KEEPALIVE_S` (less when the server's `keep-alive: timeout=N` says so), caps how many are open (`max_connections`, 0 = no cap)
 and queues requests beyond the cap. A request's head is encoded once (`prepare`) and sent
 with its body in one `transport.write`; the answer is read by `ResponseParser`, which needs no
 I/O and so is tested on any split of the bytes: content-length, chunked and read-until-close
@@ -507,7 +507,7 @@ class _Decoder:
 class _Connection(asyncio.Protocol):
     """A connection and the exchange under way on it (one at a time)."""
 
-    __slots__ = ("closed", "exchange", "idle_since", "parser", "served", "transport")
+    __slots__ = ("closed", "exchange", "idle_until", "keep_for", "parser", "served", "transport")
 
     def __init__(self) -> None:
         self.transport: asyncio.Transport | None = None
@@ -515,7 +515,8 @@ class _Connection(asyncio.Protocol):
         self.exchange: _Exchange | None = None
         self.closed = False
         self.served = 0  # answers read completely on it
-        self.idle_since = 0.0
+        self.idle_until = 0.0  # while idle: not to be used from then on
+        self.keep_for: float | None = None  # how long the server says it keeps it idle
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
@@ -568,6 +569,9 @@ class _Connection(asyncio.Protocol):
         )
         if reusable:
             self.served += 1
+            assert parser is not None and parser.head is not None
+            hint = parser.head.headers.get("keep-alive")
+            self.keep_for = None if hint is None else _idle_timeout(hint)
         return reusable
 
     def fail(self, failure: BaseException) -> None:
@@ -939,10 +943,10 @@ class ConnectionPool:
         idle = self._idle
         if not idle:
             return None
-        fresh_after = loop.time() - self.keepalive_s
+        now = loop.time()
         while idle:
             connection = idle.pop()  # the most recently used: the warmest
-            if connection.idle_since > fresh_after and connection.alive:
+            if connection.idle_until > now and connection.alive:
                 return connection
             connection.close()
             self._open -= 1
@@ -998,10 +1002,16 @@ class ConnectionPool:
                 return
         loop = self.loop
         assert loop is not None
-        connection.idle_since = loop.time()
+        keep = self.keepalive_s
+        if connection.keep_for is not None:  # the server's `keep-alive: timeout=N`, less 1 s
+            keep = min(keep, connection.keep_for - 1.0)
+            if keep <= 0:
+                self._discard(connection)
+                return
+        connection.idle_until = loop.time() + keep
         self._idle.append(connection)
         if self._sweeper is None:
-            self._sweeper = loop.call_at(connection.idle_since + self.keepalive_s, self._sweep)
+            self._sweeper = loop.call_at(connection.idle_until, self._sweep)
 
     def _discard(self, connection: _Connection) -> None:
         connection.close()
@@ -1016,18 +1026,20 @@ class ConnectionPool:
         self._open -= 1
 
     def _sweep(self) -> None:
-        """Close the connections idle for `keepalive_s` (`_take_idle` never reuses them;
-        this frees their sockets)."""
+        """Close the connections idle past their time (`_take_idle` never reuses them; this
+        frees their sockets), and come back when the next one's time is up."""
         self._sweeper = None
         loop = self.loop
         assert loop is not None
         now = loop.time()
-        idle = self._idle
-        while idle and (idle[0].idle_since + self.keepalive_s <= now or not idle[0].alive):
-            idle.popleft().close()
-            self._open -= 1
-        if idle and not self._closed:
-            self._sweeper = loop.call_at(idle[0].idle_since + self.keepalive_s, self._sweep)
+        kept = [c for c in self._idle if c.idle_until > now and c.alive]
+        for connection in self._idle:
+            if connection.idle_until <= now or not connection.alive:
+                connection.close()
+                self._open -= 1
+        self._idle = deque(kept)
+        if kept and not self._closed:
+            self._sweeper = loop.call_at(min(c.idle_until for c in kept), self._sweep)
 
     def _ssl(self) -> ssl.SSLContext:
         if self._ssl_context is None:
@@ -1095,6 +1107,19 @@ class ConnectionPool:
                 f"the proxy {proxy.host}:{proxy.port} refused a tunnel to "
                 f"{self.host}:{self.port}: HTTP {response.status}"
             )
+
+
+def _idle_timeout(hint: str) -> float | None:
+    """The `timeout=N` of a `keep-alive` header (seconds the server keeps an idle
+    connection), or None."""
+    for part in hint.split(","):
+        name, _, value = part.strip().partition("=")
+        if name.strip().lower() == "timeout":
+            try:
+                return float(value.strip())
+            except ValueError:
+                return None
+    return None
 
 
 def _time_out(connection: _Connection, future: asyncio.Future[Response]) -> None:

@@ -234,6 +234,26 @@ async def test_an_idle_connection_is_dropped_after_the_keep_alive_time() -> None
     assert server.connections == 2
 
 
+async def test_the_servers_keep_alive_timeout_shortens_the_idle_time() -> None:
+    reply = answer(headers="keep-alive: timeout=1.3, max=100\r\n")  # kept idle 0.3 s here
+    async with RawHttpServer(respond_with(reply)) as server:
+        pool = ConnectionPool(server.url)
+        await fetch(pool)
+        await fetch(pool)  # at once: the same connection
+        assert server.connections == 1
+        await asyncio.sleep(0.5)
+        assert not pool._idle  # swept before the server would drop it
+        await fetch(pool)
+        await pool.aclose()
+    assert server.connections == 2
+    async with RawHttpServer(respond_with(answer(headers="keep-alive: timeout=1\r\n"))) as server:
+        pool = ConnectionPool(server.url)
+        await fetch(pool)
+        await fetch(pool)  # a server keeping idle connections 1 s or less: none is kept
+        await pool.aclose()
+    assert server.connections == 2
+
+
 async def test_a_kept_connection_the_server_closed_meanwhile_is_retried_once_fresh() -> None:
     async def respond(request: RawRequest) -> bool:
         if request.connection == 1 and request.number == 2:
