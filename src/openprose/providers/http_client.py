@@ -1,9 +1,9 @@
 """The transport the hosted providers share: JSON over HTTP/1.1, plain or SSE.
 
 `HttpProvider` owns one `http_wire.ConnectionPool` (keep-alive connections, at most
-`max_connections`) for its whole life, opened on the first request (a pool belongs to the
-event loop that first used it). The request head is encoded once; each request sends a request body as orjson bytes and either reads the whole JSON answer or, when a text
-sink is set (see `streaming`), reads the server-sent events and hands the text deltas to the
+`max_connections`) for its whole life, bound to the event loop that first uses it. The
+request head is encoded once; each request sends its body as orjson bytes and either reads
+the whole JSON answer or, when a text sink is set (see `streaming`), reads the server-sent events and hands the text deltas to the
 sink. A subclass says only what its wire format looks like: `request_body` builds the JSON
 body, `read_answer` reads a whole answer, `assembler` builds a stream reader.
 
