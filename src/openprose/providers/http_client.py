@@ -3,8 +3,8 @@
 `HttpProvider` owns one `http_wire.ConnectionPool` (keep-alive connections, at most
 `max_connections`) for its whole life, bound to the event loop that first uses it. The
 request head is encoded once; each request sends its body as orjson bytes and either reads
-the whole JSON answer or, when a text sink is set (see `streaming`), reads the server-sent events and hands the text deltas to the
-sink. A subclass says only what its wire format looks like: `request_body` builds the JSON
+the whole JSON answer or, when a text sink is set (see `streaming`), reads the server-sent
+events and hands the text deltas to the sink. A subclass says only what its wire format looks like: `request_body` builds the JSON
 body, `read_answer` reads a whole answer, `assembler` builds a stream reader.
 
 Every failure leaves here as one of the contract's errors: non-2xx statuses and transport
