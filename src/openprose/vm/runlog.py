@@ -86,7 +86,8 @@ class RunLog:
             where = orjson.dumps((op, path))[1:-1] + b","
             if len(self._where) < _WHERE_CACHE:
                 self._where[(op, path)] = where
-        self._pending.append(b"[" + run + b"," + where + payload + b"]\n")
+        # the pieces, joined once per write: a record's payload is copied once, not per `+`
+        self._pending += (b"[", run, b",", where, payload, b"]\n")
         if not self._scheduled:
             self._schedule()
 
