@@ -67,7 +67,9 @@ class _Worker:
 
     def _send(self, message: dict[str, Any]) -> None:
         """Queue a line for the worker; the lines of one event-loop turn go in one write."""
-        self._outbox.append(orjson.dumps(message, option=orjson.OPT_NON_STR_KEYS) + b"\n")
+        self._outbox.append(
+            orjson.dumps(message, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_APPEND_NEWLINE)
+        )
         if len(self._outbox) == 1:
             asyncio.get_running_loop().call_soon(self._send_queued)
 
@@ -197,7 +199,7 @@ async def _serve(header: dict[str, Any]) -> None:
     os.write(out, b'{"ready":true}\n')
 
     def send(row: dict[str, Any]) -> None:
-        data = orjson.dumps(row, option=orjson.OPT_NON_STR_KEYS) + b"\n"
+        data = orjson.dumps(row, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_APPEND_NEWLINE)
         if log is not None:
             log.write_after(out, data)  # after the run's records
         else:

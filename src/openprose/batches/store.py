@@ -132,7 +132,7 @@ class BatchStore:
     def write_row(self, row: dict[str, Any]) -> None:
         """Append a row once the run log's records so far are written (the run's own)."""
         assert self._rows_fd is not None and self.log is not None
-        data = orjson.dumps(row, option=orjson.OPT_NON_STR_KEYS) + b"\n"
+        data = orjson.dumps(row, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_APPEND_NEWLINE)
         self.log.write_after(self._rows_fd, data)
 
     async def aclose(self) -> None:
