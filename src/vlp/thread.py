@@ -362,11 +362,15 @@ class ThreadChecker:
         while pending:
             start, end = pending.pop()
             part = (
-                ids[start:end],
-                codes[start:end],
-                refs[start:end],
-                sessions[start:end],
-                seqs[start:end],
+                columns
+                if end - start == len(ids)  # the whole batch: most often, not copied
+                else (
+                    ids[start:end],
+                    codes[start:end],
+                    refs[start:end],
+                    sessions[start:end],
+                    seqs[start:end],
+                )
             )
             if self._take(part, first_line + start):
                 continue
