@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from operator import attrgetter
+from itertools import compress, repeat
+from operator import attrgetter, ge
 from types import GenericAlias
 from typing import Annotated, Any, Literal, Union
 
@@ -271,12 +272,9 @@ class _ConfidenceRule:
 
     def broken_by(self, shapes: list[Any], confidences: list[float]) -> list[int]:
         """Indexes of the ``shapes`` that break the rule."""
-        threshold, holds = self.threshold, self.holds
-        return [
-            index
-            for index in [i for i, value in enumerate(confidences) if value >= threshold]
-            if not holds(shapes[index])
-        ]
+        high = compress(range(len(confidences)), map(ge, confidences, repeat(self.threshold)))
+        holds = self.holds
+        return [index for index in high if not holds(shapes[index])]
 
 
 def free_form_fields(schema: dict[str, Any]) -> list[str]:
@@ -366,12 +364,15 @@ _FREE_FORM = re.compile(
 
 
 class _Doubt:
-    """Stands in for a line the decoders refused, passing the column checks."""
+    """Stands in for a line the decoders refused, passing the column checks; its thread
+    fields are those of a line nothing can be read of (:data:`vlp.thread.ThreadFields`)."""
 
     __slots__ = ()
     timestamp = "2000-01-01T00:00:00Z"
     confidence = 0.0
     code = 0
+    id = refers_to = session_id = ""
+    seq = -1
 
 
 DOUBT: Any = _Doubt()

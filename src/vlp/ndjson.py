@@ -32,7 +32,7 @@ CHUNK_BYTES = 1024 * 1024
 _BOM = b"\xef\xbb\xbf"
 _SNIFF_BYTES = 64 * 1024
 _SLICE = 64  # lines parsed before validating them together in scan()
-_THREAD_SLICE = 256  # lines decoded and thread-checked together: their objects stay in cache
+_THREAD_SLICE = 512  # lines decoded and thread-checked together: their objects stay in cache
 _PROBE_BYTES = 16 * 1024 * 1024  # an object spread over lines is looked for in inputs up to this
 
 Source = str | os.PathLike[str] | BinaryIO
@@ -498,8 +498,9 @@ def _thread_slice(
     thread: ThreadChecker,
 ) -> int:
     shapes, doubtful = decode_lines(lines)
-    # Doubtful lines first: a valid one joins the columns as its fields, an invalid one
-    # (or a blank line) as what can be read of it.
+    ids, codes, refs, sessions, seqs = [list(map(get, shapes)) for get in _COLUMNS]
+    # A doubtful line's row is rewritten: a valid message's fields, or what can be read
+    # of an invalid one (or a blank line).
     valid = len(lines) - len(doubtful)
     for index in doubtful:
         line, number = lines[index], start + index
@@ -507,32 +508,16 @@ def _thread_slice(
             msg = orjson.loads(line)
         except orjson.JSONDecodeError as error:
             _settle(_Unparsed(error), number, line, summary, explained.append)
-            shapes[index] = _Fields(*salvaged_fields(None, line))
-            continue
-        if is_surely_valid(msg) or _settle(msg, number, line, summary, explained.append):
-            shapes[index] = _Fields(*thread_fields(msg))
-            valid += 1
+            row = salvaged_fields(None, line)
         else:
-            shapes[index] = _Fields(*salvaged_fields(msg, line))
-    ids, codes, refs, sessions, seqs = (list(map(column, shapes)) for column in _COLUMNS)
+            if is_surely_valid(msg) or _settle(msg, number, line, summary, explained.append):
+                row = thread_fields(msg)
+                valid += 1
+            else:
+                row = salvaged_fields(msg, line)
+        ids[index], codes[index], refs[index], sessions[index], seqs[index] = row
     found += thread.add_batch((ids, codes, refs, sessions, seqs), start)
     return valid
-
-
-class _Fields:
-    """The :data:`vlp.thread.ThreadFields` of a line decode_lines could not settle, under
-    the names a decoded line has."""
-
-    __slots__ = ("code", "id", "refers_to", "seq", "session_id")
-
-    def __init__(self, ident: str, code: int, refers_to: Any, session: str, seq: int) -> None:
-        self.id, self.code, self.refers_to, self.session_id, self.seq = (
-            ident,
-            code,
-            refers_to,
-            session,
-            seq,
-        )
 
 
 _COLUMNS = [attrgetter(name) for name in ("id", "code", "refers_to", "session_id", "seq")]

@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import compress, groupby, repeat
-from operator import and_, eq, ge, is_, lt, or_, truth
+from operator import and_, eq, ge, is_, is_not, lt, or_, truth
 from typing import Any, TypeAlias, TypeGuard
 
 from vlp.errors import CorrectionCycleError, Problem
@@ -410,7 +410,8 @@ class ThreadChecker:
         # One probe per id: setdefault inserts a new id and returns the very int it was
         # given, but leaves an id seen before (or earlier in these lines) as it was.
         before = list(map(seen.setdefault, ids, packed))
-        if not all(map(is_, before, packed)) and not _only_anonymous(ids, before, packed):
+        # Only "" (lines without an id, always seen as 0) may have been there already.
+        if not all(map(is_, before, packed)) and sum(map(is_not, before, packed)) != ids.count(""):
             _forget(seen, ids, before, packed)
             return False
         try:
@@ -459,11 +460,6 @@ class ThreadChecker:
             last[session] = first + size - 1
             position = end
         return last
-
-
-def _only_anonymous(ids: Sequence[str], before: list[int], packed: list[int]) -> bool:
-    """Whether the only ids that were not new are "" (invalid lines without an id)."""
-    return all(ident == "" for ident, old, new in zip(ids, before, packed) if old is not new)
 
 
 def _forget(seen: dict[str, int], ids: Sequence[str], before: list[int], packed: list[int]) -> None:

@@ -10,8 +10,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from itertools import compress
-from operator import itemgetter, or_
+from operator import itemgetter
 from typing import Any, TypeAlias
 
 from vlp.errors import Problem
@@ -375,31 +374,30 @@ def bad_timestamps(stamps: list[str]) -> list[int]:
     """Indexes of the stamps the schema's pattern refuses, for a whole column at once.
 
     A stamp is valid when its minute ("YYYY-MM-DDTHH:MM") is a valid one and ":SSZ" ends
-    it with seconds 00-59: so the column passes with two set operations once each new
-    minute is tried (as minute + ":00Z") against the pattern. Anything else — fractions,
-    leap seconds, bad stamps — is judged by :func:`timestamp_is_valid`, only the stamps
-    with such a minute or such an ending (the column is not walked in Python).
+    it with seconds 00-59: so the column passes with set operations once each new minute
+    is tried (as minute + ":00Z") against the pattern. The stamps with another minute or
+    ending — fractions, leap seconds, bad stamps — are found by searching the column for
+    each such minute or ending (in C) and judged by :func:`timestamp_is_valid`.
     """
-    minutes = set(map(_minute, stamps))
-    for minute in minutes.difference(_known_minutes):
+    minutes = list(map(_minute, stamps))
+    distinct = set(minutes)
+    for minute in distinct.difference(_known_minutes):
         if len(minute) == _MINUTE_END and _timestamp_match(minute + ":00Z"):
             if len(_known_minutes) >= _MINUTES_KEPT:
                 _known_minutes.clear()
             _known_minutes.add(minute)
-    odd_minutes = minutes.difference(_known_minutes)
-    odd_endings = set(map(_second, stamps)).difference(_SECOND_TAILS)
-    if not odd_minutes and not odd_endings:
+    seconds = list(map(_second, stamps))
+    odd = [(minutes, part) for part in distinct.difference(_known_minutes)]
+    odd += [(seconds, part) for part in set(seconds).difference(_SECOND_TAILS)]
+    if not odd:
         return []
-    suspects = map(
-        or_,
-        map(odd_minutes.__contains__, map(_minute, stamps)),
-        map(odd_endings.__contains__, map(_second, stamps)),
-    )
-    return [
-        index
-        for index in compress(range(len(stamps)), suspects)
-        if not timestamp_is_valid(stamps[index])
-    ]
+    suspects: set[int] = set()
+    for column, part in odd:
+        index = -1
+        for _ in range(column.count(part)):
+            index = column.index(part, index + 1)
+            suspects.add(index)
+    return sorted(index for index in suspects if not timestamp_is_valid(stamps[index]))
 
 
 def is_surely_valid(msg: Any) -> bool:
