@@ -439,6 +439,17 @@ class ThreadChecker:
         """Each session's last seq after these lines if, in every session, each seq is the
         one after the last (valid lines: no gap, no repeat; invalid ones: nothing to
         decide); None when some line needs a closer look."""
+        session = sessions[0] if sessions else ""
+        first = seqs[0] if seqs else -1
+        if (  # the usual slice: one session counting up
+            session
+            and 0 <= first
+            and seqs[-1] < _MAX_SEQ
+            and sessions.count(session) == len(sessions)
+            and seqs == list(range(first, first + len(seqs)))
+        ):
+            before = self._last_seq.get(session)
+            return None if before is not None and first != before + 1 else {session: seqs[-1]}
         if -1 in seqs or "" in sessions:  # lines without a session or a seq
             counted = list(map(and_, map(truth, sessions), map(ge, seqs, repeat(0))))
             sessions, seqs = list(compress(sessions, counted)), list(compress(seqs, counted))
