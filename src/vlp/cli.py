@@ -8,7 +8,6 @@ Exit codes: validate 0 valid / 1 problems found / 2 usage error; gate 0 proceed 
 from __future__ import annotations
 
 import argparse
-import gc
 import sys
 from collections.abc import Sequence
 from typing import IO, Any, NoReturn
@@ -29,7 +28,6 @@ from vlp.thread import Thread, ThreadChecker
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
 _SPOOL_BYTES = 8 * 1024 * 1024
-_SCAN_GC_THRESHOLD = 100_000  # allocations between collections of the youngest objects
 
 
 class UsageError(Exception):
@@ -98,19 +96,12 @@ def _problem_text(path: str, problem: Problem) -> str:
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
-    # A scan allocates short-lived containers by the million and makes no cycles:
-    # collecting as it goes would cost ~3 % for nothing (the threshold is put back).
-    thresholds = gc.get_threshold()
-    gc.set_threshold(_SCAN_GC_THRESHOLD, *thresholds[1:])
-    try:
-        if args.format != "json":
-            return _validate(args, None)
-        import tempfile  # only a JSON report needs a spool
+    if args.format != "json":
+        return _validate(args, None)
+    import tempfile  # only a JSON report needs a spool
 
-        with tempfile.SpooledTemporaryFile(max_size=_SPOOL_BYTES) as spool:
-            return _validate(args, _ProblemSpool(spool))
-    finally:
-        gc.set_threshold(*thresholds)
+    with tempfile.SpooledTemporaryFile(max_size=_SPOOL_BYTES) as spool:
+        return _validate(args, _ProblemSpool(spool))
 
 
 def _validate(args: argparse.Namespace, problems: _ProblemSpool | None) -> int:

@@ -379,24 +379,25 @@ def bad_timestamps(stamps: list[str]) -> list[int]:
     ending — fractions, leap seconds, bad stamps — are found by searching the column for
     each such minute or ending (in C) and judged by :func:`timestamp_is_valid`.
     """
-    minutes = list(map(_minute, stamps))
-    distinct = set(minutes)
+    distinct = set(map(_minute, stamps))
     for minute in distinct.difference(_known_minutes):
         if len(minute) == _MINUTE_END and _timestamp_match(minute + ":00Z"):
             if len(_known_minutes) >= _MINUTES_KEPT:
                 _known_minutes.clear()
             _known_minutes.add(minute)
-    seconds = list(map(_second, stamps))
-    odd = [(minutes, part) for part in distinct.difference(_known_minutes)]
-    odd += [(seconds, part) for part in set(seconds).difference(_SECOND_TAILS)]
-    if not odd:
+    odd_minutes = distinct.difference(_known_minutes)
+    odd_endings = set(map(_second, stamps)).difference(_SECOND_TAILS)
+    if not odd_minutes and not odd_endings:
         return []
     suspects: set[int] = set()
-    for column, part in odd:
-        index = -1
-        for _ in range(column.count(part)):
-            index = column.index(part, index + 1)
-            suspects.add(index)
+    for part_of, odd in ((_minute, odd_minutes), (_second, odd_endings)):
+        if odd:
+            column = list(map(part_of, stamps))
+            for part in odd:
+                index = -1
+                for _ in range(column.count(part)):
+                    index = column.index(part, index + 1)
+                    suspects.add(index)
     return sorted(index for index in suspects if not timestamp_is_valid(stamps[index]))
 
 
