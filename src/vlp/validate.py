@@ -386,9 +386,9 @@ def bad_timestamps(stamps: list[str]) -> list[int]:
                 _known_minutes.clear()
             _known_minutes.add(minute)
     odd_minutes = distinct.difference(_known_minutes)
-    odd_endings = set(map(_second, stamps)).difference(_SECOND_TAILS)
-    if not odd_minutes and not odd_endings:
+    if not odd_minutes and _SECOND_TAILS.issuperset(map(_second, stamps)):
         return []
+    odd_endings = set(map(_second, stamps)).difference(_SECOND_TAILS)
     suspects: set[int] = set()
     for part_of, odd in ((_minute, odd_minutes), (_second, odd_endings)):
         if odd:
