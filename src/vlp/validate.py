@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import math
 import re
-from datetime import datetime, timezone
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from operator import itemgetter
 from typing import Any, TypeAlias
 
@@ -116,7 +116,7 @@ def _timestamp_fix(stamp: str) -> str:
     rule = " (VLP/1.1 writes UTC with 'T' and 'Z')"
     if moment.utcoffset() is None:
         return f"{rule}; write '{_z_spelling(moment, digits)}' if the time is in UTC"
-    return f"{rule}; write '{_z_spelling(moment.astimezone(timezone.utc), digits)}'"
+    return f"{rule}; write '{_z_spelling(moment.astimezone(UTC), digits)}'"
 
 
 def _z_spelling(moment: datetime, digits: int) -> str:
