@@ -25,7 +25,9 @@ class Header:
 
     @property
     def bare(self) -> bool:
-        return self.raw == f"<{self.tag}>"
+        # Trailing spaces and tabs are not text (the command line ignores them too);
+        # leading ones are: indented, the line is no longer the tag at column 1.
+        return self.raw.rstrip(" \t") == f"<{self.tag}>"
 
 
 @dataclass(frozen=True)

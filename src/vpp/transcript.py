@@ -24,7 +24,11 @@ from vpp.footer import looks_like_footer
 Format = Literal["text", "json", "jsonl"]
 CHECKED_ROLES = ("user", "assistant")
 SKIPPED_ROLES = ("system", "developer", "tool")
-_MARKER = re.compile(r"^(user|assistant|system)[ \t]*:[ \t]*(.*)$", re.IGNORECASE)
+# `User:`, and as chat exports write it: `**User:**`, `**User**:`, `## Assistant`.
+_MARKER = re.compile(
+    r"^(#{1,6}[ \t]+)?(\*\*|__)?(user|assistant|system)(\2)?[ \t]*(:)?(\2)?[ \t]*(.*)$",
+    re.IGNORECASE,
+)
 _JSON_INT_DIGITS = 4_000
 _WRAPPED_ARRAY = re.compile(r'(?<!\\)"messages"\s*:\s*\[')
 _MARKDOWN_FRAME = re.compile(r"^(?:#{1,6}(?:\s|$)|```|~~~)")
@@ -107,19 +111,28 @@ def write_transcript(transcript: Transcript, *, ascii_only: bool = False) -> str
 
 def _read_text(text: str) -> Transcript:
     lines = text.replace("\r\n", "\n").split("\n")
-    starts = [(n, m) for n, line in enumerate(lines, 1) if (m := _MARKER.match(line))]
+    starts = [(n, m) for n, line in enumerate(lines, 1) if (m := _marker(line))]
+    # One exporter writes every marker alike, so once the first marker sets the style
+    # (plain, bold or heading), a `**User:**` line in a plain transcript is content.
+    style = _style(starts[0][1]) if starts else None
+    starts = [(n, m) for n, m in starts if _style(m) == style]
     if not starts:
         raise TranscriptError("no turns found; start each turn with 'User:' or 'Assistant:'")
     messages = []
     for position, (number, match) in enumerate(starts):
         end = starts[position + 1][0] if position + 1 < len(starts) else len(lines) + 1
-        role, inline = match.group(1).lower(), bool(match.group(2).strip())
+        role, inline = match.group(3).lower(), bool(match.group(7).strip())
         if inline:
-            marker, first = lines[number - 1][: match.start(2)], number
-            content_lines = [match.group(2), *lines[number : end - 1]]
-        else:  # content begins on the line after the marker
-            marker, first = lines[number - 1], number + 1
-            content_lines = lines[number : end - 1]
+            marker, first = lines[number - 1][: match.start(7)], number
+            content_lines = [match.group(7), *lines[number : end - 1]]
+        else:  # content begins on the first non-blank line after the marker
+            skip = number
+            while skip < end - 1 and not lines[skip].strip():
+                skip += 1
+            if skip == end - 1:  # an empty turn: its (empty) content is the next line
+                skip = number
+            marker, first = "\n".join(lines[number - 1 : skip]), skip + 1
+            content_lines = lines[skip : end - 1]
         cut = _content_end(content_lines, role)
         messages.append(
             Message(
@@ -133,6 +146,24 @@ def _read_text(text: str) -> Transcript:
             )
         )
     return Transcript("text", tuple(messages), preamble=tuple(lines[: starts[0][0] - 1]))
+
+
+def _marker(line: str) -> re.Match[str] | None:
+    """The turn marker that opens ``line``, if any: a role and a colon (the Markdown
+    marks balanced), or a heading or bold role alone on its line."""
+    match = _MARKER.match(line)
+    if match is None:
+        return None
+    heading, bold, closed_before, colon, closed_after, text = match.group(1, 2, 4, 5, 6, 7)
+    if bold and bool(closed_before) == bool(closed_after):
+        return None  # `**User**:**` or an unclosed `**User:`
+    if colon:
+        return match
+    return match if (heading or bold) and not text else None
+
+
+def _style(marker: re.Match[str]) -> tuple[bool, bool]:
+    return bool(marker.group(1)), bool(marker.group(2))
 
 
 def _content_end(lines: list[str], role: str) -> int:
