@@ -67,13 +67,16 @@ def read_reply(message: str, version: Version = "1.4") -> Reply:
     if not filled:
         return Reply(lines, None, 1, 1, None, None, None)
     fence = None
-    if len(filled) > 1 and _FENCE.fullmatch(lines[filled[0] - 1]):
-        # A reply wrapped in a code fence: read what it wraps, so the one problem (the
-        # fence) is reported, not a missing header and a nested one.
-        if _read_header(filled[1], lines[filled[1] - 1]) is not None:
-            fence = filled.pop(0)
-            if _FENCE.fullmatch(lines[filled[-1] - 1]):
-                filled.pop()
+    # A reply wrapped in a code fence: read what it wraps, so the one problem (the
+    # fence) is reported, not a missing header and a nested one.
+    if (
+        len(filled) > 1
+        and _FENCE.fullmatch(lines[filled[0] - 1])
+        and _read_header(filled[1], lines[filled[1] - 1]) is not None
+    ):
+        fence = filled.pop(0)
+        if _FENCE.fullmatch(lines[filled[-1] - 1]):
+            filled.pop()
     header = _read_header(filled[0], lines[filled[0] - 1])
     body_start = filled[0] + 1 if header else filled[0]
     footer_line = next(

@@ -327,7 +327,8 @@ def _message(item: Any, index: int, line: int, maps: bool) -> Message:
             )
         extra["content"] = content  # kept as written; such turns are not checked
         content = ""
-    return Message(role, content, line, maps, extra=extra, written_role=written_role, parts=parts)
+    written = written_role if isinstance(written_role, str) else role
+    return Message(role, content, line, maps, extra=extra, written_role=written, parts=parts)
 
 
 def _text_of_parts(parts: list[Any], index: int, line: int) -> str:
