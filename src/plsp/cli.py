@@ -18,7 +18,7 @@ from plsp.instr import PREFIX, Instruction, parse_instr
 from plsp.loopfile import LoopFileError, LoopSpec, load_loop
 from plsp.middleware import CycleRecord, Loop, LoopResult, Model
 from plsp.providers import ModelSetupError, dry_run_model, provider_model, replies_model
-from plsp.syntax import Action, Assign, Log, Num, StateBlock, Str, Value, parse
+from plsp.syntax import Action, Assign, Log, Num, Scanner, StateBlock, Str, Value, parse
 from plsp.trace import TraceError, TraceWriter, check_trace
 
 
@@ -60,11 +60,17 @@ def block_json(block: StateBlock) -> dict[str, Any]:
     }
 
 
+def _starts_instruction(text: str) -> bool:
+    scanner = Scanner(text)
+    scanner.skip_framing()
+    return scanner.startswith(PREFIX) or scanner.peek() == "@"
+
+
 def _cmd_parse(args: argparse.Namespace) -> int:
     if args.text == "-":
         data = sys.stdin.buffer.read()
         try:
-            text = data.decode("utf-8")
+            text = data.decode("utf-8-sig")
         except UnicodeDecodeError as error:
             _say(
                 f"plsp: error: stdin is not UTF-8 text (byte {error.start} is invalid)",
@@ -84,8 +90,9 @@ def _cmd_parse(args: argparse.Namespace) -> int:
             return 1
     parsed: StateBlock | Instruction
     try:
-        if text.lstrip().startswith(PREFIX):
-            parsed = parse_instr(text, passthrough=not args.strict)
+        # An instruction, with its prefix or (as the seed lists directives) without.
+        if _starts_instruction(text):
+            parsed = parse_instr(text, passthrough=not args.strict, require_prefix=False)
         else:
             parsed = parse(text)
     except ParseError as error:

@@ -48,7 +48,7 @@ def read_trace(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
     """(line number, record) for every non-empty line."""
     records = []
     try:
-        text = (read_stdin() if str(path) == "-" else read_file(path)).decode("utf-8")
+        text = (read_stdin() if str(path) == "-" else read_file(path)).decode("utf-8-sig")
     except UnicodeDecodeError as error:
         line = error.object[: error.start].count(b"\n") + 1
         raise TraceError(f"{path}:{line}: not UTF-8 text") from None

@@ -230,7 +230,10 @@ def test_extract_records_stray_text_with_position() -> None:
     assert found is not None
     assert found.text == 'S{$a:"x}S";}S'
     kinds = [(v.kind, v.line, v.column, v.blocking) for v in found.violations]
-    assert kinds == [("stray_text", 1, 1, True), ("stray_text", 4, 1, True)]
+    # The chatter is stray; the code fence closing the block is framing (decisions.md,
+    # "Conformance (protocol transcripts)").
+    assert kinds == [("stray_text", 1, 1, True)]
+    assert found.violations[0].message == "text outside the block: 'Sure! Here it is:'"
 
 
 def test_extract_takes_the_last_block_and_lenient_mode_is_non_blocking() -> None:
