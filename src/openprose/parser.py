@@ -635,7 +635,11 @@ class _Parser:
         start = self.take()
         name = self.declared_name("an input name", ":")
         self.expect(":", "':' after the input name")
-        description = self.string("a description string")
+        description: n.StringLit | n.Discretion
+        if self.kinds[self.pos] == DISCRETION:  # a prompt for the model to present
+            description = self.discretion("a description", ())
+        else:
+            description = self.string("a description string")
         return n.Input(span=self.span_from(start), name=name, description=description)
 
     def output(self) -> n.Output | n.Invalid:
