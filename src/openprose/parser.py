@@ -1096,7 +1096,8 @@ class _Parser:
         return n.Discretion(
             span=token_span(token),
             text=cast(str, token[8]),
-            triple=token[1].startswith("***") and token[1] != "****",
+            triple=(token[1].startswith("***") and token[1] != "****")
+            or (token[1].startswith("**_") and "\n" in token[1]),
         )
 
     def plain_condition(self, ends: tuple[str, ...]) -> n.Discretion | None:

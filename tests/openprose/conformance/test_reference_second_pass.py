@@ -96,3 +96,36 @@ def test_a_quoted_value_outside_the_set_stays_a_string() -> None:
     parsed = parse_text('session "x"\n  backoff: "sometimes"\n')
     (prop,) = canonicalize(parsed.program).body[0].properties
     assert isinstance(prop.value, n.StringLit)
+
+
+UNDERSCORED = """\
+loop until **_the summary
+  fits on one page_** (max: 3):
+  session "Shorten the summary"
+if **_the draft is done_**:
+  session "Ship it"
+"""
+
+
+def test_prose_md_s_underscored_discretion_spans_lines() -> None:
+    # prose.md's grammar: discretion := "**" TEXT "**" | "**_" TEXT "_**" (the multi-line
+    # form, Markdown's spelling of ***): read as a multi-line discretion, printed as ***.
+    parsed = parse_text(UNDERSCORED)
+    assert parsed.ok, parsed.diagnostics
+    loop, branch = parsed.program.body
+    assert loop.condition == n.Discretion(
+        span=loop.condition.span, text="the summary\n  fits on one page", triple=True
+    )
+    assert branch.branches[0].condition.text == "_the draft is done_"  # one line: as before
+    compiled = compile_program(parsed.program)
+    assert compiled.startswith("loop until ***the summary\n  fits on one page*** (max: 3):\n")
+    back = parse_text(compiled)
+    assert back.ok and back.program == canonicalize(parsed.program)
+    assert parse_text(UNDERSCORED.replace("\n", "\r\n")).program == parsed.program
+
+
+def test_an_underscored_discretion_never_closed_is_still_e107() -> None:
+    found = [
+        (d.code, d.line, d.column) for d in parse_text('if **_open\n  session "b"\n').diagnostics
+    ]
+    assert found[0] == ("E107", 1, 4)
