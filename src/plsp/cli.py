@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from cliconventions import ConventionalParser
+from cliconventions import ConventionalParser, guard_output
 from cliconventions import apply as apply_conventions
 from plsp.diagnostics import ParseError, visible
 from plsp.instr import PREFIX, Instruction, parse_instr
@@ -330,8 +330,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if reconfigure is not None:
             reconfigure(errors="backslashreplace")
     args = build_parser().parse_args(argv)
-    code: int = args.handler(args)
-    return code
+    return guard_output("plsp", lambda: int(args.handler(args)))
 
 
 if __name__ == "__main__":

@@ -120,12 +120,33 @@ def _not_utf8(first_line: int, data: bytes, error: UnicodeDecodeError) -> Proble
 
 
 def _unparsable(line: int, data: bytes, error: ValueError) -> Problem:
-    """VLP001 for an NDJSON line orjson refused: bad encoding or bad JSON, and where."""
+    """VLP001 for an NDJSON line orjson refused: bad encoding or bad JSON, and where (with
+    what to do, for the near misses tools produce)."""
     try:
         data.decode("utf-8")
     except UnicodeDecodeError as bad:
         return _not_utf8(line, data, bad)
-    return _json_error(line, error)
+    problem = _json_error(line, error)
+    hint = _json_hint(data, getattr(error, "colno", 0))
+    return replace(problem, message=problem.message + hint) if hint else problem
+
+
+def _json_hint(data: bytes, column: int) -> str:
+    """What a line that is almost JSON needs, for the shapes tools and models write."""
+    line = data.decode("utf-8")  # the caller has checked it decodes
+    text = line.lstrip()
+    at = line[column - 1 :] if column > 0 else ""
+    if text.startswith(("{'", "[{'")):
+        return (
+            " (JSON takes double quotes: this looks like a Python dict; write it with json.dumps)"
+        )
+    if text.startswith("data:"):
+        return " (a server-sent events line: keep only the JSON after 'data:')"
+    if at.startswith(("NaN", "Infinity", "-Infinity")):
+        return " (NaN and Infinity are not JSON numbers)"
+    if at.startswith(("//", "/*", "#")):
+        return " (JSON has no comments)"
+    return ""
 
 
 def _overlong(line: int, limit: int) -> Problem:
