@@ -180,3 +180,25 @@ def test_numbers_in_every_spelling_are_the_same_number(tmp_path: Path) -> None:
     path.write_text("\n".join(line.replace('"provenance"', '"x_provenance"') for line in lines))
     report = _vlp("validate", "--no-thread", str(path)).stdout
     assert report.count("VLP204") == 5, report
+
+
+@pytest.mark.parametrize(
+    ("line", "hint"),
+    [
+        (
+            "{'id': 'M1', 'protocol': 'VLP/1.1'}",
+            "JSON takes double quotes: this looks like a Python dict; write it with json.dumps",
+        ),
+        ('{"id": "M1", "confidence": NaN}', "NaN and Infinity are not JSON numbers"),
+        ('{"id": "Ü1", "confidence": -Infinity}', "NaN and Infinity are not JSON numbers"),
+        ("// the thread", "JSON has no comments"),
+        ('{"id": "M1", /* why */ "x": 1}', "JSON has no comments"),
+        ('data: {"id": "M1"}', "a server-sent events line: keep only the JSON after 'data:'"),
+    ],
+)
+def test_almost_json_lines_say_what_they_need(line: str, hint: str, tmp_path: Path) -> None:
+    path = tmp_path / "t.ndjson"
+    path.write_text(line + "\n", encoding="utf-8")
+    (record,) = list(read_records(path))
+    (problem,) = record.problems
+    assert problem.code == "VLP001" and problem.message.endswith(f"({hint})"), problem.message
