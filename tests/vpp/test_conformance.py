@@ -215,3 +215,15 @@ def test_a_role_that_is_no_role_still_says_which_message() -> None:
     checked = _vpp("check", "-", stdin=json.dumps([{"role": "Narrator", "content": "x"}]))
     assert checked.returncode == 2
     assert "message 1 has role 'Narrator'; expected user or assistant" in checked.stderr
+
+
+def test_assumptions_may_be_quoted_as_the_seed_s_grammar_writes_values() -> None:
+    # value ::= quoted | unquoted (seed BNF); the count is the same either way.
+    from vpp import parse_command
+
+    quoted, bare = parse_command('!<o> --assumptions="2"'), parse_command("!<o> --assumptions=2")
+    assert quoted.ok and quoted.assumptions == bare.assumptions == 2
+    assert quoted.modifiers == bare.modifiers
+    assert [e.code for e in parse_command('!<o> --assumptions="two"').errors] == [
+        "invalid-modifier"
+    ]
