@@ -282,7 +282,11 @@ def build_parser() -> argparse.ArgumentParser:
     parse_cmd.set_defaults(handler=_cmd_parse)
 
     check_cmd = commands.add_parser("check", help="verify every cycle of a trace offline")
-    check_cmd.add_argument("trace", help="an NDJSON trace written by `plsp run`; '-' reads stdin")
+    check_cmd.add_argument(
+        "trace",
+        help="an NDJSON trace written by `plsp run`, or a text transcript (INSTR: lines, "
+        "each followed by the reply's block); '-' reads stdin",
+    )
     check_cmd.set_defaults(handler=_cmd_check)
 
     run_cmd = commands.add_parser("run", help="run a loop file with a live cycle view")

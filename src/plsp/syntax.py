@@ -27,6 +27,7 @@ __all__ = [
     "Statement",
     "Str",
     "Value",
+    "block_spans",
     "extract",
     "literal",
     "parse",
@@ -471,7 +472,7 @@ class Extraction:
     violations: tuple[Violation, ...]
 
 
-def _block_spans(reply: str) -> list[tuple[int, int]]:
+def block_spans(reply: str) -> list[tuple[int, int]]:
     """Spans of `S{ ... }S` candidates, skipping `}S` that sit inside string literals.
 
     A `}S` at `q` closes the block opened at `s` when an even number of quotes lies
@@ -516,7 +517,7 @@ def extract(reply: str, *, strict: bool = True) -> Extraction | None:
     With several blocks the answer is the last one that parses (models tend to echo the
     previous state before writing the next, or quote the format after it), else the last.
     """
-    spans = _block_spans(reply)
+    spans = block_spans(reply)
     if not spans:
         return None
     start, end = spans[-1]

@@ -12,10 +12,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from plsp.cli import main
 from plsp.instr import parse_instr
 from plsp.syntax import ParseError, extract, parse
+from plsp.transcript import check_text
 from plsp.verify import verify
 
 HERE = Path(__file__).with_name("transcripts")
@@ -150,3 +153,85 @@ def test_a_replies_file_of_fenced_crlf_replies_runs_clean(
     trace.write_bytes(b"\xef\xbb\xbf" + trace.read_bytes().replace(b"\n", b"\r\n"))
     code, out, _ = _run(capsys, "check", str(trace))
     assert code == 0 and out.endswith("2 cycles, 0 failing\n"), out
+
+
+BOILER = HERE.joinpath("boiler.txt").read_text(encoding="utf-8")
+
+TRANSCRIPT_VARIANTS: dict[str, Callable[[str], str]] = {
+    "as written": lambda t: t,
+    "crlf + bom": lambda t: "\ufeff" + t.replace("\n", "\r\n"),
+    "the seed's labels": lambda t: t.replace(
+        '\nS{$u:"op";$t:75;$p:"run";}S\nS{', '\nPrevious: S{$u:"op";$t:75;$p:"run";}S\nNext: S{'
+    ),
+    "previous states left out": lambda t: t.replace("S{}S\n", "").replace(
+        ';\nS{$u:"op";$t:75;$p:"run";}S\nS{', ";\nS{"
+    ),
+    "replies fenced": lambda t: t.replace(
+        '\nS{$u:"op";$t:82;$p:"hot";!', '\n```\nS{$u:"op";$t:82;$p:"hot";!'
+    ).replace('"boiler hot";}S\n', '"boiler hot";}S\n```\n'),
+    "blank lines and indentation": lambda t: t.replace("\nS{", "\n\n    S{"),
+}
+
+
+@pytest.mark.parametrize("variant", sorted(TRANSCRIPT_VARIANTS))
+def test_a_text_transcript_is_checked_cycle_by_cycle(
+    variant: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "boiler.txt"
+    path.write_text(TRANSCRIPT_VARIANTS[variant](BOILER), encoding="utf-8", newline="")
+    code, out, err = _run(capsys, "check", str(path))
+    assert (code, err) == (0, ""), out
+    assert out.endswith("3 cycles, 0 failing\n")
+
+
+def test_a_wrong_reply_in_a_text_transcript_fails_its_cycle(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "boiler.txt"
+    path.write_text(BOILER.replace("$l:82", "$l:80"), encoding="utf-8")
+    code, out, _ = _run(capsys, "check", str(path))
+    assert code == 1
+    assert "line 9 cycle 3: FAIL\n  ! wrong_value: $l is 80, expected 82 (from @set:$l=$t)" in out
+    assert out.endswith("3 cycles, 1 failing\n")
+
+
+def test_a_previous_state_that_does_not_continue_is_a_problem(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "boiler.txt"
+    path.write_text(
+        BOILER.replace('S{$u:"op";$t:75;$p:"run";}S\nS{$u', 'S{$u:"op";$t:70;$p:"run";}S\nS{$u', 1)
+    )
+    code, out, _ = _run(capsys, "check", str(path))
+    assert code == 1
+    assert "line 5 cycle 2: FAIL" in out
+    assert (
+        'previous state S{$u:"op";$t:70;$p:"run";}S does not continue the last accepted state'
+        in out
+    )
+
+
+def test_a_text_transcript_from_stdin(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import io
+    import sys
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(BOILER.encode())))
+    assert _run(capsys, "check", "-")[0] == 0
+
+
+def test_an_instruction_the_middleware_cannot_read_is_a_problem_not_a_crash(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "t.txt"
+    path.write_text("INSTR: please set a to one\nS{$a:1;}S\n")
+    code, out, _ = _run(capsys, "check", str(path))
+    assert code == 1 and "line 1 cycle 1: FAIL\n  - unreadable INSTR:" in out
+
+
+@given(st.text(alphabet='INSTR:@$S{}";,\n ab1>!?&=', max_size=300))
+@settings(max_examples=200)
+def test_any_text_transcript_gets_a_verdict(text: str) -> None:
+    for cycle in check_text("INSTR:" + text):
+        assert isinstance(cycle.ok, bool)

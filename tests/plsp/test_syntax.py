@@ -294,9 +294,9 @@ def _spans_by_scanning(reply: str) -> list[tuple[int, int]]:
 @settings(max_examples=300)
 @given(st.text(alphabet='S{}"x', max_size=40))
 def test_block_spans_match_the_character_scan(reply: str) -> None:
-    from plsp.syntax import _block_spans
+    from plsp.syntax import block_spans
 
-    assert _block_spans(reply) == _spans_by_scanning(reply)
+    assert block_spans(reply) == _spans_by_scanning(reply)
 
 
 @pytest.mark.timeout(60)  # a hang guard, not a timing assertion: the old code took minutes
