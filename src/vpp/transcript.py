@@ -203,8 +203,11 @@ def _content_end(lines: list[str], role: str) -> int:
         end -= 1
     footers = [n for n in range(end) if looks_like_footer(lines[n])] if role == "assistant" else []
     if footers:
-        following = next((text for text in lines[footers[-1] + 1 : end] if text.strip()), None)
-        if following is not None and _MARKDOWN_FRAME.match(following):
+        after = [n for n in range(footers[-1] + 1, end) if lines[n].strip()]
+        if after and _MARKDOWN_FRAME.match(lines[after[0]]):
+            opening = next((text for text in lines if text.strip()), "")
+            if _FENCE.fullmatch(opening) and _FENCE.fullmatch(lines[after[0]]):
+                return after[0] + 1  # the fence closing a fenced reply is the reply's
             return footers[-1] + 1
     return end
 

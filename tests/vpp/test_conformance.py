@@ -227,3 +227,14 @@ def test_assumptions_may_be_quoted_as_the_seed_s_grammar_writes_values() -> None
     assert [e.code for e in parse_command('!<o> --assumptions="two"').errors] == [
         "invalid-modifier"
     ]
+
+
+def test_repairing_a_fenced_reply_in_a_text_transcript_drops_both_fences() -> None:
+    text = (HERE / "caching_1_4.txt").read_text(encoding="utf-8")
+    fenced = text.replace("Assistant: <o>\n", "Assistant: ```\n<o>\n").rstrip("\n") + "\n```\n"
+    report = validate_transcript(fenced, repair=True)
+    assert [(t.index, [v.code for v in t.violations]) for t in report.turns if t.violations] == [
+        (6, ["missing-or-invalid-header"])
+    ]
+    assert report.repaired is not None
+    assert write_transcript(report.repaired) == text
