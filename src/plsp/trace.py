@@ -223,7 +223,7 @@ def check_trace(path: str | Path) -> list[CycleCheck]:
     opening with `INSTR:`, see `plsp.transcript`) is verified cycle by cycle too."""
     text = _read_text(path)
     if not text.lstrip().startswith("{") and looks_like_text_transcript(text):
-        return [CycleCheck(c.line, c.cycle, c.problems, c.violations) for c in check_text(text)]
+        return [CycleCheck(*verdict) for verdict in check_text(text)]
     checks: list[CycleCheck] = []
     state: str | None = None
     for number, (line, record) in enumerate(_records(text, path), start=1):

@@ -15,14 +15,13 @@ The middleware's own trace is NDJSON (`plsp.trace`); this reads what other tools
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from plsp.diagnostics import ParseError, Violation
 from plsp.instr import PREFIX, parse_instr
 from plsp.syntax import block_spans, parse
 from plsp.verify import verify
 
-__all__ = ["TextCycle", "check_text", "looks_like_text_transcript"]
+__all__ = ["CycleVerdict", "check_text", "looks_like_text_transcript"]
 
 _LABEL = re.compile(
     r"^[ \t]*(?:previous|prev|next)[ \t]*:?[ \t]*(?=S\{)", re.IGNORECASE | re.MULTILINE
@@ -30,18 +29,9 @@ _LABEL = re.compile(
 _EMPTY = "S{}S"
 
 
-@dataclass(frozen=True)
-class TextCycle:
-    """One cycle of a text transcript: where it starts and its verdict."""
-
-    line: int
-    cycle: int
-    problems: tuple[str, ...]
-    violations: tuple[Violation, ...]
-
-    @property
-    def ok(self) -> bool:
-        return not self.problems and not any(v.blocking for v in self.violations)
+# A cycle's verdict: (line, cycle number, problems, violations); `plsp.trace.CycleCheck`
+# carries it for both kinds of input.
+CycleVerdict = tuple[int, int, tuple[str, ...], tuple[Violation, ...]]
 
 
 def looks_like_text_transcript(text: str) -> bool:
@@ -49,12 +39,12 @@ def looks_like_text_transcript(text: str) -> bool:
     return any(line.lstrip().startswith(PREFIX) for line in text.splitlines())
 
 
-def check_text(text: str) -> list[TextCycle]:
+def check_text(text: str) -> list[CycleVerdict]:
     """Verify every cycle of a text transcript against its instruction."""
     text = text.removeprefix("\ufeff").replace("\r\n", "\n")
     lines = text.split("\n")
     starts = [n for n, line in enumerate(lines) if line.lstrip().startswith(PREFIX)]
-    checks: list[TextCycle] = []
+    checks: list[CycleVerdict] = []
     state = _EMPTY
     for cycle, start in enumerate(starts, start=1):
         end = starts[cycle] if cycle < len(starts) else len(lines)
@@ -66,13 +56,13 @@ def check_text(text: str) -> list[TextCycle]:
     return checks
 
 
-def _check_cycle(chunk: str, line: int, cycle: int, state: str) -> tuple[TextCycle, str | None]:
+def _check_cycle(chunk: str, line: int, cycle: int, state: str) -> tuple[CycleVerdict, str | None]:
     instr_line, _, _ = chunk.partition("\n")
     # The instruction is the INSTR: line's directives; anything after them is the body.
     try:
         instruction = parse_instr(instr_line.strip(), passthrough=True)
     except ParseError as error:
-        return TextCycle(line, cycle, (f"unreadable INSTR: {error}",), ()), None
+        return (line, cycle, (f"unreadable INSTR: {error}",), ()), None
     body = _LABEL.sub("", chunk[len(instr_line) :])
     spans = block_spans(body)
     problems: list[str] = []
@@ -83,7 +73,7 @@ def _check_cycle(chunk: str, line: int, cycle: int, state: str) -> tuple[TextCyc
         try:
             given = parse(previous_text).dumps()
         except ParseError as error:
-            return TextCycle(line, cycle, (f"unreadable previous state: {error}",), ()), None
+            return (line, cycle, (f"unreadable previous state: {error}",), ()), None
         if given != parse(state).dumps():
             problems.append(
                 f"previous state {given} does not continue the last accepted state "
@@ -91,4 +81,4 @@ def _check_cycle(chunk: str, line: int, cycle: int, state: str) -> tuple[TextCyc
             )
     verdict = verify(parse(previous_text), instruction, reply)
     accepted = verdict.block.dumps() if verdict.acceptable and verdict.block else None
-    return TextCycle(line, cycle, tuple(problems), verdict.violations), accepted
+    return (line, cycle, tuple(problems), verdict.violations), accepted

@@ -233,5 +233,6 @@ def test_an_instruction_the_middleware_cannot_read_is_a_problem_not_a_crash(
 @given(st.text(alphabet='INSTR:@$S{}";,\n ab1>!?&=', max_size=300))
 @settings(max_examples=200)
 def test_any_text_transcript_gets_a_verdict(text: str) -> None:
-    for cycle in check_text("INSTR:" + text):
-        assert isinstance(cycle.ok, bool)
+    for line, cycle, problems, violations in check_text("INSTR:" + text):
+        assert line >= 1 and cycle >= 1 and all(isinstance(p, str) for p in problems)
+        assert all(isinstance(v.blocking, bool) for v in violations)

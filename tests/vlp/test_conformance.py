@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cliconventions.test_four_clis import run
 from vlp.ndjson import read_records
 from vlp.validate import check_message
 
@@ -27,9 +28,7 @@ THREAD = HERE / "audit_thread.ndjson"
 
 
 def _vlp(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "vlp.cli", *args], capture_output=True, text=True, check=False
-    )
+    return run("vlp", *args)
 
 
 def _messages() -> list[dict[str, object]]:

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from tests.cliconventions.test_four_clis import run
 from vpp import initial_state, validate_exchange, validate_transcript
 from vpp.transcript import read_transcript, write_transcript
 from vpp.versions import Version
@@ -26,13 +26,7 @@ VERSIONS: list[Version] = ["1.4", "1.5"]
 
 
 def _vpp(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "vpp.cli", *args],
-        capture_output=True,
-        text=True,
-        input=stdin,
-        check=False,
-    )
+    return run("vpp", *args, stdin=stdin)
 
 
 def _turns(text: str) -> list[dict[str, str]]:
