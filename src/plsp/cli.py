@@ -63,7 +63,8 @@ def block_json(block: StateBlock) -> dict[str, Any]:
 def _starts_instruction(text: str) -> bool:
     scanner = Scanner(text)
     scanner.skip_framing()
-    return scanner.startswith(PREFIX) or scanner.peek() == "@"
+    head = scanner.text[scanner.pos : scanner.pos + len(PREFIX)]
+    return head.upper() == PREFIX or scanner.peek() == "@"
 
 
 def _cmd_parse(args: argparse.Namespace) -> int:

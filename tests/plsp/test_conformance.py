@@ -236,3 +236,9 @@ def test_any_text_transcript_gets_a_verdict(text: str) -> None:
     for line, cycle, problems, violations in check_text("INSTR:" + text):
         assert line >= 1 and cycle >= 1 and all(isinstance(p, str) for p in problems)
         assert all(isinstance(v.blocking, bool) for v in violations)
+
+
+def test_a_lowercase_prefix_is_named(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = _run(capsys, "parse", "instr: @set:$a=1;")
+    assert code == 1
+    assert "line 1, column 1: the prefix is written 'INSTR:' (uppercase)" in err
