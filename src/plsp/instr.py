@@ -324,9 +324,9 @@ def read_instr(
     too."""
     scanner.skip_framing()
     if require_prefix or scanner.peek() != "@":
-        if scanner.text[scanner.pos : scanner.pos + len(PREFIX)].upper() == PREFIX:
-            if not scanner.startswith(PREFIX):
-                raise scanner.error(f"the prefix is written '{PREFIX}' (uppercase)")
+        written = scanner.text[scanner.pos : scanner.pos + len(PREFIX)]
+        if written.upper() == PREFIX and written != PREFIX:
+            raise scanner.error(f"the prefix is written '{PREFIX}' (uppercase)")
         scanner.expect(PREFIX, f"'{PREFIX}'")
     directives: list[Directive] = []
     while True:
