@@ -38,6 +38,7 @@ _PROBE_BYTES = 16 * 1024 * 1024  # an object spread over lines is looked for in 
 # never a message, so it is skipped like a blank line (docs/decisions.md, "Conformance
 # (protocol transcripts)").
 _FENCE = re.compile(rb"[ \t]*(?:`{3,}|~{3,})[\w.+-]*[ \t]*\r?")
+_LEADING_SPACE = re.compile(rb"\s*")
 _FENCE_LINE = re.compile(rb"^[ \t]*(?:`{3,}|~{3,})[\w.+-]*[ \t]*\r?$", re.MULTILINE)
 
 Source = str | os.PathLike[str] | BinaryIO
@@ -167,7 +168,7 @@ def _blank_fences(data: bytes) -> bytes:
 
 def _blank_opening_fence(head: bytes) -> bytes:
     """``head`` with its first non-blank line emptied if that line is a code fence."""
-    start = len(head) - len(head.lstrip())
+    start = _LEADING_SPACE.match(head).end()  # type: ignore[union-attr]  # always matches
     end = head.find(b"\n", start)
     if end < 0 or _FENCE.fullmatch(head, start, end) is None:
         return head
