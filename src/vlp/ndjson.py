@@ -364,14 +364,16 @@ def _document_records(data: bytes) -> Iterator[Record]:
 def _sequence_records(text: str) -> list[Record] | None:
     """Records of JSON values written one after another, pretty-printed (what ``jq .``
     prints for a stream), each at the line it starts on; None unless at least two values
-    read. A value that does not parse is one problem, and reading resumes at the next
-    line that opens an object at column 1, so one bad value loses nothing else.
+    read and one of them spans lines (one value a line is NDJSON). A value that does not
+    parse is one problem, and reading resumes at the next line that opens an object at
+    column 1, so one bad value loses nothing else.
 
     The json module only finds where each value ends (numbers are left unconverted, so
     no digit limit applies); orjson gives the values, as everywhere else."""
     decoder = json.JSONDecoder(parse_int=len, parse_float=len, parse_constant=len)
     records: list[Record] = []
     position, line, size = 0, 1, len(text)
+    pretty = False  # some value spans lines
     while True:
         while position < size and text[position] in " \t\r\n":
             line += text[position] == "\n"
@@ -392,7 +394,9 @@ def _sequence_records(text: str) -> list[Record] | None:
             problem = Problem("VLP001", "invalid JSON: nested too deeply", line)
         else:
             records.append(_record(line, value))
-            line += text.count("\n", position, end)
+            spanned = text.count("\n", position, end)
+            pretty = pretty or spanned > 0
+            line += spanned
             position = end
             continue
         records.append(Record(problem.line or line, None, [problem]))
@@ -401,7 +405,8 @@ def _sequence_records(text: str) -> list[Record] | None:
             break
         line += text.count("\n", position, resume)
         position = resume
-    return records if len(records) > 1 else None
+    # One value a line is NDJSON, whose reader reports each bad line itself.
+    return records if len(records) > 1 and pretty else None
 
 
 def _element_lines(text: str, start: int) -> Iterator[int]:

@@ -201,3 +201,17 @@ def test_almost_json_lines_say_what_they_need(line: str, hint: str, tmp_path: Pa
     (record,) = list(read_records(path))
     (problem,) = record.problems
     assert problem.code == "VLP001" and problem.message.endswith(f"({hint})"), problem.message
+
+
+@pytest.mark.parametrize("chunk", [3, 64, 1 << 20])
+def test_ndjson_with_a_cut_last_line_is_never_taken_for_a_stream(chunk: int) -> None:
+    # Found by the thread-scan property test: a blank first line, then one message a line
+    # with the last one cut. Every value sits on its own line, so it is NDJSON: the cut
+    # line is reported where it is, as the NDJSON reader reports it.
+    import io
+
+    good, cut = THREAD.read_bytes().splitlines()[:2]
+    data = b"\n" + good + b"\n" + cut[:-40] + b"\n"
+    records = list(read_records(io.BytesIO(data), chunk_bytes=chunk))
+    assert [(r.line, r.ok) for r in records] == [(2, True), (3, False)]
+    assert records[1].problems[0].message.startswith("invalid JSON at column")
