@@ -211,7 +211,7 @@ def test_ndjson_with_a_cut_last_line_is_never_taken_for_a_stream(chunk: int) -> 
     import io
 
     good, cut = THREAD.read_bytes().splitlines()[:2]
-    data = b"\n" + good + b"\n" + cut[:-40] + b"\n"
+    data = b"\n" + good + b"\n" + cut[: cut.index(b'"seq"') + 5] + b"\n"  # ends on a key
     records = list(read_records(io.BytesIO(data), chunk_bytes=chunk))
     assert [(r.line, r.ok) for r in records] == [(2, True), (3, False)]
-    assert records[1].problems[0].message.startswith("invalid JSON at column")
+    assert records[1].problems[0].message.endswith("unexpected end of data")  # orjson's
