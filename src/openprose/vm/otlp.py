@@ -264,30 +264,22 @@ class SpanEncoder:
         parts.append(_KINDS[kind])
         return parts
 
-    def _block(self, key: tuple[Any, ...], attributes: tuple[tuple[str, Any], ...]) -> bytes:
-        """The encoded run of `attributes` (pairs), kept under `key` (which must tell
-        apart every value that encodes differently)."""
+    def _block(self, key: tuple[Any, ...]) -> bytes:
+        """The encoded run of attributes `key` stands for (see `_block_attributes`)."""
         cache = self._blocks
         encoded = cache.get(key)
         if encoded is None:
             if len(cache) >= _CACHE_LIMIT:
                 cache.clear()
-            encoded = cache[key] = b"".join([_attribute(k, v) for k, v in attributes])
+            encoded = cache[key] = b"".join([_attribute(k, v) for k, v in _block_attributes(key)])
         return encoded
 
     def _statement(self, record: Any) -> bytes:
         _, trace, span_id, parent, code, why, start, end, kind, step, path, line, error = record
         parts = self._head(kind, trace, span_id, parent, INTERNAL)
         _times(parts, start, end)
-        parts.append(
-            _step_attribute(step) if step.__class__ is str else _attribute("prose.step", step)
-        )
-        parts.append(
-            self._block(
-                ("code", path, line, line.__class__),
-                (("code.filepath", path), ("code.lineno", line)),
-            )
-        )
+        parts.append(_text_attribute(_STEP, step))
+        parts.append(self._block(("code", path, line, line.__class__)))
         if error:
             parts.append(_attribute("error.type", error))
         _status(parts, code, why)
@@ -300,28 +292,8 @@ class SpanEncoder:
         parts = self._head(f"chat {model}", trace, span_id, parent, CLIENT)
         _times(parts, start, end)
         block = self._block
-        parts.append(
-            block(
-                ("model", provider, model, max_tokens, max_tokens.__class__),
-                (
-                    ("gen_ai.operation.name", "chat"),
-                    ("gen_ai.provider.name", provider),
-                    ("gen_ai.system", provider),
-                    ("gen_ai.request.model", model),
-                    ("gen_ai.request.max_tokens", max_tokens),
-                ),
-            )
-        )
-        parts.append(
-            _step_attribute(step) if step.__class__ is str else _attribute("prose.step", step)
-        )
-        asked_with: tuple[tuple[str, Any], ...] = (
-            ("prose.model.alias", alias),
-            ("prose.call.kind", kind),
-            ("prose.call.attempt", attempt),
-        )
-        if temperature is not None:
-            asked_with += (("gen_ai.request.temperature", temperature),)
+        parts.append(block(("model", provider, model, max_tokens, max_tokens.__class__)))
+        parts.append(_text_attribute(_STEP, step))
         parts.append(
             block(
                 (
@@ -332,8 +304,7 @@ class SpanEncoder:
                     attempt.__class__,
                     temperature,
                     temperature.__class__,
-                ),
-                asked_with,
+                )
             )
         )
         if system is not None:
@@ -341,24 +312,21 @@ class SpanEncoder:
         if asked is not None:
             parts.append(_attribute("gen_ai.input.messages", asked))
         if finish is not None:
-            answered: tuple[tuple[str, Any], ...] = (
-                ("gen_ai.response.finish_reasons", (finish,)),
-                ("gen_ai.usage.input_tokens", tokens_in),
-                ("gen_ai.usage.output_tokens", tokens_out),
+            parts.append(
+                block(
+                    (
+                        "answered",
+                        finish,
+                        tokens_in,
+                        tokens_in.__class__,
+                        tokens_out,
+                        tokens_out.__class__,
+                        answered_by,
+                    )
+                )
             )
-            if answered_by:
-                answered += (("gen_ai.response.model", answered_by),)
-            key = (
-                "answered",
-                finish,
-                tokens_in,
-                tokens_in.__class__,
-                tokens_out,
-                tokens_out.__class__,
-            )
-            parts.append(block((*key, answered_by), answered))
             if answer_id:
-                parts.append(_attribute("gen_ai.response.id", answer_id))
+                parts.append(_text_attribute(_RESPONSE_ID, answer_id))
             if answer is not None:
                 parts.append(_attribute("gen_ai.output.messages", answer))
         if error:
@@ -388,13 +356,51 @@ class SpanEncoder:
         return b"".join(parts)
 
 
-_STEP_KEY = b"\x0a\x0aprose.step\x12"  # KeyValue: key "prose.step", then its value
+def _block_attributes(key: tuple[Any, ...]) -> tuple[tuple[str, Any], ...]:
+    """The attributes (in the order `expand` gives them) of a block's key."""
+    if key[0] == "code":
+        return (("code.filepath", key[1]), ("code.lineno", key[2]))
+    if key[0] == "model":
+        _, provider, model, max_tokens, _ = key
+        return (
+            ("gen_ai.operation.name", "chat"),
+            ("gen_ai.provider.name", provider),
+            ("gen_ai.system", provider),
+            ("gen_ai.request.model", model),
+            ("gen_ai.request.max_tokens", max_tokens),
+        )
+    if key[0] == "asked":
+        _, alias, kind, attempt, _, temperature, _ = key
+        asked: tuple[tuple[str, Any], ...] = (
+            ("prose.model.alias", alias),
+            ("prose.call.kind", kind),
+            ("prose.call.attempt", attempt),
+        )
+        if temperature is not None:
+            asked += (("gen_ai.request.temperature", temperature),)
+        return asked
+    _, finish, tokens_in, _, tokens_out, _, answered_by = key  # "answered"
+    answered: tuple[tuple[str, Any], ...] = (
+        ("gen_ai.response.finish_reasons", (finish,)),
+        ("gen_ai.usage.input_tokens", tokens_in),
+        ("gen_ai.usage.output_tokens", tokens_out),
+    )
+    if answered_by:
+        answered += (("gen_ai.response.model", answered_by),)
+    return answered
 
 
-def _step_attribute(step: str) -> bytes:
-    """`_attribute("prose.step", step)` for a text step, written at once."""
-    value = _text(b"\x0a", step)
-    pair = _STEP_KEY + varint(len(value)) + value
+# KeyValue keys (field 1) of the attributes written by `_text_attribute`.
+_STEP = b"\x0a\x0aprose.step\x12"
+_RESPONSE_ID = b"\x0a\x12gen_ai.response.id\x12"
+
+
+def _text_attribute(key: bytes, value: Any) -> bytes:
+    """`_attribute(key, value)` for one of the keys above, written at once for text."""
+    if value.__class__ is not str:
+        return _attribute(key[2:-1].decode(), value)
+    text = _text(b"\x0a", value)
+    pair = key + varint(len(text)) + text
     return b"\x4a" + varint(len(pair)) + pair
 
 
