@@ -11,7 +11,10 @@ connection) and reads the settings the SDK reads, with the SDK's meaning:
 * `OTEL_EXPORTER_OTLP_[TRACES_]TIMEOUT` in seconds (default 10), the time one batch may take
   including its retries;
 * `OTEL_EXPORTER_OTLP_[TRACES_]COMPRESSION`: `gzip`, `deflate` or `none`;
-* `OTEL_EXPORTER_OTLP_[TRACES_]CERTIFICATE`, `..._CLIENT_CERTIFICATE`, `..._CLIENT_KEY` for TLS.
+* `OTEL_EXPORTER_OTLP_[TRACES_]CERTIFICATE`, `..._CLIENT_CERTIFICATE`, `..._CLIENT_KEY` for TLS;
+* `OTEL_EXPORTER_OTLP_[TRACES_]PROTOCOL`: `http/protobuf` (the default) is what is sent;
+  `grpc` and `http/json` are refused with the setting named (`exporter_named`), never
+  ignored — a collector listening for another protocol would drop every span.
 
 Answers 429, 502, 503 and 504 and lost connections are retried (at most 6 tries, backoff
 1, 2, 4... s with 20 % jitter, or the server's `retry-after` seconds) within the timeout.
@@ -37,14 +40,37 @@ TRIES = 6
 DEFAULT_TIMEOUT = 10.0
 
 
+PROTOCOL = "http/protobuf"
+
+
 def exporter_named(env: Mapping[str, str]) -> str:
-    """`otlp` (the default) or `console`, from `OTEL_TRACES_EXPORTER`; ValueError otherwise."""
+    """`otlp` (the default) or `console`, from `OTEL_TRACES_EXPORTER`; ValueError otherwise,
+    and for an OTLP protocol other than ours (`protocol`)."""
     chosen = (env.get("OTEL_TRACES_EXPORTER") or "otlp").split(",")[0].strip().lower()
     if chosen not in ("otlp", "console"):
         raise ValueError(
             f"OTEL_TRACES_EXPORTER={chosen!r} is not supported here (use otlp or console)"
         )
+    if chosen == "otlp":
+        protocol(env)
     return chosen
+
+
+def protocol(env: Mapping[str, str]) -> str:
+    """The OTLP protocol the environment asks for (the traces setting first, as the SDK
+    reads it): `http/protobuf`, the default; ValueError naming the setting otherwise."""
+    for name in ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"):
+        value = (env.get(name) or "").strip()
+        if not value:
+            continue
+        if value.lower() != PROTOCOL:
+            raise ValueError(
+                f"{name}={value!r} is not supported here: traces are sent as OTLP over HTTP "
+                f"with protobuf bodies (set {name}={PROTOCOL}, or unset it, and point the "
+                f"endpoint at the collector's OTLP/HTTP port, 4318 by default)"
+            )
+        return PROTOCOL
+    return PROTOCOL
 
 
 def resource_from_environment(env: Mapping[str, str]) -> Resource:
