@@ -95,6 +95,7 @@ class Translator:
         self._tool_calls: dict[tuple[str, object, object], str] = {}  # (step, turn, index)
         self._approvals: dict[str, str] = {}  # approval id -> its query
         self._agents: dict[str, str] = {}  # session step -> who acts in it (tools' caller)
+        self._results: dict[tuple[str, str], str] = {}  # (session step, call id) -> result
 
     # --- the doors ------------------------------------------------------------------------
 
@@ -198,12 +199,17 @@ class Translator:
         alias = event.get("model") or started.get("model")
         messages = request.get("messages") if request else None
         prompt = str(messages[-1].get("content", "")) if messages else ""
-        previous = self._last.get(step)  # a retry answers the failure before it
+        # A retry answers the failure before it.
+        previous: str | list[str] | None = self._last.get(step)
         if previous is None and kind == "judgment" and step.endswith("~2"):
             previous = self._answers.get(step[:-1] + "1")  # asked again: the first did not parse
         payload = {"step": step, "kind": kind, "model": alias, "attempt": attempt}
         if request and request.get("system"):
             payload["system"] = request["system"]
+        elif not request and isinstance(event.get("request_delta"), dict):
+            prompt, refers_to = self._turn(step, event["request_delta"], payload)
+            if previous is None:
+                previous = refers_to
         self.seq = seq = self.seq + 1
         ident = f"{self._ids}{seq}"
         message = {
@@ -224,6 +230,30 @@ class Translator:
         message["payload"] = payload
         self.out += orjson.dumps(message, option=_LINE)
         return ident
+
+    def _turn(
+        self, step: str, delta: dict[str, Any], payload: dict[str, Any]
+    ) -> tuple[str, str | list[str] | None]:
+        """A tool loop's later turn, journaled as the messages added to the turn before it
+        (`request_delta`): its query says which turn it continues (`payload.continues`, whose
+        query carries the system prompt, the same by construction) and refers to the tool
+        results it sends back. Returns (content, refers_to)."""
+        base = str(delta.get("base") or "")
+        payload["continues"] = base
+        session = step.rpartition("~t")[0] or step
+        sent = [
+            str(result.get("call_id"))
+            for message in delta.get("messages") or ()
+            if isinstance(message, dict)
+            for result in message.get("tool_results") or ()
+            if isinstance(result, dict)
+        ]
+        results = [r for r in (self._results.get((session, c)) for c in sent) if r]
+        content = (
+            f"(turn of step {session}: the conversation of step {base} continued with "
+            f"{len(sent)} tool result(s))"
+        )
+        return content, results or self._answers.get(base)
 
     def session_finished(self, step: str, t: float, event: Fields) -> None:
         """The query and its answer (valid by construction: see the module's docstring)."""
@@ -354,7 +384,11 @@ class Translator:
         name = str(call.get("name") or "tool")
         arguments = call.get("arguments")
         shown = arguments if isinstance(arguments, str) else orjson.dumps(arguments).decode()
-        self._tool_calls[(step, event.get("turn"), event.get("index"))] = self.say(
+        from openprose.vm.toolloop import turn_step  # only runs that use tools get here
+
+        turn = event.get("turn")
+        asked_by = self._answers.get(turn_step(step, turn)) if isinstance(turn, int) else None
+        self._tool_calls[(step, turn, event.get("index"))] = self.say(
             "query",
             t,
             sender=self._agents.get(step, "model"),
@@ -362,7 +396,7 @@ class Translator:
             content=f"{name}({shown})",
             confidence=1.0,
             topic="tool_call",
-            refers_to=self._answers.get(step),
+            refers_to=asked_by or self._answers.get(step),  # the turn's answer that asked
             payload={"step": step, "tool": name, "call_id": call.get("id"), "arguments": arguments},
         )
 
@@ -423,7 +457,7 @@ class Translator:
         call = self._tool_calls.pop((step, event.get("turn"), event.get("index")), None)
         if call is None:
             return  # its call was not journaled (cannot happen in one run): nothing to answer
-        self.say(
+        self._results[(step, str(event.get("call_id")))] = self.say(
             "response",
             t,
             sender=f"tool:{tool}",

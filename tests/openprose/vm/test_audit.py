@@ -337,6 +337,27 @@ def test_a_real_tool_loop_trail_validates_and_links_calls(
     assert sorted(by_id[m["refers_to"]]["id"] for m in results) == sorted(m["id"] for m in calls)
     permissions = [m for m in messages if m.get("topic") == "permission"]
     assert permissions and all(by_id[m["refers_to"]] in calls for m in permissions)
+    # Each tool call answers the model turn that asked for it; each later turn's query
+    # names the turn it continues (whose query holds the system prompt) and refers to the
+    # tool results it sends back.
+    answers = [m for m in messages if m["type"] == "response" and "topic" not in m]
+    answer_of = {m["payload"]["step"]: m for m in answers}
+    turn_of = {"list_files": "2", "write_file": "2~t2"}
+    for call in calls:
+        tool = call["receiver"].removeprefix("tool:")
+        assert by_id[call["refers_to"]] is answer_of[turn_of.get(tool, "2~t1")]
+    turns = [m for m in messages if m["type"] == "query" and "continues" in m["payload"]]
+    assert [m["payload"]["step"] for m in turns] == ["2~t1", "2~t2", "2~t3"]
+    assert [m["payload"]["continues"] for m in turns] == ["2", "2~t1", "2~t2"]
+    first = next(m for m in messages if m["type"] == "query" and m["payload"]["step"] == "2")
+    assert first["payload"]["system"].startswith("You review code")
+    sent = [[by_id[r]["content"] for r in m["refers_to"]] for m in turns]
+    assert sent == [
+        ["src/app.py\nsrc/util.py"],
+        ["def main():\n    return 1\n", "X = 2\n"],
+        ["wrote 12 bytes to output/review.md"],
+    ]
+    assert all("tool result(s)" in m["content"] for m in turns)
 
 
 _text = st.text(max_size=40)
