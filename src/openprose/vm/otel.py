@@ -41,7 +41,12 @@ from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 from openprose.vm.otlp import CALL, SCOPE_NAME, STATEMENT, Record, expand, frame
-from openprose.vm.otlp_http import exporter_named, resource_from_environment
+from openprose.vm.otlp_http import (
+    RESOURCE_VARIABLE,
+    exporter_named,
+    resource_for_helper,
+    resource_from_environment,
+)
 
 if TYPE_CHECKING:  # the export helper imports this module: it needs no provider code
     from openprose.providers.base import ModelRequest, ModelResponse
@@ -511,6 +516,15 @@ def processor_from_environment(env: Mapping[str, str]) -> tuple[SpanProcessor, R
     return BatchSpanProcessor(exporter, max_queue_size=queue), resource_from_environment(env)
 
 
+def _helper_environment(env: Mapping[str, str]) -> dict[str, str]:
+    helper = dict(env)
+    helper.pop(RESOURCE_VARIABLE, None)
+    resource = resource_for_helper(env)
+    if resource is not None:
+        helper[RESOURCE_VARIABLE] = resource
+    return helper
+
+
 def _widen(pipe: Any) -> None:
     """A 1 MiB pipe (Linux; the default is 64 KiB), so that a batch is written in one go
     rather than in turns with the helper reading it."""
@@ -538,7 +552,7 @@ class ExportProcess:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "openprose.vm.otel_export"],
             stdin=subprocess.PIPE,
-            env=dict(env),
+            env=_helper_environment(env),
         )
         _widen(self.process.stdin)
         # Finished spans' records: appended by the tracer, taken by the thread (atomically).

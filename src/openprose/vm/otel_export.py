@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 
 from openprose.vm.otlp import FRAME_HEADER, SCOPE_NAME, Record, SpanEncoder
-from openprose.vm.otlp_http import OtlpHttp, exporter_named, resource_from_environment
+from openprose.vm.otlp_http import OtlpHttp, exporter_named, resource_attributes
 
 # Settings only the SDK's exporter understands (a `requests` session from a plug-in).
 SDK_ONLY = (
@@ -102,10 +102,8 @@ def exporter_for(env: Mapping[str, str]) -> tuple[Export, Callable[[], None]]:
     """(export a batch, finish at end of input) for the exporter the environment names."""
     if exporter_named(env) == "otlp" and not any(name in env for name in SDK_ONLY):
         sender = OtlpHttp(env)
-        resource = resource_from_environment(env)
-        encoder = SpanEncoder(
-            resource.attributes, SCOPE_NAME, resource_schema_url=resource.schema_url
-        )
+        attributes, schema_url = resource_attributes(env)
+        encoder = SpanEncoder(attributes, SCOPE_NAME, resource_schema_url=schema_url)
         return (lambda batch: sender.send(encoder.request(batch))), sender.close
     return _sdk_exporter(env)
 
