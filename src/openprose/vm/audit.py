@@ -36,6 +36,7 @@ from typing import Any
 
 import orjson
 
+from openprose.vm.steps import turn_step
 from openprose.vm.writer import shared_writer
 from vlp import PROTOCOL, VLPError, message_problems
 from vlp.validate import is_surely_valid
@@ -384,8 +385,6 @@ class Translator:
         name = str(call.get("name") or "tool")
         arguments = call.get("arguments")
         shown = arguments if isinstance(arguments, str) else orjson.dumps(arguments).decode()
-        from openprose.vm.toolloop import turn_step  # only runs that use tools get here
-
         turn = event.get("turn")
         asked_by = self._answers.get(turn_step(step, turn)) if isinstance(turn, int) else None
         self._tool_calls[(step, turn, event.get("index"))] = self.say(
