@@ -83,39 +83,16 @@ def _ids(parent: Parent | None) -> tuple[str, int | None, int]:
     return parent[0], parent[1], _new_id(64)
 
 
-class _Open:
-    """A span being recorded (the run's, a tool call's); as a context manager, the span
-    the code inside runs in."""
+class _Span:
+    """A span being recorded: its ids and start; as a context manager, the span the code
+    inside runs in (a class rather than a generator: a fan-out enters two per session).
+    Subclasses say what the finished span is (`close`)."""
 
-    __slots__ = (
-        "attributes",
-        "code",
-        "kind",
-        "name",
-        "parent",
-        "span_id",
-        "start",
-        "token",
-        "trace_id",
-        "tracer",
-        "why",
-    )
+    __slots__ = ("parent", "span_id", "start", "token", "trace_id", "tracer")
 
-    def __init__(
-        self,
-        tracer: OtelTracer,
-        name: str,
-        parent: Parent | None,
-        attributes: dict[str, Any],
-        kind: int,
-    ) -> None:
+    def __init__(self, tracer: OtelTracer, parent: Parent | None) -> None:
         self.tracer = tracer
-        self.name = name
         self.trace_id, self.parent, self.span_id = _ids(parent)
-        self.attributes = attributes
-        self.kind = kind  # a SpanKind value
-        self.code = _UNSET  # a StatusCode value, and its description:
-        self.why: str | None = None
         self.token: Token[Parent | None] | None = None
         self.start = _now()
 
@@ -129,142 +106,101 @@ class _Open:
         error: BaseException | None,
         where: TracebackType | None,
     ) -> None:
-        if error is not None and self.code == _UNSET:
-            self.failed(error)
         if self.token is not None:
             _current.reset(self.token)
-        self.end()
+        self.close(error)
 
-    def failed(self, error: BaseException) -> None:
-        self.attributes["error.type"] = type(error).__name__
-        self.code, self.why = _ERROR, str(error) or type(error).__name__
+    def close(self, error: BaseException | None) -> None:
+        raise NotImplementedError
+
+
+def _failure(error: BaseException | None) -> tuple[int, str | None, str | None]:
+    """(status code, description, error type) of a span that ended with `error`."""
+    if error is None:
+        return _UNSET, None, None
+    name = type(error).__name__
+    return _ERROR, str(error) or name, name
+
+
+class _Open(_Span):
+    """A span with its attributes as a dict (the run's, a tool call's)."""
+
+    __slots__ = ("attributes", "code", "kind", "name", "why")
+
+    def __init__(
+        self,
+        tracer: OtelTracer,
+        name: str,
+        parent: Parent | None,
+        attributes: dict[str, Any],
+        kind: int,
+    ) -> None:
+        super().__init__(tracer, parent)
+        self.name = name
+        self.attributes = attributes
+        self.kind = kind  # a SpanKind value
+        self.code = _UNSET  # a StatusCode value, and its description:
+        self.why: str | None = None
+
+    def close(self, error: BaseException | None) -> None:
+        if error is not None and self.code == _UNSET:
+            self.code, self.why, self.attributes["error.type"] = _failure(error)
+        self.end()
 
     def end(self) -> None:
         self.tracer._record(
-            (
-                self.name,
-                self.trace_id,
-                self.span_id,
-                self.parent,
-                self.kind,
-                self.code,
-                self.why,
-                self.start,
-                _now(),
-                self.attributes,
-            )
-        )
+            (self.name, self.trace_id, self.span_id, self.parent, self.kind, self.code,
+             self.why, self.start, _now(), self.attributes)
+        )  # fmt: skip
 
 
-class _Statement:
+class _Statement(_Span):
     """A statement's span, the parent of what runs inside it (a fan-out enters one per
     session: it keeps the values its attributes are made of, and ends as one tuple)."""
 
-    __slots__ = (
-        "kind",
-        "line",
-        "parent",
-        "path",
-        "span_id",
-        "start",
-        "step",
-        "token",
-        "trace_id",
-        "tracer",
-    )
+    __slots__ = ("kind", "line", "path", "step")
 
     def __init__(self, tracer: OtelTracer, kind: str, step: str, path: str, line: int) -> None:
-        self.tracer = tracer
+        super().__init__(tracer, _current.get())
         self.kind = kind
         self.step = step
         self.path = path
         self.line = line
-        self.trace_id, self.parent, self.span_id = _ids(_current.get())
-        self.start = _now()
 
-    def __enter__(self) -> Self:
-        self.token = _current.set((self.trace_id, self.span_id))
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        where: TracebackType | None,
-    ) -> None:
-        _current.reset(self.token)
+    def close(self, error: BaseException | None) -> None:
         end = _now()
-        code, why, failure = _UNSET, None, None
-        if error is not None:
-            failure = type(error).__name__
-            code, why = _ERROR, str(error) or failure
+        code, why, failure = _failure(error)
         self.tracer._record(
             (STATEMENT, self.trace_id, self.span_id, self.parent, code, why, self.start, end,
              self.kind, self.step, self.path, self.line, failure)
         )  # fmt: skip
 
 
-class _Call:
+class _Call(_Span):
     """A model call's span: no span starts inside one (a tool call's span is its
     statement's child), so it is not made the current span — a fan-out saves a context
     variable change per session. Its attributes are made from the request and the
     response when it ends (`openprose.vm.otlp.CALL`)."""
 
-    __slots__ = (
-        "alias",
-        "attempt",
-        "error",
-        "kind",
-        "parent",
-        "provider",
-        "request",
-        "response",
-        "span_id",
-        "start",
-        "step",
-        "trace_id",
-        "tracer",
-    )
+    __slots__ = ("asked", "error", "request", "response", "step")
 
     def __init__(
-        self,
-        tracer: OtelTracer,
-        step: str,
-        request: ModelRequest,
-        alias: str,
-        provider: str,
-        kind: str,
-        attempt: int,
+        self, tracer: OtelTracer, step: str, request: ModelRequest, asked: tuple[Any, ...]
     ) -> None:
-        self.tracer = tracer
+        super().__init__(tracer, _current.get())
         self.step = step
         self.request = request
-        self.alias = alias
-        self.provider = provider
-        self.kind = kind
-        self.attempt = attempt
+        self.asked = asked  # alias, provider, call kind, attempt
         self.response: ModelResponse | None = None
         self.error: BaseException | None = None
-        self.trace_id, self.parent, self.span_id = _ids(_current.get())
-        self.start = _now()
 
     def __enter__(self) -> Self:
-        return self
+        return self  # not the current span: `__exit__` resets nothing
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        where: TracebackType | None,
-    ) -> None:
-        if error is not None and self.error is None:
-            self.error = error
+    def close(self, error: BaseException | None) -> None:
         end = _now()
-        request, response, failure = self.request, self.response, self.error
-        code, why, error_type = _UNSET, None, None
-        if failure is not None:
-            error_type = type(failure).__name__
-            code, why = _ERROR, str(failure) or error_type
+        request, response = self.request, self.response
+        code, why, error_type = _failure(self.error or error)
         finish = tokens_in = tokens_out = answered_by = answer_id = None
         if response is not None:
             finish = response.finish_reason or "stop"
@@ -276,9 +212,9 @@ class _Call:
             system, asked, answer = _captured(request, response)
         self.tracer._record(
             (CALL, self.trace_id, self.span_id, self.parent, code, why, self.start, end,
-             self.step, request.model, request.max_tokens, request.temperature, self.alias,
-             self.provider, self.kind, self.attempt, finish, tokens_in, tokens_out,
-             answered_by, answer_id, error_type, system, asked, answer)
+             self.step, request.model, request.max_tokens, request.temperature, *self.asked,
+             finish, tokens_in, tokens_out, answered_by, answer_id, error_type, system, asked,
+             answer)
         )  # fmt: skip
 
     def answered(self, response: ModelResponse) -> None:
@@ -411,7 +347,7 @@ class OtelTracer:
         kind: str,
         attempt: int,
     ) -> _Call:
-        return _Call(self, step, request, alias, provider, kind, attempt)
+        return _Call(self, step, request, (alias, provider, kind, attempt))
 
     def on_event(self, event: str, step: str, fields: dict[str, Any]) -> None:
         """Tool calls (journaled by the tool loop) as `execute_tool` spans."""
