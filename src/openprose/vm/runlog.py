@@ -206,6 +206,9 @@ class LoggedJournal(Journal):
         self.events += 1
         return t
 
+    def flush(self) -> None:
+        self._log.flush()  # before a tool acts (`Shared.commit`): every run's records so far
+
     async def close(self) -> None:
         return None
 
