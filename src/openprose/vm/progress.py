@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Self, TextIO
@@ -38,6 +38,20 @@ class PlainProgress:
     def __init__(self, stream: TextIO = sys.stderr) -> None:
         self.stream = stream
         self.started = time.monotonic()
+        self._held: list[str] | None = None  # lines waiting for the journal, once held
+
+    def hold_until_written(self) -> Callable[[], None]:
+        """From now on, lines wait until the journal has written the events they show (the
+        VM calls the returned function after each journal write): nobody reads of a session
+        a kill -9 could still lose. One `write` to the stream per batch, too."""
+        self._held = []
+        return self._release
+
+    def _release(self) -> None:
+        if self._held:
+            text, self._held = "".join(self._held), []
+            self.stream.write(text)
+            self.stream.flush()
 
     def __call__(self, event: str, step: str, fields: dict[str, Any]) -> None:
         if event not in _SHOWN or event == "session_started":
@@ -61,7 +75,11 @@ class PlainProgress:
             line = f"{clock} ? {step} {fields.get('kind')} → {verdict} ({fields.get('reason')})"
         from openprose.terminal import printable
 
-        self.stream.write(printable(line, self.stream) + "\n")
+        line = printable(line, self.stream) + "\n"
+        if self._held is not None:
+            self._held.append(line)
+            return
+        self.stream.write(line)
         self.stream.flush()
 
 

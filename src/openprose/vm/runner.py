@@ -304,6 +304,7 @@ async def _execute(
         else:
             store.state(f"---error {stamp} {error}")
 
+    shared.commit()  # outputs.json and state.md's end say what the journal must hold
     await store.offload(write_end)
     usage = shared.stats.usage()
     shared.emit("run_finished", "", status=status, error=error, usage=usage)

@@ -271,18 +271,43 @@ class Shared:
     tools: ToolRuntime = field(default_factory=ToolRuntime)
     # The observer's streaming hook, looked up once (not per call: observers may be fan-outs).
     _answer_text: Any = field(default=None, init=False, repr=False)
+    # Events for the audit trail, held until the journal has written them.
+    _unwritten: list[tuple[str, str, float, dict[str, Any]]] = field(
+        default_factory=list, init=False, repr=False
+    )
 
     def __post_init__(self) -> None:
         self._answer_text = getattr(self.observer, "answer_text", None)
+        if self.audit is not None:
+            # The trail never gets ahead of the journal: a resume derives the missing part
+            # of the trail from the journal, so the journal must hold all it has.
+            self.journal.when_written(self._to_audit)
+        hold = getattr(self.observer, "hold_until_written", None)
+        if hold is not None:  # lines on the terminal show only what the journal has
+            self.journal.when_written(hold())
 
     def emit(self, event: str, step: str, **fields: Any) -> None:
         t = self.journal.append(event, step, **fields)
         if self.audit is not None:
-            self.audit.add(event, step, t, fields)
+            self._unwritten.append((event, step, t, fields))
         if self.tracer is not None:
             self.tracer.on_event(event, step, fields)
         if self.observer is not None:
             self.observer(event, step, fields)
+
+    def commit(self) -> None:
+        """Write every event emitted so far to the journal now: called before something
+        outside the process acts on it (a tool runs, an approval is asked, outputs are
+        written); otherwise the journal writes once per event-loop turn."""
+        self.journal.flush()
+
+    def _to_audit(self) -> None:
+        audit, held = self.audit, self._unwritten
+        if audit is None or not held:
+            return
+        self._unwritten = []
+        for event, step, t, fields in held:
+            audit.add(event, step, t, fields)
 
     def watching(self, step: str) -> AbstractContextManager[None]:
         """Around a model call: an observer with `answer_text(step, text)` (the live view)

@@ -208,6 +208,12 @@ class Sessions:
                 continues=None if added is None else (turn_step(step, turn - 1), added),
             )
 
+        def emit_now(event: str, at: str, **fields: Any) -> None:
+            # Tool calls, permissions, approvals and results are written at once: a tool acts
+            # outside the process, and a resume must know what it already did.
+            shared.emit(event, at, **fields)
+            shared.commit()
+
         try:
             response, turns = await run_tool_loop(
                 request,
@@ -216,7 +222,7 @@ class Sessions:
                 journaled=shared.replay.tools,
                 max_turns=self.config.max_turns,
                 send=send,
-                emit=shared.emit,
+                emit=emit_now,
             )
         except ToolLoopExhausted as exhausted:
             shared.emit("session_failed", step, error=str(exhausted))
