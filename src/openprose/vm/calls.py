@@ -21,7 +21,6 @@ from openprose.providers.base import (
     TransientProviderError,
     single_attempt,
 )
-from openprose.providers.replay import request_delta
 from openprose.vm import budget
 from openprose.vm.errors import RunAborted, SessionFailed, location
 from openprose.vm.runstore import RunStore
@@ -147,6 +146,8 @@ class ModelCalls:
 def _journaled_request(request: ModelRequest, continues: tuple[str, int] | None) -> dict[str, Any]:
     if continues is None:
         return {"request": request.to_dict()}
+    from openprose.providers.replay import request_delta  # tool turns only
+
     return {"request_delta": request_delta(request, *continues)}
 
 

@@ -16,7 +16,7 @@ import asyncio
 import sys
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from openprose import nodes as n
 from openprose.vm import loops, parallel, pipelines, programs, steps
@@ -34,8 +34,10 @@ from openprose.vm.runtime import AgentSpec, LoadedProgram, Shared
 from openprose.vm.scope import Scope
 from openprose.vm.sessions import Sessions
 from openprose.vm.tools.approvals import ApprovalPending
-from openprose.vm.tools.skills import Skill, resolve_skills, skill_uses
 from openprose.vm.values import ErrorValue, Value
+
+if TYPE_CHECKING:
+    from openprose.vm.tools.skills import Skill
 
 Handler = Callable[[Any, Any, Ctx, str], Awaitable[Value]]  # (interpreter, node, ctx, step)
 
@@ -142,6 +144,10 @@ class Interpreter:
         A resumed run uses the skills' text as journaled when it started (pinned by hash),
         even if the folder changed since."""
         wanted = {skill for agent in self.agents.values() for skill in agent.skills}
+        if not wanted:
+            return
+        from openprose.vm.tools.skills import Skill, resolve_skills, skill_uses
+
         pinned = self.shared.replay.tools.skills
         for name in sorted(wanted & set(pinned)):
             self.skills[name] = Skill.from_event(pinned[name])

@@ -23,7 +23,6 @@ from openprose.vm.budget import FLAGS, BudgetExhausted
 from openprose.vm.errors import ProseError, RunAborted
 from openprose.vm.interpreter import Interpreter
 from openprose.vm.journal import Journal, read_journal
-from openprose.vm.runlog import RunLog
 from openprose.vm.runstore import DamagedRun, RunStore, process_started, utc_now
 from openprose.vm.runtime import (
     LoadedProgram,
@@ -40,6 +39,7 @@ from openprose.vm.values import Value, to_json
 
 if TYPE_CHECKING:
     from openprose.providers.settings import ProviderSettings
+    from openprose.vm.runlog import RunLog
     from openprose.vm.tracing import Tracer
 
 __all__ = ["RunResult", "VMConfig", "resume_run", "run_program"]
