@@ -524,6 +524,10 @@ class AuditTrail:
         """Take one event (called by `Shared.emit`, on the event loop: kept to an append)."""
         shared_writer().put(AuditTrail._flush, self, (event, step, t, fields))
 
+    def add_all(self, events: list[tuple[str, str, float, dict[str, Any]]]) -> None:
+        """`add` of each `(event, step, t, fields)`, with one hand-off to the writer."""
+        shared_writer().put_all(AuditTrail._flush, self, events)
+
     def _flush(self, batch: list[tuple[str, str, float, dict[str, Any]]]) -> None:
         translator = self.translator
         for event, step, t, fields in batch:
