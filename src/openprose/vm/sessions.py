@@ -7,6 +7,7 @@ answer bound, recorded in the thread's history and, for persistent agents, remem
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from openprose import nodes as n
@@ -28,6 +29,15 @@ if TYPE_CHECKING:
     from openprose.vm.tools.skills import Skill
 
 _BACKOFFS = ("none", "linear", "exponential")
+
+
+@dataclass(slots=True)
+class _Plan:
+    node: n.Session  # kept: its id is the key, so it must stay alive
+    props: dict[str, Any]
+    agent: AgentSpec | None
+    model: str
+    retry: tuple[int, str] | None = None  # checked where it is used, then kept
 
 
 class Sessions:
@@ -54,14 +64,25 @@ class Sessions:
         self.bindings = bindings
         self.agents = agents  # the program's agents, filled in before it runs
         self.skills = skills if skills is not None else {}  # imported skills, by name
+        self._plans: dict[int, _Plan] = {}  # by id of the session node
+
+    def _plan(self, node: n.Session) -> _Plan:
+        """What a session statement decides by its text alone, worked out on its first run
+        (a `pmap` runs one statement thousands of times)."""
+        props = {p.name.id: p.value for p in node.properties}
+        agent = self._agent_of(node)
+        plan = _Plan(node, props, agent, self._model_of(props, agent))
+        self._plans[id(node)] = plan
+        return plan
 
     async def run(self, node: n.Session, ctx: Ctx, step: str, name: str | None) -> Value:
         """Run one session; `name` is the binding it is the value of (`let x = session`),
         when the caller binds it."""
         where = self.expressions.where
-        props = {p.name.id: p.value for p in node.properties}
-        agent = self._agent_of(node)
-        model = self._model_of(props, agent)
+        plan = self._plans.get(id(node))
+        if plan is None or plan.node is not node:
+            plan = self._plan(node)
+        props, agent, model = plan.props, plan.agent, plan.model
         task, system = self._task_and_system(node, props, agent, ctx, step)
         memory: AgentMemory | None = None
         memory_text: str | None = None
@@ -97,7 +118,9 @@ class Sessions:
             system=system,
             max_tokens=self.config.max_tokens,
         )
-        retries, backoff = self._retry_policy(props, node)
+        if plan.retry is None:
+            plan.retry = self._retry_policy(props, node)
+        retries, backoff = plan.retry
         answer = await self._ask(
             step,
             request,
@@ -262,9 +285,10 @@ class Sessions:
         """The session's prompt is the task and its agent's prompt the system prompt; an
         agent's session without a prompt of its own takes the agent's prompt as its task."""
         placeholder = self.contexts.placeholder(step)
+        interpolated = self.expressions.interpolate
 
         def interpolate(text: n.StringLit, ctx: Ctx) -> str:
-            return self.expressions.interpolate(text, ctx, placeholder)
+            return interpolated(text, ctx, placeholder)
 
         session_prompt = node.prompt if node.prompt is not None else props.get("prompt")
         if node.prompt is not None and isinstance(props.get("prompt"), n.StringLit):
