@@ -212,6 +212,9 @@ class Replay:
         return replay
 
 
+_UNSEEN = object()
+
+
 @dataclass(slots=True)
 class RunStats:
     sent: int = 0  # model calls sent to a provider
@@ -223,15 +226,21 @@ class RunStats:
     prices: Prices = field(default_factory=Prices.default)
     cost: float = 0.0  # USD, of the calls whose model has a price
     unpriced: dict[str, int] = field(default_factory=dict)  # model -> tokens with no price
+    _prices_seen: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
 
     def count(self, model: str, response: ModelResponse) -> None:
-        spent_in, spent_out = response.usage.input_tokens, response.usage.output_tokens
+        usage = response.usage
+        spent_in, spent_out = usage.input_tokens, usage.output_tokens
         self.input_tokens += spent_in
         self.output_tokens += spent_out
-        totals = self.by_model.setdefault(model, [0, 0])
+        totals = self.by_model.get(model)
+        if totals is None:
+            totals = self.by_model[model] = [0, 0]
         totals[0] += spent_in
         totals[1] += spent_out
-        price = self.prices.price_of(model)
+        price = self._prices_seen.get(model, _UNSEEN)
+        if price is _UNSEEN:  # looked up once per model (an unknown one costs a regex)
+            price = self._prices_seen[model] = self.prices.price_of(model)
         if price is not None:
             self.cost += price.cost(spent_in, spent_out)  # per request: prices may be tiered
         elif spent_in or spent_out:

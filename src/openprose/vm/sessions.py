@@ -6,7 +6,7 @@ answer bound, recorded in the thread's history and, for persistent agents, remem
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -121,7 +121,7 @@ class Sessions:
         if plan.retry is None:
             plan.retry = self._retry_policy(props, node)
         retries, backoff = plan.retry
-        answer = await self._ask(
+        response = await self._ask(
             step,
             request,
             alias=model,
@@ -131,12 +131,13 @@ class Sessions:
             backoff=backoff,
             label=label,
         )
+        answer = response.text
         if memory is not None and agent is not None:
             await self.memories.update(agent, memory, step, task, answer)
         self._record(node, ctx, step, name, label, answer)
         return answer
 
-    async def _ask(
+    def _ask(
         self,
         step: str,
         request: ModelRequest,
@@ -147,16 +148,17 @@ class Sessions:
         retries: int,
         backoff: str,
         label: str | None,
-    ) -> str:
-        """The session's model call: the request goes out, the answer's text comes back.
+    ) -> Awaitable[ModelResponse]:
+        """The session's model call: the request goes out, the (final) answer comes back.
         An agent that declares `permissions:` or `skills:` gets tools: its session runs the
-        tool loop instead (model turns as sub-steps of `step`)."""
+        tool loop instead (model turns as sub-steps of `step`). Not a coroutine of its own:
+        it hands back the call's, one layer less to resume while the call is out."""
         if agent is not None and (agent.permissions or agent.skills):
-            return await self._ask_with_tools(
+            return self._ask_with_tools(
                 step, request, alias=alias, agent=agent, node=node, retries=retries,
                 backoff=backoff, label=label,
             )  # fmt: skip
-        response = await self.calls.call(
+        return self.calls.call(
             step,
             request,
             alias=alias,
@@ -166,7 +168,6 @@ class Sessions:
             backoff=backoff,
             label=label,
         )
-        return response.text
 
     async def _ask_with_tools(
         self,
@@ -179,7 +180,7 @@ class Sessions:
         retries: int,
         backoff: str,
         label: str | None,
-    ) -> str:
+    ) -> ModelResponse:
         # Imported here: a program whose agents have no tools never loads the tool machinery.
         from openprose.vm.toolloop import (
             ToolLoopExhausted,
@@ -208,7 +209,7 @@ class Sessions:
                 step, request, alias=alias, agent=agent.name, where=node,
                 retries=retries, backoff=backoff, label=label,
             )  # fmt: skip
-            return response.text
+            return response
         request = ModelRequest(
             request.model,
             request.messages,
@@ -252,7 +253,7 @@ class Sessions:
             raise SessionFailed(str(exhausted), where=self.expressions.where(node)) from None
         if turns > 1:
             self.store.state(f"{step}→ tools: {turns - 1} turn(s) of tool calls")
-        return response.text
+        return response
 
     def _record(
         self,
