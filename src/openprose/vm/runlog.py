@@ -218,6 +218,7 @@ class LoggedRunStore(RunStore):
     of its own: the batch's lock makes its process the one writer of all its runs."""
 
     keeps_audit_trail = False  # made from the journal when the folder is materialized
+    writes_files = False  # its files are records after the journal's, in the same log
 
     def __init__(self, log: RunLog, run_id: str, prefix: str = "") -> None:
         self.run_id = run_id
