@@ -261,6 +261,9 @@ async def _execute(
         tracer=tracer,
         tools=tools,
     )
+    if store.writes_files:
+        store.hold_state()
+        journal.when_written(store.write_held_state)
     shared.emit(
         "run_started", "", run_id=store.run_id, resumed=bool(replay.sessions or replay.decisions)
     )
@@ -304,7 +307,9 @@ async def _execute(
         else:
             store.state(f"---error {stamp} {error}")
 
-    shared.commit()  # outputs.json and state.md's end say what the journal must hold
+    if store.writes_files:  # outputs.json and state.md's end say what the journal must hold
+        shared.commit()
+        store.hold_state(False)
     await store.offload(write_end)
     usage = shared.stats.usage()
     shared.emit("run_finished", "", status=status, error=error, usage=usage)

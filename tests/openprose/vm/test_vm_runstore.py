@@ -306,3 +306,39 @@ def test_journal_writes_every_event_at_once_without_an_event_loop(tmp_path: Path
     journal.append("session_started", "1")
     assert [e["ev"] for e in read_journal(tmp_path / "journal.jsonl")] == ["session_started"]
     asyncio.run(journal.close())
+
+
+def test_state_md_never_says_more_than_the_journal_holds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """state.md lines wait for the journal's write (once per event-loop turn): a session
+    marked ✓ there is in the journal, whatever moment a kill -9 picks."""
+    from openprose.parser import parse_text
+    from openprose.providers import ScriptedProvider
+    from openprose.vm.runner import run_program
+
+    checked: list[tuple[list[str], set[str]]] = []
+    real = RunStore.write_held_state
+
+    def write_held_state(store: RunStore) -> None:
+        held = list(store._held_state or [])
+        journaled = {
+            e["step"]
+            for e in read_journal(store.root / "journal.jsonl")
+            if e["ev"] == "session_finished"
+        }
+        marked = [line.split("→")[0] for line in held if line.rstrip().endswith("✓")]
+        checked.append((marked, journaled))
+        real(store)
+
+    monkeypatch.setattr(RunStore, "write_held_state", write_held_state)
+    source = 'let a = session "One"\nlet b = session "Two"\nlet c = session "Three"\n'
+    program = parse_text(source, str(tmp_path / "main.prose")).program
+    provider = ScriptedProvider([], default="ok", latency=0.01)
+    result = asyncio.run(run_program(program, source, provider=provider, project_dir=tmp_path))
+    assert result.status == "succeeded"
+    assert sorted(step for marked, _ in checked for step in marked) == ["1", "2", "3"]
+    for marked, journaled in checked:
+        assert set(marked) <= journaled
+    lines = (result.run_dir / "state.md").read_text().splitlines()
+    assert [line for line in lines if line.endswith("✓")] == ["1→ a ✓", "2→ b ✓", "3→ c ✓"]
