@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Awaitable, Callable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -89,7 +90,10 @@ class Interpreter:
     # --- entry -------------------------------------------------------------------------
 
     async def run(self) -> dict[str, Value]:
-        self._collect_definitions()
+        found = _definitions(self.program)
+        self.agents.update(found.agents)
+        self.blocks.update(found.blocks)
+        self.bound_somewhere.update(found.bound)
         if self.agents:
             self._load_skills()
             self.shared.emit(
@@ -110,10 +114,7 @@ class Interpreter:
         await self.body(self.program.body, ctx, self.prefix)
         # prose.md returns "the final result if no outputs declared": the last answer on
         # the program's main thread of execution.
-        declares_outputs = any(
-            isinstance(stmt, n.Output) for stmt in _walk_statements(self.program.body)
-        )
-        if not declares_outputs and ctx.history.entries:
+        if not found.declares_outputs and ctx.history.entries:
             self.final_result = ctx.history.entries[-1].text
         return self.outputs
 
@@ -129,14 +130,6 @@ class Interpreter:
             imports=loaded.imports,
             step_prefix=prefix,
         )
-
-    def _collect_definitions(self) -> None:
-        for stmt in _walk_statements(self.program.body):
-            if isinstance(stmt, n.AgentDef):
-                self.agents[stmt.name.id] = agent_spec(stmt)
-            elif isinstance(stmt, n.BlockDef):
-                self.blocks[stmt.name.id] = stmt
-            self.bound_somewhere.update(_names_bound_by(stmt))
 
     def _load_skills(self) -> None:
         """The skill folders agents name, through the program's `use` statements; one
@@ -384,6 +377,42 @@ class Interpreter:
 
 
 # --- helpers -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Definitions:
+    """What a program's text defines, program-wide (hoisted): the same for every run of it."""
+
+    agents: dict[str, AgentSpec]
+    blocks: dict[str, n.BlockDef]
+    bound: frozenset[str]  # every flat name it binds somewhere
+    declares_outputs: bool
+
+
+_last_definitions: tuple[n.Program, _Definitions] | None = None
+
+
+def _definitions(program: n.Program) -> _Definitions:
+    """Worked out once for the program a batch runs thousands of times (its last caller's
+    program is kept; nothing here is changed by a run)."""
+    global _last_definitions
+    if _last_definitions is not None and _last_definitions[0] is program:
+        return _last_definitions[1]
+    agents: dict[str, AgentSpec] = {}
+    blocks: dict[str, n.BlockDef] = {}
+    bound: set[str] = set()
+    declares_outputs = False
+    for stmt in _walk_statements(program.body):
+        if isinstance(stmt, n.AgentDef):
+            agents[stmt.name.id] = agent_spec(stmt)
+        elif isinstance(stmt, n.BlockDef):
+            blocks[stmt.name.id] = stmt
+        elif isinstance(stmt, n.Output):
+            declares_outputs = True
+        bound.update(_names_bound_by(stmt))
+    found = _Definitions(agents, blocks, frozenset(bound), declares_outputs)
+    _last_definitions = (program, found)
+    return found
 
 
 def _slug(spec: str) -> str:
