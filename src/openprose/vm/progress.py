@@ -123,6 +123,20 @@ class LiveView:
         self.live = Live(
             get_renderable=self._render, console=self.console, refresh_per_second=4, transient=False
         )
+        self._held: list[tuple[str, str, dict[str, Any]]] | None = None
+
+    def hold_until_written(self) -> Callable[[], None]:
+        """As `PlainProgress.hold_until_written`: a session shows as done (with its answer)
+        only once the journal holds it. Starts show at once (the view streams a running
+        session's answer, which no journal holds until it is whole)."""
+        self._held = []
+        return self._release
+
+    def _release(self) -> None:
+        if self._held:
+            held, self._held = self._held, []
+            for event, step, fields in held:
+                self._show(event, step, fields)
 
     def __enter__(self) -> Self:
         self.live.start()
@@ -149,6 +163,12 @@ class LiveView:
             )
             self.running.add(step)
             return
+        if self._held is not None:
+            self._held.append((event, step, fields))
+        else:
+            self._show(event, step, fields)
+
+    def _show(self, event: str, step: str, fields: dict[str, Any]) -> None:
         self.running.discard(step)
         if event in ("session_finished", "session_served"):
             row = self.rows.setdefault(step, _Row("-", str(fields.get("model", "")), ""))

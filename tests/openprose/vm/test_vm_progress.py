@@ -72,6 +72,19 @@ def test_plain_progress_in_a_run_shows_a_session_only_once_the_journal_has_it(
         assert set(shown) <= journaled
 
 
+def test_live_view_shows_a_session_done_only_once_the_journal_has_it() -> None:
+    view = LiveView()
+    release = view.hold_until_written()
+    view("session_started", "1", {"agent": "writer", "model": "opus"})
+    assert view.rows["1"].state == "running" and "1" in view.running  # starts show at once
+    view("session_finished", "1", {**finished((7, 3)), "response": {
+        "text": "the answer", "usage": {"input_tokens": 7, "output_tokens": 3}}})  # fmt: skip
+    assert view.rows["1"].state == "running" and view.done == 0  # not journaled yet
+    release()  # the journal wrote it
+    assert view.rows["1"].state == "done" and view.done == 1 and view.tokens == 10
+    assert view.rows["1"].tail == "the answer" and "1" not in view.running
+
+
 def test_live_view_table_renders_sessions() -> None:
     from rich.console import Console
 
