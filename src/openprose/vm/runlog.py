@@ -200,7 +200,7 @@ class LoggedJournal(Journal):
     def start(self) -> None:
         return None  # the log commits for every run
 
-    def append(self, event: str, step: str = "", **fields: Any) -> float:
+    def record(self, event: str, step: str, fields: dict[str, Any]) -> float:
         t, line = encode_event(event, step, fields)
         self._log.add(self._run_id, "j", "", line)
         self.events += 1
