@@ -68,6 +68,10 @@ class Journal:
     def append(self, event: str, step: str = "", **fields: Any) -> float:
         """Record one event (written at the start of the next loop turn, or by `flush`);
         returns its time `t`."""
+        return self.record(event, step, fields)
+
+    def record(self, event: str, step: str, fields: dict[str, Any]) -> float:
+        """`append` with the fields as a dict (the VM's events: no second packing)."""
         if self._error is not None:
             raise self._error
         t, line = encode_event(event, step, fields)

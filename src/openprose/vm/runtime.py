@@ -298,7 +298,7 @@ class Shared:
             self.journal.when_written(hold())
 
     def emit(self, event: str, step: str, **fields: Any) -> None:
-        t = self.journal.append(event, step, **fields)
+        t = self.journal.record(event, step, fields)
         if self.audit is not None:
             self._unwritten.append((event, step, t, fields))
         if self.tracer is not None:
