@@ -20,7 +20,7 @@ Providers (`--provider`):
   * replay    the in-memory ReplayProvider, zero latency: only the VM's own work is timed,
               so this is the harshest ratio (default);
   * loopback  the fake OpenAI-compatible server in its own process, answers after 20 ms,
-              256 in flight, through the real openai provider (aiohttp + orjson).
+              256 in flight, through the real openai provider (HTTP/1.1 client + orjson).
 
     python bench/audit_overhead.py                 # replay, 10,000 sessions
     python bench/audit_overhead.py --provider loopback

@@ -1,10 +1,10 @@
-"""The transport the hosted providers share: JSON over one aiohttp session, plain or SSE.
+"""The transport the hosted providers share: JSON over HTTP/1.1, plain or SSE.
 
-`HttpProvider` owns one `aiohttp.ClientSession` (connection pool, keep-alive) for its whole
-life, opened on the first request (a session belongs to the event loop that made it). It
-sends a request body as orjson bytes and either reads the whole JSON answer or, when a text
-sink is set (see `streaming`), reads the server-sent events and hands the text deltas to the
-sink. A subclass says only what its wire format looks like: `request_body` builds the JSON
+`HttpProvider` owns one `http_wire.ConnectionPool` (keep-alive connections, at most
+`max_connections`) for its whole life, bound to the event loop that first uses it. The
+request head is encoded once; each request sends its body as orjson bytes and either reads
+the whole JSON answer or, when a text sink is set (see `streaming`), reads the server-sent
+events and hands the text deltas to the sink. A subclass says only what its wire format looks like: `request_body` builds the JSON
 body, `read_answer` reads a whole answer, `assembler` builds a stream reader.
 
 Every failure leaves here as one of the contract's errors: non-2xx statuses and transport
@@ -13,12 +13,12 @@ failures through `http_errors`, an unusable answer as a permanent "malformed res
 
 from __future__ import annotations
 
+import asyncio
 import urllib.request
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-import aiohttp
 import orjson
 
 from openprose.providers.base import (
@@ -36,14 +36,15 @@ from openprose.providers.http_errors import (
     transport_error,
     undecodable,
 )
+from openprose.providers.http_wire import (
+    ConnectionPool,
+    HttpFailure,
+    PreparedRequest,
+    StreamedResponse,
+)
 from openprose.providers.streaming import AnswerStream, TextSink, current_sink
 
 __all__ = ["HttpProvider", "StreamAssembler", "env_proxy"]
-
-# An idle connection is dropped after this, before the common servers drop it themselves
-# (uvicorn, Node and Ollama after 5 s): a request sent on a connection the server is closing
-# fails, and would cost an attempt.
-KEEPALIVE_S = 4.0
 # Statuses with which a server refuses a request form it does not know.
 STREAM_REFUSALS = frozenset({400, 422})
 
@@ -91,10 +92,11 @@ class HttpProvider:
         self._timeout = timeout
         self._max_connections = max_connections  # 0: no cap (the retry layer limits calls)
         self._proxy = env_proxy(url)
-        self._whole = aiohttp.ClientTimeout(total=timeout)
-        # A stream may run long; what must not last is silence between its chunks.
-        self._streamed = aiohttp.ClientTimeout(total=None, sock_connect=timeout, sock_read=timeout)
-        self._session: aiohttp.ClientSession | None = None
+        self._pool: ConnectionPool | None = None
+        try:
+            self._new_pool()  # a bad proxy URL or header fails here, not at the first call
+        except ValueError as exc:
+            raise ProviderConfigError(f"{self.name}: {exc}") from None
         self._streams = True  # False once the server refused a streamed request
 
     # --- the wire format (subclasses) ----------------------------------------------------
@@ -129,14 +131,19 @@ class HttpProvider:
         if not self._streams:
             return _in_one_piece(await self._complete_whole(request), on_text)
         body = orjson.dumps(self.request_body(request, stream=True))
+        pool, prepared = self._connections()
         try:
-            async with self._http().post(
-                self.url, data=body, timeout=self._streamed, proxy=self._proxy
+            # A stream may run long; what must not last is silence between its chunks.
+            async with pool.stream(
+                prepared, body, connect_timeout=self._timeout, read_timeout=self._timeout
             ) as answer:
                 if answer.status in STREAM_REFUSALS:
                     self._streams = False
+                    await answer.read()  # the rest of the refusal: the connection stays usable
                 elif answer.status >= 300:
-                    raise self._status_error(answer, await answer.read(), request)
+                    raise self._status_error(
+                        answer.status, answer.headers, await answer.read(), request
+                    )
                 else:
                     return await self._read_stream(answer, request, on_text)
         except ProviderError:
@@ -145,14 +152,14 @@ class HttpProvider:
             raise malformed_response(
                 self.name, request.model, f"in the stream: {problem}"
             ) from None
-        except (TimeoutError, aiohttp.ClientError, StreamCut) as exc:
+        except (TimeoutError, HttpFailure, StreamCut) as exc:
             raise transport_error(
                 exc, provider=self.name, model=request.model, timeout=self._timeout
             ) from exc
         return _in_one_piece(await self._complete_whole(request), on_text)
 
     async def _read_stream(
-        self, answer: aiohttp.ClientResponse, request: ModelRequest, on_text: TextSink
+        self, answer: StreamedResponse, request: ModelRequest, on_text: TextSink
     ) -> ModelResponse:
         request_id = answer.headers.get(self.request_id_header)
         if "text/event-stream" not in answer.headers.get("content-type", ""):
@@ -162,7 +169,7 @@ class HttpProvider:
         assembler = self.assembler(request)
         if isinstance(on_text, AnswerStream):
             on_text.begin()
-        async for event, data in _server_sent_events(answer.content.iter_any()):
+        async for event, data in _server_sent_events(aiter(answer)):
             text = assembler.feed(event, data)
             if text:
                 on_text(text)
@@ -173,29 +180,25 @@ class HttpProvider:
         return assembler.response(request_id)
 
     async def aclose(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        pool = self._pool
+        if pool is not None and pool.loop is asyncio.get_running_loop():
+            await pool.aclose()  # a pool of another (finished) loop is only dropped
+        self._pool = None
 
     # --- internals -----------------------------------------------------------------------
 
     async def _complete_whole(self, request: ModelRequest) -> ModelResponse:
         body = orjson.dumps(self.request_body(request, stream=False))
+        pool, prepared = self._connections()
         try:
-            async with self._http().post(
-                self.url, data=body, timeout=self._whole, proxy=self._proxy
-            ) as answer:
-                raw = await answer.read()
-                if answer.status >= 300:
-                    raise self._status_error(answer, raw, request)
-                request_id = answer.headers.get(self.request_id_header)
-        except ProviderError:
-            raise
-        except (TimeoutError, aiohttp.ClientError) as exc:
+            answer = await pool.fetch(prepared, body, timeout=self._timeout)
+        except (TimeoutError, HttpFailure) as exc:
             raise transport_error(
                 exc, provider=self.name, model=request.model, timeout=self._timeout
             ) from exc
-        return self._read_whole(raw, request, request_id)
+        if answer.status >= 300:
+            raise self._status_error(answer.status, answer.headers, answer.body, request)
+        return self._read_whole(answer.body, request, answer.headers.get(self.request_id_header))
 
     def _read_whole(
         self, raw: bytes, request: ModelRequest, request_id: str | None
@@ -213,29 +216,29 @@ class HttpProvider:
             raise malformed_response(self.name, request.model, str(problem)) from None
 
     def _status_error(
-        self, answer: aiohttp.ClientResponse, raw: bytes, request: ModelRequest
+        self, status: int, headers: Mapping[str, str], raw: bytes, request: ModelRequest
     ) -> ProviderError:
         return status_error(
-            answer.status,
-            answer.headers,
-            raw,
-            provider=self.name,
-            model=request.model,
-            key_hint=self.key_hint,
+            status, headers, raw, provider=self.name, model=request.model, key_hint=self.key_hint
         )
 
-    def _http(self) -> aiohttp.ClientSession:
-        session = self._session
-        if session is None or session.closed:
-            connector = aiohttp.TCPConnector(
-                limit=self._max_connections,
-                ttl_dns_cache=300,
-                keepalive_timeout=KEEPALIVE_S,
-            )
-            session = self._session = aiohttp.ClientSession(
-                connector=connector, headers=self._headers, skip_auto_headers=("User-Agent",)
-            )
-        return session
+    def _connections(self) -> tuple[ConnectionPool, PreparedRequest]:
+        """The pool of this provider, and the request head it sends (encoded once)."""
+        pool = self._pool
+        if pool is None or pool.loop is not asyncio.get_running_loop() and pool.loop is not None:
+            pool = self._new_pool()  # a new event loop (another `asyncio.run`): a new pool
+        return pool, self._prepared
+
+    def _new_pool(self) -> ConnectionPool:
+        parts = urlsplit(self.url)
+        pool = self._pool = ConnectionPool(
+            f"{parts.scheme}://{parts.netloc}",
+            max_connections=self._max_connections,
+            proxy=self._proxy,
+        )
+        target = parts.path + (f"?{parts.query}" if parts.query else "")
+        self._prepared = pool.prepare("POST", target, self._headers)
+        return pool
 
 
 def _in_one_piece(response: ModelResponse, on_text: TextSink) -> ModelResponse:

@@ -71,29 +71,38 @@ def transport_error(
     exc: BaseException, *, provider: str, model: str, timeout: float
 ) -> ProviderError:
     """A connection that could not be made, broke, or stayed silent past the timeout: worth
-    another attempt, except a TLS failure (a certificate the same server will show again)."""
-    import aiohttp
+    another attempt, except a TLS failure (a certificate the same server will show again)
+    and an answer over the size limits (the same request would get it again)."""
+    from openprose.providers import http_wire as wire
 
     where = f"{provider} (model {model})"
-    if isinstance(exc, aiohttp.ClientSSLError):
+    if isinstance(exc, wire.TlsFailure):
         return ProviderError(
             f"{where}: the TLS connection failed: {_short(str(exc))} (check the base URL and "
             "the system's certificates)",
             provider=provider,
         )
+    if isinstance(exc, wire.AnswerTooLarge):
+        return ProviderError(f"{where}: {_short(str(exc))}", provider=provider)
     if isinstance(exc, StreamCut):
         return TransientProviderError(f"{where}: {exc}", provider=provider)
-    if isinstance(exc, aiohttp.ClientConnectorError):
+    if isinstance(exc, wire.CannotConnect):
         return TransientProviderError(
             f"{where}: cannot connect to the server: {exc}", provider=provider
         )
-    if isinstance(exc, TimeoutError):  # aiohttp's ServerTimeoutError is one too
+    if isinstance(exc, TimeoutError):
         return TransientProviderError(
             f"{where}: no answer within the {timeout:g} s request timeout", provider=provider
         )
-    if isinstance(exc, aiohttp.ClientPayloadError | aiohttp.ServerDisconnectedError):
+    if isinstance(exc, wire.ConnectionBroke):
         return TransientProviderError(
             f"{where}: the connection broke before the answer was complete ({_short(str(exc))})",
+            provider=provider,
+        )
+    if isinstance(exc, wire.NotHttp):
+        return TransientProviderError(
+            f"{where}: the server's answer is not valid HTTP: {_short(str(exc))} (check the "
+            "base URL: its scheme, http:// or https://, and its port)",
             provider=provider,
         )
     return TransientProviderError(

@@ -1,4 +1,4 @@
-"""Anthropic and OpenAI providers (aiohttp + orjson clients) against the loopback fake.
+"""Anthropic and OpenAI providers (HTTP/1.1 + orjson clients) against the loopback fake.
 
 Every behaviour is checked for both APIs and both ways of reading an answer: one JSON body
 (`whole`) and server-sent events handed to a text sink (`streamed`)."""
@@ -329,7 +329,8 @@ def test_the_sdk_is_not_needed_to_talk_to_either_api() -> None:
 
     code = (
         "import sys, openprose.providers.openai, openprose.providers.anthropic\n"
-        "print([m for m in ('openai', 'anthropic', 'httpx', 'pydantic') if m in sys.modules])\n"
+        "print([m for m in ('openai', 'anthropic', 'httpx', 'pydantic', 'aiohttp')"
+        " if m in sys.modules])\n"
     )
     output = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
