@@ -57,7 +57,9 @@ def race_plan(shared: Shared, step: str, count: int, needed: int) -> tuple[Seque
 
 async def run_parallel(vm: Machine, stmt: n.Parallel, ctx: Ctx, step: str) -> Value:
     join, on_fail, count = modifiers(stmt.modifiers, vm.expressions)
-    needed = {"all": len(stmt.branches), "first": 1, "any": count}[join]
+    # A count above the branch count is only a warning (W143): it waits for every branch,
+    # as `parallel ("any", count: N) for` does when N exceeds the items.
+    needed = {"all": len(stmt.branches), "first": 1, "any": min(count, len(stmt.branches))}[join]
     names = [b.name.id if b.name else "" for b in stmt.branches]
     vm.store.state(f"{step}→ ∥start {','.join(x or str(i + 1) for i, x in enumerate(names))}")
     contexts = [ctx.forked() for _ in stmt.branches]

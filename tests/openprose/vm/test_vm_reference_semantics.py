@@ -1,0 +1,71 @@
+"""Runtime conformance: each construct's observable behaviour against the reference's rule
+(seed 004 and reference/openprose/prose.md). One test per finding; see docs/decisions.md,
+"Conformance (runtime semantics)"."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from openprose.providers import ModelRequest, ModelResponse
+
+
+def tasks(provider: Any) -> list[str]:
+    return [
+        p.split("\n", 1)[0]
+        for p in provider.prompts()
+        if not p.startswith(("Condition:", "Choice:", "Filter", "Your reply", "Update your memory"))
+    ]
+
+
+class Crash(BaseException):
+    """Stands in for the process dying mid-run."""
+
+
+class CrashOn:
+    """Answers like `inner` until a prompt matches `pattern`; then the process 'dies'."""
+
+    name = "scripted"
+
+    def __init__(self, inner: Any, pattern: str) -> None:
+        self.inner, self.pattern = inner, pattern
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        import re
+
+        if re.search(self.pattern, request.last_user_text()):
+            raise Crash
+        response: ModelResponse = await self.inner.complete(request)
+        return response
+
+    async def aclose(self) -> None:
+        return None
+
+
+def crash_then_resume(vm: Any, source: str, first: Any, crash_on: str, second: Any) -> Any:
+    with pytest.raises(Crash):
+        vm.run(source, CrashOn(first, crash_on))
+    (run_dir,) = sorted((vm.project / ".prose" / "runs").iterdir())
+    return vm.resume(run_dir, second)
+
+
+# --- parallel: join strategies -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("form", ["block", "for"])
+def test_any_count_above_the_branches_waits_for_all_of_them(vm: Any, form: str) -> None:
+    # Seed, Parallel Blocks: "Count exceeds branches" is a warning (W143), so the program
+    # runs; both forms then wait for every branch (it used to fail the block form only).
+    source = (
+        'let got = parallel ("any", count: 3):\n  session "A"\n  session "B"\n'
+        if form == "block"
+        else 'let got = parallel ("any", count: 3) for x in ["A", "B"]:\n  session "{x}"\n'
+    )
+    provider = vm.spy([{"match": "^A", "answer": "a"}, {"match": "^B", "answer": "b"}])
+    result = vm.run(source + 'output seen = session "See {got}"\n', provider)
+    assert result.status == "succeeded", result.error
+    assert sorted(tasks(provider)[:2]) == ["A", "B"]
+    assert result.outputs["seen"] == "ok"
+    assert provider.sent("^See")[0].last_user_text().startswith("See [1] a\n\n[2] b")
