@@ -265,7 +265,7 @@ class Interpreter:
         limit = _max_depth(block) or self.config.max_depth
         if ctx.depth + 1 > limit:
             raise ProseRuntimeError(
-                f"RecursionLimitExceeded: block {block.name.id!r} exceeded max depth {limit}",
+                f"RecursionLimitExceeded: block {block.name.id!r} exceeded max_depth {limit}",
                 where=self._where(stmt),
             )
         args = [await self.eval(a, ctx, step) for a in stmt.args]

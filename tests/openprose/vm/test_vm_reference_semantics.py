@@ -69,3 +69,27 @@ def test_any_count_above_the_branches_waits_for_all_of_them(vm: Any, form: str) 
     assert sorted(tasks(provider)[:2]) == ["A", "B"]
     assert result.outputs["seen"] == "ok"
     assert provider.sent("^See")[0].last_user_text().startswith("See [1] a\n\n[2] b")
+
+
+# --- blocks ----------------------------------------------------------------------------------
+
+
+def test_recursion_limit_reads_as_the_reference_prints_it_and_can_be_caught(vm: Any) -> None:
+    # prose.md, Recursion Depth Limits: "[Error] RecursionLimitExceeded: block 'process'
+    # exceeded max_depth 50". It is a program error, so `try`/`catch` sees it.
+    source = """block process(chunk) (max_depth: 2):
+  session "Split {chunk}"
+  do process(chunk)
+try:
+  do process("data")
+catch as err:
+  session "Recover from {err.message}"
+"""
+    provider = vm.spy()
+    result = vm.run(source, provider)
+    assert result.status == "succeeded", result.error
+    assert tasks(provider) == [
+        "Split data",
+        "Split data",
+        "Recover from RecursionLimitExceeded: block 'process' exceeded max_depth 2",
+    ]
