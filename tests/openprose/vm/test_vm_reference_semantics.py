@@ -93,3 +93,36 @@ catch as err:
         "Split data",
         "Recover from RecursionLimitExceeded: block 'process' exceeded max_depth 2",
     ]
+
+
+# --- persistent agents -----------------------------------------------------------------------
+
+MEMORY_ECHO = {
+    # The new memory names what the update saw as the memory so far, and the task.
+    "match": "^Update your memory",
+    "answer": lambda r: (
+        "had["
+        + r.last_user_text().split("## Memory so far\n")[1].split("\n")[0]
+        + "] then "
+        + r.last_user_text().split("## This session's task\n")[1].split("\n")[0]
+    ),
+}
+
+
+def test_session_on_a_persistent_agent_starts_its_memory_fresh(vm: Any) -> None:
+    # Seed, Resume Statement: `session:` "Ignores existing memory, starts fresh"; prose.md:
+    # "First invocation OR re-initialize (starts fresh)"; `resume:` "Loads memory, continues".
+    agent = 'agent captain:\n  persist: project\n  prompt: "You coordinate"\n'
+    earlier = vm.run(agent + 'session: captain\n  prompt: "Old plan"\n', vm.spy([MEMORY_ECHO]))
+    assert earlier.status == "succeeded", earlier.error
+    memory = vm.project / ".prose" / "agents" / "captain" / "memory.md"
+    assert memory.read_text().strip() == "had[(empty)] then Old plan"
+
+    provider = vm.spy([MEMORY_ECHO])
+    source = agent + 'session: captain\n  prompt: "New plan"\nresume: captain\n  prompt: "Step 1"\n'
+    result = vm.run(source, provider)
+    assert result.status == "succeeded", result.error
+    assert "## Your memory" not in provider.sent("^New plan")[0].last_user_text()
+    # The re-initialized memory holds only the new session; `resume:` builds on it.
+    assert "## Your memory\nhad[(empty)] then New plan" in provider.sent("^Step 1")[0].last_user_text()
+    assert memory.read_text().strip() == "had[had[(empty)] then New plan] then Step 1"
