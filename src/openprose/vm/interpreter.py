@@ -313,7 +313,17 @@ class Interpreter:
                     const=True,
                 )
             handler = Ctx(scope, ctx.history, ctx.depth, ctx.execution_id, ctx.in_pipeline, error)
-            return await self.body(stmt.catch.body, handler, steps.clause(step, "catch"))
+            # The failed calls are handled from here on (a resumed run is served the same
+            # failures); if the catch body fails, they are released again, so that resuming
+            # the failed run asks them again instead of failing the same way for ever.
+            if error.failed_calls:
+                self.shared.emit("failure_handled", step, failures=error.failed_calls)
+            try:
+                return await self.body(stmt.catch.body, handler, steps.clause(step, "catch"))
+            except ProseError:
+                if error.failed_calls:
+                    self.shared.emit("failure_released", step, failures=error.failed_calls)
+                raise
         finally:
             # Runs after success or a program error; not when the task is being cancelled,
             # nor when the run pauses for an approval (it runs once the try ends, on resume).

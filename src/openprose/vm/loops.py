@@ -57,7 +57,7 @@ async def for_each(vm: Machine, stmt: n.ForEach, ctx: Ctx, step: str) -> Value:
         return await vm.body(stmt.body, item_ctx, steps.iteration(step, index))
 
     if join == "all":
-        return await fan_out(vm, len(items), one, ctx, on_fail)
+        return await fan_out(vm, len(items), one, ctx, on_fail, step)
     needed = min(1 if join == "first" else count, len(items))
     return await fan_out_race(vm, len(items), needed, join, one, ctx, on_fail, stmt, step)
 

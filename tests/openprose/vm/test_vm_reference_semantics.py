@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -45,9 +44,11 @@ class CrashOn:
 
 
 def crash_then_resume(vm: Any, source: str, first: Any, crash_on: str, second: Any) -> Any:
+    runs = vm.project / ".prose" / "runs"
+    before = set(runs.iterdir()) if runs.exists() else set()
     with pytest.raises(Crash):
         vm.run(source, CrashOn(first, crash_on))
-    (run_dir,) = sorted((vm.project / ".prose" / "runs").iterdir())
+    (run_dir,) = set(runs.iterdir()) - before
     return vm.resume(run_dir, second)
 
 
@@ -124,5 +125,75 @@ def test_session_on_a_persistent_agent_starts_its_memory_fresh(vm: Any) -> None:
     assert result.status == "succeeded", result.error
     assert "## Your memory" not in provider.sent("^New plan")[0].last_user_text()
     # The re-initialized memory holds only the new session; `resume:` builds on it.
-    assert "## Your memory\nhad[(empty)] then New plan" in provider.sent("^Step 1")[0].last_user_text()
+    assert (
+        "## Your memory\nhad[(empty)] then New plan" in provider.sent("^Step 1")[0].last_user_text()
+    )
     assert memory.read_text().strip() == "had[had[(empty)] then New plan] then Step 1"
+
+
+# --- errors, and resuming after them -----------------------------------------------------------
+
+TRY_CATCH = """try:
+  session "Risky"
+catch as err:
+  session "Fallback after {err.message}"
+session "After"
+"""
+
+
+def test_a_resumed_run_keeps_the_catch_path_it_took(vm: Any) -> None:
+    # Seed, Try/Catch: "Try fails: try body (until failure) -> catch body -> finally body".
+    # A resume serves finished work from the journal; a failure the program handled is
+    # finished work too: asking again (and now succeeding) would take the other path while
+    # the rest of the run is served answers given after the catch.
+    first = vm.spy([{"match": "^Risky", "answer": "fine", "failures": ["error"]}])
+    healthy = vm.spy([{"match": "^Risky", "answer": "fine"}])
+    result = crash_then_resume(vm, TRY_CATCH, first, "^After", healthy)
+    assert result.status == "succeeded", result.error
+    assert tasks(healthy) == ["After"]  # Risky and Fallback were not asked again
+    assert "### anon_002\nok" in healthy.sent("^After")[0].last_user_text()  # the fallback's
+    assert [e["step"] for e in vm.events(result, "failure_served")] == ["1/try.1"]
+    assert len(vm.events(result, "failure_handled")) == 2  # once per attempt
+
+
+def test_resuming_a_run_that_failed_in_its_catch_asks_the_failure_again(vm: Any) -> None:
+    # Seed, Throw: "`throw` inside catch: re-raise to outer handler"; unhandled, the program
+    # fails. The failure was not handled in the end, so a resume retries it.
+    source = TRY_CATCH.replace('session "Fallback after {err.message}"', "throw")
+    first = vm.spy([{"match": "^Risky", "answer": "fine", "failures": ["error"]}])
+    failed = vm.run(source, first)
+    assert failed.status == "failed" and "injected error" in (failed.error or "")
+    healthy = vm.spy([{"match": "^Risky", "answer": "fine"}])
+    resumed = vm.resume(failed.run_dir, healthy)
+    assert resumed.status == "succeeded", resumed.error
+    assert tasks(healthy) == ["Risky", "After"]
+
+
+@pytest.mark.parametrize("on_fail", ["continue", "ignore"])
+def test_a_resumed_run_keeps_the_failures_its_parallel_block_absorbed(
+    vm: Any, on_fail: str
+) -> None:
+    # Seed, Failure Policies: "continue: let all branches complete, then report all
+    # failures"; "ignore: ignore all failures". The resumed run sees the same failure.
+    source = f"""parallel (on-fail: "{on_fail}"):
+  a = session "Branch A"
+  b = session "Branch B"
+let each = parallel (on-fail: "{on_fail}") for x in ["1", "2"]:
+  session "Item {{x}}"
+session "After"
+  context: [b, each]
+"""
+    flaky = [
+        {"match": "^Branch B", "answer": "b", "failures": ["error"]},
+        {"match": "^Item 2", "answer": "i2", "failures": ["error"]},
+    ]
+    reference = vm.run(source, vm.spy(flaky))
+    assert reference.status == "succeeded", reference.error
+    healthy = vm.spy()
+    result = crash_then_resume(vm, source, vm.spy(flaky), "^After", healthy)
+    assert result.status == "succeeded", result.error
+    assert tasks(healthy) == ["After"]
+    expected = vm.spy(flaky)
+    vm.run(source, expected)  # a third run, uninterrupted, for the prompt After should get
+    assert healthy.sent("^After")[0].last_user_text() == expected.sent("^After")[0].last_user_text()
+    assert "injected error" in healthy.sent("^After")[0].last_user_text()
