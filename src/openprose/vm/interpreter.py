@@ -237,7 +237,11 @@ class Interpreter:
         name = stmt.target.id
         owner = ctx.scope.owner(name)
         if owner is None:
-            raise ProseRuntimeError(f"undefined variable {name!r}", where=self._where(stmt))
+            if name not in self.bound_somewhere:
+                raise ProseRuntimeError(f"undefined variable {name!r}", where=self._where(stmt))
+            # Its `let` is in a body that did not run (an `if` branch not taken: W156). The
+            # namespace is flat, so this is that variable: the assignment binds it.
+            return await self._bind_unbound(stmt, ctx, step)
         if name in owner.consts:
             raise ProseRuntimeError(f"cannot reassign const {name!r}", where=self._where(stmt))
         value = await self.eval(stmt.value, ctx, step, name=name)
@@ -245,6 +249,20 @@ class Interpreter:
         kind = "let"
         if owner is self.root and name in self.outputs:
             self.outputs[name] = value  # `output` works like `let`: reassignment updates it
+            kind = "output"
+        self.bindings.write(name, kind, stmt, value, ctx)
+        return value
+
+    async def _bind_unbound(self, stmt: n.Assign, ctx: Ctx, step: str) -> Value:
+        name = stmt.target.id
+        value = await self.eval(stmt.value, ctx, step, name=name)
+        ctx.scope.declare(name, value)
+        kind = "let"
+        if ctx.scope.owner(name) is self.root and any(
+            isinstance(s, n.Output) and s.name.id == name
+            for s in _walk_statements(self.program.body)
+        ):
+            self.outputs[name] = value
             kind = "output"
         self.bindings.write(name, kind, stmt, value, ctx)
         return value
