@@ -131,6 +131,33 @@ def test_session_on_a_persistent_agent_starts_its_memory_fresh(vm: Any) -> None:
     assert memory.read_text().strip() == "had[had[(empty)] then New plan] then Step 1"
 
 
+# --- variables ---------------------------------------------------------------------------------
+
+
+def test_an_assignment_in_another_branch_binds_the_flat_variable(vm: Any) -> None:
+    # Seed, Flat Namespace: one name is one variable, and "Variables in different
+    # if/elif/else branches with same name" collide; so a program declares it in one branch
+    # and assigns it in the others. The checker warns (W156) and the program runs; the
+    # assignment used to fail with "undefined variable" when the `let` branch was not taken.
+    source = """if **the first holds**:
+  let verdict = session "One"
+  output best = session "Best one"
+else:
+  verdict = session "Two"
+  best = session "Best two"
+session "Use {verdict}"
+"""
+    provider = vm.spy([*vm.verdicts(("Condition:", False)), {"match": "^Two", "answer": "two"}])
+    result = vm.run(source, provider)
+    assert result.status == "succeeded", result.error
+    assert tasks(provider) == ["Two", "Best two", "Use two"]
+    assert result.outputs == {"best": "ok"}  # `output` is declared in the branch not taken
+    assert "two" in (result.run_dir / "bindings" / "verdict.md").read_text()
+    # A name the program binds nowhere is still an error.
+    broken = vm.run('nothing = session "x"\n', vm.spy())
+    assert broken.status == "failed" and "undefined variable 'nothing'" in (broken.error or "")
+
+
 # --- errors, and resuming after them -----------------------------------------------------------
 
 TRY_CATCH = """try:
@@ -197,3 +224,139 @@ session "After"
     vm.run(source, expected)  # a third run, uninterrupted, for the prompt After should get
     assert healthy.sent("^After")[0].last_user_text() == expected.sent("^After")[0].last_user_text()
     assert "injected error" in healthy.sent("^After")[0].last_user_text()
+
+
+# --- resume, construct by construct --------------------------------------------------------------
+
+EVERY_CONSTRUCT = """agent scribe:
+  model: haiku
+  prompt: "You write"
+block refine(text) (max_depth: 4):
+  let refined = session "Refine {text}"
+let topics = ["alpha", "beta", "gamma"]
+for t, i in topics:
+  do refine(t)
+repeat 2 as k:
+  session: scribe
+    prompt: "Note {k}"
+if **the notes are good**:
+  let verdict = session "Good path"
+elif **the notes are usable**:
+  verdict = session "Usable path"
+else:
+  verdict = session "Bad path"
+choice **the tone**:
+  option "Formal":
+    session "Formal"
+  option "Casual":
+    session "Casual"
+let kept = topics
+  | filter:
+      session "Keep {item}?"
+  | map:
+      session "Expand {item}"
+  | reduce(acc, x):
+      session "Merge"
+        context: [acc, x]
+try:
+  session "Flaky call"
+    retry: 1
+catch as err:
+  session "Recover {err.message}"
+loop until **enough** (max: 3) as round:
+  session "Round {round}"
+output final = session "Final {verdict}"
+  context: [kept, verdict]
+"""
+
+
+def every_construct_rules() -> list[dict[str, Any]]:
+    def verdict(r: ModelRequest) -> str:
+        text = r.last_user_text()
+        holds = "notes are usable" in text or ("enough" in text and "Round 1" in text)
+        return f'{{"verdict": {str(holds).lower()}, "reason": "r"}}'
+
+    return [
+        {"match": "^Condition:", "answer": verdict},
+        {"match": "^Choice:", "answer": '{"option": "Casual", "reason": "r"}'},
+        {"match": r"^Keep beta", "answer": "no"},
+        {"match": r"^Keep", "answer": "yes"},
+        {"match": "^Flaky", "answer": "never", "failures": ["error", "error"]},
+        {"match": "^Update your memory", "answer": "m"},
+        {"match": "", "answer": lambda r: "<" + r.last_user_text().split("\n")[0] + ">"},
+    ]
+
+
+class CrashAfter:
+    """Answers like `inner` until `limit` requests were answered, then dies."""
+
+    name = "scripted"
+
+    def __init__(self, inner: Any, limit: int) -> None:
+        self.inner, self.limit, self.answered = inner, limit, 0
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        if self.answered >= self.limit:
+            raise Crash
+        response: ModelResponse = await self.inner.complete(request)
+        self.answered += 1
+        return response
+
+    async def aclose(self) -> None:
+        return None
+
+
+def test_the_reference_program_runs_every_construct_in_order(vm: Any) -> None:
+    provider = vm.spy(every_construct_rules())
+    result = vm.run(EVERY_CONSTRUCT, provider)
+    assert result.status == "succeeded", result.error
+    assert tasks(provider) == [
+        "Refine alpha",
+        "Refine beta",
+        "Refine gamma",
+        "Note 0",
+        "Note 1",
+        "Usable path",  # if false, elif true: the else is skipped
+        "Casual",
+        "Keep alpha?",
+        "Keep beta?",
+        "Keep gamma?",
+        "Expand alpha",
+        "Expand gamma",
+        "Merge",
+        "Flaky call",
+        "Flaky call",  # retry: 1 = one more attempt
+        "Recover scripted: injected error failure for rule '^Flaky'",
+        "Round 0",
+        "Round 1",  # `until` is checked before each round: holds once Round 1 is seen
+        "Final <Usable path>",
+    ]
+    assert result.outputs["final"] == "<Final <Usable path>>"
+    bindings = {p.name for p in (result.run_dir / "bindings").iterdir()}
+    # Block-local bindings carry their execution id (prose.md, `result__43.md`).
+    assert {"refined__1.md", "refined__2.md", "refined__3.md", "kept.md"} <= bindings
+    final = provider.sent("^Final")[0].last_user_text()
+    assert "### kept\n<Merge>" in final
+
+
+@pytest.mark.parametrize("crash_after", [1, 5, 7, 9, 13, 16, 17, 19, 22])
+def test_a_crash_anywhere_resumes_to_the_same_run(vm: Any, crash_after: int) -> None:
+    reference = vm.run(EVERY_CONSTRUCT, vm.spy(every_construct_rules()))
+    runs = vm.project / ".prose" / "runs"
+    before = set(runs.iterdir())
+    with pytest.raises(Crash):
+        vm.run(EVERY_CONSTRUCT, CrashAfter(vm.spy(every_construct_rules()), crash_after))
+    (run_dir,) = set(runs.iterdir()) - before
+    again = vm.spy(every_construct_rules())
+    resumed = vm.resume(run_dir, again)
+    assert resumed.status == "succeeded", resumed.error
+    assert resumed.outputs == reference.outputs
+    served = resumed.usage["requests_served_from_journal"]
+    assert served + resumed.usage["requests_sent"] == reference.usage["requests_sent"] + (
+        # A failed attempt is not a finished call; a handled one is served as a failure.
+        len(vm.events_in(run_dir, "failure_served"))
+    )
+    for name in ("kept.md", "verdict.md", "final.md", "refined__3.md"):
+        assert (run_dir / "bindings" / name).read_text() == (
+            reference.run_dir / "bindings" / name
+        ).read_text()
