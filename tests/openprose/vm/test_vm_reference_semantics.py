@@ -360,3 +360,18 @@ def test_a_crash_anywhere_resumes_to_the_same_run(vm: Any, crash_after: int) -> 
         assert (run_dir / "bindings" / name).read_text() == (
             reference.run_dir / "bindings" / name
         ).read_text()
+
+
+def test_prose_show_of_a_resumed_catch_lists_the_error_once(
+    vm: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from openprose.cli import main
+
+    first = vm.spy([{"match": "^Risky", "answer": "fine", "failures": ["error"]}])
+    result = crash_then_resume(vm, TRY_CATCH, first, "^After", vm.spy())
+    capsys.readouterr()
+    assert main(["show", str(result.run_dir)]) == 0
+    shown = capsys.readouterr().out
+    assert "1/catch.1" in shown  # the fallback ran (in the first attempt)
+    assert "errors (2):" in shown  # the failed call and its catch, once each
+    assert shown.count("main.prose:2:3: scripted: injected error") == 1
