@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
 from collections.abc import Sequence
 from typing import IO, Any, NoReturn
 
@@ -97,8 +96,12 @@ def _problem_text(path: str, problem: Problem) -> str:
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
+    if args.format != "json":
+        return _validate(args, None)
+    import tempfile  # only a JSON report needs a spool
+
     with tempfile.SpooledTemporaryFile(max_size=_SPOOL_BYTES) as spool:
-        return _validate(args, _ProblemSpool(spool) if args.format == "json" else None)
+        return _validate(args, _ProblemSpool(spool))
 
 
 def _validate(args: argparse.Namespace, problems: _ProblemSpool | None) -> int:

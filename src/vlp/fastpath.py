@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from operator import attrgetter
+from itertools import compress, repeat
+from operator import attrgetter, ge
 from types import GenericAlias
 from typing import Annotated, Any, Literal, Union
 
@@ -271,12 +272,28 @@ class _ConfidenceRule:
 
     def broken_by(self, shapes: list[Any], confidences: list[float]) -> list[int]:
         """Indexes of the ``shapes`` that break the rule."""
-        threshold, holds = self.threshold, self.holds
-        return [
-            index
-            for index in [i for i, value in enumerate(confidences) if value >= threshold]
-            if not holds(shapes[index])
-        ]
+        high = compress(range(len(confidences)), map(ge, confidences, repeat(self.threshold)))
+        holds = self.holds
+        return [index for index in high if not holds(shapes[index])]
+
+
+def free_form_fields(schema: dict[str, Any]) -> list[str]:
+    """The top-level fields whose schema admits a free-form value somewhere (``true`` or
+    an object without properties): what the plain decoder refuses and the open one
+    decodes."""
+    return [name for name, spec in schema["properties"].items() if _admits_free_form(spec)]
+
+
+def _admits_free_form(spec: Any) -> bool:
+    if spec is True:
+        return True
+    if isinstance(spec, list):
+        return any(map(_admits_free_form, spec))
+    if not isinstance(spec, dict):
+        return False
+    if spec.get("type") == "object" and "properties" not in spec:
+        return True
+    return any(_admits_free_form(value) for value in spec.values())
 
 
 def compile_schema(schema: dict[str, Any], *, open_values: bool) -> tuple[Any, _ConfidenceRule]:
@@ -339,15 +356,23 @@ _PLAIN, _RULE = compile_schema(_SCHEMA, open_values=False)
 _OPEN, _ = compile_schema(_SCHEMA, open_values=True)
 _decode_plain = msgspec.json.Decoder(_PLAIN).decode
 _decode_open = msgspec.json.Decoder(_OPEN).decode
+# msgspec names the first thing it refuses, and the decoders differ only on free-form
+# values: the open one can accept a line only when that first refusal is of one.
+_FREE_FORM = re.compile(
+    "|".join(f"`(?:\\$\\.)?{re.escape(name)}`" for name in free_form_fields(_SCHEMA))
+)
 
 
 class _Doubt:
-    """Stands in for a line the decoders refused, passing the column checks."""
+    """Stands in for a line the decoders refused, passing the column checks; its thread
+    fields are those of a line nothing can be read of (:data:`vlp.thread.ThreadFields`)."""
 
     __slots__ = ()
     timestamp = "2000-01-01T00:00:00Z"
     confidence = 0.0
     code = 0
+    id = refers_to = session_id = ""
+    seq = -1
 
 
 DOUBT: Any = _Doubt()
@@ -362,28 +387,31 @@ def decode_lines(lines: list[bytes]) -> tuple[list[Any], list[int]]:
     whose indexes ``doubtful`` lists in order."""
     shapes: list[Any] = []
     doubtful: list[int] = []
+    open_values: list[int] = []
     remaining = iter(lines)
     while True:
         try:
             shapes.extend(map(_decode_plain, remaining))  # the valid run, driven from C
             break
-        except _NOT_SURE:  # the refused line was consumed: note it and go on after it
-            doubtful.append(len(shapes))
+        except _NOT_SURE as error:  # the refused line was consumed: note it, go on after it
+            if _FREE_FORM.search(str(error)):
+                open_values.append(len(shapes))
+            else:
+                doubtful.append(len(shapes))
             shapes.append(DOUBT)
-    if doubtful:
-        still = []
-        for index in doubtful:
+    if open_values:
+        for index in open_values:
             try:
                 line = lines[index]
                 shape = _decode_open(line)
             except _NOT_SURE:
-                still.append(index)
+                doubtful.append(index)
                 continue
             if _long_number(line):
-                still.append(index)
+                doubtful.append(index)
             else:
                 shapes[index] = shape
-        doubtful = still
+        doubtful.sort()
     broken = bad_timestamps(list(map(_timestamps, shapes)))
     broken += _RULE.broken_by(shapes, list(map(_confidences, shapes)))
     if broken:

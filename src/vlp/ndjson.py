@@ -32,6 +32,7 @@ CHUNK_BYTES = 1024 * 1024
 _BOM = b"\xef\xbb\xbf"
 _SNIFF_BYTES = 64 * 1024
 _SLICE = 64  # lines parsed before validating them together in scan()
+_THREAD_SLICE = 512  # lines decoded and thread-checked together: their objects stay in cache
 _PROBE_BYTES = 16 * 1024 * 1024  # an object spread over lines is looked for in inputs up to this
 
 Source = str | os.PathLike[str] | BinaryIO
@@ -472,26 +473,14 @@ def _thread_lines(
             _thread_line(line, start + index, summary, on_problem, on_message, thread)
             for index, line in enumerate(lines)
         )
-    shapes, doubtful = decode_lines(lines)
-    # Doubtful lines first: a valid one joins the columns as its fields, an invalid one
-    # (or a blank line) as what can be read of it.
     explained: list[Problem] = []
-    valid = len(lines) - len(doubtful)
-    for index in doubtful:
-        line, number = lines[index], start + index
-        try:
-            msg = orjson.loads(line)
-        except orjson.JSONDecodeError as error:
-            _settle(_Unparsed(error), number, line, summary, explained.append)
-            shapes[index] = _Fields(*salvaged_fields(None, line))
-            continue
-        if is_surely_valid(msg) or _settle(msg, number, line, summary, explained.append):
-            shapes[index] = _Fields(*thread_fields(msg))
-            valid += 1
-        else:
-            shapes[index] = _Fields(*salvaged_fields(msg, line))
-    ids, codes, refs, sessions, seqs = (list(map(column, shapes)) for column in _COLUMNS)
-    found = thread.add_batch((ids, codes, refs, sessions, seqs), start)
+    found: list[Problem] = []
+    valid = 0
+    # Slices small enough that a slice's decoded lines stay in the CPU caches while its
+    # columns are read and checked.
+    for offset in range(0, len(lines), _THREAD_SLICE):
+        part = lines[offset : offset + _THREAD_SLICE]
+        valid += _thread_slice(part, start + offset, summary, explained, found, thread)
     summary.problems += len(found)
     if explained and found:
         found = sorted(explained + found, key=_problem_line)
@@ -500,20 +489,35 @@ def _thread_lines(
     return valid
 
 
-class _Fields:
-    """The :data:`vlp.thread.ThreadFields` of a line decode_lines could not settle, under
-    the names a decoded line has."""
-
-    __slots__ = ("code", "id", "refers_to", "seq", "session_id")
-
-    def __init__(self, ident: str, code: int, refers_to: Any, session: str, seq: int) -> None:
-        self.id, self.code, self.refers_to, self.session_id, self.seq = (
-            ident,
-            code,
-            refers_to,
-            session,
-            seq,
-        )
+def _thread_slice(
+    lines: list[bytes],
+    start: int,
+    summary: ScanSummary,
+    explained: list[Problem],
+    found: list[Problem],
+    thread: ThreadChecker,
+) -> int:
+    shapes, doubtful = decode_lines(lines)
+    ids, codes, refs, sessions, seqs = [list(map(get, shapes)) for get in _COLUMNS]
+    # A doubtful line's row is rewritten: a valid message's fields, or what can be read
+    # of an invalid one (or a blank line).
+    valid = len(lines) - len(doubtful)
+    for index in doubtful:
+        line, number = lines[index], start + index
+        try:
+            msg = orjson.loads(line)
+        except orjson.JSONDecodeError as error:
+            _settle(_Unparsed(error), number, line, summary, explained.append)
+            row = salvaged_fields(None, line)
+        else:
+            if is_surely_valid(msg) or _settle(msg, number, line, summary, explained.append):
+                row = thread_fields(msg)
+                valid += 1
+            else:
+                row = salvaged_fields(msg, line)
+        ids[index], codes[index], refs[index], sessions[index], seqs[index] = row
+    found += thread.add_batch((ids, codes, refs, sessions, seqs), start)
+    return valid
 
 
 _COLUMNS = [attrgetter(name) for name in ("id", "code", "refers_to", "session_id", "seq")]

@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import compress, groupby, repeat
-from operator import and_, eq, ge, is_, lt, or_, truth
+from operator import and_, eq, ge, is_, is_not, lt, or_, truth
 from typing import Any, TypeAlias, TypeGuard
 
 from vlp.errors import CorrectionCycleError, Problem
@@ -362,11 +362,15 @@ class ThreadChecker:
         while pending:
             start, end = pending.pop()
             part = (
-                ids[start:end],
-                codes[start:end],
-                refs[start:end],
-                sessions[start:end],
-                seqs[start:end],
+                columns
+                if end - start == len(ids)  # the whole batch: most often, not copied
+                else (
+                    ids[start:end],
+                    codes[start:end],
+                    refs[start:end],
+                    sessions[start:end],
+                    seqs[start:end],
+                )
             )
             if self._take(part, first_line + start):
                 continue
@@ -406,7 +410,8 @@ class ThreadChecker:
         # One probe per id: setdefault inserts a new id and returns the very int it was
         # given, but leaves an id seen before (or earlier in these lines) as it was.
         before = list(map(seen.setdefault, ids, packed))
-        if not all(map(is_, before, packed)) and not _only_anonymous(ids, before, packed):
+        # Only "" (lines without an id, always seen as 0) may have been there already.
+        if not all(map(is_, before, packed)) and sum(map(is_not, before, packed)) != ids.count(""):
             _forget(seen, ids, before, packed)
             return False
         try:
@@ -434,6 +439,17 @@ class ThreadChecker:
         """Each session's last seq after these lines if, in every session, each seq is the
         one after the last (valid lines: no gap, no repeat; invalid ones: nothing to
         decide); None when some line needs a closer look."""
+        session = sessions[0] if sessions else ""
+        first = seqs[0] if seqs else -1
+        if (  # the usual slice: one session counting up
+            session
+            and 0 <= first
+            and seqs[-1] < _MAX_SEQ
+            and sessions.count(session) == len(sessions)
+            and seqs == list(range(first, first + len(seqs)))
+        ):
+            before = self._last_seq.get(session)
+            return None if before is not None and first != before + 1 else {session: seqs[-1]}
         if -1 in seqs or "" in sessions:  # lines without a session or a seq
             counted = list(map(and_, map(truth, sessions), map(ge, seqs, repeat(0))))
             sessions, seqs = list(compress(sessions, counted)), list(compress(seqs, counted))
@@ -455,11 +471,6 @@ class ThreadChecker:
             last[session] = first + size - 1
             position = end
         return last
-
-
-def _only_anonymous(ids: Sequence[str], before: list[int], packed: list[int]) -> bool:
-    """Whether the only ids that were not new are "" (invalid lines without an id)."""
-    return all(ident == "" for ident, old, new in zip(ids, before, packed) if old is not new)
 
 
 def _forget(seen: dict[str, int], ids: Sequence[str], before: list[int], packed: list[int]) -> None:

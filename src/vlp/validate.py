@@ -374,19 +374,31 @@ def bad_timestamps(stamps: list[str]) -> list[int]:
     """Indexes of the stamps the schema's pattern refuses, for a whole column at once.
 
     A stamp is valid when its minute ("YYYY-MM-DDTHH:MM") is a valid one and ":SSZ" ends
-    it with seconds 00-59: so the column passes with two set operations once each new
-    minute is tried (as minute + ":00Z") against the pattern. Anything else — fractions,
-    leap seconds, bad stamps — is judged stamp by stamp by :func:`timestamp_is_valid`.
+    it with seconds 00-59: so the column passes with set operations once each new minute
+    is tried (as minute + ":00Z") against the pattern. The stamps with another minute or
+    ending — fractions, leap seconds, bad stamps — are found by searching the column for
+    each such minute or ending (in C) and judged by :func:`timestamp_is_valid`.
     """
-    minutes = set(map(_minute, stamps))
-    for minute in minutes.difference(_known_minutes):
+    distinct = set(map(_minute, stamps))
+    for minute in distinct.difference(_known_minutes):
         if len(minute) == _MINUTE_END and _timestamp_match(minute + ":00Z"):
             if len(_known_minutes) >= _MINUTES_KEPT:
                 _known_minutes.clear()
             _known_minutes.add(minute)
-    if minutes <= _known_minutes and _SECOND_TAILS.issuperset(map(_second, stamps)):
+    odd_minutes = distinct.difference(_known_minutes)
+    if not odd_minutes and _SECOND_TAILS.issuperset(map(_second, stamps)):
         return []
-    return [index for index, stamp in enumerate(stamps) if not timestamp_is_valid(stamp)]
+    odd_endings = set(map(_second, stamps)).difference(_SECOND_TAILS)
+    suspects: set[int] = set()
+    for part_of, odd in ((_minute, odd_minutes), (_second, odd_endings)):
+        if odd:
+            column = list(map(part_of, stamps))
+            for part in odd:
+                index = -1
+                for _ in range(column.count(part)):
+                    index = column.index(part, index + 1)
+                    suspects.add(index)
+    return sorted(index for index in suspects if not timestamp_is_valid(stamps[index]))
 
 
 def is_surely_valid(msg: Any) -> bool:

@@ -5,20 +5,29 @@ from __future__ import annotations
 import io
 from typing import Any
 
+import msgspec
 import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.fuzz.mutations import corpus, mutated
-from tests.vlp.conftest import base, messages
+from tests.vlp.conftest import base, json_values, messages, timestamps
 from tests.vlp.test_agreement import corpus as agreement_corpus
 from vlp import Problem, read_records, scan
 from vlp import validate as validate_module
-from vlp.fastpath import SchemaNotCompiled, compile_schema, is_surely_valid_line
+from vlp.fastpath import (
+    SchemaNotCompiled,
+    _decode_open,
+    _decode_plain,
+    _long_number,
+    compile_schema,
+    decode_lines,
+    is_surely_valid_line,
+)
 from vlp.render import _NEUTRALISED, visible
 from vlp.schema import TIMESTAMP_PATTERN, load_schema
-from vlp.validate import check_message, is_surely_valid
+from vlp.validate import bad_timestamps, check_message, is_surely_valid
 
 
 def wire(msg: Any) -> Any:
@@ -309,3 +318,76 @@ def test_a_schema_construct_the_compiler_does_not_know_is_refused(change: Any) -
 @given(st.text())
 def test_visible_only_skips_text_with_nothing_to_neutralise(text: str) -> None:
     assert visible(text) == text.translate(_NEUTRALISED)
+
+
+# A column of stamps: runs of learnt minutes broken by fractions, leap seconds, bad
+# minutes, bad endings, short or empty stamps and stamps that repeat.
+column_stamps = st.one_of(
+    st.tuples(minutes, tails).map("".join),
+    timestamps,
+    st.sampled_from(["", "2025", "14/12/2025 10:30", "2025-12-14T10:30:00Z", "\u00e92025"]),
+)
+
+
+@settings(max_examples=400)
+@given(st.lists(column_stamps, max_size=60), st.booleans())
+def test_a_column_of_stamps_gets_the_patterns_verdict_stamp_by_stamp(
+    stamps: list[str], forget: bool
+) -> None:
+    if forget:  # also from a cold cache: every minute met for the first time
+        validate_module._known_minutes.clear()
+    expected = [index for index, stamp in enumerate(stamps) if not TIMESTAMP_PATTERN.match(stamp)]
+    assert bad_timestamps(stamps) == expected
+
+
+def reference_verdict(line: bytes) -> bool:
+    """Surely valid as decode_lines judged before it gated the open decoder: either
+    decoder accepts the line, it holds no integer orjson refuses, and the columns
+    (timestamp, high-confidence rule) pass."""
+    try:
+        _decode_plain(line)
+    except (msgspec.MsgspecError, RecursionError, UnicodeDecodeError):
+        try:
+            _decode_open(line)
+        except (msgspec.MsgspecError, RecursionError, UnicodeDecodeError):
+            return False
+        if _long_number(line):
+            return False
+    return check_message(orjson.loads(line)) is None
+
+
+_HUGE = "@@huge@@"  # written as an integer orjson refuses (310 digits)
+free_form = st.one_of(
+    st.dictionaries(st.text(max_size=3), json_values, max_size=3),
+    st.just({"n": _HUGE}),
+)
+
+
+@st.composite
+def lines_with_free_form_values(draw: st.DrawFn) -> bytes:
+    """A message with object content, payload or _extras, alone or beside other flaws."""
+    msg = wire(draw(messages()))
+    for field in draw(st.sets(st.sampled_from(["content", "payload", "_extras"]), min_size=1)):
+        msg[field] = draw(free_form)
+    return orjson.dumps(msg).replace(f'"{_HUGE}"'.encode(), b"9" * 310)
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.one_of(lines_with_free_form_values(), messages().map(orjson.dumps)), max_size=12)
+)
+def test_the_open_decoder_is_asked_only_when_it_can_change_the_verdict(lines: list[bytes]) -> None:
+    """decode_lines tries the open decoder only on lines the plain one refused on a free-form
+    field; the verdicts are those of trying it on every refused line."""
+    doubtful = decode_lines(lines)[1]
+    assert doubtful == [index for index, line in enumerate(lines) if not reference_verdict(line)]
+
+
+def test_a_line_refused_for_its_object_content_is_still_settled_by_the_open_decoder() -> None:
+    lines = [
+        orjson.dumps(base(type="session_context", session_id="S", content={"n": 1})),
+        orjson.dumps(base(payload={"a": [1, 2]}, _extras={"t": "x"})),
+        orjson.dumps(base(content={"a": 1}, confidence=2)),  # refused for content, then range
+        orjson.dumps(base(confidence=2)),  # refused, not for a free-form value
+    ]
+    assert decode_lines(lines)[1] == [2, 3]

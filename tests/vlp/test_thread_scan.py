@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 from pathlib import Path
 from typing import Any
+from unittest.mock import patch
 
 import orjson
 import pytest
@@ -14,7 +15,7 @@ from hypothesis import strategies as st
 
 from tests.vlp.conftest import base
 from tests.vlp.thread_oracle import OracleChecker
-from vlp import Problem, ThreadChecker, scan
+from vlp import Problem, ThreadChecker, ndjson, scan
 from vlp.cli import main
 from vlp.ndjson import read_records
 from vlp.schema import KIND_CODES
@@ -193,3 +194,28 @@ def test_batches_give_the_problems_of_one_message_at_a_time(
         found += checker.add_batch((ids, codes, refs, sessions, seqs), start + 1)
     found += checker.finish()
     assert found == expected
+
+
+def scanned(data: bytes, chunk: int = 1 << 20) -> list[Problem]:
+    checker = ThreadChecker()
+    found: list[Problem] = []
+    scan(io.BytesIO(data), found.append, thread=checker, chunk_bytes=chunk)
+    return found + checker.finish()
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(threads(), st.sampled_from([1, 2, 3, 8, 64]), st.sampled_from([64, 1 << 20]))
+def test_the_report_does_not_depend_on_the_slices_a_chunk_is_checked_in(
+    lines: list[bytes], size: int, chunk: int
+) -> None:
+    """A chunk's lines are decoded and checked in slices (for the CPU caches): invalid
+    lines anywhere among valid ones, and problems that cross slices (duplicates, forward
+    references, seq gaps), give the same report, in the same order, whatever the slices."""
+    data = b"\n".join(lines) + b"\n"
+    if data.lstrip().startswith(b"["):
+        return  # one JSON document, not NDJSON
+    whole = scanned(data, chunk)
+    with patch.object(ndjson, "_THREAD_SLICE", size):
+        sliced = scanned(data, chunk)
+    assert sliced == whole
+    assert sorted((p.code, p.line, p.id, p.message) for p in sliced) == one_at_a_time(data)
