@@ -158,6 +158,31 @@ session "Use {verdict}"
     assert broken.status == "failed" and "undefined variable 'nothing'" in (broken.error or "")
 
 
+def test_names_bound_in_a_parallel_for_stay_visible_after_it_as_after_a_for(vm: Any) -> None:
+    # Seed, Flat Namespace: a name bound in a body is the program's one variable of that
+    # name, and `parallel for` "is equivalent to" the sequential fan-out. After a `for` the
+    # name holds the last iteration's value; after a `parallel for` it was "unbound: the
+    # statement that binds it did not run" — although it ran.
+    for keyword in ("for", "parallel for"):
+        # In the parallel form "c" finishes first: the last *item* still wins.
+        provider = vm.spy(
+            [
+                {"match": "^Do a", "answer": "Ra", "latency_ms": 40},
+                {"match": "^Do b", "answer": "Rb", "latency_ms": 40},
+                {"match": "^Do c", "answer": "Rc"},
+            ]
+        )
+        source = f"""{keyword} t, i in ["a", "b", "c"]:
+  let r = session "Do {{t}}"
+session "After {{r}}"
+"""
+        result = vm.run(source, provider)
+        assert result.status == "succeeded", result.error
+        assert provider.prompts()[-1].startswith("After Rc"), keyword
+        assert "Rc" in (result.run_dir / "bindings" / "r.md").read_text()
+        assert not vm.events(result, "unbound_placeholder")
+
+
 # --- errors, and resuming after them -----------------------------------------------------------
 
 TRY_CATCH = """try:
