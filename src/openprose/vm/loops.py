@@ -79,7 +79,11 @@ def _publish(vm: Machine, stmt: n.ForEach, ctx: Ctx, frames: list[Scope]) -> Non
                 last[name] = (value, name in frame.consts)
     for name, (value, const) in last.items():
         ctx.scope.declare(name, value, const=const)
-        vm.bindings.write(name, "const" if const else "let", stmt, value, ctx)
+        kind = "const" if const else "let"
+        if name in vm.outputs:  # an `output` in the body: the last item's, not the last done
+            vm.outputs[name] = value
+            kind = "output"
+        vm.bindings.write(name, kind, stmt, value, ctx)
 
 
 async def loop(vm: Machine, stmt: n.Loop, ctx: Ctx, step: str) -> Value:

@@ -170,14 +170,17 @@ def test_names_bound_in_a_parallel_for_stay_visible_after_it_as_after_a_for(vm: 
                 {"match": "^Do a", "answer": "Ra", "latency_ms": 40},
                 {"match": "^Do b", "answer": "Rb", "latency_ms": 40},
                 {"match": "^Do c", "answer": "Rc"},
+                {"match": "^Out", "answer": lambda r: "O" + r.last_user_text().split()[1]},
             ]
         )
         source = f"""{keyword} t, i in ["a", "b", "c"]:
   let r = session "Do {{t}}"
+  output o = session "Out {{t}}"
 session "After {{r}}"
 """
         result = vm.run(source, provider)
         assert result.status == "succeeded", result.error
+        assert result.outputs == {"o": "Oc"}, keyword
         assert provider.prompts()[-1].startswith("After Rc"), keyword
         assert "Rc" in (result.run_dir / "bindings" / "r.md").read_text()
         assert not vm.events(result, "unbound_placeholder")
