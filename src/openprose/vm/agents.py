@@ -83,43 +83,34 @@ class Memories:
         # the memory the previous update left (no update is lost).
         lock = self.shared.memory_locks.setdefault(memory.folder, asyncio.Lock())
         async with lock:
-            await self._rewrite(agent, memory, step, task, answer, ignored)
-
-    async def _rewrite(
-        self,
-        agent: AgentSpec,
-        memory: AgentMemory,
-        step: str,
-        task: str,
-        answer: str,
-        ignored: str | None,
-    ) -> None:
-        mstep = steps.memory_update(step)
-        served = self.shared.replay.memories.get(mstep)
-        if served is not None:
-            memory.write(str(served["memory"]), task, segment=int(served["segment"]), replayed=True)
-            return
-        config = self.shared.config
-        before = memory.read() or ""
-        if before == ignored:
-            before = ""
-        prompt = memory_update_message(agent.name, before, task, answer)
-        system = f"You are agent {agent.name}, keeping your own memory file."
-        request = ModelRequest(
-            model=agent.model or config.default_model,
-            messages=(Message("user", prompt),),
-            system=system,
-            max_tokens=config.max_tokens,
-        )
-        response = await self.calls.call(
-            mstep,
-            request,
-            alias=agent.model or config.default_model,
-            agent=agent.name,
-            where=None,
-            event="memory",
-        )
-        segment = memory.write(response.text, task)
-        self.shared.emit(
-            "memory_updated", mstep, agent=agent.name, memory=response.text, segment=segment
-        )
+            mstep = steps.memory_update(step)
+            served = self.shared.replay.memories.get(mstep)
+            if served is not None:
+                memory.write(
+                    str(served["memory"]), task, segment=int(served["segment"]), replayed=True
+                )
+                return
+            config = self.shared.config
+            before = memory.read() or ""
+            if before == ignored:
+                before = ""
+            prompt = memory_update_message(agent.name, before, task, answer)
+            system = f"You are agent {agent.name}, keeping your own memory file."
+            request = ModelRequest(
+                model=agent.model or config.default_model,
+                messages=(Message("user", prompt),),
+                system=system,
+                max_tokens=config.max_tokens,
+            )
+            response = await self.calls.call(
+                mstep,
+                request,
+                alias=agent.model or config.default_model,
+                agent=agent.name,
+                where=None,
+                event="memory",
+            )
+            segment = memory.write(response.text, task)
+            self.shared.emit(
+                "memory_updated", mstep, agent=agent.name, memory=response.text, segment=segment
+            )
