@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from openprose.providers import ModelRequest, ModelResponse
+from tests.openprose.vm.test_vm_resume import Crash, CrashAfter
 
 
 def tasks(provider: Any) -> list[str]:
@@ -17,10 +18,6 @@ def tasks(provider: Any) -> list[str]:
         for p in provider.prompts()
         if not p.startswith(("Condition:", "Choice:", "Filter", "Your reply", "Update your memory"))
     ]
-
-
-class Crash(BaseException):
-    """Stands in for the process dying mid-run."""
 
 
 class CrashOn:
@@ -89,11 +86,8 @@ catch as err:
     provider = vm.spy()
     result = vm.run(source, provider)
     assert result.status == "succeeded", result.error
-    assert tasks(provider) == [
-        "Split data",
-        "Split data",
-        "Recover from RecursionLimitExceeded: block 'process' exceeded max_depth 2",
-    ]
+    recovered = "Recover from RecursionLimitExceeded: block 'process' exceeded max_depth 2"
+    assert tasks(provider) == ["Split data"] * 2 + [recovered]
 
 
 # --- persistent agents -----------------------------------------------------------------------
@@ -313,25 +307,6 @@ def every_construct_rules() -> list[dict[str, Any]]:
         {"match": "^Update your memory", "answer": "m"},
         {"match": "", "answer": lambda r: "<" + r.last_user_text().split("\n")[0] + ">"},
     ]
-
-
-class CrashAfter:
-    """Answers like `inner` until `limit` requests were answered, then dies."""
-
-    name = "scripted"
-
-    def __init__(self, inner: Any, limit: int) -> None:
-        self.inner, self.limit, self.answered = inner, limit, 0
-
-    async def complete(self, request: ModelRequest) -> ModelResponse:
-        if self.answered >= self.limit:
-            raise Crash
-        response: ModelResponse = await self.inner.complete(request)
-        self.answered += 1
-        return response
-
-    async def aclose(self) -> None:
-        return None
 
 
 def test_the_reference_program_runs_every_construct_in_order(vm: Any) -> None:
