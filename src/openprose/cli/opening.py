@@ -310,7 +310,7 @@ def ask_missing_inputs(parsed: Any, inputs: dict[str, Any], ask: TextIO, answer:
     for stmt in parsed.program.body:
         if not isinstance(stmt, n.Input) or stmt.name.id in inputs:
             continue
-        ask.write(f"input {stmt.name.id} ({stmt.description.value}): ")
+        ask.write(f"input {stmt.name.id} ({stmt.text}): ")
         ask.flush()
         line = answer.readline()
         if not line:
@@ -336,7 +336,7 @@ def inputs_match(parsed: Any, inputs: dict[str, Any], stream: TextIO) -> None:
             s.span.end_line,
             s.span.end_column,
             "E026",
-            f"missing required input '{name}' ({s.description.value}); pass --input {name}=VALUE",
+            f"missing required input '{name}' ({s.text}); pass --input {name}=VALUE",
         )
         for name, s in declared.items()
         if name not in inputs

@@ -598,3 +598,9 @@ def test_a_missing_input_is_asked_for_at_a_terminal(
     monkeypatch.setattr(sys, "stdin", _Terminal("\n"))
     assert prose("run", "p.prose", "--input", "tone=dry", "--provider", "scripted:rules.yaml") == 2
     assert "E026 missing required input 'topic'" in capsys.readouterr().out
+    # A discretion prompt (prose.md, Input Prompt Formats) is asked and reported by its text.
+    (project / "d.prose").write_text('input go: **Proceed with deployment?**\nsession "x {go}"\n')
+    monkeypatch.setattr(sys, "stdin", _Terminal("\n"))
+    assert prose("run", "d.prose", "--provider", "scripted:rules.yaml") == 2
+    assert "E026 missing required input 'go' (Proceed with deployment?)" in capsys.readouterr().out
+    assert any("input go (Proceed with deployment?): " in w for w in stderr.written)
