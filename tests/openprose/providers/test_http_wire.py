@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import shutil
+import socket
 import ssl
 import subprocess
 import zlib
@@ -476,6 +477,112 @@ async def test_a_stream_that_falls_silent_times_out() -> None:
                     pieces.append(piece)
         assert pieces == [b"abc"] and pool._open == 0
         await pool.aclose()
+
+
+# --- looking hosts up ----------------------------------------------------------------------
+
+
+class _Resolver:
+    """Stands in for the event loop's `getaddrinfo`: names `api.test` (any port) as the
+    addresses `answers` gives for each call in turn (a callable may raise), after a pause
+    long enough for concurrent lookups to overlap; records every call."""
+
+    def __init__(self, *answers: object) -> None:
+        self.calls: list[tuple[str, int]] = []
+        self._answers = list(answers)
+
+    def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setattr(asyncio.get_running_loop(), "getaddrinfo", self._getaddrinfo)
+
+    async def _getaddrinfo(self, host: str, port: int, **_: object) -> list[wire.AddressInfo]:
+        self.calls.append((host, port))
+        await asyncio.sleep(0.05)
+        answer = self._answers[min(len(self.calls), len(self._answers)) - 1]
+        if callable(answer):
+            answer = answer(port)
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", address) for address in answer]
+
+
+async def test_connections_opened_at_once_share_one_lookup(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async def slow(request: RawRequest) -> bool:
+        await asyncio.sleep(0.1)  # all 50 in flight at once: 50 connections
+        request.writer.write(answer())
+        return True
+
+    async with RawHttpServer(slow) as server:
+        resolver = _Resolver(lambda port: [("127.0.0.1", port)])
+        resolver.install(monkeypatch)
+        pool = ConnectionPool(f"http://api.test:{server.port}")
+        answers = await asyncio.gather(*(fetch(pool) for _ in range(50)))
+        await pool.aclose()
+    assert [a.body for a in answers] == [b"ok"] * 50
+    assert server.connections == 50
+    assert resolver.calls == [("api.test", server.port)]
+    assert server.requests[0].header("host") == f"api.test:{server.port}"
+
+
+async def test_a_looked_up_address_is_kept_for_its_time_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async with RawHttpServer(respond_with(answer(), keep=False)) as server:
+        resolver = _Resolver(lambda port: [("127.0.0.1", port)])
+        resolver.install(monkeypatch)
+        pool = ConnectionPool(f"http://api.test:{server.port}", dns_ttl_s=0.3)
+        await fetch(pool)
+        await fetch(pool)  # a new connection (the server closed the first), same lookup
+        assert len(resolver.calls) == 1
+        await asyncio.sleep(0.4)
+        await fetch(pool)
+        await pool.aclose()
+    assert server.connections == 3
+    assert len(resolver.calls) == 2
+
+
+async def test_a_failed_lookup_is_not_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    def unknown(port: int) -> list[tuple[str, int]]:
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+    async with RawHttpServer(respond_with(answer())) as server:
+        resolver = _Resolver(unknown, lambda port: [("127.0.0.1", port)])
+        resolver.install(monkeypatch)
+        pool = ConnectionPool(f"http://api.test:{server.port}")
+        with pytest.raises(CannotConnect, match=r"api\.test:\d+ \(Name or service not known\)"):
+            await fetch(pool)
+        assert (await fetch(pool)).body == b"ok"
+        await pool.aclose()
+    assert len(resolver.calls) == 2
+
+
+async def test_addresses_that_all_refuse_are_looked_up_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async with RawHttpServer(respond_with(answer())) as gone:
+        dead_port = gone.port
+    async with RawHttpServer(respond_with(answer())) as server:
+        resolver = _Resolver([("127.0.0.1", dead_port)], lambda port: [("127.0.0.1", port)])
+        resolver.install(monkeypatch)
+        pool = ConnectionPool(f"http://api.test:{server.port}")
+        with pytest.raises(CannotConnect, match="refused"):
+            await fetch(pool)
+        assert (await fetch(pool)).body == b"ok"  # the host moved: its new address is used
+        await pool.aclose()
+    assert len(resolver.calls) == 2
+
+
+async def test_the_next_address_is_tried_when_one_refuses(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async with RawHttpServer(respond_with(answer())) as gone:
+        dead_port = gone.port
+    async with RawHttpServer(respond_with(answer(b"second"))) as server:
+        resolver = _Resolver([("127.0.0.1", dead_port), ("127.0.0.1", server.port)])
+        resolver.install(monkeypatch)
+        pool = ConnectionPool(f"http://api.test:{server.port}")
+        assert (await fetch(pool)).body == b"second"
+        await pool.aclose()
+    assert server.connections == 1
 
 
 # --- TLS and proxies ----------------------------------------------------------------------
