@@ -786,6 +786,7 @@ class _Proxy:
     host: str
     port: int
     authorization: str | None  # a Proxy-Authorization value, from the proxy URL's user info
+    tls: bool = False  # an https:// proxy URL: TLS to the proxy itself
 
 
 AddressInfo = aiohappyeyeballs.AddrInfoType  # one answer of `getaddrinfo`
@@ -1111,7 +1112,9 @@ class ConnectionPool:
         assert loop is not None
         proxy = self._proxy
         host, port = (proxy.host, proxy.port) if proxy else (self.host, self.port)
-        direct_tls = self.tls and proxy is None
+        # the first TLS handshake: with the origin, or with an https:// proxy
+        first_tls = proxy.tls if proxy is not None else self.tls
+        tls_peer = f"the proxy {host}:{port}" if proxy is not None else f"{host}:{port}"
         try:
             async with asyncio.timeout_at(deadline):
                 addresses = await self.host_cache.addresses(loop, host, port)
@@ -1128,11 +1131,13 @@ class ConnectionPool:
                 transport, connection = await loop.create_connection(
                     _Connection,
                     sock=sock,
-                    ssl=self._ssl() if direct_tls else None,
-                    server_hostname=self.host if direct_tls else None,
+                    ssl=self._ssl() if first_tls else None,
+                    server_hostname=host if first_tls else None,
                 )
                 if self.tls and proxy is not None:
+                    tls_peer = f"{self.host}:{self.port}"
                     await self._tunnel(connection, proxy)
+                    # through an https:// proxy this is TLS inside TLS (asyncio can since 3.11)
                     tls_transport = await loop.start_tls(
                         transport, connection, self._ssl(), server_hostname=self.host
                     )
@@ -1140,7 +1145,7 @@ class ConnectionPool:
                         raise CannotConnect("the TLS connection through the proxy closed")
                     connection.transport = tls_transport
         except (ssl.SSLError, ssl.CertificateError) as exc:
-            raise TlsFailure(f"{self.host}:{self.port}: {exc}") from None
+            raise TlsFailure(f"{tls_peer}: {exc}") from None
         except ConnectionBroke as exc:
             raise CannotConnect(f"the proxy {host}:{port} closed the tunnel: {exc}") from None
         except socket.gaierror as exc:
@@ -1285,13 +1290,14 @@ def _default_ssl_context() -> ssl.SSLContext:
 
 def _parse_proxy(url: str) -> _Proxy:
     parts = urlsplit(url if "://" in url else f"http://{url}")
-    if parts.scheme != "http" or not parts.hostname:
+    if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValueError(
-            f"the proxy {url!r} is not an http:// proxy URL (HTTPS to the proxy itself is not "
-            "supported; the connection to the API is still TLS through the proxy's tunnel)"
+            f"the proxy {url!r} is not an http:// or https:// proxy URL with a host "
+            "(SOCKS proxies are not supported)"
         )
     authorization = None
     if parts.username is not None:
         credentials = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
         authorization = "Basic " + base64.b64encode(credentials.encode()).decode("ascii")
-    return _Proxy(parts.hostname, parts.port or 80, authorization)
+    tls = parts.scheme == "https"
+    return _Proxy(parts.hostname, parts.port or (443 if tls else 80), authorization, tls)

@@ -660,14 +660,20 @@ async def test_https_refuses_a_certificate_nobody_vouches_for(tmp_path: Path) ->
 
 
 class _Proxy:
-    """A loopback HTTP proxy: forwards absolute-form requests and tunnels CONNECT."""
+    """A loopback HTTP proxy: forwards absolute-form requests and tunnels CONNECT. With
+    `tls`, clients speak TLS to the proxy itself (an https:// proxy URL)."""
 
-    def __init__(self) -> None:
+    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
         self.seen: list[bytes] = []
         self.port = 0
+        self.tls = tls
+
+    @property
+    def url(self) -> str:
+        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}"
 
     async def __aenter__(self) -> Self:
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0, ssl=self.tls)
         self.port = self._server.sockets[0].getsockname()[1]
         return self
 
@@ -741,8 +747,54 @@ async def test_a_proxy_that_refuses_the_tunnel_says_so() -> None:
             await fetch(pool)
 
 
-def test_only_http_proxies_are_supported() -> None:
-    with pytest.raises(ValueError, match="not an http:// proxy URL"):
+async def test_https_through_an_https_proxy_is_tls_inside_tls(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cert, key = _certificate(tmp_path, "IP:127.0.0.1")
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+    context = _server_context(cert, key)
+    async with (
+        RawHttpServer(respond_with(answer(b"tunnelled twice")), tls=context) as server,
+        _Proxy(tls=context) as proxy,
+    ):
+        pool = ConnectionPool(server.url, proxy=f"https://user:pw@127.0.0.1:{proxy.port}")
+        assert (await fetch(pool)).body == b"tunnelled twice"
+        assert (await fetch(pool)).body == b"tunnelled twice"  # the tunnel is kept alive
+        await pool.aclose()
+    assert len(proxy.seen) == 1 and server.connections == 1
+    line, *headers = proxy.seen[0].decode().split("\r\n")
+    assert line == f"CONNECT 127.0.0.1:{server.port} HTTP/1.1"
+    assert "proxy-authorization: Basic dXNlcjpwdw==" in headers  # user:pw
+    assert server.requests[0].request_line == "POST /v1/chat/completions HTTP/1.1"
+
+
+async def test_http_through_an_https_proxy_in_absolute_form(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cert, key = _certificate(tmp_path, "IP:127.0.0.1")
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+    async with (
+        RawHttpServer(respond_with(answer(b"via tls proxy"))) as server,
+        _Proxy(tls=_server_context(cert, key)) as proxy,
+    ):
+        pool = ConnectionPool(server.url, proxy=proxy.url)
+        assert (await fetch(pool)).body == b"via tls proxy"
+        await pool.aclose()
+    assert proxy.seen[0].startswith(f"POST {server.url}/v1/chat/completions ".encode())
+
+
+async def test_an_https_proxy_with_an_untrusted_certificate_is_named(tmp_path: Path) -> None:
+    cert, key = _certificate(tmp_path, "IP:127.0.0.1")  # not in the system's store
+    async with _Proxy(tls=_server_context(cert, key)) as proxy:
+        pool = ConnectionPool("https://api.example.com", proxy=proxy.url)
+        with pytest.raises(TlsFailure, match=r"the proxy 127\.0\.0\.1:\d+: .*verify failed"):
+            await fetch(pool)
+        await pool.aclose()
+    assert not proxy.seen
+
+
+def test_only_http_and_https_proxies_are_supported() -> None:
+    with pytest.raises(ValueError, match="not an http:// or https:// proxy URL"):
         ConnectionPool("https://api.example.com", proxy="socks5://127.0.0.1:1080")
 
 
