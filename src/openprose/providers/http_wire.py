@@ -1148,6 +1148,8 @@ class ConnectionPool:
             raise TlsFailure(f"{tls_peer}: {exc}") from None
         except ConnectionBroke as exc:
             raise CannotConnect(f"the proxy {host}:{port} closed the tunnel: {exc}") from None
+        except TimeoutError:  # an OSError too: asyncio's would read "(TimeoutError)"
+            raise CannotConnect(f"{host}:{port} (no connection within the timeout)") from None
         except socket.gaierror as exc:
             raise CannotConnect(f"{host}:{port} ({exc.strerror or exc})") from None
         except OSError as exc:

@@ -523,6 +523,23 @@ async def test_connections_opened_at_once_share_one_lookup(
     assert server.requests[0].header("host") == f"api.test:{server.port}"
 
 
+async def test_a_request_that_gives_up_waiting_for_a_lookup_leaves_it_to_the_others(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async with RawHttpServer(respond_with(answer())) as server:
+        resolver = _Resolver(lambda port: [("127.0.0.1", port)])  # answers after 50 ms
+        resolver.install(monkeypatch)
+        pool = ConnectionPool(f"http://api.test:{server.port}")
+        impatient, patient = await asyncio.gather(
+            fetch(pool, timeout=0.01), fetch(pool), return_exceptions=True
+        )
+        await pool.aclose()
+    assert isinstance(impatient, CannotConnect)
+    assert str(impatient) == f"api.test:{server.port} (no connection within the timeout)"
+    assert isinstance(patient, wire.Response) and patient.body == b"ok"
+    assert len(resolver.calls) == 1
+
+
 async def test_a_looked_up_address_is_kept_for_its_time_only(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
