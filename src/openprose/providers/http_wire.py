@@ -1,7 +1,8 @@
 """HTTP/1.1 on the wire for the hosted providers: keep-alive connections on asyncio protocols.
 
 A `ConnectionPool` serves one origin (scheme, host, port) for one provider: it opens
-connections (TCP, TLS through `ssl.create_default_context()`, or through an HTTP proxy),
+connections (TCP, TLS through `ssl.create_default_context()`, or through an http:// or
+https:// proxy; the host's addresses looked up once per `DNS_TTL_S` by its `HostCache`),
 keeps the idle ones for `KEEPALIVE_S` (less when the server's `keep-alive: timeout=N` says so), caps how many are open (`max_connections`, 0 = no cap)
 and queues requests beyond the cap. A request's head is encoded once (`prepare`) and sent
 with its body in one `transport.write`; the answer is read by `ResponseParser`, which needs no
