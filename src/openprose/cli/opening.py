@@ -49,13 +49,16 @@ def tool_runtime(project: Path, yes: bool, *, interactive: bool = True) -> Any:
     asks at a terminal."""
     from openprose.vm.runtime import ToolRuntime
     from openprose.vm.tools import NobodyApprover, PreApprover, TerminalApprover
-    from openprose.vm.tools.permissions import PermissionError_, validate_default
 
     table = project_settings(project).get("permissions", {})
-    try:
-        default = validate_default(table, "prose.toml")
-    except PermissionError_ as error:
-        raise UsageError(str(error)) from None
+    default: dict[str, Any] = {}
+    if table != {}:  # the permission rules load only for a project that sets some
+        from openprose.vm.tools.permissions import PermissionError_, validate_default
+
+        try:
+            default = validate_default(table, "prose.toml")
+        except PermissionError_ as error:
+            raise UsageError(str(error)) from None
     approver: Any
     if yes:
         approver = PreApprover()

@@ -104,3 +104,4 @@ class Memories:
         self.shared.emit(
             "memory_updated", mstep, agent=agent.name, memory=response.text, segment=segment
         )
+        self.shared.commit()  # the segment file exists: a resume must not write it again

@@ -21,7 +21,6 @@ from openprose.providers.base import (
     TransientProviderError,
     single_attempt,
 )
-from openprose.providers.replay import request_delta
 from openprose.vm import budget
 from openprose.vm.errors import RunAborted, SessionFailed, location
 from openprose.vm.runstore import RunStore
@@ -90,12 +89,15 @@ class ModelCalls:
         attempt = 0
         while True:
             attempt += 1
-            started = time.perf_counter()
+            started = time.perf_counter_ns()
             shared.stats.in_flight += 1
             try:
                 if shared.tracer is None:
-                    with shared.watching(step):  # streams to the live view, when it watches
+                    if not shared.streams:
                         response = await send(request)
+                    else:
+                        with shared.watching(step):  # streams to the live view, if it watches
+                            response = await send(request)
                 else:
                     response = await _traced_call(
                         shared, send, step, request, alias, provider, event, attempt
@@ -126,7 +128,7 @@ class ModelCalls:
                 continue
             finally:
                 shared.stats.in_flight -= 1
-            elapsed = time.perf_counter() - started
+            elapsed = (time.perf_counter_ns() - started) // 1000 / 1e6  # seconds, to the µs
             shared.stats.sent += 1
             shared.stats.count(response.model or model_id, response)
             shared.emit(
@@ -138,7 +140,7 @@ class ModelCalls:
                 model=alias,
                 binding=label,
                 attempt=attempt,
-                elapsed=round(elapsed, 6),
+                elapsed=elapsed,
                 kind=event,
             )
             return response
@@ -147,6 +149,8 @@ class ModelCalls:
 def _journaled_request(request: ModelRequest, continues: tuple[str, int] | None) -> dict[str, Any]:
     if continues is None:
         return {"request": request.to_dict()}
+    from openprose.providers.replay import request_delta  # tool turns only
+
     return {"request_delta": request_delta(request, *continues)}
 
 
