@@ -557,33 +557,34 @@ async def test_a_looked_up_address_is_kept_for_its_time_only(
     assert len(resolver.calls) == 2
 
 
-async def test_a_failed_lookup_is_not_kept(monkeypatch: pytest.MonkeyPatch) -> None:
-    def unknown(port: int) -> list[tuple[str, int]]:
-        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+async def _closed_port() -> int:
+    """A loopback port nothing listens on any more: connecting to it is refused."""
+    async with RawHttpServer(respond_with(answer())) as gone:
+        return gone.port
 
+
+def _unknown_name(port: int) -> list[tuple[str, int]]:
+    raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+
+@pytest.mark.parametrize(
+    ("failure", "message"),
+    [
+        ("lookup", r"^api\.test:\d+ \(Name or service not known\)$"),
+        ("connect", r"^api\.test:\d+ \(Connection refused\)$"),  # the host moved
+    ],
+)
+async def test_after_a_failure_the_next_connection_looks_the_host_up_again(
+    failure: str, message: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = _unknown_name if failure == "lookup" else [("127.0.0.1", await _closed_port())]
     async with RawHttpServer(respond_with(answer())) as server:
-        resolver = _Resolver(unknown, lambda port: [("127.0.0.1", port)])
+        resolver = _Resolver(first, lambda port: [("127.0.0.1", port)])
         resolver.install(monkeypatch)
         pool = ConnectionPool(f"http://api.test:{server.port}")
-        with pytest.raises(CannotConnect, match=r"api\.test:\d+ \(Name or service not known\)"):
+        with pytest.raises(CannotConnect, match=message):
             await fetch(pool)
         assert (await fetch(pool)).body == b"ok"
-        await pool.aclose()
-    assert len(resolver.calls) == 2
-
-
-async def test_addresses_that_all_refuse_are_looked_up_again(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    async with RawHttpServer(respond_with(answer())) as gone:
-        dead_port = gone.port
-    async with RawHttpServer(respond_with(answer())) as server:
-        resolver = _Resolver([("127.0.0.1", dead_port)], lambda port: [("127.0.0.1", port)])
-        resolver.install(monkeypatch)
-        pool = ConnectionPool(f"http://api.test:{server.port}")
-        with pytest.raises(CannotConnect, match="refused"):
-            await fetch(pool)
-        assert (await fetch(pool)).body == b"ok"  # the host moved: its new address is used
         await pool.aclose()
     assert len(resolver.calls) == 2
 
@@ -591,8 +592,7 @@ async def test_addresses_that_all_refuse_are_looked_up_again(
 async def test_the_next_address_is_tried_when_one_refuses(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    async with RawHttpServer(respond_with(answer())) as gone:
-        dead_port = gone.port
+    dead_port = await _closed_port()
     async with RawHttpServer(respond_with(answer(b"second"))) as server:
         resolver = _Resolver([("127.0.0.1", dead_port), ("127.0.0.1", server.port)])
         resolver.install(monkeypatch)
@@ -737,23 +737,6 @@ async def test_http_through_a_proxy_in_absolute_form_with_its_credentials() -> N
     assert "proxy-authorization: Basic dXNlcjpwQHNz" in headers  # user:p@ss
 
 
-async def test_https_through_a_proxy_tunnel(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    cert, key = _certificate(tmp_path, "IP:127.0.0.1")
-    monkeypatch.setenv("SSL_CERT_FILE", str(cert))
-    context = _server_context(cert, key)
-    async with (
-        RawHttpServer(respond_with(answer(b"tunnelled")), tls=context) as server,
-        _Proxy() as proxy,
-    ):
-        pool = ConnectionPool(server.url, proxy=f"http://127.0.0.1:{proxy.port}")
-        assert (await fetch(pool)).body == b"tunnelled"
-        await pool.aclose()
-    assert proxy.seen[0].startswith(f"CONNECT 127.0.0.1:{server.port} HTTP/1.1\r\n".encode())
-    assert server.requests[0].request_line == "POST /v1/chat/completions HTTP/1.1"
-
-
 async def test_a_proxy_that_refuses_the_tunnel_says_so() -> None:
     reply = answer(b"", status="407 Proxy Authentication Required")
     async with RawHttpServer(respond_with(reply)) as proxy:
@@ -764,19 +747,20 @@ async def test_a_proxy_that_refuses_the_tunnel_says_so() -> None:
             await fetch(pool)
 
 
-async def test_https_through_an_https_proxy_is_tls_inside_tls(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("scheme", ["http", "https"])  # an https:// proxy: TLS inside TLS
+async def test_https_through_a_proxy_tunnel(
+    scheme: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     cert, key = _certificate(tmp_path, "IP:127.0.0.1")
     monkeypatch.setenv("SSL_CERT_FILE", str(cert))
     context = _server_context(cert, key)
     async with (
-        RawHttpServer(respond_with(answer(b"tunnelled twice")), tls=context) as server,
-        _Proxy(tls=context) as proxy,
+        RawHttpServer(respond_with(answer(b"tunnelled")), tls=context) as server,
+        _Proxy(tls=context if scheme == "https" else None) as proxy,
     ):
-        pool = ConnectionPool(server.url, proxy=f"https://user:pw@127.0.0.1:{proxy.port}")
-        assert (await fetch(pool)).body == b"tunnelled twice"
-        assert (await fetch(pool)).body == b"tunnelled twice"  # the tunnel is kept alive
+        pool = ConnectionPool(server.url, proxy=f"{scheme}://user:pw@127.0.0.1:{proxy.port}")
+        assert (await fetch(pool)).body == b"tunnelled"
+        assert (await fetch(pool)).body == b"tunnelled"  # the tunnel is kept alive
         await pool.aclose()
     assert len(proxy.seen) == 1 and server.connections == 1
     line, *headers = proxy.seen[0].decode().split("\r\n")
