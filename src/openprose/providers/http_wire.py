@@ -802,7 +802,6 @@ class HostCache:
 
     def __init__(self, ttl_s: float = DNS_TTL_S) -> None:
         self.ttl_s = ttl_s
-        self.lookups = 0  # getaddrinfo calls made
         self._answers: dict[tuple[str, int], tuple[float, list[AddressInfo]]] = {}
         self._pending: dict[tuple[str, int], asyncio.Task[list[AddressInfo]]] = {}
 
@@ -826,7 +825,6 @@ class HostCache:
         self, loop: asyncio.AbstractEventLoop, host: str, port: int
     ) -> list[AddressInfo]:
         try:
-            self.lookups += 1
             answers: list[AddressInfo] = list(
                 await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
             )
