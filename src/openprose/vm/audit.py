@@ -531,6 +531,9 @@ ROWS: dict[str, Row] = {
     "session_failed": Row(("query", "notice"), Translator.session_failed),
     "session_cancelled": Row(("notice",), Translator.session_cancelled),
     "session_served": Row((), _skip),  # a resumed run's answer: audited when it came
+    "failure_served": Row((), _skip),  # a resumed run's handled failure: audited when it came
+    "failure_handled": Row((), _skip),  # for resume; error_caught / the branch notes say it
+    "failure_released": Row((), _skip),
     "decision": Row(("claim",), Translator.decision),
     "decision_served": Row((), _skip),
     "decision_failed": Row(("notice",), Translator.decision_failed),

@@ -58,6 +58,13 @@ class ModelCalls:
             shared.stats.count(response.model or alias, response)
             shared.emit("session_served", step, binding=label)
             return response
+        handled = shared.replay.failures.get(step)
+        if handled is not None:
+            # The earlier attempt's program handled this failure (`catch`, `on-fail`): the
+            # same failure again keeps a resumed run on the path it took.
+            shared.stats.served += 1
+            shared.emit("failure_served", step, binding=label, error=handled)
+            raise _failed(handled, self.path, where, step)
         try:
             provider, model_id = shared.router.route(alias)
         except ProviderConfigError as error:
@@ -117,8 +124,7 @@ class ModelCalls:
                 )
                 # A server asking for a longer wait than the limit ends the retries too.
                 if attempt > retries or isinstance(error, RetryAfterTooLongError):
-                    where_text = location(self.path, getattr(where, "span", None))
-                    raise SessionFailed(str(error), where=where_text) from None
+                    raise _failed(str(error), self.path, where, step) from None
                 self.store.state(f"{step}→ retry:{attempt}/{retries}")
                 delay = backoff_delay(backoff, attempt, shared.config.retry_base_delay)
                 if isinstance(error, TransientProviderError) and error.retry_after:
@@ -144,6 +150,12 @@ class ModelCalls:
                 kind=event,
             )
             return response
+
+
+def _failed(message: str, path: str, where: Any, step: str) -> SessionFailed:
+    failure = SessionFailed(message, where=location(path, getattr(where, "span", None)))
+    failure.failed_calls[step] = message
+    return failure
 
 
 def _journaled_request(request: ModelRequest, continues: tuple[str, int] | None) -> dict[str, Any]:

@@ -251,7 +251,11 @@ class Interpreter:
         name = stmt.target.id
         owner = ctx.scope.owner(name)
         if owner is None:
-            raise ProseRuntimeError(f"undefined variable {name!r}", where=self._where(stmt))
+            if name not in self.bound_somewhere:
+                raise ProseRuntimeError(f"undefined variable {name!r}", where=self._where(stmt))
+            # Its `let` is in a body that did not run (an `if` branch not taken: W156). The
+            # namespace is flat, so this is that variable: the assignment binds it.
+            return await self._bind_unbound(stmt, ctx, step)
         if name in owner.consts:
             raise ProseRuntimeError(f"cannot reassign const {name!r}", where=self._where(stmt))
         value = await self.eval(stmt.value, ctx, step, name=name)
@@ -259,6 +263,20 @@ class Interpreter:
         kind = "let"
         if owner is self.root and name in self.outputs:
             self.outputs[name] = value  # `output` works like `let`: reassignment updates it
+            kind = "output"
+        self.bindings.write(name, kind, stmt, value, ctx)
+        return value
+
+    async def _bind_unbound(self, stmt: n.Assign, ctx: Ctx, step: str) -> Value:
+        name = stmt.target.id
+        value = await self.eval(stmt.value, ctx, step, name=name)
+        ctx.scope.declare(name, value)
+        kind = "let"
+        if ctx.scope.owner(name) is self.root and any(
+            isinstance(s, n.Output) and s.name.id == name
+            for s in _walk_statements(self.program.body)
+        ):
+            self.outputs[name] = value
             kind = "output"
         self.bindings.write(name, kind, stmt, value, ctx)
         return value
@@ -279,7 +297,7 @@ class Interpreter:
         limit = _max_depth(block) or self.config.max_depth
         if ctx.depth + 1 > limit:
             raise ProseRuntimeError(
-                f"RecursionLimitExceeded: block {block.name.id!r} exceeded max depth {limit}",
+                f"RecursionLimitExceeded: block {block.name.id!r} exceeded max_depth {limit}",
                 where=self._where(stmt),
             )
         args = [await self.eval(a, ctx, step) for a in stmt.args]
@@ -327,7 +345,17 @@ class Interpreter:
                     const=True,
                 )
             handler = Ctx(scope, ctx.history, ctx.depth, ctx.execution_id, ctx.in_pipeline, error)
-            return await self.body(stmt.catch.body, handler, steps.clause(step, "catch"))
+            # The failed calls are handled from here on (a resumed run is served the same
+            # failures); if the catch body fails, they are released again, so that resuming
+            # the failed run asks them again instead of failing the same way for ever.
+            if error.failed_calls:
+                self.shared.emit("failure_handled", step, failures=error.failed_calls)
+            try:
+                return await self.body(stmt.catch.body, handler, steps.clause(step, "catch"))
+            except ProseError:
+                if error.failed_calls:
+                    self.shared.emit("failure_released", step, failures=error.failed_calls)
+                raise
         finally:
             # Runs after success or a program error; not when the task is being cancelled,
             # nor when the run pauses for an approval (it runs once the try ends, on resume).

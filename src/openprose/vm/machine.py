@@ -27,6 +27,7 @@ class Machine(Protocol):
     config: VMConfig
     store: RunStore
     imports: dict[str, LoadedProgram]
+    outputs: dict[str, Value]
     expressions: Expressions
     bindings: Bindings
     sessions: Sessions

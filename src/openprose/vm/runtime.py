@@ -179,6 +179,7 @@ class Replay:
     decisions: dict[str, dict[str, Any]] = field(default_factory=dict)
     memories: dict[str, dict[str, Any]] = field(default_factory=dict)
     races: dict[str, Race] = field(default_factory=dict)
+    failures: dict[str, str] = field(default_factory=dict)  # handled failed calls: message
     tools: ToolTurns = field(default_factory=ToolTurns)  # tool results, approvals
 
     @classmethod
@@ -202,6 +203,12 @@ class Replay:
                     if not isinstance(won, list) or not isinstance(failed, list):
                         raise TypeError("`won` and `failed` must be lists")
                     replay.races[step] = Race(tuple(won), tuple(failed))
+                elif kind == "failure_handled":
+                    for failed_step, message in dict(event["failures"]).items():
+                        replay.failures[str(failed_step)] = str(message)
+                elif kind == "failure_released":
+                    for failed_step in dict(event["failures"]):
+                        replay.failures.pop(str(failed_step), None)
                 else:
                     replay.tools.add(event)
             except (KeyError, TypeError, ValueError, OverflowError, AttributeError) as error:

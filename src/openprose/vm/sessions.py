@@ -86,8 +86,11 @@ class Sessions:
         task, system = self._task_and_system(node, props, agent, ctx, step)
         memory: AgentMemory | None = None
         memory_text: str | None = None
+        ignored: str | None = None  # the memory a `session:` starts fresh from
         if agent is not None and agent.persist is not None:
             memory = self.memories.open(agent)
+            if node.kind != "resume":
+                ignored = memory.read() or ""
         if node.kind == "resume":
             if agent is None or memory is None:
                 raise ProseRuntimeError(
@@ -133,7 +136,7 @@ class Sessions:
         )
         answer = response.text
         if memory is not None and agent is not None:
-            await self.memories.update(agent, memory, step, task, answer)
+            await self.memories.update(agent, memory, step, task, answer, ignored=ignored)
         self._record(node, ctx, step, name, label, answer)
         return answer
 
