@@ -22,7 +22,7 @@ from vlp.errors import CODES, Problem, VLPError
 from vlp.gate import gate
 from vlp.jobs import WorkerFailed
 from vlp.message import make_message
-from vlp.ndjson import DEFAULT_MAX_LINE_BYTES, read_records, scan
+from vlp.ndjson import DEFAULT_MAX_LINE_BYTES, SPLIT_MIN_BYTES, read_records, scan
 from vlp.render import render_thread, visible
 from vlp.schema import MESSAGE_TYPES, SAFETY_LEVELS
 from vlp.thread import Thread, ThreadChecker
@@ -328,7 +328,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="N",
         help="processes sharing a large file (default: one per usable CPU; 1: this process "
-        "only); stdin and files under 8 MiB always use one",
+        f"only); stdin and files under {SPLIT_MIN_BYTES >> 20} MiB always use one",
     )
     validate.set_defaults(run=_cmd_validate)
 
