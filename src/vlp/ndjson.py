@@ -28,7 +28,7 @@ import orjson
 
 from vlp.errors import Problem, VLPError
 from vlp.fastpath import decode_lines
-from vlp.jobs import Worker, can_fork, usable_cpus
+from vlp.jobs import Emit, Worker, WorkerFailed, can_fork, usable_cpus
 from vlp.thread import Columns, ThreadChecker, salvaged_fields, thread_fields
 from vlp.validate import check_message, is_surely_valid, message_problems
 
@@ -586,8 +586,8 @@ def _split(opened: BinaryIO, jobs: int | None, min_bytes: int, read_bytes: int) 
 
 _Prepared = tuple[int, int, int, int, list[tuple[str, str, int | None, str | None]], list[Any]]
 """A batch of lines as a worker hands it back: ``(first line, messages, valid, problems,
-problems of its lines as (code, message, line, id), [(offset, thread columns) per slice])``,
-line numbers counted from the part's first line."""
+problems of its lines as (code, message, line, id), [(offset, packed thread columns) per
+slice])``, line numbers counted from the part's first line."""
 
 
 def _start_workers(
@@ -622,10 +622,10 @@ def _stop(workers: list[Worker]) -> None:
 
 
 def _prepare_part(
-    fd: int, part: _Part, chunk_bytes: int, max_line_bytes: int, columns: bool
-) -> tuple[int, list[_Prepared]]:
-    """In a worker: the lines of ``part`` decoded and validated, batch by batch, with
-    their thread columns when ``columns``; and how many lines the part has."""
+    fd: int, part: _Part, chunk_bytes: int, max_line_bytes: int, columns: bool, emit: Emit
+) -> int:
+    """In a worker: the lines of ``part`` decoded and validated, each batch given to
+    ``emit`` with its thread columns when ``columns``; returns how many lines the part has."""
     read_bytes = min(chunk_bytes, max_line_bytes)
     stop = (
         part.boundary + read_bytes
@@ -634,12 +634,19 @@ def _prepare_part(
     )
     first = os.pread(fd, stop - part.start, part.start)
     rest = _PositionedReader(fd, part.start + len(first), part.end)
-    prepared: list[_Prepared] = []
     last_line = 0
     for start, lines in _line_batches(rest, first, max_line_bytes, chunk_bytes):
         if lines is None:
             problem = _overlong(start, max_line_bytes)
-            prepared.append((start, 1, 0, 1, [(problem.code, problem.message, start, None)], []))
+            overlong: _Prepared = (
+                start,
+                1,
+                0,
+                1,
+                [(problem.code, problem.message, start, None)],
+                [],
+            )
+            emit(overlong)
             last_line = start
             continue
         last_line = start + len(lines) - 1
@@ -657,8 +664,9 @@ def _prepare_part(
         else:
             valid = _count_lines(lines, start, summary, explained.append)
         shown = [(p.code, p.message, p.line, p.id) for p in explained]
-        prepared.append((start, summary.messages, valid, summary.problems, shown, slices))
-    return last_line, prepared
+        batch: _Prepared = (start, summary.messages, valid, summary.problems, shown, slices)
+        emit(batch)
+    return last_line
 
 
 _SEPARATOR = "\x00"
@@ -711,8 +719,11 @@ def _take_parts(
     valid = 0
     try:
         for worker in workers:
-            lines, prepared = worker.result()
-            for start, messages, batch_valid, problems, shown, slices in prepared:
+            for prepared in worker.results():
+                if prepared.__class__ is int:  # the last: how many lines the part has
+                    last_line += prepared
+                    break
+                start, messages, batch_valid, problems, shown, slices = prepared
                 summary.messages += messages
                 summary.problems += problems
                 valid += batch_valid
@@ -725,7 +736,8 @@ def _take_parts(
                     for offset, columns in slices:
                         found += thread.add_batch(_unpacked(columns), last_line + start + offset)
                 _report_batch(explained, found, summary, on_problem)
-            last_line += lines
+            else:
+                raise WorkerFailed(f"the worker process for {worker.what} handed back no end")
     finally:
         _stop(workers)
     return valid
