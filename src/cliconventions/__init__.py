@@ -18,22 +18,55 @@ import sys
 
 TYPE_CHECKING = False  # `typing` costs start-up time that `prose --version` should not pay
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable
     from typing import Any, NoReturn, TextIO
 
 __all__ = [
+    "OUTPUT_ERRNOS",
     "ConventionalParser",
     "add_command_options",
     "add_version",
     "apply",
     "color_enabled",
     "did_you_mean",
+    "guard_output",
     "paint",
     "subcommands",
     "version_line",
 ]
 
 SHELLS = ("bash", "zsh", "fish")
+# Errors only writing can raise: a full disk or quota (a closed pipe is handled apart).
+OUTPUT_ERRNOS = frozenset({28, 122})  # ENOSPC, EDQUOT
+
+
+def guard_output(program: str, run: Callable[[], int]) -> int:
+    """``run()``, with stdout flushed inside, so that the output failing never ends in a
+    traceback: a reader that closed the pipe (``| head``) ends the command quietly (exit 0,
+    as there is no one left to tell), a full disk with one line on stderr (exit 2)."""
+    try:
+        code = run()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _stdout_to_devnull()
+        return 0
+    except OSError as error:
+        if error.errno not in OUTPUT_ERRNOS:
+            raise
+        _stdout_to_devnull()
+        sys.stderr.write(f"{program}: error: cannot write the output: {error.strerror}\n")
+        return 2
+    return code
+
+
+def _stdout_to_devnull() -> None:
+    """Point stdout at devnull, so the interpreter's final flush of what is still buffered
+    cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str | None:

@@ -28,6 +28,7 @@ from openprose.nodes import (
     Input,
     Loop,
     Modifier,
+    Name,
     NumberLit,
     Output,
     Parallel,
@@ -42,7 +43,7 @@ from openprose.nodes import (
     StringLit,
     Use,
 )
-from openprose.printer import deep_recursion, print_program
+from openprose.printer import deep_recursion, print_program, quoted_enum
 
 # Property order: the reference grammar's order (agentProperty / sessionProperty); names it does
 # not list follow in source order.
@@ -161,6 +162,9 @@ def _normalize(node: Any) -> Any:
         case Property(value=PermissionsBlock() as block):
             rules = _ordered(block.rules, PERMISSION_ORDER)
             return _with(node, value=_with(block, rules=rules))
+        case Property(value=StringLit() as value) if quoted_enum(node):
+            # Printed bare (`backoff: exponential`), so the canonical tree holds the name.
+            return _with(node, value=Name(span=value.span, id=value.value))
         case Parallel():
             mods = _ordered_modifiers(node.modifiers)
             return _with(node, modifiers=mods, has_parens=bool(mods))

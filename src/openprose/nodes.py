@@ -328,9 +328,18 @@ class Use:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Input:
+    """``input name: "description"``, or with a discretion prompt (``**...**``), which
+    prose.md admits: "Have a name and a prompt (string or discretion)"."""
+
     span: Span = field(compare=False, repr=False)
     name: Name
-    description: StringLit
+    description: StringLit | Discretion
+
+    @property
+    def text(self) -> str:
+        """The description's text, whichever form it is written in."""
+        description = self.description
+        return description.value if isinstance(description, StringLit) else description.text
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

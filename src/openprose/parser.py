@@ -635,7 +635,11 @@ class _Parser:
         start = self.take()
         name = self.declared_name("an input name", ":")
         self.expect(":", "':' after the input name")
-        description = self.string("a description string")
+        description: n.StringLit | n.Discretion
+        if self.kinds[self.pos] == DISCRETION:  # a prompt for the model to present
+            description = self.discretion("a description", ())
+        else:
+            description = self.string("a description string")
         return n.Input(span=self.span_from(start), name=name, description=description)
 
     def output(self) -> n.Output | n.Invalid:
@@ -1092,7 +1096,8 @@ class _Parser:
         return n.Discretion(
             span=token_span(token),
             text=cast(str, token[8]),
-            triple=token[1].startswith("***") and token[1] != "****",
+            triple=(token[1].startswith("***") and token[1] != "****")
+            or (token[1].startswith("**_") and "\n" in token[1]),
         )
 
     def plain_condition(self, ends: tuple[str, ...]) -> n.Discretion | None:

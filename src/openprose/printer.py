@@ -274,7 +274,7 @@ class Printer:
                 alias = f" as {node.alias.id}" if node.alias else ""
                 self.emit(level, f"{prefix}use {string(node.path)}{alias}", at)
             case Input():
-                self.emit(level, f"{prefix}input {node.name.id}: {string(node.description)}", at)
+                self.emit(level, f"{prefix}input {node.name.id}: {inline(node.description)}", at)
             case Output():
                 self.stmt(node.value, level, f"{prefix}output {node.name.id} = ", at)
             case Binding():
@@ -358,14 +358,14 @@ class Printer:
             if isinstance(prop.value, PermissionsBlock):
                 self.emit(level, f"{prop.name.id}:", prop.span, opens_block=True)
                 self.properties(prop.value.rules, level + 1)
-            elif _quoted_enum(prop):
+            elif quoted_enum(prop):
                 assert isinstance(prop.value, StringLit)
                 self.emit(level, f"{prop.name.id}: {prop.value.value}", prop.span)
             else:
                 self.stmt(prop.value, level, f"{prop.name.id}: ", prop.span)
 
 
-def _quoted_enum(prop: Property) -> bool:
+def quoted_enum(prop: Property) -> bool:
     """`backoff: "exponential"`: a fixed-set value written as a plain string is printed bare,
     as the reference writes it (the checker's W170)."""
     value = prop.value

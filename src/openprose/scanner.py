@@ -72,6 +72,7 @@ _MASTER = re.compile(
   | (?P<disc_empty>\*\*\*\*(?!\*))
   | (?P<disc3>\*\*\*[\s\S]*?\*\*\*)
   | (?P<disc3_open>\*\*\*[\s\S]*)
+  | (?P<discu>\*\*_(?![^\r\n]*?\*\*)[^\r\n]*\r?\n[\s\S]*?_\*\*)  # prose.md's `**_ ... _**`
   | (?P<disc>\*\*[^\r\n]*?\*\*)
   | (?P<disc_open>\*\*[^\r\n]*)
   | (?P<arrow>->)
@@ -405,7 +406,8 @@ class _Scanner:
             append(self.string(start, end, triple=True))
         elif kind == "disc_empty":  # `****`: an empty condition, which the checker reports
             append(self.token(DISCRETION, start, end, ""))
-        elif kind == "disc3":
+        elif kind == "disc3" or kind == "discu":  # `***...***`, or `**_..._**` as prose.md
+            # writes the multi-line form (Markdown's spelling of bold italic)
             body = text[start + 3 : end - 3].replace("\r\n", "\n")
             append(self.wide_token(DISCRETION, start, end, body))
         elif kind == "tab":

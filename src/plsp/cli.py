@@ -11,14 +11,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from cliconventions import ConventionalParser
+from cliconventions import ConventionalParser, guard_output
 from cliconventions import apply as apply_conventions
 from plsp.diagnostics import ParseError, visible
 from plsp.instr import PREFIX, Instruction, parse_instr
 from plsp.loopfile import LoopFileError, LoopSpec, load_loop
 from plsp.middleware import CycleRecord, Loop, LoopResult, Model
 from plsp.providers import ModelSetupError, dry_run_model, provider_model, replies_model
-from plsp.syntax import Action, Assign, Log, Num, StateBlock, Str, Value, parse
+from plsp.syntax import Action, Assign, Log, Num, Scanner, StateBlock, Str, Value, parse
 from plsp.trace import TraceError, TraceWriter, check_trace
 
 
@@ -60,11 +60,18 @@ def block_json(block: StateBlock) -> dict[str, Any]:
     }
 
 
+def _starts_instruction(text: str) -> bool:
+    scanner = Scanner(text)
+    scanner.skip_framing()
+    head = scanner.text[scanner.pos : scanner.pos + len(PREFIX)]
+    return head.upper() == PREFIX or scanner.peek() == "@"
+
+
 def _cmd_parse(args: argparse.Namespace) -> int:
     if args.text == "-":
         data = sys.stdin.buffer.read()
         try:
-            text = data.decode("utf-8")
+            text = data.decode("utf-8-sig")
         except UnicodeDecodeError as error:
             _say(
                 f"plsp: error: stdin is not UTF-8 text (byte {error.start} is invalid)",
@@ -84,8 +91,9 @@ def _cmd_parse(args: argparse.Namespace) -> int:
             return 1
     parsed: StateBlock | Instruction
     try:
-        if text.lstrip().startswith(PREFIX):
-            parsed = parse_instr(text, passthrough=not args.strict)
+        # An instruction, with its prefix or (as the seed lists directives) without.
+        if _starts_instruction(text):
+            parsed = parse_instr(text, passthrough=not args.strict, require_prefix=False)
         else:
             parsed = parse(text)
     except ParseError as error:
@@ -275,7 +283,11 @@ def build_parser() -> argparse.ArgumentParser:
     parse_cmd.set_defaults(handler=_cmd_parse)
 
     check_cmd = commands.add_parser("check", help="verify every cycle of a trace offline")
-    check_cmd.add_argument("trace", help="an NDJSON trace written by `plsp run`; '-' reads stdin")
+    check_cmd.add_argument(
+        "trace",
+        help="an NDJSON trace written by `plsp run`, or a text transcript (INSTR: lines, "
+        "each followed by the reply's block); '-' reads stdin",
+    )
     check_cmd.set_defaults(handler=_cmd_check)
 
     run_cmd = commands.add_parser("run", help="run a loop file with a live cycle view")
@@ -323,8 +335,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if reconfigure is not None:
             reconfigure(errors="backslashreplace")
     args = build_parser().parse_args(argv)
-    code: int = args.handler(args)
-    return code
+    return guard_output("plsp", lambda: int(args.handler(args)))
 
 
 if __name__ == "__main__":

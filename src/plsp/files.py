@@ -53,7 +53,7 @@ def read_stdin(limit: int = MAX_FILE_BYTES) -> bytes:
 
 def read_text(path: Path, limit: int = MAX_FILE_BYTES) -> str:
     """:func:`read_file` decoded as UTF-8 (UnicodeDecodeError otherwise)."""
-    return read_file(path, limit).decode("utf-8")
+    return read_file(path, limit).decode("utf-8-sig")
 
 
 def bounded_int(digits: str) -> int:

@@ -315,11 +315,19 @@ def _read_directive(scanner: Scanner, *, in_branch: bool = False) -> Directive:
     return If(condition, then, _read_branch(scanner))
 
 
-def read_instr(scanner: Scanner, *, passthrough: bool = False) -> Instruction:
+def read_instr(
+    scanner: Scanner, *, passthrough: bool = False, require_prefix: bool = True
+) -> Instruction:
     """Read `INSTR:` and its directives, stopping before anything that is not a directive
-    (so a prompt's instruction and state block can be read one after the other)."""
-    scanner.skip_whitespace()
-    scanner.expect(PREFIX, f"'{PREFIX}'")
+    (so a prompt's instruction and state block can be read one after the other). Without
+    ``require_prefix``, directives alone (`@set:$a=1;`, as the seed lists them) are read
+    too."""
+    scanner.skip_framing()
+    if require_prefix or scanner.peek() != "@":
+        written = scanner.text[scanner.pos : scanner.pos + len(PREFIX)]
+        if written.upper() == PREFIX and written != PREFIX:
+            raise scanner.error(f"the prefix is written '{PREFIX}' (uppercase)")
+        scanner.expect(PREFIX, f"'{PREFIX}'")
     directives: list[Directive] = []
     while True:
         scanner.skip_whitespace()
@@ -356,12 +364,16 @@ def _passed_through(scanner: Scanner) -> Directive:
         return Opaque(name, body)
 
 
-def parse_instr(text: str, *, passthrough: bool = False) -> Instruction:
+def parse_instr(
+    text: str, *, passthrough: bool = False, require_prefix: bool = True
+) -> Instruction:
     """Parse an `INSTR:` line: the prefix, then directives each ended by `;`. With
     ``passthrough`` a known directive that does not parse is kept verbatim with a warning
-    (the seed's IMF is "not rigidly defined"); otherwise it is a positioned error."""
+    (the seed's IMF is "not rigidly defined"); otherwise it is a positioned error. Without
+    ``require_prefix`` the prefix may be left out. A code fence around it is framing."""
     scanner = Scanner(text)
-    instruction = read_instr(scanner, passthrough=passthrough)
+    instruction = read_instr(scanner, passthrough=passthrough, require_prefix=require_prefix)
+    scanner.skip_framing()
     if not scanner.at_end():
         raise scanner.unexpected("a directive (@name:...)")
     return instruction

@@ -214,7 +214,7 @@ def _rule(raw: object, where: str) -> Rule:
 def _read(path: Path) -> dict[str, Any]:
     try:
         # Standard input ("-") is read as YAML; either way at most MAX_FILE_BYTES.
-        text = (read_stdin() if str(path) == "-" else read_file(path)).decode("utf-8")
+        text = (read_stdin() if str(path) == "-" else read_file(path)).decode("utf-8-sig")
     except OSError as error:
         raise LoopFileError(f"{path}: {error.strerror}") from None
     except UnicodeDecodeError:

@@ -27,6 +27,7 @@ __all__ = [
     "Statement",
     "Str",
     "Value",
+    "block_spans",
     "extract",
     "literal",
     "parse",
@@ -37,6 +38,10 @@ _NUMBER = re.compile(r"[0-9]+(\.[0-9]+)?")
 _IDENTIFIER = re.compile(r"[A-Za-z0-9]+")
 _PREFERRED_IDENTIFIER = re.compile(r"[A-Za-z]")
 _ACTION_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# A Markdown code fence line (```, ```plsp, ~~~): framing around a block, never content.
+_FENCE_LINE = re.compile(r"^[ \t]*(?:`{3,}|~{3,})[\w.+-]*[ \t]*\r?$", re.MULTILINE)
+_EXPONENT = re.compile(r"[eE][-+]?[0-9]+")
+_WORDS = {"true": '"true" or 1', "false": '"false" or 0', "null": '""', "none": '""'}
 
 
 @dataclass(frozen=True)
@@ -89,6 +94,14 @@ class Num:
 
     def dumps(self) -> str:
         return self.text
+
+
+def _plain(written: str) -> str:
+    """How to write a number given with an exponent (`9e-1`), when that is short."""
+    number = Decimal(written)
+    if abs(number.adjusted()) > 30:
+        return f"write {written} in plain digits"
+    return f"write {written} as {Num(format(number, 'f')).text}"
 
 
 @dataclass(frozen=True)
@@ -280,6 +293,19 @@ class Scanner:
         while self.pos < len(self.text) and self.text[self.pos] in WHITESPACE:
             self.pos += 1
 
+    def skip_framing(self) -> None:
+        """Whitespace, a byte order mark and Markdown code fence lines (```plsp): what
+        editors and chat tools put around a block or an instruction."""
+        while True:
+            self.skip_whitespace()
+            if self.peek() == "\ufeff":
+                self.pos += 1
+                continue
+            fence = _FENCE_LINE.match(self.text, self.pos)
+            if fence is None or fence.start() != self.pos or fence.end() == self.pos:
+                return
+            self.pos = fence.end()
+
     def error(self, message: str, offset: int | None = None) -> ParseError:
         return ParseError(message, self.text, self.pos if offset is None else offset)
 
@@ -339,11 +365,24 @@ class Scanner:
                     raise self.unexpected("digits after the decimal point")
                 while self.peek().isascii() and self.peek().isdigit():
                     self.pos += 1
+            exponent = _EXPONENT.match(self.text, self.pos)
+            if exponent is not None:
+                written = self.text[start : exponent.end()]
+                raise self.error(
+                    f"numbers are digits[.digits], without an exponent: {_plain(written)}",
+                    start,
+                )
             return Num(self.text[start : self.pos])
         if char == "$":
             return Ref(self.read_identifier())
         if char == "-":
             raise self.error("numbers are unsigned; write a negative value as a string")
+        word = _ACTION_NAME.match(self.text, self.pos)
+        if word is not None and word.group().lower() in _WORDS:
+            raise self.error(
+                f"{word.group()} is not a PLSP value (values are strings, numbers and "
+                f"$variables): write {_WORDS[word.group().lower()]}"
+            )
         raise self.unexpected('a value ("string", number or $variable)')
 
     def read_values(self) -> tuple[Value, ...]:
@@ -412,11 +451,12 @@ class Scanner:
 
 
 def parse(text: str) -> StateBlock:
-    """Parse exactly one `S{...}S` block; only whitespace may surround it."""
+    """Parse exactly one `S{...}S` block; only whitespace (and a Markdown code fence, or a
+    byte order mark) may surround it."""
     scanner = Scanner(text)
-    scanner.skip_whitespace()
+    scanner.skip_framing()
     block = scanner.read_block()
-    scanner.skip_whitespace()
+    scanner.skip_framing()
     if not scanner.at_end():
         raise scanner.unexpected("end of input after '}S'")
     return block
@@ -432,7 +472,7 @@ class Extraction:
     violations: tuple[Violation, ...]
 
 
-def _block_spans(reply: str) -> list[tuple[int, int]]:
+def block_spans(reply: str) -> list[tuple[int, int]]:
     """Spans of `S{ ... }S` candidates, skipping `}S` that sit inside string literals.
 
     A `}S` at `q` closes the block opened at `s` when an even number of quotes lies
@@ -477,7 +517,7 @@ def extract(reply: str, *, strict: bool = True) -> Extraction | None:
     With several blocks the answer is the last one that parses (models tend to echo the
     previous state before writing the next, or quote the format after it), else the last.
     """
-    spans = _block_spans(reply)
+    spans = block_spans(reply)
     if not spans:
         return None
     start, end = spans[-1]
@@ -497,7 +537,9 @@ def extract(reply: str, *, strict: bool = True) -> Extraction | None:
                 column,
             )
         )
-    for stray, offset in ((reply[:start], 0), (reply[end:], end)):
+    for text, offset in ((reply[:start], 0), (reply[end:], end)):
+        # A code fence around the block is framing: blanked, so offsets stay right.
+        stray = _FENCE_LINE.sub(lambda fence: " " * len(fence.group()), text)
         if stray.strip():
             skipped = len(stray) - len(stray.lstrip())
             line, column = line_and_column(reply, offset + skipped)

@@ -13,6 +13,7 @@ from plsp.files import bounded_int, read_file, read_stdin
 from plsp.instr import parse_instr
 from plsp.middleware import CycleRecord
 from plsp.syntax import StateBlock, Value, parse
+from plsp.transcript import check_text, looks_like_text_transcript
 from plsp.verify import verify
 
 __all__ = ["CycleCheck", "TraceError", "TraceWriter", "check_trace", "read_trace"]
@@ -44,14 +45,21 @@ class TraceError(ValueError):
     """A trace file that is not a PLSP trace."""
 
 
-def read_trace(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
-    """(line number, record) for every non-empty line."""
-    records = []
+def _read_text(path: str | Path) -> str:
     try:
-        text = (read_stdin() if str(path) == "-" else read_file(path)).decode("utf-8")
+        return (read_stdin() if str(path) == "-" else read_file(path)).decode("utf-8-sig")
     except UnicodeDecodeError as error:
         line = error.object[: error.start].count(b"\n") + 1
         raise TraceError(f"{path}:{line}: not UTF-8 text") from None
+
+
+def read_trace(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
+    """(line number, record) for every non-empty line."""
+    return _records(_read_text(path), path)
+
+
+def _records(text: str, path: str | Path) -> list[tuple[int, dict[str, Any]]]:
+    records = []
     for number, line_text in enumerate(text.split("\n"), start=1):
         if not line_text.strip():
             continue
@@ -211,10 +219,14 @@ def _log_problems(record: dict[str, Any], block: StateBlock | None) -> list[str]
 
 def check_trace(path: str | Path) -> list[CycleCheck]:
     """Re-verify every cycle: its number, its reply against its INSTR and previous state,
-    and the chain of states from one cycle to the next."""
+    and the chain of states from one cycle to the next. A plain-text transcript (lines
+    opening with `INSTR:`, see `plsp.transcript`) is verified cycle by cycle too."""
+    text = _read_text(path)
+    if not text.lstrip().startswith("{") and looks_like_text_transcript(text):
+        return [CycleCheck(*verdict) for verdict in check_text(text)]
     checks: list[CycleCheck] = []
     state: str | None = None
-    for number, (line, record) in enumerate(read_trace(path), start=1):
+    for number, (line, record) in enumerate(_records(text, path), start=1):
         check = _check(line, record, number, state)
         checks.append(check)
         if record["accepted"] and isinstance(record.get("next"), str):

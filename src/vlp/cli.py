@@ -15,7 +15,7 @@ from typing import IO, Any, NoReturn
 
 import orjson
 
-from cliconventions import ConventionalParser
+from cliconventions import OUTPUT_ERRNOS, ConventionalParser, guard_output
 from cliconventions import apply as apply_conventions
 from vlp import ask_cli
 from vlp.errors import CODES, Problem, VLPError
@@ -133,6 +133,8 @@ def _validate(args: argparse.Namespace, problems: _ProblemSpool | None) -> int:
                 "(--jobs 1 validates in this process only)"
             ) from None
         except OSError as error:
+            if isinstance(error, BrokenPipeError) or error.errno in OUTPUT_ERRNOS:
+                raise  # writing the report failed, not reading the file
             usage_errors += 1
             reason = f"cannot read {_display(path)}: {error.strerror or error}"
             sys.stderr.write(visible(f"vlp: {reason}") + "\n")
@@ -387,17 +389,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     if reconfigure is not None:  # a terminal that cannot show a character gets an escape
         reconfigure(errors="backslashreplace")
     args = build_parser().parse_args(argv)
+    return guard_output("vlp", lambda: _run(args))
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         code: int = args.run(args)
     except UsageError as error:
         sys.stderr.write(visible(f"vlp: {error}") + "\n")
         return EXIT_USAGE
-    except BrokenPipeError:
-        sys.stderr.close()  # downstream closed the pipe (e.g. `| head`); nothing more to say
-        return EXIT_OK
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
-    sys.stdout.flush()
     return code
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import stat
 import sys
 from array import array
@@ -46,6 +47,12 @@ _MAX_JOBS = 8
 #: A worker's part of the file against the main process's: the main process also runs the
 #: thread checks of every part, in line order, once its own part is done.
 _WORKER_SHARE = 1.25
+# A Markdown code fence line (```json, ~~~): framing models and documents put around JSON,
+# never a message, so it is skipped like a blank line (docs/decisions.md, "Conformance
+# (protocol transcripts)").
+_FENCE = re.compile(rb"[ \t]*(?:`{3,}|~{3,})[\w.+-]*[ \t]*\r?")
+_LEADING_SPACE = re.compile(rb"\s*")
+_FENCE_LINE = re.compile(rb"^[ \t]*(?:`{3,}|~{3,})[\w.+-]*[ \t]*\r?$", re.MULTILINE)
 
 Source = str | os.PathLike[str] | BinaryIO
 ProblemSink = Callable[[Problem], None]
@@ -127,16 +134,58 @@ def _not_utf8(first_line: int, data: bytes, error: UnicodeDecodeError) -> Proble
 
 
 def _unparsable(line: int, data: bytes, error: ValueError) -> Problem:
-    """VLP001 for an NDJSON line orjson refused: bad encoding or bad JSON, and where."""
+    """VLP001 for an NDJSON line orjson refused: bad encoding or bad JSON, and where (with
+    what to do, for the near misses tools produce)."""
     try:
         data.decode("utf-8")
     except UnicodeDecodeError as bad:
         return _not_utf8(line, data, bad)
-    return _json_error(line, error)
+    problem = _json_error(line, error)
+    hint = _json_hint(data, getattr(error, "colno", 0))
+    return replace(problem, message=problem.message + hint) if hint else problem
+
+
+def _json_hint(data: bytes, column: int) -> str:
+    """What a line that is almost JSON needs, for the shapes tools and models write."""
+    line = data.decode("utf-8")  # the caller has checked it decodes
+    text = line.lstrip()
+    at = line[column - 1 :] if column > 0 else ""
+    if text.startswith(("{'", "[{'")):
+        return (
+            " (JSON takes double quotes: this looks like a Python dict; write it with json.dumps)"
+        )
+    if text.startswith("data:"):
+        return " (a server-sent events line: keep only the JSON after 'data:')"
+    if at.startswith(("NaN", "Infinity", "-Infinity")):
+        return " (NaN and Infinity are not JSON numbers)"
+    if at.startswith(("//", "/*", "#")):
+        return " (JSON has no comments)"
+    return ""
 
 
 def _overlong(line: int, limit: int) -> Problem:
     return Problem("VLP003", f"line longer than {limit} bytes; skipped", line)
+
+
+def _is_framing(line: bytes) -> bool:
+    """A blank line or a code fence line: no message, not a problem."""
+    return not line.strip() or _FENCE.fullmatch(line) is not None
+
+
+def _blank_fences(data: bytes) -> bytes:
+    """``data`` with its code fence lines emptied (line numbers stay as they were)."""
+    if b"```" not in data and b"~~~" not in data:
+        return data
+    return _FENCE_LINE.sub(b"", data)
+
+
+def _blank_opening_fence(head: bytes) -> bytes:
+    """``head`` with its first non-blank line emptied if that line is a code fence."""
+    start = _LEADING_SPACE.match(head).end()  # type: ignore[union-attr]  # always matches
+    end = head.find(b"\n", start)
+    if end < 0 or _FENCE.fullmatch(head, start, end) is None:
+        return head
+    return head[:start] + head[end:]
 
 
 @contextmanager
@@ -252,10 +301,10 @@ def _detect(
     first key on the brace's line: if the whole input is at most 16 MiB and parses as one
     document, it is one. Anything else is NDJSON.
     """
-    first = _first_chunk(stream, chunk_bytes, max_line_bytes)
+    first = _blank_opening_fence(_first_chunk(stream, chunk_bytes, max_line_bytes))
     rest: _Reader
     if _looks_like_json_document(first):
-        data = first + stream.read()
+        data = _blank_fences(first + stream.read())
         records = _document_or_ndjson(data)
         rest = io.BytesIO(data)
     elif (
@@ -266,7 +315,7 @@ def _detect(
         data = _read_at_most(stream, first, _PROBE_BYTES)
         records = None
         if len(data) <= _PROBE_BYTES:
-            records = list(_document_records(data))
+            records = list(_document_records(_blank_fences(data)))
             if len(records) == 1 and records[0].message is None:
                 records = None  # not a document either: NDJSON reports each bad line
         rest = _Replay(data, stream)
@@ -302,7 +351,11 @@ def _document_records(data: bytes) -> Iterator[Record]:
     try:
         document = orjson.loads(data)
     except orjson.JSONDecodeError as error:
-        yield Record(error.lineno, None, [_json_error(error.lineno, error)])
+        sequence = _sequence_records(text)
+        if sequence is None:
+            yield Record(error.lineno, None, [_json_error(error.lineno, error)])
+        else:
+            yield from sequence
         return
     start = len(text) - len(text.lstrip())
     line = text.count("\n", 0, start) + 1
@@ -319,6 +372,54 @@ def _document_records(data: bytes) -> Iterator[Record]:
             for problem in record.problems
         ]
         yield record
+
+
+def _sequence_records(text: str) -> list[Record] | None:
+    """Records of JSON values written one after another, pretty-printed (what ``jq .``
+    prints for a stream), each at the line it starts on; None unless at least two values
+    read and one of them spans lines (one value a line is NDJSON). A value that does not
+    parse is one problem, and reading resumes at the next line that opens an object at
+    column 1, so one bad value loses nothing else.
+
+    The json module only finds where each value ends (numbers are left unconverted, so
+    no digit limit applies); orjson gives the values, as everywhere else."""
+    decoder = json.JSONDecoder(parse_int=len, parse_float=len, parse_constant=len)
+    records: list[Record] = []
+    position, line, size = 0, 1, len(text)
+    pretty = False  # some value spans lines
+    while True:
+        while position < size and text[position] in " \t\r\n":
+            line += text[position] == "\n"
+            position += 1
+        if position == size:
+            break
+        try:
+            _, end = decoder.raw_decode(text, position)
+            value = orjson.loads(text[position:end])
+        except json.JSONDecodeError as error:  # orjson's error is one too
+            if not records:
+                return None
+            at = error.lineno + (line - 1 if isinstance(error, orjson.JSONDecodeError) else 0)
+            problem = _json_error(at, error)
+        except RecursionError:
+            if not records:
+                return None
+            problem = Problem("VLP001", "invalid JSON: nested too deeply", line)
+        else:
+            records.append(_record(line, value))
+            spanned = text.count("\n", position, end)
+            pretty = pretty or spanned > 0
+            line += spanned
+            position = end
+            continue
+        records.append(Record(problem.line or line, None, [problem]))
+        resume = text.find("\n{", position)
+        if resume < 0:
+            break
+        line += text.count("\n", position, resume)
+        position = resume
+    # One value a line is NDJSON, whose reader reports each bad line itself.
+    return records if len(records) > 1 and pretty else None
 
 
 def _element_lines(text: str, start: int) -> Iterator[int]:
@@ -375,7 +476,7 @@ def read_records(
                 try:
                     msg = loads(line)
                 except orjson.JSONDecodeError as error:
-                    if line.strip():
+                    if not _is_framing(line):
                         yield Record(number, None, [_unparsable(number, line, error)])
                     continue
                 yield _record(number, msg)
@@ -893,11 +994,11 @@ def _settle(
     """Report what is wrong with a line the fast check doubted; True if it is valid after
     all (a shape the fast check leaves to the full validator)."""
     if result.__class__ is _Unparsed:
-        if line.strip():
+        if not _is_framing(line):
             summary.problems += 1
             on_problem(_unparsable(number, line, result.error))
         else:
-            summary.messages -= 1  # blank lines are not messages
+            summary.messages -= 1  # blank and fence lines are not messages
         return False
     problems = check_message(result, number)
     if problems is None:

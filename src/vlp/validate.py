@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from operator import itemgetter
 from typing import Any, TypeAlias
 
@@ -30,6 +31,7 @@ _TYPES = frozenset(MESSAGE_TYPES)
 _LEVELS = frozenset(SAFETY_LEVELS)
 _timestamp_match = TIMESTAMP_PATTERN.match
 _HIGH_CONFIDENCE = 0.9
+_NUMBER_TEXT = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 _JSON_TYPE_NAMES = {
     str: "a string",
     bool: "a boolean",
@@ -91,12 +93,37 @@ def _timestamp_problem(found: _Found, field: str, value: object) -> _Found:
     if not isinstance(value, str):
         return _add(found, "VLP102", f"'{field}' must be a string, got {_shown(value)}")
     if not _timestamp_match(value):
-        return _add(
-            found,
-            "VLP107",
-            f"'{field}' {value!r} is not an RFC 3339 UTC date-time like 2025-12-14T10:30:00Z",
-        )
+        message = f"'{field}' {value!r} is not an RFC 3339 UTC date-time like 2025-12-14T10:30:00Z"
+        return _add(found, "VLP107", message + _timestamp_fix(value))
     return found
+
+
+def _timestamp_fix(stamp: str) -> str:
+    """How to write a date-time given another way (an offset such as +01:00, lowercase
+    t/z, a space for 'T', no seconds, no zone) as VLP does; "" when ``stamp`` is no
+    date-time at all."""
+    text = stamp.strip()
+    if len(text) < 16 or not text[:4].isdigit():
+        return ""
+    text = text[:10] + "T" + text[11:] if text[10:11] in ("t", " ") else text
+    text = text[:-1] + "+00:00" if text[-1:] in ("z", "Z") else text
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        return ""
+    fraction = re.match(r"[.,](\d{1,6})", text[19:])
+    digits = len(fraction.group(1)) if fraction else 0
+    rule = " (VLP/1.1 writes UTC with 'T' and 'Z')"
+    if moment.utcoffset() is None:
+        return f"{rule}; write '{_z_spelling(moment, digits)}' if the time is in UTC"
+    return f"{rule}; write '{_z_spelling(moment.astimezone(UTC), digits)}'"
+
+
+def _z_spelling(moment: datetime, digits: int) -> str:
+    shown = moment.strftime("%Y-%m-%dT%H:%M:%S")
+    if digits:
+        shown += "." + f"{moment.microsecond:06d}"[:digits]
+    return shown + "Z"
 
 
 def _provenance_problem(found: _Found, value: object) -> _Found:
@@ -213,7 +240,10 @@ def _explain(msg: Any) -> _Found:
         if value is _MISSING:
             found = _add(found, "VLP101", "missing required field 'protocol'")
         else:
-            found = _add(found, "VLP104", f"'protocol' must be {PROTOCOL!r}, got {value!r}")
+            message = f"'protocol' must be {PROTOCOL!r}, got {value!r}"
+            if isinstance(value, str) and value.strip().upper() == PROTOCOL:
+                message += f" (the protocol id is exact: write {PROTOCOL!r})"
+            found = _add(found, "VLP104", message)
     kind = get("type", _MISSING)
     if kind.__class__ is not str or kind not in _TYPES:
         if kind is _MISSING:
@@ -221,11 +251,10 @@ def _explain(msg: Any) -> _Found:
         elif kind in RESERVED_TYPES:
             found = _add(found, "VLP106", f"type {kind!r} is reserved for a later VLP version")
         else:
-            found = _add(
-                found,
-                "VLP105",
-                f"unknown type {kind!r}; expected one of {', '.join(MESSAGE_TYPES)}",
-            )
+            message = f"unknown type {kind!r}; expected one of {', '.join(MESSAGE_TYPES)}"
+            if isinstance(kind, str) and kind.strip().lower() in _TYPES:
+                message += f" (types are lowercase: write {kind.strip().lower()!r})"
+            found = _add(found, "VLP105", message)
     value = get("timestamp", _MISSING)
     if value.__class__ is not str or not _timestamp_match(value):
         if value is _MISSING:
@@ -249,11 +278,15 @@ def _explain(msg: Any) -> _Found:
         if confidence is _MISSING:
             found = _add(found, "VLP101", "missing required field 'confidence'")
         else:
-            found = _add(
-                found, "VLP102", f"'confidence' must be a number, got {_shown(confidence)}"
-            )
+            message = f"'confidence' must be a number, got {_shown(confidence)}"
+            if isinstance(confidence, str) and _NUMBER_TEXT.fullmatch(confidence.strip()):
+                message += f"; write {confidence.strip()} without quotes"
+            found = _add(found, "VLP102", message)
     elif not 0 <= confidence <= 1:
-        found = _add(found, "VLP108", f"'confidence' must be between 0 and 1, got {confidence!r}")
+        message = f"'confidence' must be between 0 and 1, got {confidence!r}"
+        if confidence.__class__ is int and 1 < confidence <= 100:
+            message += f" (a percentage? write {confidence / 100:g})"
+        found = _add(found, "VLP108", message)
 
     # Optional fields: most messages carry few, so test membership before looking closer.
     value = get("session_id", _MISSING)

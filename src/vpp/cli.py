@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from cliconventions import ConventionalParser
+from cliconventions import ConventionalParser, guard_output
 from cliconventions import apply as apply_conventions
 from vpp import chat
 from vpp.audit import TranscriptResult, validate_transcript
@@ -38,6 +38,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if isinstance(stream, io.TextIOWrapper):
             stream.reconfigure(errors="backslashreplace")
     args = _parser().parse_args(argv)
+    return guard_output("vpp", lambda: _run(args))
+
+
+def _run(args: argparse.Namespace) -> int:
     version: Version = args.version
     try:
         if args.command == "check":

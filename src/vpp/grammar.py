@@ -222,6 +222,8 @@ class _ModifierParser:
             self.destinations.append(name)
 
     def _add_assumptions(self, value: str, token: str, column: int) -> None:
+        if len(value) > 2 and value[0] == value[-1] == '"':
+            value = value[1:-1]  # the seed's BNF: value ::= quoted | unquoted
         if small_count(value) is None:
             self._problem(
                 "invalid-modifier",

@@ -10,6 +10,7 @@ from vpp.versions import USER_TAGS, Version
 
 # Line 1 when it starts with something tag-shaped, also `**<q>**` or `` `<q>` ``.
 _HEADER_LIKE = re.compile(r"^\s*([*`]*)(!?)<([a-z_]+)>([*`]*)(.*)$")
+_FENCE = re.compile(r"[ \t]*(?:`{3,}|~{3,})[\w.+-]*[ \t]*")
 
 
 @dataclass(frozen=True)
@@ -25,7 +26,9 @@ class Header:
 
     @property
     def bare(self) -> bool:
-        return self.raw == f"<{self.tag}>"
+        # Trailing spaces and tabs are not text (the command line ignores them too);
+        # leading ones are: indented, the line is no longer the tag at column 1.
+        return self.raw.rstrip(" \t") == f"<{self.tag}>"
 
 
 @dataclass(frozen=True)
@@ -39,6 +42,7 @@ class Reply:
     footer: Footer | None
     footer_line: int | None
     trailing_start: int | None  # first non-blank line after the footer
+    fence_line: int | None = None  # a Markdown code fence opening the reply (framing)
 
     def body_lines(self) -> list[tuple[int, str]]:
         return [
@@ -62,16 +66,27 @@ def read_reply(message: str, version: Version = "1.4") -> Reply:
     filled = [number for number, text in enumerate(lines, 1) if text.strip()]
     if not filled:
         return Reply(lines, None, 1, 1, None, None, None)
+    fence = None
+    # A reply wrapped in a code fence: read what it wraps, so the one problem (the
+    # fence) is reported, not a missing header and a nested one.
+    if (
+        len(filled) > 1
+        and _FENCE.fullmatch(lines[filled[0] - 1])
+        and _read_header(filled[1], lines[filled[1] - 1]) is not None
+    ):
+        fence = filled.pop(0)
+        if _FENCE.fullmatch(lines[filled[-1] - 1]):
+            filled.pop()
     header = _read_header(filled[0], lines[filled[0] - 1])
     body_start = filled[0] + 1 if header else filled[0]
     footer_line = next(
         (n for n in reversed(filled) if n >= body_start and looks_like_footer(lines[n - 1])), None
     )
     if footer_line is None:
-        return Reply(lines, header, body_start, filled[-1] + 1, None, None, None)
+        return Reply(lines, header, body_start, filled[-1] + 1, None, None, None, fence)
     footer = parse_footer(lines[footer_line - 1], version)
     trailing = next((n for n in filled if n > footer_line), None)
-    return Reply(lines, header, body_start, footer_line, footer, footer_line, trailing)
+    return Reply(lines, header, body_start, footer_line, footer, footer_line, trailing, fence)
 
 
 def _read_header(number: int, text: str) -> Header | None:

@@ -24,7 +24,11 @@ from vpp.footer import looks_like_footer
 Format = Literal["text", "json", "jsonl"]
 CHECKED_ROLES = ("user", "assistant")
 SKIPPED_ROLES = ("system", "developer", "tool")
-_MARKER = re.compile(r"^(user|assistant|system)[ \t]*:[ \t]*(.*)$", re.IGNORECASE)
+# `User:`, and as chat exports write it: `**User:**`, `**User**:`, `## Assistant`.
+_MARKER = re.compile(
+    r"^(#{1,6}[ \t]+)?(\*\*|__)?(user|assistant|system)(\2)?[ \t]*(:)?(\2)?[ \t]*(.*)$",
+    re.IGNORECASE,
+)
 _JSON_INT_DIGITS = 4_000
 _WRAPPED_ARRAY = re.compile(r'(?<!\\)"messages"\s*:\s*\[')
 _MARKDOWN_FRAME = re.compile(r"^(?:#{1,6}(?:\s|$)|```|~~~)")
@@ -52,6 +56,10 @@ class Message:
     inline: bool = True
     after: tuple[str, ...] = ()
     extra: Mapping[str, Any] = field(default_factory=dict)
+    # JSON only: the role as written ("User") and, when the content was a list of parts
+    # (OpenAI and Anthropic chat formats), those parts, so they are written back as read.
+    written_role: str = ""
+    parts: tuple[Any, ...] | None = None
 
     def file_line(self, content_line: int) -> int:
         return self.line + content_line - 1 if self.content_lines_map else self.line
@@ -63,6 +71,7 @@ class Transcript:
     messages: tuple[Message, ...]
     preamble: tuple[str, ...] = ()  # plain text: the lines before the first marker
     wrapper: Mapping[str, Any] | None = None  # the enclosing object of {"messages": [...]}
+    fence: tuple[str, str] | None = None  # JSON: the Markdown code fence lines around it
 
     def with_contents(self, contents: Sequence[str]) -> Transcript:
         messages = tuple(
@@ -73,6 +82,7 @@ class Transcript:
 
 def read_transcript(text: str) -> Transcript:
     """Parse `text`, detecting its format from the first non-blank character."""
+    text, fence = _unfenced(text)
     stripped = text.lstrip()
     if stripped.startswith("["):
         transcript = _read_json(text)
@@ -83,7 +93,26 @@ def read_transcript(text: str) -> Transcript:
     if not any(m.role in ("user", "assistant") for m in transcript.messages):
         # An empty conversation is not evidence of compliance (same rule for every format).
         raise TranscriptError("no user or assistant messages found")
-    return transcript
+    return replace(transcript, fence=fence) if fence else transcript
+
+
+_FENCE = re.compile(r"[ \t]*(?:`{3,}|~{3,})[\w.+-]*[ \t]*")
+
+
+def _unfenced(text: str) -> tuple[str, tuple[str, str] | None]:
+    """JSON wrapped in a Markdown code fence (a model's or a chat export's ```json):
+    the text with the fence lines emptied (line numbers kept) and the fence lines."""
+    lines = text.split("\n")
+    filled = [n for n, line in enumerate(lines) if line.strip()]
+    if len(filled) < 2:
+        return text, None
+    first, last = filled[0], filled[-1]
+    opening, closing = lines[first].rstrip("\r"), lines[last].rstrip("\r")
+    inner = next((lines[n] for n in filled[1:] if n != last), "").lstrip()
+    if not (_FENCE.fullmatch(opening) and _FENCE.fullmatch(closing) and inner[:1] in ("[", "{")):
+        return text, None
+    lines[first] = lines[last] = ""
+    return "\n".join(lines), (opening, closing)
 
 
 def messages_from(turns: Sequence[Mapping[str, Any]]) -> Transcript:
@@ -98,28 +127,42 @@ def write_transcript(transcript: Transcript, *, ascii_only: bool = False) -> str
         return _write_text(transcript)
     records = [_record(m) for m in transcript.messages]
     if transcript.format == "jsonl":
-        return "".join(json.dumps(r, ensure_ascii=ascii_only) + "\n" for r in records)
-    document: Any = records
-    if transcript.wrapper is not None:
-        document = {**transcript.wrapper, "messages": records}
-    return json.dumps(document, ensure_ascii=ascii_only, indent=2) + "\n"
+        written = "".join(json.dumps(r, ensure_ascii=ascii_only) + "\n" for r in records)
+    else:
+        document: Any = records
+        if transcript.wrapper is not None:
+            document = {**transcript.wrapper, "messages": records}
+        written = json.dumps(document, ensure_ascii=ascii_only, indent=2) + "\n"
+    if transcript.fence is None:
+        return written
+    opening, closing = transcript.fence
+    return f"{opening}\n{written}{closing}\n"
 
 
 def _read_text(text: str) -> Transcript:
     lines = text.replace("\r\n", "\n").split("\n")
-    starts = [(n, m) for n, line in enumerate(lines, 1) if (m := _MARKER.match(line))]
+    starts = [(n, m) for n, line in enumerate(lines, 1) if (m := _marker(line))]
+    # One exporter writes every marker alike, so once the first marker sets the style
+    # (plain, bold or heading), a `**User:**` line in a plain transcript is content.
+    style = _style(starts[0][1]) if starts else None
+    starts = [(n, m) for n, m in starts if _style(m) == style]
     if not starts:
         raise TranscriptError("no turns found; start each turn with 'User:' or 'Assistant:'")
     messages = []
     for position, (number, match) in enumerate(starts):
         end = starts[position + 1][0] if position + 1 < len(starts) else len(lines) + 1
-        role, inline = match.group(1).lower(), bool(match.group(2).strip())
+        role, inline = match.group(3).lower(), bool(match.group(7).strip())
         if inline:
-            marker, first = lines[number - 1][: match.start(2)], number
-            content_lines = [match.group(2), *lines[number : end - 1]]
-        else:  # content begins on the line after the marker
-            marker, first = lines[number - 1], number + 1
-            content_lines = lines[number : end - 1]
+            marker, first = lines[number - 1][: match.start(7)], number
+            content_lines = [match.group(7), *lines[number : end - 1]]
+        else:  # content begins on the first non-blank line after the marker
+            skip = number
+            while skip < end - 1 and not lines[skip].strip():
+                skip += 1
+            if skip == end - 1:  # an empty turn: its (empty) content is the next line
+                skip = number
+            marker, first = "\n".join(lines[number - 1 : skip]), skip + 1
+            content_lines = lines[skip : end - 1]
         cut = _content_end(content_lines, role)
         messages.append(
             Message(
@@ -135,6 +178,24 @@ def _read_text(text: str) -> Transcript:
     return Transcript("text", tuple(messages), preamble=tuple(lines[: starts[0][0] - 1]))
 
 
+def _marker(line: str) -> re.Match[str] | None:
+    """The turn marker that opens ``line``, if any: a role and a colon (the Markdown
+    marks balanced), or a heading or bold role alone on its line."""
+    match = _MARKER.match(line)
+    if match is None:
+        return None
+    heading, bold, closed_before, colon, closed_after, text = match.group(1, 2, 4, 5, 6, 7)
+    if bold and bool(closed_before) == bool(closed_after):
+        return None  # `**User**:**` or an unclosed `**User:`
+    if colon:
+        return match
+    return match if (heading or bold) and not text else None
+
+
+def _style(marker: re.Match[str]) -> tuple[bool, bool]:
+    return bool(marker.group(1)), bool(marker.group(2))
+
+
 def _content_end(lines: list[str], role: str) -> int:
     """How many of a turn's lines are content: not trailing blanks or Markdown framing."""
     end = len(lines)
@@ -142,8 +203,11 @@ def _content_end(lines: list[str], role: str) -> int:
         end -= 1
     footers = [n for n in range(end) if looks_like_footer(lines[n])] if role == "assistant" else []
     if footers:
-        following = next((text for text in lines[footers[-1] + 1 : end] if text.strip()), None)
-        if following is not None and _MARKDOWN_FRAME.match(following):
+        after = [n for n in range(footers[-1] + 1, end) if lines[n].strip()]
+        if after and _MARKDOWN_FRAME.match(lines[after[0]]):
+            opening = next((text for text in lines if text.strip()), "")
+            if _FENCE.fullmatch(opening) and _FENCE.fullmatch(lines[after[0]]):
+                return after[0] + 1  # the fence closing a fenced reply is the reply's
             return footers[-1] + 1
     return end
 
@@ -249,19 +313,57 @@ def _read_jsonl(text: str) -> Transcript:
 def _message(item: Any, index: int, line: int, maps: bool) -> Message:
     if not isinstance(item, Mapping):
         raise TranscriptError(f"message {index} must be an object with role and content", line)
-    role, content = item.get("role"), item.get("content")
+    written_role, content = item.get("role"), item.get("content")
+    role = written_role.lower() if isinstance(written_role, str) else written_role
     if role not in CHECKED_ROLES + SKIPPED_ROLES:
         raise TranscriptError(
-            f"message {index} has role {role!r}; expected user or assistant", line
+            f"message {index} has role {written_role!r}; expected user or assistant", line
         )
     extra = {k: v for k, v in item.items() if k not in ("role", "content")}
+    parts = None
+    if isinstance(content, list) and role in CHECKED_ROLES:
+        parts, content = tuple(content), _text_of_parts(content, index, line)
     if not isinstance(content, str):
         if role in CHECKED_ROLES:
-            raise TranscriptError(f"message {index} content must be a string", line)
+            raise TranscriptError(
+                f"message {index} content must be a string or a list of text parts", line
+            )
         extra["content"] = content  # kept as written; such turns are not checked
         content = ""
-    return Message(role, content, line, maps, extra=extra)
+    written = written_role if isinstance(written_role, str) else role
+    return Message(role, content, line, maps, extra=extra, written_role=written, parts=parts)
+
+
+def _text_of_parts(parts: list[Any], index: int, line: int) -> str:
+    """The text of a content list as chat APIs write it: strings and `{"type": "text",
+    "text": ...}` parts, joined as they are (they are pieces of one message); other parts
+    (images, tool calls) carry no protocol text and are left out."""
+    texts = []
+    for part in parts:
+        if isinstance(part, str):
+            texts.append(part)
+        elif isinstance(part, Mapping) and part.get("type", "text") == "text":
+            text = part.get("text")
+            if not isinstance(text, str):
+                raise TranscriptError(
+                    f"message {index} has a text part without a text string", line
+                )
+            texts.append(text)
+    return "".join(texts)
 
 
 def _record(message: Message) -> dict[str, Any]:
-    return {"role": message.role, "content": message.content, **message.extra}
+    role = message.written_role or message.role
+    if message.parts is None:
+        return {"role": role, "content": message.content, **message.extra}
+    if message.content == _text_of_parts(list(message.parts), 0, 0):
+        return {"role": role, "content": list(message.parts), **message.extra}
+    # Changed (repaired): one text part with the new text, then the parts that hold no text.
+    others = [
+        p for p in message.parts if isinstance(p, Mapping) and p.get("type", "text") != "text"
+    ]
+    return {
+        "role": role,
+        "content": [{"type": "text", "text": message.content}, *others],
+        **message.extra,
+    }

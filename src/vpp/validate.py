@@ -121,11 +121,18 @@ class _ReplyChecker:
 
     def _check_header(self) -> None:
         header, wanted = self.reply.header, f"<{self.used_tag}>"
+        if self.reply.fence_line is not None:
+            self._add(
+                "missing-or-invalid-header",
+                f"The reply is wrapped in a Markdown code fence; remove the fence lines so"
+                f" that line 1 is the bare tag {wanted} and the footer is the last line.",
+                self.reply.fence_line,
+            )
         if header is None:
             line = self.reply.body_start
             self._add("missing-or-invalid-header", f"Line 1 must be the bare tag {wanted}.", line)
             return
-        if header.line > 1 and self.version == "1.5":
+        if header.line > 1 and self.version == "1.5" and self.reply.fence_line is None:
             self._add(
                 "missing-or-invalid-header",
                 f"Line 1 must be the bare tag {wanted}; remove the blank lines before it.",

@@ -391,7 +391,7 @@ def test_decorated_footer_inside_the_body_is_nested(reply: Reply) -> None:
     [
         ("!<q>", "must not carry the user's '!'"),
         ("<q> Sure.", "must hold the tag alone:"),
-        ("<q>  ", "without spaces around it"),
+        ("  <q>", "without spaces around it"),
         ("**<q>**", "without Markdown marks"),
         ("`<q>`", "without Markdown marks"),
     ],

@@ -158,7 +158,7 @@ def _input(ck: Checker, node: n.Input) -> None:
             fix=None if ck.depth else _move_input_fix(ck, node),
         )
     description = node.description
-    if not description.value.strip():
+    if not node.text.strip():
         ck.emit("W140", description.span, "Consider adding a description")
     ck.visit(description)
     declare(ck, node.name, "input")
@@ -224,7 +224,8 @@ def _move_input_fix(ck: Checker, node: n.Input) -> Fix | None:
     text = ck.source_text
     if first is None or not text:
         return None
-    if any(type(part) is not str for part in node.description.parts):
+    parts = node.description.parts if isinstance(node.description, n.StringLit) else ()
+    if any(type(part) is not str for part in parts):
         return None  # `{name}` in the description would then be read before it is bound
     start = text.rfind("\n", 0, node.span.start) + 1
     end = text.find("\n", node.span.end)

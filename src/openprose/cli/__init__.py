@@ -111,8 +111,10 @@ def main(argv: list[str] | None = None) -> int:
     namespace.quiet = bool(getattr(namespace, "quiet", False) or flags["quiet"])
     namespace.verbose = int(getattr(namespace, "verbose", 0) or 0) + flags["verbose"]
     module = importlib.import_module(COMMANDS[name][0])
+    from cliconventions import guard_output
+
     try:
-        return int(module.run(namespace))
+        return guard_output("prose", lambda: int(module.run(namespace)))
     except KeyboardInterrupt:
         print("prose: interrupted", file=sys.stderr)
         return 130

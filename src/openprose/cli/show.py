@@ -195,7 +195,7 @@ def _outputs(path: Path, damaged: list[str]) -> dict[str, Any] | None:
 def _print_trail(run_dir: Path, run_id: str, program: str) -> int:
     """audit.ndjson as written; for a run made before trails existed (or with the trail
     turned off), the same messages derived from its journal."""
-    from openprose.vm.audit import AUDIT_FILE, encode, translate
+    from openprose.vm.audit import AUDIT_FILE, translate_lines
     from openprose.vm.journal import read_journal
 
     out = sys.stdout.buffer
@@ -205,10 +205,10 @@ def _print_trail(run_dir: Path, run_id: str, program: str) -> int:
             for line in trail:
                 out.write(line)
     else:
-        for message in translate(
+        for line in translate_lines(
             read_journal(run_dir / "journal.jsonl"), run_id, Path(program).name
         ):
-            out.write(encode(message))
+            out.write(line)
     out.flush()
     return 0
 

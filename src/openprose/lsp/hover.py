@@ -10,6 +10,7 @@ from openprose.lsp.convert import range_of
 from openprose.lsp.documents import Analysis, Documents
 from openprose.lsp.index import Definition, PropertyName, Reference
 from openprose.lsp.navigation import imported_definition
+from openprose.printer import inline
 from openprose.scanner import KEYWORDS, NAME, token_span
 from openprose.source import Span
 
@@ -83,7 +84,7 @@ def describe(store: Documents, analysis: Analysis, definition: Definition) -> st
         first = _first_line(source.text, node.body[0].span) if node.body else ""
         return _code(head) + (f"\n\nfirst statement: `{first}`" if first else "")
     if isinstance(node, n.Input):
-        return _code(f'input {node.name.id}: "{node.description.value}"') + _from(analysis)
+        return _code(f"input {node.name.id}: {inline(node.description)}") + _from(analysis)
     if isinstance(node, n.Use):
         return _import(store, analysis, node, definition.name)
     if definition.kind == "scoped":

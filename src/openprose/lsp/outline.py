@@ -69,5 +69,5 @@ def _detail(definition: Definition) -> str:
     if isinstance(node, n.Use):
         return node.path.value
     if isinstance(node, n.Input):
-        return node.description.value
+        return node.text
     return definition.kind

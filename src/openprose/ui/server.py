@@ -416,7 +416,8 @@ async def _session(request: web.Request) -> web.Response:
 
 
 async def _approvals(request: web.Request) -> web.Response:
-    """Answer pending requests exactly as `prose approve` / `prose deny` does."""
+    """Answer pending requests exactly as `prose approve` / `prose deny` does (the journal
+    records the answer as given `by` the ui)."""
     run_dir = request.app[RUNS_KEY].find(request.match_info["run"])
     if run_dir is None:
         return _error(404, f"no run {request.match_info['run']!r}")
@@ -434,7 +435,7 @@ async def _approvals(request: web.Request) -> web.Response:
         return _error(400, f"answer is one of {', '.join(ANSWERS)}; ids a list of request ids")
     try:
         answered = await asyncio.to_thread(
-            answer_requests, run_dir, answer, ids, all_pending=bool(asked.get("all"))
+            answer_requests, run_dir, answer, ids, all_pending=bool(asked.get("all")), by="ui"
         )
     except (ApprovalError, DamagedRun) as error:
         return _error(409, str(error))

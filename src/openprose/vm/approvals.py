@@ -36,10 +36,16 @@ def pending_requests(run_dir: Path) -> list[dict[str, Any]]:
 
 
 def decide_pending(
-    run_dir: Path, answer: str, ids: Sequence[str] = (), *, all_pending: bool = False
+    run_dir: Path,
+    answer: str,
+    ids: Sequence[str] = (),
+    *,
+    all_pending: bool = False,
+    by: str = "cli",
 ) -> list[str]:
     """Record `answer` (once | run | deny) for the requests named by `ids`, or for every
-    pending one with `all_pending`, or for the only one. Returns the ids answered."""
+    pending one with `all_pending`, or for the only one, as given through `by` (`cli`:
+    `prose approve`/`deny`; `ui`: `prose ui`'s buttons). Returns the ids answered."""
     if answer not in ANSWERS:
         raise ApprovalError(f"an answer is one of {', '.join(ANSWERS)}, not {answer!r}")
     pending = {str(p["id"]): p for p in pending_requests(run_dir)}
@@ -72,7 +78,7 @@ def decide_pending(
                 "answer": answer,
                 "kind": pending[i].get("kind"),
                 "action": pending[i].get("action"),
-                "by": "cli",
+                "by": by,
             }
         )
         + b"\n"

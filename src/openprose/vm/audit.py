@@ -10,16 +10,25 @@ journal. `ROWS` is the one table of event -> message kinds; an event it does not
 writes nothing (`tests/openprose/vm/test_audit.py` checks every event the VM emits is
 listed).
 
-`AuditTrail` keeps the writing off the event loop: `add` hands the raw event to the
-process's background writer (`openprose.vm.writer`, which writes binding files too), whose
-thread translates and writes whole batches (one `write` each). A process killed before a
+`AuditTrail.add` only appends the event as `Shared.emit` has it (no copy) to a queue; the
+process's background writer (`openprose.vm.writer`, which writes binding files too)
+translates what gathered in one go — a batch keeps the translator's code and data hot,
+which halves its cost against translating each event between the VM's own work — and
+appends the lines with one `write`. A session's query and answer cost ~2-3 µs: two dict
+literals and one `orjson.dumps` each, appended to one bytearray. A process killed before a
 flush loses only what the resume re-derives.
+
+Messages made by `say` are checked by the VLP validator before they are written; the two a
+session makes (`_asked`, `session_finished`) are built field by field in a shape the
+validator accepts by construction — the check would cost as much as the rest of the trail
+— and `tests/openprose/vm/test_audit.py` validates them on every example program.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,6 +36,7 @@ from typing import Any
 
 import orjson
 
+from openprose.vm.steps import turn_step
 from openprose.vm.writer import shared_writer
 from vlp import PROTOCOL, VLPError, message_problems
 from vlp.validate import is_surely_valid
@@ -40,12 +50,18 @@ AUDIT_FILE = "audit.ndjson"
 
 Event = dict[str, Any]
 Message = dict[str, Any]
+# An event's own fields: what `Shared.emit` was given, or a journal line read back (whose
+# `ev`, `step` and `t` the rows never copy into a payload).
+Fields = Mapping[str, Any]
+_META = frozenset(("ev", "step", "t"))
+_EMPTY: Fields = {}
+_LINE = orjson.OPT_APPEND_NEWLINE
 
 
 @dataclass(frozen=True, slots=True)
 class Row:
     kinds: tuple[str, ...]  # the VLP message types the event becomes, in order
-    translate: Callable[[Translator, Event], None]
+    translate: Callable[[Translator, str, float, Fields], None]  # (step, t, fields)
 
 
 _SECONDS: dict[int, str] = {}  # whole second -> its RFC 3339 text (a run's events share few)
@@ -63,50 +79,70 @@ def _timestamp(t: float) -> str:
 
 
 class Translator:
-    """Journal events in, VLP messages out (`messages` collects them until taken)."""
+    """Journal events in, VLP messages out, as NDJSON lines (`out` holds them until
+    taken)."""
 
     def __init__(self, run_id: str, program: str) -> None:
         self.run_id = run_id
         self.program = program
         self.seq = 0
-        self.messages: list[Message] = []
-        self._started: dict[str, Event] = {}  # step -> its session_started
+        # The lines made and not yet taken (one bytearray: no bytes object per line stays
+        # alive until they are written).
+        self.out = bytearray()
+        self._ids = f"{run_id}/"
+        self._started: dict[str, Fields] = {}  # step -> its session_started
         self._last: dict[str, str] = {}  # step -> id of its latest answer or failure
         self._answers: dict[str, str] = {}  # call step -> id of the answer it got
         self._tool_calls: dict[tuple[str, object, object], str] = {}  # (step, turn, index)
         self._approvals: dict[str, str] = {}  # approval id -> its query
         self._agents: dict[str, str] = {}  # session step -> who acts in it (tools' caller)
+        self._results: dict[tuple[str, str], str] = {}  # (session step, call id) -> result
 
-    # --- the one door --------------------------------------------------------------------
+    # --- the doors ------------------------------------------------------------------------
 
     def feed(self, event: Event) -> None:
+        """One journal event as read back (`ev`, `step`, `t` and its fields)."""
         row = ROWS.get(str(event.get("ev")))
         if row is not None:
-            row.translate(self, event)
+            row.translate(self, event.get("step") or "", event.get("t", 0.0), event)
+
+    def add(self, event: str, step: str, t: float, fields: Fields) -> None:
+        """One event as `Shared.emit` has it (no dict of the whole event is made)."""
+        row = ROWS.get(event)
+        if row is not None:
+            row.translate(self, step, t, fields)
+
+    def take_bytes(self) -> bytes:
+        """The lines made so far."""
+        out = self.out
+        taken = bytes(out)
+        del out[: len(taken)]
+        return taken
+
+    def take_lines(self) -> list[bytes]:
+        return self.take_bytes().splitlines(keepends=True)
 
     def take(self) -> list[Message]:
-        taken, self.messages = self.messages, []
-        return taken
+        return [orjson.loads(line) for line in self.take_lines()]
 
     def say(
         self,
         kind: str,
-        event: Event,
+        t: float,
         *,
         sender: str,
         content: str,
         confidence: float,
-        t: float | None = None,
         **fields: Any,
     ) -> str:
-        """One message, numbered and stamped; returns its id."""
+        """One message, numbered, stamped and checked; returns its id."""
         self.seq += 1
-        ident = f"{self.run_id}/{self.seq}"
+        ident = f"{self._ids}{self.seq}"
         message: Message = {
             "id": ident,
             "protocol": PROTOCOL,
             "type": kind,
-            "timestamp": _timestamp(event.get("t", 0.0) if t is None else t),
+            "timestamp": _timestamp(t),
             "session_id": self.run_id,
             "seq": self.seq,
             "sender": sender,
@@ -116,17 +152,17 @@ class Translator:
         for key, value in fields.items():
             if value is not None:
                 message[key] = value
-        self.messages.append(message)
+        self.out += encode(message)
         return ident
 
     # --- rows ----------------------------------------------------------------------------
 
-    def run_started(self, event: Event) -> None:
+    def run_started(self, step: str, t: float, event: Fields) -> None:
         resumed = bool(event.get("resumed"))
         what = "resumed" if resumed else "started"
         self.say(
             "session_context",
-            event,
+            t,
             sender=VM,
             content=f"run {self.run_id} of {self.program} {what}",
             confidence=1.0,
@@ -134,7 +170,7 @@ class Translator:
             payload={"program": self.program, "resumed": resumed},
         )
 
-    def agents(self, event: Event) -> None:
+    def agents(self, step: str, t: float, event: Fields) -> None:
         agents = event.get("agents") or {}
         rules = [
             f"{name}: {kind} {rule}"
@@ -143,91 +179,136 @@ class Translator:
         ]
         self.say(
             "notice",
-            event,
+            t,
             sender=VM,
-            content="agents of " + (event.get("step") or "the program") + ": " + ", ".join(agents),
+            content="agents of " + (step or "the program") + ": " + ", ".join(agents),
             confidence=1.0,
-            provenance=[f"step:{event.get('step') or 'program'}"],
+            provenance=[f"step:{step or 'program'}"],
             constraints=rules or None,
             payload={"agents": agents},
         )
 
-    def session_started(self, event: Event) -> None:
-        step = event["step"]
+    def session_started(self, step: str, t: float, event: Fields) -> None:
         self._started[step] = event
         if "~" not in step:  # a session's own step (not a judgment's or a tool turn's call)
             self._agents[step] = _agent_name(event.get("agent"), event.get("model"))
 
-    def _asked(self, event: Event, request: dict[str, Any] | None, attempt: int, t: float) -> str:
-        step = event["step"]
-        started = self._started.get(step, {})
+    def _asked(self, step: str, event: Fields, request: Any, attempt: int, t: float) -> str:
+        """The query of one attempt (valid by construction: see the module's docstring)."""
+        started = self._started.get(step, _EMPTY)
         kind = event.get("kind") or started.get("kind") or "session"
-        agent = event.get("agent") or started.get("agent")
         alias = event.get("model") or started.get("model")
-        messages = (request or {}).get("messages") or []
+        messages = request.get("messages") if request else None
         prompt = str(messages[-1].get("content", "")) if messages else ""
-        previous = self._last.get(step)  # a retry answers the failure before it
+        # A retry answers the failure before it.
+        previous: str | list[str] | None = self._last.get(step)
         if previous is None and kind == "judgment" and step.endswith("~2"):
             previous = self._answers.get(step[:-1] + "1")  # asked again: the first did not parse
-        payload: dict[str, Any] = {"step": step, "kind": kind, "model": alias, "attempt": attempt}
+        payload = {"step": step, "kind": kind, "model": alias, "attempt": attempt}
         if request and request.get("system"):
             payload["system"] = request["system"]
-        return self.say(
-            "query",
-            event,
-            t=t,
-            sender=VM,
-            receiver=_agent_name(agent, alias),
-            content=prompt or f"({kind} request of step {step})",
-            confidence=1.0,
-            topic=kind,
-            refers_to=previous,
-            payload=payload,
-        )
+        elif not request and isinstance(event.get("request_delta"), dict):
+            prompt, refers_to = self._turn(step, event["request_delta"], payload)
+            if previous is None:
+                previous = refers_to
+        self.seq = seq = self.seq + 1
+        ident = f"{self._ids}{seq}"
+        message = {
+            "id": ident,
+            "protocol": PROTOCOL,
+            "type": "query",
+            "timestamp": _timestamp(t),
+            "session_id": self.run_id,
+            "seq": seq,
+            "sender": VM,
+            "content": prompt or f"({kind} request of step {step})",
+            "confidence": 1.0,
+            "receiver": _agent_name(event.get("agent") or started.get("agent"), alias),
+            "topic": str(kind),
+        }
+        if previous is not None:
+            message["refers_to"] = previous
+        message["payload"] = payload
+        self.out += orjson.dumps(message, option=_LINE)
+        return ident
 
-    def session_finished(self, event: Event) -> None:
-        step = event["step"]
-        request, response = event.get("request") or {}, event.get("response") or {}
-        attempt = int(event.get("attempt") or 1)
-        t = float(event.get("t", 0.0))
-        query = self._asked(event, request, attempt, t - float(event.get("elapsed") or 0.0))
-        kind = event.get("kind") or "session"
-        model = response.get("model") or request.get("model") or event.get("model")
+    def _turn(
+        self, step: str, delta: dict[str, Any], payload: dict[str, Any]
+    ) -> tuple[str, str | list[str] | None]:
+        """A tool loop's later turn, journaled as the messages added to the turn before it
+        (`request_delta`): its query says which turn it continues (`payload.continues`, whose
+        query carries the system prompt, the same by construction) and refers to the tool
+        results it sends back. Returns (content, refers_to)."""
+        base = str(delta.get("base") or "")
+        payload["continues"] = base
+        session = step.rpartition("~t")[0] or step
+        sent = [
+            str(result.get("call_id"))
+            for message in delta.get("messages") or ()
+            if isinstance(message, dict)
+            for result in message.get("tool_results") or ()
+            if isinstance(result, dict)
+        ]
+        results = [r for r in (self._results.get((session, c)) for c in sent) if r]
+        content = (
+            f"(turn of step {session}: the conversation of step {base} continued with "
+            f"{len(sent)} tool result(s))"
+        )
+        return content, results or self._answers.get(base)
+
+    def session_finished(self, step: str, t: float, event: Fields) -> None:
+        """The query and its answer (valid by construction: see the module's docstring)."""
+        request, response = event.get("request") or _EMPTY, event.get("response") or _EMPTY
+        elapsed = event.get("elapsed")
+        query = self._asked(
+            step, event, request, int(event.get("attempt") or 1), t - (elapsed or 0.0)
+        )
+        alias = event.get("model")
+        model = response.get("model") or request.get("model") or alias
         first = self._answers.get(step[:-1] + "1") if step.endswith("~2") else None
         payload = {
             "step": step,
-            "kind": kind,
+            "kind": event.get("kind") or "session",
             "model": model,
             "usage": response.get("usage"),
             "finish_reason": response.get("finish_reason"),
-            "elapsed": event.get("elapsed"),
+            "elapsed": elapsed,
             "confidence": "unstated by the model",
         }
         if first is not None:
             payload["answers"] = query  # a correction refers to what it replaces only
-        answer = self.say(
-            "correction" if first is not None else "response",
-            event,
-            sender=_agent_name(event.get("agent"), event.get("model")),
-            receiver=VM,
-            content=str(response.get("text", "")),
-            confidence=UNSTATED,
-            provenance=[f"model:{model}", f"step:{step}"],
-            refers_to=first or query,
-            payload=payload,
+        self.seq = seq = self.seq + 1
+        answer = f"{self._ids}{seq}"
+        self.out += orjson.dumps(
+            {
+                "id": answer,
+                "protocol": PROTOCOL,
+                "type": "response" if first is None else "correction",
+                "timestamp": _timestamp(t),
+                "session_id": self.run_id,
+                "seq": seq,
+                "sender": _agent_name(event.get("agent"), alias),
+                "content": str(response.get("text", "")),
+                "confidence": UNSTATED,
+                "receiver": VM,
+                "provenance": [f"model:{model}", f"step:{step}"],
+                "refers_to": first or query,
+                "payload": payload,
+            },
+            option=_LINE,
         )
         self._answers[step] = answer
-        self._last.pop(step, None)
+        if self._last:
+            self._last.pop(step, None)
         self._started.pop(step, None)
 
-    def session_failed(self, event: Event) -> None:
-        step = event["step"]
-        started = self._started.get(step, {})
+    def session_failed(self, step: str, t: float, event: Fields) -> None:
+        started = self._started.get(step, _EMPTY)
         attempt = int(event.get("attempt") or 1)
-        query = self._asked(event, event.get("request"), attempt, float(event.get("t", 0.0)))
+        query = self._asked(step, event, event.get("request"), attempt, t)
         self._last[step] = self.say(
             "notice",
-            event,
+            t,
             sender=VM,
             content=f"attempt {attempt} of step {step} failed: {event.get('error')}",
             confidence=1.0,
@@ -236,12 +317,11 @@ class Translator:
             payload={"step": step, "attempt": attempt, "error": event.get("error")},
         )
 
-    def session_cancelled(self, event: Event) -> None:
-        step = event["step"]
+    def session_cancelled(self, step: str, t: float, event: Fields) -> None:
         self._started.pop(step, None)
         self.say(
             "notice",
-            event,
+            t,
             sender=VM,
             content=f"step {step} cancelled before its answer came (a race was decided)",
             confidence=1.0,
@@ -249,8 +329,7 @@ class Translator:
             payload={"step": step, "attempt": event.get("attempt")},
         )
 
-    def decision(self, event: Event) -> None:
-        step = event["step"]
+    def decision(self, step: str, t: float, event: Fields) -> None:
         attempts = event.get("attempts")
         answer = self._answers.get(f"{step}~{attempts}") if attempts else None
         kind, question = event.get("kind"), event.get("question")
@@ -259,7 +338,7 @@ class Translator:
         subject = f" **{question}**" if question else ""
         self.say(
             "claim",
-            event,
+            t,
             sender=EVALUATOR if answer else VM,
             receiver=VM if answer else None,
             content=f"{kind}{subject} -> {shown}: {reason}",
@@ -269,11 +348,10 @@ class Translator:
             payload={"step": step, "kind": kind, "verdict": verdict, "reason": reason},
         )
 
-    def decision_failed(self, event: Event) -> None:
-        step = event["step"]
+    def decision_failed(self, step: str, t: float, event: Fields) -> None:
         self.say(
             "notice",
-            event,
+            t,
             sender=VM,
             content=(
                 f"the evaluator gave no usable {event.get('kind')} answer for "
@@ -285,14 +363,13 @@ class Translator:
             payload={"step": step, "kind": event.get("kind")},
         )
 
-    def warning(self, event: Event) -> None:
+    def warning(self, step: str, t: float, event: Fields, *, kind: str = "") -> None:
         """Something that changed what a model saw or how the run went, in the VM's words."""
-        step, kind = event.get("step") or "", str(event["ev"])
-        details = {k: v for k, v in event.items() if k not in ("ev", "step", "t")}
+        details = {k: v for k, v in event.items() if k not in _META}
         shown = ", ".join(f"{k}={v}" for k, v in details.items())
         self.say(
             "notice",
-            event,
+            t,
             sender=VM,
             content=f"{kind.replace('_', ' ')} at step {step}" + (f": {shown}" if shown else ""),
             confidence=1.0,
@@ -303,32 +380,32 @@ class Translator:
 
     # --- tools (the tool loop's events: tool_call, permission, approvals, tool_result) ------
 
-    def tool_call(self, event: Event) -> None:
-        step = event["step"]
+    def tool_call(self, step: str, t: float, event: Fields) -> None:
         call = event.get("call") or {}
         name = str(call.get("name") or "tool")
         arguments = call.get("arguments")
         shown = arguments if isinstance(arguments, str) else orjson.dumps(arguments).decode()
-        self._tool_calls[(step, event.get("turn"), event.get("index"))] = self.say(
+        turn = event.get("turn")
+        asked_by = self._answers.get(turn_step(step, turn)) if isinstance(turn, int) else None
+        self._tool_calls[(step, turn, event.get("index"))] = self.say(
             "query",
-            event,
+            t,
             sender=self._agents.get(step, "model"),
             receiver=f"tool:{name}",
             content=f"{name}({shown})",
             confidence=1.0,
             topic="tool_call",
-            refers_to=self._answers.get(step),
+            refers_to=asked_by or self._answers.get(step),  # the turn's answer that asked
             payload={"step": step, "tool": name, "call_id": call.get("id"), "arguments": arguments},
         )
 
-    def permission(self, event: Event) -> None:
-        step = event["step"]
+    def permission(self, step: str, t: float, event: Fields) -> None:
         decision, reason = event.get("decision"), event.get("reason")
         what = " ".join(str(x) for x in (event.get("kind"), event.get("action")) if x)
         asked = decision == "asked"
         self.say(
             "notice",
-            event,
+            t,
             sender=VM,
             content=f"permission {decision}: {event.get('tool')} {what} ({reason})",
             confidence=1.0,
@@ -336,15 +413,14 @@ class Translator:
             topic="permission",
             refers_to=self._tool_calls.get((step, event.get("turn"), event.get("index"))),
             safety={"level": "review", "requires_human": True} if asked else None,
-            payload={k: v for k, v in event.items() if k not in ("ev", "t")},
+            payload=_details(step, event),
         )
 
-    def approval_requested(self, event: Event) -> None:
-        step = event["step"]
+    def approval_requested(self, step: str, t: float, event: Fields) -> None:
         agent = event.get("agent")
         self._approvals[str(event.get("id"))] = self.say(
             "query",
-            event,
+            t,
             sender=VM,
             receiver="human",
             content=(
@@ -355,16 +431,16 @@ class Translator:
             topic="approval",
             refers_to=self._tool_calls.get((step, event.get("turn"), event.get("index"))),
             safety={"level": "review", "requires_human": True},
-            payload={k: v for k, v in event.items() if k not in ("ev", "t")},
+            payload=_details(step, event),
         )
 
-    def approval_decided(self, event: Event) -> None:
+    def approval_decided(self, step: str, t: float, event: Fields) -> None:
         request = self._approvals.get(str(event.get("id")))
         if request is None:
             return  # a decision without its request in this journal: nothing to answer
         self.say(
             "response",
-            event,
+            t,
             sender=f"human ({event.get('by') or 'unknown'})",
             receiver=VM,
             content=f"{event.get('answer')}: {event.get('kind')} {event.get('action')}",
@@ -372,18 +448,17 @@ class Translator:
             provenance=[f"approval:{event.get('id')}"],
             topic="approval",
             refers_to=request,
-            payload={k: v for k, v in event.items() if k not in ("ev", "t")},
+            payload=_details(step, event),
         )
 
-    def tool_result(self, event: Event) -> None:
-        step = event["step"]
+    def tool_result(self, step: str, t: float, event: Fields) -> None:
         tool = str(event.get("tool") or "tool")
         call = self._tool_calls.pop((step, event.get("turn"), event.get("index")), None)
         if call is None:
             return  # its call was not journaled (cannot happen in one run): nothing to answer
-        self.say(
+        self._results[(step, str(event.get("call_id")))] = self.say(
             "response",
-            event,
+            t,
             sender=f"tool:{tool}",
             receiver=self._agents.get(step, "model"),
             content=str(event.get("content", "")),
@@ -399,13 +474,13 @@ class Translator:
             },
         )
 
-    def run_finished(self, event: Event) -> None:
+    def run_finished(self, step: str, t: float, event: Fields) -> None:
         status, error = event.get("status"), event.get("error")
         payload = {"status": status, "error": error, "usage": event.get("usage")}
         if status == "succeeded":
             self.say(
                 "claim",
-                event,
+                t,
                 sender=VM,
                 content=f"run {self.run_id} succeeded",
                 confidence=1.0,
@@ -415,7 +490,7 @@ class Translator:
             return
         self.say(
             "notice",
-            event,
+            t,
             sender=VM,
             content=f"run {self.run_id} {status}: {error}",
             confidence=1.0,
@@ -425,14 +500,26 @@ class Translator:
         )
 
 
+def _details(step: str, event: Fields) -> dict[str, Any]:
+    """An event's fields as a payload, its step first (as its journal line has them)."""
+    return {"step": step, **{k: v for k, v in event.items() if k not in _META}}
+
+
 def _agent_name(agent: object, alias: object) -> str:
     if agent:
         return str(agent)
     return f"model:{alias}" if alias else "model"
 
 
-def _skip(translator: Translator, event: Event) -> None:
+def _skip(translator: Translator, step: str, t: float, event: Fields) -> None:
     """Journaled for the VM's own use; nothing an auditor needs beyond the other rows."""
+
+
+def _warning(kind: str) -> Callable[[Translator, str, float, Fields], None]:
+    def row(translator: Translator, step: str, t: float, event: Fields) -> None:
+        translator.warning(step, t, event, kind=kind)
+
+    return row
 
 
 # Journal event -> the VLP messages it becomes. A new journal event gets a row here.
@@ -447,13 +534,6 @@ ROWS: dict[str, Row] = {
     "decision": Row(("claim",), Translator.decision),
     "decision_served": Row((), _skip),
     "decision_failed": Row(("notice",), Translator.decision_failed),
-    "memory_updated": Row(("notice",), Translator.warning),
-    "error_caught": Row(("notice",), Translator.warning),
-    "race_decided": Row(("notice",), Translator.warning),
-    "unbound_placeholder": Row(("notice",), Translator.warning),
-    "prompt_over_budget": Row(("notice",), Translator.warning),
-    "context_trimmed": Row(("notice",), Translator.warning),
-    "context_windowed": Row(("notice",), Translator.warning),
     "run_finished": Row(("claim|notice",), Translator.run_finished),
     # The tool loop (tools, permissions, approvals; `prose approve` appends approval_decided).
     "tool_call": Row(("query",), Translator.tool_call),
@@ -461,9 +541,19 @@ ROWS: dict[str, Row] = {
     "approval_requested": Row(("query",), Translator.approval_requested),
     "approval_decided": Row(("response",), Translator.approval_decided),
     "tool_result": Row(("response",), Translator.tool_result),
-    "skill_loaded": Row(("notice",), Translator.warning),
-    "skill_missing": Row(("notice",), Translator.warning),
 }
+for _kind in (
+    "memory_updated",
+    "error_caught",
+    "race_decided",
+    "unbound_placeholder",
+    "prompt_over_budget",
+    "context_trimmed",
+    "context_windowed",
+    "skill_loaded",
+    "skill_missing",
+):
+    ROWS[_kind] = Row(("notice",), _warning(_kind))
 
 
 def encode(message: Message) -> bytes:
@@ -472,15 +562,21 @@ def encode(message: Message) -> bytes:
         problems = message_problems(message)
         if problems:
             raise VLPError(problems)
-    return orjson.dumps(message) + b"\n"
+    return orjson.dumps(message, option=_LINE)
 
 
-def translate(events: Iterable[Event], run_id: str, program: str) -> Iterator[Message]:
-    """The whole trail of a journal (for runs without `audit.ndjson`, and for tests)."""
+def translate_lines(events: Iterable[Event], run_id: str, program: str) -> Iterator[bytes]:
+    """The whole trail of a journal as NDJSON lines (for runs without `audit.ndjson`)."""
     translator = Translator(run_id, program)
     for event in events:
         translator.feed(event)
-        yield from translator.take()
+        if translator.out:
+            yield from translator.take_lines()
+
+
+def translate(events: Iterable[Event], run_id: str, program: str) -> Iterator[Message]:
+    """The whole trail of a journal, message by message."""
+    return (orjson.loads(line) for line in translate_lines(events, run_id, program))
 
 
 def written_count(path: Path) -> int:
@@ -496,49 +592,71 @@ def written_count(path: Path) -> int:
 
 
 class AuditTrail:
-    """Writes one run's `audit.ndjson` from its events, in batches, on the process's
-    background writer (`openprose.vm.writer`; one thread for every run: a batch runs
-    thousands in one process)."""
+    """Writes one run's `audit.ndjson` from its events: translated as they come, written
+    in batches by the process's background writer (`openprose.vm.writer`; one thread for
+    every run: a batch runs thousands in one process)."""
 
     def __init__(self, path: Path, run_id: str, program: str) -> None:
         self.path = path
         self.translator = Translator(run_id, program)
         self.error: Exception | None = None
         self.batches = 0
+        # Events to translate, and whether a writer batch is due to take them. The event
+        # loop appends, then puts a batch only when none is due (no lock per event); the
+        # writer clears the flag before it counts the events it takes, so an event appended
+        # meanwhile is either counted or gets a batch of its own.
+        self._due = False
+        self._events: deque[tuple[str, str, float, Fields]] = deque()
 
     @classmethod
     def resume(cls, path: Path, run_id: str, program: str, journal: Iterable[Event]) -> AuditTrail:
         """Continue a trail: the journal's messages not yet on disk are written first."""
         trail = cls(path, run_id, program)
-        written = written_count(path)
         translator = trail.translator
-        lines: list[bytes] = []
+        written = written_count(path)
+        unwritten: list[bytes] = []
         for event in journal:
             translator.feed(event)
-            fresh = translator.take()
-            lines.extend(encode(m) for m in fresh if m["seq"] > written)
-        trail._write(lines)
+            if translator.out:
+                lines = translator.take_lines()
+                if written >= len(lines):
+                    written -= len(lines)
+                    continue
+                unwritten += lines[written:]
+                written = 0
+        trail._write(b"".join(unwritten))
         return trail
 
-    def add(self, event: str, step: str, t: float, fields: dict[str, Any]) -> None:
+    def add(self, event: str, step: str, t: float, fields: Fields) -> None:
         """Take one event (called by `Shared.emit`, on the event loop: kept to an append)."""
-        shared_writer().put(AuditTrail._flush, self, (event, step, t, fields))
+        if event in ROWS:
+            self._events.append((event, step, t, fields))
+            if not self._due:
+                self._due = True
+                shared_writer().put(AuditTrail._write_due, self, None)
 
-    def _flush(self, batch: list[tuple[str, str, float, dict[str, Any]]]) -> None:
+    def _write_due(self, due: list[None]) -> None:
+        self._due = False
+        events = self._events
         translator = self.translator
-        for event, step, t, fields in batch:
-            translator.feed({"ev": event, "step": step, "t": t, **fields})
+        for _ in range(len(events)):
+            event, step, t, fields = events.popleft()
+            if self.error is None:
+                try:
+                    translator.add(event, step, t, fields)
+                except Exception as error:  # noqa: BLE001 - reported by close(); the journal has all
+                    self.error = error
         try:
-            self._write([encode(m) for m in translator.take()])
-        except (OSError, VLPError) as error:  # reported by close(); the journal has it all
+            self._write(translator.take_bytes())
+        except OSError as error:  # reported by close(); the journal has it all
             self.error = error
 
-    def _write(self, lines: list[bytes]) -> None:
+    def _write(self, lines: bytes) -> None:
         if not lines:
             return
         fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         try:
-            os.write(fd, b"".join(lines))
+            os.write(fd, lines)
         finally:
             os.close(fd)
         self.batches += 1

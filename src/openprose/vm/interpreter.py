@@ -171,7 +171,7 @@ class Interpreter:
         for name, stmt in declared.items():
             if name not in self.inputs:
                 raise ProseRuntimeError(
-                    f"missing required input {name!r}: {stmt.description.value}",
+                    f"missing required input {name!r}: {stmt.text}",
                     where=self._where(stmt),
                     code="E026",
                 )

@@ -11,11 +11,12 @@ reasons and token usage; the prompt and the answer (`gen_ai.system_instructions`
 Why spans are made here and not with `Tracer.start_span`: a fan-out makes two spans per
 session, and the SDK's span machinery (sampling, attribute cleaning, locks, context
 objects) costs tens of microseconds each, as much as the VM's whole work for a session.
-So a span is recorded as what it is — ids, times, attributes — and, when it ends, either
-handed to a span processor given in Python as a finished `ReadableSpan` (tests, embedding
-applications), or — `prose run --trace`, a tracer from the environment — sent as a compact
-record to the export helper process (`ExportProcess`, `openprose.vm.otel_export`), which
-encodes and sends it. Parents travel in a context variable, which asyncio tasks inherit:
+So a span is recorded as what it is — ids, times, the values its attributes are made of —
+and, when it ends, becomes one tuple (a record, `openprose.vm.otlp`: a session's statement
+and model call spans as flat tuples, no attribute dict) that is either handed to a span
+processor given in Python as a finished `ReadableSpan` (tests, embedding applications), or
+— `prose run --trace`, a tracer from the environment — appended to the queue of the export
+helper process (`ExportProcess`, `openprose.vm.otel_export`), which encodes and sends it. Parents travel in a context variable, which asyncio tasks inherit:
 the branches of a `parallel:` and the items of a `pmap` are siblings under their
 statement's span. A run started inside a span of the embedding application joins its trace.
 """
@@ -39,8 +40,13 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
-from openprose.vm.otlp import SCOPE_NAME, Record, frame
-from openprose.vm.otlp_http import exporter_named, resource_from_environment
+from openprose.vm.otlp import CALL, SCOPE_NAME, STATEMENT, Record, expand, frame
+from openprose.vm.otlp_http import (
+    RESOURCE_VARIABLE,
+    exporter_named,
+    resource_for_helper,
+    resource_from_environment,
+)
 
 if TYPE_CHECKING:  # the export helper imports this module: it needs no provider code
     from openprose.providers.base import ModelRequest, ModelResponse
@@ -51,60 +57,44 @@ _SAMPLED = TraceFlags(TraceFlags.SAMPLED)
 # Kinds and status codes as their numbers: reading an enum member's `.value` costs more
 # than the rest of a span's bookkeeping.
 _INTERNAL = SpanKind.INTERNAL.value
-_CLIENT = SpanKind.CLIENT.value
 _UNSET = StatusCode.UNSET.value
 _ERROR = StatusCode.ERROR.value
 
-# The span the running code is inside: (trace id, span id); and the run's own span with
-# the token that restores the context at its end. Context variables, so that runs going on
-# at once in one process (a batch, an application) each keep their own.
-_current: ContextVar[tuple[int, int] | None] = ContextVar("openprose_span", default=None)
-_run: ContextVar[tuple[_Open, Token[tuple[int, int] | None]] | None] = ContextVar(
+# The span the running code is inside: (trace id as 32 hex digits, span id); and the run's
+# own span with the token that restores the context at its end. Context variables, so that
+# runs going on at once in one process (a batch, an application) each keep their own.
+Parent = tuple[str, int]
+_current: ContextVar[Parent | None] = ContextVar("openprose_span", default=None)
+_run: ContextVar[tuple[_Open, Token[Parent | None]] | None] = ContextVar(
     "openprose_run", default=None
 )
+_getrandbits = random.getrandbits
+_now = time.time_ns
 
 
 def _new_id(bits: int) -> int:
-    return random.getrandbits(bits) or 1  # 0 is the invalid id
+    return _getrandbits(bits) or 1  # 0 is the invalid id
 
 
-class _Open:
-    """A span being recorded; as a context manager, the span the code inside runs in (a
-    class rather than a generator: a fan-out enters two per session)."""
+def _ids(parent: Parent | None) -> tuple[str, int | None, int]:
+    """(trace id, parent span id, a new span id) of a span starting under `parent`."""
+    if parent is None:
+        return f"{_new_id(128):032x}", None, _new_id(64)
+    return parent[0], parent[1], _new_id(64)
 
-    __slots__ = (
-        "attributes",
-        "code",
-        "kind",
-        "name",
-        "parent",
-        "span_id",
-        "start",
-        "token",
-        "trace_id",
-        "tracer",
-        "why",
-    )
 
-    def __init__(
-        self,
-        tracer: OtelTracer,
-        name: str,
-        parent: tuple[int, int] | None,
-        attributes: dict[str, Any],
-        kind: int,
-    ) -> None:
+class _Span:
+    """A span being recorded: its ids and start; as a context manager, the span the code
+    inside runs in (a class rather than a generator: a fan-out enters two per session).
+    Subclasses say what the finished span is (`close`)."""
+
+    __slots__ = ("parent", "span_id", "start", "token", "trace_id", "tracer")
+
+    def __init__(self, tracer: OtelTracer, parent: Parent | None) -> None:
         self.tracer = tracer
-        self.name = name
-        self.trace_id = parent[0] if parent else _new_id(128)
-        self.parent = parent
-        self.span_id = _new_id(64)
-        self.attributes = attributes
-        self.kind = kind  # a SpanKind value
-        self.code = _UNSET  # a StatusCode value, and its description:
-        self.why: str | None = None
-        self.token: Token[tuple[int, int] | None] | None = None
-        self.start = time.time_ns()
+        self.trace_id, self.parent, self.span_id = _ids(parent)
+        self.token: Token[Parent | None] | None = None
+        self.start = _now()
 
     def __enter__(self) -> Self:
         self.token = _current.set((self.trace_id, self.span_id))
@@ -116,46 +106,150 @@ class _Open:
         error: BaseException | None,
         where: TracebackType | None,
     ) -> None:
-        if error is not None and self.code == _UNSET:
-            self.failed(error)
         if self.token is not None:
             _current.reset(self.token)
-        self.tracer._end(self)
+        self.close(error)
 
-    def failed(self, error: BaseException) -> None:
-        self.attributes["error.type"] = type(error).__name__
-        self.code, self.why = _ERROR, str(error) or type(error).__name__
+    def close(self, error: BaseException | None) -> None:
+        raise NotImplementedError
 
 
-class _Call(_Open):
+def _failure(error: BaseException | None) -> tuple[int, str | None, str | None]:
+    """(status code, description, error type) of a span that ended with `error`."""
+    if error is None:
+        return _UNSET, None, None
+    name = type(error).__name__
+    return _ERROR, str(error) or name, name
+
+
+class _Open(_Span):
+    """A span with its attributes as a dict (the run's, a tool call's)."""
+
+    __slots__ = ("attributes", "code", "kind", "name", "why")
+
+    def __init__(
+        self,
+        tracer: OtelTracer,
+        name: str,
+        parent: Parent | None,
+        attributes: dict[str, Any],
+        kind: int,
+    ) -> None:
+        super().__init__(tracer, parent)
+        self.name = name
+        self.attributes = attributes
+        self.kind = kind  # a SpanKind value
+        self.code = _UNSET  # a StatusCode value, and its description:
+        self.why: str | None = None
+
+    def close(self, error: BaseException | None) -> None:
+        if error is not None and self.code == _UNSET:
+            self.code, self.why, self.attributes["error.type"] = _failure(error)
+        self.end()
+
+    def end(self) -> None:
+        self.tracer._record(
+            (self.name, self.trace_id, self.span_id, self.parent, self.kind, self.code,
+             self.why, self.start, _now(), self.attributes)
+        )  # fmt: skip
+
+
+class _Statement(_Span):
+    """A statement's span, the parent of what runs inside it (a fan-out enters one per
+    session: it keeps the values its attributes are made of, and ends as one tuple)."""
+
+    __slots__ = ("kind", "line", "path", "step")
+
+    def __init__(self, tracer: OtelTracer, kind: str, step: str, path: str, line: int) -> None:
+        super().__init__(tracer, _current.get())
+        self.kind = kind
+        self.step = step
+        self.path = path
+        self.line = line
+
+    def close(self, error: BaseException | None) -> None:
+        end = _now()
+        code, why, failure = _failure(error)
+        self.tracer._record(
+            (STATEMENT, self.trace_id, self.span_id, self.parent, code, why, self.start, end,
+             self.kind, self.step, self.path, self.line, failure)
+        )  # fmt: skip
+
+
+class _Call(_Span):
     """A model call's span: no span starts inside one (a tool call's span is its
     statement's child), so it is not made the current span — a fan-out saves a context
-    variable change per session."""
+    variable change per session. Its attributes are made from the request and the
+    response when it ends (`openprose.vm.otlp.CALL`)."""
 
-    __slots__ = ("capture",)
-    capture: bool  # the answer's text goes in too (content capture)
+    __slots__ = ("asked", "error", "request", "response", "step")
+
+    def __init__(
+        self, tracer: OtelTracer, step: str, request: ModelRequest, asked: tuple[Any, ...]
+    ) -> None:
+        super().__init__(tracer, _current.get())
+        self.step = step
+        self.request = request
+        self.asked = asked  # alias, provider, call kind, attempt
+        self.response: ModelResponse | None = None
+        self.error: BaseException | None = None
 
     def __enter__(self) -> Self:
-        return self  # no token: `__exit__` resets nothing
+        return self  # not the current span: `__exit__` resets nothing
+
+    def close(self, error: BaseException | None) -> None:
+        end = _now()
+        request, response = self.request, self.response
+        code, why, error_type = _failure(self.error or error)
+        finish = tokens_in = tokens_out = answered_by = answer_id = None
+        if response is not None:
+            finish = response.finish_reason or "stop"
+            usage = response.usage
+            tokens_in, tokens_out = usage.input_tokens, usage.output_tokens
+            answered_by, answer_id = response.model, response.request_id
+        system = asked = answer = None
+        if self.tracer.capture:
+            system, asked, answer = _captured(request, response)
+        self.tracer._record(
+            (CALL, self.trace_id, self.span_id, self.parent, code, why, self.start, end,
+             self.step, request.model, request.max_tokens, request.temperature, *self.asked,
+             finish, tokens_in, tokens_out, answered_by, answer_id, error_type, system, asked,
+             answer)
+        )  # fmt: skip
 
     def answered(self, response: ModelResponse) -> None:
-        attributes = self.attributes
-        attributes["gen_ai.response.finish_reasons"] = (response.finish_reason or "stop",)
-        attributes["gen_ai.usage.input_tokens"] = response.usage.input_tokens
-        attributes["gen_ai.usage.output_tokens"] = response.usage.output_tokens
-        if response.model:
-            attributes["gen_ai.response.model"] = response.model
-        if response.request_id:
-            attributes["gen_ai.response.id"] = response.request_id
-        if self.capture:
-            output = [
-                {
-                    "role": "assistant",
-                    "parts": [{"type": "text", "content": response.text}],
-                    "finish_reason": response.finish_reason or "stop",
-                }
-            ]
-            attributes["gen_ai.output.messages"] = json.dumps(output, ensure_ascii=False)
+        self.response = response
+
+    def failed(self, error: BaseException) -> None:
+        self.error = error
+
+
+def _captured(
+    request: ModelRequest, response: ModelResponse | None
+) -> tuple[str | None, str, str | None]:
+    """The GenAI content attributes (system instructions, input and output messages) as
+    the JSON text the conventions give them."""
+    system = None
+    if request.system:
+        system = json.dumps([{"type": "text", "content": request.system}], ensure_ascii=False)
+    asked = json.dumps(
+        [
+            {"role": m.role, "parts": [{"type": "text", "content": m.content}]}
+            for m in request.messages
+        ],
+        ensure_ascii=False,
+    )
+    answer = None
+    if response is not None:
+        output = [
+            {
+                "role": "assistant",
+                "parts": [{"type": "text", "content": response.text}],
+                "finish_reason": response.finish_reason or "stop",
+            }
+        ]
+        answer = json.dumps(output, ensure_ascii=False)
+    return system, asked, answer
 
 
 class OtelTracer:
@@ -190,41 +284,28 @@ class OtelTracer:
 
     # --- recording -----------------------------------------------------------------------
 
-    def _end(self, span: _Open) -> None:
-        end = time.time_ns()
-        if self.export is not None:
-            self.export.send(span, end)
+    def _record(self, record: tuple[Any, ...]) -> None:
+        """A finished span (`openprose.vm.otlp`: a record of any shape)."""
+        export = self.export
+        if export is not None:
+            export.records.append(record)
             return
         assert self.processor is not None and self.resource is not None
-        self.processor.on_end(
-            readable(
-                span.name,
-                (span.trace_id, span.span_id),
-                span.parent,
-                SpanKind(span.kind),
-                Status(StatusCode(span.code), span.why),
-                span.start,
-                end,
-                span.attributes,
-                self.resource,
-            )
-        )
-
-    def _span(self, name: str, attributes: dict[str, Any], kind: int = _INTERNAL) -> _Open:
-        return _Open(self, name, _current.get(), attributes, kind)
+        self.processor.on_end(span_of(expand(record), self.resource))
 
     # --- the run -------------------------------------------------------------------------
 
     def start_run(
         self, run_id: str, program: str, resumed_from: Mapping[str, str] | None
     ) -> dict[str, str]:
-        parent: tuple[int, int] | None = None
+        parent: Parent | None = None
         if resumed_from and resumed_from.get("trace_id") and resumed_from.get("span_id"):
-            parent = (int(resumed_from["trace_id"], 16), int(resumed_from["span_id"], 16))
+            trace_id = f"{int(resumed_from['trace_id'], 16):032x}"
+            parent = (trace_id, int(resumed_from["span_id"], 16))
         else:
             ambient = trace.get_current_span().get_span_context()  # the embedding app's span
             if ambient.is_valid:
-                parent = (ambient.trace_id, ambient.span_id)
+                parent = (f"{ambient.trace_id:032x}", ambient.span_id)
         span = _Open(
             self,
             f"prose run {program}",
@@ -237,7 +318,7 @@ class OtelTracer:
             _INTERNAL,
         )
         _run.set((span, _current.set((span.trace_id, span.span_id))))
-        return {"trace_id": f"{span.trace_id:032x}", "span_id": f"{span.span_id:016x}"}
+        return {"trace_id": span.trace_id, "span_id": f"{span.span_id:016x}"}
 
     def end_run(self, status: str, error: str | None) -> None:
         running = _run.get()
@@ -249,12 +330,12 @@ class OtelTracer:
             span.code, span.why = _ERROR, error or status
         _current.reset(token)
         _run.set(None)
-        self._end(span)
+        span.end()
 
     # --- statements and calls ------------------------------------------------------------
 
-    def statement(self, kind: str, step: str, path: str, line: int) -> _Open:
-        return self._span(kind, {"prose.step": step, "code.filepath": path, "code.lineno": line})
+    def statement(self, kind: str, step: str, path: str, line: int) -> _Statement:
+        return _Statement(self, kind, step, path, line)
 
     def model_call(
         self,
@@ -266,34 +347,7 @@ class OtelTracer:
         kind: str,
         attempt: int,
     ) -> _Call:
-        attributes: dict[str, Any] = {
-            "gen_ai.operation.name": "chat",
-            "gen_ai.provider.name": provider,
-            "gen_ai.system": provider,
-            "gen_ai.request.model": request.model,
-            "gen_ai.request.max_tokens": request.max_tokens,
-            "prose.step": step,
-            "prose.model.alias": alias,
-            "prose.call.kind": kind,
-            "prose.call.attempt": attempt,
-        }
-        if request.temperature is not None:
-            attributes["gen_ai.request.temperature"] = request.temperature
-        if self.capture:
-            if request.system:
-                attributes["gen_ai.system_instructions"] = json.dumps(
-                    [{"type": "text", "content": request.system}], ensure_ascii=False
-                )
-            attributes["gen_ai.input.messages"] = json.dumps(
-                [
-                    {"role": m.role, "parts": [{"type": "text", "content": m.content}]}
-                    for m in request.messages
-                ],
-                ensure_ascii=False,
-            )
-        span = _Call(self, f"chat {request.model}", _current.get(), attributes, _CLIENT)
-        span.capture = self.capture
-        return span
+        return _Call(self, step, request, (alias, provider, kind, attempt))
 
     def on_event(self, event: str, step: str, fields: dict[str, Any]) -> None:
         """Tool calls (journaled by the tool loop) as `execute_tool` spans."""
@@ -317,11 +371,11 @@ class OtelTracer:
             if span is not None:
                 if fields.get("is_error"):
                     span.code, span.why = _ERROR, str(fields.get("content", ""))[:200]
-                self._end(span)
+                span.end()
 
     def shutdown(self) -> None:
         for span in self._tools.values():
-            self._end(span)
+            span.end()
         self._tools.clear()
         if self.export is not None:
             self.export.close()
@@ -398,6 +452,15 @@ def processor_from_environment(env: Mapping[str, str]) -> tuple[SpanProcessor, R
     return BatchSpanProcessor(exporter, max_queue_size=queue), resource_from_environment(env)
 
 
+def _helper_environment(env: Mapping[str, str]) -> dict[str, str]:
+    helper = dict(env)
+    helper.pop(RESOURCE_VARIABLE, None)
+    resource = resource_for_helper(env)
+    if resource is not None:
+        helper[RESOURCE_VARIABLE] = resource
+    return helper
+
+
 def _widen(pipe: Any) -> None:
     """A 1 MiB pipe (Linux; the default is 64 KiB), so that a batch is written in one go
     rather than in turns with the helper reading it."""
@@ -425,41 +488,21 @@ class ExportProcess:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "openprose.vm.otel_export"],
             stdin=subprocess.PIPE,
-            env=dict(env),
+            env=_helper_environment(env),
         )
         _widen(self.process.stdin)
-        self._records: deque[tuple[Any, ...]] = deque()  # appended and popped atomically
-        self._traces: dict[int, str] = {}  # trace id -> its hex form (one per run, mostly)
+        # Finished spans' records: appended by the tracer, taken by the thread (atomically).
+        self.records: deque[tuple[Any, ...]] = deque()
         self._wake = threading.Event()
         self._thread = threading.Thread(target=self._drain, name="prose-otel", daemon=True)
         self._thread.start()
-
-    def send(self, span: _Open, end: int) -> None:
-        trace = self._traces.get(span.trace_id)
-        if trace is None:
-            if len(self._traces) > 1024:
-                self._traces.clear()
-            trace = self._traces[span.trace_id] = f"{span.trace_id:032x}"
-        record = (
-            span.name,
-            trace,
-            span.span_id,
-            None if span.parent is None else span.parent[1],
-            span.kind,
-            span.code,
-            span.why,
-            span.start,
-            end,
-            span.attributes,
-        )
-        self._records.append(record)
 
     def _drain(self) -> None:
         stdin = self.process.stdin
         assert stdin is not None
         while True:
             closing = self._wake.wait(self.FLUSH_INTERVAL)
-            pending = self._records
+            pending = self.records
             records = [pending.popleft() for _ in range(len(pending))]
             try:
                 if records:

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 
 from openprose.vm.otlp import FRAME_HEADER, SCOPE_NAME, Record, SpanEncoder
-from openprose.vm.otlp_http import OtlpHttp, exporter_named, resource_from_environment
+from openprose.vm.otlp_http import OtlpHttp, exporter_named, resource_attributes
 
 # Settings only the SDK's exporter understands (a `requests` session from a plug-in).
 SDK_ONLY = (
@@ -35,7 +35,14 @@ MAX_WAIT = 0.2  # seconds a span waits for others to share its request
 Export = Callable[[list[Record]], object]
 
 
+NICENESS = 10  # the helper yields the CPU to the run and to what it talks to
+
+
 def main() -> int:
+    try:
+        os.nice(NICENESS)
+    except (AttributeError, OSError):
+        pass
     export, finish = exporter_for(os.environ)
     try:
         limit = max(1, int(os.environ.get("OTEL_BSP_MAX_EXPORT_BATCH_SIZE") or DEFAULT_BATCH))
@@ -95,10 +102,8 @@ def exporter_for(env: Mapping[str, str]) -> tuple[Export, Callable[[], None]]:
     """(export a batch, finish at end of input) for the exporter the environment names."""
     if exporter_named(env) == "otlp" and not any(name in env for name in SDK_ONLY):
         sender = OtlpHttp(env)
-        resource = resource_from_environment(env)
-        encoder = SpanEncoder(
-            resource.attributes, SCOPE_NAME, resource_schema_url=resource.schema_url
-        )
+        attributes, schema_url = resource_attributes(env)
+        encoder = SpanEncoder(attributes, SCOPE_NAME, resource_schema_url=schema_url)
         return (lambda batch: sender.send(encoder.request(batch))), sender.close
     return _sdk_exporter(env)
 
@@ -106,12 +111,13 @@ def exporter_for(env: Mapping[str, str]) -> tuple[Export, Callable[[], None]]:
 def _sdk_exporter(env: Mapping[str, str]) -> tuple[Export, Callable[[], None]]:
     """The SDK's processor and exporter, fed `ReadableSpan`s."""
     from openprose.vm.otel import processor_from_environment, span_of
+    from openprose.vm.otlp import expand
 
     processor, resource = processor_from_environment(env)
 
     def process(batch: list[Record]) -> None:
         for record in batch:
-            processor.on_end(span_of(record, resource))
+            processor.on_end(span_of(expand(record), resource))
 
     return process, processor.shutdown
 

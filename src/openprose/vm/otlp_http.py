@@ -2,8 +2,11 @@
 
 The SDK's `OTLPSpanExporter` imports requests, urllib3 and the protobuf runtime: ~0.15 s of
 CPU at the start of every traced run, as much as exporting 20,000 spans with
-`openprose.vm.otlp`. This sender uses the standard library's `http.client` (one kept-alive
-connection) and reads the settings the SDK reads, with the SDK's meaning:
+`openprose.vm.otlp`; the standard library's `http.client` still costs the helper ~20 ms
+(the `email` package, `ssl`). This sender speaks the little HTTP/1.1 an OTLP export needs
+over one kept-alive socket (`Connection`: a POST, then the answer's status, `retry-after`
+and a body read to its end by length, chunks or close; TLS through `ssl` only for https),
+and reads the settings the SDK reads, with the SDK's meaning:
 
 * `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` as the full URL, else `OTEL_EXPORTER_OTLP_ENDPOINT`
   + `/v1/traces`, else `http://localhost:4318/v1/traces`;
@@ -11,7 +14,10 @@ connection) and reads the settings the SDK reads, with the SDK's meaning:
 * `OTEL_EXPORTER_OTLP_[TRACES_]TIMEOUT` in seconds (default 10), the time one batch may take
   including its retries;
 * `OTEL_EXPORTER_OTLP_[TRACES_]COMPRESSION`: `gzip`, `deflate` or `none`;
-* `OTEL_EXPORTER_OTLP_[TRACES_]CERTIFICATE`, `..._CLIENT_CERTIFICATE`, `..._CLIENT_KEY` for TLS.
+* `OTEL_EXPORTER_OTLP_[TRACES_]CERTIFICATE`, `..._CLIENT_CERTIFICATE`, `..._CLIENT_KEY` for TLS;
+* `OTEL_EXPORTER_OTLP_[TRACES_]PROTOCOL`: `http/protobuf` (the default) is what is sent;
+  `grpc` and `http/json` are refused with the setting named (`exporter_named`), never
+  ignored — a collector listening for another protocol would drop every span.
 
 Answers 429, 502, 503 and 504 and lost connections are retried (at most 6 tries, backoff
 1, 2, 4... s with 20 % jitter, or the server's `retry-after` seconds) within the timeout.
@@ -21,8 +27,8 @@ succeeds: a collector that is down delays the end of a run by one timeout, not o
 
 from __future__ import annotations
 
-import http.client
 import random
+import socket
 import sys
 import time
 from collections.abc import Mapping
@@ -30,6 +36,8 @@ from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
 
 if TYPE_CHECKING:
+    import ssl
+
     from opentelemetry.sdk.resources import Resource
 
 RETRYABLE = frozenset({429, 502, 503, 504})
@@ -37,14 +45,37 @@ TRIES = 6
 DEFAULT_TIMEOUT = 10.0
 
 
+PROTOCOL = "http/protobuf"
+
+
 def exporter_named(env: Mapping[str, str]) -> str:
-    """`otlp` (the default) or `console`, from `OTEL_TRACES_EXPORTER`; ValueError otherwise."""
+    """`otlp` (the default) or `console`, from `OTEL_TRACES_EXPORTER`; ValueError otherwise,
+    and for an OTLP protocol other than ours (`protocol`)."""
     chosen = (env.get("OTEL_TRACES_EXPORTER") or "otlp").split(",")[0].strip().lower()
     if chosen not in ("otlp", "console"):
         raise ValueError(
             f"OTEL_TRACES_EXPORTER={chosen!r} is not supported here (use otlp or console)"
         )
+    if chosen == "otlp":
+        protocol(env)
     return chosen
+
+
+def protocol(env: Mapping[str, str]) -> str:
+    """The OTLP protocol the environment asks for (the traces setting first, as the SDK
+    reads it): `http/protobuf`, the default; ValueError naming the setting otherwise."""
+    for name in ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"):
+        value = (env.get(name) or "").strip()
+        if not value:
+            continue
+        if value.lower() != PROTOCOL:
+            raise ValueError(
+                f"{name}={value!r} is not supported here: traces are sent as OTLP over HTTP "
+                f"with protobuf bodies (set {name}={PROTOCOL}, or unset it, and point the "
+                f"endpoint at the collector's OTLP/HTTP port, 4318 by default)"
+            )
+        return PROTOCOL
+    return PROTOCOL
 
 
 def resource_from_environment(env: Mapping[str, str]) -> Resource:
@@ -53,6 +84,46 @@ def resource_from_environment(env: Mapping[str, str]) -> Resource:
     from opentelemetry.sdk.resources import Resource
 
     return Resource.create({"service.name": env.get("OTEL_SERVICE_NAME") or "openprose"})
+
+
+# The run's process hands its resource to the export helper in this variable (JSON), so
+# that the helper need not load the SDK (~20 ms of CPU) to make the same one again.
+RESOURCE_VARIABLE = "OPENPROSE_OTEL_RESOURCE"
+# What `Resource.create` reads from the process's environment (not from `env`).
+_RESOURCE_SETTINGS = (
+    "OTEL_RESOURCE_ATTRIBUTES",
+    "OTEL_SERVICE_NAME",
+    "OTEL_EXPERIMENTAL_RESOURCE_DETECTORS",
+)
+
+
+def resource_for_helper(env: Mapping[str, str]) -> str | None:
+    """The resource of `env` as `RESOURCE_VARIABLE`'s value; None when this process's own
+    environment would make another one (then the helper makes it from `env` itself)."""
+    import os
+
+    if any(env.get(name) != os.environ.get(name) for name in _RESOURCE_SETTINGS):
+        return None
+    import json
+
+    resource = resource_from_environment(env)
+    return json.dumps([dict(resource.attributes), resource.schema_url])
+
+
+def resource_attributes(env: Mapping[str, str]) -> tuple[dict[str, object], str]:
+    """(attributes, schema URL) of the resource spans are exported with: as the run's
+    process handed it over, else made by the SDK from the environment."""
+    handed = env.get(RESOURCE_VARIABLE)
+    if handed:
+        import json
+
+        try:
+            attributes, schema_url = json.loads(handed)
+            return dict(attributes), str(schema_url or "")
+        except (ValueError, TypeError):
+            pass  # not ours after all: made again below
+    resource = resource_from_environment(env)
+    return dict(resource.attributes), resource.schema_url
 
 
 def setting(env: Mapping[str, str], name: str, default: str = "") -> str:
@@ -93,8 +164,9 @@ class OtlpHttp:
             raise ValueError(f"the OTLP endpoint {self.url!r} is not an http(s) URL")
         self._https = parts.scheme == "https"
         self._host = parts.hostname
-        self._port = parts.port
+        self._port = parts.port or (443 if self._https else 80)
         self._path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        self._netloc = parts.netloc.rpartition("@")[2]  # the Host header
         try:
             self.timeout = float(setting(env, "TIMEOUT") or DEFAULT_TIMEOUT)
         except ValueError:
@@ -106,7 +178,7 @@ class OtlpHttp:
         self.headers.update(headers(setting(env, "HEADERS")))
         if self.compression != "none":
             self.headers.setdefault("content-encoding", self.compression)
-        self._context = None
+        self._context: ssl.SSLContext | None = None
         if self._https:
             import ssl
 
@@ -114,7 +186,11 @@ class OtlpHttp:
             certificate = setting(env, "CLIENT_CERTIFICATE")
             if certificate:
                 self._context.load_cert_chain(certificate, setting(env, "CLIENT_KEY") or None)
-        self._connection: http.client.HTTPConnection | None = None
+        self._head = (
+            f"POST {self._path} HTTP/1.1\r\nhost: {self._netloc}\r\n"
+            + "".join(f"{key}: {value}\r\n" for key, value in self.headers.items())
+        ).encode()
+        self._connection: Connection | None = None
         self._failing = False  # the last request was not delivered
 
     def send(self, body: bytes) -> bool:
@@ -136,7 +212,7 @@ class OtlpHttp:
             wait = 2**attempt * random.uniform(0.8, 1.2)
             try:
                 status, reason, retry_after = self._post(body, left)
-            except (OSError, http.client.HTTPException) as error:
+            except (OSError, ValueError) as error:  # ValueError: an answer not in HTTP
                 self.close()
                 problem = f"{type(error).__name__}: {error}"
                 if attempt == 0:
@@ -159,29 +235,105 @@ class OtlpHttp:
 
     def _post(self, body: bytes, timeout: float) -> tuple[int, str, float | None]:
         if self._connection is None:
-            if self._https:
-                self._connection = http.client.HTTPSConnection(
-                    self._host, self._port, timeout=timeout, context=self._context
-                )
-            else:
-                self._connection = http.client.HTTPConnection(
-                    self._host, self._port, timeout=timeout
-                )
-        else:
-            self._connection.timeout = timeout
-            if self._connection.sock is not None:
-                self._connection.sock.settimeout(timeout)
-        self._connection.request("POST", self._path, body, self.headers)
-        answer = self._connection.getresponse()
-        answer.read()
-        retry_after: float | None = None
-        try:
-            retry_after = max(0.0, float(answer.getheader("retry-after") or ""))
-        except ValueError:
-            pass  # absent, or an HTTP date: the backoff applies
-        return answer.status, answer.reason, retry_after
+            self._connection = Connection(self._host, self._port, self._context)
+        return self._connection.post(self._head, body, timeout)
 
     def close(self) -> None:
         if self._connection is not None:
             self._connection.close()
             self._connection = None
+
+
+class Connection:
+    """One kept-alive HTTP/1.1 connection to a collector, for POSTs: `post` sends one and
+    returns the answer's status, reason and `retry-after` seconds, its body read and
+    dropped. OSError when the connection fails, ValueError for an answer not in HTTP."""
+
+    def __init__(self, host: str, port: int, context: ssl.SSLContext | None) -> None:
+        self.host, self.port, self.context = host, port, context
+        self._socket: socket.socket | None = None
+        self._held = b""  # what was read past the answer before
+
+    def post(self, head: bytes, body: bytes, timeout: float) -> tuple[int, str, float | None]:
+        """`head` is the request line and headers (each ending in CRLF), without a length."""
+        if self._socket is None:
+            sock = socket.create_connection((self.host, self.port), timeout)
+            if self.context is not None:
+                sock = self.context.wrap_socket(sock, server_hostname=self.host)
+            self._socket, self._held = sock, b""
+        self._socket.settimeout(timeout)
+        self._socket.sendall(head + b"content-length: %d\r\n\r\n" % len(body) + body)
+        lines = self._until(b"\r\n\r\n").split(b"\r\n")
+        version, _, rest = lines[0].partition(b" ")
+        code, _, reason = rest.partition(b" ")
+        if not version.startswith(b"HTTP/") or not code.isdigit():
+            raise ValueError(f"not an HTTP answer: {lines[0][:60]!r}")
+        status = int(code)
+        fields: dict[bytes, bytes] = {}
+        for line in lines[1:]:
+            name, _, value = line.partition(b":")
+            fields[name.strip().lower()] = value.strip()
+        closing = fields.get(b"connection", b"").lower() == b"close" or (
+            version == b"HTTP/1.0" and fields.get(b"connection", b"").lower() != b"keep-alive"
+        )
+        if b"chunked" in fields.get(b"transfer-encoding", b"").lower():
+            self._chunks()
+        elif b"content-length" in fields:
+            self._exactly(int(fields[b"content-length"]))
+        elif status >= 200 and status not in (204, 304):
+            self._to_close()  # a body without a length ends with the connection
+            closing = True
+        if closing:
+            self.close()
+        retry_after: float | None = None
+        try:
+            retry_after = max(0.0, float(fields.get(b"retry-after") or b""))
+        except ValueError:
+            pass  # absent, or an HTTP date: the backoff applies
+        return status, reason.decode("latin-1"), retry_after
+
+    def _read(self) -> bytes:
+        assert self._socket is not None
+        chunk = self._socket.recv(65536)
+        if not chunk:
+            raise ConnectionResetError("the collector closed the connection")
+        return chunk
+
+    def _until(self, end: bytes) -> bytes:
+        """The bytes before `end` (taken with it)."""
+        held = self._held
+        while end not in held:
+            if len(held) > 1 << 16:
+                raise ValueError("an HTTP answer's head over 64 KiB")
+            held += self._read()
+        taken, _, self._held = held.partition(end)
+        return taken
+
+    def _exactly(self, size: int) -> None:
+        held = self._held
+        while len(held) < size:
+            held += self._read()
+        self._held = held[size:]
+
+    def _chunks(self) -> None:
+        while True:
+            size = int(self._until(b"\r\n").partition(b";")[0].strip() or b"0", 16)
+            if size == 0:
+                while self._until(b"\r\n"):  # trailers, up to the blank line
+                    pass
+                return
+            self._exactly(size + 2)  # the chunk and its CRLF
+
+    def _to_close(self) -> None:
+        try:
+            while True:
+                self._read()
+        except ConnectionResetError:
+            return
+
+    def close(self) -> None:
+        if self._socket is not None:
+            try:
+                self._socket.close()
+            finally:
+                self._socket, self._held = None, b""

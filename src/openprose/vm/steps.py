@@ -10,6 +10,7 @@ repetition or nesting, so two executions of the same statement never share an id
     3/try.1      try / catch / finally / if-clause / choice option bodies
     3?c1 3?#2    a judgment (condition of clause 1, loop check before iteration 2)
     3!memory     the memory update after a persistent agent's session
+    3~t2         a tool loop's model turn 2 (turn 0 is the session's own step)
 
 Since a resumed run takes the same decisions (they are served from the journal), it walks the
 same paths and meets the same ids.
@@ -56,3 +57,8 @@ def judgment(step: str, tag: str = "") -> str:
 
 def memory_update(step: str) -> str:
     return f"{step}!memory"
+
+
+def turn_step(step: str, turn: int) -> str:
+    """The step id of a tool loop's model turn: the session's own for the first."""
+    return step if turn == 0 else f"{step}~t{turn}"

@@ -20,6 +20,7 @@ from typing import Any
 
 from openprose.providers.base import Message, ModelRequest, ModelResponse, ToolCall, ToolResult
 from openprose.vm.runtime import ToolTurns
+from openprose.vm.steps import turn_step
 from openprose.vm.tools.approvals import ApprovalPending
 from openprose.vm.tools.toolbox import Toolbox
 
@@ -40,11 +41,6 @@ Send = Callable[[ModelRequest, int, int | None], Awaitable[ModelResponse]]
 
 class ToolLoopExhausted(Exception):
     """The model still asked for tools after the turn limit."""
-
-
-def turn_step(step: str, turn: int) -> str:
-    """The step id of a tool loop's model turn: the session's own for the first."""
-    return step if turn == 0 else f"{step}~t{turn}"
 
 
 def tool_system_prompt(system: str | None, toolbox: Toolbox) -> str:

@@ -103,6 +103,15 @@ def journal_lines(run_dir: Path) -> list[dict[str, object]]:
     return [{k: v for k, v in e.items() if k != "t"} for e in events]
 
 
+def same_but_who(ui: list[dict[str, object]], cli: list[dict[str, object]]) -> bool:
+    """Two journals equal but for who gave the answers (`by`: ui, cli)."""
+
+    def anyone(events: list[dict[str, object]]) -> list[dict[str, object]]:
+        return [{k: v for k, v in e.items() if k != "by"} for e in events]
+
+    return anyone(ui) == anyone(cli)
+
+
 def start_prose(cwd: Path, *args: str) -> subprocess.Popen[str]:
     """`prose ARGS...` in its own process (its output piped, as text)."""
     return subprocess.Popen(

@@ -18,7 +18,13 @@ import pytest
 import openprose
 from openprose.cli import main
 from openprose.ui import UIServer
-from tests.openprose.ui.runs import Project, journal_lines, make_project, start_prose
+from tests.openprose.ui.runs import (
+    Project,
+    journal_lines,
+    make_project,
+    same_but_who,
+    start_prose,
+)
 
 sync_api = pytest.importorskip(
     "playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')"
@@ -173,12 +179,14 @@ def test_approve_in_the_browser_is_prose_approve(
     )
     # the journal grew: the stream takes the request off the page and lists the answer
     page.wait_for_function("() => document.querySelectorAll('#pending-list li').length === 0")
-    assert "once" in page.text_content("#approvals-done tbody")
+    done = page.text_content("#approvals-done tbody") or ""
+    assert "once" in done and "ui" in done  # answered in the browser, and said so
     monkeypatch.chdir(project.root)
     request_id = journal_lines(by_ui)[-1]["id"]
+    assert journal_lines(by_ui)[-1]["by"] == "ui"
     assert main(["approve", by_cli.name, str(request_id)]) == 0
     capsys.readouterr()
-    assert journal_lines(by_ui) == journal_lines(by_cli)
+    assert same_but_who(journal_lines(by_ui), journal_lines(by_cli))
     assert (by_ui / "state.md").read_text() == (by_cli / "state.md").read_text()
 
 

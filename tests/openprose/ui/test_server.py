@@ -23,7 +23,13 @@ import openprose
 from openprose.cli import main
 from openprose.ui.server import SECURITY_HEADERS, make_app
 from openprose.vm.runstore import process_started
-from tests.openprose.ui.runs import Project, journal_lines, make_project, start_prose
+from tests.openprose.ui.runs import (
+    Project,
+    journal_lines,
+    make_project,
+    same_but_who,
+    start_prose,
+)
 
 TOKEN = "t0ken-for-tests_0123456789"
 AUTH = {"X-Prose-Token": TOKEN}
@@ -279,8 +285,10 @@ async def test_approve_has_exactly_the_effect_of_prose_approve(
     assert body["next"] == f"prose resume {by_ui.name}"
     assert main(["approve", by_cli.name, pending["id"]]) == 0
     capsys.readouterr()
-    assert journal_lines(by_ui) == journal_lines(by_cli)
+    assert same_but_who(journal_lines(by_ui), journal_lines(by_cli))
     assert journal_lines(by_ui)[-1]["ev"] == "approval_decided"
+    assert journal_lines(by_ui)[-1]["by"] == "ui"
+    assert journal_lines(by_cli)[-1]["by"] == "cli"
     assert (by_ui / "state.md").read_text() == (by_cli / "state.md").read_text()
     # and the run resumes from it: the approved write happens
     resumed = await openprose.aresume(by_ui.name, project_dir=project.root)
@@ -305,7 +313,8 @@ async def test_deny_all_matches_prose_deny(
     assert response.status == 200
     assert main(["deny", by_cli.name, "--all"]) == 0
     capsys.readouterr()
-    assert journal_lines(by_ui) == journal_lines(by_cli)
+    assert same_but_who(journal_lines(by_ui), journal_lines(by_cli))
+    assert {e["by"] for e in journal_lines(by_ui) if e["ev"] == "approval_decided"} == {"ui"}
     assert (by_ui / "state.md").read_text() == (by_cli / "state.md").read_text()
 
 

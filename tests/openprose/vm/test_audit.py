@@ -337,3 +337,78 @@ def test_a_real_tool_loop_trail_validates_and_links_calls(
     assert sorted(by_id[m["refers_to"]]["id"] for m in results) == sorted(m["id"] for m in calls)
     permissions = [m for m in messages if m.get("topic") == "permission"]
     assert permissions and all(by_id[m["refers_to"]] in calls for m in permissions)
+    # Each tool call answers the model turn that asked for it; each later turn's query
+    # names the turn it continues (whose query holds the system prompt) and refers to the
+    # tool results it sends back.
+    answers = [m for m in messages if m["type"] == "response" and "topic" not in m]
+    answer_of = {m["payload"]["step"]: m for m in answers}
+    turn_of = {"list_files": "2", "write_file": "2~t2"}
+    for call in calls:
+        tool = call["receiver"].removeprefix("tool:")
+        assert by_id[call["refers_to"]] is answer_of[turn_of.get(tool, "2~t1")]
+    turns = [m for m in messages if m["type"] == "query" and "continues" in m["payload"]]
+    assert [m["payload"]["step"] for m in turns] == ["2~t1", "2~t2", "2~t3"]
+    assert [m["payload"]["continues"] for m in turns] == ["2", "2~t1", "2~t2"]
+    first = next(m for m in messages if m["type"] == "query" and m["payload"]["step"] == "2")
+    assert first["payload"]["system"].startswith("You review code")
+    sent = [[by_id[r]["content"] for r in m["refers_to"]] for m in turns]
+    assert sent == [
+        ["src/app.py\nsrc/util.py"],
+        ["def main():\n    return 1\n", "X = 2\n"],
+        ["wrote 12 bytes to output/review.md"],
+    ]
+    assert all("tool result(s)" in m["content"] for m in turns)
+
+
+_text = st.text(max_size=40)
+_name = st.none() | st.text(min_size=1, max_size=12)
+
+
+@given(
+    prompt=_text,
+    answer=_text,
+    system=st.none() | _text,
+    agent=_name,
+    alias=_name,
+    kind=st.sampled_from(["session", "judgment", "memory", None]),
+    step=st.sampled_from(["1", "2:1[0].1", "3?c1~1", "3?c1~2", "4~t2"]),
+    attempt=st.integers(1, 5),
+    failed_first=st.booleans(),
+)
+def test_a_sessions_messages_are_valid_by_construction(
+    prompt: str,
+    answer: str,
+    system: str | None,
+    agent: str | None,
+    alias: str | None,
+    kind: str | None,
+    step: str,
+    attempt: int,
+    failed_first: bool,
+) -> None:
+    """The query and answer of a session are built without the validator's check (it
+    would cost as much as the rest of the trail): whatever the values, they pass it."""
+    from openprose.vm.audit import encode
+    from vlp import message_problems
+
+    request = {"model": "m-1", "messages": [{"role": "user", "content": prompt}], "system": system}
+    started = {"agent": agent, "model": alias, "kind": kind}
+    translator = Translator("20260101-000000-abcdef", "main.prose")
+    translator.add("session_started", step, 10.0, started)
+    if failed_first:
+        translator.add(
+            "session_failed", step, 10.5, {"attempt": 1, "error": "x", "request": request}
+        )
+    finished = {
+        **started,
+        "request": request,
+        "response": {"text": answer, "usage": {"input_tokens": 1, "output_tokens": 2}},
+        "attempt": attempt,
+        "elapsed": 0.25,
+    }
+    translator.add("session_finished", step, 11.0, finished)
+    messages = translator.take()
+    assert [m["type"] for m in messages][-2:] in (["query", "response"], ["query", "correction"])
+    for message in messages:
+        assert message_problems(message) == []
+        assert encode(message) == orjson.dumps(message) + b"\n"

@@ -71,3 +71,48 @@ def test_the_console_exporter_goes_through_the_sdk() -> None:
     assert done.returncode == 0, done.stderr
     printed = done.stdout + done.stderr
     assert b'"name": "span 0"' in printed and b'"name": "span 1"' in printed
+
+
+def test_a_resource_handed_over_spares_the_helper_the_sdk() -> None:
+    """`prose run --trace` hands the helper its resource: the helper then exports with it
+    and loads no part of the OpenTelemetry SDK (nor http.client), for a quicker start."""
+    import json
+
+    from openprose.vm.otlp_http import RESOURCE_VARIABLE, resource_for_helper
+
+    handed = resource_for_helper(dict(os.environ))
+    assert handed is not None
+    attributes, _ = json.loads(handed)
+    assert attributes["service.name"] == os.environ.get("OTEL_SERVICE_NAME", "openprose")
+    assert resource_for_helper({**os.environ, "OTEL_SERVICE_NAME": "other"}) is None
+    resource = json.dumps([{"service.name": "handed-over", "k": [1, 2]}, ""])
+    check = (
+        "import sys, runpy\n"
+        "try:\n"
+        "    runpy.run_module('openprose.vm.otel_export', run_name='__main__')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "loaded = [m for m in sys.modules if m.startswith('opentelemetry') or m == 'http.client']\n"
+        "assert not loaded, loaded\n"
+    )
+    with running_collector() as collector:
+        environ = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+        done = subprocess.run(
+            [sys.executable, "-c", check],
+            input=frame(records(0, 3)),
+            env={
+                **environ,
+                "OTEL_EXPORTER_OTLP_ENDPOINT": collector.url,
+                RESOURCE_VARIABLE: resource,
+            },
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+    assert done.returncode == 0, done.stderr
+    (received,) = collector.requests
+    (spans,) = ExportTraceServiceRequest.FromString(received.body).resource_spans
+    shown = {a.key: a.value for a in spans.resource.attributes}
+    assert shown["service.name"].string_value == "handed-over"
+    assert [v.int_value for v in shown["k"].array_value.values] == [1, 2]
+    assert len(spans.scope_spans[0].spans) == 3

@@ -17,7 +17,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.trace import SpanKind, StatusCode
 
 from openprose.vm.otel import SCOPE, span_of
-from openprose.vm.otlp import Record, SpanEncoder
+from openprose.vm.otlp import CALL, STATEMENT, Record, SpanEncoder, expand
 
 RESOURCE = Resource.create({"service.name": "openprose-test", "deployment.environment": "ci"})
 
@@ -117,3 +117,38 @@ def test_the_spans_a_run_makes_encode_as_the_sdk_does() -> None:
         ),
     ]
     assert encoder().request(batch) == sdk_bytes(batch)
+
+
+_head = st.tuples(
+    st.integers(min_value=1, max_value=2**128 - 1).map(lambda t: f"{t:032x}"),
+    ids64,
+    st.none() | ids64,
+    st.sampled_from([code.value for code in StatusCode]),
+    st.none() | st.text(max_size=30),
+    st.integers(min_value=0, max_value=2**63),
+    st.integers(min_value=0, max_value=2**63),
+)
+_words = st.sampled_from(["session", "gpt-4.1", "openai", "", "1", "stop", "é"])
+_small = st.none() | st.integers(min_value=0, max_value=3) | st.booleans()
+statements = st.tuples(
+    _head, _words, _words, _words, st.integers(min_value=0, max_value=3), st.none() | _words
+).map(lambda r: (STATEMENT, *r[0], *r[1:]))
+calls = st.tuples(
+    _head,
+    st.tuples(_words, _words, _small, st.none() | st.floats(0, 2) | _small, _words, _words),
+    st.tuples(_words, _small, st.none() | _words, _small, _small, st.none() | _words),
+    st.tuples(st.none() | _words, st.none() | _words, st.none() | _words),
+    st.tuples(st.none() | _words, st.none() | _words),
+).map(lambda r: (CALL, *r[0], *r[1], *r[2], *r[3], *r[4]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(statements | calls | records, min_size=1, max_size=8))
+def test_a_sessions_flat_records_encode_as_their_full_records(batch: list[Any]) -> None:
+    """The statement and model call spans travel as flat tuples and are encoded from cached
+    runs of attributes: the bytes are those of the full records (and so the SDK's), with
+    the cache cold and warm, whatever values repeat (True, 1 and 1.0 among them)."""
+    full: list[Record] = [expand(record) for record in batch]
+    one = encoder()
+    assert one.request(batch) == sdk_bytes(full)
+    assert one.request(batch) == encoder().request(full)

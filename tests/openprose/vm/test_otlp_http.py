@@ -95,3 +95,81 @@ def test_a_collector_that_is_down_delays_the_run_once(capsys: pytest.CaptureFixt
 def test_a_bad_endpoint_is_named() -> None:
     with pytest.raises(ValueError, match="not an http"):
         OtlpHttp({"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "grpc://collector:4317"})
+
+
+class RawServer:
+    """A loopback server answering each request it reads with the next scripted bytes
+    (HTTP/1.1 shapes http.server never sends: chunked bodies, kept-alive connections)."""
+
+    def __init__(self, answers: list[bytes]) -> None:
+        import socket
+        import threading
+
+        self.answers = answers
+        self.requests: list[bytes] = []
+        self.connections = 0
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while self.answers:
+            conn, _ = self.listener.accept()
+            self.connections += 1
+            with conn:
+                data = b""
+                while self.answers:
+                    while b"\r\n\r\n" not in data:
+                        chunk = conn.recv(65536)
+                        if not chunk:
+                            break
+                        data += chunk
+                    if b"\r\n\r\n" not in data:
+                        break
+                    head, _, data = data.partition(b"\r\n\r\n")
+                    length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
+                    while len(data) < length:
+                        data += conn.recv(65536)
+                    self.requests.append(head + b"\r\n\r\n" + data[:length])
+                    data = data[length:]
+                    answer = self.answers.pop(0)
+                    conn.sendall(answer)
+                    if b"connection: close" in answer.lower():
+                        break
+
+
+def test_kept_alive_chunked_and_closing_answers_are_read_to_their_end() -> None:
+    server = RawServer(
+        [
+            b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nhello",
+            (
+                b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"
+                b"3;x=y\r\nabc\r\n2\r\nde\r\n0\r\ntrailer: 1\r\n\r\n"
+            ),
+            b"HTTP/1.1 503 Busy\r\nretry-after: 0\r\ncontent-length: 0\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\nconnection: close\r\n\r\nthe rest",
+        ]
+    )
+    sender = OtlpHttp(
+        {"OTEL_EXPORTER_OTLP_ENDPOINT": server.url, "OTEL_EXPORTER_OTLP_HEADERS": "k=v"}
+    )
+    assert sender.send(b"one") and sender.send(b"two")
+    assert sender.send(b"three")  # 503, retried at once on the same connection
+    assert server.connections == 1 and len(server.requests) == 4
+    first = server.requests[0]
+    assert first.startswith(b"POST /v1/traces HTTP/1.1\r\n")
+    assert b"\r\nhost: 127.0.0.1:" in first and b"\r\nk: v\r\n" in first
+    assert first.endswith(b"content-length: 3\r\n\r\none")
+    assert sender._connection is not None
+    assert sender._connection._socket is None  # closed with the answer that said so
+    sender.close()
+
+
+def test_an_answer_that_is_not_http_is_a_failed_export(capsys: pytest.CaptureFixture[str]) -> None:
+    server = RawServer([b"SMTP ready\r\n\r\n", b"SMTP ready\r\n\r\n"])
+    sender = OtlpHttp(
+        {"OTEL_EXPORTER_OTLP_ENDPOINT": server.url, "OTEL_EXPORTER_OTLP_TIMEOUT": "1"}
+    )
+    assert not sender.send(b"x")
+    assert "not an HTTP answer" in capsys.readouterr().err
+    sender.close()

@@ -326,6 +326,49 @@ def test_an_exporter_we_cannot_honour_is_named() -> None:
     tracer.shutdown()
 
 
+@pytest.mark.parametrize(
+    ("settings", "refused"),
+    [
+        ({"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, "OTEL_EXPORTER_OTLP_PROTOCOL='grpc'"),
+        ({"OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"}, "OTEL_EXPORTER_OTLP_PROTOCOL='http/json'"),
+        (
+            {"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "grpc", "OTEL_EXPORTER_OTLP_PROTOCOL": ""},
+            "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL='grpc'",
+        ),
+        ({"OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf"}, None),
+        ({"OTEL_EXPORTER_OTLP_PROTOCOL": "HTTP/Protobuf"}, None),
+        # The traces setting wins over the general one, as in the SDK.
+        (
+            {
+                "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf",
+                "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc",
+            },
+            None,
+        ),
+        ({"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_TRACES_EXPORTER": "console"}, None),
+    ],
+)
+def test_the_otlp_protocol_setting_is_honoured_or_refused_by_name(
+    settings: dict[str, str], refused: str | None
+) -> None:
+    from openprose.vm.tracing import TracingUnavailable, open_tracer
+
+    if refused is not None:
+        with pytest.raises(TracingUnavailable, match=refused.replace("/", ".")) as raised:
+            open_tracer(settings)
+        assert "http/protobuf" in str(raised.value) and "4318" in str(raised.value)
+        return
+    open_tracer(settings).shutdown()
+
+
+def test_prose_run_trace_with_grpc_says_which_setting_to_change(tmp_path: Path) -> None:
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": "{url}", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}
+    done, collector = traced_prose_run(tmp_path, "rules: []\ndefault: fine\n", env, "--trace")
+    assert done.returncode != 0
+    assert "OTEL_EXPORTER_OTLP_PROTOCOL='grpc'" in done.stderr
+    assert not collector.requests  # refused before the run: nothing sent the wrong way
+
+
 def test_the_python_api_traces_and_resumes_in_one_trace(
     tmp_path: Path, memory: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:

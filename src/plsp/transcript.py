@@ -1,0 +1,84 @@
+"""Plain-text PLSP transcripts: the debugging sequence of seed §7 as people paste it.
+
+    INSTR: @set:$p="run";@set:$t=75;
+    S{}S                                  <- the previous state (optional)
+    S{$p:"run";$t:75;}S                   <- the model's reply
+
+A line starting with `INSTR:` opens a cycle; everything up to the next such line belongs
+to it. With two or more blocks in a cycle the first is the previous state and the rest is
+the reply; with one block it is the reply and the previous state is the last accepted one
+(`S{}S` before the first cycle). A `Previous`/`Prev`/`Next` label before a block (the
+seed's names, with or without a colon) is framing, as are blank lines and code fences.
+The middleware's own trace is NDJSON (`plsp.trace`); this reads what other tools print.
+"""
+
+from __future__ import annotations
+
+import re
+
+from plsp.diagnostics import ParseError, Violation
+from plsp.instr import PREFIX, parse_instr
+from plsp.syntax import block_spans, parse
+from plsp.verify import verify
+
+__all__ = ["CycleVerdict", "check_text", "looks_like_text_transcript"]
+
+_LABEL = re.compile(
+    r"^[ \t]*(?:previous|prev|next)[ \t]*:?[ \t]*(?=S\{)", re.IGNORECASE | re.MULTILINE
+)
+_EMPTY = "S{}S"
+
+
+# A cycle's verdict: (line, cycle number, problems, violations); `plsp.trace.CycleCheck`
+# carries it for both kinds of input.
+CycleVerdict = tuple[int, int, tuple[str, ...], tuple[Violation, ...]]
+
+
+def looks_like_text_transcript(text: str) -> bool:
+    """A transcript, not an NDJSON trace: some line starts with `INSTR:`."""
+    return any(line.lstrip().startswith(PREFIX) for line in text.splitlines())
+
+
+def check_text(text: str) -> list[CycleVerdict]:
+    """Verify every cycle of a text transcript against its instruction."""
+    text = text.removeprefix("\ufeff").replace("\r\n", "\n")
+    lines = text.split("\n")
+    starts = [n for n, line in enumerate(lines) if line.lstrip().startswith(PREFIX)]
+    checks: list[CycleVerdict] = []
+    state = _EMPTY
+    for cycle, start in enumerate(starts, start=1):
+        end = starts[cycle] if cycle < len(starts) else len(lines)
+        chunk = "\n".join(lines[start:end])
+        check, accepted = _check_cycle(chunk, start + 1, cycle, state)
+        checks.append(check)
+        if accepted is not None:
+            state = accepted
+    return checks
+
+
+def _check_cycle(chunk: str, line: int, cycle: int, state: str) -> tuple[CycleVerdict, str | None]:
+    instr_line, _, _ = chunk.partition("\n")
+    # The instruction is the INSTR: line's directives; anything after them is the body.
+    try:
+        instruction = parse_instr(instr_line.strip(), passthrough=True)
+    except ParseError as error:
+        return (line, cycle, (f"unreadable INSTR: {error}",), ()), None
+    body = _LABEL.sub("", chunk[len(instr_line) :])
+    spans = block_spans(body)
+    problems: list[str] = []
+    previous_text, reply = state, body
+    if len(spans) >= 2:
+        first_start, first_end = spans[0]
+        previous_text, reply = body[first_start:first_end], body[first_end:]
+        try:
+            given = parse(previous_text).dumps()
+        except ParseError as error:
+            return (line, cycle, (f"unreadable previous state: {error}",), ()), None
+        if given != parse(state).dumps():
+            problems.append(
+                f"previous state {given} does not continue the last accepted state "
+                f"{parse(state).dumps()}"
+            )
+    verdict = verify(parse(previous_text), instruction, reply)
+    accepted = verdict.block.dumps() if verdict.acceptable and verdict.block else None
+    return (line, cycle, tuple(problems), verdict.violations), accepted
