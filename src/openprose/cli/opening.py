@@ -49,13 +49,16 @@ def tool_runtime(project: Path, yes: bool, *, interactive: bool = True) -> Any:
     asks at a terminal."""
     from openprose.vm.runtime import ToolRuntime
     from openprose.vm.tools import NobodyApprover, PreApprover, TerminalApprover
-    from openprose.vm.tools.permissions import PermissionError_, validate_default
 
     table = project_settings(project).get("permissions", {})
-    try:
-        default = validate_default(table, "prose.toml")
-    except PermissionError_ as error:
-        raise UsageError(str(error)) from None
+    default: dict[str, Any] = {}
+    if table != {}:  # the permission rules load only for a project that sets some
+        from openprose.vm.tools.permissions import PermissionError_, validate_default
+
+        try:
+            default = validate_default(table, "prose.toml")
+        except PermissionError_ as error:
+            raise UsageError(str(error)) from None
     approver: Any
     if yes:
         approver = PreApprover()
@@ -300,6 +303,27 @@ def _inputs_file(json_file: str) -> Any:
         raise UsageError(f"--inputs {json_file}: JSON nested too deeply") from None
 
 
+def ask_missing_inputs(parsed: Any, inputs: dict[str, Any], ask: TextIO, answer: TextIO) -> None:
+    """The reference VM (prose.md, Input Binding Semantics): a top-level input with no value
+    is asked for before execution begins. `prose run` at a terminal asks on `ask` and reads
+    one line per input from `answer`; an empty line or the end of input leaves it missing
+    (then E026 says how to pass it)."""
+    from openprose import nodes as n
+
+    for stmt in parsed.program.body:
+        if not isinstance(stmt, n.Input) or stmt.name.id in inputs:
+            continue
+        ask.write(f"input {stmt.name.id} ({stmt.text}): ")
+        ask.flush()
+        line = answer.readline()
+        if not line:
+            ask.write("\n")
+            return
+        value = line.rstrip("\r\n")
+        if value:
+            inputs[stmt.name.id] = value
+
+
 def inputs_match(parsed: Any, inputs: dict[str, Any], stream: TextIO) -> None:
     """Inputs the program declares but were not given (E026) and inputs given that it does
     not declare (E027) are printed as diagnostics on `stream` and raised as a `UsageError`."""
@@ -315,7 +339,7 @@ def inputs_match(parsed: Any, inputs: dict[str, Any], stream: TextIO) -> None:
             s.span.end_line,
             s.span.end_column,
             "E026",
-            f"missing required input '{name}' ({s.description.value}); pass --input {name}=VALUE",
+            f"missing required input '{name}' ({s.text}); pass --input {name}=VALUE",
         )
         for name, s in declared.items()
         if name not in inputs

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from openprose.cli.opening import (
     STDIN,
     UsageError,
+    ask_missing_inputs,
     inputs_match,
     offline_wanted,
     parse_and_check,
@@ -315,6 +316,8 @@ def _run(args: argparse.Namespace) -> int:
     text_out = sys.stderr if args.json else sys.stdout
     parsed = parse_and_check(program_path, project, text_out)
     inputs = read_inputs(args.input, args.inputs)
+    if at_a_terminal(args, from_stdin):
+        ask_missing_inputs(parsed, inputs, sys.stderr, sys.stdin)
     inputs_match(parsed, inputs, text_out)
     try:
         prepared = open_run(
@@ -404,6 +407,14 @@ def lean_collector() -> Iterator[None]:
     finally:
         gc.set_threshold(*thresholds)
         gc.unfreeze()
+
+
+def at_a_terminal(args: argparse.Namespace, from_stdin: bool) -> bool:
+    """Whether someone can be asked for missing inputs: stdin and stderr are a terminal and
+    neither the program nor --inputs is read from stdin; --json runs are for scripts."""
+    if args.json or from_stdin or args.inputs == STDIN:
+        return False
+    return sys.stdin.isatty() and sys.stderr.isatty()
 
 
 @contextmanager

@@ -1,7 +1,8 @@
 """HTTP/1.1 on the wire for the hosted providers: keep-alive connections on asyncio protocols.
 
 A `ConnectionPool` serves one origin (scheme, host, port) for one provider: it opens
-connections (TCP, TLS through `ssl.create_default_context()`, or through an HTTP proxy),
+connections (TCP, TLS through `ssl.create_default_context()`, or through an http:// or
+https:// proxy; the host's addresses looked up once per `DNS_TTL_S` by its `HostCache`),
 keeps the idle ones for `KEEPALIVE_S` (less when the server's `keep-alive: timeout=N` says so), caps how many are open (`max_connections`, 0 = no cap)
 and queues requests beyond the cap. A request's head is encoded once (`prepare`) and sent
 with its body in one `transport.write`; the answer is read by `ResponseParser`, which needs no
@@ -24,6 +25,7 @@ import asyncio
 import base64
 import os
 import re
+import socket
 import ssl
 import zlib
 from collections import deque
@@ -33,14 +35,19 @@ from types import TracebackType
 from typing import Protocol
 from urllib.parse import unquote, urlsplit
 
+import aiohappyeyeballs
+
 __all__ = [
+    "DNS_TTL_S",
     "KEEPALIVE_S",
     "MAX_BODY_BYTES",
     "MAX_HEAD_BYTES",
+    "AddressInfo",
     "AnswerTooLarge",
     "CannotConnect",
     "ConnectionBroke",
     "ConnectionPool",
+    "HostCache",
     "HttpFailure",
     "NotHttp",
     "PreparedRequest",
@@ -60,6 +67,10 @@ MAX_BODY_BYTES = 64 * 1024 * 1024  # a whole answer, after decompression
 STREAM_BUFFER_BYTES = 1024 * 1024  # a stream's unread bytes above which reading pauses
 DRAIN_S = 1.0  # how long the unread end of a stream may take before its connection is closed
 HAPPY_EYEBALLS_S = 0.25
+# A host's addresses are looked up again after this (aiohttp's default `ttl_dns_cache`): long
+# enough that a run's first burst of connections makes one lookup, short enough to follow a
+# hosted API moving its addresses.
+DNS_TTL_S = 10.0
 _DECOMPRESS_STEP = 256 * 1024  # inflate at most this much per call (a zip bomb stops early)
 _NO_BODY_STATUSES = frozenset({204, 304})
 
@@ -776,6 +787,53 @@ class _Proxy:
     host: str
     port: int
     authorization: str | None  # a Proxy-Authorization value, from the proxy URL's user info
+    tls: bool = False  # an https:// proxy URL: TLS to the proxy itself
+
+
+AddressInfo = aiohappyeyeballs.AddrInfoType  # one answer of `getaddrinfo`
+
+
+class HostCache:
+    """The addresses `getaddrinfo` gave for each (host, port), kept for `ttl_s` seconds.
+
+    Many connections opened at once to a host share one lookup: the first asks, the others
+    wait for its answer. A failed lookup is not kept (the next connection asks again), and
+    `forget` drops a host whose addresses all refused a connection."""
+
+    def __init__(self, ttl_s: float = DNS_TTL_S) -> None:
+        self.ttl_s = ttl_s
+        self._answers: dict[tuple[str, int], tuple[float, list[AddressInfo]]] = {}
+        self._pending: dict[tuple[str, int], asyncio.Task[list[AddressInfo]]] = {}
+
+    async def addresses(
+        self, loop: asyncio.AbstractEventLoop, host: str, port: int
+    ) -> list[AddressInfo]:
+        key = (host, port)
+        kept = self._answers.get(key)
+        if kept is not None and kept[0] > loop.time():
+            return kept[1]
+        lookup = self._pending.get(key)
+        if lookup is None:
+            lookup = self._pending[key] = loop.create_task(self._look_up(loop, host, port))
+        # shielded: a caller that times out does not cancel the lookup the others wait for
+        return await asyncio.shield(lookup)
+
+    def forget(self, host: str, port: int) -> None:
+        self._answers.pop((host, port), None)
+
+    async def _look_up(
+        self, loop: asyncio.AbstractEventLoop, host: str, port: int
+    ) -> list[AddressInfo]:
+        try:
+            answers: list[AddressInfo] = list(
+                await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+            )
+            if not answers:
+                raise OSError(f"the name {host!r} has no address")
+            self._answers[(host, port)] = (loop.time() + self.ttl_s, answers)
+            return answers
+        finally:
+            del self._pending[(host, port)]
 
 
 class ConnectionPool:
@@ -794,6 +852,7 @@ class ConnectionPool:
         ssl_context: Callable[[], ssl.SSLContext] | None = None,
         max_head: int = MAX_HEAD_BYTES,
         max_body: int = MAX_BODY_BYTES,
+        dns_ttl_s: float = DNS_TTL_S,
     ) -> None:
         parts = urlsplit(origin)
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -819,6 +878,7 @@ class ConnectionPool:
         self._closed = False
         self.loop: asyncio.AbstractEventLoop | None = None
         self.connections_made = 0
+        self.host_cache = HostCache(dns_ttl_s)  # the origin's (or the proxy's) addresses
 
     def prepare(self, method: str, path: str, headers: dict[str, str]) -> PreparedRequest:
         """Encode a request head once; raises ValueError for a header that would break it."""
@@ -1051,21 +1111,32 @@ class ConnectionPool:
         assert loop is not None
         proxy = self._proxy
         host, port = (proxy.host, proxy.port) if proxy else (self.host, self.port)
-        direct_tls = self.tls and proxy is None
+        # the first TLS handshake: with the origin, or with an https:// proxy
+        first_tls = proxy.tls if proxy is not None else self.tls
+        tls_peer = f"the proxy {host}:{port}" if proxy is not None else f"{host}:{port}"
         try:
             async with asyncio.timeout_at(deadline):
+                addresses = await self.host_cache.addresses(loop, host, port)
+                try:
+                    # a host with IPv6 and IPv4 addresses: the next address is tried after
+                    # 250 ms, not after a dead route's whole timeout (RFC 8305), as asyncio's
+                    # own `create_connection` does when it looks the host up itself
+                    sock = await aiohappyeyeballs.start_connection(
+                        addresses, happy_eyeballs_delay=HAPPY_EYEBALLS_S, loop=loop
+                    )
+                except OSError:
+                    self.host_cache.forget(host, port)  # perhaps moved: look it up again
+                    raise
                 transport, connection = await loop.create_connection(
                     _Connection,
-                    host,
-                    port,
-                    ssl=self._ssl() if direct_tls else None,
-                    server_hostname=self.host if direct_tls else None,
-                    # a host with IPv6 and IPv4 addresses: the next address is tried after
-                    # 250 ms, not after a dead route's whole timeout (RFC 8305)
-                    happy_eyeballs_delay=HAPPY_EYEBALLS_S,
+                    sock=sock,
+                    ssl=self._ssl() if first_tls else None,
+                    server_hostname=host if first_tls else None,
                 )
                 if self.tls and proxy is not None:
+                    tls_peer = f"{self.host}:{self.port}"
                     await self._tunnel(connection, proxy)
+                    # through an https:// proxy this is TLS inside TLS (asyncio can since 3.11)
                     tls_transport = await loop.start_tls(
                         transport, connection, self._ssl(), server_hostname=self.host
                     )
@@ -1073,9 +1144,13 @@ class ConnectionPool:
                         raise CannotConnect("the TLS connection through the proxy closed")
                     connection.transport = tls_transport
         except (ssl.SSLError, ssl.CertificateError) as exc:
-            raise TlsFailure(f"{self.host}:{self.port}: {exc}") from None
+            raise TlsFailure(f"{tls_peer}: {exc}") from None
         except ConnectionBroke as exc:
             raise CannotConnect(f"the proxy {host}:{port} closed the tunnel: {exc}") from None
+        except TimeoutError:  # an OSError too: asyncio's would read "(TimeoutError)"
+            raise CannotConnect(f"{host}:{port} (no connection within the timeout)") from None
+        except socket.gaierror as exc:
+            raise CannotConnect(f"{host}:{port} ({exc.strerror or exc})") from None
         except OSError as exc:
             # asyncio words a refusal "Connect call failed (address)": say what the OS says
             reason = os.strerror(exc.errno) if exc.errno else str(exc) or type(exc).__name__
@@ -1216,13 +1291,14 @@ def _default_ssl_context() -> ssl.SSLContext:
 
 def _parse_proxy(url: str) -> _Proxy:
     parts = urlsplit(url if "://" in url else f"http://{url}")
-    if parts.scheme != "http" or not parts.hostname:
+    if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValueError(
-            f"the proxy {url!r} is not an http:// proxy URL (HTTPS to the proxy itself is not "
-            "supported; the connection to the API is still TLS through the proxy's tunnel)"
+            f"the proxy {url!r} is not an http:// or https:// proxy URL with a host "
+            "(SOCKS proxies are not supported)"
         )
     authorization = None
     if parts.username is not None:
         credentials = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
         authorization = "Basic " + base64.b64encode(credentials.encode()).decode("ascii")
-    return _Proxy(parts.hostname, parts.port or 80, authorization)
+    tls = parts.scheme == "https"
+    return _Proxy(parts.hostname, parts.port or (443 if tls else 80), authorization, tls)

@@ -67,40 +67,51 @@ class Memories:
         )
 
     async def update(
-        self, agent: AgentSpec, memory: AgentMemory, step: str, task: str, answer: str
+        self,
+        agent: AgentSpec,
+        memory: AgentMemory,
+        step: str,
+        task: str,
+        answer: str,
+        *,
+        ignored: str | None = None,
     ) -> None:
+        """`ignored`: the memory a `session:` found when it started. The reference's
+        `session:` "ignores existing memory, starts fresh", so the update does not build on
+        it — only on what concurrent sessions of the agent wrote since."""
         # Concurrent sessions of one agent update its memory one after the other, each from
         # the memory the previous update left (no update is lost).
         lock = self.shared.memory_locks.setdefault(memory.folder, asyncio.Lock())
         async with lock:
-            await self._rewrite(agent, memory, step, task, answer)
-
-    async def _rewrite(
-        self, agent: AgentSpec, memory: AgentMemory, step: str, task: str, answer: str
-    ) -> None:
-        mstep = steps.memory_update(step)
-        served = self.shared.replay.memories.get(mstep)
-        if served is not None:
-            memory.write(str(served["memory"]), task, segment=int(served["segment"]), replayed=True)
-            return
-        config = self.shared.config
-        prompt = memory_update_message(agent.name, memory.read() or "", task, answer)
-        system = f"You are agent {agent.name}, keeping your own memory file."
-        request = ModelRequest(
-            model=agent.model or config.default_model,
-            messages=(Message("user", prompt),),
-            system=system,
-            max_tokens=config.max_tokens,
-        )
-        response = await self.calls.call(
-            mstep,
-            request,
-            alias=agent.model or config.default_model,
-            agent=agent.name,
-            where=None,
-            event="memory",
-        )
-        segment = memory.write(response.text, task)
-        self.shared.emit(
-            "memory_updated", mstep, agent=agent.name, memory=response.text, segment=segment
-        )
+            mstep = steps.memory_update(step)
+            served = self.shared.replay.memories.get(mstep)
+            if served is not None:
+                memory.write(
+                    str(served["memory"]), task, segment=int(served["segment"]), replayed=True
+                )
+                return
+            config = self.shared.config
+            before = memory.read() or ""
+            if before == ignored:
+                before = ""
+            prompt = memory_update_message(agent.name, before, task, answer)
+            system = f"You are agent {agent.name}, keeping your own memory file."
+            request = ModelRequest(
+                model=agent.model or config.default_model,
+                messages=(Message("user", prompt),),
+                system=system,
+                max_tokens=config.max_tokens,
+            )
+            response = await self.calls.call(
+                mstep,
+                request,
+                alias=agent.model or config.default_model,
+                agent=agent.name,
+                where=None,
+                event="memory",
+            )
+            segment = memory.write(response.text, task)
+            self.shared.emit(
+                "memory_updated", mstep, agent=agent.name, memory=response.text, segment=segment
+            )
+            self.shared.commit()  # the segment file exists: a resume must not write it again

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import os
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -531,6 +531,9 @@ ROWS: dict[str, Row] = {
     "session_failed": Row(("query", "notice"), Translator.session_failed),
     "session_cancelled": Row(("notice",), Translator.session_cancelled),
     "session_served": Row((), _skip),  # a resumed run's answer: audited when it came
+    "failure_served": Row((), _skip),  # a resumed run's handled failure: audited when it came
+    "failure_handled": Row((), _skip),  # for resume; error_caught / the branch notes say it
+    "failure_released": Row((), _skip),
     "decision": Row(("claim",), Translator.decision),
     "decision_served": Row((), _skip),
     "decision_failed": Row(("notice",), Translator.decision_failed),
@@ -627,13 +630,13 @@ class AuditTrail:
         trail._write(b"".join(unwritten))
         return trail
 
-    def add(self, event: str, step: str, t: float, fields: Fields) -> None:
-        """Take one event (called by `Shared.emit`, on the event loop: kept to an append)."""
-        if event in ROWS:
-            self._events.append((event, step, t, fields))
-            if not self._due:
-                self._due = True
-                shared_writer().put(AuditTrail._write_due, self, None)
+    def add_all(self, events: Sequence[tuple[str, str, float, Fields]]) -> None:
+        """Take events the journal has written (called on the event loop: kept to an append
+        and, per batch, one hand-off to the writer thread)."""
+        self._events.extend(item for item in events if item[0] in ROWS)
+        if self._events and not self._due:
+            self._due = True
+            shared_writer().put(AuditTrail._write_due, self, None)
 
     def _write_due(self, due: list[None]) -> None:
         self._due = False

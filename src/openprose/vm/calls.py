@@ -21,7 +21,6 @@ from openprose.providers.base import (
     TransientProviderError,
     single_attempt,
 )
-from openprose.providers.replay import request_delta
 from openprose.vm import budget
 from openprose.vm.errors import RunAborted, SessionFailed, location
 from openprose.vm.runstore import RunStore
@@ -59,6 +58,13 @@ class ModelCalls:
             shared.stats.count(response.model or alias, response)
             shared.emit("session_served", step, binding=label)
             return response
+        handled = shared.replay.failures.get(step)
+        if handled is not None:
+            # The earlier attempt's program handled this failure (`catch`, `on-fail`): the
+            # same failure again keeps a resumed run on the path it took.
+            shared.stats.served += 1
+            shared.emit("failure_served", step, binding=label, error=handled)
+            raise _failed(handled, self.path, where, step)
         try:
             provider, model_id = shared.router.route(alias)
         except ProviderConfigError as error:
@@ -90,12 +96,15 @@ class ModelCalls:
         attempt = 0
         while True:
             attempt += 1
-            started = time.perf_counter()
+            started = time.perf_counter_ns()
             shared.stats.in_flight += 1
             try:
                 if shared.tracer is None:
-                    with shared.watching(step):  # streams to the live view, when it watches
+                    if not shared.streams:
                         response = await send(request)
+                    else:
+                        with shared.watching(step):  # streams to the live view, if it watches
+                            response = await send(request)
                 else:
                     response = await _traced_call(
                         shared, send, step, request, alias, provider, event, attempt
@@ -115,8 +124,7 @@ class ModelCalls:
                 )
                 # A server asking for a longer wait than the limit ends the retries too.
                 if attempt > retries or isinstance(error, RetryAfterTooLongError):
-                    where_text = location(self.path, getattr(where, "span", None))
-                    raise SessionFailed(str(error), where=where_text) from None
+                    raise _failed(str(error), self.path, where, step) from None
                 self.store.state(f"{step}→ retry:{attempt}/{retries}")
                 delay = backoff_delay(backoff, attempt, shared.config.retry_base_delay)
                 if isinstance(error, TransientProviderError) and error.retry_after:
@@ -126,7 +134,7 @@ class ModelCalls:
                 continue
             finally:
                 shared.stats.in_flight -= 1
-            elapsed = time.perf_counter() - started
+            elapsed = (time.perf_counter_ns() - started) // 1000 / 1e6  # seconds, to the µs
             shared.stats.sent += 1
             shared.stats.count(response.model or model_id, response)
             shared.emit(
@@ -138,15 +146,23 @@ class ModelCalls:
                 model=alias,
                 binding=label,
                 attempt=attempt,
-                elapsed=round(elapsed, 6),
+                elapsed=elapsed,
                 kind=event,
             )
             return response
 
 
+def _failed(message: str, path: str, where: Any, step: str) -> SessionFailed:
+    failure = SessionFailed(message, where=location(path, getattr(where, "span", None)))
+    failure.failed_calls[step] = message
+    return failure
+
+
 def _journaled_request(request: ModelRequest, continues: tuple[str, int] | None) -> dict[str, Any]:
     if continues is None:
         return {"request": request.to_dict()}
+    from openprose.providers.replay import request_delta  # tool turns only
+
     return {"request_delta": request_delta(request, *continues)}
 
 

@@ -65,6 +65,8 @@ class Contexts:
     def _recent(self, ctx: Ctx, step: str) -> list[ContextItem]:
         """The thread's most recent outputs; older ones left out are noted in the prompt, the
         journal (`context_windowed`) and state.md."""
+        if not len(ctx.history):  # a fresh thread (a `pmap` item of an empty one...)
+            return []
         limit = self.config.history_items
         items = ctx.history.recent(limit)
         hidden = len(ctx.history) - len(items)

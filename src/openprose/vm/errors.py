@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from openprose.source import Span
 
 
@@ -21,6 +23,10 @@ class ProseError(Exception):
         self.message = message
         self.where = where
         self.code = code
+        # Model calls whose failure this error carries (step -> message): when a program
+        # handles the error, they are journaled as handled, and a resumed run is served the
+        # same failures instead of asking again and taking another path.
+        self.failed_calls: dict[str, str] = {}
 
     def __str__(self) -> str:
         code = f"{self.code} " if self.code else ""
@@ -54,6 +60,14 @@ class ProseRuntimeError(ProseError):
     """A fault of the program at run time: recursion too deep, unknown output, bad value."""
 
     kind = "runtime"
+
+
+def failed_calls(errors: Iterable[ProseError]) -> dict[str, str]:
+    """The failed model calls that `errors` carry, together."""
+    found: dict[str, str] = {}
+    for error in errors:
+        found.update(error.failed_calls)
+    return found
 
 
 class RunAborted(Exception):

@@ -15,8 +15,9 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Awaitable, Callable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from openprose import nodes as n
 from openprose.vm import loops, parallel, pipelines, programs, steps
@@ -34,8 +35,10 @@ from openprose.vm.runtime import AgentSpec, LoadedProgram, Shared
 from openprose.vm.scope import Scope
 from openprose.vm.sessions import Sessions
 from openprose.vm.tools.approvals import ApprovalPending
-from openprose.vm.tools.skills import Skill, resolve_skills, skill_uses
 from openprose.vm.values import ErrorValue, Value
+
+if TYPE_CHECKING:
+    from openprose.vm.tools.skills import Skill
 
 Handler = Callable[[Any, Any, Ctx, str], Awaitable[Value]]  # (interpreter, node, ctx, step)
 
@@ -87,7 +90,10 @@ class Interpreter:
     # --- entry -------------------------------------------------------------------------
 
     async def run(self) -> dict[str, Value]:
-        self._collect_definitions()
+        found = _definitions(self.program)
+        self.agents.update(found.agents)
+        self.blocks.update(found.blocks)
+        self.bound_somewhere.update(found.bound)
         if self.agents:
             self._load_skills()
             self.shared.emit(
@@ -108,10 +114,7 @@ class Interpreter:
         await self.body(self.program.body, ctx, self.prefix)
         # prose.md returns "the final result if no outputs declared": the last answer on
         # the program's main thread of execution.
-        declares_outputs = any(
-            isinstance(stmt, n.Output) for stmt in _walk_statements(self.program.body)
-        )
-        if not declares_outputs and ctx.history.entries:
+        if not found.declares_outputs and ctx.history.entries:
             self.final_result = ctx.history.entries[-1].text
         return self.outputs
 
@@ -128,20 +131,16 @@ class Interpreter:
             step_prefix=prefix,
         )
 
-    def _collect_definitions(self) -> None:
-        for stmt in _walk_statements(self.program.body):
-            if isinstance(stmt, n.AgentDef):
-                self.agents[stmt.name.id] = agent_spec(stmt)
-            elif isinstance(stmt, n.BlockDef):
-                self.blocks[stmt.name.id] = stmt
-            self.bound_somewhere.update(_names_bound_by(stmt))
-
     def _load_skills(self) -> None:
         """The skill folders agents name, through the program's `use` statements; one
         that cannot be loaded is journaled (`skill_missing`) and its agent goes without.
         A resumed run uses the skills' text as journaled when it started (pinned by hash),
         even if the folder changed since."""
         wanted = {skill for agent in self.agents.values() for skill in agent.skills}
+        if not wanted:
+            return
+        from openprose.vm.tools.skills import Skill, resolve_skills, skill_uses
+
         pinned = self.shared.replay.tools.skills
         for name in sorted(wanted & set(pinned)):
             self.skills[name] = Skill.from_event(pinned[name])
@@ -178,22 +177,37 @@ class Interpreter:
 
     # --- statements --------------------------------------------------------------------
 
-    async def body(self, body: tuple[n.Stmt, ...], ctx: Ctx, prefix: str) -> Value:
+    # `body` and `stmt` hand back the awaitable of what they run rather than awaiting it in
+    # a coroutine of their own: every coroutine between a session and its `pmap` worker is
+    # entered again each time the session's call suspends and resumes.
+
+    def body(self, body: tuple[n.Stmt, ...], ctx: Ctx, prefix: str) -> Awaitable[Value]:
+        if len(body) == 1:
+            return self.stmt(body[0], ctx, steps.statement(prefix, 1))
+        return self._statements(body, ctx, prefix)
+
+    async def _statements(self, body: tuple[n.Stmt, ...], ctx: Ctx, prefix: str) -> Value:
         value: Value = None
         for number, stmt in enumerate(body, start=1):
             value = await self.stmt(stmt, ctx, steps.statement(prefix, number))
         return value
 
-    async def stmt(self, stmt: Any, ctx: Ctx, step: str) -> Value:
+    def stmt(self, stmt: Any, ctx: Ctx, step: str) -> Awaitable[Value]:
         handler = _HANDLERS.get(type(stmt))
         if handler is None:
-            raise ProseRuntimeError(f"cannot run {type(stmt).__name__}", where=self._where(stmt))
+            return self._cannot_run(stmt)
         tracer = self.shared.tracer
         if tracer is None or handler is Interpreter._nothing:
-            return await handler(self, stmt, ctx, step)
+            return handler(self, stmt, ctx, step)
+        return self._traced(tracer, handler, stmt, ctx, step)
+
+    async def _traced(self, tracer: Any, handler: Handler, stmt: Any, ctx: Ctx, step: str) -> Value:
         kind = _KINDS.get(type(stmt)) or type(stmt).__name__.lower()
         with tracer.statement(kind, step, self.program.path, stmt.span.line):
             return await handler(self, stmt, ctx, step)
+
+    async def _cannot_run(self, stmt: Any) -> Value:
+        raise ProseRuntimeError(f"cannot run {type(stmt).__name__}", where=self._where(stmt))
 
     async def _nothing(self, stmt: Any, ctx: Ctx, step: str) -> Value:
         return None
@@ -237,7 +251,11 @@ class Interpreter:
         name = stmt.target.id
         owner = ctx.scope.owner(name)
         if owner is None:
-            raise ProseRuntimeError(f"undefined variable {name!r}", where=self._where(stmt))
+            if name not in self.bound_somewhere:
+                raise ProseRuntimeError(f"undefined variable {name!r}", where=self._where(stmt))
+            # Its `let` is in a body that did not run (an `if` branch not taken: W156). The
+            # namespace is flat, so this is that variable: the assignment binds it.
+            return await self._bind_unbound(stmt, ctx, step)
         if name in owner.consts:
             raise ProseRuntimeError(f"cannot reassign const {name!r}", where=self._where(stmt))
         value = await self.eval(stmt.value, ctx, step, name=name)
@@ -249,11 +267,25 @@ class Interpreter:
         self.bindings.write(name, kind, stmt, value, ctx)
         return value
 
+    async def _bind_unbound(self, stmt: n.Assign, ctx: Ctx, step: str) -> Value:
+        name = stmt.target.id
+        value = await self.eval(stmt.value, ctx, step, name=name)
+        ctx.scope.declare(name, value)
+        kind = "let"
+        if ctx.scope.owner(name) is self.root and any(
+            isinstance(s, n.Output) and s.name.id == name
+            for s in _walk_statements(self.program.body)
+        ):
+            self.outputs[name] = value
+            kind = "output"
+        self.bindings.write(name, kind, stmt, value, ctx)
+        return value
+
     async def _expression(self, expr: Any, ctx: Ctx, step: str) -> Value:
         return await self.eval(expr, ctx, step)
 
-    async def _session_statement(self, stmt: n.Session, ctx: Ctx, step: str) -> Value:
-        return await self.sessions.run(stmt, ctx, step, name=None)
+    def _session_statement(self, stmt: n.Session, ctx: Ctx, step: str) -> Awaitable[Value]:
+        return self.sessions.run(stmt, ctx, step, name=None)
 
     async def _do_block(self, stmt: n.DoBlock, ctx: Ctx, step: str) -> Value:
         return await self.body(stmt.body, ctx, step)
@@ -265,7 +297,7 @@ class Interpreter:
         limit = _max_depth(block) or self.config.max_depth
         if ctx.depth + 1 > limit:
             raise ProseRuntimeError(
-                f"RecursionLimitExceeded: block {block.name.id!r} exceeded max depth {limit}",
+                f"RecursionLimitExceeded: block {block.name.id!r} exceeded max_depth {limit}",
                 where=self._where(stmt),
             )
         args = [await self.eval(a, ctx, step) for a in stmt.args]
@@ -313,7 +345,17 @@ class Interpreter:
                     const=True,
                 )
             handler = Ctx(scope, ctx.history, ctx.depth, ctx.execution_id, ctx.in_pipeline, error)
-            return await self.body(stmt.catch.body, handler, steps.clause(step, "catch"))
+            # The failed calls are handled from here on (a resumed run is served the same
+            # failures); if the catch body fails, they are released again, so that resuming
+            # the failed run asks them again instead of failing the same way for ever.
+            if error.failed_calls:
+                self.shared.emit("failure_handled", step, failures=error.failed_calls)
+            try:
+                return await self.body(stmt.catch.body, handler, steps.clause(step, "catch"))
+            except ProseError:
+                if error.failed_calls:
+                    self.shared.emit("failure_released", step, failures=error.failed_calls)
+                raise
         finally:
             # Runs after success or a program error; not when the task is being cancelled,
             # nor when the run pauses for an approval (it runs once the try ends, on resume).
@@ -363,6 +405,42 @@ class Interpreter:
 
 
 # --- helpers -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Definitions:
+    """What a program's text defines, program-wide (hoisted): the same for every run of it."""
+
+    agents: dict[str, AgentSpec]
+    blocks: dict[str, n.BlockDef]
+    bound: frozenset[str]  # every flat name it binds somewhere
+    declares_outputs: bool
+
+
+_last_definitions: tuple[n.Program, _Definitions] | None = None
+
+
+def _definitions(program: n.Program) -> _Definitions:
+    """Worked out once for the program a batch runs thousands of times (its last caller's
+    program is kept; nothing here is changed by a run)."""
+    global _last_definitions
+    if _last_definitions is not None and _last_definitions[0] is program:
+        return _last_definitions[1]
+    agents: dict[str, AgentSpec] = {}
+    blocks: dict[str, n.BlockDef] = {}
+    bound: set[str] = set()
+    declares_outputs = False
+    for stmt in _walk_statements(program.body):
+        if isinstance(stmt, n.AgentDef):
+            agents[stmt.name.id] = agent_spec(stmt)
+        elif isinstance(stmt, n.BlockDef):
+            blocks[stmt.name.id] = stmt
+        elif isinstance(stmt, n.Output):
+            declares_outputs = True
+        bound.update(_names_bound_by(stmt))
+    found = _Definitions(agents, blocks, frozenset(bound), declares_outputs)
+    _last_definitions = (program, found)
+    return found
 
 
 def _slug(spec: str) -> str:

@@ -51,15 +51,39 @@ async def for_each(vm: Machine, stmt: n.ForEach, ctx: Ctx, step: str) -> Value:
             )
         return results
     join, on_fail, count = modifiers(stmt.modifiers, vm.expressions)
+    finished: dict[int, Scope] = {}  # the frames of the iterations that ended well
 
     async def one(index: int, item_ctx: Ctx) -> Value:
         item_ctx.scope = scope_for(index, items[index])
-        return await vm.body(stmt.body, item_ctx, steps.iteration(step, index))
+        value = await vm.body(stmt.body, item_ctx, steps.iteration(step, index))
+        finished[index] = item_ctx.scope
+        return value
 
     if join == "all":
-        return await fan_out(vm, len(items), one, ctx, on_fail)
-    needed = min(1 if join == "first" else count, len(items))
-    return await fan_out_race(vm, len(items), needed, join, one, ctx, on_fail, stmt, step)
+        value = await fan_out(vm, len(items), one, ctx, on_fail, step)
+    else:
+        needed = min(1 if join == "first" else count, len(items))
+        value = await fan_out_race(vm, len(items), needed, join, one, ctx, on_fail, stmt, step)
+    _publish(vm, stmt, ctx, [finished[i] for i in sorted(finished)])
+    return value
+
+
+def _publish(vm: Machine, stmt: n.ForEach, ctx: Ctx, frames: list[Scope]) -> None:
+    """The flat names the iterations of a `parallel for` bound stay visible after it, as
+    after a `for`: each holds what the last iteration (in input order) gave it."""
+    loop_names = {stmt.item.id} | ({stmt.index.id} if stmt.index is not None else set())
+    last: dict[str, tuple[Value, bool]] = {}
+    for frame in frames:
+        for name, value in frame.vars.items():
+            if name not in loop_names:
+                last[name] = (value, name in frame.consts)
+    for name, (value, const) in last.items():
+        ctx.scope.declare(name, value, const=const)
+        kind = "const" if const else "let"
+        if name in vm.outputs:  # an `output` in the body: the last item's, not the last done
+            vm.outputs[name] = value
+            kind = "output"
+        vm.bindings.write(name, kind, stmt, value, ctx)
 
 
 async def loop(vm: Machine, stmt: n.Loop, ctx: Ctx, step: str) -> Value:

@@ -4,7 +4,7 @@ so those modules never import the interpreter (which imports them)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from typing import Any, Protocol
 
 from openprose import nodes as n
@@ -27,14 +27,15 @@ class Machine(Protocol):
     config: VMConfig
     store: RunStore
     imports: dict[str, LoadedProgram]
+    outputs: dict[str, Value]
     expressions: Expressions
     bindings: Bindings
     sessions: Sessions
     judge: Judge
 
-    async def body(self, body: tuple[n.Stmt, ...], ctx: Ctx, prefix: str) -> Value: ...
+    def body(self, body: tuple[n.Stmt, ...], ctx: Ctx, prefix: str) -> Awaitable[Value]: ...
 
-    async def stmt(self, stmt: Any, ctx: Ctx, step: str) -> Value: ...
+    def stmt(self, stmt: Any, ctx: Ctx, step: str) -> Awaitable[Value]: ...
 
     async def eval(self, expr: Any, ctx: Ctx, step: str, name: str | None = None) -> Value: ...
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from openprose import nodes as n
 from openprose.vm import steps
-from openprose.vm.errors import ParallelFailed, ProseError, ProseRuntimeError
+from openprose.vm.errors import ParallelFailed, ProseError, ProseRuntimeError, failed_calls
 from openprose.vm.expressions import Expressions, literal
 from openprose.vm.frame import Ctx
 from openprose.vm.machine import Machine
@@ -57,7 +57,9 @@ def race_plan(shared: Shared, step: str, count: int, needed: int) -> tuple[Seque
 
 async def run_parallel(vm: Machine, stmt: n.Parallel, ctx: Ctx, step: str) -> Value:
     join, on_fail, count = modifiers(stmt.modifiers, vm.expressions)
-    needed = {"all": len(stmt.branches), "first": 1, "any": count}[join]
+    # A count above the branch count is only a warning (W143): it waits for every branch,
+    # as `parallel ("any", count: N) for` does when N exceeds the items.
+    needed = {"all": len(stmt.branches), "first": 1, "any": min(count, len(stmt.branches))}[join]
     names = [b.name.id if b.name else "" for b in stmt.branches]
     vm.store.state(f"{step}→ ∥start {','.join(x or str(i + 1) for i, x in enumerate(names))}")
     contexts = [ctx.forked() for _ in stmt.branches]
@@ -111,10 +113,14 @@ async def run_parallel(vm: Machine, stmt: n.Parallel, ctx: Ctx, step: str) -> Va
     ctx.history.join([contexts[i].history for i in sorted(results)])
     short = len(results) < needed and join != "all"
     if short and on_fail != "ignore":
-        raise ParallelFailed(
-            _shortfall(join, needed, len(results), failures, len(stmt.branches)),
-            where=vm.expressions.where(stmt),
+        raise _carrying(
+            ParallelFailed(
+                _shortfall(join, needed, len(results), failures, len(stmt.branches)),
+                where=vm.expressions.where(stmt),
+            ),
+            failures.values(),
         )
+    handled(vm.shared, step, failures.values())
     # Every named branch is bound: a failure as its error value (`continue`) or a note
     # (`ignore`), a race loser — cancelled, or never started again on resume — as "(cancelled)".
     unfinished: dict[int, Value] = {}
@@ -158,6 +164,20 @@ def _joined(
     return [shown[i] for i in ordered]
 
 
+def handled(shared: Shared, step: str, errors: Collection[ProseError]) -> None:
+    """Failures a block absorbed (`on-fail`, or a race that still got its successes): a
+    resumed run is served the same failures (see `ModelCalls.call`)."""
+    calls = failed_calls(errors)
+    if calls:
+        shared.emit("failure_handled", step, failures=calls)
+
+
+def _carrying(error: ParallelFailed, errors: Collection[ProseError]) -> ParallelFailed:
+    """A block's failure carries its branches' failed calls, for a `catch` around it."""
+    error.failed_calls = failed_calls(errors)
+    return error
+
+
 # How a shortfall names what raced: (after "parallel (join) ", counted, plural).
 _RACERS = {"branch": ("", "branch(es)", "branches"), "item": ("for ", "item(s)", "items")}
 
@@ -182,11 +202,14 @@ def _shortfall(
     return f"{text}: {len(failures)} failed ({shown}{more})"
 
 
-async def fan_out(vm: Machine, count: int, run_one: RunOne, ctx: Ctx, on_fail: str) -> list[Value]:
+async def fan_out(
+    vm: Machine, count: int, run_one: RunOne, ctx: Ctx, on_fail: str, step: str = ""
+) -> list[Value]:
     """`pmap` and `parallel for`: a bounded pool of workers, results in input order.
     Fail-fast cancels every other item on the first error."""
     results: list[Value] = [None] * count
     failed: list[bool] = [False] * count
+    errors: list[ProseError] = []
     histories: list[History | None] = [None] * count
     cursor = iter(range(count))
 
@@ -200,6 +223,7 @@ async def fan_out(vm: Machine, count: int, run_one: RunOne, ctx: Ctx, on_fail: s
                 if on_fail == "fail-fast":
                     raise
                 failed[index] = True
+                errors.append(error)
                 results[index] = ErrorValue(error.message, error.kind, error.where)
 
     workers = [
@@ -210,6 +234,7 @@ async def fan_out(vm: Machine, count: int, run_one: RunOne, ctx: Ctx, on_fail: s
     finally:
         await cancel_all(set(workers))
     ctx.history.join([h for h in histories if h is not None])
+    handled(vm.shared, step, errors)
     if on_fail == "ignore":
         return [r for r, bad in zip(results, failed, strict=True) if not bad]
     return results
@@ -270,10 +295,14 @@ async def fan_out_race(
         vm.shared.emit("race_decided", step, won=sorted(succeeded), failed=sorted(failures))
     ctx.history.join([histories[i] for i in sorted(histories)])
     if len(succeeded) < needed and on_fail != "ignore":
-        raise ParallelFailed(
-            _shortfall(join, needed, len(succeeded), failures, count, "item"),
-            where=vm.expressions.where(node),
+        raise _carrying(
+            ParallelFailed(
+                _shortfall(join, needed, len(succeeded), failures, count, "item"),
+                where=vm.expressions.where(node),
+            ),
+            failures.values(),
         )
+    handled(vm.shared, step, failures.values())
     if join == "first":
         if not succeeded:  # `ignore`, and no item succeeded
             return Absent.failed(f"no item succeeded ({len(failures)} failed)")

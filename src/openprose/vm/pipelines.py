@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
+
 from openprose import nodes as n
 from openprose.vm import steps
 from openprose.vm.errors import ProseRuntimeError
@@ -23,14 +25,14 @@ async def pipeline(vm: Machine, stmt: n.Pipeline, ctx: Ctx, step: str) -> Value:
             ]
         elif op.op == "pmap":
 
-            async def one(
+            def one(
                 index: int,
                 item_ctx: Ctx,
                 op: n.PipeOp = op,
                 stage: int = stage,
                 items: list[Value] = items,
-            ) -> Value:
-                return await _stage_item(vm, op, ctx, item_ctx, step, stage, index, items[index])
+            ) -> Awaitable[Value]:
+                return _stage_item(vm, op, ctx, item_ctx, step, stage, index, items[index])
 
             value = await fan_out(vm, len(items), one, ctx, "fail-fast")
         elif op.op == "filter":
@@ -50,7 +52,7 @@ async def pipeline(vm: Machine, stmt: n.Pipeline, ctx: Ctx, step: str) -> Value:
     return value
 
 
-async def _stage_item(
+def _stage_item(
     vm: Machine,
     op: n.PipeOp,
     ctx: Ctx,
@@ -59,11 +61,11 @@ async def _stage_item(
     stage: int,
     index: int,
     item: Value,
-) -> Value:
+) -> Awaitable[Value]:
     scope = Scope(ctx.scope)  # a frame: pipeline bodies keep their `let`s to themselves
     scope.define("item", item, const=True)
     run_ctx = Ctx(scope, item_ctx.history, ctx.depth, ctx.execution_id, True, ctx.caught)
-    return await vm.body(op.body, run_ctx, steps.stage_item(step, stage, index))
+    return vm.body(op.body, run_ctx, steps.stage_item(step, stage, index))
 
 
 async def _reduce(

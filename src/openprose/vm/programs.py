@@ -45,6 +45,7 @@ async def call_program(vm: Machine, stmt: n.ProgramCall, ctx: Ctx, step: str) ->
     finally:
         store.close()
     result = ProgramResult(loaded.spec, dict(outputs))
+    vm.shared.commit()  # its outputs.json must not say more than the journal holds
     store.write_outputs({k: to_json(v) for k, v in outputs.items()})
     ctx.history.add(name, render(result))
     return result

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Self, TextIO
@@ -38,6 +38,20 @@ class PlainProgress:
     def __init__(self, stream: TextIO = sys.stderr) -> None:
         self.stream = stream
         self.started = time.monotonic()
+        self._held: list[str] | None = None  # lines waiting for the journal, once held
+
+    def hold_until_written(self) -> Callable[[], None]:
+        """From now on, lines wait until the journal has written the events they show (the
+        VM calls the returned function after each journal write): nobody reads of a session
+        a kill -9 could still lose. One `write` to the stream per batch, too."""
+        self._held = []
+        return self._release
+
+    def _release(self) -> None:
+        if self._held:
+            text, self._held = "".join(self._held), []
+            self.stream.write(text)
+            self.stream.flush()
 
     def __call__(self, event: str, step: str, fields: dict[str, Any]) -> None:
         if event not in _SHOWN or event == "session_started":
@@ -61,7 +75,11 @@ class PlainProgress:
             line = f"{clock} ? {step} {fields.get('kind')} → {verdict} ({fields.get('reason')})"
         from openprose.terminal import printable
 
-        self.stream.write(printable(line, self.stream) + "\n")
+        line = printable(line, self.stream) + "\n"
+        if self._held is not None:
+            self._held.append(line)
+            return
+        self.stream.write(line)
         self.stream.flush()
 
 
@@ -105,6 +123,20 @@ class LiveView:
         self.live = Live(
             get_renderable=self._render, console=self.console, refresh_per_second=4, transient=False
         )
+        self._held: list[tuple[str, str, dict[str, Any]]] | None = None
+
+    def hold_until_written(self) -> Callable[[], None]:
+        """As `PlainProgress.hold_until_written`: a session shows as done (with its answer)
+        only once the journal holds it. Starts show at once (the view streams a running
+        session's answer, which no journal holds until it is whole)."""
+        self._held = []
+        return self._release
+
+    def _release(self) -> None:
+        if self._held:
+            held, self._held = self._held, []
+            for event, step, fields in held:
+                self._show(event, step, fields)
 
     def __enter__(self) -> Self:
         self.live.start()
@@ -131,6 +163,12 @@ class LiveView:
             )
             self.running.add(step)
             return
+        if self._held is not None:
+            self._held.append((event, step, fields))
+        else:
+            self._show(event, step, fields)
+
+    def _show(self, event: str, step: str, fields: dict[str, Any]) -> None:
         self.running.discard(step)
         if event in ("session_finished", "session_served"):
             row = self.rows.setdefault(step, _Row("-", str(fields.get("model", "")), ""))

@@ -119,6 +119,8 @@ def render_context(items: list[ContextItem]) -> str:
 
 
 def user_message(task: str, context: list[ContextItem], memory: str | None = None) -> str:
+    if not context and memory is None:
+        return task
     parts = [task]
     if memory is not None:
         parts.append(f"## Your memory\n{memory}")

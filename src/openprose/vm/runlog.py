@@ -200,11 +200,14 @@ class LoggedJournal(Journal):
     def start(self) -> None:
         return None  # the log commits for every run
 
-    def append(self, event: str, step: str = "", **fields: Any) -> float:
+    def record(self, event: str, step: str, fields: dict[str, Any]) -> float:
         t, line = encode_event(event, step, fields)
         self._log.add(self._run_id, "j", "", line)
         self.events += 1
         return t
+
+    def flush(self) -> None:
+        self._log.flush()  # before a tool acts (`Shared.commit`): every run's records so far
 
     async def close(self) -> None:
         return None
@@ -215,6 +218,7 @@ class LoggedRunStore(RunStore):
     of its own: the batch's lock makes its process the one writer of all its runs."""
 
     keeps_audit_trail = False  # made from the journal when the folder is materialized
+    writes_files = False  # its files are records after the journal's, in the same log
 
     def __init__(self, log: RunLog, run_id: str, prefix: str = "") -> None:
         self.run_id = run_id

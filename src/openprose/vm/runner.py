@@ -23,7 +23,6 @@ from openprose.vm.budget import FLAGS, BudgetExhausted
 from openprose.vm.errors import ProseError, RunAborted
 from openprose.vm.interpreter import Interpreter
 from openprose.vm.journal import Journal, read_journal
-from openprose.vm.runlog import RunLog
 from openprose.vm.runstore import DamagedRun, RunStore, process_started, utc_now
 from openprose.vm.runtime import (
     LoadedProgram,
@@ -40,6 +39,7 @@ from openprose.vm.values import Value, to_json
 
 if TYPE_CHECKING:
     from openprose.providers.settings import ProviderSettings
+    from openprose.vm.runlog import RunLog
     from openprose.vm.tracing import Tracer
 
 __all__ = ["RunResult", "VMConfig", "resume_run", "run_program"]
@@ -261,6 +261,9 @@ async def _execute(
         tracer=tracer,
         tools=tools,
     )
+    if store.writes_files:
+        store.hold_state()
+        journal.when_written(store.write_held_state)
     shared.emit(
         "run_started", "", run_id=store.run_id, resumed=bool(replay.sessions or replay.decisions)
     )
@@ -304,6 +307,9 @@ async def _execute(
         else:
             store.state(f"---error {stamp} {error}")
 
+    if store.writes_files:  # outputs.json and state.md's end say what the journal must hold
+        shared.commit()
+        store.hold_state(False)
     await store.offload(write_end)
     usage = shared.stats.usage()
     shared.emit("run_finished", "", status=status, error=error, usage=usage)

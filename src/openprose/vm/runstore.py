@@ -125,6 +125,10 @@ class RunStore:
     in the batch's run log instead; the folder is made from them when first asked for."""
 
     keeps_audit_trail = True  # writes audit.ndjson as the run goes (else made from the journal)
+    # Its files are files (not records after the journal's in one log): what they say must
+    # wait for the journal to hold it.
+    writes_files = True
+    _held_state: list[str] | None = None  # state.md lines waiting for the journal's write
 
     def __init__(self, root: Path, run_id: str) -> None:
         self.root = root
@@ -231,9 +235,28 @@ class RunStore:
 
     def state(self, line: str) -> None:
         """Append one marker line to state.md (never rewritten)."""
+        if self._held_state is not None:
+            self._held_state.append(line + "\n")
+            return
         self.open_state()
         self._state.write(line + "\n")
         self._state.flush()
+
+    def hold_state(self, holding: bool = True) -> None:
+        """While held, state.md lines wait for `write_held_state`, which the VM calls after
+        each journal write: state.md never says more than the journal holds (a line for a
+        session a kill -9 then lost), and a turn's lines go out in one `write`.
+        `hold_state(False)` writes what waits and stops holding."""
+        self.write_held_state()
+        self._held_state = [] if holding else None
+
+    def write_held_state(self) -> None:
+        held = self._held_state
+        if held:
+            self._held_state = []
+            self.open_state()
+            self._state.write("".join(held))
+            self._state.flush()
 
     def write_binding(
         self,
@@ -279,6 +302,7 @@ class RunStore:
         """Flush this run's bindings and close state.md (blocking: from async code, await
         `aflush` first)."""
         self._writer.flush()
+        self.write_held_state()
         if self._state is not None:
             self._state.close()
             self._state = None

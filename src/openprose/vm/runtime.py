@@ -179,6 +179,7 @@ class Replay:
     decisions: dict[str, dict[str, Any]] = field(default_factory=dict)
     memories: dict[str, dict[str, Any]] = field(default_factory=dict)
     races: dict[str, Race] = field(default_factory=dict)
+    failures: dict[str, str] = field(default_factory=dict)  # handled failed calls: message
     tools: ToolTurns = field(default_factory=ToolTurns)  # tool results, approvals
 
     @classmethod
@@ -202,6 +203,12 @@ class Replay:
                     if not isinstance(won, list) or not isinstance(failed, list):
                         raise TypeError("`won` and `failed` must be lists")
                     replay.races[step] = Race(tuple(won), tuple(failed))
+                elif kind == "failure_handled":
+                    for failed_step, message in dict(event["failures"]).items():
+                        replay.failures[str(failed_step)] = str(message)
+                elif kind == "failure_released":
+                    for failed_step in dict(event["failures"]):
+                        replay.failures.pop(str(failed_step), None)
                 else:
                     replay.tools.add(event)
             except (KeyError, TypeError, ValueError, OverflowError, AttributeError) as error:
@@ -210,6 +217,9 @@ class Replay:
                     f"event {number} ({kind}, step {step!r}) is damaged: {what}"
                 ) from None
         return replay
+
+
+_UNSEEN = object()
 
 
 @dataclass(slots=True)
@@ -223,15 +233,21 @@ class RunStats:
     prices: Prices = field(default_factory=Prices.default)
     cost: float = 0.0  # USD, of the calls whose model has a price
     unpriced: dict[str, int] = field(default_factory=dict)  # model -> tokens with no price
+    _prices_seen: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
 
     def count(self, model: str, response: ModelResponse) -> None:
-        spent_in, spent_out = response.usage.input_tokens, response.usage.output_tokens
+        usage = response.usage
+        spent_in, spent_out = usage.input_tokens, usage.output_tokens
         self.input_tokens += spent_in
         self.output_tokens += spent_out
-        totals = self.by_model.setdefault(model, [0, 0])
+        totals = self.by_model.get(model)
+        if totals is None:
+            totals = self.by_model[model] = [0, 0]
         totals[0] += spent_in
         totals[1] += spent_out
-        price = self.prices.price_of(model)
+        price = self._prices_seen.get(model, _UNSEEN)
+        if price is _UNSEEN:  # looked up once per model (an unknown one costs a regex)
+            price = self._prices_seen[model] = self.prices.price_of(model)
         if price is not None:
             self.cost += price.cost(spent_in, spent_out)  # per request: prices may be tiered
         elif spent_in or spent_out:
@@ -271,18 +287,42 @@ class Shared:
     tools: ToolRuntime = field(default_factory=ToolRuntime)
     # The observer's streaming hook, looked up once (not per call: observers may be fan-outs).
     _answer_text: Any = field(default=None, init=False, repr=False)
+    streams: bool = field(default=False, init=False)  # an observer shows answers as they stream
+    # Events for the audit trail, held until the journal has written them.
+    _unwritten: list[tuple[str, str, float, dict[str, Any]]] = field(
+        default_factory=list, init=False, repr=False
+    )
 
     def __post_init__(self) -> None:
         self._answer_text = getattr(self.observer, "answer_text", None)
+        self.streams = self._answer_text is not None
+        if self.audit is not None:
+            # The trail never gets ahead of the journal: a resume derives the missing part
+            # of the trail from the journal, so the journal must hold all it has.
+            self.journal.when_written(self._to_audit)
+        hold = getattr(self.observer, "hold_until_written", None)
+        if hold is not None:  # lines on the terminal show only what the journal has
+            self.journal.when_written(hold())
 
     def emit(self, event: str, step: str, **fields: Any) -> None:
-        t = self.journal.append(event, step, **fields)
+        t = self.journal.record(event, step, fields)
         if self.audit is not None:
-            self.audit.add(event, step, t, fields)
+            self._unwritten.append((event, step, t, fields))
         if self.tracer is not None:
             self.tracer.on_event(event, step, fields)
         if self.observer is not None:
             self.observer(event, step, fields)
+
+    def commit(self) -> None:
+        """Write every event emitted so far to the journal now: called before something
+        outside the process acts on it (a tool runs, an approval is asked, outputs are
+        written); otherwise the journal writes once per event-loop turn."""
+        self.journal.flush()
+
+    def _to_audit(self) -> None:
+        if self.audit is not None and self._unwritten:
+            held, self._unwritten = self._unwritten, []
+            self.audit.add_all(held)
 
     def watching(self, step: str) -> AbstractContextManager[None]:
         """Around a model call: an observer with `answer_text(step, text)` (the live view)

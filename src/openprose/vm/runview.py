@@ -71,7 +71,11 @@ class RunDigest:
                     {k: event.get(k) for k in ("step", "kind", "question", "verdict", "reason")},
                 )
             elif kind in ("error_caught", "decision_failed"):
-                self._append(self.errors, {k: v for k, v in event.items() if k != "t"})
+                shown = {k: v for k, v in event.items() if k != "t"}
+                # A step is one execution of a statement: the same catch again is a resumed
+                # run going the way it went (its failure served from the journal).
+                if not any(_same(shown, earlier) for earlier in self.errors):
+                    self._append(self.errors, shown)
             elif kind == "run_started":
                 self.outcome = None  # a resumed run is going again
             elif kind == "run_finished":
@@ -266,6 +270,11 @@ def _messages(request: dict[str, Any]) -> list[dict[str, str]]:
                 parts.append(f"{extra}: {orjson.dumps(message[extra]).decode()}")
         shown.append({"role": str(message.get("role")), "text": "\n".join(p for p in parts if p)})
     return shown
+
+
+def _same(record: dict[str, Any], kept: dict[str, Any]) -> bool:
+    """Whether `kept` (a list record, with its `n` and `v`) is `record` again."""
+    return all(kept.get(k) == v for k, v in record.items()) and len(kept) == len(record) + 2
 
 
 def _prompt(request: dict[str, Any]) -> str:

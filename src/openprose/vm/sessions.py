@@ -6,7 +6,8 @@ answer bound, recorded in the thread's history and, for persistent agents, remem
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from openprose import nodes as n
@@ -28,6 +29,15 @@ if TYPE_CHECKING:
     from openprose.vm.tools.skills import Skill
 
 _BACKOFFS = ("none", "linear", "exponential")
+
+
+@dataclass(slots=True)
+class _Plan:
+    node: n.Session  # kept: its id is the key, so it must stay alive
+    props: dict[str, Any]
+    agent: AgentSpec | None
+    model: str
+    retry: tuple[int, str] | None = None  # checked where it is used, then kept
 
 
 class Sessions:
@@ -54,19 +64,33 @@ class Sessions:
         self.bindings = bindings
         self.agents = agents  # the program's agents, filled in before it runs
         self.skills = skills if skills is not None else {}  # imported skills, by name
+        self._plans: dict[int, _Plan] = {}  # by id of the session node
+
+    def _plan(self, node: n.Session) -> _Plan:
+        """What a session statement decides by its text alone, worked out on its first run
+        (a `pmap` runs one statement thousands of times)."""
+        props = {p.name.id: p.value for p in node.properties}
+        agent = self._agent_of(node)
+        plan = _Plan(node, props, agent, self._model_of(props, agent))
+        self._plans[id(node)] = plan
+        return plan
 
     async def run(self, node: n.Session, ctx: Ctx, step: str, name: str | None) -> Value:
         """Run one session; `name` is the binding it is the value of (`let x = session`),
         when the caller binds it."""
         where = self.expressions.where
-        props = {p.name.id: p.value for p in node.properties}
-        agent = self._agent_of(node)
-        model = self._model_of(props, agent)
+        plan = self._plans.get(id(node))
+        if plan is None or plan.node is not node:
+            plan = self._plan(node)
+        props, agent, model = plan.props, plan.agent, plan.model
         task, system = self._task_and_system(node, props, agent, ctx, step)
         memory: AgentMemory | None = None
         memory_text: str | None = None
+        ignored: str | None = None  # the memory a `session:` starts fresh from
         if agent is not None and agent.persist is not None:
             memory = self.memories.open(agent)
+            if node.kind != "resume":
+                ignored = memory.read() or ""
         if node.kind == "resume":
             if agent is None or memory is None:
                 raise ProseRuntimeError(
@@ -97,8 +121,10 @@ class Sessions:
             system=system,
             max_tokens=self.config.max_tokens,
         )
-        retries, backoff = self._retry_policy(props, node)
-        answer = await self._ask(
+        if plan.retry is None:
+            plan.retry = self._retry_policy(props, node)
+        retries, backoff = plan.retry
+        response = await self._ask(
             step,
             request,
             alias=model,
@@ -108,12 +134,13 @@ class Sessions:
             backoff=backoff,
             label=label,
         )
+        answer = response.text
         if memory is not None and agent is not None:
-            await self.memories.update(agent, memory, step, task, answer)
+            await self.memories.update(agent, memory, step, task, answer, ignored=ignored)
         self._record(node, ctx, step, name, label, answer)
         return answer
 
-    async def _ask(
+    def _ask(
         self,
         step: str,
         request: ModelRequest,
@@ -124,16 +151,17 @@ class Sessions:
         retries: int,
         backoff: str,
         label: str | None,
-    ) -> str:
-        """The session's model call: the request goes out, the answer's text comes back.
+    ) -> Awaitable[ModelResponse]:
+        """The session's model call: the request goes out, the (final) answer comes back.
         An agent that declares `permissions:` or `skills:` gets tools: its session runs the
-        tool loop instead (model turns as sub-steps of `step`)."""
+        tool loop instead (model turns as sub-steps of `step`). Not a coroutine of its own:
+        it hands back the call's, one layer less to resume while the call is out."""
         if agent is not None and (agent.permissions or agent.skills):
-            return await self._ask_with_tools(
+            return self._ask_with_tools(
                 step, request, alias=alias, agent=agent, node=node, retries=retries,
                 backoff=backoff, label=label,
             )  # fmt: skip
-        response = await self.calls.call(
+        return self.calls.call(
             step,
             request,
             alias=alias,
@@ -143,7 +171,6 @@ class Sessions:
             backoff=backoff,
             label=label,
         )
-        return response.text
 
     async def _ask_with_tools(
         self,
@@ -156,7 +183,7 @@ class Sessions:
         retries: int,
         backoff: str,
         label: str | None,
-    ) -> str:
+    ) -> ModelResponse:
         # Imported here: a program whose agents have no tools never loads the tool machinery.
         from openprose.vm.toolloop import (
             ToolLoopExhausted,
@@ -185,7 +212,7 @@ class Sessions:
                 step, request, alias=alias, agent=agent.name, where=node,
                 retries=retries, backoff=backoff, label=label,
             )  # fmt: skip
-            return response.text
+            return response
         request = ModelRequest(
             request.model,
             request.messages,
@@ -208,6 +235,12 @@ class Sessions:
                 continues=None if added is None else (turn_step(step, turn - 1), added),
             )
 
+        def emit_now(event: str, at: str, **fields: Any) -> None:
+            # Tool calls, permissions, approvals and results are written at once: a tool acts
+            # outside the process, and a resume must know what it already did.
+            shared.emit(event, at, **fields)
+            shared.commit()
+
         try:
             response, turns = await run_tool_loop(
                 request,
@@ -216,14 +249,14 @@ class Sessions:
                 journaled=shared.replay.tools,
                 max_turns=self.config.max_turns,
                 send=send,
-                emit=shared.emit,
+                emit=emit_now,
             )
         except ToolLoopExhausted as exhausted:
             shared.emit("session_failed", step, error=str(exhausted))
             raise SessionFailed(str(exhausted), where=self.expressions.where(node)) from None
         if turns > 1:
             self.store.state(f"{step}→ tools: {turns - 1} turn(s) of tool calls")
-        return response.text
+        return response
 
     def _record(
         self,
@@ -256,9 +289,10 @@ class Sessions:
         """The session's prompt is the task and its agent's prompt the system prompt; an
         agent's session without a prompt of its own takes the agent's prompt as its task."""
         placeholder = self.contexts.placeholder(step)
+        interpolated = self.expressions.interpolate
 
         def interpolate(text: n.StringLit, ctx: Ctx) -> str:
-            return self.expressions.interpolate(text, ctx, placeholder)
+            return interpolated(text, ctx, placeholder)
 
         session_prompt = node.prompt if node.prompt is not None else props.get("prompt")
         if node.prompt is not None and isinstance(props.get("prompt"), n.StringLit):

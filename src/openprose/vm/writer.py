@@ -67,12 +67,16 @@ class BackgroundWriter:
 
     def put(self, sink: Sink, key: Any, item: Any) -> None:
         """Queue `item` for `sink(key, [...])` (called on the event loop: kept to an append)."""
+        self.put_all(sink, key, [item])
+
+    def put_all(self, sink: Sink, key: Any, items: list[Any]) -> None:
+        """`put` of each of `items`, in order, with one hand-off (the list is taken over)."""
         with self._lock:
-            items = self._pending.get((sink, key))
-            if items is None:
-                self._pending[(sink, key)] = [item]
+            pending = self._pending.get((sink, key))
+            if pending is None:
+                self._pending[(sink, key)] = items
             else:
-                items.append(item)
+                pending.extend(items)
             if self._signalled:
                 return  # the thread is already due to take this batch
             self._signalled = True

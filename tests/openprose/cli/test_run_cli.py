@@ -544,3 +544,63 @@ def test_a_run_collects_garbage_less_often_and_restores_the_collector() -> None:
         assert gc.get_freeze_count() > 0  # start-up's objects are out of the collector's way
     assert gc.get_threshold() == before
     assert gc.get_freeze_count() == 0
+
+
+class _Terminal:
+    """A stdin or stderr that says it is a terminal."""
+
+    def __init__(self, text: str = "") -> None:
+        import io
+
+        self.buffer_text = io.StringIO(text)
+        self.written: list[str] = []
+
+    def isatty(self) -> bool:
+        return True
+
+    def readline(self) -> str:
+        return self.buffer_text.readline()
+
+    def write(self, text: str) -> int:
+        self.written.append(text)
+        return len(text)
+
+    def flush(self) -> None:
+        return None
+
+    @property
+    def encoding(self) -> str:
+        return "utf-8"
+
+
+def test_a_missing_input_is_asked_for_at_a_terminal(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # prose.md, Input Binding Semantics: "No value available: pause execution, prompt user
+    # for input"; top-level inputs "if missing, prompt before execution begins".
+    import sys
+
+    (project / "p.prose").write_text(
+        'input topic: "The subject"\ninput tone: "The style"\noutput o = session "On {topic} {tone}"\n'
+    )
+    stdin, stderr = _Terminal("quantum\n"), _Terminal()
+    monkeypatch.setattr(sys, "stdin", stdin)
+    monkeypatch.setattr(sys, "stderr", stderr)
+    assert prose("run", "p.prose", "--input", "tone=dry", "--provider", "scripted:rules.yaml") == 0
+    assert "input topic (The subject): " in stderr.written  # tone was given: not asked
+    assert not any("input tone" in w for w in stderr.written)
+    (run,) = (project / ".prose" / "runs").iterdir()
+    assert json.loads((run / "run.json").read_text())["inputs"] == {
+        "topic": "quantum",
+        "tone": "dry",
+    }
+    # An empty answer leaves it missing: E026 as without a terminal.
+    monkeypatch.setattr(sys, "stdin", _Terminal("\n"))
+    assert prose("run", "p.prose", "--input", "tone=dry", "--provider", "scripted:rules.yaml") == 2
+    assert "E026 missing required input 'topic'" in capsys.readouterr().out
+    # A discretion prompt (prose.md, Input Prompt Formats) is asked and reported by its text.
+    (project / "d.prose").write_text('input go: **Proceed with deployment?**\nsession "x {go}"\n')
+    monkeypatch.setattr(sys, "stdin", _Terminal("\n"))
+    assert prose("run", "d.prose", "--provider", "scripted:rules.yaml") == 2
+    assert "E026 missing required input 'go' (Proceed with deployment?)" in capsys.readouterr().out
+    assert any("input go (Proceed with deployment?): " in w for w in stderr.written)

@@ -119,6 +119,9 @@ TOOL_MACHINERY = (
     "openprose.vm.tools.toolbox",
     "openprose.vm.tools.sandbox",
     "openprose.vm.tools.web",
+    "openprose.vm.tools.permissions",
+    "openprose.vm.tools.skills",
+    "openprose.vm.runlog",  # a batch's run log: never for `prose run`
 )
 
 

@@ -33,6 +33,58 @@ def test_plain_progress_lines() -> None:
     assert "⊘ 4|2 cancelled" in lines[3]
 
 
+def test_plain_progress_in_a_run_shows_a_session_only_once_the_journal_has_it(
+    tmp_path: Any,
+) -> None:
+    """Lines wait for the journal's write (one per event-loop turn): what a person read on
+    the terminal is never lost by a kill -9."""
+    import asyncio
+
+    from openprose.parser import parse_text
+    from openprose.providers import ScriptedProvider
+    from openprose.vm.journal import read_journal
+    from openprose.vm.runner import run_program
+
+    writes: list[tuple[list[str], set[str]]] = []  # (steps shown, steps journaled by then)
+
+    class Watched(io.StringIO):
+        def write(self, text: str) -> int:
+            journal = next((tmp_path / ".prose" / "runs").glob("*/journal.jsonl"))
+            shown = [line.split("✓ ")[1].split()[0] for line in text.splitlines()]
+            journaled = {e["step"] for e in read_journal(journal) if e["ev"] == "session_finished"}
+            writes.append((shown, journaled))
+            return len(text)
+
+    source = 'let xs = [1, 2, 3]\nlet ys = xs | pmap:\n  session "Item {item}"\n'
+    program = parse_text(source, str(tmp_path / "main.prose")).program
+    result = asyncio.run(
+        run_program(
+            program, source, provider=ScriptedProvider([], default="ok"), project_dir=tmp_path,
+            observer=PlainProgress(Watched()),
+        )
+    )  # fmt: skip
+    assert result.status == "succeeded"
+    assert sorted(step for shown, _ in writes for step in shown) == [
+        f"2:1[{i}].1" for i in range(3)
+    ]
+    assert len(writes) < 3  # a turn's lines go out together
+    for shown, journaled in writes:
+        assert set(shown) <= journaled
+
+
+def test_live_view_shows_a_session_done_only_once_the_journal_has_it() -> None:
+    view = LiveView()
+    release = view.hold_until_written()
+    view("session_started", "1", {"agent": "writer", "model": "opus"})
+    assert view.rows["1"].state == "running" and "1" in view.running  # starts show at once
+    view("session_finished", "1", {**finished((7, 3)), "response": {
+        "text": "the answer", "usage": {"input_tokens": 7, "output_tokens": 3}}})  # fmt: skip
+    assert view.rows["1"].state == "running" and view.done == 0  # not journaled yet
+    release()  # the journal wrote it
+    assert view.rows["1"].state == "done" and view.done == 1 and view.tokens == 10
+    assert view.rows["1"].tail == "the answer" and "1" not in view.running
+
+
 def test_live_view_table_renders_sessions() -> None:
     from rich.console import Console
 

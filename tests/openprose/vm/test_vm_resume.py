@@ -162,6 +162,22 @@ def test_sigkill_mid_run_then_resume_resends_nothing_finished(
     assert journal is not None, process.communicate()
     os.kill(process.pid, signal.SIGKILL)
     process.wait()
+    shown = process.stderr.read() if process.stderr else ""
+    # The journal is written once per event-loop turn; what a person could read before the
+    # kill (progress lines on stderr, state.md) never says more than it holds.
+    journaled = {
+        json.loads(line)["step"]
+        for line in journal.read_text().splitlines()
+        if '"session_finished"' in line
+    }
+    progress = [line.split("✓ ")[1].split()[0] for line in shown.splitlines() if "✓ " in line]
+    assert progress and set(progress) <= journaled, (progress, journaled)
+    marked = [
+        line.split("→")[0]
+        for line in (journal.parent / "state.md").read_text().splitlines()
+        if line.endswith("✓")
+    ]
+    assert set(marked) <= journaled, (marked, journaled)
     # Binding files are written by a background thread: after SIGKILL each one is absent or
     # whole (temp file + rename), never torn.
     for binding in (journal.parent / "bindings").glob("*.md"):

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import threading
 import time
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from openprose.files import write_atomically
 from openprose.vm.journal import Journal, read_journal
@@ -234,31 +237,68 @@ def test_run_json_is_written_from_memory(vm: Any) -> None:
     assert (result.run_dir / "run.json").read_text().startswith('{\n  "run_id": ')
 
 
-def test_journal_holds_a_start_until_the_next_event_and_keeps_file_order(tmp_path: Path) -> None:
+def test_journal_writes_once_per_loop_turn_and_at_once_when_flushed(tmp_path: Path) -> None:
     path = tmp_path / "journal.jsonl"
+    seen_when_written: list[list[str]] = []
 
-    async def scenario() -> tuple[list[str], list[str], list[str]]:
+    async def scenario() -> tuple[list[str], list[str], list[str], Journal]:
         journal = Journal(path, durable=False)
+        journal.when_written(lambda: seen_when_written.append(steps_on_disk()))
         journal.start()
-        journal.append("session_started", "1")
-        journal.append("session_started", "2")
-        held = [e["ev"] for e in read_journal(path)]  # nothing resumes from a start
-        journal.append("session_finished", "1")  # written at once, the starts before it
-        together = [f"{e['ev']}:{e['step']}" for e in read_journal(path)]
-        journal.append("session_started", "3")
-        await asyncio.sleep(journal.COMMIT_INTERVAL * 5)  # a lone start waits one interval
-        alone = [e["step"] for e in read_journal(path)]
-        journal.append("session_started", "4")
-        await journal.close()
-        return held, together, alone
+        for step in ("1", "2", "3"):
+            journal.append("session_finished", step)
+        same_turn = steps_on_disk()  # nothing is written while the turn goes on
+        await asyncio.sleep(0)
+        next_turn = steps_on_disk()  # all of them, in one write
+        journal.append("tool_call", "4")
+        journal.flush()  # a barrier: written at once
+        flushed = steps_on_disk()
+        journal.append("session_started", "5")
+        await journal.close()  # writes what is pending
+        return same_turn, next_turn, flushed, journal
 
-    held, together, alone = asyncio.run(scenario())
-    assert held == []
-    assert together == ["session_started:1", "session_started:2", "session_finished:1"]
-    assert alone == ["1", "2", "1", "3"]
-    assert [e["step"] for e in read_journal(path)][-1] == "4"  # close writes what is held
+    def steps_on_disk() -> list[str]:
+        return [e["step"] for e in read_journal(path)]
+
+    same_turn, next_turn, flushed, journal = asyncio.run(scenario())
+    assert same_turn == []
+    assert next_turn == ["1", "2", "3"]
+    assert flushed == ["1", "2", "3", "4"]
+    assert steps_on_disk() == ["1", "2", "3", "4", "5"]
+    assert journal.writes == 3 and journal.events == 5
+    # Hooks run after the write, so what follows the journal never gets ahead of it.
+    assert seen_when_written == [["1", "2", "3"], ["1", "2", "3", "4"], ["1", "2", "3", "4", "5"]]
     times = [e["t"] for e in read_journal(path)]
     assert times == sorted(times)  # each event keeps the time it happened
+
+
+def test_a_failed_turn_write_is_raised_by_the_next_event_and_retried_at_close(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "journal.jsonl"
+    real_write = os.write
+    full = [True]
+
+    def write(fd: int, data: Any) -> int:
+        if full[0]:
+            raise OSError(28, "No space left on device")
+        return real_write(fd, data)
+
+    async def scenario() -> OSError:
+        journal = Journal(path, durable=False)
+        journal.start()
+        journal.append("session_finished", "1")
+        monkeypatch.setattr(os, "write", write)
+        await asyncio.sleep(0)  # the turn's write fails
+        with pytest.raises(OSError) as raised:
+            journal.append("session_finished", "2")
+        full[0] = False
+        await journal.close()
+        return raised.value
+
+    error = asyncio.run(scenario())
+    assert error.errno == 28
+    assert [e["step"] for e in read_journal(path)] == ["1"]  # kept, written once there was room
 
 
 def test_journal_writes_every_event_at_once_without_an_event_loop(tmp_path: Path) -> None:
@@ -266,3 +306,39 @@ def test_journal_writes_every_event_at_once_without_an_event_loop(tmp_path: Path
     journal.append("session_started", "1")
     assert [e["ev"] for e in read_journal(tmp_path / "journal.jsonl")] == ["session_started"]
     asyncio.run(journal.close())
+
+
+def test_state_md_never_says_more_than_the_journal_holds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """state.md lines wait for the journal's write (once per event-loop turn): a session
+    marked ✓ there is in the journal, whatever moment a kill -9 picks."""
+    from openprose.parser import parse_text
+    from openprose.providers import ScriptedProvider
+    from openprose.vm.runner import run_program
+
+    checked: list[tuple[list[str], set[str]]] = []
+    real = RunStore.write_held_state
+
+    def write_held_state(store: RunStore) -> None:
+        held = list(store._held_state or [])
+        journaled = {
+            e["step"]
+            for e in read_journal(store.root / "journal.jsonl")
+            if e["ev"] == "session_finished"
+        }
+        marked = [line.split("→")[0] for line in held if line.rstrip().endswith("✓")]
+        checked.append((marked, journaled))
+        real(store)
+
+    monkeypatch.setattr(RunStore, "write_held_state", write_held_state)
+    source = 'let a = session "One"\nlet b = session "Two"\nlet c = session "Three"\n'
+    program = parse_text(source, str(tmp_path / "main.prose")).program
+    provider = ScriptedProvider([], default="ok", latency=0.01)
+    result = asyncio.run(run_program(program, source, provider=provider, project_dir=tmp_path))
+    assert result.status == "succeeded"
+    assert sorted(step for marked, _ in checked for step in marked) == ["1", "2", "3"]
+    for marked, journaled in checked:
+        assert set(marked) <= journaled
+    lines = (result.run_dir / "state.md").read_text().splitlines()
+    assert [line for line in lines if line.endswith("✓")] == ["1→ a ✓", "2→ b ✓", "3→ c ✓"]

@@ -114,7 +114,7 @@ do forever(1)
 """
     result = vm.run(source, vm.spy(), config=VMConfig(max_depth=7))
     assert result.status == "failed"
-    assert "RecursionLimitExceeded" in (result.error or "") and "max depth 7" in (
+    assert "RecursionLimitExceeded" in (result.error or "") and "exceeded max_depth 7" in (
         result.error or ""
     )
     assert "main.prose:2:3" in (result.error or "")
@@ -129,7 +129,7 @@ do forever(1)
 """
     provider = vm.spy()
     result = vm.run(source, provider, config=VMConfig(max_depth=50))
-    assert result.status == "failed" and "max depth 3" in (result.error or "")
+    assert result.status == "failed" and "exceeded max_depth 3" in (result.error or "")
     assert len(provider.requests) == 3
 
 

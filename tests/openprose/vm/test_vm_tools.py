@@ -106,6 +106,35 @@ def test_tool_loop_reads_and_writes_project_files(vm: Any, tmp_path: Path) -> No
     assert steps == ["2", "2~t1", "2~t2", "2~t3"]
 
 
+def test_a_tool_acts_only_once_its_call_and_permission_are_in_the_journal(
+    vm: Any, tmp_path: Path, monkeypatch: Any
+) -> None:
+    """The journal writes once per event-loop turn, but a tool's effect is outside the
+    process: its `tool_call` and `permission` must be on disk before it acts, or a kill -9
+    followed by a resume would run it twice."""
+    from openprose.vm.journal import read_journal
+    from openprose.vm.tools.toolbox import Toolbox
+
+    project = _project(tmp_path)
+    on_disk: list[list[str]] = []
+    real_path = Toolbox._path
+
+    async def path_then_look(self: Toolbox, call: Any, key: str, kind: str, raw: Any) -> Any:
+        resolved = await real_path(self, call, key, kind, raw)  # permission decided: it acts next
+        if kind == "write":
+            journal = next((project / ".prose" / "runs").glob("*/journal.jsonl"))
+            on_disk.append([e["ev"] for e in read_journal(journal)])
+        return resolved
+
+    monkeypatch.setattr(Toolbox, "_path", path_then_look)
+    provider = vm.spy([{"match": "Review the code", "turns": REVIEW_TURNS}])
+    result = _run(project, REVIEWER, provider)
+    assert result.status == "succeeded", result.error
+    assert len(on_disk) == 1
+    assert on_disk[0][-2:] == ["tool_call", "permission"]
+    assert on_disk[0].count("tool_result") == 3  # the earlier turns' results too
+
+
 def test_plain_sessions_get_no_tools(vm: Any) -> None:
     provider = vm.spy(default="fine")
     result = vm.run('agent a:\n  prompt: "x"\n\nsession: a\n  prompt: "hi"\n', provider)
