@@ -6,8 +6,10 @@ same bytes in the same run (best of --repeat, rounds interleaved so that load fr
 work hits every contender alike), CPU time (user + system of the child) and wall time:
   * parse-only, whole process: a Python process that reads the file in 1 MiB chunks,
     splits lines and orjson.loads each one;
-  * `vlp validate FILE`, whole process, default options (thread checks on), output to a
-    file; and `vlp validate --no-thread`;
+  * `vlp validate FILE`, whole process, default options (thread checks on; a file this
+    large is shared by one process per usable CPU, `--jobs` auto), output to a file; the
+    same with `--jobs 1` (one process); and `vlp validate --jobs 1 --no-thread`. The CPU
+    figures of the default run include its worker processes' CPU (they are reaped by it).
   * the same two commands of the baseline, the tree of commit 966e13c (before issue 11),
     exported with `git archive` and run by the same interpreter. The cost of the thread
     checks is (default - --no-thread), for this tree and for the baseline: what turning
@@ -41,6 +43,7 @@ import orjson
 from _git_baseline import export
 
 import vlp
+from vlp.jobs import usable_cpus
 
 BASELINE = "966e13c"  # the tree before issue 11
 
@@ -233,11 +236,13 @@ def main() -> None:
             return (lambda: whole_process(argv, sink, env), True)
 
         reports = {name: Path(tmp) / f"{name}.txt" for name in ("now", "before")}
-        parse, full, lean, before_full, before_lean = best_times(
+        reports["one process"] = Path(tmp) / "one.txt"
+        parse, full, alone, lean, before_full, before_lean = best_times(
             [
                 run([sys.executable, "-c", PARSE_ONLY, str(path)], out),
                 run([*this_tree, "validate", str(path)], reports["now"]),
-                run([*this_tree, "validate", "--no-thread", str(path)], out),
+                run([*this_tree, "validate", "--jobs", "1", str(path)], reports["one process"]),
+                run([*this_tree, "validate", "--jobs", "1", "--no-thread", str(path)], out),
                 run([*this_tree, "validate", str(path)], reports["before"], baseline_env),
                 run([*this_tree, "validate", "--no-thread", str(path)], out, baseline_env),
             ],
@@ -250,6 +255,8 @@ def main() -> None:
             print(
                 f"vlp validate ({name}): exit {full[2]}, {counts[name]:,} problem(s); {lines[-1]}"
             )
+        same = reports["now"].read_bytes() == reports["one process"].read_bytes()
+        print(f"report of the default run == report of --jobs 1: {same}")
 
         validator = jsonschema.Draft202012Validator(vlp.load_schema())
         sample = []
@@ -265,10 +272,11 @@ def main() -> None:
             [(lambda: sum(validator.is_valid(msg) for msg in sample), False)], 1
         )
 
-    print(f"-- whole processes (best of {args.repeat})")
+    print(f"-- whole processes (best of {args.repeat}; {usable_cpus()} usable CPU(s))")
     parse_cpu, parse_wall = _rates("orjson parse-only", args.n, parse[0], parse[1])
     vlp_cpu, vlp_wall = _rates("vlp validate (default)", args.n, full[0], full[1])
-    _rates("vlp validate --no-thread", args.n, lean[0], lean[1])
+    alone_cpu, alone_wall = _rates("vlp validate --jobs 1", args.n, alone[0], alone[1])
+    _rates("vlp validate -j 1 --no-thread", args.n, lean[0], lean[1])
     _rates(f"{args.baseline}: vlp validate", args.n, before_full[0], before_full[1])
     _rates(f"{args.baseline}: --no-thread", args.n, before_lean[0], before_lean[1])
     for clock, ratio in (("CPU", vlp_cpu / parse_cpu), ("wall", vlp_wall / parse_wall)):
@@ -277,8 +285,10 @@ def main() -> None:
             f"vlp validate / parse-only ({clock:>4}): {ratio:5.2f}x  (goal >= 0.5x: {goal})"
             f"  [{_load()}]"
         )
-    print("-- thread checks: (default - --no-thread), whole processes, CPU")
-    cost_before, cost_now = before_full[1] - before_lean[1], full[1] - lean[1]
+    for clock, ratio in (("CPU", alone_cpu / parse_cpu), ("wall", alone_wall / parse_wall)):
+        print(f"vlp validate --jobs 1 / parse-only ({clock:>4}): {ratio:5.2f}x  [{_load()}]")
+    print("-- thread checks: (default - --no-thread), one process, whole processes, CPU")
+    cost_before, cost_now = before_full[1] - before_lean[1], alone[1] - lean[1]
     print(
         f"before ({args.baseline})  : {cost_before:6.3f} s  "
         f"({counts['before']:,} problems in the report)"

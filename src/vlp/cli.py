@@ -1,6 +1,7 @@
 """The ``vlp`` command: validate, show, gate and new.
 
-Exit codes: validate 0 valid / 1 problems found / 2 usage error; gate 0 proceed /
+Exit codes: validate 0 valid / 1 problems found / 2 usage error, unreadable input or a
+failed worker process (no complete report); gate 0 proceed /
 3 hold for review / 4 halt / 2 usage error; new 0 / 1 invalid message / 2 usage error;
 130 when interrupted.
 """
@@ -19,8 +20,9 @@ from cliconventions import apply as apply_conventions
 from vlp import ask_cli
 from vlp.errors import CODES, Problem, VLPError
 from vlp.gate import gate
+from vlp.jobs import WorkerFailed
 from vlp.message import make_message
-from vlp.ndjson import DEFAULT_MAX_LINE_BYTES, read_records, scan
+from vlp.ndjson import DEFAULT_MAX_LINE_BYTES, SPLIT_MIN_BYTES, read_records, scan
 from vlp.render import render_thread, visible
 from vlp.schema import MESSAGE_TYPES, SAFETY_LEVELS
 from vlp.thread import Thread, ThreadChecker
@@ -118,7 +120,18 @@ def _validate(args: argparse.Namespace, problems: _ProblemSpool | None) -> int:
                 _out(_problem_text(path, problem))
 
         try:
-            summary = scan(path, on_problem, thread=checker, max_line_bytes=args.max_line_bytes)
+            summary = scan(
+                path,
+                on_problem,
+                thread=checker,
+                max_line_bytes=args.max_line_bytes,
+                jobs=args.jobs,
+            )
+        except WorkerFailed as error:  # never a partial report presented as complete
+            raise UsageError(
+                f"cannot validate {_display(path)}: {error}; no complete report "
+                "(--jobs 1 validates in this process only)"
+            ) from None
         except OSError as error:
             if isinstance(error, BrokenPipeError) or error.errno in OUTPUT_ERRNOS:
                 raise  # writing the report failed, not reading the file
@@ -288,6 +301,16 @@ def _max_line(text: str) -> int:
     return value
 
 
+def _jobs(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of processes: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="vlp", description="Validate, inspect, gate and create VLP/1.1 messages.")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -299,6 +322,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-thread",
         action="store_true",
         help="skip checks across messages (duplicate ids, refs, seq): constant memory",
+    )
+    validate.add_argument(
+        "-j",
+        "--jobs",
+        type=_jobs,
+        default=None,
+        metavar="N",
+        help="processes sharing a large file (default: one per usable CPU; 1: this process "
+        f"only); stdin and files under {SPLIT_MIN_BYTES >> 20} MiB always use one",
     )
     validate.set_defaults(run=_cmd_validate)
 

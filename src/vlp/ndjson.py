@@ -13,10 +13,14 @@ import io
 import json
 import os
 import re
+import stat
 import sys
+from array import array
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from functools import partial
+from itertools import pairwise
 from operator import attrgetter
 from pathlib import Path
 from typing import Any, BinaryIO, Protocol, Self
@@ -25,7 +29,8 @@ import orjson
 
 from vlp.errors import Problem, VLPError
 from vlp.fastpath import decode_lines
-from vlp.thread import ThreadChecker, salvaged_fields, thread_fields
+from vlp.jobs import Emit, Worker, WorkerFailed, can_fork, usable_cpus
+from vlp.thread import Columns, ThreadChecker, salvaged_fields, thread_fields
 from vlp.validate import check_message, is_surely_valid, message_problems
 
 DEFAULT_MAX_LINE_BYTES = 1024 * 1024
@@ -35,6 +40,13 @@ _SNIFF_BYTES = 64 * 1024
 _SLICE = 64  # lines parsed before validating them together in scan()
 _THREAD_SLICE = 512  # lines decoded and thread-checked together: their objects stay in cache
 _PROBE_BYTES = 16 * 1024 * 1024  # an object spread over lines is looked for in inputs up to this
+#: A file is split between processes (``jobs``) from this size on: below it, forking and
+#: handing the columns back cost more than the second core saves (docs/decisions.md).
+SPLIT_MIN_BYTES = 8 * 1024 * 1024
+_MAX_JOBS = 8
+#: A worker's part of the file against the main process's: the main process also runs the
+#: thread checks of every part, in line order, once its own part is done.
+_WORKER_SHARE = 1.25
 # A Markdown code fence line (```json, ~~~): framing models and documents put around JSON,
 # never a message, so it is skipped like a blank line (docs/decisions.md, "Conformance
 # (protocol transcripts)").
@@ -486,7 +498,9 @@ def scan(
     *,
     thread: ThreadChecker | None = None,
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
-    chunk_bytes: int = CHUNK_BYTES,
+    chunk_bytes: int | None = None,
+    jobs: int | None = 1,
+    split_min_bytes: int | None = None,
 ) -> ScanSummary:
     """Validate a whole source, calling ``on_problem`` for each problem and ``on_message``
     for each valid message with its line. This is the fast path behind ``vlp validate``:
@@ -495,10 +509,17 @@ def scan(
 
     With ``thread``, every message also goes through the checks across messages, in line
     order, and their problems go to ``on_problem`` too (an invalid message is noted, so
-    nothing derived from it is reported again)."""
+    nothing derived from it is reported again).
+
+    ``jobs`` processes (None: one per usable CPU) share a regular file of at least
+    ``split_min_bytes`` given by path: worker processes decode and validate the later
+    parts while this one does the first, then the thread checks run over every part in
+    line order. The report is the same, problem for problem, as with ``jobs=1``; a worker
+    that dies raises :class:`vlp.jobs.WorkerFailed`. Stdin, streams and ``on_message``
+    always take one process."""
     summary = ScanSummary()
-    loads = orjson.loads
-    surely_valid = is_surely_valid
+    chunk_bytes = CHUNK_BYTES if chunk_bytes is None else chunk_bytes  # read at each call:
+    split_min_bytes = SPLIT_MIN_BYTES if split_min_bytes is None else split_min_bytes  # tests
     with _opened(source) as opened:
         records, stream, first = _detect(opened, chunk_bytes, max_line_bytes)
         if records is not None:
@@ -507,43 +528,320 @@ def scan(
                 if thread is not None:
                     _thread_record(thread, record, summary, on_problem)
             return summary
-        valid = 0  # local counter: this loop is the hot path of `vlp validate`
-        for start, lines in _line_batches(stream, first, max_line_bytes, chunk_bytes):
-            if lines is None:
-                summary.messages += 1
-                summary.problems += 1
-                on_problem(_overlong(start, max_line_bytes))
-                continue
-            summary.messages += len(lines)
-            if thread is not None:
-                valid += _thread_lines(lines, start, summary, on_problem, on_message, thread)
-                continue
-            if on_message is None:
-                valid += _count_lines(lines, start, summary, on_problem)
-                continue
-            # Parse a small slice, then validate it with map(): the calls are driven from C
-            # and the slice's dicts stay few enough to remain in cache.
-            for offset in range(0, len(lines), _SLICE):
-                part = lines[offset : offset + _SLICE]
-                parsed: list[Any] = []
-                append = parsed.append
-                for line in part:
-                    try:
-                        append(loads(line))
-                    except orjson.JSONDecodeError as error:
-                        append(_Unparsed(error))
-                verdicts = list(map(surely_valid, parsed))
-                valid += verdicts.count(True)
-                # on_message sees messages and problems in line order.
-                number = start + offset
-                for index, msg in enumerate(parsed):
-                    if verdicts[index]:
-                        on_message(msg, number + index)
-                    elif _settle(msg, number + index, part[index], summary, on_problem):
-                        valid += 1
-                        on_message(msg, number + index)
+        parts: list[_Part] = []
+        if on_message is None and stream is opened and _is_path(source):
+            parts = _split(opened, jobs, split_min_bytes, min(chunk_bytes, max_line_bytes))
+        workers: list[Worker] = []
+        try:
+            if parts:  # this process reads up to the first part
+                beyond = opened.tell() - parts[0].start  # > 0: the part starts in `first`
+                first = first[: len(first) - beyond] if beyond > 0 else first
+                stream = _Limited(opened, max(0, -beyond))
+                workers = _start_workers(opened, source, parts, chunk_bytes, max_line_bytes, thread)
+            valid, last_line = _scan_lines(
+                stream, first, summary, on_problem, on_message, thread, max_line_bytes, chunk_bytes
+            )
+            if workers:
+                valid += _take_parts(workers, last_line, summary, on_problem, thread)
+        finally:
+            _stop(workers)
         summary.valid += valid
     return summary
+
+
+def _scan_lines(
+    stream: _Reader,
+    first: bytes,
+    summary: ScanSummary,
+    on_problem: ProblemSink,
+    on_message: MessageSink | None,
+    thread: ThreadChecker | None,
+    max_line_bytes: int,
+    chunk_bytes: int,
+) -> tuple[int, int]:
+    """:func:`scan` of NDJSON: how many lines were valid, and the number of the last."""
+    loads = orjson.loads
+    surely_valid = is_surely_valid
+    valid = 0  # local counter: this loop is the hot path of `vlp validate`
+    last_line = 0
+    for start, lines in _line_batches(stream, first, max_line_bytes, chunk_bytes):
+        if lines is None:
+            summary.messages += 1
+            summary.problems += 1
+            on_problem(_overlong(start, max_line_bytes))
+            last_line = start
+            continue
+        last_line = start + len(lines) - 1
+        summary.messages += len(lines)
+        if thread is not None:
+            valid += _thread_lines(lines, start, summary, on_problem, on_message, thread)
+            continue
+        if on_message is None:
+            valid += _count_lines(lines, start, summary, on_problem)
+            continue
+        # Parse a small slice, then validate it with map(): the calls are driven from C
+        # and the slice's dicts stay few enough to remain in cache.
+        for offset in range(0, len(lines), _SLICE):
+            part = lines[offset : offset + _SLICE]
+            parsed: list[Any] = []
+            append = parsed.append
+            for line in part:
+                try:
+                    append(loads(line))
+                except orjson.JSONDecodeError as error:
+                    append(_Unparsed(error))
+            verdicts = list(map(surely_valid, parsed))
+            valid += verdicts.count(True)
+            # on_message sees messages and problems in line order.
+            number = start + offset
+            for index, msg in enumerate(parsed):
+                if verdicts[index]:
+                    on_message(msg, number + index)
+                elif _settle(msg, number + index, part[index], summary, on_problem):
+                    valid += 1
+                    on_message(msg, number + index)
+    return valid, last_line
+
+
+def _is_path(source: Source) -> bool:
+    return isinstance(source, (str, os.PathLike)) and str(source) != "-"
+
+
+@dataclass(frozen=True, slots=True)
+class _Part:
+    """The lines of a file a worker process reads: from byte ``start`` (a line's first)
+    to ``end`` (the next part's start; None: the end of the file). ``boundary`` is the
+    first read boundary of the single-process path after ``start``: the worker reads from
+    there in the same steps, so its batches of lines are exactly those of that path."""
+
+    start: int
+    boundary: int
+    end: int | None
+
+
+class _Limited:
+    """The first ``size`` bytes of a stream."""
+
+    def __init__(self, stream: _Reader, size: int) -> None:
+        self._stream = stream
+        self._left = size
+
+    def read(self, size: int = -1, /) -> bytes:
+        size = self._left if size < 0 else min(size, self._left)
+        data = self._stream.read(size) if size else b""
+        self._left -= len(data)
+        return data
+
+
+class _PositionedReader:
+    """Reads of a file descriptor from ``position`` up to ``end``, leaving its offset alone."""
+
+    def __init__(self, fd: int, position: int, end: int | None) -> None:
+        self._fd, self._position, self._end = fd, position, end
+
+    def read(self, size: int = -1, /) -> bytes:
+        if self._end is not None:
+            size = self._end - self._position if size < 0 else min(size, self._end - self._position)
+        if size <= 0:
+            return b""
+        data = os.pread(self._fd, size, self._position)
+        self._position += len(data)
+        return data
+
+
+def _split(opened: BinaryIO, jobs: int | None, min_bytes: int, read_bytes: int) -> list[_Part]:
+    """The parts of a regular file of at least ``min_bytes`` that worker processes read
+    (the main process reads up to the first); none for one job or one CPU.
+
+    Parts start just after a newline found in the read before one of the single-process
+    path's read boundaries (the end of the first read, already done, included), so each
+    part's batches of lines are that path's."""
+    count = usable_cpus() if jobs is None else jobs
+    if count < 2 or not can_fork():
+        return []
+    try:
+        fd = opened.fileno()
+        info = os.fstat(fd)
+        position = opened.tell()
+    except (OSError, AttributeError, io.UnsupportedOperation):
+        return []
+    if not stat.S_ISREG(info.st_mode) or info.st_size < min_bytes:
+        return []
+    count = min(count, _MAX_JOBS)
+    size = info.st_size
+    weight = 1 + (count - 1) * _WORKER_SHARE
+    parts: list[_Part] = []
+    for index in range(1, count):
+        cut = size * (1 + (index - 1) * _WORKER_SHARE) / weight
+        boundary = position + max(0, round((cut - position) / read_bytes)) * read_bytes
+        if boundary >= size or parts and boundary <= parts[-1].boundary:
+            continue
+        before = os.pread(fd, read_bytes, boundary - read_bytes)
+        newline = before.rfind(b"\n")
+        if newline >= 0:
+            parts.append(_Part(boundary - read_bytes + newline + 1, boundary, None))
+    return [
+        _Part(part.start, part.boundary, following.start) for part, following in pairwise(parts)
+    ] + parts[-1:]
+
+
+_Prepared = tuple[int, int, int, int, list[tuple[str, str, int | None, str | None]], list[Any]]
+"""A batch of lines as a worker hands it back: ``(first line, messages, valid, problems,
+problems of its lines as (code, message, line, id), [(offset, packed thread columns) per
+slice])``, line numbers counted from the part's first line."""
+
+
+def _start_workers(
+    opened: BinaryIO,
+    source: Source,
+    parts: list[_Part],
+    chunk_bytes: int,
+    max_line_bytes: int,
+    thread: ThreadChecker | None,
+) -> list[Worker]:
+    workers: list[Worker] = []
+    try:
+        for part in parts:
+            work = partial(
+                _prepare_part,
+                opened.fileno(),
+                part,
+                chunk_bytes,
+                max_line_bytes,
+                thread is not None,
+            )
+            workers.append(Worker(work, f"{source!s} from byte {part.start}"))
+    except BaseException:
+        _stop(workers)
+        raise
+    return workers
+
+
+def _stop(workers: list[Worker]) -> None:
+    for worker in workers:
+        worker.stop()
+
+
+def _prepare_part(
+    fd: int, part: _Part, chunk_bytes: int, max_line_bytes: int, columns: bool, emit: Emit
+) -> int:
+    """In a worker: the lines of ``part`` decoded and validated, each batch given to
+    ``emit`` with its thread columns when ``columns``; returns how many lines the part has."""
+    read_bytes = min(chunk_bytes, max_line_bytes)
+    stop = (
+        part.boundary + read_bytes
+        if part.end is None
+        else min(part.boundary + read_bytes, part.end)
+    )
+    first = os.pread(fd, stop - part.start, part.start)
+    rest = _PositionedReader(fd, part.start + len(first), part.end)
+    last_line = 0
+    for start, lines in _line_batches(rest, first, max_line_bytes, chunk_bytes):
+        if lines is None:
+            problem = _overlong(start, max_line_bytes)
+            overlong: _Prepared = (
+                start,
+                1,
+                0,
+                1,
+                [(problem.code, problem.message, start, None)],
+                [],
+            )
+            emit(overlong)
+            last_line = start
+            continue
+        last_line = start + len(lines) - 1
+        summary = ScanSummary(messages=len(lines))
+        explained: list[Problem] = []
+        slices: list[Any] = []
+        if columns:
+            valid = 0
+            for offset in range(0, len(lines), _THREAD_SLICE):
+                part_valid, part_columns = _slice_columns(
+                    lines[offset : offset + _THREAD_SLICE], start + offset, summary, explained
+                )
+                valid += part_valid
+                slices.append((offset, _packed(part_columns)))
+        else:
+            valid = _count_lines(lines, start, summary, explained.append)
+        shown = [(p.code, p.message, p.line, p.id) for p in explained]
+        batch: _Prepared = (start, summary.messages, valid, summary.problems, shown, slices)
+        emit(batch)
+    return last_line
+
+
+_SEPARATOR = "\x00"
+
+
+def _packed(columns: Columns) -> tuple[Any, ...]:
+    """Thread columns in a few flat objects, cheap to pickle: each column of strings as
+    one string (when no value holds the separator), type codes as bytes, seqs as int64."""
+    ids, codes, refs, sessions, seqs = columns
+    try:
+        seq_column: Any = array("q", seqs).tobytes()
+    except OverflowError:  # a seq beyond int64 (not a usable one, but kept as read)
+        seq_column = seqs
+    return (_joined(ids), bytes(codes), _joined(refs), _joined(sessions), seq_column)
+
+
+def _joined(column: Sequence[Any]) -> Any:
+    if all(value.__class__ is str for value in column):
+        text = _SEPARATOR.join(column)
+        if text.count(_SEPARATOR) == len(column) - 1 and column:
+            return text
+    return column
+
+
+def _unpacked(packed: tuple[Any, ...]) -> Columns:
+    ids, codes, refs, sessions, seqs = packed
+    return (
+        _split_column(ids),
+        list(codes),
+        _split_column(refs),
+        _split_column(sessions),
+        array("q", seqs).tolist() if seqs.__class__ is bytes else seqs,
+    )
+
+
+def _split_column(column: Any) -> Any:
+    return column.split(_SEPARATOR) if column.__class__ is str else column
+
+
+def _take_parts(
+    workers: list[Worker],
+    last_line: int,
+    summary: ScanSummary,
+    on_problem: ProblemSink,
+    thread: ThreadChecker | None,
+) -> int:
+    """The workers' batches, in line order, after the main process's own: their problems
+    reported and their columns thread-checked as the single-process path does. Returns
+    how many lines were valid."""
+    valid = 0
+    try:
+        for worker in workers:
+            for prepared in worker.results():
+                if prepared.__class__ is int:  # the last: how many lines the part has
+                    last_line += prepared
+                    break
+                start, messages, batch_valid, problems, shown, slices = prepared
+                summary.messages += messages
+                summary.problems += problems
+                valid += batch_valid
+                explained = [
+                    Problem(code, message, None if line is None else line + last_line, ident)
+                    for code, message, line, ident in shown
+                ]
+                found: list[Problem] = []
+                if thread is not None:
+                    for offset, columns in slices:
+                        found += thread.add_batch(_unpacked(columns), last_line + start + offset)
+                _report_batch(explained, found, summary, on_problem)
+            else:
+                raise WorkerFailed(f"the worker process for {worker.what} handed back no end")
+    finally:
+        _stop(workers)
+    return valid
 
 
 def _thread_record(
@@ -581,23 +879,29 @@ def _thread_lines(
     # columns are read and checked.
     for offset in range(0, len(lines), _THREAD_SLICE):
         part = lines[offset : offset + _THREAD_SLICE]
-        valid += _thread_slice(part, start + offset, summary, explained, found, thread)
+        slice_valid, columns = _slice_columns(part, start + offset, summary, explained)
+        valid += slice_valid
+        found += thread.add_batch(columns, start + offset)
+    _report_batch(explained, found, summary, on_problem)
+    return valid
+
+
+def _report_batch(
+    explained: list[Problem], found: list[Problem], summary: ScanSummary, on_problem: ProblemSink
+) -> None:
+    """A read's problems in line order: those of its lines, then the thread checks'."""
     summary.problems += len(found)
     if explained and found:
         found = sorted(explained + found, key=_problem_line)
     for problem in found or explained:
         on_problem(problem)
-    return valid
 
 
-def _thread_slice(
-    lines: list[bytes],
-    start: int,
-    summary: ScanSummary,
-    explained: list[Problem],
-    found: list[Problem],
-    thread: ThreadChecker,
-) -> int:
+def _slice_columns(
+    lines: list[bytes], start: int, summary: ScanSummary, explained: list[Problem]
+) -> tuple[int, Columns]:
+    """How many of ``lines`` are valid, and their thread columns; the problems of the
+    others go to ``explained``."""
     shapes, doubtful = decode_lines(lines)
     ids, codes, refs, sessions, seqs = [list(map(get, shapes)) for get in _COLUMNS]
     # A doubtful line's row is rewritten: a valid message's fields, or what can be read
@@ -617,8 +921,7 @@ def _thread_slice(
             else:
                 row = salvaged_fields(msg, line)
         ids[index], codes[index], refs[index], sessions[index], seqs[index] = row
-    found += thread.add_batch((ids, codes, refs, sessions, seqs), start)
-    return valid
+    return valid, (ids, codes, refs, sessions, seqs)
 
 
 _COLUMNS = [attrgetter(name) for name in ("id", "code", "refers_to", "session_id", "seq")]
