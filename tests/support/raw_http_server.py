@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Self
 
-__all__ = ["RawHttpServer", "RawRequest", "answer"]
+__all__ = ["LoopbackServer", "RawHttpServer", "RawRequest", "answer"]
 
 
 @dataclass
@@ -52,22 +52,23 @@ def answer(body: bytes = b"ok", *, status: str = "200 OK", headers: str = "") ->
     return f"HTTP/1.1 {status}\r\ncontent-length: {len(body)}\r\n{headers}\r\n".encode() + body
 
 
-class RawHttpServer:
-    def __init__(self, respond: Respond, *, tls: ssl.SSLContext | None = None) -> None:
-        self.respond = respond
+class LoopbackServer:
+    """A TCP (or TLS, with `tls`) server on 127.0.0.1 for the length of an `async with`:
+    each connection is handed to `serve`; at the end the handlers still running are
+    cancelled and the server is closed. Subclasses say what a connection gets (`serve`)."""
+
+    def __init__(self, *, tls: ssl.SSLContext | None = None) -> None:
         self.tls = tls
-        self.connections = 0
-        self.requests: list[RawRequest] = []
+        self.port = 0
         self._server: asyncio.Server | None = None
         self._handlers: set[asyncio.Task[None]] = set()
-        self.port = 0
 
     @property
     def url(self) -> str:
         return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}"
 
     async def __aenter__(self) -> Self:
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0, ssl=self.tls)
+        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0, ssl=self.tls)
         self.port = self._server.sockets[0].getsockname()[1]
         return self
 
@@ -79,30 +80,15 @@ class RawHttpServer:
         await asyncio.gather(*self._handlers, return_exceptions=True)
         await self._server.wait_closed()
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        raise NotImplementedError
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         assert task is not None
         self._handlers.add(task)
-        self.connections += 1
-        connection = self.connections
         try:
-            for number in range(1, 1_000_000):
-                try:
-                    head = (await reader.readuntil(b"\r\n\r\n"))[:-4]
-                except (asyncio.IncompleteReadError, ConnectionError):
-                    return
-                length = 0
-                for line in head.split(b"\r\n")[1:]:
-                    key, _, value = line.partition(b":")
-                    if key.strip().lower() == b"content-length":
-                        length = int(value)
-                body = await reader.readexactly(length) if length else b""
-                request = RawRequest(head, body, connection, number, writer)
-                self.requests.append(request)
-                keep = await self.respond(request)
-                await writer.drain()
-                if not keep:
-                    return
+            await self.serve(reader, writer)
         except (ConnectionError, asyncio.IncompleteReadError):
             return
         except asyncio.CancelledError:
@@ -110,3 +96,32 @@ class RawHttpServer:
         finally:
             writer.close()
             self._handlers.discard(task)
+
+
+class RawHttpServer(LoopbackServer):
+    def __init__(self, respond: Respond, *, tls: ssl.SSLContext | None = None) -> None:
+        super().__init__(tls=tls)
+        self.respond = respond
+        self.connections = 0
+        self.requests: list[RawRequest] = []
+
+    async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        connection = self.connections
+        for number in range(1, 1_000_000):
+            try:
+                head = (await reader.readuntil(b"\r\n\r\n"))[:-4]
+            except (asyncio.IncompleteReadError, ConnectionError):
+                return
+            length = 0
+            for line in head.split(b"\r\n")[1:]:
+                key, _, value = line.partition(b":")
+                if key.strip().lower() == b"content-length":
+                    length = int(value)
+            body = await reader.readexactly(length) if length else b""
+            request = RawRequest(head, body, connection, number, writer)
+            self.requests.append(request)
+            keep = await self.respond(request)
+            await writer.drain()
+            if not keep:
+                return

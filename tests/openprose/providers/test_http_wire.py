@@ -12,7 +12,6 @@ import ssl
 import subprocess
 import zlib
 from pathlib import Path
-from typing import Self
 
 import pytest
 from hypothesis import given, settings
@@ -44,7 +43,13 @@ from openprose.providers.http_wire import (
     ResponseParser,
     TlsFailure,
 )
-from tests.support.raw_http_server import RawHttpServer, RawRequest, Respond, answer
+from tests.support.raw_http_server import (
+    LoopbackServer,
+    RawHttpServer,
+    RawRequest,
+    Respond,
+    answer,
+)
 
 HEADERS = {"content-type": "application/json", "authorization": "Bearer k"}
 
@@ -676,28 +681,15 @@ async def test_https_refuses_a_certificate_nobody_vouches_for(tmp_path: Path) ->
             await fetch_from(server)
 
 
-class _Proxy:
+class _Proxy(LoopbackServer):
     """A loopback HTTP proxy: forwards absolute-form requests and tunnels CONNECT. With
     `tls`, clients speak TLS to the proxy itself (an https:// proxy URL)."""
 
     def __init__(self, tls: ssl.SSLContext | None = None) -> None:
+        super().__init__(tls=tls)
         self.seen: list[bytes] = []
-        self.port = 0
-        self.tls = tls
 
-    @property
-    def url(self) -> str:
-        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}"
-
-    async def __aenter__(self) -> Self:
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0, ssl=self.tls)
-        self.port = self._server.sockets[0].getsockname()[1]
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        self._server.close()
-
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         head = await reader.readuntil(b"\r\n\r\n")
         self.seen.append(head)
         method, target, _ = head.split(b"\r\n", 1)[0].split(b" ")
