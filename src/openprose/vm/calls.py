@@ -93,22 +93,30 @@ class ModelCalls:
         # one, the provider's transient-retry policy applies. The concurrency limit is the
         # provider's own (per provider, per attempt).
         send = provider.complete if retries == 0 else single_attempt(provider)
+        tracer = shared.tracer
+        if tracer is not None:
+            provider_name = str(getattr(provider, "name", "") or type(provider).__name__)
         attempt = 0
         while True:
             attempt += 1
             started = time.perf_counter_ns()
             shared.stats.in_flight += 1
             try:
-                if shared.tracer is None:
-                    if not shared.streams:
+                if tracer is not None:  # the attempt in its GenAI span (`openprose.vm.otel`)
+                    with (
+                        tracer.model_call(
+                            step, request, alias=alias, provider=provider_name, kind=event,
+                            attempt=attempt,
+                        ) as span,
+                        shared.watching(step),
+                    ):  # fmt: skip
                         response = await send(request)
-                    else:
-                        with shared.watching(step):  # streams to the live view, if it watches
-                            response = await send(request)
+                        span.answered(response)
+                elif not shared.streams:
+                    response = await send(request)
                 else:
-                    response = await _traced_call(
-                        shared, send, step, request, alias, provider, event, attempt
-                    )
+                    with shared.watching(step):  # streams to the live view, if it watches
+                        response = await send(request)
             except asyncio.CancelledError:
                 shared.emit("session_cancelled", step, attempt=attempt)
                 raise
@@ -164,32 +172,6 @@ def _journaled_request(request: ModelRequest, continues: tuple[str, int] | None)
     from openprose.providers.replay import request_delta  # tool turns only
 
     return {"request_delta": request_delta(request, *continues)}
-
-
-async def _traced_call(
-    shared: Shared,
-    send: Any,
-    step: str,
-    request: ModelRequest,
-    alias: str,
-    provider: Any,
-    kind: str,
-    attempt: int,
-) -> ModelResponse:
-    """One attempt inside its GenAI span (`openprose.vm.otel`)."""
-    assert shared.tracer is not None
-    name = str(getattr(provider, "name", "") or type(provider).__name__)
-    with shared.tracer.model_call(
-        step, request, alias=alias, provider=name, kind=kind, attempt=attempt
-    ) as span:
-        try:
-            with shared.watching(step):
-                response: ModelResponse = await send(request)
-        except BaseException as error:
-            span.failed(error)
-            raise
-        span.answered(response)
-        return response
 
 
 def backoff_delay(backoff: str, attempt: int, base: float) -> float:
