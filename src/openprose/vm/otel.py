@@ -28,7 +28,7 @@ import random
 import threading
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextvars import ContextVar, Token
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
@@ -122,6 +122,9 @@ def _failure(error: BaseException | None) -> tuple[int, str | None, str | None]:
     return _ERROR, str(error) or name, name
 
 
+_SUCCEEDED = (_UNSET, None, None)
+
+
 class _Open(_Span):
     """A span with its attributes as a dict (the run's, a tool call's)."""
 
@@ -148,59 +151,94 @@ class _Open(_Span):
         self.end()
 
     def end(self) -> None:
-        self.tracer._record(
+        self.tracer.record(
             (self.name, self.trace_id, self.span_id, self.parent, self.kind, self.code,
              self.why, self.start, _now(), self.attributes)
         )  # fmt: skip
 
 
-class _Statement(_Span):
-    """A statement's span, the parent of what runs inside it (a fan-out enters one per
-    session: it keeps the values its attributes are made of, and ends as one tuple)."""
+class _Statement:
+    """A statement's span, the parent of what runs inside it. A fan-out enters one per
+    session, so it is written flat (no base class, no helper calls): it keeps the values
+    its attributes are made of and ends as one tuple."""
 
-    __slots__ = ("kind", "line", "path", "step")
+    __slots__ = ("kind", "line", "parent", "path", "record", "span_id", "start", "step",
+                 "token", "trace_id")  # fmt: skip
 
     def __init__(self, tracer: OtelTracer, kind: str, step: str, path: str, line: int) -> None:
-        super().__init__(tracer, _current.get())
+        parent = _current.get()
+        if parent is None:
+            self.trace_id, self.parent = f"{_new_id(128):032x}", None
+        else:
+            self.trace_id, self.parent = parent
+        self.span_id = _getrandbits(64) or 1
+        self.record = tracer.record
         self.kind = kind
         self.step = step
         self.path = path
         self.line = line
+        self.token: Token[Parent | None] | None = None
+        self.start = _now()
 
-    def close(self, error: BaseException | None) -> None:
+    def __enter__(self) -> Self:
+        self.token = _current.set((self.trace_id, self.span_id))
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        where: TracebackType | None,
+    ) -> None:
         end = _now()
-        code, why, failure = _failure(error)
-        self.tracer._record(
+        if self.token is not None:
+            _current.reset(self.token)
+        code, why, failure = _failure(error) if error is not None else _SUCCEEDED
+        self.record(
             (STATEMENT, self.trace_id, self.span_id, self.parent, code, why, self.start, end,
              self.kind, self.step, self.path, self.line, failure)
         )  # fmt: skip
 
 
-class _Call(_Span):
+class _Call:
     """A model call's span: no span starts inside one (a tool call's span is its
     statement's child), so it is not made the current span — a fan-out saves a context
     variable change per session. Its attributes are made from the request and the
-    response when it ends (`openprose.vm.otlp.CALL`)."""
+    response when it ends (`openprose.vm.otlp.CALL`); an error leaving the `with` block
+    is the call's failure."""
 
-    __slots__ = ("asked", "error", "request", "response", "step")
+    __slots__ = ("asked", "capture", "parent", "record", "request", "response", "span_id",
+                 "start", "step", "trace_id")  # fmt: skip
 
     def __init__(
         self, tracer: OtelTracer, step: str, request: ModelRequest, asked: tuple[Any, ...]
     ) -> None:
-        super().__init__(tracer, _current.get())
+        parent = _current.get()
+        if parent is None:
+            self.trace_id, self.parent = f"{_new_id(128):032x}", None
+        else:
+            self.trace_id, self.parent = parent
+        self.span_id = _getrandbits(64) or 1
+        self.record = tracer.record
+        self.capture = tracer.capture
         self.step = step
         self.request = request
         self.asked = asked  # alias, provider, call kind, attempt
         self.response: ModelResponse | None = None
-        self.error: BaseException | None = None
+        self.start = _now()
 
     def __enter__(self) -> Self:
         return self  # not the current span: `__exit__` resets nothing
 
-    def close(self, error: BaseException | None) -> None:
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        where: TracebackType | None,
+    ) -> None:
         end = _now()
         request, response = self.request, self.response
-        code, why, error_type = _failure(self.error or error)
+        code, why, error_type = _failure(error) if error is not None else _SUCCEEDED
         finish = tokens_in = tokens_out = answered_by = answer_id = None
         if response is not None:
             finish = response.finish_reason or "stop"
@@ -208,9 +246,9 @@ class _Call(_Span):
             tokens_in, tokens_out = usage.input_tokens, usage.output_tokens
             answered_by, answer_id = response.model, response.request_id
         system = asked = answer = None
-        if self.tracer.capture:
+        if self.capture:
             system, asked, answer = _captured(request, response)
-        self.tracer._record(
+        self.record(
             (CALL, self.trace_id, self.span_id, self.parent, code, why, self.start, end,
              self.step, request.model, request.max_tokens, request.temperature, *self.asked,
              finish, tokens_in, tokens_out, answered_by, answer_id, error_type, system, asked,
@@ -219,9 +257,6 @@ class _Call(_Span):
 
     def answered(self, response: ModelResponse) -> None:
         self.response = response
-
-    def failed(self, error: BaseException) -> None:
-        self.error = error
 
 
 def _captured(
@@ -271,6 +306,11 @@ class OtelTracer:
         self.capture = capture_content
         self.owned = owned  # made here (from the environment): shut down after the run
         self._tools: dict[tuple[str, object, object], _Open] = {}
+        # Takes a finished span (`openprose.vm.otlp`: a record of any shape): the export
+        # helper's queue's `append` itself, so that a span ends in one C call.
+        self.record: Callable[[tuple[Any, ...]], None] = (
+            self._to_processor if export is None else export.records.append
+        )
 
     @classmethod
     def from_environment(cls, env: Mapping[str, str]) -> OtelTracer:
@@ -284,12 +324,7 @@ class OtelTracer:
 
     # --- recording -----------------------------------------------------------------------
 
-    def _record(self, record: tuple[Any, ...]) -> None:
-        """A finished span (`openprose.vm.otlp`: a record of any shape)."""
-        export = self.export
-        if export is not None:
-            export.records.append(record)
-            return
+    def _to_processor(self, record: tuple[Any, ...]) -> None:
         assert self.processor is not None and self.resource is not None
         self.processor.on_end(span_of(expand(record), self.resource))
 

@@ -22,9 +22,10 @@ EXTRA_HINT = "pip install 'openprose[otel]'"
 
 
 class ModelCallSpan(Protocol):
-    def answered(self, response: ModelResponse) -> None: ...
+    """A model call attempt's span, as a context manager: an error leaving the block is
+    the attempt's failure."""
 
-    def failed(self, error: BaseException) -> None: ...
+    def answered(self, response: ModelResponse) -> None: ...
 
 
 class Tracer(Protocol):
