@@ -288,6 +288,8 @@ def _captured(
 
 
 class OtelTracer:
+    events = frozenset({"tool_call", "tool_result"})  # become `execute_tool` spans
+
     def __init__(
         self,
         processor: SpanProcessor | None,

@@ -1,10 +1,10 @@
 """Tracing, seen from the VM: what a tracer is asked, and how one is opened.
 
 The VM calls a `Tracer` at three seams — around each statement that runs
-(`Interpreter.stmt`), around each model call attempt (`ModelCalls.call`) and for each
-journal event (`Shared.emit`, where tool calls become spans) — and only when the run has
-one. The OpenTelemetry implementation is `openprose.vm.otel`; this module never imports
-it, so a run without tracing loads no part of the SDK.
+(`Interpreter.stmt`), around each model call attempt (`ModelCalls.call`) and for the
+journal events it names (`Shared.emit`, where tool calls become spans) — and only when the
+run has one. The OpenTelemetry implementation is `openprose.vm.otel`; this module never
+imports it, so a run without tracing loads no part of the SDK.
 """
 
 from __future__ import annotations
@@ -29,6 +29,9 @@ class ModelCallSpan(Protocol):
 
 
 class Tracer(Protocol):
+    # The journal events `on_event` wants (the VM calls it for these only).
+    events: frozenset[str]
+
     def start_run(
         self, run_id: str, program: str, resumed_from: Mapping[str, str] | None
     ) -> dict[str, str]:
