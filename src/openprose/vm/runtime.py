@@ -288,6 +288,8 @@ class Shared:
     # The observer's streaming hook, looked up once (not per call: observers may be fan-outs).
     _answer_text: Any = field(default=None, init=False, repr=False)
     streams: bool = field(default=False, init=False)  # an observer shows answers as they stream
+    # The journal events the tracer makes spans of (its `events`): the others skip it.
+    _traced_events: frozenset[str] = field(default=frozenset(), init=False, repr=False)
     # Events for the audit trail, held until the journal has written them.
     _unwritten: list[tuple[str, str, float, dict[str, Any]]] = field(
         default_factory=list, init=False, repr=False
@@ -296,6 +298,8 @@ class Shared:
     def __post_init__(self) -> None:
         self._answer_text = getattr(self.observer, "answer_text", None)
         self.streams = self._answer_text is not None
+        if self.tracer is not None:
+            self._traced_events = self.tracer.events
         if self.audit is not None:
             # The trail never gets ahead of the journal: a resume derives the missing part
             # of the trail from the journal, so the journal must hold all it has.
@@ -308,8 +312,8 @@ class Shared:
         t = self.journal.record(event, step, fields)
         if self.audit is not None:
             self._unwritten.append((event, step, t, fields))
-        if self.tracer is not None:
-            self.tracer.on_event(event, step, fields)
+        if event in self._traced_events:
+            self.tracer.on_event(event, step, fields)  # type: ignore[union-attr]
         if self.observer is not None:
             self.observer(event, step, fields)
 
