@@ -36,7 +36,12 @@ _CACHE_LIMIT = 8192  # attribute encodings kept; cleared when full
 _pack_u64 = struct.Struct("<Q").pack
 _pack_double = struct.Struct("<d").pack
 _SMALL = [bytes((n,)) for n in range(128)]
+_lengths = dict(enumerate(_SMALL))  # varints of the spans' lengths, as they are met
 _KINDS = [b"\x30" + bytes((value + 1,)) for value in range(5)]  # SpanKind -> SPAN_KIND_*
+# A span id (field 2) and its times (fields 7 and 8, fixed64) in one `pack` each.
+_pack_id = struct.Struct(">HQ").pack  # 0x1208: field 2 (span id), 0x2208: field 4 (parent)
+_pack_times = struct.Struct("<BQBQ").pack  # 0x39, start, 0x41, end
+_SUCCEEDED = b"\x7a\x00\x85\x01\x00\x01\x00\x00"  # an UNSET status, then the flags
 
 
 SCOPE_NAME = "openprose"  # the instrumentation scope, and the default service name
@@ -228,10 +233,26 @@ class SpanEncoder:
         self._names: dict[str, bytes] = {}
         self._blocks: dict[tuple[Any, ...], bytes] = {}  # runs of attributes spans share
         self._traces: dict[str, bytes] = {}
+        # The parts a fan-out's statement and call spans share, by what they are made of.
+        self._statements: dict[tuple[Any, ...], tuple[bytes, ...]] = {}
+        self._calls: dict[tuple[Any, ...], tuple[bytes, ...]] = {}
 
     def request(self, records: Iterable[Record]) -> bytes:
         """The serialized `ExportTraceServiceRequest` of these spans, in order."""
-        spans = b"".join([_field(b"\x12", self.any_span(record)) for record in records])
+        parts = []
+        any_span = self.any_span
+        for record in records:
+            span = any_span(record)
+            size = len(span)
+            parts.append(b"\x12")
+            length = _lengths.get(size)
+            if length is None:
+                length = varint(size)
+                if size < 1 << 14:  # the two-byte ones: a bounded table
+                    _lengths[size] = length
+            parts.append(length)
+            parts.append(span)
+        spans = b"".join(parts)
         scope_spans = _field(b"\x12", self._scope + spans + self._scope_schema)
         return _field(b"\x0a", self._resource + scope_spans + self._resource_schema)
 
@@ -276,62 +297,83 @@ class SpanEncoder:
 
     def _statement(self, record: Any) -> bytes:
         _, trace, span_id, parent, code, why, start, end, kind, step, path, line, error = record
-        parts = self._head(kind, trace, span_id, parent, INTERNAL)
-        _times(parts, start, end)
+        key = (trace, kind, path, line, line.__class__)
+        known = self._statements.get(key)
+        if known is None:
+            if len(self._statements) >= _CACHE_LIMIT:
+                self._statements.clear()
+            head = self._head(kind, trace, 0, None, INTERNAL)
+            known = self._statements[key] = (
+                head[0],
+                b"".join(head[3:]),
+                self._block(("code", path, line, line.__class__)),
+            )
+        parts = [known[0], _pack_id(0x1208, span_id)]
+        if parent is not None:
+            parts.append(_pack_id(0x2208, parent))
+        parts.append(known[1])
+        if start and end:
+            parts.append(_pack_times(0x39, start, 0x41, end))
+        else:
+            _times(parts, start, end)
         parts.append(_text_attribute(_STEP, step))
-        parts.append(self._block(("code", path, line, line.__class__)))
+        parts.append(known[2])
         if error:
             parts.append(_attribute("error.type", error))
-        _status(parts, code, why)
+        if code == 0:
+            parts.append(_SUCCEEDED)
+        else:
+            _status(parts, code, why)
         return b"".join(parts)
 
     def _call(self, record: Any) -> bytes:
         (_, trace, span_id, parent, code, why, start, end, step, model, max_tokens, temperature,
          alias, provider, kind, attempt, finish, tokens_in, tokens_out, answered_by, answer_id,
          error, system, asked, answer) = record  # fmt: skip
-        parts = self._head(f"chat {model}", trace, span_id, parent, CLIENT)
-        _times(parts, start, end)
-        block = self._block
-        parts.append(block(("model", provider, model, max_tokens, max_tokens.__class__)))
-        parts.append(_text_attribute(_STEP, step))
-        parts.append(
-            block(
-                (
-                    "asked",
-                    alias,
-                    kind,
-                    attempt,
-                    attempt.__class__,
-                    temperature,
-                    temperature.__class__,
-                )
+        # What a fan-out's calls share: the trace id, the name, the attributes before and
+        # after the step (with their classes: True, 1 and 1.0 encode differently).
+        key = (trace, model, provider, max_tokens, max_tokens.__class__, alias, kind, attempt,
+               attempt.__class__, temperature, temperature.__class__)  # fmt: skip
+        known = self._calls.get(key)
+        if known is None:
+            if len(self._calls) >= _CACHE_LIMIT:
+                self._calls.clear()
+            head = self._head(f"chat {model}", trace, 0, None, CLIENT)
+            known = self._calls[key] = (
+                head[0],
+                b"".join(head[3:]),
+                self._block(("model", provider, model, max_tokens, max_tokens.__class__)),
+                self._block(("asked", *key[5:])),
             )
-        )
+        parts = [known[0], _pack_id(0x1208, span_id)]
+        if parent is not None:
+            parts.append(_pack_id(0x2208, parent))
+        parts.append(known[1])
+        if start and end:
+            parts.append(_pack_times(0x39, start, 0x41, end))
+        else:
+            _times(parts, start, end)
+        parts.append(known[2])
+        parts.append(_text_attribute(_STEP, step))
+        parts.append(known[3])
         if system is not None:
             parts.append(_attribute("gen_ai.system_instructions", system))
         if asked is not None:
             parts.append(_attribute("gen_ai.input.messages", asked))
         if finish is not None:
-            parts.append(
-                block(
-                    (
-                        "answered",
-                        finish,
-                        tokens_in,
-                        tokens_in.__class__,
-                        tokens_out,
-                        tokens_out.__class__,
-                        answered_by,
-                    )
-                )
-            )
+            answered = ("answered", finish, tokens_in, tokens_in.__class__, tokens_out,
+                        tokens_out.__class__, answered_by)  # fmt: skip
+            parts.append(self._block(answered))
             if answer_id:
                 parts.append(_text_attribute(_RESPONSE_ID, answer_id))
             if answer is not None:
                 parts.append(_attribute("gen_ai.output.messages", answer))
         if error:
             parts.append(_attribute("error.type", error))
-        _status(parts, code, why)
+        if code == 0:
+            parts.append(_SUCCEEDED)
+        else:
+            _status(parts, code, why)
         return b"".join(parts)
 
     def span(self, record: Record) -> bytes:
@@ -399,12 +441,29 @@ def _text_attribute(key: bytes, value: Any) -> bytes:
     """`_attribute(key, value)` for one of the keys above, written at once for text."""
     if value.__class__ is not str:
         return _attribute(key[2:-1].decode(), value)
-    text = _text(b"\x0a", value)
+    data = value.encode("utf-8", "surrogatepass")
+    size = len(data)
+    if size < 100:  # every length is one byte (the keys are shorter than 25)
+        return b"".join(
+            (
+                b"\x4a",
+                _SMALL[len(key) + size + 3],
+                key,
+                _SMALL[size + 2],
+                b"\x0a",
+                _SMALL[size],
+                data,
+            )
+        )
+    text = b"\x0a" + varint(size) + data
     pair = key + varint(len(text)) + text
     return b"\x4a" + varint(len(pair)) + pair
 
 
 def _times(parts: list[bytes], start: int, end: int) -> None:
+    if start and end:
+        parts.append(_pack_times(0x39, start, 0x41, end))
+        return
     if start:  # proto3 leaves out a zero
         parts.append(b"\x39" + _pack_u64(start))
     if end:
@@ -414,8 +473,8 @@ def _times(parts: list[bytes], start: int, end: int) -> None:
 def _status(parts: list[bytes], code: int, why: str | None) -> None:
     """A span's status and flags, its last fields."""
     if code == 0:
-        parts.append(b"\x7a\x00")  # an UNSET status is still a (empty) message
-    else:
-        status = _text(b"\x12", why) if code == _ERROR and why else b""
-        parts.append(_field(b"\x7a", status + b"\x18" + _SMALL[code]))
+        parts.append(_SUCCEEDED)  # an UNSET status is still a (empty) message
+        return
+    status = _text(b"\x12", why) if code == _ERROR and why else b""
+    parts.append(_field(b"\x7a", status + b"\x18" + _SMALL[code]))
     parts.append(b"\x85\x01\x00\x01\x00\x00")  # flags: SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE

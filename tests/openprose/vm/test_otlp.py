@@ -128,7 +128,7 @@ _head = st.tuples(
     st.integers(min_value=0, max_value=2**63),
     st.integers(min_value=0, max_value=2**63),
 )
-_words = st.sampled_from(["session", "gpt-4.1", "openai", "", "1", "stop", "é"])
+_words = st.sampled_from(["session", "gpt-4.1", "openai", "", "1", "stop", "é", "w" * 99, "é" * 70])
 _small = st.none() | st.integers(min_value=0, max_value=3) | st.booleans()
 statements = st.tuples(
     _head, _words, _words, _words, st.integers(min_value=0, max_value=3), st.none() | _words
