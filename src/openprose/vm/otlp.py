@@ -26,7 +26,10 @@ from __future__ import annotations
 import marshal
 import struct
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+
+TYPE_CHECKING = False  # the export helper starts without `typing`
+if TYPE_CHECKING:
+    from typing import Any
 
 Record = tuple[str, str, int, "int | None", int, int, "str | None", int, int, "Mapping[str, Any]"]
 

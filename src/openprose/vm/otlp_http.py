@@ -27,14 +27,13 @@ succeeds: a collector that is down delays the end of a run by one timeout, not o
 
 from __future__ import annotations
 
-import random
 import socket
 import sys
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
 
+TYPE_CHECKING = False  # the export helper starts without `typing`
 if TYPE_CHECKING:
     import ssl
 
@@ -209,6 +208,8 @@ class OtlpHttp:
             left = deadline - time.monotonic()
             if left <= 0:
                 break
+            import random  # only when a retry waits
+
             wait = 2**attempt * random.uniform(0.8, 1.2)
             try:
                 status, reason, retry_after = self._post(body, left)
