@@ -6,7 +6,9 @@ re-exported lazily here so `import openprose.vm` stays cheap.
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False  # `typing` is the most of what the export helper imports with this
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["RunResult", "VMConfig", "resume_run", "run_program"]
 
