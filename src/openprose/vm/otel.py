@@ -60,10 +60,10 @@ _INTERNAL = SpanKind.INTERNAL.value
 _UNSET = StatusCode.UNSET.value
 _ERROR = StatusCode.ERROR.value
 
-# The span the running code is inside: (trace id as 32 hex digits, span id); and the run's
-# own span with the token that restores the context at its end. Context variables, so that
-# runs going on at once in one process (a batch, an application) each keep their own.
-Parent = tuple[str, int]
+# The span the running code is inside (a span, or the remote parent a run continues), and
+# the run's own span with the token that restores the context at its end. Context
+# variables, so that runs going on at once in one process (a batch, an application) each
+# keep their own.
 _current: ContextVar[Parent | None] = ContextVar("openprose_span", default=None)
 _run: ContextVar[tuple[_Open, Token[Parent | None]] | None] = ContextVar(
     "openprose_run", default=None
@@ -76,59 +76,32 @@ def _new_id(bits: int) -> int:
     return _getrandbits(bits) or 1  # 0 is the invalid id
 
 
-def _ids(parent: Parent | None) -> tuple[str, int | None, int]:
-    """(trace id, parent span id, a new span id) of a span starting under `parent`."""
-    if parent is None:
-        return f"{_new_id(128):032x}", None, _new_id(64)
-    return parent[0], parent[1], _new_id(64)
+def _new_trace() -> str:
+    return f"{_new_id(128):032x}"
 
 
-class _Span:
-    """A span being recorded: its ids and start; as a context manager, the span the code
-    inside runs in (a class rather than a generator: a fan-out enters two per session).
-    Subclasses say what the finished span is (`close`)."""
+class Parent:
+    """What a span starting inside another needs of it: the trace id (32 hex digits) and
+    its span id. Spans are parents themselves; this class stands for one from elsewhere
+    (the span an embedding application runs the VM in, the run a resume continues)."""
 
-    __slots__ = ("parent", "span_id", "start", "token", "trace_id", "tracer")
+    __slots__ = ("span_id", "trace_id")
 
-    def __init__(self, tracer: OtelTracer, parent: Parent | None) -> None:
-        self.tracer = tracer
-        self.trace_id, self.parent, self.span_id = _ids(parent)
-        self.token: Token[Parent | None] | None = None
-        self.start = _now()
-
-    def __enter__(self) -> Self:
-        self.token = _current.set((self.trace_id, self.span_id))
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        where: TracebackType | None,
-    ) -> None:
-        if self.token is not None:
-            _current.reset(self.token)
-        self.close(error)
-
-    def close(self, error: BaseException | None) -> None:
-        raise NotImplementedError
+    def __init__(self, trace_id: str, span_id: int) -> None:
+        self.trace_id = trace_id
+        self.span_id = span_id
 
 
-def _failure(error: BaseException | None) -> tuple[int, str | None, str | None]:
+def _failure(error: BaseException) -> tuple[int, str, str]:
     """(status code, description, error type) of a span that ended with `error`."""
-    if error is None:
-        return _UNSET, None, None
     name = type(error).__name__
     return _ERROR, str(error) or name, name
 
 
-_SUCCEEDED = (_UNSET, None, None)
-
-
-class _Open(_Span):
+class _Open(Parent):
     """A span with its attributes as a dict (the run's, a tool call's)."""
 
-    __slots__ = ("attributes", "code", "kind", "name", "why")
+    __slots__ = ("attributes", "code", "kind", "name", "parent", "record", "start", "why")
 
     def __init__(
         self,
@@ -138,50 +111,58 @@ class _Open(_Span):
         attributes: dict[str, Any],
         kind: int,
     ) -> None:
-        super().__init__(tracer, parent)
+        if parent is None:
+            super().__init__(_new_trace(), _new_id(64))
+            self.parent: int | None = None
+        else:
+            super().__init__(parent.trace_id, _new_id(64))
+            self.parent = parent.span_id
+        self.record = tracer.record
         self.name = name
         self.attributes = attributes
         self.kind = kind  # a SpanKind value
         self.code = _UNSET  # a StatusCode value, and its description:
         self.why: str | None = None
-
-    def close(self, error: BaseException | None) -> None:
-        if error is not None and self.code == _UNSET:
-            self.code, self.why, self.attributes["error.type"] = _failure(error)
-        self.end()
+        self.start = _now()
 
     def end(self) -> None:
-        self.tracer.record(
+        self.record(
             (self.name, self.trace_id, self.span_id, self.parent, self.kind, self.code,
              self.why, self.start, _now(), self.attributes)
         )  # fmt: skip
 
 
-class _Statement:
-    """A statement's span, the parent of what runs inside it. A fan-out enters one per
-    session, so it is written flat (no base class, no helper calls): it keeps the values
-    its attributes are made of and ends as one tuple."""
+# A session's two spans do as little as they can on the event loop: ids, times and the
+# context variable there; they are queued as they are (`flat` makes their records where
+# the records are sent from: the export thread, in batches).
 
-    __slots__ = ("kind", "line", "parent", "path", "record", "span_id", "start", "step",
-                 "token", "trace_id")  # fmt: skip
+
+class _Statement(Parent):
+    """A statement's span, the parent of what runs inside it. A fan-out enters one per
+    session, so it is written flat (no base class code, no helper calls); its record
+    (`openprose.vm.otlp.STATEMENT`) is made by `flat`."""
+
+    __slots__ = ("end", "failure", "kind", "line", "parent", "path", "record", "start",
+                 "step", "token")  # fmt: skip
 
     def __init__(self, tracer: OtelTracer, kind: str, step: str, path: str, line: int) -> None:
         parent = _current.get()
         if parent is None:
-            self.trace_id, self.parent = f"{_new_id(128):032x}", None
+            self.trace_id, self.parent = _new_trace(), None
         else:
-            self.trace_id, self.parent = parent
+            self.trace_id, self.parent = parent.trace_id, parent.span_id
         self.span_id = _getrandbits(64) or 1
         self.record = tracer.record
         self.kind = kind
         self.step = step
         self.path = path
         self.line = line
+        self.failure: tuple[int, str, str] | None = None
         self.token: Token[Parent | None] | None = None
         self.start = _now()
 
     def __enter__(self) -> Self:
-        self.token = _current.set((self.trace_id, self.span_id))
+        self.token = _current.set(self)
         return self
 
     def __exit__(
@@ -190,34 +171,40 @@ class _Statement:
         error: BaseException | None,
         where: TracebackType | None,
     ) -> None:
-        end = _now()
+        self.end = _now()
         if self.token is not None:
             _current.reset(self.token)
-        code, why, failure = _failure(error) if error is not None else _SUCCEEDED
-        self.record(
-            (STATEMENT, self.trace_id, self.span_id, self.parent, code, why, self.start, end,
-             self.kind, self.step, self.path, self.line, failure)
-        )  # fmt: skip
+        if error is not None:
+            self.failure = _failure(error)
+        self.record(self)
+
+    def flat(self) -> tuple[Any, ...]:
+        code, why, failure = self.failure or _SUCCEEDED
+        return (STATEMENT, self.trace_id, self.span_id, self.parent, code, why, self.start,
+                self.end, self.kind, self.step, self.path, self.line, failure)  # fmt: skip
+
+
+_SUCCEEDED = (_UNSET, None, None)
 
 
 class _Call:
     """A model call's span: no span starts inside one (a tool call's span is its
     statement's child), so it is not made the current span — a fan-out saves a context
-    variable change per session. Its attributes are made from the request and the
-    response when it ends (`openprose.vm.otlp.CALL`); an error leaving the `with` block
-    is the call's failure."""
+    variable change per session. An error leaving the `with` block is the call's failure;
+    its record (`openprose.vm.otlp.CALL`: attributes from the request and the response)
+    is made by `flat`."""
 
-    __slots__ = ("asked", "capture", "parent", "record", "request", "response", "span_id",
-                 "start", "step", "trace_id")  # fmt: skip
+    __slots__ = ("asked", "capture", "end", "failure", "parent", "record", "request",
+                 "response", "span_id", "start", "step", "trace_id")  # fmt: skip
 
     def __init__(
         self, tracer: OtelTracer, step: str, request: ModelRequest, asked: tuple[Any, ...]
     ) -> None:
         parent = _current.get()
         if parent is None:
-            self.trace_id, self.parent = f"{_new_id(128):032x}", None
+            self.trace_id, self.parent = _new_trace(), None
         else:
-            self.trace_id, self.parent = parent
+            self.trace_id, self.parent = parent.trace_id, parent.span_id
         self.span_id = _getrandbits(64) or 1
         self.record = tracer.record
         self.capture = tracer.capture
@@ -225,6 +212,7 @@ class _Call:
         self.request = request
         self.asked = asked  # alias, provider, call kind, attempt
         self.response: ModelResponse | None = None
+        self.failure: tuple[int, str, str] | None = None
         self.start = _now()
 
     def __enter__(self) -> Self:
@@ -236,9 +224,17 @@ class _Call:
         error: BaseException | None,
         where: TracebackType | None,
     ) -> None:
-        end = _now()
+        self.end = _now()
+        if error is not None:
+            self.failure = _failure(error)
+        self.record(self)
+
+    def answered(self, response: ModelResponse) -> None:
+        self.response = response
+
+    def flat(self) -> tuple[Any, ...]:
         request, response = self.request, self.response
-        code, why, error_type = _failure(error) if error is not None else _SUCCEEDED
+        code, why, error_type = self.failure or _SUCCEEDED
         finish = tokens_in = tokens_out = answered_by = answer_id = None
         if response is not None:
             finish = response.finish_reason or "stop"
@@ -248,15 +244,18 @@ class _Call:
         system = asked = answer = None
         if self.capture:
             system, asked, answer = _captured(request, response)
-        self.record(
-            (CALL, self.trace_id, self.span_id, self.parent, code, why, self.start, end,
-             self.step, request.model, request.max_tokens, request.temperature, *self.asked,
-             finish, tokens_in, tokens_out, answered_by, answer_id, error_type, system, asked,
-             answer)
-        )  # fmt: skip
+        return (CALL, self.trace_id, self.span_id, self.parent, code, why, self.start,
+                self.end, self.step, request.model, request.max_tokens, request.temperature,
+                *self.asked, finish, tokens_in, tokens_out, answered_by, answer_id, error_type,
+                system, asked, answer)  # fmt: skip
 
-    def answered(self, response: ModelResponse) -> None:
-        self.response = response
+
+Finished = tuple[Any, ...] | _Statement | _Call  # what the tracer's `record` takes
+
+
+def flat(finished: Finished) -> tuple[Any, ...]:
+    """The record (`openprose.vm.otlp`) of a finished span."""
+    return finished if finished.__class__ is tuple else finished.flat()  # type: ignore[union-attr]
 
 
 def _captured(
@@ -308,9 +307,10 @@ class OtelTracer:
         self.capture = capture_content
         self.owned = owned  # made here (from the environment): shut down after the run
         self._tools: dict[tuple[str, object, object], _Open] = {}
-        # Takes a finished span (`openprose.vm.otlp`: a record of any shape): the export
-        # helper's queue's `append` itself, so that a span ends in one C call.
-        self.record: Callable[[tuple[Any, ...]], None] = (
+        # Takes a finished span (a record of any shape, `openprose.vm.otlp`, or a span that
+        # makes its own, `flat`): the export helper's queue's `append` itself, so that a
+        # span ends in one C call.
+        self.record: Callable[[Finished], None] = (
             self._to_processor if export is None else export.records.append
         )
 
@@ -326,9 +326,9 @@ class OtelTracer:
 
     # --- recording -----------------------------------------------------------------------
 
-    def _to_processor(self, record: tuple[Any, ...]) -> None:
+    def _to_processor(self, finished: Finished) -> None:
         assert self.processor is not None and self.resource is not None
-        self.processor.on_end(span_of(expand(record), self.resource))
+        self.processor.on_end(span_of(expand(flat(finished)), self.resource))
 
     # --- the run -------------------------------------------------------------------------
 
@@ -338,11 +338,11 @@ class OtelTracer:
         parent: Parent | None = None
         if resumed_from and resumed_from.get("trace_id") and resumed_from.get("span_id"):
             trace_id = f"{int(resumed_from['trace_id'], 16):032x}"
-            parent = (trace_id, int(resumed_from["span_id"], 16))
+            parent = Parent(trace_id, int(resumed_from["span_id"], 16))
         else:
             ambient = trace.get_current_span().get_span_context()  # the embedding app's span
             if ambient.is_valid:
-                parent = (f"{ambient.trace_id:032x}", ambient.span_id)
+                parent = Parent(f"{ambient.trace_id:032x}", ambient.span_id)
         span = _Open(
             self,
             f"prose run {program}",
@@ -354,7 +354,7 @@ class OtelTracer:
             },
             _INTERNAL,
         )
-        _run.set((span, _current.set((span.trace_id, span.span_id))))
+        _run.set((span, _current.set(span)))
         return {"trace_id": span.trace_id, "span_id": f"{span.span_id:016x}"}
 
     def end_run(self, status: str, error: str | None) -> None:
@@ -529,7 +529,7 @@ class ExportProcess:
         )
         _widen(self.process.stdin)
         # Finished spans' records: appended by the tracer, taken by the thread (atomically).
-        self.records: deque[tuple[Any, ...]] = deque()
+        self.records: deque[Finished] = deque()
         self._wake = threading.Event()
         self._thread = threading.Thread(target=self._drain, name="prose-otel", daemon=True)
         self._thread.start()
@@ -540,7 +540,7 @@ class ExportProcess:
         while True:
             closing = self._wake.wait(self.FLUSH_INTERVAL)
             pending = self.records
-            records = [pending.popleft() for _ in range(len(pending))]
+            records = [flat(pending.popleft()) for _ in range(len(pending))]
             try:
                 if records:
                     stdin.write(frame(records))
