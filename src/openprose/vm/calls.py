@@ -103,15 +103,16 @@ class ModelCalls:
             shared.stats.in_flight += 1
             try:
                 if tracer is not None:  # the attempt in its GenAI span (`openprose.vm.otel`)
-                    with (
-                        tracer.model_call(
-                            step, request, alias=alias, provider=provider_name, kind=event,
-                            attempt=attempt,
-                        ) as span,
-                        shared.watching(step),
-                    ):  # fmt: skip
-                        response = await send(request)
-                        span.answered(response)
+                    with tracer.model_call(
+                        step, request, alias=alias, provider=provider_name, kind=event,
+                        attempt=attempt,
+                    ) as span:  # fmt: skip
+                        if not shared.streams:
+                            response = await send(request)
+                        else:
+                            with shared.watching(step):
+                                response = await send(request)
+                        span.response = response
                 elif not shared.streams:
                     response = await send(request)
                 else:
