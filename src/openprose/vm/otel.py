@@ -30,6 +30,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar, Token
+from functools import partial
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
@@ -229,9 +230,6 @@ class _Call:
             self.failure = _failure(error)
         self.record(self)
 
-    def answered(self, response: ModelResponse) -> None:
-        self.response = response
-
     def flat(self) -> tuple[Any, ...]:
         request, response = self.request, self.response
         code, why, error_type = self.failure or _SUCCEEDED
@@ -313,6 +311,9 @@ class OtelTracer:
         self.record: Callable[[Finished], None] = (
             self._to_processor if export is None else export.records.append
         )
+        # A statement's span (a context manager): the class itself, bound to this tracer
+        # (a fan-out opens one per session; no method call in between).
+        self.statement: Callable[[str, str, str, int], _Statement] = partial(_Statement, self)
 
     @classmethod
     def from_environment(cls, env: Mapping[str, str]) -> OtelTracer:
@@ -370,9 +371,6 @@ class OtelTracer:
         span.end()
 
     # --- statements and calls ------------------------------------------------------------
-
-    def statement(self, kind: str, step: str, path: str, line: int) -> _Statement:
-        return _Statement(self, kind, step, path, line)
 
     def model_call(
         self,

@@ -22,10 +22,10 @@ EXTRA_HINT = "pip install 'openprose[otel]'"
 
 
 class ModelCallSpan(Protocol):
-    """A model call attempt's span, as a context manager: an error leaving the block is
-    the attempt's failure."""
+    """A model call attempt's span, as a context manager: the answer is set as `response`
+    before the block ends; an error leaving the block is the attempt's failure."""
 
-    def answered(self, response: ModelResponse) -> None: ...
+    response: ModelResponse | None
 
 
 class Tracer(Protocol):
