@@ -12,13 +12,15 @@ Why spans are made here and not with `Tracer.start_span`: a fan-out makes two sp
 session, and the SDK's span machinery (sampling, attribute cleaning, locks, context
 objects) costs tens of microseconds each, as much as the VM's whole work for a session.
 So a span is recorded as what it is — ids, times, the values its attributes are made of —
-and, when it ends, becomes one tuple (a record, `openprose.vm.otlp`: a session's statement
-and model call spans as flat tuples, no attribute dict) that is either handed to a span
+and, when it ends, is queued as it is: a session's statement and model call spans do only
+that on the event loop, and become their records (`openprose.vm.otlp`: flat tuples, no
+attribute dict) where the records go, in batches. A record is either handed to a span
 processor given in Python as a finished `ReadableSpan` (tests, embedding applications), or
-— `prose run --trace`, a tracer from the environment — appended to the queue of the export
-helper process (`ExportProcess`, `openprose.vm.otel_export`), which encodes and sends it. Parents travel in a context variable, which asyncio tasks inherit:
-the branches of a `parallel:` and the items of a `pmap` are siblings under their
-statement's span. A run started inside a span of the embedding application joins its trace.
+— `prose run --trace`, a tracer from the environment — written by the export thread to the
+export helper process (`ExportProcess`, `openprose.vm.otel_export`), which encodes and
+sends it. Parents (the spans themselves) travel in a context variable, which asyncio
+tasks inherit: the branches of a `parallel:` and the items of a `pmap` are siblings under
+their statement's span. A run started inside a span of the embedding application joins its trace.
 """
 
 from __future__ import annotations
@@ -509,8 +511,9 @@ def _widen(pipe: Any) -> None:
 
 class ExportProcess:
     """The helper process that exports a run's spans (`openprose.vm.otel_export`): each
-    finished span is a record (`openprose.vm.otlp.Record`) appended to a deque; a thread
-    writes what has gathered to the helper's stdin as one frame every 50 ms; at the end
+    finished span (a record, or a span that makes its own: `flat`) is appended to a deque;
+    a thread makes the records of what has gathered and writes them to the helper's stdin
+    as one frame every 50 ms; at the end
     (or when this process dies) its stdin closes and the helper exports what it holds and
     exits."""
 
