@@ -208,9 +208,6 @@ class OtlpHttp:
             left = deadline - time.monotonic()
             if left <= 0:
                 break
-            import random  # only when a retry waits
-
-            wait = 2**attempt * random.uniform(0.8, 1.2)
             try:
                 status, reason, retry_after = self._post(body, left)
             except (OSError, ValueError) as error:  # ValueError: an answer not in HTTP
@@ -218,6 +215,7 @@ class OtlpHttp:
                 problem = f"{type(error).__name__}: {error}"
                 if attempt == 0:
                     continue  # a kept-alive connection the server closed: once more at once
+                wait = _backoff(attempt)
             else:
                 if 200 <= status < 300:
                     self._failing = False
@@ -225,8 +223,7 @@ class OtlpHttp:
                 problem = f"HTTP {status} {reason}"
                 if status not in RETRYABLE:
                     break
-                if retry_after is not None:
-                    wait = retry_after
+                wait = _backoff(attempt) if retry_after is None else retry_after
             if wait >= deadline - time.monotonic():
                 break
             time.sleep(wait)
@@ -338,3 +335,10 @@ class Connection:
                 self._socket.close()
             finally:
                 self._socket, self._held = None, b""
+
+
+def _backoff(attempt: int) -> float:
+    """Seconds to wait before try `attempt + 2`: 1, 2, 4... with 20 % jitter."""
+    import random  # only when a retry waits: the helper starts without it
+
+    return float(2**attempt * random.uniform(0.8, 1.2))
