@@ -148,6 +148,57 @@ def test_a_failed_call_span_says_why(vm: Any, memory: Any) -> None:
     assert calls[1].status.status_code.name == "UNSET"
 
 
+def test_the_tracer_hears_only_the_journal_events_it_names(vm: Any, memory: Any) -> None:
+    """`Shared.emit` calls the tracer for its `events` only (tool calls): a fan-out's
+    session events do not go through it."""
+    heard: list[str] = []
+
+    class Listening(OtelTracer):
+        def on_event(self, event: str, step: str, fields: dict[str, Any]) -> None:
+            heard.append(event)
+            super().on_event(event, step, fields)
+
+    result = run_traced(vm, PROGRAM, Listening(memory[1]))
+    assert result.status == "succeeded", result.error
+    assert heard == []
+    assert Listening.events == {"tool_call", "tool_result"}
+
+
+def test_the_export_queue_gets_the_spans_the_in_memory_exporter_gets(vm: Any, memory: Any) -> None:
+    """Spans queued for the export helper make their records on the export thread, in
+    batches: those records are the spans a processor in this process is handed (ids and
+    times aside), content capture included."""
+    from collections import deque
+
+    from openprose.vm.otel import flat, span_of
+    from openprose.vm.otlp import expand
+
+    class Queue:  # what the tracer needs of an `ExportProcess`
+        def __init__(self) -> None:
+            self.records: deque[Any] = deque()
+
+        def close(self) -> None:
+            pass
+
+    exporter, processor = memory
+    queue = Queue()
+    queued = OtelTracer(None, capture_content=True, export=queue)  # type: ignore[arg-type]
+    assert run_traced(vm, PROGRAM, queued).status == "succeeded"
+    run_traced(vm, PROGRAM, OtelTracer(processor, capture_content=True))
+    resource = OtelTracer(processor).resource
+    assert resource is not None
+
+    def shape(span: ReadableSpan) -> tuple[Any, ...]:
+        attributes = dict(span.attributes or {})
+        attributes.pop("prose.run.id", None)
+        return (span.name, span.kind, span.status.status_code, sorted(attributes.items()))
+
+    exported = sorted(shape(span_of(expand(flat(r)), resource)) for r in queue.records)
+    in_memory = sorted(shape(s) for s in exporter.get_finished_spans())
+    assert len(exported) == len(in_memory) == 16
+    assert exported == in_memory
+
+
 def test_a_resumed_run_continues_the_same_trace(vm: Any, memory: Any) -> None:
     exporter, provider = memory
     source = 'session "one"\nsession "two"\n'
