@@ -201,7 +201,15 @@ class _Call:
                  "response", "span_id", "start", "step", "trace_id")  # fmt: skip
 
     def __init__(
-        self, tracer: OtelTracer, step: str, request: ModelRequest, asked: tuple[Any, ...]
+        self,
+        tracer: OtelTracer,
+        step: str,
+        request: ModelRequest,
+        *,
+        alias: str,
+        provider: str,
+        kind: str,
+        attempt: int,
     ) -> None:
         parent = _current.get()
         if parent is None:
@@ -213,7 +221,7 @@ class _Call:
         self.capture = tracer.capture
         self.step = step
         self.request = request
-        self.asked = asked  # alias, provider, call kind, attempt
+        self.asked = (alias, provider, kind, attempt)
         self.response: ModelResponse | None = None
         self.failure: tuple[int, str, str] | None = None
         self.start = _now()
@@ -313,9 +321,11 @@ class OtelTracer:
         self.record: Callable[[Finished], None] = (
             self._to_processor if export is None else export.records.append
         )
-        # A statement's span (a context manager): the class itself, bound to this tracer
-        # (a fan-out opens one per session; no method call in between).
+        # A statement's span and a model call's (context managers): the classes themselves,
+        # bound to this tracer (a fan-out opens one of each per session: no method call
+        # in between). `model_call(step, request, *, alias, provider, kind, attempt)`.
         self.statement: Callable[[str, str, str, int], _Statement] = partial(_Statement, self)
+        self.model_call: Callable[..., _Call] = partial(_Call, self)
 
     @classmethod
     def from_environment(cls, env: Mapping[str, str]) -> OtelTracer:
@@ -373,18 +383,6 @@ class OtelTracer:
         span.end()
 
     # --- statements and calls ------------------------------------------------------------
-
-    def model_call(
-        self,
-        step: str,
-        request: ModelRequest,
-        *,
-        alias: str,
-        provider: str,
-        kind: str,
-        attempt: int,
-    ) -> _Call:
-        return _Call(self, step, request, (alias, provider, kind, attempt))
 
     def on_event(self, event: str, step: str, fields: dict[str, Any]) -> None:
         """Tool calls (journaled by the tool loop) as `execute_tool` spans."""
