@@ -150,10 +150,8 @@ class _Statement(Parent):
 
     def __init__(self, tracer: OtelTracer, kind: str, step: str, path: str, line: int) -> None:
         parent = _current.get()
-        if parent is None:
-            self.trace_id, self.parent = _new_trace(), None
-        else:
-            self.trace_id, self.parent = parent.trace_id, parent.span_id
+        self.trace_id = _new_trace() if parent is None else parent.trace_id
+        self.parent = None if parent is None else parent.span_id
         self.span_id = _getrandbits(64) or 1
         self.record = tracer.record
         self.kind = kind
@@ -168,12 +166,8 @@ class _Statement(Parent):
         self.token = _current.set(self)
         return self
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        where: TracebackType | None,
-    ) -> None:
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 where: TracebackType | None) -> None:  # fmt: skip
         self.end = _now()
         if self.token is not None:
             _current.reset(self.token)
@@ -200,22 +194,11 @@ class _Call:
     __slots__ = ("asked", "capture", "end", "failure", "parent", "record", "request",
                  "response", "span_id", "start", "step", "trace_id")  # fmt: skip
 
-    def __init__(
-        self,
-        tracer: OtelTracer,
-        step: str,
-        request: ModelRequest,
-        *,
-        alias: str,
-        provider: str,
-        kind: str,
-        attempt: int,
-    ) -> None:
+    def __init__(self, tracer: OtelTracer, step: str, request: ModelRequest, *, alias: str,
+                 provider: str, kind: str, attempt: int) -> None:  # fmt: skip
         parent = _current.get()
-        if parent is None:
-            self.trace_id, self.parent = _new_trace(), None
-        else:
-            self.trace_id, self.parent = parent.trace_id, parent.span_id
+        self.trace_id = _new_trace() if parent is None else parent.trace_id
+        self.parent = None if parent is None else parent.span_id
         self.span_id = _getrandbits(64) or 1
         self.record = tracer.record
         self.capture = tracer.capture
@@ -229,12 +212,8 @@ class _Call:
     def __enter__(self) -> Self:
         return self  # not the current span: `__exit__` resets nothing
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        where: TracebackType | None,
-    ) -> None:
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 where: TracebackType | None) -> None:  # fmt: skip
         self.end = _now()
         if error is not None:
             self.failure = _failure(error)

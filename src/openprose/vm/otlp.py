@@ -311,14 +311,7 @@ class SpanEncoder:
                 b"".join(head[3:]),
                 self._block(("code", path, line, line.__class__)),
             )
-        parts = [known[0], _pack_id(0x1208, span_id)]
-        if parent is not None:
-            parts.append(_pack_id(0x2208, parent))
-        parts.append(known[1])
-        if start and end:
-            parts.append(_pack_times(0x39, start, 0x41, end))
-        else:
-            _times(parts, start, end)
+        parts = _opening(known[0], span_id, parent, known[1], start, end)
         parts.append(_text_attribute(_STEP, step))
         parts.append(known[2])
         if error:
@@ -348,14 +341,7 @@ class SpanEncoder:
                 self._block(("model", provider, model, max_tokens, max_tokens.__class__)),
                 self._block(("asked", *key[5:])),
             )
-        parts = [known[0], _pack_id(0x1208, span_id)]
-        if parent is not None:
-            parts.append(_pack_id(0x2208, parent))
-        parts.append(known[1])
-        if start and end:
-            parts.append(_pack_times(0x39, start, 0x41, end))
-        else:
-            _times(parts, start, end)
+        parts = _opening(known[0], span_id, parent, known[1], start, end)
         parts.append(known[2])
         parts.append(_text_attribute(_STEP, step))
         parts.append(known[3])
@@ -461,6 +447,21 @@ def _text_attribute(key: bytes, value: Any) -> bytes:
     text = b"\x0a" + varint(size) + data
     pair = key + varint(len(text)) + text
     return b"\x4a" + varint(len(pair)) + pair
+
+
+def _opening(
+    trace: bytes, span_id: int, parent: int | None, name_and_kind: bytes, start: int, end: int
+) -> list[bytes]:
+    """A span's fields up to its attributes, the trace id's and name's already encoded."""
+    parts = [trace, _pack_id(0x1208, span_id)]
+    if parent is not None:
+        parts.append(_pack_id(0x2208, parent))
+    parts.append(name_and_kind)
+    if start and end:
+        parts.append(_pack_times(0x39, start, 0x41, end))
+    else:
+        _times(parts, start, end)
+    return parts
 
 
 def _times(parts: list[bytes], start: int, end: int) -> None:
