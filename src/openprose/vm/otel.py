@@ -104,7 +104,8 @@ def _failure(error: BaseException) -> tuple[int, str, str]:
 class _Open(Parent):
     """A span with its attributes as a dict (the run's, a tool call's)."""
 
-    __slots__ = ("attributes", "code", "kind", "name", "parent", "record", "start", "why")
+    __slots__ = ("attributes", "code", "finished", "kind", "name", "parent", "record", "start",
+                 "why")  # fmt: skip
 
     def __init__(
         self,
@@ -129,10 +130,12 @@ class _Open(Parent):
         self.start = _now()
 
     def end(self) -> None:
-        self.record(
-            (self.name, self.trace_id, self.span_id, self.parent, self.kind, self.code,
-             self.why, self.start, _now(), self.attributes)
-        )  # fmt: skip
+        self.finished = _now()
+        self.record(self)
+
+    def flat(self) -> tuple[Any, ...]:
+        return (self.name, self.trace_id, self.span_id, self.parent, self.kind, self.code,
+                self.why, self.start, self.finished, self.attributes)  # fmt: skip
 
 
 # A session's two spans do as little as they can on the event loop: ids, times and the
@@ -237,12 +240,7 @@ class _Call:
                 system, asked, answer)  # fmt: skip
 
 
-Finished = tuple[Any, ...] | _Statement | _Call  # what the tracer's `record` takes
-
-
-def flat(finished: Finished) -> tuple[Any, ...]:
-    """The record (`openprose.vm.otlp`) of a finished span."""
-    return finished if finished.__class__ is tuple else finished.flat()  # type: ignore[union-attr]
+Finished = _Open | _Statement | _Call  # a finished span: `flat()` makes its record
 
 
 def _captured(
@@ -294,9 +292,8 @@ class OtelTracer:
         self.capture = capture_content
         self.owned = owned  # made here (from the environment): shut down after the run
         self._tools: dict[tuple[str, object, object], _Open] = {}
-        # Takes a finished span (a record of any shape, `openprose.vm.otlp`, or a span that
-        # makes its own, `flat`): the export helper's queue's `append` itself, so that a
-        # span ends in one C call.
+        # Takes a finished span (its `flat()` makes its record, `openprose.vm.otlp`): the
+        # export helper's queue's `append` itself, so that a span ends in one C call.
         self.record: Callable[[Finished], None] = (
             self._to_processor if export is None else export.records.append
         )
@@ -320,7 +317,7 @@ class OtelTracer:
 
     def _to_processor(self, finished: Finished) -> None:
         assert self.processor is not None and self.resource is not None
-        self.processor.on_end(span_of(expand(flat(finished)), self.resource))
+        self.processor.on_end(span_of(expand(finished.flat()), self.resource))
 
     # --- the run -------------------------------------------------------------------------
 
@@ -488,7 +485,7 @@ def _widen(pipe: Any) -> None:
 
 class ExportProcess:
     """The helper process that exports a run's spans (`openprose.vm.otel_export`): each
-    finished span (a record, or a span that makes its own: `flat`) is appended to a deque;
+    finished span (whose `flat()` makes its record) is appended to a deque;
     a thread makes the records of what has gathered and writes them to the helper's stdin
     as one frame every 50 ms; at the end
     (or when this process dies) its stdin closes and the helper exports what it holds and
@@ -518,7 +515,7 @@ class ExportProcess:
         while True:
             closing = self._wake.wait(self.FLUSH_INTERVAL)
             pending = self.records
-            records = [flat(pending.popleft()) for _ in range(len(pending))]
+            records = [pending.popleft().flat() for _ in range(len(pending))]
             try:
                 if records:
                     stdin.write(frame(records))

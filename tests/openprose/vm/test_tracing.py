@@ -170,7 +170,7 @@ def test_the_export_queue_gets_the_spans_the_in_memory_exporter_gets(vm: Any, me
     times aside), content capture included."""
     from collections import deque
 
-    from openprose.vm.otel import flat, span_of
+    from openprose.vm.otel import span_of
     from openprose.vm.otlp import expand
 
     class Queue:  # what the tracer needs of an `ExportProcess`
@@ -193,7 +193,7 @@ def test_the_export_queue_gets_the_spans_the_in_memory_exporter_gets(vm: Any, me
         attributes.pop("prose.run.id", None)
         return (span.name, span.kind, span.status.status_code, sorted(attributes.items()))
 
-    exported = sorted(shape(span_of(expand(flat(r)), resource)) for r in queue.records)
+    exported = sorted(shape(span_of(expand(r.flat()), resource)) for r in queue.records)
     in_memory = sorted(shape(s) for s in exporter.get_finished_spans())
     assert len(exported) == len(in_memory) == 16
     assert exported == in_memory
