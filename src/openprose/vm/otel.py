@@ -12,9 +12,8 @@ Why spans are made here and not with `Tracer.start_span`: a fan-out makes two sp
 session, and the SDK's span machinery (sampling, attribute cleaning, locks, context
 objects) costs tens of microseconds each, as much as the VM's whole work for a session.
 So a span is recorded as what it is — ids, times, the values its attributes are made of —
-and, when it ends, is queued as it is: a session's statement and model call spans do only
-that on the event loop, and become their records (`openprose.vm.otlp`: flat tuples, no
-attribute dict) where the records go, in batches. A record is either handed to a span
+and, when it ends, becomes one tuple (a record, `openprose.vm.otlp`: a session's statement
+and model call spans as flat tuples, no attribute dict). A record is either handed to a span
 processor given in Python as a finished `ReadableSpan` (tests, embedding applications), or
 — `prose run --trace`, a tracer from the environment — written by the export thread to the
 export helper process (`ExportProcess`, `openprose.vm.otel_export`), which encodes and
@@ -104,8 +103,7 @@ def _failure(error: BaseException) -> tuple[int, str, str]:
 class _Open(Parent):
     """A span with its attributes as a dict (the run's, a tool call's)."""
 
-    __slots__ = ("attributes", "code", "finished", "kind", "name", "parent", "record", "start",
-                 "why")  # fmt: skip
+    __slots__ = ("attributes", "code", "kind", "name", "parent", "record", "start", "why")
 
     def __init__(
         self,
@@ -130,26 +128,18 @@ class _Open(Parent):
         self.start = _now()
 
     def end(self) -> None:
-        self.finished = _now()
-        self.record(self)
-
-    def flat(self) -> tuple[Any, ...]:
-        return (self.name, self.trace_id, self.span_id, self.parent, self.kind, self.code,
-                self.why, self.start, self.finished, self.attributes)  # fmt: skip
-
-
-# A session's two spans do as little as they can on the event loop: ids, times and the
-# context variable there; they are queued as they are (`flat` makes their records where
-# the records are sent from: the export thread, in batches).
+        self.record(
+            (self.name, self.trace_id, self.span_id, self.parent, self.kind, self.code,
+             self.why, self.start, _now(), self.attributes)
+        )  # fmt: skip
 
 
 class _Statement(Parent):
     """A statement's span, the parent of what runs inside it. A fan-out enters one per
-    session, so it is written flat (no base class code, no helper calls); its record
-    (`openprose.vm.otlp.STATEMENT`) is made by `flat`."""
+    session, so it is written flat (no base class code, no helper calls) and ends as one
+    tuple (`openprose.vm.otlp.STATEMENT`)."""
 
-    __slots__ = ("end", "failure", "kind", "line", "parent", "path", "record", "start",
-                 "step", "token")  # fmt: skip
+    __slots__ = ("kind", "line", "parent", "path", "record", "start", "step", "token")
 
     def __init__(self, tracer: OtelTracer, kind: str, step: str, path: str, line: int) -> None:
         parent = _current.get()
@@ -161,7 +151,6 @@ class _Statement(Parent):
         self.step = step
         self.path = path
         self.line = line
-        self.failure: tuple[int, str, str] | None = None
         self.token: Token[Parent | None] | None = None
         self.start = _now()
 
@@ -171,17 +160,14 @@ class _Statement(Parent):
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
                  where: TracebackType | None) -> None:  # fmt: skip
-        self.end = _now()
+        end = _now()
         if self.token is not None:
             _current.reset(self.token)
-        if error is not None:
-            self.failure = _failure(error)
-        self.record(self)
-
-    def flat(self) -> tuple[Any, ...]:
-        code, why, failure = self.failure or _SUCCEEDED
-        return (STATEMENT, self.trace_id, self.span_id, self.parent, code, why, self.start,
-                self.end, self.kind, self.step, self.path, self.line, failure)  # fmt: skip
+        code, why, failure = _SUCCEEDED if error is None else _failure(error)
+        self.record(
+            (STATEMENT, self.trace_id, self.span_id, self.parent, code, why, self.start, end,
+             self.kind, self.step, self.path, self.line, failure)
+        )  # fmt: skip
 
 
 _SUCCEEDED = (_UNSET, None, None)
@@ -191,11 +177,11 @@ class _Call:
     """A model call's span: no span starts inside one (a tool call's span is its
     statement's child), so it is not made the current span — a fan-out saves a context
     variable change per session. An error leaving the `with` block is the call's failure;
-    its record (`openprose.vm.otlp.CALL`: attributes from the request and the response)
-    is made by `flat`."""
+    it ends as one tuple (`openprose.vm.otlp.CALL`: attributes from the request and the
+    response)."""
 
-    __slots__ = ("asked", "capture", "end", "failure", "parent", "record", "request",
-                 "response", "span_id", "start", "step", "trace_id")  # fmt: skip
+    __slots__ = ("asked", "capture", "parent", "record", "request", "response", "span_id",
+                 "start", "step", "trace_id")  # fmt: skip
 
     def __init__(self, tracer: OtelTracer, step: str, request: ModelRequest, *, alias: str,
                  provider: str, kind: str, attempt: int) -> None:  # fmt: skip
@@ -209,7 +195,6 @@ class _Call:
         self.request = request
         self.asked = (alias, provider, kind, attempt)
         self.response: ModelResponse | None = None
-        self.failure: tuple[int, str, str] | None = None
         self.start = _now()
 
     def __enter__(self) -> Self:
@@ -217,14 +202,9 @@ class _Call:
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
                  where: TracebackType | None) -> None:  # fmt: skip
-        self.end = _now()
-        if error is not None:
-            self.failure = _failure(error)
-        self.record(self)
-
-    def flat(self) -> tuple[Any, ...]:
+        end = _now()
         request, response = self.request, self.response
-        code, why, error_type = self.failure or _SUCCEEDED
+        code, why, error_type = _SUCCEEDED if error is None else _failure(error)
         finish = tokens_in = tokens_out = answered_by = answer_id = None
         if response is not None:
             finish = response.finish_reason or "stop"
@@ -234,13 +214,12 @@ class _Call:
         system = asked = answer = None
         if self.capture:
             system, asked, answer = _captured(request, response)
-        return (CALL, self.trace_id, self.span_id, self.parent, code, why, self.start,
-                self.end, self.step, request.model, request.max_tokens, request.temperature,
-                *self.asked, finish, tokens_in, tokens_out, answered_by, answer_id, error_type,
-                system, asked, answer)  # fmt: skip
-
-
-Finished = _Open | _Statement | _Call  # a finished span: `flat()` makes its record
+        self.record(
+            (CALL, self.trace_id, self.span_id, self.parent, code, why, self.start, end,
+             self.step, request.model, request.max_tokens, request.temperature, *self.asked,
+             finish, tokens_in, tokens_out, answered_by, answer_id, error_type, system, asked,
+             answer)
+        )  # fmt: skip
 
 
 def _captured(
@@ -292,9 +271,9 @@ class OtelTracer:
         self.capture = capture_content
         self.owned = owned  # made here (from the environment): shut down after the run
         self._tools: dict[tuple[str, object, object], _Open] = {}
-        # Takes a finished span (its `flat()` makes its record, `openprose.vm.otlp`): the
-        # export helper's queue's `append` itself, so that a span ends in one C call.
-        self.record: Callable[[Finished], None] = (
+        # Takes a finished span's record (`openprose.vm.otlp`, of any shape): the export
+        # helper's queue's `append` itself, so that a span ends in one C call.
+        self.record: Callable[[tuple[Any, ...]], None] = (
             self._to_processor if export is None else export.records.append
         )
         # A statement's span and a model call's (context managers): the classes themselves,
@@ -315,9 +294,9 @@ class OtelTracer:
 
     # --- recording -----------------------------------------------------------------------
 
-    def _to_processor(self, finished: Finished) -> None:
+    def _to_processor(self, record: tuple[Any, ...]) -> None:
         assert self.processor is not None and self.resource is not None
-        self.processor.on_end(span_of(expand(finished.flat()), self.resource))
+        self.processor.on_end(span_of(expand(record), self.resource))
 
     # --- the run -------------------------------------------------------------------------
 
@@ -485,10 +464,9 @@ def _widen(pipe: Any) -> None:
 
 class ExportProcess:
     """The helper process that exports a run's spans (`openprose.vm.otel_export`): each
-    finished span (whose `flat()` makes its record) is appended to a deque;
-    a thread makes the records of what has gathered and writes them to the helper's stdin
-    as one frame every 50 ms; at the end
-    (or when this process dies) its stdin closes and the helper exports what it holds and
+    finished span's record (`openprose.vm.otlp`) is appended to a deque; a thread writes
+    what has gathered to the helper's stdin as one frame every 50 ms; at the end (or when
+    this process dies) its stdin closes and the helper exports what it holds and
     exits."""
 
     FLUSH_INTERVAL = 0.05  # seconds
@@ -504,7 +482,7 @@ class ExportProcess:
         )
         _widen(self.process.stdin)
         # Finished spans' records: appended by the tracer, taken by the thread (atomically).
-        self.records: deque[Finished] = deque()
+        self.records: deque[tuple[Any, ...]] = deque()
         self._wake = threading.Event()
         self._thread = threading.Thread(target=self._drain, name="prose-otel", daemon=True)
         self._thread.start()
@@ -515,7 +493,7 @@ class ExportProcess:
         while True:
             closing = self._wake.wait(self.FLUSH_INTERVAL)
             pending = self.records
-            records = [pending.popleft().flat() for _ in range(len(pending))]
+            records = [pending.popleft() for _ in range(len(pending))]
             try:
                 if records:
                     stdin.write(frame(records))

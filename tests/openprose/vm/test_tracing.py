@@ -165,9 +165,8 @@ def test_the_tracer_hears_only_the_journal_events_it_names(vm: Any, memory: Any)
 
 
 def test_the_export_queue_gets_the_spans_the_in_memory_exporter_gets(vm: Any, memory: Any) -> None:
-    """Spans queued for the export helper make their records on the export thread, in
-    batches: those records are the spans a processor in this process is handed (ids and
-    times aside), content capture included."""
+    """The records queued for the export helper are the spans a processor in this process
+    is handed (ids and times aside), content capture included."""
     from collections import deque
 
     from openprose.vm.otel import span_of
@@ -193,7 +192,7 @@ def test_the_export_queue_gets_the_spans_the_in_memory_exporter_gets(vm: Any, me
         attributes.pop("prose.run.id", None)
         return (span.name, span.kind, span.status.status_code, sorted(attributes.items()))
 
-    exported = sorted(shape(span_of(expand(r.flat()), resource)) for r in queue.records)
+    exported = sorted(shape(span_of(expand(r), resource)) for r in queue.records)
     in_memory = sorted(shape(s) for s in exporter.get_finished_spans())
     assert len(exported) == len(in_memory) == 16
     assert exported == in_memory
