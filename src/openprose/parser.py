@@ -1504,11 +1504,91 @@ class _Parser:
         elif token[1] == "model" and self.model_id_follows(pos):
             value = self.model_id(pos)
         elif kinds[pos] == NEWLINE and kinds[pos + 1] == INDENT:
-            rules = self.property_block()
-            value = n.PermissionsBlock(span=self.span_from(pos + 2), rules=rules)
+            listed = self.dash_list(token[1], pos + 2)
+            if listed is not None:
+                value = listed
+            else:
+                rules = self.property_block()
+                value = n.PermissionsBlock(span=self.span_from(pos + 2), rules=rules)
         else:
             value = self.expression()
         return n.Property(span=self.span_after(name_span), name=name, value=value)
+
+    def dash_list(self, prop: str, first: int) -> n.ArrayLit | None:
+        """A property's list written as YAML does (`skills:` then `- web-search` lines, as
+        programs copied from agent front matter do): the grammar's list is `[a, b]` on the
+        property's line. One diagnostic for the whole list, with the safe fix that writes
+        it so (comments of the item lines move above the property); the list parses as
+        that array — names for `context:`, strings otherwise — so nothing cascades."""
+        kinds, tokens, text = self.kinds, self.tokens, self.source.text
+        if kinds[first] != ERROR or tokens[first][1] != "-":
+            return None
+        items: list[tuple[int, int]] = []  # token index range of each item
+        i = first
+        while kinds[i] != DEDENT and kinds[i] != EOF:
+            if kinds[i] != ERROR or tokens[i][1] != "-" or kinds[i + 1] in _LAYOUT:
+                return None  # not one `- item` per line: read it as a property block
+            end = i + 1
+            while kinds[end] not in _LAYOUT:
+                end += 1
+            if kinds[end] != NEWLINE:
+                return None
+            items.append((i + 1, end))
+            i = end + 1
+        last = items[-1][1] - 1
+        elements: list[n.Expr] = []
+        written: list[str] = []
+        for start, end in items:
+            lo, hi = tokens[start][2], tokens[end - 1][3]
+            span = self.source.span(lo, hi)
+            item = text[lo:hi]
+            if end - start == 1 and kinds[start] == STRING and tokens[start][4] == tokens[start][6]:
+                literal = _string_node(tokens[start])
+                elements.append(literal)
+                written.append(item if prop != "context" else literal.value)
+                continue
+            if prop == "context" and end - start == 1 and kinds[start] in _NAME_KINDS:
+                elements.append(n.Name(span=span, id=item))
+                written.append(item)
+                continue
+            elements.append(n.StringLit(span=span, value=item, parts=(item,)))
+            quoted = item.replace("\\", "\\\\").replace('"', '\\"').replace("{", "\\{")
+            written.append(f'"{quoted}"')
+        lo, hi = tokens[first][2], tokens[last][3]
+        self.diagnostics[:] = [
+            d for d in self.diagnostics if not (d.code == "E102" and lo <= d.span.start < hi)
+        ]
+        array = "[" + ", ".join(written) + "]"
+        colon = tokens[first - 3]
+        # comments at the ends of all but the last item line would be replaced: keep them
+        # on their own lines above the property
+        moved = []
+        ends = [first - 2] + [end for _, end in items[:-1]]  # the lines' NEWLINE tokens
+        for end in ends:
+            rest = text[tokens[end - 1][3] : tokens[end][2]].strip()
+            if rest.startswith("#"):
+                moved.append(rest)
+        name_token = tokens[first - 4]
+        line_start = text.rfind("\n", 0, name_token[2]) + 1
+        indent = text[line_start : name_token[2]]
+        edits = [Edit(self.source.span(colon[3], hi), " " + array)]
+        if moved:
+            above = "".join(f"{indent}{comment}\n" for comment in moved)
+            edits.insert(0, Edit(self.source.span(line_start, line_start), above))
+        fix = None if moved and indent.strip() else Fix(f"write `{prop}: [...]`", tuple(edits))
+        code = {"skills": "E013", "context": "E143"}.get(prop, "E004")
+        self.report(
+            code,
+            f"`{prop}:` takes a list in brackets on its own line, not `- item` lines",
+            self.source.span(lo, hi),
+            help=f"write `{prop}: {array if len(array) <= 60 else '[...]'}`",
+            fix=fix,
+        )
+        self.pos = items[-1][1] + 1
+        if kinds[self.pos] == DEDENT:
+            self.pos += 1
+        span = self.source.span(lo, hi)
+        return n.ArrayLit(span=span, elements=tuple(elements))
 
     def model_id_follows(self, pos: int) -> bool:
         """Does a provider model id written without quotes (`gpt-4.1`, `openai:gpt-4o`)
@@ -1540,6 +1620,7 @@ class _Parser:
             return n.DoBlock(span=self.span_from(start), body=body)
         name = self.expect_name("':' or a block name after 'do'")
         args: list[n.Expr] = []
+        labels: list[n.Name | None] = []
         has_parens = self.kinds[self.pos] == "("
         if has_parens:
             self.pos += 1
@@ -1547,6 +1628,11 @@ class _Parser:
             self.enter()
             try:
                 while kinds[self.pos] != ")":
+                    label = None
+                    if _is_word(self.tokens[self.pos]) and kinds[self.pos + 1] == ":":
+                        label = self.expect_word("an argument name")
+                        self.pos += 1
+                    labels.append(label)
                     args.append(self.expression())
                     if kinds[self.pos] != ",":
                         break
@@ -1555,7 +1641,11 @@ class _Parser:
             finally:
                 self.depth -= 1
         return n.DoCall(
-            span=self.span_from(start), name=name, args=tuple(args), has_parens=has_parens
+            span=self.span_from(start),
+            name=name,
+            args=tuple(args),
+            has_parens=has_parens,
+            labels=tuple(labels) if any(labels) else (),
         )
 
     def modifiers(self) -> tuple[n.Modifier, ...]:

@@ -527,7 +527,10 @@ class _Scanner:
                 decoded = _ESCAPES.get(char)
                 if decoded is None:
                     at = offset + piece.start()
-                    shown = "\\" + char if char.isprintable() else repr("\\" + char)
+                    if char in "\r\n":
+                        shown = "(a backslash ending a line)"
+                    else:
+                        shown = "\\" + char if char.isprintable() else repr("\\" + char)
                     span = self.source.span(at, at + 2)
                     self.report(
                         "E002",
@@ -561,7 +564,8 @@ def _escape_fix(char: str, span: Span) -> Fix | None:
     changes the text the model reads, so that fix is offered as unsafe."""
     if char == "'":
         return Fix("drop the backslash: ' needs no escape", (Edit(span, "'"),))
-    if char.isprintable() and not char.isspace():
+    if (char.isprintable() and not char.isspace()) or char in "\r\n":
+        # a backslash ending a line is a shell or Markdown line continuation in the text
         return Fix("double the backslash to keep it", (Edit(span, "\\\\" + char),), safe=False)
     return None
 

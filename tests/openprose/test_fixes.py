@@ -114,6 +114,35 @@ def test_a_declaration_cannot_be_moved_into_a_parallel_block() -> None:
     assert fix(text) == text
 
 
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_a_backslash_ending_a_line_of_a_prompt_is_kept_by_the_unsafe_fix(newline: str) -> None:
+    # A shell command continued over lines inside a `"""` prompt: `\` + line break is no
+    # escape of the grammar (E002, said in words), and doubling the backslash keeps the text.
+    text = 'session """\nRun:\n  make test \\\n    --verbose\n"""\n'.replace("\n", newline)
+    from openprose.checker import check
+
+    (found,) = check(parse_text(text))
+    assert found.code == "E002" and "a backslash ending a line" in found.message
+    assert found.fix is not None and not found.fix.safe
+    assert fix(text) == text
+    fixed = fix(text, unsafe=True)
+    assert errors(fixed) == []
+    assert parse_text(fixed).program.body[0].prompt.value == "Run:\n  make test \\\n    --verbose\n"
+
+
+def test_a_dash_list_keeps_every_comment_of_its_lines() -> None:
+    text = 'agent a:\n  skills:  # house\n    - "x"  # one\n    - y  # two\n  prompt: "p"\n'
+    assert errors(text) == ["E013"]
+    fixed = 'agent a:\n  # house\n  # one\n  skills: ["x", "y"]  # two\n  prompt: "p"\n'
+    assert fix(text) == fixed
+
+
+def test_a_property_block_that_is_no_dash_list_is_read_as_before() -> None:
+    # a `- item` line among `key: value` lines: not a list; the lines keep their own errors
+    text = 'agent a:\n  permissions:\n    read: ["*.md"]\n    - x\n'
+    assert "E013" not in errors(text)
+
+
 # --- the conformance corpora -------------------------------------------------------------------
 
 

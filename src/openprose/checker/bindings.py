@@ -53,9 +53,23 @@ def declare(
     prior = ck.scope.flat.get(ident) or ck.scope.visible.get(ident)
     if prior is not None:
         if kind == "output" and prior.kind == "output":
-            ck.emit(
-                "E024", name.span, f"Output '{ident}' already declared (line {prior.span.line})"
-            )
+            group = ck.branch_groups.get(name.span.start)
+            if group is not None and prior.span.start in group.starts:
+                ck.emit(
+                    "E024",
+                    name.span,
+                    f"Output '{ident}' already declared in another branch of this "
+                    f"{group.keyword} (line {prior.span.line}); an output is declared once",
+                    help=f'declare it once before the {group.keyword}: output {ident} = "" '
+                    f"(then `{ident} = ...` in each branch)",
+                    fix=group.fix,
+                )
+            else:
+                ck.emit(
+                    "E024",
+                    name.span,
+                    f"Output '{ident}' already declared (line {prior.span.line})",
+                )
         elif kind == "output" or prior.kind == "output":
             ck.emit(
                 "E146",
@@ -167,8 +181,33 @@ def _input(ck: Checker, node: n.Input) -> None:
 # --- references ------------------------------------------------------------------------------
 
 
+# Literals of other languages that programs write as values (`let done = false`).
+_FOREIGN_LITERALS = frozenset(("true", "false", "True", "False", "null", "None", "nil"))
+
+
 def _name(ck: Checker, node: n.Name) -> None:
-    ck.resolve(node.id, node.span, "E140", f"Undefined variable '{node.id}'")
+    ident = node.id
+    if ident in _FOREIGN_LITERALS and ident not in ck.declared and ident not in ck.scope.visible:
+        _foreign_literal(ck, node)
+        return
+    ck.resolve(ident, node.span, "E140", f"Undefined variable '{ident}'")
+
+
+def _foreign_literal(ck: Checker, node: n.Name) -> None:
+    """`true`, `false`, `null` as a value: the grammar's values are strings, numbers, names,
+    arrays and what sessions return; a flag is text a model reads (or a **condition** it
+    judges). Quoting it keeps what the author wrote and what the model will see."""
+    ident = node.id
+    fix = None
+    if ck.source is not None and ck.source_text[node.span.start : node.span.end] == ident:
+        fix = Fix(f'write it as text: "{ident}"', (Edit(node.span, f'"{ident}"'),))
+    ck.emit(
+        "E140",
+        node.span,
+        f"Undefined variable '{ident}': OpenProse has no boolean or null values",
+        help=f'write it as text, `"{ident}"`, or let a **condition** judge what it stands for',
+        fix=fix,
+    )
 
 
 def check_attribute(ck: Checker, node: n.Attribute, code: str) -> None:

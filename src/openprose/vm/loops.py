@@ -78,11 +78,13 @@ def _publish(vm: Machine, stmt: n.ForEach, ctx: Ctx, frames: list[Scope]) -> Non
             if name not in loop_names:
                 last[name] = (value, name in frame.consts)
     for name, (value, const) in last.items():
-        ctx.scope.declare(name, value, const=const)
         kind = "const" if const else "let"
         if name in vm.outputs:  # an `output` in the body: the last item's, not the last done
+            ctx.scope.declare_output(name, value)
             vm.outputs[name] = value
             kind = "output"
+        else:
+            ctx.scope.declare(name, value, const=const)
         vm.bindings.write(name, kind, stmt, value, ctx)
 
 

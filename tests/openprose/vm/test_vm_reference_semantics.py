@@ -152,6 +152,34 @@ session "Use {verdict}"
     assert broken.status == "failed" and "undefined variable 'nothing'" in (broken.error or "")
 
 
+def test_reassigning_an_output_in_a_block_updates_the_output(vm: Any) -> None:
+    # Seed, Output Bindings: `output` "works like `let`", so reassignment updates it. In a
+    # block's frame it did not: the output kept its first value. `prose check --fix`'s
+    # rewrite of an output declared in each branch (E024) relies on it.
+    source = """block triage(report):
+  output action = ""
+  choice **how urgent the report is**:
+    option "Now":
+      action = session "Page the on-call engineer"
+    option "Later":
+      action = session "File a ticket"
+do triage("disk full")
+output total = "none"
+total = session "Count the tickets"
+"""
+    provider = vm.spy(
+        [
+            {"match": "^Choice:", "answer": "Later"},
+            {"match": "^File", "answer": "TICKET-7"},
+            {"match": "^Count", "answer": "3"},
+        ]
+    )
+    result = vm.run(source, provider)
+    assert result.status == "succeeded", result.error
+    assert result.outputs == {"action": "TICKET-7", "total": "3"}
+    assert "kind: output" in (result.run_dir / "bindings" / "action__1.md").read_text()
+
+
 def test_names_bound_in_a_parallel_for_stay_visible_after_it_as_after_a_for(vm: Any) -> None:
     # Seed, Flat Namespace: a name bound in a body is the program's one variable of that
     # name, and `parallel for` "is equivalent to" the sequential fan-out. After a `for` the
