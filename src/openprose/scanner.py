@@ -463,6 +463,22 @@ class _Scanner:
                 # tokens as one name so the checker's E008 can say how to map an alias to it
                 append(self.token(NAME, start, end))
                 return
+            fence = _FENCE_LINE.match(text, self.line_start)
+            if fence is not None and fence.start(1) == start:
+                # a program pasted with the Markdown fence around it: the fence is framing
+                line_end = fence.end()
+                self.report(
+                    "E102",
+                    "A Markdown code fence is not part of a program",
+                    self.span_at(start, fence.end(1)),
+                    Fix(
+                        "remove the fence line",
+                        (Edit(self.span_at(self.line_start, line_end), ""),),
+                    ),
+                    help="remove the fence lines: a .prose file holds the program itself",
+                )
+                append(self.token(ERROR, start, end))
+                return
             shown = text[start:end]
             if len(shown) > 20:
                 shown = shown[:20] + "..."
@@ -574,6 +590,9 @@ def _placeholder(interpolation: Interpolation) -> str:
     return "{" + ".".join((interpolation.name, *interpolation.path)) + "}"
 
 
+# A line holding only a Markdown code fence (```` ``` ````, ```` ```prose ````, `~~~`), with its
+# line break.
+_FENCE_LINE = re.compile(r"[ \t]*(```+|~~~+)[ \t]*[\w+.-]*[ \t]*(?:\r?\n|\Z)")
 _MODEL_LINE = re.compile(r"[ \t]*model[ \t]*:[ \t]*([^\s#\"]+)[ \t]*(?:#[^\n]*)?(?:\r?\n|\Z)")
 _NEXT_LINE = re.compile(r"([ \t]*)([^\r\n#]?)")
 # Inside brackets: a line ending with one of these expects more; a line starting with one of

@@ -94,13 +94,39 @@ def declare(
                     fix=group.fix,
                 )
             else:
+                fix = _reassign_fix(ck, name, kind, prior)
                 ck.emit(
                     "E019",
                     name.span,
                     f"Variable '{ident}' already defined ({_WHAT[prior.kind]}, line "
                     f"{prior.span.line}); variable names must be unique in a program",
+                    help=f"to give it a new value, assign it: `{ident} = ...` (no `let`)"
+                    if fix is not None
+                    else None,
+                    fix=fix,
                 )
     ck.scope.declare_flat(Var(ident, kind, name.span, program, contract, ck.guards))
+
+
+def _reassign_fix(ck: Checker, name: n.Name, kind: FlatKind, prior: Var) -> Fix | None:
+    """`let smell = …` again, further down or deeper in, where `smell` is a visible `let`:
+    in the flat namespace that is the same variable, so what the author wrote means giving
+    it a new value — `smell = …` ("Variable reassignment … for let only")."""
+    if kind != "let" or prior.kind != "let" or ck.scope.visible.get(name.id) is not prior:
+        return None
+    if ck.source is None:
+        return None
+    text = ck.source_text
+    line_start = text.rfind("\n", 0, name.span.start) + 1
+    before = text[line_start : name.span.start]
+    keyword = before.lstrip(" ")
+    if not keyword.startswith("let") or keyword[3:].strip(" ") or len(keyword) == 3:
+        return None  # not `let NAME` at the start of its line (a branch `x = let ...`?)
+    at = line_start + len(before) - len(keyword)
+    return Fix(
+        f"assign `{name.id}` (drop `let`): it is the variable of line {prior.span.line}",
+        (Edit(ck.span_at(at, name.span.start), ""),),
+    )
 
 
 def bind_scoped(ck: Checker, ident: str, span: Span, kind: ScopedKind, shadow_code: str) -> None:
