@@ -59,6 +59,8 @@ _LINE_END = frozenset((NEWLINE, EOF))
 # `context: input`); at the start of a statement they still begin their declaration.
 SOFT_KEYWORDS = frozenset(("input", "output"))
 _NAME_KINDS = frozenset((NAME, *SOFT_KEYWORDS))
+# Properties whose value is one thing: `- item` lines under them are no list to rewrite.
+_SCALAR_PROPERTIES = frozenset(("prompt", "model", "persist", "retry", "backoff"))
 # What a misspelled statement keyword is compared with ("did you mean").
 _STATEMENT_WORDS = tuple(sorted(KEYWORDS - {"as", "in", "until", "while"}))
 # After a name at the start of a statement, these make it an expression (assignment, call,
@@ -1521,7 +1523,7 @@ class _Parser:
         it so (comments of the item lines move above the property); the list parses as
         that array — names for `context:`, strings otherwise — so nothing cascades."""
         kinds, tokens, text = self.kinds, self.tokens, self.source.text
-        if kinds[first] != ERROR or tokens[first][1] != "-":
+        if kinds[first] != ERROR or tokens[first][1] != "-" or prop in _SCALAR_PROPERTIES:
             return None
         items: list[tuple[int, int]] = []  # token index range of each item
         i = first
@@ -1531,8 +1533,8 @@ class _Parser:
             end = i + 1
             while kinds[end] not in _LAYOUT:
                 end += 1
-            if kinds[end] != NEWLINE:
-                return None
+            if kinds[end] != NEWLINE or ":" in kinds[i + 1 : end]:
+                return None  # `- name: x` is a YAML mapping, not a list item
             items.append((i + 1, end))
             i = end + 1
         last = items[-1][1] - 1
@@ -1555,8 +1557,11 @@ class _Parser:
             quoted = item.replace("\\", "\\\\").replace('"', '\\"').replace("{", "\\{")
             written.append(f'"{quoted}"')
         lo, hi = tokens[first][2], tokens[last][3]
+        # the items are read as text: what the scanner said about their characters is moot
         self.diagnostics[:] = [
-            d for d in self.diagnostics if not (d.code == "E102" and lo <= d.span.start < hi)
+            d
+            for d in self.diagnostics
+            if not (d.code in ("E102", "E107") and lo <= d.span.start < hi)
         ]
         array = "[" + ", ".join(written) + "]"
         colon = tokens[first - 3]

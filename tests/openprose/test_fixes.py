@@ -137,6 +137,24 @@ def test_a_dash_list_keeps_every_comment_of_its_lines() -> None:
     assert fix(text) == fixed
 
 
+def test_a_permission_rule_written_as_a_dash_list_reads_its_items_as_text() -> None:
+    text = 'agent a:\n  permissions:\n    read:\n      - "*.md"\n      - docs/**\n'
+    assert errors(text) == ["E004"]  # one, not one per `-` and one for the `**`
+    assert fix(text) == 'agent a:\n  permissions:\n    read: ["*.md", "docs/**"]\n'
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'session "x"\n  prompt:\n    - Do this\n',  # a prompt is one text
+        'agent a:\n  skills:\n    - name: web\n',  # a YAML mapping, not a list
+    ],
+)
+def test_dash_lines_that_are_no_list_get_no_list_fix(text: str) -> None:
+    assert fix(text) == text
+    assert errors(text)
+
+
 def test_a_property_block_that_is_no_dash_list_is_read_as_before() -> None:
     # a `- item` line among `key: value` lines: not a list; the lines keep their own errors
     text = 'agent a:\n  permissions:\n    read: ["*.md"]\n    - x\n'

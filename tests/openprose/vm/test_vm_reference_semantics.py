@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -178,6 +179,24 @@ total = session "Count the tickets"
     assert result.status == "succeeded", result.error
     assert result.outputs == {"action": "TICKET-7", "total": "3"}
     assert "kind: output" in (result.run_dir / "bindings" / "action__1.md").read_text()
+
+
+@pytest.mark.parametrize("body", ["", '  let x = "same"\n', '  for t in []:\n    session "t"\n'])
+def test_an_endless_loop_that_asks_nothing_stops_with_an_error(vm: Any, body: str) -> None:
+    # Seed, Unbounded Loops: `loop:` without a condition or max "runs indefinitely (warning
+    # issued)", stopped by the runtime's safeguards. The session budget is one, but a body
+    # that asks no model anything never reaches it: the run spun forever. Now an error
+    # (a program error: `try`/`catch` sees it).
+    source = "try:\n  loop:\n" + "".join("  " + line + "\n" for line in body.splitlines())
+    source += 'catch as err:\n  session "Report {err}"\n'
+    provider = vm.spy()
+    result = vm.run(source, provider)
+    assert result.status == "succeeded", result.error
+    (report,) = provider.sent("^Report")
+    assert "would repeat forever" in report.last_user_text()
+    # A body that asks a model something is stopped by the session budget, as before.
+    ticking = vm.run('loop:\n  session "tick"\n', vm.spy(), config=replace(vm.FAST, max_sessions=3))
+    assert ticking.status == "stopped"
 
 
 def test_names_bound_in_a_parallel_for_stay_visible_after_it_as_after_a_for(vm: Any) -> None:
