@@ -114,6 +114,8 @@ def _reassign_fix(ck: Checker, name: n.Name, kind: FlatKind, prior: Var) -> Fix 
     it a new value — `smell = …` ("Variable reassignment … for let only")."""
     if kind != "let" or prior.kind != "let" or ck.scope.visible.get(name.id) is not prior:
         return None
+    if ck.scope.in_block and not ck.scope.declared_in_this_block(name.id):
+        return None  # a block re-using a program's name most likely means a name of its own
     if ck.source is None:
         return None
     text = ck.source_text
