@@ -714,7 +714,7 @@ class _Parser:
             modifiers=modifiers,
         )
 
-    def binding(self) -> n.Binding:
+    def binding(self) -> n.Binding | n.Input:
         keyword_at = self.pos
         keyword = self.advance()
         target: n.Name | n.Destructure
@@ -725,10 +725,47 @@ class _Parser:
         else:
             target = self.expect_name(f"a variable name after '{keyword[1]}'")
         self.expect("=", "'=' after the variable name")
+        if (
+            isinstance(target, n.Name)
+            and self.kinds[self.pos] == "input"
+            and self.kinds[self.pos + 1] in (STRING, DISCRETION)
+            and self.kinds[self.pos + 2] in _LAYOUT
+        ):
+            return self.input_as_value(keyword_at, target)
         self.check_keyword_after_equals()
         value = self.expression()
         kind: Literal["let", "const"] = "let" if keyword[0] == "let" else "const"
         return n.Binding(span=self.span_from(keyword_at), kind=kind, target=target, value=value)
+
+    def input_as_value(self, keyword_at: int, target: n.Name) -> n.Input:
+        """`let api_url = input "Enter API URL"`: an input is a declaration of the program,
+        `input NAME: "description"`. One E004 with the safe fix that writes it so (E022 then
+        moves it to the top when it stands below executable statements); it parses as that
+        input, so its name is declared."""
+        self.pos += 1  # 'input'
+        description: n.StringLit | n.Discretion
+        if self.kinds[self.pos] == DISCRETION:
+            description = self.discretion("a description", ())
+        else:
+            description = self.string("a description string")
+        start = self.tokens[keyword_at][2]
+        literal = self.source.text[description.span.start : description.span.end]
+        self.report(
+            "E004",
+            "`input` declares a program input; it is not a value to bind",
+            self.source.span(start, description.span.end),
+            help=f"write `input {target.id}: {literal if len(literal) <= 40 else '...'}`",
+            fix=Fix(
+                f"write `input {target.id}: ...`",
+                (
+                    Edit(
+                        self.source.span(start, description.span.end),
+                        f"input {target.id}: {literal}",
+                    ),
+                ),
+            ),
+        )
+        return n.Input(span=self.span_from(keyword_at), name=target, description=description)
 
     def assignment(self) -> n.Assign:
         start = self.pos
@@ -761,6 +798,19 @@ class _Parser:
                 if kinds[self.pos] == "as":
                     self.pos += 1
                     error = self.expect_name("an error variable name after 'as'")
+                elif kinds[self.pos] == NAME and kinds[self.pos + 1] == ":":
+                    # `catch err:` (Python writes `except E as err`, others `catch (err)`)
+                    error = self.expect_name("an error variable name")
+                    self.report(
+                        "E004",
+                        f"`catch` names its error with `as`: `catch as {error.id}:`",
+                        error.span,
+                        help=f"write `catch as {error.id}:`",
+                        fix=Fix(
+                            "insert `as`",
+                            (Edit(self.source.span(error.span.start, error.span.start), "as "),),
+                        ),
+                    )
                 self.expect(":", "':' after 'catch'")
                 clause_body = self.body(required=True)
                 clause = n.CatchClause(
@@ -874,6 +924,15 @@ class _Parser:
                         span=self.span_from(keyword_at), condition=condition, body=body
                     )
                     branches.append(branch)
+            elif kinds_if := self.else_if(keyword):
+                condition, body = kinds_if
+                if else_body is not None:
+                    self.report("E112", "'elif' after 'else'", token_span(keyword))
+                else:
+                    branch = n.CondBranch(
+                        span=self.span_from(keyword_at), condition=condition, body=body
+                    )
+                    branches.append(branch)
             else:
                 self.expect(":", "':' after 'else'")
                 body = self.body(required=False)
@@ -888,6 +947,25 @@ class _Parser:
             else_body=else_body,
             else_span=else_span,
         )
+
+    def else_if(self, keyword: Token) -> tuple[n.Discretion, tuple[n.Stmt, ...]] | None:
+        """`else if **c**:` is written `elif **c**:` — one E004 with that safe fix, and the
+        clause parses as the `elif` it means."""
+        if self.kinds[self.pos] != "if":
+            return None
+        word = self.tokens[self.pos]
+        span = self.source.span(keyword[2], word[3])
+        self.report(
+            "E004",
+            "`else if` is written `elif`",
+            span,
+            help="write `elif **condition**:`",
+            fix=Fix("write `elif`", (Edit(span, "elif"),)),
+        )
+        self.pos += 1
+        condition = self.discretion("a **condition** after 'elif'")
+        self.expect(":", "':' after the condition")
+        return condition, self.body(required=False)
 
     def clause_follows(self, *keywords: str) -> bool:
         """Whether one of ``keywords`` starts the next clause. After a clause whose body was
@@ -1287,9 +1365,18 @@ class _Parser:
         self.pos = pos
         prompt = agent = name = None
         following = kinds[pos]
+        mixed: n.Property | None = None
         if following == STRING and kind == "session":
             prompt = _string_node(self.tokens[pos])
             self.pos = pos + 1
+            if kinds[pos + 1] == ":" and kinds[pos + 2] == NAME and kinds[pos + 3] in _LAYOUT:
+                agent = self.prompt_and_agent(pos)
+                mixed = n.Property(
+                    span=prompt.span,
+                    name=n.Name(span=prompt.span, id="prompt"),
+                    value=prompt,
+                )
+                prompt = None
         elif following == ":":
             self.pos = pos + 1
             if kinds[pos + 1] == STRING and kind == "session":
@@ -1340,6 +1427,8 @@ class _Parser:
             and (kinds[pos + 2] == NAME or self.starts_property(2))
         ):
             properties.extend(self.property_block())
+        if mixed is not None:
+            properties.insert(0, mixed)
         return n.Session(
             span=self.span_from(keyword_at),
             kind=kind,
@@ -1348,6 +1437,43 @@ class _Parser:
             name=name,
             properties=tuple(properties),
         )
+
+    def prompt_and_agent(self, at: int) -> n.Name:
+        """`session "Summarize": writer`: a session takes a prompt string or `: agent`, not
+        both on its line (upstream's own guide calls this form invalid). One E004 with the
+        safe fix `session: writer` and `prompt: "Summarize"` as its first property; it
+        parses as that session."""
+        tokens, kinds = self.tokens, self.kinds
+        string, name = tokens[at], tokens[at + 2]
+        text = self.source.text
+        line_start = text.rfind("\n", 0, tokens[at - 1][2]) + 1
+        line = text[line_start : tokens[at - 1][2]]
+        indent = len(line) - len(line.lstrip(" "))
+        if kinds[at + 3] == NEWLINE and kinds[at + 4] == INDENT:
+            column = tokens[at + 5][5] - 1  # the property block's own indentation
+        else:
+            column = indent + 2
+        literal = text[string[2] : string[3]]
+        fixable = string[4] == string[6] and "\t" not in line
+        self.report(
+            "E004",
+            "a session takes a prompt string or `: agent`, not both on its line",
+            self.source.span(string[2], name[3]),
+            help=f"write `session: {name[1]}` with `prompt: {literal if len(literal) <= 30 else '...'}` under it",
+            fix=Fix(
+                "write the agent after `session:` and the prompt as a property",
+                (
+                    Edit(
+                        self.source.span(tokens[at - 1][3], name[3]),
+                        f": {name[1]}\n{' ' * column}prompt: {literal}",
+                    ),
+                ),
+            )
+            if fixable
+            else None,
+        )
+        self.pos = at + 3
+        return n.Name(span=token_span(name), id=name[1])
 
     def header_colon(self) -> None:
         """`session "Synthesize":` with its properties under it (an early form of the
@@ -1514,7 +1640,30 @@ class _Parser:
                 value = n.PermissionsBlock(span=self.span_from(pos + 2), rules=rules)
         else:
             value = self.expression()
+        if self.kinds[self.pos] == "," and token[1] != "model" and not self.starts_property(1):
+            value = self.unbracketed_list(token[1], value)
         return n.Property(span=self.span_after(name_span), name=name, value=value)
+
+    def unbracketed_list(self, prop: str, first: n.Expr) -> n.ArrayLit:
+        """`context: research, notes`: a list is written in brackets. One diagnostic (E143
+        for `context`, E013 for `skills`, E004 otherwise) with the safe fix that adds them;
+        it parses as that array."""
+        elements = [first]
+        while self.kinds[self.pos] == "," and not self.starts_property(1):
+            self.pos += 1
+            elements.append(self.nested_postfix())
+        start, end = first.span.start, elements[-1].span.end
+        span = self.source.span(start, end)
+        text = self.source.text[start:end]
+        code = {"skills": "E013", "context": "E143"}.get(prop, "E004")
+        self.report(
+            code,
+            f"`{prop}:` lists several values: a list is written in brackets",
+            span,
+            help=f"write `{prop}: [{text if len(text) <= 40 else '...'}]`",
+            fix=Fix("put the list in brackets", (Edit(span, f"[{text}]"),)),
+        )
+        return n.ArrayLit(span=span, elements=tuple(elements))
 
     def dash_list(self, prop: str, first: int) -> n.ArrayLit | None:
         """A property's list written as YAML does (`skills:` then `- web-search` lines, as
@@ -1713,6 +1862,24 @@ class _Parser:
         self, start: int, *, parallel: bool, modifiers: tuple[n.Modifier, ...]
     ) -> n.ForEach:
         self.pos += 1  # 'for'
+        kinds, tokens = self.kinds, self.tokens
+        if (
+            tokens[self.pos][1] == "each"
+            and kinds[self.pos] == NAME
+            and kinds[self.pos + 1] == NAME
+            and kinds[self.pos + 2] in ("in", ",")
+        ):
+            each = tokens[self.pos]
+            self.report(
+                "E004",
+                "`for each x in` is written `for x in`",
+                token_span(each),
+                help="remove `each`",
+                fix=Fix(
+                    "remove `each`", (Edit(self.source.span(each[2], tokens[self.pos + 1][2]), ""),)
+                ),
+            )
+            self.pos += 1
         item = self.expect_name("a loop variable after 'for'")
         index = None
         if self.kinds[self.pos] == ",":
@@ -1742,12 +1909,40 @@ class _Parser:
         if self.kinds[self.pos] == "as":
             self.pos += 1
             index = self.expect_name("an index variable after 'as'")
+        times = self.tokens[self.pos]
+        if times[0] == NAME and times[1] == "times" and self.kinds[self.pos + 1] == ":":
+            before = self.tokens[self.pos - 1]
+            self.report(
+                "E004",
+                "`repeat 3 times:` is written `repeat 3:`",
+                token_span(times),
+                help="remove `times`",
+                fix=Fix("remove `times`", (Edit(self.source.span(before[3], times[3]), ""),)),
+            )
+            self.pos += 1
         self.expect(":", "':' after the repeat count")
         body = self.body(required=False, construct="repeat")
         return n.Repeat(span=self.span_from(start), count=count, index=index, body=body)
 
-    def loop(self) -> n.Loop:
-        start = self.take()
+    def bare_loop(self) -> n.Loop:
+        """`while **c**:` / `until **c**:` at the start of a statement: the grammar's loop
+        is `loop while **c**:`. One E004 with that safe fix; it parses as that loop."""
+        word = self.tokens[self.pos]
+        if self.kinds[self.pos + 1] != DISCRETION:
+            self.fail("expected a statement")
+        self.report(
+            "E004",
+            f"`{word[1]} **condition**:` is written `loop {word[1]} **condition**:`",
+            token_span(word),
+            help=f"write `loop {word[1]}`",
+            fix=Fix(
+                f"write `loop {word[1]}`", (Edit(self.source.span(word[2], word[2]), "loop "),)
+            ),
+        )
+        return self.loop(bare=True)
+
+    def loop(self, *, bare: bool = False) -> n.Loop:
+        start = self.pos if bare else self.take()
         kinds = self.kinds
         kind: str = "loop"
         condition = None
@@ -1823,6 +2018,8 @@ _PRIMARIES: dict[str, Callable[[_Parser], n.Expr]] = {
     "for": _Parser.for_stmt,
     "repeat": _Parser.repeat,
     "loop": _Parser.loop,
+    "while": _Parser.bare_loop,
+    "until": _Parser.bare_loop,
 }
 
 _ORPHANS = {

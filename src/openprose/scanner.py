@@ -82,6 +82,8 @@ _MASTER = re.compile(
     + r""")(?![^\W\x00-\x7f]))  # not the ASCII start of a longer, non-ASCII word
   | (?P<uname>[^\W\d][\w]*(?:-\w+)*)  # `résumé`: one error for the word, read as a name
   | (?P<punct>[()\[\]{},:=|.])
+  | (?P<squote>(?<![\w'])'[^'"\\\r\n]*'(?![\w']))  # 'a string in single quotes': one error, read
+  | (?P<scomment>//[^\r\n]*)  # `// a comment` as C writes it: one error, read as a comment
   | (?P<bad>[^ \t\r\n\f\v"\#*A-Za-z_0-9()\[\]{},:=|.\-]+|[^ \f\v\r])
     )""",  # spaces are never "bad": trailing ones at the end of the text match nothing
     re.VERBOSE,
@@ -224,7 +226,13 @@ class _Scanner:
         for match in _MASTER.finditer(text, pos):
             kind: str = match.lastgroup  # type: ignore[assignment]  # all alternatives are named
             start, end = match.span(kind)  # the group, i.e. without the leading spaces
-            if at_line_start and kind != "nl" and kind != "comment" and kind != "cr":
+            if (
+                at_line_start
+                and kind != "nl"
+                and kind != "comment"
+                and kind != "cr"
+                and kind != "scomment"
+            ):
                 if kind == "tab":
                     tab_runs.append((start, end))
                     tabs += end - start
@@ -386,6 +394,36 @@ class _Scanner:
         """Multi-line tokens and error alternatives (kept off the hot path)."""
         text = self.text
         append = self.tokens.append
+        if kind == "squote":
+            # the grammar's strings are double-quoted; the text holds no `"` or backslash,
+            # so swapping the quotes keeps it exactly
+            self.report(
+                "E102",
+                "Strings are written in double quotes",
+                self.span_at(start, end),
+                Fix(
+                    "use double quotes",
+                    (
+                        Edit(self.span_at(start, start + 1), '"'),
+                        Edit(self.span_at(end - 1, end), '"'),
+                    ),
+                ),
+                help=f'write "{text[start + 1 : end - 1]}"'
+                if end - start <= 40
+                else "write the string in double quotes",
+            )
+            append(self.string(start, end, triple=False))
+            return
+        if kind == "scomment":
+            self.report(
+                "E102",
+                "Comments start with `#`",
+                self.span_at(start, start + 2),
+                Fix("write `#`", (Edit(self.span_at(start, start + 2), "#"),)),
+                help="write `#` instead of `//`",
+            )
+            self.comments.append(Comment(span=self.span_at(start, end), text=text[start + 2 : end]))
+            return
         if kind == "number":
             raw = text[start:end]
             if end - start > MAX_NUMBER_LENGTH:
