@@ -1631,6 +1631,10 @@ class _Parser:
             value = self.nested_postfix()
         elif token[1] == "model" and self.model_id_follows(pos):
             value = self.model_id(pos)
+        elif (kinds[pos] == "|" or kinds[pos] == ERROR) and (
+            block := self.block_scalar(token[1], pos)
+        ) is not None:
+            value = block
         elif kinds[pos] == NEWLINE and kinds[pos + 1] == INDENT:
             listed = self.dash_list(token[1], pos + 2)
             if listed is not None:
@@ -1664,6 +1668,81 @@ class _Parser:
             fix=Fix("put the list in brackets", (Edit(span, f"[{text}]"),)),
         )
         return n.ArrayLit(span=span, elements=tuple(elements))
+
+    def block_scalar(self, prop: str, at: int) -> n.StringLit | None:
+        """`prompt: |` (or `>`) with the text on the indented lines under it, as YAML writes
+        long text: the grammar's long text is a `\"\"\"` string. One E004 for the block with
+        the fix that writes it so — the lines without their common indentation, which is
+        what YAML's `|` means (safe); for `>`, which folds lines into one, the line breaks
+        stay (unsafe: the model then sees them). The text parses as that string."""
+        kinds, tokens, source = self.kinds, self.tokens, self.source
+        text = source.text
+        end = at
+        while kinds[end] not in _LAYOUT:
+            end += 1
+        indicator = text[tokens[at][2] : tokens[end - 1][3]]
+        if (
+            re.fullmatch(r"[|>][-+]?", indicator) is None
+            or kinds[end] != NEWLINE
+            or kinds[end + 1] != INDENT
+        ):
+            return None
+        name_token = tokens[at - 2]
+        line_start = text.rfind("\n", 0, name_token[2]) + 1
+        own_indent = name_token[2] - line_start
+        # the block: the lines after the header indented deeper than the property (or blank)
+        first_line = text.find("\n", tokens[at][2]) + 1
+        lines: list[str] = []
+        cursor = block_end = first_line
+        while cursor < len(text):
+            stop = text.find("\n", cursor)
+            stop = len(text) if stop == -1 else stop
+            line = text[cursor:stop].rstrip("\r")
+            if line.strip():
+                if len(line) - len(line.lstrip(" ")) <= own_indent or "\t" in line:
+                    break
+                block_end = cursor + len(line)
+            lines.append(line)
+            cursor = stop + 1
+        while lines and not lines[-1].strip():
+            lines.pop()
+        # its tokens: from the INDENT through the DEDENT that closes it, none reaching past it
+        depth, i = 0, end + 1
+        while True:
+            kind = kinds[i]
+            if kind == EOF:
+                return None
+            if kind not in _LAYOUT and tokens[i][3] > block_end:
+                return None  # a `\"\"\"` in the text ran past the block: leave it
+            depth += (kind == INDENT) - (kind == DEDENT)
+            i += 1
+            if depth == 0:
+                break
+        margin = min(len(line) - len(line.lstrip(" ")) for line in lines if line.strip())
+        body = [line[margin:] for line in lines]
+        if indicator[0] == ">":
+            value = " ".join(" ".join(body).split()) if "" not in body else "\n".join(body)
+        else:
+            value = "\n".join(body) + ("" if indicator.endswith("-") else "\n")
+        escaped = [line.replace("\\", "\\\\").replace('"""', '\\"""') for line in body]
+        closing = "" if indicator.endswith("-") else "\n"
+        written = '"""\n' + "\n".join(escaped) + closing + '"""'
+        span = source.span(tokens[at][2], block_end)
+        lo = tokens[at][2]
+        self.diagnostics[:] = [d for d in self.diagnostics if not (lo <= d.span.start < block_end)]
+        self.report(
+            "E004",
+            f'`{prop}: {indicator}` is YAML\'s long text: OpenProse writes it as a """ string',
+            source.span(tokens[at][2], tokens[end - 1][3]),
+            help=f'write `{prop}: """` on this line, the text under it, and `"""` after it',
+            fix=Fix(
+                'write the text as a """ string',
+                (Edit(span, written),),
+                safe=indicator[0] == "|",
+            ),
+        )
+        self.pos = i
+        return n.StringLit(span=span, value=value, parts=(value,), triple=True)
 
     def dash_list(self, prop: str, first: int) -> n.ArrayLit | None:
         """A property's list written as YAML does (`skills:` then `- web-search` lines, as

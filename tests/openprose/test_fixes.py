@@ -155,6 +155,26 @@ def test_dash_lines_that_are_no_list_get_no_list_fix(text: str) -> None:
     assert errors(text)
 
 
+def test_folded_yaml_text_is_rewritten_only_as_an_unsafe_fix() -> None:
+    # `>` folds lines into one; the rewrite keeps the line breaks, which the model then sees
+    text = 'session "x"\n  prompt: >\n    Review the diff\n    carefully.\n  context: []\n'
+    assert errors(text) == ["E004"]
+    assert fix(text) == text
+    fixed = 'session "x"\n  prompt: """\nReview the diff\ncarefully.\n"""\n  context: []\n'
+    assert fix(text, unsafe=True) == fixed
+
+
+def test_yaml_text_swallowing_a_triple_quote_is_left_to_the_other_errors() -> None:
+    text = 'agent a:\n  prompt: |\n    say """hi\n  model: sonnet\n'
+    assert "yaml" not in " ".join(d.lower() for d in _messages(text))
+
+
+def _messages(text: str) -> list[str]:
+    from openprose.checker import check
+
+    return [d.message for d in check(parse_text(text))]
+
+
 def test_a_property_block_that_is_no_dash_list_is_read_as_before() -> None:
     # a `- item` line among `key: value` lines: not a list; the lines keep their own errors
     text = 'agent a:\n  permissions:\n    read: ["*.md"]\n    - x\n'
