@@ -147,7 +147,7 @@ def test_a_permission_rule_written_as_a_dash_list_reads_its_items_as_text() -> N
     "text",
     [
         'session "x"\n  prompt:\n    - Do this\n',  # a prompt is one text
-        'agent a:\n  skills:\n    - name: web\n',  # a YAML mapping, not a list
+        "agent a:\n  skills:\n    - name: web\n",  # a YAML mapping, not a list
     ],
 )
 def test_dash_lines_that_are_no_list_get_no_list_fix(text: str) -> None:
@@ -262,6 +262,36 @@ def _fragment(index: int) -> st.SearchStrategy[str]:
                 f'for x{index} in ["{t}"]:\n  let u{index} = session "{t}"\nsession "{{u{index}}}"'
             )
         ),
+        # habits from YAML and other languages (docs/decisions.md, "Conformance (programs,
+        # session 13)")
+        _words.map(
+            lambda w: f'agent b{index}:\n  model: sonnet\n  skills:\n    - "{w}"  # c\n    - {w}-x'
+        ),
+        _texts.map(
+            lambda t: f"agent y{index}:\n  prompt: |\n    {t}\n      more {t}\n  model: opus"
+        ),
+        _texts.map(lambda t: f'agent s{index}:\n  model: sonnet\nsession "{t}": s{index}'),
+        st.sampled_from(["false", "true", "null"]).map(lambda v: f"let f{index} = {v}"),
+        _texts.map(lambda t: f'repeat 2 times:\n  session "{t}"'),
+        _texts.map(lambda t: f'for each e{index} in ["{t}"]:\n  session "{t}"'),
+        _texts.map(lambda t: f'while **the case {t} holds**:\n  session "{t}"'),
+        _texts.map(lambda t: f'if **a {t}**:\n  session "a"\nelse if **b {t}**:\n  session "b"'),
+        _texts.map(lambda t: f'try:\n  session "{t}"\ncatch e{index}:\n  session "{t}"'),
+        _texts.map(lambda t: f"session '{t}'  // {t}"),
+        _texts.map(
+            lambda t: (
+                f'if **x {t}**:\n  output o{index} = session "a"\nelse:\n'
+                f'  output o{index} = session "b"'
+            )
+        ),
+        _texts.map(
+            lambda t: (
+                f'block bk{index}(p, q):\n  session "{{p}} {{q}}"\ndo bk{index}(q: "{t}", p: "x")'
+            )
+        ),
+        _texts.map(
+            lambda t: f'let c{index} = session "{t}"\nsession "x"\n  context: c{index}, c{index}'
+        ),
     )
 
 
@@ -271,7 +301,7 @@ def _programs(draw: st.DrawFn) -> str:
     lines: list[str] = []
     for index in range(count):
         statement = draw(_fragment(index))
-        if draw(st.booleans()) and not statement.startswith(("import", "agent")):
+        if draw(st.booleans()) and not statement.startswith(("import", "agent", "block")):
             statement = "do:\n" + "\n".join(
                 "  " + line if line else line for line in statement.split("\n")
             )
