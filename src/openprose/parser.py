@@ -913,19 +913,10 @@ class _Parser:
         while self.clause_follows("elif", "else"):
             keyword_at = self.pos
             keyword = self.advance()
-            if keyword[0] == "elif":
+            if keyword[0] == "elif" or self.else_if(keyword):
                 condition = self.discretion("a **condition** after 'elif'")
                 self.expect(":", "':' after the condition")
                 body = self.body(required=False)
-                if else_body is not None:
-                    self.report("E112", "'elif' after 'else'", token_span(keyword))
-                else:
-                    branch = n.CondBranch(
-                        span=self.span_from(keyword_at), condition=condition, body=body
-                    )
-                    branches.append(branch)
-            elif kinds_if := self.else_if(keyword):
-                condition, body = kinds_if
                 if else_body is not None:
                     self.report("E112", "'elif' after 'else'", token_span(keyword))
                 else:
@@ -948,11 +939,11 @@ class _Parser:
             else_span=else_span,
         )
 
-    def else_if(self, keyword: Token) -> tuple[n.Discretion, tuple[n.Stmt, ...]] | None:
-        """`else if **c**:` is written `elif **c**:` — one E004 with that safe fix, and the
-        clause parses as the `elif` it means."""
+    def else_if(self, keyword: Token) -> bool:
+        """`else if **c**:` is written `elif **c**:` — one E004 with that safe fix; the `if`
+        is consumed, so the clause parses as the `elif` it means."""
         if self.kinds[self.pos] != "if":
-            return None
+            return False
         word = self.tokens[self.pos]
         span = self.source.span(keyword[2], word[3])
         self.report(
@@ -963,9 +954,7 @@ class _Parser:
             fix=Fix("write `elif`", (Edit(span, "elif"),)),
         )
         self.pos += 1
-        condition = self.discretion("a **condition** after 'elif'")
-        self.expect(":", "':' after the condition")
-        return condition, self.body(required=False)
+        return True
 
     def clause_follows(self, *keywords: str) -> bool:
         """Whether one of ``keywords`` starts the next clause. After a clause whose body was
@@ -1644,7 +1633,12 @@ class _Parser:
                 value = n.PermissionsBlock(span=self.span_from(pos + 2), rules=rules)
         else:
             value = self.expression()
-        if self.kinds[self.pos] == "," and token[1] != "model" and not self.starts_property(1):
+        if (
+            self.kinds[self.pos] == ","
+            and token[1] != "model"
+            and not isinstance(value, n.PermissionsBlock)
+            and not self.starts_property(1)
+        ):
             value = self.unbracketed_list(token[1], value)
         return n.Property(span=self.span_after(name_span), name=name, value=value)
 

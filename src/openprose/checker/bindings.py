@@ -53,18 +53,7 @@ def declare(
     prior = ck.scope.flat.get(ident) or ck.scope.visible.get(ident)
     if prior is not None:
         if kind == "output" and prior.kind == "output":
-            group = ck.branch_groups.get(name.span.start)
-            if group is not None and prior.span.start in group.starts:
-                ck.emit(
-                    "E024",
-                    name.span,
-                    f"Output '{ident}' already declared in another branch of this "
-                    f"{group.keyword} (line {prior.span.line}); an output is declared once",
-                    help=f'declare it once before the {group.keyword}: output {ident} = "" '
-                    f"(then `{ident} = ...` in each branch)",
-                    fix=group.fix,
-                )
-            else:
+            if not _branch_collision(ck, "E024", name, prior, "output"):
                 ck.emit(
                     "E024",
                     name.span,
@@ -81,19 +70,7 @@ def declare(
         elif kind == "input" and prior.kind == "input":
             ck.emit("E021", name.span, f"Input '{ident}' already declared (line {prior.span.line})")
         else:
-            group = ck.branch_groups.get(name.span.start)
-            if group is not None and prior.span.start in group.starts:
-                ck.emit(
-                    "E019",
-                    name.span,
-                    f"Variable '{ident}' already defined in another branch of this "
-                    f"{group.keyword} (line {prior.span.line}); variable names must be unique "
-                    "in a program, also across branches",
-                    help=f'declare {ident} once before the {group.keyword}: let {ident} = "" '
-                    f"(then `{ident} = ...` in each branch)",
-                    fix=group.fix,
-                )
-            else:
+            if not _branch_collision(ck, "E019", name, prior, "let"):
                 fix = _reassign_fix(ck, name, kind, prior)
                 ck.emit(
                     "E019",
@@ -106,6 +83,28 @@ def declare(
                     fix=fix,
                 )
     ck.scope.declare_flat(Var(ident, kind, name.span, program, contract, ck.guards))
+
+
+def _branch_collision(ck: Checker, code: str, name: n.Name, prior: Var, keyword: str) -> bool:
+    """Report a name declared again in another branch of the same `if`/`choice` (E019 for
+    `let`, E024 for `output`) with the fix that declares it once before; False when the
+    two declarations are not such branches."""
+    group = ck.branch_groups.get(name.span.start)
+    if group is None or prior.span.start not in group.starts:
+        return False
+    ident, where = name.id, f"another branch of this {group.keyword} (line {prior.span.line})"
+    ck.emit(
+        code,
+        name.span,
+        f"Output '{ident}' already declared in {where}; an output is declared once"
+        if keyword == "output"
+        else f"Variable '{ident}' already defined in {where}; variable names must be unique "
+        "in a program, also across branches",
+        help=f'declare {ident} once before the {group.keyword}: {keyword} {ident} = "" '
+        f"(then `{ident} = ...` in each branch)",
+        fix=group.fix,
+    )
+    return True
 
 
 def _reassign_fix(ck: Checker, name: n.Name, kind: FlatKind, prior: Var) -> Fix | None:
