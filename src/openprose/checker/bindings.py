@@ -108,13 +108,17 @@ def _branch_collision(ck: Checker, code: str, name: n.Name, prior: Var, keyword:
 
 
 def _reassign_fix(ck: Checker, name: n.Name, kind: FlatKind, prior: Var) -> Fix | None:
-    """`let smell = …` again, further down or deeper in, where `smell` is a visible `let`:
-    in the flat namespace that is the same variable, so what the author wrote means giving
-    it a new value — `smell = …` ("Variable reassignment … for let only")."""
+    """`let smell = …` again inside a loop, branch or `try` body, where `smell` is a visible
+    `let` from outside it: in the flat namespace that is the same variable, so what the
+    author wrote means giving it a new value — `smell = …` ("Variable reassignment … for
+    let only"). At the same level a second `let` may as well be a second name: no fix."""
     if kind != "let" or prior.kind != "let" or ck.scope.visible.get(name.id) is not prior:
         return None
     if ck.scope.in_block and not ck.scope.declared_in_this_block(name.id):
         return None  # a block re-using a program's name most likely means a name of its own
+    guards = ck.guards
+    if len(guards) <= len(prior.guards) or guards[: len(prior.guards)] != prior.guards:
+        return None  # not deeper in (in a loop, branch or try): a second name, or a typo?
     if ck.source is None:
         return None
     text = ck.source_text

@@ -195,8 +195,10 @@ def test_a_name_declared_in_a_block_is_said_to_end_with_it(checked: Check) -> No
         ('let d = session "A"\nif **x y**:\n  let d = session "B"\n', True),
         # a block re-using a program's name means its own name: no fix
         ('let d = session "A"\nblock b:\n  let d = session "B"\n', False),
-        ('block b:\n  let d = session "A"\n  let d = session "B"\n', True),
+        ('block b:\n  let d = session "A"\n  if **x y**:\n    let d = session "B"\n', True),
         ('const d = session "A"\nlet d = session "B"\n', False),
+        # at the same level a second `let` may be meant as a second name
+        ('let d = session "A"\nlet d = session "B"\n', False),
     ],
 )
 def test_a_second_let_of_a_visible_let_is_fixed_to_an_assignment(
