@@ -43,7 +43,7 @@ from openprose.scanner import (
 )
 from openprose.source import SourceFile, Span
 from openprose.suggest import closest, did_you_mean
-from openprose.vocabulary import AGENT_PROPERTIES
+from openprose.vocabulary import AGENT_PROPERTIES, SESSION_PROPERTIES
 
 # Statements whose indented block, if any, holds `name: value` properties.
 _PROPERTY_HEADS = frozenset(("agent", "session", "resume"))
@@ -59,6 +59,12 @@ _LINE_END = frozenset((NEWLINE, EOF))
 # `context: input`); at the start of a statement they still begin their declaration.
 SOFT_KEYWORDS = frozenset(("input", "output"))
 _NAME_KINDS = frozenset((NAME, *SOFT_KEYWORDS))
+# A line that runs a session (`session "x"`, `let r = session: a`, `x = resume: a`), or a
+# session property line (the run a property left unindented may go on).
+_SESSION_LINE = re.compile(
+    r"\s*(?:(?:(?:let|const|output)\s+)?[\w-]+\s*=\s*)?(?:session|resume)\b[^\n]*"
+    r"|\s*(?:model|prompt|context|retry|backoff)\s*:"
+)
 # Properties whose value is one thing: `- item` lines under them are no list to rewrite.
 _SCALAR_PROPERTIES = frozenset(("prompt", "model", "persist", "retry", "backoff"))
 # What a misspelled statement keyword is compared with ("did you mean").
@@ -549,6 +555,8 @@ class _Parser:
             self.legacy_import()
         if following == NEWLINE and self.peek_kind(2) == INDENT:
             return  # a name whose pipeline goes on below (`xs` then `  | map:`)
+        if following == ":" and word in SESSION_PROPERTIES:
+            self.unindented_property(token)
         guess = closest(word, _STATEMENT_WORDS, cutoff=0.75)
         if guess is None and following in _LAYOUT:
             return  # a bare name: E116 explains it
@@ -570,6 +578,36 @@ class _Parser:
                 "or `name =`",
             )
         raise _ParseError(properties=guess in _PROPERTY_HEADS)
+
+    def unindented_property(self, token: Token) -> None:
+        """`context: { a, b }` at the session's own indentation, right under it (documents
+        that lost the indentation print it so): the property belongs to the session above,
+        and properties are indented under it. One E104-like E004 with the safe fix that
+        indents the line; raises when the line above is such a session (or property)."""
+        text = self.source.text
+        line_start = text.rfind("\n", 0, token[2]) + 1
+        indent = text[line_start : token[2]]
+        if indent.strip():
+            return
+        above = line_start - 1
+        while above > 0:
+            start = text.rfind("\n", 0, above) + 1
+            line = text[start:above].rstrip("\r")
+            if line.strip() and not line.lstrip().startswith("#"):
+                break
+            above = start - 1
+        else:
+            return
+        if not _SESSION_LINE.match(line) or not line.startswith(indent) or line[len(indent)] == " ":
+            return
+        self.report(
+            "E004",
+            f"`{token[1]}:` is a property of the session above: properties are indented under it",
+            token_span(token),
+            help=f"indent the line: `{indent}  {token[1]}: ...`",
+            fix=Fix("indent the property", (Edit(self.source.span(line_start, line_start), "  "),)),
+        )
+        raise _ParseError(properties=True)
 
     def check_keyword_after_equals(self) -> None:
         """`x = sesion: critic`, `x = paralel:`: on the right of `=` a name followed by `:`
