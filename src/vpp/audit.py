@@ -6,10 +6,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from vpp.state import ConversationState, initial_state
+from vpp.reply import read_reply
+from vpp.start import candidate_states, learn_count, state_shown
+from vpp.state import ConversationState, expect, initial_state
 from vpp.transcript import CHECKED_ROLES, Message, Transcript, messages_from, read_transcript
 from vpp.validate import ExchangeResult, Violation, command_violations, validate_exchange
-from vpp.versions import Version
+from vpp.versions import ASSISTANT_TAGS, Version
+
+INFERRED_START = "inferred-start"
 
 
 @dataclass(frozen=True)
@@ -66,16 +70,27 @@ def validate_transcript(
     strict: bool = True,
     repair: bool = False,
     state: ConversationState | None = None,
+    from_start: bool = False,
 ) -> TranscriptResult:
     """Check every exchange of a conversation: transcript text, `{role, content}`
-    mappings, or a parsed `Transcript`. System/developer/tool turns are skipped."""
+    mappings, or a parsed `Transcript`. System/developer/tool turns are skipped.
+
+    Without a `state`, a transcript cut from the middle of a conversation is checked
+    from the state its first footers show (see `vpp.start`; the turn carries an
+    `inferred-start` note). `from_start=True` checks it against the protocol's starting
+    state instead: the transcript is then the whole conversation."""
     if isinstance(transcript, str):
         transcript = read_transcript(transcript)
     elif not isinstance(transcript, Transcript):
         transcript = messages_from(transcript)
+    infer = state is None and not from_start
     state = state or initial_state(version)
     if state.version != version:
         raise ValueError(f"state is for VPP {state.version}, not {version}")
+    # Tags whose earlier count is known: all of them when the conversation starts here;
+    # in an excerpt, a tag's first footer index says how many came before.
+    known = set() if infer else set(ASSISTANT_TAGS)
+    first_exchange = True
     checked = [(n, m) for n, m in enumerate(transcript.messages, 1) if m.role in CHECKED_ROLES]
     turns: list[TurnResult] = []
     contents = [m.content for m in transcript.messages]
@@ -87,13 +102,32 @@ def validate_transcript(
             pending = (number, message)
             continue
         if pending is None:
-            turns.append(_stray_assistant(number, message))
+            shown = _leading_state(message, state) if infer and first_exchange else None
+            if shown is None:
+                turns.append(_stray_assistant(number, message))
+                continue
+            state = shown
+            known.update(tag for tag in ASSISTANT_TAGS if shown.count(tag))
+            turns.append(TurnResult(number, "assistant", notes=(_leading_note(message),)))
             continue
         user_number, user = pending
         pending = None
-        exchange = validate_exchange(
-            user.content, message.content, state, strict=strict, repair=repair
-        )
+        footer = read_reply(message.content, version).footer
+        expectation = expect(user.content, state)
+        inferred = False
+        if footer and footer.tag in expectation.reply_tags and footer.tag not in known:
+            learned = learn_count(state, footer, expectation)
+            inferred, state = learned.count(footer.tag) > 0, learned
+        if infer and first_exchange:
+            exchange, history = _first_exchange(user.content, message, state, strict, repair)
+            inferred = inferred or history
+        else:
+            exchange = validate_exchange(
+                user.content, message.content, state, strict=strict, repair=repair
+            )
+        notes = (_inferred_note(message, exchange),) if inferred else ()
+        known.add(exchange.reply_tag)
+        first_exchange = False
         state = exchange.next_state
         command_errors = _placed(exchange.command_violations, user)
         if version == "1.5":
@@ -101,7 +135,7 @@ def validate_transcript(
         else:
             turns.append(TurnResult(user_number, "user", command_errors))
         turns.append(
-            TurnResult(number, "assistant", _placed(exchange.violations, message), exchange)
+            TurnResult(number, "assistant", _placed(exchange.violations, message), exchange, notes)
         )
         if exchange.repaired is not None:
             contents[number - 1] = exchange.repaired
@@ -109,6 +143,49 @@ def validate_transcript(
         turns.append(_unanswered(*pending, version))
     repaired = transcript.with_contents(contents) if repair else None
     return TranscriptResult(transcript, tuple(turns), state, repaired)
+
+
+def _first_exchange(
+    user: str, reply: Message, state: ConversationState, strict: bool, repair: bool
+) -> tuple[ExchangeResult, bool]:
+    """The first exchange, from the starting state or, when its footer shows a history
+    the start cannot explain, from the state that history left (and whether it did)."""
+    at_start = validate_exchange(user, reply.content, state, strict=strict, repair=repair)
+    footer = read_reply(reply.content, state.version).footer
+    if at_start.ok or footer is None:
+        return at_start, False
+    best = at_start
+    for candidate in candidate_states(user, footer, state):
+        tried = validate_exchange(user, reply.content, candidate, strict=strict, repair=repair)
+        if len(tried.violations) < len(best.violations):
+            best = tried
+    return best, best is not at_start
+
+
+def _leading_state(message: Message, state: ConversationState) -> ConversationState | None:
+    footer = read_reply(message.content, state.version).footer
+    return state_shown(footer, state) if footer is not None else None
+
+
+def _leading_note(message: Message) -> Violation:
+    return Violation(
+        INFERRED_START,
+        "The transcript starts mid-conversation: this reply answers a command before the"
+        " excerpt, so it is not checked; its footer gives the state the check starts from.",
+        message.line,
+    )
+
+
+def _inferred_note(message: Message, exchange: ExchangeResult) -> Violation:
+    before, tag = exchange.expectation.before, exchange.reply_tag
+    return Violation(
+        INFERRED_START,
+        "The transcript starts mid-conversation (this reply's footer shows earlier turns):"
+        f" checked from cycle {before.cycle}/3, locus {before.locus!r},"
+        f" {before.count(tag)} earlier <{tag}> repl{'y' if before.count(tag) == 1 else 'ies'}."
+        " Use --from-start if it is a whole conversation.",
+        message.line,
+    )
 
 
 def _placed(violations: Sequence[Violation], message: Message) -> tuple[Violation, ...]:

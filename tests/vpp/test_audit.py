@@ -42,13 +42,13 @@ def test_a_plain_critique_may_show_this_cycle_or_the_next_and_that_value_carries
     stays = _turns(("!<c>", "c", 1), ("!<c>", "c", 1))
     advances = _turns(("!<c>", "c", 2), ("!<c>", "c", 3))
     assert validate_transcript(stays, "1.4").ok and validate_transcript(advances, "1.4").ok
-    skipped = validate_transcript(_turns(("!<c>", "c", 3)), "1.4")
+    skipped = validate_transcript(_turns(("!<c>", "c", 3)), "1.4", from_start=True)
     assert [v.code for t in skipped.turns for v in t.violations] == ["footer-cycle-mismatch"]
     # once shown, the next cycle is where the conversation is: a later reply must agree
     back = validate_transcript(_turns(("!<c>", "c", 2), ("!<q>", "q", 1)), "1.4")
     assert [v.code for t in back.turns for v in t.violations] == ["footer-cycle-mismatch"]
     # only a plain `!<c>`, and only in 1.4
-    query = validate_transcript(_turns(("!<q>", "q", 2)), "1.4")
+    query = validate_transcript(_turns(("!<q>", "q", 2)), "1.4", from_start=True)
     assert [v.code for t in query.turns for v in t.violations] == ["footer-cycle-mismatch"]
 
 

@@ -117,8 +117,8 @@ def test_repair_gives_back_a_compliant_file_of_the_same_shape(variant: str, tmp_
     broken = original.replace("Tag=q_1", "Tag=q_7")
     path = tmp_path / "t"
     path.write_text(broken, encoding="utf-8")
-    assert _vpp("check", str(path)).returncode == 1
-    repaired = _vpp("repair", str(path))
+    assert _vpp("check", "--from-start", str(path)).returncode == 1
+    repaired = _vpp("repair", "--from-start", str(path))
     assert repaired.returncode == 0, repaired.stderr
     if "json" not in variant:
         assert repaired.stdout == original  # text: only the repaired turn changes
@@ -128,12 +128,17 @@ def test_repair_gives_back_a_compliant_file_of_the_same_shape(variant: str, tmp_
 
 
 def test_the_seed_s_second_example_is_a_fragment() -> None:
-    # Cycle=2/3 with no earlier cycle: checked alone, the cycle is the one problem; inside
-    # the conversation it belongs to (a rejected critique before it), it is compliant.
+    # Cycle=2/3 with no earlier cycle in the file: it was cut from a conversation, so
+    # it is checked from the state its footer shows, and says so. Read as a whole
+    # conversation (--from-start), the cycle is its one problem.
     checked = _vpp("check", "--lenient", str(HERE / "seed_example_2.txt"))
-    assert checked.returncode == 1
-    assert "footer-cycle-mismatch: Expected Cycle=1/3." in checked.stdout
-    assert checked.stdout.count("turn ") == 1
+    assert checked.returncode == 0, checked.stdout
+    assert "note: inferred-start: The transcript starts mid-conversation" in checked.stdout
+    assert "checked from cycle 2/3" in checked.stdout
+    whole = _vpp("check", "--lenient", "--from-start", str(HERE / "seed_example_2.txt"))
+    assert whole.returncode == 1
+    assert "footer-cycle-mismatch: Expected Cycle=1/3." in whole.stdout
+    assert whole.stdout.count("turn ") == 1
 
 
 def test_a_plain_transcript_keeps_bold_body_lines_as_content() -> None:
@@ -193,7 +198,7 @@ def test_text_parts_other_than_text_are_kept_through_a_repair() -> None:
     assert validate_transcript(text).ok
     assert json.loads(write_transcript(read_transcript(text))) == turns
     broken = text.replace("Tag=q_1", "Tag=q_2")
-    report = validate_transcript(broken, repair=True)
+    report = validate_transcript(broken, repair=True, from_start=True)
     assert not report.ok and report.repaired is not None
     written = json.loads(write_transcript(report.repaired))
     assert written[0] == turns[0]

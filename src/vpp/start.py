@@ -1,0 +1,96 @@
+"""Where a transcript starts: the state before its first exchange when it was cut from
+the middle of a conversation.
+
+A pasted excerpt (`Tag=c_3`, `Cycle=2/3`, a named locus) cannot be checked against the
+starting state: its earlier turns are gone. What they left is in the footers, so the
+state before the first checked reply is read back from them:
+
+* a leading assistant turn with a VPP footer is the tail of an earlier exchange: the
+  state after it is the one its footer shows;
+* otherwise, when the first reply is wrong for the starting state, the candidates for
+  the unseen history (each earlier count of the reply's tag, cycle, closed cycle or
+  rejection streak, locus) are tried and the one that explains the reply best is kept,
+  provided it explains it better than the start does.
+
+A tag first seen later in an excerpt has an unknown earlier count too; its first
+footer index is taken as given (`learn_count`). Everything after that is checked.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import replace
+
+from vpp.footer import Footer
+from vpp.state import ConversationState, Expectation, expect
+from vpp.versions import ASSISTANT_TAGS, CYCLE_LIMIT, DEFAULT_LOCUS
+
+_UNNAMED = re.compile(r"^locus-([2-9]|[1-9]\d{1,5})$")
+_LOCUS_1_5 = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 ._/-]{0,63}$")
+
+
+def state_shown(footer: Footer, state: ConversationState) -> ConversationState | None:
+    """The state after the reply that carries `footer` (a leading assistant turn), or
+    None when the footer does not show where the conversation was."""
+    if footer.tag not in ASSISTANT_TAGS or footer.index is None or footer.index < 1:
+        return None
+    counts = list(state.tag_counts)
+    counts[ASSISTANT_TAGS.index(footer.tag)] = footer.index
+    shown = replace(
+        state,
+        tag_counts=tuple(counts),
+        cycle=footer.cycle if footer.cycle and footer.cycle <= CYCLE_LIMIT else state.cycle,
+        loop_closed=footer.tag == "o_f",
+        cycle_closed=state.version == "1.5" and footer.tag == "c",
+    )
+    return _at_locus(shown, footer.locus) or shown
+
+
+def candidate_states(
+    user: str, footer: Footer, state: ConversationState
+) -> Iterator[ConversationState]:
+    """States the unseen history may have left, simplest first."""
+    counted = learn_count(state, footer, expect(user, state))
+    jumps = expect(user, state).command.tag == "e"
+    loci = [counted]
+    if footer.locus and footer.locus != state.locus:
+        loci = [s for s in (_at_locus(counted, footer.locus, jumps), counted) if s is not None]
+    for located in loci:
+        for cycle in range(1, CYCLE_LIMIT + 1):
+            if state.version == "1.5":
+                for closed in (False, True):
+                    yield replace(located, cycle=cycle, cycle_closed=closed)
+            else:
+                for streak in range(CYCLE_LIMIT):
+                    yield replace(located, cycle=cycle, unaccepted=streak)
+
+
+def learn_count(
+    state: ConversationState, footer: Footer | None, expectation: Expectation
+) -> ConversationState:
+    """`state` with the earlier count of the reply's tag read from its footer index."""
+    if footer is None or footer.tag not in expectation.reply_tags:
+        return state
+    if footer.index is None or footer.index < 1:
+        return state
+    counts = list(state.tag_counts)
+    counts[ASSISTANT_TAGS.index(footer.tag)] = footer.index - 1
+    return replace(state, tag_counts=tuple(counts))
+
+
+def _at_locus(
+    state: ConversationState, locus: str | None, before_jump: bool = False
+) -> ConversationState | None:
+    """`state` at the locus a footer names (1.5 numbers unnamed loci: `locus-3` is the
+    third; a jump's footer names the locus after it)."""
+    if not locus or (state.version == "1.5" and not _LOCUS_1_5.match(locus)):
+        return None
+    if "|" in locus or "]" in locus:
+        return None
+    found = _UNNAMED.match(locus)
+    index = int(found.group(1)) if found else (1 if locus == DEFAULT_LOCUS else 2)
+    if before_jump:
+        index = max(1, index - 1)
+        locus = DEFAULT_LOCUS if index == 1 else f"locus-{index}" if found else state.locus
+    return replace(state, locus=locus, locus_index=index)
