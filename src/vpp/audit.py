@@ -90,7 +90,10 @@ def validate_transcript(
     # Tags whose earlier count is known: all of them when the conversation starts here;
     # in an excerpt, a tag's first footer index says how many came before.
     known = set() if infer else set(ASSISTANT_TAGS)
-    first_exchange = True
+    # The first exchange of an excerpt may start from any state its footer explains;
+    # what no footer shows (a closed cycle, a rejection streak) stays open until a
+    # valid command sets it.
+    first_exchange, unsettled, loop_known = infer, infer, False
     checked = [(n, m) for n, m in enumerate(transcript.messages, 1) if m.role in CHECKED_ROLES]
     turns: list[TurnResult] = []
     contents = [m.content for m in transcript.messages]
@@ -102,11 +105,12 @@ def validate_transcript(
             pending = (number, message)
             continue
         if pending is None:
-            shown = _leading_state(message, state) if infer and first_exchange else None
+            shown = _leading_state(message, state) if first_exchange else None
             if shown is None:
                 turns.append(_stray_assistant(number, message))
                 continue
-            state = shown
+            # The footer says where the excerpt starts (and whether the loop was closed).
+            state, first_exchange, loop_known = shown, False, True
             known.update(tag for tag in ASSISTANT_TAGS if shown.count(tag))
             turns.append(TurnResult(number, "assistant", notes=(_leading_note(message),)))
             continue
@@ -118,9 +122,12 @@ def validate_transcript(
         if footer and footer.tag in expectation.reply_tags and footer.tag not in known:
             learned = learn_count(state, footer, expectation)
             inferred, state = learned.count(footer.tag) > 0, learned
-        if infer and first_exchange:
-            exchange, history = _first_exchange(user.content, message, state, strict, repair)
-            inferred = inferred or history
+        if unsettled:
+            exchange, history = _settled(
+                user.content, message, state, strict, repair, not first_exchange, loop_known
+            )
+            inferred = inferred or (history and first_exchange)
+            unsettled = not exchange.expectation.command.ok
         else:
             exchange = validate_exchange(
                 user.content, message.content, state, strict=strict, repair=repair
@@ -145,17 +152,24 @@ def validate_transcript(
     return TranscriptResult(transcript, tuple(turns), state, repaired)
 
 
-def _first_exchange(
-    user: str, reply: Message, state: ConversationState, strict: bool, repair: bool
+def _settled(
+    user: str,
+    reply: Message,
+    state: ConversationState,
+    strict: bool,
+    repair: bool,
+    flags_only: bool,
+    loop_known: bool,
 ) -> tuple[ExchangeResult, bool]:
-    """The first exchange, from the starting state or, when its footer shows a history
-    the start cannot explain, from the state that history left (and whether it did)."""
+    """An exchange of an excerpt checked from `state` or, when its footer shows a history
+    `state` cannot explain, from the state that history left (and whether it did)."""
     at_start = validate_exchange(user, reply.content, state, strict=strict, repair=repair)
     footer = read_reply(reply.content, state.version).footer
     if at_start.ok or footer is None:
         return at_start, False
     best = at_start
-    for candidate in candidate_states(user, footer, state):
+    candidates = candidate_states(user, footer, state, flags_only=flags_only, loop_known=loop_known)
+    for candidate in candidates:
         tried = validate_exchange(user, reply.content, candidate, strict=strict, repair=repair)
         if len(tried.violations) < len(best.violations):
             best = tried

@@ -48,16 +48,26 @@ def state_shown(footer: Footer, state: ConversationState) -> ConversationState |
 
 
 def candidate_states(
-    user: str, footer: Footer, state: ConversationState
+    user: str,
+    footer: Footer,
+    state: ConversationState,
+    *,
+    flags_only: bool = False,
+    loop_known: bool = False,
 ) -> Iterator[ConversationState]:
-    """States the unseen history may have left, simplest first."""
-    counted = learn_count(state, footer, expect(user, state))
+    """States the unseen history may have left, simplest first. `flags_only` once the
+    counts, cycle and locus are known: what no footer shows (whether the cycle or, unless
+    `loop_known`, the loop was closed; the rejection streak) may still be open."""
+    counted = state if flags_only else learn_count(state, footer, expect(user, state))
     jumps = expect(user, state).command.tag == "e"
     loci = [counted]
-    if footer.locus and footer.locus != state.locus:
+    if footer.locus and footer.locus != state.locus and not flags_only:
         loci = [s for s in (_at_locus(counted, footer.locus, jumps), counted) if s is not None]
+    cycles = [state.cycle] if flags_only else range(1, CYCLE_LIMIT + 1)
+    if not loop_known:  # an <o_f> reply just before the excerpt closed the loop
+        loci += [replace(located, loop_closed=True) for located in loci]
     for located in loci:
-        for cycle in range(1, CYCLE_LIMIT + 1):
+        for cycle in cycles:
             if state.version == "1.5":
                 for closed in (False, True):
                     yield replace(located, cycle=cycle, cycle_closed=closed)

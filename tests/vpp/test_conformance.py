@@ -78,6 +78,63 @@ TEXT_VARIANTS: dict[str, Callable[[str], str]] = {
         ]
     ),
     "jsonl, crlf": lambda t: "".join(json.dumps(m) + "\r\n" for m in _turns(t)),
+    # Speaker names other tools and people write (session 13).
+    "Human/Assistant": lambda t: _markers(t, "Human: ", "Assistant: "),
+    "H/A": lambda t: _markers(t, "H: ", "A: "),
+    "User/Model": lambda t: _markers(t, "User: ", "Model: "),
+    "User/AI, crlf": lambda t: _markers(t, "User: ", "AI: ").replace("\n", "\r\n"),
+    "You/ChatGPT said (chat copy)": lambda t: _markers(t, "You said:\n", "ChatGPT said:\n"),
+    "bold You/Claude": lambda t: _markers(t, "**You:** ", "**Claude:** "),
+    "heading Human/GPT-4o": lambda t: _markers(t, "## Human\n\n", "## GPT-4o\n\n"),
+    "json, sharegpt": lambda t: json.dumps(
+        {
+            "id": "x",
+            "conversations": [
+                {"from": {"user": "human", "assistant": "gpt"}[m["role"]], "value": m["content"]}
+                for m in _turns(t)
+            ],
+        }
+    ),
+    "json, gemini contents": lambda t: json.dumps(
+        {
+            "contents": [
+                {
+                    "role": {"user": "user", "assistant": "model"}[m["role"]],
+                    "parts": [{"text": m["content"]}],
+                }
+                for m in _turns(t)
+            ]
+        }
+    ),
+    "json, claude export": lambda t: json.dumps(
+        {
+            "uuid": "u",
+            "chat_messages": [
+                {
+                    "sender": {"user": "human", "assistant": "assistant"}[m["role"]],
+                    "text": m["content"],
+                    "content": [{"type": "text", "text": m["content"]}],
+                }
+                for m in _turns(t)
+            ],
+        }
+    ),
+    "json, chatgpt export messages": lambda t: json.dumps(
+        [
+            {
+                "author": {"role": m["role"], "name": None},
+                "content": {"content_type": "text", "parts": [m["content"]]},
+            }
+            for m in _turns(t)
+        ]
+    ),
+    "jsonl, langchain types": lambda t: "".join(
+        json.dumps(
+            {"type": {"user": "human", "assistant": "ai"}[m["role"]], "content": m["content"]}
+        )
+        + "\n"
+        for m in _turns(t)
+    ),
 }
 
 CLEAN = {
@@ -110,6 +167,12 @@ def test_every_spelling_of_a_compliant_transcript_is_compliant(
         "json, fenced",
         "json, content as text parts",
         "json, roles capitalised",
+        "H/A",
+        "You/ChatGPT said (chat copy)",
+        "json, sharegpt",
+        "json, gemini contents",
+        "json, claude export",
+        "json, chatgpt export messages",
     ],
 )
 def test_repair_gives_back_a_compliant_file_of_the_same_shape(variant: str, tmp_path: Path) -> None:
