@@ -170,7 +170,30 @@ TRANSCRIPT_VARIANTS: dict[str, Callable[[str], str]] = {
         '\nS{$u:"op";$t:82;$p:"hot";!', '\n```\nS{$u:"op";$t:82;$p:"hot";!'
     ).replace('"boiler hot";}S\n', '"boiler hot";}S\n```\n'),
     "blank lines and indentation": lambda t: t.replace("\nS{", "\n\n    S{"),
+    # Pasted from a chat: speaker labels before the instruction and the reply (session 13).
+    "chat paste, User/Assistant": lambda t: _replies_labelled(t, "User: ", "Assistant: "),
+    "chat paste, bold on their own lines": lambda t: _replies_labelled(
+        t, "**User:**\n", "**Assistant:**\n"
+    ),
+    "chat copy, You said/ChatGPT said": lambda t: _replies_labelled(
+        t, "You said:\n", "ChatGPT said:\n"
+    ),
+    "chat paste, Human/Model, crlf": lambda t: _replies_labelled(t, "Human: ", "Model: ").replace(
+        "\n", "\r\n"
+    ),
 }
+
+
+def _replies_labelled(text: str, user: str, assistant: str) -> str:
+    """The transcript as a chat shows it: the previous states left out, each INSTR: line
+    said by the user and each reply by the assistant."""
+    bare = TRANSCRIPT_VARIANTS["previous states left out"](text)
+    lines = [
+        user + line if line.startswith("INSTR:") else assistant + line if line else line
+        for line in bare.split("\n")
+        if not line.startswith("S{}S")
+    ]
+    return "\n".join(lines)
 
 
 @pytest.mark.parametrize("variant", sorted(TRANSCRIPT_VARIANTS))
