@@ -193,6 +193,26 @@ def test_numbers_in_every_spelling_are_the_same_number(tmp_path: Path) -> None:
         ("// the thread", "JSON has no comments"),
         ('{"id": "M1", /* why */ "x": 1}', "JSON has no comments"),
         ('data: {"id": "M1"}', "a server-sent events line: keep only the JSON after 'data:'"),
+        # Session 13: a stream that lost its line breaks, and lines copied out of an array.
+        (
+            '{"id": "M1"}{"id": "M2"}',
+            (
+                "a second JSON value on the same line: NDJSON takes one message a line;"
+                " break the line before column 13"
+            ),
+        ),
+        (
+            '{"id": "M1"}  {"id": "M2"}',
+            (
+                "a second JSON value on the same line: NDJSON takes one message a line;"
+                " break the line before column 15"
+            ),
+        ),
+        ('{"id": "M1"},', "NDJSON lines end without a comma: remove it"),
+        (
+            '\x00{\x00"\x00i\x00d\x00"',
+            "NUL characters: the text looks like UTF-16; save it as UTF-8",
+        ),
     ],
 )
 def test_almost_json_lines_say_what_they_need(line: str, hint: str, tmp_path: Path) -> None:
@@ -201,6 +221,17 @@ def test_almost_json_lines_say_what_they_need(line: str, hint: str, tmp_path: Pa
     (record,) = list(read_records(path))
     (problem,) = record.problems
     assert problem.code == "VLP001" and problem.message.endswith(f"({hint})"), problem.message
+
+
+def test_a_utf16_file_is_named_as_such(tmp_path: Path) -> None:
+    path = tmp_path / "t.ndjson"
+    path.write_bytes('{"id": "M1"}\n'.encode("utf-16"))
+    problems = [p for record in read_records(path) for p in record.problems]
+    assert problems[0].line == 1
+    assert problems[0].message.endswith("(the text looks like UTF-16: save it as UTF-8)")
+    checked = run("vlp", "validate", str(path))
+    assert checked.returncode == 1 and "Traceback" not in checked.stderr
+    assert "looks like UTF-16" in checked.stdout
 
 
 @pytest.mark.parametrize("chunk", [3, 64, 1 << 20])
