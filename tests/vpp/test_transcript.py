@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.vpp.test_cli import _FUZZ_LINES
 from vpp import TranscriptError, read_transcript, write_transcript
 
 TEXT = """Notes before the first turn are ignored.
@@ -159,3 +160,63 @@ def test_content_that_is_not_framing_stays_in_the_turn(content: str) -> None:
 def test_framing_is_only_cut_from_assistant_turns() -> None:
     text = f"User: !<g>\n{FOOTER}\n# note\nAssistant: <g>\n"
     assert read_transcript(text).messages[0].content == f"!<g>\n{FOOTER}\n# note"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_FUZZ_LINES), max_size=14))
+def test_a_text_transcript_is_written_back_as_read_whatever_its_markers(lines: list[str]) -> None:
+    text = "\n".join(lines)
+    try:
+        transcript = read_transcript(text)
+    except TranscriptError as error:
+        assert error.line >= 1
+        return
+    if transcript.format == "text":
+        assert write_transcript(transcript) == text
+
+
+@pytest.mark.parametrize(
+    ("user", "assistant"),
+    [
+        ("Human:", "Assistant:"),
+        ("H:", "A:"),
+        ("User:", "Model:"),
+        ("User:", "AI:"),
+        ("You said:", "ChatGPT said:"),
+        ("**You:**", "**Claude:**"),
+        ("Me:", "GPT-4o:"),
+        ("Prompt:", "Response:"),
+    ],
+)
+def test_speaker_names_people_and_tools_write(user: str, assistant: str) -> None:
+    text = f"{user} !<g>\n{assistant}\n<g>\nbody\n[Version=v1.4 | Tag=g_1 | Sources=none | Assumptions=0 | Cycle=1/3 | Locus=x]\n"
+    transcript = read_transcript(text)
+    assert [(m.role, m.line) for m in transcript.messages] == [("user", 1), ("assistant", 3)]
+    assert write_transcript(transcript) == text
+
+
+def test_once_the_speakers_are_named_other_names_are_content() -> None:
+    # `A:` in a User/Assistant transcript, `User:` in a Human/AI one: lines of the turn.
+    text = "User: !<q>\nAssistant: <q>\nA: one\nHuman: two\nQ?\n[Version=v1.4 | Tag=q_1 | Sources=none | Assumptions=0 | Cycle=1/3 | Locus=x]\n"
+    assert [m.role for m in read_transcript(text).messages] == ["user", "assistant"]
+    other = "Human: !<q>\nAI: <q>\nUser: one\n[Version=v1.4 | Tag=q_1 | Sources=none | Assumptions=0 | Cycle=1/3 | Locus=x]\n"
+    assert read_transcript(other).messages[1].content.count("\n") == 2
+
+
+@pytest.mark.parametrize(
+    ("message", "says"),
+    [
+        ({"role": "narrator", "content": "x"}, "message 1 has role 'narrator'; expected user"),
+        ({"content": "x"}, "message 1 has no role; expected user"),
+        ({"type": "message", "content": "x"}, "message 1 has no role"),
+        ({"role": "user", "content": 5}, "message 1 content must be a string or a list"),
+        ({"from": "human", "value": None}, "message 1 value must be a string or a list"),
+        ({"role": "user", "parts": [{"text": 3}]}, "message 1 parts must be a string"),
+    ],
+)
+def test_json_messages_that_hold_no_turn_say_which_and_why(
+    message: dict[str, object], says: str
+) -> None:
+    with pytest.raises(TranscriptError) as raised:
+        read_transcript(json.dumps([message]))
+    assert says in str(raised.value)
