@@ -8,11 +8,12 @@ IMF examples (the `INSTR:` line and the directive forms §3 lists without the pr
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from plsp.cli import main
@@ -261,7 +262,70 @@ def test_any_text_transcript_gets_a_verdict(text: str) -> None:
         assert all(isinstance(v.blocking, bool) for v in violations)
 
 
+_PASTED_LINES = [
+    "User: INSTR: @set:$a=1;",
+    "**User:**",
+    "You said:",
+    'Human: INSTR: @upd:$a=$a+1;@sig:>"a",$a;',
+    'INSTR: @if:$a>1?@set:$b="hi":@set:$b="lo";',
+    "INSTR: please",
+    "Assistant: S{$a:1;}S",
+    "ChatGPT said:",
+    "## Model",
+    "Previous: S{$a:1;}S",
+    'Next: S{$a:2;>"a",2;}S',
+    'S{$a:2;$b:"hi";}S',
+    "S{$a:9e-1;}S",
+    "S{",
+    "Here is the state:",
+    "```",
+    "",
+    "ünïcødé ✓ " + "x" * 200,
+]
+
+
+@given(st.lists(st.sampled_from(_PASTED_LINES), max_size=12), st.sampled_from(["\n", "\r\n"]))
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+def test_any_pasted_transcript_gets_a_verdict_from_the_cli(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], lines: list[str], newline: str
+) -> None:
+    path = tmp_path / "t.txt"
+    path.write_bytes(newline.join(lines).encode("utf-8"))
+    code, out, err = _run(capsys, "check", str(path))
+    assert code in (0, 1, 2) and "Traceback" not in err, err
+    if code == 2:  # not a transcript: the error names the file and the line
+        assert err.startswith(f"plsp: error: {path}:"), err
+    else:
+        assert re.search(r"\d+ cycles, \d+ failing\n$", out), out
+
+
 def test_a_lowercase_prefix_is_named(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = _run(capsys, "parse", "instr: @set:$a=1;")
     assert code == 1
     assert "line 1, column 1: the prefix is written 'INSTR:' (uppercase)" in err
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("", ":1: no cycles: the trace is empty"),
+        ("\n  \n", ":1: no cycles: the trace is empty"),
+        (
+            "\nAssistant: S{$a:1;}S\n",
+            (
+                ":2: neither an NDJSON trace (one JSON object a line) nor a text transcript"
+                " (each cycle opens with a line starting 'INSTR:')"
+            ),
+        ),
+    ],
+)
+def test_input_that_is_no_trace_says_what_a_trace_is(
+    text: str, says: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "t.txt"
+    path.write_text(text, encoding="utf-8")
+    code, out, err = _run(capsys, "check", str(path))
+    assert (code, out) == (2, "")
+    assert err == f"plsp: error: {path}{says}\n"
