@@ -200,9 +200,10 @@ def _read_text(text: str) -> Transcript:
             skip = number
             while skip < end - 1 and not lines[skip].strip():
                 skip += 1
-            if skip == end - 1:  # an empty turn: its (empty) content is the next line
+            empty = skip == end - 1
+            if empty:  # its (empty) content is the next line; it is found at its marker
                 skip = number
-            marker, first = "\n".join(lines[number - 1 : skip]), skip + 1
+            marker, first = "\n".join(lines[number - 1 : skip]), number if empty else skip + 1
             content_lines = lines[skip : end - 1]
         cut = _content_end(content_lines, role)
         messages.append(

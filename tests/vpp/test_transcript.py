@@ -220,3 +220,14 @@ def test_json_messages_that_hold_no_turn_say_which_and_why(
     with pytest.raises(TranscriptError) as raised:
         read_transcript(json.dumps([message]))
     assert says in str(raised.value)
+
+
+def test_an_empty_turn_is_located_at_its_marker() -> None:
+    text = "User: !<g>\nAssistant:\nUser:\n\nAssistant: <c>\n"
+    assert [(m.role, m.content, m.line) for m in read_transcript(text).messages] == [
+        ("user", "!<g>", 1),
+        ("assistant", "", 2),
+        ("user", "", 3),
+        ("assistant", "<c>", 5),
+    ]
+    assert write_transcript(read_transcript(text)) == text
