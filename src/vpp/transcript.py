@@ -380,6 +380,8 @@ def _message(item: Any, index: int, line: int, maps: bool) -> Message:
     role = _json_role(item, index, line)
     content_key = next((key for key in CONTENT_KEYS if key in item), "content")
     written = item.get(content_key)
+    if role in CHECKED_ROLES and _is_tool_step(item, written):
+        role = "tool"  # a tool call or its result: no protocol text, like a `tool` turn
     if role not in CHECKED_ROLES:
         return Message(role, "", line, maps, record=item, content_key=content_key)
     content = _text_of(written)
@@ -408,6 +410,29 @@ def _json_role(item: Mapping[str, Any], index: int, line: int) -> str:
         )
     name = written.lower()
     return name if role == "system" and name in SKIPPED_ROLES else role
+
+
+_TOOL_PARTS = frozenset(
+    ("tool_use", "tool_result", "tool_call", "function_call", "functionCall", "functionResponse")
+)
+
+
+def _is_tool_step(item: Mapping[str, Any], content: Any) -> bool:
+    """An assistant's tool call (OpenAI: no content, `tool_calls`) or a tool result sent
+    back as a user message (Anthropic `tool_result`, Gemini `functionResponse` parts)."""
+    if content is None:
+        return "tool_calls" in item or "function_call" in item
+    if not isinstance(content, list) or not content:
+        return False
+    kinds = {
+        kind
+        for part in content
+        if isinstance(part, Mapping)
+        for kind in (part.get("type"), *part.keys())
+        if isinstance(kind, str)
+    }
+    has_text = any(isinstance(p, str) or _is_text_part(p) for p in content)
+    return not has_text and bool(kinds & _TOOL_PARTS)
 
 
 def _text_of(content: Any) -> str | None:

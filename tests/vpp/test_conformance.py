@@ -300,3 +300,42 @@ def test_repairing_a_fenced_reply_in_a_text_transcript_drops_both_fences() -> No
     ]
     assert report.repaired is not None
     assert write_transcript(report.repaired) == text
+
+
+_REPLY = "<g>\nx\n[Version=v1.4 | Tag=g_1 | Sources=none | Assumptions=0 | Cycle=1/3 | Locus=ui]"
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        [  # OpenAI chat: a tool call without content, then the tool's answer
+            {"role": "user", "content": "!<g>"},
+            {"role": "assistant", "content": None, "tool_calls": [{"id": "1", "type": "function"}]},
+            {"role": "tool", "tool_call_id": "1", "content": "result"},
+            {"role": "assistant", "content": _REPLY},
+        ],
+        {  # Anthropic: tool_use, and its result sent back as a user message
+            "messages": [
+                {"role": "user", "content": "!<g>"},
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "input": {}}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t"}]},
+                {"role": "assistant", "content": [{"type": "text", "text": _REPLY}]},
+            ]
+        },
+        {  # Gemini: functionCall / functionResponse parts
+            "contents": [
+                {"role": "user", "parts": [{"text": "!<g>"}]},
+                {"role": "model", "parts": [{"functionCall": {"name": "f", "args": {}}}]},
+                {"role": "user", "parts": [{"functionResponse": {"name": "f"}}]},
+                {"role": "model", "parts": [{"text": _REPLY}]},
+            ]
+        },
+    ],
+    ids=["openai", "anthropic", "gemini"],
+)
+def test_tool_steps_between_a_command_and_its_reply_are_not_turns(document: object) -> None:
+    text = json.dumps(document)
+    report = validate_transcript(text)
+    assert report.ok, report.violations
+    assert [m.role for m in report.transcript.messages] == ["user", "tool", "tool", "assistant"]
+    assert json.loads(write_transcript(report.transcript)) == document
