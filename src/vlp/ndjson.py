@@ -143,11 +143,11 @@ def _unparsable(line: int, data: bytes, error: ValueError) -> Problem:
     except UnicodeDecodeError as bad:
         return _not_utf8(line, data, bad)
     problem = _json_error(line, error)
-    hint = _json_hint(data, getattr(error, "colno", 0))
+    hint = _json_hint(data, getattr(error, "colno", 0), problem.message)
     return replace(problem, message=problem.message + hint) if hint else problem
 
 
-def _json_hint(data: bytes, column: int) -> str:
+def _json_hint(data: bytes, column: int, message: str) -> str:
     """What a line that is almost JSON needs, for the shapes tools and models write."""
     line = data.decode("utf-8")  # the caller has checked it decodes
     text = line.lstrip()
@@ -160,6 +160,8 @@ def _json_hint(data: bytes, column: int) -> str:
         return " (NUL characters: the text looks like UTF-16; save it as UTF-8)"
     if text.startswith("data:"):
         return " (a server-sent events line: keep only the JSON after 'data:')"
+    if "infinity when parsed as double" in message:
+        return " (no VLP field holds a number this large: confidence is between 0 and 1)"
     if at.startswith(("NaN", "Infinity", "-Infinity")):
         return " (NaN and Infinity are not JSON numbers)"
     if at.startswith(("//", "/*", "#")):

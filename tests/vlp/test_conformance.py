@@ -210,6 +210,10 @@ def test_numbers_in_every_spelling_are_the_same_number(tmp_path: Path) -> None:
         ),
         ('{"id": "M1"},', "NDJSON lines end without a comma: remove it"),
         (
+            '{"id": "M1", "confidence": 1e400}',
+            "no VLP field holds a number this large: confidence is between 0 and 1",
+        ),
+        (
             '\x00{\x00"\x00i\x00d\x00"',
             "NUL characters: the text looks like UTF-16; save it as UTF-8",
         ),
