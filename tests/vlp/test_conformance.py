@@ -250,3 +250,22 @@ def test_ndjson_with_a_cut_last_line_is_never_taken_for_a_stream(chunk: int) -> 
     records = list(read_records(io.BytesIO(data), chunk_bytes=chunk))
     assert [(r.line, r.ok) for r in records] == [(2, True), (3, False)]
     assert records[1].problems[0].message.endswith("unexpected end of data")  # orjson's
+
+
+def test_an_object_that_holds_the_messages_says_so(tmp_path: Path) -> None:
+    message = json.loads((HERE / "seed_readme_claim.json").read_text(encoding="utf-8"))
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"messages": [message, message]}), encoding="utf-8")
+    (record,) = list(read_records(path))
+    assert [(p.code, p.message) for p in record.problems] == [
+        (
+            "VLP002",
+            (
+                "not a message: this object holds 2 message(s) under 'messages';"
+                " write them one a line (NDJSON) or as a JSON array"
+            ),
+        )
+    ]
+    # An object with message fields is still a message with problems, whatever it holds.
+    assert check_message({"id": "x", "items": [message]}) is not None
+    assert next(p.code for p in check_message({"id": "x", "items": [message]}) or []) == "VLP101"
