@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
+from vpp.footer import Footer
 from vpp.reply import read_reply
 from vpp.start import candidate_states, learn_count, state_shown
-from vpp.state import ConversationState, expect, initial_state
+from vpp.state import ConversationState, Expectation, expect, initial_state
 from vpp.transcript import CHECKED_ROLES, Message, Transcript, messages_from, read_transcript
 from vpp.validate import ExchangeResult, Violation, command_violations, validate_exchange
-from vpp.versions import ASSISTANT_TAGS, Version
+from vpp.versions import ASSISTANT_TAGS, DEFAULT_LOCUS, LOCUS_NAME_1_5, Version
 
 INFERRED_START = "inferred-start"
 
@@ -122,16 +124,25 @@ def validate_transcript(
         if footer and footer.tag in expectation.reply_tags and footer.tag not in known:
             learned = learn_count(state, footer, expectation)
             inferred, state = learned.count(footer.tag) > 0, learned
+        jump = _named_jump(expectation, footer)
+
+        check = partial(
+            validate_exchange,
+            user.content,
+            message.content,
+            strict=strict,
+            repair=repair,
+            new_locus=jump,
+        )
+
         if unsettled:
             exchange, history = _settled(
-                user.content, message, state, strict, repair, not first_exchange, loop_known
+                check, user.content, footer, state, not first_exchange, loop_known
             )
             inferred = inferred or (history and first_exchange)
             unsettled = not exchange.expectation.command.ok
         else:
-            exchange = validate_exchange(
-                user.content, message.content, state, strict=strict, repair=repair
-            )
+            exchange = check(state)
         notes = (_inferred_note(message, exchange),) if inferred else ()
         known.add(exchange.reply_tag)
         first_exchange = False
@@ -152,25 +163,38 @@ def validate_transcript(
     return TranscriptResult(transcript, tuple(turns), state, repaired)
 
 
+def _named_jump(expectation: Expectation, footer: Footer | None) -> str | None:
+    """The name a 1.5 locus jump's reply gives its new locus. A runtime may name the locus
+    it opens (`expect(..., new_locus=...)`); a transcript only shows the name in the footer.
+    `locus-N` names and the current locus are not names: they are checked as usual."""
+    if expectation.version != "1.5" or footer is None or footer.locus is None:
+        return None
+    command, name = expectation.command, footer.locus
+    if not (command.ok and command.tag == "e") or name == expectation.before.locus:
+        return None
+    numbered = name.startswith("locus-") and name[6:].isdigit()  # the generic names
+    if numbered or name == DEFAULT_LOCUS or not LOCUS_NAME_1_5.match(name):
+        return None
+    return name
+
+
 def _settled(
+    check: Callable[[ConversationState], ExchangeResult],
     user: str,
-    reply: Message,
+    footer: Footer | None,
     state: ConversationState,
-    strict: bool,
-    repair: bool,
     flags_only: bool,
     loop_known: bool,
 ) -> tuple[ExchangeResult, bool]:
     """An exchange of an excerpt checked from `state` or, when its footer shows a history
     `state` cannot explain, from the state that history left (and whether it did)."""
-    at_start = validate_exchange(user, reply.content, state, strict=strict, repair=repair)
-    footer = read_reply(reply.content, state.version).footer
+    at_start = check(state)
     if at_start.ok or footer is None:
         return at_start, False
     best = at_start
     candidates = candidate_states(user, footer, state, flags_only=flags_only, loop_known=loop_known)
     for candidate in candidates:
-        tried = validate_exchange(user, reply.content, candidate, strict=strict, repair=repair)
+        tried = check(candidate)
         if len(tried.violations) < len(best.violations):
             best = tried
     return best, best is not at_start

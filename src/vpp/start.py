@@ -18,16 +18,18 @@ footer index is taken as given (`learn_count`). Everything after that is checked
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from dataclasses import replace
 
 from vpp.footer import Footer
 from vpp.state import ConversationState, Expectation, expect
-from vpp.versions import ASSISTANT_TAGS, CYCLE_LIMIT, DEFAULT_LOCUS
-
-_UNNAMED = re.compile(r"^locus-([2-9]|[1-9]\d{1,5})$")
-_LOCUS_1_5 = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 ._/-]{0,63}$")
+from vpp.versions import (
+    ASSISTANT_TAGS,
+    CYCLE_LIMIT,
+    DEFAULT_LOCUS,
+    LOCUS_NAME_1_5,
+    UNNAMED_LOCUS,
+)
 
 
 def state_shown(footer: Footer, state: ConversationState) -> ConversationState | None:
@@ -94,11 +96,11 @@ def _at_locus(
 ) -> ConversationState | None:
     """`state` at the locus a footer names (1.5 numbers unnamed loci: `locus-3` is the
     third; a jump's footer names the locus after it)."""
-    if not locus or (state.version == "1.5" and not _LOCUS_1_5.match(locus)):
+    if not locus or (state.version == "1.5" and not LOCUS_NAME_1_5.match(locus)):
         return None
     if "|" in locus or "]" in locus:
         return None
-    found = _UNNAMED.match(locus)
+    found = UNNAMED_LOCUS.match(locus)
     index = int(found.group(1)) if found else (1 if locus == DEFAULT_LOCUS else 2)
     if before_jump:
         index = max(1, index - 1)
