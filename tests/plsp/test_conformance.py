@@ -329,3 +329,23 @@ def test_input_that_is_no_trace_says_what_a_trace_is(
     code, out, err = _run(capsys, "check", str(path))
     assert (code, out) == (2, "")
     assert err == f"plsp: error: {path}{says}\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("Assistant: S{$a:1;}S", "text before the block, which starts at line 1, column 12"),
+        (
+            "Here is the state:\n  S{$a:1;}S",
+            "text before the block, which starts at line 2, column 3",
+        ),
+        ("User: INSTR: @set:$a=1;", "text before an INSTR: line, which starts at line 1, column 7"),
+    ],
+)
+def test_text_before_a_block_or_instruction_says_where_it_starts(
+    text: str, says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = _run(capsys, "parse", text)
+    assert (code, out) == (1, "")
+    assert err.startswith("plsp: error: line 1, column 1: expected 'S{', found ")
+    assert f"{says}; pass it alone\n" in err
