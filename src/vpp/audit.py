@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
 from vpp.footer import Footer
 from vpp.reply import read_reply
-from vpp.start import candidate_states, learn_count, state_shown
+from vpp.start import ExcerptStart
 from vpp.state import ConversationState, Expectation, expect, initial_state
 from vpp.transcript import CHECKED_ROLES, Message, Transcript, messages_from, read_transcript
 from vpp.validate import ExchangeResult, Violation, command_violations, validate_exchange
-from vpp.versions import ASSISTANT_TAGS, DEFAULT_LOCUS, LOCUS_NAME_1_5, Version
+from vpp.versions import DEFAULT_LOCUS, LOCUS_NAME_1_5, Version
 
 INFERRED_START = "inferred-start"
 
@@ -85,17 +85,10 @@ def validate_transcript(
         transcript = read_transcript(transcript)
     elif not isinstance(transcript, Transcript):
         transcript = messages_from(transcript)
-    infer = state is None and not from_start
+    excerpt = ExcerptStart(infer=state is None and not from_start)
     state = state or initial_state(version)
     if state.version != version:
         raise ValueError(f"state is for VPP {state.version}, not {version}")
-    # Tags whose earlier count is known: all of them when the conversation starts here;
-    # in an excerpt, a tag's first footer index says how many came before.
-    known = set() if infer else set(ASSISTANT_TAGS)
-    # The first exchange of an excerpt may start from any state its footer explains;
-    # what no footer shows (a closed cycle, a rejection streak) stays open until a
-    # valid command sets it.
-    first_exchange, unsettled, loop_known = infer, infer, False
     checked = [(n, m) for n, m in enumerate(transcript.messages, 1) if m.role in CHECKED_ROLES]
     turns: list[TurnResult] = []
     contents = [m.content for m in transcript.messages]
@@ -107,45 +100,27 @@ def validate_transcript(
             pending = (number, message)
             continue
         if pending is None:
-            shown = _leading_state(message, state) if first_exchange else None
+            leading = read_reply(message.content, version).footer
+            shown = excerpt.leading_reply(leading, state)
             if shown is None:
                 turns.append(_stray_assistant(number, message))
                 continue
-            # The footer says where the excerpt starts (and whether the loop was closed).
-            state, first_exchange, loop_known = shown, False, True
-            known.update(tag for tag in ASSISTANT_TAGS if shown.count(tag))
+            state = shown
             turns.append(TurnResult(number, "assistant", notes=(_leading_note(message),)))
             continue
         user_number, user = pending
         pending = None
         footer = read_reply(message.content, version).footer
-        expectation = expect(user.content, state)
-        inferred = False
-        if footer and footer.tag in expectation.reply_tags and footer.tag not in known:
-            learned = learn_count(state, footer, expectation)
-            inferred, state = learned.count(footer.tag) > 0, learned
-        jump = _named_jump(expectation, footer)
-
         check = partial(
             validate_exchange,
             user.content,
             message.content,
             strict=strict,
             repair=repair,
-            new_locus=jump,
+            new_locus=_named_jump(expect(user.content, state), footer),
         )
-
-        if unsettled:
-            exchange, history = _settled(
-                check, user.content, footer, state, not first_exchange, loop_known
-            )
-            inferred = inferred or (history and first_exchange)
-            unsettled = not exchange.expectation.command.ok
-        else:
-            exchange = check(state)
+        exchange, inferred = excerpt.check(check, user.content, footer, state)
         notes = (_inferred_note(message, exchange),) if inferred else ()
-        known.add(exchange.reply_tag)
-        first_exchange = False
         state = exchange.next_state
         command_errors = _placed(exchange.command_violations, user)
         if version == "1.5":
@@ -176,33 +151,6 @@ def _named_jump(expectation: Expectation, footer: Footer | None) -> str | None:
     if numbered or name == DEFAULT_LOCUS or not LOCUS_NAME_1_5.match(name):
         return None
     return name
-
-
-def _settled(
-    check: Callable[[ConversationState], ExchangeResult],
-    user: str,
-    footer: Footer | None,
-    state: ConversationState,
-    flags_only: bool,
-    loop_known: bool,
-) -> tuple[ExchangeResult, bool]:
-    """An exchange of an excerpt checked from `state` or, when its footer shows a history
-    `state` cannot explain, from the state that history left (and whether it did)."""
-    at_start = check(state)
-    if at_start.ok or footer is None:
-        return at_start, False
-    best = at_start
-    candidates = candidate_states(user, footer, state, flags_only=flags_only, loop_known=loop_known)
-    for candidate in candidates:
-        tried = check(candidate)
-        if len(tried.violations) < len(best.violations):
-            best = tried
-    return best, best is not at_start
-
-
-def _leading_state(message: Message, state: ConversationState) -> ConversationState | None:
-    footer = read_reply(message.content, state.version).footer
-    return state_shown(footer, state) if footer is not None else None
 
 
 def _leading_note(message: Message) -> Violation:

@@ -14,15 +14,17 @@ state before the first checked reply is read back from them:
 
 A tag first seen later in an excerpt has an unknown earlier count too; its first
 footer index is taken as given (`learn_count`). Everything after that is checked.
+`ExcerptStart` applies these rules exchange by exchange as a transcript is read.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 
 from vpp.footer import Footer
 from vpp.state import ConversationState, Expectation, expect
+from vpp.validate import ExchangeResult
 from vpp.versions import (
     ASSISTANT_TAGS,
     CYCLE_LIMIT,
@@ -30,6 +32,74 @@ from vpp.versions import (
     LOCUS_NAME_1_5,
     UNNAMED_LOCUS,
 )
+
+
+class ExcerptStart:
+    """What the unseen history of a transcript left, learnt as its exchanges are read.
+    With `infer=False` (a whole conversation) every check starts where it is told."""
+
+    def __init__(self, infer: bool) -> None:
+        self.first = infer  # no exchange read yet: any history its footer shows may apply
+        self.unsettled = infer  # closed cycle or loop still unknown (until a valid command)
+        self.loop_known = False
+        # Tags whose earlier count is known: all of them when the conversation starts here.
+        self.known = set() if infer else set(ASSISTANT_TAGS)
+
+    def leading_reply(
+        self, footer: Footer | None, state: ConversationState
+    ) -> ConversationState | None:
+        """The state a reply before any user turn leaves, when it is an excerpt's first
+        turn with a footer; None when it is no such thing."""
+        shown = state_shown(footer, state) if self.first and footer is not None else None
+        if shown is not None:
+            # A <c> may answer an invalid command, which leaves a closed loop closed.
+            self.first, self.loop_known = False, footer is not None and footer.tag != "c"
+            self.known.update(tag for tag in ASSISTANT_TAGS if shown.count(tag))
+        return shown
+
+    def check(
+        self,
+        check: Callable[[ConversationState], ExchangeResult],
+        user: str,
+        footer: Footer | None,
+        state: ConversationState,
+    ) -> tuple[ExchangeResult, bool]:
+        """`check` the exchange from `state` or from the history its footer shows, and
+        whether that history was inferred (worth a note)."""
+        expectation = expect(user, state)
+        inferred = False
+        if footer and footer.tag in expectation.reply_tags and footer.tag not in self.known:
+            learned = learn_count(state, footer, expectation)
+            inferred, state = learned.count(footer.tag) > 0, learned
+        if self.unsettled:
+            exchange, history = self._settled(check, user, footer, state)
+            inferred = inferred or (history and self.first)
+            self.unsettled = not exchange.expectation.command.ok
+        else:
+            exchange = check(state)
+        self.known.add(exchange.reply_tag)
+        self.first = False
+        return exchange, inferred
+
+    def _settled(
+        self,
+        check: Callable[[ConversationState], ExchangeResult],
+        user: str,
+        footer: Footer | None,
+        state: ConversationState,
+    ) -> tuple[ExchangeResult, bool]:
+        at_start = check(state)
+        if at_start.ok or footer is None:
+            return at_start, False
+        best = at_start
+        candidates = candidate_states(
+            user, footer, state, flags_only=not self.first, loop_known=self.loop_known
+        )
+        for candidate in candidates:
+            tried = check(candidate)
+            if len(tried.violations) < len(best.violations):
+                best = tried
+        return best, best is not at_start
 
 
 def state_shown(footer: Footer, state: ConversationState) -> ConversationState | None:

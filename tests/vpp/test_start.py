@@ -70,7 +70,7 @@ def test_every_excerpt_of_a_compliant_transcript_is_compliant(path: Path, versio
         assert _problems(turns[start:], version) == [], f"excerpt from message {start + 1}"
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(
     st.sampled_from(["1.4", "1.5"]),
     st.lists(st.sampled_from(COMMANDS), min_size=2, max_size=12),
