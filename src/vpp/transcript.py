@@ -6,7 +6,7 @@ turn's first line and every following line belongs to it until the next marker.
 Lines before the first marker are a preamble and are ignored. Blank lines that
 end a turn are separators, not content. Markdown framing is not content either:
 when the first non-blank line after an assistant turn's last footer line is a
-heading (`# ...`) or a code fence, the turn ends at the footer and the rest, up to
+heading (`# ...`), a code fence or a thematic break (`---`), the turn ends at the footer and the rest, up to
 the next marker, is commentary (so the specs' own example files can be checked).
 Writing a text transcript reproduces everything but the message contents as read.
 """
@@ -65,7 +65,11 @@ _JSON_INT_DIGITS = 4_000
 LIST_KEYS = ("messages", "contents", "conversations", "chat_messages")
 ROLE_KEYS = ("role", "from", "sender", "author", "speaker")
 CONTENT_KEYS = ("content", "text", "value", "parts")
-_MARKDOWN_FRAME = re.compile(r"^(?:#{1,6}(?:\s|$)|```|~~~)")
+# After a footer: a heading, a code fence, or a thematic break (`---`, `***`, `___`) that
+# chat exports put between turns.
+_MARKDOWN_FRAME = re.compile(
+    r"^(?:#{1,6}(?:\s|$)|```|~~~|(?:-[ \t]*){3,}$|(?:\*[ \t]*){3,}$|(?:_[ \t]*){3,}$)"
+)
 
 
 class TranscriptError(ValueError):

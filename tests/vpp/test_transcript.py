@@ -134,7 +134,9 @@ def test_plain_text_is_written_back_exactly_as_read() -> None:
 FOOTER = "[Version=v1.5 | Tag=g_1 | Sources=none | Assumptions=0 | Cycle=1/3 | Locus=default]"
 
 
-@pytest.mark.parametrize("frame", ["# Locus jump", "## Next", "```", "```text", "~~~"])
+@pytest.mark.parametrize(
+    "frame", ["# Locus jump", "## Next", "```", "```text", "~~~", "---", "***", "___", "- - -"]
+)
 def test_markdown_framing_after_a_footer_is_commentary(frame: str) -> None:
     text = f"```text\nUSER: !<g>\nASSISTANT: <g>\nbody\n{FOOTER}\n\n{frame}\nProse.\n\nUSER: !<q>\n"
     transcript = read_transcript(text)
@@ -150,6 +152,7 @@ def test_markdown_framing_after_a_footer_is_commentary(frame: str) -> None:
         f"<o>\n# Heading in the body\nText.\n{FOOTER}",  # a heading before the footer
         f"<g>\nbody\n{FOOTER}\nThanks!",  # plain text after the footer is still content
         f"<g>\nbody\n{FOOTER}\n\n#hashtag",  # not a Markdown heading
+        f"<g>\nbody\n{FOOTER}\n--",  # not a thematic break
     ],
 )
 def test_content_that_is_not_framing_stays_in_the_turn(content: str) -> None:
