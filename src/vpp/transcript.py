@@ -182,12 +182,13 @@ def _read_text(text: str) -> Transcript:
     starts = [(n, m) for n, line in enumerate(lines, 1) if (m := _marker(line))]
     # One exporter writes every marker alike, so once the first marker sets the style
     # (plain, bold or heading), a `**User:**` line in a plain transcript is content; and
-    # a file names each side one way, so once `Human:` and `Assistant:` have spoken, an
-    # `A:` or `User:` line is content.
+    # a file names each side one way (`Human:` and `Assistant:`), so another name (`A:`,
+    # `User:`) is content.
     style = _style(starts[0][1]) if starts else None
     starts = [(n, m) for n, m in starts if _style(m) == style]
-    speakers = {role: _first_name(starts, role) for role in ("user", "assistant")}
-    starts = [(n, m) for n, m in starts if _role(m) == "system" or _name(m) in speakers.values()]
+    speakers = {role: _speaker(starts, role) for role in ("user", "assistant")}
+    # `System:` turns are skipped; `Tool:` or `Function:` in a reply is the reply's text.
+    starts = [(n, m) for n, m in starts if _name(m) in (*speakers.values(), "system")]
     if not starts:
         raise TranscriptError(
             "no turns found; start each turn with 'User:' or 'Assistant:' (also read:"
@@ -256,8 +257,11 @@ def _role(marker: re.Match[str]) -> str:
     return _known_name(marker.group(3)) or "system"
 
 
-def _first_name(starts: list[tuple[int, re.Match[str]]], role: str) -> str | None:
-    return next((_name(m) for _, m in starts if _role(m) == role), None)
+def _speaker(starts: list[tuple[int, re.Match[str]]], role: str) -> str | None:
+    """The name the file gives `role`: its first word name (`Assistant`), or its first
+    letter name (`A`) when it has none, so that a `Q:`/`A:` list in a message stays text."""
+    names = [_name(m) for _, m in starts if _role(m) == role]
+    return next((name for name in names if len(name) > 1), names[0] if names else None)
 
 
 def _content_end(lines: list[str], role: str) -> int:

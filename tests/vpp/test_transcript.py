@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.vpp.test_cli import _FUZZ_LINES
-from vpp import TranscriptError, read_transcript, write_transcript
+from vpp import TranscriptError, read_transcript, validate_transcript, write_transcript
 
 TEXT = """Notes before the first turn are ignored.
 
@@ -234,3 +234,14 @@ def test_an_empty_turn_is_located_at_its_marker() -> None:
         ("assistant", "<c>", 5),
     ]
     assert write_transcript(read_transcript(text)) == text
+
+
+def test_a_q_and_a_list_in_a_message_is_text_when_the_speakers_have_word_names() -> None:
+    footer = "[Version=v1.4 | Tag=g_1 | Sources=none | Assumptions=0 | Cycle=1/3 | Locus=x]"
+    text = f"User: !<g>\nFormat:\nQ: question\nA: answer\nAssistant: <g>\nQ: x\nA: y\n{footer}\n"
+    transcript = read_transcript(text)
+    assert [(m.role, m.line) for m in transcript.messages] == [("user", 1), ("assistant", 5)]
+    assert validate_transcript(text).ok
+    # `System:` is still skipped; `Tool:` in a reply is the reply's text.
+    tooled = f"User: !<g>\nAssistant: <g>\nTool: a hammer\n{footer}\nSystem: be brief\n"
+    assert [m.role for m in read_transcript(tooled).messages] == ["user", "assistant", "system"]
