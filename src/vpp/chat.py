@@ -23,9 +23,10 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from cliconventions import interrupt_status
 from vpp.session import DEFAULT_MAX_REASKS, Session, Turn, turn_records
 
-OK, VIOLATIONS, USAGE, PROVIDER_FAILED, INTERRUPTED = 0, 1, 2, 3, 130
+OK, VIOLATIONS, USAGE, PROVIDER_FAILED = 0, 1, 2, 3
 
 
 def add_command(add: Callable[[str, str], argparse.ArgumentParser]) -> None:
@@ -140,8 +141,8 @@ def run(args: argparse.Namespace) -> int:
     except ProviderError as error:
         print(f"vpp chat: {choice.provider_name}: {error}", file=sys.stderr)
         status = PROVIDER_FAILED
-    except KeyboardInterrupt:
-        status = INTERRUPTED
+    except KeyboardInterrupt as interrupt:  # Ctrl-C (130) or SIGTERM (143)
+        status = interrupt_status(interrupt)
     finally:
         session.close()
     return status

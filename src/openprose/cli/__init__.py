@@ -113,11 +113,8 @@ def main(argv: list[str] | None = None) -> int:
     module = importlib.import_module(COMMANDS[name][0])
     from cliconventions import guard_output
 
-    try:
-        return guard_output("prose", lambda: int(module.run(namespace)))
-    except KeyboardInterrupt:
-        print("prose: interrupted", file=sys.stderr)
-        return 130
+    # Ctrl-C and SIGTERM the command does not handle itself: one line, exit 130 / 143.
+    return guard_output("prose", lambda: int(module.run(namespace)))
 
 
 def _unknown_command(name: str) -> int:

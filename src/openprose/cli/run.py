@@ -20,6 +20,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cliconventions import interrupt_status
+from cliconventions import interrupt_word as interrupted
 from openprose.cli.opening import (
     STDIN,
     UsageError,
@@ -257,20 +259,35 @@ def guarded(command: Callable[[argparse.Namespace], int], args: argparse.Namespa
     args.notice = notice = RunNotice(bool(getattr(args, "quiet", False)))
     try:
         return command(args)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as interrupt:
+        how = interrupted(interrupt)
         if notice.run_id is None:
-            print("prose: interrupted before the run started", file=sys.stderr)
+            print(f"prose: {how} before the run started", file=sys.stderr)
         else:
             print(
-                f"prose: interrupted; run {notice.run_id} keeps what it finished. "
+                f"prose: {how}; run {notice.run_id} keeps what it finished. "
                 f"Continue it with: {notice.resume_command()}",
                 file=sys.stderr,
             )
-        return 130
+        return interrupt_status(interrupt)
     except UsageError as error:
         return _not_run(str(error), USAGE_ERROR, as_json, error.diagnostics)
-    except OSError as error:
-        return _not_run(str(error), FAILED, as_json)
+    except OSError as error:  # the run folder cannot be written: a full disk, read-only...
+        from cliconventions import os_error_text
+
+        if isinstance(error, BrokenPipeError):
+            raise  # the output's reader left: guard_output ends quietly
+        if notice.run_id is None:
+            return _not_run(
+                f"the run could not start: {os_error_text(error)}", USAGE_ERROR, as_json
+            )
+        _not_run(f"cannot write the run: {os_error_text(error)}", FAILED, as_json)
+        print(
+            f"prose: run {notice.run_id} keeps what it finished; after fixing the cause, "
+            f"continue it with: {notice.resume_command()}",
+            file=sys.stderr,
+        )
+        return FAILED
     except Exception as error:  # noqa: BLE001 - a VM bug: say so plainly; the run stays resumable
         from openprose.vm.runstore import DamagedRun
 
@@ -369,8 +386,6 @@ def hold_progress(tools: Any, observer: Any) -> None:
 
 
 def run_async(coroutine: Any, provider: Provider) -> RunResult:
-    import asyncio
-
     async def main() -> RunResult:
         try:
             result: RunResult = await coroutine
@@ -378,8 +393,11 @@ def run_async(coroutine: Any, provider: Provider) -> RunResult:
         finally:
             await provider.aclose()
 
+    from cliconventions import run_async as run_terminable
+
     with lean_collector():
-        return asyncio.run(main())
+        result: RunResult = run_terminable(main())  # SIGTERM: as Ctrl-C
+        return result
 
 
 # Container allocations between young collections while a run goes on (CPython's default is
