@@ -57,7 +57,6 @@ def guard_output(program: str, run: Callable[[], int]) -> int:
             code = run()
             sys.stdout.flush()
     except KeyboardInterrupt as interrupt:
-        _stdout_to_devnull()  # what is buffered may be half a line: drop it
         sys.stderr.write(f"{program}: {interrupt_word(interrupt)}\n")
         return interrupt_status(interrupt)
     except BrokenPipeError:

@@ -15,7 +15,7 @@ from typing import IO, Any, NoReturn
 
 import orjson
 
-from cliconventions import OUTPUT_ERRNOS, ConventionalParser, guard_output, interrupt_status
+from cliconventions import OUTPUT_ERRNOS, ConventionalParser, guard_output
 from cliconventions import apply as apply_conventions
 from vlp import ask_cli
 from vlp.errors import CODES, Problem, VLPError
@@ -397,8 +397,6 @@ def _run(args: argparse.Namespace) -> int:
     except UsageError as error:
         sys.stderr.write(visible(f"vlp: {error}") + "\n")
         return EXIT_USAGE
-    except KeyboardInterrupt as interrupt:  # Ctrl-C (130) or SIGTERM (143)
-        return interrupt_status(interrupt)
     return code
 
 
