@@ -225,14 +225,15 @@ def missing_reason(path: str | Path) -> str:
 
 def read(path: Path) -> tuple[SourceFile | None, list[Diagnostic]]:
     """``read_source``, reporting a file that cannot be read at all on stderr."""
-    from openprose.parser import decode_source, read_source
+    from openprose.parser import PROGRAM_LIMIT, decode_source, read_source
 
     if str(path) == STDIN:
-        source, problems = decode_source(sys.stdin.buffer.read(), STDIN_NAME)
+        source, problems = decode_source(sys.stdin.buffer.read(PROGRAM_LIMIT + 1), STDIN_NAME)
     else:
         source, problems = read_source(path)
     if source is None and is_unreadable(problems):
-        write(sys.stderr, f"prose: {path}: {problems[0].message.lower()}\n")
+        message = problems[0].message
+        write(sys.stderr, f"prose: {path}: {message[:1].lower()}{message[1:]}\n")
     return source, list(problems)
 
 
@@ -277,10 +278,15 @@ def _lossy(path: str) -> SourceFile | None:
         path == STDIN_NAME or not Path(path).is_file()
     ):  # a FIFO was read once already; opening it again would block
         return None
+    from openprose.parser import PROGRAM_LIMIT
+
     try:
-        data = Path(path).read_bytes()
+        with open(path, "rb") as handle:
+            data = handle.read(PROGRAM_LIMIT + 1)
     except OSError:
         return None
+    if len(data) > PROGRAM_LIMIT:
+        return None  # refused unread (E118): no excerpt to show
     # columns are counted after the BOM, as read_source does
     data = data.removeprefix(b"\xef\xbb\xbf")
     return SourceFile.from_text(data.decode("utf-8", errors="replace"), path)

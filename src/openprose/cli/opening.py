@@ -74,17 +74,19 @@ def parse_and_check(path: Path, project: Path, stream: TextIO) -> Any:
     `stream` like `prose check` prints them, and a `UsageError` carrying them is raised."""
     from openprose.checker import diagnose
     from openprose.files import unreadable_reason
-    from openprose.parser import decode_source, parse, read_source
+    from openprose.parser import PROGRAM_LIMIT, decode_source, parse, read_source
 
     if str(path) == STDIN:
-        source, problems = decode_source(sys.stdin.buffer.read(), "<stdin>")
+        source, problems = decode_source(sys.stdin.buffer.read(PROGRAM_LIMIT + 1), "<stdin>")
     elif (reason := unreadable_reason(path)) is not None:
         raise UsageError(f"{path}: {reason}")
     else:
         source, problems = read_source(path)
     if source is None:
         print_diagnostics(list(problems), None, stream)
-        raise UsageError(f"{path}: cannot be read", [d.to_dict() for d in problems])
+        why = problems[0].message if problems else "cannot be read"  # E100 / E118
+        why = why[:1].lower() + why[1:]
+        raise UsageError(f"{path}: {why}", [d.to_dict() for d in problems])
     parsed = parse(source)
     diagnostics = diagnose(parsed, project)
     errors = [d for d in diagnostics if d.is_error]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -227,14 +228,14 @@ def test_unreadable_file_is_a_usage_error_and_others_are_still_checked(
     # chmod 000 does not stop root, so the permission error is simulated.
     secret = write(tmp_path / "a-secret.prose", 'session "x"\n')
     bad = write(tmp_path / "b-bad.prose", "session: nobody\n")
-    real = Path.read_bytes
+    real = Path.open
 
-    def read_bytes(self: Path) -> bytes:
+    def open_(self: Path, *args: Any, **kwargs: Any) -> Any:
         if self.name == secret.name:
             raise PermissionError(13, "Permission denied", str(self))
-        return real(self)
+        return real(self, *args, **kwargs)
 
-    monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    monkeypatch.setattr(Path, "open", open_)
     code, out, err = prose("check", tmp_path)
     assert code == 2
     assert err == f"prose: {secret}: cannot read file: permission denied\n"
