@@ -28,9 +28,10 @@ def describe(stats: BatchStats, total: int | None) -> str:
 
 def cost_text(cost: float, unpriced: dict[str, int]) -> str:
     """The cost, never an unknown price shown as free."""
+    shown = "under $0.0001" if 0 < cost < 0.0001 else f"${cost:.4f}"  # as `prose run` says it
     if not unpriced:
-        return f"${cost:.4f}"
-    return f"${cost:.4f} + unknown (no price for {', '.join(sorted(unpriced))})"
+        return shown
+    return f"{shown} + unknown (no price for {', '.join(sorted(unpriced))})"
 
 
 def _clock(seconds: float) -> str:

@@ -136,8 +136,8 @@ def _limit(kind: type[int | float]) -> Callable[[str], int | float | str]:
             raise argparse.ArgumentTypeError(
                 f"expected {'an integer' if kind is int else 'a number'} or none, got {text!r}"
             ) from None
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"must be positive (or none), got {text!r}")
+        if not 0 < value < float("inf"):  # nan and inf too: a typo, never a budget
+            raise argparse.ArgumentTypeError(f"must be a positive number (or none), got {text!r}")
         return value
 
     return parse
@@ -269,6 +269,8 @@ def guarded(command: Callable[[argparse.Namespace], int], args: argparse.Namespa
                 f"Continue it with: {notice.resume_command()}",
                 file=sys.stderr,
             )
+        if as_json:  # still the one promised object on stdout
+            print(json.dumps({"run_id": notice.run_id, "status": "interrupted", "error": how}))
         return interrupt_status(interrupt)
     except UsageError as error:
         return _not_run(str(error), USAGE_ERROR, as_json, error.diagnostics)

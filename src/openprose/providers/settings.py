@@ -260,8 +260,11 @@ def _choose_provider(
 def _parse_spec(spec: str, source: str, base_dir: Path | None) -> tuple[str, Path | None]:
     name, _, rest = spec.partition(":")
     if name not in PROVIDER_NAMES:
+        from openprose.suggest import did_you_mean
+
+        hint = did_you_mean(name, PROVIDER_NAMES)
         raise ProviderConfigError(
-            f"unknown provider {spec!r} (from {source}); "
+            f"unknown provider {spec!r} (from {source}){hint}; "
             f"choose one of: anthropic, openai, local, replay:CASSETTE_OR_RUN, scripted:RULES"
         )
     if name in FILE_PROVIDERS:
