@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -82,6 +83,10 @@ def parse_and_check(path: Path, project: Path, stream: TextIO) -> Any:
         raise UsageError(f"{path}: {reason}")
     else:
         source, problems = read_source(path)
+    if source is not None and source.path != (shown := recordable_name(source.path)):
+        # a file name that is not UTF-8 (legal on Linux) is recorded as shown, U+FFFD for
+        # its undecodable bytes: run.json, state.md and the audit trail are UTF-8
+        source = replace(source, path=shown)
     if source is None:
         print_diagnostics(list(problems), None, stream)
         why = problems[0].message if problems else "cannot be read"  # E100 / E118
@@ -99,6 +104,15 @@ def parse_and_check(path: Path, project: Path, stream: TextIO) -> Any:
     if diagnostics:
         print_diagnostics(diagnostics, source, sys.stderr)
     return parsed
+
+
+def recordable_name(name: str) -> str:
+    """`name` with the undecodable bytes of a non-UTF-8 file name (surrogate escapes) as
+    U+FFFD, so that it can be written to the run's UTF-8 files."""
+    try:
+        return name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    except UnicodeEncodeError:  # a lone surrogate no file system gave (the Python API)
+        return name.encode("utf-8", "replace").decode("utf-8")
 
 
 def print_diagnostics(diagnostics: Any, source: Any, stream: Any) -> None:

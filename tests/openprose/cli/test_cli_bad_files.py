@@ -400,3 +400,17 @@ def test_a_huge_program_on_stdin_is_refused(
     code, err = prose(capsys, "check", "-")
     assert code == 2
     assert "prose: -: cannot read file: larger than the 64 MiB limit for a program" in err
+
+
+def test_a_program_whose_file_name_is_not_utf8_runs_and_is_recorded_as_shown(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Linux file names are bytes: `\\xff.prose` reaches Python as a surrogate escape, which
+    run.json and state.md (UTF-8) cannot hold; it was an internal error."""
+    name = b"\xff.prose".decode("utf-8", "surrogateescape")
+    (project / name).write_text('session "x"\n')
+    code, err = prose(capsys, "run", name, "--provider", "scripted:rules.yaml", "-q")
+    assert code == 0, err
+    (run,) = (project / ".prose" / "runs").iterdir()
+    assert json.loads((run / "run.json").read_text())["program"] == "\ufffd.prose"
+    assert main(["resume", run.name, "-q"]) == 0
