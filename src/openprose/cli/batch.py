@@ -115,6 +115,7 @@ def _batch(args: argparse.Namespace) -> int:
             args.json,
             total,
             title,
+            _meta(root).get("inputs") if root else None,
         )
     if not args.program or not args.inputs:
         raise BatchError("give PROGRAM and INPUTS (or --resume BATCH)")
@@ -141,6 +142,7 @@ def _batch(args: argparse.Namespace) -> int:
         args.json,
         total,
         f"batch {Path(args.program).name}",
+        args.inputs,
     )
 
 
@@ -161,20 +163,27 @@ def _meta(root: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def _show(start: Any, as_json: bool, total: int | None, title: str) -> int:
-    """Run the batch with a progress view (none with --json), then the summary."""
+def _show(start: Any, as_json: bool, total: int | None, title: str, inputs: str | None) -> int:
+    """Run the batch with a progress view (none with --json), then the summary. `inputs`:
+    the cases file, naming an invalid line as `cases.jsonl:LINE:`."""
+    cases = f"{inputs}:" if inputs else "line "
+
+    def invalid_lines_only(row: dict[str, Any], stats: Any) -> None:
+        if row["status"] == "invalid":
+            print(f"prose batch: {cases}{row['line']}: {row['error']}", file=sys.stderr)
+
     from cliconventions import interrupt_status, run_async
     from cliconventions import interrupt_word as interrupted
     from openprose.batches.progress import BarProgress, PlainBatchProgress
 
     try:
         if as_json:
-            result = run_async(start(_invalid_lines_only))
+            result = run_async(start(invalid_lines_only))
         elif sys.stderr.isatty() and os.environ.get("TERM") != "dumb":
-            with BarProgress(total, title) as bar:
+            with BarProgress(total, title, cases) as bar:
                 result = run_async(start(bar))
         else:
-            plain = PlainBatchProgress(sys.stderr, total)
+            plain = PlainBatchProgress(sys.stderr, total, cases=cases)
             result = run_async(start(plain))
             plain.finish()
     except KeyboardInterrupt as interrupt:  # Ctrl-C, or SIGTERM
@@ -228,8 +237,3 @@ def _announce(batch_id: str, root: Path) -> None:
     """The batch id on stderr at the start, so an interrupted batch can be found."""
     _announced.append(batch_id)
     print(f"prose batch: batch {batch_id} ({root})", file=sys.stderr)
-
-
-def _invalid_lines_only(row: dict[str, Any], stats: Any) -> None:
-    if row["status"] == "invalid":
-        print(f"prose batch: line {row['line']}: {row['error']}", file=sys.stderr)
