@@ -197,7 +197,9 @@ def load_settings(
     selected = endpoints.pop(name, None) or _endpoint(
         name, _table(provider_tables, name, where), {}, where
     )
-    aliases = {**selected.aliases, **_parse_overrides(model_overrides)}
+    overrides = _parse_overrides(model_overrides)
+    _warn_on_mistyped_aliases(overrides, selected.aliases)
+    aliases = {**selected.aliases, **overrides}
 
     retry_table = _table(config, "retry", where)
     defaults = RetryPolicy()
@@ -335,6 +337,17 @@ def _parse_overrides(overrides: Iterable[str]) -> dict[str, str]:
             )
         parsed[alias.strip()] = target.strip()
     return parsed
+
+
+def _warn_on_mistyped_aliases(overrides: Mapping[str, str], configured: Mapping[str, str]) -> None:
+    """`--model sonet=...` routes nothing a program names by default: say so, once, with the
+    likely alias (the route is kept, for a program whose sessions name `sonet`)."""
+    from openprose.suggest import closest
+
+    known = {"sonnet", "opus", "haiku", *configured}
+    for alias in overrides:
+        if alias not in known and (likely := closest(alias, known)) is not None:
+            warn(f"--model {alias}=...: no model alias `{alias}` (did you mean `{likely}`?)")
 
 
 def _split_target(target: str, *, default_provider: str) -> tuple[str, str]:

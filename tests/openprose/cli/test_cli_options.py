@@ -1,0 +1,111 @@
+"""Option values a user mistypes: refused or warned about before anything runs, with the fix,
+never an internal error (session 13, first hour)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from openprose.cli import main
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    for name in ("PROSE_PROVIDER", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    (tmp_path / "p.prose").write_text('session "x"\n')
+    (tmp_path / "rules.yaml").write_text('default: "ok"\n')
+    return tmp_path
+
+
+def prose(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err and "internal error" not in err, err
+    return code, out, err
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "1e400", "0", "-2"])
+def test_a_budget_that_is_not_a_positive_number_is_a_usage_error(
+    value: str, project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = prose(
+        capsys, "run", "p.prose", "--provider", "scripted:rules.yaml", "--max-cost", value
+    )
+    assert code == 2
+    assert f"argument --max-cost: must be a positive number (or none), got '{value}'" in err
+    assert not (project / ".prose").exists()
+
+
+def test_a_mistyped_provider_names_the_likely_one(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = prose(capsys, "run", "p.prose", "--provider", "anthropc")
+    assert code == 2
+    assert "unknown provider 'anthropc' (from --provider) (did you mean `anthropic`?)" in err
+    code, _, err = prose(capsys, "config", "--provider", "opnai")
+    assert code == 2 and "(did you mean `openai`?)" in err
+
+
+def test_a_mistyped_model_alias_is_warned_about_and_the_run_goes_on(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = prose(
+        capsys,
+        "run",
+        "p.prose",
+        "--provider",
+        "scripted:rules.yaml",
+        "--model",
+        "sonet=openai:x",
+        "-q",
+    )
+    assert code == 0
+    assert (
+        "prose: warning: --model sonet=...: no model alias `sonet` (did you mean `sonnet`?)" in err
+    )
+    # an alias of its own (a program may name any) is not a typo
+    code, _, err = prose(
+        capsys,
+        "run",
+        "p.prose",
+        "--provider",
+        "scripted:rules.yaml",
+        "--model",
+        "fast=openai:x",
+        "-q",
+    )
+    assert code == 0 and "warning" not in err
+
+
+def test_a_base_url_python_cannot_parse_is_a_configuration_error(
+    project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-options")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://[::1/v1")
+    code, out, err = prose(capsys, "run", "p.prose", "--json")
+    assert code == 2
+    assert (
+        "the base URL must be an http:// or https:// URL with a host, got 'http://[::1/v1'" in err
+    )
+    assert json.loads(out)["status"] == "not_run"
+
+
+def test_config_of_a_program_that_is_not_a_file_is_a_usage_error(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (project / "folder").mkdir()
+    assert prose(capsys, "config", "missing.prose")[0:3:2] == (
+        2,
+        "prose: missing.prose: no such file\n",
+    )
+    assert prose(capsys, "config", "folder")[0:3:2] == (
+        2,
+        "prose: folder: is a folder, not a file\n",
+    )
+    # nothing configured is still 1, with the ways to configure one
+    code, out, err = prose(capsys, "config", "p.prose")
+    assert code == 1 and "provider:  none" in out and "Configure one of" in err
