@@ -208,10 +208,14 @@ def expand(paths: list[str]) -> Iterator[Path | str]:
             write(sys.stderr, f"prose: {path}: {missing_reason(path)}\n")
             yield path
             continue
+        found = False
         for program in find_programs(path):
+            found = True
             if program not in seen:
                 seen.add(program)
                 yield program
+        if not found and os.path.isdir(path):  # as ruff says it: a typo'd or empty folder
+            write(sys.stderr, f"prose: warning: no .prose files under {path}\n")
 
 
 def missing_reason(path: str | Path) -> str:

@@ -294,3 +294,14 @@ def test_non_utf8_fifo_is_read_once(prose_on_fifo: Run, tmp_path: Path) -> None:
         f"{tmp_path / 'pipe.prose'}:1:1: {message}",
         "1 file checked: 1 error, 0 warnings",
     ]
+
+
+@pytest.mark.parametrize("command", ["check", "fmt"])
+def test_a_folder_without_programs_is_warned_about(
+    prose: Run, tmp_path: Path, command: str
+) -> None:
+    """A typo'd or empty folder is not silently "0 files checked" (ruff warns too)."""
+    (tmp_path / "notes.txt").write_text("not a program\n")
+    code, _, err = prose(command, tmp_path)
+    assert code == 0
+    assert err == f"prose: warning: no .prose files under {tmp_path}\n"
