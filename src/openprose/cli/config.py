@@ -65,6 +65,9 @@ def run(args: argparse.Namespace) -> int:
         )
         shown["provider"] = settings.provider
         shown["provider_source"] = settings.source
+        if settings.provider in ("openai", "anthropic"):  # where requests go, and the key
+            shown["base_url"] = settings.base_url or _default_url(settings.provider)
+            shown["api_key"] = "set" if settings.api_key else "not set"
         if settings.path is not None:
             shown["provider_file"] = str(settings.path)
         shown["models"] = {alias: ":".join(resolve_model(alias, settings)) for alias in aliases}
@@ -83,10 +86,23 @@ def run(args: argparse.Namespace) -> int:
     print(f"provider:  {shown['provider']}  (chosen by {source})")
     if "provider_file" in shown:
         print(f"           file {shown['provider_file']}")
+    if "base_url" in shown:
+        print(f"base_url:  {shown['base_url']}  (API key {shown['api_key']})")
     for alias, target in shown["models"].items():
         print(f"model:     {alias} -> {target}")
     print(f"max_concurrency: {shown['max_concurrency']}")
     return status
+
+
+def _default_url(provider: str) -> str:
+    """Where `provider` sends requests when no base URL is configured."""
+    if provider == "anthropic":
+        from openprose.providers import anthropic
+
+        return anthropic.DEFAULT_BASE_URL
+    from openprose.providers import openai
+
+    return openai.DEFAULT_BASE_URL
 
 
 def _indent(text: str) -> str:

@@ -109,3 +109,18 @@ def test_config_of_a_program_that_is_not_a_file_is_a_usage_error(
     # nothing configured is still 1, with the ways to configure one
     code, out, err = prose(capsys, "config", "p.prose")
     assert code == 1 and "provider:  none" in out and "Configure one of" in err
+
+
+def test_config_shows_where_requests_go_and_whether_a_key_is_set(
+    project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first thing to check after `export OPENAI_BASE_URL=...`; the key is never shown."""
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:11434/v1")
+    code, out, _ = prose(capsys, "config")
+    assert code == 0
+    assert "base_url:  http://127.0.0.1:11434/v1  (API key not set)" in out
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-secret-value-123")
+    code, out, _ = prose(capsys, "config", "--json")
+    shown = json.loads(out)
+    assert (shown["base_url"], shown["api_key"]) == ("http://127.0.0.1:11434/v1", "set")
+    assert "sk-secret" not in out
