@@ -114,9 +114,12 @@ def run(args: argparse.Namespace) -> int:
             else:
                 diagnostics = problems if source is None else _check(source, args.project_dir)
             checked.append(Checked(str(program), source, diagnostics))
+        hidden = _hidden_fixes(checked, args)
         if args.diff:
             fixes = "1 fix" if fix_count == 1 else f"{fix_count} fixes"
-            write(sys.stderr, f"{fixes} would be applied in {_plural(fixed_files, 'file')}\n")
+            write(
+                sys.stderr, f"{fixes} would be applied in {_plural(fixed_files, 'file')}{hidden}\n"
+            )
             if usage_error:
                 return USAGE_ERROR
             return FAILED if fixed_files else OK
@@ -129,7 +132,8 @@ def run(args: argparse.Namespace) -> int:
             if args.fix:
                 write(
                     sys.stdout,
-                    f"fixed {_plural(fix_count, 'problem')} in {_plural(fixed_files, 'file')}\n",
+                    f"fixed {_plural(fix_count, 'problem')} in {_plural(fixed_files, 'file')}"
+                    f"{hidden}\n",
                 )
             if not getattr(args, "quiet", False):
                 write(sys.stdout, summary(checked) + "\n")
@@ -137,6 +141,14 @@ def run(args: argparse.Namespace) -> int:
             return USAGE_ERROR
         return FAILED if any(d.is_error for c in checked for d in c.diagnostics) else OK
     return FAILED  # stdout was closed early (e.g. piped into `head`)
+
+
+def _hidden_fixes(checked: list[Checked], args: argparse.Namespace) -> str:
+    """` (N more with --unsafe-fixes)` when likely fixes were left out (as ruff says it)."""
+    if not (args.fix or args.diff) or args.unsafe_fixes:
+        return ""
+    count = sum(1 for c in checked for d in c.diagnostics if d.fix is not None and not d.fix.safe)
+    return f" ({count} more with --unsafe-fixes)" if count else ""
 
 
 def _fix(
