@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import math
 import os
+import re
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -439,8 +440,14 @@ def _load_toml(path: Path) -> dict[str, Any]:
     try:
         with path.open("rb") as handle:
             return tomllib.load(handle)
-    except tomllib.TOMLDecodeError as exc:
-        raise ProviderConfigError(f"{path}: invalid TOML: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:  # `... (at line 2, column 18)` -> path:2:18:
+        place = re.search(r" \(at line (\d+), column (\d+)\)$", str(exc))
+        if place is None:
+            raise ProviderConfigError(f"{path}: invalid TOML: {exc}") from None
+        what = str(exc)[: place.start()]
+        raise ProviderConfigError(
+            f"{path}:{place.group(1)}:{place.group(2)}: invalid TOML: {what}"
+        ) from None
     except RecursionError:  # tomllib parses nested arrays recursively
         raise ProviderConfigError(f"{path}: invalid TOML: nested too deeply") from None
     except ValueError as exc:  # tomllib lets int() refuse a number of over 4,300 digits
