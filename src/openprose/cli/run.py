@@ -231,6 +231,7 @@ class RunNotice:
         self.run_id: str | None = None
         self.project: Path | None = None
         self.provider: str | None = None  # the provider's name, for the summary's wording
+        self.reporting = False  # the run is over; its summary is being written
 
     def __call__(self, event: str, step: str, fields: dict[str, Any]) -> None:
         if event != "run_started":
@@ -277,8 +278,8 @@ def guarded(command: Callable[[argparse.Namespace], int], args: argparse.Namespa
     except OSError as error:  # the run folder cannot be written: a full disk, read-only...
         from cliconventions import os_error_text
 
-        if isinstance(error, BrokenPipeError):
-            raise  # the output's reader left: guard_output ends quietly
+        if isinstance(error, BrokenPipeError) or notice.reporting:
+            raise  # writing the output failed (a closed pipe, a full disk): guard_output says so
         if notice.run_id is None:
             return _not_run(
                 f"the run could not start: {os_error_text(error)}", USAGE_ERROR, as_json
@@ -476,6 +477,8 @@ class Fanout:
 
 
 def report(result: RunResult, as_json: bool, notice: RunNotice | None = None) -> int:
+    if notice is not None:
+        notice.reporting = True  # from here an OSError is the output's, not the run folder's
     if as_json:
         print(json.dumps(result.to_json(), ensure_ascii=False))
     else:
