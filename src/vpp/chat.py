@@ -11,7 +11,8 @@ stderr gets a status line per turn (state, outcome, violations of rejected attem
 which `vpp check --version V FILE` accepts.
 
 Exit codes: 0 every reply compliant / 1 some reply still violating after the re-asks /
-2 usage error / 3 the provider failed (the turns so far are in the transcript) / 130 Ctrl-C.
+2 usage error / 3 the provider failed (the turns so far are in the transcript) / 130 Ctrl-C /
+143 SIGTERM.
 """
 
 from __future__ import annotations

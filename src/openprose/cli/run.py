@@ -4,7 +4,8 @@ Exit status: 0 when the run succeeds; 1 when the program fails (an uncaught erro
 `throw`, reported with the statement's `path:line:col`); 2 for usage and compile errors
 (diagnostics printed as `prose check` prints them) and for provider configuration problems;
 3 when the run stopped at a budget (`--max-sessions`, `--max-tokens`, `--max-cost`): it is
-resumable with a larger one.
+resumable with a larger one; 4 waiting for an approval; 130 Ctrl-C and 143 SIGTERM (the run
+stays resumable and the command that continues it is printed). README.md, "Exit status".
 
 The steps that open a run are in `openprose.cli.opening`.
 """
