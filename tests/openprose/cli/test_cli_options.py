@@ -124,3 +124,14 @@ def test_config_shows_where_requests_go_and_whether_a_key_is_set(
     shown = json.loads(out)
     assert (shown["base_url"], shown["api_key"]) == ("http://127.0.0.1:11434/v1", "set")
     assert "sk-secret" not in out
+
+
+def test_help_takes_a_command_as_git_and_cargo_do(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = prose(capsys, "help", "run")
+    assert code == 0 and out.startswith("usage: prose run ")
+    code, out, _ = prose(capsys, "help")
+    assert code == 0 and "commands:" in out
+    code, _, err = prose(capsys, "help", "rn")
+    assert code == 2 and "unknown command 'rn' (did you mean 'run'?)" in err
