@@ -6,11 +6,11 @@ large one is sparse)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.support.commands import run_tool
 
 # tool, arguments before the file, and the status for a file whose content is unusable
 # (binary): 2 where the file cannot be taken at all, 1 where a validator reports it as a
@@ -29,7 +29,6 @@ COMMANDS = [
     ("plsp", ["check"], 2),
     ("plsp", ["run", "--dry-run"], 2),
 ]
-MODULES = {"prose": "openprose.cli", "vlp": "vlp.cli", "vpp": "vpp.cli", "plsp": "plsp.cli"}
 
 
 @pytest.fixture
@@ -43,25 +42,13 @@ def files(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def _run(tool: str, argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", MODULES[tool], *argv],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        stdin=subprocess.DEVNULL,
-    )
-
-
 @pytest.mark.parametrize(("tool", "before", "binary_status"), COMMANDS)
 @pytest.mark.parametrize("kind", ["missing", "folder", "binary", "huge"])
 def test_a_file_that_cannot_be_used_is_one_line_naming_it(
     tool: str, before: list[str], binary_status: int, kind: str, files: Path
 ) -> None:
     where = 2 if before[0] == "batch" else len(before)  # batch: PROGRAM then the cases file
-    done = _run(tool, [*before[:where], kind, *before[where:]], files)
+    done = run_tool(tool, *before[:where], kind, *before[where:], cwd=files)
     said = done.stdout + done.stderr
     assert "Traceback" not in said and "internal error" not in said, said
     expected = binary_status if kind == "binary" else 2

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.commands import run_tool
 from tests.support.fake_llm_server import start_in_subprocess
 
 
@@ -77,15 +78,7 @@ def test_a_stopped_run_says_how_to_continue_and_resumes_without_resending(
     assert f"prose: {word}; run {run_id} keeps what it finished. " in err
     assert err.rstrip().endswith(f"Continue it with: prose resume {run_id}")
 
-    done = subprocess.run(
-        [sys.executable, "-m", "openprose.cli", "resume", run_id, "--json"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = run_tool("prose", "resume", run_id, "--json", cwd=tmp_path, env=env)
     assert done.returncode == 0, done.stderr
     usage = json.loads(done.stdout)["usage"]
     assert usage["requests_served_from_journal"] >= 2  # finished sessions are not sent again

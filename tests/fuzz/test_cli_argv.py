@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -21,7 +21,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cliconventions.completion import tree_of
-from tests.fuzz.prose_corpus import FUZZ, ROOT
+from tests.fuzz.prose_corpus import FUZZ, ROOT, in_folder
 
 DOCUMENTED = {0, 1, 2, 3, 4}  # 3/4: vlp gate's hold and halt, prose run's budget and waiting
 LEFT_OUT = {"prose": {"lsp", "ui"}, "vpp": {"chat"}, "vlp": {"ask"}, "plsp": set()}
@@ -103,16 +103,6 @@ def playground(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-@contextlib.contextmanager
-def _in(folder: Path) -> Iterator[None]:
-    before = Path.cwd()
-    os.chdir(folder)
-    try:
-        yield
-    finally:
-        os.chdir(before)
-
-
 @st.composite
 def command_lines(draw: st.DrawFn) -> tuple[str, list[str]]:
     tool = draw(st.sampled_from(sorted(MAINS)))
@@ -160,7 +150,7 @@ def test_any_command_line_ends_with_a_documented_status(
             monkeypatch.delenv(name)
     monkeypatch.setenv("PROSE_REGISTRY", "http://127.0.0.1:9")  # no network
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"")))
-    with _in(playground):
+    with in_folder(playground):
         code, said = _run(tool, argv)
     assert "Traceback (most recent call last)" not in said, (tool, argv, said[-3000:])
     assert "internal error" not in said, (tool, argv, said[-3000:])

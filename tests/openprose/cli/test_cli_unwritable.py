@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.commands import run_tool
 from tests.support.fake_llm_server import start_in_subprocess
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -133,14 +134,16 @@ def test_an_unwritable_rows_file_is_refused_before_the_batch_starts(tmp_path: Pa
         ("rows", "-o rows: is a folder; give the rows file's name"),
         ("nowhere/rows.jsonl", "-o nowhere/rows.jsonl: no such folder nowhere"),
     ]:
-        done = subprocess.run(
-            [sys.executable, "-m", "openprose.cli", "batch", "p.prose", "c.jsonl", "-o", target]
-            + ["--provider", "scripted:a.yaml"],
+        done = run_tool(
+            "prose",
+            "batch",
+            "p.prose",
+            "c.jsonl",
+            "-o",
+            target,
+            "--provider",
+            "scripted:a.yaml",
             cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
         )
         assert done.returncode == 2, done.stderr
         assert done.stderr.strip() == f"prose batch: {said}"
