@@ -140,7 +140,10 @@ def run(args: argparse.Namespace) -> int:
             if not turn.ok:
                 status = VIOLATIONS
     except ProviderError as error:
-        print(f"vpp chat: {choice.provider_name}: {error}", file=sys.stderr)
+        message = str(error)  # the provider's own messages start with its name
+        if not message.startswith(choice.provider_name):
+            message = f"{choice.provider_name}: {message}"
+        print(f"vpp chat: {message}", file=sys.stderr)
         status = PROVIDER_FAILED
     except KeyboardInterrupt as interrupt:  # Ctrl-C (130) or SIGTERM (143)
         status = interrupt_status(interrupt)

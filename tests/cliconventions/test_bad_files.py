@@ -68,3 +68,24 @@ def test_a_file_that_cannot_be_used_is_one_line_naming_it(
     if done.stderr.strip() and expected == 2:
         first = done.stderr.strip().splitlines()[-1]
         assert first.startswith((f"{tool}: ", f"{tool} ")) or ":" in first, said
+
+
+def test_an_unreachable_provider_is_one_line_naming_it_once(tmp_path: Path) -> None:
+    """`vlp ask` and `vpp chat` against a port nothing listens on: exit 3, the provider's
+    own message (it starts with the provider's name: not repeated)."""
+    import os
+    import socket
+
+    with socket.socket() as probe:  # a port that was free a moment ago: refused
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    (tmp_path / "prose.toml").write_text("[retry]\nmax_attempts = 1\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PROSE_", "OPENAI_"))}
+    env.update(OPENAI_BASE_URL=f"http://127.0.0.1:{port}/v1", OPENAI_API_KEY="sk-test-refused")
+    env.pop("ANTHROPIC_API_KEY", None)
+    for tool, argv in (("vlp", ["ask", "hello"]), ("vpp", ["chat"])):
+        done = run_tool(tool, *argv, cwd=tmp_path, env=env, stdin="!<g>\nhello\n")
+        assert done.returncode == 3, done.stderr
+        line = done.stderr.strip().splitlines()[-1]
+        assert line.startswith(f"{tool} {argv[0]}: openai (model "), line
+        assert "cannot connect to the server" in line and "openai: openai" not in line

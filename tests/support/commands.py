@@ -16,9 +16,10 @@ def run_tool(
     cwd: Path | None = None,
     env: Mapping[str, str] | None = None,
     timeout: float = 120,
+    stdin: str = "",
 ) -> subprocess.CompletedProcess[str]:
-    """`TOOL ARGV...` (prose, vlp, vpp or plsp) in a fresh interpreter, stdin empty: its
-    exit status and both streams as text."""
+    """`TOOL ARGV...` (prose, vlp, vpp or plsp) in a fresh interpreter, `stdin` as its
+    standard input: its exit status and both streams as text."""
     return subprocess.run(
         [sys.executable, "-m", MODULES[tool], *map(str, argv)],
         cwd=cwd,
@@ -27,5 +28,5 @@ def run_tool(
         text=True,
         timeout=timeout,
         check=False,
-        stdin=subprocess.DEVNULL,
+        input=stdin,
     )
