@@ -103,6 +103,21 @@ def test_a_terminated_batch_says_how_to_continue(slow_server: str, tmp_path: Pat
     assert f"prose batch: terminated; continue with: prose batch --resume {batch_id}" in err
 
 
+def _wait_until_reading(pid: int, timeout: float = 60) -> None:
+    """Until the process sleeps in a pipe read (the interpreter is up, the handlers are in
+    place): a signal sent earlier would meet Python's defaults, not the command's."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            waiting = Path(f"/proc/{pid}/wchan").read_text()
+        except OSError:
+            break  # no /proc: fall back to a generous pause
+        if "pipe" in waiting:
+            return
+        time.sleep(0.05)
+    time.sleep(3)
+
+
 # A command reading stdin that never ends, in each tool: stopped while it waits.
 READING_STDIN = {
     "prose": ["openprose.cli", "check", "-"],
@@ -121,7 +136,7 @@ def test_every_tool_stopped_while_reading_ends_with_one_line(
     assert process.stdin is not None
     process.stdin.write("x" * 100)  # started reading, the rest never comes
     process.stdin.flush()
-    time.sleep(1.5)  # the interpreter is up and blocked in the read
+    _wait_until_reading(process.pid)
     process.send_signal(how)
     _, err = process.communicate(timeout=30)
     word, status = ("terminated", 143) if how == signal.SIGTERM else ("interrupted", 130)
