@@ -2191,12 +2191,22 @@ def read_source(path: str | Path) -> tuple[SourceFile | None, list[Diagnostic]]:
     try:
         if _endless(path):
             raise OSError(0, "not a regular file")
-        data = Path(path).read_bytes()
+        with Path(path).open("rb") as handle:
+            data = handle.read(PROGRAM_LIMIT + 1)  # a larger file is refused unread
     except OSError as error:
-        empty = SourceFile.from_text("", name)
         reason = error.strerror or type(error).__name__
-        return None, [diagnostic("E118", f"Cannot read file: {reason}", empty.span(0, 0), name)]
+        reason = reason[:1].lower() + reason[1:]
+        return None, [_unreadable(f"Cannot read file: {reason}", name)]
     return decode_source(data, name)
+
+
+# The longest programs people write are tens of KiB; a file over this is not a program (a log
+# or a data file named by mistake) and would take minutes and gigabytes to scan.
+PROGRAM_LIMIT = 64 * 1024 * 1024
+
+
+def _unreadable(message: str, name: str) -> Diagnostic:
+    return diagnostic("E118", message, SourceFile.from_text("", name).span(0, 0), name)
 
 
 def _endless(path: str | Path) -> bool:
@@ -2215,6 +2225,11 @@ def decode_source(
 ) -> tuple[SourceFile | None, list[Diagnostic]]:
     """Decode program bytes as UTF-8 (BOM tolerated); non-UTF-8 input is an E100 diagnostic
     positioned at the first offending byte."""
+    if len(data) > PROGRAM_LIMIT:
+        limit = f"{PROGRAM_LIMIT // (1024 * 1024)} MiB"
+        return None, [
+            _unreadable(f"Cannot read file: larger than the {limit} limit for a program", path)
+        ]
     bom = 3 if data.startswith(b"\xef\xbb\xbf") else 0
     data = data[bom:]
     try:

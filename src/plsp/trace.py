@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import IO, Any, Self
 
 from plsp.diagnostics import ParseError, Violation
-from plsp.files import bounded_int, read_file, read_stdin
+from plsp.files import bounded_int, not_utf8, read_file, read_stdin
 from plsp.instr import parse_instr
 from plsp.middleware import CycleRecord
 from plsp.syntax import StateBlock, Value, parse
@@ -49,8 +49,7 @@ def _read_text(path: str | Path) -> str:
     try:
         return (read_stdin() if str(path) == "-" else read_file(path)).decode("utf-8-sig")
     except UnicodeDecodeError as error:
-        line = error.object[: error.start].count(b"\n") + 1
-        raise TraceError(f"{path}:{line}: not UTF-8 text") from None
+        raise TraceError(not_utf8(path, error)) from None
 
 
 def read_trace(path: str | Path) -> list[tuple[int, dict[str, Any]]]:

@@ -135,7 +135,15 @@ def _read_raw(path: str) -> str:
         if len(data) > MAX_INPUT_BYTES:
             raise _InputError(f"{path}: larger than {MAX_INPUT_BYTES >> 20} MiB; not read")
         return data.decode("utf-8-sig")
-    except (OSError, UnicodeDecodeError) as error:
+    except UnicodeDecodeError as error:  # where, as the other tools say it: path:line:col
+        before = error.object[: error.start]
+        line = before.count(b"\n") + 1
+        column = error.start - (before.rfind(b"\n") + 1) + 1
+        raise _InputError(
+            f"{path}:{line}:{column}: not UTF-8 (byte 0x{error.object[error.start]:02x}); "
+            "save the transcript as UTF-8"
+        ) from None
+    except OSError as error:
         reason = getattr(error, "strerror", None) or str(error)
         raise _InputError(f"{path}: cannot read: {reason}") from None
 

@@ -269,7 +269,7 @@ def test_console_script_reads_stdin() -> None:
             "deep.json:1: invalid JSON: nested too deeply",
         ),
         ("deep.jsonl", '{"a": ' + "[" * 100_000, "deep.jsonl:1: invalid JSON line: nested"),
-        ("bin.txt", "", "bin.txt: cannot read"),
+        ("bin.txt", "", "bin.txt:1:1: not UTF-8 (byte 0x"),
         ("dir", "", "dir: cannot read"),
     ],
 )
