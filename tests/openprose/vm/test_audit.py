@@ -412,3 +412,19 @@ def test_a_sessions_messages_are_valid_by_construction(
     for message in messages:
         assert message_problems(message) == []
         assert encode(message) == orjson.dumps(message) + b"\n"
+
+
+def test_a_query_takes_what_its_answer_event_lacks_from_the_sessions_start() -> None:
+    """Only the start of a session is kept until its end: the query's agent, model and kind
+    come from the answer's event, and from the start where the answer's event has none."""
+    translator = Translator("20260101-000000-abcdef", "main.prose")
+    translator.add(
+        "session_started", "1", 10.0, {"agent": "critic", "model": "opus", "kind": "judgment"}
+    )
+    request = {"model": "m-1", "messages": [{"role": "user", "content": "Is it good?"}]}
+    translator.add("session_finished", "1", 11.0, {"request": request, "response": {"text": "yes"}})
+    query, answer = translator.take()
+    assert query["receiver"] == "critic" and query["topic"] == "judgment"
+    assert query["payload"] == {"step": "1", "kind": "judgment", "model": "opus", "attempt": 1}
+    assert answer["sender"] == "model" and answer["payload"]["kind"] == "session"
+    assert translator._started == {}  # the start is dropped with the session's end
