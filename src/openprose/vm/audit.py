@@ -660,12 +660,6 @@ class AuditTrail:
             except Exception as error:  # noqa: BLE001 - reported by close(); the journal has all
                 self.error = error
 
-    def add_all(self, events: list[tuple[str, str, float, Fields]]) -> None:
-        """Events the journal has written (the former hand-off; `add` replaces it)."""
-        for event in events:
-            self.add(*event)
-        self.written()
-
     def written(self) -> None:
         """The journal wrote every event recorded so far: their lines go to the writer."""
         if self.translator.out:
