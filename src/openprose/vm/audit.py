@@ -13,17 +13,15 @@ listed).
 `AuditTrail.add` translates each event as `Shared.emit` records it, on the event loop, and
 keeps no event but a session's start: holding events (with their request and response
 dicts) for a writer thread to translate kept thousands of objects alive across garbage
-collections, which cost the run more than the translation. What the event loop does is the
-trail's bookkeeping (seq, ids, links); a session's query and answer are kept as one tuple
-of the values they are made of (`_Exchange`) until the journal has written their events
-(`AuditTrail.written`, a journal hook); then the process's background writer
-(`openprose.vm.writer`, which writes binding files too) encodes what gathered in one go —
-two dict literals and one `orjson.dumps` each, off the event loop, which waits on the
-network meanwhile — and appends it with one `write`. A process killed before a flush loses
-only what the resume re-derives.
+collections, which cost the run more than the translation. The lines wait in the
+translator's buffer until the journal has written their events (`AuditTrail.written`, a
+journal hook), then the process's background writer (`openprose.vm.writer`, which writes
+binding files too) appends them with one `write` per batch. A session's query and answer
+cost ~3-5 µs: two dict literals and one `orjson.dumps` each, appended to one bytearray. A
+process killed before a flush loses only what the resume re-derives.
 
 Messages made by `say` are checked by the VLP validator before they are written; the two a
-session makes (`encode_made`) are built field by field in a shape the
+session makes (`_asked`, `session_finished`) are built field by field in a shape the
 validator accepts by construction — the check would cost as much as the rest of the trail
 — and `tests/openprose/vm/test_audit.py` validates them on every example program.
 """
@@ -67,14 +65,6 @@ class Row:
     translate: Callable[[Translator, str, float, Fields], None]  # (step, t, fields)
 
 
-# A session's query (`seq`, time, content, receiver, kind, alias, attempt, system prompt,
-# the turn it continues, what it refers to, step) and its answer (id, time, sender, text,
-# model, usage, finish reason, elapsed, kind, the first answer it corrects), as the values
-# their messages are made of; a failed attempt's query has no answer (`_NO_ANSWER`).
-_Query = tuple[Any, ...]
-_Exchange = tuple[Any, ...]
-_NO_ANSWER = (None,) * 10
-
 _SECONDS: dict[int, str] = {}  # whole second -> its RFC 3339 text (a run's events share few)
 _MILLISECONDS = tuple(f"{ms:03d}Z" for ms in range(1000))  # the text's end, ready made
 
@@ -99,10 +89,9 @@ class Translator:
         self.run_id = run_id
         self.program = program
         self.seq = 0
-        # What was made and not yet taken, in order: encoded lines, and sessions' queries
-        # and answers as the values they are made of (`_Exchange`), encoded when taken —
-        # on the writer thread for a live run, in one go, off the event loop.
-        self.out: list[bytes | _Exchange] = []
+        # The lines made and not yet taken (one bytearray: no bytes object per line stays
+        # alive until they are written).
+        self.out = bytearray()
         self._ids = f"{run_id}/"
         self._started: dict[str, Fields] = {}  # step -> its session_started
         self._last: dict[str, str] = {}  # step -> id of its latest answer or failure
@@ -126,14 +115,12 @@ class Translator:
         if row is not None:
             row.translate(self, step, t, fields)
 
-    def take_made(self) -> list[bytes | _Exchange]:
-        """What was made so far, not encoded yet (for `encode_made`, on any thread)."""
-        made, self.out = self.out, []
-        return made
-
     def take_bytes(self) -> bytes:
         """The lines made so far."""
-        return self.encode_made(self.take_made())
+        out = self.out
+        taken = bytes(out)
+        del out[: len(taken)]
+        return taken
 
     def take_lines(self) -> list[bytes]:
         return self.take_bytes().splitlines(keepends=True)
@@ -168,80 +155,8 @@ class Translator:
         for key, value in fields.items():
             if value is not None:
                 message[key] = value
-        self.out.append(encode(message))
+        self.out += encode(message)
         return ident
-
-    def encode_made(self, made: list[bytes | _Exchange]) -> bytes:
-        """What `take_made` returned, as NDJSON lines: a session's query and answer are
-        two dict literals and one `orjson.dumps` each (valid by construction)."""
-        ids, run_id = self._ids, self.run_id
-        out = bytearray()
-        for item in made:
-            if type(item) is bytes:
-                out += item
-                continue
-            (seq, asked, content, receiver, kind, alias, attempt, system, continues, previous,
-             step, answer, t, sender, text, model, usage, finish, elapsed, answered, first) = item  # fmt: skip
-            payload: dict[str, Any] = {
-                "step": step,
-                "kind": kind,
-                "model": alias,
-                "attempt": attempt,
-            }
-            if system:
-                payload["system"] = system
-            elif continues is not None:
-                payload["continues"] = continues
-            query = f"{ids}{seq}"
-            message = {
-                "id": query,
-                "protocol": PROTOCOL,
-                "type": "query",
-                "timestamp": _timestamp(asked),
-                "session_id": run_id,
-                "seq": seq,
-                "sender": VM,
-                "content": content,
-                "confidence": 1.0,
-                "receiver": receiver,
-                "topic": str(kind),
-            }
-            if previous is not None:
-                message["refers_to"] = previous
-            message["payload"] = payload
-            out += orjson.dumps(message, option=_LINE)
-            if answer is None:
-                continue  # a failed attempt's query: its notice follows
-            payload = {
-                "step": step,
-                "kind": answered,
-                "model": model,
-                "usage": usage,
-                "finish_reason": finish,
-                "elapsed": elapsed,
-                "confidence": "unstated by the model",
-            }
-            if first is not None:
-                payload["answers"] = query  # a correction refers to what it replaces only
-            out += orjson.dumps(
-                {
-                    "id": answer,
-                    "protocol": PROTOCOL,
-                    "type": "response" if first is None else "correction",
-                    "timestamp": _timestamp(t),
-                    "session_id": run_id,
-                    "seq": seq + 1,
-                    "sender": sender,
-                    "content": text,
-                    "confidence": UNSTATED,
-                    "receiver": VM,
-                    "provenance": [f"model:{model}", f"step:{step}"],
-                    "refers_to": first or query,
-                    "payload": payload,
-                },
-                option=_LINE,
-            )
-        return bytes(out)
 
     # --- rows ----------------------------------------------------------------------------
 
@@ -291,8 +206,8 @@ class Translator:
         kind: Any,
         alias: Any,
         agent: Any,
-    ) -> _Query:
-        """The query of one attempt, as the values it is made of (its `seq` taken);
+    ) -> str:
+        """The query of one attempt (valid by construction: see the module's docstring);
         `kind`, `alias` and `agent` are the event's own (the session's start fills gaps)."""
         if not (kind and alias and agent):
             started = self._started.get(step, _EMPTY)
@@ -305,24 +220,43 @@ class Translator:
         previous: str | list[str] | None = self._last.get(step) if self._last else None
         if previous is None and kind == "judgment" and step.endswith("~2"):
             previous = self._answers.get(step[:-1] + "1")  # asked again: the first did not parse
-        system = continues = None
-        if request:
-            system = request.get("system")
-        elif isinstance(event.get("request_delta"), dict):
-            prompt, refers_to, continues = self._turn(step, event["request_delta"])
+        payload = {"step": step, "kind": kind, "model": alias, "attempt": attempt}
+        if request and request.get("system"):
+            payload["system"] = request["system"]
+        elif not request and isinstance(event.get("request_delta"), dict):
+            prompt, refers_to = self._turn(step, event["request_delta"], payload)
             if previous is None:
                 previous = refers_to
         self.seq = seq = self.seq + 1
-        content = prompt or f"({kind} request of step {step})"
-        receiver = _agent_name(agent, alias)
-        return (seq, t, content, receiver, kind, alias, attempt, system, continues, previous, step)
+        ident = f"{self._ids}{seq}"
+        message = {
+            "id": ident,
+            "protocol": PROTOCOL,
+            "type": "query",
+            "timestamp": _timestamp(t),
+            "session_id": self.run_id,
+            "seq": seq,
+            "sender": VM,
+            "content": prompt or f"({kind} request of step {step})",
+            "confidence": 1.0,
+            "receiver": _agent_name(agent, alias),
+            "topic": str(kind),
+        }
+        if previous is not None:
+            message["refers_to"] = previous
+        message["payload"] = payload
+        self.out += orjson.dumps(message, option=_LINE)
+        return ident
 
-    def _turn(self, step: str, delta: dict[str, Any]) -> tuple[str, str | list[str] | None, str]:
+    def _turn(
+        self, step: str, delta: dict[str, Any], payload: dict[str, Any]
+    ) -> tuple[str, str | list[str] | None]:
         """A tool loop's later turn, journaled as the messages added to the turn before it
         (`request_delta`): its query says which turn it continues (`payload.continues`, whose
         query carries the system prompt, the same by construction) and refers to the tool
-        results it sends back. Returns (content, refers_to, continues)."""
+        results it sends back. Returns (content, refers_to)."""
         base = str(delta.get("base") or "")
+        payload["continues"] = base
         session = step.rpartition("~t")[0] or step
         sent = [
             str(result.get("call_id"))
@@ -336,11 +270,10 @@ class Translator:
             f"(turn of step {session}: the conversation of step {base} continued with "
             f"{len(sent)} tool result(s))"
         )
-        return content, results or self._answers.get(base), base
+        return content, results or self._answers.get(base)
 
     def session_finished(self, step: str, t: float, event: Fields) -> None:
-        """The query and its answer (valid by construction: see the module's docstring),
-        encoded when taken."""
+        """The query and its answer (valid by construction: see the module's docstring)."""
         request, response = event.get("request") or _EMPTY, event.get("response") or _EMPTY
         elapsed, kind = event.get("elapsed"), event.get("kind")
         alias, agent = event.get("model"), event.get("agent")
@@ -354,25 +287,40 @@ class Translator:
             alias,
             agent,
         )
-        # A judgment asked again corrects the unparsable first answer.
+        model = response.get("model") or request.get("model") or alias
         first = self._answers.get(step[:-1] + "1") if step.endswith("~2") else None
+        payload = {
+            "step": step,
+            "kind": kind or "session",
+            "model": model,
+            "usage": response.get("usage"),
+            "finish_reason": response.get("finish_reason"),
+            "elapsed": elapsed,
+            "confidence": "unstated by the model",
+        }
+        if first is not None:
+            payload["answers"] = query  # a correction refers to what it replaces only
         self.seq = seq = self.seq + 1
-        self._answers[step] = answer = f"{self._ids}{seq}"
-        self.out.append(
-            (
-                *query,
-                answer,
-                t,
-                _agent_name(agent, alias),
-                str(response.get("text", "")),
-                response.get("model") or request.get("model") or alias,
-                response.get("usage"),
-                response.get("finish_reason"),
-                elapsed,
-                kind or "session",
-                first,
-            )
+        answer = f"{self._ids}{seq}"
+        self.out += orjson.dumps(
+            {
+                "id": answer,
+                "protocol": PROTOCOL,
+                "type": "response" if first is None else "correction",
+                "timestamp": _timestamp(t),
+                "session_id": self.run_id,
+                "seq": seq,
+                "sender": _agent_name(agent, alias),
+                "content": str(response.get("text", "")),
+                "confidence": UNSTATED,
+                "receiver": VM,
+                "provenance": [f"model:{model}", f"step:{step}"],
+                "refers_to": first or query,
+                "payload": payload,
+            },
+            option=_LINE,
         )
+        self._answers[step] = answer
         if self._last:
             self._last.pop(step, None)
         self._started.pop(step, None)
@@ -382,7 +330,6 @@ class Translator:
         attempt = int(event.get("attempt") or 1)
         kind, alias, agent = event.get("kind"), event.get("model"), event.get("agent")
         query = self._asked(step, event, event.get("request"), attempt, t, kind, alias, agent)
-        self.out.append((*query, *_NO_ANSWER))
         self._last[step] = self.say(
             "notice",
             t,
@@ -390,7 +337,7 @@ class Translator:
             content=f"attempt {attempt} of step {step} failed: {event.get('error')}",
             confidence=1.0,
             provenance=[f"model:{started.get('model')}", f"step:{step}"],
-            refers_to=f"{self._ids}{query[0]}",
+            refers_to=query,
             payload={"step": step, "attempt": attempt, "error": event.get("error")},
         )
 
@@ -716,13 +663,12 @@ class AuditTrail:
     def written(self) -> None:
         """The journal wrote every event recorded so far: their lines go to the writer."""
         if self.translator.out:
-            shared_writer().put_all(AuditTrail._write_made, self, self.translator.take_made())
+            shared_writer().put(AuditTrail._write_all, self, self.translator.take_bytes())
 
-    def _write_made(self, made: list[bytes | _Exchange]) -> None:
-        """On the writer thread: encode what was made, append it with one `write`."""
+    def _write_all(self, chunks: list[bytes]) -> None:
         try:
-            self._write(self.translator.encode_made(made))
-        except Exception as error:  # noqa: BLE001 - reported by close(); the journal has all
+            self._write(b"".join(chunks))
+        except OSError as error:  # reported by close(); the journal has it all
             self.error = error
 
     def _write(self, lines: bytes) -> None:
