@@ -13,7 +13,8 @@ listed).
 `AuditTrail.add` translates each event as `Shared.emit` records it, on the event loop, and
 keeps no event but a session's start: holding events (with their request and response
 dicts) for a writer thread to translate kept thousands of objects alive across garbage
-collections, which cost the run more than the translation. The lines wait in the
+collections, as costly as the translation in some runs (docs/decisions.md, issue 13,
+session 13). The lines wait in the
 translator's buffer until the journal has written their events (`AuditTrail.written`, a
 journal hook), then the process's background writer (`openprose.vm.writer`, which writes
 binding files too) appends them with one `write` per batch. A session's query and answer
