@@ -224,6 +224,14 @@ def check_trace(path: str | Path) -> list[CycleCheck]:
     text = _read_text(path)
     if not text.lstrip().startswith("{") and looks_like_text_transcript(text):
         return [CycleCheck(*verdict) for verdict in check_text(text)]
+    filled = [n for n, line in enumerate(text.split("\n"), 1) if line.strip()]
+    if not filled:  # like an empty VPP transcript: no cycle is no evidence
+        raise TraceError(f"{path}:1: no cycles: the trace is empty")
+    if not text.lstrip().startswith(("{", "[")):
+        raise TraceError(
+            f"{path}:{filled[0]}: neither an NDJSON trace (one JSON object a line) nor a"
+            " text transcript (each cycle opens with a line starting 'INSTR:')"
+        )
     checks: list[CycleCheck] = []
     state: str | None = None
     for number, (line, record) in enumerate(_records(text, path), start=1):
