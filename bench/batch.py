@@ -80,8 +80,13 @@ def prose_batch(
     with (project / "in.jsonl").open("wb") as cases:
         for item in range(n):
             cases.write(orjson.dumps({"item": f"x{item}"}) + b"\n")
-    env = {
-        **os.environ,
+    env = {  # as bench/_loopback.prose_process: no stray provider settings, bytecode cached
+        **{
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("PROSE_", "ANTHROPIC_", "OPENAI_"))
+            and k != "PYTHONDONTWRITEBYTECODE"
+        },
         "OPENAI_API_KEY": "bench",
         "OPENAI_BASE_URL": f"{base_url}/v1",
         "PROSE_PROVIDER": "openai",

@@ -24,14 +24,20 @@ if TYPE_CHECKING:
 __all__ = [
     "OUTPUT_ERRNOS",
     "ConventionalParser",
+    "Terminated",
     "add_command_options",
     "add_version",
     "apply",
     "color_enabled",
     "did_you_mean",
     "guard_output",
+    "interrupt_status",
+    "interrupt_word",
+    "os_error_text",
     "paint",
+    "run_async",
     "subcommands",
+    "terminated_as_interrupt",
     "version_line",
 ]
 
@@ -43,10 +49,16 @@ OUTPUT_ERRNOS = frozenset({28, 122})  # ENOSPC, EDQUOT
 def guard_output(program: str, run: Callable[[], int]) -> int:
     """``run()``, with stdout flushed inside, so that the output failing never ends in a
     traceback: a reader that closed the pipe (``| head``) ends the command quietly (exit 0,
-    as there is no one left to tell), a full disk with one line on stderr (exit 2)."""
+    as there is no one left to tell), a full disk with one line on stderr (exit 2). Ctrl-C
+    and SIGTERM that the command does not handle itself end it with one line on stderr
+    (exit 130 and 143)."""
     try:
-        code = run()
-        sys.stdout.flush()
+        with terminated_as_interrupt():
+            code = run()
+            sys.stdout.flush()
+    except KeyboardInterrupt as interrupt:
+        sys.stderr.write(f"{program}: {interrupt_word(interrupt)}\n")
+        return interrupt_status(interrupt)
     except BrokenPipeError:
         _stdout_to_devnull()
         return 0
@@ -57,6 +69,103 @@ def guard_output(program: str, run: Callable[[], int]) -> int:
         sys.stderr.write(f"{program}: error: cannot write the output: {error.strerror}\n")
         return 2
     return code
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (``kill``, ``timeout``, a service manager stopping the command), raised where
+    Ctrl-C's KeyboardInterrupt would be, so that it is handled as Ctrl-C is: work in hand is
+    closed properly and the command says how to continue. Exit status 143 (128 + 15)."""
+
+    exit_status = 143
+
+
+class terminated_as_interrupt:
+    """While inside: SIGTERM raises `Terminated` in the main thread (as SIGINT raises
+    KeyboardInterrupt). The handler before is restored on leaving; elsewhere than the main
+    thread this does nothing (only the main thread may set signal handlers)."""
+
+    def __enter__(self) -> None:
+        import signal
+
+        try:
+            self._previous: Any = signal.signal(signal.SIGTERM, _raise_terminated)
+        except ValueError:  # not the main thread
+            self._previous = None
+
+    def __exit__(self, *_: object) -> None:
+        import signal
+
+        if self._previous is not None:
+            signal.signal(signal.SIGTERM, self._previous)
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise Terminated()
+
+
+def interrupt_word(interrupt: BaseException) -> str:
+    """``interrupted`` (Ctrl-C) or ``terminated`` (SIGTERM)."""
+    return "terminated" if isinstance(interrupt, Terminated) else "interrupted"
+
+
+def interrupt_status(interrupt: BaseException) -> int:
+    """130 for Ctrl-C, 143 for SIGTERM: 128 + the signal's number, as shells report it."""
+    return int(getattr(interrupt, "exit_status", 130))
+
+
+def run_async(coroutine: Any) -> Any:
+    """``asyncio.run(coroutine)``, where SIGTERM cancels the main task as Ctrl-C does
+    (asyncio's own SIGINT handling) and then raises `Terminated`: the coroutine's cleanup
+    (``finally``, ``except CancelledError``) runs inside the loop, never cut short at an
+    arbitrary point. A second SIGTERM while cleaning up raises `Terminated` at once."""
+    import asyncio
+    import signal
+
+    received: list[int] = []
+
+    async def main() -> Any:
+        task = asyncio.current_task()
+
+        def cancel(signum: int, frame: object) -> None:
+            if received or task is None:
+                raise Terminated()
+            received.append(signum)
+            task.cancel()
+
+        try:
+            previous: Any = signal.signal(signal.SIGTERM, cancel)
+        except ValueError:  # not the main thread: SIGTERM keeps its handler
+            previous = None
+        try:
+            return await coroutine
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGTERM, previous)
+
+    try:
+        return asyncio.run(main())
+    except asyncio.CancelledError:
+        if received:
+            raise Terminated() from None
+        raise
+
+
+def os_error_text(error: OSError) -> str:
+    """``PATH: what went wrong`` in words, with what to do about the common causes: a full
+    disk, a read-only file system, no permission. No ``[Errno N]``, no Python repr."""
+    import errno
+
+    where = f"{error.filename}: " if error.filename else ""
+    what = error.strerror or str(error)
+    what = what[:1].lower() + what[1:]
+    hint = {
+        errno.ENOSPC: "free some space, then try again",
+        errno.EDQUOT: "the disk quota is used up: free some space, then try again",
+        errno.EROFS: "work in a writable folder",
+        errno.EACCES: "check the owner and permissions of the file or folder",
+        errno.EPERM: "check the owner and permissions of the file or folder",
+    }.get(error.errno or 0)
+    return f"{where}{what}" + (f" ({hint})" if hint else "")
 
 
 def _stdout_to_devnull() -> None:

@@ -135,8 +135,10 @@ def prepare(
             parsed = check_text(text, "<string>", project)
         given = dict(inputs or {})
         cli.inputs_match(parsed, given, shown)
-    except cli.UsageError as error:
-        raise RunError(str(error), error.diagnostics) from None
+    except cli.UsageError as error:  # the message names each problem, as `prose run` shows it
+        details = shown.getvalue().strip()
+        message = f"{error}:\n{details}" if details else str(error)
+        raise RunError(message, error.diagnostics) from None
     prepared = open_run(
         parsed.program,
         text,

@@ -168,6 +168,9 @@ class DoCall:
     name: Name
     args: tuple[Expr, ...] = ()
     has_parens: bool = False
+    # `do f(topic: x)`: the labels written before arguments (outside the grammar, which
+    # passes a block's arguments by position; the checker reports them). Empty when none.
+    labels: tuple[Name | None, ...] = field(default=(), compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -43,7 +43,7 @@ from openprose.scanner import (
 )
 from openprose.source import SourceFile, Span
 from openprose.suggest import closest, did_you_mean
-from openprose.vocabulary import AGENT_PROPERTIES
+from openprose.vocabulary import AGENT_PROPERTIES, SESSION_PROPERTIES
 
 # Statements whose indented block, if any, holds `name: value` properties.
 _PROPERTY_HEADS = frozenset(("agent", "session", "resume"))
@@ -59,6 +59,14 @@ _LINE_END = frozenset((NEWLINE, EOF))
 # `context: input`); at the start of a statement they still begin their declaration.
 SOFT_KEYWORDS = frozenset(("input", "output"))
 _NAME_KINDS = frozenset((NAME, *SOFT_KEYWORDS))
+# A line that runs a session (`session "x"`, `let r = session: a`, `x = resume: a`), or a
+# session property line (the run a property left unindented may go on).
+_SESSION_LINE = re.compile(
+    r"\s*(?:(?:(?:let|const|output)\s+)?[\w-]+\s*=\s*)?(?:session|resume)\b[^\n]*"
+    r"|\s*(?:model|prompt|context|retry|backoff)\s*:"
+)
+# Properties whose value is one thing: `- item` lines under them are no list to rewrite.
+_SCALAR_PROPERTIES = frozenset(("prompt", "model", "persist", "retry", "backoff"))
 # What a misspelled statement keyword is compared with ("did you mean").
 _STATEMENT_WORDS = tuple(sorted(KEYWORDS - {"as", "in", "until", "while"}))
 # After a name at the start of a statement, these make it an expression (assignment, call,
@@ -547,6 +555,8 @@ class _Parser:
             self.legacy_import()
         if following == NEWLINE and self.peek_kind(2) == INDENT:
             return  # a name whose pipeline goes on below (`xs` then `  | map:`)
+        if following == ":" and word in SESSION_PROPERTIES:
+            self.unindented_property(token)
         guess = closest(word, _STATEMENT_WORDS, cutoff=0.75)
         if guess is None and following in _LAYOUT:
             return  # a bare name: E116 explains it
@@ -568,6 +578,36 @@ class _Parser:
                 "or `name =`",
             )
         raise _ParseError(properties=guess in _PROPERTY_HEADS)
+
+    def unindented_property(self, token: Token) -> None:
+        """`context: { a, b }` at the session's own indentation, right under it (documents
+        that lost the indentation print it so): the property belongs to the session above,
+        and properties are indented under it. One E104-like E004 with the safe fix that
+        indents the line; raises when the line above is such a session (or property)."""
+        text = self.source.text
+        line_start = text.rfind("\n", 0, token[2]) + 1
+        indent = text[line_start : token[2]]
+        if indent.strip():
+            return
+        above = line_start - 1
+        while above > 0:
+            start = text.rfind("\n", 0, above) + 1
+            line = text[start:above].rstrip("\r")
+            if line.strip() and not line.lstrip().startswith("#"):
+                break
+            above = start - 1
+        else:
+            return
+        if not _SESSION_LINE.match(line) or not line.startswith(indent) or line[len(indent)] == " ":
+            return
+        self.report(
+            "E004",
+            f"`{token[1]}:` is a property of the session above: properties are indented under it",
+            token_span(token),
+            help=f"indent the line: `{indent}  {token[1]}: ...`",
+            fix=Fix("indent the property", (Edit(self.source.span(line_start, line_start), "  "),)),
+        )
+        raise _ParseError(properties=True)
 
     def check_keyword_after_equals(self) -> None:
         """`x = sesion: critic`, `x = paralel:`: on the right of `=` a name followed by `:`
@@ -712,7 +752,7 @@ class _Parser:
             modifiers=modifiers,
         )
 
-    def binding(self) -> n.Binding:
+    def binding(self) -> n.Binding | n.Input:
         keyword_at = self.pos
         keyword = self.advance()
         target: n.Name | n.Destructure
@@ -723,10 +763,47 @@ class _Parser:
         else:
             target = self.expect_name(f"a variable name after '{keyword[1]}'")
         self.expect("=", "'=' after the variable name")
+        if (
+            isinstance(target, n.Name)
+            and self.kinds[self.pos] == "input"
+            and self.kinds[self.pos + 1] in (STRING, DISCRETION)
+            and self.kinds[self.pos + 2] in _LAYOUT
+        ):
+            return self.input_as_value(keyword_at, target)
         self.check_keyword_after_equals()
         value = self.expression()
         kind: Literal["let", "const"] = "let" if keyword[0] == "let" else "const"
         return n.Binding(span=self.span_from(keyword_at), kind=kind, target=target, value=value)
+
+    def input_as_value(self, keyword_at: int, target: n.Name) -> n.Input:
+        """`let api_url = input "Enter API URL"`: an input is a declaration of the program,
+        `input NAME: "description"`. One E004 with the safe fix that writes it so (E022 then
+        moves it to the top when it stands below executable statements); it parses as that
+        input, so its name is declared."""
+        self.pos += 1  # 'input'
+        description: n.StringLit | n.Discretion
+        if self.kinds[self.pos] == DISCRETION:
+            description = self.discretion("a description", ())
+        else:
+            description = self.string("a description string")
+        start = self.tokens[keyword_at][2]
+        literal = self.source.text[description.span.start : description.span.end]
+        self.report(
+            "E004",
+            "`input` declares a program input; it is not a value to bind",
+            self.source.span(start, description.span.end),
+            help=f"write `input {target.id}: {literal if len(literal) <= 40 else '...'}`",
+            fix=Fix(
+                f"write `input {target.id}: ...`",
+                (
+                    Edit(
+                        self.source.span(start, description.span.end),
+                        f"input {target.id}: {literal}",
+                    ),
+                ),
+            ),
+        )
+        return n.Input(span=self.span_from(keyword_at), name=target, description=description)
 
     def assignment(self) -> n.Assign:
         start = self.pos
@@ -759,6 +836,19 @@ class _Parser:
                 if kinds[self.pos] == "as":
                     self.pos += 1
                     error = self.expect_name("an error variable name after 'as'")
+                elif kinds[self.pos] == NAME and kinds[self.pos + 1] == ":":
+                    # `catch err:` (Python writes `except E as err`, others `catch (err)`)
+                    error = self.expect_name("an error variable name")
+                    self.report(
+                        "E004",
+                        f"`catch` names its error with `as`: `catch as {error.id}:`",
+                        error.span,
+                        help=f"write `catch as {error.id}:`",
+                        fix=Fix(
+                            "insert `as`",
+                            (Edit(self.source.span(error.span.start, error.span.start), "as "),),
+                        ),
+                    )
                 self.expect(":", "':' after 'catch'")
                 clause_body = self.body(required=True)
                 clause = n.CatchClause(
@@ -861,7 +951,7 @@ class _Parser:
         while self.clause_follows("elif", "else"):
             keyword_at = self.pos
             keyword = self.advance()
-            if keyword[0] == "elif":
+            if keyword[0] == "elif" or self.else_if(keyword):
                 condition = self.discretion("a **condition** after 'elif'")
                 self.expect(":", "':' after the condition")
                 body = self.body(required=False)
@@ -886,6 +976,23 @@ class _Parser:
             else_body=else_body,
             else_span=else_span,
         )
+
+    def else_if(self, keyword: Token) -> bool:
+        """`else if **c**:` is written `elif **c**:` — one E004 with that safe fix; the `if`
+        is consumed, so the clause parses as the `elif` it means."""
+        if self.kinds[self.pos] != "if":
+            return False
+        word = self.tokens[self.pos]
+        span = self.source.span(keyword[2], word[3])
+        self.report(
+            "E004",
+            "`else if` is written `elif`",
+            span,
+            help="write `elif **condition**:`",
+            fix=Fix("write `elif`", (Edit(span, "elif"),)),
+        )
+        self.pos += 1
+        return True
 
     def clause_follows(self, *keywords: str) -> bool:
         """Whether one of ``keywords`` starts the next clause. After a clause whose body was
@@ -1285,9 +1392,18 @@ class _Parser:
         self.pos = pos
         prompt = agent = name = None
         following = kinds[pos]
+        mixed: n.Property | None = None
         if following == STRING and kind == "session":
             prompt = _string_node(self.tokens[pos])
             self.pos = pos + 1
+            if kinds[pos + 1] == ":" and kinds[pos + 2] == NAME and kinds[pos + 3] in _LAYOUT:
+                agent = self.prompt_and_agent(pos)
+                mixed = n.Property(
+                    span=prompt.span,
+                    name=n.Name(span=prompt.span, id="prompt"),
+                    value=prompt,
+                )
+                prompt = None
         elif following == ":":
             self.pos = pos + 1
             if kinds[pos + 1] == STRING and kind == "session":
@@ -1338,6 +1454,8 @@ class _Parser:
             and (kinds[pos + 2] == NAME or self.starts_property(2))
         ):
             properties.extend(self.property_block())
+        if mixed is not None:
+            properties.insert(0, mixed)
         return n.Session(
             span=self.span_from(keyword_at),
             kind=kind,
@@ -1346,6 +1464,43 @@ class _Parser:
             name=name,
             properties=tuple(properties),
         )
+
+    def prompt_and_agent(self, at: int) -> n.Name:
+        """`session "Summarize": writer`: a session takes a prompt string or `: agent`, not
+        both on its line (upstream's own guide calls this form invalid). One E004 with the
+        safe fix `session: writer` and `prompt: "Summarize"` as its first property; it
+        parses as that session."""
+        tokens, kinds = self.tokens, self.kinds
+        string, name = tokens[at], tokens[at + 2]
+        text = self.source.text
+        line_start = text.rfind("\n", 0, tokens[at - 1][2]) + 1
+        line = text[line_start : tokens[at - 1][2]]
+        indent = len(line) - len(line.lstrip(" "))
+        if kinds[at + 3] == NEWLINE and kinds[at + 4] == INDENT:
+            column = tokens[at + 5][5] - 1  # the property block's own indentation
+        else:
+            column = indent + 2
+        literal = text[string[2] : string[3]]
+        fixable = string[4] == string[6] and "\t" not in line
+        self.report(
+            "E004",
+            "a session takes a prompt string or `: agent`, not both on its line",
+            self.source.span(string[2], name[3]),
+            help=f"write `session: {name[1]}` with `prompt: {literal if len(literal) <= 30 else '...'}` under it",
+            fix=Fix(
+                "write the agent after `session:` and the prompt as a property",
+                (
+                    Edit(
+                        self.source.span(tokens[at - 1][3], name[3]),
+                        f": {name[1]}\n{' ' * column}prompt: {literal}",
+                    ),
+                ),
+            )
+            if fixable
+            else None,
+        )
+        self.pos = at + 3
+        return n.Name(span=token_span(name), id=name[1])
 
     def header_colon(self) -> None:
         """`session "Synthesize":` with its properties under it (an early form of the
@@ -1503,12 +1658,202 @@ class _Parser:
             value = self.nested_postfix()
         elif token[1] == "model" and self.model_id_follows(pos):
             value = self.model_id(pos)
+        elif (kinds[pos] == "|" or kinds[pos] == ERROR) and (
+            block := self.block_scalar(token[1], pos)
+        ) is not None:
+            value = block
         elif kinds[pos] == NEWLINE and kinds[pos + 1] == INDENT:
-            rules = self.property_block()
-            value = n.PermissionsBlock(span=self.span_from(pos + 2), rules=rules)
+            listed = self.dash_list(token[1], pos + 2)
+            if listed is not None:
+                value = listed
+            else:
+                rules = self.property_block()
+                value = n.PermissionsBlock(span=self.span_from(pos + 2), rules=rules)
         else:
             value = self.expression()
+        if (
+            self.kinds[self.pos] == ","
+            and token[1] != "model"
+            and not isinstance(value, n.PermissionsBlock)
+            and not self.starts_property(1)
+        ):
+            value = self.unbracketed_list(token[1], value)
         return n.Property(span=self.span_after(name_span), name=name, value=value)
+
+    def unbracketed_list(self, prop: str, first: n.Expr) -> n.ArrayLit:
+        """`context: research, notes`: a list is written in brackets. One diagnostic (E143
+        for `context`, E013 for `skills`, E004 otherwise) with the safe fix that adds them;
+        it parses as that array."""
+        elements = [first]
+        while self.kinds[self.pos] == "," and not self.starts_property(1):
+            self.pos += 1
+            elements.append(self.nested_postfix())
+        start, end = first.span.start, elements[-1].span.end
+        span = self.source.span(start, end)
+        text = self.source.text[start:end]
+        code = {"skills": "E013", "context": "E143"}.get(prop, "E004")
+        self.report(
+            code,
+            f"`{prop}:` lists several values: a list is written in brackets",
+            span,
+            help=f"write `{prop}: [{text if len(text) <= 40 else '...'}]`",
+            fix=Fix("put the list in brackets", (Edit(span, f"[{text}]"),)),
+        )
+        return n.ArrayLit(span=span, elements=tuple(elements))
+
+    def block_scalar(self, prop: str, at: int) -> n.StringLit | None:
+        """`prompt: |` (or `>`) with the text on the indented lines under it, as YAML writes
+        long text: the grammar's long text is a `\"\"\"` string. One E004 for the block with
+        the fix that writes it so — the lines without their common indentation, which is
+        what YAML's `|` means (safe); for `>`, which folds lines into one, the line breaks
+        stay (unsafe: the model then sees them). The text parses as that string."""
+        kinds, tokens, source = self.kinds, self.tokens, self.source
+        text = source.text
+        end = at
+        while kinds[end] not in _LAYOUT:
+            end += 1
+        indicator = text[tokens[at][2] : tokens[end - 1][3]]
+        if (
+            re.fullmatch(r"[|>][-+]?", indicator) is None
+            or kinds[end] != NEWLINE
+            or kinds[end + 1] != INDENT
+        ):
+            return None
+        name_token = tokens[at - 2]
+        line_start = text.rfind("\n", 0, name_token[2]) + 1
+        own_indent = name_token[2] - line_start
+        # the block: the lines after the header indented deeper than the property (or blank)
+        first_line = text.find("\n", tokens[at][2]) + 1
+        lines: list[str] = []
+        cursor = block_end = first_line
+        while cursor < len(text):
+            stop = text.find("\n", cursor)
+            stop = len(text) if stop == -1 else stop
+            line = text[cursor:stop].rstrip("\r")
+            if line.strip():
+                if len(line) - len(line.lstrip(" ")) <= own_indent or "\t" in line:
+                    break
+                block_end = cursor + len(line)
+            lines.append(line)
+            cursor = stop + 1
+        while lines and not lines[-1].strip():
+            lines.pop()
+        # its tokens: from the INDENT through the DEDENT that closes it, none reaching past it
+        depth, i = 0, end + 1
+        while True:
+            kind = kinds[i]
+            if kind == EOF:
+                return None
+            if kind not in _LAYOUT and tokens[i][3] > block_end:
+                return None  # a `\"\"\"` in the text ran past the block: leave it
+            depth += (kind == INDENT) - (kind == DEDENT)
+            i += 1
+            if depth == 0:
+                break
+        margin = min(len(line) - len(line.lstrip(" ")) for line in lines if line.strip())
+        body = [line[margin:] for line in lines]
+        if indicator[0] == ">":
+            value = " ".join(" ".join(body).split()) if "" not in body else "\n".join(body)
+        else:
+            value = "\n".join(body) + ("" if indicator.endswith("-") else "\n")
+        escaped = [line.replace("\\", "\\\\").replace('"""', '\\"""') for line in body]
+        closing = "" if indicator.endswith("-") else "\n"
+        written = '"""\n' + "\n".join(escaped) + closing + '"""'
+        span = source.span(tokens[at][2], block_end)
+        lo = tokens[at][2]
+        self.diagnostics[:] = [d for d in self.diagnostics if not (lo <= d.span.start < block_end)]
+        self.report(
+            "E004",
+            f'`{prop}: {indicator}` is YAML\'s long text: OpenProse writes it as a """ string',
+            source.span(tokens[at][2], tokens[end - 1][3]),
+            help=f'write `{prop}: """` on this line, the text under it, and `"""` after it',
+            fix=Fix(
+                'write the text as a """ string',
+                (Edit(span, written),),
+                safe=indicator[0] == "|",
+            ),
+        )
+        self.pos = i
+        return n.StringLit(span=span, value=value, parts=(value,), triple=True)
+
+    def dash_list(self, prop: str, first: int) -> n.ArrayLit | None:
+        """A property's list written as YAML does (`skills:` then `- web-search` lines, as
+        programs copied from agent front matter do): the grammar's list is `[a, b]` on the
+        property's line. One diagnostic for the whole list, with the safe fix that writes
+        it so (comments of the item lines move above the property); the list parses as
+        that array — names for `context:`, strings otherwise — so nothing cascades."""
+        kinds, tokens, text = self.kinds, self.tokens, self.source.text
+        if kinds[first] != ERROR or tokens[first][1] != "-" or prop in _SCALAR_PROPERTIES:
+            return None
+        items: list[tuple[int, int]] = []  # token index range of each item
+        i = first
+        while kinds[i] != DEDENT and kinds[i] != EOF:
+            if kinds[i] != ERROR or tokens[i][1] != "-" or kinds[i + 1] in _LAYOUT:
+                return None  # not one `- item` per line: read it as a property block
+            end = i + 1
+            while kinds[end] not in _LAYOUT:
+                end += 1
+            if kinds[end] != NEWLINE or ":" in kinds[i + 1 : end]:
+                return None  # `- name: x` is a YAML mapping, not a list item
+            items.append((i + 1, end))
+            i = end + 1
+        last = items[-1][1] - 1
+        elements: list[n.Expr] = []
+        written: list[str] = []
+        for start, end in items:
+            lo, hi = tokens[start][2], tokens[end - 1][3]
+            span = self.source.span(lo, hi)
+            item = text[lo:hi]
+            if end - start == 1 and kinds[start] == STRING and tokens[start][4] == tokens[start][6]:
+                literal = _string_node(tokens[start])
+                elements.append(literal)
+                written.append(item if prop != "context" else literal.value)
+                continue
+            if prop == "context" and end - start == 1 and kinds[start] in _NAME_KINDS:
+                elements.append(n.Name(span=span, id=item))
+                written.append(item)
+                continue
+            elements.append(n.StringLit(span=span, value=item, parts=(item,)))
+            quoted = item.replace("\\", "\\\\").replace('"', '\\"').replace("{", "\\{")
+            written.append(f'"{quoted}"')
+        lo, hi = tokens[first][2], tokens[last][3]
+        # the items are read as text: what the scanner said about their characters is moot
+        self.diagnostics[:] = [
+            d
+            for d in self.diagnostics
+            if not (d.code in ("E102", "E107") and lo <= d.span.start < hi)
+        ]
+        array = "[" + ", ".join(written) + "]"
+        colon = tokens[first - 3]
+        # comments at the ends of all but the last item line would be replaced: keep them
+        # on their own lines above the property
+        moved = []
+        ends = [first - 2] + [end for _, end in items[:-1]]  # the lines' NEWLINE tokens
+        for end in ends:
+            rest = text[tokens[end - 1][3] : tokens[end][2]].strip()
+            if rest.startswith("#"):
+                moved.append(rest)
+        name_token = tokens[first - 4]
+        line_start = text.rfind("\n", 0, name_token[2]) + 1
+        indent = text[line_start : name_token[2]]
+        edits = [Edit(self.source.span(colon[3], hi), " " + array)]
+        if moved:
+            above = "".join(f"{indent}{comment}\n" for comment in moved)
+            edits.insert(0, Edit(self.source.span(line_start, line_start), above))
+        fix = None if moved and indent.strip() else Fix(f"write `{prop}: [...]`", tuple(edits))
+        code = {"skills": "E013", "context": "E143"}.get(prop, "E004")
+        self.report(
+            code,
+            f"`{prop}:` takes a list in brackets on its own line, not `- item` lines",
+            self.source.span(lo, hi),
+            help=f"write `{prop}: {array if len(array) <= 60 else '[...]'}`",
+            fix=fix,
+        )
+        self.pos = items[-1][1] + 1
+        if kinds[self.pos] == DEDENT:
+            self.pos += 1
+        span = self.source.span(lo, hi)
+        return n.ArrayLit(span=span, elements=tuple(elements))
 
     def model_id_follows(self, pos: int) -> bool:
         """Does a provider model id written without quotes (`gpt-4.1`, `openai:gpt-4o`)
@@ -1540,6 +1885,7 @@ class _Parser:
             return n.DoBlock(span=self.span_from(start), body=body)
         name = self.expect_name("':' or a block name after 'do'")
         args: list[n.Expr] = []
+        labels: list[n.Name | None] = []
         has_parens = self.kinds[self.pos] == "("
         if has_parens:
             self.pos += 1
@@ -1547,6 +1893,11 @@ class _Parser:
             self.enter()
             try:
                 while kinds[self.pos] != ")":
+                    label = None
+                    if _is_word(self.tokens[self.pos]) and kinds[self.pos + 1] == ":":
+                        label = self.expect_word("an argument name")
+                        self.pos += 1
+                    labels.append(label)
                     args.append(self.expression())
                     if kinds[self.pos] != ",":
                         break
@@ -1555,7 +1906,11 @@ class _Parser:
             finally:
                 self.depth -= 1
         return n.DoCall(
-            span=self.span_from(start), name=name, args=tuple(args), has_parens=has_parens
+            span=self.span_from(start),
+            name=name,
+            args=tuple(args),
+            has_parens=has_parens,
+            labels=tuple(labels) if any(labels) else (),
         )
 
     def modifiers(self) -> tuple[n.Modifier, ...]:
@@ -1618,6 +1973,24 @@ class _Parser:
         self, start: int, *, parallel: bool, modifiers: tuple[n.Modifier, ...]
     ) -> n.ForEach:
         self.pos += 1  # 'for'
+        kinds, tokens = self.kinds, self.tokens
+        if (
+            tokens[self.pos][1] == "each"
+            and kinds[self.pos] == NAME
+            and kinds[self.pos + 1] == NAME
+            and kinds[self.pos + 2] in ("in", ",")
+        ):
+            each = tokens[self.pos]
+            self.report(
+                "E004",
+                "`for each x in` is written `for x in`",
+                token_span(each),
+                help="remove `each`",
+                fix=Fix(
+                    "remove `each`", (Edit(self.source.span(each[2], tokens[self.pos + 1][2]), ""),)
+                ),
+            )
+            self.pos += 1
         item = self.expect_name("a loop variable after 'for'")
         index = None
         if self.kinds[self.pos] == ",":
@@ -1647,12 +2020,40 @@ class _Parser:
         if self.kinds[self.pos] == "as":
             self.pos += 1
             index = self.expect_name("an index variable after 'as'")
+        times = self.tokens[self.pos]
+        if times[0] == NAME and times[1] == "times" and self.kinds[self.pos + 1] == ":":
+            before = self.tokens[self.pos - 1]
+            self.report(
+                "E004",
+                "`repeat 3 times:` is written `repeat 3:`",
+                token_span(times),
+                help="remove `times`",
+                fix=Fix("remove `times`", (Edit(self.source.span(before[3], times[3]), ""),)),
+            )
+            self.pos += 1
         self.expect(":", "':' after the repeat count")
         body = self.body(required=False, construct="repeat")
         return n.Repeat(span=self.span_from(start), count=count, index=index, body=body)
 
-    def loop(self) -> n.Loop:
-        start = self.take()
+    def bare_loop(self) -> n.Loop:
+        """`while **c**:` / `until **c**:` at the start of a statement: the grammar's loop
+        is `loop while **c**:`. One E004 with that safe fix; it parses as that loop."""
+        word = self.tokens[self.pos]
+        if self.kinds[self.pos + 1] != DISCRETION:
+            self.fail("expected a statement")
+        self.report(
+            "E004",
+            f"`{word[1]} **condition**:` is written `loop {word[1]} **condition**:`",
+            token_span(word),
+            help=f"write `loop {word[1]}`",
+            fix=Fix(
+                f"write `loop {word[1]}`", (Edit(self.source.span(word[2], word[2]), "loop "),)
+            ),
+        )
+        return self.loop(bare=True)
+
+    def loop(self, *, bare: bool = False) -> n.Loop:
+        start = self.pos if bare else self.take()
         kinds = self.kinds
         kind: str = "loop"
         condition = None
@@ -1728,6 +2129,8 @@ _PRIMARIES: dict[str, Callable[[_Parser], n.Expr]] = {
     "for": _Parser.for_stmt,
     "repeat": _Parser.repeat,
     "loop": _Parser.loop,
+    "while": _Parser.bare_loop,
+    "until": _Parser.bare_loop,
 }
 
 _ORPHANS = {
@@ -1788,12 +2191,22 @@ def read_source(path: str | Path) -> tuple[SourceFile | None, list[Diagnostic]]:
     try:
         if _endless(path):
             raise OSError(0, "not a regular file")
-        data = Path(path).read_bytes()
+        with Path(path).open("rb") as handle:
+            data = handle.read(PROGRAM_LIMIT + 1)  # a larger file is refused unread
     except OSError as error:
-        empty = SourceFile.from_text("", name)
         reason = error.strerror or type(error).__name__
-        return None, [diagnostic("E118", f"Cannot read file: {reason}", empty.span(0, 0), name)]
+        reason = reason[:1].lower() + reason[1:]
+        return None, [_unreadable(f"Cannot read file: {reason}", name)]
     return decode_source(data, name)
+
+
+# The longest programs people write are tens of KiB; a file over this is not a program (a log
+# or a data file named by mistake) and would take minutes and gigabytes to scan.
+PROGRAM_LIMIT = 64 * 1024 * 1024
+
+
+def _unreadable(message: str, name: str) -> Diagnostic:
+    return diagnostic("E118", message, SourceFile.from_text("", name).span(0, 0), name)
 
 
 def _endless(path: str | Path) -> bool:
@@ -1812,6 +2225,11 @@ def decode_source(
 ) -> tuple[SourceFile | None, list[Diagnostic]]:
     """Decode program bytes as UTF-8 (BOM tolerated); non-UTF-8 input is an E100 diagnostic
     positioned at the first offending byte."""
+    if len(data) > PROGRAM_LIMIT:
+        limit = f"{PROGRAM_LIMIT // (1024 * 1024)} MiB"
+        return None, [
+            _unreadable(f"Cannot read file: larger than the {limit} limit for a program", path)
+        ]
     bom = 3 if data.startswith(b"\xef\xbb\xbf") else 0
     data = data[bom:]
     try:

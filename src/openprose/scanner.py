@@ -82,6 +82,8 @@ _MASTER = re.compile(
     + r""")(?![^\W\x00-\x7f]))  # not the ASCII start of a longer, non-ASCII word
   | (?P<uname>[^\W\d][\w]*(?:-\w+)*)  # `résumé`: one error for the word, read as a name
   | (?P<punct>[()\[\]{},:=|.])
+  | (?P<squote>(?<![\w'])'[^'"\\\r\n]*'(?![\w']))  # 'a string in single quotes': one error, read
+  | (?P<scomment>//[^\r\n]*)  # `// a comment` as C writes it: one error, read as a comment
   | (?P<bad>[^ \t\r\n\f\v"\#*A-Za-z_0-9()\[\]{},:=|.\-]+|[^ \f\v\r])
     )""",  # spaces are never "bad": trailing ones at the end of the text match nothing
     re.VERBOSE,
@@ -224,7 +226,13 @@ class _Scanner:
         for match in _MASTER.finditer(text, pos):
             kind: str = match.lastgroup  # type: ignore[assignment]  # all alternatives are named
             start, end = match.span(kind)  # the group, i.e. without the leading spaces
-            if at_line_start and kind != "nl" and kind != "comment" and kind != "cr":
+            if (
+                at_line_start
+                and kind != "nl"
+                and kind != "comment"
+                and kind != "cr"
+                and kind != "scomment"
+            ):
                 if kind == "tab":
                     tab_runs.append((start, end))
                     tabs += end - start
@@ -386,6 +394,36 @@ class _Scanner:
         """Multi-line tokens and error alternatives (kept off the hot path)."""
         text = self.text
         append = self.tokens.append
+        if kind == "squote":
+            # the grammar's strings are double-quoted; the text holds no `"` or backslash,
+            # so swapping the quotes keeps it exactly
+            self.report(
+                "E102",
+                "Strings are written in double quotes",
+                self.span_at(start, end),
+                Fix(
+                    "use double quotes",
+                    (
+                        Edit(self.span_at(start, start + 1), '"'),
+                        Edit(self.span_at(end - 1, end), '"'),
+                    ),
+                ),
+                help=f'write "{text[start + 1 : end - 1]}"'
+                if end - start <= 40
+                else "write the string in double quotes",
+            )
+            append(self.string(start, end, triple=False))
+            return
+        if kind == "scomment":
+            self.report(
+                "E102",
+                "Comments start with `#`",
+                self.span_at(start, start + 2),
+                Fix("write `#`", (Edit(self.span_at(start, start + 2), "#"),)),
+                help="write `#` instead of `//`",
+            )
+            self.comments.append(Comment(span=self.span_at(start, end), text=text[start + 2 : end]))
+            return
         if kind == "number":
             raw = text[start:end]
             if end - start > MAX_NUMBER_LENGTH:
@@ -463,6 +501,22 @@ class _Scanner:
                 # tokens as one name so the checker's E008 can say how to map an alias to it
                 append(self.token(NAME, start, end))
                 return
+            fence = _FENCE_LINE.match(text, self.line_start)
+            if fence is not None and fence.start(1) == start:
+                # a program pasted with the Markdown fence around it: the fence is framing
+                line_end = fence.end()
+                self.report(
+                    "E102",
+                    "A Markdown code fence is not part of a program",
+                    self.span_at(start, fence.end(1)),
+                    Fix(
+                        "remove the fence line",
+                        (Edit(self.span_at(self.line_start, line_end), ""),),
+                    ),
+                    help="remove the fence lines: a .prose file holds the program itself",
+                )
+                append(self.token(ERROR, start, end))
+                return
             shown = text[start:end]
             if len(shown) > 20:
                 shown = shown[:20] + "..."
@@ -527,7 +581,10 @@ class _Scanner:
                 decoded = _ESCAPES.get(char)
                 if decoded is None:
                     at = offset + piece.start()
-                    shown = "\\" + char if char.isprintable() else repr("\\" + char)
+                    if char in "\r\n":
+                        shown = "(a backslash ending a line)"
+                    else:
+                        shown = "\\" + char if char.isprintable() else repr("\\" + char)
                     span = self.source.span(at, at + 2)
                     self.report(
                         "E002",
@@ -561,7 +618,8 @@ def _escape_fix(char: str, span: Span) -> Fix | None:
     changes the text the model reads, so that fix is offered as unsafe."""
     if char == "'":
         return Fix("drop the backslash: ' needs no escape", (Edit(span, "'"),))
-    if char.isprintable() and not char.isspace():
+    if (char.isprintable() and not char.isspace()) or char in "\r\n":
+        # a backslash ending a line is a shell or Markdown line continuation in the text
         return Fix("double the backslash to keep it", (Edit(span, "\\\\" + char),), safe=False)
     return None
 
@@ -570,6 +628,9 @@ def _placeholder(interpolation: Interpolation) -> str:
     return "{" + ".".join((interpolation.name, *interpolation.path)) + "}"
 
 
+# A line holding only a Markdown code fence (```` ``` ````, ```` ```prose ````, `~~~`), with its
+# line break.
+_FENCE_LINE = re.compile(r"[ \t]*(```+|~~~+)[ \t]*[\w+.-]*[ \t]*(?:\r?\n|\Z)")
 _MODEL_LINE = re.compile(r"[ \t]*model[ \t]*:[ \t]*([^\s#\"]+)[ \t]*(?:#[^\n]*)?(?:\r?\n|\Z)")
 _NEXT_LINE = re.compile(r"([ \t]*)([^\r\n#]?)")
 # Inside brackets: a line ending with one of these expects more; a line starting with one of

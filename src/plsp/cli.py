@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import inspect
 import json
 import sys
@@ -11,7 +10,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from cliconventions import ConventionalParser, guard_output
+from cliconventions import (
+    ConventionalParser,
+    guard_output,
+    interrupt_status,
+    interrupt_word,
+    run_async,
+)
 from cliconventions import apply as apply_conventions
 from plsp.diagnostics import ParseError, visible
 from plsp.instr import PREFIX, Instruction, parse_instr
@@ -236,7 +241,7 @@ async def _run(args: argparse.Namespace, spec: LoopSpec) -> LoopResult:
 def _cmd_run(args: argparse.Namespace) -> int:
     try:
         spec = load_loop(args.loopfile)
-        result = asyncio.run(_run(args, spec))
+        result = run_async(_run(args, spec))  # SIGTERM stops it as Ctrl-C does
     except OSError as error:  # e.g. --trace names a directory or a missing folder
         where = f"{error.filename}: " if error.filename else ""
         _say(f"plsp: error: {where}{error.strerror or error}", file=sys.stderr)
@@ -244,9 +249,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     except (LoopFileError, ModelSetupError, ParseError) as error:
         _say(f"plsp: error: {error}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        _say("interrupted; the trace holds every completed cycle", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as interrupt:
+        _say(f"{interrupt_word(interrupt)}; the trace holds every completed cycle", file=sys.stderr)
+        return interrupt_status(interrupt)
     except Exception as error:  # noqa: BLE001 - provider failures: report, no traceback
         _say(f"plsp: error: {type(error).__name__}: {error}", file=sys.stderr)
         return 2

@@ -61,3 +61,11 @@ def bounded_int(digits: str) -> int:
     if len(digits) > JSON_INT_DIGITS + 1:  # a sign may lead
         raise ValueError(f"a number with {len(digits):,} digits (at most {JSON_INT_DIGITS:,})")
     return int(digits)
+
+
+def not_utf8(path: object, error: UnicodeDecodeError) -> str:
+    """`PATH:LINE:COL: not UTF-8 text (byte 0xNN)`, the place of the first bad byte."""
+    before = error.object[: error.start]
+    line = before.count(b"\n") + 1
+    column = error.start - (before.rfind(b"\n") + 1) + 1
+    return f"{path}:{line}:{column}: not UTF-8 text (byte 0x{error.object[error.start]:02x})"

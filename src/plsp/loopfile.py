@@ -26,7 +26,7 @@ import yaml  # type: ignore[import-untyped]
 from plsp.actions import ActionRegistry, FetchPolicy, LogFileSink, builtin_actions, page_sink
 from plsp.diagnostics import ParseError
 from plsp.engine import compare
-from plsp.files import read_file, read_stdin
+from plsp.files import not_utf8, read_file, read_stdin
 from plsp.instr import PREFIX, Condition, Instruction, parse_condition, parse_instr
 from plsp.middleware import PolicyContext
 from plsp.syntax import LiteralValue, Num, StateBlock, Str, literal
@@ -217,8 +217,8 @@ def _read(path: Path) -> dict[str, Any]:
         text = (read_stdin() if str(path) == "-" else read_file(path)).decode("utf-8-sig")
     except OSError as error:
         raise LoopFileError(f"{path}: {error.strerror}") from None
-    except UnicodeDecodeError:
-        raise LoopFileError(f"{path}: not UTF-8 text") from None
+    except UnicodeDecodeError as error:
+        raise LoopFileError(not_utf8(path, error)) from None
     try:
         data = tomllib.loads(text) if path.suffix == ".toml" else yaml.safe_load(text)
     except (tomllib.TOMLDecodeError, yaml.YAMLError) as error:

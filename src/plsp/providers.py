@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Literal, TypeAlias
 
 from plsp.engine import expect
-from plsp.files import bounded_int, read_text
+from plsp.files import bounded_int, not_utf8, read_text
 from plsp.gbnf import cycle_grammar, state_block_grammar
 from plsp.middleware import read_prompt
 
@@ -45,8 +45,8 @@ def replies_model(path: Path) -> AsyncModel:
         text = read_text(path)
     except OSError as error:
         raise ModelSetupError(f"{path}: {error.strerror}") from None
-    except UnicodeDecodeError:
-        raise ModelSetupError(f"{path}: not UTF-8 text") from None
+    except UnicodeDecodeError as error:
+        raise ModelSetupError(not_utf8(path, error)) from None
     try:
         data = json.loads(text, parse_int=bounded_int)
         replies = data if isinstance(data, list) else [data]

@@ -455,11 +455,27 @@ def parse(text: str) -> StateBlock:
     byte order mark) may surround it."""
     scanner = Scanner(text)
     scanner.skip_framing()
+    if not scanner.startswith("S{"):
+        _refuse_text_before(scanner, text)
     block = scanner.read_block()
     scanner.skip_framing()
     if not scanner.at_end():
         raise scanner.unexpected("end of input after '}S'")
     return block
+
+
+def _refuse_text_before(scanner: Scanner, text: str) -> None:
+    """A block or an instruction after other text (a chat's `Assistant:`, a model's
+    "Here is the state:") says where it starts, so the fix is plain."""
+    for token, what in (("S{", "the block"), ("INSTR:", "an INSTR: line")):
+        later = text.find(token, scanner.pos)
+        if later > 0:
+            line, column = scanner.position(later)
+            found = scanner.unexpected("'S{'")
+            raise scanner.error(
+                f"{found.message}: text before {what}, which starts at line {line},"
+                f" column {column}; pass it alone"
+            )
 
 
 @dataclass(frozen=True)

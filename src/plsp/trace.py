@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import IO, Any, Self
 
 from plsp.diagnostics import ParseError, Violation
-from plsp.files import bounded_int, read_file, read_stdin
+from plsp.files import bounded_int, not_utf8, read_file, read_stdin
 from plsp.instr import parse_instr
 from plsp.middleware import CycleRecord
 from plsp.syntax import StateBlock, Value, parse
@@ -49,8 +49,7 @@ def _read_text(path: str | Path) -> str:
     try:
         return (read_stdin() if str(path) == "-" else read_file(path)).decode("utf-8-sig")
     except UnicodeDecodeError as error:
-        line = error.object[: error.start].count(b"\n") + 1
-        raise TraceError(f"{path}:{line}: not UTF-8 text") from None
+        raise TraceError(not_utf8(path, error)) from None
 
 
 def read_trace(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
@@ -224,6 +223,14 @@ def check_trace(path: str | Path) -> list[CycleCheck]:
     text = _read_text(path)
     if not text.lstrip().startswith("{") and looks_like_text_transcript(text):
         return [CycleCheck(*verdict) for verdict in check_text(text)]
+    filled = [n for n, line in enumerate(text.split("\n"), 1) if line.strip()]
+    if not filled:  # like an empty VPP transcript: no cycle is no evidence
+        raise TraceError(f"{path}:1: no cycles: the trace is empty")
+    if not text.lstrip().startswith(("{", "[")):
+        raise TraceError(
+            f"{path}:{filled[0]}: neither an NDJSON trace (one JSON object a line) nor a"
+            " text transcript (each cycle opens with a line starting 'INSTR:')"
+        )
     checks: list[CycleCheck] = []
     state: str | None = None
     for number, (line, record) in enumerate(_records(text, path), start=1):

@@ -8,7 +8,9 @@ A line starting with `INSTR:` opens a cycle; everything up to the next such line
 to it. With two or more blocks in a cycle the first is the previous state and the rest is
 the reply; with one block it is the reply and the previous state is the last accepted one
 (`S{}S` before the first cycle). A `Previous`/`Prev`/`Next` label before a block (the
-seed's names, with or without a colon) is framing, as are blank lines and code fences.
+seed's names, with or without a colon) is framing, as are blank lines, code fences and
+the speaker labels of a pasted chat (`User:`, `**Assistant:**`, `Human:`, `ChatGPT said:`,
+`## Model`) at the start of a line.
 The middleware's own trace is NDJSON (`plsp.trace`); this reads what other tools print.
 """
 
@@ -27,6 +29,14 @@ _LABEL = re.compile(
     r"^[ \t]*(?:previous|prev|next)[ \t]*:?[ \t]*(?=S\{)", re.IGNORECASE | re.MULTILINE
 )
 _EMPTY = "S{}S"
+# A chat's speaker label at the start of a line: the name (with a colon, or alone on the
+# line as a Markdown heading or in bold), as people paste transcripts from chat UIs.
+_SPEAKER = re.compile(
+    r"^([ \t]*)(?:#{1,6}[ \t]+)?(\*\*|__)?"
+    r"(?:user|human|you|me|h|assistant|ai|a|model|bot|system|claude|chatgpt|gemini|gpt[\w.-]*)"
+    r"(?:[ \t]+said)?(?:\2)?[ \t]*(?::(?:\2)?[ \t]*|$)",
+    re.IGNORECASE | re.MULTILINE,
+)
 
 
 # A cycle's verdict: (line, cycle number, problems, violations); `plsp.trace.CycleCheck`
@@ -35,13 +45,19 @@ CycleVerdict = tuple[int, int, tuple[str, ...], tuple[Violation, ...]]
 
 
 def looks_like_text_transcript(text: str) -> bool:
-    """A transcript, not an NDJSON trace: some line starts with `INSTR:`."""
-    return any(line.lstrip().startswith(PREFIX) for line in text.splitlines())
+    """A transcript, not an NDJSON trace: some line starts with `INSTR:` (after a
+    speaker label)."""
+    return any(line.lstrip().startswith(PREFIX) for line in _unlabelled(text).splitlines())
+
+
+def _unlabelled(text: str) -> str:
+    """`text` with the speaker labels at line starts removed (lines stay where they are)."""
+    return _SPEAKER.sub(r"\1", text)
 
 
 def check_text(text: str) -> list[CycleVerdict]:
     """Verify every cycle of a text transcript against its instruction."""
-    text = text.removeprefix("\ufeff").replace("\r\n", "\n")
+    text = _unlabelled(text.removeprefix("\ufeff").replace("\r\n", "\n"))
     lines = text.split("\n")
     starts = [n for n, line in enumerate(lines) if line.lstrip().startswith(PREFIX)]
     checks: list[CycleVerdict] = []

@@ -102,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         answer = asyncio.run(asking())
     except ProviderError as error:
-        sys.stderr.write(f"vlp ask: {choice.provider_name}: {error}\n")
+        sys.stderr.write(f"vlp ask: {_named(choice.provider_name, str(error))}\n")
         return EXIT_PROVIDER
     _report_attempts(answer, verbose=args.verbose)
     if answer.message is None:
@@ -150,3 +150,8 @@ def _report_attempts(answer: Answer, *, verbose: bool) -> None:
 def _usage(message: str) -> int:
     sys.stderr.write(f"vlp ask: {message}\n")
     return EXIT_USAGE
+
+
+def _named(provider: str, message: str) -> str:
+    """The provider's error, naming the provider once (its own messages start with it)."""
+    return message if message.startswith(provider) else f"{provider}: {message}"

@@ -3,7 +3,7 @@
 Exit codes: validate 0 valid / 1 problems found / 2 usage error, unreadable input or a
 failed worker process (no complete report); gate 0 proceed /
 3 hold for review / 4 halt / 2 usage error; new 0 / 1 invalid message / 2 usage error;
-130 when interrupted.
+130 when interrupted (Ctrl-C), 143 when terminated (SIGTERM).
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ from vlp.schema import MESSAGE_TYPES, SAFETY_LEVELS
 from vlp.thread import Thread, ThreadChecker
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
-EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
 _SPOOL_BYTES = 8 * 1024 * 1024
 
 
@@ -398,8 +397,6 @@ def _run(args: argparse.Namespace) -> int:
     except UsageError as error:
         sys.stderr.write(visible(f"vlp: {error}") + "\n")
         return EXIT_USAGE
-    except KeyboardInterrupt:
-        return EXIT_INTERRUPTED
     return code
 
 

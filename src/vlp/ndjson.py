@@ -126,9 +126,11 @@ def _not_utf8(first_line: int, data: bytes, error: UnicodeDecodeError) -> Proble
     being UTF-8."""
     start = error.start
     line_start = data.rfind(b"\n", 0, start) + 1
+    utf16 = data.startswith((b"\xff\xfe", b"\xfe\xff")) or b"\x00" in data[:64]
+    hint = " (the text looks like UTF-16: save it as UTF-8)" if utf16 else ""
     return Problem(
         "VLP001",
-        f"not UTF-8: byte 0x{data[start]:02x} at byte {start - line_start + 1} of the line",
+        f"not UTF-8: byte 0x{data[start]:02x} at byte {start - line_start + 1} of the line" + hint,
         first_line + data.count(b"\n", 0, start),
     )
 
@@ -141,11 +143,11 @@ def _unparsable(line: int, data: bytes, error: ValueError) -> Problem:
     except UnicodeDecodeError as bad:
         return _not_utf8(line, data, bad)
     problem = _json_error(line, error)
-    hint = _json_hint(data, getattr(error, "colno", 0))
+    hint = _json_hint(data, getattr(error, "colno", 0), problem.message)
     return replace(problem, message=problem.message + hint) if hint else problem
 
 
-def _json_hint(data: bytes, column: int) -> str:
+def _json_hint(data: bytes, column: int, message: str) -> str:
     """What a line that is almost JSON needs, for the shapes tools and models write."""
     line = data.decode("utf-8")  # the caller has checked it decodes
     text = line.lstrip()
@@ -154,12 +156,23 @@ def _json_hint(data: bytes, column: int) -> str:
         return (
             " (JSON takes double quotes: this looks like a Python dict; write it with json.dumps)"
         )
+    if "\x00" in line:
+        return " (NUL characters: the text looks like UTF-16; save it as UTF-8)"
     if text.startswith("data:"):
         return " (a server-sent events line: keep only the JSON after 'data:')"
+    if "infinity when parsed as double" in message:
+        return " (no VLP field holds a number this large: confidence is between 0 and 1)"
     if at.startswith(("NaN", "Infinity", "-Infinity")):
         return " (NaN and Infinity are not JSON numbers)"
     if at.startswith(("//", "/*", "#")):
         return " (JSON has no comments)"
+    if at.startswith(("{", "[")) and column > 1:
+        return (
+            f" (a second JSON value on the same line: NDJSON takes one message a line;"
+            f" break the line before column {column})"
+        )
+    if at.startswith(",") and at[1:].strip() == "":
+        return " (NDJSON lines end without a comma: remove it)"
     return ""
 
 

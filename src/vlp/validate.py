@@ -208,6 +208,25 @@ def _refers_to_problem(found: _Found, value: object) -> _Found:
     return found
 
 
+def _wrapped_messages(msg: dict[Any, Any]) -> tuple[str, str] | None:
+    """VLP002 for an object that is no message but holds a list of them (an API's
+    `{"messages": [...]}`): one problem that says where they are, not seven missing fields."""
+    if "protocol" in msg or "id" in msg:
+        return None
+    for key, value in msg.items():
+        if isinstance(value, list) and any(
+            isinstance(item, dict) and item.get("protocol") == PROTOCOL for item in value
+        ):
+            return (
+                "VLP002",
+                (
+                    f"not a message: this object holds {len(value)} message(s) under {key!r};"
+                    " write them one a line (NDJSON) or as a JSON array"
+                ),
+            )
+    return None
+
+
 def check_message(msg: Any, line: int | None = None) -> list[Problem] | None:
     """None when ``msg`` is a valid VLP/1.1 message, else every problem found.
 
@@ -229,6 +248,9 @@ def check_message(msg: Any, line: int | None = None) -> list[Problem] | None:
 def _explain(msg: Any) -> _Found:
     if not isinstance(msg, dict):
         return [("VLP002", f"a message must be a JSON object, got {_shown(msg)}")]
+    wrapped = _wrapped_messages(msg)
+    if wrapped:
+        return [wrapped]
     found: _Found = None
     get = msg.get
 

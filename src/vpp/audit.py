@@ -4,12 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
-from vpp.state import ConversationState, initial_state
+from vpp.footer import Footer
+from vpp.reply import read_reply
+from vpp.start import ExcerptStart
+from vpp.state import ConversationState, Expectation, expect, initial_state
 from vpp.transcript import CHECKED_ROLES, Message, Transcript, messages_from, read_transcript
 from vpp.validate import ExchangeResult, Violation, command_violations, validate_exchange
-from vpp.versions import Version
+from vpp.versions import DEFAULT_LOCUS, LOCUS_NAME_1_5, Version
+
+INFERRED_START = "inferred-start"
 
 
 @dataclass(frozen=True)
@@ -66,13 +72,20 @@ def validate_transcript(
     strict: bool = True,
     repair: bool = False,
     state: ConversationState | None = None,
+    from_start: bool = False,
 ) -> TranscriptResult:
     """Check every exchange of a conversation: transcript text, `{role, content}`
-    mappings, or a parsed `Transcript`. System/developer/tool turns are skipped."""
+    mappings, or a parsed `Transcript`. System/developer/tool turns are skipped.
+
+    Without a `state`, a transcript cut from the middle of a conversation is checked
+    from the state its first footers show (see `vpp.start`; the turn carries an
+    `inferred-start` note). `from_start=True` checks it against the protocol's starting
+    state instead: the transcript is then the whole conversation."""
     if isinstance(transcript, str):
         transcript = read_transcript(transcript)
     elif not isinstance(transcript, Transcript):
         transcript = messages_from(transcript)
+    excerpt = ExcerptStart(infer=state is None and not from_start)
     state = state or initial_state(version)
     if state.version != version:
         raise ValueError(f"state is for VPP {state.version}, not {version}")
@@ -87,13 +100,27 @@ def validate_transcript(
             pending = (number, message)
             continue
         if pending is None:
-            turns.append(_stray_assistant(number, message))
+            leading = read_reply(message.content, version).footer
+            shown = excerpt.leading_reply(leading, state)
+            if shown is None:
+                turns.append(_stray_assistant(number, message))
+                continue
+            state = shown
+            turns.append(TurnResult(number, "assistant", notes=(_leading_note(message),)))
             continue
         user_number, user = pending
         pending = None
-        exchange = validate_exchange(
-            user.content, message.content, state, strict=strict, repair=repair
+        footer = read_reply(message.content, version).footer
+        check = partial(
+            validate_exchange,
+            user.content,
+            message.content,
+            strict=strict,
+            repair=repair,
+            new_locus=_named_jump(expect(user.content, state), footer),
         )
+        exchange, inferred = excerpt.check(check, user.content, footer, state)
+        notes = (_inferred_note(message, exchange),) if inferred else ()
         state = exchange.next_state
         command_errors = _placed(exchange.command_violations, user)
         if version == "1.5":
@@ -101,7 +128,7 @@ def validate_transcript(
         else:
             turns.append(TurnResult(user_number, "user", command_errors))
         turns.append(
-            TurnResult(number, "assistant", _placed(exchange.violations, message), exchange)
+            TurnResult(number, "assistant", _placed(exchange.violations, message), exchange, notes)
         )
         if exchange.repaired is not None:
             contents[number - 1] = exchange.repaired
@@ -109,6 +136,42 @@ def validate_transcript(
         turns.append(_unanswered(*pending, version))
     repaired = transcript.with_contents(contents) if repair else None
     return TranscriptResult(transcript, tuple(turns), state, repaired)
+
+
+def _named_jump(expectation: Expectation, footer: Footer | None) -> str | None:
+    """The name a 1.5 locus jump's reply gives its new locus. A runtime may name the locus
+    it opens (`expect(..., new_locus=...)`); a transcript only shows the name in the footer.
+    `locus-N` names and the current locus are not names: they are checked as usual."""
+    if expectation.version != "1.5" or footer is None or footer.locus is None:
+        return None
+    command, name = expectation.command, footer.locus
+    if not (command.ok and command.tag == "e") or name == expectation.before.locus:
+        return None
+    numbered = name.startswith("locus-") and name[6:].isdigit()  # the generic names
+    if numbered or name == DEFAULT_LOCUS or not LOCUS_NAME_1_5.match(name):
+        return None
+    return name
+
+
+def _leading_note(message: Message) -> Violation:
+    return Violation(
+        INFERRED_START,
+        "The transcript starts mid-conversation: this reply answers a command before the"
+        " excerpt, so it is not checked; its footer gives the state the check starts from.",
+        message.line,
+    )
+
+
+def _inferred_note(message: Message, exchange: ExchangeResult) -> Violation:
+    before, tag = exchange.expectation.before, exchange.reply_tag
+    return Violation(
+        INFERRED_START,
+        "The transcript starts mid-conversation (this reply's footer shows earlier turns):"
+        f" checked from cycle {before.cycle}/3, locus {before.locus!r},"
+        f" {before.count(tag)} earlier <{tag}> repl{'y' if before.count(tag) == 1 else 'ies'}."
+        " Use --from-start if it is a whole conversation.",
+        message.line,
+    )
 
 
 def _placed(violations: Sequence[Violation], message: Message) -> tuple[Violation, ...]:

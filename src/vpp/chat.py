@@ -11,7 +11,8 @@ stderr gets a status line per turn (state, outcome, violations of rejected attem
 which `vpp check --version V FILE` accepts.
 
 Exit codes: 0 every reply compliant / 1 some reply still violating after the re-asks /
-2 usage error / 3 the provider failed (the turns so far are in the transcript) / 130 Ctrl-C.
+2 usage error / 3 the provider failed (the turns so far are in the transcript) / 130 Ctrl-C /
+143 SIGTERM.
 """
 
 from __future__ import annotations
@@ -23,9 +24,10 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from cliconventions import interrupt_status
 from vpp.session import DEFAULT_MAX_REASKS, Session, Turn, turn_records
 
-OK, VIOLATIONS, USAGE, PROVIDER_FAILED, INTERRUPTED = 0, 1, 2, 3, 130
+OK, VIOLATIONS, USAGE, PROVIDER_FAILED = 0, 1, 2, 3
 
 
 def add_command(add: Callable[[str, str], argparse.ArgumentParser]) -> None:
@@ -138,10 +140,13 @@ def run(args: argparse.Namespace) -> int:
             if not turn.ok:
                 status = VIOLATIONS
     except ProviderError as error:
-        print(f"vpp chat: {choice.provider_name}: {error}", file=sys.stderr)
+        message = str(error)  # the provider's own messages start with its name
+        if not message.startswith(choice.provider_name):
+            message = f"{choice.provider_name}: {message}"
+        print(f"vpp chat: {message}", file=sys.stderr)
         status = PROVIDER_FAILED
-    except KeyboardInterrupt:
-        status = INTERRUPTED
+    except KeyboardInterrupt as interrupt:  # Ctrl-C (130) or SIGTERM (143)
+        status = interrupt_status(interrupt)
     finally:
         session.close()
     return status

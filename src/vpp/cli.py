@@ -45,11 +45,18 @@ def _run(args: argparse.Namespace) -> int:
     version: Version = args.version
     try:
         if args.command == "check":
-            return _check(args.transcripts, version, args.format, not args.lenient, args.quiet)
+            return _check(
+                args.transcripts,
+                version,
+                args.format,
+                not args.lenient,
+                args.quiet,
+                args.from_start,
+            )
         if args.command == "parse":
             return _parse(args.message, version, args.json)
         if args.command == "repair":
-            return _repair(args.transcript, version, not args.lenient)
+            return _repair(args.transcript, version, not args.lenient, args.from_start)
         if args.command == "chat":
             return chat.run(args)
         print(header_snippet(version), end="")
@@ -80,16 +87,24 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("transcripts", nargs="+", metavar="TRANSCRIPT", help="file, or - for stdin")
     check.add_argument("--format", choices=("text", "json"), default="text")
     check.add_argument("--lenient", action="store_true", help="tolerate cosmetic footer variants")
+    check.add_argument("--from-start", action="store_true", help=_FROM_START)
     parse = add("parse", "Parse the command on line 1 of a user message.")
     parse.add_argument("message", metavar="MESSAGE", help="the message, or - for stdin")
     parse.add_argument("--json", action="store_true", help="print JSON")
     repair = add("repair", "Print the transcript with assistant turns repaired.")
     repair.add_argument("transcript", metavar="TRANSCRIPT", help="file, or - for stdin")
     repair.add_argument("--lenient", action="store_true", help="keep cosmetic footer variants")
+    repair.add_argument("--from-start", action="store_true", help=_FROM_START)
     add("snippet", "Print the header snippet (system prompt) for a version.")
     chat.add_command(add)
     apply_conventions(parser)  # top-level --version is the tool's; a command's is VPP's
     return parser
+
+
+_FROM_START = (
+    "the transcript is a whole conversation: check its first reply against the starting"
+    " state (by default an excerpt is checked from the state its first footer shows)"
+)
 
 
 def _version_argument(text: str) -> Version:
@@ -120,7 +135,15 @@ def _read_raw(path: str) -> str:
         if len(data) > MAX_INPUT_BYTES:
             raise _InputError(f"{path}: larger than {MAX_INPUT_BYTES >> 20} MiB; not read")
         return data.decode("utf-8-sig")
-    except (OSError, UnicodeDecodeError) as error:
+    except UnicodeDecodeError as error:  # where, as the other tools say it: path:line:col
+        before = error.object[: error.start]
+        line = before.count(b"\n") + 1
+        column = error.start - (before.rfind(b"\n") + 1) + 1
+        raise _InputError(
+            f"{path}:{line}:{column}: not UTF-8 (byte 0x{error.object[error.start]:02x}); "
+            "save the transcript as UTF-8"
+        ) from None
+    except OSError as error:
         reason = getattr(error, "strerror", None) or str(error)
         raise _InputError(f"{path}: cannot read: {reason}") from None
 
@@ -142,27 +165,37 @@ def _read(path: str) -> str:
     return _read_raw(path).replace("\r\n", "\n")
 
 
-def _load(path: str, version: Version, strict: bool, repair: bool) -> TranscriptResult:
-    return _validate(path, _read(path), version, strict, repair)
+def _load(
+    path: str, version: Version, strict: bool, repair: bool, from_start: bool
+) -> TranscriptResult:
+    return _validate(path, _read(path), version, strict, repair, from_start)
 
 
 def _validate(
-    path: str, text: str, version: Version, strict: bool, repair: bool
+    path: str, text: str, version: Version, strict: bool, repair: bool, from_start: bool
 ) -> TranscriptResult:
     try:
-        return validate_transcript(read_transcript(text), version, strict=strict, repair=repair)
+        transcript = read_transcript(text)
+        return validate_transcript(
+            transcript, version, strict=strict, repair=repair, from_start=from_start
+        )
     except TranscriptError as error:
         raise _InputError(f"{path}:{error.line}: {error.args[0].split(': ', 1)[1]}") from None
 
 
 def _check(
-    paths: Sequence[str], version: Version, output: str, strict: bool, quiet: bool = False
+    paths: Sequence[str],
+    version: Version,
+    output: str,
+    strict: bool,
+    quiet: bool = False,
+    from_start: bool = False,
 ) -> int:
     status = OK
     documents: list[dict[str, Any]] = []
     for path in paths:
         try:
-            result = _load(path, version, strict, repair=False)
+            result = _load(path, version, strict, False, from_start)
         except _InputError as error:
             print(f"vpp: error: {error}", file=sys.stderr)
             status = USAGE
@@ -189,9 +222,11 @@ def _check(
 def _print_check(path: str, version: Version, result: TranscriptResult, quiet: bool) -> None:
     for turn in result.turns:
         for note in turn.notes:
+            # A user turn's notes are 1.5 command errors the reply answered correctly.
+            answered = " (answered with the recovery body)" if turn.role == "user" else ""
             print(
                 f"{path}:{note.line}: turn {turn.index} ({turn.role}): "
-                f"note: {note.code}: {note.message} (answered with the recovery body)"
+                f"note: {note.code}: {note.message}{answered}"
             )
         for violation in turn.violations:
             print(
@@ -241,9 +276,9 @@ def _print_command(command: Command) -> None:
         print(f"reply: <c> with recovery body: {recovery_body(command)}")
 
 
-def _repair(path: str, version: Version, strict: bool) -> int:
+def _repair(path: str, version: Version, strict: bool, from_start: bool = False) -> int:
     raw = _read_raw(path)
-    result = _validate(path, raw.replace("\r\n", "\n"), version, strict, repair=True)
+    result = _validate(path, raw.replace("\r\n", "\n"), version, strict, True, from_start)
     assert result.repaired is not None
     output = write_transcript(result.repaired)
     try:

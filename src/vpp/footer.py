@@ -16,6 +16,7 @@ from vpp.versions import (
     ASSISTANT_TAGS,
     COUNT_DIGITS,
     CYCLE_LIMIT,
+    LOCUS_NAME_1_5,
     SOURCES,
     Version,
     footer_version,
@@ -24,7 +25,6 @@ from vpp.versions import (
 
 FIELDS: tuple[str, ...] = ("Version", "Tag", "Sources", "Assumptions", "Cycle", "Locus")
 _REQUIRED = FIELDS[:-1]  # Locus is reported separately: 1.4 marks its name optional
-_LOCUS_1_5 = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 ._/-]{0,63}$")
 _TAG_VALUE = re.compile(r"^([a-z_]+?)(?:_(\d+))?$")
 _CYCLE_VALUE = re.compile(r"^(\d+)(?:\s*/\s*(\d+))?$")
 _VERSION_VALUE = re.compile(r"^(v?)(\d+\.\d+(?:\.\d+)?)$")
@@ -87,7 +87,7 @@ def build_footer(
         raise ValueError(f"assumptions must be >= 0, got {assumptions}")
     if not 1 <= cycle <= CYCLE_LIMIT:
         raise ValueError(f"cycle must be within 1..{CYCLE_LIMIT}, got {cycle}")
-    if version == "1.5" and not _LOCUS_1_5.match(locus):
+    if version == "1.5" and not LOCUS_NAME_1_5.match(locus):
         raise ValueError(f"invalid 1.5 locus name {locus!r}")
     if "|" in locus or "]" in locus or "\n" in locus:
         raise ValueError(f"locus name must not contain '|', ']' or a line break: {locus!r}")
@@ -310,6 +310,6 @@ class _FooterReader:
         value = self._value("Locus")
         if value is None:
             return None
-        if self.version == "1.5" and not _LOCUS_1_5.match(value):
+        if self.version == "1.5" and not LOCUS_NAME_1_5.match(value):
             self._invalid("Locus", value, "1-64 letters, digits, spaces, '.', '_', '/' or '-'")
         return value

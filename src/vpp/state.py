@@ -17,7 +17,6 @@ valid command after an `<o_f>` reply restart at cycle 1. Invalid commands get a
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -27,12 +26,12 @@ from vpp.versions import (
     ASSISTANT_TAGS,
     CYCLE_LIMIT,
     DEFAULT_LOCUS,
+    LOCUS_NAME_1_5,
     VERSIONS,
     Version,
     unnamed_locus,
 )
 
-_LOCUS_1_5 = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 ._/-]{0,63}$")
 _NO_COUNTS = (0,) * len(ASSISTANT_TAGS)
 
 
@@ -297,7 +296,7 @@ def _advance_1_4(
 
 
 def _check_locus(name: str, version: Version) -> None:
-    if version == "1.5" and not _LOCUS_1_5.match(name):
+    if version == "1.5" and not LOCUS_NAME_1_5.match(name):
         raise ValueError(
             f"invalid locus name {name!r}: use 1-64 letters, digits, spaces, '.', '_', '/' or '-'"
         )

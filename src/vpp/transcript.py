@@ -6,7 +6,7 @@ turn's first line and every following line belongs to it until the next marker.
 Lines before the first marker are a preamble and are ignored. Blank lines that
 end a turn are separators, not content. Markdown framing is not content either:
 when the first non-blank line after an assistant turn's last footer line is a
-heading (`# ...`) or a code fence, the turn ends at the footer and the rest, up to
+heading (`# ...`), a code fence or a thematic break (`---`), the turn ends at the footer and the rest, up to
 the next marker, is commentary (so the specs' own example files can be checked).
 Writing a text transcript reproduces everything but the message contents as read.
 """
@@ -24,14 +24,52 @@ from vpp.footer import looks_like_footer
 Format = Literal["text", "json", "jsonl"]
 CHECKED_ROLES = ("user", "assistant")
 SKIPPED_ROLES = ("system", "developer", "tool")
-# `User:`, and as chat exports write it: `**User:**`, `**User**:`, `## Assistant`.
+# The speaker names people, APIs and chat exports use for each role (any letter case).
+SPEAKERS: Mapping[str, str] = {
+    **dict.fromkeys(("user", "human", "h", "you", "me", "q", "prompt"), "user"),
+    **dict.fromkeys(
+        (
+            "assistant",
+            "ai",
+            "a",
+            "model",
+            "bot",
+            "chatbot",
+            "llm",
+            "claude",
+            "chatgpt",
+            "gpt",
+            "gemini",
+            "bard",
+            "copilot",
+            "llama",
+            "mistral",
+            "response",
+        ),
+        "assistant",
+    ),
+    **dict.fromkeys(("system", "developer", "tool", "function", "ipython"), "system"),
+}
+_NAME = r"[a-z]{3,}[-. ]?[0-9][\w.-]*|[a-z]+"  # `Claude`, `GPT-4o`, `gpt 4`
+# `User:`, and as chat exports write it: `**User:**`, `**User**:`, `## Assistant`,
+# `ChatGPT said:`.
 _MARKER = re.compile(
-    r"^(#{1,6}[ \t]+)?(\*\*|__)?(user|assistant|system)(\2)?[ \t]*(:)?(\2)?[ \t]*(.*)$",
+    rf"^(#{{1,6}}[ \t]+)?(\*\*|__)?({_NAME})(?P<said>[ \t]+said)?(\2)?[ \t]*(:)?(\2)?[ \t]*(?P<text>.*)$",
     re.IGNORECASE,
 )
 _JSON_INT_DIGITS = 4_000
-_WRAPPED_ARRAY = re.compile(r'(?<!\\)"messages"\s*:\s*\[')
-_MARKDOWN_FRAME = re.compile(r"^(?:#{1,6}(?:\s|$)|```|~~~)")
+# JSON as APIs and exports write it: the list under `messages` (OpenAI, Anthropic),
+# `contents` (Gemini), `conversations` (ShareGPT) or `chat_messages` (Claude export); the
+# speaker under `role`, `from`, `sender`, `author` or `speaker` (a name or `{"role": ...}`);
+# the text under `content`, `text`, `value` or `parts` (Gemini's `[{"text": ...}]`).
+LIST_KEYS = ("messages", "contents", "conversations", "chat_messages")
+ROLE_KEYS = ("role", "from", "sender", "author", "speaker")
+CONTENT_KEYS = ("content", "text", "value", "parts")
+# After a footer: a heading, a code fence, or a thematic break (`---`, `***`, `___`) that
+# chat exports put between turns.
+_MARKDOWN_FRAME = re.compile(
+    r"^(?:#{1,6}(?:\s|$)|```|~~~|(?:-[ \t]*){3,}$|(?:\*[ \t]*){3,}$|(?:_[ \t]*){3,}$)"
+)
 
 
 class TranscriptError(ValueError):
@@ -55,11 +93,10 @@ class Message:
     marker: str = ""
     inline: bool = True
     after: tuple[str, ...] = ()
-    extra: Mapping[str, Any] = field(default_factory=dict)
-    # JSON only: the role as written ("User") and, when the content was a list of parts
-    # (OpenAI and Anthropic chat formats), those parts, so they are written back as read.
-    written_role: str = ""
-    parts: tuple[Any, ...] | None = None
+    # JSON only: the message object as read and the key its text was read from, so the
+    # message is written back as read (key order, role spelling, parts, other fields).
+    record: Mapping[str, Any] = field(default_factory=dict)
+    content_key: str = "content"
 
     def file_line(self, content_line: int) -> int:
         return self.line + content_line - 1 if self.content_lines_map else self.line
@@ -71,6 +108,7 @@ class Transcript:
     messages: tuple[Message, ...]
     preamble: tuple[str, ...] = ()  # plain text: the lines before the first marker
     wrapper: Mapping[str, Any] | None = None  # the enclosing object of {"messages": [...]}
+    list_key: str = "messages"  # the wrapper's key that holds the messages
     fence: tuple[str, str] | None = None  # JSON: the Markdown code fence lines around it
 
     def with_contents(self, contents: Sequence[str]) -> Transcript:
@@ -131,7 +169,7 @@ def write_transcript(transcript: Transcript, *, ascii_only: bool = False) -> str
     else:
         document: Any = records
         if transcript.wrapper is not None:
-            document = {**transcript.wrapper, "messages": records}
+            document = {**transcript.wrapper, transcript.list_key: records}
         written = json.dumps(document, ensure_ascii=ascii_only, indent=2) + "\n"
     if transcript.fence is None:
         return written
@@ -140,28 +178,37 @@ def write_transcript(transcript: Transcript, *, ascii_only: bool = False) -> str
 
 
 def _read_text(text: str) -> Transcript:
-    lines = text.replace("\r\n", "\n").split("\n")
+    lines = text.removeprefix("\ufeff").replace("\r\n", "\n").split("\n")
     starts = [(n, m) for n, line in enumerate(lines, 1) if (m := _marker(line))]
     # One exporter writes every marker alike, so once the first marker sets the style
-    # (plain, bold or heading), a `**User:**` line in a plain transcript is content.
+    # (plain, bold or heading), a `**User:**` line in a plain transcript is content; and
+    # a file names each side one way (`Human:` and `Assistant:`), so another name (`A:`,
+    # `User:`) is content.
     style = _style(starts[0][1]) if starts else None
     starts = [(n, m) for n, m in starts if _style(m) == style]
+    speakers = {role: _speaker(starts, role) for role in ("user", "assistant")}
+    # `System:` turns are skipped; `Tool:` or `Function:` in a reply is the reply's text.
+    starts = [(n, m) for n, m in starts if _name(m) in (*speakers.values(), "system")]
     if not starts:
-        raise TranscriptError("no turns found; start each turn with 'User:' or 'Assistant:'")
+        raise TranscriptError(
+            "no turns found; start each turn with 'User:' or 'Assistant:' (also read:"
+            " Human/H/You, AI/A/Model/Claude/ChatGPT, bold or heading markers, 'You said:')"
+        )
     messages = []
     for position, (number, match) in enumerate(starts):
         end = starts[position + 1][0] if position + 1 < len(starts) else len(lines) + 1
-        role, inline = match.group(3).lower(), bool(match.group(7).strip())
+        role, inline = _role(match), bool(match.group("text").strip())
         if inline:
-            marker, first = lines[number - 1][: match.start(7)], number
-            content_lines = [match.group(7), *lines[number : end - 1]]
+            marker, first = lines[number - 1][: match.start("text")], number
+            content_lines = [match.group("text"), *lines[number : end - 1]]
         else:  # content begins on the first non-blank line after the marker
             skip = number
             while skip < end - 1 and not lines[skip].strip():
                 skip += 1
-            if skip == end - 1:  # an empty turn: its (empty) content is the next line
+            empty = skip == end - 1
+            if empty:  # its (empty) content is the next line; it is found at its marker
                 skip = number
-            marker, first = "\n".join(lines[number - 1 : skip]), skip + 1
+            marker, first = "\n".join(lines[number - 1 : skip]), number if empty else skip + 1
             content_lines = lines[skip : end - 1]
         cut = _content_end(content_lines, role)
         messages.append(
@@ -182,9 +229,9 @@ def _marker(line: str) -> re.Match[str] | None:
     """The turn marker that opens ``line``, if any: a role and a colon (the Markdown
     marks balanced), or a heading or bold role alone on its line."""
     match = _MARKER.match(line)
-    if match is None:
+    if match is None or _known_name(match.group(3)) is None:
         return None
-    heading, bold, closed_before, colon, closed_after, text = match.group(1, 2, 4, 5, 6, 7)
+    heading, bold, closed_before, colon, closed_after, text = match.group(1, 2, 5, 6, 7, 8)
     if bold and bool(closed_before) == bool(closed_after):
         return None  # `**User**:**` or an unclosed `**User:`
     if colon:
@@ -192,8 +239,29 @@ def _marker(line: str) -> re.Match[str] | None:
     return match if (heading or bold) and not text else None
 
 
-def _style(marker: re.Match[str]) -> tuple[bool, bool]:
-    return bool(marker.group(1)), bool(marker.group(2))
+def _known_name(name: str) -> str | None:
+    name = " ".join(name.lower().split())
+    return SPEAKERS.get(name) or SPEAKERS.get(re.split(r"[-. 0-9]", name, maxsplit=1)[0])
+
+
+def _style(marker: re.Match[str]) -> tuple[bool, bool, bool]:
+    return bool(marker.group(1)), bool(marker.group(2)), bool(marker.group("said"))
+
+
+def _name(marker: re.Match[str]) -> str:
+    return " ".join(marker.group(3).lower().split())
+
+
+def _role(marker: re.Match[str]) -> str:
+    """`user`, `assistant` or `system`; `gpt-4o` is read by its family name `gpt`."""
+    return _known_name(marker.group(3)) or "system"
+
+
+def _speaker(starts: list[tuple[int, re.Match[str]]], role: str) -> str | None:
+    """The name the file gives `role`: its first word name (`Assistant`), or its first
+    letter name (`A`) when it has none, so that a `Q:`/`A:` list in a message stays text."""
+    names = [_name(m) for _, m in starts if _role(m) == role]
+    return next((name for name in names if len(name) > 1), names[0] if names else None)
 
 
 def _content_end(lines: list[str], role: str) -> int:
@@ -233,7 +301,9 @@ def _is_wrapped_messages(text: str) -> bool:
         return False
     # A whole object that is not one message is a wrapper, whether it lists messages or
     # not: _read_json then says what it lacks (a JSONL line holds a role).
-    return isinstance(document, dict) and ("messages" in document or "role" not in document)
+    return isinstance(document, dict) and (
+        any(key in document for key in LIST_KEYS) or not any(key in document for key in ROLE_KEYS)
+    )
 
 
 def _bounded_int(digits: str) -> int:
@@ -260,20 +330,22 @@ def _read_json(text: str) -> Transcript:
     document = _load_json(text)
     wrapper = None
     array_start = text.find("[")
+    list_key = "messages"
     if isinstance(document, dict):
-        found = _WRAPPED_ARRAY.search(text)
-        if not isinstance(document.get("messages"), list) or found is None:
+        list_key = next((k for k in LIST_KEYS if isinstance(document.get(k), list)), "")
+        found = re.search(rf'(?<!\\)"{list_key}"\s*:\s*\[', text) if list_key else None
+        if found is None:
             raise TranscriptError('a JSON object transcript needs a "messages" list')
-        wrapper = {k: v for k, v in document.items() if k != "messages"}
+        wrapper = {k: v for k, v in document.items() if k != list_key}
         array_start = found.end() - 1
-        document = document["messages"]
+        document = document[list_key]
     if not isinstance(document, list):
         raise TranscriptError("a JSON transcript must be a list of {role, content} messages")
     lines = _item_lines(text, array_start, len(document))
     messages = [
         _message(item, n, line, False) for n, (item, line) in enumerate(zip(document, lines), 1)
     ]
-    return Transcript("json", tuple(messages), wrapper=wrapper)
+    return Transcript("json", tuple(messages), wrapper=wrapper, list_key=list_key)
 
 
 def _item_lines(text: str, array_start: int, count: int) -> list[int]:
@@ -313,57 +385,122 @@ def _read_jsonl(text: str) -> Transcript:
 def _message(item: Any, index: int, line: int, maps: bool) -> Message:
     if not isinstance(item, Mapping):
         raise TranscriptError(f"message {index} must be an object with role and content", line)
-    written_role, content = item.get("role"), item.get("content")
-    role = written_role.lower() if isinstance(written_role, str) else written_role
-    if role not in CHECKED_ROLES + SKIPPED_ROLES:
+    role = _json_role(item, index, line)
+    content_key = next((key for key in CONTENT_KEYS if key in item), "content")
+    written = item.get(content_key)
+    if role in CHECKED_ROLES and _is_tool_step(item, written):
+        role = "tool"  # a tool call or its result: no protocol text, like a `tool` turn
+    if role not in CHECKED_ROLES:
+        return Message(role, "", line, maps, record=item, content_key=content_key)
+    content = _text_of(written)
+    if content is None:
         raise TranscriptError(
-            f"message {index} has role {written_role!r}; expected user or assistant", line
+            f"message {index} {content_key} must be a string or a list of text parts", line
         )
-    extra = {k: v for k, v in item.items() if k not in ("role", "content")}
-    parts = None
-    if isinstance(content, list) and role in CHECKED_ROLES:
-        parts, content = tuple(content), _text_of_parts(content, index, line)
-    if not isinstance(content, str):
-        if role in CHECKED_ROLES:
-            raise TranscriptError(
-                f"message {index} content must be a string or a list of text parts", line
-            )
-        extra["content"] = content  # kept as written; such turns are not checked
-        content = ""
-    written = written_role if isinstance(written_role, str) else role
-    return Message(role, content, line, maps, extra=extra, written_role=written, parts=parts)
+    return Message(role, content, line, maps, record=item, content_key=content_key)
 
 
-def _text_of_parts(parts: list[Any], index: int, line: int) -> str:
-    """The text of a content list as chat APIs write it: strings and `{"type": "text",
-    "text": ...}` parts, joined as they are (they are pieces of one message); other parts
-    (images, tool calls) carry no protocol text and are left out."""
+def _json_role(item: Mapping[str, Any], index: int, line: int) -> str:
+    """The role of a JSON message, whatever key and speaker name its writer used."""
+    key = next((key for key in ROLE_KEYS if key in item), None)
+    written = item.get(key) if key else item.get("type")  # LangChain: {"type": "human"}
+    if isinstance(written, Mapping):  # ChatGPT export: "author": {"role": "user"}
+        written = written.get("role")
+    if not isinstance(written, str):
+        written = None
+    role = _known_name(written) if written is not None else None
+    if written is None or role is None or (key is None and role == "system" != written):
+        shown = f"{key} {written!r}" if key else "no role"
+        raise TranscriptError(
+            f"message {index} has {shown}; expected user or assistant"
+            " (also read: human, you; ai, model, gpt, bot; system, tool)",
+            line,
+        )
+    name = written.lower()
+    return name if role == "system" and name in SKIPPED_ROLES else role
+
+
+_TOOL_PARTS = frozenset(
+    ("tool_use", "tool_result", "tool_call", "function_call", "functionCall", "functionResponse")
+)
+
+
+def _is_tool_step(item: Mapping[str, Any], content: Any) -> bool:
+    """An assistant's tool call (OpenAI: no content, `tool_calls`) or a tool result sent
+    back as a user message (Anthropic `tool_result`, Gemini `functionResponse` parts)."""
+    if content is None:
+        return "tool_calls" in item or "function_call" in item
+    if not isinstance(content, list) or not content:
+        return False
+    kinds = {
+        kind
+        for part in content
+        if isinstance(part, Mapping)
+        for kind in (part.get("type"), *part.keys())
+        if isinstance(kind, str)
+    }
+    has_text = any(isinstance(p, str) or _is_text_part(p) for p in content)
+    return not has_text and bool(kinds & _TOOL_PARTS)
+
+
+def _text_of(content: Any) -> str | None:
+    """The text of a message's content as chat APIs write it: a string; a list of parts
+    (strings and `{"type": "text", "text": ...}` or Gemini's `{"text": ...}`), joined as
+    they are (pieces of one message), other parts (images, tool calls) carrying no
+    protocol text; or ChatGPT's `{"parts": [...]}`. None when it holds no such text."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, Mapping):
+        inner = content.get("parts", content.get("text"))
+        return None if isinstance(inner, Mapping) else _text_of(inner)
+    if not isinstance(content, list):
+        return None
     texts = []
-    for part in parts:
+    for part in content:
         if isinstance(part, str):
             texts.append(part)
-        elif isinstance(part, Mapping) and part.get("type", "text") == "text":
+        elif _is_text_part(part):
             text = part.get("text")
             if not isinstance(text, str):
-                raise TranscriptError(
-                    f"message {index} has a text part without a text string", line
-                )
+                return None
             texts.append(text)
     return "".join(texts)
 
 
+def _is_text_part(part: Any) -> bool:
+    return (
+        isinstance(part, Mapping)
+        and part.get("type", "text") == "text"
+        and ("type" in part or "text" in part)
+    )
+
+
+def _with_text(content: Any, text: str) -> Any:
+    """`content` in its own shape holding `text` instead (a repaired reply)."""
+    if _text_of(content) == text:
+        return content
+    if isinstance(content, Mapping):
+        inner = "parts" if "parts" in content else "text"
+        return {**content, inner: _with_text(content.get(inner), text)}
+    if isinstance(content, list):
+        # One text part with the new text, then the parts that hold no text.
+        others = [p for p in content if not isinstance(p, str) and not _is_text_part(p)]
+        typed = any(isinstance(p, Mapping) and "type" in p for p in content)
+        first = {"type": "text", "text": text} if typed or not content else {"text": text}
+        if content and all(isinstance(p, str) for p in content):
+            return [text]
+        return [first, *others]
+    return text
+
+
 def _record(message: Message) -> dict[str, Any]:
-    role = message.written_role or message.role
-    if message.parts is None:
-        return {"role": role, "content": message.content, **message.extra}
-    if message.content == _text_of_parts(list(message.parts), 0, 0):
-        return {"role": role, "content": list(message.parts), **message.extra}
-    # Changed (repaired): one text part with the new text, then the parts that hold no text.
-    others = [
-        p for p in message.parts if isinstance(p, Mapping) and p.get("type", "text") != "text"
-    ]
-    return {
-        "role": role,
-        "content": [{"type": "text", "text": message.content}, *others],
-        **message.extra,
-    }
+    if not message.record:
+        return {"role": message.role, "content": message.content}
+    record = dict(message.record)
+    if message.role in CHECKED_ROLES:
+        # A Claude export holds the text twice (`text` and `content` parts): change both.
+        read = _text_of(record.get(message.content_key))
+        for key in CONTENT_KEYS:
+            if key in record and (key == message.content_key or _text_of(record[key]) == read):
+                record[key] = _with_text(record[key], message.content)
+    return record

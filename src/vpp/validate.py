@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from vpp.footer import Footer, build_footer
+from vpp.footer import Footer, build_footer, looks_like_footer, parse_footer
 from vpp.grammar import parse_command
 from vpp.reply import Reply, read_reply, trim_blank_lines
 from vpp.state import ConversationState, Expectation, expect, initial_state
@@ -166,9 +166,16 @@ class _ReplyChecker:
         footer, line = self.reply.footer, self.reply.footer_line
         if footer is None:
             last = max(self.reply.body_end - 1, 1)
+            text = self.reply.lines[last - 1] if last <= len(self.reply.lines) else ""
+            inline = text.find("[Version=")
+            where = (
+                f" (it is at column {inline + 1}: put it on a line of its own)"
+                if inline > 0 and text[:inline].strip()
+                else ""
+            )
             self._add(
                 "missing-or-malformed-footer",
-                "The reply must end with the compliance footer line.",
+                f"The reply must end with the compliance footer line{where}.",
                 last,
             )
             return
@@ -331,6 +338,13 @@ def format_reply(
 def _repair(expectation: Expectation, reply: Reply, tag: str) -> str:
     footer = reply.footer
     lines = [text for _, text in reply.body_lines()]
+    filled = [n for n, text in enumerate(lines) if text.strip()]
+    if footer is None and filled:  # a footer run onto the last line of text: split it off
+        last = lines[filled[-1]]
+        at = last.find("[Version=")
+        if at > 0 and looks_like_footer(last[at:]):
+            footer = parse_footer(last[at:], expectation.version)
+            lines[filled[-1]] = last[:at].rstrip()
     if reply.header and reply.header.rest.strip():
         lines.insert(0, reply.header.rest.strip())
     body = "\n".join(part for part in (trim_blank_lines(lines), reply.trailing) if part)

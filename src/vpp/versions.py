@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Final, Literal, get_args
 
 Version = Literal["1.4", "1.5"]
@@ -27,6 +28,9 @@ def small_count(digits: str) -> int | None:
 
 
 DEFAULT_LOCUS: Final = "default"
+# 1.5's locus names, and the names it gives unnamed loci (`locus-2`, `locus-3`, ...).
+LOCUS_NAME_1_5: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 ._/-]{0,63}$")
+UNNAMED_LOCUS: Final = re.compile(r"^locus-([2-9]|[1-9]\d{1,5})$")
 
 # The escape choices each version asks the assistant to surface.
 ESCAPE_HINTS: Final[dict[Version, str]] = {

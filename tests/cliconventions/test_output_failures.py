@@ -24,7 +24,13 @@ def _big_inputs(tmp: Path) -> dict[str, list[str]]:
     (tmp / "r.jsonl").write_text(
         "".join(json.dumps({"role": "user", "content": "!<q>"}) + "\n" for _ in range(3000))
     )
+    # a run: its project is tmp (the prose.toml there), so its run folder lands there too
+    (tmp / "prose.toml").write_text('provider = "scripted:rules.yaml"\n')
+    (tmp / "rules.yaml").write_text('default: "' + "an answer " * 20000 + '"\n')
+    (tmp / "run.prose").write_text('session "x"\n')
     return {
+        "prose run": ["openprose.cli", "run", str(tmp / "run.prose"), "-q"],
+        "prose run --json": ["openprose.cli", "run", str(tmp / "run.prose"), "-q", "--json"],
         "vpp check": ["vpp.cli", "check", str(tmp / "t.txt")],
         "vpp check --json": ["vpp.cli", "check", "--json", str(tmp / "r.jsonl")],
         "vpp repair": ["vpp.cli", "repair", str(tmp / "t.txt")],
@@ -41,6 +47,8 @@ def _big_inputs(tmp: Path) -> dict[str, list[str]]:
 
 
 COMMANDS = [
+    "prose run",
+    "prose run --json",
     "vpp check",
     "vpp check --json",
     "vpp repair",

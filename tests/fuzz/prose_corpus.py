@@ -23,8 +23,13 @@ from hypothesis import strategies as st
 from openprose.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
+_CONFORMANCE = ROOT / "tests" / "openprose" / "conformance"
+# the examples, the reference's blocks, and programs as people write them, rule-breaking ones
+# included (their recoveries are where the parser does the most)
 EXAMPLES = sorted((ROOT / "examples").glob("*.prose")) + sorted(
-    (ROOT / "tests" / "openprose" / "conformance" / "reference_examples").glob("*.prose")
+    p
+    for folder in ("reference_examples", "fixable", "beyond_grammar")
+    for p in (_CONFORMANCE / folder).glob("*.prose")
 )
 PROGRAMS = [p.read_bytes() for p in EXAMPLES]
 
@@ -52,7 +57,7 @@ FRAGMENTS: list[bytes] = [
         "]", "{", "}", "|", "->", "#", "\n", "\n  ", "\n    ", "\r\n", "\t", " ", "\x00",
         "\x1b[2J", "\x1b]0;t\x07", "\u202e", "\ufeff", "é", "🦉", "9" * 5000, "-1e999",
         "[" * 3000, "{" * 3000, '{"a":' * 2000, "null", "true", "1e400", "NaN", "..", "~",
-        "/dev/zero", "http://", "@x/y", b"\xff\xfe", b"\xc3", b"\xed\xa0\x80",
+        "/dev/zero", "http://", "@x/y", "\n    - ", "skills:", "name: ", b"\xff\xfe", b"\xc3", b"\xed\xa0\x80",
     )
 ]  # fmt: skip
 

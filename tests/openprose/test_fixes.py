@@ -114,6 +114,73 @@ def test_a_declaration_cannot_be_moved_into_a_parallel_block() -> None:
     assert fix(text) == text
 
 
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_a_backslash_ending_a_line_of_a_prompt_is_kept_by_the_unsafe_fix(newline: str) -> None:
+    # A shell command continued over lines inside a `"""` prompt: `\` + line break is no
+    # escape of the grammar (E002, said in words), and doubling the backslash keeps the text.
+    text = 'session """\nRun:\n  make test \\\n    --verbose\n"""\n'.replace("\n", newline)
+    from openprose.checker import check
+
+    (found,) = check(parse_text(text))
+    assert found.code == "E002" and "a backslash ending a line" in found.message
+    assert found.fix is not None and not found.fix.safe
+    assert fix(text) == text
+    fixed = fix(text, unsafe=True)
+    assert errors(fixed) == []
+    assert parse_text(fixed).program.body[0].prompt.value == "Run:\n  make test \\\n    --verbose\n"
+
+
+def test_a_dash_list_keeps_every_comment_of_its_lines() -> None:
+    text = 'agent a:\n  skills:  # house\n    - "x"  # one\n    - y  # two\n  prompt: "p"\n'
+    assert errors(text) == ["E013"]
+    fixed = 'agent a:\n  # house\n  # one\n  skills: ["x", "y"]  # two\n  prompt: "p"\n'
+    assert fix(text) == fixed
+
+
+def test_a_permission_rule_written_as_a_dash_list_reads_its_items_as_text() -> None:
+    text = 'agent a:\n  permissions:\n    read:\n      - "*.md"\n      - docs/**\n'
+    assert errors(text) == ["E004"]  # one, not one per `-` and one for the `**`
+    assert fix(text) == 'agent a:\n  permissions:\n    read: ["*.md", "docs/**"]\n'
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'session "x"\n  prompt:\n    - Do this\n',  # a prompt is one text
+        "agent a:\n  skills:\n    - name: web\n",  # a YAML mapping, not a list
+    ],
+)
+def test_dash_lines_that_are_no_list_get_no_list_fix(text: str) -> None:
+    assert fix(text) == text
+    assert errors(text)
+
+
+def test_folded_yaml_text_is_rewritten_only_as_an_unsafe_fix() -> None:
+    # `>` folds lines into one; the rewrite keeps the line breaks, which the model then sees
+    text = 'session "x"\n  prompt: >\n    Review the diff\n    carefully.\n  context: []\n'
+    assert errors(text) == ["E004"]
+    assert fix(text) == text
+    fixed = 'session "x"\n  prompt: """\nReview the diff\ncarefully.\n"""\n  context: []\n'
+    assert fix(text, unsafe=True) == fixed
+
+
+def test_yaml_text_swallowing_a_triple_quote_is_left_to_the_other_errors() -> None:
+    text = 'agent a:\n  prompt: |\n    say """hi\n  model: sonnet\n'
+    assert "yaml" not in " ".join(d.lower() for d in _messages(text))
+
+
+def _messages(text: str) -> list[str]:
+    from openprose.checker import check
+
+    return [d.message for d in check(parse_text(text))]
+
+
+def test_a_property_block_that_is_no_dash_list_is_read_as_before() -> None:
+    # a `- item` line among `key: value` lines: not a list; the lines keep their own errors
+    text = 'agent a:\n  permissions:\n    read: ["*.md"]\n    - x\n'
+    assert "E013" not in errors(text)
+
+
 # --- the conformance corpora -------------------------------------------------------------------
 
 
@@ -195,6 +262,36 @@ def _fragment(index: int) -> st.SearchStrategy[str]:
                 f'for x{index} in ["{t}"]:\n  let u{index} = session "{t}"\nsession "{{u{index}}}"'
             )
         ),
+        # habits from YAML and other languages (docs/decisions.md, "Conformance (programs,
+        # session 13)")
+        _words.map(
+            lambda w: f'agent b{index}:\n  model: sonnet\n  skills:\n    - "{w}"  # c\n    - {w}-x'
+        ),
+        _texts.map(
+            lambda t: f"agent y{index}:\n  prompt: |\n    {t}\n      more {t}\n  model: opus"
+        ),
+        _texts.map(lambda t: f'agent s{index}:\n  model: sonnet\nsession "{t}": s{index}'),
+        st.sampled_from(["false", "true", "null"]).map(lambda v: f"let f{index} = {v}"),
+        _texts.map(lambda t: f'repeat 2 times:\n  session "{t}"'),
+        _texts.map(lambda t: f'for each e{index} in ["{t}"]:\n  session "{t}"'),
+        _texts.map(lambda t: f'while **the case {t} holds**:\n  session "{t}"'),
+        _texts.map(lambda t: f'if **a {t}**:\n  session "a"\nelse if **b {t}**:\n  session "b"'),
+        _texts.map(lambda t: f'try:\n  session "{t}"\ncatch e{index}:\n  session "{t}"'),
+        _texts.map(lambda t: f"session '{t}'  // {t}"),
+        _texts.map(
+            lambda t: (
+                f'if **x {t}**:\n  output o{index} = session "a"\nelse:\n'
+                f'  output o{index} = session "b"'
+            )
+        ),
+        _texts.map(
+            lambda t: (
+                f'block bk{index}(p, q):\n  session "{{p}} {{q}}"\ndo bk{index}(q: "{t}", p: "x")'
+            )
+        ),
+        _texts.map(
+            lambda t: f'let c{index} = session "{t}"\nsession "x"\n  context: c{index}, c{index}'
+        ),
     )
 
 
@@ -204,7 +301,7 @@ def _programs(draw: st.DrawFn) -> str:
     lines: list[str] = []
     for index in range(count):
         statement = draw(_fragment(index))
-        if draw(st.booleans()) and not statement.startswith(("import", "agent")):
+        if draw(st.booleans()) and not statement.startswith(("import", "agent", "block")):
             statement = "do:\n" + "\n".join(
                 "  " + line if line else line for line in statement.split("\n")
             )

@@ -141,13 +141,13 @@ def test_run_binary_inputs_name_the_file(
     binary = tmp_path / "b.yaml"
     binary.write_bytes(b"\xb1\xff\x00initial")
     code, _, err = run(capsys, "run", str(binary), "--dry-run")
-    assert (code, err) == (2, f"plsp: error: {binary}: not UTF-8 text\n")
+    assert (code, err) == (2, f"plsp: error: {binary}:1:1: not UTF-8 text (byte 0xb1)\n")
     loop = tmp_path / "loop.yaml"
     loop.write_text("initial: '@set:$a=1;'\n")
     code, _, err = run(
         capsys, "run", str(loop), "--replies", str(binary), "--trace", str(tmp_path / "t.ndjson")
     )
-    assert (code, err) == (2, f"plsp: error: {binary}: not UTF-8 text\n")
+    assert (code, err) == (2, f"plsp: error: {binary}:1:1: not UTF-8 text (byte 0xb1)\n")
 
 
 @pytest.mark.parametrize("bad", ["0", "-3", "x"])
@@ -185,7 +185,9 @@ def test_check_rejects_binary_and_mistyped_traces(
     binary = tmp_path / "b.ndjson"
     binary.write_bytes(b'{"cycle": 1}\n\xb1\xff\x00')
     code, _, err = run(capsys, "check", str(binary))
-    assert code == 2 and "b.ndjson:2: not UTF-8 text" in err and "Traceback" not in err
+    assert (
+        code == 2 and "b.ndjson:2:1: not UTF-8 text (byte 0xb1)" in err and "Traceback" not in err
+    )
     record = {
         "cycle": 1,
         "instr": "INSTR:@set:$a=1;",

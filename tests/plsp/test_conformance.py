@@ -8,11 +8,12 @@ IMF examples (the `INSTR:` line and the directive forms §3 lists without the pr
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from plsp.cli import main
@@ -170,7 +171,30 @@ TRANSCRIPT_VARIANTS: dict[str, Callable[[str], str]] = {
         '\nS{$u:"op";$t:82;$p:"hot";!', '\n```\nS{$u:"op";$t:82;$p:"hot";!'
     ).replace('"boiler hot";}S\n', '"boiler hot";}S\n```\n'),
     "blank lines and indentation": lambda t: t.replace("\nS{", "\n\n    S{"),
+    # Pasted from a chat: speaker labels before the instruction and the reply (session 13).
+    "chat paste, User/Assistant": lambda t: _replies_labelled(t, "User: ", "Assistant: "),
+    "chat paste, bold on their own lines": lambda t: _replies_labelled(
+        t, "**User:**\n", "**Assistant:**\n"
+    ),
+    "chat copy, You said/ChatGPT said": lambda t: _replies_labelled(
+        t, "You said:\n", "ChatGPT said:\n"
+    ),
+    "chat paste, Human/Model, crlf": lambda t: _replies_labelled(t, "Human: ", "Model: ").replace(
+        "\n", "\r\n"
+    ),
 }
+
+
+def _replies_labelled(text: str, user: str, assistant: str) -> str:
+    """The transcript as a chat shows it: the previous states left out, each INSTR: line
+    said by the user and each reply by the assistant."""
+    bare = TRANSCRIPT_VARIANTS["previous states left out"](text)
+    lines = [
+        user + line if line.startswith("INSTR:") else assistant + line if line else line
+        for line in bare.split("\n")
+        if not line.startswith("S{}S")
+    ]
+    return "\n".join(lines)
 
 
 @pytest.mark.parametrize("variant", sorted(TRANSCRIPT_VARIANTS))
@@ -238,7 +262,90 @@ def test_any_text_transcript_gets_a_verdict(text: str) -> None:
         assert all(isinstance(v.blocking, bool) for v in violations)
 
 
+_PASTED_LINES = [
+    "User: INSTR: @set:$a=1;",
+    "**User:**",
+    "You said:",
+    'Human: INSTR: @upd:$a=$a+1;@sig:>"a",$a;',
+    'INSTR: @if:$a>1?@set:$b="hi":@set:$b="lo";',
+    "INSTR: please",
+    "Assistant: S{$a:1;}S",
+    "ChatGPT said:",
+    "## Model",
+    "Previous: S{$a:1;}S",
+    'Next: S{$a:2;>"a",2;}S',
+    'S{$a:2;$b:"hi";}S',
+    "S{$a:9e-1;}S",
+    "S{",
+    "Here is the state:",
+    "```",
+    "",
+    "ünïcødé ✓ " + "x" * 200,
+]
+
+
+@given(st.lists(st.sampled_from(_PASTED_LINES), max_size=12), st.sampled_from(["\n", "\r\n"]))
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+def test_any_pasted_transcript_gets_a_verdict_from_the_cli(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], lines: list[str], newline: str
+) -> None:
+    path = tmp_path / "t.txt"
+    path.write_bytes(newline.join(lines).encode("utf-8"))
+    code, out, err = _run(capsys, "check", str(path))
+    assert code in (0, 1, 2) and "Traceback" not in err, err
+    if code == 2:  # not a transcript: the error names the file and the line
+        assert err.startswith(f"plsp: error: {path}:"), err
+    else:
+        assert re.search(r"\d+ cycles, \d+ failing\n$", out), out
+
+
 def test_a_lowercase_prefix_is_named(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = _run(capsys, "parse", "instr: @set:$a=1;")
     assert code == 1
     assert "line 1, column 1: the prefix is written 'INSTR:' (uppercase)" in err
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("", ":1: no cycles: the trace is empty"),
+        ("\n  \n", ":1: no cycles: the trace is empty"),
+        (
+            "\nAssistant: S{$a:1;}S\n",
+            (
+                ":2: neither an NDJSON trace (one JSON object a line) nor a text transcript"
+                " (each cycle opens with a line starting 'INSTR:')"
+            ),
+        ),
+    ],
+)
+def test_input_that_is_no_trace_says_what_a_trace_is(
+    text: str, says: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "t.txt"
+    path.write_text(text, encoding="utf-8")
+    code, out, err = _run(capsys, "check", str(path))
+    assert (code, out) == (2, "")
+    assert err == f"plsp: error: {path}{says}\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("Assistant: S{$a:1;}S", "text before the block, which starts at line 1, column 12"),
+        (
+            "Here is the state:\n  S{$a:1;}S",
+            "text before the block, which starts at line 2, column 3",
+        ),
+        ("User: INSTR: @set:$a=1;", "text before an INSTR: line, which starts at line 1, column 7"),
+    ],
+)
+def test_text_before_a_block_or_instruction_says_where_it_starts(
+    text: str, says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = _run(capsys, "parse", text)
+    assert (code, out) == (1, "")
+    assert err.startswith("plsp: error: line 1, column 1: expected 'S{', found ")
+    assert f"{says}; pass it alone\n" in err

@@ -315,7 +315,7 @@ class FakeLLMServer:
         self, fault: Fault, api: str, body: dict[str, Any], request: web.Request
     ) -> web.StreamResponse:
         if fault.kind == "echo_key":  # a careless server quoting the credential it got
-            key = request.headers.get("x-api-key") or request.headers.get("authorization", "")
+            key = request.headers.get("x-api-key") or request.headers.get("authorization") or ""
             message = f"invalid request made with key {key.removeprefix('Bearer ')}"
             return web.json_response(_error_body(api, 400, message), status=400)
         if fault.kind == "garbage":

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +12,8 @@ from typing import Any
 
 import orjson
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.vlp.conftest import base
 from vlp import validate_vlp
@@ -416,3 +420,62 @@ def test_show_and_validate_neutralise_terminal_escapes(
         for raw in ("\x1b", "\x07", "\x9b", "\u202e", "\r"):
             assert raw not in out, (argv, raw)
     assert "\\x1b]0;pwned\\x07" in run(capsys, "show", str(path))[1]
+
+
+# Lines as streams in the wild hold them (session 13 fuzz): messages whole, pretty-printed,
+# run together, commented, fenced, with wrong types, duplicate keys and huge numbers.
+_MESSAGE = orjson.dumps(base()).decode()
+_FUZZ_LINES = [
+    _MESSAGE,
+    _MESSAGE + _MESSAGE,
+    _MESSAGE + ",",
+    orjson.dumps(base(id="MSG002", refers_to="MSG001", type="correction")).decode(),
+    orjson.dumps(base(id=7, confidence="high", timestamp=None)).decode(),
+    orjson.dumps(base(safety={"level": "halt"}, seq=1))
+    .decode()
+    .replace(":1}", ":" + "9" * 30 + "}"),
+    _MESSAGE.replace('"id":"MSG001"', '"id":"MSG001","id":"MSG009"'),
+    _MESSAGE.replace("0.8", "1e400"),
+    _MESSAGE.replace("0.8", "123456789012345678901234567890"),
+    "{",
+    '  "id": "MSG003",',
+    "}",
+    "[",
+    "]",
+    "// a comment",
+    "# a comment",
+    "```json",
+    "```",
+    "data: " + _MESSAGE,
+    "{'id': 'x'}",
+    "null",
+    "",
+    "   ",
+    "\ufeff" + _MESSAGE,
+    "ünïcødé ✓ " + "x" * 500,
+]
+
+
+@settings(
+    max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.lists(st.sampled_from(_FUZZ_LINES), max_size=12), st.sampled_from(["\n", "\r\n", ""]))
+def test_fuzz_every_reading_command_reports_or_names_the_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], lines: list[str], newline: str
+) -> None:
+    path = tmp_path / "t.ndjson"
+    path.write_bytes(newline.join(lines).encode("utf-8"))
+    for argv in (
+        ["validate", str(path)],
+        ["validate", "--format", "json", "--no-thread", str(path)],
+        ["show", str(path)],
+        ["gate", "--format", "json", str(path)],
+    ):
+        code = main(argv)
+        out, err = capsys.readouterr()
+        assert code in (0, 1, 2, 3, 4), (argv, err)
+        assert "Traceback" not in err
+        if "--format" in argv:
+            json.loads(out)
+        if len(argv) == 2 and argv[0] == "validate" and code == 1:  # problems: line and code
+            assert re.search(r":\d+: VLP\d{3} ", out), out

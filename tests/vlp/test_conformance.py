@@ -193,6 +193,30 @@ def test_numbers_in_every_spelling_are_the_same_number(tmp_path: Path) -> None:
         ("// the thread", "JSON has no comments"),
         ('{"id": "M1", /* why */ "x": 1}', "JSON has no comments"),
         ('data: {"id": "M1"}', "a server-sent events line: keep only the JSON after 'data:'"),
+        # Session 13: a stream that lost its line breaks, and lines copied out of an array.
+        (
+            '{"id": "M1"}{"id": "M2"}',
+            (
+                "a second JSON value on the same line: NDJSON takes one message a line;"
+                " break the line before column 13"
+            ),
+        ),
+        (
+            '{"id": "M1"}  {"id": "M2"}',
+            (
+                "a second JSON value on the same line: NDJSON takes one message a line;"
+                " break the line before column 15"
+            ),
+        ),
+        ('{"id": "M1"},', "NDJSON lines end without a comma: remove it"),
+        (
+            '{"id": "M1", "confidence": 1e400}',
+            "no VLP field holds a number this large: confidence is between 0 and 1",
+        ),
+        (
+            '\x00{\x00"\x00i\x00d\x00"',
+            "NUL characters: the text looks like UTF-16; save it as UTF-8",
+        ),
     ],
 )
 def test_almost_json_lines_say_what_they_need(line: str, hint: str, tmp_path: Path) -> None:
@@ -201,6 +225,17 @@ def test_almost_json_lines_say_what_they_need(line: str, hint: str, tmp_path: Pa
     (record,) = list(read_records(path))
     (problem,) = record.problems
     assert problem.code == "VLP001" and problem.message.endswith(f"({hint})"), problem.message
+
+
+def test_a_utf16_file_is_named_as_such(tmp_path: Path) -> None:
+    path = tmp_path / "t.ndjson"
+    path.write_bytes('{"id": "M1"}\n'.encode("utf-16"))
+    problems = [p for record in read_records(path) for p in record.problems]
+    assert problems[0].line == 1
+    assert problems[0].message.endswith("(the text looks like UTF-16: save it as UTF-8)")
+    checked = run("vlp", "validate", str(path))
+    assert checked.returncode == 1 and "Traceback" not in checked.stderr
+    assert "looks like UTF-16" in checked.stdout
 
 
 @pytest.mark.parametrize("chunk", [3, 64, 1 << 20])
@@ -215,3 +250,22 @@ def test_ndjson_with_a_cut_last_line_is_never_taken_for_a_stream(chunk: int) -> 
     records = list(read_records(io.BytesIO(data), chunk_bytes=chunk))
     assert [(r.line, r.ok) for r in records] == [(2, True), (3, False)]
     assert records[1].problems[0].message.endswith("unexpected end of data")  # orjson's
+
+
+def test_an_object_that_holds_the_messages_says_so(tmp_path: Path) -> None:
+    message = json.loads((HERE / "seed_readme_claim.json").read_text(encoding="utf-8"))
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"messages": [message, message]}), encoding="utf-8")
+    (record,) = list(read_records(path))
+    assert [(p.code, p.message) for p in record.problems] == [
+        (
+            "VLP002",
+            (
+                "not a message: this object holds 2 message(s) under 'messages';"
+                " write them one a line (NDJSON) or as a JSON array"
+            ),
+        )
+    ]
+    # An object with message fields is still a message with problems, whatever it holds.
+    assert check_message({"id": "x", "items": [message]}) is not None
+    assert next(p.code for p in check_message({"id": "x", "items": [message]}) or []) == "VLP101"

@@ -42,13 +42,13 @@ def test_a_plain_critique_may_show_this_cycle_or_the_next_and_that_value_carries
     stays = _turns(("!<c>", "c", 1), ("!<c>", "c", 1))
     advances = _turns(("!<c>", "c", 2), ("!<c>", "c", 3))
     assert validate_transcript(stays, "1.4").ok and validate_transcript(advances, "1.4").ok
-    skipped = validate_transcript(_turns(("!<c>", "c", 3)), "1.4")
+    skipped = validate_transcript(_turns(("!<c>", "c", 3)), "1.4", from_start=True)
     assert [v.code for t in skipped.turns for v in t.violations] == ["footer-cycle-mismatch"]
     # once shown, the next cycle is where the conversation is: a later reply must agree
     back = validate_transcript(_turns(("!<c>", "c", 2), ("!<q>", "q", 1)), "1.4")
     assert [v.code for t in back.turns for v in t.violations] == ["footer-cycle-mismatch"]
     # only a plain `!<c>`, and only in 1.4
-    query = validate_transcript(_turns(("!<q>", "q", 2)), "1.4")
+    query = validate_transcript(_turns(("!<q>", "q", 2)), "1.4", from_start=True)
     assert [v.code for t in query.turns for v in t.violations] == ["footer-cycle-mismatch"]
 
 
@@ -119,3 +119,30 @@ def test_state_continues_with_the_expected_transition_after_a_wrong_reply() -> N
 def test_version_of_given_state_must_match() -> None:
     with pytest.raises(ValueError):
         validate_transcript([], "1.5", state=initial_state("1.4"))
+
+
+def test_a_1_5_transcript_takes_the_name_a_jump_s_reply_gives_its_locus() -> None:
+    def reply(tag: str, index: int, locus: str) -> str:
+        return (
+            f"<{tag}>\nbody\n[Version=v1.5 | Tag={tag}_{index} | Sources=none | Assumptions=0"
+            f" | Cycle=1/3 | Locus={locus}]"
+        )
+
+    turns = [
+        {"role": "user", "content": "!<g>"},
+        {"role": "assistant", "content": reply("g", 1, "default")},
+        {"role": "user", "content": "!<e> --<q>"},
+        {"role": "assistant", "content": reply("q", 1, "pricing")},
+        {"role": "user", "content": "!<g>"},
+        {"role": "assistant", "content": reply("g", 2, "pricing")},
+    ]
+    assert validate_transcript(turns, "1.5").ok
+    # The name is carried: a later reply must keep it.
+    drifted = [*turns[:5], {"role": "assistant", "content": reply("g", 2, "billing")}]
+    codes = [v.code for t in validate_transcript(drifted, "1.5").turns for v in t.violations]
+    assert codes == ["locus-mismatch"]
+    # A jump must open a new locus; a numbered name must be the right number.
+    for wrong in ("default", "locus-3"):
+        kept = [*turns[:3], {"role": "assistant", "content": reply("q", 1, wrong)}]
+        codes = [v.code for t in validate_transcript(kept, "1.5").turns for v in t.violations]
+        assert codes == ["locus-mismatch"], wrong

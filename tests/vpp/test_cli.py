@@ -1,12 +1,18 @@
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
+import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from vpp import build_footer
 from vpp.cli import main
@@ -263,7 +269,7 @@ def test_console_script_reads_stdin() -> None:
             "deep.json:1: invalid JSON: nested too deeply",
         ),
         ("deep.jsonl", '{"a": ' + "[" * 100_000, "deep.jsonl:1: invalid JSON line: nested"),
-        ("bin.txt", "", "bin.txt: cannot read"),
+        ("bin.txt", "", "bin.txt:1:1: not UTF-8 (byte 0x"),
         ("dir", "", "dir: cannot read"),
     ],
 )
@@ -357,3 +363,83 @@ def test_an_object_without_messages_says_so(
     path = write(tmp_path, "t.json", '{\n  "conversation": []\n}\n')
     assert main(["check", path]) == 2
     assert 'a JSON object transcript needs a "messages" list' in capsys.readouterr().err
+
+
+# Lines people and tools put in transcripts: every marker style and speaker name, commands,
+# tags, footers whole and mangled, fences, JSON fragments (session 13 fuzz).
+_FUZZ_LINES = [
+    "User: !<g>",
+    "Human: !<q> --minor",
+    "H: !<c> --incorrect",
+    "A: <c>",
+    "Assistant: <g>",
+    "AI:",
+    "Model: <o>",
+    "**User:** !<o> --correct --<q>",
+    "**Assistant:**",
+    "## User",
+    "### Claude",
+    "You said:",
+    "ChatGPT said:",
+    "GPT-4o: <q>",
+    "System: be brief",
+    "!<e> --<g>",
+    "!<e_o>",
+    "!<o_f> --incorrect",
+    "!<x>",
+    "<q>",
+    "<o_f>",
+    "[Version=v1.4 | Tag=q_1 | Sources=none | Assumptions=0 | Cycle=1/3 | Locus=default]",
+    "[Version=v1.5 | Tag=c_3 | Sources=web | Assumptions=2 | Cycle=2/3 | Locus=locus-2]",
+    "[Version=v1.4 | Tag=<o>_<9> | Sources=<none> | Cycle=<3>/3]",
+    "**[Version=v1.5 | Tag=g_99999999999999999999 | Cycle=9/3 | Locus=|]**",
+    "[Version=",
+    "```",
+    "```json",
+    "# Locus jump",
+    '{"role": "user", "content": "!<g>"}',
+    '[{"from": "human", "value": "!<q>"}]',
+    '{"messages": [',
+    "Escape options: !<e> --<g> !<e_o>",
+    "",
+    "body with ünïcødé ✓ and a very long line " + "x" * 300,
+]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.sampled_from(_FUZZ_LINES), max_size=14),
+    st.sampled_from(["\n", "\r\n"]),
+    st.booleans(),
+    st.sampled_from(["1.4", "1.5"]),
+)
+def test_fuzz_any_transcript_gets_a_report_or_a_located_error(
+    lines: list[str], newline: str, bom: bool, version: str
+) -> None:
+    text = ("\ufeff" if bom else "") + newline.join(lines)
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "t.txt"
+        path.write_bytes(text.encode("utf-8"))
+        for argv in (
+            ["check", "--version", version, str(path)],
+            [
+                "check",
+                "--version",
+                version,
+                "--lenient",
+                "--from-start",
+                "--format",
+                "json",
+                str(path),
+            ],
+            ["repair", "--version", version, str(path)],
+        ):
+            out, err = io.StringIO(), io.StringIO()
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                code = main(argv)
+            assert code in (0, 1, 2), (argv, err.getvalue())
+            assert "Traceback" not in err.getvalue()
+            if code == 2:  # an input error names the file and the line
+                assert re.match(rf"vpp: error: {re.escape(str(path))}:\d+: \S", err.getvalue())
+            elif "--format" in argv:
+                assert set(json.loads(out.getvalue())) == {"ok", "turns"}

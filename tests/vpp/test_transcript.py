@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vpp import TranscriptError, read_transcript, write_transcript
+from tests.vpp.test_cli import _FUZZ_LINES
+from vpp import TranscriptError, read_transcript, validate_transcript, write_transcript
 
 TEXT = """Notes before the first turn are ignored.
 
@@ -133,7 +134,9 @@ def test_plain_text_is_written_back_exactly_as_read() -> None:
 FOOTER = "[Version=v1.5 | Tag=g_1 | Sources=none | Assumptions=0 | Cycle=1/3 | Locus=default]"
 
 
-@pytest.mark.parametrize("frame", ["# Locus jump", "## Next", "```", "```text", "~~~"])
+@pytest.mark.parametrize(
+    "frame", ["# Locus jump", "## Next", "```", "```text", "~~~", "---", "***", "___", "- - -"]
+)
 def test_markdown_framing_after_a_footer_is_commentary(frame: str) -> None:
     text = f"```text\nUSER: !<g>\nASSISTANT: <g>\nbody\n{FOOTER}\n\n{frame}\nProse.\n\nUSER: !<q>\n"
     transcript = read_transcript(text)
@@ -149,6 +152,7 @@ def test_markdown_framing_after_a_footer_is_commentary(frame: str) -> None:
         f"<o>\n# Heading in the body\nText.\n{FOOTER}",  # a heading before the footer
         f"<g>\nbody\n{FOOTER}\nThanks!",  # plain text after the footer is still content
         f"<g>\nbody\n{FOOTER}\n\n#hashtag",  # not a Markdown heading
+        f"<g>\nbody\n{FOOTER}\n--",  # not a thematic break
     ],
 )
 def test_content_that_is_not_framing_stays_in_the_turn(content: str) -> None:
@@ -159,3 +163,85 @@ def test_content_that_is_not_framing_stays_in_the_turn(content: str) -> None:
 def test_framing_is_only_cut_from_assistant_turns() -> None:
     text = f"User: !<g>\n{FOOTER}\n# note\nAssistant: <g>\n"
     assert read_transcript(text).messages[0].content == f"!<g>\n{FOOTER}\n# note"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_FUZZ_LINES), max_size=14))
+def test_a_text_transcript_is_written_back_as_read_whatever_its_markers(lines: list[str]) -> None:
+    text = "\n".join(lines)
+    try:
+        transcript = read_transcript(text)
+    except TranscriptError as error:
+        assert error.line >= 1
+        return
+    if transcript.format == "text":
+        assert write_transcript(transcript) == text
+
+
+@pytest.mark.parametrize(
+    ("user", "assistant"),
+    [
+        ("Human:", "Assistant:"),
+        ("H:", "A:"),
+        ("User:", "Model:"),
+        ("User:", "AI:"),
+        ("You said:", "ChatGPT said:"),
+        ("**You:**", "**Claude:**"),
+        ("Me:", "GPT-4o:"),
+        ("Prompt:", "Response:"),
+    ],
+)
+def test_speaker_names_people_and_tools_write(user: str, assistant: str) -> None:
+    text = f"{user} !<g>\n{assistant}\n<g>\nbody\n[Version=v1.4 | Tag=g_1 | Sources=none | Assumptions=0 | Cycle=1/3 | Locus=x]\n"
+    transcript = read_transcript(text)
+    assert [(m.role, m.line) for m in transcript.messages] == [("user", 1), ("assistant", 3)]
+    assert write_transcript(transcript) == text
+
+
+def test_once_the_speakers_are_named_other_names_are_content() -> None:
+    # `A:` in a User/Assistant transcript, `User:` in a Human/AI one: lines of the turn.
+    text = "User: !<q>\nAssistant: <q>\nA: one\nHuman: two\nQ?\n[Version=v1.4 | Tag=q_1 | Sources=none | Assumptions=0 | Cycle=1/3 | Locus=x]\n"
+    assert [m.role for m in read_transcript(text).messages] == ["user", "assistant"]
+    other = "Human: !<q>\nAI: <q>\nUser: one\n[Version=v1.4 | Tag=q_1 | Sources=none | Assumptions=0 | Cycle=1/3 | Locus=x]\n"
+    assert read_transcript(other).messages[1].content.count("\n") == 2
+
+
+@pytest.mark.parametrize(
+    ("message", "says"),
+    [
+        ({"role": "narrator", "content": "x"}, "message 1 has role 'narrator'; expected user"),
+        ({"content": "x"}, "message 1 has no role; expected user"),
+        ({"type": "message", "content": "x"}, "message 1 has no role"),
+        ({"role": "user", "content": 5}, "message 1 content must be a string or a list"),
+        ({"from": "human", "value": None}, "message 1 value must be a string or a list"),
+        ({"role": "user", "parts": [{"text": 3}]}, "message 1 parts must be a string"),
+    ],
+)
+def test_json_messages_that_hold_no_turn_say_which_and_why(
+    message: dict[str, object], says: str
+) -> None:
+    with pytest.raises(TranscriptError) as raised:
+        read_transcript(json.dumps([message]))
+    assert says in str(raised.value)
+
+
+def test_an_empty_turn_is_located_at_its_marker() -> None:
+    text = "User: !<g>\nAssistant:\nUser:\n\nAssistant: <c>\n"
+    assert [(m.role, m.content, m.line) for m in read_transcript(text).messages] == [
+        ("user", "!<g>", 1),
+        ("assistant", "", 2),
+        ("user", "", 3),
+        ("assistant", "<c>", 5),
+    ]
+    assert write_transcript(read_transcript(text)) == text
+
+
+def test_a_q_and_a_list_in_a_message_is_text_when_the_speakers_have_word_names() -> None:
+    footer = "[Version=v1.4 | Tag=g_1 | Sources=none | Assumptions=0 | Cycle=1/3 | Locus=x]"
+    text = f"User: !<g>\nFormat:\nQ: question\nA: answer\nAssistant: <g>\nQ: x\nA: y\n{footer}\n"
+    transcript = read_transcript(text)
+    assert [(m.role, m.line) for m in transcript.messages] == [("user", 1), ("assistant", 5)]
+    assert validate_transcript(text).ok
+    # `System:` is still skipped; `Tool:` in a reply is the reply's text.
+    tooled = f"User: !<g>\nAssistant: <g>\nTool: a hammer\n{footer}\nSystem: be brief\n"
+    assert [m.role for m in read_transcript(tooled).messages] == ["user", "assistant", "system"]

@@ -414,3 +414,19 @@ def test_a_first_line_that_mentions_a_tag_in_code_is_body_text() -> None:
     ]
     assert result.repaired is not None
     assert result.repaired.split("\n")[:2] == ["<q>", "`<g>` is conceptual."]
+
+
+def test_a_footer_run_onto_the_last_line_says_where_and_is_split_off_by_repair() -> None:
+    footer = "[Version=v1.4 | Tag=g_1 | Sources=web | Assumptions=0 | Cycle=1/3 | Locus=x]"
+    result = validate_exchange("!<g>", f"<g>\nSome text. {footer}", repair=True)
+    assert [(v.code, v.line, v.message) for v in result.violations] == [
+        (
+            "missing-or-malformed-footer",
+            2,
+            (
+                "The reply must end with the compliance footer line"
+                " (it is at column 12: put it on a line of its own)."
+            ),
+        )
+    ]
+    assert result.repaired == f"<g>\nSome text.\n{footer}"

@@ -70,7 +70,7 @@ def _jsonl_cases(path: Path) -> Iterator[Case | Invalid]:
             try:
                 value = orjson.loads(raw)
             except orjson.JSONDecodeError as error:
-                yield Invalid(number, f"invalid JSON ({error})")
+                yield Invalid(number, _not_json(raw, error))
                 continue
             if not isinstance(value, dict):
                 kind = type(value).__name__ if value is not None else "null"
@@ -139,3 +139,13 @@ def count_cases(path: Path) -> int | None:
             return sum(1 for raw in _lines(handle) if raw is None or raw.strip())
     except (CasesError, OSError):
         return None
+
+
+def _not_json(raw: bytes, error: orjson.JSONDecodeError) -> str:
+    """Why a line is not a case, in words: bytes that are not UTF-8 get their column."""
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as bad:
+        column = bad.start + 1
+        return f"not UTF-8 (byte 0x{raw[bad.start]:02x} at column {column}); save the file as UTF-8"
+    return f"invalid JSON ({error})"

@@ -123,6 +123,17 @@ class BatchResult:
 Listener = Callable[[dict[str, Any], BatchStats], None]
 
 
+def _check_output(output: Path) -> None:
+    """The rows file can be written, checked before the batch folder is made."""
+    if output.is_dir():
+        raise BatchError(f"-o {output}: is a folder; give the rows file's name")
+    folder = output.parent
+    if not folder.is_dir():
+        raise BatchError(f"-o {output}: no such folder {folder}")
+    if not os.access(folder, os.W_OK) or (output.exists() and not os.access(output, os.W_OK)):
+        raise BatchError(f"-o {output}: cannot write there (read-only or no permission)")
+
+
 async def run_batch(
     program: str | Path,
     inputs: str | Path,
@@ -156,10 +167,17 @@ async def run_batch(
     # As `prose run`: without `project_dir`, the nearest prose.toml above the program.
     project = base if project_dir is not None else find_project(program_path.parent).root
     _check_options(executor, max_runs, processes)
+    if output is not None:
+        _check_output(Path(output))
     try:
         text = program_path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise BatchError(f"{program_path}: cannot read ({error})") from None
+    except OSError as error:
+        raise BatchError(f"{program_path}: cannot read ({error.strerror or error})") from None
+    except UnicodeDecodeError as error:
+        raise BatchError(
+            f"{program_path}: not valid UTF-8 (byte 0x{error.object[error.start]:02x} at offset "
+            f"{error.start}); OpenProse source must be UTF-8"
+        ) from None
     try:
         sha = file_sha256(inputs_path)
     except OSError as error:

@@ -28,9 +28,10 @@ def describe(stats: BatchStats, total: int | None) -> str:
 
 def cost_text(cost: float, unpriced: dict[str, int]) -> str:
     """The cost, never an unknown price shown as free."""
+    shown = "under $0.0001" if 0 < cost < 0.0001 else f"${cost:.4f}"  # as `prose run` says it
     if not unpriced:
-        return f"${cost:.4f}"
-    return f"${cost:.4f} + unknown (no price for {', '.join(sorted(unpriced))})"
+        return shown
+    return f"{shown} + unknown (no price for {', '.join(sorted(unpriced))})"
 
 
 def _clock(seconds: float) -> str:
@@ -45,9 +46,12 @@ def _clock(seconds: float) -> str:
 class PlainBatchProgress:
     """Invalid lines as they come; a status line every `interval` seconds and at the end."""
 
-    def __init__(self, stream: TextIO, total: int | None, interval: float = 5.0) -> None:
+    def __init__(
+        self, stream: TextIO, total: int | None, interval: float = 5.0, cases: str = "line "
+    ) -> None:
         self.stream = stream
         self.total = total
+        self.cases = cases  # how an invalid line is named: `cases.jsonl:` + its number
         self.interval = interval
         self._last = time.monotonic()
         self._stats: BatchStats | None = None
@@ -55,7 +59,7 @@ class PlainBatchProgress:
     def __call__(self, row: dict[str, Any], stats: BatchStats) -> None:
         self._stats = stats
         if row["status"] == "invalid":
-            print(f"prose batch: line {row['line']}: {row['error']}", file=self.stream)
+            print(f"prose batch: {self.cases}{row['line']}: {row['error']}", file=self.stream)
         now = time.monotonic()
         if now - self._last >= self.interval:
             self._last = now
@@ -69,7 +73,8 @@ class PlainBatchProgress:
 class BarProgress:
     """A Rich bar on stderr; invalid lines are printed above it."""
 
-    def __init__(self, total: int | None, title: str) -> None:
+    def __init__(self, total: int | None, title: str, cases: str = "line ") -> None:
+        self.cases = cases
         from rich.console import Console
         from rich.progress import BarColumn, Progress, TextColumn
 
@@ -93,7 +98,7 @@ class BarProgress:
     def __call__(self, row: dict[str, Any], stats: BatchStats) -> None:
         if row["status"] == "invalid":
             self._progress.console.print(
-                f"line {row['line']}: {row['error']}", markup=False, highlight=False
+                f"{self.cases}{row['line']}: {row['error']}", markup=False, highlight=False
             )
         self._progress.update(
             self._task,

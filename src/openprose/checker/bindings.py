@@ -53,9 +53,12 @@ def declare(
     prior = ck.scope.flat.get(ident) or ck.scope.visible.get(ident)
     if prior is not None:
         if kind == "output" and prior.kind == "output":
-            ck.emit(
-                "E024", name.span, f"Output '{ident}' already declared (line {prior.span.line})"
-            )
+            if not _branch_collision(ck, "E024", name, prior, "output"):
+                ck.emit(
+                    "E024",
+                    name.span,
+                    f"Output '{ident}' already declared (line {prior.span.line})",
+                )
         elif kind == "output" or prior.kind == "output":
             ck.emit(
                 "E146",
@@ -67,26 +70,68 @@ def declare(
         elif kind == "input" and prior.kind == "input":
             ck.emit("E021", name.span, f"Input '{ident}' already declared (line {prior.span.line})")
         else:
-            group = ck.branch_groups.get(name.span.start)
-            if group is not None and prior.span.start in group.starts:
-                ck.emit(
-                    "E019",
-                    name.span,
-                    f"Variable '{ident}' already defined in another branch of this "
-                    f"{group.keyword} (line {prior.span.line}); variable names must be unique "
-                    "in a program, also across branches",
-                    help=f'declare {ident} once before the {group.keyword}: let {ident} = "" '
-                    f"(then `{ident} = ...` in each branch)",
-                    fix=group.fix,
-                )
-            else:
+            if not _branch_collision(ck, "E019", name, prior, "let"):
+                fix = _reassign_fix(ck, name, kind, prior)
                 ck.emit(
                     "E019",
                     name.span,
                     f"Variable '{ident}' already defined ({_WHAT[prior.kind]}, line "
                     f"{prior.span.line}); variable names must be unique in a program",
+                    help=f"to give it a new value, assign it: `{ident} = ...` (no `let`)"
+                    if fix is not None
+                    else None,
+                    fix=fix,
                 )
     ck.scope.declare_flat(Var(ident, kind, name.span, program, contract, ck.guards))
+
+
+def _branch_collision(ck: Checker, code: str, name: n.Name, prior: Var, keyword: str) -> bool:
+    """Report a name declared again in another branch of the same `if`/`choice` (E019 for
+    `let`, E024 for `output`) with the fix that declares it once before; False when the
+    two declarations are not such branches."""
+    group = ck.branch_groups.get(name.span.start)
+    if group is None or prior.span.start not in group.starts:
+        return False
+    ident, where = name.id, f"another branch of this {group.keyword} (line {prior.span.line})"
+    ck.emit(
+        code,
+        name.span,
+        f"Output '{ident}' already declared in {where}; an output is declared once"
+        if keyword == "output"
+        else f"Variable '{ident}' already defined in {where}; variable names must be unique "
+        "in a program, also across branches",
+        help=f'declare {ident} once before the {group.keyword}: {keyword} {ident} = "" '
+        f"(then `{ident} = ...` in each branch)",
+        fix=group.fix,
+    )
+    return True
+
+
+def _reassign_fix(ck: Checker, name: n.Name, kind: FlatKind, prior: Var) -> Fix | None:
+    """`let smell = …` again inside a loop, branch or `try` body, where `smell` is a visible
+    `let` from outside it: in the flat namespace that is the same variable, so what the
+    author wrote means giving it a new value — `smell = …` ("Variable reassignment … for
+    let only"). At the same level a second `let` may as well be a second name: no fix."""
+    if kind != "let" or prior.kind != "let" or ck.scope.visible.get(name.id) is not prior:
+        return None
+    if ck.scope.in_block and not ck.scope.declared_in_this_block(name.id):
+        return None  # a block re-using a program's name most likely means a name of its own
+    guards = ck.guards
+    if len(guards) <= len(prior.guards) or guards[: len(prior.guards)] != prior.guards:
+        return None  # not deeper in (in a loop, branch or try): a second name, or a typo?
+    if ck.source is None:
+        return None
+    text = ck.source_text
+    line_start = text.rfind("\n", 0, name.span.start) + 1
+    before = text[line_start : name.span.start]
+    keyword = before.lstrip(" ")
+    if not keyword.startswith("let") or keyword[3:].strip(" ") or len(keyword) == 3:
+        return None  # not `let NAME` at the start of its line (a branch `x = let ...`?)
+    at = line_start + len(before) - len(keyword)
+    return Fix(
+        f"assign `{name.id}` (drop `let`): it is the variable of line {prior.span.line}",
+        (Edit(ck.span_at(at, name.span.start), ""),),
+    )
 
 
 def bind_scoped(ck: Checker, ident: str, span: Span, kind: ScopedKind, shadow_code: str) -> None:
@@ -167,8 +212,33 @@ def _input(ck: Checker, node: n.Input) -> None:
 # --- references ------------------------------------------------------------------------------
 
 
+# Literals of other languages that programs write as values (`let done = false`).
+_FOREIGN_LITERALS = frozenset(("true", "false", "True", "False", "null", "None", "nil"))
+
+
 def _name(ck: Checker, node: n.Name) -> None:
-    ck.resolve(node.id, node.span, "E140", f"Undefined variable '{node.id}'")
+    ident = node.id
+    if ident in _FOREIGN_LITERALS and ident not in ck.declared and ident not in ck.scope.visible:
+        _foreign_literal(ck, node)
+        return
+    ck.resolve(ident, node.span, "E140", f"Undefined variable '{ident}'")
+
+
+def _foreign_literal(ck: Checker, node: n.Name) -> None:
+    """`true`, `false`, `null` as a value: the grammar's values are strings, numbers, names,
+    arrays and what sessions return; a flag is text a model reads (or a **condition** it
+    judges). Quoting it keeps what the author wrote and what the model will see."""
+    ident = node.id
+    fix = None
+    if ck.source is not None and ck.source_text[node.span.start : node.span.end] == ident:
+        fix = Fix(f'write it as text: "{ident}"', (Edit(node.span, f'"{ident}"'),))
+    ck.emit(
+        "E140",
+        node.span,
+        f"Undefined variable '{ident}': OpenProse has no boolean or null values",
+        help=f'write it as text, `"{ident}"`, or let a **condition** judge what it stands for',
+        fix=fix,
+    )
 
 
 def check_attribute(ck: Checker, node: n.Attribute, code: str) -> None:

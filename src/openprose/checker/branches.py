@@ -95,35 +95,56 @@ def _group(
     *,
     movable: bool,
 ) -> None:
-    by_name: dict[str, list[tuple[int, n.Binding]]] = {}
+    by_name: dict[tuple[str, bool], list[tuple[int, n.Binding | n.Output]]] = {}
     for index, body in enumerate(branches):
         for child in body:
             if isinstance(child, n.Binding) and isinstance(child.target, n.Name):
-                by_name.setdefault(child.target.id, []).append((index, child))
-    for name, bindings in by_name.items():
+                by_name.setdefault((child.target.id, False), []).append((index, child))
+            elif isinstance(child, n.Output) and child.name.id:
+                by_name.setdefault((child.name.id, True), []).append((index, child))
+    for (name, output), bindings in by_name.items():
         if len({index for index, _ in bindings}) < 2:
             continue
         fix = None
-        if movable and source is not None and all(b.kind == "let" for _, b in bindings):
-            fix = _fix(stmt, name, [b for _, b in bindings], source)
-        starts = frozenset(b.target.span.start for _, b in bindings)
+        if movable and source is not None and all(_mutable(b) for _, b in bindings):
+            fix = _fix(stmt, name, [b for _, b in bindings], source, output=output)
+        starts = frozenset(_name_of(b).span.start for _, b in bindings)
         group = BranchGroup(name, starts, fix, keyword)
         for start in starts:
             found[start] = group
 
 
+def _mutable(binding: n.Binding | n.Output) -> bool:
+    return isinstance(binding, n.Output) or binding.kind == "let"
+
+
+def _name_of(binding: n.Binding | n.Output) -> n.Name:
+    if isinstance(binding, n.Output):
+        return binding.name
+    assert isinstance(binding.target, n.Name)
+    return binding.target
+
+
 def _fix(
-    stmt: n.If | n.Choice, name: str, bindings: list[n.Binding], source: SourceFile
+    stmt: n.If | n.Choice,
+    name: str,
+    bindings: list[n.Binding | n.Output],
+    source: SourceFile,
+    *,
+    output: bool,
 ) -> Fix | None:
+    """Declare once before the statement (`let x = ""`, or `output x = ""` for an output,
+    which "works like let") and assign in each branch."""
     text = source.text
     line_start = text.rfind("\n", 0, stmt.span.start) + 1
     indent = text[line_start : stmt.span.start]
     if indent.strip():
         return None  # the statement does not start its line: nowhere to put a declaration
-    edits = [Edit(source.span(line_start, line_start), f'{indent}let {name} = ""\n')]
+    keyword = "output" if output else "let"
+    edits = [Edit(source.span(line_start, line_start), f'{indent}{keyword} {name} = ""\n')]
     for binding in bindings:
         # `let result = ...` → `result = ...`: drop the keyword and the space after it
-        edits.append(Edit(source.span(binding.span.start, binding.target.span.start), ""))
+        edits.append(Edit(source.span(binding.span.start, _name_of(binding).span.start), ""))
     return Fix(
         f"declare `{name}` once before the {stmt_word(stmt)} and assign it in each branch",
         tuple(edits),

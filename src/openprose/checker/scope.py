@@ -97,6 +97,10 @@ class Scope:
         self._restore(self._block_undo.pop())
         self.close()
 
+    def declared_in_this_block(self, name: str) -> bool:
+        """Was ``name`` declared by the block definition being walked (not outside it)?"""
+        return bool(self._block_undo) and any(n == name for n, _ in self._block_undo[-1])
+
     @property
     def in_block(self) -> bool:
         return bool(self._block_undo)

@@ -92,6 +92,25 @@ def declared_anywhere(program: n.Program) -> set[str]:
     return found
 
 
+def _flat_declarations(body: tuple[n.Stmt, ...]) -> list[tuple[str, int]]:
+    """The `let`/`const`/`output` names a body declares, at any depth, with their lines."""
+    found: list[tuple[str, int]] = []
+    stack: list[object] = list(body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, n.Binding) and isinstance(node.target, n.Name):
+            found.append((node.target.id, node.target.span.line))
+        elif isinstance(node, n.Output):
+            found.append((node.name.id, node.name.span.line))
+        for attr in ("body", "branches", "options", "else_body", "catch", "finally_body", "ops"):
+            value = getattr(node, attr, None)
+            if isinstance(value, tuple):
+                stack.extend(value)
+            elif value is not None:
+                stack.append(value)
+    return sorted(found, key=lambda item: item[1])
+
+
 def span_of(node: n.Node | n.PermissionsBlock) -> Span:
     """The span of any node (every AST node has one)."""
     return node.span
@@ -178,7 +197,19 @@ class Checker:
     # Every name declared anywhere in the program (an interpolation of any other name is
     # literal text gone wrong, and may be escaped by a fix); walked on first need only.
     _declared: set[str] | None = None
+    _block_locals: dict[str, tuple[str, int]] | None = None
     _around: dict[int, Any] | None = None
+
+    @property
+    def block_locals(self) -> dict[str, tuple[str, int]]:
+        """Flat names declared in a top-level block's body: name → (block, line)."""
+        if self._block_locals is None:
+            self._block_locals = {}
+            for stmt in self.program.body if self.program else ():
+                if isinstance(stmt, n.BlockDef):
+                    for name, line in _flat_declarations(stmt.body):
+                        self._block_locals.setdefault(name, (stmt.name.id, line))
+        return self._block_locals
 
     @property
     def declared(self) -> set[str]:
@@ -249,6 +280,15 @@ class Checker:
         if var is None and name not in self.broken:
             if name in self.joining:
                 message += " (a parallel branch's result exists once the parallel block ends)"
+            elif not self.scope.in_block and name in self.declared:
+                inside = self.block_locals.get(name)
+                if inside is not None:
+                    block, line = inside
+                    message += (
+                        f" (it is declared in block '{block}', line {line}: a block's names "
+                        f"end with the block; bind what it returns, "
+                        f"`let {name} = do {block}(...)`)"
+                    )
             if self.order_free:
                 self.pending_names.append(PendingName(name, span, code, message, fix))
             else:

@@ -46,8 +46,8 @@ def _overview() -> str:
         "options: --version, --completion {bash,zsh,fish} (print a completion script),",
         "-q (only results and errors), -v (say more). Every FILE may be - for stdin.",
         "",
-        "Run `prose COMMAND --help` for a command's options; the language guide is",
-        "docs/guide.md.",
+        "Run `prose COMMAND --help` (or `prose help COMMAND`) for a command's options; the",
+        "language guide is docs/guide.md.",
     ]
     return "\n".join(lines)
 
@@ -101,6 +101,14 @@ def main(argv: list[str] | None = None) -> int:
     if args[0] == "--completion" or args[0].startswith("--completion="):
         return _completion(args)
     name = args[0]
+    if name == "help":  # `prose help` and `prose help run`, as git and cargo take them
+        if len(args) > 1 and args[1] in COMMANDS:
+            command_parser(args[1]).print_help()
+            return 0
+        if len(args) > 1:
+            return _unknown_command(args[1])
+        print(_overview())
+        return 0
     if name not in COMMANDS:
         return _unknown_command(name)
     parser = command_parser(name)
@@ -113,11 +121,8 @@ def main(argv: list[str] | None = None) -> int:
     module = importlib.import_module(COMMANDS[name][0])
     from cliconventions import guard_output
 
-    try:
-        return guard_output("prose", lambda: int(module.run(namespace)))
-    except KeyboardInterrupt:
-        print("prose: interrupted", file=sys.stderr)
-        return 130
+    # Ctrl-C and SIGTERM the command does not handle itself: one line, exit 130 / 143.
+    return guard_output("prose", lambda: int(module.run(namespace)))
 
 
 def _unknown_command(name: str) -> int:

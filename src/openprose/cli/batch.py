@@ -7,7 +7,6 @@ says why); 2 for usage errors (bad program, provider configuration, unreadable i
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import sys
@@ -61,10 +60,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from openprose.batches import BatchError
 
+    _announced.clear()
     try:
         return _batch(args)
     except BatchError as error:
         return _not_run(str(error), args.json)
+    except OSError as error:  # the batch folder or rows file cannot be written
+        from cliconventions import os_error_text
+
+        if isinstance(error, BrokenPipeError):
+            raise  # the output's reader left: guard_output ends quietly
+        if not _announced:
+            return _not_run(f"the batch could not start: {os_error_text(error)}", args.json)
+        print(
+            f"prose batch: cannot write the batch: {os_error_text(error)}; after fixing the "
+            f"cause, continue with: prose batch --resume {_announced[-1]}",
+            file=sys.stderr,
+        )
+        return FAILED
 
 
 def _not_run(message: str, as_json: bool) -> int:
@@ -102,6 +115,7 @@ def _batch(args: argparse.Namespace) -> int:
             args.json,
             total,
             title,
+            _meta(root).get("inputs") if root else None,
         )
     if not args.program or not args.inputs:
         raise BatchError("give PROGRAM and INPUTS (or --resume BATCH)")
@@ -128,6 +142,7 @@ def _batch(args: argparse.Namespace) -> int:
         args.json,
         total,
         f"batch {Path(args.program).name}",
+        args.inputs,
     )
 
 
@@ -148,27 +163,41 @@ def _meta(root: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def _show(start: Any, as_json: bool, total: int | None, title: str) -> int:
-    """Run the batch with a progress view (none with --json), then the summary."""
+def _show(start: Any, as_json: bool, total: int | None, title: str, inputs: str | None) -> int:
+    """Run the batch with a progress view (none with --json), then the summary. `inputs`:
+    the cases file, naming an invalid line as `cases.jsonl:LINE:`."""
+    cases = f"{inputs}:" if inputs else "line "
+
+    def invalid_lines_only(row: dict[str, Any], stats: Any) -> None:
+        if row["status"] == "invalid":
+            print(f"prose batch: {cases}{row['line']}: {row['error']}", file=sys.stderr)
+
+    from cliconventions import interrupt_status, run_async
+    from cliconventions import interrupt_word as interrupted
     from openprose.batches.progress import BarProgress, PlainBatchProgress
 
     try:
         if as_json:
-            result = asyncio.run(start(_invalid_lines_only))
+            result = run_async(start(invalid_lines_only))
         elif sys.stderr.isatty() and os.environ.get("TERM") != "dumb":
-            with BarProgress(total, title) as bar:
-                result = asyncio.run(start(bar))
+            with BarProgress(total, title, cases) as bar:
+                result = run_async(start(bar))
         else:
-            plain = PlainBatchProgress(sys.stderr, total)
-            result = asyncio.run(start(plain))
+            plain = PlainBatchProgress(sys.stderr, total, cases=cases)
+            result = run_async(start(plain))
             plain.finish()
-    except KeyboardInterrupt:
-        where = _announced[-1] if _announced else "BATCH"
-        print(
-            f"prose batch: interrupted; continue with: prose batch --resume {where}",
-            file=sys.stderr,
-        )
-        return 130
+    except KeyboardInterrupt as interrupt:  # Ctrl-C, or SIGTERM
+        if not _announced:
+            print(
+                f"prose batch: {interrupted(interrupt)} before the batch started", file=sys.stderr
+            )
+        else:
+            print(
+                f"prose batch: {interrupted(interrupt)}; continue with: "
+                f"prose batch --resume {_announced[-1]}",
+                file=sys.stderr,
+            )
+        return interrupt_status(interrupt)
     summary = result.to_json()
     if as_json:
         print(json.dumps(summary, ensure_ascii=False))
@@ -208,8 +237,3 @@ def _announce(batch_id: str, root: Path) -> None:
     """The batch id on stderr at the start, so an interrupted batch can be found."""
     _announced.append(batch_id)
     print(f"prose batch: batch {batch_id} ({root})", file=sys.stderr)
-
-
-def _invalid_lines_only(row: dict[str, Any], stats: Any) -> None:
-    if row["status"] == "invalid":
-        print(f"prose batch: line {row['line']}: {row['error']}", file=sys.stderr)

@@ -114,9 +114,12 @@ def run(args: argparse.Namespace) -> int:
             else:
                 diagnostics = problems if source is None else _check(source, args.project_dir)
             checked.append(Checked(str(program), source, diagnostics))
+        hidden = _hidden_fixes(checked, args)
         if args.diff:
             fixes = "1 fix" if fix_count == 1 else f"{fix_count} fixes"
-            write(sys.stderr, f"{fixes} would be applied in {_plural(fixed_files, 'file')}\n")
+            write(
+                sys.stderr, f"{fixes} would be applied in {_plural(fixed_files, 'file')}{hidden}\n"
+            )
             if usage_error:
                 return USAGE_ERROR
             return FAILED if fixed_files else OK
@@ -129,7 +132,8 @@ def run(args: argparse.Namespace) -> int:
             if args.fix:
                 write(
                     sys.stdout,
-                    f"fixed {_plural(fix_count, 'problem')} in {_plural(fixed_files, 'file')}\n",
+                    f"fixed {_plural(fix_count, 'problem')} in {_plural(fixed_files, 'file')}"
+                    f"{hidden}\n",
                 )
             if not getattr(args, "quiet", False):
                 write(sys.stdout, summary(checked) + "\n")
@@ -137,6 +141,14 @@ def run(args: argparse.Namespace) -> int:
             return USAGE_ERROR
         return FAILED if any(d.is_error for c in checked for d in c.diagnostics) else OK
     return FAILED  # stdout was closed early (e.g. piped into `head`)
+
+
+def _hidden_fixes(checked: list[Checked], args: argparse.Namespace) -> str:
+    """` (N more with --unsafe-fixes)` when likely fixes were left out (as ruff says it)."""
+    if not (args.fix or args.diff) or args.unsafe_fixes:
+        return ""
+    count = sum(1 for c in checked for d in c.diagnostics if d.fix is not None and not d.fix.safe)
+    return f" ({count} more with --unsafe-fixes)" if count else ""
 
 
 def _fix(
@@ -208,10 +220,14 @@ def expand(paths: list[str]) -> Iterator[Path | str]:
             write(sys.stderr, f"prose: {path}: {missing_reason(path)}\n")
             yield path
             continue
+        found = False
         for program in find_programs(path):
+            found = True
             if program not in seen:
                 seen.add(program)
                 yield program
+        if not found and os.path.isdir(path):  # as ruff says it: a typo'd or empty folder
+            write(sys.stderr, f"prose: warning: no .prose files under {path}\n")
 
 
 def missing_reason(path: str | Path) -> str:
@@ -225,14 +241,15 @@ def missing_reason(path: str | Path) -> str:
 
 def read(path: Path) -> tuple[SourceFile | None, list[Diagnostic]]:
     """``read_source``, reporting a file that cannot be read at all on stderr."""
-    from openprose.parser import decode_source, read_source
+    from openprose.parser import PROGRAM_LIMIT, decode_source, read_source
 
     if str(path) == STDIN:
-        source, problems = decode_source(sys.stdin.buffer.read(), STDIN_NAME)
+        source, problems = decode_source(sys.stdin.buffer.read(PROGRAM_LIMIT + 1), STDIN_NAME)
     else:
         source, problems = read_source(path)
     if source is None and is_unreadable(problems):
-        write(sys.stderr, f"prose: {path}: {problems[0].message.lower()}\n")
+        message = problems[0].message
+        write(sys.stderr, f"prose: {path}: {message[:1].lower()}{message[1:]}\n")
     return source, list(problems)
 
 
@@ -277,10 +294,15 @@ def _lossy(path: str) -> SourceFile | None:
         path == STDIN_NAME or not Path(path).is_file()
     ):  # a FIFO was read once already; opening it again would block
         return None
+    from openprose.parser import PROGRAM_LIMIT
+
     try:
-        data = Path(path).read_bytes()
+        with open(path, "rb") as handle:
+            data = handle.read(PROGRAM_LIMIT + 1)
     except OSError:
         return None
+    if len(data) > PROGRAM_LIMIT:
+        return None  # refused unread (E118): no excerpt to show
     # columns are counted after the BOM, as read_source does
     data = data.removeprefix(b"\xef\xbb\xbf")
     return SourceFile.from_text(data.decode("utf-8", errors="replace"), path)

@@ -5,7 +5,8 @@ from the program's folder (or the working directory), the nearest ``prose.toml``
 ``pyproject.toml`` with ``[tool.prose]``. The provider is chosen as ``prose run`` chooses it:
 ``--provider``, then ``PROSE_PROVIDER``, then the settings file, then API-key variables,
 then the installed local model. Exit status 0 when a provider would be used, 1 when none is
-configured (the reason is printed), 2 for a settings file that cannot be read.
+configured (the reason is printed), 2 for a settings file that cannot be read, a bad
+`--provider` or a PROGRAM that is not a file.
 """
 
 from __future__ import annotations
@@ -33,6 +34,12 @@ def run(args: argparse.Namespace) -> int:
     from openprose.providers import ProviderConfigError, load_settings
     from openprose.providers.settings import resolve_model
 
+    if args.program and args.program != "-" and not Path(args.program).is_file():
+        from openprose.files import unreadable_reason
+
+        reason = unreadable_reason(Path(args.program)) or "not a regular file"
+        print(f"prose: {args.program}: {reason}", file=sys.stderr)
+        return 2
     start = Path(args.program).parent if args.program else Path.cwd()
     project = find_project(start)
     shown: dict[str, Any] = {
@@ -46,7 +53,9 @@ def run(args: argparse.Namespace) -> int:
     except ProviderConfigError as error:
         shown["provider"] = None
         shown["provider_error"] = str(error)
-        status = 2 if project.settings_file and str(project.settings_file) in str(error) else 1
+        # 2: the settings file or an option is wrong; 1: nothing is configured
+        wrong_file = project.settings_file is not None and str(project.settings_file) in str(error)
+        status = 2 if wrong_file or "(from --provider)" in str(error) else 1
     else:
         aliases = (
             "sonnet",
@@ -56,6 +65,9 @@ def run(args: argparse.Namespace) -> int:
         )
         shown["provider"] = settings.provider
         shown["provider_source"] = settings.source
+        if settings.provider in ("openai", "anthropic"):  # where requests go, and the key
+            shown["base_url"] = settings.base_url or _default_url(settings.provider)
+            shown["api_key"] = "set" if settings.api_key else "not set"
         if settings.path is not None:
             shown["provider_file"] = str(settings.path)
         shown["models"] = {alias: ":".join(resolve_model(alias, settings)) for alias in aliases}
@@ -74,10 +86,23 @@ def run(args: argparse.Namespace) -> int:
     print(f"provider:  {shown['provider']}  (chosen by {source})")
     if "provider_file" in shown:
         print(f"           file {shown['provider_file']}")
+    if "base_url" in shown:
+        print(f"base_url:  {shown['base_url']}  (API key {shown['api_key']})")
     for alias, target in shown["models"].items():
         print(f"model:     {alias} -> {target}")
     print(f"max_concurrency: {shown['max_concurrency']}")
     return status
+
+
+def _default_url(provider: str) -> str:
+    """Where `provider` sends requests when no base URL is configured."""
+    if provider == "anthropic":
+        from openprose.providers import anthropic
+
+        return anthropic.DEFAULT_BASE_URL
+    from openprose.providers import openai
+
+    return openai.DEFAULT_BASE_URL
 
 
 def _indent(text: str) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -74,17 +75,23 @@ def parse_and_check(path: Path, project: Path, stream: TextIO) -> Any:
     `stream` like `prose check` prints them, and a `UsageError` carrying them is raised."""
     from openprose.checker import diagnose
     from openprose.files import unreadable_reason
-    from openprose.parser import decode_source, parse, read_source
+    from openprose.parser import PROGRAM_LIMIT, decode_source, parse, read_source
 
     if str(path) == STDIN:
-        source, problems = decode_source(sys.stdin.buffer.read(), "<stdin>")
+        source, problems = decode_source(sys.stdin.buffer.read(PROGRAM_LIMIT + 1), "<stdin>")
     elif (reason := unreadable_reason(path)) is not None:
         raise UsageError(f"{path}: {reason}")
     else:
         source, problems = read_source(path)
+    if source is not None and source.path != (shown := recordable_name(source.path)):
+        # a file name that is not UTF-8 (legal on Linux) is recorded as shown, U+FFFD for
+        # its undecodable bytes: run.json, state.md and the audit trail are UTF-8
+        source = replace(source, path=shown)
     if source is None:
         print_diagnostics(list(problems), None, stream)
-        raise UsageError(f"{path}: cannot be read", [d.to_dict() for d in problems])
+        why = problems[0].message if problems else "cannot be read"  # E100 / E118
+        why = why[:1].lower() + why[1:]
+        raise UsageError(f"{path}: {why}", [d.to_dict() for d in problems])
     parsed = parse(source)
     diagnostics = diagnose(parsed, project)
     errors = [d for d in diagnostics if d.is_error]
@@ -97,6 +104,15 @@ def parse_and_check(path: Path, project: Path, stream: TextIO) -> Any:
     if diagnostics:
         print_diagnostics(diagnostics, source, sys.stderr)
     return parsed
+
+
+def recordable_name(name: str) -> str:
+    """`name` with the undecodable bytes of a non-UTF-8 file name (surrogate escapes) as
+    U+FFFD, so that it can be written to the run's UTF-8 files."""
+    try:
+        return name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    except UnicodeEncodeError:  # a lone surrogate no file system gave (the Python API)
+        return name.encode("utf-8", "replace").decode("utf-8")
 
 
 def print_diagnostics(diagnostics: Any, source: Any, stream: Any) -> None:

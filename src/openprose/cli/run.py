@@ -4,7 +4,8 @@ Exit status: 0 when the run succeeds; 1 when the program fails (an uncaught erro
 `throw`, reported with the statement's `path:line:col`); 2 for usage and compile errors
 (diagnostics printed as `prose check` prints them) and for provider configuration problems;
 3 when the run stopped at a budget (`--max-sessions`, `--max-tokens`, `--max-cost`): it is
-resumable with a larger one.
+resumable with a larger one; 4 waiting for an approval; 130 Ctrl-C and 143 SIGTERM (the run
+stays resumable and the command that continues it is printed). README.md, "Exit status".
 
 The steps that open a run are in `openprose.cli.opening`.
 """
@@ -20,6 +21,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cliconventions import interrupt_status
+from cliconventions import interrupt_word as interrupted
 from openprose.cli.opening import (
     STDIN,
     UsageError,
@@ -134,8 +137,8 @@ def _limit(kind: type[int | float]) -> Callable[[str], int | float | str]:
             raise argparse.ArgumentTypeError(
                 f"expected {'an integer' if kind is int else 'a number'} or none, got {text!r}"
             ) from None
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"must be positive (or none), got {text!r}")
+        if not 0 < value < float("inf"):  # nan and inf too: a typo, never a budget
+            raise argparse.ArgumentTypeError(f"must be a positive number (or none), got {text!r}")
         return value
 
     return parse
@@ -229,6 +232,7 @@ class RunNotice:
         self.run_id: str | None = None
         self.project: Path | None = None
         self.provider: str | None = None  # the provider's name, for the summary's wording
+        self.reporting = False  # the run is over; its summary is being written
 
     def __call__(self, event: str, step: str, fields: dict[str, Any]) -> None:
         if event != "run_started":
@@ -257,20 +261,37 @@ def guarded(command: Callable[[argparse.Namespace], int], args: argparse.Namespa
     args.notice = notice = RunNotice(bool(getattr(args, "quiet", False)))
     try:
         return command(args)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as interrupt:
+        how = interrupted(interrupt)
         if notice.run_id is None:
-            print("prose: interrupted before the run started", file=sys.stderr)
+            print(f"prose: {how} before the run started", file=sys.stderr)
         else:
             print(
-                f"prose: interrupted; run {notice.run_id} keeps what it finished. "
+                f"prose: {how}; run {notice.run_id} keeps what it finished. "
                 f"Continue it with: {notice.resume_command()}",
                 file=sys.stderr,
             )
-        return 130
+        if as_json:  # still the one promised object on stdout
+            print(json.dumps({"run_id": notice.run_id, "status": "interrupted", "error": how}))
+        return interrupt_status(interrupt)
     except UsageError as error:
         return _not_run(str(error), USAGE_ERROR, as_json, error.diagnostics)
-    except OSError as error:
-        return _not_run(str(error), FAILED, as_json)
+    except OSError as error:  # the run folder cannot be written: a full disk, read-only...
+        from cliconventions import os_error_text
+
+        if isinstance(error, BrokenPipeError) or notice.reporting:
+            raise  # writing the output failed (a closed pipe, a full disk): guard_output says so
+        if notice.run_id is None:
+            return _not_run(
+                f"the run could not start: {os_error_text(error)}", USAGE_ERROR, as_json
+            )
+        _not_run(f"cannot write the run: {os_error_text(error)}", FAILED, as_json)
+        print(
+            f"prose: run {notice.run_id} keeps what it finished; after fixing the cause, "
+            f"continue it with: {notice.resume_command()}",
+            file=sys.stderr,
+        )
+        return FAILED
     except Exception as error:  # noqa: BLE001 - a VM bug: say so plainly; the run stays resumable
         from openprose.vm.runstore import DamagedRun
 
@@ -369,8 +390,6 @@ def hold_progress(tools: Any, observer: Any) -> None:
 
 
 def run_async(coroutine: Any, provider: Provider) -> RunResult:
-    import asyncio
-
     async def main() -> RunResult:
         try:
             result: RunResult = await coroutine
@@ -378,8 +397,11 @@ def run_async(coroutine: Any, provider: Provider) -> RunResult:
         finally:
             await provider.aclose()
 
+    from cliconventions import run_async as run_terminable
+
     with lean_collector():
-        return asyncio.run(main())
+        result: RunResult = run_terminable(main())  # SIGTERM: as Ctrl-C
+        return result
 
 
 # Container allocations between young collections while a run goes on (CPython's default is
@@ -456,6 +478,8 @@ class Fanout:
 
 
 def report(result: RunResult, as_json: bool, notice: RunNotice | None = None) -> int:
+    if notice is not None:
+        notice.reporting = True  # from here an OSError is the output's, not the run folder's
     if as_json:
         print(json.dumps(result.to_json(), ensure_ascii=False))
     else:

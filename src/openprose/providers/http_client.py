@@ -81,8 +81,12 @@ class HttpProvider:
         timeout: float,
         max_connections: int = 0,
     ) -> None:
-        parts = urlsplit(base_url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
+        try:
+            parts = urlsplit(base_url)
+            host = parts.hostname
+        except ValueError:  # `http://[::1/v1`: an unclosed IPv6 bracket
+            host = None
+        if host is None or parts.scheme not in ("http", "https"):
             raise ProviderConfigError(
                 f"{self.name}: the base URL must be an http:// or https:// URL with a host, "
                 f"got {base_url!r}"

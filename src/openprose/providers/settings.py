@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import math
 import os
+import re
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -197,7 +198,9 @@ def load_settings(
     selected = endpoints.pop(name, None) or _endpoint(
         name, _table(provider_tables, name, where), {}, where
     )
-    aliases = {**selected.aliases, **_parse_overrides(model_overrides)}
+    overrides = _parse_overrides(model_overrides)
+    _warn_on_mistyped_aliases(overrides, selected.aliases)
+    aliases = {**selected.aliases, **overrides}
 
     retry_table = _table(config, "retry", where)
     defaults = RetryPolicy()
@@ -260,8 +263,11 @@ def _choose_provider(
 def _parse_spec(spec: str, source: str, base_dir: Path | None) -> tuple[str, Path | None]:
     name, _, rest = spec.partition(":")
     if name not in PROVIDER_NAMES:
+        from openprose.suggest import did_you_mean
+
+        hint = did_you_mean(name, PROVIDER_NAMES)
         raise ProviderConfigError(
-            f"unknown provider {spec!r} (from {source}); "
+            f"unknown provider {spec!r} (from {source}){hint}; "
             f"choose one of: anthropic, openai, local, replay:CASSETTE_OR_RUN, scripted:RULES"
         )
     if name in FILE_PROVIDERS:
@@ -332,6 +338,17 @@ def _parse_overrides(overrides: Iterable[str]) -> dict[str, str]:
             )
         parsed[alias.strip()] = target.strip()
     return parsed
+
+
+def _warn_on_mistyped_aliases(overrides: Mapping[str, str], configured: Mapping[str, str]) -> None:
+    """`--model sonet=...` routes nothing a program names by default: say so, once, with the
+    likely alias (the route is kept, for a program whose sessions name `sonet`)."""
+    from openprose.suggest import closest
+
+    known = {"sonnet", "opus", "haiku", *configured}
+    for alias in overrides:
+        if alias not in known and (likely := closest(alias, known)) is not None:
+            warn(f"--model {alias}=...: no model alias `{alias}` (did you mean `{likely}`?)")
 
 
 def _split_target(target: str, *, default_provider: str) -> tuple[str, str]:
@@ -423,8 +440,14 @@ def _load_toml(path: Path) -> dict[str, Any]:
     try:
         with path.open("rb") as handle:
             return tomllib.load(handle)
-    except tomllib.TOMLDecodeError as exc:
-        raise ProviderConfigError(f"{path}: invalid TOML: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:  # `... (at line 2, column 18)` -> path:2:18:
+        place = re.search(r" \(at line (\d+), column (\d+)\)$", str(exc))
+        if place is None:
+            raise ProviderConfigError(f"{path}: invalid TOML: {exc}") from None
+        what = str(exc)[: place.start()]
+        raise ProviderConfigError(
+            f"{path}:{place.group(1)}:{place.group(2)}: invalid TOML: {what}"
+        ) from None
     except RecursionError:  # tomllib parses nested arrays recursively
         raise ProviderConfigError(f"{path}: invalid TOML: nested too deeply") from None
     except ValueError as exc:  # tomllib lets int() refuse a number of over 4,300 digits

@@ -10,13 +10,16 @@ journal. `ROWS` is the one table of event -> message kinds; an event it does not
 writes nothing (`tests/openprose/vm/test_audit.py` checks every event the VM emits is
 listed).
 
-`AuditTrail.add` only appends the event as `Shared.emit` has it (no copy) to a queue; the
-process's background writer (`openprose.vm.writer`, which writes binding files too)
-translates what gathered in one go — a batch keeps the translator's code and data hot,
-which halves its cost against translating each event between the VM's own work — and
-appends the lines with one `write`. A session's query and answer cost ~2-3 µs: two dict
-literals and one `orjson.dumps` each, appended to one bytearray. A process killed before a
-flush loses only what the resume re-derives.
+`AuditTrail.add` translates each event as `Shared.emit` records it, on the event loop, and
+keeps no event but a session's start: holding events (with their request and response
+dicts) for a writer thread to translate kept thousands of objects alive across garbage
+collections, as costly as the translation in some runs (docs/decisions.md, issue 13,
+session 13). The lines wait in the
+translator's buffer until the journal has written their events (`AuditTrail.written`, a
+journal hook), then the process's background writer (`openprose.vm.writer`, which writes
+binding files too) appends them with one `write` per batch. A session's query and answer
+cost ~3-5 µs: two dict literals and one `orjson.dumps` each, appended to one bytearray. A
+process killed before a flush loses only what the resume re-derives.
 
 Messages made by `say` are checked by the VLP validator before they are written; the two a
 session makes (`_asked`, `session_finished`) are built field by field in a shape the
@@ -27,8 +30,7 @@ validator accepts by construction — the check would cost as much as the rest o
 from __future__ import annotations
 
 import os
-from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -65,6 +67,7 @@ class Row:
 
 
 _SECONDS: dict[int, str] = {}  # whole second -> its RFC 3339 text (a run's events share few)
+_MILLISECONDS = tuple(f"{ms:03d}Z" for ms in range(1000))  # the text's end, ready made
 
 
 def _timestamp(t: float) -> str:
@@ -75,7 +78,8 @@ def _timestamp(t: float) -> str:
         if len(_SECONDS) > 4096:
             _SECONDS.clear()
         text = _SECONDS[whole] = datetime.fromtimestamp(whole, UTC).strftime("%Y-%m-%dT%H:%M:%S.")
-    return f"{text}{min(round((t - whole) * 1_000_000) // 1000, 999):03d}Z"
+    ms = round((t - whole) * 1_000_000) // 1000
+    return text + _MILLISECONDS[ms if ms < 1000 else 999]
 
 
 class Translator:
@@ -193,15 +197,28 @@ class Translator:
         if "~" not in step:  # a session's own step (not a judgment's or a tool turn's call)
             self._agents[step] = _agent_name(event.get("agent"), event.get("model"))
 
-    def _asked(self, step: str, event: Fields, request: Any, attempt: int, t: float) -> str:
-        """The query of one attempt (valid by construction: see the module's docstring)."""
-        started = self._started.get(step, _EMPTY)
-        kind = event.get("kind") or started.get("kind") or "session"
-        alias = event.get("model") or started.get("model")
+    def _asked(
+        self,
+        step: str,
+        event: Fields,
+        request: Any,
+        attempt: int,
+        t: float,
+        kind: Any,
+        alias: Any,
+        agent: Any,
+    ) -> str:
+        """The query of one attempt (valid by construction: see the module's docstring);
+        `kind`, `alias` and `agent` are the event's own (the session's start fills gaps)."""
+        if not (kind and alias and agent):
+            started = self._started.get(step, _EMPTY)
+            kind = kind or started.get("kind") or "session"
+            alias = alias or started.get("model")
+            agent = agent or started.get("agent")
         messages = request.get("messages") if request else None
         prompt = str(messages[-1].get("content", "")) if messages else ""
         # A retry answers the failure before it.
-        previous: str | list[str] | None = self._last.get(step)
+        previous: str | list[str] | None = self._last.get(step) if self._last else None
         if previous is None and kind == "judgment" and step.endswith("~2"):
             previous = self._answers.get(step[:-1] + "1")  # asked again: the first did not parse
         payload = {"step": step, "kind": kind, "model": alias, "attempt": attempt}
@@ -223,7 +240,7 @@ class Translator:
             "sender": VM,
             "content": prompt or f"({kind} request of step {step})",
             "confidence": 1.0,
-            "receiver": _agent_name(event.get("agent") or started.get("agent"), alias),
+            "receiver": _agent_name(agent, alias),
             "topic": str(kind),
         }
         if previous is not None:
@@ -259,16 +276,23 @@ class Translator:
     def session_finished(self, step: str, t: float, event: Fields) -> None:
         """The query and its answer (valid by construction: see the module's docstring)."""
         request, response = event.get("request") or _EMPTY, event.get("response") or _EMPTY
-        elapsed = event.get("elapsed")
+        elapsed, kind = event.get("elapsed"), event.get("kind")
+        alias, agent = event.get("model"), event.get("agent")
         query = self._asked(
-            step, event, request, int(event.get("attempt") or 1), t - (elapsed or 0.0)
+            step,
+            event,
+            request,
+            int(event.get("attempt") or 1),
+            t - (elapsed or 0.0),
+            kind,
+            alias,
+            agent,
         )
-        alias = event.get("model")
         model = response.get("model") or request.get("model") or alias
         first = self._answers.get(step[:-1] + "1") if step.endswith("~2") else None
         payload = {
             "step": step,
-            "kind": event.get("kind") or "session",
+            "kind": kind or "session",
             "model": model,
             "usage": response.get("usage"),
             "finish_reason": response.get("finish_reason"),
@@ -287,7 +311,7 @@ class Translator:
                 "timestamp": _timestamp(t),
                 "session_id": self.run_id,
                 "seq": seq,
-                "sender": _agent_name(event.get("agent"), alias),
+                "sender": _agent_name(agent, alias),
                 "content": str(response.get("text", "")),
                 "confidence": UNSTATED,
                 "receiver": VM,
@@ -305,7 +329,8 @@ class Translator:
     def session_failed(self, step: str, t: float, event: Fields) -> None:
         started = self._started.get(step, _EMPTY)
         attempt = int(event.get("attempt") or 1)
-        query = self._asked(step, event, event.get("request"), attempt, t)
+        kind, alias, agent = event.get("kind"), event.get("model"), event.get("agent")
+        query = self._asked(step, event, event.get("request"), attempt, t, kind, alias, agent)
         self._last[step] = self.say(
             "notice",
             t,
@@ -595,21 +620,17 @@ def written_count(path: Path) -> int:
 
 
 class AuditTrail:
-    """Writes one run's `audit.ndjson` from its events: translated as they come, written
-    in batches by the process's background writer (`openprose.vm.writer`; one thread for
-    every run: a batch runs thousands in one process)."""
+    """Writes one run's `audit.ndjson` from its events: each is translated as `Shared.emit`
+    records it (nothing of the event is kept), and the lines go to the file only after the
+    journal has written their events (`written`, a journal hook), through the process's
+    background writer (`openprose.vm.writer`; one thread for every run: a batch runs
+    thousands in one process)."""
 
     def __init__(self, path: Path, run_id: str, program: str) -> None:
         self.path = path
         self.translator = Translator(run_id, program)
         self.error: Exception | None = None
         self.batches = 0
-        # Events to translate, and whether a writer batch is due to take them. The event
-        # loop appends, then puts a batch only when none is due (no lock per event); the
-        # writer clears the flag before it counts the events it takes, so an event appended
-        # meanwhile is either counted or gets a batch of its own.
-        self._due = False
-        self._events: deque[tuple[str, str, float, Fields]] = deque()
 
     @classmethod
     def resume(cls, path: Path, run_id: str, program: str, journal: Iterable[Event]) -> AuditTrail:
@@ -630,27 +651,24 @@ class AuditTrail:
         trail._write(b"".join(unwritten))
         return trail
 
-    def add_all(self, events: Sequence[tuple[str, str, float, Fields]]) -> None:
-        """Take events the journal has written (called on the event loop: kept to an append
-        and, per batch, one hand-off to the writer thread)."""
-        self._events.extend(item for item in events if item[0] in ROWS)
-        if self._events and not self._due:
-            self._due = True
-            shared_writer().put(AuditTrail._write_due, self, None)
+    def add(self, event: str, step: str, t: float, fields: Fields) -> None:
+        """One event the journal has just recorded (called on the event loop, by
+        `Shared.emit`): its lines wait in the translator until the journal writes it."""
+        row = ROWS.get(event)
+        if row is not None and self.error is None:
+            try:
+                row.translate(self.translator, step, t, fields)
+            except Exception as error:  # noqa: BLE001 - reported by close(); the journal has all
+                self.error = error
 
-    def _write_due(self, due: list[None]) -> None:
-        self._due = False
-        events = self._events
-        translator = self.translator
-        for _ in range(len(events)):
-            event, step, t, fields = events.popleft()
-            if self.error is None:
-                try:
-                    translator.add(event, step, t, fields)
-                except Exception as error:  # noqa: BLE001 - reported by close(); the journal has all
-                    self.error = error
+    def written(self) -> None:
+        """The journal wrote every event recorded so far: their lines go to the writer."""
+        if self.translator.out:
+            shared_writer().put(AuditTrail._write_all, self, self.translator.take_bytes())
+
+    def _write_all(self, chunks: list[bytes]) -> None:
         try:
-            self._write(translator.take_bytes())
+            self._write(b"".join(chunks))
         except OSError as error:  # reported by close(); the journal has it all
             self.error = error
 
@@ -665,9 +683,12 @@ class AuditTrail:
         self.batches += 1
 
     def close(self) -> None:
-        """Return once every event added so far is written."""
+        """Return once every event added so far is written (called after the journal's
+        `close`, which wrote them all)."""
+        self.written()
         shared_writer().flush()
 
     async def aclose(self) -> None:
         """`close` for a coroutine, without holding a thread while it waits."""
+        self.written()
         await shared_writer().aflush()

@@ -227,7 +227,7 @@ class Interpreter:
 
     async def _output(self, stmt: n.Output, ctx: Ctx, step: str) -> Value:
         value = await self.eval(stmt.value, ctx, step, name=stmt.name.id)
-        ctx.scope.declare(stmt.name.id, value)
+        ctx.scope.declare_output(stmt.name.id, value)
         self.outputs[stmt.name.id] = value
         self.bindings.write(stmt.name.id, "output", stmt, value, ctx)
         return value
@@ -261,8 +261,9 @@ class Interpreter:
         value = await self.eval(stmt.value, ctx, step, name=name)
         owner.vars[name] = value
         kind = "let"
-        if owner is self.root and name in self.outputs:
-            self.outputs[name] = value  # `output` works like `let`: reassignment updates it
+        if owner.outputs is not None and name in owner.outputs:
+            # `output` works like `let`: reassignment updates it (in a block's frame too)
+            self.outputs[name] = value
             kind = "output"
         self.bindings.write(name, kind, stmt, value, ctx)
         return value
@@ -276,6 +277,7 @@ class Interpreter:
             isinstance(s, n.Output) and s.name.id == name
             for s in _walk_statements(self.program.body)
         ):
+            self.root.declare_output(name, value)
             self.outputs[name] = value
             kind = "output"
         self.bindings.write(name, kind, stmt, value, ctx)

@@ -21,6 +21,8 @@ async def repeat(vm: Machine, stmt: n.Repeat, ctx: Ctx, step: str) -> Value:
             f"repeat count must be a non-negative integer, got {count!r}",
             where=vm.expressions.where(stmt),
         )
+    if not stmt.body:  # an empty body (W100) does nothing, however many times
+        return [None] * count
     results = []
     for index in range(count):
         scope = ctx.scope.child()
@@ -78,11 +80,13 @@ def _publish(vm: Machine, stmt: n.ForEach, ctx: Ctx, frames: list[Scope]) -> Non
             if name not in loop_names:
                 last[name] = (value, name in frame.consts)
     for name, (value, const) in last.items():
-        ctx.scope.declare(name, value, const=const)
         kind = "const" if const else "let"
         if name in vm.outputs:  # an `output` in the body: the last item's, not the last done
+            ctx.scope.declare_output(name, value)
             vm.outputs[name] = value
             kind = "output"
+        else:
+            ctx.scope.declare(name, value, const=const)
         vm.bindings.write(name, kind, stmt, value, ctx)
 
 
@@ -92,6 +96,11 @@ async def loop(vm: Machine, stmt: n.Loop, ctx: Ctx, step: str) -> Value:
     condition = discretion_text(stmt.condition) if stmt.condition is not None else None
     value: Value = None
     index = 0
+    # `loop:` with neither a condition nor a max ends only by a failure; an iteration that
+    # asked no model anything cannot change that, so it would spin forever without a call
+    # (the session budget never trips): stop it with an error instead.
+    endless = stmt.kind == "loop" and stmt.condition is None and limit is None
+    stats = vm.shared.stats
     while True:
         # The reference's order: condition first, then the limit, then the body.
         if stmt.kind != "loop" and stmt.condition is not None:
@@ -106,8 +115,15 @@ async def loop(vm: Machine, stmt: n.Loop, ctx: Ctx, step: str) -> Value:
         scope = ctx.scope.child()
         if stmt.index is not None:
             scope.define(stmt.index.id, index, const=True)
+        calls = stats.sent + stats.served + stats.in_flight
         value = await vm.body(stmt.body, ctx.with_scope(scope), steps.loop_iteration(step, index))
         index += 1
+        if endless and stats.sent + stats.served + stats.in_flight == calls:
+            raise ProseRuntimeError(
+                "`loop:` has no condition and no (max: N), and its body asked no model "
+                "anything: it would repeat forever",
+                where=vm.expressions.where(stmt),
+            )
 
 
 def _limit(vm: Machine, stmt: n.Loop) -> int | None:

@@ -290,10 +290,6 @@ class Shared:
     streams: bool = field(default=False, init=False)  # an observer shows answers as they stream
     # The journal events the tracer makes spans of (its `events`): the others skip it.
     _traced_events: frozenset[str] = field(default=frozenset(), init=False, repr=False)
-    # Events for the audit trail, held until the journal has written them.
-    _unwritten: list[tuple[str, str, float, dict[str, Any]]] = field(
-        default_factory=list, init=False, repr=False
-    )
 
     def __post_init__(self) -> None:
         self._answer_text = getattr(self.observer, "answer_text", None)
@@ -303,7 +299,7 @@ class Shared:
         if self.audit is not None:
             # The trail never gets ahead of the journal: a resume derives the missing part
             # of the trail from the journal, so the journal must hold all it has.
-            self.journal.when_written(self._to_audit)
+            self.journal.when_written(self.audit.written)
         hold = getattr(self.observer, "hold_until_written", None)
         if hold is not None:  # lines on the terminal show only what the journal has
             self.journal.when_written(hold())
@@ -311,7 +307,7 @@ class Shared:
     def emit(self, event: str, step: str, **fields: Any) -> None:
         t = self.journal.record(event, step, fields)
         if self.audit is not None:
-            self._unwritten.append((event, step, t, fields))
+            self.audit.add(event, step, t, fields)
         if event in self._traced_events:
             self.tracer.on_event(event, step, fields)  # type: ignore[union-attr]
         if self.observer is not None:
@@ -322,11 +318,6 @@ class Shared:
         outside the process acts on it (a tool runs, an approval is asked, outputs are
         written); otherwise the journal writes once per event-loop turn."""
         self.journal.flush()
-
-    def _to_audit(self) -> None:
-        if self.audit is not None and self._unwritten:
-            held, self._unwritten = self._unwritten, []
-            self.audit.add_all(held)
 
     def watching(self, step: str) -> AbstractContextManager[None]:
         """Around a model call: an observer with `answer_text(step, text)` (the live view)

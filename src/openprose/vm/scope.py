@@ -13,13 +13,15 @@ _MISSING = object()
 
 
 class Scope:
-    __slots__ = ("consts", "frame", "parent", "vars")
+    __slots__ = ("consts", "frame", "outputs", "parent", "vars")
 
     def __init__(self, parent: Scope | None = None, *, frame: bool = True) -> None:
         self.parent = parent
         self.frame = frame
         self.vars: dict[str, Value] = {}
         self.consts: set[str] = set()
+        # names this frame bound with `output` (a reassignment then updates the output)
+        self.outputs: set[str] | None = None
 
     def child(self) -> Scope:
         """A body scope for loop, pipeline or catch variables."""
@@ -31,6 +33,16 @@ class Scope:
         while not scope.frame and scope.parent is not None:
             scope = scope.parent
         scope.define(name, value, const=const)
+
+    def declare_output(self, name: str, value: Value) -> None:
+        """Bind an `output` name in the enclosing frame and remember that it is one."""
+        scope = self
+        while not scope.frame and scope.parent is not None:
+            scope = scope.parent
+        scope.define(name, value)
+        if scope.outputs is None:
+            scope.outputs = set()
+        scope.outputs.add(name)
 
     def define(self, name: str, value: Value, *, const: bool = False) -> None:
         self.vars[name] = value

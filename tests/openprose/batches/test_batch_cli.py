@@ -61,7 +61,7 @@ def test_batch_writes_one_row_per_case(project: Path, capsys: pytest.CaptureFixt
     assert rows[4]["status"] == "invalid" and rows[4]["run_id"] is None
     assert "E026 missing required input 'topic'" in rows[5]["error"]
     assert "E027 unknown input 'other'" in rows[5]["error"]
-    assert "line 4: invalid JSON" in captured.err and "line 5: E026" in captured.err
+    assert "in.jsonl:4: invalid JSON" in captured.err and "in.jsonl:5: E026" in captured.err
     # a run failed: the batch failed, invalid lines or not
     assert ": failed  2 succeeded, 1 failed, 2 invalid" in captured.out
     # every run is a normal run folder that `prose show` reads: made from the batch's run

@@ -180,6 +180,34 @@ def test_names_of_a_statement_that_failed_to_parse_do_not_cascade(
     assert [(d.code, d.line, d.column) for d in check(source)] == expected
 
 
+def test_a_name_declared_in_a_block_is_said_to_end_with_it(checked: Check) -> None:
+    text = 'block review(p):\n  let verdict = session "Review {p}"\ndo review("a")\nsession "Use"\n  context: verdict\n'
+    (found,) = checked(text)
+    assert found.code == "E142"
+    assert "declared in block 'review', line 2" in found.message
+    assert "`let verdict = do review(...)`" in found.message
+
+
+@pytest.mark.parametrize(
+    ("text", "fixed"),
+    [
+        # the same variable, further in: reassignment is what it means
+        ('let d = session "A"\nif **x y**:\n  let d = session "B"\n', True),
+        # a block re-using a program's name means its own name: no fix
+        ('let d = session "A"\nblock b:\n  let d = session "B"\n', False),
+        ('block b:\n  let d = session "A"\n  if **x y**:\n    let d = session "B"\n', True),
+        ('const d = session "A"\nlet d = session "B"\n', False),
+        # at the same level a second `let` may be meant as a second name
+        ('let d = session "A"\nlet d = session "B"\n', False),
+    ],
+)
+def test_a_second_let_of_a_visible_let_is_fixed_to_an_assignment(
+    checked: Check, text: str, fixed: bool
+) -> None:
+    (found,) = [d for d in checked(text) if d.code == "E019"]
+    assert (found.fix is not None) is fixed
+
+
 def test_sibling_branch_result_says_why_it_is_undefined(checked: Check) -> None:
     source = 'parallel:\n  a = session "A"\n  b = session "{a}"\nsession "{b}"\nsession "{c}"\n'
     found = checked(source)

@@ -358,3 +358,59 @@ def test_runs_lists_a_deeply_nested_run_json_as_damaged(
     code = main(["runs", "--json"])
     rows = json.loads(capsys.readouterr().out)
     assert code == 0 and rows[0]["status"] == "damaged"
+
+
+# --- a program file far larger than any program ------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["check", "compile", "fmt", "run"])
+def test_a_huge_program_file_is_refused_unread(
+    command: str, project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A 3 GB file named as a program (a log, a data file) was read whole: 6 GB of memory and
+    20 s for `prose check`. It is refused at 64 MiB with E118, unread."""
+    import time
+
+    huge = project / "huge.prose"
+    with huge.open("wb") as handle:
+        handle.truncate(3 * 1024**3)  # sparse: no disk space used
+    started = time.perf_counter()
+    code, err = prose(
+        capsys,
+        command,
+        "huge.prose",
+        *(["--provider", "scripted:rules.yaml"] if command == "run" else []),
+    )
+    assert time.perf_counter() - started < 10
+    assert code == 2
+    assert "larger than the 64 MiB limit for a program" in err
+
+
+def test_a_huge_program_on_stdin_is_refused(
+    project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+
+    from openprose.parser import PROGRAM_LIMIT
+
+    class Stdin:
+        buffer = io.BytesIO(b"#" * (PROGRAM_LIMIT + 10))
+
+    monkeypatch.setattr("sys.stdin", Stdin())
+    code, err = prose(capsys, "check", "-")
+    assert code == 2
+    assert "prose: -: cannot read file: larger than the 64 MiB limit for a program" in err
+
+
+def test_a_program_whose_file_name_is_not_utf8_runs_and_is_recorded_as_shown(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Linux file names are bytes: `\\xff.prose` reaches Python as a surrogate escape, which
+    run.json and state.md (UTF-8) cannot hold; it was an internal error."""
+    name = b"\xff.prose".decode("utf-8", "surrogateescape")
+    (project / name).write_text('session "x"\n')
+    code, err = prose(capsys, "run", name, "--provider", "scripted:rules.yaml", "-q")
+    assert code == 0, err
+    (run,) = (project / ".prose" / "runs").iterdir()
+    assert json.loads((run / "run.json").read_text())["program"] == "\ufffd.prose"
+    assert main(["resume", run.name, "-q"]) == 0

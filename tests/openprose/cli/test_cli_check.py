@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -227,14 +228,14 @@ def test_unreadable_file_is_a_usage_error_and_others_are_still_checked(
     # chmod 000 does not stop root, so the permission error is simulated.
     secret = write(tmp_path / "a-secret.prose", 'session "x"\n')
     bad = write(tmp_path / "b-bad.prose", "session: nobody\n")
-    real = Path.read_bytes
+    real = Path.open
 
-    def read_bytes(self: Path) -> bytes:
+    def open_(self: Path, *args: Any, **kwargs: Any) -> Any:
         if self.name == secret.name:
             raise PermissionError(13, "Permission denied", str(self))
-        return real(self)
+        return real(self, *args, **kwargs)
 
-    monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    monkeypatch.setattr(Path, "open", open_)
     code, out, err = prose("check", tmp_path)
     assert code == 2
     assert err == f"prose: {secret}: cannot read file: permission denied\n"
@@ -293,3 +294,14 @@ def test_non_utf8_fifo_is_read_once(prose_on_fifo: Run, tmp_path: Path) -> None:
         f"{tmp_path / 'pipe.prose'}:1:1: {message}",
         "1 file checked: 1 error, 0 warnings",
     ]
+
+
+@pytest.mark.parametrize("command", ["check", "fmt"])
+def test_a_folder_without_programs_is_warned_about(
+    prose: Run, tmp_path: Path, command: str
+) -> None:
+    """A typo'd or empty folder is not silently "0 files checked" (ruff warns too)."""
+    (tmp_path / "notes.txt").write_text("not a program\n")
+    code, _, err = prose(command, tmp_path)
+    assert code == 0
+    assert err == f"prose: warning: no .prose files under {tmp_path}\n"

@@ -93,3 +93,21 @@ def test_text_output_names_the_rule_and_the_fix(prose: Run, tmp_path: Path) -> N
         '  = help: declare r once before the if: let r = "" (then `r = ...` in each branch)'
         " (fixable with `prose check --fix`)"
     )
+
+
+def test_fix_says_how_many_likely_fixes_were_left_out(tmp_path: Path) -> None:
+    """Misspellings have only likely fixes: `--fix` leaves them and says how to apply them."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "typos.prose"
+    path.write_text('agent writer:\n  prompt: "x"\n\nsesion "hello"\nsession: writr\n')
+    for extra, stream in ((["--fix"], "stdout"), (["--fix", "--diff"], "stderr")):
+        done = subprocess.run(
+            [sys.executable, "-m", "openprose.cli", "check", *extra, str(path)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert "in 0 files (2 more with --unsafe-fixes)" in getattr(done, stream), done

@@ -412,3 +412,58 @@ def test_a_sessions_messages_are_valid_by_construction(
     for message in messages:
         assert message_problems(message) == []
         assert encode(message) == orjson.dumps(message) + b"\n"
+
+
+def test_a_query_takes_what_its_answer_event_lacks_from_the_sessions_start() -> None:
+    """Only the start of a session is kept until its end: the query's agent, model and kind
+    come from the answer's event, and from the start where the answer's event has none."""
+    translator = Translator("20260101-000000-abcdef", "main.prose")
+    translator.add(
+        "session_started", "1", 10.0, {"agent": "critic", "model": "opus", "kind": "judgment"}
+    )
+    request = {"model": "m-1", "messages": [{"role": "user", "content": "Is it good?"}]}
+    translator.add("session_finished", "1", 11.0, {"request": request, "response": {"text": "yes"}})
+    query, answer = translator.take()
+    assert query["receiver"] == "critic" and query["topic"] == "judgment"
+    assert query["payload"] == {"step": "1", "kind": "judgment", "model": "opus", "attempt": 1}
+    assert answer["sender"] == "model" and answer["payload"]["kind"] == "session"
+    assert translator._started == {}  # the start is dropped with the session's end
+
+
+def test_the_trail_never_gets_ahead_of_the_journal(tmp_path: Path) -> None:
+    """Events are translated as they are recorded, but their lines reach `audit.ndjson`
+    only once the journal has written the events (its write hook hands them over)."""
+    import asyncio
+
+    from openprose.vm.audit import AuditTrail
+    from openprose.vm.journal import Journal
+    from openprose.vm.writer import shared_writer
+
+    async def scenario() -> None:
+        journal = Journal(tmp_path / "journal.jsonl", durable=False)
+        journal.start()
+        audit = AuditTrail(tmp_path / AUDIT_FILE, "run-1", "main.prose")
+        journal.when_written(audit.written)
+        started = {"agent": None, "model": "sonnet", "kind": "session"}
+        finished = {
+            **started,
+            "request": {"model": "m-1", "messages": [{"role": "user", "content": "Hi"}]},
+            "response": {"text": "Hello", "usage": {"input_tokens": 1, "output_tokens": 1}},
+            "attempt": 1,
+            "elapsed": 0.5,
+        }
+        for event, fields in (("session_started", started), ("session_finished", finished)):
+            audit.add(event, "1", journal.record(event, "1", dict(fields)), fields)
+        shared_writer().flush()
+        assert not (tmp_path / AUDIT_FILE).exists()  # the journal has not written them yet
+        await asyncio.sleep(0)  # the journal writes once per loop turn
+        assert journal.writes == 1
+        shared_writer().flush()
+        messages = trail(tmp_path)
+        assert [m["type"] for m in messages] == ["query", "response"]
+        assert messages == list(translate(read_journal(journal.path), "run-1", "main.prose"))
+        await journal.close()
+        await audit.aclose()
+        assert audit.error is None
+
+    asyncio.run(scenario())

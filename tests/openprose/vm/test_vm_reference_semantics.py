@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -150,6 +151,52 @@ session "Use {verdict}"
     # A name the program binds nowhere is still an error.
     broken = vm.run('nothing = session "x"\n', vm.spy())
     assert broken.status == "failed" and "undefined variable 'nothing'" in (broken.error or "")
+
+
+def test_reassigning_an_output_in_a_block_updates_the_output(vm: Any) -> None:
+    # Seed, Output Bindings: `output` "works like `let`", so reassignment updates it. In a
+    # block's frame it did not: the output kept its first value. `prose check --fix`'s
+    # rewrite of an output declared in each branch (E024) relies on it.
+    source = """block triage(report):
+  output action = ""
+  choice **how urgent the report is**:
+    option "Now":
+      action = session "Page the on-call engineer"
+    option "Later":
+      action = session "File a ticket"
+do triage("disk full")
+output total = "none"
+total = session "Count the tickets"
+"""
+    provider = vm.spy(
+        [
+            {"match": "^Choice:", "answer": "Later"},
+            {"match": "^File", "answer": "TICKET-7"},
+            {"match": "^Count", "answer": "3"},
+        ]
+    )
+    result = vm.run(source, provider)
+    assert result.status == "succeeded", result.error
+    assert result.outputs == {"action": "TICKET-7", "total": "3"}
+    assert "kind: output" in (result.run_dir / "bindings" / "action__1.md").read_text()
+
+
+@pytest.mark.parametrize("body", ["", '  let x = "same"\n', '  for t in []:\n    session "t"\n'])
+def test_an_endless_loop_that_asks_nothing_stops_with_an_error(vm: Any, body: str) -> None:
+    # Seed, Unbounded Loops: `loop:` without a condition or max "runs indefinitely (warning
+    # issued)", stopped by the runtime's safeguards. The session budget is one, but a body
+    # that asks no model anything never reaches it: the run spun forever. Now an error
+    # (a program error: `try`/`catch` sees it).
+    source = "try:\n  loop:\n" + "".join("  " + line + "\n" for line in body.splitlines())
+    source += 'catch as err:\n  session "Report {err}"\n'
+    provider = vm.spy()
+    result = vm.run(source, provider)
+    assert result.status == "succeeded", result.error
+    (report,) = provider.sent("^Report")
+    assert "would repeat forever" in report.last_user_text()
+    # A body that asks a model something is stopped by the session budget, as before.
+    ticking = vm.run('loop:\n  session "tick"\n', vm.spy(), config=replace(vm.FAST, max_sessions=3))
+    assert ticking.status == "stopped"
 
 
 def test_names_bound_in_a_parallel_for_stay_visible_after_it_as_after_a_for(vm: Any) -> None:
