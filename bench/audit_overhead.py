@@ -3,7 +3,8 @@
 Goal (issue 13): audit trail + tracing on costs <= 10 % more wall time than both off.
 
 Three sides, alternated, best of `--repeat` each, all in this process through
-`run_program` (as `vm_overhead.py` measures the VM):
+`run_program` (as `vm_overhead.py` measures the VM), each under the collector settings
+`prose run` gives a run (`lean_collector`; `--default-gc` for CPython's defaults):
   * off:          `VMConfig(audit=False)`, no tracer — the issue's baseline;
   * audit:        the audit trail only (`audit.ndjson`, the default of every run): the
                   untraced run;
@@ -34,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gc
 import os
 import resource
@@ -54,6 +56,7 @@ from _loopback import (
     vm_openai_provider,
 )
 
+from openprose.cli.run import lean_collector
 from openprose.providers import Message, ModelRequest, ModelResponse, ReplayProvider, Usage
 
 GOAL = 1.10
@@ -187,7 +190,13 @@ def main() -> None:
     parser.add_argument(
         "--project-root", help="where run folders go (default: system temp; /dev/shm for tmpfs)"
     )
+    parser.add_argument(
+        "--default-gc",
+        action="store_true",
+        help="CPython's default collector thresholds instead of the ones `prose run` sets",
+    )
     args = parser.parse_args()
+    collector = contextlib.nullcontext if args.default_gc else lean_collector
     where = set_project_root(args.project_root)
     n = args.n or (1_000 if args.quick else 10_000)
     print(
@@ -207,7 +216,10 @@ def main() -> None:
         for _ in range(args.repeat):
             for side in SIDES:
                 gc.collect()
-                runs[side].append(asyncio.run(one_run(side, n, args.provider, base_url, receiver)))
+                with collector():
+                    runs[side].append(
+                        asyncio.run(one_run(side, n, args.provider, base_url, receiver))
+                    )
     finally:
         receiver.stop()
         if stop_server is not None:

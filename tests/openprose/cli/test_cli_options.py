@@ -16,6 +16,8 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)
     for name in ("PROSE_PROVIDER", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY"):
         monkeypatch.delenv(name, raising=False)
+    # "nothing configured" must not depend on whether the [local] extra is installed here
+    monkeypatch.setattr("openprose.providers.settings.local_model_installed", lambda: False)
     (tmp_path / "p.prose").write_text('session "x"\n')
     (tmp_path / "rules.yaml").write_text('default: "ok"\n')
     return tmp_path
