@@ -43,6 +43,12 @@ def _clock(seconds: float) -> str:
     )
 
 
+def invalid_line(cases: str, row: dict[str, Any]) -> str:
+    """An invalid input line as the progress views and `--json` runs name it:
+    `cases.jsonl:LINE: why` (`cases` is the file's name and a colon, or "line ")."""
+    return f"{cases}{row['line']}: {row['error']}"
+
+
 class PlainBatchProgress:
     """Invalid lines as they come; a status line every `interval` seconds and at the end."""
 
@@ -59,7 +65,7 @@ class PlainBatchProgress:
     def __call__(self, row: dict[str, Any], stats: BatchStats) -> None:
         self._stats = stats
         if row["status"] == "invalid":
-            print(f"prose batch: {self.cases}{row['line']}: {row['error']}", file=self.stream)
+            print(f"prose batch: {invalid_line(self.cases, row)}", file=self.stream)
         now = time.monotonic()
         if now - self._last >= self.interval:
             self._last = now
@@ -98,7 +104,7 @@ class BarProgress:
     def __call__(self, row: dict[str, Any], stats: BatchStats) -> None:
         if row["status"] == "invalid":
             self._progress.console.print(
-                f"{self.cases}{row['line']}: {row['error']}", markup=False, highlight=False
+                invalid_line(self.cases, row), markup=False, highlight=False
             )
         self._progress.update(
             self._task,

@@ -170,11 +170,11 @@ def _show(start: Any, as_json: bool, total: int | None, title: str, inputs: str 
 
     def invalid_lines_only(row: dict[str, Any], stats: Any) -> None:
         if row["status"] == "invalid":
-            print(f"prose batch: {cases}{row['line']}: {row['error']}", file=sys.stderr)
+            print(f"prose batch: {invalid_line(cases, row)}", file=sys.stderr)
 
     from cliconventions import interrupt_status, run_async
     from cliconventions import interrupt_word as interrupted
-    from openprose.batches.progress import BarProgress, PlainBatchProgress
+    from openprose.batches.progress import BarProgress, PlainBatchProgress, invalid_line
 
     try:
         if as_json:

@@ -314,13 +314,7 @@ class SpanEncoder:
         parts = _opening(known[0], span_id, parent, known[1], start, end)
         parts.append(_text_attribute(_STEP, step))
         parts.append(known[2])
-        if error:
-            parts.append(_attribute("error.type", error))
-        if code == 0:
-            parts.append(_SUCCEEDED)
-        else:
-            _status(parts, code, why)
-        return b"".join(parts)
+        return _ending(parts, error, code, why)
 
     def _call(self, record: Any) -> bytes:
         (_, trace, span_id, parent, code, why, start, end, step, model, max_tokens, temperature,
@@ -357,13 +351,7 @@ class SpanEncoder:
                 parts.append(_text_attribute(_RESPONSE_ID, answer_id))
             if answer is not None:
                 parts.append(_attribute("gen_ai.output.messages", answer))
-        if error:
-            parts.append(_attribute("error.type", error))
-        if code == 0:
-            parts.append(_SUCCEEDED)
-        else:
-            _status(parts, code, why)
-        return b"".join(parts)
+        return _ending(parts, error, code, why)
 
     def span(self, record: Record) -> bytes:
         """One `Span` message (field order and defaults as the SDK writes them)."""
@@ -472,6 +460,17 @@ def _times(parts: list[bytes], start: int, end: int) -> None:
         parts.append(b"\x39" + _pack_u64(start))
     if end:
         parts.append(b"\x41" + _pack_u64(end))
+
+
+def _ending(parts: list[bytes], error: str | None, code: int, why: str | None) -> bytes:
+    """A flat span's error type and status appended to `parts`, joined."""
+    if error:
+        parts.append(_attribute("error.type", error))
+    if code == 0:
+        parts.append(_SUCCEEDED)
+    else:
+        _status(parts, code, why)
+    return b"".join(parts)
 
 
 def _status(parts: list[bytes], code: int, why: str | None) -> None:
