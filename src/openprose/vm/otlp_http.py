@@ -23,6 +23,8 @@ Answers 429, 502, 503 and 504 and lost connections are retried (at most 6 tries,
 1, 2, 4... s with 20 % jitter, or the server's `retry-after` seconds) within the timeout.
 After a request that could not be delivered, the next ones get one try each until one
 succeeds: a collector that is down delays the end of a run by one timeout, not one per batch.
+An endpoint where nothing has ever answered (connection refused: no collector started) is
+not retried at all, and a stretch of failed exports is said once on stderr, in words.
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ if TYPE_CHECKING:
     from opentelemetry.sdk.resources import Resource
 
 RETRYABLE = frozenset({429, 502, 503, 504})
+# A connection that could not be opened at all: not retried while nothing has ever answered.
+UNREACHABLE = (ConnectionRefusedError, socket.gaierror)
 TRIES = 6
 DEFAULT_TIMEOUT = 10.0
 
@@ -142,6 +146,12 @@ def endpoint(env: Mapping[str, str]) -> str:
     return f"{base.removesuffix('/')}/v1/traces"
 
 
+def _named_endpoint(env: Mapping[str, str]) -> bool:
+    return bool(
+        env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or env.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+    )
+
+
 def headers(text: str) -> dict[str, str]:
     """`key=value` pairs separated by commas, URL-encoded; a pair without `=` is skipped."""
     found = {}
@@ -191,6 +201,8 @@ class OtlpHttp:
         ).encode()
         self._connection: Connection | None = None
         self._failing = False  # the last request was not delivered
+        self._reached = False  # something answered at the endpoint once
+        self._origin = "" if _named_endpoint(env) else " (the default endpoint)"
 
     def send(self, body: bytes) -> bool:
         """Export one request's body; False (said on stderr) when it could not be."""
@@ -212,24 +224,50 @@ class OtlpHttp:
                 status, reason, retry_after = self._post(body, left)
             except (OSError, ValueError) as error:  # ValueError: an answer not in HTTP
                 self.close()
-                problem = f"{type(error).__name__}: {error}"
+                problem = self._trouble(error)
+                if isinstance(error, UNREACHABLE) and not self._reached:
+                    break  # nothing has ever answered there: waiting would only delay the end
                 if attempt == 0:
                     continue  # a kept-alive connection the server closed: once more at once
                 wait = _backoff(attempt)
             else:
+                self._reached = True
                 if 200 <= status < 300:
                     self._failing = False
                     return True
-                problem = f"HTTP {status} {reason}"
+                problem = f"the collector answered HTTP {status} {reason}".rstrip()
                 if status not in RETRYABLE:
                     break
                 wait = _backoff(attempt) if retry_after is None else retry_after
             if wait >= deadline - time.monotonic():
                 break
             time.sleep(wait)
-        print(f"prose: spans not exported to {self.url}: {problem}", file=sys.stderr)
+        if not self._failing:  # one line when exports start failing, not one a batch
+            print(
+                f"prose: spans not exported to {self.url}{self._origin}: {problem}; "
+                "this run's spans are dropped until an export succeeds",
+                file=sys.stderr,
+            )
         self._failing = True
         return False
+
+    def _trouble(self, error: OSError | ValueError) -> str:
+        """What went wrong with a request, in words, with what to do where that is clear."""
+        if isinstance(error, ConnectionRefusedError):
+            return (
+                "connection refused, no collector is listening there (start an OTLP/HTTP "
+                "collector, or set OTEL_EXPORTER_OTLP_ENDPOINT to one)"
+            )
+        if isinstance(error, socket.gaierror):
+            return f"cannot resolve the host {self._host!r} (check OTEL_EXPORTER_OTLP_ENDPOINT)"
+        if isinstance(error, TimeoutError):
+            return (
+                f"no answer within {self.timeout:g} s (OTEL_EXPORTER_OTLP_TIMEOUT sets how long "
+                "an export may take)"
+            )
+        if isinstance(error, OSError) and error.strerror:
+            return error.strerror[:1].lower() + error.strerror[1:]
+        return str(error) or type(error).__name__
 
     def _post(self, body: bytes, timeout: float) -> tuple[int, str, float | None]:
         if self._connection is None:

@@ -67,29 +67,52 @@ def test_a_refused_batch_is_not_retried_and_is_reported(
     assert not sender.send(b"x")
     assert len(collector.requests) == 1
     said = capsys.readouterr().err
-    assert "spans not exported" in said and "HTTP 400" in said
+    assert "spans not exported" in said and "the collector answered HTTP 400" in said
 
 
-def test_a_collector_that_is_down_delays_the_run_once(capsys: pytest.CaptureFixture[str]) -> None:
+def _closed_port() -> int:
     import socket
 
     with socket.socket() as probe:  # a port nothing listens on
         probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    sender = OtlpHttp(
-        {
-            "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{port}",
-            "OTEL_EXPORTER_OTLP_TIMEOUT": "4",
-        }
-    )
+        return int(probe.getsockname()[1])
+
+
+def test_no_collector_at_all_is_said_in_one_line_without_waiting(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    url = f"http://127.0.0.1:{_closed_port()}"
+    sender = OtlpHttp({"OTEL_EXPORTER_OTLP_ENDPOINT": url, "OTEL_EXPORTER_OTLP_TIMEOUT": "4"})
+    started = time.monotonic()
+    assert not sender.send(b"x") and not sender.send(b"y") and not sender.send(b"z")
+    assert time.monotonic() - started < 0.5  # refused: nothing to wait for
+    said = capsys.readouterr().err
+    assert said.count("\n") == 1, said  # one line for the stretch, not one a batch
+    assert said.startswith(f"prose: spans not exported to {url}/v1/traces: connection refused")
+    assert "OTEL_EXPORTER_OTLP_ENDPOINT" in said and "dropped" in said
+    assert "Errno" not in said and "Error" not in said
+
+
+def test_the_default_endpoint_is_called_so() -> None:
+    assert OtlpHttp({})._origin == " (the default endpoint)"
+    assert OtlpHttp({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318"})._origin == ""
+
+
+def test_a_collector_that_went_down_delays_the_run_once(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with running_collector() as collector:
+        env = {"OTEL_EXPORTER_OTLP_ENDPOINT": collector.url, "OTEL_EXPORTER_OTLP_TIMEOUT": "4"}
+        sender = OtlpHttp(env)
+        assert sender.send(b"w")
     started = time.monotonic()
     assert not sender.send(b"x")
     first = time.monotonic() - started
-    assert 1 < first < 4  # retried once after ~2 s, then the next backoff overruns the timeout
+    assert 1 < first < 4  # it answered before: retried once after ~2 s, within the timeout
     started = time.monotonic()
     assert not sender.send(b"y") and not sender.send(b"z")
     assert time.monotonic() - started < 0.5  # later batches: one try each
-    assert capsys.readouterr().err.count("spans not exported") == 3
+    assert capsys.readouterr().err.count("spans not exported") == 1
 
 
 def test_a_bad_endpoint_is_named() -> None:
