@@ -120,6 +120,7 @@ class ResilientProvider:
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """Transient failures retried by the policy (at most `max_attempts` attempts)."""
         attempt = 1
+        waited = 0.0
         while True:
             try:
                 return await self.complete_once(request)
@@ -127,12 +128,31 @@ class ResilientProvider:
                 raise
             except TransientProviderError as error:
                 if attempt >= self.policy.max_attempts:
+                    error.args = (f"{error} ({self._gave_up(error, attempt, waited)})",)
                     raise
                 delay = backoff_delay(self.policy, attempt, self._jitter())
                 if error.retry_after is not None:
                     delay = max(delay, error.retry_after)
                 await self._sleep(delay)
+                waited += delay
                 attempt += 1
+
+    def _gave_up(self, error: TransientProviderError, attempts: int, waited: float) -> str:
+        """How many attempts were made, and what would change the outcome."""
+        made = (
+            f"gave up after {attempts} attempts over {waited:.1f} s"
+            if attempts > 1
+            else "1 attempt, no retries"
+        )
+        more = f"[retry] max_attempts = {self.policy.max_attempts} in prose.toml allows more"
+        if error.status == 429:
+            return (
+                f"{made}; the provider is limiting the rate: lower --max-concurrency "
+                f"(now {self.max_concurrency}), or wait and resume the run; {more}"
+            )
+        if error.status is not None:
+            return f"{made}; the server kept failing: wait, then resume the run; {more}"
+        return f"{made}; once the server answers again, resume the run; {more}"
 
     async def complete_once(self, request: ModelRequest) -> ModelResponse:
         """Exactly one attempt (a `SingleAttemptProvider`): for a caller whose own retry loop

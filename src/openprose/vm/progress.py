@@ -67,7 +67,7 @@ class PlainProgress:
         elif event == "session_served":
             line = f"{clock} ↺ {step} served from the journal"
         elif event == "session_failed":
-            line = f"{clock} ✗ {step} attempt {fields.get('attempt')}: {fields.get('error')}"
+            line = f"{clock} ✗ {step}{_retried(fields)}: {fields.get('error')}"
         elif event == "session_cancelled":
             line = f"{clock} ⊘ {step} cancelled"
         else:
@@ -182,7 +182,7 @@ class LiveView:
             self.done += 1
         elif event == "session_failed" and step in self.rows:
             # Final unless a `retry:` sends it again (then a later event updates the row).
-            self.rows[step].state = f"failed (attempt {fields.get('attempt')})"
+            self.rows[step].state = f"failed{_retried(fields)}"
             self.rows[step].ended = time.monotonic()
         elif event == "session_cancelled" and step in self.rows:
             self.rows[step].state = "cancelled"
@@ -231,3 +231,10 @@ class LiveView:
                 row.last_line(self.ANSWER_WIDTH),
             )
         return table
+
+
+def _retried(fields: dict[str, Any]) -> str:
+    """` attempt N` for a session its program's `retry:` sent again; nothing for the first
+    attempt, whose provider-level retries its error message counts."""
+    attempt = fields.get("attempt")
+    return f" attempt {attempt}" if isinstance(attempt, int) and attempt > 1 else ""

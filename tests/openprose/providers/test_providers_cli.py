@@ -92,6 +92,19 @@ def test_retry_policy_comes_from_prose_toml_and_sdk_retries_stay_off(
     assert "HTTP 500: internal error" in str(result["error"])
     assert "p.prose:1:" in str(result["error"])  # the failing statement's location
     assert fetch_stats(server)["attempts"] == 2  # max_attempts = 2, and nothing more
+    assert "(gave up after 2 attempts over " in str(result["error"])
+    assert "[retry] max_attempts = 2 in prose.toml" in str(result["error"])
+
+
+def test_a_rate_limit_that_outlasts_the_retries_names_what_to_change(
+    project: Path, server: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script_faults(server, *[Fault("429", retry_after=0.01)] * 2)
+    code = main(["run", "p.prose", "--max-concurrency", "3"])
+    err = capsys.readouterr().err
+    assert code == 1 and fetch_stats(server)["attempts"] == 2
+    assert "HTTP 429" in err and "gave up after 2 attempts" in err
+    assert "lower --max-concurrency (now 3)" in err
 
 
 def test_a_program_retry_sends_one_request_per_attempt(
@@ -102,6 +115,7 @@ def test_a_program_retry_sends_one_request_per_attempt(
     script_faults(server, *[Fault("500")] * 6)
     code, result, _ = run_json(capsys=capsys)
     assert code == 1 and "HTTP 500: internal error" in str(result["error"])
+    assert "(gave up after 3 attempts, the session's `retry: 2`)" in str(result["error"])
     assert fetch_stats(server)["attempts"] == 3
 
 

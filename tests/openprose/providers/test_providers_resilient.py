@@ -96,6 +96,30 @@ async def test_gives_up_after_max_attempts_with_the_last_error() -> None:
     assert inner.calls == 3 and len(sleeps) == 2
 
 
+async def test_the_last_error_says_how_many_attempts_and_what_to_change() -> None:
+    limited = [TransientProviderError("HTTP 429: slow down", status=429) for _ in range(3)]
+    sleeps: list[float] = []
+    policy = RetryPolicy(max_attempts=3, base_delay=0.5, max_delay=10)
+    with pytest.raises(TransientProviderError) as raised:
+        await wrap(FlakyProvider(*limited), policy, sleeps).complete(REQUEST)
+    said = str(raised.value)
+    assert said.startswith("HTTP 429: slow down (gave up after 3 attempts over 1.5 s;")
+    assert "lower --max-concurrency (now 4)" in said
+    assert "[retry] max_attempts = 3 in prose.toml" in said
+
+    failing = [TransientProviderError("HTTP 503: down", status=503) for _ in range(2)]
+    with pytest.raises(TransientProviderError) as raised:
+        await wrap(FlakyProvider(*failing), RetryPolicy(max_attempts=2), []).complete(REQUEST)
+    said = str(raised.value)
+    assert "gave up after 2 attempts" in said and "the server kept failing" in said
+    assert "--max-concurrency" not in said  # not a rate limit: concurrency is not the cause
+
+    with pytest.raises(TransientProviderError) as raised:
+        once = RetryPolicy(max_attempts=1)
+        await wrap(FlakyProvider(TransientProviderError("gone")), once, []).complete(REQUEST)
+    assert "(1 attempt, no retries;" in str(raised.value)
+
+
 async def test_permanent_errors_are_not_retried() -> None:
     inner = FlakyProvider(ProviderError("bad request", status=400))
     sleeps: list[float] = []

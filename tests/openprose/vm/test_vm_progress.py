@@ -26,10 +26,11 @@ def test_plain_progress_lines() -> None:
     view("decision", "2?c1", {"kind": "condition", "verdict": True, "reason": "ok"})
     view("session_failed", "3", {"attempt": 1, "error": "boom"})
     view("session_cancelled", "4|2", {"attempt": 1})
+    view("session_failed", "5", {"attempt": 2, "error": "again"})  # its `retry:` sent it
     lines = stream.getvalue().splitlines()
-    assert len(lines) == 4
+    assert len(lines) == 5 and "✗ 5 attempt 2: again" in lines[4]
     assert "✓ 1 draft (writer, opus) 10+5 tok" in lines[0]
-    assert "2?c1 condition → true (ok)" in lines[1] and "✗ 3 attempt 1: boom" in lines[2]
+    assert "2?c1 condition → true (ok)" in lines[1] and "✗ 3: boom" in lines[2]
     assert "⊘ 4|2 cancelled" in lines[3]
 
 
@@ -105,7 +106,7 @@ def test_live_view_stops_the_clock_of_a_failed_session() -> None:
     view("session_started", "1", {"agent": None, "model": "opus"})
     view("session_failed", "1", {"attempt": 1, "error": "boom"})
     row = view.rows["1"]
-    assert row.state == "failed (attempt 1)" and row.ended is not None
+    assert row.state == "failed" and row.ended is not None
     # A `retry:` that then succeeds turns the row to done.
     view("session_finished", "1", finished((1, 1)))
     assert row.state == "done" and view.done == 1
