@@ -564,11 +564,11 @@ GUIDANCE: dict[str, Guidance] = {
     "W155": Guidance("ours: reporting limit", "fix the warnings shown and check again"),
     "I001": Guidance(
         "Resume Statement: memory is checked where it lives",
-        "pass --project-dir DIR to check it now",
+        "check it in its project: where `prose run` keeps .prose/, or --project-dir DIR",
     ),
     "I002": Guidance(
         "Program Invocation: contracts come from the imported program",
-        "pass --project-dir DIR after a run has cached it",
+        "check again once `prose install` or a run has cached it in the project",
     ),
 }
 

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from openprose import nodes as n
-from openprose.checker.state import Checker, Handler, ImportInfo
+from openprose.checker.state import NO_PROJECT, Checker, Handler, ImportInfo
 from openprose.contracts import ProgramContract, is_local_path
 from openprose.source import Span
 from openprose.suggest import closest
@@ -102,7 +102,7 @@ def contract_for(ck: Checker, info: ImportInfo) -> ProgramContract | None:
     info.looked_up = True
     path = info.node.path.value
     if ck.project_dir is None:
-        reason = "no project directory was given to read the import cache from (--project-dir)"
+        reason = f"its cache is in the project, and {NO_PROJECT}"
     else:
         reason = "it is not in the project's import cache; `prose run` caches what it fetches"
     try:

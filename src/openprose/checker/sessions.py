@@ -15,7 +15,7 @@ from typing import Literal
 
 from openprose import nodes as n
 from openprose.checker.agents import check_inline_prompt, check_properties
-from openprose.checker.state import AgentInfo, Checker, Handler, head
+from openprose.checker.state import NO_PROJECT, AgentInfo, Checker, Handler, head
 from openprose.diagnostics import Edit, Fix
 from openprose.suggest import closest
 
@@ -145,8 +145,7 @@ def _require_memory(ck: Checker, agent: n.Name, info: AgentInfo) -> None:
             "I001",
             agent.span,
             f"whether '{agent.id}' has memory to resume is checked at run time: its memory "
-            f"(persist: {_persist_text(info)}) is under the project directory, which is not "
-            "known here (prose check --project-dir DIR)",
+            f"(persist: {_persist_text(info)}) is in the project, and {NO_PROJECT}",
         )
     elif directory is None:
         ck.emit(
@@ -190,8 +189,8 @@ def _session_memory(ck: Checker, agent: n.Name, info: AgentInfo) -> None:
             "I001",
             agent.span,
             f"whether `session:` would ignore existing memory of '{agent.id}' is checked at "
-            f"run time: its memory (persist: {_persist_text(info)}) is under the project "
-            "directory, which is not known here (prose check --project-dir DIR)",
+            f"run time: its memory (persist: {_persist_text(info)}) is in the project, and "
+            f"{NO_PROJECT}",
         )
 
 

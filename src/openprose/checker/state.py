@@ -23,6 +23,11 @@ Handler = Callable[["Checker", Any], None]
 Persist = Literal["none", "true", "project", "user", "path", "invalid"]
 
 
+# Why a check that needs the project is deferred (`prose check` finds the project `prose run`
+# would use only when it is one: a settings file, or a `.prose/` folder from a run).
+NO_PROJECT = "no project was found (no prose.toml, no .prose/ from a run; or --project-dir DIR)"
+
+
 @dataclass(slots=True)
 class AgentInfo:
     node: n.AgentDef

@@ -70,10 +70,35 @@ def add_project_dir(parser: argparse.ArgumentParser) -> None:
         type=_directory,
         metavar="DIR",
         help=(
-            "the project holding .prose/ (agent memory, cached imports); without it those "
-            "checks are deferred (notes)"
+            "the project holding .prose/ (agent memory, cached imports); default: the one "
+            "`prose run` would use, when it has a settings file or a .prose/ folder; without "
+            "one those checks are deferred (notes)"
         ),
     )
+
+
+class Projects:
+    """The project each program is checked in: `--project-dir` when given, else the one
+    `prose run` would use for it (`openprose.project.find_project`) when that project is
+    real — it has a settings file, or a `.prose/` folder from a run. A working directory
+    that is neither says nothing about where the program will run, so the checks that need
+    a project stay deferred (notes) rather than read a place the user never chose."""
+
+    def __init__(self, named: Path | None) -> None:
+        self.named = named
+        self._found: dict[Path, Path | None] = {}  # a program's folder -> its project
+
+    def of(self, program: Path) -> Path | None:
+        if self.named is not None:
+            return self.named
+        folder = Path.cwd() if str(program) == STDIN else program.parent
+        if folder not in self._found:
+            from openprose.project import find_project
+
+            project = find_project(folder)
+            real = project.settings_file is not None or (project.root / ".prose").is_dir()
+            self._found[folder] = project.root if real else None
+        return self._found[folder]
 
 
 def _directory(text: str) -> Path:
@@ -97,6 +122,7 @@ def run(args: argparse.Namespace) -> int:
         usage_error = False
         fixed_files = fix_count = 0
         checked: list[Checked] = []
+        projects = Projects(args.project_dir)
         for program in expand(args.paths):
             if isinstance(program, str):
                 usage_error = True
@@ -106,13 +132,13 @@ def run(args: argparse.Namespace) -> int:
                 usage_error = True
                 continue
             if source is not None and (args.fix or args.diff):
-                source, diagnostics, changed = _fix(program, source, args)
+                source, diagnostics, changed = _fix(program, source, args, projects.of(program))
                 if changed is None:
                     usage_error = True
                 fixed_files += bool(changed)
                 fix_count += changed or 0
             else:
-                diagnostics = problems if source is None else _check(source, args.project_dir)
+                diagnostics = problems if source is None else _check(source, projects.of(program))
             checked.append(Checked(str(program), source, diagnostics))
         hidden = _hidden_fixes(checked, args)
         if args.diff:
@@ -152,14 +178,14 @@ def _hidden_fixes(checked: list[Checked], args: argparse.Namespace) -> str:
 
 
 def _fix(
-    path: Path, source: SourceFile, args: argparse.Namespace
+    path: Path, source: SourceFile, args: argparse.Namespace, project_dir: Path | None
 ) -> tuple[SourceFile, list[Diagnostic], int | None]:
     """Fix one file: its (new) source, the diagnostics left and how many fixes were applied
     (None when the fixed text could not be written)."""
     from openprose.fixes import fix_source
     from openprose.source import SourceFile
 
-    result = fix_source(source, project_dir=args.project_dir, unsafe=args.unsafe_fixes)
+    result = fix_source(source, project_dir=project_dir, unsafe=args.unsafe_fixes)
     if not result.changed:
         return source, result.remaining, 0
     if args.diff:

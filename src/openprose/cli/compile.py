@@ -15,6 +15,7 @@ from openprose.cli.check import (
     OK,
     STDIN,
     USAGE_ERROR,
+    Projects,
     add_project_dir,
     is_unreadable,
     missing_reason,
@@ -48,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
         print_diagnostics(problems, None, sys.stderr)
         return FAILED
     result = parse(source)
-    diagnostics = check_parsed(result, project_dir=args.project_dir)
+    diagnostics = check_parsed(result, project_dir=Projects(args.project_dir).of(path))
     print_diagnostics(diagnostics, source, sys.stderr)
     if has_errors(diagnostics):
         return FAILED

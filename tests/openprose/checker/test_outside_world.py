@@ -167,8 +167,8 @@ def test_uncached_registry_import_is_deferred_once(checked: Check) -> None:
     assert found(diagnostics) == [("I002", 1, 5)]
     assert diagnostics[0].message == (
         "the inputs and outputs of 'research' are checked at run time: the contract of "
-        "'@alice/research' is unknown offline because no project directory was given to read "
-        "the import cache from (--project-dir)"
+        "'@alice/research' is unknown offline because its cache is in the project, and no "
+        "project was found (no prose.toml, no .prose/ from a run; or --project-dir DIR)"
     )
 
 

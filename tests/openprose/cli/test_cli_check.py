@@ -153,11 +153,12 @@ def test_subprocess_json_and_exit_codes(prose_process: Run, tmp_path: Path) -> N
 
 
 def test_project_dir_turns_deferred_memory_checks_into_real_ones(
-    prose: Run, tmp_path: Path
+    prose: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.chdir(write(tmp_path / "elsewhere" / "x", "").parent)  # not a project
     example = EXAMPLES / "persistent-agents.prose"
     code, out, _ = prose("check", example)
-    assert code == 0 and " I001 " in out
+    assert code == 0 and " I001 " in out and "no project was found" in out
     memory = tmp_path / ".prose" / "agents" / "advisor"
     memory.mkdir(parents=True)
     (memory / "memory.md").write_text("notes\n", encoding="utf-8")
@@ -166,9 +167,12 @@ def test_project_dir_turns_deferred_memory_checks_into_real_ones(
     assert " W011 " in out and " I001 " not in out
 
 
-def test_project_dir_checks_calls_against_cached_imports(prose: Run, tmp_path: Path) -> None:
+def test_project_dir_checks_calls_against_cached_imports(
+    prose: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from openprose.imports import Fetched, ImportCache, sha256_of
 
+    monkeypatch.chdir(write(tmp_path / "elsewhere" / "x", "").parent)  # not a project
     program = tmp_path / "main.prose"
     program.write_text(
         'use "@alice/research" as research\nlet r = research(subject: "owls")\n',
@@ -184,6 +188,49 @@ def test_project_dir_checks_calls_against_cached_imports(prose: Run, tmp_path: P
         ("E026", 2, 9),
         ("E027", 2, 18),
     ]
+
+
+def _remembered(project: Path) -> None:
+    memory = project / ".prose" / "agents" / "advisor"
+    memory.mkdir(parents=True)
+    (memory / "memory.md").write_text("notes\n", encoding="utf-8")
+
+
+def test_check_uses_the_project_a_run_would_use(
+    prose: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without --project-dir, the project of the file's prose.toml is checked against, from
+    any working directory, exactly as `prose run` would find it."""
+    project = tmp_path / "project"
+    write(project / "prose.toml", 'provider = "openai"\n')
+    _remembered(project)
+    program = write(
+        project / "flows" / "advice.prose", (EXAMPLES / "persistent-agents.prose").read_text()
+    )
+    monkeypatch.chdir(write(tmp_path / "elsewhere" / "x", "").parent)
+    code, out, _ = prose("check", program)
+    assert code == 0 and " W011 " in out and " I001 " not in out
+    assert str(project / ".prose" / "agents" / "advisor") in out
+    code, _, err = prose("compile", program)
+    assert code == 0 and " W011 " in err
+
+
+def test_a_working_directory_a_run_used_is_the_project(
+    prose: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No settings file: the working directory is the project `prose run` uses, and once a
+    run has made its .prose/ folder the checks read it; before that they stay notes."""
+    monkeypatch.chdir(tmp_path)
+    program = write(tmp_path / "main.prose", 'use "@alice/research" as research\n')
+    write(program, program.read_text() + 'let r = research(topic: "owls")\n')
+    code, out, _ = prose("check", program)
+    assert code == 0 and "no project was found" in out
+    (tmp_path / ".prose").mkdir()
+    code, out, _ = prose("check", program)
+    assert code == 0 and " I002 " in out and "not in the project's import cache" in out
+    _remembered(tmp_path)
+    code, out, _ = prose("check", EXAMPLES / "persistent-agents.prose")
+    assert code == 0 and " W011 " in out
 
 
 def test_output_survives_a_stream_that_cannot_encode_the_source() -> None:
