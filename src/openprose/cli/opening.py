@@ -551,7 +551,7 @@ def open_provider_or_fail(
         load_settings,
         open_provider,
     )
-    from openprose.providers.replay import replay_source
+    from openprose.providers.replay import cassette_problem, replay_source
     from openprose.providers.settings import resolve_model
 
     try:
@@ -574,6 +574,12 @@ def open_provider_or_fail(
             raise UsageError(f"--record {record}: is a folder; give a cassette file")
         if not target.parent.is_dir():
             raise UsageError(f"--record {record}: no such folder {target.parent}")
+        problem = cassette_problem(target)
+        if problem is not None:
+            raise UsageError(
+                f"--record {record}: {problem}; recording appends to a cassette, so name a "
+                "new file or one an earlier --record wrote"
+            )
         try:
             opened = RecordingProvider(opened, target)
         except OSError as error:

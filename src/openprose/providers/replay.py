@@ -39,6 +39,7 @@ __all__ = [
 
 PROMPT_PREVIEW_CHARS = 80
 CASSETTE_LIMIT = 1024 * 1024 * 1024  # bytes: a cassette or journal of a very long run
+FIRST_LINE_LIMIT = 1 << 20  # bytes of a file read to tell whether it is a cassette
 EXCHANGE_EVENTS = ("session_finished", "model_turn")  # journal events holding an exchange
 JOURNAL_NAME = "journal.jsonl"  # inside a run folder .prose/runs/{run id}/
 RUNS_DIR = Path(".prose") / "runs"
@@ -240,6 +241,34 @@ class ReplayProvider:
                 self._used[index] = True
                 return index
         return None
+
+
+def cassette_problem(path: Path) -> str | None:
+    """Why exchanges must not be appended to `path`, or None: a file that does not exist, is
+    empty, or starts with a cassette record may be recorded to. A program, a run's journal or
+    any other file would be damaged for its own reader and be no cassette either."""
+    try:
+        with Path(path).open("rb") as handle:
+            if not Path(path).is_file():
+                return None  # a device such as /dev/null: nothing to damage
+            first = b""
+            while not first.strip():
+                first = handle.readline(FIRST_LINE_LIMIT)
+                if not first:
+                    return None  # empty, or blank lines only
+    except OSError:
+        return None  # missing (created by the recording), or the open reports it
+    if first.lstrip().startswith(b'{"key"'):
+        return None  # a record as `RecordingProvider` writes it (perhaps long, or torn)
+    try:
+        record = json.loads(first)
+    except ValueError:
+        record = None
+    if isinstance(record, dict) and "ev" in record:
+        return f"it is a run's journal ({JOURNAL_NAME}), not a cassette"
+    if isinstance(record, dict) and "request" in record and "response" in record:
+        return None
+    return "it is not a cassette: its first line is not a recorded exchange"
 
 
 class RecordingProvider:

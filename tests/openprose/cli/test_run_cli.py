@@ -430,6 +430,42 @@ def test_show_cassette_to_a_folder_is_a_usage_error(
     assert "wrote 1 exchange to c.jsonl" in capsys.readouterr().err
 
 
+def test_record_refuses_a_file_that_is_not_a_cassette_and_appends_to_one(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    program = 'session "hi"\n'
+    (project / "p.prose").write_text(program)
+    run = ("run", "p.prose", "--provider", "scripted:rules.yaml", "-q")
+    assert prose(*run, "--record", "p.prose") == 2  # the program itself, named by mistake
+    err = capsys.readouterr().err
+    assert err.startswith("prose: --record p.prose: it is not a cassette") and "new file" in err
+    assert (project / "p.prose").read_text() == program  # untouched
+    assert prose(*run, "--record", "tape.jsonl") == 0
+    assert prose(*run, "--record", "tape.jsonl") == 0  # a cassette: appended to
+    assert len((project / "tape.jsonl").read_text().splitlines()) == 2
+    journal = next((project / ".prose" / "runs").glob("*/journal.jsonl"))
+    before = journal.read_bytes()
+    assert prose(*run, "--record", str(journal)) == 2
+    assert "it is a run's journal (journal.jsonl)" in capsys.readouterr().err
+    assert journal.read_bytes() == before
+
+
+def test_cassette_problem_tells_cassettes_from_other_files(tmp_path: Path) -> None:
+    from openprose.providers.replay import cassette_problem
+
+    def problem(text: str) -> str | None:
+        (tmp_path / "f").write_text(text)
+        return cassette_problem(tmp_path / "f")
+
+    assert cassette_problem(tmp_path / "missing.jsonl") is None
+    assert problem("") is None and problem("\n\n") is None
+    assert problem('{"key": "ab') is None  # our record, torn by a killed run
+    assert problem('\n{"request": {}, "response": {}}\n') is None  # written by hand
+    assert problem('{"ev": "run_started"}\n') is not None
+    assert problem("session 'x'\n") is not None
+    assert problem('{"request": {}}\n') is not None and problem("[1]\n") is not None
+
+
 def test_record_to_a_folder_and_bad_inputs_files_are_usage_errors(
     project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
