@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Iterable
 from typing import Any, Self, TextIO
 
 from openprose.batches.driver import BatchStats
@@ -22,15 +23,17 @@ def describe(stats: BatchStats, total: int | None) -> str:
     if total is not None and rate > 0:
         parts.append(f"ETA {_clock((total - done) / rate)}")
     parts.append(f"tokens {stats.input_tokens} in / {stats.output_tokens} out")
-    parts.append(cost_text(stats.cost, stats.unpriced))
+    parts.append(cost_text(stats.cost, stats.unpriced, stats.by_model))
     return ", ".join(parts)
 
 
-def cost_text(cost: float, unpriced: dict[str, int]) -> str:
-    """The cost, never an unknown price shown as free."""
-    shown = "under $0.0001" if 0 < cost < 0.0001 else f"${cost:.4f}"  # as `prose run` says it
+def cost_text(cost: float, unpriced: dict[str, int], models: Iterable[str] = ()) -> str:
+    """The cost, never an unknown price shown as free; as `prose run` says it."""
+    from openprose.providers.prices import cost_amount
+
     if not unpriced:
-        return shown
+        return cost_amount(cost, models)
+    shown = "under $0.0001" if 0 < cost < 0.0001 else f"${cost:.4f}"
     return f"{shown} + unknown (no price for {', '.join(sorted(unpriced))})"
 
 

@@ -225,7 +225,7 @@ def _summary_text(batch_id: str, status: str, output: str, summary: dict[str, An
         f"batch {batch_id}: {status_text}  {counts}",
         f"rows: {output}",
         f"tokens: {usage['input_tokens']} in, {usage['output_tokens']} out; cost "
-        + cost_text(usage["cost_usd"], usage["unpriced_models"]),
+        + cost_text(usage["cost_usd"], usage["unpriced_models"], usage["by_model"]),
     ]
     return "\n".join(lines)
 

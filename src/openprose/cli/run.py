@@ -532,7 +532,9 @@ def print_summary(result: RunResult, provider: str | None = None) -> None:
             f"[prices] in prose.toml); ${cost:.4f} for the priced calls"
         )
     elif usage.get("input_tokens") or usage.get("output_tokens"):
-        lines.append(f"cost: ${cost:.4f}" if cost >= 0.0001 or cost == 0 else "cost: under $0.0001")
+        from openprose.providers.prices import cost_amount
+
+        lines.append(f"cost: {cost_amount(cost, usage.get('by_model') or {})}")
     from openprose.terminal import printable
 
     print(printable("\n".join(lines)))

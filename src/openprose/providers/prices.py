@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -56,6 +56,20 @@ class Prices:
 
     def price_of(self, model: str) -> Price | None:
         return self.table.get(model) or self.table.get(_SNAPSHOT.sub("", model))
+
+
+def cost_amount(cost: float, models: Iterable[str]) -> str:
+    """A run's or batch's cost of priced calls as the summaries say it: `free (local
+    model)` when the embedded model answered alone, `free (priced at $0: M)` for models
+    priced at nothing, `under $0.0001`, else dollars to four places — never `$0.0000`."""
+    if cost > 0:
+        return "under $0.0001" if cost < 0.0001 else f"${cost:.4f}"
+    from openprose.providers.settings import LOCAL_MODEL_ID
+
+    used = sorted(set(models))
+    if used and all(model == LOCAL_MODEL_ID for model in used):
+        return "free (local model)"
+    return f"free (priced at $0: {', '.join(used)})" if used else "free"
 
 
 @cache

@@ -117,6 +117,10 @@ def test_the_summary_says_when_a_price_is_unknown(
     main(unpriced)
     out = capsys.readouterr().out
     assert "cost: under $0.0001" in out and "unknown" not in out
+    (project / "prose.toml").write_text('[prices."my-own"]\ninput = 0\noutput = 0\n')
+    main(unpriced)
+    out = capsys.readouterr().out
+    assert "cost: free (priced at $0: my-own)" in out and "$0.0000" not in out
 
 
 def test_scripted_and_replay_runs_show_no_cost(

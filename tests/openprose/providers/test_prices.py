@@ -6,7 +6,7 @@ import pytest
 
 from openprose.providers import ProviderConfigError
 from openprose.providers.base import ModelResponse, Usage
-from openprose.providers.prices import Prices
+from openprose.providers.prices import Prices, cost_amount
 from openprose.providers.settings import DEFAULT_ALIASES, LOCAL_MODEL_ID
 from openprose.vm.runtime import RunStats
 
@@ -71,3 +71,37 @@ def test_run_usage_says_which_models_have_no_price() -> None:
     stats.count("mystery", ModelResponse(text="b", usage=Usage(10, 5)))
     usage = stats.usage()
     assert usage["cost_usd"] == 2.0 and usage["unpriced_models"] == {"mystery": 15}
+
+
+def test_a_cost_is_never_said_as_0_0000() -> None:
+    assert cost_amount(0.0, {LOCAL_MODEL_ID: {}}) == "free (local model)"
+    assert cost_amount(0.0, ["qwen2.5:7b", LOCAL_MODEL_ID]) == (
+        f"free (priced at $0: qwen2.5:7b, {LOCAL_MODEL_ID})"
+    )
+    assert cost_amount(0.00004, [LOCAL_MODEL_ID, "gpt-4.1"]) == "under $0.0001"
+    assert cost_amount(1.23456, ["gpt-4.1"]) == "$1.2346"
+
+
+def test_the_local_models_run_and_batch_summaries_say_free(tmp_path: object) -> None:
+    """`prose run` and `prose batch` word a local run's cost alike (the API's
+    `usage["cost_usd"]` stays the number 0.0: free, never unknown)."""
+    import contextlib
+    import io
+    from pathlib import Path
+
+    from openprose.batches.progress import cost_text
+    from openprose.cli.run import print_summary
+    from openprose.vm.runner import RunResult
+
+    usage = {
+        "input_tokens": 32,
+        "output_tokens": 23,
+        "by_model": {LOCAL_MODEL_ID: {"input_tokens": 32, "output_tokens": 23}},
+        "cost_usd": 0.0,
+        "unpriced_models": {},
+    }
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        print_summary(RunResult("r", Path("."), "succeeded", usage=usage), "local")
+    assert "cost: free (local model)" in printed.getvalue().splitlines()
+    assert cost_text(0.0, {}, usage["by_model"]) == "free (local model)"  # type: ignore[arg-type]

@@ -67,6 +67,7 @@ function seconds(value) {
 
 function money(value) {
   if (value === null || value === undefined) return "—";
+  if (value === 0) return "free";  // the local model, or a model priced at 0 (as `prose run` says)
   return value < 0.01 ? `$${value.toFixed(5)}` : `$${value.toFixed(3)}`;
 }
 
