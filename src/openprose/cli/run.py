@@ -495,12 +495,42 @@ def report(result: RunResult, as_json: bool, notice: RunNotice | None = None) ->
     if result.status == "waiting":  # its error line says how to approve or deny
         return WAITING
     if notice is not None and notice.run_id is not None:
-        print(
-            f"prose: run {notice.run_id} {result.status}; after fixing the cause, continue it "
-            f"with: {notice.resume_command()}",
-            file=sys.stderr,
-        )
+        if result.status == "failed" and not asks_again(result.run_dir):
+            print(
+                f"prose: resuming run {notice.run_id} would fail the same way (every answer it "
+                "got is replayed from its journal): change the program, or the model that "
+                "answered (--model, --evaluator), and start it again with prose run",
+                file=sys.stderr,
+            )
+        else:
+            print(
+                f"prose: run {notice.run_id} {result.status}; after fixing the cause, continue "
+                f"it with: {notice.resume_command()}",
+                file=sys.stderr,
+            )
     return USAGE_ERROR if result.status == "aborted" else FAILED
+
+
+def asks_again(run_dir: Path) -> bool:
+    """Whether resuming the run would send a model call again — one that failed and was not
+    handled, or was cancelled — and so could end otherwise. When every answer the run got is
+    served from its journal, the program takes the same path to the same error: a `throw`,
+    a fault of the program, an evaluator's unusable answer."""
+    from openprose.providers.replay import JOURNAL_NAME
+    from openprose.vm.journal import read_journal
+    from openprose.vm.runtime import Replay
+
+    events = list(read_journal(run_dir / JOURNAL_NAME))
+    try:
+        served = Replay.from_events(events)
+    except ValueError:
+        return True  # a damaged journal: `prose resume` says what it cannot do
+    return any(
+        event.get("ev") in ("session_failed", "session_cancelled")
+        and event.get("step") not in served.sessions
+        and event.get("step") not in served.failures
+        for event in events
+    )
 
 
 # Providers that answer without a model: nothing is sent and nothing is paid.

@@ -71,6 +71,38 @@ def test_program_failure_exits_1_with_location(
     assert "failed" in captured.out
 
 
+def test_the_resume_command_is_offered_only_where_resuming_can_end_otherwise(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = ("--provider", "scripted:rules.yaml", "-q")
+    same_way = "would fail the same way (every answer it got is replayed from its journal)"
+    # A `throw` after answered sessions: a resume replays them and throws again.
+    (project / "t.prose").write_text('session "fine"\nthrow "stop here"\n')
+    assert prose("run", "t.prose", *run) == 1
+    err = capsys.readouterr().err
+    assert "t.prose:2:1: stop here" in err and same_way in err and "prose resume" not in err
+    run_id = next((project / ".prose" / "runs").iterdir()).name
+    assert prose("resume", run_id, *run) == 1  # the claim holds: the same error again
+    err = capsys.readouterr().err
+    assert "t.prose:2:1: stop here" in err and same_way in err
+    # An evaluator's unusable answer is served from the journal too.
+    (project / "rules.yaml").write_text('default: "ok"\n')
+    (project / "j.prose").write_text('if **it rains**:\n  session "Umbrella"\n')
+    assert prose("run", "j.prose", *run) == 1
+    assert same_way in capsys.readouterr().err
+    # A model call that failed is asked again: there the resume command is what helps.
+    (project / "rules.yaml").write_text(RULES)
+    (project / "f.prose").write_text('session "fine"\nsession "Fail now"\n')
+    assert prose("run", "f.prose", *run) == 1
+    err = capsys.readouterr().err
+    assert "continue it with: prose resume " in err and same_way not in err
+    # ...also when a `catch` that gave up on it threw: the failure is released, not served.
+    (project / "c.prose").write_text('try:\n  session "Fail now"\ncatch:\n  throw "gave up"\n')
+    assert prose("run", "c.prose", *run) == 1
+    err = capsys.readouterr().err
+    assert "c.prose:4:3: gave up" in err and "continue it with: prose resume " in err
+
+
 def test_compile_errors_exit_2_and_never_run(
     project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
