@@ -971,6 +971,8 @@ class ConnectionPool:
             raise
         finally:
             timer.cancel()
+        if response.status == 408 and connection.served:
+            self._timed_out_idle(connection)
         if connection.end():
             self._release(connection)
         else:
@@ -987,6 +989,16 @@ class ConnectionPool:
             connection.exchange = exchange
             connection.parser = parser
             connection.connection_lost(None)
+
+    def _timed_out_idle(self, connection: _Connection) -> None:
+        """A 408 on a REUSED connection is the server's idle timeout, sent as the request
+        crossed it on the wire (Node, HAProxy and proxies answer an idle connection so before
+        closing it): the request was never read, so it is sent once more on a new
+        connection (`_StaleConnection`), as for a close that crossed it."""
+        connection.exchange = None
+        connection.parser = None
+        connection.close()
+        raise _StaleConnection
 
     def _after_failure(self, connection: _Connection, failure: BaseException) -> None:
         """Drop a connection whose exchange failed. One that had served answers before and
@@ -1240,6 +1252,8 @@ class _StreamContext:
         except BaseException as failure:
             pool._after_failure(connection, failure)
             raise
+        if answer.status == 408 and connection.served:
+            pool._timed_out_idle(connection)
         self._answer = answer
         return answer
 

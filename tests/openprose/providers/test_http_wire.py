@@ -1054,3 +1054,63 @@ async def test_a_gzipped_chunked_event_stream_reaches_the_watcher_piece_by_piece
     assert pieces == ["one ", "two"] and response.text == "one two"
     assert (response.usage.input_tokens, response.usage.output_tokens) == (1, 2)
     assert server.requests[0].header("accept-encoding") == "gzip, deflate"
+
+
+# --- 408 on a kept-alive connection -------------------------------------------------------
+
+COMPLETION = (
+    b'{"id": "c1", "model": "m", "choices": [{"index": 0, "finish_reason": "stop", '
+    b'"message": {"role": "assistant", "content": "fresh"}}], '
+    b'"usage": {"prompt_tokens": 1, "completion_tokens": 1}}'
+)
+TIMED_OUT = b"HTTP/1.1 408 Request Timeout\r\nconnection: close\r\ncontent-length: 0\r\n\r\n"
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+async def test_a_408_sent_on_an_idle_connection_costs_no_attempt(streamed: bool) -> None:
+    """Servers (Node, HAProxy, some proxies) send 408 on a kept-alive connection that was
+    idle too long, then close it. Whether it arrives while the connection is idle or crosses
+    the next request on the wire, the request goes out on a new connection and succeeds at
+    once: no attempt of a session's `retry:` is spent and no error reaches the program."""
+
+    async def respond(request: RawRequest) -> bool:
+        if request.connection == 1 and request.number == 1:
+            request.writer.write(answer(COMPLETION))
+
+            async def idle_timeout() -> None:  # the server's idle timer, while nobody asks
+                await asyncio.sleep(0.05)
+                request.writer.write(TIMED_OUT)
+                request.writer.close()
+
+            asyncio.get_running_loop().create_task(idle_timeout())
+            return True
+        if request.connection == 2 and request.number == 1:
+            request.writer.write(answer(COMPLETION))
+            return True  # kept: its timer fires just as the next request arrives
+        if request.connection == 2:
+            request.writer.write(TIMED_OUT)
+            return False
+        request.writer.write(answer(COMPLETION))
+        return True
+
+    async with RawHttpServer(respond) as server:
+        provider = _provider(server.url + "/v1", retry=RetryPolicy(max_attempts=1))
+        once = provider.complete_once  # type: ignore[attr-defined]
+        ask = (lambda r: provider.stream(r, lambda _: None)) if streamed else once
+        assert (await once(REQUEST)).text == "fresh"
+        await asyncio.sleep(0.2)  # the 408 arrives while the connection is idle
+        assert (await ask(REQUEST)).text == "fresh"  # on connection 2
+        answered = await ask(REQUEST)  # crosses the 408 of connection 2's timer
+        await provider.aclose()
+    assert answered.text == "fresh"
+    assert server.connections == 3
+    assert [(r.connection, r.number) for r in server.requests] == [(1, 1), (2, 1), (2, 2), (3, 1)]
+
+
+async def test_a_408_on_a_new_connection_is_a_transient_error() -> None:
+    async with RawHttpServer(respond_with(TIMED_OUT, keep=False)) as server:
+        provider = _provider(server.url + "/v1", retry=RetryPolicy(max_attempts=1))
+        with pytest.raises(TransientProviderError, match="HTTP 408"):
+            await provider.complete(REQUEST)
+        await provider.aclose()
+    assert len(server.requests) == 1  # a server that is slow to read: the policy decides
