@@ -172,7 +172,7 @@ async def run_batch(
     try:
         text = program_path.read_text(encoding="utf-8")
     except OSError as error:
-        raise BatchError(f"{program_path}: cannot read ({error.strerror or error})") from None
+        raise BatchError(_unreadable(program_path, error)) from None
     except UnicodeDecodeError as error:
         raise BatchError(
             f"{program_path}: not valid UTF-8 (byte 0x{error.object[error.start]:02x} at offset "
@@ -181,7 +181,7 @@ async def run_batch(
     try:
         sha = file_sha256(inputs_path)
     except OSError as error:
-        raise BatchError(f"{inputs_path}: cannot read ({error.strerror})") from None
+        raise BatchError(_unreadable(inputs_path, error)) from None
     spec = BatchSpec(
         program_path=str(program_path.resolve()),
         program_text=text,
@@ -261,7 +261,7 @@ async def resume_batch(
     try:
         changed = file_sha256(inputs_path) != meta["inputs_sha256"]
     except OSError as error:
-        raise BatchError(f"{inputs_path}: cannot read ({error.strerror})") from None
+        raise BatchError(_unreadable(inputs_path, error)) from None
     if changed:
         raise BatchError(
             f"{inputs_path} changed since batch {store.batch_id} started; its line numbers "
@@ -462,3 +462,11 @@ def _problem(case: Case | Invalid, declared: dict[str, Any]) -> str | None:
             f"E027 unknown input '{name}'; the program declares: {known}" for name in unknown
         ]
     return "; ".join(problems) or None
+
+
+def _unreadable(path: Path, error: OSError) -> str:
+    """`PATH: no such file`, or `PATH: cannot read (why)`, as the other commands say it."""
+    if isinstance(error, FileNotFoundError):
+        return f"{path}: no such file"
+    what = error.strerror or str(error)
+    return f"{path}: cannot read ({what[:1].lower()}{what[1:]})"

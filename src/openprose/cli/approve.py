@@ -32,16 +32,17 @@ def run(args: argparse.Namespace) -> int:
 
 def decide(args: argparse.Namespace, answer: str) -> int:
     import sys
-    from pathlib import Path
 
+    from openprose.project import runs_home
     from openprose.vm.approvals import ApprovalError
     from openprose.vm.logged_runs import resolve_run
     from openprose.vm.runstore import RUNS_DIR, AmbiguousRun, DamagedRun, RunBusy
 
+    home = runs_home()  # where `prose resume` and `show` look too
     try:
-        run_dir = resolve_run(Path.cwd(), args.run_ref)
+        run_dir = resolve_run(home, args.run_ref)
         if run_dir is None:
-            print(f"prose: no run {args.run_ref!r} under {Path.cwd() / RUNS_DIR}", file=sys.stderr)
+            print(f"prose: no run {args.run_ref!r} under {home / RUNS_DIR}", file=sys.stderr)
             return 2
         answered = answer_requests(run_dir, answer, args.ids, all_pending=args.all)
     except (AmbiguousRun, DamagedRun, RunBusy, ApprovalError) as error:

@@ -53,7 +53,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="fsync each run's journal as prose run does (slower; see docs/batch.md)",
     )
-    add_provider_arguments(parser)
+    add_provider_arguments(
+        parser,
+        json_help='print one JSON object {"batch_id", "status", "output", "cases", '
+        '"succeeded", "failed", "invalid", "usage", ...}',
+    )
     add_budget_arguments(parser)  # each run's budgets
 
 
@@ -148,9 +152,10 @@ def _batch(args: argparse.Namespace) -> int:
 
 def _batch_root(spec: str) -> Path | None:
     from openprose.batches.store import find_batch
+    from openprose.project import runs_home
 
     try:
-        return find_batch(Path.cwd(), spec)
+        return find_batch(runs_home(), spec)  # where `resume_batch` looks
     except ValueError:
         return None
 

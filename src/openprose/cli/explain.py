@@ -131,6 +131,6 @@ def run(args: argparse.Namespace) -> int:
         pages.append(page(code))
     if args.json:
         print(json.dumps(pages, indent=2, ensure_ascii=False))
-    else:
+    elif pages:  # no stray blank line on stdout when every code was unknown
         print("\n\n".join(render(p) for p in pages))
     return status

@@ -154,7 +154,10 @@ def budget_flags(args: argparse.Namespace) -> dict[str, Any]:
     return {k: None if v == "none" else v for k, v in given.items() if v is not None}
 
 
-def add_provider_arguments(parser: argparse.ArgumentParser) -> None:
+RUN_JSON = 'print one JSON object {"run_id", "status", "outputs", "usage"}'
+
+
+def add_provider_arguments(parser: argparse.ArgumentParser, json_help: str = RUN_JSON) -> None:
     parser.add_argument(
         "--provider",
         type=_provider_name,
@@ -180,7 +183,7 @@ def add_provider_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--json",
         action="store_true",
-        help='print one JSON object {"run_id", "status", "outputs", "usage"}',
+        help=json_help,
     )
     parser.add_argument(
         "--record", metavar="FILE", help="append every model exchange sent to a replay cassette"

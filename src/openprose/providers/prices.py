@@ -69,7 +69,7 @@ def cost_amount(cost: float, models: Iterable[str]) -> str:
     used = sorted(set(models))
     if used and all(model == LOCAL_MODEL_ID for model in used):
         return "free (local model)"
-    return f"free (priced at $0: {', '.join(used)})" if used else "free"
+    return f"free (priced at $0: {', '.join(used)})" if used else "$0 (no model was asked)"
 
 
 @cache

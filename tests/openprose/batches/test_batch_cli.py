@@ -119,7 +119,7 @@ def test_usage_errors_exit_2_and_leave_no_batch(
     assert main(["batch", "p.prose", "in.jsonl", "--max-runs", "0"]) == 2
     assert main(["batch", "--resume", "nothing-here"]) == 2
     err = capsys.readouterr().err
-    assert "nope.jsonl: cannot read" in err and "no batch 'nothing-here'" in err
+    assert "nope.jsonl: no such file" in err and "no batch 'nothing-here'" in err
     assert not (project / ".prose" / "batches").exists()
 
 

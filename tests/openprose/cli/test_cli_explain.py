@@ -39,5 +39,6 @@ def test_guide_sections_named_by_pages_exist() -> None:
 
 
 def test_unknown_code_suggests_a_near_one(prose: Run) -> None:
-    code, _, err = prose("explain", "E0244")
+    code, out, err = prose("explain", "E0244")
     assert code == 2 and "did you mean E024?" in err
+    assert out == ""  # nothing to show: not even a blank line

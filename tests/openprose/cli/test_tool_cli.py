@@ -83,6 +83,23 @@ def test_waiting_run_approved_one_by_one_then_resumed(
     assert shown["pending_approvals"] == []
 
 
+def test_approve_and_deny_find_the_run_from_a_subfolder_of_the_project(
+    project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As `prose resume` and `show` do: the project of the working directory (its
+    prose.toml's folder), not the working directory itself."""
+    (project / "prose.toml").write_text('provider = "scripted:rules.json"\n')
+    assert main(["run", "main.prose", "--json"]) == 4
+    run_id = str(_json(capsys)["run_id"])
+    (project / "notes").mkdir()
+    monkeypatch.chdir(project / "notes")
+    assert main(["approve", run_id]) == 0
+    assert "approved: write_file write a.md" in capsys.readouterr().out
+    assert main(["resume", run_id, "--json"]) == 4
+    capsys.readouterr()
+    assert main(["deny", run_id, "--all"]) == 0
+
+
 def test_yes_runs_unattended(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", "main.prose", "--provider", "scripted:rules.json", "--yes", "--json"]) == 0
     assert (project / "a.md").read_text() == "A" and (project / "b.md").read_text() == "B"

@@ -79,6 +79,7 @@ def test_a_cost_is_never_said_as_0_0000() -> None:
         f"free (priced at $0: qwen2.5:7b, {LOCAL_MODEL_ID})"
     )
     assert cost_amount(0.00004, [LOCAL_MODEL_ID, "gpt-4.1"]) == "under $0.0001"
+    assert cost_amount(0.0, {}) == "$0 (no model was asked)"  # e.g. a batch of invalid lines
     assert cost_amount(1.23456, ["gpt-4.1"]) == "$1.2346"
 
 
