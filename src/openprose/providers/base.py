@@ -24,6 +24,7 @@ __all__ = [
     "ToolResult",
     "ToolSpec",
     "TransientProviderError",
+    "UnreachableServerError",
     "Usage",
     "single_attempt",
 ]
@@ -286,6 +287,11 @@ class TransientProviderError(ProviderError):
     ) -> None:
         super().__init__(message, provider=provider, status=status)
         self.retry_after = retry_after
+
+
+class UnreachableServerError(TransientProviderError):
+    """No connection could be made at all (name lookup failed, connection refused): worth
+    another attempt — a server restarting — but, when it lasts, a base URL to check."""
 
 
 class RetryAfterTooLongError(TransientProviderError):

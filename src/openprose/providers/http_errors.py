@@ -15,7 +15,12 @@ from collections.abc import Mapping
 from email.utils import parsedate_to_datetime
 from typing import Any
 
-from openprose.providers.base import ProviderConfigError, ProviderError, TransientProviderError
+from openprose.providers.base import (
+    ProviderConfigError,
+    ProviderError,
+    TransientProviderError,
+    UnreachableServerError,
+)
 
 __all__ = [
     "BadAnswer",
@@ -87,7 +92,7 @@ def transport_error(
     if isinstance(exc, StreamCut):
         return TransientProviderError(f"{where}: {exc}", provider=provider)
     if isinstance(exc, wire.CannotConnect):
-        return TransientProviderError(
+        return UnreachableServerError(
             f"{where}: cannot connect to the server: {exc}", provider=provider
         )
     if isinstance(exc, TimeoutError):

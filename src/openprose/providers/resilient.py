@@ -30,6 +30,7 @@ from openprose.providers.base import (
     ProviderError,
     RetryAfterTooLongError,
     TransientProviderError,
+    UnreachableServerError,
 )
 from openprose.providers.settings import RetryPolicy
 from openprose.providers.streaming import TextSink, stream_text_to
@@ -152,6 +153,11 @@ class ResilientProvider:
             )
         if error.status is not None:
             return f"{made}; the server kept failing: wait, then resume the run; {more}"
+        if isinstance(error, UnreachableServerError):
+            return (
+                f"{made}; check the base URL (`prose config` shows it) and that the server is "
+                f"up, then resume the run; {more}"
+            )
         return f"{made}; once the server answers again, resume the run; {more}"
 
     async def complete_once(self, request: ModelRequest) -> ModelResponse:

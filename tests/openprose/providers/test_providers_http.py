@@ -252,10 +252,13 @@ async def test_connection_refused_is_transient_and_retried(
 ) -> None:
     provider = open_provider(settings_for(base_url=f"http://127.0.0.1:{unused_tcp_port}"))
     try:
-        with pytest.raises(TransientProviderError, match="cannot connect"):
+        with pytest.raises(TransientProviderError, match="cannot connect") as raised:
             await ask(provider, REQUEST, mode)
     finally:
         await provider.aclose()
+    assert "check the base URL (`prose config` shows it) and that the server is up" in str(
+        raised.value
+    )
 
 
 @pytest.mark.parametrize(

@@ -114,6 +114,13 @@ async def test_the_last_error_says_how_many_attempts_and_what_to_change() -> Non
     assert "gave up after 2 attempts" in said and "the server kept failing" in said
     assert "--max-concurrency" not in said  # not a rate limit: concurrency is not the cause
 
+    from openprose.providers.base import UnreachableServerError
+
+    refused = [UnreachableServerError("cannot connect to the server") for _ in range(2)]
+    with pytest.raises(TransientProviderError) as raised:
+        await wrap(FlakyProvider(*refused), RetryPolicy(max_attempts=2), []).complete(REQUEST)
+    assert "check the base URL (`prose config` shows it)" in str(raised.value)
+
     with pytest.raises(TransientProviderError) as raised:
         once = RetryPolicy(max_attempts=1)
         await wrap(FlakyProvider(TransientProviderError("gone")), once, []).complete(REQUEST)
