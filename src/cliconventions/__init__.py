@@ -125,12 +125,17 @@ def run_async(coroutine: Any) -> Any:
 
     async def main() -> Any:
         task = asyncio.current_task()
+        loop = asyncio.get_running_loop()
 
         def cancel(signum: int, frame: object) -> None:
             if received or task is None:
                 raise Terminated()
             received.append(signum)
             task.cancel()
+            # The handler runs between two waits of the selector, which would go on waiting
+            # (until the next I/O: a model call of minutes) before running the cancellation;
+            # wake it, as asyncio's own SIGINT handler does.
+            loop.call_soon_threadsafe(lambda: None)
 
         try:
             previous: Any = signal.signal(signal.SIGTERM, cancel)

@@ -85,6 +85,29 @@ def test_a_stopped_run_says_how_to_continue_and_resumes_without_resending(
     assert usage["requests_served_from_journal"] + usage["requests_sent"] == 8
 
 
+def test_sigterm_during_a_long_model_call_ends_the_run_at_once(tmp_path: Path) -> None:
+    """The handler runs between two waits of the event loop's selector; unless it wakes the
+    selector, the cancellation waits for the next I/O — here a call answering in 30 s."""
+    from tests.support.fake_llm_server import Fault, script_faults
+
+    base_url, stop = start_in_subprocess()
+    try:
+        script_faults(base_url, Fault("hang", hang_seconds=30))
+        (tmp_path / "p.prose").write_text('session "answer slowly"\n')
+        process = _start(["openprose.cli", "run", "p.prose"], tmp_path, _env(base_url))
+        _wait_for(process, "prose: run ")  # started; its only call is out
+        time.sleep(0.5)
+        sent = time.monotonic()
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=60)
+        took = time.monotonic() - sent
+    finally:
+        stop()
+    assert process.returncode == 143, err
+    assert took < 10, f"SIGTERM took {took:.1f} s to end the run"
+    assert "prose: terminated; run " in err and "Traceback" not in err
+
+
 def test_a_terminated_batch_says_how_to_continue(slow_server: str, tmp_path: Path) -> None:
     (tmp_path / "p.prose").write_text('input x: "x"\nsession "a {x}"\nsession "b"\nsession "c"\n')
     (tmp_path / "cases.jsonl").write_text("".join(f'{{"x": "{i}"}}\n' for i in range(4)))
