@@ -272,6 +272,9 @@ class ProviderError(Exception):
         super().__init__(message)
         self.provider = provider
         self.status = status
+        # What a person could change, said where the failure ends up (`prose run`'s last
+        # line), never part of the message a program's `catch` sees or a model is sent.
+        self.note: str | None = None
 
 
 class TransientProviderError(ProviderError):

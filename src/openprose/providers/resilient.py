@@ -129,7 +129,7 @@ class ResilientProvider:
                 raise
             except TransientProviderError as error:
                 if attempt >= self.policy.max_attempts:
-                    error.args = (f"{error} ({self._gave_up(error, attempt, waited)})",)
+                    error.note = self._gave_up(error, attempt, waited)
                     raise
                 delay = backoff_delay(self.policy, attempt, self._jitter())
                 if error.retry_after is not None:

@@ -133,12 +133,13 @@ class ModelCalls:
                 )
                 # A server asking for a longer wait than the limit ends the retries too.
                 if attempt > retries or isinstance(error, RetryAfterTooLongError):
-                    said = str(error)
+                    failure = _failed(str(error), self.path, where, step)
+                    failure.hint = error.note
                     if retries and attempt > retries:
-                        said += (
-                            f" (gave up after {attempt} attempts, the session's `retry: {retries}`)"
+                        failure.hint = (
+                            f"gave up after {attempt} attempts, the session's `retry: {retries}`"
                         )
-                    raise _failed(said, self.path, where, step) from None
+                    raise failure from None
                 self.store.state(f"{step}→ retry:{attempt}/{retries}")
                 delay = backoff_delay(backoff, attempt, shared.config.retry_base_delay)
                 if isinstance(error, TransientProviderError) and error.retry_after:

@@ -27,11 +27,15 @@ class ProseError(Exception):
         # handles the error, they are journaled as handled, and a resumed run is served the
         # same failures instead of asking again and taking another path.
         self.failed_calls: dict[str, str] = {}
+        # For the person reading the run's end (how many attempts, what to change); the
+        # program's `catch` sees `message` only.
+        self.hint: str | None = None
 
     def __str__(self) -> str:
         code = f"{self.code} " if self.code else ""
         prefix = f"{self.where}: " if self.where else ""
-        return f"{prefix}{code}{self.message}"
+        hint = f" ({self.hint})" if self.hint else ""
+        return f"{prefix}{code}{self.message}{hint}"
 
 
 class ThrownError(ProseError):

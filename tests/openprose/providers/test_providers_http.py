@@ -257,7 +257,7 @@ async def test_connection_refused_is_transient_and_retried(
     finally:
         await provider.aclose()
     assert "check the base URL (`prose config` shows it) and that the server is up" in str(
-        raised.value
+        raised.value.note
     )
 
 

@@ -102,15 +102,16 @@ async def test_the_last_error_says_how_many_attempts_and_what_to_change() -> Non
     policy = RetryPolicy(max_attempts=3, base_delay=0.5, max_delay=10)
     with pytest.raises(TransientProviderError) as raised:
         await wrap(FlakyProvider(*limited), policy, sleeps).complete(REQUEST)
-    said = str(raised.value)
-    assert said.startswith("HTTP 429: slow down (gave up after 3 attempts over 1.5 s;")
+    assert str(raised.value) == "HTTP 429: slow down"  # what a program's `catch` sees
+    said = str(raised.value.note)  # what `prose run` adds to its last line
+    assert said.startswith("gave up after 3 attempts over 1.5 s;")
     assert "lower --max-concurrency (now 4)" in said
     assert "[retry] max_attempts = 3 in prose.toml" in said
 
     failing = [TransientProviderError("HTTP 503: down", status=503) for _ in range(2)]
     with pytest.raises(TransientProviderError) as raised:
         await wrap(FlakyProvider(*failing), RetryPolicy(max_attempts=2), []).complete(REQUEST)
-    said = str(raised.value)
+    said = str(raised.value.note)
     assert "gave up after 2 attempts" in said and "the server kept failing" in said
     assert "--max-concurrency" not in said  # not a rate limit: concurrency is not the cause
 
@@ -119,12 +120,12 @@ async def test_the_last_error_says_how_many_attempts_and_what_to_change() -> Non
     refused = [UnreachableServerError("cannot connect to the server") for _ in range(2)]
     with pytest.raises(TransientProviderError) as raised:
         await wrap(FlakyProvider(*refused), RetryPolicy(max_attempts=2), []).complete(REQUEST)
-    assert "check the base URL (`prose config` shows it)" in str(raised.value)
+    assert "check the base URL (`prose config` shows it)" in str(raised.value.note)
 
     with pytest.raises(TransientProviderError) as raised:
         once = RetryPolicy(max_attempts=1)
         await wrap(FlakyProvider(TransientProviderError("gone")), once, []).complete(REQUEST)
-    assert "(1 attempt, no retries;" in str(raised.value)
+    assert str(raised.value.note).startswith("1 attempt, no retries;")
 
 
 async def test_permanent_errors_are_not_retried() -> None:
