@@ -22,7 +22,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def add_decision_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_ref", metavar="RUN", help="run id (or unique prefix) or run folder")
-    parser.add_argument("ids", nargs="*", metavar="ID", help="request ids (see `prose show`)")
+    parser.add_argument(
+        "ids", nargs="*", default=[], metavar="ID", help="request ids (see `prose show`)"
+    )
     parser.add_argument("--all", action="store_true", help="answer every pending request")
 
 

@@ -163,23 +163,58 @@ def vm_config(
     defaults = VMConfig()
     if "max_concurrency" in table:
         # One limit, owned by the provider settings (docs/decisions.md, VM section).
-        raise UsageError(
+        raise _placed(
+            project,
+            "max_concurrency",
             "max_concurrency is not a [vm] setting: write `max_concurrency = N` at the top "
-            "level of prose.toml (or pass --max-concurrency N)"
+            "level of prose.toml (or pass --max-concurrency N)",
         )
     known = [f.name for f in fields(VMConfig) if f.name != "max_concurrency"]
     unknown = sorted(set(table) - set(known))
     if unknown:
-        raise UsageError(
-            f"unknown [vm] setting(s): {', '.join(unknown)}; known: {', '.join(known)}"
+        raise _placed(
+            project,
+            unknown[0],
+            f"unknown [vm] setting(s): {', '.join(unknown)}; known: {', '.join(known)}",
         )
     for key, value in table.items():
-        check_vm_setting(key, value, getattr(defaults, key))
+        try:
+            check_vm_setting(key, value, getattr(defaults, key))
+        except UsageError as error:
+            raise _placed(project, key, str(error)) from None
     config = replace(defaults, **table, max_concurrency=max_concurrency)
     config = replace(config, **(budgets or {}))
     if budget_cap is not None and "context_budget" not in table:
         config = replace(config, context_budget=min(config.context_budget, budget_cap))
     return replace(config, evaluator_model=evaluator) if evaluator else config
+
+
+def _placed(project: Path, key: str, problem: str) -> UsageError:
+    """`problem` with the place of `[vm] key` in the project's settings file in front."""
+    from openprose.providers.settings import read_config
+
+    where = setting_place(read_config(project)[1], "vm", key)
+    return UsageError(f"{where}: {problem}" if where else problem)
+
+
+def setting_place(path: Path | None, table: str, key: str) -> str:
+    """`FILE:LINE` of `key` in the `[table]` (or `[tool.prose.table]`) of a settings file;
+    `FILE` when the line is not found (an inline table, a dotted key); "" without a file."""
+    if path is None:
+        return ""
+    wanted = (f"[{table}]", f"[tool.prose.{table}]")
+    inside = False
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return str(path)
+    for number, line in enumerate(lines, 1):
+        text = line.split("#")[0].strip()
+        if text.startswith("["):
+            inside = text in wanted
+        elif inside and text.partition("=")[0].strip().strip("\"'") == key:
+            return f"{path}:{number}"
+    return str(path)
 
 
 def check_vm_setting(key: str, value: object, default: object) -> None:

@@ -272,10 +272,11 @@ def test_vm_settings_from_prose_toml(project: Path, capsys: pytest.CaptureFixtur
     run_dir = next((project / ".prose" / "runs").iterdir())
     assert "context:trimmed a -153 chars" in (run_dir / "state.md").read_text()  # 50 - "Use"
     assert json.loads((run_dir / "run.json").read_text())["config"]["evaluator_model"] == "judge"
-    (project / "prose.toml").write_text("[vm]\nnope = 1\n")
+    (project / "prose.toml").write_text("# settings\n[vm]\n\nnope = 1\n")
     capsys.readouterr()
     assert prose("run", "t.prose", "--provider", "scripted:rules.yaml") == 2
-    assert "unknown [vm] setting(s): nope" in capsys.readouterr().err
+    err = capsys.readouterr().err  # the place of the key, as for a TOML syntax error
+    assert err.startswith(f"prose: {project / 'prose.toml'}:4: unknown [vm] setting(s): nope")
     for bad, message in (
         ('max_depth = "deep"', "[vm] max_depth must be an integer, got 'deep'"),
         ("context_budget = 0", "[vm] context_budget must be positive"),
@@ -285,7 +286,7 @@ def test_vm_settings_from_prose_toml(project: Path, capsys: pytest.CaptureFixtur
         (project / "prose.toml").write_text(f"[vm]\n{bad}\n")
         assert prose("run", "t.prose", "--provider", "scripted:rules.yaml") == 2
         err = capsys.readouterr().err
-        assert message in err and "Traceback" not in err
+        assert message in err and "Traceback" not in err and "prose.toml:2: [vm]" in err
 
 
 def test_internal_errors_never_show_a_traceback(

@@ -100,6 +100,15 @@ def test_approve_and_deny_find_the_run_from_a_subfolder_of_the_project(
     assert main(["deny", run_id, "--all"]) == 0
 
 
+def test_approve_without_a_run_names_only_what_is_missing(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for command in ("approve", "deny"):
+        assert main([command]) == 2  # IDs are optional (--all, or the first pending one)
+        err = capsys.readouterr().err
+        assert err.rstrip().endswith("the following arguments are required: RUN"), err
+
+
 def test_yes_runs_unattended(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", "main.prose", "--provider", "scripted:rules.json", "--yes", "--json"]) == 0
     assert (project / "a.md").read_text() == "A" and (project / "b.md").read_text() == "B"
