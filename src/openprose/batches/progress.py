@@ -33,8 +33,9 @@ def cost_text(cost: float, unpriced: dict[str, int], models: Iterable[str] = ())
 
     if not unpriced:
         return cost_amount(cost, models)
-    shown = "under $0.0001" if 0 < cost < 0.0001 else f"${cost:.4f}"
-    return f"{shown} + unknown (no price for {', '.join(sorted(unpriced))})"
+    unknown = f"unknown (no price for {', '.join(sorted(unpriced))})"
+    priced = [m for m in models if m not in unpriced]
+    return f"{cost_amount(cost, priced)} + {unknown}" if priced else unknown
 
 
 def _clock(seconds: float) -> str:

@@ -560,9 +560,13 @@ def print_summary(result: RunResult, provider: str | None = None) -> None:
     if answered_by:
         pass  # nothing was sent to a model, nothing was paid
     elif unpriced:  # said, not hidden: the total would be wrong
+        from openprose.providers.prices import cost_amount
+
+        priced = [m for m in usage.get("by_model") or {} if m not in unpriced]
         lines.append(
             f"cost: unknown — no price for {', '.join(sorted(unpriced))} (give it one under "
-            f"[prices] in prose.toml); ${cost:.4f} for the priced calls"
+            "[prices] in prose.toml)"
+            + (f"; {cost_amount(cost, priced)} for the priced calls" if priced else "")
         )
     elif usage.get("input_tokens") or usage.get("output_tokens"):
         from openprose.providers.prices import cost_amount

@@ -113,6 +113,7 @@ def test_the_summary_says_when_a_price_is_unknown(
     code = main(unpriced)
     out = capsys.readouterr().out
     assert code == 0 and "cost: unknown — no price for my-own" in out
+    assert "$0.0000" not in out and "priced calls" not in out  # no call had a price
     (project / "prose.toml").write_text('[prices."my-own"]\ninput = 1.0\noutput = 1.0\n')
     main(unpriced)
     out = capsys.readouterr().out

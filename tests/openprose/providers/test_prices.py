@@ -106,3 +106,7 @@ def test_the_local_models_run_and_batch_summaries_say_free(tmp_path: object) -> 
         print_summary(RunResult("r", Path("."), "succeeded", usage=usage), "local")
     assert "cost: free (local model)" in printed.getvalue().splitlines()
     assert cost_text(0.0, {}, usage["by_model"]) == "free (local model)"  # type: ignore[arg-type]
+    assert cost_text(0.0, {"mine": 9}, ["mine"]) == "unknown (no price for mine)"
+    assert cost_text(0.5, {"mine": 9}, ["mine", "gpt-4.1"]) == (
+        "$0.5000 + unknown (no price for mine)"
+    )
