@@ -33,6 +33,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -66,20 +67,28 @@ class Row:
     translate: Callable[[Translator, str, float, Fields], None]  # (step, t, fields)
 
 
-_SECONDS: dict[int, str] = {}  # whole second -> its RFC 3339 text (a run's events share few)
-_MILLISECONDS = tuple(f"{ms:03d}Z" for ms in range(1000))  # the text's end, ready made
+_SECONDS: dict[int, bytes] = {}  # whole second -> its RFC 3339 text (a run's events share few)
+# The text's end, ready made, by millisecond; a time rounded up to the next second (1000)
+# keeps 999, as it always has.
+_MILLISECONDS = (*(b"%03dZ" % ms for ms in range(1000)), b"999Z")
+
+
+def _stamp(t: float) -> bytes:
+    """The VLP timestamp (UTC, milliseconds) of a journal time, as the line holds it."""
+    whole = int(t)
+    try:
+        return _SECONDS[whole] + _MILLISECONDS[round((t - whole) * 1_000_000) // 1000]
+    except KeyError:
+        if len(_SECONDS) > 4096:
+            _SECONDS.clear()
+        moment = datetime.fromtimestamp(whole, UTC).strftime("%Y-%m-%dT%H:%M:%S.")
+        _SECONDS[whole] = moment.encode()
+        return _stamp(t)
 
 
 def _timestamp(t: float) -> str:
     """The VLP timestamp (UTC, milliseconds) of a journal time."""
-    whole = int(t)
-    text = _SECONDS.get(whole)
-    if text is None:
-        if len(_SECONDS) > 4096:
-            _SECONDS.clear()
-        text = _SECONDS[whole] = datetime.fromtimestamp(whole, UTC).strftime("%Y-%m-%dT%H:%M:%S.")
-    ms = round((t - whole) * 1_000_000) // 1000
-    return text + _MILLISECONDS[ms if ms < 1000 else 999]
+    return _stamp(t).decode()
 
 
 class Translator:
@@ -96,11 +105,13 @@ class Translator:
         self._ids = f"{run_id}/"
         self._started: dict[str, Fields] = {}  # step -> its session_started
         self._last: dict[str, str] = {}  # step -> id of its latest answer or failure
-        self._answers: dict[str, str] = {}  # call step -> id of the answer it got
+        self._answers: dict[str, int] = {}  # call step -> seq of the answer it got
         self._tool_calls: dict[tuple[str, object, object], str] = {}  # (step, turn, index)
         self._approvals: dict[str, str] = {}  # approval id -> its query
         self._agents: dict[str, str] = {}  # session step -> who acts in it (tools' caller)
         self._results: dict[tuple[str, str], str] = {}  # (session step, call id) -> result
+        # A session statement's constants -> its two lines with fields for the rest.
+        self._templates: dict[tuple[Any, ...], bytes | None] = {}
 
     # --- the doors ------------------------------------------------------------------------
 
@@ -220,32 +231,27 @@ class Translator:
         # A retry answers the failure before it.
         previous: str | list[str] | None = self._last.get(step) if self._last else None
         if previous is None and kind == "judgment" and step.endswith("~2"):
-            previous = self._answers.get(step[:-1] + "1")  # asked again: the first did not parse
-        payload = {"step": step, "kind": kind, "model": alias, "attempt": attempt}
-        if request and request.get("system"):
-            payload["system"] = request["system"]
-        elif not request and isinstance(event.get("request_delta"), dict):
+            previous = self._answer_id(step[:-1] + "1")  # asked again: the first did not parse
+        payload = _query_payload(
+            step, kind, alias, attempt, request.get("system") if request else None
+        )
+        if not request and isinstance(event.get("request_delta"), dict):
             prompt, refers_to = self._turn(step, event["request_delta"], payload)
             if previous is None:
                 previous = refers_to
         self.seq = seq = self.seq + 1
         ident = f"{self._ids}{seq}"
-        message = {
-            "id": ident,
-            "protocol": PROTOCOL,
-            "type": "query",
-            "timestamp": _timestamp(t),
-            "session_id": self.run_id,
-            "seq": seq,
-            "sender": VM,
-            "content": prompt or f"({kind} request of step {step})",
-            "confidence": 1.0,
-            "receiver": _agent_name(agent, alias),
-            "topic": str(kind),
-        }
-        if previous is not None:
-            message["refers_to"] = previous
-        message["payload"] = payload
+        message = _query(
+            ident,
+            _timestamp(t),
+            self.run_id,
+            seq,
+            prompt or f"({kind} request of step {step})",
+            _agent_name(agent, alias),
+            str(kind),
+            previous,
+            payload,
+        )
         self.out += orjson.dumps(message, option=_LINE)
         return ident
 
@@ -271,60 +277,164 @@ class Translator:
             f"(turn of step {session}: the conversation of step {base} continued with "
             f"{len(sent)} tool result(s))"
         )
-        return content, results or self._answers.get(base)
+        return content, results or self._answer_id(base)
 
     def session_finished(self, step: str, t: float, event: Fields) -> None:
-        """The query and its answer (valid by construction: see the module's docstring)."""
+        """The query and its answer (valid by construction: see the module's docstring).
+        A first answer to a plain request (the common case: no retry before it, no
+        correction, no tool turn) is written from its statement's template (`_template`):
+        only the session's own values are encoded; `_exchange` makes every other."""
+        try:
+            request, response, elapsed, kind, alias, agent, attempt = _FINISHED(event)
+            messages, system, asked_model = _REQUEST(request)
+            text, usage, finish_reason, answered_model = _RESPONSE(response)
+            prompt = str(messages[-1]["content"])
+        except (KeyError, TypeError, IndexError, AttributeError):  # not as the VM records it
+            prompt = ""
+        if not prompt or step.endswith("~2") or (self._last and step in self._last):
+            self._exchange(step, t, event)
+            return
+        if kind and alias and agent:
+            asked_kind, asked_alias, asked_agent = kind, alias, agent
+        else:  # the session's start fills the gaps (as `_asked` does)
+            started = self._started.get(step, _EMPTY)
+            asked_kind = kind or started.get("kind") or "session"
+            asked_alias = alias or started.get("model")
+            asked_agent = agent or started.get("agent")
+        model = answered_model or asked_model or alias
+        key = (asked_kind, asked_alias, asked_agent, system, kind, alias, agent, model)
+        try:
+            template = self._templates.get(key, _UNMADE)
+        except TypeError:  # an unhashable value (a journal edited by hand)
+            template = None
+        if template is _UNMADE:
+            template = self._template(key)
+        if template is None:
+            self._exchange(step, t, event)
+            return
+        step_json = _dumps(step)
+        seq = self.seq + 1
+        answer = seq + 1
+        self.out += template % (
+            seq,
+            _stamp(t - (elapsed or 0.0)),
+            seq,
+            _dumps(prompt),
+            step_json,
+            int(attempt or 1),
+            answer,
+            _stamp(t),
+            answer,
+            _dumps(str(text)),
+            step_json[1:-1],
+            seq,
+            step_json,
+            _dumps(usage),
+            _dumps(finish_reason),
+            _dumps(elapsed),
+        )
+        self.seq = answer
+        self._answers[step] = answer
+        self._started.pop(step, None)
+
+    def _exchange(self, step: str, t: float, event: Fields) -> None:
+        """`session_finished` built message by message."""
         request, response = event.get("request") or _EMPTY, event.get("response") or _EMPTY
         elapsed, kind = event.get("elapsed"), event.get("kind")
         alias, agent = event.get("model"), event.get("agent")
-        query = self._asked(
-            step,
-            event,
-            request,
-            int(event.get("attempt") or 1),
-            t - (elapsed or 0.0),
-            kind,
-            alias,
-            agent,
-        )
+        attempt = int(event.get("attempt") or 1)
         model = response.get("model") or request.get("model") or alias
-        first = self._answers.get(step[:-1] + "1") if step.endswith("~2") else None
-        payload = {
-            "step": step,
-            "kind": kind or "session",
-            "model": model,
-            "usage": response.get("usage"),
-            "finish_reason": response.get("finish_reason"),
-            "elapsed": elapsed,
-            "confidence": "unstated by the model",
-        }
+        query = self._asked(step, event, request, attempt, t - (elapsed or 0.0), kind, alias, agent)
+        first = self._answer_id(step[:-1] + "1") if step.endswith("~2") else None
+        payload = _answer_payload(
+            step,
+            kind or "session",
+            model,
+            response.get("usage"),
+            response.get("finish_reason"),
+            elapsed,
+        )
         if first is not None:
             payload["answers"] = query  # a correction refers to what it replaces only
         self.seq = seq = self.seq + 1
-        answer = f"{self._ids}{seq}"
-        self.out += orjson.dumps(
-            {
-                "id": answer,
-                "protocol": PROTOCOL,
-                "type": "response" if first is None else "correction",
-                "timestamp": _timestamp(t),
-                "session_id": self.run_id,
-                "seq": seq,
-                "sender": _agent_name(agent, alias),
-                "content": str(response.get("text", "")),
-                "confidence": UNSTATED,
-                "receiver": VM,
-                "provenance": [f"model:{model}", f"step:{step}"],
-                "refers_to": first or query,
-                "payload": payload,
-            },
-            option=_LINE,
+        message = _answer(
+            f"{self._ids}{seq}",
+            "response" if first is None else "correction",
+            _timestamp(t),
+            self.run_id,
+            seq,
+            _agent_name(agent, alias),
+            str(response.get("text", "")),
+            model,
+            step,
+            first or query,
+            payload,
         )
-        self._answers[step] = answer
+        self.out += orjson.dumps(message, option=_LINE)
+        self._answers[step] = seq
         if self._last:
             self._last.pop(step, None)
         self._started.pop(step, None)
+
+    def _answer_id(self, step: str) -> str | None:
+        """The id of the answer call `step` got, if it got one."""
+        seq = self._answers.get(step)
+        return None if seq is None else f"{self._ids}{seq}"
+
+    def _template(self, key: tuple[Any, ...]) -> bytes | None:
+        """The two lines of a session whose statement constants are `key`, with a `%`
+        field where each of its own values goes (the order `session_finished` gives them).
+        They are made by the builders the other sessions use, with stand-ins for those
+        values: a template cannot differ from what they make. None (and the builders for
+        every such session) when a constant is not text or holds a stand-in's character."""
+        if len(self._templates) >= _TEMPLATES or not all(
+            value is None or value.__class__ is str for value in key
+        ):
+            return None
+        asked_kind, asked_alias, asked_agent, system, kind, alias, agent, model = key
+        ids, run_id = self._ids, self.run_id
+        hole = _HOLE
+        query = _query(
+            ids + hole + "a",
+            hole + "b",
+            run_id,
+            hole + "c",  # type: ignore[arg-type]
+            hole + "d",
+            _agent_name(asked_agent, asked_alias),
+            str(asked_kind),
+            None,
+            _query_payload(hole + "e", asked_kind, asked_alias, hole + "f", system),  # type: ignore[arg-type]
+        )
+        answer = _answer(
+            ids + hole + "g",
+            "response",
+            hole + "h",
+            run_id,
+            hole + "i",  # type: ignore[arg-type]
+            _agent_name(agent, alias),
+            hole + "j",
+            model,
+            hole + "k",
+            ids + hole + "l",
+            _answer_payload(
+                hole + "m", kind or "session", model, hole + "n", hole + "o", hole + "p"
+            ),
+        )
+        lines = orjson.dumps(query, option=_LINE) + orjson.dumps(answer, option=_LINE)
+        template = lines.replace(b"%", b"%%")
+        at = 0
+        for stand_in, field in _HOLES:
+            found = template.find(stand_in, at)
+            if found < 0:
+                break
+            template = template[:found] + field + template[found + len(stand_in) :]
+            at = found + len(field)
+        else:
+            if _HOLE_BYTES not in template:  # else a constant holds the stand-ins' character
+                self._templates[key] = template
+                return template
+        self._templates[key] = None
+        return None
 
     def session_failed(self, step: str, t: float, event: Fields) -> None:
         started = self._started.get(step, _EMPTY)
@@ -356,7 +466,7 @@ class Translator:
 
     def decision(self, step: str, t: float, event: Fields) -> None:
         attempts = event.get("attempts")
-        answer = self._answers.get(f"{step}~{attempts}") if attempts else None
+        answer = self._answer_id(f"{step}~{attempts}") if attempts else None
         kind, question = event.get("kind"), event.get("question")
         verdict, reason = event.get("verdict"), event.get("reason")
         shown = "true" if verdict is True else "false" if verdict is False else verdict
@@ -384,7 +494,7 @@ class Translator:
             ),
             confidence=1.0,
             provenance=[f"step:{step}"],
-            refers_to=self._answers.get(f"{step}~2"),
+            refers_to=self._answer_id(f"{step}~2"),
             payload={"step": step, "kind": event.get("kind")},
         )
 
@@ -411,7 +521,7 @@ class Translator:
         arguments = call.get("arguments")
         shown = arguments if isinstance(arguments, str) else orjson.dumps(arguments).decode()
         turn = event.get("turn")
-        asked_by = self._answers.get(turn_step(step, turn)) if isinstance(turn, int) else None
+        asked_by = self._answer_id(turn_step(step, turn)) if isinstance(turn, int) else None
         self._tool_calls[(step, turn, event.get("index"))] = self.say(
             "query",
             t,
@@ -420,7 +530,7 @@ class Translator:
             content=f"{name}({shown})",
             confidence=1.0,
             topic="tool_call",
-            refers_to=asked_by or self._answers.get(step),  # the turn's answer that asked
+            refers_to=asked_by or self._answer_id(step),  # the turn's answer that asked
             payload={"step": step, "tool": name, "call_id": call.get("id"), "arguments": arguments},
         )
 
@@ -523,6 +633,129 @@ class Translator:
             safety={"level": "review", "issues": [{"code": f"RUN_{str(status).upper()}"}]},
             payload=payload,
         )
+
+
+def _query(
+    ident: str,
+    timestamp: str,
+    run_id: str,
+    seq: int,
+    content: str,
+    receiver: str,
+    topic: str,
+    previous: str | list[str] | None,
+    payload: dict[str, Any],
+) -> Message:
+    """A session's query: the one builder of its line (templates included)."""
+    message = {
+        "id": ident,
+        "protocol": PROTOCOL,
+        "type": "query",
+        "timestamp": timestamp,
+        "session_id": run_id,
+        "seq": seq,
+        "sender": VM,
+        "content": content,
+        "confidence": 1.0,
+        "receiver": receiver,
+        "topic": topic,
+    }
+    if previous is not None:
+        message["refers_to"] = previous
+    message["payload"] = payload
+    return message
+
+
+def _query_payload(step: str, kind: Any, alias: Any, attempt: int, system: Any) -> dict[str, Any]:
+    payload = {"step": step, "kind": kind, "model": alias, "attempt": attempt}
+    if system:
+        payload["system"] = system
+    return payload
+
+
+def _answer(
+    ident: str,
+    kind: str,
+    timestamp: str,
+    run_id: str,
+    seq: int,
+    sender: str,
+    content: str,
+    model: Any,
+    step: str,
+    refers_to: str,
+    payload: dict[str, Any],
+) -> Message:
+    """A session's answer (a response, or a correction of a judgment's first answer)."""
+    return {
+        "id": ident,
+        "protocol": PROTOCOL,
+        "type": kind,
+        "timestamp": timestamp,
+        "session_id": run_id,
+        "seq": seq,
+        "sender": sender,
+        "content": content,
+        "confidence": UNSTATED,
+        "receiver": VM,
+        "provenance": [f"model:{model}", f"step:{step}"],
+        "refers_to": refers_to,
+        "payload": payload,
+    }
+
+
+def _answer_payload(
+    step: str, kind: Any, model: Any, usage: Any, finish_reason: Any, elapsed: Any
+) -> dict[str, Any]:
+    return {
+        "step": step,
+        "kind": kind,
+        "model": model,
+        "usage": usage,
+        "finish_reason": finish_reason,
+        "elapsed": elapsed,
+        "confidence": "unstated by the model",
+    }
+
+
+# A session's template (`Translator._template`): its own values are stand-ins while the
+# builders make its two lines, then `%` fields. A stand-in is a private-use character and a
+# letter; quoted, the field replaces the JSON string the stand-in became (a number or a value
+# encoded whole goes there), unquoted only its text (inside a string the line already has).
+_HOLE = "\ue000"
+_HOLE_BYTES = _HOLE.encode()
+_HOLES = tuple(
+    (b'"%s"' % stand_in if quoted else stand_in, field)
+    for stand_in, quoted, field in (
+        ((_HOLE + letter).encode(), quoted, field)
+        for letter, quoted, field in (
+            ("a", False, b"%d"),  # query: id's seq
+            ("b", False, b"%s"),  # timestamp
+            ("c", True, b"%d"),  # seq
+            ("d", True, b"%s"),  # content (the prompt)
+            ("e", True, b"%s"),  # payload.step
+            ("f", True, b"%d"),  # payload.attempt
+            ("g", False, b"%d"),  # answer: id's seq
+            ("h", False, b"%s"),  # timestamp
+            ("i", True, b"%d"),  # seq
+            ("j", True, b"%s"),  # content (the answer's text)
+            ("k", False, b"%s"),  # provenance's step:
+            ("l", False, b"%d"),  # refers_to's seq (the query)
+            ("m", True, b"%s"),  # payload.step
+            ("n", True, b"%s"),  # payload.usage
+            ("o", True, b"%s"),  # payload.finish_reason
+            ("p", True, b"%s"),  # payload.elapsed
+        )
+    )
+)
+_UNMADE: Any = object()  # a key whose template was never tried
+_TEMPLATES = 256  # at most this many a run; a run with more distinct statements builds the rest
+_dumps = orjson.dumps
+# A session's fields as the VM records them (`calls.py`); an event without one of them is
+# built message by message.
+_FINISHED = itemgetter("request", "response", "elapsed", "kind", "model", "agent", "attempt")
+_REQUEST = itemgetter("messages", "system", "model")
+_RESPONSE = itemgetter("text", "usage", "finish_reason", "model")
 
 
 def _details(step: str, event: Fields) -> dict[str, Any]:
