@@ -67,18 +67,24 @@ class Row:
     translate: Callable[[Translator, str, float, Fields], None]  # (step, t, fields)
 
 
-_SECONDS: dict[int, bytes] = {}  # whole second -> its RFC 3339 text (a run's events share few)
-# The text's end, ready made, by millisecond; a time rounded up to the next second (1000)
-# keeps 999, as it always has.
-_MILLISECONDS = (*(b"%03dZ" % ms for ms in range(1000)), b"999Z")
+_SECONDS: dict[float, bytes] = {}  # whole second -> its RFC 3339 text (a run's events share few)
+# The text's end by millisecond (a float: float arithmetic finds it); a time rounded up to
+# the next second (1000) keeps 999.
+_MILLISECONDS = {float(ms): b"%03dZ" % ms for ms in range(1000)} | {1000.0: b"999Z"}
 
 
 def _stamp(t: float) -> bytes:
-    """The VLP timestamp (UTC, milliseconds) of a journal time, as the line holds it."""
-    whole = int(t)
+    """The VLP timestamp (UTC, milliseconds) of a journal time, as the line holds it: the
+    time rounded to the microsecond (as `datetime` does), then cut to the millisecond.
+    Float arithmetic only (`int` and `round` cost more than the rest): floor(x + 0.5) //
+    1000 is round(x) // 1000 for every x >= 0 — they differ only at x = 2k + 0.5, never
+    across a multiple of 1000 — and each step is exact below 10^6."""
+    whole = t // 1.0
     try:
-        return _SECONDS[whole] + _MILLISECONDS[round((t - whole) * 1_000_000) // 1000]
+        return _SECONDS[whole] + _MILLISECONDS[((t - whole) * 1_000_000 + 0.5) // 1000.0]
     except KeyError:
+        if whole in _SECONDS:  # not a time (NaN)
+            raise ValueError(f"not a journal time: {t!r}") from None
         if len(_SECONDS) > 4096:
             _SECONDS.clear()
         moment = datetime.fromtimestamp(whole, UTC).strftime("%Y-%m-%dT%H:%M:%S.")
@@ -99,16 +105,15 @@ class Translator:
         self.run_id = run_id
         self.program = program
         self.seq = 0
-        # The lines made and not yet taken (one bytearray: no bytes object per line stays
-        # alive until they are written).
-        self.out = bytearray()
+        # The lines made and not yet taken (a session's two lines are one item).
+        self.out: list[bytes] = []
         self._ids = f"{run_id}/"
         self._started: dict[str, Fields] = {}  # step -> its session_started
         self._last: dict[str, str] = {}  # step -> id of its latest answer or failure
         self._answers: dict[str, int] = {}  # call step -> seq of the answer it got
         self._tool_calls: dict[tuple[str, object, object], str] = {}  # (step, turn, index)
         self._approvals: dict[str, str] = {}  # approval id -> its query
-        self._agents: dict[str, str] = {}  # session step -> who acts in it (tools' caller)
+        self._agents: dict[str, Fields] = {}  # session step -> its start (tools' caller)
         self._results: dict[tuple[str, str], str] = {}  # (session step, call id) -> result
         # A session statement's constants -> its two lines with fields for the rest.
         self._templates: dict[tuple[Any, ...], bytes | None] = {}
@@ -129,10 +134,12 @@ class Translator:
 
     def take_bytes(self) -> bytes:
         """The lines made so far."""
-        out = self.out
-        taken = bytes(out)
-        del out[: len(taken)]
-        return taken
+        return b"".join(self.take_chunks())
+
+    def take_chunks(self) -> list[bytes]:
+        """The lines made so far, as made (one item may hold several lines)."""
+        out, self.out = self.out, []
+        return out
 
     def take_lines(self) -> list[bytes]:
         return self.take_bytes().splitlines(keepends=True)
@@ -167,7 +174,7 @@ class Translator:
         for key, value in fields.items():
             if value is not None:
                 message[key] = value
-        self.out += encode(message)
+        self.out.append(encode(message))
         return ident
 
     # --- rows ----------------------------------------------------------------------------
@@ -206,7 +213,7 @@ class Translator:
     def session_started(self, step: str, t: float, event: Fields) -> None:
         self._started[step] = event
         if "~" not in step:  # a session's own step (not a judgment's or a tool turn's call)
-            self._agents[step] = _agent_name(event.get("agent"), event.get("model"))
+            self._agents[step] = event  # its agent's name is made if a tool is called
 
     def _asked(
         self,
@@ -252,7 +259,7 @@ class Translator:
             previous,
             payload,
         )
-        self.out += orjson.dumps(message, option=_LINE)
+        self.out.append(orjson.dumps(message, option=_LINE))
         return ident
 
     def _turn(
@@ -315,23 +322,24 @@ class Translator:
         step_json = _dumps(step)
         seq = self.seq + 1
         answer = seq + 1
-        self.out += template % (
-            seq,
-            _stamp(t - (elapsed or 0.0)),
-            seq,
-            _dumps(prompt),
-            step_json,
-            int(attempt or 1),
-            answer,
-            _stamp(t),
-            answer,
-            _dumps(str(text)),
-            step_json[1:-1],
-            seq,
-            step_json,
-            _dumps(usage),
-            _dumps(finish_reason),
-            _dumps(elapsed),
+        self.out.append(
+            template
+            % (
+                seq,
+                _stamp(t - (elapsed or 0.0)),
+                seq,
+                _dumps(prompt),
+                step_json,
+                int(attempt or 1),
+                answer,
+                _stamp(t),
+                answer,
+                _dumps(str(text)),
+                step_json[1:-1],
+                seq,
+                step_json,
+                _dumps({"usage": usage, "finish_reason": finish_reason, "elapsed": elapsed})[1:-1],
+            )
         )
         self.seq = answer
         self._answers[step] = answer
@@ -370,11 +378,18 @@ class Translator:
             first or query,
             payload,
         )
-        self.out += orjson.dumps(message, option=_LINE)
+        self.out.append(orjson.dumps(message, option=_LINE))
         self._answers[step] = seq
         if self._last:
             self._last.pop(step, None)
         self._started.pop(step, None)
+
+    def _actor(self, step: str) -> str:
+        """Who acts in session `step` (the caller of its tools)."""
+        started = self._agents.get(step)
+        return (
+            "model" if started is None else _agent_name(started.get("agent"), started.get("model"))
+        )
 
     def _answer_id(self, step: str) -> str | None:
         """The id of the answer call `step` got, if it got one."""
@@ -430,7 +445,9 @@ class Translator:
             template = template[:found] + field + template[found + len(stand_in) :]
             at = found + len(field)
         else:
-            if _HOLE_BYTES not in template:  # else a constant holds the stand-ins' character
+            # else a constant holds the stand-ins' character
+            if _HOLE_BYTES not in template and _USAGE_FIELDS in template:
+                template = template.replace(_USAGE_FIELDS, b"%s")
                 self._templates[key] = template
                 return template
         self._templates[key] = None
@@ -525,7 +542,7 @@ class Translator:
         self._tool_calls[(step, turn, event.get("index"))] = self.say(
             "query",
             t,
-            sender=self._agents.get(step, "model"),
+            sender=self._actor(step),
             receiver=f"tool:{name}",
             content=f"{name}({shown})",
             confidence=1.0,
@@ -595,7 +612,7 @@ class Translator:
             "response",
             t,
             sender=f"tool:{tool}",
-            receiver=self._agents.get(step, "model"),
+            receiver=self._actor(step),
             content=str(event.get("content", "")),
             confidence=1.0,
             provenance=[f"tool:{tool}", f"step:{step}"],
@@ -724,6 +741,9 @@ def _answer_payload(
 # encoded whole goes there), unquoted only its text (inside a string the line already has).
 _HOLE = "\ue000"
 _HOLE_BYTES = _HOLE.encode()
+# An answer's usage, finish reason and elapsed time follow each other in its payload: one
+# field, the three encoded as one object (without its braces).
+_USAGE_FIELDS = b'"usage":%s,"finish_reason":%s,"elapsed":%s'
 _HOLES = tuple(
     (b'"%s"' % stand_in if quoted else stand_in, field)
     for stand_in, quoted, field in (
@@ -744,7 +764,7 @@ _HOLES = tuple(
             ("m", True, b"%s"),  # payload.step
             ("n", True, b"%s"),  # payload.usage
             ("o", True, b"%s"),  # payload.finish_reason
-            ("p", True, b"%s"),  # payload.elapsed
+            ("p", True, b"%s"),  # payload.elapsed (the three are encoded together)
         )
     )
 )
@@ -897,7 +917,7 @@ class AuditTrail:
     def written(self) -> None:
         """The journal wrote every event recorded so far: their lines go to the writer."""
         if self.translator.out:
-            shared_writer().put(AuditTrail._write_all, self, self.translator.take_bytes())
+            shared_writer().put_all(AuditTrail._write_all, self, self.translator.take_chunks())
 
     def _write_all(self, chunks: list[bytes]) -> None:
         try:

@@ -236,6 +236,22 @@ def test_timestamps_are_those_vlp_makes(t: float) -> None:
     assert _timestamp(t) == utc_timestamp(datetime.fromtimestamp(t, UTC))
 
 
+@given(st.floats(min_value=0, max_value=4e9, allow_nan=False, allow_infinity=False))
+def test_timestamps_of_any_time_round_to_the_microsecond_as_datetime_does(t: float) -> None:
+    """Journal times are whole microseconds; any other time is rounded to one first (half
+    to even, as `datetime`), except that a time rounding up to the next second keeps .999."""
+    from datetime import UTC, datetime
+
+    from openprose.vm.audit import _timestamp
+    from vlp import utc_timestamp
+
+    moment = datetime.fromtimestamp(t, UTC)
+    if moment.second != datetime.fromtimestamp(int(t), UTC).second:  # rounded up a second
+        assert _timestamp(t).endswith(".999Z")
+    else:
+        assert _timestamp(t) == utc_timestamp(moment)
+
+
 def test_prose_show_vlp_prints_the_trail_or_derives_it(
     vm: Any, monkeypatch: pytest.MonkeyPatch, capsysbinary: pytest.CaptureFixture[bytes]
 ) -> None:
