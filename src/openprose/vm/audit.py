@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from operator import itemgetter
 from pathlib import Path
+from types import MethodType
 from typing import Any
 
 import orjson
@@ -309,7 +310,7 @@ class Translator:
             asked_alias = alias or started.get("model")
             asked_agent = agent or started.get("agent")
         model = answered_model or asked_model or alias
-        key = (asked_kind, asked_alias, asked_agent, system, kind, alias, agent, model)
+        key = (asked_kind, asked_alias, asked_agent, system, kind, alias, agent, model, attempt)
         try:
             template = self._templates.get(key, _UNMADE)
         except TypeError:  # an unhashable value (a journal edited by hand)
@@ -330,7 +331,6 @@ class Translator:
                 seq,
                 _dumps(prompt),
                 step_json,
-                int(attempt or 1),
                 answer,
                 _stamp(t),
                 answer,
@@ -397,16 +397,20 @@ class Translator:
         return None if seq is None else f"{self._ids}{seq}"
 
     def _template(self, key: tuple[Any, ...]) -> bytes | None:
-        """The two lines of a session whose statement constants are `key`, with a `%`
-        field where each of its own values goes (the order `session_finished` gives them).
-        They are made by the builders the other sessions use, with stand-ins for those
-        values: a template cannot differ from what they make. None (and the builders for
-        every such session) when a constant is not text or holds a stand-in's character."""
-        if len(self._templates) >= _TEMPLATES or not all(
-            value is None or value.__class__ is str for value in key
+        """The two lines of a session whose statement constants are `key` (its attempt
+        too: nearly always the first), with a `%` field where each of its own values goes
+        (the order `session_finished` gives them). They are made by the builders the other
+        sessions use, with stand-ins for those values: a template cannot differ from what
+        they make. None (and the builders for every such session) when a constant is not
+        text (the attempt not a number) or holds a stand-in's character."""
+        *texts, attempt = key
+        if (
+            len(self._templates) >= _TEMPLATES
+            or not all(value is None or value.__class__ is str for value in texts)
+            or not (attempt is None or attempt.__class__ is int)
         ):
             return None
-        asked_kind, asked_alias, asked_agent, system, kind, alias, agent, model = key
+        asked_kind, asked_alias, asked_agent, system, kind, alias, agent, model = texts
         ids, run_id = self._ids, self.run_id
         hole = _HOLE
         query = _query(
@@ -418,7 +422,7 @@ class Translator:
             _agent_name(asked_agent, asked_alias),
             str(asked_kind),
             None,
-            _query_payload(hole + "e", asked_kind, asked_alias, hole + "f", system),  # type: ignore[arg-type]
+            _query_payload(hole + "e", asked_kind, asked_alias, int(attempt or 1), system),
         )
         answer = _answer(
             ids + hole + "g",
@@ -754,7 +758,6 @@ _HOLES = tuple(
             ("c", True, b"%d"),  # seq
             ("d", True, b"%s"),  # content (the prompt)
             ("e", True, b"%s"),  # payload.step
-            ("f", True, b"%d"),  # payload.attempt
             ("g", False, b"%d"),  # answer: id's seq
             ("h", False, b"%s"),  # timestamp
             ("i", True, b"%d"),  # seq
@@ -881,9 +884,15 @@ class AuditTrail:
 
     def __init__(self, path: Path, run_id: str, program: str) -> None:
         self.path = path
-        self.translator = Translator(run_id, program)
+        self.translator = translator = Translator(run_id, program)
         self.error: Exception | None = None
         self.batches = 0
+        # Event -> its row bound to this run's translator (rows that write nothing left out).
+        self._rows: dict[str, Callable[[str, float, Fields], None]] = {
+            event: MethodType(row.translate, translator)
+            for event, row in ROWS.items()
+            if row.translate is not _skip
+        }
 
     @classmethod
     def resume(cls, path: Path, run_id: str, program: str, journal: Iterable[Event]) -> AuditTrail:
@@ -907,10 +916,10 @@ class AuditTrail:
     def add(self, event: str, step: str, t: float, fields: Fields) -> None:
         """One event the journal has just recorded (called on the event loop, by
         `Shared.emit`): its lines wait in the translator until the journal writes it."""
-        row = ROWS.get(event)
+        row = self._rows.get(event)
         if row is not None and self.error is None:
             try:
-                row.translate(self.translator, step, t, fields)
+                row(step, t, fields)
             except Exception as error:  # noqa: BLE001 - reported by close(); the journal has all
                 self.error = error
 
