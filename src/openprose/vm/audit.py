@@ -117,7 +117,7 @@ class Translator:
         self._agents: dict[str, Fields] = {}  # session step -> its start (tools' caller)
         self._results: dict[tuple[str, str], str] = {}  # (session step, call id) -> result
         # A session statement's constants -> its two lines with fields for the rest.
-        self._templates: dict[tuple[Any, ...], bytes | None] = {}
+        self._templates: dict[tuple[Any, ...], tuple[bytes, ...] | None] = {}
 
     # --- the doors ------------------------------------------------------------------------
 
@@ -320,25 +320,44 @@ class Translator:
         if template is None:
             self._exchange(step, t, event)
             return
+        q0, q1, q2, q3, q4, q5, a0, a1, a2, a3, a4, a5, a6, a7 = template
         step_json = _dumps(step)
         seq = self.seq + 1
         answer = seq + 1
+        query_seq, answer_seq = b"%d" % seq, b"%d" % answer
         self.out.append(
-            template
-            % (
-                seq,
-                _stamp(t - (elapsed or 0.0)),
-                seq,
-                _dumps(prompt),
-                step_json,
-                answer,
-                _stamp(t),
-                answer,
-                _dumps(str(text)),
-                step_json[1:-1],
-                seq,
-                step_json,
-                _dumps({"usage": usage, "finish_reason": finish_reason, "elapsed": elapsed})[1:-1],
+            b"".join(
+                (
+                    q0,
+                    query_seq,
+                    q1,
+                    _stamp(t - (elapsed or 0.0)),
+                    q2,
+                    query_seq,
+                    q3,
+                    _dumps(prompt),
+                    q4,
+                    step_json,
+                    q5,
+                    answer_seq,
+                    a0,
+                    _stamp(t),
+                    a1,
+                    answer_seq,
+                    a2,
+                    _dumps(str(text)),
+                    a3,
+                    step_json[1:-1],
+                    a4,
+                    query_seq,
+                    a5,
+                    step_json,
+                    a6,
+                    _dumps({"usage": usage, "finish_reason": finish_reason, "elapsed": elapsed})[
+                        1:-1
+                    ],
+                    a7,
+                )
             )
         )
         self.seq = answer
@@ -396,10 +415,10 @@ class Translator:
         seq = self._answers.get(step)
         return None if seq is None else f"{self._ids}{seq}"
 
-    def _template(self, key: tuple[Any, ...]) -> bytes | None:
+    def _template(self, key: tuple[Any, ...]) -> tuple[bytes, ...] | None:
         """The two lines of a session whose statement constants are `key` (its attempt
-        too: nearly always the first), with a `%` field where each of its own values goes
-        (the order `session_finished` gives them). They are made by the builders the other
+        too: nearly always the first), in parts between which its own values go (in the
+        order `session_finished` gives them). They are made by the builders the other
         sessions use, with stand-ins for those values: a template cannot differ from what
         they make. None (and the builders for every such session) when a constant is not
         text (the attempt not a number) or holds a stand-in's character."""
@@ -440,19 +459,18 @@ class Translator:
             ),
         )
         lines = orjson.dumps(query, option=_LINE) + orjson.dumps(answer, option=_LINE)
-        template = lines.replace(b"%", b"%%")
+        parts = []
         at = 0
-        for stand_in, field in _HOLES:
-            found = template.find(stand_in, at)
+        for stand_in in _CUTS:
+            found = lines.find(stand_in, at)
             if found < 0:
                 break
-            template = template[:found] + field + template[found + len(stand_in) :]
-            at = found + len(field)
+            parts.append(lines[at:found])
+            at = found + len(stand_in)
         else:
-            # else a constant holds the stand-ins' character
-            if _HOLE_BYTES not in template and _USAGE_FIELDS in template:
-                template = template.replace(_USAGE_FIELDS, b"%s")
-                self._templates[key] = template
+            parts.append(lines[at:])
+            if not any(_HOLE_BYTES in part for part in parts):  # a constant holds none
+                template = self._templates[key] = tuple(parts)
                 return template
         self._templates[key] = None
         return None
@@ -740,35 +758,29 @@ def _answer_payload(
 
 
 # A session's template (`Translator._template`): its own values are stand-ins while the
-# builders make its two lines, then `%` fields. A stand-in is a private-use character and a
-# letter; quoted, the field replaces the JSON string the stand-in became (a number or a value
-# encoded whole goes there), unquoted only its text (inside a string the line already has).
+# builders make its two lines, which are then cut where each stand-in was. A stand-in is a
+# private-use character and a letter. Quoted, the JSON string it became is cut out (a number,
+# or a value encoded whole, goes there); unquoted, only its text (inside a string the line
+# has). An answer's usage, finish reason and elapsed time follow each other in its payload:
+# one cut, where the three go encoded as one object without its braces.
 _HOLE = "\ue000"
 _HOLE_BYTES = _HOLE.encode()
-# An answer's usage, finish reason and elapsed time follow each other in its payload: one
-# field, the three encoded as one object (without its braces).
-_USAGE_FIELDS = b'"usage":%s,"finish_reason":%s,"elapsed":%s'
-_HOLES = tuple(
-    (b'"%s"' % stand_in if quoted else stand_in, field)
-    for stand_in, quoted, field in (
-        ((_HOLE + letter).encode(), quoted, field)
-        for letter, quoted, field in (
-            ("a", False, b"%d"),  # query: id's seq
-            ("b", False, b"%s"),  # timestamp
-            ("c", True, b"%d"),  # seq
-            ("d", True, b"%s"),  # content (the prompt)
-            ("e", True, b"%s"),  # payload.step
-            ("g", False, b"%d"),  # answer: id's seq
-            ("h", False, b"%s"),  # timestamp
-            ("i", True, b"%d"),  # seq
-            ("j", True, b"%s"),  # content (the answer's text)
-            ("k", False, b"%s"),  # provenance's step:
-            ("l", False, b"%d"),  # refers_to's seq (the query)
-            ("m", True, b"%s"),  # payload.step
-            ("n", True, b"%s"),  # payload.usage
-            ("o", True, b"%s"),  # payload.finish_reason
-            ("p", True, b"%s"),  # payload.elapsed (the three are encoded together)
-        )
+_CUTS = tuple(
+    stand_in.replace(b"@", _HOLE_BYTES)
+    for stand_in in (
+        b"@a",  # query: id's seq
+        b"@b",  # timestamp
+        b'"@c"',  # seq
+        b'"@d"',  # content (the prompt)
+        b'"@e"',  # payload.step
+        b"@g",  # answer: id's seq
+        b"@h",  # timestamp
+        b'"@i"',  # seq
+        b'"@j"',  # content (the answer's text)
+        b"@k",  # provenance's step:
+        b"@l",  # refers_to's seq (the query)
+        b'"@m"',  # payload.step
+        b'"usage":"@n","finish_reason":"@o","elapsed":"@p"',
     )
 )
 _UNMADE: Any = object()  # a key whose template was never tried
