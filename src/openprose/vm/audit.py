@@ -33,6 +33,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from itertools import islice
 from operator import itemgetter
 from pathlib import Path
 from types import MethodType
@@ -863,7 +864,10 @@ def encode(message: Message) -> bytes:
 
 def translate_lines(events: Iterable[Event], run_id: str, program: str) -> Iterator[bytes]:
     """The whole trail of a journal as NDJSON lines (for runs without `audit.ndjson`)."""
-    translator = Translator(run_id, program)
+    return _lines(Translator(run_id, program), events)
+
+
+def _lines(translator: Translator, events: Iterable[Event]) -> Iterator[bytes]:
     for event in events:
         translator.feed(event)
         if translator.out:
@@ -910,19 +914,8 @@ class AuditTrail:
     def resume(cls, path: Path, run_id: str, program: str, journal: Iterable[Event]) -> AuditTrail:
         """Continue a trail: the journal's messages not yet on disk are written first."""
         trail = cls(path, run_id, program)
-        translator = trail.translator
         written = written_count(path)
-        unwritten: list[bytes] = []
-        for event in journal:
-            translator.feed(event)
-            if translator.out:
-                lines = translator.take_lines()
-                if written >= len(lines):
-                    written -= len(lines)
-                    continue
-                unwritten += lines[written:]
-                written = 0
-        trail._write(b"".join(unwritten))
+        trail._write(b"".join(islice(_lines(trail.translator, journal), written, None)))
         return trail
 
     def add(self, event: str, step: str, t: float, fields: Fields) -> None:
