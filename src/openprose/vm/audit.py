@@ -297,10 +297,16 @@ class Translator:
             request, response, elapsed, kind, alias, agent, attempt = _FINISHED(event)
             messages, system, asked_model = _REQUEST(request)
             text, usage, finish_reason, answered_model = _RESPONSE(response)
-            prompt = str(messages[-1]["content"])
+            prompt = messages[-1]["content"]
         except (KeyError, TypeError, IndexError, AttributeError):  # not as the VM records it
-            prompt = ""
-        if not prompt or step.endswith("~2") or (self._last and step in self._last):
+            prompt = None
+        if (
+            not prompt
+            or prompt.__class__ is not str
+            or text.__class__ is not str
+            or ("~" in step and step.endswith("~2"))
+            or (self._last and step in self._last)
+        ):
             self._exchange(step, t, event)
             return
         if kind and alias and agent:
@@ -346,7 +352,7 @@ class Translator:
                     a1,
                     answer_seq,
                     a2,
-                    _dumps(str(text)),
+                    _dumps(text),
                     a3,
                     step_json[1:-1],
                     a4,

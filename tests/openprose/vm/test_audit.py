@@ -441,8 +441,8 @@ class _NoTemplates(dict[Any, Any]):
 _odd = st.text(alphabet=st.sampled_from('ab%"\\\n\ue000\u00e9\U0001f600'), max_size=6)
 _session_values = st.fixed_dictionaries(
     {
-        "prompt": _text | _odd,
-        "answer": _text | _odd,
+        "prompt": _text | _odd | st.integers(0, 3),
+        "answer": _text | _odd | st.none(),
         "system": st.none() | _odd | st.just(""),
         "agent": _name | _odd,
         "alias": _name | _odd,
