@@ -11,15 +11,21 @@ writes nothing (`tests/openprose/vm/test_audit.py` checks every event the VM emi
 listed).
 
 `AuditTrail.add` translates each event as `Shared.emit` records it, on the event loop, and
-keeps no event but a session's start: holding events (with their request and response
-dicts) for a writer thread to translate kept thousands of objects alive across garbage
-collections, as costly as the translation in some runs (docs/decisions.md, issue 13,
-session 13). The lines wait in the
-translator's buffer until the journal has written their events (`AuditTrail.written`, a
+keeps no event but a session's start (a dict of text values, which the garbage collector
+does not track): holding events (with their request and response dicts) for a writer thread
+to translate kept thousands of objects alive across garbage collections, as costly as the
+translation in some runs (docs/decisions.md, issue 13, session 13). The lines wait in the
+translator's list until the journal has written their events (`AuditTrail.written`, a
 journal hook), then the process's background writer (`openprose.vm.writer`, which writes
-binding files too) appends them with one `write` per batch. A session's query and answer
-cost ~3-5 µs: two dict literals and one `orjson.dumps` each, appended to one bytearray. A
-process killed before a flush loses only what the resume re-derives.
+binding files too) appends them with one `write` per batch. A process killed before a flush
+loses only what the resume re-derives.
+
+A session's query and answer are most of a trail, and a statement's sessions differ only in
+their own values (ids, times, step, prompt, answer, usage): the first session of a
+statement makes the template of both lines with the same builders as any other message
+(`Translator._template`), the others join its parts with their values, each encoded alone
+(~35 k instructions a session on the event loop, against ~60 k for two dicts encoded whole;
+docs/decisions.md, issue 13, session 14).
 
 Messages made by `say` are checked by the VLP validator before they are written; the two a
 session makes (`_asked`, `session_finished`) are built field by field in a shape the
@@ -332,6 +338,8 @@ class Translator:
         seq = self.seq + 1
         answer = seq + 1
         query_seq, answer_seq = b"%d" % seq, b"%d" % answer
+        # The three follow each other in the answer's payload: one object without its braces.
+        outcome = _dumps({"usage": usage, "finish_reason": finish_reason, "elapsed": elapsed})
         self.out.append(
             b"".join(
                 (
@@ -360,9 +368,7 @@ class Translator:
                     a5,
                     step_json,
                     a6,
-                    _dumps({"usage": usage, "finish_reason": finish_reason, "elapsed": elapsed})[
-                        1:-1
-                    ],
+                    outcome[1:-1],
                     a7,
                 )
             )
