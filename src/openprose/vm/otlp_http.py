@@ -236,6 +236,11 @@ class OtlpHttp:
                     self._failing = False
                     return True
                 problem = f"the collector answered HTTP {status} {reason}".rstrip()
+                if status == 404:
+                    problem += (
+                        " (no OTLP traces receiver at that path: set OTEL_EXPORTER_OTLP_ENDPOINT "
+                        "to the collector's base URL, e.g. http://localhost:4318)"
+                    )
                 if status not in RETRYABLE:
                     break
                 wait = _backoff(attempt) if retry_after is None else retry_after

@@ -68,6 +68,10 @@ def test_a_refused_batch_is_not_retried_and_is_reported(
     assert len(collector.requests) == 1
     said = capsys.readouterr().err
     assert "spans not exported" in said and "the collector answered HTTP 400" in said
+    collector.answers.append((404, {}))
+    assert not OtlpHttp({"OTEL_EXPORTER_OTLP_ENDPOINT": collector.url}).send(b"x")
+    said = capsys.readouterr().err  # pointed at the wrong path: what to set
+    assert "HTTP 404" in said and "collector's base URL, e.g. http://localhost:4318" in said
 
 
 def _closed_port() -> int:
