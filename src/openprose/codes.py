@@ -581,8 +581,9 @@ def diagnostic(
     *,
     help: str | None = None,
     fix: Fix | None = None,
+    rule: str | None = None,
 ) -> Diagnostic:
-    """A diagnostic with its code's severity, rule and (unless given) default help line."""
+    """A diagnostic with its code's severity and (unless given) default rule and help line."""
     guidance = GUIDANCE.get(code)
     return Diagnostic(
         code,
@@ -590,7 +591,7 @@ def diagnostic(
         message,
         span,
         path,
-        rule=guidance.rule if guidance else "",
+        rule=rule if rule is not None else (guidance.rule if guidance else ""),
         help=help if help is not None else (guidance.help if guidance else ""),
         fix=fix,
     )

@@ -229,10 +229,11 @@ class _Parser:
         *,
         help: str | None = None,
         fix: Fix | None = None,
+        rule: str | None = None,
     ) -> None:
         if len(self.diagnostics) < MAX_DIAGNOSTICS:
             self.diagnostics.append(
-                diagnostic(code, message, span, self.source.path, help=help, fix=fix)
+                diagnostic(code, message, span, self.source.path, help=help, fix=fix, rule=rule)
             )
 
     def fail(self, expected: str) -> NoReturn:
@@ -674,12 +675,120 @@ class _Parser:
     def input_decl(self) -> n.Input:
         start = self.take()
         name = self.declared_name("an input name", ":")
+        kind = self.kinds[self.pos]
+        if kind in _LINE_END or kind == "=":
+            return self.input_without_colon(start, name)
         self.expect(":", "':' after the input name")
         description: n.StringLit | n.Discretion
-        if self.kinds[self.pos] == DISCRETION:  # a prompt for the model to present
+        kind = self.kinds[self.pos]
+        if kind == DISCRETION:  # a prompt for the model to present
             description = self.discretion("a description", ())
+        elif kind != STRING and kind not in _LAYOUT:
+            return self.unquoted_description(start, name)
         else:
             description = self.string("a description string")
+        return n.Input(span=self.span_from(start), name=name, description=description)
+
+    def input_without_colon(self, start: int, name: n.Name) -> n.Input:
+        """`input topic` (no description) and `input depth = "shallow"` (a default value, as
+        in other languages): the grammar's form is `input name: "description"`, and the
+        caller gives every input. The first gets `: ""` (the reference's row then asks for a
+        description, W-level); the second becomes that text as the description (unsafe: the
+        value was meant as a default). Either parses as an input, so uses of the name do
+        not cascade."""
+        at = self.tokens[self.pos]
+        # the name stands in for the missing description (no second, empty-description row)
+        empty = n.StringLit(span=token_span(at), value=name.id, parts=(name.id,), triple=False)
+        if at[0] != "=":
+            end = Span(at[2], at[2], at[4], at[5], at[4], at[5])
+            self.report(
+                "E005",
+                f"Invalid syntax: `input {name.id}` needs a description: "
+                f'`input {name.id}: "what the caller gives"`',
+                end,
+                help='add a description after a colon: `: "…"`',
+                fix=Fix('add `: ""`', (Edit(end, ': ""'),)),
+                rule=_INPUT_RULE,
+            )
+            return n.Input(span=self.span_from(start), name=name, description=empty)
+        self.pos += 1
+        value = self.tokens[self.pos]
+        single = value[0] == STRING and self.kinds[self.pos + 1] in _LINE_END
+        self.report(
+            "E004",
+            f"Unexpected token '=': an input has no default value; it is declared "
+            f'`input {name.id}: "description"` and the caller gives it',
+            token_span(at),
+            help='write `:` and describe the input; pass the value when running '
+            f"(`prose run FILE --input {name.id}=…`)",
+            fix=Fix(
+                "write `:` (the text becomes the description)",
+                (Edit(self.source.span(name.span.end, at[3]), ":"),),
+                safe=False,
+            )
+            if single and at[3] == at[2] + 1
+            else None,
+            rule=_INPUT_RULE,
+        )
+        while self.kinds[self.pos] not in _LAYOUT:
+            self.pos += 1
+        return n.Input(span=self.span_from(start), name=name, description=empty)
+
+    def unquoted_description(self, start: int, name: n.Name) -> n.Input:
+        """`input topic: string` (a type, as in TypeScript or Python) or `input audience: the
+        people who read it` (the description without quotes). The grammar's description is
+        a string, and OpenProse values are text. One E004 for the rest of the line (the
+        scanner's complaints inside it, such as an apostrophe, are dropped: the quotes take
+        them in), with the safe fix that quotes it — a type becomes `"topic (string)"`, so
+        the description still says what was meant. A default (`number = 3`) gets no fix:
+        the caller gives every input."""
+        first = self.pos
+        end = first
+        tokens = self.tokens
+        while self.kinds[end] not in _LAYOUT:
+            end += 1
+        head, last = tokens[first], tokens[end - 1]
+        span = Span(head[2], last[3], head[4], head[5], last[6], last[7])
+        raw = self.source.text[span.start : span.end]
+        self.pos = end
+        words = raw.split()
+        leading = re.match(r"\w*", raw)
+        typed = (
+            _TYPE_NOTATION.fullmatch(raw) is not None
+            and leading is not None
+            and leading.group().lower() in _TYPE_WORDS
+        )
+        default = any(t[0] == "=" for t in tokens[first:end])
+        if span.line != span.end_line or default or "\n" in raw:
+            fix = None
+        else:
+            text = f"{name.id} ({raw})" if typed else raw
+            fix = Fix(f"write the description as text: {_quote(text)}", (Edit(span, _quote(text)),))
+            self.diagnostics[:] = [
+                d
+                for d in self.diagnostics
+                if not (span.start <= d.span.start and d.span.end <= span.end)
+            ]
+        if typed or default:
+            message = (
+                f"Unexpected token {words[0]!r}: an input's description is a quoted string, "
+                f"not a type (OpenProse values are text)"
+            )
+        else:
+            message = (
+                f"Unexpected token {words[0]!r}: an input's description is a quoted string"
+            )
+        if default:
+            help_ = (
+                f'write `input {name.id}: "…"` and pass the value when running (an input has '
+                "no default)"
+            )
+        elif fix is not None:
+            help_ = f"quote it: `input {name.id}: {fix.edits[0].text}`"
+        else:
+            help_ = f'quote it: `input {name.id}: "…"`'
+        self.report("E004", message, span, help=help_, fix=fix, rule=_INPUT_RULE)
+        description = n.StringLit(span=span, value=raw, parts=(raw,), triple=False)
         return n.Input(span=self.span_from(start), name=name, description=description)
 
     def output(self) -> n.Output | n.Invalid:
@@ -2082,6 +2191,21 @@ class _Parser:
 
 
 _IDENTIFIER = re.compile(IDENT_PATTERN)
+
+
+_INPUT_RULE = (
+    'Input Declarations: `input name: "description"` (inputDecl → "input" IDENTIFIER ":" '
+    "string); the caller provides every input"
+)
+# Words that name a type in other languages: `input count: number`, `input tags: list[str]`.
+_TYPE_WORDS = frozenset(
+    (
+        "string", "str", "text", "number", "int", "integer", "float", "double", "bool",
+        "boolean", "list", "array", "dict", "object", "map", "any", "json", "date",
+        "datetime", "url", "path", "file", "enum", "optional",
+    )
+)  # fmt: skip
+_TYPE_NOTATION = re.compile(r"\w+(\s*[\[<(][\w\s,\[\]<>|.?]*[\]>)])*\??(\s*\|\s*\w+)*\??")
 
 
 def _quote(text: str) -> str:

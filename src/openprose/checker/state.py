@@ -17,7 +17,7 @@ from openprose.contracts import ContractLookup, ProgramContract
 from openprose.diagnostics import Diagnostic, Fix, Severity
 from openprose.scanner import MAX_DIAGNOSTICS
 from openprose.source import SourceFile, Span
-from openprose.suggest import closest
+from openprose.suggest import closest, is_misspelling
 
 Handler = Callable[["Checker", Any], None]
 Persist = Literal["none", "true", "project", "user", "path", "invalid"]
@@ -238,13 +238,14 @@ class Checker:
         *,
         help: str | None = None,
         fix: Fix | None = None,
+        rule: str | None = None,
     ) -> None:
         """Report a diagnostic; past MAX_DIAGNOSTICS only count it (``check`` then says that
         reporting stopped), so a flood of them cannot exhaust memory. ``help`` replaces the
         code's default help line; ``fix`` is a mechanical rewrite that resolves it."""
         severity = CODES[code].severity
         if len(self.diagnostics) < MAX_DIAGNOSTICS:
-            self.diagnostics.append(diagnostic(code, message, span, self.path, help=help, fix=fix))
+            self.diagnostics.append(diagnostic(code, message, span, self.path, help=help, fix=fix, rule=rule))
         elif severity is Severity.ERROR:
             self.dropped_errors += 1
         else:
@@ -293,16 +294,36 @@ class Checker:
                 self.pending_names.append(PendingName(name, span, code, message, fix))
             else:
                 guess = closest(name, self.scope.visible) if self.scope.visible else None
-                self.emit(
-                    code,
-                    span,
-                    message + (f" (did you mean `{guess}`?)" if guess else ""),
-                    help=f"write `{guess}`" if guess else None,
-                    fix=None if guess else fix,
-                )
+                if guess is None:
+                    self.emit(code, span, message, fix=fix)
+                else:
+                    self._did_you_mean(code, span, message, name, guess, fix)
         elif var is not None and var.guards:
             self._check_bound(var, span)
         return var
+
+    def _did_you_mean(
+        self, code: str, span: Span, message: str, name: str, guess: str, escape: Fix | None
+    ) -> None:
+        """An undefined name close to a visible one. A near-miss spelling (`reserch`) gets the
+        rename as its fix; a `{placeholder}` that is only alike (`{project_title}` beside
+        `project_status`) more likely is template text, so its fix is the escape. Both are
+        guesses (unsafe fixes), and the help names both ways."""
+        text = self.source_text[span.start : span.end]
+        inner = span
+        if text == "{" + name + "}" or text == "{" + name:
+            inner = Span(span.start + 1, span.start + 1 + len(name), span.line,
+                         span.column + 1, span.line, span.column + 1 + len(name))  # fmt: skip
+        elif text != name:
+            inner = None  # not the name as written (a destructured field, a synthetic node)
+        rename = None if inner is None else Fix.nearest_word(inner, name, guess)
+        help_ = f"write `{guess}`"
+        fix = rename
+        if escape is not None:
+            help_ += f", or `\\{{{name}}}` if the braces are meant as literal text"
+            if not is_misspelling(name, guess):
+                fix = Fix(escape.title, escape.edits, safe=False)
+        self.emit(code, span, f"{message} (did you mean `{guess}`?)", help=help_, fix=fix)
 
     @contextmanager
     def conditional(self, what: str, span: Span) -> Iterator[None]:

@@ -157,8 +157,20 @@ class Judge:
                 Message("assistant", response.text),
                 Message("user", judgments.reask(question)),
             )
+        answer = _shown(response.text)
         self.shared.emit("decision_failed", step, kind=kind, question=summary)
         raise JudgmentError(
-            f"the evaluator gave no usable {kind} answer for **{summary}** (asked twice)",
+            f"the evaluator ({alias}) gave no usable {kind} answer for **{summary}** "
+            f"(asked twice; its last answer: {answer}); a {kind} is never guessed: choose an "
+            f"evaluator that answers the JSON asked for (`--evaluator sonnet`) or reword the "
+            f"{'criteria' if kind == 'choice' else 'condition'} as a yes/no question",
             where=self.expressions.where(node),
         )
+
+
+def _shown(text: str, limit: int = 120) -> str:
+    """The evaluator's answer on one line, quoted and cut to ``limit`` characters."""
+    line = " ".join(text.split())
+    if not line:
+        return "(empty)"
+    return repr(line if len(line) <= limit else line[: limit - 1] + "…")

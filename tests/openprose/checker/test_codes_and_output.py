@@ -89,7 +89,21 @@ def test_render_uses_the_reference_format(checked: Check) -> None:
         "message": "Undefined variable 'drfat' in context (did you mean `draft`?)",
         "rule": "Variables & Context, Validation Rules: Undefined context variable",
         "help": "write `draft`",
-        "fix": None,
+        "fix": {
+            "title": "replace `drfat` with `draft`",
+            "safe": False,  # a guess: applied only with --unsafe-fixes
+            "edits": [
+                {
+                    "start": 56,
+                    "end": 61,
+                    "line": 3,
+                    "column": 12,
+                    "end_line": 3,
+                    "end_column": 17,
+                    "text": "draft",
+                }
+            ],
+        },
     }
 
 
