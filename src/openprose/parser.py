@@ -719,7 +719,7 @@ class _Parser:
             f"Unexpected token '=': an input has no default value; it is declared "
             f'`input {name.id}: "description"` and the caller gives it',
             token_span(at),
-            help='write `:` and describe the input; pass the value when running '
+            help="write `:` and describe the input; pass the value when running "
             f"(`prose run FILE --input {name.id}=…`)",
             fix=Fix(
                 "write `:` (the text becomes the description)",
@@ -775,9 +775,7 @@ class _Parser:
                 f"not a type (OpenProse values are text)"
             )
         else:
-            message = (
-                f"Unexpected token {words[0]!r}: an input's description is a quoted string"
-            )
+            message = f"Unexpected token {words[0]!r}: an input's description is a quoted string"
         if default:
             help_ = (
                 f'write `input {name.id}: "…"` and pass the value when running (an input has '

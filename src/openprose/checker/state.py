@@ -245,7 +245,9 @@ class Checker:
         code's default help line; ``fix`` is a mechanical rewrite that resolves it."""
         severity = CODES[code].severity
         if len(self.diagnostics) < MAX_DIAGNOSTICS:
-            self.diagnostics.append(diagnostic(code, message, span, self.path, help=help, fix=fix, rule=rule))
+            self.diagnostics.append(
+                diagnostic(code, message, span, self.path, help=help, fix=fix, rule=rule)
+            )
         elif severity is Severity.ERROR:
             self.dropped_errors += 1
         else:
