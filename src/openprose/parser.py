@@ -138,6 +138,8 @@ class _Parser:
         self.diagnostics = scanned.diagnostics
         self.pos = 0
         self.depth = 0
+        # The statement before the one being parsed in the same body (for `return x`'s fix).
+        self.previous: n.Stmt | None = None
         # Nesting depths of the statements directly inside `parallel:` bodies being parsed.
         self.parallel_levels: list[int] = []
 
@@ -348,6 +350,7 @@ class _Parser:
             if kind == NEWLINE:
                 self.pos += 1
             else:
+                self.previous = body[-1] if body else None
                 body.append(self.statement())
 
     def body(self, *, required: bool, construct: str | None = None) -> tuple[n.Stmt, ...]:
@@ -551,6 +554,8 @@ class _Parser:
         when the line may still be a valid expression statement (a bare name is E116)."""
         token = self.tokens[self.pos]
         word = token[1]
+        if word in _NO_SUCH_STATEMENT:
+            self.no_such_statement(token)
         following = self.peek_kind()
         if word == "import" and following == STRING:
             self.legacy_import()
@@ -579,6 +584,56 @@ class _Parser:
                 "or `name =`",
             )
         raise _ParseError(properties=guess in _PROPERTY_HEADS)
+
+    def no_such_statement(self, token: Token) -> NoReturn:
+        """`break`, `continue`, `return x`, `pass`: control words of other languages. A loop
+        ends by its condition or its max, a block's value is its last statement's. `return x`
+        as a block's last line right after the statement that bound `x` (or `return
+        session …`) has a safe fix: drop the line (or the word) — the value is the same."""
+        word = token[1]
+        message, help_ = _NO_SUCH_STATEMENT[word]
+        fix = self.return_fix(token) if word == "return" else None
+        self.report("E004", message, token_span(token), help=help_, fix=fix, rule=_CONTROL_RULE)
+        raise _ParseError
+
+    def return_fix(self, token: Token) -> Fix | None:
+        kinds, at = self.kinds, self.pos + 1
+        if kinds[at] in _LAYOUT:
+            return None
+        line_end = at
+        while kinds[line_end] not in _LAYOUT:
+            line_end += 1
+        closes = kinds[line_end] in (DEDENT, EOF) or (
+            kinds[line_end] == NEWLINE and kinds[line_end + 1] in (DEDENT, EOF)
+        )
+        if not closes:
+            return None  # statements follow: the value would not be the block's
+        word = token_span(token)
+        if kinds[at] == NAME and line_end == at + 1:
+            name = self.tokens[at][1]
+            previous = self.previous
+            bound = (
+                isinstance(previous, n.Binding)
+                and isinstance(previous.target, n.Name)
+                and previous.target.id == name
+                or isinstance(previous, n.Assign | n.Output)
+                and (previous.target if isinstance(previous, n.Assign) else previous.name).id
+                == name
+            )
+            if not bound:
+                return None
+            text = self.source.text
+            start = text.rfind("\n", 0, word.start) + 1
+            end = text.find("\n", word.end)
+            end = len(text) if end == -1 else end + 1
+            return Fix(
+                f"remove `return {name}`: the statement above already gives the value",
+                (Edit(self.source.span(start, end), ""),),
+            )
+        if kinds[at] in ("session", "do", "resume", "parallel"):
+            after = self.tokens[at]
+            return Fix("remove `return`", (Edit(self.source.span(word.start, after[2]), ""),))
+        return None
 
     def unindented_property(self, token: Token) -> None:
         """`context: { a, b }` at the session's own indentation, right under it (documents
@@ -935,10 +990,10 @@ class _Parser:
         finally_body: tuple[n.Stmt, ...] | None = None
         finally_span: Span | None = None
         kinds = self.kinds
-        while self.clause_follows("catch", "finally"):
+        while self.clause_follows("catch", "finally") or self.except_follows():
             keyword_at = self.pos
             keyword = self.advance()
-            if keyword[0] == "catch":
+            if keyword[0] != "finally":
                 error = None
                 if kinds[self.pos] == "as":
                     self.pos += 1
@@ -981,6 +1036,25 @@ class _Parser:
             finally_body=finally_body,
             finally_span=finally_span,
         )
+
+    def except_follows(self) -> bool:
+        """`except:` (Python's word) where a `catch:` clause goes: reported with the safe fix
+        that writes `catch`, and parsed as that clause, so the `try` keeps its handler."""
+        at = self.pos + (self.kinds[self.pos] == NEWLINE)
+        token = self.tokens[at]
+        if token[0] != NAME or token[1] != "except" or self.kinds[at + 1] not in (":", "as", NAME):
+            return False
+        span = token_span(token)
+        self.report(
+            "E004",
+            "`except` is written `catch` in OpenProse",
+            span,
+            help="write `catch:` (or `catch as err:`)",
+            fix=Fix("write `catch`", (Edit(span, "catch"),)),
+            rule='Error Handling: catchBlock → "catch" ("as" IDENTIFIER)? ":"',
+        )
+        self.pos = at
+        return True
 
     def throw(self) -> n.Throw:
         start = self.take()
@@ -1039,13 +1113,42 @@ class _Parser:
                 self.statement()  # checked for its own errors, then dropped
                 return None
             keyword_at = self.take()
-            label = self.string("an option label string")
+            if self.kinds[self.pos] in (NAME, NUMBER):
+                label = self.unquoted_label()
+            else:
+                label = self.string("an option label string")
             self.expect(":", "':' after the option label")
             body = self.body(required=False)
             return n.ChoiceOption(span=self.span_from(keyword_at), label=label, body=body)
         except _ParseError:
             self.recover(start)
             return None
+
+    def unquoted_label(self) -> n.StringLit:
+        """`option Scale up:`: the label without quotes. Up to the line's last `:`, the words
+        are the label; the safe fix quotes them, and the option parses with that label."""
+        first = end = self.pos
+        kinds = self.kinds
+        while kinds[end] not in _LAYOUT:
+            end += 1
+        if end - 1 <= first or kinds[end - 1] != ":":
+            return self.string("an option label string")
+        head, last = self.tokens[first], self.tokens[end - 2]
+        span = Span(head[2], last[3], head[4], head[5], last[6], last[7])
+        text = self.source.text[span.start : span.end]
+        if span.line != span.end_line or any(k == ERROR for k in kinds[first : end - 1]):
+            return self.string("an option label string")
+        quoted = _quote(text)
+        self.report(
+            "E004",
+            f"An option's label is a quoted string: `option {quoted}:`",
+            span,
+            help=f"quote the label: `option {quoted}:`",
+            fix=Fix(f"write {quoted}", (Edit(span, quoted),)),
+            rule='Choice Blocks: choiceOption → "option" string ":"',
+        )
+        self.pos = end - 1
+        return n.StringLit(span=span, value=text, parts=(text,), triple=False)
 
     def if_stmt(self) -> n.If:
         start = self.take()
@@ -1237,6 +1340,8 @@ class _Parser:
                 "E121",
                 "Expected accumulator and item variables: reduce(acc, item)",
                 token_span(token),
+                help="name both: `reduce(acc, item):` — `acc` holds the result so far (the "
+                "first element to begin with), `item` the current one; pass both as context",
             )
         self.expect(":", f"':' after '{op}'")
         # an unknown operator is E120 already; its empty body is no news
@@ -1754,6 +1859,18 @@ class _Parser:
             if kinds[pos] == NAME:
                 self.pos += 1
                 self.fail("expected ':' after the property name")
+            if kinds[pos] == ARROW and not inline:
+                self.report(
+                    "E004",
+                    "`->` joins sessions on one line; a session's properties end its chain",
+                    token_span(self.tokens[pos]),
+                    help='write the chain on one line (`session "A" -> session "B"`) and '
+                    "give the properties to its last session, or write the next session as "
+                    "its own statement",
+                    rule='Composition Blocks, Inline Sequence: arrowExpr → session ( "->" '
+                    "session )+, on one line",
+                )
+                raise _ParseError(properties=True)
             self.fail("expected a property ('name: value')")
         token = self.tokens[pos]
         name_span = Span(token[2], token[3], token[4], token[5], token[6], token[7])
@@ -2189,6 +2306,36 @@ class _Parser:
 
 
 _IDENTIFIER = re.compile(IDENT_PATTERN)
+
+
+_CONTROL_RULE = (
+    "Syntax Grammar (Implemented): statement → the grammar's keywords; a loop ends by its "
+    "condition or (max: N), a block's value is its last statement's"
+)
+_NO_SUCH_STATEMENT = {
+    "break": (
+        "OpenProse has no `break`: a loop ends when its condition says so or at its (max: N)",
+        (
+            "put the reason to stop into the loop's condition (`loop until **… or the step "
+            'failed**`), or `throw "…"` and catch it after the loop'
+        ),
+    ),
+    "continue": (
+        "OpenProse has no `continue`: every iteration runs the whole body",
+        "put the rest of the body under `if **…**:` to skip it",
+    ),
+    "return": (
+        "OpenProse has no `return`: a block's value is the value of its last statement",
+        (
+            "make the statement that gives the value the block's last one, and bind the "
+            "call: `let x = do name(...)`"
+        ),
+    ),
+    "pass": (
+        "OpenProse has no `pass`: a body may be left empty",
+        "remove the line",
+    ),
+}
 
 
 _INPUT_RULE = (

@@ -10,6 +10,7 @@ from openprose import nodes as n
 from openprose.checker.bindings import check_context
 from openprose.checker.state import AgentInfo, Checker, Handler, Persist, span_of
 from openprose.diagnostics import Edit, Fix
+from openprose.source import Span
 from openprose.suggest import closest, did_you_mean
 from openprose.vocabulary import (
     AGENT_PROPERTIES,
@@ -159,8 +160,14 @@ def _model(ck: Checker, prop: n.Property, where: Where) -> None:
         f"Invalid model value{f' `{shown}`' if shown else ''}: must be sonnet, opus, or haiku"
         + (f" (did you mean `{guess}`?)" if guess else ""),
         help=help_,
-        fix=Fix.nearest_word(span_of(value), shown, guess) if guess and shown else None,
+        fix=_model_fix(span_of(value), shown, guess) if guess and shown else None,
     )
+
+
+def _model_fix(span: Span, shown: str, guess: str) -> Fix:
+    """The nearest model alias; safe when only the letter case differs (`Opus`)."""
+    fix = Fix.nearest_word(span, shown, guess)
+    return Fix(fix.title, fix.edits) if shown.lower() == guess else fix
 
 
 def _prompt(ck: Checker, prop: n.Property, where: Where) -> None:
@@ -309,11 +316,16 @@ def _backoff(ck: Checker, prop: n.Property, where: Where) -> None:
     value = prop.value
     if isinstance(value, n.Name) and value.id in BACKOFFS or quoted_enum(ck, value, BACKOFFS):
         return
-    hint = did_you_mean(value.id, BACKOFFS) if isinstance(value, n.Name) else ""
+    guess = closest(value.id, BACKOFFS) if isinstance(value, n.Name) else None
     ck.emit(
         "E165",
         span_of(value),
-        f"Invalid backoff strategy: must be none, linear, or exponential{hint}",
+        "Invalid backoff strategy: must be none, linear, or exponential"
+        + (f" (did you mean `{guess}`?)" if guess else ""),
+        help=f"write `{guess}`" if guess else None,
+        fix=Fix.nearest_word(value.span, value.id, guess)
+        if guess and isinstance(value, n.Name)
+        else None,
     )
 
 

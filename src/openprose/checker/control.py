@@ -284,6 +284,10 @@ def _pipeline(ck: Checker, node: n.Pipeline) -> None:
         ck.scope.open()
         if op.op in IMPLICIT_ITEM_OPS:
             bind_scoped(ck, "item", op.span, "pipeline", "W147")
+        elif op.accumulator is None and op.item is None:
+            # `reduce:` without its names is E121 already; a body reading `item` (as in
+            # map) is that same slip, not a second problem
+            bind_scoped(ck, "item", op.span, "pipeline", "W147")
         else:
             for name in (op.accumulator, op.item):
                 if name is not None:

@@ -115,12 +115,39 @@ def _inline_prompt_fix(ck: Checker, node: n.Session, prompt: n.Property) -> Fix 
     return Fix("move the prompt onto the session line", edits)
 
 
+def _persist_fix(ck: Checker, agent: n.AgentDef) -> Fix | None:
+    """`resume:` of an agent without `persist:`: the author means the agent to remember, so
+    the fix gives it `persist: true` (memory for this run), as a line under its last
+    property. Unsafe: the agent's sessions then keep memory, which they did not."""
+    text = ck.source_text
+    if not text or not agent.properties:
+        return None
+    last = agent.properties[-1]
+    first = agent.properties[0]
+    line_start = text.rfind("\n", 0, first.span.start) + 1
+    indent = text[line_start : first.span.start]
+    if indent.strip() or last.span.end_line != last.span.line and "\n" in indent:
+        return None
+    end = text.find("\n", last.span.end)
+    if end == -1:
+        return None
+    at = ck.span_at(end + 1, end + 1)
+    return Fix(
+        f"add `persist: true` to agent '{agent.name.id}'",
+        (Edit(at, f"{indent}persist: true\n"),),
+        safe=False,
+    )
+
+
 def _resume_memory(ck: Checker, agent: n.Name, info: AgentInfo) -> None:
     if info.persist == "none":
         ck.emit(
             "E017",
             agent.span,
             f"Agent '{agent.id}' must have a `persist:` property to use `resume:`",
+            help=f"add `persist: true` to agent '{agent.id}' (line {info.node.span.line}), "
+            "or use `session:`",
+            fix=_persist_fix(ck, info.node),
         )
         return
     if info.persist == "invalid" or agent.id in ck.started_agents:

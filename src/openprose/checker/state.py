@@ -283,6 +283,8 @@ class Checker:
         if var is None and name not in self.broken:
             if name in self.joining:
                 message += " (a parallel branch's result exists once the parallel block ends)"
+            elif name == "item":
+                message += " (`item` is the current element only inside a map, filter or pmap body)"
             elif not self.scope.in_block and name in self.declared:
                 inside = self.block_locals.get(name)
                 if inside is not None:
@@ -312,7 +314,7 @@ class Checker:
         `project_status`) more likely is template text, so its fix is the escape. Both are
         guesses (unsafe fixes), and the help names both ways."""
         text = self.source_text[span.start : span.end]
-        inner = span
+        inner: Span | None = span
         if text == "{" + name + "}" or text == "{" + name:
             inner = Span(span.start + 1, span.start + 1 + len(name), span.line,
                          span.column + 1, span.line, span.column + 1 + len(name))  # fmt: skip
