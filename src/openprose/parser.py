@@ -528,6 +528,16 @@ class _Parser:
             return self.assignment()
         if kind == NAME and self.peek_kind() not in _NAME_GOES_ON:
             self.unknown_statement()
+        if kind == "|" and self.tokens[self.pos + 1][1] in _PIPE_OPS:
+            self.report(
+                "E004",
+                "A pipeline stage cannot start a statement: this `|` is inside the body above",
+                token_span(self.tokens[self.pos]),
+                help="indent the `| op:` line less than the body of the stage before it (as "
+                "a continuation of the pipeline's first line), its body deeper than it",
+                rule='Pipeline Operations: pipeExpr → ( IDENTIFIER | array ) ( "|" pipeOp )+',
+            )
+            raise _ParseError
         if kind == INDENT:
             self.report("E104", "Unexpected indent", token_span(self.tokens[self.pos]))
             start = self.pos
