@@ -1,0 +1,236 @@
+"""Habits seen in realistic workflows (decisions, "Programs as people write them (session
+14)"): each stays an error where the reference states a rule, names that rule, and carries
+the rewrite when it is mechanical (safe) or likely (unsafe)."""
+
+from __future__ import annotations
+
+import pytest
+
+from openprose.diagnostics import Diagnostic
+from openprose.fixes import fix_source
+from openprose.source import SourceFile
+from tests.openprose.checker.conftest import Check
+
+
+def fixed(source: str, *, unsafe: bool = False) -> str:
+    return fix_source(SourceFile.from_text(source), unsafe=unsafe).text
+
+
+def only(found: list[Diagnostic]) -> Diagnostic:
+    assert len(found) == 1, found
+    return found[0]
+
+
+# --- inputs ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "rewritten"),
+    [
+        ("input topic: string", 'input topic: "topic (string)"'),
+        ("input tags: list[str]", 'input tags: "tags (list[str])"'),
+        ("input audience: the people who read it", 'input audience: "the people who read it"'),
+        ("input style: the user's style", 'input style: "the user\'s style"'),
+        ("input topic", 'input topic: ""'),
+    ],
+)
+def test_an_input_without_a_quoted_description_is_one_error_with_a_safe_fix(
+    line: str, rewritten: str, checked: Check
+) -> None:
+    source = f'{line}\nsession "Use {{{line.split()[1].rstrip(":")}}}"\n'
+    found = only(checked(source))
+    assert found.code in ("E004", "E005") and found.rule.startswith("Input Declarations")
+    assert found.fix is not None and found.fix.safe
+    assert fixed(source).splitlines()[0] == rewritten
+    # no error left (`input topic: ""` then asks for a description: the W140 row)
+    assert not [d for d in checked(fixed(source)) if d.is_error]
+
+
+def test_a_type_is_named_as_such(checked: Check) -> None:
+    found = only(checked("input count: number\n"))
+    assert "not a type (OpenProse values are text)" in found.message
+
+
+def test_a_default_value_gets_no_fix_and_says_the_caller_gives_it(checked: Check) -> None:
+    found = only(checked("input count: number = 3\n"))
+    assert found.fix is None and "no default" in found.help
+
+
+def test_an_equals_sign_is_an_unsafe_colon(checked: Check) -> None:
+    source = 'input depth = "shallow"\n'
+    found = only(checked(source))
+    assert found.fix is not None and not found.fix.safe
+    assert fixed(source, unsafe=True) == 'input depth: "shallow"\n'
+
+
+# --- counts written as names ----------------------------------------------------------------
+
+
+def test_repeat_of_a_const_number_writes_the_number(checked: Check) -> None:
+    source = 'const MAX = 3\nrepeat MAX:\n  session "Try"\n'
+    found = only(checked(source))
+    assert found.code == "E157" and "(const MAX = 3, line 1)" in found.message
+    assert fixed(source) == 'const MAX = 3\nrepeat 3:\n  session "Try"\n'
+
+
+def test_a_let_number_is_an_unsafe_fix_and_a_loop_max_too(checked: Check) -> None:
+    source = 'let n = 2\nloop until **the work is done** (max: n):\n  session "Work"\n'
+    found = only(checked(source))
+    assert found.code == "E160" and found.fix is not None and not found.fix.safe
+    assert "(max: 2)" in fixed(source, unsafe=True)
+
+
+def test_a_count_only_the_run_knows_names_the_forms_that_take_one(checked: Check) -> None:
+    found = only(checked('input rounds: "How many"\nrepeat rounds:\n  session "Round"\n'))
+    assert found.fix is None and "for x in items" in found.help and "loop until" in found.help
+
+
+# --- control words of other languages -------------------------------------------------------
+
+
+def test_break_continue_and_pass_name_what_to_do_instead(checked: Check) -> None:
+    source = (
+        "loop until **every script has run** (max: 5):\n"
+        '  session "Run one"\n'
+        "  if **it failed**:\n"
+        "    break\n"
+        "  continue\n"
+        "  pass\n"
+    )
+    found = [(d.code, d.line, d.message.split(":")[0]) for d in checked(source)]
+    assert found == [
+        ("E004", 4, "OpenProse has no `break`"),
+        ("E004", 5, "OpenProse has no `continue`"),
+        ("E004", 6, "OpenProse has no `pass`"),
+    ]
+
+
+def test_return_of_the_name_just_bound_is_removed(checked: Check) -> None:
+    source = 'block score(c):\n  let notes = session "Assess {c}"\n  return notes\n'
+    assert only(checked(source)).fix is not None
+    assert fixed(source) == 'block score(c):\n  let notes = session "Assess {c}"\n'
+
+
+def test_return_of_a_session_drops_the_word(checked: Check) -> None:
+    source = 'block b:\n  return session "Final"\n'
+    assert fixed(source) == 'block b:\n  session "Final"\n'
+
+
+def test_return_before_more_statements_has_no_fix(checked: Check) -> None:
+    source = 'block b:\n  let y = session "q"\n  return y\n  session "after"\n'
+    assert only(checked(source)).fix is None
+
+
+def test_except_is_read_as_catch(checked: Check) -> None:
+    source = 'try:\n  session "Migrate"\nexcept:\n  session "Roll back"\n'
+    found = only(checked(source))  # no E162: the try keeps its handler
+    assert found.message == "`except` is written `catch` in OpenProse"
+    assert fixed(source) == 'try:\n  session "Migrate"\ncatch:\n  session "Roll back"\n'
+
+
+# --- choice, arrows, pipelines --------------------------------------------------------------
+
+
+def test_an_unquoted_option_label_is_quoted(checked: Check) -> None:
+    source = 'choice **which fits**:\n  option Scale up:\n    session "Scale"\n'
+    found = only(checked(source))
+    assert found.rule.startswith("Choice Blocks") and found.fix is not None
+    assert '  option "Scale up":\n' in fixed(source)
+
+
+def test_an_arrow_after_properties_explains_the_chain(checked: Check) -> None:
+    source = 'let a = session "Draft"\n  context: []\n  -> session "Notes"\n'
+    found = only(checked(source))
+    assert found.message.startswith("`->` joins sessions on one line")
+
+
+def test_a_stage_inside_the_body_above_explains_the_layout(checked: Check) -> None:
+    source = 'let k = ["a"] | filter:\n  session "Keep {item}?"\n  | map:\n    session "Up"\n'
+    found = only(checked(source))
+    assert "this `|` is inside the body above" in found.message
+
+
+def test_reduce_without_names_is_one_error(checked: Check) -> None:
+    source = 'let r = ["a", "b"] | reduce:\n  session "Merge"\n    context: item\n'
+    assert only(checked(source)).code == "E121"
+
+
+def test_item_outside_a_pipeline_says_where_it_exists(checked: Check) -> None:
+    found = only(checked('session "x"\n  context: item\n'))
+    assert "only inside a map, filter or pmap body" in found.message
+
+
+# --- strings --------------------------------------------------------------------------------
+
+
+def test_a_windows_path_doubles_every_backslash_of_the_path(checked: Check) -> None:
+    source = 'session "Save to C:\\Users\\team\\notes.md please"\n'
+    found = only(checked(source))  # \U is unknown; \t and \n are known but part of the path
+    assert found.code == "E002" and found.fix is not None and not found.fix.safe
+    assert (
+        fixed(source, unsafe=True) == 'session "Save to C:\\\\Users\\\\team\\\\notes.md please"\n'
+    )
+
+
+def test_a_regex_keeps_the_one_backslash_fix() -> None:
+    assert fixed('session "Match \\d+ here"\n', unsafe=True) == 'session "Match \\\\d+ here"\n'
+
+
+# --- names and declarations ----------------------------------------------------------------
+
+
+def test_resume_of_an_agent_without_persist_gives_it_persist(checked: Check) -> None:
+    source = 'agent a:\n  model: opus\n  prompt: "x"\n\nresume: a\n  prompt: "again"\n'
+    found = only(checked(source))
+    assert found.code == "E017" and found.fix is not None and not found.fix.safe
+    assert fixed(source, unsafe=True).startswith(
+        'agent a:\n  model: opus\n  prompt: "x"\n  persist: true\n'
+    )
+
+
+def test_misspelt_backoff_and_model_case(checked: Check) -> None:
+    source = 'agent a:\n  model: Opus\nsession "x"\n  retry: 2\n  backoff: exponental\n'
+    model, backoff = checked(source)
+    assert model.fix is not None and model.fix.safe  # only the case differs
+    assert backoff.fix is not None and not backoff.fix.safe
+    assert "backoff: exponential" in fixed(source, unsafe=True)
+
+
+def test_the_same_use_twice_is_removed(checked: Check, tmp_path: object) -> None:
+    source = 'use "@a/b" as b\nuse "@a/b" as b\n'
+    found = [d for d in checked(source) if d.code == "E010"]
+    assert found and found[0].fix is not None
+    assert fixed(source) == 'use "@a/b" as b\n'
+
+
+def test_a_reassigned_const_can_become_a_let(checked: Check) -> None:
+    source = 'const g = session "Guide"\ng = session "New guide"\n'
+    found = only(checked(source))
+    assert found.code == "E144" and found.fix is not None and not found.fix.safe
+    assert fixed(source, unsafe=True).startswith("let g =")
+
+
+def test_a_second_let_that_reads_itself_is_a_reassignment(checked: Check) -> None:
+    source = 'let d = session "Draft"\nlet d = session "Redraft"\n  context: d\n'
+    found = only(checked(source))
+    assert found.code == "E019" and found.fix is not None and not found.fix.safe
+    assert fixed(source, unsafe=True).splitlines()[1] == 'd = session "Redraft"'
+
+
+def test_a_second_let_that_does_not_read_itself_gets_no_fix(checked: Check) -> None:
+    found = only(checked('let d = session "Draft"\nlet d = session "Other"\n'))
+    assert found.fix is None
+
+
+def test_null_in_context_is_removed(checked: Check) -> None:
+    source = 'let a = session "A"\nsession "B"\n  context: [a, null]\n'
+    found = only(checked(source))
+    assert "no boolean or null values" in found.message
+    assert fixed(source, unsafe=True).endswith("  context: [a]\n")
+
+
+def test_an_undefined_name_close_to_a_visible_one_gets_the_rename(checked: Check) -> None:
+    source = 'let research = session "R"\nsession "S"\n  context: reserch\n'
+    found = only(checked(source))
+    assert found.fix is not None and not found.fix.safe
+    assert fixed(source, unsafe=True).endswith("context: research\n")
