@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Iterator
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
 from hypothesis import given
 
+from openprose.checker import diagnose
 from openprose.codes import CODES
 from openprose.compiler import compile_program
 from openprose.formatter import format_source
@@ -33,7 +35,6 @@ def report() -> Iterator[None]:
 @given(mutated(PROGRAMS))
 def test_prose_scanner_parser_and_checker_never_raise(data: bytes) -> None:
     COUNTER.tick("front_end.scan_parse_check")
-    from openprose.checker import diagnose
 
     source, problems = decode_source(data, "fuzz.prose")
     if source is None:
@@ -61,3 +62,25 @@ def test_prose_formatter_and_compiler_never_raise(data: bytes) -> None:
     assert again.ok, formatted
     assert format_source(again) == formatted  # canonical layout is a fixed point
     compile_program(parsed.program)
+
+
+@FUZZ_FRONT_END
+@given(mutated(PROGRAMS))
+def test_prose_check_fix_never_raises_and_settles(data: bytes) -> None:
+    """`prose check --fix --unsafe-fixes` on anything: every fix's edits lie inside the text
+    and do not overlap, applying them never raises, and the fixed text has no more syntax
+    errors than the original (what `fix_source` promises)."""
+    COUNTER.tick("front_end.fix")
+    from openprose.fixes import _syntax_errors, fix_source
+    from openprose.source import SourceFile
+
+    text = data.decode("utf-8", "replace")
+    source = SourceFile.from_text(text, "fuzz.prose")
+    before = diagnose(parse(source), PROJECT)
+    for diagnostic in before:
+        if diagnostic.fix is not None:
+            spans = sorted((e.span.start, e.span.end) for e in diagnostic.fix.edits)
+            assert all(0 <= a <= b <= len(text) for a, b in spans), diagnostic
+            assert all(b <= c for (_, b), (c, _) in pairwise(spans)), diagnostic
+    result = fix_source(source, project_dir=PROJECT, unsafe=True)
+    assert _syntax_errors(result.remaining) <= _syntax_errors(list(before))
