@@ -2269,6 +2269,27 @@ class _Parser:
         body = self.body(required=False, construct="repeat")
         return n.Repeat(span=self.span_from(start), count=count, index=index, body=body)
 
+    def modifiers_after_index(self, as_at: Token, index: n.Name) -> tuple[n.Modifier, ...]:
+        """`loop as i (max: 3):`: the reference's order is condition, modifiers, then `as`.
+        One E004 with the safe fix that swaps the two; the loop parses with its modifiers."""
+        open_at = self.tokens[self.pos]
+        modifiers = self.modifiers()
+        close_end = self.tokens[self.pos - 1][3]
+        text = self.source.text
+        written = text[open_at[2] : close_end]
+        named = text[as_at[2] : index.span.end]
+        span = self.source.span(as_at[2], close_end)
+        self.report(
+            "E004",
+            f"The loop's modifiers come before `as`: `{written} {named}`",
+            span,
+            help=f"write `{written} {named}:`",
+            fix=Fix("put the modifiers before `as`", (Edit(span, f"{written} {named}"),)),
+            rule='Unbounded Loops, Complete Syntax: "condition comes before modifiers, '
+            'modifiers before `as`"',
+        )
+        return modifiers
+
     def bare_loop(self) -> n.Loop:
         """`while **c**:` / `until **c**:` at the start of a statement: the grammar's loop
         is `loop while **c**:`. One E004 with that safe fix; it parses as that loop."""
@@ -2300,8 +2321,11 @@ class _Parser:
             modifiers = self.modifiers()
         index = None
         if kinds[self.pos] == "as":
+            as_at = self.tokens[self.pos]
             self.pos += 1
             index = self.expect_name("an index variable after 'as'")
+            if kinds[self.pos] == "(" and not has_parens:
+                modifiers, has_parens = self.modifiers_after_index(as_at, index), True
         self.expect(":", "':' after the loop header")
         body = self.body(required=False, construct="loop")
         return n.Loop(

@@ -163,6 +163,20 @@ def _resume_memory(ck: Checker, agent: n.Name, info: AgentInfo) -> None:
     _require_memory(ck, agent, info)
 
 
+def _keyword_fix(ck: Checker, agent: n.Name, old: str, new: str, *, safe: bool) -> Fix | None:
+    """`resume: a` → `session: a`: the first invocation of an agent whose memory cannot
+    exist yet (persist: true, nothing earlier in the run), the reference's own advice. (Not
+    offered the other way for W011: the earlier session may be in a branch not taken.)"""
+    text = ck.source_text
+    line_start = text.rfind("\n", 0, agent.span.start) + 1
+    before = text[line_start : agent.span.start]
+    at = before.rfind(old)
+    if at == -1 or before[at:].replace(" ", "") != f"{old}:":
+        return None
+    start = line_start + at
+    return Fix(f"write `{new}:`", (Edit(ck.span_at(start, start + len(old)), new),), safe=safe)
+
+
 def _require_memory(ck: Checker, agent: n.Name, info: AgentInfo) -> None:
     state, directory = memory_on_disk(ck, agent.id, info)
     if state == "exists":
@@ -182,6 +196,7 @@ def _require_memory(ck: Checker, agent: n.Name, info: AgentInfo) -> None:
             f"No memory exists for agent '{agent.id}' here: its memory (persist: true) is "
             f"created by a `session: {agent.id}` earlier in the run; use `session:` for the "
             "first invocation",
+            fix=_keyword_fix(ck, agent, "resume", "session", safe=True),
         )
     else:
         ck.emit(
