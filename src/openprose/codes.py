@@ -142,6 +142,7 @@ _TABLE: tuple[Code, ...] = (
     Code("W155", W, "Too many warnings; reporting stopped (no error was left out)"),
     Code("W156", W, "Variable may be unbound: bound only in a body that may not run"),
     Code("W170", W, "Quoted enum value (write it bare: `backoff: exponential`)"),
+    Code("W171", W, "Another language's template braces (`{{name}}`, `${name}`) around `{name}`"),
     Code("I001", I, "Agent memory check (E018/W011) deferred to run time"),
     Code("I002", I, "Imported program contract checks (E026-E028) deferred to run time"),
 )
@@ -555,6 +556,11 @@ GUIDANCE: dict[str, Guidance] = {
     "W156": Guidance(
         "Variables & Context: a variable is used where the body that binds it may not have run",
         'declare it before the body with let NAME = "" and assign it in the body',
+    ),
+    "W171": Guidance(
+        "String Interpolation: variables are referenced by wrapping the name in curly braces, "
+        "`{varname}`",
+        "write `{name}`: the extra characters stay in the text the model reads",
     ),
     "W170": Guidance(
         f'{_GRAMMAR}: "backoff:" ( "none" | "linear" | "exponential" ), "model:" ( "sonnet" | ... )'

@@ -858,10 +858,14 @@ class _Parser:
         start = self.take()
         kinds = self.kinds
         here = kinds[self.pos]
-        if here not in _LAYOUT and here != "=" and kinds[self.pos + 1] != "=":
+        colon = here == NAME and kinds[self.pos + 1] == ":" and kinds[self.pos + 2] not in _LAYOUT
+        if here not in _LAYOUT and here != "=" and kinds[self.pos + 1] != "=" and not colon:
             return self.unnamed_output(start)
         name = self.declared_name("an output name", "=")
-        self.expect("=", "'=' after the output name")
+        if colon:
+            self.colon_for_equals("output")
+        else:
+            self.expect("=", "'=' after the output name")
         self.check_keyword_after_equals()
         value = self.expression()
         return n.Output(span=self.span_from(start), name=name, value=value)
@@ -934,7 +938,10 @@ class _Parser:
             target = n.Destructure(span=self.span_from(brace), names=names)
         else:
             target = self.expect_name(f"a variable name after '{keyword[1]}'")
-        self.expect("=", "'=' after the variable name")
+        if self.kinds[self.pos] == ":" and self.kinds[self.pos + 1] not in _LAYOUT:
+            self.colon_for_equals(keyword[1])
+        else:
+            self.expect("=", "'=' after the variable name")
         if (
             isinstance(target, n.Name)
             and self.kinds[self.pos] == "input"
@@ -946,6 +953,38 @@ class _Parser:
         value = self.expression()
         kind: Literal["let", "const"] = "let" if keyword[0] == "let" else "const"
         return n.Binding(span=self.span_from(keyword_at), kind=kind, target=target, value=value)
+
+    def colon_for_equals(self, keyword: str) -> None:
+        """`let x: session "…"` / `output r: session "…"` (a type annotation's colon, or a
+        property's): the binding's `=` — one E004 with the safe fix, parsed as meant."""
+        colon = self.tokens[self.pos]
+        span = token_span(colon)
+        if self.kinds[self.pos + 1] == NAME and self.kinds[self.pos + 2] == "=":
+            # `let x: string = …` — a type annotation: OpenProse values are text
+            typed = self.tokens[self.pos + 1]
+            self.report(
+                "E004",
+                f"OpenProse has no type annotations: `{keyword} name = value`",
+                self.source.span(colon[2], typed[3]),
+                help=f"remove `: {typed[1]}`",
+                fix=Fix(
+                    f"remove `: {typed[1]}`",
+                    (Edit(self.source.span(colon[2], typed[3]), ""),),
+                ),
+                rule=f'Syntax Grammar: {keyword} → "{keyword}" IDENTIFIER "=" expression',
+            )
+            self.pos += 3
+            return
+        after = self.source.text[colon[3] : colon[3] + 1]
+        self.report(
+            "E004",
+            f"`{keyword}` binds with `=`, not `:`",
+            span,
+            help=f"write `{keyword} name = value`",
+            fix=Fix("write `=`", (Edit(span, " =" if after == " " else " = "),)),
+            rule=f'Syntax Grammar: {keyword} → "{keyword}" IDENTIFIER "=" expression',
+        )
+        self.pos += 1
 
     def input_as_value(self, keyword_at: int, target: n.Name) -> n.Input:
         """`let api_url = input "Enter API URL"`: an input is a declaration of the program,
@@ -1903,8 +1942,20 @@ class _Parser:
             else:
                 rules = self.property_block()
                 value = n.PermissionsBlock(span=self.span_from(pos + 2), rules=rules)
+        elif (
+            token[1] == "prompt"
+            and kinds[pos] == NAME
+            and kinds[pos + 1] not in _LAYOUT
+            and kinds[pos + 1] not in _NAME_GOES_ON
+            and kinds[pos + 1] != ","
+        ):
+            value = self.unquoted_prompt(pos)
         else:
             value = self.expression()
+            if token[1] == "context" and isinstance(value, n.Name) and kinds[self.pos] == NAME:
+                value = self.spaced_context(value)
+            elif token[1] == "retry" and self.tokens[self.pos][1] == "times":
+                self.times_after_retry()
         if (
             self.kinds[self.pos] == ","
             and token[1] != "model"
@@ -1913,6 +1964,73 @@ class _Parser:
         ):
             value = self.unbracketed_list(token[1], value)
         return n.Property(span=self.span_after(name_span), name=name, value=value)
+
+    def unquoted_prompt(self, first: int) -> n.StringLit:
+        """`prompt: You are a helpful assistant.`: a prompt is a string. One E004 for the
+        line's text (the scanner's complaints inside it are dropped: the quotes take them
+        in) with the safe fix that quotes it; parsed as that string."""
+        end = first
+        kinds, tokens = self.kinds, self.tokens
+        while kinds[end] not in _LAYOUT:
+            end += 1
+        head, last = tokens[first], tokens[end - 1]
+        span = Span(head[2], last[3], head[4], head[5], last[6], last[7])
+        raw = self.source.text[span.start : span.end]
+        self.pos = end
+        fix = None
+        if span.line == span.end_line:
+            fix = Fix(f"write {_quote(raw)}", (Edit(span, _quote(raw)),))
+            self.diagnostics[:] = [
+                d
+                for d in self.diagnostics
+                if not (span.start <= d.span.start and d.span.end <= span.end)
+            ]
+        self.report(
+            "E004",
+            "A prompt is a quoted string",
+            span,
+            help=f"quote it: `prompt: {_quote(raw)}`"
+            if fix
+            else 'quote it: `prompt: "…"` (or `"""` for several lines)',
+            fix=fix,
+            rule='Session Statement: sessionProperty → "prompt:" string',
+        )
+        return n.StringLit(span=span, value=raw, parts=(raw,), triple=False)
+
+    def spaced_context(self, first: n.Name) -> n.Expr:
+        """`context: notes draft` (names separated by spaces): the grammar's list is
+        `[notes, draft]`. One E143 with that safe fix; parsed as the list."""
+        names = [first]
+        while self.kinds[self.pos] == NAME:
+            token = self.tokens[self.pos]
+            names.append(n.Name(span=token_span(token), id=token[1]))
+            self.pos += 1
+        if self.kinds[self.pos] not in _LAYOUT:
+            self.fail("expected the end of the statement")
+        span = self.source.span(first.span.start, names[-1].span.end)
+        listed = "[" + ", ".join(name.id for name in names) + "]"
+        self.report(
+            "E143",
+            "Several context variables are listed in brackets: `context: [a, b]`",
+            span,
+            help=f"write `context: {listed}`",
+            fix=Fix(f"write `{listed}`", (Edit(span, listed),)),
+        )
+        return n.ArrayLit(span=span, elements=tuple(names))
+
+    def times_after_retry(self) -> None:
+        """`retry: 3 times`: the count alone. One E004, the safe fix removes `times`."""
+        times = self.tokens[self.pos]
+        before = self.tokens[self.pos - 1]
+        self.report(
+            "E004",
+            "`retry: 3 times` is written `retry: 3`",
+            token_span(times),
+            help="remove `times`",
+            fix=Fix("remove `times`", (Edit(self.source.span(before[3], times[3]), ""),)),
+            rule='Error Handling: retry_property ::= "retry" ":" number_literal',
+        )
+        self.pos += 1
 
     def unbracketed_list(self, prop: str, first: n.Expr) -> n.ArrayLit:
         """`context: research, notes`: a list is written in brackets. One diagnostic (E143
@@ -2231,7 +2349,7 @@ class _Parser:
             self.pos += 1
             index = self.expect_name("an index variable after ','")
         self.expect("in", "'in' after the loop variable")
-        collection = self.nested_postfix()
+        collection = self.range_call(start, item, index, parallel) or self.nested_postfix()
         self.expect(":", "':' after the collection")
         body = self.body(required=False, construct="parallel for" if parallel else "for")
         return n.ForEach(
@@ -2243,6 +2361,44 @@ class _Parser:
             parallel=parallel,
             modifiers=modifiers,
         )
+
+    def range_call(
+        self, start: int, item: n.Name, index: n.Name | None, parallel: bool
+    ) -> n.ArrayLit | None:
+        """`for i in range(5):` (Python): OpenProse counts with `repeat 5 as i:` (from 0, as
+        range does). One E004 with that rewrite as the safe fix (a plain `for` with one
+        bound); the loop parses over the numbers 0..N-1, so its body is still checked."""
+        kinds, tokens = self.kinds, self.tokens
+        at = self.pos
+        if not (
+            kinds[at] == NAME
+            and tokens[at][1] == "range"
+            and kinds[at + 1] == "("
+            and kinds[at + 2] == NUMBER
+            and kinds[at + 3] == ")"
+        ):
+            return None
+        bound = tokens[at + 2][1]
+        count = int(bound) if bound.isdigit() else None
+        span = self.source.span(tokens[start][2], tokens[at + 3][3])
+        fix = None
+        if count is not None and 0 < count <= 1000 and index is None and not parallel:
+            rewrite = f"repeat {count} as {item.id}"
+            fix = Fix(f"write `{rewrite}`", (Edit(span, rewrite),))
+        self.report(
+            "E004",
+            f"`range({bound})` is not OpenProse: count with `repeat {bound} as {item.id}:`",
+            token_span(tokens[at]),
+            help=f"write `repeat {bound} as {item.id}:` (the index starts at 0)",
+            fix=fix,
+            rule='Fixed Loops: repeatBlock → "repeat" NUMBER ( "as" IDENTIFIER )? ":"',
+        )
+        self.pos = at + 4
+        where = self.source.span(tokens[at][2], tokens[at + 3][3])
+        numbers = tuple(
+            n.NumberLit(span=where, value=i, raw=str(i)) for i in range(min(count or 0, 1000))
+        )
+        return n.ArrayLit(span=where, elements=numbers)
 
     def for_stmt(self) -> n.ForEach:
         return self.for_each(self.pos, parallel=False, modifiers=())

@@ -287,11 +287,27 @@ def _permissions(ck: Checker, prop: n.Property, where: Where) -> None:
                 if kind in PATTERN_PERMISSIONS
                 else "allow, deny or prompt"
             )
+            word = value.id if isinstance(value, n.Name) else None
+            meant = _FLAG_MODES.get(word.lower()) if word else None
             ck.emit(
                 "W009",
                 span_of(value),
-                f"Unknown permission value for '{kind}': expected {expected}",
+                f"Unknown permission value for '{kind}': expected {expected}"
+                + (" (an unknown value denies)" if meant == "allow" else ""),
+                help=f"write `{meant}`" if meant else None,
+                # `false` already denies (safe); `true` would grant what it now denies
+                fix=Fix(f"write `{meant}`", (Edit(value.span, meant),), safe=meant == "deny")
+                if meant and isinstance(value, n.Name)
+                else None,
             )
+
+
+# Flags written for a permission mode: what the author meant.
+_FLAG_MODES = {
+    "true": "allow", "yes": "allow", "on": "allow", "allowed": "allow",
+    "false": "deny", "no": "deny", "off": "deny", "none": "deny", "denied": "deny",
+    "ask": "prompt", "confirm": "prompt",
+}  # fmt: skip
 
 
 def _context(ck: Checker, prop: n.Property, where: Where) -> None:

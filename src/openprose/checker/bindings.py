@@ -323,6 +323,8 @@ def _string(ck: Checker, node: n.StringLit) -> None:
             f"Undefined variable '{part.name}' in string interpolation",
             None if part.name in ck.scope.visible else _escape_fix(ck, part),
         )
+        if var is not None:
+            _template_braces(ck, part)
         if var is not None and var.program is not None and part.path:
             # point at `field` in `{result.field}`, as for `result.field` outside strings
             # (an interpolation never spans lines)
@@ -337,6 +339,32 @@ def _string(ck: Checker, node: n.StringLit) -> None:
                 span.column + skip + len(field),
             )
             check_output_access(ck, var.program, var.contract, field, at)
+
+
+def _template_braces(ck: Checker, part: n.Interpolation) -> None:
+    """`{{name}}` (Jinja, Mustache) or `${name}` (JavaScript, shell) around a variable: the
+    interpolation is `{name}`, so the model would read `{Ada}` or `$Ada`. W171 with the safe
+    fix that removes the extra characters (the value is what the author meant to show)."""
+    text = ck.source_text
+    start, end = part.span.start, part.span.end
+    edits: tuple[Edit, ...]
+    if not text or text[start : start + 1] != "{" or text[end - 1 : end] != "}":
+        return
+    if text[start - 1 : start] == "{" and text[end : end + 1] == "}":
+        edits = (Edit(ck.span_at(start - 1, start), ""), Edit(ck.span_at(end, end + 1), ""))
+        shown, at = "{" + text[start:end] + "}", ck.span_at(start - 1, end + 1)
+    elif text[start - 1 : start] == "$" and text[start - 2 : start - 1] != "\\":
+        edits = (Edit(ck.span_at(start - 1, start), ""),)
+        shown, at = "$" + text[start:end], ck.span_at(start - 1, end)
+    else:
+        return
+    ck.emit(
+        "W171",
+        at,
+        f"`{shown}`: OpenProse interpolates `{text[start:end]}`; the extra characters stay in "
+        "the text",
+        fix=Fix(f"write `{text[start:end]}`", edits),
+    )
 
 
 def _move_input_fix(ck: Checker, node: n.Input) -> Fix | None:

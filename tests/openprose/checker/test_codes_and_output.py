@@ -47,6 +47,7 @@ EXTRA: dict[str, tuple[str, int, int]] = {
     "E170": ('use "./missing.prose" as m\n', 1, 5),
     "I001": ("agent a:\n  persist: project\nresume: a\n", 3, 9),
     "W170": ('session "A"\n  backoff: "linear"\n', 2, 12),
+    "W171": ('let name = session "A"\nsession "Hi {{name}}"\n', 2, 13),
     "I002": ('use "@a/b" as b\nlet r = b(x: 1)\n', 1, 5),
     # 1001 empty prompts: the last warning is left out, at the 1000th one reporting stops
     "W155": ('session ""\n' * 1001, 1000, 9),
