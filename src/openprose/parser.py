@@ -1681,6 +1681,8 @@ class _Parser:
                 )
                 raise _ParseError(properties=True)
             agent = self.expect_name("an agent name after ':'")
+            if kinds[self.pos] == STRING and kinds[self.pos + 1] in _LAYOUT:
+                mixed = self.agent_then_prompt(self.pos)
         elif kind == "resume":
             self.fail("expected ':' and an agent name after 'resume'")
         elif following == NAME and kinds[pos + 1] == ":":
@@ -1762,6 +1764,48 @@ class _Parser:
         )
         self.pos = at + 3
         return n.Name(span=token_span(name), id=name[1])
+
+    def agent_then_prompt(self, at: int) -> n.Property:
+        """`session: researcher "Find the sources"` (also `resume:`): the agent's session
+        takes its task as the `prompt:` property. One E004 with the safe fix that moves the
+        string there; it parses as that property."""
+        tokens, kinds = self.tokens, self.kinds
+        string, agent = tokens[at], tokens[at - 1]
+        text = self.source.text
+        line_start = text.rfind("\n", 0, agent[2]) + 1
+        line = text[line_start : agent[2]]
+        indent = len(line) - len(line.lstrip(" "))
+        if kinds[at + 1] == NEWLINE and kinds[at + 2] == INDENT:
+            column = tokens[at + 3][5] - 1  # the property block's own indentation
+        else:
+            column = indent + 2
+        literal = text[string[2] : string[3]]
+        fixable = string[4] == string[6] and "\t" not in line
+        shown = literal if len(literal) <= 30 else '"…"'
+        self.report(
+            "E004",
+            "The task of an agent's session is its `prompt:` property, on the line under it",
+            token_span(string),
+            help=f"write `prompt: {shown}` on the line under the session",
+            fix=Fix(
+                "move the prompt to a `prompt:` property",
+                (
+                    Edit(
+                        self.source.span(agent[3], string[3]),
+                        f"\n{' ' * column}prompt: {literal}",
+                    ),
+                ),
+            )
+            if fixable
+            else None,
+            rule='Session Statement: session → "session" ":" IDENTIFIER, sessionProperty → '
+            '"prompt:" string',
+        )
+        self.pos = at + 1
+        prompt = _string_node(string)
+        return n.Property(
+            span=prompt.span, name=n.Name(span=prompt.span, id="prompt"), value=prompt
+        )
 
     def header_colon(self) -> None:
         """`session "Synthesize":` with its properties under it (an early form of the
@@ -2251,12 +2295,19 @@ class _Parser:
                         self.pos += 1
                     labels.append(label)
                     args.append(self.expression())
+                    if kinds[self.pos] in _ARGUMENT_STARTS and kinds[self.pos - 1] != ",":
+                        self.missing_comma()
+                        continue
                     if kinds[self.pos] != ",":
                         break
                     self.pos += 1
                 self.expect(")", "')' or ',' in the argument list")
             finally:
                 self.depth -= 1
+        elif self.kinds[self.pos] in (STRING, NUMBER) and self.kinds[self.pos + 1] in _LAYOUT:
+            args.append(self.unparenthesised_argument(name))
+            labels.append(None)
+            has_parens = True
         return n.DoCall(
             span=self.span_from(start),
             name=name,
@@ -2264,6 +2315,45 @@ class _Parser:
             has_parens=has_parens,
             labels=tuple(labels) if any(labels) else (),
         )
+
+    def missing_comma(self) -> None:
+        """`do review("app.py" "security")`: two arguments without the comma between them.
+        One E004 with the safe fix that inserts it; the list goes on."""
+        previous, token = self.tokens[self.pos - 1], self.tokens[self.pos]
+        at = self.source.span(previous[3], previous[3])
+        self.report(
+            "E004",
+            "Arguments are separated by commas",
+            token_span(token),
+            help="insert `,` between the arguments",
+            fix=Fix("insert `,`", (Edit(at, ","),)),
+            rule='Composition Blocks: args → "(" expression ( "," expression )* ")"',
+        )
+
+    def unparenthesised_argument(self, name: n.Name) -> n.Expr:
+        """`do review "app.py"`: a block's arguments go in parentheses. One E004 with the
+        safe fix that adds them; parsed as that call."""
+        token = self.tokens[self.pos]
+        span = token_span(token)
+        text = self.source.text[token[2] : token[3]]
+        self.report(
+            "E004",
+            f"A block's arguments go in parentheses: `do {name.id}({text})`",
+            span,
+            help=f"write `do {name.id}({text})`",
+            fix=Fix(
+                "put the argument in parentheses",
+                (Edit(self.source.span(name.span.end, token[3]), f"({text})"),),
+            )
+            if token[4] == token[6]
+            else None,
+            rule='Composition Blocks: doBlock → "do" IDENTIFIER args?, args → "(" expression '
+            '( "," expression )* ")"',
+        )
+        if token[0] == STRING:
+            self.pos += 1
+            return _string_node(token)
+        return self.number()
 
     def modifiers(self) -> tuple[n.Modifier, ...]:
         """``( item, ... )`` where an item is ``name: value`` or a bare value."""
@@ -2527,6 +2617,9 @@ _NO_SUCH_STATEMENT = {
     ),
 }
 
+
+# Tokens that start an argument: one right after another means a missing comma.
+_ARGUMENT_STARTS = frozenset((STRING, NUMBER, NAME, "[", "{"))
 
 _INPUT_RULE = (
     'Input Declarations: `input name: "description"` (inputDecl → "input" IDENTIFIER ":" '
