@@ -58,3 +58,41 @@ def test_a_long_answer_is_shown_on_one_line_and_cut(vm: Any) -> None:
     error = result.error or ""
     shown = error.split("its last answer: ")[1].split("); a condition")[0]
     assert "\n" not in shown and len(shown) <= 122 and shown.endswith("…'")
+
+
+FINE = [{"match": "^Condition", "answer": '{"verdict": true, "reason": "polished"}'}]
+
+
+def test_resuming_the_failed_run_asks_the_judgment_again(vm: Any) -> None:
+    # The failed answers are not served from the journal: a resume with another evaluator
+    # (or after rewording nothing at all, with a model that now answers) can go on.
+    failed = vm.run(LOOP, vm.spy(RAMBLING))
+    assert failed.status == "failed"
+    provider = vm.spy(FINE)
+    resumed = vm.resume(failed.run_dir, provider)
+    assert resumed.status == "succeeded", resumed.error
+    assert len(provider.sent("^Condition")) == 1  # asked again, once
+    assert provider.sent("^Publish") and not provider.sent("^Write a draft")  # served
+
+
+def test_a_handled_failure_keeps_its_path_when_the_run_is_resumed(vm: Any) -> None:
+    # The program caught the failure, then the run failed later: resuming serves the same
+    # failure (the catch body's path), not a fresh verdict that would take another one.
+    source = (
+        "try:\n"
+        "  if **the draft is polished**:\n"
+        '    session "Ship it"\n'
+        "catch:\n"
+        '  session "Explain the failure"\n'
+        'session "Then this fails"\n'
+    )
+    failing = [*RAMBLING, {"match": "^Then this fails", "answer": "x", "failures": ["error"]}]
+    first = vm.spy(failing)
+    failed = vm.run(source, first)
+    assert failed.status == "failed" and "injected error" in (failed.error or "")
+    assert first.sent("^Explain the failure")  # the catch ran
+    provider = vm.spy(FINE)
+    resumed = vm.resume(failed.run_dir, provider)
+    assert resumed.status == "succeeded", resumed.error
+    assert not provider.sent("^Condition") and not provider.sent("^Ship it")
+    assert provider.sent("^Then this fails")
