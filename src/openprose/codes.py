@@ -124,6 +124,7 @@ _TABLE: tuple[Code, ...] = (
     Code("E168", E, "Unknown or duplicate modifier in parallel/loop parentheses"),
     Code("E169", E, "Duplicate argument in program invocation"),
     Code("E170", E, "Imported program file not found"),
+    Code("E171", E, "Imported program does not check (its first error, or an import cycle)"),
     Code("W140", W, "Input has an empty description"),
     Code("W141", W, "Block argument count does not match its parameters"),
     Code("W142", W, "Block parameter shadows outer variable"),
@@ -462,6 +463,11 @@ GUIDANCE: dict[str, Guidance] = {
     ),
     "E170": Guidance(
         "Use Statements: the imported program must exist", "fix the path or create the file"
+    ),
+    "E171": Guidance(
+        "Use Statements / Program Invocation: an imported program is parsed and validated "
+        "like the importing one",
+        "fix the imported program (`prose check` it), or break the cycle of imports",
     ),
     "W001": Guidance(
         "Session Statement, Validation Rules: Empty prompt", "write the task between the quotes"

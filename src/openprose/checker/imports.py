@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from contextvars import ContextVar
 from pathlib import Path
 
 from openprose import nodes as n
@@ -94,6 +95,55 @@ def _check_local_file(ck: Checker, info: ImportInfo, path: str, span: Span) -> N
     if not file.is_file():
         info.file_missing = True
         ck.emit("E170", span, f"Imported program file not found: {file}")
+        return
+    _check_imported(ck, file, path, span)
+
+
+# The local programs being checked on this thread, outermost first: a `use` of one of them
+# is an import cycle (which `prose run` refuses too).
+_CHECKING: ContextVar[tuple[Path, ...]] = ContextVar("_CHECKING", default=())
+
+
+def _check_imported(ck: Checker, file: Path, path: str, span: Span) -> None:
+    """A local program is checked with the one importing it, as `prose run` checks it
+    before running: its first error, or the cycle, is one E171 at the `use` (the run would
+    refuse with it), so `prose check main.prose` does not call a program clean that cannot
+    run. Only when the importing file's own path is known (its imports resolve from it)."""
+    from openprose.checker import check
+    from openprose.parser import parse_text
+
+    try:
+        resolved = file.resolve()
+        text = resolved.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError, RuntimeError):
+        return  # unreadable: the contract lookup and the run report it
+    outer = _CHECKING.get()
+    here = Path(ck.path).resolve() if not ck.path.startswith("<") else None
+    chain = (*outer, here) if here is not None and not outer else outer
+    if resolved in chain:
+        shown = " -> ".join(p.name for p in (*chain[chain.index(resolved) :], resolved))
+        ck.emit("E171", span, f"Import cycle: {shown}")
+        return
+    token = _CHECKING.set((*chain, resolved))
+    try:
+        found = check(parse_text(text, str(resolved)))
+    finally:
+        _CHECKING.reset(token)
+    first = next((d for d in found if d.is_error), None)
+    if first is None:
+        return
+    errors = sum(1 for d in found if d.is_error)
+    more = f" (and {errors - 1} more)" if errors > 1 else ""
+    if first.code == "E171" and first.message.startswith("Import cycle"):
+        message = first.message
+    elif first.code == "E171":
+        message = f"Imported program '{path}' does not check: {first.message}"
+    else:
+        message = (
+            f"Imported program '{path}' does not check: {path}:{first.line}:{first.column}: "
+            f"{first.code} {first.message}{more}"
+        )
+    ck.emit("E171", span, message)
 
 
 def _use(ck: Checker, node: n.Use) -> None:

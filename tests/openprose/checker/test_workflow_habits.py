@@ -4,6 +4,8 @@ the rewrite when it is mechanical (safe) or likely (unsafe)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from openprose.diagnostics import Diagnostic
@@ -234,3 +236,29 @@ def test_an_undefined_name_close_to_a_visible_one_gets_the_rename(checked: Check
     found = only(checked(source))
     assert found.fix is not None and not found.fix.safe
     assert fixed(source, unsafe=True).endswith("context: research\n")
+
+
+# --- local imports are checked with the importing program ------------------------------------
+
+
+def test_an_imported_program_with_an_error_is_one_error_at_the_use(
+    checked: Check, tmp_path: Path
+) -> None:
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "c.prose").write_text('input x: "x"\noutput y = sesion "{x}"\n')
+    found = only(checked('use "lib/c.prose" as c\nlet r = c(x: "1")\n', str(tmp_path / "m.prose")))
+    assert (found.code, found.line, found.column) == ("E171", 1, 5)
+    assert "lib/c.prose:2:12: E004 unknown keyword `sesion`" in found.message
+
+
+def test_an_import_cycle_is_named_where_it_starts(checked: Check, tmp_path: Path) -> None:
+    (tmp_path / "a.prose").write_text('use "b.prose" as b\ninput x: "x"\noutput y = b(x: x)\n')
+    (tmp_path / "b.prose").write_text('use "a.prose" as a\ninput x: "x"\noutput y = a(x: x)\n')
+    source = (tmp_path / "a.prose").read_text()
+    found = only(checked(source, str(tmp_path / "a.prose")))
+    assert found.message == "Import cycle: a.prose -> b.prose -> a.prose"
+
+
+def test_a_clean_import_adds_nothing(checked: Check, tmp_path: Path) -> None:
+    (tmp_path / "ok.prose").write_text('input x: "x"\noutput y = session "{x}"\n')
+    assert checked('use "ok.prose" as ok\nlet r = ok(x: "1")\n', str(tmp_path / "m.prose")) == []
