@@ -121,8 +121,19 @@ def _parallel(ck: Checker, node: n.Parallel) -> None:
     outer = ck.joining
     ck.joining = outer | {name.id for _, name in named}
     ck.depth += 1
+    racing = ck.racing
+    bound: set[str] = set()
     for branch in node.branches:
+        # a `let` in an earlier branch is bound concurrently with this one
+        ck.racing = racing | bound
         ck.visit(branch.body)
+        body = branch.body
+        if isinstance(body, n.Binding | n.Output):
+            target = body.target if isinstance(body, n.Binding) else body.name
+            bound.update(
+                [target.id] if isinstance(target, n.Name) else [t.id for t in target.names]
+            )
+    ck.racing = racing
     ck.depth -= 1
     ck.joining = outer
     # Branches run concurrently: their results exist only once the block has joined.

@@ -92,6 +92,49 @@ def declared_anywhere(program: n.Program) -> set[str]:
     return found
 
 
+def _declaration_sites(program: n.Program) -> dict[str, tuple[str, int]]:
+    """The first declaration of each name, said as a reader would: `the loop variable of the
+    for` (and the line), ..., or "later" with the line of a `let`/`const`/`output`."""
+    from dataclasses import fields, is_dataclass
+
+    found: dict[str, tuple[str, int]] = {}
+
+    def note(name: n.Name | None, what: str) -> None:
+        if name is not None and name.id not in found:
+            found[name.id] = (what, name.span.line)
+
+    stack: list[object] = [program]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, tuple):
+            stack.extend(reversed(node))
+            continue
+        if isinstance(node, n.ForEach):
+            note(node.item, "the loop variable of a `for`")
+            note(node.index, "the index of a `for`")
+        elif isinstance(node, n.Repeat | n.Loop):
+            note(
+                node.index, f"the index of a `{'repeat' if isinstance(node, n.Repeat) else 'loop'}`"
+            )
+        elif isinstance(node, n.CatchClause):
+            note(node.error, "the error variable of a `catch`")
+        elif isinstance(node, n.BlockDef):
+            for param in node.params:
+                note(param, f"a parameter of block '{node.name.id}'")
+        elif isinstance(node, n.PipeOp):
+            note(node.accumulator, "a name of a `reduce`")
+            note(node.item, "a name of a `reduce`")
+        elif isinstance(node, n.Binding) and isinstance(node.target, n.Name):
+            note(node.target, "later")
+        elif isinstance(node, n.Output | n.Input):
+            note(node.name, "later")
+        if is_dataclass(node):
+            stack.extend(
+                reversed([getattr(node, f.name) for f in fields(node) if f.name != "span"])
+            )
+    return found
+
+
 def _flat_declarations(body: tuple[n.Stmt, ...]) -> list[tuple[str, int]]:
     """The `let`/`const`/`output` names a body declares, at any depth, with their lines."""
     found: list[tuple[str, int]] = []
@@ -184,6 +227,9 @@ class Checker:
     in_agent: bool = False  # walking an agent definition's properties
     # Names of the parallel branches being walked: they exist only once their block joins.
     joining: frozenset[str] = frozenset()
+    # Names a `let` in an earlier branch of the parallel block being walked binds: visible,
+    # but bound concurrently with the branch that reads them.
+    racing: frozenset[str] = frozenset()
     # The bodies that may not run around the statement being walked (see `conditional`).
     guards: tuple[Guard, ...] = ()
     # Diagnostics not kept because MAX_DIAGNOSTICS were already (errors, warnings and notes).
@@ -198,6 +244,7 @@ class Checker:
     # literal text gone wrong, and may be escaped by a fix); walked on first need only.
     _declared: set[str] | None = None
     _block_locals: dict[str, tuple[str, int]] | None = None
+    _sites: dict[str, tuple[str, int]] | None = None
     _around: dict[int, Any] | None = None
 
     @property
@@ -285,8 +332,8 @@ class Checker:
                 message += " (a parallel branch's result exists once the parallel block ends)"
             elif name == "item":
                 message += " (`item` is the current element only inside a map, filter or pmap body)"
-            elif not self.scope.in_block and name in self.declared:
-                inside = self.block_locals.get(name)
+            elif name in self.declared:
+                inside = None if self.scope.in_block else self.block_locals.get(name)
                 if inside is not None:
                     block, line = inside
                     message += (
@@ -294,6 +341,8 @@ class Checker:
                         f"end with the block; bind what it returns, "
                         f"`let {name} = do {block}(...)`)"
                     )
+                else:
+                    message += self._declared_elsewhere(name, span)
             if self.order_free:
                 self.pending_names.append(PendingName(name, span, code, message, fix))
             else:
@@ -302,6 +351,14 @@ class Checker:
                     self.emit(code, span, message, fix=fix)
                 else:
                     self._did_you_mean(code, span, message, name, guess, fix)
+        elif var is not None and name in self.racing:
+            self.emit(
+                code,
+                span,
+                f"Variable '{name}' is not bound yet here: another branch of this parallel "
+                "block binds it, at the same time (it exists once the block ends)",
+                help="use it after the parallel block, or run the two steps in order",
+            )
         elif var is not None and var.guards:
             self._check_bound(var, span)
         return var
@@ -328,6 +385,19 @@ class Checker:
             if not is_misspelling(name, guess):
                 fix = Fix(escape.title, escape.edits, safe=False)
         self.emit(code, span, f"{message} (did you mean `{guess}`?)", help=help_, fix=fix)
+
+    def _declared_elsewhere(self, name: str, span: Span) -> str:
+        """Where a name not visible here is declared: a loop, catch or block's own name that
+        ended with its body, or a variable declared further down."""
+        if self._sites is None:
+            self._sites = _declaration_sites(self.program) if self.program else {}
+        site = self._sites.get(name)
+        if site is None:
+            return ""
+        what, line = site
+        if what == "later":
+            return f" (it is declared at line {line}, after this use)" if line > span.line else ""
+        return f" ({what}, line {line}: it exists only inside that body)"
 
     @contextmanager
     def conditional(self, what: str, span: Span) -> Iterator[None]:

@@ -262,3 +262,29 @@ def test_an_import_cycle_is_named_where_it_starts(checked: Check, tmp_path: Path
 def test_a_clean_import_adds_nothing(checked: Check, tmp_path: Path) -> None:
     (tmp_path / "ok.prose").write_text('input x: "x"\noutput y = session "{x}"\n')
     assert checked('use "ok.prose" as ok\nlet r = ok(x: "1")\n', str(tmp_path / "m.prose")) == []
+
+
+@pytest.mark.parametrize(
+    ("source", "said"),
+    [
+        ('session "S"\n  context: later\nlet later = session "L"\n', "declared at line 3, after"),
+        (
+            'for f in ["a"]:\n  session "{f}"\nsession "{f}"\n',
+            "the loop variable of a `for`, line 1",
+        ),
+        (
+            'try:\n  session "R"\ncatch as err:\n  session "H"\nsession "{err}"\n',
+            "the error variable of a `catch`, line 3",
+        ),
+        ('block b(t):\n  session "{t}"\nsession "{t}"\n', "a parameter of block 'b', line 1"),
+    ],
+)
+def test_a_name_out_of_reach_says_where_it_lives(source: str, said: str, checked: Check) -> None:
+    assert said in only(checked(source)).message
+
+
+def test_a_sibling_branch_let_is_not_bound_yet(checked: Check) -> None:
+    source = 'parallel:\n  let a = session "A"\n  b = session "B"\n    context: a\n'
+    found = only(checked(source))
+    assert found.message.startswith("Variable 'a' is not bound yet here")
+    assert not checked(source + 'session "C"\n  context: [a, b]\n')[1:]  # fine after it
