@@ -109,13 +109,17 @@ def _check_imported(ck: Checker, file: Path, path: str, span: Span) -> None:
     before running: its first error, or the cycle, is one E171 at the `use` (the run would
     refuse with it), so `prose check main.prose` does not call a program clean that cannot
     run. Only when the importing file's own path is known (its imports resolve from it)."""
-    from openprose.checker import check
-    from openprose.parser import parse_text
+    from openprose.parser import parse, read_source
 
+    check = ck.check_imported
+    if check is None:
+        return
     try:
         resolved = file.resolve()
-        text = resolved.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError, RuntimeError):
+    except (OSError, RuntimeError):
+        return
+    source, _ = read_source(resolved)  # bounded and decoded as a program file is
+    if source is None:
         return  # unreadable: the contract lookup and the run report it
     outer = _CHECKING.get()
     here = Path(ck.path).resolve() if not ck.path.startswith("<") else None
@@ -126,7 +130,7 @@ def _check_imported(ck: Checker, file: Path, path: str, span: Span) -> None:
         return
     token = _CHECKING.set((*chain, resolved))
     try:
-        found = check(parse_text(text, str(resolved)))
+        found = check(parse(source))
     finally:
         _CHECKING.reset(token)
     first = next((d for d in found if d.is_error), None)

@@ -243,6 +243,9 @@ class Checker:
     # Every name declared anywhere in the program (an interpolation of any other name is
     # literal text gone wrong, and may be escaped by a fix); walked on first need only.
     _declared: set[str] | None = None
+    # How an imported local program is checked (the package's `check`, given by it: this
+    # module cannot import it).
+    check_imported: Callable[[Any], list[Diagnostic]] | None = None
     _block_locals: dict[str, tuple[str, int]] | None = None
     _sites: dict[str, tuple[str, int]] | None = None
     _around: dict[int, Any] | None = None
