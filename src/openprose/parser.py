@@ -2023,7 +2023,9 @@ class _Parser:
         self.pos = end
         fix = None
         if span.line == span.end_line:
-            fix = Fix(f"write {_quote(raw)}", (Edit(span, _quote(raw)),))
+            # `{name}` in the words was meant as interpolation: the braces are kept
+            quoted = '"' + raw.replace("\\", "\\\\").replace('"', '\\"') + '"'
+            fix = Fix(f"write {quoted}", (Edit(span, quoted),))
             self.diagnostics[:] = [
                 d
                 for d in self.diagnostics
@@ -2033,7 +2035,7 @@ class _Parser:
             "E004",
             "A prompt is a quoted string",
             span,
-            help=f"quote it: `prompt: {_quote(raw)}`"
+            help=f"quote it: `prompt: {fix.edits[0].text}`"
             if fix
             else 'quote it: `prompt: "…"` (or `"""` for several lines)',
             fix=fix,
