@@ -1733,18 +1733,11 @@ class _Parser:
         both on its line (upstream's own guide calls this form invalid). One E004 with the
         safe fix `session: writer` and `prompt: "Summarize"` as its first property; it
         parses as that session."""
-        tokens, kinds = self.tokens, self.kinds
+        tokens = self.tokens
         string, name = tokens[at], tokens[at + 2]
-        text = self.source.text
-        line_start = text.rfind("\n", 0, tokens[at - 1][2]) + 1
-        line = text[line_start : tokens[at - 1][2]]
-        indent = len(line) - len(line.lstrip(" "))
-        if kinds[at + 3] == NEWLINE and kinds[at + 4] == INDENT:
-            column = tokens[at + 5][5] - 1  # the property block's own indentation
-        else:
-            column = indent + 2
-        literal = text[string[2] : string[3]]
-        fixable = string[4] == string[6] and "\t" not in line
+        column, spaces = self.property_column(tokens[at - 1], at + 2)
+        literal = self.source.text[string[2] : string[3]]
+        fixable = string[4] == string[6] and spaces
         self.report(
             "E004",
             "a session takes a prompt string or `: agent`, not both on its line",
@@ -1765,22 +1758,30 @@ class _Parser:
         self.pos = at + 3
         return n.Name(span=token_span(name), id=name[1])
 
+    def property_column(self, head: Token, last: int) -> tuple[int, bool]:
+        """Where a property line written under the statement whose line holds ``head`` and
+        ends at token ``last`` goes: the column of the property block under it when there is
+        one, else two deeper than the line; and whether the line is indented with spaces
+        only (a fix that writes a line is offered then)."""
+        tokens, kinds = self.tokens, self.kinds
+        text = self.source.text
+        line_start = text.rfind("\n", 0, head[2]) + 1
+        line = text[line_start : head[2]]
+        if kinds[last + 1] == NEWLINE and kinds[last + 2] == INDENT:
+            column = tokens[last + 3][5] - 1  # the property block's own indentation
+        else:
+            column = len(line) - len(line.lstrip(" ")) + 2
+        return column, "\t" not in line
+
     def agent_then_prompt(self, at: int) -> n.Property:
         """`session: researcher "Find the sources"` (also `resume:`): the agent's session
         takes its task as the `prompt:` property. One E004 with the safe fix that moves the
         string there; it parses as that property."""
-        tokens, kinds = self.tokens, self.kinds
+        tokens = self.tokens
         string, agent = tokens[at], tokens[at - 1]
-        text = self.source.text
-        line_start = text.rfind("\n", 0, agent[2]) + 1
-        line = text[line_start : agent[2]]
-        indent = len(line) - len(line.lstrip(" "))
-        if kinds[at + 1] == NEWLINE and kinds[at + 2] == INDENT:
-            column = tokens[at + 3][5] - 1  # the property block's own indentation
-        else:
-            column = indent + 2
-        literal = text[string[2] : string[3]]
-        fixable = string[4] == string[6] and "\t" not in line
+        column, spaces = self.property_column(agent, at)
+        literal = self.source.text[string[2] : string[3]]
+        fixable = string[4] == string[6] and spaces
         shown = literal if len(literal) <= 30 else '"…"'
         self.report(
             "E004",
@@ -2065,16 +2066,21 @@ class _Parser:
         return n.ArrayLit(span=span, elements=tuple(names))
 
     def times_after_retry(self) -> None:
-        """`retry: 3 times`: the count alone. One E004, the safe fix removes `times`."""
+        """`retry: 3 times`: the count alone."""
+        self.drop_times("`retry: 3 times` is written `retry: 3`", _RETRY_RULE)
+
+    def drop_times(self, message: str, rule: str | None = None) -> None:
+        """`times` after a count (`repeat 3 times:`, `retry: 3 times`): one E004 at the
+        word, the safe fix removes it, and parsing goes on after it."""
         times = self.tokens[self.pos]
         before = self.tokens[self.pos - 1]
         self.report(
             "E004",
-            "`retry: 3 times` is written `retry: 3`",
+            message,
             token_span(times),
             help="remove `times`",
             fix=Fix("remove `times`", (Edit(self.source.span(before[3], times[3]), ""),)),
-            rule='Error Handling: retry_property ::= "retry" ":" number_literal',
+            rule=rule,
         )
         self.pos += 1
 
@@ -2504,15 +2510,7 @@ class _Parser:
             index = self.expect_name("an index variable after 'as'")
         times = self.tokens[self.pos]
         if times[0] == NAME and times[1] == "times" and self.kinds[self.pos + 1] == ":":
-            before = self.tokens[self.pos - 1]
-            self.report(
-                "E004",
-                "`repeat 3 times:` is written `repeat 3:`",
-                token_span(times),
-                help="remove `times`",
-                fix=Fix("remove `times`", (Edit(self.source.span(before[3], times[3]), ""),)),
-            )
-            self.pos += 1
+            self.drop_times("`repeat 3 times:` is written `repeat 3:`")
         self.expect(":", "':' after the repeat count")
         body = self.body(required=False, construct="repeat")
         return n.Repeat(span=self.span_from(start), count=count, index=index, body=body)
@@ -2622,6 +2620,8 @@ _NO_SUCH_STATEMENT = {
 
 # Tokens that start an argument: one right after another means a missing comma.
 _ARGUMENT_STARTS = frozenset((STRING, NUMBER, NAME, "[", "{"))
+
+_RETRY_RULE = 'Error Handling: retry_property ::= "retry" ":" number_literal'
 
 _INPUT_RULE = (
     'Input Declarations: `input name: "description"` (inputDecl → "input" IDENTIFIER ":" '

@@ -22,6 +22,7 @@ from openprose.fixes import fix_source
 from openprose.formatter import format_source
 from openprose.parser import parse_text
 from openprose.source import SourceFile
+from tests.openprose.conformance.test_real_programs import expected_diagnostics
 
 HERE = Path(__file__).parent / "workflows"
 PROGRAMS = sorted(HERE.glob("*.prose"))
@@ -38,15 +39,6 @@ OFFLINE_ONLY = {"09-web-research", "53-use-registry"}
 
 def _id(path: Path) -> str:
     return path.stem
-
-
-def _expected(path: Path) -> list[tuple[str, int, int]]:
-    found = []
-    for line in path.with_suffix(".expected").read_text(encoding="utf-8").splitlines():
-        code, at = line.split()
-        row, column = at.split(":")
-        found.append((code, int(row), int(column)))
-    return found
 
 
 def _fixed(path: Path, unsafe: bool) -> str:
@@ -67,7 +59,7 @@ def test_the_corpus_is_there() -> None:
 @pytest.mark.parametrize("path", PROGRAMS, ids=_id)
 def test_diagnostics_are_the_expected_ones(path: Path) -> None:
     diagnostics = check(parse_text(path.read_text(encoding="utf-8"), str(path)))
-    assert [(d.code, d.line, d.column) for d in diagnostics] == _expected(path)
+    assert [(d.code, d.line, d.column) for d in diagnostics] == expected_diagnostics(path)
     for d in diagnostics:
         assert d.rule and d.help, d
 
