@@ -1995,6 +1995,10 @@ class _Parser:
             and kinds[pos + 1] != ","
         ):
             value = self.unquoted_prompt(pos)
+        elif token[1] in _PATTERN_RULES and self.unquoted_pattern_follows(pos):
+            value = self.unquoted_patterns(pos)
+        elif token[1] == "context" and kinds[pos] == "(" and kinds[pos + 1] == NAME:
+            value = self.parenthesised_context()
         else:
             value = self.expression()
             if token[1] == "context" and isinstance(value, n.Name) and kinds[self.pos] == NAME:
@@ -2014,24 +2018,13 @@ class _Parser:
         """`prompt: You are a helpful assistant.`: a prompt is a string. One E004 for the
         line's text (the scanner's complaints inside it are dropped: the quotes take them
         in) with the safe fix that quotes it; parsed as that string."""
-        end = first
-        kinds, tokens = self.kinds, self.tokens
-        while kinds[end] not in _LAYOUT:
-            end += 1
-        head, last = tokens[first], tokens[end - 1]
-        span = Span(head[2], last[3], head[4], head[5], last[6], last[7])
-        raw = self.source.text[span.start : span.end]
-        self.pos = end
+        span, raw = self.rest_of_line(first)
         fix = None
         if span.line == span.end_line:
             # `{name}` in the words was meant as interpolation: the braces are kept
-            quoted = '"' + raw.replace("\\", "\\\\").replace('"', '\\"') + '"'
+            quoted = _plain_quote(raw)
             fix = Fix(f"write {quoted}", (Edit(span, quoted),))
-            self.diagnostics[:] = [
-                d
-                for d in self.diagnostics
-                if not (span.start <= d.span.start and d.span.end <= span.end)
-            ]
+            self.taken_in(span)
         self.report(
             "E004",
             "A prompt is a quoted string",
@@ -2043,6 +2036,63 @@ class _Parser:
             rule='Session Statement: sessionProperty → "prompt:" string',
         )
         return n.StringLit(span=span, value=raw, parts=(raw,), triple=False)
+
+    def unquoted_pattern_follows(self, pos: int) -> bool:
+        """A permission rule's value written as a bare path or glob (`docs/`, `*.md`): more
+        than one token on the line (or a stray `**`), none of them a string or a bracket."""
+        kinds = self.kinds
+        end = pos
+        while kinds[end] not in _LAYOUT:
+            if kinds[end] in (STRING, "["):
+                return False
+            end += 1
+        # `**/*.md` is one unclosed `**`, `**/docs/**` a discretion: neither is a value here
+        return end - pos > 1 or kinds[pos] in (ERROR, DISCRETION)
+
+    def rest_of_line(self, first: int) -> tuple[Span, str]:
+        """The span and text of the tokens from ``first`` to the end of the line (parsing
+        goes on after them)."""
+        end = first
+        kinds, tokens = self.kinds, self.tokens
+        while kinds[end] not in _LAYOUT:
+            end += 1
+        head, last = tokens[first], tokens[end - 1]
+        span = Span(head[2], last[3], head[4], head[5], last[6], last[7])
+        self.pos = end
+        return span, self.source.text[span.start : span.end]
+
+    def taken_in(self, span: Span) -> None:
+        """Drop the scanner's reports inside ``span``: the fix's quotes take that text in."""
+        self.diagnostics[:] = [
+            d
+            for d in self.diagnostics
+            if not (span.start <= d.span.start and d.span.end <= span.end)
+        ]
+
+    def unquoted_patterns(self, first: int) -> n.ArrayLit:
+        """`write: docs/` or `read: *.md, *.txt` under `permissions:`: patterns are quoted
+        strings in brackets. One E016 for the line, with the safe fix that quotes each
+        comma-separated pattern; parsed as that array."""
+        span, raw = self.rest_of_line(first)
+        patterns = [p.strip() for p in raw.split(",") if p.strip()]
+        listed = "[" + ", ".join(_plain_quote(p) for p in patterns) + "]"
+        fix = None
+        if span.line == span.end_line and patterns:
+            fix = Fix(f"write {listed}", (Edit(span, listed),))
+            self.taken_in(span)
+        self.report(
+            "E016",
+            "Permission patterns are quoted strings in brackets",
+            span,
+            help=f"write `{listed}`",
+            fix=fix,
+            rule="Agent Definitions, Permission Types: read/write/execute take glob patterns, "
+            'permissions: read: ["*.md", "*.txt"]',
+        )
+        elements = tuple(
+            n.StringLit(span=span, value=p, parts=(p,), triple=False) for p in patterns
+        )
+        return n.ArrayLit(span=span, elements=elements)
 
     def spaced_context(self, first: n.Name) -> n.Expr:
         """`context: notes draft` (names separated by spaces): the grammar's list is
@@ -2064,6 +2114,24 @@ class _Parser:
             fix=Fix(f"write `{listed}`", (Edit(span, listed),)),
         )
         return n.ArrayLit(span=span, elements=tuple(names))
+
+    def parenthesised_context(self) -> n.ArrayLit:
+        """`context: (a, b)` (a tuple): the grammar's list is `[a, b]`. One E143 with that
+        safe fix; parsed as the list."""
+        opener = self.take()
+        names = self.name_list(")")
+        span = self.span_from(opener)
+        listed = "[" + ", ".join(name.id for name in names) + "]"
+        self.report(
+            "E143",
+            "Several context variables are listed in brackets: `context: [a, b]`",
+            span,
+            help=f"write `context: {listed}`",
+            fix=Fix(f"write `{listed}`", (Edit(span, listed),))
+            if span.line == span.end_line
+            else None,
+        )
+        return n.ArrayLit(span=span, elements=names)
 
     def times_after_retry(self) -> None:
         """`retry: 3 times`: the count alone."""
@@ -2620,6 +2688,14 @@ _NO_SUCH_STATEMENT = {
 
 # Tokens that start an argument: one right after another means a missing comma.
 _ARGUMENT_STARTS = frozenset((STRING, NUMBER, NAME, "[", "{"))
+
+_PATTERN_RULES = frozenset(("read", "write", "execute"))
+
+
+def _plain_quote(text: str) -> str:
+    """``text`` as a string literal that keeps its `{name}` interpolations."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
 
 _RETRY_RULE = 'Error Handling: retry_property ::= "retry" ":" number_literal'
 

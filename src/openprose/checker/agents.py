@@ -9,6 +9,7 @@ from typing import Literal
 from openprose import nodes as n
 from openprose.checker.bindings import check_context
 from openprose.checker.state import AgentInfo, Checker, Handler, Persist, span_of
+from openprose.contracts import is_local_path
 from openprose.diagnostics import Edit, Fix
 from openprose.source import Span
 from openprose.suggest import closest, did_you_mean
@@ -235,12 +236,25 @@ def _skills(ck: Checker, prop: n.Property, where: Where) -> None:
     imported = ck.skill_names
     for element in value.elements:
         if not isinstance(element, n.StringLit):
-            ck.emit("E014", span_of(element), "Skill name must be a string")
+            ck.emit(
+                "E014",
+                span_of(element),
+                "Skill name must be a string",
+                fix=_quote_name_fix(element),
+            )
         elif element.value not in imported:
             ck.emit(
                 "W007",
                 element.span,
                 f"Skill '{element.value}' not imported: add `use \"@handle/{element.value}\"`",
+            )
+        elif (program := _local_program(ck, element.value)) is not None:
+            ck.emit(
+                "W007",
+                element.span,
+                f"Skill '{element.value}' names the program {program}, not a skill: a "
+                f"program is called (`{element.value}(...)`), a skill is imported with "
+                '`use "@handle/skill"`',
             )
 
 
@@ -266,7 +280,12 @@ def _permissions(ck: Checker, prop: n.Property, where: Where) -> None:
             if isinstance(value, n.ArrayLit):
                 for element in value.elements:
                     if not isinstance(element, n.StringLit):
-                        ck.emit("E016", span_of(element), "Permission pattern must be a string")
+                        ck.emit(
+                            "E016",
+                            span_of(element),
+                            "Permission pattern must be a string",
+                            fix=_quote_name_fix(element),
+                        )
                 continue
             if isinstance(value, n.StringLit):
                 continue
@@ -308,6 +327,22 @@ _FLAG_MODES = {
     "false": "deny", "no": "deny", "off": "deny", "none": "deny", "denied": "deny",
     "ask": "prompt", "confirm": "prompt",
 }  # fmt: skip
+
+
+def _local_program(ck: Checker, name: str) -> str | None:
+    """The local `.prose` path that the `use` named ``name`` imports, if it is one."""
+    info = ck.imports.get(name)
+    if info is None:
+        return None
+    path = info.node.path.value
+    return path if is_local_path(path) else None
+
+
+def _quote_name_fix(element: object) -> Fix | None:
+    """`skills: [web-search]`: a bare name where a string goes; the safe fix quotes it."""
+    if isinstance(element, n.Name):
+        return Fix(f'write "{element.id}"', (Edit(element.span, f'"{element.id}"'),))
+    return None
 
 
 def _context(ck: Checker, prop: n.Property, where: Where) -> None:

@@ -288,3 +288,34 @@ def test_a_sibling_branch_let_is_not_bound_yet(checked: Check) -> None:
     found = only(checked(source))
     assert found.message.startswith("Variable 'a' is not bound yet here")
     assert not checked(source + 'session "C"\n  context: [a, b]\n')[1:]  # fine after it
+
+
+def test_a_program_import_named_as_a_skill_says_it_is_a_program(
+    checked: Check, tmp_path: Path
+) -> None:
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "s.prose").write_text('input t: "t"\noutput o = session "{t}"\n')
+    source = 'use "lib/s.prose" as s\nagent a:\n  skills: ["s"]\n'
+    found = only(checked(source, str(tmp_path / "m.prose")))
+    assert found.code == "W007" and "names the program lib/s.prose, not a skill" in found.message
+
+
+@pytest.mark.parametrize(
+    ("line", "rewritten"),
+    [
+        ("    write: docs/", '    write: ["docs/"]'),
+        ("    read: *.md, src/**/*.py", '    read: ["*.md", "src/**/*.py"]'),
+        ("    read: **/*.md", '    read: ["**/*.md"]'),
+    ],
+)
+def test_bare_permission_patterns_are_quoted(line: str, rewritten: str, checked: Check) -> None:
+    source = f"agent a:\n  permissions:\n{line}\n    bash: deny\n"
+    found = only(checked(source))
+    assert found.code == "E016" and found.fix is not None and found.fix.safe
+    assert fixed(source).splitlines()[2] == rewritten
+
+
+def test_bare_skill_names_and_a_context_tuple(checked: Check) -> None:
+    source = 'use "@a/web" as web\nagent a:\n  skills: [web]\nlet x = session "x"\nsession "y"\n  context: (x)\n'
+    text = fixed(source)
+    assert '  skills: ["web"]\n' in text and "  context: [x]\n" in text
