@@ -92,12 +92,15 @@ def check_properties(
         if key not in known:
             guess = closest(key, known)
             listed = f" (known: {', '.join(known)})"
+            meant = _FOREIGN_PROPERTIES.get(key.lower())
+            if guess is None and meant is not None and meant[0] in known and meant[0] not in seen:
+                guess = meant[0]  # `system_prompt:` is the agent's `prompt:`
             ck.emit(
                 "W005",
                 prop.name.span,
                 f"Unknown {where} property '{key}'"
                 + (f" (did you mean `{guess}`?)" if guess else listed),
-                help=f"rename it to `{guess}`" if guess else None,
+                help=(meant[1] if meant else f"rename it to `{guess}`") if meant or guess else None,
                 fix=Fix.nearest_word(prop.name.span, key, guess) if guess else None,
             )
             continue
@@ -326,6 +329,22 @@ _FLAG_MODES = {
     "true": "allow", "yes": "allow", "on": "allow", "allowed": "allow",
     "false": "deny", "no": "deny", "off": "deny", "none": "deny", "denied": "deny",
     "ask": "prompt", "confirm": "prompt",
+}  # fmt: skip
+
+
+# Properties of other agent frameworks: what OpenProse writes instead (a property to rename
+# to, when there is one, and the help line).
+_FOREIGN_PROPERTIES: dict[str, tuple[str, str]] = {
+    name: ("prompt", "an agent's instructions are its `prompt:`")
+    for name in ("system", "system_prompt", "instructions", "role", "persona", "backstory")
+} | {
+    "tools": ("", "an agent's tools come from `permissions:` and `skills:`"),
+    "description": ("", "describe the agent in a comment, or in its `prompt:`"),
+    "goal": ("", "say the goal in the agent's `prompt:` or the session's"),
+    "memory": ("", "an agent keeps memory with `persist: true` (or project)"),
+} | {
+    name: ("", "sampling settings are not part of a program: the provider's defaults apply")
+    for name in ("temperature", "max_tokens", "top_p", "top_k", "seed", "stop")
 }  # fmt: skip
 
 

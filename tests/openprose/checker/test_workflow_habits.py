@@ -319,3 +319,12 @@ def test_bare_skill_names_and_a_context_tuple(checked: Check) -> None:
     source = 'use "@a/web" as web\nagent a:\n  skills: [web]\nlet x = session "x"\nsession "y"\n  context: (x)\n'
     text = fixed(source)
     assert '  skills: ["web"]\n' in text and "  context: [x]\n" in text
+
+
+def test_other_frameworks_agent_properties_say_what_openprose_writes(checked: Check) -> None:
+    source = 'agent a:\n  tools: ["bash"]\n  temperature: 0.2\n  instructions: "Help"\n'
+    tools, temperature, instructions = checked(source)
+    assert "`permissions:` and `skills:`" in tools.help
+    assert "provider's defaults apply" in temperature.help
+    assert instructions.fix is not None and not instructions.fix.safe  # → `prompt:`
+    assert fixed(source, unsafe=True).endswith('  prompt: "Help"\n')
