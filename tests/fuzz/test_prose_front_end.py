@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis import given
+from hypothesis import strategies as st
 
 from openprose.checker import diagnose
 from openprose.codes import CODES
@@ -84,3 +85,39 @@ def test_prose_check_fix_never_raises_and_settles(data: bytes) -> None:
             assert all(b <= c for (_, b), (c, _) in pairwise(spans)), diagnostic
     result = fix_source(source, project_dir=PROJECT, unsafe=True)
     assert _syntax_errors(result.remaining) <= _syntax_errors(list(before))
+
+
+# Lines that start like the habits the parser rewrites (decisions, "Programs as people write
+# them (session 14)") and go on with anything: their recoveries must hold for any tail.
+_HABIT_HEADS = [
+    "input x:", "input x", "input x =", "option", "loop as i", "loop until **a b** as i",
+    "do f", "do f(", "let x:", "output x:", "for i in range(", "  prompt:", "  context: (",
+    "    read:", "    write:", "return", "  return", "except", "break", "session: a",
+    "resume: a", "  retry: 3", "repeat N", "if **a b**:", "  | map:", "  -> session",
+]  # fmt: skip
+_TAILS = ["", " ", "x", '"s"', "3", "times", ":", ",", "(", ")", "[", "]", "{", "}", "**",
+          "*.md", "docs/", "\\", "'", "as", "=", "\n", "\n  ", "\n    x", "#c", "é", "{x}"]  # fmt: skip
+
+
+@FUZZ_FRONT_END
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(_HABIT_HEADS), st.lists(st.sampled_from(_TAILS), max_size=6)),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_habit_lines_never_break_the_front_end(lines: list[tuple[str, list[str]]]) -> None:
+    COUNTER.tick("front_end.habits")
+    from openprose.fixes import fix_source
+    from openprose.source import SourceFile
+
+    prelude = (
+        'agent a:\n  model: sonnet\n  permissions:\n    bash: deny\nblock f(p):\n  session "x"\n'
+    )
+    text = prelude + "\n".join(head + " " + " ".join(tail) for head, tail in lines) + "\n"
+    source = SourceFile.from_text(text, "fuzz.prose")
+    for diagnostic in diagnose(parse(source), PROJECT):
+        assert diagnostic.code in CODES
+        assert 0 <= diagnostic.span.start <= diagnostic.span.end <= len(text)
+    fix_source(source, project_dir=PROJECT, unsafe=True)
