@@ -95,6 +95,7 @@ def _branch_collision(ck: Checker, code: str, name: n.Name, prior: Var, keyword:
     if group is None or prior.span.start not in group.starts:
         return False
     ident, where = name.id, f"another branch of this {group.keyword} (line {prior.span.line})"
+    ck.branch_collided.add(ident)
     ck.emit(
         code,
         name.span,

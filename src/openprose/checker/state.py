@@ -230,6 +230,9 @@ class Checker:
     # Names a `let` in an earlier branch of the parallel block being walked binds: visible,
     # but bound concurrently with the branch that reads them.
     racing: frozenset[str] = frozenset()
+    # Names declared again in another branch (E019/E024): their fix declares them once
+    # before the statement, which also answers W156 for them, so W156 is not reported.
+    branch_collided: set[str] = field(default_factory=set)
     # The bodies that may not run around the statement being walked (see `conditional`).
     guards: tuple[Guard, ...] = ()
     # Diagnostics not kept because MAX_DIAGNOSTICS were already (errors, warnings and notes).
@@ -414,6 +417,8 @@ class Checker:
 
     def _check_bound(self, var: Var, span: Span) -> None:
         """W156 when ``var`` was bound in a body that may not have run and has ended."""
+        if var.name in self.branch_collided:
+            return
         ended = next((g for g in var.guards if g not in self.guards), None)
         if ended is None:
             return
