@@ -50,9 +50,9 @@ async def _serve(project: Path, port: int, open_browser: bool, quiet: bool) -> i
     from openprose.ui.server import start
 
     serving = await start(project, port)
-    # Stopping is in place before the URL is out: whoever reads it may stop us at once.
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
+    # before the URL is printed: a caller may stop the server as soon as it has read it
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
     print(serving.url, flush=True)
