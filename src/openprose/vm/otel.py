@@ -29,7 +29,8 @@ import random
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from contextvars import ContextVar, Token
 from functools import partial
 from types import TracebackType
@@ -135,9 +136,12 @@ class _Open(Parent):
 
 
 class _Statement(Parent):
-    """A statement's span, the parent of what runs inside it. A fan-out enters one per
-    session, so it is written flat (no base class code, no helper calls) and ends as one
-    tuple (`openprose.vm.otlp.STATEMENT`)."""
+    """A statement's span, the parent of what runs inside it. Either a context manager
+    (`with`: the current span while it runs — `Interpreter._traced`) or ended by its opener
+    (`end`: a session statement, which hands itself to its model call as its parent and so
+    never becomes the current span — no context variable change per session). A fan-out
+    opens one per session, so it is written flat and ends as one tuple
+    (`openprose.vm.otlp.STATEMENT`)."""
 
     __slots__ = ("kind", "line", "parent", "path", "record", "start", "step", "token")
 
@@ -160,12 +164,15 @@ class _Statement(Parent):
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
                  where: TracebackType | None) -> None:  # fmt: skip
-        end = _now()
         if self.token is not None:
             _current.reset(self.token)
+        self.end(error)
+
+    def end(self, error: BaseException | None) -> None:
+        """The statement ran (`error` is None) or failed with `error`."""
         code, why, failure = _SUCCEEDED if error is None else _failure(error)
         self.record(
-            (STATEMENT, self.trace_id, self.span_id, self.parent, code, why, self.start, end,
+            (STATEMENT, self.trace_id, self.span_id, self.parent, code, why, self.start, _now(),
              self.kind, self.step, self.path, self.line, failure)
         )  # fmt: skip
 
@@ -174,7 +181,8 @@ _SUCCEEDED = (_UNSET, None, None)
 
 
 class _Call:
-    """A model call's span: no span starts inside one (a tool call's span is its
+    """A model call's span, the child of the span it is handed (a session statement's) or
+    else of the current one. No span starts inside one (a tool call's span is its
     statement's child), so it is not made the current span — a fan-out saves a context
     variable change per session. An error leaving the `with` block is the call's failure;
     it ends as one tuple (`openprose.vm.otlp.CALL`: attributes from the request and the
@@ -184,8 +192,10 @@ class _Call:
                  "start", "step", "trace_id")  # fmt: skip
 
     def __init__(self, tracer: OtelTracer, step: str, request: ModelRequest, *, alias: str,
-                 provider: str, kind: str, attempt: int) -> None:  # fmt: skip
-        parent = _current.get()
+                 provider: str, kind: str, attempt: int,
+                 parent: Parent | None = None) -> None:  # fmt: skip
+        if parent is None:
+            parent = _current.get()
         self.trace_id = _new_trace() if parent is None else parent.trace_id
         self.parent = None if parent is None else parent.span_id
         self.span_id = _getrandbits(64) or 1
@@ -338,6 +348,14 @@ class OtelTracer:
         span.end()
 
     # --- statements and calls ------------------------------------------------------------
+
+    @contextmanager
+    def current(self, span: Any) -> Iterator[None]:  # a span this tracer opened
+        token = _current.set(span)
+        try:
+            yield
+        finally:
+            _current.reset(token)
 
     def on_event(self, event: str, step: str, fields: dict[str, Any]) -> None:
         """Tool calls (journaled by the tool loop) as `execute_tool` spans."""
