@@ -108,16 +108,20 @@ class ModelCalls:
             shared.stats.in_flight += 1
             try:
                 if tracer is not None:  # the attempt in its GenAI span (`openprose.vm.otel`)
-                    with tracer.model_call(
+                    span = tracer.model_call(
                         step, request, alias=alias, provider=provider_name, kind=event,
                         attempt=attempt, parent=parent,
-                    ) as span:  # fmt: skip
+                    )  # fmt: skip
+                    try:
                         if not shared.streams:
                             response = await send(request)
                         else:
                             with shared.watching(step):
                                 response = await send(request)
-                        span.response = response
+                    except BaseException as error:
+                        span.end(None, error)
+                        raise
+                    span.end(response, None)
                 elif not shared.streams:
                     response = await send(request)
                 else:

@@ -24,10 +24,11 @@ EXTRA_HINT = "pip install 'openprose[otel]'"
 
 
 class ModelCallSpan(Protocol):
-    """A model call attempt's span, as a context manager: the answer is set as `response`
-    before the block ends; an error leaving the block is the attempt's failure."""
+    """A model call attempt's span, ended by its caller."""
 
-    response: ModelResponse | None
+    def end(self, response: ModelResponse | None, error: BaseException | None) -> None:
+        """The attempt was answered (`response`) or failed with `error`."""
+        ...
 
 
 class StatementSpan(Protocol):
@@ -78,7 +79,7 @@ class Tracer(Protocol):
         kind: str,
         attempt: int,
         parent: StatementSpan | None = None,
-    ) -> AbstractContextManager[ModelCallSpan]:
+    ) -> ModelCallSpan:
         """The attempt's span, a child of `parent` (None: of the current span)."""
         ...
 
