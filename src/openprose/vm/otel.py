@@ -19,7 +19,9 @@ processor given in Python as a finished `ReadableSpan` (tests, embedding applica
 export helper process (`ExportProcess`, `openprose.vm.otel_export`), which encodes and
 sends it. Parents (the spans themselves) travel in a context variable, which asyncio
 tasks inherit: the branches of a `parallel:` and the items of a `pmap` are siblings under
-their statement's span. A run started inside a span of the embedding application joins its trace.
+their statement's span. A session statement's span is the exception: `Sessions.run` opens
+it and hands it to its model call as the parent, so a fan-out changes no context variable
+per session. A run started inside a span of the embedding application joins its trace.
 """
 
 from __future__ import annotations
