@@ -123,4 +123,9 @@ def _sdk_exporter(env: Mapping[str, str]) -> tuple[Export, Callable[[], None]]:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    # The run waits for this process to end: once everything is exported, skip the
+    # interpreter's teardown (~13 M instructions, a few ms at this niceness).
+    status = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
