@@ -344,33 +344,26 @@ class OtelTracer:
         else:
             span.trace_id, span.parent = parent.trace_id, parent.span_id
         span.span_id = _getrandbits(64) or 1
-        span.record = self.record
-        span.kind = kind
-        span.step = step
-        span.path = path
-        span.line = line
-        span.token = None
+        span.record, span.token = self.record, None
+        span.kind, span.step = kind, step
+        span.path, span.line = path, line
         span.start = _now()
         return span
 
     def model_call(self, step: str, request: ModelRequest, *, alias: str, provider: str,
                    kind: str, attempt: int, parent: Any = None) -> _Call:  # fmt: skip
         span = _new(_Call)
+        span.record, span.capture = self.record, self.capture
+        span.step, span.request = step, request
+        span.alias, span.provider = alias, provider
+        span.kind, span.attempt = kind, attempt
         if parent is None:  # else a statement span this tracer made
             parent = _current.get()
+        span.span_id = _getrandbits(64) or 1
         if parent is None:
             span.trace_id, span.parent = _new_trace(), None
         else:
             span.trace_id, span.parent = parent.trace_id, parent.span_id
-        span.span_id = _getrandbits(64) or 1
-        span.record = self.record
-        span.capture = self.capture
-        span.step = step
-        span.request = request
-        span.alias = alias
-        span.provider = provider
-        span.kind = kind
-        span.attempt = attempt
         span.start = _now()
         return span
 
