@@ -29,6 +29,7 @@ import orjson
 
 from vlp.duplicates import DuplicateKey, describe, find_duplicate_keys, may_repeat_keys
 from vlp.errors import Problem, VLPError
+from vlp.fenced import only_lines, prose_problem_text, read_markdown
 from vlp.fastpath import decode_lines
 from vlp.jobs import Emit, Worker, WorkerFailed, can_fork, usable_cpus
 from vlp.thread import Columns, ThreadChecker, salvaged_fields, thread_fields
@@ -318,7 +319,15 @@ def _detect(
     first key on the brace's line: if the whole input is at most 16 MiB and parses as one
     document, it is one. Anything else is NDJSON.
     """
-    first = _blank_opening_fence(_first_chunk(stream, chunk_bytes, max_line_bytes))
+    first = _first_chunk(stream, chunk_bytes, max_line_bytes)
+    if (b"```" in first or b"~~~" in first) and _FENCE_LINE.search(first) is not None:
+        data = _read_at_most(stream, first, _PROBE_BYTES)
+        markdown = _markdown_records(data) if len(data) <= _PROBE_BYTES else None
+        if markdown is not None:
+            return markdown, io.BytesIO(b""), b""
+        stream = _Replay(data, stream)
+        first = _first_chunk(stream, chunk_bytes, max_line_bytes)
+    first = _blank_opening_fence(first)
     rest: _Reader
     if _looks_like_json_document(first):
         data = _blank_fences(first + stream.read())
@@ -341,6 +350,26 @@ def _detect(
     if records is not None:
         return records, rest, b""
     return None, rest, _first_chunk(rest, chunk_bytes, max_line_bytes)
+
+
+def _markdown_records(data: bytes) -> list[Record] | None:
+    """Records of Markdown around fenced JSON blocks (a chat answer, a document): each
+    block's messages at their lines, and one VLP001 for the text around them; None when
+    ``data`` is not that (:func:`vlp.fenced.read_markdown`)."""
+    try:
+        markdown = read_markdown(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        return None
+    if markdown is None:
+        return None
+    first = markdown.prose[0]
+    records = [Record(first, None, [Problem("VLP001", prose_problem_text(markdown), first)])]
+    for first_line, last_line in markdown.blocks:
+        records.extend(read_records(io.BytesIO(only_lines(data, first_line, last_line))))
+    if markdown.loose:
+        loose = only_lines(data, 0, -1, frozenset(markdown.loose))
+        records.extend(read_records(io.BytesIO(loose)))
+    return sorted(records, key=attrgetter("line"))
 
 
 def _document_or_ndjson(data: bytes) -> list[Record] | None:
