@@ -29,8 +29,8 @@ import orjson
 
 from vlp.duplicates import DuplicateKey, describe, find_duplicate_keys, may_repeat_keys
 from vlp.errors import Problem, VLPError
-from vlp.fenced import only_lines, prose_problem_text, read_markdown
 from vlp.fastpath import decode_lines
+from vlp.fenced import only_lines, prose_problem_text, read_markdown
 from vlp.jobs import Emit, Worker, WorkerFailed, can_fork, usable_cpus
 from vlp.thread import Columns, ThreadChecker, salvaged_fields, thread_fields
 from vlp.validate import check_message, is_surely_valid, message_problems
