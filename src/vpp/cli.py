@@ -87,24 +87,41 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("transcripts", nargs="+", metavar="TRANSCRIPT", help="file, or - for stdin")
     check.add_argument("--format", choices=("text", "json"), default="text")
     check.add_argument("--lenient", action="store_true", help="tolerate cosmetic footer variants")
-    check.add_argument("--from-start", action="store_true", help=_FROM_START)
+    _add_start_options(check)
     parse = add("parse", "Parse the command on line 1 of a user message.")
     parse.add_argument("message", metavar="MESSAGE", help="the message, or - for stdin")
     parse.add_argument("--json", action="store_true", help="print JSON")
     repair = add("repair", "Print the transcript with assistant turns repaired.")
     repair.add_argument("transcript", metavar="TRANSCRIPT", help="file, or - for stdin")
     repair.add_argument("--lenient", action="store_true", help="keep cosmetic footer variants")
-    repair.add_argument("--from-start", action="store_true", help=_FROM_START)
+    _add_start_options(repair)
     add("snippet", "Print the header snippet (system prompt) for a version.")
     chat.add_command(add)
     apply_conventions(parser)  # top-level --version is the tool's; a command's is VPP's
     return parser
 
 
-_FROM_START = (
-    "the transcript is a whole conversation: check its first reply against the starting"
-    " state (by default an excerpt is checked from the state its first footer shows)"
-)
+def _add_start_options(command: argparse.ArgumentParser) -> None:
+    start = command.add_mutually_exclusive_group()
+    start.add_argument(
+        "--from-start",
+        dest="from_start",
+        action="store_const",
+        const=True,
+        default=None,
+        help="the transcript is a whole conversation: check its first reply against the"
+        " starting state",
+    )
+    start.add_argument(
+        "--excerpt",
+        dest="from_start",
+        action="store_const",
+        const=False,
+        help="the transcript is cut from a conversation: check it from the state its first"
+        " footer shows. Default: a whole conversation when it shows its start (a system"
+        " turn or the VPP header before the first exchange, a ChatGPT or Claude export),"
+        " else an excerpt",
+    )
 
 
 def _version_argument(text: str) -> Version:
@@ -166,13 +183,13 @@ def _read(path: str) -> str:
 
 
 def _load(
-    path: str, version: Version, strict: bool, repair: bool, from_start: bool
+    path: str, version: Version, strict: bool, repair: bool, from_start: bool | None
 ) -> TranscriptResult:
     return _validate(path, _read(path), version, strict, repair, from_start)
 
 
 def _validate(
-    path: str, text: str, version: Version, strict: bool, repair: bool, from_start: bool
+    path: str, text: str, version: Version, strict: bool, repair: bool, from_start: bool | None
 ) -> TranscriptResult:
     try:
         transcript = read_transcript(text)
@@ -189,7 +206,7 @@ def _check(
     output: str,
     strict: bool,
     quiet: bool = False,
-    from_start: bool = False,
+    from_start: bool | None = False,
 ) -> int:
     status = OK
     documents: list[dict[str, Any]] = []
@@ -276,7 +293,7 @@ def _print_command(command: Command) -> None:
         print(f"reply: <c> with recovery body: {recovery_body(command)}")
 
 
-def _repair(path: str, version: Version, strict: bool, from_start: bool = False) -> int:
+def _repair(path: str, version: Version, strict: bool, from_start: bool | None = False) -> int:
     raw = _read_raw(path)
     result = _validate(path, raw.replace("\r\n", "\n"), version, strict, True, from_start)
     assert result.repaired is not None
