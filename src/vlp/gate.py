@@ -80,7 +80,10 @@ def _hold_reasons(msg: Any, valid: bool) -> list[str]:
 
 
 def _issue_codes(msg: dict[str, Any]) -> str:
-    issues = msg["safety"].get("issues")
+    safety = msg["safety"]
+    if not isinstance(safety, dict):  # `"safety": "block"`: the level without its object
+        return f" (written as {safety!r}, not as {{'level': ...}})"
+    issues = safety.get("issues")
     codes = (
         [i["code"] for i in issues if isinstance(i, dict) and isinstance(i.get("code"), str)]
         if isinstance(issues, list)

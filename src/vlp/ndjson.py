@@ -165,6 +165,12 @@ def _json_hint(data: bytes, column: int, message: str) -> str:
         return " (NUL characters: the text looks like UTF-16; save it as UTF-8)"
     if text.startswith("data:"):
         return " (a server-sent events line: keep only the JSON after 'data:')"
+    start = line.find("{")
+    if start > 0 and line[:start].strip() and _is_json_object(line[start:]):
+        return (
+            f" (text before the JSON, {line[:start].strip()[:30]!r}: a log prefix or a"
+            f" line number? keep only the JSON, from column {start + 1})"
+        )
     if "infinity when parsed as double" in message:
         return " (no VLP field holds a number this large: confidence is between 0 and 1)"
     if at.startswith(("NaN", "Infinity", "-Infinity")):
@@ -179,6 +185,13 @@ def _json_hint(data: bytes, column: int, message: str) -> str:
     if at.startswith(",") and at[1:].strip() == "":
         return " (NDJSON lines end without a comma: remove it)"
     return ""
+
+
+def _is_json_object(text: str) -> bool:
+    try:
+        return isinstance(orjson.loads(text), dict)
+    except orjson.JSONDecodeError:
+        return False
 
 
 def _overlong(line: int, limit: int) -> Problem:
