@@ -20,7 +20,7 @@ from vpp.transcript import (
     read_transcript,
 )
 from vpp.validate import ExchangeResult, Violation, command_violations, validate_exchange
-from vpp.versions import DEFAULT_LOCUS, LOCUS_NAME_1_5, Version
+from vpp.versions import DEFAULT_LOCUS, DEFAULT_VERSION, LOCUS_NAME_1_5, VERSIONS, Version
 
 INFERRED_START = "inferred-start"
 SETUP = "protocol-setup"
@@ -158,6 +158,21 @@ def validate_transcript(
         turns.append(_unanswered(*pending, version))
     repaired = transcript.with_contents(contents) if repair else None
     return TranscriptResult(transcript, tuple(turns), state, repaired)
+
+
+def footers_version(transcript: Transcript) -> Version | None:
+    """The VPP version every footer of the transcript's replies names (`Version=v1.5`),
+    when they all name the same supported one; None otherwise."""
+    named: set[str] = set()
+    for message in transcript.messages:
+        if message.role == "assistant":
+            footer = read_reply(message.content, DEFAULT_VERSION).footer
+            if footer is not None and footer.version is not None:
+                named.add(footer.version.removeprefix("v"))
+    if len(named) != 1:
+        return None
+    (only,) = named
+    return next((version for version in VERSIONS if version == only), None)
 
 
 def _named_jump(expectation: Expectation, footer: Footer | None) -> str | None:

@@ -146,6 +146,7 @@ class Transcript:
     export: Any = None
     conversation: int | None = None
     nodes: tuple[str, ...] = ()
+    in_list: bool = False  # JSON: the conversation object is the only item of a list
 
     @property
     def shows_start(self) -> bool:
@@ -174,7 +175,9 @@ class Transcript:
 def read_transcript(text: str) -> Transcript:
     """Parse `text`, detecting its format from the first non-blank character."""
     text, fence = _unfenced(text)
-    stripped = text.lstrip()
+    stripped = text.lstrip().removeprefix("\ufeff").lstrip()
+    if not stripped:
+        raise TranscriptError("the transcript is empty: no turns to check")
     if _marker(stripped.split("\n", 1)[0]) is not None:  # `[10:42] User:`: not JSON
         transcript = _read_text(text)
     elif stripped.startswith("["):
@@ -249,6 +252,8 @@ def write_transcript(transcript: Transcript, *, ascii_only: bool = False) -> str
         document: Any = records
         if transcript.wrapper is not None:
             document = {**transcript.wrapper, transcript.list_key: records}
+        if transcript.in_list:
+            document = [document]
         written = json.dumps(document, ensure_ascii=ascii_only, indent=2) + "\n"
     if transcript.fence is None:
         return written
@@ -415,6 +420,14 @@ def _read_json(text: str) -> Transcript:
     wrapper = None
     array_start = text.find("[")
     list_key = "messages"
+    in_list = _is_conversation_list(document)
+    if in_list:  # a dataset of conversations (ShareGPT's `[{"conversations": [...]}]`)
+        if len(document) != 1:
+            raise TranscriptError(
+                f"a list of {len(document)} conversations; vpp checks one conversation: save"
+                " one of them as its own file, e.g. jq '.[0]' FILE > conversation.json"
+            )
+        document = document[0]
     if isinstance(document, dict):
         list_key = next((k for k in LIST_KEYS if isinstance(document.get(k), list)), "")
         found = re.search(rf'(?<!\\)"{list_key}"\s*:\s*\[', text) if list_key else None
@@ -429,7 +442,21 @@ def _read_json(text: str) -> Transcript:
     messages = [
         _message(item, n, line, False) for n, (item, line) in enumerate(zip(document, lines), 1)
     ]
-    return Transcript("json", tuple(messages), wrapper=wrapper, list_key=list_key)
+    return Transcript("json", tuple(messages), wrapper=wrapper, list_key=list_key, in_list=in_list)
+
+
+def _is_conversation_list(document: Any) -> bool:
+    """A list of objects that each hold a conversation's messages under a list key."""
+    return (
+        isinstance(document, list)
+        and bool(document)
+        and all(
+            isinstance(item, Mapping)
+            and not any(key in item for key in ROLE_KEYS)
+            and any(isinstance(item.get(key), list) for key in LIST_KEYS)
+            for item in document
+        )
+    )
 
 
 def _is_chatgpt_export(document: Any) -> bool:
