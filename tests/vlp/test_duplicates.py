@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from tests.vlp.conftest import base
 from vlp.cli import main
-from vlp.duplicates import find_duplicate_keys
+from vlp.duplicates import find_duplicate_keys, may_repeat_keys
 from vlp.errors import Problem
 from vlp.ndjson import read_records, scan
 from vlp.thread import ThreadChecker
@@ -164,3 +164,45 @@ def test_every_repetition_is_found_on_every_path(
     records = [r for r in read_records(path) if r.problems]
     assert [(r.line, [p.code for p in r.problems]) for r in records] == [(padding + 1, ["VLP005"])]
     assert records[0].duplicates[0].path.endswith(place[1])
+
+
+_JSON = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=5)),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3),
+        st.lists(st.tuples(st.sampled_from(["a", "b", "é", ":"]), inner), max_size=4),
+    ),
+    max_leaves=12,
+)
+
+
+def _written(value: Any) -> str:
+    """JSON text of ``value``, lists of pairs written as objects (keys may repeat)."""
+    if isinstance(value, list) and value and all(isinstance(v, tuple) for v in value):
+        return "{" + ", ".join(f"{json.dumps(k)}: {_written(v)}" for k, v in value) + "}"
+    if isinstance(value, list):
+        return "[" + ",".join(_written(v) for v in value) + "]"
+    return json.dumps(value)
+
+
+def _repeats(value: Any) -> int:
+    if isinstance(value, list) and value and all(isinstance(v, tuple) for v in value):
+        keys = [k for k, _ in value]
+        return len(keys) - len(set(keys)) + sum(_repeats(v) for _, v in value)
+    if isinstance(value, list):
+        return sum(_repeats(v) for v in value)
+    return 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(_JSON, st.integers(0, 3))
+def test_the_walk_finds_every_repetition_and_the_count_flags_it(value: Any, pad: int) -> None:
+    """Over any JSON (objects with repeated keys, escapes, colons in strings), the exact
+    walk finds each key given more than once in its object, and the cheap colon count never
+    misses a text that has one."""
+    text = " " * pad + _written(value)
+    found = find_duplicate_keys(text)
+    repeated_keys = sum(len(d.values) - 1 for d in found)
+    assert repeated_keys == _repeats(value)
+    parsed = json.loads(text)
+    assert may_repeat_keys(text.encode(), parsed) or not found

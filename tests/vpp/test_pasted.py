@@ -10,11 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.cliconventions.test_four_clis import run
 from vpp import read_transcript, validate_transcript
 from vpp.audit import INFERRED_START
-from vpp.transcript import write_transcript
+from vpp.transcript import TranscriptError, write_transcript
 
 
 def footer(tag: str, cycle: int = 1) -> str:
@@ -245,3 +247,64 @@ def test_the_cli_takes_excerpt_and_from_start(tmp_path: Path) -> None:
     assert run("vpp", "check", "--lenient", "--excerpt", str(path)).returncode == 0
     both = run("vpp", "check", "--excerpt", "--from-start", str(path))
     assert both.returncode == 2 and "not allowed with" in both.stderr
+
+
+_NODE_IDS = st.sampled_from(["r", "u", "a", "b", "missing"])
+_NODES = st.fixed_dictionaries(
+    {
+        "parent": st.one_of(st.none(), _NODE_IDS, st.integers()),
+        "children": st.lists(_NODE_IDS, max_size=3),
+        "message": st.one_of(
+            st.none(),
+            st.fixed_dictionaries(
+                {
+                    "author": st.one_of(
+                        st.fixed_dictionaries(
+                            {"role": st.sampled_from(["user", "assistant", "system", "tool", "x"])}
+                        ),
+                        st.text(max_size=3),
+                    ),
+                    "content": st.one_of(
+                        st.fixed_dictionaries(
+                            {
+                                "content_type": st.sampled_from(["text", "code", "thoughts"]),
+                                "parts": st.lists(
+                                    st.one_of(
+                                        st.sampled_from(
+                                            ["!<q>\nWhy?", f"<q>\nBecause.\n{footer('q_1')}"]
+                                        ),
+                                        st.dictionaries(st.text(max_size=3), st.integers()),
+                                    ),
+                                    max_size=2,
+                                ),
+                            }
+                        ),
+                        st.integers(),
+                    ),
+                    "recipient": st.sampled_from(["all", "python"]),
+                }
+            ),
+        ),
+    }
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    mapping=st.dictionaries(_NODE_IDS, st.one_of(_NODES, st.integers()), min_size=1, max_size=5),
+    current=st.one_of(st.none(), _NODE_IDS),
+    as_list=st.booleans(),
+)
+def test_any_chatgpt_export_gets_a_verdict_or_a_located_error(
+    mapping: dict[str, Any], current: str | None, as_list: bool
+) -> None:
+    conversation = {"title": "t", "mapping": mapping, "current_node": current}
+    text = json.dumps([conversation] if as_list else conversation)
+    try:
+        transcript = read_transcript(text)
+    except TranscriptError as error:
+        assert error.line >= 1 and error.message
+        return
+    result = validate_transcript(transcript, repair=True)
+    assert result.repaired is not None
+    assert isinstance(json.loads(write_transcript(result.repaired)), (list, dict))
