@@ -138,9 +138,10 @@ class Transcript:
     wrapper: Mapping[str, Any] | None = None  # the enclosing object of {"messages": [...]}
     list_key: str = "messages"  # the wrapper's key that holds the messages
     fence: tuple[str, str] | None = None  # JSON: the Markdown code fence lines around it
-    # Copied from a web page's source: `&lt;q&gt;` for `<q>`. Contents are held unescaped
-    # and escaped again when written.
-    html_escaped: bool = False
+    # Copied from a web page's source (`&lt;q&gt;` for `<q>`): the contents as read.
+    # Contents are held unescaped; written back, an unchanged one is written as read and a
+    # repaired one escaped.
+    escaped_contents: tuple[str, ...] | None = None
     # A ChatGPT export (`mapping` tree): the document as read, which conversation of it,
     # and the node id of each message, so repairs are written back into the tree.
     export: Any = None
@@ -190,25 +191,24 @@ def read_transcript(text: str) -> Transcript:
         # An empty conversation is not evidence of compliance (same rule for every format).
         raise TranscriptError("no user or assistant messages found")
     if _is_html_escaped(transcript.messages):
+        read = tuple(m.content for m in transcript.messages)
         transcript = replace(
-            transcript.with_contents([html.unescape(m.content) for m in transcript.messages]),
-            html_escaped=True,
+            transcript.with_contents([html.unescape(content) for content in read]),
+            escaped_contents=read,
         )
     return replace(transcript, fence=fence) if fence else transcript
 
 
 # `&lt;q&gt;` / `!&lt;o_f&gt;`: a tag as a page's HTML source writes it.
 _ESCAPED_TAG = re.compile(r"&lt;/?[a-z][a-z0-9_]*&gt;", re.IGNORECASE)
-_RAW_TAG = re.compile(r"^(?:!<|<[a-z][a-z0-9_]*>)", re.IGNORECASE | re.MULTILINE)
 
 
 def _is_html_escaped(messages: Sequence[Message]) -> bool:
-    """The transcript was copied from HTML source: its tags are written as entities and
-    none is written plainly (a conversation about HTML keeps its entities)."""
+    """The transcript was copied from HTML source: its tags are written as entities and no
+    `<` is written plainly (HTML source has none in text; a conversation about HTML that
+    writes a tag plainly keeps its entities)."""
     contents = [m.content for m in messages if m.role in CHECKED_ROLES]
-    return any(_ESCAPED_TAG.search(c) for c in contents) and not any(
-        _RAW_TAG.search(c) for c in contents
-    )
+    return any(_ESCAPED_TAG.search(c) for c in contents) and not any("<" in c for c in contents)
 
 
 _FENCE = re.compile(r"[ \t]*(?:`{3,}|~{3,})[\w.+-]*[ \t]*")
@@ -238,9 +238,12 @@ def messages_from(turns: Sequence[Mapping[str, Any]]) -> Transcript:
 
 def write_transcript(transcript: Transcript, *, ascii_only: bool = False) -> str:
     """Serialize in the transcript's own format (JSON with `\\u` escapes if `ascii_only`)."""
-    if transcript.html_escaped:
-        escaped = [html.escape(m.content, quote=False) for m in transcript.messages]
-        transcript = replace(transcript.with_contents(escaped), html_escaped=False)
+    if transcript.escaped_contents is not None:
+        escaped = [
+            read if html.unescape(read) == message.content else html.escape(message.content, False)
+            for read, message in zip(transcript.escaped_contents, transcript.messages, strict=True)
+        ]
+        transcript = replace(transcript.with_contents(escaped), escaped_contents=None)
     if transcript.export is not None:
         return _write_export(transcript, ascii_only)
     if transcript.format == "text":

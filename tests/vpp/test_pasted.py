@@ -159,7 +159,7 @@ Yes: a &lt;b&gt; stays text.
 
 def test_html_escaped_tags_are_read_and_written_back_escaped() -> None:
     transcript = read_transcript(ESCAPED)
-    assert transcript.html_escaped
+    assert transcript.escaped_contents is not None
     assert transcript.messages[0].content == "!<q>\nIs & escaped?"
     assert validate_transcript(transcript, strict=False).ok
     broken = ESCAPED.replace("q_1", "q_2")
@@ -172,7 +172,7 @@ def test_html_escaped_tags_are_read_and_written_back_escaped() -> None:
 def test_a_conversation_about_html_keeps_its_entities() -> None:
     text = f"User: !<q>\nWhat is &lt;b&gt;?\n\nAssistant: <q>\nBold.\n{footer('q_1')}\n"
     transcript = read_transcript(text)
-    assert not transcript.html_escaped
+    assert transcript.escaped_contents is None
     assert "&lt;b&gt;" in transcript.messages[0].content
 
 
