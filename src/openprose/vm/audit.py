@@ -11,15 +11,21 @@ writes nothing (`tests/openprose/vm/test_audit.py` checks every event the VM emi
 listed).
 
 `AuditTrail.add` translates each event as `Shared.emit` records it, on the event loop, and
-keeps no event but a session's start: holding events (with their request and response
-dicts) for a writer thread to translate kept thousands of objects alive across garbage
-collections, as costly as the translation in some runs (docs/decisions.md, issue 13,
-session 13). The lines wait in the
-translator's buffer until the journal has written their events (`AuditTrail.written`, a
+keeps no event but a session's start (a dict of text values, which the garbage collector
+does not track): holding events (with their request and response dicts) for a writer thread
+to translate kept thousands of objects alive across garbage collections, as costly as the
+translation in some runs (docs/decisions.md, issue 13, session 13). The lines wait in the
+translator's list until the journal has written their events (`AuditTrail.written`, a
 journal hook), then the process's background writer (`openprose.vm.writer`, which writes
-binding files too) appends them with one `write` per batch. A session's query and answer
-cost ~3-5 µs: two dict literals and one `orjson.dumps` each, appended to one bytearray. A
-process killed before a flush loses only what the resume re-derives.
+binding files too) appends them with one `write` per batch. A process killed before a flush
+loses only what the resume re-derives.
+
+A session's query and answer are most of a trail, and a statement's sessions differ only in
+their own values (ids, times, step, prompt, answer, usage): the first session of a
+statement makes the template of both lines with the same builders as any other message
+(`Translator._template`), the others join its parts with their values, each encoded alone
+(~35 k instructions a session on the event loop, against ~60 k for two dicts encoded whole;
+docs/decisions.md, issue 13, session 14).
 
 Messages made by `say` are checked by the VLP validator before they are written; the two a
 session makes (`_asked`, `session_finished`) are built field by field in a shape the
@@ -33,7 +39,10 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from itertools import islice
+from operator import itemgetter
 from pathlib import Path
+from types import MethodType
 from typing import Any
 
 import orjson
@@ -66,20 +75,34 @@ class Row:
     translate: Callable[[Translator, str, float, Fields], None]  # (step, t, fields)
 
 
-_SECONDS: dict[int, str] = {}  # whole second -> its RFC 3339 text (a run's events share few)
-_MILLISECONDS = tuple(f"{ms:03d}Z" for ms in range(1000))  # the text's end, ready made
+_SECONDS: dict[float, bytes] = {}  # whole second -> its RFC 3339 text (a run's events share few)
+# The text's end by millisecond (a float: float arithmetic finds it); a time rounded up to
+# the next second (1000) keeps 999.
+_MILLISECONDS = {float(ms): b"%03dZ" % ms for ms in range(1000)} | {1000.0: b"999Z"}
+
+
+def _stamp(t: float) -> bytes:
+    """The VLP timestamp (UTC, milliseconds) of a journal time, as the line holds it: the
+    time rounded to the microsecond (as `datetime` does), then cut to the millisecond.
+    Float arithmetic only (`int` and `round` cost more than the rest): floor(x + 0.5) //
+    1000 is round(x) // 1000 for every x >= 0 — they differ only at x = 2k + 0.5, never
+    across a multiple of 1000 — and each step is exact below 10^6."""
+    whole = t // 1.0
+    try:
+        return _SECONDS[whole] + _MILLISECONDS[((t - whole) * 1_000_000 + 0.5) // 1000.0]
+    except KeyError:
+        if whole in _SECONDS:  # not a time (NaN)
+            raise ValueError(f"not a journal time: {t!r}") from None
+        if len(_SECONDS) > 4096:
+            _SECONDS.clear()
+        moment = datetime.fromtimestamp(whole, UTC).strftime("%Y-%m-%dT%H:%M:%S.")
+        _SECONDS[whole] = moment.encode()
+        return _stamp(t)
 
 
 def _timestamp(t: float) -> str:
     """The VLP timestamp (UTC, milliseconds) of a journal time."""
-    whole = int(t)
-    text = _SECONDS.get(whole)
-    if text is None:
-        if len(_SECONDS) > 4096:
-            _SECONDS.clear()
-        text = _SECONDS[whole] = datetime.fromtimestamp(whole, UTC).strftime("%Y-%m-%dT%H:%M:%S.")
-    ms = round((t - whole) * 1_000_000) // 1000
-    return text + _MILLISECONDS[ms if ms < 1000 else 999]
+    return _stamp(t).decode()
 
 
 class Translator:
@@ -90,17 +113,18 @@ class Translator:
         self.run_id = run_id
         self.program = program
         self.seq = 0
-        # The lines made and not yet taken (one bytearray: no bytes object per line stays
-        # alive until they are written).
-        self.out = bytearray()
+        # The lines made and not yet taken (a session's two lines are one item).
+        self.out: list[bytes] = []
         self._ids = f"{run_id}/"
         self._started: dict[str, Fields] = {}  # step -> its session_started
         self._last: dict[str, str] = {}  # step -> id of its latest answer or failure
-        self._answers: dict[str, str] = {}  # call step -> id of the answer it got
+        self._answers: dict[str, int] = {}  # call step -> seq of the answer it got
         self._tool_calls: dict[tuple[str, object, object], str] = {}  # (step, turn, index)
         self._approvals: dict[str, str] = {}  # approval id -> its query
-        self._agents: dict[str, str] = {}  # session step -> who acts in it (tools' caller)
+        self._agents: dict[str, Fields] = {}  # session step -> its start (tools' caller)
         self._results: dict[tuple[str, str], str] = {}  # (session step, call id) -> result
+        # A session statement's constants -> its two lines with fields for the rest.
+        self._templates: dict[tuple[Any, ...], tuple[bytes, ...] | None] = {}
 
     # --- the doors ------------------------------------------------------------------------
 
@@ -118,10 +142,12 @@ class Translator:
 
     def take_bytes(self) -> bytes:
         """The lines made so far."""
-        out = self.out
-        taken = bytes(out)
-        del out[: len(taken)]
-        return taken
+        return b"".join(self.take_chunks())
+
+    def take_chunks(self) -> list[bytes]:
+        """The lines made so far, as made (one item may hold several lines)."""
+        out, self.out = self.out, []
+        return out
 
     def take_lines(self) -> list[bytes]:
         return self.take_bytes().splitlines(keepends=True)
@@ -156,7 +182,7 @@ class Translator:
         for key, value in fields.items():
             if value is not None:
                 message[key] = value
-        self.out += encode(message)
+        self.out.append(encode(message))
         return ident
 
     # --- rows ----------------------------------------------------------------------------
@@ -195,7 +221,7 @@ class Translator:
     def session_started(self, step: str, t: float, event: Fields) -> None:
         self._started[step] = event
         if "~" not in step:  # a session's own step (not a judgment's or a tool turn's call)
-            self._agents[step] = _agent_name(event.get("agent"), event.get("model"))
+            self._agents[step] = event  # its agent's name is made if a tool is called
 
     def _asked(
         self,
@@ -220,33 +246,28 @@ class Translator:
         # A retry answers the failure before it.
         previous: str | list[str] | None = self._last.get(step) if self._last else None
         if previous is None and kind == "judgment" and step.endswith("~2"):
-            previous = self._answers.get(step[:-1] + "1")  # asked again: the first did not parse
-        payload = {"step": step, "kind": kind, "model": alias, "attempt": attempt}
-        if request and request.get("system"):
-            payload["system"] = request["system"]
-        elif not request and isinstance(event.get("request_delta"), dict):
+            previous = self._answer_id(step[:-1] + "1")  # asked again: the first did not parse
+        payload = _query_payload(
+            step, kind, alias, attempt, request.get("system") if request else None
+        )
+        if not request and isinstance(event.get("request_delta"), dict):
             prompt, refers_to = self._turn(step, event["request_delta"], payload)
             if previous is None:
                 previous = refers_to
         self.seq = seq = self.seq + 1
         ident = f"{self._ids}{seq}"
-        message = {
-            "id": ident,
-            "protocol": PROTOCOL,
-            "type": "query",
-            "timestamp": _timestamp(t),
-            "session_id": self.run_id,
-            "seq": seq,
-            "sender": VM,
-            "content": prompt or f"({kind} request of step {step})",
-            "confidence": 1.0,
-            "receiver": _agent_name(agent, alias),
-            "topic": str(kind),
-        }
-        if previous is not None:
-            message["refers_to"] = previous
-        message["payload"] = payload
-        self.out += orjson.dumps(message, option=_LINE)
+        message = _query(
+            ident,
+            _timestamp(t),
+            self.run_id,
+            seq,
+            prompt or f"({kind} request of step {step})",
+            _agent_name(agent, alias),
+            str(kind),
+            previous,
+            payload,
+        )
+        self.out.append(orjson.dumps(message, option=_LINE))
         return ident
 
     def _turn(
@@ -271,60 +292,201 @@ class Translator:
             f"(turn of step {session}: the conversation of step {base} continued with "
             f"{len(sent)} tool result(s))"
         )
-        return content, results or self._answers.get(base)
+        return content, results or self._answer_id(base)
 
     def session_finished(self, step: str, t: float, event: Fields) -> None:
-        """The query and its answer (valid by construction: see the module's docstring)."""
+        """The query and its answer (valid by construction: see the module's docstring).
+        A first answer to a plain request (the common case: no retry before it, no
+        correction, no tool turn) is written from its statement's template (`_template`):
+        only the session's own values are encoded; `_exchange` makes every other."""
+        try:
+            request, response, elapsed, kind, alias, agent, attempt = _FINISHED(event)
+            messages, system, asked_model = _REQUEST(request)
+            text, usage, finish_reason, answered_model = _RESPONSE(response)
+            prompt = messages[-1]["content"]
+        except (KeyError, TypeError, IndexError, AttributeError):  # not as the VM records it
+            prompt = None
+        if (
+            not prompt
+            or prompt.__class__ is not str
+            or text.__class__ is not str
+            or ("~" in step and step.endswith("~2"))
+            or (self._last and step in self._last)
+        ):
+            self._exchange(step, t, event)
+            return
+        if kind and alias and agent:
+            asked_kind, asked_alias, asked_agent = kind, alias, agent
+        else:  # the session's start fills the gaps (as `_asked` does)
+            started = self._started.get(step, _EMPTY)
+            asked_kind = kind or started.get("kind") or "session"
+            asked_alias = alias or started.get("model")
+            asked_agent = agent or started.get("agent")
+        model = answered_model or asked_model or alias
+        key = (asked_kind, asked_alias, asked_agent, system, kind, alias, agent, model, attempt)
+        try:
+            template = self._templates.get(key, _UNMADE)
+        except TypeError:  # an unhashable value (a journal edited by hand)
+            template = None
+        if template is _UNMADE:
+            template = self._template(key)
+        if template is None:
+            self._exchange(step, t, event)
+            return
+        q0, q1, q2, q3, q4, q5, a0, a1, a2, a3, a4, a5, a6, a7 = template
+        step_json = _dumps(step)
+        seq = self.seq + 1
+        answer = seq + 1
+        query_seq, answer_seq = b"%d" % seq, b"%d" % answer
+        # The three follow each other in the answer's payload: one object without its braces.
+        outcome = _dumps({"usage": usage, "finish_reason": finish_reason, "elapsed": elapsed})
+        self.out.append(
+            b"".join(
+                (
+                    q0,
+                    query_seq,
+                    q1,
+                    _stamp(t - (elapsed or 0.0)),
+                    q2,
+                    query_seq,
+                    q3,
+                    _dumps(prompt),
+                    q4,
+                    step_json,
+                    q5,
+                    answer_seq,
+                    a0,
+                    _stamp(t),
+                    a1,
+                    answer_seq,
+                    a2,
+                    _dumps(text),
+                    a3,
+                    step_json[1:-1],
+                    a4,
+                    query_seq,
+                    a5,
+                    step_json,
+                    a6,
+                    outcome[1:-1],
+                    a7,
+                )
+            )
+        )
+        self.seq = answer
+        self._answers[step] = answer
+        self._started.pop(step, None)
+
+    def _exchange(self, step: str, t: float, event: Fields) -> None:
+        """`session_finished` built message by message."""
         request, response = event.get("request") or _EMPTY, event.get("response") or _EMPTY
         elapsed, kind = event.get("elapsed"), event.get("kind")
         alias, agent = event.get("model"), event.get("agent")
-        query = self._asked(
-            step,
-            event,
-            request,
-            int(event.get("attempt") or 1),
-            t - (elapsed or 0.0),
-            kind,
-            alias,
-            agent,
-        )
+        attempt = int(event.get("attempt") or 1)
         model = response.get("model") or request.get("model") or alias
-        first = self._answers.get(step[:-1] + "1") if step.endswith("~2") else None
-        payload = {
-            "step": step,
-            "kind": kind or "session",
-            "model": model,
-            "usage": response.get("usage"),
-            "finish_reason": response.get("finish_reason"),
-            "elapsed": elapsed,
-            "confidence": "unstated by the model",
-        }
+        query = self._asked(step, event, request, attempt, t - (elapsed or 0.0), kind, alias, agent)
+        first = self._answer_id(step[:-1] + "1") if step.endswith("~2") else None
+        payload = _answer_payload(
+            step,
+            kind or "session",
+            model,
+            response.get("usage"),
+            response.get("finish_reason"),
+            elapsed,
+        )
         if first is not None:
             payload["answers"] = query  # a correction refers to what it replaces only
         self.seq = seq = self.seq + 1
-        answer = f"{self._ids}{seq}"
-        self.out += orjson.dumps(
-            {
-                "id": answer,
-                "protocol": PROTOCOL,
-                "type": "response" if first is None else "correction",
-                "timestamp": _timestamp(t),
-                "session_id": self.run_id,
-                "seq": seq,
-                "sender": _agent_name(agent, alias),
-                "content": str(response.get("text", "")),
-                "confidence": UNSTATED,
-                "receiver": VM,
-                "provenance": [f"model:{model}", f"step:{step}"],
-                "refers_to": first or query,
-                "payload": payload,
-            },
-            option=_LINE,
+        message = _answer(
+            f"{self._ids}{seq}",
+            "response" if first is None else "correction",
+            _timestamp(t),
+            self.run_id,
+            seq,
+            _agent_name(agent, alias),
+            str(response.get("text", "")),
+            model,
+            step,
+            first or query,
+            payload,
         )
-        self._answers[step] = answer
+        self.out.append(orjson.dumps(message, option=_LINE))
+        self._answers[step] = seq
         if self._last:
             self._last.pop(step, None)
         self._started.pop(step, None)
+
+    def _actor(self, step: str) -> str:
+        """Who acts in session `step` (the caller of its tools)."""
+        started = self._agents.get(step)
+        return (
+            "model" if started is None else _agent_name(started.get("agent"), started.get("model"))
+        )
+
+    def _answer_id(self, step: str) -> str | None:
+        """The id of the answer call `step` got, if it got one."""
+        seq = self._answers.get(step)
+        return None if seq is None else f"{self._ids}{seq}"
+
+    def _template(self, key: tuple[Any, ...]) -> tuple[bytes, ...] | None:
+        """The two lines of a session whose statement constants are `key` (its attempt
+        too: nearly always the first), in parts between which its own values go (in the
+        order `session_finished` gives them). They are made by the builders the other
+        sessions use, with stand-ins for those values: a template cannot differ from what
+        they make. None (and the builders for every such session) when a constant is not
+        text (the attempt not a number) or holds a stand-in's character."""
+        *texts, attempt = key
+        if (
+            len(self._templates) >= _TEMPLATES
+            or not all(value is None or value.__class__ is str for value in texts)
+            or not (attempt is None or attempt.__class__ is int)
+        ):
+            return None
+        asked_kind, asked_alias, asked_agent, system, kind, alias, agent, model = texts
+        ids, run_id = self._ids, self.run_id
+        hole = _HOLE
+        query = _query(
+            ids + hole + "a",
+            hole + "b",
+            run_id,
+            hole + "c",  # type: ignore[arg-type]
+            hole + "d",
+            _agent_name(asked_agent, asked_alias),
+            str(asked_kind),
+            None,
+            _query_payload(hole + "e", asked_kind, asked_alias, int(attempt or 1), system),
+        )
+        answer = _answer(
+            ids + hole + "g",
+            "response",
+            hole + "h",
+            run_id,
+            hole + "i",  # type: ignore[arg-type]
+            _agent_name(agent, alias),
+            hole + "j",
+            model,
+            hole + "k",
+            ids + hole + "l",
+            _answer_payload(
+                hole + "m", kind or "session", model, hole + "n", hole + "o", hole + "p"
+            ),
+        )
+        lines = orjson.dumps(query, option=_LINE) + orjson.dumps(answer, option=_LINE)
+        parts = []
+        at = 0
+        for stand_in in _CUTS:
+            found = lines.find(stand_in, at)
+            if found < 0:
+                break
+            parts.append(lines[at:found])
+            at = found + len(stand_in)
+        else:
+            parts.append(lines[at:])
+            if not any(_HOLE_BYTES in part for part in parts):  # a constant holds none
+                template = self._templates[key] = tuple(parts)
+                return template
+        self._templates[key] = None
+        return None
 
     def session_failed(self, step: str, t: float, event: Fields) -> None:
         started = self._started.get(step, _EMPTY)
@@ -356,7 +518,7 @@ class Translator:
 
     def decision(self, step: str, t: float, event: Fields) -> None:
         attempts = event.get("attempts")
-        answer = self._answers.get(f"{step}~{attempts}") if attempts else None
+        answer = self._answer_id(f"{step}~{attempts}") if attempts else None
         kind, question = event.get("kind"), event.get("question")
         verdict, reason = event.get("verdict"), event.get("reason")
         shown = "true" if verdict is True else "false" if verdict is False else verdict
@@ -384,7 +546,7 @@ class Translator:
             ),
             confidence=1.0,
             provenance=[f"step:{step}"],
-            refers_to=self._answers.get(f"{step}~2"),
+            refers_to=self._answer_id(f"{step}~2"),
             payload={"step": step, "kind": event.get("kind")},
         )
 
@@ -411,16 +573,16 @@ class Translator:
         arguments = call.get("arguments")
         shown = arguments if isinstance(arguments, str) else orjson.dumps(arguments).decode()
         turn = event.get("turn")
-        asked_by = self._answers.get(turn_step(step, turn)) if isinstance(turn, int) else None
+        asked_by = self._answer_id(turn_step(step, turn)) if isinstance(turn, int) else None
         self._tool_calls[(step, turn, event.get("index"))] = self.say(
             "query",
             t,
-            sender=self._agents.get(step, "model"),
+            sender=self._actor(step),
             receiver=f"tool:{name}",
             content=f"{name}({shown})",
             confidence=1.0,
             topic="tool_call",
-            refers_to=asked_by or self._answers.get(step),  # the turn's answer that asked
+            refers_to=asked_by or self._answer_id(step),  # the turn's answer that asked
             payload={"step": step, "tool": name, "call_id": call.get("id"), "arguments": arguments},
         )
 
@@ -485,7 +647,7 @@ class Translator:
             "response",
             t,
             sender=f"tool:{tool}",
-            receiver=self._agents.get(step, "model"),
+            receiver=self._actor(step),
             content=str(event.get("content", "")),
             confidence=1.0,
             provenance=[f"tool:{tool}", f"step:{step}"],
@@ -523,6 +685,125 @@ class Translator:
             safety={"level": "review", "issues": [{"code": f"RUN_{str(status).upper()}"}]},
             payload=payload,
         )
+
+
+def _query(
+    ident: str,
+    timestamp: str,
+    run_id: str,
+    seq: int,
+    content: str,
+    receiver: str,
+    topic: str,
+    previous: str | list[str] | None,
+    payload: dict[str, Any],
+) -> Message:
+    """A session's query: the one builder of its line (templates included)."""
+    message = {
+        "id": ident,
+        "protocol": PROTOCOL,
+        "type": "query",
+        "timestamp": timestamp,
+        "session_id": run_id,
+        "seq": seq,
+        "sender": VM,
+        "content": content,
+        "confidence": 1.0,
+        "receiver": receiver,
+        "topic": topic,
+    }
+    if previous is not None:
+        message["refers_to"] = previous
+    message["payload"] = payload
+    return message
+
+
+def _query_payload(step: str, kind: Any, alias: Any, attempt: int, system: Any) -> dict[str, Any]:
+    payload = {"step": step, "kind": kind, "model": alias, "attempt": attempt}
+    if system:
+        payload["system"] = system
+    return payload
+
+
+def _answer(
+    ident: str,
+    kind: str,
+    timestamp: str,
+    run_id: str,
+    seq: int,
+    sender: str,
+    content: str,
+    model: Any,
+    step: str,
+    refers_to: str,
+    payload: dict[str, Any],
+) -> Message:
+    """A session's answer (a response, or a correction of a judgment's first answer)."""
+    return {
+        "id": ident,
+        "protocol": PROTOCOL,
+        "type": kind,
+        "timestamp": timestamp,
+        "session_id": run_id,
+        "seq": seq,
+        "sender": sender,
+        "content": content,
+        "confidence": UNSTATED,
+        "receiver": VM,
+        "provenance": [f"model:{model}", f"step:{step}"],
+        "refers_to": refers_to,
+        "payload": payload,
+    }
+
+
+def _answer_payload(
+    step: str, kind: Any, model: Any, usage: Any, finish_reason: Any, elapsed: Any
+) -> dict[str, Any]:
+    return {
+        "step": step,
+        "kind": kind,
+        "model": model,
+        "usage": usage,
+        "finish_reason": finish_reason,
+        "elapsed": elapsed,
+        "confidence": "unstated by the model",
+    }
+
+
+# A session's template (`Translator._template`): its own values are stand-ins while the
+# builders make its two lines, which are then cut where each stand-in was. A stand-in is a
+# private-use character and a letter. Quoted, the JSON string it became is cut out (a number,
+# or a value encoded whole, goes there); unquoted, only its text (inside a string the line
+# has). An answer's usage, finish reason and elapsed time follow each other in its payload:
+# one cut, where the three go encoded as one object without its braces.
+_HOLE = "\ue000"
+_HOLE_BYTES = _HOLE.encode()
+_CUTS = tuple(
+    stand_in.replace(b"@", _HOLE_BYTES)
+    for stand_in in (
+        b"@a",  # query: id's seq
+        b"@b",  # timestamp
+        b'"@c"',  # seq
+        b'"@d"',  # content (the prompt)
+        b'"@e"',  # payload.step
+        b"@g",  # answer: id's seq
+        b"@h",  # timestamp
+        b'"@i"',  # seq
+        b'"@j"',  # content (the answer's text)
+        b"@k",  # provenance's step:
+        b"@l",  # refers_to's seq (the query)
+        b'"@m"',  # payload.step
+        b'"usage":"@n","finish_reason":"@o","elapsed":"@p"',
+    )
+)
+_UNMADE: Any = object()  # a key whose template was never tried
+_TEMPLATES = 256  # at most this many a run; a run with more distinct statements builds the rest
+_dumps = orjson.dumps
+# A session's fields as the VM records them (`calls.py`); an event without one of them is
+# built message by message.
+_FINISHED = itemgetter("request", "response", "elapsed", "kind", "model", "agent", "attempt")
+_REQUEST = itemgetter("messages", "system", "model")
+_RESPONSE = itemgetter("text", "usage", "finish_reason", "model")
 
 
 def _details(step: str, event: Fields) -> dict[str, Any]:
@@ -595,7 +876,10 @@ def encode(message: Message) -> bytes:
 
 def translate_lines(events: Iterable[Event], run_id: str, program: str) -> Iterator[bytes]:
     """The whole trail of a journal as NDJSON lines (for runs without `audit.ndjson`)."""
-    translator = Translator(run_id, program)
+    return _lines(Translator(run_id, program), events)
+
+
+def _lines(translator: Translator, events: Iterable[Event]) -> Iterator[bytes]:
     for event in events:
         translator.feed(event)
         if translator.out:
@@ -628,43 +912,38 @@ class AuditTrail:
 
     def __init__(self, path: Path, run_id: str, program: str) -> None:
         self.path = path
-        self.translator = Translator(run_id, program)
+        self.translator = translator = Translator(run_id, program)
         self.error: Exception | None = None
         self.batches = 0
+        # Event -> its row bound to this run's translator (rows that write nothing left out).
+        self._rows: dict[str, Callable[[str, float, Fields], None]] = {
+            event: MethodType(row.translate, translator)
+            for event, row in ROWS.items()
+            if row.translate is not _skip
+        }
 
     @classmethod
     def resume(cls, path: Path, run_id: str, program: str, journal: Iterable[Event]) -> AuditTrail:
         """Continue a trail: the journal's messages not yet on disk are written first."""
         trail = cls(path, run_id, program)
-        translator = trail.translator
         written = written_count(path)
-        unwritten: list[bytes] = []
-        for event in journal:
-            translator.feed(event)
-            if translator.out:
-                lines = translator.take_lines()
-                if written >= len(lines):
-                    written -= len(lines)
-                    continue
-                unwritten += lines[written:]
-                written = 0
-        trail._write(b"".join(unwritten))
+        trail._write(b"".join(islice(_lines(trail.translator, journal), written, None)))
         return trail
 
     def add(self, event: str, step: str, t: float, fields: Fields) -> None:
         """One event the journal has just recorded (called on the event loop, by
         `Shared.emit`): its lines wait in the translator until the journal writes it."""
-        row = ROWS.get(event)
+        row = self._rows.get(event)
         if row is not None and self.error is None:
             try:
-                row.translate(self.translator, step, t, fields)
+                row(step, t, fields)
             except Exception as error:  # noqa: BLE001 - reported by close(); the journal has all
                 self.error = error
 
     def written(self) -> None:
         """The journal wrote every event recorded so far: their lines go to the writer."""
         if self.translator.out:
-            shared_writer().put(AuditTrail._write_all, self, self.translator.take_bytes())
+            shared_writer().put_all(AuditTrail._write_all, self, self.translator.take_chunks())
 
     def _write_all(self, chunks: list[bytes]) -> None:
         try:

@@ -30,7 +30,7 @@ from typing import Any
 import orjson
 
 from openprose.locks import LockHeld, try_lock
-from openprose.vm.audit import AUDIT_FILE, encode, translate
+from openprose.vm.audit import AUDIT_FILE, translate_lines
 from openprose.vm.runstore import RUNS_DIR, AmbiguousRun, RunBusy, _dump_json, find_run
 
 __all__ = [
@@ -178,8 +178,7 @@ def materialize(batch_dir: Path, run_id: str, runs_dir: Path) -> Path | None:
         program_name = Path(str(run.meta.get("program") or "")).name
         events = (orjson.loads(line) for line in run.events)
         with (temp / AUDIT_FILE).open("wb") as trail:
-            for message in translate(events, run_id, program_name):
-                trail.write(encode(message))
+            trail.writelines(translate_lines(events, run_id, program_name))
     try:
         temp.rename(final)
     except OSError:  # made meanwhile by another process: theirs is the same run

@@ -236,6 +236,22 @@ def test_timestamps_are_those_vlp_makes(t: float) -> None:
     assert _timestamp(t) == utc_timestamp(datetime.fromtimestamp(t, UTC))
 
 
+@given(st.floats(min_value=0, max_value=4e9, allow_nan=False, allow_infinity=False))
+def test_timestamps_of_any_time_round_to_the_microsecond_as_datetime_does(t: float) -> None:
+    """Journal times are whole microseconds; any other time is rounded to one first (half
+    to even, as `datetime`), except that a time rounding up to the next second keeps .999."""
+    from datetime import UTC, datetime
+
+    from openprose.vm.audit import _timestamp
+    from vlp import utc_timestamp
+
+    moment = datetime.fromtimestamp(t, UTC)
+    if moment.second != datetime.fromtimestamp(int(t), UTC).second:  # rounded up a second
+        assert _timestamp(t).endswith(".999Z")
+    else:
+        assert _timestamp(t) == utc_timestamp(moment)
+
+
 def test_prose_show_vlp_prints_the_trail_or_derives_it(
     vm: Any, monkeypatch: pytest.MonkeyPatch, capsysbinary: pytest.CaptureFixture[bytes]
 ) -> None:
@@ -412,6 +428,93 @@ def test_a_sessions_messages_are_valid_by_construction(
     for message in messages:
         assert message_problems(message) == []
         assert encode(message) == orjson.dumps(message) + b"\n"
+
+
+class _NoTemplates(dict[Any, Any]):
+    """A translator's template cache that has none: every session is built message by
+    message, the reference its templates must match byte for byte."""
+
+    def get(self, key: Any, default: Any = None) -> None:
+        return None
+
+
+_odd = st.text(alphabet=st.sampled_from('ab%"\\\n\ue000\u00e9\U0001f600'), max_size=6)
+_session_values = st.fixed_dictionaries(
+    {
+        "prompt": _text | _odd | st.integers(0, 3),
+        "answer": _text | _odd | st.none(),
+        "system": st.none() | _odd | st.just(""),
+        "agent": _name | _odd,
+        "alias": _name | _odd,
+        "kind": st.sampled_from(["session", "judgment", None, ""]) | _odd,
+        "model": st.none() | st.sampled_from(["m-1", "m-2"]) | _odd,
+        "step": st.sampled_from(["1", "2:1[0].1", "3?c1~1", "3?c1~2", "4~t2"]) | _odd,
+        "attempt": st.integers(0, 3) | st.none(),
+        "elapsed": st.none() | st.floats(0, 100) | st.sampled_from([6.5e-05, 1e-7, 0.0]),
+        "usage": st.none() | st.fixed_dictionaries({"input_tokens": st.integers(0, 10**9)}),
+        "finish_reason": st.none() | st.sampled_from(["stop", "length"]),
+        "t": st.floats(0, 4e9).map(lambda t: round(t, 6)),
+        "failed_first": st.booleans(),
+        "started": st.booleans(),
+    }
+)
+
+
+@given(
+    run_id=st.sampled_from(["20260101-000000-abcdef", 'b%d-"1"', "r\ue000a"]),
+    sessions=st.lists(_session_values, min_size=1, max_size=6),
+    journaled=st.booleans(),
+)
+def test_templated_sessions_are_the_built_ones_byte_for_byte(
+    run_id: str, sessions: list[dict[str, Any]], journaled: bool
+) -> None:
+    """A session statement's template (its constants encoded once, the session's own
+    values put in) writes exactly the lines the builders make, whatever the values: text
+    with `%`, quotes, the stand-ins' character; repeated and new statements; a retry before
+    the answer; events live or read back from a journal."""
+    templated = Translator(run_id, "main.prose")
+    built = Translator(run_id, "main.prose")
+    built._templates = _NoTemplates()
+    for values in sessions:
+        step = values["step"]
+        request = {
+            "model": values["model"],
+            "messages": [{"role": "user", "content": values["prompt"]}],
+            "system": values["system"],
+            "max_tokens": 10,
+            "temperature": None,
+        }
+        response = {
+            "text": values["answer"],
+            "usage": values["usage"],
+            "finish_reason": values["finish_reason"],
+            "request_id": None,
+            "model": values["model"],
+            "provider": "p",
+        }
+        started = {"agent": values["agent"], "model": values["alias"], "kind": values["kind"]}
+        events: list[tuple[str, dict[str, Any]]] = []
+        if values["started"]:
+            events.append(("session_started", started))
+        if values["failed_first"]:
+            events.append(("session_failed", {"attempt": 1, "error": "x", "request": request}))
+        finished = {
+            "request": request,
+            "response": response,
+            **started,
+            "attempt": values["attempt"],
+            "elapsed": values["elapsed"],
+        }
+        events.append(("session_finished", finished))
+        for event, fields in events:
+            for translator in (templated, built):
+                if journaled:
+                    line = orjson.dumps({"ev": event, "step": step, "t": values["t"], **fields})
+                    translator.feed(orjson.loads(line))
+                else:
+                    translator.add(event, step, values["t"], fields)
+            assert templated.take_bytes() == built.take_bytes()
+    assert templated.seq == built.seq
 
 
 def test_a_query_takes_what_its_answer_event_lacks_from_the_sessions_start() -> None:
