@@ -35,6 +35,16 @@ def read_markdown(text: str) -> Markdown | None:
     lines = text.split("\n")
     blocks: list[tuple[int, int]] = []
     prose: list[int] = []
+
+    def close(start: int, end: int, language: str, fences: list[int]) -> None:
+        """The block whose content is lines start+1 .. end-1: messages, or text."""
+        content = [n for n in range(start + 1, end) if lines[n - 1].strip()]
+        opens_json = bool(content) and lines[content[0] - 1].lstrip()[:1] in "{["
+        if language in _JSON_LANGUAGES and opens_json:
+            blocks.append((start + 1, end - 1))
+        else:
+            prose.extend(sorted([*fences, *content]))  # not messages: text like the rest
+
     opened: tuple[int, str, str] | None = None  # (line, fence, language)
     for number, line in enumerate(lines, 1):
         fence = _FENCE.fullmatch(line)
@@ -48,18 +58,9 @@ def read_markdown(text: str) -> Markdown | None:
         if fence is None or fence.group(2) or not fence.group(1).startswith(marker):
             continue
         opened = None
-        content = [n for n in range(start + 1, number) if lines[n - 1].strip()]
-        if language in _JSON_LANGUAGES and content and lines[content[0] - 1].lstrip()[:1] in "{[":
-            blocks.append((start + 1, number - 1))
-        else:
-            prose.extend([start, *content, number])  # not messages: text like the rest
+        close(start, number, language, [start, number])
     if opened is not None:  # an unclosed fence: the rest is its content
-        start, _, language = opened
-        content = [n for n in range(start + 1, len(lines) + 1) if lines[n - 1].strip()]
-        if language in _JSON_LANGUAGES and content and lines[content[0] - 1].lstrip()[:1] in "{[":
-            blocks.append((start + 1, len(lines)))
-        else:
-            prose.extend([start, *content])
+        close(opened[0], len(lines) + 1, opened[2], [opened[0]])
     loose = [n for n in prose if lines[n - 1].lstrip().startswith(_JSON_START)]
     if not blocks or len(loose) == len(prose):
         return None
