@@ -124,6 +124,7 @@ _TABLE: tuple[Code, ...] = (
     Code("E168", E, "Unknown or duplicate modifier in parallel/loop parentheses"),
     Code("E169", E, "Duplicate argument in program invocation"),
     Code("E170", E, "Imported program file not found"),
+    Code("E171", E, "Imported program does not check (its first error, or an import cycle)"),
     Code("W140", W, "Input has an empty description"),
     Code("W141", W, "Block argument count does not match its parameters"),
     Code("W142", W, "Block parameter shadows outer variable"),
@@ -142,6 +143,7 @@ _TABLE: tuple[Code, ...] = (
     Code("W155", W, "Too many warnings; reporting stopped (no error was left out)"),
     Code("W156", W, "Variable may be unbound: bound only in a body that may not run"),
     Code("W170", W, "Quoted enum value (write it bare: `backoff: exponential`)"),
+    Code("W171", W, "Another language's template braces (`{{name}}`, `${name}`) around `{name}`"),
     Code("I001", I, "Agent memory check (E018/W011) deferred to run time"),
     Code("I002", I, "Imported program contract checks (E026-E028) deferred to run time"),
 )
@@ -462,6 +464,11 @@ GUIDANCE: dict[str, Guidance] = {
     "E170": Guidance(
         "Use Statements: the imported program must exist", "fix the path or create the file"
     ),
+    "E171": Guidance(
+        "Use Statements / Program Invocation: an imported program is parsed and validated "
+        "like the importing one",
+        "fix the imported program (`prose check` it), or break the cycle of imports",
+    ),
     "W001": Guidance(
         "Session Statement, Validation Rules: Empty prompt", "write the task between the quotes"
     ),
@@ -556,6 +563,11 @@ GUIDANCE: dict[str, Guidance] = {
         "Variables & Context: a variable is used where the body that binds it may not have run",
         'declare it before the body with let NAME = "" and assign it in the body',
     ),
+    "W171": Guidance(
+        "String Interpolation: variables are referenced by wrapping the name in curly braces, "
+        "`{varname}`",
+        "write `{name}`: the extra characters stay in the text the model reads",
+    ),
     "W170": Guidance(
         f'{_GRAMMAR}: "backoff:" ( "none" | "linear" | "exponential" ), "model:" ( "sonnet" | ... )'
         " are identifiers",
@@ -581,8 +593,9 @@ def diagnostic(
     *,
     help: str | None = None,
     fix: Fix | None = None,
+    rule: str | None = None,
 ) -> Diagnostic:
-    """A diagnostic with its code's severity, rule and (unless given) default help line."""
+    """A diagnostic with its code's severity and (unless given) default rule and help line."""
     guidance = GUIDANCE.get(code)
     return Diagnostic(
         code,
@@ -590,7 +603,7 @@ def diagnostic(
         message,
         span,
         path,
-        rule=guidance.rule if guidance else "",
+        rule=rule if rule is not None else (guidance.rule if guidance else ""),
         help=help if help is not None else (guidance.help if guidance else ""),
         fix=fix,
     )

@@ -86,10 +86,9 @@ def local_contracts(use_path: str, base_dir: Path | None) -> ProgramContract | N
         if base_dir is None:
             return None
         file = base_dir / file
-    try:
-        text = file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
-    from openprose.parser import parse_text  # the parser never needs contracts; no cycle
+    from openprose.parser import parse, read_source  # the parser never needs contracts
 
-    return contract_of(parse_text(text, str(file)).program)
+    source, _ = read_source(file)  # bounded: a huge file named by mistake is not read
+    if source is None:
+        return None
+    return contract_of(parse(source).program)

@@ -138,6 +138,8 @@ class _Parser:
         self.diagnostics = scanned.diagnostics
         self.pos = 0
         self.depth = 0
+        # The statement before the one being parsed in the same body (for `return x`'s fix).
+        self.previous: n.Stmt | None = None
         # Nesting depths of the statements directly inside `parallel:` bodies being parsed.
         self.parallel_levels: list[int] = []
 
@@ -229,10 +231,11 @@ class _Parser:
         *,
         help: str | None = None,
         fix: Fix | None = None,
+        rule: str | None = None,
     ) -> None:
         if len(self.diagnostics) < MAX_DIAGNOSTICS:
             self.diagnostics.append(
-                diagnostic(code, message, span, self.source.path, help=help, fix=fix)
+                diagnostic(code, message, span, self.source.path, help=help, fix=fix, rule=rule)
             )
 
     def fail(self, expected: str) -> NoReturn:
@@ -347,6 +350,7 @@ class _Parser:
             if kind == NEWLINE:
                 self.pos += 1
             else:
+                self.previous = body[-1] if body else None
                 body.append(self.statement())
 
     def body(self, *, required: bool, construct: str | None = None) -> tuple[n.Stmt, ...]:
@@ -524,6 +528,16 @@ class _Parser:
             return self.assignment()
         if kind == NAME and self.peek_kind() not in _NAME_GOES_ON:
             self.unknown_statement()
+        if kind == "|" and self.tokens[self.pos + 1][1] in _PIPE_OPS:
+            self.report(
+                "E004",
+                "A pipeline stage cannot start a statement: this `|` is inside the body above",
+                token_span(self.tokens[self.pos]),
+                help="indent the `| op:` line less than the body of the stage before it (as "
+                "a continuation of the pipeline's first line), its body deeper than it",
+                rule='Pipeline Operations: pipeExpr → ( IDENTIFIER | array ) ( "|" pipeOp )+',
+            )
+            raise _ParseError
         if kind == INDENT:
             self.report("E104", "Unexpected indent", token_span(self.tokens[self.pos]))
             start = self.pos
@@ -550,6 +564,8 @@ class _Parser:
         when the line may still be a valid expression statement (a bare name is E116)."""
         token = self.tokens[self.pos]
         word = token[1]
+        if word in _NO_SUCH_STATEMENT:
+            self.no_such_statement(token)
         following = self.peek_kind()
         if word == "import" and following == STRING:
             self.legacy_import()
@@ -578,6 +594,56 @@ class _Parser:
                 "or `name =`",
             )
         raise _ParseError(properties=guess in _PROPERTY_HEADS)
+
+    def no_such_statement(self, token: Token) -> NoReturn:
+        """`break`, `continue`, `return x`, `pass`: control words of other languages. A loop
+        ends by its condition or its max, a block's value is its last statement's. `return x`
+        as a block's last line right after the statement that bound `x` (or `return
+        session …`) has a safe fix: drop the line (or the word) — the value is the same."""
+        word = token[1]
+        message, help_ = _NO_SUCH_STATEMENT[word]
+        fix = self.return_fix(token) if word == "return" else None
+        self.report("E004", message, token_span(token), help=help_, fix=fix, rule=_CONTROL_RULE)
+        raise _ParseError
+
+    def return_fix(self, token: Token) -> Fix | None:
+        kinds, at = self.kinds, self.pos + 1
+        if kinds[at] in _LAYOUT:
+            return None
+        line_end = at
+        while kinds[line_end] not in _LAYOUT:
+            line_end += 1
+        closes = kinds[line_end] in (DEDENT, EOF) or (
+            kinds[line_end] == NEWLINE and kinds[line_end + 1] in (DEDENT, EOF)
+        )
+        if not closes:
+            return None  # statements follow: the value would not be the block's
+        word = token_span(token)
+        if kinds[at] == NAME and line_end == at + 1:
+            name = self.tokens[at][1]
+            previous = self.previous
+            bound = (
+                isinstance(previous, n.Binding)
+                and isinstance(previous.target, n.Name)
+                and previous.target.id == name
+                or isinstance(previous, n.Assign | n.Output)
+                and (previous.target if isinstance(previous, n.Assign) else previous.name).id
+                == name
+            )
+            if not bound:
+                return None
+            text = self.source.text
+            start = text.rfind("\n", 0, word.start) + 1
+            end = text.find("\n", word.end)
+            end = len(text) if end == -1 else end + 1
+            return Fix(
+                f"remove `return {name}`: the statement above already gives the value",
+                (Edit(self.source.span(start, end), ""),),
+            )
+        if kinds[at] in ("session", "do", "resume", "parallel"):
+            after = self.tokens[at]
+            return Fix("remove `return`", (Edit(self.source.span(word.start, after[2]), ""),))
+        return None
 
     def unindented_property(self, token: Token) -> None:
         """`context: { a, b }` at the session's own indentation, right under it (documents
@@ -674,22 +740,132 @@ class _Parser:
     def input_decl(self) -> n.Input:
         start = self.take()
         name = self.declared_name("an input name", ":")
+        kind = self.kinds[self.pos]
+        if kind in _LINE_END or kind == "=":
+            return self.input_without_colon(start, name)
         self.expect(":", "':' after the input name")
         description: n.StringLit | n.Discretion
-        if self.kinds[self.pos] == DISCRETION:  # a prompt for the model to present
+        kind = self.kinds[self.pos]
+        if kind == DISCRETION:  # a prompt for the model to present
             description = self.discretion("a description", ())
+        elif kind != STRING and kind not in _LAYOUT:
+            return self.unquoted_description(start, name)
         else:
             description = self.string("a description string")
+        return n.Input(span=self.span_from(start), name=name, description=description)
+
+    def input_without_colon(self, start: int, name: n.Name) -> n.Input:
+        """`input topic` (no description) and `input depth = "shallow"` (a default value, as
+        in other languages): the grammar's form is `input name: "description"`, and the
+        caller gives every input. The first gets `: ""` (the reference's row then asks for a
+        description, W-level); the second becomes that text as the description (unsafe: the
+        value was meant as a default). Either parses as an input, so uses of the name do
+        not cascade."""
+        at = self.tokens[self.pos]
+        # the name stands in for the missing description (no second, empty-description row)
+        empty = n.StringLit(span=token_span(at), value=name.id, parts=(name.id,), triple=False)
+        if at[0] != "=":
+            end = Span(at[2], at[2], at[4], at[5], at[4], at[5])
+            self.report(
+                "E005",
+                f"Invalid syntax: `input {name.id}` needs a description: "
+                f'`input {name.id}: "what the caller gives"`',
+                end,
+                help='add a description after a colon: `: "…"`',
+                fix=Fix('add `: ""`', (Edit(end, ': ""'),)),
+                rule=_INPUT_RULE,
+            )
+            return n.Input(span=self.span_from(start), name=name, description=empty)
+        self.pos += 1
+        value = self.tokens[self.pos]
+        single = value[0] == STRING and self.kinds[self.pos + 1] in _LINE_END
+        self.report(
+            "E004",
+            f"Unexpected token '=': an input has no default value; it is declared "
+            f'`input {name.id}: "description"` and the caller gives it',
+            token_span(at),
+            help="write `:` and describe the input; pass the value when running "
+            f"(`prose run FILE --input {name.id}=…`)",
+            fix=Fix(
+                "write `:` (the text becomes the description)",
+                (Edit(self.source.span(name.span.end, at[3]), ":"),),
+                safe=False,
+            )
+            if single and at[3] == at[2] + 1
+            else None,
+            rule=_INPUT_RULE,
+        )
+        while self.kinds[self.pos] not in _LAYOUT:
+            self.pos += 1
+        return n.Input(span=self.span_from(start), name=name, description=empty)
+
+    def unquoted_description(self, start: int, name: n.Name) -> n.Input:
+        """`input topic: string` (a type, as in TypeScript or Python) or `input audience: the
+        people who read it` (the description without quotes). The grammar's description is
+        a string, and OpenProse values are text. One E004 for the rest of the line (the
+        scanner's complaints inside it, such as an apostrophe, are dropped: the quotes take
+        them in), with the safe fix that quotes it — a type becomes `"topic (string)"`, so
+        the description still says what was meant. A default (`number = 3`) gets no fix:
+        the caller gives every input."""
+        first = self.pos
+        end = first
+        tokens = self.tokens
+        while self.kinds[end] not in _LAYOUT:
+            end += 1
+        head, last = tokens[first], tokens[end - 1]
+        span = Span(head[2], last[3], head[4], head[5], last[6], last[7])
+        raw = self.source.text[span.start : span.end]
+        self.pos = end
+        words = raw.split()
+        leading = re.match(r"\w*", raw)
+        typed = (
+            _TYPE_NOTATION.fullmatch(raw) is not None
+            and leading is not None
+            and leading.group().lower() in _TYPE_WORDS
+        )
+        default = any(t[0] == "=" for t in tokens[first:end])
+        if span.line != span.end_line or default or "\n" in raw:
+            fix = None
+        else:
+            text = f"{name.id} ({raw})" if typed else raw
+            fix = Fix(f"write the description as text: {_quote(text)}", (Edit(span, _quote(text)),))
+            self.diagnostics[:] = [
+                d
+                for d in self.diagnostics
+                if not (span.start <= d.span.start and d.span.end <= span.end)
+            ]
+        if typed or default:
+            message = (
+                f"Unexpected token {words[0]!r}: an input's description is a quoted string, "
+                f"not a type (OpenProse values are text)"
+            )
+        else:
+            message = f"Unexpected token {words[0]!r}: an input's description is a quoted string"
+        if default:
+            help_ = (
+                f'write `input {name.id}: "…"` and pass the value when running (an input has '
+                "no default)"
+            )
+        elif fix is not None:
+            help_ = f"quote it: `input {name.id}: {fix.edits[0].text}`"
+        else:
+            help_ = f'quote it: `input {name.id}: "…"`'
+        self.report("E004", message, span, help=help_, fix=fix, rule=_INPUT_RULE)
+        description = n.StringLit(span=span, value=raw, parts=(raw,), triple=False)
         return n.Input(span=self.span_from(start), name=name, description=description)
 
     def output(self) -> n.Output | n.Invalid:
         start = self.take()
         kinds = self.kinds
         here = kinds[self.pos]
-        if here not in _LAYOUT and here != "=" and kinds[self.pos + 1] != "=":
+        colon = here == NAME and kinds[self.pos + 1] == ":" and kinds[self.pos + 2] not in _LAYOUT
+        if here not in _LAYOUT and here != "=" and kinds[self.pos + 1] != "=" and not colon:
             return self.unnamed_output(start)
         name = self.declared_name("an output name", "=")
-        self.expect("=", "'=' after the output name")
+        if colon:
+            self.colon_for_equals("output")
+        else:
+            self.expect("=", "'=' after the output name")
         self.check_keyword_after_equals()
         value = self.expression()
         return n.Output(span=self.span_from(start), name=name, value=value)
@@ -762,7 +938,10 @@ class _Parser:
             target = n.Destructure(span=self.span_from(brace), names=names)
         else:
             target = self.expect_name(f"a variable name after '{keyword[1]}'")
-        self.expect("=", "'=' after the variable name")
+        if self.kinds[self.pos] == ":" and self.kinds[self.pos + 1] not in _LAYOUT:
+            self.colon_for_equals(keyword[1])
+        else:
+            self.expect("=", "'=' after the variable name")
         if (
             isinstance(target, n.Name)
             and self.kinds[self.pos] == "input"
@@ -774,6 +953,38 @@ class _Parser:
         value = self.expression()
         kind: Literal["let", "const"] = "let" if keyword[0] == "let" else "const"
         return n.Binding(span=self.span_from(keyword_at), kind=kind, target=target, value=value)
+
+    def colon_for_equals(self, keyword: str) -> None:
+        """`let x: session "…"` / `output r: session "…"` (a type annotation's colon, or a
+        property's): the binding's `=` — one E004 with the safe fix, parsed as meant."""
+        colon = self.tokens[self.pos]
+        span = token_span(colon)
+        if self.kinds[self.pos + 1] == NAME and self.kinds[self.pos + 2] == "=":
+            # `let x: string = …` — a type annotation: OpenProse values are text
+            typed = self.tokens[self.pos + 1]
+            self.report(
+                "E004",
+                f"OpenProse has no type annotations: `{keyword} name = value`",
+                self.source.span(colon[2], typed[3]),
+                help=f"remove `: {typed[1]}`",
+                fix=Fix(
+                    f"remove `: {typed[1]}`",
+                    (Edit(self.source.span(colon[2], typed[3]), ""),),
+                ),
+                rule=f'Syntax Grammar: {keyword} → "{keyword}" IDENTIFIER "=" expression',
+            )
+            self.pos += 3
+            return
+        after = self.source.text[colon[3] : colon[3] + 1]
+        self.report(
+            "E004",
+            f"`{keyword}` binds with `=`, not `:`",
+            span,
+            help=f"write `{keyword} name = value`",
+            fix=Fix("write `=`", (Edit(span, " =" if after == " " else " = "),)),
+            rule=f'Syntax Grammar: {keyword} → "{keyword}" IDENTIFIER "=" expression',
+        )
+        self.pos += 1
 
     def input_as_value(self, keyword_at: int, target: n.Name) -> n.Input:
         """`let api_url = input "Enter API URL"`: an input is a declaration of the program,
@@ -828,10 +1039,10 @@ class _Parser:
         finally_body: tuple[n.Stmt, ...] | None = None
         finally_span: Span | None = None
         kinds = self.kinds
-        while self.clause_follows("catch", "finally"):
+        while self.clause_follows("catch", "finally") or self.except_follows():
             keyword_at = self.pos
             keyword = self.advance()
-            if keyword[0] == "catch":
+            if keyword[0] != "finally":
                 error = None
                 if kinds[self.pos] == "as":
                     self.pos += 1
@@ -874,6 +1085,25 @@ class _Parser:
             finally_body=finally_body,
             finally_span=finally_span,
         )
+
+    def except_follows(self) -> bool:
+        """`except:` (Python's word) where a `catch:` clause goes: reported with the safe fix
+        that writes `catch`, and parsed as that clause, so the `try` keeps its handler."""
+        at = self.pos + (self.kinds[self.pos] == NEWLINE)
+        token = self.tokens[at]
+        if token[0] != NAME or token[1] != "except" or self.kinds[at + 1] not in (":", "as", NAME):
+            return False
+        span = token_span(token)
+        self.report(
+            "E004",
+            "`except` is written `catch` in OpenProse",
+            span,
+            help="write `catch:` (or `catch as err:`)",
+            fix=Fix("write `catch`", (Edit(span, "catch"),)),
+            rule='Error Handling: catchBlock → "catch" ("as" IDENTIFIER)? ":"',
+        )
+        self.pos = at
+        return True
 
     def throw(self) -> n.Throw:
         start = self.take()
@@ -932,13 +1162,42 @@ class _Parser:
                 self.statement()  # checked for its own errors, then dropped
                 return None
             keyword_at = self.take()
-            label = self.string("an option label string")
+            if self.kinds[self.pos] in (NAME, NUMBER):
+                label = self.unquoted_label()
+            else:
+                label = self.string("an option label string")
             self.expect(":", "':' after the option label")
             body = self.body(required=False)
             return n.ChoiceOption(span=self.span_from(keyword_at), label=label, body=body)
         except _ParseError:
             self.recover(start)
             return None
+
+    def unquoted_label(self) -> n.StringLit:
+        """`option Scale up:`: the label without quotes. Up to the line's last `:`, the words
+        are the label; the safe fix quotes them, and the option parses with that label."""
+        first = end = self.pos
+        kinds = self.kinds
+        while kinds[end] not in _LAYOUT:
+            end += 1
+        if end - 1 <= first or kinds[end - 1] != ":":
+            return self.string("an option label string")
+        head, last = self.tokens[first], self.tokens[end - 2]
+        span = Span(head[2], last[3], head[4], head[5], last[6], last[7])
+        text = self.source.text[span.start : span.end]
+        if span.line != span.end_line or any(k == ERROR for k in kinds[first : end - 1]):
+            return self.string("an option label string")
+        quoted = _quote(text)
+        self.report(
+            "E004",
+            f"An option's label is a quoted string: `option {quoted}:`",
+            span,
+            help=f"quote the label: `option {quoted}:`",
+            fix=Fix(f"write {quoted}", (Edit(span, quoted),)),
+            rule='Choice Blocks: choiceOption → "option" string ":"',
+        )
+        self.pos = end - 1
+        return n.StringLit(span=span, value=text, parts=(text,), triple=False)
 
     def if_stmt(self) -> n.If:
         start = self.take()
@@ -1130,6 +1389,8 @@ class _Parser:
                 "E121",
                 "Expected accumulator and item variables: reduce(acc, item)",
                 token_span(token),
+                help="name both: `reduce(acc, item):` — `acc` holds the result so far (the "
+                "first element to begin with), `item` the current one; pass both as context",
             )
         self.expect(":", f"':' after '{op}'")
         # an unknown operator is E120 already; its empty body is no news
@@ -1420,6 +1681,8 @@ class _Parser:
                 )
                 raise _ParseError(properties=True)
             agent = self.expect_name("an agent name after ':'")
+            if kinds[self.pos] == STRING and kinds[self.pos + 1] in _LAYOUT:
+                mixed = self.agent_then_prompt(self.pos)
         elif kind == "resume":
             self.fail("expected ':' and an agent name after 'resume'")
         elif following == NAME and kinds[pos + 1] == ":":
@@ -1470,18 +1733,11 @@ class _Parser:
         both on its line (upstream's own guide calls this form invalid). One E004 with the
         safe fix `session: writer` and `prompt: "Summarize"` as its first property; it
         parses as that session."""
-        tokens, kinds = self.tokens, self.kinds
+        tokens = self.tokens
         string, name = tokens[at], tokens[at + 2]
-        text = self.source.text
-        line_start = text.rfind("\n", 0, tokens[at - 1][2]) + 1
-        line = text[line_start : tokens[at - 1][2]]
-        indent = len(line) - len(line.lstrip(" "))
-        if kinds[at + 3] == NEWLINE and kinds[at + 4] == INDENT:
-            column = tokens[at + 5][5] - 1  # the property block's own indentation
-        else:
-            column = indent + 2
-        literal = text[string[2] : string[3]]
-        fixable = string[4] == string[6] and "\t" not in line
+        column, spaces = self.property_column(tokens[at - 1], at + 2)
+        literal = self.source.text[string[2] : string[3]]
+        fixable = string[4] == string[6] and spaces
         self.report(
             "E004",
             "a session takes a prompt string or `: agent`, not both on its line",
@@ -1501,6 +1757,56 @@ class _Parser:
         )
         self.pos = at + 3
         return n.Name(span=token_span(name), id=name[1])
+
+    def property_column(self, head: Token, last: int) -> tuple[int, bool]:
+        """Where a property line written under the statement whose line holds ``head`` and
+        ends at token ``last`` goes: the column of the property block under it when there is
+        one, else two deeper than the line; and whether the line is indented with spaces
+        only (a fix that writes a line is offered then)."""
+        tokens, kinds = self.tokens, self.kinds
+        text = self.source.text
+        line_start = text.rfind("\n", 0, head[2]) + 1
+        line = text[line_start : head[2]]
+        if kinds[last + 1] == NEWLINE and kinds[last + 2] == INDENT:
+            column = tokens[last + 3][5] - 1  # the property block's own indentation
+        else:
+            column = len(line) - len(line.lstrip(" ")) + 2
+        return column, "\t" not in line
+
+    def agent_then_prompt(self, at: int) -> n.Property:
+        """`session: researcher "Find the sources"` (also `resume:`): the agent's session
+        takes its task as the `prompt:` property. One E004 with the safe fix that moves the
+        string there; it parses as that property."""
+        tokens = self.tokens
+        string, agent = tokens[at], tokens[at - 1]
+        column, spaces = self.property_column(agent, at)
+        literal = self.source.text[string[2] : string[3]]
+        fixable = string[4] == string[6] and spaces
+        shown = literal if len(literal) <= 30 else '"…"'
+        self.report(
+            "E004",
+            "The task of an agent's session is its `prompt:` property, on the line under it",
+            token_span(string),
+            help=f"write `prompt: {shown}` on the line under the session",
+            fix=Fix(
+                "move the prompt to a `prompt:` property",
+                (
+                    Edit(
+                        self.source.span(agent[3], string[3]),
+                        f"\n{' ' * column}prompt: {literal}",
+                    ),
+                ),
+            )
+            if fixable
+            else None,
+            rule='Session Statement: session → "session" ":" IDENTIFIER, sessionProperty → '
+            '"prompt:" string',
+        )
+        self.pos = at + 1
+        prompt = _string_node(string)
+        return n.Property(
+            span=prompt.span, name=n.Name(span=prompt.span, id="prompt"), value=prompt
+        )
 
     def header_colon(self) -> None:
         """`session "Synthesize":` with its properties under it (an early form of the
@@ -1647,6 +1953,18 @@ class _Parser:
             if kinds[pos] == NAME:
                 self.pos += 1
                 self.fail("expected ':' after the property name")
+            if kinds[pos] == ARROW and not inline:
+                self.report(
+                    "E004",
+                    "`->` joins sessions on one line; a session's properties end its chain",
+                    token_span(self.tokens[pos]),
+                    help='write the chain on one line (`session "A" -> session "B"`) and '
+                    "give the properties to its last session, or write the next session as "
+                    "its own statement",
+                    rule='Composition Blocks, Inline Sequence: arrowExpr → session ( "->" '
+                    "session )+, on one line",
+                )
+                raise _ParseError(properties=True)
             self.fail("expected a property ('name: value')")
         token = self.tokens[pos]
         name_span = Span(token[2], token[3], token[4], token[5], token[6], token[7])
@@ -1669,8 +1987,24 @@ class _Parser:
             else:
                 rules = self.property_block()
                 value = n.PermissionsBlock(span=self.span_from(pos + 2), rules=rules)
+        elif (
+            token[1] == "prompt"
+            and kinds[pos] == NAME
+            and kinds[pos + 1] not in _LAYOUT
+            and kinds[pos + 1] not in _NAME_GOES_ON
+            and kinds[pos + 1] != ","
+        ):
+            value = self.unquoted_prompt(pos)
+        elif token[1] in _PATTERN_RULES and self.unquoted_pattern_follows(pos):
+            value = self.unquoted_patterns(pos)
+        elif token[1] == "context" and kinds[pos] == "(" and kinds[pos + 1] == NAME:
+            value = self.parenthesised_context()
         else:
             value = self.expression()
+            if token[1] == "context" and isinstance(value, n.Name) and kinds[self.pos] == NAME:
+                value = self.spaced_context(value)
+            elif token[1] == "retry" and self.tokens[self.pos][1] == "times":
+                self.times_after_retry()
         if (
             self.kinds[self.pos] == ","
             and token[1] != "model"
@@ -1679,6 +2013,144 @@ class _Parser:
         ):
             value = self.unbracketed_list(token[1], value)
         return n.Property(span=self.span_after(name_span), name=name, value=value)
+
+    def unquoted_prompt(self, first: int) -> n.StringLit:
+        """`prompt: You are a helpful assistant.`: a prompt is a string. One E004 for the
+        line's text (the scanner's complaints inside it are dropped: the quotes take them
+        in) with the safe fix that quotes it; parsed as that string."""
+        span, raw = self.rest_of_line(first)
+        fix = None
+        if span.line == span.end_line:
+            # `{name}` in the words was meant as interpolation: the braces are kept
+            quoted = _plain_quote(raw)
+            fix = Fix(f"write {quoted}", (Edit(span, quoted),))
+            self.taken_in(span)
+        self.report(
+            "E004",
+            "A prompt is a quoted string",
+            span,
+            help=f"quote it: `prompt: {fix.edits[0].text}`"
+            if fix
+            else 'quote it: `prompt: "…"` (or `"""` for several lines)',
+            fix=fix,
+            rule='Session Statement: sessionProperty → "prompt:" string',
+        )
+        return n.StringLit(span=span, value=raw, parts=(raw,), triple=False)
+
+    def unquoted_pattern_follows(self, pos: int) -> bool:
+        """A permission rule's value written as a bare path or glob (`docs/`, `*.md`): more
+        than one token on the line (or a stray `**`), none of them a string or a bracket."""
+        kinds = self.kinds
+        end = pos
+        while kinds[end] not in _LAYOUT:
+            if kinds[end] in (STRING, "["):
+                return False
+            end += 1
+        # `**/*.md` is one unclosed `**`, `**/docs/**` a discretion: neither is a value here
+        return end - pos > 1 or kinds[pos] in (ERROR, DISCRETION)
+
+    def rest_of_line(self, first: int) -> tuple[Span, str]:
+        """The span and text of the tokens from ``first`` to the end of the line (parsing
+        goes on after them)."""
+        end = first
+        kinds, tokens = self.kinds, self.tokens
+        while kinds[end] not in _LAYOUT:
+            end += 1
+        head, last = tokens[first], tokens[end - 1]
+        span = Span(head[2], last[3], head[4], head[5], last[6], last[7])
+        self.pos = end
+        return span, self.source.text[span.start : span.end]
+
+    def taken_in(self, span: Span) -> None:
+        """Drop the scanner's reports inside ``span``: the fix's quotes take that text in."""
+        self.diagnostics[:] = [
+            d
+            for d in self.diagnostics
+            if not (span.start <= d.span.start and d.span.end <= span.end)
+        ]
+
+    def unquoted_patterns(self, first: int) -> n.ArrayLit:
+        """`write: docs/` or `read: *.md, *.txt` under `permissions:`: patterns are quoted
+        strings in brackets. One E016 for the line, with the safe fix that quotes each
+        comma-separated pattern; parsed as that array."""
+        span, raw = self.rest_of_line(first)
+        patterns = [p.strip() for p in raw.split(",") if p.strip()]
+        listed = "[" + ", ".join(_plain_quote(p) for p in patterns) + "]"
+        fix = None
+        if span.line == span.end_line and patterns:
+            fix = Fix(f"write {listed}", (Edit(span, listed),))
+            self.taken_in(span)
+        self.report(
+            "E016",
+            "Permission patterns are quoted strings in brackets",
+            span,
+            help=f"write `{listed}`",
+            fix=fix,
+            rule="Agent Definitions, Permission Types: read/write/execute take glob patterns, "
+            'permissions: read: ["*.md", "*.txt"]',
+        )
+        elements = tuple(
+            n.StringLit(span=span, value=p, parts=(p,), triple=False) for p in patterns
+        )
+        return n.ArrayLit(span=span, elements=elements)
+
+    def spaced_context(self, first: n.Name) -> n.Expr:
+        """`context: notes draft` (names separated by spaces): the grammar's list is
+        `[notes, draft]`. One E143 with that safe fix; parsed as the list."""
+        names = [first]
+        while self.kinds[self.pos] == NAME:
+            token = self.tokens[self.pos]
+            names.append(n.Name(span=token_span(token), id=token[1]))
+            self.pos += 1
+        if self.kinds[self.pos] not in _LAYOUT:
+            self.fail("expected the end of the statement")
+        span = self.source.span(first.span.start, names[-1].span.end)
+        listed = "[" + ", ".join(name.id for name in names) + "]"
+        self.report(
+            "E143",
+            "Several context variables are listed in brackets: `context: [a, b]`",
+            span,
+            help=f"write `context: {listed}`",
+            fix=Fix(f"write `{listed}`", (Edit(span, listed),)),
+        )
+        return n.ArrayLit(span=span, elements=tuple(names))
+
+    def parenthesised_context(self) -> n.ArrayLit:
+        """`context: (a, b)` (a tuple): the grammar's list is `[a, b]`. One E143 with that
+        safe fix; parsed as the list."""
+        opener = self.take()
+        names = self.name_list(")")
+        span = self.span_from(opener)
+        listed = "[" + ", ".join(name.id for name in names) + "]"
+        self.report(
+            "E143",
+            "Several context variables are listed in brackets: `context: [a, b]`",
+            span,
+            help=f"write `context: {listed}`",
+            fix=Fix(f"write `{listed}`", (Edit(span, listed),))
+            if span.line == span.end_line
+            else None,
+        )
+        return n.ArrayLit(span=span, elements=names)
+
+    def times_after_retry(self) -> None:
+        """`retry: 3 times`: the count alone."""
+        self.drop_times("`retry: 3 times` is written `retry: 3`", _RETRY_RULE)
+
+    def drop_times(self, message: str, rule: str | None = None) -> None:
+        """`times` after a count (`repeat 3 times:`, `retry: 3 times`): one E004 at the
+        word, the safe fix removes it, and parsing goes on after it."""
+        times = self.tokens[self.pos]
+        before = self.tokens[self.pos - 1]
+        self.report(
+            "E004",
+            message,
+            token_span(times),
+            help="remove `times`",
+            fix=Fix("remove `times`", (Edit(self.source.span(before[3], times[3]), ""),)),
+            rule=rule,
+        )
+        self.pos += 1
 
     def unbracketed_list(self, prop: str, first: n.Expr) -> n.ArrayLit:
         """`context: research, notes`: a list is written in brackets. One diagnostic (E143
@@ -1899,12 +2371,19 @@ class _Parser:
                         self.pos += 1
                     labels.append(label)
                     args.append(self.expression())
+                    if kinds[self.pos] in _ARGUMENT_STARTS and kinds[self.pos - 1] != ",":
+                        self.missing_comma()
+                        continue
                     if kinds[self.pos] != ",":
                         break
                     self.pos += 1
                 self.expect(")", "')' or ',' in the argument list")
             finally:
                 self.depth -= 1
+        elif self.kinds[self.pos] in (STRING, NUMBER) and self.kinds[self.pos + 1] in _LAYOUT:
+            args.append(self.unparenthesised_argument(name))
+            labels.append(None)
+            has_parens = True
         return n.DoCall(
             span=self.span_from(start),
             name=name,
@@ -1912,6 +2391,45 @@ class _Parser:
             has_parens=has_parens,
             labels=tuple(labels) if any(labels) else (),
         )
+
+    def missing_comma(self) -> None:
+        """`do review("app.py" "security")`: two arguments without the comma between them.
+        One E004 with the safe fix that inserts it; the list goes on."""
+        previous, token = self.tokens[self.pos - 1], self.tokens[self.pos]
+        at = self.source.span(previous[3], previous[3])
+        self.report(
+            "E004",
+            "Arguments are separated by commas",
+            token_span(token),
+            help="insert `,` between the arguments",
+            fix=Fix("insert `,`", (Edit(at, ","),)),
+            rule='Composition Blocks: args → "(" expression ( "," expression )* ")"',
+        )
+
+    def unparenthesised_argument(self, name: n.Name) -> n.Expr:
+        """`do review "app.py"`: a block's arguments go in parentheses. One E004 with the
+        safe fix that adds them; parsed as that call."""
+        token = self.tokens[self.pos]
+        span = token_span(token)
+        text = self.source.text[token[2] : token[3]]
+        self.report(
+            "E004",
+            f"A block's arguments go in parentheses: `do {name.id}({text})`",
+            span,
+            help=f"write `do {name.id}({text})`",
+            fix=Fix(
+                "put the argument in parentheses",
+                (Edit(self.source.span(name.span.end, token[3]), f"({text})"),),
+            )
+            if token[4] == token[6]
+            else None,
+            rule='Composition Blocks: doBlock → "do" IDENTIFIER args?, args → "(" expression '
+            '( "," expression )* ")"',
+        )
+        if token[0] == STRING:
+            self.pos += 1
+            return _string_node(token)
+        return self.number()
 
     def modifiers(self) -> tuple[n.Modifier, ...]:
         """``( item, ... )`` where an item is ``name: value`` or a bare value."""
@@ -1997,7 +2515,7 @@ class _Parser:
             self.pos += 1
             index = self.expect_name("an index variable after ','")
         self.expect("in", "'in' after the loop variable")
-        collection = self.nested_postfix()
+        collection = self.range_call(start, item, index, parallel) or self.nested_postfix()
         self.expect(":", "':' after the collection")
         body = self.body(required=False, construct="parallel for" if parallel else "for")
         return n.ForEach(
@@ -2009,6 +2527,44 @@ class _Parser:
             parallel=parallel,
             modifiers=modifiers,
         )
+
+    def range_call(
+        self, start: int, item: n.Name, index: n.Name | None, parallel: bool
+    ) -> n.ArrayLit | None:
+        """`for i in range(5):` (Python): OpenProse counts with `repeat 5 as i:` (from 0, as
+        range does). One E004 with that rewrite as the safe fix (a plain `for` with one
+        bound); the loop parses over the numbers 0..N-1, so its body is still checked."""
+        kinds, tokens = self.kinds, self.tokens
+        at = self.pos
+        if not (
+            kinds[at] == NAME
+            and tokens[at][1] == "range"
+            and kinds[at + 1] == "("
+            and kinds[at + 2] == NUMBER
+            and kinds[at + 3] == ")"
+        ):
+            return None
+        bound = tokens[at + 2][1]
+        count = int(bound) if bound.isdigit() else None
+        span = self.source.span(tokens[start][2], tokens[at + 3][3])
+        fix = None
+        if count is not None and 0 < count <= 1000 and index is None and not parallel:
+            rewrite = f"repeat {count} as {item.id}"
+            fix = Fix(f"write `{rewrite}`", (Edit(span, rewrite),))
+        self.report(
+            "E004",
+            f"`range({bound})` is not OpenProse: count with `repeat {bound} as {item.id}:`",
+            token_span(tokens[at]),
+            help=f"write `repeat {bound} as {item.id}:` (the index starts at 0)",
+            fix=fix,
+            rule='Fixed Loops: repeatBlock → "repeat" NUMBER ( "as" IDENTIFIER )? ":"',
+        )
+        self.pos = at + 4
+        where = self.source.span(tokens[at][2], tokens[at + 3][3])
+        numbers = tuple(
+            n.NumberLit(span=where, value=i, raw=str(i)) for i in range(min(count or 0, 1000))
+        )
+        return n.ArrayLit(span=where, elements=numbers)
 
     def for_stmt(self) -> n.ForEach:
         return self.for_each(self.pos, parallel=False, modifiers=())
@@ -2022,18 +2578,31 @@ class _Parser:
             index = self.expect_name("an index variable after 'as'")
         times = self.tokens[self.pos]
         if times[0] == NAME and times[1] == "times" and self.kinds[self.pos + 1] == ":":
-            before = self.tokens[self.pos - 1]
-            self.report(
-                "E004",
-                "`repeat 3 times:` is written `repeat 3:`",
-                token_span(times),
-                help="remove `times`",
-                fix=Fix("remove `times`", (Edit(self.source.span(before[3], times[3]), ""),)),
-            )
-            self.pos += 1
+            self.drop_times("`repeat 3 times:` is written `repeat 3:`")
         self.expect(":", "':' after the repeat count")
         body = self.body(required=False, construct="repeat")
         return n.Repeat(span=self.span_from(start), count=count, index=index, body=body)
+
+    def modifiers_after_index(self, as_at: Token, index: n.Name) -> tuple[n.Modifier, ...]:
+        """`loop as i (max: 3):`: the reference's order is condition, modifiers, then `as`.
+        One E004 with the safe fix that swaps the two; the loop parses with its modifiers."""
+        open_at = self.tokens[self.pos]
+        modifiers = self.modifiers()
+        close_end = self.tokens[self.pos - 1][3]
+        text = self.source.text
+        written = text[open_at[2] : close_end]
+        named = text[as_at[2] : index.span.end]
+        span = self.source.span(as_at[2], close_end)
+        self.report(
+            "E004",
+            f"The loop's modifiers come before `as`: `{written} {named}`",
+            span,
+            help=f"write `{written} {named}:`",
+            fix=Fix("put the modifiers before `as`", (Edit(span, f"{written} {named}"),)),
+            rule='Unbounded Loops, Complete Syntax: "condition comes before modifiers, '
+            'modifiers before `as`"',
+        )
+        return modifiers
 
     def bare_loop(self) -> n.Loop:
         """`while **c**:` / `until **c**:` at the start of a statement: the grammar's loop
@@ -2066,8 +2635,11 @@ class _Parser:
             modifiers = self.modifiers()
         index = None
         if kinds[self.pos] == "as":
+            as_at = self.tokens[self.pos]
             self.pos += 1
             index = self.expect_name("an index variable after 'as'")
+            if kinds[self.pos] == "(" and not has_parens:
+                modifiers, has_parens = self.modifiers_after_index(as_at, index), True
         self.expect(":", "':' after the loop header")
         body = self.body(required=False, construct="loop")
         return n.Loop(
@@ -2082,6 +2654,64 @@ class _Parser:
 
 
 _IDENTIFIER = re.compile(IDENT_PATTERN)
+
+
+_CONTROL_RULE = (
+    "Syntax Grammar (Implemented): statement → the grammar's keywords; a loop ends by its "
+    "condition or (max: N), a block's value is its last statement's"
+)
+_NO_SUCH_STATEMENT = {
+    "break": (
+        "OpenProse has no `break`: a loop ends when its condition says so or at its (max: N)",
+        (
+            "put the reason to stop into the loop's condition (`loop until **… or the step "
+            'failed**`), or `throw "…"` and catch it after the loop'
+        ),
+    ),
+    "continue": (
+        "OpenProse has no `continue`: every iteration runs the whole body",
+        "put the rest of the body under `if **…**:` to skip it",
+    ),
+    "return": (
+        "OpenProse has no `return`: a block's value is the value of its last statement",
+        (
+            "make the statement that gives the value the block's last one, and bind the "
+            "call: `let x = do name(...)`"
+        ),
+    ),
+    "pass": (
+        "OpenProse has no `pass`: a body may be left empty",
+        "remove the line",
+    ),
+}
+
+
+# Tokens that start an argument: one right after another means a missing comma.
+_ARGUMENT_STARTS = frozenset((STRING, NUMBER, NAME, "[", "{"))
+
+_PATTERN_RULES = frozenset(("read", "write", "execute"))
+
+
+def _plain_quote(text: str) -> str:
+    """``text`` as a string literal that keeps its `{name}` interpolations."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+_RETRY_RULE = 'Error Handling: retry_property ::= "retry" ":" number_literal'
+
+_INPUT_RULE = (
+    'Input Declarations: `input name: "description"` (inputDecl → "input" IDENTIFIER ":" '
+    "string); the caller provides every input"
+)
+# Words that name a type in other languages: `input count: number`, `input tags: list[str]`.
+_TYPE_WORDS = frozenset(
+    (
+        "string", "str", "text", "number", "int", "integer", "float", "double", "bool",
+        "boolean", "list", "array", "dict", "object", "map", "any", "json", "date",
+        "datetime", "url", "path", "file", "enum", "optional",
+    )
+)  # fmt: skip
+_TYPE_NOTATION = re.compile(r"\w+(\s*[\[<(][\w\s,\[\]<>|.?]*[\]>)])*\??(\s*\|\s*\w+)*\??")
 
 
 def _quote(text: str) -> str:

@@ -568,6 +568,18 @@ class _Scanner:
             return self.wide_token(STRING, start, end, decoded)
         return self.token(STRING, start, end, decoded)
 
+    def _path_fix(self, raw: str, index: int, offset: int) -> Fix | None:
+        """An unknown escape inside a Windows path (`C:\\Users\\team\\notes.md`): every
+        backslash of the path is a separator, including those that happen to spell a known
+        escape (`\\t`, `\\n` would become a tab and a line break), so the fix doubles them
+        all — one fix, the same for each unknown escape of the path. Unsafe, as any change of
+        the text the model reads."""
+        found = _path_backslashes(raw, index)
+        if not found or len(found) < 2:
+            return None
+        edits = tuple(Edit(self.source.span(offset + i, offset + i + 1), "\\\\") for i in found)
+        return Fix("double every backslash of the path", edits, safe=False)
+
     def decode(self, raw: str, offset: int, triple: bool) -> StringValue:
         """Split a string body into text and interpolations, decoding escapes."""
         parts: list[str | Interpolation] = []
@@ -590,7 +602,7 @@ class _Scanner:
                         "E002",
                         f'Unknown escape sequence {shown} (use \\\\ \\" \\n \\t or \\{{)',
                         span,
-                        _escape_fix(char, span),
+                        self._path_fix(raw, piece.start(), offset) or _escape_fix(char, span),
                     )
                     decoded = char
                 chunk.append(decoded)
@@ -610,6 +622,30 @@ class _Scanner:
             parts = [p.replace("\r\n", "\n") if isinstance(p, str) else p for p in parts]
         value = "".join(p if isinstance(p, str) else _placeholder(p) for p in parts)
         return StringValue(value, tuple(parts), triple)
+
+
+_PATH_WORD = re.compile(r'[^\s"\'`()<>]+')
+# A Windows path: a drive (`C:\`), or a backslash before a letter at least twice in one word.
+_WINDOWS_PATH = re.compile(r"(?:[A-Za-z]:\\|(?:[^\\]*\\[A-Za-z0-9_.$%~-]){2})")
+
+
+def _path_backslashes(raw: str, index: int) -> list[int] | None:
+    """The single backslashes of the Windows path around ``raw[index]`` (`C:\\Users\\team`),
+    or None when the word there is no path."""
+    for word in _PATH_WORD.finditer(raw):
+        if word.start() <= index < word.end():
+            if not _WINDOWS_PATH.match(word.group()):
+                return None
+            found, at = [], word.start()
+            while at < word.end():
+                if raw[at] == "\\":
+                    if raw.startswith("\\\\", at) or raw.startswith('\\"', at):
+                        at += 2
+                        continue
+                    found.append(at)
+                at += 1
+            return found
+    return None
 
 
 def _escape_fix(char: str, span: Span) -> Fix | None:

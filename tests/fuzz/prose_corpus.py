@@ -28,7 +28,7 @@ _CONFORMANCE = ROOT / "tests" / "openprose" / "conformance"
 # included (their recoveries are where the parser does the most)
 EXAMPLES = sorted((ROOT / "examples").glob("*.prose")) + sorted(
     p
-    for folder in ("reference_examples", "fixable", "beyond_grammar")
+    for folder in ("reference_examples", "fixable", "beyond_grammar", "workflows")
     for p in (_CONFORMANCE / folder).glob("*.prose")
 )
 PROGRAMS = [p.read_bytes() for p in EXAMPLES]
@@ -57,7 +57,7 @@ FRAGMENTS: list[bytes] = [
         "]", "{", "}", "|", "->", "#", "\n", "\n  ", "\n    ", "\r\n", "\t", " ", "\x00",
         "\x1b[2J", "\x1b]0;t\x07", "\u202e", "\ufeff", "é", "🦉", "9" * 5000, "-1e999",
         "[" * 3000, "{" * 3000, '{"a":' * 2000, "null", "true", "1e400", "NaN", "..", "~",
-        "/dev/zero", "http://", "@x/y", "\n    - ", "skills:", "name: ", b"\xff\xfe", b"\xc3", b"\xed\xa0\x80",
+        "/dev/zero", "http://", "@x/y", "\n    - ", "skills:", "name: ", "except", "return", "break", "string", "C:\\Users", b"\xff\xfe", b"\xc3", b"\xed\xa0\x80",
     )
 ]  # fmt: skip
 

@@ -126,6 +126,7 @@ def check_program(
         contracts = local_contracts if project_dir is None else _cached(project_dir)
     ck = Checker(program.path, project_dir, contracts, _DISPATCH)
     ck.source = source
+    ck.check_imported = check
     ck.branch_groups = find_groups(program, source)
     ck.program = program
     ck.memory_on_disk = project_dir is not None if memory_on_disk is None else memory_on_disk

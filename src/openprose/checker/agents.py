@@ -9,7 +9,9 @@ from typing import Literal
 from openprose import nodes as n
 from openprose.checker.bindings import check_context
 from openprose.checker.state import AgentInfo, Checker, Handler, Persist, span_of
+from openprose.contracts import is_local_path
 from openprose.diagnostics import Edit, Fix
+from openprose.source import Span
 from openprose.suggest import closest, did_you_mean
 from openprose.vocabulary import (
     AGENT_PROPERTIES,
@@ -90,12 +92,15 @@ def check_properties(
         if key not in known:
             guess = closest(key, known)
             listed = f" (known: {', '.join(known)})"
+            meant = _FOREIGN_PROPERTIES.get(key.lower())
+            if guess is None and meant is not None and meant[0] in known and meant[0] not in seen:
+                guess = meant[0]  # `system_prompt:` is the agent's `prompt:`
             ck.emit(
                 "W005",
                 prop.name.span,
                 f"Unknown {where} property '{key}'"
                 + (f" (did you mean `{guess}`?)" if guess else listed),
-                help=f"rename it to `{guess}`" if guess else None,
+                help=(meant[1] if meant else f"rename it to `{guess}`") if meant or guess else None,
                 fix=Fix.nearest_word(prop.name.span, key, guess) if guess else None,
             )
             continue
@@ -159,8 +164,14 @@ def _model(ck: Checker, prop: n.Property, where: Where) -> None:
         f"Invalid model value{f' `{shown}`' if shown else ''}: must be sonnet, opus, or haiku"
         + (f" (did you mean `{guess}`?)" if guess else ""),
         help=help_,
-        fix=Fix.nearest_word(span_of(value), shown, guess) if guess and shown else None,
+        fix=_model_fix(span_of(value), shown, guess) if guess and shown else None,
     )
+
+
+def _model_fix(span: Span, shown: str, guess: str) -> Fix:
+    """The nearest model alias; safe when only the letter case differs (`Opus`)."""
+    fix = Fix.nearest_word(span, shown, guess)
+    return Fix(fix.title, fix.edits) if shown.lower() == guess else fix
 
 
 def _prompt(ck: Checker, prop: n.Property, where: Where) -> None:
@@ -228,12 +239,25 @@ def _skills(ck: Checker, prop: n.Property, where: Where) -> None:
     imported = ck.skill_names
     for element in value.elements:
         if not isinstance(element, n.StringLit):
-            ck.emit("E014", span_of(element), "Skill name must be a string")
+            ck.emit(
+                "E014",
+                span_of(element),
+                "Skill name must be a string",
+                fix=_quote_name_fix(element),
+            )
         elif element.value not in imported:
             ck.emit(
                 "W007",
                 element.span,
                 f"Skill '{element.value}' not imported: add `use \"@handle/{element.value}\"`",
+            )
+        elif (program := _local_program(ck, element.value)) is not None:
+            ck.emit(
+                "W007",
+                element.span,
+                f"Skill '{element.value}' names the program {program}, not a skill: a "
+                f"program is called (`{element.value}(...)`), a skill is imported with "
+                '`use "@handle/skill"`',
             )
 
 
@@ -259,7 +283,12 @@ def _permissions(ck: Checker, prop: n.Property, where: Where) -> None:
             if isinstance(value, n.ArrayLit):
                 for element in value.elements:
                     if not isinstance(element, n.StringLit):
-                        ck.emit("E016", span_of(element), "Permission pattern must be a string")
+                        ck.emit(
+                            "E016",
+                            span_of(element),
+                            "Permission pattern must be a string",
+                            fix=_quote_name_fix(element),
+                        )
                 continue
             if isinstance(value, n.StringLit):
                 continue
@@ -280,11 +309,59 @@ def _permissions(ck: Checker, prop: n.Property, where: Where) -> None:
                 if kind in PATTERN_PERMISSIONS
                 else "allow, deny or prompt"
             )
+            word = value.id if isinstance(value, n.Name) else None
+            meant = _FLAG_MODES.get(word.lower()) if word else None
             ck.emit(
                 "W009",
                 span_of(value),
-                f"Unknown permission value for '{kind}': expected {expected}",
+                f"Unknown permission value for '{kind}': expected {expected}"
+                + (" (an unknown value denies)" if meant == "allow" else ""),
+                help=f"write `{meant}`" if meant else None,
+                # `false` already denies (safe); `true` would grant what it now denies
+                fix=Fix(f"write `{meant}`", (Edit(value.span, meant),), safe=meant == "deny")
+                if meant and isinstance(value, n.Name)
+                else None,
             )
+
+
+# Flags written for a permission mode: what the author meant.
+_FLAG_MODES = {
+    "true": "allow", "yes": "allow", "on": "allow", "allowed": "allow",
+    "false": "deny", "no": "deny", "off": "deny", "none": "deny", "denied": "deny",
+    "ask": "prompt", "confirm": "prompt",
+}  # fmt: skip
+
+
+# Properties of other agent frameworks: what OpenProse writes instead (a property to rename
+# to, when there is one, and the help line).
+_FOREIGN_PROPERTIES: dict[str, tuple[str, str]] = {
+    name: ("prompt", "an agent's instructions are its `prompt:`")
+    for name in ("system", "system_prompt", "instructions", "role", "persona", "backstory")
+} | {
+    "tools": ("", "an agent's tools come from `permissions:` and `skills:`"),
+    "description": ("", "describe the agent in a comment, or in its `prompt:`"),
+    "goal": ("", "say the goal in the agent's `prompt:` or the session's"),
+    "memory": ("", "an agent keeps memory with `persist: true` (or project)"),
+} | {
+    name: ("", "sampling settings are not part of a program: the provider's defaults apply")
+    for name in ("temperature", "max_tokens", "top_p", "top_k", "seed", "stop")
+}  # fmt: skip
+
+
+def _local_program(ck: Checker, name: str) -> str | None:
+    """The local `.prose` path that the `use` named ``name`` imports, if it is one."""
+    info = ck.imports.get(name)
+    if info is None:
+        return None
+    path = info.node.path.value
+    return path if is_local_path(path) else None
+
+
+def _quote_name_fix(element: object) -> Fix | None:
+    """`skills: [web-search]`: a bare name where a string goes; the safe fix quotes it."""
+    if isinstance(element, n.Name):
+        return Fix(f'write "{element.id}"', (Edit(element.span, f'"{element.id}"'),))
+    return None
 
 
 def _context(ck: Checker, prop: n.Property, where: Where) -> None:
@@ -309,11 +386,16 @@ def _backoff(ck: Checker, prop: n.Property, where: Where) -> None:
     value = prop.value
     if isinstance(value, n.Name) and value.id in BACKOFFS or quoted_enum(ck, value, BACKOFFS):
         return
-    hint = did_you_mean(value.id, BACKOFFS) if isinstance(value, n.Name) else ""
+    guess = closest(value.id, BACKOFFS) if isinstance(value, n.Name) else None
     ck.emit(
         "E165",
         span_of(value),
-        f"Invalid backoff strategy: must be none, linear, or exponential{hint}",
+        "Invalid backoff strategy: must be none, linear, or exponential"
+        + (f" (did you mean `{guess}`?)" if guess else ""),
+        help=f"write `{guess}`" if guess else None,
+        fix=Fix.nearest_word(value.span, value.id, guess)
+        if guess and isinstance(value, n.Name)
+        else None,
     )
 
 

@@ -37,8 +37,10 @@ def declare(
     *,
     program: str | None = None,
     contract: ProgramContract | None = None,
+    value: n.Expr | None = None,
 ) -> None:
-    """Declare a flat-namespace name, reporting every collision the reference forbids."""
+    """Declare a flat-namespace name, reporting every collision the reference forbids
+    (``value``: what a `let` binds, for the fix of a second `let` of the same name)."""
     ident = name.id
     if not ident:
         return  # the declaring statement reports the empty name
@@ -71,7 +73,7 @@ def declare(
             ck.emit("E021", name.span, f"Input '{ident}' already declared (line {prior.span.line})")
         else:
             if not _branch_collision(ck, "E019", name, prior, "let"):
-                fix = _reassign_fix(ck, name, kind, prior)
+                fix = _reassign_fix(ck, name, kind, prior, value)
                 ck.emit(
                     "E019",
                     name.span,
@@ -93,6 +95,7 @@ def _branch_collision(ck: Checker, code: str, name: n.Name, prior: Var, keyword:
     if group is None or prior.span.start not in group.starts:
         return False
     ident, where = name.id, f"another branch of this {group.keyword} (line {prior.span.line})"
+    ck.branch_collided.add(ident)
     ck.emit(
         code,
         name.span,
@@ -107,18 +110,26 @@ def _branch_collision(ck: Checker, code: str, name: n.Name, prior: Var, keyword:
     return True
 
 
-def _reassign_fix(ck: Checker, name: n.Name, kind: FlatKind, prior: Var) -> Fix | None:
+def _reassign_fix(
+    ck: Checker, name: n.Name, kind: FlatKind, prior: Var, value: n.Expr | None
+) -> Fix | None:
     """`let smell = …` again inside a loop, branch or `try` body, where `smell` is a visible
     `let` from outside it: in the flat namespace that is the same variable, so what the
     author wrote means giving it a new value — `smell = …` ("Variable reassignment … for
-    let only"). At the same level a second `let` may as well be a second name: no fix."""
+    let only"). At the same level a second `let` may as well be a second name, unless its
+    value reads the name itself (`let draft = session … context: draft`): that is a
+    revision of the variable, offered as an unsafe fix."""
     if kind != "let" or prior.kind != "let" or ck.scope.visible.get(name.id) is not prior:
         return None
     if ck.scope.in_block and not ck.scope.declared_in_this_block(name.id):
         return None  # a block re-using a program's name most likely means a name of its own
     guards = ck.guards
+    safe = True
     if len(guards) <= len(prior.guards) or guards[: len(prior.guards)] != prior.guards:
-        return None  # not deeper in (in a loop, branch or try): a second name, or a typo?
+        # not deeper in (in a loop, branch or try): a second name, or a typo?
+        if value is None or not _mentions(value, name.id):
+            return None
+        safe = False
     if ck.source is None:
         return None
     text = ck.source_text
@@ -131,7 +142,25 @@ def _reassign_fix(ck: Checker, name: n.Name, kind: FlatKind, prior: Var) -> Fix 
     return Fix(
         f"assign `{name.id}` (drop `let`): it is the variable of line {prior.span.line}",
         (Edit(ck.span_at(at, name.span.start), ""),),
+        safe=safe,
     )
+
+
+def _mentions(value: n.Expr, ident: str) -> bool:
+    """Whether ``value`` reads the variable ``ident`` (as a name, in context or in `{…}`)."""
+    from dataclasses import fields, is_dataclass
+
+    stack: list[object] = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, tuple):
+            stack.extend(node)
+        elif isinstance(node, n.Name | n.Interpolation):
+            if (node.id if isinstance(node, n.Name) else node.name) == ident:
+                return True
+        elif is_dataclass(node):
+            stack.extend(getattr(node, f.name) for f in fields(node) if f.name != "span")
+    return False
 
 
 def bind_scoped(ck: Checker, ident: str, span: Span, kind: ScopedKind, shadow_code: str) -> None:
@@ -159,7 +188,7 @@ def _binding(ck: Checker, node: n.Binding) -> None:
     program, contract = call_result(ck, node.value)
     target = node.target
     if isinstance(target, n.Name):
-        declare(ck, target, node.kind, program=program, contract=contract)
+        declare(ck, target, node.kind, program=program, contract=contract, value=node.value)
         return
     for name in target.names:
         declare(ck, name, node.kind)
@@ -179,9 +208,33 @@ def _assign(ck: Checker, node: n.Assign) -> None:
     if var is None:
         return
     if var.is_const:
-        ck.emit("E144", target.span, f"Cannot reassign {describe(var)}")
+        ck.emit(
+            "E144",
+            target.span,
+            f"Cannot reassign {describe(var)}",
+            fix=_const_to_let_fix(ck, var),
+        )
         return
     var.program, var.contract = call_result(ck, node.value)
+
+
+def _const_to_let_fix(ck: Checker, var: Var) -> Fix | None:
+    """A `const` reassigned later: the program treats it as a variable, so the fix declares
+    it with `let` (unsafe: the author may have meant a new name instead)."""
+    text = ck.source_text
+    if var.kind != "const" or not text:
+        return None
+    line_start = text.rfind("\n", 0, var.span.start) + 1
+    before = text[line_start : var.span.start]
+    keyword = before.rfind("const")
+    if keyword == -1 or before[keyword:].split() != ["const"]:
+        return None
+    at = line_start + keyword
+    return Fix(
+        f"declare '{var.name}' with `let`",
+        (Edit(ck.span_at(at, at + 5), "let"),),
+        safe=False,
+    )
 
 
 def _output(ck: Checker, node: n.Output) -> None:
@@ -271,6 +324,8 @@ def _string(ck: Checker, node: n.StringLit) -> None:
             f"Undefined variable '{part.name}' in string interpolation",
             None if part.name in ck.scope.visible else _escape_fix(ck, part),
         )
+        if var is not None:
+            _template_braces(ck, part)
         if var is not None and var.program is not None and part.path:
             # point at `field` in `{result.field}`, as for `result.field` outside strings
             # (an interpolation never spans lines)
@@ -285,6 +340,32 @@ def _string(ck: Checker, node: n.StringLit) -> None:
                 span.column + skip + len(field),
             )
             check_output_access(ck, var.program, var.contract, field, at)
+
+
+def _template_braces(ck: Checker, part: n.Interpolation) -> None:
+    """`{{name}}` (Jinja, Mustache) or `${name}` (JavaScript, shell) around a variable: the
+    interpolation is `{name}`, so the model would read `{Ada}` or `$Ada`. W171 with the safe
+    fix that removes the extra characters (the value is what the author meant to show)."""
+    text = ck.source_text
+    start, end = part.span.start, part.span.end
+    edits: tuple[Edit, ...]
+    if not text or text[start : start + 1] != "{" or text[end - 1 : end] != "}":
+        return
+    if text[start - 1 : start] == "{" and text[end : end + 1] == "}":
+        edits = (Edit(ck.span_at(start - 1, start), ""), Edit(ck.span_at(end, end + 1), ""))
+        shown, at = "{" + text[start:end] + "}", ck.span_at(start - 1, end + 1)
+    elif text[start - 1 : start] == "$" and text[start - 2 : start - 1] != "\\":
+        edits = (Edit(ck.span_at(start - 1, start), ""),)
+        shown, at = "$" + text[start:end], ck.span_at(start - 1, end)
+    else:
+        return
+    ck.emit(
+        "W171",
+        at,
+        f"`{shown}`: OpenProse interpolates `{text[start:end]}`; the extra characters stay in "
+        "the text",
+        fix=Fix(f"write `{text[start:end]}`", edits),
+    )
 
 
 def _move_input_fix(ck: Checker, node: n.Input) -> Fix | None:
@@ -342,7 +423,7 @@ def check_context(ck: Checker, value: n.Expr | n.PermissionsBlock) -> None:
     if isinstance(value, n.ArrayLit):
         for element in value.elements:
             if isinstance(element, n.Name | n.Attribute):
-                _context_ref(ck, element)
+                _context_ref(ck, element, value)
             else:
                 ck.emit(
                     "E143", span_of(element), "Context array elements must be variable references"
@@ -384,11 +465,42 @@ def _context_block(ck: Checker, block: n.PermissionsBlock) -> None:
     )
 
 
-def _context_ref(ck: Checker, ref: n.Name | n.Attribute) -> None:
+def _context_ref(ck: Checker, ref: n.Name | n.Attribute, array: n.ArrayLit | None = None) -> None:
     if isinstance(ref, n.Name):
-        ck.resolve(ref.id, ref.span, "E142", f"Undefined variable '{ref.id}' in context")
+        ident = ref.id
+        if (
+            ident in _FOREIGN_LITERALS
+            and ident not in ck.declared
+            and ident not in ck.scope.visible
+        ):
+            ck.emit(
+                "E142",
+                ref.span,
+                f"Undefined variable '{ident}' in context: OpenProse has no boolean or null "
+                "values, and context lists variables",
+                help=f"remove `{ident}` from the context",
+                fix=_drop_element_fix(ck, ref, array),
+            )
+            return
+        ck.resolve(ident, ref.span, "E142", f"Undefined variable '{ident}' in context")
     else:
         check_attribute(ck, ref, "E142")
+
+
+def _drop_element_fix(ck: Checker, ref: n.Name, array: n.ArrayLit | None) -> Fix | None:
+    """`context: [notes, null]`: a null passes nothing, so removing it (with its comma)
+    keeps what the session sees. Unsafe: the author may have meant a variable of that name."""
+    text = ck.source_text
+    if array is None or len(array.elements) < 2 or not text:
+        return None
+    index = next(i for i, e in enumerate(array.elements) if e is ref)
+    if index + 1 < len(array.elements):
+        start, end = ref.span.start, array.elements[index + 1].span.start
+    else:
+        start, end = array.elements[index - 1].span.end, ref.span.end
+    if "\n" in text[start:end] or "#" in text[start:end]:
+        return None
+    return Fix(f"remove `{ref.id}`", (Edit(ck.span_at(start, end), ""),), safe=False)
 
 
 HANDLERS: dict[type, Handler] = {

@@ -121,8 +121,19 @@ def _parallel(ck: Checker, node: n.Parallel) -> None:
     outer = ck.joining
     ck.joining = outer | {name.id for _, name in named}
     ck.depth += 1
+    racing = ck.racing
+    bound: set[str] = set()
     for branch in node.branches:
+        # a `let` in an earlier branch is bound concurrently with this one
+        ck.racing = racing | bound
         ck.visit(branch.body)
+        body = branch.body
+        if isinstance(body, n.Binding | n.Output):
+            target = body.target if isinstance(body, n.Binding) else body.name
+            bound.update(
+                [target.id] if isinstance(target, n.Name) else [t.id for t in target.names]
+            )
+    ck.racing = racing
     ck.depth -= 1
     ck.joining = outer
     # Branches run concurrently: their results exist only once the block has joined.
@@ -136,7 +147,9 @@ def _parallel(ck: Checker, node: n.Parallel) -> None:
 
 def _repeat(ck: Checker, node: n.Repeat) -> None:
     count = node.count
-    if not isinstance(count, n.NumberLit) or not isinstance(count.value, int):
+    if isinstance(count, n.Name):
+        _named_count(ck, count, "E157", "Repeat count", "repeat 3:")
+    elif not isinstance(count, n.NumberLit) or not isinstance(count.value, int):
         ck.emit(
             "E157", span_of(count), "Repeat count must be an integer", fix=quoted_number_fix(count)
         )
@@ -151,6 +164,55 @@ def _repeat(ck: Checker, node: n.Repeat) -> None:
         with ck.conditional("repeat body", node.span):
             ck.body(node.body)
     ck.scope.close()
+
+
+def _named_count(ck: Checker, name: n.Name, code: str, what: str, form: str) -> None:
+    """`repeat MAX:` / `(max: LIMIT)`: the grammar's count is a NUMBER written in the program
+    (fixed before the run, so a reader sees how often the body runs). A `const` bound to a
+    whole number is that number: the safe fix writes it in. A `let` bound to one may be
+    reassigned before the loop, so its fix is unsafe; any other name is a value only the run
+    knows, and the help names the forms that take one."""
+    bound = _bound_number(ck, name.id)
+    if bound is not None:
+        kind, number, line = bound
+        ck.emit(
+            code,
+            name.span,
+            f"{what} must be an integer written in the program: '{name.id}' is a variable "
+            f"({kind} {name.id} = {number}, line {line})",
+            help=f"write the number: `{number}`",
+            fix=Fix(f"write `{number}`", (Edit(name.span, str(number)),), safe=kind == "const"),
+        )
+        return
+    ck.emit(
+        code,
+        name.span,
+        f"{what} must be an integer written in the program, not the variable '{name.id}'",
+        help=f"write a whole number (`{form}`); for a count known only when the program "
+        "runs, loop over a list (`for x in items:`) or until a condition "
+        "(`loop until **…** (max: N):`)",
+    )
+
+
+def _bound_number(ck: Checker, ident: str) -> tuple[str, int, int] | None:
+    """(kind, number, line) when ``ident`` is a visible `let`/`const` declared at the
+    program's top level with a positive whole number as its value."""
+    var = ck.scope.visible.get(ident)
+    if var is None or var.kind not in ("let", "const") or ck.program is None:
+        return None
+    for stmt in ck.program.body:
+        if (
+            isinstance(stmt, n.Binding)
+            and isinstance(stmt.target, n.Name)
+            and stmt.target.id == ident
+            and stmt.target.span == var.span
+            and isinstance(stmt.value, n.NumberLit)
+            and isinstance(stmt.value.value, int)
+            and not isinstance(stmt.value.value, bool)
+            and stmt.value.value > 0
+        ):
+            return stmt.kind, stmt.value.value, stmt.target.span.line
+    return None
 
 
 def _collection(ck: Checker, collection: n.Expr) -> None:
@@ -200,7 +262,9 @@ def _loop(ck: Checker, node: n.Loop) -> None:
             continue
         has_max = True
         value = modifier.value
-        if not isinstance(value, n.NumberLit) or not isinstance(value.value, int):
+        if isinstance(value, n.Name):
+            _named_count(ck, value, "E160", "Max iterations", "(max: 10)")
+        elif not isinstance(value, n.NumberLit) or not isinstance(value.value, int):
             ck.emit(
                 "E160",
                 span_of(value),
@@ -230,6 +294,10 @@ def _pipeline(ck: Checker, node: n.Pipeline) -> None:
     for op in node.ops:
         ck.scope.open()
         if op.op in IMPLICIT_ITEM_OPS:
+            bind_scoped(ck, "item", op.span, "pipeline", "W147")
+        elif op.accumulator is None and op.item is None:
+            # `reduce:` without its names is E121 already; a body reading `item` (as in
+            # map) is that same slip, not a second problem
             bind_scoped(ck, "item", op.span, "pipeline", "W147")
         else:
             for name in (op.accumulator, op.item):

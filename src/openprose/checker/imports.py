@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import re
+from contextvars import ContextVar
 from pathlib import Path
 
 from openprose import nodes as n
 from openprose.checker.state import Checker, Handler, ImportInfo
 from openprose.contracts import ProgramContract, is_local_path
+from openprose.diagnostics import Edit, Fix
 from openprose.source import Span
 from openprose.suggest import closest
 
@@ -56,7 +58,12 @@ def register_use(ck: Checker, node: n.Use) -> None:
             return
     earlier = ck.import_paths.get(path)
     if earlier is not None:
-        ck.emit("E010", span, f"Program '{path}' already imported (line {earlier.span.line})")
+        ck.emit(
+            "E010",
+            span,
+            f"Program '{path}' already imported (line {earlier.span.line})",
+            fix=_duplicate_use_fix(ck, node, earlier),
+        )
         return
     ck.import_paths[path] = node
     slug = default_name(path)
@@ -88,6 +95,59 @@ def _check_local_file(ck: Checker, info: ImportInfo, path: str, span: Span) -> N
     if not file.is_file():
         info.file_missing = True
         ck.emit("E170", span, f"Imported program file not found: {file}")
+        return
+    _check_imported(ck, file, path, span)
+
+
+# The local programs being checked on this thread, outermost first: a `use` of one of them
+# is an import cycle (which `prose run` refuses too).
+_CHECKING: ContextVar[tuple[Path, ...]] = ContextVar("_CHECKING", default=())
+
+
+def _check_imported(ck: Checker, file: Path, path: str, span: Span) -> None:
+    """A local program is checked with the one importing it, as `prose run` checks it
+    before running: its first error, or the cycle, is one E171 at the `use` (the run would
+    refuse with it), so `prose check main.prose` does not call a program clean that cannot
+    run. Only when the importing file's own path is known (its imports resolve from it)."""
+    from openprose.parser import parse, read_source
+
+    check = ck.check_imported
+    if check is None:
+        return
+    try:
+        resolved = file.resolve()
+    except (OSError, RuntimeError):
+        return
+    source, _ = read_source(resolved)  # bounded and decoded as a program file is
+    if source is None:
+        return  # unreadable: the contract lookup and the run report it
+    outer = _CHECKING.get()
+    here = Path(ck.path).resolve() if not ck.path.startswith("<") else None
+    chain = (*outer, here) if here is not None and not outer else outer
+    if resolved in chain:
+        shown = " -> ".join(p.name for p in (*chain[chain.index(resolved) :], resolved))
+        ck.emit("E171", span, f"Import cycle: {shown}")
+        return
+    token = _CHECKING.set((*chain, resolved))
+    try:
+        found = check(parse(source))
+    finally:
+        _CHECKING.reset(token)
+    first = next((d for d in found if d.is_error), None)
+    if first is None:
+        return
+    errors = sum(1 for d in found if d.is_error)
+    more = f" (and {errors - 1} more)" if errors > 1 else ""
+    if first.code == "E171" and first.message.startswith("Import cycle"):
+        message = first.message
+    elif first.code == "E171":
+        message = f"Imported program '{path}' does not check: {first.message}"
+    else:
+        message = (
+            f"Imported program '{path}' does not check: {path}:{first.line}:{first.column}: "
+            f"{first.code} {first.message}{more}"
+        )
+    ck.emit("E171", span, message)
 
 
 def _use(ck: Checker, node: n.Use) -> None:
@@ -147,26 +207,61 @@ def _program_call(ck: Checker, node: n.ProgramCall) -> None:
             if guess
             else ""
         )
-        ck.emit("E025", callee.span, f"Program '{callee.id}' not imported{hint}")
+        rename = guess is not None and callee.id not in ck.blocks
+        ck.emit(
+            "E025",
+            callee.span,
+            f"Program '{callee.id}' not imported{hint}",
+            help=f"write `{guess}`" if rename else None,
+            fix=Fix.nearest_word(callee.span, callee.id, guess) if rename and guess else None,
+        )
         return
     contract = contract_for(ck, info)
     if contract is None:
         return
     inputs = contract.inputs
-    for name, arg in given.items():
-        if name not in inputs:
-            ck.emit(
-                "E027",
-                arg.name.span,
-                f"Input '{name}' not declared in program '{callee.id}'{_listing(inputs)}",
-            )
-    for name in inputs:
-        if name not in given:
-            ck.emit(
-                "E026",
-                callee.span,
-                f"Required input '{name}' not provided to program '{callee.id}'",
-            )
+    unknown = [name for name in given if name not in inputs]
+    missing = [name for name in inputs if name not in given]
+    # One label that names no input while one input is not given: the value was likely
+    # meant for it (`reader:` for `audience`); the unsafe fix renames the label, which
+    # resolves both rows (E027 here, E026 below).
+    lone = missing[0] if len(unknown) == 1 and len(missing) == 1 else None
+    for name in unknown:
+        arg = given[name]
+        guess = closest(name, inputs)
+        if guess is not None:
+            hint = f" (did you mean `{guess}`?)"
+        elif lone is not None:
+            guess, hint = lone, f" (the input `{lone}` is not given: is this value for it?)"
+        else:
+            hint = ""
+        ck.emit(
+            "E027",
+            arg.name.span,
+            f"Input '{name}' not declared in program '{callee.id}'{_listing(inputs)}{hint}",
+            help=f"write `{guess}`" if guess else None,
+            fix=Fix.nearest_word(arg.name.span, name, guess) if guess else None,
+        )
+    for name in missing:
+        ck.emit(
+            "E026",
+            callee.span,
+            f"Required input '{name}' not provided to program '{callee.id}'",
+        )
+
+
+def _duplicate_use_fix(ck: Checker, node: n.Use, earlier: n.Use) -> Fix | None:
+    """The same `use` line twice (same path, same alias): the second says nothing new, so
+    the safe fix removes it (with its line). A second alias is left to the author."""
+    text = ck.source_text
+    if not text or (node.alias and node.alias.id) != (earlier.alias and earlier.alias.id):
+        return None
+    start = text.rfind("\n", 0, node.span.start) + 1
+    end = text.find("\n", node.span.end)
+    end = len(text) if end == -1 else end + 1
+    if text[start : node.span.start].strip() or text[node.span.end : end].strip(" \t\r\n"):
+        return None  # not alone on its line (a comment after it is kept by the author)
+    return Fix("remove the repeated `use`", (Edit(ck.span_at(start, end), ""),))
 
 
 def _listing(names: tuple[str, ...]) -> str:

@@ -115,12 +115,39 @@ def _inline_prompt_fix(ck: Checker, node: n.Session, prompt: n.Property) -> Fix 
     return Fix("move the prompt onto the session line", edits)
 
 
+def _persist_fix(ck: Checker, agent: n.AgentDef) -> Fix | None:
+    """`resume:` of an agent without `persist:`: the author means the agent to remember, so
+    the fix gives it `persist: true` (memory for this run), as a line under its last
+    property. Unsafe: the agent's sessions then keep memory, which they did not."""
+    text = ck.source_text
+    if not text or not agent.properties:
+        return None
+    last = agent.properties[-1]
+    first = agent.properties[0]
+    line_start = text.rfind("\n", 0, first.span.start) + 1
+    indent = text[line_start : first.span.start]
+    if indent.strip() or last.span.end_line != last.span.line and "\n" in indent:
+        return None
+    end = text.find("\n", last.span.end)
+    if end == -1:
+        return None
+    at = ck.span_at(end + 1, end + 1)
+    return Fix(
+        f"add `persist: true` to agent '{agent.name.id}'",
+        (Edit(at, f"{indent}persist: true\n"),),
+        safe=False,
+    )
+
+
 def _resume_memory(ck: Checker, agent: n.Name, info: AgentInfo) -> None:
     if info.persist == "none":
         ck.emit(
             "E017",
             agent.span,
             f"Agent '{agent.id}' must have a `persist:` property to use `resume:`",
+            help=f"add `persist: true` to agent '{agent.id}' (line {info.node.span.line}), "
+            "or use `session:`",
+            fix=_persist_fix(ck, info.node),
         )
         return
     if info.persist == "invalid" or agent.id in ck.started_agents:
@@ -134,6 +161,20 @@ def _resume_memory(ck: Checker, agent: n.Name, info: AgentInfo) -> None:
         ck.finishers.append(finish)
         return
     _require_memory(ck, agent, info)
+
+
+def _keyword_fix(ck: Checker, agent: n.Name, old: str, new: str, *, safe: bool) -> Fix | None:
+    """`resume: a` → `session: a`: the first invocation of an agent whose memory cannot
+    exist yet (persist: true, nothing earlier in the run), the reference's own advice. (Not
+    offered the other way for W011: the earlier session may be in a branch not taken.)"""
+    text = ck.source_text
+    line_start = text.rfind("\n", 0, agent.span.start) + 1
+    before = text[line_start : agent.span.start]
+    at = before.rfind(old)
+    if at == -1 or before[at:].replace(" ", "") != f"{old}:":
+        return None
+    start = line_start + at
+    return Fix(f"write `{new}:`", (Edit(ck.span_at(start, start + len(old)), new),), safe=safe)
 
 
 def _require_memory(ck: Checker, agent: n.Name, info: AgentInfo) -> None:
@@ -155,6 +196,7 @@ def _require_memory(ck: Checker, agent: n.Name, info: AgentInfo) -> None:
             f"No memory exists for agent '{agent.id}' here: its memory (persist: true) is "
             f"created by a `session: {agent.id}` earlier in the run; use `session:` for the "
             "first invocation",
+            fix=_keyword_fix(ck, agent, "resume", "session", safe=True),
         )
     else:
         ck.emit(

@@ -17,7 +17,7 @@ from openprose.contracts import ContractLookup, ProgramContract
 from openprose.diagnostics import Diagnostic, Fix, Severity
 from openprose.scanner import MAX_DIAGNOSTICS
 from openprose.source import SourceFile, Span
-from openprose.suggest import closest
+from openprose.suggest import closest, is_misspelling
 
 Handler = Callable[["Checker", Any], None]
 Persist = Literal["none", "true", "project", "user", "path", "invalid"]
@@ -89,6 +89,49 @@ def declared_anywhere(program: n.Program) -> set[str]:
         if isinstance(node, n.PipeOp) and node.op in ("map", "filter", "pmap"):
             found.add("item")
         stack.extend(getattr(node, f.name) for f in fields(node) if f.name != "span")
+    return found
+
+
+def _declaration_sites(program: n.Program) -> dict[str, tuple[str, int]]:
+    """The first declaration of each name, said as a reader would: `the loop variable of the
+    for` (and the line), ..., or "later" with the line of a `let`/`const`/`output`."""
+    from dataclasses import fields, is_dataclass
+
+    found: dict[str, tuple[str, int]] = {}
+
+    def note(name: n.Name | None, what: str) -> None:
+        if name is not None and name.id not in found:
+            found[name.id] = (what, name.span.line)
+
+    stack: list[object] = [program]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, tuple):
+            stack.extend(reversed(node))
+            continue
+        if isinstance(node, n.ForEach):
+            note(node.item, "the loop variable of a `for`")
+            note(node.index, "the index of a `for`")
+        elif isinstance(node, n.Repeat | n.Loop):
+            note(
+                node.index, f"the index of a `{'repeat' if isinstance(node, n.Repeat) else 'loop'}`"
+            )
+        elif isinstance(node, n.CatchClause):
+            note(node.error, "the error variable of a `catch`")
+        elif isinstance(node, n.BlockDef):
+            for param in node.params:
+                note(param, f"a parameter of block '{node.name.id}'")
+        elif isinstance(node, n.PipeOp):
+            note(node.accumulator, "a name of a `reduce`")
+            note(node.item, "a name of a `reduce`")
+        elif isinstance(node, n.Binding) and isinstance(node.target, n.Name):
+            note(node.target, "later")
+        elif isinstance(node, n.Output | n.Input):
+            note(node.name, "later")
+        if is_dataclass(node):
+            stack.extend(
+                reversed([getattr(node, f.name) for f in fields(node) if f.name != "span"])
+            )
     return found
 
 
@@ -184,6 +227,12 @@ class Checker:
     in_agent: bool = False  # walking an agent definition's properties
     # Names of the parallel branches being walked: they exist only once their block joins.
     joining: frozenset[str] = frozenset()
+    # Names a `let` in an earlier branch of the parallel block being walked binds: visible,
+    # but bound concurrently with the branch that reads them.
+    racing: frozenset[str] = frozenset()
+    # Names declared again in another branch (E019/E024): their fix declares them once
+    # before the statement, which also answers W156 for them, so W156 is not reported.
+    branch_collided: set[str] = field(default_factory=set)
     # The bodies that may not run around the statement being walked (see `conditional`).
     guards: tuple[Guard, ...] = ()
     # Diagnostics not kept because MAX_DIAGNOSTICS were already (errors, warnings and notes).
@@ -197,7 +246,11 @@ class Checker:
     # Every name declared anywhere in the program (an interpolation of any other name is
     # literal text gone wrong, and may be escaped by a fix); walked on first need only.
     _declared: set[str] | None = None
+    # How an imported local program is checked (the package's `check`, given by it: this
+    # module cannot import it).
+    check_imported: Callable[[Any], list[Diagnostic]] | None = None
     _block_locals: dict[str, tuple[str, int]] | None = None
+    _sites: dict[str, tuple[str, int]] | None = None
     _around: dict[int, Any] | None = None
 
     @property
@@ -238,13 +291,16 @@ class Checker:
         *,
         help: str | None = None,
         fix: Fix | None = None,
+        rule: str | None = None,
     ) -> None:
         """Report a diagnostic; past MAX_DIAGNOSTICS only count it (``check`` then says that
         reporting stopped), so a flood of them cannot exhaust memory. ``help`` replaces the
         code's default help line; ``fix`` is a mechanical rewrite that resolves it."""
         severity = CODES[code].severity
         if len(self.diagnostics) < MAX_DIAGNOSTICS:
-            self.diagnostics.append(diagnostic(code, message, span, self.path, help=help, fix=fix))
+            self.diagnostics.append(
+                diagnostic(code, message, span, self.path, help=help, fix=fix, rule=rule)
+            )
         elif severity is Severity.ERROR:
             self.dropped_errors += 1
         else:
@@ -280,8 +336,10 @@ class Checker:
         if var is None and name not in self.broken:
             if name in self.joining:
                 message += " (a parallel branch's result exists once the parallel block ends)"
-            elif not self.scope.in_block and name in self.declared:
-                inside = self.block_locals.get(name)
+            elif name == "item":
+                message += " (`item` is the current element only inside a map, filter or pmap body)"
+            elif name in self.declared:
+                inside = None if self.scope.in_block else self.block_locals.get(name)
                 if inside is not None:
                     block, line = inside
                     message += (
@@ -289,20 +347,63 @@ class Checker:
                         f"end with the block; bind what it returns, "
                         f"`let {name} = do {block}(...)`)"
                     )
+                else:
+                    message += self._declared_elsewhere(name, span)
             if self.order_free:
                 self.pending_names.append(PendingName(name, span, code, message, fix))
             else:
                 guess = closest(name, self.scope.visible) if self.scope.visible else None
-                self.emit(
-                    code,
-                    span,
-                    message + (f" (did you mean `{guess}`?)" if guess else ""),
-                    help=f"write `{guess}`" if guess else None,
-                    fix=None if guess else fix,
-                )
+                if guess is None:
+                    self.emit(code, span, message, fix=fix)
+                else:
+                    self._did_you_mean(code, span, message, name, guess, fix)
+        elif var is not None and name in self.racing:
+            self.emit(
+                code,
+                span,
+                f"Variable '{name}' is not bound yet here: another branch of this parallel "
+                "block binds it, at the same time (it exists once the block ends)",
+                help="use it after the parallel block, or run the two steps in order",
+            )
         elif var is not None and var.guards:
             self._check_bound(var, span)
         return var
+
+    def _did_you_mean(
+        self, code: str, span: Span, message: str, name: str, guess: str, escape: Fix | None
+    ) -> None:
+        """An undefined name close to a visible one. A near-miss spelling (`reserch`) gets the
+        rename as its fix; a `{placeholder}` that is only alike (`{project_title}` beside
+        `project_status`) more likely is template text, so its fix is the escape. Both are
+        guesses (unsafe fixes), and the help names both ways."""
+        text = self.source_text[span.start : span.end]
+        inner: Span | None = span
+        if text == "{" + name + "}" or text == "{" + name:
+            inner = Span(span.start + 1, span.start + 1 + len(name), span.line,
+                         span.column + 1, span.line, span.column + 1 + len(name))  # fmt: skip
+        elif text != name:
+            inner = None  # not the name as written (a destructured field, a synthetic node)
+        rename = None if inner is None else Fix.nearest_word(inner, name, guess)
+        help_ = f"write `{guess}`"
+        fix = rename
+        if escape is not None:
+            help_ += f", or `\\{{{name}}}` if the braces are meant as literal text"
+            if not is_misspelling(name, guess):
+                fix = Fix(escape.title, escape.edits, safe=False)
+        self.emit(code, span, f"{message} (did you mean `{guess}`?)", help=help_, fix=fix)
+
+    def _declared_elsewhere(self, name: str, span: Span) -> str:
+        """Where a name not visible here is declared: a loop, catch or block's own name that
+        ended with its body, or a variable declared further down."""
+        if self._sites is None:
+            self._sites = _declaration_sites(self.program) if self.program else {}
+        site = self._sites.get(name)
+        if site is None:
+            return ""
+        what, line = site
+        if what == "later":
+            return f" (it is declared at line {line}, after this use)" if line > span.line else ""
+        return f" ({what}, line {line}: it exists only inside that body)"
 
     @contextmanager
     def conditional(self, what: str, span: Span) -> Iterator[None]:
@@ -316,6 +417,8 @@ class Checker:
 
     def _check_bound(self, var: Var, span: Span) -> None:
         """W156 when ``var`` was bound in a body that may not have run and has ended."""
+        if var.name in self.branch_collided:
+            return
         ended = next((g for g in var.guards if g not in self.guards), None)
         if ended is None:
             return

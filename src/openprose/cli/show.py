@@ -205,10 +205,18 @@ def _print_trail(run_dir: Path, run_id: str, program: str) -> int:
             for line in trail:
                 out.write(line)
     else:
-        for line in translate_lines(
-            read_journal(run_dir / "journal.jsonl"), run_id, Path(program).name
-        ):
-            out.write(line)
+        journal = run_dir / "journal.jsonl"
+        try:
+            for line in translate_lines(read_journal(journal), run_id, Path(program).name):
+                out.write(line)
+        except (AttributeError, KeyError, TypeError, ValueError, OverflowError) as error:
+            out.flush()
+            print(
+                f"prose: --vlp: {journal} holds a damaged event, the trail stops before it "
+                f"({type(error).__name__}: {error})",
+                file=sys.stderr,
+            )
+            return 2
     out.flush()
     return 0
 

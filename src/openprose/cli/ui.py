@@ -50,6 +50,11 @@ async def _serve(project: Path, port: int, open_browser: bool, quiet: bool) -> i
     from openprose.ui.server import start
 
     serving = await start(project, port)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    # before the URL is printed: a caller may stop the server as soon as it has read it
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
     print(serving.url, flush=True)
     if not quiet:
         print(
@@ -59,10 +64,6 @@ async def _serve(project: Path, port: int, open_browser: bool, quiet: bool) -> i
         import webbrowser
 
         webbrowser.open(serving.url)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, stop.set)
     try:
         await stop.wait()
     finally:

@@ -6,13 +6,14 @@ checker's own tables, so completion offers exactly what ``prose check`` accepts.
 
 from __future__ import annotations
 
-from openprose.checker.agents import (
+from openprose.checker.agents import PATTERN_PERMISSIONS, SWITCH_PERMISSIONS
+from openprose.vocabulary import (
     AGENT_PROPERTIES,
-    PATTERN_PERMISSIONS,
+    BACKOFFS,
+    MODELS,
+    PERMISSION_VALUES,
     SESSION_PROPERTIES,
-    SWITCH_PERMISSIONS,
 )
-from openprose.vocabulary import BACKOFFS, MODELS, PERMISSION_VALUES
 
 KEYWORD_DOCS: dict[str, str] = {
     "use": "Import a program (registry `@handle/slug`, URL or local `.prose` file); `as` names it.",

@@ -118,6 +118,12 @@ class Judge:
                 self.shared.stats.served += 1
                 self.shared.emit("decision_served", step, kind=kind)
                 return result
+        handled = self.shared.replay.failures.get(step)
+        if handled is not None:
+            # the earlier attempt's program handled this failure: the same path again
+            self.shared.stats.served += 1
+            self.shared.emit("failure_served", step, error=handled)
+            raise self._failure(handled, step, node)
         messages: tuple[Message, ...] = (Message("user", question),)
         alias = self.shared.config.evaluator_model
         for attempt in (1, 2):
@@ -157,8 +163,29 @@ class Judge:
                 Message("assistant", response.text),
                 Message("user", judgments.reask(question)),
             )
+        answer = _shown(response.text)
         self.shared.emit("decision_failed", step, kind=kind, question=summary)
-        raise JudgmentError(
-            f"the evaluator gave no usable {kind} answer for **{summary}** (asked twice)",
-            where=self.expressions.where(node),
+        raise self._failure(
+            f"the evaluator ({alias}) gave no usable {kind} answer for **{summary}** "
+            f"(asked twice; its last answer: {answer}); a {kind} is never guessed: choose an "
+            f"evaluator that answers the JSON asked for (`--evaluator sonnet`) or reword the "
+            f"{'criteria' if kind == 'choice' else 'condition'} as a yes/no question",
+            step,
+            node,
         )
+
+    def _failure(self, message: str, step: str, node: Any) -> JudgmentError:
+        """The judgment's error; its step travels with it, so that a program handling it
+        journals the failure (`failure_handled`) and a resumed run takes the same path,
+        while a run that failed on it asks again when resumed."""
+        error = JudgmentError(message, where=self.expressions.where(node))
+        error.failed_calls[step] = message
+        return error
+
+
+def _shown(text: str, limit: int = 120) -> str:
+    """The evaluator's answer on one line, quoted and cut to ``limit`` characters."""
+    line = " ".join(text.split())
+    if not line:
+        return "(empty)"
+    return repr(line if len(line) <= limit else line[: limit - 1] + "…")

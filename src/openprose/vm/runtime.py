@@ -195,6 +195,11 @@ class Replay:
                     replay.sessions[step] = event
                 elif kind == "decision" and "answer" in event:  # a literal verdict has none
                     replay.decisions[step] = event
+                elif kind == "decision_failed":
+                    # its unreadable answers are asked again (perhaps of another evaluator);
+                    # when the program handled the failure, `failure_handled` serves it
+                    for attempt in ("~1", "~2"):
+                        replay.sessions.pop(step + attempt, None)
                 elif kind == "memory_updated":
                     str(event["memory"]), int(event["segment"])
                     replay.memories[step] = event

@@ -10,6 +10,7 @@ a race loser, an ignored failure, a binding whose statement never ran).
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -106,7 +107,8 @@ def to_json(value: Value) -> Any:
 
 def as_collection(value: Value) -> list[Value]:
     """What `for` and pipelines iterate over. A JSON array in a string counts as a list, so a
-    session answering `["a", "b"]` can feed a loop; any other text is one item."""
+    session answering `["a", "b"]` can feed a loop — also inside a Markdown code fence, as
+    chat models often answer; any other text is one item."""
     if isinstance(value, list | tuple):
         return list(value)
     if isinstance(value, dict):
@@ -114,7 +116,7 @@ def as_collection(value: Value) -> list[Value]:
     if isinstance(value, ProgramResult):
         return list(value.outputs.values())
     if isinstance(value, str):
-        text = value.strip()
+        text = _unfenced(value.strip())
         if text.startswith("["):
             try:
                 parsed = json.loads(text)
@@ -124,3 +126,14 @@ def as_collection(value: Value) -> list[Value]:
                 return parsed
         return [value]
     return [value]
+
+
+_FENCE = re.compile(r"```[\w+-]*[ \t]*\r?\n(.*?)\r?\n[ \t]*```", re.DOTALL)
+
+
+def _unfenced(text: str) -> str:
+    """The body of a text that is one Markdown code fence and nothing else."""
+    if not text.startswith("```"):
+        return text
+    match = _FENCE.fullmatch(text)
+    return match.group(1).strip() if match else text

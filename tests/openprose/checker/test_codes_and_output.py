@@ -45,8 +45,10 @@ EXTRA: dict[str, tuple[str, int, int]] = {
     "E168": ('loop (max: 3, min: 1):\n  session "A"\n', 1, 15),
     "E169": ('use "@a/b" as b\nlet r = b(x: 1, x: 2)\n', 2, 17),
     "E170": ('use "./missing.prose" as m\n', 1, 5),
+    "E171": ('use "main.prose" as m\n', 1, 5),  # a program importing itself: a cycle
     "I001": ("agent a:\n  persist: project\nresume: a\n", 3, 9),
     "W170": ('session "A"\n  backoff: "linear"\n', 2, 12),
+    "W171": ('let name = session "A"\nsession "Hi {{name}}"\n', 2, 13),
     "I002": ('use "@a/b" as b\nlet r = b(x: 1)\n', 1, 5),
     # 1001 empty prompts: the last warning is left out, at the 1000th one reporting stops
     "W155": ('session ""\n' * 1001, 1000, 9),
@@ -62,6 +64,7 @@ def test_every_checker_code_has_a_failing_case() -> None:
 @pytest.mark.parametrize("code", list(EXTRA))
 def test_extra_code(code: str, checked: Check, tmp_path: Path) -> None:
     source, line, column = EXTRA[code]
+    (tmp_path / "main.prose").write_text(source, encoding="utf-8")  # for `use` of itself
     found = [
         (d.code, d.line, d.column, d.severity)
         for d in checked(source, str(tmp_path / "main.prose"))
@@ -89,7 +92,21 @@ def test_render_uses_the_reference_format(checked: Check) -> None:
         "message": "Undefined variable 'drfat' in context (did you mean `draft`?)",
         "rule": "Variables & Context, Validation Rules: Undefined context variable",
         "help": "write `draft`",
-        "fix": None,
+        "fix": {
+            "title": "replace `drfat` with `draft`",
+            "safe": False,  # a guess: applied only with --unsafe-fixes
+            "edits": [
+                {
+                    "start": 56,
+                    "end": 61,
+                    "line": 3,
+                    "column": 12,
+                    "end_line": 3,
+                    "end_column": 17,
+                    "text": "draft",
+                }
+            ],
+        },
     }
 
 

@@ -124,9 +124,23 @@ def test_item7_an_identifier_in_braces_is_an_interpolation(checked: Check) -> No
     assert found.fix.edits[0].text == "\\"  # escaped: \{token}
 
 
-def test_E141_suggests_a_close_name_instead_of_escaping(checked: Check) -> None:
+def test_E141_a_misspelt_name_gets_the_rename_as_its_unsafe_fix(checked: Check) -> None:
     (found,) = checked('let draft = session "a"\nsession "Use {drfat}"\n')
-    assert "did you mean `draft`?" in found.message and found.fix is None
+    assert "did you mean `draft`?" in found.message
+    assert found.fix is not None and not found.fix.safe
+    assert [e.text for e in found.fix.edits] == ["draft"]
+    assert "`\\{drfat}` if the braces are meant as literal text" in found.help
+
+
+def test_E141_a_placeholder_only_alike_a_name_gets_the_escape_as_its_unsafe_fix(
+    checked: Check,
+) -> None:
+    source = 'let project_status = session "a"\nsession "Report on {project_title}"\n'
+    (found,) = checked(source)
+    assert "did you mean `project_status`?" in found.message
+    assert found.fix is not None and not found.fix.safe
+    assert [e.text for e in found.fix.edits] == ["\\"]  # \{project_title}: literal text
+    assert found.help.startswith("write `project_status`, or `\\{project_title}`")
 
 
 # --- messages that teach (issue 21 item 2) ------------------------------------------------------

@@ -59,7 +59,8 @@ def test_crlf_gives_the_same_tree(path: Path) -> None:
     assert parse_text(text.replace("\n", "\r\n")).program == parse_text(text).program
 
 
-def _expected(path: Path) -> list[tuple[str, int, int]]:
+def expected_diagnostics(path: Path) -> list[tuple[str, int, int]]:
+    """`NAME.expected` beside `NAME.prose`: one `CODE LINE:COLUMN` a line."""
     found = []
     for line in path.with_suffix(".expected").read_text(encoding="utf-8").splitlines():
         code, at = line.split()
@@ -75,7 +76,7 @@ def test_the_beyond_grammar_corpus_is_there() -> None:
 @pytest.mark.parametrize("path", BEYOND, ids=_id)
 def test_each_problem_is_one_diagnostic_with_rule_and_help(path: Path) -> None:
     diagnostics = check(parse_text(path.read_text(encoding="utf-8"), str(path)))
-    assert [(d.code, d.line, d.column) for d in diagnostics] == _expected(path)
+    assert [(d.code, d.line, d.column) for d in diagnostics] == expected_diagnostics(path)
     for d in diagnostics:
         assert d.is_error and d.rule and d.help, d
 

@@ -268,6 +268,25 @@ def test_prose_show_vlp_prints_the_trail_or_derives_it(
     assert capsysbinary.readouterr().out == written
 
 
+def test_prose_show_vlp_of_a_damaged_journal_stops_with_one_line(
+    vm: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    capsysbinary: pytest.CaptureFixture[bytes],
+) -> None:
+    from openprose.cli import main as prose_main
+
+    result = vm.run('session "a"\n', vm.spy())
+    monkeypatch.chdir(vm.project)
+    (result.run_dir / AUDIT_FILE).unlink()
+    journal = result.run_dir / "journal.jsonl"
+    journal.write_bytes(journal.read_bytes().replace(b'"step":"1"', b'"step":5'))
+    assert prose_main(["show", result.run_id, "--vlp"]) == 2
+    shown = capsysbinary.readouterr()
+    assert shown.out.count(b"\n") == 1  # the run's start, written before the damaged event
+    assert b"holds a damaged event" in shown.err and b"Traceback" not in shown.err
+    assert str(journal).encode() in shown.err
+
+
 def test_tool_calls_permissions_and_approvals_become_linked_messages() -> None:
     """The tool loop's events (shapes as the tool loop journals them) in the trail."""
     run = "20260101-000000-abcdef"

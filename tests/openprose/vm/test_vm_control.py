@@ -45,6 +45,26 @@ def test_for_over_json_list_input(vm: Any) -> None:
     assert tasks(provider) == ["On x", "On y", "On z"]
 
 
+@pytest.mark.parametrize(
+    "answer",
+    ['["x", "y"]', '```json\n["x", "y"]\n```', '```\n["x", "y"]\n```\n'],
+    ids=["bare", "fenced-json", "fenced"],
+)
+def test_a_session_answering_a_json_array_feeds_a_loop(vm: Any, answer: str) -> None:
+    # chat models often wrap the array in a Markdown fence: the fence is not part of it
+    provider = vm.spy([{"match": "^List", "answer": answer}])
+    source = 'let topics = session "List two topics"\nfor t in topics:\n  session "On {t}"\n'
+    vm.run(source, provider)
+    assert tasks(provider)[1:] == ["On x", "On y"]
+
+
+def test_text_around_a_fence_keeps_the_answer_one_item(vm: Any) -> None:
+    provider = vm.spy([{"match": "^List", "answer": 'Here:\n```json\n["x", "y"]\n```'}])
+    source = 'let topics = session "List two topics"\nfor t in topics:\n  session "On it"\n'
+    vm.run(source, provider)
+    assert tasks(provider)[1:] == ["On it"]
+
+
 def test_loop_until_checks_condition_before_each_iteration(vm: Any) -> None:
     provider = vm.spy(vm.verdicts(("Condition: the draft is polished", [False, False, True])))
     source = """loop until **the draft is polished** (max: 10) as attempt:

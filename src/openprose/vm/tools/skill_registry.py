@@ -32,6 +32,7 @@ from pathlib import Path, PurePosixPath
 from typing import IO
 
 from openprose import nodes as n
+from openprose.contracts import is_local_path
 from openprose.imports import (
     FetchPolicy,
     ImportFailed,
@@ -103,7 +104,13 @@ def remote_skill_specs(program: n.Program, imported: Iterable[LoadedProgram] = (
             uses = skill_uses(item)
             for name in sorted(wanted):
                 spec = uses.get(name)
-                if spec is not None and skill_kind(spec) != "path" and spec not in found:
+                local = spec is not None and is_local_path(spec)  # a program: W007, no skill
+                if (
+                    spec is not None
+                    and not local
+                    and skill_kind(spec) != "path"
+                    and spec not in found
+                ):
                     found.append(spec)
         else:
             stack.append(item.program)
