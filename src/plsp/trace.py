@@ -70,13 +70,15 @@ def _records(text: str, path: str | Path) -> list[tuple[int, dict[str, Any]]]:
             raise TraceError(f"{path}:{number}: {error}") from None
         except RecursionError:
             raise TraceError(f"{path}:{number}: nested too deeply to read") from None
-        missing = (
-            {"cycle", "instr", "previous", "reply", "accepted"} - set(record)
-            if isinstance(record, dict)
-            else {"a JSON object"}
-        )
+        if not isinstance(record, dict):
+            raise TraceError(f"{path}:{number}: not a JSON object (one cycle a line)")
+        missing = {"instr", "reply"} - set(record)
         if missing:
-            raise TraceError(f"{path}:{number}: missing {sorted(missing)}")
+            raise TraceError(
+                f"{path}:{number}: missing {sorted(missing)}: a trace line holds at least the"
+                " cycle's instr and reply (plsp run also writes cycle, previous, accepted,"
+                " next, actions and logs, checked when present)"
+            )
         wrong = [
             key
             for key, types in _FIELD_TYPES.items()
@@ -118,8 +120,14 @@ class CycleCheck:
 
 def _check(
     line: int, record: dict[str, Any], number: int, expected_previous: str | None
-) -> CycleCheck:
+) -> tuple[CycleCheck, str | None]:
+    """The verdict on one trace line and the state it leaves accepted (None: rejected).
+    What a line leaves out (a tool's minimal trace: instr and reply) is not checked: the
+    previous state is then the last accepted one, `S{}S` at first."""
     problems: list[str] = []
+    record = {"cycle": number, **record}
+    if "previous" not in record:
+        record["previous"] = expected_previous or "S{}S"
     if type(record["cycle"]) is not int or record["cycle"] != number:
         problems.append(
             f"cycle {json.dumps(record['cycle'])} where cycle {number} was "
@@ -130,7 +138,7 @@ def _check(
         previous = parse(str(record["previous"]))
     except ParseError as error:
         problems.append(f"unreadable INSTR/previous: {error}")
-        return CycleCheck(line, record["cycle"], tuple(problems), ())
+        return CycleCheck(line, record["cycle"], tuple(problems), ()), None
     if expected_previous is not None and previous.dumps() != expected_previous:
         problems.append(
             f"previous state {previous.dumps()} does not continue the last "
@@ -139,21 +147,27 @@ def _check(
     verdict = verify(
         previous, instruction, str(record["reply"]), strict=bool(record.get("strict", True))
     )
-    if bool(record["accepted"]) != verdict.acceptable:
+    if "accepted" in record and bool(record["accepted"]) != verdict.acceptable:
         problems.append(
             f"recorded accepted={record['accepted']} but the reply "
             f"{'passes' if verdict.acceptable else 'fails'} verification"
         )
     recorded_next = record.get("next")
     actual_next = verdict.block.dumps() if verdict.block else None
-    if recorded_next != actual_next:
+    if "next" in record and recorded_next != actual_next:
         problems.append(
             f"recorded next {recorded_next} differs from the parsed reply {actual_next}"
         )
     accepted = verdict.block if verdict.acceptable else None
-    problems.extend(_action_problems(record, accepted))
-    problems.extend(_log_problems(record, accepted))
-    return CycleCheck(line, record["cycle"], tuple(problems), verdict.violations)
+    if "actions" in record or "violations" in record:
+        problems.extend(_action_problems(record, accepted))
+    if "logs" in record:
+        problems.extend(_log_problems(record, accepted))
+    check = CycleCheck(line, record["cycle"], tuple(problems), verdict.violations)
+    if "accepted" in record:  # the chain follows what the middleware recorded
+        kept = record["accepted"] and isinstance(record.get("next"), str)
+        return check, record["next"] if kept else None
+    return check, accepted.dumps() if accepted is not None else None
 
 
 _UNKNOWN_ACTION = re.compile(r"!([A-Za-z_][A-Za-z0-9_]*) is not registered")
@@ -216,6 +230,19 @@ def _log_problems(record: dict[str, Any], block: StateBlock | None) -> list[str]
     return []
 
 
+def _why_not_a_transcript(text: str) -> str:
+    """What the text has instead of `INSTR:` lines, when it is something near."""
+    for number, line in enumerate(text.split("\n"), 1):
+        if line.lstrip().lower().startswith("instr:"):
+            return f"; line {number} starts with {line.lstrip()[:6]!r}: the prefix is 'INSTR:'"
+    if "S{" in text:
+        return (
+            "; it holds state blocks without the INSTR: lines they answer: put each cycle's"
+            " INSTR: line before its blocks"
+        )
+    return ""
+
+
 def check_trace(path: str | Path) -> list[CycleCheck]:
     """Re-verify every cycle: its number, its reply against its INSTR and previous state,
     and the chain of states from one cycle to the next. A plain-text transcript (lines
@@ -230,14 +257,15 @@ def check_trace(path: str | Path) -> list[CycleCheck]:
         raise TraceError(
             f"{path}:{filled[0]}: neither an NDJSON trace (one JSON object a line) nor a"
             " text transcript (each cycle opens with a line starting 'INSTR:')"
+            + _why_not_a_transcript(text)
         )
     checks: list[CycleCheck] = []
     state: str | None = None
     for number, (line, record) in enumerate(_records(text, path), start=1):
-        check = _check(line, record, number, state)
+        check, accepted = _check(line, record, number, state)
         checks.append(check)
-        if record["accepted"] and isinstance(record.get("next"), str):
-            state = record["next"]
-        elif state is None:
-            state = str(record["previous"])
+        if accepted is not None:
+            state = accepted
+        elif state is None and isinstance(record.get("previous"), str):
+            state = record["previous"]
     return checks

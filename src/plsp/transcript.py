@@ -17,6 +17,7 @@ The middleware's own trace is NDJSON (`plsp.trace`); this reads what other tools
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from plsp.diagnostics import ParseError, Violation
 from plsp.instr import PREFIX, parse_instr
@@ -25,16 +26,21 @@ from plsp.verify import verify
 
 __all__ = ["CycleVerdict", "check_text", "looks_like_text_transcript"]
 
+# `Previous S{...}S`, `Next state: S{...}S`, or the label alone on its line (the block in a
+# code fence below it).
 _LABEL = re.compile(
-    r"^[ \t]*(?:previous|prev|next)[ \t]*:?[ \t]*(?=S\{)", re.IGNORECASE | re.MULTILINE
+    r"^[ \t]*(?:previous|prev|next)(?:[ \t]+state)?[ \t]*:?[ \t]*(?=S\{|\r?$)",
+    re.IGNORECASE | re.MULTILINE,
 )
 _EMPTY = "S{}S"
 # A chat's speaker label at the start of a line: the name (with a colon, or alone on the
 # line as a Markdown heading or in bold), as people paste transcripts from chat UIs.
+# A chat log's timestamp: `[10:42]`, `[2024-05-01 10:42:07]`, `(10:42 PM)`.
+_STAMP = r"[\[(](?:\d{4}-\d{2}-\d{2}[ T])?\d{1,2}:\d{2}(?::\d{2})?(?:[ \t]?[ap]m)?[\])]"
 _SPEAKER = re.compile(
-    r"^([ \t]*)(?:#{1,6}[ \t]+)?(\*\*|__)?"
+    rf"^([ \t]*)(?:{_STAMP}[ \t]*)?(?:#{{1,6}}[ \t]+)?(\*\*|__)?"
     r"(?:user|human|you|me|h|assistant|ai|a|model|bot|system|claude|chatgpt|gemini|gpt[\w.-]*)"
-    r"(?:[ \t]+said)?(?:\2)?[ \t]*(?::(?:\2)?[ \t]*|$)",
+    rf"(?:[ \t]*{_STAMP})?(?:[ \t]+said)?(?:\2)?[ \t]*(?::(?:\2)?[ \t]*|$)",
     re.IGNORECASE | re.MULTILINE,
 )
 
@@ -82,10 +88,10 @@ def _check_cycle(chunk: str, line: int, cycle: int, state: str) -> tuple[CycleVe
     body = _LABEL.sub("", chunk[len(instr_line) :])
     spans = block_spans(body)
     problems: list[str] = []
-    previous_text, reply = state, body
+    previous_text, reply, reply_at = state, body, 0
     if len(spans) >= 2:
         first_start, first_end = spans[0]
-        previous_text, reply = body[first_start:first_end], body[first_end:]
+        previous_text, reply, reply_at = body[first_start:first_end], body[first_end:], first_end
         try:
             given = parse(previous_text).dumps()
         except ParseError as error:
@@ -97,4 +103,10 @@ def _check_cycle(chunk: str, line: int, cycle: int, state: str) -> tuple[CycleVe
             )
     verdict = verify(parse(previous_text), instruction, reply)
     accepted = verdict.block.dumps() if verdict.acceptable and verdict.block else None
-    return (line, cycle, tuple(problems), verdict.violations), accepted
+    # The reply's lines as the file's: its first line is the INSTR: line's + the newlines
+    # before it in the cycle.
+    shift = line + body.count("\n", 0, reply_at) - 1
+    violations = tuple(
+        replace(v, line=v.line + shift) if v.line is not None else v for v in verdict.violations
+    )
+    return (line, cycle, tuple(problems), violations), accepted

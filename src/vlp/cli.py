@@ -18,6 +18,7 @@ import orjson
 from cliconventions import OUTPUT_ERRNOS, ConventionalParser, guard_output
 from cliconventions import apply as apply_conventions
 from vlp import ask_cli
+from vlp.duplicates import DuplicateKey
 from vlp.errors import CODES, Problem, VLPError
 from vlp.gate import gate
 from vlp.jobs import WorkerFailed
@@ -159,33 +160,44 @@ def _validate(args: argparse.Namespace, problems: _ProblemSpool | None) -> int:
     return EXIT_OK if ok else EXIT_INVALID
 
 
-def _load_thread(path: str, max_line_bytes: int) -> tuple[Thread, list[Problem]]:
+def _load_thread(
+    path: str, max_line_bytes: int
+) -> tuple[Thread, list[Problem], dict[int, list[DuplicateKey]]]:
+    """The thread of a file, the problems of its unreadable lines, and the keys each
+    message repeats (by position in the thread)."""
     messages: list[Any] = []
     lines: list[int | None] = []
     unreadable: list[Problem] = []
+    duplicates: dict[int, list[DuplicateKey]] = {}
     try:
         for record in read_records(path, max_line_bytes=max_line_bytes):
             if record.message is None:
                 unreadable.extend(record.problems)
-            else:
-                messages.append(record.message)
-                lines.append(record.line)
+                continue
+            if record.duplicates:
+                duplicates[len(messages)] = record.duplicates
+            messages.append(record.message)
+            lines.append(record.line)
     except OSError as error:
         raise UsageError(f"cannot read {_display(path)}: {error.strerror or error}") from error
-    return Thread(messages, lines), unreadable
+    return Thread(messages, lines), unreadable, duplicates
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
-    thread, unreadable = _load_thread(args.file, args.max_line_bytes)
+    thread, unreadable, duplicates = _load_thread(args.file, args.max_line_bytes)
     sys.stdout.write(visible(render_thread(thread)))
     for problem in unreadable:
         _out(_problem_text(args.file, problem))
+    for index in duplicates:
+        where = f"{_display(args.file)}:{thread.lines[index]}"
+        for duplicate in duplicates[index]:
+            _out(f"{where}: VLP005 key '{duplicate.path}' is given twice; shown: the last value")
     return EXIT_OK
 
 
 def _cmd_gate(args: argparse.Namespace) -> int:
-    thread, unreadable = _load_thread(args.file, args.max_line_bytes)
-    result = gate(thread, unreadable=unreadable)
+    thread, unreadable, duplicates = _load_thread(args.file, args.max_line_bytes)
+    result = gate(thread, unreadable=unreadable, duplicates=duplicates)
     if args.format == "json":
         _out_json(
             {

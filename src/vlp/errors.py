@@ -11,6 +11,7 @@ CODES: dict[str, str] = {
     "VLP002": "JSON value is not an object",
     "VLP003": "line longer than the configured maximum; skipped unread",
     "VLP004": "file cannot be read (missing, a directory, no permission)",
+    "VLP005": "a key is given twice in one object (readers disagree on which value counts)",
     # Field shapes (the JSON Schema)
     "VLP101": "required field missing",
     "VLP102": "field has the wrong JSON type",

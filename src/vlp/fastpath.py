@@ -191,6 +191,9 @@ class _Compiler:
             # Always: msgspec skips an unknown field's value without checking it all (a
             # key that is not UTF-8 passes), so a line with one goes to orjson.
             forbid_unknown_fields=True,
+            # Written back (the repeated-key count, decode_lines), a struct holds only
+            # what the line gave: absent fields' stand-in values ("", -1) are left out.
+            omit_defaults=True,
             **options,
         )
 
@@ -376,6 +379,8 @@ class _Doubt:
 
 
 DOUBT: Any = _Doubt()
+# A doubtful line's stand-in is written as null: no colon.
+_encode = msgspec.json.Encoder(enc_hook=lambda _: None).encode
 _timestamps = attrgetter("timestamp")
 _confidences = attrgetter("confidence")
 
@@ -414,11 +419,39 @@ def decode_lines(lines: list[bytes]) -> tuple[list[Any], list[int]]:
         doubtful.sort()
     broken = bad_timestamps(list(map(_timestamps, shapes)))
     broken += _RULE.broken_by(shapes, list(map(_confidences, shapes)))
+    broken += _repeating_keys(lines, shapes, doubtful)
     if broken:
         for index in broken:
             shapes[index] = DOUBT
         doubtful = sorted(set(doubtful).union(broken))
     return shapes, doubtful
+
+
+def _repeating_keys(lines: list[bytes], shapes: list[Any], doubtful: list[int]) -> list[int]:
+    """Indexes of the decoded lines that may give a key twice (the decoders keep the last
+    value silently): the explaining path finds the repetitions.
+
+    Each key has a colon, so a line with more colons than its decoded shape written back
+    lost some. A colon can also be written as an escape (``\\u003a``), which would cancel
+    one lost: a line whose text has more backslashes than its shape written back (the
+    writer escapes only what JSON requires) is looked at too. Counted over the whole batch
+    first, with single-byte counts; line by line only when the batch's counts differ."""
+    written = _encode(shapes)  # a doubtful line's stand-in is null: no colon, no backslash
+    joined = b"".join(lines)
+    colons, escapes = joined.count(b":"), joined.count(b"\\")
+    for index in doubtful:
+        colons -= lines[index].count(b":")
+        escapes -= lines[index].count(b"\\")
+    if colons == written.count(b":") and escapes == written.count(b"\\"):
+        return []
+    skip = set(doubtful)
+    found = []
+    for index, line in enumerate(lines):
+        if index not in skip:
+            own = _encode(shapes[index])
+            if line.count(b":") != own.count(b":") or line.count(b"\\") != own.count(b"\\"):
+                found.append(index)
+    return found
 
 
 def is_surely_valid_line(line: bytes) -> bool:

@@ -7,11 +7,12 @@ correction cycle) holds the message and everything that refers to it for a human
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from vlp.duplicates import DuplicateKey
 from vlp.errors import Problem
 from vlp.thread import Thread, references, safety_level
 from vlp.validate import message_problems
@@ -79,7 +80,10 @@ def _hold_reasons(msg: Any, valid: bool) -> list[str]:
 
 
 def _issue_codes(msg: dict[str, Any]) -> str:
-    issues = msg["safety"].get("issues")
+    safety = msg["safety"]
+    if not isinstance(safety, dict):  # `"safety": "block"`: the level without its object
+        return f" (written as {safety!r}, not as {{'level': ...}})"
+    issues = safety.get("issues")
     codes = (
         [i["code"] for i in issues if isinstance(i, dict) and isinstance(i.get("code"), str)]
         if isinstance(issues, list)
@@ -93,13 +97,36 @@ def _ident(msg: Any, index: int) -> str:
     return ident if isinstance(ident, str) and ident else f"#{index}"
 
 
-def gate(messages: Thread | Iterable[Any], *, unreadable: Iterable[Problem] = ()) -> GateResult:
+def _blocks_in_some_reading(repeated: Sequence[DuplicateKey]) -> DuplicateKey | None:
+    """The repeated ``safety`` (or ``safety.level``) key one of whose values says block."""
+    for duplicate in repeated:
+        if duplicate.path == "safety":
+            levels = [value.get("level") for value in duplicate.values if isinstance(value, dict)]
+        elif duplicate.path == "safety.level":
+            levels = list(duplicate.values)
+        else:
+            continue
+        if "block" in levels:
+            return duplicate
+    return None
+
+
+def gate(
+    messages: Thread | Iterable[Any],
+    *,
+    unreadable: Iterable[Problem] = (),
+    duplicates: Mapping[int, Sequence[DuplicateKey]] | None = None,
+) -> GateResult:
     """Verdict for a thread: proceed, hold for review, or halt, with the causes.
 
     ``unreadable`` lists lines that could not be read as messages (they hold: an
-    unreadable line might have said ``block``, so a human must look).
+    unreadable line might have said ``block``, so a human must look). ``duplicates``
+    gives, by position in the thread, the keys a message's text repeats (the parsed
+    message holds the last value of each): such a message holds, and halts when any of
+    its ``safety`` values says block, whichever value a reader keeps.
     """
     thread = messages if isinstance(messages, Thread) else Thread(messages)
+    duplicates = duplicates or {}
     causes: list[Cause] = []
     first_block: int | None = None
     hold_roots: list[int] = []
@@ -118,7 +145,20 @@ def gate(messages: Thread | Iterable[Any], *, unreadable: Iterable[Problem] = ()
             )
             if first_block is None:
                 first_block = index
-        reasons = _hold_reasons(msg, valid)
+        repeated = duplicates.get(index, ())
+        blocking = _blocks_in_some_reading(repeated)
+        if blocking is not None and safety_level(msg) != "block":
+            reason = (
+                f"safety.level is block in one of the values of the repeated key '{blocking.path}'"
+            )
+            causes.append(Cause(Verdict.HALT, reason, ident, line, index, msg))
+            if first_block is None:
+                first_block = index
+        reasons = _hold_reasons(msg, valid) + [
+            f"key '{duplicate.path}' is given {len(duplicate.values)} times "
+            "(readers disagree on which value counts)"
+            for duplicate in repeated
+        ]
         for reason in reasons:
             causes.append(Cause(Verdict.HOLD, reason, ident, line, index, msg))
         if reasons:

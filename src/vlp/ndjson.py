@@ -27,8 +27,10 @@ from typing import Any, BinaryIO, Protocol, Self
 
 import orjson
 
+from vlp.duplicates import DuplicateKey, describe, find_duplicate_keys, may_repeat_keys
 from vlp.errors import Problem, VLPError
 from vlp.fastpath import decode_lines
+from vlp.fenced import only_lines, prose_problem_text, read_markdown
 from vlp.jobs import Emit, Worker, WorkerFailed, can_fork, usable_cpus
 from vlp.thread import Columns, ThreadChecker, salvaged_fields, thread_fields
 from vlp.validate import check_message, is_surely_valid, message_problems
@@ -89,6 +91,9 @@ class Record:
     line: int
     message: Any = None
     problems: list[Problem] = field(default_factory=list)
+    #: Keys the message's text gives more than once (each also a VLP005 problem): the
+    #: parsed ``message`` holds only the last value of each.
+    duplicates: list[DuplicateKey] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -160,6 +165,12 @@ def _json_hint(data: bytes, column: int, message: str) -> str:
         return " (NUL characters: the text looks like UTF-16; save it as UTF-8)"
     if text.startswith("data:"):
         return " (a server-sent events line: keep only the JSON after 'data:')"
+    start = line.find("{")
+    if start > 0 and line[:start].strip() and _is_json_object(line[start:]):
+        return (
+            f" (text before the JSON, {line[:start].strip()[:30]!r}: a log prefix or a"
+            f" line number? keep only the JSON, from column {start + 1})"
+        )
     if "infinity when parsed as double" in message:
         return " (no VLP field holds a number this large: confidence is between 0 and 1)"
     if at.startswith(("NaN", "Infinity", "-Infinity")):
@@ -174,6 +185,13 @@ def _json_hint(data: bytes, column: int, message: str) -> str:
     if at.startswith(",") and at[1:].strip() == "":
         return " (NDJSON lines end without a comma: remove it)"
     return ""
+
+
+def _is_json_object(text: str) -> bool:
+    try:
+        return isinstance(orjson.loads(text), dict)
+    except orjson.JSONDecodeError:
+        return False
 
 
 def _overlong(line: int, limit: int) -> Problem:
@@ -314,7 +332,15 @@ def _detect(
     first key on the brace's line: if the whole input is at most 16 MiB and parses as one
     document, it is one. Anything else is NDJSON.
     """
-    first = _blank_opening_fence(_first_chunk(stream, chunk_bytes, max_line_bytes))
+    first = _first_chunk(stream, chunk_bytes, max_line_bytes)
+    if (b"```" in first or b"~~~" in first) and _FENCE_LINE.search(first) is not None:
+        data = _read_at_most(stream, first, _PROBE_BYTES)
+        markdown = _markdown_records(data) if len(data) <= _PROBE_BYTES else None
+        if markdown is not None:
+            return markdown, io.BytesIO(b""), b""
+        stream = _Replay(data, stream)
+        first = _first_chunk(stream, chunk_bytes, max_line_bytes)
+    first = _blank_opening_fence(first)
     rest: _Reader
     if _looks_like_json_document(first):
         data = _blank_fences(first + stream.read())
@@ -337,6 +363,26 @@ def _detect(
     if records is not None:
         return records, rest, b""
     return None, rest, _first_chunk(rest, chunk_bytes, max_line_bytes)
+
+
+def _markdown_records(data: bytes) -> list[Record] | None:
+    """Records of Markdown around fenced JSON blocks (a chat answer, a document): each
+    block's messages at their lines, and one VLP001 for the text around them; None when
+    ``data`` is not that (:func:`vlp.fenced.read_markdown`)."""
+    try:
+        markdown = read_markdown(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        return None
+    if markdown is None:
+        return None
+    first = markdown.prose[0]
+    records = [Record(first, None, [Problem("VLP001", prose_problem_text(markdown), first)])]
+    for first_line, last_line in markdown.blocks:
+        records.extend(read_records(io.BytesIO(only_lines(data, first_line, last_line))))
+    if markdown.loose:
+        loose = only_lines(data, 0, -1, frozenset(markdown.loose))
+        records.extend(read_records(io.BytesIO(loose)))
+    return sorted(records, key=attrgetter("line"))
 
 
 def _document_or_ndjson(data: bytes) -> list[Record] | None:
@@ -372,19 +418,96 @@ def _document_records(data: bytes) -> Iterator[Record]:
         return
     start = len(text) - len(text.lstrip())
     line = text.count("\n", 0, start) + 1
+    repeated = _repeated_in(text, start, data, document)
     if not isinstance(document, list):
-        yield _record(line, document)
+        yield _with_duplicates(_record(line, document), text, repeated)
         return
     # Problems also name the element, since several may share a line.
     lines = _element_lines(text, start)
     for element, value in enumerate(document):
         line = next(lines, line)
         record = _record(line, value)
+        record = _with_duplicates(record, text, _of_element(repeated, element))
         record.problems = [
             replace(problem, message=f"element [{element}]: {problem.message}")
             for problem in record.problems
         ]
         yield record
+
+
+def _repeated_in(text: str, start: int, data: bytes, value: Any) -> list[DuplicateKey]:
+    """The repeated keys of the value at ``start`` of ``text`` (``data`` encoded), looked
+    for only when the colon count says there may be some."""
+    return find_duplicate_keys(text, start) if may_repeat_keys(data, value) else []
+
+
+def _of_element(repeated: list[DuplicateKey], element: int) -> list[DuplicateKey]:
+    """The repeated keys inside element ``element`` of an array, named from the element."""
+    prefix = f"[{element}]"
+    return [
+        replace(duplicate, path=duplicate.path[len(prefix) :].lstrip("."))
+        for duplicate in repeated
+        if duplicate.path.startswith((prefix + ".", prefix + "["))
+    ]
+
+
+def _at(text: str, position: int, *, same_line_as: int | None = None) -> str:
+    """``line L, column C`` of a position in ``text`` (only the column when on the line
+    of ``same_line_as``)."""
+    line_start = text.rfind("\n", 0, position) + 1
+    column = position - line_start + 1
+    if same_line_as is not None and text.rfind("\n", 0, same_line_as) + 1 == line_start:
+        return f"column {column}"
+    return f"line {text.count(chr(10), 0, position) + 1}, column {column}"
+
+
+def _with_duplicates(
+    record: Record, text: str, repeated: list[DuplicateKey], *, first_line: int = 1
+) -> Record:
+    """``record`` with a VLP005 problem for each repeated key (positions in ``text``,
+    whose first line is line ``first_line``)."""
+    if not repeated:
+        return record
+    ident = _ident(record.message)
+    record.duplicates = repeated
+    record.problems = record.problems + [
+        Problem(
+            "VLP005",
+            describe(
+                duplicate,
+                _at(text, duplicate.first, same_line_as=duplicate.position),
+                _at(text, duplicate.position, same_line_as=duplicate.first),
+            ),
+            first_line + text.count("\n", 0, duplicate.position),
+            ident,
+        )
+        for duplicate in repeated
+    ]
+    return record
+
+
+def _ident(msg: Any) -> str | None:
+    ident = msg.get("id") if isinstance(msg, dict) else None
+    return ident if isinstance(ident, str) else None
+
+
+def _line_record(number: int, line: bytes, msg: Any) -> Record:
+    """The record of NDJSON line ``number`` parsed as ``msg``, repeated keys included."""
+    record = _record(number, msg)
+    if not may_repeat_keys(line, msg):
+        return record
+    text = line.decode("utf-8")  # orjson parsed it: UTF-8
+    return _with_duplicates(record, text, find_duplicate_keys(text), first_line=number)
+
+
+def _line_duplicates(number: int, line: bytes, msg: Any) -> list[Problem]:
+    """VLP005 for each key NDJSON line ``number`` gives twice."""
+    if not may_repeat_keys(line, msg):
+        return []
+    text = line.decode("utf-8")
+    return _with_duplicates(
+        Record(number, msg), text, find_duplicate_keys(text), first_line=number
+    ).problems
 
 
 def _sequence_records(text: str) -> list[Record] | None:
@@ -419,7 +542,8 @@ def _sequence_records(text: str) -> list[Record] | None:
                 return None
             problem = Problem("VLP001", "invalid JSON: nested too deeply", line)
         else:
-            records.append(_record(line, value))
+            repeated = _repeated_in(text, position, text[position:end].encode(), value)
+            records.append(_with_duplicates(_record(line, value), text, repeated))
             spanned = text.count("\n", position, end)
             pretty = pretty or spanned > 0
             line += spanned
@@ -492,7 +616,7 @@ def read_records(
                     if not _is_framing(line):
                         yield Record(number, None, [_unparsable(number, line, error)])
                     continue
-                yield _record(number, msg)
+                yield _line_record(number, line, msg)
 
 
 def read_messages(
@@ -574,7 +698,7 @@ def _scan_lines(
 ) -> tuple[int, int]:
     """:func:`scan` of NDJSON: how many lines were valid, and the number of the last."""
     loads = orjson.loads
-    surely_valid = is_surely_valid
+    surely_valid = _surely
     valid = 0  # local counter: this loop is the hot path of `vlp validate`
     last_line = 0
     for start, lines in _line_batches(stream, first, max_line_bytes, chunk_bytes):
@@ -603,7 +727,7 @@ def _scan_lines(
                     append(loads(line))
                 except orjson.JSONDecodeError as error:
                     append(_Unparsed(error))
-            verdicts = list(map(surely_valid, parsed))
+            verdicts = list(map(surely_valid, parsed, part))
             valid += verdicts.count(True)
             # on_message sees messages and problems in line order.
             number = start + offset
@@ -928,7 +1052,7 @@ def _slice_columns(
             _settle(_Unparsed(error), number, line, summary, explained.append)
             row = salvaged_fields(None, line)
         else:
-            if is_surely_valid(msg) or _settle(msg, number, line, summary, explained.append):
+            if _surely(msg, line) or _settle(msg, number, line, summary, explained.append):
                 row = thread_fields(msg)
                 valid += 1
             else:
@@ -959,13 +1083,19 @@ def _thread_line(
         _settle(_Unparsed(error), number, line, summary, on_problem)
         _report(thread.note_invalid(None, line, number), summary, on_problem)
         return 0
-    if not is_surely_valid(msg) and not _settle(msg, number, line, summary, on_problem):
+    if not _surely(msg, line) and not _settle(msg, number, line, summary, on_problem):
         _report(thread.note_invalid(msg, line, number), summary, on_problem)
         return 0
     if on_message is not None:
         on_message(msg, number)
     _report(thread.add(msg, number), summary, on_problem)
     return 1
+
+
+def _surely(msg: Any, line: bytes) -> bool:
+    """``msg``, parsed from ``line``, is surely a valid message and the line gives no
+    key twice."""
+    return is_surely_valid(msg) and not may_repeat_keys(line, msg)
 
 
 def _report(found: Sequence[Problem], summary: ScanSummary, on_problem: ProblemSink) -> None:
@@ -994,7 +1124,7 @@ def _count_lines(
         except orjson.JSONDecodeError as error:
             msg = _Unparsed(error)
         else:
-            if is_surely_valid(msg):  # a shape the line check leaves to the dict path
+            if _surely(msg, line):  # a shape the line check leaves to the dict path
                 valid += 1
                 continue
         valid += _settle(msg, start + index, line, summary, on_problem)
@@ -1013,8 +1143,8 @@ def _settle(
         else:
             summary.messages -= 1  # blank and fence lines are not messages
         return False
-    problems = check_message(result, number)
-    if problems is None:
+    problems = (check_message(result, number) or []) + _line_duplicates(number, line, result)
+    if not problems:
         return True
     summary.problems += len(problems)
     for problem in problems:

@@ -66,9 +66,13 @@ def _salvage(msg: Any, raw: bytes | None) -> tuple[str | None, str | None, int |
 
 
 def safety_level(msg: Any) -> str:
-    """The message's safety level, read even from invalid messages ("safe" if none)."""
+    """The message's safety level, read even from invalid messages ("safe" if none): also
+    from a level written in place of the object (``"safety": "block"``, any letter case),
+    which is invalid (VLP102) but says what its writer meant."""
     safety = msg.get("safety") if isinstance(msg, dict) else None
-    level = safety.get("level") if isinstance(safety, dict) else None
+    level = safety.get("level") if isinstance(safety, dict) else safety
+    if isinstance(level, str) and level not in _SEVERITY:
+        level = level.strip().lower()
     return level if isinstance(level, str) and level in _SEVERITY else "safe"
 
 

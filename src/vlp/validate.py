@@ -210,8 +210,25 @@ def _refers_to_problem(found: _Found, value: object) -> _Found:
 
 def _wrapped_messages(msg: dict[Any, Any]) -> tuple[str, str] | None:
     """VLP002 for an object that is no message but holds a list of them (an API's
-    `{"messages": [...]}`): one problem that says where they are, not seven missing fields."""
-    if "protocol" in msg or "id" in msg:
+    `{"messages": [...]}`) or is a model API's response whose text holds them: one problem
+    that says where they are, not seven missing fields."""
+    if "protocol" in msg:
+        return None
+    completion = _completion_text(msg)
+    if completion is not None:
+        where, text = completion
+        holds = f'"protocol": "{PROTOCOL}"' in text.replace('":"', '": "')
+        return (
+            "VLP002",
+            f"not a message: a model API's response; its reply text ({where})"
+            + (
+                " holds the message(s): validate that text (e.g. jq -r "
+                f"'.{where}' FILE | vlp validate -)"
+                if holds
+                else " is where a VLP message would be"
+            ),
+        )
+    if "id" in msg:
         return None
     for key, value in msg.items():
         if isinstance(value, list) and any(
@@ -224,6 +241,29 @@ def _wrapped_messages(msg: dict[Any, Any]) -> tuple[str, str] | None:
                     " write them one a line (NDJSON) or as a JSON array"
                 ),
             )
+    return None
+
+
+def _completion_text(msg: dict[Any, Any]) -> tuple[str, str] | None:
+    """``(path, text)`` of the reply in an OpenAI, Anthropic or Gemini response object."""
+    choices = msg.get("choices")
+    if isinstance(choices, list) and choices and isinstance(choices[0], dict):
+        message = choices[0].get("message")
+        if isinstance(message, dict) and isinstance(message.get("content"), str):
+            return "choices[0].message.content", message["content"]
+    content = msg.get("content")
+    if msg.get("type") == "message" and isinstance(content, list):
+        texts = [p.get("text") for p in content if isinstance(p, dict)]
+        if texts and isinstance(texts[0], str):
+            return "content[0].text", texts[0]
+    candidates = msg.get("candidates")
+    if isinstance(candidates, list) and candidates and isinstance(candidates[0], dict):
+        parts = candidates[0].get("content", {})
+        parts = parts.get("parts") if isinstance(parts, dict) else None
+        if isinstance(parts, list) and parts and isinstance(parts[0], dict):
+            text = parts[0].get("text")
+            if isinstance(text, str):
+                return "candidates[0].content.parts[0].text", text
     return None
 
 

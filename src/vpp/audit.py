@@ -11,11 +11,19 @@ from vpp.footer import Footer
 from vpp.reply import read_reply
 from vpp.start import ExcerptStart
 from vpp.state import ConversationState, Expectation, expect, initial_state
-from vpp.transcript import CHECKED_ROLES, Message, Transcript, messages_from, read_transcript
+from vpp.transcript import (
+    CHECKED_ROLES,
+    Message,
+    Transcript,
+    is_setup,
+    messages_from,
+    read_transcript,
+)
 from vpp.validate import ExchangeResult, Violation, command_violations, validate_exchange
-from vpp.versions import DEFAULT_LOCUS, LOCUS_NAME_1_5, Version
+from vpp.versions import DEFAULT_LOCUS, DEFAULT_VERSION, LOCUS_NAME_1_5, VERSIONS, Version
 
 INFERRED_START = "inferred-start"
+SETUP = "protocol-setup"
 
 
 @dataclass(frozen=True)
@@ -72,7 +80,7 @@ def validate_transcript(
     strict: bool = True,
     repair: bool = False,
     state: ConversationState | None = None,
-    from_start: bool = False,
+    from_start: bool | None = None,
 ) -> TranscriptResult:
     """Check every exchange of a conversation: transcript text, `{role, content}`
     mappings, or a parsed `Transcript`. System/developer/tool turns are skipped.
@@ -80,11 +88,15 @@ def validate_transcript(
     Without a `state`, a transcript cut from the middle of a conversation is checked
     from the state its first footers show (see `vpp.start`; the turn carries an
     `inferred-start` note). `from_start=True` checks it against the protocol's starting
-    state instead: the transcript is then the whole conversation."""
+    state instead: the transcript is then the whole conversation; `from_start=False`
+    reads it as an excerpt. By default (None) a transcript that shows its start
+    (`Transcript.shows_start`) is whole and any other is an excerpt."""
     if isinstance(transcript, str):
         transcript = read_transcript(transcript)
     elif not isinstance(transcript, Transcript):
         transcript = messages_from(transcript)
+    if from_start is None:
+        from_start = transcript.shows_start
     excerpt = ExcerptStart(infer=state is None and not from_start)
     state = state or initial_state(version)
     if state.version != version:
@@ -93,7 +105,17 @@ def validate_transcript(
     turns: list[TurnResult] = []
     contents = [m.content for m in transcript.messages]
     pending: tuple[int, Message] | None = None
+    setup = False  # the last turn was the setup: its acknowledgement is not checked
     for number, message in checked:
+        if message.role == "user" and not turns and pending is None and is_setup(message):
+            turns.append(TurnResult(number, "user", notes=(_setup_note(message),)))
+            setup = True
+            continue
+        if message.role == "assistant" and setup:
+            turns.append(TurnResult(number, "assistant", notes=(_setup_note(message),)))
+            setup = False
+            continue
+        setup = False
         if message.role == "user":
             if pending is not None:
                 turns.append(_unanswered(*pending, version))
@@ -138,6 +160,21 @@ def validate_transcript(
     return TranscriptResult(transcript, tuple(turns), state, repaired)
 
 
+def footers_version(transcript: Transcript) -> Version | None:
+    """The VPP version every footer of the transcript's replies names (`Version=v1.5`),
+    when they all name the same supported one; None otherwise."""
+    named: set[str] = set()
+    for message in transcript.messages:
+        if message.role == "assistant":
+            footer = read_reply(message.content, DEFAULT_VERSION).footer
+            if footer is not None and footer.version is not None:
+                named.add(footer.version.removeprefix("v"))
+    if len(named) != 1:
+        return None
+    (only,) = named
+    return next((version for version in VERSIONS if version == only), None)
+
+
 def _named_jump(expectation: Expectation, footer: Footer | None) -> str | None:
     """The name a 1.5 locus jump's reply gives its new locus. A runtime may name the locus
     it opens (`expect(..., new_locus=...)`); a transcript only shows the name in the footer.
@@ -151,6 +188,16 @@ def _named_jump(expectation: Expectation, footer: Footer | None) -> str | None:
     if numbered or name == DEFAULT_LOCUS or not LOCUS_NAME_1_5.match(name):
         return None
     return name
+
+
+def _setup_note(message: Message) -> Violation:
+    text = (
+        "The user pastes the protocol's header snippet (the setup, as a system prompt):"
+        " not a command, so it is not checked, and the conversation starts here."
+        if message.role == "user"
+        else "The reply to the setup: it answers no command, so it is not checked."
+    )
+    return Violation(SETUP, text, message.line)
 
 
 def _leading_note(message: Message) -> Violation:
@@ -169,7 +216,7 @@ def _inferred_note(message: Message, exchange: ExchangeResult) -> Violation:
         "The transcript starts mid-conversation (this reply's footer shows earlier turns):"
         f" checked from cycle {before.cycle}/3, locus {before.locus!r},"
         f" {before.count(tag)} earlier <{tag}> repl{'y' if before.count(tag) == 1 else 'ies'}."
-        " Use --from-start if it is a whole conversation.",
+        " Use --from-start if it is a whole conversation (or give it its system turn).",
         message.line,
     )
 

@@ -18,7 +18,7 @@ from typing import Any
 from cliconventions import ConventionalParser, guard_output
 from cliconventions import apply as apply_conventions
 from vpp import chat
-from vpp.audit import TranscriptResult, validate_transcript
+from vpp.audit import SETUP, TranscriptResult, footers_version, validate_transcript
 from vpp.grammar import Command, parse_command, recovery_body
 from vpp.snippets import header_snippet
 from vpp.transcript import TranscriptError, read_transcript, write_transcript
@@ -42,12 +42,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    version: Version = args.version
+    given: Version | None = args.version
+    version: Version = given or DEFAULT_VERSION
     try:
         if args.command == "check":
             return _check(
                 args.transcripts,
-                version,
+                given,
                 args.format,
                 not args.lenient,
                 args.quiet,
@@ -56,8 +57,9 @@ def _run(args: argparse.Namespace) -> int:
         if args.command == "parse":
             return _parse(args.message, version, args.json)
         if args.command == "repair":
-            return _repair(args.transcript, version, not args.lenient, args.from_start)
+            return _repair(args.transcript, given, not args.lenient, args.from_start)
         if args.command == "chat":
+            args.version = version
             return chat.run(args)
         print(header_snippet(version), end="")
         return OK
@@ -77,9 +79,10 @@ def _parser() -> argparse.ArgumentParser:
         sub.add_argument(
             "--version",
             type=_version_argument,
-            default=DEFAULT_VERSION,
+            default=None,
             metavar="{1.4,1.5}",
-            help="VPP version (default 1.4; a leading 'v' is accepted)",
+            help="VPP version (a leading 'v' is accepted). Default: check and repair take the"
+            " version every footer of the transcript names, else 1.4; other commands 1.4",
         )
         return sub
 
@@ -87,24 +90,41 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("transcripts", nargs="+", metavar="TRANSCRIPT", help="file, or - for stdin")
     check.add_argument("--format", choices=("text", "json"), default="text")
     check.add_argument("--lenient", action="store_true", help="tolerate cosmetic footer variants")
-    check.add_argument("--from-start", action="store_true", help=_FROM_START)
+    _add_start_options(check)
     parse = add("parse", "Parse the command on line 1 of a user message.")
     parse.add_argument("message", metavar="MESSAGE", help="the message, or - for stdin")
     parse.add_argument("--json", action="store_true", help="print JSON")
     repair = add("repair", "Print the transcript with assistant turns repaired.")
     repair.add_argument("transcript", metavar="TRANSCRIPT", help="file, or - for stdin")
     repair.add_argument("--lenient", action="store_true", help="keep cosmetic footer variants")
-    repair.add_argument("--from-start", action="store_true", help=_FROM_START)
+    _add_start_options(repair)
     add("snippet", "Print the header snippet (system prompt) for a version.")
     chat.add_command(add)
     apply_conventions(parser)  # top-level --version is the tool's; a command's is VPP's
     return parser
 
 
-_FROM_START = (
-    "the transcript is a whole conversation: check its first reply against the starting"
-    " state (by default an excerpt is checked from the state its first footer shows)"
-)
+def _add_start_options(command: argparse.ArgumentParser) -> None:
+    start = command.add_mutually_exclusive_group()
+    start.add_argument(
+        "--from-start",
+        dest="from_start",
+        action="store_const",
+        const=True,
+        default=None,
+        help="the transcript is a whole conversation: check its first reply against the"
+        " starting state",
+    )
+    start.add_argument(
+        "--excerpt",
+        dest="from_start",
+        action="store_const",
+        const=False,
+        help="the transcript is cut from a conversation: check it from the state its first"
+        " footer shows. Default: a whole conversation when it shows its start (a system"
+        " turn or the VPP header before the first exchange, a ChatGPT or Claude export),"
+        " else an excerpt",
+    )
 
 
 def _version_argument(text: str) -> Version:
@@ -166,16 +186,23 @@ def _read(path: str) -> str:
 
 
 def _load(
-    path: str, version: Version, strict: bool, repair: bool, from_start: bool
+    path: str, version: Version | None, strict: bool, repair: bool, from_start: bool | None
 ) -> TranscriptResult:
     return _validate(path, _read(path), version, strict, repair, from_start)
 
 
 def _validate(
-    path: str, text: str, version: Version, strict: bool, repair: bool, from_start: bool
+    path: str,
+    text: str,
+    version: Version | None,
+    strict: bool,
+    repair: bool,
+    from_start: bool | None,
 ) -> TranscriptResult:
+    """Check a transcript; without a ``version``, the one its footers name (else 1.4)."""
     try:
         transcript = read_transcript(text)
+        version = version or footers_version(transcript) or DEFAULT_VERSION
         return validate_transcript(
             transcript, version, strict=strict, repair=repair, from_start=from_start
         )
@@ -185,11 +212,11 @@ def _validate(
 
 def _check(
     paths: Sequence[str],
-    version: Version,
+    version: Version | None,
     output: str,
     strict: bool,
     quiet: bool = False,
-    from_start: bool = False,
+    from_start: bool | None = False,
 ) -> int:
     status = OK
     documents: list[dict[str, Any]] = []
@@ -206,7 +233,7 @@ def _check(
         if output == "json":
             documents.append({"path": path, **result.as_dict()})
         else:
-            _print_check(path, version, result, quiet)
+            _print_check(path, result.final_state.version, result, quiet)
     if output == "json":
         # Exactly one JSON document on stdout: for one file the issue's
         # {"ok", "turns"}; for several, {"ok", "files": [{"path", "ok", "turns"}, ...]}.
@@ -223,7 +250,8 @@ def _print_check(path: str, version: Version, result: TranscriptResult, quiet: b
     for turn in result.turns:
         for note in turn.notes:
             # A user turn's notes are 1.5 command errors the reply answered correctly.
-            answered = " (answered with the recovery body)" if turn.role == "user" else ""
+            command_note = turn.role == "user" and note.code != SETUP
+            answered = " (answered with the recovery body)" if command_note else ""
             print(
                 f"{path}:{note.line}: turn {turn.index} ({turn.role}): "
                 f"note: {note.code}: {note.message}{answered}"
@@ -276,7 +304,9 @@ def _print_command(command: Command) -> None:
         print(f"reply: <c> with recovery body: {recovery_body(command)}")
 
 
-def _repair(path: str, version: Version, strict: bool, from_start: bool = False) -> int:
+def _repair(
+    path: str, version: Version | None, strict: bool, from_start: bool | None = False
+) -> int:
     raw = _read_raw(path)
     result = _validate(path, raw.replace("\r\n", "\n"), version, strict, True, from_start)
     assert result.repaired is not None

@@ -13,6 +13,7 @@ Writing a text transcript reproduces everything but the message contents as read
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -50,11 +51,23 @@ SPEAKERS: Mapping[str, str] = {
     ),
     **dict.fromkeys(("system", "developer", "tool", "function", "ipython"), "system"),
 }
-_NAME = r"[a-z]{3,}[-. ]?[0-9][\w.-]*|[a-z]+"  # `Claude`, `GPT-4o`, `gpt 4`
+# `Claude`, `GPT-4o`, `gpt 4` (not `User 10` of `User 10:42:`)
+_NAME = r"[a-z]{3,}[-. ]?[0-9][\w.-]*(?!:\d)(?!\d)|[a-z]+"
+# A time (and date) as chat logs stamp a turn: `10:42`, `10:42:07 PM`, `2024-05-01 10:42`,
+# `5/1/24, 10:42`.
+_TIME = r"\d{1,2}:\d{2}(?::\d{2})?(?:[ \t]?[ap]\.?m\.?)?"
+_DATE = r"(?:\d{4}-\d{2}-\d{2}[ tT]|\d{1,2}/\d{1,2}/\d{2,4},?[ \t])"
+_STAMP = rf"(?:{_DATE})?{_TIME}(?:[ \t]?(?:z|utc|[+-]\d{{2}}:?\d{{2}}))?"
+# Before the name: `[10:42] `, `[2024-05-01 10:42:07] `, `10:42 - `; after it:
+# ` (10:42)`, ` [10:42]`, ` · 10:42`, `, 10:42 PM`, ` - 10:42`.
+_STAMP_BEFORE = rf"(?:\[{_STAMP}\][ \t]*(?:-[ \t]*)?|{_STAMP}[ \t]+-[ \t]+)"
+_STAMP_AFTER = rf"(?:[ \t]*(?:\({_STAMP}\)|\[{_STAMP}\])|[ \t]*[·,-][ \t]*{_STAMP}|[ \t]+{_STAMP})"
 # `User:`, and as chat exports write it: `**User:**`, `**User**:`, `## Assistant`,
-# `ChatGPT said:`.
+# `ChatGPT said:`, with a timestamp before or after the name (chat logs).
 _MARKER = re.compile(
-    rf"^(#{{1,6}}[ \t]+)?(\*\*|__)?({_NAME})(?P<said>[ \t]+said)?(\2)?[ \t]*(:)?(\2)?[ \t]*(?P<text>.*)$",
+    rf"^(?P<heading>#{{1,6}}[ \t]+)?(?P<before>{_STAMP_BEFORE})?(?P<bold>\*\*|__)?"
+    rf"(?P<name>{_NAME})(?P<after>{_STAMP_AFTER})?(?P<said>[ \t]+said)?(?P<shut>(?P=bold))?"
+    rf"(?P<late>{_STAMP_AFTER})?[ \t]*(?P<colon>:)?(?P<shut2>(?P=bold))?[ \t]*(?P<text>.*)$",
     re.IGNORECASE,
 )
 _JSON_INT_DIGITS = 4_000
@@ -70,6 +83,21 @@ CONTENT_KEYS = ("content", "text", "value", "parts")
 _MARKDOWN_FRAME = re.compile(
     r"^(?:#{1,6}(?:\s|$)|```|~~~|(?:-[ \t]*){3,}$|(?:\*[ \t]*){3,}$|(?:_[ \t]*){3,}$)"
 )
+
+
+# The header snippet's first line (1.4: "Viable-Prompt Protocol:", 1.5: "Viable Prompt
+# Protocol v1.5 ..."), as people paste it at the start of a conversation.
+_HEADER = re.compile(r"viable[- ]prompt protocol|VPP_VERSION", re.IGNORECASE)
+
+
+def is_setup(message: Message) -> bool:
+    """A user turn that pastes the protocol's header snippet instead of giving a command:
+    the conversation's setup, as a system prompt is where the app has none."""
+    return (
+        message.role == "user"
+        and not message.content.lstrip().startswith("!<")
+        and _HEADER.search(message.content) is not None
+    )
 
 
 class TranscriptError(ValueError):
@@ -110,6 +138,33 @@ class Transcript:
     wrapper: Mapping[str, Any] | None = None  # the enclosing object of {"messages": [...]}
     list_key: str = "messages"  # the wrapper's key that holds the messages
     fence: tuple[str, str] | None = None  # JSON: the Markdown code fence lines around it
+    # Copied from a web page's source (`&lt;q&gt;` for `<q>`): the contents as read.
+    # Contents are held unescaped; written back, an unchanged one is written as read and a
+    # repaired one escaped.
+    escaped_contents: tuple[str, ...] | None = None
+    # A ChatGPT export (`mapping` tree): the document as read, which conversation of it,
+    # and the node id of each message, so repairs are written back into the tree.
+    export: Any = None
+    conversation: int | None = None
+    nodes: tuple[str, ...] = ()
+    in_list: bool = False  # JSON: the conversation object is the only item of a list
+
+    @property
+    def shows_start(self) -> bool:
+        """Whether this is a whole conversation, not an excerpt: an export of one (ChatGPT's
+        mapping tree from its root, Claude's `chat_messages`), or its setup is here — a
+        system turn, or the VPP header snippet, before or in the first user turn."""
+        if self.export is not None or (
+            self.wrapper is not None and self.list_key == "chat_messages"
+        ):
+            return True
+        for message in self.messages:
+            if message.role in SKIPPED_ROLES:
+                if message.role in ("system", "developer"):
+                    return True
+                continue
+            return is_setup(message)
+        return False
 
     def with_contents(self, contents: Sequence[str]) -> Transcript:
         messages = tuple(
@@ -121,8 +176,12 @@ class Transcript:
 def read_transcript(text: str) -> Transcript:
     """Parse `text`, detecting its format from the first non-blank character."""
     text, fence = _unfenced(text)
-    stripped = text.lstrip()
-    if stripped.startswith("["):
+    stripped = text.lstrip().removeprefix("\ufeff").lstrip()
+    if not stripped:
+        raise TranscriptError("the transcript is empty: no turns to check")
+    if _marker(stripped.split("\n", 1)[0]) is not None:  # `[10:42] User:`: not JSON
+        transcript = _read_text(text)
+    elif stripped.startswith("["):
         transcript = _read_json(text)
     elif stripped.startswith("{"):
         transcript = _read_json(text) if _is_wrapped_messages(text) else _read_jsonl(text)
@@ -131,7 +190,25 @@ def read_transcript(text: str) -> Transcript:
     if not any(m.role in ("user", "assistant") for m in transcript.messages):
         # An empty conversation is not evidence of compliance (same rule for every format).
         raise TranscriptError("no user or assistant messages found")
+    if _is_html_escaped(transcript.messages):
+        read = tuple(m.content for m in transcript.messages)
+        transcript = replace(
+            transcript.with_contents([html.unescape(content) for content in read]),
+            escaped_contents=read,
+        )
     return replace(transcript, fence=fence) if fence else transcript
+
+
+# `&lt;q&gt;` / `!&lt;o_f&gt;`: a tag as a page's HTML source writes it.
+_ESCAPED_TAG = re.compile(r"&lt;/?[a-z][a-z0-9_]*&gt;", re.IGNORECASE)
+
+
+def _is_html_escaped(messages: Sequence[Message]) -> bool:
+    """The transcript was copied from HTML source: its tags are written as entities and no
+    `<` is written plainly (HTML source has none in text; a conversation about HTML that
+    writes a tag plainly keeps its entities)."""
+    contents = [m.content for m in messages if m.role in CHECKED_ROLES]
+    return any(_ESCAPED_TAG.search(c) for c in contents) and not any("<" in c for c in contents)
 
 
 _FENCE = re.compile(r"[ \t]*(?:`{3,}|~{3,})[\w.+-]*[ \t]*")
@@ -161,6 +238,14 @@ def messages_from(turns: Sequence[Mapping[str, Any]]) -> Transcript:
 
 def write_transcript(transcript: Transcript, *, ascii_only: bool = False) -> str:
     """Serialize in the transcript's own format (JSON with `\\u` escapes if `ascii_only`)."""
+    if transcript.escaped_contents is not None:
+        escaped = [
+            read if html.unescape(read) == message.content else html.escape(message.content, False)
+            for read, message in zip(transcript.escaped_contents, transcript.messages, strict=True)
+        ]
+        transcript = replace(transcript.with_contents(escaped), escaped_contents=None)
+    if transcript.export is not None:
+        return _write_export(transcript, ascii_only)
     if transcript.format == "text":
         return _write_text(transcript)
     records = [_record(m) for m in transcript.messages]
@@ -170,6 +255,8 @@ def write_transcript(transcript: Transcript, *, ascii_only: bool = False) -> str
         document: Any = records
         if transcript.wrapper is not None:
             document = {**transcript.wrapper, transcript.list_key: records}
+        if transcript.in_list:
+            document = [document]
         written = json.dumps(document, ensure_ascii=ascii_only, indent=2) + "\n"
     if transcript.fence is None:
         return written
@@ -229,14 +316,17 @@ def _marker(line: str) -> re.Match[str] | None:
     """The turn marker that opens ``line``, if any: a role and a colon (the Markdown
     marks balanced), or a heading or bold role alone on its line."""
     match = _MARKER.match(line)
-    if match is None or _known_name(match.group(3)) is None:
+    if match is None or _known_name(match.group("name")) is None:
         return None
-    heading, bold, closed_before, colon, closed_after, text = match.group(1, 2, 5, 6, 7, 8)
+    heading, bold, closed_before, colon, closed_after, text = match.group(
+        "heading", "bold", "shut", "colon", "shut2", "text"
+    )
+    stamped = any(match.group("before", "after", "late"))
     if bold and bool(closed_before) == bool(closed_after):
         return None  # `**User**:**` or an unclosed `**User:`
     if colon:
         return match
-    return match if (heading or bold) and not text else None
+    return match if (heading or bold or stamped) and not text else None
 
 
 def _known_name(name: str) -> str | None:
@@ -245,16 +335,16 @@ def _known_name(name: str) -> str | None:
 
 
 def _style(marker: re.Match[str]) -> tuple[bool, bool, bool]:
-    return bool(marker.group(1)), bool(marker.group(2)), bool(marker.group("said"))
+    return bool(marker.group("heading")), bool(marker.group("bold")), bool(marker.group("said"))
 
 
 def _name(marker: re.Match[str]) -> str:
-    return " ".join(marker.group(3).lower().split())
+    return " ".join(marker.group("name").lower().split())
 
 
 def _role(marker: re.Match[str]) -> str:
     """`user`, `assistant` or `system`; `gpt-4o` is read by its family name `gpt`."""
-    return _known_name(marker.group(3)) or "system"
+    return _known_name(marker.group("name")) or "system"
 
 
 def _speaker(starts: list[tuple[int, re.Match[str]]], role: str) -> str | None:
@@ -328,9 +418,19 @@ def _load_json(text: str) -> Any:
 
 def _read_json(text: str) -> Transcript:
     document = _load_json(text)
+    if _is_chatgpt_export(document):
+        return _read_export(text, document)
     wrapper = None
     array_start = text.find("[")
     list_key = "messages"
+    in_list = _is_conversation_list(document)
+    if in_list:  # a dataset of conversations (ShareGPT's `[{"conversations": [...]}]`)
+        if len(document) != 1:
+            raise TranscriptError(
+                f"a list of {len(document)} conversations; vpp checks one conversation: save"
+                " one of them as its own file, e.g. jq '.[0]' FILE > conversation.json"
+            )
+        document = document[0]
     if isinstance(document, dict):
         list_key = next((k for k in LIST_KEYS if isinstance(document.get(k), list)), "")
         found = re.search(rf'(?<!\\)"{list_key}"\s*:\s*\[', text) if list_key else None
@@ -345,7 +445,138 @@ def _read_json(text: str) -> Transcript:
     messages = [
         _message(item, n, line, False) for n, (item, line) in enumerate(zip(document, lines), 1)
     ]
-    return Transcript("json", tuple(messages), wrapper=wrapper, list_key=list_key)
+    return Transcript("json", tuple(messages), wrapper=wrapper, list_key=list_key, in_list=in_list)
+
+
+def _is_conversation_list(document: Any) -> bool:
+    """A list of objects that each hold a conversation's messages under a list key."""
+    return (
+        isinstance(document, list)
+        and bool(document)
+        and all(
+            isinstance(item, Mapping)
+            and not any(key in item for key in ROLE_KEYS)
+            and any(isinstance(item.get(key), list) for key in LIST_KEYS)
+            for item in document
+        )
+    )
+
+
+def _is_chatgpt_export(document: Any) -> bool:
+    """ChatGPT's data export (`conversations.json`): conversations holding a `mapping`
+    of message nodes, as a list or one conversation alone."""
+    items = document if isinstance(document, list) else [document]
+    return bool(items) and all(
+        isinstance(item, Mapping) and isinstance(item.get("mapping"), Mapping) for item in items
+    )
+
+
+# Assistant content types that hold no reply text (reasoning, browsing, tool output).
+_HIDDEN_CONTENT = frozenset(
+    (
+        "thoughts",
+        "reasoning_recap",
+        "tether_browsing_display",
+        "tether_quote",
+        "execution_output",
+        "system_error",
+        "user_editable_context",
+        "model_editable_context",
+    )
+)
+
+
+def _read_export(text: str, document: Any) -> Transcript:
+    """The conversation of a ChatGPT export as the app shows it: the branch from the
+    root to `current_node` (edits and regenerations on other branches left out)."""
+    conversations = document if isinstance(document, list) else [document]
+    if len(conversations) != 1:
+        titles = ", ".join(
+            f"[{n}] {str(c.get('title') or 'untitled')[:40]!r}"
+            for n, c in enumerate(conversations[:5])
+        )
+        more = f" and {len(conversations) - 5} more" if len(conversations) > 5 else ""
+        raise TranscriptError(
+            f"a ChatGPT export with {len(conversations)} conversations ({titles}{more}); "
+            "vpp checks one conversation: save one of them as its own file, e.g. "
+            "jq '.[0]' conversations.json > conversation.json"
+        )
+    conversation = conversations[0]
+    mapping: Mapping[str, Any] = conversation["mapping"]
+    path = _branch(mapping, conversation.get("current_node"))
+    messages: list[Message] = []
+    nodes: list[str] = []
+    for node_id in path:
+        item = mapping[node_id].get("message")
+        if not isinstance(item, Mapping):
+            continue  # the root: no message
+        line = _key_line(text, node_id)
+        message = _message(item, len(messages) + 1, line, False)
+        if message.role in CHECKED_ROLES and _is_hidden_node(item):
+            message = replace(message, role="tool", content="")
+        messages.append(message)
+        nodes.append(node_id)
+    return Transcript(
+        "json",
+        tuple(messages),
+        export=document,
+        conversation=0 if isinstance(document, list) else None,
+        nodes=tuple(nodes),
+    )
+
+
+def _branch(mapping: Mapping[str, Any], current: Any) -> list[str]:
+    """Node ids from the root to `current` (or, without one, to the last leaf)."""
+    if not isinstance(current, str) or current not in mapping:
+        leaves = [
+            key
+            for key, node in mapping.items()
+            if isinstance(node, Mapping) and not node.get("children")
+        ]
+        if not leaves:
+            raise TranscriptError("a ChatGPT export's mapping has no last message")
+        current = leaves[-1]
+    path: list[str] = []
+    node_id: Any = current
+    while isinstance(node_id, str) and node_id not in path:
+        node = mapping.get(node_id)
+        if not isinstance(node, Mapping):
+            raise TranscriptError(f"a ChatGPT export names node {node_id!r}, which it lacks")
+        path.append(node_id)
+        node_id = node.get("parent")
+    return path[::-1]
+
+
+def _is_hidden_node(item: Mapping[str, Any]) -> bool:
+    """A node the app does not show as a turn: hidden context, reasoning, tool calls."""
+    metadata = item.get("metadata")
+    if isinstance(metadata, Mapping) and metadata.get("is_visually_hidden_from_conversation"):
+        return True
+    recipient = item.get("recipient")
+    if isinstance(recipient, str) and recipient != "all":
+        return True  # a call to a tool (browser, python, ...)
+    content = item.get("content")
+    return isinstance(content, Mapping) and content.get("content_type") in _HIDDEN_CONTENT
+
+
+def _key_line(text: str, key: str) -> int:
+    """The line where the JSON key `key` first appears (a node of the mapping)."""
+    found = re.search(rf'"{re.escape(key)}"\s*:', text)
+    return text.count("\n", 0, found.start()) + 1 if found else 1
+
+
+def _write_export(transcript: Transcript, ascii_only: bool) -> str:
+    """The export as read, each message node holding its (repaired) message."""
+    document = json.loads(json.dumps(transcript.export))  # a copy to change
+    conversation = document[0] if transcript.conversation is not None else document
+    for message, node_id in zip(transcript.messages, transcript.nodes, strict=True):
+        if message.role in CHECKED_ROLES:
+            conversation["mapping"][node_id]["message"] = _record(message)
+    written = json.dumps(document, ensure_ascii=ascii_only, indent=2) + "\n"
+    if transcript.fence is None:
+        return written
+    opening, closing = transcript.fence
+    return f"{opening}\n{written}{closing}\n"
 
 
 def _item_lines(text: str, array_start: int, count: int) -> list[int]:

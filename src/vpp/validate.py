@@ -11,6 +11,13 @@ from vpp.reply import Reply, read_reply, trim_blank_lines
 from vpp.state import ConversationState, Expectation, expect, initial_state
 from vpp.versions import ASSISTANT_TAGS, ESCAPE_HINTS, SOURCES, Version, footer_version
 
+_FIELD_NAMES = re.compile(r"\b(version|tag|sources|assumptions|cycle|locus)=", re.IGNORECASE)
+
+
+def _template_case(match: re.Match[str]) -> str:
+    return match.group(1).capitalize() + "="
+
+
 QUESTION_LIMIT = 25
 # The body 1.5's reference runtime gives a repaired reply that had none.
 STRUCTURAL_BODY = (
@@ -130,7 +137,18 @@ class _ReplyChecker:
             )
         if header is None:
             line = self.reply.body_start
-            self._add("missing-or-invalid-header", f"Line 1 must be the bare tag {wanted}.", line)
+            later = next(
+                (n for n, text in enumerate(self.reply.lines[:6], 1) if text.strip() == wanted),
+                None,
+            )
+            found = (
+                f" (it is on line {later}: remove the text before it)"
+                if later and later > 1
+                else ""
+            )
+            self._add(
+                "missing-or-invalid-header", f"Line 1 must be the bare tag {wanted}{found}.", line
+            )
             return
         if header.line > 1 and self.version == "1.5" and self.reply.fence_line is None:
             self._add(
@@ -173,6 +191,12 @@ class _ReplyChecker:
                 if inline > 0 and text[:inline].strip()
                 else ""
             )
+            if not where and looks_like_footer(_FIELD_NAMES.sub(_template_case, text)):
+                where = (
+                    " (the last line names the footer's fields in another letter case: write"
+                    " Version=, Tag=, Sources=, Assumptions=, Cycle=, Locus= as the template"
+                    " does)"
+                )
             self._add(
                 "missing-or-malformed-footer",
                 f"The reply must end with the compliance footer line{where}.",

@@ -316,7 +316,24 @@ def test_a_lowercase_prefix_is_named(capsys: pytest.CaptureFixture[str]) -> None
             "\nAssistant: S{$a:1;}S\n",
             (
                 ":2: neither an NDJSON trace (one JSON object a line) nor a text transcript"
+                " (each cycle opens with a line starting 'INSTR:'); it holds state blocks"
+                " without the INSTR: lines they answer: put each cycle's INSTR: line before"
+                " its blocks"
+            ),
+        ),
+        (
+            "Some notes about the run.\n",
+            (
+                ":1: neither an NDJSON trace (one JSON object a line) nor a text transcript"
                 " (each cycle opens with a line starting 'INSTR:')"
+            ),
+        ),
+        (
+            "instr: @set:$a=1;\nS{$a:1;}S\n",
+            (
+                ":1: neither an NDJSON trace (one JSON object a line) nor a text transcript"
+                " (each cycle opens with a line starting 'INSTR:'); line 1 starts with"
+                " 'instr:': the prefix is 'INSTR:'"
             ),
         ),
     ],

@@ -106,7 +106,7 @@ async def _no_sleep(seconds: float) -> None:
 def test_malformed_traces_are_errors(tmp_path: Path) -> None:
     path = tmp_path / "bad.ndjson"
     path.write_text('{"cycle": 1}\n')
-    with pytest.raises(TraceError, match=r"bad.ndjson:1: missing \['accepted'"):
+    with pytest.raises(TraceError, match=r"bad.ndjson:1: missing \['instr', 'reply'\]: a trace"):
         read_trace(path)
     path.write_text("\n{oops\n")
     with pytest.raises(TraceError, match="bad.ndjson:2: not JSON"):
@@ -116,6 +116,23 @@ def test_malformed_traces_are_errors(tmp_path: Path) -> None:
     )
     [check] = check_trace(path)
     assert not check.ok and "unreadable INSTR/previous" in check.problems[0]
+
+
+def test_a_minimal_trace_of_instr_and_reply_is_checked(tmp_path: Path) -> None:
+    """Another tool's trace: only instr and reply. The previous state is the last accepted
+    one; what a line leaves out is not checked, the reply still is."""
+    path = tmp_path / "t.ndjson"
+    lines = [
+        {"instr": "INSTR: @set:$a=1;", "reply": "S{$a:1;}S"},
+        {"instr": "INSTR: @upd:$a=2;", "reply": "S{$a:3;}S"},
+        {"instr": "INSTR: @upd:$a=2;", "reply": "S{$a:2;}S"},
+        {"cycle": 5, "instr": "INSTR: @upd:$a=4;", "reply": "S{$a:4;}S"},
+    ]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    checks = check_trace(path)
+    assert [c.ok for c in checks] == [True, False, True, False]
+    assert "wrong_value" in str(checks[1].violations[0].kind)
+    assert checks[3].problems[0].startswith("cycle 5 where cycle 4 was expected")
 
 
 async def test_check_confirms_the_logs_that_were_routed(tmp_path: Path) -> None:

@@ -401,6 +401,17 @@ _FUZZ_LINES = [
     '[{"from": "human", "value": "!<q>"}]',
     '{"messages": [',
     "Escape options: !<e> --<g> !<e_o>",
+    # session 14: timestamps, HTML-escaped tags, the setup snippet, exports
+    "[10:42] User: !<q>",
+    "Assistant (10:43 PM):",
+    "User · 10:44",
+    "[2024-05-01 10:42:07] ChatGPT:",
+    "User: !&lt;o&gt;",
+    "&lt;o&gt;",
+    "Viable-Prompt Protocol:",
+    '[{"title": "t", "current_node": "a", "mapping": {"a": {"parent": null, "message": {',
+    '"author": {"role": "assistant"}, "content": {"content_type": "text", "parts": ["<q>"]}}}}}]',
+    '{"mapping": {}, "current_node": null}',
     "",
     "body with ünïcødé ✓ and a very long line " + "x" * 300,
 ]
