@@ -516,9 +516,9 @@ def report(result: RunResult, as_json: bool, notice: RunNotice | None = None) ->
 
 def asks_again(run_dir: Path) -> bool:
     """Whether resuming the run would send a model call again — one that failed and was not
-    handled, or was cancelled — and so could end otherwise. When every answer the run got is
-    served from its journal, the program takes the same path to the same error: a `throw`,
-    a fault of the program, an evaluator's unusable answer."""
+    handled, was cancelled, or was a judgment whose answers were unusable — and so could end
+    otherwise. When every answer the run got is served from its journal, the program takes
+    the same path to the same error: a `throw`, a fault of the program."""
     from openprose.providers.replay import JOURNAL_NAME
     from openprose.vm.journal import read_journal
     from openprose.vm.runtime import Replay
@@ -529,7 +529,7 @@ def asks_again(run_dir: Path) -> bool:
     except ValueError:
         return True  # a damaged journal: `prose resume` says what it cannot do
     return any(
-        event.get("ev") in ("session_failed", "session_cancelled")
+        event.get("ev") in ("session_failed", "session_cancelled", "decision_failed")
         and event.get("step") not in served.sessions
         and event.get("step") not in served.failures
         for event in events

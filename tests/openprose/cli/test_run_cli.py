@@ -85,11 +85,12 @@ def test_the_resume_command_is_offered_only_where_resuming_can_end_otherwise(
     assert prose("resume", run_id, *run) == 1  # the claim holds: the same error again
     err = capsys.readouterr().err
     assert "t.prose:2:1: stop here" in err and same_way in err
-    # An evaluator's unusable answer is served from the journal too.
+    # An evaluator's unusable answers are asked again on resume (perhaps of another one).
     (project / "rules.yaml").write_text('default: "ok"\n')
     (project / "j.prose").write_text('if **it rains**:\n  session "Umbrella"\n')
     assert prose("run", "j.prose", *run) == 1
-    assert same_way in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "--evaluator" in err and "continue it with: prose resume " in err
     # A model call that failed is asked again: there the resume command is what helps.
     (project / "rules.yaml").write_text(RULES)
     (project / "f.prose").write_text('session "fine"\nsession "Fail now"\n')
