@@ -19,16 +19,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, NoReturn, cast
 
+from openprose import habits
 from openprose import nodes as n
 from openprose.codes import diagnostic
 from openprose.diagnostics import Diagnostic, Edit, Fix
+from openprose.habits import plain_quote, quote
 from openprose.scanner import (
     ARROW,
     DEDENT,
     DISCRETION,
     EOF,
     ERROR,
-    IDENT_PATTERN,
     INDENT,
     KEYWORDS,
     MAX_DIAGNOSTICS,
@@ -59,12 +60,6 @@ _LINE_END = frozenset((NEWLINE, EOF))
 # `context: input`); at the start of a statement they still begin their declaration.
 SOFT_KEYWORDS = frozenset(("input", "output"))
 _NAME_KINDS = frozenset((NAME, *SOFT_KEYWORDS))
-# A line that runs a session (`session "x"`, `let r = session: a`, `x = resume: a`), or a
-# session property line (the run a property left unindented may go on).
-_SESSION_LINE = re.compile(
-    r"\s*(?:(?:(?:let|const|output)\s+)?[\w-]+\s*=\s*)?(?:session|resume)\b[^\n]*"
-    r"|\s*(?:model|prompt|context|retry|backoff)\s*:"
-)
 # Properties whose value is one thing: `- item` lines under them are no list to rewrite.
 _SCALAR_PROPERTIES = frozenset(("prompt", "model", "persist", "retry", "backoff"))
 # What a misspelled statement keyword is compared with ("did you mean").
@@ -237,6 +232,11 @@ class _Parser:
             self.diagnostics.append(
                 diagnostic(code, message, span, self.source.path, help=help, fix=fix, rule=rule)
             )
+
+    def note(self, found: Diagnostic) -> None:
+        """Keep a diagnostic built elsewhere (a habit's), within the same limit."""
+        if len(self.diagnostics) < MAX_DIAGNOSTICS:
+            self.diagnostics.append(found)
 
     def fail(self, expected: str) -> NoReturn:
         """Report the current token as unexpected and unwind to the statement boundary."""
@@ -564,15 +564,21 @@ class _Parser:
         when the line may still be a valid expression statement (a bare name is E116)."""
         token = self.tokens[self.pos]
         word = token[1]
-        if word in _NO_SUCH_STATEMENT:
-            self.no_such_statement(token)
+        if word in habits.CONTROL_WORDS:
+            self.note(habits.control_word(self, self.pos, self.previous))
+            raise _ParseError
         following = self.peek_kind()
         if word == "import" and following == STRING:
-            self.legacy_import()
+            found, self.pos = habits.legacy_import(self, self.pos)
+            self.note(found)
+            raise _ParseError
         if following == NEWLINE and self.peek_kind(2) == INDENT:
             return  # a name whose pipeline goes on below (`xs` then `  | map:`)
         if following == ":" and word in SESSION_PROPERTIES:
-            self.unindented_property(token)
+            misplaced = habits.unindented_property(self.source, token)
+            if misplaced is not None:
+                self.note(misplaced)
+                raise _ParseError(properties=True)
         guess = closest(word, _STATEMENT_WORDS, cutoff=0.75)
         if guess is None and following in _LAYOUT:
             return  # a bare name: E116 explains it
@@ -594,86 +600,6 @@ class _Parser:
                 "or `name =`",
             )
         raise _ParseError(properties=guess in _PROPERTY_HEADS)
-
-    def no_such_statement(self, token: Token) -> NoReturn:
-        """`break`, `continue`, `return x`, `pass`: control words of other languages. A loop
-        ends by its condition or its max, a block's value is its last statement's. `return x`
-        as a block's last line right after the statement that bound `x` (or `return
-        session …`) has a safe fix: drop the line (or the word) — the value is the same."""
-        word = token[1]
-        message, help_ = _NO_SUCH_STATEMENT[word]
-        fix = self.return_fix(token) if word == "return" else None
-        self.report("E004", message, token_span(token), help=help_, fix=fix, rule=_CONTROL_RULE)
-        raise _ParseError
-
-    def return_fix(self, token: Token) -> Fix | None:
-        kinds, at = self.kinds, self.pos + 1
-        if kinds[at] in _LAYOUT:
-            return None
-        line_end = at
-        while kinds[line_end] not in _LAYOUT:
-            line_end += 1
-        closes = kinds[line_end] in (DEDENT, EOF) or (
-            kinds[line_end] == NEWLINE and kinds[line_end + 1] in (DEDENT, EOF)
-        )
-        if not closes:
-            return None  # statements follow: the value would not be the block's
-        word = token_span(token)
-        if kinds[at] == NAME and line_end == at + 1:
-            name = self.tokens[at][1]
-            previous = self.previous
-            bound = (
-                isinstance(previous, n.Binding)
-                and isinstance(previous.target, n.Name)
-                and previous.target.id == name
-                or isinstance(previous, n.Assign | n.Output)
-                and (previous.target if isinstance(previous, n.Assign) else previous.name).id
-                == name
-            )
-            if not bound:
-                return None
-            text = self.source.text
-            start = text.rfind("\n", 0, word.start) + 1
-            end = text.find("\n", word.end)
-            end = len(text) if end == -1 else end + 1
-            return Fix(
-                f"remove `return {name}`: the statement above already gives the value",
-                (Edit(self.source.span(start, end), ""),),
-            )
-        if kinds[at] in ("session", "do", "resume", "parallel"):
-            after = self.tokens[at]
-            return Fix("remove `return`", (Edit(self.source.span(word.start, after[2]), ""),))
-        return None
-
-    def unindented_property(self, token: Token) -> None:
-        """`context: { a, b }` at the session's own indentation, right under it (documents
-        that lost the indentation print it so): the property belongs to the session above,
-        and properties are indented under it. One E104-like E004 with the safe fix that
-        indents the line; raises when the line above is such a session (or property)."""
-        text = self.source.text
-        line_start = text.rfind("\n", 0, token[2]) + 1
-        indent = text[line_start : token[2]]
-        if indent.strip():
-            return
-        above = line_start - 1
-        while above > 0:
-            start = text.rfind("\n", 0, above) + 1
-            line = text[start:above].rstrip("\r")
-            if line.strip() and not line.lstrip().startswith("#"):
-                break
-            above = start - 1
-        else:
-            return
-        if not _SESSION_LINE.match(line) or not line.startswith(indent) or line[len(indent)] == " ":
-            return
-        self.report(
-            "E004",
-            f"`{token[1]}:` is a property of the session above: properties are indented under it",
-            token_span(token),
-            help=f"indent the line: `{indent}  {token[1]}: ...`",
-            fix=Fix("indent the property", (Edit(self.source.span(line_start, line_start), "  "),)),
-        )
-        raise _ParseError(properties=True)
 
     def check_keyword_after_equals(self) -> None:
         """`x = sesion: critic`, `x = paralel:`: on the right of `=` a name followed by `:`
@@ -698,35 +624,6 @@ class _Parser:
             fix=Fix.nearest_word(span, word, guess),
         )
         raise _ParseError(properties=guess in _PROPERTY_HEADS)
-
-    def legacy_import(self) -> NoReturn:
-        """``import "x" from "y"``: reported with its `use` rewrite (E123)."""
-        start = self.pos
-        kinds = self.kinds
-        name_token = self.tokens[start + 1]
-        source_token = None
-        end = start + 2
-        if kinds[end] == NAME and self.tokens[end][1] == "from" and kinds[end + 1] == STRING:
-            source_token = self.tokens[end + 1]
-            end += 2
-        self.pos = end
-        name = cast(StringValue, name_token[8]).value
-        source = cast(StringValue, source_token[8]).value if source_token else name
-        first, last = self.tokens[start], self.tokens[end - 1]
-        span = Span(first[2], last[3], first[4], first[5], last[6], last[7])
-        # The skill `x` of source `y` is `y/x` — unless `y` already ends in `x` (one skill per
-        # source). The path's last segment then names the import `x`, as `skills:` expects.
-        path = source if source.rstrip("/").rsplit("/", 1)[-1] == name else f"{source}/{name}"
-        rewrite = f"use {_quote(path)}"
-        safe = kinds[end] in _LAYOUT and _IDENTIFIER.fullmatch(name) is not None
-        self.report(
-            "E123",
-            f'`import "{name}"` is the legacy import statement; the reference imports with `use`',
-            span,
-            help=f"rewrite it as `{rewrite}`",
-            fix=Fix(f"rewrite as `{rewrite}`", (Edit(span, rewrite),)) if safe else None,
-        )
-        raise _ParseError
 
     def use(self) -> n.Use:
         start = self.take()
@@ -755,102 +652,38 @@ class _Parser:
         return n.Input(span=self.span_from(start), name=name, description=description)
 
     def input_without_colon(self, start: int, name: n.Name) -> n.Input:
-        """`input topic` (no description) and `input depth = "shallow"` (a default value, as
-        in other languages): the grammar's form is `input name: "description"`, and the
-        caller gives every input. The first gets `: ""` (the reference's row then asks for a
-        description, W-level); the second becomes that text as the description (unsafe: the
-        value was meant as a default). Either parses as an input, so uses of the name do
-        not cascade."""
+        """`input topic` (no description) or `input depth = "shallow"` (a default value):
+        reported as habits; either parses as an input, so uses of the name do not cascade."""
         at = self.tokens[self.pos]
         # the name stands in for the missing description (no second, empty-description row)
         empty = n.StringLit(span=token_span(at), value=name.id, parts=(name.id,), triple=False)
         if at[0] != "=":
-            end = Span(at[2], at[2], at[4], at[5], at[4], at[5])
-            self.report(
-                "E005",
-                f"Invalid syntax: `input {name.id}` needs a description: "
-                f'`input {name.id}: "what the caller gives"`',
-                end,
-                help='add a description after a colon: `: "…"`',
-                fix=Fix('add `: ""`', (Edit(end, ': ""'),)),
-                rule=_INPUT_RULE,
-            )
+            self.note(habits.input_without_description(self, self.pos, name))
             return n.Input(span=self.span_from(start), name=name, description=empty)
+        self.note(habits.input_default(self, self.pos, name))
         self.pos += 1
-        value = self.tokens[self.pos]
-        single = value[0] == STRING and self.kinds[self.pos + 1] in _LINE_END
-        self.report(
-            "E004",
-            f"Unexpected token '=': an input has no default value; it is declared "
-            f'`input {name.id}: "description"` and the caller gives it',
-            token_span(at),
-            help="write `:` and describe the input; pass the value when running "
-            f"(`prose run FILE --input {name.id}=…`)",
-            fix=Fix(
-                "write `:` (the text becomes the description)",
-                (Edit(self.source.span(name.span.end, at[3]), ":"),),
-                safe=False,
-            )
-            if single and at[3] == at[2] + 1
-            else None,
-            rule=_INPUT_RULE,
-        )
         while self.kinds[self.pos] not in _LAYOUT:
             self.pos += 1
         return n.Input(span=self.span_from(start), name=name, description=empty)
 
     def unquoted_description(self, start: int, name: n.Name) -> n.Input:
-        """`input topic: string` (a type, as in TypeScript or Python) or `input audience: the
-        people who read it` (the description without quotes). The grammar's description is
-        a string, and OpenProse values are text. One E004 for the rest of the line (the
-        scanner's complaints inside it, such as an apostrophe, are dropped: the quotes take
-        them in), with the safe fix that quotes it — a type becomes `"topic (string)"`, so
-        the description still says what was meant. A default (`number = 3`) gets no fix:
-        the caller gives every input."""
-        first = self.pos
-        end = first
-        tokens = self.tokens
+        """`input topic: string` or `input audience: the people who read it`: one habit
+        for the rest of the line. When it has a fix, the scanner's complaints inside the
+        line (such as an apostrophe) are dropped: the quotes take them in."""
+        end = self.pos
         while self.kinds[end] not in _LAYOUT:
             end += 1
-        head, last = tokens[first], tokens[end - 1]
-        span = Span(head[2], last[3], head[4], head[5], last[6], last[7])
-        raw = self.source.text[span.start : span.end]
+        found = habits.unquoted_description(self, self.pos, end, name)
         self.pos = end
-        words = raw.split()
-        leading = re.match(r"\w*", raw)
-        typed = (
-            _TYPE_NOTATION.fullmatch(raw) is not None
-            and leading is not None
-            and leading.group().lower() in _TYPE_WORDS
-        )
-        default = any(t[0] == "=" for t in tokens[first:end])
-        if span.line != span.end_line or default or "\n" in raw:
-            fix = None
-        else:
-            text = f"{name.id} ({raw})" if typed else raw
-            fix = Fix(f"write the description as text: {_quote(text)}", (Edit(span, _quote(text)),))
+        span = found.span
+        if found.fix is not None:
             self.diagnostics[:] = [
                 d
                 for d in self.diagnostics
                 if not (span.start <= d.span.start and d.span.end <= span.end)
             ]
-        if typed or default:
-            message = (
-                f"Unexpected token {words[0]!r}: an input's description is a quoted string, "
-                f"not a type (OpenProse values are text)"
-            )
-        else:
-            message = f"Unexpected token {words[0]!r}: an input's description is a quoted string"
-        if default:
-            help_ = (
-                f'write `input {name.id}: "…"` and pass the value when running (an input has '
-                "no default)"
-            )
-        elif fix is not None:
-            help_ = f"quote it: `input {name.id}: {fix.edits[0].text}`"
-        else:
-            help_ = f'quote it: `input {name.id}: "…"`'
-        self.report("E004", message, span, help=help_, fix=fix, rule=_INPUT_RULE)
+        self.note(found)
+        raw = self.source.text[span.start : span.end]
         description = n.StringLit(span=span, value=raw, parts=(raw,), triple=False)
         return n.Input(span=self.span_from(start), name=name, description=description)
 
@@ -863,7 +696,7 @@ class _Parser:
             return self.unnamed_output(start)
         name = self.declared_name("an output name", "=")
         if colon:
-            self.colon_for_equals("output")
+            self.binding_colon("output")
         else:
             self.expect("=", "'=' after the output name")
         self.check_keyword_after_equals()
@@ -939,7 +772,7 @@ class _Parser:
         else:
             target = self.expect_name(f"a variable name after '{keyword[1]}'")
         if self.kinds[self.pos] == ":" and self.kinds[self.pos + 1] not in _LAYOUT:
-            self.colon_for_equals(keyword[1])
+            self.binding_colon(keyword[1])
         else:
             self.expect("=", "'=' after the variable name")
         if (
@@ -954,37 +787,10 @@ class _Parser:
         kind: Literal["let", "const"] = "let" if keyword[0] == "let" else "const"
         return n.Binding(span=self.span_from(keyword_at), kind=kind, target=target, value=value)
 
-    def colon_for_equals(self, keyword: str) -> None:
-        """`let x: session "…"` / `output r: session "…"` (a type annotation's colon, or a
-        property's): the binding's `=` — one E004 with the safe fix, parsed as meant."""
-        colon = self.tokens[self.pos]
-        span = token_span(colon)
-        if self.kinds[self.pos + 1] == NAME and self.kinds[self.pos + 2] == "=":
-            # `let x: string = …` — a type annotation: OpenProse values are text
-            typed = self.tokens[self.pos + 1]
-            self.report(
-                "E004",
-                f"OpenProse has no type annotations: `{keyword} name = value`",
-                self.source.span(colon[2], typed[3]),
-                help=f"remove `: {typed[1]}`",
-                fix=Fix(
-                    f"remove `: {typed[1]}`",
-                    (Edit(self.source.span(colon[2], typed[3]), ""),),
-                ),
-                rule=f'Syntax Grammar: {keyword} → "{keyword}" IDENTIFIER "=" expression',
-            )
-            self.pos += 3
-            return
-        after = self.source.text[colon[3] : colon[3] + 1]
-        self.report(
-            "E004",
-            f"`{keyword}` binds with `=`, not `:`",
-            span,
-            help=f"write `{keyword} name = value`",
-            fix=Fix("write `=`", (Edit(span, " =" if after == " " else " = "),)),
-            rule=f'Syntax Grammar: {keyword} → "{keyword}" IDENTIFIER "=" expression',
-        )
-        self.pos += 1
+    def binding_colon(self, keyword: str) -> None:
+        """`let x: …` / `output r: …`: reported as the binding's `=`, parsed as meant."""
+        found, self.pos = habits.colon_for_equals(self, self.pos, keyword)
+        self.note(found)
 
     def input_as_value(self, keyword_at: int, target: n.Name) -> n.Input:
         """`let api_url = input "Enter API URL"`: an input is a declaration of the program,
@@ -997,23 +803,7 @@ class _Parser:
             description = self.discretion("a description", ())
         else:
             description = self.string("a description string")
-        start = self.tokens[keyword_at][2]
-        literal = self.source.text[description.span.start : description.span.end]
-        self.report(
-            "E004",
-            "`input` declares a program input; it is not a value to bind",
-            self.source.span(start, description.span.end),
-            help=f"write `input {target.id}: {literal if len(literal) <= 40 else '...'}`",
-            fix=Fix(
-                f"write `input {target.id}: ...`",
-                (
-                    Edit(
-                        self.source.span(start, description.span.end),
-                        f"input {target.id}: {literal}",
-                    ),
-                ),
-            ),
-        )
+        self.note(habits.input_as_value(self.source, self.tokens[keyword_at], target, description))
         return n.Input(span=self.span_from(keyword_at), name=target, description=description)
 
     def assignment(self) -> n.Assign:
@@ -1187,7 +977,7 @@ class _Parser:
         text = self.source.text[span.start : span.end]
         if span.line != span.end_line or any(k == ERROR for k in kinds[first : end - 1]):
             return self.string("an option label string")
-        quoted = _quote(text)
+        quoted = quote(text)
         self.report(
             "E004",
             f"An option's label is a quoted string: `option {quoted}:`",
@@ -2022,7 +1812,7 @@ class _Parser:
         fix = None
         if span.line == span.end_line:
             # `{name}` in the words was meant as interpolation: the braces are kept
-            quoted = _plain_quote(raw)
+            quoted = plain_quote(raw)
             fix = Fix(f"write {quoted}", (Edit(span, quoted),))
             self.taken_in(span)
         self.report(
@@ -2075,7 +1865,7 @@ class _Parser:
         comma-separated pattern; parsed as that array."""
         span, raw = self.rest_of_line(first)
         patterns = [p.strip() for p in raw.split(",") if p.strip()]
-        listed = "[" + ", ".join(_plain_quote(p) for p in patterns) + "]"
+        listed = "[" + ", ".join(plain_quote(p) for p in patterns) + "]"
         fix = None
         if span.line == span.end_line and patterns:
             fix = Fix(f"write {listed}", (Edit(span, listed),))
@@ -2653,75 +2443,13 @@ class _Parser:
         )
 
 
-_IDENTIFIER = re.compile(IDENT_PATTERN)
-
-
-_CONTROL_RULE = (
-    "Syntax Grammar (Implemented): statement → the grammar's keywords; a loop ends by its "
-    "condition or (max: N), a block's value is its last statement's"
-)
-_NO_SUCH_STATEMENT = {
-    "break": (
-        "OpenProse has no `break`: a loop ends when its condition says so or at its (max: N)",
-        (
-            "put the reason to stop into the loop's condition (`loop until **… or the step "
-            'failed**`), or `throw "…"` and catch it after the loop'
-        ),
-    ),
-    "continue": (
-        "OpenProse has no `continue`: every iteration runs the whole body",
-        "put the rest of the body under `if **…**:` to skip it",
-    ),
-    "return": (
-        "OpenProse has no `return`: a block's value is the value of its last statement",
-        (
-            "make the statement that gives the value the block's last one, and bind the "
-            "call: `let x = do name(...)`"
-        ),
-    ),
-    "pass": (
-        "OpenProse has no `pass`: a body may be left empty",
-        "remove the line",
-    ),
-}
-
-
 # Tokens that start an argument: one right after another means a missing comma.
 _ARGUMENT_STARTS = frozenset((STRING, NUMBER, NAME, "[", "{"))
 
 _PATTERN_RULES = frozenset(("read", "write", "execute"))
 
 
-def _plain_quote(text: str) -> str:
-    """``text`` as a string literal that keeps its `{name}` interpolations."""
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
 _RETRY_RULE = 'Error Handling: retry_property ::= "retry" ":" number_literal'
-
-_INPUT_RULE = (
-    'Input Declarations: `input name: "description"` (inputDecl → "input" IDENTIFIER ":" '
-    "string); the caller provides every input"
-)
-# Words that name a type in other languages: `input count: number`, `input tags: list[str]`.
-_TYPE_WORDS = frozenset(
-    (
-        "string", "str", "text", "number", "int", "integer", "float", "double", "bool",
-        "boolean", "list", "array", "dict", "object", "map", "any", "json", "date",
-        "datetime", "url", "path", "file", "enum", "optional",
-    )
-)  # fmt: skip
-_TYPE_NOTATION = re.compile(r"\w+(\s*[\[<(][\w\s,\[\]<>|.?]*[\]>)])*\??(\s*\|\s*\w+)*\??")
-
-
-def _quote(text: str) -> str:
-    """``text`` as a string literal."""
-    for char, escape in _ESCAPED:
-        text = text.replace(char, escape)
-    return '"' + text + '"'
-
-
-_ESCAPED = (("\\", "\\\\"), ('"', '\\"'), ("\n", "\\n"), ("\t", "\\t"), ("{", "\\{"))
 
 
 def _string_node(token: Token) -> n.StringLit:
