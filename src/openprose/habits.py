@@ -19,6 +19,7 @@ from openprose.diagnostics import Diagnostic, Edit, Fix
 from openprose.scanner import (
     DEDENT,
     EOF,
+    ERROR,
     IDENT_PATTERN,
     INDENT,
     NAME,
@@ -387,4 +388,77 @@ def input_as_value(
         source.path,
         help=f"write `input {target.id}: {literal if len(literal) <= 40 else '...'}`",
         fix=Fix(f"write `input {target.id}: ...`", (Edit(whole, f"input {target.id}: {literal}"),)),
+    )
+
+
+# --- clauses: `except:`, `catch err:`, `else if`, `option Label:` -----------------------------
+
+
+def except_clause(view: TokenView, at: int) -> Diagnostic | None:
+    """`except:` (Python's word) at token ``at``, where a `catch:` clause goes: the E004
+    with the safe fix that writes `catch` (the parser reads it as that clause, so the `try`
+    keeps its handler); None when the token is no such clause."""
+    token = view.tokens[at]
+    if token[0] != NAME or token[1] != "except" or view.kinds[at + 1] not in (":", "as", NAME):
+        return None
+    span = token_span(token)
+    return diagnostic(
+        "E004",
+        "`except` is written `catch` in OpenProse",
+        span,
+        view.source.path,
+        help="write `catch:` (or `catch as err:`)",
+        fix=Fix("write `catch`", (Edit(span, "catch"),)),
+        rule='Error Handling: catchBlock → "catch" ("as" IDENTIFIER)? ":"',
+    )
+
+
+def catch_without_as(source: SourceFile, error: n.Name) -> Diagnostic:
+    """`catch err:` (Python writes `except E as err`, others `catch (err)`): the name
+    follows `as`."""
+    return diagnostic(
+        "E004",
+        f"`catch` names its error with `as`: `catch as {error.id}:`",
+        error.span,
+        source.path,
+        help=f"write `catch as {error.id}:`",
+        fix=Fix(
+            "insert `as`",
+            (Edit(source.span(error.span.start, error.span.start), "as "),),
+        ),
+    )
+
+
+def else_if(source: SourceFile, keyword: Token, word: Token) -> Diagnostic:
+    """`else if **c**:` (``keyword`` the `else`, ``word`` the `if`) is written
+    `elif **c**:` — the E004 with that safe fix."""
+    span = source.span(keyword[2], word[3])
+    return diagnostic(
+        "E004",
+        "`else if` is written `elif`",
+        span,
+        source.path,
+        help="write `elif **condition**:`",
+        fix=Fix("write `elif`", (Edit(span, "elif"),)),
+    )
+
+
+def unquoted_label(view: TokenView, first: int, end: int) -> Diagnostic | None:
+    """`option Scale up:`, the label's tokens from ``first`` up to the line's last `:`
+    (``end - 1``): the E004 whose span is the label, with the safe fix that quotes it;
+    None when the words do not make one label on one line."""
+    kinds = view.kinds
+    head, last = view.tokens[first], view.tokens[end - 2]
+    span = Span(head[2], last[3], head[4], head[5], last[6], last[7])
+    if span.line != span.end_line or any(k == ERROR for k in kinds[first : end - 1]):
+        return None
+    quoted = quote(view.source.text[span.start : span.end])
+    return diagnostic(
+        "E004",
+        f"An option's label is a quoted string: `option {quoted}:`",
+        span,
+        view.source.path,
+        help=f"quote the label: `option {quoted}:`",
+        fix=Fix(f"write {quoted}", (Edit(span, quoted),)),
+        rule='Choice Blocks: choiceOption → "option" string ":"',
     )

@@ -23,7 +23,7 @@ from openprose import habits
 from openprose import nodes as n
 from openprose.codes import diagnostic
 from openprose.diagnostics import Diagnostic, Edit, Fix
-from openprose.habits import plain_quote, quote
+from openprose.habits import plain_quote
 from openprose.scanner import (
     ARROW,
     DEDENT,
@@ -840,16 +840,7 @@ class _Parser:
                 elif kinds[self.pos] == NAME and kinds[self.pos + 1] == ":":
                     # `catch err:` (Python writes `except E as err`, others `catch (err)`)
                     error = self.expect_name("an error variable name")
-                    self.report(
-                        "E004",
-                        f"`catch` names its error with `as`: `catch as {error.id}:`",
-                        error.span,
-                        help=f"write `catch as {error.id}:`",
-                        fix=Fix(
-                            "insert `as`",
-                            (Edit(self.source.span(error.span.start, error.span.start), "as "),),
-                        ),
-                    )
+                    self.note(habits.catch_without_as(self.source, error))
                 self.expect(":", "':' after 'catch'")
                 clause_body = self.body(required=True)
                 clause = n.CatchClause(
@@ -880,18 +871,10 @@ class _Parser:
         """`except:` (Python's word) where a `catch:` clause goes: reported with the safe fix
         that writes `catch`, and parsed as that clause, so the `try` keeps its handler."""
         at = self.pos + (self.kinds[self.pos] == NEWLINE)
-        token = self.tokens[at]
-        if token[0] != NAME or token[1] != "except" or self.kinds[at + 1] not in (":", "as", NAME):
+        found = habits.except_clause(self, at)
+        if found is None:
             return False
-        span = token_span(token)
-        self.report(
-            "E004",
-            "`except` is written `catch` in OpenProse",
-            span,
-            help="write `catch:` (or `catch as err:`)",
-            fix=Fix("write `catch`", (Edit(span, "catch"),)),
-            rule='Error Handling: catchBlock → "catch" ("as" IDENTIFIER)? ":"',
-        )
+        self.note(found)
         self.pos = at
         return True
 
@@ -972,21 +955,13 @@ class _Parser:
             end += 1
         if end - 1 <= first or kinds[end - 1] != ":":
             return self.string("an option label string")
-        head, last = self.tokens[first], self.tokens[end - 2]
-        span = Span(head[2], last[3], head[4], head[5], last[6], last[7])
-        text = self.source.text[span.start : span.end]
-        if span.line != span.end_line or any(k == ERROR for k in kinds[first : end - 1]):
+        found = habits.unquoted_label(self, first, end)
+        if found is None:
             return self.string("an option label string")
-        quoted = quote(text)
-        self.report(
-            "E004",
-            f"An option's label is a quoted string: `option {quoted}:`",
-            span,
-            help=f"quote the label: `option {quoted}:`",
-            fix=Fix(f"write {quoted}", (Edit(span, quoted),)),
-            rule='Choice Blocks: choiceOption → "option" string ":"',
-        )
+        self.note(found)
         self.pos = end - 1
+        span = found.span
+        text = self.source.text[span.start : span.end]
         return n.StringLit(span=span, value=text, parts=(text,), triple=False)
 
     def if_stmt(self) -> n.If:
@@ -1031,15 +1006,7 @@ class _Parser:
         is consumed, so the clause parses as the `elif` it means."""
         if self.kinds[self.pos] != "if":
             return False
-        word = self.tokens[self.pos]
-        span = self.source.span(keyword[2], word[3])
-        self.report(
-            "E004",
-            "`else if` is written `elif`",
-            span,
-            help="write `elif **condition**:`",
-            fix=Fix("write `elif`", (Edit(span, "elif"),)),
-        )
+        self.note(habits.else_if(self.source, keyword, self.tokens[self.pos]))
         self.pos += 1
         return True
 
