@@ -297,7 +297,7 @@ def input_without_description(view: TokenView, at: int, name: n.Name) -> Diagnos
         f'`input {name.id}: "what the caller gives"`',
         end,
         view.source.path,
-        help='add a description after a colon: `: ""`',
+        help='add a description after a colon: `: "…"`',
         fix=Fix('add `: ""`', (Edit(end, ': ""'),)),
         rule=_INPUT_RULE,
     )
