@@ -24,9 +24,11 @@ from openprose.scanner import (
     INDENT,
     NAME,
     NEWLINE,
+    SOFT_KEYWORDS,
     STRING,
     StringValue,
     Token,
+    string_literal,
     token_span,
 )
 from openprose.source import SourceFile, Span
@@ -462,3 +464,164 @@ def unquoted_label(view: TokenView, first: int, end: int) -> Diagnostic | None:
         fix=Fix(f"write {quoted}", (Edit(span, quoted),)),
         rule='Choice Blocks: choiceOption → "option" string ":"',
     )
+
+
+# --- YAML in properties: `prompt: |` blocks, `- item` lists -----------------------------------
+
+# Properties whose value is one thing: `- item` lines under them are no list to rewrite.
+_SCALAR_PROPERTIES = frozenset(("prompt", "model", "persist", "retry", "backoff"))
+_NAME_KINDS = frozenset((NAME, *SOFT_KEYWORDS))
+
+
+def yaml_block_text(
+    view: TokenView, prop: str, at: int
+) -> tuple[Diagnostic, n.StringLit, int] | None:
+    """`prompt: |` (or `>`) with the text on the indented lines under it, as YAML writes
+    long text: the grammar's long text is a `\"\"\"` string. One E004 for the block with
+    the fix that writes it so — the lines without their common indentation, which is
+    what YAML's `|` means (safe); for `>`, which folds lines into one, the line breaks
+    stay (unsafe: the model then sees them). The diagnostic, the string the text parses
+    as (its span the block's) and the position after the block; None when ``at`` (the
+    token after `prop:`) starts no such block."""
+    kinds, tokens, source = view.kinds, view.tokens, view.source
+    text = source.text
+    end = at
+    while kinds[end] not in _LAYOUT:
+        end += 1
+    indicator = text[tokens[at][2] : tokens[end - 1][3]]
+    if (
+        re.fullmatch(r"[|>][-+]?", indicator) is None
+        or kinds[end] != NEWLINE
+        or kinds[end + 1] != INDENT
+    ):
+        return None
+    name_token = tokens[at - 2]
+    line_start = text.rfind("\n", 0, name_token[2]) + 1
+    own_indent = name_token[2] - line_start
+    # the block: the lines after the header indented deeper than the property (or blank)
+    first_line = text.find("\n", tokens[at][2]) + 1
+    lines: list[str] = []
+    cursor = block_end = first_line
+    while cursor < len(text):
+        stop = text.find("\n", cursor)
+        stop = len(text) if stop == -1 else stop
+        line = text[cursor:stop].rstrip("\r")
+        if line.strip():
+            if len(line) - len(line.lstrip(" ")) <= own_indent or "\t" in line:
+                break
+            block_end = cursor + len(line)
+        lines.append(line)
+        cursor = stop + 1
+    while lines and not lines[-1].strip():
+        lines.pop()
+    # its tokens: from the INDENT through the DEDENT that closes it, none reaching past it
+    depth, i = 0, end + 1
+    while True:
+        kind = kinds[i]
+        if kind == EOF:
+            return None
+        if kind not in _LAYOUT and tokens[i][3] > block_end:
+            return None  # a `\"\"\"` in the text ran past the block: leave it
+        depth += (kind == INDENT) - (kind == DEDENT)
+        i += 1
+        if depth == 0:
+            break
+    margin = min(len(line) - len(line.lstrip(" ")) for line in lines if line.strip())
+    body = [line[margin:] for line in lines]
+    if indicator[0] == ">":
+        value = " ".join(" ".join(body).split()) if "" not in body else "\n".join(body)
+    else:
+        value = "\n".join(body) + ("" if indicator.endswith("-") else "\n")
+    escaped = [line.replace("\\", "\\\\").replace('"""', '\\"""') for line in body]
+    closing = "" if indicator.endswith("-") else "\n"
+    written = '"""\n' + "\n".join(escaped) + closing + '"""'
+    span = source.span(tokens[at][2], block_end)
+    found = diagnostic(
+        "E004",
+        f'`{prop}: {indicator}` is YAML\'s long text: OpenProse writes it as a """ string',
+        source.span(tokens[at][2], tokens[end - 1][3]),
+        source.path,
+        help=f'write `{prop}: """` on this line, the text under it, and `"""` after it',
+        fix=Fix(
+            'write the text as a """ string',
+            (Edit(span, written),),
+            safe=indicator[0] == "|",
+        ),
+    )
+    return found, n.StringLit(span=span, value=value, parts=(value,), triple=True), i
+
+
+def yaml_dash_list(
+    view: TokenView, prop: str, first: int
+) -> tuple[Diagnostic, n.ArrayLit, int] | None:
+    """A property's list written as YAML does (`skills:` then `- web-search` lines, as
+    programs copied from agent front matter do): the grammar's list is `[a, b]` on the
+    property's line. One diagnostic for the whole list, with the safe fix that writes
+    it so (comments of the item lines move above the property); the list parses as
+    that array — names for `context:`, strings otherwise — so nothing cascades. The
+    diagnostic, that array (its span the items') and the position after the last item's
+    line; None when ``first`` (the token after `prop:`'s line) starts no such list."""
+    kinds, tokens, source = view.kinds, view.tokens, view.source
+    text = source.text
+    if kinds[first] != ERROR or tokens[first][1] != "-" or prop in _SCALAR_PROPERTIES:
+        return None
+    items: list[tuple[int, int]] = []  # token index range of each item
+    i = first
+    while kinds[i] != DEDENT and kinds[i] != EOF:
+        if kinds[i] != ERROR or tokens[i][1] != "-" or kinds[i + 1] in _LAYOUT:
+            return None  # not one `- item` per line: read it as a property block
+        end = i + 1
+        while kinds[end] not in _LAYOUT:
+            end += 1
+        if kinds[end] != NEWLINE or ":" in kinds[i + 1 : end]:
+            return None  # `- name: x` is a YAML mapping, not a list item
+        items.append((i + 1, end))
+        i = end + 1
+    last = items[-1][1] - 1
+    elements: list[n.Expr] = []
+    written: list[str] = []
+    for start, end in items:
+        lo, hi = tokens[start][2], tokens[end - 1][3]
+        span = source.span(lo, hi)
+        item = text[lo:hi]
+        if end - start == 1 and kinds[start] == STRING and tokens[start][4] == tokens[start][6]:
+            literal = string_literal(tokens[start])
+            elements.append(literal)
+            written.append(item if prop != "context" else literal.value)
+            continue
+        if prop == "context" and end - start == 1 and kinds[start] in _NAME_KINDS:
+            elements.append(n.Name(span=span, id=item))
+            written.append(item)
+            continue
+        elements.append(n.StringLit(span=span, value=item, parts=(item,)))
+        quoted = item.replace("\\", "\\\\").replace('"', '\\"').replace("{", "\\{")
+        written.append(f'"{quoted}"')
+    lo, hi = tokens[first][2], tokens[last][3]
+    array = "[" + ", ".join(written) + "]"
+    colon = tokens[first - 3]
+    # comments at the ends of all but the last item line would be replaced: keep them
+    # on their own lines above the property
+    moved = []
+    ends = [first - 2] + [end for _, end in items[:-1]]  # the lines' NEWLINE tokens
+    for end in ends:
+        rest = text[tokens[end - 1][3] : tokens[end][2]].strip()
+        if rest.startswith("#"):
+            moved.append(rest)
+    name_token = tokens[first - 4]
+    line_start = text.rfind("\n", 0, name_token[2]) + 1
+    indent = text[line_start : name_token[2]]
+    edits = [Edit(source.span(colon[3], hi), " " + array)]
+    if moved:
+        above = "".join(f"{indent}{comment}\n" for comment in moved)
+        edits.insert(0, Edit(source.span(line_start, line_start), above))
+    fix = None if moved and indent.strip() else Fix(f"write `{prop}: [...]`", tuple(edits))
+    code = {"skills": "E013", "context": "E143"}.get(prop, "E004")
+    found = diagnostic(
+        code,
+        f"`{prop}:` takes a list in brackets on its own line, not `- item` lines",
+        source.span(lo, hi),
+        source.path,
+        help=f"write `{prop}: {array if len(array) <= 60 else '[...]'}`",
+        fix=fix,
+    )
+    return found, n.ArrayLit(span=source.span(lo, hi), elements=tuple(elements)), items[-1][1] + 1

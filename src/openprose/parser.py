@@ -36,10 +36,11 @@ from openprose.scanner import (
     NAME,
     NEWLINE,
     NUMBER,
+    SOFT_KEYWORDS,
     STRING,
-    StringValue,
     Token,
     scan,
+    string_literal,
     token_span,
 )
 from openprose.source import SourceFile, Span
@@ -56,12 +57,7 @@ _RECURSION_LIMIT = 20 * MAX_NESTING + 2000
 
 _LAYOUT = frozenset((NEWLINE, INDENT, DEDENT, EOF))
 _LINE_END = frozenset((NEWLINE, EOF))
-# Keywords that also name things where a name is expected (`block review(input):`,
-# `context: input`); at the start of a statement they still begin their declaration.
-SOFT_KEYWORDS = frozenset(("input", "output"))
 _NAME_KINDS = frozenset((NAME, *SOFT_KEYWORDS))
-# Properties whose value is one thing: `- item` lines under them are no list to rewrite.
-_SCALAR_PROPERTIES = frozenset(("prompt", "model", "persist", "retry", "backoff"))
 # What a misspelled statement keyword is compared with ("did you mean").
 _STATEMENT_WORDS = tuple(sorted(KEYWORDS - {"as", "in", "until", "while"}))
 # After a name at the start of a statement, these make it an expression (assignment, call,
@@ -1044,7 +1040,7 @@ class _Parser:
                 return n.Name(span=token_span(token), id=token[1])
             if kind == STRING:
                 self.pos = pos + 1
-                return _string_node(self.tokens[pos])
+                return string_literal(self.tokens[pos])
         first = self.pipeline()
         if kinds[self.pos] != ARROW:
             return first
@@ -1191,7 +1187,7 @@ class _Parser:
             return n.Name(span=token_span(token), id=token[1])
         if kind == STRING:
             self.pos += 1
-            return _string_node(token)
+            return string_literal(token)
         if kind == "session" or kind == "resume":
             return self.session()
         if kind in SOFT_KEYWORDS:
@@ -1275,7 +1271,7 @@ class _Parser:
         return n.Discretion(span=span, text=text, triple=False)
 
     def string(self, what: str) -> n.StringLit:
-        return _string_node(self.expect(STRING, what))
+        return string_literal(self.expect(STRING, what))
 
     def call(self, callee: Token) -> n.ProgramCall:
         callee_at = self.pos - 1
@@ -1412,7 +1408,7 @@ class _Parser:
         following = kinds[pos]
         mixed: n.Property | None = None
         if following == STRING and kind == "session":
-            prompt = _string_node(self.tokens[pos])
+            prompt = string_literal(self.tokens[pos])
             self.pos = pos + 1
             if kinds[pos + 1] == ":" and kinds[pos + 2] == NAME and kinds[pos + 3] in _LAYOUT:
                 agent = self.prompt_and_agent(pos)
@@ -1560,7 +1556,7 @@ class _Parser:
             '"prompt:" string',
         )
         self.pos = at + 1
-        prompt = _string_node(string)
+        prompt = string_literal(string)
         return n.Property(
             span=prompt.span, name=n.Name(span=prompt.span, id="prompt"), value=prompt
         )
@@ -1931,158 +1927,38 @@ class _Parser:
         return n.ArrayLit(span=span, elements=tuple(elements))
 
     def block_scalar(self, prop: str, at: int) -> n.StringLit | None:
-        """`prompt: |` (or `>`) with the text on the indented lines under it, as YAML writes
-        long text: the grammar's long text is a `\"\"\"` string. One E004 for the block with
-        the fix that writes it so — the lines without their common indentation, which is
-        what YAML's `|` means (safe); for `>`, which folds lines into one, the line breaks
-        stay (unsafe: the model then sees them). The text parses as that string."""
-        kinds, tokens, source = self.kinds, self.tokens, self.source
-        text = source.text
-        end = at
-        while kinds[end] not in _LAYOUT:
-            end += 1
-        indicator = text[tokens[at][2] : tokens[end - 1][3]]
-        if (
-            re.fullmatch(r"[|>][-+]?", indicator) is None
-            or kinds[end] != NEWLINE
-            or kinds[end + 1] != INDENT
-        ):
+        """`prompt: |` (or `>`) with the text indented under it, as YAML writes long text:
+        reported and parsed as the `\"\"\"` string it means (what the scanner said inside
+        the block is moot: the text is taken as it stands)."""
+        reading = habits.yaml_block_text(self, prop, at)
+        if reading is None:
             return None
-        name_token = tokens[at - 2]
-        line_start = text.rfind("\n", 0, name_token[2]) + 1
-        own_indent = name_token[2] - line_start
-        # the block: the lines after the header indented deeper than the property (or blank)
-        first_line = text.find("\n", tokens[at][2]) + 1
-        lines: list[str] = []
-        cursor = block_end = first_line
-        while cursor < len(text):
-            stop = text.find("\n", cursor)
-            stop = len(text) if stop == -1 else stop
-            line = text[cursor:stop].rstrip("\r")
-            if line.strip():
-                if len(line) - len(line.lstrip(" ")) <= own_indent or "\t" in line:
-                    break
-                block_end = cursor + len(line)
-            lines.append(line)
-            cursor = stop + 1
-        while lines and not lines[-1].strip():
-            lines.pop()
-        # its tokens: from the INDENT through the DEDENT that closes it, none reaching past it
-        depth, i = 0, end + 1
-        while True:
-            kind = kinds[i]
-            if kind == EOF:
-                return None
-            if kind not in _LAYOUT and tokens[i][3] > block_end:
-                return None  # a `\"\"\"` in the text ran past the block: leave it
-            depth += (kind == INDENT) - (kind == DEDENT)
-            i += 1
-            if depth == 0:
-                break
-        margin = min(len(line) - len(line.lstrip(" ")) for line in lines if line.strip())
-        body = [line[margin:] for line in lines]
-        if indicator[0] == ">":
-            value = " ".join(" ".join(body).split()) if "" not in body else "\n".join(body)
-        else:
-            value = "\n".join(body) + ("" if indicator.endswith("-") else "\n")
-        escaped = [line.replace("\\", "\\\\").replace('"""', '\\"""') for line in body]
-        closing = "" if indicator.endswith("-") else "\n"
-        written = '"""\n' + "\n".join(escaped) + closing + '"""'
-        span = source.span(tokens[at][2], block_end)
-        lo = tokens[at][2]
-        self.diagnostics[:] = [d for d in self.diagnostics if not (lo <= d.span.start < block_end)]
-        self.report(
-            "E004",
-            f'`{prop}: {indicator}` is YAML\'s long text: OpenProse writes it as a """ string',
-            source.span(tokens[at][2], tokens[end - 1][3]),
-            help=f'write `{prop}: """` on this line, the text under it, and `"""` after it',
-            fix=Fix(
-                'write the text as a """ string',
-                (Edit(span, written),),
-                safe=indicator[0] == "|",
-            ),
-        )
-        self.pos = i
-        return n.StringLit(span=span, value=value, parts=(value,), triple=True)
+        found, text, end = reading
+        lo, hi = text.span.start, text.span.end
+        self.diagnostics[:] = [d for d in self.diagnostics if not (lo <= d.span.start < hi)]
+        self.note(found)
+        self.pos = end
+        return text
 
     def dash_list(self, prop: str, first: int) -> n.ArrayLit | None:
-        """A property's list written as YAML does (`skills:` then `- web-search` lines, as
-        programs copied from agent front matter do): the grammar's list is `[a, b]` on the
-        property's line. One diagnostic for the whole list, with the safe fix that writes
-        it so (comments of the item lines move above the property); the list parses as
-        that array — names for `context:`, strings otherwise — so nothing cascades."""
-        kinds, tokens, text = self.kinds, self.tokens, self.source.text
-        if kinds[first] != ERROR or tokens[first][1] != "-" or prop in _SCALAR_PROPERTIES:
+        """A property's list written as YAML does (`skills:` then `- web-search` lines):
+        reported and parsed as the array it means, so nothing cascades (the items are read
+        as text: what the scanner said about their characters is moot)."""
+        reading = habits.yaml_dash_list(self, prop, first)
+        if reading is None:
             return None
-        items: list[tuple[int, int]] = []  # token index range of each item
-        i = first
-        while kinds[i] != DEDENT and kinds[i] != EOF:
-            if kinds[i] != ERROR or tokens[i][1] != "-" or kinds[i + 1] in _LAYOUT:
-                return None  # not one `- item` per line: read it as a property block
-            end = i + 1
-            while kinds[end] not in _LAYOUT:
-                end += 1
-            if kinds[end] != NEWLINE or ":" in kinds[i + 1 : end]:
-                return None  # `- name: x` is a YAML mapping, not a list item
-            items.append((i + 1, end))
-            i = end + 1
-        last = items[-1][1] - 1
-        elements: list[n.Expr] = []
-        written: list[str] = []
-        for start, end in items:
-            lo, hi = tokens[start][2], tokens[end - 1][3]
-            span = self.source.span(lo, hi)
-            item = text[lo:hi]
-            if end - start == 1 and kinds[start] == STRING and tokens[start][4] == tokens[start][6]:
-                literal = _string_node(tokens[start])
-                elements.append(literal)
-                written.append(item if prop != "context" else literal.value)
-                continue
-            if prop == "context" and end - start == 1 and kinds[start] in _NAME_KINDS:
-                elements.append(n.Name(span=span, id=item))
-                written.append(item)
-                continue
-            elements.append(n.StringLit(span=span, value=item, parts=(item,)))
-            quoted = item.replace("\\", "\\\\").replace('"', '\\"').replace("{", "\\{")
-            written.append(f'"{quoted}"')
-        lo, hi = tokens[first][2], tokens[last][3]
-        # the items are read as text: what the scanner said about their characters is moot
+        found, array, end = reading
+        lo, hi = array.span.start, array.span.end
         self.diagnostics[:] = [
             d
             for d in self.diagnostics
             if not (d.code in ("E102", "E107") and lo <= d.span.start < hi)
         ]
-        array = "[" + ", ".join(written) + "]"
-        colon = tokens[first - 3]
-        # comments at the ends of all but the last item line would be replaced: keep them
-        # on their own lines above the property
-        moved = []
-        ends = [first - 2] + [end for _, end in items[:-1]]  # the lines' NEWLINE tokens
-        for end in ends:
-            rest = text[tokens[end - 1][3] : tokens[end][2]].strip()
-            if rest.startswith("#"):
-                moved.append(rest)
-        name_token = tokens[first - 4]
-        line_start = text.rfind("\n", 0, name_token[2]) + 1
-        indent = text[line_start : name_token[2]]
-        edits = [Edit(self.source.span(colon[3], hi), " " + array)]
-        if moved:
-            above = "".join(f"{indent}{comment}\n" for comment in moved)
-            edits.insert(0, Edit(self.source.span(line_start, line_start), above))
-        fix = None if moved and indent.strip() else Fix(f"write `{prop}: [...]`", tuple(edits))
-        code = {"skills": "E013", "context": "E143"}.get(prop, "E004")
-        self.report(
-            code,
-            f"`{prop}:` takes a list in brackets on its own line, not `- item` lines",
-            self.source.span(lo, hi),
-            help=f"write `{prop}: {array if len(array) <= 60 else '[...]'}`",
-            fix=fix,
-        )
-        self.pos = items[-1][1] + 1
-        if kinds[self.pos] == DEDENT:
+        self.note(found)
+        self.pos = end
+        if self.kinds[self.pos] == DEDENT:
             self.pos += 1
-        span = self.source.span(lo, hi)
-        return n.ArrayLit(span=span, elements=tuple(elements))
+        return array
 
     def model_id_follows(self, pos: int) -> bool:
         """Does a provider model id written without quotes (`gpt-4.1`, `openai:gpt-4o`)
@@ -2185,7 +2061,7 @@ class _Parser:
         )
         if token[0] == STRING:
             self.pos += 1
-            return _string_node(token)
+            return string_literal(token)
         return self.number()
 
     def modifiers(self) -> tuple[n.Modifier, ...]:
@@ -2417,12 +2293,6 @@ _PATTERN_RULES = frozenset(("read", "write", "execute"))
 
 
 _RETRY_RULE = 'Error Handling: retry_property ::= "retry" ":" number_literal'
-
-
-def _string_node(token: Token) -> n.StringLit:
-    decoded = cast(StringValue, token[8])
-    span = Span(token[2], token[3], token[4], token[5], token[6], token[7])
-    return n.StringLit(span=span, value=decoded.value, parts=decoded.parts, triple=decoded.triple)
 
 
 _STATEMENTS: dict[str, Callable[[_Parser], n.Stmt]] = {

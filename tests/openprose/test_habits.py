@@ -123,3 +123,28 @@ def test_clause_habits_write_the_openprose_words() -> None:
 def test_quoting_escapes_what_a_string_literal_needs() -> None:
     assert habits.quote('say "hi" {x}\n') == '"say \\"hi\\" \\{x}\\n"'
     assert habits.plain_quote('say "hi" {x}') == '"say \\"hi\\" {x}"'
+
+
+def test_a_yaml_block_of_text_is_a_triple_quoted_string() -> None:
+    view = View("session: a\n  prompt: |\n    Line one\n    Line two\n")
+    reading = habits.yaml_block_text(view, "prompt", view.at("|"))
+    assert reading is not None
+    found, text, end = reading
+    assert text.value == "Line one\nLine two\n" and text.triple
+    assert view.fixed(found) == 'session: a\n  prompt: """\nLine one\nLine two\n"""\n'
+    assert found.fix is not None and found.fix.safe
+    assert view.kinds[end] == "DEDENT"  # past the text: the session's block ends next
+    assert habits.yaml_block_text(View("x = 1\n"), "prompt", 0) is None
+
+
+def test_a_yaml_dash_list_is_a_bracketed_list_on_the_property_line() -> None:
+    view = View("agent a:\n  skills:\n    - web-search\n    - files\n")
+    first = view.at("-")
+    reading = habits.yaml_dash_list(view, "skills", first)
+    assert reading is not None
+    found, array, end = reading
+    assert found.code == "E013" and len(array.elements) == 2
+    assert view.fixed(found) == 'agent a:\n  skills: ["web-search", "files"]\n'
+    assert view.kinds[end] == "DEDENT"
+    # a prompt is one value: its `- x` lines are no list
+    assert habits.yaml_dash_list(view, "prompt", first) is None
