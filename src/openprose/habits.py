@@ -625,3 +625,101 @@ def yaml_dash_list(
         fix=fix,
     )
     return found, n.ArrayLit(span=source.span(lo, hi), elements=tuple(elements)), items[-1][1] + 1
+
+
+# --- property values written loosely: bare prompts and patterns, lists without brackets ---------
+
+RETRY_RULE = 'Error Handling: retry_property ::= "retry" ":" number_literal'
+
+
+def unquoted_prompt(source: SourceFile, span: Span, raw: str) -> Diagnostic:
+    """`prompt: You are a helpful assistant.` (``raw`` the line's text at ``span``): a
+    prompt is a string. The E004 with the safe fix that quotes it when it is one line (the
+    parser then drops the scanner's complaints inside it: the quotes take them in)."""
+    fix = None
+    if span.line == span.end_line:
+        # `{name}` in the words was meant as interpolation: the braces are kept
+        quoted = plain_quote(raw)
+        fix = Fix(f"write {quoted}", (Edit(span, quoted),))
+    return diagnostic(
+        "E004",
+        "A prompt is a quoted string",
+        span,
+        source.path,
+        help=f"quote it: `prompt: {fix.edits[0].text}`"
+        if fix
+        else 'quote it: `prompt: "…"` (or `"""` for several lines)',
+        fix=fix,
+        rule='Session Statement: sessionProperty → "prompt:" string',
+    )
+
+
+def unquoted_patterns(source: SourceFile, span: Span, raw: str) -> tuple[Diagnostic, list[str]]:
+    """`write: docs/` or `read: *.md, *.txt` under `permissions:` (``raw`` the line's text
+    at ``span``): patterns are quoted strings in brackets. The E016 with the safe fix that
+    quotes each comma-separated pattern, and those patterns."""
+    patterns = [p.strip() for p in raw.split(",") if p.strip()]
+    listed = "[" + ", ".join(plain_quote(p) for p in patterns) + "]"
+    fix = None
+    if span.line == span.end_line and patterns:
+        fix = Fix(f"write {listed}", (Edit(span, listed),))
+    found = diagnostic(
+        "E016",
+        "Permission patterns are quoted strings in brackets",
+        span,
+        source.path,
+        help=f"write `{listed}`",
+        fix=fix,
+        rule="Agent Definitions, Permission Types: read/write/execute take glob patterns, "
+        'permissions: read: ["*.md", "*.txt"]',
+    )
+    return found, patterns
+
+
+def context_in_brackets(
+    source: SourceFile, span: Span, names: list[n.Name] | tuple[n.Name, ...]
+) -> Diagnostic:
+    """`context: notes draft` (names separated by spaces) or `context: (a, b)` (a tuple),
+    at ``span``: the grammar's list is `[a, b]`. The E143 with that safe fix when the list
+    is on one line."""
+    listed = "[" + ", ".join(name.id for name in names) + "]"
+    return diagnostic(
+        "E143",
+        "Several context variables are listed in brackets: `context: [a, b]`",
+        span,
+        source.path,
+        help=f"write `context: {listed}`",
+        fix=Fix(f"write `{listed}`", (Edit(span, listed),)) if span.line == span.end_line else None,
+    )
+
+
+def unbracketed_list(source: SourceFile, prop: str, span: Span) -> Diagnostic:
+    """`context: research, notes` (the values at ``span``): a list is written in brackets.
+    E143 for `context`, E013 for `skills`, E004 otherwise, with the safe fix that adds
+    them."""
+    text = source.text[span.start : span.end]
+    code = {"skills": "E013", "context": "E143"}.get(prop, "E004")
+    return diagnostic(
+        code,
+        f"`{prop}:` lists several values: a list is written in brackets",
+        span,
+        source.path,
+        help=f"write `{prop}: [{text if len(text) <= 40 else '...'}]`",
+        fix=Fix("put the list in brackets", (Edit(span, f"[{text}]"),)),
+    )
+
+
+def extra_times(
+    source: SourceFile, before: Token, times: Token, message: str, rule: str | None
+) -> Diagnostic:
+    """`times` after a count (`repeat 3 times:`, `retry: 3 times`; ``before`` the count):
+    the E004 at the word whose safe fix removes it."""
+    return diagnostic(
+        "E004",
+        message,
+        token_span(times),
+        source.path,
+        help="remove `times`",
+        fix=Fix("remove `times`", (Edit(source.span(before[3], times[3]), ""),)),
+        rule=rule,
+    )

@@ -23,7 +23,6 @@ from openprose import habits
 from openprose import nodes as n
 from openprose.codes import diagnostic
 from openprose.diagnostics import Diagnostic, Edit, Fix
-from openprose.habits import plain_quote
 from openprose.scanner import (
     ARROW,
     DEDENT,
@@ -1768,26 +1767,12 @@ class _Parser:
         return n.Property(span=self.span_after(name_span), name=name, value=value)
 
     def unquoted_prompt(self, first: int) -> n.StringLit:
-        """`prompt: You are a helpful assistant.`: a prompt is a string. One E004 for the
-        line's text (the scanner's complaints inside it are dropped: the quotes take them
-        in) with the safe fix that quotes it; parsed as that string."""
+        """`prompt: You are a helpful assistant.`: reported, and parsed as that string."""
         span, raw = self.rest_of_line(first)
-        fix = None
-        if span.line == span.end_line:
-            # `{name}` in the words was meant as interpolation: the braces are kept
-            quoted = plain_quote(raw)
-            fix = Fix(f"write {quoted}", (Edit(span, quoted),))
+        found = habits.unquoted_prompt(self.source, span, raw)
+        if found.fix is not None:
             self.taken_in(span)
-        self.report(
-            "E004",
-            "A prompt is a quoted string",
-            span,
-            help=f"quote it: `prompt: {fix.edits[0].text}`"
-            if fix
-            else 'quote it: `prompt: "…"` (or `"""` for several lines)',
-            fix=fix,
-            rule='Session Statement: sessionProperty → "prompt:" string',
-        )
+        self.note(found)
         return n.StringLit(span=span, value=raw, parts=(raw,), triple=False)
 
     def unquoted_pattern_follows(self, pos: int) -> bool:
@@ -1823,25 +1808,13 @@ class _Parser:
         ]
 
     def unquoted_patterns(self, first: int) -> n.ArrayLit:
-        """`write: docs/` or `read: *.md, *.txt` under `permissions:`: patterns are quoted
-        strings in brackets. One E016 for the line, with the safe fix that quotes each
-        comma-separated pattern; parsed as that array."""
+        """`write: docs/` or `read: *.md, *.txt` under `permissions:`: reported, and parsed
+        as the array of patterns it means."""
         span, raw = self.rest_of_line(first)
-        patterns = [p.strip() for p in raw.split(",") if p.strip()]
-        listed = "[" + ", ".join(plain_quote(p) for p in patterns) + "]"
-        fix = None
-        if span.line == span.end_line and patterns:
-            fix = Fix(f"write {listed}", (Edit(span, listed),))
+        found, patterns = habits.unquoted_patterns(self.source, span, raw)
+        if found.fix is not None:
             self.taken_in(span)
-        self.report(
-            "E016",
-            "Permission patterns are quoted strings in brackets",
-            span,
-            help=f"write `{listed}`",
-            fix=fix,
-            rule="Agent Definitions, Permission Types: read/write/execute take glob patterns, "
-            'permissions: read: ["*.md", "*.txt"]',
-        )
+        self.note(found)
         elements = tuple(
             n.StringLit(span=span, value=p, parts=(p,), triple=False) for p in patterns
         )
@@ -1858,14 +1831,7 @@ class _Parser:
         if self.kinds[self.pos] not in _LAYOUT:
             self.fail("expected the end of the statement")
         span = self.source.span(first.span.start, names[-1].span.end)
-        listed = "[" + ", ".join(name.id for name in names) + "]"
-        self.report(
-            "E143",
-            "Several context variables are listed in brackets: `context: [a, b]`",
-            span,
-            help=f"write `context: {listed}`",
-            fix=Fix(f"write `{listed}`", (Edit(span, listed),)),
-        )
+        self.note(habits.context_in_brackets(self.source, span, names))
         return n.ArrayLit(span=span, elements=tuple(names))
 
     def parenthesised_context(self) -> n.ArrayLit:
@@ -1874,35 +1840,18 @@ class _Parser:
         opener = self.take()
         names = self.name_list(")")
         span = self.span_from(opener)
-        listed = "[" + ", ".join(name.id for name in names) + "]"
-        self.report(
-            "E143",
-            "Several context variables are listed in brackets: `context: [a, b]`",
-            span,
-            help=f"write `context: {listed}`",
-            fix=Fix(f"write `{listed}`", (Edit(span, listed),))
-            if span.line == span.end_line
-            else None,
-        )
+        self.note(habits.context_in_brackets(self.source, span, names))
         return n.ArrayLit(span=span, elements=names)
 
     def times_after_retry(self) -> None:
         """`retry: 3 times`: the count alone."""
-        self.drop_times("`retry: 3 times` is written `retry: 3`", _RETRY_RULE)
+        self.drop_times("`retry: 3 times` is written `retry: 3`", habits.RETRY_RULE)
 
     def drop_times(self, message: str, rule: str | None = None) -> None:
-        """`times` after a count (`repeat 3 times:`, `retry: 3 times`): one E004 at the
-        word, the safe fix removes it, and parsing goes on after it."""
-        times = self.tokens[self.pos]
-        before = self.tokens[self.pos - 1]
-        self.report(
-            "E004",
-            message,
-            token_span(times),
-            help="remove `times`",
-            fix=Fix("remove `times`", (Edit(self.source.span(before[3], times[3]), ""),)),
-            rule=rule,
-        )
+        """`times` after a count (`repeat 3 times:`, `retry: 3 times`): reported at the
+        word, and parsing goes on after it."""
+        times, before = self.tokens[self.pos], self.tokens[self.pos - 1]
+        self.note(habits.extra_times(self.source, before, times, message, rule))
         self.pos += 1
 
     def unbracketed_list(self, prop: str, first: n.Expr) -> n.ArrayLit:
@@ -1915,15 +1864,7 @@ class _Parser:
             elements.append(self.nested_postfix())
         start, end = first.span.start, elements[-1].span.end
         span = self.source.span(start, end)
-        text = self.source.text[start:end]
-        code = {"skills": "E013", "context": "E143"}.get(prop, "E004")
-        self.report(
-            code,
-            f"`{prop}:` lists several values: a list is written in brackets",
-            span,
-            help=f"write `{prop}: [{text if len(text) <= 40 else '...'}]`",
-            fix=Fix("put the list in brackets", (Edit(span, f"[{text}]"),)),
-        )
+        self.note(habits.unbracketed_list(self.source, prop, span))
         return n.ArrayLit(span=span, elements=tuple(elements))
 
     def block_scalar(self, prop: str, at: int) -> n.StringLit | None:
@@ -2290,9 +2231,6 @@ class _Parser:
 _ARGUMENT_STARTS = frozenset((STRING, NUMBER, NAME, "[", "{"))
 
 _PATTERN_RULES = frozenset(("read", "write", "execute"))
-
-
-_RETRY_RULE = 'Error Handling: retry_property ::= "retry" ":" number_literal'
 
 
 _STATEMENTS: dict[str, Callable[[_Parser], n.Stmt]] = {

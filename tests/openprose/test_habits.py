@@ -148,3 +148,34 @@ def test_a_yaml_dash_list_is_a_bracketed_list_on_the_property_line() -> None:
     assert view.kinds[end] == "DEDENT"
     # a prompt is one value: its `- x` lines are no list
     assert habits.yaml_dash_list(view, "prompt", first) is None
+
+
+def test_loose_property_values_are_quoted_or_bracketed() -> None:
+    prompt = View("agent a:\n  prompt: You are a {role} helper\n")
+    at = prompt.at("You")
+    span = prompt.source.span(prompt.tokens[at][2], len(prompt.text) - 1)
+    raw = prompt.text[span.start : span.end]
+    assert prompt.fixed(habits.unquoted_prompt(prompt.source, span, raw)).endswith(
+        'prompt: "You are a {role} helper"\n'
+    )
+
+    patterns = View("read: *.md, *.txt\n")
+    span = patterns.source.span(6, len(patterns.text) - 1)
+    found, listed = habits.unquoted_patterns(patterns.source, span, "*.md, *.txt")
+    assert found.code == "E016" and listed == ["*.md", "*.txt"]
+    assert patterns.fixed(found) == 'read: ["*.md", "*.txt"]\n'
+
+    context = View("context: notes draft\n")
+    names = [a_name(context, "notes"), a_name(context, "draft")]
+    span = context.source.span(9, 20)
+    assert context.fixed(habits.context_in_brackets(context.source, span, names)) == (
+        "context: [notes, draft]\n"
+    )
+    assert habits.unbracketed_list(context.source, "skills", span).code == "E013"
+
+    repeat = View('repeat 3 times:\n  session "x"\n')
+    times = repeat.at("times")
+    found = habits.extra_times(
+        repeat.source, repeat.tokens[times - 1], repeat.tokens[times], "m", None
+    )
+    assert repeat.fixed(found) == 'repeat 3:\n  session "x"\n'
