@@ -24,6 +24,7 @@ from openprose.scanner import (
     INDENT,
     NAME,
     NEWLINE,
+    NUMBER,
     SOFT_KEYWORDS,
     STRING,
     StringValue,
@@ -722,4 +723,126 @@ def extra_times(
         help="remove `times`",
         fix=Fix("remove `times`", (Edit(source.span(before[3], times[3]), ""),)),
         rule=rule,
+    )
+
+
+# --- loops, conditions and calls as other languages write them ---------------------------------
+
+
+def range_loop(
+    view: TokenView, start: int, at: int, item: n.Name, index: n.Name | None, parallel: bool
+) -> tuple[Diagnostic, int | None] | None:
+    """`for i in range(5):` (Python; the `for` at token ``start``, `range` at ``at``):
+    OpenProse counts with `repeat 5 as i:` (from 0, as range does). The E004 with that
+    rewrite as the safe fix (a plain `for` with one bound), and the count (None when the
+    bound is no whole number); None when no `range(N)` stands at ``at``."""
+    kinds, tokens = view.kinds, view.tokens
+    if not (
+        kinds[at] == NAME
+        and tokens[at][1] == "range"
+        and kinds[at + 1] == "("
+        and kinds[at + 2] == NUMBER
+        and kinds[at + 3] == ")"
+    ):
+        return None
+    bound = tokens[at + 2][1]
+    count = int(bound) if bound.isdigit() else None
+    span = view.source.span(tokens[start][2], tokens[at + 3][3])
+    fix = None
+    if count is not None and 0 < count <= 1000 and index is None and not parallel:
+        rewrite = f"repeat {count} as {item.id}"
+        fix = Fix(f"write `{rewrite}`", (Edit(span, rewrite),))
+    found = diagnostic(
+        "E004",
+        f"`range({bound})` is not OpenProse: count with `repeat {bound} as {item.id}:`",
+        token_span(tokens[at]),
+        view.source.path,
+        help=f"write `repeat {bound} as {item.id}:` (the index starts at 0)",
+        fix=fix,
+        rule='Fixed Loops: repeatBlock → "repeat" NUMBER ( "as" IDENTIFIER )? ":"',
+    )
+    return found, count
+
+
+def plain_condition(
+    view: TokenView, first: int, ends: tuple[str, ...]
+) -> tuple[Diagnostic, n.Discretion, int] | None:
+    """`if depth <= 0:`, `if **small** or depth <= 0:` (the condition from token
+    ``first`` to the first of ``ends``, else the line's last `:`): the grammar's conditions
+    are discretions only (no operators, no comparisons). One error for the whole condition,
+    not one per operator character, with the rewrite the model can judge —
+    `if **depth <= 0**:` — as an unsafe fix (a model then decides what code decided); the
+    discretion it parses as, and the position after it. None when it is no one-line
+    condition."""
+    kinds, tokens = view.kinds, view.tokens
+    end = last_colon = None
+    i = first
+    while kinds[i] not in _LAYOUT:
+        if tokens[i][4] != tokens[i][6]:
+            return None  # a token spanning lines: not a one-line condition
+        if kinds[i] == ":" and i > first:
+            last_colon = i
+        elif kinds[i] in ends and i > first and end is None:
+            end = i
+        i += 1
+    end = end if end is not None else last_colon
+    if end is None or kinds[first] in ends:
+        return None
+    start_offset, end_offset = tokens[first][2], tokens[end - 1][3]
+    text = re.sub(r"\*{2,}", "", view.source.text[start_offset:end_offset])
+    text = " ".join(text.split())
+    if not text:
+        return None
+    span = Span(
+        start_offset, end_offset, tokens[first][4], tokens[first][5],
+        tokens[end - 1][6], tokens[end - 1][7],
+    )  # fmt: skip
+    keyword = tokens[first - 1][1]
+    operators = any(c in "<>=!+-*/&|" for c in text) or " or " in text or " and " in text
+    found = diagnostic(
+        "E004",
+        f"`{keyword}` takes a **condition** in double asterisks, for the model to judge: "
+        f"`{text}` is not one"
+        + (" (the grammar has no operators or comparisons)" if operators else ""),
+        span,
+        view.source.path,
+        help=f"write it as a discretion: `{keyword} **{text}**`",
+        fix=Fix(f"write `**{text}**`", (Edit(span, f"**{text}**"),), safe=False),
+    )
+    return found, n.Discretion(span=span, text=text, triple=False), end
+
+
+def missing_comma(source: SourceFile, previous: Token, token: Token) -> Diagnostic:
+    """`do review("app.py" "security")`: two arguments (``previous`` ends one, ``token``
+    starts the next) without the comma between them; the safe fix inserts it."""
+    at = source.span(previous[3], previous[3])
+    return diagnostic(
+        "E004",
+        "Arguments are separated by commas",
+        token_span(token),
+        source.path,
+        help="insert `,` between the arguments",
+        fix=Fix("insert `,`", (Edit(at, ","),)),
+        rule='Composition Blocks: args → "(" expression ( "," expression )* ")"',
+    )
+
+
+def unparenthesised_argument(source: SourceFile, name: n.Name, token: Token) -> Diagnostic:
+    """`do review "app.py"` (``token`` the argument): a block's arguments go in
+    parentheses; the safe fix adds them when the argument is on one line."""
+    text = source.text[token[2] : token[3]]
+    return diagnostic(
+        "E004",
+        f"A block's arguments go in parentheses: `do {name.id}({text})`",
+        token_span(token),
+        source.path,
+        help=f"write `do {name.id}({text})`",
+        fix=Fix(
+            "put the argument in parentheses",
+            (Edit(source.span(name.span.end, token[3]), f"({text})"),),
+        )
+        if token[4] == token[6]
+        else None,
+        rule='Composition Blocks: doBlock → "do" IDENTIFIER args?, args → "(" expression '
+        '( "," expression )* ")"',
     )

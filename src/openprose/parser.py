@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import gc
 import os
-import re
 import stat
 import sys
 from collections.abc import Callable
@@ -1221,53 +1220,19 @@ class _Parser:
         )
 
     def plain_condition(self, ends: tuple[str, ...]) -> n.Discretion | None:
-        """`if depth <= 0:`, `if **small** or depth <= 0:`: the grammar's conditions are
-        discretions only (no operators, no comparisons). One error for the whole condition,
-        not one per operator character, with the rewrite the model can judge —
-        `if **depth <= 0**:` — as an unsafe fix (a model then decides what code decided).
-        The condition parses as that discretion, so the statement's body is still checked."""
-        kinds, tokens = self.kinds, self.tokens
-        first = self.pos
-        end = last_colon = None
-        i = first
-        while kinds[i] not in _LAYOUT:
-            if tokens[i][4] != tokens[i][6]:
-                return None  # a token spanning lines: not a one-line condition
-            if kinds[i] == ":" and i > first:
-                last_colon = i
-            elif kinds[i] in ends and i > first and end is None:
-                end = i
-            i += 1
-        end = end if end is not None else last_colon
-        if end is None or kinds[first] in ends:
+        """`if depth <= 0:`: one error for the whole condition (the scanner's complaints
+        about its characters are dropped); it parses as the discretion it means, so the
+        statement's body is still checked."""
+        reading = habits.plain_condition(self, self.pos, ends)
+        if reading is None:
             return None
-        start_offset, end_offset = tokens[first][2], tokens[end - 1][3]
-        text = re.sub(r"\*{2,}", "", self.source.text[start_offset:end_offset])
-        text = " ".join(text.split())
-        if not text:
-            return None
-        span = Span(
-            start_offset, end_offset, tokens[first][4], tokens[first][5],
-            tokens[end - 1][6], tokens[end - 1][7],
-        )  # fmt: skip
-        keyword = tokens[first - 1][1]
+        found, condition, self.pos = reading
+        lo, hi = condition.span.start, condition.span.end
         self.diagnostics[:] = [
-            d
-            for d in self.diagnostics
-            if not (d.code == "E102" and start_offset <= d.span.start < end_offset)
+            d for d in self.diagnostics if not (d.code == "E102" and lo <= d.span.start < hi)
         ]
-        operators = any(c in "<>=!+-*/&|" for c in text) or " or " in text or " and " in text
-        self.report(
-            "E004",
-            f"`{keyword}` takes a **condition** in double asterisks, for the model to judge: "
-            f"`{text}` is not one"
-            + (" (the grammar has no operators or comparisons)" if operators else ""),
-            span,
-            help=f"write it as a discretion: `{keyword} **{text}**`",
-            fix=Fix(f"write `**{text}**`", (Edit(span, f"**{text}**"),), safe=False),
-        )
-        self.pos = end
-        return n.Discretion(span=span, text=text, triple=False)
+        self.note(found)
+        return condition
 
     def string(self, what: str) -> n.StringLit:
         return string_literal(self.expect(STRING, what))
@@ -1970,36 +1935,13 @@ class _Parser:
         """`do review("app.py" "security")`: two arguments without the comma between them.
         One E004 with the safe fix that inserts it; the list goes on."""
         previous, token = self.tokens[self.pos - 1], self.tokens[self.pos]
-        at = self.source.span(previous[3], previous[3])
-        self.report(
-            "E004",
-            "Arguments are separated by commas",
-            token_span(token),
-            help="insert `,` between the arguments",
-            fix=Fix("insert `,`", (Edit(at, ","),)),
-            rule='Composition Blocks: args → "(" expression ( "," expression )* ")"',
-        )
+        self.note(habits.missing_comma(self.source, previous, token))
 
     def unparenthesised_argument(self, name: n.Name) -> n.Expr:
         """`do review "app.py"`: a block's arguments go in parentheses. One E004 with the
         safe fix that adds them; parsed as that call."""
         token = self.tokens[self.pos]
-        span = token_span(token)
-        text = self.source.text[token[2] : token[3]]
-        self.report(
-            "E004",
-            f"A block's arguments go in parentheses: `do {name.id}({text})`",
-            span,
-            help=f"write `do {name.id}({text})`",
-            fix=Fix(
-                "put the argument in parentheses",
-                (Edit(self.source.span(name.span.end, token[3]), f"({text})"),),
-            )
-            if token[4] == token[6]
-            else None,
-            rule='Composition Blocks: doBlock → "do" IDENTIFIER args?, args → "(" expression '
-            '( "," expression )* ")"',
-        )
+        self.note(habits.unparenthesised_argument(self.source, name, token))
         if token[0] == STRING:
             self.pos += 1
             return string_literal(token)
@@ -2105,36 +2047,15 @@ class _Parser:
     def range_call(
         self, start: int, item: n.Name, index: n.Name | None, parallel: bool
     ) -> n.ArrayLit | None:
-        """`for i in range(5):` (Python): OpenProse counts with `repeat 5 as i:` (from 0, as
-        range does). One E004 with that rewrite as the safe fix (a plain `for` with one
-        bound); the loop parses over the numbers 0..N-1, so its body is still checked."""
-        kinds, tokens = self.kinds, self.tokens
-        at = self.pos
-        if not (
-            kinds[at] == NAME
-            and tokens[at][1] == "range"
-            and kinds[at + 1] == "("
-            and kinds[at + 2] == NUMBER
-            and kinds[at + 3] == ")"
-        ):
+        """`for i in range(5):` (Python), reported; the loop parses over the numbers
+        0..N-1, so its body is still checked."""
+        reading = habits.range_loop(self, start, self.pos, item, index, parallel)
+        if reading is None:
             return None
-        bound = tokens[at + 2][1]
-        count = int(bound) if bound.isdigit() else None
-        span = self.source.span(tokens[start][2], tokens[at + 3][3])
-        fix = None
-        if count is not None and 0 < count <= 1000 and index is None and not parallel:
-            rewrite = f"repeat {count} as {item.id}"
-            fix = Fix(f"write `{rewrite}`", (Edit(span, rewrite),))
-        self.report(
-            "E004",
-            f"`range({bound})` is not OpenProse: count with `repeat {bound} as {item.id}:`",
-            token_span(tokens[at]),
-            help=f"write `repeat {bound} as {item.id}:` (the index starts at 0)",
-            fix=fix,
-            rule='Fixed Loops: repeatBlock → "repeat" NUMBER ( "as" IDENTIFIER )? ":"',
-        )
-        self.pos = at + 4
-        where = self.source.span(tokens[at][2], tokens[at + 3][3])
+        found, count = reading
+        self.note(found)
+        at, self.pos = self.pos, self.pos + 4
+        where = self.source.span(self.tokens[at][2], self.tokens[at + 3][3])
         numbers = tuple(
             n.NumberLit(span=where, value=i, raw=str(i)) for i in range(min(count or 0, 1000))
         )

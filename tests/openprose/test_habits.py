@@ -179,3 +179,35 @@ def test_loose_property_values_are_quoted_or_bracketed() -> None:
         repeat.source, repeat.tokens[times - 1], repeat.tokens[times], "m", None
     )
     assert repeat.fixed(found) == 'repeat 3:\n  session "x"\n'
+
+
+def test_a_python_range_loop_is_a_repeat_with_its_count() -> None:
+    view = View('for i in range(5):\n  session "x"\n')
+    reading = habits.range_loop(view, 0, view.at("range"), a_name(view, "i"), None, False)
+    assert reading is not None and reading[1] == 5
+    assert view.fixed(reading[0]) == 'repeat 5 as i:\n  session "x"\n'
+    parallel = habits.range_loop(view, 0, view.at("range"), a_name(view, "i"), None, True)
+    assert parallel is not None and parallel[0].fix is None  # no rewrite for a parallel for
+    assert habits.range_loop(view, 0, view.at("i"), a_name(view, "i"), None, False) is None
+
+
+def test_a_code_condition_is_one_unsafe_discretion() -> None:
+    view = View('if depth <= 0:\n  session "x"\n')
+    reading = habits.plain_condition(view, 1, (":",))
+    assert reading is not None
+    found, condition, end = reading
+    assert condition.text == "depth <= 0" and view.kinds[end] == ":"
+    assert "no operators or comparisons" in found.message
+    assert found.fix is not None and not found.fix.safe
+    assert view.fixed(found) == 'if **depth <= 0**:\n  session "x"\n'
+
+
+def test_call_arguments_get_their_commas_and_parentheses() -> None:
+    view = View('do r("a" "b")\n')
+    second = [i for i, t in enumerate(view.tokens) if t[0] == "STRING"][1]
+    found = habits.missing_comma(view.source, view.tokens[second - 1], view.tokens[second])
+    assert view.fixed(found) == 'do r("a", "b")\n'
+
+    bare = View('do r "a"\n')
+    found = habits.unparenthesised_argument(bare.source, a_name(bare, "r"), bare.tokens[2])
+    assert bare.fixed(found) == 'do r("a")\n'
