@@ -846,3 +846,100 @@ def unparenthesised_argument(source: SourceFile, name: n.Name, token: Token) -> 
         rule='Composition Blocks: doBlock → "do" IDENTIFIER args?, args → "(" expression '
         '( "," expression )* ")"',
     )
+
+
+# --- session lines: prompt and agent together, a colon after the prompt ---------------------------
+
+
+def prompt_and_agent(view: TokenView, at: int) -> Diagnostic:
+    """`session "Summarize": writer`: a session takes a prompt string or `: agent`, not
+    both on its line (upstream's own guide calls this form invalid). The E004 with the
+    safe fix `session: writer` and `prompt: "Summarize"` as its first property."""
+    tokens, source = view.tokens, view.source
+    string, name = tokens[at], tokens[at + 2]
+    column, spaces = _property_column(view, tokens[at - 1], at + 2)
+    literal = source.text[string[2] : string[3]]
+    fixable = string[4] == string[6] and spaces
+    return diagnostic(
+        "E004",
+        "a session takes a prompt string or `: agent`, not both on its line",
+        source.span(string[2], name[3]),
+        source.path,
+        help=f"write `session: {name[1]}` with `prompt: {literal if len(literal) <= 30 else '...'}` under it",
+        fix=Fix(
+            "write the agent after `session:` and the prompt as a property",
+            (
+                Edit(
+                    source.span(tokens[at - 1][3], name[3]),
+                    f": {name[1]}\n{' ' * column}prompt: {literal}",
+                ),
+            ),
+        )
+        if fixable
+        else None,
+    )
+
+
+def _property_column(view: TokenView, head: Token, last: int) -> tuple[int, bool]:
+    """Where a property line written under the statement whose line holds ``head`` and
+    ends at token ``last`` goes: the column of the property block under it when there is
+    one, else two deeper than the line; and whether the line is indented with spaces
+    only (a fix that writes a line is offered then)."""
+    tokens, kinds = view.tokens, view.kinds
+    text = view.source.text
+    line_start = text.rfind("\n", 0, head[2]) + 1
+    line = text[line_start : head[2]]
+    if kinds[last + 1] == NEWLINE and kinds[last + 2] == INDENT:
+        column = tokens[last + 3][5] - 1  # the property block's own indentation
+    else:
+        column = len(line) - len(line.lstrip(" ")) + 2
+    return column, "\t" not in line
+
+
+def agent_then_prompt(view: TokenView, at: int) -> Diagnostic:
+    """`session: researcher "Find the sources"` (also `resume:`): the agent's session
+    takes its task as the `prompt:` property. The E004 with the safe fix that moves the
+    string there."""
+    tokens, source = view.tokens, view.source
+    string, agent = tokens[at], tokens[at - 1]
+    column, spaces = _property_column(view, agent, at)
+    literal = source.text[string[2] : string[3]]
+    fixable = string[4] == string[6] and spaces
+    shown = literal if len(literal) <= 30 else '"…"'
+    return diagnostic(
+        "E004",
+        "The task of an agent's session is its `prompt:` property, on the line under it",
+        token_span(string),
+        source.path,
+        help=f"write `prompt: {shown}` on the line under the session",
+        fix=Fix(
+            "move the prompt to a `prompt:` property",
+            (
+                Edit(
+                    source.span(agent[3], string[3]),
+                    f"\n{' ' * column}prompt: {literal}",
+                ),
+            ),
+        )
+        if fixable
+        else None,
+        rule='Session Statement: session → "session" ":" IDENTIFIER, sessionProperty → '
+        '"prompt:" string',
+    )
+
+
+def header_colon(source: SourceFile, token: Token) -> Diagnostic:
+    """`session "Synthesize":` with its properties under it (an early form of the
+    language; ``token`` the colon): a session line ends without ':'. One error, the
+    colon's removal as a safe fix (the indented lines are the session's properties either
+    way)."""
+    colon = token_span(token)
+    return diagnostic(
+        "E004",
+        "Unexpected ':' after the session: its properties follow on indented lines, "
+        "with no ':' after the prompt",
+        colon,
+        source.path,
+        help='remove the colon: session "..." then the indented properties',
+        fix=Fix("remove the colon", (Edit(colon, ""),)),
+    )

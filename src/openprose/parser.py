@@ -1446,101 +1446,29 @@ class _Parser:
         )
 
     def prompt_and_agent(self, at: int) -> n.Name:
-        """`session "Summarize": writer`: a session takes a prompt string or `: agent`, not
-        both on its line (upstream's own guide calls this form invalid). One E004 with the
-        safe fix `session: writer` and `prompt: "Summarize"` as its first property; it
-        parses as that session."""
-        tokens = self.tokens
-        string, name = tokens[at], tokens[at + 2]
-        column, spaces = self.property_column(tokens[at - 1], at + 2)
-        literal = self.source.text[string[2] : string[3]]
-        fixable = string[4] == string[6] and spaces
-        self.report(
-            "E004",
-            "a session takes a prompt string or `: agent`, not both on its line",
-            self.source.span(string[2], name[3]),
-            help=f"write `session: {name[1]}` with `prompt: {literal if len(literal) <= 30 else '...'}` under it",
-            fix=Fix(
-                "write the agent after `session:` and the prompt as a property",
-                (
-                    Edit(
-                        self.source.span(tokens[at - 1][3], name[3]),
-                        f": {name[1]}\n{' ' * column}prompt: {literal}",
-                    ),
-                ),
-            )
-            if fixable
-            else None,
-        )
+        """`session "Summarize": writer` (the string at ``at``): reported, and parsed as
+        `session: writer` with the prompt as its first property."""
+        name = self.tokens[at + 2]
+        self.note(habits.prompt_and_agent(self, at))
         self.pos = at + 3
         return n.Name(span=token_span(name), id=name[1])
 
-    def property_column(self, head: Token, last: int) -> tuple[int, bool]:
-        """Where a property line written under the statement whose line holds ``head`` and
-        ends at token ``last`` goes: the column of the property block under it when there is
-        one, else two deeper than the line; and whether the line is indented with spaces
-        only (a fix that writes a line is offered then)."""
-        tokens, kinds = self.tokens, self.kinds
-        text = self.source.text
-        line_start = text.rfind("\n", 0, head[2]) + 1
-        line = text[line_start : head[2]]
-        if kinds[last + 1] == NEWLINE and kinds[last + 2] == INDENT:
-            column = tokens[last + 3][5] - 1  # the property block's own indentation
-        else:
-            column = len(line) - len(line.lstrip(" ")) + 2
-        return column, "\t" not in line
-
     def agent_then_prompt(self, at: int) -> n.Property:
-        """`session: researcher "Find the sources"` (also `resume:`): the agent's session
-        takes its task as the `prompt:` property. One E004 with the safe fix that moves the
-        string there; it parses as that property."""
-        tokens = self.tokens
-        string, agent = tokens[at], tokens[at - 1]
-        column, spaces = self.property_column(agent, at)
-        literal = self.source.text[string[2] : string[3]]
-        fixable = string[4] == string[6] and spaces
-        shown = literal if len(literal) <= 30 else '"…"'
-        self.report(
-            "E004",
-            "The task of an agent's session is its `prompt:` property, on the line under it",
-            token_span(string),
-            help=f"write `prompt: {shown}` on the line under the session",
-            fix=Fix(
-                "move the prompt to a `prompt:` property",
-                (
-                    Edit(
-                        self.source.span(agent[3], string[3]),
-                        f"\n{' ' * column}prompt: {literal}",
-                    ),
-                ),
-            )
-            if fixable
-            else None,
-            rule='Session Statement: session → "session" ":" IDENTIFIER, sessionProperty → '
-            '"prompt:" string',
-        )
+        """`session: researcher "Find the sources"` (the string at ``at``): reported, and
+        parsed as the `prompt:` property it means."""
+        self.note(habits.agent_then_prompt(self, at))
         self.pos = at + 1
-        prompt = string_literal(string)
+        prompt = string_literal(self.tokens[at])
         return n.Property(
             span=prompt.span, name=n.Name(span=prompt.span, id="prompt"), value=prompt
         )
 
     def header_colon(self) -> None:
         """`session "Synthesize":` with its properties under it (an early form of the
-        language): a session line ends without ':'. One error, the colon's removal as a safe
-        fix (the indented lines are the session's properties either way), and the properties
-        parse as the session's."""
-        colon = token_span(self.tokens[self.pos])
+        language): reported, and the properties parse as the session's."""
         if self.kinds[self.pos + 2] != INDENT or not self.starts_property(3):
             return
-        self.report(
-            "E004",
-            "Unexpected ':' after the session: its properties follow on indented lines, "
-            "with no ':' after the prompt",
-            colon,
-            help='remove the colon: session "..." then the indented properties',
-            fix=Fix("remove the colon", (Edit(colon, ""),)),
-        )
+        self.note(habits.header_colon(self.source, self.tokens[self.pos]))
         self.pos += 1
 
     def parenthesised_properties(self, keyword_at: int) -> list[n.Property]:

@@ -211,3 +211,19 @@ def test_call_arguments_get_their_commas_and_parentheses() -> None:
     bare = View('do r "a"\n')
     found = habits.unparenthesised_argument(bare.source, a_name(bare, "r"), bare.tokens[2])
     assert bare.fixed(found) == 'do r("a")\n'
+
+
+def test_session_lines_move_the_prompt_to_its_property() -> None:
+    both = View('session "Summarize": writer\n')
+    found = habits.prompt_and_agent(both, both.at('"Summarize"'))
+    assert both.fixed(found) == 'session: writer\n  prompt: "Summarize"\n'
+
+    mixed = View('session: researcher "Find the sources"\n  model: opus\n')
+    found = habits.agent_then_prompt(mixed, mixed.at('"Find the sources"'))
+    assert mixed.fixed(found) == (
+        'session: researcher\n  prompt: "Find the sources"\n  model: opus\n'
+    )
+
+    colon = View('session "Synthesize":\n  model: opus\n')
+    found = habits.header_colon(colon.source, colon.tokens[colon.at(":")])
+    assert colon.fixed(found) == 'session "Synthesize"\n  model: opus\n'
