@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from openprose.providers.base import (
     ModelRequest,
@@ -25,6 +25,9 @@ from openprose.vm import budget
 from openprose.vm.errors import RunAborted, SessionFailed, location
 from openprose.vm.runstore import RunStore
 from openprose.vm.runtime import Shared
+
+if TYPE_CHECKING:
+    from openprose.vm.tracing import StatementSpan
 
 
 class ModelCalls:
@@ -46,10 +49,12 @@ class ModelCalls:
         label: str | None = None,
         event: str = "session",
         continues: tuple[str, int] | None = None,
+        parent: StatementSpan | None = None,
     ) -> ModelResponse:
         """`continues` = (step of the turn this request continues, messages added since):
         a tool-loop turn, journaled as a delta (`request_delta`) rather than whole, so a
-        turn's journal cost does not grow with the conversation."""
+        turn's journal cost does not grow with the conversation. `parent`: the span of the
+        statement the call is made for, when its caller has it (else the current span)."""
         shared = self.shared
         served = shared.replay.sessions.get(step)
         if served is not None:
@@ -103,16 +108,20 @@ class ModelCalls:
             shared.stats.in_flight += 1
             try:
                 if tracer is not None:  # the attempt in its GenAI span (`openprose.vm.otel`)
-                    with tracer.model_call(
+                    span = tracer.model_call(
                         step, request, alias=alias, provider=provider_name, kind=event,
-                        attempt=attempt,
-                    ) as span:  # fmt: skip
+                        attempt=attempt, parent=parent,
+                    )  # fmt: skip
+                    try:
                         if not shared.streams:
                             response = await send(request)
                         else:
                             with shared.watching(step):
                                 response = await send(request)
-                        span.response = response
+                    except BaseException as error:
+                        span.end(None, error)
+                        raise
+                    span.end(response, None)
                 elif not shared.streams:
                     response = await send(request)
                 else:

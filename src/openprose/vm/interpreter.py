@@ -197,7 +197,7 @@ class Interpreter:
         if handler is None:
             return self._cannot_run(stmt)
         tracer = self.shared.tracer
-        if tracer is None or handler is Interpreter._nothing:
+        if tracer is None or handler in _UNWRAPPED:
             return handler(self, stmt, ctx, step)
         return self._traced(tracer, handler, stmt, ctx, step)
 
@@ -287,7 +287,7 @@ class Interpreter:
         return await self.eval(expr, ctx, step)
 
     def _session_statement(self, stmt: n.Session, ctx: Ctx, step: str) -> Awaitable[Value]:
-        return self.sessions.run(stmt, ctx, step, name=None)
+        return self.sessions.run(stmt, ctx, step, name=None, statement=True)
 
     async def _do_block(self, stmt: n.DoBlock, ctx: Ctx, step: str) -> Value:
         return await self.body(stmt.body, ctx, step)
@@ -492,11 +492,11 @@ def _walk_statements(body: tuple[Any, ...]) -> Iterator[Any]:
                 yield from _walk_statements(op.body)
 
 
-# Span names of the statements (OpenTelemetry: low-cardinality, the keyword that opens them).
+# Span names of the statements (OpenTelemetry: low-cardinality, the keyword that opens them;
+# a session statement's span is opened by `Sessions.run`).
 _KINDS: dict[type, str] = {
     n.Binding: "let",
     n.Assign: "assign",
-    n.Session: "session",
     n.ProgramCall: "call",
     n.DoBlock: "do",
     n.DoCall: "do",
@@ -561,3 +561,6 @@ _HANDLERS: dict[type, Handler] = {
     n.ObjectContext: Interpreter._expression,
     n.Discretion: Interpreter._expression,
 }
+# Handlers `stmt` wraps in no statement span: definitions (nothing runs) and session
+# statements (`Sessions.run` opens the span itself, one coroutine less per session).
+_UNWRAPPED = frozenset({Interpreter._nothing, Interpreter._session_statement})

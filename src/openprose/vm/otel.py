@@ -19,7 +19,9 @@ processor given in Python as a finished `ReadableSpan` (tests, embedding applica
 export helper process (`ExportProcess`, `openprose.vm.otel_export`), which encodes and
 sends it. Parents (the spans themselves) travel in a context variable, which asyncio
 tasks inherit: the branches of a `parallel:` and the items of a `pmap` are siblings under
-their statement's span. A run started inside a span of the embedding application joins its trace.
+their statement's span. A session statement's span is the exception: `Sessions.run` opens
+it and hands it to its model call as the parent, so a fan-out changes no context variable
+per session. A run started inside a span of the embedding application joins its trace.
 """
 
 from __future__ import annotations
@@ -29,9 +31,9 @@ import random
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from contextvars import ContextVar, Token
-from functools import partial
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
@@ -72,6 +74,7 @@ _run: ContextVar[tuple[_Open, Token[Parent | None]] | None] = ContextVar(
 )
 _getrandbits = random.getrandbits
 _now = time.time_ns
+_new = object.__new__
 
 
 def _new_id(bits: int) -> int:
@@ -135,24 +138,22 @@ class _Open(Parent):
 
 
 class _Statement(Parent):
-    """A statement's span, the parent of what runs inside it. A fan-out enters one per
-    session, so it is written flat (no base class code, no helper calls) and ends as one
-    tuple (`openprose.vm.otlp.STATEMENT`)."""
+    """A statement's span, the parent of what runs inside it (made by
+    `OtelTracer.statement`). Either a context manager (`with`: the current span while it
+    runs — `Interpreter._traced`) or ended by its opener (`end`: a session statement, which
+    hands itself to its model call as the parent and so never becomes the current span — no
+    context variable change per session). A fan-out opens one per session, so it is
+    written flat and ends as one tuple (`openprose.vm.otlp.STATEMENT`)."""
 
     __slots__ = ("kind", "line", "parent", "path", "record", "start", "step", "token")
-
-    def __init__(self, tracer: OtelTracer, kind: str, step: str, path: str, line: int) -> None:
-        parent = _current.get()
-        self.trace_id = _new_trace() if parent is None else parent.trace_id
-        self.parent = None if parent is None else parent.span_id
-        self.span_id = _getrandbits(64) or 1
-        self.record = tracer.record
-        self.kind = kind
-        self.step = step
-        self.path = path
-        self.line = line
-        self.token: Token[Parent | None] | None = None
-        self.start = _now()
+    kind: str
+    line: int
+    parent: int | None
+    path: str
+    record: Callable[[tuple[Any, ...]], None]
+    start: int
+    step: str
+    token: Token[Parent | None] | None
 
     def __enter__(self) -> Self:
         self.token = _current.set(self)
@@ -160,12 +161,15 @@ class _Statement(Parent):
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
                  where: TracebackType | None) -> None:  # fmt: skip
-        end = _now()
         if self.token is not None:
             _current.reset(self.token)
+        self.end(error)
+
+    def end(self, error: BaseException | None) -> None:
+        """The statement ran (`error` is None) or failed with `error`."""
         code, why, failure = _SUCCEEDED if error is None else _failure(error)
         self.record(
-            (STATEMENT, self.trace_id, self.span_id, self.parent, code, why, self.start, end,
+            (STATEMENT, self.trace_id, self.span_id, self.parent, code, why, self.start, _now(),
              self.kind, self.step, self.path, self.line, failure)
         )  # fmt: skip
 
@@ -174,36 +178,31 @@ _SUCCEEDED = (_UNSET, None, None)
 
 
 class _Call:
-    """A model call's span: no span starts inside one (a tool call's span is its
-    statement's child), so it is not made the current span — a fan-out saves a context
-    variable change per session. An error leaving the `with` block is the call's failure;
-    it ends as one tuple (`openprose.vm.otlp.CALL`: attributes from the request and the
-    response)."""
+    """A model call attempt's span (made by `OtelTracer.model_call`), the child of the
+    span it is handed (a session statement's) or else of the current one. No span starts
+    inside one (a tool call's span is its statement's child), so it is not made the
+    current span. It ends as one tuple (`openprose.vm.otlp.CALL`: attributes from the
+    request and the response)."""
 
-    __slots__ = ("asked", "capture", "parent", "record", "request", "response", "span_id",
-                 "start", "step", "trace_id")  # fmt: skip
+    __slots__ = ("alias", "attempt", "capture", "kind", "parent", "provider", "record",
+                 "request", "span_id", "start", "step", "trace_id")  # fmt: skip
+    alias: str
+    attempt: int
+    capture: bool
+    kind: str
+    parent: int | None
+    provider: str
+    record: Callable[[tuple[Any, ...]], None]
+    request: ModelRequest
+    span_id: int
+    start: int
+    step: str
+    trace_id: str
 
-    def __init__(self, tracer: OtelTracer, step: str, request: ModelRequest, *, alias: str,
-                 provider: str, kind: str, attempt: int) -> None:  # fmt: skip
-        parent = _current.get()
-        self.trace_id = _new_trace() if parent is None else parent.trace_id
-        self.parent = None if parent is None else parent.span_id
-        self.span_id = _getrandbits(64) or 1
-        self.record = tracer.record
-        self.capture = tracer.capture
-        self.step = step
-        self.request = request
-        self.asked = (alias, provider, kind, attempt)
-        self.response: ModelResponse | None = None
-        self.start = _now()
-
-    def __enter__(self) -> Self:
-        return self  # not the current span: `__exit__` resets nothing
-
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                 where: TracebackType | None) -> None:  # fmt: skip
+    def end(self, response: ModelResponse | None, error: BaseException | None) -> None:
+        """The attempt was answered (`response`) or failed with `error`."""
         end = _now()
-        request, response = self.request, self.response
+        request = self.request
         code, why, error_type = _SUCCEEDED if error is None else _failure(error)
         finish = tokens_in = tokens_out = answered_by = answer_id = None
         if response is not None:
@@ -216,9 +215,9 @@ class _Call:
             system, asked, answer = _captured(request, response)
         self.record(
             (CALL, self.trace_id, self.span_id, self.parent, code, why, self.start, end,
-             self.step, request.model, request.max_tokens, request.temperature, *self.asked,
-             finish, tokens_in, tokens_out, answered_by, answer_id, error_type, system, asked,
-             answer)
+             self.step, request.model, request.max_tokens, request.temperature, self.alias,
+             self.provider, self.kind, self.attempt, finish, tokens_in, tokens_out,
+             answered_by, answer_id, error_type, system, asked, answer)
         )  # fmt: skip
 
 
@@ -276,11 +275,6 @@ class OtelTracer:
         self.record: Callable[[tuple[Any, ...]], None] = (
             self._to_processor if export is None else export.records.append
         )
-        # A statement's span and a model call's (context managers): the classes themselves,
-        # bound to this tracer (a fan-out opens one of each per session: no method call
-        # in between). `model_call(step, request, *, alias, provider, kind, attempt)`.
-        self.statement: Callable[[str, str, str, int], _Statement] = partial(_Statement, self)
-        self.model_call: Callable[..., _Call] = partial(_Call, self)
 
     @classmethod
     def from_environment(cls, env: Mapping[str, str]) -> OtelTracer:
@@ -338,6 +332,48 @@ class OtelTracer:
         span.end()
 
     # --- statements and calls ------------------------------------------------------------
+    # A fan-out opens a statement span and a call span per session: they are made with
+    # `object.__new__` and their slots set here (calling a class with an `__init__` costs
+    # ~40 % more: the type call, the arguments packed again for `__init__`).
+
+    def statement(self, kind: str, step: str, path: str, line: int) -> _Statement:
+        span = _new(_Statement)
+        parent = _current.get()
+        if parent is None:
+            span.trace_id, span.parent = _new_trace(), None
+        else:
+            span.trace_id, span.parent = parent.trace_id, parent.span_id
+        span.span_id = _getrandbits(64) or 1
+        span.record, span.token = self.record, None
+        span.kind, span.step = kind, step
+        span.path, span.line = path, line
+        span.start = _now()
+        return span
+
+    def model_call(self, step: str, request: ModelRequest, *, alias: str, provider: str,
+                   kind: str, attempt: int, parent: Any = None) -> _Call:  # fmt: skip
+        span = _new(_Call)
+        span.record, span.capture = self.record, self.capture
+        span.step, span.request = step, request
+        span.alias, span.provider = alias, provider
+        span.kind, span.attempt = kind, attempt
+        if parent is None:  # else a statement span this tracer made
+            parent = _current.get()
+        span.span_id = _getrandbits(64) or 1
+        if parent is None:
+            span.trace_id, span.parent = _new_trace(), None
+        else:
+            span.trace_id, span.parent = parent.trace_id, parent.span_id
+        span.start = _now()
+        return span
+
+    @contextmanager
+    def current(self, span: Any) -> Iterator[None]:  # a span this tracer opened
+        token = _current.set(span)
+        try:
+            yield
+        finally:
+            _current.reset(token)
 
     def on_event(self, event: str, step: str, fields: dict[str, Any]) -> None:
         """Tool calls (journaled by the tool loop) as `execute_tool` spans."""

@@ -242,21 +242,26 @@ class SpanEncoder:
 
     def request(self, records: Iterable[Record]) -> bytes:
         """The serialized `ExportTraceServiceRequest` of these spans, in order."""
-        parts = []
+        return self.request_of(self.spans(records))
+
+    def spans(self, records: Iterable[Record]) -> list[bytes]:
+        """Each record as its `spans` field of a `ScopeSpans` (see `request_of`)."""
+        fields = []
         any_span = self.any_span
         for record in records:
             span = any_span(record)
             size = len(span)
-            parts.append(b"\x12")
             length = _lengths.get(size)
             if length is None:
                 length = varint(size)
                 if size < 1 << 14:  # the two-byte ones: a bounded table
                     _lengths[size] = length
-            parts.append(length)
-            parts.append(span)
-        spans = b"".join(parts)
-        scope_spans = _field(b"\x12", self._scope + spans + self._scope_schema)
+            fields.append(b"".join((b"\x12", length, span)))
+        return fields
+
+    def request_of(self, spans: list[bytes]) -> bytes:
+        """The serialized `ExportTraceServiceRequest` of spans encoded by `spans`."""
+        scope_spans = _field(b"\x12", self._scope + b"".join(spans) + self._scope_schema)
         return _field(b"\x0a", self._resource + scope_spans + self._resource_schema)
 
     def any_span(self, record: Any) -> bytes:

@@ -7,6 +7,7 @@ answer bound, recorded in the thread's history and, for persistent agents, remem
 from __future__ import annotations
 
 from collections.abc import Awaitable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +28,7 @@ from openprose.vm.values import Value
 if TYPE_CHECKING:
     from openprose.vm.memory import AgentMemory
     from openprose.vm.tools.skills import Skill
+    from openprose.vm.tracing import StatementSpan
 
 _BACKOFFS = ("none", "linear", "exponential")
 
@@ -75,70 +77,96 @@ class Sessions:
         self._plans[id(node)] = plan
         return plan
 
-    async def run(self, node: n.Session, ctx: Ctx, step: str, name: str | None) -> Value:
+    async def run(
+        self, node: n.Session, ctx: Ctx, step: str, name: str | None, *, statement: bool = False
+    ) -> Value:
         """Run one session; `name` is the binding it is the value of (`let x = session`),
-        when the caller binds it."""
-        where = self.expressions.where
-        plan = self._plans.get(id(node))
-        if plan is None or plan.node is not node:
-            plan = self._plan(node)
-        props, agent, model = plan.props, plan.agent, plan.model
-        task, system = self._task_and_system(node, props, agent, ctx, step)
-        memory: AgentMemory | None = None
-        memory_text: str | None = None
-        ignored: str | None = None  # the memory a `session:` starts fresh from
-        if agent is not None and agent.persist is not None:
-            memory = self.memories.open(agent)
-            if node.kind != "resume":
-                ignored = memory.read() or ""
-        if node.kind == "resume":
-            if agent is None or memory is None:
-                raise ProseRuntimeError(
-                    f"`resume:` requires a persistent agent; add `persist:` to agent "
-                    f"{agent.name if agent else '?'!r}",
-                    where=where(node),
-                    code="E017",
-                )
-            memory_text = memory.read()
-            if memory_text is None and step not in self.shared.replay.sessions:
-                raise ProseRuntimeError(
-                    f"no memory exists yet for agent {agent.name!r}; use `session:` first",
-                    where=where(node),
-                    code="E018",
-                )
-        label = name or (node.name.id if node.name else None)
-        if label is None and not ctx.in_pipeline:
-            label = self._anon_name(step)
-        context_items = self.contexts.for_session(
-            props.get("context"), ctx, step, len(task) + len(system or ""), memory_text
-        )
-        if memory_text is not None:
-            memory_text = context_items.pop(0).text
-        text = user_message(task, context_items, memory_text)
-        request = ModelRequest(
-            model=model,
-            messages=(Message("user", text),),
-            system=system,
-            max_tokens=self.config.max_tokens,
-        )
-        if plan.retry is None:
-            plan.retry = self._retry_policy(props, node)
-        retries, backoff = plan.retry
-        response = await self._ask(
-            step,
-            request,
-            alias=model,
-            agent=agent,
-            node=node,
-            retries=retries,
-            backoff=backoff,
-            label=label,
-        )
-        answer = response.text
-        if memory is not None and agent is not None:
-            await self.memories.update(agent, memory, step, task, answer, ignored=ignored)
-        self._record(node, ctx, step, name, label, answer)
+        when the caller binds it. A session statement (`statement`) opens its own span when
+        the run is traced: this coroutine runs the whole statement, and the span is handed
+        to its model call as the parent (`Interpreter.stmt` wraps no coroutine around it and
+        no context variable changes per session)."""
+        tracer = self.shared.tracer
+        span: StatementSpan | None = None
+        if statement and tracer is not None:
+            span = tracer.statement("session", step, self.expressions.path, node.span.line)
+        try:
+            where = self.expressions.where
+            plan = self._plans.get(id(node))
+            if plan is None or plan.node is not node:
+                plan = self._plan(node)
+            props, agent, model = plan.props, plan.agent, plan.model
+            task, system = self._task_and_system(node, props, agent, ctx, step)
+            memory: AgentMemory | None = None
+            memory_text: str | None = None
+            ignored: str | None = None  # the memory a `session:` starts fresh from
+            if agent is not None and agent.persist is not None:
+                memory = self.memories.open(agent)
+                if node.kind != "resume":
+                    ignored = memory.read() or ""
+            if node.kind == "resume":
+                if agent is None or memory is None:
+                    raise ProseRuntimeError(
+                        f"`resume:` requires a persistent agent; add `persist:` to agent "
+                        f"{agent.name if agent else '?'!r}",
+                        where=where(node),
+                        code="E017",
+                    )
+                memory_text = memory.read()
+                if memory_text is None and step not in self.shared.replay.sessions:
+                    raise ProseRuntimeError(
+                        f"no memory exists yet for agent {agent.name!r}; use `session:` first",
+                        where=where(node),
+                        code="E018",
+                    )
+            label = name or (node.name.id if node.name else None)
+            if label is None and not ctx.in_pipeline:
+                label = self._anon_name(step)
+            context_items = self.contexts.for_session(
+                props.get("context"), ctx, step, len(task) + len(system or ""), memory_text
+            )
+            if memory_text is not None:
+                memory_text = context_items.pop(0).text
+            text = user_message(task, context_items, memory_text)
+            request = ModelRequest(
+                model=model,
+                messages=(Message("user", text),),
+                system=system,
+                max_tokens=self.config.max_tokens,
+            )
+            if plan.retry is None:
+                plan.retry = self._retry_policy(props, node)
+            retries, backoff = plan.retry
+            response = await self._ask(
+                step,
+                request,
+                alias=model,
+                agent=agent,
+                node=node,
+                retries=retries,
+                backoff=backoff,
+                label=label,
+                parent=span,
+            )
+            answer = response.text
+            if memory is not None and agent is not None:
+                with self._within(span):
+                    await self.memories.update(agent, memory, step, task, answer, ignored=ignored)
+            self._record(node, ctx, step, name, label, answer)
+        except BaseException as error:
+            if span is not None:
+                span.end(error)
+            raise
+        if span is not None:
+            span.end(None)
         return answer
+
+    def _within(self, span: StatementSpan | None) -> AbstractContextManager[None]:
+        """`span` as the current span (the parent of spans made by code it is not handed
+        to: a tool loop's tool calls, a memory update's model call)."""
+        tracer = self.shared.tracer
+        if span is None or tracer is None:
+            return nullcontext()
+        return tracer.current(span)
 
     def _ask(
         self,
@@ -151,6 +179,7 @@ class Sessions:
         retries: int,
         backoff: str,
         label: str | None,
+        parent: StatementSpan | None,
     ) -> Awaitable[ModelResponse]:
         """The session's model call: the request goes out, the (final) answer comes back.
         An agent that declares `permissions:` or `skills:` gets tools: its session runs the
@@ -159,7 +188,7 @@ class Sessions:
         if agent is not None and (agent.permissions or agent.skills):
             return self._ask_with_tools(
                 step, request, alias=alias, agent=agent, node=node, retries=retries,
-                backoff=backoff, label=label,
+                backoff=backoff, label=label, parent=parent,
             )  # fmt: skip
         return self.calls.call(
             step,
@@ -170,6 +199,7 @@ class Sessions:
             retries=retries,
             backoff=backoff,
             label=label,
+            parent=parent,
         )
 
     async def _ask_with_tools(
@@ -183,6 +213,7 @@ class Sessions:
         retries: int,
         backoff: str,
         label: str | None,
+        parent: StatementSpan | None,
     ) -> ModelResponse:
         # Imported here: a program whose agents have no tools never loads the tool machinery.
         from openprose.vm.toolloop import (
@@ -210,7 +241,7 @@ class Sessions:
         if not toolbox.specs:  # everything denied: nothing to offer, a plain completion
             response = await self.calls.call(
                 step, request, alias=alias, agent=agent.name, where=node,
-                retries=retries, backoff=backoff, label=label,
+                retries=retries, backoff=backoff, label=label, parent=parent,
             )  # fmt: skip
             return response
         request = ModelRequest(
@@ -242,15 +273,16 @@ class Sessions:
             shared.commit()
 
         try:
-            response, turns = await run_tool_loop(
-                request,
-                step=step,
-                toolbox=toolbox,
-                journaled=shared.replay.tools,
-                max_turns=self.config.max_turns,
-                send=send,
-                emit=emit_now,
-            )
+            with self._within(parent):  # its turns' calls and its tool calls
+                response, turns = await run_tool_loop(
+                    request,
+                    step=step,
+                    toolbox=toolbox,
+                    journaled=shared.replay.tools,
+                    max_turns=self.config.max_turns,
+                    send=send,
+                    emit=emit_now,
+                )
         except ToolLoopExhausted as exhausted:
             shared.emit("session_failed", step, error=str(exhausted))
             raise SessionFailed(str(exhausted), where=self.expressions.where(node)) from None

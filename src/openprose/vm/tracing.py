@@ -1,9 +1,10 @@
 """Tracing, seen from the VM: what a tracer is asked, and how one is opened.
 
 The VM calls a `Tracer` at three seams — around each statement that runs
-(`Interpreter.stmt`), around each model call attempt (`ModelCalls.call`) and for the
-journal events it names (`Shared.emit`, where tool calls become spans) — and only when the
-run has one. The OpenTelemetry implementation is `openprose.vm.otel`; this module never
+(`Interpreter.stmt`; a session statement's span is opened by `Sessions.run`, which hands it
+to its model call as the call's parent), around each model call attempt (`ModelCalls.call`)
+and for the journal events it names (`Shared.emit`, where tool calls become spans) — and
+only when the run has one. The OpenTelemetry implementation is `openprose.vm.otel`; this module never
 imports it, so a run without tracing loads no part of the SDK.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
+from types import TracebackType
 from typing import Any, Protocol
 
 from openprose.providers.base import ModelRequest, ModelResponse
@@ -22,10 +24,30 @@ EXTRA_HINT = "pip install 'openprose[otel]'"
 
 
 class ModelCallSpan(Protocol):
-    """A model call attempt's span, as a context manager: the answer is set as `response`
-    before the block ends; an error leaving the block is the attempt's failure."""
+    """A model call attempt's span, ended by its caller."""
 
-    response: ModelResponse | None
+    def end(self, response: ModelResponse | None, error: BaseException | None) -> None:
+        """The attempt was answered (`response`) or failed with `error`."""
+        ...
+
+
+class StatementSpan(Protocol):
+    """A statement's span. As a context manager it is the current span while the block
+    runs (the parent of the spans started inside) and ends with the block; opened without
+    one, its opener ends it (`end`) and hands it as the parent to what runs inside."""
+
+    def __enter__(self) -> Any: ...
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        where: TracebackType | None,
+    ) -> None: ...
+
+    def end(self, error: BaseException | None) -> None:
+        """The statement ran (`error` is None) or failed with `error`."""
+        ...
 
 
 class Tracer(Protocol):
@@ -40,9 +62,12 @@ class Tracer(Protocol):
 
     def end_run(self, status: str, error: str | None) -> None: ...
 
-    def statement(
-        self, kind: str, step: str, path: str, line: int
-    ) -> AbstractContextManager[Any]: ...
+    def statement(self, kind: str, step: str, path: str, line: int) -> StatementSpan: ...
+
+    def current(self, span: StatementSpan) -> AbstractContextManager[None]:
+        """`span` is the current span inside the block: the parent of spans whose maker is
+        not handed one (tool calls, calls made by other modules)."""
+        ...
 
     def model_call(
         self,
@@ -53,7 +78,10 @@ class Tracer(Protocol):
         provider: str,
         kind: str,
         attempt: int,
-    ) -> AbstractContextManager[ModelCallSpan]: ...
+        parent: StatementSpan | None = None,
+    ) -> ModelCallSpan:
+        """The attempt's span, a child of `parent` (None: of the current span)."""
+        ...
 
     def on_event(self, event: str, step: str, fields: dict[str, Any]) -> None: ...
 

@@ -88,11 +88,9 @@ def test_a_resource_handed_over_spares_the_helper_the_sdk() -> None:
     assert resource_for_helper({**os.environ, "OTEL_SERVICE_NAME": "other"}) is None
     resource = json.dumps([{"service.name": "handed-over", "k": [1, 2]}, ""])
     check = (
-        "import sys, runpy\n"
-        "try:\n"
-        "    runpy.run_module('openprose.vm.otel_export', run_name='__main__')\n"
-        "except SystemExit:\n"
-        "    pass\n"
+        "import sys\n"
+        "from openprose.vm.otel_export import main\n"
+        "assert main() == 0\n"
         "unwanted = ('http.client', 'typing', 'random')\n"
         "loaded = [m for m in sys.modules if m.startswith('opentelemetry') or m in unwanted]\n"
         "assert not loaded, loaded\n"

@@ -148,6 +148,94 @@ def test_a_failed_call_span_says_why(vm: Any, memory: Any) -> None:
     assert calls[1].status.status_code.name == "UNSET"
 
 
+# --- a session statement's span (opened by `Sessions.run`, handed to its calls) -------------
+
+
+def spans_under(exporter: InMemorySpanExporter, name: str) -> tuple[ReadableSpan, list[str]]:
+    """The one span called `name` and the names of its children, sorted."""
+    spans = list(exporter.get_finished_spans())
+    (span,) = [s for s in spans if s.name == name]
+    return span, sorted(s.name for s in children(spans, span))
+
+
+def test_a_session_statements_retries_are_children_of_its_span(vm: Any, memory: Any) -> None:
+    exporter, provider = memory
+    spy = vm.spy([{"match": "x", "answer": "fine", "failures": ["transient"]}])
+    tracer = OtelTracer(provider)
+    result = run_traced(vm, 'session "x"\n  retry: 1\nsession "y"\n', tracer, provider=spy)
+    assert result.status == "succeeded", result.error
+    spans = list(exporter.get_finished_spans())
+    statements = sorted((s for s in spans if s.name == "session"), key=lambda s: s.start_time)
+    assert [s.attributes["prose.step"] for s in statements] == ["1", "2"]
+    assert [s.attributes["code.lineno"] for s in statements] == [1, 3]
+    first, second = ([c.attributes["prose.call.attempt"] for c in children(spans, s)]
+                     for s in statements)  # fmt: skip
+    assert sorted(first) == [1, 2] and second == [1]
+    for statement in statements:  # each inside its statement, in time
+        for call in children(spans, statement):
+            assert statement.start_time <= call.start_time <= call.end_time <= statement.end_time
+    (root,) = [s for s in spans if s.parent is None]
+    assert all(s.parent is not None and s.parent.span_id == root.context.span_id
+               for s in statements)  # fmt: skip
+
+
+def test_a_session_inside_let_has_the_let_span_as_its_calls_parent(vm: Any, memory: Any) -> None:
+    exporter, provider = memory
+    result = run_traced(vm, 'let a = session "x"\n', OtelTracer(provider))
+    assert result.status == "succeeded", result.error
+    assert spans_under(exporter, "let")[1] == ["chat sonnet"]
+    assert not [s for s in exporter.get_finished_spans() if s.name == "session"]
+
+
+def test_a_session_statement_that_fails_before_its_call_ends_its_span_failed(
+    vm: Any, memory: Any
+) -> None:
+    exporter, provider = memory
+    source = 'agent keeper:\n  persist: true\nresume: keeper\n  prompt: "x"\n'
+    result = run_traced(vm, source, OtelTracer(provider))
+    assert result.status == "failed" and "E018" in (result.error or "")
+    span, inside = spans_under(exporter, "session")
+    assert inside == []  # no call was made
+    assert span.status.status_code.name == "ERROR" and "E018" not in span.name
+    assert span.attributes["error.type"] == "ProseRuntimeError"
+    assert "no memory exists yet" in (span.status.description or "")
+
+
+def test_a_memory_update_is_a_child_of_its_session_statement(vm: Any, memory: Any) -> None:
+    from tests.openprose.vm.test_vm_agents import MEMORY_RULE, captain
+
+    exporter, provider = memory
+    source = captain("true") + 'session: captain\n  prompt: "One"\n'
+    result = run_traced(vm, source, OtelTracer(provider), provider=vm.spy([MEMORY_RULE]))
+    assert result.status == "succeeded", result.error
+    spans = list(exporter.get_finished_spans())
+    (statement,) = [s for s in spans if s.name == "session"]
+    kinds = sorted(s.attributes["prose.call.kind"] for s in children(spans, statement))
+    assert kinds == ["memory", "session"]
+
+
+@pytest.mark.parametrize("binding", ["", "let report = "])
+def test_a_tool_loops_turns_and_tool_calls_are_children_of_its_statement(
+    vm: Any, memory: Any, tmp_path: Path, binding: str
+) -> None:
+    from tests.openprose.vm.test_vm_tools import REVIEW_TURNS, REVIEWER, _project, _run
+
+    exporter, provider = memory
+    source = REVIEWER.replace("let report = ", binding)
+    spy = vm.spy([{"match": "Review the code", "turns": REVIEW_TURNS}])
+    result = _run(_project(tmp_path), source, spy, tracer=OtelTracer(provider))
+    assert result.status == "succeeded", result.error
+    span, inside = spans_under(exporter, "let" if binding else "session")
+    assert span.attributes["prose.step"] == "2"
+    assert inside == [
+        *["chat sonnet"] * 4,
+        "execute_tool list_files",
+        "execute_tool read_file",
+        "execute_tool read_file",
+        "execute_tool write_file",
+    ]
+
+
 def test_the_tracer_hears_only_the_journal_events_it_names(vm: Any, memory: Any) -> None:
     """`Shared.emit` calls the tracer for its `events` only (tool calls): a fan-out's
     session events do not go through it."""
