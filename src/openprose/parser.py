@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import gc
 import os
-import re
 import stat
 import sys
 from collections.abc import Callable
@@ -19,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, NoReturn, cast
 
+from openprose import habits
 from openprose import nodes as n
 from openprose.codes import diagnostic
 from openprose.diagnostics import Diagnostic, Edit, Fix
@@ -28,17 +28,17 @@ from openprose.scanner import (
     DISCRETION,
     EOF,
     ERROR,
-    IDENT_PATTERN,
     INDENT,
     KEYWORDS,
     MAX_DIAGNOSTICS,
     NAME,
     NEWLINE,
     NUMBER,
+    SOFT_KEYWORDS,
     STRING,
-    StringValue,
     Token,
     scan,
+    string_literal,
     token_span,
 )
 from openprose.source import SourceFile, Span
@@ -55,18 +55,7 @@ _RECURSION_LIMIT = 20 * MAX_NESTING + 2000
 
 _LAYOUT = frozenset((NEWLINE, INDENT, DEDENT, EOF))
 _LINE_END = frozenset((NEWLINE, EOF))
-# Keywords that also name things where a name is expected (`block review(input):`,
-# `context: input`); at the start of a statement they still begin their declaration.
-SOFT_KEYWORDS = frozenset(("input", "output"))
 _NAME_KINDS = frozenset((NAME, *SOFT_KEYWORDS))
-# A line that runs a session (`session "x"`, `let r = session: a`, `x = resume: a`), or a
-# session property line (the run a property left unindented may go on).
-_SESSION_LINE = re.compile(
-    r"\s*(?:(?:(?:let|const|output)\s+)?[\w-]+\s*=\s*)?(?:session|resume)\b[^\n]*"
-    r"|\s*(?:model|prompt|context|retry|backoff)\s*:"
-)
-# Properties whose value is one thing: `- item` lines under them are no list to rewrite.
-_SCALAR_PROPERTIES = frozenset(("prompt", "model", "persist", "retry", "backoff"))
 # What a misspelled statement keyword is compared with ("did you mean").
 _STATEMENT_WORDS = tuple(sorted(KEYWORDS - {"as", "in", "until", "while"}))
 # After a name at the start of a statement, these make it an expression (assignment, call,
@@ -237,6 +226,11 @@ class _Parser:
             self.diagnostics.append(
                 diagnostic(code, message, span, self.source.path, help=help, fix=fix, rule=rule)
             )
+
+    def note(self, found: Diagnostic) -> None:
+        """Keep a diagnostic built elsewhere (a habit's), within the same limit."""
+        if len(self.diagnostics) < MAX_DIAGNOSTICS:
+            self.diagnostics.append(found)
 
     def fail(self, expected: str) -> NoReturn:
         """Report the current token as unexpected and unwind to the statement boundary."""
@@ -564,15 +558,21 @@ class _Parser:
         when the line may still be a valid expression statement (a bare name is E116)."""
         token = self.tokens[self.pos]
         word = token[1]
-        if word in _NO_SUCH_STATEMENT:
-            self.no_such_statement(token)
+        if word in habits.CONTROL_WORDS:
+            self.note(habits.control_word(self, self.pos, self.previous))
+            raise _ParseError
         following = self.peek_kind()
         if word == "import" and following == STRING:
-            self.legacy_import()
+            found, self.pos = habits.legacy_import(self, self.pos)
+            self.note(found)
+            raise _ParseError
         if following == NEWLINE and self.peek_kind(2) == INDENT:
             return  # a name whose pipeline goes on below (`xs` then `  | map:`)
         if following == ":" and word in SESSION_PROPERTIES:
-            self.unindented_property(token)
+            misplaced = habits.unindented_property(self.source, token)
+            if misplaced is not None:
+                self.note(misplaced)
+                raise _ParseError(properties=True)
         guess = closest(word, _STATEMENT_WORDS, cutoff=0.75)
         if guess is None and following in _LAYOUT:
             return  # a bare name: E116 explains it
@@ -594,86 +594,6 @@ class _Parser:
                 "or `name =`",
             )
         raise _ParseError(properties=guess in _PROPERTY_HEADS)
-
-    def no_such_statement(self, token: Token) -> NoReturn:
-        """`break`, `continue`, `return x`, `pass`: control words of other languages. A loop
-        ends by its condition or its max, a block's value is its last statement's. `return x`
-        as a block's last line right after the statement that bound `x` (or `return
-        session …`) has a safe fix: drop the line (or the word) — the value is the same."""
-        word = token[1]
-        message, help_ = _NO_SUCH_STATEMENT[word]
-        fix = self.return_fix(token) if word == "return" else None
-        self.report("E004", message, token_span(token), help=help_, fix=fix, rule=_CONTROL_RULE)
-        raise _ParseError
-
-    def return_fix(self, token: Token) -> Fix | None:
-        kinds, at = self.kinds, self.pos + 1
-        if kinds[at] in _LAYOUT:
-            return None
-        line_end = at
-        while kinds[line_end] not in _LAYOUT:
-            line_end += 1
-        closes = kinds[line_end] in (DEDENT, EOF) or (
-            kinds[line_end] == NEWLINE and kinds[line_end + 1] in (DEDENT, EOF)
-        )
-        if not closes:
-            return None  # statements follow: the value would not be the block's
-        word = token_span(token)
-        if kinds[at] == NAME and line_end == at + 1:
-            name = self.tokens[at][1]
-            previous = self.previous
-            bound = (
-                isinstance(previous, n.Binding)
-                and isinstance(previous.target, n.Name)
-                and previous.target.id == name
-                or isinstance(previous, n.Assign | n.Output)
-                and (previous.target if isinstance(previous, n.Assign) else previous.name).id
-                == name
-            )
-            if not bound:
-                return None
-            text = self.source.text
-            start = text.rfind("\n", 0, word.start) + 1
-            end = text.find("\n", word.end)
-            end = len(text) if end == -1 else end + 1
-            return Fix(
-                f"remove `return {name}`: the statement above already gives the value",
-                (Edit(self.source.span(start, end), ""),),
-            )
-        if kinds[at] in ("session", "do", "resume", "parallel"):
-            after = self.tokens[at]
-            return Fix("remove `return`", (Edit(self.source.span(word.start, after[2]), ""),))
-        return None
-
-    def unindented_property(self, token: Token) -> None:
-        """`context: { a, b }` at the session's own indentation, right under it (documents
-        that lost the indentation print it so): the property belongs to the session above,
-        and properties are indented under it. One E104-like E004 with the safe fix that
-        indents the line; raises when the line above is such a session (or property)."""
-        text = self.source.text
-        line_start = text.rfind("\n", 0, token[2]) + 1
-        indent = text[line_start : token[2]]
-        if indent.strip():
-            return
-        above = line_start - 1
-        while above > 0:
-            start = text.rfind("\n", 0, above) + 1
-            line = text[start:above].rstrip("\r")
-            if line.strip() and not line.lstrip().startswith("#"):
-                break
-            above = start - 1
-        else:
-            return
-        if not _SESSION_LINE.match(line) or not line.startswith(indent) or line[len(indent)] == " ":
-            return
-        self.report(
-            "E004",
-            f"`{token[1]}:` is a property of the session above: properties are indented under it",
-            token_span(token),
-            help=f"indent the line: `{indent}  {token[1]}: ...`",
-            fix=Fix("indent the property", (Edit(self.source.span(line_start, line_start), "  "),)),
-        )
-        raise _ParseError(properties=True)
 
     def check_keyword_after_equals(self) -> None:
         """`x = sesion: critic`, `x = paralel:`: on the right of `=` a name followed by `:`
@@ -698,35 +618,6 @@ class _Parser:
             fix=Fix.nearest_word(span, word, guess),
         )
         raise _ParseError(properties=guess in _PROPERTY_HEADS)
-
-    def legacy_import(self) -> NoReturn:
-        """``import "x" from "y"``: reported with its `use` rewrite (E123)."""
-        start = self.pos
-        kinds = self.kinds
-        name_token = self.tokens[start + 1]
-        source_token = None
-        end = start + 2
-        if kinds[end] == NAME and self.tokens[end][1] == "from" and kinds[end + 1] == STRING:
-            source_token = self.tokens[end + 1]
-            end += 2
-        self.pos = end
-        name = cast(StringValue, name_token[8]).value
-        source = cast(StringValue, source_token[8]).value if source_token else name
-        first, last = self.tokens[start], self.tokens[end - 1]
-        span = Span(first[2], last[3], first[4], first[5], last[6], last[7])
-        # The skill `x` of source `y` is `y/x` — unless `y` already ends in `x` (one skill per
-        # source). The path's last segment then names the import `x`, as `skills:` expects.
-        path = source if source.rstrip("/").rsplit("/", 1)[-1] == name else f"{source}/{name}"
-        rewrite = f"use {_quote(path)}"
-        safe = kinds[end] in _LAYOUT and _IDENTIFIER.fullmatch(name) is not None
-        self.report(
-            "E123",
-            f'`import "{name}"` is the legacy import statement; the reference imports with `use`',
-            span,
-            help=f"rewrite it as `{rewrite}`",
-            fix=Fix(f"rewrite as `{rewrite}`", (Edit(span, rewrite),)) if safe else None,
-        )
-        raise _ParseError
 
     def use(self) -> n.Use:
         start = self.take()
@@ -755,102 +646,38 @@ class _Parser:
         return n.Input(span=self.span_from(start), name=name, description=description)
 
     def input_without_colon(self, start: int, name: n.Name) -> n.Input:
-        """`input topic` (no description) and `input depth = "shallow"` (a default value, as
-        in other languages): the grammar's form is `input name: "description"`, and the
-        caller gives every input. The first gets `: ""` (the reference's row then asks for a
-        description, W-level); the second becomes that text as the description (unsafe: the
-        value was meant as a default). Either parses as an input, so uses of the name do
-        not cascade."""
+        """`input topic` (no description) or `input depth = "shallow"` (a default value):
+        reported as habits; either parses as an input, so uses of the name do not cascade."""
         at = self.tokens[self.pos]
         # the name stands in for the missing description (no second, empty-description row)
         empty = n.StringLit(span=token_span(at), value=name.id, parts=(name.id,), triple=False)
         if at[0] != "=":
-            end = Span(at[2], at[2], at[4], at[5], at[4], at[5])
-            self.report(
-                "E005",
-                f"Invalid syntax: `input {name.id}` needs a description: "
-                f'`input {name.id}: "what the caller gives"`',
-                end,
-                help='add a description after a colon: `: "…"`',
-                fix=Fix('add `: ""`', (Edit(end, ': ""'),)),
-                rule=_INPUT_RULE,
-            )
+            self.note(habits.input_without_description(self, self.pos, name))
             return n.Input(span=self.span_from(start), name=name, description=empty)
+        self.note(habits.input_default(self, self.pos, name))
         self.pos += 1
-        value = self.tokens[self.pos]
-        single = value[0] == STRING and self.kinds[self.pos + 1] in _LINE_END
-        self.report(
-            "E004",
-            f"Unexpected token '=': an input has no default value; it is declared "
-            f'`input {name.id}: "description"` and the caller gives it',
-            token_span(at),
-            help="write `:` and describe the input; pass the value when running "
-            f"(`prose run FILE --input {name.id}=…`)",
-            fix=Fix(
-                "write `:` (the text becomes the description)",
-                (Edit(self.source.span(name.span.end, at[3]), ":"),),
-                safe=False,
-            )
-            if single and at[3] == at[2] + 1
-            else None,
-            rule=_INPUT_RULE,
-        )
         while self.kinds[self.pos] not in _LAYOUT:
             self.pos += 1
         return n.Input(span=self.span_from(start), name=name, description=empty)
 
     def unquoted_description(self, start: int, name: n.Name) -> n.Input:
-        """`input topic: string` (a type, as in TypeScript or Python) or `input audience: the
-        people who read it` (the description without quotes). The grammar's description is
-        a string, and OpenProse values are text. One E004 for the rest of the line (the
-        scanner's complaints inside it, such as an apostrophe, are dropped: the quotes take
-        them in), with the safe fix that quotes it — a type becomes `"topic (string)"`, so
-        the description still says what was meant. A default (`number = 3`) gets no fix:
-        the caller gives every input."""
-        first = self.pos
-        end = first
-        tokens = self.tokens
+        """`input topic: string` or `input audience: the people who read it`: one habit
+        for the rest of the line. When it has a fix, the scanner's complaints inside the
+        line (such as an apostrophe) are dropped: the quotes take them in."""
+        end = self.pos
         while self.kinds[end] not in _LAYOUT:
             end += 1
-        head, last = tokens[first], tokens[end - 1]
-        span = Span(head[2], last[3], head[4], head[5], last[6], last[7])
-        raw = self.source.text[span.start : span.end]
+        found = habits.unquoted_description(self, self.pos, end, name)
         self.pos = end
-        words = raw.split()
-        leading = re.match(r"\w*", raw)
-        typed = (
-            _TYPE_NOTATION.fullmatch(raw) is not None
-            and leading is not None
-            and leading.group().lower() in _TYPE_WORDS
-        )
-        default = any(t[0] == "=" for t in tokens[first:end])
-        if span.line != span.end_line or default or "\n" in raw:
-            fix = None
-        else:
-            text = f"{name.id} ({raw})" if typed else raw
-            fix = Fix(f"write the description as text: {_quote(text)}", (Edit(span, _quote(text)),))
+        span = found.span
+        if found.fix is not None:
             self.diagnostics[:] = [
                 d
                 for d in self.diagnostics
                 if not (span.start <= d.span.start and d.span.end <= span.end)
             ]
-        if typed or default:
-            message = (
-                f"Unexpected token {words[0]!r}: an input's description is a quoted string, "
-                f"not a type (OpenProse values are text)"
-            )
-        else:
-            message = f"Unexpected token {words[0]!r}: an input's description is a quoted string"
-        if default:
-            help_ = (
-                f'write `input {name.id}: "…"` and pass the value when running (an input has '
-                "no default)"
-            )
-        elif fix is not None:
-            help_ = f"quote it: `input {name.id}: {fix.edits[0].text}`"
-        else:
-            help_ = f'quote it: `input {name.id}: "…"`'
-        self.report("E004", message, span, help=help_, fix=fix, rule=_INPUT_RULE)
+        self.note(found)
+        raw = self.source.text[span.start : span.end]
         description = n.StringLit(span=span, value=raw, parts=(raw,), triple=False)
         return n.Input(span=self.span_from(start), name=name, description=description)
 
@@ -863,7 +690,7 @@ class _Parser:
             return self.unnamed_output(start)
         name = self.declared_name("an output name", "=")
         if colon:
-            self.colon_for_equals("output")
+            self.binding_colon("output")
         else:
             self.expect("=", "'=' after the output name")
         self.check_keyword_after_equals()
@@ -939,7 +766,7 @@ class _Parser:
         else:
             target = self.expect_name(f"a variable name after '{keyword[1]}'")
         if self.kinds[self.pos] == ":" and self.kinds[self.pos + 1] not in _LAYOUT:
-            self.colon_for_equals(keyword[1])
+            self.binding_colon(keyword[1])
         else:
             self.expect("=", "'=' after the variable name")
         if (
@@ -954,37 +781,10 @@ class _Parser:
         kind: Literal["let", "const"] = "let" if keyword[0] == "let" else "const"
         return n.Binding(span=self.span_from(keyword_at), kind=kind, target=target, value=value)
 
-    def colon_for_equals(self, keyword: str) -> None:
-        """`let x: session "…"` / `output r: session "…"` (a type annotation's colon, or a
-        property's): the binding's `=` — one E004 with the safe fix, parsed as meant."""
-        colon = self.tokens[self.pos]
-        span = token_span(colon)
-        if self.kinds[self.pos + 1] == NAME and self.kinds[self.pos + 2] == "=":
-            # `let x: string = …` — a type annotation: OpenProse values are text
-            typed = self.tokens[self.pos + 1]
-            self.report(
-                "E004",
-                f"OpenProse has no type annotations: `{keyword} name = value`",
-                self.source.span(colon[2], typed[3]),
-                help=f"remove `: {typed[1]}`",
-                fix=Fix(
-                    f"remove `: {typed[1]}`",
-                    (Edit(self.source.span(colon[2], typed[3]), ""),),
-                ),
-                rule=f'Syntax Grammar: {keyword} → "{keyword}" IDENTIFIER "=" expression',
-            )
-            self.pos += 3
-            return
-        after = self.source.text[colon[3] : colon[3] + 1]
-        self.report(
-            "E004",
-            f"`{keyword}` binds with `=`, not `:`",
-            span,
-            help=f"write `{keyword} name = value`",
-            fix=Fix("write `=`", (Edit(span, " =" if after == " " else " = "),)),
-            rule=f'Syntax Grammar: {keyword} → "{keyword}" IDENTIFIER "=" expression',
-        )
-        self.pos += 1
+    def binding_colon(self, keyword: str) -> None:
+        """`let x: …` / `output r: …`: reported as the binding's `=`, parsed as meant."""
+        found, self.pos = habits.colon_for_equals(self, self.pos, keyword)
+        self.note(found)
 
     def input_as_value(self, keyword_at: int, target: n.Name) -> n.Input:
         """`let api_url = input "Enter API URL"`: an input is a declaration of the program,
@@ -997,23 +797,7 @@ class _Parser:
             description = self.discretion("a description", ())
         else:
             description = self.string("a description string")
-        start = self.tokens[keyword_at][2]
-        literal = self.source.text[description.span.start : description.span.end]
-        self.report(
-            "E004",
-            "`input` declares a program input; it is not a value to bind",
-            self.source.span(start, description.span.end),
-            help=f"write `input {target.id}: {literal if len(literal) <= 40 else '...'}`",
-            fix=Fix(
-                f"write `input {target.id}: ...`",
-                (
-                    Edit(
-                        self.source.span(start, description.span.end),
-                        f"input {target.id}: {literal}",
-                    ),
-                ),
-            ),
-        )
+        self.note(habits.input_as_value(self.source, self.tokens[keyword_at], target, description))
         return n.Input(span=self.span_from(keyword_at), name=target, description=description)
 
     def assignment(self) -> n.Assign:
@@ -1050,16 +834,7 @@ class _Parser:
                 elif kinds[self.pos] == NAME and kinds[self.pos + 1] == ":":
                     # `catch err:` (Python writes `except E as err`, others `catch (err)`)
                     error = self.expect_name("an error variable name")
-                    self.report(
-                        "E004",
-                        f"`catch` names its error with `as`: `catch as {error.id}:`",
-                        error.span,
-                        help=f"write `catch as {error.id}:`",
-                        fix=Fix(
-                            "insert `as`",
-                            (Edit(self.source.span(error.span.start, error.span.start), "as "),),
-                        ),
-                    )
+                    self.note(habits.catch_without_as(self.source, error))
                 self.expect(":", "':' after 'catch'")
                 clause_body = self.body(required=True)
                 clause = n.CatchClause(
@@ -1090,18 +865,10 @@ class _Parser:
         """`except:` (Python's word) where a `catch:` clause goes: reported with the safe fix
         that writes `catch`, and parsed as that clause, so the `try` keeps its handler."""
         at = self.pos + (self.kinds[self.pos] == NEWLINE)
-        token = self.tokens[at]
-        if token[0] != NAME or token[1] != "except" or self.kinds[at + 1] not in (":", "as", NAME):
+        found = habits.except_clause(self, at)
+        if found is None:
             return False
-        span = token_span(token)
-        self.report(
-            "E004",
-            "`except` is written `catch` in OpenProse",
-            span,
-            help="write `catch:` (or `catch as err:`)",
-            fix=Fix("write `catch`", (Edit(span, "catch"),)),
-            rule='Error Handling: catchBlock → "catch" ("as" IDENTIFIER)? ":"',
-        )
+        self.note(found)
         self.pos = at
         return True
 
@@ -1182,21 +949,13 @@ class _Parser:
             end += 1
         if end - 1 <= first or kinds[end - 1] != ":":
             return self.string("an option label string")
-        head, last = self.tokens[first], self.tokens[end - 2]
-        span = Span(head[2], last[3], head[4], head[5], last[6], last[7])
-        text = self.source.text[span.start : span.end]
-        if span.line != span.end_line or any(k == ERROR for k in kinds[first : end - 1]):
+        found = habits.unquoted_label(self, first, end)
+        if found is None:
             return self.string("an option label string")
-        quoted = _quote(text)
-        self.report(
-            "E004",
-            f"An option's label is a quoted string: `option {quoted}:`",
-            span,
-            help=f"quote the label: `option {quoted}:`",
-            fix=Fix(f"write {quoted}", (Edit(span, quoted),)),
-            rule='Choice Blocks: choiceOption → "option" string ":"',
-        )
+        self.note(found)
         self.pos = end - 1
+        span = found.span
+        text = self.source.text[span.start : span.end]
         return n.StringLit(span=span, value=text, parts=(text,), triple=False)
 
     def if_stmt(self) -> n.If:
@@ -1241,15 +1000,7 @@ class _Parser:
         is consumed, so the clause parses as the `elif` it means."""
         if self.kinds[self.pos] != "if":
             return False
-        word = self.tokens[self.pos]
-        span = self.source.span(keyword[2], word[3])
-        self.report(
-            "E004",
-            "`else if` is written `elif`",
-            span,
-            help="write `elif **condition**:`",
-            fix=Fix("write `elif`", (Edit(span, "elif"),)),
-        )
+        self.note(habits.else_if(self.source, keyword, self.tokens[self.pos]))
         self.pos += 1
         return True
 
@@ -1287,7 +1038,7 @@ class _Parser:
                 return n.Name(span=token_span(token), id=token[1])
             if kind == STRING:
                 self.pos = pos + 1
-                return _string_node(self.tokens[pos])
+                return string_literal(self.tokens[pos])
         first = self.pipeline()
         if kinds[self.pos] != ARROW:
             return first
@@ -1434,7 +1185,7 @@ class _Parser:
             return n.Name(span=token_span(token), id=token[1])
         if kind == STRING:
             self.pos += 1
-            return _string_node(token)
+            return string_literal(token)
         if kind == "session" or kind == "resume":
             return self.session()
         if kind in SOFT_KEYWORDS:
@@ -1469,56 +1220,22 @@ class _Parser:
         )
 
     def plain_condition(self, ends: tuple[str, ...]) -> n.Discretion | None:
-        """`if depth <= 0:`, `if **small** or depth <= 0:`: the grammar's conditions are
-        discretions only (no operators, no comparisons). One error for the whole condition,
-        not one per operator character, with the rewrite the model can judge —
-        `if **depth <= 0**:` — as an unsafe fix (a model then decides what code decided).
-        The condition parses as that discretion, so the statement's body is still checked."""
-        kinds, tokens = self.kinds, self.tokens
-        first = self.pos
-        end = last_colon = None
-        i = first
-        while kinds[i] not in _LAYOUT:
-            if tokens[i][4] != tokens[i][6]:
-                return None  # a token spanning lines: not a one-line condition
-            if kinds[i] == ":" and i > first:
-                last_colon = i
-            elif kinds[i] in ends and i > first and end is None:
-                end = i
-            i += 1
-        end = end if end is not None else last_colon
-        if end is None or kinds[first] in ends:
+        """`if depth <= 0:`: one error for the whole condition (the scanner's complaints
+        about its characters are dropped); it parses as the discretion it means, so the
+        statement's body is still checked."""
+        reading = habits.plain_condition(self, self.pos, ends)
+        if reading is None:
             return None
-        start_offset, end_offset = tokens[first][2], tokens[end - 1][3]
-        text = re.sub(r"\*{2,}", "", self.source.text[start_offset:end_offset])
-        text = " ".join(text.split())
-        if not text:
-            return None
-        span = Span(
-            start_offset, end_offset, tokens[first][4], tokens[first][5],
-            tokens[end - 1][6], tokens[end - 1][7],
-        )  # fmt: skip
-        keyword = tokens[first - 1][1]
+        found, condition, self.pos = reading
+        lo, hi = condition.span.start, condition.span.end
         self.diagnostics[:] = [
-            d
-            for d in self.diagnostics
-            if not (d.code == "E102" and start_offset <= d.span.start < end_offset)
+            d for d in self.diagnostics if not (d.code == "E102" and lo <= d.span.start < hi)
         ]
-        operators = any(c in "<>=!+-*/&|" for c in text) or " or " in text or " and " in text
-        self.report(
-            "E004",
-            f"`{keyword}` takes a **condition** in double asterisks, for the model to judge: "
-            f"`{text}` is not one"
-            + (" (the grammar has no operators or comparisons)" if operators else ""),
-            span,
-            help=f"write it as a discretion: `{keyword} **{text}**`",
-            fix=Fix(f"write `**{text}**`", (Edit(span, f"**{text}**"),), safe=False),
-        )
-        self.pos = end
-        return n.Discretion(span=span, text=text, triple=False)
+        self.note(found)
+        return condition
 
     def string(self, what: str) -> n.StringLit:
-        return _string_node(self.expect(STRING, what))
+        return string_literal(self.expect(STRING, what))
 
     def call(self, callee: Token) -> n.ProgramCall:
         callee_at = self.pos - 1
@@ -1655,7 +1372,7 @@ class _Parser:
         following = kinds[pos]
         mixed: n.Property | None = None
         if following == STRING and kind == "session":
-            prompt = _string_node(self.tokens[pos])
+            prompt = string_literal(self.tokens[pos])
             self.pos = pos + 1
             if kinds[pos + 1] == ":" and kinds[pos + 2] == NAME and kinds[pos + 3] in _LAYOUT:
                 agent = self.prompt_and_agent(pos)
@@ -1729,101 +1446,29 @@ class _Parser:
         )
 
     def prompt_and_agent(self, at: int) -> n.Name:
-        """`session "Summarize": writer`: a session takes a prompt string or `: agent`, not
-        both on its line (upstream's own guide calls this form invalid). One E004 with the
-        safe fix `session: writer` and `prompt: "Summarize"` as its first property; it
-        parses as that session."""
-        tokens = self.tokens
-        string, name = tokens[at], tokens[at + 2]
-        column, spaces = self.property_column(tokens[at - 1], at + 2)
-        literal = self.source.text[string[2] : string[3]]
-        fixable = string[4] == string[6] and spaces
-        self.report(
-            "E004",
-            "a session takes a prompt string or `: agent`, not both on its line",
-            self.source.span(string[2], name[3]),
-            help=f"write `session: {name[1]}` with `prompt: {literal if len(literal) <= 30 else '...'}` under it",
-            fix=Fix(
-                "write the agent after `session:` and the prompt as a property",
-                (
-                    Edit(
-                        self.source.span(tokens[at - 1][3], name[3]),
-                        f": {name[1]}\n{' ' * column}prompt: {literal}",
-                    ),
-                ),
-            )
-            if fixable
-            else None,
-        )
+        """`session "Summarize": writer` (the string at ``at``): reported, and parsed as
+        `session: writer` with the prompt as its first property."""
+        name = self.tokens[at + 2]
+        self.note(habits.prompt_and_agent(self, at))
         self.pos = at + 3
         return n.Name(span=token_span(name), id=name[1])
 
-    def property_column(self, head: Token, last: int) -> tuple[int, bool]:
-        """Where a property line written under the statement whose line holds ``head`` and
-        ends at token ``last`` goes: the column of the property block under it when there is
-        one, else two deeper than the line; and whether the line is indented with spaces
-        only (a fix that writes a line is offered then)."""
-        tokens, kinds = self.tokens, self.kinds
-        text = self.source.text
-        line_start = text.rfind("\n", 0, head[2]) + 1
-        line = text[line_start : head[2]]
-        if kinds[last + 1] == NEWLINE and kinds[last + 2] == INDENT:
-            column = tokens[last + 3][5] - 1  # the property block's own indentation
-        else:
-            column = len(line) - len(line.lstrip(" ")) + 2
-        return column, "\t" not in line
-
     def agent_then_prompt(self, at: int) -> n.Property:
-        """`session: researcher "Find the sources"` (also `resume:`): the agent's session
-        takes its task as the `prompt:` property. One E004 with the safe fix that moves the
-        string there; it parses as that property."""
-        tokens = self.tokens
-        string, agent = tokens[at], tokens[at - 1]
-        column, spaces = self.property_column(agent, at)
-        literal = self.source.text[string[2] : string[3]]
-        fixable = string[4] == string[6] and spaces
-        shown = literal if len(literal) <= 30 else '"…"'
-        self.report(
-            "E004",
-            "The task of an agent's session is its `prompt:` property, on the line under it",
-            token_span(string),
-            help=f"write `prompt: {shown}` on the line under the session",
-            fix=Fix(
-                "move the prompt to a `prompt:` property",
-                (
-                    Edit(
-                        self.source.span(agent[3], string[3]),
-                        f"\n{' ' * column}prompt: {literal}",
-                    ),
-                ),
-            )
-            if fixable
-            else None,
-            rule='Session Statement: session → "session" ":" IDENTIFIER, sessionProperty → '
-            '"prompt:" string',
-        )
+        """`session: researcher "Find the sources"` (the string at ``at``): reported, and
+        parsed as the `prompt:` property it means."""
+        self.note(habits.agent_then_prompt(self, at))
         self.pos = at + 1
-        prompt = _string_node(string)
+        prompt = string_literal(self.tokens[at])
         return n.Property(
             span=prompt.span, name=n.Name(span=prompt.span, id="prompt"), value=prompt
         )
 
     def header_colon(self) -> None:
         """`session "Synthesize":` with its properties under it (an early form of the
-        language): a session line ends without ':'. One error, the colon's removal as a safe
-        fix (the indented lines are the session's properties either way), and the properties
-        parse as the session's."""
-        colon = token_span(self.tokens[self.pos])
+        language): reported, and the properties parse as the session's."""
         if self.kinds[self.pos + 2] != INDENT or not self.starts_property(3):
             return
-        self.report(
-            "E004",
-            "Unexpected ':' after the session: its properties follow on indented lines, "
-            "with no ':' after the prompt",
-            colon,
-            help='remove the colon: session "..." then the indented properties',
-            fix=Fix("remove the colon", (Edit(colon, ""),)),
-        )
+        self.note(habits.header_colon(self.source, self.tokens[self.pos]))
         self.pos += 1
 
     def parenthesised_properties(self, keyword_at: int) -> list[n.Property]:
@@ -2015,26 +1660,12 @@ class _Parser:
         return n.Property(span=self.span_after(name_span), name=name, value=value)
 
     def unquoted_prompt(self, first: int) -> n.StringLit:
-        """`prompt: You are a helpful assistant.`: a prompt is a string. One E004 for the
-        line's text (the scanner's complaints inside it are dropped: the quotes take them
-        in) with the safe fix that quotes it; parsed as that string."""
+        """`prompt: You are a helpful assistant.`: reported, and parsed as that string."""
         span, raw = self.rest_of_line(first)
-        fix = None
-        if span.line == span.end_line:
-            # `{name}` in the words was meant as interpolation: the braces are kept
-            quoted = _plain_quote(raw)
-            fix = Fix(f"write {quoted}", (Edit(span, quoted),))
+        found = habits.unquoted_prompt(self.source, span, raw)
+        if found.fix is not None:
             self.taken_in(span)
-        self.report(
-            "E004",
-            "A prompt is a quoted string",
-            span,
-            help=f"quote it: `prompt: {fix.edits[0].text}`"
-            if fix
-            else 'quote it: `prompt: "…"` (or `"""` for several lines)',
-            fix=fix,
-            rule='Session Statement: sessionProperty → "prompt:" string',
-        )
+        self.note(found)
         return n.StringLit(span=span, value=raw, parts=(raw,), triple=False)
 
     def unquoted_pattern_follows(self, pos: int) -> bool:
@@ -2070,25 +1701,13 @@ class _Parser:
         ]
 
     def unquoted_patterns(self, first: int) -> n.ArrayLit:
-        """`write: docs/` or `read: *.md, *.txt` under `permissions:`: patterns are quoted
-        strings in brackets. One E016 for the line, with the safe fix that quotes each
-        comma-separated pattern; parsed as that array."""
+        """`write: docs/` or `read: *.md, *.txt` under `permissions:`: reported, and parsed
+        as the array of patterns it means."""
         span, raw = self.rest_of_line(first)
-        patterns = [p.strip() for p in raw.split(",") if p.strip()]
-        listed = "[" + ", ".join(_plain_quote(p) for p in patterns) + "]"
-        fix = None
-        if span.line == span.end_line and patterns:
-            fix = Fix(f"write {listed}", (Edit(span, listed),))
+        found, patterns = habits.unquoted_patterns(self.source, span, raw)
+        if found.fix is not None:
             self.taken_in(span)
-        self.report(
-            "E016",
-            "Permission patterns are quoted strings in brackets",
-            span,
-            help=f"write `{listed}`",
-            fix=fix,
-            rule="Agent Definitions, Permission Types: read/write/execute take glob patterns, "
-            'permissions: read: ["*.md", "*.txt"]',
-        )
+        self.note(found)
         elements = tuple(
             n.StringLit(span=span, value=p, parts=(p,), triple=False) for p in patterns
         )
@@ -2105,14 +1724,7 @@ class _Parser:
         if self.kinds[self.pos] not in _LAYOUT:
             self.fail("expected the end of the statement")
         span = self.source.span(first.span.start, names[-1].span.end)
-        listed = "[" + ", ".join(name.id for name in names) + "]"
-        self.report(
-            "E143",
-            "Several context variables are listed in brackets: `context: [a, b]`",
-            span,
-            help=f"write `context: {listed}`",
-            fix=Fix(f"write `{listed}`", (Edit(span, listed),)),
-        )
+        self.note(habits.context_in_brackets(self.source, span, names))
         return n.ArrayLit(span=span, elements=tuple(names))
 
     def parenthesised_context(self) -> n.ArrayLit:
@@ -2121,35 +1733,18 @@ class _Parser:
         opener = self.take()
         names = self.name_list(")")
         span = self.span_from(opener)
-        listed = "[" + ", ".join(name.id for name in names) + "]"
-        self.report(
-            "E143",
-            "Several context variables are listed in brackets: `context: [a, b]`",
-            span,
-            help=f"write `context: {listed}`",
-            fix=Fix(f"write `{listed}`", (Edit(span, listed),))
-            if span.line == span.end_line
-            else None,
-        )
+        self.note(habits.context_in_brackets(self.source, span, names))
         return n.ArrayLit(span=span, elements=names)
 
     def times_after_retry(self) -> None:
         """`retry: 3 times`: the count alone."""
-        self.drop_times("`retry: 3 times` is written `retry: 3`", _RETRY_RULE)
+        self.drop_times("`retry: 3 times` is written `retry: 3`", habits.RETRY_RULE)
 
     def drop_times(self, message: str, rule: str | None = None) -> None:
-        """`times` after a count (`repeat 3 times:`, `retry: 3 times`): one E004 at the
-        word, the safe fix removes it, and parsing goes on after it."""
-        times = self.tokens[self.pos]
-        before = self.tokens[self.pos - 1]
-        self.report(
-            "E004",
-            message,
-            token_span(times),
-            help="remove `times`",
-            fix=Fix("remove `times`", (Edit(self.source.span(before[3], times[3]), ""),)),
-            rule=rule,
-        )
+        """`times` after a count (`repeat 3 times:`, `retry: 3 times`): reported at the
+        word, and parsing goes on after it."""
+        times, before = self.tokens[self.pos], self.tokens[self.pos - 1]
+        self.note(habits.extra_times(self.source, before, times, message, rule))
         self.pos += 1
 
     def unbracketed_list(self, prop: str, first: n.Expr) -> n.ArrayLit:
@@ -2162,170 +1757,42 @@ class _Parser:
             elements.append(self.nested_postfix())
         start, end = first.span.start, elements[-1].span.end
         span = self.source.span(start, end)
-        text = self.source.text[start:end]
-        code = {"skills": "E013", "context": "E143"}.get(prop, "E004")
-        self.report(
-            code,
-            f"`{prop}:` lists several values: a list is written in brackets",
-            span,
-            help=f"write `{prop}: [{text if len(text) <= 40 else '...'}]`",
-            fix=Fix("put the list in brackets", (Edit(span, f"[{text}]"),)),
-        )
+        self.note(habits.unbracketed_list(self.source, prop, span))
         return n.ArrayLit(span=span, elements=tuple(elements))
 
     def block_scalar(self, prop: str, at: int) -> n.StringLit | None:
-        """`prompt: |` (or `>`) with the text on the indented lines under it, as YAML writes
-        long text: the grammar's long text is a `\"\"\"` string. One E004 for the block with
-        the fix that writes it so — the lines without their common indentation, which is
-        what YAML's `|` means (safe); for `>`, which folds lines into one, the line breaks
-        stay (unsafe: the model then sees them). The text parses as that string."""
-        kinds, tokens, source = self.kinds, self.tokens, self.source
-        text = source.text
-        end = at
-        while kinds[end] not in _LAYOUT:
-            end += 1
-        indicator = text[tokens[at][2] : tokens[end - 1][3]]
-        if (
-            re.fullmatch(r"[|>][-+]?", indicator) is None
-            or kinds[end] != NEWLINE
-            or kinds[end + 1] != INDENT
-        ):
+        """`prompt: |` (or `>`) with the text indented under it, as YAML writes long text:
+        reported and parsed as the `\"\"\"` string it means (what the scanner said inside
+        the block is moot: the text is taken as it stands)."""
+        reading = habits.yaml_block_text(self, prop, at)
+        if reading is None:
             return None
-        name_token = tokens[at - 2]
-        line_start = text.rfind("\n", 0, name_token[2]) + 1
-        own_indent = name_token[2] - line_start
-        # the block: the lines after the header indented deeper than the property (or blank)
-        first_line = text.find("\n", tokens[at][2]) + 1
-        lines: list[str] = []
-        cursor = block_end = first_line
-        while cursor < len(text):
-            stop = text.find("\n", cursor)
-            stop = len(text) if stop == -1 else stop
-            line = text[cursor:stop].rstrip("\r")
-            if line.strip():
-                if len(line) - len(line.lstrip(" ")) <= own_indent or "\t" in line:
-                    break
-                block_end = cursor + len(line)
-            lines.append(line)
-            cursor = stop + 1
-        while lines and not lines[-1].strip():
-            lines.pop()
-        # its tokens: from the INDENT through the DEDENT that closes it, none reaching past it
-        depth, i = 0, end + 1
-        while True:
-            kind = kinds[i]
-            if kind == EOF:
-                return None
-            if kind not in _LAYOUT and tokens[i][3] > block_end:
-                return None  # a `\"\"\"` in the text ran past the block: leave it
-            depth += (kind == INDENT) - (kind == DEDENT)
-            i += 1
-            if depth == 0:
-                break
-        margin = min(len(line) - len(line.lstrip(" ")) for line in lines if line.strip())
-        body = [line[margin:] for line in lines]
-        if indicator[0] == ">":
-            value = " ".join(" ".join(body).split()) if "" not in body else "\n".join(body)
-        else:
-            value = "\n".join(body) + ("" if indicator.endswith("-") else "\n")
-        escaped = [line.replace("\\", "\\\\").replace('"""', '\\"""') for line in body]
-        closing = "" if indicator.endswith("-") else "\n"
-        written = '"""\n' + "\n".join(escaped) + closing + '"""'
-        span = source.span(tokens[at][2], block_end)
-        lo = tokens[at][2]
-        self.diagnostics[:] = [d for d in self.diagnostics if not (lo <= d.span.start < block_end)]
-        self.report(
-            "E004",
-            f'`{prop}: {indicator}` is YAML\'s long text: OpenProse writes it as a """ string',
-            source.span(tokens[at][2], tokens[end - 1][3]),
-            help=f'write `{prop}: """` on this line, the text under it, and `"""` after it',
-            fix=Fix(
-                'write the text as a """ string',
-                (Edit(span, written),),
-                safe=indicator[0] == "|",
-            ),
-        )
-        self.pos = i
-        return n.StringLit(span=span, value=value, parts=(value,), triple=True)
+        found, text, end = reading
+        lo, hi = text.span.start, text.span.end
+        self.diagnostics[:] = [d for d in self.diagnostics if not (lo <= d.span.start < hi)]
+        self.note(found)
+        self.pos = end
+        return text
 
     def dash_list(self, prop: str, first: int) -> n.ArrayLit | None:
-        """A property's list written as YAML does (`skills:` then `- web-search` lines, as
-        programs copied from agent front matter do): the grammar's list is `[a, b]` on the
-        property's line. One diagnostic for the whole list, with the safe fix that writes
-        it so (comments of the item lines move above the property); the list parses as
-        that array — names for `context:`, strings otherwise — so nothing cascades."""
-        kinds, tokens, text = self.kinds, self.tokens, self.source.text
-        if kinds[first] != ERROR or tokens[first][1] != "-" or prop in _SCALAR_PROPERTIES:
+        """A property's list written as YAML does (`skills:` then `- web-search` lines):
+        reported and parsed as the array it means, so nothing cascades (the items are read
+        as text: what the scanner said about their characters is moot)."""
+        reading = habits.yaml_dash_list(self, prop, first)
+        if reading is None:
             return None
-        items: list[tuple[int, int]] = []  # token index range of each item
-        i = first
-        while kinds[i] != DEDENT and kinds[i] != EOF:
-            if kinds[i] != ERROR or tokens[i][1] != "-" or kinds[i + 1] in _LAYOUT:
-                return None  # not one `- item` per line: read it as a property block
-            end = i + 1
-            while kinds[end] not in _LAYOUT:
-                end += 1
-            if kinds[end] != NEWLINE or ":" in kinds[i + 1 : end]:
-                return None  # `- name: x` is a YAML mapping, not a list item
-            items.append((i + 1, end))
-            i = end + 1
-        last = items[-1][1] - 1
-        elements: list[n.Expr] = []
-        written: list[str] = []
-        for start, end in items:
-            lo, hi = tokens[start][2], tokens[end - 1][3]
-            span = self.source.span(lo, hi)
-            item = text[lo:hi]
-            if end - start == 1 and kinds[start] == STRING and tokens[start][4] == tokens[start][6]:
-                literal = _string_node(tokens[start])
-                elements.append(literal)
-                written.append(item if prop != "context" else literal.value)
-                continue
-            if prop == "context" and end - start == 1 and kinds[start] in _NAME_KINDS:
-                elements.append(n.Name(span=span, id=item))
-                written.append(item)
-                continue
-            elements.append(n.StringLit(span=span, value=item, parts=(item,)))
-            quoted = item.replace("\\", "\\\\").replace('"', '\\"').replace("{", "\\{")
-            written.append(f'"{quoted}"')
-        lo, hi = tokens[first][2], tokens[last][3]
-        # the items are read as text: what the scanner said about their characters is moot
+        found, array, end = reading
+        lo, hi = array.span.start, array.span.end
         self.diagnostics[:] = [
             d
             for d in self.diagnostics
             if not (d.code in ("E102", "E107") and lo <= d.span.start < hi)
         ]
-        array = "[" + ", ".join(written) + "]"
-        colon = tokens[first - 3]
-        # comments at the ends of all but the last item line would be replaced: keep them
-        # on their own lines above the property
-        moved = []
-        ends = [first - 2] + [end for _, end in items[:-1]]  # the lines' NEWLINE tokens
-        for end in ends:
-            rest = text[tokens[end - 1][3] : tokens[end][2]].strip()
-            if rest.startswith("#"):
-                moved.append(rest)
-        name_token = tokens[first - 4]
-        line_start = text.rfind("\n", 0, name_token[2]) + 1
-        indent = text[line_start : name_token[2]]
-        edits = [Edit(self.source.span(colon[3], hi), " " + array)]
-        if moved:
-            above = "".join(f"{indent}{comment}\n" for comment in moved)
-            edits.insert(0, Edit(self.source.span(line_start, line_start), above))
-        fix = None if moved and indent.strip() else Fix(f"write `{prop}: [...]`", tuple(edits))
-        code = {"skills": "E013", "context": "E143"}.get(prop, "E004")
-        self.report(
-            code,
-            f"`{prop}:` takes a list in brackets on its own line, not `- item` lines",
-            self.source.span(lo, hi),
-            help=f"write `{prop}: {array if len(array) <= 60 else '[...]'}`",
-            fix=fix,
-        )
-        self.pos = items[-1][1] + 1
-        if kinds[self.pos] == DEDENT:
+        self.note(found)
+        self.pos = end
+        if self.kinds[self.pos] == DEDENT:
             self.pos += 1
-        span = self.source.span(lo, hi)
-        return n.ArrayLit(span=span, elements=tuple(elements))
+        return array
 
     def model_id_follows(self, pos: int) -> bool:
         """Does a provider model id written without quotes (`gpt-4.1`, `openai:gpt-4o`)
@@ -2396,39 +1863,16 @@ class _Parser:
         """`do review("app.py" "security")`: two arguments without the comma between them.
         One E004 with the safe fix that inserts it; the list goes on."""
         previous, token = self.tokens[self.pos - 1], self.tokens[self.pos]
-        at = self.source.span(previous[3], previous[3])
-        self.report(
-            "E004",
-            "Arguments are separated by commas",
-            token_span(token),
-            help="insert `,` between the arguments",
-            fix=Fix("insert `,`", (Edit(at, ","),)),
-            rule='Composition Blocks: args → "(" expression ( "," expression )* ")"',
-        )
+        self.note(habits.missing_comma(self.source, previous, token))
 
     def unparenthesised_argument(self, name: n.Name) -> n.Expr:
         """`do review "app.py"`: a block's arguments go in parentheses. One E004 with the
         safe fix that adds them; parsed as that call."""
         token = self.tokens[self.pos]
-        span = token_span(token)
-        text = self.source.text[token[2] : token[3]]
-        self.report(
-            "E004",
-            f"A block's arguments go in parentheses: `do {name.id}({text})`",
-            span,
-            help=f"write `do {name.id}({text})`",
-            fix=Fix(
-                "put the argument in parentheses",
-                (Edit(self.source.span(name.span.end, token[3]), f"({text})"),),
-            )
-            if token[4] == token[6]
-            else None,
-            rule='Composition Blocks: doBlock → "do" IDENTIFIER args?, args → "(" expression '
-            '( "," expression )* ")"',
-        )
+        self.note(habits.unparenthesised_argument(self.source, name, token))
         if token[0] == STRING:
             self.pos += 1
-            return _string_node(token)
+            return string_literal(token)
         return self.number()
 
     def modifiers(self) -> tuple[n.Modifier, ...]:
@@ -2531,36 +1975,15 @@ class _Parser:
     def range_call(
         self, start: int, item: n.Name, index: n.Name | None, parallel: bool
     ) -> n.ArrayLit | None:
-        """`for i in range(5):` (Python): OpenProse counts with `repeat 5 as i:` (from 0, as
-        range does). One E004 with that rewrite as the safe fix (a plain `for` with one
-        bound); the loop parses over the numbers 0..N-1, so its body is still checked."""
-        kinds, tokens = self.kinds, self.tokens
-        at = self.pos
-        if not (
-            kinds[at] == NAME
-            and tokens[at][1] == "range"
-            and kinds[at + 1] == "("
-            and kinds[at + 2] == NUMBER
-            and kinds[at + 3] == ")"
-        ):
+        """`for i in range(5):` (Python), reported; the loop parses over the numbers
+        0..N-1, so its body is still checked."""
+        reading = habits.range_loop(self, start, self.pos, item, index, parallel)
+        if reading is None:
             return None
-        bound = tokens[at + 2][1]
-        count = int(bound) if bound.isdigit() else None
-        span = self.source.span(tokens[start][2], tokens[at + 3][3])
-        fix = None
-        if count is not None and 0 < count <= 1000 and index is None and not parallel:
-            rewrite = f"repeat {count} as {item.id}"
-            fix = Fix(f"write `{rewrite}`", (Edit(span, rewrite),))
-        self.report(
-            "E004",
-            f"`range({bound})` is not OpenProse: count with `repeat {bound} as {item.id}:`",
-            token_span(tokens[at]),
-            help=f"write `repeat {bound} as {item.id}:` (the index starts at 0)",
-            fix=fix,
-            rule='Fixed Loops: repeatBlock → "repeat" NUMBER ( "as" IDENTIFIER )? ":"',
-        )
-        self.pos = at + 4
-        where = self.source.span(tokens[at][2], tokens[at + 3][3])
+        found, count = reading
+        self.note(found)
+        at, self.pos = self.pos, self.pos + 4
+        where = self.source.span(self.tokens[at][2], self.tokens[at + 3][3])
         numbers = tuple(
             n.NumberLit(span=where, value=i, raw=str(i)) for i in range(min(count or 0, 1000))
         )
@@ -2653,81 +2076,10 @@ class _Parser:
         )
 
 
-_IDENTIFIER = re.compile(IDENT_PATTERN)
-
-
-_CONTROL_RULE = (
-    "Syntax Grammar (Implemented): statement → the grammar's keywords; a loop ends by its "
-    "condition or (max: N), a block's value is its last statement's"
-)
-_NO_SUCH_STATEMENT = {
-    "break": (
-        "OpenProse has no `break`: a loop ends when its condition says so or at its (max: N)",
-        (
-            "put the reason to stop into the loop's condition (`loop until **… or the step "
-            'failed**`), or `throw "…"` and catch it after the loop'
-        ),
-    ),
-    "continue": (
-        "OpenProse has no `continue`: every iteration runs the whole body",
-        "put the rest of the body under `if **…**:` to skip it",
-    ),
-    "return": (
-        "OpenProse has no `return`: a block's value is the value of its last statement",
-        (
-            "make the statement that gives the value the block's last one, and bind the "
-            "call: `let x = do name(...)`"
-        ),
-    ),
-    "pass": (
-        "OpenProse has no `pass`: a body may be left empty",
-        "remove the line",
-    ),
-}
-
-
 # Tokens that start an argument: one right after another means a missing comma.
 _ARGUMENT_STARTS = frozenset((STRING, NUMBER, NAME, "[", "{"))
 
 _PATTERN_RULES = frozenset(("read", "write", "execute"))
-
-
-def _plain_quote(text: str) -> str:
-    """``text`` as a string literal that keeps its `{name}` interpolations."""
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-_RETRY_RULE = 'Error Handling: retry_property ::= "retry" ":" number_literal'
-
-_INPUT_RULE = (
-    'Input Declarations: `input name: "description"` (inputDecl → "input" IDENTIFIER ":" '
-    "string); the caller provides every input"
-)
-# Words that name a type in other languages: `input count: number`, `input tags: list[str]`.
-_TYPE_WORDS = frozenset(
-    (
-        "string", "str", "text", "number", "int", "integer", "float", "double", "bool",
-        "boolean", "list", "array", "dict", "object", "map", "any", "json", "date",
-        "datetime", "url", "path", "file", "enum", "optional",
-    )
-)  # fmt: skip
-_TYPE_NOTATION = re.compile(r"\w+(\s*[\[<(][\w\s,\[\]<>|.?]*[\]>)])*\??(\s*\|\s*\w+)*\??")
-
-
-def _quote(text: str) -> str:
-    """``text`` as a string literal."""
-    for char, escape in _ESCAPED:
-        text = text.replace(char, escape)
-    return '"' + text + '"'
-
-
-_ESCAPED = (("\\", "\\\\"), ('"', '\\"'), ("\n", "\\n"), ("\t", "\\t"), ("{", "\\{"))
-
-
-def _string_node(token: Token) -> n.StringLit:
-    decoded = cast(StringValue, token[8])
-    span = Span(token[2], token[3], token[4], token[5], token[6], token[7])
-    return n.StringLit(span=span, value=decoded.value, parts=decoded.parts, triple=decoded.triple)
 
 
 _STATEMENTS: dict[str, Callable[[_Parser], n.Stmt]] = {

@@ -15,11 +15,11 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import replace
-from typing import Final
+from typing import Final, cast
 
 from openprose.codes import diagnostic
 from openprose.diagnostics import Diagnostic, Edit, Fix
-from openprose.nodes import Comment, Interpolation
+from openprose.nodes import Comment, Interpolation, StringLit
 from openprose.source import SourceFile, Span
 
 # Token kinds. Keywords are their own kind (the keyword text); everything else is below.
@@ -41,6 +41,9 @@ KEYWORDS: Final = frozenset((
     "finally", "throw", "choice", "option", "if", "elif", "else",
 ))
 # fmt: on
+# Keywords that also name things where a name is expected (`block review(input):`,
+# `context: input`); at the start of a statement they still begin their declaration.
+SOFT_KEYWORDS: Final = frozenset(("input", "output"))
 
 # How many diagnostics one run reports before it stops adding more (binary garbage would
 # otherwise produce one per line).
@@ -121,6 +124,13 @@ Token = tuple[str, str, int, int, int, int, int, int, object]
 
 def token_span(token: Token) -> Span:
     return Span(token[2], token[3], token[4], token[5], token[6], token[7])
+
+
+def string_literal(token: Token) -> StringLit:
+    """A STRING token as the string node it is."""
+    decoded = cast(StringValue, token[8])
+    span = Span(token[2], token[3], token[4], token[5], token[6], token[7])
+    return StringLit(span=span, value=decoded.value, parts=decoded.parts, triple=decoded.triple)
 
 
 class StringValue:
