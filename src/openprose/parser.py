@@ -325,6 +325,7 @@ class _Parser:
             if kind == NEWLINE or kind == DEDENT:
                 self.pos += 1
             else:
+                self.previous = body[-1] if body else None
                 body.append(self.statement())
         return n.Program(
             span=self.source.span(0, len(self.source.text)),

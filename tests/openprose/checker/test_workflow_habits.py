@@ -113,6 +113,16 @@ def test_return_of_the_name_just_bound_is_removed(checked: Check) -> None:
     assert fixed(source) == 'block score(c):\n  let notes = session "Assess {c}"\n'
 
 
+def test_return_at_top_level_looks_at_the_statement_above_it_not_a_block_s(
+    checked: Check,
+) -> None:
+    source = (
+        'block b():\n  let x = session "a"\n  let z = session "b"\n\n'
+        'let y = session "c"\nreturn x\n'
+    )
+    assert only(checked(source)).fix is None  # `let y` is above, not the block's `let x`
+
+
 def test_return_of_a_session_drops_the_word(checked: Check) -> None:
     source = 'block b:\n  return session "Final"\n'
     assert fixed(source) == 'block b:\n  session "Final"\n'
