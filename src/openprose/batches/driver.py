@@ -18,6 +18,7 @@ from typing import Any
 from openprose.batches.cases import Case, CasesError, Invalid, read_cases
 from openprose.batches.job import FINISHED, BatchSpec, CaseRunner, Job, logged_row, row_of
 from openprose.batches.store import BatchStore, file_sha256, find_batch
+from openprose.files import unreadable_reason
 from openprose.vm.logged_runs import materialize
 
 __all__ = [
@@ -465,8 +466,6 @@ def _problem(case: Case | Invalid, declared: dict[str, Any]) -> str | None:
 
 
 def _unreadable(path: Path, error: OSError) -> str:
-    """`PATH: no such file`, or `PATH: cannot read (why)`, as the other commands say it."""
-    if isinstance(error, FileNotFoundError):
-        return f"{path}: no such file"
+    """`PATH: why`, as the other commands say it (`unreadable_reason`)."""
     what = error.strerror or str(error)
-    return f"{path}: cannot read ({what[:1].lower()}{what[1:]})"
+    return f"{path}: {unreadable_reason(path) or f'cannot read ({what[:1].lower()}{what[1:]})'}"

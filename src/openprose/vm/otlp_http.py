@@ -146,12 +146,6 @@ def endpoint(env: Mapping[str, str]) -> str:
     return f"{base.removesuffix('/')}/v1/traces"
 
 
-def _named_endpoint(env: Mapping[str, str]) -> bool:
-    return bool(
-        env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or env.get("OTEL_EXPORTER_OTLP_ENDPOINT")
-    )
-
-
 def headers(text: str) -> dict[str, str]:
     """`key=value` pairs separated by commas, URL-encoded; a pair without `=` is skipped."""
     found = {}
@@ -202,7 +196,7 @@ class OtlpHttp:
         self._connection: Connection | None = None
         self._failing = False  # the last request was not delivered
         self._reached = False  # something answered at the endpoint once
-        self._origin = "" if _named_endpoint(env) else " (the default endpoint)"
+        self._origin = "" if setting(env, "ENDPOINT") else " (the default endpoint)"
 
     def send(self, body: bytes) -> bool:
         """Export one request's body; False (said on stderr) when it could not be."""

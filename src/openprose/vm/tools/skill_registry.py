@@ -104,10 +104,9 @@ def remote_skill_specs(program: n.Program, imported: Iterable[LoadedProgram] = (
             uses = skill_uses(item)
             for name in sorted(wanted):
                 spec = uses.get(name)
-                local = spec is not None and is_local_path(spec)  # a program: W007, no skill
                 if (
                     spec is not None
-                    and not local
+                    and not is_local_path(spec)  # a program: W007, no skill
                     and skill_kind(spec) != "path"
                     and spec not in found
                 ):
