@@ -654,11 +654,11 @@ class _Parser:
         empty = n.StringLit(span=token_span(at), value=name.id, parts=(name.id,), triple=False)
         if at[0] != "=":
             self.note(habits.input_without_description(self, self.pos, name))
-            return n.Input(span=self.span_from(start), name=name, description=empty)
-        self.note(habits.input_default(self, self.pos, name))
-        self.pos += 1
-        while self.kinds[self.pos] not in _LAYOUT:
+        else:
+            self.note(habits.input_default(self, self.pos, name))
             self.pos += 1
+            while self.kinds[self.pos] not in _LAYOUT:
+                self.pos += 1
         return n.Input(span=self.span_from(start), name=name, description=empty)
 
     def unquoted_description(self, start: int, name: n.Name) -> n.Input:
@@ -672,11 +672,7 @@ class _Parser:
         self.pos = end
         span = found.span
         if found.fix is not None:
-            self.diagnostics[:] = [
-                d
-                for d in self.diagnostics
-                if not (span.start <= d.span.start and d.span.end <= span.end)
-            ]
+            self.taken_in(span)
         self.note(found)
         raw = self.source.text[span.start : span.end]
         description = n.StringLit(span=span, value=raw, parts=(raw,), triple=False)

@@ -296,16 +296,13 @@ class Checker:
         *,
         help: str | None = None,
         fix: Fix | None = None,
-        rule: str | None = None,
     ) -> None:
         """Report a diagnostic; past MAX_DIAGNOSTICS only count it (``check`` then says that
         reporting stopped), so a flood of them cannot exhaust memory. ``help`` replaces the
         code's default help line; ``fix`` is a mechanical rewrite that resolves it."""
         severity = CODES[code].severity
         if len(self.diagnostics) < MAX_DIAGNOSTICS:
-            self.diagnostics.append(
-                diagnostic(code, message, span, self.path, help=help, fix=fix, rule=rule)
-            )
+            self.diagnostics.append(diagnostic(code, message, span, self.path, help=help, fix=fix))
         elif severity is Severity.ERROR:
             self.dropped_errors += 1
         else:
