@@ -35,18 +35,19 @@ class DuplicateKey:
     values: tuple[Any, ...]
 
 
-def colon_count(data: bytes) -> int:
-    return data.count(b":")
-
-
 def may_repeat_keys(line: bytes, parsed: Any) -> bool:
-    """Whether ``line``, read as ``parsed``, may repeat a key: the parsed value written back
-    has fewer colons (each key has one; values keep theirs) or the line escapes one."""
+    """Whether ``line``, read as ``parsed``, may repeat a key (`may_repeat_keys_of`)."""
     try:
         written = orjson.dumps(parsed)
     except orjson.JSONEncodeError:  # nested deeper than orjson writes: walk it
         return True
-    return colon_count(line) > colon_count(written) or has_escaped_colon(line)
+    return may_repeat_keys_of(line, written)
+
+
+def may_repeat_keys_of(line: bytes, written: bytes) -> bool:
+    """Whether ``line`` may repeat a key, given its parsed value written back: that has
+    fewer colons (each key has one; values keep theirs), or the line escapes a colon."""
+    return line.count(b":") > written.count(b":") or has_escaped_colon(line)
 
 
 def has_escaped_colon(data: bytes) -> bool:

@@ -36,6 +36,7 @@ from typing import Annotated, Any, Literal, Union
 import msgspec
 from msgspec import UNSET, UnsetType
 
+from vlp.duplicates import has_escaped_colon, may_repeat_keys_of
 from vlp.schema import KIND_CODES, load_schema
 from vlp.validate import bad_timestamps
 
@@ -429,29 +430,21 @@ def decode_lines(lines: list[bytes]) -> tuple[list[Any], list[int]]:
 
 def _repeating_keys(lines: list[bytes], shapes: list[Any], doubtful: list[int]) -> list[int]:
     """Indexes of the decoded lines that may give a key twice (the decoders keep the last
-    value silently): the explaining path finds the repetitions.
-
-    Each key has a colon, so a line with more colons than its decoded shape written back
-    lost some. A colon can also be written as an escape (``\\u003a``), which would cancel
-    one lost: a line whose text has more backslashes than its shape written back (the
-    writer escapes only what JSON requires) is looked at too. Counted over the whole batch
-    first, with single-byte counts; line by line only when the batch's counts differ."""
-    written = _encode(shapes)  # a doubtful line's stand-in is null: no colon, no backslash
+    value silently): the explaining path finds the repetitions. The test is the dict
+    path's (`may_repeat_keys_of`: a line with more colons than its shape written back lost
+    a key; an escaped colon is looked at), taken over the whole batch first, line by line
+    only when the batch's counts differ."""
+    written = _encode(shapes)  # a doubtful line's stand-in is null: no colon
     joined = b"".join(lines)
-    colons, escapes = joined.count(b":"), joined.count(b"\\")
-    for index in doubtful:
-        colons -= lines[index].count(b":")
-        escapes -= lines[index].count(b"\\")
-    if colons == written.count(b":") and escapes == written.count(b"\\"):
+    colons = joined.count(b":") - sum(lines[index].count(b":") for index in doubtful)
+    if colons == written.count(b":") and not has_escaped_colon(joined):
         return []
     skip = set(doubtful)
-    found = []
-    for index, line in enumerate(lines):
-        if index not in skip:
-            own = _encode(shapes[index])
-            if line.count(b":") != own.count(b":") or line.count(b"\\") != own.count(b"\\"):
-                found.append(index)
-    return found
+    return [
+        index
+        for index, line in enumerate(lines)
+        if index not in skip and may_repeat_keys_of(line, _encode(shapes[index]))
+    ]
 
 
 def is_surely_valid_line(line: bytes) -> bool:
