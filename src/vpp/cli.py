@@ -216,7 +216,7 @@ def _check(
     output: str,
     strict: bool,
     quiet: bool = False,
-    from_start: bool | None = False,
+    from_start: bool | None = None,
 ) -> int:
     status = OK
     documents: list[dict[str, Any]] = []
@@ -304,9 +304,7 @@ def _print_command(command: Command) -> None:
         print(f"reply: <c> with recovery body: {recovery_body(command)}")
 
 
-def _repair(
-    path: str, version: Version | None, strict: bool, from_start: bool | None = False
-) -> int:
+def _repair(path: str, version: Version | None, strict: bool, from_start: bool | None) -> int:
     raw = _read_raw(path)
     result = _validate(path, raw.replace("\r\n", "\n"), version, strict, True, from_start)
     assert result.repaired is not None
