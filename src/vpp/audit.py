@@ -20,7 +20,13 @@ from vpp.transcript import (
     read_transcript,
 )
 from vpp.validate import ExchangeResult, Violation, command_violations, validate_exchange
-from vpp.versions import DEFAULT_LOCUS, DEFAULT_VERSION, LOCUS_NAME_1_5, VERSIONS, Version
+from vpp.versions import (
+    DEFAULT_LOCUS,
+    DEFAULT_VERSION,
+    LOCUS_NAME_1_5,
+    Version,
+    check_version,
+)
 
 INFERRED_START = "inferred-start"
 SETUP = "protocol-setup"
@@ -171,8 +177,10 @@ def footers_version(transcript: Transcript) -> Version | None:
                 named.add(footer.version.removeprefix("v"))
     if len(named) != 1:
         return None
-    (only,) = named
-    return next((version for version in VERSIONS if version == only), None)
+    try:
+        return check_version(named.pop())
+    except ValueError:  # not a version this package knows
+        return None
 
 
 def _named_jump(expectation: Expectation, footer: Footer | None) -> str | None:

@@ -5,13 +5,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from vpp.footer import Footer, build_footer, looks_like_footer, parse_footer
+from vpp.footer import FIELDS, Footer, build_footer, looks_like_footer, parse_footer
 from vpp.grammar import parse_command
 from vpp.reply import Reply, read_reply, trim_blank_lines
 from vpp.state import ConversationState, Expectation, expect, initial_state
 from vpp.versions import ASSISTANT_TAGS, ESCAPE_HINTS, SOURCES, Version, footer_version
 
-_FIELD_NAMES = re.compile(r"\b(version|tag|sources|assumptions|cycle|locus)=", re.IGNORECASE)
+_FIELD_NAMES = re.compile(rf"\b({'|'.join(FIELDS)})=", re.IGNORECASE)
 
 
 def _template_case(match: re.Match[str]) -> str:
@@ -193,9 +193,9 @@ class _ReplyChecker:
             )
             if not where and looks_like_footer(_FIELD_NAMES.sub(_template_case, text)):
                 where = (
-                    " (the last line names the footer's fields in another letter case: write"
-                    " Version=, Tag=, Sources=, Assumptions=, Cycle=, Locus= as the template"
-                    " does)"
+                    " (the last line names the footer's fields in another letter case: write "
+                    + ", ".join(f"{name}=" for name in FIELDS)
+                    + " as the template does)"
                 )
             self._add(
                 "missing-or-malformed-footer",
