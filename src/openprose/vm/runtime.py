@@ -85,6 +85,9 @@ class VMConfig:
     max_turns: int = DEFAULT_MAX_TURNS  # model turns of one session's tool loop
     tool_output_cap: int = 64 * 1024  # bytes of one tool result the model sees
     command_timeout: float = 60.0  # seconds a shell command may run at most
+    max_tool_calls_per_turn: int = 32  # tool calls run of one model turn (the rest refused)
+    max_tool_calls_per_session: int = 200  # tool calls run in one session's tool loop
+    search_timeout: float = 10.0  # seconds one search_files call may take
     # Budgets of the whole run (None: no limit); see `budget`. Every model call counts as a
     # session here (judgments and memory updates are billed too).
     max_sessions: int | None = DEFAULT_MAX_SESSIONS

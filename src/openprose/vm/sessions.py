@@ -217,6 +217,7 @@ class Sessions:
     ) -> ModelResponse:
         # Imported here: a program whose agents have no tools never loads the tool machinery.
         from openprose.vm.toolloop import (
+            CallLimits,
             ToolLoopExhausted,
             run_tool_loop,
             tool_system_prompt,
@@ -235,6 +236,7 @@ class Sessions:
             limits=ToolLimits(
                 output_cap=self.config.tool_output_cap,
                 command_timeout=self.config.command_timeout,
+                search_timeout=self.config.search_timeout,
             ),
             grants=shared.tools.grants,
         )
@@ -282,6 +284,10 @@ class Sessions:
                     max_turns=self.config.max_turns,
                     send=send,
                     emit=emit_now,
+                    limits=CallLimits(
+                        self.config.max_tool_calls_per_turn,
+                        self.config.max_tool_calls_per_session,
+                    ),
                 )
         except ToolLoopExhausted as exhausted:
             shared.emit("session_failed", step, error=str(exhausted))

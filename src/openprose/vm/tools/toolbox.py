@@ -8,15 +8,19 @@ decision goes to `on_decision` (the journal) as it is taken.
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
 import re
 import shlex
 import stat
+import time
 from collections.abc import Callable, Mapping, MutableSet
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import regex as timed_regex
 
 from openprose.providers.base import ToolCall, ToolSpec
 from openprose.vm.tools.approvals import ApprovalRequest, Approver, NobodyApprover
@@ -35,7 +39,7 @@ __all__ = ["ToolLimits", "ToolOutcome", "Toolbox"]
 
 SKIPPED_DIRS = {".prose", ".git"}
 BINARY_SNIFF = 8192
-MAX_READ_BYTES = 16 * 1024 * 1024
+MAX_READ_BYTES = 16 * 1024 * 1024  # read_file reads this much; edit_file edits no larger
 MAX_LISTED = 1000
 MAX_MATCHES = 500
 MAX_SEARCHED_FILE = 2 * 1024 * 1024
@@ -51,6 +55,7 @@ class ToolLimits:
     fetch_cap: int = 1024 * 1024  # bytes of a fetched body
     fetch_timeout: float = 20.0
     read_lines: int = 2000  # lines read_file returns without a `limit`
+    search_timeout: float = 10.0  # seconds one search_files call may take, regex included
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,16 +212,7 @@ class Toolbox:
         path = await self._path(call, key, "read", args.get("path"))
         offset = _int(args, "offset", 1, minimum=1)
         limit = _int(args, "limit", self.limits.read_lines, minimum=1)
-        data = _read_bytes(path)
-        if b"\x00" in data[:BINARY_SNIFF]:
-            return f"{path.shown()} is a binary file ({len(data)} bytes); not shown"
-        lines = data.decode("utf-8", errors="replace").splitlines(keepends=True)
-        chosen = lines[offset - 1 : offset - 1 + limit]
-        text = "".join(chosen)
-        last = offset - 1 + len(chosen)
-        if offset > 1 or last < len(lines):
-            text += f"\n[VM: lines {offset}-{last} of {len(lines)}; ask with offset for more]"
-        return text
+        return await asyncio.to_thread(_read_lines, path, offset, limit)
 
     async def _tool_list_files(self, call: ToolCall, key: str) -> str:
         pattern = call.arguments.get("pattern") or "**"
@@ -241,8 +237,9 @@ class Toolbox:
         if not isinstance(regex, str) or not isinstance(pattern, str):
             raise TypeError("`regex` (and `pattern`, when given) must be strings")
         try:
-            compiled = re.compile(regex)
-        except re.error as exc:
+            # `regex` (not `re`): its matching takes a timeout, so `(a+)+$` cannot spin forever
+            compiled = timed_regex.compile(regex)
+        except (timed_regex.error, OverflowError, RecursionError) as exc:
             raise _Refused(f"bad regex {regex!r}: {exc}") from None
         if pattern.startswith("/") or ".." in pattern.split("/"):
             raise _Refused("search_files searches inside the project: give a relative pattern")
@@ -252,10 +249,12 @@ class Toolbox:
         )
         return await asyncio.to_thread(self._search, compiled, matcher)
 
-    def _walk(self) -> list[tuple[str, str]]:
+    def _walk(self, deadline: float | None = None) -> list[tuple[str, str]]:
         """(project-relative path, read mode) of every file, symlinks not followed."""
         out: list[tuple[str, str]] = []
         for folder, dirs, files in os.walk(self.root):
+            if deadline is not None and time.monotonic() > deadline:
+                raise _SearchTimeout
             dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS)
             base = Path(folder)
             for name in sorted(files):
@@ -267,23 +266,49 @@ class Toolbox:
                 out.append((rel, self.permissions.judge_path("read", resolved)))
         return out
 
-    def _search(self, regex: re.Pattern[str], matcher: re.Pattern[str]) -> str:
+    def _search(self, regex: timed_regex.Pattern[str], matcher: re.Pattern[str]) -> str:
+        budget = self.limits.search_timeout
+        deadline = time.monotonic() + budget
         hits: list[str] = []
+        try:
+            return self._search_until(regex, matcher, deadline, hits)
+        except _SearchTimeout:
+            raise _Refused(
+                f"search_files stopped after {budget:g} s, its time limit ([vm] search_timeout "
+                f"= {budget:g}), with {len(hits)} matches found so far; use a simpler regex "
+                f"or a narrower `pattern`"
+            ) from None
+
+    def _search_until(
+        self,
+        regex: timed_regex.Pattern[str],
+        matcher: re.Pattern[str],
+        deadline: float,
+        hits: list[str],
+    ) -> str:
         skipped = 0
-        for rel, mode in self._walk():
+        for rel, mode in self._walk(deadline):
             if not matcher.fullmatch(rel):
                 continue
             if mode != "allow":
                 skipped += mode == "prompt"
                 continue
             try:
-                data = _read_bytes(ResolvedPath(rel, self.root / rel, rel), MAX_SEARCHED_FILE)
-            except (OSError, PathRefused):
+                path = ResolvedPath(rel, self.root / rel, rel)
+                data, _ = _read_bytes(path, MAX_SEARCHED_FILE)
+            except (OSError, PathRefused, _Refused):
                 continue
             if b"\x00" in data[:BINARY_SNIFF]:
                 continue
             for number, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
-                if regex.search(line[:2000]):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise _SearchTimeout
+                try:
+                    found = regex.search(line[:2000], concurrent=True, timeout=left)
+                except TimeoutError:
+                    raise _SearchTimeout from None
+                if found:
                     hits.append(f"{rel}:{number}: {line[:300]}")
                     if len(hits) >= MAX_MATCHES:
                         return "\n".join(hits) + f"\n[VM: stopped at {MAX_MATCHES} matches]"
@@ -306,17 +331,8 @@ class Toolbox:
         if not isinstance(old, str) or not isinstance(new, str) or not old:
             raise TypeError("`old_text` (not empty) and `new_text` must be strings")
         path = await self._path(call, key, "write", args.get("path"))
-        text = _read_bytes(path).decode("utf-8", errors="strict")
-        count = text.count(old)
-        if count == 0:
-            raise _Refused(f"old_text was not found in {path.shown()}; nothing changed")
-        if count > 1 and not args.get("replace_all"):
-            raise _Refused(
-                f"old_text occurs {count} times in {path.shown()}; give more surrounding text "
-                f"or set replace_all; nothing changed"
-            )
-        await asyncio.to_thread(write_atomically, path, text.replace(old, new).encode("utf-8"))
-        return f"replaced {count} occurrence(s) in {path.shown()}"
+        replace_all = bool(args.get("replace_all"))
+        return await asyncio.to_thread(_edit, path, old, new, replace_all)
 
     # --- commands, web, skills -----------------------------------------------------------
 
@@ -446,11 +462,25 @@ def _int(args: Mapping[str, Any], key: str, default: int, *, minimum: int) -> in
     return int(value)
 
 
-def _read_bytes(path: ResolvedPath, limit: int = MAX_READ_BYTES) -> bytes:
-    fd = open_beneath(path)
+class _SearchTimeout(Exception):
+    """search_files ran out of its time budget."""
+
+
+def _read_bytes(path: ResolvedPath, limit: int = MAX_READ_BYTES) -> tuple[bytes, int]:
+    """At most `limit` bytes of a regular file, and the file's size. Opened non-blocking and
+    checked before any read: a FIFO, device or socket would block or never end."""
     try:
-        if stat.S_ISDIR(os.fstat(fd).st_mode):
+        fd = open_beneath(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:  # a socket (or a device without its driver)
+            raise _not_regular(path, os.lstat(path.real).st_mode) from None
+        raise
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
             raise _Refused(f"{path.shown()} is a folder; use list_files")
+        if not stat.S_ISREG(info.st_mode):
+            raise _not_regular(path, info.st_mode)
         chunks = []
         remaining = limit
         while remaining > 0:
@@ -459,9 +489,63 @@ def _read_bytes(path: ResolvedPath, limit: int = MAX_READ_BYTES) -> bytes:
                 break
             chunks.append(chunk)
             remaining -= len(chunk)
-        return b"".join(chunks)
+        return b"".join(chunks), info.st_size
     finally:
         os.close(fd)
+
+
+def _not_regular(path: ResolvedPath, mode: int) -> _Refused:
+    if stat.S_ISFIFO(mode):
+        kind = "a FIFO (named pipe)"
+    elif stat.S_ISSOCK(mode):
+        kind = "a socket"
+    elif stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        kind = "a device"
+    else:
+        kind = "a special file"
+    return _Refused(
+        f"{path.shown()} is {kind}, not a regular file; file tools open regular files only"
+    )
+
+
+def _read_lines(path: ResolvedPath, offset: int, limit: int) -> str:
+    data, size = _read_bytes(path)
+    if b"\x00" in data[:BINARY_SNIFF]:
+        return f"{path.shown()} is a binary file ({size} bytes); not shown"
+    lines = data.decode("utf-8", errors="replace").splitlines(keepends=True)
+    chosen = lines[offset - 1 : offset - 1 + limit]
+    text = "".join(chosen)
+    last = offset - 1 + len(chosen)
+    if offset > 1 or last < len(lines):
+        text += f"\n[VM: lines {offset}-{last} of {len(lines)}; ask with offset for more]"
+    if size > len(data):
+        text += (
+            f"\n[VM: {path.shown()} is {size} bytes; only its first {len(data)} bytes "
+            f"can be read with read_file]"
+        )
+    return text
+
+
+def _edit(path: ResolvedPath, old: str, new: str, replace_all: bool) -> str:
+    """Replace `old` in the whole file, or change nothing: a file larger than read_file's
+    limit is refused, never cut to it."""
+    data, size = _read_bytes(path, MAX_READ_BYTES + 1)
+    if len(data) > MAX_READ_BYTES or size > MAX_READ_BYTES:
+        raise _Refused(
+            f"{path.shown()} is {max(size, len(data))} bytes; edit_file edits files of at "
+            f"most {MAX_READ_BYTES} bytes (16 MiB); nothing changed"
+        )
+    text = data.decode("utf-8", errors="strict")
+    count = text.count(old)
+    if count == 0:
+        raise _Refused(f"old_text was not found in {path.shown()}; nothing changed")
+    if count > 1 and not replace_all:
+        raise _Refused(
+            f"old_text occurs {count} times in {path.shown()}; give more surrounding text "
+            f"or set replace_all; nothing changed"
+        )
+    write_atomically(path, text.replace(old, new).encode("utf-8"))
+    return f"replaced {count} occurrence(s) in {path.shown()}"
 
 
 _OBJ = "object"

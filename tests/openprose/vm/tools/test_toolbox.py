@@ -163,3 +163,72 @@ async def test_concurrent_calls_keep_their_decisions_apart(root: Path) -> None:
         ),
     )
     assert seen == {"1": ["src/a.py"], "2": ["src/b.py"]}
+
+
+async def test_special_files_are_refused_without_blocking(root: Path) -> None:
+    import os
+    import socket
+
+    os.mkfifo(root / "src" / "pipe")
+    with socket.socket(socket.AF_UNIX) as unix:
+        unix.bind(str(root / "src" / "sock"))
+    box = _box(root, read=["src/", "/dev/**"], write=["src/"])
+    pipe = await asyncio.wait_for(_call(box, "read_file", path="src/pipe"), 5)
+    assert pipe.is_error and "FIFO" in pipe.content and "regular files only" in pipe.content
+    sock = await _call(box, "read_file", path="src/sock")
+    assert sock.is_error and "socket" in sock.content
+    device = await _call(box, "read_file", path="/dev/zero")
+    assert device.is_error and "device" in device.content
+    edit = await asyncio.wait_for(
+        _call(box, "edit_file", path="src/pipe", old_text="a", new_text="b"), 5
+    )
+    assert edit.is_error and "FIFO" in edit.content
+    found = await asyncio.wait_for(_call(box, "search_files", regex="TODO"), 5)
+    assert found.content == "src/b.py:1: TODO: fix"  # the FIFO is passed over
+
+
+async def test_file_io_leaves_the_event_loop_free(root: Path) -> None:
+    """While a read is in progress (on a thread), other coroutines keep running."""
+    (root / "src" / "big.txt").write_bytes(b"x" * (8 << 20))
+    box = _box(root, read=["src/"])
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0)
+
+    task = asyncio.ensure_future(ticker())
+    await _call(box, "read_file", path="src/big.txt", limit=1)
+    task.cancel()
+    assert ticks > 1
+
+
+async def test_edit_refuses_a_file_over_the_limit_and_keeps_it_whole(root: Path) -> None:
+    from openprose.vm.tools.toolbox import MAX_READ_BYTES
+
+    big = root / "src" / "big.txt"
+    data = b"head\n" + b"x" * MAX_READ_BYTES + b"\ntail\n"
+    big.write_bytes(data)
+    box = _box(root, read=["src/"], write=["src/"])
+    out = await _call(box, "edit_file", path="src/big.txt", old_text="head", new_text="HEAD")
+    assert out.is_error and "16 MiB" in out.content and "nothing changed" in out.content
+    assert big.read_bytes() == data
+    read = await _call(box, "read_file", path="src/big.txt", limit=1)
+    assert read.content.startswith("head\n") and f"is {len(data)} bytes" in read.content
+
+
+async def test_search_with_a_catastrophic_regex_stops_at_its_time_limit(root: Path) -> None:
+    import time
+
+    from openprose.vm.tools.toolbox import ToolLimits
+
+    (root / "src" / "a.txt").write_text("a" * 40 + "!\n")
+    box = Toolbox(
+        root, Permissions.from_mapping({"read": ["src/"]}), limits=ToolLimits(search_timeout=0.3)
+    )
+    started = time.monotonic()
+    out = await _call(box, "search_files", regex="(a|aa)+$", pattern="src/a.txt")
+    assert time.monotonic() - started < 5
+    assert out.is_error and "[vm] search_timeout = 0.3" in out.content
