@@ -85,7 +85,7 @@ async def _loop_run(calls: int, per_turn: int) -> tuple[float, int]:
     project = _project()
     parsed = parse_text(PROGRAM, str(project / "main.prose"))
     provider = _provider(calls, per_turn)
-    config = VMConfig(max_turns=calls + 5)
+    config = VMConfig(max_turns=calls + 5, max_tool_calls_per_session=max(200, calls))
     started = time.perf_counter()
     result = await run_program(
         parsed.program, PROGRAM, provider=provider, project_dir=project, config=config
@@ -130,7 +130,7 @@ async def _per_turn(repeat: int) -> bool:
     for _ in range(repeat):
         project = _project()
         parsed = parse_text(PROGRAM, str(project / "main.prose"))
-        config = VMConfig(max_turns=last + 5)
+        config = VMConfig(max_turns=last + 5, max_tool_calls_per_session=max(200, last))
         result = await run_program(
             parsed.program, PROGRAM, provider=_provider(last, 1), project_dir=project, config=config
         )

@@ -40,6 +40,7 @@ __all__ = ["ToolLimits", "ToolOutcome", "Toolbox"]
 SKIPPED_DIRS = {".prose", ".git"}
 BINARY_SNIFF = 8192
 MAX_READ_BYTES = 16 * 1024 * 1024  # read_file reads this much; edit_file edits no larger
+INLINE_READ_BYTES = 64 * 1024  # read_file reads this much on the event loop, the rest on a thread
 MAX_LISTED = 1000
 MAX_MATCHES = 500
 MAX_SEARCHED_FILE = 2 * 1024 * 1024
@@ -212,7 +213,17 @@ class Toolbox:
         path = await self._path(call, key, "read", args.get("path"))
         offset = _int(args, "offset", 1, minimum=1)
         limit = _int(args, "limit", self.limits.read_lines, minimum=1)
-        return await asyncio.to_thread(_read_lines, path, offset, limit)
+        fd, info = _open_regular(path)
+        try:
+            # A small file is read here: a thread hop costs more than the read (bench/
+            # vm_tools.py). Whatever lies past INLINE_READ_BYTES, grown since or not, is
+            # read on a worker thread, so the event loop never waits on a big read.
+            data = _read_fd(fd, INLINE_READ_BYTES + 1)
+            if len(data) > INLINE_READ_BYTES:
+                data += await asyncio.to_thread(_read_fd, fd, MAX_READ_BYTES - len(data))
+        finally:
+            os.close(fd)
+        return _lines(path, data, max(info.st_size, len(data)), offset, limit)
 
     async def _tool_list_files(self, call: ToolCall, key: str) -> str:
         pattern = call.arguments.get("pattern") or "**"
@@ -466,8 +477,8 @@ class _SearchTimeout(Exception):
     """search_files ran out of its time budget."""
 
 
-def _read_bytes(path: ResolvedPath, limit: int = MAX_READ_BYTES) -> tuple[bytes, int]:
-    """At most `limit` bytes of a regular file, and the file's size. Opened non-blocking and
+def _open_regular(path: ResolvedPath) -> tuple[int, os.stat_result]:
+    """An fd of a regular file, and its stat; the caller closes it. Opened non-blocking and
     checked before any read: a FIFO, device or socket would block or never end."""
     try:
         fd = open_beneath(path, os.O_RDONLY | os.O_NONBLOCK)
@@ -475,21 +486,32 @@ def _read_bytes(path: ResolvedPath, limit: int = MAX_READ_BYTES) -> tuple[bytes,
         if exc.errno == errno.ENXIO:  # a socket (or a device without its driver)
             raise _not_regular(path, os.lstat(path.real).st_mode) from None
         raise
+    info = os.fstat(fd)
+    if stat.S_ISREG(info.st_mode):
+        return fd, info
+    os.close(fd)
+    if stat.S_ISDIR(info.st_mode):
+        raise _Refused(f"{path.shown()} is a folder; use list_files")
+    raise _not_regular(path, info.st_mode)
+
+
+def _read_fd(fd: int, limit: int) -> bytes:
+    chunks = []
+    remaining = limit
+    while remaining > 0:
+        chunk = os.read(fd, min(remaining, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    return b"".join(chunks)
+
+
+def _read_bytes(path: ResolvedPath, limit: int = MAX_READ_BYTES) -> tuple[bytes, int]:
+    """At most `limit` bytes of a regular file, and the file's size."""
+    fd, info = _open_regular(path)
     try:
-        info = os.fstat(fd)
-        if stat.S_ISDIR(info.st_mode):
-            raise _Refused(f"{path.shown()} is a folder; use list_files")
-        if not stat.S_ISREG(info.st_mode):
-            raise _not_regular(path, info.st_mode)
-        chunks = []
-        remaining = limit
-        while remaining > 0:
-            chunk = os.read(fd, min(remaining, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            remaining -= len(chunk)
-        return b"".join(chunks), info.st_size
+        return _read_fd(fd, limit), info.st_size
     finally:
         os.close(fd)
 
@@ -508,8 +530,8 @@ def _not_regular(path: ResolvedPath, mode: int) -> _Refused:
     )
 
 
-def _read_lines(path: ResolvedPath, offset: int, limit: int) -> str:
-    data, size = _read_bytes(path)
+def _lines(path: ResolvedPath, data: bytes, size: int, offset: int, limit: int) -> str:
+    """What read_file answers for the bytes read of a file of `size` bytes."""
     if b"\x00" in data[:BINARY_SNIFF]:
         return f"{path.shown()} is a binary file ({size} bytes); not shown"
     lines = data.decode("utf-8", errors="replace").splitlines(keepends=True)
