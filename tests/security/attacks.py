@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from tests.security.hostile import SECRET, Attempt, Call, Outcome, Step
+from tests.security.hostile import RUN_STATE, SECRET, Attempt, Call, Outcome, Step
 
 READS: Mapping[str, Any] = {
     "read": ["src/", "README.md"],
@@ -475,13 +475,6 @@ ROWS += [
         fixed_on=SANDBOX28,
     ),
     one(
-        "protected-state-read",
-        "settings",
-        [c("read_file", path=".prose/runs")],
-        {"read": "allow"},
-        leaks=(),
-    ),
-    one(
         "protected-state-write",
         "settings",
         [c("write_file", path=".prose/approvals.json", content="{}")],
@@ -489,6 +482,73 @@ ROWS += [
         leaks=(),
         expect="refused",
         says=".prose",
+    ),
+]
+
+
+# Run state is out of reach for reads too: journals and bindings hold inputs and answers.
+EARLIER = ".prose/runs/20260101-000000-0ld0ld/journal.jsonl"
+NESTED_STATE = "nested/.prose/runs/journal.jsonl"
+ROWS += [
+    one(
+        "state-read",
+        "settings",
+        [c("read_file", path=EARLIER)],
+        {"read": "allow"},
+        leaks=(RUN_STATE,),
+        fixed_on=SANDBOX28,
+    ),
+    one(
+        "state-read-nested",
+        "settings",
+        [c("read_file", path=NESTED_STATE)],
+        {"read": "allow"},
+        leaks=(RUN_STATE,),
+        fixed_on=SANDBOX28,
+    ),
+    one(
+        "state-shell-read-open",
+        "settings",
+        [c("run_command", command=f"cat {EARLIER}")],
+        OPEN_SHELL,
+        leaks=(RUN_STATE,),
+        fixed_on=SANDBOX28,
+    ),
+    one(
+        "state-shell-read-nested",
+        "settings",
+        [c("run_command", command=f"cat {NESTED_STATE}")],
+        SHELL,
+        leaks=(RUN_STATE,),
+        fixed_on=SANDBOX28,
+    ),
+    one(
+        "state-shell-read",
+        "settings",
+        [c("run_command", command=f"cat {EARLIER}")],
+        SHELL,
+        leaks=(RUN_STATE,),
+    ),
+    one(
+        "state-search",
+        "settings",
+        [c("search_files", regex="bound-answer")],
+        {"read": "allow"},
+        leaks=(RUN_STATE,),
+    ),
+    one(
+        "state-list",
+        "settings",
+        [c("list_files", pattern=".prose/**")],
+        {"read": "allow"},
+        leaks=("journal",),
+    ),
+    one(
+        "state-search-nested",
+        "settings",
+        [c("search_files", regex="bound-answer", pattern="nested/**")],
+        {"read": "allow"},
+        leaks=(RUN_STATE,),
     ),
 ]
 

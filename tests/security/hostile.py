@@ -42,6 +42,7 @@ from tests.support.fake_llm_server import FakeAnswer, FakeLLMServer, FakeToolCal
 
 SECRET = "top-secret-value-4711"  # only outside the project, on the secret site, in the env
 PRIVATE = "project-private-0815"  # in the project, in files no attempt may read
+RUN_STATE = "bound-answer-1234"  # in run state (journals of .prose/), no agent's to read
 ENV_SECRET = "ANTHROPIC_API_KEY_OF_THE_USER"  # an environment variable holding SECRET
 ATTEMPT_SECONDS = 30.0  # an attempt that takes longer hangs
 HOST_MARKER = Path("/tmp/prose-attack-pwned")  # a shell that writes the host's /tmp escaped
@@ -271,10 +272,13 @@ def make_world(base: Path) -> World:
     (root / "output" / "reports").mkdir()
     with (root / "output" / "big.txt").open("wb") as big:
         big.truncate(BIG_BYTES)  # sparse: cheap, yet 16 MiB + 4 KiB to read
+    earlier = root / ".prose" / "runs" / "20260101-000000-0ld0ld"  # an earlier run's state
+    earlier.mkdir(parents=True)
+    (earlier / "journal.jsonl").write_text(f'{{"ev":"binding","value":"{RUN_STATE}"}}\n')
     nested = root / "nested"
     (nested / ".prose" / "runs").mkdir(parents=True)
     (nested / "prose.toml").write_text("[permissions]\n")
-    (nested / ".prose" / "runs" / "journal.jsonl").write_text("{}\n")
+    (nested / ".prose" / "runs" / "journal.jsonl").write_text(f'{{"v":"{RUN_STATE}"}}\n')
     return World(base, root, outside)
 
 
