@@ -812,7 +812,7 @@ ROWS += [
 
 # --- imported programs have a ceiling (approve28) -----------------------------------------
 
-IMPORTS = {
+IMPORTS: dict[str, tuple[Mapping[str, Any], Call]] = {
     "bash": ({"bash": "allow", "write": "allow"}, c("run_command", command="touch pwned-import")),
     "write": ({"write": "allow"}, c("write_file", path="pwned-import", content="x")),
     "absolute-read": ({"read": ["/**"]}, c("read_file", path="@OUT@/other.txt")),

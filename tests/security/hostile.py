@@ -37,7 +37,7 @@ from openprose.vm.journal import read_journal
 from openprose.vm.loader import load_imports
 from openprose.vm.runner import RunResult, VMConfig, resume_run, run_program
 from openprose.vm.runtime import ToolRuntime
-from openprose.vm.tools.approvals import ApprovalPending, ApprovalRequest
+from openprose.vm.tools.approvals import Answer, ApprovalPending, ApprovalRequest
 from tests.support.fake_llm_server import FakeAnswer, FakeLLMServer, FakeToolCall
 
 SECRET = "top-secret-value-4711"  # only outside the project, on the secret site, in the env
@@ -316,7 +316,7 @@ class _Approver:
         self.action = action
         self.asked: list[str] = []
 
-    async def ask(self, request: ApprovalRequest) -> str:
+    async def ask(self, request: ApprovalRequest) -> Answer:
         self.asked.append(request.action)
         if self.action is not None and request.action == self.action:
             return "once"
