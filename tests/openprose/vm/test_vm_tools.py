@@ -564,3 +564,31 @@ def test_a_journal_written_before_deltas_still_reads_as_a_cassette(vm: Any, tmp_
     old = tmp_path / "old-journal.jsonl"
     old.write_text("\n".join(old_style) + "\n")
     assert [r.key() for r, _ in read_cassette(old)] == [r.key() for r, _ in read_cassette(journal)]
+
+
+def test_a_run_over_the_tool_call_limit_stays_resumable(vm: Any, tmp_path: Path) -> None:
+    """Calls past `[vm] max_tool_calls_per_turn` are answered with the limit; the run goes
+    on, and a resume (with the limit recorded in run.json) serves them, running nothing."""
+    from dataclasses import replace
+
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "a.py").write_text("A = 1\n")
+    source = (
+        'agent r:\n  prompt: "x"\n  permissions:\n    read: ["src/"]\n\n'
+        'session: r\n  prompt: "Read"\n\nsession "Then"\n'
+    )
+    reads = {"tool_calls": [{"name": "read_file", "arguments": {"path": "src/a.py"}}] * 5}
+    rules: list[dict[str, Any]] = [{"match": "Read", "turns": [reads, "read"]}]
+    config = replace(vm.FAST, max_tool_calls_per_turn=2)
+    first = vm.run(
+        source,
+        vm.spy([*rules, {"match": "Then", "answer": "x", "failures": ["error"]}]),
+        config=config,
+    )
+    assert first.status == "failed"
+    results = vm.events(first, "tool_result")
+    assert [r["is_error"] for r in results] == [False, False, True, True, True]
+    assert "[vm] max_tool_calls_per_turn = 2" in results[2]["content"]
+    second = vm.resume(first.run_dir, vm.spy([*rules, {"match": "Then", "answer": "done"}]))
+    assert second.status == "succeeded", second.error
+    assert len(vm.events(second, "tool_result")) == 5  # served, not run again
