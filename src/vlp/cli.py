@@ -24,7 +24,8 @@ from vlp.gate import gate
 from vlp.jobs import WorkerFailed
 from vlp.message import make_message
 from vlp.ndjson import DEFAULT_MAX_LINE_BYTES, SPLIT_MIN_BYTES, read_records, scan
-from vlp.render import render_thread, visible
+from cliconventions.terminal import neutralise as visible
+from vlp.render import render_thread
 from vlp.schema import MESSAGE_TYPES, SAFETY_LEVELS
 from vlp.thread import Thread, ThreadChecker
 

@@ -21,6 +21,7 @@ from openprose.providers.base import (
     TransientProviderError,
     single_attempt,
 )
+from openprose.providers.resilient import REQUEST_TALLY
 from openprose.vm import budget
 from openprose.vm.errors import RunAborted, SessionFailed, location
 from openprose.vm.runstore import RunStore
@@ -102,10 +103,12 @@ class ModelCalls:
         if tracer is not None:
             provider_name = str(getattr(provider, "name", "") or type(provider).__name__)
         attempt = 0
+        REQUEST_TALLY.set(shared.stats)  # the provider's own retries are this run's requests
         while True:
             attempt += 1
             started = time.perf_counter_ns()
             shared.stats.in_flight += 1
+            shared.stats.requests += 1
             try:
                 if tracer is not None:  # the attempt in its GenAI span (`openprose.vm.otel`)
                     span = tracer.model_call(

@@ -98,8 +98,10 @@ class _Row:
 
     def last_line(self, width: int) -> str:
         """The answer's last non-empty line, its end if it is too long for `width`."""
+        from openprose.terminal import neutralise
+
         lines = [line for line in self.tail.splitlines() if line.strip()]
-        line = " ".join(lines[-1].split()) if lines else ""
+        line = neutralise(" ".join(lines[-1].split())) if lines else ""
         return line if len(line) <= width else "…" + line[-(width - 1) :]
 
 
@@ -208,6 +210,7 @@ class LiveView:
 
     def _render(self) -> Any:
         from rich.table import Table
+        from rich.text import Text
 
         title = f"sessions: {self.done} done, {self.tokens} tokens"
         if self.run_id:
@@ -228,7 +231,7 @@ class LiveView:
                 row.state,
                 str(row.tokens),
                 f"{elapsed:.1f}s",
-                row.last_line(self.ANSWER_WIDTH),
+                Text(row.last_line(self.ANSWER_WIDTH)),  # a model's words: not Rich markup
             )
         return table
 

@@ -229,7 +229,10 @@ _UNSEEN = object()
 
 @dataclass(slots=True)
 class RunStats:
-    sent: int = 0  # model calls sent to a provider
+    sent: int = 0  # model calls sent to a provider and answered
+    # requests a provider received: every attempt, failed ones and transient retries too
+    # (`providers.resilient.REQUEST_TALLY`), what the run summary reports as sent
+    requests: int = 0
     served: int = 0  # model calls answered from the journal
     in_flight: int = 0  # model calls sent and not answered yet
     input_tokens: int = 0
@@ -262,7 +265,7 @@ class RunStats:
         return {
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
-            "requests_sent": self.sent,
+            "requests_sent": self.requests,
             "requests_served_from_journal": self.served,
             "by_model": {
                 m: {"input_tokens": i, "output_tokens": o} for m, (i, o) in self.by_model.items()
