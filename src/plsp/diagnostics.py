@@ -70,5 +70,3 @@ class Violation:
             data["line"] = self.line
             data["column"] = self.column
         return data
-
-

@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from typing import Any, TextIO
 
 from cliconventions import ConventionalParser, guard_output
-from cliconventions.terminal import neutralise
 from cliconventions import apply as apply_conventions
+from cliconventions.terminal import neutralise
 from vpp import chat
 from vpp.audit import SETUP, TranscriptResult, footers_version, validate_transcript
 from vpp.grammar import Command, parse_command, recovery_body

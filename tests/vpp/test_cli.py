@@ -52,7 +52,7 @@ def test_check_shows_a_footer_value_with_its_controls_escaped(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     title = "\x1b]0;pwned\x07\u202e"
-    bad = footer("q", 1).replace("Locus=default", f"Locus={title}")
+    bad = footer("q", 1).replace("Cycle=1/3", f"Cycle={title}")
     path = write(tmp_path, "t.txt", f"User: !<q>\nAssistant: <q>\nbody\n{bad}\n")
     assert main(["check", path]) == 1
     out = capsys.readouterr().out

@@ -421,8 +421,11 @@ async def _drive(
             raise BatchError(str(error)) from None
 
     executing = asyncio.ensure_future(execute(runner, processes))
-    # the first failed write of the log or of a row stops every run at once
-    log.on_error = lambda _error: executing.cancel()
+
+    def stop(_error: OSError) -> None:
+        executing.cancel()  # the first failed write of the log or a row stops every run
+
+    log.on_error = stop
     try:
         await executing
     except asyncio.CancelledError:

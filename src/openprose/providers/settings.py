@@ -232,9 +232,7 @@ def load_settings(
         raise ProviderConfigError(f"timeout must be a positive number of seconds in {where}")
     read_timeout = _number(config, "read_timeout", min(DEFAULT_READ_TIMEOUT_S, timeout), where)
     if read_timeout <= 0:
-        raise ProviderConfigError(
-            f"read_timeout must be a positive number of seconds in {where}"
-        )
+        raise ProviderConfigError(f"read_timeout must be a positive number of seconds in {where}")
 
     return ProviderSettings(
         provider=name,

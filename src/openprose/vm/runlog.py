@@ -24,7 +24,6 @@ from typing import Any
 import orjson
 
 from cliconventions.terminal import one_line
-
 from openprose.vm.journal import Journal, encode_event
 from openprose.vm.runstore import RUNS_DIR, RunStore, _dump_json, state_header
 

@@ -20,7 +20,6 @@ from typing import Any
 import orjson
 
 from cliconventions.terminal import one_line
-
 from openprose.files import write_bytes_atomically
 from openprose.locks import FileLock, LockHeld, try_lock
 from openprose.vm.writer import shared_writer

@@ -105,11 +105,17 @@ def test_a_full_disk_stops_the_batch_and_the_resume_finishes_it(
     assert "no space left on device" in said[0]
     assert "continue with: prose batch --resume " in said[0]
     assert "succeeded  " not in first  # no summary of rows that were not written
-    sent = [json.loads(line.split(" ", 1)[1])["attempts"] for line in output.splitlines()
-            if line.startswith("stats ")]
+    sent = [
+        json.loads(line.split(" ", 1)[1])["attempts"]
+        for line in output.splitlines()
+        if line.startswith("stats ")
+    ]
     assert len(sent) == 2, output
-    written = int(next(line for line in output.splitlines()
-                       if line.startswith("rows-before-resume")).split()[1])
+    written = int(
+        next(line for line in output.splitlines() if line.startswith("rows-before-resume")).split()[
+            1
+        ]
+    )
     assert written < CASES  # the disk did fill before the end
     resumed = json.loads(next(line for line in rest.splitlines() if line.startswith("{")))
     assert resumed["status"] == "succeeded", output
