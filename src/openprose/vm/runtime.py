@@ -231,7 +231,7 @@ _UNSEEN = object()
 class RunStats:
     sent: int = 0  # model calls sent to a provider and answered
     # requests a provider received: every attempt, failed ones and transient retries too
-    # (`providers.resilient.REQUEST_TALLY`), what the run summary reports as sent
+    # (`providers.resilient.REQUEST_TALLY`); those beyond `sent` got no usable answer
     requests: int = 0
     served: int = 0  # model calls answered from the journal
     in_flight: int = 0  # model calls sent and not answered yet
@@ -265,7 +265,9 @@ class RunStats:
         return {
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
-            "requests_sent": self.requests,
+            "requests_sent": self.sent,
+            # sent too, but answered with an error or not at all (retries included)
+            "requests_failed": max(0, self.requests - self.sent),
             "requests_served_from_journal": self.served,
             "by_model": {
                 m: {"input_tokens": i, "output_tokens": o} for m, (i, o) in self.by_model.items()
