@@ -36,7 +36,7 @@ from openprose.providers.base import (
     UnreachableServerError,
 )
 from openprose.providers.settings import RetryPolicy
-from openprose.providers.streaming import TextSink, stream_text_to
+from openprose.providers.streaming import TextSink, current_sink, stream_text_to
 
 __all__ = [
     "REQUEST_TALLY",
@@ -161,11 +161,22 @@ class ResilientProvider:
                 delay = backoff_delay(self.policy, attempt, self._jitter())
                 if error.retry_after is not None:
                     delay = max(delay, error.retry_after)
+                self._tell_waiting(error, attempt + 1, delay)
                 await self._sleep(delay)
                 attempt += 1
                 tally = REQUEST_TALLY.get()
                 if tally is not None:
                     tally.requests += 1
+
+    def _tell_waiting(self, error: ProviderError, attempt: int, delay: float) -> None:
+        """A watcher of this call (the live view) hears why the call waits, and how long."""
+        stream = current_sink()
+        if stream is not None and stream.on_wait is not None:
+            # the attempt last: a narrow column keeps the end of the line
+            stream.on_wait(
+                f"{_short(str(error))}; attempt {attempt} of {self.policy.max_attempts} "
+                f"in {delay:.1f} s"
+            )
 
     def _gave_up(self, error: TransientProviderError, attempts: int, elapsed: float) -> str:
         """How many attempts were made over how long (the wall time: the attempts' own

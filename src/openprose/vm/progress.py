@@ -200,6 +200,8 @@ class LiveView:
         """A piece of a running session's answer (the view then asks for streamed answers)."""
         row = self.rows.get(step)
         if row is not None:
+            if row.state == "waiting":
+                row.state, row.tail = "running", ""  # the retry answers
             row.tail = (row.tail + text)[-TAIL_CHARS:]
 
     def answer_restarted(self, step: str) -> None:
@@ -207,6 +209,13 @@ class LiveView:
         row = self.rows.get(step)
         if row is not None:
             row.tail = ""
+
+    def answer_waiting(self, step: str, note: str) -> None:
+        """The call waits before a retry: the row says why and for how long, where the
+        answer shows (`... HTTP 503 ...; attempt 3 of 5 in 4.0 s`)."""
+        row = self.rows.get(step)
+        if row is not None and row.ended is None:
+            row.state, row.tail = "waiting", note
 
     def _render(self) -> Any:
         from rich.table import Table

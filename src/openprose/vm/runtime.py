@@ -344,9 +344,11 @@ class Shared:
         from openprose.providers.streaming import stream_text_to
 
         restarted = getattr(self.observer, "answer_restarted", None)
+        waiting = getattr(self.observer, "answer_waiting", None)
         return stream_text_to(
             lambda text: show(step, text),
             on_restart=None if restarted is None else lambda: restarted(step),
+            on_wait=None if waiting is None else lambda note: waiting(step, note),
         )
 
 

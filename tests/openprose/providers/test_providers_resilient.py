@@ -267,3 +267,14 @@ async def test_every_retry_is_counted_as_a_request_the_server_received() -> None
     finally:
         REQUEST_TALLY.reset(token)
     assert inner.calls == 4 and tally.requests == 4
+
+
+async def test_a_watcher_hears_why_a_call_waits_and_for_how_long() -> None:
+    from openprose.providers.streaming import stream_text_to
+
+    notes: list[str] = []
+    inner = FlakyProvider(TransientProviderError("HTTP 503: down"))
+    provider = wrap(inner, RetryPolicy(max_attempts=3, base_delay=2.0), [])
+    with stream_text_to(lambda _text: None, on_wait=notes.append):
+        assert (await provider.complete(REQUEST)).text == "ok"
+    assert notes == ["HTTP 503: down; attempt 2 of 3 in 2.0 s"]
