@@ -48,8 +48,9 @@ def server() -> Iterator[str]:
 
 
 @pytest.mark.skipif(not _can_mount(), reason="needs `unshare -m` and mount (root)")
+@pytest.mark.parametrize("processes", [1, 2])
 def test_a_full_disk_stops_the_batch_and_the_resume_finishes_it(
-    tmp_path: Path, server: str
+    tmp_path: Path, server: str, processes: int
 ) -> None:
     mount = tmp_path / "fs"
     mount.mkdir()
@@ -71,7 +72,7 @@ def test_a_full_disk_stops_the_batch_and_the_resume_finishes_it(
         f'prose() {{ {prose} "$@" 2>&1; echo "rc=$?"; }}\n'
         # all but ~400 KB: the disk fills mid-batch; freed, it holds the resume's run folders
         "head -c 3750000 /dev/zero > filler 2>/dev/null\n"
-        f"prose batch p.prose c.jsonl -o out.jsonl --max-runs {MAX_RUNS}\n"
+        f"prose batch p.prose c.jsonl -o out.jsonl --max-runs {MAX_RUNS} --processes {processes}\n"
         f"{stats}\n"
         "echo rows-before-resume $(wc -l < out.jsonl)\n"
         "rm filler\n"
@@ -197,3 +198,39 @@ def test_a_failed_row_write_names_the_rows_file(
     os.close(rows_fd)
     assert log.error is not None and log.error.filename == str(rows)
     log.close()
+
+
+class _WorkerProcess:
+    """A worker process as the batch process sees it: its stdout lines, then its exit."""
+
+    def __init__(self, *lines: bytes) -> None:
+        self.stdout = asyncio.StreamReader()
+        for line in lines:
+            self.stdout.feed_data(line + b"\n")
+        self.stdout.feed_eof()
+        self.stdin = self
+        self.returncode = 1
+
+    def write(self, data: bytes) -> None:
+        return None
+
+    def is_closing(self) -> bool:
+        return False
+
+    def close(self) -> None:
+        return None
+
+    async def wait(self) -> int:
+        return self.returncode
+
+
+async def test_a_workers_failed_write_stops_the_batch_with_that_error() -> None:
+    from openprose.batches.job import Job
+    from openprose.batches.processes import _Worker
+
+    said = b'{"write_error": {"errno": 28, "strerror": "No space left on device", "filename": "/b/runs.1.ndjson"}}'
+    worker = _Worker(1, _WorkerProcess(b'{"ready":true}', said))  # type: ignore[arg-type]
+    await worker.ready
+    with pytest.raises(OSError) as raised:
+        await worker.run(Job(1, "b-1", {}))
+    assert raised.value.errno == errno.ENOSPC and raised.value.filename == "/b/runs.1.ndjson"
