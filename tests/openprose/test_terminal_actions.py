@@ -66,6 +66,9 @@ def test_waiting_message_state_md_and_show_escape_the_action(
     out = capsys.readouterr().out
     assert f"run_command wants to bash {SHOWN}" in out
     assert not any(char in out for char in RAW)
+    assert main(["deny", run.name]) == 0
+    out = capsys.readouterr().out
+    assert f"run_command bash {SHOWN}" in out and not any(char in out for char in RAW)
 
 
 def test_a_batch_runs_state_md_lines_are_escaped_too(tmp_path: Path) -> None:
