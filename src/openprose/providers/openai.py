@@ -261,6 +261,8 @@ class _ChunkAssembler:
     def __init__(self, model: str) -> None:
         self._model = model
         self._text: list[str] = []
+        self._content_seen = False  # a `content` string in some delta, empty or not
+        self._refusal: list[str] = []
         self._calls: dict[int, dict[str, Any]] = {}
         self._finish: str | None = None
         self._usage: Any = None
@@ -295,9 +297,13 @@ class _ChunkAssembler:
             if not isinstance(delta, dict):
                 raise BadAnswer(f"`choices[0].delta` is {shown(delta)}, not an object")
             text = optional_text(delta.get("content"), "choices[0].delta.content")
+            self._content_seen = self._content_seen or text is not None
             if text:
                 self._text.append(text)
                 added += text
+            refusal = delta.get("refusal")
+            if isinstance(refusal, str):
+                self._refusal.append(refusal)
             for piece in delta.get("tool_calls") or ():
                 self._add_call_piece(piece)
             finish = optional_text(choice.get("finish_reason"), "finish_reason")
@@ -331,6 +337,8 @@ class _ChunkAssembler:
             )
             for index, call in sorted(self._calls.items())
         )
+        if not self._content_seen and not calls:  # as a whole answer's null content
+            raise BadAnswer(_no_content({"refusal": "".join(self._refusal)}, self._finish))
         return ModelResponse(
             text="".join(self._text),
             usage=Usage(

@@ -165,3 +165,23 @@ def test_read_timeout_is_a_setting_no_longer_than_the_timeout(tmp_path: Path) ->
     (tmp_path / "prose.toml").write_text("read_timeout = 5\n")
     settings = load_settings(tmp_path, provider="openai", env=env)
     assert settings.read_timeout == 5.0 and settings.public_dict()["read_timeout"] == 5.0
+
+
+async def test_a_stream_with_no_content_and_no_tool_calls_is_no_answer() -> None:
+    events = [
+        b'data: {"choices": [{"delta": {"role": "assistant", "content": null}}]}\n\n',
+        b'data: {"choices": [{"delta": {}, "finish_reason": "length"}]}\n\n',
+        b"data: [DONE]\n\n",
+    ]
+    body = b"".join(events)
+
+    async def respond(request: RawRequest) -> bool:
+        request.writer.write(answer(body, headers="content-type: text/event-stream\r\n"))
+        return True
+
+    async with RawHttpServer(respond) as server:
+        provider = _openai(server.url, timeout=5.0)
+        with pytest.raises(ProviderError) as raised:
+            await provider.stream(REQUEST, lambda _text: None)
+        await provider.aclose()
+    assert "the token limit was reached before any answer (raise max_tokens)" in str(raised.value)
