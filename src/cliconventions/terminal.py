@@ -16,6 +16,7 @@ escapes only when the stream is a terminal, so that files and pipes get the real
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
 
@@ -34,9 +35,15 @@ _FORMAT = (
     "\U00013430-\U00013438\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001"
     "\U000e0020-\U000e007f"
 )
-# C0 controls but tab and newline, DEL, the C1 controls (8-bit CSI and OSC), the above.
-_SHOWN_ESCAPED = re.compile(f"[\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f{_FORMAT}]")
-_ONE_LINE = re.compile(f"[\\x00-\\x1f\\x7f-\\x9f{_FORMAT}]")
+
+
+@functools.cache
+def _escaped(keep_layout: bool) -> re.Pattern[str]:
+    """C0 controls (but tab and newline when `keep_layout`), DEL, the C1 controls (8-bit CSI
+    and OSC), the format characters above. Compiled when first needed (~1.5 ms): most
+    text has none of them and never gets here."""
+    c0 = "\\x00-\\x08\\x0b-\\x1f" if keep_layout else "\\x00-\\x1f"
+    return re.compile(f"[{c0}\\x7f-\\x9f{_FORMAT}]")
 
 
 def _escape(match: re.Match[str]) -> str:
@@ -48,7 +55,7 @@ def neutralise(text: str) -> str:
     escape; newline and tab keep laying the text out."""
     if text.isprintable():  # no control or format character at all: the usual case
         return text
-    return _SHOWN_ESCAPED.sub(_escape, text)
+    return _escaped(True).sub(_escape, text)
 
 
 def one_line(text: str) -> str:
@@ -56,7 +63,7 @@ def one_line(text: str) -> str:
     command, a path, a URL) shown on one line, as it will run."""
     if text.isprintable():
         return text
-    return _ONE_LINE.sub(_escape, text)
+    return _escaped(False).sub(_escape, text)
 
 
 def printable(text: object, stream: TextIO | None = None) -> str:
