@@ -39,6 +39,7 @@ from openprose.providers.settings import RetryPolicy
 from openprose.providers.streaming import TextSink, current_sink, stream_text_to
 
 __all__ = [
+    "MAX_BACKOFF_EXPONENT",
     "REQUEST_TALLY",
     "GarbledAnswerError",
     "RequestTally",
