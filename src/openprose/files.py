@@ -9,6 +9,7 @@ every file, only up to its size limit, so an endless writer cannot grow the proc
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
@@ -35,12 +36,20 @@ def write_bytes_atomically(path: Path, data: bytes) -> None:
     temp = f"{path.parent}/.{path.name}.{os.getpid()}.tmp"
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-    finally:
-        os.close(fd)
-    os.replace(temp, path)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
+        os.replace(temp, path)
+    except BaseException as failure:
+        # a full disk mid-write: no half-written temporary file is left behind
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        if isinstance(failure, OSError) and failure.filename is None:
+            failure.filename = str(path)  # the error names the file, as open() would
+        raise
 
 
 MiB = 1024 * 1024

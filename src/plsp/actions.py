@@ -17,6 +17,7 @@ from urllib.parse import unquote, urlsplit
 
 import aiohttp
 
+from cliconventions.terminal import printable
 from plsp.files import JSON_INT_DIGITS, read_head
 from plsp.syntax import LiteralValue, Num
 
@@ -165,7 +166,8 @@ class StdoutPageSink:
         self.stream = stream
 
     async def send(self, recipient: str, message: str) -> str:
-        print(f"PAGE {recipient}: {message}", file=self.stream or sys.stdout, flush=True)
+        stream = self.stream or sys.stdout  # a model's page: escaped on a terminal
+        print(printable(f"PAGE {recipient}: {message}", stream), file=stream, flush=True)
         return "stdout"
 
 

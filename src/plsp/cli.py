@@ -18,7 +18,8 @@ from cliconventions import (
     run_async,
 )
 from cliconventions import apply as apply_conventions
-from plsp.diagnostics import ParseError, visible
+from cliconventions.terminal import neutralise as visible
+from plsp.diagnostics import ParseError
 from plsp.instr import PREFIX, Instruction, parse_instr
 from plsp.loopfile import LoopFileError, LoopSpec, load_loop
 from plsp.middleware import CycleRecord, Loop, LoopResult, Model

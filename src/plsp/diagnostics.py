@@ -70,18 +70,3 @@ class Violation:
             data["line"] = self.line
             data["column"] = self.column
         return data
-
-
-# Characters a terminal acts on rather than shows (C0 and C1 controls, DEL, bidi
-# overrides); tab and newline lay text out and stay.
-_NEUTRALISED = {
-    code: f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-    for code in [*range(0x20), 0x7F, *range(0x80, 0xA0), 0x200E, 0x200F]
-    + [*range(0x202A, 0x202F), *range(0x2066, 0x206A)]
-    if code not in (0x09, 0x0A)
-}
-
-
-def visible(text: str) -> str:
-    """``text`` with every terminal control sequence made visible and inert."""
-    return text.translate(_NEUTRALISED)

@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from cliconventions.terminal import neutralise as visible
 from vlp.ask import ASKABLE_TYPES, MAX_REASKS, Answer, ask_async
 from vlp.errors import VLPError
 from vlp.message import make_message
@@ -102,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         answer = asyncio.run(asking())
     except ProviderError as error:
-        sys.stderr.write(f"vlp ask: {_named(choice.provider_name, str(error))}\n")
+        sys.stderr.write(visible(f"vlp ask: {_named(choice.provider_name, str(error))}") + "\n")
         return EXIT_PROVIDER
     _report_attempts(answer, verbose=args.verbose)
     if answer.message is None:
@@ -140,15 +141,16 @@ def _report_attempts(answer: Answer, *, verbose: bool) -> None:
         verdict = "accepted" if not attempt.problems else "rejected"
         sys.stderr.write(f"vlp ask: attempt {number} {verdict}\n")
         for problem in attempt.problems:
-            sys.stderr.write(f"  {problem.code} {problem.message}\n")
+            sys.stderr.write(visible(f"  {problem.code} {problem.message}") + "\n")
         if attempt.problems or verbose:
-            sys.stderr.write("  reply: " + attempt.text.strip().replace("\n", "\n  ") + "\n")
+            reply = visible(attempt.text.strip()).replace("\n", "\n  ")  # a model's words
+            sys.stderr.write(f"  reply: {reply}\n")
     if not answer.ok:
         sys.stderr.write(f"vlp ask: no valid VLP message after {len(answer.attempts)} attempt(s)\n")
 
 
 def _usage(message: str) -> int:
-    sys.stderr.write(f"vlp ask: {message}\n")
+    sys.stderr.write(visible(f"vlp ask: {message}") + "\n")
     return EXIT_USAGE
 
 

@@ -17,6 +17,7 @@ import orjson
 
 from cliconventions import OUTPUT_ERRNOS, ConventionalParser, guard_output
 from cliconventions import apply as apply_conventions
+from cliconventions.terminal import neutralise as visible
 from vlp import ask_cli
 from vlp.duplicates import DuplicateKey
 from vlp.errors import CODES, Problem, VLPError
@@ -24,7 +25,7 @@ from vlp.gate import gate
 from vlp.jobs import WorkerFailed
 from vlp.message import make_message
 from vlp.ndjson import DEFAULT_MAX_LINE_BYTES, SPLIT_MIN_BYTES, read_records, scan
-from vlp.render import render_thread, visible
+from vlp.render import render_thread
 from vlp.schema import MESSAGE_TYPES, SAFETY_LEVELS
 from vlp.thread import Thread, ThreadChecker
 

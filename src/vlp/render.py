@@ -16,24 +16,6 @@ _MAX_INDENT = 24  # tree levels drawn indented; deeper ones are marked with thei
 _CHAIN_SHOWN = 4  # corrections named in a "corrected by" line before eliding the middle
 
 
-# Characters a terminal acts on rather than shows (C0 and C1 controls, DEL, bidi
-# overrides): text from messages is printed with them as visible escapes, so a message
-# cannot move the cursor, recolour, retitle or reorder what the user reads.
-_NEUTRALISED = {
-    code: f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-    for code in [*range(0x20), 0x7F, *range(0x80, 0xA0), 0x200E, 0x200F]
-    + [*range(0x202A, 0x202F), *range(0x2066, 0x206A)]
-    if code not in (0x09, 0x0A)  # tab and newline lay text out
-}
-
-
-def visible(text: str) -> str:
-    """``text`` with every terminal control sequence made visible and inert."""
-    if text.isprintable():  # every neutralised character is unprintable: the usual case
-        return text
-    return text.translate(_NEUTRALISED)
-
-
 def _short(content: Any) -> str:
     if isinstance(content, str):
         text = content

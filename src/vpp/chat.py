@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from cliconventions import interrupt_status
+from cliconventions.terminal import neutralise, printable
 from vpp.session import DEFAULT_MAX_REASKS, Session, Turn, turn_records
 
 OK, VIOLATIONS, USAGE, PROVIDER_FAILED = 0, 1, 2, 3
@@ -143,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
         message = str(error)  # the provider's own messages start with its name
         if not message.startswith(choice.provider_name):
             message = f"{choice.provider_name}: {message}"
-        print(f"vpp chat: {message}", file=sys.stderr)
+        print(f"vpp chat: {neutralise(message)}", file=sys.stderr)
         status = PROVIDER_FAILED
     except KeyboardInterrupt as interrupt:  # Ctrl-C (130) or SIGTERM (143)
         status = interrupt_status(interrupt)
@@ -156,7 +157,7 @@ def _show(turn: Turn, *, as_json: bool) -> None:
     if as_json:
         print(json.dumps(turn.as_dict(), ensure_ascii=False), flush=True)
     else:
-        print(turn.reply + "\n", flush=True)
+        print(printable(turn.reply) + "\n", flush=True)  # a model's words: escaped on a tty
     state = turn.state
     counts = state.to_dict()["tag_counts"]
     tags = " ".join(f"{tag}={count}" for tag, count in counts.items() if count)
@@ -172,5 +173,5 @@ def _show(turn: Turn, *, as_json: bool) -> None:
 
 
 def _usage(message: str) -> int:
-    print(f"vpp chat: {message}", file=sys.stderr)
+    print(f"vpp chat: {neutralise(message)}", file=sys.stderr)
     return USAGE

@@ -13,10 +13,11 @@ import os
 import stat
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TextIO
 
 from cliconventions import ConventionalParser, guard_output
 from cliconventions import apply as apply_conventions
+from cliconventions.terminal import neutralise
 from vpp import chat
 from vpp.audit import SETUP, TranscriptResult, footers_version, validate_transcript
 from vpp.grammar import Command, parse_command, recovery_body
@@ -64,7 +65,7 @@ def _run(args: argparse.Namespace) -> int:
         print(header_snippet(version), end="")
         return OK
     except _InputError as error:
-        print(f"vpp: error: {error}", file=sys.stderr)
+        _say(f"vpp: error: {error}", file=sys.stderr)
         return USAGE
 
 
@@ -224,7 +225,7 @@ def _check(
         try:
             result = _load(path, version, strict, False, from_start)
         except _InputError as error:
-            print(f"vpp: error: {error}", file=sys.stderr)
+            _say(f"vpp: error: {error}", file=sys.stderr)
             status = USAGE
             documents.append({"path": path, "ok": False, "error": str(error)})
             continue
@@ -246,18 +247,24 @@ def _check(
     return status
 
 
+def _say(text: str, file: TextIO | None = None) -> None:
+    """print() for the user: a transcript's controls (a footer value setting the window
+    title) and hidden characters are shown escaped, never acted on; JSON is data, unchanged."""
+    print(neutralise(text), file=file)
+
+
 def _print_check(path: str, version: Version, result: TranscriptResult, quiet: bool) -> None:
     for turn in result.turns:
         for note in turn.notes:
             # A user turn's notes are 1.5 command errors the reply answered correctly.
             command_note = turn.role == "user" and note.code != SETUP
             answered = " (answered with the recovery body)" if command_note else ""
-            print(
+            _say(
                 f"{path}:{note.line}: turn {turn.index} ({turn.role}): "
                 f"note: {note.code}: {note.message}{answered}"
             )
         for violation in turn.violations:
-            print(
+            _say(
                 f"{path}:{violation.line}: turn {turn.index} ({turn.role}): "
                 f"{violation.code}: {violation.message}"
             )
@@ -265,10 +272,10 @@ def _print_check(path: str, version: Version, result: TranscriptResult, quiet: b
     if quiet:  # -q: the violations only
         return
     if not bad:
-        print(f"{path}: compliant with VPP {version} ({len(result.turns)} turns checked)")
+        _say(f"{path}: compliant with VPP {version} ({len(result.turns)} turns checked)")
     else:
         count = sum(len(turn.violations) for turn in bad)
-        print(f"{path}: {count} violation(s) in {len(bad)} of {len(result.turns)} turns")
+        _say(f"{path}: {count} violation(s) in {len(bad)} of {len(result.turns)} turns")
 
 
 def _parse(message: str, version: Version, as_json: bool) -> int:
@@ -292,16 +299,16 @@ def _command_json(command: Command) -> dict[str, Any]:
 
 
 def _print_command(command: Command) -> None:
-    print(f"command: {command.first_line}")
-    print(f"tag: {command.tag or '-'}")
-    print(f"modifiers: {' '.join('--' + m for m in command.modifiers) or '-'}")
-    print(f"destination: {command.destination or '-'}")
+    _say(f"command: {command.first_line}")
+    _say(f"tag: {command.tag or '-'}")
+    _say(f"modifiers: {' '.join('--' + m for m in command.modifiers) or '-'}")
+    _say(f"destination: {command.destination or '-'}")
     for problem in command.errors:
-        print(f"error: column {problem.column}: {problem.code}: {problem.message}")
+        _say(f"error: column {problem.column}: {problem.code}: {problem.message}")
     if command.ok:
-        print("reply: " + " or ".join(f"<{tag}>" for tag in command.reply_tags))
+        _say("reply: " + " or ".join(f"<{tag}>" for tag in command.reply_tags))
     else:
-        print(f"reply: <c> with recovery body: {recovery_body(command)}")
+        _say(f"reply: <c> with recovery body: {recovery_body(command)}")
 
 
 def _repair(path: str, version: Version | None, strict: bool, from_start: bool | None) -> int:

@@ -53,3 +53,18 @@ def test_run_and_show_neutralise_model_output_on_a_terminal_only(
             assert "\x1b" not in printed and "\x07" not in printed and "\x9b" not in printed
         else:
             assert "\x1b]0;pwned\x07" in printed  # piped: the real bytes
+
+
+def test_the_live_views_answer_column_shows_controls_and_markup_as_text() -> None:
+    from rich.console import Console
+
+    from openprose.vm.progress import LiveView
+
+    view = LiveView()
+    view("session_started", "1", {"agent": "writer", "model": "opus"})
+    view.answer_text("1", "clear\x1b[2J [bold red]loud[/] \u202eevil")
+    console = Console(file=io.StringIO(), width=200, color_system=None)
+    console.print(view._render())
+    text = console.file.getvalue()  # type: ignore[attr-defined]
+    assert "clear\\x1b[2J [bold red]loud[/] \\u202eevil" in text
+    assert "\x1b" not in text and "\u202e" not in text

@@ -184,6 +184,16 @@ def test_cli_reports_every_attempt_when_no_valid_answer(
     assert "after 2 attempt(s)" in captured.err
 
 
+def test_cli_shows_a_rejected_reply_with_its_controls_escaped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    hostile = "nul\x00 \u202eevil \x1b[2Jclear \x1b]0;title\x07"
+    assert main(["ask", "--provider", rules(tmp_path, hostile), "q"]) == 1
+    err = capsys.readouterr().err
+    assert "nul\\x00 \\u202eevil \\x1b[2Jclear \\x1b]0;title\\x07" in err
+    assert not any(char in err for char in ("\x00", "\u202e", "\x1b", "\x07"))
+
+
 @pytest.mark.parametrize(
     ("argv", "expected"),
     [

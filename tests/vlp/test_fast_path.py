@@ -25,7 +25,6 @@ from vlp.fastpath import (
     decode_lines,
     is_surely_valid_line,
 )
-from vlp.render import _NEUTRALISED, visible
 from vlp.schema import TIMESTAMP_PATTERN, load_schema
 from vlp.validate import bad_timestamps, check_message, is_surely_valid
 
@@ -326,12 +325,6 @@ def test_a_schema_construct_the_compiler_does_not_know_is_refused(change: Any) -
     change(schema)
     with pytest.raises(SchemaNotCompiled):
         compile_schema(schema, open_values=False)
-
-
-@settings(max_examples=300)
-@given(st.text())
-def test_visible_only_skips_text_with_nothing_to_neutralise(text: str) -> None:
-    assert visible(text) == text.translate(_NEUTRALISED)
 
 
 # A column of stamps: runs of learnt minutes broken by fractions, leap seconds, bad

@@ -48,6 +48,18 @@ def test_check_reports_line_numbers_and_exits_1(
     assert "1 violation(s) in 1 of 2 turns" in out
 
 
+def test_check_shows_a_footer_value_with_its_controls_escaped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    title = "\x1b]0;pwned\x07\u202e"
+    bad = footer("q", 1).replace("Cycle=1/3", f"Cycle={title}")
+    path = write(tmp_path, "t.txt", f"User: !<q>\nAssistant: <q>\nbody\n{bad}\n")
+    assert main(["check", path]) == 1
+    out = capsys.readouterr().out
+    assert "\\x1b]0;pwned\\x07\\u202e" in out
+    assert not any(char in out for char in ("\x1b", "\x07", "\u202e"))
+
+
 def test_check_json_several_files_is_one_document(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -8,6 +8,7 @@ batch files and both executors produce the same rows.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from collections.abc import Callable, Iterator
@@ -349,6 +350,8 @@ async def _drive(
         runner.log = log
 
     def deliver(row: dict[str, Any]) -> None:
+        if log.error is not None:
+            return  # its row cannot be written: neither counted nor shown
         store.write_row(row)
         stats.add(row)
         if on_row is not None:
@@ -356,6 +359,8 @@ async def _drive(
 
     def jobs() -> Iterator[Job]:
         for case in read_cases(inputs_path):
+            if log.error is not None:
+                return  # the disk is full: no more runs (the executor is being stopped)
             if case.line in done:
                 continue
             problem = _problem(case, declared)
@@ -376,17 +381,18 @@ async def _drive(
                 materialize(store.root, run_id, runs_dir)
                 yield Job(case.line, run_id, case.inputs, resume=True)
 
-    try:
+    async def execute(runner: CaseRunner, processes: int) -> None:
         cases = jobs()
-        if executor == "ray":
-            from openprose.batches.on_ray import RayUnavailable, run_on_ray
+        try:
+            if executor == "ray":
+                from openprose.batches.on_ray import RayUnavailable, run_on_ray
 
-            await runner.aclose()  # the workers open their own
-            try:
-                await run_on_ray(spec, cases, deliver, max_runs, address=ray_address)
-            except RayUnavailable as error:
-                raise BatchError(str(error)) from None
-        else:
+                await runner.aclose()  # the workers open their own
+                try:
+                    await run_on_ray(spec, cases, deliver, max_runs, address=ray_address)
+                except RayUnavailable as error:
+                    raise BatchError(str(error)) from None
+                return
             from openprose.batches.in_process import fewer_collections, run_in_process
 
             # each process needs one request of the provider limit at least
@@ -411,10 +417,24 @@ async def _drive(
                         await run_in_process(runner, cases, deliver, max_runs)
             finally:
                 await runner.aclose()
-    except CasesError as error:
-        raise BatchError(str(error)) from None
+        except CasesError as error:
+            raise BatchError(str(error)) from None
+
+    executing = asyncio.ensure_future(execute(runner, processes))
+
+    def stop(_error: OSError) -> None:
+        executing.cancel()  # the first failed write of the log or a row stops every run
+
+    log.on_error = stop
+    try:
+        await executing
+    except asyncio.CancelledError:
+        if log.error is None:
+            raise  # cancelled from outside (Ctrl-C)
     finally:
         await store.aclose()
+    if log.error is not None:
+        raise log.error
     everything = stats.done_before + stats.done
     failed, invalid = stats.failed, stats.invalid
     for row in _old_rows(store, done) if done else ():  # a resume: earlier rows count too

@@ -26,8 +26,21 @@ async def run_in_process(
     async def worker() -> None:
         for job in jobs:
             deliver(await runner.run(job))
+            # one loop turn: the run's records and row are written (the run log's group
+            # commit) before this worker starts another run, so a failed write stops the
+            # batch with at most `max_runs` calls made and not kept
+            await asyncio.sleep(0)
 
-    await asyncio.gather(*(worker() for _ in range(max_runs)))
+    workers = [asyncio.ensure_future(worker()) for _ in range(max_runs)]
+    try:
+        await asyncio.gather(*workers)
+    except BaseException:
+        # one worker's error (the disk is full) ends the others at once: none starts
+        # another run, none sends another request
+        for task in workers:
+            task.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
+        raise
 
 
 @contextmanager

@@ -6,6 +6,7 @@ checked program and an open provider once per process and runs cases with them.
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,9 +18,12 @@ if TYPE_CHECKING:
     from openprose.vm.logged_runs import LoggedRun
     from openprose.vm.runlog import RunLog
 
-__all__ = ["FINISHED", "BatchSpec", "CaseRunner", "Job", "logged_row", "row_of"]
+__all__ = ["FINISHED", "WRITE_ERRNOS", "BatchSpec", "CaseRunner", "Job", "logged_row", "row_of"]
 
 FINISHED = ("succeeded", "failed", "stopped")  # rows of their own; "aborted" is resumed
+# A run that cannot write its files: the disk, not the run, is at fault; every later run
+# would fail the same way, so the batch stops instead of making one failed row each.
+WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EFBIG, errno.EROFS})
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +118,11 @@ class CaseRunner:
             if job.resume:
                 return await self._resume(job)
             return self._row(job, await self._start(job))
+        except OSError as error:
+            if error.errno in WRITE_ERRNOS:
+                raise  # the disk, not the run: the batch stops (`driver`)
+            message = f"internal error: {type(error).__name__}: {error}"
+            return row_of(job.line, job.run_id, "error", error=message)
         except Exception as error:  # noqa: BLE001 - one run's bug must not end the batch
             message = f"internal error: {type(error).__name__}: {error}"
             return row_of(job.line, job.run_id, "error", error=message)

@@ -46,6 +46,7 @@ class _Worker:
         self.ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiting: dict[int, asyncio.Future[dict[str, Any]]] = {}
         self._outbox: list[bytes] = []
+        self._write_error: OSError | None = None  # its run log could not be written
         self._reader = asyncio.create_task(self._read_rows())
 
     @classmethod
@@ -81,7 +82,7 @@ class _Worker:
 
     async def run(self, job: Job) -> dict[str, Any]:
         if self._reader.done():
-            raise WorkerDied(self._died())
+            raise self._write_error or WorkerDied(self._died())
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._waiting[job.line] = future
         self._send(
@@ -95,7 +96,14 @@ class _Worker:
             async for line in self.process.stdout:
                 row = orjson.loads(line)
                 if "ready" in row:
-                    self.ready.set_result(None)
+                    if not self.ready.done():  # cancelled when the batch stopped meanwhile
+                        self.ready.set_result(None)
+                    continue
+                if "write_error" in row:  # it stopped: the batch stops as for its own log
+                    failed = row["write_error"]
+                    self._write_error = OSError(
+                        failed["errno"], failed["strerror"], failed["filename"]
+                    )
                     continue
                 future = self._waiting.pop(row["line"], None)
                 if future is not None and not future.done():
@@ -105,7 +113,7 @@ class _Worker:
             pending: list[asyncio.Future[Any]] = [self.ready, *self._waiting.values()]
             for waiting in pending:
                 if not waiting.done():
-                    waiting.set_exception(WorkerDied(self._died()))
+                    waiting.set_exception(self._write_error or WorkerDied(self._died()))
             self._waiting.clear()
 
     def _died(self) -> str:
@@ -197,6 +205,8 @@ async def _serve(header: dict[str, Any]) -> None:
     runner.log = log
     out = sys.stdout.fileno()
     os.write(out, b'{"ready":true}\n')
+    if log is not None:
+        log.on_error = lambda error: _stop_on_write_error(out, error)
 
     def send(row: dict[str, Any]) -> None:
         data = orjson.dumps(row, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_APPEND_NEWLINE)
@@ -228,6 +238,14 @@ async def _serve(header: dict[str, Any]) -> None:
         await runner.aclose()
         if log is not None:
             await log.aclose()
+
+
+def _stop_on_write_error(out: int, error: OSError) -> None:
+    """The run log cannot be written (a full disk): tell the batch process, which stops the
+    batch, and end at once — no more runs, no more requests."""
+    failed = {"errno": error.errno, "strerror": error.strerror, "filename": error.filename}
+    os.write(out, orjson.dumps({"write_error": failed}) + b"\n")
+    os._exit(1)
 
 
 def main() -> None:

@@ -125,8 +125,10 @@ class BatchStore:
         return (r for r in _records(self.output_path) if isinstance(r.get("line"), int))
 
     def open_for_append(self, *, durable: bool = False) -> RunLog:
-        self._rows_fd = open_for_append(self.output_path)
+        output = self.output_path
+        self._rows_fd = open_for_append(output)
         self.log = RunLog(self.log_path, durable=durable)
+        self.log.names[self._rows_fd] = str(output)
         return self.log
 
     def write_row(self, row: dict[str, Any]) -> None:
@@ -141,16 +143,22 @@ class BatchStore:
         self.close()
 
     def close(self) -> None:
-        if self.log is not None:
-            self.log.close()
-            self.log = None
-        if self._rows_fd is not None:
-            os.fsync(self._rows_fd)
-            os.close(self._rows_fd)
-            self._rows_fd = None
-        if self._lock is not None:
-            self._lock.release()
-            self._lock = None
+        """Close the files and release the lock, whatever fails on the way (a full disk:
+        the rows fsync raises after the lock is released)."""
+        try:
+            if self.log is not None:
+                self.log.close()
+                self.log = None
+            if self._rows_fd is not None:
+                fd, self._rows_fd = self._rows_fd, None
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+        finally:
+            if self._lock is not None:
+                self._lock.release()
+                self._lock = None
 
 
 def _records(path: Path) -> Iterator[dict[str, Any]]:

@@ -36,6 +36,7 @@ def decide(args: argparse.Namespace, answer: str) -> int:
     import sys
 
     from openprose.project import runs_home
+    from openprose.terminal import neutralise, one_line
     from openprose.vm.approvals import ApprovalError
     from openprose.vm.logged_runs import resolve_run
     from openprose.vm.runstore import RUNS_DIR, AmbiguousRun, DamagedRun, RunBusy
@@ -51,7 +52,10 @@ def decide(args: argparse.Namespace, answer: str) -> int:
         print(f"prose: {error}", file=sys.stderr)
         return 2
     for r in answered:
-        print(f"{VERBS[answer]}: {r.get('tool')} {r.get('kind')} {r.get('action')}  ({r['id']})")
+        # the action as it will run, escaped on one line (a hidden `\r` cannot mask it)
+        action = one_line(str(r.get("action")))
+        said = f"{VERBS[answer]}: {r.get('tool')} {r.get('kind')} {action}  ({r['id']})"
+        print(neutralise(said))
     print(f"continue with: prose resume {run_dir.name}")
     return 0
 

@@ -549,8 +549,12 @@ def print_summary(result: RunResult, provider: str | None = None) -> None:
     if result.result is not None:
         lines.append(f"result: {result.result}")
     answered_by = ANSWERED_LOCALLY.get(provider or "")
-    sent = usage.get("requests_sent", 0)
+    # every request the server received, the failed ones too ("0 sent" when it got 5)
+    failed = usage.get("requests_failed", 0)
+    sent = usage.get("requests_sent", 0) + failed
     asked = f"{sent} answered by {answered_by}" if answered_by else f"{sent} sent"
+    if failed:
+        asked += f" ({failed} failed)"
     lines.append(
         f"tokens: {usage.get('input_tokens', 0)} in, {usage.get('output_tokens', 0)} out; "
         f"requests: {asked}, "

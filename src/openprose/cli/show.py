@@ -227,12 +227,15 @@ def _print_tools(
     approvals: list[dict[str, Any]],
     pending: list[dict[str, Any]],
 ) -> None:
+    from openprose.terminal import neutralise, one_line
     from openprose.terminal import printable as shown
 
+    # an action (a path, command, URL) is always shown escaped, on a terminal or not: the
+    # person approving it must see what will run
     if calls:
         print(f"\ntool calls ({len(calls)}):")
         for c in calls:
-            args = json.dumps(c["arguments"], ensure_ascii=False)[:60]
+            args = one_line(json.dumps(c["arguments"], ensure_ascii=False))[:60]
             if c["result"] is None:
                 outcome = "no result (in flight when the run stopped)"
             else:
@@ -246,16 +249,18 @@ def _print_tools(
         print(f"\npermissions ({len(permissions)}):")
         for p in permissions:
             print(
-                shown(
-                    f"  {p['at']:<14} {p['decision']!s:<8} {p['kind']} {p['action']}  "
+                neutralise(
+                    f"  {p['at']:<14} {p['decision']!s:<8} {p['kind']} {one_line(p['action'])}  "
                     f"({p['reason']})"
                 )
             )
     if approvals:
         print(f"\napprovals ({len(approvals)}):")
         for a in approvals:
-            print(shown(f"  {a['id']}: {a['answer']} ({a['kind']} {a['action']}, by {a['by']})"))
+            action = one_line(str(a["action"]))
+            print(neutralise(f"  {a['id']}: {a['answer']} ({a['kind']} {action}, by {a['by']})"))
     if pending:
         print(f"\nwaiting for approval ({len(pending)}): answer with prose approve / prose deny")
         for r in pending:
-            print(shown(f"  {r['id']}: {r['tool']} wants to {r['kind']} {r['action']}"))
+            action = one_line(str(r["action"]))
+            print(neutralise(f"  {r['id']}: {r['tool']} wants to {r['kind']} {action}"))

@@ -103,6 +103,7 @@ def open_provider(settings: ProviderSettings, name: str | None = None) -> Provid
             api_key=endpoint.api_key,
             base_url=endpoint.base_url,
             timeout=settings.timeout,
+            read_timeout=settings.read_timeout,
             max_connections=settings.max_concurrency,
         )
     elif name == "openai":
@@ -112,6 +113,7 @@ def open_provider(settings: ProviderSettings, name: str | None = None) -> Provid
             api_key=endpoint.api_key or OPENAI_PLACEHOLDER_KEY,
             base_url=endpoint.base_url,
             timeout=settings.timeout,
+            read_timeout=settings.read_timeout,
             max_connections=settings.max_concurrency,
         )
     elif name == "local":

@@ -49,6 +49,7 @@ class AnthropicProvider(HttpProvider):
         api_key: str,
         base_url: str | None = None,
         timeout: float,
+        read_timeout: float | None = None,
         max_connections: int = 0,
     ) -> None:
         super().__init__(
@@ -62,6 +63,7 @@ class AnthropicProvider(HttpProvider):
                 "anthropic-version": API_VERSION,
             },
             timeout=timeout,
+            read_timeout=read_timeout,
             max_connections=max_connections,
         )
 

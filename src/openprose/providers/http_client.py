@@ -79,6 +79,7 @@ class HttpProvider:
         path: str,
         headers: Mapping[str, str],
         timeout: float,
+        read_timeout: float | None = None,
         max_connections: int = 0,
     ) -> None:
         try:
@@ -94,6 +95,8 @@ class HttpProvider:
         url = self.url = base_url.rstrip("/") + path
         self._headers = {"content-type": "application/json", **headers}
         self._timeout = timeout
+        # the silence tolerated once an answer streams (`read_timeout` in prose.toml)
+        self._read_timeout = timeout if read_timeout is None else min(read_timeout, timeout)
         self._max_connections = max_connections  # 0: no cap (the retry layer limits calls)
         self._proxy = env_proxy(url)
         self._pool: ConnectionPool | None = None
@@ -137,9 +140,14 @@ class HttpProvider:
         body = orjson.dumps(self.request_body(request, stream=True))
         pool, prepared = self._connections()
         try:
-            # A stream may run long; what must not last is silence between its chunks.
+            # A stream may run long; what must not last is silence between its chunks. The
+            # head may come late (a server reads a long prompt first): the request's timeout.
             async with pool.stream(
-                prepared, body, connect_timeout=self._timeout, read_timeout=self._timeout
+                prepared,
+                body,
+                connect_timeout=self._timeout,
+                read_timeout=self._read_timeout,
+                head_timeout=self._timeout,
             ) as answer:
                 if answer.status in STREAM_REFUSALS:
                     self._streams = False
@@ -149,7 +157,13 @@ class HttpProvider:
                         answer.status, answer.headers, await answer.read(), request
                     )
                 else:
-                    return await self._read_stream(answer, request, on_text)
+                    try:
+                        return await self._read_stream(answer, request, on_text)
+                    except TimeoutError:
+                        raise StreamCut(
+                            f"the answer stream stalled: nothing arrived for "
+                            f"{self._read_timeout:g} s (read_timeout in prose.toml)"
+                        ) from None
         except ProviderError:
             raise
         except BadAnswer as problem:
@@ -158,7 +172,7 @@ class HttpProvider:
             ) from None
         except (TimeoutError, HttpFailure, StreamCut) as exc:
             raise transport_error(
-                exc, provider=self.name, model=request.model, timeout=self._timeout
+                exc, provider=self.name, model=request.model, timeout=self._timeout, url=self.url
             ) from exc
         return _in_one_piece(await self._complete_whole(request), on_text)
 
@@ -198,7 +212,7 @@ class HttpProvider:
             answer = await pool.fetch(prepared, body, timeout=self._timeout)
         except (TimeoutError, HttpFailure) as exc:
             raise transport_error(
-                exc, provider=self.name, model=request.model, timeout=self._timeout
+                exc, provider=self.name, model=request.model, timeout=self._timeout, url=self.url
             ) from exc
         if answer.status >= 300:
             raise self._status_error(answer.status, answer.headers, answer.body, request)

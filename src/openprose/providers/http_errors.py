@@ -73,7 +73,7 @@ def status_error(
 
 
 def transport_error(
-    exc: BaseException, *, provider: str, model: str, timeout: float
+    exc: BaseException, *, provider: str, model: str, timeout: float, url: str = ""
 ) -> ProviderError:
     """A connection that could not be made, broke, or stayed silent past the timeout: worth
     another attempt, except a TLS failure (a certificate the same server will show again)
@@ -100,8 +100,15 @@ def transport_error(
             f"{where}: no answer within the {timeout:g} s request timeout", provider=provider
         )
     if isinstance(exc, wire.ConnectionBroke):
+        # a port that speaks TLS closes a plain request unanswered (or with a TLS alert)
+        hint = (
+            "; if the server speaks TLS on this port, the base URL must start with https://"
+            if exc.before_answer and url.startswith("http://")
+            else ""
+        )
         return TransientProviderError(
-            f"{where}: the connection broke before the answer was complete ({_short(str(exc))})",
+            f"{where}: the connection broke before the answer was complete "
+            f"({_short(str(exc))}){hint}",
             provider=provider,
         )
     if isinstance(exc, wire.NotHttp):
@@ -205,6 +212,11 @@ def shown(value: object) -> str:
     return _short(repr(value))
 
 
+# More tokens than any request could hold (a 64-bit field holds up to 9.2e18): a larger
+# count is a broken server, and would overflow the journal's integers.
+MAX_TOKEN_COUNT = 10**12
+
+
 def token_count(usage: object, field: str) -> int:
     """A usage counter; absent or null counts as 0 (some compatible servers omit usage)."""
     if usage is None:
@@ -214,9 +226,18 @@ def token_count(usage: object, field: str) -> int:
     value = usage.get(field)
     if value is None:
         return 0
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or (isinstance(value, float) and not value.is_integer())  # NaN and infinity too
+    ):
         raise BadAnswer(f"usage.{field} is {shown(value)}, not a token count")
-    return max(0, int(value))
+    if value > MAX_TOKEN_COUNT:
+        raise BadAnswer(
+            f"usage.{field} is {shown(value)}, more tokens than any request holds "
+            f"(at most {MAX_TOKEN_COUNT:,})"
+        )
+    return max(0, int(value))  # a negative count (some servers' "unknown") counts nothing
 
 
 def optional_text(value: Any, field: str) -> str | None:

@@ -276,7 +276,7 @@ class ResponseParser:
             what = "headers" if self._state == _HEAD else "trailers"
             raise AnswerTooLarge(f"the answer's {what} are over {self.max_head} bytes")
         if self._state == _HEAD and not _could_be_http(bytes(buffer[:5])):
-            raise NotHttp(f"the server's answer does not start like HTTP: {_quoted(buffer)}")
+            raise _not_http(bytes(buffer))
         return False
 
     def _read_head(self, data: bytes) -> bytes:
@@ -285,7 +285,7 @@ class ResponseParser:
             if len(data) > self.max_head:
                 raise AnswerTooLarge(f"the answer's headers are over {self.max_head} bytes")
             if not _could_be_http(data):
-                raise NotHttp(f"the server's answer does not start like HTTP: {_quoted(data)}")
+                raise _not_http(data)
             self._buffer += data
             return b""
         block, data = data[:end], data[end:].removeprefix(b"\r\n").removeprefix(b"\n")
@@ -409,6 +409,20 @@ def _could_be_http(data: bytes) -> bool:
 _HEADER_LINE = re.compile(
     r"^([!#$%&'*+.^_`|~0-9A-Za-z-]+):[ \t]*((?:[^\r\n]*[^ \t\r\n])?)[ \t]*\r?$", re.MULTILINE
 )
+
+
+# The first bytes of a TLS record: an alert (0x15) or a handshake (0x16), version 3.x.
+_TLS_RECORDS = (b"\x15\x03", b"\x16\x03")
+
+
+def _not_http(data: bytes) -> NotHttp:
+    """What the server sent instead of HTTP; TLS named as such (an http:// URL to a port
+    that speaks TLS gets a TLS alert back)."""
+    if data.startswith(_TLS_RECORDS):
+        return NotHttp(
+            "the server answered in TLS, not plain HTTP: the base URL must start with https://"
+        )
+    return NotHttp(f"the server's answer does not start like HTTP: {_quoted(data)}")
 
 
 def _parse_head(block: bytes) -> ResponseHead:
@@ -721,19 +735,21 @@ class StreamedResponse(_Exchange):
             waiter.set_result(None)
 
     # reader side
-    async def _wait(self) -> None:
+    async def _wait(self, timeout: float | None) -> None:
         waiter = self._waiter = asyncio.get_running_loop().create_future()
         try:
-            async with asyncio.timeout(self._read_timeout):
+            async with asyncio.timeout(timeout):
                 await waiter
         finally:
             self._waiter = None
 
-    async def _head(self) -> None:
+    async def _head(self, timeout: float | None) -> None:
+        """Until the answer's head arrived, each wait bounded by `timeout` (a server may
+        think before it answers: longer than the silence allowed once it streams)."""
         while self.head is None:
             if self._failure is not None:
                 raise self._failure
-            await self._wait()
+            await self._wait(timeout)
 
     def __aiter__(self) -> AsyncIterator[bytes]:
         return self._pieces_as_they_come()
@@ -754,7 +770,7 @@ class StreamedResponse(_Exchange):
                 raise self._failure
             if self._ended:
                 return
-            await self._wait()
+            await self._wait(self._read_timeout)
 
     async def read(self, limit: int = MAX_BODY_BYTES) -> bytes:
         """The rest of the body, whole (an error answer's, or one that is not a stream)."""
@@ -924,12 +940,15 @@ class ConnectionPool:
         *,
         connect_timeout: float | None,
         read_timeout: float | None,
+        head_timeout: float | None = None,
     ) -> _StreamContext:
         """`async with pool.stream(...) as answer:` the answer once its head arrived; its body
         is read with `async for piece in answer`. Connecting (and waiting for a free
-        connection) is bounded by `connect_timeout`, every wait for bytes by `read_timeout`."""
+        connection) is bounded by `connect_timeout`, the wait for the head by `head_timeout`
+        (default: `read_timeout`), every wait for body bytes by `read_timeout`."""
         data = request.head + b"content-length: %d\r\n\r\n" % len(body) + body
-        return _StreamContext(self, data, connect_timeout, read_timeout)
+        head = read_timeout if head_timeout is None else head_timeout
+        return _StreamContext(self, data, connect_timeout, read_timeout, head)
 
     async def aclose(self) -> None:
         self._closed = True
@@ -1156,6 +1175,11 @@ class ConnectionPool:
                         raise CannotConnect("the TLS connection through the proxy closed")
                     connection.transport = tls_transport
         except (ssl.SSLError, ssl.CertificateError) as exc:
+            if _plain_http_answer(exc):
+                raise TlsFailure(
+                    f"{tls_peer}: the server does not speak TLS on this port (it answered "
+                    f"in plain text): the base URL must start with http://"
+                ) from None
             raise TlsFailure(f"{tls_peer}: {exc}") from None
         except ConnectionBroke as exc:
             raise CannotConnect(f"the proxy {host}:{port} closed the tunnel: {exc}") from None
@@ -1209,6 +1233,13 @@ def _idle_timeout(hint: str) -> float | None:
     return None
 
 
+def _plain_http_answer(error: Exception) -> bool:
+    """Whether a TLS handshake failed because plain text came back (OpenSSL reads an HTTP
+    status line as a record of an unknown version)."""
+    reason = str(getattr(error, "reason", "") or error).upper()
+    return any(mark in reason for mark in ("WRONG_VERSION_NUMBER", "RECORD_LAYER_FAILURE"))
+
+
 def _time_out(connection: _Connection, future: asyncio.Future[Response]) -> None:
     if not future.done():
         connection.exchange = None
@@ -1223,11 +1254,13 @@ class _StreamContext:
         data: bytes,
         connect_timeout: float | None,
         read_timeout: float | None,
+        head_timeout: float | None,
     ) -> None:
         self._pool = pool
         self._data = data
         self._connect_timeout = connect_timeout
         self._read_timeout = read_timeout
+        self._head_timeout = head_timeout
         self._answer: StreamedResponse | None = None
 
     async def __aenter__(self) -> StreamedResponse:
@@ -1248,7 +1281,7 @@ class _StreamContext:
         parser = ResponseParser(answer, max_head=pool.max_head, max_body=None)
         try:
             pool._send(connection, answer, parser, self._data)
-            await answer._head()
+            await answer._head(self._head_timeout)
         except BaseException as failure:
             pool._after_failure(connection, failure)
             raise

@@ -51,6 +51,7 @@ class OpenAIProvider(HttpProvider):
         api_key: str,
         base_url: str | None = None,
         timeout: float,
+        read_timeout: float | None = None,
         max_connections: int = 0,
     ) -> None:
         super().__init__(
@@ -58,6 +59,7 @@ class OpenAIProvider(HttpProvider):
             path="/chat/completions",
             headers={"authorization": f"Bearer {api_key}"},
             timeout=timeout,
+            read_timeout=read_timeout,
             max_connections=max_connections,
         )
         # OpenAI's own API wants `max_completion_tokens` (newer models reject `max_tokens`);
@@ -107,12 +109,13 @@ class OpenAIProvider(HttpProvider):
         message = choice.get("message")
         if not isinstance(message, dict):
             raise BadAnswer(f"`choices[0].message` is {shown(message)}, not a message object")
-        # null content is a real answer shape (a refusal, tool calls only, or every token
-        # spent on reasoning)
         text = optional_text(message.get("content"), "choices[0].message.content")
         calls = message.get("tool_calls")
         if calls is not None and not isinstance(calls, list):
             raise BadAnswer(f"choices[0].message.tool_calls is {shown(calls)}, not a list")
+        if text is None and not calls:
+            # null content goes with tool calls; alone it is no answer, not an empty one
+            raise BadAnswer(_no_content(message, choice.get("finish_reason")))
         tool_calls = tuple(
             _tool_call(
                 call.get("id") if isinstance(call, dict) else None,
@@ -137,6 +140,24 @@ class OpenAIProvider(HttpProvider):
 
     def assembler(self, request: ModelRequest) -> _ChunkAssembler:
         return _ChunkAssembler(request.model)
+
+
+def _no_content(message: dict[str, Any], finish_reason: object) -> str:
+    """Why an answer with null content and no tool calls holds nothing, in words."""
+    said = "choices[0].message.content is null and there are no tool calls"
+    refusal = message.get("refusal")
+    if isinstance(refusal, str) and refusal:
+        return f"{said}: the model refused ({_short_text(refusal)})"
+    if finish_reason == "length":
+        return f"{said}: the token limit was reached before any answer (raise max_tokens)"
+    if isinstance(finish_reason, str):
+        return f"{said} (finish_reason {finish_reason!r})"
+    return said
+
+
+def _short_text(text: str, limit: int = 200) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _wire_messages(message: Message) -> list[dict[str, Any]]:
@@ -240,6 +261,8 @@ class _ChunkAssembler:
     def __init__(self, model: str) -> None:
         self._model = model
         self._text: list[str] = []
+        self._content_seen = False  # a `content` string in some delta, empty or not
+        self._refusal: list[str] = []
         self._calls: dict[int, dict[str, Any]] = {}
         self._finish: str | None = None
         self._usage: Any = None
@@ -274,9 +297,13 @@ class _ChunkAssembler:
             if not isinstance(delta, dict):
                 raise BadAnswer(f"`choices[0].delta` is {shown(delta)}, not an object")
             text = optional_text(delta.get("content"), "choices[0].delta.content")
+            self._content_seen = self._content_seen or text is not None
             if text:
                 self._text.append(text)
                 added += text
+            refusal = delta.get("refusal")
+            if isinstance(refusal, str):
+                self._refusal.append(refusal)
             for piece in delta.get("tool_calls") or ():
                 self._add_call_piece(piece)
             finish = optional_text(choice.get("finish_reason"), "finish_reason")
@@ -310,6 +337,8 @@ class _ChunkAssembler:
             )
             for index, call in sorted(self._calls.items())
         )
+        if not self._content_seen and not calls:  # as a whole answer's null content
+            raise BadAnswer(_no_content({"refusal": "".join(self._refusal)}, self._finish))
         return ModelResponse(
             text="".join(self._text),
             usage=Usage(

@@ -19,8 +19,11 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import time
 from collections.abc import Awaitable, Callable, Iterable
+from contextvars import ContextVar
 from dataclasses import replace
+from typing import Protocol
 
 from openprose.providers.base import (
     ModelRequest,
@@ -33,12 +36,34 @@ from openprose.providers.base import (
     UnreachableServerError,
 )
 from openprose.providers.settings import RetryPolicy
-from openprose.providers.streaming import TextSink, stream_text_to
+from openprose.providers.streaming import TextSink, current_sink, stream_text_to
 
-__all__ = ["GarbledAnswerError", "ResilientProvider", "backoff_delay", "garbled_answer", "redact"]
+__all__ = [
+    "MAX_BACKOFF_EXPONENT",
+    "REQUEST_TALLY",
+    "GarbledAnswerError",
+    "RequestTally",
+    "ResilientProvider",
+    "backoff_delay",
+    "garbled_answer",
+    "redact",
+]
 
 DETAIL_CHARS = 200
 SHORTEST_SECRET = 8  # a shorter "key" is a placeholder, and would redact ordinary words
+# 2**60 times any base delay is past every `max_delay`: a larger exponent only overflows.
+MAX_BACKOFF_EXPONENT = 60
+
+
+class RequestTally(Protocol):
+    """What counts the requests a run's provider received (the run's `RunStats`)."""
+
+    requests: int
+
+
+# The tally of the run the current task is making a call for: each transient retry made
+# here is one more request the server received, and the run summary says so.
+REQUEST_TALLY: ContextVar[RequestTally | None] = ContextVar("REQUEST_TALLY", default=None)
 
 
 class GarbledAnswerError(TransientProviderError):
@@ -92,7 +117,8 @@ def _short(text: str) -> str:
 
 def backoff_delay(policy: RetryPolicy, attempt: int, jitter: float) -> float:
     """Delay before retry number `attempt` (1-based): capped exponential, jitter in [0.5, 1]."""
-    ceiling = min(policy.max_delay, policy.base_delay * 2.0 ** (attempt - 1))
+    exponent = min(attempt - 1, MAX_BACKOFF_EXPONENT)
+    ceiling = min(policy.max_delay, policy.base_delay * 2.0**exponent)
     return ceiling * (0.5 + 0.5 * jitter)
 
 
@@ -106,6 +132,7 @@ class ResilientProvider:
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         jitter: Callable[[], float] = random.random,
         secrets: Iterable[str] = (),
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.inner = inner
         self.name = inner.name
@@ -114,6 +141,7 @@ class ResilientProvider:
         self._slots = asyncio.Semaphore(max_concurrency)
         self._sleep = sleep
         self._jitter = jitter
+        self._clock = clock
         # Configured API keys: a server that echoes one (in an error or an answer) must not
         # get it into the journal, run.json, state.md or the terminal.
         self._secrets = tuple(sorted({k for k in secrets if len(k) >= SHORTEST_SECRET}))
@@ -121,7 +149,7 @@ class ResilientProvider:
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """Transient failures retried by the policy (at most `max_attempts` attempts)."""
         attempt = 1
-        waited = 0.0
+        started = self._clock()
         while True:
             try:
                 return await self.complete_once(request)
@@ -129,21 +157,35 @@ class ResilientProvider:
                 raise
             except TransientProviderError as error:
                 if attempt >= self.policy.max_attempts:
-                    error.note = self._gave_up(error, attempt, waited)
+                    error.note = self._gave_up(error, attempt, self._clock() - started)
                     raise
                 delay = backoff_delay(self.policy, attempt, self._jitter())
                 if error.retry_after is not None:
                     delay = max(delay, error.retry_after)
+                self._tell_waiting(error, attempt + 1, delay)
                 await self._sleep(delay)
-                waited += delay
                 attempt += 1
+                tally = REQUEST_TALLY.get()
+                if tally is not None:
+                    tally.requests += 1
 
-    def _gave_up(self, error: TransientProviderError, attempts: int, waited: float) -> str:
-        """How many attempts were made, and what would change the outcome."""
+    def _tell_waiting(self, error: ProviderError, attempt: int, delay: float) -> None:
+        """A watcher of this call (the live view) hears why the call waits, and how long."""
+        stream = current_sink()
+        if stream is not None and stream.on_wait is not None:
+            # the attempt last: a narrow column keeps the end of the line
+            stream.on_wait(
+                f"{_short(str(error))}; attempt {attempt} of {self.policy.max_attempts} "
+                f"in {delay:.1f} s"
+            )
+
+    def _gave_up(self, error: TransientProviderError, attempts: int, elapsed: float) -> str:
+        """How many attempts were made over how long (the wall time: the attempts' own
+        waits for an answer and the waits between them), and what would change the outcome."""
         made = (
-            f"gave up after {attempts} attempts over {waited:.1f} s"
+            f"gave up after {attempts} attempts over {elapsed:.1f} s"
             if attempts > 1
-            else "1 attempt, no retries"
+            else f"1 attempt ({elapsed:.1f} s), no retries"
         )
         more = f"[retry] max_attempts = {self.policy.max_attempts} in prose.toml allows more"
         if error.status == 429:

@@ -64,6 +64,13 @@ DEFAULT_ALIASES: Mapping[str, Mapping[str, str]] = {
 
 DEFAULT_MAX_CONCURRENCY = 16
 DEFAULT_TIMEOUT_S = 300.0
+# Silence tolerated while an answer streams in: a server that stops sending mid-answer is
+# noticed after this long, not after the whole request's `timeout`.
+DEFAULT_READ_TIMEOUT_S = 60.0
+# Attempts per call, the first included: enough to ride out a minute of 503s with backoff;
+# more only multiplies the load on a server that is down (1,000,000 with base_delay = 0
+# was a flood of requests in a fraction of a second).
+MAX_ATTEMPTS = 20
 
 CONFIG_HELP = f"""\
 No model provider is configured. Configure one of:
@@ -108,6 +115,7 @@ class ProviderSettings:
     aliases: Mapping[str, str] = field(default_factory=dict)
     max_concurrency: int = DEFAULT_MAX_CONCURRENCY
     timeout: float = DEFAULT_TIMEOUT_S
+    read_timeout: float = DEFAULT_READ_TIMEOUT_S
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     path: Path | None = None  # the cassette or rules file of `replay` / `scripted`
     endpoints: Mapping[str, Endpoint] = field(default_factory=dict)
@@ -126,6 +134,7 @@ class ProviderSettings:
             "aliases": dict(self.aliases),
             "max_concurrency": self.max_concurrency,
             "timeout": self.timeout,
+            "read_timeout": self.read_timeout,
             "retry": {
                 "max_attempts": self.retry.max_attempts,
                 "base_delay": self.retry.base_delay,
@@ -217,11 +226,13 @@ def load_settings(
     )
     if concurrency < 1:
         raise ProviderConfigError(f"max_concurrency must be at least 1, got {concurrency}")
-    if retry.max_attempts < 1:
-        raise ProviderConfigError(f"retry.max_attempts must be at least 1 in {where}")
+    _check_retry(retry, where)
     timeout = _number(config, "timeout", DEFAULT_TIMEOUT_S, where)
     if timeout <= 0:
         raise ProviderConfigError(f"timeout must be a positive number of seconds in {where}")
+    read_timeout = _number(config, "read_timeout", min(DEFAULT_READ_TIMEOUT_S, timeout), where)
+    if read_timeout <= 0:
+        raise ProviderConfigError(f"read_timeout must be a positive number of seconds in {where}")
 
     return ProviderSettings(
         provider=name,
@@ -230,11 +241,28 @@ def load_settings(
         aliases=aliases,
         max_concurrency=concurrency,
         timeout=timeout,
+        read_timeout=read_timeout,
         retry=retry,
         path=path,
         endpoints=endpoints,
         source=source,
     )
+
+
+def _check_retry(retry: RetryPolicy, where: str) -> None:
+    """Retry settings that keep a call bounded: a count of attempts a server can take, and
+    no negative wait."""
+    if not 1 <= retry.max_attempts <= MAX_ATTEMPTS:
+        raise ProviderConfigError(
+            f"[retry] max_attempts must be between 1 and {MAX_ATTEMPTS} in {where}, got "
+            f"{retry.max_attempts}"
+        )
+    for name in ("base_delay", "max_delay", "max_retry_after"):
+        if getattr(retry, name) < 0:
+            raise ProviderConfigError(
+                f"[retry] {name} must be a number of seconds, 0 or more, in {where}, got "
+                f"{getattr(retry, name):g}"
+            )
 
 
 # --- selection -------------------------------------------------------------------------
@@ -370,6 +398,7 @@ KNOWN_KEYS: dict[str, frozenset[str]] = {
             "provider",
             "max_concurrency",
             "timeout",
+            "read_timeout",
             "retry",
             "providers",
             "vm",

@@ -26,13 +26,20 @@ TextSink = Callable[[str], None]
 class AnswerStream:
     """The sink of one call, and whether text reached it: an attempt that starts streaming
     after an earlier one sent text (a retry) first calls `on_restart`, so the watcher can
-    drop the text of the attempt that failed."""
+    drop the text of the attempt that failed. `on_wait` hears of each wait before a retry
+    (what failed, and when the next attempt goes), so a live view shows why it waits."""
 
-    __slots__ = ("on_restart", "sent", "sink")
+    __slots__ = ("on_restart", "on_wait", "sent", "sink")
 
-    def __init__(self, sink: TextSink, on_restart: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        sink: TextSink,
+        on_restart: Callable[[], None] | None = None,
+        on_wait: Callable[[str], None] | None = None,
+    ) -> None:
         self.sink = sink
         self.on_restart = on_restart
+        self.on_wait = on_wait
         self.sent = False
 
     def begin(self) -> None:
@@ -56,11 +63,15 @@ def current_sink() -> AnswerStream | None:
 
 @contextmanager
 def stream_text_to(
-    sink: TextSink | None, *, on_restart: Callable[[], None] | None = None
+    sink: TextSink | None,
+    *,
+    on_restart: Callable[[], None] | None = None,
+    on_wait: Callable[[str], None] | None = None,
 ) -> Iterator[None]:
     """Stream the answers of the calls made inside the block to `sink` (None: do not);
-    `on_restart` is called when a retried attempt starts the answer over."""
-    token = _stream.set(None if sink is None else AnswerStream(sink, on_restart))
+    `on_restart` is called when a retried attempt starts the answer over, `on_wait` with
+    a line saying why and how long before a retry."""
+    token = _stream.set(None if sink is None else AnswerStream(sink, on_restart, on_wait))
     try:
         yield
     finally:

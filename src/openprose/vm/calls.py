@@ -21,6 +21,7 @@ from openprose.providers.base import (
     TransientProviderError,
     single_attempt,
 )
+from openprose.providers.resilient import MAX_BACKOFF_EXPONENT, REQUEST_TALLY
 from openprose.vm import budget
 from openprose.vm.errors import RunAborted, SessionFailed, location
 from openprose.vm.runstore import RunStore
@@ -102,10 +103,12 @@ class ModelCalls:
         if tracer is not None:
             provider_name = str(getattr(provider, "name", "") or type(provider).__name__)
         attempt = 0
+        REQUEST_TALLY.set(shared.stats)  # the provider's own retries are this run's requests
         while True:
             attempt += 1
             started = time.perf_counter_ns()
             shared.stats.in_flight += 1
+            shared.stats.requests += 1
             try:
                 if tracer is not None:  # the attempt in its GenAI span (`openprose.vm.otel`)
                     span = tracer.model_call(
@@ -193,6 +196,6 @@ def _journaled_request(request: ModelRequest, continues: tuple[str, int] | None)
 def backoff_delay(backoff: str, attempt: int, base: float) -> float:
     if backoff == "linear":
         return base
-    if backoff == "exponential":
-        return float(base * 2 ** (attempt - 1))
+    if backoff == "exponential":  # the exponent capped: `retry: 5000` must not overflow
+        return float(base * 2.0 ** min(attempt - 1, MAX_BACKOFF_EXPONENT))
     return 0.0

@@ -98,8 +98,10 @@ class _Row:
 
     def last_line(self, width: int) -> str:
         """The answer's last non-empty line, its end if it is too long for `width`."""
+        from openprose.terminal import neutralise
+
         lines = [line for line in self.tail.splitlines() if line.strip()]
-        line = " ".join(lines[-1].split()) if lines else ""
+        line = neutralise(" ".join(lines[-1].split())) if lines else ""
         return line if len(line) <= width else "…" + line[-(width - 1) :]
 
 
@@ -198,6 +200,8 @@ class LiveView:
         """A piece of a running session's answer (the view then asks for streamed answers)."""
         row = self.rows.get(step)
         if row is not None:
+            if row.state == "waiting":
+                row.state, row.tail = "running", ""  # the retry answers
             row.tail = (row.tail + text)[-TAIL_CHARS:]
 
     def answer_restarted(self, step: str) -> None:
@@ -206,8 +210,16 @@ class LiveView:
         if row is not None:
             row.tail = ""
 
+    def answer_waiting(self, step: str, note: str) -> None:
+        """The call waits before a retry: the row says why and for how long, where the
+        answer shows (`... HTTP 503 ...; attempt 3 of 5 in 4.0 s`)."""
+        row = self.rows.get(step)
+        if row is not None and row.ended is None:
+            row.state, row.tail = "waiting", note
+
     def _render(self) -> Any:
         from rich.table import Table
+        from rich.text import Text
 
         title = f"sessions: {self.done} done, {self.tokens} tokens"
         if self.run_id:
@@ -228,7 +240,7 @@ class LiveView:
                 row.state,
                 str(row.tokens),
                 f"{elapsed:.1f}s",
-                row.last_line(self.ANSWER_WIDTH),
+                Text(row.last_line(self.ANSWER_WIDTH)),  # a model's words: not Rich markup
             )
         return table
 

@@ -23,6 +23,7 @@ from typing import Any
 
 import orjson
 
+from cliconventions.terminal import one_line
 from openprose.vm.journal import Journal, encode_event
 from openprose.vm.runstore import RUNS_DIR, RunStore, _dump_json, state_header
 
@@ -55,7 +56,11 @@ class RunLog:
     """The writer of a batch's run log. Records wait in memory until the end of the current
     event-loop turn, then go out together in one `write`; bytes queued with `write_after`
     (the batch's rows) are written just after the records pending with them — or, when
-    `durable`, after those records are fsynced (one fsync in flight at a time)."""
+    `durable`, after those records are fsynced (one fsync in flight at a time).
+
+    The first write that fails (a full disk, a quota, an I/O error) stops the log: it is kept
+    in `error`, `on_error` is told (the batch stops sending), and nothing is written after it
+    — a row never lands without the records of its run."""
 
     def __init__(self, path: Path, *, durable: bool = False) -> None:
         self.path = path
@@ -70,6 +75,9 @@ class RunLog:
         self._where: dict[tuple[str, str], bytes] = {}
         self.writes = 0
         self.fsyncs = 0
+        self.error: OSError | None = None
+        self.on_error: Callable[[OSError], None] | None = None
+        self.names: dict[int, str] = {}  # fd -> its file's path, for `write_after`'s errors
         # {project}/.prose/batches/{id}/runs.ndjson -> {project}/.prose/runs
         self.runs_dir = path.parent.parent.parent.parent / RUNS_DIR
 
@@ -88,11 +96,13 @@ class RunLog:
                 self._where[(op, path)] = where
         # the pieces, joined once per write: a record's payload is copied once, not per `+`
         self._pending += (b"[", run, b",", where, payload, b"]\n")
-        if not self._scheduled:
+        if not self._scheduled and self.error is None:
             self._schedule()
 
     def write_after(self, fd: int, data: bytes) -> None:
         """Write `data` to `fd` once every record added so far is written (and synced)."""
+        if self.error is not None:
+            return  # it could not follow its run's records
         self._after.append((fd, data))
         if not self._scheduled:
             self._schedule()
@@ -136,8 +146,17 @@ class RunLog:
     def flush(self) -> None:
         """Write what is pending now (the loop calls it at the end of a turn)."""
         self._scheduled = False
-        if self._fd is None:
+        if self._fd is None or self.error is not None:
+            self._pending.clear()
+            self._after.clear()
             return
+        try:
+            self._write_pending()
+        except OSError as error:
+            self._fail(error)
+
+    def _write_pending(self) -> None:
+        assert self._fd is not None
         if self._pending:
             data = b"".join(self._pending)
             self._pending.clear()
@@ -145,7 +164,7 @@ class RunLog:
             self.writes += 1
         after, self._after = self._after, []
         if not self.durable:
-            _write_all(after)
+            self._write_all(after)
             return
         self._unsynced_after.extend(after)
         if self._syncer is None or self._syncer.done():
@@ -154,20 +173,53 @@ class RunLog:
             except RuntimeError:
                 self._sync_now()
 
+    def _fail(self, error: OSError) -> None:
+        """Stop at the first failed write: what waits is dropped (the runs it belongs to
+        are run again on resume), and `on_error` hears of it once."""
+        if error.filename is None:
+            error.filename = str(self.path)
+        self.error = error
+        self._pending.clear()
+        self._after.clear()
+        self._unsynced_after.clear()
+        if self.on_error is not None:
+            self.on_error(error)
+
     async def _sync(self) -> None:
         loop = asyncio.get_running_loop()
-        while self._unsynced_after and self._fd is not None:
-            waiting, self._unsynced_after = self._unsynced_after, []
-            await loop.run_in_executor(None, os.fsync, self._fd)
-            self.fsyncs += 1
-            _write_all(waiting)
+        try:
+            while self._unsynced_after and self._fd is not None and self.error is None:
+                waiting, self._unsynced_after = self._unsynced_after, []
+                await loop.run_in_executor(None, os.fsync, self._fd)
+                self.fsyncs += 1
+                self._write_all(waiting)
+        except OSError as error:
+            self._fail(error)
 
     def _sync_now(self) -> None:
-        if self._fd is not None:
-            os.fsync(self._fd)
-            self.fsyncs += 1
-        waiting, self._unsynced_after = self._unsynced_after, []
-        _write_all(waiting)
+        if self.error is not None:
+            return
+        try:
+            if self._fd is not None:
+                os.fsync(self._fd)
+                self.fsyncs += 1
+            waiting, self._unsynced_after = self._unsynced_after, []
+            self._write_all(waiting)
+        except OSError as error:
+            self._fail(error)
+
+    def _write_all(self, items: list[tuple[int, bytes]]) -> None:
+        """One `write` per file descriptor for everything queued for it (in order); an
+        error names the file."""
+        by_fd: dict[int, list[bytes]] = {}
+        for fd, data in items:
+            by_fd.setdefault(fd, []).append(data)
+        for fd, pieces in by_fd.items():
+            try:
+                _write_fully(fd, b"".join(pieces))
+            except OSError as error:
+                error.filename = error.filename or self.names.get(fd)
+                raise
 
     async def aclose(self) -> None:
         self.flush()
@@ -176,22 +228,14 @@ class RunLog:
         self.close()
 
     def close(self) -> None:
-        """Write everything pending, fsync the log (a batch ends durably) and close it."""
+        """Write everything pending, fsync the log (a batch ends durably) and close it; a
+        failed write is in `error`, not raised (the batch says it, with how to resume)."""
         if self._fd is None:
             return
         self.flush()
         self._sync_now()
         os.close(self._fd)
         self._fd = None
-
-
-def _write_all(items: list[tuple[int, bytes]]) -> None:
-    """One `write` per file descriptor for everything queued for it (in order)."""
-    by_fd: dict[int, list[bytes]] = {}
-    for fd, data in items:
-        by_fd.setdefault(fd, []).append(data)
-    for fd, pieces in by_fd.items():
-        _write_fully(fd, b"".join(pieces))
 
 
 def _write_fully(fd: int, data: bytes) -> None:
@@ -313,7 +357,7 @@ class LoggedRunStore(RunStore):
         return None
 
     def state(self, line: str) -> None:
-        self._file("a", "state.md", line + "\n")
+        self._file("a", "state.md", one_line(line) + "\n")  # as `RunStore.state`
 
     def _write_view(self, name: str, text: str) -> None:
         self._file("w", name, text)

@@ -19,6 +19,7 @@ from typing import Any
 
 import orjson
 
+from cliconventions.terminal import one_line
 from openprose.files import write_bytes_atomically
 from openprose.locks import FileLock, LockHeld, try_lock
 from openprose.vm.writer import shared_writer
@@ -234,7 +235,9 @@ class RunStore:
             self._state = (self.root / "state.md").open("a", encoding="utf-8")
 
     def state(self, line: str) -> None:
-        """Append one marker line to state.md (never rewritten)."""
+        """Append one marker line to state.md (never rewritten), every control character
+        escaped: state.md is read with `cat`, and a model's words are in its lines."""
+        line = one_line(line)
         if self._held_state is not None:
             self._held_state.append(line + "\n")
             return

@@ -232,7 +232,10 @@ _UNSEEN = object()
 
 @dataclass(slots=True)
 class RunStats:
-    sent: int = 0  # model calls sent to a provider
+    sent: int = 0  # model calls sent to a provider and answered
+    # requests a provider received: every attempt, failed ones and transient retries too
+    # (`providers.resilient.REQUEST_TALLY`); those beyond `sent` got no usable answer
+    requests: int = 0
     served: int = 0  # model calls answered from the journal
     in_flight: int = 0  # model calls sent and not answered yet
     input_tokens: int = 0
@@ -266,6 +269,8 @@ class RunStats:
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
             "requests_sent": self.sent,
+            # sent too, but answered with an error or not at all (retries included)
+            "requests_failed": max(0, self.requests - self.sent),
             "requests_served_from_journal": self.served,
             "by_model": {
                 m: {"input_tokens": i, "output_tokens": o} for m, (i, o) in self.by_model.items()
@@ -342,9 +347,11 @@ class Shared:
         from openprose.providers.streaming import stream_text_to
 
         restarted = getattr(self.observer, "answer_restarted", None)
+        waiting = getattr(self.observer, "answer_waiting", None)
         return stream_text_to(
             lambda text: show(step, text),
             on_restart=None if restarted is None else lambda: restarted(step),
+            on_wait=None if waiting is None else lambda note: waiting(step, note),
         )
 
 

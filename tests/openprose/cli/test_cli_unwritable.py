@@ -111,7 +111,8 @@ def test_a_disk_full_during_a_run_says_how_to_continue_and_the_run_resumes(
         "head -c 870000 /dev/zero > filler 2>/dev/null\n"
         "prose run p.prose -q\n"
         "rm filler\n"
-        'prose resume "$(ls .prose/runs)" -q --json\n',
+        'prose resume "$(ls .prose/runs)" -q --json\n'
+        "echo temporary-files $(find .prose -name '.*.tmp' | wc -l)\n",
         base_url=server,
     )
     assert "Traceback" not in output, output
@@ -122,7 +123,7 @@ def test_a_disk_full_during_a_run_says_how_to_continue_and_the_run_resumes(
     resumed = json.loads(next(line for line in rest.splitlines() if line.startswith("{")))
     assert resumed["status"] == "succeeded", output
     assert resumed["usage"]["requests_served_from_journal"] > 0
-    assert rest.rstrip().endswith("rc=0")
+    assert "rc=0\ntemporary-files 0" in rest  # no half-written binding left behind
 
 
 def test_an_unwritable_rows_file_is_refused_before_the_batch_starts(tmp_path: Path) -> None:

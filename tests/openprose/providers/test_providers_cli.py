@@ -77,6 +77,7 @@ def test_run_retries_a_429_and_keeps_the_key_out_of_every_file(
     assert code == 0, result
     assert result["outputs"] == ANSWER
     assert fetch_stats(server)["attempts"] == 3  # two sessions, one of them retried once
+    assert result["usage"]["requests_sent"] == 2 and result["usage"]["requests_failed"] == 1
     written = [p for p in project.rglob("*") if p.is_file()]
     assert any(p.name == "journal.jsonl" for p in written) and (project / "tape.jsonl").exists()
     for path in written:
@@ -92,6 +93,7 @@ def test_retry_policy_comes_from_prose_toml_and_sdk_retries_stay_off(
     assert "HTTP 500: internal error" in str(result["error"])
     assert "p.prose:1:" in str(result["error"])  # the failing statement's location
     assert fetch_stats(server)["attempts"] == 2  # max_attempts = 2, and nothing more
+    assert result["usage"]["requests_failed"] == 2  # what the server got: no answer
     assert "(gave up after 2 attempts over " in str(result["error"])
     assert "[retry] max_attempts = 2 in prose.toml" in str(result["error"])
 
@@ -101,8 +103,9 @@ def test_a_rate_limit_that_outlasts_the_retries_names_what_to_change(
 ) -> None:
     script_faults(server, *[Fault("429", retry_after=0.01)] * 2)
     code = main(["run", "p.prose", "--max-concurrency", "3"])
-    err = capsys.readouterr().err
+    out, err = capsys.readouterr()
     assert code == 1 and fetch_stats(server)["attempts"] == 2
+    assert "requests: 2 sent (2 failed)" in out  # what the server got, not "0 sent"
     assert "HTTP 429" in err and "gave up after 2 attempts" in err
     assert "lower --max-concurrency (now 3)" in err
 
@@ -116,7 +119,7 @@ def test_a_program_retry_sends_one_request_per_attempt(
     code, result, _ = run_json(capsys=capsys)
     assert code == 1 and "HTTP 500: internal error" in str(result["error"])
     assert "(gave up after 3 attempts, the session's `retry: 2`)" in str(result["error"])
-    assert fetch_stats(server)["attempts"] == 3
+    assert fetch_stats(server)["attempts"] == 3 == result["usage"]["requests_failed"]
 
 
 @pytest.mark.parametrize(

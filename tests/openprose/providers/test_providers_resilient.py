@@ -56,12 +56,23 @@ class FlakyProvider:
         return None
 
 
+ATTEMPT_S = 0.3  # how long each attempt takes on `wrap`'s clock
+
+
 def wrap(inner: FlakyProvider, policy: RetryPolicy, sleeps: list[float]) -> ResilientProvider:
     async def record_sleep(delay: float) -> None:
         sleeps.append(delay)
 
+    def clock() -> float:  # the waits between attempts, and the attempts' own time
+        return sum(sleeps) + ATTEMPT_S * inner.calls
+
     return ResilientProvider(
-        inner, policy=policy, max_concurrency=4, sleep=record_sleep, jitter=lambda: 1.0
+        inner,
+        policy=policy,
+        max_concurrency=4,
+        sleep=record_sleep,
+        jitter=lambda: 1.0,
+        clock=clock,
     )
 
 
@@ -104,7 +115,8 @@ async def test_the_last_error_says_how_many_attempts_and_what_to_change() -> Non
         await wrap(FlakyProvider(*limited), policy, sleeps).complete(REQUEST)
     assert str(raised.value) == "HTTP 429: slow down"  # what a program's `catch` sees
     said = str(raised.value.note)  # what `prose run` adds to its last line
-    assert said.startswith("gave up after 3 attempts over 1.5 s;")
+    # the wall time: 1.5 s of backoff and the three attempts' own 0.9 s
+    assert said.startswith("gave up after 3 attempts over 2.4 s;")
     assert "lower --max-concurrency (now 4)" in said
     assert "[retry] max_attempts = 3 in prose.toml" in said
 
@@ -125,7 +137,7 @@ async def test_the_last_error_says_how_many_attempts_and_what_to_change() -> Non
     with pytest.raises(TransientProviderError) as raised:
         once = RetryPolicy(max_attempts=1)
         await wrap(FlakyProvider(TransientProviderError("gone")), once, []).complete(REQUEST)
-    assert str(raised.value.note).startswith("1 attempt, no retries;")
+    assert str(raised.value.note).startswith("1 attempt (0.3 s), no retries;")
 
 
 async def test_permanent_errors_are_not_retried() -> None:
@@ -233,3 +245,36 @@ def test_retry_after_may_be_an_http_date() -> None:
     in_ten_seconds = formatdate(time.time() + 10, usegmt=True)
     delay = parse_retry_after({"retry-after": in_ten_seconds})
     assert delay is not None and 8.0 <= delay <= 10.0
+
+
+def test_a_huge_attempt_number_keeps_the_backoff_finite() -> None:
+    policy = RetryPolicy(base_delay=0.5, max_delay=30.0)
+    assert backoff_delay(policy, 1_000_000, 1.0) == 30.0  # no OverflowError
+
+
+async def test_every_retry_is_counted_as_a_request_the_server_received() -> None:
+    from openprose.providers.resilient import REQUEST_TALLY
+
+    class Tally:
+        requests = 1  # the caller counts the first attempt
+
+    tally = Tally()
+    token = REQUEST_TALLY.set(tally)
+    try:
+        inner = FlakyProvider(*(TransientProviderError(f"e{i}") for i in range(4)))
+        with pytest.raises(TransientProviderError):
+            await wrap(inner, RetryPolicy(max_attempts=4, base_delay=0.0), []).complete(REQUEST)
+    finally:
+        REQUEST_TALLY.reset(token)
+    assert inner.calls == 4 and tally.requests == 4
+
+
+async def test_a_watcher_hears_why_a_call_waits_and_for_how_long() -> None:
+    from openprose.providers.streaming import stream_text_to
+
+    notes: list[str] = []
+    inner = FlakyProvider(TransientProviderError("HTTP 503: down"))
+    provider = wrap(inner, RetryPolicy(max_attempts=3, base_delay=2.0), [])
+    with stream_text_to(lambda _text: None, on_wait=notes.append):
+        assert (await provider.complete(REQUEST)).text == "ok"
+    assert notes == ["HTTP 503: down; attempt 2 of 3 in 2.0 s"]

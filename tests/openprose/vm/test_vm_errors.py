@@ -260,3 +260,10 @@ def test_a_request_backing_off_holds_no_slot(vm: Any) -> None:
     result = vm.run(source, resilient(inner, concurrency=1), config=config)
     assert result.status == "succeeded"
     assert inner.calls == ["A", "B", "A"]
+
+
+def test_exponential_backoff_of_a_huge_retry_count_stays_finite() -> None:
+    from openprose.vm.calls import backoff_delay
+
+    assert backoff_delay("exponential", 5000, 0.0) == 0.0  # no OverflowError
+    assert backoff_delay("exponential", 5000, 1e-9) == 1e-9 * 2.0**60

@@ -144,3 +144,13 @@ def test_live_view_title_names_the_run() -> None:
     view("run_started", "", {"run_id": "20261125-140618-9944a0", "resumed": False})
     view("session_started", "1", {"agent": "writer", "model": "opus"})
     assert view._render().title == "run 20261125-140618-9944a0 · sessions: 0 done, 0 tokens"
+
+
+def test_live_view_shows_why_a_session_waits_until_its_retry_answers() -> None:
+    view = LiveView()
+    view("session_started", "1", {"agent": "writer", "model": "opus"})
+    view.answer_waiting("1", "HTTP 503: down; attempt 2 of 5 in 4.0 s")
+    row = view.rows["1"]
+    assert row.state == "waiting" and row.last_line(60).endswith("attempt 2 of 5 in 4.0 s")
+    view.answer_text("1", "Hello")
+    assert row.state == "running" and row.tail == "Hello"

@@ -27,7 +27,33 @@ const state = {
 
 const $ = (id) => document.getElementById(id);
 
-// el("td", {class: "x", title: t}, child...) — strings become text nodes.
+// Characters that act or hide instead of showing, written as escapes (as the command lines
+// do, cliconventions/terminal.py): C0 and C1 controls, DEL, Unicode format characters
+// (bidi overrides and isolates such as U+202E, zero-width characters, tags), line and
+// paragraph separators. HIDDEN keeps newline and tab; HIDDEN_ON_ONE_LINE escapes them too.
+const HIDDEN = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u2028\u2029\p{Cf}]/gu;
+const HIDDEN_ON_ONE_LINE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\p{Cf}]/gu;
+const NAMED_ESCAPES = {"\t": "\\t", "\n": "\\n", "\r": "\\r"};
+
+function escapeOne(char) {
+  if (NAMED_ESCAPES[char]) return NAMED_ESCAPES[char];
+  const code = char.codePointAt(0);
+  const hex = code.toString(16);
+  if (code < 0x100) return `\\x${hex.padStart(2, "0")}`;
+  return code < 0x10000 ? `\\u${hex.padStart(4, "0")}` : `\\U${hex.padStart(8, "0")}`;
+}
+
+// Text as a person should see it: nothing hidden, nothing reordered.
+function shownText(value) {
+  return String(value).replace(HIDDEN, escapeOne);
+}
+
+// An action to approve (a command, a path, a URL) on one line, exactly as it will run.
+function oneLine(value) {
+  return text(value).replace(HIDDEN_ON_ONE_LINE, escapeOne);
+}
+
+// el("td", {class: "x", title: t}, child...) — strings become text nodes, shown escaped.
 function el(tag, attrs, ...children) {
   const node = document.createElement(tag);
   for (const [key, value] of Object.entries(attrs || {})) {
@@ -36,11 +62,11 @@ function el(tag, attrs, ...children) {
     else if (key === "dataset") Object.assign(node.dataset, value);
     else if (key === "style") Object.assign(node.style, value); // CSSOM: allowed by the CSP
     else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
-    else node.setAttribute(key, String(value));
+    else node.setAttribute(key, shownText(value));
   }
   for (const child of children) {
     if (child === null || child === undefined) continue;
-    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+    node.append(child instanceof Node ? child : document.createTextNode(shownText(child)));
   }
   return node;
 }
@@ -176,12 +202,12 @@ function renderRun() {
 
 function renderHead() {
   const run = state.run;
-  $("run-id").textContent = run.run_id;
+  $("run-id").textContent = shownText(run.run_id);
   const status = $("run-status");
-  status.textContent = run.status;
+  status.textContent = shownText(run.status);
   status.className = `badge s-${run.status}`;
-  $("run-meta").textContent = [run.program, run.started && `started ${run.started}`,
-    run.finished && `finished ${run.finished}`].filter(Boolean).join(" · ");
+  $("run-meta").textContent = shownText([run.program, run.started && `started ${run.started}`,
+    run.finished && `finished ${run.finished}`].filter(Boolean).join(" · "));
   const totals = clear($("run-totals"));
   const counts = run.totals.by_status;
   const facts = [
@@ -194,7 +220,7 @@ function renderHead() {
   for (const [name, value] of facts) totals.append(el("dt", {}, name), el("dd", {}, value));
   const error = $("run-error");
   error.hidden = !run.error;
-  error.textContent = run.error ? text(run.error) : "";
+  error.textContent = run.error ? shownText(text(run.error)) : "";
 }
 
 function renderApprovals() {
@@ -206,7 +232,7 @@ function renderApprovals() {
       el("div", {},
         el("strong", {}, text(request.tool)), " wants to ",
         el("strong", {}, text(request.kind)), " ",
-        el("code", {}, text(request.action))),
+        el("code", {}, oneLine(request.action))),
       el("div", {class: "dim small"}, `request ${request.id}`,
         request.agent ? ` · agent ${request.agent}` : "", request.step ? ` · step ${request.step}` : ""),
       el("div", {class: "buttons"},
@@ -231,7 +257,7 @@ async function decide(answer, ids) {
     const body = await response.json();
     if (response.ok) {
       const verb = {once: "approved", run: "approved for the run", deny: "denied"}[answer];
-      const what = body.answered.map((r) => `${r.tool} ${r.kind} ${r.action}`).join(", ");
+      const what = body.answered.map((r) => `${r.tool} ${r.kind} ${oneLine(r.action)}`).join(", ");
       shown = `${verb}: ${what}. Continue the run with: ${body.next}`;
       message.className = "notice";
     } else {
@@ -242,7 +268,7 @@ async function decide(answer, ids) {
     shown = `could not reach prose ui: ${error}`;
     message.className = "notice error-text";
   }
-  message.textContent = shown;
+  message.textContent = shownText(shown);
   message.hidden = false;
   $("approvals").hidden = false;
   for (const button of document.querySelectorAll("#pending-list button")) button.disabled = false;
@@ -390,9 +416,9 @@ function renderTools() {
     c.result === null ? el("span", {class: "dim"}, "no result yet")
       : el("span", {class: c.is_error ? "error-text preview" : "preview"}, text(c.result))]);
   fillTable("permissions", permissions, (p) => [el("code", {}, p.at), badge(text(p.decision)), text(p.tool),
-    text(p.kind), el("code", {}, text(p.action)), text(p.reason)]);
+    text(p.kind), el("code", {}, oneLine(p.action)), text(p.reason)]);
   fillTable("approvals-done", approvals, (a) => [text(a.id), text(a.answer), text(a.kind),
-    el("code", {}, text(a.action)), text(a.by)]);
+    el("code", {}, oneLine(a.action)), text(a.by)]);
 }
 
 function renderErrors() {
@@ -418,7 +444,7 @@ async function openDetail(step) {
   if (!response.ok || state.detailStep !== step) return;
   const s = await response.json();
   $("detail").hidden = false;
-  $("detail-step").textContent = s.step;
+  $("detail-step").textContent = shownText(s.step);
   const facts = clear($("detail-facts"));
   const shown = [
     ["status", badge(shownStatus(s))], ["binding", text(s.binding)], ["kind", s.kind], ["agent", text(s.agent)],

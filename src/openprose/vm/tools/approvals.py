@@ -10,6 +10,8 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
+from cliconventions.terminal import one_line
+
 __all__ = [
     "Answer",
     "ApprovalPending",
@@ -33,8 +35,10 @@ class ApprovalRequest:
     agent: str | None
 
     def describe(self) -> str:
-        who = f"agent {self.agent}" if self.agent else "a session"
-        return f"{who} wants to {VERBS.get(self.kind, self.kind)} {self.action}"
+        """The request in words, on one line, every control and hidden character escaped
+        (a command's `\\r\\x1b[2K` cannot hide its start): what is approved is what runs."""
+        who = f"agent {one_line(self.agent)}" if self.agent else "a session"
+        return f"{who} wants to {VERBS.get(self.kind, self.kind)} {one_line(self.action)}"
 
     def to_dict(self) -> dict[str, str | None]:
         return {

@@ -1,0 +1,31 @@
+"""Whole-file writes on a disk that fills up: the error names the file, and no temporary
+file is left behind (a full disk's 0-byte `bindings/.NAME.PID.tmp` files)."""
+
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+
+import pytest
+
+from openprose.files import write_bytes_atomically
+
+
+def test_a_failed_write_leaves_no_temporary_file_and_names_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = tmp_path / "bindings" / "draft.md"
+    target.parent.mkdir()
+    target.write_text("the old text")
+
+    def full(fd: int, data: object) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "write", full)
+    with pytest.raises(OSError) as raised:
+        write_bytes_atomically(target, b"the new text")
+    monkeypatch.undo()
+    assert raised.value.errno == errno.ENOSPC and raised.value.filename == str(target)
+    assert sorted(p.name for p in target.parent.iterdir()) == ["draft.md"]
+    assert target.read_text() == "the old text"  # readers still see the whole old file
