@@ -124,7 +124,7 @@ class _Parser:
         self.tokens = scanned.tokens
         self.kinds = [t[0] for t in scanned.tokens]
         self.comments = scanned.comments
-        self.diagnostics = scanned.diagnostics
+        self.diagnostics = [habits.operator_rewrite(d, source) for d in scanned.diagnostics]
         self.pos = 0
         self.depth = 0
         # The statement before the one being parsed in the same body (for `return x`'s fix).
@@ -1305,12 +1305,7 @@ class _Parser:
             if keyed is not None:
                 return keyed
             # `{ count: 0, entries: [] }`: a data literal, which the grammar does not have
-            self.report(
-                "E004",
-                "A `{ … }` lists names (a context object); `key: value` data is not in the grammar",
-                token_span(self.tokens[start]),
-                help="pass values as context by name (`{ a, b }`), or let a session build the data",
-            )
+            self.note(habits.data_object(self, start))
             raise _ParseError
         names = self.name_list("}")
         return n.ObjectContext(span=self.span_from(start), names=names)
