@@ -1013,7 +1013,9 @@ def _data_session_fix(view: TokenView, start: int) -> Fix | None:
         return None
     line_start = text.rfind("\n", 0, token_span(tokens[start]).start) + 1
     indent = text[line_start : len(text) - len(text[line_start:].lstrip(" "))]
-    prompt = "Return only this data as JSON, each name's value taken from the context: "
+    prompt = "Return only this data as JSON" + (
+        ", each name's value taken from the context: " if names else ": "
+    )
     session = "session " + quote(prompt + "".join(pieces))
     context = f"\n{indent}  context: [{', '.join(names)}]" if names else ""
     replaced = view.source.span(tokens[start][2], line_end)

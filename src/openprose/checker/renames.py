@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from dataclasses import fields, is_dataclass
 
 from openprose import nodes as n
-from openprose.checker.state import Checker
+from openprose.checker.state import _DECLARING, Checker
 from openprose.diagnostics import Edit, Fix
 from openprose.source import Span
 
@@ -37,11 +37,14 @@ def rename_fix(ck: Checker, name: n.Name, *, within: Span | None = None) -> Fix 
         return None
     end = within.end if within is not None else len(text)
     ident = name.id
-    fresh = _fresh(ck, ident)
+    fresh = _fresh(ck, name)
+    read_before = _read_before_binding(program, name)
     edits: list[Edit] = []
     for span, in_block in _uses(program, ident):
         if not name.span.start <= span.start < end:
             continue
+        if read_before is not None and read_before.start <= span.start < read_before.end:
+            continue  # `let plan = session … context: plan` reads the earlier `plan`
         if in_block and not _inside_same_block(program, name.span, span):
             return None
         edits.append(Edit(span, fresh))
@@ -62,13 +65,45 @@ def scope_of(ck: Checker, name: n.Name) -> Span | None:
     return found
 
 
-def _fresh(ck: Checker, ident: str) -> str:
+def _fresh(ck: Checker, name: n.Name) -> str:
+    """`plan_2` for the second binding of `plan`, `plan_3` for the third (an agent of the
+    name counts as the first), so the fixes of one pass never pick the same name; never a
+    name the program already has."""
+    ident = name.id
     taken = ck.declared | set(ck.agents) | set(ck.blocks) | set(ck.imports)
+    earlier = sum(
+        1
+        for node in _nodes(ck.program)
+        for declared in _declared_names(node)
+        if declared.id == ident and declared.span.start < name.span.start
+    )
     joiner = "-" if "-" in ident else "_"
-    count = 2
+    count = max(2, 1 + earlier + (ident in ck.agents))
     while f"{ident}{joiner}{count}" in taken:
         count += 1
     return f"{ident}{joiner}{count}"
+
+
+def _declared_names(node: object) -> list[n.Name]:
+    found: list[n.Name] = []
+    for attr in _DECLARING.get(type(node), ()):
+        value = getattr(node, attr)
+        found.extend(v for v in (value if isinstance(value, tuple) else (value,)) if isinstance(v, n.Name))
+    return found
+
+
+def _read_before_binding(program: n.Program, name: n.Name) -> Span | None:
+    """The part of the statement binding ``name`` that runs before the name is bound: a
+    `let`'s or `output`'s value, a `for`'s collection."""
+    at = name.span.start
+    for node in _nodes(program):
+        if isinstance(node, n.Binding | n.Output):
+            if any(d.span.start == at for d in _declared_names(node)):
+                return node.value.span
+        elif isinstance(node, n.ForEach):
+            if any(d is not None and d.span.start == at for d in (node.item, node.index)):
+                return node.collection.span
+    return None
 
 
 def _uses(program: n.Program, ident: str) -> Iterator[tuple[Span, bool]]:

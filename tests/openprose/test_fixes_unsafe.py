@@ -1,0 +1,171 @@
+"""The unsafe fixes for refusals with a mechanical answer (issue 36), on programs written as
+people write them (`conformance/unsafe_fixable/`, several of each shape): an `input` asked
+midway, `{ key: value }` data, a file path as context, a block's names used outside it, a
+name bound twice. Each program is fixed as its `.expected` says, checks with no error, and
+`prose compile` of each pass's result keeps every statement the pass did not edit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from openprose import nodes as n
+from openprose.checker import check
+from openprose.compiler import compile_program
+from openprose.diagnostics import Diagnostic
+from openprose.fixes import apply_edits, fix_source, select
+from openprose.parser import parse_text
+from openprose.source import SourceFile
+
+HERE = Path(__file__).parent
+CORPUS = sorted((HERE / "conformance" / "unsafe_fixable").glob("*.prose"))
+# Every shape of the issue has programs here (the file names start with the shape).
+SHAPES = ("input-", "data-", "files-", "block-", "twice-")
+
+
+def _check(text: str) -> list[Diagnostic]:
+    return check(parse_text(text))
+
+
+def _statements(text: str) -> list[str]:
+    """Each top-level statement of ``text`` as `prose compile` writes it."""
+    program = parse_text(text).program
+    found = []
+    for stmt in program.body:
+        assert not isinstance(stmt, n.Invalid), stmt
+        found.append(compile_program(n.Program(span=program.span, body=(stmt,))))
+    return found
+
+
+def _untouched(text: str, edits: list[tuple[int, int]]) -> list[str]:
+    """The compiled statements of ``text`` that no edit range touches (a statement the
+    parser rejected is always touched: a fix rewrites it)."""
+    program = parse_text(text).program
+    kept = []
+    for stmt in program.body:
+        start, end = stmt.span.start, stmt.span.end
+        if any(a <= end and start <= b for a, b in edits) or isinstance(stmt, n.Invalid):
+            continue
+        kept.append(compile_program(n.Program(span=program.span, body=(stmt,))))
+    return kept
+
+
+def _is_subsequence(part: list[str], whole: list[str]) -> bool:
+    remaining = iter(whole)
+    return all(any(item == other for other in remaining) for item in part)
+
+
+def test_every_shape_has_several_programs() -> None:
+    for shape in SHAPES:
+        assert len([p for p in CORPUS if p.name.startswith(shape)]) >= 3, shape
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.stem)
+def test_the_unsafe_fix_gives_the_expected_clean_program(path: Path) -> None:
+    text = path.read_text(encoding="utf-8")
+    errors = [d for d in _check(text) if d.is_error]
+    assert errors and all(d.fix is not None and not d.fix.safe for d in errors)
+    assert fix_source(SourceFile.from_text(text)).text == text  # nothing safe to do
+    fixed = fix_source(SourceFile.from_text(text), unsafe=True).text
+    assert fixed == path.with_suffix(".expected").read_text(encoding="utf-8")
+    assert [d.code for d in _check(fixed) if d.is_error] == []
+    assert [d for d in _check(fixed) if d.fix is not None] == []
+    assert fix_source(SourceFile.from_text(fixed), unsafe=True).text == fixed
+    comments = [c.text for c in parse_text(text).program.comments]
+    assert [c.text for c in parse_text(fixed).program.comments] == comments
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.stem)
+def test_each_pass_keeps_every_statement_it_does_not_edit(path: Path) -> None:
+    text = path.read_text(encoding="utf-8")
+    for _ in range(10):
+        fixes = select(_check(text), unsafe=True)
+        if not fixes:
+            break
+        edits = [e for f in fixes for e in f.edits]
+        after = apply_edits(text, edits)
+        kept = _untouched(text, [(e.span.start, e.span.end) for e in edits])
+        assert _is_subsequence(kept, _statements(after)), after
+        text = after
+    assert compile_program(parse_text(text).program)
+
+
+def test_a_renamed_binding_still_reads_the_earlier_value() -> None:
+    text = (
+        'output plan = session "Plan"\n'
+        'let plan = session "Plan again"\n  context: plan\n'
+        'session "Do {plan}"\n'
+    )
+    fixed = fix_source(SourceFile.from_text(text), unsafe=True).text
+    assert fixed == (
+        'output plan = session "Plan"\n'
+        'let plan_2 = session "Plan again"\n  context: plan\n'
+        'session "Do {plan_2}"\n'
+    )
+
+
+def test_a_rename_never_takes_a_name_in_use_and_skips_agent_references() -> None:
+    text = (
+        'agent plan:\n  model: sonnet\nlet plan_2 = session "x"\n'
+        'let plan = session: plan\n  prompt: "Go"\nsession "{plan} {plan_2}"\n'
+    )
+    fixed = fix_source(SourceFile.from_text(text), unsafe=True).text
+    assert "let plan_3 = session: plan\n" in fixed
+    assert 'session "{plan_3} {plan_2}"' in fixed
+
+
+def test_a_name_used_in_a_block_body_is_not_renamed() -> None:
+    # which binding the block reads depends on where it is called: no mechanical answer
+    text = (
+        'let plan = session "a"\nlet plan = session "b"\n'
+        'block show():\n  session "{plan}"\ndo show()\n'
+    )
+    (e019,) = [d for d in _check(text) if d.code == "E019"]
+    assert e019.fix is None
+
+
+def test_an_input_in_a_body_alone_leaves_the_body_empty_with_a_warning() -> None:
+    text = 'let a = session "x"\nif **a is short**:\n  input more: "Extra detail"\nsession "y"\n'
+    fixed = fix_source(SourceFile.from_text(text), unsafe=True).text
+    assert fixed.startswith('input more: "Extra detail"\nlet a')
+    assert [d.code for d in _check(fixed)] == ["W154"]
+
+
+def test_the_data_fix_is_offered_only_where_a_value_is_bound() -> None:
+    # inside `context:` the names-only rewrite stays the fix; a value with a session in it
+    # has no mechanical answer
+    text = 'let a = session "x"\nsession "y"\n  context: { draft: a, n: 3 }\n'
+    (found,) = [d for d in _check(text) if d.is_error]
+    assert found.fix is None
+    text = 'let a = { s: session "x" }\n'
+    (found,) = [d for d in _check(text) if d.is_error]
+    assert found.fix is None
+
+
+def test_keys_equal_to_their_names_become_a_context_object() -> None:
+    text = 'let a = session "x"\nlet b = session "y"\noutput r = { a: a, b: b }\n'
+    fixed = fix_source(SourceFile.from_text(text), unsafe=True).text
+    assert fixed.endswith("output r = { a, b }\n")
+
+
+@pytest.mark.parametrize(
+    ("line", "shown"),
+    [
+        ("let next = depth - 1", '`let next = session "Compute: depth - 1"` with `context: [depth]`'),
+        ("let all = notes + [extra]", "`context: [notes, extra]`"),
+        ("x = count * 2", '`x = session "Compute: count * 2"`'),
+        ("if depth > 3:", "`if **depth > 3**:`"),
+    ],
+)
+def test_operators_get_the_nearest_rewrite_in_their_help(line: str, shown: str) -> None:
+    text = f'input depth: "n"\nlet notes = session "a"\nlet extra = session "b"\n{line}\n'
+    text += "  session \"z\"\n" if line.endswith(":") else ""
+    helps = [d.help for d in _check(text) if d.is_error]
+    assert any(shown in h for h in helps), helps
+
+
+def test_assert_is_explained_with_a_condition() -> None:
+    (found,) = [d for d in _check('let x = session "a"\nassert x is long\n') if d.is_error]
+    assert "`if **x is long does not hold**:`" in found.help
+    assert found.fix is None
