@@ -7,7 +7,14 @@ from openprose.checker.context_text import text_context_fix
 from openprose.checker.imports import call_result, check_output_access
 from openprose.checker.renames import rename_fix, scope_of
 from openprose.checker.scope import FlatKind, ScopedKind, Var
-from openprose.checker.state import Checker, Handler, head, span_of, tail
+from openprose.checker.state import (
+    Checker,
+    Handler,
+    declared_anywhere,
+    head,
+    span_of,
+    tail,
+)
 from openprose.contracts import ProgramContract
 from openprose.diagnostics import Edit, Fix
 from openprose.source import Span
@@ -432,6 +439,8 @@ def _escape_fix(ck: Checker, part: n.Interpolation) -> Fix | None:
         return None
     at = part.span
     elsewhere = name in ck.declared
+    if elsewhere and not _only_in_a_block(ck, name):
+        return None  # declared later, or in a body: moving a statement is the answer
     return Fix(
         f"escape the brace: \\{{{name}}} is literal text"
         + (" (the variable exists only in another scope)" if elsewhere else ""),
@@ -526,7 +535,7 @@ def _context_ref(ck: Checker, ref: n.Name | n.Attribute, array: n.ArrayLit | Non
                 fix=_drop_element_fix(ck, ref, array),
             )
             return
-        fix = _drop_context_fix(ck, ref, array) if ident in ck.declared else None
+        fix = _drop_context_fix(ck, ref, array) if _only_in_a_block(ck, ident) else None
         ck.resolve(ident, ref.span, "E142", f"Undefined variable '{ident}' in context", fix)
     else:
         check_attribute(ck, ref, "E142")
@@ -561,6 +570,18 @@ def _drop_context_fix(ck: Checker, ref: n.Name, array: n.ArrayLit | None) -> Fix
     if not _only_context(text[start:end], ref.id):
         return None
     return Fix(f"remove `{ref.id}` from the context", (Edit(ck.span_at(start, end), ""),), safe=False)
+
+
+def _only_in_a_block(ck: Checker, name: str) -> bool:
+    """Whether ``name`` is declared only as a block's parameter or in a block's body."""
+    program = ck.program
+    if ck.scope.in_block or program is None:
+        return False
+    params = {p.id for block in ck.blocks.values() for p in block.params}
+    if name not in ck.block_locals and name not in params:
+        return False
+    outside = tuple(s for s in program.body if not isinstance(s, n.BlockDef))
+    return name not in declared_anywhere(n.Program(span=program.span, body=outside))
 
 
 def _only_context(line: str, ident: str) -> bool:
