@@ -5,6 +5,7 @@ name changes (unsafe: an output's new name is what callers see)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import fields, is_dataclass
 
@@ -48,7 +49,7 @@ def rename_fix(ck: Checker, name: n.Name, *, within: Span | None = None) -> Fix 
         if in_block and not _inside_same_block(program, name.span, span):
             return None
         edits.append(Edit(span, fresh))
-    if not edits:
+    if not edits or _in_rejected_statement(program, text, ident, name.span.start, end):
         return None
     return Fix(f"rename this `{ident}` and its uses to `{fresh}`", tuple(edits), safe=False)
 
@@ -135,6 +136,19 @@ def _uses(program: n.Program, ident: str) -> Iterator[tuple[Span, bool]]:
                 if isinstance(value, n.Name):
                     continue  # `model: sonnet`: a word of the property, no variable
             stack.append((value, inner))
+
+
+def _in_rejected_statement(program: n.Program, text: str, ident: str, start: int, end: int) -> bool:
+    """Whether a statement the parser rejected, after ``start``, mentions ``ident``: its
+    uses are not in the tree, so a rename now would leave them reading the other binding
+    (its own fix runs first; the rename comes in the next pass)."""
+    word = re.compile(rf"(?<![\w-]){re.escape(ident)}(?![\w-])")
+    return any(
+        isinstance(node, n.Invalid)
+        and start <= node.span.start < end
+        and word.search(text, node.span.start, node.span.end) is not None
+        for node in _nodes(program)
+    )
 
 
 def _inside_same_block(program: n.Program, declared: Span, used: Span) -> bool:
