@@ -6,6 +6,8 @@ name bound twice. Each program is fixed as its `.expected` says, checks with no 
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -169,3 +171,46 @@ def test_assert_is_explained_with_a_condition() -> None:
     (found,) = [d for d in _check('let x = session "a"\nassert x is long\n') if d.is_error]
     assert "`if **x is long does not hold**:`" in found.help
     assert found.fix is None
+
+
+# --- every fixed program runs end to end --------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def model_server() -> Iterator[str]:
+    """A loopback OpenAI-style server (echoes the prompt), shared by the runs below."""
+    from tests.support.fake_llm_server import start_in_subprocess
+
+    base_url, stop = start_in_subprocess(latency_ms=1)
+    try:
+        yield base_url
+    finally:
+        stop()
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.stem)
+def test_the_fixed_program_runs_against_a_model_server(
+    path: Path,
+    model_server: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from openprose.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OPENAI_BASE_URL", f"{model_server}/v1")
+    monkeypatch.setenv("OPENAI_API_KEY", "test")
+    monkeypatch.delenv("PROSE_PROVIDER", raising=False)
+    program = tmp_path / path.name
+    program.write_text(path.with_suffix(".expected").read_text(encoding="utf-8"))
+    inputs = [
+        f"--input={stmt.name.id}=some {stmt.name.id}"
+        for stmt in parse_text(program.read_text()).program.body
+        if isinstance(stmt, n.Input)
+    ]
+    code = main(["run", str(program), "--provider", "openai", "--json", *inputs])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "Traceback" not in out + err
+    assert json.loads(out)["status"] == "succeeded", out
