@@ -127,6 +127,16 @@ def test_a_name_used_in_a_block_body_is_not_renamed() -> None:
     assert e019.fix is None
 
 
+def test_a_binding_in_a_body_beside_the_first_is_not_renamed() -> None:
+    # after the `if`, `verdict` is whichever branch ran: two names would split it
+    text = (
+        'if **the draft is long**:\n  output verdict = session "Shorten it"\nelse:\n'
+        '  session "Log it"\n  if **the draft is empty**:\n    output verdict = session "Fill"\n'
+    )
+    (e024,) = [d for d in _check(text) if d.code == "E024"]
+    assert e024.fix is None
+
+
 def test_an_input_in_a_body_alone_leaves_the_body_empty_with_a_warning() -> None:
     text = 'let a = session "x"\nif **a is short**:\n  input more: "Extra detail"\nsession "y"\n'
     fixed = fix_source(SourceFile.from_text(text), unsafe=True).text

@@ -70,7 +70,7 @@ def declare(
                     "E024",
                     name.span,
                     f"Output '{ident}' already declared (line {prior.span.line})",
-                    fix=rename_fix(ck, name),
+                    fix=_rename_later(ck, name, prior),
                 )
         elif kind == "output" or prior.kind == "output":
             ck.emit(
@@ -79,7 +79,7 @@ def declare(
                 f"Output name '{ident}' conflicts with {describe(prior)}"
                 if kind == "output"
                 else f"Variable name '{ident}' conflicts with {describe(prior)}",
-                fix=rename_fix(ck, name),
+                fix=_rename_later(ck, name, prior),
             )
         elif kind == "input" and prior.kind == "input":
             ck.emit("E021", name.span, f"Input '{ident}' already declared (line {prior.span.line})")
@@ -88,7 +88,7 @@ def declare(
                 fix = _reassign_fix(ck, name, kind, prior, value)
                 reassigns = fix is not None
                 if fix is None and prior.kind != "input":
-                    fix = rename_fix(ck, name)
+                    fix = _rename_later(ck, name, prior)
                 ck.emit(
                     "E019",
                     name.span,
@@ -100,6 +100,16 @@ def declare(
                     fix=fix,
                 )
     ck.scope.declare_flat(Var(ident, kind, name.span, program, contract, ck.guards))
+
+
+def _rename_later(ck: Checker, name: n.Name, prior: Var) -> Fix | None:
+    """The rename of a second binding (see `renames`), when it is bound at least wherever the
+    first one is: at the first's level or further out. Inside a body the first is not in (an
+    `else` beside the first's `if`), uses after it could read either, so no rename says it."""
+    here = ck.guards
+    if prior.guards[: len(here)] != here:
+        return None
+    return rename_fix(ck, name)
 
 
 def _branch_collision(ck: Checker, code: str, name: n.Name, prior: Var, keyword: str) -> bool:
