@@ -164,7 +164,10 @@ def test_keys_equal_to_their_names_become_a_context_object() -> None:
 @pytest.mark.parametrize(
     ("line", "shown"),
     [
-        ("let next = depth - 1", '`let next = session "Compute: depth - 1"` with `context: [depth]`'),
+        (
+            "let next = depth - 1",
+            '`let next = session "Compute: depth - 1"` with `context: [depth]`',
+        ),
         ("let all = notes + [extra]", "`context: [notes, extra]`"),
         ("x = count * 2", '`x = session "Compute: count * 2"`'),
         ("if depth > 3:", "`if **depth > 3**:`"),

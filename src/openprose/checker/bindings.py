@@ -579,7 +579,8 @@ def _drop_context_fix(ck: Checker, ref: n.Name, array: n.ArrayLit | None) -> Fix
     end = len(text) if end == -1 else end + 1
     if not _only_context(text[start:end], ref.id):
         return None
-    return Fix(f"remove `{ref.id}` from the context", (Edit(ck.span_at(start, end), ""),), safe=False)
+    edit = Edit(ck.span_at(start, end), "")
+    return Fix(f"remove `{ref.id}` from the context", (edit,), safe=False)
 
 
 def _only_in_a_block(ck: Checker, name: str) -> bool:

@@ -89,7 +89,8 @@ def _declared_names(node: object) -> list[n.Name]:
     found: list[n.Name] = []
     for attr in _DECLARING.get(type(node), ()):
         value = getattr(node, attr)
-        found.extend(v for v in (value if isinstance(value, tuple) else (value,)) if isinstance(v, n.Name))
+        values = value if isinstance(value, tuple) else (value,)
+        found.extend(v for v in values if isinstance(v, n.Name))
     return found
 
 

@@ -225,15 +225,12 @@ def statistics(checked: list[Checked], form: str) -> str:
     width = max((len(str(r.count)) for r in rows), default=1)
     lines = []
     for r in rows:
-        fixes = ", ".join(
-            part
-            for part in (f"{r.safe} safe" if r.safe else "", f"{r.unsafe} unsafe" if r.unsafe else "")
-            if part
-        )
+        kinds = [f"{r.safe} safe" if r.safe else "", f"{r.unsafe} unsafe" if r.unsafe else ""]
+        fixes = ", ".join(kind for kind in kinds if kind)
+        if fixes:
+            fixes = f" ({fixes} {'fix' if r.safe + r.unsafe == 1 else 'fixes'})"
         marker = "[*]" if r.safe else "[-]" if r.unsafe else "[ ]"
-        lines.append(
-            f"{r.count:>{width}}  {r.code}  {marker} {r.meaning}" + (f" ({fixes} fix{'' if r.safe + r.unsafe == 1 else 'es'})" if fixes else "")
-        )
+        lines.append(f"{r.count:>{width}}  {r.code}  {marker} {r.meaning}{fixes}")
     total = sum(r.count for r in rows)
     safe, unsafe = sum(r.safe for r in rows), sum(r.unsafe for r in rows)
     lines.append(

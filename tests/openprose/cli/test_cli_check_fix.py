@@ -150,7 +150,9 @@ def test_statistics_count_each_code_and_its_fixes(prose: Run, tmp_path: Path) ->
     assert "1  E007  [ ] Undefined agent reference" in lines
     assert any(line.startswith("1  E106  [*] ") for line in lines)
     assert "1  E141  [ ] " in out  # {topic} has no fix of its own: moving the input answers it
-    assert lines[-1] == "8 problems in 2 files: 2 fixable with --fix, 4 more with --fix --unsafe-fixes"
+    assert lines[-1] == (
+        "8 problems in 2 files: 2 fixable with --fix, 4 more with --fix --unsafe-fixes"
+    )
     assert "-->" not in out and "^" not in out  # counts, not each diagnostic
 
 
@@ -167,4 +169,6 @@ def test_statistics_as_json_and_after_fixing(prose: Run, tmp_path: Path) -> None
     }
     code, out, _ = prose("check", "--statistics", "--fix", "--unsafe-fixes", path)
     assert code == 0
-    assert out.splitlines()[0] == "0 problems in 1 file: 0 fixable with --fix, 0 more with --fix --unsafe-fixes"
+    assert out.splitlines()[0] == (
+        "0 problems in 1 file: 0 fixable with --fix, 0 more with --fix --unsafe-fixes"
+    )
