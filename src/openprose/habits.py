@@ -988,7 +988,9 @@ def _data_session_fix(view: TokenView, start: int) -> Fix | None:
     `context:` line for the names among its values; None when it holds anything but data
     (a session, an operator, a comment) or does not end its line."""
     kinds, tokens, text = view.kinds, view.tokens, view.source.text
-    depth, at, pieces, names = 0, start, [], []
+    depth, at = 0, start
+    pieces: list[str] = []
+    names: list[str] = []
     while True:
         kind = kinds[at]
         if kind not in _DATA_PUNCTUATION:

@@ -33,7 +33,7 @@ def _check(text: str) -> list[Diagnostic]:
 def _statements(text: str) -> list[str]:
     """Each top-level statement of ``text`` as `prose compile` writes it."""
     program = parse_text(text).program
-    found = []
+    found: list[str] = []
     for stmt in program.body:
         assert not isinstance(stmt, n.Invalid), stmt
         found.append(compile_program(n.Program(span=program.span, body=(stmt,))))
@@ -44,7 +44,7 @@ def _untouched(text: str, edits: list[tuple[int, int]]) -> list[str]:
     """The compiled statements of ``text`` that no edit range touches (a statement the
     parser rejected is always touched: a fix rewrites it)."""
     program = parse_text(text).program
-    kept = []
+    kept: list[str] = []
     for stmt in program.body:
         start, end = stmt.span.start, stmt.span.end
         if any(a <= end and start <= b for a, b in edits) or isinstance(stmt, n.Invalid):

@@ -60,7 +60,7 @@ def text_context_fix(ck: Checker, value: n.StringLit | n.ArrayLit) -> Fix | None
 def _sentence(values: list[str]) -> str:
     paths = [v for v in values if _PATH.fullmatch(v.strip())]
     others = [v for v in values if v not in paths]
-    parts = []
+    parts: list[str] = []
     if paths:
         parts.append(f"Read {', '.join(paths)} first.")
     if others:

@@ -223,7 +223,7 @@ def statistics(checked: list[Checked], form: str) -> str:
         ]  # fmt: skip
         return json.dumps(found, indent=2) + "\n"
     width = max((len(str(r.count)) for r in rows), default=1)
-    lines = []
+    lines: list[str] = []
     for r in rows:
         kinds = [f"{r.safe} safe" if r.safe else "", f"{r.unsafe} unsafe" if r.unsafe else ""]
         fixes = ", ".join(kind for kind in kinds if kind)
