@@ -957,7 +957,7 @@ def header_colon(source: SourceFile, token: Token) -> Diagnostic:
 # --- data written as an object literal --------------------------------------------------------
 
 _DATA_RULE = (
-    "Context Passing: objectContext → \"{\" IDENTIFIER (\",\" IDENTIFIER)* \"}\" lists names; "
+    'Context Passing: objectContext → "{" IDENTIFIER ("," IDENTIFIER)* "}" lists names; '
     "a value is a string, a number, an array, a name or what a session returns"
 )
 _DATA_LITERALS = frozenset(("true", "false", "null", "none", "nil", "True", "False", "None"))
@@ -976,7 +976,7 @@ def data_object(view: TokenView, start: int) -> Diagnostic:
         "A `{ … }` lists names (a context object); `key: value` data is not in the grammar",
         token_span(token),
         view.source.path,
-        help="let a session build the data: `= session \"Return this as JSON: …\"` with the "
+        help='let a session build the data: `= session "Return this as JSON: …"` with the '
         "names it reads as `context: [a, b]` (`prose check --fix --unsafe-fixes` writes it)",
         fix=fix,
         rule=_DATA_RULE,

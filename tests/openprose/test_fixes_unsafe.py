@@ -180,7 +180,7 @@ def test_keys_equal_to_their_names_become_a_context_object() -> None:
 )
 def test_operators_get_the_nearest_rewrite_in_their_help(line: str, shown: str) -> None:
     text = f'input depth: "n"\nlet notes = session "a"\nlet extra = session "b"\n{line}\n'
-    text += "  session \"z\"\n" if line.endswith(":") else ""
+    text += '  session "z"\n' if line.endswith(":") else ""
     helps = [d.help for d in _check(text) if d.is_error]
     assert any(shown in h for h in helps), helps
 

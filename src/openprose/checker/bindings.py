@@ -416,12 +416,12 @@ def _move_input_fix(ck: Checker, node: n.Input) -> Fix | None:
     target = text.rfind("\n", 0, first.span.start) + 1
     if text[start : node.span.start].strip(" ") or text[target : first.span.start]:
         return None  # not at the start of their lines
-    known = {
-        v.name for v in ck.scope.flat.values() if v.kind == "input" and v.span.start < target
-    }
-    line = text[node.span.start : end] if text[start:end].endswith("\n") else text[
-        node.span.start : end
-    ] + "\n"
+    known = {v.name for v in ck.scope.flat.values() if v.kind == "input" and v.span.start < target}
+    line = (
+        text[node.span.start : end]
+        if text[start:end].endswith("\n")
+        else text[node.span.start : end] + "\n"
+    )
     parts = node.description.parts if isinstance(node.description, n.StringLit) else ()
     for part in reversed(parts):
         if isinstance(part, n.Interpolation) and part.name not in known:
@@ -497,7 +497,7 @@ def check_context(ck: Checker, value: n.Expr | n.PermissionsBlock) -> None:
             "E143",
             span_of(value),
             "Context must be a variable, an array of variables or { a, b }",
-            help="to have files read, say so in the prompt (\"Read docs/*.md first.\"); "
+            help='to have files read, say so in the prompt ("Read docs/*.md first."); '
             "else bind the value to a variable and pass the variable",
             fix=text_context_fix(ck, value) if isinstance(value, n.StringLit) else None,
         )

@@ -60,9 +60,9 @@ def scope_of(ck: Checker, name: n.Name) -> Span | None:
         return None
     found: Span | None = None
     for node in _nodes(ck.program):
-        if isinstance(node, _SCOPES) and node.span.start <= name.span.start < node.span.end:
-            if found is None or node.span.start >= found.start:
-                found = node.span
+        inside = isinstance(node, _SCOPES) and node.span.start <= name.span.start < node.span.end
+        if inside and (found is None or node.span.start >= found.start):
+            found = node.span
     return found
 
 
@@ -102,9 +102,10 @@ def _read_before_binding(program: n.Program, name: n.Name) -> Span | None:
         if isinstance(node, n.Binding | n.Output):
             if any(d.span.start == at for d in _declared_names(node)):
                 return node.value.span
-        elif isinstance(node, n.ForEach):
-            if any(d is not None and d.span.start == at for d in (node.item, node.index)):
-                return node.collection.span
+        elif isinstance(node, n.ForEach) and any(
+            d is not None and d.span.start == at for d in (node.item, node.index)
+        ):
+            return node.collection.span
     return None
 
 
@@ -133,9 +134,12 @@ def _uses(program: n.Program, ident: str) -> Iterator[tuple[Span, bool]]:
             if f.name == "span" or f.name in skipped:
                 continue
             value = getattr(node, f.name)
-            if isinstance(node, n.Property) and node.name.id != "context":
-                if isinstance(value, n.Name):
-                    continue  # `model: sonnet`: a word of the property, no variable
+            if (
+                isinstance(node, n.Property)
+                and node.name.id != "context"
+                and isinstance(value, n.Name)
+            ):
+                continue  # `model: sonnet`: a word of the property, no variable
             stack.append((value, inner))
 
 

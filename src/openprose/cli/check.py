@@ -159,8 +159,11 @@ def run(args: argparse.Namespace) -> int:
         if args.statistics:
             write(sys.stdout, statistics(checked, args.format))
             if args.fix and args.format != "json":
-                write(sys.stdout, f"fixed {_plural(fix_count, 'problem')} in "
-                      f"{_plural(fixed_files, 'file')}{hidden}\n")
+                write(
+                    sys.stdout,
+                    f"fixed {_plural(fix_count, 'problem')} in "
+                    f"{_plural(fixed_files, 'file')}{hidden}\n",
+                )
         elif args.format == "json":
             found = [d.to_dict() for c in checked for d in c.diagnostics]
             write(sys.stdout, json.dumps(found, indent=2) + "\n")
