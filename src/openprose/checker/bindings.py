@@ -397,10 +397,12 @@ def _template_braces(ck: Checker, part: n.Interpolation) -> None:
 
 def _move_input_fix(ck: Checker, node: n.Input) -> Fix | None:
     """An `input` below executable statements (or inside a body): the author meant "ask at
-    this point", the language asks every input when the run starts. The unsafe fix moves
-    the line, with its comment, to just above the first executable statement (or the
-    top-level statement holding it), unindented; a `{name}` in its description that is no
-    input declared by then is escaped, since it would be read before it is bound."""
+    this point", the language asks every input when the run starts. The fix moves the line,
+    with its comment, to just above the first executable statement (or the top-level
+    statement holding it), unindented; a `{name}` in its description that is no input
+    declared by then is escaped, since it would be read before it is bound. From the top
+    level and with its text kept it is safe (the caller gives every input before the run
+    either way, so nothing that runs changes); out of a body or with an escape, unsafe."""
     text = ck.source_text
     program = ck.program
     if not text or program is None:
@@ -423,16 +425,18 @@ def _move_input_fix(ck: Checker, node: n.Input) -> Fix | None:
         else text[node.span.start : end] + "\n"
     )
     parts = node.description.parts if isinstance(node.description, n.StringLit) else ()
+    escaped = False
     for part in reversed(parts):
         if isinstance(part, n.Interpolation) and part.name not in known:
             at = part.span.start - node.span.start
             if line[at : at + 1] == "{":
                 line = line[:at] + "\\" + line[at:]
+                escaped = True
     return Fix(
         f"move `input {node.name.id}` to the top: it is asked when the run starts, "
         "not at this point",
         (Edit(ck.span_at(target, target), line), Edit(ck.span_at(start, end), "")),
-        safe=False,
+        safe=not ck.depth and not escaped,
     )
 
 
