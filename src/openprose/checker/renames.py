@@ -1,17 +1,22 @@
 """The unsafe fix for a name bound twice where the flat namespace forbids it (E019, E024,
 E145, E146): the later binding gets a fresh name (`plan_2`) and so does every use of it in
 its scope, so each use reads the value it read before — what runs stays the same, only the
-name changes (unsafe: an output's new name is what callers see)."""
+name changes (unsafe: an output's new name is what callers see).
+
+The program is walked once (``Uses``), however many names collide: a file of 30,000 `let v`
+lines must not cost a walk per line."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from dataclasses import fields, is_dataclass
+from bisect import bisect_left, bisect_right
+from dataclasses import dataclass, field, fields, is_dataclass
+from functools import cache
 
 from openprose import nodes as n
 from openprose.checker.state import _DECLARING, Checker
 from openprose.diagnostics import Edit, Fix
+from openprose.scanner import MAX_DIAGNOSTICS
 from openprose.source import Span
 
 # Fields whose Name is not a variable: an agent, a block, a property's or a label's name.
@@ -29,55 +34,89 @@ _NOT_VARIABLES = {
 _SCOPES = (n.ForEach, n.Repeat, n.Loop, n.CatchClause, n.PipeOp, n.BlockDef)
 
 
+@dataclass(slots=True)
+class Uses:
+    """What the renames need to know of one program, from one walk."""
+
+    # name -> (span of each variable use or binding, the block body it is in, if any), and
+    # where each starts, in source order
+    uses: dict[str, list[tuple[Span, Span | None]]] = field(default_factory=dict)
+    starts: dict[str, list[int]] = field(default_factory=dict)
+    # name -> where each of its bindings starts (flat or body-local), and its flat ones
+    bindings: dict[str, list[int]] = field(default_factory=dict)
+    flat: dict[str, list[int]] = field(default_factory=dict)
+    blocks: list[Span] = field(default_factory=list)
+    # a binding's start -> the part of its statement that runs before it is bound
+    read_before: dict[int, Span] = field(default_factory=dict)
+    scopes: list[Span] = field(default_factory=list)
+    rejected: list[Span] = field(default_factory=list)  # statements the parser rejected
+
+
+_last: tuple[n.Program, Uses] | None = None  # the program checked last, and its index
+
+
+def uses_of(program: n.Program) -> Uses:
+    global _last
+    if _last is None or _last[0] is not program:
+        _last = (program, _index(program))
+    return _last[1]
+
+
 def rename_fix(ck: Checker, name: n.Name, *, within: Span | None = None) -> Fix | None:
     """Rename the binding ``name`` and every variable use of its identifier after it (up
-    to ``within``'s end, or the program's); None when a use sits in a block body (it runs
-    wherever the block is called, so which binding it reads is not known here)."""
+    to ``within``'s end, or the program's); None when a use sits in a block body the binding
+    is not in (it runs wherever the block is called, so which binding it reads is not known
+    here), or a statement the parser rejected mentions the name (its uses are not in the
+    tree; its own fix runs first, the rename in the next pass)."""
     program, text = ck.program, ck.source_text
     if program is None or text[name.span.start : name.span.end] != name.id:
         return None
-    end = within.end if within is not None else len(text)
+    if len(ck.diagnostics) >= MAX_DIAGNOSTICS:
+        return None  # past the limit the diagnostic is only counted: no fix to build
+    index = uses_of(program)
     ident = name.id
-    fresh = _fresh(ck, name)
-    read_before = _read_before_binding(program, name)
+    start, end = name.span.start, within.end if within is not None else len(text)
+    later = index.flat.get(ident, [])
+    following = bisect_right(later, start)
+    if within is None and following < len(later):
+        end = later[following]  # the next `let`/`output` of the name is renamed on its own
+    before = index.read_before.get(start)
+    home = next((b for b in index.blocks if b.start <= start < b.end), None)
     edits: list[Edit] = []
-    for span, in_block in _uses(program, ident):
-        if not name.span.start <= span.start < end:
-            continue
-        if read_before is not None and read_before.start <= span.start < read_before.end:
+    uses, starts = index.uses.get(ident, []), index.starts.get(ident, [])
+    for span, block in uses[bisect_left(starts, start) : bisect_left(starts, end)]:
+        if before is not None and before.start <= span.start < before.end:
             continue  # `let plan = session … context: plan` reads the earlier `plan`
-        if in_block and not _inside_same_block(program, name.span, span):
+        if block is not None and block != home:
             return None
-        edits.append(Edit(span, fresh))
-    if not edits or _in_rejected_statement(program, text, ident, name.span.start, end):
+        edits.append(Edit(span, ""))
+    word = re.compile(rf"(?<![\w-]){re.escape(ident)}(?![\w-])")
+    if not edits or any(
+        start <= r.start < end and word.search(text, r.start, r.end) for r in index.rejected
+    ):
         return None
-    return Fix(f"rename this `{ident}` and its uses to `{fresh}`", tuple(edits), safe=False)
+    fresh = _fresh(ck, index, name)
+    renamed = tuple(Edit(e.span, fresh) for e in edits)
+    return Fix(f"rename this `{ident}` and its uses to `{fresh}`", renamed, safe=False)
 
 
 def scope_of(ck: Checker, name: n.Name) -> Span | None:
-    """The span of the loop, `catch`, pipe or block that binds ``name`` (a body-local name)."""
+    """The span of the loop, `catch`, pipe or block that binds ``name`` (a body-local name):
+    the innermost one around it."""
     if ck.program is None:
         return None
-    found: Span | None = None
-    for node in _nodes(ck.program):
-        inside = isinstance(node, _SCOPES) and node.span.start <= name.span.start < node.span.end
-        if inside and (found is None or node.span.start >= found.start):
-            found = node.span
-    return found
+    at = name.span.start
+    around = [s for s in uses_of(ck.program).scopes if s.start <= at < s.end]
+    return max(around, key=lambda s: s.start, default=None)
 
 
-def _fresh(ck: Checker, name: n.Name) -> str:
+def _fresh(ck: Checker, index: Uses, name: n.Name) -> str:
     """`plan_2` for the second binding of `plan`, `plan_3` for the third (an agent of the
     name counts as the first), so the fixes of one pass never pick the same name; never a
     name the program already has."""
     ident = name.id
-    taken = ck.declared | set(ck.agents) | set(ck.blocks) | set(ck.imports)
-    earlier = sum(
-        1
-        for node in _nodes(ck.program)
-        for declared in _declared_names(node)
-        if declared.id == ident and declared.span.start < name.span.start
-    )
+    taken = {*index.bindings, *index.uses, *ck.agents, *ck.blocks, *ck.imports}
+    earlier = bisect_left(index.bindings.get(ident, []), name.span.start)
     joiner = "-" if "-" in ident else "_"
     count = max(2, 1 + earlier + (ident in ck.agents))
     while f"{ident}{joiner}{count}" in taken:
@@ -85,55 +124,34 @@ def _fresh(ck: Checker, name: n.Name) -> str:
     return f"{ident}{joiner}{count}"
 
 
-def _declared_names(node: object) -> list[n.Name]:
-    found: list[n.Name] = []
-    for attr in _DECLARING.get(type(node), ()):
-        value = getattr(node, attr)
-        values = value if isinstance(value, tuple) else (value,)
-        found.extend(v for v in values if isinstance(v, n.Name))
-    return found
-
-
-def _read_before_binding(program: n.Program, name: n.Name) -> Span | None:
-    """The part of the statement binding ``name`` that runs before the name is bound: a
-    `let`'s or `output`'s value, a `for`'s collection."""
-    at = name.span.start
-    for node in _nodes(program):
-        if isinstance(node, n.Binding | n.Output):
-            if any(d.span.start == at for d in _declared_names(node)):
-                return node.value.span
-        elif isinstance(node, n.ForEach) and any(
-            d is not None and d.span.start == at for d in (node.item, node.index)
-        ):
-            return node.collection.span
-    return None
-
-
-def _uses(program: n.Program, ident: str) -> Iterator[tuple[Span, bool]]:
-    """Each span where ``ident`` is written as a variable, and whether it is in a block body."""
-    stack: list[tuple[object, bool]] = [(program, False)]
+def _index(program: n.Program) -> Uses:
+    index = Uses()
+    stack: list[tuple[object, Span | None]] = [(program, None)]
     while stack:
-        node, in_block = stack.pop()
+        node, block = stack.pop()
         if isinstance(node, tuple):
-            stack.extend((item, in_block) for item in node)
+            stack.extend((item, block) for item in node)
             continue
         if isinstance(node, n.Name):
-            if node.id == ident:
-                yield node.span, in_block
+            index.uses.setdefault(node.id, []).append((node.span, block))
             continue
         if isinstance(node, n.Interpolation):
-            if node.name == ident:
-                start = node.span.start + 1  # after the `{`
-                yield _shift(node.span, start, start + len(ident)), in_block
+            start = node.span.start + 1  # after the `{`
+            span = _shift(node.span, start, start + len(node.name))
+            index.uses.setdefault(node.name, []).append((span, block))
             continue
         if not is_dataclass(node):
             continue
-        skipped = _NOT_VARIABLES.get(type(node), ())
-        inner = in_block or isinstance(node, n.BlockDef)
-        for f in fields(node):
-            if f.name == "span" or f.name in skipped:
-                continue
-            value = getattr(node, f.name)
+        _note_bindings(index, node)
+        if isinstance(node, n.Invalid):
+            index.rejected.append(node.span)
+        if isinstance(node, _SCOPES):
+            index.scopes.append(node.span)
+        if isinstance(node, n.BlockDef):
+            index.blocks.append(node.span)
+        inner = node.span if isinstance(node, n.BlockDef) else block
+        for attr in _walked(type(node)):
+            value = getattr(node, attr)
             if (
                 isinstance(node, n.Property)
                 and node.name.id != "context"
@@ -141,39 +159,36 @@ def _uses(program: n.Program, ident: str) -> Iterator[tuple[Span, bool]]:
             ):
                 continue  # `model: sonnet`: a word of the property, no variable
             stack.append((value, inner))
+    for ident, found in index.uses.items():
+        found.sort(key=lambda use: use[0].start)
+        index.starts[ident] = [span.start for span, _ in found]
+    for starts in (*index.bindings.values(), *index.flat.values()):
+        starts.sort()
+    return index
 
 
-def _in_rejected_statement(program: n.Program, text: str, ident: str, start: int, end: int) -> bool:
-    """Whether a statement the parser rejected, after ``start``, mentions ``ident``: its
-    uses are not in the tree, so a rename now would leave them reading the other binding
-    (its own fix runs first; the rename comes in the next pass)."""
-    word = re.compile(rf"(?<![\w-]){re.escape(ident)}(?![\w-])")
-    return any(
-        isinstance(node, n.Invalid)
-        and start <= node.span.start < end
-        and word.search(text, node.span.start, node.span.end) is not None
-        for node in _nodes(program)
-    )
+@cache
+def _walked(kind: type) -> tuple[str, ...]:
+    """The fields of a node type that may hold variables."""
+    skipped = _NOT_VARIABLES.get(kind, ())
+    return tuple(f.name for f in fields(kind) if f.name != "span" and f.name not in skipped)
 
 
-def _inside_same_block(program: n.Program, declared: Span, used: Span) -> bool:
-    return any(
-        isinstance(stmt, n.BlockDef)
-        and stmt.span.start <= declared.start < stmt.span.end
-        and stmt.span.start <= used.start < stmt.span.end
-        for stmt in program.body
-    )
-
-
-def _nodes(root: object) -> Iterator[object]:
-    stack: list[object] = [root]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, tuple):
-            stack.extend(node)
-        elif is_dataclass(node):
-            yield node
-            stack.extend(getattr(node, f.name) for f in fields(node) if f.name != "span")
+def _note_bindings(index: Uses, node: object) -> None:
+    if isinstance(node, n.Assign):
+        return  # `plan = …` gives the binding a new value: a use of it
+    for attr in _DECLARING.get(type(node), ()):
+        value = getattr(node, attr)
+        for name in value if isinstance(value, tuple) else (value,):
+            if not isinstance(name, n.Name):
+                continue
+            index.bindings.setdefault(name.id, []).append(name.span.start)
+            if isinstance(node, n.Binding | n.Output | n.Input):
+                index.flat.setdefault(name.id, []).append(name.span.start)
+            if isinstance(node, n.Binding | n.Output):
+                index.read_before[name.span.start] = node.value.span
+            elif isinstance(node, n.ForEach):
+                index.read_before[name.span.start] = node.collection.span
 
 
 def _shift(span: Span, start: int, end: int) -> Span:

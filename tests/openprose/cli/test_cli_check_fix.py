@@ -151,7 +151,7 @@ def test_statistics_count_each_code_and_its_fixes(prose: Run, tmp_path: Path) ->
     assert any(line.startswith("1  E106  [*] ") for line in lines)
     assert "1  E141  [ ] " in out  # {topic} has no fix of its own: moving the input answers it
     assert lines[-1] == (
-        "8 problems in 2 files: 2 fixable with --fix, 4 more with --fix --unsafe-fixes"
+        "8 problems in 2 files: 3 fixable with --fix, 2 more with --fix --unsafe-fixes"
     )
     assert "-->" not in out and "^" not in out  # counts, not each diagnostic
 
@@ -160,13 +160,16 @@ def test_statistics_as_json_and_after_fixing(prose: Run, tmp_path: Path) -> None
     path = write(tmp_path / "a.prose", SEVERAL_PASSES)
     code, out, _ = prose("check", "--statistics", "--format", "json", path)
     rows = {row["code"]: row for row in json.loads(out)}
-    assert rows["E019"] == {
-        "code": "E019",
-        "meaning": rows["E019"]["meaning"],
+    assert rows["E004"] == {
+        "code": "E004",
+        "meaning": "Unexpected token",
         "count": 1,
         "safe_fixes": 0,
         "unsafe_fixes": 1,
     }
+    assert (rows["E022"]["safe_fixes"], rows["E022"]["unsafe_fixes"]) == (1, 0)
+    # the second `let x` is renamed only once the data statement that reads `x` is fixed
+    assert (rows["E019"]["count"], rows["E019"]["unsafe_fixes"]) == (1, 0)
     code, out, _ = prose("check", "--statistics", "--fix", "--unsafe-fixes", path)
     assert code == 0
     assert out.splitlines()[0] == (
