@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from openprose import nodes as n
 from openprose.checker import check
@@ -247,3 +249,54 @@ def test_the_fixed_program_runs_against_a_model_server(
     assert code == 0, err
     assert "Traceback" not in out + err
     assert json.loads(out)["status"] == "succeeded", out
+
+
+# --- fuzz: programs mixing the shapes -----------------------------------------------------------
+
+_texts = st.text(alphabet="abcXYZ .,!?-", min_size=1, max_size=12).map(str.strip).filter(bool)
+
+
+def _shape(index: int) -> st.SearchStrategy[str]:
+    """One statement of a shape above (names carry ``index``: shapes never share a name)."""
+    v = f"v{index}"
+    return st.one_of(
+        _texts.map(
+            lambda t: f'let {v} = session "{t}"\nlet {v} = session "{t}"\nsession "{{{v}}}"'
+        ),
+        _texts.map(lambda t: f'output {v} = session "{t}"\nlet {v} = session "x"\n  context: {v}'),
+        _texts.map(lambda t: f'let {v} = session "{t}"\noutput o{index} = {{ a: "{t}", b: {v} }}'),
+        _texts.map(lambda t: f'let {v} = {{ n: 1, items: ["{t}"] }}'),
+        _texts.map(lambda t: f'session "{t}"\n  context: ["docs/{index}.md", "{t}"]'),
+        _texts.map(
+            lambda t: (
+                f'block b{index}(p{index}):\n  session "{{p{index}}}"\nsession "{{p{index}}} {t}"'
+            )
+        ),
+        _texts.map(
+            lambda t: f'agent {v}:\n  model: sonnet\nfor {v} in ["{t}"]:\n  session "{{{v}}}"'
+        ),
+        _texts.map(lambda t: f'session "{t}"\ninput i{index}: "{t}"'),
+        _texts.map(
+            lambda t: f'if **the case {t} holds**:\n  input j{index}: "{t}"\n  session "go"'
+        ),
+        _texts.map(lambda t: f"# {t}"),
+    )
+
+
+@st.composite
+def _mixed(draw: st.DrawFn) -> str:
+    count = draw(st.integers(min_value=1, max_value=5))
+    return "\n".join(draw(_shape(index)) for index in range(count)) + "\n"
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_mixed())
+def test_unsafe_fixing_mixed_shapes_gives_a_clean_fixed_point(text: str) -> None:
+    result = fix_source(SourceFile.from_text(text), unsafe=True)
+    assert parse_text(result.text).ok, result.text
+    assert [d.code for d in result.remaining if d.is_error] == [], result.text
+    assert [d.code for d in result.remaining if d.fix is not None] == [], result.text
+    assert fix_source(SourceFile.from_text(result.text), unsafe=True).text == result.text
+    comments = [c.text for c in parse_text(text).program.comments]
+    assert [c.text for c in parse_text(result.text).program.comments] == comments
+    assert parse_text(compile_program(parse_text(result.text).program)).ok
