@@ -150,7 +150,8 @@ def _index(program: n.Program) -> Uses:
         if isinstance(node, n.BlockDef):
             index.blocks.append(node.span)
         inner = node.span if isinstance(node, n.BlockDef) else block
-        for attr in _walked(type(node)):
+        kind: type = type(node)
+        for attr in _walked(kind):
             value = getattr(node, attr)
             if (
                 isinstance(node, n.Property)
