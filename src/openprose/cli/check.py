@@ -60,7 +60,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--unsafe-fixes",
         action="store_true",
-        help="with --fix/--diff, also apply likely but unproven fixes (misspelled keywords)",
+        help="with --fix/--diff, also apply fixes that change more than the form (a misspelled "
+        "keyword's guess, a second binding renamed, data built by a session)",
     )
     parser.add_argument(
         "--statistics",
