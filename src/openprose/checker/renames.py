@@ -56,10 +56,13 @@ _last: tuple[n.Program, Uses] | None = None  # the program checked last, and its
 
 
 def uses_of(program: n.Program) -> Uses:
+    """The index of ``program`` (kept for the program checked last: its collisions ask in
+    turn; read once into a local, so a check on another thread cannot swap it midway)."""
     global _last
-    if _last is None or _last[0] is not program:
-        _last = (program, _index(program))
-    return _last[1]
+    last = _last
+    if last is None or last[0] is not program:
+        last = _last = (program, _index(program))
+    return last[1]
 
 
 def rename_fix(ck: Checker, name: n.Name, *, within: Span | None = None) -> Fix | None:
