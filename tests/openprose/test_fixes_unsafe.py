@@ -134,6 +134,21 @@ def test_a_name_used_in_a_block_body_is_not_renamed() -> None:
     assert e019.fix is None
 
 
+def test_a_block_result_read_by_name_binds_the_bare_call() -> None:
+    # the block's last statement binds `summary`, so its value is the block's: binding the
+    # call gives the program the name it reads (renamed, as a block's names are flat too)
+    text = (
+        'block digest(topic):\n  let summary = session "Summarize {topic}"\n'
+        'do digest("tides")\nsession "Share {summary}"\n'
+    )
+    (e141,) = [d for d in _check(text) if d.is_error]
+    assert e141.fix is not None and not e141.fix.safe
+    assert [e.text for e in e141.fix.edits] == ["let summary = "]
+    fixed = fix_source(SourceFile.from_text(text), unsafe=True).text
+    assert fixed.endswith('let summary_2 = do digest("tides")\nsession "Share {summary_2}"\n')
+    assert [d.code for d in _check(fixed) if d.is_error] == []
+
+
 def test_a_binding_in_a_body_beside_the_first_is_not_renamed() -> None:
     # after the `if`, `verdict` is whichever branch ran: two names would split it
     text = (

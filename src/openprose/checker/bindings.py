@@ -455,6 +455,10 @@ def _escape_fix(ck: Checker, part: n.Interpolation) -> Fix | None:
     elsewhere = name in ck.declared
     if elsewhere and not _only_in_a_block(ck, name):
         return None  # declared later, or in a body: moving a statement is the answer
+    if elsewhere:
+        bind = _bind_call_fix(ck, name, at.start)
+        if bind is not None:
+            return bind
     return Fix(
         f"escape the brace: \\{{{name}}} is literal text"
         + (" (the variable exists only in another scope)" if elsewhere else ""),
@@ -549,7 +553,9 @@ def _context_ref(ck: Checker, ref: n.Name | n.Attribute, array: n.ArrayLit | Non
                 fix=_drop_element_fix(ck, ref, array),
             )
             return
-        fix = _drop_context_fix(ck, ref, array) if _only_in_a_block(ck, ident) else None
+        fix = None
+        if _only_in_a_block(ck, ident):
+            fix = _bind_call_fix(ck, ident, ref.span.start) or _drop_context_fix(ck, ref, array)
         ck.resolve(ident, ref.span, "E142", f"Undefined variable '{ident}' in context", fix)
     else:
         check_attribute(ck, ref, "E142")
@@ -597,6 +603,41 @@ def _only_in_a_block(ck: Checker, name: str) -> bool:
         return False
     outside = tuple(s for s in program.body if not isinstance(s, n.BlockDef))
     return name not in declared_anywhere(n.Program(span=program.span, body=outside))
+
+
+def _bind_call_fix(ck: Checker, name: str, used_at: int) -> Fix | None:
+    """`do draft-post("x")` run bare, then `post` used: when the block's last statement binds
+    `post`, the block's value is that value, so binding the call (`let post = do …`) gives
+    the program exactly the name it reads. Unsafe: one bare call of the block before the use
+    and nothing else of that name at the top level are the only evidence."""
+    program, text = ck.program, ck.source_text
+    inside = ck.block_locals.get(name)
+    if program is None or inside is None or not text:
+        return None
+    block = ck.blocks.get(inside[0])
+    last = block.body[-1] if block is not None and block.body else None
+    bound = (
+        last.target.id
+        if isinstance(last, n.Binding) and isinstance(last.target, n.Name)
+        else last.name.id
+        if isinstance(last, n.Output)
+        else None
+    )
+    if bound != name:
+        return None
+    calls = [
+        s
+        for s in program.body
+        if isinstance(s, n.DoCall) and s.name.id == inside[0] and s.span.start < used_at
+    ]
+    if len(calls) != 1 or text[calls[0].span.start - 1 : calls[0].span.start] not in ("", "\n"):
+        return None
+    at = calls[0].span.start
+    return Fix(
+        f"bind the block's result: `let {name} = do {inside[0]}(…)`",
+        (Edit(ck.span_at(at, at), f"let {name} = "),),
+        safe=False,
+    )
 
 
 def _only_context(line: str, ident: str) -> bool:
