@@ -78,6 +78,10 @@ _NO_SUCH_STATEMENT = {
         "OpenProse has no `pass`: a body may be left empty",
         "remove the line",
     ),
+    "assert": (
+        "OpenProse has no `assert`: a test is a **condition** the model judges",
+        'write `if **not (what must hold)**:` with `throw "…"` under it',
+    ),
 }
 CONTROL_WORDS = frozenset(_NO_SUCH_STATEMENT)
 
@@ -92,6 +96,11 @@ def control_word(view: TokenView, at: int, previous: n.Stmt | None) -> Diagnosti
     word = token[1]
     message, help_ = _NO_SUCH_STATEMENT[word]
     fix = _return_fix(view, at, previous) if word == "return" else None
+    if word == "assert":
+        tested = view.source.line_text(token[4])[token[5] + 6 :].split("#", 1)[0]
+        tested = tested.replace("**", "").strip()
+        if tested:
+            help_ = f'write `if **{tested} does not hold**:` with `throw "…"` under it'
     return diagnostic(
         "E004",
         message,
@@ -943,3 +952,118 @@ def header_colon(source: SourceFile, token: Token) -> Diagnostic:
         help='remove the colon: session "..." then the indented properties',
         fix=Fix("remove the colon", (Edit(colon, ""),)),
     )
+
+
+# --- data written as an object literal --------------------------------------------------------
+
+_DATA_RULE = (
+    'Context Passing: objectContext → "{" IDENTIFIER ("," IDENTIFIER)* "}" lists names; '
+    "a value is a string, a number, an array, a name or what a session returns"
+)
+_DATA_LITERALS = frozenset(("true", "false", "null", "none", "nil", "True", "False", "None"))
+_DATA_PUNCTUATION = frozenset(("{", "}", "[", "]", ":", ",", ".", STRING, NUMBER, NAME))
+
+
+def data_object(view: TokenView, start: int) -> Diagnostic:
+    """`output result = { status: "done", report: report }` with the `{` at token ``start``:
+    keyed data, which the grammar has no value for. After `=` the unsafe fix lets a session
+    assemble it (docs/decisions.md, "fixes36"): the prompt quotes the object as written, the
+    names its values read go in as context, so the binding keeps its name and its shape."""
+    token = view.tokens[start]
+    fix = _data_session_fix(view, start) if view.kinds[start - 1] == "=" else None
+    return diagnostic(
+        "E004",
+        "A `{ … }` lists names (a context object); `key: value` data is not in the grammar",
+        token_span(token),
+        view.source.path,
+        help='let a session build the data: `= session "Return this as JSON: …"` with the '
+        "names it reads as `context: [a, b]` (`prose check --fix --unsafe-fixes` writes it)",
+        fix=fix,
+        rule=_DATA_RULE,
+    )
+
+
+def _data_session_fix(view: TokenView, start: int) -> Fix | None:
+    """The object from token ``start`` to its closing brace as `session "…"` plus a
+    `context:` line for the names among its values; None when it holds anything but data
+    (a session, an operator, a comment) or does not end its line."""
+    kinds, tokens, text = view.kinds, view.tokens, view.source.text
+    depth, at = 0, start
+    pieces: list[str] = []
+    names: list[str] = []
+    while True:
+        kind = kinds[at]
+        if kind not in _DATA_PUNCTUATION:
+            return None
+        token = tokens[at]
+        if at > start and "#" in text[tokens[at - 1][3] : token[2]]:
+            return None  # a comment inside the object would be lost
+        depth += {"{": 1, "[": 1, "}": -1, "]": -1}.get(kind, 0)
+        is_value = kind == NAME and kinds[at + 1] != ":" and kinds[at - 1] != "."
+        if is_value and token[1] not in _DATA_LITERALS and token[1] not in names:
+            names.append(token[1])
+        pieces.append(token[1] + (" " if kind in (",", ":") else ""))
+        if depth == 0:
+            break
+        at += 1
+    end = tokens[at][3]
+    line_end = text.find("\n", end)
+    line_end = len(text) if line_end == -1 else line_end
+    line_end -= text[line_end - 1 : line_end] == "\r"
+    rest = text[end:line_end].strip()
+    if rest and not rest.startswith("#"):
+        return None
+    line_start = text.rfind("\n", 0, token_span(tokens[start]).start) + 1
+    indent = text[line_start : len(text) - len(text[line_start:].lstrip(" "))]
+    prompt = "Return only this data as JSON" + (
+        ", each name's value taken from the context: " if names else ": "
+    )
+    session = "session " + quote(prompt + "".join(pieces))
+    context = f"\n{indent}  context: [{', '.join(names)}]" if names else ""
+    replaced = view.source.span(tokens[start][2], line_end)
+    edit = Edit(replaced, session + text[end:line_end] + context)
+    return Fix("let a session assemble the data", (edit,), safe=False)
+
+
+# --- operators ---------------------------------------------------------------------------------
+
+_COMPUTED = re.compile(
+    rf"\s*(?:(?P<keyword>let|const|output)\s+)?(?P<name>{IDENT_PATTERN})\s*=\s*(?P<value>.+?)\s*"
+)
+_JUDGED = re.compile(r"\s*(?P<keyword>if|elif|else if|while|until|loop while|loop until)\s+"
+                     r"(?P<value>.+?)\s*:\s*")  # fmt: skip
+_NAMES = re.compile(IDENT_PATTERN)
+
+
+def operator_rewrite(found: Diagnostic, source: SourceFile) -> Diagnostic:
+    """The scanner's E102 at an operator (`depth - 1`, `a + [b]`, `x != "y"`) with help that
+    shows the nearest way to write its line: a value computed by a session that reads the
+    names as context, a test judged by the model as a `**condition**`. There is no mechanical
+    fix: what the operator did is now the model's to do."""
+    if found.code != "E102" or "no operators" not in found.message:
+        return found
+    line = source.line_text(found.line).split("#", 1)[0]
+    judged = _JUDGED.fullmatch(line)
+    if judged is not None:
+        shown = f"{judged['keyword']} **{judged['value'].replace('**', '')}**:"
+        return _with_help(found, f"let the model judge it: `{shown}`")
+    computed = _COMPUTED.fullmatch(line)
+    if computed is None:
+        return found
+    value = computed["value"]
+    names = [
+        word
+        for word in dict.fromkeys(_NAMES.findall(re.sub(r'"[^"]*"', "", value)))
+        if word not in _DATA_LITERALS
+    ]
+    keyword = (computed["keyword"] or "") + " " if computed["keyword"] else ""
+    rewrite = f"`{keyword}{computed['name']} = session {plain_quote('Compute: ' + value)}`"
+    if names:
+        rewrite += f" with `context: [{', '.join(names)}]` below it"
+    return _with_help(found, f"let a session compute it: {rewrite}")
+
+
+def _with_help(found: Diagnostic, help_: str) -> Diagnostic:
+    from dataclasses import replace
+
+    return replace(found, help=help_)

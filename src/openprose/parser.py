@@ -124,7 +124,7 @@ class _Parser:
         self.tokens = scanned.tokens
         self.kinds = [t[0] for t in scanned.tokens]
         self.comments = scanned.comments
-        self.diagnostics = scanned.diagnostics
+        self.diagnostics = [habits.operator_rewrite(d, source) for d in scanned.diagnostics]
         self.pos = 0
         self.depth = 0
         # The statement before the one being parsed in the same body (for `return x`'s fix).
@@ -1301,30 +1301,28 @@ class _Parser:
     def object_context(self) -> n.ObjectContext:
         start = self.take()
         if self.kinds[self.pos + 1] == ":" and self.kinds[self.pos] == NAME:
-            keyed = self.keyed_object(start)
+            keyed = self.keyed_object(start, data=self.kinds[start - 1] == "=")
             if keyed is not None:
                 return keyed
             # `{ count: 0, entries: [] }`: a data literal, which the grammar does not have
-            self.report(
-                "E004",
-                "A `{ … }` lists names (a context object); `key: value` data is not in the grammar",
-                token_span(self.tokens[start]),
-                help="pass values as context by name (`{ a, b }`), or let a session build the data",
-            )
+            self.note(habits.data_object(self, start))
             raise _ParseError
         names = self.name_list("}")
         return n.ObjectContext(span=self.span_from(start), names=names)
 
-    def keyed_object(self, start: int) -> n.ObjectContext | None:
+    def keyed_object(self, start: int, *, data: bool = False) -> n.ObjectContext | None:
         """`{ draft: text, notes: grade }`: the grammar's object context lists names only
         (`objectContext → "{" ( IDENTIFIER ( "," IDENTIFIER )* )? "}"`). One error, with
         the names-only rewrite as an unsafe fix (the model then sees `text`, not `draft`),
-        and the object parses as those names."""
+        and the object parses as those names. A value after `=` (``data``) is read so only
+        when every key is its value's name (`{ grade: grade }`): else it is data."""
         kinds, tokens = self.kinds, self.tokens
         i = self.pos
         values: list[n.Name] = []
         while True:
             if not (kinds[i] == NAME and kinds[i + 1] == ":" and kinds[i + 2] == NAME):
+                return None
+            if data and tokens[i][1] != tokens[i + 2][1]:
                 return None
             if kinds[i + 3] not in (",", "}"):
                 return None

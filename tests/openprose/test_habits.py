@@ -47,7 +47,7 @@ def test_control_words_name_the_rule_and_only_return_gets_a_fix() -> None:
     found = habits.control_word(view, view.at("break"), None)
     assert (found.code, found.path, found.fix) == ("E004", "habit.prose", None)
     assert "no `break`" in found.message and found.rule is not None
-    assert habits.CONTROL_WORDS == {"break", "continue", "return", "pass"}
+    assert habits.CONTROL_WORDS == {"break", "continue", "return", "pass", "assert"}
 
 
 def test_return_of_the_name_the_statement_above_bound_removes_the_line() -> None:

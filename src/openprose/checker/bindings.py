@@ -3,9 +3,18 @@
 from __future__ import annotations
 
 from openprose import nodes as n
+from openprose.checker.context_text import text_context_fix
 from openprose.checker.imports import call_result, check_output_access
+from openprose.checker.renames import rename_fix, scope_of
 from openprose.checker.scope import FlatKind, ScopedKind, Var
-from openprose.checker.state import Checker, Handler, head, span_of, tail
+from openprose.checker.state import (
+    Checker,
+    Handler,
+    declared_anywhere,
+    head,
+    span_of,
+    tail,
+)
 from openprose.contracts import ProgramContract
 from openprose.diagnostics import Edit, Fix
 from openprose.source import Span
@@ -51,6 +60,7 @@ def declare(
             name.span,
             f"Variable name '{ident}' conflicts with agent '{ident}' "
             f"(line {agent.node.name.span.line})",
+            fix=rename_fix(ck, name),
         )
     prior = ck.scope.flat.get(ident) or ck.scope.visible.get(ident)
     if prior is not None:
@@ -60,6 +70,7 @@ def declare(
                     "E024",
                     name.span,
                     f"Output '{ident}' already declared (line {prior.span.line})",
+                    fix=_rename_later(ck, name, prior),
                 )
         elif kind == "output" or prior.kind == "output":
             ck.emit(
@@ -68,23 +79,37 @@ def declare(
                 f"Output name '{ident}' conflicts with {describe(prior)}"
                 if kind == "output"
                 else f"Variable name '{ident}' conflicts with {describe(prior)}",
+                fix=_rename_later(ck, name, prior),
             )
         elif kind == "input" and prior.kind == "input":
             ck.emit("E021", name.span, f"Input '{ident}' already declared (line {prior.span.line})")
         else:
             if not _branch_collision(ck, "E019", name, prior, "let"):
                 fix = _reassign_fix(ck, name, kind, prior, value)
+                reassigns = fix is not None
+                if fix is None and prior.kind != "input":
+                    fix = _rename_later(ck, name, prior)
                 ck.emit(
                     "E019",
                     name.span,
                     f"Variable '{ident}' already defined ({_WHAT[prior.kind]}, line "
                     f"{prior.span.line}); variable names must be unique in a program",
                     help=f"to give it a new value, assign it: `{ident} = ...` (no `let`)"
-                    if fix is not None
+                    if reassigns
                     else None,
                     fix=fix,
                 )
     ck.scope.declare_flat(Var(ident, kind, name.span, program, contract, ck.guards))
+
+
+def _rename_later(ck: Checker, name: n.Name, prior: Var) -> Fix | None:
+    """The rename of a second binding (see `renames`), when it is bound at least wherever the
+    first one is: at the first's level or further out. Inside a body the first is not in (an
+    `else` beside the first's `if`), uses after it could read either, so no rename says it."""
+    here = ck.guards
+    if prior.guards[: len(here)] != here:
+        return None
+    return rename_fix(ck, name)
 
 
 def _branch_collision(ck: Checker, code: str, name: n.Name, prior: Var, keyword: str) -> bool:
@@ -174,11 +199,13 @@ def bind_scoped(ck: Checker, ident: str, span: Span, kind: ScopedKind, shadow_co
         )
     agent = ck.agents.get(ident)
     if agent is not None:
+        name = n.Name(span=span, id=ident)
         ck.emit(
             "E145",
             span,
             f"Variable name '{ident}' conflicts with agent '{ident}' "
             f"(line {agent.node.name.span.line})",
+            fix=rename_fix(ck, name, within=scope_of(ck, name)),
         )
     ck.scope.bind_scoped(Var(ident, kind, span))
 
@@ -253,7 +280,7 @@ def _input(ck: Checker, node: n.Input) -> None:
             "E022",
             head(node.span, 5),
             "Inputs must be declared before executable statements",
-            fix=None if ck.depth else _move_input_fix(ck, node),
+            fix=_move_input_fix(ck, node),
         )
     description = node.description
     if not node.text.strip():
@@ -369,41 +396,74 @@ def _template_braces(ck: Checker, part: n.Interpolation) -> None:
 
 
 def _move_input_fix(ck: Checker, node: n.Input) -> Fix | None:
-    """A top-level `input` below executable statements moves, with its line's comment, to
-    just above the first of them ("Inputs are declared at the top of the program")."""
-    first = ck.first_executable
+    """An `input` below executable statements (or inside a body): the author meant "ask at
+    this point", the language asks every input when the run starts. The fix moves the line,
+    with its comment, to just above the first executable statement (or the top-level
+    statement holding it), unindented; a `{name}` in its description that is no input
+    declared by then is escaped, since it would be read before it is bound. From the top
+    level and with its text kept it is safe (the caller gives every input before the run
+    either way, so nothing that runs changes); out of a body or with an escape, unsafe."""
     text = ck.source_text
-    if first is None or not text:
+    program = ck.program
+    if not text or program is None:
         return None
-    parts = node.description.parts if isinstance(node.description, n.StringLit) else ()
-    if any(type(part) is not str for part in parts):
-        return None  # `{name}` in the description would then be read before it is bound
+    holder = next((s for s in program.body if s.span.start <= node.span.start < s.span.end), None)
+    targets = [s for s in (ck.first_executable, holder) if s is not None]
+    if not targets:
+        return None
+    first = min(targets, key=lambda s: s.span.start)
     start = text.rfind("\n", 0, node.span.start) + 1
     end = text.find("\n", node.span.end)
     end = len(text) if end == -1 else end + 1
     target = text.rfind("\n", 0, first.span.start) + 1
-    if text[start : node.span.start] or text[target : first.span.start]:
+    if text[start : node.span.start].strip(" ") or text[target : first.span.start]:
         return None  # not at the start of their lines
-    line = text[start:end] if text[start:end].endswith("\n") else text[start:end] + "\n"
+    known = {v.name for v in ck.scope.flat.values() if v.kind == "input" and v.span.start < target}
+    line = (
+        text[node.span.start : end]
+        if text[start:end].endswith("\n")
+        else text[node.span.start : end] + "\n"
+    )
+    parts = node.description.parts if isinstance(node.description, n.StringLit) else ()
+    escaped = False
+    for part in reversed(parts):
+        if isinstance(part, n.Interpolation) and part.name not in known:
+            at = part.span.start - node.span.start
+            if line[at : at + 1] == "{":
+                line = line[:at] + "\\" + line[at:]
+                escaped = True
     return Fix(
-        "move the input above the first executable statement",
+        f"move `input {node.name.id}` to the top: it is asked when the run starts, "
+        "not at this point",
         (Edit(ck.span_at(target, target), line), Edit(ck.span_at(start, end), "")),
+        safe=not ck.depth and not escaped,
     )
 
 
 def _escape_fix(ck: Checker, part: n.Interpolation) -> Fix | None:
     """`{name}` naming nothing the program declares anywhere (and no agent, block or import)
     is text meant literally — a JSON or template example: escape it as `\\{name}` ("Backslash
-    can escape braces"), which keeps the text the model reads and the program valid."""
+    can escape braces"), which keeps the text the model reads and the program valid. A name
+    that exists only in another scope (a block's parameter, a name of its body) gets the
+    same escape as an unsafe fix: the value is not there to read, the text stays."""
     name = part.name
-    if name in ck.declared or name in ck.agents or name in ck.blocks or name in ck.imports:
+    if name in ck.agents or name in ck.blocks or name in ck.imports:
         return None
     if ck.source is None or ck.source_text[part.span.start : part.span.start + 1] != "{":
         return None
     at = part.span
+    elsewhere = name in ck.declared
+    if elsewhere and not _only_in_a_block(ck, name):
+        return None  # declared later, or in a body: moving a statement is the answer
+    if elsewhere:
+        bind = _bind_call_fix(ck, name, at.start)
+        if bind is not None:
+            return bind
     return Fix(
-        f"escape the brace: \\{{{name}}} is literal text",
+        f"escape the brace: \\{{{name}}} is literal text"
+        + (" (the variable exists only in another scope)" if elsewhere else ""),
         (Edit(ck.span_at(at.start, at.start), "\\"),),
+        safe=not elsewhere,
     )
 
 
@@ -421,12 +481,18 @@ def _object(ck: Checker, node: n.ObjectContext) -> None:
 def check_context(ck: Checker, value: n.Expr | n.PermissionsBlock) -> None:
     """``context:`` takes a variable, an array of variables, or ``{ a, b }``."""
     if isinstance(value, n.ArrayLit):
+        fix = None
         for element in value.elements:
             if isinstance(element, n.Name | n.Attribute):
                 _context_ref(ck, element, value)
             else:
+                if fix is None and isinstance(element, n.StringLit):
+                    fix = text_context_fix(ck, value)
                 ck.emit(
-                    "E143", span_of(element), "Context array elements must be variable references"
+                    "E143",
+                    span_of(element),
+                    "Context array elements must be variable references",
+                    fix=fix,
                 )
     elif isinstance(value, n.Name | n.Attribute):
         _context_ref(ck, value)
@@ -436,7 +502,12 @@ def check_context(ck: Checker, value: n.Expr | n.PermissionsBlock) -> None:
         _context_block(ck, value)
     elif not isinstance(value, n.Invalid):
         ck.emit(
-            "E143", span_of(value), "Context must be a variable, an array of variables or { a, b }"
+            "E143",
+            span_of(value),
+            "Context must be a variable, an array of variables or { a, b }",
+            help='to have files read, say so in the prompt ("Read docs/*.md first."); '
+            "else bind the value to a variable and pass the variable",
+            fix=text_context_fix(ck, value) if isinstance(value, n.StringLit) else None,
         )
 
 
@@ -482,7 +553,10 @@ def _context_ref(ck: Checker, ref: n.Name | n.Attribute, array: n.ArrayLit | Non
                 fix=_drop_element_fix(ck, ref, array),
             )
             return
-        ck.resolve(ident, ref.span, "E142", f"Undefined variable '{ident}' in context")
+        fix = None
+        if _only_in_a_block(ck, ident):
+            fix = _bind_call_fix(ck, ident, ref.span.start) or _drop_context_fix(ck, ref, array)
+        ck.resolve(ident, ref.span, "E142", f"Undefined variable '{ident}' in context", fix)
     else:
         check_attribute(ck, ref, "E142")
 
@@ -501,6 +575,74 @@ def _drop_element_fix(ck: Checker, ref: n.Name, array: n.ArrayLit | None) -> Fix
     if "\n" in text[start:end] or "#" in text[start:end]:
         return None
     return Fix(f"remove `{ref.id}`", (Edit(ck.span_at(start, end), ""),), safe=False)
+
+
+def _drop_context_fix(ck: Checker, ref: n.Name, array: n.ArrayLit | None) -> Fix | None:
+    """A name in `context:` that exists only in another scope (a block's body): the session
+    cannot be given it here, so the unsafe fix leaves it out — the element, or the whole
+    `context:` line when it is the only name."""
+    if array is not None and len(array.elements) > 1:
+        return _drop_element_fix(ck, ref, array)
+    text = ck.source_text
+    start = text.rfind("\n", 0, ref.span.start) + 1
+    end = text.find("\n", ref.span.end)
+    end = len(text) if end == -1 else end + 1
+    if not _only_context(text[start:end], ref.id):
+        return None
+    edit = Edit(ck.span_at(start, end), "")
+    return Fix(f"remove `{ref.id}` from the context", (edit,), safe=False)
+
+
+def _only_in_a_block(ck: Checker, name: str) -> bool:
+    """Whether ``name`` is declared only as a block's parameter or in a block's body."""
+    program = ck.program
+    if ck.scope.in_block or program is None:
+        return False
+    params = {p.id for block in ck.blocks.values() for p in block.params}
+    if name not in ck.block_locals and name not in params:
+        return False
+    outside = tuple(s for s in program.body if not isinstance(s, n.BlockDef))
+    return name not in declared_anywhere(n.Program(span=program.span, body=outside))
+
+
+def _bind_call_fix(ck: Checker, name: str, used_at: int) -> Fix | None:
+    """`do draft-post("x")` run bare, then `post` used: when the block's last statement binds
+    `post`, the block's value is that value, so binding the call (`let post = do …`) gives
+    the program exactly the name it reads. Unsafe: one bare call of the block before the use
+    and nothing else of that name at the top level are the only evidence."""
+    program, text = ck.program, ck.source_text
+    inside = ck.block_locals.get(name)
+    if program is None or inside is None or not text:
+        return None
+    block = ck.blocks.get(inside[0])
+    last = block.body[-1] if block is not None and block.body else None
+    bound = (
+        last.target.id
+        if isinstance(last, n.Binding) and isinstance(last.target, n.Name)
+        else last.name.id
+        if isinstance(last, n.Output)
+        else None
+    )
+    if bound != name:
+        return None
+    calls = [
+        s
+        for s in program.body
+        if isinstance(s, n.DoCall) and s.name.id == inside[0] and s.span.start < used_at
+    ]
+    if len(calls) != 1 or text[calls[0].span.start - 1 : calls[0].span.start] not in ("", "\n"):
+        return None
+    at = calls[0].span.start
+    return Fix(
+        f"bind the block's result: `let {name} = do {inside[0]}(…)`",
+        (Edit(ck.span_at(at, at), f"let {name} = "),),
+        safe=False,
+    )
+
+
+def _only_context(line: str, ident: str) -> bool:
+    """`context: NAME` or `context: [NAME]` alone on its line (no comment to lose)."""
+    return line.strip().replace("[", " ").replace("]", " ").split() == ["context:", ident]
 
 
 HANDLERS: dict[type, Handler] = {

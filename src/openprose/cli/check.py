@@ -9,7 +9,8 @@ input; ``-q`` leaves out the summary line.
 ``--fix`` rewrites each file with the mechanical fixes its diagnostics carry (then reports
 what is left); ``--diff`` prints those rewrites as a unified diff and writes nothing (exit 1
 when any file would change). ``--unsafe-fixes`` also applies likely-but-unproven ones (a
-misspelled keyword's nearest word).
+misspelled keyword's nearest word, a renamed second binding). ``--statistics`` counts the
+diagnostics per code instead of printing them, with how many each kind of fix resolves.
 
 The helpers here (reading files, printing diagnostics) are shared with ``compile`` and ``fmt``.
 """
@@ -59,7 +60,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--unsafe-fixes",
         action="store_true",
-        help="with --fix/--diff, also apply likely but unproven fixes (misspelled keywords)",
+        help="with --fix/--diff, also apply fixes that change more than the form (a misspelled "
+        "keyword's guess, a second binding renamed, data built by a session)",
+    )
+    parser.add_argument(
+        "--statistics",
+        action="store_true",
+        help="instead of each diagnostic, count them per code: how many, and how many "
+        "--fix (safe) or --unsafe-fixes would resolve",
     )
     add_project_dir(parser)
 
@@ -149,7 +157,15 @@ def run(args: argparse.Namespace) -> int:
             if usage_error:
                 return USAGE_ERROR
             return FAILED if fixed_files else OK
-        if args.format == "json":
+        if args.statistics:
+            write(sys.stdout, statistics(checked, args.format))
+            if args.fix and args.format != "json":
+                write(
+                    sys.stdout,
+                    f"fixed {_plural(fix_count, 'problem')} in "
+                    f"{_plural(fixed_files, 'file')}{hidden}\n",
+                )
+        elif args.format == "json":
             found = [d.to_dict() for c in checked for d in c.diagnostics]
             write(sys.stdout, json.dumps(found, indent=2) + "\n")
         else:
@@ -167,6 +183,65 @@ def run(args: argparse.Namespace) -> int:
             return USAGE_ERROR
         return FAILED if any(d.is_error for c in checked for d in c.diagnostics) else OK
     return FAILED  # stdout was closed early (e.g. piped into `head`)
+
+
+@dataclass(slots=True)
+class CodeCount:
+    """One row of ``--statistics``: a code, how often it was found, and how many of those
+    carry a safe fix (``--fix``) or an unsafe one (``--fix --unsafe-fixes``)."""
+
+    code: str
+    meaning: str
+    count: int = 0
+    safe: int = 0
+    unsafe: int = 0
+
+
+def count_codes(checked: list[Checked]) -> list[CodeCount]:
+    """The rows, most frequent first (then by code), as ruff orders them."""
+    from openprose.codes import CODES
+
+    rows: dict[str, CodeCount] = {}
+    for c in checked:
+        for d in c.diagnostics:
+            known = CODES.get(d.code)
+            row = rows.setdefault(d.code, CodeCount(d.code, known.meaning if known else ""))
+            row.count += 1
+            if d.fix is not None:
+                if d.fix.safe:
+                    row.safe += 1
+                else:
+                    row.unsafe += 1
+    return sorted(rows.values(), key=lambda r: (-r.count, r.code))
+
+
+def statistics(checked: list[Checked], form: str) -> str:
+    """``--statistics``: one line a code (count, code, fixes, meaning) and a total line
+    saying how many problems each kind of ``--fix`` would resolve; or one JSON array."""
+    rows = count_codes(checked)
+    if form == "json":
+        found = [
+            {"code": r.code, "meaning": r.meaning, "count": r.count, "safe_fixes": r.safe,
+             "unsafe_fixes": r.unsafe}
+            for r in rows
+        ]  # fmt: skip
+        return json.dumps(found, indent=2) + "\n"
+    width = max((len(str(r.count)) for r in rows), default=1)
+    lines: list[str] = []
+    for r in rows:
+        kinds = [f"{r.safe} safe" if r.safe else "", f"{r.unsafe} unsafe" if r.unsafe else ""]
+        fixes = ", ".join(kind for kind in kinds if kind)
+        if fixes:
+            fixes = f" ({fixes} {'fix' if r.safe + r.unsafe == 1 else 'fixes'})"
+        marker = "[*]" if r.safe else "[-]" if r.unsafe else "[ ]"
+        lines.append(f"{r.count:>{width}}  {r.code}  {marker} {r.meaning}{fixes}")
+    total = sum(r.count for r in rows)
+    safe, unsafe = sum(r.safe for r in rows), sum(r.unsafe for r in rows)
+    lines.append(
+        f"{_plural(total, 'problem')} in {_plural(len(checked), 'file')}: {safe} fixable with "
+        f"--fix, {unsafe} more with --fix --unsafe-fixes"
+    )
+    return "\n".join(lines) + "\n"
 
 
 def _hidden_fixes(checked: list[Checked], args: argparse.Namespace) -> str:

@@ -342,10 +342,12 @@ def test_program_call_arguments_as_the_grammar_writes_them(checked: Check) -> No
 
 def test_a_late_input_that_interpolates_earlier_results_is_not_moved(checked: Check) -> None:
     # published "user checkpoint" style: the question shows what ran before it, so moving the
-    # input to the top would read names before they are bound (E022 stays, with no fix)
+    # input to the top would read names before they are bound: the move escapes them, which
+    # changes the text asked (an unsafe fix, issue 36)
     source = 'let plan = session "Plan"\ninput ok: """\n  Approve {plan}?\n"""\n'
     (found,) = [d for d in checked(source) if d.code == "E022"]
-    assert found.fix is None
+    assert found.fix is not None and not found.fix.safe
+    assert found.fix.edits[0].text == 'input ok: """\n  Approve \\{plan}?\n"""\n'
     plain = 'let plan = session "Plan"\ninput ok: "Approve the plan?"\n'
     (movable,) = [d for d in checked(plain) if d.code == "E022"]
     assert movable.fix is not None and movable.fix.safe

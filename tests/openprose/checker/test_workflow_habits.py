@@ -229,9 +229,11 @@ def test_a_second_let_that_reads_itself_is_a_reassignment(checked: Check) -> Non
     assert fixed(source, unsafe=True).splitlines()[1] == 'd = session "Redraft"'
 
 
-def test_a_second_let_that_does_not_read_itself_gets_no_fix(checked: Check) -> None:
+def test_a_second_let_that_does_not_read_itself_gets_the_rename(checked: Check) -> None:
+    # a second name, not a revision: renamed (unsafe, issue 36), never an assignment
     found = only(checked('let d = session "Draft"\nlet d = session "Other"\n'))
-    assert found.fix is None
+    assert found.fix is not None and not found.fix.safe
+    assert [e.text for e in found.fix.edits] == ["d_2"]
 
 
 def test_null_in_context_is_removed(checked: Check) -> None:
