@@ -19,8 +19,13 @@ from hypothesis import settings
 
 # No per-example deadline: these machines are shared and a loaded core makes any input slow.
 # A deadline is a timing assertion; hangs are caught by pytest-timeout instead.
-settings.register_profile("suite", deadline=None, derandomize=True, database=None)
-settings.register_profile("search", deadline=None, max_examples=1000, print_blob=True)
+# Both start from hypothesis's own defaults, not from the `ci` profile it loads by itself
+# when it sees a CI variable: what a profile does is said here.
+_defaults = settings.get_profile("default")
+settings.register_profile("suite", parent=_defaults, deadline=None, derandomize=True, database=None)
+settings.register_profile(
+    "search", parent=_defaults, deadline=None, max_examples=1000, print_blob=True
+)
 PROFILES = ("suite", "search")
 
 

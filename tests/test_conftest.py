@@ -15,10 +15,13 @@ from tests.conftest import _profile
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_this_run_is_derandomized_unless_the_search_was_asked_for() -> None:
-    searching = settings.default.derandomize is False
-    assert searching == (_profile(os.environ) == "search")
-    if not searching:
+def test_this_run_is_derandomized_unless_the_search_was_asked_for(
+    pytestconfig: pytest.Config,
+) -> None:
+    # pytest's --hypothesis-profile is loaded after the conftest: it wins, even under CI.
+    asked = pytestconfig.getoption("hypothesis_profile") or _profile(os.environ)
+    assert settings.default.derandomize == (asked == "suite")
+    if asked == "suite":
         assert settings.default.database is None  # an old .hypothesis/ changes nothing
 
 
@@ -38,7 +41,9 @@ def test_the_profile_each_environment_selects(environ: dict[str, str], profile: 
 
 
 def test_an_unknown_profile_is_a_usage_error_naming_the_choices() -> None:
-    with pytest.raises(pytest.UsageError, match="HYPOTHESIS_PROFILE='serch': use one of suite, search"):
+    with pytest.raises(
+        pytest.UsageError, match="HYPOTHESIS_PROFILE='serch': use one of suite, search"
+    ):
         _profile({"HYPOTHESIS_PROFILE": "serch"})
 
 
@@ -46,10 +51,12 @@ def test_the_search_profile_draws_new_inputs() -> None:
     """A process loading the conftest with the search asked for is random and remembers."""
     code = (
         "import tests.conftest; from hypothesis import settings; "
-        "print(settings.default.derandomize, settings.default.max_examples)"
+        "print(settings.default.derandomize, settings.default.max_examples, "
+        "settings.default.database is not None)"
     )
-    env = {**os.environ, "HYPOTHESIS_PROFILE": "search", "CI": ""}
+    env = {k: v for k, v in os.environ.items() if k != "CI"}
+    env["HYPOTHESIS_PROFILE"] = "search"
     done = subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True
     )
-    assert done.stdout.split() == ["False", "1000"]
+    assert done.stdout.split() == ["False", "1000", "True"]

