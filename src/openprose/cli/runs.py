@@ -56,12 +56,7 @@ def run(args: argparse.Namespace) -> int:
     listed = [(folder, read_meta(folder)) for folder in list_runs(home)]
     # A batch's runs not yet asked for live in its run log (`prose show` makes the folder).
     listed += [(home / RUNS_DIR / run.run_id, run.meta) for run in logged_runs(home)]
-    rows: list[dict[str, Any]] = []
-    for folder, meta in listed:
-        row: dict[str, Any] = run_row(folder, meta)
-        error = meta.get("error") if isinstance(meta, dict) else None
-        row["resume"] = resume_command(row["run_id"], row["status"], error, folder)
-        rows.append(row)
+    rows = [run_row(folder, meta) for folder, meta in listed]
     rows.sort(key=lambda row: row["run_id"])
     if args.json:
         print(json.dumps(rows, indent=2))
@@ -121,7 +116,7 @@ def read_meta(folder: Path) -> object:
 
 def run_row(folder: Path, meta: object) -> dict[str, str]:
     """One run of the listing (`prose runs`, `prose ui`): id, status, program, start time,
-    from the run's `read_meta`."""
+    from the run's `read_meta`, and the command that continues it ("" when none does)."""
     if isinstance(meta, dict):
         status = status_of(meta, folder)
     else:
@@ -131,6 +126,7 @@ def run_row(folder: Path, meta: object) -> dict[str, str]:
         "status": status,
         "program": _text(meta.get("program", "")),
         "started": _text(meta.get("started", "")),
+        "resume": resume_command(folder.name, status, meta.get("error"), folder) or "",
     }
 
 

@@ -161,9 +161,9 @@ def test_resume_commands_by_status(project: Path, capsys: pytest.CaptureFixture[
     resume = {row["run_id"]: row["resume"] for row in json.loads(capsys.readouterr().out)}
     assert resume == {
         ids["fail"]: f"prose resume {ids['fail']}",
-        ids["throw"]: None,
+        ids["throw"]: "",
         ids["two"]: f"prose resume {ids['two']} --max-sessions N",
-        ids["ok"]: None,
+        ids["ok"]: "",
     }
     assert main(["runs"]) == 0
     listing = capsys.readouterr().out
