@@ -15,17 +15,17 @@ from __future__ import annotations
 import os
 
 import pytest
-from hypothesis import settings
+from hypothesis import HealthCheck, settings
 
-# No per-example deadline: these machines are shared and a loaded core makes any input slow.
-# A deadline is a timing assertion; hangs are caught by pytest-timeout instead.
-# Both start from hypothesis's own defaults, not from the `ci` profile it loads by itself
-# when it sees a CI variable: what a profile does is said here.
+# No per-example deadline and no "too slow" health check: these machines are shared and a
+# loaded core makes any input slow. Both are timing assertions, which a derandomized run
+# would still fail or pass by chance; hangs are caught by pytest-timeout instead.
+# Both profiles start from hypothesis's own defaults, not from the `ci` profile it loads by
+# itself when it sees a CI variable: what a profile does is said here.
 _defaults = settings.get_profile("default")
-settings.register_profile("suite", parent=_defaults, deadline=None, derandomize=True, database=None)
-settings.register_profile(
-    "search", parent=_defaults, deadline=None, max_examples=1000, print_blob=True
-)
+_untimed = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow]}
+settings.register_profile("suite", _defaults, derandomize=True, database=None, **_untimed)
+settings.register_profile("search", _defaults, max_examples=1000, print_blob=True, **_untimed)
 PROFILES = ("suite", "search")
 
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import settings
+from hypothesis import HealthCheck, settings
 
 from tests.conftest import _profile
 
@@ -23,6 +23,9 @@ def test_this_run_is_derandomized_unless_the_search_was_asked_for(
     assert settings.default.derandomize == (asked == "suite")
     if asked == "suite":
         assert settings.default.database is None  # an old .hypothesis/ changes nothing
+    # Timing decides nothing: no deadline, no "too slow" health check.
+    assert settings.default.deadline is None
+    assert HealthCheck.too_slow in settings.default.suppress_health_check
 
 
 @pytest.mark.parametrize(
