@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
         "status": status,
         "program": meta.get("program"),
         "error": meta.get("error") or _why_it_stopped(status, meta, store.root),
-        "resume": resume_command(store.run_id, status, meta.get("error"), store.root),
+        "resume": resume_command(_run_ref(store.root, home), status, meta.get("error"), store.root),
         **view,
         "bindings": bindings,
         "outputs": outputs,
@@ -85,6 +85,14 @@ def run(args: argparse.Namespace) -> int:
         return 0
     _print_text(shown, meta)
     return 0
+
+
+def _run_ref(run_dir: Path, home: Path) -> str:
+    """How `prose resume` finds the run from here: its id in this project, else its folder."""
+    from openprose.vm.runstore import RUNS_DIR
+
+    in_project = run_dir.resolve().parent == (home / RUNS_DIR).resolve()
+    return run_dir.name if in_project else str(run_dir.resolve())
 
 
 def _why_it_stopped(status: str, meta: dict[str, Any], run_dir: Path) -> str | None:

@@ -171,3 +171,23 @@ def test_resume_commands_by_status(project: Path, capsys: pytest.CaptureFixture[
     assert listing.count("(continue: ") == 2
     shown, text = _shown(ids["throw"], capsys)
     assert shown["resume"] is None and "continue it with" not in text
+
+
+def test_shown_from_another_folder_the_command_names_the_run_folder(
+    project: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    (project / "failing.yaml").write_text(FAILING)
+    (project / "fail.prose").write_text('session "Fail now"\n')
+    assert main(["run", "fail.prose", "--provider", "scripted:failing.yaml", "--json"]) == 1
+    run_dir = project / ".prose" / "runs" / json.loads(capsys.readouterr().out)["run_id"]
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    monkeypatch.chdir(elsewhere)
+    assert main(["show", str(run_dir), "--json"]) == 0
+    command = json.loads(capsys.readouterr().out)["resume"]
+    assert command == f"prose resume {run_dir.resolve()}"
+    rules = f"scripted:{project / 'rules.yaml'}"
+    assert main([*command.split()[1:], "--provider", rules, "--json"]) == 0  # it works as shown
+    assert json.loads(capsys.readouterr().out)["status"] == "succeeded"
