@@ -1,10 +1,43 @@
-"""Settings for the whole suite."""
+"""Settings for the whole suite: hypothesis profiles.
+
+`suite` (the default, and what CI runs): derandomized, so the README's test command gives
+the same result on every run of a commit, on every machine; no example database, so a
+`.hypothesis/` folder left by an earlier run changes nothing. Every failure hypothesis ever
+found is kept as an explicit `@example` on its test.
+
+`search` (`HYPOTHESIS_PROFILE=search`, or pytest's `--hypothesis-profile=search`): random
+inputs every run, ten times the default number of examples, failures remembered in
+`.hypothesis/` and replayed first. docs/testing.md shows the command.
+"""
 
 from __future__ import annotations
 
-from hypothesis import settings
+import os
 
-# No per-example deadline: these machines are shared and a loaded core makes any input slow.
-# A deadline is a timing assertion; hangs are caught by pytest-timeout instead.
-settings.register_profile("suite", deadline=None)
-settings.load_profile("suite")
+import pytest
+from hypothesis import HealthCheck, settings
+
+# No per-example deadline and no "too slow" health check: these machines are shared and a
+# loaded core makes any input slow. Both are timing assertions, which a derandomized run
+# would still fail or pass by chance; hangs are caught by pytest-timeout instead.
+# Both profiles start from hypothesis's own defaults, not from the `ci` profile it loads by
+# itself when it sees a CI variable: what a profile does is said here.
+_defaults = settings.get_profile("default")
+_untimed = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow]}
+settings.register_profile("suite", _defaults, derandomize=True, database=None, **_untimed)
+settings.register_profile("search", _defaults, max_examples=1000, print_blob=True, **_untimed)
+PROFILES = ("suite", "search")
+
+
+def _profile(environ: dict[str, str] | os._Environ[str]) -> str:
+    """CI=true always runs `suite`, whatever else the environment asks: a CI job that
+    wants the random search says so on its command line (`--hypothesis-profile=search`)."""
+    if environ.get("CI", "").strip().lower() in ("1", "true", "yes"):
+        return "suite"
+    name = environ.get("HYPOTHESIS_PROFILE") or "suite"
+    if name not in PROFILES:
+        raise pytest.UsageError(f"HYPOTHESIS_PROFILE={name!r}: use one of {', '.join(PROFILES)}")
+    return name
+
+
+settings.load_profile(_profile(os.environ))

@@ -18,7 +18,7 @@ import sys
 
 TYPE_CHECKING = False  # `typing` costs start-up time that `prose --version` should not pay
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Callable, Iterable, Sequence
     from typing import Any, NoReturn, TextIO
 
 __all__ = [
@@ -207,9 +207,59 @@ class ConventionalParser(argparse.ArgumentParser):
             action, f"invalid choice: '{value}' ({hint}choose from {', '.join(names)})"
         )
 
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        # Kept for `error`: a missing required option may be a mistyped one.
+        self._given = list(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(self._given, namespace)
+
+    def parse_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> argparse.Namespace:
+        """As argparse's, with "did you mean" after an unrecognized option
+        (``--provder`` -> ``--provider``), among the options of the subcommand given."""
+        given = list(sys.argv[1:] if args is None else args)
+        parsed, extras = self.parse_known_args(given, namespace)
+        if extras:
+            hints = _option_hints(_options_in_use(self, given), extras)
+            self.error(f"unrecognized arguments: {' '.join(extras)}{hints}")
+        return parsed
+
     def error(self, message: str) -> NoReturn:
+        if message.startswith("the following arguments are required"):  # mistyped, perhaps
+            known = self._option_string_actions
+            unknown = [w for w in getattr(self, "_given", []) if w.split("=", 1)[0] not in known]
+            message += _option_hints(list(known), unknown)
+        self.usage_error(message)
+
+    def usage_error(self, message: str) -> NoReturn:
+        """Print the usage and `message`, exit 2 (a command may name itself otherwise)."""
         self.print_usage(sys.stderr)
         self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _option_hints(known: list[str], words: list[str]) -> str:
+    """``" (did you mean '--provider' for '--provder'?)"`` for each option among `words`
+    close to one of the `known` option strings."""
+    guesses = []
+    for word in words:
+        option = word.split("=", 1)[0]
+        if option.startswith("-") and (guess := did_you_mean(option, known)) is not None:
+            guesses.append(f"did you mean '{guess}' for '{option}'?")
+    return f" ({'; '.join(guesses)})" if guesses else ""
+
+
+def _options_in_use(parser: argparse.ArgumentParser, given: list[str]) -> list[str]:
+    """The option strings of `parser` and of each subcommand `given` descends into."""
+    options: list[str] = []
+    while True:
+        options += [o for action in parser._actions for o in action.option_strings]
+        chosen = subcommands(parser)
+        name = next((word for word in given if word in chosen), None)
+        if name is None:
+            return options
+        parser, given = chosen[name], given[given.index(name) + 1 :]
 
 
 def add_version(parser: argparse.ArgumentParser) -> None:

@@ -196,6 +196,7 @@ def open_run(
     except cli.UsageError as error:
         raise RunError(str(error), error.diagnostics) from None
     try:
+        cli.check_evaluator(evaluator, settings)
         config = cli.vm_config(
             project,
             settings.max_concurrency,

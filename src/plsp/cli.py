@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import inspect
 import json
 import sys
@@ -204,12 +205,12 @@ async def _run(args: argparse.Namespace, spec: LoopSpec) -> LoopResult:
     model, close = _model(args, spec)
     if not args.quiet and sys.stdout.isatty():
         model = _with_status(model)
-    stem = "stdin" if args.loopfile == "-" else spec.path.stem
-    trace_path = Path(args.trace or f"{stem}.trace.ndjson")
-    with TraceWriter(trace_path) as trace:
+    trace_path = _trace_path(args, spec)
+    with TraceWriter(trace_path) if trace_path else contextlib.nullcontext() as trace:
 
         def on_cycle(record: CycleRecord) -> None:
-            trace.write(record)
+            if trace is not None:
+                trace.write(record)
             if not args.quiet:
                 _show(record)
 
@@ -232,11 +233,25 @@ async def _run(args: argparse.Namespace, spec: LoopSpec) -> LoopResult:
     reason: str = result.stop_reason
     if reason == "policy" and spec.stopped_by:
         reason += f": {spec.stopped_by}"
+    trace_note = (
+        f"trace {trace_path}" if trace_path else "no trace (a dry run: --trace PATH keeps one)"
+    )
     _say(
-        f"stopped ({reason}) after {len(result.cycles)} cycles; "
-        f"state {result.state.dumps()}; trace {trace_path}"
+        f"stopped ({reason}) after {len(result.cycles)} cycles; state {result.state.dumps()}; {trace_note}"
     )
     return result
+
+
+def _trace_path(args: argparse.Namespace, spec: LoopSpec) -> Path | None:
+    """Where the trace goes: `--trace`, else `STEM.trace.ndjson` in the working
+    directory — except for a dry run, which writes one only when asked (trying a
+    loop file, as the README does, leaves nothing in the checkout)."""
+    if args.trace:
+        return Path(args.trace)
+    if args.dry_run:
+        return None
+    stem = "stdin" if args.loopfile == "-" else spec.path.stem
+    return Path(f"{stem}.trace.ndjson")
 
 
 def _cmd_run(args: argparse.Namespace) -> int:

@@ -298,7 +298,7 @@ def _cmd_codes(args: argparse.Namespace) -> int:
 
 
 class _Parser(ConventionalParser):
-    def error(self, message: str) -> NoReturn:
+    def usage_error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
         self.exit(EXIT_USAGE, f"vlp: error: {message}\n")
 

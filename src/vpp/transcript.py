@@ -175,18 +175,21 @@ class Transcript:
 
 def read_transcript(text: str) -> Transcript:
     """Parse `text`, detecting its format from the first non-blank character."""
-    text, fence = _unfenced(text)
-    stripped = text.lstrip().removeprefix("\ufeff").lstrip()
+    unfenced, fence = _unfenced(text)
+    stripped = unfenced.lstrip().removeprefix("\ufeff").lstrip()
     if not stripped:
         raise TranscriptError("the transcript is empty: no turns to check")
     if _marker(stripped.split("\n", 1)[0]) is not None:  # `[10:42] User:`: not JSON
-        transcript = _read_text(text)
+        # Plain text keeps its fence lines as its own text (preamble, framing after a
+        # reply), so that `vpp repair` writes them back.
+        transcript, fence = _read_text(text), None
     elif stripped.startswith("["):
-        transcript = _read_json(text)
+        transcript = _read_json(unfenced)
     elif stripped.startswith("{"):
-        transcript = _read_json(text) if _is_wrapped_messages(text) else _read_jsonl(text)
+        wrapped = _is_wrapped_messages(unfenced)
+        transcript = _read_json(unfenced) if wrapped else _read_jsonl(unfenced)
     else:
-        transcript = _read_text(text)
+        transcript, fence = _read_text(text), None
     if not any(m.role in ("user", "assistant") for m in transcript.messages):
         # An empty conversation is not evidence of compliance (same rule for every format).
         raise TranscriptError("no user or assistant messages found")

@@ -75,6 +75,27 @@ def test_run_dry_run_then_check(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert code == 0 and out.endswith("5 cycles, 0 failing\n")
 
 
+def test_a_dry_run_without_trace_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The README's `plsp run examples/plsp/thermostat.yaml --dry-run`, run in a checkout,
+    leaves the checkout as it was."""
+    shutil.copytree(EXAMPLES, tmp_path / "ex")
+    monkeypatch.chdir(tmp_path)
+    before = sorted(tmp_path.rglob("*"))
+    code, out, _ = run(capsys, "run", "ex/thermostat.yaml", "--dry-run")
+    assert code == 0 and "after 5 cycles" in out
+    assert out.rstrip().endswith("no trace (a dry run: --trace PATH keeps one)")
+    assert sorted(tmp_path.rglob("*")) == before
+    # A run with a model (here the replies file) still writes the default trace.
+    loop = tmp_path / "loop.yaml"
+    loop.write_text("initial: '@set:$a=1;'\nmax_cycles: 1\nreplies: replies.ndjson\n")
+    (tmp_path / "replies.ndjson").write_text('"S{$a:1}S"\n')
+    code, out, _ = run(capsys, "run", "loop.yaml", "--quiet")
+    assert code == 0 and out.rstrip().endswith("trace loop.trace.ndjson")
+    assert len((tmp_path / "loop.trace.ndjson").read_text().splitlines()) == 1
+
+
 def test_run_with_replies_file_re_asks_and_check_flags(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

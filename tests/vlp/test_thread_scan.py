@@ -10,7 +10,7 @@ from unittest.mock import patch
 
 import orjson
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests.vlp.conftest import base
@@ -82,8 +82,21 @@ def one_at_a_time(data: bytes) -> list[tuple[str, int | None, str | None]]:
     return sorted((p.code, p.line, p.id, p.message) for p in found)
 
 
+# Found by this test (commit efd750b): a blank first line, a valid message, a cut one (it
+# ends on a key) was taken for a stream of JSON documents.
+_FOUND_CUT = orjson.dumps(base(id="M1", type="claim", session_id="S1", seq=1))
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(threads(), st.sampled_from([3, 64, 1 << 20]))
+@example(
+    [b"", orjson.dumps(base(id="M0", type="claim")), _FOUND_CUT[: _FOUND_CUT.index(b'"seq"') + 5]],
+    3,
+)
+@example(
+    [b"", orjson.dumps(base(id="M0", type="claim")), _FOUND_CUT[: _FOUND_CUT.index(b'"seq"') + 5]],
+    64,
+)
 def test_columns_agree_with_one_message_at_a_time(lines: list[bytes], chunk: int) -> None:
     data = b"\n".join(lines) + b"\n"
     if data.lstrip().startswith(b"["):

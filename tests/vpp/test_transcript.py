@@ -3,7 +3,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from tests.vpp.test_cli import _FUZZ_LINES
@@ -167,6 +167,7 @@ def test_framing_is_only_cut_from_assistant_turns() -> None:
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.sampled_from(_FUZZ_LINES), max_size=14))
+@example(["```", "[10:42] User: !<q>", "```"])  # fence lines around text turns were dropped
 def test_a_text_transcript_is_written_back_as_read_whatever_its_markers(lines: list[str]) -> None:
     text = "\n".join(lines)
     try:

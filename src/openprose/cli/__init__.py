@@ -85,6 +85,10 @@ def main(argv: list[str] | None = None) -> int:
         reconfigure = getattr(stream, "reconfigure", None)  # answer, a path) gets an escape
         if reconfigure is not None:
             reconfigure(errors="backslashreplace")
+    if argv is None:  # the process is `prose`: a native crash of its runs is recorded
+        from openprose.vm.crashes import this_process_is_the_command
+
+        this_process_is_the_command()
     args = sys.argv[1:] if argv is None else argv
     flags: dict[str, int] = {"quiet": 0, "verbose": 0}
     while args and args[0] in GLOBAL_FLAGS:

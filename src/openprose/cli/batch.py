@@ -241,4 +241,7 @@ _announced: list[str] = []
 def _announce(batch_id: str, root: Path) -> None:
     """The batch id on stderr at the start, so an interrupted batch can be found."""
     _announced.append(batch_id)
+    from openprose.vm.crashes import record_native_crashes
+
+    record_native_crashes(root.parent.parent.parent)  # {home}/.prose/batches/{id}
     print(f"prose batch: batch {batch_id} ({root})", file=sys.stderr)

@@ -4,9 +4,10 @@ The settings file is found as ``prose run`` finds it (see ``openprose.project``)
 from the program's folder (or the working directory), the nearest ``prose.toml`` or
 ``pyproject.toml`` with ``[tool.prose]``. The provider is chosen as ``prose run`` chooses it:
 ``--provider``, then ``PROSE_PROVIDER``, then the settings file, then API-key variables,
-then the installed local model. Exit status 0 when a provider would be used, 1 when none is
-configured (the reason is printed), 2 for a settings file that cannot be read, a bad
-`--provider` or a PROGRAM that is not a file.
+then the installed local model. Exit status 0 when a provider would be used; 2 when none
+would (none configured, a settings file that cannot be read, a bad `--provider`: the reason
+is printed) or for a PROGRAM that is not a file — as `prose run` exits 2 without a provider
+(README.md, "Exit status").
 """
 
 from __future__ import annotations
@@ -53,9 +54,7 @@ def run(args: argparse.Namespace) -> int:
     except ProviderConfigError as error:
         shown["provider"] = None
         shown["provider_error"] = str(error)
-        # 2: the settings file or an option is wrong; 1: nothing is configured
-        wrong_file = project.settings_file is not None and str(project.settings_file) in str(error)
-        status = 2 if wrong_file or "(from --provider)" in str(error) else 1
+        status = 2  # a run would not start: usage, as `prose run` says it
     else:
         aliases = (
             "sonnet",

@@ -189,6 +189,29 @@ def vm_config(
     return replace(config, evaluator_model=evaluator) if evaluator else config
 
 
+def check_evaluator(evaluator: str | None, settings: ProviderSettings) -> None:
+    """`--evaluator` names a model alias of the run or `PROVIDER:MODEL`: anything else (a
+    typo, `gpt4`) would fail only at the first judgment, after sessions were paid for."""
+    from cliconventions import did_you_mean
+    from openprose.providers.settings import DEFAULT_ALIASES, PROVIDER_NAMES
+
+    if evaluator is None:
+        return
+    standard = {alias for table in DEFAULT_ALIASES.values() for alias in table}
+    aliases = sorted({*standard, *settings.aliases})
+    provider, colon, model = evaluator.partition(":")
+    if evaluator in aliases or (colon and provider in PROVIDER_NAMES and model):
+        return
+    guess = did_you_mean(evaluator, aliases)
+    hint = f"did you mean '{guess}'? " if guess else ""
+    raise UsageError(
+        f"--evaluator {evaluator!r} is not a model alias of this run ({hint}aliases: "
+        f"{', '.join(aliases)}); name a model as PROVIDER:MODEL (--evaluator "
+        f"openai:{evaluator}) or map an alias to it (--model judge=openai:{evaluator} "
+        "--evaluator judge)"
+    )
+
+
 def _placed(project: Path, key: str, problem: str) -> UsageError:
     """`problem` with the place of `[vm] key` in the project's settings file in front."""
     from openprose.providers.settings import read_config

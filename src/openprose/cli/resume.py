@@ -17,6 +17,7 @@ from typing import Any
 from openprose.cli.opening import (
     BUDGET_KINDS,
     UsageError,
+    check_evaluator,
     check_vm_setting,
     cost_is_enforceable,
     load_imports_or_fail,
@@ -224,6 +225,7 @@ def prepare_resume(
     config = VMConfig(**config_fields)
     config = replace(config, max_concurrency=settings.max_concurrency)
     if evaluator:
+        check_evaluator(evaluator, settings)
         config = replace(config, evaluator_model=evaluator)
     config = replace(config, **(budgets or {}))
     prices = run_prices(project)

@@ -241,6 +241,9 @@ class RunNotice:
         if event != "run_started":
             return
         self.run_id = str(fields.get("run_id"))
+        from openprose.vm.crashes import record_native_crashes
+
+        record_native_crashes(self.project or Path.cwd())
         if not self.quiet:
             verb = "resuming" if fields.get("resumed") else "started"
             print(f"prose: run {self.run_id} {verb} ({self.run_dir()})", file=sys.stderr)
@@ -269,6 +272,7 @@ def guarded(command: Callable[[argparse.Namespace], int], args: argparse.Namespa
         if notice.run_id is None:
             print(f"prose: {how} before the run started", file=sys.stderr)
         else:
+            _record_interrupt(notice.run_dir(), interrupt)
             print(
                 f"prose: {how}; run {notice.run_id} keeps what it finished. "
                 f"Continue it with: {notice.resume_command()}",
@@ -301,6 +305,25 @@ def guarded(command: Callable[[argparse.Namespace], int], args: argparse.Namespa
         if isinstance(error, DamagedRun):  # found once the run was opened (its journal)
             return _not_run(str(error), USAGE_ERROR, as_json)
         return _not_run(f"internal error: {type(error).__name__}: {error}", FAILED, as_json)
+
+
+def _record_interrupt(run_dir: Path, interrupt: KeyboardInterrupt) -> None:
+    """run.json says the run was interrupted on purpose (Ctrl-C, SIGTERM), so that it is
+    told from one whose process died (`crashed`, or killed). Best effort: a run folder that
+    cannot be written keeps `running`, shown as `interrupted` once the process is gone."""
+    from openprose.vm.runstore import DamagedRun, RunBusy, RunStore, utc_now
+
+    signal = "SIGTERM" if interrupt_status(interrupt) == 143 else "Ctrl-C"
+    try:
+        store = RunStore.open(run_dir)
+        if store.read_meta().get("status") == "running":
+            store.update_meta(
+                status="interrupted",
+                error=f"{interrupted(interrupt)} ({signal})",
+                finished=utc_now(),
+            )
+    except (OSError, DamagedRun, RunBusy):
+        pass
 
 
 def _not_run(

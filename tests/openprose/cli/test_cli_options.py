@@ -95,9 +95,9 @@ def test_config_of_a_program_that_is_not_a_file_is_a_usage_error(
         2,
         "prose: folder: is a folder, not a file\n",
     )
-    # nothing configured is still 1, with the ways to configure one
+    # nothing configured is 2 as well (README, "Exit status"), with the ways to configure one
     code, out, err = prose(capsys, "config", "p.prose")
-    assert code == 1 and "provider:  none" in out and "Configure one of" in err
+    assert code == 2 and "provider:  none" in out and "Configure one of" in err
 
 
 def test_config_shows_where_requests_go_and_whether_a_key_is_set(

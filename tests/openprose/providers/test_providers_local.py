@@ -51,6 +51,20 @@ async def test_smollm2_answers_in_process() -> None:
     assert first.finish_reason in ("stop", "length")
 
 
+def test_the_model_is_loaded_without_extra_buffer_types() -> None:
+    """llama.cpp's AMX buffer type segfaults on this model on AMX CPUs (issue 29): the
+    parameters the model was loaded with have the extra buffer types off."""
+    import llama_cpp
+
+    with local._model_lock:
+        model = local._load_model()
+    params = model.model_params  # what Llama passed to llama_model_load_from_file
+    if "use_extra_bufts" in {name for name, _ in llama_cpp.llama_model_params._fields_}:
+        assert params.use_extra_bufts is False
+    # The binding's defaults are left as they were: only this model's load turns them off.
+    assert getattr(llama_cpp.llama_model_default_params(), "use_extra_bufts", True) is True
+
+
 async def test_a_prompt_that_fills_the_window_alone_is_a_clear_error() -> None:
     filler = " ".join(f"fact{i % 50} is true." for i in range(2600))
     request = ModelRequest(

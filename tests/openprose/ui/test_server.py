@@ -222,7 +222,8 @@ async def test_a_damaged_run_says_what_could_not_be_read(
     (run_dir / "journal.jsonl").write_text('{"ev": "session_finished", "step": "1", "t": 1}\n')
     try:
         listed = await _json(await client.get("/api/runs", headers=AUTH))
-        assert {"run_id": run_dir.name, "status": "damaged", "program": "", "started": ""} in listed
+        damaged = {"run_id": run_dir.name, "status": "damaged", "program": "", "started": ""}
+        assert {**damaged, "resume": ""} in listed  # `prose resume` cannot read it either
         view = await _json(await client.get(f"/api/runs/{run_dir.name}", headers=AUTH))
         assert view["run"]["status"] == "damaged" and "not valid JSON" in view["run"]["error"]
         assert view["damaged"] == [
