@@ -25,7 +25,6 @@ WRITE_ALL: Mapping[str, Any] = {"read": "allow", "write": "allow"}
 NET: Mapping[str, Any] = {"read": ["src/"], "network": "allow"}
 SANDBOX28 = "sandbox28"
 APPROVE28 = "approve28"
-IO29 = "io29"
 
 
 def c(name: str, **arguments: Any) -> Call:
@@ -857,7 +856,6 @@ for name, command in TERMINAL.items():
             [c("run_command", command=command)],
             {"read": ["src/"], "bash": "prompt"},
             leaks=(),
-            fixed_on=IO29,
         )
     )
 ROWS += [
@@ -867,7 +865,6 @@ ROWS += [
         [c("write_file", path="output/\x1b[2Kharmless", content="x")],
         {"write": "prompt"},
         leaks=(),
-        fixed_on=IO29,
     ),
     one(
         "terminal-fetch-url",
@@ -875,7 +872,6 @@ ROWS += [
         [c("fetch_url", url="http://example.test/\r\x1b[2Kharmless")],
         {"network": "prompt"},
         leaks=(),
-        fixed_on=IO29,
     ),
 ]
 

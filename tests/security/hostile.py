@@ -504,7 +504,7 @@ def _check(attempt: Attempt, outcome: Outcome, before: dict[str, str]) -> None:
         _one_clean_line(result.error)
         text = (result.run_dir / "journal.jsonl").read_text(encoding="utf-8")
         assert '"forged"' not in text, "escape: an agent wrote into a run's journal"
-        for line in text.splitlines():
+        for line in filter(None, text.split("\n")):  # JSON keeps U+2028 raw
             json.loads(line)  # every line still the VM's JSON
         for name in ("state.md",):
             shown = (result.run_dir / name).read_text(encoding="utf-8")

@@ -132,7 +132,8 @@ def read_cassette(path: Path) -> list[tuple[ModelRequest, ModelResponse]]:
     from openprose.files import FileProblem, read_limited
 
     try:
-        lines = read_limited(Path(path), CASSETTE_LIMIT).decode("utf-8").splitlines()
+        # split on newlines only: JSON keeps U+2028 and U+0085 raw, which str.splitlines() breaks on
+        lines = read_limited(Path(path), CASSETTE_LIMIT).decode("utf-8").split("\n")
     except FileProblem as problem:
         raise ProviderConfigError(
             f"replay: cannot read {problem}; give a cassette "

@@ -203,3 +203,15 @@ def test_an_exact_run_id_wins_over_longer_names(tmp_path: Path) -> None:
 def test_a_folder_without_a_journal_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ProviderConfigError, match="folder without a journal.jsonl"):
         ReplayProvider.from_file(tmp_path)
+
+
+async def test_answers_holding_unicode_line_separators_replay_whole(tmp_path: Path) -> None:
+    # JSON writes U+2028, U+2029 and U+0085 raw; only "\n" ends a cassette line
+    cassette = tmp_path / "separators.jsonl"
+    text = "first\u2028second\u2029third\x85fourth"
+    recorder = RecordingProvider(ScriptedProvider([{"answer": text}]), cassette)
+    await recorder.complete(ask("q"))
+    await recorder.aclose()
+
+    replay = open_provider(load_settings(tmp_path, provider=f"replay:{cassette}", env={}))
+    assert (await replay.complete(ask("q"))).text == text
