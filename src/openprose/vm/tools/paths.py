@@ -11,10 +11,24 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-__all__ = ["PathRefused", "ResolvedPath", "open_beneath", "resolve_path", "write_atomically"]
+__all__ = [
+    "PathRefused",
+    "ResolvedPath",
+    "open_beneath",
+    "protected_part",
+    "resolve_path",
+    "write_atomically",
+]
+
+# The run's own state: journals, bindings (inputs and answers), approvals, memories.
+RUN_STATE = ".prose"
+# What runs code or sets permissions for later runs: git's folder (hooks, `core.fsmonitor`
+# in its config) and every settings file the tool reads.
+GUARDED_NAMES = frozenset({".git", "prose.toml", "prose.lock", "pyproject.toml"})
 
 
 class PathRefused(Exception):
@@ -26,6 +40,9 @@ class ResolvedPath:
     requested: str
     real: Path  # absolute, every symlink and `..` resolved
     relative: str | None  # posix path relative to the project root; None when outside it
+    # the path as asked for, `..` collapsed but symlinks kept (a symlink named `prose.toml`
+    # is protected by its name as well as by its target's)
+    asked: PurePosixPath | None = None
 
     @property
     def inside(self) -> bool:
@@ -47,7 +64,27 @@ def resolve_path(root: Path, requested: str) -> ResolvedPath:
         relative: str | None = real.relative_to(root).as_posix()
     except ValueError:
         relative = None
-    return ResolvedPath(requested, real, "." if relative == "" else relative)
+    asked = PurePosixPath(os.path.normpath(candidate))
+    if asked.is_relative_to(root):
+        asked = asked.relative_to(root)
+    return ResolvedPath(requested, real, "." if relative == "" else relative, asked)
+
+
+def folded(name: str) -> str:
+    """A name as a case-insensitive or normalising file system (macOS) compares it:
+    `.PROSE` and `Prose.toml` name the protected files there."""
+    return unicodedata.normalize("NFC", name).casefold()
+
+
+def protected_part(path: ResolvedPath) -> str | None:
+    """The first part of the path (below the project root when inside it) that is run
+    state (`.prose`) or guarded (`.git`, a settings file), folded; else None."""
+    parts = path.relative.split("/") if path.relative is not None else path.real.parts
+    for part in (*parts, *(path.asked.parts if path.asked is not None else ())):
+        name = folded(part)
+        if name == RUN_STATE or name in GUARDED_NAMES:
+            return name
+    return None
 
 
 def _walk_to_parent(real: Path) -> tuple[int, str]:

@@ -71,7 +71,11 @@ def test_project_default_fills_what_the_agent_leaves_out(tmp_path: Path) -> None
 def test_journal_folder_is_never_writable(tmp_path: Path) -> None:
     perms = Permissions.from_mapping({"write": "allow"})
     assert perms.judge_path("write", resolve_path(tmp_path, ".prose/runs/x")) == "deny"
-    assert perms.judge_path("write", resolve_path(tmp_path, "docs/.prose")) == "allow"
+    # a nested project's run state too, and in any letter case (macOS file systems)
+    assert perms.judge_path("write", resolve_path(tmp_path, "docs/.prose")) == "deny"
+    assert perms.judge_path("write", resolve_path(tmp_path, "docs/.PROSE/x")) == "deny"
+    named = Permissions.from_mapping({"write": [".prose/"]})
+    assert named.judge_path("write", resolve_path(tmp_path, ".prose/runs/x")) == "deny"
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,287 @@
+"""Resource limits of the shell sandbox: processes, memory, `/tmp` and project writes.
+
+Each is a `[sandbox]` setting of prose.toml with a safe default, and each is named (with
+its setting) in the line the model and the user see when a command hits it. What holds
+where:
+
+- `processes`: RLIMIT_NPROC for every user but root (the kernel exempts uid 0, and a user
+  namespace keeps the uid), plus a `pids` cgroup when the VM may create one (cgroup v1
+  `pids` controller, or a cgroup v2 folder of its own with `pids` enabled) — that one
+  holds for root too.
+- `memory`: RLIMIT_DATA on each process (its writable private memory: heaps, anonymous
+  maps; address space merely reserved, as Java and WebAssembly do, does not count), plus a
+  `memory` cgroup for all processes together when one can be created.
+- `tmp_size`: the size of the sandbox's private `/tmp` (a tmpfs, RAM-backed).
+- `disk_writes`: RLIMIT_FSIZE (no file grows beyond it), and a watchdog that kills the
+  command once the file system of its writable folders has lost more than this many bytes
+  of free space since the command started.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import resource
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+__all__ = ["LimitsProblem", "SandboxLimits", "limits_from_table"]
+
+KiB = 1024
+MiB = 1024 * KiB
+GiB = 1024 * MiB
+_UNITS = {"": 1, "b": 1, "k": KiB, "kb": 1000, "kib": KiB, "m": MiB, "mb": 1000**2}
+_UNITS |= {"mib": MiB, "g": GiB, "gb": 1000**3, "gib": GiB}
+_SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*")
+
+
+class LimitsProblem(ValueError):
+    """A `[sandbox]` table that cannot be used; the message names the setting."""
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxLimits:
+    processes: int = 256  # processes (and threads) at once
+    memory: int = 2 * GiB  # bytes of writable memory: each process, and all (with a cgroup)
+    tmp_size: int = 256 * MiB  # bytes of the private /tmp
+    disk_writes: int = 256 * MiB  # bytes a command may add to its writable folders
+
+    def setting(self, name: str) -> str:
+        """How the error line names a limit: `[sandbox] memory = 2GiB`."""
+        value = getattr(self, name)
+        return f"[sandbox] {name} = {value if name == 'processes' else shown_size(value)}"
+
+
+def shown_size(size: int) -> str:
+    for unit, factor in (("GiB", GiB), ("MiB", MiB), ("KiB", KiB)):
+        if size >= factor and size % factor == 0:
+            return f"{size // factor}{unit}"
+    return str(size)
+
+
+def limits_from_table(table: Any, source: str = "prose.toml") -> SandboxLimits:
+    """The `[sandbox]` table: `processes = 256`, sizes as bytes or text with a unit
+    (`memory = "2GiB"`, `tmp_size = "256MiB"`, `disk_writes = "1GB"`)."""
+    if not isinstance(table, dict):
+        raise LimitsProblem(f"{source}: [sandbox] must be a table")
+    known = [f.name for f in fields(SandboxLimits)]
+    values: dict[str, int] = {}
+    for key, value in table.items():
+        if key not in known:
+            raise LimitsProblem(
+                f"{source}: unknown setting {key!r} in [sandbox]; known: {', '.join(known)}"
+            )
+        number = _count(value) if key == "processes" else _size(value)
+        if number is None or number <= 0:
+            what = "a positive whole number" if key == "processes" else (
+                'a positive size in bytes or with a unit ("512MiB", "2GiB")'
+            )
+            raise LimitsProblem(f"{source}: [sandbox] {key} must be {what}, got {value!r}")
+        values[key] = number
+    return SandboxLimits(**values)
+
+
+def _count(value: Any) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return value if value < 2**31 else None
+
+
+def _size(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value < 2**62 else None
+    if not isinstance(value, str) or not (match := _SIZE.fullmatch(value)):
+        return None
+    factor = _UNITS.get(match.group(2).lower())
+    if factor is None:
+        return None
+    size = int(float(match.group(1)) * factor)
+    return size if size < 2**62 else None
+
+
+# --- cgroups (where the VM may make its own) ---------------------------------------------
+
+_CGROUP_ROOT = Path("/sys/fs/cgroup")
+
+
+@dataclass(slots=True)
+class CgroupSet:
+    """The cgroups one command runs in, by controller; `procs` are their `cgroup.procs`
+    files, opened, so the child moves itself in before it executes bubblewrap."""
+
+    folders: dict[str, Path]
+    procs: list[int]
+
+    def hit(self) -> list[str]:
+        """The limits a cgroup refused something for (its event counters)."""
+        found = []
+        pids = self.folders.get("pids")
+        if pids is not None and _counter(pids / "pids.events", "max"):
+            found.append("processes")
+        memory = self.folders.get("memory")
+        if memory is not None and (
+            _counter(memory / "memory.events", "max")
+            or _counter(memory / "memory.events", "oom")
+            or _number(memory / "memory.failcnt")
+        ):
+            found.append("memory")
+        return found
+
+    def remove(self) -> None:
+        for fd in self.procs:
+            os.close(fd)
+        self.procs.clear()
+        for folder in self.folders.values():
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+
+
+def make_cgroups(limits: SandboxLimits, tag: str) -> CgroupSet:
+    """A `pids` and a `memory` cgroup for one command, each where this process may create
+    one; none when it may not (the rlimits still hold)."""
+    made = CgroupSet({}, [])
+    for controller, files in (
+        ("pids", {"pids.max": str(limits.processes)}),
+        ("memory", {"memory.max": str(limits.memory), "memory.swap.max": "0"}),
+    ):
+        folder = _cgroup_folder(controller, tag, files)
+        if folder is None:
+            continue
+        try:
+            made.procs.append(os.open(folder / "cgroup.procs", os.O_WRONLY | os.O_CLOEXEC))
+        except OSError:
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+            continue
+        made.folders[controller] = folder
+    return made
+
+
+def _own_cgroups() -> dict[str, str]:
+    """controller (or "" for cgroup v2) -> this process's cgroup path."""
+    found: dict[str, str] = {}
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return found
+    for line in lines:
+        _, _, rest = line.partition(":")
+        names, _, path = rest.partition(":")
+        for name in names.split(","):
+            found[name] = path
+    return found
+
+
+def _cgroup_folder(controller: str, tag: str, files: dict[str, str]) -> Path | None:
+    """A new cgroup below this process's own with the limit `files` written (the first one
+    is required, the others are best effort), or None when none can be made."""
+    own = _own_cgroups()
+    candidates: list[tuple[Path, bool]] = []  # (parent folder, cgroup v1)
+    if controller in own:  # v1: one hierarchy per controller
+        candidates.append((_CGROUP_ROOT / controller / own[controller].lstrip("/"), True))
+    if "" in own:  # v2: one hierarchy; the controller must be enabled below us
+        candidates.append((_CGROUP_ROOT / own[""].lstrip("/"), False))
+    for base, v1 in candidates:
+        folder = base / f"prose-sandbox-{tag}"
+        try:
+            folder.mkdir()
+        except OSError:
+            continue
+        for index, (name, value) in enumerate(files.items()):
+            target = _V1_NAMES.get(name, name) if v1 else name
+            if v1 and name == "memory.swap.max":  # v1 bounds memory + swap together
+                value = files["memory.max"]
+            try:
+                (folder / target).write_text(value)
+            except OSError:
+                if index == 0:
+                    break
+        else:
+            return folder
+        with contextlib.suppress(OSError):
+            folder.rmdir()
+    return None
+
+
+_V1_NAMES = {"memory.max": "memory.limit_in_bytes", "memory.swap.max": "memory.memsw.limit_in_bytes"}
+
+
+def _counter(path: Path, key: str) -> int:
+    try:
+        for line in path.read_text().splitlines():
+            name, _, value = line.partition(" ")
+            if name == key:
+                return int(value)
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def _number(path: Path) -> int:
+    try:
+        return int(path.read_text().strip())
+    except (OSError, ValueError):
+        return 0
+
+
+def user_tasks() -> int:
+    """How many processes and threads this user runs now: RLIMIT_NPROC counts them all, so
+    the sandbox's share is added to them."""
+    uid = os.getuid()
+    count = 0
+    with contextlib.suppress(OSError):
+        for entry in os.scandir("/proc"):
+            if entry.name.isdigit():
+                with contextlib.suppress(OSError):
+                    if entry.stat().st_uid == uid:
+                        count += len(os.listdir(f"/proc/{entry.name}/task"))
+    return count
+
+
+def child_setup(limits: SandboxLimits, cgroup_procs: list[int]) -> Callable[[], None]:
+    """What the child runs before it executes bubblewrap: join the cgroups, set the rlimits.
+    Only system calls, no allocation worth the name: it runs between fork and exec."""
+    # root is exempt from RLIMIT_NPROC (only a pids cgroup bounds it); anyone else gets
+    # room for the sandbox's processes beside the ones already running.
+    tasks = 0 if os.getuid() == 0 else user_tasks()
+    rlimits = (
+        (resource.RLIMIT_NPROC, limits.processes + tasks),
+        (resource.RLIMIT_DATA, limits.memory),
+        (resource.RLIMIT_FSIZE, limits.disk_writes),
+    )
+
+    def setup() -> None:
+        for fd in cgroup_procs:
+            os.write(fd, b"0")  # "0": the writing process itself
+        for which, value in rlimits:
+            resource.setrlimit(which, (value, value))
+
+    return setup
+
+
+# --- project writes -----------------------------------------------------------------------
+
+
+def free_bytes(folders: Iterator[Path] | list[Path]) -> dict[int, int]:
+    """Free bytes of each distinct file system holding one of `folders` (by device)."""
+    free: dict[int, int] = {}
+    for folder in folders:
+        try:
+            device = os.stat(folder).st_dev
+            if device not in free:
+                info = os.statvfs(folder)
+                free[device] = info.f_bavail * info.f_frsize
+        except OSError:
+            continue
+    return free
+
+
+def bytes_written(before: dict[int, int], folders: list[Path]) -> int:
+    """The most free space any of those file systems lost since `before`."""
+    now = free_bytes(folders)
+    return max((before[d] - now[d] for d in now if d in before), default=0)
