@@ -267,21 +267,54 @@ def child_setup(limits: SandboxLimits, cgroup_procs: list[int]) -> Callable[[], 
 # --- project writes -----------------------------------------------------------------------
 
 
-def free_bytes(folders: Iterator[Path] | list[Path]) -> dict[int, int]:
-    """Free bytes of each distinct file system holding one of `folders` (by device)."""
-    free: dict[int, int] = {}
-    for folder in folders:
+def tree_usage(folders: list[Path]) -> int:
+    """Bytes the files under `folders` take on disk (symlinks not followed)."""
+    total = 0
+    pending = list(folders)
+    while pending:
         try:
-            device = os.stat(folder).st_dev
-            if device not in free:
-                info = os.statvfs(folder)
-                free[device] = info.f_bavail * info.f_frsize
+            entries = list(os.scandir(pending.pop()))
         except OSError:
             continue
-    return free
+        for entry in entries:
+            with contextlib.suppress(OSError):
+                info = entry.stat(follow_symlinks=False)
+                total += info.st_blocks * 512
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append(Path(entry.path))
+    return total
 
 
-def bytes_written(before: dict[int, int], folders: list[Path]) -> int:
-    """The most free space any of those file systems lost since `before`."""
-    now = free_bytes(folders)
-    return max((before[d] - now[d] for d in now if d in before), default=0)
+class DiskWatch:
+    """Whether a command has added more than `cap` bytes to its writable folders. Asked
+    often, so cheap first: only when the file systems holding them lost more than `cap`
+    bytes of free space (anyone's writes) are the folders themselves measured; what others
+    wrote is then set aside."""
+
+    def __init__(self, folders: list[Path], cap: int) -> None:
+        self.folders = folders
+        self.cap = cap
+        self.free = self._free()
+        self.used = tree_usage(folders)
+
+    def _free(self) -> dict[int, int]:
+        free: dict[int, int] = {}
+        for folder in self.folders:
+            with contextlib.suppress(OSError):
+                device = os.stat(folder).st_dev
+                if device not in free:
+                    info = os.statvfs(folder)
+                    free[device] = info.f_bavail * info.f_frsize
+        return free
+
+    def over(self) -> bool:
+        now = self._free()
+        lost = max((self.free[d] - now[d] for d in now if d in self.free), default=0)
+        if lost <= self.cap:
+            return False
+        grown = tree_usage(self.folders) - self.used
+        if grown > self.cap:
+            return True
+        # Others wrote the rest: measure from here, counting what the command wrote.
+        self.free = {device: free + max(grown, 0) for device, free in now.items()}
+        return False

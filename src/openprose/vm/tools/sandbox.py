@@ -27,13 +27,7 @@ from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 
-from openprose.vm.tools.limits import (
-    SandboxLimits,
-    bytes_written,
-    child_setup,
-    free_bytes,
-    make_cgroups,
-)
+from openprose.vm.tools.limits import DiskWatch, SandboxLimits, child_setup, make_cgroups
 from openprose.vm.tools.mounts import (
     Mount,
     WritableFolder,
@@ -179,14 +173,15 @@ class Sandbox:
         problem = sandbox_problem()
         if problem is not None:
             raise SandboxUnavailable(problem)
-        mounts = plan_mounts(self.project_root, self.writable, root_writable=self.root_writable)
+        mounts = await asyncio.to_thread(
+            plan_mounts, self.project_root, self.writable, root_writable=self.root_writable
+        )
         watched = [self.project_root] if self.root_writable else [f.path for f in self.writable]
+        disk = await asyncio.to_thread(DiskWatch, watched, self.limits.disk_writes)
         cgroups = make_cgroups(self.limits, f"{os.getpid()}-{next(_commands)}")
-        before = free_bytes(watched)
-        cap = self.limits.disk_writes
 
         def over_disk_limit() -> str | None:
-            return "disk_writes" if watched and bytes_written(before, watched) > cap else None
+            return "disk_writes" if disk.over() else None
 
         try:
             # bwrap itself starts with the clean environment too: it stays in the sandbox as
@@ -205,7 +200,7 @@ class Sandbox:
         finally:
             close_mounts(mounts)
             cgroups.remove()
-        if result.stopped_by is None and over_disk_limit() is not None:
+        if result.stopped_by is None and await asyncio.to_thread(over_disk_limit):
             result = replace(result, stopped_by="disk_writes")
         return replace(result, limits_hit=hit) if hit else result
 
@@ -263,7 +258,7 @@ async def run_process(
     async def watch() -> None:
         while watchdog is not None and process.returncode is None:
             await asyncio.sleep(WATCH_INTERVAL)
-            reason = watchdog()
+            reason = await asyncio.to_thread(watchdog)
             if reason is not None:
                 stopped_by.append(reason)
                 _kill_group(process.pid)

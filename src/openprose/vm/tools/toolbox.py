@@ -458,20 +458,30 @@ def _whole_folder(pattern: str) -> str | None:
 
 
 # What a command's own error output says when a limit refused it something.
-_LIMIT_SIGNS = (
-    ("processes", ("Resource temporarily unavailable", "fork: retry", "Cannot fork")),
-    ("memory", ("Cannot allocate memory", "MemoryError", "bad_alloc", "out of memory")),
-    ("disk_writes", ("File size limit exceeded",)),
-    ("tmp_size", ("No space left on device",)),
+_LIMIT_SIGNS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("Resource temporarily unavailable", ("processes",)),
+    ("fork: retry", ("processes",)),
+    ("Cannot fork", ("processes",)),
+    ("can't start new thread", ("processes", "memory")),  # EAGAIN: either one
+    ("Cannot allocate memory", ("memory",)),
+    ("MemoryError", ("memory",)),
+    ("bad_alloc", ("memory",)),
+    ("out of memory", ("memory",)),
+    ("File size limit exceeded", ("disk_writes",)),
+    ("File too large", ("disk_writes",)),  # Python ignores SIGXFSZ and sees EFBIG
+    ("No space left on device", ("tmp_size",)),
 )
 
 
 def _limit_signs(result: CommandResult) -> tuple[str, ...]:
     text = result.stderr.decode("utf-8", "replace") + result.stdout.decode("utf-8", "replace")
-    found = tuple(name for name, signs in _LIMIT_SIGNS if any(s in text for s in signs))
-    if result.exit_code == 128 + 25 and "disk_writes" not in found:  # SIGXFSZ
-        found += ("disk_writes",)
-    return found
+    found: list[str] = []
+    for sign, names in _LIMIT_SIGNS:
+        if sign in text:
+            found += [name for name in names if name not in found]
+    if result.exit_code == 128 + 25 and "disk_writes" not in found:  # killed by SIGXFSZ
+        found.append("disk_writes")
+    return tuple(found)
 
 
 def _int(args: Mapping[str, Any], key: str, default: int, *, minimum: int) -> int:
