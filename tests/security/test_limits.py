@@ -39,7 +39,7 @@ async def _next_command_works(box: Toolbox) -> None:
     [
         pytest.param("for i in $(seq 1500); do sleep 5 & done; wait", id="shell-loop"),
         pytest.param(
-            "python3 -c \"import subprocess as s\n"
+            'python3 -c "import subprocess as s\n'
             "ps=[]\nfor i in range(1500):\n"
             "  try: ps.append(s.Popen(['sleep','5']))\n"
             "  except OSError as e: print('refused', e); break\n"
@@ -47,7 +47,7 @@ async def _next_command_works(box: Toolbox) -> None:
             id="python-popen",
         ),
         pytest.param(
-            "python3 -c \"import threading,time\nn=0\ntry:\n"
+            'python3 -c "import threading,time\nn=0\ntry:\n'
             "  for i in range(1500): threading.Thread(target=time.sleep,args=(5,)).start(); n+=1\n"
             "except RuntimeError as e: print('refused', e)\nprint('started', n)\"",
             id="threads",
@@ -70,7 +70,7 @@ async def test_processes_are_bounded(world: World, command: str) -> None:
     [
         pytest.param("python3 -c \"b = bytearray(3 * 1024**3); print('allocated')\"", id="3GiB"),
         pytest.param(
-            "python3 -c \"x = []\nwhile True: x.append(bytearray(64 * 1024**2))\"", id="grow"
+            'python3 -c "x = []\nwhile True: x.append(bytearray(64 * 1024**2))"', id="grow"
         ),
         pytest.param(
             "python3 -c \"import mmap; m = mmap.mmap(-1, 3 * 1024**3); m[:] = b'x' * len(m)\"",
@@ -140,7 +140,7 @@ async def test_a_command_within_the_limits_is_untouched(world: World) -> None:
     box = _box(world)
     command = (
         "head -c 4M /dev/zero > output/ok && head -c 4M /dev/zero > /tmp/ok && "
-        "python3 -c \"b = bytearray(64 * 1024**2)\" && "
+        'python3 -c "b = bytearray(64 * 1024**2)" && '
         "for i in $(seq 10); do sleep 0.1 & done; wait; echo fine"
     )
     outcome = await call(box, "run_command", command=command)

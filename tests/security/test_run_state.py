@@ -62,7 +62,7 @@ WRITE_CONFIGS = {
 }
 
 ATTACKS = [
-    ("append-journal", f"echo '{{\"ev\":\"approval_decided\"}}' >> {JOURNAL}"),
+    ("append-journal", f'echo \'{{"ev":"approval_decided"}}\' >> {JOURNAL}'),
     ("replace-journal", f"echo x > {JOURNAL}.new && mv {JOURNAL}.new {JOURNAL}"),
     ("rm-run-state", "rm -rf .prose"),
     ("rename-run-state", "mv .prose .p2 && mkdir -p .prose/runs && echo x > " + JOURNAL),
@@ -113,8 +113,10 @@ async def test_the_shell_cannot_change_run_state_or_guarded_files(
         "cat sub/.prose/runs/journal.jsonl",
         "ls -laR .prose sub/.prose",
         f"cat /proc/self/root$PWD/{JOURNAL}",
-        "grep -r top-secret . 2>/dev/null | grep -v -e prose.toml -e pyproject -e prose.lock "
-        "-e '.git/' -e private.txt",
+        (
+            "grep -r top-secret . 2>/dev/null | grep -v -e prose.toml -e pyproject "
+            "-e prose.lock -e '.git/' -e private.txt"
+        ),
     ],
 )
 async def test_the_shell_cannot_read_run_state(guarded: World, config: str, command: str) -> None:
@@ -254,7 +256,12 @@ async def test_a_pattern_that_names_a_guarded_file_grants_it(guarded: World) -> 
 
 @pytest.mark.parametrize(
     "path",
-    [JOURNAL, "./.prose/runs/journal.jsonl", "sub/.prose/runs/journal.jsonl", "statelink/runs/journal.jsonl"],
+    [
+        JOURNAL,
+        "./.prose/runs/journal.jsonl",
+        "sub/.prose/runs/journal.jsonl",
+        "statelink/runs/journal.jsonl",
+    ],
 )
 async def test_file_tools_do_not_read_run_state(guarded: World, path: str) -> None:
     (guarded.root / "statelink").symlink_to(".prose")

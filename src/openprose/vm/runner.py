@@ -229,11 +229,7 @@ async def _execute(
 ) -> RunResult:
     # The run's own copy: "allow for this run" grants must not reach the other runs of a
     # batch, which share one runtime's approver and project defaults.
-    tools = (
-        replace(tools, grants=set(tools.grants))
-        if tools
-        else ToolRuntime()
-    )
+    tools = replace(tools, grants=set(tools.grants)) if tools else ToolRuntime()
     tools.grants.update(replay.tools.grants)
     if replay.tools.answers:
         tools.approver = RecordedApprover(dict(replay.tools.answers), tools.approver)  # type: ignore[arg-type]

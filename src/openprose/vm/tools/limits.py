@@ -23,7 +23,7 @@ import contextlib
 import os
 import re
 import resource
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -76,8 +76,10 @@ def limits_from_table(table: Any, source: str = "prose.toml") -> SandboxLimits:
             )
         number = _count(value) if key == "processes" else _size(value)
         if number is None or number <= 0:
-            what = "a positive whole number" if key == "processes" else (
-                'a positive size in bytes or with a unit ("512MiB", "2GiB")'
+            what = (
+                "a positive whole number"
+                if key == "processes"
+                else ('a positive size in bytes or with a unit ("512MiB", "2GiB")')
             )
             raise LimitsProblem(f"{source}: [sandbox] {key} must be {what}, got {value!r}")
         values[key] = number
@@ -208,7 +210,10 @@ def _cgroup_folder(controller: str, tag: str, files: dict[str, str]) -> Path | N
     return None
 
 
-_V1_NAMES = {"memory.max": "memory.limit_in_bytes", "memory.swap.max": "memory.memsw.limit_in_bytes"}
+_V1_NAMES = {
+    "memory.max": "memory.limit_in_bytes",
+    "memory.swap.max": "memory.memsw.limit_in_bytes",
+}
 
 
 def _counter(path: Path, key: str) -> int:

@@ -200,7 +200,7 @@ class Sandbox:
         finally:
             close_mounts(mounts)
             cgroups.remove()
-        if result.stopped_by is None and await asyncio.to_thread(over_disk_limit):
+        if result.stopped_by is None and await asyncio.to_thread(disk.over):
             result = replace(result, stopped_by="disk_writes")
         return replace(result, limits_hit=hit) if hit else result
 

@@ -20,6 +20,8 @@ from typing import Any
 
 from openprose.providers.base import ToolCall, ToolSpec
 from openprose.vm.tools.approvals import ApprovalRequest, Approver, NobodyApprover
+from openprose.vm.tools.limits import SandboxLimits
+from openprose.vm.tools.mounts import FolderRefused, WritableFolder, resolve_writable
 from openprose.vm.tools.paths import (
     PathRefused,
     ResolvedPath,
@@ -27,8 +29,6 @@ from openprose.vm.tools.paths import (
     resolve_path,
     write_atomically,
 )
-from openprose.vm.tools.limits import SandboxLimits
-from openprose.vm.tools.mounts import FolderRefused, WritableFolder, resolve_writable
 from openprose.vm.tools.permissions import PathRule, Permissions, glob_regex
 from openprose.vm.tools.sandbox import CommandResult, Sandbox, SandboxUnavailable
 from openprose.vm.tools.skills import Skill
@@ -398,9 +398,11 @@ class Toolbox:
         sandbox at every command). Raises FolderRefused."""
         if self._writable is None:
             rule: PathRule = self.permissions.write
-            folders = [] if rule.mode is not None else [
-                folder for folder in map(_whole_folder, rule.patterns) if folder is not None
-            ]
+            folders = (
+                []
+                if rule.mode is not None
+                else [folder for folder in map(_whole_folder, rule.patterns) if folder is not None]
+            )
             self._writable = tuple(resolve_writable(self.root, folder) for folder in folders)
         return self._writable
 
