@@ -27,7 +27,13 @@ from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 
-from openprose.vm.tools.limits import DiskWatch, SandboxLimits, child_setup, make_cgroups
+from openprose.vm.tools.limits import (
+    DiskWatch,
+    SandboxLimits,
+    launcher,
+    launcher_problem,
+    make_cgroups,
+)
 from openprose.vm.tools.mounts import (
     Mount,
     WritableFolder,
@@ -80,6 +86,8 @@ def _probe() -> str | None:
     if os.uname().sysname != "Linux":
         system = os.uname().sysname
         return f"shell commands are sandboxed with bubblewrap, which needs Linux ({system} here)"
+    if (problem := launcher_problem()) is not None:
+        return f"{problem}; install util-linux"
     if shutil.which("bwrap") is None:
         return f"bubblewrap (bwrap) is not installed; {INSTALL_FIX}"
     try:
@@ -187,13 +195,12 @@ class Sandbox:
             # bwrap itself starts with the clean environment too: it stays in the sandbox as
             # its pid 1, and /proc/1/environ would otherwise show the VM's (provider keys).
             result = await run_process(
-                self.command_line(argv, mounts),
+                [*launcher(self.limits, cgroups), *self.command_line(argv, mounts)],
                 timeout=timeout,
                 output_cap=output_cap,
                 stdin=stdin,
                 env=dict(CLEAN_ENV),
                 pass_fds=tuple(m.fd for m in mounts if m.fd is not None),
-                preexec=child_setup(self.limits, cgroups.procs),
                 watchdog=over_disk_limit,
             )
             hit = tuple(cgroups.hit())
@@ -213,7 +220,6 @@ async def run_process(
     stdin: bytes = b"",
     env: dict[str, str] | None = None,
     pass_fds: tuple[int, ...] = (),
-    preexec: Callable[[], None] | None = None,
     watchdog: Callable[[], str | None] | None = None,
 ) -> CommandResult:
     """Run `argv` in its own process group; keep at most `output_cap` bytes of stdout and
@@ -229,7 +235,6 @@ async def run_process(
         start_new_session=True,
         env=env,
         pass_fds=pass_fds,
-        preexec_fn=preexec,
     )
     stopped_by: list[str] = []
     budget = [output_cap]
