@@ -24,6 +24,7 @@ import os
 import re
 import shlex
 import shutil
+import time
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -273,8 +274,9 @@ _PRLIMIT = shutil.which("prlimit")
 # --- project writes -----------------------------------------------------------------------
 
 
-def tree_usage(folders: list[Path]) -> int:
-    """Bytes the files under `folders` take on disk (symlinks not followed)."""
+def written_since(folders: list[Path], started: float) -> int:
+    """Bytes on disk of the files under `folders` changed since `started` (their ctime;
+    symlinks not followed): what a command wrote, counting a file it appended to whole."""
     total = 0
     pending = list(folders)
     while pending:
@@ -284,10 +286,12 @@ def tree_usage(folders: list[Path]) -> int:
             continue
         for entry in entries:
             with contextlib.suppress(OSError):
-                info = entry.stat(follow_symlinks=False)
-                total += info.st_blocks * 512
                 if entry.is_dir(follow_symlinks=False):
                     pending.append(Path(entry.path))
+                    continue
+                info = entry.stat(follow_symlinks=False)
+                if info.st_ctime >= started:
+                    total += info.st_blocks * 512
     return total
 
 
@@ -301,7 +305,7 @@ class DiskWatch:
         self.folders = folders
         self.cap = cap
         self.free = self._free()
-        self.used = tree_usage(folders)
+        self.started = time.time() - 1  # ctime has the file system's granularity
 
     def _free(self) -> dict[int, int]:
         free: dict[int, int] = {}
@@ -318,9 +322,9 @@ class DiskWatch:
         lost = max((self.free[d] - now[d] for d in now if d in self.free), default=0)
         if lost <= self.cap:
             return False
-        grown = tree_usage(self.folders) - self.used
-        if grown > self.cap:
+        written = written_since(self.folders, self.started)
+        if written > self.cap:
             return True
         # Others wrote the rest: measure from here, counting what the command wrote.
-        self.free = {device: free + max(grown, 0) for device, free in now.items()}
+        self.free = {device: free + written for device, free in now.items()}
         return False

@@ -29,7 +29,15 @@ from pathlib import Path, PurePosixPath
 
 from openprose.vm.tools.paths import GUARDED_NAMES, RUN_STATE, folded
 
-__all__ = ["FolderRefused", "Mount", "WritableFolder", "plan_mounts", "resolve_writable"]
+__all__ = [
+    "FolderRefused",
+    "Mount",
+    "ProjectScan",
+    "WritableFolder",
+    "plan_mounts",
+    "resolve_writable",
+    "scan_project",
+]
 
 
 class FolderRefused(Exception):
@@ -119,15 +127,15 @@ def recheck(folder: WritableFolder) -> int:
 
 
 @dataclass(frozen=True, slots=True)
-class _Found:
+class ProjectScan:
     hidden: list[Path]  # .prose folders
     guarded: list[Path]  # .git, settings files, and their symlinks' targets in the project
 
 
-def _scan(root: Path) -> _Found:
+def scan_project(root: Path) -> ProjectScan:
     """Every `.prose/` folder and guarded name in the project (symlinks not followed;
     the inside of `.prose` and `.git` not searched)."""
-    found = _Found([], [])
+    found = ProjectScan([], [])
     pending = [root]
     while pending:
         folder = pending.pop()
@@ -153,11 +161,14 @@ def _scan(root: Path) -> _Found:
 
 
 def plan_mounts(
-    root: Path, writable: tuple[WritableFolder, ...], *, root_writable: bool
+    root: Path,
+    writable: tuple[WritableFolder, ...],
+    found: ProjectScan,
+    *,
+    root_writable: bool,
 ) -> list[Mount]:
     """The project's mounts in the order bubblewrap must make them (deeper on top), each
     with an open fd the caller passes to bubblewrap and then closes (`close_mounts`)."""
-    found = _scan(root)
     for folder in writable:
         holds = [h for h in found.hidden if h.is_relative_to(folder.path)]
         if holds:

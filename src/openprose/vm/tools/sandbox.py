@@ -36,9 +36,11 @@ from openprose.vm.tools.limits import (
 )
 from openprose.vm.tools.mounts import (
     Mount,
+    ProjectScan,
     WritableFolder,
     close_mounts,
     plan_mounts,
+    scan_project,
 )
 
 __all__ = ["CommandResult", "Sandbox", "SandboxUnavailable", "sandbox_problem"]
@@ -144,8 +146,12 @@ class Sandbox:
         root_writable: bool = False,
         network: bool = False,
         limits: SandboxLimits | None = None,
+        scan: ProjectScan | None = None,
     ) -> None:
+        """`scan`: the project's `.prose/` folders and guarded files, when known (a session
+        scans once); else the project is scanned at each command."""
         self.project_root = project_root
+        self.scan = scan
         self.writable = writable
         self.root_writable = root_writable
         self.network = network
@@ -181,8 +187,9 @@ class Sandbox:
         problem = sandbox_problem()
         if problem is not None:
             raise SandboxUnavailable(problem)
+        scan = self.scan or await asyncio.to_thread(scan_project, self.project_root)
         mounts = await asyncio.to_thread(
-            plan_mounts, self.project_root, self.writable, root_writable=self.root_writable
+            plan_mounts, self.project_root, self.writable, scan, root_writable=self.root_writable
         )
         watched = [self.project_root] if self.root_writable else [f.path for f in self.writable]
         disk = await asyncio.to_thread(DiskWatch, watched, self.limits.disk_writes)

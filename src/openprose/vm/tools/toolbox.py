@@ -21,7 +21,13 @@ from typing import Any
 from openprose.providers.base import ToolCall, ToolSpec
 from openprose.vm.tools.approvals import ApprovalRequest, Approver, NobodyApprover
 from openprose.vm.tools.limits import SandboxLimits
-from openprose.vm.tools.mounts import FolderRefused, WritableFolder, resolve_writable
+from openprose.vm.tools.mounts import (
+    FolderRefused,
+    ProjectScan,
+    WritableFolder,
+    resolve_writable,
+    scan_project,
+)
 from openprose.vm.tools.paths import (
     PathRefused,
     ResolvedPath,
@@ -81,6 +87,7 @@ class Toolbox:
     sandbox_limits: SandboxLimits = field(default_factory=SandboxLimits)
     plan: bool = False  # `--permission-mode plan`: read-only, whatever the permissions say
     _writable: tuple[WritableFolder, ...] | None = field(default=None, init=False, repr=False)
+    _scan: ProjectScan | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.root = Path(os.path.realpath(self.root))
@@ -353,6 +360,8 @@ class Toolbox:
                 raise _Refused(f"cannot split the command: {exc}") from None
             program = await self._path(call, key, "execute", argv[0])
             argv[0] = str(program.real)
+        if self._scan is None:  # once a session: the run's state and guarded files now
+            self._scan = await asyncio.to_thread(scan_project, self.root)
         try:
             sandbox = Sandbox(
                 self.root,
@@ -360,6 +369,7 @@ class Toolbox:
                 root_writable=self.permissions.write.mode == "allow",
                 network=self.permissions.network == "allow",
                 limits=self.sandbox_limits,
+                scan=self._scan,
             )
             result = await sandbox.run(argv, timeout=timeout, output_cap=self.limits.output_cap)
         except SandboxUnavailable as exc:

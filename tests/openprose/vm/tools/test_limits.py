@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 
 import pytest
@@ -13,7 +15,7 @@ from openprose.vm.tools.limits import (
     MiB,
     SandboxLimits,
     limits_from_table,
-    tree_usage,
+    written_since,
 )
 
 
@@ -78,8 +80,14 @@ def test_prose_toml_sets_the_limits(tmp_path: Path) -> None:
         tool_runtime(tmp_path, False, interactive=False)
 
 
-def test_tree_usage_counts_files_below_without_following_links(tmp_path: Path) -> None:
+def test_written_since_counts_changed_files_below_without_following_links(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "old").write_bytes(b"x" * 50_000)
+    os.utime(tmp_path / "old", (0, 0))  # mtime only: ctime is now, as for a fresh file
+    started = time.time() - 1
     (tmp_path / "a").mkdir()
     (tmp_path / "a" / "f").write_bytes(b"x" * 100_000)
     (tmp_path / "link").symlink_to("/usr")
-    assert 100_000 <= tree_usage([tmp_path]) < 200_000
+    assert 150_000 <= written_since([tmp_path], started) < 250_000
+    assert written_since([tmp_path], time.time() + 60) == 0
