@@ -136,27 +136,27 @@ def scan_project(root: Path) -> ProjectScan:
     """Every `.prose/` folder and guarded name in the project (symlinks not followed;
     the inside of `.prose` and `.git` not searched)."""
     found = ProjectScan([], [])
-    pending = [root]
+    longest = max(map(len, (RUN_STATE, *GUARDED_NAMES)))
+    pending = [str(root)]
     while pending:
-        folder = pending.pop()
         try:
-            entries = list(os.scandir(folder))
+            entries = list(os.scandir(pending.pop()))
         except OSError:
             continue
         for entry in entries:
-            name = folded(entry.name)
-            path = Path(entry.path)
-            is_link = entry.is_symlink()
-            if name == RUN_STATE and not is_link:
-                found.hidden.append(path)
+            # Folding costs; only a short name can fold to a protected one.
+            name = folded(entry.name) if len(entry.name) <= longest + 2 else ""
+            if name == RUN_STATE and not entry.is_symlink():
+                found.hidden.append(Path(entry.path))
             elif name in GUARDED_NAMES:
+                path = Path(entry.path)
                 found.guarded.append(path)
-                if is_link:
+                if entry.is_symlink():
                     target = Path(os.path.realpath(path))
                     if target.is_relative_to(root) and target != root and target.exists():
                         found.guarded.append(target)
-            elif not is_link and entry.is_dir(follow_symlinks=False):
-                pending.append(path)
+            elif entry.is_dir(follow_symlinks=False):
+                pending.append(entry.path)
     return found
 
 
