@@ -94,6 +94,10 @@ async def test_memory_is_bounded(world: World, command: str) -> None:
             "for i in $(seq 100); do head -c 10M /dev/zero > /tmp/f$i || break; done; du -sm /tmp",
             id="many-files",
         ),
+        pytest.param(
+            "for i in $(seq 100); do head -c 10M /dev/zero > /dev/shm/f$i || break; done",
+            id="dev-shm",
+        ),
     ],
 )
 async def test_tmp_is_bounded(world: World, command: str) -> None:
@@ -147,3 +151,15 @@ async def test_a_command_within_the_limits_is_untouched(world: World) -> None:
     assert outcome.content.startswith("exit code 0\n"), outcome.content
     assert "fine" in outcome.content and "limit" not in outcome.content
     assert os.path.getsize(world.root / "output" / "ok") == 4 * MiB
+
+
+@pytest.mark.parametrize("folder", ["/", "/dev", "/etc/ssl/private", ".prose", "/proc/sys"])
+async def test_no_other_ram_backed_folder_is_writable(world: World, folder: str) -> None:
+    """Every tmpfs is RAM: besides the sized /tmp and /dev/shm, none takes a byte."""
+    box = _box(world)
+    outcome = await call(
+        box, "run_command", command=f"head -c 1M /dev/zero > {folder}/probe; echo done"
+    )
+    assert "done" in outcome.content
+    check = await call(box, "run_command", command=f"test -e {folder}/probe && echo EXISTS")
+    assert "EXISTS" not in check.content

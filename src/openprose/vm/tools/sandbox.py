@@ -107,6 +107,11 @@ def _probe() -> str | None:
     return None
 
 
+def _hide(folder: str) -> list[str]:
+    """An empty, read-only tmpfs over `folder`."""
+    return ["--size", "4096", "--tmpfs", folder, "--remount-ro", folder]
+
+
 def _namespace_args(*, network: bool) -> list[str]:
     args = ["--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
     if network:
@@ -166,15 +171,18 @@ class Sandbox:
                 else:
                     args += ["--ro-bind", folder, folder]
         for path, is_dir in unreadable_system_files():
-            args += ["--tmpfs", path] if is_dir else ["--ro-bind", "/dev/null", path]
-        args += ["--proc", "/proc", "--dev", "/dev"]
-        args += ["--size", str(self.limits.tmp_size), "--tmpfs", "/tmp"]
+            args += _hide(path) if is_dir else ["--ro-bind", "/dev/null", path]
+        # Every tmpfs is RAM: the writable ones are sized, the others read-only (/, /dev,
+        # hides), so no command fills memory through a folder it was not given.
+        size = str(self.limits.tmp_size)
+        args += ["--proc", "/proc", "--dev", "/dev", "--size", size, "--tmpfs", "/dev/shm"]
+        args += ["--remount-ro", "/dev", "--size", size, "--tmpfs", "/tmp"]
         for mount in mounts:
             if mount.kind == "tmpfs":
-                args += ["--tmpfs", str(mount.dest)]
+                args += _hide(str(mount.dest))
             else:
                 args += [f"--{mount.kind}-fd", str(mount.fd), str(mount.dest)]
-        args += ["--chdir", str(self.project_root), "--clearenv"]
+        args += ["--remount-ro", "/", "--chdir", str(self.project_root), "--clearenv"]
         for key, value in CLEAN_ENV.items():
             args += ["--setenv", key, value]
         return [*args, "--", *argv]
