@@ -163,3 +163,42 @@ async def test_no_other_ram_backed_folder_is_writable(world: World, folder: str)
     assert "done" in outcome.content
     check = await call(box, "run_command", command=f"test -e {folder}/probe && echo EXISTS")
     assert "EXISTS" not in check.content
+
+
+def test_a_limit_in_prose_toml_reaches_the_run_which_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """End to end: `[sandbox]` of prose.toml bounds the run's commands; the limit line is
+    the tool result the model gets, and the run finishes (nothing to resume)."""
+    import json
+
+    from openprose.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PROSE_PROVIDER", raising=False)
+    (tmp_path / "prose.toml").write_text('[sandbox]\ndisk_writes = "2MiB"\n')
+    (tmp_path / "main.prose").write_text(
+        'agent builder:\n  prompt: "You build"\n  permissions:\n    write: ["out/"]\n'
+        '    bash: allow\n\nsession: builder\n  prompt: "Build it"\n'
+    )
+    big = "head -c 50M /dev/zero > out/big"
+    rules = {
+        "rules": [
+            {
+                "match": "Build it",
+                "turns": [
+                    {"tool_calls": [{"name": "run_command", "arguments": {"command": big}}]},
+                    {"tool_calls": [{"name": "run_command", "arguments": {"command": "ls"}}]},
+                    {"text": "built"},
+                ],
+            }
+        ]
+    }
+    (tmp_path / "rules.json").write_text(json.dumps(rules))
+    assert main(["run", "main.prose", "--provider", "scripted:rules.json", "--json"]) == 0
+    run_id = json.loads(capsys.readouterr().out)["run_id"]
+    journal = (tmp_path / ".prose" / "runs" / run_id / "journal.jsonl").read_text()
+    results = [json.loads(line) for line in journal.splitlines() if '"tool_result"' in line]
+    assert "[sandbox] disk_writes = 2MiB" in str(results[0])
+    assert "exit code 0" in str(results[1])
+    assert os.path.getsize(tmp_path / "out" / "big") <= 2 * MiB

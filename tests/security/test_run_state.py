@@ -187,6 +187,7 @@ async def test_nested_write_folder_swapped_for_a_link_to_the_root_is_refused(
         ("link/deeper/", "symlink"),
         ("sub/", "run state of a nested project"),
         (".prose/runs/", "inside .prose/"),
+        ("{outside}/", "run state of another project"),
     ],
 )
 @needs_sandbox
@@ -195,7 +196,8 @@ async def test_write_folders_that_cannot_be_granted_refuse_the_command(
 ) -> None:
     (world.root / "link").symlink_to(".")
     (world.root / "sub" / ".prose").mkdir(parents=True)
-    rule = pattern.format(parent=world.root.parent, root=world.root)
+    (world.outside / "other" / ".prose").mkdir(parents=True)
+    rule = pattern.format(parent=world.root.parent, root=world.root, outside=world.outside)
     before = world.snapshot()
     toolbox = make_toolbox(world, bash="allow", write=[rule])
     outcome = await call(toolbox, "run_command", command="echo x > y; echo x > .prose/z")

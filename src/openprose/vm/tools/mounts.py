@@ -79,6 +79,13 @@ def resolve_writable(root: Path, folder: str, *, create: bool = True) -> Writabl
         )
     if any(folded(part) == RUN_STATE for part in lexical.parts):
         raise FolderRefused(f"write folder {folder!r} lies inside .prose/, the run's state")
+    if not lexical.is_relative_to(root):  # the project's own scan does not cover it
+        held = scan_project(lexical).hidden
+        if held:
+            raise FolderRefused(
+                f"write folder {folder!r} holds {held[0]}/, the run state of another project "
+                f"(or agent memories); refused"
+            )
     return WritableFolder(folder, lexical, (info.st_dev, info.st_ino))
 
 
