@@ -282,3 +282,53 @@ def test_guarded_files_stay_readable(tmp_path: Path) -> None:
     assert perms.judge_path("read", resolve_path(tmp_path, ".git/config")) == "allow"
     assert perms.judge_path("read", resolve_path(tmp_path, ".prose/x")) == "deny"
     assert isinstance(Toolbox(tmp_path, perms).permissions, Permissions)
+
+
+# --- installed skills under .prose/skills/: content, not run state ----------------------
+
+
+@pytest.fixture
+def skilled(guarded: World) -> World:
+    folder = guarded.root / ".prose" / "skills" / "acme--tool"
+    (folder / "scripts").mkdir(parents=True)
+    (folder / "SKILL.md").write_text("---\nname: tool\n---\nUse it\n")
+    (folder / "scripts" / "run.sh").write_text("#!/bin/sh\necho skill-ran\n")
+    (folder / "scripts" / "run.sh").chmod(0o755)
+    (folder / "state").symlink_to("../../runs/journal.jsonl")
+    return guarded
+
+
+@needs_sandbox
+async def test_installed_skills_run_read_only_and_the_rest_stays_hidden(skilled: World) -> None:
+    toolbox = make_toolbox(skilled, bash="allow", write="allow")
+    skill = ".prose/skills/acme--tool"
+    outcome = await call(
+        toolbox,
+        "run_command",
+        command=f"{skill}/scripts/run.sh; cat {skill}/SKILL.md; cat {skill}/state; "
+        f"echo x >> {skill}/SKILL.md; ls .prose",
+    )
+    assert "skill-ran" in outcome.content and "Use it" in outcome.content
+    assert SECRET not in outcome.content and "runs" not in outcome.content.split("stderr")[0]
+    assert (skilled.root / skill / "SKILL.md").read_text().endswith("Use it\n")
+
+
+@pytest.mark.parametrize(
+    ("path", "readable"),
+    [
+        (".prose/skills/acme--tool/SKILL.md", True),
+        ("./.prose/skills/acme--tool/scripts/run.sh", True),
+        (".prose/skills/acme--tool/state", False),  # a symlink into the journal
+        (".prose/skills/../runs/journal.jsonl", False),
+        (".prose/skills", False),
+    ],
+)
+async def test_file_tools_read_installed_skills_only(
+    skilled: World, path: str, readable: bool
+) -> None:
+    toolbox = make_toolbox(skilled, read="allow", write="allow")
+    outcome = await call(toolbox, "read_file", path=path)
+    assert outcome.is_error is not readable, outcome.content
+    assert SECRET not in outcome.content
+    written = await call(toolbox, "write_file", path=path, content="x")
+    assert written.is_error

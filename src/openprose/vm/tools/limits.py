@@ -246,7 +246,7 @@ def launcher(limits: SandboxLimits, cgroups: CgroupSet) -> list[str]:
     # room for the sandbox's processes beside the ones they already run.
     tasks = 0 if os.getuid() == 0 else user_tasks()
     argv = [
-        _PRLIMIT,
+        _PRLIMIT or "prlimit",  # present: the sandbox's probe checked it
         f"--nproc={limits.processes + tasks}",
         f"--data={limits.memory}",
         f"--fsize={limits.disk_writes}",

@@ -4,7 +4,7 @@ The project is mounted read-only (or writable with `write: allow`); the folders 
 patterns grant whole are mounted writable on top. Then, whatever those grant:
 
 - every `.prose/` folder (the run's state, and that of nested projects) is hidden under
-  an empty tmpfs;
+  an empty, read-only tmpfs — but for its `skills/` (installed skills), mounted read-only;
 - `.git` and every settings file (`prose.toml`, `prose.lock`, `pyproject.toml`) inside a
   writable folder is mounted read-only over itself (a symlink's target too), unless a
   write pattern names it (`write: [".git/hooks/"]`);
@@ -27,7 +27,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from openprose.vm.tools.paths import GUARDED_NAMES, RUN_STATE, folded
+from openprose.vm.tools.paths import GUARDED_NAMES, INSTALLED_SKILLS, RUN_STATE, folded
 
 __all__ = [
     "FolderRefused",
@@ -205,6 +205,9 @@ def plan_mounts(
     for path in found.hidden:
         planned.append((path, "tmpfs"))
         kept.add(path)
+        skills = path / INSTALLED_SKILLS  # downloaded skills: their scripts run, read-only
+        if skills.is_dir() and not skills.is_symlink():
+            planned.append((skills, "ro-bind"))
     for path in list(kept):  # the folders on the way: mounted over themselves
         for parent in path.parents:
             if parent == root or not parent.is_relative_to(root):

@@ -18,6 +18,7 @@ from pathlib import Path, PurePosixPath
 __all__ = [
     "PathRefused",
     "ResolvedPath",
+    "installed_skill",
     "open_beneath",
     "protected_part",
     "resolve_path",
@@ -26,6 +27,8 @@ __all__ = [
 
 # The run's own state: journals, bindings (inputs and answers), approvals, memories.
 RUN_STATE = ".prose"
+# ... except the skills installed from registries and URLs under it: content, read as any.
+INSTALLED_SKILLS = "skills"
 # What runs code or sets permissions for later runs: git's folder (hooks, `core.fsmonitor`
 # in its config) and every settings file the tool reads.
 GUARDED_NAMES = frozenset({".git", "prose.toml", "prose.lock", "pyproject.toml"})
@@ -85,6 +88,18 @@ def protected_part(path: ResolvedPath) -> str | None:
         if name == RUN_STATE or name in GUARDED_NAMES:
             return name
     return None
+
+
+def installed_skill(path: ResolvedPath) -> bool:
+    """Whether the path lies in an installed skill (`.prose/skills/...`), and there only."""
+    parts = [folded(p) for p in (path.relative.split("/") if path.relative else ())]
+    asked = [folded(p) for p in (path.asked.parts if path.asked is not None else parts)]
+    return all(
+        len(names) > 2
+        and names.count(RUN_STATE) == 1
+        and names[names.index(RUN_STATE) + 1] == INSTALLED_SKILLS
+        for names in (parts, asked)
+    )
 
 
 def _walk_to_parent(real: Path) -> tuple[int, str]:

@@ -24,7 +24,13 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Literal
 
-from openprose.vm.tools.paths import RUN_STATE, ResolvedPath, folded, protected_part
+from openprose.vm.tools.paths import (
+    RUN_STATE,
+    ResolvedPath,
+    folded,
+    installed_skill,
+    protected_part,
+)
 
 __all__ = ["Mode", "PermissionError_", "Permissions", "glob_regex"]
 
@@ -93,6 +99,8 @@ class Permissions:
         protected = protected_part(path)
         if protected == RUN_STATE and kind != "read":
             return "deny"  # the run's own state: never changed or run by a tool
+        if protected == RUN_STATE and installed_skill(path):
+            protected = None  # a downloaded skill's files: read as the permissions say
         if protected is not None and protected != RUN_STATE and kind == "read":
             protected = None  # git's folder and the settings files may be read as usual
         return rule.judge(path, protected)

@@ -179,9 +179,12 @@ class Sandbox:
         args += ["--remount-ro", "/dev", "--size", size, "--tmpfs", "/tmp"]
         for mount in mounts:
             if mount.kind == "tmpfs":
-                args += _hide(str(mount.dest))
+                args += ["--size", "4096", "--tmpfs", str(mount.dest)]
             else:
                 args += [f"--{mount.kind}-fd", str(mount.fd), str(mount.dest)]
+        for mount in mounts:  # read-only once what is mounted inside a hide is there
+            if mount.kind == "tmpfs":
+                args += ["--remount-ro", str(mount.dest)]
         args += ["--remount-ro", "/", "--chdir", str(self.project_root), "--clearenv"]
         for key, value in CLEAN_ENV.items():
             args += ["--setenv", key, value]
@@ -195,7 +198,9 @@ class Sandbox:
         problem = sandbox_problem()
         if problem is not None:
             raise SandboxUnavailable(problem)
-        scan = self.scan or await asyncio.to_thread(scan_project, self.project_root)
+        scan = self.scan
+        if scan is None:
+            scan = await asyncio.to_thread(scan_project, self.project_root)
         mounts = await asyncio.to_thread(
             plan_mounts, self.project_root, self.writable, scan, root_writable=self.root_writable
         )
