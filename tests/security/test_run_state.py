@@ -332,3 +332,24 @@ async def test_file_tools_read_installed_skills_only(
     assert SECRET not in outcome.content
     written = await call(toolbox, "write_file", path=path, content="x")
     assert written.is_error
+
+
+@needs_sandbox
+@pytest.mark.parametrize("network", ["deny", "allow"])
+async def test_execute_only_and_networked_configurations_hide_run_state_too(
+    guarded: World, network: str
+) -> None:
+    script = guarded.root / "scripts" / "peek.sh"
+    script.write_text(
+        f"#!/bin/sh\ncat {JOURNAL} sub/.prose/runs/journal.jsonl\n"
+        f"echo x >> {JOURNAL}; echo x >> prose.toml; echo x >> .git/config\n"
+    )
+    script.chmod(0o755)
+    before = _hashes(guarded)
+    toolbox = make_toolbox(
+        guarded, bash="deny", execute=["scripts/*.sh"], write="allow", network=network
+    )
+    outcome = await call(toolbox, "run_command", command="scripts/peek.sh")
+    assert outcome.content.startswith("exit code"), outcome.content
+    assert SECRET not in outcome.content
+    assert _hashes(guarded) == before
