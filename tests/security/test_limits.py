@@ -202,3 +202,24 @@ def test_a_limit_in_prose_toml_reaches_the_run_which_goes_on(
     assert "[sandbox] disk_writes = 2MiB" in str(results[0])
     assert "exit code 0" in str(results[1])
     assert os.path.getsize(tmp_path / "out" / "big") <= 2 * MiB
+
+
+@pytest.mark.parametrize(
+    ("command", "limit"),
+    [
+        ("for i in $(seq 1500); do sleep 5 & done 2>/dev/null; wait", "processes"),
+        ("python3 -c \"b = bytearray(3 * 1024**3); print('allocated')\"", "memory"),
+        ("head -c 1024M /dev/zero > /tmp/big", "disk_writes"),  # also no file beyond it
+        ("for i in $(seq 300); do head -c 1M /dev/urandom > output/f$i; done", "disk_writes"),
+    ],
+    ids=["1500-processes", "3GiB", "1GiB-tmp", "300MB-project"],
+)
+async def test_the_issues_attempts_are_bounded_by_the_defaults(
+    world: World, command: str, limit: str
+) -> None:
+    box = _box(world, SandboxLimits())
+    outcome = await call(box, "run_command", command=command, timeout_seconds=30)
+    first = outcome.content.splitlines()[0]
+    assert SandboxLimits().setting(limit) in first, outcome.content[:500]
+    assert "allocated" not in outcome.content
+    assert _size(world.root) <= SandboxLimits().disk_writes + 16 * MiB

@@ -91,3 +91,21 @@ def test_written_since_counts_changed_files_below_without_following_links(
     (tmp_path / "link").symlink_to("/usr")
     assert 150_000 <= written_since([tmp_path], started) < 250_000
     assert written_since([tmp_path], time.time() + 60) == 0
+
+
+def test_the_launcher_sets_the_rlimits_and_joins_the_cgroups(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from openprose.vm.tools import limits
+
+    limits_ = SandboxLimits(processes=10, memory=MiB, disk_writes=2 * MiB)
+    monkeypatch.setattr(limits.os, "getuid", lambda: 1000)
+    monkeypatch.setattr(limits, "user_tasks", lambda: 500)
+    argv = limits.launcher(limits_, limits.CgroupSet({}))
+    assert argv[1:] == [f"--nproc={10 + 500}", f"--data={MiB}", f"--fsize={2 * MiB}", "--"]
+    monkeypatch.setattr(limits.os, "getuid", lambda: 0)  # root: exempt, no count
+    cgroups = limits.CgroupSet({"pids": tmp_path / "a b"})
+    argv = limits.launcher(limits_, cgroups)
+    assert argv[:2] == ["/bin/sh", "-c"]
+    assert argv[2] == f"echo 0 > '{tmp_path}/a b/cgroup.procs' && exec \"$@\""
+    assert "--nproc=10" in argv
