@@ -80,26 +80,29 @@ def folded(name: str) -> str:
 
 
 def protected_part(path: ResolvedPath) -> str | None:
-    """The first part of the path (below the project root when inside it) that is run
-    state (`.prose`) or guarded (`.git`, a settings file), folded; else None."""
+    """`.prose` when a part of the path (below the project root when inside it; as
+    resolved or as asked) is run state, else the first guarded part (`.git`, a settings
+    file), folded; else None."""
     parts = path.relative.split("/") if path.relative is not None else path.real.parts
-    for part in (*parts, *(path.asked.parts if path.asked is not None else ())):
-        name = folded(part)
-        if name == RUN_STATE or name in GUARDED_NAMES:
-            return name
-    return None
+    names = [folded(p) for p in (*parts, *(path.asked.parts if path.asked is not None else ()))]
+    if RUN_STATE in names:
+        return RUN_STATE
+    return next((name for name in names if name in GUARDED_NAMES), None)
 
 
 def installed_skill(path: ResolvedPath) -> bool:
-    """Whether the path lies in an installed skill (`.prose/skills/...`), and there only."""
+    """Whether the path lies in an installed skill (`.prose/skills/NAME/...`) — as
+    resolved and as asked — and in no other `.prose`."""
+
+    def inside(names: list[str]) -> bool:
+        if names.count(RUN_STATE) != 1:
+            return False
+        at = names.index(RUN_STATE)
+        return len(names) > at + 2 and names[at + 1] == INSTALLED_SKILLS
+
     parts = [folded(p) for p in (path.relative.split("/") if path.relative else ())]
-    asked = [folded(p) for p in (path.asked.parts if path.asked is not None else parts)]
-    return all(
-        len(names) > 2
-        and names.count(RUN_STATE) == 1
-        and names[names.index(RUN_STATE) + 1] == INSTALLED_SKILLS
-        for names in (parts, asked)
-    )
+    asked = [folded(p) for p in path.asked.parts] if path.asked is not None else parts
+    return inside(parts) and inside(asked)
 
 
 def _walk_to_parent(real: Path) -> tuple[int, str]:
