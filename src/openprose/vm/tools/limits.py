@@ -133,10 +133,18 @@ class CgroupSet:
             found.append("memory")
         return found
 
-    def remove(self) -> None:
-        for folder in self.folders.values():
-            with contextlib.suppress(OSError):
+    def remove(self) -> bool:
+        """Remove the cgroups; False while one still holds a process (killed processes of
+        the sandbox leave it a moment after bubblewrap has exited)."""
+        for controller, folder in list(self.folders.items()):
+            try:
                 folder.rmdir()
+            except FileNotFoundError:
+                pass
+            except OSError:
+                continue
+            del self.folders[controller]
+        return not self.folders
 
 
 def make_cgroups(limits: SandboxLimits, tag: str) -> CgroupSet:
@@ -178,6 +186,7 @@ def _cgroup_folder(controller: str, tag: str, files: dict[str, str]) -> Path | N
     if "" in own:  # v2: one hierarchy; the controller must be enabled below us
         candidates.append((_CGROUP_ROOT / own[""].lstrip("/"), False))
     for base, v1 in candidates:
+        _remove_stale(base)
         folder = base / f"prose-sandbox-{tag}"
         try:
             folder.mkdir()
@@ -203,6 +212,19 @@ _V1_NAMES = {
     "memory.max": "memory.limit_in_bytes",
     "memory.swap.max": "memory.memsw.limit_in_bytes",
 }
+
+
+def _remove_stale(base: Path) -> None:
+    """Remove the cgroups of VMs that died mid-command (`prose-sandbox-PID-N`, PID gone)."""
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(base):
+            name = entry.name
+            if not name.startswith("prose-sandbox-"):
+                continue
+            pid = name.removeprefix("prose-sandbox-").partition("-")[0]
+            if pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
+                with contextlib.suppress(OSError):
+                    os.rmdir(entry.path)  # fails while a process is still in it: kept
 
 
 def _counter(path: Path, key: str) -> int:

@@ -226,7 +226,10 @@ class Sandbox:
             hit = tuple(cgroups.hit())
         finally:
             close_mounts(mounts)
-            cgroups.remove()
+            for _ in range(50):  # up to 0.5 s; a VM that dies first leaves it to the next
+                if cgroups.remove():
+                    break
+                await asyncio.sleep(0.01)
         if result.stopped_by is None and await asyncio.to_thread(disk.over):
             result = replace(result, stopped_by="disk_writes")
         return replace(result, limits_hit=hit) if hit else result

@@ -109,3 +109,15 @@ def test_the_launcher_sets_the_rlimits_and_joins_the_cgroups(
     assert argv[:2] == ["/bin/sh", "-c"]
     assert argv[2] == f"echo 0 > '{tmp_path}/a b/cgroup.procs' && exec \"$@\""
     assert "--nproc=10" in argv
+
+
+def test_cgroups_of_dead_vms_are_removed(tmp_path: Path) -> None:
+    from openprose.vm.tools import limits
+
+    dead = tmp_path / "prose-sandbox-999999999-3"
+    alive = tmp_path / f"prose-sandbox-{os.getpid()}-1"
+    other = tmp_path / "someone-else"
+    for folder in (dead, alive, other):
+        folder.mkdir()
+    limits._remove_stale(tmp_path)
+    assert not dead.exists() and alive.exists() and other.exists()
