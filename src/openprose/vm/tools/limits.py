@@ -25,6 +25,7 @@ import re
 import shlex
 import shutil
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -107,144 +108,6 @@ def _size(value: Any) -> int | None:
     return size if size < 2**62 else None
 
 
-# --- cgroups (where the VM may make its own) ---------------------------------------------
-
-_CGROUP_ROOT = Path("/sys/fs/cgroup")
-
-
-@dataclass(slots=True)
-class CgroupSet:
-    """The cgroups one command runs in, by controller."""
-
-    folders: dict[str, Path]
-
-    def hit(self) -> list[str]:
-        """The limits a cgroup refused something for (its event counters)."""
-        found = []
-        pids = self.folders.get("pids")
-        if pids is not None and _counter(pids / "pids.events", "max"):
-            found.append("processes")
-        memory = self.folders.get("memory")
-        if memory is not None and (
-            _counter(memory / "memory.events", "max")
-            or _counter(memory / "memory.events", "oom")
-            or _number(memory / "memory.failcnt")
-        ):
-            found.append("memory")
-        return found
-
-    def remove(self) -> bool:
-        """Remove the cgroups; False while one still holds a process (killed processes of
-        the sandbox leave it a moment after bubblewrap has exited)."""
-        for controller, folder in list(self.folders.items()):
-            try:
-                folder.rmdir()
-            except FileNotFoundError:
-                pass
-            except OSError:
-                continue
-            del self.folders[controller]
-        return not self.folders
-
-
-def make_cgroups(limits: SandboxLimits, tag: str) -> CgroupSet:
-    """A `pids` and a `memory` cgroup for one command, each where this process may create
-    one; none when it may not (the rlimits still hold)."""
-    made = CgroupSet({})
-    for controller, files in (
-        ("pids", {"pids.max": str(limits.processes)}),
-        ("memory", {"memory.max": str(limits.memory), "memory.swap.max": "0"}),
-    ):
-        folder = _cgroup_folder(controller, tag, files)
-        if folder is not None:
-            made.folders[controller] = folder
-    return made
-
-
-def _own_cgroups() -> dict[str, str]:
-    """controller (or "" for cgroup v2) -> this process's cgroup path."""
-    found: dict[str, str] = {}
-    try:
-        lines = Path("/proc/self/cgroup").read_text().splitlines()
-    except OSError:
-        return found
-    for line in lines:
-        _, _, rest = line.partition(":")
-        names, _, path = rest.partition(":")
-        for name in names.split(","):
-            found[name] = path
-    return found
-
-
-def _cgroup_folder(controller: str, tag: str, files: dict[str, str]) -> Path | None:
-    """A new cgroup below this process's own with the limit `files` written (the first one
-    is required, the others are best effort), or None when none can be made."""
-    own = _own_cgroups()
-    candidates: list[tuple[Path, bool]] = []  # (parent folder, cgroup v1)
-    if controller in own:  # v1: one hierarchy per controller
-        candidates.append((_CGROUP_ROOT / controller / own[controller].lstrip("/"), True))
-    if "" in own:  # v2: one hierarchy; the controller must be enabled below us
-        candidates.append((_CGROUP_ROOT / own[""].lstrip("/"), False))
-    for base, v1 in candidates:
-        _remove_stale(base)
-        folder = base / f"prose-sandbox-{tag}"
-        try:
-            folder.mkdir()
-        except OSError:
-            continue
-        for index, (name, value) in enumerate(files.items()):
-            target = _V1_NAMES.get(name, name) if v1 else name
-            if v1 and name == "memory.swap.max":  # v1 bounds memory + swap together
-                value = files["memory.max"]
-            try:
-                (folder / target).write_text(value)
-            except OSError:
-                if index == 0:
-                    break
-        else:
-            return folder
-        with contextlib.suppress(OSError):
-            folder.rmdir()
-    return None
-
-
-_V1_NAMES = {
-    "memory.max": "memory.limit_in_bytes",
-    "memory.swap.max": "memory.memsw.limit_in_bytes",
-}
-
-
-def _remove_stale(base: Path) -> None:
-    """Remove the cgroups of VMs that died mid-command (`prose-sandbox-PID-N`, PID gone)."""
-    with contextlib.suppress(OSError):
-        for entry in os.scandir(base):
-            name = entry.name
-            if not name.startswith("prose-sandbox-"):
-                continue
-            pid = name.removeprefix("prose-sandbox-").partition("-")[0]
-            if pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
-                with contextlib.suppress(OSError):
-                    os.rmdir(entry.path)  # fails while a process is still in it: kept
-
-
-def _counter(path: Path, key: str) -> int:
-    try:
-        for line in path.read_text().splitlines():
-            name, _, value = line.partition(" ")
-            if name == key:
-                return int(value)
-    except (OSError, ValueError):
-        pass
-    return 0
-
-
-def _number(path: Path) -> int:
-    try:
-        return int(path.read_text().strip())
-    except (OSError, ValueError):
-        return 0
-
-
 def user_tasks() -> int:
     """How many processes and threads this user runs now: RLIMIT_NPROC counts them all, so
     the sandbox's share is added to them."""
@@ -259,9 +122,9 @@ def user_tasks() -> int:
     return count
 
 
-def launcher(limits: SandboxLimits, cgroups: CgroupSet) -> list[str]:
+def launcher(limits: SandboxLimits, cgroups: Iterable[Path] = ()) -> list[str]:
     """The programs that start bubblewrap (the argv in front of it): a shell that moves
-    itself into the cgroups, then `prlimit` setting the rlimits, both replaced by exec, so
+    itself into the cgroups (folders), then `prlimit` setting the rlimits, both replaced by exec, so
     the sandbox inherits both. (A preexec function in this process would do the same at the
     cost of a fork of the whole VM: 60+ ms with a large heap.)"""
     # root is exempt from RLIMIT_NPROC (only a pids cgroup bounds it); anyone else gets
@@ -274,11 +137,11 @@ def launcher(limits: SandboxLimits, cgroups: CgroupSet) -> list[str]:
         f"--fsize={limits.disk_writes}",
         "--",
     ]
-    if cgroups.folders:
-        joins = " && ".join(
-            f"echo 0 > {shlex.quote(str(folder / 'cgroup.procs'))}"  # 0: the shell itself
-            for folder in cgroups.folders.values()
-        )
+    joins = " && ".join(
+        f"echo 0 > {shlex.quote(str(folder / 'cgroup.procs'))}"  # 0: the shell itself
+        for folder in cgroups
+    )
+    if joins:
         argv = ["/bin/sh", "-c", f'{joins} && exec "$@"', "sh", *argv]
     return argv
 

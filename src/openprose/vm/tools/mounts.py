@@ -60,14 +60,14 @@ class Mount:
     fd: int | None = None
 
 
-def resolve_writable(root: Path, folder: str, *, create: bool = True) -> WritableFolder:
+def resolve_writable(root: Path, folder: str) -> WritableFolder:
     """The folder a write pattern grants (`out/`, or absolute), made when missing inside the
     project; refused when it cannot be granted safely."""
     absolute = folder.startswith("/")
     lexical = Path(os.path.normpath(folder if absolute else root / folder))
     if not absolute and not lexical.is_relative_to(root):
         raise FolderRefused(f"write folder {folder!r} lies outside the project")
-    fd = _open_folder(lexical, folder, create_below=root if create and not absolute else None)
+    fd = _open_folder(lexical, folder, create_below=None if absolute else root)
     try:
         info = os.fstat(fd)
     finally:

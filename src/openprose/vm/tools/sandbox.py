@@ -27,13 +27,8 @@ from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 
-from openprose.vm.tools.limits import (
-    DiskWatch,
-    SandboxLimits,
-    launcher,
-    launcher_problem,
-    make_cgroups,
-)
+from openprose.vm.tools.cgroups import make_cgroups
+from openprose.vm.tools.limits import DiskWatch, SandboxLimits, launcher, launcher_problem
 from openprose.vm.tools.mounts import (
     Mount,
     ProjectScan,
@@ -215,7 +210,10 @@ class Sandbox:
             # bwrap itself starts with the clean environment too: it stays in the sandbox as
             # its pid 1, and /proc/1/environ would otherwise show the VM's (provider keys).
             result = await run_process(
-                [*launcher(self.limits, cgroups), *self.command_line(argv, mounts)],
+                [
+                    *launcher(self.limits, cgroups.folders.values()),
+                    *self.command_line(argv, mounts),
+                ],
                 timeout=timeout,
                 output_cap=output_cap,
                 stdin=stdin,

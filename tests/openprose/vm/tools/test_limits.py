@@ -101,23 +101,10 @@ def test_the_launcher_sets_the_rlimits_and_joins_the_cgroups(
     limits_ = SandboxLimits(processes=10, memory=MiB, disk_writes=2 * MiB)
     monkeypatch.setattr(limits.os, "getuid", lambda: 1000)
     monkeypatch.setattr(limits, "user_tasks", lambda: 500)
-    argv = limits.launcher(limits_, limits.CgroupSet({}))
+    argv = limits.launcher(limits_)
     assert argv[1:] == [f"--nproc={10 + 500}", f"--data={MiB}", f"--fsize={2 * MiB}", "--"]
     monkeypatch.setattr(limits.os, "getuid", lambda: 0)  # root: exempt, no count
-    cgroups = limits.CgroupSet({"pids": tmp_path / "a b"})
-    argv = limits.launcher(limits_, cgroups)
+    argv = limits.launcher(limits_, [tmp_path / "a b"])
     assert argv[:2] == ["/bin/sh", "-c"]
     assert argv[2] == f"echo 0 > '{tmp_path}/a b/cgroup.procs' && exec \"$@\""
     assert "--nproc=10" in argv
-
-
-def test_cgroups_of_dead_vms_are_removed(tmp_path: Path) -> None:
-    from openprose.vm.tools import limits
-
-    dead = tmp_path / "prose-sandbox-999999999-3"
-    alive = tmp_path / f"prose-sandbox-{os.getpid()}-1"
-    other = tmp_path / "someone-else"
-    for folder in (dead, alive, other):
-        folder.mkdir()
-    limits._remove_stale(tmp_path)
-    assert not dead.exists() and alive.exists() and other.exists()
