@@ -21,6 +21,7 @@ holds the project root or a `.prose/` folder, or lies inside `.prose/`; and chec
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
@@ -103,7 +104,8 @@ def _open_folder(path: Path, shown: str, *, create_below: Path | None = None) ->
             except FileNotFoundError:
                 if create_below is None or not walked.is_relative_to(create_below):
                     raise FolderRefused(f"write folder {shown!r} does not exist") from None
-                os.mkdir(part, 0o755, dir_fd=fd)
+                with contextlib.suppress(FileExistsError):  # a parallel session made it
+                    os.mkdir(part, 0o755, dir_fd=fd)
                 next_fd = os.open(part, flags, dir_fd=fd)
             except OSError as exc:
                 if exc.errno in (errno.ELOOP, errno.ENOTDIR):
