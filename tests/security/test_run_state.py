@@ -357,3 +357,24 @@ async def test_execute_only_and_networked_configurations_hide_run_state_too(
     assert outcome.content.startswith("exit code"), outcome.content
     assert SECRET not in outcome.content
     assert _hashes(guarded) == before
+
+
+@pytest.mark.parametrize("target", ["output/settings.toml", "output/gitdir"])
+async def test_the_target_of_a_symlinked_settings_file_is_guarded_too(
+    world: World, target: str
+) -> None:
+    """`prose.toml -> output/settings.toml` (or `.git -> output/gitdir`): writing the target
+    by its own name would change the settings the next run reads."""
+    real = world.root / target
+    if target.endswith("gitdir"):
+        (real / "hooks").mkdir(parents=True)
+        (world.root / ".git").symlink_to("output/gitdir")
+        path = f"{target}/hooks/pre-commit"
+    else:
+        real.write_text("[permissions]\n")
+        (world.root / "prose.toml").symlink_to("output/settings.toml")
+        path = target
+    toolbox = make_toolbox(world, write=["output/"], read="allow")
+    outcome = await call(toolbox, "write_file", path=path, content='bash = "allow"')
+    assert outcome.is_error and "links to" in outcome.content, outcome.content
+    assert not (await call(toolbox, "write_file", path="output/ok.md", content="x")).is_error

@@ -19,6 +19,7 @@ __all__ = [
     "PathRefused",
     "ResolvedPath",
     "installed_skill",
+    "linked_guarded",
     "open_beneath",
     "protected_part",
     "resolve_path",
@@ -88,6 +89,18 @@ def protected_part(path: ResolvedPath) -> str | None:
     if RUN_STATE in names:
         return RUN_STATE
     return next((name for name in names if name in GUARDED_NAMES), None)
+
+
+def linked_guarded(root: Path) -> tuple[Path, ...]:
+    """The real targets of the project's own guarded names that are symlinks
+    (`prose.toml -> config/prose.toml`): written through their target's name, they would
+    change the settings all the same."""
+    found = []
+    for name in sorted(GUARDED_NAMES):
+        link = root / name
+        if link.is_symlink():
+            found.append(Path(os.path.realpath(link)))
+    return tuple(found)
 
 
 def installed_skill(path: ResolvedPath) -> bool:

@@ -31,6 +31,7 @@ from openprose.vm.tools.mounts import (
 from openprose.vm.tools.paths import (
     PathRefused,
     ResolvedPath,
+    linked_guarded,
     open_beneath,
     resolve_path,
     write_atomically,
@@ -95,6 +96,7 @@ class Toolbox:
             spec for name, spec in _SPECS.items() if self._offered(name)
         )
         self._names = {spec.name for spec in self.specs}
+        self._linked_guarded = linked_guarded(self.root)
 
     def _offered(self, name: str) -> bool:
         p = self.permissions
@@ -218,6 +220,10 @@ class Toolbox:
             raise TypeError("`path` must be a string")
         resolved = resolve_path(self.root, raw)
         mode = self.permissions.judge_path(kind, resolved)
+        if kind != "read" and any(resolved.real.is_relative_to(t) for t in self._linked_guarded):
+            why = "it is what the project's own prose.toml, prose.lock, pyproject.toml or .git links to"
+            self._decide(call, kind, resolved.shown(), "denied", why)
+            raise _Refused(f"permission denied: {kind} {resolved.shown()} ({why})")
         await self._gate(call, key, kind, mode, resolved.shown())
         return resolved
 
