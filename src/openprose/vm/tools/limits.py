@@ -182,15 +182,17 @@ def written_since(folders: list[Path], started: float) -> int:
 
 class DiskWatch:
     """Whether a command has added more than `cap` bytes to its writable folders. Asked
-    often, so cheap first: only when the file systems holding them lost more than `cap`
-    bytes of free space (anyone's writes) are the folders themselves measured; what others
-    wrote is then set aside."""
+    every 50 ms, so cheap first: the folders themselves are measured when the file systems
+    holding them lost more than `cap` bytes of free space (anyone's writes; what others
+    wrote is then set aside), and anyway every 20 times as long as measuring them takes
+    (at least 0.1 s): free space alone is fooled by others freeing space at the same time."""
 
     def __init__(self, folders: list[Path], cap: int) -> None:
         self.folders = folders
         self.cap = cap
         self.free = self._free()
         self.started = time.time() - 1  # ctime has the file system's granularity
+        self.next_measure = time.monotonic() + 0.1
 
     def _free(self) -> dict[int, int]:
         free: dict[int, int] = {}
@@ -205,11 +207,13 @@ class DiskWatch:
     def over(self) -> bool:
         now = self._free()
         lost = max((self.free[d] - now[d] for d in now if d in self.free), default=0)
-        if lost <= self.cap:
+        if lost <= self.cap and time.monotonic() < self.next_measure:
             return False
+        began = time.monotonic()
         written = written_since(self.folders, self.started)
+        self.next_measure = time.monotonic() + max(0.1, 20 * (time.monotonic() - began))
         if written > self.cap:
             return True
-        # Others wrote the rest: measure from here, counting what the command wrote.
-        self.free = {device: free + written for device, free in now.items()}
+        if lost > self.cap:  # others wrote the rest: measure from here, with the command's
+            self.free = {device: free + written for device, free in now.items()}
         return False

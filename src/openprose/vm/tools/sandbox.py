@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 
-from openprose.vm.tools.cgroups import make_cgroups
+from openprose.vm.tools.cgroups import CgroupSet, make_cgroups
 from openprose.vm.tools.limits import DiskWatch, SandboxLimits, launcher, launcher_problem
 from openprose.vm.tools.mounts import (
     Mount,
@@ -193,14 +193,9 @@ class Sandbox:
         problem = sandbox_problem()
         if problem is not None:
             raise SandboxUnavailable(problem)
-        scan = self.scan
-        if scan is None:
-            scan = await asyncio.to_thread(scan_project, self.project_root)
-        mounts = await asyncio.to_thread(
-            plan_mounts, self.project_root, self.writable, scan, root_writable=self.root_writable
-        )
+        mounts = await asyncio.to_thread(self._mounts)  # one thread hop: each costs under load
         watched = [self.project_root] if self.root_writable else [f.path for f in self.writable]
-        disk = await asyncio.to_thread(DiskWatch, watched, self.limits.disk_writes)
+        disk = DiskWatch(watched, self.limits.disk_writes)  # statvfs only: cheap
         cgroups = make_cgroups(self.limits, f"{os.getpid()}-{next(_commands)}")
 
         def over_disk_limit() -> str | None:
@@ -219,18 +214,34 @@ class Sandbox:
                 stdin=stdin,
                 env=dict(CLEAN_ENV),
                 pass_fds=tuple(m.fd for m in mounts if m.fd is not None),
-                watchdog=over_disk_limit,
+                watchdog=over_disk_limit if watched else None,
             )
             hit = tuple(cgroups.hit())
         finally:
             close_mounts(mounts)
-            for _ in range(50):  # up to 0.5 s; a VM that dies first leaves it to the next
-                if cgroups.remove():
-                    break
-                await asyncio.sleep(0.01)
-        if result.stopped_by is None and await asyncio.to_thread(disk.over):
+            if not cgroups.remove():  # killed processes leave it a moment later
+                later = asyncio.ensure_future(_remove_soon(cgroups))
+                _removing.add(later)
+                later.add_done_callback(_removing.discard)
+        if result.stopped_by is None and watched and await asyncio.to_thread(disk.over):
             result = replace(result, stopped_by="disk_writes")
         return replace(result, limits_hit=hit) if hit else result
+
+    def _mounts(self) -> list[Mount]:
+        scan = self.scan if self.scan is not None else scan_project(self.project_root)
+        return plan_mounts(self.project_root, self.writable, scan, root_writable=self.root_writable)
+
+
+_removing: set[asyncio.Future[None]] = set()  # removals in progress (kept from the GC)
+
+
+async def _remove_soon(cgroups: CgroupSet) -> None:
+    """Retry for up to 0.5 s, off the command's path; a VM that exits first leaves the
+    cgroups to the next one (they are removed as those of a dead process)."""
+    for _ in range(50):
+        await asyncio.sleep(0.01)
+        if cgroups.remove():
+            return
 
 
 async def run_process(

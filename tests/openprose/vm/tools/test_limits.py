@@ -108,3 +108,19 @@ def test_the_launcher_sets_the_rlimits_and_joins_the_cgroups(
     assert argv[:2] == ["/bin/sh", "-c"]
     assert argv[2] == f"echo 0 > '{tmp_path}/a b/cgroup.procs' && exec \"$@\""
     assert "--nproc=10" in argv
+
+
+def test_disk_watch_is_not_fooled_by_space_freed_elsewhere(tmp_path: Path) -> None:
+    """Free space alone said nothing when another program freed as much as the command
+    wrote (a flaky test found it): the folders are measured now and then anyway."""
+    from openprose.vm.tools.limits import DiskWatch
+
+    watch = DiskWatch([tmp_path], cap=64 * 1024)
+    frozen = dict(watch.free)
+    watch._free = lambda: dict(frozen)  # type: ignore[method-assign]  # nothing lost
+    (tmp_path / "big").write_bytes(os.urandom(256 * 1024))
+    watch.next_measure = 0  # the periodic measure is due
+    assert watch.over()
+    small = DiskWatch([tmp_path / "empty"], cap=64 * 1024)
+    small.next_measure = 0
+    assert not small.over()
