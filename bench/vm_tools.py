@@ -171,7 +171,7 @@ async def _direct_wall(calls: int) -> float:
 
 async def _command_times(repeat: int) -> tuple[list[float], list[float]]:
     project = _project()
-    sandbox = Sandbox(project, writable=(), network=False, hidden=(project / ".prose",))
+    sandbox = Sandbox(project, writable=(), network=False)
     plain, boxed = [], []
     for _ in range(repeat):
         started = time.perf_counter()

@@ -96,6 +96,7 @@ async def arun(
     max_tokens: Budget = None,
     max_cost: Budget = None,
     yes: bool = False,
+    permission_mode: str = "default",
     trace: Trace = None,
     observer: Observer | None = None,
 ) -> RunResult:
@@ -111,6 +112,7 @@ async def arun(
         project_dir=project_dir,
         budgets=budgets_of(max_sessions, max_tokens, max_cost),
         yes=yes,
+        permission_mode=permission_mode,
     )
     return await start(prepared, observer, trace)
 
@@ -147,6 +149,7 @@ def run(
     max_tokens: Budget = None,
     max_cost: Budget = None,
     yes: bool = False,
+    permission_mode: str = "default",
     trace: Trace = None,
 ) -> RunResult:
     """Run a program to its end and return its `RunResult` (`run_id`, `run_dir`, `status`,
@@ -155,6 +158,8 @@ def run(
     `max_sessions`/`max_tokens`/`max_cost` are the run's budgets (`"none"` lifts one),
     `yes=True` approves every `prompt` permission (otherwise such a run stops `waiting`
     for `prose approve`; library code never asks at the terminal),
+    `permission_mode="plan"` is `--permission-mode plan` (read-only: every write, command
+    and network call refused and reported),
     `project_dir` is where `.prose/` and `prose.toml` are (default: the working folder);
     `trace` is `--trace`: True traces (OpenTelemetry, the `[otel]` extra), False never,
     None as the OTLP environment variables say, or a tracer of your own
@@ -174,6 +179,7 @@ def run(
             max_tokens=max_tokens,
             max_cost=max_cost,
             yes=yes,
+            permission_mode=permission_mode,
             trace=trace,
         ),
     )
@@ -191,6 +197,7 @@ async def aresume(
     max_tokens: Budget = None,
     max_cost: Budget = None,
     yes: bool = False,
+    permission_mode: str = "default",
     trace: Trace = None,
     observer: Observer | None = None,
 ) -> RunResult:
@@ -227,7 +234,13 @@ async def aresume(
         )
     except cli.UsageError as error:
         raise RunError(str(error), error.diagnostics) from None
-    tools = cli.tool_runtime(resuming.project, yes, interactive=False)
+    try:
+        tools = cli.tool_runtime(
+            resuming.project, yes, interactive=False, permission_mode=permission_mode
+        )
+    except cli.UsageError as error:
+        await resuming.provider.aclose()
+        raise RunError(str(error), error.diagnostics) from None
     try:
         tracer = tracer_for(trace)
     except BaseException:
@@ -254,6 +267,7 @@ def resume(
     max_tokens: Budget = None,
     max_cost: Budget = None,
     yes: bool = False,
+    permission_mode: str = "default",
     trace: Trace = None,
 ) -> RunResult:
     """`aresume`, blocking."""
@@ -270,6 +284,7 @@ def resume(
             max_tokens=max_tokens,
             max_cost=max_cost,
             yes=yes,
+            permission_mode=permission_mode,
             trace=trace,
         ),
     )

@@ -111,6 +111,7 @@ def prepare(
     project_dir: str | os.PathLike[str] | None = None,
     budgets: dict[str, Any] | None = None,
     yes: bool = False,
+    permission_mode: str = "default",
 ) -> Prepared:
     """Check the program and its inputs, load its imports and open the provider."""
     from openprose.cli import opening as cli
@@ -152,6 +153,7 @@ def prepare(
         budgets=budgets,
         yes=yes,
         found=found,
+        permission_mode=permission_mode,
     )
     prepared.inputs = given
     return prepared
@@ -174,6 +176,7 @@ def open_run(
     update_pins: bool = False,
     offline: bool | None = None,
     interactive: bool = False,
+    permission_mode: str = "default",
 ) -> Prepared:
     """For a checked program: load its imports, open the provider, read the VM settings.
     `offline` None: as PROSE_OFFLINE says. `interactive` (`prose run` only) lets a person
@@ -206,7 +209,9 @@ def open_run(
         )
         prices = cli.run_prices(project)
         cli.cost_is_enforceable(program, config, settings, prices)
-        tools = cli.tool_runtime(project, yes, interactive=interactive)
+        tools = cli.tool_runtime(
+            project, yes, interactive=interactive, permission_mode=permission_mode
+        )
     except cli.UsageError as error:
         _close_soon(opened)
         raise RunError(str(error), error.diagnostics) from None

@@ -43,15 +43,34 @@ def launch_spec(spec: str | None, settings: ProviderSettings) -> str | None:
     return spec
 
 
-def tool_runtime(project: Path, yes: bool, *, interactive: bool = True) -> Any:
+PERMISSION_MODES = ("default", "plan")
+
+
+def tool_runtime(
+    project: Path, yes: bool, *, interactive: bool = True, permission_mode: str = "default"
+) -> Any:
     """Who answers `prompt` permissions — `--yes`, else the person at the terminal, else
-    nobody (the run then waits for `prose approve`) — and the project's default permissions
-    (`[permissions]` of prose.toml). `interactive=False` (the Python API, batches) never
-    asks at a terminal."""
+    nobody (the run then waits for `prose approve`) — the project's default permissions
+    (`[permissions]` of prose.toml), the sandbox's limits (`[sandbox]`) and the permission
+    mode (`plan`: read-only). `interactive=False` (the Python API, batches) never asks at a
+    terminal."""
     from openprose.vm.runtime import ToolRuntime
     from openprose.vm.tools import NobodyApprover, PreApprover, TerminalApprover
 
-    table = project_settings(project).get("permissions", {})
+    if permission_mode not in PERMISSION_MODES:
+        raise UsageError(
+            f"unknown permission mode {permission_mode!r}; known: {', '.join(PERMISSION_MODES)}"
+        )
+    settings = project_settings(project)
+    limits = None
+    if "sandbox" in settings:
+        from openprose.vm.tools.limits import LimitsProblem, limits_from_table
+
+        try:
+            limits = limits_from_table(settings["sandbox"])
+        except LimitsProblem as error:
+            raise UsageError(str(error)) from None
+    table = settings.get("permissions", {})
     default: dict[str, Any] = {}
     if table != {}:  # the permission rules load only for a project that sets some
         from openprose.vm.tools.permissions import PermissionError_, validate_default
@@ -67,7 +86,12 @@ def tool_runtime(project: Path, yes: bool, *, interactive: bool = True) -> Any:
         approver = TerminalApprover()
     else:
         approver = NobodyApprover()
-    return ToolRuntime(approver=approver, default_permissions=default)
+    return ToolRuntime(
+        approver=approver,
+        default_permissions=default,
+        sandbox_limits=limits,
+        plan=permission_mode == "plan",
+    )
 
 
 def parse_and_check(path: Path, project: Path, stream: TextIO) -> Any:

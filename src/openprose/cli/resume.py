@@ -29,6 +29,7 @@ from openprose.cli.opening import (
 from openprose.cli.run import (
     add_budget_arguments,
     add_offline_argument,
+    add_permission_mode_argument,
     add_provider_arguments,
     add_trace_argument,
     budget_flags,
@@ -45,6 +46,7 @@ from openprose.cli.run import (
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_ref", metavar="RUN", help="run id (or unique prefix) or run folder")
     add_provider_arguments(parser)
+    add_permission_mode_argument(parser)
     add_budget_arguments(parser)
     add_trace_argument(parser)
     add_offline_argument(parser)
@@ -110,7 +112,7 @@ def _resume_locked(args: argparse.Namespace, home: Path, run_dir: Path) -> int:
     except NothingToResume as done:
         return _nothing_to_resume(done, args.json)
     args.notice.project, args.notice.provider = resuming.project, resuming.settings.provider
-    tools = tool_runtime(resuming.project, args.yes)
+    tools = tool_runtime(resuming.project, args.yes, permission_mode=args.permission_mode)
     tracer = open_tracer_or_fail(args.trace)
     with progress(args.json, args.notice, args.quiet) as observer, shut_down(tracer):
         hold_progress(tools, observer)

@@ -66,6 +66,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_offline_argument(parser)
     add_provider_arguments(parser)
+    add_permission_mode_argument(parser)
     add_budget_arguments(parser)
     add_trace_argument(parser)
 
@@ -192,6 +193,16 @@ def add_provider_arguments(parser: argparse.ArgumentParser, json_help: str = RUN
         "--yes",
         action="store_true",
         help="approve every `prompt` permission without asking (unattended runs)",
+    )
+
+
+def add_permission_mode_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--permission-mode",
+        choices=("default", "plan"),
+        default="default",
+        help="plan: read-only — every write, command and network call of an agent is "
+        "refused and reported, whatever its permissions (default: the agents' permissions)",
     )
 
 
@@ -379,6 +390,7 @@ def _run(args: argparse.Namespace) -> int:
             record=args.record,
             budgets=budget_flags(args),
             yes=args.yes,
+            permission_mode=args.permission_mode,
             found=found,
             update_pins=args.update_pins,
             offline=offline_wanted(args.offline),

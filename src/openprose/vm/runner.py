@@ -11,7 +11,7 @@ import asyncio
 import functools
 import os
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -229,11 +229,7 @@ async def _execute(
 ) -> RunResult:
     # The run's own copy: "allow for this run" grants must not reach the other runs of a
     # batch, which share one runtime's approver and project defaults.
-    tools = (
-        ToolRuntime(tools.approver, tools.default_permissions, set(tools.grants))
-        if tools
-        else ToolRuntime()
-    )
+    tools = replace(tools, grants=set(tools.grants)) if tools else ToolRuntime()
     tools.grants.update(replay.tools.grants)
     if replay.tools.answers:
         tools.approver = RecordedApprover(dict(replay.tools.answers), tools.approver)  # type: ignore[arg-type]

@@ -70,6 +70,8 @@ class ToolRuntime:
     approver: Approver = field(default_factory=NobodyApprover)
     default_permissions: Mapping[str, Any] = field(default_factory=dict)
     grants: set[tuple[str, str]] = field(default_factory=set)
+    sandbox_limits: Any = None  # `[sandbox]` of prose.toml (a SandboxLimits); None: defaults
+    plan: bool = False  # `--permission-mode plan`: every write, command and fetch refused
 
 
 @dataclass(frozen=True, slots=True)

@@ -239,7 +239,10 @@ class Sessions:
                 search_timeout=self.config.search_timeout,
             ),
             grants=shared.tools.grants,
+            plan=shared.tools.plan,
         )
+        if shared.tools.sandbox_limits is not None:
+            toolbox.sandbox_limits = shared.tools.sandbox_limits
         if not toolbox.specs:  # everything denied: nothing to offer, a plain completion
             response = await self.calls.call(
                 step, request, alias=alias, agent=agent.name, where=node,

@@ -11,10 +11,28 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-__all__ = ["PathRefused", "ResolvedPath", "open_beneath", "resolve_path", "write_atomically"]
+__all__ = [
+    "PathRefused",
+    "ResolvedPath",
+    "installed_skill",
+    "linked_guarded",
+    "open_beneath",
+    "protected_part",
+    "resolve_path",
+    "write_atomically",
+]
+
+# The run's own state: journals, bindings (inputs and answers), approvals, memories.
+RUN_STATE = ".prose"
+# ... except the skills installed from registries and URLs under it: content, read as any.
+INSTALLED_SKILLS = "skills"
+# What runs code or sets permissions for later runs: git's folder (hooks, `core.fsmonitor`
+# in its config) and every settings file the tool reads.
+GUARDED_NAMES = frozenset({".git", "prose.toml", "prose.lock", "pyproject.toml"})
 
 
 class PathRefused(Exception):
@@ -26,6 +44,9 @@ class ResolvedPath:
     requested: str
     real: Path  # absolute, every symlink and `..` resolved
     relative: str | None  # posix path relative to the project root; None when outside it
+    # the path as asked for, `..` collapsed but symlinks kept (a symlink named `prose.toml`
+    # is protected by its name as well as by its target's)
+    asked: PurePosixPath | None = None
 
     @property
     def inside(self) -> bool:
@@ -47,7 +68,54 @@ def resolve_path(root: Path, requested: str) -> ResolvedPath:
         relative: str | None = real.relative_to(root).as_posix()
     except ValueError:
         relative = None
-    return ResolvedPath(requested, real, "." if relative == "" else relative)
+    asked = PurePosixPath(os.path.normpath(candidate))
+    if asked.is_relative_to(root):
+        asked = asked.relative_to(root)
+    return ResolvedPath(requested, real, "." if relative == "" else relative, asked)
+
+
+def folded(name: str) -> str:
+    """A name as a case-insensitive or normalising file system (macOS) compares it:
+    `.PROSE` and `Prose.toml` name the protected files there."""
+    return unicodedata.normalize("NFC", name).casefold()
+
+
+def protected_part(path: ResolvedPath) -> str | None:
+    """`.prose` when a part of the path (below the project root when inside it; as
+    resolved or as asked) is run state, else the first guarded part (`.git`, a settings
+    file), folded; else None."""
+    parts = path.relative.split("/") if path.relative is not None else path.real.parts
+    names = [folded(p) for p in (*parts, *(path.asked.parts if path.asked is not None else ()))]
+    if RUN_STATE in names:
+        return RUN_STATE
+    return next((name for name in names if name in GUARDED_NAMES), None)
+
+
+def linked_guarded(root: Path) -> tuple[Path, ...]:
+    """The real targets of the project's own guarded names that are symlinks
+    (`prose.toml -> config/prose.toml`): written through their target's name, they would
+    change the settings all the same."""
+    found = []
+    for name in sorted(GUARDED_NAMES):
+        link = root / name
+        if link.is_symlink():
+            found.append(Path(os.path.realpath(link)))
+    return tuple(found)
+
+
+def installed_skill(path: ResolvedPath) -> bool:
+    """Whether the path lies in an installed skill (`.prose/skills/NAME/...`) — as
+    resolved and as asked — and in no other `.prose`."""
+
+    def inside(names: list[str]) -> bool:
+        if names.count(RUN_STATE) != 1:
+            return False
+        at = names.index(RUN_STATE)
+        return len(names) > at + 2 and names[at + 1] == INSTALLED_SKILLS
+
+    parts = [folded(p) for p in (path.relative.split("/") if path.relative else ())]
+    asked = [folded(p) for p in path.asked.parts] if path.asked is not None else parts
+    return inside(parts) and inside(asked)
 
 
 def _walk_to_parent(real: Path) -> tuple[int, str]:

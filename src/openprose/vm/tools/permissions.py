@@ -9,7 +9,11 @@ without a `/` matches a name at any depth (`*.md`), one with a `/` is anchored a
 project root (`src/*.py`), a trailing `/` means the folder and everything below it, `**`
 spans folders. A pattern also covers everything below what it matches (`docs` = `docs/**`).
 A path outside the project matches only an absolute pattern that names it (`/data/**`).
-`.prose/` (journals, approvals, memories) is never writable by a tool.
+
+Protected, at any depth and in any letter case: `.prose/` (journals, bindings, approvals,
+memories) is never written by a tool and read only through a pattern that names it;
+`.git/`, `prose.toml`, `prose.lock` and `pyproject.toml` are written only through a
+pattern that names them (`write: [".git/hooks/"]`) — never through `allow`, `**` or `*.toml`.
 """
 
 from __future__ import annotations
@@ -20,7 +24,13 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Literal
 
-from openprose.vm.tools.paths import ResolvedPath
+from openprose.vm.tools.paths import (
+    RUN_STATE,
+    ResolvedPath,
+    folded,
+    installed_skill,
+    protected_part,
+)
 
 __all__ = ["Mode", "PermissionError_", "Permissions", "glob_regex"]
 
@@ -29,7 +39,6 @@ MODES: tuple[str, ...] = ("allow", "deny", "prompt")
 PATH_KINDS = ("read", "write", "execute")
 SWITCH_KINDS = ("bash", "network")
 KINDS = PATH_KINDS + SWITCH_KINDS
-PROTECTED_WRITE_PREFIX = ".prose"
 
 
 class PermissionError_(ValueError):
@@ -45,11 +54,15 @@ class PathRule:
     def never(self) -> bool:
         return self.mode == "deny" or (self.mode is None and not self.patterns)
 
-    def judge(self, path: ResolvedPath) -> Mode:
+    def judge(self, path: ResolvedPath, protected: str | None = None) -> Mode:
+        """`protected`: the path's protected part, which a pattern must name literally."""
         if self.mode is not None:
-            # A plain mode speaks for the project only; outside it, only absolute patterns.
-            return self.mode if path.inside else "deny"
+            # A plain mode speaks for the project only; outside it, only absolute patterns;
+            # and never for a protected path.
+            return self.mode if path.inside and protected is None else "deny"
         for pattern in self.patterns:
+            if protected is not None and protected not in map(folded, pattern.split("/")):
+                continue
             if pattern.startswith("/"):
                 if glob_regex(pattern).fullmatch(str(path.real)):
                     return "allow"
@@ -83,11 +96,14 @@ class Permissions:
 
     def judge_path(self, kind: str, path: ResolvedPath) -> Mode:
         rule: PathRule = getattr(self, kind)
-        if kind == "write" and path.relative is not None:
-            top = path.relative.split("/", 1)[0]
-            if top == PROTECTED_WRITE_PREFIX:
-                return "deny"
-        return rule.judge(path)
+        protected = protected_part(path)
+        if protected == RUN_STATE and kind != "read":
+            return "deny"  # the run's own state: never changed or run by a tool
+        if protected == RUN_STATE and installed_skill(path):
+            protected = None  # a downloaded skill's files: read as the permissions say
+        if protected is not None and protected != RUN_STATE and kind == "read":
+            protected = None  # git's folder and the settings files may be read as usual
+        return rule.judge(path, protected)
 
     def to_dict(self) -> dict[str, Any]:
         def rule(r: PathRule) -> Any:

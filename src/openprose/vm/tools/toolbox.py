@@ -24,20 +24,31 @@ import regex as timed_regex
 
 from openprose.providers.base import ToolCall, ToolSpec
 from openprose.vm.tools.approvals import ApprovalRequest, Approver, NobodyApprover
+from openprose.vm.tools.limits import SandboxLimits
+from openprose.vm.tools.mounts import (
+    FolderRefused,
+    ProjectScan,
+    WritableFolder,
+    resolve_writable,
+    scan_project,
+)
 from openprose.vm.tools.paths import (
     PathRefused,
     ResolvedPath,
+    linked_guarded,
     open_beneath,
     resolve_path,
     write_atomically,
 )
 from openprose.vm.tools.permissions import PathRule, Permissions, glob_regex
-from openprose.vm.tools.sandbox import Sandbox, SandboxUnavailable
+from openprose.vm.tools.sandbox import CommandResult, Sandbox, SandboxUnavailable
 from openprose.vm.tools.skills import Skill
 
 __all__ = ["ToolLimits", "ToolOutcome", "Toolbox"]
 
 SKIPPED_DIRS = {".prose", ".git"}
+# What `--permission-mode plan` refuses: everything that changes something or reaches out.
+PLAN_REFUSED = frozenset({"write", "execute", "bash", "network"})
 BINARY_SNIFF = 8192
 MAX_READ_BYTES = 16 * 1024 * 1024  # read_file reads this much; edit_file edits no larger
 INLINE_READ_BYTES = 64 * 1024  # read_file reads this much on the event loop, the rest on a thread
@@ -80,6 +91,10 @@ class Toolbox:
     limits: ToolLimits = field(default_factory=ToolLimits)
     on_decision: Decision | None = None
     grants: MutableSet[tuple[str, str]] = field(default_factory=set)  # "allow for this run"
+    sandbox_limits: SandboxLimits = field(default_factory=SandboxLimits)
+    plan: bool = False  # `--permission-mode plan`: read-only, whatever the permissions say
+    _writable: tuple[WritableFolder, ...] | None = field(default=None, init=False, repr=False)
+    _scan: ProjectScan | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.root = Path(os.path.realpath(self.root))
@@ -87,6 +102,7 @@ class Toolbox:
             spec for name, spec in _SPECS.items() if self._offered(name)
         )
         self._names = {spec.name for spec in self.specs}
+        self._linked_guarded = linked_guarded(self.root)
 
     def _offered(self, name: str) -> bool:
         p = self.permissions
@@ -168,6 +184,13 @@ class Toolbox:
             record(fields)
 
     async def _gate(self, call: ToolCall, call_key: str, kind: str, mode: str, action: str) -> None:
+        if self.plan and kind in PLAN_REFUSED:
+            why = "plan mode (--permission-mode plan) is read-only"
+            self._decide(call, kind, action, "refused", why)
+            raise _Refused(
+                f"refused: {kind} {action} — {why}: no writes, commands or network; "
+                f"describe the change instead"
+            )
         if mode == "allow":
             self._decide(call, kind, action, "allowed", "permitted by the agent's permissions")
             return
@@ -203,6 +226,10 @@ class Toolbox:
             raise TypeError("`path` must be a string")
         resolved = resolve_path(self.root, raw)
         mode = self.permissions.judge_path(kind, resolved)
+        if kind != "read" and any(resolved.real.is_relative_to(t) for t in self._linked_guarded):
+            why = "it is what the project's own prose.toml, prose.lock, pyproject.toml or .git links to"
+            self._decide(call, kind, resolved.shown(), "denied", why)
+            raise _Refused(f"permission denied: {kind} {resolved.shown()} ({why})")
         await self._gate(call, key, kind, mode, resolved.shown())
         return resolved
 
@@ -366,23 +393,25 @@ class Toolbox:
                 raise _Refused(f"cannot split the command: {exc}") from None
             program = await self._path(call, key, "execute", argv[0])
             argv[0] = str(program.real)
-        sandbox = Sandbox(
-            self.root,
-            writable=self._writable_folders(),
-            network=self.permissions.network == "allow",
-            hidden=(self.root / ".prose",),
-        )
+        if self._scan is None:  # once a session: the run's state and guarded files now
+            self._scan = await asyncio.to_thread(scan_project, self.root)
         try:
+            sandbox = Sandbox(
+                self.root,
+                writable=self._writable_folders(),
+                root_writable=self.permissions.write.mode == "allow",
+                network=self.permissions.network == "allow",
+                limits=self.sandbox_limits,
+                scan=self._scan,
+            )
             result = await sandbox.run(argv, timeout=timeout, output_cap=self.limits.output_cap)
         except SandboxUnavailable as exc:
             self._decide(call, "sandbox", command, "refused", str(exc))
             raise _Refused(f"the command was not run: {exc}") from None
-        status = (
-            f"killed after {timeout:g} s (time limit)"
-            if result.timed_out
-            else f"exit code {result.exit_code}"
-        )
-        parts = [status]
+        except FolderRefused as exc:
+            self._decide(call, "sandbox", command, "refused", str(exc))
+            raise _Refused(f"the command was not run: {exc}") from None
+        parts = [self._status(result, timeout)]
         if result.stdout:
             parts.append("--- stdout ---\n" + result.stdout.decode("utf-8", "replace"))
         if result.stderr:
@@ -391,25 +420,34 @@ class Toolbox:
             parts.append(f"[VM: {result.omitted_bytes} more bytes of output were cut]")
         return "\n".join(parts)
 
-    def _writable_folders(self) -> tuple[Path, ...]:
-        rule: PathRule = self.permissions.write
-        if rule.mode == "allow":
-            return (self.root,)
-        folders = []
-        for pattern in rule.patterns:
-            folder = _whole_folder(pattern)
-            if folder is None:
-                continue
-            base = Path(folder) if folder.startswith("/") else self.root / folder
-            real = Path(os.path.realpath(base))
-            if not folder.startswith("/") and not real.is_relative_to(self.root):
-                continue  # a symlinked folder pointing out of the project grants nothing
-            if real.is_relative_to(self.root / ".prose"):
-                continue
-            if not real.exists() and real.is_relative_to(self.root):
-                real.mkdir(parents=True, exist_ok=True)
-            folders.append(real)
-        return tuple(folders)
+    def _status(self, result: CommandResult, timeout: float) -> str:
+        """The first line of a command's result; a limit that stopped it (or that a cgroup
+        enforced) is named with its setting."""
+        if result.stopped_by is not None:
+            setting = self.sandbox_limits.setting(result.stopped_by)
+            return f"killed: the sandbox's {result.stopped_by} limit was reached ({setting})"
+        if result.timed_out:
+            return f"killed after {timeout:g} s (time limit)"
+        status = f"exit code {result.exit_code}"
+        hit = result.limits_hit or _limit_signs(result)
+        if hit:
+            named = ", ".join(f"{n} ({self.sandbox_limits.setting(n)})" for n in hit)
+            verb = "reached" if result.limits_hit else "probably reached"
+            status += f" — sandbox limit {verb}: {named}"
+        return status
+
+    def _writable_folders(self) -> tuple[WritableFolder, ...]:
+        """The folders write patterns grant whole, resolved once (then re-checked by the
+        sandbox at every command). Raises FolderRefused."""
+        if self._writable is None:
+            rule: PathRule = self.permissions.write
+            folders = (
+                []
+                if rule.mode is not None
+                else [folder for folder in map(_whole_folder, rule.patterns) if folder is not None]
+            )
+            self._writable = tuple(resolve_writable(self.root, folder) for folder in folders)
+        return self._writable
 
     async def _tool_fetch_url(self, call: ToolCall, key: str) -> str:
         from openprose.vm.tools.web import FetchError, fetch
@@ -462,6 +500,33 @@ def _whole_folder(pattern: str) -> str | None:
             if folder and not any(ch in folder for ch in "*?[") and ".." not in folder.split("/"):
                 return folder.removeprefix("./")
     return None
+
+
+# What a command's own error output says when a limit refused it something.
+_LIMIT_SIGNS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("Resource temporarily unavailable", ("processes",)),
+    ("fork: retry", ("processes",)),
+    ("Cannot fork", ("processes",)),
+    ("can't start new thread", ("processes", "memory")),  # EAGAIN: either one
+    ("Cannot allocate memory", ("memory",)),
+    ("MemoryError", ("memory",)),
+    ("bad_alloc", ("memory",)),
+    ("out of memory", ("memory",)),
+    ("File size limit exceeded", ("disk_writes",)),
+    ("File too large", ("disk_writes",)),  # Python ignores SIGXFSZ and sees EFBIG
+    ("No space left on device", ("tmp_size",)),
+)
+
+
+def _limit_signs(result: CommandResult) -> tuple[str, ...]:
+    text = result.stderr.decode("utf-8", "replace") + result.stdout.decode("utf-8", "replace")
+    found: list[str] = []
+    for sign, names in _LIMIT_SIGNS:
+        if sign in text:
+            found += [name for name in names if name not in found]
+    if result.exit_code == 128 + 25 and "disk_writes" not in found:  # killed by SIGXFSZ
+        found.append("disk_writes")
+    return tuple(found)
 
 
 def _int(args: Mapping[str, Any], key: str, default: int, *, minimum: int) -> int:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
-from openprose.vm.tools.paths import resolve_path
+from openprose.vm.tools.paths import PathRefused, resolve_path
 from openprose.vm.tools.permissions import (
     PermissionError_,
     Permissions,
@@ -71,7 +74,11 @@ def test_project_default_fills_what_the_agent_leaves_out(tmp_path: Path) -> None
 def test_journal_folder_is_never_writable(tmp_path: Path) -> None:
     perms = Permissions.from_mapping({"write": "allow"})
     assert perms.judge_path("write", resolve_path(tmp_path, ".prose/runs/x")) == "deny"
-    assert perms.judge_path("write", resolve_path(tmp_path, "docs/.prose")) == "allow"
+    # a nested project's run state too, and in any letter case (macOS file systems)
+    assert perms.judge_path("write", resolve_path(tmp_path, "docs/.prose")) == "deny"
+    assert perms.judge_path("write", resolve_path(tmp_path, "docs/.PROSE/x")) == "deny"
+    named = Permissions.from_mapping({"write": [".prose/"]})
+    assert named.judge_path("write", resolve_path(tmp_path, ".prose/runs/x")) == "deny"
 
 
 @pytest.mark.parametrize(
@@ -86,3 +93,50 @@ def test_journal_folder_is_never_writable(tmp_path: Path) -> None:
 def test_bad_project_default_is_a_clear_error(table: object, message: str) -> None:
     with pytest.raises(PermissionError_, match=message):
         validate_default(table, "prose.toml")
+
+
+_SEGMENTS = [
+    ".prose",
+    ".PROSE",
+    ".git",
+    ".Git",
+    "prose.toml",
+    "PROSE.toml",
+    "prose.lock",
+    "pyproject.toml",
+    "..",
+    ".",
+    "",
+    "src",
+    "out",
+    "runs",
+    "x.md",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_SEGMENTS), min_size=1, max_size=6), st.booleans())
+@example(["src", "..", ".prose", "runs"], False)
+@example([".git", ".prose"], False)  # found: the first protected part hid the run state
+@example([".git", ".git", ".prose"], False)  # found: `.prose` last broke the skills check
+@example(["", "", ".prose"], False)
+@example(["out", "..", "PROSE.toml"], True)
+def test_no_spelling_writes_a_protected_path(parts: list[str], absolute: bool) -> None:
+    """Whatever the spelling — `..`, `.`, empty parts, letter case, absolute — a path whose
+    resolved form has a protected part is never written under `write: allow`."""
+    root = Path("/srv/project")
+    requested = "/".join(parts)
+    if absolute:
+        requested = f"{root}/{requested}"
+    try:
+        resolved = resolve_path(root, requested)
+    except PathRefused:
+        return
+    perms = Permissions.from_mapping({"write": "allow", "read": "allow"})
+    lexical = os.path.normpath(os.path.join(root, requested))
+    protected = {".prose", ".git", "prose.toml", "prose.lock", "pyproject.toml"}
+    named = [p.casefold() for p in Path(lexical).parts[1:]]  # `//x` keeps its `//`
+    if set(named) & protected and Path(lexical).is_relative_to(root):
+        assert perms.judge_path("write", resolved) == "deny"
+    if ".prose" in named and Path(lexical).is_relative_to(root):
+        assert perms.judge_path("read", resolved) == "deny"
