@@ -50,8 +50,11 @@ def decide(args: argparse.Namespace, answer: str) -> int:
     except (AmbiguousRun, DamagedRun, RunBusy, ApprovalError) as error:
         print(f"prose: {error}", file=sys.stderr)
         return 2
+    from openprose.terminal import neutralise
+
     for r in answered:
-        print(f"{VERBS[answer]}: {r.get('tool')} {r.get('kind')} {r.get('action')}  ({r['id']})")
+        shown = neutralise(f"{r.get('tool')} {r.get('kind')} {r.get('action')}  ({r['id']})")
+        print(f"{VERBS[answer]}: {shown}")
     print(f"continue with: prose resume {run_dir.name}")
     return 0
 
@@ -69,8 +72,9 @@ def answer_requests(
 ) -> list[dict[str, Any]]:
     """Answer a waiting run's pending requests (`decide_pending`) unless the run is still
     running; the requests answered. `prose approve`/`deny` and `prose ui`'s buttons both
-    answer through here; `by` says which (`cli`, `ui`: recorded with the answer).
-    Raises `ApprovalError` (or `DamagedRun` for an unreadable run.json)."""
+    answer through here, as does `openprose.approve`; `by` says which (`cli`, `ui`,
+    `api`: recorded with the answer). Raises `ApprovalError` (or `DamagedRun` for an
+    unreadable run.json)."""
     from openprose.cli.runs import status_of
     from openprose.vm.approvals import ApprovalError, decide_pending, pending_requests
     from openprose.vm.runstore import RunStore

@@ -228,7 +228,9 @@ class Sessions:
         shared = self.shared
         toolbox = Toolbox(
             shared.project_dir,
-            Permissions.from_mapping(agent.permissions, shared.tools.default_permissions),
+            Permissions.from_mapping(
+                agent.permissions, shared.tools.default_permissions
+            ).within_all(agent.ceilings),
             agent=agent.name,
             skills={name: self.skills[name] for name in agent.skills if name in self.skills},
             approver=shared.tools.approver,
@@ -237,6 +239,7 @@ class Sessions:
                 command_timeout=self.config.command_timeout,
             ),
             grants=shared.tools.grants,
+            seal_grant=shared.tools.seal_grant,
         )
         if not toolbox.specs:  # everything denied: nothing to offer, a plain completion
             response = await self.calls.call(

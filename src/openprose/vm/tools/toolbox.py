@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from openprose.providers.base import ToolCall, ToolSpec
+from openprose.vm.tools.approval_seal import KeyUnavailable, action_digest, key_folder_within
 from openprose.vm.tools.approvals import ApprovalRequest, Approver, NobodyApprover
 from openprose.vm.tools.paths import (
     PathRefused,
@@ -28,7 +29,7 @@ from openprose.vm.tools.paths import (
     write_atomically,
 )
 from openprose.vm.tools.permissions import PathRule, Permissions, glob_regex
-from openprose.vm.tools.sandbox import Sandbox, SandboxUnavailable
+from openprose.vm.tools.sandbox import SYSTEM_DIRS, Sandbox, SandboxUnavailable
 from openprose.vm.tools.skills import Skill
 
 __all__ = ["ToolLimits", "ToolOutcome", "Toolbox"]
@@ -39,6 +40,8 @@ MAX_READ_BYTES = 16 * 1024 * 1024
 MAX_LISTED = 1000
 MAX_MATCHES = 500
 MAX_SEARCHED_FILE = 2 * 1024 * 1024
+
+_SYSTEM_ROOTS = tuple(Path(d) for d in SYSTEM_DIRS)
 
 Decision = Callable[[dict[str, Any]], None]
 _recorder: ContextVar[Decision | None] = ContextVar("tool_decisions", default=None)
@@ -74,6 +77,8 @@ class Toolbox:
     limits: ToolLimits = field(default_factory=ToolLimits)
     on_decision: Decision | None = None
     grants: MutableSet[tuple[str, str]] = field(default_factory=set)  # "allow for this run"
+    # Seals an "allow for this run" given here, so a resume can tell it from a forged line.
+    seal_grant: Callable[[str, str], str] | None = None
 
     def __post_init__(self) -> None:
         self.root = Path(os.path.realpath(self.root))
@@ -91,7 +96,7 @@ class Toolbox:
         if name == "run_command":
             return p.bash != "deny" or not p.execute.never
         if name == "fetch_url":
-            return p.network != "deny"
+            return not p.network.never
         if name == "load_skill":
             return bool(self.skills)
         return False
@@ -145,7 +150,14 @@ class Toolbox:
     # --- permission gate -----------------------------------------------------------------
 
     def _decide(
-        self, call: ToolCall, kind: str, action: str, result: str, why: str, scope: str = ""
+        self,
+        call: ToolCall,
+        kind: str,
+        action: str,
+        result: str,
+        why: str,
+        scope: str = "",
+        seal: str = "",
     ) -> None:
         record = _recorder.get()
         if record is not None:
@@ -159,9 +171,13 @@ class Toolbox:
             }
             if scope:
                 fields["scope"] = scope  # "run": remembered by a resume too
+            if seal:
+                fields["seal"] = seal
             record(fields)
 
-    async def _gate(self, call: ToolCall, call_key: str, kind: str, mode: str, action: str) -> None:
+    async def _gate(
+        self, call: ToolCall, call_key: str, kind: str, mode: str, action: str, why: str = ""
+    ) -> None:
         if mode == "allow":
             self._decide(call, kind, action, "allowed", "permitted by the agent's permissions")
             return
@@ -169,28 +185,42 @@ class Toolbox:
             if (kind, action) in self.grants:
                 self._decide(call, kind, action, "allowed", "approved earlier for this run")
                 return
-            request = ApprovalRequest(f"{call_key}:{kind}", kind, action, call.name, self.agent)
+            digest = action_digest(call.name, kind, action, call.arguments)
+            request = ApprovalRequest(
+                f"{call_key}:{kind}", kind, action, call.name, self.agent, digest
+            )
             self._decide(call, kind, action, "asked", request.describe())
             answer = await self.approver.ask(request)
             if answer == "run":
                 self.grants.add((kind, action))
             if answer in ("once", "run"):
                 scope = "for this run" if answer == "run" else "once"
-                self._decide(call, kind, action, "approved", f"approved {scope}", answer)
+                seal = self._seal_of(kind, action) if answer == "run" else ""
+                self._decide(call, kind, action, "approved", f"approved {scope}", answer, seal)
                 return
             self._decide(call, kind, action, "denied", "denied by the person asked")
             raise _Refused(
                 f"permission denied: the person asked refused to let you {kind} {action}"
             )
-        self._decide(call, kind, action, "denied", self._rule_text(kind))
-        raise _Refused(
-            f"permission denied: {kind} {action} is not allowed ({self._rule_text(kind)})"
-        )
+        reason = why or self._rule_text(kind)
+        self._decide(call, kind, action, "denied", reason)
+        raise _Refused(f"permission denied: {kind} {action} is not allowed ({reason})")
+
+    def _seal_of(self, kind: str, action: str) -> str:
+        if self.seal_grant is None:
+            return ""
+        try:
+            return self.seal_grant(kind, action)
+        except KeyUnavailable:
+            return ""  # the grant holds for this attempt; a resume asks again
 
     def _rule_text(self, kind: str) -> str:
         value = self.permissions.to_dict()[kind]
-        shown = value if isinstance(value, str) else "[" + ", ".join(value) + "]"
-        return f"this agent's permissions: {kind}: {shown}"
+        text = f"this agent's permissions: {kind}: {_shown(value)}"
+        caps = [c[kind] for c in self.permissions.ceilings if kind in c]
+        if caps:  # an imported program's agent: what its import is granted caps it
+            text += ", capped by its import's grant " + " and ".join(map(_shown, caps))
+        return text
 
     async def _path(self, call: ToolCall, key: str, kind: str, raw: Any) -> ResolvedPath:
         if not isinstance(raw, str):
@@ -342,8 +372,9 @@ class Toolbox:
         sandbox = Sandbox(
             self.root,
             writable=self._writable_folders(),
-            network=self.permissions.network == "allow",
-            hidden=(self.root / ".prose",),
+            network=self.permissions.network.unrestricted,
+            # The approval key too, should it lie in a folder the sandbox mounts.
+            hidden=(self.root / ".prose", *key_folder_within((self.root, *_SYSTEM_ROOTS))),
         )
         try:
             result = await sandbox.run(argv, timeout=timeout, output_cap=self.limits.output_cap)
@@ -365,7 +396,13 @@ class Toolbox:
         return "\n".join(parts)
 
     def _writable_folders(self) -> tuple[Path, ...]:
-        rule: PathRule = self.permissions.write
+        rule: PathRule | None = self.permissions.write
+        folders = self._whole_folders(self.permissions.write)
+        while (rule := rule.ceiling if rule else None) is not None:  # an import's cap
+            folders = _common_folders(folders, self._whole_folders(rule))
+        return folders
+
+    def _whole_folders(self, rule: PathRule) -> tuple[Path, ...]:
         if rule.mode == "allow":
             return (self.root,)
         folders = []
@@ -390,19 +427,35 @@ class Toolbox:
         url = call.arguments.get("url")
         if not isinstance(url, str):
             raise TypeError("`url` must be a string")
-        await self._gate(call, key, "network", self.permissions.network, url)
+        rule = self.permissions.network
+        came_from = [url]
+
+        async def permit(target: str, hop: int) -> None:
+            # Every redirect target is judged (and asked about) like the URL itself.
+            mode, why = rule.judge(target)
+            if hop:
+                why = f"{why}; redirected from {came_from[-1]}"
+                came_from.append(target)
+            await self._gate(call, f"{key}~r{hop}" if hop else key, "network", mode, target, why)
+
         try:
             fetched = await fetch(
-                url, max_bytes=self.limits.fetch_cap, timeout=self.limits.fetch_timeout
+                url,
+                max_bytes=self.limits.fetch_cap,
+                timeout=self.limits.fetch_timeout,
+                rule=rule,
+                permit=permit,
             )
         except FetchError as exc:
+            self._decide(call, "network", came_from[-1], "refused", str(exc))
             raise _Refused(str(exc)) from None
         note = (
             f"\n[VM: {fetched.omitted_bytes}+ more bytes not downloaded (cap {self.limits.fetch_cap})]"
             if fetched.omitted_bytes
             else ""
         )
-        return f"HTTP {fetched.status} {fetched.content_type}\n\n{fetched.text}{note}"
+        moved = f" (redirected to {fetched.url})" if fetched.url != url else ""
+        return f"HTTP {fetched.status} {fetched.content_type}{moved}\n\n{fetched.text}{note}"
 
     async def _tool_load_skill(self, call: ToolCall, key: str) -> str:
         name = call.arguments.get("name")
@@ -427,6 +480,13 @@ class Toolbox:
         )
 
 
+def _common_folders(first: tuple[Path, ...], second: tuple[Path, ...]) -> tuple[Path, ...]:
+    """The folders writable under both sets: the inner one of each nested pair."""
+    common = [a for a in first for b in second if a.is_relative_to(b)]
+    common += [b for b in second for a in first if b.is_relative_to(a)]
+    return tuple(dict.fromkeys(common))
+
+
 def _whole_folder(pattern: str) -> str | None:
     """The folder a write pattern grants whole (`out/`, `out/**`, `out/**/*`), else None."""
     for suffix in ("/**/*", "/**", "/"):
@@ -435,6 +495,10 @@ def _whole_folder(pattern: str) -> str | None:
             if folder and not any(ch in folder for ch in "*?[") and ".." not in folder.split("/"):
                 return folder.removeprefix("./")
     return None
+
+
+def _shown(value: Any) -> str:
+    return value if isinstance(value, str) else "[" + ", ".join(map(str, value)) + "]"
 
 
 def _int(args: Mapping[str, Any], key: str, default: int, *, minimum: int) -> int:
