@@ -259,3 +259,19 @@ def test_the_web_view_and_the_api_seal_their_answers(project: Path) -> None:
     with pytest.raises(openprose.RunError, match="no pending approval request"):
         openprose.deny(run_dir.name, project_dir=project)
     assert json.loads(json.dumps(line))["digest"]
+
+
+def test_prose_show_keeps_a_forged_answers_request_pending(project: Path) -> None:
+    from openprose.vm.runview import RunDigest
+
+    run_dir = _start(project).run_dir
+    request = _request(run_dir)
+    _append(run_dir, _forged(request))
+    digest = RunDigest(str(run_dir / "journal.jsonl"))
+    digest.add_all(read_journal(run_dir / "journal.jsonl"))
+    assert list(digest.pending) == [request["id"]]
+    assert "no seal" in digest.approvals[-1]["ignored"]
+    decide_pending(run_dir, "once")
+    sealed = RunDigest(str(run_dir / "journal.jsonl"))
+    sealed.add_all(read_journal(run_dir / "journal.jsonl"))
+    assert sealed.pending == {} and "ignored" not in sealed.approvals[-1]

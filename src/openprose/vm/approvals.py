@@ -23,11 +23,12 @@ import orjson
 from openprose.vm.journal import read_journal
 from openprose.vm.runtime import ToolTurns
 from openprose.vm.tools.approval_seal import (
+    ANSWERS,
     KeyUnavailable,
+    answer_problem,
     approval_key,
+    grant_problem,
     seal_answer,
-    seal_grant,
-    seals_match,
 )
 from openprose.vm.tools.approvals import RecordedAnswer
 
@@ -41,9 +42,6 @@ __all__ = [
     "run_id_of",
 ]
 
-ANSWERS = ("once", "run", "deny")
-UNSEALED = "it has no seal: not written by prose approve/deny, the web view or the API"
-BROKEN_SEAL = "its seal does not hold: written for another run, or altered"
 
 
 class ApprovalError(Exception):
@@ -93,15 +91,7 @@ def honoured_answers(turns: ToolTurns, run_id: str) -> Honoured:
         kind, action = str(event.get("kind")), str(event.get("action"))
         digest, by = str(event.get("digest") or ""), str(event.get("by") or "")
         what = f"answer {answer} to {request_id} ({event.get('tool')} {kind} {action})"
-        why = key_problem
-        if key is not None:
-            if "seal" not in event:
-                why = UNSEALED
-            elif answer not in ANSWERS or not seals_match(
-                seal_answer(key, run_id, request_id, kind, action, digest, answer, by),
-                event.get("seal"),
-            ):
-                why = BROKEN_SEAL
+        why = key_problem if key is None else answer_problem(event, run_id, key)
         if why:
             out.ignored.append(Ignored(request_id, what, why))
             continue
@@ -111,13 +101,8 @@ def honoured_answers(turns: ToolTurns, run_id: str) -> Honoured:
             out.grants.add((kind, action))
     for event in turns.run_grants:
         kind, action = str(event.get("kind")), str(event.get("action"))
-        if key is None:
-            why = key_problem
-        elif "seal" not in event:
-            why = UNSEALED
-        elif not seals_match(seal_grant(key, run_id, kind, action), event.get("seal")):
-            why = BROKEN_SEAL
-        else:
+        why = key_problem if key is None else grant_problem(event, run_id, key)
+        if not why:
             out.grants.add((kind, action))
             continue
         out.ignored.append(Ignored("", f"allowance for the run to {kind} {action}", why))

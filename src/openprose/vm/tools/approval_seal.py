@@ -15,6 +15,7 @@ import hmac
 import os
 import secrets
 import stat
+from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,8 @@ import orjson
 __all__ = [
     "KeyUnavailable",
     "action_digest",
+    "answer_problem",
+    "grant_problem",
     "approval_key",
     "key_folder",
     "key_folder_within",
@@ -163,3 +166,37 @@ def seal_grant(key: bytes, run_id: str, kind: str, action: str) -> str:
 
 def seals_match(expected: str, given: object) -> bool:
     return isinstance(given, str) and hmac.compare_digest(expected, given)
+
+
+ANSWERS = ("once", "run", "deny")
+UNSEALED = "it has no seal: not written by prose approve/deny, the web view or the API"
+BROKEN_SEAL = "its seal does not hold: written for another run, or altered"
+
+
+def answer_problem(event: Mapping[str, Any], run_id: str, key: bytes) -> str:
+    """Why a journaled answer (`approval_decided`) must not be used, or "" when its seal
+    holds for `run_id`."""
+    if "seal" not in event:
+        return UNSEALED
+    answer = str(event.get("answer"))
+    expected = seal_answer(
+        key,
+        run_id,
+        str(event.get("id")),
+        str(event.get("kind")),
+        str(event.get("action")),
+        str(event.get("digest") or ""),
+        answer,
+        str(event.get("by") or ""),
+    )
+    if answer not in ANSWERS or not seals_match(expected, event.get("seal")):
+        return BROKEN_SEAL
+    return ""
+
+
+def grant_problem(event: Mapping[str, Any], run_id: str, key: bytes) -> str:
+    """Why a journaled "allow for this run" must not be used, or "" when its seal holds."""
+    if "seal" not in event:
+        return UNSEALED
+    expected = seal_grant(key, run_id, str(event.get("kind")), str(event.get("action")))
+    return "" if seals_match(expected, event.get("seal")) else BROKEN_SEAL
