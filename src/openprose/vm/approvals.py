@@ -43,7 +43,6 @@ __all__ = [
 ]
 
 
-
 class ApprovalError(Exception):
     """Nothing to answer, or an answer that names no pending request."""
 
