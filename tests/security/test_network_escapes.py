@@ -123,6 +123,11 @@ def _refused(outcome: ToolOutcome, server: Server) -> None:
         "a@127.0.0.1",
         "user:pw@127.0.0.1",
         "LOCALHOST.",
+        "１２７.０.０.１",  # fullwidth digits: the URL library reads 127.0.0.1
+        "127。0。0。1",  # ideographic full stops
+        "ⓛⓞⓒⓐⓛⓗⓞⓢⓣ",  # circled letters: localhost
+        "[0:0:0:0:0:ffff:127.0.0.1]",
+        "[::127.0.0.1]",
     ],
 )
 def test_loopback_is_refused_in_every_spelling(

@@ -25,7 +25,8 @@ import socket
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
-from urllib.parse import urlsplit
+
+from yarl import URL
 
 __all__ = [
     "AddressRefused",
@@ -119,16 +120,16 @@ def internal_kind(address: Address) -> str | None:
 
 def url_host(url: str) -> tuple[str, int]:
     """The host (lower case, no trailing dot, IPv6 without brackets) and port of `url`
-    (80 / 443 when it names none);
-    userinfo is dropped the way a client drops it. ValueError for an unreadable URL."""
-    parts = urlsplit(url.strip())
-    if parts.scheme.lower() not in ("http", "https"):
+    (80 / 443 when it names none), read by the URL library the client connects with: the
+    host it will connect to, after its normalisation (`１２７.０.０.１` is `127.0.0.1`);
+    userinfo is dropped. ValueError for an unreadable URL."""
+    parsed = URL(url.strip())  # ValueError for a port out of range
+    if parsed.scheme not in ("http", "https"):
         raise ValueError(f"only http:// and https:// URLs can be fetched, not {url!r}")
-    host = (parts.hostname or "").rstrip(".")
+    host = (parsed.raw_host or "").rstrip(".").lower()
     if not host:
         raise ValueError(f"{url!r} names no host")
-    port = parts.port or (443 if parts.scheme.lower() == "https" else 80)  # ValueError: range
-    return host.lower(), port
+    return host, parsed.port or (443 if parsed.scheme == "https" else 80)
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,7 +160,9 @@ class HostPattern:
         if address is not None:
             return cls(text, block=ipaddress.ip_network(address), port=port_number)
         name = host.rstrip(".")
-        return cls(text, name=name[1:] if name.startswith("*.") else name, port=port_number)
+        wildcard = name.startswith("*.")
+        name = _as_connected(name[2:] if wildcard else name)  # `bücher.de`: as URLs have it
+        return cls(text, name=f".{name}" if wildcard else name, port=port_number)
 
     @property
     def wildcard(self) -> bool:
@@ -193,6 +196,13 @@ class HostPattern:
             return False
         local = self.name == host == "localhost" and internal_kind(address) == "a loopback address"
         return self.holds(address) or local
+
+
+def _as_connected(name: str) -> str:
+    try:
+        return (URL.build(scheme="http", host=name).raw_host or name).lower()
+    except ValueError:
+        return name
 
 
 def _looks_like_block(text: str) -> bool:

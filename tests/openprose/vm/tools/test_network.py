@@ -80,6 +80,8 @@ def test_url_host_reads_what_a_client_connects_to() -> None:
     assert url_host("http://a@127.0.0.1/") == ("127.0.0.1", 80)
     assert url_host("https://user:pw@Example.COM.:8443/x") == ("example.com", 8443)
     assert url_host("http://[::1]:8080/") == ("::1", 8080)
+    assert url_host("http://１２７.０.０.１/") == ("127.0.0.1", 80)  # as the client reads it
+    assert url_host("http://bücher.de/") == ("xn--bcher-kva.de", 80)
     for bad in ("file:///etc/passwd", "gopher://x/", "http:///nohost", "http://x:99999/"):
         with pytest.raises(ValueError):
             url_host(bad)
@@ -161,6 +163,8 @@ def test_a_deny_pattern_holds_resolved_addresses() -> None:
 def test_host_patterns_parse() -> None:
     assert HostPattern.parse("https://API.example.com/path").name == "api.example.com"
     assert HostPattern.parse("*.Example.org").name == ".example.org"
+    assert HostPattern.parse("bücher.de").matches_host("xn--bcher-kva.de", 443)
+    assert HostPattern.parse("*.bücher.de").matches_host("a.xn--bcher-kva.de", 443)
     block = HostPattern.parse("[::1]:8080")
     assert block.block == ipaddress.ip_network("::1/128") and block.port == 8080
     assert HostPattern.parse("fd00::/8").block == ipaddress.ip_network("fd00::/8")
