@@ -28,6 +28,7 @@ __all__ = [
     "answer_problem",
     "approval_key",
     "grant_problem",
+    "in_folder",
     "key_folder",
     "key_folder_within",
     "real_key_folder",
@@ -64,6 +65,13 @@ def _resolved(state: str, home: str) -> Path:
     # Keyed by the variables key_folder reads: a test (or a caller) that changes them
     # gets the new folder.
     return Path(os.path.realpath(key_folder()))
+
+
+def in_folder(path: Path, folder: str) -> bool:
+    """Is `path` (resolved) `folder` or inside it? Asked for every path a file tool judges,
+    so compared as text (`Path.is_relative_to` raises and catches internally)."""
+    text = str(path)
+    return text.startswith(folder) and (len(text) == len(folder) or text[len(folder)] == "/")
 
 
 def key_folder_within(roots: tuple[Path, ...]) -> tuple[Path, ...]:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any, Literal
 
-from openprose.vm.tools.approval_seal import real_key_folder
+from openprose.vm.tools.approval_seal import in_folder, real_key_folder
 from openprose.vm.tools.network import NetworkRule
 from openprose.vm.tools.paths import ResolvedPath
 
@@ -90,6 +90,8 @@ class Permissions:
     bash: Mode = "deny"
     network: NetworkRule = field(default_factory=lambda: NetworkRule("deny"))
     ceilings: tuple[Mapping[str, Any], ...] = ()  # the caps of the imports it runs under
+    # The approval key's folder, never reached by a file tool (looked up once, not per path).
+    key_folder: str = field(default_factory=lambda: str(real_key_folder()))
 
     @classmethod
     def from_mapping(
@@ -133,7 +135,7 @@ class Permissions:
 
     def judge_path(self, kind: str, path: ResolvedPath) -> Mode:
         rule: PathRule = getattr(self, kind)
-        if path.real.is_relative_to(real_key_folder()):
+        if in_folder(path.real, self.key_folder):
             return "deny"  # the key that seals approvals: no pattern reaches it
         if kind == "write" and path.relative is not None:
             top = path.relative.split("/", 1)[0]
