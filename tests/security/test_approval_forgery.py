@@ -275,3 +275,23 @@ def test_prose_show_keeps_a_forged_answers_request_pending(project: Path) -> Non
     sealed = RunDigest(str(run_dir / "journal.jsonl"))
     sealed.add_all(read_journal(run_dir / "journal.jsonl"))
     assert sealed.pending == {} and "ignored" not in sealed.approvals[-1]
+
+
+def test_a_forged_request_cannot_borrow_an_approval_for_another_action(project: Path) -> None:
+    """A request line whose shown action ("ls") is not the action its digest is of: the
+    person approves "ls"; the call that asks on resume is another action, so the answer
+    does not serve it."""
+    from openprose.vm.tools.approval_seal import action_digest
+
+    run_dir = _start(project).run_dir
+    real = _request(run_dir)
+    decide_pending(run_dir, "deny")  # the real request is answered
+    evil = action_digest("write_file", "write", "notes.md", {"path": "notes.md", "content": "hi"})
+    assert evil == real["digest"]
+    fake = {**real, "action": "harmless.md", "t": 2.0}  # shown as another file, same digest
+    _append(run_dir, fake)  # asked again: the earlier answer is superseded
+    decide_pending(run_dir, "once")  # the person approves writing harmless.md
+    again = _resume(project, run_dir)
+    assert again.status == "waiting"
+    assert not (project / "notes.md").exists()
+    assert "differs" in _events(run_dir, "approval_ignored")[-1]["reason"]

@@ -94,7 +94,7 @@ def honoured_answers(turns: ToolTurns, run_id: str) -> Honoured:
         if why:
             out.ignored.append(Ignored(request_id, what, why))
             continue
-        out.answers[request_id] = RecordedAnswer(answer, kind, digest, by)  # type: ignore[arg-type]
+        out.answers[request_id] = RecordedAnswer(answer, kind, action, digest, by)  # type: ignore[arg-type]
         out.shown[request_id] = f"{event.get('tool')} {kind} {action}"
         if answer == "run":
             out.grants.add((kind, action))

@@ -90,14 +90,15 @@ class RecordedAnswer:
 
     answer: Answer
     kind: str
-    digest: str  # of the action the person saw and answered
+    action: str  # what the person was shown
+    digest: str  # of the exact call answered (tool, kind, action, arguments)
     by: str
 
 
 @dataclass(slots=True)
 class RecordedApprover:
     """Answers given while the run waited (checked by `vm.approvals.honoured_answers`).
-    An answer serves only the request with its id, kind and action digest — never a
+    An answer serves only the request with its id, kind, action and digest — never a
     wildcard; a request whose action differs from the one answered is reported through
     `on_mismatch` and goes to `fallback`, as does a request with no answer."""
 
@@ -108,7 +109,11 @@ class RecordedApprover:
     async def ask(self, request: ApprovalRequest) -> Answer:
         recorded = self.answers.get(request.id)
         if recorded is not None:
-            if recorded.kind == request.kind and recorded.digest == request.digest:
+            if (recorded.kind, recorded.action, recorded.digest) == (
+                request.kind,
+                request.action,
+                request.digest,
+            ):
                 return recorded.answer
             if self.on_mismatch is not None:
                 self.on_mismatch(request, recorded)
