@@ -91,6 +91,13 @@ def ceiling_problems(program: Program, spec: str, ceiling: Mapping[str, Any]) ->
     return problems
 
 
+def warn_capped(program: Program, spec: str, ceiling: Mapping[str, Any]) -> None:
+    """At run start: one warning line per permission a remote program's agent will not get
+    (what `prose check` reports as W180 once the program is cached)."""
+    for problem in ceiling_problems(program, spec, ceiling):
+        _warn(f"W180 {problem}")
+
+
 def _asked_permissions(agent: Any) -> dict[str, Any]:
     """An agent definition's `permissions:` rules as written (mode words, strings, lists)."""
     from openprose import nodes as n

@@ -123,9 +123,11 @@ def _results(events: list[dict[str, Any]]) -> dict[str, str]:
 
 
 def test_a_remote_program_gets_no_write_shell_network_or_outside_reads(
-    project: Path, registry: str
+    project: Path, registry: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     results = _results(_run(project, registry))
+    warned = capsys.readouterr().err  # said at run start, one line per permission taken
+    assert warned.count("prose: warning: W180 agent 'grabber'") == 4, warned
     assert not (project / "pwned.txt").exists() and not (project / "out").exists()
     assert "not available to this agent" in results["echo pwned > pwned.txt"]
     assert "not available to this agent" in results["pwned.txt"]

@@ -22,6 +22,7 @@ from openprose.imports import (
     fetch,
     kind_of,
     namespace_of,
+    warn_capped,
 )
 from openprose.parser import parse_text
 from openprose.vm.runtime import LoadedProgram
@@ -84,6 +85,8 @@ def load_imports(
                 f"{spec}: {first.path}:{first.line}:{first.column}: {first.code} {first.message}"
             )
         ceiling = ceiling_of(spec, from_afar, policy.grants if policy else {})
+        if from_afar:
+            warn_capped(parsed.program, spec, ceiling)
         ceilings = (*_ceilings, ceiling) if ceiling else _ceilings
         child_base = Path(fetched.origin).parent if kind_of(spec) == "path" else None
         nested = load_imports(
