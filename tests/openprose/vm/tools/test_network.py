@@ -6,6 +6,8 @@ from __future__ import annotations
 import ipaddress
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from openprose.vm.tools.network import (
     AddressRefused,
@@ -210,3 +212,34 @@ def test_an_import_cap_on_network_takes_the_stricter_side() -> None:
     named = Permissions.from_mapping({"network": ["127.0.0.1"]}).within({"network": "allow"})
     with pytest.raises(AddressRefused):  # the cap does not name loopback
         named.network.check_address("127.0.0.1", ipaddress.ip_address("127.0.0.1"), 80)
+
+
+_SPELLINGS = (
+    lambda a: str(a),
+    lambda a: str(int(a)),  # decimal
+    lambda a: hex(int(a)),  # one hex number
+    lambda a: ".".join(f"0{b:o}" for b in a.packed),  # octal parts
+    lambda a: ".".join(hex(b) for b in a.packed),  # hex parts
+    lambda a: f"{a.packed[0]}.{int.from_bytes(a.packed[1:], 'big')}",  # a.b24
+)
+
+
+@settings(max_examples=300)
+@given(st.integers(0, 2**32 - 1), st.integers(0, len(_SPELLINGS) - 1))
+def test_any_spelling_of_any_ipv4_address_is_that_address(number: int, spelling: int) -> None:
+    address = ipaddress.IPv4Address(number)
+    assert literal_address(_SPELLINGS[spelling](address)) == address
+
+
+@settings(max_examples=300)
+@given(st.integers(0, 2**32 - 1))
+def test_an_ipv4_address_inside_ipv6_is_judged_as_itself(number: int) -> None:
+    address = ipaddress.IPv4Address(number)
+    inner = internal_kind(address)
+    for wrapped in (
+        ipaddress.IPv6Address(f"::ffff:{address}"),  # mapped
+        ipaddress.IPv6Address(int(ipaddress.IPv6Address("64:ff9b::")) | number),  # NAT64
+        ipaddress.IPv6Address((0x2002 << 112) | (number << 80)),  # 6to4
+    ):
+        found = internal_kind(wrapped)
+        assert (found is None) == (inner is None), (wrapped, found, inner)
