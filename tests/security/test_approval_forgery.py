@@ -295,3 +295,28 @@ def test_a_forged_request_cannot_borrow_an_approval_for_another_action(project: 
     assert again.status == "waiting"
     assert not (project / "notes.md").exists()
     assert "differs" in _events(run_dir, "approval_ignored")[-1]["reason"]
+
+
+@pytest.mark.skipif(
+    __import__("openprose.vm.tools", fromlist=["sandbox_problem"]).sandbox_problem() is not None,
+    reason="shell sandbox unavailable",
+)
+@pytest.mark.parametrize("write", ["deny", '["out/"]', '"allow"'])
+def test_the_shell_cannot_read_the_key_even_inside_the_project(
+    project: Path, monkeypatch: pytest.MonkeyPatch, write: str
+) -> None:
+    from openprose.providers.base import ToolCall
+    from openprose.vm.tools import Permissions, Toolbox
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(project / "state"))
+    monkeypatch.setattr(approval_seal, "_keys", {})
+    key = approval_seal.approval_key()
+    rules = {"bash": "allow", "write": json.loads(write) if write != "deny" else "deny"}
+    toolbox = Toolbox(project, Permissions.from_mapping(rules))
+    command = "od -An -tx1 state/openprose/approval.key | tr -d ' \\n'; ls -a state/openprose"
+    outcome = asyncio.run(toolbox.call(ToolCall("c", "run_command", {"command": command})))
+    assert "exit code" in outcome.content, outcome.content
+    assert key.hex() not in outcome.content.replace("\n", "")
+    stdout = outcome.content.split("--- stdout ---")[-1].split("--- stderr ---")[0]
+    assert "approval.key" not in stdout  # the folder is empty in the sandbox
+    assert "No such file" in outcome.content

@@ -115,12 +115,14 @@ class Sandbox:
         args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
         root = str(self.project_root)
         args += ["--ro-bind", root, root]
-        for hidden in self.hidden:
-            if hidden.is_dir():
-                args += ["--tmpfs", str(hidden)]
         for writable in self.writable:
             if writable.is_dir():
                 args += ["--bind", str(writable), str(writable)]
+        # Hidden last: a writable bind of a folder above one (`write: allow` binds the
+        # project) would otherwise show it again.
+        for hidden in self.hidden:
+            if hidden.is_dir():
+                args += ["--tmpfs", str(hidden)]
         args += ["--chdir", root, "--clearenv"]
         for key, value in CLEAN_ENV.items():
             args += ["--setenv", key, value]
