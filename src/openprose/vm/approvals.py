@@ -181,19 +181,19 @@ def _answer_event(
     key: bytes, run_id: str, request_id: str, request: dict[str, Any], answer: str, by: str
 ) -> dict[str, Any]:
     kind, action = str(request.get("kind")), str(request.get("action"))
-    digest = str(request.get("digest") or "")
+    tool, digest = str(request.get("tool")), str(request.get("digest") or "")
     return {
         "ev": "approval_decided",
         "step": request.get("step", ""),
         "t": round(time.time(), 6),
         "id": request_id,
         "answer": answer,
-        "tool": request.get("tool"),
+        "tool": tool,
         "kind": kind,
         "action": action,
         "digest": digest,
         "by": by,
-        "seal": seal_answer(key, run_id, request_id, kind, action, digest, answer, by),
+        "seal": seal_answer(key, run_id, request_id, tool, kind, action, digest, answer, by),
     }
 
 

@@ -157,6 +157,7 @@ def seal_answer(
     key: bytes,
     run_id: str,
     request_id: str,
+    tool: str,
     kind: str,
     action: str,
     digest: str,
@@ -164,7 +165,7 @@ def seal_answer(
     by: str,
 ) -> str:
     """The seal of one answer (`approval_decided`): every field a resume acts on."""
-    return _seal(key, "answer", run_id, request_id, kind, action, digest, answer, by)
+    return _seal(key, "answer", run_id, request_id, tool, kind, action, digest, answer, by)
 
 
 def seal_grant(key: bytes, run_id: str, kind: str, action: str) -> str:
@@ -191,6 +192,7 @@ def answer_problem(event: Mapping[str, Any], run_id: str, key: bytes) -> str:
         key,
         run_id,
         str(event.get("id")),
+        str(event.get("tool")),
         str(event.get("kind")),
         str(event.get("action")),
         str(event.get("digest") or ""),

@@ -107,7 +107,7 @@ def test_the_digest_changes_with_every_part_of_the_action() -> None:
 
 def test_a_seal_binds_every_field() -> None:
     key = b"k" * 32
-    fields = ["run-1", "3~t0.0:bash", "bash", "ls", "d" * 64, "once", "cli"]
+    fields = ["run-1", "3~t0.0:bash", "run_command", "bash", "ls", "d" * 64, "once", "cli"]
     sealed = seal_answer(key, *fields)
     assert seals_match(sealed, seal_answer(key, *fields))
     for index in range(len(fields)):
