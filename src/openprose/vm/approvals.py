@@ -33,6 +33,7 @@ from openprose.vm.tools.approval_seal import (
 from openprose.vm.tools.approvals import RecordedAnswer
 
 __all__ = [
+    "ANSWERS",
     "ApprovalError",
     "Honoured",
     "Ignored",
