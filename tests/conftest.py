@@ -13,6 +13,7 @@ inputs every run, ten times the default number of examples, failures remembered 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -41,3 +42,11 @@ def _profile(environ: dict[str, str] | os._Environ[str]) -> str:
 
 
 settings.load_profile(_profile(os.environ))
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _approval_key_apart(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Approval answers are sealed with a per-user key ($XDG_STATE_HOME/openprose): the
+    suite's lives in a temporary folder, never in the real ~/.local/state."""
+    state: Path = tmp_path_factory.mktemp("xdg-state")
+    os.environ["XDG_STATE_HOME"] = str(state)

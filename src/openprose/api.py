@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator, Coroutine, Mapping
+from collections.abc import AsyncIterator, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
@@ -47,9 +47,11 @@ __all__ = [
     "RunEvents",
     "RunResult",
     "abatch",
+    "approve",
     "aresume",
     "arun",
     "batch",
+    "deny",
     "events",
     "resume",
     "run",
@@ -288,6 +290,56 @@ def resume(
             trace=trace,
         ),
     )
+
+
+def approve(
+    run_id: str,
+    ids: Sequence[str] = (),
+    *,
+    for_run: bool = False,
+    all: bool = False,
+    project_dir: str | os.PathLike[str] | None = None,
+) -> list[dict[str, Any]]:
+    """Answer a waiting run's permission requests with yes, as `prose approve` does (the
+    answer is sealed with the user's approval key and recorded `by` "api"); `for_run`
+    allows the same action for the rest of the run. Returns the requests answered;
+    `RunError` when there is nothing to answer. `resume` then continues the run."""
+    return _answer(run_id, "run" if for_run else "once", ids, all, project_dir)
+
+
+def deny(
+    run_id: str,
+    ids: Sequence[str] = (),
+    *,
+    all: bool = False,
+    project_dir: str | os.PathLike[str] | None = None,
+) -> list[dict[str, Any]]:
+    """Refuse a waiting run's permission requests, as `prose deny` does."""
+    return _answer(run_id, "deny", ids, all, project_dir)
+
+
+def _answer(
+    run_id: str,
+    answer: str,
+    ids: Sequence[str],
+    all_pending: bool,
+    project_dir: str | os.PathLike[str] | None,
+) -> list[dict[str, Any]]:
+    from openprose.cli.approve import answer_requests
+    from openprose.cli.opening import UsageError
+    from openprose.cli.resume import locate_run
+    from openprose.project import runs_home
+    from openprose.vm.approvals import ApprovalError
+    from openprose.vm.runstore import DamagedRun
+
+    if isinstance(ids, str):
+        ids = [ids]
+    project = Path(project_dir) if project_dir is not None else runs_home()
+    try:
+        run_dir = locate_run(project, run_id)
+        return answer_requests(run_dir, answer, list(ids), all_pending=all_pending, by="api")
+    except (UsageError, ApprovalError, DamagedRun) as error:
+        raise RunError(str(error)) from None
 
 
 def tracer_for(trace: Trace) -> Tracer | None:

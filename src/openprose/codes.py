@@ -144,6 +144,7 @@ _TABLE: tuple[Code, ...] = (
     Code("W156", W, "Variable may be unbound: bound only in a body that may not run"),
     Code("W170", W, "Quoted enum value (write it bare: `backoff: exponential`)"),
     Code("W171", W, "Another language's template braces (`{{name}}`, `${name}`) around `{name}`"),
+    Code("W180", W, "Remote program's agent asks for a permission its cap does not give"),
     Code("I001", I, "Agent memory check (E018/W011) deferred to run time"),
     Code("I002", I, "Imported program contract checks (E026-E028) deferred to run time"),
 )
@@ -562,6 +563,12 @@ GUIDANCE: dict[str, Guidance] = {
     "W156": Guidance(
         "Variables & Context: a variable is used where the body that binds it may not have run",
         'declare it before the body with let NAME = "" and assign it in the body',
+    ),
+    "W180": Guidance(
+        "ours (docs/tools.md, Imported programs): a program from a URL or the registry gets "
+        "no bash, network, write or reads outside the project unless the user grants them",
+        'grant it in prose.toml: [imports.grants."SPEC"] with the permission, or use the '
+        "program without it",
     ),
     "W171": Guidance(
         "String Interpolation: variables are referenced by wrapping the name in curly braces, "

@@ -19,6 +19,8 @@ class ProgramContract:
     inputs: tuple[str, ...]
     outputs: tuple[str, ...]
     path: Path | None = None
+    # What its agents ask for beyond a remote program's cap (W180; `imports.ceiling_problems`).
+    ceiling_problems: tuple[str, ...] = ()
 
 
 # Given a `use` path string and the importing file's directory, the contract when it can be known

@@ -20,9 +20,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from openprose.contracts import ContractLookup, ProgramContract, contract_of, is_local_path
 from openprose.files import write_atomically
@@ -45,6 +46,93 @@ class FetchPolicy:
     timeout: float = 30.0  # seconds for the whole download, not per read
     allow_http: bool = False  # plain http:// to another machine
     update_pins: bool = False  # accept what the server sends now (`--update-pins`)
+    # What the user grants imported programs' agents, by spec ([imports.grants."SPEC"]).
+    grants: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+
+# What a program from a URL or the registry (and what it imports) may do at most, unless
+# prose.toml grants more ([imports.grants."SPEC"], per kind): read and run programs inside
+# the project — no writes, shell, network, nor reads outside the project.
+REMOTE_CEILING: dict[str, Any] = {
+    "read": "allow",
+    "execute": "allow",
+    "write": "deny",
+    "bash": "deny",
+    "network": "deny",
+}
+CAPPED_KINDS = ("bash", "network", "write")  # denied by REMOTE_CEILING
+
+
+def ceiling_of(spec: str, remote: bool, grants: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """The cap on one imported program's agents: for a remote one REMOTE_CEILING with the
+    user's grant over it; for a local file only what a grant names (nothing: no cap)."""
+    grant = dict(grants.get(spec, {}))
+    return {**REMOTE_CEILING, **grant} if remote else grant
+
+
+def ceiling_problems(program: Program, spec: str, ceiling: Mapping[str, Any]) -> list[str]:
+    """What the agents of a remote program ask for and its cap will not give (W180): one
+    line per agent and permission, naming the grant that would give it."""
+    from openprose import nodes as n
+
+    problems: list[str] = []
+    for node in _nodes(program):
+        if not isinstance(node, n.AgentDef):
+            continue
+        asked = _asked_permissions(node)
+        for kind in CAPPED_KINDS:
+            value = asked.get(kind)
+            if value in (None, "deny") or ceiling.get(kind, "deny") != "deny":
+                continue
+            problems.append(_capped(spec, node.name.id, kind, value))
+        outside = [p for p in _listed(asked.get("read")) if p.startswith("/")]
+        if outside and not any(g.startswith("/") for g in _listed(ceiling.get("read"))):
+            problems.append(_capped(spec, node.name.id, "read", outside))
+    return problems
+
+
+def warn_capped(program: Program, spec: str, ceiling: Mapping[str, Any]) -> None:
+    """At run start: one warning line per permission a remote program's agent will not get
+    (what `prose check` reports as W180 once the program is cached)."""
+    for problem in ceiling_problems(program, spec, ceiling):
+        _warn(f"W180 {problem}")
+
+
+def _asked_permissions(agent: Any) -> dict[str, Any]:
+    """An agent definition's `permissions:` rules as written (mode words, strings, lists)."""
+    from openprose import nodes as n
+
+    rules: dict[str, Any] = {}
+    for prop in agent.properties:
+        if prop.name.id != "permissions" or not isinstance(prop.value, n.PermissionsBlock):
+            continue
+        for rule in prop.value.rules:
+            value = rule.value
+            if isinstance(value, n.StringLit):
+                rules[rule.name.id] = value.value
+            elif isinstance(value, n.Name):
+                rules[rule.name.id] = value.id
+            elif isinstance(value, n.ArrayLit):
+                rules[rule.name.id] = [
+                    e.value for e in value.elements if isinstance(e, n.StringLit)
+                ]
+    return rules
+
+
+def _listed(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value] if value not in ("allow", "deny", "prompt") else []
+    return [str(v) for v in value] if isinstance(value, list) else []
+
+
+def _capped(spec: str, agent: str, kind: str, value: Any) -> str:
+    shown = value if isinstance(value, str) else json.dumps(value)
+    what = "reads outside the project" if kind == "read" else kind
+    return (
+        f"agent '{agent}' of the remote program '{spec}' asks for `{kind}: {shown}`, but a "
+        f"remote program's agents get no {what} unless prose.toml grants it: "
+        f'[imports.grants."{spec}"] {kind} = {json.dumps(value)}'
+    )
 
 
 class ImportFailed(Exception):
@@ -355,6 +443,7 @@ async def _download(
 def cache_contracts(project_dir: Path) -> ContractLookup:
     """A `ContractLookup` for the checker that reads local files and the import cache only."""
     cache = ImportCache(project_dir)
+    granted: list[Mapping[str, Mapping[str, Any]]] = []  # read when a remote one is looked up
 
     def lookup(spec: str, base_dir: Path | None) -> ProgramContract | None:
         from openprose.parser import parse_text
@@ -369,9 +458,36 @@ def cache_contracts(project_dir: Path) -> ContractLookup:
             return None
         if cached is None:
             return None
-        return contract_of(parse_text(cached.text, cached.origin or spec).program)
+        program = parse_text(cached.text, cached.origin or spec).program
+        if not granted:
+            granted.append(_grants_of(project_dir))
+        ceiling = ceiling_of(spec, True, granted[0])
+        problems = tuple(ceiling_problems(program, spec, ceiling))
+        return replace(contract_of(program), ceiling_problems=problems)
 
     return lookup
+
+
+def _grants_of(project_dir: Path) -> Mapping[str, Mapping[str, Any]]:
+    """`[imports.grants]` of the project's settings file as written: a check only reads
+    them (`prose run` refuses a bad table), so an unreadable file grants nothing."""
+    import tomllib
+
+    table: Any = {}
+    for name, inner in (("prose.toml", ()), ("pyproject.toml", ("tool", "prose"))):
+        try:
+            with (project_dir / name).open("rb") as handle:
+                table = tomllib.load(handle)
+        except (OSError, tomllib.TOMLDecodeError, RecursionError, ValueError):
+            continue
+        for key in inner:
+            table = table.get(key, {}) if isinstance(table, dict) else {}
+        break
+    imports = table.get("imports", {}) if isinstance(table, dict) else {}
+    grants = imports.get("grants", {}) if isinstance(imports, dict) else {}
+    if not isinstance(grants, dict):
+        return {}
+    return {str(k): v for k, v in grants.items() if isinstance(v, dict)}
 
 
 def confinement_problems(program: Program) -> list[str]:

@@ -26,6 +26,7 @@ Where = Literal["agent", "session"]
 PERSIST_SCOPES: dict[str, Persist] = {"true": "true", "project": "project", "user": "user"}
 PATTERN_PERMISSIONS = frozenset({"read", "write", "execute"})
 SWITCH_PERMISSIONS = frozenset({"bash", "network"})
+HOST_PERMISSIONS = frozenset({"network", "deny"})  # take an array of host patterns
 LONG_PROMPT = 10_000
 MAX_QUIET_RETRIES = 10
 
@@ -279,7 +280,7 @@ def _permissions(ck: Checker, prop: n.Property, where: Where) -> None:
             continue
         seen[kind] = rule
         value = rule.value
-        if kind in PATTERN_PERMISSIONS:
+        if kind in PATTERN_PERMISSIONS or kind in HOST_PERMISSIONS:
             if isinstance(value, n.ArrayLit):
                 for element in value.elements:
                     if not isinstance(element, n.StringLit):
@@ -290,15 +291,26 @@ def _permissions(ck: Checker, prop: n.Property, where: Where) -> None:
                             fix=_quote_name_fix(element),
                         )
                 continue
-            if isinstance(value, n.StringLit):
+            # one pattern as a string; a quoted mode word for `network` is W170's below
+            if isinstance(value, n.StringLit) and (
+                kind != "network" or value.value not in PERMISSION_VALUES
+            ):
+                continue
+            if kind == "deny":
+                ck.emit(
+                    "W009",
+                    span_of(value),
+                    "Unknown permission value for 'deny': expected an array of host patterns "
+                    '(deny: ["*.ads.example.com"])',
+                )
                 continue
         elif kind not in SWITCH_PERMISSIONS:
-            known = (*sorted(PATTERN_PERMISSIONS), *sorted(SWITCH_PERMISSIONS))
+            known = (*sorted(PATTERN_PERMISSIONS), *sorted(SWITCH_PERMISSIONS), "deny")
             ck.emit(
                 "W008",
                 rule.name.span,
                 f"Unknown permission type '{kind}'"
-                f"{did_you_mean(kind, known) or ' (known: read, write, execute, bash, network)'}",
+                f"{did_you_mean(kind, known) or ' (known: read, write, execute, bash, network, deny)'}",
             )
             continue
         if quoted_enum(ck, value, PERMISSION_VALUES):
@@ -307,6 +319,8 @@ def _permissions(ck: Checker, prop: n.Property, where: Where) -> None:
             expected = (
                 "allow, deny, prompt or an array of patterns"
                 if kind in PATTERN_PERMISSIONS
+                else "allow, deny, prompt or an array of host patterns"
+                if kind == "network"
                 else "allow, deny or prompt"
             )
             word = value.id if isinstance(value, n.Name) else None

@@ -169,6 +169,9 @@ def contract_for(ck: Checker, info: ImportInfo) -> ProgramContract | None:
         info.contract = ck.contracts(path, ck.base_dir)
     except Exception as error:  # noqa: BLE001 - a lookup supplied from outside must not crash a check
         reason = f"looking it up failed ({error})"
+    if info.contract is not None:
+        for problem in info.contract.ceiling_problems:
+            ck.emit("W180", info.node.path.span, problem)
     if info.contract is None and not info.file_missing:
         if is_local_path(path) and ck.base_dir is None:
             reason = "the importing program's directory is unknown"

@@ -73,8 +73,9 @@ def answer_requests(
 ) -> list[dict[str, Any]]:
     """Answer a waiting run's pending requests (`decide_pending`) unless the run is still
     running; the requests answered. `prose approve`/`deny` and `prose ui`'s buttons both
-    answer through here; `by` says which (`cli`, `ui`: recorded with the answer).
-    Raises `ApprovalError` (or `DamagedRun` for an unreadable run.json)."""
+    answer through here, as does `openprose.approve`; `by` says which (`cli`, `ui`,
+    `api`: recorded with the answer). Raises `ApprovalError` (or `DamagedRun` for an
+    unreadable run.json)."""
     from openprose.cli.runs import status_of
     from openprose.vm.approvals import ApprovalError, decide_pending, pending_requests
     from openprose.vm.runstore import RunStore

@@ -48,7 +48,7 @@ CODE_SECTIONS = {
     **dict.fromkeys(("E167",), "agent"),
     **dict.fromkeys(("E168",), "parallel"),
     **dict.fromkeys(("E169",), "Invoking an imported program"),
-    **dict.fromkeys(("E170", "I002"), "use (imports)"),
+    **dict.fromkeys(("E170", "I002", "W180"), "use (imports)"),
     **dict.fromkeys(("I001",), "resume (persistent agents)"),
 }
 GUIDE = "docs/guide.md"

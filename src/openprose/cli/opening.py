@@ -608,7 +608,27 @@ def fetch_policy(project: Path, *, update_pins: bool = False) -> Any:
         timeout=float(table.get("timeout", defaults.timeout)),
         allow_http=allow_http,
         update_pins=update_pins,
+        grants=import_grants(table.get("grants", {})),
     )
+
+
+def import_grants(table: Any) -> dict[str, dict[str, Any]]:
+    """`[imports.grants."SPEC"]` of prose.toml: what imported programs' agents may do beyond
+    their cap (a remote program's agents get no bash, network, write or outside reads
+    otherwise), each checked like `[permissions]`."""
+    if table == {}:
+        return {}
+    from openprose.vm.tools.permissions import PermissionError_, validate_default
+
+    if not isinstance(table, dict):
+        raise UsageError('[imports.grants] must hold one table per import: [imports.grants."SPEC"]')
+    try:
+        return {
+            str(spec): validate_default(grant, "prose.toml", f'[imports.grants."{spec}"]')
+            for spec, grant in table.items()
+        }
+    except PermissionError_ as error:
+        raise UsageError(str(error)) from None
 
 
 def open_provider_or_fail(

@@ -112,12 +112,42 @@ def _resume_locked(args: argparse.Namespace, home: Path, run_dir: Path) -> int:
     except NothingToResume as done:
         return _nothing_to_resume(done, args.json)
     args.notice.project, args.notice.provider = resuming.project, resuming.settings.provider
+    name_recorded_answers(run_dir)
     tools = tool_runtime(resuming.project, args.yes, permission_mode=args.permission_mode)
     tracer = open_tracer_or_fail(args.trace)
     with progress(args.json, args.notice, args.quiet) as observer, shut_down(tracer):
         hold_progress(tools, observer)
         result = run_async(resuming.resume(observer, tools, tracer), resuming.provider)
     return report(result, args.json, args.notice)
+
+
+ANSWERED = {"once": "approved once", "run": "approved for the run", "deny": "denied"}
+
+
+def name_recorded_answers(run_dir: Path) -> None:
+    """Say on stderr which recorded answers this resume applies, and which it ignores (an
+    answer without a seal that holds: appended by an agent, another run's, altered)."""
+    from openprose.terminal import neutralise
+    from openprose.vm.approvals import honoured_answers, run_id_of
+    from openprose.vm.journal import read_journal
+    from openprose.vm.runtime import ToolTurns
+
+    turns = ToolTurns()
+    try:
+        for event in read_journal(run_dir / "journal.jsonl"):
+            turns.add(event)
+    except (KeyError, TypeError, ValueError, OSError):
+        return  # a damaged journal: the resume itself says where
+    honoured = honoured_answers(turns, run_id_of(run_dir))
+    for request_id, recorded in honoured.answers.items():
+        print(
+            f"prose: applying the answer {ANSWERED[recorded.answer]} "
+            f"(by {recorded.by or 'cli'}) to {neutralise(honoured.shown[request_id])} "
+            f"({request_id})",
+            file=sys.stderr,
+        )
+    for ignored in honoured.ignored:
+        print(f"prose: {neutralise(ignored.describe())}", file=sys.stderr)
 
 
 class NothingToResume(Exception):

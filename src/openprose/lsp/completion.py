@@ -85,7 +85,7 @@ def complete(analysis: Analysis, offset: int) -> list[lsp.CompletionItem]:
     if owner == "session":
         return _properties(language.SESSION_PROPERTIES)
     if owner == "permissions":
-        names = sorted(language.PATTERN_PERMISSIONS | language.SWITCH_PERMISSIONS)
+        names = sorted(language.PATTERN_PERMISSIONS | language.SWITCH_PERMISSIONS | {"deny"})
         return [
             _item(p, lsp.CompletionItemKind.Property, language.PERMISSION_DOCS[p], p + ": ")
             for p in names

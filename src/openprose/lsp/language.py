@@ -61,7 +61,11 @@ PERMISSION_DOCS: dict[str, str] = {
     "write": "Files the agent may write (an array of glob patterns).",
     "execute": "Files the agent may execute (an array of glob patterns).",
     "bash": "Shell access: allow, deny or prompt.",
-    "network": "Network access: allow, deny or prompt.",
+    "network": (
+        "Network access: allow, deny, prompt, or an array of host patterns "
+        '(["api.example.com", "*.example.org"]).'
+    ),
+    "deny": 'Hosts never fetched, whatever network allows (["*.ads.example.com"]).',
 }
 
 VALUE_DOCS: dict[str, str] = {

@@ -408,7 +408,7 @@ KNOWN_KEYS: dict[str, frozenset[str]] = {
             "prices",
         }
     ),
-    "imports": frozenset({"max_bytes", "timeout", "allow_http"}),
+    "imports": frozenset({"max_bytes", "timeout", "allow_http", "grants"}),
     "retry": frozenset({"max_attempts", "base_delay", "max_delay", "max_retry_after"}),
     "providers": frozenset(PROVIDER_NAMES),
     "providers.*": frozenset({"base_url", "api_key_env", "models", "api_key"}),

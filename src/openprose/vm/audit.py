@@ -861,6 +861,7 @@ for _kind in (
     "context_windowed",
     "skill_loaded",
     "skill_missing",
+    "approval_ignored",  # a recorded answer whose seal did not hold (forged, another run's)
 ):
     ROWS[_kind] = Row(("notice",), _warning(_kind))
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Awaitable, Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -54,6 +54,7 @@ class Interpreter:
         inputs: Mapping[str, Value] | None = None,
         imports: Mapping[str, LoadedProgram] | None = None,
         step_prefix: str = "",
+        ceilings: tuple[Mapping[str, Any], ...] = (),
     ) -> None:
         self.program = program
         self.text = source_text
@@ -63,6 +64,7 @@ class Interpreter:
         self.inputs = dict(inputs or {})
         self.imports = dict(imports or {})
         self.prefix = step_prefix
+        self.ceilings = ceilings  # an imported program's: caps every agent it defines
         self.root = Scope()
         self.outputs: dict[str, Value] = {}
         self.final_result: str | None = None  # set by run() when no output is declared
@@ -91,7 +93,11 @@ class Interpreter:
 
     async def run(self) -> dict[str, Value]:
         found = _definitions(self.program)
-        self.agents.update(found.agents)
+        self.agents.update(
+            {k: replace(a, ceilings=self.ceilings) for k, a in found.agents.items()}
+            if self.ceilings
+            else found.agents
+        )
         self.blocks.update(found.blocks)
         self.bound_somewhere.update(found.bound)
         if self.agents:
@@ -105,6 +111,7 @@ class Interpreter:
                         "persist": a.persist,
                         "skills": list(a.skills),
                         "permissions": dict(a.permissions),
+                        **({"ceilings": [dict(c) for c in a.ceilings]} if a.ceilings else {}),
                     }
                     for a in self.agents.values()
                 },
@@ -129,6 +136,7 @@ class Interpreter:
             inputs=inputs,
             imports=loaded.imports,
             step_prefix=prefix,
+            ceilings=loaded.ceilings,
         )
 
     def _load_skills(self) -> None:

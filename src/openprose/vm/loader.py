@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import fields, is_dataclass
 from pathlib import Path
+from typing import Any
 
 from openprose import nodes as n
 from openprose.checker import diagnose
@@ -15,11 +16,13 @@ from openprose.imports import (
     ImportCache,
     ImportFailed,
     ImportPins,
+    ceiling_of,
     confinement_problems,
     default_name,
     fetch,
     kind_of,
     namespace_of,
+    warn_capped,
 )
 from openprose.parser import parse_text
 from openprose.vm.runtime import LoadedProgram
@@ -36,12 +39,15 @@ def load_imports(
     policy: FetchPolicy | None = None,
     remote: bool = False,
     _seen: tuple[str, ...] = (),
+    _ceilings: tuple[Mapping[str, Any], ...] = (),
 ) -> dict[str, LoadedProgram]:
     """Every program `program` imports, parsed and checked, recursively: name -> LoadedProgram.
 
     `pinned` maps specs to content hashes (from a run being resumed); `policy` bounds the
     downloads. A program from a URL or the registry, and everything it imports (`remote`),
-    is confined (`confinement_problems`): refused before it runs."""
+    is confined (`confinement_problems`): refused before it runs, and its agents are capped
+    (`ceiling_of`: no bash, network, write or outside reads unless prose.toml grants them);
+    a program's cap holds for everything it imports too."""
     cache = ImportCache(project_dir)
     pins = ImportPins(project_dir)
     loaded: dict[str, LoadedProgram] = {}
@@ -78,6 +84,10 @@ def load_imports(
             raise ImportFailed(
                 f"{spec}: {first.path}:{first.line}:{first.column}: {first.code} {first.message}"
             )
+        ceiling = ceiling_of(spec, from_afar, policy.grants if policy else {})
+        if from_afar:
+            warn_capped(parsed.program, spec, ceiling)
+        ceilings = (*_ceilings, ceiling) if ceiling else _ceilings
         child_base = Path(fetched.origin).parent if kind_of(spec) == "path" else None
         nested = load_imports(
             parsed.program,
@@ -89,6 +99,7 @@ def load_imports(
             policy=policy,
             remote=from_afar,
             _seen=(*_seen, spec),
+            _ceilings=ceilings,
         )
         loaded[name] = LoadedProgram(
             name=name,
@@ -98,6 +109,7 @@ def load_imports(
             text=fetched.text,
             content_hash=fetched.sha256,
             imports=nested,
+            ceilings=ceilings,
         )
     return loaded
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from openprose import nodes as n
 from openprose.providers.base import Provider
 from openprose.providers.prices import Prices
+from openprose.vm.approvals import Honoured, honoured_answers, run_id_of
 from openprose.vm.audit import AUDIT_FILE, AuditTrail
 from openprose.vm.budget import FLAGS, BudgetExhausted
 from openprose.vm.errors import ProseError, RunAborted
@@ -34,7 +35,13 @@ from openprose.vm.runtime import (
     ToolRuntime,
     VMConfig,
 )
-from openprose.vm.tools.approvals import ApprovalPending, RecordedApprover
+from openprose.vm.tools.approval_seal import approval_key, seal_grant
+from openprose.vm.tools.approvals import (
+    ApprovalPending,
+    ApprovalRequest,
+    RecordedAnswer,
+    RecordedApprover,
+)
 from openprose.vm.values import Value, to_json
 
 if TYPE_CHECKING:
@@ -208,6 +215,31 @@ async def resume_run(
     )
 
 
+def _seal_grant(run_id: str, kind: str, action: str) -> str:
+    return seal_grant(approval_key(), run_id, kind, action)
+
+
+def _serve_recorded_answers(shared: Shared, honoured: Honoured) -> None:
+    """Journal the recorded answers a resume will not use (forged, another run's, altered),
+    and serve the others: each only to the request, kind and exact action it answered."""
+    for ignored in honoured.ignored:
+        shared.emit("approval_ignored", "", id=ignored.id, what=ignored.what, reason=ignored.why)
+    if not honoured.answers:
+        return
+
+    def mismatch(request: ApprovalRequest, recorded: RecordedAnswer) -> None:
+        shared.emit(
+            "approval_ignored",
+            "",
+            id=request.id,
+            what=f"answer {recorded.answer} to {request.id} ({honoured.shown[request.id]})",
+            reason="the action asked for now differs from the one answered; asked again",
+        )
+
+    tools = shared.tools
+    tools.approver = RecordedApprover(honoured.answers, tools.approver, mismatch)
+
+
 async def _execute(
     program: n.Program,
     text: str,
@@ -230,9 +262,10 @@ async def _execute(
     # The run's own copy: "allow for this run" grants must not reach the other runs of a
     # batch, which share one runtime's approver and project defaults.
     tools = replace(tools, grants=set(tools.grants)) if tools else ToolRuntime()
-    tools.grants.update(replay.tools.grants)
-    if replay.tools.answers:
-        tools.approver = RecordedApprover(dict(replay.tools.answers), tools.approver)  # type: ignore[arg-type]
+    run_id = run_id_of(store.root)
+    tools.seal_grant = functools.partial(_seal_grant, run_id)
+    honoured = honoured_answers(replay.tools, run_id)
+    tools.grants.update(honoured.grants)
     fresh = not (replay.sessions or replay.decisions or store.has_journal_events())
     meta = store.written_meta() if fresh else await asyncio.to_thread(store.read_meta)
     program_name = os.path.basename(str(meta.get("program") or program.path))
@@ -276,6 +309,7 @@ async def _execute(
     shared.emit(
         "run_started", "", run_id=store.run_id, resumed=bool(replay.sessions or replay.decisions)
     )
+    _serve_recorded_answers(shared, honoured)
     interpreter = Interpreter(program, text, shared, store, inputs=inputs, imports=imports)
     status, error = "succeeded", None
     outputs: dict[str, Any] = {}

@@ -35,12 +35,14 @@ DEFAULT_MAX_TURNS = 20  # model turns of one session's tool loop
 
 @dataclass(slots=True)
 class ToolTurns:
-    """What an earlier attempt at this run journaled for tool loops, by step."""
+    """What an earlier attempt at this run journaled for tool loops, by step. Answers and
+    "allow for this run" grants are kept as journaled: `vm.approvals.honoured_answers`
+    checks their seals before any of them is used."""
 
     results: dict[tuple[str, int, int], dict[str, Any]] = field(default_factory=dict)
-    answers: dict[str, str] = field(default_factory=dict)  # approval id -> once | run | deny
-    grants: set[tuple[str, str]] = field(default_factory=set)  # allowed for the run
-    pending: dict[str, dict[str, Any]] = field(default_factory=dict)  # asked, unanswered
+    requests: dict[str, dict[str, Any]] = field(default_factory=dict)  # approval id -> latest
+    answers: dict[str, dict[str, Any]] = field(default_factory=dict)  # id -> its answer line
+    run_grants: list[dict[str, Any]] = field(default_factory=list)  # `permission`, scope run
     skills: dict[str, dict[str, Any]] = field(default_factory=dict)  # skill_loaded, by name
 
     def add(self, event: Mapping[str, Any]) -> None:
@@ -50,28 +52,32 @@ class ToolTurns:
         elif kind == "tool_result":
             self.results[(step, int(event["turn"]), int(event["index"]))] = dict(event)
         elif kind == "approval_requested":
-            self.pending[str(event["id"])] = dict(event)
+            # Asked again (an earlier answer was used up or did not hold): answered anew.
+            self.requests[str(event["id"])] = dict(event)
+            self.answers.pop(str(event["id"]), None)
         elif kind == "permission" and event.get("scope") == "run":
-            self.grants.add((str(event["kind"]), str(event["action"])))
+            self.run_grants.append(dict(event))
         elif kind == "approval_decided":
-            answer = str(event["answer"])
-            self.answers[str(event["id"])] = answer
-            self.pending.pop(str(event["id"]), None)
-            if answer == "run" and event.get("kind") and event.get("action") is not None:
-                self.grants.add((str(event["kind"]), str(event["action"])))
+            self.answers[str(event["id"])] = dict(event)
+
+    @property
+    def pending(self) -> dict[str, dict[str, Any]]:
+        """Requests no line answers (whether an answer holds is `honoured_answers`' call)."""
+        return {i: r for i, r in self.requests.items() if i not in self.answers}
 
 
 @dataclass(slots=True)
 class ToolRuntime:
     """What every tool session of one run shares: who answers `prompt` permissions, the
-    project's default permissions (`prose.toml` `[permissions]`), and what was allowed for
-    the rest of the run."""
+    project's default permissions (`prose.toml` `[permissions]`), what was allowed for
+    the rest of the run, and how such an allowance is sealed for a resume to trust."""
 
     approver: Approver = field(default_factory=NobodyApprover)
     default_permissions: Mapping[str, Any] = field(default_factory=dict)
     grants: set[tuple[str, str]] = field(default_factory=set)
     sandbox_limits: Any = None  # `[sandbox]` of prose.toml (a SandboxLimits); None: defaults
     plan: bool = False  # `--permission-mode plan`: every write, command and fetch refused
+    seal_grant: Callable[[str, str], str] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +112,8 @@ class AgentSpec:
     persist: str | None = None  # "true" | "project" | "user" | a path
     skills: tuple[str, ...] = ()
     permissions: Mapping[str, Any] = field(default_factory=dict)
+    # The caps of the imports it came through, outermost first (`Permissions.within`).
+    ceilings: tuple[Mapping[str, Any], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +127,9 @@ class LoadedProgram:
     text: str
     content_hash: str
     imports: Mapping[str, LoadedProgram] = field(default_factory=dict)
+    # What its agents may at most do, outermost import first: a remote program's cap and
+    # the grants of prose.toml `[imports.grants."SPEC"]` (`loader.ceiling_of`).
+    ceilings: tuple[Mapping[str, Any], ...] = ()
 
     @property
     def inputs(self) -> tuple[str, ...]:

@@ -8,8 +8,10 @@ the events appended since it last looked (`add`). Every record carries `v`, the 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -219,10 +221,23 @@ class RunDigest:
                 k: event.get(k) for k in ("id", "tool", "kind", "action", "agent", "step")
             }
         else:
-            self.pending.pop(str(event.get("id")), None)
-            self._append(
-                self.approvals, {k: event.get(k) for k in ("id", "answer", "kind", "action", "by")}
-            )
+            # An answer whose seal does not hold (appended by an agent, another run's) is
+            # shown as ignored, and its request stays pending: as `prose resume` sees it.
+            why = self._answer_problem(event)
+            if not why:
+                self.pending.pop(str(event.get("id")), None)
+            shown = {k: event.get(k) for k in ("id", "answer", "kind", "action", "by")}
+            self._append(self.approvals, {**shown, "ignored": why} if why else shown)
+
+    def _answer_problem(self, event: dict[str, Any]) -> str:
+        from openprose.vm.tools.approval_seal import KeyUnavailable, answer_problem, approval_key
+
+        try:
+            key = approval_key()
+        except KeyUnavailable as error:
+            return str(error)
+        run_id = Path(os.path.realpath(self.where)).parent.name
+        return answer_problem(event, run_id, key)
 
     def _append(self, records: list[dict[str, Any]], record: dict[str, Any]) -> None:
         records.append({**record, "n": len(records), "v": self.version})

@@ -229,7 +229,9 @@ class Sessions:
         shared = self.shared
         toolbox = Toolbox(
             shared.project_dir,
-            Permissions.from_mapping(agent.permissions, shared.tools.default_permissions),
+            Permissions.from_mapping(
+                agent.permissions, shared.tools.default_permissions
+            ).within_all(agent.ceilings),
             agent=agent.name,
             skills={name: self.skills[name] for name in agent.skills if name in self.skills},
             approver=shared.tools.approver,
@@ -240,6 +242,7 @@ class Sessions:
             ),
             grants=shared.tools.grants,
             plan=shared.tools.plan,
+            seal_grant=shared.tools.seal_grant,
         )
         if shared.tools.sandbox_limits is not None:
             toolbox.sandbox_limits = shared.tools.sandbox_limits

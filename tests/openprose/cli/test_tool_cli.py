@@ -68,7 +68,10 @@ def test_waiting_run_approved_one_by_one_then_resumed(
     assert "approved: write_file write a.md" in capsys.readouterr().out
     # the second write asks next: the run waits again, a.md written, nothing twice
     assert main(["resume", run_id, "--json"]) == 4
-    assert _json(capsys)["status"] == "waiting"
+    out, err = capsys.readouterr()
+    assert json.loads(out)["status"] == "waiting"
+    # `prose resume` names the recorded answer it applies
+    assert "prose: applying the answer approved once (by cli) to write_file write a.md" in err
     assert (project / "a.md").read_text() == "A" and not (project / "b.md").exists()
     assert main(["deny", run_id, "--all"]) == 0
     capsys.readouterr()

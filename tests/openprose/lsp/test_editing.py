@@ -60,7 +60,11 @@ async def _labels(editor: Editor, uri: str, text: str) -> list[str]:
         ('choice **best**:\n  option "A":\n    session "a"\n  |', {"option"}, {"let", "notes"}),
         ("agent a:\n  |", {"model", "prompt", "persist", "skills", "permissions"}, {"let"}),
         ('session "x"\n  |', {"model", "prompt", "context", "retry", "backoff"}, {"persist"}),
-        ("agent a:\n  permissions:\n    |", {"read", "write", "execute", "bash", "network"}, set()),
+        (
+            "agent a:\n  permissions:\n    |",
+            {"read", "write", "execute", "bash", "network", "deny"},
+            set(),
+        ),
         ("agent a:\n  model: |", {"sonnet", "opus", "haiku"}, {"notes"}),
         ("agent a:\n  persist: |", {"true", "project", "user"}, set()),
         ('session "x"\n  backoff: |', {"none", "linear", "exponential"}, set()),

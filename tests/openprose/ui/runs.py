@@ -104,10 +104,15 @@ def journal_lines(run_dir: Path) -> list[dict[str, object]]:
 
 
 def same_but_who(ui: list[dict[str, object]], cli: list[dict[str, object]]) -> bool:
-    """Two journals equal but for who gave the answers (`by`: ui, cli)."""
+    """Two journals equal but for who gave the answers (`by`: ui, cli) and so the seals
+    (which bind `by` and the run); every answer is sealed."""
 
     def anyone(events: list[dict[str, object]]) -> list[dict[str, object]]:
-        return [{k: v for k, v in e.items() if k != "by"} for e in events]
+        return [{k: v for k, v in e.items() if k not in ("by", "seal")} for e in events]
+
+    answers = [e for e in (*ui, *cli) if e["ev"] == "approval_decided"]
+    if not all(len(str(e.get("seal", ""))) == 64 for e in answers):
+        return False
 
     return anyone(ui) == anyone(cli)
 

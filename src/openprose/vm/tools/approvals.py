@@ -19,6 +19,7 @@ __all__ = [
     "Approver",
     "NobodyApprover",
     "PreApprover",
+    "RecordedAnswer",
     "RecordedApprover",
     "TerminalApprover",
 ]
@@ -33,6 +34,7 @@ class ApprovalRequest:
     action: str  # the exact path, command or URL
     tool: str
     agent: str | None
+    digest: str = ""  # of the exact action, arguments included (approval_seal.action_digest)
 
     def describe(self) -> str:
         """The request in words, on one line, every control and hidden character escaped
@@ -47,6 +49,7 @@ class ApprovalRequest:
             "action": self.action,
             "tool": self.tool,
             "agent": self.agent,
+            "digest": self.digest,
         }
 
 
@@ -85,18 +88,39 @@ class NobodyApprover:
         raise ApprovalPending(request)
 
 
+@dataclass(frozen=True, slots=True)
+class RecordedAnswer:
+    """An answer from `prose approve`/`deny`, the web view or the API whose seal held."""
+
+    answer: Answer
+    kind: str
+    action: str  # what the person was shown
+    digest: str  # of the exact call answered (tool, kind, action, arguments)
+    by: str
+
+
 @dataclass(slots=True)
 class RecordedApprover:
-    """Answers given with `prose approve`/`prose deny` while the run waited; a request with
-    no recorded answer goes to `fallback`."""
+    """Answers given while the run waited (checked by `vm.approvals.honoured_answers`).
+    An answer serves only the request with its id, kind, action and digest — never a
+    wildcard; a request whose action differs from the one answered is reported through
+    `on_mismatch` and goes to `fallback`, as does a request with no answer."""
 
-    answers: Mapping[str, Answer]
+    answers: Mapping[str, RecordedAnswer]
     fallback: Approver = field(default_factory=NobodyApprover)
+    on_mismatch: Callable[[ApprovalRequest, RecordedAnswer], None] | None = None
 
     async def ask(self, request: ApprovalRequest) -> Answer:
-        answer = self.answers.get(request.id) or self.answers.get("*")
-        if answer is not None:
-            return answer
+        recorded = self.answers.get(request.id)
+        if recorded is not None:
+            if (recorded.kind, recorded.action, recorded.digest) == (
+                request.kind,
+                request.action,
+                request.digest,
+            ):
+                return recorded.answer
+            if self.on_mismatch is not None:
+                self.on_mismatch(request, recorded)
         return await self.fallback.ask(request)
 
 

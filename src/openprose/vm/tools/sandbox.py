@@ -147,6 +147,7 @@ class Sandbox:
         network: bool = False,
         limits: SandboxLimits | None = None,
         scan: ProjectScan | None = None,
+        hidden: tuple[Path, ...] = (),
     ) -> None:
         """`scan`: the project's `.prose/` folders and guarded files, when known (a session
         scans once); else the project is scanned at each command."""
@@ -156,6 +157,7 @@ class Sandbox:
         self.root_writable = root_writable
         self.network = network
         self.limits = limits or SandboxLimits()
+        self.hidden = hidden
 
     def command_line(self, argv: list[str], mounts: list[Mount]) -> list[str]:
         args = ["bwrap", *_namespace_args(network=self.network)]
@@ -180,6 +182,11 @@ class Sandbox:
         for mount in mounts:  # read-only once what is mounted inside a hide is there
             if mount.kind == "tmpfs":
                 args += ["--remount-ro", str(mount.dest)]
+        # Hidden last (the approval key's folder, when it lies where commands can look): a
+        # writable bind of a folder above it would otherwise show it again.
+        for folder in self.hidden:
+            if folder.is_dir():
+                args += _hide(str(folder))
         args += ["--remount-ro", "/", "--chdir", str(self.project_root), "--clearenv"]
         for key, value in CLEAN_ENV.items():
             args += ["--setenv", key, value]

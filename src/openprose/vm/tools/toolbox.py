@@ -23,6 +23,7 @@ from typing import Any
 import regex as timed_regex
 
 from openprose.providers.base import ToolCall, ToolSpec
+from openprose.vm.tools.approval_seal import KeyUnavailable, action_digest, key_folder_within
 from openprose.vm.tools.approvals import ApprovalRequest, Approver, NobodyApprover
 from openprose.vm.tools.limits import SandboxLimits
 from openprose.vm.tools.mounts import (
@@ -41,7 +42,7 @@ from openprose.vm.tools.paths import (
     write_atomically,
 )
 from openprose.vm.tools.permissions import PathRule, Permissions, glob_regex
-from openprose.vm.tools.sandbox import CommandResult, Sandbox, SandboxUnavailable
+from openprose.vm.tools.sandbox import SYSTEM_DIRS, CommandResult, Sandbox, SandboxUnavailable
 from openprose.vm.tools.skills import Skill
 
 __all__ = ["ToolLimits", "ToolOutcome", "Toolbox"]
@@ -55,6 +56,8 @@ INLINE_READ_BYTES = 64 * 1024  # read_file reads this much on the event loop, th
 MAX_LISTED = 1000
 MAX_MATCHES = 500
 MAX_SEARCHED_FILE = 2 * 1024 * 1024
+
+_SYSTEM_ROOTS = tuple(Path(d) for d in SYSTEM_DIRS)
 
 Decision = Callable[[dict[str, Any]], None]
 _recorder: ContextVar[Decision | None] = ContextVar("tool_decisions", default=None)
@@ -94,7 +97,10 @@ class Toolbox:
     sandbox_limits: SandboxLimits = field(default_factory=SandboxLimits)
     plan: bool = False  # `--permission-mode plan`: read-only, whatever the permissions say
     _writable: tuple[WritableFolder, ...] | None = field(default=None, init=False, repr=False)
+    _root_writable: bool = field(default=False, init=False, repr=False)
     _scan: ProjectScan | None = field(default=None, init=False, repr=False)
+    # Seals an "allow for this run" given here, so a resume can tell it from a forged line.
+    seal_grant: Callable[[str, str], str] | None = None
 
     def __post_init__(self) -> None:
         self.root = Path(os.path.realpath(self.root))
@@ -113,7 +119,7 @@ class Toolbox:
         if name == "run_command":
             return p.bash != "deny" or not p.execute.never
         if name == "fetch_url":
-            return p.network != "deny"
+            return not p.network.never
         if name == "load_skill":
             return bool(self.skills)
         return False
@@ -167,7 +173,14 @@ class Toolbox:
     # --- permission gate -----------------------------------------------------------------
 
     def _decide(
-        self, call: ToolCall, kind: str, action: str, result: str, why: str, scope: str = ""
+        self,
+        call: ToolCall,
+        kind: str,
+        action: str,
+        result: str,
+        why: str,
+        scope: str = "",
+        seal: str = "",
     ) -> None:
         record = _recorder.get()
         if record is not None:
@@ -181,9 +194,13 @@ class Toolbox:
             }
             if scope:
                 fields["scope"] = scope  # "run": remembered by a resume too
+            if seal:
+                fields["seal"] = seal
             record(fields)
 
-    async def _gate(self, call: ToolCall, call_key: str, kind: str, mode: str, action: str) -> None:
+    async def _gate(
+        self, call: ToolCall, call_key: str, kind: str, mode: str, action: str, why: str = ""
+    ) -> None:
         if self.plan and kind in PLAN_REFUSED:
             why = "plan mode (--permission-mode plan) is read-only"
             self._decide(call, kind, action, "refused", why)
@@ -198,28 +215,42 @@ class Toolbox:
             if (kind, action) in self.grants:
                 self._decide(call, kind, action, "allowed", "approved earlier for this run")
                 return
-            request = ApprovalRequest(f"{call_key}:{kind}", kind, action, call.name, self.agent)
+            digest = action_digest(call.name, kind, action, call.arguments)
+            request = ApprovalRequest(
+                f"{call_key}:{kind}", kind, action, call.name, self.agent, digest
+            )
             self._decide(call, kind, action, "asked", request.describe())
             answer = await self.approver.ask(request)
             if answer == "run":
                 self.grants.add((kind, action))
             if answer in ("once", "run"):
                 scope = "for this run" if answer == "run" else "once"
-                self._decide(call, kind, action, "approved", f"approved {scope}", answer)
+                seal = self._seal_of(kind, action) if answer == "run" else ""
+                self._decide(call, kind, action, "approved", f"approved {scope}", answer, seal)
                 return
             self._decide(call, kind, action, "denied", "denied by the person asked")
             raise _Refused(
                 f"permission denied: the person asked refused to let you {kind} {action}"
             )
-        self._decide(call, kind, action, "denied", self._rule_text(kind))
-        raise _Refused(
-            f"permission denied: {kind} {action} is not allowed ({self._rule_text(kind)})"
-        )
+        reason = why or self._rule_text(kind)
+        self._decide(call, kind, action, "denied", reason)
+        raise _Refused(f"permission denied: {kind} {action} is not allowed ({reason})")
+
+    def _seal_of(self, kind: str, action: str) -> str:
+        if self.seal_grant is None:
+            return ""
+        try:
+            return self.seal_grant(kind, action)
+        except KeyUnavailable:
+            return ""  # the grant holds for this attempt; a resume asks again
 
     def _rule_text(self, kind: str) -> str:
         value = self.permissions.to_dict()[kind]
-        shown = value if isinstance(value, str) else "[" + ", ".join(value) + "]"
-        return f"this agent's permissions: {kind}: {shown}"
+        text = f"this agent's permissions: {kind}: {_shown(value)}"
+        caps = [c[kind] for c in self.permissions.ceilings if kind in c]
+        if caps:  # an imported program's agent: what its import is granted caps it
+            text += ", capped by its import's grant " + " and ".join(map(_shown, caps))
+        return text
 
     async def _path(self, call: ToolCall, key: str, kind: str, raw: Any) -> ResolvedPath:
         if not isinstance(raw, str):
@@ -399,10 +430,12 @@ class Toolbox:
             sandbox = Sandbox(
                 self.root,
                 writable=self._writable_folders(),
-                root_writable=self.permissions.write.mode == "allow",
-                network=self.permissions.network == "allow",
+                root_writable=self._root_writable,  # set by _writable_folders
+                network=self.permissions.network.unrestricted,
                 limits=self.sandbox_limits,
                 scan=self._scan,
+                # The approval key, should it lie in a folder the sandbox mounts.
+                hidden=key_folder_within((self.root, *_SYSTEM_ROOTS)),
             )
             result = await sandbox.run(argv, timeout=timeout, output_cap=self.limits.output_cap)
         except SandboxUnavailable as exc:
@@ -437,17 +470,32 @@ class Toolbox:
         return status
 
     def _writable_folders(self) -> tuple[WritableFolder, ...]:
-        """The folders write patterns grant whole, resolved once (then re-checked by the
-        sandbox at every command). Raises FolderRefused."""
+        """The folders write patterns grant whole — under the agent's rule and every import's
+        cap at once — resolved once (then re-checked by the sandbox at every command); sets
+        `_root_writable` when every rule grants the whole project. Raises FolderRefused."""
         if self._writable is None:
-            rule: PathRule = self.permissions.write
-            folders = (
-                []
-                if rule.mode is not None
-                else [folder for folder in map(_whole_folder, rule.patterns) if folder is not None]
-            )
+            granted: dict[Path, str] | None = None  # None: the whole project
+            rule: PathRule | None = self.permissions.write
+            while rule is not None:  # the agent's own rule, then each import's cap
+                if rule.mode != "allow":
+                    own = self._whole_folders(rule)
+                    granted = own if granted is None else _common_folders(granted, own)
+                rule = rule.ceiling
+            self._root_writable = granted is None
+            folders = (granted or {}).values()
             self._writable = tuple(resolve_writable(self.root, folder) for folder in folders)
         return self._writable
+
+    def _whole_folders(self, rule: PathRule) -> dict[Path, str]:
+        """Each folder `rule`'s patterns grant whole, by its path as written (no link
+        followed), with the folder as the pattern names it."""
+        if rule.mode is not None:
+            return {}
+        folders = {}
+        for folder in filter(None, map(_whole_folder, rule.patterns)):
+            base = folder if folder.startswith("/") else self.root / folder
+            folders[Path(os.path.normpath(base))] = folder
+        return folders
 
     async def _tool_fetch_url(self, call: ToolCall, key: str) -> str:
         from openprose.vm.tools.web import FetchError, fetch
@@ -455,19 +503,35 @@ class Toolbox:
         url = call.arguments.get("url")
         if not isinstance(url, str):
             raise TypeError("`url` must be a string")
-        await self._gate(call, key, "network", self.permissions.network, url)
+        rule = self.permissions.network
+        came_from = [url]
+
+        async def permit(target: str, hop: int) -> None:
+            # Every redirect target is judged (and asked about) like the URL itself.
+            mode, why = rule.judge(target)
+            if hop:
+                why = f"{why}; redirected from {came_from[-1]}"
+                came_from.append(target)
+            await self._gate(call, f"{key}~r{hop}" if hop else key, "network", mode, target, why)
+
         try:
             fetched = await fetch(
-                url, max_bytes=self.limits.fetch_cap, timeout=self.limits.fetch_timeout
+                url,
+                max_bytes=self.limits.fetch_cap,
+                timeout=self.limits.fetch_timeout,
+                rule=rule,
+                permit=permit,
             )
         except FetchError as exc:
+            self._decide(call, "network", came_from[-1], "refused", str(exc))
             raise _Refused(str(exc)) from None
         note = (
             f"\n[VM: {fetched.omitted_bytes}+ more bytes not downloaded (cap {self.limits.fetch_cap})]"
             if fetched.omitted_bytes
             else ""
         )
-        return f"HTTP {fetched.status} {fetched.content_type}\n\n{fetched.text}{note}"
+        moved = f" (redirected to {fetched.url})" if fetched.url != url else ""
+        return f"HTTP {fetched.status} {fetched.content_type}{moved}\n\n{fetched.text}{note}"
 
     async def _tool_load_skill(self, call: ToolCall, key: str) -> str:
         name = call.arguments.get("name")
@@ -492,6 +556,15 @@ class Toolbox:
         )
 
 
+def _common_folders(first: dict[Path, str], second: dict[Path, str]) -> dict[Path, str]:
+    """The folders writable under both sets: the inner one of each nested pair."""
+    common = {a: shown for a, shown in first.items() if any(a.is_relative_to(b) for b in second)}
+    common.update(
+        {b: shown for b, shown in second.items() if any(b.is_relative_to(a) for a in first)}
+    )
+    return common
+
+
 def _whole_folder(pattern: str) -> str | None:
     """The folder a write pattern grants whole (`out/`, `out/**`, `out/**/*`), else None."""
     for suffix in ("/**/*", "/**", "/"):
@@ -500,6 +573,10 @@ def _whole_folder(pattern: str) -> str | None:
             if folder and not any(ch in folder for ch in "*?[") and ".." not in folder.split("/"):
                 return folder.removeprefix("./")
     return None
+
+
+def _shown(value: Any) -> str:
+    return value if isinstance(value, str) else "[" + ", ".join(map(str, value)) + "]"
 
 
 # What a command's own error output says when a limit refused it something.

@@ -54,7 +54,7 @@ def test_unnamed_kinds_are_denied_and_modes_speak_for_the_project(tmp_path: Path
     assert perms.judge_path("read", inside) == "allow"
     assert perms.judge_path("read", outside) == "deny"
     assert perms.judge_path("write", inside) == "deny"
-    assert perms.bash == "deny" and perms.network == "deny"
+    assert perms.bash == "deny" and perms.network.never
 
 
 def test_absolute_patterns_name_outside_paths(tmp_path: Path) -> None:

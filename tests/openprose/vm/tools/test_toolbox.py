@@ -123,7 +123,7 @@ def page_url() -> Iterator[str]:
 
 
 async def test_fetch_turns_html_into_text_and_caps_size(root: Path, page_url: str) -> None:
-    box = _box(root, network="allow")
+    box = _box(root, network=["127.0.0.1"])  # a loopback server is reached only when named
     box.limits = type(box.limits)(fetch_cap=200)
     out = await _call(box, "fetch_url", url=page_url)
     assert out.content.startswith("HTTP 200 text/html")
@@ -134,7 +134,13 @@ async def test_fetch_turns_html_into_text_and_caps_size(root: Path, page_url: st
     assert bad.is_error and "only http" in bad.content
 
 
-async def test_fetch_with_prompt_asks_for_the_url(root: Path, page_url: str) -> None:
+async def test_fetch_with_prompt_asks_for_the_url(
+    root: Path, page_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from openprose.vm.tools import network
+
+    # `prompt` never reaches loopback: here the test server stands in for a public host.
+    monkeypatch.setattr(network, "internal_kind", lambda address: None)
     box = _box(root, approver=PreApprover(), network="prompt")
     decisions: list[dict[str, object]] = []
     out = await box.call(
