@@ -23,8 +23,6 @@ SHELL: Mapping[str, Any] = {"read": ["src/"], "write": ["output/"], "bash": "all
 OPEN_SHELL: Mapping[str, Any] = {"read": "allow", "write": "allow", "bash": "allow"}
 WRITE_ALL: Mapping[str, Any] = {"read": "allow", "write": "allow"}
 NET: Mapping[str, Any] = {"read": ["src/"], "network": "allow"}
-SANDBOX28 = "sandbox28"
-APPROVE28 = "approve28"
 
 
 def c(name: str, **arguments: Any) -> Call:
@@ -341,7 +339,8 @@ ROWS += [
 SANDBOX_LIMITS = {
     "processes": "for i in $(seq 1500); do sleep 20 & done; wait",
     "fork-bomb": "b(){ b|b& }; b",
-    "memory": "python3 -c 'x = bytearray(3 << 30); print(len(x))'",
+    # the last line only: Python's own traceback is the command's output, not the VM's
+    "memory": "python3 -c 'x = bytearray(3 << 30); print(len(x))' 2>&1 | tail -n 1",
     "tmp-size": "head -c 1G /dev/zero > /tmp/fill; ls -l /tmp/fill",
     "project-disk": "head -c 300M /dev/zero > output/fill; rm output/fill",
 }
@@ -354,7 +353,6 @@ for name, command in SANDBOX_LIMITS.items():
             SHELL,
             expect="bounded",
             leaks=(),
-            fixed_on=SANDBOX28,
             heavy=True,
         )
     )
@@ -422,7 +420,6 @@ for name, path in PROTECTED.items():
             [c("write_file", path=path, content='[permissions]\nbash = "allow"\n')],
             WRITE_ALL,
             leaks=(),
-            fixed_on=SANDBOX28,
         )
     )
     ROWS.append(
@@ -432,7 +429,6 @@ for name, path in PROTECTED.items():
             [c("run_command", command=f"echo pwn >> {path}")],
             OPEN_SHELL,
             leaks=(),
-            fixed_on=SANDBOX28,
         )
     )
 ROWS += [
@@ -442,7 +438,6 @@ ROWS += [
         [c("edit_file", path="prose.toml", old_text="deny", new_text="allow", replace_all=True)],
         WRITE_ALL,
         leaks=(),
-        fixed_on=SANDBOX28,
     ),
     one(
         "protected-edit-git",
@@ -457,7 +452,6 @@ ROWS += [
         ],
         WRITE_ALL,
         leaks=(),
-        fixed_on=SANDBOX28,
     ),
     one(
         "protected-journal-shell",
@@ -471,7 +465,6 @@ ROWS += [
         ],
         OPEN_SHELL,
         leaks=(),
-        fixed_on=SANDBOX28,
     ),
     one(
         "protected-state-write",
@@ -495,7 +488,6 @@ ROWS += [
         [c("read_file", path=EARLIER)],
         {"read": "allow"},
         leaks=(RUN_STATE,),
-        fixed_on=SANDBOX28,
     ),
     one(
         "state-read-nested",
@@ -503,7 +495,6 @@ ROWS += [
         [c("read_file", path=NESTED_STATE)],
         {"read": "allow"},
         leaks=(RUN_STATE,),
-        fixed_on=SANDBOX28,
     ),
     one(
         "state-shell-read-open",
@@ -511,7 +502,6 @@ ROWS += [
         [c("run_command", command=f"cat {EARLIER}")],
         OPEN_SHELL,
         leaks=(RUN_STATE,),
-        fixed_on=SANDBOX28,
     ),
     one(
         "state-shell-read-nested",
@@ -519,7 +509,6 @@ ROWS += [
         [c("run_command", command=f"cat {NESTED_STATE}")],
         SHELL,
         leaks=(RUN_STATE,),
-        fixed_on=SANDBOX28,
     ),
     one(
         "state-shell-read",
@@ -569,19 +558,16 @@ ROWS += [
         "swap-root-shell",
         "..",
         c("run_command", command="echo pwn > private.txt"),
-        fixed_on=SANDBOX28,
     ),
     swap(
         "swap-src-shell",
         "../src",
         c("run_command", command="echo pwn >> output/reports/app.py"),
-        fixed_on=SANDBOX28,
     ),
     swap(
         "swap-git-shell",
         "../.git",
         c("run_command", command="echo pwn >> output/reports/config"),
-        fixed_on=SANDBOX28,
     ),
     swap("swap-parent-shell", "../..", c("run_command", command="echo pwn > ../pwn.txt")),
     swap("swap-outside-shell", "@OUT@", c("run_command", command="echo pwn > output/reports/x")),
@@ -618,7 +604,6 @@ ROWS += [
         steps((OPEN_SHELL, [c("run_command", command=FORGE_ANY)]), (VICTIM, [TOUCH])),
         resume=True,
         leaks=(),
-        fixed_on=f"{SANDBOX28} and {APPROVE28}",
     ),
     Attempt(
         "approval-grant",
@@ -626,7 +611,6 @@ ROWS += [
         steps((OPEN_SHELL, [c("run_command", command=FORGE_GRANT)]), (VICTIM, [TOUCH])),
         resume=True,
         leaks=(),
-        fixed_on=f"{SANDBOX28} and {APPROVE28}",
     ),
     Attempt(
         "approval-cross-run",
@@ -635,7 +619,6 @@ ROWS += [
         then=steps((OPEN_SHELL, [c("run_command", command=FORGE_EXACT)])),
         resume=True,
         leaks=(),
-        fixed_on=f"{SANDBOX28} and {APPROVE28}",
     ),
     Attempt(
         "approval-hidden-state",
@@ -729,7 +712,6 @@ for name, url in LOOPBACK_FORMS.items():
             "network",
             [c("fetch_url", url=url)],
             NET,
-            fixed_on=None if name in NOT_CANONICAL else APPROVE28,
         )
     )
 for name, url in PRIVATE_FORMS.items():
@@ -739,7 +721,6 @@ for name, url in PRIVATE_FORMS.items():
             "network",
             [c("fetch_url", url=url)],
             NET,
-            fixed_on=None if name in NOT_CANONICAL else APPROVE28,
         )
     )
 ROWS += [
@@ -772,7 +753,6 @@ ROWS += [
         [c("fetch_url", url="http://public.test:@PORT@/redirect")],
         {"network": "prompt"},
         approve="http://public.test:@PORT@/redirect",
-        fixed_on=APPROVE28,
     ),
     one(
         "redirect-to-metadata",
@@ -785,14 +765,12 @@ ROWS += [
         ],
         {"network": "prompt"},
         approve="http://public.test:@PORT@/redirect?to=http://169.254.169.254/latest/",
-        fixed_on=APPROVE28,
     ),
     one(
         "redirect-allowed-network",
         "network",
         [c("fetch_url", url="http://public.test:@PORT@/redirect")],
         NET,
-        fixed_on=APPROVE28,
     ),
     one(
         "allowlist-other-host",
@@ -829,7 +807,6 @@ for name, (perms, call) in IMPORTS.items():
             steps((perms, [call])),
             imported=True,
             leaks=(SECRET, "evil-ran"),
-            fixed_on=APPROVE28,
         )
     )
 
