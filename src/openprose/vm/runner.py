@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from openprose import nodes as n
+from openprose.depth import deep_recursion
 from openprose.providers.base import Provider
 from openprose.providers.prices import Prices
 from openprose.vm.audit import AUDIT_FILE, AuditTrail
@@ -284,7 +285,9 @@ async def _execute(
     status, error = "succeeded", None
     outputs: dict[str, Any] = {}
     try:
-        outputs = {k: to_json(v) for k, v in (await interpreter.run()).items()}
+        with deep_recursion():  # a statement nests ~14 coroutine frames a level
+            finished = await interpreter.run()
+        outputs = {k: to_json(v) for k, v in finished.items()}
     except ProseError as failure:
         status, error = "failed", str(failure)
     except RunAborted as abort:
