@@ -645,11 +645,13 @@ def _streamed_array(head: bytes, stream: _Reader, max_element_bytes: int) -> Ite
                 if found == "]":
                     break
                 found = window.next_char()
-            elif element > 0:
-                yield _stop(window.line, f"expected ',' or ']' after element [{element - 1}]")
+            elif element > 0 and found is not None:
+                after = f"expected ',' or ']' after element [{element - 1}]"
+                yield _reading_stopped(window.line, after)
                 return
             if found is None:
-                yield _stop(window.line, "the input ends inside the array (no closing ']')")
+                ended = "the input ends inside the array (no closing ']')"
+                yield _reading_stopped(window.line, ended)
                 return
             end = _element_end(window, scanner, max_element_bytes)
             if isinstance(end, Problem):
@@ -659,9 +661,9 @@ def _streamed_array(head: bytes, stream: _Reader, max_element_bytes: int) -> Ite
             window.advance(end)
             element += 1
         if window.next_char() is not None:
-            yield _stop(window.line, "data after the array's closing ']'")
+            yield _reading_stopped(window.line, "data after the array's closing ']'")
     except UnicodeDecodeError as error:
-        yield _stop(window.line, f"not UTF-8 (byte 0x{error.object[error.start]:02x})")
+        yield _reading_stopped(window.line, f"not UTF-8 (byte 0x{error.object[error.start]:02x})")
 
 
 _TOO_BIG_DOCUMENT = (
@@ -670,7 +672,7 @@ _TOO_BIG_DOCUMENT = (
 )
 
 
-def _stop(line: int, why: str) -> Record:
+def _reading_stopped(line: int, why: str) -> Record:
     return Record(line, None, [Problem("VLP001", f"invalid JSON: {why}; reading stopped", line)])
 
 
@@ -689,7 +691,8 @@ def _element_end(
             if not window.more():
                 return _json_error(line, error)
         except RecursionError:
-            return Problem("VLP001", "invalid JSON: nested too deeply; reading stopped", None)
+            why = "invalid JSON: nested too deeply; reading stopped"
+            return Problem("VLP001", why, window.line)
 
 
 def _element_record(window: _ArrayText, end: int, element: int) -> Record:
@@ -700,9 +703,11 @@ def _element_record(window: _ArrayText, end: int, element: int) -> Record:
     except orjson.JSONDecodeError as error:
         record = Record(window.line, None, [_json_error(window.line, error)])
     else:
-        repeated = _repeated_in(text, 0, data, value)
+        # Columns of repeated keys count from the start of the element's first line.
+        lead = " " * (window.pos - (window.text.rfind("\n", 0, window.pos) + 1))
+        repeated = _repeated_in(lead + text, len(lead), data, value)
         record = _with_duplicates(
-            _record(window.line, value), text, repeated, first_line=window.line
+            _record(window.line, value), lead + text, repeated, first_line=window.line
         )
     record.problems = [
         replace(problem, message=f"element [{element}]: {problem.message}")
