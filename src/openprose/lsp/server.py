@@ -223,7 +223,7 @@ def serve(stdin: Any = None, stdout: Any = None, *, debug: bool = False) -> int:
         logging.getLogger("openprose.lsp").error("the client closed its end; stopping")
         return 1
     finally:
-        server.shutdown()
+        server.shutdown()  # type: ignore[no-untyped-call]  # pygls leaves it untyped
 
 
 async def _serve_stdio(server: ProseServer, stdin: Any, stdout: Any) -> int:

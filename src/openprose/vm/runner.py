@@ -286,8 +286,8 @@ async def _execute(
     outputs: dict[str, Any] = {}
     try:
         with deep_recursion():  # a statement nests ~14 coroutine frames a level
-            finished = await interpreter.run()
-        outputs = {k: to_json(v) for k, v in finished.items()}
+            values = await interpreter.run()
+        outputs = {k: to_json(v) for k, v in values.items()}
     except ProseError as failure:
         status, error = "failed", str(failure)
     except RunAborted as abort:

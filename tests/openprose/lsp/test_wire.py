@@ -103,6 +103,7 @@ def test_a_storm_of_changes_checks_only_what_is_current(tmp_path: Path) -> None:
                 ],
             },
         )
+    published(wire, uri, changes + 1)  # the version the storm ends with is checked
     wire.response(wire.request("shutdown", None), timeout=60)
     answered = time.monotonic() - started
     wire.notify("exit", None)
