@@ -21,6 +21,7 @@ from typing import Literal, NoReturn, cast
 from openprose import habits
 from openprose import nodes as n
 from openprose.codes import diagnostic
+from openprose.depth import MAX_NESTING, RECURSION_LIMIT
 from openprose.diagnostics import Diagnostic, Edit, Fix
 from openprose.scanner import (
     ARROW,
@@ -48,10 +49,10 @@ from openprose.vocabulary import AGENT_PROPERTIES, SESSION_PROPERTIES
 # Statements whose indented block, if any, holds `name: value` properties.
 _PROPERTY_HEADS = frozenset(("agent", "session", "resume"))
 
-# Blocks and brackets may nest this deep; deeper input gets E115 instead of a RecursionError.
-MAX_NESTING = 1000
-# Python frames per nesting level are ~10, so the parser runs under this recursion limit.
-_RECURSION_LIMIT = 20 * MAX_NESTING + 2000
+# Blocks and brackets may nest MAX_NESTING deep; deeper input gets E115 instead of a
+# RecursionError. Python frames per nesting level are ~10, so the parser runs under this
+# recursion limit (openprose.depth: the one limit every stage is built for).
+_RECURSION_LIMIT = RECURSION_LIMIT
 
 _LAYOUT = frozenset((NEWLINE, INDENT, DEDENT, EOF))
 _LINE_END = frozenset((NEWLINE, EOF))

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from openprose.parser import MAX_NESTING
+from openprose.depth import MAX_NESTING
 
 # Each statement's header, and what closes a level after its body (try needs a catch).
 HEADS = {
