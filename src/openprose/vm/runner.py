@@ -285,7 +285,7 @@ async def _execute(
     status, error = "succeeded", None
     outputs: dict[str, Any] = {}
     try:
-        with deep_recursion():  # a statement nests ~14 coroutine frames a level
+        with deep_recursion():  # a statement nests a few coroutine frames a level
             values = await interpreter.run()
         outputs = {k: to_json(v) for k, v in values.items()}
     except ProseError as failure:
