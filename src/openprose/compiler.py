@@ -16,6 +16,7 @@ import dataclasses
 from collections.abc import Iterable
 from typing import Any, TypeVar
 
+from openprose.depth import deep_recursion
 from openprose.nodes import (
     AgentDef,
     Arrow,
@@ -43,7 +44,7 @@ from openprose.nodes import (
     StringLit,
     Use,
 )
-from openprose.printer import deep_recursion, print_program, quoted_enum
+from openprose.printer import print_program, quoted_enum
 
 # Property order: the reference grammar's order (agentProperty / sessionProperty); names it does
 # not list follow in source order.

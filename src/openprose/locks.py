@@ -98,11 +98,13 @@ def locked(path: Path, *, timeout: float | None = None) -> Iterator[FileLock]:
 
 def holder_of(path: Path) -> int | None:
     """The pid recorded in a lock file (whether or not it is still held), or None."""
-    try:
-        text = Path(path).read_text(encoding="ascii", errors="replace").strip()
+    from openprose.statefiles import read_state_file, valid_pid
+
+    try:  # a lock file holds a pid and a newline; anything longer is not one of ours
+        text = read_state_file(path, 64).decode("ascii", "replace").strip()
     except OSError:
         return None
-    return int(text) if text.isdigit() else None
+    return valid_pid(int(text)) if text.isdigit() and len(text) < 20 else None
 
 
 def _take(path: Path, *, blocking: bool, timeout: float | None) -> FileLock:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import gc
 import os
 import stat
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import Literal, NoReturn, cast
 from openprose import habits
 from openprose import nodes as n
 from openprose.codes import diagnostic
+from openprose.depth import MAX_NESTING, deep_recursion
 from openprose.diagnostics import Diagnostic, Edit, Fix
 from openprose.scanner import (
     ARROW,
@@ -48,10 +48,9 @@ from openprose.vocabulary import AGENT_PROPERTIES, SESSION_PROPERTIES
 # Statements whose indented block, if any, holds `name: value` properties.
 _PROPERTY_HEADS = frozenset(("agent", "session", "resume"))
 
-# Blocks and brackets may nest this deep; deeper input gets E115 instead of a RecursionError.
-MAX_NESTING = 1000
-# Python frames per nesting level are ~10, so the parser runs under this recursion limit.
-_RECURSION_LIMIT = 20 * MAX_NESTING + 2000
+# Blocks and brackets may nest MAX_NESTING deep; deeper input gets E115 instead of a
+# RecursionError. Python frames per nesting level are ~10: the parser runs inside
+# openprose.depth.deep_recursion (the one limit every stage is built for).
 
 _LAYOUT = frozenset((NEWLINE, INDENT, DEDENT, EOF))
 _LINE_END = frozenset((NEWLINE, EOF))
@@ -2131,23 +2130,19 @@ def _promote_to_oldest_generation() -> None:
 
 def parse(source: SourceFile) -> ParseResult:
     """Parse ``source``; never raises. Diagnostics come back sorted by position."""
-    limit = sys.getrecursionlimit()
-    if limit < _RECURSION_LIMIT:
-        sys.setrecursionlimit(_RECURSION_LIMIT)
     # The parser allocates millions of small objects and frees none of them while it runs,
     # so cyclic-GC passes over the growing heap are pure overhead (parse + check ran ~1.6x
     # slower with the collector on).
     collecting = gc.isenabled()
     gc.disable()
     try:
-        parser = _Parser(source)
-        program = parser.program()
+        with deep_recursion():
+            parser = _Parser(source)
+            program = parser.program()
     finally:
         if collecting:
             _promote_to_oldest_generation()
             gc.enable()
-        if limit < _RECURSION_LIMIT:
-            sys.setrecursionlimit(limit)
     diagnostics = parser.diagnostics
     diagnostics.sort(key=lambda d: (d.span.start, d.span.end))
     if len(diagnostics) >= MAX_DIAGNOSTICS:

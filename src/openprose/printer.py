@@ -11,11 +11,9 @@ construct each output line came from (to re-attach comments and blank lines) bef
 from __future__ import annotations
 
 import re
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 
+from openprose.depth import deep_recursion
 from openprose.nodes import (
     AgentDef,
     ArrayLit,
@@ -59,20 +57,6 @@ from openprose.source import Span
 from openprose.vocabulary import ENUM_PROPERTIES
 
 INDENT = "  "
-
-# Programs nest 400+ levels deep and each level costs a few Python frames here.
-_RECURSION_LIMIT = 20_000
-
-
-@contextmanager
-def deep_recursion() -> Iterator[None]:
-    """Raise the recursion limit for the duration of a tree walk."""
-    previous = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(previous, _RECURSION_LIMIT))
-    try:
-        yield
-    finally:
-        sys.setrecursionlimit(previous)
 
 
 @dataclass(slots=True)

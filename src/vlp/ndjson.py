@@ -9,6 +9,7 @@ its line number; every good message is kept.
 
 from __future__ import annotations
 
+import codecs
 import io
 import json
 import os
@@ -16,7 +17,7 @@ import re
 import stat
 import sys
 from array import array
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -42,6 +43,8 @@ _SNIFF_BYTES = 64 * 1024
 _SLICE = 64  # lines parsed before validating them together in scan()
 _THREAD_SLICE = 512  # lines decoded and thread-checked together: their objects stay in cache
 _PROBE_BYTES = 16 * 1024 * 1024  # an object spread over lines is looked for in inputs up to this
+_DOCUMENT_BYTES = _PROBE_BYTES  # a JSON document is parsed whole up to this; beyond, streamed
+_JSON_SPACE = " \t\r\n"
 #: A file is split between processes (``jobs``) from this size on: below it, forking and
 #: handing the columns back cost more than the second core saves (docs/decisions.md).
 SPLIT_MIN_BYTES = 8 * 1024 * 1024
@@ -323,7 +326,7 @@ def _read_at_most(stream: _Reader, head: bytes, limit: int) -> bytes:
 
 def _detect(
     stream: _Reader, chunk_bytes: int, max_line_bytes: int
-) -> tuple[list[Record] | None, _Reader, bytes]:
+) -> tuple[Iterable[Record] | None, _Reader, bytes]:
     """Tell one JSON document from NDJSON: ``(records, _, _)`` for a document, else
     ``(None, stream, first chunk)`` to read NDJSON from.
 
@@ -343,7 +346,10 @@ def _detect(
     first = _blank_opening_fence(first)
     rest: _Reader
     if _looks_like_json_document(first):
-        data = _blank_fences(first + stream.read())
+        data = _read_at_most(stream, first, _DOCUMENT_BYTES)
+        if len(data) > _DOCUMENT_BYTES:  # too big to parse whole: element by element
+            return _streamed_array(data, stream, max_line_bytes), io.BytesIO(b""), b""
+        data = _blank_fences(data)
         records = _document_or_ndjson(data)
         rest = io.BytesIO(data)
     elif (
@@ -577,6 +583,137 @@ def _element_lines(text: str, start: int) -> Iterator[int]:
             return
         line += text.count("\n", position, end)
         position = end
+
+
+class _ArrayText:
+    """A window on the text of a JSON array read in chunks: ``text[pos:]`` is what is not
+    consumed yet; ``line`` is the line ``pos`` is on."""
+
+    def __init__(self, head: bytes, stream: _Reader) -> None:
+        self._decoder = codecs.getincrementaldecoder("utf-8")()
+        self._stream = stream
+        self.text = self._decoder.decode(head)
+        self.pos = 0
+        self.line = 1
+        self.ended = False
+
+    def more(self) -> bool:
+        """Read the next chunk (False at the end of the input); UnicodeDecodeError when
+        the input is not UTF-8."""
+        if self.ended:
+            return False
+        chunk = self._stream.read(CHUNK_BYTES)
+        self.ended = not chunk
+        self.text = self.text[self.pos :] + self._decoder.decode(chunk, final=self.ended)
+        self.pos = 0
+        return not self.ended
+
+    def advance(self, end: int) -> None:
+        self.line += self.text.count("\n", self.pos, end)
+        self.pos = end
+
+    def next_char(self) -> str | None:
+        """The next character that is not JSON whitespace (skipped), None at the end."""
+        while True:
+            text, pos = self.text, self.pos
+            while pos < len(text) and text[pos] in _JSON_SPACE:
+                pos += 1
+            self.advance(pos)
+            if pos < len(text):
+                return text[pos]
+            if not self.more():
+                return None
+
+
+def _streamed_array(head: bytes, stream: _Reader, max_element_bytes: int) -> Iterator[Record]:
+    """The records of a JSON document too big to parse whole: each element of a top-level
+    array parsed on its own (memory stays bounded by the chunk size and the longest element,
+    at most ``max_element_bytes`` like a line of NDJSON). What cannot be read on is one
+    problem, and reading stops there."""
+    window = _ArrayText(head, stream)
+    scanner = json.JSONDecoder(parse_int=len, parse_float=len, parse_constant=len)
+    try:
+        if window.next_char() != "[":
+            yield Record(1, None, [Problem("VLP001", _TOO_BIG_DOCUMENT, 1)])
+            return
+        window.advance(window.pos + 1)
+        element = 0
+        while True:
+            found = window.next_char()
+            if found == "]" or (found == "," and element > 0):
+                window.advance(window.pos + 1)
+                if found == "]":
+                    break
+                found = window.next_char()
+            elif element > 0 and found is not None:
+                after = f"expected ',' or ']' after element [{element - 1}]"
+                yield _reading_stopped(window.line, after)
+                return
+            if found is None:
+                ended = "the input ends inside the array (no closing ']')"
+                yield _reading_stopped(window.line, ended)
+                return
+            end = _element_end(window, scanner, max_element_bytes)
+            if isinstance(end, Problem):
+                yield Record(end.line or window.line, None, [end])
+                return
+            yield _element_record(window, end, element)
+            window.advance(end)
+            element += 1
+        if window.next_char() is not None:
+            yield _reading_stopped(window.line, "data after the array's closing ']'")
+    except UnicodeDecodeError as error:
+        yield _reading_stopped(window.line, f"not UTF-8 (byte 0x{error.object[error.start]:02x})")
+
+
+_TOO_BIG_DOCUMENT = (
+    f"a JSON document over {_DOCUMENT_BYTES >> 20} MiB that is not an array: too big to "
+    "validate whole; give NDJSON, one message a line"
+)
+
+
+def _reading_stopped(line: int, why: str) -> Record:
+    return Record(line, None, [Problem("VLP001", f"invalid JSON: {why}; reading stopped", line)])
+
+
+def _element_end(
+    window: _ArrayText, scanner: json.JSONDecoder, max_element_bytes: int
+) -> int | Problem:
+    """Where the element at ``window.pos`` ends, reading more input while it may be cut
+    off by the end of the window; a problem when it is invalid or longer than allowed."""
+    while True:
+        try:
+            return scanner.raw_decode(window.text, window.pos)[1]
+        except json.JSONDecodeError as error:
+            if len(window.text) - window.pos > max_element_bytes:
+                return _overlong(window.line, max_element_bytes)
+            line = window.line + window.text.count("\n", window.pos, error.pos)
+            if not window.more():
+                return _json_error(line, error)
+        except RecursionError:
+            why = "invalid JSON: nested too deeply; reading stopped"
+            return Problem("VLP001", why, window.line)
+
+
+def _element_record(window: _ArrayText, end: int, element: int) -> Record:
+    text = window.text[window.pos : end]
+    data = text.encode("utf-8")
+    try:
+        value = orjson.loads(data)
+    except orjson.JSONDecodeError as error:
+        record = Record(window.line, None, [_json_error(window.line, error)])
+    else:
+        # Columns of repeated keys count from the start of the element's first line.
+        lead = " " * (window.pos - (window.text.rfind("\n", 0, window.pos) + 1))
+        repeated = _repeated_in(lead + text, len(lead), data, value)
+        record = _with_duplicates(
+            _record(window.line, value), lead + text, repeated, first_line=window.line
+        )
+    record.problems = [
+        replace(problem, message=f"element [{element}]: {problem.message}")
+        for problem in record.problems
+    ]
+    return record
 
 
 def _record(line: int, msg: Any) -> Record:

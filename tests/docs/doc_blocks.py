@@ -162,7 +162,7 @@ def tool_commands(block: Block) -> list[list[str]]:
     for line in block.text.splitlines():
         line = re.sub(r"\s+#.*$", "", line).strip()
         for part in line.split("&&"):
-            words = shlex.split(part)
+            words = shlex.split(part.rstrip().removesuffix("&"))  # `cmd &`: run in background
             if words and Path(words[0]).name in TOOLS:
                 found.append([Path(words[0]).name, *words[1:]])
     return found

@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 from openprose.cli import main
+from tests.openprose.test_nesting_limit import nested
 
 ROOT = Path(__file__).resolve().parents[2]
 _CONFORMANCE = ROOT / "tests" / "openprose" / "conformance"
@@ -31,7 +32,11 @@ EXAMPLES = sorted((ROOT / "examples").glob("*.prose")) + sorted(
     for folder in ("reference_examples", "fixable", "beyond_grammar", "workflows")
     for p in (_CONFORMANCE / folder).glob("*.prose")
 )
-PROGRAMS = [p.read_bytes() for p in EXAMPLES]
+# ... and programs nested just under the E115 limit, whose mutations cross it (a
+# RecursionError in the checker was found this way: issue 29)
+PROGRAMS = [p.read_bytes() for p in EXAMPLES] + [
+    nested(kind, 990).encode() for kind in ("parallel", "try", "if")
+]
 
 BUDGET = int(os.environ.get("PROSE_FUZZ_EXAMPLES", "60"))
 FUZZ = settings(

@@ -24,17 +24,22 @@ from plsp.instr import parse_instr
 from plsp.loopfile import LoopFileError, load_loop
 from plsp.syntax import parse as parse_block
 from plsp.trace import TraceError, check_trace
-from tests.fuzz.conftest import CLI_EXAMPLES, EXAMPLES, count_input
+from tests.fuzz.conftest import CLI_EXAMPLES, DERANDOMIZED_UP_TO, EXAMPLES, count_input
 from tests.fuzz.mutations import corpus, mutated, text
 from vlp.render import render_thread
 from vpp import parse_command, validate_transcript
 from vpp.transcript import TranscriptError, read_transcript
 
 _HEALTH = [HealthCheck.too_slow, HealthCheck.data_too_large]
-FUZZ = settings(max_examples=EXAMPLES, deadline=None, database=None, suppress_health_check=_HEALTH)
-FUZZ_CLI = settings(
-    max_examples=CLI_EXAMPLES, deadline=None, database=None, suppress_health_check=_HEALTH
+# CI's budget tries the same inputs every run; a larger budget (the long run) random ones.
+FUZZ = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    database=None,
+    derandomize=EXAMPLES <= DERANDOMIZED_UP_TO,
+    suppress_health_check=_HEALTH,
 )
+FUZZ_CLI = settings(FUZZ, max_examples=CLI_EXAMPLES, derandomize=CLI_EXAMPLES <= DERANDOMIZED_UP_TO)
 
 VLP_SEEDS = corpus("thread.*")
 VPP_SEEDS = corpus("chat-*")

@@ -9,8 +9,8 @@ import pytest
 
 from openprose import nodes as n
 from openprose.compiler import canonicalize, compile_program
+from openprose.depth import deep_recursion
 from openprose.parser import parse_text
-from openprose.printer import deep_recursion
 
 ROOT = Path(__file__).resolve().parents[2]
 REFERENCE_BLOCKS = sorted((ROOT / "tests/openprose/conformance/reference_examples").glob("*.prose"))

@@ -8,7 +8,6 @@ contracts — run when the information is at hand and otherwise leave an INFO no
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from openprose import nodes as n
@@ -17,6 +16,7 @@ from openprose.checker.branches import find_groups
 from openprose.checker.state import Checker, Handler, broken_names
 from openprose.codes import diagnostic
 from openprose.contracts import ContractLookup, local_contracts
+from openprose.depth import deep_recursion
 from openprose.diagnostics import Diagnostic
 from openprose.parser import ParseResult, parse_text
 from openprose.scanner import MAX_DIAGNOSTICS
@@ -42,9 +42,6 @@ _DISPATCH: dict[type, Handler] = {
 
 # Statements that declare rather than run; an `input` may follow only these (E022).
 _DECLARATIONS = (n.Use, n.Input, n.AgentDef, n.BlockDef, n.Invalid)
-
-# Each nesting level costs a few Python frames; programs nest hundreds of levels deep.
-_RECURSION_LIMIT = 20_000
 
 
 def check(
@@ -132,9 +129,7 @@ def check_program(
     ck.memory_on_disk = project_dir is not None if memory_on_disk is None else memory_on_disk
     body = program.body
     _register_hoisted(ck, body)
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(limit, _RECURSION_LIMIT))
-    try:
+    with deep_recursion():
         visit = ck.visit
         for stmt in body:
             if not isinstance(stmt, _DECLARATIONS) and not ck.seen_executable:
@@ -142,8 +137,6 @@ def check_program(
                 ck.first_executable = stmt
             visit(stmt)
         ck.finish()
-    finally:
-        sys.setrecursionlimit(limit)
     if ck.dropped_errors or ck.dropped_others:
         ck.diagnostics.append(_stopped(ck.diagnostics[-1], error=bool(ck.dropped_errors)))
     return ck.diagnostics

@@ -44,17 +44,21 @@ def _walk(
     *,
     in_parallel: bool,
 ) -> None:
-    for stmt in stmts:
-        if isinstance(stmt, n.If):
-            branches = [b.body for b in stmt.branches]
-            if stmt.else_body is not None:
-                branches.append(stmt.else_body)
-            _group(stmt, "if", branches, source, found, movable=not in_parallel)
-        elif isinstance(stmt, n.Choice):
-            options = [o.body for o in stmt.options]
-            _group(stmt, "choice", options, source, found, movable=not in_parallel)
-        for body, parallel in _bodies(stmt):
-            _walk(body, source, found, in_parallel=parallel)
+    # A stack, not recursion: programs nest up to the parser's limit (E115), deeper than
+    # Python's call stack allows.
+    pending: list[tuple[tuple[n.Stmt, ...], bool]] = [(stmts, in_parallel)]
+    while pending:
+        body, parallel = pending.pop()
+        for stmt in body:
+            if isinstance(stmt, n.If):
+                branches = [b.body for b in stmt.branches]
+                if stmt.else_body is not None:
+                    branches.append(stmt.else_body)
+                _group(stmt, "if", branches, source, found, movable=not parallel)
+            elif isinstance(stmt, n.Choice):
+                options = [o.body for o in stmt.options]
+                _group(stmt, "choice", options, source, found, movable=not parallel)
+            pending.extend(_bodies(stmt))
 
 
 def _bodies(stmt: object) -> list[tuple[tuple[n.Stmt, ...], bool]]:
@@ -166,17 +170,19 @@ def enclosing_statements(
     """For each `let`/`const` binding of one name: the statements around it, outermost
     first, each with whether it is a parallel block's branch; keyed by where its name starts."""
     found: dict[int, tuple[list[tuple[n.Stmt, bool]], n.Binding]] = {}
-
-    def walk(stmts: tuple[n.Stmt, ...], chain: list[tuple[n.Stmt, bool]], parallel: bool) -> None:
+    # Iterative (programs nest deeper than Python's call stack): each entry is a statement
+    # list and the chain of statements around it.
+    pending: list[tuple[tuple[n.Stmt, ...], tuple[tuple[n.Stmt, bool], ...], bool]] = [
+        (program.body, (), False)
+    ]
+    while pending:
+        stmts, chain, parallel = pending.pop()
         for stmt in stmts:
             if isinstance(stmt, n.Binding) and isinstance(stmt.target, n.Name):
                 found[stmt.target.span.start] = (list(chain), stmt)
-            chain.append((stmt, parallel))
+            inner = (*chain, (stmt, parallel))
             for body, branches in _bodies(stmt):
-                walk(body, chain, branches)
-            chain.pop()
-
-    walk(program.body, [], False)
+                pending.append((body, inner, branches))
     return found
 
 

@@ -1,6 +1,8 @@
-"""``prose explain CODE``: what a diagnostic code means, which rules report it, and where the
-language guide covers it (as ``ruff rule`` does). The text comes from ``openprose.codes`` and
-``openprose.checker.rows``, the same tables docs/diagnostics.md is generated from.
+"""``prose explain CODE``: what a diagnostic code means, the rule behind it, how to fix it, a
+wrong and a right program, which rules of the reference report it, and where the language
+guide covers it (as ``ruff rule`` does). The text comes from ``openprose.codes``,
+``openprose.checker.rows`` (the same tables docs/diagnostics.md is generated from) and
+``openprose.code_examples`` (examples tested to report the code, and not to).
 
 ``prose explain --all`` lists every code. Exit status 2 for a code that does not exist.
 """
@@ -62,9 +64,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def page(code: str) -> dict[str, Any]:
     from openprose.checker.rows import ROWS
-    from openprose.codes import CODES
+    from openprose.code_examples import EXAMPLES
+    from openprose.codes import CODES, GUIDANCE
 
     entry = CODES[code]
+    guidance = GUIDANCE[code]
+    example = EXAMPLES[code]
     rules = [{"section": r.section, "check": r.check} for r in ROWS if r.code == code]
     sections = {GUIDE_SECTIONS[r["section"]] for r in rules if r["section"] in GUIDE_SECTIONS}
     if code in CODE_SECTIONS:
@@ -74,6 +79,11 @@ def page(code: str) -> dict[str, Any]:
         "severity": str(entry.severity),
         "meaning": entry.meaning,
         "origin": _origin(code),
+        "rule": guidance.rule,
+        "fix": guidance.help,
+        "wrong": example.wrong_text,
+        "right": example.right,
+        "files": example.files,
         "rules": rules,
         "guide": [f"{GUIDE}, section “{title}”" for title in sorted(sections)]
         or [f"{GUIDE}, section “Diagnostics”"],
@@ -96,12 +106,26 @@ def render(shown: dict[str, Any]) -> str:
         f"{shown['code']} ({shown['severity']}): {shown['meaning']}",
         "",
         shown["origin"] + ".",
+        "",
+        f"Rule: {shown['rule']}",
+        f"Fix: {shown['fix']}",
+        "",
+        "Wrong:",
+        *_indented(shown["wrong"]),
+        "Right:",
+        *_indented(shown["right"]),
     ]
+    for name, text in shown["files"].items():
+        lines += [f"(beside them, {name}:)", *_indented(text)]
     if shown["rules"]:
         lines += ["", "Reported for these rules of the reference's validation tables:"]
         lines += [f"  - {rule['section']}: {rule['check']}" for rule in shown["rules"]]
     lines += ["", "Read more: " + "; ".join(shown["guide"])]
     return "\n".join(lines)
+
+
+def _indented(program: str) -> list[str]:
+    return ["    " + line if line else "" for line in program.rstrip("\n").split("\n")]
 
 
 def run(args: argparse.Namespace) -> int:

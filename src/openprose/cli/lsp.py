@@ -37,5 +37,4 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return MISSING
-    serve(debug=args.debug)
-    return 0
+    return serve(debug=args.debug)

@@ -282,10 +282,11 @@ def locate_run(project: Path, run_ref: str) -> Path:
 def _program_of(run_dir: Path, recorded_path: str | None) -> Any:
     """The parse of the run's own program.prose; a damaged copy is a usage error."""
     from openprose.parser import parse_text
+    from openprose.statefiles import read_state_file
 
     path = run_dir / "program.prose"
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_state_file(path).decode("utf-8")
     except FileNotFoundError:
         raise UsageError(f"{path}: missing; the run folder is damaged") from None
     except OSError as error:

@@ -33,9 +33,11 @@ def status_of(meta: dict[str, Any], run_dir: Path | None = None) -> str:
 def _alive(pid: object, started: object) -> bool:
     """Is the run's process still there? A process that reused its pid (it started at
     another time) is not it."""
+    from openprose.statefiles import valid_pid
     from openprose.vm.runstore import process_started
 
-    if not isinstance(pid, int) or pid <= 0:
+    pid = valid_pid(pid)
+    if pid is None:  # none recorded, or damage (10**30 would overflow os.kill)
         return False
     try:
         os.kill(pid, 0)
@@ -108,8 +110,10 @@ def read_meta(folder: Path) -> object:
     """A run folder's run.json as read (None when it cannot be read or decoded)."""
     import orjson
 
+    from openprose.statefiles import read_state_file
+
     try:  # orjson: a nesting too deep for Python's json is a decode error, not a crash
-        return orjson.loads((folder / "run.json").read_bytes())
+        return orjson.loads(read_state_file(folder / "run.json"))
     except (OSError, orjson.JSONDecodeError):
         return None
 

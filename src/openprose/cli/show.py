@@ -204,8 +204,10 @@ def _plain(record: dict[str, Any]) -> dict[str, Any]:
 def _outputs(path: Path, damaged: list[str]) -> dict[str, Any] | None:
     import orjson
 
+    from openprose.statefiles import read_state_file
+
     try:
-        data = orjson.loads(path.read_bytes())
+        data = orjson.loads(read_state_file(path))
     except FileNotFoundError:
         return None
     except OSError as error:
@@ -229,9 +231,16 @@ def _print_trail(run_dir: Path, run_id: str, program: str) -> int:
     out = sys.stdout.buffer
     path = run_dir / AUDIT_FILE
     if path.exists():
-        with path.open("rb") as trail:
-            for line in trail:
-                out.write(line)
+        from openprose.statefiles import open_state_file
+
+        try:  # a regular file only: a FIFO or /dev/zero in its place must not hang us
+            trail = open_state_file(path)
+        except OSError as error:
+            print(f"prose: --vlp: {path}: cannot read ({error.strerror})", file=sys.stderr)
+            return 2
+        with trail:
+            while chunk := trail.read(1 << 20):
+                out.write(chunk)
     else:
         journal = run_dir / "journal.jsonl"
         try:

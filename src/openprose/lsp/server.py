@@ -19,10 +19,12 @@ from typing import Any
 from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
 
+from openprose.depth import deep_recursion
 from openprose.lsp import completion, fixes, highlight, hover, navigation, outline
 from openprose.lsp.convert import diagnostic
 from openprose.lsp.documents import Analysis, Documents, path_of, resolve_path
 from openprose.lsp.formatting import format_document
+from openprose.lsp.transport import Inbox, serve_stdio
 
 # Quiet period after a change before diagnostics are computed and published.
 DEBOUNCE_S = 0.025
@@ -36,6 +38,7 @@ class ProseServer(LanguageServer):
         self.pending: dict[str, asyncio.TimerHandle] = {}
         self.last_change: dict[str, float] = {}
         self.published: dict[str, Analysis] = {}  # the analysis whose diagnostics were sent
+        self.inbox: Inbox | None = None  # messages read ahead (set when serving stdio)
 
     def analysis(self, uri: str) -> Analysis:
         """The analysis of the document's current text (analysed now when out of date)."""
@@ -64,6 +67,11 @@ class ProseServer(LanguageServer):
         self.pending.pop(uri, None)
         if uri not in self.workspace.text_documents:
             return  # closed meanwhile
+        if self.inbox is not None and self.inbox.waiting():
+            # More messages arrived (a burst of changes): this version may already be stale,
+            # and checking it would delay them; look again once they are handled.
+            self.pending[uri] = asyncio.get_running_loop().call_later(DEBOUNCE_S, self.publish, uri)
+            return
         analysis = self.analysis(uri)
         before = self.published.get(uri)
         if analysis is before:
@@ -194,16 +202,33 @@ def create_server() -> ProseServer:
     return server
 
 
-def serve(stdin: Any = None, stdout: Any = None, *, debug: bool = False) -> None:
-    """Run the server over stdio until the client exits it. Its log goes to stderr (editors
-    show it in their LSP log): one line per problem, or with ``debug`` everything pygls logs,
-    tracebacks included."""
+def serve(stdin: Any = None, stdout: Any = None, *, debug: bool = False) -> int:
+    """Run the server over stdio until the client exits it; the exit status (`serve_stdio`).
+    Its log goes to stderr (editors show it in their LSP log): one line per problem, or with
+    ``debug`` everything pygls logs, tracebacks included."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(
         logging.Formatter("prose lsp: %(levelname)s: %(message)s") if debug else _OneLine()
     )
     logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING, handlers=[handler])
-    create_server().start_io(stdin, stdout)
+    server = create_server()
+    try:
+        with deep_recursion():  # every feature walks the tree, nested up to E115's limit
+            return asyncio.run(
+                _serve_stdio(server, stdin or sys.stdin.buffer, stdout or sys.stdout.buffer)
+            )
+    except SystemExit as done:  # `exit` handled in a callback rather than in line
+        return done.code if isinstance(done.code, int) else 1
+    except BrokenPipeError:
+        logging.getLogger("openprose.lsp").error("the client closed its end; stopping")
+        return 1
+    finally:
+        server.shutdown()  # type: ignore[no-untyped-call]  # pygls leaves it untyped
+
+
+async def _serve_stdio(server: ProseServer, stdin: Any, stdout: Any) -> int:
+    server.inbox = Inbox(stdin, asyncio.get_running_loop())
+    return await serve_stdio(server, server.inbox, stdout)
 
 
 class _OneLine(logging.Formatter):

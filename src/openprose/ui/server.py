@@ -35,6 +35,7 @@ from aiohttp import web
 
 from openprose.cli.approve import answer_requests
 from openprose.cli.runs import read_meta, run_row, status_of
+from openprose.statefiles import read_state_file
 from openprose.vm.approvals import ANSWERS, ApprovalError
 from openprose.vm.journal import read_journal_from
 from openprose.vm.runstore import RUNS_DIR, DamagedRun, RunStore, list_runs
@@ -163,9 +164,8 @@ class RunWatch:
         from openprose.parser import parse_text
 
         try:
-            self.program_text = (self.run_dir / "program.prose").read_text(
-                encoding="utf-8", errors="replace"
-            )
+            data = read_state_file(self.run_dir / "program.prose")  # never a FIFO's wait
+            self.program_text = data.decode("utf-8", errors="replace")
         except OSError:
             self.program_text = ""
         self.body = parse_text(self.program_text, "program.prose").program.body

@@ -29,6 +29,7 @@ from typing import Any
 import orjson
 
 from openprose.providers.base import ModelRequest
+from openprose.statefiles import LOG_LIMIT, read_state_file
 
 
 class Journal:
@@ -165,7 +166,7 @@ def _ends_mid_line(fd: int) -> bool:
 def read_journal(path: Path) -> Iterator[dict[str, Any]]:
     """Every complete event; a line torn by a crash mid-write is skipped."""
     try:
-        data = path.read_bytes()
+        data = read_state_file(path, LOG_LIMIT)
     except FileNotFoundError:
         return
     yield from _events(data.splitlines())
@@ -175,9 +176,7 @@ def read_journal_from(path: Path, offset: int) -> tuple[list[dict[str, Any]], in
     """The events written after byte `offset` of a journal that may still be growing, and the
     offset to read from next: a last line still being written is left for the next call."""
     try:
-        with path.open("rb") as journal:
-            journal.seek(offset)
-            data = journal.read()
+        data = read_state_file(path, LOG_LIMIT, offset)
     except FileNotFoundError:
         return [], offset
     end = data.rfind(b"\n") + 1

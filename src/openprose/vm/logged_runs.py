@@ -30,6 +30,7 @@ from typing import Any
 import orjson
 
 from openprose.locks import LockHeld, try_lock
+from openprose.statefiles import LOG_LIMIT, read_state_file
 from openprose.vm.audit import AUDIT_FILE, translate_lines
 from openprose.vm.runstore import RUNS_DIR, AmbiguousRun, RunBusy, _dump_json, find_run
 
@@ -72,7 +73,7 @@ class LoggedRun:
 
 def _records(path: Path, only: str | None = None) -> Iterator[tuple[bytes, list[Any]]]:
     try:
-        data = path.read_bytes()
+        data = read_state_file(path, LOG_LIMIT)
     except FileNotFoundError:
         return
     start = None if only is None else orjson.dumps(only)[:-1]  # '"RUN' without its quote
@@ -132,7 +133,7 @@ def logged_run_ids(batch_dir: Path) -> list[str]:
     """Every run a batch's logs name (read from the start of each line only)."""
     seen: dict[str, None] = {}
     for path in log_files(batch_dir):
-        for line in path.read_bytes().split(b"\n")[:-1]:
+        for line in read_state_file(path, LOG_LIMIT).split(b"\n")[:-1]:
             if line.startswith(b'["') and not line.startswith(b'["",'):
                 end = line.find(b'"', 2)
                 if end > 2:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from openprose import nodes as n
+from openprose.depth import deep_recursion
 from openprose.providers.base import Provider
 from openprose.providers.prices import Prices
 from openprose.vm.approvals import Honoured, honoured_answers, run_id_of
@@ -314,7 +315,9 @@ async def _execute(
     status, error = "succeeded", None
     outputs: dict[str, Any] = {}
     try:
-        outputs = {k: to_json(v) for k, v in (await interpreter.run()).items()}
+        with deep_recursion():  # a statement nests a few coroutine frames a level
+            values = await interpreter.run()
+        outputs = {k: to_json(v) for k, v in values.items()}
     except ProseError as failure:
         status, error = "failed", str(failure)
     except RunAborted as abort:

@@ -22,6 +22,7 @@ import orjson
 from cliconventions.terminal import one_line
 from openprose.files import write_bytes_atomically
 from openprose.locks import FileLock, LockHeld, try_lock
+from openprose.statefiles import read_state_file, valid_pid
 from openprose.vm.writer import shared_writer
 
 RUNS_DIR = Path(".prose") / "runs"
@@ -67,6 +68,8 @@ def utc_now() -> str:
 def process_started(pid: int) -> int | None:
     """When process `pid` started (clock ticks since boot, Linux), or None when unknown.
     With the pid it tells a live run from an unrelated process that reused its pid."""
+    if valid_pid(pid) is None:
+        return None
     try:
         stat = Path(f"/proc/{pid}/stat").read_bytes()
     except OSError:
@@ -198,7 +201,7 @@ class RunStore:
     def read_meta(self) -> dict[str, Any]:
         """run.json; `DamagedRun` (naming the file and why) when it cannot be read."""
         try:
-            data = orjson.loads(self.meta_path.read_bytes())
+            data = orjson.loads(read_state_file(self.meta_path))
         except OSError as error:
             raise DamagedRun(f"{self.meta_path}: cannot read ({error.strerror})") from None
         except orjson.JSONDecodeError as error:
@@ -287,10 +290,16 @@ class RunStore:
         write_bytes_atomically(self.root / "outputs.json", _dump_json(outputs))
 
     def read_outputs(self) -> dict[str, Any] | None:
+        """outputs.json; None when missing, `DamagedRun` when it cannot be read."""
         path = self.root / "outputs.json"
-        if not path.exists():
+        try:
+            data = orjson.loads(read_state_file(path))
+        except FileNotFoundError:
             return None
-        data = orjson.loads(path.read_bytes())
+        except OSError as error:
+            raise DamagedRun(f"{path}: cannot read ({error.strerror})") from None
+        except orjson.JSONDecodeError as error:
+            raise DamagedRun(f"{path}: damaged, not valid JSON ({error})") from None
         return data if isinstance(data, dict) else None
 
     async def offload(self, work: Callable[[], None]) -> None:
