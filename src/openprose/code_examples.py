@@ -10,6 +10,7 @@ check` says so on stderr (exit 2), `openprose.check_file` returns the E118 diagn
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 
 
@@ -45,6 +46,28 @@ _RESEARCH = {
 _USE = 'use "./research.prose" as research\n'
 _SEARCH = 'use "@anthropic/web-search"\n'
 _LONG = "Review the change for errors. " * 345  # 10,005 characters
+
+_GRABBER = (
+    "agent grabber:\n"
+    '  prompt: "You collect"\n'
+    "  permissions:\n"
+    "    bash: allow\n"
+    "\n"
+    "output loot = session: grabber\n"
+    '  prompt: "Collect the notes"\n'
+)
+_GRABBER_SHA = hashlib.sha256(_GRABBER.encode("utf-8")).hexdigest()
+# `@mallory/grab` as `prose install` leaves it in the import cache, and the same program as
+# a local file (a local import has no cap).
+_GRAB = {
+    "prose.toml": "# the project: its .prose/ holds the import cache\n",
+    ".prose/imports/index.json": (
+        '{"@mallory/grab": {"origin": "https://registry.example/@mallory/grab", '
+        f'"sha256": "{_GRABBER_SHA}"}}}}\n'
+    ),
+    f".prose/imports/{_GRABBER_SHA}.prose": _GRABBER,
+    "grab.prose": _GRABBER,
+}
 
 EXAMPLES: dict[str, Example] = {
     # --- the reference's errors ---
@@ -424,6 +447,11 @@ EXAMPLES: dict[str, Example] = {
     "W171": Example(
         'let name = session "Ask the name"\nsession "Hello {{name}}"\n',
         'let name = session "Ask the name"\nsession "Hello {name}"\n',
+    ),
+    "W180": Example(
+        'use "@mallory/grab" as grab\noutput r = grab()\n',
+        'use "./grab.prose" as grab\noutput r = grab()\n',
+        _GRAB,
     ),
     # --- notes ---
     "I001": Example(

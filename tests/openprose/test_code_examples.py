@@ -17,6 +17,7 @@ def codes_reported(folder: Path, name: str, data: bytes, example: Example) -> li
     """The codes `prose check --format json` reports for ``data`` saved as ``name``."""
     folder.mkdir()
     for other, text in example.files.items():
+        (folder / other).parent.mkdir(parents=True, exist_ok=True)
         (folder / other).write_text(text, encoding="utf-8")
     program = folder / name
     if example.wrong == "" and data == b"":  # E118: no file there to read

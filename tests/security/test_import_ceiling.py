@@ -213,10 +213,13 @@ def test_writable_folders_of_a_capped_agent_are_the_common_ones(tmp_path: Path) 
 
     own = Permissions.from_mapping({"write": "allow", "bash": "allow"})
     box = Toolbox(tmp_path, own.within({"write": ["out/"]}))
-    assert box._writable_folders() == (tmp_path.resolve() / "out",)
+    assert [f.path for f in box._writable_folders()] == [tmp_path.resolve() / "out"]
+    assert not box._root_writable  # `write: allow` capped to out/: not the whole project
     nested = Toolbox(
         tmp_path, Permissions.from_mapping({"write": ["out/deep/"]}).within({"write": ["out/"]})
     )
-    assert nested._writable_folders() == (tmp_path.resolve() / "out" / "deep",)
+    assert [f.path for f in nested._writable_folders()] == [tmp_path.resolve() / "out" / "deep"]
     none = Toolbox(tmp_path, Permissions.from_mapping({"write": ["a/"]}).within({"write": ["b/"]}))
-    assert none._writable_folders() == ()
+    assert none._writable_folders() == () and not none._root_writable
+    whole = Toolbox(tmp_path, own.within({"write": "allow"}))
+    assert whole._writable_folders() == () and whole._root_writable

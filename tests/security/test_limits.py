@@ -140,6 +140,16 @@ async def test_project_writes_are_bounded(
     await _next_command_works(box)
 
 
+async def test_what_the_last_command_wrote_is_not_the_next_ones(world: World) -> None:
+    """Commands back to back: the first one's 12 MiB, written within the second before the
+    next starts, do not count against the next one's 16 MiB."""
+    box = _box(world)
+    first = await call(box, "run_command", command="head -c 12M /dev/urandom > output/a")
+    assert first.content.startswith("exit code 0"), first.content
+    second = await call(box, "run_command", command="head -c 8M /dev/urandom > output/b; sleep 0.5")
+    assert second.content.startswith("exit code 0"), second.content
+
+
 async def test_a_command_within_the_limits_is_untouched(world: World) -> None:
     box = _box(world)
     command = (

@@ -180,6 +180,15 @@ def written_since(folders: list[Path], started: float) -> int:
     return total
 
 
+_last_command_end = 0.0  # time.time() when a sandboxed command of this process last ended
+
+
+def note_command_end() -> None:
+    """A command's processes are gone: files changed until now are not the next one's."""
+    global _last_command_end
+    _last_command_end = time.time()
+
+
 class DiskWatch:
     """Whether a command has added more than `cap` bytes to its writable folders. Asked
     every 50 ms, so cheap first: the folders themselves are measured when the file systems
@@ -191,7 +200,9 @@ class DiskWatch:
         self.folders = folders
         self.cap = cap
         self.free = self._free()
-        self.started = time.time() - 1  # ctime has the file system's granularity
+        # ctime has the file system's granularity (up to 1 s), but what changed before the
+        # last command of this process ended is that command's, not this one's.
+        self.started = max(time.time() - 1, _last_command_end)
         self.next_measure = time.monotonic() + 0.1
 
     def _free(self) -> dict[int, int]:

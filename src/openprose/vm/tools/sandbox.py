@@ -28,7 +28,13 @@ from functools import cache
 from pathlib import Path
 
 from openprose.vm.tools.cgroups import CgroupSet, make_cgroups
-from openprose.vm.tools.limits import DiskWatch, SandboxLimits, launcher, launcher_problem
+from openprose.vm.tools.limits import (
+    DiskWatch,
+    SandboxLimits,
+    launcher,
+    launcher_problem,
+    note_command_end,
+)
 from openprose.vm.tools.mounts import (
     Mount,
     ProjectScan,
@@ -232,6 +238,7 @@ class Sandbox:
                 later.add_done_callback(_removing.discard)
         if result.stopped_by is None and watched and await asyncio.to_thread(disk.over):
             result = replace(result, stopped_by="disk_writes")
+        note_command_end()
         return replace(result, limits_hit=hit) if hit else result
 
     def _mounts(self) -> list[Mount]:
