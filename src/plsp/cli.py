@@ -3,12 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import inspect
 import json
 import sys
-from collections.abc import Sequence
-from pathlib import Path
-from typing import Any
 
 from cliconventions import (
     ConventionalParser,
@@ -16,15 +12,28 @@ from cliconventions import (
     interrupt_status,
     interrupt_word,
     run_async,
+    version_line,
 )
 from cliconventions import apply as apply_conventions
-from plsp.diagnostics import ParseError, visible
-from plsp.instr import PREFIX, Instruction, parse_instr
-from plsp.loopfile import LoopFileError, LoopSpec, load_loop
-from plsp.middleware import CycleRecord, Loop, LoopResult, Model
-from plsp.providers import ModelSetupError, dry_run_model, provider_model, replies_model
-from plsp.syntax import Action, Assign, Log, Num, Scanner, StateBlock, Str, Value, parse
-from plsp.trace import TraceError, TraceWriter, check_trace
+
+# Each command imports what it runs, when it runs: `plsp --version` and `plsp --help` load
+# neither aiohttp nor the loop (tests/plsp/test_cli_startup.py keeps it so).
+TYPE_CHECKING = False  # `typing` costs start-up time too
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
+    from plsp.instr import Instruction
+    from plsp.loopfile import LoopSpec
+    from plsp.middleware import CycleRecord, LoopResult, Model
+    from plsp.syntax import StateBlock, Value
+
+
+def visible(text: str) -> str:
+    """plsp.diagnostics', loaded on the first line printed."""
+    from plsp.diagnostics import visible as escaped
+
+    return escaped(text)
 
 
 def _say(*parts: object, **options: Any) -> None:
@@ -34,6 +43,8 @@ def _say(*parts: object, **options: Any) -> None:
 
 
 def _value_json(value: Value) -> dict[str, Any]:
+    from plsp.syntax import Num, Str
+
     if isinstance(value, Str):
         return {"type": "string", "text": value.text}
     if isinstance(value, Num):
@@ -42,6 +53,8 @@ def _value_json(value: Value) -> dict[str, Any]:
 
 
 def block_json(block: StateBlock) -> dict[str, Any]:
+    from plsp.syntax import Action, Assign, Log
+
     statements: list[dict[str, Any]] = []
     for statement in block.statements:
         if isinstance(statement, Assign):
@@ -66,6 +79,9 @@ def block_json(block: StateBlock) -> dict[str, Any]:
 
 
 def _starts_instruction(text: str) -> bool:
+    from plsp.instr import PREFIX
+    from plsp.syntax import Scanner
+
     scanner = Scanner(text)
     scanner.skip_framing()
     head = scanner.text[scanner.pos : scanner.pos + len(PREFIX)]
@@ -73,6 +89,10 @@ def _starts_instruction(text: str) -> bool:
 
 
 def _cmd_parse(args: argparse.Namespace) -> int:
+    from plsp.diagnostics import ParseError
+    from plsp.instr import parse_instr
+    from plsp.syntax import StateBlock, parse
+
     if args.text == "-":
         data = sys.stdin.buffer.read()
         try:
@@ -125,6 +145,8 @@ def _cmd_parse(args: argparse.Namespace) -> int:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
+    from plsp.trace import TraceError, check_trace
+
     try:
         checks = check_trace(args.trace)
     except TraceError as error:
@@ -168,6 +190,10 @@ def _show(record: CycleRecord) -> None:
 
 
 def _model(args: argparse.Namespace, spec: LoopSpec) -> tuple[Model, Any]:
+    from pathlib import Path
+
+    from plsp.providers import dry_run_model, provider_model, replies_model
+
     if args.dry_run:
         return dry_run_model(), None
     replies = Path(args.replies) if args.replies else spec.replies
@@ -184,6 +210,8 @@ def _model(args: argparse.Namespace, spec: LoopSpec) -> tuple[Model, Any]:
 def _with_status(model: Model) -> Model:
     """On a terminal, say that the model is being asked (a local model may take
     seconds); the status line is erased before the cycle is printed."""
+    import inspect
+
     calls = 0
 
     async def ask(system: str, prompt: str) -> str:
@@ -200,6 +228,11 @@ def _with_status(model: Model) -> Model:
 
 
 async def _run(args: argparse.Namespace, spec: LoopSpec) -> LoopResult:
+    from pathlib import Path
+
+    from plsp.middleware import Loop
+    from plsp.trace import TraceWriter
+
     model, close = _model(args, spec)
     if not args.quiet and sys.stdout.isatty():
         model = _with_status(model)
@@ -239,6 +272,10 @@ async def _run(args: argparse.Namespace, spec: LoopSpec) -> LoopResult:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    from plsp.diagnostics import ParseError
+    from plsp.loopfile import LoopFileError, load_loop
+    from plsp.providers import ModelSetupError
+
     try:
         spec = load_loop(args.loopfile)
         result = run_async(_run(args, spec))  # SIGTERM stops it as Ctrl-C does
@@ -339,6 +376,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         reconfigure = getattr(stream, "reconfigure", None)  # gets an escape, not a crash
         if reconfigure is not None:
             reconfigure(errors="backslashreplace")
+    if (sys.argv[1:] if argv is None else list(argv))[:1] == ["--version"]:
+        print(version_line("plsp"))  # as the parser would, without building it
+        return 0
     args = build_parser().parse_args(argv)
     return guard_output("plsp", lambda: int(args.handler(args)))
 
