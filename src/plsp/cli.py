@@ -17,7 +17,7 @@ from cliconventions import (
 from cliconventions import apply as apply_conventions
 
 # Each command imports what it runs, when it runs: `plsp --version` and `plsp --help` load
-# neither aiohttp nor the loop (tests/plsp/test_cli_startup.py keeps it so).
+# neither aiohttp nor the loop (tests/cliconventions/test_startup.py keeps it so).
 TYPE_CHECKING = False  # `typing` costs start-up time too
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -15,7 +15,7 @@ from cliconventions import OUTPUT_ERRNOS, ConventionalParser, guard_output, vers
 from cliconventions import apply as apply_conventions
 
 # Each command imports what it runs, when it runs: `vlp --version` and `vlp --help` load
-# neither msgspec nor the thread checks (tests/vlp/test_cli_startup.py keeps it so).
+# neither msgspec nor the thread checks (tests/cliconventions/test_startup.py keeps it so).
 TYPE_CHECKING = False  # `typing` costs start-up time too
 if TYPE_CHECKING:
     from collections.abc import Sequence

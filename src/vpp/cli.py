@@ -17,7 +17,7 @@ from cliconventions import ConventionalParser, guard_output, version_line
 from cliconventions import apply as apply_conventions
 
 # Each command imports what it runs, when it runs: `vpp --version` loads none of them
-# (tests/vpp/test_cli_startup.py keeps it so).
+# (tests/cliconventions/test_startup.py keeps it so).
 TYPE_CHECKING = False  # `typing` costs start-up time too
 if TYPE_CHECKING:
     from collections.abc import Sequence
