@@ -14,8 +14,8 @@ import sys
 from cliconventions import OUTPUT_ERRNOS, ConventionalParser, guard_output, version_line
 from cliconventions import apply as apply_conventions
 
-# Each command imports what it runs, when it runs: `vlp --version` and `vlp --help` load
-# neither msgspec nor the thread checks (tests/cliconventions/test_startup.py keeps it so).
+# Each command imports what it runs, when it runs: `vlp --version` loads neither msgspec
+# nor the thread checks (tests/cliconventions/test_startup.py keeps it so).
 TYPE_CHECKING = False  # `typing` costs start-up time too
 if TYPE_CHECKING:
     from collections.abc import Sequence
