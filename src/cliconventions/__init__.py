@@ -21,6 +21,11 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Sequence
     from typing import Any, NoReturn, TextIO
 
+# The version of the distribution: the one place it is written. setuptools reads it from here
+# (pyproject.toml), `--version` of the four commands prints it, and openprose, vlp, vpp and
+# plsp give it as their __version__.
+__version__ = "0.1.0"
+
 __all__ = [
     "OUTPUT_ERRNOS",
     "ConventionalParser",
@@ -276,13 +281,9 @@ class _VersionAction(argparse.Action):
 
 
 def version_line(program: str) -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        number = version("openprose")
-    except PackageNotFoundError:  # running from a source tree that was never installed
-        number = "unknown"
-    return f"{program} {number}"
+    # From the source, not importlib.metadata: reading the installed metadata would cost
+    # `prose --version` more than all the rest of its start-up.
+    return f"{program} {__version__}"
 
 
 def apply(parser: argparse.ArgumentParser) -> None:

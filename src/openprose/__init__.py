@@ -54,6 +54,7 @@ _LAZY = {
     "RunEvent": "openprose.api",
     "RunResult": "openprose.api",
     "serve_ui": "openprose.api",
+    "__version__": "cliconventions",  # the distribution's version is written there, once
 }
 
 __all__ = [

@@ -15,8 +15,6 @@ from pathlib import Path
 from typing import Any, Protocol, TextIO
 from urllib.parse import unquote, urlsplit
 
-import aiohttp
-
 from cliconventions.terminal import printable
 from plsp.files import JSON_INT_DIGITS, read_head
 from plsp.syntax import LiteralValue, Num
@@ -188,10 +186,14 @@ class WebhookPageSink:
     """Pages POSTed as JSON `{"recipient", "message"}` to a URL; non-2xx fails the page."""
 
     def __init__(self, url: str, *, timeout_s: float = 10.0) -> None:
+        import aiohttp  # here, not at the top: it costs `plsp` start-up 0.2 s CPU
+
         self.url = url
         self.timeout = aiohttp.ClientTimeout(total=timeout_s)
 
     async def send(self, recipient: str, message: str) -> str:
+        import aiohttp
+
         payload = {"recipient": recipient, "message": message}
         async with (
             aiohttp.ClientSession(timeout=self.timeout) as session,
@@ -284,6 +286,8 @@ class FetchPolicy:
     async def _fetch_url(self, url: str) -> str:
         if not self.url_allowed(url):
             raise PermissionError(f"{url!r} is not under an allowed URL")
+        import aiohttp  # only a URL fetch needs it
+
         timeout = aiohttp.ClientTimeout(total=self.timeout_s)
         async with (
             aiohttp.ClientSession(timeout=timeout) as session,

@@ -3,13 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
-import inspect
 import json
 import sys
-from collections.abc import Sequence
-from pathlib import Path
-from typing import Any
 
 from cliconventions import (
     ConventionalParser,
@@ -17,16 +12,23 @@ from cliconventions import (
     interrupt_status,
     interrupt_word,
     run_async,
+    version_line,
 )
 from cliconventions import apply as apply_conventions
 from cliconventions.terminal import neutralise as visible
-from plsp.diagnostics import ParseError
-from plsp.instr import PREFIX, Instruction, parse_instr
-from plsp.loopfile import LoopFileError, LoopSpec, load_loop
-from plsp.middleware import CycleRecord, Loop, LoopResult, Model
-from plsp.providers import ModelSetupError, dry_run_model, provider_model, replies_model
-from plsp.syntax import Action, Assign, Log, Num, Scanner, StateBlock, Str, Value, parse
-from plsp.trace import TraceError, TraceWriter, check_trace
+
+# Each command imports what it runs, when it runs: `plsp --version` and `plsp --help` load
+# neither aiohttp nor the loop (tests/cliconventions/test_startup.py keeps it so).
+TYPE_CHECKING = False  # `typing` costs start-up time too
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from pathlib import Path
+    from typing import Any
+
+    from plsp.instr import Instruction
+    from plsp.loopfile import LoopSpec
+    from plsp.middleware import CycleRecord, LoopResult, Model
+    from plsp.syntax import StateBlock, Value
 
 
 def _say(*parts: object, **options: Any) -> None:
@@ -36,6 +38,8 @@ def _say(*parts: object, **options: Any) -> None:
 
 
 def _value_json(value: Value) -> dict[str, Any]:
+    from plsp.syntax import Num, Str
+
     if isinstance(value, Str):
         return {"type": "string", "text": value.text}
     if isinstance(value, Num):
@@ -44,6 +48,8 @@ def _value_json(value: Value) -> dict[str, Any]:
 
 
 def block_json(block: StateBlock) -> dict[str, Any]:
+    from plsp.syntax import Action, Assign, Log
+
     statements: list[dict[str, Any]] = []
     for statement in block.statements:
         if isinstance(statement, Assign):
@@ -68,6 +74,9 @@ def block_json(block: StateBlock) -> dict[str, Any]:
 
 
 def _starts_instruction(text: str) -> bool:
+    from plsp.instr import PREFIX
+    from plsp.syntax import Scanner
+
     scanner = Scanner(text)
     scanner.skip_framing()
     head = scanner.text[scanner.pos : scanner.pos + len(PREFIX)]
@@ -75,6 +84,10 @@ def _starts_instruction(text: str) -> bool:
 
 
 def _cmd_parse(args: argparse.Namespace) -> int:
+    from plsp.diagnostics import ParseError
+    from plsp.instr import parse_instr
+    from plsp.syntax import StateBlock, parse
+
     if args.text == "-":
         data = sys.stdin.buffer.read()
         try:
@@ -127,6 +140,8 @@ def _cmd_parse(args: argparse.Namespace) -> int:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
+    from plsp.trace import TraceError, check_trace
+
     try:
         checks = check_trace(args.trace)
     except TraceError as error:
@@ -170,6 +185,10 @@ def _show(record: CycleRecord) -> None:
 
 
 def _model(args: argparse.Namespace, spec: LoopSpec) -> tuple[Model, Any]:
+    from pathlib import Path
+
+    from plsp.providers import dry_run_model, provider_model, replies_model
+
     if args.dry_run:
         return dry_run_model(), None
     replies = Path(args.replies) if args.replies else spec.replies
@@ -186,6 +205,8 @@ def _model(args: argparse.Namespace, spec: LoopSpec) -> tuple[Model, Any]:
 def _with_status(model: Model) -> Model:
     """On a terminal, say that the model is being asked (a local model may take
     seconds); the status line is erased before the cycle is printed."""
+    import inspect
+
     calls = 0
 
     async def ask(system: str, prompt: str) -> str:
@@ -202,6 +223,11 @@ def _with_status(model: Model) -> Model:
 
 
 async def _run(args: argparse.Namespace, spec: LoopSpec) -> LoopResult:
+    import contextlib
+
+    from plsp.middleware import Loop
+    from plsp.trace import TraceWriter
+
     model, close = _model(args, spec)
     if not args.quiet and sys.stdout.isatty():
         model = _with_status(model)
@@ -246,6 +272,8 @@ def _trace_path(args: argparse.Namespace, spec: LoopSpec) -> Path | None:
     """Where the trace goes: `--trace`, else `STEM.trace.ndjson` in the working
     directory — except for a dry run, which writes one only when asked (trying a
     loop file, as the README does, leaves nothing in the checkout)."""
+    from pathlib import Path
+
     if args.trace:
         return Path(args.trace)
     if args.dry_run:
@@ -255,6 +283,10 @@ def _trace_path(args: argparse.Namespace, spec: LoopSpec) -> Path | None:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    from plsp.diagnostics import ParseError
+    from plsp.loopfile import LoopFileError, load_loop
+    from plsp.providers import ModelSetupError
+
     try:
         spec = load_loop(args.loopfile)
         result = run_async(_run(args, spec))  # SIGTERM stops it as Ctrl-C does
@@ -355,6 +387,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         reconfigure = getattr(stream, "reconfigure", None)  # gets an escape, not a crash
         if reconfigure is not None:
             reconfigure(errors="backslashreplace")
+    if (sys.argv[1:] if argv is None else list(argv))[:1] == ["--version"]:
+        print(version_line("plsp"))  # as the parser would, without building it
+        return 0
     args = build_parser().parse_args(argv)
     return guard_output("plsp", lambda: int(args.handler(args)))
 

@@ -5,15 +5,18 @@ NDJSON with :func:`read_records` / :class:`NdjsonWriter`, follow corrections wit
 :func:`effective` and decide whether automation may act with :func:`gate`.
 """
 
+from __future__ import annotations
+
+import sys
 from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from types import ModuleType
 
-# Loaded at once, unlike the rest: the submodule vlp.gate, once imported, would otherwise
-# shadow the function of the same name.
-from vlp.gate import Cause, GateResult, Verdict, gate
-
+TYPE_CHECKING = False  # `typing` costs start-up time that `vlp --version` should not pay
 if TYPE_CHECKING:
+    from typing import Any
+
     from vlp.errors import CODES, CorrectionCycleError, Problem, VLPError
+    from vlp.gate import Cause, GateResult, Verdict, gate
     from vlp.message import make_message, new_message_id, utc_timestamp
     from vlp.model import Message, ProvenanceRef, Safety, SafetyIssue
     from vlp.ndjson import (
@@ -34,6 +37,7 @@ if TYPE_CHECKING:
 # runs (`vlp validate` needs neither pydantic, ~0.1 s, nor sessions, gating or rendering).
 _MODULES = {
     "errors": ("CODES", "CorrectionCycleError", "Problem", "VLPError"),
+    "gate": ("Cause", "GateResult", "Verdict", "gate"),
     "message": ("make_message", "new_message_id", "utc_timestamp"),
     "model": ("Message", "ProvenanceRef", "Safety", "SafetyIssue"),
     "ndjson": (
@@ -54,12 +58,29 @@ _HOME = {name: module for module, names in _MODULES.items() for name in names}
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__version__":  # the distribution's, written once
+        from cliconventions import __version__
+
+        return __version__
     module = _HOME.get(name)
     if module is None:
         raise AttributeError(f"module 'vlp' has no attribute {name!r}")
     value = getattr(import_module(f"vlp.{module}"), name)
     globals()[name] = value  # once loaded, an ordinary attribute
     return value
+
+
+class _Package(ModuleType):
+    """Importing the submodule vlp.gate binds it as the package's attribute ``gate``: the
+    function of that name stays bound instead, as ``vlp.gate(thread)`` expects."""
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name == "gate" and isinstance(value, ModuleType):
+            value = value.gate
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
 
 
 def __dir__() -> list[str]:

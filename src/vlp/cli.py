@@ -10,24 +10,21 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
-from typing import IO, Any, NoReturn
 
-import orjson
-
-from cliconventions import OUTPUT_ERRNOS, ConventionalParser, guard_output
+from cliconventions import OUTPUT_ERRNOS, ConventionalParser, guard_output, version_line
 from cliconventions import apply as apply_conventions
 from cliconventions.terminal import neutralise as visible
-from vlp import ask_cli
-from vlp.duplicates import DuplicateKey
-from vlp.errors import CODES, Problem, VLPError
-from vlp.gate import gate
-from vlp.jobs import WorkerFailed
-from vlp.message import make_message
-from vlp.ndjson import DEFAULT_MAX_LINE_BYTES, SPLIT_MIN_BYTES, read_records, scan
-from vlp.render import render_thread
-from vlp.schema import MESSAGE_TYPES, SAFETY_LEVELS
-from vlp.thread import Thread, ThreadChecker
+
+# Each command imports what it runs, when it runs: `vlp --version` loads neither msgspec
+# nor the thread checks (tests/cliconventions/test_startup.py keeps it so).
+TYPE_CHECKING = False  # `typing` costs start-up time too
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import IO, Any, NoReturn
+
+    from vlp.duplicates import DuplicateKey
+    from vlp.errors import Problem
+    from vlp.thread import Thread
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
 _SPOOL_BYTES = 8 * 1024 * 1024
@@ -58,6 +55,8 @@ def _out_bytes(data: bytes) -> None:
 
 
 def _out_json(value: Any, option: int = 0) -> None:
+    import orjson
+
     _out_bytes(orjson.dumps(value, option=option) + b"\n")
 
 
@@ -70,11 +69,15 @@ class _ProblemSpool:
         self._count = 0
 
     def add(self, problem: dict[str, Any]) -> None:
+        import orjson
+
         self._spool.write((b"," if self._count else b"") + orjson.dumps(problem))
         self._count += 1
 
     def report(self, ok: bool, messages: int, valid: int) -> None:
         """Print ``{"ok", "messages", "valid", "problems": [...]}``."""
+        import orjson
+
         head = orjson.dumps({"ok": ok, "messages": messages, "valid": valid})
         _out_bytes(head[:-1] + b',"problems":[')
         self._spool.seek(0)
@@ -108,6 +111,11 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
 
 def _validate(args: argparse.Namespace, problems: _ProblemSpool | None) -> int:
+    from vlp.errors import Problem
+    from vlp.jobs import WorkerFailed
+    from vlp.ndjson import scan
+    from vlp.thread import ThreadChecker
+
     totals = {"messages": 0, "valid": 0, "problems": 0}
     usage_errors = 0
     for path in args.files:
@@ -166,6 +174,9 @@ def _load_thread(
 ) -> tuple[Thread, list[Problem], dict[int, list[DuplicateKey]]]:
     """The thread of a file, the problems of its unreadable lines, and the keys each
     message repeats (by position in the thread)."""
+    from vlp.ndjson import read_records
+    from vlp.thread import Thread
+
     messages: list[Any] = []
     lines: list[int | None] = []
     unreadable: list[Problem] = []
@@ -185,6 +196,8 @@ def _load_thread(
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
+    from vlp.render import render_thread
+
     thread, unreadable, duplicates = _load_thread(args.file, args.max_line_bytes)
     sys.stdout.write(visible(render_thread(thread)))
     for problem in unreadable:
@@ -197,6 +210,8 @@ def _cmd_show(args: argparse.Namespace) -> int:
 
 
 def _cmd_gate(args: argparse.Namespace) -> int:
+    from vlp.gate import gate
+
     thread, unreadable, duplicates = _load_thread(args.file, args.max_line_bytes)
     result = gate(thread, unreadable=unreadable, duplicates=duplicates)
     if args.format == "json":
@@ -225,6 +240,8 @@ def _cmd_gate(args: argparse.Namespace) -> int:
 
 
 def _json_object(text: str, option: str) -> dict[str, Any]:
+    import orjson
+
     try:
         value = orjson.loads(text)
     except orjson.JSONDecodeError as error:
@@ -251,6 +268,11 @@ def _require_utf8(args: argparse.Namespace) -> None:
 
 
 def _cmd_new(args: argparse.Namespace) -> int:
+    import orjson
+
+    from vlp.errors import VLPError
+    from vlp.message import make_message
+
     _require_utf8(args)
     content: Any = _json_object(args.content, "--content") if args.content_json else args.content
     safety: dict[str, Any] | None = None
@@ -292,6 +314,8 @@ def _cmd_new(args: argparse.Namespace) -> int:
 
 
 def _cmd_codes(args: argparse.Namespace) -> int:
+    from vlp.errors import CODES
+
     for code, meaning in CODES.items():
         _out(f"{code}  {meaning}")
     return EXIT_OK
@@ -324,6 +348,10 @@ def _jobs(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from vlp import ask_cli
+    from vlp.ndjson import DEFAULT_MAX_LINE_BYTES, SPLIT_MIN_BYTES
+    from vlp.schema import MESSAGE_TYPES, SAFETY_LEVELS
+
     parser = _Parser(prog="vlp", description="Validate, inspect, gate and create VLP/1.1 messages.")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
@@ -400,6 +428,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     reconfigure = getattr(sys.stdout, "reconfigure", None)
     if reconfigure is not None:  # a terminal that cannot show a character gets an escape
         reconfigure(errors="backslashreplace")
+    if (sys.argv[1:] if argv is None else list(argv))[:1] == ["--version"]:
+        print(version_line("vlp"))  # before the parser: building it loads every command
+        return EXIT_OK
     args = build_parser().parse_args(argv)
     return guard_output("vlp", lambda: _run(args))
 

@@ -6,16 +6,58 @@ footers, cycle/locus state, exchange and transcript validation with repair.
     'q'
 """
 
-from vpp.audit import TranscriptResult, TurnResult, validate_transcript
-from vpp.conversation import Conversation
-from vpp.footer import Deviation, Footer, build_footer, parse_footer
-from vpp.grammar import Command, Problem, parse_command, recovery_body
-from vpp.reply import Reply, read_reply
-from vpp.snippets import header_snippet
-from vpp.state import ConversationState, Expectation, StateError, expect, initial_state
-from vpp.transcript import Transcript, TranscriptError, read_transcript, write_transcript
-from vpp.validate import ExchangeResult, Violation, format_reply, validate_exchange
-from vpp.versions import ASSISTANT_TAGS, DEFAULT_VERSION, USER_TAGS, VERSIONS, Version
+from __future__ import annotations
+
+from importlib import import_module
+
+TYPE_CHECKING = False  # `typing` costs start-up time that `vpp --version` should not pay
+if TYPE_CHECKING:
+    from typing import Any
+
+    from vpp.audit import TranscriptResult, TurnResult, validate_transcript
+    from vpp.conversation import Conversation
+    from vpp.footer import Deviation, Footer, build_footer, parse_footer
+    from vpp.grammar import Command, Problem, parse_command, recovery_body
+    from vpp.reply import Reply, read_reply
+    from vpp.snippets import header_snippet
+    from vpp.state import ConversationState, Expectation, StateError, expect, initial_state
+    from vpp.transcript import Transcript, TranscriptError, read_transcript, write_transcript
+    from vpp.validate import ExchangeResult, Violation, format_reply, validate_exchange
+    from vpp.versions import ASSISTANT_TAGS, DEFAULT_VERSION, USER_TAGS, VERSIONS, Version
+
+# Every name is loaded from its module on first use: `vpp --version` and `vpp --help` need
+# none of them.
+_MODULES = {
+    "audit": ("TranscriptResult", "TurnResult", "validate_transcript"),
+    "conversation": ("Conversation",),
+    "footer": ("Deviation", "Footer", "build_footer", "parse_footer"),
+    "grammar": ("Command", "Problem", "parse_command", "recovery_body"),
+    "reply": ("Reply", "read_reply"),
+    "snippets": ("header_snippet",),
+    "state": ("ConversationState", "Expectation", "StateError", "expect", "initial_state"),
+    "transcript": ("Transcript", "TranscriptError", "read_transcript", "write_transcript"),
+    "validate": ("ExchangeResult", "Violation", "format_reply", "validate_exchange"),
+    "versions": ("ASSISTANT_TAGS", "DEFAULT_VERSION", "USER_TAGS", "VERSIONS", "Version"),
+}
+_HOME = {name: module for module, names in _MODULES.items() for name in names}
+
+
+def __getattr__(name: str) -> Any:
+    if name == "__version__":  # the distribution's, written once
+        from cliconventions import __version__
+
+        return __version__
+    module = _HOME.get(name)
+    if module is None:
+        raise AttributeError(f"module 'vpp' has no attribute {name!r}")
+    value = getattr(import_module(f"vpp.{module}"), name)
+    globals()[name] = value  # once loaded, an ordinary attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_HOME])
+
 
 __all__ = [
     "ASSISTANT_TAGS",

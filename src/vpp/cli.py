@@ -12,18 +12,21 @@ import json
 import os
 import stat
 import sys
-from collections.abc import Sequence
-from typing import Any, TextIO
 
-from cliconventions import ConventionalParser, guard_output
+from cliconventions import ConventionalParser, guard_output, version_line
 from cliconventions import apply as apply_conventions
 from cliconventions.terminal import neutralise
-from vpp import chat
-from vpp.audit import SETUP, TranscriptResult, footers_version, validate_transcript
-from vpp.grammar import Command, parse_command, recovery_body
-from vpp.snippets import header_snippet
-from vpp.transcript import TranscriptError, read_transcript, write_transcript
-from vpp.versions import DEFAULT_VERSION, Version, check_version
+
+# Each command imports what it runs, when it runs: `vpp --version` loads none of them
+# (tests/cliconventions/test_startup.py keeps it so).
+TYPE_CHECKING = False  # `typing` costs start-up time too
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any, TextIO
+
+    from vpp.audit import TranscriptResult
+    from vpp.grammar import Command
+    from vpp.versions import Version
 
 OK, VIOLATIONS, USAGE = 0, 1, 2
 
@@ -38,11 +41,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         # from JSON escapes): escape them rather than fail mid-report.
         if isinstance(stream, io.TextIOWrapper):
             stream.reconfigure(errors="backslashreplace")
+    if (sys.argv[1:] if argv is None else list(argv))[:1] == ["--version"]:
+        print(version_line("vpp"))  # before the parser: building it loads the chat command
+        return OK
     args = _parser().parse_args(argv)
     return guard_output("vpp", lambda: _run(args))
 
 
 def _run(args: argparse.Namespace) -> int:
+    from vpp import chat
+    from vpp.snippets import header_snippet
+    from vpp.versions import DEFAULT_VERSION
+
     given: Version | None = args.version
     version: Version = given or DEFAULT_VERSION
     try:
@@ -70,6 +80,8 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
+    from vpp import chat
+
     parser = ConventionalParser(prog="vpp", description="Viable Prompt Protocol tools.")
     commands = parser.add_subparsers(
         dest="command", required=True, metavar="COMMAND", parser_class=ConventionalParser
@@ -129,6 +141,8 @@ def _add_start_options(command: argparse.ArgumentParser) -> None:
 
 
 def _version_argument(text: str) -> Version:
+    from vpp.versions import check_version
+
     try:
         return check_version(text)
     except ValueError as error:
@@ -201,6 +215,10 @@ def _validate(
     from_start: bool | None,
 ) -> TranscriptResult:
     """Check a transcript; without a ``version``, the one its footers name (else 1.4)."""
+    from vpp.audit import footers_version, validate_transcript
+    from vpp.transcript import TranscriptError, read_transcript
+    from vpp.versions import DEFAULT_VERSION
+
     try:
         transcript = read_transcript(text)
         version = version or footers_version(transcript) or DEFAULT_VERSION
@@ -254,6 +272,8 @@ def _say(text: str, file: TextIO | None = None) -> None:
 
 
 def _print_check(path: str, version: Version, result: TranscriptResult, quiet: bool) -> None:
+    from vpp.audit import SETUP
+
     for turn in result.turns:
         for note in turn.notes:
             # A user turn's notes are 1.5 command errors the reply answered correctly.
@@ -279,6 +299,8 @@ def _print_check(path: str, version: Version, result: TranscriptResult, quiet: b
 
 
 def _parse(message: str, version: Version, as_json: bool) -> int:
+    from vpp.grammar import parse_command
+
     command = parse_command(_read(message) if message == "-" else message, version)
     if as_json:
         print(json.dumps(_command_json(command)))
@@ -299,6 +321,8 @@ def _command_json(command: Command) -> dict[str, Any]:
 
 
 def _print_command(command: Command) -> None:
+    from vpp.grammar import recovery_body
+
     _say(f"command: {command.first_line}")
     _say(f"tag: {command.tag or '-'}")
     _say(f"modifiers: {' '.join('--' + m for m in command.modifiers) or '-'}")
@@ -312,6 +336,8 @@ def _print_command(command: Command) -> None:
 
 
 def _repair(path: str, version: Version | None, strict: bool, from_start: bool | None) -> int:
+    from vpp.transcript import write_transcript
+
     raw = _read_raw(path)
     result = _validate(path, raw.replace("\r\n", "\n"), version, strict, True, from_start)
     assert result.repaired is not None

@@ -331,7 +331,7 @@ def test_interrupt_exits_130_without_a_traceback(
     def interrupted(*args: Any, **kwargs: Any) -> Any:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("vlp.cli.scan", interrupted)
+    monkeypatch.setattr("vlp.ndjson.scan", interrupted)  # the CLI imports it when it runs
     path = write(tmp_path / "ok.ndjson", [base()])
     assert run(capsys, "validate", str(path))[0] == 130
 
@@ -357,10 +357,14 @@ def test_output_survives_a_terminal_that_is_not_utf8(tmp_path: Path) -> None:
 def test_json_report_memory_stays_bounded_however_many_problems(tmp_path: Path) -> None:
     path = tmp_path / "bad.ndjson"
     path.write_bytes(b"{oops\n" * 100_000)  # 100,000 problems, ~13 MB of report
+    warm = tmp_path / "one.ndjson"
+    warm.write_bytes(b"{oops\n")
     probe = (
         "import os, sys, tracemalloc\n"
         "from vlp.cli import main\n"
         "sys.stdout = open(os.devnull, 'w')\n"
+        # the modules the command imports when it runs are loaded before memory is traced
+        f"main(['validate', '--format', 'json', {str(warm)!r}])\n"
         "tracemalloc.start()\n"
         f"code = main(['validate', '--no-thread', '--format', 'json', {str(path)!r}])\n"
         "sys.stderr.write(f'{code} {tracemalloc.get_traced_memory()[1]}')\n"

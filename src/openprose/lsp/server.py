@@ -13,12 +13,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
-from importlib.metadata import version
 from typing import Any
 
 from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
 
+from cliconventions import __version__
 from openprose.depth import deep_recursion
 from openprose.lsp import completion, fixes, highlight, hover, navigation, outline
 from openprose.lsp.convert import diagnostic
@@ -33,7 +33,7 @@ _TRIGGERS = [":", "{", "(", '"', " "]
 
 class ProseServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("prose-lsp", version("openprose"))
+        super().__init__("prose-lsp", __version__)
         self.store = Documents()
         self.pending: dict[str, asyncio.TimerHandle] = {}
         self.last_change: dict[str, float] = {}
