@@ -653,8 +653,9 @@ def open_provider_or_fail(
         load_settings,
         open_provider,
     )
-    from openprose.providers.replay import cassette_problem, replay_source
+    from openprose.providers.replay import cassette_problem
     from openprose.providers.settings import resolve_model
+    from openprose.vm.replay_source import replay_source
 
     try:
         settings = load_settings(
