@@ -141,9 +141,9 @@ def recordable_name(name: str) -> str:
 
 def print_diagnostics(diagnostics: Any, source: Any, stream: Any) -> None:
     """As `prose check` prints them (its module loads only when there is something to say)."""
-    from openprose.cli import check
+    from openprose.diagnostic_text import print_diagnostics as print_them
 
-    check.print_diagnostics(list(diagnostics), source, stream)
+    print_them(list(diagnostics), source, stream)
 
 
 def project_settings(project: Path) -> dict[str, Any]:
