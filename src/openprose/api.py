@@ -206,9 +206,9 @@ async def aresume(
     """Continue a run (id, unique prefix or folder) as `prose resume` does: finished work is
     served from its journal; options default to what the run was started with (a budget
     given now replaces the recorded one)."""
-    from openprose.cli import opening as cli
     from openprose.cli.resume import NothingToResume, prepare_resume
     from openprose.project import runs_home
+    from openprose.session import opening as cli
 
     project = Path(project_dir) if project_dir is not None else runs_home()
     try:
@@ -326,9 +326,9 @@ def _answer(
     project_dir: str | os.PathLike[str] | None,
 ) -> list[dict[str, Any]]:
     from openprose.cli.approve import answer_requests
-    from openprose.cli.opening import UsageError
     from openprose.cli.resume import locate_run
     from openprose.project import runs_home
+    from openprose.session.opening import UsageError
     from openprose.vm.approvals import ApprovalError
     from openprose.vm.runstore import DamagedRun
 
@@ -347,8 +347,8 @@ def tracer_for(trace: Trace) -> Tracer | None:
     if trace is None or isinstance(trace, bool):
         if trace is False:
             return None
-        from openprose.cli.opening import UsageError
         from openprose.cli.run import open_tracer_or_fail
+        from openprose.session.opening import UsageError
 
         try:
             return open_tracer_or_fail(trace is True)

@@ -1,6 +1,6 @@
 """Opening a run: what `openprose.run` and `prose batch` share between reading a program
 and starting the VM — check it, load its imports, open its provider, read the VM settings,
-prices and tool runtime — built from the steps in `openprose.cli.opening`; `prose run` opens
+prices and tool runtime — built from the steps in `openprose.session.opening`; `prose run` opens
 its runs here too. Below `openprose.api` and `openprose.batches`, which both use it.
 """
 
@@ -114,8 +114,8 @@ def prepare(
     permission_mode: str = "default",
 ) -> Prepared:
     """Check the program and its inputs, load its imports and open the provider."""
-    from openprose.cli import opening as cli
     from openprose.project import find_project
+    from openprose.session import opening as cli
 
     base = Path(project_dir) if project_dir is not None else Path.cwd()
     path, text = _source(program, base)
@@ -182,7 +182,7 @@ def open_run(
     `offline` None: as PROSE_OFFLINE says. `interactive` (`prose run` only) lets a person
     at the terminal answer `prompt` permissions; library code never asks there: `yes`
     approves, else the run waits."""
-    from openprose.cli import opening as cli
+    from openprose.session import opening as cli
 
     try:
         imports = cli.load_imports_or_fail(
@@ -271,8 +271,8 @@ def _close_soon(provider: Provider) -> None:
 def check_text(text: str, path: str, project: Path) -> Any:
     """The parse of program text when it checks clean, else `UsageError` with diagnostics."""
     from openprose.checker import diagnose
-    from openprose.cli.opening import UsageError
     from openprose.parser import parse_text
+    from openprose.session.opening import UsageError
 
     parsed = parse_text(text, path)
     diagnostics = diagnose(parsed, project)

@@ -69,8 +69,8 @@ class CaseRunner:
     """Runs jobs of one batch; `open` checks the program and opens the provider once."""
 
     def __init__(self, spec: BatchSpec) -> None:
-        from openprose.cli.opening import UsageError
         from openprose.launch import RunError, check_text, open_run
+        from openprose.session.opening import UsageError
 
         self.spec = spec
         self.log: RunLog | None = None  # the batch's run log, when its runs are kept there

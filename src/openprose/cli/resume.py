@@ -14,18 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from openprose.cli.opening import (
-    BUDGET_KINDS,
-    UsageError,
-    check_evaluator,
-    check_vm_setting,
-    cost_is_enforceable,
-    load_imports_or_fail,
-    offline_wanted,
-    open_provider_or_fail,
-    run_prices,
-    tool_runtime,
-)
 from openprose.cli.run import (
     add_budget_arguments,
     add_offline_argument,
@@ -40,6 +28,18 @@ from openprose.cli.run import (
     report,
     run_async,
     shut_down,
+)
+from openprose.session.opening import (
+    BUDGET_KINDS,
+    UsageError,
+    check_evaluator,
+    check_vm_setting,
+    cost_is_enforceable,
+    load_imports_or_fail,
+    offline_wanted,
+    open_provider_or_fail,
+    run_prices,
+    tool_runtime,
 )
 
 

@@ -7,7 +7,7 @@ Exit status: 0 when the run succeeds; 1 when the program fails (an uncaught erro
 resumable with a larger one; 4 waiting for an approval; 130 Ctrl-C and 143 SIGTERM (the run
 stays resumable and the command that continues it is printed). README.md, "Exit status".
 
-The steps that open a run are in `openprose.cli.opening`.
+The steps that open a run are in `openprose.session.opening`.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from cliconventions import interrupt_status
 from cliconventions import interrupt_word as interrupted
-from openprose.cli.opening import (
+from openprose.session.opening import (
     STDIN,
     UsageError,
     ask_missing_inputs,

@@ -321,7 +321,7 @@ def make_app(project: Path, token: str) -> web.Application:
 
 def _prices_of(project: Path) -> Any:
     """The run's price table (packaged prices plus prose.toml's), as `prose run` charges."""
-    from openprose.cli.opening import UsageError, run_prices
+    from openprose.session.opening import UsageError, run_prices
 
     try:
         return run_prices(project).price_of
