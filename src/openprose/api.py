@@ -325,9 +325,9 @@ def _answer(
     all_pending: bool,
     project_dir: str | os.PathLike[str] | None,
 ) -> list[dict[str, Any]]:
-    from openprose.cli.approve import answer_requests
     from openprose.cli.resume import locate_run
     from openprose.project import runs_home
+    from openprose.session.answers import answer_requests
     from openprose.session.opening import UsageError
     from openprose.vm.approvals import ApprovalError
     from openprose.vm.runstore import DamagedRun

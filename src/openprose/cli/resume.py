@@ -214,7 +214,7 @@ def prepare_resume(
     except DamagedRun as error:
         raise UsageError(str(error)) from None
     project = run_dir.resolve().parent.parent.parent  # {project}/.prose/runs/{id}
-    from openprose.cli.runs import status_of
+    from openprose.session.runs import status_of
 
     status = status_of(meta)
     if status == "running":

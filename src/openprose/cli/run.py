@@ -533,6 +533,8 @@ def report(result: RunResult, as_json: bool, notice: RunNotice | None = None) ->
     if result.status == "waiting":  # its error line says how to approve or deny
         return WAITING
     if notice is not None and notice.run_id is not None:
+        from openprose.session.runs import asks_again
+
         if result.status == "failed" and not asks_again(result.run_dir):
             print(
                 f"prose: resuming run {notice.run_id} would fail the same way (every answer it "
@@ -547,28 +549,6 @@ def report(result: RunResult, as_json: bool, notice: RunNotice | None = None) ->
                 file=sys.stderr,
             )
     return USAGE_ERROR if result.status == "aborted" else FAILED
-
-
-def asks_again(run_dir: Path) -> bool:
-    """Whether resuming the run would send a model call again — one that failed and was not
-    handled, was cancelled, or was a judgment whose answers were unusable — and so could end
-    otherwise. When every answer the run got is served from its journal, the program takes
-    the same path to the same error: a `throw`, a fault of the program."""
-    from openprose.providers.replay import JOURNAL_NAME
-    from openprose.vm.journal import read_journal
-    from openprose.vm.runtime import Replay
-
-    events = list(read_journal(run_dir / JOURNAL_NAME))
-    try:
-        served = Replay.from_events(events)
-    except ValueError:
-        return True  # a damaged journal: `prose resume` says what it cannot do
-    return any(
-        event.get("ev") in ("session_failed", "session_cancelled", "decision_failed")
-        and event.get("step") not in served.sessions
-        and event.get("step") not in served.failures
-        for event in events
-    )
 
 
 # Providers that answer without a model: nothing is sent and nothing is paid.

@@ -33,8 +33,8 @@ from typing import Any, Self
 import orjson
 from aiohttp import web
 
-from openprose.cli.approve import answer_requests
-from openprose.cli.runs import read_meta, run_row, status_of
+from openprose.session.answers import answer_requests
+from openprose.session.runs import read_meta, run_row, status_of
 from openprose.statefiles import read_state_file
 from openprose.vm.approvals import ANSWERS, ApprovalError
 from openprose.vm.journal import read_journal_from
