@@ -206,9 +206,9 @@ async def aresume(
     """Continue a run (id, unique prefix or folder) as `prose resume` does: finished work is
     served from its journal; options default to what the run was started with (a budget
     given now replaces the recorded one)."""
-    from openprose.cli.resume import NothingToResume, prepare_resume
     from openprose.project import runs_home
-    from openprose.session import opening as cli
+    from openprose.session import opening
+    from openprose.session.resume import NothingToResume, prepare_resume
 
     project = Path(project_dir) if project_dir is not None else runs_home()
     try:
@@ -234,13 +234,13 @@ async def aresume(
             None,
             meta.get("result"),
         )
-    except cli.UsageError as error:
+    except opening.UsageError as error:
         raise RunError(str(error), error.diagnostics) from None
     try:
-        tools = cli.tool_runtime(
+        tools = opening.tool_runtime(
             resuming.project, yes, interactive=False, permission_mode=permission_mode
         )
-    except cli.UsageError as error:
+    except opening.UsageError as error:
         await resuming.provider.aclose()
         raise RunError(str(error), error.diagnostics) from None
     try:
@@ -325,10 +325,10 @@ def _answer(
     all_pending: bool,
     project_dir: str | os.PathLike[str] | None,
 ) -> list[dict[str, Any]]:
-    from openprose.cli.resume import locate_run
     from openprose.project import runs_home
     from openprose.session.answers import answer_requests
     from openprose.session.opening import UsageError
+    from openprose.session.resume import locate_run
     from openprose.vm.approvals import ApprovalError
     from openprose.vm.runstore import DamagedRun
 
@@ -347,8 +347,7 @@ def tracer_for(trace: Trace) -> Tracer | None:
     if trace is None or isinstance(trace, bool):
         if trace is False:
             return None
-        from openprose.cli.run import open_tracer_or_fail
-        from openprose.session.opening import UsageError
+        from openprose.session.opening import UsageError, open_tracer_or_fail
 
         try:
             return open_tracer_or_fail(trace is True)

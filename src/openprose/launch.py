@@ -115,7 +115,7 @@ def prepare(
 ) -> Prepared:
     """Check the program and its inputs, load its imports and open the provider."""
     from openprose.project import find_project
-    from openprose.session import opening as cli
+    from openprose.session import opening
 
     base = Path(project_dir) if project_dir is not None else Path.cwd()
     path, text = _source(program, base)
@@ -129,14 +129,14 @@ def prepare(
     shown = io.StringIO()  # diagnostics text: the error carries them as data
     try:
         if path is not None:
-            parsed = cli.parse_and_check(path, project, shown)
+            parsed = opening.parse_and_check(path, project, shown)
             text = parsed.source.text
         else:
             assert text is not None
             parsed = check_text(text, "<string>", project)
         given = dict(inputs or {})
-        cli.inputs_match(parsed, given, shown)
-    except cli.UsageError as error:  # the message names each problem, as `prose run` shows it
+        opening.inputs_match(parsed, given, shown)
+    except opening.UsageError as error:  # the message names each problem, as `prose run` shows it
         details = shown.getvalue().strip()
         message = f"{error}:\n{details}" if details else str(error)
         raise RunError(message, error.diagnostics) from None
@@ -182,13 +182,13 @@ def open_run(
     `offline` None: as PROSE_OFFLINE says. `interactive` (`prose run` only) lets a person
     at the terminal answer `prompt` permissions; library code never asks there: `yes`
     approves, else the run waits."""
-    from openprose.session import opening as cli
+    from openprose.session import opening
 
     try:
-        imports = cli.load_imports_or_fail(
+        imports = opening.load_imports_or_fail(
             program, program_dir, project, update_pins=update_pins, offline=offline
         )
-        settings, opened = cli.open_provider_or_fail(
+        settings, opened = opening.open_provider_or_fail(
             project,
             provider,
             model_flags(models),
@@ -196,27 +196,27 @@ def open_run(
             record=None if record is None else os.fspath(record),
             found=found,
         )
-    except cli.UsageError as error:
+    except opening.UsageError as error:
         raise RunError(str(error), error.diagnostics) from None
     try:
-        cli.check_evaluator(evaluator, settings)
-        config = cli.vm_config(
+        opening.check_evaluator(evaluator, settings)
+        config = opening.vm_config(
             project,
             settings.max_concurrency,
             evaluator,
-            cli.local_budget(settings),
+            opening.local_budget(settings),
             budgets=budgets or {},
         )
-        prices = cli.run_prices(project)
-        cli.cost_is_enforceable(program, config, settings, prices)
-        tools = cli.tool_runtime(
+        prices = opening.run_prices(project)
+        opening.cost_is_enforceable(program, config, settings, prices)
+        tools = opening.tool_runtime(
             project, yes, interactive=interactive, permission_mode=permission_mode
         )
-    except cli.UsageError as error:
+    except opening.UsageError as error:
         _close_soon(opened)
         raise RunError(str(error), error.diagnostics) from None
     launch = {
-        "provider": cli.launch_spec(provider, settings),
+        "provider": opening.launch_spec(provider, settings),
         "models": model_flags(models),
         "max_concurrency": max_concurrency,
         "evaluator": evaluator,

@@ -29,6 +29,7 @@ from openprose.session.opening import (
     ask_missing_inputs,
     inputs_match,
     offline_wanted,
+    open_tracer_or_fail,
     parse_and_check,
     read_inputs,
 )
@@ -87,22 +88,6 @@ def add_trace_argument(parser: argparse.ArgumentParser) -> None:
         help="send OpenTelemetry traces (OTLP/HTTP to OTEL_EXPORTER_OTLP_ENDPOINT, default "
         "localhost:4318; needs the [otel] extra); on by itself when that variable is set",
     )
-
-
-def open_tracer_or_fail(flag: bool) -> Tracer | None:
-    """The run's tracer, when `--trace` or the OTLP environment asks for one. Asked for with
-    `--trace` but not installed: a usage error; asked for by the environment: a warning."""
-    from openprose.vm.tracing import TracingUnavailable, open_tracer, wanted
-
-    if not wanted(flag):
-        return None
-    try:
-        return open_tracer()
-    except TracingUnavailable as error:
-        if flag:
-            raise UsageError(str(error)) from None
-        print(f"prose: warning: not tracing: {error}", file=sys.stderr)
-        return None
 
 
 def add_budget_arguments(parser: argparse.ArgumentParser) -> None:

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from openprose.project import Project as ProjectInfo
     from openprose.providers.base import Provider
     from openprose.providers.settings import ProviderSettings
+    from openprose.vm.tracing import Tracer
 
 STDIN = "-"  # a program or inputs read from standard input
 
@@ -692,3 +693,19 @@ def open_provider_or_fail(
 
 # Budgets may be lifted (`max_cost = "none"` is not TOML's; leave the key out instead).
 BUDGET_KINDS: dict[str, type] = {"max_sessions": int, "max_run_tokens": int, "max_cost": float}
+
+
+def open_tracer_or_fail(flag: bool) -> Tracer | None:
+    """The run's tracer, when `--trace` or the OTLP environment asks for one. Asked for with
+    `--trace` but not installed: a usage error; asked for by the environment: a warning."""
+    from openprose.vm.tracing import TracingUnavailable, open_tracer, wanted
+
+    if not wanted(flag):
+        return None
+    try:
+        return open_tracer()
+    except TracingUnavailable as error:
+        if flag:
+            raise UsageError(str(error)) from None
+        print(f"prose: warning: not tracing: {error}", file=sys.stderr)
+        return None
