@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
-from openprose.launch import (
+from openprose.session.launch import (
     Budget,
     Prepared,
     ProgramRef,

@@ -158,8 +158,8 @@ async def run_batch(
 ) -> BatchResult:
     """Run `program` once per case of `inputs` (.jsonl, or .csv with a header).
     `processes` (local executor): how many processes run the runs, this one included."""
-    from openprose.launch import RunError, model_flags
     from openprose.project import find_project
+    from openprose.session.launch import RunError, model_flags
 
     base = Path(project_dir).resolve() if project_dir is not None else Path.cwd()
     program_path = Path(program)
@@ -241,8 +241,8 @@ async def resume_batch(
     """Run the cases of a batch that have no row yet; a run the batch had started is resumed
     (its finished sessions come from its journal), never started again."""
     from openprose.batches.store import BatchBusy
-    from openprose.launch import RunError
     from openprose.project import runs_home
+    from openprose.session.launch import RunError
 
     project = Path(project_dir).resolve() if project_dir is not None else runs_home()
     try:

@@ -69,7 +69,7 @@ class CaseRunner:
     """Runs jobs of one batch; `open` checks the program and opens the provider once."""
 
     def __init__(self, spec: BatchSpec) -> None:
-        from openprose.launch import RunError, check_text, open_run
+        from openprose.session.launch import RunError, check_text, open_run
         from openprose.session.opening import UsageError
 
         self.spec = spec
@@ -130,7 +130,7 @@ class CaseRunner:
     def _start(self, job: Job) -> Awaitable[Any]:
         # the run's coroutine itself, not one more awaiting it: every coroutine between a
         # model call and the batch's worker is entered again each time the call resumes
-        from openprose.launch import execute
+        from openprose.session.launch import execute
 
         return execute(
             self.prepared,

@@ -343,8 +343,8 @@ def _not_run(
 
 
 def _run(args: argparse.Namespace) -> int:
-    from openprose.launch import RunError, execute, open_run
     from openprose.project import find_project
+    from openprose.session.launch import RunError, execute, open_run
 
     from_stdin = args.program == STDIN
     if from_stdin and args.inputs == STDIN:

@@ -1,7 +1,7 @@
 """Opening a run from a user's settings: the program read and checked, its inputs, its
 imports, the provider, the VM settings, prices and the tool runtime — each a step that fails
 with a `UsageError` naming what to fix. `prose run`, `prose resume`, `prose batch` and the
-Python API (`openprose.launch`) all open runs with these.
+Python API (`openprose.session.launch`) all open runs with these.
 """
 
 from __future__ import annotations
