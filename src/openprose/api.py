@@ -31,6 +31,7 @@ from openprose.session.launch import (
     model_flags,
     prepare,
 )
+from openprose.session.options import RunOptions
 from openprose.vm.runner import RunResult
 
 if TYPE_CHECKING:
@@ -103,19 +104,17 @@ async def arun(
     observer: Observer | None = None,
 ) -> RunResult:
     """Run a program (a `.prose` path or program text) to its end; see `run`."""
-    prepared = prepare(
-        program,
-        inputs=inputs,
+    options = RunOptions(
         provider=provider,
-        models=models,
+        models=tuple(model_flags(models)),
         max_concurrency=max_concurrency,
         evaluator=evaluator,
-        record=record,
-        project_dir=project_dir,
+        record=None if record is None else os.fspath(record),
         budgets=budgets_of(max_sessions, max_tokens, max_cost),
         yes=yes,
         permission_mode=permission_mode,
     )
+    prepared = prepare(program, options, inputs=inputs, project_dir=project_dir)
     return await start(prepared, observer, trace)
 
 
@@ -212,15 +211,16 @@ async def aresume(
 
     project = Path(project_dir) if project_dir is not None else runs_home()
     try:
-        resuming = prepare_resume(
-            project,
-            run_id,
-            provider_spec=provider,
-            models=model_flags(models),
+        options = RunOptions(
+            provider=provider,
+            models=tuple(model_flags(models)),
             max_concurrency=max_concurrency,
             evaluator=evaluator,
             budgets=budgets_of(max_sessions, max_tokens, max_cost),
+            yes=yes,
+            permission_mode=permission_mode,
         )
+        resuming = prepare_resume(project, run_id, options)
     except NothingToResume as done:  # it succeeded before: its result, nothing run again
         from openprose.vm.runstore import RunStore
 
@@ -238,7 +238,10 @@ async def aresume(
         raise RunError(str(error), error.diagnostics) from None
     try:
         tools = opening.tool_runtime(
-            resuming.project, yes, interactive=False, permission_mode=permission_mode
+            resuming.project,
+            options.yes,
+            interactive=options.interactive,
+            permission_mode=options.permission_mode,
         )
     except opening.UsageError as error:
         await resuming.provider.aclose()

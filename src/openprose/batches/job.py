@@ -71,6 +71,7 @@ class CaseRunner:
     def __init__(self, spec: BatchSpec) -> None:
         from openprose.session.launch import RunError, check_text, open_run
         from openprose.session.opening import UsageError
+        from openprose.session.options import RunOptions
 
         self.spec = spec
         self.log: RunLog | None = None  # the batch's run log, when its runs are kept there
@@ -79,17 +80,20 @@ class CaseRunner:
             parsed = check_text(spec.program_text, spec.program_path, project)
         except UsageError as error:
             raise RunError(str(error), error.diagnostics) from None
+        options = RunOptions(
+            provider=spec.provider,
+            models=tuple(spec.models),
+            max_concurrency=spec.max_concurrency,
+            evaluator=spec.evaluator,
+            budgets=spec.budgets,
+            yes=spec.yes,
+        )
         self.prepared = open_run(
             parsed.program,
             spec.program_text,
             program_dir=Path(spec.program_path).parent,
             project=project,
-            provider=spec.provider,
-            models=list(spec.models),
-            max_concurrency=spec.max_concurrency,
-            evaluator=spec.evaluator,
-            budgets=spec.budgets,
-            yes=spec.yes,
+            options=options,
         )
         from openprose.vm.runtime import ModelRouter
 

@@ -18,12 +18,12 @@ from openprose.cli.run import (
     add_permission_mode_argument,
     add_provider_arguments,
     add_trace_argument,
-    budget_flags,
     guarded,
     hold_progress,
     progress,
     report,
     run_async,
+    run_options,
     shut_down,
 )
 from openprose.session.opening import UsageError, open_tracer_or_fail, tool_runtime
@@ -83,24 +83,19 @@ def _resume(args: argparse.Namespace) -> int:
 
 
 def _resume_locked(args: argparse.Namespace, home: Path, run_dir: Path) -> int:
-
+    options = run_options(args)
     try:
-        resuming = prepare_resume(
-            home,
-            str(run_dir),
-            provider_spec=args.provider,
-            models=args.model,
-            max_concurrency=args.max_concurrency,
-            evaluator=args.evaluator,
-            record=args.record,
-            budgets=budget_flags(args),
-            offline=args.offline,
-        )
+        resuming = prepare_resume(home, str(run_dir), options)
     except NothingToResume as done:
         return _nothing_to_resume(done, args.json)
     args.notice.project, args.notice.provider = resuming.project, resuming.settings.provider
     name_recorded_answers(run_dir)
-    tools = tool_runtime(resuming.project, args.yes, permission_mode=args.permission_mode)
+    tools = tool_runtime(
+        resuming.project,
+        options.yes,
+        interactive=options.interactive,
+        permission_mode=options.permission_mode,
+    )
     tracer = open_tracer_or_fail(args.trace)
     with progress(args.json, args.notice, args.quiet) as observer, shut_down(tracer):
         hold_progress(tools, observer)

@@ -18,6 +18,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,11 +29,11 @@ from openprose.session.opening import (
     UsageError,
     ask_missing_inputs,
     inputs_match,
-    offline_wanted,
     open_tracer_or_fail,
     parse_and_check,
     read_inputs,
 )
+from openprose.session.options import RunOptions
 
 if TYPE_CHECKING:
     from openprose.providers.base import Provider
@@ -138,6 +139,22 @@ def budget_flags(args: argparse.Namespace) -> dict[str, Any]:
         "max_cost": args.max_cost,
     }
     return {k: None if v == "none" else v for k, v in given.items() if v is not None}
+
+
+def run_options(args: argparse.Namespace) -> RunOptions:
+    """The options `prose run` and `prose resume` share, read once from their flags."""
+    return RunOptions(
+        provider=args.provider,
+        models=tuple(args.model),
+        max_concurrency=args.max_concurrency,
+        evaluator=args.evaluator,
+        record=args.record,
+        budgets=budget_flags(args),
+        yes=args.yes,
+        permission_mode=args.permission_mode,
+        offline=args.offline,
+        interactive=True,  # a person at the terminal may answer `prompt` permissions
+    )
 
 
 RUN_JSON = 'print one JSON object {"run_id", "status", "outputs", "usage"}'
@@ -368,18 +385,8 @@ def _run(args: argparse.Namespace) -> int:
             parsed.source.text,
             program_dir=program_dir,
             project=project,
-            provider=args.provider,
-            models=args.model,
-            max_concurrency=args.max_concurrency,
-            evaluator=args.evaluator,
-            record=args.record,
-            budgets=budget_flags(args),
-            yes=args.yes,
-            permission_mode=args.permission_mode,
+            options=replace(run_options(args), update_pins=args.update_pins),
             found=found,
-            update_pins=args.update_pins,
-            offline=offline_wanted(args.offline),
-            interactive=True,
         )
     except RunError as error:
         raise UsageError(str(error), error.diagnostics) from None

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from openprose.session.options import DEFAULT_OPTIONS, RunOptions
+
 if TYPE_CHECKING:
     from openprose.providers.base import Provider
 
@@ -101,17 +103,10 @@ def _source(program: ProgramRef, project: Path) -> tuple[Path | None, str | None
 
 def prepare(
     program: ProgramRef,
+    options: RunOptions = DEFAULT_OPTIONS,
     *,
     inputs: Mapping[str, Any] | None = None,
-    provider: str | None = None,
-    models: Mapping[str, str] | list[str] | None = None,
-    max_concurrency: int | None = None,
-    evaluator: str | None = None,
-    record: str | os.PathLike[str] | None = None,
     project_dir: str | os.PathLike[str] | None = None,
-    budgets: dict[str, Any] | None = None,
-    yes: bool = False,
-    permission_mode: str = "default",
 ) -> Prepared:
     """Check the program and its inputs, load its imports and open the provider."""
     from openprose.project import find_project
@@ -141,19 +136,7 @@ def prepare(
         message = f"{error}:\n{details}" if details else str(error)
         raise RunError(message, error.diagnostics) from None
     prepared = open_run(
-        parsed.program,
-        text,
-        program_dir=program_dir,
-        project=project,
-        provider=provider,
-        models=models,
-        max_concurrency=max_concurrency,
-        evaluator=evaluator,
-        record=record,
-        budgets=budgets,
-        yes=yes,
-        found=found,
-        permission_mode=permission_mode,
+        parsed.program, text, program_dir=program_dir, project=project, options=options, found=found
     )
     prepared.inputs = given
     return prepared
@@ -165,61 +148,57 @@ def open_run(
     *,
     program_dir: Path,
     project: Path,
-    provider: str | None = None,
-    models: Mapping[str, str] | list[str] | None = None,
-    max_concurrency: int | None = None,
-    evaluator: str | None = None,
-    record: str | os.PathLike[str] | None = None,
-    budgets: dict[str, Any] | None = None,
-    yes: bool = False,
+    options: RunOptions = DEFAULT_OPTIONS,
     found: Any = None,  # the discovered project, when there was a search (its config file)
-    update_pins: bool = False,
-    offline: bool | None = None,
-    interactive: bool = False,
-    permission_mode: str = "default",
 ) -> Prepared:
     """For a checked program: load its imports, open the provider, read the VM settings.
-    `offline` None: as PROSE_OFFLINE says. `interactive` (`prose run` only) lets a person
-    at the terminal answer `prompt` permissions; library code never asks there: `yes`
-    approves, else the run waits."""
+    `options.interactive` (`prose run` only) lets a person at the terminal answer `prompt`
+    permissions; library code never asks there: `options.yes` approves, else the run waits."""
     from openprose.session import opening
 
     try:
         imports = opening.load_imports_or_fail(
-            program, program_dir, project, update_pins=update_pins, offline=offline
+            program,
+            program_dir,
+            project,
+            update_pins=options.update_pins,
+            offline=opening.offline_wanted(options.offline),
         )
         settings, opened = opening.open_provider_or_fail(
             project,
-            provider,
-            model_flags(models),
-            max_concurrency,
-            record=None if record is None else os.fspath(record),
+            options.provider,
+            list(options.models),
+            options.max_concurrency,
+            record=options.record,
             found=found,
         )
     except opening.UsageError as error:
         raise RunError(str(error), error.diagnostics) from None
     try:
-        opening.check_evaluator(evaluator, settings)
+        opening.check_evaluator(options.evaluator, settings)
         config = opening.vm_config(
             project,
             settings.max_concurrency,
-            evaluator,
+            options.evaluator,
             opening.local_budget(settings),
-            budgets=budgets or {},
+            budgets=dict(options.budgets),
         )
         prices = opening.run_prices(project)
         opening.cost_is_enforceable(program, config, settings, prices)
         tools = opening.tool_runtime(
-            project, yes, interactive=interactive, permission_mode=permission_mode
+            project,
+            options.yes,
+            interactive=options.interactive,
+            permission_mode=options.permission_mode,
         )
     except opening.UsageError as error:
         _close_soon(opened)
         raise RunError(str(error), error.diagnostics) from None
     launch = {
-        "provider": opening.launch_spec(provider, settings),
-        "models": model_flags(models),
-        "max_concurrency": max_concurrency,
-        "evaluator": evaluator,
+        "provider": opening.launch_spec(options.provider, settings),
+        "models": list(options.models),
+        "max_concurrency": options.max_concurrency,
+        "evaluator": options.evaluator,
         "program_dir": str(program_dir.resolve()),
     }
     return Prepared(

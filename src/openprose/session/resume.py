@@ -19,6 +19,7 @@ from openprose.session.opening import (
     open_provider_or_fail,
     run_prices,
 )
+from openprose.session.options import DEFAULT_OPTIONS, RunOptions
 from openprose.session.runs import status_of
 
 __all__ = ["NothingToResume", "Resuming", "locate_run", "prepare_resume"]
@@ -65,18 +66,7 @@ class Resuming:
         )
 
 
-def prepare_resume(
-    project: Path,
-    run_ref: str,
-    *,
-    provider_spec: str | None = None,
-    models: list[str] | None = None,
-    max_concurrency: int | None = None,
-    evaluator: str | None = None,
-    record: str | None = None,
-    budgets: dict[str, Any] | None = None,
-    offline: bool = False,
-) -> Resuming:
+def prepare_resume(project: Path, run_ref: str, options: RunOptions = DEFAULT_OPTIONS) -> Resuming:
     """Find the run and open what continuing it needs; options not given default to those
     the run was started with. A budget given now replaces the recorded one (a larger budget
     lets a stopped run go on)."""
@@ -100,14 +90,14 @@ def prepare_resume(
     pins = {str(k): str(v) for k, v in recorded.table("import_pins").items()}
     program_dir = Path(launch.text("program_dir") or project)
     imports = load_imports_or_fail(
-        parsed.program, program_dir, project, pinned=pins, offline=offline_wanted(offline)
+        parsed.program, program_dir, project, pinned=pins, offline=offline_wanted(options.offline)
     )
     settings, provider = open_provider_or_fail(
         project,
-        provider_spec or launch.text("provider"),
-        models or launch.texts("models"),
-        max_concurrency or launch.count("max_concurrency"),
-        record=record,
+        options.provider or launch.text("provider"),
+        list(options.models) or launch.texts("models"),
+        options.max_concurrency or launch.count("max_concurrency"),
+        record=options.record,
         resuming=run_dir,
     )
     from dataclasses import replace
@@ -128,10 +118,10 @@ def prepare_resume(
             raise UsageError(f"{run_dir / 'run.json'}: damaged, `config.{key}` {problem}") from None
     config = VMConfig(**config_fields)
     config = replace(config, max_concurrency=settings.max_concurrency)
-    if evaluator:
-        check_evaluator(evaluator, settings)
-        config = replace(config, evaluator_model=evaluator)
-    config = replace(config, **(budgets or {}))
+    if options.evaluator:
+        check_evaluator(options.evaluator, settings)
+        config = replace(config, evaluator_model=options.evaluator)
+    config = replace(config, **options.budgets)
     prices = run_prices(project)
     cost_is_enforceable(parsed.program, config, settings, prices)
     return Resuming(run_dir, project, parsed.program, imports, settings, provider, config, prices)
