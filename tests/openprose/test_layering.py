@@ -1,6 +1,7 @@
 """The front end (scanner, parser, checker, compiler, formatter, imports...) stands on its own:
 nothing in it imports the VM, the CLI or the providers — not even inside a function — so
-checking a program can never pull in the machinery that runs one."""
+checking a program can never pull in the machinery that runs one. And no two packages import
+each other at any depth; only the CLI imports the CLI."""
 
 from __future__ import annotations
 
