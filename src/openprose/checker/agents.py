@@ -8,7 +8,7 @@ from typing import Literal
 
 from openprose import nodes as n
 from openprose.checker.bindings import check_context
-from openprose.checker.state import AgentInfo, Checker, Handler, Persist, span_of
+from openprose.checker.state import AgentInfo, Checker, Handler, span_of
 from openprose.contracts import is_local_path
 from openprose.diagnostics import Edit, Fix
 from openprose.source import Span
@@ -19,6 +19,7 @@ from openprose.vocabulary import (
     MODELS,
     PERMISSION_VALUES,
     SESSION_PROPERTIES,
+    Persist,
     persist_of,
 )
 

@@ -34,7 +34,9 @@ async def test_the_run_being_resumed_is_never_its_own_replay_source(tmp_path: Pa
         tmp_path, "20260101-120000-abc123", journal_event("session_finished", "q", "a2")
     )
     # "20260101-120000-abc" names both runs; resuming the new one, it can only mean the old
-    replay = ReplayProvider.from_file(replay_source(Path("20260101-120000-abc"), tmp_path, exclude=new))
+    replay = ReplayProvider.from_file(
+        replay_source(Path("20260101-120000-abc"), tmp_path, exclude=new)
+    )
     assert (await replay.complete(ask("q"))).text == "a1"
     assert replay_source(Path(new.name), tmp_path, exclude=old) == new / "journal.jsonl"
     # excluded, the resumed run's own id finds nothing (reported as a missing file)
