@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from openprose import nodes as n
+from openprose.session.options import DEFAULT_OPTIONS, RunOptions
 
 if TYPE_CHECKING:
     from openprose.vm.logged_runs import LoggedRun
@@ -33,12 +34,8 @@ class BatchSpec:
     program_path: str  # absolute; recorded in each run.json, the base of relative `use`
     program_text: str
     project_dir: str  # absolute: run folders go under {project_dir}/.prose/runs/
-    provider: str | None = None
-    models: tuple[str, ...] = ()
-    max_concurrency: int | None = None
-    evaluator: str | None = None
-    budgets: dict[str, Any] = field(default_factory=dict)  # per run: max_sessions, ...
-    yes: bool = False  # approve every `prompt` permission (else such runs stop `waiting`)
+    # provider, models, evaluator, budgets (per run), yes (else `prompt` runs stop `waiting`)
+    options: RunOptions = DEFAULT_OPTIONS
     durable: bool = False  # fsync each run's journal (`prose run` does; see docs/batch.md)
 
 
@@ -71,7 +68,6 @@ class CaseRunner:
     def __init__(self, spec: BatchSpec) -> None:
         from openprose.session.launch import RunError, check_text, open_run
         from openprose.session.opening import UsageError
-        from openprose.session.options import RunOptions
 
         self.spec = spec
         self.log: RunLog | None = None  # the batch's run log, when its runs are kept there
@@ -80,20 +76,12 @@ class CaseRunner:
             parsed = check_text(spec.program_text, spec.program_path, project)
         except UsageError as error:
             raise RunError(str(error), error.diagnostics) from None
-        options = RunOptions(
-            provider=spec.provider,
-            models=tuple(spec.models),
-            max_concurrency=spec.max_concurrency,
-            evaluator=spec.evaluator,
-            budgets=spec.budgets,
-            yes=spec.yes,
-        )
         self.prepared = open_run(
             parsed.program,
             spec.program_text,
             program_dir=Path(spec.program_path).parent,
             project=project,
-            options=options,
+            options=spec.options,
         )
         from openprose.vm.runtime import ModelRouter
 
