@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
-from openprose.launch import (
+from openprose.session.launch import (
     Budget,
     Prepared,
     ProgramRef,
@@ -31,6 +31,7 @@ from openprose.launch import (
     model_flags,
     prepare,
 )
+from openprose.session.options import RunOptions
 from openprose.vm.runner import RunResult
 
 if TYPE_CHECKING:
@@ -103,19 +104,17 @@ async def arun(
     observer: Observer | None = None,
 ) -> RunResult:
     """Run a program (a `.prose` path or program text) to its end; see `run`."""
-    prepared = prepare(
-        program,
-        inputs=inputs,
+    options = RunOptions(
         provider=provider,
-        models=models,
+        models=tuple(model_flags(models)),
         max_concurrency=max_concurrency,
         evaluator=evaluator,
-        record=record,
-        project_dir=project_dir,
+        record=None if record is None else os.fspath(record),
         budgets=budgets_of(max_sessions, max_tokens, max_cost),
         yes=yes,
         permission_mode=permission_mode,
     )
+    prepared = prepare(program, options, inputs=inputs, project_dir=project_dir)
     return await start(prepared, observer, trace)
 
 
@@ -206,21 +205,22 @@ async def aresume(
     """Continue a run (id, unique prefix or folder) as `prose resume` does: finished work is
     served from its journal; options default to what the run was started with (a budget
     given now replaces the recorded one)."""
-    from openprose.cli import opening as cli
-    from openprose.cli.resume import NothingToResume, prepare_resume
     from openprose.project import runs_home
+    from openprose.session import opening
+    from openprose.session.resume import NothingToResume, prepare_resume
 
     project = Path(project_dir) if project_dir is not None else runs_home()
     try:
-        resuming = prepare_resume(
-            project,
-            run_id,
-            provider_spec=provider,
-            models=model_flags(models),
+        options = RunOptions(
+            provider=provider,
+            models=tuple(model_flags(models)),
             max_concurrency=max_concurrency,
             evaluator=evaluator,
             budgets=budgets_of(max_sessions, max_tokens, max_cost),
+            yes=yes,
+            permission_mode=permission_mode,
         )
+        resuming = prepare_resume(project, run_id, options)
     except NothingToResume as done:  # it succeeded before: its result, nothing run again
         from openprose.vm.runstore import RunStore
 
@@ -234,13 +234,16 @@ async def aresume(
             None,
             meta.get("result"),
         )
-    except cli.UsageError as error:
+    except opening.UsageError as error:
         raise RunError(str(error), error.diagnostics) from None
     try:
-        tools = cli.tool_runtime(
-            resuming.project, yes, interactive=False, permission_mode=permission_mode
+        tools = opening.tool_runtime(
+            resuming.project,
+            options.yes,
+            interactive=options.interactive,
+            permission_mode=options.permission_mode,
         )
-    except cli.UsageError as error:
+    except opening.UsageError as error:
         await resuming.provider.aclose()
         raise RunError(str(error), error.diagnostics) from None
     try:
@@ -325,10 +328,10 @@ def _answer(
     all_pending: bool,
     project_dir: str | os.PathLike[str] | None,
 ) -> list[dict[str, Any]]:
-    from openprose.cli.approve import answer_requests
-    from openprose.cli.opening import UsageError
-    from openprose.cli.resume import locate_run
     from openprose.project import runs_home
+    from openprose.session.answers import answer_requests
+    from openprose.session.opening import UsageError
+    from openprose.session.resume import locate_run
     from openprose.vm.approvals import ApprovalError
     from openprose.vm.runstore import DamagedRun
 
@@ -347,8 +350,7 @@ def tracer_for(trace: Trace) -> Tracer | None:
     if trace is None or isinstance(trace, bool):
         if trace is False:
             return None
-        from openprose.cli.opening import UsageError
-        from openprose.cli.run import open_tracer_or_fail
+        from openprose.session.opening import UsageError, open_tracer_or_fail
 
         try:
             return open_tracer_or_fail(trace is True)
@@ -430,13 +432,15 @@ async def abatch(
         os.fspath(program),
         os.fspath(inputs),
         output=None if output is None else os.fspath(output),
-        provider=provider,
-        models=model_flags(models),
-        max_concurrency=max_concurrency,
-        evaluator=evaluator,
+        options=RunOptions(
+            provider=provider,
+            models=tuple(model_flags(models)),
+            max_concurrency=max_concurrency,
+            evaluator=evaluator,
+            budgets=budgets_of(max_sessions, max_tokens, max_cost),
+            yes=yes,
+        ),
         max_runs=max_runs or 64,
-        budgets=budgets_of(max_sessions, max_tokens, max_cost),
-        yes=yes,
         executor=executor or "local",
         ray_address=ray_address,
         processes=processes or 1,

@@ -495,7 +495,7 @@ def confinement_problems(program: Program) -> list[str]:
     import local files (they would be read and sent to the model), or keep agent memory
     outside the run or project folder (`persist: user`, an absolute, `~` or `..` path)."""
     from openprose import nodes as n
-    from openprose.checker.agents import persist_of
+    from openprose.vocabulary import persist_of
 
     problems: list[str] = []
     for node in _nodes(program):

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
+from openprose import nodes as n
+
 MODELS = frozenset({"sonnet", "opus", "haiku"})
 BACKOFFS = frozenset({"none", "linear", "exponential"})
 PERMISSION_VALUES = frozenset({"allow", "deny", "prompt"})
@@ -27,3 +31,16 @@ AGENT_PROPERTIES = (
     "backoff",
 )
 SESSION_PROPERTIES = ("model", "prompt", "context", "retry", "backoff")
+
+# What an agent's `persist:` asks for: none given, a scope, a folder, or a value that is none.
+Persist = Literal["none", "true", "project", "user", "path", "invalid"]
+PERSIST_SCOPES: dict[str, Persist] = {"true": "true", "project": "project", "user": "user"}
+
+
+def persist_of(value: n.Expr | n.PermissionsBlock) -> tuple[Persist, str | None]:
+    """The memory scope a ``persist:`` value asks for (and its path, for a string)."""
+    if isinstance(value, n.Name) and value.id in PERSIST_SCOPES:
+        return PERSIST_SCOPES[value.id], None
+    if isinstance(value, n.StringLit) and value.value.strip():
+        return "path", value.value
+    return "invalid", None

@@ -1,6 +1,7 @@
 """The front end (scanner, parser, checker, compiler, formatter, imports...) stands on its own:
 nothing in it imports the VM, the CLI or the providers — not even inside a function — so
-checking a program can never pull in the machinery that runs one."""
+checking a program can never pull in the machinery that runs one. And no two packages import
+each other at any depth; only the CLI imports the CLI."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import openprose
 PACKAGE = Path(openprose.__file__).parent
 # What runs programs: the VM, the CLI, the providers, the run/batch API above them, and the
 # web view of runs (`prose ui`).
-BACK_END = ("vm", "cli", "providers", "api", "launch", "batches", "ui")
+BACK_END = ("vm", "cli", "providers", "api", "session", "batches", "ui")
 
 
 def _module_name(path: Path) -> str:
@@ -140,3 +141,121 @@ def test_no_import_cycles_between_modules() -> None:
         if module not in state:
             visit(module, [module])
     assert cycles == []
+
+
+# --- packages: no loop at any depth ------------------------------------------------------------
+
+SOURCE_ROOT = PACKAGE.parent  # src/: openprose and the protocols beside it
+
+
+def _room(module: str, root: Path) -> str:
+    """The package a module belongs to, as `import-loops` counts them: its top package plus
+    one level (`openprose.vm`, `openprose.imports`), or the top package alone (`vlp`)."""
+    parts = module.split(".")
+    if len(parts) >= 2 and (
+        (root / parts[0] / parts[1]).is_dir() or (root / parts[0] / f"{parts[1]}.py").is_file()
+    ):
+        return ".".join(parts[:2])
+    return parts[0]
+
+
+def _package_edges(root: Path) -> dict[tuple[str, str], list[str]]:
+    """(package, package it imports) -> where: every import statement in every module under
+    `root`, those inside functions and under `if TYPE_CHECKING:` included."""
+    edges: dict[tuple[str, str], list[str]] = {}
+    for path in sorted(root.rglob("*.py")):
+        relative = path.relative_to(root).with_suffix("")
+        parts = relative.parts[:-1] if relative.name == "__init__" else relative.parts
+        module = ".".join(parts)
+        package = module if relative.name == "__init__" else module.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*anchor, base] if base else anchor)
+                targets = [base, *(f"{base}.{alias.name}" for alias in node.names)]
+            sinks = {
+                _room(target, root)
+                for target in targets
+                if target and (root / target.split(".")[0]).is_dir()  # not a dependency's
+            }
+            source = _room(module, root)
+            for sink in sorted(sinks):
+                # a package and its own subpackage are one room (cliconventions.completion)
+                if not (
+                    source == sink
+                    or f"{sink}.".startswith(f"{source}.")
+                    or f"{source}.".startswith(f"{sink}.")
+                ):
+                    where = f"{path.relative_to(root)}:{node.lineno}"
+                    edges.setdefault((source, sink), []).append(where)
+    return edges
+
+
+def _loops(edges: dict[tuple[str, str], list[str]]) -> list[list[str]]:
+    """The groups of packages that reach one another through imports (each group sorted)."""
+    reach: dict[str, set[str]] = {}
+    for source, sink in edges:
+        reach.setdefault(source, set()).add(sink)
+        reach.setdefault(sink, set())
+    closure = {package: set(sinks) for package, sinks in reach.items()}
+    changed = True
+    while changed:  # transitive closure: a few dozen packages, a few rounds
+        changed = False
+        for package, sinks in closure.items():
+            grown = sinks.union(*(closure[s] for s in sinks))
+            if grown != sinks:
+                closure[package], changed = grown, True
+    groups = {
+        tuple(sorted({package} | {o for o in closure[package] if package in closure[o]}))
+        for package in closure
+        if package in closure[package]
+    }
+    return sorted(list(group) for group in groups)
+
+
+def test_no_package_imports_another_that_imports_it_back() -> None:
+    edges = _package_edges(SOURCE_ROOT)
+    # the walk sees the packages and the imports it is about (a function-level one included)
+    assert ("openprose.cli", "openprose.session") in edges
+    assert ("openprose.vm", "openprose.providers") in edges
+    loops = _loops(edges)
+    shown = {
+        " <-> ".join(group): [
+            f"{a} -> {b}: {edges[(a, b)][0]}" for a in group for b in group if (a, b) in edges
+        ]
+        for group in loops
+    }
+    assert shown == {}
+
+
+def test_the_loop_finder_sees_an_import_hidden_in_a_function(tmp_path: Path) -> None:
+    for name in ("top", "top/low", "top/high"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "__init__.py").write_text("")
+    (tmp_path / "top" / "high" / "view.py").write_text("from top.low import core\n")
+    (tmp_path / "top" / "low" / "core.py").write_text(
+        "def late():\n    from ..high import view\n    return view\n"
+    )
+    (tmp_path / "top" / "alone.py").write_text("import top.low.core\n")
+    edges = _package_edges(tmp_path)
+    assert edges[("top.low", "top.high")] == ["top/low/core.py:2"]
+    assert _loops(edges) == [["top.high", "top.low"]]
+
+
+def test_nothing_outside_the_cli_imports_it() -> None:
+    """The commands sit on top: the API, batches, the web view and the LSP use the
+    application layer (`openprose.session`), never a command's module."""
+    cli = PACKAGE / "cli"
+    offenders = {
+        _module_name(path): sorted(
+            m for m in _imported(path) if m == "openprose.cli" or m.startswith("openprose.cli.")
+        )
+        for path in SOURCE_ROOT.rglob("*.py")
+        if cli not in path.parents
+    }
+    assert {name: found for name, found in offenders.items() if found} == {}

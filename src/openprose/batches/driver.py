@@ -20,6 +20,7 @@ from openprose.batches.cases import Case, CasesError, Invalid, read_cases
 from openprose.batches.job import FINISHED, BatchSpec, CaseRunner, Job, logged_row, row_of
 from openprose.batches.store import BatchStore, file_sha256, find_batch
 from openprose.files import unreadable_reason
+from openprose.session.options import DEFAULT_OPTIONS, RunOptions
 from openprose.vm.logged_runs import materialize
 
 __all__ = [
@@ -141,13 +142,8 @@ async def run_batch(
     inputs: str | Path,
     *,
     output: str | Path | None = None,
-    provider: str | None = None,
-    models: list[str] | dict[str, str] | None = None,
-    max_concurrency: int | None = None,
-    evaluator: str | None = None,
+    options: RunOptions = DEFAULT_OPTIONS,
     max_runs: int = DEFAULT_MAX_RUNS,
-    budgets: dict[str, Any] | None = None,
-    yes: bool = False,
     durable: bool = False,
     executor: str = "local",
     ray_address: str | None = None,
@@ -156,10 +152,12 @@ async def run_batch(
     on_start: Callable[[str, Path], None] | None = None,
     processes: int = 1,
 ) -> BatchResult:
-    """Run `program` once per case of `inputs` (.jsonl, or .csv with a header).
-    `processes` (local executor): how many processes run the runs, this one included."""
-    from openprose.launch import RunError, model_flags
+    """Run `program` once per case of `inputs` (.jsonl, or .csv with a header), each run with
+    `options` (provider, models, evaluator, budgets, yes; not `record`, `permission_mode`,
+    `offline`). `processes` (local executor): how many processes run the runs, this one
+    included."""
     from openprose.project import find_project
+    from openprose.session.launch import RunError
 
     base = Path(project_dir).resolve() if project_dir is not None else Path.cwd()
     program_path = Path(program)
@@ -188,12 +186,7 @@ async def run_batch(
         program_path=str(program_path.resolve()),
         program_text=text,
         project_dir=str(project),
-        provider=provider,
-        models=tuple(model_flags(models)),
-        max_concurrency=max_concurrency,
-        evaluator=evaluator,
-        budgets=dict(budgets or {}),
-        yes=yes,
+        options=options,
         durable=durable,
     )
     _preflight(executor, ray_address)
@@ -208,12 +201,12 @@ async def run_batch(
         "output": str(Path(output).resolve()) if output is not None else None,
         "options": {
             "provider": runner.prepared.launch["provider"],
-            "models": list(spec.models),
-            "max_concurrency": max_concurrency,
-            "evaluator": evaluator,
+            "models": list(options.models),
+            "max_concurrency": options.max_concurrency,
+            "evaluator": options.evaluator,
             "max_runs": max_runs,
-            "budgets": dict(budgets or {}),
-            "yes": yes,
+            "budgets": dict(options.budgets),
+            "yes": options.yes,
             "durable": durable,
             "executor": executor,
             "ray_address": ray_address,
@@ -241,8 +234,8 @@ async def resume_batch(
     """Run the cases of a batch that have no row yet; a run the batch had started is resumed
     (its finished sessions come from its journal), never started again."""
     from openprose.batches.store import BatchBusy
-    from openprose.launch import RunError
     from openprose.project import runs_home
+    from openprose.session.launch import RunError
 
     project = Path(project_dir).resolve() if project_dir is not None else runs_home()
     try:
@@ -275,12 +268,14 @@ async def resume_batch(
         program_path=str(meta["program"]),
         program_text=store.program_text,
         project_dir=str(project),
-        provider=options.get("provider"),
-        models=tuple(options.get("models") or ()),
-        max_concurrency=options.get("max_concurrency"),
-        evaluator=options.get("evaluator"),
-        budgets=dict(options.get("budgets") or {}),
-        yes=bool(options.get("yes")),
+        options=RunOptions(
+            provider=options.get("provider"),
+            models=tuple(options.get("models") or ()),
+            max_concurrency=options.get("max_concurrency"),
+            evaluator=options.get("evaluator"),
+            budgets=dict(options.get("budgets") or {}),
+            yes=bool(options.get("yes")),
+        ),
         durable=bool(options.get("durable")),
     )
     executor = executor or options.get("executor") or "local"
@@ -453,7 +448,8 @@ async def _with_limit_share(runner: CaseRunner, processes: int) -> CaseRunner:
     processes has its own provider (connection pool), and together they keep the limit."""
     share = runner.prepared.settings.max_concurrency // processes
     await runner.aclose()
-    shared = CaseRunner(replace(runner.spec, max_concurrency=share))
+    options = replace(runner.spec.options, max_concurrency=share)
+    shared = CaseRunner(replace(runner.spec, options=options))
     shared.log = runner.log
     return shared
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from openprose import nodes as n
+from openprose.session.options import DEFAULT_OPTIONS, RunOptions
 
 if TYPE_CHECKING:
     from openprose.vm.logged_runs import LoggedRun
@@ -33,12 +34,8 @@ class BatchSpec:
     program_path: str  # absolute; recorded in each run.json, the base of relative `use`
     program_text: str
     project_dir: str  # absolute: run folders go under {project_dir}/.prose/runs/
-    provider: str | None = None
-    models: tuple[str, ...] = ()
-    max_concurrency: int | None = None
-    evaluator: str | None = None
-    budgets: dict[str, Any] = field(default_factory=dict)  # per run: max_sessions, ...
-    yes: bool = False  # approve every `prompt` permission (else such runs stop `waiting`)
+    # provider, models, evaluator, budgets (per run), yes (else `prompt` runs stop `waiting`)
+    options: RunOptions = DEFAULT_OPTIONS
     durable: bool = False  # fsync each run's journal (`prose run` does; see docs/batch.md)
 
 
@@ -69,8 +66,8 @@ class CaseRunner:
     """Runs jobs of one batch; `open` checks the program and opens the provider once."""
 
     def __init__(self, spec: BatchSpec) -> None:
-        from openprose.cli.opening import UsageError
-        from openprose.launch import RunError, check_text, open_run
+        from openprose.session.launch import RunError, check_text, open_run
+        from openprose.session.opening import UsageError
 
         self.spec = spec
         self.log: RunLog | None = None  # the batch's run log, when its runs are kept there
@@ -84,12 +81,7 @@ class CaseRunner:
             spec.program_text,
             program_dir=Path(spec.program_path).parent,
             project=project,
-            provider=spec.provider,
-            models=list(spec.models),
-            max_concurrency=spec.max_concurrency,
-            evaluator=spec.evaluator,
-            budgets=spec.budgets,
-            yes=spec.yes,
+            options=spec.options,
         )
         from openprose.vm.runtime import ModelRouter
 
@@ -130,7 +122,7 @@ class CaseRunner:
     def _start(self, job: Job) -> Awaitable[Any]:
         # the run's coroutine itself, not one more awaiting it: every coroutine between a
         # model call and the batch's worker is entered again each time the call resumes
-        from openprose.launch import execute
+        from openprose.session.launch import execute
 
         return execute(
             self.prepared,

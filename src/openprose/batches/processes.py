@@ -29,6 +29,7 @@ from typing import Any
 import orjson
 
 from openprose.batches.job import BatchSpec, CaseRunner, Job, row_of
+from openprose.session.options import RunOptions
 
 __all__ = ["run_in_processes"]
 
@@ -197,8 +198,9 @@ async def _serve(header: dict[str, Any]) -> None:
     from openprose.vm.runlog import RunLog
 
     spec_fields = dict(header["spec"])
-    spec_fields["models"] = tuple(spec_fields.get("models") or ())
-    runner = CaseRunner(BatchSpec(**spec_fields))
+    options = dict(spec_fields.pop("options"))
+    options["models"] = tuple(options.get("models") or ())
+    runner = CaseRunner(BatchSpec(**spec_fields, options=RunOptions(**options)))
     log = (
         None if header["log"] is None else RunLog(Path(header["log"]), durable=runner.spec.durable)
     )

@@ -8,7 +8,7 @@ from typing import Literal
 
 from openprose import nodes as n
 from openprose.checker.bindings import check_context
-from openprose.checker.state import AgentInfo, Checker, Handler, Persist, span_of
+from openprose.checker.state import AgentInfo, Checker, Handler, span_of
 from openprose.contracts import is_local_path
 from openprose.diagnostics import Edit, Fix
 from openprose.source import Span
@@ -19,11 +19,12 @@ from openprose.vocabulary import (
     MODELS,
     PERMISSION_VALUES,
     SESSION_PROPERTIES,
+    Persist,
+    persist_of,
 )
 
 Where = Literal["agent", "session"]
 
-PERSIST_SCOPES: dict[str, Persist] = {"true": "true", "project": "project", "user": "user"}
 PATTERN_PERMISSIONS = frozenset({"read", "write", "execute"})
 SWITCH_PERMISSIONS = frozenset({"bash", "network"})
 HOST_PERMISSIONS = frozenset({"network", "deny"})  # take an array of host patterns
@@ -51,15 +52,6 @@ def register_agent(ck: Checker, node: n.AgentDef) -> None:
             persist, path = persist_of(prop.value)
             break
     ck.agents[name] = AgentInfo(node, persist, path)
-
-
-def persist_of(value: n.Expr | n.PermissionsBlock) -> tuple[Persist, str | None]:
-    """The memory scope a ``persist:`` value asks for (and its path, for a string)."""
-    if isinstance(value, n.Name) and value.id in PERSIST_SCOPES:
-        return PERSIST_SCOPES[value.id], None
-    if isinstance(value, n.StringLit) and value.value.strip():
-        return "path", value.value
-    return "invalid", None
 
 
 def _agent_def(ck: Checker, node: n.AgentDef) -> None:

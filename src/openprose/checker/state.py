@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from openprose import nodes as n
 from openprose.checker.branches import BranchGroup, enclosing_statements, unbound_fix
@@ -18,9 +18,9 @@ from openprose.diagnostics import Diagnostic, Fix, Severity
 from openprose.scanner import MAX_DIAGNOSTICS
 from openprose.source import SourceFile, Span
 from openprose.suggest import closest, is_misspelling
+from openprose.vocabulary import Persist
 
 Handler = Callable[["Checker", Any], None]
-Persist = Literal["none", "true", "project", "user", "path", "invalid"]
 
 
 # Why a check that needs the project is deferred (`prose check` finds the project `prose run`

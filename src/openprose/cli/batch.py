@@ -95,6 +95,7 @@ def _batch(args: argparse.Namespace) -> int:
     from openprose.batches import BatchError, resume_batch, run_batch
     from openprose.batches.cases import count_cases
     from openprose.cli.run import budget_flags
+    from openprose.session.options import RunOptions
 
     if args.resume:
         if args.program or args.inputs or args.output or args.provider or args.model:
@@ -129,13 +130,15 @@ def _batch(args: argparse.Namespace) -> int:
             args.program,
             args.inputs,
             output=args.output,
-            provider=args.provider,
-            models=args.model,
-            max_concurrency=args.max_concurrency,
-            evaluator=args.evaluator,
+            options=RunOptions(
+                provider=args.provider,
+                models=tuple(args.model),
+                max_concurrency=args.max_concurrency,
+                evaluator=args.evaluator,
+                budgets=budget_flags(args),
+                yes=args.yes,
+            ),
             max_runs=64 if args.max_runs is None else args.max_runs,
-            budgets=budget_flags(args),
-            yes=args.yes,
             durable=args.durable,
             executor=args.executor or "local",
             ray_address=args.ray_address,

@@ -19,11 +19,10 @@ from openprose.cli.check import (
     add_project_dir,
     is_unreadable,
     missing_reason,
-    print_diagnostics,
     read,
     stdout_guard,
-    write,
 )
+from openprose.diagnostic_text import print_diagnostics, write
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

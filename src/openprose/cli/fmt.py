@@ -22,11 +22,10 @@ from openprose.cli.check import (
     USAGE_ERROR,
     expand,
     is_unreadable,
-    print_diagnostics,
     read,
     stdout_guard,
-    write,
 )
+from openprose.diagnostic_text import print_diagnostics, write
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

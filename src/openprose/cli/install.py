@@ -11,7 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from openprose.cli.opening import (
+from openprose.cli.run import add_offline_argument
+from openprose.session.opening import (
     UsageError,
     fetch_policy,
     install_skills_or_fail,
@@ -19,7 +20,6 @@ from openprose.cli.opening import (
     parse_and_check,
     registry_base,
 )
-from openprose.cli.run import add_offline_argument
 
 USAGE_ERROR = 2
 OUTCOMES = {

@@ -7,7 +7,7 @@ Exit status: 0 when the run succeeds; 1 when the program fails (an uncaught erro
 resumable with a larger one; 4 waiting for an approval; 130 Ctrl-C and 143 SIGTERM (the run
 stays resumable and the command that continues it is printed). README.md, "Exit status".
 
-The steps that open a run are in `openprose.cli.opening`.
+The steps that open a run are in `openprose.session.opening`.
 """
 
 from __future__ import annotations
@@ -18,20 +18,22 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cliconventions import interrupt_status
 from cliconventions import interrupt_word as interrupted
-from openprose.cli.opening import (
+from openprose.session.opening import (
     STDIN,
     UsageError,
     ask_missing_inputs,
     inputs_match,
-    offline_wanted,
+    open_tracer_or_fail,
     parse_and_check,
     read_inputs,
 )
+from openprose.session.options import RunOptions
 
 if TYPE_CHECKING:
     from openprose.providers.base import Provider
@@ -89,22 +91,6 @@ def add_trace_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def open_tracer_or_fail(flag: bool) -> Tracer | None:
-    """The run's tracer, when `--trace` or the OTLP environment asks for one. Asked for with
-    `--trace` but not installed: a usage error; asked for by the environment: a warning."""
-    from openprose.vm.tracing import TracingUnavailable, open_tracer, wanted
-
-    if not wanted(flag):
-        return None
-    try:
-        return open_tracer()
-    except TracingUnavailable as error:
-        if flag:
-            raise UsageError(str(error)) from None
-        print(f"prose: warning: not tracing: {error}", file=sys.stderr)
-        return None
-
-
 def add_budget_arguments(parser: argparse.ArgumentParser) -> None:
     """Budgets of the whole run (`[vm]` keys max_sessions, max_run_tokens, max_cost);
     `none` lifts one. Hitting one stops the run, resumable with a larger budget."""
@@ -153,6 +139,22 @@ def budget_flags(args: argparse.Namespace) -> dict[str, Any]:
         "max_cost": args.max_cost,
     }
     return {k: None if v == "none" else v for k, v in given.items() if v is not None}
+
+
+def run_options(args: argparse.Namespace) -> RunOptions:
+    """The options `prose run` and `prose resume` share, read once from their flags."""
+    return RunOptions(
+        provider=args.provider,
+        models=tuple(args.model),
+        max_concurrency=args.max_concurrency,
+        evaluator=args.evaluator,
+        record=args.record,
+        budgets=budget_flags(args),
+        yes=args.yes,
+        permission_mode=args.permission_mode,
+        offline=args.offline,
+        interactive=True,  # a person at the terminal may answer `prompt` permissions
+    )
 
 
 RUN_JSON = 'print one JSON object {"run_id", "status", "outputs", "usage"}'
@@ -358,8 +360,8 @@ def _not_run(
 
 
 def _run(args: argparse.Namespace) -> int:
-    from openprose.launch import RunError, execute, open_run
     from openprose.project import find_project
+    from openprose.session.launch import RunError, execute, open_run
 
     from_stdin = args.program == STDIN
     if from_stdin and args.inputs == STDIN:
@@ -383,18 +385,8 @@ def _run(args: argparse.Namespace) -> int:
             parsed.source.text,
             program_dir=program_dir,
             project=project,
-            provider=args.provider,
-            models=args.model,
-            max_concurrency=args.max_concurrency,
-            evaluator=args.evaluator,
-            record=args.record,
-            budgets=budget_flags(args),
-            yes=args.yes,
-            permission_mode=args.permission_mode,
+            options=replace(run_options(args), update_pins=args.update_pins),
             found=found,
-            update_pins=args.update_pins,
-            offline=offline_wanted(args.offline),
-            interactive=True,
         )
     except RunError as error:
         raise UsageError(str(error), error.diagnostics) from None
@@ -533,6 +525,8 @@ def report(result: RunResult, as_json: bool, notice: RunNotice | None = None) ->
     if result.status == "waiting":  # its error line says how to approve or deny
         return WAITING
     if notice is not None and notice.run_id is not None:
+        from openprose.session.runs import asks_again
+
         if result.status == "failed" and not asks_again(result.run_dir):
             print(
                 f"prose: resuming run {notice.run_id} would fail the same way (every answer it "
@@ -547,28 +541,6 @@ def report(result: RunResult, as_json: bool, notice: RunNotice | None = None) ->
                 file=sys.stderr,
             )
     return USAGE_ERROR if result.status == "aborted" else FAILED
-
-
-def asks_again(run_dir: Path) -> bool:
-    """Whether resuming the run would send a model call again — one that failed and was not
-    handled, was cancelled, or was a judgment whose answers were unusable — and so could end
-    otherwise. When every answer the run got is served from its journal, the program takes
-    the same path to the same error: a `throw`, a fault of the program."""
-    from openprose.providers.replay import JOURNAL_NAME
-    from openprose.vm.journal import read_journal
-    from openprose.vm.runtime import Replay
-
-    events = list(read_journal(run_dir / JOURNAL_NAME))
-    try:
-        served = Replay.from_events(events)
-    except ValueError:
-        return True  # a damaged journal: `prose resume` says what it cannot do
-    return any(
-        event.get("ev") in ("session_failed", "session_cancelled", "decision_failed")
-        and event.get("step") not in served.sessions
-        and event.get("step") not in served.failures
-        for event in events
-    )
 
 
 # Providers that answer without a model: nothing is sent and nothing is paid.

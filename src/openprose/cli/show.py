@@ -25,8 +25,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from openprose.cli.runs import resume_command, status_of
     from openprose.project import runs_home
+    from openprose.session.runs import resume_command, status_of
     from openprose.vm.logged_runs import resolve_run
     from openprose.vm.runstore import RUNS_DIR, AmbiguousRun, DamagedRun, RunBusy, RunStore
 

@@ -33,7 +33,7 @@ __all__ = [
     "ReplayProvider",
     "exchanges",
     "read_cassette",
-    "replay_source",
+    "replay_file",
     "request_delta",
 ]
 
@@ -42,18 +42,11 @@ CASSETTE_LIMIT = 1024 * 1024 * 1024  # bytes: a cassette or journal of a very lo
 FIRST_LINE_LIMIT = 1 << 20  # bytes of a file read to tell whether it is a cassette
 EXCHANGE_EVENTS = ("session_finished", "model_turn")  # journal events holding an exchange
 JOURNAL_NAME = "journal.jsonl"  # inside a run folder .prose/runs/{run id}/
-RUNS_DIR = Path(".prose") / "runs"
 
 
-def replay_source(
-    path: Path, project_dir: Path | None = None, *, exclude: Path | None = None
-) -> Path:
-    """The file to replay: a cassette or journal file, a run folder, or a run id (or a
-    unique prefix of one) under `.prose/runs/` of `project_dir` (default: the cwd).
-
-    `exclude` is a run folder that is never a candidate for an id or prefix: the run that
-    will replay (a resumed run must not replay itself). A prefix matching several runs is
-    an error listing them all, never a guess."""
+def replay_file(path: Path) -> Path:
+    """The file to replay: a cassette or journal file as given, or a run folder's journal.
+    (A run id is resolved to its folder above the providers: `openprose.vm.replay_source`.)"""
     path = Path(path)
     if path.is_symlink() and not path.exists():  # a loop or a broken link: say which
         from openprose.files import unreadable_reason
@@ -67,20 +60,7 @@ def replay_source(
                 f"or a run folder"
             )
         return journal
-    if path.exists() or len(path.parts) != 1:
-        return path
-    from openprose.vm.logged_runs import resolve_run
-    from openprose.vm.runstore import AmbiguousRun, RunBusy
-
-    try:
-        run = resolve_run(
-            project_dir or Path.cwd(), path.name, marker=JOURNAL_NAME, exclude=exclude
-        )
-    except (AmbiguousRun, RunBusy) as error:
-        raise ProviderConfigError(f"replay: {error}") from None
-    if run is not None:
-        return run / JOURNAL_NAME
-    return path  # read_cassette reports it missing
+    return path  # read_cassette reports it when missing
 
 
 def request_delta(request: ModelRequest, base: str, new_messages: int) -> dict[str, Any]:
@@ -202,11 +182,9 @@ class ReplayProvider:
             self._by_prompt.setdefault(_prompt_key(request), deque()).append(index)
 
     @classmethod
-    def from_file(
-        cls, path: Path, project_dir: Path | None = None, *, exclude: Path | None = None
-    ) -> ReplayProvider:
-        """From a cassette, a run journal, a run folder, or a run id (see `replay_source`)."""
-        source = replay_source(path, project_dir, exclude=exclude)
+    def from_file(cls, path: Path) -> ReplayProvider:
+        """From a cassette, a run journal or a run folder (see `replay_file`)."""
+        source = replay_file(path)
         return cls(read_cassette(source), source=str(source))
 
     async def complete(self, request: ModelRequest) -> ModelResponse:

@@ -33,8 +33,8 @@ from typing import Any, Self
 import orjson
 from aiohttp import web
 
-from openprose.cli.approve import answer_requests
-from openprose.cli.runs import read_meta, run_row, status_of
+from openprose.session.answers import answer_requests
+from openprose.session.runs import read_meta, run_row, status_of
 from openprose.statefiles import read_state_file
 from openprose.vm.approvals import ANSWERS, ApprovalError
 from openprose.vm.journal import read_journal_from
@@ -321,7 +321,7 @@ def make_app(project: Path, token: str) -> web.Application:
 
 def _prices_of(project: Path) -> Any:
     """The run's price table (packaged prices plus prose.toml's), as `prose run` charges."""
-    from openprose.cli.opening import UsageError, run_prices
+    from openprose.session.opening import UsageError, run_prices
 
     try:
         return run_prices(project).price_of

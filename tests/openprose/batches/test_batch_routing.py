@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from openprose.batches import run_batch
+from openprose.session.options import RunOptions
 from tests.support.fake_llm_server import FakeLLMServer
 
 PROGRAM = """input topic: "what"
@@ -39,8 +40,7 @@ def test_a_provider_an_override_routes_to_is_opened_once_per_batch(
                 project / "routed.prose",
                 project / "in.jsonl",
                 output=project / "out.jsonl",
-                provider="openai",
-                models=["opus=anthropic:claude-test"],
+                options=RunOptions(provider="openai", models=("opus=anthropic:claude-test",)),
                 max_runs=1,  # one run at a time: each provider keeps one connection alive
                 project_dir=project,
             )

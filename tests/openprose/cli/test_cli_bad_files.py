@@ -62,7 +62,7 @@ def test_a_device_is_refused_where_a_file_is_expected(
 def test_inputs_larger_than_the_limit_are_refused(
     project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from openprose.cli import opening
+    from openprose.session import opening
 
     monkeypatch.setattr(opening, "INPUTS_LIMIT", 1000)
     (project / "in.json").write_text(json.dumps({"topic": "x" * 2000}))
@@ -76,7 +76,7 @@ def test_an_endless_pipe_stops_at_the_limit(
     """A FIFO is read (`--inputs <(generate)`), but never past the limit."""
     import threading
 
-    from openprose.cli import opening
+    from openprose.session import opening
 
     monkeypatch.setattr(opening, "INPUTS_LIMIT", 64 * 1024)
     fifo = project / "endless"

@@ -583,9 +583,9 @@ def test_ambiguous_run_prefix_lists_candidates_for_resume_and_show(
 
 
 def test_a_run_that_may_use_the_local_model_caps_the_context_budget(tmp_path: Path) -> None:
-    from openprose.cli.opening import local_budget, vm_config
     from openprose.providers import ProviderSettings
     from openprose.providers.settings import LOCAL_CONTEXT_BUDGET
+    from openprose.session.opening import local_budget, vm_config
     from openprose.vm.runner import VMConfig
 
     default = VMConfig().context_budget

@@ -21,7 +21,6 @@ from openprose.providers import (
     load_settings,
     open_provider,
 )
-from openprose.providers.replay import replay_source
 
 
 def ask(prompt: str, model: str = "claude-sonnet-5-5") -> ModelRequest:
@@ -161,43 +160,6 @@ async def test_a_run_journal_replays_its_finished_sessions(tmp_path: Path) -> No
         assert (await replay.complete(ask("one"))).text == "first"
         with pytest.raises(ProviderError, match="journal.jsonl"):
             await replay.complete(ask("one"))
-
-
-async def test_a_run_id_or_unique_prefix_finds_the_runs_journal(tmp_path: Path) -> None:
-    write_run(tmp_path, "20260101-120000-abcdef", journal_event("session_finished", "q", "a1"))
-    write_run(tmp_path, "20260101-130000-fedcba", journal_event("session_finished", "q", "a2"))
-    exact = ReplayProvider.from_file(Path("20260101-120000-abcdef"), project_dir=tmp_path)
-    assert (await exact.complete(ask("q"))).text == "a1"
-    prefix = ReplayProvider.from_file(Path("20260101-13"), project_dir=tmp_path)
-    assert (await prefix.complete(ask("q"))).text == "a2"
-    with pytest.raises(ProviderConfigError) as caught:
-        ReplayProvider.from_file(Path("20260101"), project_dir=tmp_path)
-    assert str(caught.value) == (
-        "replay: '20260101' is ambiguous, it matches 2 runs: "
-        "20260101-120000-abcdef, 20260101-130000-fedcba; give more of the run id"
-    )
-
-
-async def test_the_run_being_resumed_is_never_its_own_replay_source(tmp_path: Path) -> None:
-    old = write_run(
-        tmp_path, "20260101-120000-abcdef", journal_event("session_finished", "q", "a1")
-    )
-    new = write_run(
-        tmp_path, "20260101-120000-abc123", journal_event("session_finished", "q", "a2")
-    )
-    # "20260101-120000-abc" names both runs; resuming the new one, it can only mean the old
-    replay = ReplayProvider.from_file(Path("20260101-120000-abc"), tmp_path, exclude=new)
-    assert (await replay.complete(ask("q"))).text == "a1"
-    assert replay_source(Path(new.name), tmp_path, exclude=old) == new / "journal.jsonl"
-    # excluded, the resumed run's own id finds nothing (reported as a missing file)
-    assert replay_source(Path(new.name), tmp_path, exclude=new) == Path(new.name)
-
-
-def test_an_exact_run_id_wins_over_longer_names(tmp_path: Path) -> None:
-    write_run(tmp_path, "20260101-120000-abcdef", journal_event("session_finished", "q", "a1"))
-    write_run(tmp_path, "20260101-120000-abcdef-copy", journal_event("session_finished", "q", "b"))
-    found = replay_source(Path("20260101-120000-abcdef"), tmp_path)
-    assert found == tmp_path / ".prose/runs/20260101-120000-abcdef/journal.jsonl"
 
 
 def test_a_folder_without_a_journal_is_refused(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from openprose.cli.opening import UsageError, tool_runtime
+from openprose.session.opening import UsageError, tool_runtime
 from openprose.vm.tools.limits import (
     GiB,
     LimitsProblem,

@@ -1,6 +1,6 @@
 """Opening a run: what `openprose.run` and `prose batch` share between reading a program
 and starting the VM — check it, load its imports, open its provider, read the VM settings,
-prices and tool runtime — built from the steps in `openprose.cli.opening`; `prose run` opens
+prices and tool runtime — built from the steps in `openprose.session.opening`; `prose run` opens
 its runs here too. Below `openprose.api` and `openprose.batches`, which both use it.
 """
 
@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from openprose.session.options import DEFAULT_OPTIONS, RunOptions
 
 if TYPE_CHECKING:
     from openprose.providers.base import Provider
@@ -101,21 +103,14 @@ def _source(program: ProgramRef, project: Path) -> tuple[Path | None, str | None
 
 def prepare(
     program: ProgramRef,
+    options: RunOptions = DEFAULT_OPTIONS,
     *,
     inputs: Mapping[str, Any] | None = None,
-    provider: str | None = None,
-    models: Mapping[str, str] | list[str] | None = None,
-    max_concurrency: int | None = None,
-    evaluator: str | None = None,
-    record: str | os.PathLike[str] | None = None,
     project_dir: str | os.PathLike[str] | None = None,
-    budgets: dict[str, Any] | None = None,
-    yes: bool = False,
-    permission_mode: str = "default",
 ) -> Prepared:
     """Check the program and its inputs, load its imports and open the provider."""
-    from openprose.cli import opening as cli
     from openprose.project import find_project
+    from openprose.session import opening
 
     base = Path(project_dir) if project_dir is not None else Path.cwd()
     path, text = _source(program, base)
@@ -129,31 +124,19 @@ def prepare(
     shown = io.StringIO()  # diagnostics text: the error carries them as data
     try:
         if path is not None:
-            parsed = cli.parse_and_check(path, project, shown)
+            parsed = opening.parse_and_check(path, project, shown)
             text = parsed.source.text
         else:
             assert text is not None
             parsed = check_text(text, "<string>", project)
         given = dict(inputs or {})
-        cli.inputs_match(parsed, given, shown)
-    except cli.UsageError as error:  # the message names each problem, as `prose run` shows it
+        opening.inputs_match(parsed, given, shown)
+    except opening.UsageError as error:  # the message names each problem, as `prose run` shows it
         details = shown.getvalue().strip()
         message = f"{error}:\n{details}" if details else str(error)
         raise RunError(message, error.diagnostics) from None
     prepared = open_run(
-        parsed.program,
-        text,
-        program_dir=program_dir,
-        project=project,
-        provider=provider,
-        models=models,
-        max_concurrency=max_concurrency,
-        evaluator=evaluator,
-        record=record,
-        budgets=budgets,
-        yes=yes,
-        found=found,
-        permission_mode=permission_mode,
+        parsed.program, text, program_dir=program_dir, project=project, options=options, found=found
     )
     prepared.inputs = given
     return prepared
@@ -165,61 +148,57 @@ def open_run(
     *,
     program_dir: Path,
     project: Path,
-    provider: str | None = None,
-    models: Mapping[str, str] | list[str] | None = None,
-    max_concurrency: int | None = None,
-    evaluator: str | None = None,
-    record: str | os.PathLike[str] | None = None,
-    budgets: dict[str, Any] | None = None,
-    yes: bool = False,
+    options: RunOptions = DEFAULT_OPTIONS,
     found: Any = None,  # the discovered project, when there was a search (its config file)
-    update_pins: bool = False,
-    offline: bool | None = None,
-    interactive: bool = False,
-    permission_mode: str = "default",
 ) -> Prepared:
     """For a checked program: load its imports, open the provider, read the VM settings.
-    `offline` None: as PROSE_OFFLINE says. `interactive` (`prose run` only) lets a person
-    at the terminal answer `prompt` permissions; library code never asks there: `yes`
-    approves, else the run waits."""
-    from openprose.cli import opening as cli
+    `options.interactive` (`prose run` only) lets a person at the terminal answer `prompt`
+    permissions; library code never asks there: `options.yes` approves, else the run waits."""
+    from openprose.session import opening
 
     try:
-        imports = cli.load_imports_or_fail(
-            program, program_dir, project, update_pins=update_pins, offline=offline
-        )
-        settings, opened = cli.open_provider_or_fail(
+        imports = opening.load_imports_or_fail(
+            program,
+            program_dir,
             project,
-            provider,
-            model_flags(models),
-            max_concurrency,
-            record=None if record is None else os.fspath(record),
+            update_pins=options.update_pins,
+            offline=opening.offline_wanted(options.offline),
+        )
+        settings, opened = opening.open_provider_or_fail(
+            project,
+            options.provider,
+            list(options.models),
+            options.max_concurrency,
+            record=options.record,
             found=found,
         )
-    except cli.UsageError as error:
+    except opening.UsageError as error:
         raise RunError(str(error), error.diagnostics) from None
     try:
-        cli.check_evaluator(evaluator, settings)
-        config = cli.vm_config(
+        opening.check_evaluator(options.evaluator, settings)
+        config = opening.vm_config(
             project,
             settings.max_concurrency,
-            evaluator,
-            cli.local_budget(settings),
-            budgets=budgets or {},
+            options.evaluator,
+            opening.local_budget(settings),
+            budgets=dict(options.budgets),
         )
-        prices = cli.run_prices(project)
-        cli.cost_is_enforceable(program, config, settings, prices)
-        tools = cli.tool_runtime(
-            project, yes, interactive=interactive, permission_mode=permission_mode
+        prices = opening.run_prices(project)
+        opening.cost_is_enforceable(program, config, settings, prices)
+        tools = opening.tool_runtime(
+            project,
+            options.yes,
+            interactive=options.interactive,
+            permission_mode=options.permission_mode,
         )
-    except cli.UsageError as error:
+    except opening.UsageError as error:
         _close_soon(opened)
         raise RunError(str(error), error.diagnostics) from None
     launch = {
-        "provider": cli.launch_spec(provider, settings),
-        "models": model_flags(models),
-        "max_concurrency": max_concurrency,
-        "evaluator": evaluator,
+        "provider": opening.launch_spec(options.provider, settings),
+        "models": list(options.models),
+        "max_concurrency": options.max_concurrency,
+        "evaluator": options.evaluator,
         "program_dir": str(program_dir.resolve()),
     }
     return Prepared(
@@ -271,8 +250,8 @@ def _close_soon(provider: Provider) -> None:
 def check_text(text: str, path: str, project: Path) -> Any:
     """The parse of program text when it checks clean, else `UsageError` with diagnostics."""
     from openprose.checker import diagnose
-    from openprose.cli.opening import UsageError
     from openprose.parser import parse_text
+    from openprose.session.opening import UsageError
 
     parsed = parse_text(text, path)
     diagnostics = diagnose(parsed, project)

@@ -1,7 +1,7 @@
 """Opening a run from a user's settings: the program read and checked, its inputs, its
 imports, the provider, the VM settings, prices and the tool runtime — each a step that fails
 with a `UsageError` naming what to fix. `prose run`, `prose resume`, `prose batch` and the
-Python API (`openprose.launch`) all open runs with these.
+Python API (`openprose.session.launch`) all open runs with these.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from openprose.project import Project as ProjectInfo
     from openprose.providers.base import Provider
     from openprose.providers.settings import ProviderSettings
+    from openprose.vm.tracing import Tracer
 
 STDIN = "-"  # a program or inputs read from standard input
 
@@ -141,9 +142,9 @@ def recordable_name(name: str) -> str:
 
 def print_diagnostics(diagnostics: Any, source: Any, stream: Any) -> None:
     """As `prose check` prints them (its module loads only when there is something to say)."""
-    from openprose.cli import check
+    from openprose.diagnostic_text import print_diagnostics as print_them
 
-    check.print_diagnostics(list(diagnostics), source, stream)
+    print_them(list(diagnostics), source, stream)
 
 
 def project_settings(project: Path) -> dict[str, Any]:
@@ -653,8 +654,9 @@ def open_provider_or_fail(
         load_settings,
         open_provider,
     )
-    from openprose.providers.replay import cassette_problem, replay_source
+    from openprose.providers.replay import cassette_problem
     from openprose.providers.settings import resolve_model
+    from openprose.vm.replay_source import replay_source
 
     try:
         settings = load_settings(
@@ -691,3 +693,19 @@ def open_provider_or_fail(
 
 # Budgets may be lifted (`max_cost = "none"` is not TOML's; leave the key out instead).
 BUDGET_KINDS: dict[str, type] = {"max_sessions": int, "max_run_tokens": int, "max_cost": float}
+
+
+def open_tracer_or_fail(flag: bool) -> Tracer | None:
+    """The run's tracer, when `--trace` or the OTLP environment asks for one. Asked for with
+    `--trace` but not installed: a usage error; asked for by the environment: a warning."""
+    from openprose.vm.tracing import TracingUnavailable, open_tracer, wanted
+
+    if not wanted(flag):
+        return None
+    try:
+        return open_tracer()
+    except TracingUnavailable as error:
+        if flag:
+            raise UsageError(str(error)) from None
+        print(f"prose: warning: not tracing: {error}", file=sys.stderr)
+        return None

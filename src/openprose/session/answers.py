@@ -1,0 +1,34 @@
+"""Answering a waiting run's permission requests: `prose approve`/`deny`, `prose ui`'s
+buttons and `openprose.approve` all answer through here."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = ["answer_requests"]
+
+
+def answer_requests(
+    run_dir: Path,
+    answer: str,
+    ids: Sequence[str] = (),
+    *,
+    all_pending: bool = False,
+    by: str = "cli",
+) -> list[dict[str, Any]]:
+    """Answer a waiting run's pending requests (`decide_pending`) unless the run is still
+    running; the requests answered. `prose approve`/`deny` and `prose ui`'s buttons both
+    answer through here, as does `openprose.approve`; `by` says which (`cli`, `ui`,
+    `api`: recorded with the answer). Raises `ApprovalError` (or `DamagedRun` for an
+    unreadable run.json)."""
+    from openprose.session.runs import status_of
+    from openprose.vm.approvals import ApprovalError, decide_pending, pending_requests
+    from openprose.vm.runstore import RunStore
+
+    if status_of(RunStore.open(run_dir).read_meta()) == "running":
+        raise ApprovalError(f"run {run_dir.name} is still running")
+    requests = {str(r["id"]): r for r in pending_requests(run_dir)}
+    chosen = decide_pending(run_dir, answer, ids, all_pending=all_pending, by=by)
+    return [{**requests[request_id], "id": request_id} for request_id in chosen]
