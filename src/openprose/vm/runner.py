@@ -308,7 +308,11 @@ async def _execute(
         store.hold_state()
         journal.when_written(store.write_held_state)
     shared.emit(
-        "run_started", "", run_id=store.run_id, resumed=bool(replay.sessions or replay.decisions)
+        "run_started",
+        "",
+        run_id=store.run_id,
+        resumed=bool(replay.sessions or replay.decisions),
+        inputs=to_json(dict(inputs or {})),  # the trail shows what went in
     )
     _serve_recorded_answers(shared, honoured)
     interpreter = Interpreter(program, text, shared, store, inputs=inputs, imports=imports)
@@ -359,7 +363,7 @@ async def _execute(
         store.hold_state(False)
     await store.offload(write_end)
     usage = shared.stats.usage()
-    shared.emit("run_finished", "", status=status, error=error, usage=usage)
+    shared.emit("run_finished", "", status=status, error=error, usage=usage, outputs=outputs)
     await journal.close()
     if audit is not None:
         await audit.aclose()  # its last batch
