@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,14 +15,39 @@ import orjson
 import pytest
 
 from openprose.parser import parse_text
-from openprose.providers import ModelRequest, ModelResponse, ProviderError
+from openprose.providers import (
+    ModelRequest,
+    ModelResponse,
+    ProviderError,
+    ProviderSettings,
+    RetryPolicy,
+    open_provider,
+)
 from openprose.vm.audit import AUDIT_FILE, LARGE_VALUE
 from openprose.vm.loader import load_imports
+from tests.openprose.vm.test_audit import assert_sound
+from tests.support.fake_llm_server import (
+    Fault,
+    fetch_stats,
+    reset_server,
+    script_faults,
+    start_in_subprocess,
+)
+from vlp import read_records
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 UNIVERSAL = '{"verdict": true, "option": 1, "reason": "scripted"}'
 NEEDS_REGISTRY = {"program-composition.prose"}
 VM = "prose-vm"
+
+
+def read_trail(run_dir: Path) -> list[dict[str, Any]]:
+    """The trail, checked as `vlp validate` checks it (each message, then the thread)."""
+    records = list(read_records(run_dir / AUDIT_FILE))
+    assert [r.problems for r in records if r.problems] == []
+    messages = [orjson.loads(x) for x in (run_dir / AUDIT_FILE).read_bytes().splitlines()]
+    assert_sound(messages)
+    return messages
 
 
 @dataclass
@@ -129,7 +155,7 @@ def binding_values(run_dir: Path, name: str) -> set[str]:
 
 
 def check_against_the_run(run_dir: Path, recorder: Recorder) -> Rebuilt:
-    messages = [orjson.loads(line) for line in (run_dir / AUDIT_FILE).read_bytes().splitlines()]
+    messages = read_trail(run_dir)
     rebuilt = rebuild(messages)
     meta = orjson.loads((run_dir / "run.json").read_bytes())
     given = meta.get("inputs") or {}
@@ -218,7 +244,7 @@ def test_a_program_of_every_link_is_rebuilt_and_linked(vm: Any) -> None:
     assert rebuilt.inputs["corpus"]["digest"]["bytes"] == len(corpus) + 2
     assert [e.failures for e in rebuilt.exchanges if e.step == "4"] == [1, 0]
     assert rebuilt.bindings["notes"] == "the notes"
-    messages = [orjson.loads(x) for x in (result.run_dir / AUDIT_FILE).read_bytes().splitlines()]
+    messages = read_trail(result.run_dir)
     by_id = {m["id"]: m for m in messages}
 
     def answer_of(binding: str) -> str:
@@ -252,8 +278,137 @@ def test_a_failed_attempts_query_is_stamped_when_it_was_sent(vm: Any) -> None:
         'session "ask"\n', vm.spy([{"match": "ask", "answer": slow_failure}], default=None)
     )
     assert result.status == "failed"
-    messages = [orjson.loads(x) for x in (result.run_dir / AUDIT_FILE).read_bytes().splitlines()]
+    messages = read_trail(result.run_dir)
     query = next(m for m in messages if m["type"] == "query")
     failure = next(m for m in messages if m["type"] == "notice" and m["refers_to"] == query["id"])
     assert query["timestamp"] < failure["timestamp"]  # sent 50 ms before it failed
     assert failure["payload"]["elapsed"] >= 0.05
+
+
+@pytest.fixture(scope="module")
+def llm_server() -> Iterator[str]:
+    """The loopback fake OpenAI server in its own process (the VM runs its own loop)."""
+    base_url, stop = start_in_subprocess()
+    try:
+        yield base_url
+    finally:
+        stop()
+
+
+def http_provider(base_url: str) -> Any:
+    settings = ProviderSettings(
+        provider="openai",
+        base_url=base_url + "/v1",
+        api_key="test-key-123",
+        timeout=2.0,
+        retry=RetryPolicy(max_attempts=4, base_delay=0.01, max_delay=0.02, max_retry_after=2.0),
+    )
+    return open_provider(settings)
+
+
+def test_every_http_request_is_in_the_trail_and_the_usage(vm: Any, llm_server: str) -> None:
+    """The provider's own retries reached the server: the trail says each (status, timing)
+    after its call's query, and the usage counts them all."""
+    reset_server(llm_server)
+    script_faults(llm_server, Fault("500"), Fault("429"), Fault("500"))
+    source = 'let a = session "one"\nlet b = session "two"\n  retry: 1\n'
+    result = vm.run(source, http_provider(llm_server))
+    assert result.status == "succeeded", result.error
+    reached = fetch_stats(llm_server)["attempts"]
+    assert reached == 5
+    messages = read_trail(result.run_dir)
+    retried = [m for m in messages if m.get("topic") == "request_retried"]
+    answers = [m for m in messages if m["type"] == "response"]
+    assert len(retried) + len(answers) == reached
+    assert [m["payload"]["status"] for m in retried] == [500, 429, 500]
+    assert [m["payload"]["request"] for m in retried] == [1, 2, 3]
+    assert all(m["payload"]["elapsed"] >= 0 and m["payload"]["delay"] > 0 for m in retried)
+    query = next(m for m in messages if m["type"] == "query")
+    assert all(m["refers_to"] == query["id"] for m in retried)
+    assert query["timestamp"] <= retried[0]["timestamp"]  # the query is stamped at send time
+    usage = messages[-1]["payload"]["usage"]
+    assert usage["requests_sent"] + usage["requests_failed"] == reached
+
+
+def test_a_call_that_gives_up_shows_each_request_then_its_failure(vm: Any, llm_server: str) -> None:
+    reset_server(llm_server)
+    script_faults(llm_server, *(Fault("500") for _ in range(4)))
+    result = vm.run('session "one"\n', http_provider(llm_server))
+    assert result.status == "failed"
+    messages = read_trail(result.run_dir)
+    kinds = [(m["type"], m.get("topic")) for m in messages[1:-1]]
+    assert kinds == [("query", "session")] + [("notice", "request_retried")] * 3 + [
+        ("notice", None)
+    ]
+    usage = messages[-1]["payload"]["usage"]
+    assert usage["requests_sent"] + usage["requests_failed"] == fetch_stats(llm_server)["attempts"]
+
+
+HANGING_RUN = """
+import asyncio, sys
+from pathlib import Path
+from openprose.parser import parse_text
+from vlp import read_records
+from openprose.providers import ModelResponse, Usage
+from openprose.vm.runner import run_program
+
+class Hangs:
+    name = "scripted"
+    async def complete(self, request):
+        if "step 3" in request.last_user_text():
+            await asyncio.sleep(3600)  # killed while this request is out
+        return ModelResponse(text="ok", usage=Usage(1, 1), model="m")
+    async def aclose(self):
+        pass
+
+project = Path(sys.argv[1])
+source = Path(sys.argv[2]).read_text()
+program = parse_text(source, str(project / "main.prose")).program
+asyncio.run(run_program(program, source, provider=Hangs(), project_dir=project))
+"""
+
+
+def test_a_call_in_flight_at_a_kill_is_said_lost_on_resume(vm: Any, tmp_path: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    source = "".join(f'let s{i} = session "step {i}"\n  context: []\n' for i in range(5))
+    program = tmp_path / "main.prose"
+    program.write_text(source)
+    script = tmp_path / "run.py"
+    script.write_text(HANGING_RUN)
+    child = subprocess.Popen([sys.executable, str(script), str(vm.project), str(program)])
+    runs = vm.project / ".prose" / "runs"
+    deadline = time.monotonic() + 60
+    journal: Path | None = None
+    while time.monotonic() < deadline and child.poll() is None:
+        found = list(runs.glob("*/journal.jsonl")) if runs.exists() else []
+        if found and found[0].read_bytes().count(b'"session_started"') == 4:
+            journal = found[0]
+            break
+        time.sleep(0.01)
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait()
+    assert journal is not None, "the run never reached the hanging call"
+    result = vm.resume(journal.parent, vm.spy(default="ok"))
+    assert result.status == "succeeded", result.error
+    messages = read_trail(journal.parent)
+    lost = [m for m in messages if m.get("topic") == "answer_lost"]
+    assert [m["payload"]["step"] for m in lost] == ["4"]  # the fourth statement: "step 3"
+    assert lost[0]["payload"]["binding"] == "s3"
+    assert "sent at" in lost[0]["content"] and "answer lost" in lost[0]["content"]
+    resumed = next(
+        m for m in messages if m["type"] == "session_context" and m["payload"]["resumed"]
+    )
+    assert messages.index(resumed) < messages.index(lost[0])
+    assert lost[0]["payload"]["sent"] < resumed["timestamp"]
+    # The resumed run's request of that step answers the loss.
+    again = next(
+        m
+        for m in messages
+        if m["type"] == "query" and m["payload"]["step"] == "4" and m["seq"] > lost[0]["seq"]
+    )
+    assert again["refers_to"] == lost[0]["id"]
