@@ -119,6 +119,7 @@ class Translator:
         self.out: list[bytes] = []
         self._ids = f"{run_id}/"
         self._started: dict[str, Fields] = {}  # step -> its session_started
+        self._sent: dict[str, float] = {}  # call step -> the time of its session_started
         self._last: dict[str, str] = {}  # step -> id of its latest answer or failure
         self._answers: dict[str, int] = {}  # call step -> seq of the answer it got
         self._tool_calls: dict[tuple[str, object, object], str] = {}  # (step, turn, index)
@@ -216,6 +217,7 @@ class Translator:
         """The calls the earlier attempt sent and never heard back from (killed while they
         were out): each is said once, "sent, answer lost", when the resumed run starts."""
         for step, started in list(self._started.items()):
+            sent = _timestamp(self._sent.get(step, t))
             retried = [self._retry_notice(step, *r, None) for r in self._retried.pop(step, ())]
             previous = [*([self._last[step]] if step in self._last else []), *retried]
             # The resumed run's query of this step answers the loss.
@@ -224,7 +226,7 @@ class Translator:
                 t,
                 sender=VM,
                 content=(
-                    f"step {step}: request sent at {_timestamp(started.get('t', t))}, answer "
+                    f"step {step}: request sent at {sent}, answer "
                     f"lost (the run stopped before it came); the resumed run asks again"
                 ),
                 confidence=1.0,
@@ -237,10 +239,11 @@ class Translator:
                     "model": started.get("model"),
                     "agent": started.get("agent"),
                     "binding": started.get("binding"),
-                    "sent": _timestamp(started.get("t", t)),
+                    "sent": sent,
                 },
             )
         self._started.clear()
+        self._sent.clear()
         self._contexts.clear()
 
     def agents(self, step: str, t: float, event: Fields) -> None:
@@ -262,8 +265,8 @@ class Translator:
         )
 
     def session_started(self, step: str, t: float, event: Fields) -> None:
-        # Its send time is kept for a call a kill leaves unanswered (`_lost`).
-        self._started[step] = event if "t" in event else {**event, "t": t}
+        self._started[step] = event
+        self._sent[step] = t  # for a call a kill leaves unanswered (`_lost`)
         if event.get("context"):
             self._contexts.add(step)
         if "~" not in step:  # a session's own step (not a judgment's or a tool turn's call)
@@ -447,6 +450,7 @@ class Translator:
         if binding is not None:
             self._bound[binding] = answer
         self._started.pop(step, None)
+        self._sent.pop(step, None)
 
     def _exchange(self, step: str, t: float, event: Fields) -> None:
         """`session_finished` built message by message."""
@@ -491,6 +495,7 @@ class Translator:
         if self._last:
             self._last.pop(step, None)
         self._started.pop(step, None)
+        self._sent.pop(step, None)
 
     def _actor(self, step: str) -> str:
         """Who acts in session `step` (the caller of its tools)."""
@@ -574,6 +579,7 @@ class Translator:
         self._retries_of(step, query)
         if not event.get("retried"):  # the call's last attempt: nothing more is out
             self._started.pop(step, None)
+            self._sent.pop(step, None)
             self._contexts.discard(step)
         self._last[step] = self.say(
             "notice",
@@ -624,6 +630,7 @@ class Translator:
 
     def session_cancelled(self, step: str, t: float, event: Fields) -> None:
         self._started.pop(step, None)
+        self._sent.pop(step, None)
         self._contexts.discard(step)
         for retried in self._retried.pop(step, ()):
             self._retry_notice(step, *retried, None)
