@@ -285,8 +285,8 @@ async def _execute(
     if tracer is not None:
         earlier = meta.get("trace")
         trace_ids = tracer.start_run(store.run_id, program_name, earlier)
-        if not earlier:  # a resume continues this trace
-            await asyncio.to_thread(store.update_meta, trace=trace_ids)
+        # A resume links its run span to this attempt's (the latest attempt: a chain).
+        await asyncio.to_thread(store.update_meta, trace=trace_ids)
     journal = journal or Journal(store.journal_path)
     journal.start()
     own_router = router is None
