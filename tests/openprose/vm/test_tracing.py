@@ -286,9 +286,7 @@ def test_the_export_queue_gets_the_spans_the_in_memory_exporter_gets(vm: Any, me
     assert exported == in_memory
 
 
-def test_a_resumed_run_links_to_the_earlier_attempt_in_the_same_trace(
-    vm: Any, memory: Any
-) -> None:
+def test_a_resumed_run_links_to_the_earlier_attempt_in_the_same_trace(vm: Any, memory: Any) -> None:
     """The earlier attempt's span may never have been exported (kill -9): the resumed run's
     span is a root of the same trace with a link to it, never its child."""
     exporter, provider = memory
