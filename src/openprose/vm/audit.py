@@ -593,6 +593,7 @@ class Translator:
                 "step": step,
                 "attempt": attempt,
                 "error": event.get("error"),
+                "status": event.get("status"),
                 "elapsed": elapsed,
                 "retried": event.get("retried"),
             },

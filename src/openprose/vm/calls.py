@@ -161,6 +161,7 @@ class ModelCalls:
                     step,
                     attempt=attempt,
                     error=str(error),
+                    status=error.status,  # the HTTP status, None when no answer came
                     elapsed=(time.perf_counter_ns() - started) // 1000 / 1e6,  # its send time
                     retried=not last,
                     **asked,  # the audit trail shows what was asked

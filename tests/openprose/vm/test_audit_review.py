@@ -340,6 +340,7 @@ def test_a_call_that_gives_up_shows_each_request_then_its_failure(vm: Any, llm_s
     assert kinds == [("query", "session")] + [("notice", "request_retried")] * 3 + [
         ("notice", None)
     ]
+    assert messages[-2]["payload"]["status"] == 500  # the last request's own failure
     usage = messages[-1]["payload"]["usage"]
     assert usage["requests_sent"] + usage["requests_failed"] == fetch_stats(llm_server)["attempts"]
 
@@ -412,3 +413,15 @@ def test_a_call_in_flight_at_a_kill_is_said_lost_on_resume(vm: Any, tmp_path: Pa
         if m["type"] == "query" and m["payload"]["step"] == "4" and m["seq"] > lost[0]["seq"]
     )
     assert again["refers_to"] == lost[0]["id"]
+
+
+def test_a_tool_loop_run_is_rebuilt_from_its_trail(vm: Any, tmp_path: Path) -> None:
+    from tests.openprose.vm.test_vm_tools import REVIEW_TURNS, REVIEWER, _project, _run
+
+    project = _project(tmp_path)
+    recorder = Recorder(vm.spy([{"match": "Review the code", "turns": REVIEW_TURNS}]))
+    result = _run(project, REVIEWER, recorder)
+    assert result.status == "succeeded", result.error
+    rebuilt = check_against_the_run(result.run_dir, recorder)
+    turns = [e for e in rebuilt.exchanges if e.prompt is None]
+    assert len(turns) == 3 and len(recorder.answered) == 4
