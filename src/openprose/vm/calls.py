@@ -26,6 +26,7 @@ from openprose.providers.resilient import (
     REQUEST_TALLY,
     RETRY_WATCH,
     ProviderRetry,
+    ResilientProvider,
 )
 from openprose.vm import budget
 from openprose.vm.errors import RunAborted, SessionFailed, location
@@ -119,11 +120,14 @@ class ModelCalls:
             provider_name = str(getattr(provider, "name", "") or type(provider).__name__)
         attempt = 0
         REQUEST_TALLY.set(shared.stats)  # the provider's own retries are this run's requests
-        retried = _RetryRecorder(shared, step)
-        RETRY_WATCH.set(retried.record)  # ...and each is journaled
+        retried: _RetryRecorder | None = None
+        if isinstance(provider, ResilientProvider):  # the one that retries: each is journaled
+            retried = _RetryRecorder(shared, step)
+            RETRY_WATCH.set(retried.record)
         while True:
             attempt += 1
-            retried.attempt = attempt
+            if retried is not None:
+                retried.attempt = attempt
             started = time.perf_counter_ns()
             shared.stats.in_flight += 1
             shared.stats.requests += 1
