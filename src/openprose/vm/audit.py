@@ -1001,8 +1001,9 @@ ROWS: dict[str, Row] = {
     "run_started": Row(("session_context",), Translator.run_started),
     "agents": Row(("notice",), Translator.agents),
     "session_started": Row((), Translator.session_started),  # the query is written with its end
+    # ...and between the two, a notice per provider-level retry of the call (`request_retried`)
     "session_finished": Row(("query", "response|correction"), Translator.session_finished),
-    "session_failed": Row(("query", "notice"), Translator.session_failed),
+    "session_failed": Row(("query", "notice"), Translator.session_failed),  # the same
     # A provider-level retry: a notice written after its call's query (by the row above or
     # `session_finished`), or with the call's loss on resume.
     "request_retried": Row((), Translator.request_retried),
