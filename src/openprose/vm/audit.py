@@ -27,6 +27,13 @@ statement makes the template of both lines with the same builders as any other m
 (~35 k instructions a session on the event loop, against ~60 k for two dicts encoded whole;
 docs/decisions.md, issue 13, session 14).
 
+What a reviewer needs beyond the exchanges is derived from the journal too: the run's
+inputs (`run_started`) and outputs (`run_finished`), as values or digests (`shown_value`);
+the binding of each answer, kept by name so a query refers to the answers its `context:`
+holds and the final claim to those its outputs hold; provider-level retries
+(`request_retried`), held until their call's query is written; and, when a resumed run
+starts, the calls the earlier attempt left without an answer (`_lost`).
+
 Messages made by `say` are checked by the VLP validator before they are written; the two a
 session makes (`_asked`, `session_finished`) are built field by field in a shape the
 validator accepts by construction — the check would cost as much as the rest of the trail
