@@ -800,6 +800,15 @@ class Translator:
     def run_finished(self, step: str, t: float, event: Fields) -> None:
         status, error = event.get("status"), event.get("error")
         payload = {"status": status, "error": error, "usage": event.get("usage")}
+        # A call still open here ended with the run (a provider's configuration error aborts
+        # it without an answer): only a kill leaves a call lost, which a resume says.
+        for call, retried in list(self._retried.items()):
+            for retry in retried:
+                self._retry_notice(call, *retry, None)
+        self._retried.clear()
+        self._started.clear()
+        self._sent.clear()
+        self._contexts.clear()
         if status == "succeeded":
             outputs = event.get("outputs")
             payload["outputs"] = shown_values(outputs)

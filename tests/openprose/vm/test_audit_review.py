@@ -425,3 +425,22 @@ def test_a_tool_loop_run_is_rebuilt_from_its_trail(vm: Any, tmp_path: Path) -> N
     rebuilt = check_against_the_run(result.run_dir, recorder)
     turns = [e for e in rebuilt.exchanges if e.prompt is None]
     assert len(turns) == 3 and len(recorder.answered) == 4
+
+
+def test_only_a_call_a_kill_left_open_is_said_lost() -> None:
+    """A call open when the run ended (an aborted run: the provider's configuration was
+    refused) was not lost; one open when the journal stops (a kill) is, once, on resume."""
+    from openprose.vm.audit import Translator
+
+    def lost(events: list[tuple[str, str, dict[str, Any]]]) -> list[str]:
+        translator = Translator("20260101-000000-abcdef", "main.prose")
+        for t, (event, step, fields) in enumerate(events):
+            translator.add(event, step, float(t), fields)
+        return [m["payload"]["step"] for m in translator.take() if m.get("topic") == "answer_lost"]
+
+    start = ("session_started", "1", {"agent": None, "model": "sonnet", "kind": "session"})
+    resumed = ("run_started", "", {"resumed": True, "inputs": {}})
+    ended = ("run_finished", "", {"status": "aborted", "error": "no key"})
+    assert lost([start, ended, resumed]) == []
+    assert lost([start, resumed]) == ["1"]
+    assert lost([start, resumed, resumed]) == ["1"]  # said once
