@@ -503,6 +503,7 @@ class Translator:
             self._last.pop(step, None)
         self._started.pop(step, None)
         self._sent.pop(step, None)
+        self._contexts.discard(step)
 
     def _actor(self, step: str) -> str:
         """Who acts in session `step` (the caller of its tools)."""
