@@ -22,7 +22,7 @@ import random
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from contextvars import ContextVar
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from openprose.providers.base import (
@@ -41,7 +41,9 @@ from openprose.providers.streaming import TextSink, current_sink, stream_text_to
 __all__ = [
     "MAX_BACKOFF_EXPONENT",
     "REQUEST_TALLY",
+    "RETRY_WATCH",
     "GarbledAnswerError",
+    "ProviderRetry",
     "RequestTally",
     "ResilientProvider",
     "backoff_delay",
@@ -64,6 +66,23 @@ class RequestTally(Protocol):
 # The tally of the run the current task is making a call for: each transient retry made
 # here is one more request the server received, and the run summary says so.
 REQUEST_TALLY: ContextVar[RequestTally | None] = ContextVar("REQUEST_TALLY", default=None)
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderRetry:
+    """One request the policy retried: the server received it (or it was lost on the way)."""
+
+    request: int  # 1 for the call's first request, 2 for the first retry's...
+    status: int | None  # the HTTP status, None when no answer came (a lost connection)
+    error: str
+    elapsed: float  # seconds the request took to fail
+    delay: float  # seconds waited before the next one
+
+
+# Who hears of each retried request of the call the current task makes (the run's journal).
+RETRY_WATCH: ContextVar[Callable[[ProviderRetry], None] | None] = ContextVar(
+    "RETRY_WATCH", default=None
+)
 
 
 class GarbledAnswerError(TransientProviderError):
@@ -149,7 +168,7 @@ class ResilientProvider:
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """Transient failures retried by the policy (at most `max_attempts` attempts)."""
         attempt = 1
-        started = self._clock()
+        started = sent = self._clock()
         while True:
             try:
                 return await self.complete_once(request)
@@ -162,9 +181,14 @@ class ResilientProvider:
                 delay = backoff_delay(self.policy, attempt, self._jitter())
                 if error.retry_after is not None:
                     delay = max(delay, error.retry_after)
+                watch = RETRY_WATCH.get()
+                if watch is not None:
+                    failed_after = self._clock() - sent
+                    watch(ProviderRetry(attempt, error.status, str(error), failed_after, delay))
                 self._tell_waiting(error, attempt + 1, delay)
                 await self._sleep(delay)
                 attempt += 1
+                sent = self._clock()
                 tally = REQUEST_TALLY.get()
                 if tally is not None:
                     tally.requests += 1

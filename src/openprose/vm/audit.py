@@ -27,6 +27,13 @@ statement makes the template of both lines with the same builders as any other m
 (~35 k instructions a session on the event loop, against ~60 k for two dicts encoded whole;
 docs/decisions.md, issue 13, session 14).
 
+What a reviewer needs beyond the exchanges is derived from the journal too: the run's
+inputs (`run_started`) and outputs (`run_finished`), as values or digests (`shown_value`);
+the binding of each answer, kept by name so a query refers to the answers its `context:`
+holds and the final claim to those its outputs hold; provider-level retries
+(`request_retried`), held until their call's query is written; and, when a resumed run
+starts, the calls the earlier attempt left without an answer (`_lost`).
+
 Messages made by `say` are checked by the VLP validator before they are written; the two a
 session makes (`_asked`, `session_finished`) are built field by field in a shape the
 validator accepts by construction — the check would cost as much as the rest of the trail
@@ -35,7 +42,9 @@ validator accepts by construction — the check would cost as much as the rest o
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -117,12 +126,17 @@ class Translator:
         self.out: list[bytes] = []
         self._ids = f"{run_id}/"
         self._started: dict[str, Fields] = {}  # step -> its session_started
+        self._sent: dict[str, float] = {}  # call step -> the time of its session_started
         self._last: dict[str, str] = {}  # step -> id of its latest answer or failure
         self._answers: dict[str, int] = {}  # call step -> seq of the answer it got
         self._tool_calls: dict[tuple[str, object, object], str] = {}  # (step, turn, index)
         self._approvals: dict[str, str] = {}  # approval id -> its query
         self._agents: dict[str, Fields] = {}  # session step -> its start (tools' caller)
         self._results: dict[tuple[str, str], str] = {}  # (session step, call id) -> result
+        self._bound: dict[str, int] = {}  # binding name -> seq of the answer it holds now
+        self._contexts: set[str] = set()  # call steps whose request named a `context:`
+        # call step -> its provider-level retries (`request_retried`), written after its query
+        self._retried: dict[str, list[tuple[float, Fields]]] = {}
         # A session statement's constants -> its two lines with fields for the rest.
         self._templates: dict[tuple[Any, ...], tuple[bytes, ...] | None] = {}
 
@@ -196,9 +210,48 @@ class Translator:
             sender=VM,
             content=f"run {self.run_id} of {self.program} {what}",
             confidence=1.0,
-            provenance=["journal.jsonl"],
-            payload={"program": self.program, "resumed": resumed},
+            provenance=["journal.jsonl", "run.json"],
+            payload={
+                "program": self.program,
+                "resumed": resumed,
+                "inputs": shown_values(event.get("inputs")),
+            },
         )
+        if resumed:
+            self._lost(t)
+
+    def _lost(self, t: float) -> None:
+        """The calls the earlier attempt sent and never heard back from (killed while they
+        were out): each is said once, "sent, answer lost", when the resumed run starts."""
+        for step, started in list(self._started.items()):
+            sent = _timestamp(self._sent.get(step, t))
+            retried = [self._retry_notice(step, *r, None) for r in self._retried.pop(step, ())]
+            previous = [*([self._last[step]] if step in self._last else []), *retried]
+            # The resumed run's query of this step answers the loss.
+            self._last[step] = self.say(
+                "notice",
+                t,
+                sender=VM,
+                content=(
+                    f"step {step}: request sent at {sent}, answer "
+                    f"lost (the run stopped before it came); the resumed run asks again"
+                ),
+                confidence=1.0,
+                provenance=[f"model:{started.get('model')}", f"step:{step}"],
+                topic="answer_lost",
+                refers_to=previous or None,
+                payload={
+                    "step": step,
+                    "kind": started.get("kind") or "session",
+                    "model": started.get("model"),
+                    "agent": started.get("agent"),
+                    "binding": started.get("binding"),
+                    "sent": sent,
+                },
+            )
+        self._started.clear()
+        self._sent.clear()
+        self._contexts.clear()
 
     def agents(self, step: str, t: float, event: Fields) -> None:
         agents = event.get("agents") or {}
@@ -220,6 +273,9 @@ class Translator:
 
     def session_started(self, step: str, t: float, event: Fields) -> None:
         self._started[step] = event
+        self._sent[step] = t  # for a call a kill leaves unanswered (`_lost`)
+        if event.get("context"):
+            self._contexts.add(step)
         if "~" not in step:  # a session's own step (not a judgment's or a tool turn's call)
             self._agents[step] = event  # its agent's name is made if a tool is called
 
@@ -254,6 +310,8 @@ class Translator:
             prompt, refers_to = self._turn(step, event["request_delta"], payload)
             if previous is None:
                 previous = refers_to
+        if self._contexts and step in self._contexts:
+            previous = self._with_context(step, previous, payload)
         self.seq = seq = self.seq + 1
         ident = f"{self._ids}{seq}"
         message = _query(
@@ -269,6 +327,22 @@ class Translator:
         )
         self.out.append(orjson.dumps(message, option=_LINE))
         return ident
+
+    def _with_context(
+        self, step: str, previous: str | list[str] | None, payload: dict[str, Any]
+    ) -> str | list[str] | None:
+        """`previous` and the answers the request's `context:` names hold now (the query
+        refers to them; `payload.context` lists the names, those no answer holds included)."""
+        names = self._started.get(step, _EMPTY).get("context") or ()
+        payload["context"] = list(names)
+        refs = [] if previous is None else [previous] if isinstance(previous, str) else previous
+        for name in names:
+            seq = self._bound.get(str(name))
+            if seq is not None and f"{self._ids}{seq}" not in refs:
+                refs = [*refs, f"{self._ids}{seq}"]
+        if not refs:
+            return None
+        return refs[0] if len(refs) == 1 else refs
 
     def _turn(
         self, step: str, delta: dict[str, Any], payload: dict[str, Any]
@@ -300,7 +374,7 @@ class Translator:
         correction, no tool turn) is written from its statement's template (`_template`):
         only the session's own values are encoded; `_exchange` makes every other."""
         try:
-            request, response, elapsed, kind, alias, agent, attempt = _FINISHED(event)
+            request, response, elapsed, kind, alias, agent, attempt, binding = _FINISHED(event)
             messages, system, asked_model = _REQUEST(request)
             text, usage, finish_reason, answered_model = _RESPONSE(response)
             prompt = messages[-1]["content"]
@@ -312,6 +386,9 @@ class Translator:
             or text.__class__ is not str
             or ("~" in step and step.endswith("~2"))
             or (self._last and step in self._last)
+            or (self._contexts and step in self._contexts)
+            or (self._retried and step in self._retried)
+            or (binding is not None and binding.__class__ is not str)
         ):
             self._exchange(step, t, event)
             return
@@ -333,7 +410,7 @@ class Translator:
         if template is None:
             self._exchange(step, t, event)
             return
-        q0, q1, q2, q3, q4, q5, a0, a1, a2, a3, a4, a5, a6, a7 = template
+        q0, q1, q2, q3, q4, q5, a0, a1, a2, a3, a4, a5, a6, a7, a8 = template
         step_json = _dumps(step)
         seq = self.seq + 1
         answer = seq + 1
@@ -368,14 +445,19 @@ class Translator:
                     a5,
                     step_json,
                     a6,
-                    outcome[1:-1],
+                    _dumps(binding),
                     a7,
+                    outcome[1:-1],
+                    a8,
                 )
             )
         )
         self.seq = answer
         self._answers[step] = answer
+        if binding is not None:
+            self._bound[binding] = answer
         self._started.pop(step, None)
+        self._sent.pop(step, None)
 
     def _exchange(self, step: str, t: float, event: Fields) -> None:
         """`session_finished` built message by message."""
@@ -385,9 +467,12 @@ class Translator:
         attempt = int(event.get("attempt") or 1)
         model = response.get("model") or request.get("model") or alias
         query = self._asked(step, event, request, attempt, t - (elapsed or 0.0), kind, alias, agent)
+        self._retries_of(step, query)
         first = self._answer_id(step[:-1] + "1") if step.endswith("~2") else None
+        binding = event.get("binding")
         payload = _answer_payload(
             step,
+            binding,
             kind or "session",
             model,
             response.get("usage"),
@@ -412,9 +497,13 @@ class Translator:
         )
         self.out.append(orjson.dumps(message, option=_LINE))
         self._answers[step] = seq
+        if isinstance(binding, str):
+            self._bound[binding] = seq
         if self._last:
             self._last.pop(step, None)
         self._started.pop(step, None)
+        self._sent.pop(step, None)
+        self._contexts.discard(step)
 
     def _actor(self, step: str) -> str:
         """Who acts in session `step` (the caller of its tools)."""
@@ -468,7 +557,7 @@ class Translator:
             hole + "k",
             ids + hole + "l",
             _answer_payload(
-                hole + "m", kind or "session", model, hole + "n", hole + "o", hole + "p"
+                hole + "m", hole + "q", kind or "session", model, hole + "n", hole + "o", hole + "p"
             ),
         )
         lines = orjson.dumps(query, option=_LINE) + orjson.dumps(answer, option=_LINE)
@@ -492,7 +581,14 @@ class Translator:
         started = self._started.get(step, _EMPTY)
         attempt = int(event.get("attempt") or 1)
         kind, alias, agent = event.get("kind"), event.get("model"), event.get("agent")
-        query = self._asked(step, event, event.get("request"), attempt, t, kind, alias, agent)
+        elapsed = event.get("elapsed")
+        sent = t - elapsed if isinstance(elapsed, int | float) else t  # stamped when sent
+        query = self._asked(step, event, event.get("request"), attempt, sent, kind, alias, agent)
+        self._retries_of(step, query)
+        if not event.get("retried"):  # the call's last attempt: nothing more is out
+            self._started.pop(step, None)
+            self._sent.pop(step, None)
+            self._contexts.discard(step)
         self._last[step] = self.say(
             "notice",
             t,
@@ -501,11 +597,52 @@ class Translator:
             confidence=1.0,
             provenance=[f"model:{started.get('model')}", f"step:{step}"],
             refers_to=query,
-            payload={"step": step, "attempt": attempt, "error": event.get("error")},
+            payload={
+                "step": step,
+                "attempt": attempt,
+                "error": event.get("error"),
+                "status": event.get("status"),
+                "elapsed": elapsed,
+                "retried": event.get("retried"),
+            },
+        )
+
+    def request_retried(self, step: str, t: float, event: Fields) -> None:
+        """A request the provider retried by itself (a transient failure: 429, 5xx, a lost
+        connection): said after the query of its call, which is written when the call ends."""
+        self._retried.setdefault(step, []).append((t, event))
+
+    def _retries_of(self, step: str, query: str) -> None:
+        """The provider-level retries of `step`'s attempt, after its query."""
+        if self._retried:
+            for t, event in self._retried.pop(step, ()):
+                self._retry_notice(step, t, event, query)
+
+    def _retry_notice(self, step: str, t: float, event: Fields, query: str | None) -> str:
+        status = event.get("status")
+        http = f"HTTP {status}" if status is not None else "no HTTP answer"
+        return self.say(
+            "notice",
+            t,
+            sender=VM,
+            content=(
+                f"request {event.get('request')} of attempt {event.get('attempt')} of step "
+                f"{step} failed ({http}: {event.get('error')}) after {event.get('elapsed')} s; "
+                f"sent again in {event.get('delay')} s"
+            ),
+            confidence=1.0,
+            provenance=[f"step:{step}"],
+            topic="request_retried",
+            refers_to=query,
+            payload=_details(step, event),
         )
 
     def session_cancelled(self, step: str, t: float, event: Fields) -> None:
         self._started.pop(step, None)
+        self._sent.pop(step, None)
+        self._contexts.discard(step)
+        for retried in self._retried.pop(step, ()):
+            self._retry_notice(step, *retried, None)
         self.say(
             "notice",
             t,
@@ -664,7 +801,24 @@ class Translator:
     def run_finished(self, step: str, t: float, event: Fields) -> None:
         status, error = event.get("status"), event.get("error")
         payload = {"status": status, "error": error, "usage": event.get("usage")}
+        # A call still open here ended with the run (a provider's configuration error aborts
+        # it without an answer): only a kill leaves a call lost, which a resume says.
+        for call, retried in list(self._retried.items()):
+            for retry in retried:
+                self._retry_notice(call, *retry, None)
+        self._retried.clear()
+        self._started.clear()
+        self._sent.clear()
+        self._contexts.clear()
         if status == "succeeded":
+            outputs = event.get("outputs")
+            payload["outputs"] = shown_values(outputs)
+            # The answers the outputs hold, when an output is a session's binding.
+            names = outputs if isinstance(outputs, dict) else {}
+            made = [f"{self._ids}{self._bound[n]}" for n in names if n in self._bound]
+            payload["output_answers"] = {
+                n: f"{self._ids}{self._bound[n]}" for n in names if n in self._bound
+            }
             self.say(
                 "claim",
                 t,
@@ -672,6 +826,7 @@ class Translator:
                 content=f"run {self.run_id} succeeded",
                 confidence=1.0,
                 provenance=["journal.jsonl", "outputs.json"],
+                refers_to=made or None,
                 payload=payload,
             )
             return
@@ -757,10 +912,11 @@ def _answer(
 
 
 def _answer_payload(
-    step: str, kind: Any, model: Any, usage: Any, finish_reason: Any, elapsed: Any
+    step: str, binding: Any, kind: Any, model: Any, usage: Any, finish_reason: Any, elapsed: Any
 ) -> dict[str, Any]:
     return {
         "step": step,
+        "binding": binding,  # the name the answer became (null: bound to none)
         "kind": kind,
         "model": model,
         "usage": usage,
@@ -793,6 +949,7 @@ _CUTS = tuple(
         b"@k",  # provenance's step:
         b"@l",  # refers_to's seq (the query)
         b'"@m"',  # payload.step
+        b'"@q"',  # payload.binding (a name, or null)
         b'"usage":"@n","finish_reason":"@o","elapsed":"@p"',
     )
 )
@@ -801,9 +958,37 @@ _TEMPLATES = 256  # at most this many a run; a run with more distinct statements
 _dumps = orjson.dumps
 # A session's fields as the VM records them (`calls.py`); an event without one of them is
 # built message by message.
-_FINISHED = itemgetter("request", "response", "elapsed", "kind", "model", "agent", "attempt")
+_FINISHED = itemgetter(
+    "request", "response", "elapsed", "kind", "model", "agent", "attempt", "binding"
+)
 _REQUEST = itemgetter("messages", "system", "model")
 _RESPONSE = itemgetter("text", "usage", "finish_reason", "model")
+
+
+# A value the trail shows as a digest: over this many bytes of JSON, or named like a secret.
+LARGE_VALUE = 4096
+_SECRET = re.compile(r"(?i)(secret|passw|token|api[_-]?key|credential|private[_-]?key)")
+
+
+def shown_value(name: str, value: Any) -> Any:
+    """A run's input or output as the trail shows it: the value itself, or its SHA-256
+    digest (of the value's JSON, as orjson writes it) and size when it is large or its name
+    says it is a secret (a digest lets a reviewer check it against the run folder)."""
+    data = orjson.dumps(value)
+    secret = bool(_SECRET.search(name))
+    if not secret and len(data) <= LARGE_VALUE:
+        return value
+    digest: dict[str, Any] = {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
+    if secret:
+        digest["secret"] = True
+    return {"digest": digest}
+
+
+def shown_values(values: Any) -> dict[str, Any] | None:
+    """`shown_value` of each of a run's named values (None: the event has none)."""
+    if not isinstance(values, dict):
+        return None
+    return {str(name): shown_value(str(name), value) for name, value in values.items()}
 
 
 def _details(step: str, event: Fields) -> dict[str, Any]:
@@ -833,8 +1018,12 @@ ROWS: dict[str, Row] = {
     "run_started": Row(("session_context",), Translator.run_started),
     "agents": Row(("notice",), Translator.agents),
     "session_started": Row((), Translator.session_started),  # the query is written with its end
+    # ...and between the two, a notice per provider-level retry of the call (`request_retried`)
     "session_finished": Row(("query", "response|correction"), Translator.session_finished),
-    "session_failed": Row(("query", "notice"), Translator.session_failed),
+    "session_failed": Row(("query", "notice"), Translator.session_failed),  # the same
+    # A provider-level retry: a notice written after its call's query (by the row above or
+    # `session_finished`), or with the call's loss on resume.
+    "request_retried": Row((), Translator.request_retried),
     "session_cancelled": Row(("notice",), Translator.session_cancelled),
     "session_served": Row((), _skip),  # a resumed run's answer: audited when it came
     "failure_served": Row((), _skip),  # a resumed run's handled failure: audited when it came

@@ -21,7 +21,13 @@ from openprose.providers.base import (
     TransientProviderError,
     single_attempt,
 )
-from openprose.providers.resilient import MAX_BACKOFF_EXPONENT, REQUEST_TALLY
+from openprose.providers.resilient import (
+    MAX_BACKOFF_EXPONENT,
+    REQUEST_TALLY,
+    RETRY_WATCH,
+    ProviderRetry,
+    ResilientProvider,
+)
 from openprose.vm import budget
 from openprose.vm.errors import RunAborted, SessionFailed, location
 from openprose.vm.runstore import RunStore
@@ -51,11 +57,13 @@ class ModelCalls:
         event: str = "session",
         continues: tuple[str, int] | None = None,
         parent: StatementSpan | None = None,
+        context: list[str] | None = None,
     ) -> ModelResponse:
         """`continues` = (step of the turn this request continues, messages added since):
         a tool-loop turn, journaled as a delta (`request_delta`) rather than whole, so a
         turn's journal cost does not grow with the conversation. `parent`: the span of the
-        statement the call is made for, when its caller has it (else the current span)."""
+        statement the call is made for, when its caller has it (else the current span).
+        `context`: the names the request's `context:` gave it (the trail links the answers)."""
         shared = self.shared
         served = shared.replay.sessions.get(step)
         if served is not None:
@@ -92,7 +100,15 @@ class ModelCalls:
             request.response_schema,
             request.tools,
         )
-        shared.emit("session_started", step, agent=agent, model=alias, binding=label, kind=event)
+        if context:
+            shared.emit(
+                "session_started", step, agent=agent, model=alias, binding=label, kind=event,
+                context=context,
+            )  # fmt: skip
+        else:
+            shared.emit(
+                "session_started", step, agent=agent, model=alias, binding=label, kind=event
+            )
         asked = _journaled_request(request, continues)
         # With a `retry:` the program owns the retries: each attempt is one request, with no
         # transient retries of the provider behind it, so attempts never multiply. Without
@@ -104,8 +120,14 @@ class ModelCalls:
             provider_name = str(getattr(provider, "name", "") or type(provider).__name__)
         attempt = 0
         REQUEST_TALLY.set(shared.stats)  # the provider's own retries are this run's requests
+        retried: _RetryRecorder | None = None
+        if isinstance(provider, ResilientProvider):  # the one that retries: each is journaled
+            retried = _RetryRecorder(shared, step)
+            RETRY_WATCH.set(retried.record)
         while True:
             attempt += 1
+            if retried is not None:
+                retried.attempt = attempt
             started = time.perf_counter_ns()
             shared.stats.in_flight += 1
             shared.stats.requests += 1
@@ -136,15 +158,19 @@ class ModelCalls:
             except ProviderConfigError as error:
                 raise RunAborted(str(error)) from None
             except ProviderError as error:
+                # A server asking for a longer wait than the limit ends the retries too.
+                last = attempt > retries or isinstance(error, RetryAfterTooLongError)
                 shared.emit(
                     "session_failed",
                     step,
                     attempt=attempt,
                     error=str(error),
+                    status=error.status,  # the HTTP status, None when no answer came
+                    elapsed=(time.perf_counter_ns() - started) // 1000 / 1e6,  # its send time
+                    retried=not last,
                     **asked,  # the audit trail shows what was asked
                 )
-                # A server asking for a longer wait than the limit ends the retries too.
-                if attempt > retries or isinstance(error, RetryAfterTooLongError):
+                if last:
                     failure = _failed(str(error), self.path, where, step)
                     failure.hint = error.note
                     if retries and attempt > retries:
@@ -177,6 +203,30 @@ class ModelCalls:
                 kind=event,
             )
             return response
+
+
+class _RetryRecorder:
+    """Journals each request of one call that the provider retried by itself
+    (`request_retried`): the server received it, so the trail and usage count it."""
+
+    __slots__ = ("attempt", "shared", "step")
+
+    def __init__(self, shared: Shared, step: str) -> None:
+        self.shared = shared
+        self.step = step
+        self.attempt = 1  # the call's attempt (a `retry:` attempt) the requests belong to
+
+    def record(self, retry: ProviderRetry) -> None:
+        self.shared.emit(
+            "request_retried",
+            self.step,
+            attempt=self.attempt,
+            request=retry.request,
+            status=retry.status,
+            error=retry.error,
+            elapsed=round(retry.elapsed, 6),
+            delay=round(retry.delay, 6),
+        )
 
 
 def _failed(message: str, path: str, where: Any, step: str) -> SessionFailed:

@@ -44,7 +44,16 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
-from openprose.vm.otlp import CALL, SCOPE_NAME, STATEMENT, Record, expand, frame
+from openprose.vm.otlp import (
+    CALL,
+    SCOPE_NAME,
+    STATEMENT,
+    Link,
+    LinkedRecord,
+    Record,
+    expand,
+    frame,
+)
 from openprose.vm.otlp_http import (
     RESOURCE_VARIABLE,
     exporter_named,
@@ -106,7 +115,7 @@ def _failure(error: BaseException) -> tuple[int, str, str]:
 class _Open(Parent):
     """A span with its attributes as a dict (the run's, a tool call's)."""
 
-    __slots__ = ("attributes", "code", "kind", "name", "parent", "record", "start", "why")
+    __slots__ = ("attributes", "code", "kind", "links", "name", "parent", "record", "start", "why")
 
     def __init__(
         self,
@@ -115,9 +124,12 @@ class _Open(Parent):
         parent: Parent | None,
         attributes: dict[str, Any],
         kind: int,
+        links: tuple[Link, ...] = (),
     ) -> None:
+        self.links = links  # spans of other processes it follows (`start_run`)
         if parent is None:
-            super().__init__(_new_trace(), _new_id(64))
+            # A span that links to another joins its trace, as its root.
+            super().__init__(links[0][0] if links else _new_trace(), _new_id(64))
             self.parent: int | None = None
         else:
             super().__init__(parent.trace_id, _new_id(64))
@@ -131,6 +143,12 @@ class _Open(Parent):
         self.start = _now()
 
     def end(self) -> None:
+        if self.links:
+            self.record(
+                (self.name, self.trace_id, self.span_id, self.parent, self.kind, self.code,
+                 self.why, self.start, _now(), self.attributes, self.links)
+            )  # fmt: skip
+            return
         self.record(
             (self.name, self.trace_id, self.span_id, self.parent, self.kind, self.code,
              self.why, self.start, _now(), self.attributes)
@@ -298,9 +316,12 @@ class OtelTracer:
         self, run_id: str, program: str, resumed_from: Mapping[str, str] | None
     ) -> dict[str, str]:
         parent: Parent | None = None
+        earlier: tuple[Link, ...] = ()
         if resumed_from and resumed_from.get("trace_id") and resumed_from.get("span_id"):
+            # The earlier attempt's span may never have been exported (a kill -9): a link,
+            # never a parent, so no span of this attempt points to one that never arrives.
             trace_id = f"{int(resumed_from['trace_id'], 16):032x}"
-            parent = Parent(trace_id, int(resumed_from["span_id"], 16))
+            earlier = ((trace_id, int(resumed_from["span_id"], 16)),)
         else:
             ambient = trace.get_current_span().get_span_context()  # the embedding app's span
             if ambient.is_valid:
@@ -312,9 +333,10 @@ class OtelTracer:
             {
                 "prose.run.id": run_id,
                 "prose.program": program,
-                "prose.run.resumed": resumed_from is not None and parent is not None,
+                "prose.run.resumed": bool(earlier),
             },
             _INTERNAL,
+            earlier,
         )
         _run.set((span, _current.set(span)))
         return {"trace_id": span.trace_id, "span_id": f"{span.span_id:016x}"}
@@ -411,10 +433,11 @@ class OtelTracer:
             self.processor.force_flush()
 
 
-def span_of(record: Record, resource: Resource) -> ReadableSpan:
+def span_of(record: Record | LinkedRecord, resource: Resource) -> ReadableSpan:
     """A record (`openprose.vm.otlp.Record`) as the SDK's processors and exporters take it."""
-    name, trace_hex, span_id, parent, kind, code, why, start, end, attributes = record
+    name, trace_hex, span_id, parent, kind, code, why, start, end, attributes = record[:10]
     trace_id = int(trace_hex, 16)
+    links = [link for links in record[10:] for link in links]  # a record's links are last
     return readable(
         name,
         (trace_id, span_id),
@@ -425,6 +448,12 @@ def span_of(record: Record, resource: Resource) -> ReadableSpan:
         end,
         dict(attributes),
         resource,
+        [
+            trace.Link(
+                SpanContext(int(linked, 16), linked_span, is_remote=True, trace_flags=_SAMPLED)
+            )
+            for linked, linked_span in links
+        ],
     )
 
 
@@ -438,6 +467,7 @@ def readable(
     end: int,
     attributes: dict[str, Any],
     resource: Resource,
+    links: list[trace.Link] | None = None,
 ) -> ReadableSpan:
     """A finished span as the SDK's processors and exporters take it."""
     return ReadableSpan(
@@ -453,6 +483,7 @@ def readable(
         start_time=start,
         end_time=end,
         instrumentation_scope=SCOPE,
+        links=links or (),
     )
 
 

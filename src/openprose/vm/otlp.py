@@ -32,6 +32,13 @@ if TYPE_CHECKING:
     from typing import Any
 
 Record = tuple[str, str, int, "int | None", int, int, "str | None", int, int, "Mapping[str, Any]"]
+# A span link: (trace id hex, span id) of a span of another process (a resumed run's earlier
+# attempt). A record with links has them as an eleventh item.
+Link = tuple[str, int]
+LinkedRecord = tuple[
+    str, str, int, "int | None", int, int, "str | None", int, int, "Mapping[str, Any]",
+    "tuple[Link, ...]",
+]  # fmt: skip
 
 _INT64 = 1 << 63
 _ERROR = 2  # StatusCode.ERROR: the only status whose description is kept
@@ -123,8 +130,8 @@ def frame(records: list[Any]) -> bytes:
 
 
 def _plain_record(record: tuple[Any, ...]) -> tuple[Any, ...]:
-    if record[0].__class__ is str:  # a full record: its attributes are last
-        return (*record[:-1], _plain(record[-1]))
+    if record[0].__class__ is str:  # a full record: its attributes tenth, its links after
+        return (*record[:9], _plain(record[9]), *record[10:])
     return tuple(_plain({"": value})[""] for value in record)
 
 
@@ -358,9 +365,9 @@ class SpanEncoder:
                 parts.append(_attribute("gen_ai.output.messages", answer))
         return _ending(parts, error, code, why)
 
-    def span(self, record: Record) -> bytes:
+    def span(self, record: Record | LinkedRecord) -> bytes:
         """One `Span` message (field order and defaults as the SDK writes them)."""
-        name, trace_id, span_id, parent, kind, code, why, start, end, values = record
+        name, trace_id, span_id, parent, kind, code, why, start, end, values = record[:10]
         parts = self._head(name, trace_id, span_id, parent, kind)
         _times(parts, start, end)
         cache = self._attributes
@@ -376,8 +383,19 @@ class SpanEncoder:
             except TypeError:  # a list or a mapping: not hashable, not cached
                 encoded = _attribute(key, value)
             parts.append(encoded)
+        for links in record[10:]:  # a record with links has them last
+            parts.extend(_link(link) for link in links)
         _status(parts, code, why)
         return b"".join(parts)
+
+
+def _link(link: Link) -> bytes:
+    """A `Span.Link` (field 13) to a span of another process: its ids and its flags
+    (`SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE | SPAN_FLAGS_CONTEXT_IS_REMOTE`), as the SDK writes a
+    link whose context is remote."""
+    trace_id, span_id = link
+    body = b"\x0a\x10" + bytes.fromhex(trace_id) + b"\x12\x08" + span_id.to_bytes(8, "big")
+    return _field(b"\x6a", body + b"\x35\x00\x03\x00\x00")
 
 
 def _block_attributes(key: tuple[Any, ...]) -> tuple[tuple[str, Any], ...]:

@@ -285,8 +285,8 @@ async def _execute(
     if tracer is not None:
         earlier = meta.get("trace")
         trace_ids = tracer.start_run(store.run_id, program_name, earlier)
-        if not earlier:  # a resume continues this trace
-            await asyncio.to_thread(store.update_meta, trace=trace_ids)
+        # A resume links its run span to this attempt's (the latest attempt: a chain).
+        await asyncio.to_thread(store.update_meta, trace=trace_ids)
     journal = journal or Journal(store.journal_path)
     journal.start()
     own_router = router is None
@@ -308,7 +308,11 @@ async def _execute(
         store.hold_state()
         journal.when_written(store.write_held_state)
     shared.emit(
-        "run_started", "", run_id=store.run_id, resumed=bool(replay.sessions or replay.decisions)
+        "run_started",
+        "",
+        run_id=store.run_id,
+        resumed=bool(replay.sessions or replay.decisions),
+        inputs=to_json(dict(inputs or {})),  # the trail shows what went in
     )
     _serve_recorded_answers(shared, honoured)
     interpreter = Interpreter(program, text, shared, store, inputs=inputs, imports=imports)
@@ -359,7 +363,7 @@ async def _execute(
         store.hold_state(False)
     await store.offload(write_end)
     usage = shared.stats.usage()
-    shared.emit("run_finished", "", status=status, error=error, usage=usage)
+    shared.emit("run_finished", "", status=status, error=error, usage=usage, outputs=outputs)
     await journal.close()
     if audit is not None:
         await audit.aclose()  # its last batch

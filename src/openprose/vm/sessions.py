@@ -146,6 +146,7 @@ class Sessions:
                 backoff=backoff,
                 label=label,
                 parent=span,
+                context=[item.label for item in context_items] if props.get("context") else None,
             )
             answer = response.text
             if memory is not None and agent is not None:
@@ -180,6 +181,7 @@ class Sessions:
         backoff: str,
         label: str | None,
         parent: StatementSpan | None,
+        context: list[str] | None = None,
     ) -> Awaitable[ModelResponse]:
         """The session's model call: the request goes out, the (final) answer comes back.
         An agent that declares `permissions:` or `skills:` gets tools: its session runs the
@@ -188,7 +190,7 @@ class Sessions:
         if agent is not None and (agent.permissions or agent.skills):
             return self._ask_with_tools(
                 step, request, alias=alias, agent=agent, node=node, retries=retries,
-                backoff=backoff, label=label, parent=parent,
+                backoff=backoff, label=label, parent=parent, context=context,
             )  # fmt: skip
         return self.calls.call(
             step,
@@ -200,6 +202,7 @@ class Sessions:
             backoff=backoff,
             label=label,
             parent=parent,
+            context=context,
         )
 
     async def _ask_with_tools(
@@ -214,6 +217,7 @@ class Sessions:
         backoff: str,
         label: str | None,
         parent: StatementSpan | None,
+        context: list[str] | None = None,
     ) -> ModelResponse:
         # Imported here: a program whose agents have no tools never loads the tool machinery.
         from openprose.vm.toolloop import (
@@ -249,7 +253,7 @@ class Sessions:
         if not toolbox.specs:  # everything denied: nothing to offer, a plain completion
             response = await self.calls.call(
                 step, request, alias=alias, agent=agent.name, where=node,
-                retries=retries, backoff=backoff, label=label, parent=parent,
+                retries=retries, backoff=backoff, label=label, parent=parent, context=context,
             )  # fmt: skip
             return response
         request = ModelRequest(
@@ -272,6 +276,7 @@ class Sessions:
                 label=label,
                 event="session" if turn == 0 else "tool_turn",
                 continues=None if added is None else (turn_step(step, turn - 1), added),
+                context=context if turn == 0 else None,
             )
 
         def emit_now(event: str, at: str, **fields: Any) -> None:

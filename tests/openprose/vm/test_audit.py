@@ -409,6 +409,7 @@ _name = st.none() | st.text(min_size=1, max_size=12)
     step=st.sampled_from(["1", "2:1[0].1", "3?c1~1", "3?c1~2", "4~t2"]),
     attempt=st.integers(1, 5),
     failed_first=st.booleans(),
+    binding=_name,
 )
 def test_a_sessions_messages_are_valid_by_construction(
     prompt: str,
@@ -420,6 +421,7 @@ def test_a_sessions_messages_are_valid_by_construction(
     step: str,
     attempt: int,
     failed_first: bool,
+    binding: str | None,
 ) -> None:
     """The query and answer of a session are built without the validator's check (it
     would cost as much as the rest of the trail): whatever the values, they pass it."""
@@ -440,6 +442,7 @@ def test_a_sessions_messages_are_valid_by_construction(
         "response": {"text": answer, "usage": {"input_tokens": 1, "output_tokens": 2}},
         "attempt": attempt,
         "elapsed": 0.25,
+        "binding": binding,
     }
     translator.add("session_finished", step, 11.0, finished)
     messages = translator.take()
@@ -468,6 +471,7 @@ _session_values = st.fixed_dictionaries(
         "kind": st.sampled_from(["session", "judgment", None, ""]) | _odd,
         "model": st.none() | st.sampled_from(["m-1", "m-2"]) | _odd,
         "step": st.sampled_from(["1", "2:1[0].1", "3?c1~1", "3?c1~2", "4~t2"]) | _odd,
+        "binding": _name | _odd,
         "attempt": st.integers(0, 3) | st.none(),
         "elapsed": st.none() | st.floats(0, 100) | st.sampled_from([6.5e-05, 1e-7, 0.0]),
         "usage": st.none() | st.fixed_dictionaries({"input_tokens": st.integers(0, 10**9)}),
@@ -521,6 +525,7 @@ def test_templated_sessions_are_the_built_ones_byte_for_byte(
             "request": request,
             "response": response,
             **started,
+            "binding": values["binding"],
             "attempt": values["attempt"],
             "elapsed": values["elapsed"],
         }
@@ -534,6 +539,25 @@ def test_templated_sessions_are_the_built_ones_byte_for_byte(
                     translator.add(event, step, values["t"], fields)
             assert templated.take_bytes() == built.take_bytes()
     assert templated.seq == built.seq
+
+
+def test_a_plain_session_is_written_from_its_template() -> None:
+    """The byte-for-byte test above compares something: an ordinary session (its binding
+    included) takes the template path."""
+    translator = Translator("20260101-000000-abcdef", "main.prose")
+    request = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "system": None}
+    response = {"text": "yo", "usage": None, "finish_reason": "stop", "model": "m"}
+    fields = {"agent": None, "model": "sonnet", "kind": "session", "binding": "greeting"}
+    translator.add("session_started", "1", 1.0, fields)
+    translator.add(
+        "session_finished",
+        "1",
+        2.0,
+        {**fields, "request": request, "response": response, "attempt": 1, "elapsed": 0.5},
+    )
+    assert len(translator._templates) == 1 and None not in translator._templates.values()
+    query, answer = translator.take()
+    assert answer["payload"]["binding"] == "greeting" and answer["refers_to"] == query["id"]
 
 
 def test_a_query_takes_what_its_answer_event_lacks_from_the_sessions_start() -> None:

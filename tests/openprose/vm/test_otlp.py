@@ -152,3 +152,12 @@ def test_a_sessions_flat_records_encode_as_their_full_records(batch: list[Any]) 
     one = encoder()
     assert one.request(batch) == sdk_bytes(full)
     assert one.request(batch) == encoder().request(full)
+
+
+@settings(max_examples=100, deadline=None)
+@given(records, st.lists(st.tuples(records.map(lambda r: r[1]), ids64), min_size=1, max_size=3))
+def test_a_span_linked_to_another_processs_span_is_encoded_as_the_sdk_does(
+    record: Record, links: list[tuple[str, int]]
+) -> None:
+    linked = (*record, tuple(links))
+    assert encoder().request([linked]) == sdk_bytes([linked])  # type: ignore[list-item]

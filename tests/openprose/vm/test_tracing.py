@@ -286,12 +286,15 @@ def test_the_export_queue_gets_the_spans_the_in_memory_exporter_gets(vm: Any, me
     assert exported == in_memory
 
 
-def test_a_resumed_run_continues_the_same_trace(vm: Any, memory: Any) -> None:
+def test_a_resumed_run_links_to_the_earlier_attempt_in_the_same_trace(vm: Any, memory: Any) -> None:
+    """The earlier attempt's span may never have been exported (kill -9): the resumed run's
+    span is a root of the same trace with a link to it, never its child."""
     exporter, provider = memory
     source = 'session "one"\nsession "two"\n'
     stopped = run_traced(vm, source, OtelTracer(provider), config=replace(vm.FAST, max_sessions=1))
     assert stopped.status == "stopped"
     first = {s.context.trace_id for s in exporter.get_finished_spans()}
+    earlier_meta = json.loads((stopped.run_dir / "run.json").read_text())
     exporter.clear()
     parsed = parse_text(source, str(vm.project / "main.prose"))
     resumed = asyncio.run(
@@ -309,11 +312,17 @@ def test_a_resumed_run_continues_the_same_trace(vm: Any, memory: Any) -> None:
     assert {s.context.trace_id for s in spans} == first
     (run_span,) = [s for s in spans if s.name.startswith("prose run")]
     assert run_span.attributes["prose.run.resumed"] is True
+    assert run_span.parent is None
+    earlier = earlier_meta["trace"]
+    (link,) = run_span.links
+    assert f"{link.context.trace_id:032x}" == earlier["trace_id"]
+    assert f"{link.context.span_id:016x}" == earlier["span_id"]
+    # No span of the resumed attempt has a parent outside it.
+    own = {s.context.span_id for s in spans}
+    assert all(s.parent is None or s.parent.span_id in own for s in spans)
+    # The next resume links to this attempt.
     meta = json.loads((stopped.run_dir / "run.json").read_text())
-    assert (
-        run_span.parent is not None
-        and f"{run_span.parent.span_id:016x}" == meta["trace"]["span_id"]
-    )
+    assert meta["trace"]["span_id"] == f"{run_span.context.span_id:016x}"
 
 
 def test_tool_calls_become_execute_tool_spans(memory: Any) -> None:
