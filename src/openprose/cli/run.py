@@ -590,8 +590,11 @@ def print_summary(result: RunResult, provider: str | None = None) -> None:
     asked = f"{sent} answered by {answered_by}" if answered_by else f"{sent} sent"
     if failed:
         asked += f" ({failed} failed)"
+    from openprose.providers.prices import cache_text
+
+    cached = cache_text(usage.get("cache_read_tokens", 0), usage.get("cache_write_tokens", 0))
     lines.append(
-        f"tokens: {usage.get('input_tokens', 0)} in, {usage.get('output_tokens', 0)} out; "
+        f"tokens: {usage.get('input_tokens', 0)} in{cached}, {usage.get('output_tokens', 0)} out; "
         f"requests: {asked}, "
         f"{usage.get('requests_served_from_journal', 0)} served from the journal"
     )

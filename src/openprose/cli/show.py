@@ -122,11 +122,15 @@ def _print_text(shown: dict[str, Any], meta: dict[str, Any]) -> None:
         print(f"continue it with: {p(shown['resume'])}")
     steps = shown["steps"]
     print(f"\nsteps ({len(steps)}):")
+    from openprose.providers.prices import cache_text
+
     for s in steps:
         answer = " ".join(p(s["answer"]).split())[:70]
         label = p(s["binding"] or s["kind"])
+        cached = cache_text(s["cache_read_tokens"], s["cache_write_tokens"])
         print(
-            f"  {p(s['step']):<18} {label:<12} {p(s['model']):<10} {s['tokens']:>6} tok  {answer}"
+            f"  {p(s['step']):<18} {label:<12} {p(s['model']):<10} {s['tokens']:>6} tok{cached}"
+            f"  {answer}"
         )
     if shown["decisions"]:
         print(f"\ndecisions ({len(shown['decisions'])}):")
@@ -193,7 +197,17 @@ def _journal(path: Path, damaged: list[str]) -> dict[str, Any]:
     }
 
 
-STEP_FIELDS = ("step", "kind", "agent", "model", "binding", "tokens", "elapsed")
+STEP_FIELDS = (
+    "step",
+    "kind",
+    "agent",
+    "model",
+    "binding",
+    "tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "elapsed",
+)
 
 
 def _plain(record: dict[str, Any]) -> dict[str, Any]:

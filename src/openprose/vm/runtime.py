@@ -251,9 +251,11 @@ class RunStats:
     requests: int = 0
     served: int = 0  # model calls answered from the journal
     in_flight: int = 0  # model calls sent and not answered yet
-    input_tokens: int = 0
+    input_tokens: int = 0  # the whole prompts, cache reads and writes included
     output_tokens: int = 0
-    by_model: dict[str, list[int]] = field(default_factory=dict)
+    cache_read_tokens: int = 0  # prompt tokens read from a provider's prompt cache
+    cache_write_tokens: int = 0  # and written to it
+    by_model: dict[str, list[int]] = field(default_factory=dict)  # in, out, read, written
     prices: Prices = field(default_factory=Prices.default)
     cost: float = 0.0  # USD, of the calls whose model has a price
     unpriced: dict[str, int] = field(default_factory=dict)  # model -> tokens with no price
@@ -262,18 +264,24 @@ class RunStats:
     def count(self, model: str, response: ModelResponse) -> None:
         usage = response.usage
         spent_in, spent_out = usage.input_tokens, usage.output_tokens
+        read, written = usage.cache_read_tokens, usage.cache_write_tokens
         self.input_tokens += spent_in
         self.output_tokens += spent_out
+        self.cache_read_tokens += read
+        self.cache_write_tokens += written
         totals = self.by_model.get(model)
         if totals is None:
-            totals = self.by_model[model] = [0, 0]
+            totals = self.by_model[model] = [0, 0, 0, 0]
         totals[0] += spent_in
         totals[1] += spent_out
+        totals[2] += read
+        totals[3] += written
         price = self._prices_seen.get(model, _UNSEEN)
         if price is _UNSEEN:  # looked up once per model (an unknown one costs a regex)
             price = self._prices_seen[model] = self.prices.price_of(model)
         if price is not None:
-            self.cost += price.cost(spent_in, spent_out)  # per request: prices may be tiered
+            # per request: prices may be tiered
+            self.cost += price.cost(spent_in, spent_out, read, written)
         elif spent_in or spent_out:
             self.unpriced[model] = self.unpriced.get(model, 0) + spent_in + spent_out
 
@@ -281,12 +289,20 @@ class RunStats:
         return {
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
+            "cache_read_tokens": self.cache_read_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
             "requests_sent": self.sent,
             # sent too, but answered with an error or not at all (retries included)
             "requests_failed": max(0, self.requests - self.sent),
             "requests_served_from_journal": self.served,
             "by_model": {
-                m: {"input_tokens": i, "output_tokens": o} for m, (i, o) in self.by_model.items()
+                m: {
+                    "input_tokens": i,
+                    "output_tokens": o,
+                    "cache_read_tokens": r,
+                    "cache_write_tokens": w,
+                }
+                for m, (i, o, r, w) in self.by_model.items()
             },
             # The cost of the priced calls; `unpriced_models` says what it leaves out.
             "cost_usd": round(self.cost, 6),

@@ -139,7 +139,8 @@ calls = st.tuples(
     st.tuples(_words, _small, st.none() | _words, _small, _small, st.none() | _words),
     st.tuples(st.none() | _words, st.none() | _words, st.none() | _words),
     st.tuples(st.none() | _words, st.none() | _words),
-).map(lambda r: (CALL, *r[0], *r[1], *r[2], *r[3], *r[4]))
+    st.tuples(_small, _small),  # prompt-cache reads and writes
+).map(lambda r: (CALL, *r[0], *r[1], *r[2], *r[3], *r[4], *r[5]))
 
 
 @settings(max_examples=300, deadline=None)
