@@ -153,3 +153,17 @@ def test_a_sessions_flat_records_encode_as_their_full_records(batch: list[Any]) 
     one = encoder()
     assert one.request(batch) == sdk_bytes(full)
     assert one.request(batch) == encoder().request(full)
+
+
+def test_a_calls_cache_counts_are_its_genai_usage_attributes() -> None:
+    """`gen_ai.usage.cache_read.input_tokens` and `..cache_creation..`: when the provider
+    reported some, and never on a failed attempt."""
+    head = ("0" * 31 + "1", 2, None, 0, None, 1, 2, "s1", "m", 64, None, "sonnet", "anthropic")
+    answered = (CALL, *head, "session", 1, "stop", 3000, 10, "m", "id", None, None, None, None)
+    attributes = expand((*answered, 2900, 90))[-1]
+    assert attributes["gen_ai.usage.cache_read.input_tokens"] == 2900
+    assert attributes["gen_ai.usage.cache_creation.input_tokens"] == 90
+    plain = expand((*answered, 0, 0))[-1]
+    assert not any("cache" in key for key in plain)
+    failed = (CALL, *head, "session", 1, None, None, None, None, None, "E", None, None, None)
+    assert not any("cache" in key for key in expand((*failed, 0, 0))[-1])
