@@ -6,6 +6,7 @@ twice in the same run: as shipped, and with `prompt_cache = false` in prose.toml
 baseline: no breakpoints, nothing cached). Goal: billed input cost <= 0.2x the baseline's.
 
     python bench/prompt_cache.py             # 200 sessions, 3,000-token context
+    python bench/prompt_cache.py --quick     # 20 sessions
     python bench/prompt_cache.py --n 50 --context-tokens 2000
 
 The billed input cost is read from the run's own figures (`prose run --json`: tokens in,
@@ -28,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _loopback import REPO, Table, start_in_subprocess, verdict
+from _loopback import REPO, Table, load_note, start_in_subprocess, verdict
 
 from openprose.providers.prices import Prices
 
@@ -90,7 +91,11 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=200, help="pmap items (sessions)")
     parser.add_argument("--context-tokens", type=int, default=3000, help="words of context")
     parser.add_argument("--latency-ms", type=float, default=20.0)
+    parser.add_argument("--quick", action="store_true", help="20 sessions")
     args = parser.parse_args()
+    if args.quick:
+        args.n = 20
+    print(load_note())
 
     words = [f"fact{i % 97}" for i in range(args.context_tokens)]
     inputs = {"items": [f"p{i}" for i in range(args.n)], "doc": " ".join(words)}
@@ -117,6 +122,7 @@ def main() -> None:
     finally:
         stop()
     table.print()
+    print(load_note())
     ratio = costs["cached"] / costs["baseline (prompt_cache = false)"]
     print(
         f"\nbilled input cost, cached / baseline: {ratio:.3f}x (goal <= {GOAL_RATIO}x) "
