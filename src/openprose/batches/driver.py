@@ -118,8 +118,8 @@ class BatchResult:
             "usage": {
                 "input_tokens": s.input_tokens,
                 "output_tokens": s.output_tokens,
-                "cache_read_tokens": s.cache_read_tokens,
-                "cache_write_tokens": s.cache_write_tokens,
+                **({"cache_read_tokens": s.cache_read_tokens} if s.cache_read_tokens else {}),
+                **({"cache_write_tokens": s.cache_write_tokens} if s.cache_write_tokens else {}),
                 "by_model": s.by_model,
                 "cost_usd": round(s.cost, 6),
                 "unpriced_models": s.unpriced,

@@ -289,25 +289,28 @@ class RunStats:
         return {
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
-            "cache_read_tokens": self.cache_read_tokens,
-            "cache_write_tokens": self.cache_write_tokens,
+            **_cached(self.cache_read_tokens, self.cache_write_tokens),
             "requests_sent": self.sent,
             # sent too, but answered with an error or not at all (retries included)
             "requests_failed": max(0, self.requests - self.sent),
             "requests_served_from_journal": self.served,
             "by_model": {
-                m: {
-                    "input_tokens": i,
-                    "output_tokens": o,
-                    "cache_read_tokens": r,
-                    "cache_write_tokens": w,
-                }
+                m: {"input_tokens": i, "output_tokens": o, **_cached(r, w)}
                 for m, (i, o, r, w) in self.by_model.items()
             },
             # The cost of the priced calls; `unpriced_models` says what it leaves out.
             "cost_usd": round(self.cost, 6),
             "unpriced_models": dict(self.unpriced),
         }
+
+
+def _cached(read: int, written: int) -> dict[str, int]:
+    """Cache counts as the journal has them: present when the cache played a part, so a
+    run's figures keep the form they had before prompt caching."""
+    counts = {"cache_read_tokens": read} if read else {}
+    if written:
+        counts["cache_write_tokens"] = written
+    return counts
 
 
 @dataclass(slots=True)
