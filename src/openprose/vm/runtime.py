@@ -102,6 +102,7 @@ class VMConfig:
     max_run_tokens: int | None = None  # input + output, all calls
     max_cost: float | None = None  # USD; needs a price for every model the run uses
     audit: bool = True  # write audit.ndjson (the VLP audit trail); see `audit`
+    memo: bool = False  # answer calls asked before from `.prose/memo/`; see `memo`
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,6 +251,7 @@ class RunStats:
     # (`providers.resilient.REQUEST_TALLY`); those beyond `sent` got no usable answer
     requests: int = 0
     served: int = 0  # model calls answered from the journal
+    memoized: int = 0  # model calls answered from the answer cache of earlier runs
     in_flight: int = 0  # model calls sent and not answered yet
     input_tokens: int = 0  # the whole prompts, cache reads and writes included
     output_tokens: int = 0
@@ -294,6 +296,7 @@ class RunStats:
             # sent too, but answered with an error or not at all (retries included)
             "requests_failed": max(0, self.requests - self.sent),
             "requests_served_from_journal": self.served,
+            **({"requests_served_from_memo": self.memoized} if self.memoized else {}),
             "by_model": {
                 m: {"input_tokens": i, "output_tokens": o, **_cached(r, w)}
                 for m, (i, o, r, w) in self.by_model.items()
