@@ -126,6 +126,12 @@ def add_budget_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="USD",
         help="dollars the run may spend (every model it uses needs a price)",
     )
+    # Not a budget, but what it saves is: a VMConfig field given on the command line too.
+    parser.add_argument(
+        "--memo",
+        action="store_true",
+        help="answer calls asked before from .prose/memo/, remember new ones ([vm] memo)",
+    )
 
 
 def _limit(kind: type[int | float]) -> Callable[[str], int | float | str]:
@@ -152,7 +158,12 @@ def budget_flags(args: argparse.Namespace) -> dict[str, Any]:
         "max_run_tokens": args.max_tokens,
         "max_cost": args.max_cost,
     }
-    return {k: None if v == "none" else v for k, v in given.items() if v is not None}
+    flags: dict[str, Any] = {
+        k: None if v == "none" else v for k, v in given.items() if v is not None
+    }
+    if getattr(args, "memo", False):
+        flags["memo"] = True
+    return flags
 
 
 RUN_JSON = 'print one JSON object {"run_id", "status", "outputs", "usage"}'

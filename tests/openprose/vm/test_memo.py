@@ -116,3 +116,17 @@ def test_prose_cache_shows_and_clears(tmp_path: Path) -> None:
     cleared = run_tool("prose", "cache", "--clear", cwd=tmp_path)
     assert cleared.returncode == 0 and "cleared 1 remembered answer(s)" in cleared.stdout
     assert AnswerMemo(tmp_path / MEMO_DIR).entries() == []
+
+
+def test_prose_run_memo_flag_turns_it_on_for_one_run(tmp_path: Path) -> None:
+    import json
+
+    (tmp_path / "prose.toml").write_text("")
+    (tmp_path / "p.prose").write_text('output a = session "Name a colour"\n')
+    (tmp_path / "rules.yaml").write_text('default: "red"\n')
+    argv = ["run", "p.prose", "--provider", "scripted:rules.yaml", "--json"]
+    runs = [run_tool("prose", *argv, "--memo", cwd=tmp_path) for _ in range(2)]
+    runs.append(run_tool("prose", *argv, cwd=tmp_path))  # without the flag: asked again
+    shown = [json.loads(r.stdout) for r in runs]
+    assert [s["usage"]["requests_sent"] for s in shown] == [1, 0, 1]
+    assert [s["outputs"] for s in shown] == [{"a": "red"}] * 3
