@@ -128,6 +128,8 @@ def _print_text(shown: dict[str, Any], meta: dict[str, Any]) -> None:
         answer = " ".join(p(s["answer"]).split())[:70]
         label = p(s["binding"] or s["kind"])
         cached = cache_text(s["cache_read_tokens"], s["cache_write_tokens"])
+        if s.get("memo"):
+            cached += f" (memo of run {p(str(s['memo'].get('run')))})"
         print(
             f"  {p(s['step']):<18} {label:<12} {p(s['model']):<10} {s['tokens']:>6} tok{cached}"
             f"  {answer}"
@@ -180,7 +182,9 @@ def _journal(path: Path, damaged: list[str]) -> dict[str, Any]:
         damaged.append(f"{path}: cannot read ({error.strerror or error})")
     damaged.extend(digest.damaged)
     steps = [
-        {k: session[k] for k in STEP_FIELDS} | {"answer": session["answer"]}
+        {k: session[k] for k in STEP_FIELDS}
+        | {"answer": session["answer"]}
+        | ({"memo": session["memo"]} if session["memo"] else {})
         for session in map(digest.sessions.__getitem__, dict.fromkeys(digest.finished))
     ]
     return {

@@ -111,6 +111,7 @@ class RunDigest:
                 "tokens": 0,
                 "cost": None,
                 "finish_reason": None,
+                "memo": None,  # {key, run, step}: answered from the memo of that run
                 "error": None,
                 "request": {},  # as sent; `in_full` turns its messages into text
                 "system": None,
@@ -149,6 +150,7 @@ class RunDigest:
             tokens=tokens_in + tokens_out,
             cost=self._cost(str(response.get("model") or request.get("model")), usage),
             finish_reason=response.get("finish_reason"),
+            memo=event.get("memo") if isinstance(event.get("memo"), dict) else None,
             error=None,
             request=request,
             system=request.get("system"),

@@ -130,3 +130,17 @@ def test_prose_run_memo_flag_turns_it_on_for_one_run(tmp_path: Path) -> None:
     shown = [json.loads(r.stdout) for r in runs]
     assert [s["usage"]["requests_sent"] for s in shown] == [1, 0, 1]
     assert [s["outputs"] for s in shown] == [{"a": "red"}] * 3
+
+
+def test_prose_show_names_the_run_an_answer_came_from(vm: Any) -> None:
+    import json
+
+    first = vm.run(PROGRAM, vm.spy(RULES, default=None), config=MEMO)
+    second = vm.run(PROGRAM, vm.spy(RULES, default=None), config=MEMO)
+    text = run_tool("prose", "show", second.run_id, cwd=vm.project)
+    assert text.returncode == 0, text.stderr
+    assert text.stdout.count(f"(memo of run {first.run_id})") == 3
+    shown = json.loads(run_tool("prose", "show", second.run_id, "--json", cwd=vm.project).stdout)
+    assert {s["memo"]["run"] for s in shown["steps"]} == {first.run_id}
+    earlier = json.loads(run_tool("prose", "show", first.run_id, "--json", cwd=vm.project).stdout)
+    assert not any("memo" in s for s in earlier["steps"])
