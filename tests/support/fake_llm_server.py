@@ -22,6 +22,9 @@ each API's own shape. A request with `"stream": true` is answered with server-se
 the real APIs send them (text a word per event, tool-call arguments in pieces, usage last).
 Every answer carries a request id header (`request-id` for Anthropic, `x-request-id` for
 OpenAI).
+With `prompt_cache=True` (`--prompt-cache` out of process) the usage says what the APIs'
+prompt caches would have served (`fake_prompt_cache.py`): Anthropic's cache reads and writes
+at `cache_control` breakpoints, OpenAI's `prompt_tokens_details.cached_tokens`.
 Faults are consumed one per request, in order, across both APIs:
   "429" (with optional retry-after seconds), "500", "hang" (sleep past the client's
   timeout), "malformed" (200 with a broken JSON body), "401", and the shapes a misbehaving
