@@ -104,7 +104,9 @@ class ModelCalls:
 
             memo_key = key_of(str(getattr(provider, "name", "") or ""), request)
             remembered = self.memo.get(memo_key)
-            if remembered is not None:
+            # Across runs only: the same request twice in one run (two identical branches)
+            # is sent twice, as without the memo.
+            if remembered is not None and remembered.run != shared.journal.path.parent.name:
                 return self._remembered(
                     step, request, remembered, memo_key, alias, agent, label, event, continues
                 )

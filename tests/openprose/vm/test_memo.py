@@ -144,3 +144,12 @@ def test_prose_show_names_the_run_an_answer_came_from(vm: Any) -> None:
     assert {s["memo"]["run"] for s in shown["steps"]} == {first.run_id}
     earlier = json.loads(run_tool("prose", "show", first.run_id, "--json", cwd=vm.project).stdout)
     assert not any("memo" in s for s in earlier["steps"])
+
+
+def test_the_same_request_twice_in_one_run_is_sent_twice(vm: Any) -> None:
+    source = 'parallel:\n  a = session "Name a colour"\n  b = session "Name a colour"\n'
+    provider = vm.spy(RULES, default=None)
+    result = vm.run(source, provider, config=dataclasses.replace(MEMO, max_concurrency=1))
+    assert result.status == "succeeded", result.error
+    assert len(provider.requests) == 2
+    assert "requests_served_from_memo" not in result.usage
