@@ -22,6 +22,9 @@ each API's own shape. A request with `"stream": true` is answered with server-se
 the real APIs send them (text a word per event, tool-call arguments in pieces, usage last).
 Every answer carries a request id header (`request-id` for Anthropic, `x-request-id` for
 OpenAI).
+With `prompt_cache=True` (`--prompt-cache` out of process) the usage says what the APIs'
+prompt caches would have served (`fake_prompt_cache.py`): Anthropic's cache reads and writes
+at `cache_control` breakpoints, OpenAI's `prompt_tokens_details.cached_tokens`.
 Faults are consumed one per request, in order, across both APIs:
   "429" (with optional retry-after seconds), "500", "hang" (sleep past the client's
   timeout), "malformed" (200 with a broken JSON body), "401", and the shapes a misbehaving
@@ -55,6 +58,11 @@ from typing import Any, Self
 
 import orjson
 from aiohttp import web
+
+try:
+    from tests.support.fake_prompt_cache import PromptCacheModel
+except ModuleNotFoundError:  # run as a script (`start_in_subprocess`): its folder is on the path
+    from fake_prompt_cache import PromptCacheModel  # type: ignore[no-redef]
 
 __all__ = [
     "FAULT_KINDS",
@@ -148,6 +156,10 @@ def echo_reply(api: str, body: dict[str, Any]) -> str:
     messages = body.get("messages") or []
     users = [m.get("content", "") for m in messages if m.get("role") == "user"]
     last = users[-1] if users else ""
+    if isinstance(last, list) and all(
+        isinstance(b, dict) and b.get("type") == "text" for b in last
+    ):
+        last = "".join(str(b.get("text", "")) for b in last)  # text split at a cache breakpoint
     return f"echo: {last if isinstance(last, str) else json.dumps(last)}"
 
 
@@ -160,8 +172,11 @@ class FakeLLMServer:
         keep_requests: bool = True,
         host: str = "127.0.0.1",
         port: int = 0,
+        prompt_cache: bool = False,
     ) -> None:
         self.latency = latency_ms / 1000.0
+        # Answer with cache usage as the APIs do (`fake_prompt_cache`); off: none reported.
+        self.prompt_cache = PromptCacheModel() if prompt_cache else None
         self.reply = reply
         self.keep_requests = keep_requests  # off for benchmarks: no per-request memory
         self.faults: deque[Fault] = deque()
@@ -243,6 +258,9 @@ class FakeLLMServer:
                 if peer:
                     stats.connections.add((str(peer[0]), int(peer[1])))
             fault = self.faults.popleft() if self.faults else None
+            cache_usage: dict[str, Any] | None = None
+            if self.prompt_cache is not None:
+                cache_usage, written = self.prompt_cache.arrive(api, body)
             if self.latency:
                 await asyncio.sleep(self.latency)
             if fault is not None and fault.kind not in STREAM_FAULTS:
@@ -252,17 +270,23 @@ class FakeLLMServer:
             answer = reply if isinstance(reply, FakeAnswer) else FakeAnswer(reply)
             header = "request-id" if api == "anthropic" else "x-request-id"
             if body.get("stream"):
-                response = await self._stream(request, api, body, answer, request_id, fault)
+                response = await self._stream(
+                    request, api, body, answer, request_id, fault, cache_usage
+                )
                 stats.completed += fault is None
+                if self.prompt_cache is not None and fault is None:
+                    self.prompt_cache.commit(api, written)
                 return response
             if fault is not None:  # a stream fault on a plain request: the body breaks off
                 return await self._fault(Fault("truncated"), api, body, request)
             payload = (
-                _anthropic_message(body, answer, request_id)
+                _anthropic_message(body, answer, request_id, cache_usage)
                 if api == "anthropic"
-                else _openai_completion(body, answer, request_id)
+                else _openai_completion(body, answer, request_id, cache_usage)
             )
             stats.completed += 1
+            if self.prompt_cache is not None:
+                self.prompt_cache.commit(api, written)
             return web.Response(
                 body=orjson.dumps(payload),
                 content_type="application/json",
@@ -280,6 +304,7 @@ class FakeLLMServer:
         answer: FakeAnswer,
         request_id: str,
         fault: Fault | None,
+        cache_usage: dict[str, Any] | None = None,
     ) -> web.StreamResponse:
         header = "request-id" if api == "anthropic" else "x-request-id"
         response = web.StreamResponse(
@@ -291,9 +316,9 @@ class FakeLLMServer:
         )
         await response.prepare(request)
         events = (
-            _anthropic_events(body, answer, request_id)
+            _anthropic_events(body, answer, request_id, cache_usage)
             if api == "anthropic"
-            else _openai_chunks(body, answer, request_id)
+            else _openai_chunks(body, answer, request_id, cache_usage)
         )
         half = max(1, len(events) // 2)
         for number, event in enumerate(events):
@@ -421,7 +446,12 @@ def _arguments_json(call: FakeToolCall) -> str:
     return json.dumps(call.arguments)
 
 
-def _anthropic_message(body: dict[str, Any], answer: FakeAnswer, request_id: str) -> dict[str, Any]:
+def _anthropic_message(
+    body: dict[str, Any],
+    answer: FakeAnswer,
+    request_id: str,
+    cache_usage: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     text, cut = _truncate(answer.text, body.get("max_tokens"))
     content: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
     content += [
@@ -437,11 +467,19 @@ def _anthropic_message(body: dict[str, Any], answer: FakeAnswer, request_id: str
         "content": content,
         "stop_reason": stop,
         "stop_sequence": None,
-        "usage": {"input_tokens": _prompt_tokens(body), "output_tokens": _count_tokens(text)},
+        "usage": {
+            **(cache_usage or {"input_tokens": _prompt_tokens(body)}),
+            "output_tokens": _count_tokens(text),
+        },
     }
 
 
-def _openai_completion(body: dict[str, Any], answer: FakeAnswer, request_id: str) -> dict[str, Any]:
+def _openai_completion(
+    body: dict[str, Any],
+    answer: FakeAnswer,
+    request_id: str,
+    cache_usage: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     limit = body.get("max_completion_tokens", body.get("max_tokens"))
     text, cut = _truncate(answer.text, limit)
     prompt, completion = _prompt_tokens(body), _count_tokens(text)
@@ -466,6 +504,7 @@ def _openai_completion(body: dict[str, Any], answer: FakeAnswer, request_id: str
             "prompt_tokens": prompt,
             "completion_tokens": completion,
             "total_tokens": prompt + completion,
+            **(cache_usage or {}),
         },
     }
 
@@ -487,10 +526,15 @@ def _halves(text: str) -> list[str]:
     return [text[:middle], text[middle:]]
 
 
-def _anthropic_events(body: dict[str, Any], answer: FakeAnswer, request_id: str) -> list[bytes]:
-    whole = _anthropic_message(body, answer, request_id)
+def _anthropic_events(
+    body: dict[str, Any],
+    answer: FakeAnswer,
+    request_id: str,
+    cache_usage: dict[str, Any] | None = None,
+) -> list[bytes]:
+    whole = _anthropic_message(body, answer, request_id, cache_usage)
     start = {**whole, "content": [], "stop_reason": None}
-    start["usage"] = {"input_tokens": whole["usage"]["input_tokens"], "output_tokens": 1}
+    start["usage"] = {**whole["usage"], "output_tokens": 1}  # the input counts come first
     events = [
         _sse({"type": "message_start", "message": start}, "message_start"),
         _sse({"type": "ping"}, "ping"),
@@ -531,8 +575,13 @@ def _anthropic_events(body: dict[str, Any], answer: FakeAnswer, request_id: str)
     return events
 
 
-def _openai_chunks(body: dict[str, Any], answer: FakeAnswer, request_id: str) -> list[bytes]:
-    whole = _openai_completion(body, answer, request_id)
+def _openai_chunks(
+    body: dict[str, Any],
+    answer: FakeAnswer,
+    request_id: str,
+    cache_usage: dict[str, Any] | None = None,
+) -> list[bytes]:
+    whole = _openai_completion(body, answer, request_id, cache_usage)
     choice = whole["choices"][0]
     base = {
         "id": whole["id"],
@@ -592,10 +641,13 @@ def _error_body(api: str, status: int, message: str) -> dict[str, Any]:
 # --- out-of-process mode -------------------------------------------------------------------
 
 
-def start_in_subprocess(latency_ms: float = 0.0) -> tuple[str, Callable[[], None]]:
+def start_in_subprocess(
+    latency_ms: float = 0.0, *, prompt_cache: bool = False
+) -> tuple[str, Callable[[], None]]:
     """Run the server in its own process; returns (base_url, stop)."""
     process = subprocess.Popen(
-        [sys.executable, __file__, "--latency-ms", str(latency_ms), "--exit-with-parent"],
+        [sys.executable, __file__, "--latency-ms", str(latency_ms), "--exit-with-parent"]
+        + ["--prompt-cache"] * prompt_cache,
         stdin=subprocess.PIPE,  # closed when this process dies, which ends the server
         stdout=subprocess.PIPE,
         text=True,
@@ -640,8 +692,12 @@ def reset_server(base_url: str) -> None:
         pass
 
 
-async def _serve_forever(latency_ms: float, port: int, exit_with_parent: bool) -> None:
-    server = FakeLLMServer(latency_ms=latency_ms, keep_requests=False, port=port)
+async def _serve_forever(
+    latency_ms: float, port: int, exit_with_parent: bool, prompt_cache: bool
+) -> None:
+    server = FakeLLMServer(
+        latency_ms=latency_ms, keep_requests=False, port=port, prompt_cache=prompt_cache
+    )
     print(await server.start(), flush=True)
     try:
         if exit_with_parent:
@@ -657,9 +713,12 @@ def main() -> None:
     parser.add_argument("--latency-ms", type=float, default=0.0)
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--exit-with-parent", action="store_true", help="stop at EOF on stdin")
+    parser.add_argument("--prompt-cache", action="store_true", help="report prompt-cache usage")
     args = parser.parse_args()
     try:
-        asyncio.run(_serve_forever(args.latency_ms, args.port, args.exit_with_parent))
+        asyncio.run(
+            _serve_forever(args.latency_ms, args.port, args.exit_with_parent, args.prompt_cache)
+        )
     except KeyboardInterrupt:
         pass
 

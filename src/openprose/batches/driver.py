@@ -54,6 +54,8 @@ class BatchStats:
     invalid: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    cache_read_tokens: int = 0  # parts of input_tokens the prompt cache served
+    cache_write_tokens: int = 0
     by_model: dict[str, dict[str, int]] = field(default_factory=dict)
     cost: float = 0.0  # USD of the priced calls
     unpriced: dict[str, int] = field(default_factory=dict)  # model -> tokens with no price
@@ -76,6 +78,8 @@ class BatchStats:
             return
         self.input_tokens += int(usage.get("input_tokens", 0))
         self.output_tokens += int(usage.get("output_tokens", 0))
+        self.cache_read_tokens += int(usage.get("cache_read_tokens", 0))
+        self.cache_write_tokens += int(usage.get("cache_write_tokens", 0))
         for model, counts in (usage.get("by_model") or {}).items():
             mine = self.by_model.get(model)
             if mine is None:
@@ -115,6 +119,8 @@ class BatchResult:
             "usage": {
                 "input_tokens": s.input_tokens,
                 "output_tokens": s.output_tokens,
+                **({"cache_read_tokens": s.cache_read_tokens} if s.cache_read_tokens else {}),
+                **({"cache_write_tokens": s.cache_write_tokens} if s.cache_write_tokens else {}),
                 "by_model": s.by_model,
                 "cost_usd": round(s.cost, 6),
                 "unpriced_models": s.unpriced,

@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from typing import Any, Self, TextIO
 
 from openprose.batches.driver import BatchStats
+from openprose.providers.prices import cache_text
 
 __all__ = ["BarProgress", "PlainBatchProgress", "describe"]
 
@@ -22,7 +23,8 @@ def describe(stats: BatchStats, total: int | None) -> str:
     parts.append(f"{rate:.1f} runs/s")
     if total is not None and rate > 0:
         parts.append(f"ETA {_clock((total - done) / rate)}")
-    parts.append(f"tokens {stats.input_tokens} in / {stats.output_tokens} out")
+    cached = cache_text(stats.cache_read_tokens, stats.cache_write_tokens)
+    parts.append(f"tokens {stats.input_tokens} in{cached} / {stats.output_tokens} out")
     parts.append(cost_text(stats.cost, stats.unpriced, stats.by_model))
     return ", ".join(parts)
 

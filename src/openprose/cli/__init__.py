@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "deny": ("openprose.cli.deny", "deny a waiting run's pending permission requests"),
     "explain": ("openprose.cli.explain", "print what a diagnostic code means and how to fix it"),
     "config": ("openprose.cli.config", "show which settings file and provider would be used"),
+    "cache": ("openprose.cli.cache", "show or clear the answer cache of earlier runs (memo)"),
     "lsp": ("openprose.cli.lsp", "language server for editors, over stdio (extra [lsp])"),
 }
 

@@ -223,6 +223,7 @@ def _summary_text(batch_id: str, status: str, output: str, summary: dict[str, An
         counts += f" ({summary['done_before']} done before this resume)"
     from openprose.batches.driver import INVALID_LINES
     from openprose.batches.progress import cost_text
+    from openprose.providers.prices import cache_text
 
     status_text = (
         "invalid input lines, not run (every run succeeded)" if status == INVALID_LINES else status
@@ -232,7 +233,9 @@ def _summary_text(batch_id: str, status: str, output: str, summary: dict[str, An
     lines = [
         f"batch {batch_id}: {status_text}  {counts}",
         f"rows: {output}",
-        f"tokens: {usage['input_tokens']} in, {usage['output_tokens']} out; cost "
+        f"tokens: {usage['input_tokens']} in"
+        + cache_text(usage.get("cache_read_tokens", 0), usage.get("cache_write_tokens", 0))
+        + f", {usage['output_tokens']} out; cost "
         + cost_text(usage["cost_usd"], usage["unpriced_models"], usage["by_model"]),
     ]
     return "\n".join(lines)

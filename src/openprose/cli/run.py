@@ -112,6 +112,12 @@ def add_budget_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="USD",
         help="dollars the run may spend (every model it uses needs a price)",
     )
+    # Not a budget, but what it saves is: a VMConfig field given on the command line too.
+    parser.add_argument(
+        "--memo",
+        action="store_true",
+        help="answer calls asked before from .prose/memo/, remember new ones ([vm] memo)",
+    )
 
 
 def _limit(kind: type[int | float]) -> Callable[[str], int | float | str]:
@@ -138,7 +144,12 @@ def budget_flags(args: argparse.Namespace) -> dict[str, Any]:
         "max_run_tokens": args.max_tokens,
         "max_cost": args.max_cost,
     }
-    return {k: None if v == "none" else v for k, v in given.items() if v is not None}
+    flags: dict[str, Any] = {
+        k: None if v == "none" else v for k, v in given.items() if v is not None
+    }
+    if getattr(args, "memo", False):
+        flags["memo"] = True
+    return flags
 
 
 def run_options(args: argparse.Namespace) -> RunOptions:
@@ -562,8 +573,11 @@ def print_summary(result: RunResult, provider: str | None = None) -> None:
     asked = f"{sent} answered by {answered_by}" if answered_by else f"{sent} sent"
     if failed:
         asked += f" ({failed} failed)"
+    from openprose.providers.prices import cache_text
+
+    cached = cache_text(usage.get("cache_read_tokens", 0), usage.get("cache_write_tokens", 0))
     lines.append(
-        f"tokens: {usage.get('input_tokens', 0)} in, {usage.get('output_tokens', 0)} out; "
+        f"tokens: {usage.get('input_tokens', 0)} in{cached}, {usage.get('output_tokens', 0)} out; "
         f"requests: {asked}, "
         f"{usage.get('requests_served_from_journal', 0)} served from the journal"
     )

@@ -122,11 +122,17 @@ def _print_text(shown: dict[str, Any], meta: dict[str, Any]) -> None:
         print(f"continue it with: {p(shown['resume'])}")
     steps = shown["steps"]
     print(f"\nsteps ({len(steps)}):")
+    from openprose.providers.prices import cache_text
+
     for s in steps:
         answer = " ".join(p(s["answer"]).split())[:70]
         label = p(s["binding"] or s["kind"])
+        cached = cache_text(s["cache_read_tokens"], s["cache_write_tokens"])
+        if s.get("memo"):
+            cached += f" (memo of run {p(str(s['memo'].get('run')))})"
         print(
-            f"  {p(s['step']):<18} {label:<12} {p(s['model']):<10} {s['tokens']:>6} tok  {answer}"
+            f"  {p(s['step']):<18} {label:<12} {p(s['model']):<10} {s['tokens']:>6} tok{cached}"
+            f"  {answer}"
         )
     if shown["decisions"]:
         print(f"\ndecisions ({len(shown['decisions'])}):")
@@ -176,7 +182,9 @@ def _journal(path: Path, damaged: list[str]) -> dict[str, Any]:
         damaged.append(f"{path}: cannot read ({error.strerror or error})")
     damaged.extend(digest.damaged)
     steps = [
-        {k: session[k] for k in STEP_FIELDS} | {"answer": session["answer"]}
+        {k: session[k] for k in STEP_FIELDS}
+        | {"answer": session["answer"]}
+        | ({"memo": session["memo"]} if session["memo"] else {})
         for session in map(digest.sessions.__getitem__, dict.fromkeys(digest.finished))
     ]
     return {
@@ -193,7 +201,17 @@ def _journal(path: Path, damaged: list[str]) -> dict[str, Any]:
     }
 
 
-STEP_FIELDS = ("step", "kind", "agent", "model", "binding", "tokens", "elapsed")
+STEP_FIELDS = (
+    "step",
+    "kind",
+    "agent",
+    "model",
+    "binding",
+    "tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "elapsed",
+)
 
 
 def _plain(record: dict[str, Any]) -> dict[str, Any]:

@@ -105,6 +105,7 @@ def open_provider(settings: ProviderSettings, name: str | None = None) -> Provid
             timeout=settings.timeout,
             read_timeout=settings.read_timeout,
             max_connections=settings.max_concurrency,
+            prompt_cache=settings.prompt_cache,
         )
     elif name == "openai":
         from openprose.providers.openai import OpenAIProvider

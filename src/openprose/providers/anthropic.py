@@ -4,6 +4,9 @@ Tools are `tools` entries with an `input_schema`; the model's calls come back as
 `tool_use` content blocks, and their results go back as `tool_result` blocks at the start of
 the next user message. `ModelRequest.temperature` is not sent: the Messages API version we
 speak no longer takes sampling parameters.
+
+Prompt caching: `cache_control` breakpoints go on the stable prefix (`cache_breakpoints`), and
+the usage's cache reads and writes are counted as parts of the prompt's tokens.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from openprose.providers.base import (
     TransientProviderError,
     Usage,
 )
+from openprose.providers.cache_breakpoints import mark_breakpoints, plan_breakpoints
+from openprose.providers.cache_warming import PrefixWarming
 from openprose.providers.http_client import HttpProvider
 from openprose.providers.http_errors import (
     BadAnswer,
@@ -51,7 +56,10 @@ class AnthropicProvider(HttpProvider):
         timeout: float,
         read_timeout: float | None = None,
         max_connections: int = 0,
+        prompt_cache: bool = True,
     ) -> None:
+        self.prompt_cache = prompt_cache  # place `cache_control` breakpoints
+        self._warming = PrefixWarming()
         super().__init__(
             base_url=base_url or DEFAULT_BASE_URL,
             path="/v1/messages",
@@ -84,9 +92,18 @@ class AnthropicProvider(HttpProvider):
                 }
                 for t in request.tools
             ]
+        if self.prompt_cache and request.messages:
+            mark_breakpoints(body, request, plan_breakpoints(request))
         if stream:
             body["stream"] = True
         return body
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        """One request; the first with a new cached prefix goes alone (`cache_warming`)."""
+        if not self.prompt_cache or not request.messages:
+            return await super().complete(request)
+        async with self._warming.turn(plan_breakpoints(request).prefix_key(request)):
+            return await super().complete(request)
 
     def read_answer(
         self, answer: dict[str, Any], request: ModelRequest, request_id: str | None
@@ -105,10 +122,9 @@ class AnthropicProvider(HttpProvider):
             elif kind == "tool_use":
                 calls.append(_tool_call(block, block.get("input"), f"content[{index}]"))
             # other blocks (thinking, server tools' records) carry no answer text
-        usage = answer.get("usage")
         return ModelResponse(
             text="".join(parts),
-            usage=Usage(token_count(usage, "input_tokens"), token_count(usage, "output_tokens")),
+            usage=_usage(answer.get("usage")),
             finish_reason=optional_text(answer.get("stop_reason"), "stop_reason"),
             request_id=request_id or _text_id(answer.get("id")),
             model=optional_text(answer.get("model"), "model") or request.model,
@@ -118,6 +134,19 @@ class AnthropicProvider(HttpProvider):
 
     def assembler(self, request: ModelRequest) -> _EventAssembler:
         return _EventAssembler(request.model)
+
+
+def _usage(usage: object) -> Usage:
+    """The API counts uncached input apart from cache reads and writes; here `input_tokens`
+    is the whole prompt, as OpenAI counts it, with the cache counts as parts of it."""
+    read = token_count(usage, "cache_read_input_tokens")
+    written = token_count(usage, "cache_creation_input_tokens")
+    return Usage(
+        token_count(usage, "input_tokens") + read + written,
+        token_count(usage, "output_tokens"),
+        read,
+        written,
+    )
 
 
 def _wire_message(message: Message) -> dict[str, Any]:
@@ -261,9 +290,7 @@ class _EventAssembler:
                 calls.append(_tool_call(start, arguments, f"content[{index}]"))
         return ModelResponse(
             text="".join(parts),
-            usage=Usage(
-                token_count(self._usage, "input_tokens"), token_count(self._usage, "output_tokens")
-            ),
+            usage=_usage(self._usage),
             finish_reason=self._stop,
             request_id=request_id or self._id,
             model=self._answer_model or self._model,

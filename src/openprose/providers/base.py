@@ -92,6 +92,10 @@ class Message:
     content: str
     tool_calls: tuple[ToolCall, ...] = ()
     tool_results: tuple[ToolResult, ...] = ()
+    # How many leading characters of `content` other requests share (a session's `context:`
+    # ahead of its task): a provider that caches prompt prefixes may end a cached block
+    # there. A hint about the wire, not content: left out of `to_dict` and the replay key.
+    shared_prefix: int = 0
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:
@@ -123,8 +127,32 @@ class Message:
 
 @dataclass(frozen=True, slots=True)
 class Usage:
+    """Tokens of one answer. `input_tokens` counts the whole prompt; the cache counts are
+    the parts of it read from a provider's prompt cache and written to it (billed at their
+    own rates), so `input_tokens - cache_read_tokens - cache_write_tokens` paid full price."""
+
     input_tokens: int = 0
     output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+    def to_dict(self) -> dict[str, int]:
+        """The journal's form: cache counts only when there are some (older records match)."""
+        body = {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
+        if self.cache_read_tokens:
+            body["cache_read_tokens"] = self.cache_read_tokens
+        if self.cache_write_tokens:
+            body["cache_write_tokens"] = self.cache_write_tokens
+        return body
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Usage:
+        return cls(
+            int(d.get("input_tokens", 0)),
+            int(d.get("output_tokens", 0)),
+            int(d.get("cache_read_tokens", 0)),
+            int(d.get("cache_write_tokens", 0)),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,10 +235,7 @@ class ModelResponse:
     def to_dict(self) -> dict[str, Any]:
         body: dict[str, Any] = {
             "text": self.text,
-            "usage": {
-                "input_tokens": self.usage.input_tokens,
-                "output_tokens": self.usage.output_tokens,
-            },
+            "usage": self.usage.to_dict(),
             "finish_reason": self.finish_reason,
             "request_id": self.request_id,
             "model": self.model,
@@ -225,7 +250,7 @@ class ModelResponse:
         usage = d.get("usage") or {}
         return cls(
             text=str(d["text"]),
-            usage=Usage(int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0))),
+            usage=Usage.from_dict(usage),
             finish_reason=d.get("finish_reason"),
             request_id=d.get("request_id"),
             model=str(d.get("model", "")),

@@ -125,12 +125,9 @@ class OpenAIProvider(HttpProvider):
             )
             for i, call in enumerate(calls or ())
         )
-        usage = answer.get("usage")
         return ModelResponse(
             text=text or "",
-            usage=Usage(
-                token_count(usage, "prompt_tokens"), token_count(usage, "completion_tokens")
-            ),
+            usage=_usage(answer.get("usage")),
             finish_reason=optional_text(choice.get("finish_reason"), "finish_reason"),
             request_id=request_id or _text_id(answer.get("id")),
             model=optional_text(answer.get("model"), "model") or request.model,
@@ -140,6 +137,18 @@ class OpenAIProvider(HttpProvider):
 
     def assembler(self, request: ModelRequest) -> _ChunkAssembler:
         return _ChunkAssembler(request.model)
+
+
+def _usage(usage: object) -> Usage:
+    """`prompt_tokens` counts the whole prompt; OpenAI caches long prefixes by itself and
+    says how much of the prompt it read from the cache (`prompt_tokens_details`). It bills
+    no cache writes."""
+    details = usage.get("prompt_tokens_details") if isinstance(usage, dict) else None
+    return Usage(
+        token_count(usage, "prompt_tokens"),
+        token_count(usage, "completion_tokens"),
+        token_count(details, "cached_tokens"),
+    )
 
 
 def _no_content(message: dict[str, Any], finish_reason: object) -> str:
@@ -341,10 +350,7 @@ class _ChunkAssembler:
             raise BadAnswer(_no_content({"refusal": "".join(self._refusal)}, self._finish))
         return ModelResponse(
             text="".join(self._text),
-            usage=Usage(
-                token_count(self._usage, "prompt_tokens"),
-                token_count(self._usage, "completion_tokens"),
-            ),
+            usage=_usage(self._usage),
             finish_reason=self._finish,
             request_id=request_id or self._id,
             model=self._answer_model or self._model,

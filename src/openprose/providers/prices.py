@@ -18,7 +18,15 @@ TABLE = Path(__file__).with_name("prices.toml")
 PER = 1_000_000  # prices are per million tokens
 # A dated snapshot costs what its model does: claude-sonnet-4-5-20250929, gpt-4.1-2025-04-14.
 _SNAPSHOT = re.compile(r"-(\d{8}|\d{4}-\d{2}-\d{2}|latest)$")
-_KEYS = ("input", "output", "long_prompt_tokens", "long_input", "long_output")
+_KEYS = (
+    "input",
+    "output",
+    "cache_read",
+    "cache_write",
+    "long_prompt_tokens",
+    "long_input",
+    "long_output",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,14 +37,29 @@ class Price:
     long_prompt_tokens: int | None = None
     long_input: float | None = None
     long_output: float | None = None
+    # Prompt tokens read from and written to the provider's prompt cache. A model without
+    # them is priced as if every prompt token paid `input`: never less than it costs.
+    cache_read: float | None = None
+    cache_write: float | None = None
 
-    def cost(self, input_tokens: int, output_tokens: int) -> float:
-        """USD for one request."""
+    def cost(
+        self, input_tokens: int, output_tokens: int, cache_read: int = 0, cache_write: int = 0
+    ) -> float:
+        """USD for one request. `input_tokens` is the whole prompt; `cache_read` and
+        `cache_write` are the parts of it billed at the cache rates."""
         rate_in, rate_out = self.input, self.output
+        read = self.cache_read if self.cache_read is not None else self.input
+        write = self.cache_write if self.cache_write is not None else self.input
         if self.long_prompt_tokens is not None and input_tokens > self.long_prompt_tokens:
-            rate_in = self.long_input if self.long_input is not None else rate_in
+            if self.long_input is not None and self.input:
+                # the cache rates keep their ratio to the input rate
+                scale = self.long_input / self.input
+                rate_in, read, write = self.long_input, read * scale, write * scale
             rate_out = self.long_output if self.long_output is not None else rate_out
-        return (input_tokens * rate_in + output_tokens * rate_out) / PER
+        full = max(0, input_tokens - cache_read - cache_write)
+        return (
+            full * rate_in + cache_read * read + cache_write * write + output_tokens * rate_out
+        ) / PER
 
 
 class Prices:
@@ -70,6 +93,13 @@ def cost_amount(cost: float, models: Iterable[str]) -> str:
     if used and all(model == LOCAL_MODEL_ID for model in used):
         return "free (local model)"
     return f"free (priced at $0: {', '.join(used)})" if used else "$0 (no model was asked)"
+
+
+def cache_text(read: int, written: int) -> str:
+    """What of a prompt count the prompt cache served, as summaries add it after the input
+    tokens: ` (1200 cache read, 300 cache write)`; nothing when the cache played no part."""
+    parts = [f"{read} cache read"] * bool(read) + [f"{written} cache write"] * bool(written)
+    return f" ({', '.join(parts)})" if parts else ""
 
 
 @cache

@@ -120,6 +120,9 @@ class ProviderSettings:
     path: Path | None = None  # the cassette or rules file of `replay` / `scripted`
     endpoints: Mapping[str, Endpoint] = field(default_factory=dict)
     source: str = "explicit"  # why this provider was chosen, for messages
+    # Mark prompt-cache breakpoints where the API wants them (Anthropic); `prompt_cache =
+    # false` in prose.toml or `--no-prompt-cache` sends prompts unmarked.
+    prompt_cache: bool = True
 
     def endpoint(self, name: str) -> Endpoint:
         if name == self.provider:
@@ -147,6 +150,7 @@ class ProviderSettings:
                 for name, e in self.endpoints.items()
             },
             "source": self.source,
+            "prompt_cache": self.prompt_cache,
         }
 
 
@@ -189,6 +193,7 @@ def load_settings(
     provider: str | None = None,
     model_overrides: Iterable[str] = (),
     max_concurrency: int | None = None,
+    prompt_cache: bool | None = None,
     env: Mapping[str, str] = os.environ,
 ) -> ProviderSettings:
     config, config_file = read_config(Path(project_dir))
@@ -234,6 +239,11 @@ def load_settings(
     if read_timeout <= 0:
         raise ProviderConfigError(f"read_timeout must be a positive number of seconds in {where}")
 
+    cache_setting = config.get("prompt_cache", True)
+    if not isinstance(cache_setting, bool):
+        raise ProviderConfigError(
+            f"`prompt_cache` must be true or false in {where}, got {cache_setting!r}"
+        )
     return ProviderSettings(
         provider=name,
         base_url=selected.base_url,
@@ -246,6 +256,7 @@ def load_settings(
         path=path,
         endpoints=endpoints,
         source=source,
+        prompt_cache=cache_setting if prompt_cache is None else prompt_cache,
     )
 
 
@@ -399,6 +410,7 @@ KNOWN_KEYS: dict[str, frozenset[str]] = {
             "max_concurrency",
             "timeout",
             "read_timeout",
+            "prompt_cache",
             "retry",
             "providers",
             "vm",

@@ -191,6 +191,8 @@ class RunWatch:
                 "sessions": len(self.digest.sessions),
                 "by_status": by_status,
                 "tokens": sum(s["tokens"] for s in sessions),
+                "cache_read_tokens": sum(s["cache_read_tokens"] for s in sessions),
+                "cache_write_tokens": sum(s["cache_write_tokens"] for s in sessions),
                 "cost": sum(costs) if costs else None,
                 "unpriced": sum(1 for s in sessions if s["cost"] is None and s["tokens"]),
             },

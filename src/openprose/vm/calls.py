@@ -34,6 +34,7 @@ from openprose.vm.runstore import RunStore
 from openprose.vm.runtime import Shared
 
 if TYPE_CHECKING:
+    from openprose.vm.memo import AnswerMemo, Remembered
     from openprose.vm.tracing import StatementSpan
 
 
@@ -42,6 +43,11 @@ class ModelCalls:
         self.shared = shared
         self.store = store
         self.path = path  # of the program, for the location of a failed call
+        self.memo: AnswerMemo | None = None
+        if shared.config.memo:
+            from openprose.vm.memo import MEMO_DIR, AnswerMemo
+
+            self.memo = AnswerMemo(shared.project_dir / MEMO_DIR)
 
     async def call(
         self,
@@ -100,6 +106,18 @@ class ModelCalls:
             request.response_schema,
             request.tools,
         )
+        memo_key = None
+        if self.memo is not None and not request.tools:  # tool turns: tools act in between
+            from openprose.vm.memo import memo_key as key_of
+
+            memo_key = key_of(str(getattr(provider, "name", "") or ""), request)
+            remembered = self.memo.get(memo_key)
+            # Across runs only: the same request twice in one run (two identical branches)
+            # is sent twice, as without the memo.
+            if remembered is not None and remembered.run != shared.journal.path.parent.name:
+                return self._remembered(
+                    step, request, remembered, memo_key, alias, agent, label, event, continues
+                )
         if context:
             shared.emit(
                 "session_started", step, agent=agent, model=alias, binding=label, kind=event,
@@ -202,7 +220,50 @@ class ModelCalls:
                 elapsed=elapsed,
                 kind=event,
             )
+            if memo_key is not None and self.memo is not None:
+                self.memo.put(memo_key, response, self.shared.journal.path.parent.name, step)
             return response
+
+    def _remembered(
+        self,
+        step: str,
+        request: ModelRequest,
+        remembered: Remembered,
+        key: str,
+        alias: str,
+        agent: str | None,
+        label: str | None,
+        event: str,
+        continues: tuple[str, int] | None,
+    ) -> ModelResponse:
+        """An answer from the memo: journaled as a finished call that cost nothing (usage
+        0, attempt 0), saying which key and which earlier run and step it came from."""
+        shared = self.shared
+        shared.stats.memoized += 1
+        answer = remembered.response
+        free = ModelResponse(
+            answer.text,
+            finish_reason=answer.finish_reason,
+            request_id=answer.request_id,
+            model=answer.model,
+            provider=answer.provider,
+            tool_calls=answer.tool_calls,
+        )
+        shared.emit("session_started", step, agent=agent, model=alias, binding=label, kind=event)
+        shared.emit(
+            "session_finished",
+            step,
+            **_journaled_request(request, continues),
+            response=free.to_dict(),
+            agent=agent,
+            model=alias,
+            binding=label,
+            attempt=0,
+            elapsed=0.0,
+            kind=event,
+            memo={"key": key, "run": remembered.run, "step": remembered.step},
+        )
+        return free
 
 
 class _RetryRecorder:

@@ -223,10 +223,12 @@ class _Call:
         request = self.request
         code, why, error_type = _SUCCEEDED if error is None else _failure(error)
         finish = tokens_in = tokens_out = answered_by = answer_id = None
+        cache_read = cache_write = 0
         if response is not None:
             finish = response.finish_reason or "stop"
             usage = response.usage
             tokens_in, tokens_out = usage.input_tokens, usage.output_tokens
+            cache_read, cache_write = usage.cache_read_tokens, usage.cache_write_tokens
             answered_by, answer_id = response.model, response.request_id
         system = asked = answer = None
         if self.capture:
@@ -235,7 +237,8 @@ class _Call:
             (CALL, self.trace_id, self.span_id, self.parent, code, why, self.start, end,
              self.step, request.model, request.max_tokens, request.temperature, self.alias,
              self.provider, self.kind, self.attempt, finish, tokens_in, tokens_out,
-             answered_by, answer_id, error_type, system, asked, answer)
+             answered_by, answer_id, error_type, system, asked, answer, cache_read,
+             cache_write)
         )  # fmt: skip
 
 

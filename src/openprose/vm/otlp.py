@@ -65,8 +65,9 @@ STATEMENT = 1
 # A model call's span (GenAI client): (CALL, trace id hex, span id, parent span id or None,
 # status code, status description, start ns, end ns, step, request model, max tokens,
 # temperature, alias, provider, call kind, attempt, finish reason (None: no answer), input
-# tokens, output tokens, response model, response id, error type, and with content capture
-# the system instructions, input messages, output messages as JSON text, else None).
+# tokens, output tokens, response model, response id, error type, with content capture the
+# system instructions, input messages, output messages as JSON text, else None, then the
+# prompt tokens read from and written to the provider's prompt cache).
 CALL = 2
 
 
@@ -86,7 +87,7 @@ def expand(record: Any) -> Record:
     if shape == CALL:
         (_, trace, span, parent, code, why, start, end, step, model, max_tokens, temperature,
          alias, provider, kind, attempt, finish, tokens_in, tokens_out, answered_by, answer_id,
-         error, system, asked, answer) = record  # fmt: skip
+         error, system, asked, answer, cache_read, cache_write) = record  # fmt: skip
         attributes = {
             "gen_ai.operation.name": "chat",
             "gen_ai.provider.name": provider,
@@ -108,6 +109,10 @@ def expand(record: Any) -> Record:
             attributes["gen_ai.response.finish_reasons"] = (finish,)
             attributes["gen_ai.usage.input_tokens"] = tokens_in
             attributes["gen_ai.usage.output_tokens"] = tokens_out
+            if cache_read:
+                attributes["gen_ai.usage.cache_read.input_tokens"] = cache_read
+            if cache_write:
+                attributes["gen_ai.usage.cache_creation.input_tokens"] = cache_write
             if answered_by:
                 attributes["gen_ai.response.model"] = answered_by
             if answer_id:
@@ -331,7 +336,7 @@ class SpanEncoder:
     def _call(self, record: Any) -> bytes:
         (_, trace, span_id, parent, code, why, start, end, step, model, max_tokens, temperature,
          alias, provider, kind, attempt, finish, tokens_in, tokens_out, answered_by, answer_id,
-         error, system, asked, answer) = record  # fmt: skip
+         error, system, asked, answer, cache_read, cache_write) = record  # fmt: skip
         # What a fan-out's calls share: the trace id, the name, the attributes before and
         # after the step (with their classes: True, 1 and 1.0 encode differently).
         key = (trace, model, provider, max_tokens, max_tokens.__class__, alias, kind, attempt,
@@ -357,7 +362,8 @@ class SpanEncoder:
             parts.append(_attribute("gen_ai.input.messages", asked))
         if finish is not None:
             answered = ("answered", finish, tokens_in, tokens_in.__class__, tokens_out,
-                        tokens_out.__class__, answered_by)  # fmt: skip
+                        tokens_out.__class__, answered_by, cache_read, cache_read.__class__,
+                        cache_write, cache_write.__class__)  # fmt: skip
             parts.append(self._block(answered))
             if answer_id:
                 parts.append(_text_attribute(_RESPONSE_ID, answer_id))
@@ -421,12 +427,16 @@ def _block_attributes(key: tuple[Any, ...]) -> tuple[tuple[str, Any], ...]:
         if temperature is not None:
             asked += (("gen_ai.request.temperature", temperature),)
         return asked
-    _, finish, tokens_in, _, tokens_out, _, answered_by = key  # "answered"
-    answered: tuple[tuple[str, Any], ...] = (
+    _, finish, tokens_in, _, tokens_out, _, answered_by, cache_read, _, cache_write, _ = key
+    answered: tuple[tuple[str, Any], ...] = (  # "answered"
         ("gen_ai.response.finish_reasons", (finish,)),
         ("gen_ai.usage.input_tokens", tokens_in),
         ("gen_ai.usage.output_tokens", tokens_out),
     )
+    if cache_read:
+        answered += (("gen_ai.usage.cache_read.input_tokens", cache_read),)
+    if cache_write:
+        answered += (("gen_ai.usage.cache_creation.input_tokens", cache_write),)
     if answered_by:
         answered += (("gen_ai.response.model", answered_by),)
     return answered

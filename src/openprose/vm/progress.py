@@ -15,6 +15,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Self, TextIO
 
+from openprose.providers.prices import cache_text
+
 _SHOWN = (
     "session_started",
     "session_finished",
@@ -23,6 +25,10 @@ _SHOWN = (
     "session_served",
     "decision",
 )
+
+
+def _cached(usage: dict[str, Any]) -> str:
+    return cache_text(usage.get("cache_read_tokens", 0), usage.get("cache_write_tokens", 0))
 
 
 def shown_verdict(verdict: Any) -> str:
@@ -62,7 +68,8 @@ class PlainProgress:
             who = fields.get("binding") or fields.get("kind") or ""
             line = (
                 f"{clock} ✓ {step} {who} ({fields.get('agent') or '-'}, {fields.get('model')}) "
-                f"{usage['input_tokens']}+{usage['output_tokens']} tok {fields.get('elapsed', 0):.2f}s"
+                f"{usage['input_tokens']}+{usage['output_tokens']} tok{_cached(usage)} "
+                f"{fields.get('elapsed', 0):.2f}s"
             )
         elif event == "session_served":
             line = f"{clock} ↺ {step} served from the journal"
@@ -121,6 +128,7 @@ class LiveView:
         self.run_id = ""
         self.done = 0
         self.tokens = 0
+        self.cache_read = self.cache_write = 0  # prompt tokens the prompt cache served, kept
         self.console = Console(stderr=True)
         self.live = Live(
             get_renderable=self._render, console=self.console, refresh_per_second=4, transient=False
@@ -180,6 +188,8 @@ class LiveView:
                 usage = fields["response"]["usage"]
                 row.tokens = usage["input_tokens"] + usage["output_tokens"]
                 self.tokens += row.tokens
+                self.cache_read += usage.get("cache_read_tokens", 0)
+                self.cache_write += usage.get("cache_write_tokens", 0)
                 row.tail = str(fields["response"].get("text", ""))[-TAIL_CHARS:]
             self.done += 1
         elif event == "session_failed" and step in self.rows:
@@ -221,7 +231,9 @@ class LiveView:
         from rich.table import Table
         from rich.text import Text
 
-        title = f"sessions: {self.done} done, {self.tokens} tokens"
+        title = f"sessions: {self.done} done, {self.tokens} tokens" + cache_text(
+            self.cache_read, self.cache_write
+        )
         if self.run_id:
             title = f"run {self.run_id} · {title}"
         table = Table(title=title, expand=False)

@@ -118,15 +118,27 @@ def render_context(items: list[ContextItem]) -> str:
     return "\n\n".join(f"### {item.label}\n{item.text}" for item in items)
 
 
-def user_message(task: str, context: list[ContextItem], memory: str | None = None) -> str:
+# Context this long goes before the task: the placement long documents are advised to
+# take, and the one a prompt cache can cover (caches keep prefixes; the task varies). 4,096
+# characters is about 1,024 tokens, the shortest prefix Anthropic or OpenAI caches. Shorter
+# context stays after the task, where it always was.
+LONG_CONTEXT_CHARS = 4096
+
+
+def user_message(
+    task: str, context: list[ContextItem], memory: str | None = None
+) -> tuple[str, int]:
+    """The session's user message, and how many of its leading characters are the context
+    other sessions may share (0 when the context follows the task)."""
     if not context and memory is None:
-        return task
-    parts = [task]
-    if memory is not None:
-        parts.append(f"## Your memory\n{memory}")
-    if context:
-        parts.append(f"## Context\n{render_context(context)}")
-    return "\n\n".join(parts)
+        return task, 0
+    rendered = f"## Context\n{render_context(context)}" if context else ""
+    remembered = f"## Your memory\n{memory}" if memory is not None else ""
+    if len(rendered) >= LONG_CONTEXT_CHARS:
+        head = rendered + "\n\n"
+        rest = "\n\n".join(part for part in (remembered, f"## Your task\n{task}") if part)
+        return head + rest, len(head)
+    return "\n\n".join(part for part in (task, remembered, rendered) if part), 0
 
 
 NO_TASK = "Carry out your role as described in your instructions."

@@ -102,6 +102,7 @@ class VMConfig:
     max_run_tokens: int | None = None  # input + output, all calls
     max_cost: float | None = None  # USD; needs a price for every model the run uses
     audit: bool = True  # write audit.ndjson (the VLP audit trail); see `audit`
+    memo: bool = False  # answer calls asked before from `.prose/memo/`; see `memo`
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,10 +251,13 @@ class RunStats:
     # (`providers.resilient.REQUEST_TALLY`); those beyond `sent` got no usable answer
     requests: int = 0
     served: int = 0  # model calls answered from the journal
+    memoized: int = 0  # model calls answered from the answer cache of earlier runs
     in_flight: int = 0  # model calls sent and not answered yet
-    input_tokens: int = 0
+    input_tokens: int = 0  # the whole prompts, cache reads and writes included
     output_tokens: int = 0
-    by_model: dict[str, list[int]] = field(default_factory=dict)
+    cache_read_tokens: int = 0  # prompt tokens read from a provider's prompt cache
+    cache_write_tokens: int = 0  # and written to it
+    by_model: dict[str, list[int]] = field(default_factory=dict)  # in, out, read, written
     prices: Prices = field(default_factory=Prices.default)
     cost: float = 0.0  # USD, of the calls whose model has a price
     unpriced: dict[str, int] = field(default_factory=dict)  # model -> tokens with no price
@@ -262,18 +266,24 @@ class RunStats:
     def count(self, model: str, response: ModelResponse) -> None:
         usage = response.usage
         spent_in, spent_out = usage.input_tokens, usage.output_tokens
+        read, written = usage.cache_read_tokens, usage.cache_write_tokens
         self.input_tokens += spent_in
         self.output_tokens += spent_out
+        self.cache_read_tokens += read
+        self.cache_write_tokens += written
         totals = self.by_model.get(model)
         if totals is None:
-            totals = self.by_model[model] = [0, 0]
+            totals = self.by_model[model] = [0, 0, 0, 0]
         totals[0] += spent_in
         totals[1] += spent_out
+        totals[2] += read
+        totals[3] += written
         price = self._prices_seen.get(model, _UNSEEN)
         if price is _UNSEEN:  # looked up once per model (an unknown one costs a regex)
             price = self._prices_seen[model] = self.prices.price_of(model)
         if price is not None:
-            self.cost += price.cost(spent_in, spent_out)  # per request: prices may be tiered
+            # per request: prices may be tiered
+            self.cost += price.cost(spent_in, spent_out, read, written)
         elif spent_in or spent_out:
             self.unpriced[model] = self.unpriced.get(model, 0) + spent_in + spent_out
 
@@ -281,17 +291,29 @@ class RunStats:
         return {
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
+            **_cached(self.cache_read_tokens, self.cache_write_tokens),
             "requests_sent": self.sent,
             # sent too, but answered with an error or not at all (retries included)
             "requests_failed": max(0, self.requests - self.sent),
             "requests_served_from_journal": self.served,
+            **({"requests_served_from_memo": self.memoized} if self.memoized else {}),
             "by_model": {
-                m: {"input_tokens": i, "output_tokens": o} for m, (i, o) in self.by_model.items()
+                m: {"input_tokens": i, "output_tokens": o, **_cached(r, w)}
+                for m, (i, o, r, w) in self.by_model.items()
             },
             # The cost of the priced calls; `unpriced_models` says what it leaves out.
             "cost_usd": round(self.cost, 6),
             "unpriced_models": dict(self.unpriced),
         }
+
+
+def _cached(read: int, written: int) -> dict[str, int]:
+    """Cache counts as the journal has them: present when the cache played a part, so a
+    run's figures keep the form they had before prompt caching."""
+    counts = {"cache_read_tokens": read} if read else {}
+    if written:
+        counts["cache_write_tokens"] = written
+    return counts
 
 
 @dataclass(slots=True)

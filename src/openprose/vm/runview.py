@@ -106,9 +106,12 @@ class RunDigest:
                 "attempt": 0,
                 "input_tokens": 0,
                 "output_tokens": 0,
+                "cache_read_tokens": 0,
+                "cache_write_tokens": 0,
                 "tokens": 0,
                 "cost": None,
                 "finish_reason": None,
+                "memo": None,  # {key, run, step}: answered from the memo of that run
                 "error": None,
                 "request": {},  # as sent; `in_full` turns its messages into text
                 "system": None,
@@ -142,9 +145,12 @@ class RunDigest:
             attempt=int(event.get("attempt") or 1),
             input_tokens=tokens_in,
             output_tokens=tokens_out,
+            cache_read_tokens=int(usage.get("cache_read_tokens", 0)),
+            cache_write_tokens=int(usage.get("cache_write_tokens", 0)),
             tokens=tokens_in + tokens_out,
             cost=self._cost(str(response.get("model") or request.get("model")), usage),
             finish_reason=response.get("finish_reason"),
+            memo=event.get("memo") if isinstance(event.get("memo"), dict) else None,
             error=None,
             request=request,
             system=request.get("system"),
@@ -184,7 +190,12 @@ class RunDigest:
         price = self.price_of(model) if self.price_of is not None else None
         if price is None:
             return None
-        return price.cost(int(usage["input_tokens"]), int(usage["output_tokens"]))
+        return price.cost(
+            int(usage["input_tokens"]),
+            int(usage["output_tokens"]),
+            int(usage.get("cache_read_tokens", 0)),
+            int(usage.get("cache_write_tokens", 0)),
+        )
 
     # --- tool loop ----------------------------------------------------------------------
 

@@ -126,10 +126,10 @@ class Sessions:
             )
             if memory_text is not None:
                 memory_text = context_items.pop(0).text
-            text = user_message(task, context_items, memory_text)
+            text, shared = user_message(task, context_items, memory_text)
             request = ModelRequest(
                 model=model,
-                messages=(Message("user", text),),
+                messages=(Message("user", text, shared_prefix=shared),),
                 system=system,
                 max_tokens=self.config.max_tokens,
             )

@@ -110,3 +110,87 @@ def test_the_local_models_run_and_batch_summaries_say_free(tmp_path: object) -> 
     assert cost_text(0.5, {"mine": 9}, ["mine", "gpt-4.1"]) == (
         "$0.5000 + unknown (no price for mine)"
     )
+
+
+# --- prompt caching -------------------------------------------------------------------------
+
+
+def test_cache_reads_and_writes_are_priced_at_their_rates() -> None:
+    """Anthropic: reads 0.1x input, writes 1.25x; the rest of the prompt full price."""
+    sonnet = Prices.default().price_of("claude-sonnet-5-5")  # input $2, output $10
+    assert sonnet is not None
+    # 1M prompt tokens: 600k read ($0.12), 300k written ($0.75), 100k uncached ($0.20)
+    assert sonnet.cost(MILLION, 0, 600_000, 300_000) == pytest.approx(0.12 + 0.75 + 0.20)
+    assert sonnet.cost(MILLION, MILLION, 0, 0) == sonnet.cost(MILLION, MILLION)
+    for model in ("claude-sonnet-5-5", "claude-opus-5-5", "claude-haiku-4-5", "claude-opus-4-1"):
+        price = Prices.default().price_of(model)
+        assert price is not None and price.cache_read is not None
+        assert price.cache_read == pytest.approx(price.input * 0.1)
+        assert price.cache_write == pytest.approx(price.input * 1.25)
+
+
+def test_openai_cached_input_is_the_listed_rate() -> None:
+    prices = Prices.default()
+    assert prices.price_of("gpt-4.1").cost(MILLION, 0, MILLION, 0) == 0.5  # type: ignore[union-attr]
+    assert prices.price_of("gpt-4o").cost(MILLION, 0, MILLION, 0) == 1.25  # type: ignore[union-attr]
+
+
+def test_a_model_without_cache_rates_pays_input_for_cached_tokens() -> None:
+    """Never less than it may cost: a cached token of an unknown rate costs `input`."""
+    custom = Prices.default().extended({"mine": {"input": 1.0, "output": 2.0}})
+    price = custom.price_of("mine")
+    assert price is not None
+    assert price.cost(MILLION, 0, 500_000, 100_000) == price.cost(MILLION, 0) == 1.0
+    cached = Prices.default().extended({"mine": {"input": 1.0, "output": 2.0, "cache_read": 0.1}})
+    assert cached.price_of("mine").cost(MILLION, 0, MILLION, 0) == pytest.approx(0.1)  # type: ignore[union-attr]
+
+
+def test_above_the_long_prompt_threshold_cache_rates_scale_with_input() -> None:
+    haiku = Prices.default().price_of("claude-haiku-5-5")  # input $0.10, long $0.50 (5x)
+    assert haiku is not None
+    # 200k prompt tokens, all read from the cache: 200k x $0.01 x 5
+    assert haiku.cost(200_000, 0, 200_000, 0) == pytest.approx(0.01)
+
+
+def test_a_cache_rate_must_be_a_number() -> None:
+    with pytest.raises(ProviderConfigError, match="`cache_read` must be a number >= 0"):
+        Prices.default().extended({"mine": {"input": 1, "output": 1, "cache_read": "cheap"}})
+
+
+def test_a_runs_figures_count_cache_tokens_and_their_cost() -> None:
+    stats = RunStats()
+    answer = ModelResponse("ok", Usage(3000, 10, 2900, 0), model="claude-sonnet-5-5")
+    stats.count("claude-sonnet-5-5", answer)
+    stats.count("claude-sonnet-5-5", ModelResponse("ok", Usage(3000, 10, 0, 2990)))
+    usage = stats.usage()
+    assert (usage["input_tokens"], usage["cache_read_tokens"], usage["cache_write_tokens"]) == (
+        6000,
+        2900,
+        2990,
+    )
+    assert usage["by_model"]["claude-sonnet-5-5"] == {
+        "input_tokens": 6000,
+        "output_tokens": 20,
+        "cache_read_tokens": 2900,
+        "cache_write_tokens": 2990,
+    }
+    # (100 + 10) uncached x $2 + 2900 x $0.20 + 2990 x $2.50 + 20 x $10, per million
+    assert usage["cost_usd"] == pytest.approx(
+        (110 * 2 + 2900 * 0.2 + 2990 * 2.5 + 20 * 10) / MILLION
+    )
+
+
+def test_the_run_summary_says_what_the_prompt_cache_served() -> None:
+    import contextlib
+    import io
+    from pathlib import Path
+
+    from openprose.cli.run import print_summary
+    from openprose.vm.runner import RunResult
+
+    stats = RunStats()
+    stats.count("claude-sonnet-5-5", ModelResponse("ok", Usage(3000, 10, 2900, 90)))
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        print_summary(RunResult("r", Path("."), "succeeded", usage=stats.usage()), "anthropic")
+    assert "tokens: 3000 in (2900 cache read, 90 cache write), 10 out;" in printed.getvalue()

@@ -139,7 +139,8 @@ calls = st.tuples(
     st.tuples(_words, _small, st.none() | _words, _small, _small, st.none() | _words),
     st.tuples(st.none() | _words, st.none() | _words, st.none() | _words),
     st.tuples(st.none() | _words, st.none() | _words),
-).map(lambda r: (CALL, *r[0], *r[1], *r[2], *r[3], *r[4]))
+    st.tuples(_small, _small),  # prompt-cache reads and writes
+).map(lambda r: (CALL, *r[0], *r[1], *r[2], *r[3], *r[4], *r[5]))
 
 
 @settings(max_examples=300, deadline=None)
@@ -161,3 +162,17 @@ def test_a_span_linked_to_another_processs_span_is_encoded_as_the_sdk_does(
 ) -> None:
     linked = (*record, tuple(links))
     assert encoder().request([linked]) == sdk_bytes([linked])  # type: ignore[list-item]
+
+
+def test_a_calls_cache_counts_are_its_genai_usage_attributes() -> None:
+    """`gen_ai.usage.cache_read.input_tokens` and `..cache_creation..`: when the provider
+    reported some, and never on a failed attempt."""
+    head = ("0" * 31 + "1", 2, None, 0, None, 1, 2, "s1", "m", 64, None, "sonnet", "anthropic")
+    answered = (CALL, *head, "session", 1, "stop", 3000, 10, "m", "id", None, None, None, None)
+    attributes = expand((*answered, 2900, 90))[-1]
+    assert attributes["gen_ai.usage.cache_read.input_tokens"] == 2900
+    assert attributes["gen_ai.usage.cache_creation.input_tokens"] == 90
+    plain = expand((*answered, 0, 0))[-1]
+    assert not any("cache" in key for key in plain)
+    failed = (CALL, *head, "session", 1, None, None, None, None, None, "E", None, None, None)
+    assert not any("cache" in key for key in expand((*failed, 0, 0))[-1])

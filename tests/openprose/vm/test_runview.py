@@ -135,3 +135,27 @@ def test_a_tool_loop_turn_journaled_as_a_delta_shows_its_whole_conversation(
     assert [m["role"] for m in second["messages"]] == ["user", "assistant", "user"]
     assert "write_file" in second["messages"][1]["text"] and second["answer"] == "wrote it"
     assert second["system"] == first["system"] and first["system"].startswith("You write notes")
+
+
+def test_a_sessions_cache_counts_and_their_cost() -> None:
+    from openprose.providers.prices import Prices
+
+    digest = RunDigest(price_of=Prices.default().price_of)
+    usage = {"input_tokens": 3000, "output_tokens": 10, "cache_read_tokens": 2900}
+    digest.add_all(
+        [
+            {"ev": "session_started", "step": "1", "t": 1.0, "model": "sonnet"},
+            {
+                "ev": "session_finished",
+                "step": "1",
+                "t": 2.0,
+                "model": "sonnet",
+                "request": {"model": "claude-sonnet-5-5", "messages": []},
+                "response": {"text": "ok", "usage": usage, "model": "claude-sonnet-5-5"},
+            },
+        ]
+    )
+    session = digest.sessions["1"]
+    assert (session["cache_read_tokens"], session["cache_write_tokens"]) == (2900, 0)
+    # 100 uncached x $2 + 2900 read x $0.20 + 10 out x $10, per million
+    assert session["cost"] == pytest.approx((100 * 2 + 2900 * 0.2 + 10 * 10) / 1_000_000)

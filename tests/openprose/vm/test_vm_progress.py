@@ -154,3 +154,12 @@ def test_live_view_shows_why_a_session_waits_until_its_retry_answers() -> None:
     assert row.state == "waiting" and row.last_line(60).endswith("attempt 2 of 5 in 4.0 s")
     view.answer_text("1", "Hello")
     assert row.state == "running" and row.tail == "Hello"
+
+
+def test_plain_progress_says_what_the_prompt_cache_served() -> None:
+    stream = io.StringIO()
+    view = PlainProgress(stream)
+    cached = finished((3000, 5))
+    cached["response"]["usage"].update(cache_read_tokens=2900, cache_write_tokens=90)
+    view("session_finished", "1", cached)
+    assert "3000+5 tok (2900 cache read, 90 cache write) " in stream.getvalue()

@@ -212,7 +212,7 @@ function renderHead() {
   const counts = run.totals.by_status;
   const facts = [
     ["sessions", `${run.totals.sessions}` + (counts.running ? ` (${counts.running} running)` : "")],
-    ["tokens", run.totals.tokens.toLocaleString()],
+    ["tokens", run.totals.tokens.toLocaleString() + cacheNote(run.totals)],
     ["cost", run.totals.cost === null ? "—" : money(run.totals.cost) +
       (run.totals.unpriced ? ` + ${run.totals.unpriced} unpriced` : "")],
   ];
@@ -448,7 +448,7 @@ async function openDetail(step) {
   const facts = clear($("detail-facts"));
   const shown = [
     ["status", badge(shownStatus(s))], ["binding", text(s.binding)], ["kind", s.kind], ["agent", text(s.agent)],
-    ["model", text(s.model)], ["tokens", `${s.input_tokens} in + ${s.output_tokens} out`],
+    ["model", text(s.model)], ["tokens", `${s.input_tokens} in + ${s.output_tokens} out` + cacheNote(s)],
     ["cost", money(s.cost)], ["duration", seconds(s.elapsed)], ["attempt", String(s.attempt)],
     ["finish", text(s.finish_reason)],
   ];
@@ -530,3 +530,11 @@ document.addEventListener("DOMContentLoaded", () => {
   setInterval(() => { if (state.run && state.run.status === "running") scheduleRender(); }, 1000);
   selectFromHash();
 });
+
+// The prompt cache's part of a prompt count, when it had one: " (900 cache read)".
+function cacheNote(counts) {
+  const parts = [];
+  if (counts.cache_read_tokens) parts.push(`${counts.cache_read_tokens} cache read`);
+  if (counts.cache_write_tokens) parts.push(`${counts.cache_write_tokens} cache write`);
+  return parts.length ? ` (${parts.join(", ")})` : "";
+}
