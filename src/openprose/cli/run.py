@@ -69,6 +69,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_permission_mode_argument(parser)
     add_budget_arguments(parser)
     add_trace_argument(parser)
+    parser.add_argument(
+        "--estimate",
+        action="store_true",
+        help="print the lowest and highest sessions, tokens and cost of a run (a table, or "
+        "JSON with --json) and run nothing; a run over --max-sessions/--max-cost by this "
+        "estimate is refused unless --yes",
+    )
 
 
 def add_offline_argument(parser: argparse.ArgumentParser) -> None:
@@ -377,6 +384,25 @@ def _run(args: argparse.Namespace) -> int:
     if at_a_terminal(args, from_stdin):
         ask_missing_inputs(parsed, inputs, sys.stderr, sys.stdin)
     inputs_match(parsed, inputs, text_out)
+    if args.estimate or _budgeted(args):
+        from openprose.cli.estimate import estimate_run, print_estimates, refusal
+
+        estimate = estimate_run(
+            parsed.program,
+            inputs,
+            project=project,
+            program_dir=program_dir,
+            provider=args.provider,
+            models=args.model,
+            evaluator=args.evaluator,
+            budgets=budget_flags(args),
+        )
+        if args.estimate:
+            print_estimates([estimate], args.json, sys.stdout)
+            return OK
+        refused = refusal(estimate, budget_flags(args))
+        if refused is not None and not args.yes:
+            raise UsageError(refused)
     try:
         prepared = open_run(
             parsed.program,
@@ -405,6 +431,12 @@ def _run(args: argparse.Namespace) -> int:
         hold_progress(prepared.tools, observer)
         result = run_async(execute(prepared, observer, tracer), prepared.provider)
     return report(result, args.json, args.notice)
+
+
+def _budgeted(args: argparse.Namespace) -> bool:
+    """A session or cost budget given on the command line: the run is estimated first."""
+    budgets = budget_flags(args)
+    return budgets.get("max_sessions") is not None or budgets.get("max_cost") is not None
 
 
 @contextmanager

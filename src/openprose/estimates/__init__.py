@@ -1,0 +1,108 @@
+"""Bounds of a run before it starts (`prose run --estimate`, `prose check --estimate`,
+`openprose.estimate`): the lowest and highest number of model calls, tokens and dollars a
+program may spend, worked out from its text — loops by their `max:`, `for` and pipelines
+by the size of the inputs given, retries by `retry:`, tool loops by `max_turns` — and, for
+each bound that does not exist, why (`loop until` without `max:`)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from openprose import nodes as n
+from openprose.estimates.bounds import Range, Tally
+from openprose.estimates.report import Cost, Estimate, ModelRow, priced
+from openprose.estimates.walker import Walker
+from openprose.providers.prices import Prices
+from openprose.vm.runtime import VMConfig
+
+__all__ = ["Cost", "Estimate", "EstimateError", "ModelRow", "Range", "estimate", "estimate_program"]
+
+
+class EstimateError(ValueError):
+    """The program cannot be estimated: it cannot be read or has errors."""
+
+
+def estimate(
+    program: str | os.PathLike[str],
+    *,
+    inputs: Mapping[str, Any] | None = None,
+    config: VMConfig | None = None,
+    prices: Prices | None = None,
+    resolve: Callable[[str], str] | None = None,
+) -> Estimate:
+    """The bounds of a run of the program file `program` (docs/estimate.md). `inputs`: the
+    values a run would be given (the size of what `for` and pipelines iterate); `resolve`
+    maps a model alias to the model id it is priced as (default: the Anthropic models the
+    standard aliases stand for). Imported programs are read from disk, never fetched."""
+    from openprose.parser import parse, read_source
+
+    path = Path(program)
+    source, problems = read_source(path)
+    if source is None:
+        raise EstimateError(problems[0].message if problems else f"cannot read {path}")
+    result = parse(source)
+    errors = [d for d in result.diagnostics if d.is_error]
+    if errors:
+        first = errors[0]
+        raise EstimateError(f"{path}:{first.span.line}: {first.message}")
+    return estimate_program(
+        result.program,
+        inputs=inputs,
+        config=config,
+        prices=prices,
+        resolve=resolve,
+        imports=local_imports(result.program, path.parent),
+    )
+
+
+def estimate_program(
+    program: n.Program,
+    *,
+    inputs: Mapping[str, Any] | None = None,
+    config: VMConfig | None = None,
+    prices: Prices | None = None,
+    resolve: Callable[[str], str] | None = None,
+    imports: Mapping[str, n.Program] | None = None,
+) -> Estimate:
+    """`estimate` of a parsed program; `imports`: the programs its calls name, by name."""
+    unbounded: list[str] = []
+    tally: Tally = Walker(
+        program,
+        config or VMConfig(),
+        inputs=inputs,
+        imports=imports or {},
+        unbounded=unbounded,
+        path=program.path,
+    ).walk()
+    return priced(
+        program.path, tally, unbounded, prices or Prices.default(), resolve or default_model_id
+    )
+
+
+def default_model_id(alias: str) -> str:
+    from openprose.providers.settings import DEFAULT_ALIASES
+
+    return DEFAULT_ALIASES["anthropic"].get(alias, alias)
+
+
+def local_imports(program: n.Program, folder: Path) -> dict[str, n.Program]:
+    """The programs `use "./x.prose"` names, parsed from disk (one level: what they import
+    in turn is not loaded, and its calls are reported unbounded)."""
+    from openprose.imports import default_name
+    from openprose.parser import parse, read_source
+
+    found: dict[str, n.Program] = {}
+    for stmt in program.body:
+        if not isinstance(stmt, n.Use) or "://" in stmt.path.value:
+            continue
+        spec = stmt.path.value
+        file = folder / (spec if spec.endswith(".prose") else f"{spec}.prose")
+        source, _ = read_source(file) if file.is_file() else (None, [])
+        if source is not None:
+            parsed = parse(source)
+            if parsed.ok:
+                found[stmt.alias.id if stmt.alias else default_name(spec)] = parsed.program
+    return found
