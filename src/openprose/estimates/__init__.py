@@ -68,15 +68,19 @@ def estimate_program(
     imports: Mapping[str, n.Program] | None = None,
 ) -> Estimate:
     """`estimate` of a parsed program; `imports`: the programs its calls name, by name."""
+    from openprose.depth import deep_recursion
+
     unbounded: list[str] = []
-    tally: Tally = Walker(
+    walker = Walker(
         program,
         config or VMConfig(),
         inputs=inputs,
         imports=imports or {},
         unbounded=unbounded,
         path=program.path,
-    ).walk()
+    )
+    with deep_recursion():  # a walk recurses per level of nesting, as the VM does
+        tally: Tally = walker.walk()
     return priced(
         program.path, tally, unbounded, prices or Prices.default(), resolve or default_model_id
     )

@@ -181,5 +181,7 @@ def _shown(value: Range) -> str:
 def _cost(cost: Cost | None) -> str:
     if cost is None:
         return "no price"
+    if cost.high == 0:
+        return "free"
     high = "∞" if cost.high is None else f"${cost.high:.4f}"
     return f"${cost.low:.4f} – {high}"
