@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
     from openprose.diagnostics import Diagnostic
-    from openprose.estimates import Estimate
     from openprose.source import SourceFile
+    from openprose.vm.estimates import Estimate
 
 OK, FAILED, USAGE_ERROR = 0, 1, 2
 # read_source's code for a file that could not be read at all (a usage error, not a finding).
@@ -202,9 +202,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _estimates(checked: list[Checked], projects: Projects) -> list[Estimate]:
     """The estimate of each program that has no errors (`--estimate`)."""
-    from openprose.cli.estimate import estimate_run
     from openprose.parser import parse
     from openprose.project import find_project
+    from openprose.vm.estimates.project import estimate_in_project
 
     found = []
     for c in checked:
@@ -213,7 +213,7 @@ def _estimates(checked: list[Checked], projects: Projects) -> list[Estimate]:
         folder = Path.cwd() if c.path == STDIN else Path(c.path).parent
         project = projects.of(Path(c.path)) or find_project(folder).root
         program = parse(c.source).program
-        found.append(estimate_run(program, None, project=project, program_dir=folder))
+        found.append(estimate_in_project(program, None, project=project, program_dir=folder))
     return found
 
 

@@ -35,6 +35,7 @@ from openprose.cli.opening import (
 
 if TYPE_CHECKING:
     from openprose.providers.base import Provider
+    from openprose.vm.estimates import Estimate
     from openprose.vm.runner import RunResult
     from openprose.vm.runtime import Observer
     from openprose.vm.tracing import Tracer
@@ -385,8 +386,6 @@ def _run(args: argparse.Namespace) -> int:
         ask_missing_inputs(parsed, inputs, sys.stderr, sys.stdin)
     inputs_match(parsed, inputs, text_out)
     if args.estimate or _budgeted(args):
-        from openprose.cli.estimate import estimate_run, print_estimates, refusal
-
         estimate = estimate_run(
             parsed.program,
             inputs,
@@ -397,6 +396,8 @@ def _run(args: argparse.Namespace) -> int:
             evaluator=args.evaluator,
             budgets=budget_flags(args),
         )
+        from openprose.cli.estimate import print_estimates, refusal
+
         if args.estimate:
             print_estimates([estimate], args.json, sys.stdout)
             return OK
@@ -431,6 +432,47 @@ def _run(args: argparse.Namespace) -> int:
         hold_progress(prepared.tools, observer)
         result = run_async(execute(prepared, observer, tracer), prepared.provider)
     return report(result, args.json, args.notice)
+
+
+def estimate_run(
+    program: Any,
+    inputs: dict[str, Any],
+    *,
+    project: Path,
+    program_dir: Path,
+    provider: str | None = None,
+    models: list[str] | None = None,
+    evaluator: str | None = None,
+    budgets: dict[str, Any] | None = None,
+) -> Estimate:
+    """The estimate of a run with the settings it will have (checked: a bad `[vm]` or
+    `[prices]` is a usage error here as in the run); no provider is opened."""
+    from openprose.cli.opening import local_budget, run_prices, vm_config
+    from openprose.providers import ProviderConfigError, load_settings
+    from openprose.providers.settings import DEFAULT_MAX_CONCURRENCY
+    from openprose.vm.estimates.project import estimate_in_project
+
+    try:
+        settings = load_settings(project, provider=provider, model_overrides=models or [])
+    except ProviderConfigError:
+        settings = None  # the run reports it when it opens the provider
+    config = vm_config(
+        project,
+        settings.max_concurrency if settings is not None else DEFAULT_MAX_CONCURRENCY,
+        evaluator,
+        local_budget(settings) if settings is not None else None,
+        budgets=budgets or {},
+    )
+    return estimate_in_project(
+        program,
+        inputs,
+        project=project,
+        program_dir=program_dir,
+        provider=provider,
+        models=models,
+        config=config,
+        prices=run_prices(project),
+    )
 
 
 def _budgeted(args: argparse.Namespace) -> bool:

@@ -7,8 +7,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from openprose.estimates.bounds import ZERO, Range, Tally
 from openprose.providers.prices import Prices
+from openprose.vm.estimates.bounds import ZERO, Range, Tally
 
 
 @dataclass(frozen=True, slots=True)

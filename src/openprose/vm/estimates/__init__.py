@@ -6,56 +6,18 @@ each bound that does not exist, why (`loop until` without `max:`)."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from openprose import nodes as n
-from openprose.estimates.bounds import Range, Tally
-from openprose.estimates.report import Cost, Estimate, ModelRow, priced
-from openprose.estimates.walker import Walker
 from openprose.providers.prices import Prices
+from openprose.vm.estimates.bounds import Range, Tally
+from openprose.vm.estimates.report import Cost, Estimate, ModelRow, priced
+from openprose.vm.estimates.walker import Walker
 from openprose.vm.runtime import VMConfig
 
-__all__ = ["Cost", "Estimate", "EstimateError", "ModelRow", "Range", "estimate", "estimate_program"]
-
-
-class EstimateError(ValueError):
-    """The program cannot be estimated: it cannot be read or has errors."""
-
-
-def estimate(
-    program: str | os.PathLike[str],
-    *,
-    inputs: Mapping[str, Any] | None = None,
-    config: VMConfig | None = None,
-    prices: Prices | None = None,
-    resolve: Callable[[str], str] | None = None,
-) -> Estimate:
-    """The bounds of a run of the program file `program` (docs/estimate.md). `inputs`: the
-    values a run would be given (the size of what `for` and pipelines iterate); `resolve`
-    maps a model alias to the model id it is priced as (default: the Anthropic models the
-    standard aliases stand for). Imported programs are read from disk, never fetched."""
-    from openprose.parser import parse, read_source
-
-    path = Path(program)
-    source, problems = read_source(path)
-    if source is None:
-        raise EstimateError(problems[0].message if problems else f"cannot read {path}")
-    result = parse(source)
-    errors = [d for d in result.diagnostics if d.is_error]
-    if errors:
-        first = errors[0]
-        raise EstimateError(f"{path}:{first.span.line}: {first.message}")
-    return estimate_program(
-        result.program,
-        inputs=inputs,
-        config=config,
-        prices=prices,
-        resolve=resolve,
-        imports=local_imports(result.program, path.parent),
-    )
+__all__ = ["Cost", "Estimate", "ModelRow", "Range", "estimate_program"]
 
 
 def estimate_program(

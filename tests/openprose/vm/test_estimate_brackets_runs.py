@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from openprose.estimates import Estimate, estimate_program
 from openprose.parser import parse_text
 from openprose.providers import ProviderSettings, RetryPolicy, open_provider
+from openprose.vm.estimates import Estimate, estimate_program
 from openprose.vm.judgments import SYSTEM as JUDGE_SYSTEM
 from openprose.vm.runner import VMConfig, run_program
 from tests.support.fake_llm_server import FakeLLMServer, Fault

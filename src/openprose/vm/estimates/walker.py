@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from openprose import nodes as n
-from openprose.estimates.bounds import (
+from openprose.vm.agents import agent_spec
+from openprose.vm.estimates.bounds import (
     ONE,
     Range,
     Tally,
@@ -24,7 +25,6 @@ from openprose.estimates.bounds import (
     in_sequence,
     one_of,
 )
-from openprose.vm.agents import agent_spec
 from openprose.vm.expressions import literal
 from openprose.vm.judgments import SYSTEM as JUDGE_SYSTEM
 from openprose.vm.judgments import choice_question, condition_question, filter_question
@@ -404,9 +404,13 @@ class Walker:
     def _once(self, body: tuple[Any, ...], times: Range) -> Tally:
         """One run of a body that runs `times` times."""
         if times.high is None or times.high > 1:
-            # a later run sees the answers of the earlier ones: as many as the window holds
-            self.answers = None
-            return self.body(body)
+            # a later run sees the answers of the earlier ones (context without `context:`)
+            each = _answers_per_run(body)
+            runs = times.high
+            if self.answers is None or each is None or runs is None:
+                self.answers = None
+            else:
+                self.answers += each * runs
         return self.body(body)
 
     def _context_high(self, expr: Any) -> int:
@@ -478,6 +482,27 @@ _BUILT_OF_ANSWERS = (
     n.If,
     n.Choice,
 )
+
+
+def _answers_per_run(body: tuple[Any, ...]) -> int | None:
+    """At most how many answers one run of `body` adds to its thread: its sessions, when
+    nothing in it repeats or calls (else None: as many as the context window holds)."""
+    count = 0
+    stack: list[Any] = list(body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, _REPEATS):
+            return None
+        if isinstance(node, n.Session):
+            count += 1
+        elif isinstance(node, tuple):
+            stack.extend(node)
+        elif hasattr(node, "__dataclass_fields__"):
+            stack.extend(getattr(node, name) for name in node.__dataclass_fields__)
+    return count
+
+
+_REPEATS = (n.Repeat, n.ForEach, n.Loop, n.Pipeline, n.DoCall, n.ProgramCall)
 
 
 def _task_and_system(
