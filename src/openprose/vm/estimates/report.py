@@ -78,7 +78,7 @@ class Estimate:
             "requests": _range(self.requests),
             "input_tokens": _range(self.input_tokens),
             "output_tokens": _range(self.output_tokens),
-            "cost_usd": None if cost is None else {"low": cost.low, "high": cost.high},
+            "cost_usd": _dollars(cost),
             "unpriced_models": self.unpriced,
             "models": [
                 {
@@ -88,9 +88,7 @@ class Estimate:
                     "requests": _range(row.requests),
                     "input_tokens": _range(row.input_tokens),
                     "output_tokens": _range(row.output_tokens),
-                    "cost_usd": None
-                    if row.cost is None
-                    else {"low": row.cost.low, "high": row.cost.high},
+                    "cost_usd": _dollars(row.cost),
                 }
                 for row in self.models
             ],
@@ -167,6 +165,13 @@ def priced(
             cost = Cost(low, high)
         rows.append(ModelRow(alias, model, use.calls, use.requests, use.input, use.output, cost))
     return Estimate(path, tuple(rows), tuple(unbounded))
+
+
+def _dollars(cost: Cost | None) -> dict[str, float | None] | None:
+    """Rounded as `usage.cost_usd` is, to the millionth of a dollar."""
+    if cost is None:
+        return None
+    return {"low": round(cost.low, 6), "high": None if cost.high is None else round(cost.high, 6)}
 
 
 def _range(value: Range) -> dict[str, int | None]:
