@@ -272,7 +272,7 @@ def estimate(
     `low` and `high`, `high` None when unbounded), `.cost`, per model `.models`, and
     `.unbounded` (why a bound is missing); `.table()` and `.to_json()` show it. No model is
     asked and no provider opened. Keywords as `run`'s; `RunError` when the program has
-    errors or its inputs do not match."""
+    errors."""
     import io
 
     from openprose.cli import opening as cli
@@ -292,8 +292,7 @@ def estimate(
         else:
             assert text is not None
             parsed = check_text(text, "<string>", project)
-        given = dict(inputs or {})
-        cli.inputs_match(parsed, given, io.StringIO())
+        given = dict(inputs or {})  # an input not given leaves what depends on it unbounded
         return estimate_run(
             parsed.program,
             given,

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from cliconventions import interrupt_status
 from cliconventions import interrupt_word as interrupted
+from openprose.cli.estimate import print_estimates, refusal
 from openprose.cli.opening import (
     STDIN,
     UsageError,
@@ -382,11 +383,9 @@ def _run(args: argparse.Namespace) -> int:
     text_out = sys.stderr if args.json else sys.stdout
     parsed = parse_and_check(program_path, project, text_out)
     inputs = read_inputs(args.input, args.inputs)
-    if at_a_terminal(args, from_stdin):
-        ask_missing_inputs(parsed, inputs, sys.stderr, sys.stdin)
-    inputs_match(parsed, inputs, text_out)
-    if args.estimate or _budgeted(args):
-        estimate = estimate_run(
+
+    def estimated() -> Estimate:
+        return estimate_run(
             parsed.program,
             inputs,
             project=project,
@@ -396,12 +395,15 @@ def _run(args: argparse.Namespace) -> int:
             evaluator=args.evaluator,
             budgets=budget_flags(args),
         )
-        from openprose.cli.estimate import print_estimates, refusal
 
-        if args.estimate:
-            print_estimates([estimate], args.json, sys.stdout)
-            return OK
-        refused = refusal(estimate, budget_flags(args))
+    if args.estimate:  # an input not given leaves what depends on it unbounded
+        print_estimates([estimated()], args.json, sys.stdout)
+        return OK
+    if at_a_terminal(args, from_stdin):
+        ask_missing_inputs(parsed, inputs, sys.stderr, sys.stdin)
+    inputs_match(parsed, inputs, text_out)
+    if _budgeted(args):
+        refused = refusal(estimated(), budget_flags(args))
         if refused is not None and not args.yes:
             raise UsageError(refused)
     try:

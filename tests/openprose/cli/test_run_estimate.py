@@ -133,3 +133,11 @@ def test_check_json_without_estimate_stays_an_array(
 ) -> None:
     assert main(["check", "--format", "json", "three.prose"]) == 0
     assert json.loads(capsys.readouterr().out) == []
+
+
+def test_run_estimate_without_the_inputs_says_what_they_leave_open(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["run", "items.prose", "--estimate"]) == 0
+    out = capsys.readouterr().out
+    assert "unbounded: items.prose:2: `for` over input `items`, not given" in out

@@ -154,5 +154,7 @@ def test_the_python_api_takes_program_text_and_inputs(tmp_path: Path) -> None:
     found = openprose.estimate(text, inputs={"items": [1, 2, 3]}, project_dir=tmp_path)
     assert found.sessions == Range(3, 3)
     assert found.to_json()["sessions"] == {"low": 3, "high": 3}
-    with pytest.raises(openprose.RunError, match="input"):
-        openprose.estimate(text, project_dir=tmp_path)  # a missing input, as `run` says
+    missing = openprose.estimate(text, project_dir=tmp_path)  # the input is not given
+    assert missing.sessions.high is None and "input `items`" in missing.unbounded[0]
+    with pytest.raises(openprose.RunError, match="E"):
+        openprose.estimate('session "a"\nsession\n', project_dir=tmp_path)
