@@ -18,7 +18,7 @@ from openprose.providers import ProviderSettings, RetryPolicy, open_provider
 from openprose.vm.estimates import Estimate, estimate_program
 from openprose.vm.judgments import SYSTEM as JUDGE_SYSTEM
 from openprose.vm.runner import VMConfig, run_program
-from tests.support.fake_llm_server import FakeLLMServer, Fault
+from tests.support.fake_llm_server import FakeAnswer, FakeLLMServer, FakeToolCall, Fault
 
 EXAMPLES = Path(__file__).parents[3] / "examples"
 # Examples that need what a loopback run cannot give: a registry import.
@@ -153,6 +153,14 @@ PROGRAMS: dict[str, tuple[str, dict[str, Any], tuple[str, ...]]] = {
         {},
         (),
     ),
+    "tool-loop": (
+        (
+            'agent reader:\n  permissions:\n    read: ["notes.txt"]\n'
+            'session: reader\n  prompt: "Read notes.txt and sum it up"\nsession "Thank the reader"\n'
+        ),
+        {},
+        (),
+    ),
     "do-blocks": (
         'let r = do:\n  session "Gather"\n  session "Analyze"\nsession "Report"\n  context: r\n',
         {},
@@ -164,7 +172,7 @@ PROGRAMS: dict[str, tuple[str, dict[str, Any], tuple[str, ...]]] = {
 def reply_for(seed: int) -> Any:
     """An evaluator whose verdicts and choices follow `seed`; answers of varied length."""
 
-    def reply(api: str, body: dict[str, Any]) -> str:
+    def reply(api: str, body: dict[str, Any]) -> str | FakeAnswer:
         text = json.dumps(body.get("messages"), sort_keys=True)
         roll = int(hashlib.sha256(f"{seed}:{text}".encode()).hexdigest(), 16)
         system = body.get("system")
@@ -174,6 +182,10 @@ def reply_for(seed: int) -> Any:
             if "Pick exactly one option" in text:
                 return json.dumps({"option": roll % 3 + 1, "reason": "r"})
             return json.dumps({"verdict": bool(roll % 2), "reason": "r"})
+        if body.get("tools"):  # a tool agent: some turns read a file before answering
+            turns = sum(1 for m in body.get("messages") or [] if m.get("role") == "assistant")
+            if turns < roll % 4:  # up to past max_turns: the session fails, still bounded
+                return FakeAnswer("", (FakeToolCall("read_file", {"path": "notes.txt"}),))
         words = roll % 90  # up to over max_tokens: the server cuts the answer
         return " ".join(["word"] * words)
 
@@ -193,6 +205,7 @@ async def measure(
             retry=RetryPolicy(max_attempts=1, base_delay=0.0, max_delay=0.0),
         )
         provider = open_provider(settings)
+        (path.parent / "notes.txt").write_text("the notes " * 500, encoding="utf-8")
         program = parse_text(program_text, str(path)).program
         try:
             result = await run_program(
