@@ -158,3 +158,10 @@ def test_the_python_api_takes_program_text_and_inputs(tmp_path: Path) -> None:
     assert missing.sessions.high is None and "input `items`" in missing.unbounded[0]
     with pytest.raises(openprose.RunError, match="E"):
         openprose.estimate('session "a"\nsession\n', project_dir=tmp_path)
+
+
+def test_a_string_iterated_counts_as_the_vm_reads_it() -> None:
+    assert estimate('for x in "one text":\n  session "a {x}"\n').sessions == Range(1, 1)
+    assert estimate('for x in "[1, 2, 3]":\n  session "a {x}"\n').sessions == Range(3, 3)
+    text = 'let v = session "List"\nfor x in "{v}":\n  session "a {x}"\n'
+    assert estimate(text).sessions.high is None  # the answer may be a JSON array

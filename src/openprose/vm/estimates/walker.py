@@ -133,8 +133,12 @@ class Walker:
 
     def _stringlit(self, node: n.StringLit) -> tuple[Tally, Shape]:
         tokens = self._text_high(node)
-        items = ONE if not node.value.lstrip().startswith("[") or node.interpolations else None
-        return Tally(), Shape(tokens, items or UNKNOWN_ITEMS)
+        if not node.interpolations:
+            return Tally(), Shape(tokens, exactly(len(as_collection(node.value))))
+        # iterated, text that may read as a JSON array (`as_collection`) is a list
+        first = node.parts[0]
+        plain = isinstance(first, str) and first.strip()[:1] not in ("", "[", "`")
+        return Tally(), Shape(tokens, ONE if plain else UNKNOWN_ITEMS)
 
     def _numberlit(self, node: n.NumberLit) -> tuple[Tally, Shape]:
         return Tally(), Shape(len(node.raw), ONE)
@@ -314,7 +318,6 @@ class Walker:
             path=program.path,
         )
         inner.env.update({name: shape for name, (_, shape) in args.items()})
-        inner.inputs = {}
         body = in_sequence(inner.stmt(s)[0] for s in program.body if not isinstance(s, n.Input))
         return tally + body, Shape(None)
 
