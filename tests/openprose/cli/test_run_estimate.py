@@ -141,3 +141,14 @@ def test_run_estimate_without_the_inputs_says_what_they_leave_open(
     assert main(["run", "items.prose", "--estimate"]) == 0
     out = capsys.readouterr().out
     assert "unbounded: items.prose:2: `for` over input `items`, not given" in out
+
+
+def test_an_estimate_reads_imports_and_writes_nothing(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (project / "helper.prose").write_text('session "one"\nsession "two"\n')
+    (project / "main.prose").write_text('use "./helper.prose"\nlet r = helper()\n')
+    assert main(["check", "--estimate", "--format", "json", "main.prose"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["estimates"][0]["sessions"] == {"low": 2, "high": 2}
+    assert not (project / ".prose").exists()

@@ -145,7 +145,7 @@ def test_a_long_prompt_tier_prices_the_upper_bound_at_the_long_rate() -> None:
 def test_an_imported_program_is_walked(tmp_path: Path) -> None:
     (tmp_path / "helper.prose").write_text('input topic: "t"\nsession "a {topic}"\nsession "b"\n')
     main = tmp_path / "main.prose"
-    main.write_text('use "./helper"\nlet r = helper(topic: "x")\n')
+    main.write_text('use "./helper.prose"\nlet r = helper(topic: "x")\n')
     assert openprose.estimate(main, project_dir=tmp_path).sessions == Range(2, 2)
 
 

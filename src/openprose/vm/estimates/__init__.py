@@ -55,17 +55,16 @@ def default_model_id(alias: str) -> str:
 
 
 def local_imports(program: n.Program, folder: Path) -> dict[str, n.Program]:
-    """The programs `use "./x.prose"` names, parsed from disk (one level: what they import
-    in turn is not loaded, and its calls are reported unbounded)."""
-    from openprose.imports import default_name
+    """The programs `use "./x.prose"` names, parsed from disk (read only)."""
+    from openprose.imports import default_name, kind_of
     from openprose.parser import parse, read_source
 
     found: dict[str, n.Program] = {}
     for stmt in program.body:
-        if not isinstance(stmt, n.Use) or "://" in stmt.path.value:
+        if not isinstance(stmt, n.Use) or kind_of(stmt.path.value) != "path":
             continue
         spec = stmt.path.value
-        file = folder / (spec if spec.endswith(".prose") else f"{spec}.prose")
+        file = Path(spec) if Path(spec).is_absolute() else folder / spec  # as `fetch` reads it
         source, _ = read_source(file) if file.is_file() else (None, [])
         if source is not None:
             parsed = parse(source)

@@ -63,8 +63,7 @@ def estimate_in_project(
         config=config,
         prices=prices,
         resolve=resolve,
-        imports=_cached_imports(program, program_dir, project)
-        or local_imports(program, program_dir),
+        imports={**local_imports(program, program_dir), **_cached_imports(program, project)},
     )
 
 
@@ -97,15 +96,24 @@ def _prices(table: object) -> Prices:
         return Prices.default()
 
 
-def _cached_imports(program: n.Program, program_dir: Path, project: Path) -> dict[str, n.Program]:
-    """The imported programs as the import cache holds them (never fetched for an estimate)."""
-    if not any(isinstance(s, n.Use) for s in program.body):
-        return {}
-    from openprose.imports import ImportFailed
-    from openprose.vm.loader import load_imports
+def _cached_imports(program: n.Program, project: Path) -> dict[str, n.Program]:
+    """The registry and URL programs `program` imports, as the project's import cache holds
+    them (read only: an estimate neither fetches nor writes)."""
+    from openprose.imports import ImportCache, ImportFailed, default_name, kind_of
+    from openprose.parser import parse_text
 
-    try:
-        loaded = load_imports(program, base_dir=program_dir, project_dir=project, offline=True)
-    except (ImportFailed, OSError):
-        return {}
-    return {name: imported.program for name, imported in loaded.items()}
+    cache = ImportCache(project)
+    found: dict[str, n.Program] = {}
+    for stmt in program.body:
+        if not isinstance(stmt, n.Use) or kind_of(stmt.path.value) == "path":
+            continue
+        spec = stmt.path.value
+        try:
+            cached = cache.latest(spec)
+        except ImportFailed:
+            cached = None
+        if cached is not None:
+            parsed = parse_text(cached.text, spec)
+            if parsed.ok:
+                found[stmt.alias.id if stmt.alias else default_name(spec)] = parsed.program
+    return found
