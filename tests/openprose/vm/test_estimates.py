@@ -165,3 +165,11 @@ def test_a_string_iterated_counts_as_the_vm_reads_it() -> None:
     assert estimate('for x in "[1, 2, 3]":\n  session "a {x}"\n').sessions == Range(3, 3)
     text = 'let v = session "List"\nfor x in "{v}":\n  session "a {x}"\n'
     assert estimate(text).sessions.high is None  # the answer may be a JSON array
+
+
+def test_the_lower_cost_takes_the_base_rate_however_many_requests_add_up() -> None:
+    tiered = Prices({"m": Price(1.0, 1.0, long_prompt_tokens=10, long_input=5.0, long_output=5.0)})
+    text = 'repeat 20:\n  session "one two three"\n    model: m\n'
+    row = estimate(text, prices=tiered, resolve=lambda a: a).models[0]
+    assert row.input_tokens.low == 60  # over the threshold only all together
+    assert row.cost is not None and row.cost.low == pytest.approx(60 / 1e6)

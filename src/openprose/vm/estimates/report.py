@@ -151,7 +151,8 @@ def priced(
         price = prices.price_of(model)
         cost: Cost | None = None
         if price is not None:
-            low = price.cost(use.input.low, use.output.low) if use.calls.low else 0.0
+            # the base rates: the lows add up many requests, each of which may be short
+            low = (use.input.low * price.input + use.output.low * price.output) / 1_000_000
             high: float | None = None
             if use.input.high is not None and use.output.high is not None:
                 # above a tier's threshold every token costs the long price: the upper
