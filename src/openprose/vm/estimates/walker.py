@@ -501,7 +501,7 @@ def _answers_per_run(body: tuple[Any, ...]) -> int | None:
         elif isinstance(node, tuple):
             stack.extend(node)
         elif hasattr(node, "__dataclass_fields__"):
-            stack.extend(getattr(node, name) for name in node.__dataclass_fields__)
+            stack.extend(getattr(node, f) for f in node.__dataclass_fields__ if f != "span")
     return count
 
 
