@@ -36,6 +36,7 @@ from openprose.vm.runner import RunResult
 
 if TYPE_CHECKING:
     from openprose.ui.server import UIServer
+    from openprose.vm.estimates import Estimate
     from openprose.vm.runtime import Observer
     from openprose.vm.tracing import Tracer
 
@@ -258,6 +259,54 @@ async def aresume(
         await resuming.provider.aclose()
         if tracer is not None:
             await asyncio.to_thread(tracer.shutdown)
+
+
+def estimate(
+    program: ProgramRef,
+    *,
+    inputs: Mapping[str, Any] | None = None,
+    provider: str | None = None,
+    models: Mapping[str, str] | list[str] | None = None,
+    evaluator: str | None = None,
+    project_dir: str | os.PathLike[str] | None = None,
+) -> Estimate:
+    """The bounds of a run of `program` before it starts, as `prose run --estimate` prints
+    them: `.sessions`, `.requests`, `.input_tokens`, `.output_tokens` (each a `Range` with
+    `low` and `high`, `high` None when unbounded), `.cost`, per model `.models`, and
+    `.unbounded` (why a bound is missing); `.table()` and `.to_json()` show it. No model is
+    asked and no provider opened. Keywords as `run`'s; `RunError` when the program has
+    errors."""
+    import io
+
+    from openprose.cli import opening as cli
+    from openprose.cli.run import estimate_run
+    from openprose.session.launch import check_text, program_source
+    from openprose.project import find_project
+
+    base = Path(project_dir) if project_dir is not None else Path.cwd()
+    path, text = program_source(program, base)
+    if path is not None and not path.is_absolute():
+        path = base / path
+    program_dir = path.parent if path is not None else base
+    project = find_project(program_dir).root if project_dir is None else base
+    try:
+        if path is not None:
+            parsed = cli.parse_and_check(path, project, io.StringIO())
+        else:
+            assert text is not None
+            parsed = check_text(text, "<string>", project)
+        given = dict(inputs or {})  # an input not given leaves what depends on it unbounded
+        return estimate_run(
+            parsed.program,
+            given,
+            project=project,
+            program_dir=program_dir,
+            provider=provider,
+            models=model_flags(models),
+            evaluator=evaluator,
+        )
+    except cli.UsageError as error:
+        raise RunError(str(error), error.diagnostics) from None
 
 
 def resume(

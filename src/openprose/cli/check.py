@@ -32,6 +32,7 @@ from openprose.diagnostic_text import STDIN_NAME, print_diagnostics, write
 if TYPE_CHECKING:
     from openprose.diagnostics import Diagnostic
     from openprose.source import SourceFile
+    from openprose.vm.estimates import Estimate
 
 OK, FAILED, USAGE_ERROR = 0, 1, 2
 # read_source's code for a file that could not be read at all (a usage error, not a finding).
@@ -70,6 +71,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="instead of each diagnostic, count them per code: how many, and how many "
         "--fix (safe) or --unsafe-fixes would resolve",
+    )
+    parser.add_argument(
+        "--estimate",
+        action="store_true",
+        help="also print the lowest and highest sessions, tokens and cost of a run of each "
+        "program without errors (with --format json: an object of diagnostics and estimates)",
     )
     add_project_dir(parser)
 
@@ -169,7 +176,12 @@ def run(args: argparse.Namespace) -> int:
                 )
         elif args.format == "json":
             found = [d.to_dict() for c in checked for d in c.diagnostics]
-            write(sys.stdout, json.dumps(found, indent=2) + "\n")
+            if getattr(args, "estimate", False):
+                estimated = [e.to_json() for e in _estimates(checked, projects)]
+                shown: object = {"diagnostics": found, "estimates": estimated}
+                write(sys.stdout, json.dumps(shown, indent=2, ensure_ascii=False) + "\n")
+            else:
+                write(sys.stdout, json.dumps(found, indent=2) + "\n")
         else:
             for c in checked:
                 print_diagnostics(c.diagnostics, c.source, sys.stdout)
@@ -179,12 +191,32 @@ def run(args: argparse.Namespace) -> int:
                     f"fixed {_plural(fix_count, 'problem')} in {_plural(fixed_files, 'file')}"
                     f"{hidden}\n",
                 )
+            if getattr(args, "estimate", False):
+                for estimate in _estimates(checked, projects):
+                    write(sys.stdout, estimate.table() + "\n\n")
             if not getattr(args, "quiet", False):
                 write(sys.stdout, summary(checked) + "\n")
         if usage_error:
             return USAGE_ERROR
         return FAILED if any(d.is_error for c in checked for d in c.diagnostics) else OK
     return FAILED  # stdout was closed early (e.g. piped into `head`)
+
+
+def _estimates(checked: list[Checked], projects: Projects) -> list[Estimate]:
+    """The estimate of each program that has no errors (`--estimate`)."""
+    from openprose.parser import parse
+    from openprose.project import find_project
+    from openprose.vm.estimates.project import estimate_in_project
+
+    found = []
+    for c in checked:
+        if c.source is None or any(d.is_error for d in c.diagnostics):
+            continue
+        folder = Path.cwd() if c.path == STDIN else Path(c.path).parent
+        project = projects.of(Path(c.path)) or find_project(folder).root
+        program = parse(c.source).program
+        found.append(estimate_in_project(program, None, project=project, program_dir=folder))
+    return found
 
 
 @dataclass(slots=True)

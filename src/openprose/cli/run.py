@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from cliconventions import interrupt_status
 from cliconventions import interrupt_word as interrupted
+from openprose.cli.estimate import print_estimates, refusal
 from openprose.session.opening import (
     STDIN,
     UsageError,
@@ -37,6 +38,7 @@ from openprose.session.options import RunOptions
 
 if TYPE_CHECKING:
     from openprose.providers.base import Provider
+    from openprose.vm.estimates import Estimate
     from openprose.vm.runner import RunResult
     from openprose.vm.runtime import Observer
     from openprose.vm.tracing import Tracer
@@ -71,6 +73,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_permission_mode_argument(parser)
     add_budget_arguments(parser)
     add_trace_argument(parser)
+    parser.add_argument(
+        "--estimate",
+        action="store_true",
+        help="print the lowest and highest sessions, tokens and cost of a run (a table, or "
+        "JSON with --json) and run nothing; a run over --max-sessions/--max-cost by this "
+        "estimate is refused unless --yes",
+    )
 
 
 def add_offline_argument(parser: argparse.ArgumentParser) -> None:
@@ -387,9 +396,29 @@ def _run(args: argparse.Namespace) -> int:
     text_out = sys.stderr if args.json else sys.stdout
     parsed = parse_and_check(program_path, project, text_out)
     inputs = read_inputs(args.input, args.inputs)
+
+    def estimated() -> Estimate:
+        return estimate_run(
+            parsed.program,
+            inputs,
+            project=project,
+            program_dir=program_dir,
+            provider=args.provider,
+            models=args.model,
+            evaluator=args.evaluator,
+            budgets=budget_flags(args),
+        )
+
+    if args.estimate:  # an input not given leaves what depends on it unbounded
+        print_estimates([estimated()], args.json, sys.stdout)
+        return OK
     if at_a_terminal(args, from_stdin):
         ask_missing_inputs(parsed, inputs, sys.stderr, sys.stdin)
     inputs_match(parsed, inputs, text_out)
+    if _budgeted(args):
+        refused = refusal(estimated(), budget_flags(args))
+        if refused is not None and not args.yes:
+            raise UsageError(refused)
     try:
         prepared = open_run(
             parsed.program,
@@ -408,6 +437,53 @@ def _run(args: argparse.Namespace) -> int:
         hold_progress(prepared.tools, observer)
         result = run_async(execute(prepared, observer, tracer), prepared.provider)
     return report(result, args.json, args.notice)
+
+
+def estimate_run(
+    program: Any,
+    inputs: dict[str, Any],
+    *,
+    project: Path,
+    program_dir: Path,
+    provider: str | None = None,
+    models: list[str] | None = None,
+    evaluator: str | None = None,
+    budgets: dict[str, Any] | None = None,
+) -> Estimate:
+    """The estimate of a run with the settings it will have (checked: a bad `[vm]` or
+    `[prices]` is a usage error here as in the run); no provider is opened."""
+    from openprose.cli.opening import local_budget, run_prices, vm_config
+    from openprose.providers import ProviderConfigError, load_settings
+    from openprose.providers.settings import DEFAULT_MAX_CONCURRENCY
+    from openprose.vm.estimates.project import estimate_in_project
+
+    try:
+        settings = load_settings(project, provider=provider, model_overrides=models or [])
+    except ProviderConfigError:
+        settings = None  # the run reports it when it opens the provider
+    config = vm_config(
+        project,
+        settings.max_concurrency if settings is not None else DEFAULT_MAX_CONCURRENCY,
+        evaluator,
+        local_budget(settings) if settings is not None else None,
+        budgets=budgets or {},
+    )
+    return estimate_in_project(
+        program,
+        inputs,
+        project=project,
+        program_dir=program_dir,
+        provider=provider,
+        models=models,
+        config=config,
+        prices=run_prices(project),
+    )
+
+
+def _budgeted(args: argparse.Namespace) -> bool:
+    """A session or cost budget given on the command line: the run is estimated first."""
+    budgets = budget_flags(args)
+    return budgets.get("max_sessions") is not None or budgets.get("max_cost") is not None
 
 
 @contextmanager

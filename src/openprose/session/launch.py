@@ -89,7 +89,7 @@ def model_flags(models: Mapping[str, str] | list[str] | None) -> list[str]:
     return list(models)
 
 
-def _source(program: ProgramRef, project: Path) -> tuple[Path | None, str | None]:
+def program_source(program: ProgramRef, project: Path) -> tuple[Path | None, str | None]:
     """(path, None) for a program file, (None, text) for program text.
 
     A `Path`, or a string naming an existing file, or a one-line string ending in `.prose`,
@@ -113,7 +113,7 @@ def prepare(
     from openprose.session import opening
 
     base = Path(project_dir) if project_dir is not None else Path.cwd()
-    path, text = _source(program, base)
+    path, text = program_source(program, base)
     if path is not None and not path.is_absolute():
         path = base / path
     program_dir = path.parent if path is not None else base

@@ -152,7 +152,7 @@ def test_resume_commands_by_status(project: Path, capsys: pytest.CaptureFixture[
     for name, extra, code in (
         ("fail", [], 1),
         ("throw", [], 1),
-        ("two", ["--max-sessions", "1"], 3),
+        ("two", ["--max-sessions", "1", "--yes"], 3),
         ("ok", [], 0),
     ):
         assert main(["run", f"{name}.prose", *scripted, *extra]) == code

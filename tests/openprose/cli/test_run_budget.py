@@ -31,7 +31,7 @@ def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str,
 def test_max_sessions_stops_the_run_and_resume_goes_on_with_more(
     project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, result, _ = _run(capsys, "run", "forever.prose", "--max-sessions", "3")
+    code, result, _ = _run(capsys, "run", "forever.prose", "--max-sessions", "3", "--yes")
     assert code == 3 and result["status"] == "stopped"
     assert str(result["error"]).startswith("stopped: budget")
     run_id = str(result["run_id"])
@@ -46,7 +46,7 @@ def test_vm_table_keys_set_budgets_and_flags_win(
     (project / "prose.toml").write_text("[vm]\nmax_sessions = 2\nmax_run_tokens = 100000\n")
     code, result, _ = _run(capsys, "run", "forever.prose")
     assert code == 3 and result["usage"]["requests_sent"] == 2  # type: ignore[index]
-    code, result, _ = _run(capsys, "run", "forever.prose", "--max-sessions", "4")
+    code, result, _ = _run(capsys, "run", "forever.prose", "--max-sessions", "4", "--yes")
     assert code == 3 and result["usage"]["requests_sent"] == 4  # type: ignore[index]
     code, result, _ = _run(
         capsys, "run", "forever.prose", "--max-sessions", "none", "--max-tokens", "60"
@@ -85,7 +85,7 @@ def test_max_cost_with_a_price_from_prose_toml(
     project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (project / "prose.toml").write_text('[prices."sonnet"]\ninput = 100000.0\noutput = 100000.0\n')
-    code, result, _ = _run(capsys, "run", "forever.prose", "--max-cost", "5")
+    code, result, _ = _run(capsys, "run", "forever.prose", "--max-cost", "5", "--yes")
     assert code == 3 and "--max-cost" in str(result["error"])
     assert result["usage"]["cost_usd"] >= 5  # type: ignore[index,operator]
 
