@@ -7,12 +7,17 @@ checker, the compiler and the VM.
 Statements and expressions share node classes where the grammar does (``let x = parallel:``,
 ``let r = do:``, ``let s = session "..."``): a ``Stmt`` is any node that may stand on its own
 line, an ``Expr`` any node that may stand on the right of ``=``.
+
+``children`` and ``walk`` are the one way through a tree (as ``ast.iter_child_nodes`` and
+``ast.walk``): a stage that looks for something anywhere in a program walks it with them
+rather than naming the fields of each node class.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Literal, TypeAlias
+from collections.abc import Iterator
+from dataclasses import dataclass, field, fields
+from typing import Literal, TypeAlias, get_args
 
 from openprose.source import Span
 
@@ -479,3 +484,45 @@ Node: TypeAlias = (
     | Interpolation
     | Comment
 )
+
+
+# --- walking ---------------------------------------------------------------------------------
+
+NODE_TYPES: frozenset[type] = frozenset(get_args(Node))
+STATEMENT_TYPES: tuple[type, ...] = get_args(Stmt)
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def child_fields(cls: type) -> tuple[str, ...]:
+    """The fields of a node class that hold its contents: those equality compares, less the
+    span (so not the comments, the spans of ``else:``/``finally:`` or ``do f(label: x)``
+    labels, which the tree keeps only for the printer and the checker's messages)."""
+    names = _CHILD_FIELDS.get(cls)
+    if names is None:
+        names = tuple(f.name for f in fields(cls) if f.compare and f.name != "span")
+        _CHILD_FIELDS[cls] = names
+    return names
+
+
+def children(node: Node) -> Iterator[Node]:
+    """The nodes directly inside ``node``, in field order (the order they are written in,
+    but for a few modifiers); text, numbers and flags are not nodes."""
+    for name in child_fields(type(node)):
+        value = getattr(node, name)
+        if type(value) is tuple:
+            for item in value:
+                if type(item) in NODE_TYPES:
+                    yield item
+        elif type(value) in NODE_TYPES:
+            yield value
+
+
+def walk(node: Node) -> Iterator[Node]:
+    """``node`` and every node below it, depth first, each before its children, children in
+    field order. A stack, not recursion: programs nest up to the parser's limit (E115),
+    deeper than Python's call stack allows."""
+    stack: list[Node] = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(reversed(tuple(children(current))))
