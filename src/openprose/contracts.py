@@ -38,9 +38,9 @@ def contract_of(program: n.Program) -> ProgramContract:
     inputs: list[str] = []
     outputs: list[str] = []
     for node in n.walk(program):  # inputs and outputs may sit in any body, at any depth
-        if isinstance(node, n.Input):
+        if type(node) is n.Input:
             inputs.append(node.name.id)
-        elif isinstance(node, n.Output):
+        elif type(node) is n.Output:
             outputs.append(node.name.id)
     return ProgramContract(
         tuple(dict.fromkeys(inputs)),

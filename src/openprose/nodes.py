@@ -15,6 +15,7 @@ rather than naming the fields of each node class.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
 from typing import Literal, TypeAlias, get_args
@@ -490,6 +491,7 @@ Node: TypeAlias = (
 
 NODE_TYPES: frozenset[type] = frozenset(get_args(Node))
 STATEMENT_TYPES: tuple[type, ...] = get_args(Stmt)
+_NODE_NAMES = frozenset({"Expr", "Stmt", "Node", *(cls.__name__ for cls in NODE_TYPES)})
 _CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
 
 
@@ -504,16 +506,32 @@ def child_fields(cls: type) -> tuple[str, ...]:
     return names
 
 
+def _node_fields(cls: type) -> tuple[str, ...]:
+    """The child fields whose type names a node class (not ``id: str``, ``raw: str``...):
+    the only ones ``children`` need look at."""
+    hints = cls.__annotations__
+    return tuple(
+        name
+        for name in child_fields(cls)
+        if _NODE_NAMES.intersection(re.findall(r"\w+", str(hints[name])))
+    )
+
+
+_NODE_FIELDS: dict[type, tuple[str, ...]] = {cls: _node_fields(cls) for cls in NODE_TYPES}
+# Last field first: `walk` pushes them on its stack in that order.
+_NODE_FIELDS_LAST_FIRST = {cls: names[::-1] for cls, names in _NODE_FIELDS.items()}
+
+
 def children(node: Node) -> Iterator[Node]:
     """The nodes directly inside ``node``, in field order (the order they are written in,
     but for a few modifiers); text, numbers and flags are not nodes."""
-    for name in child_fields(type(node)):
+    for name in _NODE_FIELDS[type(node)]:
         value = getattr(node, name)
         if type(value) is tuple:
             for item in value:
-                if type(item) in NODE_TYPES:
+                if type(item) is not str:  # the text parts of a string
                     yield item
-        elif type(value) in NODE_TYPES:
+        elif value is not None:
             yield value
 
 
@@ -522,7 +540,16 @@ def walk(node: Node) -> Iterator[Node]:
     field order. A stack, not recursion: programs nest up to the parser's limit (E115),
     deeper than Python's call stack allows."""
     stack: list[Node] = [node]
+    pop, push, extend = stack.pop, stack.append, stack.extend
+    last_first = _NODE_FIELDS_LAST_FIRST
     while stack:
-        current = stack.pop()
+        current = pop()
         yield current
-        stack.extend(reversed(tuple(children(current))))
+        # `children` inlined, last child pushed first: this loop runs for every node of
+        # every program each stage walks.
+        for name in last_first[type(current)]:
+            value = getattr(current, name)
+            if type(value) is tuple:
+                extend([item for item in reversed(value) if type(item) is not str])
+            elif value is not None:
+                push(value)

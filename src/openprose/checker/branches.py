@@ -37,15 +37,15 @@ def find_groups(program: n.Program, source: SourceFile | None) -> dict[int, Bran
     # (that would be one more branch). The walk meets a `parallel` before its branches.
     branch_statements: set[int] = set()
     for node in n.walk(program):
-        if isinstance(node, n.Parallel):
+        if type(node) is n.Parallel:
             branch_statements.update(id(branch.body) for branch in node.branches)
-        elif isinstance(node, n.If):
+        elif type(node) is n.If:
             branches = [b.body for b in node.branches]
             if node.else_body is not None:
                 branches.append(node.else_body)
             movable = id(node) not in branch_statements
             _group(node, "if", branches, source, found, movable=movable)
-        elif isinstance(node, n.Choice):
+        elif type(node) is n.Choice:
             options = [o.body for o in node.options]
             movable = id(node) not in branch_statements
             _group(node, "choice", options, source, found, movable=movable)

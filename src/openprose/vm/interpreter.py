@@ -438,13 +438,14 @@ def _definitions(program: n.Program) -> _Definitions:
     bound: set[str] = set()
     outputs: set[str] = set()
     for node in n.walk(program):
-        if isinstance(node, n.AgentDef):
+        if type(node) is n.AgentDef:
             agents[node.name.id] = agent_spec(node)
-        elif isinstance(node, n.BlockDef):
+        elif type(node) is n.BlockDef:
             blocks[node.name.id] = node
-        elif isinstance(node, n.Output):
-            outputs.add(node.name.id)
-        bound.update(_names_bound_by(node))
+        elif type(node) in _BINDERS:
+            if type(node) is n.Output:
+                outputs.add(node.name.id)
+            bound.update(_names_bound_by(node))
     found = _Definitions(agents, blocks, frozenset(bound), frozenset(outputs))
     _last_definitions = (program, found)
     return found
@@ -457,6 +458,10 @@ def _slug(spec: str) -> str:
 def _cancelling() -> bool:
     task = asyncio.current_task()
     return task is not None and task.cancelling() > 0
+
+
+# The nodes `_names_bound_by` finds names in.
+_BINDERS = frozenset({n.Binding, n.Output, n.Input, n.Session, n.Parallel})
 
 
 def _names_bound_by(stmt: Any) -> list[str]:
