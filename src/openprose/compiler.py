@@ -43,6 +43,7 @@ from openprose.nodes import (
     Session,
     StringLit,
     Use,
+    child_fields,
 )
 from openprose.printer import print_program, quoted_enum
 
@@ -118,25 +119,13 @@ def _as_block(node: Any) -> Any:
     return _node(node)
 
 
-_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
-
-
-def _child_fields(cls: type) -> tuple[str, ...]:
-    """The fields of a node class that hold its contents (not spans, not comments)."""
-    names = _CHILD_FIELDS.get(cls)
-    if names is None:
-        fields = dataclasses.fields(cls)
-        names = _CHILD_FIELDS[cls] = tuple(f.name for f in fields if f.compare and f.name != "span")
-    return names
-
-
 def _node(node: Any) -> Any:
     """Canonicalize every child of ``node``, then apply the node's own normalization."""
     cls = type(node)
     if not hasattr(cls, "__dataclass_fields__"):
         return node  # a str, number, bool or None
     changes: dict[str, Any] = {}
-    for name in _child_fields(cls):
+    for name in child_fields(cls):
         value = getattr(node, name)
         if name in ("value", "body") and isinstance(node, _VALUE_HOLDERS):
             new = _as_block(value)

@@ -7,7 +7,7 @@ known offline when the import is a local ``.prose`` file or a program already ca
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,45 +33,15 @@ def is_local_path(use_path: str) -> bool:
     return use_path.endswith(".prose") and "://" not in use_path
 
 
-def _nested_bodies(stmt: n.Stmt) -> Iterator[tuple[n.Stmt, ...]]:
-    """The statement lists directly inside ``stmt`` (inputs and outputs may sit in any of them)."""
-    match stmt:
-        case n.DoBlock() | n.BlockDef() | n.Repeat() | n.ForEach() | n.Loop():
-            yield stmt.body
-        case n.Parallel():
-            yield tuple(branch.body for branch in stmt.branches)
-        case n.Try():
-            yield stmt.body
-            if stmt.catch is not None:
-                yield stmt.catch.body
-            if stmt.finally_body is not None:
-                yield stmt.finally_body
-        case n.Choice():
-            for option in stmt.options:
-                yield option.body
-        case n.If():
-            for branch in stmt.branches:
-                yield branch.body
-            if stmt.else_body is not None:
-                yield stmt.else_body
-        case n.Binding() | n.Assign():
-            if isinstance(stmt.value, n.DoBlock | n.Parallel | n.Repeat | n.ForEach | n.Loop):
-                yield (stmt.value,)
-
-
 def contract_of(program: n.Program) -> ProgramContract:
     """Every ``input`` and ``output`` name the program declares, in source order."""
     inputs: list[str] = []
     outputs: list[str] = []
-    stack: list[n.Stmt] = list(reversed(program.body))  # depth first, in source order
-    while stack:
-        stmt = stack.pop()
-        if isinstance(stmt, n.Input):
-            inputs.append(stmt.name.id)
-        elif isinstance(stmt, n.Output):
-            outputs.append(stmt.name.id)
-        else:
-            stack.extend(reversed([s for body in _nested_bodies(stmt) for s in body]))
+    for node in n.walk(program):  # inputs and outputs may sit in any body, at any depth
+        if type(node) is n.Input:
+            inputs.append(node.name.id)
+        elif type(node) is n.Output:
+            outputs.append(node.name.id)
     return ProgramContract(
         tuple(dict.fromkeys(inputs)),
         tuple(dict.fromkeys(outputs)),

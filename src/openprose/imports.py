@@ -76,7 +76,7 @@ def ceiling_problems(program: Program, spec: str, ceiling: Mapping[str, Any]) ->
     from openprose import nodes as n
 
     problems: list[str] = []
-    for node in _nodes(program):
+    for node in n.walk(program):
         if not isinstance(node, n.AgentDef):
             continue
         asked = _asked_permissions(node)
@@ -498,7 +498,7 @@ def confinement_problems(program: Program) -> list[str]:
     from openprose.vocabulary import persist_of
 
     problems: list[str] = []
-    for node in _nodes(program):
+    for node in n.walk(program):
         if isinstance(node, n.Use) and (
             kind_of(node.path.value) == "path"
             or node.path.value.startswith(("./", "../", "/", "~"))  # a skill folder
@@ -530,18 +530,3 @@ def confinement_problems(program: Program) -> list[str]:
 def _escapes(folder: str) -> bool:
     path = Path(folder)
     return path.is_absolute() or folder.startswith("~") or ".." in path.parts
-
-
-def _nodes(program: Program) -> list[object]:
-    from dataclasses import fields, is_dataclass
-
-    found: list[object] = []
-    stack: list[object] = [program]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, tuple):
-            stack.extend(node)
-        elif is_dataclass(node):
-            found.append(node)
-            stack.extend(getattr(node, f.name) for f in fields(node) if f.name != "span")
-    return found

@@ -7,12 +7,18 @@ checker, the compiler and the VM.
 Statements and expressions share node classes where the grammar does (``let x = parallel:``,
 ``let r = do:``, ``let s = session "..."``): a ``Stmt`` is any node that may stand on its own
 line, an ``Expr`` any node that may stand on the right of ``=``.
+
+``children`` and ``walk`` are the one way through a tree (as ``ast.iter_child_nodes`` and
+``ast.walk``): a stage that looks for something anywhere in a program walks it with them
+rather than naming the fields of each node class.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Literal, TypeAlias
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field, fields
+from typing import Literal, TypeAlias, get_args
 
 from openprose.source import Span
 
@@ -479,3 +485,71 @@ Node: TypeAlias = (
     | Interpolation
     | Comment
 )
+
+
+# --- walking ---------------------------------------------------------------------------------
+
+NODE_TYPES: frozenset[type] = frozenset(get_args(Node))
+STATEMENT_TYPES: tuple[type, ...] = get_args(Stmt)
+_NODE_NAMES = frozenset({"Expr", "Stmt", "Node", *(cls.__name__ for cls in NODE_TYPES)})
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def child_fields(cls: type) -> tuple[str, ...]:
+    """The fields of a node class that hold its contents: those equality compares, less the
+    span (so not the comments, the spans of ``else:``/``finally:`` or ``do f(label: x)``
+    labels, which the tree keeps only for the printer and the checker's messages)."""
+    names = _CHILD_FIELDS.get(cls)
+    if names is None:
+        names = tuple(f.name for f in fields(cls) if f.compare and f.name != "span")
+        _CHILD_FIELDS[cls] = names
+    return names
+
+
+def _node_fields(cls: type) -> tuple[str, ...]:
+    """The child fields whose type names a node class (not ``id: str``, ``raw: str``...):
+    the only ones ``children`` need look at."""
+    hints = cls.__annotations__
+    return tuple(
+        name
+        for name in child_fields(cls)
+        if _NODE_NAMES.intersection(re.findall(r"\w+", str(hints[name])))
+    )
+
+
+_NODE_FIELDS: dict[type, tuple[str, ...]] = {cls: _node_fields(cls) for cls in NODE_TYPES}
+# Last field first: `walk` pushes them on its stack in that order.
+_NODE_FIELDS_LAST_FIRST = {cls: names[::-1] for cls, names in _NODE_FIELDS.items()}
+
+
+def children(node: Node) -> Iterator[Node]:
+    """The nodes directly inside ``node``, in field order (the order they are written in,
+    but for a few modifiers); text, numbers and flags are not nodes."""
+    for name in _NODE_FIELDS[type(node)]:
+        value = getattr(node, name)
+        if type(value) is tuple:
+            for item in value:
+                if type(item) is not str:  # the text parts of a string
+                    yield item
+        elif value is not None:
+            yield value
+
+
+def walk(node: Node) -> Iterator[Node]:
+    """``node`` and every node below it, depth first, each before its children, children in
+    field order. A stack, not recursion: programs nest up to the parser's limit (E115),
+    deeper than Python's call stack allows."""
+    stack: list[Node] = [node]
+    pop, push, extend = stack.pop, stack.append, stack.extend
+    last_first = _NODE_FIELDS_LAST_FIRST
+    while stack:
+        current = pop()
+        yield current
+        # `children` inlined, last child pushed first: this loop runs for every node of
+        # every program each stage walks.
+        for name in last_first[type(current)]:
+            value = getattr(current, name)
+            if type(value) is tuple:
+                extend([item for item in reversed(value) if type(item) is not str])
+            elif value is not None:
+                push(value)

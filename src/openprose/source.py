@@ -1,9 +1,13 @@
-"""Source text and spans: where every token, node and diagnostic lives in a file."""
+"""Source text and spans: where every token, node and diagnostic lives in a file; and reading
+a program file into one (`read_program`, `decode_program`)."""
 
 from __future__ import annotations
 
+import os
+import stat
 from bisect import bisect_right
 from dataclasses import dataclass, field
+from pathlib import Path
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,3 +67,78 @@ class SourceFile:
         start = self.line_starts[line - 1]
         end = self.line_starts[line] if line < len(self.line_starts) else len(self.text)
         return self.text[start:end].rstrip("\r\n")
+
+
+# --- reading a program file ------------------------------------------------------------------
+
+# The longest programs people write are tens of KiB; a file over this is not a program (a log
+# or a data file named by mistake) and would take minutes and gigabytes to scan.
+PROGRAM_LIMIT = 64 * 1024 * 1024
+
+
+class Unreadable(Exception):
+    """A program file that cannot be read (``code`` E118) or is not UTF-8 (E100); ``span``
+    says where (the first offending byte for E100)."""
+
+    def __init__(self, code: str, message: str, span: Span, path: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.span = span
+        self.path = path
+
+
+def read_program(path: str | os.PathLike[str]) -> SourceFile:
+    """Read and decode a program file; raises ``Unreadable``."""
+    name = str(path)
+    try:
+        if _endless(path):
+            raise OSError(0, "not a regular file")
+        with Path(path).open("rb") as handle:
+            data = handle.read(PROGRAM_LIMIT + 1)  # a larger file is refused unread
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
+        reason = reason[:1].lower() + reason[1:]
+        raise _unreadable(f"Cannot read file: {reason}", name) from None
+    return decode_program(data, name)
+
+
+def decode_program(data: bytes, path: str = "<string>") -> SourceFile:
+    """Decode program bytes as UTF-8 (BOM tolerated); raises ``Unreadable`` (E100 at the
+    first offending byte) for anything else."""
+    if len(data) > PROGRAM_LIMIT:
+        limit = f"{PROGRAM_LIMIT // (1024 * 1024)} MiB"
+        raise _unreadable(f"Cannot read file: larger than the {limit} limit for a program", path)
+    bom = 3 if data.startswith(b"\xef\xbb\xbf") else 0
+    data = data[bom:]
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        # Position the problem in a lossy decoding so the line and column are meaningful.
+        prefix = data[: error.start].decode("utf-8", errors="replace")
+        lossy = SourceFile.from_text(
+            prefix + data[error.start :].decode("utf-8", errors="replace"), path
+        )
+        at = len(prefix)
+        message = (
+            f"File is not valid UTF-8 (byte 0x{data[error.start]:02x} at offset"
+            f" {error.start + bom});"
+            " OpenProse source must be UTF-8"
+        )
+        raise Unreadable("E100", message, lossy.span(at, at + 1), path) from None
+    return SourceFile.from_text(text, path)
+
+
+def _unreadable(message: str, name: str) -> Unreadable:
+    return Unreadable("E118", message, SourceFile.from_text("", name).span(0, 0), name)
+
+
+def _endless(path: str | os.PathLike[str]) -> bool:
+    """A character or block device or a socket: reading it may never end (``/dev/zero``)
+    or block forever. FIFOs are read (``prose check <(generate)``); directories fail in
+    ``read_bytes`` with their own message."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False  # read_bytes reports why
+    return stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISSOCK(mode)

@@ -173,19 +173,11 @@ def _reassign_fix(
 
 def _mentions(value: n.Expr, ident: str) -> bool:
     """Whether ``value`` reads the variable ``ident`` (as a name, in context or in `{…}`)."""
-    from dataclasses import fields, is_dataclass
-
-    stack: list[object] = [value]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, tuple):
-            stack.extend(node)
-        elif isinstance(node, n.Name | n.Interpolation):
-            if (node.id if isinstance(node, n.Name) else node.name) == ident:
-                return True
-        elif is_dataclass(node):
-            stack.extend(getattr(node, f.name) for f in fields(node) if f.name != "span")
-    return False
+    return any(
+        (node.id if isinstance(node, n.Name) else node.name) == ident
+        for node in n.walk(value)
+        if isinstance(node, n.Name | n.Interpolation)
+    )
 
 
 def bind_scoped(ck: Checker, ident: str, span: Span, kind: ScopedKind, shadow_code: str) -> None:

@@ -33,37 +33,30 @@ class BranchGroup:
 def find_groups(program: n.Program, source: SourceFile | None) -> dict[int, BranchGroup]:
     """Each group, keyed by the start of every declaration's name in it."""
     found: dict[int, BranchGroup] = {}
-    _walk(program.body, source, found, in_parallel=False)
+    # A statement standing as a parallel block's branch cannot get a declaration before it
+    # (that would be one more branch). The walk meets a `parallel` before its branches.
+    branch_statements: set[int] = set()
+    for node in n.walk(program):
+        if type(node) is n.Parallel:
+            branch_statements.update(id(branch.body) for branch in node.branches)
+        elif type(node) is n.If:
+            branches = [b.body for b in node.branches]
+            if node.else_body is not None:
+                branches.append(node.else_body)
+            movable = id(node) not in branch_statements
+            _group(node, "if", branches, source, found, movable=movable)
+        elif type(node) is n.Choice:
+            options = [o.body for o in node.options]
+            movable = id(node) not in branch_statements
+            _group(node, "choice", options, source, found, movable=movable)
     return found
 
 
-def _walk(
-    stmts: tuple[n.Stmt, ...],
-    source: SourceFile | None,
-    found: dict[int, BranchGroup],
-    *,
-    in_parallel: bool,
-) -> None:
-    # A stack, not recursion: programs nest up to the parser's limit (E115), deeper than
-    # Python's call stack allows.
-    pending: list[tuple[tuple[n.Stmt, ...], bool]] = [(stmts, in_parallel)]
-    while pending:
-        body, parallel = pending.pop()
-        for stmt in body:
-            if isinstance(stmt, n.If):
-                branches = [b.body for b in stmt.branches]
-                if stmt.else_body is not None:
-                    branches.append(stmt.else_body)
-                _group(stmt, "if", branches, source, found, movable=not parallel)
-            elif isinstance(stmt, n.Choice):
-                options = [o.body for o in stmt.options]
-                _group(stmt, "choice", options, source, found, movable=not parallel)
-            pending.extend(_bodies(stmt))
-
-
 def _bodies(stmt: object) -> list[tuple[tuple[n.Stmt, ...], bool]]:
-    """The statement lists inside ``stmt``, each with whether it is a parallel block's
-    list of branches (a statement inserted there would be one more branch)."""
+    """The statement lists inside ``stmt`` where a statement stands on its own line (not an
+    arrow's step or a call's argument: `enclosing_statements` wants only those), each with
+    whether it is a parallel block's list of branches (a statement inserted there would be
+    one more branch)."""
     match stmt:
         case n.Parallel():
             return [(tuple(b.body for b in stmt.branches), True)]

@@ -7,7 +7,6 @@ of its own when there is none, and keeps the names of the context (docs/decision
 from __future__ import annotations
 
 import re
-from dataclasses import fields, is_dataclass
 
 from openprose import nodes as n
 from openprose.checker.state import Checker
@@ -105,15 +104,11 @@ def _prompt_of(owner: n.Session | n.AgentDef) -> n.StringLit | None:
 
 def _owner(ck: Checker, value: n.Expr) -> n.Session | n.AgentDef | None:
     """The session or agent whose `context:` property holds ``value`` (found by identity)."""
-    stack: list[object] = [ck.program]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, tuple):
-            stack.extend(node)
-        elif isinstance(node, n.Session | n.AgentDef):
-            if any(p.value is value for p in node.properties):
-                return node
-            stack.extend(node.properties)
-        elif is_dataclass(node):
-            stack.extend(getattr(node, f.name) for f in fields(node) if f.name != "span")
+    if ck.program is None:
+        return None
+    for node in n.walk(ck.program):
+        if isinstance(node, n.Session | n.AgentDef) and any(
+            p.value is value for p in node.properties
+        ):
+            return node
     return None

@@ -75,17 +75,8 @@ _DECLARING = {
 
 def declared_anywhere(program: n.Program) -> set[str]:
     """Every name the program declares anywhere, in any scope (``item`` when it pipes)."""
-    from dataclasses import fields, is_dataclass
-
     found: set[str] = set()
-    stack: list[object] = [program]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, tuple):
-            stack.extend(node)
-            continue
-        if not is_dataclass(node):
-            continue
+    for node in n.walk(program):
         for name in _DECLARING.get(type(node), ()):
             value = getattr(node, name)
             for item in value if isinstance(value, tuple) else (value,):
@@ -93,27 +84,19 @@ def declared_anywhere(program: n.Program) -> set[str]:
                     found.add(item.id)
         if isinstance(node, n.PipeOp) and node.op in ("map", "filter", "pmap"):
             found.add("item")
-        stack.extend(getattr(node, f.name) for f in fields(node) if f.name != "span")
     return found
 
 
 def _declaration_sites(program: n.Program) -> dict[str, tuple[str, int]]:
     """The first declaration of each name, said as a reader would: `the loop variable of the
     for` (and the line), ..., or "later" with the line of a `let`/`const`/`output`."""
-    from dataclasses import fields, is_dataclass
-
     found: dict[str, tuple[str, int]] = {}
 
     def note(name: n.Name | None, what: str) -> None:
         if name is not None and name.id not in found:
             found[name.id] = (what, name.span.line)
 
-    stack: list[object] = [program]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, tuple):
-            stack.extend(reversed(node))
-            continue
+    for node in n.walk(program):
         if isinstance(node, n.ForEach):
             note(node.item, "the loop variable of a `for`")
             note(node.index, "the index of a `for`")
@@ -133,29 +116,17 @@ def _declaration_sites(program: n.Program) -> dict[str, tuple[str, int]]:
             note(node.target, "later")
         elif isinstance(node, n.Output | n.Input):
             note(node.name, "later")
-        if is_dataclass(node):
-            stack.extend(
-                reversed([getattr(node, f.name) for f in fields(node) if f.name != "span"])
-            )
     return found
 
 
 def _flat_declarations(body: tuple[n.Stmt, ...]) -> list[tuple[str, int]]:
     """The `let`/`const`/`output` names a body declares, at any depth, with their lines."""
     found: list[tuple[str, int]] = []
-    stack: list[object] = list(body)
-    while stack:
-        node = stack.pop()
+    for node in (node for stmt in body for node in n.walk(stmt)):
         if isinstance(node, n.Binding) and isinstance(node.target, n.Name):
             found.append((node.target.id, node.target.span.line))
         elif isinstance(node, n.Output):
             found.append((node.name.id, node.name.span.line))
-        for attr in ("body", "branches", "options", "else_body", "catch", "finally_body", "ops"):
-            value = getattr(node, attr, None)
-            if isinstance(value, tuple):
-                stack.extend(value)
-            elif value is not None:
-                stack.append(value)
     return sorted(found, key=lambda item: item[1])
 
 

@@ -9,8 +9,6 @@ flight at that moment)."""
 
 from __future__ import annotations
 
-from dataclasses import fields, is_dataclass
-
 from openprose import nodes as n
 from openprose.vm.expressions import literal
 from openprose.vm.runtime import RunStats, VMConfig
@@ -54,19 +52,11 @@ def models_named(program: n.Program, config: VMConfig) -> set[str]:
     the default model, the evaluator when something is judged, and every `model:` of an
     agent or a session. (Imported programs' models are checked when called.)"""
     found = {config.default_model}
-    stack: list[object] = [program]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, tuple):
-            stack.extend(node)
-        elif is_dataclass(node):
-            if isinstance(node, n.Property) and node.name.id == "model":
-                value = literal(node.value)
-                if isinstance(value, str):
-                    found.add(value)
-            elif isinstance(node, n.Discretion) or (
-                isinstance(node, n.PipeOp) and node.op == "filter"
-            ):
-                found.add(config.evaluator_model)  # a judgment: the evaluator is asked
-            stack.extend(getattr(node, f.name) for f in fields(node) if f.name != "span")
+    for node in n.walk(program):
+        if isinstance(node, n.Property) and node.name.id == "model":
+            value = literal(node.value)
+            if isinstance(value, str):
+                found.add(value)
+        elif isinstance(node, n.Discretion) or (isinstance(node, n.PipeOp) and node.op == "filter"):
+            found.add(config.evaluator_model)  # a judgment: the evaluator is asked
     return found

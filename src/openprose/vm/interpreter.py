@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -121,7 +121,7 @@ class Interpreter:
         await self.body(self.program.body, ctx, self.prefix)
         # prose.md returns "the final result if no outputs declared": the last answer on
         # the program's main thread of execution.
-        if not found.declares_outputs and ctx.history.entries:
+        if not found.outputs and ctx.history.entries:
             self.final_result = ctx.history.entries[-1].text
         return self.outputs
 
@@ -281,10 +281,7 @@ class Interpreter:
         value = await self.eval(stmt.value, ctx, step, name=name)
         ctx.scope.declare(name, value)
         kind = "let"
-        if ctx.scope.owner(name) is self.root and any(
-            isinstance(s, n.Output) and s.name.id == name
-            for s in _walk_statements(self.program.body)
-        ):
+        if ctx.scope.owner(name) is self.root and name in _definitions(self.program).outputs:
             self.root.declare_output(name, value)
             self.outputs[name] = value
             kind = "output"
@@ -424,7 +421,7 @@ class _Definitions:
     agents: dict[str, AgentSpec]
     blocks: dict[str, n.BlockDef]
     bound: frozenset[str]  # every flat name it binds somewhere
-    declares_outputs: bool
+    outputs: frozenset[str]  # the names of its `output` statements
 
 
 _last_definitions: tuple[n.Program, _Definitions] | None = None
@@ -439,16 +436,17 @@ def _definitions(program: n.Program) -> _Definitions:
     agents: dict[str, AgentSpec] = {}
     blocks: dict[str, n.BlockDef] = {}
     bound: set[str] = set()
-    declares_outputs = False
-    for stmt in _walk_statements(program.body):
-        if isinstance(stmt, n.AgentDef):
-            agents[stmt.name.id] = agent_spec(stmt)
-        elif isinstance(stmt, n.BlockDef):
-            blocks[stmt.name.id] = stmt
-        elif isinstance(stmt, n.Output):
-            declares_outputs = True
-        bound.update(_names_bound_by(stmt))
-    found = _Definitions(agents, blocks, frozenset(bound), declares_outputs)
+    outputs: set[str] = set()
+    for node in n.walk(program):
+        if type(node) is n.AgentDef:
+            agents[node.name.id] = agent_spec(node)
+        elif type(node) is n.BlockDef:
+            blocks[node.name.id] = node
+        elif type(node) in _BINDERS:
+            if type(node) is n.Output:
+                outputs.add(node.name.id)
+            bound.update(_names_bound_by(node))
+    found = _Definitions(agents, blocks, frozenset(bound), frozenset(outputs))
     _last_definitions = (program, found)
     return found
 
@@ -462,6 +460,10 @@ def _cancelling() -> bool:
     return task is not None and task.cancelling() > 0
 
 
+# The nodes `_names_bound_by` finds names in.
+_BINDERS = frozenset({n.Binding, n.Output, n.Input, n.Session, n.Parallel})
+
+
 def _names_bound_by(stmt: Any) -> list[str]:
     if isinstance(stmt, n.Binding):
         target = stmt.target
@@ -473,31 +475,6 @@ def _names_bound_by(stmt: Any) -> list[str]:
     if isinstance(stmt, n.Parallel):
         return [b.name.id for b in stmt.branches if b.name is not None]
     return []
-
-
-def _walk_statements(body: tuple[Any, ...]) -> Iterator[Any]:
-    """Every statement, nested ones included (for hoisting and contracts)."""
-    for stmt in body:
-        yield stmt
-        for attr in ("body", "else_body", "finally_body"):
-            inner = getattr(stmt, attr, None)
-            if isinstance(inner, tuple):
-                yield from _walk_statements(inner)
-        if isinstance(stmt, n.Try) and stmt.catch is not None:
-            yield from _walk_statements(stmt.catch.body)
-        if isinstance(stmt, n.If):
-            for branch in stmt.branches:
-                yield from _walk_statements(branch.body)
-        if isinstance(stmt, n.Choice):
-            for option in stmt.options:
-                yield from _walk_statements(option.body)
-        if isinstance(stmt, n.Parallel):
-            yield from _walk_statements(tuple(b.body for b in stmt.branches))
-        if isinstance(stmt, n.Binding | n.Output | n.Assign):
-            yield from _walk_statements((stmt.value,))
-        if isinstance(stmt, n.Pipeline):
-            for op in stmt.ops:
-                yield from _walk_statements(op.body)
 
 
 # Span names of the statements (OpenTelemetry: low-cardinality, the keyword that opens them;

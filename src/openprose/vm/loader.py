@@ -5,7 +5,6 @@ import cache), parsed and checked, recursively. Fetching and caching are the fro
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
@@ -116,14 +115,4 @@ def load_imports(
 
 def called_names(program: n.Program) -> set[str]:
     """Names invoked as programs anywhere in `program` (`name(k: v)`)."""
-    found: set[str] = set()
-    stack: list[object] = [program]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, tuple):
-            stack.extend(node)
-        elif is_dataclass(node):
-            if isinstance(node, n.ProgramCall):
-                found.add(node.callee.id)
-            stack.extend(getattr(node, f.name) for f in fields(node) if f.name != "span")
-    return found
+    return {node.callee.id for node in n.walk(program) if isinstance(node, n.ProgramCall)}

@@ -120,9 +120,9 @@ def remote_skill_specs(program: n.Program, imported: Iterable[LoadedProgram] = (
 def _agents(program: n.Program) -> Iterator[tuple[str, ...]]:
     from openprose.vm.agents import agent_spec
 
-    for stmt in program.body:
-        if isinstance(stmt, n.AgentDef):
-            yield agent_spec(stmt).skills
+    for node in n.walk(program):  # the VM hoists an agent from any depth
+        if isinstance(node, n.AgentDef):
+            yield agent_spec(node).skills
 
 
 def install_skills(

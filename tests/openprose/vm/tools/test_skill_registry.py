@@ -261,3 +261,15 @@ def test_which_uses_are_remote_skills() -> None:
         "acme/summarizer",
         "https://x.test/s/tone.zip",
     ]
+
+
+def test_an_agent_defined_inside_a_block_has_its_skills_installed() -> None:
+    # The VM hoists an agent from any depth, so its skills are needed as much as a
+    # top-level agent's.
+    source = (
+        'use "@acme/web-search"\n\nblock find(topic):\n  agent scout:\n    prompt: "p"\n'
+        '    skills: ["web-search"]\n  session: scout\n    prompt: "Find {topic}"\n\n'
+        'do find("x")\n'
+    )
+    program = parse_text(source, "main.prose").program
+    assert remote_skill_specs(program) == ["@acme/web-search"]
