@@ -278,10 +278,10 @@ def estimate(
     errors."""
     import io
 
-    from openprose.cli import opening as cli
-    from openprose.cli.run import estimate_run
-    from openprose.session.launch import check_text, program_source
     from openprose.project import find_project
+    from openprose.session import opening
+    from openprose.session.estimate import estimate_run
+    from openprose.session.launch import check_text, program_source
 
     base = Path(project_dir) if project_dir is not None else Path.cwd()
     path, text = program_source(program, base)
@@ -291,7 +291,7 @@ def estimate(
     project = find_project(program_dir).root if project_dir is None else base
     try:
         if path is not None:
-            parsed = cli.parse_and_check(path, project, io.StringIO())
+            parsed = opening.parse_and_check(path, project, io.StringIO())
         else:
             assert text is not None
             parsed = check_text(text, "<string>", project)
@@ -305,7 +305,7 @@ def estimate(
             models=model_flags(models),
             evaluator=evaluator,
         )
-    except cli.UsageError as error:
+    except opening.UsageError as error:
         raise RunError(str(error), error.diagnostics) from None
 
 
