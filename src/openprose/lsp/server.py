@@ -112,7 +112,8 @@ class ProseServer(LanguageServer):
             return
         self.cancel_analysis(uri)
         store, text, number = self.store, document.source, document.version
-        job = Job(lambda: Analysis(uri, path_of(uri), text, number, store), number)
+        previous = self.store.open.get(uri) or self.published.get(uri)
+        job = Job(lambda: Analysis(uri, path_of(uri), text, number, store, previous), number)
         self.jobs[uri] = job
         self.stats["started"] += 1
         loop = asyncio.get_running_loop()
