@@ -21,10 +21,11 @@ from importlib.metadata import version
 from typing import Any
 
 from lsprotocol import types as lsp
+from pygls.exceptions import JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 
 from openprose.depth import deep_recursion
-from openprose.lsp import completion, fixes, highlight, hover, navigation, outline
+from openprose.lsp import completion, fixes, highlight, hover, navigation, outline, rename
 from openprose.lsp.background import Job
 from openprose.lsp.convert import diagnostic
 from openprose.lsp.documents import Analysis, Documents, path_of, resolve_path
@@ -240,6 +241,19 @@ def create_server() -> ProseServer:
     def on_references(ls: ProseServer, params: lsp.ReferenceParams) -> list[lsp.Location]:
         analysis, offset = _offset(ls, params.text_document.uri, params.position)
         return navigation.references(ls.store, analysis, offset, params.context.include_declaration)
+
+    @server.feature(lsp.TEXT_DOCUMENT_RENAME, lsp.RenameOptions(prepare_provider=True))
+    def on_rename(ls: ProseServer, params: lsp.RenameParams) -> lsp.WorkspaceEdit:
+        analysis, offset = _offset(ls, params.text_document.uri, params.position)
+        try:
+            return rename.rename(ls.store, analysis, offset, params.new_name)
+        except rename.RenameError as error:  # the editor shows the message
+            raise JsonRpcInvalidParams(str(error)) from None
+
+    @server.feature(lsp.TEXT_DOCUMENT_PREPARE_RENAME)
+    def on_prepare_rename(ls: ProseServer, params: lsp.PrepareRenameParams) -> lsp.Range | None:
+        analysis, offset = _offset(ls, params.text_document.uri, params.position)
+        return rename.prepare_rename(ls.store, analysis, offset)
 
     @server.feature(lsp.TEXT_DOCUMENT_DOCUMENT_HIGHLIGHT)
     def on_highlight(
