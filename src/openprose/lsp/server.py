@@ -29,6 +29,7 @@ from openprose.lsp import completion, fixes, highlight, hover, navigation, outli
 from openprose.lsp.background import Job
 from openprose.lsp.convert import diagnostic
 from openprose.lsp.documents import Analysis, Documents, path_of, resolve_path
+from openprose.lsp.folding import folding_ranges
 from openprose.lsp.formatting import format_document
 from openprose.lsp.transport import Inbox, serve_stdio
 
@@ -278,6 +279,10 @@ def create_server() -> ProseServer:
     @server.feature(lsp.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
     def on_symbols(ls: ProseServer, params: lsp.DocumentSymbolParams) -> list[lsp.DocumentSymbol]:
         return outline.document_symbols(ls.analysis(params.text_document.uri))
+
+    @server.feature(lsp.TEXT_DOCUMENT_FOLDING_RANGE)
+    def on_folding(ls: ProseServer, params: lsp.FoldingRangeParams) -> list[lsp.FoldingRange]:
+        return folding_ranges(ls.analysis(params.text_document.uri))
 
     @server.feature(lsp.TEXT_DOCUMENT_SEMANTIC_TOKENS_FULL, highlight.LEGEND)
     def on_tokens(ls: ProseServer, params: lsp.SemanticTokensParams) -> lsp.SemanticTokens:
