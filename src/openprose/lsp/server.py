@@ -284,6 +284,12 @@ def create_server() -> ProseServer:
     def on_folding(ls: ProseServer, params: lsp.FoldingRangeParams) -> list[lsp.FoldingRange]:
         return folding_ranges(ls.analysis(params.text_document.uri))
 
+    @server.feature(lsp.WORKSPACE_SYMBOL)
+    def on_workspace_symbols(
+        ls: ProseServer, params: lsp.WorkspaceSymbolParams
+    ) -> list[lsp.WorkspaceSymbol]:
+        return outline.workspace_symbols(ls.store, params.query)
+
     @server.feature(lsp.TEXT_DOCUMENT_SEMANTIC_TOKENS_FULL, highlight.LEGEND)
     def on_tokens(ls: ProseServer, params: lsp.SemanticTokensParams) -> lsp.SemanticTokens:
         return highlight.semantic_tokens(ls.analysis(params.text_document.uri))
