@@ -45,6 +45,9 @@ def reparse(previous: ParseResult, source: SourceFile) -> ParseResult | None:
         return _reparse(previous, source)
     finally:
         if collecting:
+            if gc.get_freeze_count() == 0:  # the new tree is long-lived: straight to the
+                gc.freeze()  # oldest generation, not scanned by the young ones first
+                gc.unfreeze()
             gc.enable()
 
 
