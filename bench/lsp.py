@@ -4,7 +4,7 @@ Starts the real server (`python -m openprose.cli lsp`) with pygls's client over 
 generated program of ``--lines`` lines (bench/frontend.py's chunk: every construct), then times
 ``--repeat`` edits: each is one incremental didChange (a word of a prompt, alternating so every
 version differs), timed from the moment it is sent to the arrival of the publishDiagnostics
-for that version. The figure includes the server's debounce (openprose.lsp.server.DEBOUNCE_S),
+for that version. The figure includes the server's debounce (openprose.lsp.server.QUIET_S),
 the parse and check, serialising the diagnostics and both pipes.
 Baseline in the same run: `check_source` of the same text in this process (parse + checker,
 what the server must do at least). **Goal:** <= 150 ms.
@@ -30,7 +30,7 @@ from lsprotocol import types as lsp
 from pygls.lsp.client import LanguageClient
 
 from openprose import check_source
-from openprose.lsp.server import DEBOUNCE_S
+from openprose.lsp.server import QUIET_S
 from openprose.source import SourceFile
 
 GOAL_MS = 150.0
@@ -135,7 +135,7 @@ async def measure(lines: int, repeat: int) -> None:
     best, median = min(latencies), statistics.median(latencies)
     print(
         f"program: {text.count(chr(10)):,} lines, {len(expected)} diagnostics "
-        f"({published} published); {repeat} edits; debounce {DEBOUNCE_S * 1000:.0f} ms"
+        f"({published} published); {repeat} edits; debounce {QUIET_S * 1000:.0f} ms"
     )
     print(f"{'':34}{'min':>9}{'median':>9}{'max':>9}")
     print(f"{'didChange -> diagnostics (ms)':34}{best:9.1f}{median:9.1f}{max(latencies):9.1f}")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from bisect import bisect_right
+
 from openprose import nodes as n
 from openprose.checker.context_text import text_context_fix
 from openprose.checker.imports import call_result, check_output_access
@@ -399,7 +401,12 @@ def _move_input_fix(ck: Checker, node: n.Input) -> Fix | None:
     program = ck.program
     if not text or program is None:
         return None
-    holder = next((s for s in program.body if s.span.start <= node.span.start < s.span.end), None)
+    # The top-level statement holding the input (a bisection: a linear scan per misplaced
+    # input made a long program's check quadratic).
+    index = bisect_right(program.body, node.span.start, key=lambda s: s.span.start) - 1
+    holder = program.body[index] if index >= 0 else None
+    if holder is not None and not node.span.start < holder.span.end:
+        holder = None
     targets = [s for s in (ck.first_executable, holder) if s is not None]
     if not targets:
         return None

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from openprose.contracts import ProgramContract, contract_of, is_local_path, local_contracts
 from openprose.diagnostics import Diagnostic
+from openprose.lsp.incremental import reparse
 from openprose.lsp.index import Index, build_index
 from openprose.lsp.positions import Lines
 from openprose.parser import ParseResult, parse
@@ -25,10 +26,17 @@ _LAYOUT = frozenset((NEWLINE, INDENT, DEDENT, EOF))
 
 
 class Analysis:
-    """One version of one document, parsed and checked."""
+    """One version of one document, parsed and checked. Given the analysis of an earlier
+    version, only the statements the edit touched are parsed again (`lsp.incremental`)."""
 
     def __init__(
-        self, uri: str, path: Path | None, text: str, version: int | None, store: Documents
+        self,
+        uri: str,
+        path: Path | None,
+        text: str,
+        version: int | None,
+        store: Documents,
+        previous: Analysis | None = None,
     ) -> None:
         from openprose.checker import check
 
@@ -36,7 +44,8 @@ class Analysis:
         self.path = path
         self.version = version
         self.source = SourceFile.from_text(text, str(path) if path else f"<{uri}>")
-        self.result: ParseResult = parse(self.source)
+        reused = reparse(previous.result, self.source) if previous is not None else None
+        self.result: ParseResult = reused or parse(self.source)
         self.diagnostics: list[Diagnostic] = check(self.result, contracts=store.contract)
         self.lines = Lines(self.source, store.encoding)
 
@@ -81,7 +90,7 @@ class Documents:
     # --- open documents ---------------------------------------------------------------------
 
     def update(self, uri: str, text: str, version: int | None) -> Analysis:
-        analysis = Analysis(uri, path_of(uri), text, version, self)
+        analysis = Analysis(uri, path_of(uri), text, version, self, self.open.get(uri))
         self.open[uri] = analysis
         return analysis
 

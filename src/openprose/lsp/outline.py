@@ -1,5 +1,6 @@
 """The document outline: agents, blocks, imports, inputs, outputs and bindings, nested as the
-program nests them (a block's own bindings sit under the block)."""
+program nests them (a block's own bindings sit under the block); and the workspace's symbols,
+the same names across every open document and `.prose` file of the workspace."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from lsprotocol import types as lsp
 
 from openprose import nodes as n
 from openprose.lsp.convert import range_of
-from openprose.lsp.documents import Analysis
+from openprose.lsp.documents import Analysis, Documents
 from openprose.lsp.index import Definition
 
 _KINDS: dict[str, lsp.SymbolKind] = {
@@ -71,3 +72,29 @@ def _detail(definition: Definition) -> str:
     if isinstance(node, n.Input):
         return node.text
     return definition.kind
+
+
+def workspace_symbols(store: Documents, query: str) -> list[lsp.WorkspaceSymbol]:
+    """The outline's names whose name holds ``query``'s characters in order (as editors
+    filter: ``wrt`` finds ``writer``), case-insensitively."""
+    wanted = query.lower()
+    found: list[lsp.WorkspaceSymbol] = []
+    for analysis in store.workspace():
+        for definition in analysis.index.definitions:
+            kind = _KINDS.get(definition.kind)
+            if kind is None or not _fuzzy(wanted, definition.name.lower()):
+                continue
+            found.append(
+                lsp.WorkspaceSymbol(
+                    name=definition.name,
+                    kind=kind,
+                    location=lsp.Location(analysis.uri, range_of(analysis.lines, definition.span)),
+                    container_name=analysis.path.name if analysis.path else None,
+                )
+            )
+    return found
+
+
+def _fuzzy(query: str, name: str) -> bool:
+    rest = iter(name)
+    return all(char in rest for char in query)

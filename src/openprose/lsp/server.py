@@ -1,11 +1,14 @@
 """The language server: pygls wiring from LSP messages to the feature modules.
 
-Diagnostics are debounced on the leading edge: a change to a document that has been quiet for
-``DEBOUNCE_S`` is analysed at once; a change that follows another within that time (a burst of
-keystrokes, or the ones that queued up while an analysis ran) waits until the document has been
-quiet for ``DEBOUNCE_S``, so a burst costs one analysis at its start and one at its end.
+Diagnostics are debounced: a change to a document that has been quiet for ``QUIET_S`` is
+analysed at once (a single edit gets its diagnostics without waiting); a change that follows
+another within that time (someone typing) waits until the document has been quiet for
+``QUIET_S``. Analyses run on a worker thread (`openprose.lsp.background`), so the server keeps
+reading while one runs, and a change cancels the analysis of the version it replaces: a burst
+of keystrokes starts at most two analyses (its first keystroke's, cancelled by the second, and
+the one after the pause) and completes one.
 Requests (hover, completion...) always see the current text — a document changed since its last
-analysis is analysed first.
+analysis is analysed first (waiting for the running analysis of that text when there is one).
 """
 
 from __future__ import annotations
@@ -13,21 +16,29 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
+from collections import Counter
 from typing import Any
 
 from lsprotocol import types as lsp
+from pygls.exceptions import JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 
 from cliconventions import __version__
 from openprose.depth import deep_recursion
-from openprose.lsp import completion, fixes, highlight, hover, navigation, outline
+from openprose.lsp import completion, fixes, highlight, hover, navigation, outline, rename
+from openprose.lsp.background import Job
 from openprose.lsp.convert import diagnostic
 from openprose.lsp.documents import Analysis, Documents, path_of, resolve_path
+from openprose.lsp.folding import folding_ranges
 from openprose.lsp.formatting import format_document
 from openprose.lsp.transport import Inbox, serve_stdio
 
-# Quiet period after a change before diagnostics are computed and published.
-DEBOUNCE_S = 0.025
+logger = logging.getLogger("openprose.lsp")
+
+# A pause: longer than the gap between two keystrokes of someone typing (50 ms at 20 keys/s).
+QUIET_S = 0.075
+# The custom request that reports how many analyses were started, completed and cancelled.
+STATS_METHOD = "prose/analysisStats"
 _TRIGGERS = [":", "{", "(", '"', " "]
 
 
@@ -36,8 +47,10 @@ class ProseServer(LanguageServer):
         super().__init__("prose-lsp", __version__)
         self.store = Documents()
         self.pending: dict[str, asyncio.TimerHandle] = {}
+        self.jobs: dict[str, Job[Analysis]] = {}  # the analysis running per document
         self.last_change: dict[str, float] = {}
         self.published: dict[str, Analysis] = {}  # the analysis whose diagnostics were sent
+        self.stats: Counter[str] = Counter()  # analyses started / completed / cancelled
         self.inbox: Inbox | None = None  # messages read ahead (set when serving stdio)
 
     def analysis(self, uri: str) -> Analysis:
@@ -50,29 +63,89 @@ class ProseServer(LanguageServer):
             and known.source.text == document.source
         ):
             return known
+        job = self.jobs.get(uri)
+        if job is not None and job.version == document.version:
+            done = job.future.result()  # the worker is analysing this very text: wait for it
+            if done is not None and done.source.text == document.source:
+                self.store.open[uri] = done
+                return done
+        self.cancel_analysis(uri)
+        self.stats["started"] += 1
+        self.stats["completed"] += 1
         return self.store.update(uri, document.source, document.version)
 
     def schedule(self, uri: str) -> None:
+        """The document changed (or its imports did): analyse it now or after the pause."""
         loop = asyncio.get_running_loop()
         now = loop.time()
-        quiet = now - self.last_change.get(uri, float("-inf")) >= DEBOUNCE_S
+        quiet = now - self.last_change.get(uri, float("-inf")) >= QUIET_S
         self.last_change[uri] = now
+        self.cancel_analysis(uri)  # analysing a text that no longer exists
         handle = self.pending.pop(uri, None)
         if handle is not None:
             handle.cancel()
             quiet = False
-        self.pending[uri] = loop.call_later(0 if quiet else DEBOUNCE_S, self.publish, uri)
+        if quiet:
+            self.start(uri)
+        else:
+            self.pending[uri] = loop.call_later(QUIET_S, self.publish, uri)
 
     def publish(self, uri: str) -> None:
+        """The pause is over: analyse the document, unless more messages are waiting."""
         self.pending.pop(uri, None)
         if uri not in self.workspace.text_documents:
             return  # closed meanwhile
         if self.inbox is not None and self.inbox.waiting():
             # More messages arrived (a burst of changes): this version may already be stale,
             # and checking it would delay them; look again once they are handled.
-            self.pending[uri] = asyncio.get_running_loop().call_later(DEBOUNCE_S, self.publish, uri)
+            self.pending[uri] = asyncio.get_running_loop().call_later(QUIET_S, self.publish, uri)
             return
-        analysis = self.analysis(uri)
+        self.start(uri)
+
+    def start(self, uri: str) -> None:
+        """Analyse the document's current text on the worker, then publish its diagnostics."""
+        document = self.workspace.get_text_document(uri)
+        known = self.store.open.get(uri)
+        if known is not None and known.version == document.version:
+            self.send_diagnostics(uri, known)
+            return
+        running = self.jobs.get(uri)
+        if running is not None and running.version == document.version:
+            return
+        self.cancel_analysis(uri)
+        store, text, number = self.store, document.source, document.version
+        previous = self.store.open.get(uri) or self.published.get(uri)
+        job = Job(lambda: Analysis(uri, path_of(uri), text, number, store, previous), number)
+        self.jobs[uri] = job
+        self.stats["started"] += 1
+        loop = asyncio.get_running_loop()
+        job.future.add_done_callback(lambda _: loop.call_soon_threadsafe(self.finished, uri, job))
+
+    def finished(self, uri: str, job: Job[Analysis]) -> None:
+        if self.jobs.get(uri) is job:
+            del self.jobs[uri]
+        try:
+            analysis = job.future.result()
+        except Exception as error:  # noqa: BLE001  # a bug: one log line, the server goes on
+            logger.error("analysing %s failed (%s: %s)", uri, type(error).__name__, error)
+            return
+        if analysis is None:
+            self.stats["cancelled"] += 1
+            return
+        self.stats["completed"] += 1
+        if uri not in self.workspace.text_documents:
+            return  # closed meanwhile
+        document = self.workspace.get_text_document(uri)
+        if analysis.version != document.version or analysis.source.text != document.source:
+            return  # changed meanwhile: that change scheduled the next analysis
+        known = self.store.open.get(uri)
+        if known is None or known.version != analysis.version:
+            self.store.open[uri] = analysis
+        else:
+            analysis = known  # a request analysed this version meanwhile
+        self.send_diagnostics(uri, analysis)
+
+    def send_diagnostics(self, uri: str, analysis: Analysis) -> None:
         before = self.published.get(uri)
         if analysis is before:
             return  # this version's diagnostics went out already
@@ -92,6 +165,11 @@ class ProseServer(LanguageServer):
             for importer in importers:  # their E026-E028 were checked against the old contract
                 self.store.open.pop(importer, None)
                 self.schedule(importer)
+
+    def cancel_analysis(self, uri: str) -> None:
+        job = self.jobs.pop(uri, None)
+        if job is not None:
+            job.cancel()
 
     def importers_of(self, changed: Analysis) -> list[str]:
         """The other open documents that import ``changed``."""
@@ -144,6 +222,7 @@ def create_server() -> ProseServer:
         handle = ls.pending.pop(uri, None)
         if handle is not None:
             handle.cancel()
+        ls.cancel_analysis(uri)
         ls.store.close(uri)
         ls.last_change.pop(uri, None)
         ls.published.pop(uri, None)
@@ -163,6 +242,19 @@ def create_server() -> ProseServer:
     def on_references(ls: ProseServer, params: lsp.ReferenceParams) -> list[lsp.Location]:
         analysis, offset = _offset(ls, params.text_document.uri, params.position)
         return navigation.references(ls.store, analysis, offset, params.context.include_declaration)
+
+    @server.feature(lsp.TEXT_DOCUMENT_RENAME, lsp.RenameOptions(prepare_provider=True))
+    def on_rename(ls: ProseServer, params: lsp.RenameParams) -> lsp.WorkspaceEdit:
+        analysis, offset = _offset(ls, params.text_document.uri, params.position)
+        try:
+            return rename.rename(ls.store, analysis, offset, params.new_name)
+        except rename.RenameError as error:  # the editor shows the message
+            raise JsonRpcInvalidParams(str(error)) from None
+
+    @server.feature(lsp.TEXT_DOCUMENT_PREPARE_RENAME)
+    def on_prepare_rename(ls: ProseServer, params: lsp.PrepareRenameParams) -> lsp.Range | None:
+        analysis, offset = _offset(ls, params.text_document.uri, params.position)
+        return rename.prepare_rename(ls.store, analysis, offset)
 
     @server.feature(lsp.TEXT_DOCUMENT_DOCUMENT_HIGHLIGHT)
     def on_highlight(
@@ -188,6 +280,16 @@ def create_server() -> ProseServer:
     def on_symbols(ls: ProseServer, params: lsp.DocumentSymbolParams) -> list[lsp.DocumentSymbol]:
         return outline.document_symbols(ls.analysis(params.text_document.uri))
 
+    @server.feature(lsp.TEXT_DOCUMENT_FOLDING_RANGE)
+    def on_folding(ls: ProseServer, params: lsp.FoldingRangeParams) -> list[lsp.FoldingRange]:
+        return folding_ranges(ls.analysis(params.text_document.uri))
+
+    @server.feature(lsp.WORKSPACE_SYMBOL)
+    def on_workspace_symbols(
+        ls: ProseServer, params: lsp.WorkspaceSymbolParams
+    ) -> list[lsp.WorkspaceSymbol]:
+        return outline.workspace_symbols(ls.store, params.query)
+
     @server.feature(lsp.TEXT_DOCUMENT_SEMANTIC_TOKENS_FULL, highlight.LEGEND)
     def on_tokens(ls: ProseServer, params: lsp.SemanticTokensParams) -> lsp.SemanticTokens:
         return highlight.semantic_tokens(ls.analysis(params.text_document.uri))
@@ -198,6 +300,11 @@ def create_server() -> ProseServer:
     )
     def on_code_action(ls: ProseServer, params: lsp.CodeActionParams) -> list[lsp.CodeAction]:
         return fixes.code_actions(params.text_document.uri, params.context.diagnostics)
+
+    @server.feature(STATS_METHOD)
+    def on_stats(ls: ProseServer, params: Any) -> dict[str, int]:
+        """How many analyses ran: for tests and benches (not part of LSP)."""
+        return {key: ls.stats[key] for key in ("started", "completed", "cancelled")}
 
     return server
 

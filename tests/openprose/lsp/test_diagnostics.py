@@ -129,19 +129,33 @@ async def _cleared(editor: Editor, uri: str) -> list[lsp.Diagnostic]:
     return await asyncio.wait_for(wait(), 30)
 
 
+async def _stats(editor: Editor) -> dict[str, int]:
+    found = await editor.client.protocol.send_request_async("prose/analysisStats", None)
+    return {key: getattr(found, key) for key in ("started", "completed", "cancelled")}
+
+
 async def test_a_burst_of_changes_is_analysed_once_at_its_end(editor: Editor) -> None:
     uri = "untitled:burst"
-    editor.open(uri, "")
+    filler = "".join(f'let note{i} = session "step {i}"\n' for i in range(2000))
+    editor.open(uri, filler)
     await editor.diagnostics(uri)
-    text = ""
-    for char in "session: someone\n":
+    before = await _stats(editor)
+    text = filler
+    for char in "session: someone\n" * 2:  # 34 keystrokes, sent without a pause
         text += char
         editor.replace(uri, text)
     found = await editor.diagnostics(uri)
-    assert [d.code for d in found] == ["E007"]
+    after = await _stats(editor)
+    assert [d.code for d in found] == ["E007", "E007"]
+    # The first keystroke's analysis (started at once: the document was quiet) is cancelled by
+    # the second; the one after the pause is the only other one.
+    assert after["started"] - before["started"] <= 2
+    assert after["completed"] - before["completed"] <= 2
+    assert after["started"] - before["started"] == (
+        after["completed"] - before["completed"] + after["cancelled"] - before["cancelled"]
+    )
     versions = [p.version for p in editor.published[uri]]
-    # 17 changes in one burst: far fewer publications, and the last one is the final version.
-    assert len(versions) < 10
+    assert len(versions) <= 3  # the open's, then at most one per analysis of the burst
     assert versions[-1] == editor.versions[uri]
 
 

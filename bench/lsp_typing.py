@@ -1,0 +1,191 @@
+"""`prose lsp` while someone types: a burst of keystrokes into a 10,000-line program.
+
+Starts the real server over stdio (pygls's client), opens a generated program of ``--lines``
+lines (bench/frontend.py's chunk: every construct) and, after a pause, measures:
+
+* **single edit**: one keystroke after a pause -> the publishDiagnostics of that version;
+* **burst**: ``--keys`` keystrokes ``--gap`` ms apart (each inserts one character into a
+  prompt) -> the publishDiagnostics of the final version, timed from the last keystroke; the
+  diagnostics published during the burst, and the analyses started (the server's
+  ``prose/analysisStats``; a server without it shows "-").
+
+Baseline in the same run: the same measurements on ``--baseline`` (default ``main``), whose
+``src/`` is exported with `git archive` and put first on the server's PYTHONPATH.
+**Goals:** burst: final diagnostics <= 300 ms after the last keystroke, <= 2 analyses per
+burst; single edit <= 150 ms.
+
+    python bench/lsp_typing.py [--quick] [--lines 10000] [--repeat 3] [--baseline main]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from _git_baseline import export
+from frontend import _PROSE_CHUNK, _build  # bench/frontend.py: the shared program generator
+from lsprotocol import types as lsp
+from pygls.lsp.client import LanguageClient
+
+ROOT = Path(__file__).resolve().parents[1]
+GOAL_FINAL_MS, GOAL_SINGLE_MS, GOAL_ANALYSES = 300.0, 150.0, 2
+_ANCHOR = "Approach A"  # a prompt's word in every chunk of the generated program
+
+
+class Client:
+    def __init__(self) -> None:
+        self.lsp = LanguageClient("prose-bench", "1")
+        self.arrivals: dict[int | None, float] = {}
+        self.event = asyncio.Event()
+        self.version = 1
+
+        @self.lsp.feature(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+        def published(params: lsp.PublishDiagnosticsParams) -> None:
+            self.arrivals[params.version] = time.perf_counter()
+            self.event.set()
+
+    async def start(self, src: Path) -> None:
+        env = dict(os.environ, PYTHONPATH=str(src))
+        await self.lsp.start_io(sys.executable, "-m", "openprose.cli", "lsp", env=env)
+        await self.lsp.initialize_async(lsp.InitializeParams(capabilities=lsp.ClientCapabilities()))
+        self.lsp.initialized(lsp.InitializedParams())
+
+    async def wait(self, version: int) -> float:
+        while version not in self.arrivals:
+            self.event.clear()
+            await asyncio.wait_for(self.event.wait(), 120)
+        return self.arrivals[version]
+
+    async def analyses(self) -> int | None:
+        try:
+            found = await self.lsp.protocol.send_request_async("prose/analysisStats", None)
+        except Exception:  # noqa: BLE001  # the baseline has no such request
+            return None
+        return int(found.started)
+
+    def open(self, uri: str, text: str) -> None:
+        self.lsp.text_document_did_open(
+            lsp.DidOpenTextDocumentParams(
+                lsp.TextDocumentItem(uri=uri, language_id="prose", version=1, text=text)
+            )
+        )
+
+    def type(self, uri: str, at: lsp.Position, char: str) -> int:
+        self.version += 1
+        change = lsp.TextDocumentContentChangePartial(range=lsp.Range(at, at), text=char)
+        self.lsp.text_document_did_change(
+            lsp.DidChangeTextDocumentParams(
+                lsp.VersionedTextDocumentIdentifier(version=self.version, uri=uri), [change]
+            )
+        )
+        return self.version
+
+    async def stop(self) -> None:
+        await self.lsp.shutdown_async(None)
+        self.lsp.exit(None)
+        await self.lsp.stop()
+
+
+async def measure(src: Path, text: str, keys: int, gap_s: float, repeat: int) -> dict[str, float]:
+    where = text.index(_ANCHOR) + len(_ANCHOR)
+    line = text.count("\n", 0, where)
+    column = where - (text.rfind("\n", 0, where) + 1)
+    client = Client()
+    await client.start(src)
+    uri = "untitled:typing.prose"
+    client.open(uri, text)
+    await client.wait(1)
+    singles: list[float] = []
+    finals: list[float] = []
+    published: list[int] = []
+    analyses: list[float] = []
+    for _ in range(repeat):
+        await asyncio.sleep(1.0)  # a pause: the next keystroke is a single edit
+        sent = time.perf_counter()
+        version = client.type(uri, lsp.Position(line, column), "x")
+        column += 1
+        singles.append((await client.wait(version) - sent) * 1000)
+        await asyncio.sleep(1.0)
+        before_count = await client.analyses()
+        first = client.version + 1
+        begun = time.perf_counter()
+        for key in range(keys):
+            await asyncio.sleep(max(0.0, begun + key * gap_s - time.perf_counter()))
+            last_sent = time.perf_counter()
+            version = client.type(uri, lsp.Position(line, column), "y")
+            column += 1
+        finals.append((await client.wait(version) - last_sent) * 1000)
+        await asyncio.sleep(0.5)  # anything still coming for the burst
+        published.append(sum(1 for v in client.arrivals if v is not None and v >= first))
+        after_count = await client.analyses()
+        if before_count is not None and after_count is not None:
+            analyses.append(after_count - before_count)
+    await client.stop()
+    return {
+        "single": statistics.median(singles),
+        "final": statistics.median(finals),
+        "final_max": max(finals),
+        "published": max(published),
+        "analyses": max(analyses) if analyses else float("nan"),
+    }
+
+
+async def run(options: argparse.Namespace) -> None:
+    text = _build(_PROSE_CHUNK, options.lines)
+    print(
+        f"program: {text.count(chr(10)):,} lines; {options.keys} keystrokes "
+        f"{options.gap:.0f} ms apart; median of {options.repeat} bursts"
+    )
+    with tempfile.TemporaryDirectory() as folder:
+        variants = {
+            f"baseline {options.baseline}": export(options.baseline, Path(folder)),
+            "this tree": ROOT / "src",
+        }
+        print(
+            f"{'':22}{'single edit ms':>15}{'final ms':>10}{'(max)':>8}"
+            f"{'published':>11}{'analyses':>10}"
+        )
+        results = {}
+        for name, src in variants.items():
+            found = await measure(src, text, options.keys, options.gap / 1000, options.repeat)
+            results[name] = found
+            analyses = "-" if found["analyses"] != found["analyses"] else f"{found['analyses']:.0f}"
+            print(
+                f"{name:22}{found['single']:15.1f}{found['final']:10.1f}{found['final_max']:8.1f}"
+                f"{found['published']:11.0f}{analyses:>10}"
+            )
+    mine = results["this tree"]
+    for label, value, goal in (
+        ("final diagnostics after the burst", mine["final"], GOAL_FINAL_MS),
+        ("single edit", mine["single"], GOAL_SINGLE_MS),
+    ):
+        verdict = "PASS" if value <= goal else "FAIL"
+        print(f"goal: {label} <= {goal:.0f} ms -> {value:.1f} ms {verdict}")
+    verdict = "PASS" if mine["analyses"] <= GOAL_ANALYSES else "FAIL"
+    print(f"goal: analyses per burst <= {GOAL_ANALYSES} -> {mine['analyses']:.0f} {verdict}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--lines", "--n", type=int, default=10_000)
+    parser.add_argument("--keys", type=int, default=30)
+    parser.add_argument("--gap", type=float, default=50.0, help="ms between keystrokes")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--baseline", default="main", help="git ref (default main)")
+    parser.add_argument("--quick", action="store_true", help="1,000 lines, 10 keys, 1 burst")
+    options = parser.parse_args()
+    if options.quick:
+        options.lines, options.keys, options.repeat = 1_000, 10, 1
+    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    asyncio.run(run(options))
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
+if __name__ == "__main__":
+    main()

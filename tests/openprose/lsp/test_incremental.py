@@ -1,0 +1,121 @@
+"""`reparse` gives what a full parse gives — tree, every span, comments, diagnostics — after
+edits of every kind anywhere in a program, or declines."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from typing import Any
+
+import pytest
+
+from openprose.lsp.incremental import reparse
+from openprose.parser import ParseResult, parse
+from openprose.source import SourceFile, Span
+
+_CHUNK = '''\
+# part {i}
+input topic{i}: "Subject {i}"
+
+agent writer{i}:
+  model: sonnet
+  prompt: "You write about {{topic{i}}}"
+
+let draft{i} = session "Draft {{topic{i}}}"
+const config{i} = session: writer{i}
+  prompt: """
+Multi-line {i}
+  indented
+"""
+  context: [draft{i}]
+if **the draft is good**:
+  session "Publish"
+elif **it is close**:
+  session "Polish"
+else:
+  session "Redo"
+parallel ("any", count: 2):
+  a{i} = session "Approach A"
+  b{i} = session "Approach B"
+try:
+  session "Risky"
+catch as err{i}:
+  session "Recover"
+    context: err{i}
+let out{i} = [draft{i}, config{i}]
+  | map:
+      session "Summarize"
+        context: item
+'''
+PROGRAM = "".join(_CHUNK.format(i=i) for i in range(40))
+_INSERTS = ["x", "\n", '"', '"""', "(", "[", "  ", "session ", ":", "# note\n", "{", "\\"]
+
+
+def _spans(value: Any, found: list[Span]) -> list[Span]:
+    if isinstance(value, Span):
+        found.append(value)
+    elif isinstance(value, tuple):
+        for item in value:
+            _spans(item, found)
+    elif dataclasses.is_dataclass(value):
+        for field in dataclasses.fields(value):
+            _spans(getattr(value, field.name), found)
+    return found
+
+
+def _same(reused: ParseResult, full: ParseResult) -> None:
+    assert reused.program == full.program
+    assert _spans(reused.program, []) == _spans(full.program, [])
+    assert _spans(reused.program.comments, []) == _spans(full.program.comments, [])
+    assert reused.diagnostics == full.diagnostics
+
+
+def _edits(seed: int, count: int) -> list[tuple[int, int, str]]:
+    rng = random.Random(seed)
+    edits = []
+    for _ in range(count):
+        at = rng.randrange(len(PROGRAM))
+        if rng.random() < 0.3:
+            edits.append((at, at + rng.randrange(1, 6), ""))
+        else:
+            edits.append((at, at, rng.choice(_INSERTS)))
+    return edits
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_one_edit_to_a_valid_program(seed: int) -> None:
+    base = parse(SourceFile.from_text(PROGRAM, "<p>"))
+    used = 0
+    for start, end, text in _edits(seed, 40):
+        source = SourceFile.from_text(PROGRAM[:start] + text + PROGRAM[end:], "<p>")
+        reused = reparse(base, source)
+        if reused is not None:
+            used += 1
+            _same(reused, parse(source))
+    assert used >= 20  # the point: most single edits are re-parsed in part
+
+
+def test_typing_a_statement_character_by_character() -> None:
+    typed = 'let extra = session "More about {topic3}"\n  context: [draft3]\n'
+    at = PROGRAM.index("if **the draft is good**", len(PROGRAM) // 2)
+    previous = parse(SourceFile.from_text(PROGRAM, "<p>"))
+    used = 0
+    for length in range(1, len(typed) + 1):
+        source = SourceFile.from_text(PROGRAM[:at] + typed[:length] + PROGRAM[at:], "<p>")
+        full = parse(source)
+        reused = reparse(previous, source)
+        if reused is not None:
+            used += 1
+            _same(reused, full)
+        previous = full
+    assert used >= len(typed) // 2
+
+
+def test_a_string_left_open_is_parsed_in_full() -> None:
+    """An unterminated string swallows what follows: never a partial re-parse's business."""
+    at = PROGRAM.index('session "Publish"', len(PROGRAM) // 2)
+    source = SourceFile.from_text(PROGRAM[:at] + '"""\n' + PROGRAM[at:], "<p>")
+    base = parse(SourceFile.from_text(PROGRAM, "<p>"))
+    reused = reparse(base, source)
+    if reused is not None:
+        _same(reused, parse(source))
