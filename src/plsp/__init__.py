@@ -8,14 +8,10 @@ instr = Instruction().upd("t", 80).sig("wait", 500)
 
 from __future__ import annotations
 
-import sys
-from importlib import import_module
-from types import ModuleType
+from cliconventions.lazy import lazy_names
 
 TYPE_CHECKING = False  # `typing` costs start-up time that `plsp --version` should not pay
 if TYPE_CHECKING:
-    from typing import Any
-
     from plsp.actions import ActionRegistry, ActionResult, FetchPolicy, builtin_actions
     from plsp.diagnostics import ParseError, ParseWarning, Violation
     from plsp.engine import ANY, Expectation, expect
@@ -50,37 +46,7 @@ _MODULES = {
     "trace": ("TraceWriter", "check_trace"),
     "verify": ("Verdict", "verify"),
 }
-_HOME = {name: module for module, names in _MODULES.items() for name in names}
-
-
-def __getattr__(name: str) -> Any:
-    if name == "__version__":  # the distribution's, written once
-        from cliconventions import __version__
-
-        return __version__
-    module = _HOME.get(name)
-    if module is None:
-        raise AttributeError(f"module 'plsp' has no attribute {name!r}")
-    value = getattr(import_module(f"plsp.{module}"), name)
-    globals()[name] = value  # once loaded, an ordinary attribute
-    return value
-
-
-class _Package(ModuleType):
-    """Importing the submodule plsp.verify binds it as the package's attribute ``verify``: the
-    function of that name stays bound instead, as ``plsp.verify(...)`` expects."""
-
-    def __setattr__(self, name: str, value: object) -> None:
-        if name == "verify" and isinstance(value, ModuleType):
-            value = value.verify
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_HOME])
+__getattr__, __dir__ = lazy_names(__name__, _MODULES, "verify")
 
 
 __all__ = [

@@ -7,14 +7,10 @@ NDJSON with :func:`read_records` / :class:`NdjsonWriter`, follow corrections wit
 
 from __future__ import annotations
 
-import sys
-from importlib import import_module
-from types import ModuleType
+from cliconventions.lazy import lazy_names
 
 TYPE_CHECKING = False  # `typing` costs start-up time that `vlp --version` should not pay
 if TYPE_CHECKING:
-    from typing import Any
-
     from vlp.errors import CODES, CorrectionCycleError, Problem, VLPError
     from vlp.gate import Cause, GateResult, Verdict, gate
     from vlp.message import make_message, new_message_id, utc_timestamp
@@ -54,37 +50,7 @@ _MODULES = {
     "thread": ("Effective", "Thread", "ThreadChecker", "check_thread", "effective"),
     "validate": ("is_valid", "message_problems", "validate_vlp"),
 }
-_HOME = {name: module for module, names in _MODULES.items() for name in names}
-
-
-def __getattr__(name: str) -> Any:
-    if name == "__version__":  # the distribution's, written once
-        from cliconventions import __version__
-
-        return __version__
-    module = _HOME.get(name)
-    if module is None:
-        raise AttributeError(f"module 'vlp' has no attribute {name!r}")
-    value = getattr(import_module(f"vlp.{module}"), name)
-    globals()[name] = value  # once loaded, an ordinary attribute
-    return value
-
-
-class _Package(ModuleType):
-    """Importing the submodule vlp.gate binds it as the package's attribute ``gate``: the
-    function of that name stays bound instead, as ``vlp.gate(thread)`` expects."""
-
-    def __setattr__(self, name: str, value: object) -> None:
-        if name == "gate" and isinstance(value, ModuleType):
-            value = value.gate
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_HOME])
+__getattr__, __dir__ = lazy_names(__name__, _MODULES, "gate")
 
 
 __all__ = [

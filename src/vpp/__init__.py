@@ -8,12 +8,10 @@ footers, cycle/locus state, exchange and transcript validation with repair.
 
 from __future__ import annotations
 
-from importlib import import_module
+from cliconventions.lazy import lazy_names
 
 TYPE_CHECKING = False  # `typing` costs start-up time that `vpp --version` should not pay
 if TYPE_CHECKING:
-    from typing import Any
-
     from vpp.audit import TranscriptResult, TurnResult, validate_transcript
     from vpp.conversation import Conversation
     from vpp.footer import Deviation, Footer, build_footer, parse_footer
@@ -39,24 +37,7 @@ _MODULES = {
     "validate": ("ExchangeResult", "Violation", "format_reply", "validate_exchange"),
     "versions": ("ASSISTANT_TAGS", "DEFAULT_VERSION", "USER_TAGS", "VERSIONS", "Version"),
 }
-_HOME = {name: module for module, names in _MODULES.items() for name in names}
-
-
-def __getattr__(name: str) -> Any:
-    if name == "__version__":  # the distribution's, written once
-        from cliconventions import __version__
-
-        return __version__
-    module = _HOME.get(name)
-    if module is None:
-        raise AttributeError(f"module 'vpp' has no attribute {name!r}")
-    value = getattr(import_module(f"vpp.{module}"), name)
-    globals()[name] = value  # once loaded, an ordinary attribute
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_HOME])
+__getattr__, __dir__ = lazy_names(__name__, _MODULES)
 
 
 __all__ = [

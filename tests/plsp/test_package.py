@@ -10,7 +10,9 @@ import sys
 import pytest
 
 import plsp
-from plsp import _HOME
+from plsp import _MODULES
+
+_HOME = {name: module for module, names in _MODULES.items() for name in names}
 
 
 @pytest.mark.parametrize("name", plsp.__all__)

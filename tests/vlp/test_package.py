@@ -10,7 +10,9 @@ import sys
 import pytest
 
 import vlp
-from vlp import _HOME
+from vlp import _MODULES
+
+_HOME = {name: module for module, names in _MODULES.items() for name in names}
 
 
 @pytest.mark.parametrize("name", vlp.__all__)

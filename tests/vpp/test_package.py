@@ -8,7 +8,9 @@ import importlib
 import pytest
 
 import vpp
-from vpp import _HOME
+from vpp import _MODULES
+
+_HOME = {name: module for module, names in _MODULES.items() for name in names}
 
 
 @pytest.mark.parametrize("name", vpp.__all__)
