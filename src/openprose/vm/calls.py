@@ -34,7 +34,7 @@ from openprose.vm.runstore import RunStore
 from openprose.vm.runtime import Shared
 
 if TYPE_CHECKING:
-    from openprose.vm.memo import AnswerMemo, Remembered
+    from openprose.vm.memo import AnswerMemo
     from openprose.vm.tracing import StatementSpan
 
 
@@ -89,6 +89,16 @@ class ModelCalls:
             provider, model_id = shared.router.route(alias)
         except ProviderConfigError as error:
             raise RunAborted(str(error)) from None
+        request = _routed(request, model_id)
+        inherited = shared.replay.inherited
+        if inherited is not None:  # a fork: its parent's answer to the very same request
+            taken = inherited.take(step, request)
+            if taken is not None:
+                shared.stats.served += 1
+                return self._answered_before(
+                    step, request, taken.response, alias, agent, label, event, continues,
+                    {"inherited": taken.origin},
+                )  # fmt: skip
         if shared.config.max_cost is not None and shared.stats.prices.price_of(model_id) is None:
             raise RunAborted(
                 f"--max-cost cannot be kept: model {model_id!r} (alias {alias!r}) has no price; "
@@ -96,16 +106,6 @@ class ModelCalls:
                 f"(USD per million tokens)"
             )
         budget.check(shared.config, shared.stats)
-        # The alias becomes the provider's model id (positional: cheaper than `replace`).
-        request = ModelRequest(
-            model_id,
-            request.messages,
-            request.system,
-            request.max_tokens,
-            request.temperature,
-            request.response_schema,
-            request.tools,
-        )
         memo_key = None
         if self.memo is not None and not request.tools:  # tool turns: tools act in between
             from openprose.vm.memo import memo_key as key_of
@@ -115,9 +115,12 @@ class ModelCalls:
             # Across runs only: the same request twice in one run (two identical branches)
             # is sent twice, as without the memo.
             if remembered is not None and remembered.run != shared.journal.path.parent.name:
-                return self._remembered(
-                    step, request, remembered, memo_key, alias, agent, label, event, continues
-                )
+                shared.stats.memoized += 1
+                memo = {"key": memo_key, "run": remembered.run, "step": remembered.step}
+                return self._answered_before(
+                    step, request, remembered.response, alias, agent, label, event, continues,
+                    {"memo": memo},
+                )  # fmt: skip
         if context:
             shared.emit(
                 "session_started", step, agent=agent, model=alias, binding=label, kind=event,
@@ -224,23 +227,23 @@ class ModelCalls:
                 self.memo.put(memo_key, response, self.shared.journal.path.parent.name, step)
             return response
 
-    def _remembered(
+    def _answered_before(
         self,
         step: str,
         request: ModelRequest,
-        remembered: Remembered,
-        key: str,
+        answer: ModelResponse,
         alias: str,
         agent: str | None,
         label: str | None,
         event: str,
         continues: tuple[str, int] | None,
+        source: dict[str, Any],
     ) -> ModelResponse:
-        """An answer from the memo: journaled as a finished call that cost nothing (usage
-        0, attempt 0), saying which key and which earlier run and step it came from."""
+        """An answer not sent for: from the memo or a fork's parent. Journaled as a finished
+        call that cost nothing (usage 0, attempt 0), with `source` saying where it came
+        from (`memo`: its key, run and step; `inherited`: the parent run and step, or the
+        binding `prose fork --set` gave)."""
         shared = self.shared
-        shared.stats.memoized += 1
-        answer = remembered.response
         free = ModelResponse(
             answer.text,
             finish_reason=answer.finish_reason,
@@ -261,7 +264,7 @@ class ModelCalls:
             attempt=0,
             elapsed=0.0,
             kind=event,
-            memo={"key": key, "run": remembered.run, "step": remembered.step},
+            **source,
         )
         return free
 
@@ -288,6 +291,20 @@ class _RetryRecorder:
             elapsed=round(retry.elapsed, 6),
             delay=round(retry.delay, 6),
         )
+
+
+def _routed(request: ModelRequest, model_id: str) -> ModelRequest:
+    """The request with its alias replaced by the provider's model id (positional: cheaper
+    than `replace`)."""
+    return ModelRequest(
+        model_id,
+        request.messages,
+        request.system,
+        request.max_tokens,
+        request.temperature,
+        request.response_schema,
+        request.tools,
+    )
 
 
 def _failed(message: str, path: str, where: Any, step: str) -> SessionFailed:

@@ -47,6 +47,7 @@ from openprose.vm.values import Value, to_json
 
 if TYPE_CHECKING:
     from openprose.providers.settings import ProviderSettings
+    from openprose.vm.forking import Fork
     from openprose.vm.runlog import RunLog
     from openprose.vm.tracing import Tracer
 
@@ -93,6 +94,7 @@ async def run_program(
     tracer: Tracer | None = None,
     log: RunLog | None = None,
     router: ModelRouter | None = None,
+    fork: Fork | None = None,
 ) -> RunResult:
     """Run a checked program in a new run folder under `project_dir/.prose/runs/`.
 
@@ -100,7 +102,8 @@ async def run_program(
     `run_id`, when given, is one `reserve_run_id` made, or a batch's own id for the run;
     `durable=False` writes the journal without fsync (see `Journal`). With `log` (and
     `run_id`) the run is recorded in a batch's run log instead of a folder (`runlog`).
-    `router`, when given, is shared with other runs (a batch's) and left open."""
+    `router`, when given, is shared with other runs (a batch's) and left open. `fork`: the
+    run is a fork of another (`prose fork`), recorded in run.json as `forked_from`."""
     config = config or VMConfig()
     shared = _shared_meta(program, imports, config, launch)
     pid, pid_started = _this_process()
@@ -112,6 +115,7 @@ async def run_program(
         "pid_started": pid_started,
         "inputs": to_json(dict(inputs or {})),
         **shared,
+        **({"forked_from": fork.origin} if fork is not None else {}),
     }
     store: RunStore
     journal: Journal
@@ -138,7 +142,7 @@ async def run_program(
         settings=settings,
         config=config,
         observer=observer,
-        replay=Replay(),
+        replay=Replay(inherited=fork.answers if fork is not None else None),
         prices=prices,
         journal=journal,
         tracer=tracer,

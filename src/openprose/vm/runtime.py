@@ -21,6 +21,7 @@ from openprose.vm.tools.approvals import Approver, NobodyApprover
 if TYPE_CHECKING:
     from openprose.providers.settings import ProviderSettings
     from openprose.vm.audit import AuditTrail
+    from openprose.vm.forking import ParentAnswers
     from openprose.vm.tracing import Tracer
 
 Observer = Callable[[str, str, dict[str, Any]], None]
@@ -198,6 +199,8 @@ class Replay:
     races: dict[str, Race] = field(default_factory=dict)
     failures: dict[str, str] = field(default_factory=dict)  # handled failed calls: message
     tools: ToolTurns = field(default_factory=ToolTurns)  # tool results, approvals
+    # A fork's: the answers of the run it was forked from, each for an identical request
+    inherited: ParentAnswers | None = None
 
     @classmethod
     def from_events(cls, events: Any) -> Replay:
