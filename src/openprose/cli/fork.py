@@ -20,8 +20,8 @@ from openprose.cli.run import (
     run_options,
     shut_down,
 )
-from openprose.session.opening import open_tracer_or_fail, tool_runtime
 from openprose.session.fork import pairs, prepare_fork
+from openprose.session.opening import open_tracer_or_fail, tool_runtime
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

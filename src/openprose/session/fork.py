@@ -159,4 +159,3 @@ def _changed_inputs(program: Any, meta: dict[str, Any], given: dict[str, Any]) -
             )
     recorded = meta.get("inputs")
     return {**(recorded if isinstance(recorded, dict) else {}), **given}
-

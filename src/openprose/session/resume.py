@@ -98,9 +98,7 @@ def read_run_meta(run_dir: Path) -> dict[str, Any]:
         raise UsageError(str(error)) from None
 
 
-def reopen(
-    run_dir: Path, meta: dict[str, Any], options: RunOptions, *, resuming: bool
-) -> Resuming:
+def reopen(run_dir: Path, meta: dict[str, Any], options: RunOptions, *, resuming: bool) -> Resuming:
     """The run's recorded program, imports, provider and settings opened again, options
     given now replacing the recorded ones (`resuming`: for this run itself, else for a new
     run made from it, a fork)."""
