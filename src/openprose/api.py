@@ -49,12 +49,14 @@ __all__ = [
     "RunEvents",
     "RunResult",
     "abatch",
+    "afork",
     "approve",
     "aresume",
     "arun",
     "batch",
     "deny",
     "events",
+    "fork",
     "resume",
     "run",
     "serve_ui",
@@ -339,6 +341,103 @@ def resume(
             max_cost=max_cost,
             yes=yes,
             permission_mode=permission_mode,
+            trace=trace,
+        ),
+    )
+
+
+async def afork(
+    run_id: str,
+    at: str,
+    *,
+    inputs: Mapping[str, Any] | None = None,
+    bindings: Mapping[str, str] | None = None,
+    provider: str | None = None,
+    models: Mapping[str, str] | list[str] | None = None,
+    max_concurrency: int | None = None,
+    evaluator: str | None = None,
+    project_dir: str | os.PathLike[str] | None = None,
+    max_sessions: Budget = None,
+    max_tokens: Budget = None,
+    max_cost: Budget = None,
+    yes: bool = False,
+    permission_mode: str = "default",
+    trace: Trace = None,
+    observer: Observer | None = None,
+) -> RunResult:
+    """Fork a run (id, unique prefix or folder) at step `at`, as `prose fork` does: a new
+    run that takes the run's answers to identical requests before `at`, with `inputs`
+    changed and the sessions that bound `bindings` answered with the values given (as
+    `--set`), and continues live.
+    Options default to the run's; a bad run, step, input or binding raises `RunError`."""
+    from openprose.project import runs_home
+    from openprose.session import opening
+    from openprose.session.fork import prepare_fork
+
+    project = Path(project_dir) if project_dir is not None else runs_home()
+    options = RunOptions(
+        provider=provider,
+        models=tuple(model_flags(models)),
+        max_concurrency=max_concurrency,
+        evaluator=evaluator,
+        budgets=budgets_of(max_sessions, max_tokens, max_cost),
+        yes=yes,
+        permission_mode=permission_mode,
+    )
+    try:
+        forking = prepare_fork(project, run_id, at, inputs=inputs, values=bindings, options=options)
+    except opening.UsageError as error:
+        raise RunError(str(error), error.diagnostics) from None
+    try:
+        tools = opening.tool_runtime(
+            forking.project, yes, interactive=False, permission_mode=permission_mode
+        )
+        tracer = tracer_for(trace)
+    except opening.UsageError as error:
+        await forking.provider.aclose()
+        raise RunError(str(error), error.diagnostics) from None
+    except BaseException:
+        await forking.provider.aclose()
+        raise
+    try:
+        result: RunResult = await forking.start(observer, tools, tracer)
+        return result
+    finally:
+        await forking.provider.aclose()
+        if tracer is not None:
+            await asyncio.to_thread(tracer.shutdown)
+
+
+def fork(
+    run_id: str,
+    at: str,
+    *,
+    inputs: Mapping[str, Any] | None = None,
+    bindings: Mapping[str, str] | None = None,
+    provider: str | None = None,
+    models: Mapping[str, str] | list[str] | None = None,
+    project_dir: str | os.PathLike[str] | None = None,
+    max_sessions: Budget = None,
+    max_tokens: Budget = None,
+    max_cost: Budget = None,
+    yes: bool = False,
+    trace: Trace = None,
+) -> RunResult:
+    """`afork`, blocking."""
+    return _blocking(
+        "fork",
+        afork(
+            run_id,
+            at,
+            inputs=inputs,
+            bindings=bindings,
+            provider=provider,
+            models=models,
+            project_dir=project_dir,
+            max_sessions=max_sessions,
+            max_tokens=max_tokens,
+            max_cost=max_cost,
+            yes=yes,
             trace=trace,
         ),
     )

@@ -71,6 +71,7 @@ def run(args: argparse.Namespace) -> int:
         "run_id": store.run_id,
         "status": status,
         "program": meta.get("program"),
+        **_parent(meta),
         "error": meta.get("error") or _why_it_stopped(status, meta, store.root),
         "resume": resume_command(_run_ref(store.root, home), status, meta.get("error"), store.root),
         **view,
@@ -85,6 +86,19 @@ def run(args: argparse.Namespace) -> int:
         return 0
     _print_text(shown, meta)
     return 0
+
+
+def _parent(meta: dict[str, Any]) -> dict[str, Any]:
+    """A fork's parent (`forked_from`: run, step, the inputs and values it changed)."""
+    parent = meta.get("forked_from")
+    return {"forked_from": parent} if isinstance(parent, dict) else {}
+
+
+def inherited_text(origin: dict[str, Any]) -> str:
+    """Where a fork's answer came from: its parent's step, or `prose fork --set`."""
+    if "set" in origin:
+        return f"set by the fork: {origin['set']}"
+    return f"from run {origin.get('run')} step {origin.get('step')}"
 
 
 def _run_ref(run_dir: Path, home: Path) -> str:
@@ -116,6 +130,9 @@ def _print_text(shown: dict[str, Any], meta: dict[str, Any]) -> None:
     from openprose.terminal import printable as p
 
     print(f"run {p(shown['run_id'])}  {shown['status']}  {p(meta.get('program'))}")
+    if "forked_from" in shown:
+        parent = shown["forked_from"]
+        print(f"forked from run {p(str(parent.get('run')))} at step {p(str(parent.get('step')))}")
     if shown["error"]:
         print(f"error: {p(shown['error'])}")
     if shown["resume"]:
@@ -130,6 +147,8 @@ def _print_text(shown: dict[str, Any], meta: dict[str, Any]) -> None:
         cached = cache_text(s["cache_read_tokens"], s["cache_write_tokens"])
         if s.get("memo"):
             cached += f" (memo of run {p(str(s['memo'].get('run')))})"
+        if s.get("inherited"):
+            cached += f" ({p(inherited_text(s['inherited']))})"
         print(
             f"  {p(s['step']):<18} {label:<12} {p(s['model']):<10} {s['tokens']:>6} tok{cached}"
             f"  {answer}"
@@ -185,6 +204,7 @@ def _journal(path: Path, damaged: list[str]) -> dict[str, Any]:
         {k: session[k] for k in STEP_FIELDS}
         | {"answer": session["answer"]}
         | ({"memo": session["memo"]} if session["memo"] else {})
+        | ({"inherited": session["inherited"]} if session.get("inherited") else {})
         for session in map(digest.sessions.__getitem__, dict.fromkeys(digest.finished))
     ]
     return {

@@ -89,18 +89,23 @@ def read_meta(folder: Path) -> object:
 
 def run_row(folder: Path, meta: object) -> dict[str, str]:
     """One run of the listing (`prose runs`, `prose ui`): id, status, program, start time,
-    from the run's `read_meta`, and the command that continues it ("" when none does)."""
+    from the run's `read_meta`, and the command that continues it ("" when none does); a
+    fork also names its parent run and the step it was forked at."""
     if isinstance(meta, dict):
         status = status_of(meta, folder)
     else:
         meta, status = {}, "damaged"  # run.json unreadable: `prose show` says why
-    return {
+    row = {
         "run_id": folder.name,
         "status": status,
         "program": _text(meta.get("program", "")),
         "started": _text(meta.get("started", "")),
         "resume": resume_command(folder.name, status, meta.get("error"), folder) or "",
     }
+    parent = meta.get("forked_from")
+    if isinstance(parent, dict):
+        row.update(parent=_text(parent.get("run", "")), parent_step=_text(parent.get("step", "")))
+    return row
 
 
 def _text(value: object) -> str:

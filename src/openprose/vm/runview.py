@@ -112,6 +112,7 @@ class RunDigest:
                 "cost": None,
                 "finish_reason": None,
                 "memo": None,  # {key, run, step}: answered from the memo of that run
+                "inherited": None,  # a fork's: {run, step} of its parent, or {set: name}
                 "error": None,
                 "request": {},  # as sent; `in_full` turns its messages into text
                 "system": None,
@@ -151,6 +152,7 @@ class RunDigest:
             cost=self._cost(str(response.get("model") or request.get("model")), usage),
             finish_reason=response.get("finish_reason"),
             memo=event.get("memo") if isinstance(event.get("memo"), dict) else None,
+            inherited=event.get("inherited") if isinstance(event.get("inherited"), dict) else None,
             error=None,
             request=request,
             system=request.get("system"),
