@@ -37,8 +37,15 @@ class Forking:
     def project(self) -> Path:
         return self.parent.project
 
-    async def start(self, observer: Any = None, tools: Any = None, tracer: Any = None) -> Any:
-        """Run the fork (`run_program`); the caller closes the provider."""
+    async def start(
+        self,
+        observer: Any = None,
+        tools: Any = None,
+        tracer: Any = None,
+        run_id: str | None = None,
+    ) -> Any:
+        """Run the fork (`run_program`; `run_id`: one `reserve_run_id` made); the caller
+        closes the provider."""
         from openprose.vm.runner import run_program
 
         opened = self.parent
@@ -56,6 +63,7 @@ class Forking:
             prices=opened.prices,
             tools=tools,
             tracer=tracer,
+            run_id=run_id,
             fork=self.fork,
         )
 
