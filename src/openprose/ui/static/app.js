@@ -208,6 +208,14 @@ function renderHead() {
   status.className = `badge s-${run.status}`;
   $("run-meta").textContent = shownText([run.program, run.started && `started ${run.started}`,
     run.finished && `finished ${run.finished}`].filter(Boolean).join(" · "));
+  const parent = run.forked_from;
+  $("run-parent").hidden = !parent;
+  if (parent) {
+    const link = $("parent-link");
+    link.textContent = shownText(text(parent.run));
+    link.setAttribute("href", `#run=${encodeURIComponent(String(parent.run))}`);
+    $("parent-step").textContent = shownText(text(parent.step));
+  }
   const totals = clear($("run-totals"));
   const counts = run.totals.by_status;
   const facts = [
@@ -466,6 +474,70 @@ async function openDetail(step) {
   for (const row of document.querySelectorAll("#sessions tr.selected")) row.classList.remove("selected");
   const row = document.querySelector(`#sessions tr[data-step="${CSS.escape(step)}"]`);
   if (row) row.classList.add("selected");
+  showForkForm();
+}
+
+// --- fork from here -------------------------------------------------------------------
+
+// The run's inputs, each a field holding its value (changed ones are sent), and the bindings
+// to set; the step is the session shown.
+function showForkForm() {
+  const inputs = clear($("fork-inputs"));
+  for (const [name, value] of Object.entries(state.run.inputs || {})) {
+    const shown = typeof value === "string" ? value : JSON.stringify(value);
+    const field = el("input", {type: "text", name, dataset: {input: name}});
+    field.value = shown; // a property, never markup; compared as is when sent
+    field.dataset.was = shown;
+    inputs.append(el("label", {}, `input ${name} `, field));
+  }
+  $("fork-set").value = "";
+  $("fork-message").hidden = true;
+  $("fork-form").hidden = false;
+}
+
+function forkRequest() {
+  const inputs = {};
+  for (const field of document.querySelectorAll("#fork-inputs input")) {
+    if (field.value !== field.dataset.was) inputs[field.dataset.input] = field.value;
+  }
+  const set = {};
+  for (const line of $("fork-set").value.split("\n")) {
+    if (!line.trim()) continue;
+    const at = line.indexOf("=");
+    if (at < 1) return {problem: `write NAME=VALUE, not ${JSON.stringify(line)}`};
+    set[line.slice(0, at).trim()] = line.slice(at + 1);
+  }
+  return {body: {step: state.detailStep, inputs, set}};
+}
+
+async function startFork(event) {
+  event.preventDefault();
+  const message = $("fork-message");
+  const asked = forkRequest();
+  let shown = asked.problem;
+  message.className = "notice error-text";
+  if (!shown) {
+    $("fork-start").disabled = true;
+    try {
+      const response = await api(`/api/runs/${encodeURIComponent(state.runId)}/fork`, {
+        method: "POST",
+        headers: {"Content-Type": "application/json"},
+        body: JSON.stringify(asked.body),
+      });
+      const body = await response.json();
+      if (response.ok) {
+        location.hash = `run=${encodeURIComponent(body.run_id)}`; // watch the fork
+        return;
+      }
+      shown = body.error || `error ${response.status}`;
+    } catch (error) {
+      shown = `could not reach prose ui: ${error}`;
+    } finally {
+      $("fork-start").disabled = false;
+    }
+  }
+  message.textContent = shownText(shown);
+  message.hidden = false;
 }
 
 function closeDetail() {
@@ -510,6 +582,7 @@ document.addEventListener("DOMContentLoaded", () => {
   $("session-filter").addEventListener("input", () => renderSessions());
   $("show-all-sessions").addEventListener("click", () => { state.showAllSessions = true; renderSessions(); });
   $("detail-close").addEventListener("click", closeDetail);
+  $("fork-form").addEventListener("submit", startFork);
   // one listener for all bars and rows (a run may have thousands)
   for (const id of ["timeline", "sessions"]) {
     $(id).addEventListener("click", (event) => {
