@@ -17,7 +17,7 @@ import pytest
 
 import openprose
 from openprose.vm.runstore import RUNS_DIR
-from tests.support.fake_llm_server import Fault, FakeLLMServer
+from tests.support.fake_llm_server import FakeLLMServer, Fault
 
 PROGRAM = """\
 input topic: "what to write about"
@@ -36,9 +36,7 @@ STEPS = ["3", "4", "5", "6|1", "6|2", "7"]
 
 
 @pytest.fixture
-async def server(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> AsyncIterator[FakeLLMServer]:
+async def server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeLLMServer]:
     """The fake (it answers "echo: PROMPT"), as the project's Anthropic API."""
     async with FakeLLMServer() as fake:
         for name in ("PROSE_PROVIDER", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
@@ -66,9 +64,7 @@ def journal(run_dir: Path) -> list[dict[str, Any]]:
 def origins(run_dir: Path) -> dict[str, Any]:
     """step -> where the fork's answer came from (absent: sent)."""
     return {
-        e["step"]: e.get("inherited")
-        for e in journal(run_dir)
-        if e["ev"] == "session_finished"
+        e["step"]: e.get("inherited") for e in journal(run_dir) if e["ev"] == "session_finished"
     }
 
 
@@ -204,7 +200,12 @@ async def test_a_fork_of_a_killed_run(server: FakeLLMServer, tmp_path: Path) -> 
     before = server.stats.attempts
     forked = await openprose.afork(killed, "5")
     assert forked.status == "succeeded", forked.error
-    assert [p.split()[0] for p in sent_since(server, before)] == ["Draft", "Angle", "Angle", "Final"]
+    assert [p.split()[0] for p in sent_since(server, before)] == [
+        "Draft",
+        "Angle",
+        "Angle",
+        "Final",
+    ]
     assert forked.outputs == (await run_parent(server)).outputs
 
 
