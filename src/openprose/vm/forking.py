@@ -14,12 +14,22 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from openprose.providers.base import ModelRequest, ModelResponse
 from openprose.providers.replay import EXCHANGE_EVENTS, Exchanges
 
-__all__ = ["Fork", "Inherited", "ParentAnswers", "UnknownStep", "cut_at", "fork_steps", "within"]
+__all__ = [
+    "Fork",
+    "Inherited",
+    "ParentAnswers",
+    "UnknownStep",
+    "cut_at",
+    "fork_steps",
+    "resumed_fork_answers",
+    "within",
+]
 
 # What follows a step id inside a longer one that runs within it (see `openprose.vm.steps`).
 _NESTING = ".[#|:>@/?!~"
@@ -136,6 +146,27 @@ class Fork:
 
     origin: dict[str, Any]
     answers: ParentAnswers
+
+
+def resumed_fork_answers(run_dir: Path, meta: Mapping[str, Any]) -> ParentAnswers | None:
+    """For a fork being resumed: what it may still take from its parent, as when it started
+    (None when it is no fork, or its parent's journal is gone or unreadable: those calls are
+    sent)."""
+    origin = meta.get("forked_from")
+    if not isinstance(origin, dict):
+        return None
+    parent, step, values = origin.get("run"), origin.get("step"), origin.get("set") or {}
+    if not isinstance(parent, str) or not isinstance(step, str) or not isinstance(values, dict):
+        return None
+    from openprose.vm.journal import read_journal
+
+    parent_dir = run_dir.parent / parent
+    try:
+        cut = cut_at(read_journal(parent_dir / "journal.jsonl"), step)
+    except (OSError, KeyError, TypeError, ValueError, AttributeError, OverflowError):
+        return None  # UnknownStep included
+    known = {str(name): str(text) for name, text in values.items() if name in cut.bound_at}
+    return ParentAnswers(parent, cut, known)
 
 
 def canonical(request: ModelRequest) -> str:

@@ -184,6 +184,9 @@ async def resume_run(
             raise DamagedRun(
                 f"{store.journal_path}: {error}; the run cannot be resumed as it is"
             ) from None
+        from openprose.vm.forking import resumed_fork_answers  # forks only, and rare
+
+        replay.inherited = resumed_fork_answers(run_dir, meta)
         recorded = meta.get("config") or {}
         config = config or VMConfig(
             **{k: v for k, v in recorded.items() if k in VMConfig.__dataclass_fields__}

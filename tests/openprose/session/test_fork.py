@@ -209,6 +209,41 @@ async def test_a_fork_of_a_killed_run(server: FakeLLMServer, tmp_path: Path) -> 
     assert forked.outputs == (await run_parent(server)).outputs
 
 
+class Crash(BaseException):
+    """Stands in for the process dying mid-run."""
+
+
+@pytest.mark.parametrize(
+    ("bindings", "resent", "at_the_draft"),
+    [
+        ({}, ["Final"], "parent"),
+        ({"draft": "SHORT"}, ["Angle", "Angle", "Final"], {"set": "draft"}),
+    ],
+)
+async def test_a_resumed_fork_still_takes_from_its_parent(
+    server: FakeLLMServer, bindings: dict[str, str], resent: list[str], at_the_draft: Any
+) -> None:
+    parent = await run_parent(server)
+
+    def die_at_the_draft(event: str, step: str, fields: dict[str, Any]) -> None:
+        if event == "session_started" and step == "5":
+            raise Crash
+
+    before = server.stats.attempts
+    with pytest.raises(Crash):
+        await openprose.afork(parent.run_id, "7", bindings=bindings, observer=die_at_the_draft)
+    (fork_dir,) = [p for p in (Path.cwd() / RUNS_DIR).iterdir() if p.name != parent.run_id]
+    meta = json.loads((fork_dir / "run.json").read_text())
+    (fork_dir / "run.json").write_text(json.dumps({**meta, "pid": None}))  # its process gone
+    assert list(origins(fork_dir)) == ["3", "4"]
+    resumed = await openprose.aresume(fork_dir.name)
+    assert resumed.status == "succeeded", resumed.error
+    # what the fork had not taken yet from its parent when it died is taken now
+    assert [p.split()[0] for p in sent_since(server, before)] == resent
+    expected = {"run": parent.run_id, "step": "5"} if at_the_draft == "parent" else at_the_draft
+    assert origins(fork_dir)["5"] == expected
+
+
 async def test_bad_run_step_input_or_binding_is_one_clear_error(server: FakeLLMServer) -> None:
     parent = await run_parent(server)
     before = server.stats.attempts
