@@ -22,11 +22,14 @@ FORKS_KEY = web.AppKey("forks", set)
 
 def _strings(value: object) -> dict[str, str] | None:
     """A JSON object of strings, or None."""
-    if not isinstance(value, dict):
-        return None
-    if not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
         return None
     return value
+
+
+def _object(value: object) -> dict[str, Any] | None:
+    """A JSON object (inputs keep their JSON types, as `--inputs FILE.json` gives them)."""
+    return value if isinstance(value, dict) else None
 
 
 async def start_fork(request: web.Request, run_dir: Any) -> web.Response:
@@ -36,11 +39,12 @@ async def start_fork(request: web.Request, run_dir: Any) -> web.Response:
     except (ValueError, orjson.JSONDecodeError):
         asked = None
     step = asked.get("step") if isinstance(asked, dict) else None
-    inputs = _strings(asked.get("inputs", {})) if isinstance(asked, dict) else None
+    inputs = _object(asked.get("inputs", {})) if isinstance(asked, dict) else None
     values = _strings(asked.get("set", {})) if isinstance(asked, dict) else None
     if not isinstance(step, str) or not step or inputs is None or values is None:
         return _error(
-            400, 'send a JSON object: {"step": "S", "inputs": {"name": "value"}, "set": {...}}'
+            400,
+            'send a JSON object: {"step": "S", "inputs": {"name": value}, "set": {"name": "text"}}',
         )
     from openprose.session.opening import UsageError
 
@@ -57,7 +61,7 @@ async def start_fork(request: web.Request, run_dir: Any) -> web.Response:
 
 
 def _prepare(
-    run_dir: Any, step: str, inputs: Mapping[str, str], values: Mapping[str, str]
+    run_dir: Any, step: str, inputs: Mapping[str, Any], values: Mapping[str, str]
 ) -> tuple[Any, Any, str]:
     """The fork opened, its tool runtime (nobody at a terminal: `prompt` waits) and the
     id reserved for it."""

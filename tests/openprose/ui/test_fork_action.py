@@ -73,13 +73,41 @@ async def test_the_fork_action_starts_a_fork_the_page_can_watch(
     assert row["parent"] == project.finished and row["parent_step"] == LAST
 
 
+async def test_inputs_keep_their_json_types(
+    client: TestClient[Any, Any], project: Project
+) -> None:
+    (project.root / "each.prose").write_text(
+        'input items: "things"\nlet notes = items | pmap:\n  session "Note on {item}"\n'
+        "output all_notes = notes\n"
+    )
+    run = await openprose.arun(
+        project.root / "each.prose",
+        inputs={"items": ["x"]},
+        provider=f"scripted:{project.root / 'rules.json'}",
+        project_dir=project.root,
+    )
+    response = await client.post(
+        f"/api/runs/{run.run_id}/fork",
+        headers=AUTH,
+        json={"step": "2:1[0].1", "inputs": {"items": ["y", "z"]}},
+    )
+    assert response.status == 202
+    fork = orjson.loads(await response.read())["run_id"]
+    view = await finished_run(client, fork)
+    assert view["run"]["status"] == "succeeded"
+    assert view["run"]["inputs"] == {"items": ["y", "z"]}
+    assert len(json.loads((project.runs / fork / "outputs.json").read_text())["all_notes"]) == 2
+
+
 @pytest.mark.parametrize(
     ("body", "status", "error"),
     [
         ({"step": "99"}, 400, "no step '99' in run {run}; its steps: 2, 3|1, 3|2"),
         ({"step": LAST, "set": {"nothing": "x"}}, 400, "--set nothing: no session bound"),
         ({"step": LAST, "inputs": {"mood": "x"}}, 400, "--input mood: the program declares no"),
-        ({"step": LAST, "inputs": {"mood": 1}}, 400, 'send a JSON object: {"step"'),
+        ({"step": LAST, "inputs": {"mood": 1}}, 400, "--input mood: the program declares no"),
+        ({"step": LAST, "set": {"topic": 1}}, 400, 'send a JSON object: {"step"'),
+        ({"step": LAST, "inputs": []}, 400, 'send a JSON object: {"step"'),
         ({"inputs": {}}, 400, 'send a JSON object: {"step"'),
         ([LAST], 400, 'send a JSON object: {"step"'),
     ],

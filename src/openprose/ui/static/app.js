@@ -498,7 +498,17 @@ function showForkForm() {
 function forkRequest() {
   const inputs = {};
   for (const field of document.querySelectorAll("#fork-inputs input")) {
-    if (field.value !== field.dataset.was) inputs[field.dataset.input] = field.value;
+    if (field.value === field.dataset.was) continue;
+    const name = field.dataset.input;
+    if (typeof state.run.inputs[name] === "string") {
+      inputs[name] = field.value;
+      continue;
+    }
+    try { // a list, a number...: JSON, as the run was given it
+      inputs[name] = JSON.parse(field.value);
+    } catch (error) {
+      return {problem: `input ${name} is JSON (as the run had it): ${error.message}`};
+    }
   }
   const set = {};
   for (const line of $("fork-set").value.split("\n")) {
