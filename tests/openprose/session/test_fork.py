@@ -258,3 +258,51 @@ async def test_bad_run_step_input_or_binding_is_one_clear_error(server: FakeLLMS
         await openprose.afork(parent.run_id, "5", bindings={"draft": "x"})
     assert server.stats.attempts == before
     assert len(list((Path.cwd() / RUNS_DIR).iterdir())) == 1  # no run was made
+
+
+TOOL_PROGRAM = """\
+agent reader:
+  prompt: "You read files"
+  permissions:
+    read: allow
+
+let notes = session: reader
+  prompt: "Read the notes"
+output summary = session "Summarise {notes}"
+"""
+TOOL_RULES = {
+    "rules": [
+        {
+            "match": "Read the notes",
+            "turns": [
+                {"tool_calls": [{"name": "read_file", "arguments": {"path": "notes.md"}}]},
+                {"text": "read"},
+            ],
+        },
+        {"match": "Summarise", "answer": "short"},
+    ]
+}
+
+
+async def test_a_tool_loop_is_taken_while_its_tools_give_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "t.prose").write_text(TOOL_PROGRAM)
+    (tmp_path / "rules.json").write_text(json.dumps(TOOL_RULES))
+    (tmp_path / "notes.md").write_text("hello")
+    parent = await openprose.arun("t.prose", provider="scripted:rules.json", project_dir=tmp_path)
+    assert parent.status == "succeeded", parent.error
+    same = await openprose.afork(parent.run_id, "3")
+    assert (same.usage["requests_sent"], same.usage["requests_served_from_journal"]) == (1, 2)
+    assert origins(same.run_dir)["2~t1"] == {"run": parent.run_id, "step": "2~t1"}
+    # the tool runs again in the fork: what it reads now is in the next turn's request,
+    # which is no longer the parent's, so that turn is asked
+    (tmp_path / "notes.md").write_text("changed")
+    changed = await openprose.afork(parent.run_id, "3")
+    assert (changed.usage["requests_sent"], changed.usage["requests_served_from_journal"]) == (
+        2,
+        1,
+    )
+    assert origins(changed.run_dir)["2"] == {"run": parent.run_id, "step": "2"}
+    assert origins(changed.run_dir)["2~t1"] is None
