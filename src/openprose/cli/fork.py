@@ -30,7 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--at",
         required=True,
         metavar="STEP",
-        help="the step to continue live from, as `prose show RUN` prints it",
+        help="the step to continue live from, as `prose show RUN` prints it (or a statement "
+        "holding steps, such as a loop)",
     )
     parser.add_argument(
         "--input",

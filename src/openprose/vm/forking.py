@@ -83,10 +83,11 @@ class Cut:
 
 def cut_at(events: Iterable[dict[str, Any]], step: str) -> Cut:
     """What the parent had finished when `step` (or anything within it) first started;
-    `UnknownStep` when its journal never reaches `step`."""
+    `UnknownStep` when its journal never reaches `step`. A statement holding steps (a loop,
+    a `parallel` block) is a step too: the fork asks all of it again."""
     events = list(events)
     steps = fork_steps(events)
-    if step not in steps:
+    if not any(within(known, step) for known in steps):
         raise UnknownStep(step, steps)
     cut = Cut()
     rebuilt = Exchanges()

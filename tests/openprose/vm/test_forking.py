@@ -80,9 +80,15 @@ def test_the_cut_holds_what_had_finished_when_the_step_started() -> None:
     assert sorted(cut_at(JOURNAL, "4").answers) == ["2", "3|1.1", "3|1.2", "3|1.2?c1~1", "3|2"]
 
 
-def test_an_unknown_step_names_the_steps() -> None:
+def test_a_statement_holding_steps_is_asked_again_whole() -> None:
+    assert sorted(cut_at(JOURNAL, "3").answers) == ["2"]  # the parallel block
+    assert sorted(cut_at(JOURNAL, "3|1").answers) == ["2"]  # its first branch
+
+
+@pytest.mark.parametrize("step", ["5", "3|3", "3|1.3", "", "2.1"])
+def test_an_unknown_step_names_the_steps(step: str) -> None:
     with pytest.raises(UnknownStep) as raised:
-        cut_at(JOURNAL, "3")  # a parallel block is no call of its own
+        cut_at(JOURNAL, step)
     assert raised.value.steps == fork_steps(JOURNAL)
 
 
