@@ -12,6 +12,7 @@ NAME last before STEP with VALUE, whatever its request.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +34,7 @@ __all__ = [
 
 # What follows a step id inside a longer one that runs within it (see `openprose.vm.steps`).
 _NESTING = ".[#|:>@/?!~"
+_TURN = re.compile(r"~t\d+$")  # a tool loop's later turn (`steps.turn_step`)
 # Events naming a step that `prose show` lists: sessions (also failed or cut short) and
 # judgments. A fork may start at any of them.
 _STEP_EVENTS = ("session_started", "session_finished", "session_failed", "decision")
@@ -104,7 +106,8 @@ def cut_at(events: Iterable[dict[str, Any]], step: str) -> Cut:
             canonical(ModelRequest.from_dict(request)),
             ModelResponse.from_dict(event["response"]),
         )
-        if event.get("binding"):
+        if event.get("binding") and not _TURN.search(at):
+            # a tool loop's session is set at its first turn: its tools are not run
             cut.bound_at[str(event["binding"])] = at
     return cut
 

@@ -306,3 +306,17 @@ async def test_a_tool_loop_is_taken_while_its_tools_give_the_same(
     )
     assert origins(changed.run_dir)["2"] == {"run": parent.run_id, "step": "2"}
     assert origins(changed.run_dir)["2~t1"] is None
+
+
+async def test_a_set_tool_loop_session_runs_no_tool(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "t.prose").write_text(TOOL_PROGRAM)
+    (tmp_path / "rules.json").write_text(json.dumps(TOOL_RULES))
+    (tmp_path / "notes.md").write_text("hello")
+    parent = await openprose.arun("t.prose", provider="scripted:rules.json", project_dir=tmp_path)
+    forked = await openprose.afork(parent.run_id, "3", bindings={"notes": "mine"})
+    assert forked.status == "succeeded", forked.error
+    assert origins(forked.run_dir) == {"2": {"set": "notes"}, "3": None}
+    assert not [e for e in journal(forked.run_dir) if e["ev"].startswith("tool_")]
