@@ -183,6 +183,11 @@ def test_fork_from_here_in_the_page(page: tuple[Any, UIServer], project: Project
     where = origins(project.runs / fork)
     assert where["2"] == {"set": "topic"}
     assert where["3|1"] is None and where["3|2"] is None  # the step; a prompt with the topic
+    browser_page.click('#sessions tr[data-step="2"]')
+    browser_page.wait_for_function(
+        "() => document.getElementById('detail-facts').textContent.includes('answer from')"
+    )
+    assert "set by the fork (topic)" in browser_page.inner_text("#detail-facts")
     browser_page.click("#parent-link")  # back to the parent
     browser_page.wait_for_function(
         "id => document.getElementById('run-id').textContent === id", arg=project.finished

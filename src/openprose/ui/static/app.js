@@ -460,6 +460,10 @@ async function openDetail(step) {
     ["cost", money(s.cost)], ["duration", seconds(s.elapsed)], ["attempt", String(s.attempt)],
     ["finish", text(s.finish_reason)],
   ];
+  if (s.inherited) { // a fork's answer, not sent: its parent's, or a value the fork set
+    shown.push(["answer from", s.inherited.set !== undefined ? `set by the fork (${text(s.inherited.set)})`
+      : `run ${text(s.inherited.run)}, step ${text(s.inherited.step)}`]);
+  }
   for (const [name, value] of shown) facts.append(el("dt", {}, name), el("dd", {}, value));
   const body = clear($("detail-body"));
   if (s.error) body.append(el("h4", {}, "error"), el("pre", {class: "error-text"}, s.error));
