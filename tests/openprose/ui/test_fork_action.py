@@ -73,9 +73,7 @@ async def test_the_fork_action_starts_a_fork_the_page_can_watch(
     assert row["parent"] == project.finished and row["parent_step"] == LAST
 
 
-async def test_inputs_keep_their_json_types(
-    client: TestClient[Any, Any], project: Project
-) -> None:
+async def test_inputs_keep_their_json_types(client: TestClient[Any, Any], project: Project) -> None:
     (project.root / "each.prose").write_text(
         'input items: "things"\nlet notes = items | pmap:\n  session "Note on {item}"\n'
         "output all_notes = notes\n"
