@@ -21,7 +21,7 @@ from openprose.cli.run import (
     shut_down,
 )
 from openprose.session.fork import pairs, prepare_fork
-from openprose.session.opening import open_tracer_or_fail, tool_runtime
+from openprose.session.opening import open_tracer_or_fail, read_inputs, tool_runtime
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -39,6 +39,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="NAME=VALUE",
         help="change an input of RUN; repeat for several",
+    )
+    parser.add_argument(
+        "--inputs",
+        metavar="FILE.json",
+        help="inputs to change, as a JSON object ('-': stdin); values keep their JSON types",
     )
     parser.add_argument(
         "--set",
@@ -67,7 +72,7 @@ def _fork(args: argparse.Namespace) -> int:
         runs_home(),
         args.run_ref,
         args.at,
-        inputs=pairs(args.input, "--input"),
+        inputs=read_inputs(args.input, args.inputs),
         values=pairs(args.values, "--set"),
         options=options,
     )

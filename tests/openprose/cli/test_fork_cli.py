@@ -69,6 +69,16 @@ def test_fork_runs_and_its_parent_is_shown(parent: str, prose: Callable[..., Res
     assert json.loads(out)["forked_from"]["inputs"] == {"topic": "dogs"}
 
 
+def test_inputs_from_a_json_file_keep_their_types(
+    parent: str, prose: Callable[..., Result], tmp_path: Path
+) -> None:
+    (tmp_path / "in.json").write_text('{"topic": ["a", "b"]}')
+    code, out, err = prose("fork", parent, "--at", "2", "--inputs", "in.json", "--json")
+    assert code == 0, err
+    code, out, _ = prose("show", json.loads(out)["run_id"], "--json")
+    assert json.loads(out)["forked_from"]["inputs"] == {"topic": ["a", "b"]}
+
+
 def test_set_answers_a_binding_before_the_step(parent: str, prose: Callable[..., Result]) -> None:
     code, out, err = prose("fork", parent, "--at", "4", "--set", "draft=mine", "--json")
     assert code == 0, err
@@ -84,6 +94,8 @@ def test_set_answers_a_binding_before_the_step(parent: str, prose: Callable[...,
         (["--at", "3", "--input", "mood=x"], "prose: --input mood: the program declares no"),
         (["--at", "3", "--set", "final=x"], "prose: --set final: no session bound 'final'"),
         (["--at", "3", "--set", "draft"], "prose: bad --set 'draft': write NAME=VALUE"),
+        (["--at", "3", "--input", "topic"], "prose: bad --input 'topic': write NAME=VALUE"),
+        (["--at", "3", "--inputs", "missing.json"], "prose: --inputs missing.json"),
     ],
 )
 def test_bad_arguments_are_one_line_and_exit_2(
