@@ -101,6 +101,24 @@ async def test_a_fork_sends_nothing_before_its_step_and_ends_as_a_fresh_run(
     assert meta["inputs"] == INPUTS
 
 
+@pytest.mark.parametrize("step", STEPS)
+async def test_at_every_step_only_what_had_not_finished_when_it_started_is_sent(
+    server: FakeLLMServer, step: str
+) -> None:
+    parent = await run_parent(server)
+    events = journal(parent.run_dir)
+    start = next(i for i, e in enumerate(events) if e.get("step") == step)
+    done_before = {e["step"] for e in events[:start] if e["ev"] == "session_finished"}
+    before = server.stats.attempts
+    forked = await openprose.afork(parent.run_id, step)
+    assert forked.status == "succeeded", forked.error
+    assert forked.outputs == parent.outputs
+    assert len(sent_since(server, before)) == len(STEPS) - len(done_before)
+    where = origins(forked.run_dir)
+    assert {s for s, origin in where.items() if origin is not None} == done_before
+    assert step not in done_before
+
+
 async def test_a_changed_input_re_asks_exactly_the_calls_it_changes(
     server: FakeLLMServer,
 ) -> None:
