@@ -35,7 +35,7 @@ from openprose.vm.runtime import Shared
 
 if TYPE_CHECKING:
     from openprose.vm.memo import AnswerMemo, Remembered
-    from openprose.vm.tracing import StatementSpan
+    from openprose.telemetry.spans import StatementSpan
 
 
 class ModelCalls:
@@ -150,7 +150,7 @@ class ModelCalls:
             shared.stats.in_flight += 1
             shared.stats.requests += 1
             try:
-                if tracer is not None:  # the attempt in its GenAI span (`openprose.vm.otel`)
+                if tracer is not None:  # the attempt in its GenAI span (`openprose.telemetry.otel`)
                     span = tracer.model_call(
                         step, request, alias=alias, provider=provider_name, kind=event,
                         attempt=attempt, parent=parent,

@@ -48,7 +48,7 @@ from openprose.vm.values import Value, to_json
 if TYPE_CHECKING:
     from openprose.providers.settings import ProviderSettings
     from openprose.vm.runlog import RunLog
-    from openprose.vm.tracing import Tracer
+    from openprose.telemetry.spans import Tracer
 
 __all__ = ["RunResult", "VMConfig", "resume_run", "run_program"]
 

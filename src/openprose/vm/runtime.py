@@ -21,7 +21,7 @@ from openprose.vm.tools.approvals import Approver, NobodyApprover
 if TYPE_CHECKING:
     from openprose.providers.settings import ProviderSettings
     from openprose.vm.audit import AuditTrail
-    from openprose.vm.tracing import Tracer
+    from openprose.telemetry.spans import Tracer
 
 Observer = Callable[[str, str, dict[str, Any]], None]
 

@@ -28,7 +28,7 @@ from openprose.vm.values import Value
 if TYPE_CHECKING:
     from openprose.vm.memory import AgentMemory
     from openprose.vm.tools.skills import Skill
-    from openprose.vm.tracing import StatementSpan
+    from openprose.telemetry.spans import StatementSpan
 
 _BACKOFFS = ("none", "linear", "exponential")
 

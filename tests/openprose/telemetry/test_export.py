@@ -1,4 +1,4 @@
-"""The export helper (`python -m openprose.vm.otel_export`): frames in, OTLP requests out."""
+"""The export helper (`python -m openprose.telemetry.export`): frames in, OTLP requests out."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ pytest.importorskip("opentelemetry.sdk", reason="the [otel] extra is not install
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from openprose.vm.otlp import Record, frame
+from openprose.telemetry.otlp import Record, frame
 from tests.support.otlp_collector import running_collector
 
 TRACE = "0af7651916cd43dd8448eb211c80319c"
@@ -28,7 +28,7 @@ def records(first: int, count: int) -> list[Record]:
 def helper(data: bytes, **env: str) -> subprocess.CompletedProcess[bytes]:
     environ = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     return subprocess.run(
-        [sys.executable, "-m", "openprose.vm.otel_export"],
+        [sys.executable, "-m", "openprose.telemetry.export"],
         input=data,
         env={**environ, **env},
         capture_output=True,
@@ -79,7 +79,7 @@ def test_a_resource_handed_over_spares_the_helper_the_sdk() -> None:
     of its start), for a quicker start."""
     import json
 
-    from openprose.vm.otlp_http import RESOURCE_VARIABLE, resource_for_helper
+    from openprose.telemetry.otlp_http import RESOURCE_VARIABLE, resource_for_helper
 
     handed = resource_for_helper(dict(os.environ))
     assert handed is not None
@@ -89,7 +89,7 @@ def test_a_resource_handed_over_spares_the_helper_the_sdk() -> None:
     resource = json.dumps([{"service.name": "handed-over", "k": [1, 2]}, ""])
     check = (
         "import sys\n"
-        "from openprose.vm.otel_export import main\n"
+        "from openprose.telemetry.export import main\n"
         "assert main() == 0\n"
         "unwanted = ('http.client', 'typing', 'random')\n"
         "loaded = [m for m in sys.modules if m.startswith('opentelemetry') or m in unwanted]\n"

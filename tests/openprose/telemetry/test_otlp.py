@@ -16,8 +16,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.trace import SpanKind, StatusCode
 
-from openprose.vm.otel import SCOPE, span_of
-from openprose.vm.otlp import CALL, STATEMENT, Record, SpanEncoder, expand
+from openprose.telemetry.otel import SCOPE, span_of
+from openprose.telemetry.otlp import CALL, STATEMENT, Record, SpanEncoder, expand
 
 RESOURCE = Resource.create({"service.name": "openprose-test", "deployment.environment": "ci"})
 
@@ -79,7 +79,7 @@ def test_repeated_attributes_are_reused_without_confusing_types() -> None:
 
 
 def test_the_spans_a_run_makes_encode_as_the_sdk_does() -> None:
-    """The shapes of `openprose.vm.otel`: statement, GenAI client and failed spans."""
+    """The shapes of `openprose.telemetry.otel`: statement, GenAI client and failed spans."""
     trace = "0af7651916cd43dd8448eb211c80319c"
     batch: list[Record] = [
         (

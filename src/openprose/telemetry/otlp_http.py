@@ -2,7 +2,7 @@
 
 The SDK's `OTLPSpanExporter` imports requests, urllib3 and the protobuf runtime: ~0.15 s of
 CPU at the start of every traced run, as much as exporting 20,000 spans with
-`openprose.vm.otlp`; the standard library's `http.client` still costs the helper ~20 ms
+`openprose.telemetry.otlp`; the standard library's `http.client` still costs the helper ~20 ms
 (the `email` package, `ssl`). This sender speaks the little HTTP/1.1 an OTLP export needs
 over one kept-alive socket (`Connection`: a POST, then the answer's status, `retry-after`
 and a body read to its end by length, chunks or close; TLS through `ssl` only for https),

@@ -1,9 +1,9 @@
 """The helper process of `prose run --trace`: reads frames of finished spans
-(`openprose.vm.otlp.frame`, written by `openprose.vm.otel.ExportProcess`) and exports them
+(`openprose.telemetry.otlp.frame`, written by `openprose.telemetry.otel.ExportProcess`) and exports them
 as the environment says (`OTEL_*`, see `processor_from_environment`). At end of input it
 exports what it holds and exits, so it never outlives the run that started it.
 
-OTLP (the default) is encoded by `openprose.vm.otlp` and sent by `openprose.vm.otlp_http`
+OTLP (the default) is encoded by `openprose.telemetry.otlp` and sent by `openprose.telemetry.otlp_http`
 (the standard `OTEL_EXPORTER_OTLP_*` settings), neither of which loads the SDK's exporter,
 requests or protobuf: the helper starts in a third of the CPU time. A request holds what arrived meanwhile: at least
 `MIN_BATCH` spans or `MAX_WAIT` seconds' worth, at most `OTEL_BSP_MAX_EXPORT_BATCH_SIZE`
@@ -23,8 +23,8 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 
-from openprose.vm.otlp import FRAME_HEADER, SCOPE_NAME, Record, SpanEncoder
-from openprose.vm.otlp_http import OtlpHttp, exporter_named, resource_attributes
+from openprose.telemetry.otlp import FRAME_HEADER, SCOPE_NAME, Record, SpanEncoder
+from openprose.telemetry.otlp_http import OtlpHttp, exporter_named, resource_attributes
 
 TYPE_CHECKING = False  # the helper starts without `typing`
 if TYPE_CHECKING:
@@ -139,8 +139,8 @@ def exporter_for(env: Mapping[str, str]) -> Exporter:
 
 def _sdk_exporter(env: Mapping[str, str]) -> Exporter:
     """The SDK's processor and exporter, fed `ReadableSpan`s."""
-    from openprose.vm.otel import processor_from_environment, span_of
-    from openprose.vm.otlp import expand
+    from openprose.telemetry.otel import processor_from_environment, span_of
+    from openprose.telemetry.otlp import expand
 
     processor, resource = processor_from_environment(env)
 

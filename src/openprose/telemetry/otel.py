@@ -12,11 +12,11 @@ Why spans are made here and not with `Tracer.start_span`: a fan-out makes two sp
 session, and the SDK's span machinery (sampling, attribute cleaning, locks, context
 objects) costs tens of microseconds each, as much as the VM's whole work for a session.
 So a span is recorded as what it is — ids, times, the values its attributes are made of —
-and, when it ends, becomes one tuple (a record, `openprose.vm.otlp`: a session's statement
+and, when it ends, becomes one tuple (a record, `openprose.telemetry.otlp`: a session's statement
 and model call spans as flat tuples, no attribute dict). A record is either handed to a span
 processor given in Python as a finished `ReadableSpan` (tests, embedding applications), or
 — `prose run --trace`, a tracer from the environment — written by the export thread to the
-export helper process (`ExportProcess`, `openprose.vm.otel_export`), which encodes and
+export helper process (`ExportProcess`, `openprose.telemetry.export`), which encodes and
 sends it. Parents (the spans themselves) travel in a context variable, which asyncio
 tasks inherit: the branches of a `parallel:` and the items of a `pmap` are siblings under
 their statement's span. A session statement's span is the exception: `Sessions.run` opens
@@ -44,7 +44,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
-from openprose.vm.otlp import (
+from openprose.telemetry.otlp import (
     CALL,
     SCOPE_NAME,
     STATEMENT,
@@ -54,15 +54,15 @@ from openprose.vm.otlp import (
     expand,
     frame,
 )
-from openprose.vm.otlp_http import (
+from openprose.telemetry.otlp_http import (
     RESOURCE_VARIABLE,
     exporter_named,
     resource_for_helper,
     resource_from_environment,
 )
 
-if TYPE_CHECKING:  # the export helper imports this module: it needs no provider code
-    from openprose.providers.base import ModelRequest, ModelResponse
+if TYPE_CHECKING:  # the export helper imports this module: it needs no `typing` at run time
+    from openprose.telemetry.model_calls import CallAnswer, CallRequest
 
 SCOPE = InstrumentationScope(SCOPE_NAME)
 CAPTURE_CONTENT = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
@@ -161,7 +161,7 @@ class _Statement(Parent):
     runs — `Interpreter._traced`) or ended by its opener (`end`: a session statement, which
     hands itself to its model call as the parent and so never becomes the current span — no
     context variable change per session). A fan-out opens one per session, so it is
-    written flat and ends as one tuple (`openprose.vm.otlp.STATEMENT`)."""
+    written flat and ends as one tuple (`openprose.telemetry.otlp.STATEMENT`)."""
 
     __slots__ = ("kind", "line", "parent", "path", "record", "start", "step", "token")
     kind: str
@@ -199,7 +199,7 @@ class _Call:
     """A model call attempt's span (made by `OtelTracer.model_call`), the child of the
     span it is handed (a session statement's) or else of the current one. No span starts
     inside one (a tool call's span is its statement's child), so it is not made the
-    current span. It ends as one tuple (`openprose.vm.otlp.CALL`: attributes from the
+    current span. It ends as one tuple (`openprose.telemetry.otlp.CALL`: attributes from the
     request and the response)."""
 
     __slots__ = ("alias", "attempt", "capture", "kind", "parent", "provider", "record",
@@ -211,13 +211,13 @@ class _Call:
     parent: int | None
     provider: str
     record: Callable[[tuple[Any, ...]], None]
-    request: ModelRequest
+    request: CallRequest
     span_id: int
     start: int
     step: str
     trace_id: str
 
-    def end(self, response: ModelResponse | None, error: BaseException | None) -> None:
+    def end(self, response: CallAnswer | None, error: BaseException | None) -> None:
         """The attempt was answered (`response`) or failed with `error`."""
         end = _now()
         request = self.request
@@ -243,7 +243,7 @@ class _Call:
 
 
 def _captured(
-    request: ModelRequest, response: ModelResponse | None
+    request: CallRequest, response: CallAnswer | None
 ) -> tuple[str | None, str, str | None]:
     """The GenAI content attributes (system instructions, input and output messages) as
     the JSON text the conventions give them."""
@@ -291,7 +291,7 @@ class OtelTracer:
         self.capture = capture_content
         self.owned = owned  # made here (from the environment): shut down after the run
         self._tools: dict[tuple[str, object, object], _Open] = {}
-        # Takes a finished span's record (`openprose.vm.otlp`, of any shape): the export
+        # Takes a finished span's record (`openprose.telemetry.otlp`, of any shape): the export
         # helper's queue's `append` itself, so that a span ends in one C call.
         self.record: Callable[[tuple[Any, ...]], None] = (
             self._to_processor if export is None else export.records.append
@@ -300,7 +300,7 @@ class OtelTracer:
     @classmethod
     def from_environment(cls, env: Mapping[str, str]) -> OtelTracer:
         """A tracer configured the standard way (see `processor_from_environment`), whose
-        spans are exported by a helper process (`openprose.vm.otel_export`): encoding
+        spans are exported by a helper process (`openprose.telemetry.export`): encoding
         and sending spans costs more CPU than the VM spends on a session, so it is kept
         out of the run's process; this one only writes each finished span as a line."""
         exporter_named(env)  # a setting we cannot honour fails here, at once
@@ -375,7 +375,7 @@ class OtelTracer:
         span.start = _now()
         return span
 
-    def model_call(self, step: str, request: ModelRequest, *, alias: str, provider: str,
+    def model_call(self, step: str, request: CallRequest, *, alias: str, provider: str,
                    kind: str, attempt: int, parent: Any = None) -> _Call:  # fmt: skip
         span = _new(_Call)
         span.record, span.capture = self.record, self.capture
@@ -437,7 +437,7 @@ class OtelTracer:
 
 
 def span_of(record: Record | LinkedRecord, resource: Resource) -> ReadableSpan:
-    """A record (`openprose.vm.otlp.Record`) as the SDK's processors and exporters take it."""
+    """A record (`openprose.telemetry.otlp.Record`) as the SDK's processors and exporters take it."""
     name, trace_hex, span_id, parent, kind, code, why, start, end, attributes = record[:10]
     trace_id = int(trace_hex, 16)
     links = [link for links in record[10:] for link in links]  # a record's links are last
@@ -533,8 +533,8 @@ def _widen(pipe: Any) -> None:
 
 
 class ExportProcess:
-    """The helper process that exports a run's spans (`openprose.vm.otel_export`): each
-    finished span's record (`openprose.vm.otlp`) is appended to a deque; a thread writes
+    """The helper process that exports a run's spans (`openprose.telemetry.export`): each
+    finished span's record (`openprose.telemetry.otlp`) is appended to a deque; a thread writes
     what has gathered to the helper's stdin as one frame every 50 ms; at the end (or when
     this process dies) its stdin closes and the helper exports what it holds and
     exits."""
@@ -546,7 +546,7 @@ class ExportProcess:
         import sys
 
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "openprose.vm.otel_export"],
+            [sys.executable, "-m", "openprose.telemetry.export"],
             stdin=subprocess.PIPE,
             env=_helper_environment(env),
         )

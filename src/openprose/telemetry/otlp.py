@@ -1,14 +1,14 @@
 """OTLP/protobuf encoding of finished spans, written by hand for the spans we make.
 
-The export helper (`openprose.vm.otel_export`) turns span records into the body of an OTLP
+The export helper (`openprose.telemetry.export`) turns span records into the body of an OTLP
 `ExportTraceServiceRequest`. The SDK's encoder builds a protobuf object per span, per
 attribute and per value before serialising (~26 µs a span here: as much CPU as the VM spends
 on a session); this one writes the wire format directly and reuses the bytes of attributes
 it has seen (a fan-out repeats the model, provider, file, line... in every span), ~5x less.
 Its output is byte-for-byte the SDK's (`encode_spans(...).SerializePartialToString()`):
-tests/openprose/vm/test_otlp.py checks that on generated spans.
+tests/openprose/telemetry/test_otlp.py checks that on generated spans.
 
-A record is what the run's process sends for a span (see `openprose.vm.otel`):
+A record is what the run's process sends for a span (see `openprose.telemetry.otel`):
 `(name, trace id hex, span id, parent span id or None, SpanKind value, StatusCode value,
 status description or None, start ns, end ns, attributes)`. The two spans every session
 makes — its statement's and its model call's — travel as flat tuples of the values their

@@ -24,7 +24,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
 )
 
 from openprose.parser import parse_text
-from openprose.vm.otel import OtelTracer
+from openprose.telemetry.otel import OtelTracer
 from openprose.vm.runner import resume_run, run_program
 from tests.support.otlp_collector import Collector, running_collector
 
@@ -257,8 +257,8 @@ def test_the_export_queue_gets_the_spans_the_in_memory_exporter_gets(vm: Any, me
     is handed (ids and times aside), content capture included."""
     from collections import deque
 
-    from openprose.vm.otel import span_of
-    from openprose.vm.otlp import expand
+    from openprose.telemetry.otel import span_of
+    from openprose.telemetry.otlp import expand
 
     class Queue:  # what the tracer needs of an `ExportProcess`
         def __init__(self) -> None:
@@ -410,7 +410,7 @@ def test_no_part_of_the_sdk_loads_without_tracing(tmp_path: Path) -> None:
         "from openprose.cli import main\n"
         "code = main(['run', 'main.prose', '--provider', 'scripted:rules.yaml'])\n"
         "assert code == 0, code\n"
-        "loaded = [m for m in sys.modules if m.startswith('opentelemetry') or m == 'openprose.vm.otel']\n"
+        "loaded = [m for m in sys.modules if m.startswith('opentelemetry') or m == 'openprose.telemetry.otel']\n"
         "assert not loaded, loaded\n"
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
@@ -453,7 +453,7 @@ def test_a_run_inside_an_application_span_joins_its_trace(vm: Any, memory: Any) 
 
 
 def test_when_tracing_is_on() -> None:
-    from openprose.vm.tracing import wanted
+    from openprose.telemetry.spans import wanted
 
     assert wanted(True, {})
     assert not wanted(False, {})
@@ -465,7 +465,7 @@ def test_when_tracing_is_on() -> None:
 
 
 def test_an_exporter_we_cannot_honour_is_named() -> None:
-    from openprose.vm.tracing import TracingUnavailable, open_tracer
+    from openprose.telemetry.spans import TracingUnavailable, open_tracer
 
     with pytest.raises(TracingUnavailable, match="OTEL_TRACES_EXPORTER='zipkin'"):
         open_tracer({"OTEL_TRACES_EXPORTER": "zipkin"})
@@ -498,7 +498,7 @@ def test_an_exporter_we_cannot_honour_is_named() -> None:
 def test_the_otlp_protocol_setting_is_honoured_or_refused_by_name(
     settings: dict[str, str], refused: str | None
 ) -> None:
-    from openprose.vm.tracing import TracingUnavailable, open_tracer
+    from openprose.telemetry.spans import TracingUnavailable, open_tracer
 
     if refused is not None:
         with pytest.raises(TracingUnavailable, match=refused.replace("/", ".")) as raised:
