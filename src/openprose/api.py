@@ -35,10 +35,10 @@ from openprose.session.options import RunOptions
 from openprose.vm.runner import RunResult
 
 if TYPE_CHECKING:
+    from openprose.telemetry.spans import Tracer
     from openprose.ui.server import UIServer
     from openprose.vm.estimates import Estimate
     from openprose.vm.runtime import Observer
-    from openprose.telemetry.spans import Tracer
 
 # `trace=`: True (as `--trace`), False (never), None (as the OTLP environment says), a tracer.
 Trace: TypeAlias = "bool | None | Tracer"

@@ -23,6 +23,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 
+from openprose.telemetry.metrics import CallMetrics, export_interval, metrics_wanted
 from openprose.telemetry.otlp import FRAME_HEADER, SCOPE_NAME, Record, SpanEncoder
 from openprose.telemetry.otlp_http import OtlpHttp, exporter_named, resource_attributes
 
@@ -127,14 +128,53 @@ def _frames(buffer: bytearray) -> list[Record]:
 
 def exporter_for(env: Mapping[str, str]) -> Exporter:
     """The exporter the environment names."""
-    if exporter_named(env) == "otlp" and not any(name in env for name in SDK_ONLY):
+    chosen = exporter_named(env)
+    if chosen == "otlp" and not any(name in env for name in SDK_ONLY):
         sender = OtlpHttp(env)
         attributes, schema_url = resource_attributes(env)
         encoder = SpanEncoder(attributes, SCOPE_NAME, resource_schema_url=schema_url)
-        return Exporter(
+        spans = Exporter(
             encoder.spans, lambda spans: sender.send(encoder.request_of(spans)), sender.close
         )
+        if not metrics_wanted(env, chosen):
+            return spans
+        return _with_metrics(spans, env, attributes, schema_url)
     return _sdk_exporter(env)
+
+
+def _with_metrics(
+    spans: Exporter, env: Mapping[str, str], resource: Mapping[str, Any], schema_url: str
+) -> Exporter:
+    """`spans`, and the GenAI metrics of the model calls among them (`CallMetrics`), sent
+    every `export_interval` seconds and at the end."""
+    metrics = CallMetrics()
+    sender = OtlpHttp(env, signal="metrics")
+    interval = export_interval(env)
+    due = [time.monotonic() + interval]
+
+    def send() -> None:
+        body = metrics.request(resource, SCOPE_NAME, schema_url)
+        if body is not None:
+            sender.send(body)
+
+    def prepare(records: list[Record]) -> list[Any]:
+        metrics.add(records)
+        return spans.prepare(records)
+
+    def export(batch: list[Any]) -> None:
+        spans.export(batch)
+        if time.monotonic() >= due[0]:
+            send()
+            due[0] = time.monotonic() + interval
+
+    def finish() -> None:
+        try:
+            send()
+        finally:
+            sender.close()
+            spans.finish()
+
+    return Exporter(prepare, export, finish)
 
 
 def _sdk_exporter(env: Mapping[str, str]) -> Exporter:

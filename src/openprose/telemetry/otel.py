@@ -44,6 +44,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
+from openprose.telemetry.metrics import SdkCallMetrics, metrics_wanted
 from openprose.telemetry.otlp import (
     CALL,
     SCOPE_NAME,
@@ -61,7 +62,9 @@ from openprose.telemetry.otlp_http import (
     resource_from_environment,
 )
 
-if TYPE_CHECKING:  # the export helper imports this module: it needs no `typing` at run time
+if TYPE_CHECKING:
+    from opentelemetry.metrics import MeterProvider
+
     from openprose.telemetry.model_calls import CallAnswer, CallRequest
 
 SCOPE = InstrumentationScope(SCOPE_NAME)
@@ -81,6 +84,8 @@ _current: ContextVar[Parent | None] = ContextVar("openprose_span", default=None)
 _run: ContextVar[tuple[_Open, Token[Parent | None]] | None] = ContextVar(
     "openprose_run", default=None
 )
+# The run's id: the GenAI conversation its model calls and agent sessions belong to.
+_conversation: ContextVar[str | None] = ContextVar("openprose_conversation", default=None)
 _getrandbits = random.getrandbits
 _now = time.time_ns
 _new = object.__new__
@@ -163,7 +168,10 @@ class _Statement(Parent):
     context variable change per session). A fan-out opens one per session, so it is
     written flat and ends as one tuple (`openprose.telemetry.otlp.STATEMENT`)."""
 
-    __slots__ = ("kind", "line", "parent", "path", "record", "start", "step", "token")
+    __slots__ = ("agent", "conversation", "kind", "line", "parent", "path", "record", "start",
+                 "step", "token")  # fmt: skip
+    agent: str | None  # a session of an agent: its `invoke_agent` span
+    conversation: str | None
     kind: str
     line: int
     parent: int | None
@@ -188,7 +196,7 @@ class _Statement(Parent):
         code, why, failure = _SUCCEEDED if error is None else _failure(error)
         self.record(
             (STATEMENT, self.trace_id, self.span_id, self.parent, code, why, self.start, _now(),
-             self.kind, self.step, self.path, self.line, failure)
+             self.kind, self.step, self.path, self.line, failure, self.agent, self.conversation)
         )  # fmt: skip
 
 
@@ -202,13 +210,17 @@ class _Call:
     current span. It ends as one tuple (`openprose.telemetry.otlp.CALL`: attributes from the
     request and the response)."""
 
-    __slots__ = ("alias", "attempt", "capture", "kind", "parent", "provider", "record",
-                 "request", "span_id", "start", "step", "trace_id")  # fmt: skip
+    __slots__ = ("address", "alias", "attempt", "capture", "conversation", "kind", "parent",
+                 "port", "provider", "record", "request", "span_id", "start", "step",
+                 "trace_id")  # fmt: skip
+    address: str | None
     alias: str
     attempt: int
     capture: bool
+    conversation: str | None
     kind: str
     parent: int | None
+    port: int | None
     provider: str
     record: Callable[[tuple[Any, ...]], None]
     request: CallRequest
@@ -238,7 +250,7 @@ class _Call:
              self.step, request.model, request.max_tokens, request.temperature, self.alias,
              self.provider, self.kind, self.attempt, finish, tokens_in, tokens_out,
              answered_by, answer_id, error_type, system, asked, answer, cache_read,
-             cache_write)
+             cache_write, self.conversation, self.address, self.port)
         )  # fmt: skip
 
 
@@ -281,6 +293,7 @@ class OtelTracer:
         resource: Resource | None = None,
         export: ExportProcess | None = None,
         owned: bool = False,
+        meter_provider: MeterProvider | None = None,
     ) -> None:
         self.processor = processor
         self.export = export  # spans go to this helper process instead of `processor`
@@ -296,6 +309,11 @@ class OtelTracer:
         self.record: Callable[[tuple[Any, ...]], None] = (
             self._to_processor if export is None else export.records.append
         )
+        # The GenAI client metrics on an application's meter provider (the export helper
+        # makes them itself from the call spans it is sent).
+        self.metrics = (
+            None if meter_provider is None else SdkCallMetrics(meter_provider, SCOPE_NAME)
+        )
 
     @classmethod
     def from_environment(cls, env: Mapping[str, str]) -> OtelTracer:
@@ -303,7 +321,7 @@ class OtelTracer:
         spans are exported by a helper process (`openprose.telemetry.export`): encoding
         and sending spans costs more CPU than the VM spends on a session, so it is kept
         out of the run's process; this one only writes each finished span as a line."""
-        exporter_named(env)  # a setting we cannot honour fails here, at once
+        metrics_wanted(env, exporter_named(env))  # a setting we cannot honour fails here, at once
         capture = env.get(CAPTURE_CONTENT, "").strip().lower() == "true"
         return cls(None, capture_content=capture, export=ExportProcess(env), owned=True)
 
@@ -311,6 +329,8 @@ class OtelTracer:
 
     def _to_processor(self, record: tuple[Any, ...]) -> None:
         assert self.processor is not None and self.resource is not None
+        if self.metrics is not None and record[0] == CALL:
+            self.metrics.add(record)
         self.processor.on_end(span_of(expand(record), self.resource))
 
     # --- the run -------------------------------------------------------------------------
@@ -342,6 +362,7 @@ class OtelTracer:
             earlier,
         )
         _run.set((span, _current.set(span)))
+        _conversation.set(run_id)
         return {"trace_id": span.trace_id, "span_id": f"{span.span_id:016x}"}
 
     def end_run(self, status: str, error: str | None) -> None:
@@ -354,6 +375,7 @@ class OtelTracer:
             span.code, span.why = _ERROR, error or status
         _current.reset(token)
         _run.set(None)
+        _conversation.set(None)
         span.end()
 
     # --- statements and calls ------------------------------------------------------------
@@ -361,7 +383,9 @@ class OtelTracer:
     # `object.__new__` and their slots set here (calling a class with an `__init__` costs
     # ~40 % more: the type call, the arguments packed again for `__init__`).
 
-    def statement(self, kind: str, step: str, path: str, line: int) -> _Statement:
+    def statement(
+        self, kind: str, step: str, path: str, line: int, agent: str | None = None
+    ) -> _Statement:
         span = _new(_Statement)
         parent = _current.get()
         if parent is None:
@@ -372,13 +396,18 @@ class OtelTracer:
         span.record, span.token = self.record, None
         span.kind, span.step = kind, step
         span.path, span.line = path, line
+        span.agent = agent
+        span.conversation = None if agent is None else _conversation.get()
         span.start = _now()
         return span
 
     def model_call(self, step: str, request: CallRequest, *, alias: str, provider: str,
-                   kind: str, attempt: int, parent: Any = None) -> _Call:  # fmt: skip
+                   kind: str, attempt: int, parent: Any = None,
+                   server: tuple[str, int] | None = None) -> _Call:  # fmt: skip
         span = _new(_Call)
         span.record, span.capture = self.record, self.capture
+        span.conversation = _conversation.get()
+        span.address, span.port = server or (None, None)
         span.step, span.request = step, request
         span.alias, span.provider = alias, provider
         span.kind, span.attempt = kind, attempt

@@ -65,7 +65,11 @@ class Tracer(Protocol):
 
     def end_run(self, status: str, error: str | None) -> None: ...
 
-    def statement(self, kind: str, step: str, path: str, line: int) -> StatementSpan: ...
+    def statement(
+        self, kind: str, step: str, path: str, line: int, agent: str | None = None
+    ) -> StatementSpan:
+        """A statement's span; with `agent`, a session of that agent (`invoke_agent`)."""
+        ...
 
     def current(self, span: StatementSpan) -> AbstractContextManager[None]:
         """`span` is the current span inside the block: the parent of spans whose maker is
@@ -82,8 +86,10 @@ class Tracer(Protocol):
         kind: str,
         attempt: int,
         parent: StatementSpan | None = None,
+        server: tuple[str, int] | None = None,
     ) -> ModelCallSpan:
-        """The attempt's span, a child of `parent` (None: of the current span)."""
+        """The attempt's span, a child of `parent` (None: of the current span); `server`:
+        the host and port the request goes to, when it goes over the network."""
         ...
 
     def on_event(self, event: str, step: str, fields: dict[str, Any]) -> None: ...

@@ -47,8 +47,8 @@ from openprose.vm.values import Value, to_json
 
 if TYPE_CHECKING:
     from openprose.providers.settings import ProviderSettings
-    from openprose.vm.runlog import RunLog
     from openprose.telemetry.spans import Tracer
+    from openprose.vm.runlog import RunLog
 
 __all__ = ["RunResult", "VMConfig", "resume_run", "run_program"]
 

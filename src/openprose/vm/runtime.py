@@ -20,8 +20,8 @@ from openprose.vm.tools.approvals import Approver, NobodyApprover
 
 if TYPE_CHECKING:
     from openprose.providers.settings import ProviderSettings
-    from openprose.vm.audit import AuditTrail
     from openprose.telemetry.spans import Tracer
+    from openprose.vm.audit import AuditTrail
 
 Observer = Callable[[str, str, dict[str, Any]], None]
 
