@@ -345,6 +345,8 @@ class OtelTracer:
             # never a parent, so no span of this attempt points to one that never arrives.
             trace_id = f"{int(resumed_from['trace_id'], 16):032x}"
             earlier = ((trace_id, int(resumed_from["span_id"], 16)),)
+            if resumed_from.get("start") and not resumed_from.get("ended"):
+                self._lost_attempt(run_id, program, trace_id, resumed_from)
         else:
             ambient = trace.get_current_span().get_span_context()  # the embedding app's span
             if ambient.is_valid:
@@ -363,7 +365,25 @@ class OtelTracer:
         )
         _run.set((span, _current.set(span)))
         _conversation.set(run_id)
-        return {"trace_id": span.trace_id, "span_id": f"{span.span_id:016x}"}
+        # `start`: so that a resume can write this span if this attempt never ends it.
+        return {
+            "trace_id": span.trace_id,
+            "span_id": f"{span.span_id:016x}",
+            "start": str(span.start),
+        }
+
+    def _lost_attempt(
+        self, run_id: str, program: str, trace_id: str, ids: Mapping[str, str]
+    ) -> None:
+        """The run span of an earlier attempt whose process died before ending it (kill -9,
+        a crash), written now with its own ids: its statements' spans, exported before it
+        died, name it as their parent, and a parent must arrive."""
+        why = "this attempt's process ended before the run did; the run was resumed"
+        self.record(
+            (f"prose run {program}", trace_id, int(ids["span_id"], 16), None, _INTERNAL, _ERROR,
+             why, int(ids["start"]), _now(),
+             {"prose.run.id": run_id, "prose.program": program, "prose.run.status": "lost"})
+        )  # fmt: skip
 
     def end_run(self, status: str, error: str | None) -> None:
         running = _run.get()
