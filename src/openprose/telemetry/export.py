@@ -11,7 +11,8 @@ requests or protobuf: the helper starts in a third of the CPU time. A request ho
 spans. Spans are encoded as they arrive, not when their request goes: at the end of input
 (the run is waiting) only the last frame is left to encode. The console exporter, and the
 SDK's credential-provider plug-ins, get `ReadableSpan`s through the SDK's batch processor
-and exporter instead.
+and exporter instead. On the OTLP path the helper also makes the GenAI client metrics of
+the model call spans it is sent (`openprose.telemetry.metrics`) and exports them.
 """
 
 from __future__ import annotations

@@ -3,10 +3,13 @@ that runs, a GenAI client span per model call attempt, an `execute_tool` span pe
 
 Model call spans follow the OpenTelemetry GenAI semantic conventions: name
 `chat {model}`, `gen_ai.operation.name`, `gen_ai.provider.name` (and the older
-`gen_ai.system`), request model / max tokens / temperature, response model, finish
-reasons and token usage; the prompt and the answer (`gen_ai.system_instructions`,
-`gen_ai.input.messages`, `gen_ai.output.messages`) only when content capture is on
-(`OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`).
+`gen_ai.system`), request model / max tokens / temperature, `gen_ai.conversation.id` (the
+run's id), `server.address`/`server.port`, response model, finish reasons and token usage;
+the prompt and the answer (`gen_ai.system_instructions`, `gen_ai.input.messages`,
+`gen_ai.output.messages`) only when content capture is on
+(`OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`). A session of an agent is an
+`invoke_agent {name}` span. The GenAI client metrics are made from the call spans
+(`openprose.telemetry.metrics`): by the export helper, or here on a `meter_provider`.
 
 Why spans are made here and not with `Tracer.start_span`: a fan-out makes two spans per
 session, and the SDK's span machinery (sampling, attribute cleaning, locks, context

@@ -25,6 +25,7 @@ After a request that could not be delivered, the next ones get one try each unti
 succeeds: a collector that is down delays the end of a run by one timeout, not one per batch.
 An endpoint where nothing has ever answered (connection refused: no collector started) is
 not retried at all, and a stretch of failed exports is said once on stderr, in words.
+Metrics are sent the same way (`signal="metrics"`: the `METRICS` settings, `/v1/metrics`).
 """
 
 from __future__ import annotations
