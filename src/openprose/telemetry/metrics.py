@@ -81,6 +81,17 @@ def call_points(record: tuple[Any, ...]) -> list[Point]:
     return points
 
 
+# Where each token type's count is in a `CALL` record.
+_TOKEN_AT = {"input": 17, "output": 18, "cache_read": 25, "cache_creation": 26}
+
+
+def _shape(record: tuple[Any, ...]) -> tuple[Any, ...]:
+    """What decides a call's points and their attributes (see `call_points`): provider,
+    model, server, response model, error, whether it was answered and had cache tokens."""
+    return (record[13], record[9], record[28], record[29], record[19], record[21],
+            record[16] is None, not record[25], not record[26])  # fmt: skip
+
+
 class _Series:
     """One histogram data point: the measurements with one set of attributes."""
 
@@ -108,17 +119,38 @@ class CallMetrics:
     def __init__(self) -> None:
         self.start = time.time_ns()
         self._series: dict[str, dict[Attributes, _Series]] = {name: {} for name in INSTRUMENTS}
+        # A fan-out's calls share their attributes: the series a call adds to, by what its
+        # attributes are made of (`_shape`), so that a call costs a lookup, not `call_points`.
+        self._shapes: dict[tuple[Any, ...], list[tuple[_Series, tuple[float, ...], int]]] = {}
 
     def add(self, records: list[Any]) -> None:
         """Counts the model call records among `records` (spans of any shape)."""
+        shapes = self._shapes
         for record in records:
-            if record[0] == CALL:
-                for name, value, attributes_ in call_points(record):
-                    bounds = INSTRUMENTS[name][2]
-                    series = self._series[name].get(attributes_)
-                    if series is None:
-                        series = self._series[name][attributes_] = _Series(len(bounds))
-                    series.add(value, bounds)
+            if record[0] != CALL:
+                continue
+            shape = _shape(record)
+            targets = shapes.get(shape)
+            if targets is None:
+                targets = shapes[shape] = self._targets(record)
+            for series, bounds, at in targets:
+                if at:  # a token count, at this index of the record
+                    series.add(record[at] or 0, bounds)
+                else:  # the duration
+                    series.add(max(0, record[7] - record[6]) / 1e9, bounds)
+
+    def _targets(self, record: tuple[Any, ...]) -> list[tuple[_Series, tuple[float, ...], int]]:
+        """The series `record`'s points go to, each with where its value is in a record of
+        its shape (0: the duration)."""
+        targets = []
+        for name, _, attributes_ in call_points(record):
+            bounds = INSTRUMENTS[name][2]
+            series = self._series[name].get(attributes_)
+            if series is None:
+                series = self._series[name][attributes_] = _Series(len(bounds))
+            kind = attributes_[-1][1] if name == TOKEN_USAGE else ""
+            targets.append((series, bounds, _TOKEN_AT.get(kind, 0)))
+        return targets
 
     def request(
         self, resource: Mapping[str, Any], scope_name: str, schema_url: str = ""
