@@ -35,10 +35,10 @@ from openprose.session.options import RunOptions
 from openprose.vm.runner import RunResult
 
 if TYPE_CHECKING:
+    from openprose.telemetry.spans import Tracer
     from openprose.ui.server import UIServer
     from openprose.vm.estimates import Estimate
     from openprose.vm.runtime import Observer
-    from openprose.vm.tracing import Tracer
 
 # `trace=`: True (as `--trace`), False (never), None (as the OTLP environment says), a tracer.
 Trace: TypeAlias = "bool | None | Tracer"
@@ -167,7 +167,7 @@ def run(
     `project_dir` is where `.prose/` and `prose.toml` are (default: the working folder);
     `trace` is `--trace`: True traces (OpenTelemetry, the `[otel]` extra), False never,
     None as the OTLP environment variables say, or a tracer of your own
-    (`openprose.vm.otel.OtelTracer`)."""
+    (`openprose.telemetry.otel.OtelTracer`)."""
     return _blocking(
         "run",
         arun(

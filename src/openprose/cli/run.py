@@ -39,10 +39,10 @@ from openprose.session.options import RunOptions
 
 if TYPE_CHECKING:
     from openprose.providers.base import Provider
+    from openprose.telemetry.spans import Tracer
     from openprose.vm.estimates import Estimate
     from openprose.vm.runner import RunResult
     from openprose.vm.runtime import Observer
-    from openprose.vm.tracing import Tracer
 
 OK, FAILED, USAGE_ERROR, STOPPED, WAITING = 0, 1, 2, 3, 4
 

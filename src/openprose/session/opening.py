@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from openprose.project import Project as ProjectInfo
     from openprose.providers.base import Provider
     from openprose.providers.settings import ProviderSettings
-    from openprose.vm.tracing import Tracer
+    from openprose.telemetry.spans import Tracer
 
 STDIN = "-"  # a program or inputs read from standard input
 
@@ -698,7 +698,7 @@ BUDGET_KINDS: dict[str, type] = {"max_sessions": int, "max_run_tokens": int, "ma
 def open_tracer_or_fail(flag: bool) -> Tracer | None:
     """The run's tracer, when `--trace` or the OTLP environment asks for one. Asked for with
     `--trace` but not installed: a usage error; asked for by the environment: a warning."""
-    from openprose.vm.tracing import TracingUnavailable, open_tracer, wanted
+    from openprose.telemetry.spans import TracingUnavailable, open_tracer, wanted
 
     if not wanted(flag):
         return None

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from openprose.providers.base import (
     ModelRequest,
@@ -34,8 +35,8 @@ from openprose.vm.runstore import RunStore
 from openprose.vm.runtime import Shared
 
 if TYPE_CHECKING:
+    from openprose.telemetry.spans import StatementSpan
     from openprose.vm.memo import AnswerMemo
-    from openprose.vm.tracing import StatementSpan
 
 
 class ModelCalls:
@@ -44,6 +45,9 @@ class ModelCalls:
         self.store = store
         self.path = path  # of the program, for the location of a failed call
         self.memo: AnswerMemo | None = None
+        # Where each provider of a traced run sends its requests (`server_of`), by its id:
+        # the router keeps every provider for the whole run.
+        self._servers: dict[int, tuple[str, int] | None] = {}
         if shared.config.memo:
             from openprose.vm.memo import MEMO_DIR, AnswerMemo
 
@@ -139,6 +143,9 @@ class ModelCalls:
         tracer = shared.tracer
         if tracer is not None:
             provider_name = str(getattr(provider, "name", "") or type(provider).__name__)
+            if id(provider) not in self._servers:
+                self._servers[id(provider)] = server_of(provider)
+            server = self._servers[id(provider)]
         attempt = 0
         REQUEST_TALLY.set(shared.stats)  # the provider's own retries are this run's requests
         retried: _RetryRecorder | None = None
@@ -153,10 +160,10 @@ class ModelCalls:
             shared.stats.in_flight += 1
             shared.stats.requests += 1
             try:
-                if tracer is not None:  # the attempt in its GenAI span (`openprose.vm.otel`)
+                if tracer is not None:  # the attempt in its GenAI span (`openprose.telemetry.otel`)
                     span = tracer.model_call(
                         step, request, alias=alias, provider=provider_name, kind=event,
-                        attempt=attempt, parent=parent,
+                        attempt=attempt, parent=parent, server=server,
                     )  # fmt: skip
                     try:
                         if not shared.streams:
@@ -327,3 +334,20 @@ def backoff_delay(backoff: str, attempt: int, base: float) -> float:
     if backoff == "exponential":  # the exponent capped: `retry: 5000` must not overflow
         return float(base * 2.0 ** min(attempt - 1, MAX_BACKOFF_EXPONENT))
     return 0.0
+
+
+def server_of(provider: object) -> tuple[str, int] | None:
+    """The host and port `provider` sends its requests to, found through the layers wrapped
+    around it (retries, recording); None for one that sends nothing over the network
+    (scripted, replayed, local models)."""
+    for _ in range(8):  # a few layers at most: never loop on a provider that wraps itself
+        url = getattr(provider, "url", None)
+        if isinstance(url, str):
+            parts = urlsplit(url)
+            if not parts.hostname:
+                return None
+            return parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
+        provider = getattr(provider, "inner", None) or getattr(provider, "_inner", None)
+        if provider is None:
+            return None
+    return None

@@ -47,9 +47,9 @@ from openprose.vm.values import Value, to_json
 
 if TYPE_CHECKING:
     from openprose.providers.settings import ProviderSettings
+    from openprose.telemetry.spans import Tracer
     from openprose.vm.forking import Fork
     from openprose.vm.runlog import RunLog
-    from openprose.vm.tracing import Tracer
 
 __all__ = ["RunResult", "VMConfig", "resume_run", "run_program"]
 
@@ -289,6 +289,7 @@ async def _execute(
             program_name,
             read_journal(store.journal_path),
         )
+    trace_ids: dict[str, Any] = {}
     if tracer is not None:
         earlier = meta.get("trace")
         trace_ids = tracer.start_run(store.run_id, program_name, earlier)
@@ -345,6 +346,8 @@ async def _execute(
     except BaseException:
         # A VM bug or an interrupt: keep what was journaled (the run stays resumable).
         await journal.close()
+        if tracer is not None:  # the run's span is ended below: a resume does not write it
+            store.update_meta(trace={**trace_ids, "ended": True})
         store.close()
         if audit is not None:
             audit.close()
@@ -384,6 +387,8 @@ async def _execute(
     await store.aflush()  # the binding files, without holding a worker thread
 
     def close_store() -> None:
+        if tracer is not None:  # the run's span was ended: a resume does not write it again
+            finished["trace"] = {**trace_ids, "ended": True}
         store.update_meta(
             status=status, finished=stamp, error=error, usage=usage, result=result, **finished
         )

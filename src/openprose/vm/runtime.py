@@ -20,9 +20,9 @@ from openprose.vm.tools.approvals import Approver, NobodyApprover
 
 if TYPE_CHECKING:
     from openprose.providers.settings import ProviderSettings
+    from openprose.telemetry.spans import Tracer
     from openprose.vm.audit import AuditTrail
     from openprose.vm.forking import ParentAnswers
-    from openprose.vm.tracing import Tracer
 
 Observer = Callable[[str, str, dict[str, Any]], None]
 

@@ -26,9 +26,9 @@ from openprose.vm.runtime import AgentSpec, Shared
 from openprose.vm.values import Value
 
 if TYPE_CHECKING:
+    from openprose.telemetry.spans import StatementSpan
     from openprose.vm.memory import AgentMemory
     from openprose.vm.tools.skills import Skill
-    from openprose.vm.tracing import StatementSpan
 
 _BACKOFFS = ("none", "linear", "exponential")
 
@@ -87,13 +87,17 @@ class Sessions:
         no context variable changes per session)."""
         tracer = self.shared.tracer
         span: StatementSpan | None = None
-        if statement and tracer is not None:
-            span = tracer.statement("session", step, self.expressions.path, node.span.line)
+        plan = self._plans.get(id(node))
+        if plan is None or plan.node is not node:
+            plan = self._plan(node)
+        if tracer is not None and (statement or plan.agent is not None):
+            # A session of an agent is that agent's `invoke_agent` span, bound or not.
+            agent_name = None if plan.agent is None else plan.agent.name
+            span = tracer.statement(
+                "session", step, self.expressions.path, node.span.line, agent_name
+            )
         try:
             where = self.expressions.where
-            plan = self._plans.get(id(node))
-            if plan is None or plan.node is not node:
-                plan = self._plan(node)
             props, agent, model = plan.props, plan.agent, plan.model
             task, system = self._task_and_system(node, props, agent, ctx, step)
             memory: AgentMemory | None = None

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from openprose.vm.otlp_http import OtlpHttp, endpoint, headers
+from openprose.telemetry.otlp_http import OtlpHttp, endpoint, headers
 from tests.support.otlp_collector import Collector, running_collector
 
 

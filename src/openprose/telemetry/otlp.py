@@ -1,14 +1,14 @@
 """OTLP/protobuf encoding of finished spans, written by hand for the spans we make.
 
-The export helper (`openprose.vm.otel_export`) turns span records into the body of an OTLP
+The export helper (`openprose.telemetry.export`) turns span records into the body of an OTLP
 `ExportTraceServiceRequest`. The SDK's encoder builds a protobuf object per span, per
 attribute and per value before serialising (~26 µs a span here: as much CPU as the VM spends
 on a session); this one writes the wire format directly and reuses the bytes of attributes
 it has seen (a fan-out repeats the model, provider, file, line... in every span), ~5x less.
 Its output is byte-for-byte the SDK's (`encode_spans(...).SerializePartialToString()`):
-tests/openprose/vm/test_otlp.py checks that on generated spans.
+tests/openprose/telemetry/test_otlp.py checks that on generated spans.
 
-A record is what the run's process sends for a span (see `openprose.vm.otel`):
+A record is what the run's process sends for a span (see `openprose.telemetry.otel`):
 `(name, trace id hex, span id, parent span id or None, SpanKind value, StatusCode value,
 status description or None, start ns, end ns, attributes)`. The two spans every session
 makes — its statement's and its model call's — travel as flat tuples of the values their
@@ -60,14 +60,17 @@ INTERNAL, CLIENT = 0, 2  # SpanKind values
 UNSET = 0  # StatusCode value
 
 # A statement's span: (STATEMENT, trace id hex, span id, parent span id or None, status
-# code, status description, start ns, end ns, statement kind, step, file, line, error type).
+# code, status description, start ns, end ns, statement kind, step, file, line, error type,
+# agent name or None, conversation id (the run's id) or None). A session of an agent is
+# the GenAI `invoke_agent` span of that agent, in the run's conversation.
 STATEMENT = 1
 # A model call's span (GenAI client): (CALL, trace id hex, span id, parent span id or None,
 # status code, status description, start ns, end ns, step, request model, max tokens,
 # temperature, alias, provider, call kind, attempt, finish reason (None: no answer), input
 # tokens, output tokens, response model, response id, error type, with content capture the
 # system instructions, input messages, output messages as JSON text, else None, then the
-# prompt tokens read from and written to the provider's prompt cache).
+# prompt tokens read from and written to the provider's prompt cache, the conversation id
+# (the run's id) or None, and the server's address and port, or None and None).
 CALL = 2
 
 
@@ -75,25 +78,22 @@ def expand(record: Any) -> Record:
     """Any record as a full one (name, ids, kind, status, times, attributes)."""
     shape = record[0]
     if shape == STATEMENT:
-        _, trace, span, parent, code, why, start, end, kind, step, path, line, error = record
-        attributes: dict[str, Any] = {
-            "prose.step": step,
-            "code.filepath": path,
-            "code.lineno": line,
-        }
+        (_, trace, span, parent, code, why, start, end, kind, step, path, line, error, agent,
+         conversation) = record  # fmt: skip
+        attributes: dict[str, Any] = {"prose.step": step, **dict(_code_attributes(path, line))}
+        if agent is not None:
+            attributes.update(_agent_attributes(agent, conversation))
+            kind = f"invoke_agent {agent}" if agent else "invoke_agent"
         if error:
             attributes["error.type"] = error
         return (kind, trace, span, parent, INTERNAL, code, why, start, end, attributes)
     if shape == CALL:
         (_, trace, span, parent, code, why, start, end, step, model, max_tokens, temperature,
          alias, provider, kind, attempt, finish, tokens_in, tokens_out, answered_by, answer_id,
-         error, system, asked, answer, cache_read, cache_write) = record  # fmt: skip
+         error, system, asked, answer, cache_read, cache_write, conversation, address,
+         port) = record  # fmt: skip
         attributes = {
-            "gen_ai.operation.name": "chat",
-            "gen_ai.provider.name": provider,
-            "gen_ai.system": provider,
-            "gen_ai.request.model": model,
-            "gen_ai.request.max_tokens": max_tokens,
+            **dict(_model_attributes(provider, model, max_tokens, conversation, address, port)),
             "prose.step": step,
             "prose.model.alias": alias,
             "prose.call.kind": kind,
@@ -316,18 +316,19 @@ class SpanEncoder:
         return encoded
 
     def _statement(self, record: Any) -> bytes:
-        _, trace, span_id, parent, code, why, start, end, kind, step, path, line, error = record
-        key = (trace, kind, path, line, line.__class__)
+        (_, trace, span_id, parent, code, why, start, end, kind, step, path, line, error, agent,
+         conversation) = record  # fmt: skip
+        key = (trace, kind, path, line, line.__class__, agent, conversation)
         known = self._statements.get(key)
         if known is None:
             if len(self._statements) >= _CACHE_LIMIT:
                 self._statements.clear()
+            block = self._block(("code", path, line, line.__class__))
+            if agent is not None:
+                kind = f"invoke_agent {agent}" if agent else "invoke_agent"
+                block += self._block(("agent", agent, conversation))
             head = self._head(kind, trace, 0, None, INTERNAL)
-            known = self._statements[key] = (
-                head[0],
-                b"".join(head[3:]),
-                self._block(("code", path, line, line.__class__)),
-            )
+            known = self._statements[key] = (head[0], b"".join(head[3:]), block)
         parts = _opening(known[0], span_id, parent, known[1], start, end)
         parts.append(_text_attribute(_STEP, step))
         parts.append(known[2])
@@ -336,21 +337,24 @@ class SpanEncoder:
     def _call(self, record: Any) -> bytes:
         (_, trace, span_id, parent, code, why, start, end, step, model, max_tokens, temperature,
          alias, provider, kind, attempt, finish, tokens_in, tokens_out, answered_by, answer_id,
-         error, system, asked, answer, cache_read, cache_write) = record  # fmt: skip
+         error, system, asked, answer, cache_read, cache_write, conversation, address,
+         port) = record  # fmt: skip
         # What a fan-out's calls share: the trace id, the name, the attributes before and
         # after the step (with their classes: True, 1 and 1.0 encode differently).
         key = (trace, model, provider, max_tokens, max_tokens.__class__, alias, kind, attempt,
-               attempt.__class__, temperature, temperature.__class__)  # fmt: skip
+               attempt.__class__, temperature, temperature.__class__, conversation, address,
+               port, port.__class__)  # fmt: skip
         known = self._calls.get(key)
         if known is None:
             if len(self._calls) >= _CACHE_LIMIT:
                 self._calls.clear()
             head = self._head(f"chat {model}", trace, 0, None, CLIENT)
+            model_key = ("model", provider, model, max_tokens, max_tokens.__class__, *key[11:])
             known = self._calls[key] = (
                 head[0],
                 b"".join(head[3:]),
-                self._block(("model", provider, model, max_tokens, max_tokens.__class__)),
-                self._block(("asked", *key[5:])),
+                self._block(model_key),
+                self._block(("asked", *key[5:11])),
             )
         parts = _opening(known[0], span_id, parent, known[1], start, end)
         parts.append(known[2])
@@ -407,16 +411,12 @@ def _link(link: Link) -> bytes:
 def _block_attributes(key: tuple[Any, ...]) -> tuple[tuple[str, Any], ...]:
     """The attributes (in the order `expand` gives them) of a block's key."""
     if key[0] == "code":
-        return (("code.filepath", key[1]), ("code.lineno", key[2]))
+        return _code_attributes(key[1], key[2])
+    if key[0] == "agent":
+        return _agent_attributes(key[1], key[2])
     if key[0] == "model":
-        _, provider, model, max_tokens, _ = key
-        return (
-            ("gen_ai.operation.name", "chat"),
-            ("gen_ai.provider.name", provider),
-            ("gen_ai.system", provider),
-            ("gen_ai.request.model", model),
-            ("gen_ai.request.max_tokens", max_tokens),
-        )
+        _, provider, model, max_tokens, _, conversation, address, port, _ = key
+        return _model_attributes(provider, model, max_tokens, conversation, address, port)
     if key[0] == "asked":
         _, alias, kind, attempt, _, temperature, _ = key
         asked: tuple[tuple[str, Any], ...] = (
@@ -440,6 +440,44 @@ def _block_attributes(key: tuple[Any, ...]) -> tuple[tuple[str, Any], ...]:
     if answered_by:
         answered += (("gen_ai.response.model", answered_by),)
     return answered
+
+
+def _code_attributes(path: str, line: int) -> tuple[tuple[str, Any], ...]:
+    """Where a statement is (the `code.*` conventions)."""
+    return (("code.file.path", path), ("code.line.number", line))
+
+
+def _agent_attributes(agent: str, conversation: str | None) -> tuple[tuple[str, Any], ...]:
+    """A session of an agent: the GenAI `invoke_agent` operation (an agent run in process)."""
+    named: tuple[tuple[str, Any], ...] = (("gen_ai.operation.name", "invoke_agent"),)
+    if agent:
+        named += (("gen_ai.agent.name", agent),)
+    if conversation is not None:
+        named += (("gen_ai.conversation.id", conversation),)
+    return named
+
+
+def _model_attributes(
+    provider: str,
+    model: str,
+    max_tokens: Any,
+    conversation: str | None,
+    address: str | None,
+    port: int | None,
+) -> tuple[tuple[str, Any], ...]:
+    """A model call's attributes that say what was asked of whom (the GenAI client span)."""
+    named: tuple[tuple[str, Any], ...] = (
+        ("gen_ai.operation.name", "chat"),
+        ("gen_ai.provider.name", provider),
+        ("gen_ai.system", provider),
+        ("gen_ai.request.model", model),
+        ("gen_ai.request.max_tokens", max_tokens),
+    )
+    if conversation is not None:
+        named += (("gen_ai.conversation.id", conversation),)
+    if address is not None:
+        named += (("server.address", address), ("server.port", port))
+    return named
 
 
 # KeyValue keys (field 1) of the attributes written by `_text_attribute`.

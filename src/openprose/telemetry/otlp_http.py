@@ -2,7 +2,7 @@
 
 The SDK's `OTLPSpanExporter` imports requests, urllib3 and the protobuf runtime: ~0.15 s of
 CPU at the start of every traced run, as much as exporting 20,000 spans with
-`openprose.vm.otlp`; the standard library's `http.client` still costs the helper ~20 ms
+`openprose.telemetry.otlp`; the standard library's `http.client` still costs the helper ~20 ms
 (the `email` package, `ssl`). This sender speaks the little HTTP/1.1 an OTLP export needs
 over one kept-alive socket (`Connection`: a POST, then the answer's status, `retry-after`
 and a body read to its end by length, chunks or close; TLS through `ssl` only for https),
@@ -25,6 +25,7 @@ After a request that could not be delivered, the next ones get one try each unti
 succeeds: a collector that is down delays the end of a run by one timeout, not one per batch.
 An endpoint where nothing has ever answered (connection refused: no collector started) is
 not retried at all, and a stretch of failed exports is said once on stderr, in words.
+Metrics are sent the same way (`signal="metrics"`: the `METRICS` settings, `/v1/metrics`).
 """
 
 from __future__ import annotations
@@ -129,21 +130,23 @@ def resource_attributes(env: Mapping[str, str]) -> tuple[dict[str, object], str]
     return dict(resource.attributes), resource.schema_url
 
 
-def setting(env: Mapping[str, str], name: str, default: str = "") -> str:
-    """`OTEL_EXPORTER_OTLP_TRACES_{name}`, else `OTEL_EXPORTER_OTLP_{name}`."""
+def setting(env: Mapping[str, str], name: str, default: str = "", signal: str = "traces") -> str:
+    """`OTEL_EXPORTER_OTLP_{SIGNAL}_{name}`, else `OTEL_EXPORTER_OTLP_{name}`."""
     return (
-        env.get(f"OTEL_EXPORTER_OTLP_TRACES_{name}")
+        env.get(f"OTEL_EXPORTER_OTLP_{signal.upper()}_{name}")
         or env.get(f"OTEL_EXPORTER_OTLP_{name}")
         or default
     )
 
 
-def endpoint(env: Mapping[str, str]) -> str:
-    own = env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+def endpoint(env: Mapping[str, str], signal: str = "traces") -> str:
+    """Where a signal (`traces`, `metrics`) goes: its own endpoint as the full URL, else the
+    shared base URL with `/v1/{signal}`."""
+    own = env.get(f"OTEL_EXPORTER_OTLP_{signal.upper()}_ENDPOINT")
     if own:
         return own
     base = env.get("OTEL_EXPORTER_OTLP_ENDPOINT") or "http://localhost:4318"
-    return f"{base.removesuffix('/')}/v1/traces"
+    return f"{base.removesuffix('/')}/v1/{signal}"
 
 
 def headers(text: str) -> dict[str, str]:
@@ -158,10 +161,14 @@ def headers(text: str) -> dict[str, str]:
 
 
 class OtlpHttp:
-    """POSTs serialized `ExportTraceServiceRequest`s to the configured endpoint."""
+    """POSTs serialized export requests of one signal (`ExportTraceServiceRequest`s, or
+    `ExportMetricsServiceRequest`s) to the endpoint configured for it."""
 
-    def __init__(self, env: Mapping[str, str], user_agent: str = "openprose") -> None:
-        self.url = endpoint(env)
+    def __init__(
+        self, env: Mapping[str, str], user_agent: str = "openprose", signal: str = "traces"
+    ) -> None:
+        self.signal = signal
+        self.url = endpoint(env, signal)
         parts = urlsplit(self.url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"the OTLP endpoint {self.url!r} is not an http(s) URL")
@@ -171,24 +178,26 @@ class OtlpHttp:
         self._path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         self._netloc = parts.netloc.rpartition("@")[2]  # the Host header
         try:
-            self.timeout = float(setting(env, "TIMEOUT") or DEFAULT_TIMEOUT)
+            self.timeout = float(setting(env, "TIMEOUT", signal=signal) or DEFAULT_TIMEOUT)
         except ValueError:
             self.timeout = DEFAULT_TIMEOUT
-        self.compression = setting(env, "COMPRESSION", "none").strip().lower()
+        self.compression = setting(env, "COMPRESSION", "none", signal).strip().lower()
         if self.compression not in ("gzip", "deflate", "none"):
             self.compression = "none"
         self.headers = {"content-type": "application/x-protobuf", "user-agent": user_agent}
-        self.headers.update(headers(setting(env, "HEADERS")))
+        self.headers.update(headers(setting(env, "HEADERS", signal=signal)))
         if self.compression != "none":
             self.headers.setdefault("content-encoding", self.compression)
         self._context: ssl.SSLContext | None = None
         if self._https:
             import ssl
 
-            self._context = ssl.create_default_context(cafile=setting(env, "CERTIFICATE") or None)
-            certificate = setting(env, "CLIENT_CERTIFICATE")
+            cafile = setting(env, "CERTIFICATE", signal=signal) or None
+            self._context = ssl.create_default_context(cafile=cafile)
+            certificate = setting(env, "CLIENT_CERTIFICATE", signal=signal)
             if certificate:
-                self._context.load_cert_chain(certificate, setting(env, "CLIENT_KEY") or None)
+                key = setting(env, "CLIENT_KEY", signal=signal) or None
+                self._context.load_cert_chain(certificate, key)
         self._head = (
             f"POST {self._path} HTTP/1.1\r\nhost: {self._netloc}\r\n"
             + "".join(f"{key}: {value}\r\n" for key, value in self.headers.items())
@@ -196,7 +205,7 @@ class OtlpHttp:
         self._connection: Connection | None = None
         self._failing = False  # the last request was not delivered
         self._reached = False  # something answered at the endpoint once
-        self._origin = "" if setting(env, "ENDPOINT") else " (the default endpoint)"
+        self._origin = "" if setting(env, "ENDPOINT", signal=signal) else " (the default endpoint)"
 
     def send(self, body: bytes) -> bool:
         """Export one request's body; False (said on stderr) when it could not be."""
@@ -232,7 +241,7 @@ class OtlpHttp:
                 problem = f"the collector answered HTTP {status} {reason}".rstrip()
                 if status == 404:
                     problem += (
-                        " (no OTLP traces receiver at that path: set OTEL_EXPORTER_OTLP_ENDPOINT "
+                        f" (no OTLP {self.signal} receiver at that path: set OTEL_EXPORTER_OTLP_ENDPOINT "
                         "to the collector's base URL, e.g. http://localhost:4318)"
                     )
                 if status not in RETRYABLE:
@@ -242,9 +251,10 @@ class OtlpHttp:
                 break
             time.sleep(wait)
         if not self._failing:  # one line when exports start failing, not one a batch
+            what = "spans" if self.signal == "traces" else self.signal
             print(
-                f"prose: spans not exported to {self.url}{self._origin}: {problem}; "
-                "this run's spans are dropped until an export succeeds",
+                f"prose: {what} not exported to {self.url}{self._origin}: {problem}; "
+                f"this run's {what} are dropped until an export succeeds",
                 file=sys.stderr,
             )
         self._failing = True

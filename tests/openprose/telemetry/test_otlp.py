@@ -16,8 +16,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.trace import SpanKind, StatusCode
 
-from openprose.vm.otel import SCOPE, span_of
-from openprose.vm.otlp import CALL, STATEMENT, Record, SpanEncoder, expand
+from openprose.telemetry.otel import SCOPE, span_of
+from openprose.telemetry.otlp import CALL, STATEMENT, Record, SpanEncoder, expand
 
 RESOURCE = Resource.create({"service.name": "openprose-test", "deployment.environment": "ci"})
 
@@ -79,7 +79,7 @@ def test_repeated_attributes_are_reused_without_confusing_types() -> None:
 
 
 def test_the_spans_a_run_makes_encode_as_the_sdk_does() -> None:
-    """The shapes of `openprose.vm.otel`: statement, GenAI client and failed spans."""
+    """The shapes of `openprose.telemetry.otel`: statement, GenAI client and failed spans."""
     trace = "0af7651916cd43dd8448eb211c80319c"
     batch: list[Record] = [
         (
@@ -92,7 +92,7 @@ def test_the_spans_a_run_makes_encode_as_the_sdk_does() -> None:
             None,
             1_700_000_000_000_000_000,
             1_700_000_000_020_000_000,
-            {"prose.step": "s1.2[17]", "code.filepath": "/p/main.prose", "code.lineno": 3},
+            {"prose.step": "s1.2[17]", "code.file.path": "/p/main.prose", "code.line.number": 3},
         ),
         (
             "chat gpt-4.1",
@@ -131,8 +131,16 @@ _head = st.tuples(
 _words = st.sampled_from(["session", "gpt-4.1", "openai", "", "1", "stop", "é", "w" * 99, "é" * 70])
 _small = st.none() | st.integers(min_value=0, max_value=3) | st.booleans()
 statements = st.tuples(
-    _head, _words, _words, _words, st.integers(min_value=0, max_value=3), st.none() | _words
+    _head,
+    _words,
+    _words,
+    _words,
+    st.integers(min_value=0, max_value=3),
+    st.none() | _words,
+    st.none() | _words,  # the agent of a session
+    st.none() | _words,  # the conversation (the run's id)
 ).map(lambda r: (STATEMENT, *r[0], *r[1:]))
+_servers = st.just((None, None)) | st.tuples(_words, st.integers(min_value=1, max_value=65535))
 calls = st.tuples(
     _head,
     st.tuples(_words, _words, _small, st.none() | st.floats(0, 2) | _small, _words, _words),
@@ -140,7 +148,9 @@ calls = st.tuples(
     st.tuples(st.none() | _words, st.none() | _words, st.none() | _words),
     st.tuples(st.none() | _words, st.none() | _words),
     st.tuples(_small, _small),  # prompt-cache reads and writes
-).map(lambda r: (CALL, *r[0], *r[1], *r[2], *r[3], *r[4], *r[5]))
+    st.none() | _words,  # the conversation
+    _servers,
+).map(lambda r: (CALL, *r[0], *r[1], *r[2], *r[3], *r[4], *r[5], r[6], *r[7]))
 
 
 @settings(max_examples=300, deadline=None)
@@ -169,10 +179,10 @@ def test_a_calls_cache_counts_are_its_genai_usage_attributes() -> None:
     reported some, and never on a failed attempt."""
     head = ("0" * 31 + "1", 2, None, 0, None, 1, 2, "s1", "m", 64, None, "sonnet", "anthropic")
     answered = (CALL, *head, "session", 1, "stop", 3000, 10, "m", "id", None, None, None, None)
-    attributes = expand((*answered, 2900, 90))[-1]
+    attributes = expand((*answered, 2900, 90, None, None, None))[-1]
     assert attributes["gen_ai.usage.cache_read.input_tokens"] == 2900
     assert attributes["gen_ai.usage.cache_creation.input_tokens"] == 90
-    plain = expand((*answered, 0, 0))[-1]
+    plain = expand((*answered, 0, 0, None, None, None))[-1]
     assert not any("cache" in key for key in plain)
     failed = (CALL, *head, "session", 1, None, None, None, None, None, "E", None, None, None)
-    assert not any("cache" in key for key in expand((*failed, 0, 0))[-1])
+    assert not any("cache" in key for key in expand((*failed, 0, 0, None, None, None))[-1])

@@ -1,4 +1,4 @@
-"""The export helper (`python -m openprose.vm.otel_export`): frames in, OTLP requests out."""
+"""The export helper (`python -m openprose.telemetry.export`): frames in, OTLP requests out."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ pytest.importorskip("opentelemetry.sdk", reason="the [otel] extra is not install
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from openprose.vm.otlp import Record, frame
+from openprose.telemetry.otlp import Record, frame
 from tests.support.otlp_collector import running_collector
 
 TRACE = "0af7651916cd43dd8448eb211c80319c"
@@ -28,7 +28,7 @@ def records(first: int, count: int) -> list[Record]:
 def helper(data: bytes, **env: str) -> subprocess.CompletedProcess[bytes]:
     environ = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     return subprocess.run(
-        [sys.executable, "-m", "openprose.vm.otel_export"],
+        [sys.executable, "-m", "openprose.telemetry.export"],
         input=data,
         env={**environ, **env},
         capture_output=True,
@@ -79,7 +79,7 @@ def test_a_resource_handed_over_spares_the_helper_the_sdk() -> None:
     of its start), for a quicker start."""
     import json
 
-    from openprose.vm.otlp_http import RESOURCE_VARIABLE, resource_for_helper
+    from openprose.telemetry.otlp_http import RESOURCE_VARIABLE, resource_for_helper
 
     handed = resource_for_helper(dict(os.environ))
     assert handed is not None
@@ -89,7 +89,7 @@ def test_a_resource_handed_over_spares_the_helper_the_sdk() -> None:
     resource = json.dumps([{"service.name": "handed-over", "k": [1, 2]}, ""])
     check = (
         "import sys\n"
-        "from openprose.vm.otel_export import main\n"
+        "from openprose.telemetry.export import main\n"
         "assert main() == 0\n"
         "unwanted = ('http.client', 'typing', 'random')\n"
         "loaded = [m for m in sys.modules if m.startswith('opentelemetry') or m in unwanted]\n"
@@ -116,3 +116,62 @@ def test_a_resource_handed_over_spares_the_helper_the_sdk() -> None:
     assert shown["service.name"].string_value == "handed-over"
     assert [v.int_value for v in shown["k"].array_value.values] == [1, 2]
     assert len(spans.scope_spans[0].spans) == 3
+
+
+def calls(count: int) -> list[tuple[object, ...]]:
+    """Model call span records (`otlp.CALL`), each answered with 100 input tokens."""
+    from openprose.telemetry.otlp import CALL
+
+    head = (TRACE, None, 0, None, 10)
+    asked = ("1", "gpt-4.1", 64, None, "sonnet", "openai", "session", 1)
+    answered = ("stop", 100, 5, "gpt-4.1", "id", None, None, None, None, 0, 0)
+    server = ("run-1", "api.example.test", 443)
+    return [
+        (CALL, head[0], i + 1, *head[1:], 20 + i, *asked, *answered, *server) for i in range(count)
+    ]
+
+
+def token_counts(request: object) -> dict[str, int]:
+    """`gen_ai.client.token.usage` counts by token type in one metrics request."""
+    counts = {}
+    for resource in request.resource_metrics:  # type: ignore[attr-defined]
+        for scope in resource.scope_metrics:
+            for metric in scope.metrics:
+                if metric.name == "gen_ai.client.token.usage":
+                    for point in metric.histogram.data_points:
+                        kind = {a.key: a.value.string_value for a in point.attributes}
+                        counts[kind["gen_ai.token.type"]] = point.count
+    return counts
+
+
+def test_the_helper_sends_the_calls_metrics_as_it_goes_and_at_the_end() -> None:
+    with running_collector() as collector:
+        done = helper(
+            frame(calls(2)) + frame(records(0, 1)) + frame(calls(3)),
+            OTEL_EXPORTER_OTLP_ENDPOINT=collector.url,
+            OTEL_METRIC_EXPORT_INTERVAL="0",  # after every batch, and at the end
+        )
+    assert done.returncode == 0, done.stderr
+    assert not done.stderr
+    sent = collector.metrics()
+    assert len(sent) >= 2  # once after a batch of spans, once at the end
+    assert collector.requests[-1].path == "/v1/metrics"  # the last word: after every span
+    assert token_counts(sent[-1]) == {"input": 5, "output": 5}  # the totals: cumulative
+    assert len(collector.spans()) == 6
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"OTEL_METRICS_EXPORTER": "none", "OTEL_EXPORTER_OTLP_ENDPOINT": "{url}"},
+        {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "{url}/v1/traces"},  # a traces collector
+    ],
+)
+def test_no_metrics_are_sent_where_the_environment_says_none(settings: dict[str, str]) -> None:
+    with running_collector() as collector:
+        done = helper(
+            frame(calls(2)), **{k: v.format(url=collector.url) for k, v in settings.items()}
+        )
+    assert done.returncode == 0, done.stderr
+    assert not collector.metrics()
+    assert len(collector.spans()) == 2

@@ -3,20 +3,23 @@ that runs, a GenAI client span per model call attempt, an `execute_tool` span pe
 
 Model call spans follow the OpenTelemetry GenAI semantic conventions: name
 `chat {model}`, `gen_ai.operation.name`, `gen_ai.provider.name` (and the older
-`gen_ai.system`), request model / max tokens / temperature, response model, finish
-reasons and token usage; the prompt and the answer (`gen_ai.system_instructions`,
-`gen_ai.input.messages`, `gen_ai.output.messages`) only when content capture is on
-(`OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`).
+`gen_ai.system`), request model / max tokens / temperature, `gen_ai.conversation.id` (the
+run's id), `server.address`/`server.port`, response model, finish reasons and token usage;
+the prompt and the answer (`gen_ai.system_instructions`, `gen_ai.input.messages`,
+`gen_ai.output.messages`) only when content capture is on
+(`OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`). A session of an agent is an
+`invoke_agent {name}` span. The GenAI client metrics are made from the call spans
+(`openprose.telemetry.metrics`): by the export helper, or here on a `meter_provider`.
 
 Why spans are made here and not with `Tracer.start_span`: a fan-out makes two spans per
 session, and the SDK's span machinery (sampling, attribute cleaning, locks, context
 objects) costs tens of microseconds each, as much as the VM's whole work for a session.
 So a span is recorded as what it is — ids, times, the values its attributes are made of —
-and, when it ends, becomes one tuple (a record, `openprose.vm.otlp`: a session's statement
+and, when it ends, becomes one tuple (a record, `openprose.telemetry.otlp`: a session's statement
 and model call spans as flat tuples, no attribute dict). A record is either handed to a span
 processor given in Python as a finished `ReadableSpan` (tests, embedding applications), or
 — `prose run --trace`, a tracer from the environment — written by the export thread to the
-export helper process (`ExportProcess`, `openprose.vm.otel_export`), which encodes and
+export helper process (`ExportProcess`, `openprose.telemetry.export`), which encodes and
 sends it. Parents (the spans themselves) travel in a context variable, which asyncio
 tasks inherit: the branches of a `parallel:` and the items of a `pmap` are siblings under
 their statement's span. A session statement's span is the exception: `Sessions.run` opens
@@ -44,7 +47,8 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
-from openprose.vm.otlp import (
+from openprose.telemetry.metrics import SdkCallMetrics, metrics_wanted
+from openprose.telemetry.otlp import (
     CALL,
     SCOPE_NAME,
     STATEMENT,
@@ -54,15 +58,17 @@ from openprose.vm.otlp import (
     expand,
     frame,
 )
-from openprose.vm.otlp_http import (
+from openprose.telemetry.otlp_http import (
     RESOURCE_VARIABLE,
     exporter_named,
     resource_for_helper,
     resource_from_environment,
 )
 
-if TYPE_CHECKING:  # the export helper imports this module: it needs no provider code
-    from openprose.providers.base import ModelRequest, ModelResponse
+if TYPE_CHECKING:
+    from opentelemetry.metrics import MeterProvider
+
+    from openprose.telemetry.model_calls import CallAnswer, CallRequest
 
 SCOPE = InstrumentationScope(SCOPE_NAME)
 CAPTURE_CONTENT = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
@@ -81,6 +87,8 @@ _current: ContextVar[Parent | None] = ContextVar("openprose_span", default=None)
 _run: ContextVar[tuple[_Open, Token[Parent | None]] | None] = ContextVar(
     "openprose_run", default=None
 )
+# The run's id: the GenAI conversation its model calls and agent sessions belong to.
+_conversation: ContextVar[str | None] = ContextVar("openprose_conversation", default=None)
 _getrandbits = random.getrandbits
 _now = time.time_ns
 _new = object.__new__
@@ -161,9 +169,12 @@ class _Statement(Parent):
     runs — `Interpreter._traced`) or ended by its opener (`end`: a session statement, which
     hands itself to its model call as the parent and so never becomes the current span — no
     context variable change per session). A fan-out opens one per session, so it is
-    written flat and ends as one tuple (`openprose.vm.otlp.STATEMENT`)."""
+    written flat and ends as one tuple (`openprose.telemetry.otlp.STATEMENT`)."""
 
-    __slots__ = ("kind", "line", "parent", "path", "record", "start", "step", "token")
+    __slots__ = ("agent", "conversation", "kind", "line", "parent", "path", "record", "start",
+                 "step", "token")  # fmt: skip
+    agent: str | None  # a session of an agent: its `invoke_agent` span
+    conversation: str | None
     kind: str
     line: int
     parent: int | None
@@ -188,7 +199,7 @@ class _Statement(Parent):
         code, why, failure = _SUCCEEDED if error is None else _failure(error)
         self.record(
             (STATEMENT, self.trace_id, self.span_id, self.parent, code, why, self.start, _now(),
-             self.kind, self.step, self.path, self.line, failure)
+             self.kind, self.step, self.path, self.line, failure, self.agent, self.conversation)
         )  # fmt: skip
 
 
@@ -199,25 +210,29 @@ class _Call:
     """A model call attempt's span (made by `OtelTracer.model_call`), the child of the
     span it is handed (a session statement's) or else of the current one. No span starts
     inside one (a tool call's span is its statement's child), so it is not made the
-    current span. It ends as one tuple (`openprose.vm.otlp.CALL`: attributes from the
+    current span. It ends as one tuple (`openprose.telemetry.otlp.CALL`: attributes from the
     request and the response)."""
 
-    __slots__ = ("alias", "attempt", "capture", "kind", "parent", "provider", "record",
-                 "request", "span_id", "start", "step", "trace_id")  # fmt: skip
+    __slots__ = ("address", "alias", "attempt", "capture", "conversation", "kind", "parent",
+                 "port", "provider", "record", "request", "span_id", "start", "step",
+                 "trace_id")  # fmt: skip
+    address: str | None
     alias: str
     attempt: int
     capture: bool
+    conversation: str | None
     kind: str
     parent: int | None
+    port: int | None
     provider: str
     record: Callable[[tuple[Any, ...]], None]
-    request: ModelRequest
+    request: CallRequest
     span_id: int
     start: int
     step: str
     trace_id: str
 
-    def end(self, response: ModelResponse | None, error: BaseException | None) -> None:
+    def end(self, response: CallAnswer | None, error: BaseException | None) -> None:
         """The attempt was answered (`response`) or failed with `error`."""
         end = _now()
         request = self.request
@@ -238,12 +253,12 @@ class _Call:
              self.step, request.model, request.max_tokens, request.temperature, self.alias,
              self.provider, self.kind, self.attempt, finish, tokens_in, tokens_out,
              answered_by, answer_id, error_type, system, asked, answer, cache_read,
-             cache_write)
+             cache_write, self.conversation, self.address, self.port)
         )  # fmt: skip
 
 
 def _captured(
-    request: ModelRequest, response: ModelResponse | None
+    request: CallRequest, response: CallAnswer | None
 ) -> tuple[str | None, str, str | None]:
     """The GenAI content attributes (system instructions, input and output messages) as
     the JSON text the conventions give them."""
@@ -281,6 +296,7 @@ class OtelTracer:
         resource: Resource | None = None,
         export: ExportProcess | None = None,
         owned: bool = False,
+        meter_provider: MeterProvider | None = None,
     ) -> None:
         self.processor = processor
         self.export = export  # spans go to this helper process instead of `processor`
@@ -291,19 +307,24 @@ class OtelTracer:
         self.capture = capture_content
         self.owned = owned  # made here (from the environment): shut down after the run
         self._tools: dict[tuple[str, object, object], _Open] = {}
-        # Takes a finished span's record (`openprose.vm.otlp`, of any shape): the export
+        # Takes a finished span's record (`openprose.telemetry.otlp`, of any shape): the export
         # helper's queue's `append` itself, so that a span ends in one C call.
         self.record: Callable[[tuple[Any, ...]], None] = (
             self._to_processor if export is None else export.records.append
+        )
+        # The GenAI client metrics on an application's meter provider (the export helper
+        # makes them itself from the call spans it is sent).
+        self.metrics = (
+            None if meter_provider is None else SdkCallMetrics(meter_provider, SCOPE_NAME)
         )
 
     @classmethod
     def from_environment(cls, env: Mapping[str, str]) -> OtelTracer:
         """A tracer configured the standard way (see `processor_from_environment`), whose
-        spans are exported by a helper process (`openprose.vm.otel_export`): encoding
+        spans are exported by a helper process (`openprose.telemetry.export`): encoding
         and sending spans costs more CPU than the VM spends on a session, so it is kept
         out of the run's process; this one only writes each finished span as a line."""
-        exporter_named(env)  # a setting we cannot honour fails here, at once
+        metrics_wanted(env, exporter_named(env))  # a setting we cannot honour fails here, at once
         capture = env.get(CAPTURE_CONTENT, "").strip().lower() == "true"
         return cls(None, capture_content=capture, export=ExportProcess(env), owned=True)
 
@@ -311,6 +332,8 @@ class OtelTracer:
 
     def _to_processor(self, record: tuple[Any, ...]) -> None:
         assert self.processor is not None and self.resource is not None
+        if self.metrics is not None and record[0] == CALL:
+            self.metrics.add(record)
         self.processor.on_end(span_of(expand(record), self.resource))
 
     # --- the run -------------------------------------------------------------------------
@@ -325,6 +348,8 @@ class OtelTracer:
             # never a parent, so no span of this attempt points to one that never arrives.
             trace_id = f"{int(resumed_from['trace_id'], 16):032x}"
             earlier = ((trace_id, int(resumed_from["span_id"], 16)),)
+            if resumed_from.get("start") and not resumed_from.get("ended"):
+                self._lost_attempt(run_id, program, trace_id, resumed_from)
         else:
             ambient = trace.get_current_span().get_span_context()  # the embedding app's span
             if ambient.is_valid:
@@ -342,7 +367,26 @@ class OtelTracer:
             earlier,
         )
         _run.set((span, _current.set(span)))
-        return {"trace_id": span.trace_id, "span_id": f"{span.span_id:016x}"}
+        _conversation.set(run_id)
+        # `start`: so that a resume can write this span if this attempt never ends it.
+        return {
+            "trace_id": span.trace_id,
+            "span_id": f"{span.span_id:016x}",
+            "start": str(span.start),
+        }
+
+    def _lost_attempt(
+        self, run_id: str, program: str, trace_id: str, ids: Mapping[str, str]
+    ) -> None:
+        """The run span of an earlier attempt whose process died before ending it (kill -9,
+        a crash), written now with its own ids: its statements' spans, exported before it
+        died, name it as their parent, and a parent must arrive."""
+        why = "this attempt's process ended before the run did; the run was resumed"
+        self.record(
+            (f"prose run {program}", trace_id, int(ids["span_id"], 16), None, _INTERNAL, _ERROR,
+             why, int(ids["start"]), _now(),
+             {"prose.run.id": run_id, "prose.program": program, "prose.run.status": "lost"})
+        )  # fmt: skip
 
     def end_run(self, status: str, error: str | None) -> None:
         running = _run.get()
@@ -354,6 +398,7 @@ class OtelTracer:
             span.code, span.why = _ERROR, error or status
         _current.reset(token)
         _run.set(None)
+        _conversation.set(None)
         span.end()
 
     # --- statements and calls ------------------------------------------------------------
@@ -361,7 +406,9 @@ class OtelTracer:
     # `object.__new__` and their slots set here (calling a class with an `__init__` costs
     # ~40 % more: the type call, the arguments packed again for `__init__`).
 
-    def statement(self, kind: str, step: str, path: str, line: int) -> _Statement:
+    def statement(
+        self, kind: str, step: str, path: str, line: int, agent: str | None = None
+    ) -> _Statement:
         span = _new(_Statement)
         parent = _current.get()
         if parent is None:
@@ -372,13 +419,18 @@ class OtelTracer:
         span.record, span.token = self.record, None
         span.kind, span.step = kind, step
         span.path, span.line = path, line
+        span.agent = agent
+        span.conversation = None if agent is None else _conversation.get()
         span.start = _now()
         return span
 
-    def model_call(self, step: str, request: ModelRequest, *, alias: str, provider: str,
-                   kind: str, attempt: int, parent: Any = None) -> _Call:  # fmt: skip
+    def model_call(self, step: str, request: CallRequest, *, alias: str, provider: str,
+                   kind: str, attempt: int, parent: Any = None,
+                   server: tuple[str, int] | None = None) -> _Call:  # fmt: skip
         span = _new(_Call)
         span.record, span.capture = self.record, self.capture
+        span.conversation = _conversation.get()
+        span.address, span.port = server or (None, None)
         span.step, span.request = step, request
         span.alias, span.provider = alias, provider
         span.kind, span.attempt = kind, attempt
@@ -437,7 +489,7 @@ class OtelTracer:
 
 
 def span_of(record: Record | LinkedRecord, resource: Resource) -> ReadableSpan:
-    """A record (`openprose.vm.otlp.Record`) as the SDK's processors and exporters take it."""
+    """A record (`openprose.telemetry.otlp.Record`) as the SDK's processors and exporters take it."""
     name, trace_hex, span_id, parent, kind, code, why, start, end, attributes = record[:10]
     trace_id = int(trace_hex, 16)
     links = [link for links in record[10:] for link in links]  # a record's links are last
@@ -533,8 +585,8 @@ def _widen(pipe: Any) -> None:
 
 
 class ExportProcess:
-    """The helper process that exports a run's spans (`openprose.vm.otel_export`): each
-    finished span's record (`openprose.vm.otlp`) is appended to a deque; a thread writes
+    """The helper process that exports a run's spans (`openprose.telemetry.export`): each
+    finished span's record (`openprose.telemetry.otlp`) is appended to a deque; a thread writes
     what has gathered to the helper's stdin as one frame every 50 ms; at the end (or when
     this process dies) its stdin closes and the helper exports what it holds and
     exits."""
@@ -546,7 +598,7 @@ class ExportProcess:
         import sys
 
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "openprose.vm.otel_export"],
+            [sys.executable, "-m", "openprose.telemetry.export"],
             stdin=subprocess.PIPE,
             env=_helper_environment(env),
         )

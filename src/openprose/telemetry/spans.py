@@ -4,8 +4,11 @@ The VM calls a `Tracer` at three seams — around each statement that runs
 (`Interpreter.stmt`; a session statement's span is opened by `Sessions.run`, which hands it
 to its model call as the call's parent), around each model call attempt (`ModelCalls.call`)
 and for the journal events it names (`Shared.emit`, where tool calls become spans) — and
-only when the run has one. The OpenTelemetry implementation is `openprose.vm.otel`; this module never
-imports it, so a run without tracing loads no part of the SDK.
+only when the run has one. The OpenTelemetry implementation is `openprose.telemetry.otel`;
+this module never imports it, so a run without tracing loads no part of the SDK.
+
+Telemetry sits below the VM and the providers: what a tracer reads of a model request and
+its answer is described in `openprose.telemetry.model_calls`, and the providers' types fit it.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from contextlib import AbstractContextManager
 from types import TracebackType
 from typing import Any, Protocol
 
-from openprose.providers.base import ModelRequest, ModelResponse
+from openprose.telemetry.model_calls import CallAnswer, CallRequest
 
 # Environment variables that turn tracing on by themselves (the standard OTLP ones).
 ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
@@ -26,7 +29,7 @@ EXTRA_HINT = "pip install 'openprose[otel]'"
 class ModelCallSpan(Protocol):
     """A model call attempt's span, ended by its caller."""
 
-    def end(self, response: ModelResponse | None, error: BaseException | None) -> None:
+    def end(self, response: CallAnswer | None, error: BaseException | None) -> None:
         """The attempt was answered (`response`) or failed with `error`."""
         ...
 
@@ -62,7 +65,11 @@ class Tracer(Protocol):
 
     def end_run(self, status: str, error: str | None) -> None: ...
 
-    def statement(self, kind: str, step: str, path: str, line: int) -> StatementSpan: ...
+    def statement(
+        self, kind: str, step: str, path: str, line: int, agent: str | None = None
+    ) -> StatementSpan:
+        """A statement's span; with `agent`, a session of that agent (`invoke_agent`)."""
+        ...
 
     def current(self, span: StatementSpan) -> AbstractContextManager[None]:
         """`span` is the current span inside the block: the parent of spans whose maker is
@@ -72,15 +79,17 @@ class Tracer(Protocol):
     def model_call(
         self,
         step: str,
-        request: ModelRequest,
+        request: CallRequest,
         *,
         alias: str,
         provider: str,
         kind: str,
         attempt: int,
         parent: StatementSpan | None = None,
+        server: tuple[str, int] | None = None,
     ) -> ModelCallSpan:
-        """The attempt's span, a child of `parent` (None: of the current span)."""
+        """The attempt's span, a child of `parent` (None: of the current span); `server`:
+        the host and port the request goes to, when it goes over the network."""
         ...
 
     def on_event(self, event: str, step: str, fields: dict[str, Any]) -> None: ...
@@ -110,7 +119,7 @@ def open_tracer(environ: Mapping[str, str] | None = None) -> Tracer:
     `TracingUnavailable` with the install hint when the SDK is missing, or naming the
     setting it cannot honour."""
     try:
-        from openprose.vm.otel import OtelTracer
+        from openprose.telemetry.otel import OtelTracer
     except ImportError as error:
         raise TracingUnavailable(
             f"tracing needs the OpenTelemetry SDK ({error.name} is missing): {EXTRA_HINT}"

@@ -1,9 +1,9 @@
 """The helper process of `prose run --trace`: reads frames of finished spans
-(`openprose.vm.otlp.frame`, written by `openprose.vm.otel.ExportProcess`) and exports them
+(`openprose.telemetry.otlp.frame`, written by `openprose.telemetry.otel.ExportProcess`) and exports them
 as the environment says (`OTEL_*`, see `processor_from_environment`). At end of input it
 exports what it holds and exits, so it never outlives the run that started it.
 
-OTLP (the default) is encoded by `openprose.vm.otlp` and sent by `openprose.vm.otlp_http`
+OTLP (the default) is encoded by `openprose.telemetry.otlp` and sent by `openprose.telemetry.otlp_http`
 (the standard `OTEL_EXPORTER_OTLP_*` settings), neither of which loads the SDK's exporter,
 requests or protobuf: the helper starts in a third of the CPU time. A request holds what arrived meanwhile: at least
 `MIN_BATCH` spans or `MAX_WAIT` seconds' worth, at most `OTEL_BSP_MAX_EXPORT_BATCH_SIZE`
@@ -11,7 +11,8 @@ requests or protobuf: the helper starts in a third of the CPU time. A request ho
 spans. Spans are encoded as they arrive, not when their request goes: at the end of input
 (the run is waiting) only the last frame is left to encode. The console exporter, and the
 SDK's credential-provider plug-ins, get `ReadableSpan`s through the SDK's batch processor
-and exporter instead.
+and exporter instead. On the OTLP path the helper also makes the GenAI client metrics of
+the model call spans it is sent (`openprose.telemetry.metrics`) and exports them.
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 
-from openprose.vm.otlp import FRAME_HEADER, SCOPE_NAME, Record, SpanEncoder
-from openprose.vm.otlp_http import OtlpHttp, exporter_named, resource_attributes
+from openprose.telemetry.metrics import CallMetrics, export_interval, metrics_wanted
+from openprose.telemetry.otlp import FRAME_HEADER, SCOPE_NAME, Record, SpanEncoder
+from openprose.telemetry.otlp_http import OtlpHttp, exporter_named, resource_attributes
 
 TYPE_CHECKING = False  # the helper starts without `typing`
 if TYPE_CHECKING:
@@ -127,20 +129,59 @@ def _frames(buffer: bytearray) -> list[Record]:
 
 def exporter_for(env: Mapping[str, str]) -> Exporter:
     """The exporter the environment names."""
-    if exporter_named(env) == "otlp" and not any(name in env for name in SDK_ONLY):
+    chosen = exporter_named(env)
+    if chosen == "otlp" and not any(name in env for name in SDK_ONLY):
         sender = OtlpHttp(env)
         attributes, schema_url = resource_attributes(env)
         encoder = SpanEncoder(attributes, SCOPE_NAME, resource_schema_url=schema_url)
-        return Exporter(
+        spans = Exporter(
             encoder.spans, lambda spans: sender.send(encoder.request_of(spans)), sender.close
         )
+        if not metrics_wanted(env, chosen):
+            return spans
+        return _with_metrics(spans, env, attributes, schema_url)
     return _sdk_exporter(env)
+
+
+def _with_metrics(
+    spans: Exporter, env: Mapping[str, str], resource: Mapping[str, Any], schema_url: str
+) -> Exporter:
+    """`spans`, and the GenAI metrics of the model calls among them (`CallMetrics`), sent
+    every `export_interval` seconds and at the end."""
+    metrics = CallMetrics()
+    sender = OtlpHttp(env, signal="metrics")
+    interval = export_interval(env)
+    due = [time.monotonic() + interval]
+
+    def send() -> None:
+        body = metrics.request(resource, SCOPE_NAME, schema_url)
+        if body is not None:
+            sender.send(body)
+
+    def prepare(records: list[Record]) -> list[Any]:
+        metrics.add(records)
+        return spans.prepare(records)
+
+    def export(batch: list[Any]) -> None:
+        spans.export(batch)
+        if time.monotonic() >= due[0]:
+            send()
+            due[0] = time.monotonic() + interval
+
+    def finish() -> None:
+        try:
+            send()
+        finally:
+            sender.close()
+            spans.finish()
+
+    return Exporter(prepare, export, finish)
 
 
 def _sdk_exporter(env: Mapping[str, str]) -> Exporter:
     """The SDK's processor and exporter, fed `ReadableSpan`s."""
-    from openprose.vm.otel import processor_from_environment, span_of
-    from openprose.vm.otlp import expand
+    from openprose.telemetry.otel import processor_from_environment, span_of
+    from openprose.telemetry.otlp import expand
 
     processor, resource = processor_from_environment(env)
 
