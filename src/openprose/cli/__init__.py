@@ -17,6 +17,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "fmt": ("openprose.cli.fmt", "rewrite programs in canonical layout, keeping comments"),
     "run": ("openprose.cli.run", "run a program against a model provider"),
     "resume": ("openprose.cli.resume", "continue an interrupted run"),
+    "test": ("openprose.cli.test", "run the cases of test files (NAME.test.toml) and report"),
     "install": (
         "openprose.cli.install",
         "fetch, verify and pin the remote programs and skills programs import",

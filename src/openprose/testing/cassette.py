@@ -1,0 +1,106 @@
+"""A case's cassette, replayed strictly: a request the cassette does not hold is a sign that
+the program changed since it was recorded, so the answer is an error and the case fails with
+a diff between the request recorded nearest to it and the one sent now."""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+from collections import deque
+from pathlib import Path
+
+from openprose.providers.base import ModelRequest, ModelResponse, ProviderError
+
+__all__ = ["CassetteProvider", "request_text"]
+
+DIFF_CONTEXT = 2  # lines around each change
+
+
+def request_text(request: ModelRequest) -> list[str]:
+    """A request as lines a person can compare: model, system prompt, each message, tools."""
+    lines = [f"model: {request.model}"]
+    if request.system:
+        lines += [f"system: {line}" for line in request.system.splitlines()]
+    for message in request.messages:
+        lines += [f"{message.role}: {line}" for line in message.content.splitlines() or [""]]
+        lines += [f"{message.role} calls {c.name} {c.arguments}" for c in message.tool_calls]
+        lines += [f"{message.role} result: {r.content[:200]}" for r in message.tool_results]
+    if request.tools:
+        lines.append("tools: " + ", ".join(sorted(t.name for t in request.tools)))
+    return lines
+
+
+def _prompt_key(request: ModelRequest) -> str:
+    """The key without the model: a replay resolves aliases differently from the recording."""
+    return dataclasses.replace(request, model="").key()
+
+
+class CassetteProvider:
+    """Answers each request with the next unused recorded answer to the same request."""
+
+    name = "replay"
+
+    def __init__(
+        self, records: list[tuple[ModelRequest, ModelResponse]], *, source: Path
+    ) -> None:
+        self.source = source
+        self._records = records
+        self._used = [False] * len(records)
+        self._by_key: dict[str, deque[int]] = {}
+        for index, (request, _) in enumerate(records):
+            self._by_key.setdefault(_prompt_key(request), deque()).append(index)
+        self.mismatch: str | None = None  # the diff of the first request not recorded
+
+    @classmethod
+    def from_file(cls, path: Path) -> CassetteProvider:
+        from openprose.providers.replay import read_cassette
+
+        return cls(read_cassette(path), source=path)
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        candidates = self._by_key.get(_prompt_key(request))
+        while candidates:
+            index = candidates.popleft()
+            if not self._used[index]:
+                self._used[index] = True
+                recorded = self._records[index][1]
+                return dataclasses.replace(recorded, provider=self.name)
+        if self.mismatch is None:
+            self.mismatch = self._diff(request)
+        raise ProviderError(
+            f"the cassette {self.source} holds no answer for this request "
+            f"(the program changed since it was recorded)",
+            provider=self.name,
+        )
+
+    def _diff(self, request: ModelRequest) -> str:
+        """The unified diff from the closest recorded request not yet answered to `request`."""
+        now = request_text(request)
+        unused = [r for (r, _), used in zip(self._records, self._used, strict=True) if not used]
+        if not unused:
+            return "\n".join(
+                ["the cassette holds no more requests; the run sent one more:", *now]
+            )
+
+        def likeness(recorded: ModelRequest) -> float:
+            return difflib.SequenceMatcher(None, request_text(recorded), now).ratio()
+
+        closest = max(unused, key=likeness)
+        return "\n".join(
+            difflib.unified_diff(
+                request_text(closest),
+                now,
+                fromfile=f"recorded ({self.source.name})",
+                tofile="sent now",
+                n=DIFF_CONTEXT,
+                lineterm="",
+            )
+        )
+
+    @property
+    def unused(self) -> int:
+        """How many recorded answers no request asked for."""
+        return self._used.count(False)
+
+    async def aclose(self) -> None:
+        return None
