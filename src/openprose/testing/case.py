@@ -3,6 +3,8 @@ expectations checked, and (when recording) the cassette saved."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import shutil
 import tempfile
 import time
@@ -90,7 +92,9 @@ async def _run_in(scratch: Path, test_file: TestFile, case: Case, mode: Mode) ->
         yes=case.approve,
     )
     try:
-        prepared = prepare(test_file.program, options, inputs=case.inputs, project_dir=work)
+        # The checker's notes and warnings go to stderr; a suite's output is its summary.
+        with contextlib.redirect_stderr(io.StringIO()):
+            prepared = prepare(test_file.program, options, inputs=case.inputs, project_dir=work)
     except RunError as error:
         return CaseOutcome(test_file, case, "error", [str(error)])
     cassette: CassetteProvider | None = None
@@ -107,7 +111,8 @@ async def _run_in(scratch: Path, test_file: TestFile, case: Case, mode: Mode) ->
     router = ModelRouter(prepared.provider, prepared.settings)
     try:
         result = await execute(prepared)
-        failures = await _check(case, result, _judge(router, prepared.config.evaluator_model))
+        judge = _judge(router, prepared.config.evaluator_model)
+        failures = await _check(test_file, case, result, judge)
     finally:
         await router.aclose()
         await prepared.provider.aclose()
@@ -154,7 +159,7 @@ def _provider_spec(scratch: Path, case: Case, mode: Mode, recording: bool) -> st
     return f"replay:{case.cassette.resolve()}"
 
 
-async def _check(case: Case, result: Any, judge: Any) -> list[str]:
+async def _check(test_file: TestFile, case: Case, result: Any, judge: Any) -> list[str]:
     seen = observe(result)
     failures: list[str] = []
     if result.status != "succeeded" and not any(e.of == "status" for e in case.expect):
@@ -162,7 +167,8 @@ async def _check(case: Case, result: Any, judge: Any) -> list[str]:
         failures.append(f"the run {result.status}{because}")
     for expectation in case.expect:
         found = await check_expectation(expectation, seen, judge)
-        failures += [f"line {expectation.line}: {problem}" for problem in found]
+        where = f"{_shown_path(test_file.path)}:{expectation.line}"
+        failures += [f"{where}: {problem}" for problem in found]
     return failures
 
 

@@ -20,7 +20,8 @@ class Observed:
     result: str | None = None
     outputs: dict[str, Any] = field(default_factory=dict)
     bindings: dict[str, str] = field(default_factory=dict)
-    sessions: int = 0  # sessions started (a tool loop's later turns are the same session)
+    sessions: int = 0  # sessions run (not a tool loop's later turns, judgments, memory)
+    judgments: int = 0  # questions asked of the evaluator (conditions, choices, filters)
     tool_calls: int = 0
     tokens: int = 0
     cost: float = 0.0
@@ -48,8 +49,10 @@ def observe(run: Any) -> Observed:
             except orjson.JSONDecodeError:
                 continue  # a torn last line
             kind = event.get("ev")
-            if kind == "session_started" and event.get("kind") != "tool_turn":
+            if kind == "session_started" and event.get("kind") == "session":
                 seen.sessions += 1
+            elif kind == "session_started" and event.get("kind") == "judgment":
+                seen.judgments += 1
             elif kind == "tool_call":
                 seen.tool_calls += 1
             elif kind == "permission" and event.get("decision") == "allowed":

@@ -58,6 +58,7 @@ SUBJECTS = (
     "status",
     "error",
     "sessions",
+    "judgments",
     "tool_calls",
     "tokens",
     "cost",
@@ -199,7 +200,7 @@ class _Reader:
             if any(c.name == case.name for c in cases):
                 raise self.fail(line, f"two cases are named {case.name!r}")
             cases.append(case)
-        return TestFile(self.path, program_path, tuple(cases))
+        return TestFile(self.path, program_path.resolve(), tuple(cases))
 
     def unknown(self, table: Mapping[str, Any], known: tuple[str, ...], line: int, what: str) -> None:
         from cliconventions import did_you_mean
@@ -267,10 +268,22 @@ class _Reader:
             approve=approve,
             evaluator=case_evaluator,
             expect=tuple(
-                self.expectation(item, self.line_of("of", line), f"{what}, expect {number}")
+                self.expectation(item, self.expectation_line(line, number), f"{what}, expect {number}")
                 for number, item in enumerate(expect, 1)
             ),
         )
+
+    def expectation_line(self, case_line: int, number: int) -> int:
+        """The line of a case's `number`th `of = ...` (its expectation), else the case's."""
+        seen = 0
+        for index in range(case_line, len(self.lines)):
+            text = self.lines[index]
+            if re.match(r"\s*\[\[\s*case\s*\]\]", text):
+                break
+            seen += len(re.findall(r"(?:^|[{,\s])of\s*=", text))
+            if seen >= number:
+                return index + 1
+        return case_line
 
     def path_of(self, raw: Mapping[str, Any], key: str, line: int, what: str) -> Path | None:
         value = raw.get(key)
