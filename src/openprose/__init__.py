@@ -55,6 +55,8 @@ _LAZY = {
     "RunEvent": "openprose.api",
     "RunResult": "openprose.api",
     "serve_ui": "openprose.api",
+    "test": "openprose.api",
+    "atest": "openprose.api",
     "__version__": "cliconventions",  # the distribution's version is written there, once
 }
 
@@ -70,6 +72,7 @@ __all__ = [
     "approve",
     "aresume",
     "arun",
+    "atest",
     "batch",
     "canonicalize",
     "check",
@@ -89,6 +92,7 @@ __all__ = [
     "resume",
     "run",
     "serve_ui",
+    "test",
 ]
 
 

@@ -82,7 +82,6 @@ def _positive(text: str) -> int:
 
 def run(args: argparse.Namespace) -> int:
     from cliconventions import run_async
-
     from openprose.testing.case import Mode
     from openprose.testing.report import FileLine, json_text, junit_xml, summary
     from openprose.testing.suite import SuiteError, TestFileError, discover, load_files, run_suite

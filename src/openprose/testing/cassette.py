@@ -40,9 +40,7 @@ class CassetteProvider:
 
     name = "replay"
 
-    def __init__(
-        self, records: list[tuple[ModelRequest, ModelResponse]], *, source: Path
-    ) -> None:
+    def __init__(self, records: list[tuple[ModelRequest, ModelResponse]], *, source: Path) -> None:
         self.source = source
         self._records = records
         self._used = [False] * len(records)
@@ -78,9 +76,7 @@ class CassetteProvider:
         now = request_text(request)
         unused = [r for (r, _), used in zip(self._records, self._used, strict=True) if not used]
         if not unused:
-            return "\n".join(
-                ["the cassette holds no more requests; the run sent one more:", *now]
-            )
+            return "\n".join(["the cassette holds no more requests; the run sent one more:", *now])
 
         def likeness(recorded: ModelRequest) -> float:
             return difflib.SequenceMatcher(None, request_text(recorded), now).ratio()

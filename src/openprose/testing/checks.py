@@ -117,7 +117,9 @@ def _schema(value: Any, schema: dict[str, Any]) -> str | None:
     if not errors:
         return None
     first = errors[0]
-    where = "".join(f"[{p!r}]" if isinstance(p, str) else f"[{p}]" for p in first.path) or "the value"
+    where = (
+        "".join(f"[{p!r}]" if isinstance(p, str) else f"[{p}]" for p in first.path) or "the value"
+    )
     more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
     return f"does not match the schema: {where}: {first.message}{more}"
 

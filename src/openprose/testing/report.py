@@ -117,7 +117,8 @@ def junit_xml(result: SuiteResult) -> bytes:
             detail.text = "\n".join(outcome.failures)
     root = ET.Element("testsuites")
     root.append(suite)
-    return ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
+    text: bytes = ET.tostring(root, encoding="utf-8", xml_declaration=True)
+    return text + b"\n"
 
 
 def _first_line(failures: Sequence[str]) -> str:

@@ -187,7 +187,7 @@ class _Reader:
             raise self.fail(
                 self.line_of("program", 1) if program is not None else 1,
                 f"the program {program_path} does not exist"
-                + ("" if program is not None else " (say which with `program = \"...\"`)"),
+                + ("" if program is not None else ' (say which with `program = "..."`)'),
             )
         raw_cases = data.get("case", [])
         if not isinstance(raw_cases, list) or not raw_cases:
@@ -202,16 +202,16 @@ class _Reader:
             cases.append(case)
         return TestFile(self.path, program_path.resolve(), tuple(cases))
 
-    def unknown(self, table: Mapping[str, Any], known: tuple[str, ...], line: int, what: str) -> None:
+    def unknown(
+        self, table: Mapping[str, Any], known: tuple[str, ...], line: int, what: str
+    ) -> None:
         from cliconventions import did_you_mean
 
         for key in table:
             if key not in known:
                 guess = did_you_mean(key, known)
                 hint = f" (did you mean `{guess}`?)" if guess else ""
-                raise self.fail(
-                    self.line_of(key, line), f"unknown key `{key}` in {what}{hint}"
-                )
+                raise self.fail(self.line_of(key, line), f"unknown key `{key}` in {what}{hint}")
 
     def case(self, raw: object, line: int, evaluator: object) -> Case:
         if not isinstance(raw, dict):
@@ -238,7 +238,9 @@ class _Reader:
                 )
         rules = raw.get("rules", [])
         if not isinstance(rules, list) or not all(isinstance(r, dict) for r in rules):
-            raise self.fail(self.line_of("rules", line), f"{what}: `rules` must be a list of tables")
+            raise self.fail(
+                self.line_of("rules", line), f"{what}: `rules` must be a list of tables"
+            )
         sources = [k for k in ("cassette", "rules", "scripted", "live") if raw.get(k)]
         if len(sources) > 1:
             raise self.fail(
@@ -261,14 +263,19 @@ class _Reader:
             inputs=inputs,
             files=files,
             cassette=self.path_of(raw, "cassette", line, what)
-            or self.path.parent / "cassettes" / self.path.name.removesuffix(SUFFIX) / (slug(name) + ".jsonl"),
+            or self.path.parent
+            / "cassettes"
+            / self.path.name.removesuffix(SUFFIX)
+            / (slug(name) + ".jsonl"),
             rules=tuple(rules),
             scripted=self.path_of(raw, "scripted", line, what),
             live=live,
             approve=approve,
             evaluator=case_evaluator,
             expect=tuple(
-                self.expectation(item, self.expectation_line(line, number), f"{what}, expect {number}")
+                self.expectation(
+                    item, self.expectation_line(line, number), f"{what}, expect {number}"
+                )
                 for number, item in enumerate(expect, 1)
             ),
         )
@@ -295,8 +302,10 @@ class _Reader:
 
     def expectation(self, raw: object, line: int, what: str) -> Expectation:
         if not isinstance(raw, dict):
-            raise self.fail(line, f"{what}: an expectation is a table like "
-                            '{ of = "result", contains = "..." }')
+            raise self.fail(
+                line,
+                f'{what}: an expectation is a table like {{ of = "result", contains = "..." }}',
+            )
         self.unknown(raw, ("of", *CHECKS), line, what)
         subject = raw.get("of")
         if not isinstance(subject, str) or not _known_subject(subject):

@@ -14,9 +14,18 @@ from pathlib import Path
 from openprose.testing.case import CaseOutcome, Mode, run_case
 from openprose.testing.spec import SUFFIX, Case, TestFile, TestFileError, load_test_file
 
-__all__ = ["SuiteError", "SuiteResult", "discover", "keyword_filter", "run_suite"]
+__all__ = [
+    "SuiteError",
+    "SuiteResult",
+    "TestFileError",
+    "discover",
+    "keyword_filter",
+    "load_files",
+    "run_suite",
+]
 
 DEFAULT_JOBS = 8
+DEFAULT_MODE = Mode()  # answers from cassettes
 
 
 class SuiteError(Exception):
@@ -82,8 +91,9 @@ def _excluded(path: Path, patterns: list[str], root: Path) -> bool:
         relative = path.resolve().relative_to(root.resolve())
     except ValueError:
         return False
-    return any(relative.match(p) or relative.as_posix().startswith(p.rstrip("/") + "/")
-               for p in patterns)
+    return any(
+        relative.match(p) or relative.as_posix().startswith(p.rstrip("/") + "/") for p in patterns
+    )
 
 
 _TOKEN = re.compile(r"\s*(\(|\)|[^\s()]+)")
@@ -109,20 +119,18 @@ def keyword_filter(expression: str) -> Callable[[str], bool]:
         return token
 
     def either() -> Callable[[str], bool]:
-        left = both()
+        parts = [both()]
         while peek() == "or":
             take()
-            right, before = both(), left
-            left = lambda text, a=before, b=right: a(text) or b(text)  # noqa: E731
-        return left
+            parts.append(both())
+        return lambda text: any(part(text) for part in parts)
 
     def both() -> Callable[[str], bool]:
-        left = negated()
+        parts = [negated()]
         while peek() == "and":
             take()
-            right, before = negated(), left
-            left = lambda text, a=before, b=right: a(text) and b(text)  # noqa: E731
-        return left
+            parts.append(negated())
+        return lambda text: all(part(text) for part in parts)
 
     def negated() -> Callable[[str], bool]:
         token = take()
@@ -152,7 +160,7 @@ def load_files(paths: Sequence[Path]) -> list[TestFile]:
 
 async def run_suite(
     files: Sequence[TestFile],
-    mode: Mode = Mode(),
+    mode: Mode = DEFAULT_MODE,
     *,
     keyword: str | None = None,
     update: bool = False,
@@ -197,6 +205,3 @@ async def run_suite(
 
 def _id(test_file: TestFile, case: Case) -> str:
     return f"{test_file.path}::{case.name}"
-
-
-__all__ += ["TestFileError", "load_files"]
