@@ -139,8 +139,9 @@ def keyword_filter(expression: str) -> Callable[[str], bool]:
             return lambda text: not inner(text)
         if token == "(":
             inner = either()
-            if take() != ")":
+            if peek() != ")":
                 raise SuiteError(f"-k {expression!r}: a parenthesis is not closed")
+            take()
             return inner
         if token in ("and", "or", ")"):
             raise SuiteError(f"-k {expression!r}: unexpected `{token}`")

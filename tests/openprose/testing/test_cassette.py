@@ -1,0 +1,82 @@
+"""A strict replay: recorded answers served; a request not recorded gives a readable diff."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from openprose.providers.base import Message, ModelRequest, ModelResponse, ProviderError
+from openprose.testing.cassette import CassetteProvider, request_text
+
+
+def _request(prompt: str, model: str = "sonnet", system: str | None = "You review code") -> ModelRequest:
+    return ModelRequest(model=model, messages=(Message("user", prompt),), system=system)
+
+
+RECORDS = [
+    (_request("Read the code in src/\nand find bugs"), ModelResponse("two bugs")),
+    (_request("Suggest fixes"), ModelResponse("fix them")),
+]
+
+
+async def test_recorded_requests_are_answered_whatever_the_model_id() -> None:
+    cassette = CassetteProvider(list(RECORDS), source=Path("c.jsonl"))
+    answer = await cassette.complete(_request("Suggest fixes", model="claude-sonnet-4-5"))
+    assert answer.text == "fix them" and answer.provider == "replay"
+    assert cassette.unused == 1 and cassette.mismatch is None
+    await cassette.complete(_request("Read the code in src/\nand find bugs"))
+    assert cassette.unused == 0
+
+
+async def test_a_changed_prompt_fails_with_a_diff_from_the_nearest_recorded_request() -> None:
+    cassette = CassetteProvider(list(RECORDS), source=Path("cassettes/review.jsonl"))
+    with pytest.raises(ProviderError, match="holds no answer for this request"):
+        await cassette.complete(_request("Read the code in lib/\nand find bugs"))
+    assert cassette.mismatch == "\n".join(
+        [
+            "--- recorded (review.jsonl)",
+            "+++ sent now",
+            "@@ -1,4 +1,4 @@",
+            " model: sonnet",
+            " system: You review code",
+            "-user: Read the code in src/",
+            "+user: Read the code in lib/",
+            " user: and find bugs",
+        ]
+    )
+
+
+async def test_one_request_too_many_is_shown_whole() -> None:
+    cassette = CassetteProvider(list(RECORDS[:1]), source=Path("c.jsonl"))
+    await cassette.complete(RECORDS[0][0])
+    with pytest.raises(ProviderError):
+        await cassette.complete(_request("Suggest fixes"))
+    assert cassette.mismatch is not None
+    assert cassette.mismatch.splitlines()[0] == (
+        "the cassette holds no more requests; the run sent one more:"
+    )
+    assert "user: Suggest fixes" in cassette.mismatch
+
+
+def test_request_text_shows_tools_and_tool_traffic() -> None:
+    from openprose.providers.base import ToolCall, ToolResult, ToolSpec
+
+    request = ModelRequest(
+        model="m",
+        messages=(
+            Message("user", "go"),
+            Message("assistant", "", tool_calls=(ToolCall("1", "read_file", {"path": "a"}),)),
+            Message("user", "", tool_results=(ToolResult("1", "text of a"),)),
+        ),
+        tools=(ToolSpec("read_file", "", {}), ToolSpec("list_files", "", {})),
+    )
+    assert request_text(request) == [
+        "model: m",
+        "user: go",
+        "assistant: ",
+        "assistant calls read_file {'path': 'a'}",
+        "user: ",
+        "user result: text of a",
+        "tools: list_files, read_file",
+    ]
