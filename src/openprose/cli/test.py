@@ -117,9 +117,9 @@ def run(args: argparse.Namespace) -> int:
         return USAGE_ERROR
     try:
         if args.junit_xml:
-            Path(args.junit_xml).write_bytes(junit_xml(result))
+            _write(Path(args.junit_xml), junit_xml(result))
         if args.json and not json_out:
-            Path(args.json).write_text(json_text(result), encoding="utf-8")
+            _write(Path(args.json), json_text(result).encode("utf-8"))
     except OSError as error:
         from cliconventions import os_error_text
 
@@ -130,3 +130,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         summary(result, sys.stdout)
     return OK if result.passed else FAILED
+
+
+def _write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)

@@ -17,7 +17,7 @@ import orjson
 from openprose.testing.cassette import CassetteProvider
 from openprose.testing.checks import check_expectation
 from openprose.testing.observe import observe
-from openprose.testing.spec import Case, TestFile
+from openprose.testing.spec import Case, TestFile, shown_path
 
 __all__ = ["CaseOutcome", "Mode", "run_case"]
 
@@ -46,14 +46,7 @@ class CaseOutcome:
 
     @property
     def id(self) -> str:
-        return f"{_shown_path(self.file.path)}::{self.case.name}"
-
-
-def _shown_path(path: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(path)
+        return f"{shown_path(self.file.path)}::{self.case.name}"
 
 
 async def run_case(test_file: TestFile, case: Case, mode: Mode) -> CaseOutcome:
@@ -80,7 +73,7 @@ async def _run_in(scratch: Path, test_file: TestFile, case: Case, mode: Mode) ->
                 test_file,
                 case,
                 "error",
-                [f"no cassette {_shown_path(case.cassette)}: record it with `prose test --record`"],
+                [f"no cassette {shown_path(case.cassette)}: record it with `prose test --record`"],
                 stale=True,
             )
     spec = _provider_spec(scratch, case, mode, recording)
@@ -167,7 +160,7 @@ async def _check(test_file: TestFile, case: Case, result: Any, judge: Any) -> li
         failures.append(f"the run {result.status}{because}")
     for expectation in case.expect:
         found = await check_expectation(expectation, seen, judge)
-        where = f"{_shown_path(test_file.path)}:{expectation.line}"
+        where = f"{shown_path(test_file.path)}:{expectation.line}"
         failures += [f"{where}: {problem}" for problem in found]
     return failures
 

@@ -120,6 +120,14 @@ def slug(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "case"
 
 
+def shown_path(path: Path) -> str:
+    """`path` relative to the working folder when it is below it, as pytest names files."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except (ValueError, OSError):
+        return str(path)
+
+
 def program_for(path: Path) -> Path:
     """The program a test file tests when it does not say: `hello.test.toml` -> `hello.prose`."""
     return path.with_name(path.name.removesuffix(SUFFIX) + ".prose")
@@ -165,7 +173,7 @@ class _Reader:
         ]
 
     def fail(self, line: int, message: str) -> TestFileError:
-        return TestFileError(f"{self.path}:{line}: {message}")
+        return TestFileError(f"{shown_path(self.path)}:{line}: {message}")
 
     def line_of(self, text: str, start: int) -> int:
         """The first line at or after `start` holding `text` (else `start`)."""

@@ -10,7 +10,9 @@ from openprose.providers.base import Message, ModelRequest, ModelResponse, Provi
 from openprose.testing.cassette import CassetteProvider, request_text
 
 
-def _request(prompt: str, model: str = "sonnet", system: str | None = "You review code") -> ModelRequest:
+def _request(
+    prompt: str, model: str = "sonnet", system: str | None = "You review code"
+) -> ModelRequest:
     return ModelRequest(model=model, messages=(Message("user", prompt),), system=system)
 
 

@@ -30,18 +30,81 @@ async def _check(of: str, **checks: Any) -> list[str]:
 
 # (subject, check, expected value that holds, expected value that fails, failure message)
 CASES = [
-    ("result", "equals", " Hello! The files are a.py and b.py.\n", "Hi", "result: expected 'Hi', got 'Hello! The files"),
+    (
+        "result",
+        "equals",
+        " Hello! The files are a.py and b.py.\n",
+        "Hi",
+        "result: expected 'Hi', got 'Hello! The files",
+    ),
     ("sessions", "equals", 3, 4, "sessions: expected 4, got 3"),
-    ("permissions", "equals", ["read src/a.py", "write output/r.md"], [], 'permissions: expected [], got ["read src/a.py"'),
-    ("output.report", "equals", {"count": 2, "files": ["a.py", "b.py"]}, {"count": 3}, 'output.report: expected {"count": 3}, got {"count": 2'),
+    (
+        "permissions",
+        "equals",
+        ["read src/a.py", "write output/r.md"],
+        [],
+        'permissions: expected [], got ["read src/a.py"',
+    ),
+    (
+        "output.report",
+        "equals",
+        {"count": 2, "files": ["a.py", "b.py"]},
+        {"count": 3},
+        'output.report: expected {"count": 3}, got {"count": 2',
+    ),
     ("result", "contains", "b.py", "c.py", "result: expected text containing 'c.py', got 'Hello!"),
-    ("permissions", "contains", "write output/r.md", "write src/a.py", "permissions: expected a list holding 'write src/a.py'"),
-    ("binding.draft", "contains", "draft", "final", "binding.draft: expected text containing 'final', got 'first draft'"),
-    ("result", "regex", r"^Hello!.*b\.py\.$", r"^Bye", "result: expected a match for /^Bye/, got 'Hello!"),
-    ("permissions", "regex", r"^write output/", r"^write src/", "permissions: expected a match for /^write src//"),
-    ("output.report", "schema", {"type": "object", "required": ["count"], "properties": {"count": {"type": "integer"}}}, {"type": "object", "properties": {"files": {"type": "array", "items": {"pattern": "^src/"}}}}, "output.report: does not match the schema: ['files'][0]: 'a.py' does not match '^src/' (and 1 more)"),
-    ("output.raw", "schema", {"type": "object", "properties": {"n": {"const": 1}}}, {"type": "array"}, "output.raw: does not match the schema: the value: {'n': 1} is not of type 'array'"),
-    ("output.report", "schema", {"type": "object"}, {"type": "nonsense"}, "output.report: the schema itself is not valid: 'nonsense' is not valid"),
+    (
+        "permissions",
+        "contains",
+        "write output/r.md",
+        "write src/a.py",
+        "permissions: expected a list holding 'write src/a.py'",
+    ),
+    (
+        "binding.draft",
+        "contains",
+        "draft",
+        "final",
+        "binding.draft: expected text containing 'final', got 'first draft'",
+    ),
+    (
+        "result",
+        "regex",
+        r"^Hello!.*b\.py\.$",
+        r"^Bye",
+        "result: expected a match for /^Bye/, got 'Hello!",
+    ),
+    (
+        "permissions",
+        "regex",
+        r"^write output/",
+        r"^write src/",
+        "permissions: expected a match for /^write src//",
+    ),
+    (
+        "output.report",
+        "schema",
+        {"type": "object", "required": ["count"], "properties": {"count": {"type": "integer"}}},
+        {
+            "type": "object",
+            "properties": {"files": {"type": "array", "items": {"pattern": "^src/"}}},
+        },
+        "output.report: does not match the schema: ['files'][0]: 'a.py' does not match '^src/' (and 1 more)",
+    ),
+    (
+        "output.raw",
+        "schema",
+        {"type": "object", "properties": {"n": {"const": 1}}},
+        {"type": "array"},
+        "output.raw: does not match the schema: the value: {'n': 1} is not of type 'array'",
+    ),
+    (
+        "output.report",
+        "schema",
+        {"type": "object"},
+        {"type": "nonsense"},
+        "output.report: the schema itself is not valid: 'nonsense' is not valid",
+    ),
     ("tool_calls", "at_least", 2, 3, "tool_calls: expected at least 3, got 2"),
     ("cost", "at_most", 0.01, 0.001, "cost: expected at most 0.001, got 0.004"),
     ("permissions", "at_most", 2, 1, "permissions: expected at most 1, got 2"),
@@ -51,7 +114,9 @@ CASES = [
 
 
 @pytest.mark.parametrize(("of", "kind", "holds", "fails", "message"), CASES)
-async def test_each_check_holds_and_fails(of: str, kind: str, holds: Any, fails: Any, message: str) -> None:
+async def test_each_check_holds_and_fails(
+    of: str, kind: str, holds: Any, fails: Any, message: str
+) -> None:
     if kind == "at_most" and of == "result":  # a check that cannot apply never holds
         assert (await _check(of, **{kind: holds}))[0].startswith("result: at_most needs")
     else:

@@ -49,7 +49,10 @@ def test_prose_toml_says_where_to_look_and_what_to_leave_out(tree: Path) -> None
 
 def test_a_file_given_is_taken_and_a_wrong_one_refused(tree: Path) -> None:
     assert discover([tree / "lib/deep/c.test.toml"], cwd=tree) == [tree / "lib/deep/c.test.toml"]
-    with pytest.raises(SuiteError, match=r"not-a-test\.toml: not a test file \(test files are named NAME\.test\.toml\)"):
+    with pytest.raises(
+        SuiteError,
+        match=r"not-a-test\.toml: not a test file \(test files are named NAME\.test\.toml\)",
+    ):
         discover([tree / "lib/not-a-test.toml"], cwd=tree)
     with pytest.raises(SuiteError, match="missing: no such file or folder"):
         discover([tree / "missing"], cwd=tree)
