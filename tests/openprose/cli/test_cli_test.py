@@ -180,8 +180,7 @@ def test_reports_junit_xml_and_json(project: Path, prose: Callable[..., Result])
     }
     bob = next(c for c in report["cases"] if c["name"] == "a card for Bob")
     assert bob["failures"] == [
-        "greet.test.toml:14: output.card: expected a match for /^No card/, got "
-        "'A card: Hello, Ada!'"
+        "greet.test.toml:14: output.card: expected a match for /^No card/, got 'A card: Hello, Ada!'"
     ]
     code, out, _ = prose("test", "--json", "-k", "counts")
     assert code == 0

@@ -35,7 +35,8 @@ async def test_a_changed_prompt_fails_with_a_diff_from_the_nearest_recorded_requ
     cassette = CassetteProvider(list(RECORDS), source=Path("cassettes/review.jsonl"))
     with pytest.raises(ProviderError, match="holds no answer for this request"):
         await cassette.complete(_request("Read the code in lib/\nand find bugs"))
-    assert cassette.mismatch == "\n".join(
+    assert cassette.mismatch is not None
+    assert cassette.mismatch.splitlines() == (
         [
             "--- recorded (review.jsonl)",
             "+++ sent now",

@@ -155,8 +155,10 @@ async def test_judged_asks_the_judge_with_the_value_and_the_criterion() -> None:
     assert await check_expectation(holds, SEEN, judge) == []
     fails = Expectation("binding.draft", (("judged", "the draft names every file"),), 3)
     assert await check_expectation(fails, SEEN, judge) == [
-        "binding.draft: the evaluator judged **the draft names every file** false: b.py is "
-        "missing; the value: 'first draft'"
+        (
+            "binding.draft: the evaluator judged **the draft names every file** false: b.py is "
+            "missing; the value: 'first draft'"
+        )
     ]
     assert asked == [
         ("Hello! The files are a.py and b.py.", "the answer names every file"),
