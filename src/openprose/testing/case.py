@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from openprose.testing.cassette import CassetteProvider
+from openprose.testing.cassette import CassetteProvider, PathMask, save_masked
 from openprose.testing.checks import check_expectation
 from openprose.testing.observe import observe
 from openprose.testing.spec import Case, TestFile, shown_path
@@ -95,7 +95,7 @@ async def _run_in(scratch: Path, test_file: TestFile, case: Case, mode: Mode) ->
         await prepared.provider.aclose()
         assert case.cassette is not None
         try:
-            cassette = CassetteProvider.from_file(case.cassette)
+            cassette = CassetteProvider.from_file(case.cassette, _mask(test_file, work))
         except ProviderConfigError as error:
             return CaseOutcome(test_file, case, "error", [str(error)], stale=True)
         prepared.provider = cassette
@@ -113,10 +113,13 @@ async def _run_in(scratch: Path, test_file: TestFile, case: Case, mode: Mode) ->
     if cassette is not None:
         _stale(outcome, cassette)
     if recording and case.cassette is not None:
-        case.cassette.parent.mkdir(parents=True, exist_ok=True)
-        shutil.move(scratch / "cassette.jsonl", case.cassette)
+        save_masked(scratch / "cassette.jsonl", case.cassette, _mask(test_file, work))
         outcome.recorded = True
     return outcome
+
+
+def _mask(test_file: TestFile, work: Path) -> PathMask:
+    return PathMask(test_file.program.parent, work)
 
 
 def _make_working_folder(work: Path, test_file: TestFile, case: Case) -> None:

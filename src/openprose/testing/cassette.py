@@ -1,17 +1,23 @@
 """A case's cassette, replayed strictly: a request the cassette does not hold is a sign that
 the program changed since it was recorded, so the answer is an error and the case fails with
-a diff between the request recorded nearest to it and the one sent now."""
+a diff between the request recorded nearest to it and the one sent now.
+
+Requests may name the folders of the machine they were made on (a skill's files, the case's
+temporary folder): a cassette keeps them as `$PROGRAM_DIR` and `$CASE_DIR`, and a replay
+compares requests masked the same way, so cassettes recorded in one checkout replay in any."""
 
 from __future__ import annotations
 
 import dataclasses
 import difflib
+import json
 from collections import deque
 from pathlib import Path
+from typing import Any
 
 from openprose.providers.base import ModelRequest, ModelResponse, ProviderError
 
-__all__ = ["CassetteProvider", "request_text"]
+__all__ = ["CassetteProvider", "PathMask", "request_text", "save_masked"]
 
 DIFF_CONTEXT = 2  # lines around each change
 
@@ -24,10 +30,50 @@ def request_text(request: ModelRequest) -> list[str]:
     for message in request.messages:
         lines += [f"{message.role}: {line}" for line in message.content.splitlines() or [""]]
         lines += [f"{message.role} calls {c.name} {c.arguments}" for c in message.tool_calls]
-        lines += [f"{message.role} result: {r.content[:200]}" for r in message.tool_results]
+        for result in message.tool_results:
+            lines += [f"{message.role} result: {line}" for line in result.content.splitlines()]
     if request.tools:
         lines.append("tools: " + ", ".join(sorted(t.name for t in request.tools)))
     return lines
+
+
+class PathMask:
+    """Replaces this machine's folders in a request with the names a cassette keeps."""
+
+    def __init__(self, program_dir: Path, case_dir: Path) -> None:
+        pairs: dict[str, str] = {}
+        for folder, name in ((program_dir, "$PROGRAM_DIR"), (case_dir, "$CASE_DIR")):
+            for shown in {str(folder), str(folder.resolve())}:
+                pairs[json.dumps(shown)[1:-1]] = name  # as the path appears inside JSON text
+        self._pairs = sorted(pairs.items(), key=lambda pair: -len(pair[0]))  # longest first
+
+    def body(self, body: dict[str, Any]) -> dict[str, Any]:
+        text = json.dumps(body, ensure_ascii=False)
+        if not any(path in text for path, _ in self._pairs):
+            return body
+        for path, name in self._pairs:
+            text = text.replace(path, name)
+        masked: dict[str, Any] = json.loads(text)
+        return masked
+
+    def request(self, request: ModelRequest) -> ModelRequest:
+        body = request.to_dict()
+        masked = self.body(body)
+        return request if masked is body else ModelRequest.from_dict(masked)
+
+
+def save_masked(recorded: Path, cassette: Path, mask: PathMask) -> None:
+    """Write the exchanges `recorded` holds to `cassette`, their requests masked."""
+    lines = []
+    for line in recorded.read_text(encoding="utf-8").split("\n"):
+        if not line.strip():
+            continue
+        record = json.loads(line)
+        record["request"] = mask.body(record["request"])
+        record["key"] = ModelRequest.from_dict(record["request"]).key()
+        lines.append(json.dumps(record, ensure_ascii=False) + "\n")
+    cassette.parent.mkdir(parents=True, exist_ok=True)
+    cassette.write_text("".join(lines), encoding="utf-8")
 
 
 def _prompt_key(request: ModelRequest) -> str:
@@ -40,8 +86,15 @@ class CassetteProvider:
 
     name = "replay"
 
-    def __init__(self, records: list[tuple[ModelRequest, ModelResponse]], *, source: Path) -> None:
+    def __init__(
+        self,
+        records: list[tuple[ModelRequest, ModelResponse]],
+        *,
+        source: Path,
+        mask: PathMask | None = None,
+    ) -> None:
         self.source = source
+        self._mask = mask
         self._records = records
         self._used = [False] * len(records)
         self._by_key: dict[str, deque[int]] = {}
@@ -50,12 +103,14 @@ class CassetteProvider:
         self.mismatch: str | None = None  # the diff of the first request not recorded
 
     @classmethod
-    def from_file(cls, path: Path) -> CassetteProvider:
+    def from_file(cls, path: Path, mask: PathMask | None = None) -> CassetteProvider:
         from openprose.providers.replay import read_cassette
 
-        return cls(read_cassette(path), source=path)
+        return cls(read_cassette(path), source=path, mask=mask)
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
+        if self._mask is not None:
+            request = self._mask.request(request)
         candidates = self._by_key.get(_prompt_key(request))
         while candidates:
             index = candidates.popleft()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -83,3 +84,26 @@ def test_request_text_shows_tools_and_tool_traffic() -> None:
         "user result: text of a",
         "tools: list_files, read_file",
     ]
+
+
+async def test_folders_of_the_recording_machine_are_masked_so_a_copy_replays(
+    tmp_path: Path,
+) -> None:
+    from openprose.testing.cassette import PathMask, save_masked
+
+    here = PathMask(Path("/work/a/examples"), Path("/tmp/case-1"))
+    recorded = tmp_path / "recorded.jsonl"
+    request = _request("Read /work/a/examples/skills/x.md and /tmp/case-1/out.txt")
+    recorded.write_text(
+        json.dumps({"request": request.to_dict(), "response": {"text": "ok"}}) + "\n"
+    )
+    cassette = tmp_path / "cassettes" / "c.jsonl"
+    save_masked(recorded, cassette, here)
+    saved = json.loads(cassette.read_text())
+    assert saved["request"]["messages"][0]["content"] == (
+        "Read $PROGRAM_DIR/skills/x.md and $CASE_DIR/out.txt"
+    )
+    elsewhere = PathMask(Path("/home/ci/repo/examples"), Path("/tmp/case-2"))
+    replay = CassetteProvider.from_file(cassette, elsewhere)
+    moved = _request("Read /home/ci/repo/examples/skills/x.md and /tmp/case-2/out.txt")
+    assert (await replay.complete(moved)).text == "ok"
