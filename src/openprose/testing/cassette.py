@@ -28,10 +28,14 @@ def request_text(request: ModelRequest) -> list[str]:
     if request.system:
         lines += [f"system: {line}" for line in request.system.splitlines()]
     for message in request.messages:
-        lines += [f"{message.role}: {line}" for line in message.content.splitlines() or [""]]
+        lines += [
+            f"{message.role}: {line}".rstrip() for line in message.content.splitlines() or [""]
+        ]
         lines += [f"{message.role} calls {c.name} {c.arguments}" for c in message.tool_calls]
         for result in message.tool_results:
-            lines += [f"{message.role} result: {line}" for line in result.content.splitlines()]
+            lines += [
+                f"{message.role} result: {line}".rstrip() for line in result.content.splitlines()
+            ]
     if request.tools:
         lines.append("tools: " + ", ".join(sorted(t.name for t in request.tools)))
     return lines

@@ -78,9 +78,9 @@ def test_request_text_shows_tools_and_tool_traffic() -> None:
     assert request_text(request) == [
         "model: m",
         "user: go",
-        "assistant: ",
+        "assistant:",
         "assistant calls read_file {'path': 'a'}",
-        "user: ",
+        "user:",
         "user result: text of a",
         "tools: list_files, read_file",
     ]
