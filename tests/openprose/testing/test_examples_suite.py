@@ -11,7 +11,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLES = ROOT / "examples"
-REMOTE = ("program-composition", "skills-and-permissions")  # remote imports: see below
 
 
 def _prose_test(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -33,9 +32,7 @@ def _prose_test(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 def test_every_example_has_a_test_file_and_cassettes() -> None:
     programs = sorted(p.name.removesuffix(".prose") for p in EXAMPLES.glob("*.prose"))
     tested = sorted(p.name.removesuffix(".test.toml") for p in EXAMPLES.glob("*.test.toml"))
-    assert [p for p in programs if p not in tested] == [
-        p for p in programs if p in REMOTE and p not in tested
-    ]
+    assert programs == tested
     for name in tested:
         assert list((EXAMPLES / "cassettes" / name).glob("*.jsonl")), name
 
