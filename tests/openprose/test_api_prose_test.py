@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,8 @@ expect = [{ of = "result", equals = "blue" }]
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)
+    (tmp_path / "scratch").mkdir()  # the cases' temporary folders (a failed one is kept)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "scratch"))
     (tmp_path / "colour.prose").write_text(PROGRAM)
     (tmp_path / "colour.test.toml").write_text(TESTS)
     return tmp_path

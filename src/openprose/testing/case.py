@@ -43,6 +43,7 @@ class CaseOutcome:
     seconds: float = 0.0
     stale: bool = False  # the cassette no longer matches the program (or is missing)
     recorded: bool = False  # a cassette was written
+    kept_run: Path | None = None  # the run folder of a failed case, kept to be looked at
 
     @property
     def id(self) -> str:
@@ -51,8 +52,13 @@ class CaseOutcome:
 
 async def run_case(test_file: TestFile, case: Case, mode: Mode) -> CaseOutcome:
     started = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="prose-test-") as scratch:
-        outcome = await _run_in(Path(scratch), test_file, case, mode)
+    scratch = Path(tempfile.mkdtemp(prefix="prose-test-"))
+    outcome: CaseOutcome | None = None
+    try:
+        outcome = await _run_in(scratch, test_file, case, mode)
+    finally:
+        if outcome is None or outcome.kept_run is None:  # a failed run is kept to be read
+            shutil.rmtree(scratch, ignore_errors=True)
     outcome.seconds = time.perf_counter() - started
     return outcome
 
@@ -112,6 +118,8 @@ async def _run_in(scratch: Path, test_file: TestFile, case: Case, mode: Mode) ->
     outcome = CaseOutcome(test_file, case, "failed" if failures else "passed", failures)
     if cassette is not None:
         _stale(outcome, cassette)
+    if outcome.outcome == "failed" and not outcome.stale:
+        outcome.kept_run = Path(result.run_dir)  # its journal, bindings, state: `prose show`
     if recording and case.cassette is not None:
         save_masked(scratch / "cassette.jsonl", case.cassette, _mask(test_file, work))
         outcome.recorded = True

@@ -52,6 +52,8 @@ def summary(result: SuiteResult, out: TextIO) -> None:
             print(_rule(outcome.id, "_"), file=out)
             for failure in outcome.failures:
                 print(failure, file=out)
+            if outcome.kept_run is not None:
+                print(f"the run is kept: prose show {outcome.kept_run}", file=out)
     counts = [
         f"{result.count(kind)} {kind if kind != 'error' else 'errors'}"
         for kind in ("failed", "passed", "error")
@@ -89,6 +91,7 @@ def _case_json(outcome: CaseOutcome) -> dict[str, Any]:
         "failures": list(outcome.failures),
         "stale_cassette": outcome.stale,
         "recorded": outcome.recorded,
+        "kept_run": None if outcome.kept_run is None else str(outcome.kept_run),
     }
 
 

@@ -4,6 +4,7 @@ a changed prompt failing with a diff, `--update` recording only what changed, re
 from __future__ import annotations
 
 import json
+import tempfile
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from pathlib import Path
@@ -70,6 +71,8 @@ rules:
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("PROSE_PROVIDER", raising=False)
+    (tmp_path / "scratch").mkdir()  # the cases' temporary folders
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "scratch"))
     (tmp_path / "prose.toml").write_text("")
     (tmp_path / "greet.prose").write_text(GREET)
     (tmp_path / "greet.test.toml").write_text(GREET_TESTS)
@@ -244,3 +247,18 @@ def test_no_test_files_exit_2(
     code, _, err = prose("test")
     assert code == 2
     assert err == "prose test: no test files (NAME.test.toml) in this project\n"
+
+
+def test_a_failed_case_keeps_its_run_and_passed_ones_leave_nothing(
+    project: Path, prose: Callable[..., Result]
+) -> None:
+    assert prose(*RECORD)[0] == 0
+    assert list((project / "scratch").iterdir()) == []
+    (project / "greet.test.toml").write_text(GREET_TESTS.replace("^A card", "^No card"))
+    code, out, _ = prose("test")
+    assert code == 1
+    (kept,) = (project / "scratch").iterdir()
+    (run,) = (kept / "work" / ".prose" / "runs").iterdir()
+    assert f"the run is kept: prose show {run}\n" in out
+    code, shown, _ = prose("show", run)
+    assert code == 0 and "A card: Hello, Ada!" in shown

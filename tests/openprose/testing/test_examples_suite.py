@@ -13,8 +13,9 @@ ROOT = Path(__file__).resolve().parents[3]
 EXAMPLES = ROOT / "examples"
 
 
-def _prose_test(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+def _prose_test(*args: str, cwd: Path, scratch: Path) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env["TMPDIR"] = str(scratch)  # the cases' folders (a failed case's is kept)
     env.pop("PROSE_PROVIDER", None)
     env["PROSE_REGISTRY"] = "http://127.0.0.1:9"  # nothing listens: no fetch can succeed
     env["PYTHONPATH"] = str(ROOT / "src")
@@ -37,8 +38,8 @@ def test_every_example_has_a_test_file_and_cassettes() -> None:
         assert list((EXAMPLES / "cassettes" / name).glob("*.jsonl")), name
 
 
-def test_prose_test_examples_passes_offline() -> None:
-    done = _prose_test("examples", cwd=ROOT)
+def test_prose_test_examples_passes_offline(tmp_path: Path) -> None:
+    done = _prose_test("examples", cwd=ROOT, scratch=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert " passed in " in done.stdout and "failed" not in done.stdout
 
@@ -49,7 +50,8 @@ def test_one_changed_prompt_fails_with_a_readable_diff(tmp_path: Path) -> None:
     program = copy / "code-review.prose"
     text = program.read_text()
     program.write_text(text.replace("Suggest fixes for each bug found", "Suggest a fix per bug"))
-    done = _prose_test("examples", cwd=tmp_path)
+    (tmp_path / "scratch").mkdir()
+    done = _prose_test("examples", cwd=tmp_path, scratch=tmp_path / "scratch")
     assert done.returncode == 1
     assert "examples/code-review.test.toml F" in done.stdout
     assert "1 failed, " in done.stdout
