@@ -10,6 +10,7 @@ import orjson
 
 __all__ = ["Observed", "observe"]
 
+USED = ("allowed", "approved")  # permission decisions that let the action happen
 BINDING_SEPARATOR = "\n---\n\n"  # between a binding file's header and its value
 
 
@@ -25,7 +26,7 @@ class Observed:
     tool_calls: int = 0
     tokens: int = 0
     cost: float = 0.0
-    permissions: list[str] = field(default_factory=list)  # `kind action` of each allowed use
+    permissions: list[str] = field(default_factory=list)  # `kind action` of each use allowed
 
 
 def observe(run: Any) -> Observed:
@@ -55,7 +56,7 @@ def observe(run: Any) -> Observed:
                 seen.judgments += 1
             elif kind == "tool_call":
                 seen.tool_calls += 1
-            elif kind == "permission" and event.get("decision") == "allowed":
+            elif kind == "permission" and event.get("decision") in USED:
                 permissions.add(f"{event.get('kind')} {event.get('action')}")
     seen.permissions = sorted(permissions)
     bindings = run_dir / "bindings"

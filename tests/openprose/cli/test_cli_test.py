@@ -262,3 +262,64 @@ def test_a_failed_case_keeps_its_run_and_passed_ones_leave_nothing(
     assert f"the run is kept: prose show {run}\n" in out
     code, shown, _ = prose("show", run)
     assert code == 0 and "A card: Hello, Ada!" in shown
+
+
+WRITER = """\
+agent scribe:
+  model: sonnet
+  permissions:
+    write: prompt
+
+session: scribe
+  prompt: "Write the note"
+"""
+
+WRITER_RULES = """\
+rules:
+  - match: "Write the note"
+    turns:
+      - tool_calls: [{name: write_file, arguments: {path: notes/n.md, content: "hi"}}]
+      - text: "written"
+"""
+
+WRITER_TESTS = """\
+[[case]]
+name = "asks first"
+scripted = "writer-rules.yaml"
+expect = [{ of = "status", equals = "waiting" }, { of = "permissions", equals = [] }]
+
+[[case]]
+name = "approved"
+scripted = "writer-rules.yaml"
+approve = true
+files = { "notes/README.md" = "notes go here" }
+expect = [
+  { of = "permissions", equals = ["write notes/n.md"] },
+  { of = "tool_calls", equals = 1 },
+  { of = "result", equals = "written" },
+]
+"""
+
+
+def test_scripted_files_and_approve(project: Path, prose: Callable[..., Result]) -> None:
+    (project / "writer.prose").write_text(WRITER)
+    (project / "writer-rules.yaml").write_text(WRITER_RULES)
+    (project / "writer.test.toml").write_text(WRITER_TESTS)
+    code, out, _ = prose("test", "writer.test.toml", "-v")
+    assert code == 0, out
+    assert "writer.test.toml::asks first PASSED" in out
+    assert "writer.test.toml::approved PASSED" in out
+    assert not (project / "notes").exists()  # the case wrote in its own folder
+
+
+def test_a_case_that_cannot_run_is_an_error_in_junit(
+    project: Path, prose: Callable[..., Result]
+) -> None:
+    code, _, _ = prose("test", "more", "--junit-xml", "junit.xml")
+    assert code == 1
+    (case,) = ET.parse(project / "junit.xml").getroot().iter("testcase")
+    error = case.find("error")
+    assert error is not None
+    assert error.get("message") == (
+        "no cassette more/cassettes/other/counts.jsonl: record it with `prose test --record`"
+    )
