@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 
 from openprose.testing.spec import Expectation, TestFileError, load_test_file, slug
 
@@ -135,3 +138,62 @@ def test_a_file_that_is_not_utf8_is_named(folder: Path) -> None:
     path.write_bytes(b"\xff\xfe")
     with pytest.raises(TestFileError, match=r"hello\.test\.toml:1: not UTF-8"):
         load_test_file(path)
+
+
+FRAGMENTS = [
+    "[[case]]",
+    'name = "a"',
+    'name = "b"',
+    "name = 3",
+    'program = "hello.prose"',
+    'program = ""',
+    'evaluator = "haiku"',
+    "evaluator = 1",
+    'inputs = { topic = "tea" }',
+    "inputs = 1",
+    'files = { "a.txt" = "x" }',
+    'files = { "/etc/x" = "x" }',
+    "files = { a = 1 }",
+    "live = true",
+    "live = 1",
+    "approve = true",
+    'cassette = "c.jsonl"',
+    "cassette = 1",
+    'scripted = "r.yaml"',
+    'rules = [{ match = "x", answer = "y" }]',
+    "rules = [1]",
+    'expect = [{ of = "result", equals = "x" }]',
+    'expect = [{ of = "sessions", at_most = "x" }]',
+    'expect = [{ of = "output.", equals = 1 }]',
+    'expect = [{ of = "result", regex = "[" }]',
+    'expect = [{ of = "result", schema = { type = "string" } }]',
+    "expect = [1]",
+    'expect = { of = "result" }',
+    "[case.files]",
+    '"x.md" = "text"',
+    "[other]",
+    "case = 1",
+    "= broken",
+    '"unterminated',
+    "",
+]
+
+
+@given(lines=st.lists(st.sampled_from(FRAGMENTS), max_size=12))
+@example(lines=["case = 1"])  # `case` not a list of tables
+@example(lines=["[[case]]", 'name = "a"', "[case.files]", '"x.md" = "text"'])
+def test_any_file_loads_or_is_one_line_naming_its_place(
+    tmp_path_factory: pytest.TempPathFactory, lines: list[str]
+) -> None:
+    folder = tmp_path_factory.mktemp("fuzz")
+    (folder / "hello.prose").write_text('session "Hello world"\n')
+    path = folder / "hello.test.toml"
+    path.write_text("\n".join(lines) + "\n")
+    try:
+        loaded = load_test_file(path)
+    except TestFileError as error:
+        text = str(error)
+        assert "\n" not in text
+        assert re.match(re.escape(str(path)) + r":\d+(:\d+)?: ", text), text
+    else:
+        assert loaded.cases and all(c.name for c in loaded.cases)
