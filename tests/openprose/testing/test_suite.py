@@ -98,3 +98,8 @@ def test_k_selects_as_pytest_does(expression: str, chosen: list[str]) -> None:
 def test_a_bad_k_is_refused(expression: str, problem: str) -> None:
     with pytest.raises(SuiteError, match=problem.replace("(", r"\(")):
         keyword_filter(expression)
+
+
+def test_pyproject_tool_prose_test_is_read_too(tree: Path) -> None:
+    (tree / "pyproject.toml").write_text('[tool.prose.test]\npaths = ["lib/deep"]\n')
+    assert _names(discover([], cwd=tree), tree) == ["lib/deep/c.test.toml"]
