@@ -23,8 +23,9 @@ DIFF_CONTEXT = 2  # lines around each change
 
 
 def request_text(request: ModelRequest) -> list[str]:
-    """A request as lines a person can compare: model, system prompt, each message, tools."""
-    lines = [f"model: {request.model}"]
+    """A request as lines a person can compare: system prompt, each message, tools. Not the
+    model: a replay matches without it (it resolves aliases unlike the recording run)."""
+    lines: list[str] = []
     if request.system:
         lines += [f"system: {line}" for line in request.system.splitlines()]
     for message in request.messages:

@@ -41,8 +41,7 @@ async def test_a_changed_prompt_fails_with_a_diff_from_the_nearest_recorded_requ
         [
             "--- recorded (review.jsonl)",
             "+++ sent now",
-            "@@ -1,4 +1,4 @@",
-            " model: sonnet",
+            "@@ -1,3 +1,3 @@",
             " system: You review code",
             "-user: Read the code in src/",
             "+user: Read the code in lib/",
@@ -76,7 +75,6 @@ def test_request_text_shows_tools_and_tool_traffic() -> None:
         tools=(ToolSpec("read_file", "", {}), ToolSpec("list_files", "", {})),
     )
     assert request_text(request) == [
-        "model: m",
         "user: go",
         "assistant:",
         "assistant calls read_file {'path': 'a'}",
