@@ -56,6 +56,12 @@ async def run_case(test_file: TestFile, case: Case, mode: Mode) -> CaseOutcome:
     outcome: CaseOutcome | None = None
     try:
         outcome = await _run_in(scratch, test_file, case, mode)
+    except OSError as error:  # a full disk, a cassette folder that cannot be written
+        from cliconventions import os_error_text
+
+        outcome = CaseOutcome(
+            test_file, case, "error", [f"the case could not run: {os_error_text(error)}"]
+        )
     finally:
         if outcome is None or outcome.kept_run is None:  # a failed run is kept to be read
             shutil.rmtree(scratch, ignore_errors=True)

@@ -323,3 +323,14 @@ def test_a_case_that_cannot_run_is_an_error_in_junit(
     assert error.get("message") == (
         "no cassette more/cassettes/other/counts.jsonl: record it with `prose test --record`"
     )
+
+
+def test_a_cassette_that_cannot_be_saved_is_an_error_of_its_case(
+    project: Path, prose: Callable[..., Result]
+) -> None:
+    (project / "more" / "cassettes").write_text("a file where the folder should be")
+    code, out, err = prose(*RECORD, "more")
+    assert code == 1
+    assert "more/other.test.toml E" in out
+    assert "the case could not run: " in out and "cassettes" in out
+    assert "Traceback" not in out + err
