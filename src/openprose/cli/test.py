@@ -63,10 +63,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--junit-xml", metavar="FILE", help="write a JUnit XML report")
     parser.add_argument(
         "--json",
-        nargs="?",
-        const="-",
         metavar="FILE",
-        help="write a JSON report to FILE, or print it instead of the summary",
+        help="write a JSON report to FILE (`-`: print it instead of the summary)",
     )
 
 

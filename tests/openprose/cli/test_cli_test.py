@@ -185,7 +185,7 @@ def test_reports_junit_xml_and_json(project: Path, prose: Callable[..., Result])
     assert bob["failures"] == [
         "greet.test.toml:14: output.card: expected a match for /^No card/, got 'A card: Hello, Ada!'"
     ]
-    code, out, _ = prose("test", "--json", "-k", "counts")
+    code, out, _ = prose("test", "--json", "-", "-k", "counts")
     assert code == 0
     assert json.loads(out)["summary"]["deselected"] == 2
 
