@@ -57,6 +57,8 @@ _LAZY = {
     "RunEvent": "openprose.api",
     "RunResult": "openprose.api",
     "serve_ui": "openprose.api",
+    "test": "openprose.api",
+    "atest": "openprose.api",
     "__version__": "cliconventions",  # the distribution's version is written there, once
 }
 
@@ -73,6 +75,7 @@ __all__ = [
     "approve",
     "aresume",
     "arun",
+    "atest",
     "batch",
     "canonicalize",
     "check",
@@ -93,6 +96,7 @@ __all__ = [
     "resume",
     "run",
     "serve_ui",
+    "test",
 ]
 
 

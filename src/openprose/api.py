@@ -53,6 +53,7 @@ __all__ = [
     "approve",
     "aresume",
     "arun",
+    "atest",
     "batch",
     "deny",
     "events",
@@ -60,6 +61,7 @@ __all__ = [
     "resume",
     "run",
     "serve_ui",
+    "test",
 ]
 
 T = TypeVar("T")
@@ -615,3 +617,45 @@ def serve_ui(project_dir: str | os.PathLike[str] | None = None, *, port: int = 0
     from openprose.ui.server import serve
 
     return serve(Path(project_dir) if project_dir is not None else runs_home(), port)
+
+
+async def atest(
+    paths: Sequence[str | os.PathLike[str]] = (),
+    *,
+    keyword: str | None = None,
+    record: bool = False,
+    update: bool = False,
+    provider: str | None = None,
+    models: Mapping[str, str] | list[str] | None = None,
+    jobs: int | None = None,
+) -> Any:
+    """Run the cases of the test files under `paths`, as `prose test` does; returns a
+    `SuiteResult` (`.passed`, `.outcomes` each with `.id`, `.outcome`, `.failures`;
+    `.count("failed")`). A bad path, test file or `keyword` raises `RunError`."""
+    from openprose.testing.case import Mode
+    from openprose.testing.suite import (
+        DEFAULT_JOBS,
+        SuiteError,
+        TestFileError,
+        discover,
+        keyword_filter,
+        load_files,
+        run_suite,
+    )
+
+    try:
+        files = load_files(discover([Path(p) for p in paths]))
+        if keyword:
+            keyword_filter(keyword)
+    except (SuiteError, TestFileError) as error:
+        raise RunError(str(error)) from None
+    mode = Mode(record=record, provider=provider, models=tuple(model_flags(models)))
+    return await run_suite(files, mode, keyword=keyword, update=update, jobs=jobs or DEFAULT_JOBS)
+
+
+def test(paths: Sequence[str | os.PathLike[str]] = (), **options: Any) -> Any:
+    """`atest`, blocking."""
+    return _blocking("test", atest(paths, **options))
+
+
+test.__test__ = False  # type: ignore[attr-defined]  # a test runner, not a pytest test

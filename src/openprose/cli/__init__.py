@@ -18,6 +18,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("openprose.cli.run", "run a program against a model provider"),
     "resume": ("openprose.cli.resume", "continue an interrupted run"),
     "fork": ("openprose.cli.fork", "start a new run from a step of another, changing inputs"),
+    "test": ("openprose.cli.test", "run the cases of test files (NAME.test.toml) and report"),
     "install": (
         "openprose.cli.install",
         "fetch, verify and pin the remote programs and skills programs import",
