@@ -142,6 +142,12 @@ _TABLE: tuple[Code, ...] = (
     Code("W154", W, "Condition branch has empty body"),
     Code("W155", W, "Too many warnings; reporting stopped (no error was left out)"),
     Code("W156", W, "Variable may be unbound: bound only in a body that may not run"),
+    Code("E190", E, "Ask options must be a non-empty list of strings"),
+    Code("E191", E, "Ask default is not one of its options"),
+    Code("E192", E, 'Invalid ask timeout (seconds, or a duration such as "10m")'),
+    Code("W190", W, "Unknown ask property (known: options, default, timeout)"),
+    Code("W191", W, "Empty ask question"),
+    Code("W192", W, "Duplicate ask option"),
     Code("W170", W, "Quoted enum value (write it bare: `backoff: exponential`)"),
     Code("W171", W, "Another language's template braces (`{{name}}`, `${name}`) around `{name}`"),
     Code("W180", W, "Remote program's agent asks for a permission its cap does not give"),
@@ -169,6 +175,7 @@ _FLAT = (
     'Variables & Context, Flat Namespace Requirement: "All variable names must be unique '
     'within a program"'
 )
+_ASK = "ours (docs/guide.md, Asking a person)"
 _MODELS = 'Agent Definitions: "model:" ( "sonnet" | "opus" | "haiku" )'
 
 # Rule and default help line per code; a diagnostic may carry a sharper help of its own.
@@ -470,6 +477,18 @@ GUIDANCE: dict[str, Guidance] = {
         "like the importing one",
         "fix the imported program (`prose check` it), or break the cycle of imports",
     ),
+    "E190": Guidance(
+        _ASK + ': "options:" is an array of strings, the answers a person may choose from',
+        'list the answers as strings: options: ["yes", "no"]',
+    ),
+    "E191": Guidance(
+        _ASK + ": a default of a question with options is one of them",
+        "make the default one of the options, or add it to them",
+    ),
+    "E192": Guidance(
+        _ASK + ': "timeout:" is a number of seconds or a string with a unit (s, m, h, d)',
+        'write timeout: 600 or timeout: "10m"',
+    ),
     "W001": Guidance(
         "Session Statement, Validation Rules: Empty prompt", "write the task between the quotes"
     ),
@@ -575,6 +594,11 @@ GUIDANCE: dict[str, Guidance] = {
         "`{varname}`",
         "write `{name}`: the extra characters stay in the text the model reads",
     ),
+    "W190": Guidance(
+        _ASK + ": an ask takes options, default and timeout", "rename or remove the property"
+    ),
+    "W191": Guidance(_ASK + ": the question is what the person reads", "write the question"),
+    "W192": Guidance(_ASK + ": each option is an answer of its own", "remove the repeated option"),
     "W170": Guidance(
         f'{_GRAMMAR}: "backoff:" ( "none" | "linear" | "exponential" ), "model:" ( "sonnet" | ... )'
         " are identifiers",

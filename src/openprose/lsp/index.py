@@ -167,6 +167,7 @@ class _Indexer:
             n.Binding: self.binding,
             n.Assign: self.assign,
             n.Session: self.session,
+            n.Ask: self.ask,
             n.ProgramCall: self.program_call,
             n.DoBlock: lambda node: self.body(node.body),
             n.DoCall: self.do_call,
@@ -304,6 +305,11 @@ class _Indexer:
         if node.agent is not None:
             self.refer(node.agent.id, "agent", node.agent.span)
         self.properties(node.properties, "session")
+
+    def ask(self, node: n.Ask) -> None:
+        self.visit(node.question)
+        for prop in node.properties:
+            self.visit(prop.value)  # the names its options and default read
 
     def program_call(self, node: n.ProgramCall) -> None:
         callee = node.callee.id
