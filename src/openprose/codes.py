@@ -125,6 +125,9 @@ _TABLE: tuple[Code, ...] = (
     Code("E169", E, "Duplicate argument in program invocation"),
     Code("E170", E, "Imported program file not found"),
     Code("E171", E, "Imported program does not check (its first error, or an import cycle)"),
+    Code("E190", E, "Ask options must be a non-empty list of strings"),
+    Code("E191", E, "Ask default is not one of its options"),
+    Code("E192", E, 'Invalid ask timeout (seconds, or a duration such as "10m")'),
     Code("W140", W, "Input has an empty description"),
     Code("W141", W, "Block argument count does not match its parameters"),
     Code("W142", W, "Block parameter shadows outer variable"),
@@ -142,15 +145,12 @@ _TABLE: tuple[Code, ...] = (
     Code("W154", W, "Condition branch has empty body"),
     Code("W155", W, "Too many warnings; reporting stopped (no error was left out)"),
     Code("W156", W, "Variable may be unbound: bound only in a body that may not run"),
-    Code("E190", E, "Ask options must be a non-empty list of strings"),
-    Code("E191", E, "Ask default is not one of its options"),
-    Code("E192", E, 'Invalid ask timeout (seconds, or a duration such as "10m")'),
-    Code("W190", W, "Unknown ask property (known: options, default, timeout)"),
-    Code("W191", W, "Empty ask question"),
-    Code("W192", W, "Duplicate ask option"),
     Code("W170", W, "Quoted enum value (write it bare: `backoff: exponential`)"),
     Code("W171", W, "Another language's template braces (`{{name}}`, `${name}`) around `{name}`"),
     Code("W180", W, "Remote program's agent asks for a permission its cap does not give"),
+    Code("W190", W, "Unknown ask property (known: options, default, timeout)"),
+    Code("W191", W, "Empty ask question"),
+    Code("W192", W, "Duplicate ask option"),
     Code("I001", I, "Agent memory check (E018/W011) deferred to run time"),
     Code("I002", I, "Imported program contract checks (E026-E028) deferred to run time"),
 )
@@ -175,7 +175,7 @@ _FLAT = (
     'Variables & Context, Flat Namespace Requirement: "All variable names must be unique '
     'within a program"'
 )
-_ASK = "ours (docs/guide.md, Asking a person)"
+_ASK = "ours (docs/guide.md, ask)"
 _MODELS = 'Agent Definitions: "model:" ( "sonnet" | "opus" | "haiku" )'
 
 # Rule and default help line per code; a diagnostic may carry a sharper help of its own.
