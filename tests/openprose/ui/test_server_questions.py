@@ -82,7 +82,7 @@ async def test_the_form_answers_exactly_as_prose_answer(
         None,
     )
     assert question["question"] == "Which plan, <b>really</b>?"  # data, shown as text
-    assert [s["status"] for s in view["statements"]][0] == "waiting"
+    assert view["statements"][0]["status"] == "waiting"
 
     response = await client.post(
         f"/api/runs/{by_ui}/answers", headers=AUTH, json={"id": "q1", "text": "2"}
