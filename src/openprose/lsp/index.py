@@ -59,11 +59,12 @@ class Reference:
 
 @dataclass(frozen=True, slots=True)
 class PropertyName:
-    """A property key (``model:``) and what it sits under: agent, session or permissions."""
+    """A property key (``model:``) and what it sits under: agent, session, ask or
+    permissions."""
 
     name: str
     span: Span
-    owner: Literal["agent", "session", "permissions"]
+    owner: Literal["agent", "session", "ask", "permissions"]
     value: Any
 
 
@@ -309,6 +310,9 @@ class _Indexer:
     def ask(self, node: n.Ask) -> None:
         self.visit(node.question)
         for prop in node.properties:
+            self.index.properties.append(
+                PropertyName(prop.name.id, prop.name.span, "ask", prop.value)
+            )
             self.visit(prop.value)  # the names its options and default read
 
     def program_call(self, node: n.ProgramCall) -> None:
