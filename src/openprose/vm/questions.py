@@ -185,7 +185,8 @@ class TerminalAsker:
             if remaining is not None:
                 ready, _, _ = select.select([sys.stdin], [], [], remaining)
                 if not ready:
-                    sys.stderr.write("\n")
+                    took = "" if question.default is None else f": took {question.default!r}"
+                    sys.stderr.write(f"\nprose: no answer to {question.id} in time{took}\n")
                     return TIMED_OUT
             line = sys.stdin.readline()
             if not line:  # end of input: nobody is there

@@ -5,6 +5,7 @@ takes the default (or fails catchably), and an asker in the process answers at o
 from __future__ import annotations
 
 import asyncio
+import io
 import time
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ import orjson
 import pytest
 
 from openprose.parser import parse_text
+from openprose.vm.progress import PlainProgress
 from openprose.vm.questions import TIMED_OUT, AnswerError, Question
 from openprose.vm.replies import answer_pending, pending_questions
 from openprose.vm.runner import RunResult, resume_run, run_program
@@ -162,6 +164,9 @@ def test_the_default_is_taken_once_the_timeout_has_passed(vm: VM) -> None:
     (reply,) = vm.events(second, "question_answered")
     assert (reply["by"], reply["answer"]) == ("timeout", "safe")
     assert "took the default" in (first.run_dir / "state.md").read_text()
+    lines = io.StringIO()
+    PlainProgress(lines)("question_answered", reply["step"], reply)
+    assert "✎ 1 q1: no answer in time, took the default 'safe'" in lines.getvalue()
 
 
 def test_a_timeout_without_a_default_fails_catchably(vm: VM) -> None:

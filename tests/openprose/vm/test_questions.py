@@ -113,3 +113,11 @@ def test_end_of_input_leaves_the_run_waiting(terminal: int) -> None:
     os.close(terminal)
     with pytest.raises(QuestionPending):
         TerminalAsker._ask_blocking(PLAN)
+
+
+def test_the_terminal_says_when_the_time_ran_out(
+    terminal: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    timed = Question(id="q3", step="1", text="Go?", default="no", timeout=0.1, asked_at=time.time())
+    assert TerminalAsker._ask_blocking(timed) is TIMED_OUT
+    assert "prose: no answer to q3 in time: took 'no'" in capsys.readouterr().err
