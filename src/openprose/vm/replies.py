@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,22 +17,37 @@ from openprose.vm.questions import AnswerError, Question, reply_event, reply_pro
 from openprose.vm.runtime import ToolTurns
 from openprose.vm.tools.approval_seal import KeyUnavailable, approval_key
 
-__all__ = ["answer_pending", "pending_questions"]
+__all__ = ["Recorded", "answer_pending", "pending_questions", "recorded_answers"]
 
 
-def pending_questions(run_dir: Path) -> list[Question]:
-    """The questions of a run that no answer whose seal holds answers yet, oldest first."""
+@dataclass(frozen=True, slots=True)
+class Recorded:
+    """A run's question and the answer its journal holds (None: none yet), with why that
+    answer must not be used ("" when it may)."""
+
+    question: Question
+    reply: dict[str, Any] | None
+    problem: str
+
+
+def recorded_answers(run_dir: Path) -> list[Recorded]:
+    """Every question of a run, oldest first, with its latest answer and whether it holds."""
     turns = ToolTurns()
     for event in read_journal(run_dir / "journal.jsonl"):
         turns.add(event)
     run_id = run_id_of(run_dir)
-    pending = []
+    found = []
     for event in sorted(turns.questions.values(), key=lambda e: float(e.get("t") or 0)):
         question = Question.from_event(event)
         reply = turns.replies.get(question.id)
-        if reply is None or reply_problem(reply, question, run_id):
-            pending.append(question)
-    return pending
+        problem = "" if reply is None else reply_problem(reply, question, run_id)
+        found.append(Recorded(question, reply, problem))
+    return found
+
+
+def pending_questions(run_dir: Path) -> list[Question]:
+    """The questions of a run that no answer whose seal holds answers yet, oldest first."""
+    return [r.question for r in recorded_answers(run_dir) if r.reply is None or r.problem]
 
 
 def answer_pending(
