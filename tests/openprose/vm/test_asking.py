@@ -220,3 +220,27 @@ def test_a_question_in_a_loop_is_a_new_question_each_time(vm: VM) -> None:
     assert result.status == "succeeded", result.error
     assert [q.id for q in asker.asked] == ["q1", "q2"]
     assert [q.text for q in asker.asked] == ["Round 0: go on?", "Round 1: go on?"]
+
+
+def test_questions_in_parallel_branches_wait_together(
+    vm: VM, caplog: pytest.LogCaptureFixture
+) -> None:
+    import gc
+
+    source = (
+        'parallel:\n  a = ask "First?"\n  b = ask "Second?"\n'
+        'output both = session "Combine {a} and {b}"\n'
+    )
+    first = _run(vm, source, vm.spy(default="combined"))
+    gc.collect()  # an exception no one took would be logged now
+    assert first.status == "waiting"
+    assert [q.id for q in pending_questions(first.run_dir)] == ["q1", "q2"]
+    assert "never retrieved" not in caplog.text
+    with pytest.raises(AnswerError, match="2 questions waiting; name one"):
+        answer_pending(first.run_dir, "yes")
+    answer_pending(first.run_dir, "yes", "q1")
+    answer_pending(first.run_dir, "no", "q2")
+    provider = vm.spy(default="combined")
+    second = _resume(vm, first.run_dir, provider, NoOneMayAsk())
+    assert second.status == "succeeded", second.error
+    assert provider.prompts()[-1].startswith("Combine yes and no")
