@@ -115,13 +115,18 @@ class Question:
 
     @classmethod
     def from_event(cls, event: Mapping[str, Any]) -> Question:
+        """The question a `question_asked` event records; `ValueError`/`TypeError` when the
+        event has the wrong shape."""
+        options = event.get("options") or ()
+        if not isinstance(options, list | tuple):
+            raise TypeError("`options` must be a list")
         timeout = event.get("timeout")
         default = event.get("default")
         return cls(
             id=str(event.get("id")),
             step=str(event.get("step", "")),
             text=str(event.get("question")),
-            options=tuple(str(o) for o in event.get("options") or ()),
+            options=tuple(str(o) for o in options),
             default=None if default is None else str(default),
             timeout=None if timeout is None else float(timeout),
             asked_at=float(event.get("t") or 0.0),

@@ -14,6 +14,7 @@ import orjson
 from openprose.vm.approvals import run_id_of
 from openprose.vm.journal import read_journal
 from openprose.vm.questions import AnswerError, Question, reply_event, reply_problem
+from openprose.vm.runstore import DamagedRun
 from openprose.vm.runtime import ToolTurns
 from openprose.vm.tools.approval_seal import KeyUnavailable, approval_key
 
@@ -31,10 +32,17 @@ class Recorded:
 
 
 def recorded_answers(run_dir: Path) -> list[Recorded]:
-    """Every question of a run, oldest first, with its latest answer and whether it holds."""
+    """Every question of a run, oldest first, with its latest answer and whether it holds.
+    `DamagedRun` when the journal cannot be read or holds a question of the wrong shape."""
+    journal = run_dir / "journal.jsonl"
     turns = ToolTurns()
-    for event in read_journal(run_dir / "journal.jsonl"):
-        turns.add(event)
+    try:
+        for event in read_journal(journal):
+            turns.add(event)
+    except OSError as error:
+        raise DamagedRun(f"{journal}: cannot read ({error.strerror or error})") from None
+    except (KeyError, TypeError, ValueError, OverflowError) as error:
+        raise DamagedRun(f"{journal}: an event is damaged ({error})") from None
     run_id = run_id_of(run_dir)
     found = []
     for event in sorted(turns.questions.values(), key=lambda e: float(e.get("t") or 0)):

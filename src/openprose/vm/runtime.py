@@ -16,7 +16,7 @@ from openprose.providers.base import ModelResponse, Provider
 from openprose.providers.prices import Prices
 from openprose.vm.journal import Journal
 from openprose.vm.prompts import DEFAULT_CONTEXT_BUDGET, DEFAULT_HISTORY_ITEMS
-from openprose.vm.questions import Asker, NobodyAsker
+from openprose.vm.questions import Asker, NobodyAsker, Question
 from openprose.vm.tools.approvals import Approver, NobodyApprover
 
 if TYPE_CHECKING:
@@ -63,6 +63,7 @@ class ToolTurns:
         elif kind == "approval_decided":
             self.answers[str(event["id"])] = dict(event)
         elif kind == "question_asked":  # `ask`: vm.questions checks each answer's seal
+            Question.from_event(event)  # one of the wrong shape is named, never served
             self.questions[step] = dict(event)
         elif kind == "question_answered":
             self.replies[str(event["id"])] = dict(event)

@@ -225,3 +225,17 @@ def test_a_forged_answer_is_ignored_said_so_and_the_run_waits_again(tmp_path: Pa
     resumed = _prose(project, "resume", run_dir.name)
     assert resumed.returncode == 0, resumed.stderr
     assert "applying the answer 'canary first' (by cli" in resumed.stderr
+
+
+def test_a_damaged_journal_is_one_line_not_a_traceback(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    assert _prose(project, *RUN).returncode == 4
+    journal = _run_dir(project) / "journal.jsonl"
+    journal.write_text(
+        journal.read_text()
+        .replace('"options":[', '"options":{"x":[')
+        .replace('"canary first"]', '"canary first"]}')
+    )
+    answer = _prose(project, "answer", _run_dir(project).name, "1")
+    assert answer.returncode == 2
+    assert "is damaged" in answer.stderr and "Traceback" not in answer.stderr

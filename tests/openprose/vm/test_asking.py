@@ -244,3 +244,13 @@ def test_questions_in_parallel_branches_wait_together(
     second = _resume(vm, first.run_dir, provider, NoOneMayAsk())
     assert second.status == "succeeded", second.error
     assert provider.prompts()[-1].startswith("Combine yes and no")
+
+
+def test_a_damaged_question_event_is_named_and_nothing_is_served(vm: VM) -> None:
+    from openprose.vm.runstore import DamagedRun
+
+    first = _run(vm, PLAN, vm.spy())
+    journal = first.run_dir / "journal.jsonl"
+    journal.write_text(journal.read_text().replace('"timeout":null', '"timeout":"soon"'))
+    with pytest.raises(DamagedRun, match=r"question_asked, step '1'\) is damaged"):
+        _resume(vm, first.run_dir, vm.spy())
