@@ -50,6 +50,7 @@ __all__ = [
     "RunResult",
     "abatch",
     "afork",
+    "answer",
     "approve",
     "aresume",
     "arun",
@@ -469,6 +470,35 @@ def deny(
 ) -> list[dict[str, Any]]:
     """Refuse a waiting run's permission requests, as `prose deny` does."""
     return _answer(run_id, "deny", ids, all, project_dir)
+
+
+def answer(
+    run_id: str,
+    text: str,
+    question: str | None = None,
+    *,
+    project_dir: str | os.PathLike[str] | None = None,
+) -> dict[str, Any]:
+    """Answer a waiting run's question (an `ask` statement), as `prose answer` does: `text`
+    is the answer, or an option's number or text; `question` its id ("q1"), needed only
+    when several wait. The answer is sealed with the user's approval key and recorded `by`
+    "api" with the login name and the time. Returns the question with the answer taken
+    (`{"id", "question", "options", "default", "timeout", "digest", "answer", "by",
+    "user"}`); `RunError` when there is nothing to answer or the answer is not one of the
+    options. `resume` then continues the run."""
+    from openprose.project import runs_home
+    from openprose.session.answers import answer_question
+    from openprose.session.opening import UsageError
+    from openprose.session.resume import locate_run
+    from openprose.vm.questions import AnswerError
+    from openprose.vm.runstore import DamagedRun
+
+    project = Path(project_dir) if project_dir is not None else runs_home()
+    try:
+        run_dir = locate_run(project, run_id)
+        return answer_question(run_dir, text, question, by="api")
+    except (UsageError, AnswerError, DamagedRun) as error:
+        raise RunError(str(error)) from None
 
 
 def _answer(

@@ -143,6 +143,17 @@ class Session:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Ask:
+    """``ask "question"`` with an optional property block (``options:``, ``default:``,
+    ``timeout:``): a question put to a person while the program runs; its value is the
+    answer (docs/guide.md, "Asking a person")."""
+
+    span: Span = field(compare=False, repr=False)
+    question: StringLit
+    properties: tuple[Property, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class KeywordArg:
     span: Span = field(compare=False, repr=False)
     name: Name
@@ -430,6 +441,7 @@ Expr: TypeAlias = (
     | ObjectContext
     | Discretion
     | Session
+    | Ask
     | ProgramCall
     | DoBlock
     | DoCall
@@ -452,6 +464,7 @@ Stmt: TypeAlias = (
     | Binding
     | Assign
     | Session
+    | Ask
     | ProgramCall
     | DoBlock
     | DoCall

@@ -18,6 +18,7 @@ from openprose.nodes import (
     AgentDef,
     ArrayLit,
     Arrow,
+    Ask,
     Assign,
     Attribute,
     Binding,
@@ -146,6 +147,9 @@ def inline(node: object) -> str:
             # Properties on the header line, as in `session "Research AI" context: "AI"`.
             props = "".join(f" {p.name.id}: {inline(p.value)}" for p in node.properties)
             return session_head(node) + props
+        case Ask():
+            props = "".join(f" {p.name.id}: {inline(p.value)}" for p in node.properties)
+            return f"ask {string(node.question)}{props}"
         case Arrow():
             return " -> ".join(inline(step) for step in node.steps)
         case Invalid():
@@ -223,6 +227,7 @@ _ONE_LINE_STEPS = (
     ProgramCall,
     DoCall,
     Session,
+    Ask,
     Invalid,
 )
 
@@ -276,6 +281,10 @@ class Printer:
                 self.opener(level, f"{prefix}block {node.name.id}{params}{mods}:", at, node.body)
             case Session():
                 self.emit(level, prefix + session_head(node), at, opens_block=bool(node.properties))
+                self.properties(node.properties, level + 1)
+            case Ask():
+                head = f"{prefix}ask {string(node.question)}"
+                self.emit(level, head, at, opens_block=bool(node.properties))
                 self.properties(node.properties, level + 1)
             case Arrow():
                 # One-line steps join on one line (`a -> b -> `); a step with a body

@@ -31,6 +31,9 @@ AGENT_PROPERTIES = (
     "backoff",
 )
 SESSION_PROPERTIES = ("model", "prompt", "context", "retry", "backoff")
+# `ask "question"`: the answers it offers, the one taken when nobody answers in time, and how
+# long it waits (docs/guide.md, "Asking a person").
+ASK_PROPERTIES = ("options", "default", "timeout")
 
 # What an agent's `persist:` asks for: none given, a scope, a folder, or a value that is none.
 Persist = Literal["none", "true", "project", "user", "path", "invalid"]

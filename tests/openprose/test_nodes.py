@@ -33,6 +33,8 @@ SAMPLES: dict[type, str] = {
     n.Binding: 'let x = session "a"\n',
     n.Assign: 'let x = session "a"\nx = session "b"\n',
     n.Session: 'session "Hello"\n',
+    n.Ask: 'let plan = ask "Which plan?"\n  options: ["fast", "safe"]\n  default: "safe"\n'
+    'ask "Ready to ship {plan}?" timeout: "10m"\n',
     n.ProgramCall: 'use "alice/research"\nresearch(topic: "AI")\n',
     n.DoBlock: 'do:\n  session "a"\n',
     n.DoCall: 'block greet:\n  session "hi"\ndo greet\n',

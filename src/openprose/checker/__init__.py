@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from openprose import nodes as n
-from openprose.checker import agents, bindings, blocks, control, imports, sessions
+from openprose.checker import agents, bindings, blocks, control, imports, questions, sessions
 from openprose.checker.branches import find_groups
 from openprose.checker.state import Checker, Handler, broken_names
 from openprose.codes import diagnostic
@@ -38,6 +38,7 @@ _DISPATCH: dict[type, Handler] = {
     **sessions.HANDLERS,
     **blocks.HANDLERS,
     **control.HANDLERS,
+    **questions.HANDLERS,
 }
 
 # Statements that declare rather than run; an `input` may follow only these (E022).

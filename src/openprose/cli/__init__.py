@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "ui": ("openprose.cli.ui", "serve a live web view of the runs on 127.0.0.1"),
     "approve": ("openprose.cli.approve", "approve a waiting run's pending permission requests"),
     "deny": ("openprose.cli.deny", "deny a waiting run's pending permission requests"),
+    "answer": ("openprose.cli.answer", "answer a waiting run's question (an `ask`)"),
     "explain": ("openprose.cli.explain", "print what a diagnostic code means and how to fix it"),
     "config": ("openprose.cli.config", "show which settings file and provider would be used"),
     "cache": ("openprose.cli.cache", "show or clear the answer cache of earlier runs (memo)"),

@@ -173,6 +173,7 @@ def _print_text(shown: dict[str, Any], meta: dict[str, Any]) -> None:
     _print_tools(
         shown["tool_calls"], shown["permissions"], shown["approvals"], shown["pending_approvals"]
     )
+    _print_questions(shown["questions"])
     print(f"\nbindings ({len(shown['bindings'])}): {p(', '.join(shown['bindings']))}")
     if shown["outputs"]:
         print("\noutputs:")
@@ -185,6 +186,29 @@ def _print_text(shown: dict[str, Any], meta: dict[str, Any]) -> None:
         print(f"\ndamaged ({len(shown['damaged'])}):")
         for problem in shown["damaged"]:
             print(f"  {p(problem)}")
+
+
+def _print_questions(questions: list[dict[str, Any]]) -> None:
+    """The run's `ask` questions: those answered (by whom, through what) and those waiting."""
+    from openprose.terminal import neutralise, one_line
+
+    if not questions:
+        return
+    print(f"\nquestions ({len(questions)}):")
+    for q in questions:
+        options = q.get("options") or []
+        offered = " [" + " | ".join(f"{i}) {one_line(o)}" for i, o in enumerate(options, 1)) + "]"
+        head = f"  {q['id']}: {one_line(str(q['question']))}{offered if options else ''}"
+        if q.get("answer") is None:
+            said = "waiting: prose answer RUN " + str(q["id"]) + " TEXT"
+            if q.get("ignored"):
+                said += f" (an answer was ignored: {q['ignored']})"
+        elif q.get("by") == "timeout":
+            said = f"no answer in time, took the default {q['answer']!r}"
+        else:
+            who = f"{q['user']} via " if q.get("user") else "via "
+            said = f"answered {q['answer']!r} ({who}{q.get('by')})"
+        print(neutralise(f"{head}  → {one_line(said)}"))
 
 
 def _journal(path: Path, damaged: list[str]) -> dict[str, Any]:
@@ -218,6 +242,7 @@ def _journal(path: Path, damaged: list[str]) -> dict[str, Any]:
         "pending_approvals": [
             {k: v for k, v in r.items() if k != "step"} for r in digest.pending.values()
         ],
+        "questions": list(digest.questions.values()),
     }
 
 

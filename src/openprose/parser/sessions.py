@@ -120,6 +120,28 @@ class Sessions(Cursor):
             properties=tuple(properties),
         )
 
+    def ask(self) -> n.Ask:
+        """`ask "question"` (the word `ask` is a keyword only before a string) with its
+        properties — `options:`, `default:`, `timeout:` — on the line or indented under it,
+        as a session's are."""
+        kinds = self.kinds
+        keyword_at = self.pos
+        question = string_literal(self.tokens[keyword_at + 1])
+        self.pos = keyword_at + 2
+        properties: list[n.Property] = []
+        while kinds[self.pos + 1] == ":" and _is_word_kind(kinds[self.pos]):
+            properties.append(self.property(inline=True))
+        pos = self.pos
+        if (
+            kinds[pos] == NEWLINE
+            and kinds[pos + 1] == INDENT
+            and (kinds[pos + 2] == NAME or self.starts_property(2))
+        ):
+            properties.extend(self.property_block())
+        return n.Ask(
+            span=self.span_from(keyword_at), question=question, properties=tuple(properties)
+        )
+
     def prompt_and_agent(self, at: int) -> n.Name:
         """`session "Summarize": writer` (the string at ``at``): reported, and parsed as
         `session: writer` with the prompt as its first property."""

@@ -205,7 +205,7 @@ class Statements(Cursor):
             return handler(self)
         if kind == NAME and self.peek_kind() == "=":
             return self.assignment()
-        if kind == NAME and self.peek_kind() not in _NAME_GOES_ON:
+        if kind == NAME and self.peek_kind() not in _NAME_GOES_ON and not self.at_ask():
             self.unknown_statement()
         if kind == "|" and self.tokens[self.pos + 1][1] in _PIPE_OPS:
             self.report(

@@ -51,10 +51,12 @@ def tool_runtime(
     project: Path, yes: bool, *, interactive: bool = True, permission_mode: str = "default"
 ) -> Any:
     """Who answers `prompt` permissions — `--yes`, else the person at the terminal, else
-    nobody (the run then waits for `prose approve`) — the project's default permissions
+    nobody (the run then waits for `prose approve`) — and who answers an `ask` (the
+    terminal, else nobody: the run waits for `prose answer`) — the project's default permissions
     (`[permissions]` of prose.toml), the sandbox's limits (`[sandbox]`) and the permission
     mode (`plan`: read-only). `interactive=False` (the Python API, batches) never asks at a
     terminal."""
+    from openprose.vm.questions import NobodyAsker, TerminalAsker
     from openprose.vm.runtime import ToolRuntime
     from openprose.vm.tools import NobodyApprover, PreApprover, TerminalApprover
 
@@ -81,14 +83,18 @@ def tool_runtime(
         except PermissionError_ as error:
             raise UsageError(str(error)) from None
     approver: Any
+    at_terminal = interactive and sys.stdin.isatty() and sys.stderr.isatty()
     if yes:
         approver = PreApprover()
-    elif interactive and sys.stdin.isatty() and sys.stderr.isatty():
+    elif at_terminal:
         approver = TerminalApprover()
     else:
         approver = NobodyApprover()
+    # `--yes` approves tool calls only: an `ask` is still put to the person at the terminal
+    asker = TerminalAsker() if at_terminal else NobodyAsker()
     return ToolRuntime(
         approver=approver,
+        asker=asker,
         default_permissions=default,
         sandbox_limits=limits,
         plan=permission_mode == "plan",

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from openprose import nodes as n
-from openprose.vm import loops, parallel, pipelines, programs, steps
+from openprose.vm import asking, loops, parallel, pipelines, programs, steps
 from openprose.vm.agents import Memories, agent_spec
 from openprose.vm.bindings import Bindings
 from openprose.vm.calls import ModelCalls
@@ -365,7 +365,8 @@ class Interpreter:
                 raise
         finally:
             # Runs after success or a program error; not when the task is being cancelled,
-            # nor when the run pauses for an approval (it runs once the try ends, on resume).
+            # nor when the run pauses for an approval or an answer (it runs once the try
+            # ends, on resume; `QuestionPending` is an `ApprovalPending`).
             pausing = isinstance(sys.exc_info()[1], ApprovalPending)
             if stmt.finally_body is not None and not _cancelling() and not pausing:
                 await self.body(stmt.finally_body, ctx, steps.clause(step, "finally"))
@@ -482,6 +483,7 @@ def _names_bound_by(stmt: Any) -> list[str]:
 _KINDS: dict[type, str] = {
     n.Binding: "let",
     n.Assign: "assign",
+    n.Ask: "ask",
     n.ProgramCall: "call",
     n.DoBlock: "do",
     n.DoCall: "do",
@@ -525,6 +527,7 @@ _HANDLERS: dict[type, Handler] = {
     n.Binding: Interpreter._binding,
     n.Assign: Interpreter._assign,
     n.Session: Interpreter._session_statement,
+    n.Ask: asking.ask,
     n.ProgramCall: programs.call_program,
     n.DoBlock: Interpreter._do_block,
     n.DoCall: Interpreter._do_call,

@@ -25,6 +25,7 @@ from openprose.vm.budget import FLAGS, BudgetExhausted
 from openprose.vm.errors import ProseError, RunAborted
 from openprose.vm.interpreter import Interpreter
 from openprose.vm.journal import Journal, read_journal
+from openprose.vm.questions import QuestionPending
 from openprose.vm.runstore import DamagedRun, RunStore, process_started, utc_now
 from openprose.vm.runtime import (
     LoadedProgram,
@@ -272,6 +273,7 @@ async def _execute(
     tools = replace(tools, grants=set(tools.grants)) if tools else ToolRuntime()
     run_id = run_id_of(store.root)
     tools.seal_grant = functools.partial(_seal_grant, run_id)
+    tools.run_id = run_id
     honoured = honoured_answers(replay.tools, run_id)
     tools.grants.update(honoured.grants)
     fresh = not (replay.sessions or replay.decisions or store.has_journal_events())
@@ -336,6 +338,13 @@ async def _execute(
         status, error = "aborted", str(abort)
     except BudgetExhausted as stop:
         status, error = "stopped", _stopped(stop, store.run_id)
+    except QuestionPending as pending:
+        status = "waiting"
+        error = (
+            f"waiting for an answer to {pending.question.describe()} "
+            f"(prose answer {store.run_id} {pending.question.id} TEXT, then prose resume)"
+        )
+        store.state(f"{pending.question.step}→ waiting: {pending.question.describe()}")
     except ApprovalPending as pending:
         status = "waiting"
         error = (

@@ -53,6 +53,13 @@ EXTRA: dict[str, tuple[str, int, int]] = {
     # 1001 empty prompts: the last warning is left out, at the 1000th one reporting stops
     "W155": ('session ""\n' * 1001, 1000, 9),
     "W156": ('if **the sky is green**:\n  let x = session "A"\nsession "B {x}"\n', 3, 12),
+    # `ask "question"` (docs/guide.md, Asking a person)
+    "E190": ('let a = ask "Go?"\n  options: "yes"\n', 2, 12),
+    "E191": ('let a = ask "Go?"\n  options: ["yes", "no"]\n  default: "maybe"\n', 3, 12),
+    "E192": ('let a = ask "Go?"\n  timeout: "soon"\n', 2, 12),
+    "W190": ('let a = ask "Go?"\n  choices: ["yes", "no"]\n', 2, 3),
+    "W191": ('let a = ask ""\n', 1, 13),
+    "W192": ('let a = ask "Go?"\n  options: ["yes", "yes"]\n', 2, 20),
 }
 
 

@@ -19,6 +19,7 @@ const state = {
   permissions: new Map(),
   approvals: new Map(),
   pending: [],
+  questions: [], // every `ask` of the run; those with no answer get a form
   damaged: [],
   showAllSessions: false,
   detailStep: null,
@@ -138,6 +139,7 @@ function resetRun() {
   state.programText = "";
   state.statements = [];
   state.pending = [];
+  state.questions = [];
   state.damaged = [];
   for (const key of ["sessions", "decisions", "errors", "toolCalls", "permissions", "approvals"]) {
     state[key] = new Map();
@@ -160,6 +162,7 @@ function applyRun(data) {
     for (const record of data[field]) state[key].set(record.n, record);
   }
   state.pending = data.pending_approvals;
+  state.questions = data.questions || [];
   state.damaged = data.damaged;
   scheduleRender();
   if (state.detailStep !== null) {
@@ -189,6 +192,7 @@ function renderRun() {
   $("run-view").hidden = false;
   renderHead();
   renderApprovals();
+  renderQuestions();
   renderProgram();
   renderTimeline();
   renderSessions();
@@ -280,6 +284,74 @@ async function decide(answer, ids) {
   message.hidden = false;
   $("approvals").hidden = false;
   for (const button of document.querySelectorAll("#pending-list button")) button.disabled = false;
+}
+
+function renderQuestions() {
+  const waiting = state.questions.filter((q) => q.answer === null);
+  const box = $("questions");
+  box.hidden = waiting.length === 0 && $("question-message").hidden;
+  // drawn again only when the questions change: an answer being typed is kept
+  const drawn = waiting.map((q) => `${q.id}:${q.digest}`).join(" ");
+  if ($("question-list").dataset.drawn === drawn) return;
+  const list = clear($("question-list"));
+  list.dataset.drawn = drawn;
+  for (const question of waiting) {
+    const form = el("form", {class: "question", dataset: {question: question.id}});
+    const options = question.options || [];
+    if (options.length) {
+      options.forEach((option, index) => {
+        form.append(el("label", {class: "option"},
+          el("input", {type: "radio", name: "answer", value: String(index + 1),
+            checked: option === question.default}),
+          " ", oneLine(option)));
+      });
+    } else {
+      form.append(el("input", {type: "text", name: "answer", class: "answer-text",
+        value: question.default === null ? "" : text(question.default)}));
+    }
+    form.append(el("button", {type: "submit", class: "answer"}, "Answer"));
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      const chosen = form.querySelector("input[name=answer]:checked, input.answer-text");
+      if (chosen) answerQuestion(question.id, chosen.value);
+    });
+    const facts = [`question ${question.id}`, question.step ? `step ${question.step}` : "",
+      question.default !== null ? `default ${oneLine(question.default)}` : "",
+      question.timeout !== null ? `timeout ${question.timeout} s` : ""].filter(Boolean);
+    list.append(el("li", {class: "pending"},
+      el("div", {}, el("strong", {}, oneLine(question.question))),
+      el("div", {class: "dim small"}, facts.join(" · ")),
+      form));
+  }
+}
+
+async function answerQuestion(id, answer) {
+  const message = $("question-message");
+  for (const button of document.querySelectorAll("#question-list button")) button.disabled = true;
+  let shown;
+  try {
+    const response = await api(`/api/runs/${encodeURIComponent(state.runId)}/answers`, {
+      method: "POST",
+      headers: {"Content-Type": "application/json"},
+      body: JSON.stringify({id, text: answer}),
+    });
+    const body = await response.json();
+    if (response.ok) {
+      shown = `answered ${body.answered.id}: ${oneLine(body.answered.answer)}. ` +
+        `Continue the run with: ${body.next}`;
+      message.className = "notice";
+    } else {
+      shown = body.error || `error ${response.status}`;
+      message.className = "notice error-text";
+    }
+  } catch (error) {
+    shown = `could not reach prose ui: ${error}`;
+    message.className = "notice error-text";
+  }
+  message.textContent = shownText(shown);
+  message.hidden = false;
+  $("questions").hidden = false;
+  for (const button of document.querySelectorAll("#question-list button")) button.disabled = false;
 }
 
 function renderProgram() {
