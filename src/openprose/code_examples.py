@@ -373,6 +373,16 @@ EXAMPLES: dict[str, Example] = {
         'use "./fixed.prose" as fixed\n',
         {"broken.prose": 'session "Unclosed\n', "fixed.prose": 'session "Closed"\n'},
     ),
+    "E180": Example(
+        'let review = session "Review"\n  returns:\n    title: strng\n',
+        'let review = session "Review"\n  returns:\n    title: string\n',
+    ),
+    "E181": Example(
+        'let review = session "Review"\n  returns:\n    title: string\n'
+        'session "Fix {review.titel}"\n',
+        'let review = session "Review"\n  returns:\n    title: string\n'
+        'session "Fix {review.title}"\n',
+    ),
     "W140": Example('input topic: ""\n', 'input topic: "The subject to research"\n'),
     "W141": Example(
         'block review(topic):\n  session "Review {topic}"\ndo review("a", "b")\n',

@@ -125,6 +125,8 @@ _TABLE: tuple[Code, ...] = (
     Code("E169", E, "Duplicate argument in program invocation"),
     Code("E170", E, "Imported program file not found"),
     Code("E171", E, "Imported program does not check (its first error, or an import cycle)"),
+    Code("E180", E, "Invalid shape (unknown type, repeated field, missing or broken schema)"),
+    Code("E181", E, "Unknown field of a typed value"),
     Code("W140", W, "Input has an empty description"),
     Code("W141", W, "Block argument count does not match its parameters"),
     Code("W142", W, "Block parameter shadows outer variable"),
@@ -469,6 +471,15 @@ GUIDANCE: dict[str, Guidance] = {
         "Use Statements / Program Invocation: an imported program is parsed and validated "
         "like the importing one",
         "fix the imported program (`prose check` it), or break the cycle of imports",
+    ),
+    "E180": Guidance(
+        "Typed results (docs/language.md): a shape is string, number, integer, boolean, "
+        '`list of` a shape, "a" | "b", fields, or `schema` with a JSON Schema',
+        "use one of the types, name each field once, or fix the schema (file) it names",
+    ),
+    "E181": Guidance(
+        "Typed results (docs/language.md): a typed value has the fields its shape declares",
+        "use a field the shape declares, or add the field to the shape",
     ),
     "W001": Guidance(
         "Session Statement, Validation Rules: Empty prompt", "write the task between the quotes"

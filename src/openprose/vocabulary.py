@@ -30,7 +30,7 @@ AGENT_PROPERTIES = (
     "retry",
     "backoff",
 )
-SESSION_PROPERTIES = ("model", "prompt", "context", "retry", "backoff")
+SESSION_PROPERTIES = ("model", "prompt", "context", "retry", "backoff", "returns")
 
 # What an agent's `persist:` asks for: none given, a scope, a folder, or a value that is none.
 Persist = Literal["none", "true", "project", "user", "path", "invalid"]

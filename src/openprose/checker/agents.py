@@ -8,6 +8,7 @@ from typing import Literal
 
 from openprose import nodes as n
 from openprose.checker.bindings import check_context
+from openprose.checker.shapes import check_returns
 from openprose.checker.state import AgentInfo, Checker, Handler, span_of
 from openprose.contracts import is_local_path
 from openprose.diagnostics import Edit, Fix
@@ -414,6 +415,7 @@ _VALIDATORS: dict[str, Callable[[Checker, n.Property, Where], None]] = {
     "context": _context,
     "retry": _retry,
     "backoff": _backoff,
+    "returns": check_returns,
 }
 
 HANDLERS: dict[type, Handler] = {n.AgentDef: _agent_def}
