@@ -21,6 +21,16 @@ SCALARS: dict[str, dict[str, Any]] = {
 }
 
 
+def returns_of(node: object) -> n.Shape | None:
+    """The shape a session declares with `returns:`, if it is one that does."""
+    if not isinstance(node, n.Session):
+        return None
+    for prop in node.properties:
+        if prop.name.id == "returns" and isinstance(prop.value, n.SHAPE_TYPES):
+            return prop.value  # type: ignore[return-value]
+    return None
+
+
 class ShapeError(ValueError):
     """A shape that cannot become a schema: an unknown type, a missing or broken schema."""
 

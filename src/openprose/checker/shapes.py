@@ -15,11 +15,15 @@ from typing import Any
 from openprose import nodes as n
 from openprose.checker.state import Checker
 from openprose.diagnostics import Edit, Fix
-from openprose.shapes import SCALARS, ShapeError, field_schema, fields_of, json_schema
+from openprose.shapes import (
+    SCALARS,
+    ShapeError,
+    field_schema,
+    fields_of,
+    json_schema,
+    returns_of,
+)
 from openprose.suggest import closest
-
-RETURNS = "returns"
-
 
 def check_returns(ck: Checker, prop: n.Property, where: str) -> None:
     """The `returns:` property of a session: a valid shape."""
@@ -147,16 +151,6 @@ def typed_names(program: n.Program, base_dir: Path | None) -> dict[str, dict[str
         except ShapeError:
             continue  # E180 already says why
     return typed
-
-
-def returns_of(node: object) -> n.Shape | None:
-    """The shape a session declares with `returns:`, if it is one that does."""
-    if not isinstance(node, n.Session):
-        return None
-    for prop in node.properties:
-        if prop.name.id == RETURNS and isinstance(prop.value, n.SHAPE_TYPES):
-            return prop.value  # type: ignore[return-value]
-    return None
 
 
 def _bindings(program: n.Program) -> Iterator[tuple[str, n.Shape | None]]:

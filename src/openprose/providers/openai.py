@@ -23,6 +23,7 @@ from openprose.providers.base import (
     Usage,
 )
 from openprose.providers.http_client import HttpProvider
+from openprose.providers.structured import openai_response_format, wanted
 from openprose.providers.http_errors import (
     BadAnswer,
     optional_text,
@@ -92,6 +93,9 @@ class OpenAIProvider(HttpProvider):
                 }
                 for t in request.tools
             ]
+        schema = wanted(request)
+        if schema is not None:  # a typed result: decoding constrained to its schema
+            body["response_format"] = openai_response_format(schema)
         if stream:
             body["stream"] = True
             body["stream_options"] = {"include_usage": True}  # the usage comes last

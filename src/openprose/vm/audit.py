@@ -1051,6 +1051,8 @@ for _kind in (
     "skill_loaded",
     "skill_missing",
     "approval_ignored",  # a recorded answer whose seal did not hold (forged, another run's)
+    "typed_invalid",  # a typed answer that did not match its shape: asked again
+    "typed_failed",  # ...and the answer asked again did not either: the session fails
 ):
     ROWS[_kind] = Row(("notice",), _warning(_kind))
 

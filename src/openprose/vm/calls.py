@@ -105,6 +105,7 @@ class ModelCalls:
             request.temperature,
             request.response_schema,
             request.tools,
+            structured=request.structured,
         )
         memo_key = None
         if self.memo is not None and not request.tools:  # tool turns: tools act in between
