@@ -1,0 +1,168 @@
+"""Shapes (typed results): how `returns:` and `output name: shape =` parse, print back and
+compile, and their JSON Schema."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from openprose import nodes as n
+from openprose.compiler import compile_program
+from openprose.formatter import format_source
+from openprose.parser import parse_text
+from openprose.printer import print_program
+from openprose.shapes import ShapeError, json_schema, returns_of
+
+BLOCK = """\
+let review = session "Review the change"
+  returns:
+    title: string
+    severity: "low" | "medium" | "high"
+    files: list of string
+    notes: optional string
+    findings: list of
+      line: integer
+      text: string
+    author: optional
+      name: string
+"""
+
+
+def _returns(source: str) -> n.Shape:
+    parsed = parse_text(source)
+    assert parsed.ok, [d.message for d in parsed.diagnostics]
+    stmt = parsed.program.body[0]
+    assert isinstance(stmt, n.Binding)
+    shape = returns_of(stmt.value)
+    assert shape is not None
+    return shape
+
+
+def test_a_block_of_fields_is_an_object_shape() -> None:
+    shape = _returns(BLOCK)
+    assert isinstance(shape, n.ObjectType)
+    by_name = {f.name.id: f for f in shape.fields}
+    assert list(by_name) == ["title", "severity", "files", "notes", "findings", "author"]
+    assert by_name["severity"].shape == n.EnumType(
+        options=tuple(
+            n.StringLit(value=v, parts=(v,), span=shape.span) for v in ("low", "medium", "high")
+        ),
+        span=shape.span,
+    )
+    assert by_name["notes"].optional and not by_name["title"].optional
+    findings = by_name["findings"].shape
+    assert isinstance(findings, n.ListType) and isinstance(findings.item, n.ObjectType)
+    assert [f.name.id for f in findings.item.fields] == ["line", "text"]
+    author = by_name["author"]
+    assert author.optional and isinstance(author.shape, n.ObjectType)
+
+
+def test_the_json_schema_of_a_compact_shape() -> None:
+    schema = json_schema(_returns(BLOCK), None)
+    assert schema["required"] == ["title", "severity", "files", "findings"]
+    assert schema["additionalProperties"] is False
+    assert schema["properties"]["files"] == {"type": "array", "items": {"type": "string"}}
+    assert schema["properties"]["severity"] == {
+        "type": "string",
+        "enum": ["low", "medium", "high"],
+    }
+    line = schema["properties"]["findings"]["items"]["properties"]["line"]
+    assert line == {"type": "integer"}
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        BLOCK,
+        'let s = session "Score" returns: {score: number, ok: boolean}\n',
+        'let s = session "Tags"\n  returns: list of "a" | "b"\n',
+        'let s = session "One"\n  returns: integer\n',
+        'let s = session "T"\n  returns: schema "review.schema.json"\n',
+        'let s = session "T"\n  returns: schema """\n{"type": "string"}"""\n',
+        'output summary: {title: string, tags: list of string} = session "Sum"\n',
+        'output n: integer = session "Count"\n',
+        'agent a:\n  model: sonnet\nlet r = session: a\n  prompt: "Go"\n  returns:\n'
+        "    a: {b: optional list of {c: string}}\n",
+    ],
+)
+def test_shapes_print_back_to_the_same_tree_and_compile_stably(source: str) -> None:
+    parsed = parse_text(source)
+    assert parsed.ok, [d.message for d in parsed.diagnostics]
+    printed = print_program(parsed.program)
+    again = parse_text(printed)
+    assert again.ok and again.program == parsed.program, printed
+    assert format_source(again) == printed
+    compiled = compile_program(parsed.program)
+    assert compile_program(parse_text(compiled).program) == compiled
+
+
+def test_fmt_keeps_comments_between_fields() -> None:
+    source = (
+        'let r = session "A"\n'
+        "  returns:\n"
+        "    # what the model names it\n"
+        "    title:   string\n"
+        "    tags: list of string  # lower case\n"
+    )
+    assert format_source(parse_text(source)) == source.replace("title:   ", "title: ")
+
+
+def test_the_block_form_is_the_canonical_layout() -> None:
+    source = 'let s = session "Score" returns: {score: number, tags: list of {t: string}}\n'
+    printed = print_program(parse_text(source).program)
+    assert printed == (
+        'let s = session "Score"\n'
+        "  returns:\n"
+        "    score: number\n"
+        "    tags: list of\n"
+        "      t: string\n"
+    )
+
+
+def test_a_colon_without_equals_after_output_is_still_the_early_form() -> None:
+    parsed = parse_text('output r: session "A"\n')
+    assert [d.code for d in parsed.diagnostics] == ["E004"] or parsed.diagnostics
+    (stmt,) = parsed.program.body
+    assert isinstance(stmt, n.Output) and stmt.shape is None
+
+
+@pytest.mark.parametrize(
+    ("source", "where"),
+    [
+        ('session "A"\n  returns:\n    title string\n', "expected a field"),
+        ('session "A"\n  returns: {a: string\n', "'}'"),
+        ('session "A"\n  returns: list of\n', "expected a shape"),
+    ],
+)
+def test_a_broken_shape_is_one_error_and_the_rest_parses(source: str, where: str) -> None:
+    parsed = parse_text(source + 'session "B"\n')
+    errors = [d for d in parsed.diagnostics if d.is_error]
+    assert errors and where in errors[0].message
+    assert isinstance(parsed.program.body[-1], n.Session)
+
+
+def test_a_broken_field_line_keeps_the_other_fields() -> None:
+    parsed = parse_text('let r = session "A"\n  returns:\n    a: string\n    b string\n    c: integer\n')
+    assert len([d for d in parsed.diagnostics if d.is_error]) == 1
+    stmt = parsed.program.body[0]
+    assert isinstance(stmt, n.Binding)
+    shape = returns_of(stmt.value)
+    assert isinstance(shape, n.ObjectType)
+    assert [f.name.id for f in shape.fields] == ["a", "c"]
+
+
+def test_schemas_from_files_and_inline(tmp_path: Path) -> None:
+    (tmp_path / "s.json").write_text('{"type": "object", "properties": {"x": {"type": "string"}}}')
+    ref = _returns('let r = session "A"\n  returns: schema "s.json"\n')
+    assert json_schema(ref, tmp_path)["properties"]["x"] == {"type": "string"}
+    with pytest.raises(ShapeError, match="not found"):
+        json_schema(ref, tmp_path / "elsewhere")
+    (tmp_path / "s.json").write_text('{"type": 3}')
+    with pytest.raises(ShapeError, match="not a valid JSON Schema"):
+        json_schema(ref, tmp_path)
+    inline = _returns('let r = session "A"\n  returns: schema """\n{"type": "integer"}"""\n')
+    assert json_schema(inline, None) == {"type": "integer"}
+    broken = _returns('let r = session "A"\n  returns: schema """\n{"type": }"""\n')
+    with pytest.raises(ShapeError, match="not JSON"):
+        json_schema(broken, None)
