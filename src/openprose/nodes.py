@@ -123,7 +123,7 @@ class Property:
 
     span: Span = field(compare=False, repr=False)
     name: Name
-    value: Expr | PermissionsBlock | Shape
+    value: PropertyValue
 
 
 # --- shapes: the declared form of an answer (`returns:`, `output x: shape = ...`) ------------
@@ -530,6 +530,8 @@ Stmt: TypeAlias = (
 # The declared form of an answer.
 Shape: TypeAlias = ScalarType | ListType | EnumType | ObjectType | SchemaRef
 SHAPE_TYPES: tuple[type, ...] = (ScalarType, ListType, EnumType, ObjectType, SchemaRef)
+# What follows `name:` in an agent's or a session's property block.
+PropertyValue: TypeAlias = Expr | PermissionsBlock | Shape
 
 Node: TypeAlias = (
     Expr

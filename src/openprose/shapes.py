@@ -83,7 +83,7 @@ def load_schema(ref: n.SchemaRef, base_dir: Path | None) -> dict[str, Any]:
         raise ShapeError(f"{origin} is not JSON: {exc}") from None
     if not isinstance(schema, dict):
         raise ShapeError(f"{origin} is not a JSON Schema object")
-    from jsonschema import SchemaError, validators
+    from jsonschema import SchemaError, validators  # type: ignore[import-untyped]
 
     try:
         validators.validator_for(schema).check_schema(schema)

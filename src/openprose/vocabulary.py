@@ -37,7 +37,7 @@ Persist = Literal["none", "true", "project", "user", "path", "invalid"]
 PERSIST_SCOPES: dict[str, Persist] = {"true": "true", "project": "project", "user": "user"}
 
 
-def persist_of(value: n.Expr | n.PermissionsBlock) -> tuple[Persist, str | None]:
+def persist_of(value: n.PropertyValue) -> tuple[Persist, str | None]:
     """The memory scope a ``persist:`` value asks for (and its path, for a string)."""
     if isinstance(value, n.Name) and value.id in PERSIST_SCOPES:
         return PERSIST_SCOPES[value.id], None

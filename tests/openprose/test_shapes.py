@@ -82,8 +82,10 @@ def test_the_json_schema_of_a_compact_shape() -> None:
         'let s = session "T"\n  returns: schema """\n{"type": "string"}"""\n',
         'output summary: {title: string, tags: list of string} = session "Sum"\n',
         'output n: integer = session "Count"\n',
-        'agent a:\n  model: sonnet\nlet r = session: a\n  prompt: "Go"\n  returns:\n'
-        "    a: {b: optional list of {c: string}}\n",
+        (
+            'agent a:\n  model: sonnet\nlet r = session: a\n  prompt: "Go"\n  returns:\n'
+            "    a: {b: optional list of {c: string}}\n"
+        ),
     ],
 )
 def test_shapes_print_back_to_the_same_tree_and_compile_stably(source: str) -> None:
@@ -143,7 +145,9 @@ def test_a_broken_shape_is_one_error_and_the_rest_parses(source: str, where: str
 
 
 def test_a_broken_field_line_keeps_the_other_fields() -> None:
-    parsed = parse_text('let r = session "A"\n  returns:\n    a: string\n    b string\n    c: integer\n')
+    parsed = parse_text(
+        'let r = session "A"\n  returns:\n    a: string\n    b string\n    c: integer\n'
+    )
     assert len([d for d in parsed.diagnostics if d.is_error]) == 1
     stmt = parsed.program.body[0]
     assert isinstance(stmt, n.Binding)

@@ -102,7 +102,7 @@ def check_properties(
     return seen
 
 
-def quoted_enum(ck: Checker, value: n.Expr | n.PermissionsBlock, known: frozenset[str]) -> bool:
+def quoted_enum(ck: Checker, value: n.PropertyValue, known: frozenset[str]) -> bool:
     """A valid enum value written as a string (`backoff: "exponential"`): accepted with W170
     and a fix that removes the quotes (which `prose fmt` applies as well)."""
     if not (isinstance(value, n.StringLit) and value.value in known and not value.triple):

@@ -477,7 +477,7 @@ def _object(ck: Checker, node: n.ObjectContext) -> None:
         ck.resolve(name.id, name.span, "E142", f"Undefined variable '{name.id}' in context")
 
 
-def check_context(ck: Checker, value: n.Expr | n.PermissionsBlock) -> None:
+def check_context(ck: Checker, value: n.PropertyValue) -> None:
     """``context:`` takes a variable, an array of variables, or ``{ a, b }``."""
     if isinstance(value, n.ArrayLit):
         fix = None

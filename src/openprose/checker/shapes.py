@@ -25,6 +25,7 @@ from openprose.shapes import (
 )
 from openprose.suggest import closest
 
+
 def check_returns(ck: Checker, prop: n.Property, where: str) -> None:
     """The `returns:` property of a session: a valid shape."""
     value = prop.value

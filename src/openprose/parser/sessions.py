@@ -293,7 +293,7 @@ class Sessions(Cursor):
         name = n.Name(span=name_span, id=token[1])
         pos += 2
         self.pos = pos
-        value: n.Expr | n.PermissionsBlock | n.Shape
+        value: n.PropertyValue
         if token[1] == RETURNS:
             value = self.shape_value()
         elif inline:
@@ -332,7 +332,15 @@ class Sessions(Cursor):
         if (
             self.kinds[self.pos] == ","
             and token[1] != "model"
-            and not isinstance(value, (n.PermissionsBlock, *n.SHAPE_TYPES))
+            and not isinstance(
+                value,
+                n.PermissionsBlock
+                | n.ScalarType
+                | n.ListType
+                | n.EnumType
+                | n.ObjectType
+                | n.SchemaRef,
+            )
             and not self.starts_property(1)
         ):
             value = self.unbracketed_list(token[1], value)

@@ -27,7 +27,6 @@ from openprose.providers.base import (
 from openprose.providers.cache_breakpoints import mark_breakpoints, plan_breakpoints
 from openprose.providers.cache_warming import PrefixWarming
 from openprose.providers.http_client import HttpProvider
-from openprose.providers.structured import anthropic_answer_tool, from_answer_tool, wanted
 from openprose.providers.http_errors import (
     BadAnswer,
     optional_text,
@@ -35,6 +34,7 @@ from openprose.providers.http_errors import (
     shown,
     token_count,
 )
+from openprose.providers.structured import anthropic_answer_tool, from_answer_tool, wanted
 
 __all__ = ["AnthropicProvider"]
 

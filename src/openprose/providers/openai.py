@@ -23,7 +23,6 @@ from openprose.providers.base import (
     Usage,
 )
 from openprose.providers.http_client import HttpProvider
-from openprose.providers.structured import openai_response_format, wanted
 from openprose.providers.http_errors import (
     BadAnswer,
     optional_text,
@@ -31,6 +30,7 @@ from openprose.providers.http_errors import (
     shown,
     token_count,
 )
+from openprose.providers.structured import openai_response_format, wanted
 
 __all__ = ["OpenAIProvider"]
 

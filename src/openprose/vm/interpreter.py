@@ -260,8 +260,7 @@ class Interpreter:
         value, found = check_output(value, typed)
         if found:
             raise ProseRuntimeError(
-                f"output {stmt.name.id!r} does not match its declared shape: "
-                + "; ".join(found),
+                f"output {stmt.name.id!r} does not match its declared shape: " + "; ".join(found),
                 where=where,
             )
         ctx.scope.declare_output(stmt.name.id, value)

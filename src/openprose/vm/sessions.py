@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING, Any
 
 from openprose import nodes as n
 from openprose.providers.base import Message, ModelRequest, ModelResponse
+from openprose.shapes import returns_of
 from openprose.vm.agents import Memories
 from openprose.vm.bindings import Bindings
 from openprose.vm.calls import ModelCalls
 from openprose.vm.context import Contexts
 from openprose.vm.errors import ProseRuntimeError, SessionFailed
-from openprose.shapes import returns_of
 from openprose.vm.expressions import Expressions, literal
 from openprose.vm.frame import Ctx
 from openprose.vm.prompts import NO_TASK, user_message

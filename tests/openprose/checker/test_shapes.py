@@ -44,7 +44,8 @@ def test_an_unknown_field_in_an_interpolation_is_e181_with_the_near_name() -> No
 
 def test_nested_fields_and_attributes_are_checked() -> None:
     found = _codes(
-        REVIEW + 'session "{review.author.nme}"\nlet x = review.files.first\nlet y = review.sevrity\n'
+        REVIEW
+        + 'session "{review.author.nme}"\nlet x = review.files.first\nlet y = review.sevrity\n'
     )
     assert [f[0] for f in found] == ["E181", "E181", "E181"]
     assert "'review.author' has no field 'nme'" in found[0][3]
@@ -100,8 +101,7 @@ def test_e180_for_a_shape_that_cannot_be_used(shape: str, message: str) -> None:
 
 def test_a_schema_file_is_read_beside_the_program(tmp_path: Path) -> None:
     (tmp_path / "r.json").write_text(
-        '{"type": "object", "properties": {"a": {"type": "string"}}, '
-        '"additionalProperties": false}'
+        '{"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": false}'
     )
     source = 'let r = session "A"\n  returns: schema "r.json"\nsession "{r.a} {r.b}"\n'
     found = _codes(source, str(tmp_path / "main.prose"))
