@@ -558,7 +558,9 @@ Node: TypeAlias = (
 
 NODE_TYPES: frozenset[type] = frozenset(get_args(Node))
 STATEMENT_TYPES: tuple[type, ...] = get_args(Stmt)
-_NODE_NAMES = frozenset({"Expr", "Stmt", "Node", "Shape", *(cls.__name__ for cls in NODE_TYPES)})
+_NODE_NAMES = frozenset(
+    {"Expr", "Stmt", "Node", "Shape", "PropertyValue", *(cls.__name__ for cls in NODE_TYPES)}
+)
 _CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
 
 

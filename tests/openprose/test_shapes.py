@@ -170,3 +170,13 @@ def test_schemas_from_files_and_inline(tmp_path: Path) -> None:
     broken = _returns('let r = session "A"\n  returns: schema """\n{"type": }"""\n')
     with pytest.raises(ShapeError, match="not JSON"):
         json_schema(broken, None)
+
+
+def test_walk_reaches_property_values_and_the_nodes_of_shapes() -> None:
+    program = parse_text(
+        BLOCK + 'output o: {n: integer} = session "B"\n  context: review\n'
+    ).program
+    walked = {type(node) for node in n.walk(program)}
+    assert {n.ObjectType, n.ShapeField, n.ListType, n.EnumType, n.ScalarType} <= walked
+    names = [node.id for node in n.walk(program) if isinstance(node, n.Name)]
+    assert "review" in names[1:]  # the `context: review` value, past the binding's own name
