@@ -54,6 +54,10 @@ PROPERTY_DOCS: dict[str, str] = {
     "context": "Earlier results the session sees: a variable, `[a, b]` or `{ a, b }`.",
     "retry": "How many times to retry the session when it fails (a positive integer).",
     "backoff": "Waiting between retries: " + ", ".join(sorted(BACKOFFS)) + ".",
+    "returns": (
+        "The shape of the answer: fields one a line (`title: string`, `tags: list of string`, "
+        '`level: "low" | "high"`, `notes: optional string`) or `schema "file.json"`.'
+    ),
 }
 
 PERMISSION_DOCS: dict[str, str] = {
