@@ -129,3 +129,16 @@ def test_an_inline_json_schema_is_the_shape(vm: Any) -> None:
     result = vm.run(source, provider)
     assert result.status == "succeeded", result.error
     assert result.outputs["o"] == "b"
+
+
+def test_the_run_view_shows_the_shape_a_session_asked_for(vm: Any) -> None:
+    from openprose.vm.journal import read_journal
+    from openprose.vm.runview import RunDigest
+
+    result = vm.run(REVIEW + 'session "Plain"\n', vm.spy([{"match": "^Review", "answer": VALID}]))
+    digest = RunDigest()
+    digest.add_all(read_journal(result.run_dir / "journal.jsonl"))
+    typed, plain = digest.sessions.values()
+    assert typed["shape"]["properties"]["severity"]["enum"] == ["low", "medium", "high"]
+    assert json.loads(typed["answer"]) == json.loads(VALID)
+    assert plain["shape"] is None
