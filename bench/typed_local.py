@@ -38,12 +38,16 @@ SUBJECTS = (
 )  # fmt: skip
 
 SHAPES = (
-    'returns:\n      title: string\n      severity: "low" | "medium" | "high"\n'
-    "      files: list of string",
+    (
+        'returns:\n      title: string\n      severity: "low" | "medium" | "high"\n'
+        "      files: list of string"
+    ),
     "returns: list of string",
     'returns: "bug" | "feature" | "question"',
-    "returns:\n      summary: string\n      notes: optional string\n      steps: list of\n"
-    "        order: integer\n        action: string",
+    (
+        "returns:\n      summary: string\n      notes: optional string\n      steps: list of\n"
+        "        order: integer\n        action: string"
+    ),
 )
 PROMPTS = (
     "Review the code of {subject}: give a title, a severity and the files involved.",
