@@ -6,13 +6,20 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from jsonschema import Draft202012Validator
 
 from openprose import nodes as n
 from openprose.compiler import compile_program
 from openprose.formatter import format_source
 from openprose.parser import parse_text
 from openprose.printer import print_program
+from openprose.printer import shape as shape_text
 from openprose.shapes import ShapeError, json_schema, returns_of
+from openprose.source import Span
+
+_NOWHERE = Span(0, 0, 1, 1, 1, 1)
 
 BLOCK = """\
 let review = session "Review the change"
@@ -180,3 +187,66 @@ def test_walk_reaches_property_values_and_the_nodes_of_shapes() -> None:
     assert {n.ObjectType, n.ShapeField, n.ListType, n.EnumType, n.ScalarType} <= walked
     names = [node.id for node in n.walk(program) if isinstance(node, n.Name)]
     assert "review" in names[1:]  # the `context: review` value, past the binding's own name
+
+
+_WORDS = st.sampled_from(["title", "files", "severity", "notes", "n", "input", "of", "list"])
+_SCALARS = st.sampled_from(["string", "number", "integer", "boolean"]).map(
+    lambda name: n.ScalarType(name=name, span=_NOWHERE)
+)
+_ENUMS = st.lists(st.sampled_from(["low", "high", "a b", "{x}", 'say "hi"']), min_size=1).map(
+    lambda values: n.EnumType(
+        options=tuple(n.StringLit(value=v, parts=(v,), span=_NOWHERE) for v in values),
+        span=_NOWHERE,
+    )
+)
+
+
+def _objects(inner: st.SearchStrategy[n.Shape]) -> st.SearchStrategy[n.Shape]:
+    fields = st.lists(st.tuples(_WORDS, inner, st.booleans()), min_size=1, unique_by=lambda f: f[0])
+    return fields.map(
+        lambda items: n.ObjectType(
+            fields=tuple(
+                n.ShapeField(name=n.Name(id=w, span=_NOWHERE), shape=s, optional=o, span=_NOWHERE)
+                for w, s, o in items
+            ),
+            span=_NOWHERE,
+        )
+    )
+
+
+_SHAPES = st.recursive(
+    _SCALARS | _ENUMS,
+    lambda inner: inner.map(lambda s: n.ListType(item=s, span=_NOWHERE)) | _objects(inner),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_SHAPES, st.booleans())
+def test_any_shape_prints_back_to_itself_and_is_a_json_schema(
+    shape: n.Shape, on_output: bool
+) -> None:
+    if on_output:
+        program = f'output o: {shape_text(shape)} = session "A"\n'
+    else:
+        returns = n.Property(name=n.Name(id="returns", span=_NOWHERE), value=shape, span=_NOWHERE)
+        session = n.Session(prompt=None, agent=None, properties=(returns,), span=_NOWHERE)
+        program = print_program(
+            n.Program(
+                body=(
+                    n.Binding(
+                        kind="let",
+                        target=n.Name(id="r", span=_NOWHERE),
+                        value=session,
+                        span=_NOWHERE,
+                    ),
+                ),
+                span=_NOWHERE,
+            )
+        ).replace("let r = session", 'let r = session "A"', 1)
+    parsed = parse_text(program)
+    assert parsed.ok, (program, [d.message for d in parsed.diagnostics])
+    (stmt,) = parsed.program.body
+    found = stmt.shape if isinstance(stmt, n.Output) else returns_of(stmt.value)  # type: ignore[union-attr]
+    assert found == shape, program
+    Draft202012Validator.check_schema(json_schema(shape, None))
