@@ -8,7 +8,7 @@ are not checked (no false alarms)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +30,14 @@ def check_returns(ck: Checker, prop: n.Property, where: str) -> None:
     """The `returns:` property of a session: a valid shape."""
     value = prop.value
     if isinstance(value, n.SHAPE_TYPES):
+        ck.typed = True
         check_shape(ck, value)  # type: ignore[arg-type]
+
+
+def check_output_shape(ck: Checker, shape: n.Shape) -> None:
+    """The shape of `output name: shape = value`."""
+    ck.typed = True
+    check_shape(ck, shape)
 
 
 def check_shape(ck: Checker, shape: n.Shape) -> None:
@@ -61,26 +68,42 @@ def check_shape(ck: Checker, shape: n.Shape) -> None:
 
 
 def check_typed_fields(ck: Checker, program: n.Program) -> None:
-    """Output shapes are valid, and every field read from a typed name exists (E181)."""
-    for node in n.walk(program):
-        if isinstance(node, n.Output) and node.shape is not None:
-            check_shape(ck, node.shape)
-    typed = typed_names(program, ck.base_dir)
-    if not typed:
+    """Every field read from a typed name exists (E181). Run after the walk, which tells
+    whether the program declares any shape at all."""
+    if not ck.typed:
         return
+    bound: dict[str, list[n.Shape | None]] = {}
+    reads: list[n.Interpolation | n.Attribute] = []
+    inner: set[int] = set()  # attributes inside another: read as part of the outer one
     for node in n.walk(program):
-        if isinstance(node, n.Interpolation) and node.path and node.name in typed:
-            _check_path(ck, typed[node.name], node.name, node.path, node.span, braces=True)
-        elif isinstance(node, n.Attribute):
-            dotted = _dotted(node)
-            if dotted is not None and dotted[0] in typed and dotted[1]:
-                name, path = dotted
-                _check_path(ck, typed[name], name, path, node.span, braces=False)
+        kind = type(node)
+        if kind is n.Interpolation:
+            if node.path:  # type: ignore[union-attr]
+                reads.append(node)  # type: ignore[arg-type]
+        elif kind is n.Attribute:
+            if id(node) not in inner:
+                reads.append(node)  # type: ignore[arg-type]
+            value = node.value  # type: ignore[union-attr]
+            if type(value) is n.Attribute:
+                inner.add(id(value))
+        else:
+            binder = _BINDERS.get(kind)
+            if binder is not None:
+                for name, shape in binder(node):
+                    bound.setdefault(name, []).append(shape)
+    typed = _agreed(bound, ck.base_dir)
+    for read in reads:
+        if isinstance(read, n.Interpolation):
+            if read.name in typed:
+                _check_path(ck, typed[read.name], read.name, read.path, read.span, braces=True)
+            continue
+        name, path = _dotted(read)
+        if name in typed:
+            _check_path(ck, typed[name], name, path, read.span, braces=False)
 
 
-def _dotted(node: n.Attribute) -> tuple[str, tuple[str, ...]] | None:
-    """`a.b.c` as ("a", ("b", "c")), for the outermost attribute only (its inner ones are
-    walked too, and would report the same field again)."""
+def _dotted(node: n.Attribute) -> tuple[str, tuple[str, ...]]:
+    """`a.b.c` as ("a", ("b", "c"))."""
     path: list[str] = []
     current: n.Name | n.Attribute = node
     while isinstance(current, n.Attribute):
@@ -137,13 +160,12 @@ def _field_fix(
     return Fix(f"replace `{path[depth]}` with `{guess}`", (Edit(span, text),), safe=False)
 
 
-def typed_names(program: n.Program, base_dir: Path | None) -> dict[str, dict[str, Any]]:
+def _agreed(
+    bound: dict[str, list[n.Shape | None]], base_dir: Path | None
+) -> dict[str, dict[str, Any]]:
     """The names every binding of which gives the same shape, with its JSON Schema."""
-    shapes: dict[str, list[n.Shape | None]] = {}
-    for name, shape in _bindings(program):
-        shapes.setdefault(name, []).append(shape)
     typed: dict[str, dict[str, Any]] = {}
-    for name, found in shapes.items():
+    for name, found in bound.items():
         first = found[0]
         if first is None or any(other != first for other in found[1:]):
             continue
@@ -154,38 +176,31 @@ def typed_names(program: n.Program, base_dir: Path | None) -> dict[str, dict[str
     return typed
 
 
-def _bindings(program: n.Program) -> Iterator[tuple[str, n.Shape | None]]:
-    """Every name each statement binds, with the shape it gives it (None: untyped)."""
-    for node in n.walk(program):
-        match node:
-            case n.Binding(target=n.Name() as target):
-                yield target.id, returns_of(node.value)
-            case n.Binding(target=n.Destructure() as pattern):
-                yield from ((name.id, None) for name in pattern.names)
-            case n.Assign():
-                yield node.target.id, returns_of(node.value)
-            case n.Output():
-                yield node.name.id, node.shape or returns_of(node.value)
-            case n.Session(name=n.Name() as name):
-                yield name.id, returns_of(node)
-            case n.ParallelBranch(name=n.Name() as name):
-                yield name.id, returns_of(node.body)
-            case n.Input():
-                yield node.name.id, None
-            case n.ForEach():
-                yield node.item.id, None
-                if node.index is not None:
-                    yield node.index.id, None
-            case n.BlockDef():
-                yield from ((param.id, None) for param in node.params)
-            case n.Repeat(index=n.Name() as index) | n.Loop(index=n.Name() as index):
-                yield index.id, None
-            case n.CatchClause(error=n.Name() as error):
-                yield error.id, None
-            case n.PipeOp():
-                yield "item", None
-                for bound in (node.accumulator, node.item):
-                    if bound is not None:
-                        yield bound.id, None
-            case _:
-                pass
+Binder = Callable[[Any], Iterable[tuple[str, "n.Shape | None"]]]
+
+# What each kind of statement binds, with the shape it gives (None: untyped).
+_BINDERS: dict[type, Binder] = {
+    n.Binding: lambda node: (
+        ((name.id, None) for name in node.target.names)
+        if isinstance(node.target, n.Destructure)
+        else ((node.target.id, returns_of(node.value)),)
+    ),
+    n.Assign: lambda node: ((node.target.id, returns_of(node.value)),),
+    n.Output: lambda node: ((node.name.id, node.shape or returns_of(node.value)),),
+    n.Session: lambda node: () if node.name is None else ((node.name.id, returns_of(node)),),
+    n.ParallelBranch: lambda node: (
+        () if node.name is None else ((node.name.id, returns_of(node.body)),)
+    ),
+    n.Input: lambda node: ((node.name.id, None),),
+    n.ForEach: lambda node: (
+        (name.id, None) for name in (node.item, node.index) if name is not None
+    ),
+    n.BlockDef: lambda node: ((param.id, None) for param in node.params),
+    n.Repeat: lambda node: () if node.index is None else ((node.index.id, None),),
+    n.Loop: lambda node: () if node.index is None else ((node.index.id, None),),
+    n.CatchClause: lambda node: () if node.error is None else ((node.error.id, None),),
+    n.PipeOp: lambda node: (
+        ("item", None),
+        *((name.id, None) for name in (node.accumulator, node.item) if name is not None),
+    ),
+}

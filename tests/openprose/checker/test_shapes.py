@@ -111,3 +111,9 @@ def test_a_schema_file_is_read_beside_the_program(tmp_path: Path) -> None:
 def test_returns_is_a_session_property_only() -> None:
     found = check(parse_text("agent a:\n  returns: string\n"))
     assert [d.code for d in found] == ["W005"]
+
+
+def test_one_report_per_read_however_long_its_path() -> None:
+    found = _codes(REVIEW + 'session "{review.titel.x}"\nlet y = review.titel.x.z\n')
+    assert [(f[0], f[1]) for f in found] == [("E181", 7), ("E181", 8)]
+
