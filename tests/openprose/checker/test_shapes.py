@@ -116,4 +116,3 @@ def test_returns_is_a_session_property_only() -> None:
 def test_one_report_per_read_however_long_its_path() -> None:
     found = _codes(REVIEW + 'session "{review.titel.x}"\nlet y = review.titel.x.z\n')
     assert [(f[0], f[1]) for f in found] == [("E181", 7), ("E181", 8)]
-
