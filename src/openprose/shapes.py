@@ -159,14 +159,3 @@ def field_schema(schema: dict[str, Any], name: str) -> dict[str, Any]:
         return found
     return {}
 
-
-def describe(schema: dict[str, Any]) -> str:
-    """A one-line description of what a value of ``schema`` is (for messages)."""
-    kind = schema.get("type")
-    if "enum" in schema:
-        return "one of " + ", ".join(json.dumps(v) for v in schema["enum"])
-    if kind == "array":
-        return "a list"
-    if kind == "object":
-        return "an object"
-    return f"a {kind}" if isinstance(kind, str) else "a value"
