@@ -373,6 +373,16 @@ EXAMPLES: dict[str, Example] = {
         'use "./fixed.prose" as fixed\n',
         {"broken.prose": 'session "Unclosed\n', "fixed.prose": 'session "Closed"\n'},
     ),
+    "E180": Example(
+        'let review = session "Review"\n  returns:\n    title: strng\n',
+        'let review = session "Review"\n  returns:\n    title: string\n',
+    ),
+    "E181": Example(
+        'let review = session "Review"\n  returns:\n    title: string\n'
+        'session "Fix {review.titel}"\n',
+        'let review = session "Review"\n  returns:\n    title: string\n'
+        'session "Fix {review.title}"\n',
+    ),
     "E190": Example(
         'let go = ask "Ship it?"\n  options: "yes or no"\n',
         'let go = ask "Ship it?"\n  options: ["yes", "no"]\n',

@@ -125,6 +125,8 @@ _TABLE: tuple[Code, ...] = (
     Code("E169", E, "Duplicate argument in program invocation"),
     Code("E170", E, "Imported program file not found"),
     Code("E171", E, "Imported program does not check (its first error, or an import cycle)"),
+    Code("E180", E, "Invalid shape (unknown type, repeated field, missing or broken schema)"),
+    Code("E181", E, "Unknown field of a typed value"),
     Code("E190", E, "Ask options must be a non-empty list of strings"),
     Code("E191", E, "Ask default is not one of its options"),
     Code("E192", E, 'Invalid ask timeout (seconds, or a duration such as "10m")'),
@@ -476,6 +478,15 @@ GUIDANCE: dict[str, Guidance] = {
         "Use Statements / Program Invocation: an imported program is parsed and validated "
         "like the importing one",
         "fix the imported program (`prose check` it), or break the cycle of imports",
+    ),
+    "E180": Guidance(
+        "Typed results (docs/language.md): a shape is string, number, integer, boolean, "
+        '`list of` a shape, "a" | "b", fields, or `schema` with a JSON Schema',
+        "use one of the types, name each field once, or fix the schema (file) it names",
+    ),
+    "E181": Guidance(
+        "Typed results (docs/language.md): a typed value has the fields its shape declares",
+        "use a field the shape declares, or add the field to the shape",
     ),
     "E190": Guidance(
         _ASK + ': "options:" is an array of strings, the answers a person may choose from',

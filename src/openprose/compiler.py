@@ -61,7 +61,7 @@ AGENT_PROPERTY_ORDER = (
     "skills",
     "permissions",
 )
-SESSION_PROPERTY_ORDER = ("model", "prompt", "context", "retry", "backoff")
+SESSION_PROPERTY_ORDER = ("model", "prompt", "context", "retry", "backoff", "returns")
 # The reference's permission-type table order.
 PERMISSION_ORDER = ("read", "write", "execute", "bash", "network")
 # Modifiers: the join strategy (positional) first, then count, on-fail and max, as the

@@ -59,6 +59,10 @@ PROPERTY_DOCS: dict[str, str] = {
     "options": "The answers a person may choose from (by number or text), for `ask`.",
     "default": "The answer taken when nobody answers within `timeout:` (or on Enter), for `ask`.",
     "timeout": 'How long an `ask` waits: seconds, or "90s", "10m", "2h", "1d".',
+    "returns": (
+        "The shape of the answer: fields one a line (`title: string`, `tags: list of string`, "
+        '`level: "low" | "high"`, `notes: optional string`) or `schema "file.json"`.'
+    ),
 }
 
 PERMISSION_DOCS: dict[str, str] = {

@@ -486,3 +486,9 @@ class Cursor:
 
     def nested_postfix(self) -> n.Expr:
         raise NotImplementedError  # parser/expressions.py
+
+    def shape(self) -> n.Shape:
+        raise NotImplementedError  # parser/shapes.py
+
+    def shape_value(self) -> n.Shape:
+        raise NotImplementedError  # parser/shapes.py

@@ -32,6 +32,8 @@ from openprose.scanner import (
 )
 from openprose.source import Span
 
+RETURNS = "returns"  # the property whose value is a shape (parser/shapes.py)
+
 
 class Sessions(Cursor):
     """Sessions and the properties of sessions and agents."""
@@ -313,8 +315,10 @@ class Sessions(Cursor):
         name = n.Name(span=name_span, id=token[1])
         pos += 2
         self.pos = pos
-        value: n.Expr | n.PermissionsBlock
-        if inline:
+        value: n.PropertyValue
+        if token[1] == RETURNS:
+            value = self.shape_value()
+        elif inline:
             value = self.nested_postfix()
         elif token[1] == "model" and self.model_id_follows(pos):
             value = self.model_id(pos)
@@ -350,7 +354,15 @@ class Sessions(Cursor):
         if (
             self.kinds[self.pos] == ","
             and token[1] != "model"
-            and not isinstance(value, n.PermissionsBlock)
+            and not isinstance(
+                value,
+                n.PermissionsBlock
+                | n.ScalarType
+                | n.ListType
+                | n.EnumType
+                | n.ObjectType
+                | n.SchemaRef,
+            )
             and not self.starts_property(1)
         ):
             value = self.unbracketed_list(token[1], value)

@@ -1097,6 +1097,8 @@ for _kind in (
     "approval_ignored",  # a recorded answer whose seal did not hold (forged, another run's)
     "question_ignored",  # the same, for an answer to an `ask`
     "question_expired",  # an `ask` with no default nobody answered in time
+    "typed_invalid",  # a typed answer that did not match its shape: asked again
+    "typed_failed",  # ...and the answer asked again did not either: the session fails
 ):
     ROWS[_kind] = Row(("notice",), _warning(_kind))
 

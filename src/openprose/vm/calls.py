@@ -311,6 +311,7 @@ def _routed(request: ModelRequest, model_id: str) -> ModelRequest:
         request.temperature,
         request.response_schema,
         request.tools,
+        structured=request.structured,
     )
 
 

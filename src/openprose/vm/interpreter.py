@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from openprose import nodes as n
+from openprose.shapes import returns_of
 from openprose.vm import asking, loops, parallel, pipelines, programs, steps
 from openprose.vm.agents import Memories, agent_spec
 from openprose.vm.bindings import Bindings
@@ -35,6 +36,7 @@ from openprose.vm.runtime import AgentSpec, LoadedProgram, Shared
 from openprose.vm.scope import Scope
 from openprose.vm.sessions import Sessions
 from openprose.vm.tools.approvals import ApprovalPending
+from openprose.vm.typed import check_output, typed_of
 from openprose.vm.values import ErrorValue, Value
 
 if TYPE_CHECKING:
@@ -234,7 +236,33 @@ class Interpreter:
         return value
 
     async def _output(self, stmt: n.Output, ctx: Ctx, step: str) -> Value:
+        if stmt.shape is not None:
+            return await self._typed_output(stmt, ctx, step)
         value = await self.eval(stmt.value, ctx, step, name=stmt.name.id)
+        ctx.scope.declare_output(stmt.name.id, value)
+        self.outputs[stmt.name.id] = value
+        self.bindings.write(stmt.name.id, "output", stmt, value, ctx)
+        return value
+
+    async def _typed_output(self, stmt: n.Output, ctx: Ctx, step: str) -> Value:
+        """`output name: shape = value`: a session there asks for the shape (unless it
+        declares its own); the value is checked against it before it is an output."""
+        assert stmt.shape is not None
+        if isinstance(stmt.value, n.Session) and returns_of(stmt.value) is None:
+            self.sessions.output_shapes[id(stmt.value)] = stmt.shape
+        value = await self.eval(stmt.value, ctx, step, name=stmt.name.id)
+        where = self.expressions.where(stmt)
+        try:
+            typed = typed_of(stmt.shape, self.program.path)
+        except ValueError as problem:
+            raise ProseRuntimeError(str(problem), where=where, code="E180") from None
+        assert typed is not None
+        value, found = check_output(value, typed)
+        if found:
+            raise ProseRuntimeError(
+                f"output {stmt.name.id!r} does not match its declared shape: " + "; ".join(found),
+                where=where,
+            )
         ctx.scope.declare_output(stmt.name.id, value)
         self.outputs[stmt.name.id] = value
         self.bindings.write(stmt.name.id, "output", stmt, value, ctx)

@@ -121,6 +121,7 @@ class RunDigest:
                 "request": {},  # as sent; `in_full` turns its messages into text
                 "system": None,
                 "answer": "",
+                "shape": None,  # the JSON Schema a typed session asked for
             }
         record["v"] = self.version
         return record
@@ -161,6 +162,7 @@ class RunDigest:
             request=request,
             system=request.get("system"),
             answer=str(response["text"]),
+            shape=request.get("response_schema") if request.get("structured") else None,
         )
         if record["started"] is None:  # a journal cut before its start event
             record["started"] = record["ended"] - float(event.get("elapsed") or 0)

@@ -46,6 +46,8 @@ EXTRA: dict[str, tuple[str, int, int]] = {
     "E169": ('use "@a/b" as b\nlet r = b(x: 1, x: 2)\n', 2, 17),
     "E170": ('use "./missing.prose" as m\n', 1, 5),
     "E171": ('use "main.prose" as m\n', 1, 5),  # a program importing itself: a cycle
+    "E180": ('session "A"\n  returns: list of strng\n', 2, 20),
+    "E181": ('let r = session "A"\n  returns: {a: string}\nsession "{r.b}"\n', 3, 10),
     "I001": ("agent a:\n  persist: project\nresume: a\n", 3, 9),
     "W170": ('session "A"\n  backoff: "linear"\n', 2, 12),
     "W171": ('let name = session "A"\nsession "Hi {{name}}"\n', 2, 13),

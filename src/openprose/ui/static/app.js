@@ -256,6 +256,16 @@ function renderApprovals() {
   }
 }
 
+// A typed session's answer is JSON: shown indented, as the value the program bound.
+function typedAnswer(s) {
+  if (!s.shape) return s.answer;
+  try {
+    return JSON.stringify(JSON.parse(s.answer), null, 2);
+  } catch {
+    return s.answer;  // an answer that did not validate (asked again as its own step)
+  }
+}
+
 async function decide(answer, ids) {
   const message = $("approval-message");
   for (const button of document.querySelectorAll("#pending-list button")) button.disabled = true;
@@ -545,8 +555,9 @@ async function openDetail(step) {
       el("pre", {class: `message m-${message.role}`}, message.text));
   }
   body.append(el("h4", {}, "answer"),
-    el("pre", {class: "answer"}, s.status !== "running" ? s.answer
+    el("pre", {class: "answer"}, s.status !== "running" ? typedAnswer(s)
       : shownStatus(s) === "stopped" ? "(no answer: the run stopped first)" : "(still running)"));
+  if (s.shape) body.append(el("h4", {}, "shape"), el("pre", {class: "shape"}, JSON.stringify(s.shape, null, 2)));
   for (const row of document.querySelectorAll("#sessions tr.selected")) row.classList.remove("selected");
   const row = document.querySelector(`#sessions tr[data-step="${CSS.escape(step)}"]`);
   if (row) row.classList.add("selected");
