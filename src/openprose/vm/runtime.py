@@ -78,6 +78,7 @@ class ToolRuntime:
     sandbox_limits: Any = None  # `[sandbox]` of prose.toml (a SandboxLimits); None: defaults
     plan: bool = False  # `--permission-mode plan`: every write, command and fetch refused
     seal_grant: Callable[[str, str], str] | None = None
+    mcp_servers: Mapping[str, Any] = field(default_factory=dict)  # `[mcp.servers]`: McpServer
 
 
 @dataclass(frozen=True, slots=True)

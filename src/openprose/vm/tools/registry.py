@@ -16,10 +16,22 @@ from dataclasses import dataclass
 from openprose.providers.base import ToolCall, ToolSpec
 from openprose.vm.tools.permissions import Permissions
 
-__all__ = ["BUILTINS", "BUILTIN_SPECS", "BuiltinTool", "Handler", "ToolRow", "builtin_offered"]
+__all__ = [
+    "BUILTINS",
+    "BUILTIN_SPECS",
+    "BuiltinTool",
+    "Handler",
+    "ToolFailed",
+    "ToolRow",
+    "builtin_offered",
+]
 
 # handler(call, call_key) -> the result text; raises what `Toolbox` turns into error results
 Handler = Callable[[ToolCall, str], Awaitable[str]]
+
+
+class ToolFailed(Exception):
+    """Raised by a handler: ends the call with an error result the model sees."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -42,7 +42,7 @@ from openprose.vm.tools.paths import (
     write_atomically,
 )
 from openprose.vm.tools.permissions import PathRule, Permissions, glob_regex
-from openprose.vm.tools.registry import BUILTINS, Handler, ToolRow, builtin_offered
+from openprose.vm.tools.registry import BUILTINS, Handler, ToolFailed, ToolRow, builtin_offered
 from openprose.vm.tools.sandbox import SYSTEM_DIRS, CommandResult, Sandbox, SandboxUnavailable
 from openprose.vm.tools.skills import Skill
 
@@ -81,7 +81,7 @@ class ToolOutcome:
     omitted_bytes: int = 0  # cut by the output cap
 
 
-class _Refused(Exception):
+class _Refused(ToolFailed):
     """Ends a tool call with an error result the model sees."""
 
 
@@ -162,7 +162,7 @@ class Toolbox:
             )
         try:
             content = await row.handler(call, call_key or call.id)
-        except _Refused as refusal:
+        except ToolFailed as refusal:
             return self._capped(str(refusal), is_error=True)
         except PathRefused as refusal:
             self._decide(call, "path", "", "refused", str(refusal))
@@ -437,19 +437,8 @@ class Toolbox:
                 raise _Refused(f"cannot split the command: {exc}") from None
             program = await self._path(call, key, "execute", argv[0])
             argv[0] = str(program.real)
-        if self._scan is None:  # once a session: the run's state and guarded files now
-            self._scan = await asyncio.to_thread(scan_project, self.root)
         try:
-            sandbox = Sandbox(
-                self.root,
-                writable=self._writable_folders(),
-                root_writable=self._root_writable,  # set by _writable_folders
-                network=self.permissions.network.unrestricted,
-                limits=self.sandbox_limits,
-                scan=self._scan,
-                # The approval key, should it lie in a folder the sandbox mounts.
-                hidden=key_folder_within((self.root, *_SYSTEM_ROOTS)),
-            )
+            sandbox = await self.sandbox()
             result = await sandbox.run(argv, timeout=timeout, output_cap=self.limits.output_cap)
         except SandboxUnavailable as exc:
             self._decide(call, "sandbox", command, "refused", str(exc))
@@ -465,6 +454,34 @@ class Toolbox:
         if result.omitted_bytes:
             parts.append(f"[VM: {result.omitted_bytes} more bytes of output were cut]")
         return "\n".join(parts)
+
+    async def sandbox(self) -> Sandbox:
+        """The sandbox of this agent's commands (and stdio MCP servers): its writable
+        folders, its network choice, the project's limits. Raises FolderRefused."""
+        if self._scan is None:  # once a session: the run's state and guarded files now
+            self._scan = await asyncio.to_thread(scan_project, self.root)
+        return Sandbox(
+            self.root,
+            writable=self._writable_folders(),
+            root_writable=self._root_writable,  # set by _writable_folders
+            network=self.permissions.network.unrestricted,
+            limits=self.sandbox_limits,
+            scan=self._scan,
+            # The approval key, should it lie in a folder the sandbox mounts.
+            hidden=key_folder_within((self.root, *_SYSTEM_ROOTS)),
+        )
+
+    async def gate(
+        self, call: ToolCall, call_key: str, kind: str, mode: str, action: str, *, changes: bool
+    ) -> None:
+        """Judge one action of a tool of another module (an MCP tool) like a built-in one's:
+        journaled, asked when `prompt`, refused in plan mode when it `changes` something;
+        raises ToolFailed when it is not allowed."""
+        if self.plan and changes:
+            why = "plan mode (--permission-mode plan) is read-only"
+            self._decide(call, kind, action, "refused", why)
+            raise _Refused(f"refused: {kind} {action} — {why}: the tool may change something")
+        await self._gate(call, call_key, kind, mode, action, f"this agent's permissions: {kind}")
 
     def _status(self, result: CommandResult, timeout: float) -> str:
         """The first line of a command's result; a limit that stopped it (or that a cgroup
