@@ -25,7 +25,7 @@ from openprose.vocabulary import (
 
 Where = Literal["agent", "session"]
 
-PATTERN_PERMISSIONS = frozenset({"read", "write", "execute"})
+PATTERN_PERMISSIONS = frozenset({"read", "write", "execute", "mcp"})  # mcp: server grants
 SWITCH_PERMISSIONS = frozenset({"bash", "network"})
 HOST_PERMISSIONS = frozenset({"network", "deny"})  # take an array of host patterns
 LONG_PROMPT = 10_000
@@ -302,7 +302,7 @@ def _permissions(ck: Checker, prop: n.Property, where: Where) -> None:
                 "W008",
                 rule.name.span,
                 f"Unknown permission type '{kind}'"
-                f"{did_you_mean(kind, known) or ' (known: read, write, execute, bash, network, deny)'}",
+                f"{did_you_mean(kind, known) or ' (known: read, write, execute, bash, network, deny, mcp)'}",
             )
             continue
         if quoted_enum(ck, value, PERMISSION_VALUES):

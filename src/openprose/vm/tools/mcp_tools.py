@@ -61,16 +61,29 @@ async def mcp_tool_rows(
                 f"agent {toolbox.agent!r} is granted MCP tools of {unknown[0]!r}, a server "
                 f"prose.toml does not declare ([mcp.servers.NAME]; declared: {declared})"
             )
-    async with contextlib.AsyncExitStack() as stack:
-        rows: list[ToolRow] = []
-        for name in rule.servers(list(servers)):
-            server = servers[name]
-            client, tail = await _connect(stack, server, toolbox)
-            tools = await _listed(client, server, tail)
-            _check_granted(name, [t.name for t in tools], rule.grants if rule.mode is None else ())
-            granted = [tool for tool in tools if rule.judge(name, tool.name) != "deny"]
-            rows += [_row(client, server, tool, tail, toolbox) for tool in granted]
-        yield rows
+    try:
+        async with contextlib.AsyncExitStack() as stack:
+            rows: list[ToolRow] = []
+            for name in rule.servers(list(servers)):
+                server = servers[name]
+                client, tail = await _connect(stack, server, toolbox)
+                tools = await _listed(client, server, tail)
+                grants = rule.grants if rule.mode is None else ()
+                _check_granted(name, [t.name for t in tools], grants)
+                granted = [tool for tool in tools if rule.judge(name, tool.name) != "deny"]
+                rows += [_row(client, server, tool, tail, toolbox) for tool in granted]
+            yield rows
+    except BaseExceptionGroup as group:
+        # The SDK's task groups wrap what the session raised (an approval to wait for, a
+        # server gone): the one exception inside is what happened.
+        raise _single(group) from None
+
+
+def _single(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    inner: BaseException = group
+    while isinstance(inner, BaseExceptionGroup) and len(inner.exceptions) == 1:
+        inner = inner.exceptions[0]
+    return inner
 
 
 def _check_granted(server: str, tools: list[str], grants: tuple[str, ...]) -> None:
