@@ -145,6 +145,7 @@ _TABLE: tuple[Code, ...] = (
     Code("W170", W, "Quoted enum value (write it bare: `backoff: exponential`)"),
     Code("W171", W, "Another language's template braces (`{{name}}`, `${name}`) around `{name}`"),
     Code("W180", W, "Remote program's agent asks for a permission its cap does not give"),
+    Code("W181", W, "`mcp:` grant names a server or tool prose.toml does not declare"),
     Code("I001", I, "Agent memory check (E018/W011) deferred to run time"),
     Code("I002", I, "Imported program contract checks (E026-E028) deferred to run time"),
 )
@@ -569,6 +570,11 @@ GUIDANCE: dict[str, Guidance] = {
         "no bash, network, write or reads outside the project unless the user grants them",
         'grant it in prose.toml: [imports.grants."SPEC"] with the permission, or use the '
         "program without it",
+    ),
+    "W181": Guidance(
+        "ours (docs/tools.md, MCP servers): an agent is granted the tools of servers the "
+        "project declares as [mcp.servers.NAME] in prose.toml",
+        "declare the server in prose.toml, or grant one it declares (`mcp: [\"notes\"]`)",
     ),
     "W171": Guidance(
         "String Interpolation: variables are referenced by wrapping the name in curly braces, "

@@ -8,6 +8,7 @@ from typing import Literal
 
 from openprose import nodes as n
 from openprose.checker.bindings import check_context
+from openprose.checker.mcp_grants import check_mcp_grants
 from openprose.checker.state import AgentInfo, Checker, Handler, span_of
 from openprose.contracts import is_local_path
 from openprose.diagnostics import Edit, Fix
@@ -282,6 +283,8 @@ def _permissions(ck: Checker, prop: n.Property, where: Where) -> None:
                             "Permission pattern must be a string",
                             fix=_quote_name_fix(element),
                         )
+                if kind == "mcp":
+                    check_mcp_grants(ck, value)
                 continue
             # one pattern as a string; a quoted mode word for `network` is W170's below
             if isinstance(value, n.StringLit) and (
