@@ -114,3 +114,16 @@ def test_kill_9_during_an_mcp_call_then_resume_repeats_no_completed_call(tmp_pat
     # the three completed adds were served from the journal; `slow`, in flight, ran again
     assert _log(project) == ["add 1 0", "add 2 0", "add 3 0", "slow 3.0", "slow 3.0", "add 5 0"]
     assert [e["ev"] for e in _events(project)].count("tool_result") == 5
+
+
+def test_a_bad_server_table_is_a_usage_error_of_one_line(tmp_path: Path) -> None:
+    from tests.support.commands import run_tool
+
+    (tmp_path / "prose.toml").write_text('[mcp.servers.notes]\nurl = "ftp://x"\n')
+    (tmp_path / "main.prose").write_text(PROGRAM)
+    (tmp_path / "rules.json").write_text('{"rules": []}')
+    done = run_tool("prose", "run", "main.prose", "--provider", "scripted:rules.json", cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "prose: prose.toml [mcp.servers.notes] url must be an http:// or https:// URL"
+    ]
