@@ -70,9 +70,10 @@ def _read(path: Path, stamp: int) -> Declared | None:
         return None
     if path.name == "pyproject.toml":
         tool = table.get("tool")
-        table = tool.get("prose") if isinstance(tool, dict) else None
-        if not isinstance(table, dict):
+        prose = tool.get("prose") if isinstance(tool, dict) else None
+        if not isinstance(prose, dict):
             return None
+        table = prose
     mcp = table.get("mcp")
     servers = mcp.get("servers") if isinstance(mcp, dict) else {}
     if not isinstance(servers, dict):
@@ -80,6 +81,8 @@ def _read(path: Path, stamp: int) -> Declared | None:
     declared: Declared = {}
     for name, body in servers.items():
         tools = body.get("tools") if isinstance(body, dict) else None
-        listed = isinstance(tools, list) and all(isinstance(t, str) for t in tools)
-        declared[name] = tuple(tools) if listed else None
+        if isinstance(tools, list) and all(isinstance(t, str) for t in tools):
+            declared[name] = tuple(tools)
+        else:
+            declared[name] = None
     return declared

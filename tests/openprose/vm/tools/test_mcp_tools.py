@@ -121,6 +121,9 @@ def test_an_agent_calls_a_stdio_and_an_http_server_it_is_granted(
     assert calls_log(project) == ["add 2 40"] and defined == ["prose"]
     journal = (result.run_dir / "journal.jsonl").read_text()
     assert "t0ken-123" not in journal  # a secret from the environment is never journaled
+    trail = (result.run_dir / "audit.ndjson").read_text()
+    assert "mcp__notes__add" in trail and "permission allowed" in trail
+    assert "t0ken-123" not in trail
     decisions = vm.events(result, "permission")
     assert {(d["kind"], d["action"], d["decision"]) for d in decisions} == {
         ("mcp", "notes.add", "allowed"),
