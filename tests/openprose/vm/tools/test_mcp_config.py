@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from openprose.vm.tools.mcp_config import McpConfigError, McpServer, servers_from_settings
@@ -99,3 +101,38 @@ def test_tool_names_are_what_provider_apis_accept() -> None:
     assert tool_name("notes", "add") == "mcp__notes__add"
     assert tool_name("web", "get.page/v2") == "mcp__web__get_page_v2"
     assert len(tool_name("s", "x" * 100)) == 64
+
+
+def _mcp_section_blocks(language: str) -> list[str]:
+    """The ```language blocks of docs/tools.md's MCP section."""
+    import re
+
+    text = (Path(__file__).parents[4] / "docs" / "tools.md").read_text(encoding="utf-8")
+    section = text.split("## MCP tool servers", 1)[1].split("\n## ", 1)[0]
+    return re.findall(rf"```{language}\n(.*?)```", section, re.DOTALL)
+
+
+def test_the_documented_server_tables_are_valid() -> None:
+    import tomllib
+
+    tables = _mcp_section_blocks("toml")
+    assert len(tables) == 2
+    for text in tables:
+        servers = servers_from_settings(tomllib.loads(text), "prose.toml")
+        assert servers and all(s.command or s.url for s in servers.values())
+
+
+def test_the_documented_programs_check_clean_against_the_documented_tables(
+    tmp_path: Path,
+) -> None:
+    from openprose.checker import check
+    from openprose.parser import parse_text
+
+    project = tmp_path
+    tables, programs = _mcp_section_blocks("toml"), _mcp_section_blocks("prose")
+    assert len(programs) == 2
+    for table, source in zip(tables, programs, strict=True):
+        (project / "prose.toml").write_text(table)
+        parsed = parse_text(source, str(project / "main.prose"))
+        found = [d for d in check(parsed, project_dir=project) if d.code != "I001"]
+        assert found == [], [d.message for d in found]
