@@ -257,9 +257,10 @@ class Sessions:
                 toolbox.add_rows(rows)
                 return await session
         except McpFailure as failure:  # a server missing, crashed or silent: catchable
-            session.close()  # not started when its servers could not be
             shared.emit("session_failed", step, error=str(failure))
             raise SessionFailed(str(failure), where=self.expressions.where(node)) from None
+        finally:
+            session.close()  # never started when its servers could not be: no warning
 
     async def _tool_session(
         self,

@@ -99,6 +99,7 @@ def test_an_agent_calls_a_stdio_and_an_http_server_it_is_granted(
         {
             "tool_calls": [
                 {"name": "mcp__notes__add", "arguments": {"a": 2, "b": 40}},
+                {"name": "mcp__notes__add", "arguments": {"a": 1, "b": 1}},  # beside the first
                 {"name": "mcp__dict__define", "arguments": {"word": "prose"}},
             ]
         },
@@ -117,8 +118,8 @@ def test_an_agent_calls_a_stdio_and_an_http_server_it_is_granted(
     add = offered["mcp__notes__add"].parameters
     assert add["required"] == ["a", "b"] and add["properties"]["a"]["type"] == "integer"
     results = [r.content for r in provider.requests[1].messages[-1].tool_results]
-    assert results == ["42", "written language in its ordinary form"]
-    assert calls_log(project) == ["add 2 40"] and defined == ["prose"]
+    assert results == ["42", "2", "written language in its ordinary form"]
+    assert sorted(calls_log(project)) == ["add 1 1", "add 2 40"] and defined == ["prose"]
     journal = (result.run_dir / "journal.jsonl").read_text()
     assert "t0ken-123" not in journal  # a secret from the environment is never journaled
     trail = (result.run_dir / "audit.ndjson").read_text()
@@ -320,3 +321,26 @@ def test_the_journal_names_the_mcp_call_as_the_model_made_it(vm: Any, tmp_path: 
     assert json.dumps(made["call"]["arguments"]) == '{"word": "verse"}'
     (answer,) = vm.events(result, "tool_result")
     assert answer["content"] == "metrical writing" and answer["tool"] == "mcp__dict__define"
+
+
+def test_the_python_api_runs_an_agent_with_an_http_server_from_prose_toml(
+    tmp_path: Path,
+) -> None:
+    import openprose
+
+    with http_mcp_server() as (url, defined):
+        (tmp_path / "prose.toml").write_text(f'[mcp.servers.dict]\nurl = "{url}"\n')
+        (tmp_path / "main.prose").write_text(
+            program('["dict.define"]', prompt="Define prose").replace(
+                "session: helper", "output meaning = session: helper"
+            )
+        )
+        turns = [call("mcp__dict__define", word="prose"), {"text": "ordinary language"}]
+        rules = {"rules": [{"match": "Define prose", "turns": turns}]}
+        (tmp_path / "rules.json").write_text(json.dumps(rules))
+        result = openprose.run(
+            tmp_path / "main.prose", provider=f"scripted:{tmp_path / 'rules.json'}",
+            project_dir=tmp_path,
+        )  # fmt: skip
+    assert result.status == "succeeded", result.error
+    assert result.outputs == {"meaning": "ordinary language"} and defined == ["prose"]
