@@ -567,7 +567,8 @@ GUIDANCE: dict[str, Guidance] = {
     ),
     "W180": Guidance(
         "ours (docs/tools.md, Imported programs): a program from a URL or the registry gets "
-        "no bash, network, write or reads outside the project unless the user grants them",
+        "no bash, network, write, MCP tools or reads outside the project unless the user "
+        "grants them",
         'grant it in prose.toml: [imports.grants."SPEC"] with the permission, or use the '
         "program without it",
     ),

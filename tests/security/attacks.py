@@ -869,6 +869,11 @@ def _server_answered(outcome: Outcome) -> None:
     assert not any("is not available" in t for t in outcome.tool_texts())
 
 
+def _no_tool_ran(outcome: Outcome) -> None:
+    """Capped to nothing, the agent was offered no tool: no call was made at all."""
+    assert not [e for e in outcome.events if e.get("ev") == "tool_call"]
+
+
 def mcp_row(id: str, calls: Iterable[Call], permissions: Mapping[str, Any], **kw: Any) -> Attempt:
     return one(id, "mcp", calls, permissions, mcp=True, **kw)
 
@@ -920,6 +925,17 @@ ROWS += [
     mcp_row(f"mcp-{name}", [call], MCP_NOTES, leaks=MCP_HIDDEN, check=_server_answered)
     for name, call in MCP_ESCAPES.items()
 ]
+
+ROWS.append(  # a program from the registry gets no MCP tools unless prose.toml grants them
+    Attempt(
+        "mcp-remote-import",
+        "mcp",
+        steps(({"mcp": "allow"}, [c("mcp__notes__write_note", path="pwned-mcp", text="x")])),
+        imported=True,
+        mcp=True,
+        check=_no_tool_ran,
+    )
+)
 
 MCP_VICTIM = {"write": "allow", "mcp": "prompt"}
 MCP_TOUCH = c("mcp__notes__write_note", path="pwned-approval", text="x")
