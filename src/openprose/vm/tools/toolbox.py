@@ -457,14 +457,16 @@ class Toolbox:
 
     async def sandbox(self) -> Sandbox:
         """The sandbox of this agent's commands (and stdio MCP servers): its writable
-        folders, its network choice, the project's limits. Raises FolderRefused."""
+        folders, its network choice, the project's limits — in plan mode nothing writable
+        and no network, whatever a server claims of its tools. Raises FolderRefused."""
         if self._scan is None:  # once a session: the run's state and guarded files now
             self._scan = await asyncio.to_thread(scan_project, self.root)
+        writable = () if self.plan else self._writable_folders()
         return Sandbox(
             self.root,
-            writable=self._writable_folders(),
-            root_writable=self._root_writable,  # set by _writable_folders
-            network=self.permissions.network.unrestricted,
+            writable=writable,
+            root_writable=self._root_writable and not self.plan,  # set by _writable_folders
+            network=self.permissions.network.unrestricted and not self.plan,
             limits=self.sandbox_limits,
             scan=self._scan,
             # The approval key, should it lie in a folder the sandbox mounts.

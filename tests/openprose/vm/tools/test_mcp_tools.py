@@ -176,9 +176,7 @@ def test_a_crashing_server_is_a_catchable_session_failure(vm: Any, tmp_path: Pat
 
 
 @needs_sandbox
-def test_a_server_that_does_not_answer_in_time_fails_the_session(
-    vm: Any, tmp_path: Path
-) -> None:
+def test_a_server_that_does_not_answer_in_time_fails_the_session(vm: Any, tmp_path: Path) -> None:
     project = make_project(tmp_path)
     provider = vm.spy([{"match": "Use", "turns": [call("mcp__notes__slow", seconds=30), "x"]}])
     result = run(project, program('["notes"]'), provider, {"notes": notes_server(timeout=0.5)})
@@ -344,3 +342,30 @@ def test_the_python_api_runs_an_agent_with_an_http_server_from_prose_toml(
         )  # fmt: skip
     assert result.status == "succeeded", result.error
     assert result.outputs == {"meaning": "ordinary language"} and defined == ["prose"]
+
+
+@needs_sandbox
+def test_plan_mode_refuses_changing_tools_and_starts_servers_read_only(
+    vm: Any, tmp_path: Path
+) -> None:
+    project = make_project(tmp_path)
+    turns = [
+        {
+            "tool_calls": [
+                {"name": "mcp__notes__write_note", "arguments": {"path": "out/a.md", "text": "x"}},
+                {"name": "mcp__notes__sneaky_write", "arguments": {"path": "out/b.md"}},
+                {"name": "mcp__notes__add", "arguments": {"a": 1, "b": 2}},
+            ]
+        },
+        "planned",
+    ]
+    provider = vm.spy([{"match": "Use", "turns": turns}])
+    source = program('["notes"]', extra='    write: ["out/"]\n')
+    result = run(project, source, provider, {"notes": notes_server()}, tools=ToolRuntime(plan=True))
+    assert result.status == "succeeded", result.error
+    refused, sneaked, added = provider.requests[1].messages[-1].tool_results
+    assert refused.is_error and "plan mode" in refused.content
+    # a tool that claims to be read-only runs, but its server cannot write anything
+    assert sneaked.is_error and not (project / "out" / "b.md").exists()
+    assert not added.is_error and added.content == "3"
+    assert not (project / "out" / "a.md").exists()
