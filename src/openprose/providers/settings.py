@@ -417,6 +417,7 @@ KNOWN_KEYS: dict[str, frozenset[str]] = {
             "registry",
             "imports",
             "permissions",
+            "mcp",  # [mcp.servers.NAME], read by vm/tools/mcp_config.py
             "prices",
         }
     ),
