@@ -31,11 +31,13 @@ class CaseAnswers:
 
     given: Mapping[str, str | tuple[str, ...]]
     taken: dict[str, int] = field(default_factory=dict)  # answers taken per key
+    matched: set[str] = field(default_factory=set)  # keys naming a question asked
 
     def for_question(self, question: Question) -> tuple[str, str] | None:
         """`(answer, by)` for `question`, or None when the case does not answer it. The
         id is looked up first (it names one asking), then the text. Unanswered, a question
         with a default and a timeout takes its default, as the timeout would (at once)."""
+        self.matched.update(k for k in (question.id, question.text) if k in self.given)
         for key in (question.id, question.text):
             given = self.given.get(key)
             if given is None:
@@ -51,8 +53,9 @@ class CaseAnswers:
         return None
 
     def unused(self) -> list[str]:
-        """The keys no question of the run took (a typo, or a question the program dropped)."""
-        return [key for key in self.given if key not in self.taken]
+        """The keys naming no question the run asked (a typo, or a question the program no
+        longer asks)."""
+        return [key for key in self.given if key not in self.matched]
 
 
 async def answer_and_resume(

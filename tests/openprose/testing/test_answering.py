@@ -13,6 +13,7 @@ import orjson
 import pytest
 
 import openprose
+from openprose.testing.answering import CaseAnswers
 from openprose.vm.questions import Question, reply_problem
 
 GATE = """\
@@ -193,3 +194,13 @@ def test_a_list_answers_each_asking_in_order(project: Path) -> None:
     twice, once = suite.outcomes
     assert twice.outcome == "passed", twice.failures
     assert once.failures[0].startswith("the program asked q2 'Ship it?' and the case gives")
+
+
+def test_the_id_answers_before_the_text_and_both_count_as_asked() -> None:
+    question = Question(id="q1", step="3", text="Ship it?", options=("yes", "no"))
+    answers = CaseAnswers({"Ship it?": "no", "q1": "yes", "Other?": "x"})
+    assert answers.for_question(question) == ("yes", "test")
+    assert answers.unused() == ["Other?"]
+    timed = Question(id="q2", step="4", text="Now?", default="later", timeout=60.0)
+    assert CaseAnswers({}).for_question(timed) == ("later", "timeout")
+    assert CaseAnswers({}).for_question(question) is None
