@@ -27,6 +27,7 @@ class Observed:
     tokens: int = 0
     cost: float = 0.0
     permissions: list[str] = field(default_factory=list)  # `kind action` of each use allowed
+    questions: list[str] = field(default_factory=list)  # the text of each `ask` asked, in order
 
 
 def observe(run: Any) -> Observed:
@@ -56,6 +57,8 @@ def observe(run: Any) -> Observed:
                 seen.judgments += 1
             elif kind == "tool_call":
                 seen.tool_calls += 1
+            elif kind == "question_asked":
+                seen.questions.append(str(event.get("question")))
             elif kind == "permission" and event.get("decision") in USED:
                 permissions.add(f"{event.get('kind')} {event.get('action')}")
     seen.permissions = sorted(permissions)

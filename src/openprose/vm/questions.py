@@ -49,8 +49,9 @@ __all__ = [
     "who_am_i",
 ]
 
-# Who may have answered: the channels a `question_answered` event names in `by`.
-CHANNELS = ("cli", "ui", "api", "terminal", "timeout")
+# Who may have answered: the channels a `question_answered` event names in `by` (`test`:
+# a `prose test` case's `answers`).
+CHANNELS = ("cli", "ui", "api", "terminal", "timeout", "test")
 
 
 class AnswerError(Exception):
