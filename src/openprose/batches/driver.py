@@ -389,8 +389,11 @@ async def _drive(
                 from openprose.batches.on_ray import RayUnavailable, run_on_ray
 
                 await runner.aclose()  # the workers open their own
+                # the limit prose.toml or --max-concurrency set, for the workers to share
+                limit = runner.prepared.settings.max_concurrency
+                shared = replace(spec, options=replace(spec.options, max_concurrency=limit))
                 try:
-                    await run_on_ray(spec, cases, deliver, max_runs, address=ray_address)
+                    await run_on_ray(shared, cases, deliver, max_runs, address=ray_address)
                 except RayUnavailable as error:
                     raise BatchError(str(error)) from None
                 return
