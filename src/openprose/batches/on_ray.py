@@ -30,6 +30,9 @@ PLACEMENT_WAIT_S = 30.0
 CLOSE_WAIT_S = 10.0
 # The environment a worker needs to open the provider and export traces like this process.
 SHIPPED_PREFIXES = ("PROSE_", "OPENAI_", "ANTHROPIC_", "OTEL_")
+# Ray writes a runtime_env, variables and all, into its agents' logs: a variable whose name
+# may hold a secret goes to each worker in its `open` call instead (a task argument).
+SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "AUTH", "CREDENTIAL", "HEADERS")
 
 
 class RayUnavailable(RuntimeError):
@@ -43,10 +46,11 @@ class _Worker:
     def __init__(self) -> None:
         self._runner: CaseRunner | None = None
 
-    async def open(self, spec: BatchSpec) -> str | None:
+    async def open(self, spec: BatchSpec, secrets: dict[str, str]) -> str | None:
         """Check the program and open the provider; why not, in one line."""
         from openprose.session.launch import RunError
 
+        os.environ.update(secrets)  # this process is this actor's alone
         try:
             self._runner = CaseRunner(spec)
         except RunError as error:
@@ -99,9 +103,9 @@ def preflight(address: str | None, env: Mapping[str, str] = os.environ) -> None:
 
 
 def shipped_environment(project_dir: str, env: Mapping[str, str] = os.environ) -> dict[str, str]:
-    """The variables the workers get through Ray's `runtime_env`: the provider's settings
-    and keys (a remote cluster's workers do not inherit this process's environment), and
-    the key variables that prose.toml names with `api_key_env`."""
+    """The variables the workers need (a remote cluster's workers do not inherit this
+    process's environment): the provider's settings and keys, and the key variables that
+    prose.toml names with `api_key_env`."""
     from pathlib import Path
 
     from openprose.providers.settings import read_config
@@ -118,6 +122,10 @@ def shipped_environment(project_dir: str, env: Mapping[str, str] = os.environ) -
     return {name: env[name] for name in sorted(names) if name in env}
 
 
+def is_secret(name: str) -> bool:
+    return any(word in name.upper() for word in SECRET_WORDS)
+
+
 def shares(total: int, parts: int) -> list[int]:
     """`total` split into `parts` whole shares that add up to it exactly."""
     base, extra = divmod(total, parts)
@@ -125,9 +133,14 @@ def shares(total: int, parts: int) -> list[int]:
 
 
 def one_line(error: BaseException) -> str:
-    """Ray's multi-line messages (a version mismatch names both versions on lines of
-    their own) as one line."""
-    return re.sub(r"\s+", " ", str(error)).strip() or type(error).__name__
+    """Ray's multi-line messages as one line: a worker's traceback as its last exception
+    line, other messages (a version mismatch names both versions on lines of their own)
+    joined; without the terminal colours Ray adds."""
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(error))
+    raised = [x.strip() for x in text.splitlines() if re.match(r"\s*\w+(Error|Exception): ", x)]
+    if raised:
+        return raised[-1]
+    return re.sub(r"\s+", " ", text).strip() or type(error).__name__
 
 
 async def run_on_ray(
@@ -145,12 +158,15 @@ async def run_on_ray(
     ray = _ray()
     limit = spec.options.max_concurrency or 1  # the driver resolves it (prose.toml's)
     started_here = not ray.is_initialized()
+    shipped = shipped_environment(spec.project_dir)
     if started_here:
-        _connect(ray, address, shipped_environment(spec.project_dir))
+        settings = {name: value for name, value in shipped.items() if not is_secret(name)}
+        _connect(ray, address, settings)
+    secrets = {name: value for name, value in shipped.items() if is_secret(name)}
     try:
         actors = _place(ray, workers, max_runs, limit, place_within)
         try:
-            await _open(ray, actors, spec)
+            await _open(ray, actors, spec, secrets)
             await _feed(ray, actors, jobs, deliver, max_runs)
         finally:
             await _close(ray, actors)
@@ -197,18 +213,23 @@ def _place(
     return placed
 
 
-async def _open(ray: Any, actors: list[Any], spec: BatchSpec) -> None:
+async def _open(ray: Any, actors: list[Any], spec: BatchSpec, secrets: dict[str, str]) -> None:
     """Each actor opens the program and its share of the provider limit; a worker that
     cannot (settings missing on the cluster) is one clear line, not a traceback."""
     limits = shares(spec.options.max_concurrency or 1, len(actors))
     calls = [
-        actor.open.remote(replace(spec, options=replace(spec.options, max_concurrency=limit)))
+        actor.open.remote(
+            replace(spec, options=replace(spec.options, max_concurrency=limit)), secrets
+        )
         for actor, limit in zip(actors, limits, strict=True)
     ]
     try:
         problems = await asyncio.gather(*calls)
     except ray.exceptions.RayError as error:
-        raise RayUnavailable(f"a Ray worker failed to start: {one_line(_cause(error))}") from None
+        raise RayUnavailable(
+            "a Ray worker failed to start (is this openprose version installed on every "
+            f"node?): {one_line(_cause(error))}"
+        ) from None
     for problem in problems:
         if problem is not None:
             raise RayUnavailable(f"a Ray worker cannot open the program: {problem}")
@@ -232,14 +253,29 @@ async def _feed(
     again: deque[Job] = deque()
     lost: set[int] = set()
     last_loss: list[str] = []
+    pending = 0  # calls in flight: while any, a lost worker may still give a job back
+    changed = asyncio.Event()
+    more = True  # whether `jobs` may have more
 
-    def next_job() -> Job | None:
-        if again:
-            return again.popleft()
-        return next(jobs, None)
+    async def next_job() -> Job | None:
+        nonlocal more
+        while True:
+            if again:
+                return again.popleft()
+            if more:
+                job = next(jobs, None)
+                if job is not None:
+                    return job
+                more = False
+            if pending == 0:
+                return None
+            changed.clear()
+            await changed.wait()
 
     async def feeder(index: int, actor: Any) -> None:
-        while index not in lost and (job := next_job()) is not None:
+        nonlocal pending
+        while index not in lost and (job := await next_job()) is not None:
+            pending += 1
             try:
                 row = await actor.run.remote(job)
             except lost_errors as error:
@@ -254,6 +290,9 @@ async def _feed(
                 if isinstance(cause, OSError):
                     raise cause from None  # the disk is full: the batch stops (`driver`)
                 raise RayUnavailable(f"a Ray worker failed: {one_line(cause)}") from None
+            finally:
+                pending -= 1
+                changed.set()
             deliver(row)
 
     slots = shares(max_runs, len(actors))
