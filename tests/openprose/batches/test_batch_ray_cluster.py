@@ -161,7 +161,7 @@ def test_a_killed_node_costs_only_its_cases_in_flight(cluster: Cluster, tmp_path
             time.sleep(0.1)
         assert batch.poll() is None, batch.communicate()
         stop(cluster.second_node)  # kill -9 of every process of the second node
-        out, err = batch.communicate(timeout=240)
+        _out, err = batch.communicate(timeout=240)
         stats = fetch_stats(base_url)
     finally:
         stop_server()

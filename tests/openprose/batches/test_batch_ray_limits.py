@@ -4,6 +4,7 @@ in flight, and the provider limit (`--max-concurrency`) counted at the server.""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -66,3 +67,19 @@ def test_shares_add_up_to_the_whole() -> None:
     assert shares(5, 4) == [2, 1, 1, 1]
     assert shares(8, 3) == [3, 3, 2]
     assert sum(shares(64, 48)) == 64 and min(shares(64, 48)) == 1
+
+
+def test_actors_the_cluster_cannot_place_are_given_up_in_bounded_time(
+    server_and_ray: str,
+) -> None:
+    from openprose.batches.on_ray import _place
+
+    started = time.monotonic()
+    # a worker process takes seconds to start on a loaded machine: a wait that allows it
+    placed = _place(ray, 6, max_runs=10, max_concurrency=10, place_within=20)
+    try:
+        assert len(placed) == CPUS  # two of six would have waited for a CPU forever
+        assert time.monotonic() - started < 60
+    finally:
+        for actor in placed:
+            ray.kill(actor)
