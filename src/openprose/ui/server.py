@@ -7,6 +7,8 @@ Routes (each needs the token: `?token=` on GETs, the `X-Prose-Token` header on t
     GET  /api/runs                           the runs, as `prose runs --json` lists them
     GET  /api/runs/{run}                     one run: header, statements, sessions (previews), …
     GET  /api/runs/{run}/session?step=S      one session in full: messages, system, answer
+    GET  /api/batches                        the batches: progress, failures, tokens, cost, rows file
+    GET  /api/batches/{batch}/rows[?status=S]  a batch's rows in line order, of one status
     GET  /api/events[?run=RUN]               server-sent events: `runs` when the list changes,
                                              `run` with what changed in RUN (the first one whole)
     POST /api/runs/{run}/approvals           {"answer": "once"|"run"|"deny", "ids": [...] | "all": true}
@@ -33,6 +35,7 @@ from typing import Any, Self
 import orjson
 from aiohttp import web
 
+from openprose.batches.summary import batch_rows, batch_summaries
 from openprose.session.answers import answer_requests
 from openprose.session.runs import read_meta, run_row, status_of
 from openprose.statefiles import read_state_file
@@ -318,6 +321,8 @@ def make_app(project: Path, token: str) -> web.Application:
     app.router.add_get("/api/runs/{run}/session", _session)
     app.router.add_post("/api/runs/{run}/approvals", _approvals)
     app.router.add_get("/api/events", _events)
+    app.router.add_get("/api/batches", _batches)
+    app.router.add_get("/api/batches/{batch}/rows", _batch_rows)
     return app
 
 
@@ -391,6 +396,19 @@ def _error(status: int, message: str) -> web.Response:
 
 async def _list(request: web.Request) -> web.Response:
     return _json(await asyncio.to_thread(request.app[RUNS_KEY].listing))
+
+
+async def _batches(request: web.Request) -> web.Response:
+    return _json(await asyncio.to_thread(batch_summaries, request.app[RUNS_KEY].project))
+
+
+async def _batch_rows(request: web.Request) -> web.Response:
+    name, status = request.match_info["batch"], request.query.get("status") or None
+    try:
+        rows = await asyncio.to_thread(batch_rows, request.app[RUNS_KEY].project, name, status)
+    except KeyError:
+        return _error(404, f"no batch {name!r}")
+    return _json(rows)
 
 
 def _watched(request: web.Request, name: str) -> RunWatch:
