@@ -3,7 +3,7 @@
 Routes (each needs the token: `?token=` on GETs, the `X-Prose-Token` header on the POST):
 
     GET  /                                   the page (static/index.html)
-    GET  /static/{app.js,style.css}          its script and style sheet
+    GET  /static/{app.js,batches.js,style.css}  its scripts and style sheet
     GET  /api/runs                           the runs, as `prose runs --json` lists them
     GET  /api/runs/{run}                     one run: header, statements, sessions (previews), …
     GET  /api/runs/{run}/session?step=S      one session in full: messages, system, answer
@@ -51,7 +51,7 @@ TOKEN_HEADER = "X-Prose-Token"
 POLL_SECONDS = 0.25  # how often a live view looks at its run's journal
 LIST_SECONDS = 2.0  # how often it looks for new runs
 HEARTBEAT_SECONDS = 15.0  # an SSE comment so proxies and browsers keep the stream open
-STATIC = {"app.js": "text/javascript", "style.css": "text/css"}
+STATIC = {"app.js": "text/javascript", "batches.js": "text/javascript", "style.css": "text/css"}
 # The page loads nothing from elsewhere, runs no inline script and is never framed.
 SECURITY_HEADERS = {
     "Content-Security-Policy": (

@@ -4,6 +4,8 @@ rows file) and its rows filtered by status."""
 from __future__ import annotations
 
 import asyncio
+import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +13,7 @@ import orjson
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
+import openprose
 from openprose.cli import main
 from openprose.ui.server import make_app
 
@@ -69,3 +72,49 @@ async def _look(project: Path) -> None:
         assert status == 404
         # without the token, nothing
         assert (await client.get("/api/batches")).status in (401, 403)
+
+
+def test_the_page_lists_a_batch_once_and_filters_its_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+    chromium = shutil.which(os.environ.get("PROSE_TEST_CHROMIUM") or "chromium")
+    if chromium is None:
+        pytest.skip("no Chromium on this machine: apt-get install chromium (.ci/run installs it)")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PROSE_PROVIDER", raising=False)
+    (tmp_path / "rules.yaml").write_text(RULES)
+    (tmp_path / "p.prose").write_text('input topic: "what"\noutput answer = session "On {topic}"\n')
+    (tmp_path / "in.jsonl").write_text("".join(f'{{"topic": "t{i}"}}\n' for i in range(30)))
+    with (tmp_path / "in.jsonl").open("a") as cases:
+        cases.write('{"topic": "fail"}\n')
+    assert main(["batch", "p.prose", "in.jsonl", "--provider", "scripted:rules.yaml"]) == 1
+    capsys.readouterr()
+    with openprose.serve_ui(tmp_path) as server, sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium)
+        page = browser.new_page()
+        problems: list[str] = []
+        page.on("pageerror", lambda error: problems.append(str(error)))
+        page.goto(server.url)
+        page.wait_for_selector("#batch-list li a")
+        # one entry for the batch, none of its 31 runs in the flat list
+        assert page.locator("#batch-list li").count() == 1
+        assert page.locator("#run-list li[data-run]").count() == 0
+        assert "31/31 · 1 failed" in page.text_content("#batch-list")
+        page.click("#batch-list li a")
+        page.wait_for_function("() => document.querySelectorAll('#batch-rows tbody tr').length")
+        assert page.locator("#batch-rows tbody tr").count() == 31
+        totals = page.inner_text("#batch-totals")
+        assert "31/31" in totals and "outputs.jsonl" in totals and "tokens" in totals
+        page.select_option("#batch-status", "failed")
+        page.wait_for_function(
+            "() => document.querySelectorAll('#batch-rows tbody tr').length === 1"
+        )
+        assert page.text_content("#batch-rows tbody tr td") == "31"
+        page.click("#batch-rows tbody tr a")  # the row's run opens as any run
+        page.wait_for_function(
+            "() => document.getElementById('run-id').textContent.endsWith('-31')"
+        )
+        assert page.locator("#batch-view").is_hidden()
+        browser.close()
+    assert problems == []
