@@ -21,13 +21,21 @@ def batch_summaries(project: Path) -> list[dict[str, Any]]:
 
 
 def batch_rows(project: Path, batch_id: str, status: str | None = None) -> list[dict[str, Any]]:
-    """The batch's rows in line order (only those of `status` when given); a folder that
-    is not one of the project's batches has none."""
+    """The batch's rows in line order (only those of `status` when given: `succeeded`,
+    `invalid`, or `failed` — every other row, as the batch counts them); a folder that is
+    not one of the project's batches has none."""
     if batch_id not in {p.name for p in (project / BATCHES_DIR).glob("*")}:
         raise KeyError(batch_id)
     store = BatchStore(project / BATCHES_DIR / batch_id)
-    rows = (r for r in _rows(store) if status is None or r.get("status") == status)
+    rows = (r for r in _rows(store) if status is None or _counted_as(r) == status)
     return sorted(rows, key=lambda r: r["line"])
+
+
+def _counted_as(row: dict[str, Any]) -> str:
+    """The count a row is in (`BatchStats.add`): a run that ended `error`, `aborted` or
+    `stopped` is a failure."""
+    status = row.get("status")
+    return status if status in ("succeeded", "invalid") else "failed"
 
 
 def _summary(folder: Path) -> dict[str, Any] | None:
