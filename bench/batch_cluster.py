@@ -72,22 +72,27 @@ def main() -> None:
                 if p.is_file() and not p.is_socket() and secret.encode() in p.read_bytes()
             ]
         lines = Counter(json.loads(x)["line"] for x in rows_file.read_text().splitlines())
-    stop_server()
-    print(f"prose batch (2-node ray)  : {seconds:8.1f} s  exit {batch.returncode}")
-    print(f"second node killed at     : {killed_at} rows")
-    print(
-        f"rows                      : {len(lines)} of {n}, duplicates {sum(lines.values()) - len(lines)}"
-    )
-    print(f"calls sent again          : {stats['attempts'] - n}  (<= {args.max_runs} in flight)")
-    print(f"most requests in flight   : {stats['max_in_flight']}  (limit {args.max_concurrency})")
-    floor = n * args.latency_ms / 1000 / args.max_concurrency  # the limit's own pace
-    print(
-        f"Ray overhead a case       : {(seconds - floor) / n * 1e3:8.2f} ms (beyond {floor:.1f} s)"
-    )
-    print(f"API key in the nodes' logs: {leaked or 'nowhere'}")
-    if b"Traceback" in err:
-        print("a traceback reached stderr:\n" + err.decode()[-2000:])
-    print(f"# {load_note()}")
+        stop_server()
+        # printed before the folder (10,000 run folders) is deleted: that takes minutes
+        print(f"prose batch (2-node ray)  : {seconds:8.1f} s  exit {batch.returncode}")
+        print(f"second node killed at     : {killed_at} rows")
+        print(
+            f"rows                      : {len(lines)} of {n}, duplicates {sum(lines.values()) - len(lines)}"
+        )
+        print(
+            f"calls sent again          : {stats['attempts'] - n}  (<= {args.max_runs} in flight)"
+        )
+        print(
+            f"most requests in flight   : {stats['max_in_flight']}  (limit {args.max_concurrency})"
+        )
+        floor = n * args.latency_ms / 1000 / args.max_concurrency  # the limit's own pace
+        print(
+            f"Ray overhead a case       : {(seconds - floor) / n * 1e3:8.2f} ms (beyond {floor:.1f} s)"
+        )
+        print(f"API key in the nodes' logs: {leaked or 'nowhere'}")
+        if b"Traceback" in err:
+            print("a traceback reached stderr:\n" + err.decode()[-2000:])
+        print(f"# {load_note()}")
 
 
 if __name__ == "__main__":
