@@ -53,6 +53,19 @@ class StatementSpan(Protocol):
         ...
 
 
+class OwnSpan(Protocol):
+    """A span its caller opens and ends (`Tracer.span`): a batch's, a case's."""
+
+    trace_id: str  # 32 hex digits
+    span_id: int
+    attributes: dict[str, Any]
+    links: tuple[tuple[str, int], ...]  # (trace id in hex, span id) of spans it stands for
+
+    def fail(self, why: str) -> None: ...
+
+    def end(self) -> None: ...
+
+
 class Tracer(Protocol):
     # The journal events `on_event` wants (the VM calls it for these only).
     events: frozenset[str]
@@ -90,6 +103,17 @@ class Tracer(Protocol):
     ) -> ModelCallSpan:
         """The attempt's span, a child of `parent` (None: of the current span); `server`:
         the host and port the request goes to, when it goes over the network."""
+        ...
+
+    def span(
+        self,
+        name: str,
+        attributes: dict[str, Any],
+        parent: Any = None,
+        links: tuple[tuple[str, int], ...] = (),
+    ) -> OwnSpan:
+        """A span of the caller's own, a child of `parent` (an `OwnSpan`; None: a new
+        trace), linked to the spans `links` names: (trace id in hex, span id)."""
         ...
 
     def on_event(self, event: str, step: str, fields: dict[str, Any]) -> None: ...
