@@ -268,7 +268,9 @@ def create_server() -> ProseServer:
     )
     def on_completion(ls: ProseServer, params: lsp.CompletionParams) -> lsp.CompletionList:
         analysis, offset = _offset(ls, params.text_document.uri, params.position)
-        return lsp.CompletionList(is_incomplete=False, items=completion.complete(analysis, offset))
+        return lsp.CompletionList(
+            is_incomplete=False, items=completion.complete(analysis, offset, ls.store)
+        )
 
     @server.feature(lsp.TEXT_DOCUMENT_FORMATTING)
     def on_formatting(
