@@ -1,10 +1,10 @@
 """The language server: pygls wiring from LSP messages to the feature modules.
 
-Diagnostics are debounced: a change to a document that has been quiet for ``QUIET_S`` is
+Diagnostics are debounced: a change to a document that has been quiet for ``PAUSE_S`` is
 analysed at once (a single edit gets its diagnostics without waiting); a change that follows
-another within that time (someone typing) waits until the document has been quiet for
-``QUIET_S``. Analyses run on a worker thread (`openprose.lsp.background`), so the server keeps
-reading while one runs, and a change cancels the analysis of the version it replaces: a burst
+another sooner (someone typing) waits until the document has been quiet for ``QUIET_S``.
+Analyses run on a worker thread (`openprose.lsp.background`), so the server keeps reading
+while one runs, and a change cancels the analysis of the version it replaces: a burst
 of keystrokes starts at most two analyses (its first keystroke's, cancelled by the second, and
 the one after the pause) and completes one.
 Requests (hover, completion...) always see the current text — a document changed since its last
@@ -37,6 +37,11 @@ logger = logging.getLogger("openprose.lsp")
 
 # A pause: longer than the gap between two keystrokes of someone typing (50 ms at 20 keys/s).
 QUIET_S = 0.075
+# A change this long after the previous one starts a burst: it is analysed at once. Longer
+# than QUIET_S: on a loaded machine the server handles a burst's keystrokes unevenly (gaps of
+# 100-300 ms between two of them were seen), and each gap read as a pause started (and the
+# next keystroke cancelled) one more analysis.
+PAUSE_S = 0.5
 # The custom request that reports how many analyses were started, completed and cancelled.
 STATS_METHOD = "prose/analysisStats"
 _TRIGGERS = [":", "{", "(", '"', " "]
@@ -78,7 +83,7 @@ class ProseServer(LanguageServer):
         """The document changed (or its imports did): analyse it now or after the pause."""
         loop = asyncio.get_running_loop()
         now = loop.time()
-        quiet = now - self.last_change.get(uri, float("-inf")) >= QUIET_S
+        quiet = now - self.last_change.get(uri, float("-inf")) >= PAUSE_S
         self.last_change[uri] = now
         self.cancel_analysis(uri)  # analysing a text that no longer exists
         handle = self.pending.pop(uri, None)
