@@ -17,6 +17,7 @@ import asyncio
 import logging
 import sys
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 from lsprotocol import types as lsp
@@ -30,7 +31,9 @@ from openprose.lsp.background import Job
 from openprose.lsp.convert import diagnostic
 from openprose.lsp.documents import Analysis, Documents, path_of, resolve_path
 from openprose.lsp.folding import folding_ranges
-from openprose.lsp.formatting import format_document
+from openprose.lsp.formatting import format_document, format_range
+from openprose.lsp.inlay import inlay_hints, project_models
+from openprose.lsp.signature import signature_help
 from openprose.lsp.transport import Inbox, serve_stdio
 
 logger = logging.getLogger("openprose.lsp")
@@ -57,6 +60,9 @@ class ProseServer(LanguageServer):
         self.published: dict[str, Analysis] = {}  # the analysis whose diagnostics were sent
         self.stats: Counter[str] = Counter()  # analyses started / completed / cancelled
         self.inbox: Inbox | None = None  # messages read ahead (set when serving stdio)
+        # The semantic tokens last sent per document, by result id (for delta requests).
+        self.sent_tokens: dict[str, tuple[str, Sequence[int]]] = {}
+        self.results = 0  # numbers the result ids of tokens and pulled diagnostics
 
     def analysis(self, uri: str) -> Analysis:
         """The analysis of the document's current text (analysed now when out of date)."""
@@ -171,6 +177,17 @@ class ProseServer(LanguageServer):
                 self.store.open.pop(importer, None)
                 self.schedule(importer)
 
+    def remember_tokens(self, uri: str, data: Sequence[int]) -> str:
+        """Keep the tokens sent for ``uri`` (a delta request is relative to them); their id."""
+        self.results += 1
+        result_id = str(self.results)
+        self.sent_tokens[uri] = (result_id, data)
+        return result_id
+
+    def result_id(self, analysis: Analysis) -> str:
+        """An id naming this analysis's diagnostics (the same text gives the same id)."""
+        return f"{analysis.version}:{len(analysis.source.text)}:{hash(analysis.source.text)}"
+
     def cancel_analysis(self, uri: str) -> None:
         job = self.jobs.pop(uri, None)
         if job is not None:
@@ -231,6 +248,7 @@ def create_server() -> ProseServer:
         ls.store.close(uri)
         ls.last_change.pop(uri, None)
         ls.published.pop(uri, None)
+        ls.sent_tokens.pop(uri, None)
         ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
     @server.feature(lsp.TEXT_DOCUMENT_HOVER)
@@ -297,9 +315,95 @@ def create_server() -> ProseServer:
     ) -> list[lsp.WorkspaceSymbol]:
         return outline.workspace_symbols(ls.store, params.query)
 
-    @server.feature(lsp.TEXT_DOCUMENT_SEMANTIC_TOKENS_FULL, highlight.LEGEND)
+    tokens_options = lsp.SemanticTokensRegistrationOptions(
+        legend=highlight.LEGEND,
+        full=lsp.SemanticTokensFullDelta(delta=True),
+        range=True,
+    )
+
+    @server.feature(lsp.TEXT_DOCUMENT_SEMANTIC_TOKENS_FULL, tokens_options)
     def on_tokens(ls: ProseServer, params: lsp.SemanticTokensParams) -> lsp.SemanticTokens:
-        return highlight.semantic_tokens(ls.analysis(params.text_document.uri))
+        uri = params.text_document.uri
+        found = highlight.semantic_tokens(ls.analysis(uri))
+        found.result_id = ls.remember_tokens(uri, found.data)
+        return found
+
+    @server.feature(lsp.TEXT_DOCUMENT_SEMANTIC_TOKENS_FULL_DELTA)
+    def on_tokens_delta(
+        ls: ProseServer, params: lsp.SemanticTokensDeltaParams
+    ) -> lsp.SemanticTokens | lsp.SemanticTokensDelta:
+        uri = params.text_document.uri
+        found = highlight.semantic_tokens(ls.analysis(uri))
+        before = ls.sent_tokens.get(uri)
+        result_id = ls.remember_tokens(uri, found.data)
+        if before is None or before[0] != params.previous_result_id:
+            found.result_id = result_id  # not the tokens the editor holds: all of them
+            return found
+        return lsp.SemanticTokensDelta(
+            edits=highlight.token_edits(before[1], found.data), result_id=result_id
+        )
+
+    @server.feature(lsp.TEXT_DOCUMENT_SEMANTIC_TOKENS_RANGE)
+    def on_tokens_range(
+        ls: ProseServer, params: lsp.SemanticTokensRangeParams
+    ) -> lsp.SemanticTokens:
+        analysis = ls.analysis(params.text_document.uri)
+        start, end = params.range.start, params.range.end
+        within = (
+            analysis.lines.offset(start.line, start.character),
+            analysis.lines.offset(end.line, end.character),
+        )
+        return highlight.semantic_tokens(analysis, within)
+
+    @server.feature(
+        lsp.TEXT_DOCUMENT_DIAGNOSTIC,
+        lsp.DiagnosticOptions(inter_file_dependencies=True, workspace_diagnostics=False),
+    )
+    def on_pull_diagnostics(
+        ls: ProseServer, params: lsp.DocumentDiagnosticParams
+    ) -> lsp.RelatedFullDocumentDiagnosticReport | lsp.RelatedUnchangedDocumentDiagnosticReport:
+        """The diagnostics of the current text, for clients that ask rather than listen;
+        unchanged when the client holds those of this very analysis."""
+        analysis = ls.analysis(params.text_document.uri)
+        result_id = ls.result_id(analysis)
+        if params.previous_result_id == result_id:
+            return lsp.RelatedUnchangedDocumentDiagnosticReport(result_id=result_id)
+        return lsp.RelatedFullDocumentDiagnosticReport(
+            items=[
+                fixes.attach(analysis, diagnostic(analysis.lines, d), d)
+                for d in analysis.diagnostics
+            ],
+            result_id=result_id,
+        )
+
+    @server.feature(
+        lsp.TEXT_DOCUMENT_SIGNATURE_HELP,
+        lsp.SignatureHelpOptions(trigger_characters=["(", ","], retrigger_characters=[" "]),
+    )
+    def on_signature_help(
+        ls: ProseServer, params: lsp.SignatureHelpParams
+    ) -> lsp.SignatureHelp | None:
+        analysis, offset = _offset(ls, params.text_document.uri, params.position)
+        return signature_help(ls.store, analysis, offset)
+
+    @server.feature(lsp.TEXT_DOCUMENT_INLAY_HINT)
+    def on_inlay_hints(ls: ProseServer, params: lsp.InlayHintParams) -> list[lsp.InlayHint]:
+        analysis = ls.analysis(params.text_document.uri)
+        start, end = params.range.start, params.range.end
+        within = (
+            analysis.lines.offset(start.line, start.character),
+            analysis.lines.offset(end.line, end.character),
+        )
+        project = ls.store.project_of(analysis)
+        return inlay_hints(ls.store, analysis, within, project_models(project))
+
+    @server.feature(lsp.TEXT_DOCUMENT_RANGE_FORMATTING)
+    def on_range_formatting(
+        ls: ProseServer, params: lsp.DocumentRangeFormattingParams
+    ) -> list[lsp.TextEdit] | None:
+        start, end = params.range.start, params.range.end
+        last = end.line if end.character or end.line == start.line else end.line - 1
+        return format_range(ls.analysis(params.text_document.uri), range(start.line, last + 1))
 
     @server.feature(
         lsp.TEXT_DOCUMENT_CODE_ACTION,
