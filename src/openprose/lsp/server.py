@@ -433,7 +433,7 @@ def serve(stdin: Any = None, stdout: Any = None, *, debug: bool = False) -> int:
     try:
         with deep_recursion():  # every feature walks the tree, nested up to E115's limit
             return asyncio.run(
-                _serve_stdio(server, stdin or sys.stdin.buffer, stdout or sys.stdout.buffer)
+                _serve_stdio(server, stdin or _own_stdin(), stdout or sys.stdout.buffer)
             )
     except SystemExit as done:  # `exit` handled in a callback rather than in line
         return done.code if isinstance(done.code, int) else 1
@@ -442,6 +442,17 @@ def serve(stdin: Any = None, stdout: Any = None, *, debug: bool = False) -> int:
         return 1
     finally:
         server.shutdown()  # type: ignore[no-untyped-call]  # pygls leaves it untyped
+
+
+def _own_stdin() -> Any:
+    """A reader of the standard input of our own. The reader thread (a daemon) is blocked in
+    a read when the server exits; had it been reading ``sys.stdin.buffer``, the interpreter's
+    shutdown would wait for that buffer's lock and abort ("could not acquire lock for
+    <stdin> at interpreter shutdown", exit status -6)."""
+    try:
+        return open(sys.stdin.fileno(), "rb", closefd=False)  # the process's stdin, not closed
+    except (AttributeError, OSError, ValueError):  # no file descriptor behind it
+        return sys.stdin.buffer
 
 
 async def _serve_stdio(server: ProseServer, stdin: Any, stdout: Any) -> int:
