@@ -62,7 +62,7 @@ class ProseServer(LanguageServer):
         self.inbox: Inbox | None = None  # messages read ahead (set when serving stdio)
         # The semantic tokens last sent per document, by result id (for delta requests).
         self.sent_tokens: dict[str, tuple[str, Sequence[int]]] = {}
-        self.results = 0  # numbers the result ids of tokens and pulled diagnostics
+        self.results = 0  # numbers the result ids of semantic tokens
 
     def analysis(self, uri: str) -> Analysis:
         """The analysis of the document's current text (analysed now when out of date)."""
