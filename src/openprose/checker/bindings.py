@@ -556,7 +556,9 @@ def _context_ref(ck: Checker, ref: n.Name | n.Attribute, array: n.ArrayLit | Non
             )
             return
         fix = None
-        if _only_in_a_block(ck, ident):
+        # A visible name gets no fix (`resolve` reports nothing): skip looking for one, which
+        # reads every block (once per context name, it made a long program's check quadratic).
+        if ident not in ck.scope.visible and _only_in_a_block(ck, ident):
             fix = _bind_call_fix(ck, ident, ref.span.start) or _drop_context_fix(ck, ref, array)
         ck.resolve(ident, ref.span, "E142", f"Undefined variable '{ident}' in context", fix)
     else:
