@@ -18,10 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from openprose.install import install_command
+from openprose.providers import registry
 from openprose.providers.base import ProviderConfigError
+from openprose.providers.registry import LOCAL_MODEL_ID
 
 __all__ = [
     "DEFAULT_ALIASES",
+    "LOCAL_MODEL_ID",
     "PROVIDER_NAMES",
     "Endpoint",
     "ProviderSettings",
@@ -33,33 +36,19 @@ __all__ = [
     "resolve_model",
 ]
 
-PROVIDER_NAMES = ("anthropic", "openai", "local", "replay", "scripted")
-LIVE_PROVIDERS = ("anthropic", "openai", "local")
-# Providers whose spec carries a file: `replay:CASSETTE.jsonl`, `scripted:RULES.yaml`.
-FILE_PROVIDERS = ("replay", "scripted")
+# The names of the registry's rows, for the callers that only need names.
+PROVIDER_NAMES = tuple(registry.PROVIDERS)
 # A file path given by these is relative to the working directory, not to prose.toml.
 _CLI_SOURCES = ("--provider", "PROSE_PROVIDER")
 
-LOCAL_MODEL_ID = "smollm2-135m-instruct"
 # The prompt size (characters) that fits the embedded model's 8,192-token window with room for
 # the answer: ~3.5 characters a token leaves ~2,400 tokens for the system prompt's overhead
 # and the answer. Runs that use `local` cap the VM's context budget at this.
 LOCAL_CONTEXT_BUDGET = 20_000
 
-# Model ids the standard aliases stand for when nothing else is configured. Anthropic: the
-# newest model of each family in the installed SDK's `anthropic.types.Model`. OpenAI: the
-# GPT-4.1 tiers, which are not reasoning models, so `max_tokens` bounds the visible answer.
+# Model ids the standard aliases stand for when nothing else is configured (the rows' own).
 DEFAULT_ALIASES: Mapping[str, Mapping[str, str]] = {
-    "anthropic": {
-        "sonnet": "claude-sonnet-5-5",
-        "opus": "claude-opus-5-5",
-        "haiku": "claude-haiku-5-5",
-    },
-    "openai": {
-        "sonnet": "gpt-4.1-mini",
-        "opus": "gpt-4.1",
-        "haiku": "gpt-4.1-nano",
-    },
+    name: row.aliases for name, row in registry.PROVIDERS.items() if row.aliases
 }
 
 DEFAULT_MAX_CONCURRENCY = 16
@@ -164,16 +153,20 @@ def providers_in_use(settings: ProviderSettings) -> set[str]:
 def resolve_model(alias_or_id: str, settings: ProviderSettings) -> tuple[str, str]:
     """Map `sonnet`, `openai:gpt-4o`, or a plain model id to (provider name, model id)."""
     target = settings.aliases.get(alias_or_id, alias_or_id)
-    if target in LIVE_PROVIDERS and target != alias_or_id:
+    named = registry.PROVIDERS.get(target)
+    if named is not None and named.file is None and target != alias_or_id:
         # `--model sonnet=local` or `haiku=openai`: that provider's own model for the alias
         target = f"{target}:{alias_or_id}"
     provider, model = _split_target(target, default_provider=settings.provider)
-    if provider == "local":
-        return provider, LOCAL_MODEL_ID  # one embedded model serves every alias
+    row = registry.PROVIDERS.get(provider)
+    if row is not None and row.only_model is not None:
+        return provider, row.only_model  # one model serves every alias (the embedded one)
     if provider != settings.provider and provider in settings.endpoints:
         model = settings.endpoints[provider].aliases.get(model, model)
-    model = DEFAULT_ALIASES.get(provider, {}).get(model, model)
-    if settings.provider in FILE_PROVIDERS:
+    if row is not None:
+        model = row.aliases.get(model, model)
+    selected = registry.PROVIDERS.get(settings.provider)
+    if selected is not None and selected.file is not None:
         # A replay or scripted run answers every session itself, overrides included.
         return settings.provider, model
     return provider, model
@@ -207,7 +200,8 @@ def load_settings(
     provider_tables = _table(config, "providers", where)
     endpoints = {
         other: _endpoint(other, _table(provider_tables, other, where), env, where)
-        for other in ("anthropic", "openai")
+        for other, row in registry.PROVIDERS.items()
+        if row.endpoint
     }
     selected = endpoints.pop(name, None) or _endpoint(
         name, _table(provider_tables, name, where), {}, where
@@ -288,32 +282,28 @@ def _choose_provider(
         return env["PROSE_PROVIDER"], "PROSE_PROVIDER"
     if "provider" in config:
         return _string(config["provider"], "provider", where), where
-    if env.get("ANTHROPIC_API_KEY"):
-        return "anthropic", "ANTHROPIC_API_KEY"
-    if env.get("OPENAI_API_KEY"):
-        return "openai", "OPENAI_API_KEY"
-    if env.get("OPENAI_BASE_URL"):
-        return "openai", "OPENAI_BASE_URL"
-    if local_model_installed():
-        return "local", "installed local model"
+    for name, row in registry.PROVIDERS.items():
+        reason = row.detect(env) if row.detect else None
+        if reason:
+            return name, reason
     raise ProviderConfigError(CONFIG_HELP)
 
 
 def _parse_spec(spec: str, source: str, base_dir: Path | None) -> tuple[str, Path | None]:
     name, _, rest = spec.partition(":")
-    if name not in PROVIDER_NAMES:
+    row = registry.PROVIDERS.get(name)
+    if row is None:
         from openprose.suggest import did_you_mean
 
-        hint = did_you_mean(name, PROVIDER_NAMES)
+        hint = did_you_mean(name, list(registry.PROVIDERS))
         raise ProviderConfigError(
             f"unknown provider {spec!r} (from {source}){hint}; "
-            f"choose one of: anthropic, openai, local, replay:CASSETTE_OR_RUN, scripted:RULES"
+            f"choose one of: {', '.join(r.shown for r in registry.PROVIDERS.values())}"
         )
-    if name in FILE_PROVIDERS:
+    if row.file is not None:
         if not rest:
-            what = "a cassette, run id or run folder" if name == "replay" else "a rules file"
             raise ProviderConfigError(
-                f"provider {name!r} needs {what}: write `{name}:PATH` (from {source})"
+                f"provider {name!r} needs {row.file}: write `{name}:PATH` (from {source})"
             )
         path = Path(rest).expanduser()
         if not path.is_absolute() and base_dir is not None and source not in _CLI_SOURCES:
@@ -394,7 +384,7 @@ def _split_target(target: str, *, default_provider: str) -> tuple[str, str]:
     # Only a known provider name counts as a prefix: Ollama ids like `llama3.2:1b` keep
     # their colon.
     head, sep, tail = target.partition(":")
-    if sep and head in PROVIDER_NAMES and tail:
+    if sep and head in registry.PROVIDERS and tail:
         return head, tail
     return default_provider, target
 
@@ -422,7 +412,7 @@ KNOWN_KEYS: dict[str, frozenset[str]] = {
     ),
     "imports": frozenset({"max_bytes", "timeout", "allow_http", "grants"}),
     "retry": frozenset({"max_attempts", "base_delay", "max_delay", "max_retry_after"}),
-    "providers": frozenset(PROVIDER_NAMES),
+    "providers": frozenset(),  # the registry's names, read when checking
     "providers.*": frozenset({"base_url", "api_key_env", "models", "api_key"}),
 }
 
@@ -443,14 +433,15 @@ def unknown_keys(config: Mapping[str, Any], where: str) -> list[str]:
             hint = f" (did you mean `{prefix}{close[0]}`?)" if close else ""
             found.append(f"{where}: unknown key `{prefix}{key}` ignored{hint}")
 
+    known_tables = {**KNOWN_KEYS, "providers": frozenset(registry.PROVIDERS)}
     check(config, KNOWN_KEYS[""], "")
     for name in ("retry", "providers", "imports"):
         if isinstance(config.get(name), dict):
-            check(config[name], KNOWN_KEYS[name], f"{name}.")
+            check(config[name], known_tables[name], f"{name}.")
     providers = config.get("providers")
     if isinstance(providers, dict):
         for name, table in providers.items():
-            if name in KNOWN_KEYS["providers"] and isinstance(table, dict):
+            if name in registry.PROVIDERS and isinstance(table, dict):
                 check(table, KNOWN_KEYS["providers.*"], f"providers.{name}.")
     return found
 
