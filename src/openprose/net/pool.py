@@ -428,8 +428,9 @@ def _earliest(deadline: float | None, seconds: float | None, now: float) -> floa
 class _Watch:
     """The timeouts of one whole-answer exchange, on one timer: the head must arrive within
     `first_byte` of sending, then no silence may last `read`, and all of it ends by the
-    total `deadline`. The timer is moved only when it fires early (a lazy timer), so an
-    answer that comes in time costs one timer, as a single timeout would."""
+    total `deadline`. The timer fires at the earliest moment one of them could run out and
+    is set again when none has (a lazy timer): an answer that comes in time costs one timer,
+    as a single timeout would, and nothing is done per byte but noting when bytes came."""
 
     __slots__ = ("_connection", "_deadline", "_first_byte", "_future", "_handle", "_loop")
     __slots__ += ("_parser", "_read", "_timeouts")
@@ -450,9 +451,10 @@ class _Watch:
         self._deadline = deadline
         self._timeouts = timeouts
         self._read = timeouts.read
-        self._first_byte = _earliest(deadline, timeouts.first_byte, loop.time())
+        now = loop.time()
+        self._first_byte = _earliest(deadline, timeouts.first_byte, now)
         self._handle: asyncio.TimerHandle | None = None
-        self._arm(self._first_byte)
+        self._arm(_earliest(self._first_byte, self._read, now))
 
     def _arm(self, when: float | None) -> None:
         self._handle = None if when is None else self._loop.call_at(when, self._check)
@@ -470,7 +472,9 @@ class _Watch:
             if self._first_byte is not None and now >= self._first_byte:
                 assert self._timeouts.first_byte is not None
                 return self._expire(TimedOut("first_byte", self._timeouts.first_byte))
-            return self._arm(self._first_byte)
+            # looked at again after `read` at the latest: the head may arrive meanwhile,
+            # and from then on a silence of `read` is what counts
+            return self._arm(_earliest(self._first_byte, self._read, now))
         if self._read is None:  # the head arrived: from now on only the total counts
             return self._arm(self._deadline)
         quiet_until = self._connection.last_data + self._read

@@ -6,14 +6,10 @@ from __future__ import annotations
 import gzip
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from openprose.net.errors import (
-    AnswerTooLarge,
-    HttpFailure,
-    NotHttp,
-)
+from openprose.net.errors import AnswerTooLarge, ConnectionBroke, HttpFailure, NotHttp
 from openprose.net.parser import ResponseHead, ResponseParser
 from tests.support.raw_http_server import (
     answer,
@@ -138,3 +134,104 @@ def test_arbitrary_bytes_only_ever_give_the_contracts_failures(
         _parse(_split(data, cuts))
     except HttpFailure:
         pass
+
+
+# --- the wire's edges, fuzzed: always an answer or one clear failure -------------------------
+
+_CLEAR_FAILURES = (NotHttp, AnswerTooLarge, ConnectionBroke)
+
+
+def _outcome(pieces: list[bytes], **limits: int) -> _Collected | HttpFailure:
+    collected = _Collected()
+    parser = ResponseParser(collected, **limits)  # type: ignore[arg-type]
+    try:
+        for piece in pieces:
+            parser.feed(piece)
+        parser.feed_eof()
+    except _CLEAR_FAILURES as failure:
+        assert str(failure)  # a message a person can read, never empty
+        return failure
+    return collected
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    version=st.sampled_from([b"HTTP/1.1", b"HTTP/1.0", b"HTTP/2", b"HTTP/1.", b"http/1.1", b""]),
+    status=st.one_of(st.integers(0, 1000).map(lambda n: str(n).encode()), st.binary(max_size=5)),
+    reason=st.binary(max_size=30),
+    separator=st.sampled_from([b" ", b"", b"  ", b"\t"]),
+)
+@example(version=b"HTTP/1.1", status=b"101", reason=b"", separator=b" ")
+@example(version=b"HTTP/1.1", status=b"100", reason=b"", separator=b" ")  # interim, then cut
+def test_any_status_line_is_an_answer_or_a_clear_failure(
+    version: bytes, status: bytes, reason: bytes, separator: bytes
+) -> None:
+    line = version + separator + status + b" " + reason + b"\r\n"
+    outcome = _outcome([line + b"content-length: 2\r\n\r\nok"])
+    if isinstance(outcome, _Collected):
+        assert outcome.head is not None and 200 <= outcome.head.status <= 999
+        assert outcome.body in (b"ok", b"")  # 204 and 304 have no body
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    size=st.one_of(
+        st.integers(0, 2**70).map(lambda n: b"%x" % n),
+        st.binary(max_size=20),
+        st.sampled_from([b"-1", b"0x5", b" 5", b"5 ", b"5;ext", b"5;" + b"e" * 5000, b""]),
+    ),
+    data=st.binary(max_size=40),
+    cuts=st.lists(st.integers(0, 200), max_size=4),
+)
+@example(size=b"ffffffffffffffffff", data=b"x", cuts=[])  # overflows 64 bits
+# one byte more than sent: the chunk takes the CR, and the bare LF left ends it
+@example(size=b"5;!", data=b"\x00\x00\x00\x00", cuts=[])
+def test_any_chunk_size_is_an_answer_or_a_clear_failure(
+    size: bytes, data: bytes, cuts: list[int]
+) -> None:
+    wire = (
+        b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"
+        + size
+        + b"\r\n"
+        + data
+        + b"\r\n0\r\n\r\n"
+    )
+    outcome = _outcome(_split(wire, cuts))
+    if isinstance(outcome, _Collected):  # the body is what followed the size line
+        assert outcome.ended and outcome.body == (data + b"\r")[: len(outcome.body)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    count=st.integers(0, 3000),
+    name=st.binary(min_size=1, max_size=12),
+    value=st.binary(max_size=40),
+)
+def test_a_flood_of_headers_is_refused_at_the_head_limit(
+    count: int, name: bytes, value: bytes
+) -> None:
+    head = b"HTTP/1.1 200 OK\r\n" + (name + b": " + value + b"\r\n") * count
+    wire = head + b"content-length: 0\r\n\r\n"
+    outcome = _outcome([wire], max_head=16 * 1024)
+    if len(wire) > 16 * 1024:
+        assert isinstance(outcome, AnswerTooLarge | NotHttp)
+    elif isinstance(outcome, _Collected):
+        assert outcome.ended
+
+
+def test_a_flood_of_trailers_is_refused() -> None:
+    wire = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n1\r\nx\r\n0\r\n"
+    outcome = _outcome([wire] + [b"x-t: 1\r\n"] * 20_000, max_head=16 * 1024)
+    assert isinstance(outcome, AnswerTooLarge)
+    assert "chunk framing and trailers are over 16384 bytes" in str(outcome)
+
+
+@settings(max_examples=300, deadline=None)
+@given(which=st.integers(0, len(VALID_ANSWERS) - 1), cut=st.integers(0, 10_000))
+def test_a_truncated_answer_is_cut_off_clearly_or_was_complete(which: int, cut: int) -> None:
+    data = VALID_ANSWERS[which]
+    outcome = _outcome([data[: cut % (len(data) + 1)]])
+    if isinstance(outcome, HttpFailure):
+        assert isinstance(outcome, ConnectionBroke | NotHttp)
+    else:
+        assert outcome.ended  # read-until-close, or the cut came after the end

@@ -8,6 +8,8 @@ import gzip
 import zlib
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from openprose.net.errors import (
     AnswerTooLarge,
@@ -17,7 +19,7 @@ from openprose.net.errors import (
     NotHttp,
 )
 from openprose.net.pool import ConnectionPool
-from openprose.net.timeouts import Timeouts
+from openprose.net.timeouts import TimedOut, Timeouts
 from tests.support.pool_calls import HEADERS, fetch, fetch_from
 from tests.support.raw_http_server import (
     RawHttpServer,
@@ -433,3 +435,44 @@ async def test_a_stream_that_falls_silent_times_out() -> None:
                     pieces.append(piece)
         assert pieces == [b"abc"] and pool._open == 0
         await pool.aclose()
+
+
+# --- any bytes on the wire (hypothesis): an answer or one clear failure, never a hang ---------
+
+_WIRE_VALID = [
+    answer(b'{"ok": 1}'),
+    b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+    b"HTTP/1.1 100 Continue\r\n\r\n" + answer(b"after"),
+]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    reply=st.one_of(
+        st.binary(max_size=120),
+        st.sampled_from(_WIRE_VALID).flatmap(
+            lambda valid: st.tuples(st.integers(0, len(valid)), st.binary(max_size=12)).map(
+                lambda cut: valid[: cut[0]] + cut[1]
+            )
+        ),
+    ),
+    keep=st.booleans(),
+)
+def test_any_bytes_on_the_wire_end_in_an_answer_or_a_clear_failure(
+    reply: bytes, keep: bool
+) -> None:
+    async def exchange() -> None:
+        async with RawHttpServer(respond_with(reply, keep=keep)) as server:
+            pool = ConnectionPool(server.url)
+            request = pool.prepare("POST", "/v1/x", HEADERS)
+            try:
+                async with asyncio.timeout(5):  # a hang fails here, not in our timeouts
+                    await pool.fetch(request, b"{}", Timeouts(total=1, first_byte=0.2, read=0.1))
+            except HttpFailure as failure:
+                assert str(failure)
+            except TimeoutError as failure:
+                assert isinstance(failure, TimedOut), "hung past every timeout"
+            finally:
+                await pool.aclose()
+
+    asyncio.run(exchange())
