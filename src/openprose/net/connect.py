@@ -12,7 +12,6 @@ import base64
 import os
 import socket
 import ssl
-import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
@@ -240,6 +239,8 @@ def env_proxy(url: str) -> str | None:
     """The proxy the environment names for `url` (HTTPS_PROXY, HTTP_PROXY, NO_PROXY), looked
     up once per client: as the SDKs do, and without aiohttp's `trust_env`, which reads the
     environment and ~/.netrc again on every request."""
+    import urllib.request  # ~10 ms of imports (email, http.client): once per origin, if ever
+
     parts = urlsplit(url)
     if not parts.hostname or urllib.request.proxy_bypass(parts.hostname):
         return None

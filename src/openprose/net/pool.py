@@ -432,8 +432,17 @@ class _Watch:
     is set again when none has (a lazy timer): an answer that comes in time costs one timer,
     as a single timeout would, and nothing is done per byte but noting when bytes came."""
 
-    __slots__ = ("_connection", "_deadline", "_first_byte", "_future", "_handle", "_loop")
-    __slots__ += ("_parser", "_read", "_timeouts")
+    __slots__ = (
+        "_connection",
+        "_deadline",
+        "_first_byte",
+        "_future",
+        "_handle",
+        "_loop",
+        "_parser",
+        "_read",
+        "_timeouts",
+    )
 
     def __init__(
         self,
