@@ -12,17 +12,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from openprose.providers.base import Provider, ProviderConfigError
-
-if TYPE_CHECKING:
-    from openprose.providers.settings import Endpoint, ProviderSettings
+from openprose.providers.local_model import LOCAL_MODEL_ID
+from openprose.providers.setting_values import Endpoint, ProviderSettings
 
 __all__ = ["PROVIDERS", "ProviderRow", "provider_row"]
 
 OPENAI_PLACEHOLDER_KEY = "not-needed"  # OpenAI-compatible local servers ignore the key
-LOCAL_MODEL_ID = "smollm2-135m-instruct"
 
 # Model ids the standard aliases stand for when nothing else is configured. Anthropic: the
 # newest model of each family in the installed SDK's `anthropic.types.Model`. OpenAI: the
@@ -34,7 +31,7 @@ ANTHROPIC_ALIASES = {
 }
 OPENAI_ALIASES = {"sonnet": "gpt-4.1-mini", "opus": "gpt-4.1", "haiku": "gpt-4.1-nano"}
 
-Opener = Callable[["ProviderSettings", "Endpoint"], Provider]
+Opener = Callable[[ProviderSettings, Endpoint], Provider]
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,9 +43,10 @@ class ProviderRow:
     # What `NAME:PATH` names (replay, scripted); None: the provider takes no argument.
     file: str | None = None
     usage: str = ""  # how a user names it in a list of choices (default: the name)
-    # When nothing names a provider: the reason this one is chosen (an environment variable
-    # set, a model installed), or None. Rows are asked in order.
-    detect: Callable[[Mapping[str, str]], str | None] | None = None
+    # When nothing names a provider, rows are asked in order: chosen by the first of these
+    # environment variables that is set, or (local) because its model is installed.
+    detected_by: tuple[str, ...] = ()
+    detected_if_installed: bool = False
     # What is missing before it can be called (a key, a URL), as the error to show, or None.
     missing: Callable[[Endpoint], str | None] | None = None
     resilient: bool = True  # wrapped in the retry policy and the concurrency limit
@@ -58,21 +56,6 @@ class ProviderRow:
     @property
     def shown(self) -> str:
         return self.usage or self.name
-
-
-def _set(*variables: str) -> Callable[[Mapping[str, str]], str | None]:
-    """Detected by the first of `variables` set to a non-empty value."""
-
-    def detect(env: Mapping[str, str]) -> str | None:
-        return next((name for name in variables if env.get(name)), None)
-
-    return detect
-
-
-def _local_installed(env: Mapping[str, str]) -> str | None:
-    from openprose.providers import settings  # read at call time: tests stand in for it
-
-    return "installed local model" if settings.local_model_installed() else None
 
 
 def _anthropic_missing(endpoint: Endpoint) -> str | None:
@@ -155,7 +138,7 @@ PROVIDERS: dict[str, ProviderRow] = {
             "anthropic",
             _open_anthropic,
             endpoint=True,
-            detect=_set("ANTHROPIC_API_KEY"),
+            detected_by=("ANTHROPIC_API_KEY",),
             missing=_anthropic_missing,
             aliases=ANTHROPIC_ALIASES,
         ),
@@ -163,11 +146,11 @@ PROVIDERS: dict[str, ProviderRow] = {
             "openai",
             _open_openai,
             endpoint=True,
-            detect=_set("OPENAI_API_KEY", "OPENAI_BASE_URL"),
+            detected_by=("OPENAI_API_KEY", "OPENAI_BASE_URL"),
             missing=_openai_missing,
             aliases=OPENAI_ALIASES,
         ),
-        ProviderRow("local", _open_local, detect=_local_installed, only_model=LOCAL_MODEL_ID),
+        ProviderRow("local", _open_local, detected_if_installed=True, only_model=LOCAL_MODEL_ID),
         ProviderRow(
             "replay",
             _open_replay,

