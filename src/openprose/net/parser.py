@@ -190,7 +190,7 @@ class ResponseParser:
             if isinstance(raised, _HeadOnly):
                 self.extra = _blank_line(self._head_data) < len(self._head_data)
                 return
-            if isinstance(raised, NotHttp | AnswerTooLarge):
+            if isinstance(raised, Exception):  # ours (NotHttp, AnswerTooLarge) or a sink's
                 raise raised from None
             raise self._failure(str(error)) from None
         except httptools.HttpParserUpgrade:
