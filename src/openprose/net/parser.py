@@ -104,7 +104,7 @@ class ResponseParser:
         self._no_body = no_body  # the answer to CONNECT: a 2xx has no body
         self.max_head = max_head
         self.max_body = max_body  # None: no limit (a stream is read as it arrives)
-        self._llhttp = httptools.HttpResponseParser(self)
+        self._llhttp: httptools.HttpResponseParser | None = httptools.HttpResponseParser(self)
         # Bare LF line breaks are accepted, as most clients do; nothing else is relaxed.
         self._llhttp.set_dangerous_leniencies(lenient_optional_cr_before_lf=True)
         self._headers: dict[str, str] = {}
@@ -182,8 +182,23 @@ class ResponseParser:
         self.feed(data[allowance:])
 
     def _feed(self, data: bytes) -> None:
+        llhttp = self._llhttp
+        if llhttp is None:  # a failure was raised before: nothing more is parsed
+            raise NotHttp("the answer was refused already")
         try:
-            self._llhttp.feed_data(data)
+            self._parse(llhttp, data)
+        except BaseException:
+            self._llhttp = None
+            raise
+        if self.done:
+            # llhttp's object holds our methods and we hold it: let go at the end, so both
+            # are freed by reference counting, not left to the cyclic garbage collector
+            self._llhttp = None
+
+    def _parse(self, llhttp: httptools.HttpResponseParser, data: bytes) -> None:
+        """`data` through llhttp, its failures said in words."""
+        try:
+            llhttp.feed_data(data)
         except httptools.HttpParserCallbackError as error:
             # one of the callbacks below raised: httptools keeps it as the context
             raised = error.__context__
@@ -219,6 +234,7 @@ class ResponseParser:
 
     def on_headers_complete(self) -> None:
         llhttp = self._llhttp
+        assert llhttp is not None  # called from inside it
         status = llhttp.get_status_code()
         headers, self._headers = self._headers, {}
         reason, self._reason = self._reason, ""
