@@ -149,6 +149,7 @@ class ResponseParser:
 
     def feed_eof(self) -> None:
         """The connection closed: the end of a read-until-close body, else an answer cut off."""
+        self._llhttp = None  # nothing more can arrive (and see `_feed`)
         if self.done:
             return
         if self._until_close:
