@@ -8,17 +8,15 @@ https origin, TLS inside TLS through an https:// proxy). Every failure leaves as
 from __future__ import annotations
 
 import asyncio
-import base64
 import os
 import socket
 import ssl
 from collections.abc import Callable
-from dataclasses import dataclass
-from urllib.parse import unquote, urlsplit
 
 import aiohappyeyeballs
 
 from openprose.net.connection import Connection, Response, WholeAnswer
+from openprose.net.endpoints import Proxy, default_ssl_context
 from openprose.net.errors import CannotConnect, ConnectionBroke, TlsFailure
 from openprose.net.parser import ResponseParser
 
@@ -27,10 +25,6 @@ __all__ = [
     "AddressInfo",
     "Connector",
     "HostCache",
-    "Proxy",
-    "default_ssl_context",
-    "env_proxy",
-    "parse_proxy",
 ]
 
 HAPPY_EYEBALLS_S = 0.25
@@ -38,14 +32,6 @@ HAPPY_EYEBALLS_S = 0.25
 # enough that a run's first burst of connections makes one lookup, short enough to follow a
 # hosted API moving its addresses.
 DNS_TTL_S = 10.0
-
-
-@dataclass(frozen=True, slots=True)
-class Proxy:
-    host: str
-    port: int
-    authorization: str | None  # a Proxy-Authorization value, from the proxy URL's user info
-    tls: bool = False  # an https:// proxy URL: TLS to the proxy itself
 
 
 AddressInfo = aiohappyeyeballs.AddrInfoType  # one answer of `getaddrinfo`
@@ -211,37 +197,3 @@ def _plain_http_answer(error: Exception) -> bool:
     status line as a record of an unknown version)."""
     reason = str(getattr(error, "reason", "") or error).upper()
     return any(mark in reason for mark in ("WRONG_VERSION_NUMBER", "RECORD_LAYER_FAILURE"))
-
-
-def default_ssl_context() -> ssl.SSLContext:
-    """The system's trust store (honouring SSL_CERT_FILE / SSL_CERT_DIR), hostname checked."""
-    context = ssl.create_default_context()
-    context.set_alpn_protocols(["http/1.1"])
-    return context
-
-
-def parse_proxy(url: str) -> Proxy:
-    parts = urlsplit(url if "://" in url else f"http://{url}")
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(
-            f"the proxy {url!r} is not an http:// or https:// proxy URL with a host "
-            "(SOCKS proxies are not supported)"
-        )
-    authorization = None
-    if parts.username is not None:
-        credentials = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
-        authorization = "Basic " + base64.b64encode(credentials.encode()).decode("ascii")
-    tls = parts.scheme == "https"
-    return Proxy(parts.hostname, parts.port or (443 if tls else 80), authorization, tls)
-
-
-def env_proxy(url: str) -> str | None:
-    """The proxy the environment names for `url` (HTTPS_PROXY, HTTP_PROXY, NO_PROXY), looked
-    up once per client: as the SDKs do, and without aiohttp's `trust_env`, which reads the
-    environment and ~/.netrc again on every request."""
-    import urllib.request  # ~10 ms of imports (email, http.client): once per origin, if ever
-
-    parts = urlsplit(url)
-    if not parts.hostname or urllib.request.proxy_bypass(parts.hostname):
-        return None
-    return urllib.request.getproxies().get(parts.scheme)

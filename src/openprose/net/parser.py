@@ -7,24 +7,36 @@ was not. What this module adds is the client's policy: limits on head and body s
 gzip/deflate content-encoding inflated in bounded steps, keep-alive decided from the version
 and `connection` header, and every failure worded for a person (`NotHttp`, `AnswerTooLarge`,
 `ConnectionBroke`). It needs no I/O, so it is tested on any split of the bytes.
+
+It imports neither `typing` nor `dataclasses`: the trace export helper, which starts
+without them, reads its collector's answers with it too (`net.blocking`).
 """
 
 from __future__ import annotations
 
 import zlib
-from dataclasses import dataclass
-from typing import Protocol
 
 import httptools
 
 from openprose.net.errors import AnswerTooLarge, ConnectionBroke, NotHttp
+
+TYPE_CHECKING = False  # `typing` is not imported at run time (see above)
+if TYPE_CHECKING:
+    from typing import Protocol
+
+    class ResponseSink(Protocol):
+        def on_head(self, head: ResponseHead) -> None: ...
+
+        def on_body(self, piece: bytes) -> None: ...
+
+        def on_end(self) -> None: ...
+
 
 __all__ = [
     "MAX_BODY_BYTES",
     "MAX_HEAD_BYTES",
     "ResponseHead",
     "ResponseParser",
-    "ResponseSink",
 ]
 
 MAX_HEAD_BYTES = 64 * 1024  # status line and headers (and a chunked body's trailers)
@@ -38,20 +50,30 @@ _NO_BODY_STATUSES = frozenset({204, 304})
 _TLS_RECORDS = (b"\x15\x03", b"\x16\x03")
 
 
-@dataclass(frozen=True, slots=True)
 class ResponseHead:
-    status: int
-    reason: str
-    headers: dict[str, str]  # lower-case names; repeated headers joined with ", "
-    keep_alive: bool  # the connection may serve another request after this answer
+    """An answer's status line and headers (a plain class: see the module's docstring)."""
 
+    __slots__ = ("headers", "keep_alive", "reason", "status")
 
-class ResponseSink(Protocol):
-    def on_head(self, head: ResponseHead) -> None: ...
+    def __init__(self, status: int, reason: str, headers: dict[str, str], keep_alive: bool) -> None:
+        self.status = status
+        self.reason = reason
+        self.headers = headers  # lower-case names; repeated headers joined with ", "
+        self.keep_alive = keep_alive  # the connection may serve another request after this
 
-    def on_body(self, piece: bytes) -> None: ...
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ResponseHead) and (
+            (self.status, self.reason, self.headers, self.keep_alive)
+            == (other.status, other.reason, other.headers, other.keep_alive)
+        )
 
-    def on_end(self) -> None: ...
+    __hash__ = None  # type: ignore[assignment]  # mutable headers: not hashable
+
+    def __repr__(self) -> str:
+        return (
+            f"ResponseHead(status={self.status!r}, reason={self.reason!r}, "
+            f"headers={self.headers!r}, keep_alive={self.keep_alive!r})"
+        )
 
 
 class _HeadOnly(Exception):

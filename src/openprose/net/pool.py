@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from urllib.parse import urlsplit
 
-from openprose.net.connect import DNS_TTL_S, Connector, HostCache, parse_proxy
+from openprose.net.connect import DNS_TTL_S, Connector, HostCache
 from openprose.net.connection import (
     Connection,
     Exchange,
@@ -30,6 +30,7 @@ from openprose.net.connection import (
     StreamedResponse,
     WholeAnswer,
 )
+from openprose.net.endpoints import parse_proxy
 from openprose.net.errors import CannotConnect, ConnectionBroke
 from openprose.net.parser import MAX_BODY_BYTES, MAX_HEAD_BYTES, ResponseParser
 from openprose.net.timeouts import TimedOut, Timeouts

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from typing import Protocol
 from urllib.parse import urlsplit
 
-from openprose.net.connect import env_proxy
 from openprose.net.connection import Response
+from openprose.net.endpoints import env_proxy
 from openprose.net.errors import AnswerTooLarge
 from openprose.net.parser import MAX_BODY_BYTES, MAX_HEAD_BYTES
 from openprose.net.pool import ConnectionPool, PreparedRequest
