@@ -107,13 +107,15 @@ class BlockingClient:
             target = f"http://{netloc}{target}"  # a plain proxy is asked in absolute form
             if self.proxy.authorization:
                 lines.append(f"proxy-authorization: {self.proxy.authorization}")
-        lines += [f"{name}: {value}" for name, value in headers.items()]
-        for line in lines:
-            if "\r" in line or "\n" in line:
-                raise ValueError(f"a header with a line break cannot be sent: {line!r}")
-        self._head = (f"{method} {target} HTTP/1.1\r\n" + "\r\n".join(lines) + "\r\n").encode(
-            "latin-1"
-        )
+        for name, value in headers.items():
+            if not name or any(c in name for c in " :\r\n\t") or any(c in value for c in "\r\n\0"):
+                raise ValueError(f"the header {name!r} holds a character HTTP forbids there")
+            lines.append(f"{name}: {value}")
+        try:
+            head = f"{method} {target} HTTP/1.1\r\n" + "\r\n".join(lines) + "\r\n"
+            self._head = head.encode("latin-1")
+        except UnicodeEncodeError:
+            raise ValueError("a request header holds a character outside Latin-1") from None
         self._socket: socket.socket | None = None
         self.connections_made = 0
 

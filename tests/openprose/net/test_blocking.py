@@ -110,7 +110,8 @@ def test_a_port_nobody_listens_on_cannot_connect_and_keeps_the_os_reason() -> No
     [
         ("ftp://collector/v1", {}, None, "not an http:// or https:// URL"),
         ("http://[::1/v1", {}, None, "not a URL"),
-        ("http://collector/v1", {"x-bad": "a\r\nb"}, None, "line break"),
+        ("http://collector/v1", {"x-bad": "a\r\nb"}, None, "character HTTP forbids"),
+        ("http://collector/v1", {"x-key": "\u732b"}, None, "outside Latin-1"),
         ("http://collector/v1", {}, "socks5://127.0.0.1:1080", "SOCKS"),
         ("https://collector/v1", {}, "https://127.0.0.1:3128", "TLS inside TLS"),
     ],
