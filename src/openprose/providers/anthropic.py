@@ -35,6 +35,7 @@ from openprose.providers.http_errors import (
     shown,
     token_count,
 )
+from openprose.providers.structured import anthropic_answer_tool, from_answer_tool, wanted
 
 __all__ = ["AnthropicProvider"]
 
@@ -95,6 +96,11 @@ class AnthropicProvider(HttpProvider):
                 }
                 for t in request.tools
             ]
+        schema = wanted(request)
+        if schema is not None:  # a typed result: the answer is a forced tool call
+            tool, choice = anthropic_answer_tool(schema)
+            body["tools"] = [tool]
+            body["tool_choice"] = choice
         if self.prompt_cache and request.messages:
             mark_breakpoints(body, request, plan_breakpoints(request))
         if stream:
@@ -125,7 +131,7 @@ class AnthropicProvider(HttpProvider):
             elif kind == "tool_use":
                 calls.append(_tool_call(block, block.get("input"), f"content[{index}]"))
             # other blocks (thinking, server tools' records) carry no answer text
-        return ModelResponse(
+        response = ModelResponse(
             text="".join(parts),
             usage=_usage(answer.get("usage")),
             finish_reason=optional_text(answer.get("stop_reason"), "stop_reason"),
@@ -134,9 +140,10 @@ class AnthropicProvider(HttpProvider):
             provider=self.name,
             tool_calls=tuple(calls),
         )
+        return from_answer_tool(response, request)
 
     def assembler(self, request: ModelRequest) -> _EventAssembler:
-        return _EventAssembler(request.model)
+        return _EventAssembler(request.model, request)
 
 
 def _usage(usage: object) -> Usage:
@@ -192,7 +199,8 @@ class _EventAssembler:
     usage), per block `content_block_start` / `_delta` (text, or a tool call's input as
     pieces of JSON) / `_stop`, `message_delta` (stop reason, output usage), `message_stop`."""
 
-    def __init__(self, model: str) -> None:
+    def __init__(self, model: str, request: ModelRequest | None = None) -> None:
+        self._request = request  # a typed request's answer comes as a tool call
         self._model = model
         self._blocks: dict[int, dict[str, Any]] = {}
         self._usage: dict[str, Any] = {}
@@ -291,7 +299,7 @@ class _EventAssembler:
                             f"{shown(pieces)}"
                         ) from None
                 calls.append(_tool_call(start, arguments, f"content[{index}]"))
-        return ModelResponse(
+        response = ModelResponse(
             text="".join(parts),
             usage=_usage(self._usage),
             finish_reason=self._stop,
@@ -300,3 +308,4 @@ class _EventAssembler:
             provider="anthropic",
             tool_calls=tuple(calls),
         )
+        return response if self._request is None else from_answer_tool(response, self._request)

@@ -131,6 +131,7 @@ class Translator:
         self._answers: dict[str, int] = {}  # call step -> seq of the answer it got
         self._tool_calls: dict[tuple[str, object, object], str] = {}  # (step, turn, index)
         self._approvals: dict[str, str] = {}  # approval id -> its query
+        self._questions: dict[str, str] = {}  # `ask` question id -> its query
         self._agents: dict[str, Fields] = {}  # session step -> its start (tools' caller)
         self._results: dict[tuple[str, str], str] = {}  # (session step, call id) -> result
         self._bound: dict[str, int] = {}  # binding name -> seq of the answer it holds now
@@ -775,6 +776,46 @@ class Translator:
             payload=_details(step, event),
         )
 
+    # --- a person's answer (`ask`) ------------------------------------------------------
+
+    def question_asked(self, step: str, t: float, event: Fields) -> None:
+        options = event.get("options") or []
+        offered = f" (options: {', '.join(map(str, options))})" if options else ""
+        self._questions[str(event.get("id"))] = self.say(
+            "query",
+            t,
+            sender=VM,
+            receiver="human",
+            content=f"{event.get('question')}{offered}",
+            confidence=1.0,
+            topic="question",
+            safety={"level": "review", "requires_human": True},
+            payload=_details(step, event),
+        )
+
+    def question_answered(self, step: str, t: float, event: Fields) -> None:
+        """Who answered (the login name, and through what: cli, ui, api, terminal; or the
+        default taken at the timeout) and when: the message's timestamp."""
+        query = self._questions.get(str(event.get("id")))
+        if query is None:
+            return  # an answer without its question in this journal: nothing to answer
+        by = str(event.get("by") or "unknown")
+        user = event.get("user")
+        sender = VM if by == "timeout" else f"human ({user + ' via ' if user else ''}{by})"
+        said = "no answer in time, the default" if by == "timeout" else "answer"
+        self.say(
+            "response",
+            t,
+            sender=sender,
+            receiver=VM,
+            content=f"{said}: {event.get('answer')}",
+            confidence=1.0,
+            provenance=[f"question:{event.get('id')}"],
+            topic="question",
+            refers_to=query,
+            payload=_details(step, event),
+        )
+
     def tool_result(self, step: str, t: float, event: Fields) -> None:
         tool = str(event.get("tool") or "tool")
         call = self._tool_calls.pop((step, event.get("turn"), event.get("index")), None)
@@ -1039,6 +1080,9 @@ ROWS: dict[str, Row] = {
     "approval_requested": Row(("query",), Translator.approval_requested),
     "approval_decided": Row(("response",), Translator.approval_decided),
     "tool_result": Row(("response",), Translator.tool_result),
+    # `ask` (`prose answer`, the web view or the API append question_answered)
+    "question_asked": Row(("query",), Translator.question_asked),
+    "question_answered": Row(("response",), Translator.question_answered),
 }
 for _kind in (
     "memory_updated",
@@ -1051,6 +1095,10 @@ for _kind in (
     "skill_loaded",
     "skill_missing",
     "approval_ignored",  # a recorded answer whose seal did not hold (forged, another run's)
+    "question_ignored",  # the same, for an answer to an `ask`
+    "question_expired",  # an `ask` with no default nobody answered in time
+    "typed_invalid",  # a typed answer that did not match its shape: asked again
+    "typed_failed",  # ...and the answer asked again did not either: the session fails
 ):
     ROWS[_kind] = Row(("notice",), _warning(_kind))
 

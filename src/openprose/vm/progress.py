@@ -24,6 +24,7 @@ _SHOWN = (
     "session_cancelled",
     "session_served",
     "decision",
+    "question_answered",
 )
 
 
@@ -36,6 +37,13 @@ def shown_verdict(verdict: Any) -> str:
     if isinstance(verdict, bool):
         return "true" if verdict else "false"
     return str(verdict)
+
+
+def _answered(fields: dict[str, Any]) -> str:
+    """An `ask`'s answer, and who gave it (or that the time ran out)."""
+    if fields.get("by") == "timeout":
+        return f"{fields.get('id')}: no answer in time, took the default {fields.get('answer')!r}"
+    return f"{fields.get('id')}: answered {fields.get('answer')!r} via {fields.get('by')}"
 
 
 class PlainProgress:
@@ -77,6 +85,8 @@ class PlainProgress:
             line = f"{clock} ✗ {step}{_retried(fields)}: {fields.get('error')}"
         elif event == "session_cancelled":
             line = f"{clock} ⊘ {step} cancelled"
+        elif event == "question_answered":
+            line = f"{clock} ✎ {step} {_answered(fields)}"
         else:
             verdict = shown_verdict(fields.get("verdict"))
             line = f"{clock} ? {step} {fields.get('kind')} → {verdict} ({fields.get('reason')})"

@@ -16,12 +16,14 @@ from openprose.providers.base import ModelResponse, Provider
 from openprose.providers.prices import Prices
 from openprose.vm.journal import Journal
 from openprose.vm.prompts import DEFAULT_CONTEXT_BUDGET, DEFAULT_HISTORY_ITEMS
+from openprose.vm.questions import Asker, NobodyAsker, Question
 from openprose.vm.tools.approvals import Approver, NobodyApprover
 
 if TYPE_CHECKING:
     from openprose.providers.settings import ProviderSettings
+    from openprose.telemetry.spans import Tracer
     from openprose.vm.audit import AuditTrail
-    from openprose.vm.tracing import Tracer
+    from openprose.vm.forking import ParentAnswers
 
 Observer = Callable[[str, str, dict[str, Any]], None]
 
@@ -44,6 +46,8 @@ class ToolTurns:
     answers: dict[str, dict[str, Any]] = field(default_factory=dict)  # id -> its answer line
     run_grants: list[dict[str, Any]] = field(default_factory=list)  # `permission`, scope run
     skills: dict[str, dict[str, Any]] = field(default_factory=dict)  # skill_loaded, by name
+    questions: dict[str, dict[str, Any]] = field(default_factory=dict)  # step -> question_asked
+    replies: dict[str, dict[str, Any]] = field(default_factory=dict)  # question id -> answer
 
     def add(self, event: Mapping[str, Any]) -> None:
         kind, step = event.get("ev"), str(event.get("step", ""))
@@ -59,6 +63,11 @@ class ToolTurns:
             self.run_grants.append(dict(event))
         elif kind == "approval_decided":
             self.answers[str(event["id"])] = dict(event)
+        elif kind == "question_asked":  # `ask`: vm.questions checks each answer's seal
+            Question.from_event(event)  # one of the wrong shape is named, never served
+            self.questions[step] = dict(event)
+        elif kind == "question_answered":
+            self.replies[str(event["id"])] = dict(event)
 
     @property
     def pending(self) -> dict[str, dict[str, Any]]:
@@ -78,6 +87,8 @@ class ToolRuntime:
     sandbox_limits: Any = None  # `[sandbox]` of prose.toml (a SandboxLimits); None: defaults
     plan: bool = False  # `--permission-mode plan`: every write, command and fetch refused
     seal_grant: Callable[[str, str], str] | None = None
+    asker: Asker = field(default_factory=NobodyAsker)  # who answers an `ask` (vm.questions)
+    run_id: str = ""  # the id a person's answers are sealed with (the run folder's name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,6 +209,8 @@ class Replay:
     races: dict[str, Race] = field(default_factory=dict)
     failures: dict[str, str] = field(default_factory=dict)  # handled failed calls: message
     tools: ToolTurns = field(default_factory=ToolTurns)  # tool results, approvals
+    # A fork's: the answers of the run it was forked from, each for an identical request
+    inherited: ParentAnswers | None = None
 
     @classmethod
     def from_events(cls, events: Any) -> Replay:

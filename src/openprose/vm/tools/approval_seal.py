@@ -34,6 +34,7 @@ __all__ = [
     "real_key_folder",
     "seal_answer",
     "seal_grant",
+    "seal_reply",
     "seals_match",
 ]
 
@@ -171,6 +172,21 @@ def seal_answer(
 def seal_grant(key: bytes, run_id: str, kind: str, action: str) -> str:
     """The seal of an "allow for this run" given on the terminal (a `permission` event)."""
     return _seal(key, "grant", run_id, kind, action)
+
+
+def seal_reply(
+    key: bytes,
+    run_id: str,
+    question_id: str,
+    digest: str,
+    answer: str,
+    by: str,
+    user: str,
+    t: float,
+) -> str:
+    """The seal of a person's answer to an `ask` (`question_answered`): the run, the
+    question and its exact wording, the answer, who gave it, through what and when."""
+    return _seal(key, "reply", run_id, question_id, digest, answer, by, user, repr(float(t)))
 
 
 def seals_match(expected: str, given: object) -> bool:
