@@ -7,7 +7,6 @@ export helper uses it through `net.blocking`.
 
 from __future__ import annotations
 
-import base64
 import os
 import sys
 from urllib.parse import unquote, urlsplit
@@ -65,6 +64,8 @@ def parse_proxy(url: str) -> Proxy:
         )
     authorization = None
     if parts.username is not None:
+        import base64  # only for a proxy with credentials
+
         credentials = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
         authorization = "Basic " + base64.b64encode(credentials.encode()).decode("ascii")
     tls = parts.scheme == "https"
