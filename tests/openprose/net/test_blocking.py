@@ -6,15 +6,26 @@ framing and limits through the shared parser, every failure one of `net.errors` 
 from __future__ import annotations
 
 import asyncio
+import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from openprose.net.blocking import BlockingAnswer, BlockingClient
-from openprose.net.errors import AnswerTooLarge, CannotConnect, ConnectionBroke, NotHttp, TlsFailure
+from openprose.net.errors import (
+    AnswerTooLarge,
+    CannotConnect,
+    ConnectionBroke,
+    HttpFailure,
+    NotHttp,
+    TlsFailure,
+)
 from tests.support.raw_http_server import RawHttpServer, RawRequest, answer, respond_with
 from tests.support.tls_proxy import ProxyServer, certificate, server_context
 
@@ -180,3 +191,57 @@ def test_importing_it_loads_no_event_loop_nor_dataclasses() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     assert shown.strip() == "[]"
+
+
+def _answer_once(listener: socket.socket, reply: bytes, close: bool) -> None:
+    """Accept one connection, read its request, write `reply`; then close, or hold the
+    connection open until the client lets go."""
+    conn, _ = listener.accept()
+    with conn:
+        seen = b""
+        while b"\r\n\r\n" not in seen:
+            seen += conn.recv(65536)
+        conn.sendall(reply)
+        if not close:
+            with_nothing_more = conn.recv(65536)
+            assert not with_nothing_more  # the client never sends twice on a broken answer
+
+
+_VALID = answer(b"0123456789")
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    reply=st.one_of(
+        st.binary(max_size=200),
+        st.integers(0, len(_VALID)).map(lambda cut: _VALID[:cut]),
+        st.tuples(st.binary(max_size=8), st.binary(max_size=8)).map(
+            lambda ends: (
+                b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"
+                + ends[0]
+                + b"\r\nabc\r\n"
+                + ends[1]
+            )
+        ),
+    ),
+    close=st.booleans(),
+)
+def test_any_bytes_from_a_server_give_an_answer_or_one_clear_failure_in_time(
+    reply: bytes, close: bool
+) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        port = listener.getsockname()[1]
+        server = threading.Thread(target=_answer_once, args=(listener, reply, close))
+        server.start()
+        client = BlockingClient("POST", f"http://127.0.0.1:{port}/v1/traces", HEADERS)
+        started = time.monotonic()
+        try:
+            client.send(b"spans", 0.3)
+        except HttpFailure as failure:
+            assert str(failure)  # a message a person can read
+        except TimeoutError:
+            assert not close  # only a server that holds the connection open runs out the time
+        finally:
+            client.close()
+            server.join(5)
+        assert time.monotonic() - started < 2.5
