@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 
 from openprose.net.endpoints import Proxy, default_ssl_context, parse_proxy
 from openprose.net.errors import CannotConnect, ConnectionBroke, TlsFailure
+from openprose.net.heads import encode_head
 from openprose.net.parser import MAX_BODY_BYTES, MAX_HEAD_BYTES, ResponseHead, ResponseParser
 
 TYPE_CHECKING = False  # the export helper starts without `typing`
@@ -102,20 +103,12 @@ class BlockingClient:
         self.max_body = max_body
         netloc = parts.netloc.rpartition("@")[2]  # the Host header: no user info
         target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        lines = [f"host: {netloc}"]
+        fields = dict(headers)
         if self.proxy is not None and not self.tls:
             target = f"http://{netloc}{target}"  # a plain proxy is asked in absolute form
             if self.proxy.authorization:
-                lines.append(f"proxy-authorization: {self.proxy.authorization}")
-        for name, value in headers.items():
-            if not name or any(c in name for c in " :\r\n\t") or any(c in value for c in "\r\n\0"):
-                raise ValueError(f"the header {name!r} holds a character HTTP forbids there")
-            lines.append(f"{name}: {value}")
-        try:
-            head = f"{method} {target} HTTP/1.1\r\n" + "\r\n".join(lines) + "\r\n"
-            self._head = head.encode("latin-1")
-        except UnicodeEncodeError:
-            raise ValueError("a request header holds a character outside Latin-1") from None
+                fields["proxy-authorization"] = self.proxy.authorization
+        self._head = encode_head((f"{method} {target} HTTP/1.1", f"host: {netloc}"), fields)
         self._socket: socket.socket | None = None
         self.connections_made = 0
 

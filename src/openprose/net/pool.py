@@ -32,6 +32,7 @@ from openprose.net.connection import (
 )
 from openprose.net.endpoints import parse_proxy
 from openprose.net.errors import CannotConnect, ConnectionBroke
+from openprose.net.heads import encode_head
 from openprose.net.parser import MAX_BODY_BYTES, MAX_HEAD_BYTES, ResponseParser
 from openprose.net.timeouts import TimedOut, Timeouts
 
@@ -113,18 +114,11 @@ class ConnectionPool:
         target = path or "/"
         if self._proxy is not None and not self.tls:
             target = self._origin_prefix + target  # absolute form, for the proxy
-        lines = [f"{method} {target} HTTP/1.1", f"host: {self.authority}"]
         fields = {"accept-encoding": "gzip, deflate", **headers}
         if self._proxy is not None and not self.tls and self._proxy.authorization:
             fields["proxy-authorization"] = self._proxy.authorization
-        for name, value in fields.items():
-            if not name or any(c in name for c in " :\r\n\t") or any(c in value for c in "\r\n\0"):
-                raise ValueError(f"the header {name!r} holds a character HTTP forbids there")
-            lines.append(f"{name}: {value}")
-        try:
-            return PreparedRequest(("\r\n".join(lines) + "\r\n").encode("latin-1"))
-        except UnicodeEncodeError:
-            raise ValueError("a request header holds a character outside Latin-1") from None
+        own = (f"{method} {target} HTTP/1.1", f"host: {self.authority}")
+        return PreparedRequest(encode_head(own, fields))
 
     # --- requests ---
 
