@@ -198,12 +198,19 @@ class OtlpHttp:
             if certificate:
                 key = setting(env, "CLIENT_KEY", signal=signal) or None
                 context.load_cert_chain(certificate, key)
-        try:  # the proxy as the SDK's exporter (through requests) honoured it
-            self._client = BlockingClient(
-                "POST", self.url, self.headers, proxy=env_proxy(self.url), ssl_context=context
-            )
+        try:
+            self._client = BlockingClient("POST", self.url, self.headers, ssl_context=context)
         except ValueError as problem:
             raise ValueError(f"the OTLP endpoint {self.url!r}: {problem}") from None
+        self._refusal = ""  # why nothing can be sent (a proxy setting we cannot use)
+        proxy = env_proxy(self.url)  # honoured, as the SDK's exporter (requests) did
+        if proxy:
+            try:
+                self._client = BlockingClient(
+                    "POST", self.url, self.headers, proxy=proxy, ssl_context=context
+                )
+            except ValueError as problem:  # said once by `send`, as any failed export is
+                self._refusal = f"{problem} (set in HTTPS_PROXY / HTTP_PROXY)"
         self._failing = False  # the last request was not delivered
         self._reached = False  # something answered at the endpoint once
         self._origin = "" if setting(env, "ENDPOINT", signal=signal) else " (the default endpoint)"
@@ -219,8 +226,8 @@ class OtlpHttp:
 
             body = zlib.compress(body)
         deadline = time.monotonic() + self.timeout
-        problem = ""
-        for attempt in range(1 if self._failing else TRIES):
+        problem = self._refusal
+        for attempt in range(0 if self._refusal else 1 if self._failing else TRIES):
             left = deadline - time.monotonic()
             if left <= 0:
                 break

@@ -216,3 +216,16 @@ async def test_the_environments_proxy_is_honoured_as_the_sdks_exporter_did(
         sender.close()
     assert proxy.seen[0].startswith(f"POST {collector.url}/v1/traces HTTP/1.1".encode())
     assert collector.requests[0].body == b"spans"
+
+
+def test_a_proxy_setting_that_cannot_be_used_is_said_once_and_nothing_is_sent(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name in ("no_proxy", "NO_PROXY", "http_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", "socks5://127.0.0.1:1080")
+    sender = OtlpHttp({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9"})
+    assert not sender.send(b"x") and not sender.send(b"y")
+    said = capsys.readouterr().err
+    assert said.count("\n") == 1 and "SOCKS proxies are not supported" in said, said
+    assert "HTTP_PROXY" in said
