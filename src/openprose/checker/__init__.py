@@ -12,7 +12,6 @@ from pathlib import Path
 
 from openprose import nodes as n
 from openprose.checker import agents, bindings, blocks, control, imports, sessions
-from openprose.checker.branches import find_groups
 from openprose.checker.state import Checker, Handler, broken_names
 from openprose.codes import diagnostic
 from openprose.contracts import ContractLookup, local_contracts
@@ -124,7 +123,6 @@ def check_program(
     ck = Checker(program.path, project_dir, contracts, _DISPATCH)
     ck.source = source
     ck.check_imported = check
-    ck.branch_groups = find_groups(program, source)
     ck.program = program
     ck.memory_on_disk = project_dir is not None if memory_on_disk is None else memory_on_disk
     body = program.body
