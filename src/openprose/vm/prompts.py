@@ -39,7 +39,7 @@ class History:
 
     def __init__(self, parent: History | None = None, keep: int = DEFAULT_HISTORY_ITEMS) -> None:
         self.parent = parent
-        self.keep = parent.keep if parent is not None else max(1, keep)
+        self.keep: int = parent.keep if parent is not None else max(1, keep)
         # The parent's own outputs at the fork (let go ones included): what this fork sees.
         self.parent_own = parent.own() if parent is not None else 0
         # How many outputs this thread inherited (its parents' visible entries).
