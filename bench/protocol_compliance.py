@@ -1,16 +1,19 @@
-"""Protocol compliance of the embedded model (issue 15): VLP answers, VPP replies, PLSP cycles.
+"""Protocol compliance of the embedded model (issues 15, 34): VLP answers, VPP replies,
+PLSP cycles, first attempt.
 
-For each protocol the same model answers the same prompts in one run through the
-package's runtime (`vlp.ask`: schema-constrained decoding and one re-ask; `vpp.session`:
-frame in the prompt, mechanical repair, bounded re-ask; the PLSP middleware with the
-cycle grammar and its one re-ask) and unconstrained (the protocol's instructions alone;
-for PLSP the same middleware and re-ask, without a grammar, and with the syntax-only block
-grammar). Greedy decoding (temperature 0) and prompts from fixed lists or a fixed seed,
-so the figures repeat. Reports the shares, the 1-minute load average and PASS/FAIL
-against the issue's goals; exits 0.
+For each protocol the same model answers the same prompts through the package's runtime
+(`vlp.ask`: the answer grammar and the safety rule; `vpp.session`: the reply grammar, the
+body checks; the PLSP middleware with the syntax-only `block` grammar, which measures the
+model, and the `cycle` grammar, which admits only the verifier's answers). The figure
+that counts is the share right on the first attempt (no re-ask, no repair); the share
+after the runtime's re-asks is shown beside it. With `--baseline`, also unconstrained
+(the protocol's instructions alone; PLSP without a grammar). Greedy decoding (temperature
+0) and prompts from fixed lists or a fixed seed, so the figures repeat. Reports the
+shares, seconds per turn (wall, and CPU of the process: the machine is shared), the
+1-minute load average and PASS/FAIL against issue 34's goals; exits 0.
 
-    .venv/bin/python bench/protocol_compliance.py [--prompts 50] [--only vlp|vpp|plsp]
-        [--show N]   # print the replies of the first N PLSP cycles of each variant
+    .venv/bin/python bench/protocol_compliance.py [--prompts 20] [--only vlp|vpp|plsp]
+        [--baseline] [--show N]   # print the replies of the first N PLSP cycles
 """
 
 from __future__ import annotations
@@ -53,7 +56,7 @@ def prompts(template_sets: list[str], count: int) -> list[str]:
     return [pairs[i % len(pairs)][0].format(pairs[i % len(pairs)][1]) for i in range(count)]
 
 
-async def bench_vlp(provider: object, count: int) -> tuple[float, float, float]:
+async def bench_vlp(provider: object, count: int, baseline_too: bool) -> tuple[float, float, float]:
     from openprose.providers.base import Message, ModelRequest
     from vlp import ask as asking
 
@@ -62,6 +65,8 @@ async def bench_vlp(provider: object, count: int) -> tuple[float, float, float]:
         answer = await asking.ask_async(provider, question, model="local", temperature=0.0)  # type: ignore[arg-type]
         valid += answer.ok
         first += answer.ok and len(answer.attempts) == 1
+        if not baseline_too:
+            continue
         plain = ModelRequest(
             model="local",
             messages=(Message("user", asking._question_text(question, "claim", ())),),
@@ -75,7 +80,7 @@ async def bench_vlp(provider: object, count: int) -> tuple[float, float, float]:
     return valid / count, first / count, baseline / count
 
 
-async def bench_vpp(provider: object, count: int) -> tuple[float, float, float]:
+async def bench_vpp(provider: object, count: int, baseline_too: bool) -> tuple[float, float, float]:
     from openprose.providers.base import Message, ModelRequest
     from vpp import header_snippet, initial_state, validate_exchange
     from vpp.session import Session
@@ -85,7 +90,7 @@ async def bench_vpp(provider: object, count: int) -> tuple[float, float, float]:
     for subject in SUBJECTS * (count // len(SUBJECTS) + 1):
         if done >= count:
             break
-        session = Session(provider, "1.5", model="local", temperature=0.0, max_tokens=160)  # type: ignore[arg-type]
+        session = Session(provider, "1.5", model="local", temperature=0.0)  # type: ignore[arg-type]
         state = initial_state("1.5")
         history: list[Message] = []
         for template in VPP_SCRIPT:
@@ -95,6 +100,9 @@ async def bench_vpp(provider: object, count: int) -> tuple[float, float, float]:
             turn = await session.send_async(user)
             ok += turn.ok
             first += turn.first_try_ok
+            done += 1
+            if not baseline_too:
+                continue
             history.append(Message("user", user))
             request = ModelRequest(
                 model="local",
@@ -108,7 +116,6 @@ async def bench_vpp(provider: object, count: int) -> tuple[float, float, float]:
             baseline += result.ok
             state = result.next_state
             history.append(Message("assistant", reply))
-            done += 1
     return ok / count, first / count, baseline / count
 
 
@@ -172,7 +179,7 @@ def plsp_cycles(count: int, seed: int = PLSP_SEED) -> list[tuple[str, str]]:
     return cycles
 
 
-async def bench_plsp(count: int, show: int) -> dict[str, tuple[float, float]]:
+async def bench_plsp(count: int, show: int, baseline_too: bool) -> dict[str, tuple[float, float]]:
     """Share of cycles the middleware accepts (after its one re-ask) and on first try,
     for each grammar choice of the local provider."""
     from plsp import ActionRegistry, Loop, parse, parse_instr
@@ -180,7 +187,7 @@ async def bench_plsp(count: int, show: int) -> dict[str, tuple[float, float]]:
 
     cycles = plsp_cycles(count)
     shares = {}
-    for choice in ("none", "block", "cycle"):
+    for choice in ("none", "block", "cycle") if baseline_too else ("block", "cycle"):
         model, close = provider_model("local", None, max_tokens=256, grammar=choice)  # type: ignore[arg-type]
         loop = Loop(model, lambda context: None, actions=ActionRegistry(), retries=1)
         accepted = first = 0
@@ -202,10 +209,24 @@ def _load() -> str:
     return f"load {os.getloadavg()[0]:.1f}"
 
 
+def _verdict(share: float, goal: float) -> str:
+    return f"goal >= {goal:.0%} {'PASS' if share >= goal else 'FAIL'}"
+
+
+def _timing(started: tuple[float, float], turns: int) -> str:
+    wall, cpu = time.perf_counter() - started[0], time.process_time() - started[1]
+    return f"[{wall / turns:.1f} s/turn wall, {cpu / turns:.1f} s/turn CPU, {_load()}]"
+
+
+def _baseline(share: float | None) -> str:
+    return "" if share is None else f"  |  unconstrained {share:6.1%}"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--prompts", type=int, default=50)
+    parser.add_argument("--prompts", type=int, default=20)
     parser.add_argument("--only", choices=("vlp", "vpp", "plsp"))
+    parser.add_argument("--baseline", action="store_true", help="also unconstrained")
     parser.add_argument("--show", type=int, default=0, metavar="N")
     args = parser.parse_args()
     from openprose.providers import local_model_installed
@@ -216,35 +237,33 @@ def main() -> int:
     from openprose.providers.local import LocalProvider
 
     provider = LocalProvider()
-    print(f"embedded model smollm2-135m-instruct, {args.prompts} prompts each, temperature 0")
+    count = args.prompts
+    print(f"embedded model smollm2-135m-instruct, {count} turns each, temperature 0")
     if args.only in (None, "vlp"):
-        started = time.perf_counter()
-        valid, first, baseline = asyncio.run(bench_vlp(provider, args.prompts))
-        verdict = "PASS" if valid >= 0.95 else "FAIL"
+        started = (time.perf_counter(), time.process_time())
+        valid, first, baseline = asyncio.run(bench_vlp(provider, count, args.baseline))
         print(
-            f"VLP  vlp.ask valid {valid:6.1%} (first try {first:6.1%})  |  unconstrained "
-            f"baseline {baseline:6.1%}  goal >= 95% {verdict}  "
-            f"[{time.perf_counter() - started:.0f} s, {_load()}]"
+            f"VLP  first attempt valid {first:6.1%} (after re-ask {valid:6.1%})"
+            f"{_baseline(baseline if args.baseline else None)}  {_verdict(first, 0.95)}  "
+            f"{_timing(started, count)}"
         )
     if args.only in (None, "vpp"):
-        started = time.perf_counter()
-        ok, first, baseline = asyncio.run(bench_vpp(provider, args.prompts))
-        verdict = "PASS" if ok >= 0.95 else "FAIL"
+        started = (time.perf_counter(), time.process_time())
+        ok, first, baseline = asyncio.run(bench_vpp(provider, count, args.baseline))
         print(
-            f"VPP  session valid {ok:6.1%} (first try {first:6.1%})  |  unconstrained "
-            f"baseline {baseline:6.1%}  goal >= 95% {verdict}  "
-            f"[{time.perf_counter() - started:.0f} s, {_load()}]"
+            f"VPP  first attempt compliant, own body {first:6.1%} (after re-ask {ok:6.1%})"
+            f"{_baseline(baseline if args.baseline else None)}  {_verdict(first, 0.90)}  "
+            f"{_timing(started, count)}"
         )
     if args.only in (None, "plsp"):
-        started = time.perf_counter()
-        shares = asyncio.run(bench_plsp(args.prompts, args.show))
-        accepted, first = shares["cycle"]
-        verdict = "PASS" if accepted >= 0.90 else "FAIL"
+        started = (time.perf_counter(), time.process_time())
+        shares = asyncio.run(bench_plsp(count, args.show, args.baseline))
+        none = shares["none"][1] if args.baseline else None
         print(
-            f"PLSP cycles accepted {accepted:6.1%} (first try {first:6.1%})  |  unconstrained "
-            f"baseline {shares['none'][0]:6.1%} (first try {shares['none'][1]:6.1%}), "
-            f"block grammar {shares['block'][0]:6.1%} (first try {shares['block'][1]:6.1%})  "
-            f"goal >= 90% {verdict}  [{time.perf_counter() - started:.0f} s, {_load()}]"
+            f"PLSP block grammar first attempt {shares['block'][1]:6.1%} (after re-ask "
+            f"{shares['block'][0]:6.1%}); cycle grammar {shares['cycle'][1]:6.1%} "
+            f"({shares['cycle'][0]:6.1%}){_baseline(none)}  {_verdict(shares['block'][1], 0.80)}"
+            f"  {_timing(started, count * len(shares))}"
         )
     return 0
 

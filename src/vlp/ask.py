@@ -22,8 +22,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from vlp.answer_grammar import CONTENT_CHARS, ITEM_CHARS, MAX_ITEMS, answer_grammar
 from vlp.errors import Problem
 from vlp.message import new_message_id, utc_timestamp
+from vlp.safety_rule import LEVELS, SafetyFloor, at_least, safety_floor
 from vlp.schema import MESSAGE_TYPES, PROTOCOL, load_schema
 from vlp.validate import json_problems, message_problems
 
@@ -38,26 +40,19 @@ ANSWER_FIELDS = ("content", "confidence", "provenance", "keywords", "safety")
 ASKABLE_TYPES = tuple(t for t in MESSAGE_TYPES if t != "session_context")
 DEFAULT_MAX_TOKENS = 600
 MAX_REASKS = 1
-# Bounds that keep a small model from running out of tokens inside a string or a list.
-_CONTENT_CHARS = 700
-_ITEM_CHARS = 80
-_MAX_ITEMS = 5
-_HIGH_CONFIDENCE = 0.9  # the truth serum's threshold (VLP204)
-_CONFIDENCE_STEP = 0.05
 _OBJECT = re.compile(r"\{.*\}", re.DOTALL)
 
 SYSTEM = """\
 You answer as one VLP/1.1 message: a single JSON object and nothing else, with fields
-  "content": your answer, in plain sentences;
-  "confidence": a number from 0 to 1, how sure you are;
-  "provenance": the sources your answer rests on (strings), [] if none;
-  "keywords": up to 5 short keywords;
-  "safety": {"level": "safe"}, or "review" when a human should check it before anyone acts
-            on it, or "block" when nobody should act on it.
-Truth serum: a confidence of 0.9 or more needs at least one provenance item or safety level
-"review". Do not claim more certainty than you have.
-Example: {"content": "Paris is the capital of France.", "confidence": 0.8,
-"provenance": [], "keywords": ["France", "capital"], "safety": {"level": "safe"}}"""
+  "content": your answer to the question, in plain sentences;
+  "confidence": how likely your answer is right, a number from 0 to 1 that you judge for
+                this question and this answer: low when unsure, high only when you know;
+  "provenance": the sources your answer rests on, at least one: where you know it from;
+  "keywords": up to 5 short keywords of the question;
+  "safety": {"level": LEVEL}, LEVEL being "safe" when acting on your answer can harm
+            nobody, "review" when a human should check it before anyone acts on it, or
+            "block" when nobody should act on it.
+Truth serum: do not claim more certainty than you have."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,63 +80,36 @@ class Answer:
         return self.attempts[-1].problems if self.attempts else ()
 
 
-def answer_schema(message_type: str = "claim") -> dict[str, Any]:
-    """The JSON Schema of the model's part of a message, from the package's own schema.
+def answer_schema(message_type: str = "claim", levels: Sequence[str] = LEVELS) -> dict[str, Any]:
+    """The JSON Schema of the model's part of a message, from the package's own schema: what
+    hosted providers are asked for, and what `answer_grammar` lets the embedded model write.
 
-    The truth serum's rule on high confidence is written into it as two alternatives:
-    confidence below 0.9, or provenance with at least one item. Confidence is a step of
-    0.05 within the schema's range: grammar-constrained decoders enforce enums but not
-    number ranges, and a model's certainty is no finer than that anyway."""
+    Provenance has at least one item (the model must say where its answer comes from, which
+    also meets the truth serum's rule on high confidence and evidence's VLP202); the safety
+    level is one of `levels`, those the runtime's rule allows (`safety_rule`)."""
+    if message_type not in ASKABLE_TYPES:
+        raise ValueError(f"type must be one of {', '.join(ASKABLE_TYPES)}, got {message_type!r}")
     props = load_schema()["properties"]
-    provenance_item = {**props["provenance"]["items"]["oneOf"][0], "maxLength": _ITEM_CHARS}
-    base: dict[str, Any] = {
-        "content": {"type": "string", "minLength": 1, "maxLength": _CONTENT_CHARS},
-        "keywords": {
-            "type": "array",
-            "items": {"type": "string", "minLength": 1, "maxLength": _ITEM_CHARS},
-            "maxItems": _MAX_ITEMS,
+    item = {"type": "string", "minLength": 1, "maxLength": ITEM_CHARS}
+    listed = {"type": "array", "items": item, "minItems": 1, "maxItems": MAX_ITEMS}
+    confidence = props["confidence"]
+    shape: dict[str, Any] = {
+        "content": {"type": "string", "minLength": 1, "maxLength": CONTENT_CHARS},
+        "confidence": {
+            "type": "number",
+            "minimum": confidence["minimum"],
+            "maximum": confidence["maximum"],
         },
+        "provenance": listed,
+        "keywords": listed,
         "safety": {
             "type": "object",
-            "properties": {"level": props["safety"]["properties"]["level"]},
+            "properties": {"level": {"enum": list(levels)}},
             "required": ["level"],
         },
     }
-    low, high = props["confidence"]["minimum"], props["confidence"]["maximum"]
-    steps = [round(low + i * _CONFIDENCE_STEP, 2) for i in range(_steps(low, high) + 1)]
-    modest = {
-        **base,
-        "confidence": {"enum": [step for step in steps if step < _HIGH_CONFIDENCE]},
-        "provenance": {"type": "array", "items": provenance_item, "maxItems": _MAX_ITEMS},
-    }
-    sourced = {
-        **base,
-        "confidence": {"enum": steps},
-        "provenance": {
-            "type": "array",
-            "items": provenance_item,
-            "minItems": 1,
-            "maxItems": _MAX_ITEMS,
-        },
-    }
-    required = ["content", "confidence", "provenance", "keywords", "safety"]
-    # Evidence always needs provenance (VLP202): only the sourced shape is open to it.
-    shapes = [sourced] if message_type == "evidence" else [modest, sourced]
-    return {
-        "anyOf": [
-            {"type": "object", "properties": _ordered(shape, required), "required": required}
-            for shape in shapes
-        ]
-    }
-
-
-def _steps(low: float, high: float) -> int:
-    return round((high - low) / _CONFIDENCE_STEP)
-
-
-def _ordered(props: dict[str, Any], order: list[str]) -> dict[str, Any]:
-    # Constrained decoders emit properties in the schema's order: content before confidence.
-    return {name: props[name] for name in order}
+    required = list(ANSWER_FIELDS)
+    return {"type": "object", "properties": shape, "required": required}
 
 
 def ask(provider: Provider | str | None, question: str, **options: Any) -> Answer:
@@ -235,8 +203,10 @@ async def _ask(
 ) -> Answer:
     from openprose.providers.base import Message, ModelRequest
 
-    messages = [Message("user", _question_text(question, envelope.type, context))]
-    schema = answer_schema(envelope.type)
+    floor = safety_floor(question)
+    messages = [Message("user", _question_text(question, envelope.type, context, floor))]
+    schema = answer_schema(envelope.type, floor.allowed)
+    grammar = answer_grammar(floor.allowed)
     attempts: list[Attempt] = []
     for _ in range(max_reasks + 1):
         request = ModelRequest(
@@ -246,9 +216,10 @@ async def _ask(
             max_tokens=max_tokens,
             temperature=temperature,
             response_schema=schema,
+            grammar=grammar,
         )
         reply = (await provider.complete(request)).text
-        message, problems = _read(reply, envelope)
+        message, problems = _read(reply, envelope, question)
         attempts.append(Attempt(reply, tuple(problems)))
         if message is not None and not problems:
             return Answer(message, tuple(attempts))
@@ -256,12 +227,23 @@ async def _ask(
     return Answer(None, tuple(attempts))
 
 
-def _question_text(question: str, message_type: str, context: Sequence[dict[str, Any]]) -> str:
+def _question_text(
+    question: str,
+    message_type: str,
+    context: Sequence[dict[str, Any]],
+    floor: SafetyFloor | None = None,
+) -> str:
     shown = "".join(
         f"\n{json.dumps(msg, ensure_ascii=False)}" for msg in context if isinstance(msg, dict)
     )
     where = f"\n\nEarlier messages of the thread:{shown}" if shown else ""
-    return f"Answer as a VLP {message_type} message.{where}\n\nQuestion: {question}"
+    caution = ""
+    if floor is not None and floor.risks:
+        caution = (
+            f"\n\nThis question involves {', '.join(r.replace('-', ' ') for r in floor.risks)}:"
+            f" the safety level must be {' or '.join(floor.allowed)}."
+        )
+    return f"Answer as a VLP {message_type} message.{where}{caution}\n\nQuestion: {question}"
 
 
 def _reask_text(problems: Sequence[Problem]) -> str:
@@ -273,13 +255,35 @@ def _reask_text(problems: Sequence[Problem]) -> str:
     )
 
 
-def _read(reply: str, envelope: _Envelope) -> tuple[dict[str, Any] | None, list[Problem]]:
+def _read(
+    reply: str, envelope: _Envelope, question: str = ""
+) -> tuple[dict[str, Any] | None, list[Problem]]:
     """The message a reply makes, and its problems (validator's and JSON's)."""
     answer = _json_object(reply)
     if answer is None:
         return None, [Problem("VLP001", "the reply is not a JSON object")]
     message = envelope.wrap(answer)
+    _hold_to_floor(message, question)
     return message, message_problems(message) or json_problems(message)
+
+
+def _hold_to_floor(message: dict[str, Any], question: str) -> None:
+    """Raise a safety level laxer than the rule's floor for the question and the answer
+    (hosted models are only asked to keep to it), naming the risks as safety issues."""
+    safety = message.get("safety")
+    content = message.get("content")
+    if not isinstance(safety, dict):
+        return
+    floor = safety_floor(question, content if isinstance(content, str) else "")
+    if at_least(safety.get("level"), floor) or safety.get("level") not in LEVELS:
+        return
+    earlier = safety.get("issues")
+    issues = [*(earlier if isinstance(earlier, list) else [])]
+    issues += [
+        {"code": f"rule:{risk}", "detail": "level set by the runtime's safety rule"}
+        for risk in floor.risks
+    ]
+    message["safety"] = {**safety, "level": floor.level, "issues": issues}
 
 
 def _json_object(text: str) -> dict[str, Any] | None:

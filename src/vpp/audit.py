@@ -96,13 +96,16 @@ def validate_transcript(
     `inferred-start` note). `from_start=True` checks it against the protocol's starting
     state instead: the transcript is then the whole conversation; `from_start=False`
     reads it as an excerpt. By default (None) a transcript that shows its start
-    (`Transcript.shows_start`) is whole and any other is an excerpt."""
+    (`Transcript.shows_start`) is whole, and so is a lone 1.5 exchange; any other is an
+    excerpt."""
     if isinstance(transcript, str):
         transcript = read_transcript(transcript)
     elif not isinstance(transcript, Transcript):
         transcript = messages_from(transcript)
     if from_start is None:
-        from_start = transcript.shows_start
+        # A single exchange is the start of a conversation, as the 1.5 reference runtime
+        # checks one: its footer's index, cycle and locus are those of a fresh start.
+        from_start = transcript.shows_start or (version == "1.5" and _one_exchange(transcript))
     excerpt = ExcerptStart(infer=state is None and not from_start)
     state = state or initial_state(version)
     if state.version != version:
@@ -164,6 +167,11 @@ def validate_transcript(
         turns.append(_unanswered(*pending, version))
     repaired = transcript.with_contents(contents) if repair else None
     return TranscriptResult(transcript, tuple(turns), state, repaired)
+
+
+def _one_exchange(transcript: Transcript) -> bool:
+    roles = [m.role for m in transcript.messages if m.role in CHECKED_ROLES]
+    return roles == ["user", "assistant"]
 
 
 def footers_version(transcript: Transcript) -> Version | None:

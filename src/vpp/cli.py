@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
     from vpp.audit import TranscriptResult
     from vpp.grammar import Command
+    from vpp.state import ConversationState
     from vpp.versions import Version
 
 OK, VIOLATIONS, USAGE = 0, 1, 2
@@ -136,7 +137,15 @@ def _add_start_options(command: argparse.ArgumentParser) -> None:
         help="the transcript is cut from a conversation: check it from the state its first"
         " footer shows. Default: a whole conversation when it shows its start (a system"
         " turn or the VPP header before the first exchange, a ChatGPT or Claude export),"
-        " else an excerpt",
+        " else an excerpt (in 1.5 a single exchange is a whole conversation)",
+    )
+    start.add_argument(
+        "--after",
+        dest="from_start",
+        metavar="FOOTER",
+        help="the transcript continues a conversation whose last reply ended with FOOTER"
+        " (e.g. '[Version=v1.5 | Tag=q_2 | Sources=none | Assumptions=0 | Cycle=2/3 |"
+        " Locus=default]'): check it from the state that reply left",
     )
 
 
@@ -200,8 +209,13 @@ def _read(path: str) -> str:
     return _read_raw(path).replace("\r\n", "\n")
 
 
+# Where a transcript starts: True from the protocol's start, False an excerpt to infer,
+# None decided from the file, a footer line: after the reply that ended with it (--after).
+Start = bool | str | None
+
+
 def _load(
-    path: str, version: Version | None, strict: bool, repair: bool, from_start: bool | None
+    path: str, version: Version | None, strict: bool, repair: bool, from_start: Start
 ) -> TranscriptResult:
     return _validate(path, _read(path), version, strict, repair, from_start)
 
@@ -212,7 +226,7 @@ def _validate(
     version: Version | None,
     strict: bool,
     repair: bool,
-    from_start: bool | None,
+    from_start: Start,
 ) -> TranscriptResult:
     """Check a transcript; without a ``version``, the one its footers name (else 1.4)."""
     from vpp.audit import footers_version, validate_transcript
@@ -222,11 +236,36 @@ def _validate(
     try:
         transcript = read_transcript(text)
         version = version or footers_version(transcript) or DEFAULT_VERSION
+        if isinstance(from_start, str):
+            return validate_transcript(
+                transcript,
+                version,
+                strict=strict,
+                repair=repair,
+                state=_state_after(from_start, version),
+                from_start=True,
+            )
         return validate_transcript(
             transcript, version, strict=strict, repair=repair, from_start=from_start
         )
     except TranscriptError as error:
         raise _InputError(f"{path}:{error.line}: {error.args[0].split(': ', 1)[1]}") from None
+
+
+def _state_after(footer_line: str, version: Version) -> ConversationState:
+    """The state a reply ending with `footer_line` leaves (`--after`)."""
+    from vpp.footer import parse_footer
+    from vpp.start import state_shown
+    from vpp.state import initial_state
+
+    try:
+        footer = parse_footer(footer_line, version)
+    except ValueError as error:
+        raise _InputError(f"--after: {error}") from None
+    state = state_shown(footer, initial_state(version))
+    if state is None:
+        raise _InputError("--after: the footer needs a Tag=<tag>_<n> field to start from")
+    return state
 
 
 def _check(
@@ -235,7 +274,7 @@ def _check(
     output: str,
     strict: bool,
     quiet: bool = False,
-    from_start: bool | None = None,
+    from_start: Start = None,
 ) -> int:
     status = OK
     documents: list[dict[str, Any]] = []
@@ -335,7 +374,7 @@ def _print_command(command: Command) -> None:
         _say(f"reply: <c> with recovery body: {recovery_body(command)}")
 
 
-def _repair(path: str, version: Version | None, strict: bool, from_start: bool | None) -> int:
+def _repair(path: str, version: Version | None, strict: bool, from_start: Start) -> int:
     from vpp.transcript import write_transcript
 
     raw = _read_raw(path)

@@ -5,8 +5,11 @@ exact tag line and footer its next reply needs (the runtime knows them from the 
 and validates every reply with the package's validator. What is mechanical (tag line,
 footer, nested wrappers, the escape choices, an invalid command's recovery body) is
 repaired; a reply whose content breaks a rule (an empty body, too many questions,
-unlisted assumptions) is sent back to the model with the violations named, a bounded
-number of times. Every attempt and its violations are kept on the turn.
+unlisted assumptions, a body that is a placeholder or echoes a command: `body_check`) is
+sent back to the model with the violations named, a bounded number of times. Every
+attempt and its violations are kept on the turn; the history the model sees holds what it
+said, never the runtime's repair of it. The embedded model decodes inside the exact frame
+(`reply_grammar`); hosted models get the frame in the prompt.
 
 An invalid user command needs no model at all: the protocol fixes the whole reply (`<c>`
 with the recovery body), so the runtime writes it.
@@ -21,6 +24,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from vpp.body_check import BODY_RULES, body_violations
+from vpp.plain_prompt import plain_messages, plain_system
+from vpp.reply_grammar import reply_grammar, reply_token_budget
 from vpp.snippets import header_snippet
 from vpp.state import ConversationState, Expectation, expect, initial_state
 from vpp.validate import ExchangeResult, Violation, format_reply, validate_exchange
@@ -32,10 +38,13 @@ if TYPE_CHECKING:
 __all__ = ["CONTENT_RULES", "Attempt", "Outcome", "Session", "Turn"]
 
 #: Violations only the model can fix: its content, not the protocol's framing.
-CONTENT_RULES = frozenset({"empty-body", "too-many-questions", "assumptions-not-listed"})
+CONTENT_RULES = (
+    frozenset({"empty-body", "too-many-questions", "assumptions-not-listed"}) | BODY_RULES
+)
 DEFAULT_MAX_REASKS = 2
 DEFAULT_MAX_TOKENS = 512
 BODY_PLACEHOLDER = "(your answer)"
+LOCAL = "local"  # the provider that decodes inside a request's grammar
 
 Outcome = Literal["valid", "repaired", "reasked", "runtime", "failed"]
 
@@ -177,13 +186,23 @@ class Session:
     async def _complete(self, conversation: Sequence[Message], expectation: Expectation) -> str:
         from openprose.providers.base import ModelRequest
 
-        request = ModelRequest(
-            model=self.model,
-            messages=tuple(conversation),
-            system=f"{self.header}\n{_this_reply(expectation)}",
-            max_tokens=self.max_tokens,
-            temperature=self.temperature,
-        )
+        if self.provider.name == LOCAL:  # decodes inside the frame: only the body to ask for
+            request = ModelRequest(
+                model=self.model,
+                messages=tuple(plain_messages(conversation, expectation)),
+                system=plain_system(expectation),
+                max_tokens=max(self.max_tokens, reply_token_budget()),
+                temperature=self.temperature,
+                grammar=reply_grammar(expectation),
+            )
+        else:
+            request = ModelRequest(
+                model=self.model,
+                messages=tuple(conversation),
+                system=f"{self.header}\n{_this_reply(expectation)}",
+                max_tokens=self.max_tokens,
+                temperature=self.temperature,
+            )
         return (await self.provider.complete(request)).text
 
     def _check(self, user: str, reply: str, new_locus: str | None) -> ExchangeResult:
@@ -191,13 +210,14 @@ class Session:
             user, reply, self.state, strict=self.strict, repair=True, new_locus=new_locus
         )
         empty = _empty_body(reply, result)
-        if empty is None:
+        found = (*([empty] if empty else []), *body_violations(user, reply, result.expectation))
+        if not found:
             return result
         return ExchangeResult(
             result.expectation,
             result.reply_tag,
             result.command_violations,
-            (*result.violations, empty),
+            (*result.violations, *found),
             result.next_state,
             result.repaired,
         )
@@ -224,7 +244,10 @@ class Session:
         if outcome != "runtime":  # the model never saw an invalid command; keep it so
             from openprose.providers.base import Message
 
-            self._history += [Message("user", user), Message("assistant", reply)]
+            # What the model said, not the runtime's repair of it: the model is never shown
+            # words as its own that it did not write (the turn records the repair).
+            said = attempts[-1].text if attempts else reply
+            self._history += [Message("user", user), Message("assistant", said)]
         return turn
 
 

@@ -228,7 +228,9 @@ class _ReplyChecker:
         index = expectation.tag_index(tag)
         index_wrong = footer.index is not None and footer.index != index
         if footer.tag is not None and (footer.tag != tag or index_wrong):
-            self._mismatch("tag", f"Expected Tag={tag}_{index}.", line)
+            # Both versions: the 1.5 reference runtime names the footer's Tag field apart
+            # from the wrapper's `tag-mismatch`, so a wrong reply tag reports both.
+            self._add("footer-tag-mismatch", f"Expected Tag={tag}_{index}.", line)
         if footer.cycle is not None and footer.cycle not in expectation.cycles:
             self._mismatch("cycle", f"Expected Cycle={expectation.cycle}/3.", line)
         if self.version == "1.5" and footer.locus is not None and footer.locus != expectation.locus:

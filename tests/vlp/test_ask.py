@@ -15,17 +15,18 @@ import pytest
 from openprose.providers import ModelRequest, ScriptedProvider, ScriptRule, local_model_installed
 from tests.support.fake_llm_server import FakeLLMServer, reset_server, start_in_subprocess
 from vlp import is_valid, read_messages
+from vlp.answer_grammar import answer_grammar
 from vlp.ask import ASKABLE_TYPES, answer_schema, ask, ask_async
 from vlp.cli import main
 
 GOOD = {
     "content": "Paris is the capital of France.",
     "confidence": 0.8,
-    "provenance": [],
+    "provenance": ["atlas"],
     "keywords": ["France"],
     "safety": {"level": "safe"},
 }
-OVERCONFIDENT = {**GOOD, "confidence": 0.95}  # VLP204: no provenance, not flagged for review
+OVERCONFIDENT = {**GOOD, "confidence": 0.95, "provenance": []}  # VLP204: no source, not flagged
 
 
 def scripted(*answers: str) -> tuple[ScriptedProvider, list[ModelRequest]]:
@@ -52,6 +53,7 @@ async def test_a_valid_reply_becomes_a_message_with_the_callers_envelope() -> No
     assert msg["session_id"] == "S-1" and msg["content"] == GOOD["content"]
     request = seen[0]
     assert request.response_schema == answer_schema("claim")
+    assert request.grammar == answer_grammar(("safe", "review", "block"))
     assert request.system and "VLP/1.1" in request.system
     assert "Capital of France?" in request.last_user_text()
 
@@ -105,16 +107,12 @@ def test_every_answer_the_schema_admits_makes_a_valid_message(message_type: str)
     schema = answer_schema(message_type)
     high = {**GOOD, "confidence": 0.95, "provenance": ["doc-1"]}
     for reply in (GOOD, high, {**high, "confidence": 0.1, "safety": {"level": "block"}}):
-        if message_type == "evidence" and not reply["provenance"]:
-            with pytest.raises(jsonschema.ValidationError):  # VLP202 is in the grammar
-                jsonschema.validate(reply, schema)
-            continue
         jsonschema.validate(reply, schema)
         provider, _ = scripted(json.dumps(reply))
         answer = ask(provider, "q", model="m", type=message_type, refers_to="MSG-1")
         assert answer.ok, answer.problems
     with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate(OVERCONFIDENT, schema)  # the truth serum is in the grammar
+        jsonschema.validate(OVERCONFIDENT, schema)  # provenance must be filled
 
 
 async def test_answers_over_http_from_an_openai_compatible_server(

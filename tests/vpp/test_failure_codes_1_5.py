@@ -103,7 +103,7 @@ FOOTER = "[Version=v1.5 | Tag=q_1 | Sources=none | Assumptions=0 | Cycle=1/3 | L
         ("Body.\n" + FOOTER, "missing-or-invalid-header"),
         ("<q>\nBody.", "missing-or-malformed-footer"),
         ("<q>\nBody.\n" + FOOTER.replace("v1.5", "v1.4"), "version-mismatch"),
-        ("<q>\nBody.\n" + FOOTER.replace("q_1", "q_2"), "tag-mismatch"),
+        ("<q>\nBody.\n" + FOOTER.replace("q_1", "q_2"), "footer-tag-mismatch"),
         ("<q>\nBody.\n" + FOOTER.replace("1/3", "2/3"), "cycle-mismatch"),
         ("<q>\nBody.\n" + FOOTER.replace("default", "research"), "locus-mismatch"),
         ("<q>\n<q>\nBody.\n" + FOOTER, "nested-header"),

@@ -66,7 +66,8 @@ async def test_an_empty_reply_is_reasked_with_the_violations_named() -> None:
     # the re-ask is not part of the conversation the next turn sees
     await session.send_async("!<g>\nmore")
     assert [m.role for m in seen[-1].messages] == ["user", "assistant", "user"]
-    assert seen[-1].messages[1].content == turn.reply
+    # ...and the model is shown what it said, not the runtime's frame around it
+    assert seen[-1].messages[1].content == turn.attempts[-1].text == "Now with content."
 
 
 async def test_the_reasks_are_bounded_and_a_failure_is_reported() -> None:

@@ -178,7 +178,9 @@ def _complete_blocking(request: ModelRequest, cancelled: threading.Event) -> Mod
     }
     if request.temperature is not None:
         params["temperature"] = request.temperature
-    if schema is not None:  # llama.cpp turns the schema into a grammar
+    # llama.cpp turns the schema into a grammar; a grammar of the request's own wins (the
+    # converter's strings admit raw control characters, invalid JSON).
+    if schema is not None and request.grammar is None:
         params["response_format"] = {"type": "json_object", "schema": schema}
     global _cancelled
     with _model_lock:
