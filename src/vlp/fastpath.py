@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from functools import cache
 from itertools import compress, repeat
 from operator import attrgetter, ge
 from types import GenericAlias
@@ -357,9 +358,20 @@ def compile_schema(schema: dict[str, Any], *, open_values: bool) -> tuple[Any, _
 
 _SCHEMA = load_schema()
 _PLAIN, _RULE = compile_schema(_SCHEMA, open_values=False)
-_OPEN, _ = compile_schema(_SCHEMA, open_values=True)
 _decode_plain = msgspec.json.Decoder(_PLAIN).decode
-_decode_open = msgspec.json.Decoder(_OPEN).decode
+
+
+@cache
+def _open_decoder() -> Callable[[bytes], Any]:
+    """Compiled on first need (~8 ms): many streams never hold a free-form value, and a
+    `vlp validate` of a few lines is mostly start-up."""
+    return msgspec.json.Decoder(compile_schema(_SCHEMA, open_values=True)[0]).decode
+
+
+def _decode_open(line: bytes) -> Any:
+    return _open_decoder()(line)
+
+
 # msgspec names the first thing it refuses, and the decoders differ only on free-form
 # values: the open one can accept a line only when that first refusal is of one.
 _FREE_FORM = re.compile(
@@ -406,10 +418,11 @@ def decode_lines(lines: list[bytes]) -> tuple[list[Any], list[int]]:
                 doubtful.append(len(shapes))
             shapes.append(DOUBT)
     if open_values:
+        decode_open = _open_decoder()
         for index in open_values:
             try:
                 line = lines[index]
-                shape = _decode_open(line)
+                shape = decode_open(line)
             except _NOT_SURE:
                 doubtful.append(index)
                 continue

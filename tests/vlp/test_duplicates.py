@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from tests.vlp.conftest import base
 from vlp.cli import main
-from vlp.duplicates import find_duplicate_keys, may_repeat_keys
+from vlp.duplicates import find_duplicate_keys, has_escaped_colon, may_repeat_keys
 from vlp.errors import Problem
 from vlp.ndjson import read_records, scan
 from vlp.thread import ThreadChecker
@@ -206,3 +206,18 @@ def test_the_walk_finds_every_repetition_and_the_count_flags_it(value: Any, pad:
     assert repeated_keys == _repeats(value)
     parsed = json.loads(text)
     assert may_repeat_keys(text.encode(), parsed) or not found
+
+
+@pytest.mark.parametrize(
+    ("text", "escapes_a_colon"),
+    [
+        (b'"a\\u003ab"', True),
+        (b'"a\\u003Ab"', True),
+        (b'"\\u003b \\u003f \\u003a"', True),  # a colon after other escapes of the row
+        (b'"a\\u003bb"', False),  # the same start, a semicolon
+        (b'"a\\u003"', False),
+        (b'"a:b"', False),
+    ],
+)
+def test_only_an_escaped_colon_counts_as_one(text: bytes, escapes_a_colon: bool) -> None:
+    assert has_escaped_colon(text) is escapes_a_colon

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+import subprocess
+import sys
 from typing import Any
 
 import msgspec
@@ -398,3 +400,35 @@ def test_a_line_refused_for_its_object_content_is_still_settled_by_the_open_deco
         orjson.dumps(base(confidence=2)),  # refused, not for a free-form value
     ]
     assert decode_lines(lines)[1] == [2, 3]
+
+
+_OPEN_DECODER_PROBE = """
+import sys
+from vlp.fastpath import _open_decoder, decode_lines
+shapes, doubtful = decode_lines([sys.stdin.buffer.read()])
+print(doubtful, _open_decoder.cache_info().currsize)
+"""
+
+
+@pytest.mark.parametrize(
+    ("msg", "compiled"),
+    [
+        (base(), 0),
+        (base(type="session_context", session_id="S1", content={"summary": "closed"}), 1),
+    ],
+)
+def test_the_open_decoder_is_compiled_only_for_a_free_form_value(
+    msg: dict[str, Any], compiled: int
+) -> None:
+    """Start-up: a stream without free-form values never pays for the open decoder, and a
+    line with one is still settled by it (not left doubtful)."""
+    assert check_message(msg) is None  # valid
+    line = orjson.dumps(msg)
+    done = subprocess.run(
+        [sys.executable, "-c", _OPEN_DECODER_PROBE],
+        input=line,
+        capture_output=True,
+        timeout=60,
+        check=True,
+    )
+    assert done.stdout.decode().split() == ["[]", str(compiled)]

@@ -6,9 +6,13 @@ A subcommand module defines ``add_arguments(parser)`` and ``run(args) -> int`` (
 
 from __future__ import annotations
 
-import argparse
 import importlib
+import os
 import sys
+
+TYPE_CHECKING = False  # argparse is imported by the parsers' builders: `--version` skips it
+if TYPE_CHECKING:
+    import argparse
 
 # name -> (module, one-line help). Order is the order `prose --help` lists them in.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -84,7 +88,34 @@ def full_parser() -> argparse.ArgumentParser:
     return parser
 
 
+QUOTES = "\"'"
+
+
+def version_line() -> str:
+    """``prose VERSION``, the version read from the line of cliconventions' source that
+    setuptools reads too, without importing it: its argparse (with gettext, enum) would be
+    most of `prose --version`'s start-up."""
+    source = os.path.join(
+        os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "cliconventions", "__init__.py"
+    )
+    try:
+        with open(source, encoding="utf-8") as lines:
+            for line in lines:
+                if line.startswith("__version__ = "):
+                    version = line.partition("=")[2].split("#")[0].strip()
+                    return f"prose {version.strip(QUOTES)}"
+    except OSError:  # an install that does not keep the source beside us
+        pass
+    from cliconventions import version_line as imported_version_line
+
+    return imported_version_line("prose")
+
+
 def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if args[:1] == ["--version"]:  # first: completion scripts and editors call it constantly
+        print(version_line())
+        return 0
     for stream in (sys.stdout, sys.stderr):  # a terminal that cannot show a character (an
         reconfigure = getattr(stream, "reconfigure", None)  # answer, a path) gets an escape
         if reconfigure is not None:
@@ -93,7 +124,6 @@ def main(argv: list[str] | None = None) -> int:
         from openprose.vm.crashes import this_process_is_the_command
 
         this_process_is_the_command()
-    args = sys.argv[1:] if argv is None else argv
     flags: dict[str, int] = {"quiet": 0, "verbose": 0}
     while args and args[0] in GLOBAL_FLAGS:
         flags[GLOBAL_FLAGS[args[0]]] += 1
@@ -101,10 +131,8 @@ def main(argv: list[str] | None = None) -> int:
     if not args or args[0] in {"-h", "--help"}:
         print(_overview())
         return 0 if args else USAGE_ERROR
-    if args[0] == "--version":
-        from cliconventions import version_line
-
-        print(version_line("prose"))
+    if args[0] == "--version":  # after global flags (`prose -q --version`)
+        print(version_line())
         return 0
     if args[0] == "--completion" or args[0].startswith("--completion="):
         return _completion(args)
