@@ -1,0 +1,442 @@
+"""The run record's events: one frozen dataclass per journal event.
+
+The interpreter builds one of these for everything a run does and hands it to
+`Runtime.emit`; the journal, the audit trail, traces and the views are its subscribers
+and choose what to do by the event's type. The JSON a journal line holds is the codec's
+business (`openprose.record.codec`): it is derived from these classes, field by field, in
+the order they are declared here, so a line written today has the bytes older versions
+wrote.
+
+Adding an event is one class here, decorated with `@journal_event("its_name")`: the
+codec, the `Event` union and the hypothesis round-trip test pick it up from the registry.
+A field declared with `optional()` is left out of the line when it is None (forms of an
+event that never carried it), or with `optional(along=...)` when the field it goes along
+with is left out; every other field is always written, null included.
+`Streamed` is the one event never journaled: the text of an answer as it streams.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, TypeVar
+
+JSON = Any  # a value the journal holds as JSON: dicts, lists, strings, numbers, null
+OMIT = "omit"  # field metadata key: the field is left out of the line when it is None
+
+_E = TypeVar("_E")
+
+REGISTRY: dict[str, type[Any]] = {}  # journal name -> event class
+
+
+def optional(along: str = "") -> Any:
+    """A field some forms of the event do not carry: None, and then not written. With
+    `along`, it is written (null included) exactly when that other field is."""
+    return field(default=None, metadata={OMIT: along or True})
+
+
+def journal_event(name: str) -> Callable[[type[_E]], type[_E]]:
+    """Register an event class under its journal name (`"ev"` of its line, `cls.ev`)."""
+
+    def register(cls: type[_E]) -> type[_E]:
+        if name in REGISTRY:
+            raise ValueError(f"two events named {name!r}")
+        cls.ev = name  # type: ignore[attr-defined]
+        REGISTRY[name] = cls
+        return cls
+
+    return register
+
+
+_event = dataclass(frozen=True, slots=True, kw_only=True)
+
+
+# --- the run -------------------------------------------------------------------------------
+
+
+@journal_event("run_started")
+@_event
+class RunStarted:
+    ev: ClassVar[str]
+    step: str = ""
+    run_id: str
+    resumed: bool
+    inputs: JSON = optional()  # the run's inputs (runs before issue 30 did not keep them)
+
+
+@journal_event("run_finished")
+@_event
+class RunFinished:
+    ev: ClassVar[str]
+    step: str = ""
+    status: str
+    error: str | None
+    usage: JSON
+    outputs: JSON = optional()
+
+
+@journal_event("agents")
+@_event
+class AgentsDeclared:
+    ev: ClassVar[str]
+    step: str
+    agents: JSON  # agent name -> {model, prompt, persist, ...}
+
+
+# --- model calls ---------------------------------------------------------------------------
+
+
+@journal_event("session_started")
+@_event
+class SessionStarted:
+    ev: ClassVar[str]
+    step: str
+    agent: str | None
+    model: str
+    binding: str | None
+    kind: str
+    context: list[str] | None = optional()  # the names its `context:` gave it
+
+
+@journal_event("session_finished")
+@_event
+class SessionFinished:
+    ev: ClassVar[str]
+    step: str
+    request: JSON = optional()  # the whole request...
+    request_delta: JSON = optional()  # ...or, for a tool turn, what it added to the last
+    response: JSON
+    agent: str | None
+    model: str
+    binding: str | None
+    attempt: int
+    elapsed: float
+    kind: str
+    memo: JSON = optional()  # an answer from the memo: its key, run and step
+
+
+@journal_event("session_failed")
+@_event
+class SessionFailed:
+    ev: ClassVar[str]
+    step: str
+    attempt: int | None = optional()  # None: the tool loop gave up (no request failed)
+    error: str
+    status: int | None = optional(along="attempt")  # HTTP status; None when no answer came
+    elapsed: float | None = optional()
+    retried: bool | None = optional()
+    request: JSON = optional()
+    request_delta: JSON = optional()
+
+
+@journal_event("session_cancelled")
+@_event
+class SessionCancelled:
+    ev: ClassVar[str]
+    step: str
+    attempt: int
+
+
+@journal_event("session_served")
+@_event
+class SessionServed:
+    ev: ClassVar[str]
+    step: str
+    binding: str | None = None
+
+
+@journal_event("request_retried")
+@_event
+class RequestRetried:
+    ev: ClassVar[str]
+    step: str
+    attempt: int
+    request: int  # which request of the attempt (the provider's own retries)
+    status: int | None
+    error: str
+    elapsed: float
+    delay: float
+
+
+@journal_event("memory_updated")
+@_event
+class MemoryUpdated:
+    ev: ClassVar[str]
+    step: str
+    agent: str
+    memory: str
+    segment: int
+
+
+# --- judgments and failures ----------------------------------------------------------------
+
+
+@journal_event("decision")
+@_event
+class Decision:
+    ev: ClassVar[str]
+    step: str
+    kind: str
+    question: str | None = optional()  # absent for a literal verdict
+    answer: str | None = optional()
+    verdict: JSON
+    reason: str
+    attempts: int | None = optional()
+
+
+@journal_event("decision_served")
+@_event
+class DecisionServed:
+    ev: ClassVar[str]
+    step: str
+    kind: str
+
+
+@journal_event("decision_failed")
+@_event
+class DecisionFailed:
+    ev: ClassVar[str]
+    step: str
+    kind: str
+    question: str
+
+
+@journal_event("race_decided")
+@_event
+class RaceDecided:
+    ev: ClassVar[str]
+    step: str
+    won: list[int]
+    failed: list[int]
+
+
+@journal_event("error_caught")
+@_event
+class ErrorCaught:
+    ev: ClassVar[str]
+    step: str
+    error: str
+    kind: str
+
+
+@journal_event("failure_handled")
+@_event
+class FailureHandled:
+    ev: ClassVar[str]
+    step: str
+    failures: dict[str, str]  # failed call's step -> its message
+
+
+@journal_event("failure_released")
+@_event
+class FailureReleased:
+    ev: ClassVar[str]
+    step: str
+    failures: dict[str, str]
+
+
+@journal_event("failure_served")
+@_event
+class FailureServed:
+    ev: ClassVar[str]
+    step: str
+    binding: str | None = optional()
+    error: str
+
+
+# --- prompts -------------------------------------------------------------------------------
+
+
+@journal_event("unbound_placeholder")
+@_event
+class UnboundPlaceholder:
+    ev: ClassVar[str]
+    step: str
+    name: str
+
+
+@journal_event("prompt_over_budget")
+@_event
+class PromptOverBudget:
+    ev: ClassVar[str]
+    step: str
+    task_chars: int
+
+
+@journal_event("context_trimmed")
+@_event
+class ContextTrimmed:
+    ev: ClassVar[str]
+    step: str
+    label: str
+    omitted_chars: int
+
+
+@journal_event("context_windowed")
+@_event
+class ContextWindowed:
+    ev: ClassVar[str]
+    step: str
+    omitted_items: int
+    shown_items: int
+
+
+# --- tools, skills and approvals -----------------------------------------------------------
+
+
+@journal_event("skill_loaded")
+@_event
+class SkillLoaded:
+    ev: ClassVar[str]
+    step: str
+    name: str
+    description: str | None = optional()
+    instructions: str | None = optional()  # absent in journals older than resumable skills
+    folder: str | None = optional()
+    sha256: str | None = optional()
+
+
+@journal_event("skill_missing")
+@_event
+class SkillMissing:
+    ev: ClassVar[str]
+    step: str
+    problem: str
+
+
+@journal_event("tool_call")
+@_event
+class ToolCalled:
+    ev: ClassVar[str]
+    step: str
+    turn: int
+    index: int
+    call: JSON  # {id, name, arguments}
+
+
+@journal_event("tool_result")
+@_event
+class ToolResulted:
+    ev: ClassVar[str]
+    step: str
+    turn: int
+    index: int
+    call_id: str
+    tool: str
+    content: str
+    is_error: bool
+    omitted_bytes: int = 0
+
+
+@journal_event("permission")
+@_event
+class PermissionDecided:
+    ev: ClassVar[str]
+    step: str
+    turn: int
+    index: int
+    call_id: str
+    tool: str
+    kind: str
+    action: str
+    decision: str
+    reason: str
+    scope: str | None = optional()  # "run": remembered by a resume too
+    seal: str | None = optional()
+
+
+@journal_event("approval_requested")
+@_event
+class ApprovalRequested:
+    ev: ClassVar[str]
+    step: str
+    turn: int
+    index: int
+    id: str
+    kind: str
+    action: str
+    tool: str
+    agent: str | None
+    digest: str | None
+
+
+@journal_event("approval_decided")
+@_event
+class ApprovalDecided:
+    """A person's answer, appended by `prose approve` while the run waits."""
+
+    ev: ClassVar[str]
+    step: str
+    id: str
+    answer: str
+    tool: str
+    kind: str
+    action: str
+    digest: str
+    by: str
+    seal: str
+
+
+@journal_event("approval_ignored")
+@_event
+class ApprovalIgnored:
+    ev: ClassVar[str]
+    step: str = ""
+    id: str
+    what: str
+    reason: str
+
+
+# --- what no journal holds -----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class UnknownEvent:
+    """A line of an event this version does not know (a newer one wrote it): kept whole."""
+
+    ev: str
+    step: str
+    fields: dict[str, JSON]
+
+
+@dataclass(frozen=True, slots=True)
+class Streamed:
+    """The answer of the call at `step` so far, while it streams: never journaled."""
+
+    step: str
+    text: str
+
+
+Event = (
+    RunStarted
+    | RunFinished
+    | AgentsDeclared
+    | SessionStarted
+    | SessionFinished
+    | SessionFailed
+    | SessionCancelled
+    | SessionServed
+    | RequestRetried
+    | MemoryUpdated
+    | Decision
+    | DecisionServed
+    | DecisionFailed
+    | RaceDecided
+    | ErrorCaught
+    | FailureHandled
+    | FailureReleased
+    | FailureServed
+    | UnboundPlaceholder
+    | PromptOverBudget
+    | ContextTrimmed
+    | ContextWindowed
+    | SkillLoaded
+    | SkillMissing
+    | ToolCalled
+    | ToolResulted
+    | PermissionDecided
+    | ApprovalRequested
+    | ApprovalDecided
+    | ApprovalIgnored
+    | UnknownEvent
+)
