@@ -223,7 +223,7 @@ async def aresume(
         )
         resuming = prepare_resume(project, run_id, options)
     except NothingToResume as done:  # it succeeded before: its result, nothing run again
-        from openprose.vm.runstore import RunStore
+        from openprose.record.runstore import RunStore
 
         meta = done.meta
         return RunResult(
@@ -378,11 +378,11 @@ def _answer(
     project_dir: str | os.PathLike[str] | None,
 ) -> list[dict[str, Any]]:
     from openprose.project import runs_home
+    from openprose.record.runstore import DamagedRun
     from openprose.session.answers import answer_requests
     from openprose.session.opening import UsageError
     from openprose.session.resume import locate_run
     from openprose.vm.approvals import ApprovalError
-    from openprose.vm.runstore import DamagedRun
 
     if isinstance(ids, str):
         ids = [ids]

@@ -16,8 +16,8 @@ import pytest
 from openprose.cli.resume import name_recorded_answers
 from openprose.parser import parse_text
 from openprose.providers import ScriptedProvider
+from openprose.record.journal import read_journal
 from openprose.vm.approvals import decide_pending, pending_requests
-from openprose.vm.journal import read_journal
 from openprose.vm.runner import resume_run, run_program
 from openprose.vm.tools import approval_seal
 

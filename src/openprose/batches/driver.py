@@ -332,8 +332,8 @@ async def _drive(
     on_row: Listener | None,
     processes: int,
 ) -> BatchResult:
+    from openprose.record.runstore import RUNS_DIR
     from openprose.vm.logged_runs import read_log
-    from openprose.vm.runstore import RUNS_DIR
 
     stats = BatchStats()
     done = set()

@@ -16,8 +16,8 @@ from openprose import nodes as n
 from openprose.session.options import DEFAULT_OPTIONS, RunOptions
 
 if TYPE_CHECKING:
+    from openprose.record.runlog import RunLog
     from openprose.vm.logged_runs import LoggedRun
-    from openprose.vm.runlog import RunLog
 
 __all__ = ["FINISHED", "WRITE_ERRNOS", "BatchSpec", "CaseRunner", "Job", "logged_row", "row_of"]
 
@@ -134,8 +134,8 @@ class CaseRunner:
         )
 
     async def _resume(self, job: Job) -> dict[str, Any]:
+        from openprose.record.runstore import RUNS_DIR, RunStore
         from openprose.vm.runner import resume_run
-        from openprose.vm.runstore import RUNS_DIR, RunStore
 
         run_dir = self.prepared.project / RUNS_DIR / job.run_id
         if not (run_dir / "run.json").is_file():  # killed before the run wrote anything

@@ -283,7 +283,7 @@ class RunNotice:
             print(f"prose: run {self.run_id} {verb} ({self.run_dir()})", file=sys.stderr)
 
     def run_dir(self) -> Path:
-        from openprose.vm.runstore import RUNS_DIR
+        from openprose.record.runstore import RUNS_DIR
 
         return (self.project or Path.cwd()) / RUNS_DIR / str(self.run_id)
 
@@ -334,7 +334,7 @@ def guarded(command: Callable[[argparse.Namespace], int], args: argparse.Namespa
         )
         return FAILED
     except Exception as error:  # noqa: BLE001 - a VM bug: say so plainly; the run stays resumable
-        from openprose.vm.runstore import DamagedRun
+        from openprose.record.runstore import DamagedRun
 
         if isinstance(error, DamagedRun):  # found once the run was opened (its journal)
             return _not_run(str(error), USAGE_ERROR, as_json)
@@ -345,7 +345,7 @@ def _record_interrupt(run_dir: Path, interrupt: KeyboardInterrupt) -> None:
     """run.json says the run was interrupted on purpose (Ctrl-C, SIGTERM), so that it is
     told from one whose process died (`crashed`, or killed). Best effort: a run folder that
     cannot be written keeps `running`, shown as `interrupted` once the process is gone."""
-    from openprose.vm.runstore import DamagedRun, RunBusy, RunStore, utc_now
+    from openprose.record.runstore import DamagedRun, RunBusy, RunStore, utc_now
 
     signal = "SIGTERM" if interrupt_status(interrupt) == 143 else "Ctrl-C"
     try:

@@ -18,6 +18,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
+import orjson
+
 from openprose.providers.base import (
     ModelRequest,
     ModelResponse,
@@ -27,6 +29,7 @@ from openprose.providers.base import (
     _canonical_sha256,
     single_attempt,
 )
+from openprose.record.journal import JOURNAL_FILE, read_journal
 
 __all__ = [
     "RecordingProvider",
@@ -35,13 +38,13 @@ __all__ = [
     "read_cassette",
     "replay_file",
     "request_delta",
+    "write_cassette",
 ]
 
 PROMPT_PREVIEW_CHARS = 80
 CASSETTE_LIMIT = 1024 * 1024 * 1024  # bytes: a cassette or journal of a very long run
 FIRST_LINE_LIMIT = 1 << 20  # bytes of a file read to tell whether it is a cassette
 EXCHANGE_EVENTS = ("session_finished", "model_turn")  # journal events holding an exchange
-JOURNAL_NAME = "journal.jsonl"  # inside a run folder .prose/runs/{run id}/
 
 
 def replay_file(path: Path) -> Path:
@@ -53,10 +56,10 @@ def replay_file(path: Path) -> Path:
 
         raise ProviderConfigError(f"replay: cannot read {path}: {unreadable_reason(path)}")
     if path.is_dir():
-        journal = path / JOURNAL_NAME
+        journal = path / JOURNAL_FILE
         if not journal.is_file():
             raise ProviderConfigError(
-                f"replay: {path} is a folder without a {JOURNAL_NAME}; give a cassette file "
+                f"replay: {path} is a folder without a {JOURNAL_FILE}; give a cassette file "
                 f"or a run folder"
             )
         return journal
@@ -117,7 +120,7 @@ def read_cassette(path: Path) -> list[tuple[ModelRequest, ModelResponse]]:
     except FileProblem as problem:
         raise ProviderConfigError(
             f"replay: cannot read {problem}; give a cassette "
-            f"(`prose run --record FILE`), a run's {JOURNAL_NAME}, a run folder or a run id"
+            f"(`prose run --record FILE`), a run's {JOURNAL_FILE}, a run folder or a run id"
         ) from None
     except UnicodeDecodeError as exc:
         raise ProviderConfigError(f"replay: {path}: not UTF-8 (byte {exc.start})") from None
@@ -244,7 +247,7 @@ def cassette_problem(path: Path) -> str | None:
     except ValueError:
         record = None
     if isinstance(record, dict) and "ev" in record:
-        return f"it is a run's journal ({JOURNAL_NAME}), not a cassette"
+        return f"it is a run's journal ({JOURNAL_FILE}), not a cassette"
     if isinstance(record, dict) and "request" in record and "response" in record:
         return None
     return "it is not a cassette: its first line is not a recorded exchange"
@@ -305,3 +308,16 @@ def _ends_with_newline(path: Path) -> bool:
     with path.open("rb") as handle:
         handle.seek(-1, 2)
         return handle.read(1) == b"\n"
+
+
+def write_cassette(journal: Path, cassette: Path) -> int:
+    """Every exchange a run's journal holds, as a replay cassette (`{"key", "request",
+    "response"}` lines) for `--provider replay:FILE`; returns how many were written."""
+    count = 0
+    with cassette.open("wb") as out:
+        for request, response in exchanges(read_journal(journal)):
+            key = ModelRequest.from_dict(request).key()
+            record = {"key": key, "request": request, "response": response}
+            out.write(orjson.dumps(record) + b"\n")
+            count += 1
+    return count

@@ -23,9 +23,9 @@ def answer_requests(
     answer through here, as does `openprose.approve`; `by` says which (`cli`, `ui`,
     `api`: recorded with the answer). Raises `ApprovalError` (or `DamagedRun` for an
     unreadable run.json)."""
+    from openprose.record.runstore import RunStore
     from openprose.session.runs import status_of
     from openprose.vm.approvals import ApprovalError, decide_pending, pending_requests
-    from openprose.vm.runstore import RunStore
 
     if status_of(RunStore.open(run_dir).read_meta()) == "running":
         raise ApprovalError(f"run {run_dir.name} is still running")

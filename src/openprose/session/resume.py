@@ -70,7 +70,7 @@ def prepare_resume(project: Path, run_ref: str, options: RunOptions = DEFAULT_OP
     """Find the run and open what continuing it needs; options not given default to those
     the run was started with. A budget given now replaces the recorded one (a larger budget
     lets a stopped run go on)."""
-    from openprose.vm.runstore import DamagedRun, RunStore
+    from openprose.record.runstore import DamagedRun, RunStore
 
     run_dir = locate_run(project, run_ref)
     try:
@@ -129,8 +129,8 @@ def prepare_resume(project: Path, run_ref: str, options: RunOptions = DEFAULT_OP
 
 def locate_run(project: Path, run_ref: str) -> Path:
     """The run folder `run_ref` names (id, unique prefix or folder); a usage error if none."""
+    from openprose.record.runstore import RUNS_DIR, AmbiguousRun, RunBusy
     from openprose.vm.logged_runs import resolve_run
-    from openprose.vm.runstore import RUNS_DIR, AmbiguousRun, RunBusy
 
     try:
         run_dir = resolve_run(project, run_ref)

@@ -30,8 +30,8 @@ def status_of(meta: dict[str, Any], run_dir: Path | None = None) -> str:
 def _alive(pid: object, started: object) -> bool:
     """Is the run's process still there? A process that reused its pid (it started at
     another time) is not it."""
+    from openprose.record.runstore import process_started
     from openprose.statefiles import valid_pid
-    from openprose.vm.runstore import process_started
 
     pid = valid_pid(pid)
     if pid is None:  # none recorded, or damage (10**30 would overflow os.kill)
@@ -113,11 +113,10 @@ def asks_again(run_dir: Path) -> bool:
     handled, was cancelled, or was a judgment whose answers were unusable — and so could end
     otherwise. When every answer the run got is served from its journal, the program takes
     the same path to the same error: a `throw`, a fault of the program."""
-    from openprose.providers.replay import JOURNAL_NAME
-    from openprose.vm.journal import read_journal
+    from openprose.record.journal import JOURNAL_FILE, read_journal
     from openprose.vm.runtime import Replay
 
-    events = list(read_journal(run_dir / JOURNAL_NAME))
+    events = list(read_journal(run_dir / JOURNAL_FILE))
     try:
         served = Replay.from_events(events)
     except ValueError:

@@ -33,12 +33,12 @@ from typing import Any, Self
 import orjson
 from aiohttp import web
 
+from openprose.record.journal import JOURNAL_FILE, read_journal_from
+from openprose.record.runstore import RUNS_DIR, DamagedRun, RunStore, list_runs
 from openprose.session.answers import answer_requests
 from openprose.session.runs import read_meta, run_row, status_of
 from openprose.statefiles import read_state_file
 from openprose.vm.approvals import ANSWERS, ApprovalError
-from openprose.vm.journal import read_journal_from
-from openprose.vm.runstore import RUNS_DIR, DamagedRun, RunStore, list_runs
 from openprose.vm.runview import RunDigest, in_full, statements
 
 __all__ = ["PortInUse", "UIServer", "make_app", "serve", "start"]
@@ -107,7 +107,7 @@ class RunWatch:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
-        self.digest = RunDigest(str(self.run_dir / "journal.jsonl"), self.price_of)
+        self.digest = RunDigest(str(self.run_dir / JOURNAL_FILE), self.price_of)
 
     async def look(self, seen: Seen | None = None) -> tuple[dict[str, Any] | None, Seen]:
         """Catch up with the run's files, then what changed since `seen` (what a page was
@@ -137,7 +137,7 @@ class RunWatch:
             return None if session is None else in_full(session)
 
     def _refresh(self) -> None:
-        journal = self.run_dir / "journal.jsonl"
+        journal = self.run_dir / JOURNAL_FILE
         try:
             if journal.stat().st_size < self.offset:  # rewritten: start over
                 self.digest, self.offset = RunDigest(str(journal), self.price_of), 0
@@ -278,8 +278,8 @@ class Runs:
 
     def _materialize(self, name: str) -> None:
         """A batch's run kept in its run log gets its folder now (as `prose show` does)."""
+        from openprose.record.runstore import AmbiguousRun, RunBusy
         from openprose.vm.logged_runs import BATCHES_DIR, resolve_run
-        from openprose.vm.runstore import AmbiguousRun, RunBusy
 
         if not (self.project / BATCHES_DIR / name.rpartition("-")[0]).is_dir():
             return  # a batch's run is "{batch id}-{line}"

@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING, Any
 
 from openprose import nodes as n
 from openprose.providers.base import Message, ModelRequest
+from openprose.record.runstore import RunStore
 from openprose.vm import steps
 from openprose.vm.calls import ModelCalls
 from openprose.vm.expressions import literal
 from openprose.vm.prompts import memory_update_message
-from openprose.vm.runstore import RunStore
 from openprose.vm.runtime import AgentSpec, Shared
 
 if TYPE_CHECKING:

@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from openprose.vm.journal import read_journal
+from openprose.record.journal import JOURNAL_FILE, read_journal
 from openprose.vm.runtime import ToolTurns
 from openprose.vm.tools.approval_seal import (
     ANSWERS,
@@ -111,7 +111,7 @@ def honoured_answers(turns: ToolTurns, run_id: str) -> Honoured:
 
 def _turns_of(run_dir: Path) -> ToolTurns:
     turns = ToolTurns()
-    for event in read_journal(run_dir / "journal.jsonl"):
+    for event in read_journal(run_dir / JOURNAL_FILE):
         turns.add(event)
     return turns
 
@@ -166,7 +166,7 @@ def decide_pending(
     lines = b"".join(
         orjson.dumps(_answer_event(key, run_id, i, pending[i], answer, by)) + b"\n" for i in chosen
     )
-    fd = os.open(run_dir / "journal.jsonl", os.O_WRONLY | os.O_APPEND)
+    fd = os.open(run_dir / JOURNAL_FILE, os.O_WRONLY | os.O_APPEND)
     try:
         os.write(fd, lines)
         os.fsync(fd)

@@ -16,7 +16,7 @@ does not track): holding events (with their request and response dicts) for a wr
 to translate kept thousands of objects alive across garbage collections, as costly as the
 translation in some runs (docs/decisions.md, issue 13, session 13). The lines wait in the
 translator's list until the journal has written their events (`AuditTrail.written`, a
-journal hook), then the process's background writer (`openprose.vm.writer`, which writes
+journal hook), then the process's background writer (`openprose.record.writer`, which writes
 binding files too) appends them with one `write` per batch. A process killed before a flush
 loses only what the resume re-derives.
 
@@ -56,8 +56,9 @@ from typing import Any
 
 import orjson
 
+from openprose.record.journal import JOURNAL_FILE
+from openprose.record.writer import shared_writer
 from openprose.vm.steps import turn_step
-from openprose.vm.writer import shared_writer
 from vlp import PROTOCOL, VLPError, message_problems
 from vlp.validate import is_surely_valid
 
@@ -210,7 +211,7 @@ class Translator:
             sender=VM,
             content=f"run {self.run_id} of {self.program} {what}",
             confidence=1.0,
-            provenance=["journal.jsonl", "run.json"],
+            provenance=[JOURNAL_FILE, "run.json"],
             payload={
                 "program": self.program,
                 "resumed": resumed,
@@ -825,7 +826,7 @@ class Translator:
                 sender=VM,
                 content=f"run {self.run_id} succeeded",
                 confidence=1.0,
-                provenance=["journal.jsonl", "outputs.json"],
+                provenance=[JOURNAL_FILE, "outputs.json"],
                 refers_to=made or None,
                 payload=payload,
             )
@@ -836,7 +837,7 @@ class Translator:
             sender=VM,
             content=f"run {self.run_id} {status}: {error}",
             confidence=1.0,
-            provenance=["journal.jsonl"],
+            provenance=[JOURNAL_FILE],
             safety={"level": "review", "issues": [{"code": f"RUN_{str(status).upper()}"}]},
             payload=payload,
         )
@@ -1097,7 +1098,7 @@ class AuditTrail:
     """Writes one run's `audit.ndjson` from its events: each is translated as `Shared.emit`
     records it (nothing of the event is kept), and the lines go to the file only after the
     journal has written their events (`written`, a journal hook), through the process's
-    background writer (`openprose.vm.writer`; one thread for every run: a batch runs
+    background writer (`openprose.record.writer`; one thread for every run: a batch runs
     thousands in one process)."""
 
     def __init__(self, path: Path, run_id: str, program: str) -> None:

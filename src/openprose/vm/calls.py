@@ -28,9 +28,9 @@ from openprose.providers.resilient import (
     ProviderRetry,
     ResilientProvider,
 )
+from openprose.record.runstore import RunStore
 from openprose.vm import budget
 from openprose.vm.errors import RunAborted, SessionFailed, location
-from openprose.vm.runstore import RunStore
 from openprose.vm.runtime import Shared
 
 if TYPE_CHECKING:

@@ -6,11 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from openprose import nodes as n
+from openprose.record.runstore import RunStore
 from openprose.vm.errors import ProseRuntimeError
 from openprose.vm.expressions import Expressions, Placeholder, dotted
 from openprose.vm.frame import Ctx
 from openprose.vm.prompts import ContextItem, fit_to_budget, window_note
-from openprose.vm.runstore import RunStore
 from openprose.vm.runtime import Shared
 from openprose.vm.values import Absent, Value, render
 

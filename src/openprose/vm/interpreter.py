@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from openprose import nodes as n
+from openprose.record.runstore import RunStore
 from openprose.vm import loops, parallel, pipelines, programs, steps
 from openprose.vm.agents import Memories, agent_spec
 from openprose.vm.bindings import Bindings
@@ -30,7 +31,6 @@ from openprose.vm.expressions import Expressions, discretion_text
 from openprose.vm.frame import Ctx
 from openprose.vm.judge import Judge
 from openprose.vm.prompts import History
-from openprose.vm.runstore import RunStore
 from openprose.vm.runtime import AgentSpec, LoadedProgram, Shared
 from openprose.vm.scope import Scope
 from openprose.vm.sessions import Sessions

@@ -11,13 +11,13 @@ from typing import Any
 
 from openprose import nodes as n
 from openprose.providers.base import Message, ModelRequest
+from openprose.record.runstore import RunStore
 from openprose.vm import judgments, steps
 from openprose.vm.calls import ModelCalls
 from openprose.vm.context import Contexts
 from openprose.vm.errors import JudgmentError
 from openprose.vm.expressions import Expressions, discretion_text
 from openprose.vm.frame import Ctx
-from openprose.vm.runstore import RunStore
 from openprose.vm.runtime import Shared
 from openprose.vm.values import Value, render
 

@@ -19,13 +19,13 @@ from openprose import nodes as n
 from openprose.depth import deep_recursion
 from openprose.providers.base import Provider
 from openprose.providers.prices import Prices
+from openprose.record.journal import Journal, read_journal
+from openprose.record.runstore import DamagedRun, RunStore, process_started, utc_now
 from openprose.vm.approvals import Honoured, honoured_answers, run_id_of
 from openprose.vm.audit import AUDIT_FILE, AuditTrail
 from openprose.vm.budget import FLAGS, BudgetExhausted
 from openprose.vm.errors import ProseError, RunAborted
 from openprose.vm.interpreter import Interpreter
-from openprose.vm.journal import Journal, read_journal
-from openprose.vm.runstore import DamagedRun, RunStore, process_started, utc_now
 from openprose.vm.runtime import (
     LoadedProgram,
     ModelRouter,
@@ -47,7 +47,7 @@ from openprose.vm.values import Value, to_json
 
 if TYPE_CHECKING:
     from openprose.providers.settings import ProviderSettings
-    from openprose.vm.runlog import RunLog
+    from openprose.record.runlog import RunLog
     from openprose.vm.tracing import Tracer
 
 __all__ = ["RunResult", "VMConfig", "resume_run", "run_program"]

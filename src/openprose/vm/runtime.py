@@ -14,7 +14,7 @@ from openprose import nodes as n
 from openprose.contracts import contract_of
 from openprose.providers.base import ModelResponse, Provider
 from openprose.providers.prices import Prices
-from openprose.vm.journal import Journal
+from openprose.record.journal import Journal
 from openprose.vm.prompts import DEFAULT_CONTEXT_BUDGET, DEFAULT_HISTORY_ITEMS
 from openprose.vm.tools.approvals import Approver, NobodyApprover
 

@@ -19,6 +19,7 @@ import orjson
 from openprose.nodes import AgentDef, BlockDef, Stmt
 from openprose.providers.prices import Price
 from openprose.providers.replay import Exchanges
+from openprose.record.journal import JOURNAL_FILE
 
 __all__ = ["PREVIEW_CHARS", "TOOL_EVENTS", "RunDigest", "in_full", "statements", "summary"]
 
@@ -37,7 +38,7 @@ class RunDigest:
     the `damaged` notes (an event of the wrong shape is skipped and named there); `price_of`
     gives each session's cost (None: the model has no price)."""
 
-    where: str = "journal.jsonl"
+    where: str = JOURNAL_FILE
     price_of: PriceOf | None = None
     version: int = 0
     events: int = 0

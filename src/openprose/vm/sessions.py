@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from openprose import nodes as n
 from openprose.providers.base import Message, ModelRequest, ModelResponse
+from openprose.record.runstore import RunStore
 from openprose.vm.agents import Memories
 from openprose.vm.bindings import Bindings
 from openprose.vm.calls import ModelCalls
@@ -21,7 +22,6 @@ from openprose.vm.errors import ProseRuntimeError, SessionFailed
 from openprose.vm.expressions import Expressions, literal
 from openprose.vm.frame import Ctx
 from openprose.vm.prompts import NO_TASK, user_message
-from openprose.vm.runstore import RunStore
 from openprose.vm.runtime import AgentSpec, Shared
 from openprose.vm.values import Value
 

@@ -13,8 +13,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from openprose.parser import parse_text
+from openprose.record.journal import read_journal
 from openprose.vm.audit import AUDIT_FILE, ROWS, Translator, translate
-from openprose.vm.journal import read_journal
 from openprose.vm.loader import load_imports
 from vlp import Thread, effective, read_records
 from vlp.cli import main as vlp_main
@@ -581,9 +581,9 @@ def test_the_trail_never_gets_ahead_of_the_journal(tmp_path: Path) -> None:
     only once the journal has written the events (its write hook hands them over)."""
     import asyncio
 
+    from openprose.record.journal import Journal
+    from openprose.record.writer import shared_writer
     from openprose.vm.audit import AuditTrail
-    from openprose.vm.journal import Journal
-    from openprose.vm.writer import shared_writer
 
     async def scenario() -> None:
         journal = Journal(tmp_path / "journal.jsonl", durable=False)

@@ -43,7 +43,7 @@ def test_plain_progress_in_a_run_shows_a_session_only_once_the_journal_has_it(
 
     from openprose.parser import parse_text
     from openprose.providers import ScriptedProvider
-    from openprose.vm.journal import read_journal
+    from openprose.record.journal import read_journal
     from openprose.vm.runner import run_program
 
     writes: list[tuple[list[str], set[str]]] = []  # (steps shown, steps journaled by then)

@@ -10,7 +10,7 @@ import pytest
 
 from openprose.parser import parse_text
 from openprose.providers import ProviderSettings, RetryPolicy, open_provider
-from openprose.vm.journal import read_journal
+from openprose.record.journal import read_journal
 from openprose.vm.progress import LiveView, PlainProgress
 from openprose.vm.runner import run_program
 from tests.support import fixtures

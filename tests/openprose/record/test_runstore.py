@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from openprose.files import write_atomically
-from openprose.vm.journal import Journal, read_journal
-from openprose.vm.runstore import RunStore, _write_binding, find_run
-from openprose.vm.writer import BackgroundWriter
+from openprose.record.journal import Journal, read_journal
+from openprose.record.runstore import RunStore, _write_binding, find_run
+from openprose.record.writer import BackgroundWriter
 
 
 def test_layout_bindings_and_outputs(vm: Any) -> None:

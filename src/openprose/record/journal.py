@@ -28,8 +28,9 @@ from typing import Any
 
 import orjson
 
-from openprose.providers.base import ModelRequest
 from openprose.statefiles import LOG_LIMIT, read_state_file
+
+JOURNAL_FILE = "journal.jsonl"  # a run folder's journal: the one place its name is spelled
 
 
 class Journal:
@@ -193,18 +194,3 @@ def _events(lines: list[bytes]) -> Iterator[dict[str, Any]]:
             continue
         if isinstance(record, dict):
             yield record
-
-
-def write_cassette(journal: Path, cassette: Path) -> int:
-    """Every exchange a run's journal holds, as a replay cassette (`{"key", "request",
-    "response"}` lines) for `--provider replay:FILE`; returns how many were written."""
-    from openprose.providers.replay import exchanges
-
-    count = 0
-    with cassette.open("wb") as out:
-        for request, response in exchanges(read_journal(journal)):
-            key = ModelRequest.from_dict(request).key()
-            record = {"key": key, "request": request, "response": response}
-            out.write(orjson.dumps(record) + b"\n")
-            count += 1
-    return count

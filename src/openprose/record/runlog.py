@@ -24,8 +24,8 @@ from typing import Any
 import orjson
 
 from cliconventions.terminal import one_line
-from openprose.vm.journal import Journal, encode_event
-from openprose.vm.runstore import RUNS_DIR, RunStore, _dump_json, state_header
+from openprose.record.journal import Journal, encode_event
+from openprose.record.runstore import RUNS_DIR, RunStore, _dump_json, state_header
 
 __all__ = ["LoggedJournal", "LoggedRunStore", "RunLog", "open_for_append"]
 
