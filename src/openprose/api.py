@@ -37,7 +37,7 @@ from openprose.vm.runner import RunResult
 if TYPE_CHECKING:
     from openprose.ui.server import UIServer
     from openprose.vm.estimates import Estimate
-    from openprose.vm.runtime import Observer
+    from openprose.vm.subscribers import Observer
     from openprose.vm.tracing import Tracer
 
 # `trace=`: True (as `--trace`), False (never), None (as the OTLP environment says), a tracer.

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from openprose.providers.base import Provider
     from openprose.vm.estimates import Estimate
     from openprose.vm.runner import RunResult
-    from openprose.vm.runtime import Observer
+    from openprose.vm.subscribers import Observer
     from openprose.vm.tracing import Tracer
 
 OK, FAILED, USAGE_ERROR, STOPPED, WAITING = 0, 1, 2, 3, 4

@@ -9,9 +9,9 @@ wrote.
 
 Adding an event is one class here, decorated with `@journal_event("its_name")`: the
 codec, the `Event` union and the hypothesis round-trip test pick it up from the registry.
-A field declared with `optional()` is left out of the line when it is None (forms of an
-event that never carried it), or with `optional(along=...)` when the field it goes along
-with is left out; every other field is always written, null included.
+A field declared with `metadata=OPTIONAL` is left out of the line when it is None (forms
+of an event that never carried it), or with `metadata=along(...)` when the field it goes
+along with is left out; every other field is always written, null included.
 `Streamed` is the one event never journaled: the text of an answer as it streams.
 """
 
@@ -29,10 +29,14 @@ _E = TypeVar("_E")
 REGISTRY: dict[str, type[Any]] = {}  # journal name -> event class
 
 
-def optional(along: str = "") -> Any:
-    """A field some forms of the event do not carry: None, and then not written. With
-    `along`, it is written (null included) exactly when that other field is."""
-    return field(default=None, metadata={OMIT: along or True})
+# A field some forms of the event do not carry: `field(default=None, metadata=OPTIONAL)`,
+# None and then not written; with `metadata=along("other")` it is written (null included)
+# exactly when that other field is.
+OPTIONAL = {OMIT: True}
+
+
+def along(other: str) -> dict[str, str]:
+    return {OMIT: other}
 
 
 def journal_event(name: str) -> Callable[[type[_E]], type[_E]]:
@@ -48,35 +52,34 @@ def journal_event(name: str) -> Callable[[type[_E]], type[_E]]:
     return register
 
 
-_event = dataclass(frozen=True, slots=True, kw_only=True)
-
-
 # --- the run -------------------------------------------------------------------------------
 
 
 @journal_event("run_started")
-@_event
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RunStarted:
     ev: ClassVar[str]
     step: str = ""
     run_id: str
     resumed: bool
-    inputs: JSON = optional()  # the run's inputs (runs before issue 30 did not keep them)
+    inputs: JSON = field(
+        default=None, metadata=OPTIONAL
+    )  # the run's inputs (runs before issue 30 did not keep them)
 
 
 @journal_event("run_finished")
-@_event
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RunFinished:
     ev: ClassVar[str]
     step: str = ""
     status: str
     error: str | None
     usage: JSON
-    outputs: JSON = optional()
+    outputs: JSON = field(default=None, metadata=OPTIONAL)
 
 
 @journal_event("agents")
-@_event
+@dataclass(frozen=True, slots=True, kw_only=True)
 class AgentsDeclared:
     ev: ClassVar[str]
     step: str
@@ -87,7 +90,7 @@ class AgentsDeclared:
 
 
 @journal_event("session_started")
-@_event
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SessionStarted:
     ev: ClassVar[str]
     step: str
@@ -95,16 +98,20 @@ class SessionStarted:
     model: str
     binding: str | None
     kind: str
-    context: list[str] | None = optional()  # the names its `context:` gave it
+    context: list[str] | None = field(
+        default=None, metadata=OPTIONAL
+    )  # the names its `context:` gave it
 
 
 @journal_event("session_finished")
-@_event
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SessionFinished:
     ev: ClassVar[str]
     step: str
-    request: JSON = optional()  # the whole request...
-    request_delta: JSON = optional()  # ...or, for a tool turn, what it added to the last
+    request: JSON = field(default=None, metadata=OPTIONAL)  # the whole request...
+    request_delta: JSON = field(
+        default=None, metadata=OPTIONAL
+    )  # ...or, for a tool turn, what it added to the last
     response: JSON
     agent: str | None
     model: str
@@ -112,25 +119,31 @@ class SessionFinished:
     attempt: int
     elapsed: float
     kind: str
-    memo: JSON = optional()  # an answer from the memo: its key, run and step
+    memo: JSON = field(
+        default=None, metadata=OPTIONAL
+    )  # an answer from the memo: its key, run and step
 
 
 @journal_event("session_failed")
-@_event
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SessionFailed:
     ev: ClassVar[str]
     step: str
-    attempt: int | None = optional()  # None: the tool loop gave up (no request failed)
+    attempt: int | None = field(
+        default=None, metadata=OPTIONAL
+    )  # None: the tool loop gave up (no request failed)
     error: str
-    status: int | None = optional(along="attempt")  # HTTP status; None when no answer came
-    elapsed: float | None = optional()
-    retried: bool | None = optional()
-    request: JSON = optional()
-    request_delta: JSON = optional()
+    status: int | None = field(
+        default=None, metadata=along("attempt")
+    )  # HTTP status; None when no answer came
+    elapsed: float | None = field(default=None, metadata=OPTIONAL)
+    retried: bool | None = field(default=None, metadata=OPTIONAL)
+    request: JSON = field(default=None, metadata=OPTIONAL)
+    request_delta: JSON = field(default=None, metadata=OPTIONAL)
 
 
 @journal_event("session_cancelled")
-@_event
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SessionCancelled:
     ev: ClassVar[str]
     step: str
@@ -138,7 +151,7 @@ class SessionCancelled:
 
 
 @journal_event("session_served")
-@_event
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SessionServed:
     ev: ClassVar[str]
     step: str
@@ -146,7 +159,7 @@ class SessionServed:
 
 
 @journal_event("request_retried")
-@_event
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RequestRetried:
     ev: ClassVar[str]
     step: str
@@ -159,7 +172,7 @@ class RequestRetried:
 
 
 @journal_event("memory_updated")
-@_event
+@dataclass(frozen=True, slots=True, kw_only=True)
 class MemoryUpdated:
     ev: ClassVar[str]
     step: str
@@ -172,20 +185,20 @@ class MemoryUpdated:
 
 
 @journal_event("decision")
-@_event
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Decision:
     ev: ClassVar[str]
     step: str
     kind: str
-    question: str | None = optional()  # absent for a literal verdict
-    answer: str | None = optional()
+    question: str | None = field(default=None, metadata=OPTIONAL)  # absent for a literal verdict
+    answer: str | None = field(default=None, metadata=OPTIONAL)
     verdict: JSON
     reason: str
-    attempts: int | None = optional()
+    attempts: int | None = field(default=None, metadata=OPTIONAL)
 
 
 @journal_event("decision_served")
-@_event
+@dataclass(frozen=True, slots=True, kw_only=True)
 class DecisionServed:
     ev: ClassVar[str]
     step: str
@@ -193,7 +206,7 @@ class DecisionServed:
 
 
 @journal_event("decision_failed")
-@_event
+@dataclass(frozen=True, slots=True, kw_only=True)
 class DecisionFailed:
     ev: ClassVar[str]
     step: str
@@ -202,7 +215,7 @@ class DecisionFailed:
 
 
 @journal_event("race_decided")
-@_event
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RaceDecided:
     ev: ClassVar[str]
     step: str
@@ -211,7 +224,7 @@ class RaceDecided:
 
 
 @journal_event("error_caught")
-@_event
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ErrorCaught:
     ev: ClassVar[str]
     step: str
@@ -220,7 +233,7 @@ class ErrorCaught:
 
 
 @journal_event("failure_handled")
-@_event
+@dataclass(frozen=True, slots=True, kw_only=True)
 class FailureHandled:
     ev: ClassVar[str]
     step: str
@@ -228,7 +241,7 @@ class FailureHandled:
 
 
 @journal_event("failure_released")
-@_event
+@dataclass(frozen=True, slots=True, kw_only=True)
 class FailureReleased:
     ev: ClassVar[str]
     step: str
@@ -236,11 +249,11 @@ class FailureReleased:
 
 
 @journal_event("failure_served")
-@_event
+@dataclass(frozen=True, slots=True, kw_only=True)
 class FailureServed:
     ev: ClassVar[str]
     step: str
-    binding: str | None = optional()
+    binding: str | None = field(default=None, metadata=OPTIONAL)
     error: str
 
 
@@ -248,7 +261,7 @@ class FailureServed:
 
 
 @journal_event("unbound_placeholder")
-@_event
+@dataclass(frozen=True, slots=True, kw_only=True)
 class UnboundPlaceholder:
     ev: ClassVar[str]
     step: str
@@ -256,7 +269,7 @@ class UnboundPlaceholder:
 
 
 @journal_event("prompt_over_budget")
-@_event
+@dataclass(frozen=True, slots=True, kw_only=True)
 class PromptOverBudget:
     ev: ClassVar[str]
     step: str
@@ -264,7 +277,7 @@ class PromptOverBudget:
 
 
 @journal_event("context_trimmed")
-@_event
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ContextTrimmed:
     ev: ClassVar[str]
     step: str
@@ -273,7 +286,7 @@ class ContextTrimmed:
 
 
 @journal_event("context_windowed")
-@_event
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ContextWindowed:
     ev: ClassVar[str]
     step: str
@@ -285,19 +298,21 @@ class ContextWindowed:
 
 
 @journal_event("skill_loaded")
-@_event
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SkillLoaded:
     ev: ClassVar[str]
     step: str
     name: str
-    description: str | None = optional()
-    instructions: str | None = optional()  # absent in journals older than resumable skills
-    folder: str | None = optional()
-    sha256: str | None = optional()
+    description: str | None = field(default=None, metadata=OPTIONAL)
+    instructions: str | None = field(
+        default=None, metadata=OPTIONAL
+    )  # absent in journals older than resumable skills
+    folder: str | None = field(default=None, metadata=OPTIONAL)
+    sha256: str | None = field(default=None, metadata=OPTIONAL)
 
 
 @journal_event("skill_missing")
-@_event
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SkillMissing:
     ev: ClassVar[str]
     step: str
@@ -305,7 +320,7 @@ class SkillMissing:
 
 
 @journal_event("tool_call")
-@_event
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ToolCalled:
     ev: ClassVar[str]
     step: str
@@ -315,7 +330,7 @@ class ToolCalled:
 
 
 @journal_event("tool_result")
-@_event
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ToolResulted:
     ev: ClassVar[str]
     step: str
@@ -329,7 +344,7 @@ class ToolResulted:
 
 
 @journal_event("permission")
-@_event
+@dataclass(frozen=True, slots=True, kw_only=True)
 class PermissionDecided:
     ev: ClassVar[str]
     step: str
@@ -341,12 +356,12 @@ class PermissionDecided:
     action: str
     decision: str
     reason: str
-    scope: str | None = optional()  # "run": remembered by a resume too
-    seal: str | None = optional()
+    scope: str | None = field(default=None, metadata=OPTIONAL)  # "run": remembered by a resume too
+    seal: str | None = field(default=None, metadata=OPTIONAL)
 
 
 @journal_event("approval_requested")
-@_event
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ApprovalRequested:
     ev: ClassVar[str]
     step: str
@@ -357,11 +372,11 @@ class ApprovalRequested:
     action: str
     tool: str
     agent: str | None
-    digest: str | None
+    digest: str
 
 
 @journal_event("approval_decided")
-@_event
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ApprovalDecided:
     """A person's answer, appended by `prose approve` while the run waits."""
 
@@ -378,7 +393,7 @@ class ApprovalDecided:
 
 
 @journal_event("approval_ignored")
-@_event
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ApprovalIgnored:
     ev: ClassVar[str]
     step: str = ""

@@ -24,7 +24,9 @@ from typing import Any
 import orjson
 
 from cliconventions.terminal import one_line
-from openprose.record.journal import Journal, encode_event
+from openprose.record.codec import encode, now
+from openprose.record.events import Event
+from openprose.record.journal import Journal
 from openprose.record.runstore import RUNS_DIR, RunStore, _dump_json, state_header
 
 __all__ = ["LoggedJournal", "LoggedRunStore", "RunLog", "open_for_append"]
@@ -258,9 +260,9 @@ class LoggedJournal(Journal):
     def start(self) -> None:
         return None  # the log commits for every run
 
-    def record(self, event: str, step: str, fields: dict[str, Any]) -> float:
-        t, line = encode_event(event, step, fields)
-        self._log.record(self._run, "j", "", line)
+    def record(self, event: Event) -> float:
+        t = now()
+        self._log.record(self._run, "j", "", encode(event, t))
         self.events += 1
         return t
 

@@ -56,6 +56,10 @@ from typing import Any
 
 import orjson
 
+from openprose.record import events as ev
+from openprose.record.codec import fields_of
+from openprose.record.events import REGISTRY
+from openprose.record.events import Event as JournalEvent
 from openprose.record.journal import JOURNAL_FILE
 from openprose.record.writer import shared_writer
 from openprose.vm.steps import turn_step
@@ -145,15 +149,15 @@ class Translator:
 
     def feed(self, event: Event) -> None:
         """One journal event as read back (`ev`, `step`, `t` and its fields)."""
-        row = ROWS.get(str(event.get("ev")))
+        row = ROWS.get(REGISTRY.get(str(event.get("ev"))))  # type: ignore[arg-type]
         if row is not None:
             row.translate(self, event.get("step") or "", event.get("t", 0.0), event)
 
-    def add(self, event: str, step: str, t: float, fields: Fields) -> None:
-        """One event as `Shared.emit` has it (no dict of the whole event is made)."""
-        row = ROWS.get(event)
+    def add(self, event: JournalEvent, t: float) -> None:
+        """One event as `Runtime.emit` has it."""
+        row = ROWS.get(type(event))
         if row is not None:
-            row.translate(self, step, t, fields)
+            row.translate(self, event.step, t, fields_of(event))
 
     def take_bytes(self) -> bytes:
         """The lines made so far."""
@@ -1015,31 +1019,39 @@ def _warning(kind: str) -> Callable[[Translator, str, float, Fields], None]:
 
 
 # Journal event -> the VLP messages it becomes. A new journal event gets a row here.
-ROWS: dict[str, Row] = {
-    "run_started": Row(("session_context",), Translator.run_started),
-    "agents": Row(("notice",), Translator.agents),
-    "session_started": Row((), Translator.session_started),  # the query is written with its end
+ROWS: dict[type[Any], Row] = {
+    ev.REGISTRY["run_started"]: Row(("session_context",), Translator.run_started),
+    ev.REGISTRY["agents"]: Row(("notice",), Translator.agents),
+    ev.REGISTRY["session_started"]: Row(
+        (), Translator.session_started
+    ),  # the query is written with its end
     # ...and between the two, a notice per provider-level retry of the call (`request_retried`)
-    "session_finished": Row(("query", "response|correction"), Translator.session_finished),
-    "session_failed": Row(("query", "notice"), Translator.session_failed),  # the same
+    ev.REGISTRY["session_finished"]: Row(
+        ("query", "response|correction"), Translator.session_finished
+    ),
+    ev.REGISTRY["session_failed"]: Row(("query", "notice"), Translator.session_failed),  # the same
     # A provider-level retry: a notice written after its call's query (by the row above or
     # `session_finished`), or with the call's loss on resume.
-    "request_retried": Row((), Translator.request_retried),
-    "session_cancelled": Row(("notice",), Translator.session_cancelled),
-    "session_served": Row((), _skip),  # a resumed run's answer: audited when it came
-    "failure_served": Row((), _skip),  # a resumed run's handled failure: audited when it came
-    "failure_handled": Row((), _skip),  # for resume; error_caught / the branch notes say it
-    "failure_released": Row((), _skip),
-    "decision": Row(("claim",), Translator.decision),
-    "decision_served": Row((), _skip),
-    "decision_failed": Row(("notice",), Translator.decision_failed),
-    "run_finished": Row(("claim|notice",), Translator.run_finished),
+    ev.REGISTRY["request_retried"]: Row((), Translator.request_retried),
+    ev.REGISTRY["session_cancelled"]: Row(("notice",), Translator.session_cancelled),
+    ev.REGISTRY["session_served"]: Row((), _skip),  # a resumed run's answer: audited when it came
+    ev.REGISTRY["failure_served"]: Row(
+        (), _skip
+    ),  # a resumed run's handled failure: audited when it came
+    ev.REGISTRY["failure_handled"]: Row(
+        (), _skip
+    ),  # for resume; error_caught / the branch notes say it
+    ev.REGISTRY["failure_released"]: Row((), _skip),
+    ev.REGISTRY["decision"]: Row(("claim",), Translator.decision),
+    ev.REGISTRY["decision_served"]: Row((), _skip),
+    ev.REGISTRY["decision_failed"]: Row(("notice",), Translator.decision_failed),
+    ev.REGISTRY["run_finished"]: Row(("claim|notice",), Translator.run_finished),
     # The tool loop (tools, permissions, approvals; `prose approve` appends approval_decided).
-    "tool_call": Row(("query",), Translator.tool_call),
-    "permission": Row(("notice",), Translator.permission),
-    "approval_requested": Row(("query",), Translator.approval_requested),
-    "approval_decided": Row(("response",), Translator.approval_decided),
-    "tool_result": Row(("response",), Translator.tool_result),
+    ev.REGISTRY["tool_call"]: Row(("query",), Translator.tool_call),
+    ev.REGISTRY["permission"]: Row(("notice",), Translator.permission),
+    ev.REGISTRY["approval_requested"]: Row(("query",), Translator.approval_requested),
+    ev.REGISTRY["approval_decided"]: Row(("response",), Translator.approval_decided),
+    ev.REGISTRY["tool_result"]: Row(("response",), Translator.tool_result),
 }
 for _kind in (
     "memory_updated",
@@ -1053,7 +1065,7 @@ for _kind in (
     "skill_missing",
     "approval_ignored",  # a recorded answer whose seal did not hold (forged, another run's)
 ):
-    ROWS[_kind] = Row(("notice",), _warning(_kind))
+    ROWS[ev.REGISTRY[_kind]] = Row(("notice",), _warning(_kind))
 
 
 def encode(message: Message) -> bytes:
@@ -1107,7 +1119,7 @@ class AuditTrail:
         self.error: Exception | None = None
         self.batches = 0
         # Event -> its row bound to this run's translator (rows that write nothing left out).
-        self._rows: dict[str, Callable[[str, float, Fields], None]] = {
+        self._rows: dict[type[Any], Callable[[str, float, Fields], None]] = {
             event: MethodType(row.translate, translator)
             for event, row in ROWS.items()
             if row.translate is not _skip
@@ -1121,13 +1133,13 @@ class AuditTrail:
         trail._write(b"".join(islice(_lines(trail.translator, journal), written, None)))
         return trail
 
-    def add(self, event: str, step: str, t: float, fields: Fields) -> None:
-        """One event the journal has just recorded (called on the event loop, by
-        `Shared.emit`): its lines wait in the translator until the journal writes it."""
-        row = self._rows.get(event)
+    def add(self, event: JournalEvent, t: float) -> None:
+        """One event the journal has just recorded (a subscriber of `Shared.emit`, on the
+        event loop): its lines wait in the translator until the journal writes it."""
+        row = self._rows.get(type(event))
         if row is not None and self.error is None:
             try:
-                row(step, t, fields)
+                row(event.step, t, fields_of(event))
             except Exception as error:  # noqa: BLE001 - reported by close(); the journal has all
                 self.error = error
 

@@ -14,16 +14,16 @@ from openprose import nodes as n
 from openprose.contracts import contract_of
 from openprose.providers.base import ModelResponse, Provider
 from openprose.providers.prices import Prices
+from openprose.record.events import Event
 from openprose.record.journal import Journal
 from openprose.vm.prompts import DEFAULT_CONTEXT_BUDGET, DEFAULT_HISTORY_ITEMS
+from openprose.vm.subscribers import Observer, Subscriber, observed, traced
 from openprose.vm.tools.approvals import Approver, NobodyApprover
 
 if TYPE_CHECKING:
     from openprose.providers.settings import ProviderSettings
     from openprose.vm.audit import AuditTrail
     from openprose.vm.tracing import Tracer
-
-Observer = Callable[[str, str, dict[str, Any]], None]
 
 # Model calls a run may make unless told otherwise: enough for real programs, a stop for a
 # `loop:` that never ends (docs/decisions.md, issue 20 runtime).
@@ -336,14 +336,18 @@ class Shared:
     # The observer's streaming hook, looked up once (not per call: observers may be fan-outs).
     _answer_text: Any = field(default=None, init=False, repr=False)
     streams: bool = field(default=False, init=False)  # an observer shows answers as they stream
-    # The journal events the tracer makes spans of (its `events`): the others skip it.
-    _traced_events: frozenset[str] = field(default=frozenset(), init=False, repr=False)
+    # Who gets each event after the journal: the audit trail, traces, the views, `events()`.
+    subscribers: list[Subscriber] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._answer_text = getattr(self.observer, "answer_text", None)
         self.streams = self._answer_text is not None
+        if self.audit is not None:
+            self.subscribers.append(self.audit.add)
         if self.tracer is not None:
-            self._traced_events = self.tracer.events
+            self.subscribers.append(traced(self.tracer))
+        if self.observer is not None:
+            self.subscribers.append(observed(self.observer))
         if self.audit is not None:
             # The trail never gets ahead of the journal: a resume derives the missing part
             # of the trail from the journal, so the journal must hold all it has.
@@ -352,14 +356,16 @@ class Shared:
         if hold is not None:  # lines on the terminal show only what the journal has
             self.journal.when_written(hold())
 
-    def emit(self, event: str, step: str, **fields: Any) -> None:
-        t = self.journal.record(event, step, fields)
-        if self.audit is not None:
-            self.audit.add(event, step, t, fields)
-        if event in self._traced_events:
-            self.tracer.on_event(event, step, fields)  # type: ignore[union-attr]
-        if self.observer is not None:
-            self.observer(event, step, fields)
+    def emit(self, event: Event) -> None:
+        """Record `event` in the journal, then hand it to every subscriber with its time."""
+        t = self.journal.record(event)
+        for subscriber in self.subscribers:
+            subscriber(event, t)
+
+    def subscribe(self, subscriber: Subscriber) -> None:
+        """Hand every event from now on to `subscriber` too (the interpreter never changes
+        for a new consumer)."""
+        self.subscribers.append(subscriber)
 
     def commit(self) -> None:
         """Write every event emitted so far to the journal now: called before something

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from openprose import nodes as n
 from openprose.providers.base import Message, ModelRequest, ModelResponse
+from openprose.record import events as ev
 from openprose.record.runstore import RunStore
 from openprose.vm.agents import Memories
 from openprose.vm.bindings import Bindings
@@ -279,10 +280,10 @@ class Sessions:
                 context=context if turn == 0 else None,
             )
 
-        def emit_now(event: str, at: str, **fields: Any) -> None:
+        def emit_now(event: ev.Event) -> None:
             # Tool calls, permissions, approvals and results are written at once: a tool acts
             # outside the process, and a resume must know what it already did.
-            shared.emit(event, at, **fields)
+            shared.emit(event)
             shared.commit()
 
         try:
@@ -301,7 +302,7 @@ class Sessions:
                     ),
                 )
         except ToolLoopExhausted as exhausted:
-            shared.emit("session_failed", step, error=str(exhausted))
+            shared.emit(ev.SessionFailed(step=step, error=str(exhausted)))
             raise SessionFailed(str(exhausted), where=self.expressions.where(node)) from None
         if turns > 1:
             self.store.state(f"{step}→ tools: {turns - 1} turn(s) of tool calls")

@@ -435,7 +435,7 @@ def test_only_a_call_a_kill_left_open_is_said_lost() -> None:
     def lost(events: list[tuple[str, str, dict[str, Any]]]) -> list[str]:
         translator = Translator("20260101-000000-abcdef", "main.prose")
         for t, (event, step, fields) in enumerate(events):
-            translator.add(event, step, float(t), fields)
+            translator.feed({"ev": event, "step": step, "t": float(t), **fields})
         return [m["payload"]["step"] for m in translator.take() if m.get("topic") == "answer_lost"]
 
     start = ("session_started", "1", {"agent": None, "model": "sonnet", "kind": "session"})
