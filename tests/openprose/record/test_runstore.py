@@ -25,6 +25,7 @@ def append(journal: Journal, name: str, step: str, **fields: Any) -> None:
     not the events: any name is written as it comes)."""
     journal.record(UnknownEvent(name, step, fields))
 
+
 def test_layout_bindings_and_outputs(vm: Any) -> None:
     source = """input topic: "t"
 let research = session "Research {topic}"

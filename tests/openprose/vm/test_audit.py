@@ -443,8 +443,12 @@ def test_a_sessions_messages_are_valid_by_construction(
     translator = Translator("20260101-000000-abcdef", "main.prose")
     _add(translator, "session_started", step, 10.0, started)
     if failed_first:
-        _add(translator, 
-            "session_failed", step, 10.5, {"attempt": 1, "error": "x", "request": request}
+        _add(
+            translator,
+            "session_failed",
+            step,
+            10.5,
+            {"attempt": 1, "error": "x", "request": request},
         )
     finished = {
         **started,
@@ -559,7 +563,8 @@ def test_a_plain_session_is_written_from_its_template() -> None:
     response = {"text": "yo", "usage": None, "finish_reason": "stop", "model": "m"}
     fields = {"agent": None, "model": "sonnet", "kind": "session", "binding": "greeting"}
     _add(translator, "session_started", "1", 1.0, fields)
-    _add(translator, 
+    _add(
+        translator,
         "session_finished",
         "1",
         2.0,
@@ -574,11 +579,17 @@ def test_a_query_takes_what_its_answer_event_lacks_from_the_sessions_start() -> 
     """Only the start of a session is kept until its end: the query's agent, model and kind
     come from the answer's event, and from the start where the answer's event has none."""
     translator = Translator("20260101-000000-abcdef", "main.prose")
-    _add(translator, 
-        "session_started", "1", 10.0, {"agent": "critic", "model": "opus", "kind": "judgment"}
+    _add(
+        translator,
+        "session_started",
+        "1",
+        10.0,
+        {"agent": "critic", "model": "opus", "kind": "judgment"},
     )
     request = {"model": "m-1", "messages": [{"role": "user", "content": "Is it good?"}]}
-    _add(translator, "session_finished", "1", 11.0, {"request": request, "response": {"text": "yes"}})
+    _add(
+        translator, "session_finished", "1", 11.0, {"request": request, "response": {"text": "yes"}}
+    )
     query, answer = translator.take()
     assert query["receiver"] == "critic" and query["topic"] == "judgment"
     assert query["payload"] == {"step": "1", "kind": "judgment", "model": "opus", "attempt": 1}
