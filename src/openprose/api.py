@@ -17,10 +17,10 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import AsyncIterator, Coroutine, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
+from openprose.record.events import Event, Streamed
 from openprose.session.launch import (
     Budget,
     Prepared,
@@ -63,14 +63,10 @@ __all__ = [
 T = TypeVar("T")
 
 
-@dataclass(frozen=True, slots=True)
-class RunEvent:
-    """One journal event as it happens: `event` (e.g. `session_started`, `decision`,
-    `run_finished`), the statement's `step` id, and the event's fields."""
-
-    event: str
-    step: str
-    fields: dict[str, Any] = field(default_factory=dict)
+# What `events()` yields: a journal event (`openprose.record.events`, one frozen dataclass
+# each: `SessionFinished`, `Decision`, `RunFinished`, ...) or, while an answer streams, a
+# `Streamed` piece of it (never journaled).
+RunEvent = Event | Streamed
 
 
 def _blocking(name: str, coroutine: Coroutine[Any, Any, T]) -> T:
@@ -409,7 +405,7 @@ def tracer_for(trace: Trace) -> Tracer | None:
 
 
 class RunEvents:
-    """`async for event in openprose.events(...)`: each `RunEvent` as it happens; after the
+    """`async for event in openprose.events(...)`: each event as it happens; after the
     loop, `.result` holds the `RunResult`. Leaving the loop early cancels the run (it stays
     resumable, like an interrupted `prose run`)."""
 
@@ -420,11 +416,8 @@ class RunEvents:
 
     async def __aiter__(self) -> AsyncIterator[RunEvent]:
         queue: asyncio.Queue[RunEvent | None] = asyncio.Queue()
-
-        def observe(event: str, step: str, fields: dict[str, Any]) -> None:
-            queue.put_nowait(RunEvent(event, step, dict(fields)))
-
-        task = asyncio.ensure_future(arun(self._program, observer=observe, **self._options))
+        observer = _Queued(queue)
+        task = asyncio.ensure_future(arun(self._program, observer=observer, **self._options))
         task.add_done_callback(lambda _: queue.put_nowait(None))
         try:
             while (item := await queue.get()) is not None:
@@ -436,8 +429,23 @@ class RunEvents:
                 await asyncio.gather(task, return_exceptions=True)
 
 
+class _Queued:
+    """A subscriber putting each event in a queue, and each piece of a streaming answer
+    (having `answer_text` makes the VM ask for streamed answers)."""
+
+    def __init__(self, queue: asyncio.Queue[RunEvent | None]) -> None:
+        self._queue = queue
+
+    def __call__(self, event: Event, t: float) -> None:
+        self._queue.put_nowait(event)
+
+    def answer_text(self, step: str, text: str) -> None:
+        self._queue.put_nowait(Streamed(step, text))
+
+
 def events(program: ProgramRef, **options: Any) -> RunEvents:
-    """Run a program, yielding its events; takes `arun`'s keywords (except `observer`)."""
+    """Run a program, yielding its typed events as they happen (and `Streamed` pieces of
+    answers while they stream); takes `arun`'s keywords (except `observer`)."""
     return RunEvents(program, options)
 
 

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from cliconventions import interrupt_status
 from cliconventions import interrupt_word as interrupted
 from openprose.cli.estimate import print_estimates, refusal
+from openprose.record.events import Event, RunStarted
 from openprose.session.estimate import estimate_run
 from openprose.session.opening import (
     STDIN,
@@ -271,15 +272,15 @@ class RunNotice:
         self.provider: str | None = None  # the provider's name, for the summary's wording
         self.reporting = False  # the run is over; its summary is being written
 
-    def __call__(self, event: str, step: str, fields: dict[str, Any]) -> None:
-        if event != "run_started":
+    def __call__(self, event: Event, t: float) -> None:
+        if not isinstance(event, RunStarted):
             return
-        self.run_id = str(fields.get("run_id"))
+        self.run_id = event.run_id
         from openprose.vm.crashes import record_native_crashes
 
         record_native_crashes(self.project or Path.cwd())
         if not self.quiet:
-            verb = "resuming" if fields.get("resumed") else "started"
+            verb = "resuming" if event.resumed else "started"
             print(f"prose: run {self.run_id} {verb} ({self.run_dir()})", file=sys.stderr)
 
     def run_dir(self) -> Path:
@@ -540,9 +541,9 @@ class Fanout:
     def __init__(self, *observers: Observer) -> None:
         self.observers = observers
 
-    def __call__(self, event: str, step: str, fields: dict[str, Any]) -> None:
+    def __call__(self, event: Event, t: float) -> None:
         for observer in self.observers:
-            observer(event, step, fields)
+            observer(event, t)
 
     def __getattr__(self, name: str) -> Any:
         """Optional observer hooks (`answer_text`: the live view streams answers) reach the

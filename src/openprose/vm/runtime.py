@@ -17,7 +17,7 @@ from openprose.providers.prices import Prices
 from openprose.record.events import Event
 from openprose.record.journal import Journal
 from openprose.vm.prompts import DEFAULT_CONTEXT_BUDGET, DEFAULT_HISTORY_ITEMS
-from openprose.vm.subscribers import Observer, Subscriber, observed, traced
+from openprose.vm.subscribers import Observer, Subscriber, traced
 from openprose.vm.tools.approvals import Approver, NobodyApprover
 
 if TYPE_CHECKING:
@@ -347,7 +347,7 @@ class Shared:
         if self.tracer is not None:
             self.subscribers.append(traced(self.tracer))
         if self.observer is not None:
-            self.subscribers.append(observed(self.observer))
+            self.subscribers.append(self.observer)
         if self.audit is not None:
             # The trail never gets ahead of the journal: a resume derives the missing part
             # of the trail from the journal, so the journal must hold all it has.

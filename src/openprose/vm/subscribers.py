@@ -1,14 +1,16 @@
-"""Adapters that let consumers written before typed events subscribe to `Shared.emit`.
+"""Who listens to a run: a subscriber is `(event, t) -> None`, handed every event
+`Shared.emit` records, with the time the journal gave it.
 
-A subscriber is `(event, t) -> None`. The tracer and the observers (terminal views, the
-web view, `RunNotice`) still take `(name, step, fields)`; these two adapters feed them the
-typed event in that form until they match on types themselves.
+An observer (the terminal views, `RunNotice`, `openprose.events()`) is a subscriber that
+may also have streaming hooks (`answer_text`, `answer_restarted`, `answer_waiting`,
+`watches`; see `Shared.watching`). The tracer still takes `(name, step, fields)`: `traced`
+adapts it until it moves to its own package and subscribes itself.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from openprose.record.codec import fields_of
 from openprose.record.events import Event
@@ -17,7 +19,7 @@ if TYPE_CHECKING:
     from openprose.vm.tracing import Tracer
 
 Subscriber = Callable[[Event, float], None]
-Observer = Callable[[str, str, dict[str, Any]], None]
+Observer = Subscriber  # one that may have streaming hooks too
 
 
 def traced(tracer: Tracer) -> Subscriber:
@@ -29,14 +31,5 @@ def traced(tracer: Tracer) -> Subscriber:
         name = event.ev
         if name in wanted:
             tracer.on_event(name, event.step, fields_of(event))
-
-    return feed
-
-
-def observed(observer: Observer) -> Subscriber:
-    """An observer of `(name, step, fields)` as a subscriber."""
-
-    def feed(event: Event, t: float) -> None:
-        observer(event.ev, event.step, fields_of(event))
 
     return feed
