@@ -245,8 +245,8 @@ def _outputs(path: Path, damaged: list[str]) -> dict[str, Any] | None:
 def _print_trail(run_dir: Path, run_id: str, program: str) -> int:
     """audit.ndjson as written; for a run made before trails existed (or with the trail
     turned off), the same messages derived from its journal."""
+    from openprose.record.audit import AUDIT_FILE, translate_lines
     from openprose.record.journal import read_journal
-    from openprose.vm.audit import AUDIT_FILE, translate_lines
 
     out = sys.stdout.buffer
     path = run_dir / AUDIT_FILE

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 from openprose import nodes as n
 from openprose.providers.base import Message, ModelRequest
 from openprose.record import events as ev
+from openprose.record import steps
 from openprose.record.runstore import RunStore
-from openprose.vm import steps
 from openprose.vm.calls import ModelCalls
 from openprose.vm.expressions import literal
 from openprose.vm.prompts import memory_update_message

@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING, Any
 
 from openprose import nodes as n
 from openprose.record import events as ev
+from openprose.record import steps
 from openprose.record.runstore import RunStore
-from openprose.vm import loops, parallel, pipelines, programs, steps
+from openprose.vm import loops, parallel, pipelines, programs
 from openprose.vm.agents import Memories, agent_spec
 from openprose.vm.bindings import Bindings
 from openprose.vm.calls import ModelCalls

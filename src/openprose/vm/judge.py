@@ -12,8 +12,9 @@ from typing import Any
 from openprose import nodes as n
 from openprose.providers.base import Message, ModelRequest
 from openprose.record import events as ev
+from openprose.record import steps
 from openprose.record.runstore import RunStore
-from openprose.vm import judgments, steps
+from openprose.vm import judgments
 from openprose.vm.calls import ModelCalls
 from openprose.vm.context import Contexts
 from openprose.vm.errors import JudgmentError

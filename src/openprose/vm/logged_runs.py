@@ -30,10 +30,10 @@ from typing import Any
 import orjson
 
 from openprose.locks import LockHeld, try_lock
+from openprose.record.audit import AUDIT_FILE, translate_lines
 from openprose.record.journal import JOURNAL_FILE
 from openprose.record.runstore import RUNS_DIR, AmbiguousRun, RunBusy, _dump_json, find_run
 from openprose.statefiles import LOG_LIMIT, read_state_file
-from openprose.vm.audit import AUDIT_FILE, translate_lines
 
 __all__ = [
     "BATCHES_DIR",

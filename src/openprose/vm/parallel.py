@@ -12,7 +12,7 @@ from typing import Any
 
 from openprose import nodes as n
 from openprose.record import events as ev
-from openprose.vm import steps
+from openprose.record import steps
 from openprose.vm.errors import ParallelFailed, ProseError, ProseRuntimeError, failed_calls
 from openprose.vm.expressions import Expressions, literal
 from openprose.vm.frame import Ctx

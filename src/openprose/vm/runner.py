@@ -20,10 +20,10 @@ from openprose.depth import deep_recursion
 from openprose.providers.base import Provider
 from openprose.providers.prices import Prices
 from openprose.record import events as ev
+from openprose.record.audit import AUDIT_FILE, AuditTrail
 from openprose.record.journal import Journal, read_journal
 from openprose.record.runstore import DamagedRun, RunStore, process_started, utc_now
 from openprose.vm.approvals import Honoured, honoured_answers, run_id_of
-from openprose.vm.audit import AUDIT_FILE, AuditTrail
 from openprose.vm.budget import FLAGS, BudgetExhausted
 from openprose.vm.errors import ProseError, RunAborted
 from openprose.vm.interpreter import Interpreter

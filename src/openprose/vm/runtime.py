@@ -22,7 +22,7 @@ from openprose.vm.tools.approvals import Approver, NobodyApprover
 
 if TYPE_CHECKING:
     from openprose.providers.settings import ProviderSettings
-    from openprose.vm.audit import AuditTrail
+    from openprose.record.audit import AuditTrail
     from openprose.vm.tracing import Tracer
 
 # Model calls a run may make unless told otherwise: enough for real programs, a stop for a

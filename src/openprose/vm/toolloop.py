@@ -25,8 +25,8 @@ from typing import Any
 
 from openprose.providers.base import Message, ModelRequest, ModelResponse, ToolCall, ToolResult
 from openprose.record import events as ev
+from openprose.record.steps import turn_step
 from openprose.vm.runtime import ToolTurns
-from openprose.vm.steps import turn_step
 from openprose.vm.tools.approvals import ApprovalPending
 from openprose.vm.tools.toolbox import Toolbox
 

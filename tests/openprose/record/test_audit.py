@@ -12,10 +12,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from openprose.parser import parse_text
+from openprose.record.audit import AUDIT_FILE, ROWS, Translator, translate
 from openprose.record.codec import EventDamaged, decode
 from openprose.record.events import REGISTRY
 from openprose.record.journal import read_journal
-from openprose.vm.audit import AUDIT_FILE, ROWS, Translator, translate
 from openprose.vm.loader import load_imports
 from vlp import Thread, effective, read_records
 from vlp.cli import main as vlp_main
@@ -226,7 +226,7 @@ def test_a_trail_torn_by_a_crash_is_cut_at_its_last_whole_line(vm: Any) -> None:
     whole = path.read_bytes()
     kept = whole.splitlines(keepends=True)[:3]
     path.write_bytes(b"".join(kept) + whole.splitlines()[3][:17])  # killed mid-write
-    from openprose.vm.audit import AuditTrail
+    from openprose.record.audit import AuditTrail
 
     AuditTrail.resume(
         path, result.run_id, "main.prose", read_journal(result.run_dir / "journal.jsonl")
@@ -240,7 +240,7 @@ def test_a_trail_torn_by_a_crash_is_cut_at_its_last_whole_line(vm: Any) -> None:
 def test_timestamps_are_those_vlp_makes(t: float) -> None:
     from datetime import UTC, datetime
 
-    from openprose.vm.audit import _timestamp
+    from openprose.record.audit.messages import _timestamp
     from vlp import utc_timestamp
 
     assert _timestamp(t) == utc_timestamp(datetime.fromtimestamp(t, UTC))
@@ -252,7 +252,7 @@ def test_timestamps_of_any_time_round_to_the_microsecond_as_datetime_does(t: flo
     to even, as `datetime`), except that a time rounding up to the next second keeps .999."""
     from datetime import UTC, datetime
 
-    from openprose.vm.audit import _timestamp
+    from openprose.record.audit.messages import _timestamp
     from vlp import utc_timestamp
 
     moment = datetime.fromtimestamp(t, UTC)
@@ -435,7 +435,7 @@ def test_a_sessions_messages_are_valid_by_construction(
 ) -> None:
     """The query and answer of a session are built without the validator's check (it
     would cost as much as the rest of the trail): whatever the values, they pass it."""
-    from openprose.vm.audit import encode
+    from openprose.record.audit import encode
     from vlp import message_problems
 
     request = {"model": "m-1", "messages": [{"role": "user", "content": prompt}], "system": system}
@@ -602,9 +602,9 @@ def test_the_trail_never_gets_ahead_of_the_journal(tmp_path: Path) -> None:
     only once the journal has written the events (its write hook hands them over)."""
     import asyncio
 
+    from openprose.record.audit import AuditTrail
     from openprose.record.journal import Journal
     from openprose.record.writer import shared_writer
-    from openprose.vm.audit import AuditTrail
 
     async def scenario() -> None:
         journal = Journal(tmp_path / "journal.jsonl", durable=False)
