@@ -16,8 +16,8 @@ from openprose import nodes as n
 from openprose.session.options import DEFAULT_OPTIONS, RunOptions
 
 if TYPE_CHECKING:
+    from openprose.record.logged_runs import LoggedRun
     from openprose.record.runlog import RunLog
-    from openprose.vm.logged_runs import LoggedRun
 
 __all__ = ["FINISHED", "WRITE_ERRNOS", "BatchSpec", "CaseRunner", "Job", "logged_row", "row_of"]
 

@@ -25,9 +25,9 @@ import orjson
 
 from openprose.files import write_bytes_atomically
 from openprose.locks import FileLock, LockHeld, try_lock
+from openprose.record.logged_runs import BATCHES_DIR, LOG_NAME
 from openprose.record.runlog import RunLog, open_for_append
 from openprose.record.runstore import new_run_id
-from openprose.vm.logged_runs import BATCHES_DIR, LOG_NAME
 
 __all__ = ["BATCHES_DIR", "BatchBusy", "BatchStore", "file_sha256", "find_batch"]
 

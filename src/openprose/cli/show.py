@@ -28,9 +28,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from openprose.project import runs_home
+    from openprose.record.logged_runs import resolve_run
     from openprose.record.runstore import RUNS_DIR, AmbiguousRun, DamagedRun, RunBusy, RunStore
     from openprose.session.runs import resume_command, status_of
-    from openprose.vm.logged_runs import resolve_run
 
     home = runs_home()
     try:
@@ -175,7 +175,7 @@ def _journal(path: Path, damaged: list[str]) -> dict[str, Any]:
     (`RunDigest`, which `prose ui` shows too). An event of the wrong shape is skipped and
     named in `damaged`, as is a journal that cannot be read."""
     from openprose.record.journal import read_journal
-    from openprose.vm.runview import RunDigest
+    from openprose.record.runview import RunDigest
 
     digest = RunDigest(str(path))
     try:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any
 
@@ -29,6 +29,7 @@ from openprose.providers.base import (
     _canonical_sha256,
     single_attempt,
 )
+from openprose.record.exchanges import EXCHANGE_EVENTS, Exchanges, exchanges
 from openprose.record.journal import JOURNAL_FILE, read_journal
 
 __all__ = [
@@ -44,7 +45,6 @@ __all__ = [
 PROMPT_PREVIEW_CHARS = 80
 CASSETTE_LIMIT = 1024 * 1024 * 1024  # bytes: a cassette or journal of a very long run
 FIRST_LINE_LIMIT = 1 << 20  # bytes of a file read to tell whether it is a cassette
-EXCHANGE_EVENTS = ("session_finished", "model_turn")  # journal events holding an exchange
 
 
 def replay_file(path: Path) -> Path:
@@ -72,42 +72,6 @@ def request_delta(request: ModelRequest, base: str, new_messages: int) -> dict[s
     calls and their results). Everything else is the base turn's, by construction."""
     added = request.messages[len(request.messages) - new_messages :] if new_messages else ()
     return {"base": base, "model": request.model, "messages": [m.to_dict() for m in added]}
-
-
-class Exchanges:
-    """Whole requests from journal events, deltas rebuilt on their base turn's request."""
-
-    def __init__(self) -> None:
-        self._requests: dict[str, dict[str, Any]] = {}  # step -> its whole request
-
-    def request_of(self, event: dict[str, Any]) -> dict[str, Any] | None:
-        """The whole request an exchange event holds; None when it holds none, or when a
-        delta's base is not in the journal (a line lost to a crash)."""
-        request = event.get("request")
-        delta = event.get("request_delta")
-        if request is None and isinstance(delta, dict):
-            base = self._requests.get(str(delta.get("base")))
-            if base is None:
-                return None
-            request = {
-                **base,
-                "model": delta.get("model", base.get("model")),
-                "messages": [*base["messages"], *delta["messages"]],
-            }
-        if isinstance(request, dict):
-            self._requests[str(event.get("step", ""))] = request
-            return request
-        return None
-
-
-def exchanges(events: Iterable[dict[str, Any]]) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
-    """(whole request, response) of each exchange in journal events, in journal order."""
-    rebuilt = Exchanges()
-    for event in events:
-        if event.get("ev") in EXCHANGE_EVENTS and "response" in event:
-            request = rebuilt.request_of(event)
-            if request is not None:
-                yield request, event["response"]
 
 
 def read_cassette(path: Path) -> list[tuple[ModelRequest, ModelResponse]]:

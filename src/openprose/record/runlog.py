@@ -1,6 +1,6 @@
 """A batch's run log, the writing side: the runs of a batch recorded as lines of one
 group-committed file instead of a folder each (the format and the reading side, which makes
-a run's folder when it is asked for: `openprose.vm.logged_runs`).
+a run's folder when it is asked for: `openprose.record.logged_runs`).
 
 Why: a run folder is five folders and a dozen files, 2-3 ms of file-system calls and thread
 hand-offs per run; a batch of 10,000 one-session runs spent most of its time there. Here a

@@ -129,8 +129,8 @@ def prepare_resume(project: Path, run_ref: str, options: RunOptions = DEFAULT_OP
 
 def locate_run(project: Path, run_ref: str) -> Path:
     """The run folder `run_ref` names (id, unique prefix or folder); a usage error if none."""
+    from openprose.record.logged_runs import resolve_run
     from openprose.record.runstore import RUNS_DIR, AmbiguousRun, RunBusy
-    from openprose.vm.logged_runs import resolve_run
 
     try:
         run_dir = resolve_run(project, run_ref)

@@ -35,11 +35,11 @@ from aiohttp import web
 
 from openprose.record.journal import JOURNAL_FILE, read_journal_from
 from openprose.record.runstore import RUNS_DIR, DamagedRun, RunStore, list_runs
+from openprose.record.runview import RunDigest, in_full, statements
 from openprose.session.answers import answer_requests
 from openprose.session.runs import read_meta, run_row, status_of
 from openprose.statefiles import read_state_file
 from openprose.vm.approvals import ANSWERS, ApprovalError
-from openprose.vm.runview import RunDigest, in_full, statements
 
 __all__ = ["PortInUse", "UIServer", "make_app", "serve", "start"]
 
@@ -246,7 +246,7 @@ class Runs:
 
     def _logged_runs(self) -> list[Any]:
         """`logged_runs`, read again only when a batch's run log has changed."""
-        from openprose.vm.logged_runs import BATCHES_DIR, log_files, logged_runs
+        from openprose.record.logged_runs import BATCHES_DIR, log_files, logged_runs
 
         stamps = []
         for batch in sorted((self.project / BATCHES_DIR).glob("*")):
@@ -278,8 +278,8 @@ class Runs:
 
     def _materialize(self, name: str) -> None:
         """A batch's run kept in its run log gets its folder now (as `prose show` does)."""
+        from openprose.record.logged_runs import BATCHES_DIR, resolve_run
         from openprose.record.runstore import AmbiguousRun, RunBusy
-        from openprose.vm.logged_runs import BATCHES_DIR, resolve_run
 
         if not (self.project / BATCHES_DIR / name.rpartition("-")[0]).is_dir():
             return  # a batch's run is "{batch id}-{line}"

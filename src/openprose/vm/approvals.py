@@ -20,9 +20,7 @@ from typing import Any
 
 import orjson
 
-from openprose.record.journal import JOURNAL_FILE, read_journal
-from openprose.vm.runtime import ToolTurns
-from openprose.vm.tools.approval_seal import (
+from openprose.record.approval_seal import (
     ANSWERS,
     KeyUnavailable,
     answer_problem,
@@ -30,6 +28,8 @@ from openprose.vm.tools.approval_seal import (
     grant_problem,
     seal_answer,
 )
+from openprose.record.journal import JOURNAL_FILE, read_journal
+from openprose.vm.runtime import ToolTurns
 from openprose.vm.tools.approvals import RecordedAnswer
 
 __all__ = [

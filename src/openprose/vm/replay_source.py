@@ -9,8 +9,8 @@ from pathlib import Path
 from openprose.providers.base import ProviderConfigError
 from openprose.providers.replay import replay_file
 from openprose.record.journal import JOURNAL_FILE
+from openprose.record.logged_runs import resolve_run
 from openprose.record.runstore import AmbiguousRun, RunBusy
-from openprose.vm.logged_runs import resolve_run
 
 __all__ = ["replay_source"]
 

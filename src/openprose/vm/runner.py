@@ -20,6 +20,7 @@ from openprose.depth import deep_recursion
 from openprose.providers.base import Provider
 from openprose.providers.prices import Prices
 from openprose.record import events as ev
+from openprose.record.approval_seal import approval_key, seal_grant
 from openprose.record.audit import AUDIT_FILE, AuditTrail
 from openprose.record.journal import Journal, read_journal
 from openprose.record.runstore import DamagedRun, RunStore, process_started, utc_now
@@ -37,7 +38,6 @@ from openprose.vm.runtime import (
     VMConfig,
 )
 from openprose.vm.subscribers import Observer
-from openprose.vm.tools.approval_seal import approval_key, seal_grant
 from openprose.vm.tools.approvals import (
     ApprovalPending,
     ApprovalRequest,

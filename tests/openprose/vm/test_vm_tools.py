@@ -546,7 +546,8 @@ def test_a_journal_written_before_deltas_still_reads_as_a_cassette(vm: Any, tmp_
     """Journals of earlier versions hold whole requests on every tool turn: same exchanges."""
     import json
 
-    from openprose.providers.replay import exchanges, read_cassette
+    from openprose.providers.replay import read_cassette
+    from openprose.record.exchanges import exchanges
     from openprose.record.journal import read_journal
 
     _long_project(tmp_path)

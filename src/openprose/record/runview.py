@@ -12,13 +12,12 @@ import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
 from openprose.nodes import AgentDef, BlockDef, Stmt
-from openprose.providers.prices import Price
-from openprose.providers.replay import Exchanges
+from openprose.record.exchanges import Exchanges
 from openprose.record.journal import JOURNAL_FILE
 
 __all__ = ["PREVIEW_CHARS", "TOOL_EVENTS", "RunDigest", "in_full", "statements", "summary"]
@@ -28,6 +27,15 @@ PREVIEW_CHARS = 120  # of a prompt or answer in a session's summary; the rest on
 # A session record's long texts: left out of summaries (`summary`), served one session at a time.
 _LONG = ("request", "system", "answer")
 _SHAPE_ERRORS = (KeyError, TypeError, ValueError, OverflowError, AttributeError)
+
+
+class Price(Protocol):
+    """A model's price (`providers.prices.Price`): what one request cost."""
+
+    def cost(
+        self, input_tokens: int, output_tokens: int, cache_read: int = 0, cache_write: int = 0
+    ) -> float: ...
+
 
 PriceOf = Callable[[str], Price | None]
 
@@ -242,7 +250,7 @@ class RunDigest:
             self._append(self.approvals, {**shown, "ignored": why} if why else shown)
 
     def _answer_problem(self, event: dict[str, Any]) -> str:
-        from openprose.vm.tools.approval_seal import KeyUnavailable, answer_problem, approval_key
+        from openprose.record.approval_seal import KeyUnavailable, answer_problem, approval_key
 
         try:
             key = approval_key()
