@@ -29,6 +29,7 @@ import orjson
 
 from openprose.record.codec import encode, now
 from openprose.record.events import Event
+from openprose.record.live import opened
 from openprose.statefiles import LOG_LIMIT, read_state_file
 
 JOURNAL_FILE = "journal.jsonl"  # a run folder's journal: the one place its name is spelled
@@ -47,6 +48,7 @@ class Journal:
         self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
         if _ends_mid_line(self._fd):
             os.write(self._fd, b"\n")  # a crash tore the last line: start ours on a new one
+        self.live = opened(path, os.fstat(self._fd).st_size)  # readers in this process
         self._unsynced = 0
         self._pending: list[bytes] = []  # encoded events not written yet, in order
         self._scheduled = False  # a write is due at the start of the next loop turn
@@ -95,14 +97,19 @@ class Journal:
             raise self._error
         if not self._pending:
             return
-        view = memoryview(b"".join(self._pending))
+        data = b"".join(self._pending)
+        view = memoryview(data)
         self._pending = []
         try:
             while view:
                 view = view[os.write(self._fd, view) :]
         except OSError:
             self._pending = [bytes(view)]  # what did not reach the file, for a later try
+            data = data[: len(data) - len(view)]
+            if data:
+                self.live.wrote(data)
             raise
+        self.live.wrote(data)
         self.writes += 1
         self._unsynced += 1
         if self._wake is not None:
@@ -146,6 +153,7 @@ class Journal:
                 self.fsyncs += 1
         finally:
             os.close(self._fd)
+            self.live.closed()
 
 
 def _ends_mid_line(fd: int) -> bool:
@@ -160,6 +168,22 @@ def read_journal(path: Path) -> Iterator[dict[str, Any]]:
     except FileNotFoundError:
         return
     yield from _events(data.splitlines())
+
+
+def read_journal_between(path: Path, start: int, end: int) -> list[dict[str, Any]]:
+    """The events of bytes `start` to `end` of a journal (whole lines: `end` is the size
+    `LiveJournal.attach` gave)."""
+    if end <= start:
+        return []
+    with path.open("rb") as file:
+        file.seek(start)
+        data = file.read(end - start)
+    return list(_events(data.splitlines()))
+
+
+def events_of(data: bytes) -> list[dict[str, Any]]:
+    """The events of whole journal lines."""
+    return list(_events(data.splitlines()))
 
 
 def read_journal_from(path: Path, offset: int) -> tuple[list[dict[str, Any]], int]:

@@ -24,6 +24,7 @@ import hmac
 import secrets
 import threading
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from importlib import resources
@@ -33,7 +34,13 @@ from typing import Any, Self
 import orjson
 from aiohttp import web
 
-from openprose.record.journal import JOURNAL_FILE, read_journal_from
+from openprose.record.journal import (
+    JOURNAL_FILE,
+    events_of,
+    read_journal_between,
+    read_journal_from,
+)
+from openprose.record.live import CLOSED, LiveJournal, live_journal
 from openprose.record.runstore import RUNS_DIR, DamagedRun, RunStore, list_runs
 from openprose.record.runview import RunDigest, in_full, statements
 from openprose.session.answers import answer_requests
@@ -105,9 +112,16 @@ class RunWatch:
     program_text: str = ""
     # Pages look from worker threads: one look at a time, so no digest changes under a reader.
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # A run this process is writing: its batches as written (`record.live`), not the file.
+    live: LiveJournal | None = None
+    batches: deque[tuple[bytes, int]] = field(default_factory=deque)  # appended by the run
 
     def __post_init__(self) -> None:
         self.digest = RunDigest(str(self.run_dir / JOURNAL_FILE), self.price_of)
+
+    def _written(self, data: bytes, size: int) -> None:
+        """A batch the run's journal wrote (on the run's thread: only appended here)."""
+        self.batches.append((data, size))
 
     async def look(self, seen: Seen | None = None) -> tuple[dict[str, Any] | None, Seen]:
         """Catch up with the run's files, then what changed since `seen` (what a page was
@@ -138,6 +152,11 @@ class RunWatch:
 
     def _refresh(self) -> None:
         journal = self.run_dir / JOURNAL_FILE
+        if self.live is None and self._listen(journal):
+            return self._refresh_meta()
+        if self.live is not None:
+            self._take_batches()
+            return self._refresh_meta()
         try:
             if journal.stat().st_size < self.offset:  # rewritten: start over
                 self.digest, self.offset = RunDigest(str(journal), self.price_of), 0
@@ -145,6 +164,33 @@ class RunWatch:
             pass
         events, self.offset = read_journal_from(journal, self.offset)
         self.digest.add_all(events)
+        self._refresh_meta()
+
+    def _listen(self, journal: Path) -> bool:
+        """Listen to the run's journal in memory when this process writes it: the file up
+        to the size attaching gave, then the batches."""
+        live = live_journal(journal)
+        if live is None:
+            return False
+        self.live = live
+        size = live.attach(self._written)
+        self.digest.add_all(read_journal_between(journal, self.offset, size))
+        self.offset = max(self.offset, size)
+        return True
+
+    def _take_batches(self) -> None:
+        while self.batches:
+            data, size = self.batches.popleft()
+            if size == CLOSED:  # the run ended here: from now on the file is tailed
+                self.live = None
+                events, self.offset = read_journal_from(self.run_dir / JOURNAL_FILE, self.offset)
+                self.digest.add_all(events)
+                return
+            if size > self.offset:  # not in what was read from the file
+                self.digest.add_all(events_of(data))
+                self.offset = size
+
+    def _refresh_meta(self) -> None:
         meta_path = self.run_dir / "run.json"
         try:
             info = meta_path.stat()
