@@ -115,10 +115,8 @@ def name_recorded_answers(run_dir: Path) -> None:
     from openprose.vm.approvals import honoured_answers, run_id_of
     from openprose.vm.runtime import ToolTurns
 
-    turns = ToolTurns()
     try:
-        for event in read_journal(run_dir / JOURNAL_FILE):
-            turns.add(event)
+        turns = ToolTurns.of(read_journal(run_dir / JOURNAL_FILE))
     except (KeyError, TypeError, ValueError, OSError):
         return  # a damaged journal: the resume itself says where
     honoured = honoured_answers(turns, run_id_of(run_dir))

@@ -339,23 +339,27 @@ class ToolResulted:
     call_id: str
     tool: str
     content: str
-    is_error: bool
+    is_error: bool = False
     omitted_bytes: int = 0
 
 
 @journal_event("permission")
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PermissionDecided:
+    """A permission check of one tool call. A grant for the run is honoured only when its
+    seal holds, so a line lacking the call's details (hand-written, forged) is read and
+    reported by that check rather than stopping the resume."""
+
     ev: ClassVar[str]
     step: str
-    turn: int
-    index: int
-    call_id: str
-    tool: str
+    turn: int = 0
+    index: int = 0
+    call_id: str = ""
+    tool: str = ""
     kind: str
     action: str
     decision: str
-    reason: str
+    reason: str = ""
     scope: str | None = field(default=None, metadata=OPTIONAL)  # "run": remembered by a resume too
     seal: str | None = field(default=None, metadata=OPTIONAL)
 
@@ -371,25 +375,27 @@ class ApprovalRequested:
     kind: str
     action: str
     tool: str
-    agent: str | None
-    digest: str
+    agent: str | None = None
+    digest: str = ""  # absent in journals older than sealed answers
 
 
 @journal_event("approval_decided")
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ApprovalDecided:
-    """A person's answer, appended by `prose approve` while the run waits."""
+    """A person's answer, appended by `prose approve` while the run waits. Only `id` is
+    required: a line lacking the rest (hand-written, forged) is read, and its seal check
+    ignores and reports it rather than stopping the resume."""
 
     ev: ClassVar[str]
     step: str
     id: str
-    answer: str
-    tool: str
-    kind: str
-    action: str
-    digest: str
-    by: str
-    seal: str
+    answer: str = ""
+    tool: str = ""
+    kind: str = ""
+    action: str = ""
+    digest: str = ""
+    by: str = ""
+    seal: str = ""
 
 
 @journal_event("approval_ignored")

@@ -110,10 +110,7 @@ def honoured_answers(turns: ToolTurns, run_id: str) -> Honoured:
 
 
 def _turns_of(run_dir: Path) -> ToolTurns:
-    turns = ToolTurns()
-    for event in read_journal(run_dir / JOURNAL_FILE):
-        turns.add(event)
-    return turns
+    return ToolTurns.of(read_journal(run_dir / JOURNAL_FILE))
 
 
 def pending_requests(run_dir: Path) -> list[dict[str, Any]]:
