@@ -113,17 +113,25 @@ def asks_again(run_dir: Path) -> bool:
     handled, was cancelled, or was a judgment whose answers were unusable — and so could end
     otherwise. When every answer the run got is served from its journal, the program takes
     the same path to the same error: a `throw`, a fault of the program."""
+    from openprose.record.codec import EventDamaged, decode
+    from openprose.record.events import DecisionFailed, SessionCancelled, SessionFailed
     from openprose.record.journal import JOURNAL_FILE, read_journal
     from openprose.vm.runtime import Replay
 
-    events = list(read_journal(run_dir / JOURNAL_FILE))
+    records = list(read_journal(run_dir / JOURNAL_FILE))
     try:
-        served = Replay.from_events(events)
+        served = Replay.from_events(records)
     except ValueError:
         return True  # a damaged journal: `prose resume` says what it cannot do
-    return any(
-        event.get("ev") in ("session_failed", "session_cancelled", "decision_failed")
-        and event.get("step") not in served.sessions
-        and event.get("step") not in served.failures
-        for event in events
-    )
+    for record in records:
+        try:
+            event = decode(record).event
+        except EventDamaged:
+            continue  # nothing a resume serves (`Replay` would have said)
+        if (
+            isinstance(event, SessionFailed | SessionCancelled | DecisionFailed)
+            and event.step not in served.sessions
+            and event.step not in served.failures
+        ):
+            return True
+    return False
