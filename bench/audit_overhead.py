@@ -100,7 +100,7 @@ class Receiver:
 
 def tracer_for(receiver: Receiver) -> Any:
     """What `prose run --trace` opens: spans exported by the helper process, OTLP/HTTP."""
-    from openprose.vm.otel import OtelTracer
+    from openprose.telemetry.otel import OtelTracer
 
     env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url}
     env.pop("OTEL_TRACES_EXPORTER", None)

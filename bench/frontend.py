@@ -83,6 +83,9 @@ loop until **the draft is polished** (max: 5) as k{i}:
     context: k{i}
 
 let res{i} = lib{i}(topic: "quantum", depth: 2)
+let go{i} = ask "Ship {{topic{i}}}?" timeout: "10m"
+  options: ["yes", "no"]
+  default: "no"
 let {{ f{i}, s{i} }} = lib{i}(topic: "ai")
 session "Cite"
   context: res{i}.sources

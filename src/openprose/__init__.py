@@ -46,8 +46,11 @@ _LAZY = {
     "arun": "openprose.api",
     "resume": "openprose.api",
     "aresume": "openprose.api",
+    "fork": "openprose.api",
+    "afork": "openprose.api",
     "approve": "openprose.api",
     "deny": "openprose.api",
+    "answer": "openprose.api",
     "events": "openprose.api",
     "batch": "openprose.api",
     "abatch": "openprose.api",
@@ -55,6 +58,8 @@ _LAZY = {
     "RunEvent": "openprose.api",
     "RunResult": "openprose.api",
     "serve_ui": "openprose.api",
+    "test": "openprose.api",
+    "atest": "openprose.api",
     "__version__": "cliconventions",  # the distribution's version is written there, once
 }
 
@@ -67,9 +72,12 @@ __all__ = [
     "Severity",
     "SourceFile",
     "abatch",
+    "afork",
+    "answer",
     "approve",
     "aresume",
     "arun",
+    "atest",
     "batch",
     "canonicalize",
     "check",
@@ -82,6 +90,7 @@ __all__ = [
     "estimate",
     "events",
     "find_programs",
+    "fork",
     "format_source",
     "parse",
     "parse_text",
@@ -89,6 +98,7 @@ __all__ = [
     "resume",
     "run",
     "serve_ui",
+    "test",
 ]
 
 

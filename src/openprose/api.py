@@ -35,10 +35,10 @@ from openprose.session.options import RunOptions
 from openprose.vm.runner import RunResult
 
 if TYPE_CHECKING:
+    from openprose.telemetry.spans import Tracer
     from openprose.ui.server import UIServer
     from openprose.vm.estimates import Estimate
     from openprose.vm.subscribers import Observer
-    from openprose.vm.tracing import Tracer
 
 # `trace=`: True (as `--trace`), False (never), None (as the OTLP environment says), a tracer.
 Trace: TypeAlias = "bool | None | Tracer"
@@ -49,15 +49,20 @@ __all__ = [
     "RunEvents",
     "RunResult",
     "abatch",
+    "afork",
+    "answer",
     "approve",
     "aresume",
     "arun",
+    "atest",
     "batch",
     "deny",
     "events",
+    "fork",
     "resume",
     "run",
     "serve_ui",
+    "test",
 ]
 
 T = TypeVar("T")
@@ -161,7 +166,7 @@ def run(
     `project_dir` is where `.prose/` and `prose.toml` are (default: the working folder);
     `trace` is `--trace`: True traces (OpenTelemetry, the `[otel]` extra), False never,
     None as the OTLP environment variables say, or a tracer of your own
-    (`openprose.vm.otel.OtelTracer`)."""
+    (`openprose.telemetry.otel.OtelTracer`)."""
     return _blocking(
         "run",
         arun(
@@ -340,6 +345,103 @@ def resume(
     )
 
 
+async def afork(
+    run_id: str,
+    at: str,
+    *,
+    inputs: Mapping[str, Any] | None = None,
+    bindings: Mapping[str, str] | None = None,
+    provider: str | None = None,
+    models: Mapping[str, str] | list[str] | None = None,
+    max_concurrency: int | None = None,
+    evaluator: str | None = None,
+    project_dir: str | os.PathLike[str] | None = None,
+    max_sessions: Budget = None,
+    max_tokens: Budget = None,
+    max_cost: Budget = None,
+    yes: bool = False,
+    permission_mode: str = "default",
+    trace: Trace = None,
+    observer: Observer | None = None,
+) -> RunResult:
+    """Fork a run (id, unique prefix or folder) at step `at`, as `prose fork` does: a new
+    run that takes the run's answers to identical requests before `at`, with `inputs`
+    changed and the sessions that bound `bindings` answered with the values given (as
+    `--set`), and continues live.
+    Options default to the run's; a bad run, step, input or binding raises `RunError`."""
+    from openprose.project import runs_home
+    from openprose.session import opening
+    from openprose.session.fork import prepare_fork
+
+    project = Path(project_dir) if project_dir is not None else runs_home()
+    options = RunOptions(
+        provider=provider,
+        models=tuple(model_flags(models)),
+        max_concurrency=max_concurrency,
+        evaluator=evaluator,
+        budgets=budgets_of(max_sessions, max_tokens, max_cost),
+        yes=yes,
+        permission_mode=permission_mode,
+    )
+    try:
+        forking = prepare_fork(project, run_id, at, inputs=inputs, values=bindings, options=options)
+    except opening.UsageError as error:
+        raise RunError(str(error), error.diagnostics) from None
+    try:
+        tools = opening.tool_runtime(
+            forking.project, yes, interactive=False, permission_mode=permission_mode
+        )
+        tracer = tracer_for(trace)
+    except opening.UsageError as error:
+        await forking.provider.aclose()
+        raise RunError(str(error), error.diagnostics) from None
+    except BaseException:
+        await forking.provider.aclose()
+        raise
+    try:
+        result: RunResult = await forking.start(observer, tools, tracer)
+        return result
+    finally:
+        await forking.provider.aclose()
+        if tracer is not None:
+            await asyncio.to_thread(tracer.shutdown)
+
+
+def fork(
+    run_id: str,
+    at: str,
+    *,
+    inputs: Mapping[str, Any] | None = None,
+    bindings: Mapping[str, str] | None = None,
+    provider: str | None = None,
+    models: Mapping[str, str] | list[str] | None = None,
+    project_dir: str | os.PathLike[str] | None = None,
+    max_sessions: Budget = None,
+    max_tokens: Budget = None,
+    max_cost: Budget = None,
+    yes: bool = False,
+    trace: Trace = None,
+) -> RunResult:
+    """`afork`, blocking."""
+    return _blocking(
+        "fork",
+        afork(
+            run_id,
+            at,
+            inputs=inputs,
+            bindings=bindings,
+            provider=provider,
+            models=models,
+            project_dir=project_dir,
+            max_sessions=max_sessions,
+            max_tokens=max_tokens,
+            max_cost=max_cost,
+            yes=yes,
+            trace=trace,
+        ),
+    )
+
+
 def approve(
     run_id: str,
     ids: Sequence[str] = (),
@@ -364,6 +466,35 @@ def deny(
 ) -> list[dict[str, Any]]:
     """Refuse a waiting run's permission requests, as `prose deny` does."""
     return _answer(run_id, "deny", ids, all, project_dir)
+
+
+def answer(
+    run_id: str,
+    text: str,
+    question: str | None = None,
+    *,
+    project_dir: str | os.PathLike[str] | None = None,
+) -> dict[str, Any]:
+    """Answer a waiting run's question (an `ask` statement), as `prose answer` does: `text`
+    is the answer, or an option's number or text; `question` its id ("q1"), needed only
+    when several wait. The answer is sealed with the user's approval key and recorded `by`
+    "api" with the login name and the time. Returns the question with the answer taken
+    (`{"id", "question", "options", "default", "timeout", "digest", "answer", "by",
+    "user"}`); `RunError` when there is nothing to answer or the answer is not one of the
+    options. `resume` then continues the run."""
+    from openprose.project import runs_home
+    from openprose.record.runstore import DamagedRun
+    from openprose.session.answers import answer_question
+    from openprose.session.opening import UsageError
+    from openprose.session.resume import locate_run
+    from openprose.vm.questions import AnswerError
+
+    project = Path(project_dir) if project_dir is not None else runs_home()
+    try:
+        run_dir = locate_run(project, run_id)
+        return answer_question(run_dir, text, question, by="api")
+    except (UsageError, AnswerError, DamagedRun) as error:
+        raise RunError(str(error)) from None
 
 
 def _answer(
@@ -524,3 +655,45 @@ def serve_ui(project_dir: str | os.PathLike[str] | None = None, *, port: int = 0
     from openprose.ui.server import serve
 
     return serve(Path(project_dir) if project_dir is not None else runs_home(), port)
+
+
+async def atest(
+    paths: Sequence[str | os.PathLike[str]] = (),
+    *,
+    keyword: str | None = None,
+    record: bool = False,
+    update: bool = False,
+    provider: str | None = None,
+    models: Mapping[str, str] | list[str] | None = None,
+    jobs: int | None = None,
+) -> Any:
+    """Run the cases of the test files under `paths`, as `prose test` does; returns a
+    `SuiteResult` (`.passed`, `.outcomes` each with `.id`, `.outcome`, `.failures`;
+    `.count("failed")`). A bad path, test file or `keyword` raises `RunError`."""
+    from openprose.testing.case import Mode
+    from openprose.testing.suite import (
+        DEFAULT_JOBS,
+        SuiteError,
+        TestFileError,
+        discover,
+        keyword_filter,
+        load_files,
+        run_suite,
+    )
+
+    try:
+        files = load_files(discover([Path(p) for p in paths]))
+        if keyword:
+            keyword_filter(keyword)
+    except (SuiteError, TestFileError) as error:
+        raise RunError(str(error)) from None
+    mode = Mode(record=record, provider=provider, models=tuple(model_flags(models)))
+    return await run_suite(files, mode, keyword=keyword, update=update, jobs=jobs or DEFAULT_JOBS)
+
+
+def test(paths: Sequence[str | os.PathLike[str]] = (), **options: Any) -> Any:
+    """`atest`, blocking."""
+    return _blocking("test", atest(paths, **options))
+
+
+test.__test__ = False  # type: ignore[attr-defined]  # a test runner, not a pytest test

@@ -373,6 +373,28 @@ EXAMPLES: dict[str, Example] = {
         'use "./fixed.prose" as fixed\n',
         {"broken.prose": 'session "Unclosed\n', "fixed.prose": 'session "Closed"\n'},
     ),
+    "E180": Example(
+        'let review = session "Review"\n  returns:\n    title: strng\n',
+        'let review = session "Review"\n  returns:\n    title: string\n',
+    ),
+    "E181": Example(
+        'let review = session "Review"\n  returns:\n    title: string\n'
+        'session "Fix {review.titel}"\n',
+        'let review = session "Review"\n  returns:\n    title: string\n'
+        'session "Fix {review.title}"\n',
+    ),
+    "E190": Example(
+        'let go = ask "Ship it?"\n  options: "yes or no"\n',
+        'let go = ask "Ship it?"\n  options: ["yes", "no"]\n',
+    ),
+    "E191": Example(
+        'let go = ask "Ship it?"\n  options: ["yes", "no"]\n  default: "maybe"\n',
+        'let go = ask "Ship it?"\n  options: ["yes", "no"]\n  default: "no"\n',
+    ),
+    "E192": Example(
+        'let go = ask "Ship it?"\n  default: "no"\n  timeout: "a while"\n',
+        'let go = ask "Ship it?"\n  default: "no"\n  timeout: "10m"\n',
+    ),
     "W140": Example('input topic: ""\n', 'input topic: "The subject to research"\n'),
     "W141": Example(
         'block review(topic):\n  session "Review {topic}"\ndo review("a", "b")\n',
@@ -452,6 +474,15 @@ EXAMPLES: dict[str, Example] = {
         'use "@mallory/grab" as grab\noutput r = grab()\n',
         'use "./grab.prose" as grab\noutput r = grab()\n',
         _GRAB,
+    ),
+    "W190": Example(
+        'let go = ask "Ship it?"\n  choices: ["yes", "no"]\n',
+        'let go = ask "Ship it?"\n  options: ["yes", "no"]\n',
+    ),
+    "W191": Example('let go = ask ""\n', 'let go = ask "Ship it?"\n'),
+    "W192": Example(
+        'let go = ask "Ship it?"\n  options: ["yes", "no", "yes"]\n',
+        'let go = ask "Ship it?"\n  options: ["yes", "no"]\n',
     ),
     # --- notes ---
     "I001": Example(

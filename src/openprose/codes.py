@@ -125,6 +125,11 @@ _TABLE: tuple[Code, ...] = (
     Code("E169", E, "Duplicate argument in program invocation"),
     Code("E170", E, "Imported program file not found"),
     Code("E171", E, "Imported program does not check (its first error, or an import cycle)"),
+    Code("E180", E, "Invalid shape (unknown type, repeated field, missing or broken schema)"),
+    Code("E181", E, "Unknown field of a typed value"),
+    Code("E190", E, "Ask options must be a non-empty list of strings"),
+    Code("E191", E, "Ask default is not one of its options"),
+    Code("E192", E, 'Invalid ask timeout (seconds, or a duration such as "10m")'),
     Code("W140", W, "Input has an empty description"),
     Code("W141", W, "Block argument count does not match its parameters"),
     Code("W142", W, "Block parameter shadows outer variable"),
@@ -145,6 +150,9 @@ _TABLE: tuple[Code, ...] = (
     Code("W170", W, "Quoted enum value (write it bare: `backoff: exponential`)"),
     Code("W171", W, "Another language's template braces (`{{name}}`, `${name}`) around `{name}`"),
     Code("W180", W, "Remote program's agent asks for a permission its cap does not give"),
+    Code("W190", W, "Unknown ask property (known: options, default, timeout)"),
+    Code("W191", W, "Empty ask question"),
+    Code("W192", W, "Duplicate ask option"),
     Code("I001", I, "Agent memory check (E018/W011) deferred to run time"),
     Code("I002", I, "Imported program contract checks (E026-E028) deferred to run time"),
 )
@@ -169,6 +177,7 @@ _FLAT = (
     'Variables & Context, Flat Namespace Requirement: "All variable names must be unique '
     'within a program"'
 )
+_ASK = "ours (docs/guide.md, ask)"
 _MODELS = 'Agent Definitions: "model:" ( "sonnet" | "opus" | "haiku" )'
 
 # Rule and default help line per code; a diagnostic may carry a sharper help of its own.
@@ -470,6 +479,27 @@ GUIDANCE: dict[str, Guidance] = {
         "like the importing one",
         "fix the imported program (`prose check` it), or break the cycle of imports",
     ),
+    "E180": Guidance(
+        "Typed results (docs/language.md): a shape is string, number, integer, boolean, "
+        '`list of` a shape, "a" | "b", fields, or `schema` with a JSON Schema',
+        "use one of the types, name each field once, or fix the schema (file) it names",
+    ),
+    "E181": Guidance(
+        "Typed results (docs/language.md): a typed value has the fields its shape declares",
+        "use a field the shape declares, or add the field to the shape",
+    ),
+    "E190": Guidance(
+        _ASK + ': "options:" is an array of strings, the answers a person may choose from',
+        'list the answers as strings: options: ["yes", "no"]',
+    ),
+    "E191": Guidance(
+        _ASK + ": a default of a question with options is one of them",
+        "make the default one of the options, or add it to them",
+    ),
+    "E192": Guidance(
+        _ASK + ': "timeout:" is a number of seconds or a string with a unit (s, m, h, d)',
+        'write timeout: 600 or timeout: "10m"',
+    ),
     "W001": Guidance(
         "Session Statement, Validation Rules: Empty prompt", "write the task between the quotes"
     ),
@@ -575,6 +605,11 @@ GUIDANCE: dict[str, Guidance] = {
         "`{varname}`",
         "write `{name}`: the extra characters stay in the text the model reads",
     ),
+    "W190": Guidance(
+        _ASK + ": an ask takes options, default and timeout", "rename or remove the property"
+    ),
+    "W191": Guidance(_ASK + ": the question is what the person reads", "write the question"),
+    "W192": Guidance(_ASK + ": each option is an answer of its own", "remove the repeated option"),
     "W170": Guidance(
         f'{_GRAMMAR}: "backoff:" ( "none" | "linear" | "exponential" ), "model:" ( "sonnet" | ... )'
         " are identifiers",

@@ -20,6 +20,7 @@ from openprose.depth import deep_recursion
 from openprose.nodes import (
     AgentDef,
     Arrow,
+    Ask,
     Assign,
     Binding,
     BlockDef,
@@ -46,6 +47,7 @@ from openprose.nodes import (
     child_fields,
 )
 from openprose.printer import print_program, quoted_enum
+from openprose.vocabulary import ASK_PROPERTIES
 
 # Property order: the reference grammar's order (agentProperty / sessionProperty); names it does
 # not list follow in source order.
@@ -59,7 +61,7 @@ AGENT_PROPERTY_ORDER = (
     "skills",
     "permissions",
 )
-SESSION_PROPERTY_ORDER = ("model", "prompt", "context", "retry", "backoff")
+SESSION_PROPERTY_ORDER = ("model", "prompt", "context", "retry", "backoff", "returns")
 # The reference's permission-type table order.
 PERMISSION_ORDER = ("read", "write", "execute", "bash", "network")
 # Modifiers: the join strategy (positional) first, then count, on-fail and max, as the
@@ -67,7 +69,18 @@ PERMISSION_ORDER = ("read", "write", "execute", "bash", "network")
 MODIFIER_ORDER = ("count", "on-fail", "max")
 
 # Expressions that may also stand alone on a line, so an arrow of them can become lines.
-_STATEMENT_LIKE = (Session, ProgramCall, DoBlock, DoCall, Parallel, Repeat, ForEach, Loop, Pipeline)
+_STATEMENT_LIKE = (
+    Session,
+    Ask,
+    ProgramCall,
+    DoBlock,
+    DoCall,
+    Parallel,
+    Repeat,
+    ForEach,
+    Loop,
+    Pipeline,
+)
 
 _BODY_FIELDS = frozenset({"body", "else_body", "finally_body"})
 # Nodes whose `value` (or branch `body`) is a single expression that an arrow may fill.
@@ -149,6 +162,8 @@ def _normalize(node: Any) -> Any:
             return _with(node, properties=_ordered(node.properties, AGENT_PROPERTY_ORDER))
         case Session():
             return _with(node, properties=_ordered(node.properties, SESSION_PROPERTY_ORDER))
+        case Ask():
+            return _with(node, properties=_ordered(node.properties, ASK_PROPERTIES))
         case Property(value=PermissionsBlock() as block):
             rules = _ordered(block.rules, PERMISSION_ORDER)
             return _with(node, value=_with(block, rules=rules))

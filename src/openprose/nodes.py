@@ -123,7 +123,65 @@ class Property:
 
     span: Span = field(compare=False, repr=False)
     name: Name
-    value: Expr | PermissionsBlock
+    value: PropertyValue
+
+
+# --- shapes: the declared form of an answer (`returns:`, `output x: shape = ...`) ------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ScalarType:
+    """``string``, ``number``, ``integer`` or ``boolean`` (another word is the checker's)."""
+
+    span: Span = field(compare=False, repr=False)
+    name: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ListType:
+    """``list of <shape>``."""
+
+    span: Span = field(compare=False, repr=False)
+    item: Shape
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EnumType:
+    """``"low" | "medium" | "high"``: one of the strings."""
+
+    span: Span = field(compare=False, repr=False)
+    options: tuple[StringLit, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ShapeField:
+    """``name: shape`` or ``name: optional shape`` inside an object shape."""
+
+    span: Span = field(compare=False, repr=False)
+    name: Name
+    shape: Shape
+    optional: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ObjectType:
+    """Fields, one per line under ``returns:`` or ``{a: string, b: integer}`` on one line."""
+
+    span: Span = field(compare=False, repr=False)
+    fields: tuple[ShapeField, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SchemaRef:
+    """``schema "review.schema.json"`` (a file beside the program), or a JSON Schema written
+    inline as the string (its text starts with ``{``)."""
+
+    span: Span = field(compare=False, repr=False)
+    source: StringLit
+
+    @property
+    def inline(self) -> bool:
+        return self.source.value.lstrip().startswith("{")
 
 
 # --- sessions and calls ----------------------------------------------------------------------
@@ -139,6 +197,17 @@ class Session:
     prompt: StringLit | None = None
     agent: Name | None = None
     name: Name | None = None
+    properties: tuple[Property, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Ask:
+    """``ask "question"`` with an optional property block (``options:``, ``default:``,
+    ``timeout:``): a question put to a person while the program runs; its value is the
+    answer (docs/guide.md, "Asking a person")."""
+
+    span: Span = field(compare=False, repr=False)
+    question: StringLit
     properties: tuple[Property, ...] = ()
 
 
@@ -356,6 +425,7 @@ class Output:
     span: Span = field(compare=False, repr=False)
     name: Name
     value: Expr
+    shape: Shape | None = None  # `output name: shape = value`
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -430,6 +500,7 @@ Expr: TypeAlias = (
     | ObjectContext
     | Discretion
     | Session
+    | Ask
     | ProgramCall
     | DoBlock
     | DoCall
@@ -452,6 +523,7 @@ Stmt: TypeAlias = (
     | Binding
     | Assign
     | Session
+    | Ask
     | ProgramCall
     | DoBlock
     | DoCall
@@ -467,6 +539,12 @@ Stmt: TypeAlias = (
     | If
     | Invalid
 )
+
+# The declared form of an answer.
+Shape: TypeAlias = ScalarType | ListType | EnumType | ObjectType | SchemaRef
+SHAPE_TYPES: tuple[type, ...] = (ScalarType, ListType, EnumType, ObjectType, SchemaRef)
+# What follows `name:` in an agent's or a session's property block.
+PropertyValue: TypeAlias = Expr | PermissionsBlock | Shape
 
 Node: TypeAlias = (
     Expr
@@ -484,6 +562,8 @@ Node: TypeAlias = (
     | Destructure
     | Interpolation
     | Comment
+    | Shape
+    | ShapeField
 )
 
 
@@ -491,7 +571,9 @@ Node: TypeAlias = (
 
 NODE_TYPES: frozenset[type] = frozenset(get_args(Node))
 STATEMENT_TYPES: tuple[type, ...] = get_args(Stmt)
-_NODE_NAMES = frozenset({"Expr", "Stmt", "Node", *(cls.__name__ for cls in NODE_TYPES)})
+_NODE_NAMES = frozenset(
+    {"Expr", "Stmt", "Node", "Shape", "PropertyValue", *(cls.__name__ for cls in NODE_TYPES)}
+)
 _CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
 
 

@@ -18,6 +18,7 @@ from openprose.nodes import (
     AgentDef,
     ArrayLit,
     Arrow,
+    Ask,
     Assign,
     Attribute,
     Binding,
@@ -27,16 +28,19 @@ from openprose.nodes import (
     Discretion,
     DoBlock,
     DoCall,
+    EnumType,
     ForEach,
     If,
     Input,
     Interpolation,
     Invalid,
+    ListType,
     Loop,
     Modifier,
     Name,
     NumberLit,
     ObjectContext,
+    ObjectType,
     Output,
     Parallel,
     PermissionsBlock,
@@ -46,7 +50,10 @@ from openprose.nodes import (
     ProgramCall,
     Property,
     Repeat,
+    ScalarType,
+    SchemaRef,
     Session,
+    ShapeField,
     StringLit,
     Throw,
     Try,
@@ -146,12 +153,44 @@ def inline(node: object) -> str:
             # Properties on the header line, as in `session "Research AI" context: "AI"`.
             props = "".join(f" {p.name.id}: {inline(p.value)}" for p in node.properties)
             return session_head(node) + props
+        case Ask():
+            props = "".join(f" {p.name.id}: {inline(p.value)}" for p in node.properties)
+            return f"ask {string(node.question)}{props}"
         case Arrow():
             return " -> ".join(inline(step) for step in node.steps)
         case Invalid():
             return node.text
+        case ScalarType() | ListType() | EnumType() | ObjectType() | SchemaRef():
+            return shape(node)
         case _:
             return _block_head(node)
+
+
+def shape(node: ScalarType | ListType | EnumType | ObjectType | SchemaRef) -> str:
+    """A shape on one line (`{title: string, files: list of string}`)."""
+    match node:
+        case ScalarType():
+            return node.name
+        case ListType():
+            return "list of " + shape(node.item)
+        case EnumType():
+            return " | ".join(string(option) for option in node.options)
+        case ObjectType():
+            return "{" + ", ".join(_field_head(f) + shape(f.shape) for f in node.fields) + "}"
+        case SchemaRef():
+            return "schema " + string(node.source)
+
+
+def _field_head(node: ShapeField) -> str:
+    return f"{node.name.id}: " + ("optional " if node.optional else "")
+
+
+def _block_fields(node: object) -> tuple[ShapeField, ...]:
+    """The fields a shape writes one a line under its head: an object's, or a list of
+    objects' (`files: list of` then the fields); none for other shapes."""
+    if isinstance(node, ListType):
+        node = node.item
+    return node.fields if isinstance(node, ObjectType) else ()
 
 
 def session_head(node: Session) -> str:
@@ -223,6 +262,7 @@ _ONE_LINE_STEPS = (
     ProgramCall,
     DoCall,
     Session,
+    Ask,
     Invalid,
 )
 
@@ -260,7 +300,8 @@ class Printer:
             case Input():
                 self.emit(level, f"{prefix}input {node.name.id}: {inline(node.description)}", at)
             case Output():
-                self.stmt(node.value, level, f"{prefix}output {node.name.id} = ", at)
+                shaped = f": {shape(node.shape)}" if node.shape is not None else ""
+                self.stmt(node.value, level, f"{prefix}output {node.name.id}{shaped} = ", at)
             case Binding():
                 self.stmt(node.value, level, f"{prefix}{node.kind} {_target(node.target)} = ", at)
             case Assign():
@@ -276,6 +317,10 @@ class Printer:
                 self.opener(level, f"{prefix}block {node.name.id}{params}{mods}:", at, node.body)
             case Session():
                 self.emit(level, prefix + session_head(node), at, opens_block=bool(node.properties))
+                self.properties(node.properties, level + 1)
+            case Ask():
+                head = f"{prefix}ask {string(node.question)}"
+                self.emit(level, head, at, opens_block=bool(node.properties))
                 self.properties(node.properties, level + 1)
             case Arrow():
                 # One-line steps join on one line (`a -> b -> `); a step with a body
@@ -342,11 +387,26 @@ class Printer:
             if isinstance(prop.value, PermissionsBlock):
                 self.emit(level, f"{prop.name.id}:", prop.span, opens_block=True)
                 self.properties(prop.value.rules, level + 1)
+            elif _block_fields(prop.value):
+                head = "list of" if isinstance(prop.value, ListType) else ""
+                self.emit(level, f"{prop.name.id}: {head}".rstrip(), prop.span, opens_block=True)
+                self.shape_fields(_block_fields(prop.value), level + 1)
             elif quoted_enum(prop):
                 assert isinstance(prop.value, StringLit)
                 self.emit(level, f"{prop.name.id}: {prop.value.value}", prop.span)
             else:
                 self.stmt(prop.value, level, f"{prop.name.id}: ", prop.span)
+
+    def shape_fields(self, fields: tuple[ShapeField, ...], level: int) -> None:
+        for item in fields:
+            head = _field_head(item)
+            nested = _block_fields(item.shape)
+            if nested:
+                head += "list of" if isinstance(item.shape, ListType) else ""
+                self.emit(level, head.rstrip(), item.span, opens_block=True)
+                self.shape_fields(nested, level + 1)
+            else:
+                self.emit(level, head + shape(item.shape), item.span)
 
 
 def quoted_enum(prop: Property) -> bool:

@@ -30,14 +30,17 @@ AGENT_PROPERTIES = (
     "retry",
     "backoff",
 )
-SESSION_PROPERTIES = ("model", "prompt", "context", "retry", "backoff")
+SESSION_PROPERTIES = ("model", "prompt", "context", "retry", "backoff", "returns")
+# `ask "question"`: the answers it offers, the one taken when nobody answers in time, and how
+# long it waits (docs/guide.md, "Asking a person").
+ASK_PROPERTIES = ("options", "default", "timeout")
 
 # What an agent's `persist:` asks for: none given, a scope, a folder, or a value that is none.
 Persist = Literal["none", "true", "project", "user", "path", "invalid"]
 PERSIST_SCOPES: dict[str, Persist] = {"true": "true", "project": "project", "user": "user"}
 
 
-def persist_of(value: n.Expr | n.PermissionsBlock) -> tuple[Persist, str | None]:
+def persist_of(value: n.PropertyValue) -> tuple[Persist, str | None]:
     """The memory scope a ``persist:`` value asks for (and its path, for a string)."""
     if isinstance(value, n.Name) and value.id in PERSIST_SCOPES:
         return PERSIST_SCOPES[value.id], None

@@ -15,10 +15,10 @@ if TYPE_CHECKING:
 PROGRAM_SUFFIX = ".prose"
 
 
-def find_programs(path: str | os.PathLike[str]) -> list[Path]:
-    """``path`` itself when it is not a directory, else every ``*.prose`` file below it that
-    is not hidden or ignored (symlinked directories are not followed), sorted. A missing
-    path yields ``[]``.
+def find_programs(path: str | os.PathLike[str], suffix: str = PROGRAM_SUFFIX) -> list[Path]:
+    """``path`` itself when it is not a directory, else every ``*.prose`` file (``*suffix``)
+    below it that is not hidden or ignored (symlinked directories are not followed), sorted.
+    A missing path yields ``[]``. `prose test` finds its ``*.test.toml`` files this way.
 
     Below a directory, a ``*.prose`` entry that exists but is not a regular file (a FIFO, a
     socket, a device) is skipped: reading it could block forever. Named explicitly, it is
@@ -39,7 +39,7 @@ def find_programs(path: str | os.PathLike[str]) -> list[Path]:
         found += [
             here / name
             for name in names
-            if name.endswith(PROGRAM_SUFFIX)
+            if name.endswith(suffix)
             and not name.startswith(".")
             and _regular_or_unreadable(os.path.join(folder, name))
             and not ignores.ignored(here / name, folder=False)

@@ -157,6 +157,12 @@ def test_api_blocks_run_as_written(folder: Path, server: str) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     out = done.stdout
     assert "succeeded {'haiku': 'echo: Write a haiku about owls'}" in out
+    # the ask block: waiting, answered through the API, resumed with the answer
+    assert "q1 How should the new login page be rolled out? -> canary first" in out
+    assert (
+        "succeeded {'rollout': \"echo: Write the rollout steps for the new login page: canary"
+        in out
+    )
     assert "run_started" in out and "run_finished" in out  # the events block
     assert "http://127.0.0.1:" in out  # serve_ui
     assert (folder / "cassette.jsonl").stat().st_size > 0  # record=

@@ -16,7 +16,7 @@ import openprose
 PACKAGE = Path(openprose.__file__).parent
 # What runs programs: the VM, the CLI, the providers, the run/batch API above them, and the
 # web view of runs (`prose ui`).
-BACK_END = ("vm", "cli", "providers", "api", "session", "batches", "ui")
+BACK_END = ("vm", "cli", "providers", "api", "session", "batches", "ui", "testing")
 
 
 def _module_name(path: Path) -> str:

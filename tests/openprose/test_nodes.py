@@ -27,12 +27,14 @@ from openprose.vm.interpreter import _HANDLERS as INTERPRETER_HANDLERS
 SAMPLES: dict[type, str] = {
     n.Use: 'use "alice/research"\n',
     n.Input: 'input topic: "what to research"\n',
-    n.Output: 'output report = session "Write it"\n',
+    n.Output: 'output report: {title: string} = session "Write it"\n',  # with a shape
     n.AgentDef: 'agent writer:\n  model: sonnet\n  prompt: "You write."\n',
     n.BlockDef: 'block greet(name):\n  session "Hello {name}"\n',
     n.Binding: 'let x = session "a"\n',
     n.Assign: 'let x = session "a"\nx = session "b"\n',
-    n.Session: 'session "Hello"\n',
+    n.Session: 'session "Hello"\n  returns: list of string\n',  # with a shape
+    n.Ask: 'let plan = ask "Which plan?"\n  options: ["fast", "safe"]\n  default: "safe"\n'
+    'ask "Ready to ship {plan}?" timeout: "10m"\n',
     n.ProgramCall: 'use "alice/research"\nresearch(topic: "AI")\n',
     n.DoBlock: 'do:\n  session "a"\n',
     n.DoCall: 'block greet:\n  session "hi"\ndo greet\n',

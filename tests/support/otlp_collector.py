@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+METRICS_PATH = "/v1/metrics"
+
 
 @dataclass
 class Received:
@@ -33,9 +35,22 @@ class Collector:
         return [
             span
             for received in self.requests
+            if not received.path.endswith(METRICS_PATH)
             for resource_spans in ExportTraceServiceRequest.FromString(received.body).resource_spans
             for scope in resource_spans.scope_spans
             for span in scope.spans
+        ]
+
+    def metrics(self) -> list[Any]:
+        """The `ExportMetricsServiceRequest`s received at `/v1/metrics`, in order."""
+        from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
+            ExportMetricsServiceRequest,
+        )
+
+        return [
+            ExportMetricsServiceRequest.FromString(received.body)
+            for received in self.requests
+            if received.path.endswith(METRICS_PATH)
         ]
 
 

@@ -11,7 +11,16 @@ from __future__ import annotations
 from pathlib import Path
 
 from openprose import nodes as n
-from openprose.checker import agents, bindings, blocks, control, imports, sessions
+from openprose.checker import (
+    agents,
+    bindings,
+    blocks,
+    control,
+    imports,
+    questions,
+    sessions,
+    shapes,
+)
 from openprose.checker.branches import find_groups
 from openprose.checker.state import Checker, Handler, broken_names
 from openprose.codes import diagnostic
@@ -38,6 +47,7 @@ _DISPATCH: dict[type, Handler] = {
     **sessions.HANDLERS,
     **blocks.HANDLERS,
     **control.HANDLERS,
+    **questions.HANDLERS,
 }
 
 # Statements that declare rather than run; an `input` may follow only these (E022).
@@ -137,6 +147,7 @@ def check_program(
                 ck.first_executable = stmt
             visit(stmt)
         ck.finish()
+        shapes.check_typed_fields(ck, program)
     if ck.dropped_errors or ck.dropped_others:
         ck.diagnostics.append(_stopped(ck.diagnostics[-1], error=bool(ck.dropped_errors)))
     return ck.diagnostics

@@ -8,6 +8,7 @@ from typing import Literal
 
 from openprose import nodes as n
 from openprose.checker.bindings import check_context
+from openprose.checker.shapes import check_returns
 from openprose.checker.state import AgentInfo, Checker, Handler, span_of
 from openprose.contracts import is_local_path
 from openprose.diagnostics import Edit, Fix
@@ -101,7 +102,7 @@ def check_properties(
     return seen
 
 
-def quoted_enum(ck: Checker, value: n.Expr | n.PermissionsBlock, known: frozenset[str]) -> bool:
+def quoted_enum(ck: Checker, value: n.PropertyValue, known: frozenset[str]) -> bool:
     """A valid enum value written as a string (`backoff: "exponential"`): accepted with W170
     and a fix that removes the quotes (which `prose fmt` applies as well)."""
     if not (isinstance(value, n.StringLit) and value.value in known and not value.triple):
@@ -414,6 +415,7 @@ _VALIDATORS: dict[str, Callable[[Checker, n.Property, Where], None]] = {
     "context": _context,
     "retry": _retry,
     "backoff": _backoff,
+    "returns": check_returns,
 }
 
 HANDLERS: dict[type, Handler] = {n.AgentDef: _agent_def}

@@ -9,6 +9,7 @@ from openprose.checker.context_text import text_context_fix
 from openprose.checker.imports import call_result, check_output_access
 from openprose.checker.renames import rename_fix, scope_of
 from openprose.checker.scope import FlatKind, ScopedKind, Var
+from openprose.checker.shapes import check_output_shape
 from openprose.checker.state import (
     Checker,
     Handler,
@@ -262,6 +263,8 @@ def _output(ck: Checker, node: n.Output) -> None:
     if not node.name.id:
         ck.emit("E023", head(node.span, 6), "Output name cannot be empty")
     ck.visit(node.value)
+    if node.shape is not None:
+        check_output_shape(ck, node.shape)
     program, contract = call_result(ck, node.value)
     declare(ck, node.name, "output", program=program, contract=contract)
 
@@ -477,7 +480,7 @@ def _object(ck: Checker, node: n.ObjectContext) -> None:
         ck.resolve(name.id, name.span, "E142", f"Undefined variable '{name.id}' in context")
 
 
-def check_context(ck: Checker, value: n.Expr | n.PermissionsBlock) -> None:
+def check_context(ck: Checker, value: n.PropertyValue) -> None:
     """``context:`` takes a variable, an array of variables, or ``{ a, b }``."""
     if isinstance(value, n.ArrayLit):
         fix = None

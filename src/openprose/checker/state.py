@@ -248,6 +248,9 @@ class Checker:
 
     # Whether agent memory may be looked up on disk (only when the user names the project).
     memory_on_disk: bool = False
+    # A shape was declared (`returns:`, `output x: shape =`): checker/shapes.py then checks
+    # the fields read from typed names (a program without one costs no walk).
+    typed: bool = False
 
     @property
     def source_text(self) -> str:

@@ -17,6 +17,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "fmt": ("openprose.cli.fmt", "rewrite programs in canonical layout, keeping comments"),
     "run": ("openprose.cli.run", "run a program against a model provider"),
     "resume": ("openprose.cli.resume", "continue an interrupted run"),
+    "fork": ("openprose.cli.fork", "start a new run from a step of another, changing inputs"),
+    "test": ("openprose.cli.test", "run the cases of test files (NAME.test.toml) and report"),
     "install": (
         "openprose.cli.install",
         "fetch, verify and pin the remote programs and skills programs import",
@@ -27,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "ui": ("openprose.cli.ui", "serve a live web view of the runs on 127.0.0.1"),
     "approve": ("openprose.cli.approve", "approve a waiting run's pending permission requests"),
     "deny": ("openprose.cli.deny", "deny a waiting run's pending permission requests"),
+    "answer": ("openprose.cli.answer", "answer a waiting run's question (an `ask`)"),
     "explain": ("openprose.cli.explain", "print what a diagnostic code means and how to fix it"),
     "config": ("openprose.cli.config", "show which settings file and provider would be used"),
     "cache": ("openprose.cli.cache", "show or clear the answer cache of earlier runs (memo)"),

@@ -52,6 +52,7 @@ CODE_SECTIONS = {
     **dict.fromkeys(("E169",), "Invoking an imported program"),
     **dict.fromkeys(("E170", "I002", "W180"), "use (imports)"),
     **dict.fromkeys(("I001",), "resume (persistent agents)"),
+    **dict.fromkeys(("E190", "E191", "E192", "W190", "W191", "W192"), "ask (a person's answer)"),
 }
 GUIDE = "docs/guide.md"
 

@@ -129,3 +129,27 @@ def name_recorded_answers(run_dir: Path) -> None:
         )
     for ignored in honoured.ignored:
         print(f"prose: {neutralise(ignored.describe())}", file=sys.stderr)
+    _name_recorded_replies(run_dir)
+
+
+def _name_recorded_replies(run_dir: Path) -> None:
+    """The same for the answers to the run's questions (`ask`)."""
+    from openprose.terminal import neutralise, one_line
+    from openprose.vm.replies import recorded_answers
+
+    try:
+        found = recorded_answers(run_dir)
+    except (KeyError, TypeError, ValueError, OSError):
+        return  # a damaged journal: the resume itself says where
+    for recorded in found:
+        if recorded.reply is None:
+            continue
+        answer = one_line(repr(recorded.reply.get("answer")))
+        question = f"{recorded.question.id} ({one_line(recorded.question.text)})"
+        if recorded.problem:
+            said = f"ignored the answer {answer} to {question}: {recorded.problem}"
+        else:
+            who = recorded.reply.get("user")
+            by = f"{recorded.reply.get('by')}" + (f", {who}" if who else "")
+            said = f"applying the answer {answer} (by {by}) to {question}"
+        print(f"prose: {neutralise(said)}", file=sys.stderr)

@@ -40,10 +40,10 @@ from openprose.session.options import RunOptions
 
 if TYPE_CHECKING:
     from openprose.providers.base import Provider
+    from openprose.telemetry.spans import Tracer
     from openprose.vm.estimates import Estimate
     from openprose.vm.runner import RunResult
     from openprose.vm.subscribers import Observer
-    from openprose.vm.tracing import Tracer
 
 OK, FAILED, USAGE_ERROR, STOPPED, WAITING = 0, 1, 2, 3, 4
 
@@ -461,10 +461,13 @@ def shut_down(tracer: Tracer | None) -> Iterator[None]:
 
 
 def hold_progress(tools: Any, observer: Any) -> None:
-    """An approval prompt on the terminal pauses the live progress table while it asks."""
+    """An approval prompt or a question on the terminal pauses the live progress table
+    while it asks."""
     paused = getattr(observer, "paused", None)
     if paused is not None and hasattr(tools.approver, "hold"):
         tools.approver.hold = paused
+    if paused is not None and hasattr(tools.asker, "hold"):
+        tools.asker.hold = paused
 
 
 def run_async(coroutine: Any, provider: Provider) -> RunResult:

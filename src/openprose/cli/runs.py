@@ -32,6 +32,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     for row in rows:
         line = f"{row['run_id']}  {row['status']:<11}  {row['started']}  {row['program']}"
+        if row.get("parent"):
+            line += f"  (fork of {row['parent']} at {row['parent_step']})"
         if row["resume"]:
             line += f"  (continue: {row['resume']})"
         print(printable(line))

@@ -73,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
         "run_id": store.run_id,
         "status": status,
         "program": meta.get("program"),
+        **_parent(meta),
         "error": meta.get("error") or _why_it_stopped(status, meta, store.root),
         "resume": resume_command(_run_ref(store.root, home), status, meta.get("error"), store.root),
         **view,
@@ -87,6 +88,19 @@ def run(args: argparse.Namespace) -> int:
         return 0
     _print_text(shown, meta)
     return 0
+
+
+def _parent(meta: dict[str, Any]) -> dict[str, Any]:
+    """A fork's parent (`forked_from`: run, step, the inputs and values it changed)."""
+    parent = meta.get("forked_from")
+    return {"forked_from": parent} if isinstance(parent, dict) else {}
+
+
+def inherited_text(origin: dict[str, Any]) -> str:
+    """Where a fork's answer came from: its parent's step, or `prose fork --set`."""
+    if "set" in origin:
+        return f"set by the fork: {origin['set']}"
+    return f"from run {origin.get('run')} step {origin.get('step')}"
 
 
 def _run_ref(run_dir: Path, home: Path) -> str:
@@ -118,6 +132,9 @@ def _print_text(shown: dict[str, Any], meta: dict[str, Any]) -> None:
     from openprose.terminal import printable as p
 
     print(f"run {p(shown['run_id'])}  {shown['status']}  {p(meta.get('program'))}")
+    if "forked_from" in shown:
+        parent = shown["forked_from"]
+        print(f"forked from run {p(str(parent.get('run')))} at step {p(str(parent.get('step')))}")
     if shown["error"]:
         print(f"error: {p(shown['error'])}")
     if shown["resume"]:
@@ -132,6 +149,8 @@ def _print_text(shown: dict[str, Any], meta: dict[str, Any]) -> None:
         cached = cache_text(s["cache_read_tokens"], s["cache_write_tokens"])
         if s.get("memo"):
             cached += f" (memo of run {p(str(s['memo'].get('run')))})"
+        if s.get("inherited"):
+            cached += f" ({p(inherited_text(s['inherited']))})"
         print(
             f"  {p(s['step']):<18} {label:<12} {p(s['model']):<10} {s['tokens']:>6} tok{cached}"
             f"  {answer}"
@@ -156,6 +175,7 @@ def _print_text(shown: dict[str, Any], meta: dict[str, Any]) -> None:
     _print_tools(
         shown["tool_calls"], shown["permissions"], shown["approvals"], shown["pending_approvals"]
     )
+    _print_questions(shown["questions"])
     print(f"\nbindings ({len(shown['bindings'])}): {p(', '.join(shown['bindings']))}")
     if shown["outputs"]:
         print("\noutputs:")
@@ -168,6 +188,29 @@ def _print_text(shown: dict[str, Any], meta: dict[str, Any]) -> None:
         print(f"\ndamaged ({len(shown['damaged'])}):")
         for problem in shown["damaged"]:
             print(f"  {p(problem)}")
+
+
+def _print_questions(questions: list[dict[str, Any]]) -> None:
+    """The run's `ask` questions: those answered (by whom, through what) and those waiting."""
+    from openprose.terminal import neutralise, one_line
+
+    if not questions:
+        return
+    print(f"\nquestions ({len(questions)}):")
+    for q in questions:
+        options = q.get("options") or []
+        offered = " [" + " | ".join(f"{i}) {one_line(o)}" for i, o in enumerate(options, 1)) + "]"
+        head = f"  {q['id']}: {one_line(str(q['question']))}{offered if options else ''}"
+        if q.get("answer") is None:
+            said = "waiting: prose answer RUN " + str(q["id"]) + " TEXT"
+            if q.get("ignored"):
+                said += f" (an answer was ignored: {q['ignored']})"
+        elif q.get("by") == "timeout":
+            said = f"no answer in time, took the default {q['answer']!r}"
+        else:
+            who = f"{q['user']} via " if q.get("user") else "via "
+            said = f"answered {q['answer']!r} ({who}{q.get('by')})"
+        print(neutralise(f"{head}  → {one_line(said)}"))
 
 
 def _journal(path: Path, damaged: list[str]) -> dict[str, Any]:
@@ -187,6 +230,7 @@ def _journal(path: Path, damaged: list[str]) -> dict[str, Any]:
         {k: session[k] for k in STEP_FIELDS}
         | {"answer": session["answer"]}
         | ({"memo": session["memo"]} if session["memo"] else {})
+        | ({"inherited": session["inherited"]} if session.get("inherited") else {})
         for session in map(digest.sessions.__getitem__, dict.fromkeys(digest.finished))
     ]
     return {
@@ -200,6 +244,7 @@ def _journal(path: Path, damaged: list[str]) -> dict[str, Any]:
         "pending_approvals": [
             {k: v for k, v in r.items() if k != "step"} for r in digest.pending.values()
         ],
+        "questions": list(digest.questions.values()),
     }
 
 

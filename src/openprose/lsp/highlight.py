@@ -14,6 +14,7 @@ from lsprotocol import types as lsp
 from openprose import nodes as n
 from openprose.lsp.documents import Analysis
 from openprose.lsp.index import Definition, PropertyName, Reference
+from openprose.parser.cursor import ASK
 from openprose.scanner import DISCRETION, KEYWORDS, NAME, NUMBER, STRING, Token
 
 TOKEN_TYPES = [
@@ -80,6 +81,7 @@ def _pieces(analysis: Analysis) -> list[Piece]:
     found: list[Piece] = []
     append = found.append
     simple = _SIMPLE
+    previous: Token | None = None
     for token in analysis.tokens:
         kind = token[0]
         if kind == NAME or kind in KEYWORDS:
@@ -92,9 +94,12 @@ def _pieces(analysis: Analysis) -> list[Piece]:
             else:
                 append((start, token[3], "keyword", 0))
         elif kind == STRING:
+            if previous is not None and previous[0] == NAME and previous[1] == ASK:
+                found[-1] = (previous[2], previous[3], "keyword", 0)  # `ask "question"`
             found.extend(_string(token, spots))
         elif kind in simple:
             append((token[2], token[3], simple[kind], 0))
+        previous = token
     for comment in analysis.result.program.comments:
         found.append((comment.span.start, comment.span.end, "comment", 0))
     return found

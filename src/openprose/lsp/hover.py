@@ -10,8 +10,9 @@ from openprose.lsp.convert import range_of
 from openprose.lsp.documents import Analysis, Documents
 from openprose.lsp.index import Definition, PropertyName, Reference
 from openprose.lsp.navigation import imported_definition
-from openprose.printer import inline
+from openprose.printer import inline, shape
 from openprose.scanner import KEYWORDS, NAME, token_span
+from openprose.shapes import returns_of
 from openprose.source import Span
 
 _FIRST_LINE = 100  # characters of a prompt shown
@@ -90,7 +91,15 @@ def describe(store: Documents, analysis: Analysis, definition: Definition) -> st
     if definition.kind == "scoped":
         text = _first_line(source.text, node.span)
         return f"`{definition.name}` — scoped to `{text}`"
-    return _code(_first_line(source.text, node.span)) + _from(analysis)
+    return _code(_first_line(source.text, node.span)) + _shape(node) + _from(analysis)
+
+
+def _shape(node: object) -> str:
+    """The shape a typed binding declares (`returns:`, `output name: shape =`), if any."""
+    declared = node.shape if isinstance(node, n.Output) else None
+    if declared is None:
+        declared = returns_of(getattr(node, "value", node))
+    return "" if declared is None else f"\n\nshape: `{shape(declared)}`"
 
 
 def _import(store: Documents, analysis: Analysis, node: n.Use, name: str) -> str:

@@ -59,11 +59,12 @@ class Reference:
 
 @dataclass(frozen=True, slots=True)
 class PropertyName:
-    """A property key (``model:``) and what it sits under: agent, session or permissions."""
+    """A property key (``model:``) and what it sits under: agent, session, ask or
+    permissions."""
 
     name: str
     span: Span
-    owner: Literal["agent", "session", "permissions"]
+    owner: Literal["agent", "session", "ask", "permissions"]
     value: Any
 
 
@@ -167,6 +168,7 @@ class _Indexer:
             n.Binding: self.binding,
             n.Assign: self.assign,
             n.Session: self.session,
+            n.Ask: self.ask,
             n.ProgramCall: self.program_call,
             n.DoBlock: lambda node: self.body(node.body),
             n.DoCall: self.do_call,
@@ -304,6 +306,14 @@ class _Indexer:
         if node.agent is not None:
             self.refer(node.agent.id, "agent", node.agent.span)
         self.properties(node.properties, "session")
+
+    def ask(self, node: n.Ask) -> None:
+        self.visit(node.question)
+        for prop in node.properties:
+            self.index.properties.append(
+                PropertyName(prop.name.id, prop.name.span, "ask", prop.value)
+            )
+            self.visit(prop.value)  # the names its options and default read
 
     def program_call(self, node: n.ProgramCall) -> None:
         callee = node.callee.id

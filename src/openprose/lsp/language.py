@@ -38,6 +38,8 @@ KEYWORD_DOCS: dict[str, str] = {
     "catch": "Handle a failure of the `try` body (`catch as err:` binds the error).",
     "finally": "Statements that run after `try`, whether it failed or not.",
     "throw": "Fail on purpose, with an optional message.",
+    "ask": 'Ask a person a question mid-run and bind the answer: `ask "..."` with options, '
+    "default, timeout.",
     "choice": "Let the model pick one `option` by the `**criteria**`.",
     "option": "One labelled branch of a `choice` block.",
     "if": "Run the body when the model judges the `**condition**` true.",
@@ -54,6 +56,13 @@ PROPERTY_DOCS: dict[str, str] = {
     "context": "Earlier results the session sees: a variable, `[a, b]` or `{ a, b }`.",
     "retry": "How many times to retry the session when it fails (a positive integer).",
     "backoff": "Waiting between retries: " + ", ".join(sorted(BACKOFFS)) + ".",
+    "options": "The answers a person may choose from (by number or text), for `ask`.",
+    "default": "The answer taken when nobody answers within `timeout:` (or on Enter), for `ask`.",
+    "timeout": 'How long an `ask` waits: seconds, or "90s", "10m", "2h", "1d".',
+    "returns": (
+        "The shape of the answer: fields one a line (`title: string`, `tags: list of string`, "
+        '`level: "low" | "high"`, `notes: optional string`) or `schema "file.json"`.'
+    ),
 }
 
 PERMISSION_DOCS: dict[str, str] = {
@@ -91,10 +100,10 @@ FAIL_POLICIES = ("fail-fast", "continue", "ignore")
 STATEMENT_KEYWORDS = (
     "use", "input", "output", "agent", "block", "session", "resume", "let", "const", "do",
     "parallel", "for", "repeat", "loop", "try", "catch", "finally", "throw", "choice", "option",
-    "if", "elif", "else",
+    "if", "elif", "else", "ask",
 )  # fmt: skip
 # Keywords that may start the value of `let x =` / `output y =`.
-EXPRESSION_KEYWORDS = ("session", "resume", "do", "parallel", "for", "repeat", "loop")
+EXPRESSION_KEYWORDS = ("session", "resume", "do", "parallel", "for", "repeat", "loop", "ask")
 
 __all__ = [
     "AGENT_PROPERTIES",

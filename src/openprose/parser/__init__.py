@@ -20,6 +20,7 @@ from openprose.diagnostics import Diagnostic
 from openprose.parser.constructs import Constructs
 from openprose.parser.expressions import Expressions
 from openprose.parser.sessions import Sessions
+from openprose.parser.shapes import Shapes
 from openprose.parser.statements import Statements
 from openprose.scanner import MAX_DIAGNOSTICS
 from openprose.source import (
@@ -44,7 +45,7 @@ class ParseResult:
         return not any(d.is_error for d in self.diagnostics)
 
 
-class _Parser(Statements, Expressions, Sessions, Constructs):
+class _Parser(Statements, Expressions, Sessions, Constructs, Shapes):
     """The whole grammar (each part in its own module)."""
 
 

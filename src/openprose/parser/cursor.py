@@ -34,6 +34,10 @@ from openprose.source import SourceFile, Span
 from openprose.suggest import closest, did_you_mean
 from openprose.vocabulary import AGENT_PROPERTIES
 
+# `ask "question"`: a keyword only before a string, where a name never stands (so a
+# program that names a variable `ask` reads as before).
+ASK = "ask"
+
 # Statements whose indented block, if any, holds `name: value` properties.
 _PROPERTY_HEADS = frozenset(("agent", "session", "resume"))
 
@@ -63,6 +67,7 @@ _VALUE_END = frozenset((",", "]", ")", "}"))
 # Expressions that do something and so may stand alone as a statement.
 _STATEMENT_EXPRS = (
     n.Session,
+    n.Ask,
     n.ProgramCall,
     n.DoBlock,
     n.DoCall,
@@ -199,6 +204,10 @@ class Cursor:
     def starts_property(self, ahead: int) -> bool:
         """Does ``name:`` start ``ahead`` tokens from here?"""
         return self.peek_kind(ahead + 1) == ":" and _is_word_kind(self.peek_kind(ahead))
+
+    def at_ask(self) -> bool:
+        """Does `ask "question"` start here?"""
+        return self.tokens[self.pos][1] == ASK and self.peek_kind() == STRING
 
     def ended_with_block(self) -> bool:
         return self.kinds[self.pos - 1] == DEDENT
@@ -472,5 +481,14 @@ class Cursor:
     def session(self) -> n.Session:
         raise NotImplementedError  # parser/sessions.py
 
+    def ask(self) -> n.Ask:
+        raise NotImplementedError  # parser/sessions.py
+
     def nested_postfix(self) -> n.Expr:
         raise NotImplementedError  # parser/expressions.py
+
+    def shape(self) -> n.Shape:
+        raise NotImplementedError  # parser/shapes.py
+
+    def shape_value(self) -> n.Shape:
+        raise NotImplementedError  # parser/shapes.py

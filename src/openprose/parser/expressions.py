@@ -15,6 +15,7 @@ from openprose.parser.cursor import (
     _NAME_KINDS,
     _PIPE_OPS,
     _VALUE_END,
+    ASK,
     Cursor,
     _is_word,
     _ParseError,
@@ -195,6 +196,9 @@ class Expressions(Cursor):
         if kind == NAME:
             self.pos += 1
             following = self.kinds[self.pos]
+            if following == STRING and token[1] == ASK:
+                self.pos -= 1
+                return self.ask()
             if following == "(":
                 return self.call(token)
             if following in _AFTER_KEYWORD:

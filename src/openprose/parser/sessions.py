@@ -32,6 +32,8 @@ from openprose.scanner import (
 )
 from openprose.source import Span
 
+RETURNS = "returns"  # the property whose value is a shape (parser/shapes.py)
+
 
 class Sessions(Cursor):
     """Sessions and the properties of sessions and agents."""
@@ -118,6 +120,28 @@ class Sessions(Cursor):
             agent=agent,
             name=name,
             properties=tuple(properties),
+        )
+
+    def ask(self) -> n.Ask:
+        """`ask "question"` (the word `ask` is a keyword only before a string) with its
+        properties — `options:`, `default:`, `timeout:` — on the line or indented under it,
+        as a session's are."""
+        kinds = self.kinds
+        keyword_at = self.pos
+        question = string_literal(self.tokens[keyword_at + 1])
+        self.pos = keyword_at + 2
+        properties: list[n.Property] = []
+        while kinds[self.pos + 1] == ":" and _is_word_kind(kinds[self.pos]):
+            properties.append(self.property(inline=True))
+        pos = self.pos
+        if (
+            kinds[pos] == NEWLINE
+            and kinds[pos + 1] == INDENT
+            and (kinds[pos + 2] == NAME or self.starts_property(2))
+        ):
+            properties.extend(self.property_block())
+        return n.Ask(
+            span=self.span_from(keyword_at), question=question, properties=tuple(properties)
         )
 
     def prompt_and_agent(self, at: int) -> n.Name:
@@ -291,8 +315,10 @@ class Sessions(Cursor):
         name = n.Name(span=name_span, id=token[1])
         pos += 2
         self.pos = pos
-        value: n.Expr | n.PermissionsBlock
-        if inline:
+        value: n.PropertyValue
+        if token[1] == RETURNS:
+            value = self.shape_value()
+        elif inline:
             value = self.nested_postfix()
         elif token[1] == "model" and self.model_id_follows(pos):
             value = self.model_id(pos)
@@ -328,7 +354,15 @@ class Sessions(Cursor):
         if (
             self.kinds[self.pos] == ","
             and token[1] != "model"
-            and not isinstance(value, n.PermissionsBlock)
+            and not isinstance(
+                value,
+                n.PermissionsBlock
+                | n.ScalarType
+                | n.ListType
+                | n.EnumType
+                | n.ObjectType
+                | n.SchemaRef,
+            )
             and not self.starts_property(1)
         ):
             value = self.unbracketed_list(token[1], value)

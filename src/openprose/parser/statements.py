@@ -205,7 +205,7 @@ class Statements(Cursor):
             return handler(self)
         if kind == NAME and self.peek_kind() == "=":
             return self.assignment()
-        if kind == NAME and self.peek_kind() not in _NAME_GOES_ON:
+        if kind == NAME and self.peek_kind() not in _NAME_GOES_ON and not self.at_ask():
             self.unknown_statement()
         if kind == "|" and self.tokens[self.pos + 1][1] in _PIPE_OPS:
             self.report(
@@ -352,13 +352,27 @@ class Statements(Cursor):
         if here not in _LAYOUT and here != "=" and kinds[self.pos + 1] != "=" and not colon:
             return self.unnamed_output(start)
         name = self.declared_name("an output name", "=")
-        if colon:
+        shape: n.Shape | None = None
+        if colon and self.equals_ahead():  # `output review: { ... } = value`
+            self.pos += 1
+            shape = self.shape()
+            self.expect("=", "'=' after the output's shape")
+        elif colon:
             self.binding_colon("output")
         else:
             self.expect("=", "'=' after the output name")
         self.check_keyword_after_equals()
         value = self.expression()
-        return n.Output(span=self.span_from(start), name=name, value=value)
+        return n.Output(span=self.span_from(start), name=name, value=value, shape=shape)
+
+    def equals_ahead(self) -> bool:
+        """Is there an `=` later on this line (so `output x: ...` declares a shape)?"""
+        kinds, at = self.kinds, self.pos
+        while kinds[at] not in _LAYOUT:
+            if kinds[at] == "=":
+                return True
+            at += 1
+        return False
 
     def unnamed_output(self, start: int) -> n.Invalid:
         """`output session: x` / `output result` / `output do f(x)`: a value with no name

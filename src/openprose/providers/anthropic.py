@@ -34,6 +34,7 @@ from openprose.providers.http_errors import (
     shown,
     token_count,
 )
+from openprose.providers.structured import anthropic_answer_tool, from_answer_tool, wanted
 
 __all__ = ["AnthropicProvider"]
 
@@ -92,6 +93,11 @@ class AnthropicProvider(HttpProvider):
                 }
                 for t in request.tools
             ]
+        schema = wanted(request)
+        if schema is not None:  # a typed result: the answer is a forced tool call
+            tool, choice = anthropic_answer_tool(schema)
+            body["tools"] = [tool]
+            body["tool_choice"] = choice
         if self.prompt_cache and request.messages:
             mark_breakpoints(body, request, plan_breakpoints(request))
         if stream:
@@ -122,7 +128,7 @@ class AnthropicProvider(HttpProvider):
             elif kind == "tool_use":
                 calls.append(_tool_call(block, block.get("input"), f"content[{index}]"))
             # other blocks (thinking, server tools' records) carry no answer text
-        return ModelResponse(
+        response = ModelResponse(
             text="".join(parts),
             usage=_usage(answer.get("usage")),
             finish_reason=optional_text(answer.get("stop_reason"), "stop_reason"),
@@ -131,9 +137,10 @@ class AnthropicProvider(HttpProvider):
             provider=self.name,
             tool_calls=tuple(calls),
         )
+        return from_answer_tool(response, request)
 
     def assembler(self, request: ModelRequest) -> _EventAssembler:
-        return _EventAssembler(request.model)
+        return _EventAssembler(request.model, request)
 
 
 def _usage(usage: object) -> Usage:
@@ -189,7 +196,8 @@ class _EventAssembler:
     usage), per block `content_block_start` / `_delta` (text, or a tool call's input as
     pieces of JSON) / `_stop`, `message_delta` (stop reason, output usage), `message_stop`."""
 
-    def __init__(self, model: str) -> None:
+    def __init__(self, model: str, request: ModelRequest | None = None) -> None:
+        self._request = request  # a typed request's answer comes as a tool call
         self._model = model
         self._blocks: dict[int, dict[str, Any]] = {}
         self._usage: dict[str, Any] = {}
@@ -288,7 +296,7 @@ class _EventAssembler:
                             f"{shown(pieces)}"
                         ) from None
                 calls.append(_tool_call(start, arguments, f"content[{index}]"))
-        return ModelResponse(
+        response = ModelResponse(
             text="".join(parts),
             usage=_usage(self._usage),
             finish_reason=self._stop,
@@ -297,3 +305,4 @@ class _EventAssembler:
             provider="anthropic",
             tool_calls=tuple(calls),
         )
+        return response if self._request is None else from_answer_tool(response, self._request)

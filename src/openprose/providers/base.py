@@ -171,6 +171,9 @@ class ModelRequest:
     # Made by code (plsp.gbnf), never from user text: llama.cpp checks it only while
     # sampling, and an invalid grammar crashes the process there.
     grammar: str | None = None
+    # A typed result (`returns:`): hosted providers use their native structured mode for
+    # `response_schema` (providers/structured.py); judgments leave it off and ask in prose.
+    structured: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -186,6 +189,8 @@ class ModelRequest:
             body["tools"] = [t.to_dict() for t in self.tools]
         if self.grammar is not None:  # likewise
             body["grammar"] = self.grammar
+        if self.structured:  # likewise
+            body["structured"] = True
         return body
 
     @classmethod
@@ -200,6 +205,7 @@ class ModelRequest:
             response_schema=d.get("response_schema"),
             tools=tuple(ToolSpec.from_dict(t) for t in d.get("tools") or ()),
             grammar=d.get("grammar"),
+            structured=bool(d.get("structured", False)),
         )
 
     def key(self) -> str:
@@ -210,6 +216,7 @@ class ModelRequest:
         body = self.to_dict()
         body.pop("response_schema", None)
         body.pop("grammar", None)  # likewise
+        body.pop("structured", None)  # how the schema is asked for, not what is asked
         return _canonical_sha256(body)
 
     def last_user_text(self) -> str:

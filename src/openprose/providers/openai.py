@@ -30,6 +30,7 @@ from openprose.providers.http_errors import (
     shown,
     token_count,
 )
+from openprose.providers.structured import openai_response_format, wanted
 
 __all__ = ["OpenAIProvider"]
 
@@ -92,6 +93,9 @@ class OpenAIProvider(HttpProvider):
                 }
                 for t in request.tools
             ]
+        schema = wanted(request)
+        if schema is not None:  # a typed result: decoding constrained to its schema
+            body["response_format"] = openai_response_format(schema)
         if stream:
             body["stream"] = True
             body["stream_options"] = {"include_usage": True}  # the usage comes last

@@ -31,9 +31,12 @@ __all__ = [
     "in_folder",
     "key_folder",
     "key_folder_within",
+    "question_digest",
     "real_key_folder",
+    "reply_problem",
     "seal_answer",
     "seal_grant",
+    "seal_reply",
     "seals_match",
 ]
 
@@ -173,6 +176,21 @@ def seal_grant(key: bytes, run_id: str, kind: str, action: str) -> str:
     return _seal(key, "grant", run_id, kind, action)
 
 
+def seal_reply(
+    key: bytes,
+    run_id: str,
+    question_id: str,
+    digest: str,
+    answer: str,
+    by: str,
+    user: str,
+    t: float,
+) -> str:
+    """The seal of a person's answer to an `ask` (`question_answered`): the run, the
+    question and its exact wording, the answer, who gave it, through what and when."""
+    return _seal(key, "reply", run_id, question_id, digest, answer, by, user, repr(float(t)))
+
+
 def seals_match(expected: str, given: object) -> bool:
     return isinstance(given, str) and hmac.compare_digest(expected, given)
 
@@ -210,3 +228,35 @@ def grant_problem(event: Mapping[str, Any], run_id: str, key: bytes) -> str:
         return UNSEALED
     expected = seal_grant(key, run_id, str(event.get("kind")), str(event.get("action")))
     return "" if seals_match(expected, event.get("seal")) else BROKEN_SEAL
+
+
+# Who may have answered an `ask`: the channels a `question_answered` event names in `by`.
+CHANNELS = ("cli", "ui", "api", "terminal", "timeout")
+
+
+def question_digest(text: str, options: tuple[str, ...] | list[str], default: str | None) -> str:
+    """SHA-256 of a question's wording, options and default: an answer holds only for the
+    question it answered."""
+    return hashlib.sha256(orjson.dumps([text, list(options), default])).hexdigest()
+
+
+def reply_problem(event: Mapping[str, Any], question_id: str, digest: str, run_id: str) -> str:
+    """Why a journaled answer (`question_answered`) must not be used for the question
+    `question_id` whose wording has `digest`, or "" when it may."""
+    if "seal" not in event:
+        return UNSEALED
+    try:
+        key = approval_key()
+    except KeyUnavailable as error:
+        return str(error)
+    answer, by = event.get("answer"), str(event.get("by") or "")
+    answered = event.get("answered")
+    if not isinstance(answer, str) or not isinstance(answered, int | float) or by not in CHANNELS:
+        return BROKEN_SEAL
+    user, answered_digest = str(event.get("user") or ""), str(event.get("digest"))
+    expected = seal_reply(key, run_id, question_id, answered_digest, answer, by, user, answered)
+    if not seals_match(expected, event.get("seal")):
+        return BROKEN_SEAL
+    if event.get("digest") != digest:
+        return "it answers another wording of the question; asked again"
+    return ""

@@ -122,6 +122,9 @@ class SessionFinished:
     memo: JSON = field(
         default=None, metadata=OPTIONAL
     )  # an answer from the memo: its key, run and step
+    inherited: JSON = field(
+        default=None, metadata=OPTIONAL
+    )  # a fork's answer from its parent: the parent run and step, or `--set`'s binding
 
 
 @journal_event("session_failed")
@@ -408,6 +411,84 @@ class ApprovalIgnored:
     reason: str
 
 
+# --- asking a person (`ask`) -----------------------------------------------------------------
+
+
+@journal_event("question_asked")
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QuestionAsked:
+    """An `ask`, journaled before anyone is asked (`vm.questions.Question.to_event`)."""
+
+    ev: ClassVar[str]
+    step: str
+    id: str
+    question: str
+    options: list[str]
+    default: str | None
+    timeout: float | None
+    digest: str
+
+
+@journal_event("question_answered")
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QuestionAnswered:
+    """A person's answer to an `ask` (sealed: `user`, `answered`, `seal`; an answer given
+    without the user's key has none of them). Only `id` is required, as for an approval:
+    a hand-written line is read and ignored-and-reported by its seal check."""
+
+    ev: ClassVar[str]
+    step: str
+    id: str
+    answer: JSON = None  # text; anything else fails the seal check
+    digest: str = ""
+    by: str = ""
+    user: str | None = field(default=None, metadata=OPTIONAL)
+    answered: JSON = field(default=None, metadata=OPTIONAL)  # seconds since the epoch
+    seal: JSON = field(default=None, metadata=OPTIONAL)
+
+
+@journal_event("question_ignored")
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QuestionIgnored:
+    ev: ClassVar[str]
+    step: str
+    id: str
+    what: str
+    reason: str
+
+
+@journal_event("question_expired")
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QuestionExpired:
+    ev: ClassVar[str]
+    step: str
+    id: str
+    timeout: float | None
+
+
+# --- typed answers ---------------------------------------------------------------------------
+
+
+@journal_event("typed_invalid")
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TypedInvalid:
+    """An answer that did not match its declared shape: asked again once."""
+
+    ev: ClassVar[str]
+    step: str
+    problems: list[str]
+
+
+@journal_event("typed_failed")
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TypedFailed:
+    """The answer asked again did not match either: the session fails."""
+
+    ev: ClassVar[str]
+    step: str
+    problems: list[str]
+
+
 # --- what no journal holds -----------------------------------------------------------------
 
 
@@ -459,5 +540,11 @@ Event = (
     | ApprovalRequested
     | ApprovalDecided
     | ApprovalIgnored
+    | QuestionAsked
+    | QuestionAnswered
+    | QuestionIgnored
+    | QuestionExpired
+    | TypedInvalid
+    | TypedFailed
     | UnknownEvent
 )

@@ -23,6 +23,7 @@ from openprose.record.journal import JOURNAL_FILE
 __all__ = ["PREVIEW_CHARS", "TOOL_EVENTS", "RunDigest", "in_full", "statements", "summary"]
 
 TOOL_EVENTS = ("tool_call", "tool_result", "permission", "approval_requested", "approval_decided")
+QUESTION_EVENTS = ("question_asked", "question_answered", "question_ignored")
 PREVIEW_CHARS = 120  # of a prompt or answer in a session's summary; the rest on request
 # A session record's long texts: left out of summaries (`summary`), served one session at a time.
 _LONG = ("request", "system", "answer")
@@ -59,6 +60,7 @@ class RunDigest:
     permissions: list[dict[str, Any]] = field(default_factory=list)
     approvals: list[dict[str, Any]] = field(default_factory=list)
     pending: dict[str, dict[str, Any]] = field(default_factory=dict)
+    questions: dict[str, dict[str, Any]] = field(default_factory=dict)  # `ask`, by id
     damaged: list[str] = field(default_factory=list)
     outcome: dict[str, Any] | None = None  # the last `run_finished` event's fields
     exchanges: Exchanges = field(default_factory=Exchanges, repr=False)
@@ -76,6 +78,8 @@ class RunDigest:
                 self._tool_event(event)
             elif kind in _SESSION_EVENTS:
                 _SESSION_EVENTS[kind](self, event)
+            elif kind in QUESTION_EVENTS:
+                self._question_event(event)
             elif kind == "decision":
                 self._append(
                     self.decisions,
@@ -121,10 +125,12 @@ class RunDigest:
                 "cost": None,
                 "finish_reason": None,
                 "memo": None,  # {key, run, step}: answered from the memo of that run
+                "inherited": None,  # a fork's: {run, step} of its parent, or {set: name}
                 "error": None,
                 "request": {},  # as sent; `in_full` turns its messages into text
                 "system": None,
                 "answer": "",
+                "shape": None,  # the JSON Schema a typed session asked for
             }
         record["v"] = self.version
         return record
@@ -160,10 +166,12 @@ class RunDigest:
             cost=self._cost(str(response.get("model") or request.get("model")), usage),
             finish_reason=response.get("finish_reason"),
             memo=event.get("memo") if isinstance(event.get("memo"), dict) else None,
+            inherited=event.get("inherited") if isinstance(event.get("inherited"), dict) else None,
             error=None,
             request=request,
             system=request.get("system"),
             answer=str(response["text"]),
+            shape=request.get("response_schema") if request.get("structured") else None,
         )
         if record["started"] is None:  # a journal cut before its start event
             record["started"] = record["ended"] - float(event.get("elapsed") or 0)
@@ -249,6 +257,43 @@ class RunDigest:
             shown = {k: event.get(k) for k in ("id", "answer", "kind", "action", "by")}
             self._append(self.approvals, {**shown, "ignored": why} if why else shown)
 
+    # --- questions (`ask`) ---------------------------------------------------------------
+
+    def _question_event(self, event: dict[str, Any]) -> None:
+        kind, key = event["ev"], str(event["id"])
+        if kind == "question_asked":
+            self.questions[key] = {
+                **{k: event.get(k) for k in ("id", "step", "question", "options", "default")},
+                **{k: event.get(k) for k in ("timeout", "digest")},
+                "asked": event.get("t"),
+                "answer": None,
+            }
+            return
+        shown = self.questions.get(key)
+        if shown is None:
+            return  # an answer to no question of this journal
+        if kind == "question_ignored":  # a resume did not trust the answer: asked again
+            shown.update(answer=None, ignored=event.get("reason"))
+            return
+        why = self._reply_problem(event, shown)
+        if why:
+            shown["ignored"] = why
+            return
+        shown.update({k: event.get(k) for k in ("answer", "by", "user", "answered")}, ignored=None)
+
+    def _reply_problem(self, event: dict[str, Any], shown: dict[str, Any]) -> str:
+        from openprose.record.approval_seal import question_digest, reply_problem
+
+        options = shown.get("options") or ()
+        default = shown.get("default")
+        digest = question_digest(
+            str(shown.get("question")),
+            [str(o) for o in options] if isinstance(options, list | tuple) else [],
+            None if default is None else str(default),
+        )
+        run_id = Path(os.path.realpath(self.where)).parent.name
+        return reply_problem(event, str(shown.get("id")), digest, run_id)
+
     def _answer_problem(self, event: dict[str, Any]) -> str:
         from openprose.record.approval_seal import KeyUnavailable, answer_problem, approval_key
 
@@ -276,6 +321,7 @@ class RunDigest:
             "permissions": _since(self.permissions, since),
             "approvals": _since(self.approvals, since),
             "pending_approvals": list(self.pending.values()),
+            "questions": list(self.questions.values()),
             "damaged": list(self.damaged),
         }
 
@@ -339,8 +385,8 @@ _SESSION_EVENTS: dict[str, Callable[[RunDigest, dict[str, Any]], None]] = {
 
 def statements(body: Sequence[Stmt], digest: RunDigest, run_status: str) -> list[dict[str, Any]]:
     """The program's top-level statements with their lines and status: `done`, `running`,
-    `failed`, `stopped` (its run ended while it ran), `cancelled`, `waiting` (an approval is
-    pending), `pending` (not reached yet) or `definition` (an agent or block: nothing runs). A statement that makes no model call counts as done once a later one has
+    `failed`, `stopped` (its run ended while it ran), `cancelled`, `waiting` (an approval or
+    an answer to an `ask` is pending), `pending` (not reached yet) or `definition` (an agent or block: nothing runs). A statement that makes no model call counts as done once a later one has
     started or the run has succeeded."""
     states: dict[int, set[str]] = {}
     counts: dict[int, int] = {}
@@ -349,6 +395,7 @@ def statements(body: Sequence[Stmt], digest: RunDigest, run_status: str) -> list
         states.setdefault(top, set()).add(session["status"])
         counts[top] = counts.get(top, 0) + 1
     waiting = {_top(str(p.get("step") or "")) for p in digest.pending.values()}
+    waiting.update(_top(str(q["step"])) for q in digest.questions.values() if q["answer"] is None)
     reached = max(states, default=0)
     shown = []
     for number, stmt in enumerate(body, start=1):

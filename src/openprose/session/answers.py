@@ -1,5 +1,6 @@
-"""Answering a waiting run's permission requests: `prose approve`/`deny`, `prose ui`'s
-buttons and `openprose.approve` all answer through here."""
+"""Answering a waiting run's permission requests and questions: `prose approve`/`deny`/
+`answer`, `prose ui`'s buttons and form, and `openprose.approve`/`answer` all answer through
+here."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["answer_requests"]
+__all__ = ["answer_question", "answer_requests"]
 
 
 def answer_requests(
@@ -32,3 +33,19 @@ def answer_requests(
     requests = {str(r["id"]): r for r in pending_requests(run_dir)}
     chosen = decide_pending(run_dir, answer, ids, all_pending=all_pending, by=by)
     return [{**requests[request_id], "id": request_id} for request_id in chosen]
+
+
+def answer_question(
+    run_dir: Path, text: str, question_id: str | None = None, *, by: str = "cli"
+) -> dict[str, Any]:
+    """Answer a waiting run's question (`ask`) unless the run is still running; the question
+    with the answer taken (an option chosen by number is its text). `by` is recorded with
+    the answer, as for `answer_requests`. Raises `AnswerError` (or `DamagedRun`)."""
+    from openprose.record.runstore import RunStore
+    from openprose.session.runs import status_of
+    from openprose.vm.questions import AnswerError
+    from openprose.vm.replies import answer_pending
+
+    if status_of(RunStore.open(run_dir).read_meta()) == "running":
+        raise AnswerError(f"run {run_dir.name} is still running")
+    return answer_pending(run_dir, text, question_id, by=by)

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from openprose.project import Project as ProjectInfo
     from openprose.providers.base import Provider
     from openprose.providers.settings import ProviderSettings
-    from openprose.vm.tracing import Tracer
+    from openprose.telemetry.spans import Tracer
 
 STDIN = "-"  # a program or inputs read from standard input
 
@@ -51,10 +51,12 @@ def tool_runtime(
     project: Path, yes: bool, *, interactive: bool = True, permission_mode: str = "default"
 ) -> Any:
     """Who answers `prompt` permissions — `--yes`, else the person at the terminal, else
-    nobody (the run then waits for `prose approve`) — the project's default permissions
+    nobody (the run then waits for `prose approve`) — and who answers an `ask` (the
+    terminal, else nobody: the run waits for `prose answer`) — the project's default permissions
     (`[permissions]` of prose.toml), the sandbox's limits (`[sandbox]`) and the permission
     mode (`plan`: read-only). `interactive=False` (the Python API, batches) never asks at a
     terminal."""
+    from openprose.vm.questions import NobodyAsker, TerminalAsker
     from openprose.vm.runtime import ToolRuntime
     from openprose.vm.tools import NobodyApprover, PreApprover, TerminalApprover
 
@@ -81,14 +83,18 @@ def tool_runtime(
         except PermissionError_ as error:
             raise UsageError(str(error)) from None
     approver: Any
+    at_terminal = interactive and sys.stdin.isatty() and sys.stderr.isatty()
     if yes:
         approver = PreApprover()
-    elif interactive and sys.stdin.isatty() and sys.stderr.isatty():
+    elif at_terminal:
         approver = TerminalApprover()
     else:
         approver = NobodyApprover()
+    # `--yes` approves tool calls only: an `ask` is still put to the person at the terminal
+    asker = TerminalAsker() if at_terminal else NobodyAsker()
     return ToolRuntime(
         approver=approver,
+        asker=asker,
         default_permissions=default,
         sandbox_limits=limits,
         plan=permission_mode == "plan",
@@ -698,7 +704,7 @@ BUDGET_KINDS: dict[str, type] = {"max_sessions": int, "max_run_tokens": int, "ma
 def open_tracer_or_fail(flag: bool) -> Tracer | None:
     """The run's tracer, when `--trace` or the OTLP environment asks for one. Asked for with
     `--trace` but not installed: a usage error; asked for by the environment: a warning."""
-    from openprose.vm.tracing import TracingUnavailable, open_tracer, wanted
+    from openprose.telemetry.spans import TracingUnavailable, open_tracer, wanted
 
     if not wanted(flag):
         return None

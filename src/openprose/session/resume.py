@@ -22,7 +22,15 @@ from openprose.session.opening import (
 from openprose.session.options import DEFAULT_OPTIONS, RunOptions
 from openprose.session.runs import status_of
 
-__all__ = ["NothingToResume", "Resuming", "locate_run", "prepare_resume"]
+__all__ = [
+    "NothingToResume",
+    "Resuming",
+    "locate_run",
+    "prepare_resume",
+    "program_of",
+    "read_run_meta",
+    "reopen",
+]
 
 
 class NothingToResume(Exception):
@@ -70,22 +78,34 @@ def prepare_resume(project: Path, run_ref: str, options: RunOptions = DEFAULT_OP
     """Find the run and open what continuing it needs; options not given default to those
     the run was started with. A budget given now replaces the recorded one (a larger budget
     lets a stopped run go on)."""
-    from openprose.record.runstore import DamagedRun, RunStore
-
     run_dir = locate_run(project, run_ref)
-    try:
-        meta = RunStore.open(run_dir).read_meta()
-    except DamagedRun as error:
-        raise UsageError(str(error)) from None
-    project = run_dir.resolve().parent.parent.parent  # {project}/.prose/runs/{id}
+    meta = read_run_meta(run_dir)
     status = status_of(meta)
     if status == "running":
         raise UsageError(f"run {run_dir.name} is still running (pid {meta.get('pid')})")
     if status == "succeeded":
         raise NothingToResume(run_dir, meta)
+    return reopen(run_dir, meta, options, resuming=True)
+
+
+def read_run_meta(run_dir: Path) -> dict[str, Any]:
+    """The run's run.json; damaged, a usage error."""
+    from openprose.record.runstore import DamagedRun, RunStore
+
+    try:
+        return RunStore.open(run_dir).read_meta()
+    except DamagedRun as error:
+        raise UsageError(str(error)) from None
+
+
+def reopen(run_dir: Path, meta: dict[str, Any], options: RunOptions, *, resuming: bool) -> Resuming:
+    """The run's recorded program, imports, provider and settings opened again, options
+    given now replacing the recorded ones (`resuming`: for this run itself, else for a new
+    run made from it, a fork)."""
+    project = run_dir.resolve().parent.parent.parent  # {project}/.prose/runs/{id}
     recorded = _Recorded(run_dir / "run.json", meta)
     launch = _Recorded(run_dir / "run.json", recorded.table("launch"), "launch.")
-    parsed = _program_of(run_dir, recorded.text("program"))
+    parsed = program_of(run_dir, recorded.text("program"))
     recorded.table("inputs")  # resume_run reads them; a wrong type is caught here
     pins = {str(k): str(v) for k, v in recorded.table("import_pins").items()}
     program_dir = Path(launch.text("program_dir") or project)
@@ -98,7 +118,7 @@ def prepare_resume(project: Path, run_ref: str, options: RunOptions = DEFAULT_OP
         list(options.models) or launch.texts("models"),
         options.max_concurrency or launch.count("max_concurrency"),
         record=options.record,
-        resuming=run_dir,
+        resuming=run_dir if resuming else None,
     )
     from dataclasses import replace
 
@@ -141,7 +161,7 @@ def locate_run(project: Path, run_ref: str) -> Path:
     return run_dir
 
 
-def _program_of(run_dir: Path, recorded_path: str | None) -> Any:
+def program_of(run_dir: Path, recorded_path: str | None) -> Any:
     """The parse of the run's own program.prose; a damaged copy is a usage error."""
     from openprose.parser import parse_text
     from openprose.statefiles import read_state_file

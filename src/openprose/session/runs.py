@@ -48,7 +48,7 @@ def _alive(pid: object, started: object) -> bool:
 def resume_command(run_id: str, status: str, error: object, run_dir: Path) -> str | None:
     """The command that continues a run, for every run a resume can take further: one
     interrupted, crashed or aborted; one stopped at a budget (with the flag that lifts it);
-    one waiting for an approval (after it); one that failed where a resume would ask a model
+    one waiting for an approval or an answer (after it); one that failed where a resume would ask a model
     again (not a `throw`, which every replayed answer leads back to). Else None."""
     resume = f"prose resume {run_id}"
     if status in ("interrupted", "crashed", "aborted"):
@@ -59,6 +59,8 @@ def resume_command(run_id: str, status: str, error: object, run_dir: Path) -> st
         said = error if isinstance(error, str) else ""
         found = re.search(r"prose resume \S+ (--max-[a-z]+) N", said)  # runner's `_stopped`
         return f"{resume} {found.group(1)} N" if found else resume
+    if status == "waiting" and isinstance(error, str) and "prose answer" in error:
+        return f"prose answer {run_id} [ID] TEXT, then {resume}"  # an `ask` waits
     if status == "waiting":
         return f"prose approve {run_id} (or prose deny {run_id}), then {resume}"
     return None
@@ -89,18 +91,23 @@ def read_meta(folder: Path) -> object:
 
 def run_row(folder: Path, meta: object) -> dict[str, str]:
     """One run of the listing (`prose runs`, `prose ui`): id, status, program, start time,
-    from the run's `read_meta`, and the command that continues it ("" when none does)."""
+    from the run's `read_meta`, and the command that continues it ("" when none does); a
+    fork also names its parent run and the step it was forked at."""
     if isinstance(meta, dict):
         status = status_of(meta, folder)
     else:
         meta, status = {}, "damaged"  # run.json unreadable: `prose show` says why
-    return {
+    row = {
         "run_id": folder.name,
         "status": status,
         "program": _text(meta.get("program", "")),
         "started": _text(meta.get("started", "")),
         "resume": resume_command(folder.name, status, meta.get("error"), folder) or "",
     }
+    parent = meta.get("forked_from")
+    if isinstance(parent, dict):
+        row.update(parent=_text(parent.get("run", "")), parent_step=_text(parent.get("step", "")))
+    return row
 
 
 def _text(value: object) -> str:

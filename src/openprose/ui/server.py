@@ -10,6 +10,8 @@ Routes (each needs the token: `?token=` on GETs, the `X-Prose-Token` header on t
     GET  /api/events[?run=RUN]               server-sent events: `runs` when the list changes,
                                              `run` with what changed in RUN (the first one whole)
     POST /api/runs/{run}/approvals           {"answer": "once"|"run"|"deny", "ids": [...] | "all": true}
+    POST /api/runs/{run}/fork                {"step": S, "inputs": {...}, "set": {...}} (`ui.forks`)
+    POST /api/runs/{run}/answers             {"text": "...", "id": "q1"}: answer an `ask`
 
 Everything read from a run goes out as JSON data; the page only ever puts it in the document
 as text. A run is named by its folder name, which must be one of the folders `list_runs`
@@ -43,10 +45,12 @@ from openprose.record.journal import (
 from openprose.record.live import CLOSED, LiveJournal, live_journal
 from openprose.record.runstore import RUNS_DIR, DamagedRun, RunStore, list_runs
 from openprose.record.runview import RunDigest, in_full, statements
-from openprose.session.answers import answer_requests
+from openprose.session.answers import answer_question, answer_requests
 from openprose.session.runs import read_meta, run_row, status_of
 from openprose.statefiles import read_state_file
+from openprose.ui.forks import FORKS_KEY, cancel_forks, start_fork
 from openprose.vm.approvals import ANSWERS, ApprovalError
+from openprose.vm.questions import AnswerError
 
 __all__ = ["PortInUse", "UIServer", "make_app", "serve", "start"]
 
@@ -233,6 +237,10 @@ class RunWatch:
             "error": self.meta.get("error"),
             "result": self.meta.get("result"),
             "usage": self.meta.get("usage"),
+            "inputs": self.meta.get("inputs") if isinstance(self.meta.get("inputs"), dict) else {},
+            "forked_from": (
+                parent if isinstance(parent := self.meta.get("forked_from"), dict) else None
+            ),
             "totals": {
                 "sessions": len(self.digest.sessions),
                 "by_status": by_status,
@@ -356,13 +364,17 @@ def make_app(project: Path, token: str) -> web.Application:
     app[TOKEN_KEY] = token
     app[RUNS_KEY] = Runs(project, _prices_of(project))
     app[CLOSING_KEY] = asyncio.Event()
+    app[FORKS_KEY] = set()
     app.on_shutdown.append(_closing)
+    app.on_shutdown.append(cancel_forks)
     app.router.add_get("/", _page)
     app.router.add_get("/static/{name}", _static)
     app.router.add_get("/api/runs", _list)
     app.router.add_get("/api/runs/{run}", _run)
     app.router.add_get("/api/runs/{run}/session", _session)
     app.router.add_post("/api/runs/{run}/approvals", _approvals)
+    app.router.add_post("/api/runs/{run}/fork", _fork)
+    app.router.add_post("/api/runs/{run}/answers", _answers)
     app.router.add_get("/api/events", _events)
     return app
 
@@ -486,6 +498,34 @@ async def _approvals(request: web.Request) -> web.Response:
             answer_requests, run_dir, answer, ids, all_pending=bool(asked.get("all")), by="ui"
         )
     except (ApprovalError, DamagedRun) as error:
+        return _error(409, str(error))
+    return _json({"answered": answered, "next": f"prose resume {run_dir.name}"})
+
+
+async def _fork(request: web.Request) -> web.Response:
+    """Start a fork of the run at a step, as `prose fork` does (`ui.forks`)."""
+    run_dir = request.app[RUNS_KEY].find(request.match_info["run"])
+    if run_dir is None:
+        return _error(404, f"no run {request.match_info['run']!r}")
+    return await start_fork(request, run_dir)
+
+
+async def _answers(request: web.Request) -> web.Response:
+    """Answer a question exactly as `prose answer` does (recorded as given `by` the ui)."""
+    run_dir = request.app[RUNS_KEY].find(request.match_info["run"])
+    if run_dir is None:
+        return _error(404, f"no run {request.match_info['run']!r}")
+    try:
+        asked = await request.json(loads=orjson.loads)
+    except (ValueError, orjson.JSONDecodeError):
+        return _error(400, 'send a JSON object: {"text": "...", "id": "q1"}')
+    text = asked.get("text") if isinstance(asked, dict) else None
+    question = asked.get("id") if isinstance(asked, dict) else None
+    if not isinstance(text, str) or not (question is None or isinstance(question, str)):
+        return _error(400, "text is the answer (a string); id the question's id")
+    try:
+        answered = await asyncio.to_thread(answer_question, run_dir, text, question, by="ui")
+    except (AnswerError, DamagedRun) as error:
         return _error(409, str(error))
     return _json({"answered": answered, "next": f"prose resume {run_dir.name}"})
 

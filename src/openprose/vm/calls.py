@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from openprose.providers.base import (
     ModelRequest,
@@ -35,8 +36,8 @@ from openprose.vm.errors import RunAborted, SessionFailed, location
 from openprose.vm.runtime import Shared
 
 if TYPE_CHECKING:
-    from openprose.vm.memo import AnswerMemo, Remembered
-    from openprose.vm.tracing import StatementSpan
+    from openprose.telemetry.spans import StatementSpan
+    from openprose.vm.memo import AnswerMemo
 
 
 class ModelCalls:
@@ -45,6 +46,9 @@ class ModelCalls:
         self.store = store
         self.path = path  # of the program, for the location of a failed call
         self.memo: AnswerMemo | None = None
+        # Where each provider of a traced run sends its requests (`server_of`), by its id:
+        # the router keeps every provider for the whole run.
+        self._servers: dict[int, tuple[str, int] | None] = {}
         if shared.config.memo:
             from openprose.vm.memo import MEMO_DIR, AnswerMemo
 
@@ -90,6 +94,16 @@ class ModelCalls:
             provider, model_id = shared.router.route(alias)
         except ProviderConfigError as error:
             raise RunAborted(str(error)) from None
+        request = _routed(request, model_id)
+        inherited = shared.replay.inherited
+        if inherited is not None:  # a fork: its parent's answer to the very same request
+            taken = inherited.take(step, request)
+            if taken is not None:
+                shared.stats.served += 1
+                return self._answered_before(
+                    step, request, taken.response, alias, agent, label, event, continues,
+                    {"inherited": taken.origin},
+                )  # fmt: skip
         if shared.config.max_cost is not None and shared.stats.prices.price_of(model_id) is None:
             raise RunAborted(
                 f"--max-cost cannot be kept: model {model_id!r} (alias {alias!r}) has no price; "
@@ -97,16 +111,6 @@ class ModelCalls:
                 f"(USD per million tokens)"
             )
         budget.check(shared.config, shared.stats)
-        # The alias becomes the provider's model id (positional: cheaper than `replace`).
-        request = ModelRequest(
-            model_id,
-            request.messages,
-            request.system,
-            request.max_tokens,
-            request.temperature,
-            request.response_schema,
-            request.tools,
-        )
         memo_key = None
         if self.memo is not None and not request.tools:  # tool turns: tools act in between
             from openprose.vm.memo import memo_key as key_of
@@ -116,9 +120,12 @@ class ModelCalls:
             # Across runs only: the same request twice in one run (two identical branches)
             # is sent twice, as without the memo.
             if remembered is not None and remembered.run != shared.journal.path.parent.name:
-                return self._remembered(
-                    step, request, remembered, memo_key, alias, agent, label, event, continues
-                )
+                shared.stats.memoized += 1
+                memo = {"key": memo_key, "run": remembered.run, "step": remembered.step}
+                return self._answered_before(
+                    step, request, remembered.response, alias, agent, label, event, continues,
+                    {"memo": memo},
+                )  # fmt: skip
         shared.emit(
             ev.SessionStarted(
                 step=step, agent=agent, model=alias, binding=label, kind=event,
@@ -134,6 +141,9 @@ class ModelCalls:
         tracer = shared.tracer
         if tracer is not None:
             provider_name = str(getattr(provider, "name", "") or type(provider).__name__)
+            if id(provider) not in self._servers:
+                self._servers[id(provider)] = server_of(provider)
+            server = self._servers[id(provider)]
         attempt = 0
         REQUEST_TALLY.set(shared.stats)  # the provider's own retries are this run's requests
         retried: _RetryRecorder | None = None
@@ -148,10 +158,10 @@ class ModelCalls:
             shared.stats.in_flight += 1
             shared.stats.requests += 1
             try:
-                if tracer is not None:  # the attempt in its GenAI span (`openprose.vm.otel`)
+                if tracer is not None:  # the attempt in its GenAI span (`openprose.telemetry.otel`)
                     span = tracer.model_call(
                         step, request, alias=alias, provider=provider_name, kind=event,
-                        attempt=attempt, parent=parent,
+                        attempt=attempt, parent=parent, server=server,
                     )  # fmt: skip
                     try:
                         if not shared.streams:
@@ -224,23 +234,23 @@ class ModelCalls:
                 self.memo.put(memo_key, response, self.shared.journal.path.parent.name, step)
             return response
 
-    def _remembered(
+    def _answered_before(
         self,
         step: str,
         request: ModelRequest,
-        remembered: Remembered,
-        key: str,
+        answer: ModelResponse,
         alias: str,
         agent: str | None,
         label: str | None,
         event: str,
         continues: tuple[str, int] | None,
+        source: dict[str, Any],
     ) -> ModelResponse:
-        """An answer from the memo: journaled as a finished call that cost nothing (usage
-        0, attempt 0), saying which key and which earlier run and step it came from."""
+        """An answer not sent for: from the memo or a fork's parent. Journaled as a finished
+        call that cost nothing (usage 0, attempt 0), with `source` saying where it came
+        from (`memo`: its key, run and step; `inherited`: the parent run and step, or the
+        binding `prose fork --set` gave)."""
         shared = self.shared
-        shared.stats.memoized += 1
-        answer = remembered.response
         free = ModelResponse(
             answer.text,
             finish_reason=answer.finish_reason,
@@ -263,7 +273,8 @@ class ModelCalls:
                 attempt=0,
                 elapsed=0.0,
                 kind=event,
-                memo={"key": key, "run": remembered.run, "step": remembered.step},
+                memo=source.get("memo"),
+                inherited=source.get("inherited"),
             )
         )
         return free
@@ -294,6 +305,21 @@ class _RetryRecorder:
         )
 
 
+def _routed(request: ModelRequest, model_id: str) -> ModelRequest:
+    """The request with its alias replaced by the provider's model id (positional: cheaper
+    than `replace`)."""
+    return ModelRequest(
+        model_id,
+        request.messages,
+        request.system,
+        request.max_tokens,
+        request.temperature,
+        request.response_schema,
+        request.tools,
+        structured=request.structured,
+    )
+
+
 def _failed(message: str, path: str, where: Any, step: str) -> SessionFailed:
     failure = SessionFailed(message, where=location(path, getattr(where, "span", None)))
     failure.failed_calls[step] = message
@@ -314,3 +340,20 @@ def backoff_delay(backoff: str, attempt: int, base: float) -> float:
     if backoff == "exponential":  # the exponent capped: `retry: 5000` must not overflow
         return float(base * 2.0 ** min(attempt - 1, MAX_BACKOFF_EXPONENT))
     return 0.0
+
+
+def server_of(provider: object) -> tuple[str, int] | None:
+    """The host and port `provider` sends its requests to, found through the layers wrapped
+    around it (retries, recording); None for one that sends nothing over the network
+    (scripted, replayed, local models)."""
+    for _ in range(8):  # a few layers at most: never loop on a provider that wraps itself
+        url = getattr(provider, "url", None)
+        if isinstance(url, str):
+            parts = urlsplit(url)
+            if not parts.hostname:
+                return None
+            return parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
+        provider = getattr(provider, "inner", None) or getattr(provider, "_inner", None)
+        if provider is None:
+            return None
+    return None

@@ -23,7 +23,8 @@ from openprose import nodes as n
 from openprose.record import events as ev
 from openprose.record import steps
 from openprose.record.runstore import RunStore
-from openprose.vm import loops, parallel, pipelines, programs
+from openprose.shapes import returns_of
+from openprose.vm import asking, loops, parallel, pipelines, programs
 from openprose.vm.agents import Memories, agent_spec
 from openprose.vm.bindings import Bindings
 from openprose.vm.calls import ModelCalls
@@ -37,6 +38,7 @@ from openprose.vm.runtime import AgentSpec, LoadedProgram, Shared
 from openprose.vm.scope import Scope
 from openprose.vm.sessions import Sessions
 from openprose.vm.tools.approvals import ApprovalPending
+from openprose.vm.typed import check_output, typed_of
 from openprose.vm.values import ErrorValue, Value
 
 if TYPE_CHECKING:
@@ -237,7 +239,33 @@ class Interpreter:
         return value
 
     async def _output(self, stmt: n.Output, ctx: Ctx, step: str) -> Value:
+        if stmt.shape is not None:
+            return await self._typed_output(stmt, ctx, step)
         value = await self.eval(stmt.value, ctx, step, name=stmt.name.id)
+        ctx.scope.declare_output(stmt.name.id, value)
+        self.outputs[stmt.name.id] = value
+        self.bindings.write(stmt.name.id, "output", stmt, value, ctx)
+        return value
+
+    async def _typed_output(self, stmt: n.Output, ctx: Ctx, step: str) -> Value:
+        """`output name: shape = value`: a session there asks for the shape (unless it
+        declares its own); the value is checked against it before it is an output."""
+        assert stmt.shape is not None
+        if isinstance(stmt.value, n.Session) and returns_of(stmt.value) is None:
+            self.sessions.output_shapes[id(stmt.value)] = stmt.shape
+        value = await self.eval(stmt.value, ctx, step, name=stmt.name.id)
+        where = self.expressions.where(stmt)
+        try:
+            typed = typed_of(stmt.shape, self.program.path)
+        except ValueError as problem:
+            raise ProseRuntimeError(str(problem), where=where, code="E180") from None
+        assert typed is not None
+        value, found = check_output(value, typed)
+        if found:
+            raise ProseRuntimeError(
+                f"output {stmt.name.id!r} does not match its declared shape: " + "; ".join(found),
+                where=where,
+            )
         ctx.scope.declare_output(stmt.name.id, value)
         self.outputs[stmt.name.id] = value
         self.bindings.write(stmt.name.id, "output", stmt, value, ctx)
@@ -368,7 +396,8 @@ class Interpreter:
                 raise
         finally:
             # Runs after success or a program error; not when the task is being cancelled,
-            # nor when the run pauses for an approval (it runs once the try ends, on resume).
+            # nor when the run pauses for an approval or an answer (it runs once the try
+            # ends, on resume; `QuestionPending` is an `ApprovalPending`).
             pausing = isinstance(sys.exc_info()[1], ApprovalPending)
             if stmt.finally_body is not None and not _cancelling() and not pausing:
                 await self.body(stmt.finally_body, ctx, steps.clause(step, "finally"))
@@ -485,6 +514,7 @@ def _names_bound_by(stmt: Any) -> list[str]:
 _KINDS: dict[type, str] = {
     n.Binding: "let",
     n.Assign: "assign",
+    n.Ask: "ask",
     n.ProgramCall: "call",
     n.DoBlock: "do",
     n.DoCall: "do",
@@ -528,6 +558,7 @@ _HANDLERS: dict[type, Handler] = {
     n.Binding: Interpreter._binding,
     n.Assign: Interpreter._assign,
     n.Session: Interpreter._session_statement,
+    n.Ask: asking.ask,
     n.ProgramCall: programs.call_program,
     n.DoBlock: Interpreter._do_block,
     n.DoCall: Interpreter._do_call,

@@ -94,9 +94,12 @@ async def run_parallel(vm: Machine, stmt: n.Parallel, ctx: Ctx, step: str) -> Va
     try:
         while pending and len(results) < needed:
             done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            # every outcome taken, even when the first pause (two branches waiting for a
+            # person) ends the loop: none is left "never retrieved" on stderr
+            outcomes = {task: task.exception() for task in done}
             for task in sorted(done, key=tasks.__getitem__):
                 index = tasks[task]
-                error = task.exception()
+                error = outcomes[task]
                 if error is None:
                     results[index] = task.result()
                 elif isinstance(error, ProseError):

@@ -19,6 +19,7 @@ from openprose.providers.prices import cache_text
 from openprose.record.events import (
     Decision,
     Event,
+    QuestionAnswered,
     RunStarted,
     SessionCancelled,
     SessionFailed,
@@ -37,6 +38,13 @@ def shown_verdict(verdict: Any) -> str:
     if isinstance(verdict, bool):
         return "true" if verdict else "false"
     return str(verdict)
+
+
+def _answered(event: QuestionAnswered) -> str:
+    """An `ask`'s answer, and who gave it (or that the time ran out)."""
+    if event.by == "timeout":
+        return f"{event.id}: no answer in time, took the default {event.answer!r}"
+    return f"{event.id}: answered {event.answer!r} via {event.by}"
 
 
 class PlainProgress:
@@ -80,6 +88,8 @@ class PlainProgress:
             case Decision(step=step):
                 verdict = shown_verdict(event.verdict)
                 line = f"{clock} ? {step} {event.kind} → {verdict} ({event.reason})"
+            case QuestionAnswered(step=step):
+                line = f"{clock} ✎ {step} {_answered(event)}"
             case _:
                 return
         from openprose.terminal import printable

@@ -28,6 +28,7 @@ from openprose.vm.approvals import Honoured, honoured_answers, run_id_of
 from openprose.vm.budget import FLAGS, BudgetExhausted
 from openprose.vm.errors import ProseError, RunAborted
 from openprose.vm.interpreter import Interpreter
+from openprose.vm.questions import QuestionPending
 from openprose.vm.runtime import (
     LoadedProgram,
     ModelRouter,
@@ -49,7 +50,8 @@ from openprose.vm.values import Value, to_json
 if TYPE_CHECKING:
     from openprose.providers.settings import ProviderSettings
     from openprose.record.runlog import RunLog
-    from openprose.vm.tracing import Tracer
+    from openprose.telemetry.spans import Tracer
+    from openprose.vm.forking import Fork
 
 __all__ = ["RunResult", "VMConfig", "resume_run", "run_program"]
 
@@ -94,6 +96,7 @@ async def run_program(
     tracer: Tracer | None = None,
     log: RunLog | None = None,
     router: ModelRouter | None = None,
+    fork: Fork | None = None,
 ) -> RunResult:
     """Run a checked program in a new run folder under `project_dir/.prose/runs/`.
 
@@ -101,7 +104,8 @@ async def run_program(
     `run_id`, when given, is one `reserve_run_id` made, or a batch's own id for the run;
     `durable=False` writes the journal without fsync (see `Journal`). With `log` (and
     `run_id`) the run is recorded in a batch's run log instead of a folder (`runlog`).
-    `router`, when given, is shared with other runs (a batch's) and left open."""
+    `router`, when given, is shared with other runs (a batch's) and left open. `fork`: the
+    run is a fork of another (`prose fork`), recorded in run.json as `forked_from`."""
     config = config or VMConfig()
     shared = _shared_meta(program, imports, config, launch)
     pid, pid_started = _this_process()
@@ -113,6 +117,7 @@ async def run_program(
         "pid_started": pid_started,
         "inputs": to_json(dict(inputs or {})),
         **shared,
+        **({"forked_from": fork.origin} if fork is not None else {}),
     }
     store: RunStore
     journal: Journal
@@ -139,7 +144,7 @@ async def run_program(
         settings=settings,
         config=config,
         observer=observer,
-        replay=Replay(),
+        replay=Replay(inherited=fork.answers if fork is not None else None),
         prices=prices,
         journal=journal,
         tracer=tracer,
@@ -181,6 +186,9 @@ async def resume_run(
             raise DamagedRun(
                 f"{store.journal_path}: {error}; the run cannot be resumed as it is"
             ) from None
+        from openprose.vm.forking import resumed_fork_answers  # forks only, and rare
+
+        replay.inherited = resumed_fork_answers(run_dir, meta)
         recorded = meta.get("config") or {}
         config = config or VMConfig(
             **{k: v for k, v in recorded.items() if k in VMConfig.__dataclass_fields__}
@@ -269,6 +277,7 @@ async def _execute(
     tools = replace(tools, grants=set(tools.grants)) if tools else ToolRuntime()
     run_id = run_id_of(store.root)
     tools.seal_grant = functools.partial(_seal_grant, run_id)
+    tools.run_id = run_id
     honoured = honoured_answers(replay.tools, run_id)
     tools.grants.update(honoured.grants)
     fresh = not (replay.sessions or replay.decisions or store.has_journal_events())
@@ -286,6 +295,7 @@ async def _execute(
             program_name,
             read_journal(store.journal_path),
         )
+    trace_ids: dict[str, Any] = {}
     if tracer is not None:
         earlier = meta.get("trace")
         trace_ids = tracer.start_run(store.run_id, program_name, earlier)
@@ -333,6 +343,13 @@ async def _execute(
         status, error = "aborted", str(abort)
     except BudgetExhausted as stop:
         status, error = "stopped", _stopped(stop, store.run_id)
+    except QuestionPending as pending:
+        status = "waiting"
+        error = (
+            f"waiting for an answer to {pending.question.describe()} "
+            f"(prose answer {store.run_id} {pending.question.id} TEXT, then prose resume)"
+        )
+        store.state(f"{pending.question.step}→ waiting: {pending.question.describe()}")
     except ApprovalPending as pending:
         status = "waiting"
         error = (
@@ -343,6 +360,8 @@ async def _execute(
     except BaseException:
         # A VM bug or an interrupt: keep what was journaled (the run stays resumable).
         await journal.close()
+        if tracer is not None:  # the run's span is ended below: a resume does not write it
+            store.update_meta(trace={**trace_ids, "ended": True})
         store.close()
         if audit is not None:
             audit.close()
@@ -382,6 +401,8 @@ async def _execute(
     await store.aflush()  # the binding files, without holding a worker thread
 
     def close_store() -> None:
+        if tracer is not None:  # the run's span was ended: a resume does not write it again
+            finished["trace"] = {**trace_ids, "ended": True}
         store.update_meta(
             status=status, finished=stamp, error=error, usage=usage, result=result, **finished
         )

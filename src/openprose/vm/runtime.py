@@ -26,6 +26,8 @@ from openprose.record.events import (
     FailureReleased,
     MemoryUpdated,
     PermissionDecided,
+    QuestionAnswered,
+    QuestionAsked,
     RaceDecided,
     SessionFinished,
     SkillLoaded,
@@ -33,13 +35,15 @@ from openprose.record.events import (
 )
 from openprose.record.journal import Journal
 from openprose.vm.prompts import DEFAULT_CONTEXT_BUDGET, DEFAULT_HISTORY_ITEMS
-from openprose.vm.subscribers import Observer, Subscriber, traced
+from openprose.vm.questions import Asker, NobodyAsker, Question
+from openprose.vm.subscribers import Observer, Subscriber
 from openprose.vm.tools.approvals import Approver, NobodyApprover
 
 if TYPE_CHECKING:
     from openprose.providers.settings import ProviderSettings
     from openprose.record.audit import AuditTrail
-    from openprose.vm.tracing import Tracer
+    from openprose.telemetry.spans import Tracer
+    from openprose.vm.forking import ParentAnswers
 
 # Model calls a run may make unless told otherwise: enough for real programs, a stop for a
 # `loop:` that never ends (docs/decisions.md, issue 20 runtime).
@@ -60,6 +64,8 @@ class ToolTurns:
     answers: dict[str, dict[str, Any]] = field(default_factory=dict)  # id -> its answer line
     run_grants: list[dict[str, Any]] = field(default_factory=list)  # `permission`, scope run
     skills: dict[str, dict[str, Any]] = field(default_factory=dict)  # skill_loaded, by name
+    questions: dict[str, dict[str, Any]] = field(default_factory=dict)  # step -> question_asked
+    replies: dict[str, dict[str, Any]] = field(default_factory=dict)  # question id -> answer
 
     @classmethod
     def of(cls, records: Iterable[Mapping[str, Any]]) -> ToolTurns:
@@ -87,6 +93,11 @@ class ToolTurns:
                 self.run_grants.append(dict(record))
             case ApprovalDecided(id=answered):
                 self.answers[str(answered)] = dict(record)
+            case QuestionAsked(step=step):  # `ask`: vm.questions checks each answer's seal
+                Question.from_event(record)  # one of the wrong shape is named, never served
+                self.questions[step] = dict(record)
+            case QuestionAnswered(id=answered):
+                self.replies[str(answered)] = dict(record)
 
     @property
     def pending(self) -> dict[str, dict[str, Any]]:
@@ -106,6 +117,8 @@ class ToolRuntime:
     sandbox_limits: Any = None  # `[sandbox]` of prose.toml (a SandboxLimits); None: defaults
     plan: bool = False  # `--permission-mode plan`: every write, command and fetch refused
     seal_grant: Callable[[str, str], str] | None = None
+    asker: Asker = field(default_factory=NobodyAsker)  # who answers an `ask` (vm.questions)
+    run_id: str = ""  # the id a person's answers are sealed with (the run folder's name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,6 +239,8 @@ class Replay:
     races: dict[str, Race] = field(default_factory=dict)
     failures: dict[str, str] = field(default_factory=dict)  # handled failed calls: message
     tools: ToolTurns = field(default_factory=ToolTurns)  # tool results, approvals
+    # A fork's: the answers of the run it was forked from, each for an identical request
+    inherited: ParentAnswers | None = None
 
     @classmethod
     def from_events(cls, events: Any) -> Replay:
@@ -284,7 +299,7 @@ class Replay:
 _SERVED = frozenset(
     (SessionFinished, Decision, DecisionFailed, MemoryUpdated, RaceDecided, FailureHandled,
      FailureReleased, SkillLoaded, ToolResulted, ApprovalRequested, PermissionDecided,
-     ApprovalDecided)
+     ApprovalDecided, QuestionAsked, QuestionAnswered)
 )  # fmt: skip
 
 
@@ -392,7 +407,7 @@ class Shared:
         if self.audit is not None:
             self.subscribers.append(self.audit.add)
         if self.tracer is not None:
-            self.subscribers.append(traced(self.tracer))
+            self.subscribers.append(self.tracer.on_event)
         if self.observer is not None:
             self.subscribers.append(self.observer)
         if self.audit is not None:

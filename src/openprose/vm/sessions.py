@@ -15,6 +15,7 @@ from openprose import nodes as n
 from openprose.providers.base import Message, ModelRequest, ModelResponse
 from openprose.record import events as ev
 from openprose.record.runstore import RunStore
+from openprose.shapes import returns_of
 from openprose.vm.agents import Memories
 from openprose.vm.bindings import Bindings
 from openprose.vm.calls import ModelCalls
@@ -24,12 +25,13 @@ from openprose.vm.expressions import Expressions, literal
 from openprose.vm.frame import Ctx
 from openprose.vm.prompts import NO_TASK, user_message
 from openprose.vm.runtime import AgentSpec, Shared
+from openprose.vm.typed import RETRY_SUFFIX, Typed, typed_of
 from openprose.vm.values import Value
 
 if TYPE_CHECKING:
+    from openprose.telemetry.spans import StatementSpan
     from openprose.vm.memory import AgentMemory
     from openprose.vm.tools.skills import Skill
-    from openprose.vm.tracing import StatementSpan
 
 _BACKOFFS = ("none", "linear", "exponential")
 
@@ -41,6 +43,7 @@ class _Plan:
     agent: AgentSpec | None
     model: str
     retry: tuple[int, str] | None = None  # checked where it is used, then kept
+    typed: Typed | None = None  # the shape of its answer, when it declares one
 
 
 class Sessions:
@@ -68,6 +71,8 @@ class Sessions:
         self.agents = agents  # the program's agents, filled in before it runs
         self.skills = skills if skills is not None else {}  # imported skills, by name
         self._plans: dict[int, _Plan] = {}  # by id of the session node
+        # Sessions bound by an `output name: shape =`, by node id: they ask for that shape.
+        self.output_shapes: dict[int, n.Shape] = {}
 
     def _plan(self, node: n.Session) -> _Plan:
         """What a session statement decides by its text alone, worked out on its first run
@@ -75,6 +80,13 @@ class Sessions:
         props = {p.name.id: p.value for p in node.properties}
         agent = self._agent_of(node)
         plan = _Plan(node, props, agent, self._model_of(props, agent))
+        shape = returns_of(node) or self.output_shapes.get(id(node))
+        try:
+            plan.typed = typed_of(shape, self.expressions.path)
+        except ValueError as problem:
+            raise ProseRuntimeError(
+                str(problem), where=self.expressions.where(node), code="E180"
+            ) from None
         self._plans[id(node)] = plan
         return plan
 
@@ -88,15 +100,22 @@ class Sessions:
         no context variable changes per session)."""
         tracer = self.shared.tracer
         span: StatementSpan | None = None
-        if statement and tracer is not None:
-            span = tracer.statement("session", step, self.expressions.path, node.span.line)
+        plan = self._plans.get(id(node))
+        if plan is None or plan.node is not node:
+            plan = self._plan(node)
+        if tracer is not None and (statement or plan.agent is not None):
+            # A session of an agent is that agent's `invoke_agent` span, bound or not.
+            agent_name = None if plan.agent is None else plan.agent.name
+            span = tracer.statement(
+                "session", step, self.expressions.path, node.span.line, agent_name
+            )
         try:
             where = self.expressions.where
-            plan = self._plans.get(id(node))
-            if plan is None or plan.node is not node:
-                plan = self._plan(node)
             props, agent, model = plan.props, plan.agent, plan.model
             task, system = self._task_and_system(node, props, agent, ctx, step)
+            typed = plan.typed
+            if typed is not None:
+                task = f"{task}\n\n{typed.instruction()}"
             memory: AgentMemory | None = None
             memory_text: str | None = None
             ignored: str | None = None  # the memory a `session:` starts fresh from
@@ -133,6 +152,8 @@ class Sessions:
                 messages=(Message("user", text, shared_prefix=shared),),
                 system=system,
                 max_tokens=self.config.max_tokens,
+                response_schema=typed.schema if typed is not None else None,
+                structured=typed is not None,
             )
             if plan.retry is None:
                 plan.retry = self._retry_policy(props, node)
@@ -149,18 +170,70 @@ class Sessions:
                 parent=span,
                 context=[item.label for item in context_items] if props.get("context") else None,
             )
+            value: Value = response.text
+            if typed is not None:
+                response, value = await self._typed_answer(
+                    typed, request, response, step, node, agent, label
+                )
             answer = response.text
             if memory is not None and agent is not None:
                 with self._within(span):
                     await self.memories.update(agent, memory, step, task, answer, ignored=ignored)
-            self._record(node, ctx, step, name, label, answer)
+            self._record(node, ctx, step, name, label, answer, value)
         except BaseException as error:
             if span is not None:
                 span.end(error)
             raise
         if span is not None:
             span.end(None)
-        return answer
+        return value
+
+    async def _typed_answer(
+        self,
+        typed: Typed,
+        request: ModelRequest,
+        response: ModelResponse,
+        step: str,
+        node: n.Session,
+        agent: AgentSpec | None,
+        label: str | None,
+    ) -> tuple[ModelResponse, Value]:
+        """The answer's value; an invalid answer is asked again once (journaled as its own
+        step), then fails the session (catchable, as any session failure)."""
+        value, found = typed.read(response.text)
+        if not found:
+            return response, value
+        self.shared.emit(ev.TypedInvalid(step=step, problems=found))
+        retry = ModelRequest(
+            request.model,
+            (
+                *request.messages,
+                Message("assistant", response.text),
+                Message("user", typed.reask(found)),
+            ),
+            request.system,
+            request.max_tokens,
+            response_schema=typed.schema,
+            structured=True,
+        )
+        response = await self.calls.call(
+            step + RETRY_SUFFIX,
+            retry,
+            alias=request.model,
+            agent=agent.name if agent else None,
+            where=node,
+            label=label,
+        )
+        value, found = typed.read(response.text)
+        if not found:
+            return response, value
+        self.shared.emit(ev.TypedFailed(step=step, problems=found))
+        shown = label or f"session {step}"
+        raise SessionFailed(
+            f"{shown}: the answer does not match its declared shape, asked twice: "
+            + "; ".join(found),
+            where=self.expressions.where(node),
+        )
 
     def _within(self, span: StatementSpan | None) -> AbstractContextManager[None]:
         """`span` as the current span (the parent of spans made by code it is not handed
@@ -316,15 +389,17 @@ class Sessions:
         name: str | None,
         label: str | None,
         answer: str,
+        value: Value,
     ) -> None:
-        """The answer in the thread's history, its binding, and the line in state.md."""
+        """The answer in the thread's history, its binding (``value``: the answer, or its
+        typed value), and the line in state.md."""
         shown = label or f"session {step}"
         ctx.history.add(shown, answer)
         if label is not None and name is None and node.name is None:
-            self.bindings.write(label, "let", node, answer, ctx)
+            self.bindings.write(label, "let", node, value, ctx)
         elif node.name is not None and name is None:
-            ctx.scope.declare(node.name.id, answer)
-            self.bindings.write(node.name.id, "let", node, answer, ctx)
+            ctx.scope.declare(node.name.id, value)
+            self.bindings.write(node.name.id, "let", node, value, ctx)
         if not ctx.in_pipeline:
             self.store.state(f"{step}→ {name or label} ✓")
 

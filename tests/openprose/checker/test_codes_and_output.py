@@ -46,6 +46,8 @@ EXTRA: dict[str, tuple[str, int, int]] = {
     "E169": ('use "@a/b" as b\nlet r = b(x: 1, x: 2)\n', 2, 17),
     "E170": ('use "./missing.prose" as m\n', 1, 5),
     "E171": ('use "main.prose" as m\n', 1, 5),  # a program importing itself: a cycle
+    "E180": ('session "A"\n  returns: list of strng\n', 2, 20),
+    "E181": ('let r = session "A"\n  returns: {a: string}\nsession "{r.b}"\n', 3, 10),
     "I001": ("agent a:\n  persist: project\nresume: a\n", 3, 9),
     "W170": ('session "A"\n  backoff: "linear"\n', 2, 12),
     "W171": ('let name = session "A"\nsession "Hi {{name}}"\n', 2, 13),
@@ -53,6 +55,13 @@ EXTRA: dict[str, tuple[str, int, int]] = {
     # 1001 empty prompts: the last warning is left out, at the 1000th one reporting stops
     "W155": ('session ""\n' * 1001, 1000, 9),
     "W156": ('if **the sky is green**:\n  let x = session "A"\nsession "B {x}"\n', 3, 12),
+    # `ask "question"` (docs/guide.md, Asking a person)
+    "E190": ('let a = ask "Go?"\n  options: "yes"\n', 2, 12),
+    "E191": ('let a = ask "Go?"\n  options: ["yes", "no"]\n  default: "maybe"\n', 3, 12),
+    "E192": ('let a = ask "Go?"\n  timeout: "soon"\n', 2, 12),
+    "W190": ('let a = ask "Go?"\n  choices: ["yes", "no"]\n', 2, 3),
+    "W191": ('let a = ask ""\n', 1, 13),
+    "W192": ('let a = ask "Go?"\n  options: ["yes", "yes"]\n', 2, 20),
 }
 
 

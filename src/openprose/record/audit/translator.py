@@ -40,6 +40,7 @@ from openprose.record.audit.messages import (
     encode,
     shown_values,
 )
+from openprose.record.audit.people import PeopleRows
 from openprose.record.codec import fields_of
 from openprose.record.events import REGISTRY
 from openprose.record.events import Event as JournalEvent
@@ -54,7 +55,7 @@ class Row:
     translate: Callable[[Translator, str, float, Fields], None]  # (step, t, fields)
 
 
-class Translator:
+class Translator(PeopleRows):
     """Journal events in, VLP messages out, as NDJSON lines (`out` holds them until
     taken)."""
 
@@ -71,6 +72,7 @@ class Translator:
         self._answers: dict[str, int] = {}  # call step -> seq of the answer it got
         self._tool_calls: dict[tuple[str, object, object], str] = {}  # (step, turn, index)
         self._approvals: dict[str, str] = {}  # approval id -> its query
+        self._questions: dict[str, str] = {}  # `ask` question id -> its query
         self._agents: dict[str, Fields] = {}  # session step -> its start (tools' caller)
         self._results: dict[tuple[str, str], str] = {}  # (session step, call id) -> result
         self._bound: dict[str, int] = {}  # binding name -> seq of the answer it holds now
@@ -680,41 +682,6 @@ class Translator:
             payload=_details(step, event),
         )
 
-    def approval_requested(self, step: str, t: float, event: Fields) -> None:
-        agent = event.get("agent")
-        self._approvals[str(event.get("id"))] = self.say(
-            "query",
-            t,
-            sender=VM,
-            receiver="human",
-            content=(
-                f"{'agent ' + str(agent) if agent else 'a session'} wants to "
-                f"{event.get('kind')} {event.get('action')} (tool {event.get('tool')})"
-            ),
-            confidence=1.0,
-            topic="approval",
-            refers_to=self._tool_calls.get((step, event.get("turn"), event.get("index"))),
-            safety={"level": "review", "requires_human": True},
-            payload=_details(step, event),
-        )
-
-    def approval_decided(self, step: str, t: float, event: Fields) -> None:
-        request = self._approvals.get(str(event.get("id")))
-        if request is None:
-            return  # a decision without its request in this journal: nothing to answer
-        self.say(
-            "response",
-            t,
-            sender=f"human ({event.get('by') or 'unknown'})",
-            receiver=VM,
-            content=f"{event.get('answer')}: {event.get('kind')} {event.get('action')}",
-            confidence=1.0,
-            provenance=[f"approval:{event.get('id')}"],
-            topic="approval",
-            refers_to=request,
-            payload=_details(step, event),
-        )
-
     def tool_result(self, step: str, t: float, event: Fields) -> None:
         tool = str(event.get("tool") or "tool")
         call = self._tool_calls.pop((step, event.get("turn"), event.get("index")), None)
@@ -795,52 +762,54 @@ def _warning(kind: str) -> Callable[[Translator, str, float, Fields], None]:
 
 # Journal event -> the VLP messages it becomes. A new journal event gets a row here.
 ROWS: dict[type[Any], Row] = {
-    ev.REGISTRY["run_started"]: Row(("session_context",), Translator.run_started),
-    ev.REGISTRY["agents"]: Row(("notice",), Translator.agents),
-    ev.REGISTRY["session_started"]: Row(
-        (), Translator.session_started
-    ),  # the query is written with its end
-    # ...and between the two, a notice per provider-level retry of the call (`request_retried`)
-    ev.REGISTRY["session_finished"]: Row(
-        ("query", "response|correction"), Translator.session_finished
-    ),
-    ev.REGISTRY["session_failed"]: Row(("query", "notice"), Translator.session_failed),  # the same
+    ev.RunStarted: Row(("session_context",), Translator.run_started),
+    ev.AgentsDeclared: Row(("notice",), Translator.agents),
+    # The query is written with the call's end, and between the two a notice per
+    # provider-level retry of the call (`request_retried`)
+    ev.SessionStarted: Row((), Translator.session_started),
+    ev.SessionFinished: Row(("query", "response|correction"), Translator.session_finished),
+    ev.SessionFailed: Row(("query", "notice"), Translator.session_failed),  # the same
     # A provider-level retry: a notice written after its call's query (by the row above or
     # `session_finished`), or with the call's loss on resume.
-    ev.REGISTRY["request_retried"]: Row((), Translator.request_retried),
-    ev.REGISTRY["session_cancelled"]: Row(("notice",), Translator.session_cancelled),
-    ev.REGISTRY["session_served"]: Row((), _skip),  # a resumed run's answer: audited when it came
-    ev.REGISTRY["failure_served"]: Row(
-        (), _skip
-    ),  # a resumed run's handled failure: audited when it came
-    ev.REGISTRY["failure_handled"]: Row(
-        (), _skip
-    ),  # for resume; error_caught / the branch notes say it
-    ev.REGISTRY["failure_released"]: Row((), _skip),
-    ev.REGISTRY["decision"]: Row(("claim",), Translator.decision),
-    ev.REGISTRY["decision_served"]: Row((), _skip),
-    ev.REGISTRY["decision_failed"]: Row(("notice",), Translator.decision_failed),
-    ev.REGISTRY["run_finished"]: Row(("claim|notice",), Translator.run_finished),
+    ev.RequestRetried: Row((), Translator.request_retried),
+    ev.SessionCancelled: Row(("notice",), Translator.session_cancelled),
+    # A resumed run's answers and handled failures: audited when they came. failure_handled
+    # and _released are for resume; error_caught / the branch notes say them.
+    ev.SessionServed: Row((), _skip),
+    ev.FailureServed: Row((), _skip),
+    ev.FailureHandled: Row((), _skip),
+    ev.FailureReleased: Row((), _skip),
+    ev.Decision: Row(("claim",), Translator.decision),
+    ev.DecisionServed: Row((), _skip),
+    ev.DecisionFailed: Row(("notice",), Translator.decision_failed),
+    ev.RunFinished: Row(("claim|notice",), Translator.run_finished),
     # The tool loop (tools, permissions, approvals; `prose approve` appends approval_decided).
-    ev.REGISTRY["tool_call"]: Row(("query",), Translator.tool_call),
-    ev.REGISTRY["permission"]: Row(("notice",), Translator.permission),
-    ev.REGISTRY["approval_requested"]: Row(("query",), Translator.approval_requested),
-    ev.REGISTRY["approval_decided"]: Row(("response",), Translator.approval_decided),
-    ev.REGISTRY["tool_result"]: Row(("response",), Translator.tool_result),
+    ev.ToolCalled: Row(("query",), Translator.tool_call),
+    ev.PermissionDecided: Row(("notice",), Translator.permission),
+    ev.ApprovalRequested: Row(("query",), Translator.approval_requested),
+    ev.ApprovalDecided: Row(("response",), Translator.approval_decided),
+    ev.ToolResulted: Row(("response",), Translator.tool_result),
+    # `ask` (`prose answer`, the web view or the API append question_answered)
+    ev.QuestionAsked: Row(("query",), Translator.question_asked),
+    ev.QuestionAnswered: Row(("response",), Translator.question_answered),
 }
 for _kind in (
-    "memory_updated",
-    "error_caught",
-    "race_decided",
-    "unbound_placeholder",
-    "prompt_over_budget",
-    "context_trimmed",
-    "context_windowed",
-    "skill_loaded",
-    "skill_missing",
-    "approval_ignored",  # a recorded answer whose seal did not hold (forged, another run's)
+    ev.MemoryUpdated,
+    ev.ErrorCaught,
+    ev.RaceDecided,
+    ev.UnboundPlaceholder,
+    ev.PromptOverBudget,
+    ev.ContextTrimmed,
+    ev.ContextWindowed,
+    ev.SkillLoaded,
+    ev.SkillMissing,
+    ev.ApprovalIgnored,  # a recorded answer whose seal did not hold (forged, another run's)
+    ev.QuestionIgnored,  # the same, for an answer to an `ask`
+    ev.QuestionExpired,  # an `ask` with no default nobody answered in time
+    ev.TypedInvalid,  # a typed answer that did not match its shape: asked again
+    ev.TypedFailed,  # ...and the answer asked again did not either: the session fails
 ):
-    ROWS[ev.REGISTRY[_kind]] = Row(("notice",), _warning(_kind))
+    ROWS[_kind] = Row(("notice",), _warning(_kind.ev))
 
 
 def translate_lines(events: Iterable[Event], run_id: str, program: str) -> Iterator[bytes]:

@@ -19,6 +19,7 @@ const state = {
   permissions: new Map(),
   approvals: new Map(),
   pending: [],
+  questions: [], // every `ask` of the run; those with no answer get a form
   damaged: [],
   showAllSessions: false,
   detailStep: null,
@@ -138,6 +139,7 @@ function resetRun() {
   state.programText = "";
   state.statements = [];
   state.pending = [];
+  state.questions = [];
   state.damaged = [];
   for (const key of ["sessions", "decisions", "errors", "toolCalls", "permissions", "approvals"]) {
     state[key] = new Map();
@@ -160,6 +162,7 @@ function applyRun(data) {
     for (const record of data[field]) state[key].set(record.n, record);
   }
   state.pending = data.pending_approvals;
+  state.questions = data.questions || [];
   state.damaged = data.damaged;
   scheduleRender();
   if (state.detailStep !== null) {
@@ -189,6 +192,7 @@ function renderRun() {
   $("run-view").hidden = false;
   renderHead();
   renderApprovals();
+  renderQuestions();
   renderProgram();
   renderTimeline();
   renderSessions();
@@ -208,6 +212,14 @@ function renderHead() {
   status.className = `badge s-${run.status}`;
   $("run-meta").textContent = shownText([run.program, run.started && `started ${run.started}`,
     run.finished && `finished ${run.finished}`].filter(Boolean).join(" · "));
+  const parent = run.forked_from;
+  $("run-parent").hidden = !parent;
+  if (parent) {
+    const link = $("parent-link");
+    link.textContent = shownText(text(parent.run));
+    link.setAttribute("href", `#run=${encodeURIComponent(String(parent.run))}`);
+    $("parent-step").textContent = shownText(text(parent.step));
+  }
   const totals = clear($("run-totals"));
   const counts = run.totals.by_status;
   const facts = [
@@ -244,6 +256,16 @@ function renderApprovals() {
   }
 }
 
+// A typed session's answer is JSON: shown indented, as the value the program bound.
+function typedAnswer(s) {
+  if (!s.shape) return s.answer;
+  try {
+    return JSON.stringify(JSON.parse(s.answer), null, 2);
+  } catch {
+    return s.answer;  // an answer that did not validate (asked again as its own step)
+  }
+}
+
 async function decide(answer, ids) {
   const message = $("approval-message");
   for (const button of document.querySelectorAll("#pending-list button")) button.disabled = true;
@@ -272,6 +294,74 @@ async function decide(answer, ids) {
   message.hidden = false;
   $("approvals").hidden = false;
   for (const button of document.querySelectorAll("#pending-list button")) button.disabled = false;
+}
+
+function renderQuestions() {
+  const waiting = state.questions.filter((q) => q.answer === null);
+  const box = $("questions");
+  box.hidden = waiting.length === 0 && $("question-message").hidden;
+  // drawn again only when the questions change: an answer being typed is kept
+  const drawn = waiting.map((q) => `${q.id}:${q.digest}`).join(" ");
+  if ($("question-list").dataset.drawn === drawn) return;
+  const list = clear($("question-list"));
+  list.dataset.drawn = drawn;
+  for (const question of waiting) {
+    const form = el("form", {class: "question", dataset: {question: question.id}});
+    const options = question.options || [];
+    if (options.length) {
+      options.forEach((option, index) => {
+        form.append(el("label", {class: "option"},
+          el("input", {type: "radio", name: "answer", value: String(index + 1),
+            checked: option === question.default}),
+          " ", oneLine(option)));
+      });
+    } else {
+      form.append(el("input", {type: "text", name: "answer", class: "answer-text",
+        value: question.default === null ? "" : text(question.default)}));
+    }
+    form.append(el("button", {type: "submit", class: "answer"}, "Answer"));
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      const chosen = form.querySelector("input[name=answer]:checked, input.answer-text");
+      if (chosen) answerQuestion(question.id, chosen.value);
+    });
+    const facts = [`question ${question.id}`, question.step ? `step ${question.step}` : "",
+      question.default !== null ? `default ${oneLine(question.default)}` : "",
+      question.timeout !== null ? `timeout ${question.timeout} s` : ""].filter(Boolean);
+    list.append(el("li", {class: "pending"},
+      el("div", {}, el("strong", {}, oneLine(question.question))),
+      el("div", {class: "dim small"}, facts.join(" · ")),
+      form));
+  }
+}
+
+async function answerQuestion(id, answer) {
+  const message = $("question-message");
+  for (const button of document.querySelectorAll("#question-list button")) button.disabled = true;
+  let shown;
+  try {
+    const response = await api(`/api/runs/${encodeURIComponent(state.runId)}/answers`, {
+      method: "POST",
+      headers: {"Content-Type": "application/json"},
+      body: JSON.stringify({id, text: answer}),
+    });
+    const body = await response.json();
+    if (response.ok) {
+      shown = `answered ${body.answered.id}: ${oneLine(body.answered.answer)}. ` +
+        `Continue the run with: ${body.next}`;
+      message.className = "notice";
+    } else {
+      shown = body.error || `error ${response.status}`;
+      message.className = "notice error-text";
+    }
+  } catch (error) {
+    shown = `could not reach prose ui: ${error}`;
+    message.className = "notice error-text";
+  }
+  message.textContent = shownText(shown);
+  message.hidden = false;
+  $("questions").hidden = false;
+  for (const button of document.querySelectorAll("#question-list button")) button.disabled = false;
 }
 
 function renderProgram() {
@@ -452,6 +542,10 @@ async function openDetail(step) {
     ["cost", money(s.cost)], ["duration", seconds(s.elapsed)], ["attempt", String(s.attempt)],
     ["finish", text(s.finish_reason)],
   ];
+  if (s.inherited) { // a fork's answer, not sent: its parent's, or a value the fork set
+    shown.push(["answer from", s.inherited.set !== undefined ? `set by the fork (${text(s.inherited.set)})`
+      : `run ${text(s.inherited.run)}, step ${text(s.inherited.step)}`]);
+  }
   for (const [name, value] of shown) facts.append(el("dt", {}, name), el("dd", {}, value));
   const body = clear($("detail-body"));
   if (s.error) body.append(el("h4", {}, "error"), el("pre", {class: "error-text"}, s.error));
@@ -461,11 +555,86 @@ async function openDetail(step) {
       el("pre", {class: `message m-${message.role}`}, message.text));
   }
   body.append(el("h4", {}, "answer"),
-    el("pre", {class: "answer"}, s.status !== "running" ? s.answer
+    el("pre", {class: "answer"}, s.status !== "running" ? typedAnswer(s)
       : shownStatus(s) === "stopped" ? "(no answer: the run stopped first)" : "(still running)"));
+  if (s.shape) body.append(el("h4", {}, "shape"), el("pre", {class: "shape"}, JSON.stringify(s.shape, null, 2)));
   for (const row of document.querySelectorAll("#sessions tr.selected")) row.classList.remove("selected");
   const row = document.querySelector(`#sessions tr[data-step="${CSS.escape(step)}"]`);
   if (row) row.classList.add("selected");
+  showForkForm();
+}
+
+// --- fork from here -------------------------------------------------------------------
+
+// The run's inputs, each a field holding its value (changed ones are sent), and the bindings
+// to set; the step is the session shown.
+function showForkForm() {
+  const inputs = clear($("fork-inputs"));
+  for (const [name, value] of Object.entries(state.run.inputs || {})) {
+    const shown = typeof value === "string" ? value : JSON.stringify(value);
+    const field = el("input", {type: "text", name, dataset: {input: name}});
+    field.value = shown; // a property, never markup; compared as is when sent
+    field.dataset.was = shown;
+    inputs.append(el("label", {}, `input ${name} `, field));
+  }
+  $("fork-set").value = "";
+  $("fork-message").hidden = true;
+  $("fork-form").hidden = false;
+}
+
+function forkRequest() {
+  const inputs = {};
+  for (const field of document.querySelectorAll("#fork-inputs input")) {
+    if (field.value === field.dataset.was) continue;
+    const name = field.dataset.input;
+    if (typeof state.run.inputs[name] === "string") {
+      inputs[name] = field.value;
+      continue;
+    }
+    try { // a list, a number...: JSON, as the run was given it
+      inputs[name] = JSON.parse(field.value);
+    } catch (error) {
+      return {problem: `input ${name} is JSON (as the run had it): ${error.message}`};
+    }
+  }
+  const set = {};
+  for (const line of $("fork-set").value.split("\n")) {
+    if (!line.trim()) continue;
+    const at = line.indexOf("=");
+    if (at < 1) return {problem: `write NAME=VALUE, not ${JSON.stringify(line)}`};
+    set[line.slice(0, at).trim()] = line.slice(at + 1);
+  }
+  return {body: {step: state.detailStep, inputs, set}};
+}
+
+async function startFork(event) {
+  event.preventDefault();
+  const message = $("fork-message");
+  const asked = forkRequest();
+  let shown = asked.problem;
+  message.className = "notice error-text";
+  if (!shown) {
+    $("fork-start").disabled = true;
+    try {
+      const response = await api(`/api/runs/${encodeURIComponent(state.runId)}/fork`, {
+        method: "POST",
+        headers: {"Content-Type": "application/json"},
+        body: JSON.stringify(asked.body),
+      });
+      const body = await response.json();
+      if (response.ok) {
+        location.hash = `run=${encodeURIComponent(body.run_id)}`; // watch the fork
+        return;
+      }
+      shown = body.error || `error ${response.status}`;
+    } catch (error) {
+      shown = `could not reach prose ui: ${error}`;
+    } finally {
+      $("fork-start").disabled = false;
+    }
+  }
+  message.textContent = shownText(shown);
+  message.hidden = false;
 }
 
 function closeDetail() {
@@ -510,6 +679,7 @@ document.addEventListener("DOMContentLoaded", () => {
   $("session-filter").addEventListener("input", () => renderSessions());
   $("show-all-sessions").addEventListener("click", () => { state.showAllSessions = true; renderSessions(); });
   $("detail-close").addEventListener("click", closeDetail);
+  $("fork-form").addEventListener("submit", startFork);
   // one listener for all bars and rows (a run may have thousands)
   for (const id of ["timeline", "sessions"]) {
     $(id).addEventListener("click", (event) => {
