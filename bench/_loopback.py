@@ -118,10 +118,13 @@ def sdk_client(base_url: str) -> Any:
     )
 
 
-def prose_process(argv: Sequence[str], cwd: Path, base_url: str) -> tuple[float, float, float, str]:
+def prose_process(
+    argv: Sequence[str], cwd: Path, base_url: str, src: Path | None = None
+) -> tuple[float, float, float, str]:
     """Run `prose ARGV` as a user would (a fresh interpreter, the console script's entry
     point) with the openai provider pointed at the loopback server: (wall seconds from spawn
-    to exit, CPU seconds, peak RSS in MB, stdout)."""
+    to exit, CPU seconds, peak RSS in MB, stdout). `src`: another tree's src/ to run (a
+    baseline exported from git), instead of this one's."""
     import subprocess
 
     env = {
@@ -130,7 +133,9 @@ def prose_process(argv: Sequence[str], cwd: Path, base_url: str) -> tuple[float,
         if not k.startswith(("PROSE_", "ANTHROPIC_", "OPENAI_")) and k != "PYTHONDONTWRITEBYTECODE"
     }
     env.update(OPENAI_BASE_URL=f"{base_url}/v1", OPENAI_API_KEY=API_KEY, TERM="dumb")
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO / "src"), env.get("PYTHONPATH")]))
+    env["PYTHONPATH"] = os.pathsep.join(
+        filter(None, [str(src or REPO / "src"), env.get("PYTHONPATH")])
+    )
     code = "import sys; from openprose.cli import main; sys.argv[0] = 'prose'; raise SystemExit(main())"
     with tempfile.TemporaryFile() as errors:
         started = time.perf_counter()

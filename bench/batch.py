@@ -216,6 +216,7 @@ def main() -> None:
             f"prose batch (ray, local)  : {seconds:8.3f} s  ({n / seconds:8.0f} runs/s)"
             f"  {seconds / best_local:.2f}x in-process (Ray start-up included)"
         )
+        print(f"Ray overhead a case       : {(seconds - best_local) / n * 1e3:8.2f} ms")
     finally:
         stop()
         baseline_dir.cleanup()

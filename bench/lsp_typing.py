@@ -8,6 +8,10 @@ lines (bench/frontend.py's chunk: every construct) and, after a pause, measures:
   prompt) -> the publishDiagnostics of the final version, timed from the last keystroke; the
   diagnostics published during the burst, and the analyses started (the server's
   ``prose/analysisStats``; a server without it shows "-").
+* **CPU**: the server process's CPU time (user + system, from ``/proc``, 10 ms ticks) spent
+  on the single edit and on the whole burst. On a shared machine the wall times above grow
+  with the load (another process's turn on the core is time the edit waits); the CPU time
+  is the work itself, so it is the figure to compare across runs.
 
 Baseline in the same run: the same measurements on ``--baseline`` (default ``main``), whose
 ``src/`` is exported with `git archive` and put first on the server's PYTHONPATH.
@@ -86,6 +90,15 @@ class Client:
         )
         return self.version
 
+    def cpu_ms(self) -> float:
+        """The server process's CPU time so far (user + system), in ms; NaN off Linux."""
+        try:
+            fields = Path(f"/proc/{self.lsp._server.pid}/stat").read_text().rsplit(")", 1)[1]
+        except (OSError, AttributeError):
+            return float("nan")
+        utime, stime = fields.split()[11:13]  # fields 14 and 15 of proc(5)
+        return (int(utime) + int(stime)) * 1000 / os.sysconf("SC_CLK_TCK")
+
     async def stop(self) -> None:
         await self.lsp.shutdown_async(None)
         self.lsp.exit(None)
@@ -105,15 +118,20 @@ async def measure(src: Path, text: str, keys: int, gap_s: float, repeat: int) ->
     finals: list[float] = []
     published: list[int] = []
     analyses: list[float] = []
+    single_cpu: list[float] = []
+    burst_cpu: list[float] = []
     for _ in range(repeat):
         await asyncio.sleep(1.0)  # a pause: the next keystroke is a single edit
+        cpu = client.cpu_ms()
         sent = time.perf_counter()
         version = client.type(uri, lsp.Position(line, column), "x")
         column += 1
         singles.append((await client.wait(version) - sent) * 1000)
+        single_cpu.append(client.cpu_ms() - cpu)
         await asyncio.sleep(1.0)
         before_count = await client.analyses()
         first = client.version + 1
+        cpu = client.cpu_ms()
         begun = time.perf_counter()
         for key in range(keys):
             await asyncio.sleep(max(0.0, begun + key * gap_s - time.perf_counter()))
@@ -121,6 +139,7 @@ async def measure(src: Path, text: str, keys: int, gap_s: float, repeat: int) ->
             version = client.type(uri, lsp.Position(line, column), "y")
             column += 1
         finals.append((await client.wait(version) - last_sent) * 1000)
+        burst_cpu.append(client.cpu_ms() - cpu)
         await asyncio.sleep(0.5)  # anything still coming for the burst
         published.append(sum(1 for v in client.arrivals if v is not None and v >= first))
         after_count = await client.analyses()
@@ -133,6 +152,8 @@ async def measure(src: Path, text: str, keys: int, gap_s: float, repeat: int) ->
         "final_max": max(finals),
         "published": max(published),
         "analyses": max(analyses) if analyses else float("nan"),
+        "single_cpu": statistics.median(single_cpu),
+        "burst_cpu": statistics.median(burst_cpu),
     }
 
 
@@ -149,7 +170,7 @@ async def run(options: argparse.Namespace) -> None:
         }
         print(
             f"{'':22}{'single edit ms':>15}{'final ms':>10}{'(max)':>8}"
-            f"{'published':>11}{'analyses':>10}"
+            f"{'published':>11}{'analyses':>10}{'CPU: single':>13}{'burst':>7}"
         )
         results = {}
         for name, src in variants.items():
@@ -159,6 +180,7 @@ async def run(options: argparse.Namespace) -> None:
             print(
                 f"{name:22}{found['single']:15.1f}{found['final']:10.1f}{found['final_max']:8.1f}"
                 f"{found['published']:11.0f}{analyses:>10}"
+                f"{found['single_cpu']:13.0f}{found['burst_cpu']:7.0f}"
             )
     mine = results["this tree"]
     for label, value, goal in (

@@ -475,6 +475,11 @@ EXAMPLES: dict[str, Example] = {
         'use "./grab.prose" as grab\noutput r = grab()\n',
         _GRAB,
     ),
+    "W181": Example(
+        'agent a:\n  permissions:\n    mcp: ["note"]\nsession: a\n  prompt: "Look it up"\n',
+        'agent a:\n  permissions:\n    mcp: ["notes"]\nsession: a\n  prompt: "Look it up"\n',
+        {"prose.toml": '[mcp.servers.notes]\ncommand = "notes-server"\n'},
+    ),
     "W190": Example(
         'let go = ask "Ship it?"\n  choices: ["yes", "no"]\n',
         'let go = ask "Ship it?"\n  options: ["yes", "no"]\n',

@@ -150,6 +150,7 @@ _TABLE: tuple[Code, ...] = (
     Code("W170", W, "Quoted enum value (write it bare: `backoff: exponential`)"),
     Code("W171", W, "Another language's template braces (`{{name}}`, `${name}`) around `{name}`"),
     Code("W180", W, "Remote program's agent asks for a permission its cap does not give"),
+    Code("W181", W, "`mcp:` grant names a server or tool prose.toml does not declare"),
     Code("W190", W, "Unknown ask property (known: options, default, timeout)"),
     Code("W191", W, "Empty ask question"),
     Code("W192", W, "Duplicate ask option"),
@@ -596,9 +597,15 @@ GUIDANCE: dict[str, Guidance] = {
     ),
     "W180": Guidance(
         "ours (docs/tools.md, Imported programs): a program from a URL or the registry gets "
-        "no bash, network, write or reads outside the project unless the user grants them",
+        "no bash, network, write, MCP tools or reads outside the project unless the user "
+        "grants them",
         'grant it in prose.toml: [imports.grants."SPEC"] with the permission, or use the '
         "program without it",
+    ),
+    "W181": Guidance(
+        "ours (docs/tools.md, MCP servers): an agent is granted the tools of servers the "
+        "project declares as [mcp.servers.NAME] in prose.toml",
+        'declare the server in prose.toml, or grant one it declares (`mcp: ["notes"]`)',
     ),
     "W171": Guidance(
         "String Interpolation: variables are referenced by wrapping the name in curly braces, "

@@ -52,15 +52,16 @@ class FetchPolicy:
 
 # What a program from a URL or the registry (and what it imports) may do at most, unless
 # prose.toml grants more ([imports.grants."SPEC"], per kind): read and run programs inside
-# the project — no writes, shell, network, nor reads outside the project.
+# the project — no writes, shell, network, MCP tools, nor reads outside the project.
 REMOTE_CEILING: dict[str, Any] = {
     "read": "allow",
     "execute": "allow",
     "write": "deny",
     "bash": "deny",
     "network": "deny",
+    "mcp": "deny",
 }
-CAPPED_KINDS = ("bash", "network", "write")  # denied by REMOTE_CEILING
+CAPPED_KINDS = ("bash", "network", "write", "mcp")  # denied by REMOTE_CEILING
 
 
 def ceiling_of(spec: str, remote: bool, grants: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:

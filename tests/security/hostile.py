@@ -19,7 +19,9 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import socket
+import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -38,6 +40,7 @@ from openprose.vm.loader import load_imports
 from openprose.vm.runner import RunResult, VMConfig, resume_run, run_program
 from openprose.vm.runtime import ToolRuntime
 from openprose.vm.tools.approvals import Answer, ApprovalPending, ApprovalRequest
+from openprose.vm.tools.mcp_config import McpServer
 from tests.support.fake_llm_server import FakeAnswer, FakeLLMServer, FakeToolCall
 
 SECRET = "top-secret-value-4711"  # only outside the project, on the secret site, in the env
@@ -45,6 +48,7 @@ PRIVATE = "project-private-0815"  # in the project, in files no attempt may read
 RUN_STATE = "bound-answer-1234"  # in run state (journals of .prose/), no agent's to read
 ENV_SECRET = "ANTHROPIC_API_KEY_OF_THE_USER"  # an environment variable holding SECRET
 ATTEMPT_SECONDS = 30.0  # an attempt that takes longer hangs
+MCP_SCRIPT = Path(__file__).parents[1] / "support" / "mcp" / "notes_server.py"
 HOST_MARKER = Path("/tmp/prose-attack-pwned")  # a shell that writes the host's /tmp escaped
 FAKE_NAMES = {  # what name lookups answer during an attempt
     "public.test": "127.0.0.1",  # a "public" site that is really the loopback secret site
@@ -89,6 +93,7 @@ class Attempt:
     leaks: tuple[str, ...] = (SECRET, PRIVATE)  # never in a tool result or answer
     fixed_on: str | None = None  # the branch that closes it: xfail(strict) here
     heavy: bool = False  # unbounded here would load the shared machine: not run here
+    mcp: bool = False  # the project declares the stdio MCP test server `notes`
     check: Callable[[Outcome], None] | None = None
 
 
@@ -394,6 +399,8 @@ def run_attempt(
     }
     server.secret_hits.clear()
     HOST_MARKER.unlink(missing_ok=True)
+    if attempt.mcp:
+        shutil.copy(MCP_SCRIPT, world.root / "notes_server.py")
     before = world.snapshot(_skipped(world))
     monkeypatch.setenv(ENV_SECRET, SECRET)
     fence = NetworkFence({int(server.base_url.rsplit(":", 1)[1]), server.site_port})
@@ -435,7 +442,7 @@ async def _play(server: HostileServer, attempt: Attempt, world: World) -> Outcom
                 provider=provider,
                 project_dir=world.root,
                 config=config,
-                tools=ToolRuntime(approver=approver),
+                tools=_runtime(attempt, approver),
             )
             outcome.results.append(resumed)
             outcome.events += list(read_journal(resumed.run_dir / "journal.jsonl"))
@@ -478,11 +485,25 @@ async def _one_run(
         project_dir=root,
         imports=imports,
         config=config,
-        tools=ToolRuntime(approver=approver),
+        tools=_runtime(attempt, approver),
     )
     outcome.results.append(result)
     outcome.events += list(read_journal(result.run_dir / "journal.jsonl"))
     return result
+
+
+def _runtime(attempt: Attempt, approver: _Approver) -> ToolRuntime:
+    """The tools of an attempt's runs: the person asked, and the MCP test server."""
+    servers = {}
+    if attempt.mcp:
+        servers["notes"] = McpServer(
+            "notes",
+            command=sys.executable,
+            args=("notes_server.py",),
+            readable=tuple({sys.base_prefix, sys.prefix}),
+            timeout=10.0,
+        )
+    return ToolRuntime(approver=approver, mcp_servers=servers)
 
 
 def _skipped(world: World) -> tuple[Path, ...]:

@@ -29,8 +29,8 @@ def _param(row: Attempt) -> object:
                 strict=True, run=not row.heavy, reason=f"fixed on branch {row.fixed_on}"
             )
         )
-    uses_shell = any(
-        name == "run_command"
+    uses_shell = any(  # a stdio MCP server runs in the sandbox too
+        name == "run_command" or name.startswith("mcp__")
         for step in (*row.steps, *row.then)
         for turn in step.turns
         for name, _ in turn

@@ -154,6 +154,7 @@ def test_the_journal_shows_each_imported_agents_ceiling(project: Path, registry:
         "write": "deny",
         "bash": "deny",
         "network": "deny",
+        "mcp": "deny",
     }
 
 

@@ -1,6 +1,6 @@
 """A loopback TCP server that answers HTTP requests with whatever bytes a test writes.
 
-For tests of the HTTP client (`openprose.providers.http_wire`): the test's `respond` gets each
+For tests of the HTTP client (`openprose.net`): the test's `respond` gets each
 request (head and body, parsed just enough) and the stream writer, writes any bytes it likes,
 and says whether the connection stays open for another request. The server counts
 connections and keeps every request it read.
@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Self
 
-__all__ = ["LoopbackServer", "RawHttpServer", "RawRequest", "answer"]
+__all__ = ["LoopbackServer", "RawHttpServer", "RawRequest", "answer", "respond_with"]
 
 
 @dataclass
@@ -125,3 +125,16 @@ class RawHttpServer(LoopbackServer):
             await writer.drain()
             if not keep:
                 return
+
+
+def respond_with(*replies: bytes, keep: bool = True) -> Respond:
+    """A server that answers its n-th request with replies[n] (the last one repeats)."""
+    count = 0
+
+    async def respond(request: RawRequest) -> bool:
+        nonlocal count
+        request.writer.write(replies[min(count, len(replies) - 1)])
+        count += 1
+        return keep
+
+    return respond

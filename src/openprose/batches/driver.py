@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from openprose.batches.cases import Case, CasesError, Invalid, read_cases
 from openprose.batches.job import FINISHED, BatchSpec, CaseRunner, Job, logged_row, row_of
@@ -22,6 +22,9 @@ from openprose.batches.store import BatchStore, file_sha256, find_batch
 from openprose.files import unreadable_reason
 from openprose.record.logged_runs import materialize
 from openprose.session.options import DEFAULT_OPTIONS, RunOptions
+
+if TYPE_CHECKING:
+    from openprose.batches.tracing import BatchTrace
 
 __all__ = [
     "INVALID_LINES",
@@ -151,6 +154,7 @@ async def run_batch(
     options: RunOptions = DEFAULT_OPTIONS,
     max_runs: int = DEFAULT_MAX_RUNS,
     durable: bool = False,
+    trace: bool = False,
     executor: str = "local",
     ray_address: str | None = None,
     project_dir: str | os.PathLike[str] | None = None,
@@ -161,7 +165,7 @@ async def run_batch(
     """Run `program` once per case of `inputs` (.jsonl, or .csv with a header), each run with
     `options` (provider, models, evaluator, budgets, yes; not `record`, `permission_mode`,
     `offline`). `processes` (local executor): how many processes run the runs, this one
-    included."""
+    included. `trace`: export a trace (also on with an OTLP endpoint in the environment)."""
     from openprose.project import find_project
     from openprose.session.launch import RunError
 
@@ -194,6 +198,7 @@ async def run_batch(
         project_dir=str(project),
         options=options,
         durable=durable,
+        trace=trace,
     )
     _preflight(executor, ray_address)
     try:
@@ -236,6 +241,7 @@ async def resume_batch(
     on_row: Listener | None = None,
     on_start: Callable[[str, Path], None] | None = None,
     processes: int | None = None,
+    trace: bool = False,
 ) -> BatchResult:
     """Run the cases of a batch that have no row yet; a run the batch had started is resumed
     (its finished sessions come from its journal), never started again."""
@@ -283,6 +289,7 @@ async def resume_batch(
             yes=bool(options.get("yes")),
         ),
         durable=bool(options.get("durable")),
+        trace=trace,
     )
     executor = executor or options.get("executor") or "local"
     if max_runs is None:
@@ -340,6 +347,7 @@ async def _drive(
     for row in store.rows():
         done.add(row["line"])
         stats.done_before += 1
+    traced = _batch_trace(store, spec, resumed=bool(done))
     logged = read_log(store.root)
     log = store.open_for_append(durable=spec.durable)
     declared = _declared_inputs(runner.prepared.program)
@@ -355,6 +363,8 @@ async def _drive(
             return  # its row cannot be written: neither counted nor shown
         store.write_row(row)
         stats.add(row)
+        if traced is not None:
+            traced.case_ended(row)
         if on_row is not None:
             on_row(row, stats)
 
@@ -370,6 +380,8 @@ async def _drive(
                 continue
             assert isinstance(case, Case)
             run_id = store.run_id(case.line)
+            if traced is not None:
+                traced.case_started(case.line, run_id)
             if run_id in folders:  # a folder run (Ray), or one materialized since
                 yield Job(case.line, run_id, case.inputs, resume=True)
                 continue
@@ -389,8 +401,11 @@ async def _drive(
                 from openprose.batches.on_ray import RayUnavailable, run_on_ray
 
                 await runner.aclose()  # the workers open their own
+                # the limit prose.toml or --max-concurrency set, for the workers to share
+                limit = runner.prepared.settings.max_concurrency
+                shared = replace(spec, options=replace(spec.options, max_concurrency=limit))
                 try:
-                    await run_on_ray(spec, cases, deliver, max_runs, address=ray_address)
+                    await run_on_ray(shared, cases, deliver, max_runs, address=ray_address)
                 except RayUnavailable as error:
                     raise BatchError(str(error)) from None
                 return
@@ -429,12 +444,19 @@ async def _drive(
     log.on_error = stop
     try:
         await executing
-    except asyncio.CancelledError:
-        if log.error is None:
-            raise  # cancelled from outside (Ctrl-C)
+    except BaseException as error:
+        if traced is not None:
+            traced.end(
+                "stopped", stats.done_before + stats.done, str(error) or type(error).__name__
+            )
+            traced = None
+        if not isinstance(error, asyncio.CancelledError) or log.error is None:
+            raise  # cancelled from outside (Ctrl-C), or not cancelled
     finally:
         await store.aclose()
     if log.error is not None:
+        if traced is not None:
+            traced.end("stopped", stats.done_before + stats.done, str(log.error))
         raise log.error
     everything = stats.done_before + stats.done
     failed, invalid = stats.failed, stats.invalid
@@ -445,8 +467,22 @@ async def _drive(
             failed += 1
     status = "failed" if failed else INVALID_LINES if invalid else "succeeded"
     store.update_meta(status="finished", cases=everything)
+    if traced is not None:
+        traced.end(status, everything)
     output = store.output_path
     return BatchResult(store.batch_id, store.root, output, status, stats)
+
+
+def _batch_trace(store: BatchStore, spec: BatchSpec, *, resumed: bool) -> BatchTrace | None:
+    """The batch's trace when tracing is on (the `CaseRunner` made before the batch folder
+    has found the SDK and the settings usable)."""
+    from openprose.telemetry.spans import wanted
+
+    if not wanted(spec.trace):
+        return None
+    from openprose.batches.tracing import BatchTrace
+
+    return BatchTrace(store.batch_id, Path(spec.program_path).name, resumed=resumed)
 
 
 async def _with_limit_share(runner: CaseRunner, processes: int) -> CaseRunner:

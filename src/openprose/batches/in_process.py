@@ -13,6 +13,8 @@ from openprose.batches.job import CaseRunner, Job
 
 __all__ = ["fewer_collections", "run_in_process"]
 
+YOUNG_OBJECTS_PER_PASS = 100_000  # new objects before a collector pass (Python's: 700)
+
 
 async def run_in_process(
     runner: CaseRunner,
@@ -47,11 +49,14 @@ async def run_in_process(
 def fewer_collections() -> Iterator[None]:
     """Python's cyclic garbage collector, tuned for thousands of short runs: what exists
     now (modules, the program, the provider) is frozen out of its passes, and a pass starts
-    after 10,000 new objects, not 700. Measured on 3,000 runs: 0.3-0.5 s of collections
-    without this, 0.02-0.05 s with it."""
+    after 100,000 new objects, not 700. A batch makes no cyclic garbage (a finished run is
+    freed by reference counting: 256 unreachable objects after 1,000 runs with collection
+    off, all from start-up), so a pass only walks the in-flight runs' objects, in vain.
+    Measured (CPU of the collector, 10,000 runs, 256 in flight): 0.82 s at 10,000 new
+    objects, 0.01 s at 100,000, the same peak RSS (61-62 MB)."""
     threshold = gc.get_threshold()
     gc.freeze()
-    gc.set_threshold(10_000, 10, 10)
+    gc.set_threshold(YOUNG_OBJECTS_PER_PASS, 10, 10)
     try:
         yield
     finally:

@@ -16,6 +16,7 @@ from openprose import nodes as n
 from openprose.session.options import DEFAULT_OPTIONS, RunOptions
 
 if TYPE_CHECKING:
+    from openprose.batches.tracing import RunTraces
     from openprose.record.logged_runs import LoggedRun
     from openprose.record.runlog import RunLog
 
@@ -37,6 +38,7 @@ class BatchSpec:
     # provider, models, evaluator, budgets (per run), yes (else `prompt` runs stop `waiting`)
     options: RunOptions = DEFAULT_OPTIONS
     durable: bool = False  # fsync each run's journal (`prose run` does; see docs/batch.md)
+    trace: bool = False  # `--trace`: each run exports its trace (also with an OTLP endpoint set)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +90,7 @@ class CaseRunner:
         # One router for all the runs: a provider that a `--model` override routes to is
         # opened once per batch (one connection pool, one limit), not once per run.
         self.router = ModelRouter(self.prepared.provider, self.prepared.settings)
+        self.traces = _run_traces(spec.trace)
 
     def can_log(self) -> bool:
         """Whether the runs can be kept in a run log: not when an agent keeps its memory
@@ -108,8 +111,12 @@ class CaseRunner:
         (the batch goes on; the run folder stays resumable)."""
         try:
             if job.resume:
-                return await self._resume(job)
-            return self._row(job, await self._start(job))
+                row = await self._resume(job)
+            else:
+                row = self._row(job, await self._start(job))
+            if self.traces is not None and (ids := self.traces.ids.pop(job.run_id, None)):
+                row["trace"] = ids  # the batch's case span links to the run's
+            return row
         except OSError as error:
             if error.errno in WRITE_ERRNOS:
                 raise  # the disk, not the run: the batch stops (`driver`)
@@ -131,6 +138,7 @@ class CaseRunner:
             durable=self.spec.durable,
             log=self.log,
             router=self.router,
+            tracer=self.traces,
         )
 
     async def _resume(self, job: Job) -> dict[str, Any]:
@@ -165,6 +173,7 @@ class CaseRunner:
             tools=p.tools,
             durable=self.spec.durable,
             router=self.router,
+            tracer=self.traces,
         )
         return self._row(job, result)
 
@@ -183,6 +192,23 @@ class CaseRunner:
     async def aclose(self) -> None:
         await self.router.aclose()
         await self.prepared.provider.aclose()
+        if self.traces is not None:
+            self.traces.shutdown()  # export the last spans
+
+
+def _run_traces(flag: bool) -> RunTraces | None:
+    """The runs' tracer when tracing is on (`--trace`, an OTLP endpoint in the environment)."""
+    from openprose.session.launch import RunError
+    from openprose.telemetry.spans import TracingUnavailable, open_tracer, wanted
+
+    if not wanted(flag):
+        return None
+    from openprose.batches.tracing import RunTraces
+
+    try:
+        return RunTraces(open_tracer())
+    except TracingUnavailable as error:
+        raise RunError(str(error)) from None
 
 
 def logged_row(line: int, run: LoggedRun) -> dict[str, Any]:

@@ -21,7 +21,6 @@ from openprose.checker import (
     sessions,
     shapes,
 )
-from openprose.checker.branches import find_groups
 from openprose.checker.state import Checker, Handler, broken_names
 from openprose.codes import diagnostic
 from openprose.contracts import ContractLookup, local_contracts
@@ -134,7 +133,6 @@ def check_program(
     ck = Checker(program.path, project_dir, contracts, _DISPATCH)
     ck.source = source
     ck.check_imported = check
-    ck.branch_groups = find_groups(program, source)
     ck.program = program
     ck.memory_on_disk = project_dir is not None if memory_on_disk is None else memory_on_disk
     body = program.body

@@ -8,6 +8,7 @@ from typing import Literal
 
 from openprose import nodes as n
 from openprose.checker.bindings import check_context
+from openprose.checker.mcp_grants import check_mcp_grants
 from openprose.checker.shapes import check_returns
 from openprose.checker.state import AgentInfo, Checker, Handler, span_of
 from openprose.contracts import is_local_path
@@ -26,7 +27,7 @@ from openprose.vocabulary import (
 
 Where = Literal["agent", "session"]
 
-PATTERN_PERMISSIONS = frozenset({"read", "write", "execute"})
+PATTERN_PERMISSIONS = frozenset({"read", "write", "execute", "mcp"})  # mcp: server grants
 SWITCH_PERMISSIONS = frozenset({"bash", "network"})
 HOST_PERMISSIONS = frozenset({"network", "deny"})  # take an array of host patterns
 LONG_PROMPT = 10_000
@@ -283,6 +284,8 @@ def _permissions(ck: Checker, prop: n.Property, where: Where) -> None:
                             "Permission pattern must be a string",
                             fix=_quote_name_fix(element),
                         )
+                if kind == "mcp":
+                    check_mcp_grants(ck, value)
                 continue
             # one pattern as a string; a quoted mode word for `network` is W170's below
             if isinstance(value, n.StringLit) and (
@@ -303,7 +306,7 @@ def _permissions(ck: Checker, prop: n.Property, where: Where) -> None:
                 "W008",
                 rule.name.span,
                 f"Unknown permission type '{kind}'"
-                f"{did_you_mean(kind, known) or ' (known: read, write, execute, bash, network, deny)'}",
+                f"{did_you_mean(kind, known) or ' (known: read, write, execute, bash, network, deny, mcp)'}",
             )
             continue
         if quoted_enum(ck, value, PERMISSION_VALUES):

@@ -13,7 +13,6 @@ from openprose.checker.shapes import check_output_shape
 from openprose.checker.state import (
     Checker,
     Handler,
-    declared_anywhere,
     head,
     span_of,
     tail,
@@ -420,7 +419,7 @@ def _move_input_fix(ck: Checker, node: n.Input) -> Fix | None:
     target = text.rfind("\n", 0, first.span.start) + 1
     if text[start : node.span.start].strip(" ") or text[target : first.span.start]:
         return None  # not at the start of their lines
-    known = {v.name for v in ck.scope.flat.values() if v.kind == "input" and v.span.start < target}
+    flat = ck.scope.flat  # looked up per interpolation: a set of all inputs per fix was quadratic
     line = (
         text[node.span.start : end]
         if text[start:end].endswith("\n")
@@ -429,7 +428,7 @@ def _move_input_fix(ck: Checker, node: n.Input) -> Fix | None:
     parts = node.description.parts if isinstance(node.description, n.StringLit) else ()
     escaped = False
     for part in reversed(parts):
-        if isinstance(part, n.Interpolation) and part.name not in known:
+        if isinstance(part, n.Interpolation) and not _input_before(flat.get(part.name), target):
             at = part.span.start - node.span.start
             if line[at : at + 1] == "{":
                 line = line[:at] + "\\" + line[at:]
@@ -440,6 +439,11 @@ def _move_input_fix(ck: Checker, node: n.Input) -> Fix | None:
         (Edit(ck.span_at(target, target), line), Edit(ck.span_at(start, end), "")),
         safe=not ck.depth and not escaped,
     )
+
+
+def _input_before(var: Var | None, offset: int) -> bool:
+    """Whether `var` is an input declared before `offset` (one a moved input may name)."""
+    return var is not None and var.kind == "input" and var.span.start < offset
 
 
 def _escape_fix(ck: Checker, part: n.Interpolation) -> Fix | None:
@@ -556,7 +560,9 @@ def _context_ref(ck: Checker, ref: n.Name | n.Attribute, array: n.ArrayLit | Non
             )
             return
         fix = None
-        if _only_in_a_block(ck, ident):
+        # A visible name gets no fix (`resolve` reports nothing): skip looking for one, which
+        # reads every block (once per context name, it made a long program's check quadratic).
+        if ident not in ck.scope.visible and _only_in_a_block(ck, ident):
             fix = _bind_call_fix(ck, ident, ref.span.start) or _drop_context_fix(ck, ref, array)
         ck.resolve(ident, ref.span, "E142", f"Undefined variable '{ident}' in context", fix)
     else:
@@ -600,11 +606,9 @@ def _only_in_a_block(ck: Checker, name: str) -> bool:
     program = ck.program
     if ck.scope.in_block or program is None:
         return False
-    params = {p.id for block in ck.blocks.values() for p in block.params}
-    if name not in ck.block_locals and name not in params:
+    if name not in ck.block_locals and name not in ck.block_params:
         return False
-    outside = tuple(s for s in program.body if not isinstance(s, n.BlockDef))
-    return name not in declared_anywhere(n.Program(span=program.span, body=outside))
+    return name not in ck.declared_outside_blocks
 
 
 def _bind_call_fix(ck: Checker, name: str, used_at: int) -> Fix | None:

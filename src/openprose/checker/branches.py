@@ -13,7 +13,10 @@ builds that fix, which the E019 diagnostic then carries.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import get_args
 
 from openprose import nodes as n
 from openprose.diagnostics import Edit, Fix
@@ -36,7 +39,7 @@ def find_groups(program: n.Program, source: SourceFile | None) -> dict[int, Bran
     # A statement standing as a parallel block's branch cannot get a declaration before it
     # (that would be one more branch). The walk meets a `parallel` before its branches.
     branch_statements: set[int] = set()
-    for node in n.walk(program):
+    for node in _grouping_nodes(program):
         if type(node) is n.Parallel:
             branch_statements.update(id(branch.body) for branch in node.branches)
         elif type(node) is n.If:
@@ -50,6 +53,61 @@ def find_groups(program: n.Program, source: SourceFile | None) -> dict[int, Bran
             movable = id(node) not in branch_statements
             _group(node, "choice", options, source, found, movable=movable)
     return found
+
+
+_GROUPING = (n.Parallel, n.If, n.Choice)
+
+
+def _holding() -> tuple[frozenset[type], dict[type, tuple[str, ...]]]:
+    """The node classes that are or may hold a parallel block, an `if` or a `choice` (read
+    from the fields' annotations), and for each class the fields that may hold one, last
+    first (the order `n.walk` pushes them)."""
+    classes = {cls.__name__: {cls} for cls in n.NODE_TYPES}
+    classes |= {"Expr": set(get_args(n.Expr)), "Stmt": set(get_args(n.Stmt))}
+    classes["Node"] = set(n.NODE_TYPES)
+    fields = {
+        cls: {
+            name: set().union(
+                *(classes.get(w, set()) for w in re.findall(r"\w+", str(cls.__annotations__[name])))
+            )
+            for name in n.child_fields(cls)
+        }
+        for cls in n.NODE_TYPES
+    }
+    holding: set[type] = set(_GROUPING)
+    grew = True
+    while grew:
+        grew = False
+        for cls, kinds in fields.items():
+            if cls not in holding and any(k & holding for k in kinds.values()):
+                holding.add(cls)
+                grew = True
+    return frozenset(holding), {
+        cls: tuple(name for name, k in reversed(kinds.items()) if k & holding)
+        for cls, kinds in fields.items()
+    }
+
+
+_HOLDING, _HOLDING_FIELDS = _holding()
+
+
+def _grouping_nodes(program: n.Program) -> Iterator[n.Parallel | n.If | n.Choice]:
+    """The parallel blocks, `if`s and `choice`s of ``program`` in `n.walk`'s order (each
+    before what it holds), walking only what may hold one: names, strings and most
+    expressions are skipped, and they are most of a tree."""
+    stack: list[object] = [program]
+    pop, push = stack.pop, stack.append
+    holding, holding_fields = _HOLDING, _HOLDING_FIELDS
+    while stack:
+        current = pop()
+        if type(current) in _GROUPING:
+            yield current  # type: ignore[misc]  # one of _GROUPING
+        for name in holding_fields[type(current)]:
+            value = getattr(current, name)
+            if type(value) is tuple:
+                stack.extend([item for item in reversed(value) if type(item) in holding])
+            elif type(value) in holding:
+                push(value)
 
 
 def _bodies(stmt: object) -> list[tuple[tuple[n.Stmt, ...], bool]]:

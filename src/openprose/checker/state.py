@@ -10,7 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from openprose import nodes as n
-from openprose.checker.branches import BranchGroup, enclosing_statements, unbound_fix
+from openprose.checker.branches import (
+    BranchGroup,
+    enclosing_statements,
+    find_groups,
+    unbound_fix,
+)
 from openprose.checker.scope import Guard, Scope, Var
 from openprose.codes import CODES, diagnostic
 from openprose.contracts import ContractLookup, ProgramContract
@@ -216,8 +221,9 @@ class Checker:
     dropped_others: int = 0
     # The program's text, when known: fixes are edits of it.
     source: SourceFile | None = None
-    # `let` names declared in several exclusive branches, by where each declaration starts.
-    branch_groups: dict[int, BranchGroup] = field(default_factory=dict)
+    # `let` names declared in several exclusive branches, by where each declaration starts:
+    # worked out on first need (a name declared twice), not for every program.
+    _branch_groups: dict[int, BranchGroup] | None = None
     program: n.Program | None = None
     # Every name declared anywhere in the program (an interpolation of any other name is
     # literal text gone wrong, and may be escaped by a fix); walked on first need only.
@@ -226,6 +232,8 @@ class Checker:
     # module cannot import it).
     check_imported: Callable[[Any], list[Diagnostic]] | None = None
     _block_locals: dict[str, tuple[str, int]] | None = None
+    _outside_blocks: set[str] | None = None
+    _block_params: tuple[int, set[str]] | None = None  # (blocks seen, their parameters)
     _sites: dict[str, tuple[str, int]] | None = None
     _around: dict[int, Any] | None = None
 
@@ -239,6 +247,34 @@ class Checker:
                     for name, line in _flat_declarations(stmt.body):
                         self._block_locals.setdefault(name, (stmt.name.id, line))
         return self._block_locals
+
+    @property
+    def branch_groups(self) -> dict[int, BranchGroup]:
+        if self._branch_groups is None:
+            program = self.program
+            self._branch_groups = {} if program is None else find_groups(program, self.source)
+        return self._branch_groups
+
+    @property
+    def declared_outside_blocks(self) -> set[str]:
+        """Every name declared anywhere but in a top-level block: walked once, not per
+        `context:` name that needs it (that made a long program's check quadratic)."""
+        program = self.program
+        if program is None:
+            return set()
+        if self._outside_blocks is None:
+            outside = tuple(s for s in program.body if not isinstance(s, n.BlockDef))
+            self._outside_blocks = declared_anywhere(n.Program(span=program.span, body=outside))
+        return self._outside_blocks
+
+    @property
+    def block_params(self) -> set[str]:
+        """The parameter names of every block registered so far (blocks are only ever
+        added, so their count says whether the set is current)."""
+        if self._block_params is None or self._block_params[0] != len(self.blocks):
+            params = {p.id for block in self.blocks.values() for p in block.params}
+            self._block_params = (len(self.blocks), params)
+        return self._block_params[1]
 
     @property
     def declared(self) -> set[str]:

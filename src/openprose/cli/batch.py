@@ -17,7 +17,7 @@ OK, FAILED, USAGE_ERROR = 0, 1, 2
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from openprose.cli.run import add_budget_arguments, add_provider_arguments
+    from openprose.cli.run import add_budget_arguments, add_provider_arguments, add_trace_argument
 
     parser.add_argument("program", metavar="PROGRAM", nargs="?", help="the .prose file to run")
     parser.add_argument(
@@ -59,6 +59,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         '"succeeded", "failed", "invalid", "usage", ...}',
     )
     add_budget_arguments(parser)  # each run's budgets
+    add_trace_argument(parser)  # a span for the batch, one per case, each run's own trace
 
 
 def run(args: argparse.Namespace) -> int:
@@ -114,6 +115,7 @@ def _batch(args: argparse.Namespace) -> int:
                 executor=args.executor,
                 ray_address=args.ray_address,
                 processes=args.processes,
+                trace=args.trace,
                 on_row=on_row,
                 on_start=_announce,
             ),
@@ -140,6 +142,7 @@ def _batch(args: argparse.Namespace) -> int:
             ),
             max_runs=64 if args.max_runs is None else args.max_runs,
             durable=args.durable,
+            trace=args.trace,
             executor=args.executor or "local",
             ray_address=args.ray_address,
             processes=1 if args.processes is None else args.processes,

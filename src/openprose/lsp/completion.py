@@ -13,8 +13,9 @@ import re
 from lsprotocol import types as lsp
 
 from openprose.lsp import language
-from openprose.lsp.documents import Analysis
+from openprose.lsp.documents import Analysis, Documents
 from openprose.lsp.index import Definition
+from openprose.lsp.strings import string_at
 
 _TYPED = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*$")
 _AGENT_SLOT = re.compile(r"(?:^|[=\s])(?:session|resume)(?:\s+[A-Za-z_][\w-]*)?\s*:\s*$")
@@ -23,7 +24,8 @@ _PROPERTY_VALUE = re.compile(r"^\s*([A-Za-z_][\w-]*)\s*:\s*$")
 _MODIFIERS = re.compile(r"\b(parallel|loop|for)\b[^()]*\(([^)]*)$")
 _CONTEXT = re.compile(r"^\s*context\s*:")
 _EXPRESSION_SLOT = re.compile(r"(?:=|->)\s*$")
-_INTERPOLATION = re.compile(r"\{[A-Za-z_][\w.-]*$|\{$")
+# `result.` or `result.fi` typed outside a string: the fields of `result`.
+_FIELD = re.compile(r"(?<![\w.-])(?P<root>[A-Za-z_][\w-]*)\.[\w-]*$")
 _AGENT_HEAD = re.compile(r"^\s*agent\s+[^:]+:\s*(#.*)?$")
 _PERMISSIONS_HEAD = re.compile(r"^\s*permissions\s*:\s*(#.*)?$")
 _SESSION_HEAD = re.compile(r"(?:^\s*|[=>]\s*)(?:session|resume)\b")
@@ -45,21 +47,31 @@ _VALUES: dict[str, tuple[str, ...]] = {
 }
 
 
-def complete(analysis: Analysis, offset: int) -> list[lsp.CompletionItem]:
+def complete(
+    analysis: Analysis, offset: int, store: Documents | None = None
+) -> list[lsp.CompletionItem]:
     source = analysis.source
     line, column = source.position(offset)
     typed_line = source.line_text(line)[: column - 1]
     typed = _TYPED.search(typed_line)
     before = typed_line[: typed.start()] if typed else typed_line
 
-    if _in_string(before):
-        if _INTERPOLATION.search(typed_line):
-            return _variables(analysis, offset)
+    spot = string_at(analysis, offset)
+    if spot is not None:
+        if spot.path is not None:  # after an open `{` (an escaped `\{` is text)
+            if len(spot.path) == 1:
+                return _variables(analysis, spot.start)
+            if len(spot.path) == 2:
+                return _fields(analysis, store, spot.path[0])
+            return []
         if re.match(r"^\s*skills\s*:", before):
             return [
                 _item(d.name, lsp.CompletionItemKind.Module, "import") for d in _imports(analysis)
             ]
         return []
+    field = _FIELD.search(typed_line)
+    if field is not None:
+        return _fields(analysis, store, field.group("root"))
     if _AGENT_SLOT.search(before):
         return _names(analysis, "agent", lsp.CompletionItemKind.Class)
     if _DO_SLOT.search(before):
@@ -97,11 +109,6 @@ def complete(analysis: Analysis, offset: int) -> list[lsp.CompletionItem]:
     if owner == "choice":
         return keywords
     return keywords + _variables(analysis, offset) + _programs(analysis)
-
-
-def _in_string(before: str) -> bool:
-    """An odd number of unescaped quotes before the cursor on this line."""
-    return len(re.findall(r'(?<!\\)"', before)) % 2 == 1
 
 
 def _surroundings(analysis: Analysis, line: int, indent: int) -> tuple[str | None, str | None]:
@@ -184,9 +191,26 @@ def _properties(names: tuple[str, ...]) -> list[lsp.CompletionItem]:
 
 def _variables(analysis: Analysis, offset: int) -> list[lsp.CompletionItem]:
     seen: dict[str, lsp.CompletionItem] = {}
-    for d in analysis.index.visible_variables(offset):
+    for d in analysis.index.usable_variables(offset):
         seen.setdefault(d.name, _item(d.name, lsp.CompletionItemKind.Variable, d.kind))
     return list(seen.values())
+
+
+def _fields(analysis: Analysis, store: Documents | None, root: str) -> list[lsp.CompletionItem]:
+    """The fields of ``root`` where its shape is known: the outputs of the imported program
+    it holds the result of (`let r = research(...)`)."""
+    program = analysis.index.program_results.get(root)
+    if program is None or store is None:
+        return []
+    base = analysis.path.parent if analysis.path is not None else None
+    for definition in analysis.index.named(program, "program"):
+        contract = store.contract(definition.node.path.value, base)
+        if contract is not None:
+            return [
+                _item(name, lsp.CompletionItemKind.Field, f"output of {program}")
+                for name in contract.outputs
+            ]
+    return []
 
 
 def _names(

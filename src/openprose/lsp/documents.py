@@ -97,6 +97,17 @@ class Documents:
     def close(self, uri: str) -> None:
         self.open.pop(uri, None)
 
+    def project_of(self, analysis: Analysis) -> Path:
+        """The project a document belongs to: the workspace root holding it, else its
+        folder (an untitled buffer: the first root, else the working directory)."""
+        if analysis.path is None:
+            return self.roots[0] if self.roots else Path.cwd()
+        resolved = resolve_path(analysis.path)
+        for root in self.roots:
+            if resolved.is_relative_to(resolve_path(root)):
+                return root
+        return resolved.parent
+
     # --- files ------------------------------------------------------------------------------
 
     def file(self, path: Path) -> Analysis | None:

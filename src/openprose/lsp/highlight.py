@@ -8,6 +8,7 @@ span lines.
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections.abc import Sequence
 
 from lsprotocol import types as lsp
 
@@ -59,10 +60,40 @@ _BY_NAMESPACE = {
 Piece = tuple[int, int, str, int]
 
 
-def semantic_tokens(analysis: Analysis) -> lsp.SemanticTokens:
+def semantic_tokens(
+    analysis: Analysis, within: tuple[int, int] | None = None
+) -> lsp.SemanticTokens:
+    """The document's tokens, or those overlapping the offsets ``within`` (a range request:
+    the editor colours what is on screen first)."""
     pieces = list(_pieces(analysis))
+    if within is not None:
+        start, end = within
+        pieces = [p for p in pieces if p[1] > start and p[0] < end]
     pieces.sort(key=lambda p: p[0])
     return lsp.SemanticTokens(data=_encode(analysis, pieces))
+
+
+def token_edits(old: Sequence[int], new: Sequence[int]) -> list[lsp.SemanticTokensEdit]:
+    """``old`` turned into ``new`` by one edit of the changed middle (none when equal): a
+    keystroke changes a token or two, so the editor receives a few numbers, not all."""
+    if old == new:
+        return []
+    limit = min(len(old), len(new))
+    prefix = 0
+    while prefix < limit and old[prefix] == new[prefix]:
+        prefix += 1
+    prefix -= prefix % 5  # whole tokens: 5 numbers each
+    suffix = 0
+    while suffix < limit - prefix and old[-1 - suffix] == new[-1 - suffix]:
+        suffix += 1
+    suffix -= suffix % 5
+    return [
+        lsp.SemanticTokensEdit(
+            start=prefix,
+            delete_count=len(old) - prefix - suffix,
+            data=new[prefix : len(new) - suffix],
+        )
+    ]
 
 
 def _pieces(analysis: Analysis) -> list[Piece]:

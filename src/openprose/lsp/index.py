@@ -141,6 +141,20 @@ class Index:
             and (d.region is None or d.region[0] <= offset < d.region[1])
         ]
 
+    def usable_variables(self, offset: int) -> list[Definition]:
+        """The visible variables bound before ``offset``: a flat name once the statement
+        declaring it has ended (an input from the start: the caller gives it before the run),
+        any of them inside an agent or block definition (run wherever it is invoked)."""
+        order_free = any(
+            d.kind in ("agent", "block") and d.node.span.start <= offset < d.node.span.end
+            for d in self.definitions
+        )
+        return [
+            d
+            for d in self.visible_variables(offset)
+            if order_free or d.region is not None or d.kind == "input" or d.node.span.end <= offset
+        ]
+
 
 def build_index(program: n.Program) -> Index:
     indexer = _Indexer()
@@ -406,6 +420,23 @@ class _Indexer:
                 span.column + 1 + len(part.name),
             )
             self.refer(part.name, "variable", name_span)
+            program = self.index.program_results.get(part.name)
+            if program is not None and part.path:  # `{result.field}`: an output's name
+                field_start = name_span.end + 1
+                length = len(part.path[0])
+                self.refer(
+                    part.path[0],
+                    "output-field",
+                    Span(
+                        field_start,
+                        field_start + length,
+                        span.line,
+                        name_span.end_column + 1,
+                        span.line,
+                        name_span.end_column + 1 + length,
+                    ),
+                    program,
+                )
 
 
 def _head(span: Span) -> Span:

@@ -75,6 +75,10 @@ PERMISSION_DOCS: dict[str, str] = {
         '(["api.example.com", "*.example.org"]).'
     ),
     "deny": 'Hosts never fetched, whatever network allows (["*.ads.example.com"]).',
+    "mcp": (
+        "Tools of the MCP servers prose.toml declares ([mcp.servers.NAME]): allow, deny, "
+        'prompt, or an array of grants (["notes", "search.lookup"]).'
+    ),
 }
 
 VALUE_DOCS: dict[str, str] = {

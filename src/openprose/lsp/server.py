@@ -1,10 +1,10 @@
 """The language server: pygls wiring from LSP messages to the feature modules.
 
-Diagnostics are debounced: a change to a document that has been quiet for ``QUIET_S`` is
+Diagnostics are debounced: a change to a document that has been quiet for ``PAUSE_S`` is
 analysed at once (a single edit gets its diagnostics without waiting); a change that follows
-another within that time (someone typing) waits until the document has been quiet for
-``QUIET_S``. Analyses run on a worker thread (`openprose.lsp.background`), so the server keeps
-reading while one runs, and a change cancels the analysis of the version it replaces: a burst
+another sooner (someone typing) waits until the document has been quiet for ``QUIET_S``.
+Analyses run on a worker thread (`openprose.lsp.background`), so the server keeps reading
+while one runs, and a change cancels the analysis of the version it replaces: a burst
 of keystrokes starts at most two analyses (its first keystroke's, cancelled by the second, and
 the one after the pause) and completes one.
 Requests (hover, completion...) always see the current text — a document changed since its last
@@ -17,6 +17,7 @@ import asyncio
 import logging
 import sys
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 from lsprotocol import types as lsp
@@ -30,13 +31,20 @@ from openprose.lsp.background import Job
 from openprose.lsp.convert import diagnostic
 from openprose.lsp.documents import Analysis, Documents, path_of, resolve_path
 from openprose.lsp.folding import folding_ranges
-from openprose.lsp.formatting import format_document
+from openprose.lsp.formatting import format_document, format_range
+from openprose.lsp.inlay import inlay_hints, project_models
+from openprose.lsp.signature import signature_help
 from openprose.lsp.transport import Inbox, serve_stdio
 
 logger = logging.getLogger("openprose.lsp")
 
 # A pause: longer than the gap between two keystrokes of someone typing (50 ms at 20 keys/s).
 QUIET_S = 0.075
+# A change this long after the previous one starts a burst: it is analysed at once. Longer
+# than QUIET_S: on a loaded machine the server handles a burst's keystrokes unevenly (gaps of
+# 100-300 ms between two of them were seen), and each gap read as a pause started (and the
+# next keystroke cancelled) one more analysis.
+PAUSE_S = 0.5
 # The custom request that reports how many analyses were started, completed and cancelled.
 STATS_METHOD = "prose/analysisStats"
 _TRIGGERS = [":", "{", "(", '"', " "]
@@ -52,6 +60,9 @@ class ProseServer(LanguageServer):
         self.published: dict[str, Analysis] = {}  # the analysis whose diagnostics were sent
         self.stats: Counter[str] = Counter()  # analyses started / completed / cancelled
         self.inbox: Inbox | None = None  # messages read ahead (set when serving stdio)
+        # The semantic tokens last sent per document, by result id (for delta requests).
+        self.sent_tokens: dict[str, tuple[str, Sequence[int]]] = {}
+        self.results = 0  # numbers the result ids of semantic tokens
 
     def analysis(self, uri: str) -> Analysis:
         """The analysis of the document's current text (analysed now when out of date)."""
@@ -78,7 +89,7 @@ class ProseServer(LanguageServer):
         """The document changed (or its imports did): analyse it now or after the pause."""
         loop = asyncio.get_running_loop()
         now = loop.time()
-        quiet = now - self.last_change.get(uri, float("-inf")) >= QUIET_S
+        quiet = now - self.last_change.get(uri, float("-inf")) >= PAUSE_S
         self.last_change[uri] = now
         self.cancel_analysis(uri)  # analysing a text that no longer exists
         handle = self.pending.pop(uri, None)
@@ -166,6 +177,17 @@ class ProseServer(LanguageServer):
                 self.store.open.pop(importer, None)
                 self.schedule(importer)
 
+    def remember_tokens(self, uri: str, data: Sequence[int]) -> str:
+        """Keep the tokens sent for ``uri`` (a delta request is relative to them); their id."""
+        self.results += 1
+        result_id = str(self.results)
+        self.sent_tokens[uri] = (result_id, data)
+        return result_id
+
+    def result_id(self, analysis: Analysis) -> str:
+        """An id naming this analysis's diagnostics (the same text gives the same id)."""
+        return f"{analysis.version}:{len(analysis.source.text)}:{hash(analysis.source.text)}"
+
     def cancel_analysis(self, uri: str) -> None:
         job = self.jobs.pop(uri, None)
         if job is not None:
@@ -226,6 +248,7 @@ def create_server() -> ProseServer:
         ls.store.close(uri)
         ls.last_change.pop(uri, None)
         ls.published.pop(uri, None)
+        ls.sent_tokens.pop(uri, None)
         ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
     @server.feature(lsp.TEXT_DOCUMENT_HOVER)
@@ -268,7 +291,9 @@ def create_server() -> ProseServer:
     )
     def on_completion(ls: ProseServer, params: lsp.CompletionParams) -> lsp.CompletionList:
         analysis, offset = _offset(ls, params.text_document.uri, params.position)
-        return lsp.CompletionList(is_incomplete=False, items=completion.complete(analysis, offset))
+        return lsp.CompletionList(
+            is_incomplete=False, items=completion.complete(analysis, offset, ls.store)
+        )
 
     @server.feature(lsp.TEXT_DOCUMENT_FORMATTING)
     def on_formatting(
@@ -290,9 +315,95 @@ def create_server() -> ProseServer:
     ) -> list[lsp.WorkspaceSymbol]:
         return outline.workspace_symbols(ls.store, params.query)
 
-    @server.feature(lsp.TEXT_DOCUMENT_SEMANTIC_TOKENS_FULL, highlight.LEGEND)
+    tokens_options = lsp.SemanticTokensRegistrationOptions(
+        legend=highlight.LEGEND,
+        full=lsp.SemanticTokensFullDelta(delta=True),
+        range=True,
+    )
+
+    @server.feature(lsp.TEXT_DOCUMENT_SEMANTIC_TOKENS_FULL, tokens_options)
     def on_tokens(ls: ProseServer, params: lsp.SemanticTokensParams) -> lsp.SemanticTokens:
-        return highlight.semantic_tokens(ls.analysis(params.text_document.uri))
+        uri = params.text_document.uri
+        found = highlight.semantic_tokens(ls.analysis(uri))
+        found.result_id = ls.remember_tokens(uri, found.data)
+        return found
+
+    @server.feature(lsp.TEXT_DOCUMENT_SEMANTIC_TOKENS_FULL_DELTA)
+    def on_tokens_delta(
+        ls: ProseServer, params: lsp.SemanticTokensDeltaParams
+    ) -> lsp.SemanticTokens | lsp.SemanticTokensDelta:
+        uri = params.text_document.uri
+        found = highlight.semantic_tokens(ls.analysis(uri))
+        before = ls.sent_tokens.get(uri)
+        result_id = ls.remember_tokens(uri, found.data)
+        if before is None or before[0] != params.previous_result_id:
+            found.result_id = result_id  # not the tokens the editor holds: all of them
+            return found
+        return lsp.SemanticTokensDelta(
+            edits=highlight.token_edits(before[1], found.data), result_id=result_id
+        )
+
+    @server.feature(lsp.TEXT_DOCUMENT_SEMANTIC_TOKENS_RANGE)
+    def on_tokens_range(
+        ls: ProseServer, params: lsp.SemanticTokensRangeParams
+    ) -> lsp.SemanticTokens:
+        analysis = ls.analysis(params.text_document.uri)
+        start, end = params.range.start, params.range.end
+        within = (
+            analysis.lines.offset(start.line, start.character),
+            analysis.lines.offset(end.line, end.character),
+        )
+        return highlight.semantic_tokens(analysis, within)
+
+    @server.feature(
+        lsp.TEXT_DOCUMENT_DIAGNOSTIC,
+        lsp.DiagnosticOptions(inter_file_dependencies=True, workspace_diagnostics=False),
+    )
+    def on_pull_diagnostics(
+        ls: ProseServer, params: lsp.DocumentDiagnosticParams
+    ) -> lsp.RelatedFullDocumentDiagnosticReport | lsp.RelatedUnchangedDocumentDiagnosticReport:
+        """The diagnostics of the current text, for clients that ask rather than listen;
+        unchanged when the client holds those of this very analysis."""
+        analysis = ls.analysis(params.text_document.uri)
+        result_id = ls.result_id(analysis)
+        if params.previous_result_id == result_id:
+            return lsp.RelatedUnchangedDocumentDiagnosticReport(result_id=result_id)
+        return lsp.RelatedFullDocumentDiagnosticReport(
+            items=[
+                fixes.attach(analysis, diagnostic(analysis.lines, d), d)
+                for d in analysis.diagnostics
+            ],
+            result_id=result_id,
+        )
+
+    @server.feature(
+        lsp.TEXT_DOCUMENT_SIGNATURE_HELP,
+        lsp.SignatureHelpOptions(trigger_characters=["(", ","], retrigger_characters=[" "]),
+    )
+    def on_signature_help(
+        ls: ProseServer, params: lsp.SignatureHelpParams
+    ) -> lsp.SignatureHelp | None:
+        analysis, offset = _offset(ls, params.text_document.uri, params.position)
+        return signature_help(ls.store, analysis, offset)
+
+    @server.feature(lsp.TEXT_DOCUMENT_INLAY_HINT)
+    def on_inlay_hints(ls: ProseServer, params: lsp.InlayHintParams) -> list[lsp.InlayHint]:
+        analysis = ls.analysis(params.text_document.uri)
+        start, end = params.range.start, params.range.end
+        within = (
+            analysis.lines.offset(start.line, start.character),
+            analysis.lines.offset(end.line, end.character),
+        )
+        project = ls.store.project_of(analysis)
+        return inlay_hints(ls.store, analysis, within, project_models(project))
+
+    @server.feature(lsp.TEXT_DOCUMENT_RANGE_FORMATTING)
+    def on_range_formatting(
+        ls: ProseServer, params: lsp.DocumentRangeFormattingParams
+    ) -> list[lsp.TextEdit] | None:
+        start, end = params.range.start, params.range.end
+        last = end.line if end.character or end.line == start.line else end.line - 1
+        return format_range(ls.analysis(params.text_document.uri), range(start.line, last + 1))
 
     @server.feature(
         lsp.TEXT_DOCUMENT_CODE_ACTION,
@@ -322,7 +433,7 @@ def serve(stdin: Any = None, stdout: Any = None, *, debug: bool = False) -> int:
     try:
         with deep_recursion():  # every feature walks the tree, nested up to E115's limit
             return asyncio.run(
-                _serve_stdio(server, stdin or sys.stdin.buffer, stdout or sys.stdout.buffer)
+                _serve_stdio(server, stdin or _own_stdin(), stdout or sys.stdout.buffer)
             )
     except SystemExit as done:  # `exit` handled in a callback rather than in line
         return done.code if isinstance(done.code, int) else 1
@@ -331,6 +442,17 @@ def serve(stdin: Any = None, stdout: Any = None, *, debug: bool = False) -> int:
         return 1
     finally:
         server.shutdown()  # type: ignore[no-untyped-call]  # pygls leaves it untyped
+
+
+def _own_stdin() -> Any:
+    """A reader of the standard input of our own. The reader thread (a daemon) is blocked in
+    a read when the server exits; had it been reading ``sys.stdin.buffer``, the interpreter's
+    shutdown would wait for that buffer's lock and abort ("could not acquire lock for
+    <stdin> at interpreter shutdown", exit status -6)."""
+    try:
+        return open(sys.stdin.fileno(), "rb", closefd=False)  # the process's stdin, not closed
+    except (AttributeError, OSError, ValueError):  # no file descriptor behind it
+        return sys.stdin.buffer
 
 
 async def _serve_stdio(server: ProseServer, stdin: Any, stdout: Any) -> int:

@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from openprose.net.transport import Transport
 from openprose.providers.base import (
     Message,
     ModelRequest,
@@ -57,6 +58,7 @@ class AnthropicProvider(HttpProvider):
         timeout: float,
         read_timeout: float | None = None,
         max_connections: int = 0,
+        transport: Transport | None = None,
         prompt_cache: bool = True,
     ) -> None:
         self.prompt_cache = prompt_cache  # place `cache_control` breakpoints
@@ -74,6 +76,7 @@ class AnthropicProvider(HttpProvider):
             timeout=timeout,
             read_timeout=read_timeout,
             max_connections=max_connections,
+            transport=transport,
         )
 
     def request_body(self, request: ModelRequest, *, stream: bool) -> dict[str, Any]:

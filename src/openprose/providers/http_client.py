@@ -1,8 +1,9 @@
-"""The transport the hosted providers share: JSON over HTTP/1.1, plain or SSE.
+"""What the hosted providers share: JSON over HTTP/1.1, plain or SSE, through a transport.
 
-`HttpProvider` owns one `http_wire.ConnectionPool` (keep-alive connections, at most
-`max_connections`) for its whole life, bound to the event loop that first uses it. The
-request head is encoded once; each request sends its body as orjson bytes and either reads
+`HttpProvider` speaks to one `net.transport.Transport` for its whole life (by default an
+`HttpTransport`: keep-alive connections, at most `max_connections`, the environment's proxy;
+tests pass a `MockTransport`). The request is prepared once (its head encoded once); each
+request sends its body as orjson bytes and either reads
 the whole JSON answer or, when a text sink is set (see `streaming`), reads the server-sent
 events and hands the text deltas to the sink. A subclass says only what its wire format looks like: `request_body` builds the JSON
 body, `read_answer` reads a whole answer, `assembler` builds a stream reader.
@@ -13,14 +14,15 @@ failures through `http_errors`, an unusable answer as a permanent "malformed res
 
 from __future__ import annotations
 
-import asyncio
-import urllib.request
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 import orjson
 
+from openprose.net.errors import HttpFailure
+from openprose.net.timeouts import Timeouts
+from openprose.net.transport import HttpTransport, StreamedAnswer, Transport
 from openprose.providers.base import (
     ModelRequest,
     ModelResponse,
@@ -36,15 +38,9 @@ from openprose.providers.http_errors import (
     transport_error,
     undecodable,
 )
-from openprose.providers.http_wire import (
-    ConnectionPool,
-    HttpFailure,
-    PreparedRequest,
-    StreamedResponse,
-)
 from openprose.providers.streaming import AnswerStream, TextSink, current_sink
 
-__all__ = ["HttpProvider", "StreamAssembler", "env_proxy"]
+__all__ = ["HttpProvider", "StreamAssembler"]
 # Statuses with which a server refuses a request form it does not know.
 STREAM_REFUSALS = frozenset({400, 422})
 
@@ -81,6 +77,7 @@ class HttpProvider:
         timeout: float,
         read_timeout: float | None = None,
         max_connections: int = 0,
+        transport: Transport | None = None,
     ) -> None:
         try:
             parts = urlsplit(base_url)
@@ -93,15 +90,21 @@ class HttpProvider:
                 f"got {base_url!r}"
             )
         url = self.url = base_url.rstrip("/") + path
-        self._headers = {"content-type": "application/json", **headers}
         self._timeout = timeout
         # the silence tolerated once an answer streams (`read_timeout` in prose.toml)
         self._read_timeout = timeout if read_timeout is None else min(read_timeout, timeout)
-        self._max_connections = max_connections  # 0: no cap (the retry layer limits calls)
-        self._proxy = env_proxy(url)
-        self._pool: ConnectionPool | None = None
-        try:
-            self._new_pool()  # a bad proxy URL or header fails here, not at the first call
+        # Unstreamed, the head comes after the whole generation: only the request's timeout
+        # bounds it. Streamed, the head may come late too (a server reads a long prompt
+        # first), but once it streams what must not last is silence between chunks.
+        self._whole_timeouts = Timeouts.overall(timeout, read=self._read_timeout)
+        self._stream_timeouts = Timeouts(
+            connect=timeout, first_byte=timeout, read=self._read_timeout
+        )
+        # 0: no cap on connections (the retry layer limits calls)
+        self._transport = transport or HttpTransport(max_connections=max_connections)
+        headers = {"content-type": "application/json", **headers}
+        try:  # a bad proxy URL or header fails here, not at the first call
+            self._prepared = self._transport.prepare("POST", url, headers)
         except ValueError as exc:
             raise ProviderConfigError(f"{self.name}: {exc}") from None
         self._streams = True  # False once the server refused a streamed request
@@ -138,16 +141,9 @@ class HttpProvider:
         if not self._streams:
             return _in_one_piece(await self._complete_whole(request), on_text)
         body = orjson.dumps(self.request_body(request, stream=True))
-        pool, prepared = self._connections()
         try:
-            # A stream may run long; what must not last is silence between its chunks. The
-            # head may come late (a server reads a long prompt first): the request's timeout.
-            async with pool.stream(
-                prepared,
-                body,
-                connect_timeout=self._timeout,
-                read_timeout=self._read_timeout,
-                head_timeout=self._timeout,
+            async with self._transport.stream(
+                self._prepared, body, self._stream_timeouts
             ) as answer:
                 if answer.status in STREAM_REFUSALS:
                     self._streams = False
@@ -177,7 +173,7 @@ class HttpProvider:
         return _in_one_piece(await self._complete_whole(request), on_text)
 
     async def _read_stream(
-        self, answer: StreamedResponse, request: ModelRequest, on_text: TextSink
+        self, answer: StreamedAnswer, request: ModelRequest, on_text: TextSink
     ) -> ModelResponse:
         request_id = answer.headers.get(self.request_id_header)
         if "text/event-stream" not in answer.headers.get("content-type", ""):
@@ -198,18 +194,14 @@ class HttpProvider:
         return assembler.response(request_id)
 
     async def aclose(self) -> None:
-        pool = self._pool
-        if pool is not None and pool.loop is asyncio.get_running_loop():
-            await pool.aclose()  # a pool of another (finished) loop is only dropped
-        self._pool = None
+        await self._transport.aclose()
 
     # --- internals -----------------------------------------------------------------------
 
     async def _complete_whole(self, request: ModelRequest) -> ModelResponse:
         body = orjson.dumps(self.request_body(request, stream=False))
-        pool, prepared = self._connections()
         try:
-            answer = await pool.fetch(prepared, body, timeout=self._timeout)
+            answer = await self._transport.fetch(self._prepared, body, self._whole_timeouts)
         except (TimeoutError, HttpFailure) as exc:
             raise transport_error(
                 exc, provider=self.name, model=request.model, timeout=self._timeout, url=self.url
@@ -239,24 +231,6 @@ class HttpProvider:
         return status_error(
             status, headers, raw, provider=self.name, model=request.model, key_hint=self.key_hint
         )
-
-    def _connections(self) -> tuple[ConnectionPool, PreparedRequest]:
-        """The pool of this provider, and the request head it sends (encoded once)."""
-        pool = self._pool
-        if pool is None or pool.loop is not asyncio.get_running_loop() and pool.loop is not None:
-            pool = self._new_pool()  # a new event loop (another `asyncio.run`): a new pool
-        return pool, self._prepared
-
-    def _new_pool(self) -> ConnectionPool:
-        parts = urlsplit(self.url)
-        pool = self._pool = ConnectionPool(
-            f"{parts.scheme}://{parts.netloc}",
-            max_connections=self._max_connections,
-            proxy=self._proxy,
-        )
-        target = parts.path + (f"?{parts.query}" if parts.query else "")
-        self._prepared = pool.prepare("POST", target, self._headers)
-        return pool
 
 
 def _in_one_piece(response: ModelResponse, on_text: TextSink) -> ModelResponse:
@@ -296,13 +270,3 @@ async def _server_sent_events(chunks: AsyncIterator[bytes]) -> AsyncIterator[tup
             data.append(value.removeprefix(b" "))
     if data:  # a last event without its blank line
         yield (event or b"message").decode(), b"\n".join(data)
-
-
-def env_proxy(url: str) -> str | None:
-    """The proxy the environment names for `url` (HTTPS_PROXY, HTTP_PROXY, NO_PROXY), looked
-    up once: as the SDKs did, and without aiohttp's `trust_env`, which reads the environment
-    and ~/.netrc again on every request."""
-    parts = urlsplit(url)
-    if not parts.hostname or urllib.request.proxy_bypass(parts.hostname):
-        return None
-    return urllib.request.getproxies().get(parts.scheme)

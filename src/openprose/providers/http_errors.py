@@ -15,6 +15,14 @@ from collections.abc import Mapping
 from email.utils import parsedate_to_datetime
 from typing import Any
 
+from openprose.net.errors import (
+    AnswerTooLarge,
+    CannotConnect,
+    ConnectionBroke,
+    NotHttp,
+    TlsFailure,
+)
+from openprose.net.timeouts import TimedOut
 from openprose.providers.base import (
     ProviderConfigError,
     ProviderError,
@@ -78,28 +86,28 @@ def transport_error(
     """A connection that could not be made, broke, or stayed silent past the timeout: worth
     another attempt, except a TLS failure (a certificate the same server will show again)
     and an answer over the size limits (the same request would get it again)."""
-    from openprose.providers import http_wire as wire
-
     where = f"{provider} (model {model})"
-    if isinstance(exc, wire.TlsFailure):
+    if isinstance(exc, TlsFailure):
         return ProviderError(
             f"{where}: the TLS connection failed: {_short(str(exc))} (check the base URL and "
             "the system's certificates)",
             provider=provider,
         )
-    if isinstance(exc, wire.AnswerTooLarge):
+    if isinstance(exc, AnswerTooLarge):
         return ProviderError(f"{where}: {_short(str(exc))}", provider=provider)
     if isinstance(exc, StreamCut):
         return TransientProviderError(f"{where}: {exc}", provider=provider)
-    if isinstance(exc, wire.CannotConnect):
+    if isinstance(exc, CannotConnect):
         return UnreachableServerError(
             f"{where}: cannot connect to the server: {exc}", provider=provider
         )
+    if isinstance(exc, TimedOut) and exc.which != "total":
+        return TransientProviderError(f"{where}: {exc}", provider=provider)
     if isinstance(exc, TimeoutError):
         return TransientProviderError(
             f"{where}: no answer within the {timeout:g} s request timeout", provider=provider
         )
-    if isinstance(exc, wire.ConnectionBroke):
+    if isinstance(exc, ConnectionBroke):
         # a port that speaks TLS closes a plain request unanswered (or with a TLS alert)
         hint = (
             "; if the server speaks TLS on this port, the base URL must start with https://"
@@ -111,7 +119,7 @@ def transport_error(
             f"({_short(str(exc))}){hint}",
             provider=provider,
         )
-    if isinstance(exc, wire.NotHttp):
+    if isinstance(exc, NotHttp):
         return TransientProviderError(
             f"{where}: the server's answer is not valid HTTP: {_short(str(exc))} (check the "
             "base URL: its scheme, http:// or https://, and its port)",

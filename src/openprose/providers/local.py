@@ -29,7 +29,7 @@ from openprose.providers.base import (
     ToolCall,
     Usage,
 )
-from openprose.providers.settings import LOCAL_MODEL_ID, local_model_installed
+from openprose.providers.local_model import LOCAL_MODEL_ID, local_model_installed
 
 __all__ = ["LocalProvider", "grammar_parses", "local_model_path"]
 

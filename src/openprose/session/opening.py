@@ -82,6 +82,14 @@ def tool_runtime(
             default = validate_default(table, "prose.toml")
         except PermissionError_ as error:
             raise UsageError(str(error)) from None
+    servers: dict[str, Any] = {}
+    if "mcp" in settings:  # the MCP client loads only for a project that declares servers
+        from openprose.vm.tools.mcp_config import McpConfigError, servers_from_settings
+
+        try:
+            servers = servers_from_settings(settings, "prose.toml")
+        except McpConfigError as error:
+            raise UsageError(str(error)) from None
     approver: Any
     at_terminal = interactive and sys.stdin.isatty() and sys.stderr.isatty()
     if yes:
@@ -98,6 +106,7 @@ def tool_runtime(
         default_permissions=default,
         sandbox_limits=limits,
         plan=permission_mode == "plan",
+        mcp_servers=servers,
     )
 
 

@@ -151,6 +151,9 @@ class _Open(Parent):
         self.why: str | None = None
         self.start = _now()
 
+    def fail(self, why: str) -> None:
+        self.code, self.why = _ERROR, why
+
     def end(self) -> None:
         if self.links:
             self.record(
@@ -399,6 +402,17 @@ class OtelTracer:
         _run.set(None)
         _conversation.set(None)
         span.end()
+
+    def span(
+        self,
+        name: str,
+        attributes: dict[str, Any],
+        parent: Parent | None = None,
+        links: tuple[Link, ...] = (),
+    ) -> _Open:
+        """A span its caller opens and ends (`end`, after `fail` when it failed): a batch's,
+        a case's. `links`: spans of other traces it stands for (a case's run)."""
+        return _Open(self, name, parent, attributes, _INTERNAL, links)
 
     # --- statements and calls ------------------------------------------------------------
     # A fan-out opens a statement span and a call span per session: they are made with

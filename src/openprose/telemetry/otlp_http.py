@@ -3,10 +3,11 @@
 The SDK's `OTLPSpanExporter` imports requests, urllib3 and the protobuf runtime: ~0.15 s of
 CPU at the start of every traced run, as much as exporting 20,000 spans with
 `openprose.telemetry.otlp`; the standard library's `http.client` still costs the helper ~20 ms
-(the `email` package, `ssl`). This sender speaks the little HTTP/1.1 an OTLP export needs
-over one kept-alive socket (`Connection`: a POST, then the answer's status, `retry-after`
-and a body read to its end by length, chunks or close; TLS through `ssl` only for https),
-and reads the settings the SDK reads, with the SDK's meaning:
+(the `email` package, `ssl`). This sender posts through `openprose.net.blocking`, the loop-less
+client over the same HTTP/1.1 code as the providers' transport (llhttp's parser and its limits,
+the errors of `net.errors`, TLS defaults, the environment's HTTPS_PROXY / HTTP_PROXY /
+NO_PROXY), over one kept-alive socket, and reads the settings the SDK reads, with the SDK's
+meaning:
 
 * `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` as the full URL, else `OTEL_EXPORTER_OTLP_ENDPOINT`
   + `/v1/traces`, else `http://localhost:4318/v1/traces`;
@@ -34,7 +35,11 @@ import socket
 import sys
 import time
 from collections.abc import Mapping
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote
+
+from openprose.net.blocking import BlockingClient
+from openprose.net.endpoints import env_proxy
+from openprose.net.errors import CannotConnect, HttpFailure
 
 TYPE_CHECKING = False  # the export helper starts without `typing`
 if TYPE_CHECKING:
@@ -169,14 +174,9 @@ class OtlpHttp:
     ) -> None:
         self.signal = signal
         self.url = endpoint(env, signal)
-        parts = urlsplit(self.url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
+        https = self.url.lower().startswith("https://")
+        if not https and not self.url.lower().startswith("http://"):
             raise ValueError(f"the OTLP endpoint {self.url!r} is not an http(s) URL")
-        self._https = parts.scheme == "https"
-        self._host = parts.hostname
-        self._port = parts.port or (443 if self._https else 80)
-        self._path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        self._netloc = parts.netloc.rpartition("@")[2]  # the Host header
         try:
             self.timeout = float(setting(env, "TIMEOUT", signal=signal) or DEFAULT_TIMEOUT)
         except ValueError:
@@ -188,21 +188,29 @@ class OtlpHttp:
         self.headers.update(headers(setting(env, "HEADERS", signal=signal)))
         if self.compression != "none":
             self.headers.setdefault("content-encoding", self.compression)
-        self._context: ssl.SSLContext | None = None
-        if self._https:
+        context: ssl.SSLContext | None = None
+        if https:
             import ssl
 
             cafile = setting(env, "CERTIFICATE", signal=signal) or None
-            self._context = ssl.create_default_context(cafile=cafile)
+            context = ssl.create_default_context(cafile=cafile)
             certificate = setting(env, "CLIENT_CERTIFICATE", signal=signal)
             if certificate:
                 key = setting(env, "CLIENT_KEY", signal=signal) or None
-                self._context.load_cert_chain(certificate, key)
-        self._head = (
-            f"POST {self._path} HTTP/1.1\r\nhost: {self._netloc}\r\n"
-            + "".join(f"{key}: {value}\r\n" for key, value in self.headers.items())
-        ).encode()
-        self._connection: Connection | None = None
+                context.load_cert_chain(certificate, key)
+        try:
+            self._client = BlockingClient("POST", self.url, self.headers, ssl_context=context)
+        except ValueError as problem:
+            raise ValueError(f"the OTLP endpoint {self.url!r}: {problem}") from None
+        self._refusal = ""  # why nothing can be sent (a proxy setting we cannot use)
+        proxy = env_proxy(self.url)  # honoured, as the SDK's exporter (requests) did
+        if proxy:
+            try:
+                self._client = BlockingClient(
+                    "POST", self.url, self.headers, proxy=proxy, ssl_context=context
+                )
+            except ValueError as problem:  # said once by `send`, as any failed export is
+                self._refusal = f"{problem} (set in HTTPS_PROXY / HTTP_PROXY)"
         self._failing = False  # the last request was not delivered
         self._reached = False  # something answered at the endpoint once
         self._origin = "" if setting(env, "ENDPOINT", signal=signal) else " (the default endpoint)"
@@ -218,23 +226,23 @@ class OtlpHttp:
 
             body = zlib.compress(body)
         deadline = time.monotonic() + self.timeout
-        problem = ""
-        for attempt in range(1 if self._failing else TRIES):
+        problem = self._refusal
+        for attempt in range(0 if self._refusal else 1 if self._failing else TRIES):
             left = deadline - time.monotonic()
             if left <= 0:
                 break
             try:
-                status, reason, retry_after = self._post(body, left)
-            except (OSError, ValueError) as error:  # ValueError: an answer not in HTTP
-                self.close()
+                answer = self._client.send(body, left)
+            except (HttpFailure, TimeoutError) as error:
                 problem = self._trouble(error)
-                if isinstance(error, UNREACHABLE) and not self._reached:
+                if _unreachable(error) and not self._reached:
                     break  # nothing has ever answered there: waiting would only delay the end
                 if attempt == 0:
                     continue  # a kept-alive connection the server closed: once more at once
                 wait = _backoff(attempt)
             else:
                 self._reached = True
+                status, reason = answer.head.status, answer.head.reason
                 if 200 <= status < 300:
                     self._failing = False
                     return True
@@ -246,6 +254,7 @@ class OtlpHttp:
                     )
                 if status not in RETRYABLE:
                     break
+                retry_after = _seconds(answer.head.headers.get("retry-after"))
                 wait = _backoff(attempt) if retry_after is None else retry_after
             if wait >= deadline - time.monotonic():
                 break
@@ -260,128 +269,40 @@ class OtlpHttp:
         self._failing = True
         return False
 
-    def _trouble(self, error: OSError | ValueError) -> str:
+    def _trouble(self, error: HttpFailure | TimeoutError) -> str:
         """What went wrong with a request, in words, with what to do where that is clear."""
-        if isinstance(error, ConnectionRefusedError):
+        cause = error.__cause__ if isinstance(error, CannotConnect) else None
+        if isinstance(cause, ConnectionRefusedError):
             return (
                 "connection refused, no collector is listening there (start an OTLP/HTTP "
                 "collector, or set OTEL_EXPORTER_OTLP_ENDPOINT to one)"
             )
-        if isinstance(error, socket.gaierror):
-            return f"cannot resolve the host {self._host!r} (check OTEL_EXPORTER_OTLP_ENDPOINT)"
+        if isinstance(cause, socket.gaierror):
+            return (
+                f"cannot resolve the host {self._client.host!r} (check OTEL_EXPORTER_OTLP_ENDPOINT)"
+            )
         if isinstance(error, TimeoutError):
             return (
                 f"no answer within {self.timeout:g} s (OTEL_EXPORTER_OTLP_TIMEOUT sets how long "
                 "an export may take)"
             )
-        if isinstance(error, OSError) and error.strerror:
-            return error.strerror[:1].lower() + error.strerror[1:]
         return str(error) or type(error).__name__
 
-    def _post(self, body: bytes, timeout: float) -> tuple[int, str, float | None]:
-        if self._connection is None:
-            self._connection = Connection(self._host, self._port, self._context)
-        return self._connection.post(self._head, body, timeout)
-
     def close(self) -> None:
-        if self._connection is not None:
-            self._connection.close()
-            self._connection = None
+        self._client.close()
 
 
-class Connection:
-    """One kept-alive HTTP/1.1 connection to a collector, for POSTs: `post` sends one and
-    returns the answer's status, reason and `retry-after` seconds, its body read and
-    dropped. OSError when the connection fails, ValueError for an answer not in HTTP."""
+def _unreachable(error: Exception) -> bool:
+    """A connection that could not be opened at all (refused, or no such host)."""
+    return isinstance(error, CannotConnect) and isinstance(error.__cause__, UNREACHABLE)
 
-    def __init__(self, host: str, port: int, context: ssl.SSLContext | None) -> None:
-        self.host, self.port, self.context = host, port, context
-        self._socket: socket.socket | None = None
-        self._held = b""  # what was read past the answer before
 
-    def post(self, head: bytes, body: bytes, timeout: float) -> tuple[int, str, float | None]:
-        """`head` is the request line and headers (each ending in CRLF), without a length."""
-        if self._socket is None:
-            sock = socket.create_connection((self.host, self.port), timeout)
-            if self.context is not None:
-                sock = self.context.wrap_socket(sock, server_hostname=self.host)
-            self._socket, self._held = sock, b""
-        self._socket.settimeout(timeout)
-        self._socket.sendall(head + b"content-length: %d\r\n\r\n" % len(body) + body)
-        lines = self._until(b"\r\n\r\n").split(b"\r\n")
-        version, _, rest = lines[0].partition(b" ")
-        code, _, reason = rest.partition(b" ")
-        if not version.startswith(b"HTTP/") or not code.isdigit():
-            raise ValueError(f"not an HTTP answer: {lines[0][:60]!r}")
-        status = int(code)
-        fields: dict[bytes, bytes] = {}
-        for line in lines[1:]:
-            name, _, value = line.partition(b":")
-            fields[name.strip().lower()] = value.strip()
-        closing = fields.get(b"connection", b"").lower() == b"close" or (
-            version == b"HTTP/1.0" and fields.get(b"connection", b"").lower() != b"keep-alive"
-        )
-        if b"chunked" in fields.get(b"transfer-encoding", b"").lower():
-            self._chunks()
-        elif b"content-length" in fields:
-            self._exactly(int(fields[b"content-length"]))
-        elif status >= 200 and status not in (204, 304):
-            self._to_close()  # a body without a length ends with the connection
-            closing = True
-        if closing:
-            self.close()
-        retry_after: float | None = None
-        try:
-            retry_after = max(0.0, float(fields.get(b"retry-after") or b""))
-        except ValueError:
-            pass  # absent, or an HTTP date: the backoff applies
-        return status, reason.decode("latin-1"), retry_after
-
-    def _read(self) -> bytes:
-        assert self._socket is not None
-        chunk = self._socket.recv(65536)
-        if not chunk:
-            raise ConnectionResetError("the collector closed the connection")
-        return chunk
-
-    def _until(self, end: bytes) -> bytes:
-        """The bytes before `end` (taken with it)."""
-        held = self._held
-        while end not in held:
-            if len(held) > 1 << 16:
-                raise ValueError("an HTTP answer's head over 64 KiB")
-            held += self._read()
-        taken, _, self._held = held.partition(end)
-        return taken
-
-    def _exactly(self, size: int) -> None:
-        held = self._held
-        while len(held) < size:
-            held += self._read()
-        self._held = held[size:]
-
-    def _chunks(self) -> None:
-        while True:
-            size = int(self._until(b"\r\n").partition(b";")[0].strip() or b"0", 16)
-            if size == 0:
-                while self._until(b"\r\n"):  # trailers, up to the blank line
-                    pass
-                return
-            self._exactly(size + 2)  # the chunk and its CRLF
-
-    def _to_close(self) -> None:
-        try:
-            while True:
-                self._read()
-        except ConnectionResetError:
-            return
-
-    def close(self) -> None:
-        if self._socket is not None:
-            try:
-                self._socket.close()
-            finally:
-                self._socket, self._held = None, b""
+def _seconds(retry_after: str | None) -> float | None:
+    """A `retry-after` in seconds; None when absent or an HTTP date (the backoff applies)."""
+    try:
+        return max(0.0, float(retry_after or ""))
+    except ValueError:
+        return None
 
 
 def _backoff(attempt: int) -> float:

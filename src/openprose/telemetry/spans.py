@@ -54,6 +54,19 @@ class StatementSpan(Protocol):
         ...
 
 
+class OwnSpan(Protocol):
+    """A span its caller opens and ends (`Tracer.span`): a batch's, a case's."""
+
+    trace_id: str  # 32 hex digits
+    span_id: int
+    attributes: dict[str, Any]
+    links: tuple[tuple[str, int], ...]  # (trace id in hex, span id) of spans it stands for
+
+    def fail(self, why: str) -> None: ...
+
+    def end(self) -> None: ...
+
+
 class Tracer(Protocol):
     def start_run(
         self, run_id: str, program: str, resumed_from: Mapping[str, str] | None
@@ -88,6 +101,17 @@ class Tracer(Protocol):
     ) -> ModelCallSpan:
         """The attempt's span, a child of `parent` (None: of the current span); `server`:
         the host and port the request goes to, when it goes over the network."""
+        ...
+
+    def span(
+        self,
+        name: str,
+        attributes: dict[str, Any],
+        parent: Any = None,
+        links: tuple[tuple[str, int], ...] = (),
+    ) -> OwnSpan:
+        """A span of the caller's own, a child of `parent` (an `OwnSpan`; None: a new
+        trace), linked to the spans `links` names: (trace id in hex, span id)."""
         ...
 
     def on_event(self, event: Event, t: float) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 
+from openprose.testing.answering import CaseAnswers, answer_and_resume
 from openprose.testing.cassette import CassetteProvider, PathMask, save_masked
 from openprose.testing.checks import check_expectation
 from openprose.testing.observe import observe
@@ -76,9 +77,9 @@ async def _run_in(scratch: Path, test_file: TestFile, case: Case, mode: Mode) ->
 
     work = scratch / "work"
     _make_working_folder(work, test_file, case)
-    answers = case.answers
-    recording = answers == "cassette" and mode.record
-    if answers == "cassette" and not recording:
+    source = case.source
+    recording = source == "cassette" and mode.record
+    if source == "cassette" and not recording:
         assert case.cassette is not None
         if not case.cassette.is_file():
             return CaseOutcome(
@@ -114,10 +115,19 @@ async def _run_in(scratch: Path, test_file: TestFile, case: Case, mode: Mode) ->
     from openprose.vm.runtime import ModelRouter
 
     router = ModelRouter(prepared.provider, prepared.settings)
+    answers = CaseAnswers(case.answers)
     try:
         result = await execute(prepared)
+        result, unanswered = await answer_and_resume(
+            result, answers, _resumer(prepared, test_file, case)
+        )
         judge = _judge(router, prepared.config.evaluator_model)
-        failures = await _check(test_file, case, result, judge)
+        failures = unanswered or await _check(test_file, case, result, judge)
+        failures += [
+            f"{shown_path(test_file.path)}:{case.line}: the case answers {key!r}, "
+            "which the program never asked" + _asked(result)
+            for key in answers.unused()
+        ]
     finally:
         await router.aclose()
         await prepared.provider.aclose()
@@ -130,6 +140,34 @@ async def _run_in(scratch: Path, test_file: TestFile, case: Case, mode: Mode) ->
         save_masked(scratch / "cassette.jsonl", case.cassette, _mask(test_file, work))
         outcome.recorded = True
     return outcome
+
+
+def _resumer(prepared: Any, test_file: TestFile, case: Case) -> Any:
+    """Continues a case's run after its questions are answered, as `prose resume` would:
+    the run's own program, the case's provider (its cassette goes on from where it was)."""
+    from openprose.session.opening import tool_runtime
+    from openprose.session.resume import program_of
+    from openprose.vm.runner import resume_run
+
+    async def resume(run_dir: Path) -> Any:
+        return await resume_run(
+            run_dir,
+            program_of(run_dir, str(test_file.program)).program,
+            provider=prepared.provider,
+            project_dir=prepared.project,
+            imports=prepared.imports,
+            settings=prepared.settings,
+            config=prepared.config,
+            prices=prepared.prices,
+            tools=tool_runtime(prepared.project, case.approve, interactive=False),
+        )
+
+    return resume
+
+
+def _asked(result: Any) -> str:
+    asked = observe(result).questions
+    return f" (it asked: {'; '.join(repr(q) for q in asked)})" if asked else " (it asked none)"
 
 
 def _mask(test_file: TestFile, work: Path) -> PathMask:
@@ -157,13 +195,13 @@ def _make_working_folder(work: Path, test_file: TestFile, case: Case) -> None:
 
 
 def _provider_spec(scratch: Path, case: Case, mode: Mode, recording: bool) -> str | None:
-    if case.answers == "scripted":
+    if case.source == "scripted":
         if case.scripted is not None:
             return f"scripted:{case.scripted.resolve()}"
         rules = scratch / "rules.json"  # outside the working folder: the program cannot read it
         rules.write_bytes(orjson.dumps({"rules": list(case.rules)}))
         return f"scripted:{rules}"
-    if case.answers == "live" or recording:
+    if case.source == "live" or recording:
         return mode.provider
     assert case.cassette is not None
     return f"replay:{case.cassette.resolve()}"

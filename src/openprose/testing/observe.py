@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from openprose.record.codec import EventDamaged, decode
-from openprose.record.events import PermissionDecided, SessionStarted, ToolCalled
+from openprose.record.events import PermissionDecided, QuestionAsked, SessionStarted, ToolCalled
 from openprose.record.journal import JOURNAL_FILE, read_journal
 
 __all__ = ["Observed", "observe"]
@@ -29,6 +29,7 @@ class Observed:
     tokens: int = 0
     cost: float = 0.0
     permissions: list[str] = field(default_factory=list)  # `kind action` of each use allowed
+    questions: list[str] = field(default_factory=list)  # the text of each `ask` asked, in order
 
 
 def observe(run: Any) -> Observed:
@@ -56,6 +57,8 @@ def observe(run: Any) -> Observed:
                 seen.judgments += 1
             case ToolCalled():
                 seen.tool_calls += 1
+            case QuestionAsked(question=question):
+                seen.questions.append(question)
             case PermissionDecided(decision=decision) if decision in USED:
                 permissions.add(f"{event.kind} {event.action}")
     seen.permissions = sorted(permissions)

@@ -8,6 +8,7 @@
     # answers: a cassette (the default, cassettes/NAME/SLUG.jsonl beside this file),
     # `rules = [...]` or `scripted = "rules.yaml"` (the scripted provider), or `live = true`
     files = { "src/app.py" = "..." }     # the case's working folder holds these
+    answers = { "Ship it?" = "yes" }     # a person's answers to its `ask` questions
     expect = [
       { of = "result", contains = "Hello" },
       { of = "sessions", equals = 1 },
@@ -49,6 +50,7 @@ CASE_KEYS = (
     "scripted",
     "live",
     "approve",
+    "answers",
     "evaluator",
     "expect",
 )
@@ -63,6 +65,7 @@ SUBJECTS = (
     "tokens",
     "cost",
     "permissions",
+    "questions",
 )
 NAMED_SUBJECTS = ("output", "binding")
 CHECKS = ("equals", "contains", "regex", "schema", "judged", "at_least", "at_most")
@@ -93,11 +96,14 @@ class Case:
     scripted: Path | None = None  # a scripted provider's rules file
     live: bool = False  # the configured (or `--provider`) provider, every run
     approve: bool = False  # approve `prompt` permissions (else the run stops waiting)
+    # A person's answers to the program's `ask` questions, keyed by the question's text (as
+    # asked, interpolated) or id (`q1`): one answer for every asking, or a list, in order.
+    answers: Mapping[str, str | tuple[str, ...]] = field(default_factory=dict)
     evaluator: str | None = None
     expect: tuple[Expectation, ...] = ()
 
     @property
-    def answers(self) -> str:
+    def source(self) -> str:
         """`cassette`, `scripted` or `live`: where the model's answers come from."""
         if self.live:
             return "live"
@@ -259,6 +265,7 @@ class _Reader:
         for key, value in (("live", live), ("approve", approve)):
             if not isinstance(value, bool):
                 raise self.fail(self.line_of(key, line), f"{what}: `{key}` must be true or false")
+        answers = self.answers(raw.get("answers", {}), self.line_of("answers", line), what)
         case_evaluator = raw.get("evaluator", evaluator)
         if case_evaluator is not None and not isinstance(case_evaluator, str):
             raise self.fail(self.line_of("evaluator", line), "`evaluator` must be a model alias")
@@ -279,6 +286,7 @@ class _Reader:
             scripted=self.path_of(raw, "scripted", line, what),
             live=live,
             approve=approve,
+            answers=answers,
             evaluator=case_evaluator,
             expect=tuple(
                 self.expectation(
@@ -287,6 +295,25 @@ class _Reader:
                 for number, item in enumerate(expect, 1)
             ),
         )
+
+    def answers(self, raw: object, line: int, what: str) -> dict[str, str | tuple[str, ...]]:
+        """`{ "QUESTION or ID" = "ANSWER" or ["ANSWER", ...] }`."""
+        shape = '`answers` is a table like { "Ship it?" = "yes" } (the question\'s text or id)'
+        if not isinstance(raw, dict):
+            raise self.fail(line, f"{what}: {shape}")
+        answers: dict[str, str | tuple[str, ...]] = {}
+        for question, given in raw.items():
+            if isinstance(given, str):
+                answers[question] = given
+            elif given and isinstance(given, list) and all(isinstance(a, str) for a in given):
+                answers[question] = tuple(given)
+            else:
+                raise self.fail(
+                    self.line_of(question, line),
+                    f"{what}: the answer to {question!r} must be text, or a non-empty list of "
+                    "texts (one per asking, in order)",
+                )
+        return answers
 
     def expectation_line(self, case_line: int, number: int) -> int:
         """The line of a case's `number`th `of = ...` (its expectation), else the case's."""

@@ -185,7 +185,7 @@ async def run_suite(
     async def one(test_file: TestFile, case: Case) -> CaseOutcome:
         async with limit:
             outcome = await run_case(test_file, case, mode)
-            if update and outcome.stale and not mode.record and case.answers == "cassette":
+            if update and outcome.stale and not mode.record and case.source == "cassette":
                 outcome = await run_case(test_file, case, Mode(True, mode.provider, mode.models))
             return outcome
 

@@ -3,10 +3,12 @@
 Routes (each needs the token: `?token=` on GETs, the `X-Prose-Token` header on the POST):
 
     GET  /                                   the page (static/index.html)
-    GET  /static/{app.js,style.css}          its script and style sheet
+    GET  /static/{app.js,batches.js,style.css}  its scripts and style sheet
     GET  /api/runs                           the runs, as `prose runs --json` lists them
     GET  /api/runs/{run}                     one run: header, statements, sessions (previews), …
     GET  /api/runs/{run}/session?step=S      one session in full: messages, system, answer
+    GET  /api/batches                        the batches: progress, failures, tokens, cost, rows file
+    GET  /api/batches/{batch}/rows[?status=S]  a batch's rows in line order, of one status
     GET  /api/events[?run=RUN]               server-sent events: `runs` when the list changes,
                                              `run` with what changed in RUN (the first one whole)
     POST /api/runs/{run}/approvals           {"answer": "once"|"run"|"deny", "ids": [...] | "all": true}
@@ -36,6 +38,7 @@ from typing import Any, Self
 import orjson
 from aiohttp import web
 
+from openprose.batches.summary import batch_rows, batch_summaries
 from openprose.record.journal import (
     JOURNAL_FILE,
     events_of,
@@ -59,7 +62,7 @@ TOKEN_HEADER = "X-Prose-Token"
 POLL_SECONDS = 0.25  # how often a live view looks at its run's journal
 LIST_SECONDS = 2.0  # how often it looks for new runs
 HEARTBEAT_SECONDS = 15.0  # an SSE comment so proxies and browsers keep the stream open
-STATIC = {"app.js": "text/javascript", "style.css": "text/css"}
+STATIC = {"app.js": "text/javascript", "batches.js": "text/javascript", "style.css": "text/css"}
 # The page loads nothing from elsewhere, runs no inline script and is never framed.
 SECURITY_HEADERS = {
     "Content-Security-Policy": (
@@ -376,6 +379,8 @@ def make_app(project: Path, token: str) -> web.Application:
     app.router.add_post("/api/runs/{run}/fork", _fork)
     app.router.add_post("/api/runs/{run}/answers", _answers)
     app.router.add_get("/api/events", _events)
+    app.router.add_get("/api/batches", _batches)
+    app.router.add_get("/api/batches/{batch}/rows", _batch_rows)
     return app
 
 
@@ -449,6 +454,19 @@ def _error(status: int, message: str) -> web.Response:
 
 async def _list(request: web.Request) -> web.Response:
     return _json(await asyncio.to_thread(request.app[RUNS_KEY].listing))
+
+
+async def _batches(request: web.Request) -> web.Response:
+    return _json(await asyncio.to_thread(batch_summaries, request.app[RUNS_KEY].project))
+
+
+async def _batch_rows(request: web.Request) -> web.Response:
+    name, status = request.match_info["batch"], request.query.get("status") or None
+    try:
+        rows = await asyncio.to_thread(batch_rows, request.app[RUNS_KEY].project, name, status)
+    except KeyError:
+        return _error(404, f"no batch {name!r}")
+    return _json(rows)
 
 
 def _watched(request: web.Request, name: str) -> RunWatch:

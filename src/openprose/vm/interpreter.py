@@ -122,7 +122,7 @@ class Interpreter:
                 )
             )
         self._check_inputs()
-        ctx = Ctx(self.root, History())
+        ctx = Ctx(self.root, History(keep=self.config.history_items))
         await self.body(self.program.body, ctx, self.prefix)
         # prose.md returns "the final result if no outputs declared": the last answer on
         # the program's main thread of execution.

@@ -17,7 +17,7 @@ from openprose.vm.errors import ParallelFailed, ProseError, ProseRuntimeError, f
 from openprose.vm.expressions import Expressions, literal
 from openprose.vm.frame import Ctx
 from openprose.vm.machine import Machine
-from openprose.vm.prompts import History
+from openprose.vm.prompts import ForkOutputs
 from openprose.vm.runtime import Shared
 from openprose.vm.values import Absent, ErrorValue, Value
 
@@ -212,23 +212,25 @@ async def fan_out(
     """`pmap` and `parallel for`: a bounded pool of workers, results in input order.
     Fail-fast cancels every other item on the first error."""
     results: list[Value] = [None] * count
-    failed: list[bool] = [False] * count
+    failed = bytearray(count)  # 1 where the item failed (a byte per item, not a pointer)
     errors: list[ProseError] = []
-    histories: list[History | None] = [None] * count
+    # Items' outputs are held only while they can still be in the joined thread's window:
+    # a fan-out's memory is its results, not one history per item.
+    outputs = ForkOutputs(ctx.history.keep)
     cursor = iter(range(count))
 
     async def worker() -> None:
         for index in cursor:
             item_ctx = ctx.forked()
-            histories[index] = item_ctx.history
             try:
                 results[index] = await run_one(index, item_ctx)
             except ProseError as error:
                 if on_fail == "fail-fast":
                     raise
-                failed[index] = True
+                failed[index] = 1
                 errors.append(error)
                 results[index] = ErrorValue(error.message, error.kind, error.where)
+            outputs.add(index, item_ctx.history)
 
     workers = [
         asyncio.ensure_future(worker()) for _ in range(min(count, vm.config.max_concurrency))
@@ -237,7 +239,7 @@ async def fan_out(
         await gather_fail_fast(workers)
     finally:
         await cancel_all(set(workers))
-    ctx.history.join([h for h in histories if h is not None])
+    ctx.history.join_forks(outputs)
     handled(vm.shared, step, errors)
     if on_fail == "ignore":
         return [r for r, bad in zip(results, failed, strict=True) if not bad]
@@ -260,7 +262,7 @@ async def fan_out_race(
     "first" gives the winner's value, "any" the successful results in input order."""
     succeeded: dict[int, Value] = {}
     failures: dict[int, ProseError] = {}
-    histories: dict[int, History] = {}
+    outputs = ForkOutputs(ctx.history.keep)
     enough = asyncio.Event()
     ran, needed = race_plan(vm.shared, step, count, needed)
     cursor = iter(ran)
@@ -279,7 +281,7 @@ async def fan_out_race(
                 failures[index] = error
                 continue
             succeeded[index] = value
-            histories[index] = item_ctx.history
+            outputs.add(index, item_ctx.history)
             if len(succeeded) >= needed:
                 enough.set()
                 return
@@ -297,7 +299,7 @@ async def fan_out_race(
         await cancel_all({*workers, everyone, race})
     if enough.is_set():
         vm.shared.emit(ev.RaceDecided(step=step, won=sorted(succeeded), failed=sorted(failures)))
-    ctx.history.join([histories[i] for i in sorted(histories)])
+    ctx.history.join_forks(outputs)
     if len(succeeded) < needed and on_fail != "ignore":
         raise _carrying(
             ParallelFailed(

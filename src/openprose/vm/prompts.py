@@ -28,30 +28,57 @@ class ContextItem(NamedTuple):
 
 
 class History:
-    """Earlier outputs on one thread of execution; forks share their parent's prefix."""
+    """Earlier outputs on one thread of execution; forks share their parent's prefix.
 
-    __slots__ = ("base", "entries", "parent", "parent_len")
+    Sessions see only the `keep` most recent outputs (`VMConfig.history_items`), so a
+    thread holds at most about twice that many and counts the older ones it let go: a
+    100,000-item `pmap` or loop keeps memory flat, and the window note still says how many
+    outputs are not shown."""
 
-    def __init__(self, parent: History | None = None) -> None:
+    __slots__ = ("base", "dropped", "entries", "keep", "parent", "parent_own")
+
+    def __init__(self, parent: History | None = None, keep: int = DEFAULT_HISTORY_ITEMS) -> None:
         self.parent = parent
-        self.parent_len = len(parent.entries) if parent is not None else 0
+        self.keep: int = parent.keep if parent is not None else max(1, keep)
+        # The parent's own outputs at the fork (let go ones included): what this fork sees.
+        self.parent_own = parent.own() if parent is not None else 0
         # How many outputs this thread inherited (its parents' visible entries).
-        self.base: int = parent.base + self.parent_len if parent is not None else 0
+        self.base: int = len(parent) if parent is not None else 0
+        self.dropped = 0  # own outputs let go: older than the `keep` most recent
         self.entries: list[ContextItem] = []
 
     def __len__(self) -> int:
-        """Every output visible on this thread, inherited ones included."""
-        return self.base + len(self.entries)
+        """Every output visible on this thread, inherited and let go ones included."""
+        return self.base + self.dropped + len(self.entries)
+
+    def own(self) -> int:
+        """Outputs added on this thread itself (joined forks' included)."""
+        return self.dropped + len(self.entries)
 
     def add(self, label: str, text: str) -> None:
         self.entries.append(ContextItem(label, text))
+        self._let_go()
 
     def fork(self) -> History:
         return History(self)
 
     def join(self, branches: list[History]) -> None:
         for branch in branches:
-            self.entries.extend(branch.entries)
+            if branch.dropped:
+                # The branch kept its `keep` most recent: everything before them is older.
+                self.dropped += len(self.entries) + branch.dropped
+                self.entries = list(branch.entries)
+            else:
+                self.entries.extend(branch.entries)
+        self._let_go()
+
+    def join_forks(self, forks: ForkOutputs) -> None:
+        """The forks of a fan-out, in input order (those `forks` let go counted only)."""
+        held = forks.finish()
+        if forks.let_go:
+            self.dropped += len(self.entries) + forks.let_go
+            self.entries = []
+        self.join(held)
 
     def recent(self, limit: int) -> list[ContextItem]:
         found: list[ContextItem] = []
@@ -62,14 +89,60 @@ class History:
         found.reverse()
         return found
 
+    def _let_go(self) -> None:
+        """Keep the `keep` most recent own outputs, once twice as many have gathered."""
+        excess = len(self.entries) - self.keep
+        if excess >= self.keep:
+            del self.entries[:excess]
+            self.dropped += excess
+
     def _backwards(self) -> Iterator[ContextItem]:
         node: History | None = self
         end = len(self.entries)
         while node is not None:
             for index in range(end - 1, -1, -1):
                 yield node.entries[index]
-            end = node.parent_len
+            if node.dropped:  # older outputs of this thread were let go: none to show
+                return
+            if node.parent is not None:
+                end = max(0, node.parent_own - node.parent.dropped)
             node = node.parent
+
+
+class ForkOutputs:
+    """The outputs of a fan-out's forks, to be joined in input order once all are back.
+
+    Only forks whose outputs can still be among the `keep` most recent after the join are
+    held: a finished fork is let go (its outputs counted) as soon as finished forks after
+    it hold `keep` outputs, since later forks can only add more."""
+
+    __slots__ = ("held", "keep", "let_go")
+
+    def __init__(self, keep: int) -> None:
+        self.keep = keep
+        self.held: dict[int, History] = {}
+        self.let_go = 0  # outputs of the forks let go
+
+    def add(self, index: int, fork: History) -> None:
+        if fork.own():
+            self.held[index] = fork
+            if len(self.held) > 4 * self.keep:
+                self._sweep()
+
+    def finish(self) -> list[History]:
+        """The held forks in input order, after a last sweep."""
+        self._sweep()
+        return [self.held[index] for index in sorted(self.held)]
+
+    def _sweep(self) -> None:
+        later = 0
+        indexes = sorted(self.held, reverse=True)
+        for position, index in enumerate(indexes):
+            later += self.held[index].own()
+            if later >= self.keep:
+                for older in indexes[position + 1 :]:
+                    self.let_go += self.held.pop(older).own()
+                return
 
 
 def window_note(hidden: int, shown: int) -> ContextItem:

@@ -119,6 +119,7 @@ class ToolRuntime:
     seal_grant: Callable[[str, str], str] | None = None
     asker: Asker = field(default_factory=NobodyAsker)  # who answers an `ask` (vm.questions)
     run_id: str = ""  # the id a person's answers are sealed with (the run folder's name)
+    mcp_servers: Mapping[str, Any] = field(default_factory=dict)  # `[mcp.servers]`: McpServer
 
 
 @dataclass(frozen=True, slots=True)

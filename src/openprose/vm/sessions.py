@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from openprose.telemetry.spans import StatementSpan
     from openprose.vm.memory import AgentMemory
     from openprose.vm.tools.skills import Skill
+    from openprose.vm.tools.toolbox import Toolbox
 
 _BACKOFFS = ("none", "linear", "exponential")
 
@@ -294,13 +295,6 @@ class Sessions:
         context: list[str] | None = None,
     ) -> ModelResponse:
         # Imported here: a program whose agents have no tools never loads the tool machinery.
-        from openprose.vm.toolloop import (
-            CallLimits,
-            ToolLoopExhausted,
-            run_tool_loop,
-            tool_system_prompt,
-            turn_step,
-        )
         from openprose.vm.tools.permissions import Permissions
         from openprose.vm.tools.toolbox import Toolbox, ToolLimits
 
@@ -324,6 +318,49 @@ class Sessions:
         )
         if shared.tools.sandbox_limits is not None:
             toolbox.sandbox_limits = shared.tools.sandbox_limits
+        session = self._tool_session(
+            step, request, toolbox, alias=alias, agent=agent, node=node, retries=retries,
+            backoff=backoff, label=label, parent=parent, context=context,
+        )  # fmt: skip
+        if toolbox.permissions.mcp.never:
+            return await session
+        from openprose.vm.tools.mcp_tools import McpFailure, mcp_tool_rows
+
+        try:
+            async with mcp_tool_rows(shared.tools.mcp_servers, toolbox) as rows:
+                toolbox.add_rows(rows)
+                return await session
+        except McpFailure as failure:  # a server missing, crashed or silent: catchable
+            shared.emit(ev.SessionFailed(step=step, error=str(failure)))
+            raise SessionFailed(str(failure), where=self.expressions.where(node)) from None
+        finally:
+            session.close()  # never started when its servers could not be: no warning
+
+    async def _tool_session(
+        self,
+        step: str,
+        request: ModelRequest,
+        toolbox: Toolbox,
+        *,
+        alias: str,
+        agent: AgentSpec,
+        node: n.Session,
+        retries: int,
+        backoff: str,
+        label: str | None,
+        parent: StatementSpan | None,
+        context: list[str] | None,
+    ) -> ModelResponse:
+        """A session whose agent has tools: the tool loop, or a plain call with none."""
+        from openprose.vm.toolloop import (
+            CallLimits,
+            ToolLoopExhausted,
+            run_tool_loop,
+            tool_system_prompt,
+            turn_step,
+        )
+
+        shared = self.shared
         if not toolbox.specs:  # everything denied: nothing to offer, a plain completion
             response = await self.calls.call(
                 step, request, alias=alias, agent=agent.name, where=node,

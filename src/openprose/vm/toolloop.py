@@ -38,8 +38,6 @@ __all__ = [
     "turn_step",
 ]
 
-MUTATING = frozenset({"write_file", "edit_file", "run_command"})
-
 Emit = Callable[[ev.Event], None]
 # send(request, turn, new_messages): new_messages = messages added since the previous turn
 # (None on the first turn), so the call journals only that delta.
@@ -152,7 +150,7 @@ async def _run_calls(
     runnable = limits.runnable(len(calls), made_before)
     batch: list[int] = []
     for index, call in enumerate(calls[:runnable]):
-        if call.name in MUTATING:
+        if toolbox.mutating(call.name):
             await _gather(batch, one)
             batch = []
             await one(index)

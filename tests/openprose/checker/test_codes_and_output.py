@@ -66,7 +66,10 @@ EXTRA: dict[str, tuple[str, int, int]] = {
 
 
 # Checker codes whose failing case needs a project's import cache: tested where one is made.
-CACHED: dict[str, str] = {"W180": "tests/security/test_import_ceiling.py"}
+CACHED: dict[str, str] = {
+    "W180": "tests/security/test_import_ceiling.py",
+    "W181": "tests/openprose/checker/test_mcp_grants.py",  # needs the project's prose.toml
+}
 
 
 def test_every_checker_code_has_a_failing_case() -> None:

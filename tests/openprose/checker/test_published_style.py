@@ -353,6 +353,18 @@ def test_a_late_input_that_interpolates_earlier_results_is_not_moved(checked: Ch
     assert movable.fix is not None and movable.fix.safe
 
 
+def test_a_moved_input_keeps_the_inputs_declared_before_it(checked: Check) -> None:
+    # an input above the new place is asked before it: `{topic}` stays a reference; the
+    # result `plan` and the input `late` (declared below the new place) are escaped
+    source = (
+        'input topic: "The topic"\nlet plan = session "Plan {topic}"\ninput late: "A"\n'
+        'input ok: "Approve {plan} and {late} about {topic}?"\n'
+    )
+    moved = [d for d in checked(source) if d.code == "E022"][-1]
+    assert moved.fix is not None
+    assert moved.fix.edits[0].text == ('input ok: "Approve \\{plan} and \\{late} about {topic}?"\n')
+
+
 def test_a_block_of_file_lines_under_context_is_one_error_with_the_names_fix(
     checked: Check,
 ) -> None:

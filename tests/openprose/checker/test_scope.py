@@ -188,6 +188,23 @@ def test_a_name_declared_in_a_block_is_said_to_end_with_it(checked: Check) -> No
     assert "`let verdict = do review(...)`" in found.message
 
 
+def test_a_block_met_during_the_walk_counts_for_later_context_names(checked: Check) -> None:
+    """The block parameters are gathered once, and again when a block nested in another
+    is registered: `mood` (of a block met after the first `context:`) is still said to live
+    only in a block, and its fix offered."""
+    text = (
+        'session "One"\n  context: topic\n\n'
+        'block outer(topic):\n  block inner(mood):\n    session "Feeling {mood}"\n'
+        '  session "About {topic}"\n\n'
+        'session "Two"\n  context: mood\n'
+    )
+    found = [(d.code, d.span.line, d.fix and d.fix.title) for d in checked(text)]
+    assert found == [
+        ("E142", 2, "remove `topic` from the context"),
+        ("E142", 10, "remove `mood` from the context"),
+    ]
+
+
 @pytest.mark.parametrize(
     ("text", "fixed"),
     [

@@ -62,7 +62,7 @@ async def _labels(editor: Editor, uri: str, text: str) -> list[str]:
         ('session "x"\n  |', {"model", "prompt", "context", "retry", "backoff"}, {"persist"}),
         (
             "agent a:\n  permissions:\n    |",
-            {"read", "write", "execute", "bash", "network", "deny"},
+            {"read", "write", "execute", "bash", "network", "deny", "mcp"},
             set(),
         ),
         ("agent a:\n  model: |", {"sonnet", "opus", "haiku"}, {"notes"}),

@@ -15,7 +15,9 @@ from hypothesis import strategies as st
 
 from openprose.lsp import completion, highlight, hover, navigation, outline
 from openprose.lsp.documents import Documents
-from openprose.lsp.formatting import format_document
+from openprose.lsp.formatting import format_document, format_range
+from openprose.lsp.inlay import inlay_hints
+from openprose.lsp.signature import signature_help
 
 FRAGMENTS = [
     "agent a:\n", "  model: opus\n", "  persist: true\n", "  permissions:\n", "    bash: deny\n",
@@ -23,7 +25,7 @@ FRAGMENTS = [
     "  ", "    ", "parallel (", '"any", count: 2', "):\n", "for i in [x, y]:\n", "loop until **done**",
     " (max: 3)", ":\n", "| map:\n", "try:\n", "catch as e:\n", 'use "./lib.prose" as lib\n',
     "lib(topic: x)\n", "x.field", "input t: \"d\"\n", "output o = x\n", "{", "}", '"', '"""\n',
-    "# note\n", "\r\n", "\t", "😀", "é", "->", "=", "\n",
+    "# note\n", "\r\n", "\t", "😀", "é", "->", "=", "\n", "\\{", "\\", "{r.", "do b(", ", ",
 ]  # fmt: skip
 
 programs = st.lists(st.sampled_from(FRAGMENTS), max_size=40).map("".join) | st.text(max_size=200)
@@ -40,15 +42,24 @@ def test_every_feature_survives_any_text(text: str, data: st.DataObject) -> None
     for found in analysis.diagnostics:
         start_line, _ = lines.start(found.span)
         assert 0 <= start_line < line_count
-    completion.complete(analysis, offset)
+    completion.complete(analysis, offset, store)
+    signature_help(store, analysis, offset)
+    for hint in inlay_hints(store, analysis, (0, len(text)), lambda alias: f"{alias}-model"):
+        assert 0 <= hint.position.line < line_count
     hover.hover(store, analysis, offset)
     navigation.definition(store, analysis, offset)
     navigation.references(store, analysis, offset, True)
     outline.document_symbols(analysis)
     tokens = highlight.semantic_tokens(analysis).data
     assert len(tokens) % 5 == 0
+    part = highlight.semantic_tokens(analysis, (offset, len(text))).data
+    assert len(part) % 5 == 0 and len(part) <= len(tokens)
+    (edit,) = highlight.token_edits([], tokens) or [None]
+    assert edit is None or list(edit.data or []) == list(tokens)
     edits = format_document(analysis)
     assert edits is None or all(e.range.start.line < line_count + 1 for e in edits)
+    some = format_range(analysis, range(offset % line_count, line_count))
+    assert (some is None) is (edits is None)
     # Positions round-trip: a client position of every offset comes back to that offset
     # (an offset inside a line ending maps to the end of the line's text).
     for at in range(0, len(text) + 1, max(1, len(text) // 20)):

@@ -136,3 +136,17 @@ def test_nesting_at_the_limit_is_served_and_one_more_is_e115(tmp_path: Path) -> 
             assert "error" not in answer, (kind, answer["error"])
     code, err = shut_down(wire)
     assert code == 0 and "Traceback" not in err and "Recursion" not in err, err
+
+
+def test_exit_while_the_client_keeps_stdin_open_is_clean() -> None:
+    """The reader thread is blocked reading stdin when `exit` arrives: the process still ends
+    with status 0 (reading ``sys.stdin.buffer`` there made the interpreter's shutdown abort,
+    status -6, whenever the client had not closed its end yet)."""
+    wire = Wire()
+    wire.initialize()
+    wire.response(wire.request("shutdown", None))
+    wire.notify("exit", None)
+    code = wire.process.wait(60)  # stdin still open
+    _, err = wire.finish()
+    assert code == 0, err
+    assert "Fatal Python error" not in err

@@ -21,8 +21,9 @@ from openprose.providers import (
     load_settings,
 )
 from openprose.providers.openai import OpenAIProvider
-from tests.openprose.providers.test_http_wire import _certificate, _server_context
 from tests.support.raw_http_server import LoopbackServer, RawHttpServer, RawRequest, answer
+from tests.support.tls_proxy import certificate as _certificate
+from tests.support.tls_proxy import server_context as _server_context
 
 REQUEST = ModelRequest(model="m", messages=(Message("user", "hi"),), max_tokens=10)
 

@@ -3,6 +3,7 @@ does, against a loopback receiver the tests start."""
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import time
 from collections.abc import Iterator
@@ -11,6 +12,8 @@ import pytest
 
 from openprose.telemetry.otlp_http import OtlpHttp, endpoint, headers
 from tests.support.otlp_collector import Collector, running_collector
+from tests.support.raw_http_server import RawHttpServer, answer, respond_with
+from tests.support.tls_proxy import ProxyServer
 
 
 @pytest.fixture
@@ -187,8 +190,7 @@ def test_kept_alive_chunked_and_closing_answers_are_read_to_their_end() -> None:
     assert first.startswith(b"POST /v1/traces HTTP/1.1\r\n")
     assert b"\r\nhost: 127.0.0.1:" in first and b"\r\nk: v\r\n" in first
     assert first.endswith(b"content-length: 3\r\n\r\none")
-    assert sender._connection is not None
-    assert sender._connection._socket is None  # closed with the answer that said so
+    assert sender._client._socket is None  # closed with the answer that said so
     sender.close()
 
 
@@ -198,5 +200,32 @@ def test_an_answer_that_is_not_http_is_a_failed_export(capsys: pytest.CaptureFix
         {"OTEL_EXPORTER_OTLP_ENDPOINT": server.url, "OTEL_EXPORTER_OTLP_TIMEOUT": "1"}
     )
     assert not sender.send(b"x")
-    assert "not an HTTP answer" in capsys.readouterr().err
+    assert "the server's answer does not start like HTTP: 'SMTP ready" in capsys.readouterr().err
     sender.close()
+
+
+async def test_the_environments_proxy_is_honoured_as_the_sdks_exporter_did(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async with RawHttpServer(respond_with(answer(b""))) as collector, ProxyServer() as proxy:
+        for name in ("no_proxy", "NO_PROXY", "http_proxy"):
+            monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.port}")
+        sender = OtlpHttp({"OTEL_EXPORTER_OTLP_ENDPOINT": collector.url})
+        assert await asyncio.to_thread(sender.send, b"spans")
+        sender.close()
+    assert proxy.seen[0].startswith(f"POST {collector.url}/v1/traces HTTP/1.1".encode())
+    assert collector.requests[0].body == b"spans"
+
+
+def test_a_proxy_setting_that_cannot_be_used_is_said_once_and_nothing_is_sent(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name in ("no_proxy", "NO_PROXY", "http_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", "socks5://127.0.0.1:1080")
+    sender = OtlpHttp({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9"})
+    assert not sender.send(b"x") and not sender.send(b"y")
+    said = capsys.readouterr().err
+    assert said.count("\n") == 1 and "SOCKS proxies are not supported" in said, said
+    assert "HTTP_PROXY" in said

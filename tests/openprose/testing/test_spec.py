@@ -43,13 +43,13 @@ def test_a_file_gives_its_cases_with_defaults(folder: Path) -> None:
     first, second = loaded.cases
     assert first.name == "greets the world" and first.line == 1
     assert first.inputs == {"topic": "tea"}
-    assert first.answers == "cassette"
+    assert first.source == "cassette"
     assert first.cassette == folder / "cassettes" / "hello" / "greets-the-world.jsonl"
     assert first.expect == (
         Expectation("result", (("contains", "Hello"),), 5),
         Expectation("sessions", (("at_least", 1), ("at_most", 2)), 6),
     )
-    assert second.answers == "scripted" and second.line == 9
+    assert second.source == "scripted" and second.line == 9
     assert second.rules == ({"match": "Hello", "answer": "Hi"},)
 
 
@@ -59,7 +59,7 @@ def test_program_names_another_file_and_live_cases_say_so(folder: Path) -> None:
             folder, 'program = "hello.prose"\n[[case]]\nname = "a"\nlive = true\n', "x.test.toml"
         )
     )
-    assert loaded.program.name == "hello.prose" and loaded.cases[0].answers == "live"
+    assert loaded.program.name == "hello.prose" and loaded.cases[0].source == "live"
 
 
 def test_slug_makes_a_file_name() -> None:
@@ -197,3 +197,21 @@ def test_any_file_loads_or_is_one_line_naming_its_place(
         assert re.match(re.escape(str(path)) + r":\d+(:\d+)?: ", text), text
     else:
         assert loaded.cases and all(c.name for c in loaded.cases)
+
+
+def test_answers_are_read_and_a_wrong_one_is_named_with_its_line(folder: Path) -> None:
+    loaded = load_test_file(
+        _write(
+            folder,
+            '[[case]]\nname = "a"\nanswers = { q1 = "yes", "Ship it?" = ["no", "2"] }\n',
+        )
+    )
+    assert loaded.cases[0].answers == {"q1": "yes", "Ship it?": ("no", "2")}
+    assert _problem(folder, '[[case]]\nname = "a"\n\nanswers = ["yes"]\n').endswith(
+        "/hello.test.toml:4: case 'a': `answers` is a table like "
+        '{ "Ship it?" = "yes" } (the question\'s text or id)'
+    )
+    problem = _problem(folder, '[[case]]\nname = "a"\n[case.answers]\nq1 = 2\n')
+    assert (
+        "/hello.test.toml:4: case 'a': the answer to 'q1' must be text, or a non-empty" in problem
+    )

@@ -9,6 +9,7 @@ from openprose.providers.base import Message, ModelRequest, ModelResponse, ToolC
 from openprose.record.events import Event, ToolCalled, ToolResulted
 from openprose.vm.runtime import ToolTurns
 from openprose.vm.toolloop import run_tool_loop
+from openprose.vm.tools.registry import BUILTINS
 from openprose.vm.tools.toolbox import ToolOutcome
 
 
@@ -25,6 +26,9 @@ class SlowToolbox:
         await asyncio.sleep(0.05)
         self.log.append(("end", call.id))
         return ToolOutcome(f"result of {call.id}")
+
+    def mutating(self, name: str) -> bool:
+        return BUILTINS[name].mutating
 
 
 def test_reads_of_a_turn_run_together_and_writes_alone_in_order() -> None:

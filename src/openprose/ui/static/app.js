@@ -119,6 +119,7 @@ function renderRuns() {
   for (const run of [...state.runs].reverse()) {
     const haystack = `${run.run_id} ${run.program} ${run.status}`.toLowerCase();
     if (filter && !haystack.includes(filter)) continue;
+    if (!filter && isBatchRun(run.run_id)) continue; // listed under its batch (batches.js)
     const item = el(
       "li",
       {class: run.run_id === state.runId ? "selected" : "", dataset: {run: run.run_id}},

@@ -29,6 +29,7 @@ from functools import lru_cache
 from typing import Any, Literal
 
 from openprose.record.approval_seal import in_folder, real_key_folder
+from openprose.vm.tools.mcp_grants import McpRule
 from openprose.vm.tools.network import NetworkRule
 from openprose.vm.tools.paths import (
     RUN_STATE,
@@ -45,7 +46,7 @@ MODES: tuple[str, ...] = ("allow", "deny", "prompt")
 PATH_KINDS = ("read", "write", "execute")
 SWITCH_KINDS = ("bash", "network")
 HOST_KINDS = ("network", "deny")  # take a list of host patterns
-KINDS = (*PATH_KINDS, *SWITCH_KINDS, "deny")
+KINDS = (*PATH_KINDS, *SWITCH_KINDS, "deny", "mcp")
 
 
 class PermissionError_(ValueError):
@@ -105,6 +106,7 @@ class Permissions:
     execute: PathRule = field(default_factory=lambda: PathRule("deny"))
     bash: Mode = "deny"
     network: NetworkRule = field(default_factory=lambda: NetworkRule("deny"))
+    mcp: McpRule = field(default_factory=lambda: McpRule("deny"))  # MCP servers' tools
     ceilings: tuple[Mapping[str, Any], ...] = ()  # the caps of the imports it runs under
     # The approval key's folder, never reached by a file tool (looked up once, not per path).
     key_folder: str = field(default_factory=lambda: str(real_key_folder()))
@@ -123,6 +125,7 @@ class Permissions:
             execute=_path_rule(merged.get("execute")),
             bash=_mode(merged.get("bash")),
             network=NetworkRule.from_values(merged.get("network"), denied),
+            mcp=McpRule.from_value(merged.get("mcp")),
         )
 
     def within(self, ceiling: Mapping[str, Any]) -> Permissions:
@@ -140,6 +143,7 @@ class Permissions:
             execute=self.execute.within(cap.execute) if "execute" in ceiling else self.execute,
             bash=stricter(self.bash, cap.bash) if "bash" in ceiling else self.bash,
             network=network,
+            mcp=self.mcp.within(cap.mcp) if "mcp" in ceiling else self.mcp,
             ceilings=(*self.ceilings, dict(ceiling)),
         )
 
@@ -173,6 +177,8 @@ class Permissions:
             "bash": self.bash,
             "network": self.network.describe(),
         }
+        if not self.mcp.never:
+            shown["mcp"] = self.mcp.shown()
         if self.network.deny:
             shown["deny"] = [p.text for p in self.network.deny]
         return shown
@@ -188,7 +194,7 @@ def validate_default(table: Any, source: str, name: str = "[permissions]") -> di
             raise PermissionError_(
                 f"{source}: unknown permission {key!r} in {name}; known: {', '.join(KINDS)}"
             )
-        ok_list = key in (*PATH_KINDS, *HOST_KINDS) and isinstance(value, list)
+        ok_list = key in (*PATH_KINDS, *HOST_KINDS, "mcp") and isinstance(value, list)
         if ok_list and all(isinstance(p, str) for p in value):
             continue
         if key == "deny" or value not in MODES:
@@ -198,6 +204,11 @@ def validate_default(table: Any, source: str, name: str = "[permissions]") -> di
                 else "allow, deny, prompt"
                 + (" or a list of patterns" if key in PATH_KINDS else "")
                 + (" or a list of host patterns" if key == "network" else "")
+                + (
+                    ' or a list of server grants (["notes", "search.lookup"])'
+                    if key == "mcp"
+                    else ""
+                )
             )
             raise PermissionError_(f"{source}: {name} {key} must be {expected}, got {value!r}")
     return dict(table)

@@ -206,7 +206,7 @@ class Sandbox:
         problem = sandbox_problem()
         if problem is not None:
             raise SandboxUnavailable(problem)
-        mounts = await asyncio.to_thread(self._mounts)  # one thread hop: each costs under load
+        mounts = await asyncio.to_thread(self.mounts)  # one thread hop: each costs under load
         watched = [self.project_root] if self.root_writable else [f.path for f in self.writable]
         disk = DiskWatch(watched, self.limits.disk_writes)  # statvfs only: cheap
         cgroups = make_cgroups(self.limits, f"{os.getpid()}-{next(_commands)}")
@@ -241,7 +241,8 @@ class Sandbox:
         note_command_end()
         return replace(result, limits_hit=hit) if hit else result
 
-    def _mounts(self) -> list[Mount]:
+    def mounts(self) -> list[Mount]:
+        """The project's mounts for one start, their fds open (`close_mounts` closes them)."""
         scan = self.scan if self.scan is not None else scan_project(self.project_root)
         return plan_mounts(self.project_root, self.writable, scan, root_writable=self.root_writable)
 

@@ -14,7 +14,7 @@ import re
 import shlex
 import stat
 import time
-from collections.abc import Callable, Mapping, MutableSet
+from collections.abc import Callable, Iterable, Mapping, MutableSet
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +42,7 @@ from openprose.vm.tools.paths import (
     write_atomically,
 )
 from openprose.vm.tools.permissions import PathRule, Permissions, glob_regex
+from openprose.vm.tools.registry import BUILTINS, Handler, ToolFailed, ToolRow, builtin_offered
 from openprose.vm.tools.sandbox import SYSTEM_DIRS, CommandResult, Sandbox, SandboxUnavailable
 from openprose.vm.tools.skills import Skill
 
@@ -80,7 +81,7 @@ class ToolOutcome:
     omitted_bytes: int = 0  # cut by the output cap
 
 
-class _Refused(Exception):
+class _Refused(ToolFailed):
     """Ends a tool call with an error result the model sees."""
 
 
@@ -104,25 +105,37 @@ class Toolbox:
 
     def __post_init__(self) -> None:
         self.root = Path(os.path.realpath(self.root))
-        self.specs: tuple[ToolSpec, ...] = tuple(
-            spec for name, spec in _SPECS.items() if self._offered(name)
-        )
-        self._names = {spec.name for spec in self.specs}
+        handlers: dict[str, Handler] = {
+            "read_file": self._tool_read_file,
+            "list_files": self._tool_list_files,
+            "search_files": self._tool_search_files,
+            "write_file": self._tool_write_file,
+            "edit_file": self._tool_edit_file,
+            "run_command": self._tool_run_command,
+            "fetch_url": self._tool_fetch_url,
+            "load_skill": self._tool_load_skill,
+        }
+        self.rows: dict[str, ToolRow] = {
+            name: ToolRow(tool.spec, tool.permission, handlers[name], tool.mutating)
+            for name, tool in BUILTINS.items()
+            if builtin_offered(tool.permission, self.permissions, bool(self.skills))
+        }
         self._linked_guarded = linked_guarded(self.root)
 
-    def _offered(self, name: str) -> bool:
-        p = self.permissions
-        if name in ("read_file", "list_files", "search_files"):
-            return not p.read.never
-        if name in ("write_file", "edit_file"):
-            return not p.write.never
-        if name == "run_command":
-            return p.bash != "deny" or not p.execute.never
-        if name == "fetch_url":
-            return not p.network.never
-        if name == "load_skill":
-            return bool(self.skills)
-        return False
+    @property
+    def specs(self) -> tuple[ToolSpec, ...]:
+        """What the model is offered: every row's spec, built-in tools first."""
+        return tuple(row.spec for row in self.rows.values())
+
+    def add_rows(self, rows: Iterable[ToolRow]) -> None:
+        """Offer more tools (an MCP server's, at session start)."""
+        for row in rows:
+            self.rows[row.spec.name] = row
+
+    def mutating(self, name: str) -> bool:
+        """Whether a call of `name` runs alone (an unknown name: it is refused, alone)."""
+        row = self.rows.get(name)
+        return row is None or row.mutating
 
     # --- the one entry point -------------------------------------------------------------
 
@@ -139,17 +152,17 @@ class Toolbox:
             _recorder.reset(token)
 
     async def _call(self, call: ToolCall, call_key: str) -> ToolOutcome:
-        if call.name not in self._names:
+        row = self.rows.get(call.name)
+        if row is None:
             self._decide(call, "tool", call.name, "denied", "not offered to this agent")
-            offered = ", ".join(sorted(self._names)) or "none"
+            offered = ", ".join(sorted(self.rows)) or "none"
             return ToolOutcome(
                 f"tool {call.name!r} is not available to this agent (its tools: {offered})",
                 is_error=True,
             )
-        handler = getattr(self, f"_tool_{call.name}")
         try:
-            content: str = await handler(call, call_key or call.id)
-        except _Refused as refusal:
+            content = await row.handler(call, call_key or call.id)
+        except ToolFailed as refusal:
             return self._capped(str(refusal), is_error=True)
         except PathRefused as refusal:
             self._decide(call, "path", "", "refused", str(refusal))
@@ -424,19 +437,8 @@ class Toolbox:
                 raise _Refused(f"cannot split the command: {exc}") from None
             program = await self._path(call, key, "execute", argv[0])
             argv[0] = str(program.real)
-        if self._scan is None:  # once a session: the run's state and guarded files now
-            self._scan = await asyncio.to_thread(scan_project, self.root)
         try:
-            sandbox = Sandbox(
-                self.root,
-                writable=self._writable_folders(),
-                root_writable=self._root_writable,  # set by _writable_folders
-                network=self.permissions.network.unrestricted,
-                limits=self.sandbox_limits,
-                scan=self._scan,
-                # The approval key, should it lie in a folder the sandbox mounts.
-                hidden=key_folder_within((self.root, *_SYSTEM_ROOTS)),
-            )
+            sandbox = await self.sandbox()
             result = await sandbox.run(argv, timeout=timeout, output_cap=self.limits.output_cap)
         except SandboxUnavailable as exc:
             self._decide(call, "sandbox", command, "refused", str(exc))
@@ -452,6 +454,36 @@ class Toolbox:
         if result.omitted_bytes:
             parts.append(f"[VM: {result.omitted_bytes} more bytes of output were cut]")
         return "\n".join(parts)
+
+    async def sandbox(self) -> Sandbox:
+        """The sandbox of this agent's commands (and stdio MCP servers): its writable
+        folders, its network choice, the project's limits — in plan mode nothing writable
+        and no network, whatever a server claims of its tools. Raises FolderRefused."""
+        if self._scan is None:  # once a session: the run's state and guarded files now
+            self._scan = await asyncio.to_thread(scan_project, self.root)
+        writable = () if self.plan else self._writable_folders()
+        return Sandbox(
+            self.root,
+            writable=writable,
+            root_writable=self._root_writable and not self.plan,  # set by _writable_folders
+            network=self.permissions.network.unrestricted and not self.plan,
+            limits=self.sandbox_limits,
+            scan=self._scan,
+            # The approval key, should it lie in a folder the sandbox mounts.
+            hidden=key_folder_within((self.root, *_SYSTEM_ROOTS)),
+        )
+
+    async def gate(
+        self, call: ToolCall, call_key: str, kind: str, mode: str, action: str, *, changes: bool
+    ) -> None:
+        """Judge one action of a tool of another module (an MCP tool) like a built-in one's:
+        journaled, asked when `prompt`, refused in plan mode when it `changes` something;
+        raises ToolFailed when it is not allowed."""
+        if self.plan and changes:
+            why = "plan mode (--permission-mode plan) is read-only"
+            self._decide(call, kind, action, "refused", why)
+            raise _Refused(f"refused: {kind} {action} — {why}: the tool may change something")
+        await self._gate(call, call_key, kind, mode, action, f"this agent's permissions: {kind}")
 
     def _status(self, result: CommandResult, timeout: float) -> str:
         """The first line of a command's result; a limit that stopped it (or that a cgroup
@@ -710,84 +742,3 @@ def _edit(path: ResolvedPath, old: str, new: str, replace_all: bool) -> str:
         )
     write_atomically(path, text.replace(old, new).encode("utf-8"))
     return f"replaced {count} occurrence(s) in {path.shown()}"
-
-
-_OBJ = "object"
-_SPECS: dict[str, ToolSpec] = {
-    "read_file": ToolSpec(
-        "read_file",
-        "Read a text file of the project. Lines start at 1; `offset` is the first line to "
-        "read and `limit` how many lines.",
-        {
-            "type": _OBJ,
-            "properties": {
-                "path": {"type": "string"},
-                "offset": {"type": "integer", "minimum": 1},
-                "limit": {"type": "integer", "minimum": 1},
-            },
-            "required": ["path"],
-        },
-    ),
-    "list_files": ToolSpec(
-        "list_files",
-        "List the project's files whose paths match a glob (`**` spans folders).",
-        {"type": _OBJ, "properties": {"pattern": {"type": "string"}}, "required": []},
-    ),
-    "search_files": ToolSpec(
-        "search_files",
-        "Search file contents with a regular expression; answers `path:line: text` lines. "
-        "`pattern` limits the files searched (a glob).",
-        {
-            "type": _OBJ,
-            "properties": {"regex": {"type": "string"}, "pattern": {"type": "string"}},
-            "required": ["regex"],
-        },
-    ),
-    "write_file": ToolSpec(
-        "write_file",
-        "Write a whole file (created, or replaced atomically).",
-        {
-            "type": _OBJ,
-            "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
-            "required": ["path", "content"],
-        },
-    ),
-    "edit_file": ToolSpec(
-        "edit_file",
-        "Replace exact text in a file: `old_text` must occur exactly once unless "
-        "`replace_all` is true.",
-        {
-            "type": _OBJ,
-            "properties": {
-                "path": {"type": "string"},
-                "old_text": {"type": "string"},
-                "new_text": {"type": "string"},
-                "replace_all": {"type": "boolean"},
-            },
-            "required": ["path", "old_text", "new_text"],
-        },
-    ),
-    "run_command": ToolSpec(
-        "run_command",
-        "Run a shell command in a sandbox at the project root; answers its exit code, "
-        "stdout and stderr.",
-        {
-            "type": _OBJ,
-            "properties": {
-                "command": {"type": "string"},
-                "timeout_seconds": {"type": "integer", "minimum": 1},
-            },
-            "required": ["command"],
-        },
-    ),
-    "fetch_url": ToolSpec(
-        "fetch_url",
-        "GET a web page (http/https); HTML comes back as text.",
-        {"type": _OBJ, "properties": {"url": {"type": "string"}}, "required": ["url"]},
-    ),
-    "load_skill": ToolSpec(
-        "load_skill",
-        "Load the full instructions of one of your skills by name.",
-        {"type": _OBJ, "properties": {"name": {"type": "string"}}, "required": ["name"]},
-    ),
-}
