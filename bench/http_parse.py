@@ -30,7 +30,7 @@ from _loopback import Table, summary
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-from openprose.net.parser import ResponseParser  # noqa: E402
+from openprose.net.parser import ResponseParser
 
 BASELINE = "c0460b9"  # main before net/: the last commit with providers/http_wire.py
 

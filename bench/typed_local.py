@@ -25,7 +25,7 @@ from pathlib import Path
 
 from openprose.parser import parse_text
 from openprose.providers import ProviderSettings, local_model_installed, open_provider
-from openprose.vm.journal import read_journal
+from openprose.record.journal import read_journal
 from openprose.vm.runner import VMConfig, run_program
 
 SUBJECTS = (

@@ -17,10 +17,10 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import AsyncIterator, Coroutine, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
+from openprose.record.events import Event, Streamed
 from openprose.session.launch import (
     Budget,
     Prepared,
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from openprose.telemetry.spans import Tracer
     from openprose.ui.server import UIServer
     from openprose.vm.estimates import Estimate
-    from openprose.vm.runtime import Observer
+    from openprose.vm.subscribers import Observer
 
 # `trace=`: True (as `--trace`), False (never), None (as the OTLP environment says), a tracer.
 Trace: TypeAlias = "bool | None | Tracer"
@@ -68,14 +68,10 @@ __all__ = [
 T = TypeVar("T")
 
 
-@dataclass(frozen=True, slots=True)
-class RunEvent:
-    """One journal event as it happens: `event` (e.g. `session_started`, `decision`,
-    `run_finished`), the statement's `step` id, and the event's fields."""
-
-    event: str
-    step: str
-    fields: dict[str, Any] = field(default_factory=dict)
+# What `events()` yields: a journal event (`openprose.record.events`, one frozen dataclass
+# each: `SessionFinished`, `Decision`, `RunFinished`, ...) or, while an answer streams, a
+# `Streamed` piece of it (never journaled).
+RunEvent = Event | Streamed
 
 
 def _blocking(name: str, coroutine: Coroutine[Any, Any, T]) -> T:
@@ -228,7 +224,7 @@ async def aresume(
         )
         resuming = prepare_resume(project, run_id, options)
     except NothingToResume as done:  # it succeeded before: its result, nothing run again
-        from openprose.vm.runstore import RunStore
+        from openprose.record.runstore import RunStore
 
         meta = done.meta
         return RunResult(
@@ -487,11 +483,11 @@ def answer(
     "user"}`); `RunError` when there is nothing to answer or the answer is not one of the
     options. `resume` then continues the run."""
     from openprose.project import runs_home
+    from openprose.record.runstore import DamagedRun
     from openprose.session.answers import answer_question
     from openprose.session.opening import UsageError
     from openprose.session.resume import locate_run
     from openprose.vm.questions import AnswerError
-    from openprose.vm.runstore import DamagedRun
 
     project = Path(project_dir) if project_dir is not None else runs_home()
     try:
@@ -509,11 +505,11 @@ def _answer(
     project_dir: str | os.PathLike[str] | None,
 ) -> list[dict[str, Any]]:
     from openprose.project import runs_home
+    from openprose.record.runstore import DamagedRun
     from openprose.session.answers import answer_requests
     from openprose.session.opening import UsageError
     from openprose.session.resume import locate_run
     from openprose.vm.approvals import ApprovalError
-    from openprose.vm.runstore import DamagedRun
 
     if isinstance(ids, str):
         ids = [ids]
@@ -540,7 +536,7 @@ def tracer_for(trace: Trace) -> Tracer | None:
 
 
 class RunEvents:
-    """`async for event in openprose.events(...)`: each `RunEvent` as it happens; after the
+    """`async for event in openprose.events(...)`: each event as it happens; after the
     loop, `.result` holds the `RunResult`. Leaving the loop early cancels the run (it stays
     resumable, like an interrupted `prose run`)."""
 
@@ -551,11 +547,8 @@ class RunEvents:
 
     async def __aiter__(self) -> AsyncIterator[RunEvent]:
         queue: asyncio.Queue[RunEvent | None] = asyncio.Queue()
-
-        def observe(event: str, step: str, fields: dict[str, Any]) -> None:
-            queue.put_nowait(RunEvent(event, step, dict(fields)))
-
-        task = asyncio.ensure_future(arun(self._program, observer=observe, **self._options))
+        observer = _Queued(queue)
+        task = asyncio.ensure_future(arun(self._program, observer=observer, **self._options))
         task.add_done_callback(lambda _: queue.put_nowait(None))
         try:
             while (item := await queue.get()) is not None:
@@ -567,8 +560,23 @@ class RunEvents:
                 await asyncio.gather(task, return_exceptions=True)
 
 
+class _Queued:
+    """A subscriber putting each event in a queue, and each piece of a streaming answer
+    (having `answer_text` makes the VM ask for streamed answers)."""
+
+    def __init__(self, queue: asyncio.Queue[RunEvent | None]) -> None:
+        self._queue = queue
+
+    def __call__(self, event: Event, t: float) -> None:
+        self._queue.put_nowait(event)
+
+    def answer_text(self, step: str, text: str) -> None:
+        self._queue.put_nowait(Streamed(step, text))
+
+
 def events(program: ProgramRef, **options: Any) -> RunEvents:
-    """Run a program, yielding its events; takes `arun`'s keywords (except `observer`)."""
+    """Run a program, yielding its typed events as they happen (and `Streamed` pieces of
+    answers while they stream); takes `arun`'s keywords (except `observer`)."""
     return RunEvents(program, options)
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import openprose
+from openprose.record.events import RunFinished, RunStarted, SessionFinished, Streamed
 from tests.support import fixtures
 from tests.support.fake_llm_server import FakeLLMServer
 
@@ -77,11 +78,30 @@ async def test_events_yield_the_run_as_it_happens(project: Path) -> None:
         'let a = session "One"\nlet b = session "Two"\n', provider="scripted:rules.yaml"
     )
     seen = [event async for event in stream]
-    names = [e.event for e in seen]
-    assert names[0] == "run_started" and names[-1] == "run_finished"
-    assert names.count("session_finished") == 2
+    assert isinstance(seen[0], RunStarted) and isinstance(seen[-1], RunFinished)
+    finished = [e for e in seen if isinstance(e, SessionFinished)]
+    assert [e.response["text"] for e in finished] == ["ok", "ok"]
     assert stream.result is not None and stream.result.status == "succeeded"
-    assert seen[-1].fields["status"] == "succeeded"
+    assert seen[-1].status == "succeeded" and seen[-1].step == ""
+
+
+async def test_events_include_the_pieces_of_a_streaming_answer(
+    project: Path, fake_llm_server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_llm_server.openai_base_url)
+    stream = openprose.events(
+        'session "Tell me a long story about seven small ducks"\n', provider="openai"
+    )
+    seen = [event async for event in stream]
+    pieces = [e for e in seen if isinstance(e, Streamed)]
+    finished = next(e for e in seen if isinstance(e, SessionFinished))
+    assert len(pieces) > 1 and "".join(p.text for p in pieces) == finished.response["text"]
+    assert {p.step for p in pieces} == {finished.step}
+    assert seen.index(pieces[-1]) < seen.index(finished)  # pieces come before the whole
+    assert fake_llm_server.stats.bodies[0]["stream"] is True
+    journal = (stream.result.run_dir / "journal.jsonl").read_text() if stream.result else ""
+    assert journal.count("seven small ducks") == 2  # the request and the whole answer only
 
 
 def test_resume_continues_a_failed_run(project: Path) -> None:

@@ -35,7 +35,7 @@ from aiohttp import web
 from openprose.imports import ImportFailed
 from openprose.parser import parse_text
 from openprose.providers import ProviderSettings, RetryPolicy, open_provider
-from openprose.vm.journal import read_journal
+from openprose.record.journal import read_journal
 from openprose.vm.loader import load_imports
 from openprose.vm.runner import RunResult, VMConfig, resume_run, run_program
 from openprose.vm.runtime import ToolRuntime

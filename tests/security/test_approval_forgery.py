@@ -16,10 +16,10 @@ import pytest
 from openprose.cli.resume import name_recorded_answers
 from openprose.parser import parse_text
 from openprose.providers import ScriptedProvider
+from openprose.record import approval_seal
+from openprose.record.journal import read_journal
 from openprose.vm.approvals import decide_pending, pending_requests
-from openprose.vm.journal import read_journal
 from openprose.vm.runner import resume_run, run_program
-from openprose.vm.tools import approval_seal
 
 PROGRAM = """\
 agent scribe:
@@ -262,7 +262,7 @@ def test_the_web_view_and_the_api_seal_their_answers(project: Path) -> None:
 
 
 def test_prose_show_keeps_a_forged_answers_request_pending(project: Path) -> None:
-    from openprose.vm.runview import RunDigest
+    from openprose.record.runview import RunDigest
 
     run_dir = _start(project).run_dir
     request = _request(run_dir)
@@ -281,7 +281,7 @@ def test_a_forged_request_cannot_borrow_an_approval_for_another_action(project: 
     """A request line whose shown action ("ls") is not the action its digest is of: the
     person approves "ls"; the call that asks on resume is another action, so the answer
     does not serve it."""
-    from openprose.vm.tools.approval_seal import action_digest
+    from openprose.record.approval_seal import action_digest
 
     run_dir = _start(project).run_dir
     real = _request(run_dir)

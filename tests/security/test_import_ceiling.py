@@ -17,7 +17,7 @@ from openprose.checker import diagnose
 from openprose.imports import FetchPolicy, ceiling_of, ceiling_problems
 from openprose.parser import parse_text
 from openprose.providers import ScriptedProvider
-from openprose.vm.journal import read_journal
+from openprose.record.journal import read_journal
 from openprose.vm.loader import load_imports
 from openprose.vm.runner import run_program
 from openprose.vm.tools.paths import resolve_path

@@ -8,7 +8,7 @@ from typing import Any
 
 from openprose.parser import parse_text
 from openprose.providers import ScriptedProvider
-from openprose.vm.journal import read_journal
+from openprose.record.journal import read_journal
 from openprose.vm.runner import run_program
 from tests.security.conftest import SECRET, World
 

@@ -20,8 +20,8 @@ from openprose.batches.cases import Case, CasesError, Invalid, read_cases
 from openprose.batches.job import FINISHED, BatchSpec, CaseRunner, Job, logged_row, row_of
 from openprose.batches.store import BatchStore, file_sha256, find_batch
 from openprose.files import unreadable_reason
+from openprose.record.logged_runs import materialize
 from openprose.session.options import DEFAULT_OPTIONS, RunOptions
-from openprose.vm.logged_runs import materialize
 
 if TYPE_CHECKING:
     from openprose.batches.tracing import BatchTrace
@@ -339,8 +339,8 @@ async def _drive(
     on_row: Listener | None,
     processes: int,
 ) -> BatchResult:
-    from openprose.vm.logged_runs import read_log
-    from openprose.vm.runstore import RUNS_DIR
+    from openprose.record.logged_runs import read_log
+    from openprose.record.runstore import RUNS_DIR
 
     stats = BatchStats()
     done = set()

@@ -17,8 +17,8 @@ from openprose.session.options import DEFAULT_OPTIONS, RunOptions
 
 if TYPE_CHECKING:
     from openprose.batches.tracing import RunTraces
-    from openprose.vm.logged_runs import LoggedRun
-    from openprose.vm.runlog import RunLog
+    from openprose.record.logged_runs import LoggedRun
+    from openprose.record.runlog import RunLog
 
 __all__ = ["FINISHED", "WRITE_ERRNOS", "BatchSpec", "CaseRunner", "Job", "logged_row", "row_of"]
 
@@ -142,8 +142,8 @@ class CaseRunner:
         )
 
     async def _resume(self, job: Job) -> dict[str, Any]:
+        from openprose.record.runstore import RUNS_DIR, RunStore
         from openprose.vm.runner import resume_run
-        from openprose.vm.runstore import RUNS_DIR, RunStore
 
         run_dir = self.prepared.project / RUNS_DIR / job.run_id
         if not (run_dir / "run.json").is_file():  # killed before the run wrote anything

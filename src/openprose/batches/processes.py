@@ -195,7 +195,7 @@ def _die_with_parent(parent: int) -> None:
 
 
 async def _serve(header: dict[str, Any]) -> None:
-    from openprose.vm.runlog import RunLog
+    from openprose.record.runlog import RunLog
 
     spec_fields = dict(header["spec"])
     options = dict(spec_fields.pop("options"))

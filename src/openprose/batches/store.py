@@ -2,7 +2,7 @@
 
 batch.json      how the batch was started (program, inputs file and its hash, options)
 program.prose   the program as the batch runs it (a resume runs this copy, not the file)
-runs.ndjson     the run log: the in-process executor's runs (`openprose.vm.runlog`)
+runs.ndjson     the run log: the in-process executor's runs (`openprose.record.runlog`)
 lock            held (flock) by the one process writing the batch
 outputs.jsonl   one row per finished case, unless `-o` named another file
 
@@ -25,9 +25,9 @@ import orjson
 
 from openprose.files import write_bytes_atomically
 from openprose.locks import FileLock, LockHeld, try_lock
-from openprose.vm.logged_runs import BATCHES_DIR, LOG_NAME
-from openprose.vm.runlog import RunLog, open_for_append
-from openprose.vm.runstore import new_run_id
+from openprose.record.logged_runs import BATCHES_DIR, LOG_NAME
+from openprose.record.runlog import RunLog, open_for_append
+from openprose.record.runstore import new_run_id
 
 __all__ = ["BATCHES_DIR", "BatchBusy", "BatchStore", "file_sha256", "find_batch"]
 

@@ -22,12 +22,12 @@ def run(args: argparse.Namespace) -> int:
     import sys
 
     from openprose.project import runs_home
+    from openprose.record.logged_runs import resolve_run
+    from openprose.record.runstore import RUNS_DIR, AmbiguousRun, DamagedRun, RunBusy
     from openprose.session.answers import answer_question
     from openprose.terminal import neutralise, one_line
-    from openprose.vm.logged_runs import resolve_run
     from openprose.vm.questions import AnswerError
     from openprose.vm.replies import pending_questions
-    from openprose.vm.runstore import RUNS_DIR, AmbiguousRun, DamagedRun, RunBusy
 
     home = runs_home()  # where `prose resume` and `show` look too
     try:

@@ -35,10 +35,10 @@ def decide(args: argparse.Namespace, answer: str) -> int:
     import sys
 
     from openprose.project import runs_home
+    from openprose.record.logged_runs import resolve_run
+    from openprose.record.runstore import RUNS_DIR, AmbiguousRun, DamagedRun, RunBusy
     from openprose.terminal import neutralise, one_line
     from openprose.vm.approvals import ApprovalError
-    from openprose.vm.logged_runs import resolve_run
-    from openprose.vm.runstore import RUNS_DIR, AmbiguousRun, DamagedRun, RunBusy
 
     home = runs_home()  # where `prose resume` and `show` look too
     try:

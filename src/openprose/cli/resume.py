@@ -26,6 +26,7 @@ from openprose.cli.run import (
     run_options,
     shut_down,
 )
+from openprose.record.journal import JOURNAL_FILE
 from openprose.session.opening import UsageError, open_tracer_or_fail, tool_runtime
 from openprose.session.resume import NothingToResume, locate_run, prepare_resume
 
@@ -52,7 +53,7 @@ def _nothing_to_resume(done: NothingToResume, as_json: bool) -> int:
         file=sys.stderr,
     )
     if as_json:
-        from openprose.vm.runstore import RunStore
+        from openprose.record.runstore import RunStore
 
         shown = {
             "run_id": run_dir.name,
@@ -67,7 +68,7 @@ def _nothing_to_resume(done: NothingToResume, as_json: bool) -> int:
 
 def _resume(args: argparse.Namespace) -> int:
     from openprose.project import runs_home
-    from openprose.vm.runstore import RunBusy, lock_run
+    from openprose.record.runstore import RunBusy, lock_run
 
     home = runs_home()
     run_dir = locate_run(home, args.run_ref)
@@ -109,15 +110,13 @@ ANSWERED = {"once": "approved once", "run": "approved for the run", "deny": "den
 def name_recorded_answers(run_dir: Path) -> None:
     """Say on stderr which recorded answers this resume applies, and which it ignores (an
     answer without a seal that holds: appended by an agent, another run's, altered)."""
+    from openprose.record.journal import read_journal
     from openprose.terminal import neutralise
     from openprose.vm.approvals import honoured_answers, run_id_of
-    from openprose.vm.journal import read_journal
     from openprose.vm.runtime import ToolTurns
 
-    turns = ToolTurns()
     try:
-        for event in read_journal(run_dir / "journal.jsonl"):
-            turns.add(event)
+        turns = ToolTurns.of(read_journal(run_dir / JOURNAL_FILE))
     except (KeyError, TypeError, ValueError, OSError):
         return  # a damaged journal: the resume itself says where
     honoured = honoured_answers(turns, run_id_of(run_dir))

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from cliconventions import interrupt_status
 from cliconventions import interrupt_word as interrupted
 from openprose.cli.estimate import print_estimates, refusal
+from openprose.record.events import Event, RunStarted
 from openprose.session.estimate import estimate_run
 from openprose.session.opening import (
     STDIN,
@@ -42,7 +43,7 @@ if TYPE_CHECKING:
     from openprose.telemetry.spans import Tracer
     from openprose.vm.estimates import Estimate
     from openprose.vm.runner import RunResult
-    from openprose.vm.runtime import Observer
+    from openprose.vm.subscribers import Observer
 
 OK, FAILED, USAGE_ERROR, STOPPED, WAITING = 0, 1, 2, 3, 4
 
@@ -271,19 +272,19 @@ class RunNotice:
         self.provider: str | None = None  # the provider's name, for the summary's wording
         self.reporting = False  # the run is over; its summary is being written
 
-    def __call__(self, event: str, step: str, fields: dict[str, Any]) -> None:
-        if event != "run_started":
+    def __call__(self, event: Event, t: float) -> None:
+        if not isinstance(event, RunStarted):
             return
-        self.run_id = str(fields.get("run_id"))
+        self.run_id = event.run_id
         from openprose.vm.crashes import record_native_crashes
 
         record_native_crashes(self.project or Path.cwd())
         if not self.quiet:
-            verb = "resuming" if fields.get("resumed") else "started"
+            verb = "resuming" if event.resumed else "started"
             print(f"prose: run {self.run_id} {verb} ({self.run_dir()})", file=sys.stderr)
 
     def run_dir(self) -> Path:
-        from openprose.vm.runstore import RUNS_DIR
+        from openprose.record.runstore import RUNS_DIR
 
         return (self.project or Path.cwd()) / RUNS_DIR / str(self.run_id)
 
@@ -334,7 +335,7 @@ def guarded(command: Callable[[argparse.Namespace], int], args: argparse.Namespa
         )
         return FAILED
     except Exception as error:  # noqa: BLE001 - a VM bug: say so plainly; the run stays resumable
-        from openprose.vm.runstore import DamagedRun
+        from openprose.record.runstore import DamagedRun
 
         if isinstance(error, DamagedRun):  # found once the run was opened (its journal)
             return _not_run(str(error), USAGE_ERROR, as_json)
@@ -345,7 +346,7 @@ def _record_interrupt(run_dir: Path, interrupt: KeyboardInterrupt) -> None:
     """run.json says the run was interrupted on purpose (Ctrl-C, SIGTERM), so that it is
     told from one whose process died (`crashed`, or killed). Best effort: a run folder that
     cannot be written keeps `running`, shown as `interrupted` once the process is gone."""
-    from openprose.vm.runstore import DamagedRun, RunBusy, RunStore, utc_now
+    from openprose.record.runstore import DamagedRun, RunBusy, RunStore, utc_now
 
     signal = "SIGTERM" if interrupt_status(interrupt) == 143 else "Ctrl-C"
     try:
@@ -543,9 +544,9 @@ class Fanout:
     def __init__(self, *observers: Observer) -> None:
         self.observers = observers
 
-    def __call__(self, event: str, step: str, fields: dict[str, Any]) -> None:
+    def __call__(self, event: Event, t: float) -> None:
         for observer in self.observers:
-            observer(event, step, fields)
+            observer(event, t)
 
     def __getattr__(self, name: str) -> Any:
         """Optional observer hooks (`answer_text`: the live view streams answers) reach the

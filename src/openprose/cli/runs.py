@@ -14,9 +14,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from openprose.project import runs_home
+    from openprose.record.logged_runs import logged_runs
+    from openprose.record.runstore import RUNS_DIR, list_runs
     from openprose.terminal import printable
-    from openprose.vm.logged_runs import logged_runs
-    from openprose.vm.runstore import RUNS_DIR, list_runs
 
     home = runs_home()
     listed = [(folder, read_meta(folder)) for folder in list_runs(home)]

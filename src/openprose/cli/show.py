@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from openprose.record.journal import JOURNAL_FILE
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_ref", metavar="RUN", help="run id (or unique prefix) or run folder")
@@ -26,9 +28,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from openprose.project import runs_home
+    from openprose.record.logged_runs import resolve_run
+    from openprose.record.runstore import RUNS_DIR, AmbiguousRun, DamagedRun, RunBusy, RunStore
     from openprose.session.runs import resume_command, status_of
-    from openprose.vm.logged_runs import resolve_run
-    from openprose.vm.runstore import RUNS_DIR, AmbiguousRun, DamagedRun, RunBusy, RunStore
 
     home = runs_home()
     try:
@@ -44,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     if args.vlp:
         return _print_trail(store.root, store.run_id, str(meta.get("program") or ""))
     if args.cassette:
-        from openprose.vm.journal import write_cassette
+        from openprose.providers.replay import write_cassette
 
         try:
             count = write_cassette(store.journal_path, Path(args.cassette))
@@ -103,7 +105,7 @@ def inherited_text(origin: dict[str, Any]) -> str:
 
 def _run_ref(run_dir: Path, home: Path) -> str:
     """How `prose resume` finds the run from here: its id in this project, else its folder."""
-    from openprose.vm.runstore import RUNS_DIR
+    from openprose.record.runstore import RUNS_DIR
 
     in_project = run_dir.resolve().parent == (home / RUNS_DIR).resolve()
     return run_dir.name if in_project else str(run_dir.resolve())
@@ -215,8 +217,8 @@ def _journal(path: Path, damaged: list[str]) -> dict[str, Any]:
     """Steps, decisions, errors, cancelled steps and the tool loop's events from the journal
     (`RunDigest`, which `prose ui` shows too). An event of the wrong shape is skipped and
     named in `damaged`, as is a journal that cannot be read."""
-    from openprose.vm.journal import read_journal
-    from openprose.vm.runview import RunDigest
+    from openprose.record.journal import read_journal
+    from openprose.record.runview import RunDigest
 
     digest = RunDigest(str(path))
     try:
@@ -288,8 +290,8 @@ def _outputs(path: Path, damaged: list[str]) -> dict[str, Any] | None:
 def _print_trail(run_dir: Path, run_id: str, program: str) -> int:
     """audit.ndjson as written; for a run made before trails existed (or with the trail
     turned off), the same messages derived from its journal."""
-    from openprose.vm.audit import AUDIT_FILE, translate_lines
-    from openprose.vm.journal import read_journal
+    from openprose.record.audit import AUDIT_FILE, translate_lines
+    from openprose.record.journal import read_journal
 
     out = sys.stdout.buffer
     path = run_dir / AUDIT_FILE
@@ -305,7 +307,7 @@ def _print_trail(run_dir: Path, run_id: str, program: str) -> int:
             while chunk := trail.read(1 << 20):
                 out.write(chunk)
     else:
-        journal = run_dir / "journal.jsonl"
+        journal = run_dir / JOURNAL_FILE
         try:
             for line in translate_lines(read_journal(journal), run_id, Path(program).name):
                 out.write(line)

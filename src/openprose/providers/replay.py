@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import json
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any
+
+import orjson
 
 from openprose.providers.base import (
     ModelRequest,
@@ -27,6 +29,8 @@ from openprose.providers.base import (
     _canonical_sha256,
     single_attempt,
 )
+from openprose.record.exchanges import EXCHANGE_EVENTS, Exchanges, exchanges
+from openprose.record.journal import JOURNAL_FILE, read_journal
 
 __all__ = [
     "RecordingProvider",
@@ -35,13 +39,12 @@ __all__ = [
     "read_cassette",
     "replay_file",
     "request_delta",
+    "write_cassette",
 ]
 
 PROMPT_PREVIEW_CHARS = 80
 CASSETTE_LIMIT = 1024 * 1024 * 1024  # bytes: a cassette or journal of a very long run
 FIRST_LINE_LIMIT = 1 << 20  # bytes of a file read to tell whether it is a cassette
-EXCHANGE_EVENTS = ("session_finished", "model_turn")  # journal events holding an exchange
-JOURNAL_NAME = "journal.jsonl"  # inside a run folder .prose/runs/{run id}/
 
 
 def replay_file(path: Path) -> Path:
@@ -53,10 +56,10 @@ def replay_file(path: Path) -> Path:
 
         raise ProviderConfigError(f"replay: cannot read {path}: {unreadable_reason(path)}")
     if path.is_dir():
-        journal = path / JOURNAL_NAME
+        journal = path / JOURNAL_FILE
         if not journal.is_file():
             raise ProviderConfigError(
-                f"replay: {path} is a folder without a {JOURNAL_NAME}; give a cassette file "
+                f"replay: {path} is a folder without a {JOURNAL_FILE}; give a cassette file "
                 f"or a run folder"
             )
         return journal
@@ -71,42 +74,6 @@ def request_delta(request: ModelRequest, base: str, new_messages: int) -> dict[s
     return {"base": base, "model": request.model, "messages": [m.to_dict() for m in added]}
 
 
-class Exchanges:
-    """Whole requests from journal events, deltas rebuilt on their base turn's request."""
-
-    def __init__(self) -> None:
-        self._requests: dict[str, dict[str, Any]] = {}  # step -> its whole request
-
-    def request_of(self, event: dict[str, Any]) -> dict[str, Any] | None:
-        """The whole request an exchange event holds; None when it holds none, or when a
-        delta's base is not in the journal (a line lost to a crash)."""
-        request = event.get("request")
-        delta = event.get("request_delta")
-        if request is None and isinstance(delta, dict):
-            base = self._requests.get(str(delta.get("base")))
-            if base is None:
-                return None
-            request = {
-                **base,
-                "model": delta.get("model", base.get("model")),
-                "messages": [*base["messages"], *delta["messages"]],
-            }
-        if isinstance(request, dict):
-            self._requests[str(event.get("step", ""))] = request
-            return request
-        return None
-
-
-def exchanges(events: Iterable[dict[str, Any]]) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
-    """(whole request, response) of each exchange in journal events, in journal order."""
-    rebuilt = Exchanges()
-    for event in events:
-        if event.get("ev") in EXCHANGE_EVENTS and "response" in event:
-            request = rebuilt.request_of(event)
-            if request is not None:
-                yield request, event["response"]
-
-
 def read_cassette(path: Path) -> list[tuple[ModelRequest, ModelResponse]]:
     """The exchanges of a cassette, or of a run journal's finished sessions."""
     from openprose.files import FileProblem, read_limited
@@ -117,7 +84,7 @@ def read_cassette(path: Path) -> list[tuple[ModelRequest, ModelResponse]]:
     except FileProblem as problem:
         raise ProviderConfigError(
             f"replay: cannot read {problem}; give a cassette "
-            f"(`prose run --record FILE`), a run's {JOURNAL_NAME}, a run folder or a run id"
+            f"(`prose run --record FILE`), a run's {JOURNAL_FILE}, a run folder or a run id"
         ) from None
     except UnicodeDecodeError as exc:
         raise ProviderConfigError(f"replay: {path}: not UTF-8 (byte {exc.start})") from None
@@ -244,7 +211,7 @@ def cassette_problem(path: Path) -> str | None:
     except ValueError:
         record = None
     if isinstance(record, dict) and "ev" in record:
-        return f"it is a run's journal ({JOURNAL_NAME}), not a cassette"
+        return f"it is a run's journal ({JOURNAL_FILE}), not a cassette"
     if isinstance(record, dict) and "request" in record and "response" in record:
         return None
     return "it is not a cassette: its first line is not a recorded exchange"
@@ -305,3 +272,16 @@ def _ends_with_newline(path: Path) -> bool:
     with path.open("rb") as handle:
         handle.seek(-1, 2)
         return handle.read(1) == b"\n"
+
+
+def write_cassette(journal: Path, cassette: Path) -> int:
+    """Every exchange a run's journal holds, as a replay cassette (`{"key", "request",
+    "response"}` lines) for `--provider replay:FILE`; returns how many were written."""
+    count = 0
+    with cassette.open("wb") as out:
+        for request, response in exchanges(read_journal(journal)):
+            key = ModelRequest.from_dict(request).key()
+            record = {"key": key, "request": request, "response": response}
+            out.write(orjson.dumps(record) + b"\n")
+            count += 1
+    return count

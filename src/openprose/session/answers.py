@@ -24,9 +24,9 @@ def answer_requests(
     answer through here, as does `openprose.approve`; `by` says which (`cli`, `ui`,
     `api`: recorded with the answer). Raises `ApprovalError` (or `DamagedRun` for an
     unreadable run.json)."""
+    from openprose.record.runstore import RunStore
     from openprose.session.runs import status_of
     from openprose.vm.approvals import ApprovalError, decide_pending, pending_requests
-    from openprose.vm.runstore import RunStore
 
     if status_of(RunStore.open(run_dir).read_meta()) == "running":
         raise ApprovalError(f"run {run_dir.name} is still running")
@@ -41,10 +41,10 @@ def answer_question(
     """Answer a waiting run's question (`ask`) unless the run is still running; the question
     with the answer taken (an option chosen by number is its text). `by` is recorded with
     the answer, as for `answer_requests`. Raises `AnswerError` (or `DamagedRun`)."""
+    from openprose.record.runstore import RunStore
     from openprose.session.runs import status_of
     from openprose.vm.questions import AnswerError
     from openprose.vm.replies import answer_pending
-    from openprose.vm.runstore import RunStore
 
     if status_of(RunStore.open(run_dir).read_meta()) == "running":
         raise AnswerError(f"run {run_dir.name} is still running")

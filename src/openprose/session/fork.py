@@ -131,10 +131,10 @@ def prepare_fork(
 def _cut(run_dir: Path, step: str) -> Any:
     """The parent's journal up to STEP; an unknown STEP or an unreadable journal is a usage
     error (the valid steps listed)."""
+    from openprose.record.journal import JOURNAL_FILE, read_journal
     from openprose.vm.forking import UnknownStep, cut_at
-    from openprose.vm.journal import read_journal
 
-    journal = run_dir / "journal.jsonl"
+    journal = run_dir / JOURNAL_FILE
     try:
         return cut_at(read_journal(journal), step)
     except UnknownStep as unknown:

@@ -90,7 +90,7 @@ def prepare_resume(project: Path, run_ref: str, options: RunOptions = DEFAULT_OP
 
 def read_run_meta(run_dir: Path) -> dict[str, Any]:
     """The run's run.json; damaged, a usage error."""
-    from openprose.vm.runstore import DamagedRun, RunStore
+    from openprose.record.runstore import DamagedRun, RunStore
 
     try:
         return RunStore.open(run_dir).read_meta()
@@ -149,8 +149,8 @@ def reopen(run_dir: Path, meta: dict[str, Any], options: RunOptions, *, resuming
 
 def locate_run(project: Path, run_ref: str) -> Path:
     """The run folder `run_ref` names (id, unique prefix or folder); a usage error if none."""
-    from openprose.vm.logged_runs import resolve_run
-    from openprose.vm.runstore import RUNS_DIR, AmbiguousRun, RunBusy
+    from openprose.record.logged_runs import resolve_run
+    from openprose.record.runstore import RUNS_DIR, AmbiguousRun, RunBusy
 
     try:
         run_dir = resolve_run(project, run_ref)

@@ -30,8 +30,8 @@ def status_of(meta: dict[str, Any], run_dir: Path | None = None) -> str:
 def _alive(pid: object, started: object) -> bool:
     """Is the run's process still there? A process that reused its pid (it started at
     another time) is not it."""
+    from openprose.record.runstore import process_started
     from openprose.statefiles import valid_pid
-    from openprose.vm.runstore import process_started
 
     pid = valid_pid(pid)
     if pid is None:  # none recorded, or damage (10**30 would overflow os.kill)
@@ -120,18 +120,25 @@ def asks_again(run_dir: Path) -> bool:
     handled, was cancelled, or was a judgment whose answers were unusable — and so could end
     otherwise. When every answer the run got is served from its journal, the program takes
     the same path to the same error: a `throw`, a fault of the program."""
-    from openprose.providers.replay import JOURNAL_NAME
-    from openprose.vm.journal import read_journal
+    from openprose.record.codec import EventDamaged, decode
+    from openprose.record.events import DecisionFailed, SessionCancelled, SessionFailed
+    from openprose.record.journal import JOURNAL_FILE, read_journal
     from openprose.vm.runtime import Replay
 
-    events = list(read_journal(run_dir / JOURNAL_NAME))
+    records = list(read_journal(run_dir / JOURNAL_FILE))
     try:
-        served = Replay.from_events(events)
+        served = Replay.from_events(records)
     except ValueError:
         return True  # a damaged journal: `prose resume` says what it cannot do
-    return any(
-        event.get("ev") in ("session_failed", "session_cancelled", "decision_failed")
-        and event.get("step") not in served.sessions
-        and event.get("step") not in served.failures
-        for event in events
-    )
+    for record in records:
+        try:
+            event = decode(record).event
+        except EventDamaged:
+            continue  # nothing a resume serves (`Replay` would have said)
+        if (
+            isinstance(event, SessionFailed | SessionCancelled | DecisionFailed)
+            and event.step not in served.sessions
+            and event.step not in served.failures
+        ):
+            return True
+    return False

@@ -47,6 +47,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
+from openprose.record.events import Event, ToolCalled, ToolResulted
 from openprose.telemetry.metrics import SdkCallMetrics, metrics_wanted
 from openprose.telemetry.otlp import (
     CALL,
@@ -289,8 +290,6 @@ def _captured(
 
 
 class OtelTracer:
-    events = frozenset({"tool_call", "tool_result"})  # become `execute_tool` spans
-
     def __init__(
         self,
         processor: SpanProcessor | None,
@@ -466,29 +465,30 @@ class OtelTracer:
         finally:
             _current.reset(token)
 
-    def on_event(self, event: str, step: str, fields: dict[str, Any]) -> None:
-        """Tool calls (journaled by the tool loop) as `execute_tool` spans."""
-        if event == "tool_call":
-            call = fields.get("call") or {}
-            name = str(call.get("name") or "tool")
-            self._tools[(step, fields.get("turn"), fields.get("index"))] = _Open(
-                self,
-                f"execute_tool {name}",
-                _current.get(),
-                {
-                    "gen_ai.operation.name": "execute_tool",
-                    "gen_ai.tool.name": name,
-                    "gen_ai.tool.call.id": str(call.get("id") or ""),
-                    "prose.step": step,
-                },
-                _INTERNAL,
-            )
-        elif event == "tool_result":
-            span = self._tools.pop((step, fields.get("turn"), fields.get("index")), None)
-            if span is not None:
-                if fields.get("is_error"):
-                    span.code, span.why = _ERROR, str(fields.get("content", ""))[:200]
-                span.end()
+    def on_event(self, event: Event, t: float) -> None:
+        """A subscriber of the run's events: tool calls (journaled by the tool loop) become
+        `execute_tool` spans; every other event is ignored."""
+        match event:
+            case ToolCalled(step=step, turn=turn, index=index, call=call):
+                name = str(call.get("name") or "tool")
+                self._tools[(step, turn, index)] = _Open(
+                    self,
+                    f"execute_tool {name}",
+                    _current.get(),
+                    {
+                        "gen_ai.operation.name": "execute_tool",
+                        "gen_ai.tool.name": name,
+                        "gen_ai.tool.call.id": str(call.get("id") or ""),
+                        "prose.step": step,
+                    },
+                    _INTERNAL,
+                )
+            case ToolResulted(step=step, turn=turn, index=index):
+                span = self._tools.pop((step, turn, index), None)
+                if span is not None:
+                    if event.is_error:
+                        span.code, span.why = _ERROR, event.content[:200]
+                    span.end()
 
     def shutdown(self) -> None:
         for span in self._tools.values():

@@ -3,7 +3,7 @@
 The VM calls a `Tracer` at three seams — around each statement that runs
 (`Interpreter.stmt`; a session statement's span is opened by `Sessions.run`, which hands it
 to its model call as the call's parent), around each model call attempt (`ModelCalls.call`)
-and for the journal events it names (`Shared.emit`, where tool calls become spans) — and
+and as a subscriber of the run's typed events (`Shared.emit`; tool calls become spans) — and
 only when the run has one. The OpenTelemetry implementation is `openprose.telemetry.otel`;
 this module never imports it, so a run without tracing loads no part of the SDK.
 
@@ -19,6 +19,7 @@ from contextlib import AbstractContextManager
 from types import TracebackType
 from typing import Any, Protocol
 
+from openprose.record.events import Event
 from openprose.telemetry.model_calls import CallAnswer, CallRequest
 
 # Environment variables that turn tracing on by themselves (the standard OTLP ones).
@@ -67,9 +68,6 @@ class OwnSpan(Protocol):
 
 
 class Tracer(Protocol):
-    # The journal events `on_event` wants (the VM calls it for these only).
-    events: frozenset[str]
-
     def start_run(
         self, run_id: str, program: str, resumed_from: Mapping[str, str] | None
     ) -> dict[str, str]:
@@ -116,7 +114,9 @@ class Tracer(Protocol):
         trace), linked to the spans `links` names: (trace id in hex, span id)."""
         ...
 
-    def on_event(self, event: str, step: str, fields: dict[str, Any]) -> None: ...
+    def on_event(self, event: Event, t: float) -> None:
+        """A subscriber of the run's typed events (`Shared.emit`): tool calls become spans."""
+        ...
 
     def shutdown(self) -> None:
         """Export what is pending (end of the process's run)."""

@@ -6,7 +6,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import orjson
+from openprose.record.codec import EventDamaged, decode
+from openprose.record.events import PermissionDecided, QuestionAsked, SessionStarted, ToolCalled
+from openprose.record.journal import JOURNAL_FILE, read_journal
 
 __all__ = ["Observed", "observe"]
 
@@ -43,24 +45,22 @@ def observe(run: Any) -> Observed:
     )
     run_dir = Path(run.run_dir)
     permissions: set[str] = set()
-    journal = run_dir / "journal.jsonl"
-    if journal.is_file():
-        for line in journal.read_bytes().splitlines():
-            try:
-                event = orjson.loads(line)
-            except orjson.JSONDecodeError:
-                continue  # a torn last line
-            kind = event.get("ev")
-            if kind == "session_started" and event.get("kind") == "session":
+    for record in read_journal(run_dir / JOURNAL_FILE):
+        try:
+            event = decode(record).event
+        except EventDamaged:
+            continue  # a line the run itself could not have used either
+        match event:
+            case SessionStarted(kind="session"):
                 seen.sessions += 1
-            elif kind == "session_started" and event.get("kind") == "judgment":
+            case SessionStarted(kind="judgment"):
                 seen.judgments += 1
-            elif kind == "tool_call":
+            case ToolCalled():
                 seen.tool_calls += 1
-            elif kind == "question_asked":
-                seen.questions.append(str(event.get("question")))
-            elif kind == "permission" and event.get("decision") in USED:
-                permissions.add(f"{event.get('kind')} {event.get('action')}")
+            case QuestionAsked(question=question):
+                seen.questions.append(question)
+            case PermissionDecided(decision=decision) if decision in USED:
+                permissions.add(f"{event.kind} {event.action}")
     seen.permissions = sorted(permissions)
     bindings = run_dir / "bindings"
     if bindings.is_dir():

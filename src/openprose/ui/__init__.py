@@ -1,7 +1,7 @@
 """`prose ui`: a local web page showing the project's runs as they go.
 
 The server (`openprose.ui.server`) reads run folders through the same digest `prose show`
-prints (`openprose.vm.runview`) and answers approvals through the code `prose approve`
+prints (`openprose.record.runview`) and answers approvals through the code `prose approve`
 uses; the page is plain HTML, CSS and JavaScript shipped in `static/`. See docs/ui.md.
 """
 

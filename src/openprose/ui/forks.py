@@ -65,9 +65,9 @@ def _prepare(
 ) -> tuple[Any, Any, str]:
     """The fork opened, its tool runtime (nobody at a terminal: `prompt` waits) and the
     id reserved for it."""
+    from openprose.record.runstore import reserve_run_id
     from openprose.session.fork import prepare_fork
     from openprose.session.opening import UsageError, tool_runtime
-    from openprose.vm.runstore import reserve_run_id
 
     project = run_dir.resolve().parent.parent.parent  # {project}/.prose/runs/{id}
     forking = prepare_fork(project, str(run_dir), step, inputs=inputs, values=values)

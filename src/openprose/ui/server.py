@@ -28,6 +28,7 @@ import hmac
 import secrets
 import threading
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from importlib import resources
@@ -38,15 +39,21 @@ import orjson
 from aiohttp import web
 
 from openprose.batches.summary import batch_rows, batch_summaries
+from openprose.record.journal import (
+    JOURNAL_FILE,
+    events_of,
+    read_journal_between,
+    read_journal_from,
+)
+from openprose.record.live import CLOSED, LiveJournal, live_journal
+from openprose.record.runstore import RUNS_DIR, DamagedRun, RunStore, list_runs
+from openprose.record.runview import RunDigest, in_full, statements
 from openprose.session.answers import answer_question, answer_requests
 from openprose.session.runs import read_meta, run_row, status_of
 from openprose.statefiles import read_state_file
 from openprose.ui.forks import FORKS_KEY, cancel_forks, start_fork
 from openprose.vm.approvals import ANSWERS, ApprovalError
-from openprose.vm.journal import read_journal_from
 from openprose.vm.questions import AnswerError
-from openprose.vm.runstore import RUNS_DIR, DamagedRun, RunStore, list_runs
-from openprose.vm.runview import RunDigest, in_full, statements
 
 __all__ = ["PortInUse", "UIServer", "make_app", "serve", "start"]
 
@@ -112,9 +119,16 @@ class RunWatch:
     program_text: str = ""
     # Pages look from worker threads: one look at a time, so no digest changes under a reader.
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # A run this process is writing: its batches as written (`record.live`), not the file.
+    live: LiveJournal | None = None
+    batches: deque[tuple[bytes, int]] = field(default_factory=deque)  # appended by the run
 
     def __post_init__(self) -> None:
-        self.digest = RunDigest(str(self.run_dir / "journal.jsonl"), self.price_of)
+        self.digest = RunDigest(str(self.run_dir / JOURNAL_FILE), self.price_of)
+
+    def _written(self, data: bytes, size: int) -> None:
+        """A batch the run's journal wrote (on the run's thread: only appended here)."""
+        self.batches.append((data, size))
 
     async def look(self, seen: Seen | None = None) -> tuple[dict[str, Any] | None, Seen]:
         """Catch up with the run's files, then what changed since `seen` (what a page was
@@ -144,7 +158,12 @@ class RunWatch:
             return None if session is None else in_full(session)
 
     def _refresh(self) -> None:
-        journal = self.run_dir / "journal.jsonl"
+        journal = self.run_dir / JOURNAL_FILE
+        if self.live is None and self._listen(journal):
+            return self._refresh_meta()
+        if self.live is not None:
+            self._take_batches()
+            return self._refresh_meta()
         try:
             if journal.stat().st_size < self.offset:  # rewritten: start over
                 self.digest, self.offset = RunDigest(str(journal), self.price_of), 0
@@ -152,6 +171,33 @@ class RunWatch:
             pass
         events, self.offset = read_journal_from(journal, self.offset)
         self.digest.add_all(events)
+        self._refresh_meta()
+
+    def _listen(self, journal: Path) -> bool:
+        """Listen to the run's journal in memory when this process writes it: the file up
+        to the size attaching gave, then the batches."""
+        live = live_journal(journal)
+        if live is None:
+            return False
+        self.live = live
+        size = live.attach(self._written)
+        self.digest.add_all(read_journal_between(journal, self.offset, size))
+        self.offset = max(self.offset, size)
+        return True
+
+    def _take_batches(self) -> None:
+        while self.batches:
+            data, size = self.batches.popleft()
+            if size == CLOSED:  # the run ended here: from now on the file is tailed
+                self.live = None
+                events, self.offset = read_journal_from(self.run_dir / JOURNAL_FILE, self.offset)
+                self.digest.add_all(events)
+                return
+            if size > self.offset:  # not in what was read from the file
+                self.digest.add_all(events_of(data))
+                self.offset = size
+
+    def _refresh_meta(self) -> None:
         meta_path = self.run_dir / "run.json"
         try:
             info = meta_path.stat()
@@ -257,7 +303,7 @@ class Runs:
 
     def _logged_runs(self) -> list[Any]:
         """`logged_runs`, read again only when a batch's run log has changed."""
-        from openprose.vm.logged_runs import BATCHES_DIR, log_files, logged_runs
+        from openprose.record.logged_runs import BATCHES_DIR, log_files, logged_runs
 
         stamps = []
         for batch in sorted((self.project / BATCHES_DIR).glob("*")):
@@ -289,8 +335,8 @@ class Runs:
 
     def _materialize(self, name: str) -> None:
         """A batch's run kept in its run log gets its folder now (as `prose show` does)."""
-        from openprose.vm.logged_runs import BATCHES_DIR, resolve_run
-        from openprose.vm.runstore import AmbiguousRun, RunBusy
+        from openprose.record.logged_runs import BATCHES_DIR, resolve_run
+        from openprose.record.runstore import AmbiguousRun, RunBusy
 
         if not (self.project / BATCHES_DIR / name.rpartition("-")[0]).is_dir():
             return  # a batch's run is "{batch id}-{line}"

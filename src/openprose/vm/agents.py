@@ -10,11 +10,12 @@ from typing import TYPE_CHECKING, Any
 
 from openprose import nodes as n
 from openprose.providers.base import Message, ModelRequest
-from openprose.vm import steps
+from openprose.record import events as ev
+from openprose.record import steps
+from openprose.record.runstore import RunStore
 from openprose.vm.calls import ModelCalls
 from openprose.vm.expressions import literal
 from openprose.vm.prompts import memory_update_message
-from openprose.vm.runstore import RunStore
 from openprose.vm.runtime import AgentSpec, Shared
 
 if TYPE_CHECKING:
@@ -112,6 +113,8 @@ class Memories:
             )
             segment = memory.write(response.text, task)
             self.shared.emit(
-                "memory_updated", mstep, agent=agent.name, memory=response.text, segment=segment
+                ev.MemoryUpdated(
+                    step=mstep, agent=agent.name, memory=response.text, segment=segment
+                )
             )
             self.shared.commit()  # the segment file exists: a resume must not write it again

@@ -18,11 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import orjson
-
-from openprose.vm.journal import read_journal
-from openprose.vm.runtime import ToolTurns
-from openprose.vm.tools.approval_seal import (
+from openprose.record.approval_seal import (
     ANSWERS,
     KeyUnavailable,
     answer_problem,
@@ -30,6 +26,10 @@ from openprose.vm.tools.approval_seal import (
     grant_problem,
     seal_answer,
 )
+from openprose.record.codec import encode
+from openprose.record.events import ApprovalDecided
+from openprose.record.journal import JOURNAL_FILE, read_journal
+from openprose.vm.runtime import ToolTurns
 from openprose.vm.tools.approvals import RecordedAnswer
 
 __all__ = [
@@ -110,10 +110,7 @@ def honoured_answers(turns: ToolTurns, run_id: str) -> Honoured:
 
 
 def _turns_of(run_dir: Path) -> ToolTurns:
-    turns = ToolTurns()
-    for event in read_journal(run_dir / "journal.jsonl"):
-        turns.add(event)
-    return turns
+    return ToolTurns.of(read_journal(run_dir / JOURNAL_FILE))
 
 
 def pending_requests(run_dir: Path) -> list[dict[str, Any]]:
@@ -163,10 +160,11 @@ def decide_pending(
     except KeyUnavailable as error:
         raise ApprovalError(str(error)) from None
     run_id = run_id_of(run_dir)
+    t = round(time.time(), 6)
     lines = b"".join(
-        orjson.dumps(_answer_event(key, run_id, i, pending[i], answer, by)) + b"\n" for i in chosen
+        encode(_answer_event(key, run_id, i, pending[i], answer, by), t) + b"\n" for i in chosen
     )
-    fd = os.open(run_dir / "journal.jsonl", os.O_WRONLY | os.O_APPEND)
+    fd = os.open(run_dir / JOURNAL_FILE, os.O_WRONLY | os.O_APPEND)
     try:
         os.write(fd, lines)
         os.fsync(fd)
@@ -180,22 +178,20 @@ def decide_pending(
 
 def _answer_event(
     key: bytes, run_id: str, request_id: str, request: dict[str, Any], answer: str, by: str
-) -> dict[str, Any]:
+) -> ApprovalDecided:
     kind, action = str(request.get("kind")), str(request.get("action"))
     tool, digest = str(request.get("tool")), str(request.get("digest") or "")
-    return {
-        "ev": "approval_decided",
-        "step": request.get("step", ""),
-        "t": round(time.time(), 6),
-        "id": request_id,
-        "answer": answer,
-        "tool": tool,
-        "kind": kind,
-        "action": action,
-        "digest": digest,
-        "by": by,
-        "seal": seal_answer(key, run_id, request_id, tool, kind, action, digest, answer, by),
-    }
+    return ApprovalDecided(
+        step=str(request.get("step", "")),
+        id=request_id,
+        answer=answer,
+        tool=tool,
+        kind=kind,
+        action=action,
+        digest=digest,
+        by=by,
+        seal=seal_answer(key, run_id, request_id, tool, kind, action, digest, answer, by),
+    )
 
 
 def _describe(request: dict[str, Any]) -> str:

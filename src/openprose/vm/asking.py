@@ -15,11 +15,12 @@ from typing import Any
 
 from openprose import nodes as n
 from openprose.asking import properties_of, timeout_of
+from openprose.record import events as ev
+from openprose.record.approval_seal import KeyUnavailable, approval_key
 from openprose.vm.errors import ProseRuntimeError
 from openprose.vm.frame import Ctx
 from openprose.vm.machine import Machine
 from openprose.vm.questions import Question, reply_event, reply_problem
-from openprose.vm.tools.approval_seal import KeyUnavailable, approval_key
 from openprose.vm.values import Value
 
 
@@ -32,11 +33,12 @@ async def ask(vm: Machine, node: n.Ask, ctx: Ctx, step: str) -> Value:
         if not why:
             return _bind(vm, ctx, step, question, str(recorded["answer"]), recorded)
         shared.emit(
-            "question_ignored",
-            step,
-            id=question.id,
-            what=f"answer {recorded.get('answer')!r} to {question.id} ({question.text})",
-            reason=why,
+            ev.QuestionIgnored(
+                step=step,
+                id=question.id,
+                what=f"answer {recorded.get('answer')!r} to {question.id} ({question.text})",
+                reason=why,
+            )
         )
     if question.remaining(time.time()) == 0:
         return _timed_out(vm, node, ctx, step, question)
@@ -84,15 +86,16 @@ async def _question(vm: Machine, node: n.Ask, ctx: Ctx, step: str) -> Question:
         return Question.from_event(earlier)
     # First asked (or asked again in other words): its clock starts now.
     fields = question.to_event()
-    vm.shared.emit("question_asked", step, **fields)
-    turns.add({"ev": "question_asked", "step": step, "t": question.asked_at, **fields})
+    asked = ev.QuestionAsked(step=step, **fields)
+    vm.shared.emit(asked)
+    turns.add(asked, {"ev": asked.ev, "step": step, "t": question.asked_at, **fields})
     vm.store.state(f"{step}→ asked {question.describe()}")
     return question
 
 
 def _timed_out(vm: Machine, node: n.Ask, ctx: Ctx, step: str, question: Question) -> Value:
     if question.default is None:
-        vm.shared.emit("question_expired", step, id=question.id, timeout=question.timeout)
+        vm.shared.emit(ev.QuestionExpired(step=step, id=question.id, timeout=question.timeout))
         raise ProseRuntimeError(
             f"nobody answered {question.id} ({question.text!r}) within {question.timeout:g} s, "
             "and it has no default",
@@ -109,7 +112,7 @@ def _record(vm: Machine, ctx: Ctx, step: str, question: Question, answer: str, b
     except KeyUnavailable:
         # unsealed: this run uses it; a resume reports it and asks again
         fields = {"id": question.id, "answer": answer, "digest": question.digest, "by": by}
-    vm.shared.emit("question_answered", step, **fields)
+    vm.shared.emit(ev.QuestionAnswered(step=step, **fields))
     return _bind(vm, ctx, step, question, answer, fields)
 
 

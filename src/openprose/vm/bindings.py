@@ -5,8 +5,8 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from openprose.record.runstore import RunStore
 from openprose.vm.frame import Ctx
-from openprose.vm.runstore import RunStore
 from openprose.vm.values import Value, render
 
 _SOURCE_LINES = 12  # of the statement, shown with its binding

@@ -29,9 +29,10 @@ from openprose.providers.resilient import (
     ProviderRetry,
     ResilientProvider,
 )
+from openprose.record import events as ev
+from openprose.record.runstore import RunStore
 from openprose.vm import budget
 from openprose.vm.errors import RunAborted, SessionFailed, location
-from openprose.vm.runstore import RunStore
 from openprose.vm.runtime import Shared
 
 if TYPE_CHECKING:
@@ -80,14 +81,14 @@ class ModelCalls:
             response = ModelResponse.from_dict(served["response"])
             shared.stats.served += 1
             shared.stats.count(response.model or alias, response)
-            shared.emit("session_served", step, binding=label)
+            shared.emit(ev.SessionServed(step=step, binding=label))
             return response
         handled = shared.replay.failures.get(step)
         if handled is not None:
             # The earlier attempt's program handled this failure (`catch`, `on-fail`): the
             # same failure again keeps a resumed run on the path it took.
             shared.stats.served += 1
-            shared.emit("failure_served", step, binding=label, error=handled)
+            shared.emit(ev.FailureServed(step=step, binding=label, error=handled))
             raise _failed(handled, self.path, where, step)
         try:
             provider, model_id = shared.router.route(alias)
@@ -125,15 +126,12 @@ class ModelCalls:
                     step, request, remembered.response, alias, agent, label, event, continues,
                     {"memo": memo},
                 )  # fmt: skip
-        if context:
-            shared.emit(
-                "session_started", step, agent=agent, model=alias, binding=label, kind=event,
-                context=context,
-            )  # fmt: skip
-        else:
-            shared.emit(
-                "session_started", step, agent=agent, model=alias, binding=label, kind=event
+        shared.emit(
+            ev.SessionStarted(
+                step=step, agent=agent, model=alias, binding=label, kind=event,
+                context=context or None,  # written only when the request named a `context:`
             )
+        )  # fmt: skip
         asked = _journaled_request(request, continues)
         # With a `retry:` the program owns the retries: each attempt is one request, with no
         # transient retries of the provider behind it, so attempts never multiply. Without
@@ -181,7 +179,7 @@ class ModelCalls:
                     with shared.watching(step):  # streams to the live view, if it watches
                         response = await send(request)
             except asyncio.CancelledError:
-                shared.emit("session_cancelled", step, attempt=attempt)
+                shared.emit(ev.SessionCancelled(step=step, attempt=attempt))
                 raise
             except ProviderConfigError as error:
                 raise RunAborted(str(error)) from None
@@ -189,14 +187,15 @@ class ModelCalls:
                 # A server asking for a longer wait than the limit ends the retries too.
                 last = attempt > retries or isinstance(error, RetryAfterTooLongError)
                 shared.emit(
-                    "session_failed",
-                    step,
-                    attempt=attempt,
-                    error=str(error),
-                    status=error.status,  # the HTTP status, None when no answer came
-                    elapsed=(time.perf_counter_ns() - started) // 1000 / 1e6,  # its send time
-                    retried=not last,
-                    **asked,  # the audit trail shows what was asked
+                    ev.SessionFailed(
+                        step=step,
+                        attempt=attempt,
+                        error=str(error),
+                        status=error.status,  # the HTTP status, None when no answer came
+                        elapsed=(time.perf_counter_ns() - started) // 1000 / 1e6,  # send time
+                        retried=not last,
+                        **asked,  # the audit trail shows what was asked
+                    )
                 )
                 if last:
                     failure = _failed(str(error), self.path, where, step)
@@ -219,16 +218,17 @@ class ModelCalls:
             shared.stats.sent += 1
             shared.stats.count(response.model or model_id, response)
             shared.emit(
-                "session_finished",
-                step,
-                **asked,
-                response=response.to_dict(),
-                agent=agent,
-                model=alias,
-                binding=label,
-                attempt=attempt,
-                elapsed=elapsed,
-                kind=event,
+                ev.SessionFinished(
+                    step=step,
+                    **asked,
+                    response=response.to_dict(),
+                    agent=agent,
+                    model=alias,
+                    binding=label,
+                    attempt=attempt,
+                    elapsed=elapsed,
+                    kind=event,
+                )
             )
             if memo_key is not None and self.memo is not None:
                 self.memo.put(memo_key, response, self.shared.journal.path.parent.name, step)
@@ -259,19 +259,23 @@ class ModelCalls:
             provider=answer.provider,
             tool_calls=answer.tool_calls,
         )
-        shared.emit("session_started", step, agent=agent, model=alias, binding=label, kind=event)
         shared.emit(
-            "session_finished",
-            step,
-            **_journaled_request(request, continues),
-            response=free.to_dict(),
-            agent=agent,
-            model=alias,
-            binding=label,
-            attempt=0,
-            elapsed=0.0,
-            kind=event,
-            **source,
+            ev.SessionStarted(step=step, agent=agent, model=alias, binding=label, kind=event)
+        )
+        shared.emit(
+            ev.SessionFinished(
+                step=step,
+                **_journaled_request(request, continues),
+                response=free.to_dict(),
+                agent=agent,
+                model=alias,
+                binding=label,
+                attempt=0,
+                elapsed=0.0,
+                kind=event,
+                memo=source.get("memo"),
+                inherited=source.get("inherited"),
+            )
         )
         return free
 
@@ -289,14 +293,15 @@ class _RetryRecorder:
 
     def record(self, retry: ProviderRetry) -> None:
         self.shared.emit(
-            "request_retried",
-            self.step,
-            attempt=self.attempt,
-            request=retry.request,
-            status=retry.status,
-            error=retry.error,
-            elapsed=round(retry.elapsed, 6),
-            delay=round(retry.delay, 6),
+            ev.RequestRetried(
+                step=self.step,
+                attempt=self.attempt,
+                request=retry.request,
+                status=retry.status,
+                error=retry.error,
+                elapsed=round(retry.elapsed, 6),
+                delay=round(retry.delay, 6),
+            )
         )
 
 

@@ -6,11 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 from openprose import nodes as n
+from openprose.record import events as ev
+from openprose.record.runstore import RunStore
 from openprose.vm.errors import ProseRuntimeError
 from openprose.vm.expressions import Expressions, Placeholder, dotted
 from openprose.vm.frame import Ctx
 from openprose.vm.prompts import ContextItem, fit_to_budget, window_note
-from openprose.vm.runstore import RunStore
 from openprose.vm.runtime import Shared
 from openprose.vm.values import Absent, Value, render
 
@@ -28,7 +29,7 @@ class Contexts:
         in the journal (`unbound_placeholder`) and state.md, instead of a failed run."""
 
         def note(name: str) -> Value:
-            self.shared.emit("unbound_placeholder", step, name=name)
+            self.shared.emit(ev.UnboundPlaceholder(step=step, name=name))
             self.store.state(f"{step}→ {name}: unbound (placeholder)")
             return Absent.unbound(name)
 
@@ -49,12 +50,14 @@ class Contexts:
         if budget < 0:
             # The task itself is over budget: it is sent whole (cutting it would change the
             # instruction), and that is recorded too.
-            self.shared.emit("prompt_over_budget", step, task_chars=fixed)
+            self.shared.emit(ev.PromptOverBudget(step=step, task_chars=fixed))
             self.store.state(f"{step}→ prompt:over budget by {-budget} chars")
             budget = 0
         fitted, trims = fit_to_budget(items, budget)
         for trim in trims:
-            self.shared.emit("context_trimmed", step, label=trim.label, omitted_chars=trim.omitted)
+            self.shared.emit(
+                ev.ContextTrimmed(step=step, label=trim.label, omitted_chars=trim.omitted)
+            )
             self.store.state(f"{step}→ context:trimmed {trim.label} -{trim.omitted} chars")
         return fitted
 
@@ -72,7 +75,7 @@ class Contexts:
         hidden = len(ctx.history) - len(items)
         if hidden > 0:
             items.insert(0, window_note(hidden, len(items)))
-            self.shared.emit("context_windowed", step, omitted_items=hidden, shown_items=limit)
+            self.shared.emit(ev.ContextWindowed(step=step, omitted_items=hidden, shown_items=limit))
             self.store.state(f"{step}→ context:window -{hidden} earlier outputs")
         return items
 

@@ -45,7 +45,7 @@ def record_native_crashes(home: Path) -> Path | None:
     global _recording
     if _recording is not None or not _as_command:
         return _recording[0] if _recording is not None else None
-    from openprose.vm.runstore import process_started
+    from openprose.record.runstore import process_started
 
     pid = os.getpid()
     path = crash_file(home, pid, process_started(pid))

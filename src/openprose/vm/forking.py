@@ -19,7 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from openprose.providers.base import ModelRequest, ModelResponse
-from openprose.providers.replay import EXCHANGE_EVENTS, Exchanges
+from openprose.record.codec import EventDamaged, decode
+from openprose.record.events import Decision, SessionFailed, SessionFinished, SessionStarted
+from openprose.record.exchanges import EXCHANGE_EVENTS, Exchanges
 
 __all__ = [
     "Fork",
@@ -32,12 +34,12 @@ __all__ = [
     "within",
 ]
 
-# What follows a step id inside a longer one that runs within it (see `openprose.vm.steps`).
+# What follows a step id inside a longer one that runs within it (see `openprose.record.steps`).
 _NESTING = ".[#|:>@/?!~"
 _TURN = re.compile(r"~t\d+$")  # a tool loop's later turn (`steps.turn_step`)
 # Events naming a step that `prose show` lists: sessions (also failed or cut short) and
 # judgments. A fork may start at any of them.
-_STEP_EVENTS = ("session_started", "session_finished", "session_failed", "decision")
+_STEP_EVENTS = (SessionStarted, SessionFinished, SessionFailed, Decision)
 
 
 class UnknownStep(ValueError):
@@ -59,9 +61,13 @@ def within(step: str, outer: str) -> bool:
 def fork_steps(events: Iterable[dict[str, Any]]) -> list[str]:
     """The steps a fork may start at, in the order the run first reached them."""
     steps: dict[str, None] = {}
-    for event in events:
-        if event.get("ev") in _STEP_EVENTS and event.get("step"):
-            steps.setdefault(str(event["step"]), None)
+    for record in events:
+        try:
+            event = decode(record).event
+        except EventDamaged:
+            continue  # no step a fork can start at
+        if isinstance(event, _STEP_EVENTS) and event.step:
+            steps.setdefault(event.step, None)
     return list(steps)
 
 
@@ -162,11 +168,11 @@ def resumed_fork_answers(run_dir: Path, meta: Mapping[str, Any]) -> ParentAnswer
     parent, step, values = origin.get("run"), origin.get("step"), origin.get("set") or {}
     if not isinstance(parent, str) or not isinstance(step, str) or not isinstance(values, dict):
         return None
-    from openprose.vm.journal import read_journal
+    from openprose.record.journal import JOURNAL_FILE, read_journal
 
     parent_dir = run_dir.parent / parent
     try:
-        cut = cut_at(read_journal(parent_dir / "journal.jsonl"), step)
+        cut = cut_at(read_journal(parent_dir / JOURNAL_FILE), step)
     except (OSError, KeyError, TypeError, ValueError, AttributeError, OverflowError):
         return None  # UnknownStep included
     known = {str(name): str(text) for name, text in values.items() if name in cut.bound_at}

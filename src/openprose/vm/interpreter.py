@@ -20,8 +20,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from openprose import nodes as n
+from openprose.record import events as ev
+from openprose.record import steps
+from openprose.record.runstore import RunStore
 from openprose.shapes import returns_of
-from openprose.vm import asking, loops, parallel, pipelines, programs, steps
+from openprose.vm import asking, loops, parallel, pipelines, programs
 from openprose.vm.agents import Memories, agent_spec
 from openprose.vm.bindings import Bindings
 from openprose.vm.calls import ModelCalls
@@ -31,7 +34,6 @@ from openprose.vm.expressions import Expressions, discretion_text
 from openprose.vm.frame import Ctx
 from openprose.vm.judge import Judge
 from openprose.vm.prompts import History
-from openprose.vm.runstore import RunStore
 from openprose.vm.runtime import AgentSpec, LoadedProgram, Shared
 from openprose.vm.scope import Scope
 from openprose.vm.sessions import Sessions
@@ -105,18 +107,19 @@ class Interpreter:
         if self.agents:
             self._load_skills()
             self.shared.emit(
-                "agents",
-                self.prefix,
-                agents={
-                    a.name: {
-                        "model": a.model,
-                        "persist": a.persist,
-                        "skills": list(a.skills),
-                        "permissions": dict(a.permissions),
-                        **({"ceilings": [dict(c) for c in a.ceilings]} if a.ceilings else {}),
-                    }
-                    for a in self.agents.values()
-                },
+                ev.AgentsDeclared(
+                    step=self.prefix,
+                    agents={
+                        a.name: {
+                            "model": a.model,
+                            "persist": a.persist,
+                            "skills": list(a.skills),
+                            "permissions": dict(a.permissions),
+                            **({"ceilings": [dict(c) for c in a.ceilings]} if a.ceilings else {}),
+                        }
+                        for a in self.agents.values()
+                    },
+                )
             )
         self._check_inputs()
         ctx = Ctx(self.root, History(keep=self.config.history_items))
@@ -162,9 +165,9 @@ class Interpreter:
         found, problems = resolve_skills(uses, wanted, base, self.shared.project_dir)
         self.skills.update(found)
         for name, skill in found.items():
-            self.shared.emit("skill_loaded", self.prefix, **skill.to_event())
+            self.shared.emit(ev.SkillLoaded(step=self.prefix, **skill.to_event()))
         for problem in problems:
-            self.shared.emit("skill_missing", self.prefix, problem=problem)
+            self.shared.emit(ev.SkillMissing(step=self.prefix, problem=problem))
             self.store.state(f"{self.prefix or '0'}→ skill missing: {problem}")
 
     def _check_inputs(self) -> None:
@@ -369,7 +372,7 @@ class Interpreter:
             return await self.body(stmt.body, ctx, steps.clause(step, "try"))
         except ProseError as error:
             self.store.state(f"{step}→ ✗ {error.message}")
-            self.shared.emit("error_caught", step, error=str(error), kind=error.kind)
+            self.shared.emit(ev.ErrorCaught(step=step, error=str(error), kind=error.kind))
             if stmt.catch is None:
                 raise
             scope = ctx.scope.child()
@@ -384,12 +387,12 @@ class Interpreter:
             # failures); if the catch body fails, they are released again, so that resuming
             # the failed run asks them again instead of failing the same way for ever.
             if error.failed_calls:
-                self.shared.emit("failure_handled", step, failures=error.failed_calls)
+                self.shared.emit(ev.FailureHandled(step=step, failures=error.failed_calls))
             try:
                 return await self.body(stmt.catch.body, handler, steps.clause(step, "catch"))
             except ProseError:
                 if error.failed_calls:
-                    self.shared.emit("failure_released", step, failures=error.failed_calls)
+                    self.shared.emit(ev.FailureReleased(step=step, failures=error.failed_calls))
                 raise
         finally:
             # Runs after success or a program error; not when the task is being cancelled,

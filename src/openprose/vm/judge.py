@@ -11,13 +11,15 @@ from typing import Any
 
 from openprose import nodes as n
 from openprose.providers.base import Message, ModelRequest
-from openprose.vm import judgments, steps
+from openprose.record import events as ev
+from openprose.record import steps
+from openprose.record.runstore import RunStore
+from openprose.vm import judgments
 from openprose.vm.calls import ModelCalls
 from openprose.vm.context import Contexts
 from openprose.vm.errors import JudgmentError
 from openprose.vm.expressions import Expressions, discretion_text
 from openprose.vm.frame import Ctx
-from openprose.vm.runstore import RunStore
 from openprose.vm.runtime import Shared
 from openprose.vm.values import Value, render
 
@@ -81,7 +83,7 @@ class Judge:
         literal = judgments.literal_verdict(render(answer))
         if literal is not None:
             self.shared.emit(
-                "decision", step, kind="filter", verdict=literal, reason="literal answer"
+                ev.Decision(step=step, kind="filter", verdict=literal, reason="literal answer")
             )
             self.store.state(f"{step}→ filter → {'keep' if literal else 'drop'} (literal answer)")
             return literal
@@ -116,13 +118,13 @@ class Judge:
             result = parse(str(served["answer"]))
             if result is not None:
                 self.shared.stats.served += 1
-                self.shared.emit("decision_served", step, kind=kind)
+                self.shared.emit(ev.DecisionServed(step=step, kind=kind))
                 return result
         handled = self.shared.replay.failures.get(step)
         if handled is not None:
             # the earlier attempt's program handled this failure: the same path again
             self.shared.stats.served += 1
-            self.shared.emit("failure_served", step, error=handled)
+            self.shared.emit(ev.FailureServed(step=step, error=handled))
             raise self._failure(handled, step, node)
         messages: tuple[Message, ...] = (Message("user", question),)
         alias = self.shared.config.evaluator_model
@@ -148,14 +150,15 @@ class Judge:
                 reason = getattr(result, "reason", "")
                 verdict = getattr(result, "value", getattr(result, "label", None))
                 self.shared.emit(
-                    "decision",
-                    step,
-                    kind=kind,
-                    question=summary,
-                    answer=response.text,
-                    verdict=verdict,
-                    reason=reason,
-                    attempts=attempt,
+                    ev.Decision(
+                        step=step,
+                        kind=kind,
+                        question=summary,
+                        answer=response.text,
+                        verdict=verdict,
+                        reason=reason,
+                        attempts=attempt,
+                    )
                 )
                 return result
             messages = (
@@ -164,7 +167,7 @@ class Judge:
                 Message("user", judgments.reask(question)),
             )
         answer = _shown(response.text)
-        self.shared.emit("decision_failed", step, kind=kind, question=summary)
+        self.shared.emit(ev.DecisionFailed(step=step, kind=kind, question=summary))
         raise self._failure(
             f"the evaluator ({alias}) gave no usable {kind} answer for **{summary}** "
             f"(asked twice; its last answer: {answer}); a {kind} is never guessed: choose an "

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from openprose import nodes as n
-from openprose.vm import steps
+from openprose.record import steps
 from openprose.vm.errors import ProseRuntimeError
 from openprose.vm.expressions import discretion_text, literal
 from openprose.vm.frame import Ctx

@@ -8,11 +8,11 @@ from collections.abc import Awaitable, Mapping
 from typing import Any, Protocol
 
 from openprose import nodes as n
+from openprose.record.runstore import RunStore
 from openprose.vm.bindings import Bindings
 from openprose.vm.expressions import Expressions
 from openprose.vm.frame import Ctx
 from openprose.vm.judge import Judge
-from openprose.vm.runstore import RunStore
 from openprose.vm.runtime import LoadedProgram, Shared, VMConfig
 from openprose.vm.sessions import Sessions
 from openprose.vm.values import Value

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from openprose.files import write_atomically
 from openprose.locks import locked
-from openprose.vm.runstore import utc_now
+from openprose.record.runstore import utc_now
 
 LOCK_NAME = ".lock"  # held while a session's memory and segment are written
 

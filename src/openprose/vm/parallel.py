@@ -11,7 +11,8 @@ from collections.abc import Awaitable, Callable, Collection, Sequence
 from typing import Any
 
 from openprose import nodes as n
-from openprose.vm import steps
+from openprose.record import events as ev
+from openprose.record import steps
 from openprose.vm.errors import ParallelFailed, ProseError, ProseRuntimeError, failed_calls
 from openprose.vm.expressions import Expressions, literal
 from openprose.vm.frame import Ctx
@@ -111,7 +112,7 @@ async def run_parallel(vm: Machine, stmt: n.Parallel, ctx: Ctx, step: str) -> Va
     finally:
         await cancel_all(pending)
     if pending and join != "all" and len(results) >= needed:
-        vm.shared.emit("race_decided", step, won=sorted(results), failed=sorted(failures))
+        vm.shared.emit(ev.RaceDecided(step=step, won=sorted(results), failed=sorted(failures)))
     vm.store.state(f"{step}→ ∥done")
     ctx.history.join([contexts[i].history for i in sorted(results)])
     short = len(results) < needed and join != "all"
@@ -172,7 +173,7 @@ def handled(shared: Shared, step: str, errors: Collection[ProseError]) -> None:
     resumed run is served the same failures (see `ModelCalls.call`)."""
     calls = failed_calls(errors)
     if calls:
-        shared.emit("failure_handled", step, failures=calls)
+        shared.emit(ev.FailureHandled(step=step, failures=calls))
 
 
 def _carrying(error: ParallelFailed, errors: Collection[ProseError]) -> ParallelFailed:
@@ -297,7 +298,7 @@ async def fan_out_race(
     finally:
         await cancel_all({*workers, everyone, race})
     if enough.is_set():
-        vm.shared.emit("race_decided", step, won=sorted(succeeded), failed=sorted(failures))
+        vm.shared.emit(ev.RaceDecided(step=step, won=sorted(succeeded), failed=sorted(failures)))
     ctx.history.join_forks(outputs)
     if len(succeeded) < needed and on_fail != "ignore":
         raise _carrying(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable
 
 from openprose import nodes as n
-from openprose.vm import steps
+from openprose.record import steps
 from openprose.vm.errors import ProseRuntimeError
 from openprose.vm.frame import Ctx
 from openprose.vm.machine import Machine

@@ -4,7 +4,7 @@ interpreter and namespace, and gives back its outputs."""
 from __future__ import annotations
 
 from openprose import nodes as n
-from openprose.vm import steps
+from openprose.record import steps
 from openprose.vm.errors import ProseRuntimeError
 from openprose.vm.frame import Ctx
 from openprose.vm.machine import Machine

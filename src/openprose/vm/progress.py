@@ -16,15 +16,16 @@ from dataclasses import dataclass, field
 from typing import Any, Self, TextIO
 
 from openprose.providers.prices import cache_text
-
-_SHOWN = (
-    "session_started",
-    "session_finished",
-    "session_failed",
-    "session_cancelled",
-    "session_served",
-    "decision",
-    "question_answered",
+from openprose.record.events import (
+    Decision,
+    Event,
+    QuestionAnswered,
+    RunStarted,
+    SessionCancelled,
+    SessionFailed,
+    SessionFinished,
+    SessionServed,
+    SessionStarted,
 )
 
 
@@ -39,11 +40,11 @@ def shown_verdict(verdict: Any) -> str:
     return str(verdict)
 
 
-def _answered(fields: dict[str, Any]) -> str:
+def _answered(event: QuestionAnswered) -> str:
     """An `ask`'s answer, and who gave it (or that the time ran out)."""
-    if fields.get("by") == "timeout":
-        return f"{fields.get('id')}: no answer in time, took the default {fields.get('answer')!r}"
-    return f"{fields.get('id')}: answered {fields.get('answer')!r} via {fields.get('by')}"
+    if event.by == "timeout":
+        return f"{event.id}: no answer in time, took the default {event.answer!r}"
+    return f"{event.id}: answered {event.answer!r} via {event.by}"
 
 
 class PlainProgress:
@@ -67,29 +68,30 @@ class PlainProgress:
             self.stream.write(text)
             self.stream.flush()
 
-    def __call__(self, event: str, step: str, fields: dict[str, Any]) -> None:
-        if event not in _SHOWN or event == "session_started":
-            return
+    def __call__(self, event: Event, t: float) -> None:
         clock = f"[{time.monotonic() - self.started:7.2f}s]"
-        if event == "session_finished":
-            usage = fields["response"]["usage"]
-            who = fields.get("binding") or fields.get("kind") or ""
-            line = (
-                f"{clock} ✓ {step} {who} ({fields.get('agent') or '-'}, {fields.get('model')}) "
-                f"{usage['input_tokens']}+{usage['output_tokens']} tok{_cached(usage)} "
-                f"{fields.get('elapsed', 0):.2f}s"
-            )
-        elif event == "session_served":
-            line = f"{clock} ↺ {step} served from the journal"
-        elif event == "session_failed":
-            line = f"{clock} ✗ {step}{_retried(fields)}: {fields.get('error')}"
-        elif event == "session_cancelled":
-            line = f"{clock} ⊘ {step} cancelled"
-        elif event == "question_answered":
-            line = f"{clock} ✎ {step} {_answered(fields)}"
-        else:
-            verdict = shown_verdict(fields.get("verdict"))
-            line = f"{clock} ? {step} {fields.get('kind')} → {verdict} ({fields.get('reason')})"
+        match event:
+            case SessionFinished(step=step, response=response):
+                usage = response["usage"]
+                who = event.binding or event.kind or ""
+                line = (
+                    f"{clock} ✓ {step} {who} ({event.agent or '-'}, {event.model}) "
+                    f"{usage['input_tokens']}+{usage['output_tokens']} tok{_cached(usage)} "
+                    f"{event.elapsed:.2f}s"
+                )
+            case SessionServed(step=step):
+                line = f"{clock} ↺ {step} served from the journal"
+            case SessionFailed(step=step):
+                line = f"{clock} ✗ {step}{_retried(event.attempt)}: {event.error}"
+            case SessionCancelled(step=step):
+                line = f"{clock} ⊘ {step} cancelled"
+            case Decision(step=step):
+                verdict = shown_verdict(event.verdict)
+                line = f"{clock} ? {step} {event.kind} → {verdict} ({event.reason})"
+            case QuestionAnswered(step=step):
+                line = f"{clock} ✎ {step} {_answered(event)}"
+            case _:
+                return
         from openprose.terminal import printable
 
         line = printable(line, self.stream) + "\n"
@@ -143,7 +145,7 @@ class LiveView:
         self.live = Live(
             get_renderable=self._render, console=self.console, refresh_per_second=4, transient=False
         )
-        self._held: list[tuple[str, str, dict[str, Any]]] | None = None
+        self._held: list[Event] | None = None
 
     def hold_until_written(self) -> Callable[[], None]:
         """As `PlainProgress.hold_until_written`: a session shows as done (with its answer)
@@ -155,8 +157,8 @@ class LiveView:
     def _release(self) -> None:
         if self._held:
             held, self._held = self._held, []
-            for event, step, fields in held:
-                self._show(event, step, fields)
+            for event in held:
+                self._show(event)
 
     def __enter__(self) -> Self:
         self.live.start()
@@ -174,41 +176,48 @@ class LiveView:
     def __exit__(self, *exc: object) -> None:
         self.live.stop()
 
-    def __call__(self, event: str, step: str, fields: dict[str, Any]) -> None:
-        if event == "run_started":
-            self.run_id = str(fields.get("run_id") or "")
-        elif event == "session_started":
-            self.rows[step] = _Row(
-                str(fields.get("agent") or "-"), str(fields.get("model")), "running"
-            )
-            self.running.add(step)
-            return
-        if self._held is not None:
-            self._held.append((event, step, fields))
-        else:
-            self._show(event, step, fields)
+    def __call__(self, event: Event, t: float) -> None:
+        match event:
+            case RunStarted(run_id=run_id):
+                self.run_id = run_id
+                return
+            case SessionStarted(step=step, agent=agent, model=model):
+                self.rows[step] = _Row(agent or "-", model, "running")
+                self.running.add(step)
+                return
+            case SessionFinished() | SessionServed() | SessionFailed() | SessionCancelled():
+                if self._held is not None:
+                    self._held.append(event)
+                else:
+                    self._show(event)
 
-    def _show(self, event: str, step: str, fields: dict[str, Any]) -> None:
+    def _show(self, event: Event) -> None:
+        step = event.step
         self.running.discard(step)
-        if event in ("session_finished", "session_served"):
-            row = self.rows.setdefault(step, _Row("-", str(fields.get("model", "")), ""))
-            row.state = "done" if event == "session_finished" else "from journal"
-            row.ended = time.monotonic()
-            if event == "session_finished":
-                usage = fields["response"]["usage"]
+        match event:
+            case SessionFinished(response=response):
+                row = self.rows.setdefault(step, _Row("-", event.model, ""))
+                row.state = "done"
+                row.ended = time.monotonic()
+                usage = response["usage"]
                 row.tokens = usage["input_tokens"] + usage["output_tokens"]
                 self.tokens += row.tokens
                 self.cache_read += usage.get("cache_read_tokens", 0)
                 self.cache_write += usage.get("cache_write_tokens", 0)
-                row.tail = str(fields["response"].get("text", ""))[-TAIL_CHARS:]
-            self.done += 1
-        elif event == "session_failed" and step in self.rows:
-            # Final unless a `retry:` sends it again (then a later event updates the row).
-            self.rows[step].state = f"failed{_retried(fields)}"
-            self.rows[step].ended = time.monotonic()
-        elif event == "session_cancelled" and step in self.rows:
-            self.rows[step].state = "cancelled"
-            self.rows[step].ended = time.monotonic()
+                row.tail = str(response.get("text", ""))[-TAIL_CHARS:]
+                self.done += 1
+            case SessionServed():
+                row = self.rows.setdefault(step, _Row("-", "", ""))
+                row.state = "from journal"
+                row.ended = time.monotonic()
+                self.done += 1
+            case SessionFailed(attempt=attempt) if step in self.rows:
+                # Final unless a `retry:` sends it again (then a later event updates the row).
+                self.rows[step].state = f"failed{_retried(attempt)}"
+                self.rows[step].ended = time.monotonic()
+            case SessionCancelled() if step in self.rows:
+                self.rows[step].state = "cancelled"
+                self.rows[step].ended = time.monotonic()
 
     def watches(self, step: str) -> bool:
         """Whether to stream this session's answer: only while the running sessions all fit
@@ -267,8 +276,7 @@ class LiveView:
         return table
 
 
-def _retried(fields: dict[str, Any]) -> str:
+def _retried(attempt: int | None) -> str:
     """` attempt N` for a session its program's `retry:` sent again; nothing for the first
     attempt, whose provider-level retries its error message counts."""
-    attempt = fields.get("attempt")
     return f" attempt {attempt}" if isinstance(attempt, int) and attempt > 1 else ""

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import getpass
-import hashlib
 import select
 import sys
 import time
@@ -23,17 +22,10 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import orjson
-
+from openprose.record import approval_seal as seal
+from openprose.record.approval_seal import question_digest, seal_reply
+from openprose.record.approval_seal import reply_problem as answer_problem_of_reply
 from openprose.terminal import one_line
-from openprose.vm.tools.approval_seal import (
-    BROKEN_SEAL,
-    UNSEALED,
-    KeyUnavailable,
-    approval_key,
-    seal_reply,
-    seals_match,
-)
 from openprose.vm.tools.approvals import ApprovalPending
 
 __all__ = [
@@ -49,9 +41,7 @@ __all__ = [
     "who_am_i",
 ]
 
-# Who may have answered: the channels a `question_answered` event names in `by` (`test`:
-# a `prose test` case's `answers`).
-CHANNELS = ("cli", "ui", "api", "terminal", "timeout", "test")
+CHANNELS = seal.CHANNELS  # who may have answered (`by` of a `question_answered` event)
 
 
 class AnswerError(Exception):
@@ -72,8 +62,7 @@ class Question:
     def digest(self) -> str:
         """SHA-256 of the wording, the options and the default: an answer holds only for
         the question it answered."""
-        canonical = orjson.dumps([self.text, list(self.options), self.default])
-        return hashlib.sha256(canonical).hexdigest()
+        return question_digest(self.text, self.options, self.default)
 
     def describe(self) -> str:
         """The question on one line, every control character escaped."""
@@ -235,20 +224,4 @@ def reply_event(
 
 def reply_problem(event: Mapping[str, Any], question: Question, run_id: str) -> str:
     """Why a journaled answer must not be used for `question`, or "" when it may."""
-    if "seal" not in event:
-        return UNSEALED
-    try:
-        key = approval_key()
-    except KeyUnavailable as error:
-        return str(error)
-    answer, by = event.get("answer"), str(event.get("by") or "")
-    answered = event.get("answered")
-    if not isinstance(answer, str) or not isinstance(answered, int | float) or by not in CHANNELS:
-        return BROKEN_SEAL
-    user, digest = str(event.get("user") or ""), str(event.get("digest"))
-    expected = seal_reply(key, run_id, question.id, digest, answer, by, user, answered)
-    if not seals_match(expected, event.get("seal")):
-        return BROKEN_SEAL
-    if event.get("digest") != question.digest:
-        return "it answers another wording of the question; asked again"
-    return ""
+    return answer_problem_of_reply(event, question.id, question.digest, run_id)

@@ -7,9 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from openprose.providers.base import ProviderConfigError
-from openprose.providers.replay import JOURNAL_NAME, replay_file
-from openprose.vm.logged_runs import resolve_run
-from openprose.vm.runstore import AmbiguousRun, RunBusy
+from openprose.providers.replay import replay_file
+from openprose.record.journal import JOURNAL_FILE
+from openprose.record.logged_runs import resolve_run
+from openprose.record.runstore import AmbiguousRun, RunBusy
 
 __all__ = ["replay_source"]
 
@@ -28,10 +29,10 @@ def replay_source(
         return replay_file(path)
     try:
         run = resolve_run(
-            project_dir or Path.cwd(), path.name, marker=JOURNAL_NAME, exclude=exclude
+            project_dir or Path.cwd(), path.name, marker=JOURNAL_FILE, exclude=exclude
         )
     except (AmbiguousRun, RunBusy) as error:
         raise ProviderConfigError(f"replay: {error}") from None
     if run is not None:
-        return run / JOURNAL_NAME
+        return run / JOURNAL_FILE
     return path  # read_cassette reports it missing

@@ -9,14 +9,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import orjson
-
+from openprose.record.approval_seal import KeyUnavailable, approval_key
+from openprose.record.codec import encode
+from openprose.record.events import QuestionAnswered
+from openprose.record.journal import JOURNAL_FILE, read_journal
+from openprose.record.runstore import DamagedRun
 from openprose.vm.approvals import run_id_of
-from openprose.vm.journal import read_journal
 from openprose.vm.questions import AnswerError, Question, reply_event, reply_problem
-from openprose.vm.runstore import DamagedRun
 from openprose.vm.runtime import ToolTurns
-from openprose.vm.tools.approval_seal import KeyUnavailable, approval_key
 
 __all__ = ["Recorded", "answer_pending", "pending_questions", "recorded_answers"]
 
@@ -34,11 +34,9 @@ class Recorded:
 def recorded_answers(run_dir: Path) -> list[Recorded]:
     """Every question of a run, oldest first, with its latest answer and whether it holds.
     `DamagedRun` when the journal cannot be read or holds a question of the wrong shape."""
-    journal = run_dir / "journal.jsonl"
-    turns = ToolTurns()
+    journal = run_dir / JOURNAL_FILE
     try:
-        for event in read_journal(journal):
-            turns.add(event)
+        turns = ToolTurns.of(read_journal(journal))
     except OSError as error:
         raise DamagedRun(f"{journal}: cannot read ({error.strerror or error})") from None
     except (KeyError, TypeError, ValueError, OverflowError) as error:
@@ -85,18 +83,14 @@ def answer_pending(
     except KeyUnavailable as error:
         raise AnswerError(str(error)) from None
     t = round(time.time(), 6)
-    event = {
-        "ev": "question_answered",
-        "step": question.step,
-        "t": t,
-        **reply_event(key, run_id_of(run_dir), question, answer, by, t),
-    }
-    fd = os.open(run_dir / "journal.jsonl", os.O_WRONLY | os.O_APPEND)
+    reply = reply_event(key, run_id_of(run_dir), question, answer, by, t)
+    line = encode(QuestionAnswered(step=question.step, **reply), t)
+    fd = os.open(run_dir / JOURNAL_FILE, os.O_WRONLY | os.O_APPEND)
     try:
-        os.write(fd, orjson.dumps(event) + b"\n")
+        os.write(fd, line + b"\n")
         os.fsync(fd)
     finally:
         os.close(fd)
     with (run_dir / "state.md").open("a", encoding="utf-8") as state:
         state.write(f"{question.step}→ answer {question.id}: {answer!r} (via {by})\n")
-    return {**question.to_event(), "answer": answer, "by": by, "user": event["user"]}
+    return {**question.to_event(), "answer": answer, "by": by, "user": reply["user"]}

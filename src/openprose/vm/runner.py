@@ -19,25 +19,26 @@ from openprose import nodes as n
 from openprose.depth import deep_recursion
 from openprose.providers.base import Provider
 from openprose.providers.prices import Prices
+from openprose.record import events as ev
+from openprose.record.approval_seal import approval_key, seal_grant
+from openprose.record.audit import AUDIT_FILE, AuditTrail
+from openprose.record.journal import Journal, read_journal
+from openprose.record.runstore import DamagedRun, RunStore, process_started, utc_now
 from openprose.vm.approvals import Honoured, honoured_answers, run_id_of
-from openprose.vm.audit import AUDIT_FILE, AuditTrail
 from openprose.vm.budget import FLAGS, BudgetExhausted
 from openprose.vm.errors import ProseError, RunAborted
 from openprose.vm.interpreter import Interpreter
-from openprose.vm.journal import Journal, read_journal
 from openprose.vm.questions import QuestionPending
-from openprose.vm.runstore import DamagedRun, RunStore, process_started, utc_now
 from openprose.vm.runtime import (
     LoadedProgram,
     ModelRouter,
-    Observer,
     Replay,
     RunStats,
     Shared,
     ToolRuntime,
     VMConfig,
 )
-from openprose.vm.tools.approval_seal import approval_key, seal_grant
+from openprose.vm.subscribers import Observer
 from openprose.vm.tools.approvals import (
     ApprovalPending,
     ApprovalRequest,
@@ -48,9 +49,9 @@ from openprose.vm.values import Value, to_json
 
 if TYPE_CHECKING:
     from openprose.providers.settings import ProviderSettings
+    from openprose.record.runlog import RunLog
     from openprose.telemetry.spans import Tracer
     from openprose.vm.forking import Fork
-    from openprose.vm.runlog import RunLog
 
 __all__ = ["RunResult", "VMConfig", "resume_run", "run_program"]
 
@@ -232,17 +233,20 @@ def _serve_recorded_answers(shared: Shared, honoured: Honoured) -> None:
     """Journal the recorded answers a resume will not use (forged, another run's, altered),
     and serve the others: each only to the request, kind and exact action it answered."""
     for ignored in honoured.ignored:
-        shared.emit("approval_ignored", "", id=ignored.id, what=ignored.what, reason=ignored.why)
+        shared.emit(
+            ev.ApprovalIgnored(step="", id=ignored.id, what=ignored.what, reason=ignored.why)
+        )
     if not honoured.answers:
         return
 
     def mismatch(request: ApprovalRequest, recorded: RecordedAnswer) -> None:
         shared.emit(
-            "approval_ignored",
-            "",
-            id=request.id,
-            what=f"answer {recorded.answer} to {request.id} ({honoured.shown[request.id]})",
-            reason="the action asked for now differs from the one answered; asked again",
+            ev.ApprovalIgnored(
+                step="",
+                id=request.id,
+                what=f"answer {recorded.answer} to {request.id} ({honoured.shown[request.id]})",
+                reason="the action asked for now differs from the one answered; asked again",
+            )
         )
 
     tools = shared.tools
@@ -318,11 +322,12 @@ async def _execute(
         store.hold_state()
         journal.when_written(store.write_held_state)
     shared.emit(
-        "run_started",
-        "",
-        run_id=store.run_id,
-        resumed=bool(replay.sessions or replay.decisions),
-        inputs=to_json(dict(inputs or {})),  # the trail shows what went in
+        ev.RunStarted(
+            step="",
+            run_id=store.run_id,
+            resumed=bool(replay.sessions or replay.decisions),
+            inputs=to_json(dict(inputs or {})),
+        )
     )
     _serve_recorded_answers(shared, honoured)
     interpreter = Interpreter(program, text, shared, store, inputs=inputs, imports=imports)
@@ -382,7 +387,7 @@ async def _execute(
         store.hold_state(False)
     await store.offload(write_end)
     usage = shared.stats.usage()
-    shared.emit("run_finished", "", status=status, error=error, usage=usage, outputs=outputs)
+    shared.emit(ev.RunFinished(step="", status=status, error=error, usage=usage, outputs=outputs))
     await journal.close()
     if audit is not None:
         await audit.aclose()  # its last batch

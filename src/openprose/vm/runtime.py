@@ -4,7 +4,7 @@ log of a resumed run, usage counters and the event sink (journal + observer)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,18 +14,36 @@ from openprose import nodes as n
 from openprose.contracts import contract_of
 from openprose.providers.base import ModelResponse, Provider
 from openprose.providers.prices import Prices
-from openprose.vm.journal import Journal
+from openprose.record.codec import EventDamaged, decode
+from openprose.record.events import (
+    REGISTRY,
+    ApprovalDecided,
+    ApprovalRequested,
+    Decision,
+    DecisionFailed,
+    Event,
+    FailureHandled,
+    FailureReleased,
+    MemoryUpdated,
+    PermissionDecided,
+    QuestionAnswered,
+    QuestionAsked,
+    RaceDecided,
+    SessionFinished,
+    SkillLoaded,
+    ToolResulted,
+)
+from openprose.record.journal import Journal
 from openprose.vm.prompts import DEFAULT_CONTEXT_BUDGET, DEFAULT_HISTORY_ITEMS
 from openprose.vm.questions import Asker, NobodyAsker, Question
+from openprose.vm.subscribers import Observer, Subscriber
 from openprose.vm.tools.approvals import Approver, NobodyApprover
 
 if TYPE_CHECKING:
     from openprose.providers.settings import ProviderSettings
+    from openprose.record.audit import AuditTrail
     from openprose.telemetry.spans import Tracer
-    from openprose.vm.audit import AuditTrail
     from openprose.vm.forking import ParentAnswers
-
-Observer = Callable[[str, str, dict[str, Any]], None]
 
 # Model calls a run may make unless told otherwise: enough for real programs, a stop for a
 # `loop:` that never ends (docs/decisions.md, issue 20 runtime).
@@ -49,25 +67,37 @@ class ToolTurns:
     questions: dict[str, dict[str, Any]] = field(default_factory=dict)  # step -> question_asked
     replies: dict[str, dict[str, Any]] = field(default_factory=dict)  # question id -> answer
 
-    def add(self, event: Mapping[str, Any]) -> None:
-        kind, step = event.get("ev"), str(event.get("step", ""))
-        if kind == "skill_loaded" and "instructions" in event:
-            self.skills[str(event["name"])] = dict(event)
-        elif kind == "tool_result":
-            self.results[(step, int(event["turn"]), int(event["index"]))] = dict(event)
-        elif kind == "approval_requested":
-            # Asked again (an earlier answer was used up or did not hold): answered anew.
-            self.requests[str(event["id"])] = dict(event)
-            self.answers.pop(str(event["id"]), None)
-        elif kind == "permission" and event.get("scope") == "run":
-            self.run_grants.append(dict(event))
-        elif kind == "approval_decided":
-            self.answers[str(event["id"])] = dict(event)
-        elif kind == "question_asked":  # `ask`: vm.questions checks each answer's seal
-            Question.from_event(event)  # one of the wrong shape is named, never served
-            self.questions[step] = dict(event)
-        elif kind == "question_answered":
-            self.replies[str(event["id"])] = dict(event)
+    @classmethod
+    def of(cls, records: Iterable[Mapping[str, Any]]) -> ToolTurns:
+        """What journal lines (as read) hold of tool loops; a damaged line is skipped."""
+        turns = cls()
+        for record in records:
+            try:
+                turns.add(decode(record).event, record)
+            except EventDamaged:
+                continue
+        return turns
+
+    def add(self, event: Event, record: Mapping[str, Any]) -> None:
+        """`event` as decoded from the journal line `record` (kept as journaled)."""
+        match event:
+            case SkillLoaded(name=name, instructions=instructions) if instructions is not None:
+                self.skills[name] = dict(record)
+            case ToolResulted(step=step, turn=turn, index=index):
+                self.results[(step, int(turn), int(index))] = dict(record)
+            case ApprovalRequested(id=asked):
+                # Asked again (an earlier answer was used up or did not hold): answered anew.
+                self.requests[str(asked)] = dict(record)
+                self.answers.pop(str(asked), None)
+            case PermissionDecided(scope="run"):
+                self.run_grants.append(dict(record))
+            case ApprovalDecided(id=answered):
+                self.answers[str(answered)] = dict(record)
+            case QuestionAsked(step=step):  # `ask`: vm.questions checks each answer's seal
+                Question.from_event(record)  # one of the wrong shape is named, never served
+                self.questions[step] = dict(record)
+            case QuestionAnswered(id=answered):
+                self.replies[str(answered)] = dict(record)
 
     @property
     def pending(self) -> dict[str, dict[str, Any]]:
@@ -215,44 +245,63 @@ class Replay:
 
     @classmethod
     def from_events(cls, events: Any) -> Replay:
-        """The finished work in `events`; an event that would be served but has the wrong
-        shape is a `ValueError` naming it (the run cannot be resumed as it is)."""
+        """The finished work in `events` (journal lines as read); an event that would be
+        served but has the wrong shape is a `ValueError` naming it (the run cannot be
+        resumed as it is)."""
         replay = cls()
-        for number, event in enumerate(events, 1):
-            kind, step = event.get("ev"), event.get("step", "")
+        for number, record in enumerate(events, 1):
+            kind, step = record.get("ev"), record.get("step", "")
             try:
-                if kind == "session_finished":
-                    ModelResponse.from_dict(event["response"])
-                    replay.sessions[step] = event
-                elif kind == "decision" and "answer" in event:  # a literal verdict has none
-                    replay.decisions[step] = event
-                elif kind == "decision_failed":
-                    # its unreadable answers are asked again (perhaps of another evaluator);
-                    # when the program handled the failure, `failure_handled` serves it
-                    for attempt in ("~1", "~2"):
-                        replay.sessions.pop(step + attempt, None)
-                elif kind == "memory_updated":
-                    str(event["memory"]), int(event["segment"])
-                    replay.memories[step] = event
-                elif kind == "race_decided":
-                    won, failed = event["won"], event["failed"]
-                    if not isinstance(won, list) or not isinstance(failed, list):
-                        raise TypeError("`won` and `failed` must be lists")
-                    replay.races[step] = Race(tuple(won), tuple(failed))
-                elif kind == "failure_handled":
-                    for failed_step, message in dict(event["failures"]).items():
-                        replay.failures[str(failed_step)] = str(message)
-                elif kind == "failure_released":
-                    for failed_step in dict(event["failures"]):
-                        replay.failures.pop(str(failed_step), None)
-                else:
-                    replay.tools.add(event)
+                replay._add(record)
             except (KeyError, TypeError, ValueError, OverflowError, AttributeError) as error:
                 what = f"missing {error}" if isinstance(error, KeyError) else str(error)
                 raise ValueError(
                     f"event {number} ({kind}, step {step!r}) is damaged: {what}"
                 ) from None
         return replay
+
+    def _add(self, record: Mapping[str, Any]) -> None:
+        try:
+            event = decode(record).event
+        except EventDamaged:
+            if REGISTRY.get(str(record.get("ev"))) in _SERVED:
+                raise
+            return  # a damaged line of an event nothing serves: as if lost to a crash
+        step = event.step
+        match event:
+            case SessionFinished(response=response):
+                ModelResponse.from_dict(response)
+                self.sessions[step] = dict(record)
+            case Decision(answer=answer) if answer is not None:  # a literal verdict has none
+                self.decisions[step] = dict(record)
+            case DecisionFailed():
+                # its unreadable answers are asked again (perhaps of another evaluator);
+                # when the program handled the failure, `failure_handled` serves it
+                for attempt in ("~1", "~2"):
+                    self.sessions.pop(step + attempt, None)
+            case MemoryUpdated(memory=memory, segment=segment):
+                str(memory), int(segment)
+                self.memories[step] = dict(record)
+            case RaceDecided(won=won, failed=failed):
+                if not isinstance(won, list) or not isinstance(failed, list):
+                    raise TypeError("`won` and `failed` must be lists")
+                self.races[step] = Race(tuple(won), tuple(failed))
+            case FailureHandled(failures=failures):
+                for failed_step, message in dict(failures).items():
+                    self.failures[str(failed_step)] = str(message)
+            case FailureReleased(failures=failures):
+                for failed_step in dict(failures):
+                    self.failures.pop(str(failed_step), None)
+            case _:
+                self.tools.add(event, record)
+
+
+# The events a resume serves: one of them damaged stops the resume.
+_SERVED = frozenset(
+    (SessionFinished, Decision, DecisionFailed, MemoryUpdated, RaceDecided, FailureHandled,
+     FailureReleased, SkillLoaded, ToolResulted, ApprovalRequested, PermissionDecided,
+     ApprovalDecided, QuestionAsked, QuestionAnswered)
+)  # fmt: skip
 
 
 _UNSEEN = object()
@@ -350,14 +399,18 @@ class Shared:
     # The observer's streaming hook, looked up once (not per call: observers may be fan-outs).
     _answer_text: Any = field(default=None, init=False, repr=False)
     streams: bool = field(default=False, init=False)  # an observer shows answers as they stream
-    # The journal events the tracer makes spans of (its `events`): the others skip it.
-    _traced_events: frozenset[str] = field(default=frozenset(), init=False, repr=False)
+    # Who gets each event after the journal: the audit trail, traces, the views, `events()`.
+    subscribers: list[Subscriber] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._answer_text = getattr(self.observer, "answer_text", None)
         self.streams = self._answer_text is not None
+        if self.audit is not None:
+            self.subscribers.append(self.audit.add)
         if self.tracer is not None:
-            self._traced_events = self.tracer.events
+            self.subscribers.append(self.tracer.on_event)
+        if self.observer is not None:
+            self.subscribers.append(self.observer)
         if self.audit is not None:
             # The trail never gets ahead of the journal: a resume derives the missing part
             # of the trail from the journal, so the journal must hold all it has.
@@ -366,14 +419,16 @@ class Shared:
         if hold is not None:  # lines on the terminal show only what the journal has
             self.journal.when_written(hold())
 
-    def emit(self, event: str, step: str, **fields: Any) -> None:
-        t = self.journal.record(event, step, fields)
-        if self.audit is not None:
-            self.audit.add(event, step, t, fields)
-        if event in self._traced_events:
-            self.tracer.on_event(event, step, fields)  # type: ignore[union-attr]
-        if self.observer is not None:
-            self.observer(event, step, fields)
+    def emit(self, event: Event) -> None:
+        """Record `event` in the journal, then hand it to every subscriber with its time."""
+        t = self.journal.record(event)
+        for subscriber in self.subscribers:
+            subscriber(event, t)
+
+    def subscribe(self, subscriber: Subscriber) -> None:
+        """Hand every event from now on to `subscriber` too (the interpreter never changes
+        for a new consumer)."""
+        self.subscribers.append(subscriber)
 
     def commit(self) -> None:
         """Write every event emitted so far to the journal now: called before something

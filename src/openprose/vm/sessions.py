@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from openprose import nodes as n
 from openprose.providers.base import Message, ModelRequest, ModelResponse
+from openprose.record import events as ev
+from openprose.record.runstore import RunStore
 from openprose.shapes import returns_of
 from openprose.vm.agents import Memories
 from openprose.vm.bindings import Bindings
@@ -22,7 +24,6 @@ from openprose.vm.errors import ProseRuntimeError, SessionFailed
 from openprose.vm.expressions import Expressions, literal
 from openprose.vm.frame import Ctx
 from openprose.vm.prompts import NO_TASK, user_message
-from openprose.vm.runstore import RunStore
 from openprose.vm.runtime import AgentSpec, Shared
 from openprose.vm.typed import RETRY_SUFFIX, Typed, typed_of
 from openprose.vm.values import Value
@@ -203,7 +204,7 @@ class Sessions:
         value, found = typed.read(response.text)
         if not found:
             return response, value
-        self.shared.emit("typed_invalid", step, problems=found)
+        self.shared.emit(ev.TypedInvalid(step=step, problems=found))
         retry = ModelRequest(
             request.model,
             (
@@ -227,7 +228,7 @@ class Sessions:
         value, found = typed.read(response.text)
         if not found:
             return response, value
-        self.shared.emit("typed_failed", step, problems=found)
+        self.shared.emit(ev.TypedFailed(step=step, problems=found))
         shown = label or f"session {step}"
         raise SessionFailed(
             f"{shown}: the answer does not match its declared shape, asked twice: "
@@ -330,7 +331,7 @@ class Sessions:
                 toolbox.add_rows(rows)
                 return await session
         except McpFailure as failure:  # a server missing, crashed or silent: catchable
-            shared.emit("session_failed", step, error=str(failure))
+            shared.emit(ev.SessionFailed(step=step, error=str(failure)))
             raise SessionFailed(str(failure), where=self.expressions.where(node)) from None
         finally:
             session.close()  # never started when its servers could not be: no warning
@@ -389,10 +390,10 @@ class Sessions:
                 context=context if turn == 0 else None,
             )
 
-        def emit_now(event: str, at: str, **fields: Any) -> None:
+        def emit_now(event: ev.Event) -> None:
             # Tool calls, permissions, approvals and results are written at once: a tool acts
             # outside the process, and a resume must know what it already did.
-            shared.emit(event, at, **fields)
+            shared.emit(event)
             shared.commit()
 
         try:
@@ -411,7 +412,7 @@ class Sessions:
                     ),
                 )
         except ToolLoopExhausted as exhausted:
-            shared.emit("session_failed", step, error=str(exhausted))
+            shared.emit(ev.SessionFailed(step=step, error=str(exhausted)))
             raise SessionFailed(str(exhausted), where=self.expressions.where(node)) from None
         if turns > 1:
             self.store.state(f"{step}→ tools: {turns - 1} turn(s) of tool calls")

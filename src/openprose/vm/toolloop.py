@@ -24,8 +24,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from openprose.providers.base import Message, ModelRequest, ModelResponse, ToolCall, ToolResult
+from openprose.record import events as ev
+from openprose.record.steps import turn_step
 from openprose.vm.runtime import ToolTurns
-from openprose.vm.steps import turn_step
 from openprose.vm.tools.approvals import ApprovalPending
 from openprose.vm.tools.toolbox import Toolbox
 
@@ -37,7 +38,7 @@ __all__ = [
     "turn_step",
 ]
 
-Emit = Callable[..., None]
+Emit = Callable[[ev.Event], None]
 # send(request, turn, new_messages): new_messages = messages added since the previous turn
 # (None on the first turn), so the call journals only that delta.
 Send = Callable[[ModelRequest, int, int | None], Awaitable[ModelResponse]]
@@ -190,17 +191,18 @@ def _refused(
     done = journaled.results.get((step, turn, index))
     if done is not None:
         return ToolResult(call.id, str(done["content"]), bool(done.get("is_error")))
-    emit("tool_call", step, turn=turn, index=index, call=call.to_dict())
+    emit(ev.ToolCalled(step=step, turn=turn, index=index, call=call.to_dict()))
     emit(
-        "tool_result",
-        step,
-        turn=turn,
-        index=index,
-        call_id=call.id,
-        tool=call.name,
-        content=why,
-        is_error=True,
-        omitted_bytes=0,
+        ev.ToolResulted(
+            step=step,
+            turn=turn,
+            index=index,
+            call_id=call.id,
+            tool=call.name,
+            content=why,
+            is_error=True,
+            omitted_bytes=0,
+        )
     )
     return ToolResult(call.id, why, True)
 
@@ -217,25 +219,32 @@ async def _run_call(
     done = journaled.results.get((step, turn, index))
     if done is not None:  # completed before a crash or a wait: never run again
         return ToolResult(call.id, str(done["content"]), bool(done.get("is_error")))
-    emit("tool_call", step, turn=turn, index=index, call=call.to_dict())
+    emit(ev.ToolCalled(step=step, turn=turn, index=index, call=call.to_dict()))
 
     def decided(fields: dict[str, Any]) -> None:
-        emit("permission", step, turn=turn, index=index, **fields)
+        emit(ev.PermissionDecided(step=step, turn=turn, index=index, **fields))
 
     try:
         outcome = await toolbox.call(call, f"{step}~t{turn}.{index}", on_decision=decided)
     except ApprovalPending as pending:
-        emit("approval_requested", step, turn=turn, index=index, **pending.request.to_dict())
+        asked = pending.request
+        emit(
+            ev.ApprovalRequested(
+                step=step, turn=turn, index=index, id=asked.id, kind=asked.kind,
+                action=asked.action, tool=asked.tool, agent=asked.agent, digest=asked.digest,
+            )
+        )  # fmt: skip
         raise
     emit(
-        "tool_result",
-        step,
-        turn=turn,
-        index=index,
-        call_id=call.id,
-        tool=call.name,
-        content=outcome.content,
-        is_error=outcome.is_error,
-        omitted_bytes=outcome.omitted_bytes,
+        ev.ToolResulted(
+            step=step,
+            turn=turn,
+            index=index,
+            call_id=call.id,
+            tool=call.name,
+            content=outcome.content,
+            is_error=outcome.is_error,
+            omitted_bytes=outcome.omitted_bytes,
+        )
     )
     return ToolResult(call.id, outcome.content, outcome.is_error)

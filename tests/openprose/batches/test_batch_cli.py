@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from openprose.cli import main
-from openprose.vm.logged_runs import read_log, read_log_file
+from openprose.record.logged_runs import read_log, read_log_file
 
 
 def rows_of(path: Path) -> list[dict]:

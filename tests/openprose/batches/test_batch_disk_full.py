@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from openprose.vm.runlog import RunLog
+from openprose.record.runlog import RunLog
 from tests.support.fake_llm_server import start_in_subprocess
 
 ROOT = Path(__file__).resolve().parents[3]

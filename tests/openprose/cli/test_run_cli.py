@@ -381,7 +381,7 @@ def test_a_reused_pid_does_not_keep_a_run_running(
 ) -> None:
     import os
 
-    from openprose.vm.runstore import process_started
+    from openprose.record.runstore import process_started
 
     (project / "x.prose").write_text('session "x"\n')
     assert prose("run", "x.prose", "--provider", "scripted:rules.yaml") == 0

@@ -150,7 +150,7 @@ TOOL_MACHINERY = (
     "openprose.vm.tools.web",
     "openprose.vm.tools.permissions",
     "openprose.vm.tools.skills",
-    "openprose.vm.runlog",  # a batch's run log: never for `prose run`
+    "openprose.record.runlog",  # a batch's run log: never for `prose run`
 )
 
 

@@ -11,8 +11,7 @@ import pytest
 from openprose.parser import parse_text
 from openprose.providers import ProviderError, ReplayProvider, ScriptedProvider
 from openprose.providers.base import Message, ModelRequest, ToolCall, ToolResult, ToolSpec
-from openprose.providers.replay import read_cassette
-from openprose.vm.journal import write_cassette
+from openprose.providers.replay import read_cassette, write_cassette
 from openprose.vm.runner import run_program
 
 READ = ToolSpec("read_file", "Read", {"type": "object"})

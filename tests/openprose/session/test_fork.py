@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 import openprose
-from openprose.vm.runstore import RUNS_DIR
+from openprose.record.events import Event, SessionStarted
+from openprose.record.runstore import RUNS_DIR
 from tests.support.fake_llm_server import FakeLLMServer, Fault
 
 PROGRAM = """\
@@ -174,8 +175,8 @@ async def test_a_fork_of_a_fork(server: FakeLLMServer) -> None:
 
 
 async def test_a_fork_of_a_failed_run(server: FakeLLMServer) -> None:
-    def refuse_the_draft(event: str, step: str, fields: dict[str, Any]) -> None:
-        if event == "session_started" and step == "5":
+    def refuse_the_draft(event: Event, t: float) -> None:
+        if isinstance(event, SessionStarted) and event.step == "5":
             server.script(Fault("400"))  # the draft's request is refused: the run fails
 
     failed = await openprose.arun(
@@ -243,8 +244,8 @@ async def test_a_resumed_fork_still_takes_from_its_parent(
 ) -> None:
     parent = await run_parent(server)
 
-    def die_at_the_draft(event: str, step: str, fields: dict[str, Any]) -> None:
-        if event == "session_started" and step == "5":
+    def die_at_the_draft(event: Event, t: float) -> None:
+        if isinstance(event, SessionStarted) and event.step == "5":
             raise Crash
 
     before = server.stats.attempts

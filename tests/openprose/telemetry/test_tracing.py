@@ -24,6 +24,14 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
 )
 
 from openprose.parser import parse_text
+from openprose.record.events import (
+    REGISTRY,
+    RunFinished,
+    RunStarted,
+    SessionFinished,
+    ToolCalled,
+    ToolResulted,
+)
 from openprose.telemetry.otel import OtelTracer
 from openprose.vm.runner import resume_run, run_program
 from tests.support.otlp_collector import Collector, running_collector
@@ -239,20 +247,23 @@ def test_a_tool_loops_turns_and_tool_calls_are_children_of_its_statement(
     ]
 
 
-def test_the_tracer_hears_only_the_journal_events_it_names(vm: Any, memory: Any) -> None:
-    """`Shared.emit` calls the tracer for its `events` only (tool calls): a fan-out's
-    session events do not go through it."""
-    heard: list[str] = []
+def test_the_tracer_subscribes_to_typed_events_and_spans_only_tool_calls(
+    vm: Any, memory: Any
+) -> None:
+    """The tracer is a subscriber of `Shared.emit`: it hears the run's typed events, and
+    only tool calls become spans of their own."""
+    heard: list[Any] = []
 
     class Listening(OtelTracer):
-        def on_event(self, event: str, step: str, fields: dict[str, Any]) -> None:
+        def on_event(self, event: Any, t: float) -> None:
             heard.append(event)
-            super().on_event(event, step, fields)
+            super().on_event(event, t)
 
     result = run_traced(vm, PROGRAM, Listening(memory[1]))
     assert result.status == "succeeded", result.error
-    assert heard == []
-    assert Listening.events == {"tool_call", "tool_result"}
+    assert heard and all(type(e) in REGISTRY.values() for e in heard)
+    assert {type(e) for e in heard} >= {RunStarted, SessionFinished, RunFinished}
+    assert not [s for s in memory[0].get_finished_spans() if s.name.startswith("execute_tool")]
 
 
 def test_the_export_queue_gets_the_spans_the_in_memory_exporter_gets(vm: Any, memory: Any) -> None:
@@ -334,8 +345,11 @@ def test_tool_calls_become_execute_tool_spans(memory: Any) -> None:
     tracer = OtelTracer(provider)
     tracer.start_run("r1", "main.prose", None)
     call = {"id": "call_1", "name": "read_file", "arguments": {"path": "a.txt"}}
-    tracer.on_event("tool_call", "1", {"turn": 1, "index": 0, "call": call})
-    tracer.on_event("tool_result", "1", {"turn": 1, "index": 0, "is_error": True, "content": "no"})
+    tracer.on_event(ToolCalled(step="1", turn=1, index=0, call=call), 0.0)
+    result = ToolResulted(
+        step="1", turn=1, index=0, call_id="call_1", tool="read_file", content="no", is_error=True
+    )
+    tracer.on_event(result, 0.0)
     tracer.end_run("succeeded", None)
     spans = {s.name: s for s in exporter.get_finished_spans()}
     tool = spans["execute_tool read_file"]

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import openprose
-from openprose.vm.runstore import RUNS_DIR
+from openprose.record.runstore import RUNS_DIR
 
 # Parallel branches, pmap items, a condition — and text that must never become HTML.
 PROGRAM = """\

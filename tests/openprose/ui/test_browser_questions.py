@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 import openprose
+from openprose.record.runstore import RUNS_DIR
 from openprose.ui import UIServer
-from openprose.vm.runstore import RUNS_DIR
 from tests.openprose.ui.runs import journal_lines
 
 sync_api = pytest.importorskip(

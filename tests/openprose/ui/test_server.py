@@ -21,8 +21,8 @@ from aiohttp.test_utils import TestClient, TestServer
 
 import openprose
 from openprose.cli import main
+from openprose.record.runstore import process_started
 from openprose.ui.server import SECURITY_HEADERS, make_app
-from openprose.vm.runstore import process_started
 from tests.openprose.ui.runs import (
     Project,
     journal_lines,

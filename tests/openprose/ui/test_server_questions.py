@@ -15,8 +15,8 @@ from aiohttp.test_utils import TestClient, TestServer
 
 import openprose
 from openprose.cli import main
+from openprose.record.runstore import RUNS_DIR
 from openprose.ui.server import make_app
-from openprose.vm.runstore import RUNS_DIR
 from tests.openprose.ui.runs import journal_lines
 
 TOKEN = "t0ken-for-tests_0123456789"

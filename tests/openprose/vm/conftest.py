@@ -136,7 +136,7 @@ class VM:
         return self.events_in(result.run_dir, kind)
 
     def events_in(self, run_dir: Path, kind: str | None = None) -> list[dict[str, Any]]:
-        from openprose.vm.journal import read_journal
+        from openprose.record.journal import read_journal
 
         found = read_journal(run_dir / "journal.jsonl")
         return [e for e in found if kind is None or e["ev"] == kind]

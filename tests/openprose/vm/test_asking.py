@@ -14,6 +14,7 @@ import orjson
 import pytest
 
 from openprose.parser import parse_text
+from openprose.record.codec import decode
 from openprose.vm.progress import PlainProgress
 from openprose.vm.questions import TIMED_OUT, AnswerError, Question
 from openprose.vm.replies import answer_pending, pending_questions
@@ -165,7 +166,7 @@ def test_the_default_is_taken_once_the_timeout_has_passed(vm: VM) -> None:
     assert (reply["by"], reply["answer"]) == ("timeout", "safe")
     assert "took the default" in (first.run_dir / "state.md").read_text()
     lines = io.StringIO()
-    PlainProgress(lines)("question_answered", reply["step"], reply)
+    PlainProgress(lines)(decode(reply).event, reply["t"])
     assert "✎ 1 q1: no answer in time, took the default 'safe'" in lines.getvalue()
 
 
@@ -247,7 +248,7 @@ def test_questions_in_parallel_branches_wait_together(
 
 
 def test_a_damaged_question_event_is_named_and_nothing_is_served(vm: VM) -> None:
-    from openprose.vm.runstore import DamagedRun
+    from openprose.record.runstore import DamagedRun
 
     first = _run(vm, PLAN, vm.spy())
     journal = first.run_dir / "journal.jsonl"

@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 
 from openprose.providers.base import ModelRequest, ModelResponse, Usage
-from openprose.vm.audit import AUDIT_FILE
+from openprose.record.audit import AUDIT_FILE
 
 
 class CachedAnswers:

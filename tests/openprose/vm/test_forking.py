@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
 import pytest
 
 from openprose.providers.base import Message, ModelRequest, ModelResponse
+from openprose.record.codec import encode
+from openprose.record.events import Event, RunStarted, SessionFinished, SessionStarted
 from openprose.vm.forking import ParentAnswers, UnknownStep, cut_at, fork_steps, within
 
 
@@ -15,23 +18,35 @@ def request(prompt: str, model: str = "m") -> ModelRequest:
     return ModelRequest(model, (Message("user", prompt),))
 
 
+def line(event: Event) -> dict[str, Any]:
+    """The journal line of `event`, as a reader gets it."""
+    record: dict[str, Any] = orjson.loads(encode(event, 1.0))
+    return record
+
+
 def started(step: str, binding: str | None = None) -> dict[str, Any]:
-    return {"ev": "session_started", "step": step, "binding": binding}
+    return line(SessionStarted(step=step, agent=None, model="m", binding=binding, kind="session"))
 
 
 def finished(step: str, prompt: str, answer: str, binding: str | None = None) -> dict[str, Any]:
-    return {
-        "ev": "session_finished",
-        "step": step,
-        "binding": binding,
-        "request": request(prompt).to_dict(),
-        "response": ModelResponse(answer).to_dict(),
-    }
+    return line(
+        SessionFinished(
+            step=step,
+            request=request(prompt).to_dict(),
+            response=ModelResponse(answer).to_dict(),
+            agent=None,
+            model="m",
+            binding=binding,
+            attempt=1,
+            elapsed=0.0,
+            kind="session",
+        )
+    )
 
 
 # A parallel block at 3: branch 2 finishes before branch 1 has started its second call.
 JOURNAL = [
-    {"ev": "run_started", "step": ""},
+    line(RunStarted(run_id="r", resumed=False)),
     started("2", "outline"),
     finished("2", "Outline", "O", "outline"),
     started("3|1.1"),

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from openprose.record.approval_seal import approval_key
 from openprose.vm.questions import (
     TIMED_OUT,
     AnswerError,
@@ -19,7 +20,6 @@ from openprose.vm.questions import (
     reply_event,
     reply_problem,
 )
-from openprose.vm.tools.approval_seal import approval_key
 from openprose.vm.tools.approvals import ApprovalPending
 
 PLAN = Question(id="q1", step="2", text="Which plan?", options=("Fast", "Safe"), default="Safe")

@@ -6,6 +6,7 @@ import asyncio
 from typing import Any
 
 from openprose.providers.base import Message, ModelRequest, ModelResponse, ToolCall
+from openprose.record.events import Event, ToolCalled, ToolResulted
 from openprose.vm.runtime import ToolTurns
 from openprose.vm.toolloop import run_tool_loop
 from openprose.vm.tools.registry import BUILTINS
@@ -55,7 +56,7 @@ def test_reads_of_a_turn_run_together_and_writes_alone_in_order() -> None:
             journaled=ToolTurns(),
             max_turns=5,
             send=send,
-            emit=lambda *a, **k: None,
+            emit=lambda event: None,
         )
     )
     assert response.text == "done" and turns == 2
@@ -81,7 +82,7 @@ def test_reads_of_a_turn_run_together_and_writes_alone_in_order() -> None:
 def _loop_with(turns: list[tuple[ToolCall, ...]], limits: Any) -> tuple[SlowToolbox, list[Any]]:
     """Run the loop over scripted turns of tool calls; the toolbox records what ran and the
     emitted events are returned."""
-    events: list[Any] = []
+    events: list[Event] = []
 
     async def send(request: ModelRequest, turn: int, new: int | None) -> ModelResponse:
         if turn < len(turns):
@@ -97,7 +98,7 @@ def _loop_with(turns: list[tuple[ToolCall, ...]], limits: Any) -> tuple[SlowTool
             journaled=ToolTurns(),
             max_turns=len(turns) + 2,
             send=send,
-            emit=lambda kind, step, **fields: events.append((kind, fields)),
+            emit=events.append,
             limits=limits,
         )
     )
@@ -110,13 +111,13 @@ def test_calls_past_the_turn_limit_are_refused_with_the_setting_named() -> None:
     calls = tuple(ToolCall(f"r{i}", "read_file", {"path": "a"}) for i in range(7))
     toolbox, events = _loop_with([calls], CallLimits(per_turn=3, per_session=100))
     assert [cid for what, cid in toolbox.log if what == "start"] == ["r0", "r1", "r2"]
-    results = [fields for kind, fields in events if kind == "tool_result"]
+    results = [e for e in events if isinstance(e, ToolResulted)]
     assert len(results) == 7  # every call has its result: the API needs one per call id
-    refused = [r for r in results if r["is_error"]]
-    assert [r["call_id"] for r in refused] == ["r3", "r4", "r5", "r6"]
-    assert "asked for 7 tool calls" in refused[0]["content"]
-    assert "[vm] max_tool_calls_per_turn = 3" in refused[0]["content"]
-    journaled = [fields["call"]["id"] for kind, fields in events if kind == "tool_call"]
+    refused = [r for r in results if r.is_error]
+    assert [r.call_id for r in refused] == ["r3", "r4", "r5", "r6"]
+    assert "asked for 7 tool calls" in refused[0].content
+    assert "[vm] max_tool_calls_per_turn = 3" in refused[0].content
+    journaled = [e.call["id"] for e in events if isinstance(e, ToolCalled)]
     assert journaled == [f"r{i}" for i in range(7)]  # listed by `prose show` with their results
 
 
@@ -126,9 +127,9 @@ def test_the_session_limit_counts_every_turn() -> None:
     turn = tuple(ToolCall(f"w{i}", "write_file", {"path": "a", "content": ""}) for i in range(2))
     toolbox, events = _loop_with([turn, turn, turn], CallLimits(per_turn=10, per_session=5))
     assert len([1 for what, _ in toolbox.log if what == "start"]) == 5
-    refused = [f for kind, f in events if kind == "tool_result" and f["is_error"]]
-    assert len(refused) == 1 and (refused[0]["turn"], refused[0]["index"]) == (2, 1)
-    assert "[vm] max_tool_calls_per_session = 5" in refused[0]["content"]
+    refused = [e for e in events if isinstance(e, ToolResulted) and e.is_error]
+    assert len(refused) == 1 and (refused[0].turn, refused[0].index) == (2, 1)
+    assert "[vm] max_tool_calls_per_session = 5" in refused[0].content
 
 
 def test_a_resume_serves_refused_calls_from_the_journal() -> None:
@@ -138,7 +139,7 @@ def test_a_resume_serves_refused_calls_from_the_journal() -> None:
     journaled = ToolTurns()
     for index in range(3):
         journaled.results[("1", 0, index)] = {"content": f"old {index}", "is_error": index == 2}
-    events: list[Any] = []
+    events: list[Event] = []
 
     async def send(request: ModelRequest, turn: int, new: int | None) -> ModelResponse:
         return ModelResponse("", tool_calls=calls) if turn == 0 else ModelResponse("done")
@@ -152,7 +153,7 @@ def test_a_resume_serves_refused_calls_from_the_journal() -> None:
             journaled=journaled,
             max_turns=3,
             send=send,
-            emit=lambda kind, step, **fields: events.append((kind, fields)),
+            emit=events.append,
             limits=CallLimits(per_turn=2),
         )
     )

@@ -6,6 +6,7 @@ import io
 from typing import Any
 
 from openprose.vm.progress import LiveView, PlainProgress
+from tests.support.events import feed
 
 
 def finished(tokens: tuple[int, int]) -> dict[str, Any]:
@@ -21,12 +22,12 @@ def finished(tokens: tuple[int, int]) -> dict[str, Any]:
 def test_plain_progress_lines() -> None:
     stream = io.StringIO()
     view = PlainProgress(stream)
-    view("session_started", "1", {"agent": "writer", "model": "opus"})
-    view("session_finished", "1", finished((10, 5)))
-    view("decision", "2?c1", {"kind": "condition", "verdict": True, "reason": "ok"})
-    view("session_failed", "3", {"attempt": 1, "error": "boom"})
-    view("session_cancelled", "4|2", {"attempt": 1})
-    view("session_failed", "5", {"attempt": 2, "error": "again"})  # its `retry:` sent it
+    feed(view, "session_started", "1", {"agent": "writer", "model": "opus"})
+    feed(view, "session_finished", "1", finished((10, 5)))
+    feed(view, "decision", "2?c1", {"kind": "condition", "verdict": True, "reason": "ok"})
+    feed(view, "session_failed", "3", {"attempt": 1, "error": "boom"})
+    feed(view, "session_cancelled", "4|2", {"attempt": 1})
+    feed(view, "session_failed", "5", {"attempt": 2, "error": "again"})  # its `retry:` sent it
     lines = stream.getvalue().splitlines()
     assert len(lines) == 5 and "✗ 5 attempt 2: again" in lines[4]
     assert "✓ 1 draft (writer, opus) 10+5 tok" in lines[0]
@@ -43,7 +44,7 @@ def test_plain_progress_in_a_run_shows_a_session_only_once_the_journal_has_it(
 
     from openprose.parser import parse_text
     from openprose.providers import ScriptedProvider
-    from openprose.vm.journal import read_journal
+    from openprose.record.journal import read_journal
     from openprose.vm.runner import run_program
 
     writes: list[tuple[list[str], set[str]]] = []  # (steps shown, steps journaled by then)
@@ -76,9 +77,9 @@ def test_plain_progress_in_a_run_shows_a_session_only_once_the_journal_has_it(
 def test_live_view_shows_a_session_done_only_once_the_journal_has_it() -> None:
     view = LiveView()
     release = view.hold_until_written()
-    view("session_started", "1", {"agent": "writer", "model": "opus"})
+    feed(view, "session_started", "1", {"agent": "writer", "model": "opus"})
     assert view.rows["1"].state == "running" and "1" in view.running  # starts show at once
-    view("session_finished", "1", {**finished((7, 3)), "response": {
+    feed(view, "session_finished", "1", {**finished((7, 3)), "response": {
         "text": "the answer", "usage": {"input_tokens": 7, "output_tokens": 3}}})  # fmt: skip
     assert view.rows["1"].state == "running" and view.done == 0  # not journaled yet
     release()  # the journal wrote it
@@ -90,10 +91,10 @@ def test_live_view_table_renders_sessions() -> None:
     from rich.console import Console
 
     view = LiveView()
-    view("session_started", "1", {"agent": "writer", "model": "opus"})
-    view("session_started", "2", {"agent": None, "model": "haiku"})
-    view("session_finished", "1", finished((7, 3)))
-    view("session_cancelled", "2", {})
+    feed(view, "session_started", "1", {"agent": "writer", "model": "opus"})
+    feed(view, "session_started", "2", {"agent": None, "model": "haiku"})
+    feed(view, "session_finished", "1", finished((7, 3)))
+    feed(view, "session_cancelled", "2", {})
     console = Console(file=io.StringIO(), width=120)
     console.print(view._render())
     text = console.file.getvalue()  # type: ignore[attr-defined]
@@ -103,12 +104,12 @@ def test_live_view_table_renders_sessions() -> None:
 
 def test_live_view_stops_the_clock_of_a_failed_session() -> None:
     view = LiveView()
-    view("session_started", "1", {"agent": None, "model": "opus"})
-    view("session_failed", "1", {"attempt": 1, "error": "boom"})
+    feed(view, "session_started", "1", {"agent": None, "model": "opus"})
+    feed(view, "session_failed", "1", {"attempt": 1, "error": "boom"})
     row = view.rows["1"]
     assert row.state == "failed" and row.ended is not None
     # A `retry:` that then succeeds turns the row to done.
-    view("session_finished", "1", finished((1, 1)))
+    feed(view, "session_finished", "1", finished((1, 1)))
     assert row.state == "done" and view.done == 1
 
 
@@ -141,14 +142,14 @@ def test_live_view_only_on_a_terminal(monkeypatch: Any) -> None:
 
 def test_live_view_title_names_the_run() -> None:
     view = LiveView()
-    view("run_started", "", {"run_id": "20261125-140618-9944a0", "resumed": False})
-    view("session_started", "1", {"agent": "writer", "model": "opus"})
+    feed(view, "run_started", "", {"run_id": "20261125-140618-9944a0", "resumed": False})
+    feed(view, "session_started", "1", {"agent": "writer", "model": "opus"})
     assert view._render().title == "run 20261125-140618-9944a0 · sessions: 0 done, 0 tokens"
 
 
 def test_live_view_shows_why_a_session_waits_until_its_retry_answers() -> None:
     view = LiveView()
-    view("session_started", "1", {"agent": "writer", "model": "opus"})
+    feed(view, "session_started", "1", {"agent": "writer", "model": "opus"})
     view.answer_waiting("1", "HTTP 503: down; attempt 2 of 5 in 4.0 s")
     row = view.rows["1"]
     assert row.state == "waiting" and row.last_line(60).endswith("attempt 2 of 5 in 4.0 s")
@@ -161,5 +162,5 @@ def test_plain_progress_says_what_the_prompt_cache_served() -> None:
     view = PlainProgress(stream)
     cached = finished((3000, 5))
     cached["response"]["usage"].update(cache_read_tokens=2900, cache_write_tokens=90)
-    view("session_finished", "1", cached)
+    feed(view, "session_finished", "1", cached)
     assert "3000+5 tok (2900 cache read, 90 cache write) " in stream.getvalue()

@@ -15,7 +15,7 @@ import pytest
 
 from openprose.cli import main
 from openprose.locks import LockHeld, holder_of, locked, try_lock
-from openprose.vm.runstore import RunBusy, lock_run
+from openprose.record.runstore import RunBusy, lock_run
 
 TRIALS = 20
 AT_ONCE = 5  # trials whose two resumes run side by side (2 cores: keep the machine usable)
@@ -24,7 +24,7 @@ HOLDER = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from openprose.vm.runstore import lock_run
+    from openprose.record.runstore import lock_run
     lock = lock_run(Path(sys.argv[1]))
     print("held", flush=True)
     sys.stdin.read()

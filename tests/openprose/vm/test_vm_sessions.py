@@ -145,7 +145,7 @@ do countdown("a")
 do countdown("b")
 """
     result = vm.run(source, provider)
-    from openprose.vm.journal import read_journal
+    from openprose.record.journal import read_journal
 
     steps = [
         e["step"]
@@ -170,7 +170,7 @@ def test_context_budget_trims_with_a_note(vm: Any) -> None:
     use = provider.prompts()[1]
     # The task ("Use", 3 characters) counts against the budget too.
     assert "4003 characters of big omitted" in use
-    from openprose.vm.journal import read_journal
+    from openprose.record.journal import read_journal
 
     trims = [
         e for e in read_journal(result.run_dir / "journal.jsonl") if e["ev"] == "context_trimmed"

@@ -10,10 +10,12 @@ import pytest
 
 from openprose.parser import parse_text
 from openprose.providers import ProviderSettings, RetryPolicy, open_provider
-from openprose.vm.journal import read_journal
+from openprose.record.events import Event
+from openprose.record.journal import read_journal
 from openprose.vm.progress import LiveView, PlainProgress
 from openprose.vm.runner import run_program
 from tests.support import fixtures
+from tests.support.events import feed
 from tests.support.fake_llm_server import FakeLLMServer, Fault
 
 fake_llm_server = fixtures.fake_llm_server
@@ -30,8 +32,8 @@ class Watcher:
         self.pieces: list[str] = []
         self.restarts = 0
 
-    def __call__(self, event: str, step: str, fields: dict[str, Any]) -> None:
-        self.events.append(event)
+    def __call__(self, event: Event, t: float) -> None:
+        self.events.append(event.ev)
 
     def answer_text(self, step: str, text: str) -> None:
         self.pieces.append(text)
@@ -94,7 +96,7 @@ def test_the_live_view_shows_the_last_line_of_a_streaming_answer() -> None:
     from rich.console import Console
 
     view = LiveView()
-    view("session_started", "1", {"agent": "writer", "model": "opus"})
+    feed(view, "session_started", "1", {"agent": "writer", "model": "opus"})
     for piece in ("Once upon a time\n", "there were seven ", "small ducks"):
         view.answer_text("1", piece)
     console = Console(file=io.StringIO(), width=160)
@@ -112,9 +114,14 @@ def test_the_live_view_shows_the_last_line_of_a_streaming_answer() -> None:
 def test_the_live_view_streams_only_the_sessions_it_can_show() -> None:
     view = LiveView()
     for i in range(view.MAX_ROWS):
-        view("session_started", str(i), {"agent": None, "model": "opus"})
+        feed(view, "session_started", str(i), {"agent": None, "model": "opus"})
         assert view.watches(str(i))
-    view("session_started", "extra", {"agent": None, "model": "opus"})
+    feed(view, "session_started", "extra", {"agent": None, "model": "opus"})
     assert not view.watches("extra")  # one row too many: a plain request
-    view("session_finished", "0", {"response": {"usage": {"input_tokens": 1, "output_tokens": 1}}})
+    feed(
+        view,
+        "session_finished",
+        "0",
+        {"response": {"usage": {"input_tokens": 1, "output_tokens": 1}}},
+    )
     assert view.watches("1") and not view.watches("0")

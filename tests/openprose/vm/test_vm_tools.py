@@ -112,7 +112,7 @@ def test_a_tool_acts_only_once_its_call_and_permission_are_in_the_journal(
     """The journal writes once per event-loop turn, but a tool's effect is outside the
     process: its `tool_call` and `permission` must be on disk before it acts, or a kill -9
     followed by a resume would run it twice."""
-    from openprose.vm.journal import read_journal
+    from openprose.record.journal import read_journal
     from openprose.vm.tools.toolbox import Toolbox
 
     project = _project(tmp_path)
@@ -546,8 +546,9 @@ def test_a_journal_written_before_deltas_still_reads_as_a_cassette(vm: Any, tmp_
     """Journals of earlier versions hold whole requests on every tool turn: same exchanges."""
     import json
 
-    from openprose.providers.replay import exchanges, read_cassette
-    from openprose.vm.journal import read_journal
+    from openprose.providers.replay import read_cassette
+    from openprose.record.exchanges import exchanges
+    from openprose.record.journal import read_journal
 
     _long_project(tmp_path)
     rules = [{"match": "Read every file", "turns": _long_conversation(6)}]

@@ -132,8 +132,8 @@ def test_an_inline_json_schema_is_the_shape(vm: Any) -> None:
 
 
 def test_the_run_view_shows_the_shape_a_session_asked_for(vm: Any) -> None:
-    from openprose.vm.journal import read_journal
-    from openprose.vm.runview import RunDigest
+    from openprose.record.journal import read_journal
+    from openprose.record.runview import RunDigest
 
     result = vm.run(REVIEW + 'session "Plain"\n', vm.spy([{"match": "^Review", "answer": VALID}]))
     digest = RunDigest()

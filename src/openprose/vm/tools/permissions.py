@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any, Literal
 
-from openprose.vm.tools.approval_seal import in_folder, real_key_folder
+from openprose.record.approval_seal import in_folder, real_key_folder
 from openprose.vm.tools.mcp_grants import McpRule
 from openprose.vm.tools.network import NetworkRule
 from openprose.vm.tools.paths import (

@@ -23,7 +23,7 @@ from typing import Any
 import regex as timed_regex
 
 from openprose.providers.base import ToolCall, ToolSpec
-from openprose.vm.tools.approval_seal import KeyUnavailable, action_digest, key_folder_within
+from openprose.record.approval_seal import KeyUnavailable, action_digest, key_folder_within
 from openprose.vm.tools.approvals import ApprovalRequest, Approver, NobodyApprover
 from openprose.vm.tools.limits import SandboxLimits
 from openprose.vm.tools.mounts import (

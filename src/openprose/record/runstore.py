@@ -22,8 +22,9 @@ import orjson
 from cliconventions.terminal import one_line
 from openprose.files import write_bytes_atomically
 from openprose.locks import FileLock, LockHeld, try_lock
+from openprose.record.journal import JOURNAL_FILE
+from openprose.record.writer import shared_writer
 from openprose.statefiles import read_state_file, valid_pid
-from openprose.vm.writer import shared_writer
 
 RUNS_DIR = Path(".prose") / "runs"
 
@@ -125,7 +126,7 @@ def state_header(run_id: str, program_name: str) -> str:
 class RunStore:
     """One run folder (or one `imports/{handle}--{slug}/` namespace inside it).
 
-    A batch's runs use `openprose.vm.runlog.LoggedRunStore`, which records the same writes
+    A batch's runs use `openprose.record.runlog.LoggedRunStore`, which records the same writes
     in the batch's run log instead; the folder is made from them when first asked for."""
 
     keeps_audit_trail = True  # writes audit.ndjson as the run goes (else made from the journal)
@@ -192,7 +193,7 @@ class RunStore:
 
     @property
     def journal_path(self) -> Path:
-        return self.root / "journal.jsonl"
+        return self.root / JOURNAL_FILE
 
     @property
     def meta_path(self) -> Path:

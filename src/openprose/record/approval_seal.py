@@ -31,7 +31,9 @@ __all__ = [
     "in_folder",
     "key_folder",
     "key_folder_within",
+    "question_digest",
     "real_key_folder",
+    "reply_problem",
     "seal_answer",
     "seal_grant",
     "seal_reply",
@@ -226,3 +228,36 @@ def grant_problem(event: Mapping[str, Any], run_id: str, key: bytes) -> str:
         return UNSEALED
     expected = seal_grant(key, run_id, str(event.get("kind")), str(event.get("action")))
     return "" if seals_match(expected, event.get("seal")) else BROKEN_SEAL
+
+
+# Who may have answered an `ask`: the channels a `question_answered` event names in `by`
+# (`test`: a `prose test` case's `answers`).
+CHANNELS = ("cli", "ui", "api", "terminal", "timeout", "test")
+
+
+def question_digest(text: str, options: tuple[str, ...] | list[str], default: str | None) -> str:
+    """SHA-256 of a question's wording, options and default: an answer holds only for the
+    question it answered."""
+    return hashlib.sha256(orjson.dumps([text, list(options), default])).hexdigest()
+
+
+def reply_problem(event: Mapping[str, Any], question_id: str, digest: str, run_id: str) -> str:
+    """Why a journaled answer (`question_answered`) must not be used for the question
+    `question_id` whose wording has `digest`, or "" when it may."""
+    if "seal" not in event:
+        return UNSEALED
+    try:
+        key = approval_key()
+    except KeyUnavailable as error:
+        return str(error)
+    answer, by = event.get("answer"), str(event.get("by") or "")
+    answered = event.get("answered")
+    if not isinstance(answer, str) or not isinstance(answered, int | float) or by not in CHANNELS:
+        return BROKEN_SEAL
+    user, answered_digest = str(event.get("user") or ""), str(event.get("digest"))
+    expected = seal_reply(key, run_id, question_id, answered_digest, answer, by, user, answered)
+    if not seals_match(expected, event.get("seal")):
+        return BROKEN_SEAL
+    if event.get("digest") != digest:
+        return "it answers another wording of the question; asked again"
+    return ""

@@ -23,9 +23,9 @@ from openprose.providers import (
     RetryPolicy,
     open_provider,
 )
-from openprose.vm.audit import AUDIT_FILE, LARGE_VALUE
+from openprose.record.audit import AUDIT_FILE, LARGE_VALUE
 from openprose.vm.loader import load_imports
-from tests.openprose.vm.test_audit import assert_sound
+from tests.openprose.record.test_audit import assert_sound
 from tests.support.fake_llm_server import (
     Fault,
     fetch_stats,
@@ -430,12 +430,12 @@ def test_a_tool_loop_run_is_rebuilt_from_its_trail(vm: Any, tmp_path: Path) -> N
 def test_only_a_call_a_kill_left_open_is_said_lost() -> None:
     """A call open when the run ended (an aborted run: the provider's configuration was
     refused) was not lost; one open when the journal stops (a kill) is, once, on resume."""
-    from openprose.vm.audit import Translator
+    from openprose.record.audit import Translator
 
     def lost(events: list[tuple[str, str, dict[str, Any]]]) -> list[str]:
         translator = Translator("20260101-000000-abcdef", "main.prose")
         for t, (event, step, fields) in enumerate(events):
-            translator.add(event, step, float(t), fields)
+            translator.feed({"ev": event, "step": step, "t": float(t), **fields})
         return [m["payload"]["step"] for m in translator.take() if m.get("topic") == "answer_lost"]
 
     start = ("session_started", "1", {"agent": None, "model": "sonnet", "kind": "session"})

@@ -15,7 +15,7 @@ import pytest
 
 from openprose.parser import parse_text
 from openprose.providers.scripted import ScriptedProvider
-from openprose.vm.logged_runs import (
+from openprose.record.logged_runs import (
     LOG_NAME,
     logged_run_ids,
     logged_runs,
@@ -23,9 +23,9 @@ from openprose.vm.logged_runs import (
     read_log,
     resolve_run,
 )
-from openprose.vm.runlog import RunLog
+from openprose.record.runlog import RunLog
+from openprose.record.runstore import AmbiguousRun, RunBusy
 from openprose.vm.runner import VMConfig, run_program
-from openprose.vm.runstore import AmbiguousRun, RunBusy
 from tests.support.run_folders import run_tree
 
 PROGRAM = """input topic: "what"

@@ -1,5 +1,5 @@
 """A batch's run logs, the reading side: which runs they hold, and a run's normal folder
-made from its records the first time anything asks for it (`openprose.vm.runlog` writes them).
+made from its records the first time anything asks for it (`openprose.record.runlog` writes them).
 
 `.prose/batches/{id}/runs.ndjson` (and `runs.{k}.ndjson` of worker process k) hold one JSON
 array a line:
@@ -30,9 +30,10 @@ from typing import Any
 import orjson
 
 from openprose.locks import LockHeld, try_lock
+from openprose.record.audit import AUDIT_FILE, translate_lines
+from openprose.record.journal import JOURNAL_FILE
+from openprose.record.runstore import RUNS_DIR, AmbiguousRun, RunBusy, _dump_json, find_run
 from openprose.statefiles import LOG_LIMIT, read_state_file
-from openprose.vm.audit import AUDIT_FILE, translate_lines
-from openprose.vm.runstore import RUNS_DIR, AmbiguousRun, RunBusy, _dump_json, find_run
 
 __all__ = [
     "BATCHES_DIR",
@@ -164,7 +165,7 @@ def materialize(batch_dir: Path, run_id: str, runs_dir: Path) -> Path | None:
         (temp / folder).mkdir(parents=True, exist_ok=True)
     shutil.copyfile(batch_dir / "program.prose", temp / "program.prose")
     (temp / "run.json").write_bytes(_dump_json(run.meta))
-    (temp / "journal.jsonl").write_bytes(b"".join(line + b"\n" for line in run.events))
+    (temp / JOURNAL_FILE).write_bytes(b"".join(line + b"\n" for line in run.events))
     for op, where, text in run.files:
         target = temp / where
         if op == "d":

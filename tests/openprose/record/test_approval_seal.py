@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from openprose.vm.tools import approval_seal
-from openprose.vm.tools.approval_seal import (
+from openprose.record import approval_seal
+from openprose.record.approval_seal import (
     KeyUnavailable,
     action_digest,
     approval_key,

@@ -1,81 +1,52 @@
-"""The run's audit trail: every journal event that matters to an auditor, as VLP 1.1
-messages in `audit.ndjson` (one VLP session per run, `seq` 1, 2, 3...).
-
-The trail is a pure function of the journal: `Translator` turns the event sequence into
-messages whose ids (`{run_id}/{seq}`) and timestamps (the event's `t`) depend only on that
-sequence. So a resumed run re-derives what the crash kept from being written — it counts
-the messages already on disk, translates the journal again without writing those, and goes
-on from the next `seq` — and a run made before the trail existed can be shown from its
-journal. `ROWS` is the one table of event -> message kinds; an event it does not list
-writes nothing (`tests/openprose/vm/test_audit.py` checks every event the VM emits is
-listed).
-
-`AuditTrail.add` translates each event as `Shared.emit` records it, on the event loop, and
-keeps no event but a session's start (a dict of text values, which the garbage collector
-does not track): holding events (with their request and response dicts) for a writer thread
-to translate kept thousands of objects alive across garbage collections, as costly as the
-translation in some runs (docs/decisions.md, issue 13, session 13). The lines wait in the
-translator's list until the journal has written their events (`AuditTrail.written`, a
-journal hook), then the process's background writer (`openprose.vm.writer`, which writes
-binding files too) appends them with one `write` per batch. A process killed before a flush
-loses only what the resume re-derives.
-
-A session's query and answer are most of a trail, and a statement's sessions differ only in
-their own values (ids, times, step, prompt, answer, usage): the first session of a
-statement makes the template of both lines with the same builders as any other message
-(`Translator._template`), the others join its parts with their values, each encoded alone
-(~35 k instructions a session on the event loop, against ~60 k for two dicts encoded whole;
-docs/decisions.md, issue 13, session 14).
-
-What a reviewer needs beyond the exchanges is derived from the journal too: the run's
-inputs (`run_started`) and outputs (`run_finished`), as values or digests (`shown_value`);
-the binding of each answer, kept by name so a query refers to the answers its `context:`
-holds and the final claim to those its outputs hold; provider-level retries
-(`request_retried`), held until their call's query is written; and, when a resumed run
-starts, the calls the earlier attempt left without an answer (`_lost`).
-
-Messages made by `say` are checked by the VLP validator before they are written; the two a
-session makes (`_asked`, `session_finished`) are built field by field in a shape the
-validator accepts by construction — the check would cost as much as the rest of the trail
-— and `tests/openprose/vm/test_audit.py` validates them on every example program.
-"""
+"""Journal events in, VLP messages out: the `Translator` and `ROWS`, the one table of
+event type -> message kinds (see the package's docstring)."""
 
 from __future__ import annotations
 
-import hashlib
-import os
-import re
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from itertools import islice
-from operator import itemgetter
-from pathlib import Path
-from types import MethodType
 from typing import Any
 
 import orjson
 
-from openprose.vm.steps import turn_step
-from openprose.vm.writer import shared_writer
-from vlp import PROTOCOL, VLPError, message_problems
-from vlp.validate import is_surely_valid
-
-VM = "prose-vm"  # sender/receiver name of the VM itself
-EVALUATOR = "evaluator"
-# A model states no confidence of its own; its answers are recorded at this neutral value
-# and say so in their payload (docs/decisions.md, Issue 13).
-UNSTATED = 0.5
-AUDIT_FILE = "audit.ndjson"
-
-Event = dict[str, Any]
-Message = dict[str, Any]
-# An event's own fields: what `Shared.emit` was given, or a journal line read back (whose
-# `ev`, `step` and `t` the rows never copy into a payload).
-Fields = Mapping[str, Any]
-_META = frozenset(("ev", "step", "t"))
-_EMPTY: Fields = {}
-_LINE = orjson.OPT_APPEND_NEWLINE
+from openprose.record import events as ev
+from openprose.record.audit.messages import (
+    _CUTS,
+    _EMPTY,
+    _FINISHED,
+    _HOLE,
+    _HOLE_BYTES,
+    _LINE,
+    _META,
+    _REQUEST,
+    _RESPONSE,
+    _TEMPLATES,
+    _UNMADE,
+    EVALUATOR,
+    UNSTATED,
+    VM,
+    Event,
+    Fields,
+    Message,
+    _agent_name,
+    _answer,
+    _answer_payload,
+    _details,
+    _dumps,
+    _query,
+    _query_payload,
+    _stamp,
+    _timestamp,
+    encode,
+    shown_values,
+)
+from openprose.record.audit.people import PeopleRows
+from openprose.record.codec import fields_of
+from openprose.record.events import REGISTRY
+from openprose.record.events import Event as JournalEvent
+from openprose.record.journal import JOURNAL_FILE
+from openprose.record.steps import turn_step
+from vlp import PROTOCOL
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,37 +55,7 @@ class Row:
     translate: Callable[[Translator, str, float, Fields], None]  # (step, t, fields)
 
 
-_SECONDS: dict[float, bytes] = {}  # whole second -> its RFC 3339 text (a run's events share few)
-# The text's end by millisecond (a float: float arithmetic finds it); a time rounded up to
-# the next second (1000) keeps 999.
-_MILLISECONDS = {float(ms): b"%03dZ" % ms for ms in range(1000)} | {1000.0: b"999Z"}
-
-
-def _stamp(t: float) -> bytes:
-    """The VLP timestamp (UTC, milliseconds) of a journal time, as the line holds it: the
-    time rounded to the microsecond (as `datetime` does), then cut to the millisecond.
-    Float arithmetic only (`int` and `round` cost more than the rest): floor(x + 0.5) //
-    1000 is round(x) // 1000 for every x >= 0 — they differ only at x = 2k + 0.5, never
-    across a multiple of 1000 — and each step is exact below 10^6."""
-    whole = t // 1.0
-    try:
-        return _SECONDS[whole] + _MILLISECONDS[((t - whole) * 1_000_000 + 0.5) // 1000.0]
-    except KeyError:
-        if whole in _SECONDS:  # not a time (NaN)
-            raise ValueError(f"not a journal time: {t!r}") from None
-        if len(_SECONDS) > 4096:
-            _SECONDS.clear()
-        moment = datetime.fromtimestamp(whole, UTC).strftime("%Y-%m-%dT%H:%M:%S.")
-        _SECONDS[whole] = moment.encode()
-        return _stamp(t)
-
-
-def _timestamp(t: float) -> str:
-    """The VLP timestamp (UTC, milliseconds) of a journal time."""
-    return _stamp(t).decode()
-
-
-class Translator:
+class Translator(PeopleRows):
     """Journal events in, VLP messages out, as NDJSON lines (`out` holds them until
     taken)."""
 
@@ -145,15 +86,15 @@ class Translator:
 
     def feed(self, event: Event) -> None:
         """One journal event as read back (`ev`, `step`, `t` and its fields)."""
-        row = ROWS.get(str(event.get("ev")))
+        row = ROWS.get(REGISTRY.get(str(event.get("ev"))))  # type: ignore[arg-type]
         if row is not None:
             row.translate(self, event.get("step") or "", event.get("t", 0.0), event)
 
-    def add(self, event: str, step: str, t: float, fields: Fields) -> None:
-        """One event as `Shared.emit` has it (no dict of the whole event is made)."""
-        row = ROWS.get(event)
+    def add(self, event: JournalEvent, t: float) -> None:
+        """One event as `Runtime.emit` has it."""
+        row = ROWS.get(type(event))
         if row is not None:
-            row.translate(self, step, t, fields)
+            row.translate(self, event.step, t, fields_of(event))
 
     def take_bytes(self) -> bytes:
         """The lines made so far."""
@@ -211,7 +152,7 @@ class Translator:
             sender=VM,
             content=f"run {self.run_id} of {self.program} {what}",
             confidence=1.0,
-            provenance=["journal.jsonl", "run.json"],
+            provenance=[JOURNAL_FILE, "run.json"],
             payload={
                 "program": self.program,
                 "resumed": resumed,
@@ -741,81 +682,6 @@ class Translator:
             payload=_details(step, event),
         )
 
-    def approval_requested(self, step: str, t: float, event: Fields) -> None:
-        agent = event.get("agent")
-        self._approvals[str(event.get("id"))] = self.say(
-            "query",
-            t,
-            sender=VM,
-            receiver="human",
-            content=(
-                f"{'agent ' + str(agent) if agent else 'a session'} wants to "
-                f"{event.get('kind')} {event.get('action')} (tool {event.get('tool')})"
-            ),
-            confidence=1.0,
-            topic="approval",
-            refers_to=self._tool_calls.get((step, event.get("turn"), event.get("index"))),
-            safety={"level": "review", "requires_human": True},
-            payload=_details(step, event),
-        )
-
-    def approval_decided(self, step: str, t: float, event: Fields) -> None:
-        request = self._approvals.get(str(event.get("id")))
-        if request is None:
-            return  # a decision without its request in this journal: nothing to answer
-        self.say(
-            "response",
-            t,
-            sender=f"human ({event.get('by') or 'unknown'})",
-            receiver=VM,
-            content=f"{event.get('answer')}: {event.get('kind')} {event.get('action')}",
-            confidence=1.0,
-            provenance=[f"approval:{event.get('id')}"],
-            topic="approval",
-            refers_to=request,
-            payload=_details(step, event),
-        )
-
-    # --- a person's answer (`ask`) ------------------------------------------------------
-
-    def question_asked(self, step: str, t: float, event: Fields) -> None:
-        options = event.get("options") or []
-        offered = f" (options: {', '.join(map(str, options))})" if options else ""
-        self._questions[str(event.get("id"))] = self.say(
-            "query",
-            t,
-            sender=VM,
-            receiver="human",
-            content=f"{event.get('question')}{offered}",
-            confidence=1.0,
-            topic="question",
-            safety={"level": "review", "requires_human": True},
-            payload=_details(step, event),
-        )
-
-    def question_answered(self, step: str, t: float, event: Fields) -> None:
-        """Who answered (the login name, and through what: cli, ui, api, terminal; or the
-        default taken at the timeout) and when: the message's timestamp."""
-        query = self._questions.get(str(event.get("id")))
-        if query is None:
-            return  # an answer without its question in this journal: nothing to answer
-        by = str(event.get("by") or "unknown")
-        user = event.get("user")
-        sender = VM if by == "timeout" else f"human ({user + ' via ' if user else ''}{by})"
-        said = "no answer in time, the default" if by == "timeout" else "answer"
-        self.say(
-            "response",
-            t,
-            sender=sender,
-            receiver=VM,
-            content=f"{said}: {event.get('answer')}",
-            confidence=1.0,
-            provenance=[f"question:{event.get('id')}"],
-            topic="question",
-            refers_to=query,
-            payload=_details(step, event),
-        )
-
     def tool_result(self, step: str, t: float, event: Fields) -> None:
         tool = str(event.get("tool") or "tool")
         call = self._tool_calls.pop((step, event.get("turn"), event.get("index")), None)
@@ -866,7 +732,7 @@ class Translator:
                 sender=VM,
                 content=f"run {self.run_id} succeeded",
                 confidence=1.0,
-                provenance=["journal.jsonl", "outputs.json"],
+                provenance=[JOURNAL_FILE, "outputs.json"],
                 refers_to=made or None,
                 payload=payload,
             )
@@ -877,170 +743,10 @@ class Translator:
             sender=VM,
             content=f"run {self.run_id} {status}: {error}",
             confidence=1.0,
-            provenance=["journal.jsonl"],
+            provenance=[JOURNAL_FILE],
             safety={"level": "review", "issues": [{"code": f"RUN_{str(status).upper()}"}]},
             payload=payload,
         )
-
-
-def _query(
-    ident: str,
-    timestamp: str,
-    run_id: str,
-    seq: int,
-    content: str,
-    receiver: str,
-    topic: str,
-    previous: str | list[str] | None,
-    payload: dict[str, Any],
-) -> Message:
-    """A session's query: the one builder of its line (templates included)."""
-    message = {
-        "id": ident,
-        "protocol": PROTOCOL,
-        "type": "query",
-        "timestamp": timestamp,
-        "session_id": run_id,
-        "seq": seq,
-        "sender": VM,
-        "content": content,
-        "confidence": 1.0,
-        "receiver": receiver,
-        "topic": topic,
-    }
-    if previous is not None:
-        message["refers_to"] = previous
-    message["payload"] = payload
-    return message
-
-
-def _query_payload(step: str, kind: Any, alias: Any, attempt: int, system: Any) -> dict[str, Any]:
-    payload = {"step": step, "kind": kind, "model": alias, "attempt": attempt}
-    if system:
-        payload["system"] = system
-    return payload
-
-
-def _answer(
-    ident: str,
-    kind: str,
-    timestamp: str,
-    run_id: str,
-    seq: int,
-    sender: str,
-    content: str,
-    model: Any,
-    step: str,
-    refers_to: str,
-    payload: dict[str, Any],
-) -> Message:
-    """A session's answer (a response, or a correction of a judgment's first answer)."""
-    return {
-        "id": ident,
-        "protocol": PROTOCOL,
-        "type": kind,
-        "timestamp": timestamp,
-        "session_id": run_id,
-        "seq": seq,
-        "sender": sender,
-        "content": content,
-        "confidence": UNSTATED,
-        "receiver": VM,
-        "provenance": [f"model:{model}", f"step:{step}"],
-        "refers_to": refers_to,
-        "payload": payload,
-    }
-
-
-def _answer_payload(
-    step: str, binding: Any, kind: Any, model: Any, usage: Any, finish_reason: Any, elapsed: Any
-) -> dict[str, Any]:
-    return {
-        "step": step,
-        "binding": binding,  # the name the answer became (null: bound to none)
-        "kind": kind,
-        "model": model,
-        "usage": usage,
-        "finish_reason": finish_reason,
-        "elapsed": elapsed,
-        "confidence": "unstated by the model",
-    }
-
-
-# A session's template (`Translator._template`): its own values are stand-ins while the
-# builders make its two lines, which are then cut where each stand-in was. A stand-in is a
-# private-use character and a letter. Quoted, the JSON string it became is cut out (a number,
-# or a value encoded whole, goes there); unquoted, only its text (inside a string the line
-# has). An answer's usage, finish reason and elapsed time follow each other in its payload:
-# one cut, where the three go encoded as one object without its braces.
-_HOLE = "\ue000"
-_HOLE_BYTES = _HOLE.encode()
-_CUTS = tuple(
-    stand_in.replace(b"@", _HOLE_BYTES)
-    for stand_in in (
-        b"@a",  # query: id's seq
-        b"@b",  # timestamp
-        b'"@c"',  # seq
-        b'"@d"',  # content (the prompt)
-        b'"@e"',  # payload.step
-        b"@g",  # answer: id's seq
-        b"@h",  # timestamp
-        b'"@i"',  # seq
-        b'"@j"',  # content (the answer's text)
-        b"@k",  # provenance's step:
-        b"@l",  # refers_to's seq (the query)
-        b'"@m"',  # payload.step
-        b'"@q"',  # payload.binding (a name, or null)
-        b'"usage":"@n","finish_reason":"@o","elapsed":"@p"',
-    )
-)
-_UNMADE: Any = object()  # a key whose template was never tried
-_TEMPLATES = 256  # at most this many a run; a run with more distinct statements builds the rest
-_dumps = orjson.dumps
-# A session's fields as the VM records them (`calls.py`); an event without one of them is
-# built message by message.
-_FINISHED = itemgetter(
-    "request", "response", "elapsed", "kind", "model", "agent", "attempt", "binding"
-)
-_REQUEST = itemgetter("messages", "system", "model")
-_RESPONSE = itemgetter("text", "usage", "finish_reason", "model")
-
-
-# A value the trail shows as a digest: over this many bytes of JSON, or named like a secret.
-LARGE_VALUE = 4096
-_SECRET = re.compile(r"(?i)(secret|passw|token|api[_-]?key|credential|private[_-]?key)")
-
-
-def shown_value(name: str, value: Any) -> Any:
-    """A run's input or output as the trail shows it: the value itself, or its SHA-256
-    digest (of the value's JSON, as orjson writes it) and size when it is large or its name
-    says it is a secret (a digest lets a reviewer check it against the run folder)."""
-    data = orjson.dumps(value)
-    secret = bool(_SECRET.search(name))
-    if not secret and len(data) <= LARGE_VALUE:
-        return value
-    digest: dict[str, Any] = {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
-    if secret:
-        digest["secret"] = True
-    return {"digest": digest}
-
-
-def shown_values(values: Any) -> dict[str, Any] | None:
-    """`shown_value` of each of a run's named values (None: the event has none)."""
-    if not isinstance(values, dict):
-        return None
-    return {str(name): shown_value(str(name), value) for name, value in values.items()}
-
-
-def _details(step: str, event: Fields) -> dict[str, Any]:
-    """An event's fields as a payload, its step first (as its journal line has them)."""
-    return {"step": step, **{k: v for k, v in event.items() if k not in _META}}
-
-
-def _agent_name(agent: object, alias: object) -> str:
-    if agent:
-        return str(agent)
-    return f"model:{alias}" if alias else "model"
 
 
 def _skip(translator: Translator, step: str, t: float, event: Fields) -> None:
@@ -1055,61 +761,55 @@ def _warning(kind: str) -> Callable[[Translator, str, float, Fields], None]:
 
 
 # Journal event -> the VLP messages it becomes. A new journal event gets a row here.
-ROWS: dict[str, Row] = {
-    "run_started": Row(("session_context",), Translator.run_started),
-    "agents": Row(("notice",), Translator.agents),
-    "session_started": Row((), Translator.session_started),  # the query is written with its end
-    # ...and between the two, a notice per provider-level retry of the call (`request_retried`)
-    "session_finished": Row(("query", "response|correction"), Translator.session_finished),
-    "session_failed": Row(("query", "notice"), Translator.session_failed),  # the same
+ROWS: dict[type[Any], Row] = {
+    ev.RunStarted: Row(("session_context",), Translator.run_started),
+    ev.AgentsDeclared: Row(("notice",), Translator.agents),
+    # The query is written with the call's end, and between the two a notice per
+    # provider-level retry of the call (`request_retried`)
+    ev.SessionStarted: Row((), Translator.session_started),
+    ev.SessionFinished: Row(("query", "response|correction"), Translator.session_finished),
+    ev.SessionFailed: Row(("query", "notice"), Translator.session_failed),  # the same
     # A provider-level retry: a notice written after its call's query (by the row above or
     # `session_finished`), or with the call's loss on resume.
-    "request_retried": Row((), Translator.request_retried),
-    "session_cancelled": Row(("notice",), Translator.session_cancelled),
-    "session_served": Row((), _skip),  # a resumed run's answer: audited when it came
-    "failure_served": Row((), _skip),  # a resumed run's handled failure: audited when it came
-    "failure_handled": Row((), _skip),  # for resume; error_caught / the branch notes say it
-    "failure_released": Row((), _skip),
-    "decision": Row(("claim",), Translator.decision),
-    "decision_served": Row((), _skip),
-    "decision_failed": Row(("notice",), Translator.decision_failed),
-    "run_finished": Row(("claim|notice",), Translator.run_finished),
+    ev.RequestRetried: Row((), Translator.request_retried),
+    ev.SessionCancelled: Row(("notice",), Translator.session_cancelled),
+    # A resumed run's answers and handled failures: audited when they came. failure_handled
+    # and _released are for resume; error_caught / the branch notes say them.
+    ev.SessionServed: Row((), _skip),
+    ev.FailureServed: Row((), _skip),
+    ev.FailureHandled: Row((), _skip),
+    ev.FailureReleased: Row((), _skip),
+    ev.Decision: Row(("claim",), Translator.decision),
+    ev.DecisionServed: Row((), _skip),
+    ev.DecisionFailed: Row(("notice",), Translator.decision_failed),
+    ev.RunFinished: Row(("claim|notice",), Translator.run_finished),
     # The tool loop (tools, permissions, approvals; `prose approve` appends approval_decided).
-    "tool_call": Row(("query",), Translator.tool_call),
-    "permission": Row(("notice",), Translator.permission),
-    "approval_requested": Row(("query",), Translator.approval_requested),
-    "approval_decided": Row(("response",), Translator.approval_decided),
-    "tool_result": Row(("response",), Translator.tool_result),
+    ev.ToolCalled: Row(("query",), Translator.tool_call),
+    ev.PermissionDecided: Row(("notice",), Translator.permission),
+    ev.ApprovalRequested: Row(("query",), Translator.approval_requested),
+    ev.ApprovalDecided: Row(("response",), Translator.approval_decided),
+    ev.ToolResulted: Row(("response",), Translator.tool_result),
     # `ask` (`prose answer`, the web view or the API append question_answered)
-    "question_asked": Row(("query",), Translator.question_asked),
-    "question_answered": Row(("response",), Translator.question_answered),
+    ev.QuestionAsked: Row(("query",), Translator.question_asked),
+    ev.QuestionAnswered: Row(("response",), Translator.question_answered),
 }
 for _kind in (
-    "memory_updated",
-    "error_caught",
-    "race_decided",
-    "unbound_placeholder",
-    "prompt_over_budget",
-    "context_trimmed",
-    "context_windowed",
-    "skill_loaded",
-    "skill_missing",
-    "approval_ignored",  # a recorded answer whose seal did not hold (forged, another run's)
-    "question_ignored",  # the same, for an answer to an `ask`
-    "question_expired",  # an `ask` with no default nobody answered in time
-    "typed_invalid",  # a typed answer that did not match its shape: asked again
-    "typed_failed",  # ...and the answer asked again did not either: the session fails
+    ev.MemoryUpdated,
+    ev.ErrorCaught,
+    ev.RaceDecided,
+    ev.UnboundPlaceholder,
+    ev.PromptOverBudget,
+    ev.ContextTrimmed,
+    ev.ContextWindowed,
+    ev.SkillLoaded,
+    ev.SkillMissing,
+    ev.ApprovalIgnored,  # a recorded answer whose seal did not hold (forged, another run's)
+    ev.QuestionIgnored,  # the same, for an answer to an `ask`
+    ev.QuestionExpired,  # an `ask` with no default nobody answered in time
+    ev.TypedInvalid,  # a typed answer that did not match its shape: asked again
+    ev.TypedFailed,  # ...and the answer asked again did not either: the session fails
 ):
-    ROWS[_kind] = Row(("notice",), _warning(_kind))
-
-
-def encode(message: Message) -> bytes:
-    """One NDJSON line; a message the VLP validator refuses is a bug here, never written."""
-    if not is_surely_valid(message):
-        problems = message_problems(message)
-        if problems:
-            raise VLPError(problems)
-    return orjson.dumps(message, option=_LINE)
+    ROWS[_kind] = Row(("notice",), _warning(_kind.ev))
 
 
 def translate_lines(events: Iterable[Event], run_id: str, program: str) -> Iterator[bytes]:
@@ -1127,85 +827,3 @@ def _lines(translator: Translator, events: Iterable[Event]) -> Iterator[bytes]:
 def translate(events: Iterable[Event], run_id: str, program: str) -> Iterator[Message]:
     """The whole trail of a journal, message by message."""
     return (orjson.loads(line) for line in translate_lines(events, run_id, program))
-
-
-def written_count(path: Path) -> int:
-    """How many messages `path` holds; a last line torn by a crash is cut off first."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return 0
-    end = data.rfind(b"\n") + 1
-    if end != len(data):
-        os.truncate(path, end)
-    return data.count(b"\n", 0, end)  # the trail has no blank lines
-
-
-class AuditTrail:
-    """Writes one run's `audit.ndjson` from its events: each is translated as `Shared.emit`
-    records it (nothing of the event is kept), and the lines go to the file only after the
-    journal has written their events (`written`, a journal hook), through the process's
-    background writer (`openprose.vm.writer`; one thread for every run: a batch runs
-    thousands in one process)."""
-
-    def __init__(self, path: Path, run_id: str, program: str) -> None:
-        self.path = path
-        self.translator = translator = Translator(run_id, program)
-        self.error: Exception | None = None
-        self.batches = 0
-        # Event -> its row bound to this run's translator (rows that write nothing left out).
-        self._rows: dict[str, Callable[[str, float, Fields], None]] = {
-            event: MethodType(row.translate, translator)
-            for event, row in ROWS.items()
-            if row.translate is not _skip
-        }
-
-    @classmethod
-    def resume(cls, path: Path, run_id: str, program: str, journal: Iterable[Event]) -> AuditTrail:
-        """Continue a trail: the journal's messages not yet on disk are written first."""
-        trail = cls(path, run_id, program)
-        written = written_count(path)
-        trail._write(b"".join(islice(_lines(trail.translator, journal), written, None)))
-        return trail
-
-    def add(self, event: str, step: str, t: float, fields: Fields) -> None:
-        """One event the journal has just recorded (called on the event loop, by
-        `Shared.emit`): its lines wait in the translator until the journal writes it."""
-        row = self._rows.get(event)
-        if row is not None and self.error is None:
-            try:
-                row(step, t, fields)
-            except Exception as error:  # noqa: BLE001 - reported by close(); the journal has all
-                self.error = error
-
-    def written(self) -> None:
-        """The journal wrote every event recorded so far: their lines go to the writer."""
-        if self.translator.out:
-            shared_writer().put_all(AuditTrail._write_all, self, self.translator.take_chunks())
-
-    def _write_all(self, chunks: list[bytes]) -> None:
-        try:
-            self._write(b"".join(chunks))
-        except OSError as error:  # reported by close(); the journal has it all
-            self.error = error
-
-    def _write(self, lines: bytes) -> None:
-        if not lines:
-            return
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        try:
-            os.write(fd, lines)
-        finally:
-            os.close(fd)
-        self.batches += 1
-
-    def close(self) -> None:
-        """Return once every event added so far is written (called after the journal's
-        `close`, which wrote them all)."""
-        self.written()
-        shared_writer().flush()
-
-    async def aclose(self) -> None:
-        """`close` for a coroutine, without holding a thread while it waits."""
-        self.written()
-        await shared_writer().aflush()

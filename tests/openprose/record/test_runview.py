@@ -10,8 +10,8 @@ import pytest
 
 import openprose
 from openprose.parser import parse_text
-from openprose.vm.journal import read_journal, read_journal_from
-from openprose.vm.runview import PREVIEW_CHARS, RunDigest, in_full, statements, summary
+from openprose.record.journal import read_journal, read_journal_from
+from openprose.record.runview import PREVIEW_CHARS, RunDigest, in_full, statements, summary
 from tests.openprose.ui.runs import PROGRAM, Project, make_project
 
 

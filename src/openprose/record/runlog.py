@@ -1,6 +1,6 @@
 """A batch's run log, the writing side: the runs of a batch recorded as lines of one
 group-committed file instead of a folder each (the format and the reading side, which makes
-a run's folder when it is asked for: `openprose.vm.logged_runs`).
+a run's folder when it is asked for: `openprose.record.logged_runs`).
 
 Why: a run folder is five folders and a dozen files, 2-3 ms of file-system calls and thread
 hand-offs per run; a batch of 10,000 one-session runs spent most of its time there. Here a
@@ -24,8 +24,10 @@ from typing import Any
 import orjson
 
 from cliconventions.terminal import one_line
-from openprose.vm.journal import Journal, encode_event
-from openprose.vm.runstore import RUNS_DIR, RunStore, _dump_json, state_header
+from openprose.record.codec import encode, now
+from openprose.record.events import Event
+from openprose.record.journal import Journal
+from openprose.record.runstore import RUNS_DIR, RunStore, _dump_json, state_header
 
 __all__ = ["LoggedJournal", "LoggedRunStore", "RunLog", "open_for_append"]
 
@@ -258,9 +260,9 @@ class LoggedJournal(Journal):
     def start(self) -> None:
         return None  # the log commits for every run
 
-    def record(self, event: str, step: str, fields: dict[str, Any]) -> float:
-        t, line = encode_event(event, step, fields)
-        self._log.record(self._run, "j", "", line)
+    def record(self, event: Event) -> float:
+        t = now()
+        self._log.record(self._run, "j", "", encode(event, t))
         self.events += 1
         return t
 

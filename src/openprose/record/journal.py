@@ -21,15 +21,18 @@ from __future__ import annotations
 
 import asyncio
 import os
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from openprose.providers.base import ModelRequest
+from openprose.record.codec import encode, now
+from openprose.record.events import Event
+from openprose.record.live import opened
 from openprose.statefiles import LOG_LIMIT, read_state_file
+
+JOURNAL_FILE = "journal.jsonl"  # a run folder's journal: the one place its name is spelled
 
 
 class Journal:
@@ -45,6 +48,7 @@ class Journal:
         self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
         if _ends_mid_line(self._fd):
             os.write(self._fd, b"\n")  # a crash tore the last line: start ours on a new one
+        self.live = opened(path, os.fstat(self._fd).st_size)  # readers in this process
         self._unsynced = 0
         self._pending: list[bytes] = []  # encoded events not written yet, in order
         self._scheduled = False  # a write is due at the start of the next loop turn
@@ -66,17 +70,13 @@ class Journal:
         self._wake = asyncio.Event()
         self._syncer = asyncio.create_task(self._sync_batches())
 
-    def append(self, event: str, step: str = "", **fields: Any) -> float:
+    def record(self, event: Event) -> float:
         """Record one event (written at the start of the next loop turn, or by `flush`);
-        returns its time `t`."""
-        return self.record(event, step, fields)
-
-    def record(self, event: str, step: str, fields: dict[str, Any]) -> float:
-        """`append` with the fields as a dict (the VM's events: no second packing)."""
+        returns the time it was given."""
         if self._error is not None:
             raise self._error
-        t, line = encode_event(event, step, fields)
-        self._pending.append(line + b"\n")
+        t = now()
+        self._pending.append(encode(event, t) + b"\n")
         self.events += 1
         if not self._scheduled:
             if self._loop is None:
@@ -97,14 +97,19 @@ class Journal:
             raise self._error
         if not self._pending:
             return
-        view = memoryview(b"".join(self._pending))
+        data = b"".join(self._pending)
+        view = memoryview(data)
         self._pending = []
         try:
             while view:
                 view = view[os.write(self._fd, view) :]
         except OSError:
             self._pending = [bytes(view)]  # what did not reach the file, for a later try
+            data = data[: len(data) - len(view)]
+            if data:
+                self.live.wrote(data)
             raise
+        self.live.wrote(data)
         self.writes += 1
         self._unsynced += 1
         if self._wake is not None:
@@ -148,14 +153,7 @@ class Journal:
                 self.fsyncs += 1
         finally:
             os.close(self._fd)
-
-
-def encode_event(event: str, step: str, fields: dict[str, Any]) -> tuple[float, bytes]:
-    """An event's time and its journal line (without the newline): the one encoding of a
-    journal event, in a run's journal.jsonl or a batch's run log."""
-    t = time.time_ns() // 1000 / 1e6  # microseconds, as round(time.time(), 6) but 8x cheaper
-    record = {"ev": event, "step": step, "t": t, **fields}
-    return t, orjson.dumps(record, option=orjson.OPT_NON_STR_KEYS)
+            self.live.closed()
 
 
 def _ends_mid_line(fd: int) -> bool:
@@ -170,6 +168,22 @@ def read_journal(path: Path) -> Iterator[dict[str, Any]]:
     except FileNotFoundError:
         return
     yield from _events(data.splitlines())
+
+
+def read_journal_between(path: Path, start: int, end: int) -> list[dict[str, Any]]:
+    """The events of bytes `start` to `end` of a journal (whole lines: `end` is the size
+    `LiveJournal.attach` gave)."""
+    if end <= start:
+        return []
+    with path.open("rb") as file:
+        file.seek(start)
+        data = file.read(end - start)
+    return list(_events(data.splitlines()))
+
+
+def events_of(data: bytes) -> list[dict[str, Any]]:
+    """The events of whole journal lines."""
+    return list(_events(data.splitlines()))
 
 
 def read_journal_from(path: Path, offset: int) -> tuple[list[dict[str, Any]], int]:
@@ -193,18 +207,3 @@ def _events(lines: list[bytes]) -> Iterator[dict[str, Any]]:
             continue
         if isinstance(record, dict):
             yield record
-
-
-def write_cassette(journal: Path, cassette: Path) -> int:
-    """Every exchange a run's journal holds, as a replay cassette (`{"key", "request",
-    "response"}` lines) for `--provider replay:FILE`; returns how many were written."""
-    from openprose.providers.replay import exchanges
-
-    count = 0
-    with cassette.open("wb") as out:
-        for request, response in exchanges(read_journal(journal)):
-            key = ModelRequest.from_dict(request).key()
-            record = {"key": key, "request": request, "response": response}
-            out.write(orjson.dumps(record) + b"\n")
-            count += 1
-    return count

@@ -12,13 +12,13 @@ import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
 from openprose.nodes import AgentDef, BlockDef, Stmt
-from openprose.providers.prices import Price
-from openprose.providers.replay import Exchanges
+from openprose.record.exchanges import Exchanges
+from openprose.record.journal import JOURNAL_FILE
 
 __all__ = ["PREVIEW_CHARS", "TOOL_EVENTS", "RunDigest", "in_full", "statements", "summary"]
 
@@ -29,6 +29,15 @@ PREVIEW_CHARS = 120  # of a prompt or answer in a session's summary; the rest on
 _LONG = ("request", "system", "answer")
 _SHAPE_ERRORS = (KeyError, TypeError, ValueError, OverflowError, AttributeError)
 
+
+class Price(Protocol):
+    """A model's price (`providers.prices.Price`): what one request cost."""
+
+    def cost(
+        self, input_tokens: int, output_tokens: int, cache_read: int = 0, cache_write: int = 0
+    ) -> float: ...
+
+
 PriceOf = Callable[[str], Price | None]
 
 
@@ -38,7 +47,7 @@ class RunDigest:
     the `damaged` notes (an event of the wrong shape is skipped and named there); `price_of`
     gives each session's cost (None: the model has no price)."""
 
-    where: str = "journal.jsonl"
+    where: str = JOURNAL_FILE
     price_of: PriceOf | None = None
     version: int = 0
     events: int = 0
@@ -273,13 +282,20 @@ class RunDigest:
         shown.update({k: event.get(k) for k in ("answer", "by", "user", "answered")}, ignored=None)
 
     def _reply_problem(self, event: dict[str, Any], shown: dict[str, Any]) -> str:
-        from openprose.vm.questions import Question, reply_problem
+        from openprose.record.approval_seal import question_digest, reply_problem
 
+        options = shown.get("options") or ()
+        default = shown.get("default")
+        digest = question_digest(
+            str(shown.get("question")),
+            [str(o) for o in options] if isinstance(options, list | tuple) else [],
+            None if default is None else str(default),
+        )
         run_id = Path(os.path.realpath(self.where)).parent.name
-        return reply_problem(event, Question.from_event(shown), run_id)
+        return reply_problem(event, str(shown.get("id")), digest, run_id)
 
     def _answer_problem(self, event: dict[str, Any]) -> str:
-        from openprose.vm.tools.approval_seal import KeyUnavailable, answer_problem, approval_key
+        from openprose.record.approval_seal import KeyUnavailable, answer_problem, approval_key
 
         try:
             key = approval_key()
