@@ -17,6 +17,7 @@ from openprose.record.codec import EventDamaged, decode
 from openprose.record.events import REGISTRY
 from openprose.record.journal import read_journal
 from openprose.vm.loader import load_imports
+from tests.openprose.vm.conftest import answering_tools
 from vlp import Thread, effective, read_records
 from vlp.cli import main as vlp_main
 
@@ -59,7 +60,14 @@ def test_every_example_trail_passes_vlp_validate(
         s.name.id: f"value of {s.name.id}" for s in program.body if type(s).__name__ == "Input"
     }
     imports = load_imports(program, base_dir=EXAMPLES, project_dir=vm.project)
-    result = vm.run(source, vm.spy(default=UNIVERSAL), inputs=inputs, imports=imports, path=name)
+    result = vm.run(
+        source,
+        vm.spy(default=UNIVERSAL),
+        inputs=inputs,
+        imports=imports,
+        path=name,
+        tools=answering_tools(),  # a person answers an `ask` (release-gate.prose)
+    )
     vlp_validate(result.run_dir / AUDIT_FILE, capsys)
     messages = trail(result.run_dir)
     assert_sound(messages)

@@ -13,6 +13,7 @@ import pytest
 from openprose.parser import parse_text
 from openprose.providers import ModelRequest, ModelResponse, ScriptedProvider, ScriptRule
 from openprose.vm.runner import RunResult, VMConfig, resume_run, run_program
+from openprose.vm.runtime import ToolRuntime
 
 
 @dataclass
@@ -91,6 +92,7 @@ def run(
     config: VMConfig = FAST,
     imports: Any = None,
     path: str = "main.prose",
+    tools: Any = None,
 ) -> RunResult:
     parsed = parse_text(source, str(project / path))
     assert parsed.ok, [d.message for d in parsed.diagnostics]
@@ -103,6 +105,7 @@ def run(
             inputs=inputs,
             config=config,
             imports=imports,
+            tools=tools,
         )
     )
 
@@ -145,3 +148,19 @@ class VM:
 @pytest.fixture
 def vm(tmp_path: Path) -> VM:
     return VM(tmp_path)
+
+
+class FirstOptionAsker:
+    """A person at the terminal who takes the first option (or says "yes") to every `ask`."""
+
+    def __init__(self) -> None:
+        self.asked: list[Any] = []
+
+    async def ask(self, question: Any) -> str | None:
+        self.asked.append(question)
+        return question.options[0] if question.options else "yes"
+
+
+def answering_tools() -> Any:
+    """Tools whose asker answers every question at once (examples that ask a person)."""
+    return ToolRuntime(asker=FirstOptionAsker())

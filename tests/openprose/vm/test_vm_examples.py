@@ -10,6 +10,7 @@ import pytest
 
 from openprose.parser import parse_text
 from openprose.vm.loader import load_imports
+from tests.openprose.vm.conftest import answering_tools
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 # A verdict and an option at once, so conditions, filters and choices all read it.
@@ -27,7 +28,14 @@ def _run(vm: Any, folder: Path, name: str) -> Any:
         s.name.id: f"value of {s.name.id}" for s in program.body if type(s).__name__ == "Input"
     }
     imports = load_imports(program, base_dir=folder, project_dir=vm.project)
-    result = vm.run(source, vm.spy(default=UNIVERSAL), inputs=inputs, imports=imports, path=name)
+    result = vm.run(
+        source,
+        vm.spy(default=UNIVERSAL),
+        inputs=inputs,
+        imports=imports,
+        path=name,
+        tools=answering_tools(),  # a person answers an `ask` (release-gate.prose)
+    )
     assert vm.events(result, "session_finished")
     return result
 
