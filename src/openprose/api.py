@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator, Coroutine, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
@@ -124,16 +124,25 @@ async def start(
     prepared: Prepared, observer: Observer | None = None, trace: Trace = False
 ) -> RunResult:
     """Run what `prepare` built, closing its provider (and exporting its trace) at the end."""
+    return await _closing(
+        prepared.provider, trace, lambda tracer: execute(prepared, observer, tracer)
+    )
+
+
+async def _closing(
+    provider: Any, trace: Trace, go: Callable[[Tracer | None], Awaitable[RunResult]]
+) -> RunResult:
+    """`go` with the run's tracer; the provider is closed and the trace exported at the end,
+    however it ends (also when the tracer cannot be opened)."""
     try:
         tracer = tracer_for(trace)
     except BaseException:
-        await prepared.provider.aclose()
+        await provider.aclose()
         raise
     try:
-        result: RunResult = await execute(prepared, observer, tracer)
-        return result
+        return await go(tracer)
     finally:
-        await prepared.provider.aclose()
+        await provider.aclose()
         if tracer is not None:
             await asyncio.to_thread(tracer.shutdown)  # the last spans exported
 
@@ -248,18 +257,9 @@ async def aresume(
     except opening.UsageError as error:
         await resuming.provider.aclose()
         raise RunError(str(error), error.diagnostics) from None
-    try:
-        tracer = tracer_for(trace)
-    except BaseException:
-        await resuming.provider.aclose()
-        raise
-    try:
-        result: RunResult = await resuming.resume(observer, tools, tracer)
-        return result
-    finally:
-        await resuming.provider.aclose()
-        if tracer is not None:
-            await asyncio.to_thread(tracer.shutdown)
+    return await _closing(
+        resuming.provider, trace, lambda tracer: resuming.resume(observer, tools, tracer)
+    )
 
 
 def estimate(
@@ -391,20 +391,12 @@ async def afork(
         tools = opening.tool_runtime(
             forking.project, yes, interactive=False, permission_mode=permission_mode
         )
-        tracer = tracer_for(trace)
     except opening.UsageError as error:
         await forking.provider.aclose()
         raise RunError(str(error), error.diagnostics) from None
-    except BaseException:
-        await forking.provider.aclose()
-        raise
-    try:
-        result: RunResult = await forking.start(observer, tools, tracer)
-        return result
-    finally:
-        await forking.provider.aclose()
-        if tracer is not None:
-            await asyncio.to_thread(tracer.shutdown)
+    return await _closing(
+        forking.provider, trace, lambda tracer: forking.start(observer, tools, tracer)
+    )
 
 
 def fork(

@@ -11,19 +11,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from openprose.parser import parse_text
 from openprose.record.audit import AUDIT_FILE, ROWS, Translator, translate
 from openprose.record.codec import EventDamaged, decode
 from openprose.record.events import REGISTRY
 from openprose.record.journal import read_journal
-from openprose.vm.loader import load_imports
-from tests.openprose.vm.conftest import answering_tools
+from tests.openprose.vm.conftest import EXAMPLES, run_example
 from vlp import Thread, effective, read_records
 from vlp.cli import main as vlp_main
 
 VM_SRC = Path(__file__).resolve().parents[3] / "src" / "openprose" / "vm"
-EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
-UNIVERSAL = '{"verdict": true, "option": 1, "reason": "scripted"}'
 NEEDS_REGISTRY = {"program-composition.prose"}
 
 
@@ -53,21 +49,7 @@ def assert_sound(messages: list[dict[str, Any]]) -> None:
 def test_every_example_trail_passes_vlp_validate(
     vm: Any, name: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    path = EXAMPLES / name
-    source = path.read_text()
-    program = parse_text(source, str(path)).program
-    inputs = {
-        s.name.id: f"value of {s.name.id}" for s in program.body if type(s).__name__ == "Input"
-    }
-    imports = load_imports(program, base_dir=EXAMPLES, project_dir=vm.project)
-    result = vm.run(
-        source,
-        vm.spy(default=UNIVERSAL),
-        inputs=inputs,
-        imports=imports,
-        path=name,
-        tools=answering_tools(),  # a person answers an `ask` (release-gate.prose)
-    )
+    result = run_example(vm, EXAMPLES, name)  # a person answers release-gate.prose's `ask`
     vlp_validate(result.run_dir / AUDIT_FILE, capsys)
     messages = trail(result.run_dir)
     assert_sound(messages)

@@ -12,6 +12,7 @@ import pytest
 
 from openprose.parser import parse_text
 from openprose.providers import ModelRequest, ModelResponse, ScriptedProvider, ScriptRule
+from openprose.vm.loader import load_imports
 from openprose.vm.runner import RunResult, VMConfig, resume_run, run_program
 from openprose.vm.runtime import ToolRuntime
 
@@ -161,6 +162,26 @@ class FirstOptionAsker:
         return question.options[0] if question.options else "yes"
 
 
-def answering_tools() -> Any:
-    """Tools whose asker answers every question at once (examples that ask a person)."""
-    return ToolRuntime(asker=FirstOptionAsker())
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+# A verdict and an option at once, so conditions, filters and choices all read it.
+UNIVERSAL = '{"verdict": true, "option": 1, "reason": "scripted"}'
+
+
+def run_example(vm: VM, folder: Path, name: str) -> RunResult:
+    """Run `folder/name` with every input given, its imports loaded, every judgment answered
+    by UNIVERSAL and every `ask` by a person taking the first option."""
+    path = folder / name
+    source = path.read_text()
+    program = parse_text(source, str(path)).program
+    inputs = {
+        s.name.id: f"value of {s.name.id}" for s in program.body if type(s).__name__ == "Input"
+    }
+    imports = load_imports(program, base_dir=folder, project_dir=vm.project)
+    return vm.run(
+        source,
+        vm.spy(default=UNIVERSAL),
+        inputs=inputs,
+        imports=imports,
+        path=name,
+        tools=ToolRuntime(asker=FirstOptionAsker()),
+    )

@@ -8,34 +8,14 @@ from typing import Any
 
 import pytest
 
-from openprose.parser import parse_text
-from openprose.vm.loader import load_imports
-from tests.openprose.vm.conftest import answering_tools
+from tests.openprose.vm.conftest import EXAMPLES, run_example
 
-EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
-# A verdict and an option at once, so conditions, filters and choices all read it.
-UNIVERSAL = '{"verdict": true, "option": 1, "reason": "scripted"}'
 NEEDS_REGISTRY = {"program-composition.prose"}
 THROWS = {"error-handling.prose": "Precondition not met"}
 
 
 def _run(vm: Any, folder: Path, name: str) -> Any:
-    """Run `folder/name` with every input given and its imports loaded."""
-    path = folder / name
-    source = path.read_text()
-    program = parse_text(source, str(path)).program
-    inputs = {
-        s.name.id: f"value of {s.name.id}" for s in program.body if type(s).__name__ == "Input"
-    }
-    imports = load_imports(program, base_dir=folder, project_dir=vm.project)
-    result = vm.run(
-        source,
-        vm.spy(default=UNIVERSAL),
-        inputs=inputs,
-        imports=imports,
-        path=name,
-        tools=answering_tools(),  # a person answers an `ask` (release-gate.prose)
-    )
+    result = run_example(vm, folder, name)
     assert vm.events(result, "session_finished")
     return result
 
