@@ -76,19 +76,23 @@ def _text(content: Any) -> str:
 
 
 def _reply(api: str, body: dict[str, Any]) -> str | FakeAnswer:
-    """The model: which session is asking (its last user message) and how many tool results
-    it has seen since decide the answer, so a replayed conversation gets the same one."""
+    """The model: the session's prompt (its first user message), the tool results it has seen
+    and its last user message decide the answer, so a replayed conversation gets the same one.
+    The review's first answer is off its shape (a severity not among the three), the answer
+    to the re-ask is right."""
     messages = body.get("messages") or []
-    users = [i for i, m in enumerate(messages) if m.get("role") == "user"]
-    prompt = _text(messages[users[-1]]["content"]) if users else ""
-    results = [_text(m.get("content")) for m in messages[users[-1] :] if m.get("role") == "tool"]
-    if "Review the change" in prompt:
+    users = [_text(m.get("content")) for m in messages if m.get("role") == "user"]
+    prompt, last = (users[0], users[-1]) if users else ("", "")
+    results = [_text(m.get("content")) for m in messages if m.get("role") == "tool"]
+    if prompt.startswith("Review the change"):
+        if last.startswith("Your answer does not match"):  # asked again, without the tools
+            return json.dumps(REVIEW)
         if not results:
             return FakeAnswer(tool_calls=(FakeToolCall("mcp__notes__add", {"a": 2, "b": 3}),))
         if len(results) == 1:
             return FakeAnswer(tool_calls=(FakeToolCall("mcp__dict__define", {"word": "prose"}),))
-        return json.dumps(REVIEW)
-    if "Fix the" in prompt:
+        return json.dumps({**REVIEW, "severity": "critical"})
+    if prompt.startswith("Fix the"):
         if not results:
             return FakeAnswer(tool_calls=(FakeToolCall("mcp__notes__add", {"a": 4, "b": 1}),))
         if len(results) == 1:
@@ -238,6 +242,8 @@ def test_the_cli_runs_it_waits_for_the_answer_and_resumes(tmp_path: Path) -> Non
         codes, _ = _drive_cli(w)
         assert codes == [4, 0]
         assert _outputs(w.project) == OUTPUTS
+        journal = (_run_dir(w.project) / "journal.jsonl").read_text()
+        assert "typed_invalid" in journal and "question_answered" in journal
         _assert_tools_called_once(w, extra_allowed=0)
         assert w.notes_calls() == NOTES_CALLS and w.dict_calls == DICT_CALLS
 
@@ -264,18 +270,20 @@ def test_the_python_api_gives_the_same_outputs(
         assert w.notes_calls() == NOTES_CALLS and w.dict_calls == DICT_CALLS
 
 
-# One uninterrupted run writes 35 journal lines: 1-16 by `prose run` (the review's MCP calls
-# at 5-7 and 10-12: tool_call, permission, tool_result; the question at 15), 17 by `prose
-# answer`, 18-35 by `prose resume` (the fix's MCP calls at 25-27 and 30-32). Each kill costs a
-# resume (~10 s on a loaded 2-core machine, most of it the stdio server starting), so by
-# default two runs are each killed several times, inside MCP calls and at the question;
-# PROSE_E2E_EVERY_KILL=1 kills a run after each line N = 1..35 in turn (~20 minutes).
-SAMPLED_KILLS = ((6, 15, 31), (11, 18, 26))
+# One uninterrupted run writes 40 journal lines: 1-19 by `prose run` (the review's MCP calls
+# at 5-7 and 10-12: tool_call, permission, tool_result; the typed answer's re-ask at 15-17; the
+# question at 18), 20 by `prose answer`, 21-40 by `prose resume` (the review served from the
+# journal at 23-27, the fix's MCP calls at 30-32 and 35-37). Each kill costs a resume (~10 s
+# on a loaded 2-core machine, most of it the stdio server starting), so by default two runs
+# are each killed several times: inside MCP calls of both kinds, in the re-ask, at the
+# question, while the resume replays; PROSE_E2E_EVERY_KILL=1 kills a run after each line
+# N = 1..40 in turn (~25 minutes).
+SAMPLED_KILLS = ((6, 16, 31), (11, 18, 24, 36))
 EVERY_KILL = os.environ.get("PROSE_E2E_EVERY_KILL") == "1"
 
 
 @pytest.mark.parametrize(
-    "kills", [(n,) for n in range(1, 36)] if EVERY_KILL else SAMPLED_KILLS, ids=str
+    "kills", [(n,) for n in range(1, 41)] if EVERY_KILL else SAMPLED_KILLS, ids=str
 )
 def test_killed_after_journal_lines_it_resumes_to_the_same_outputs(
     tmp_path: Path, kills: tuple[int, ...]
