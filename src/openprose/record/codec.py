@@ -101,14 +101,34 @@ def fields_of(event: Event) -> dict[str, Any]:
     return _SPECS[type(event)].fill(event, {})
 
 
+# The last event encoded and the dict its line was made from: the audit trail reads the same
+# fields right after the journal encoded them (`line_fields`), so they are put in a dict once
+# per event, not twice. Held by identity (the event is kept alive with it); another thread's
+# encode in between only means the dict is built again.
+_last: tuple[object, dict[str, Any]] = (None, {})
+
+
 def encode(event: Event, t: float) -> bytes:
     """The event's journal line, without the newline."""
+    global _last
     if isinstance(event, UnknownEvent):
         record = {"ev": event.ev, "step": event.step, "t": t, **event.fields}
     else:
         spec = _SPECS[type(event)]
         record = spec.fill(event, {"ev": spec.name, "step": event.step, "t": t})
+    _last = (event, record)
     return orjson.dumps(record, option=_OPTIONS)
+
+
+def line_fields(event: Event) -> dict[str, Any]:
+    """The event's fields for a reader of journal lines (the audit trail's rows, which take
+    a line read back the same way): the dict of its line when it is the event just encoded
+    (`ev`, `step` and `t` included), else `fields_of(event)`. Not to be changed: the next
+    reader of the same event may get the same dict."""
+    encoded, record = _last
+    if encoded is event:
+        return record
+    return fields_of(event)
 
 
 def decode(record: Mapping[str, Any]) -> Recorded:
