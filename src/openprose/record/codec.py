@@ -103,7 +103,18 @@ def _compiled(
     return namespace[name]
 
 
-_SPECS: dict[type[Any], _Spec] = {cls: _spec_of(cls) for cls in REGISTRY.values()}
+class _Specs(dict[type[Any], _Spec]):
+    """Each class's spec, compiled when the class is first encoded or decoded: a run uses a
+    handful of the events, and compiling all of them cost ~6 ms of every start-up."""
+
+    def __missing__(self, cls: type[Any]) -> _Spec:
+        if REGISTRY.get(getattr(cls, "ev", None)) is not cls:  # type: ignore[arg-type]
+            raise KeyError(cls)  # not a journal event (`Streamed`)
+        spec = self[cls] = _spec_of(cls)
+        return spec
+
+
+_SPECS = _Specs()
 
 
 def now() -> float:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from dataclasses import dataclass, field
 
 import pytest
@@ -11,9 +12,18 @@ from openprose.record import events as ev
 from openprose.record.slots_init import install_slots_init
 
 
-def test_every_registered_event_sets_its_slots_directly() -> None:
-    for cls in ev.REGISTRY.values():
-        assert "_set0" in cls.__init__.__code__.co_freevars, cls.__name__
+def test_an_event_class_sets_its_slots_directly_once_it_is_first_built() -> None:
+    @dataclass(frozen=True, slots=True, kw_only=True)
+    class Built:
+        step: str
+        note: str | None = None
+
+    install_slots_init(Built)
+    assert str(inspect.signature(Built)) == "(*, step: 'str', note: 'str | None' = None) -> None"
+    assert "_set0" not in Built.__init__.__code__.co_freevars  # not compiled before it is used
+    assert Built(step="1") == Built(step="1", note=None)
+    assert "_set0" in Built.__init__.__code__.co_freevars
+    assert str(inspect.signature(Built)) == "(*, step: 'str', note: 'str | None' = None) -> None"
 
 
 def test_an_event_is_built_with_its_values_and_defaults() -> None:
