@@ -37,7 +37,8 @@ class Recorded(NamedTuple):
     t: float
 
 
-Fill = Callable[[Any, dict[str, Any]], dict[str, Any]]
+Fields = Callable[[Any], dict[str, Any]]  # an event -> its fields, as its line holds them
+Line = Callable[[Any, float], dict[str, Any]]  # an event, its time -> the whole line's dict
 
 
 class _Spec(NamedTuple):
@@ -46,7 +47,8 @@ class _Spec(NamedTuple):
     # another field's name when that one is None
     keys: tuple[tuple[str, str], ...]
     required: frozenset[str]  # fields a line must carry (no default)
-    fill: Fill  # puts the event's fields in a dict, in order (`_filler`)
+    fields: Fields  # the event's fields in a dict, in order (`_compiled`)
+    line: Line  # `ev`, `step`, `t`, then the fields: what `encode` writes
 
 
 def _left_out_when(omit: object) -> str:
@@ -62,31 +64,57 @@ def _spec_of(cls: type[Any]) -> _Spec:
         for f in fields(cls)
         if f.default is MISSING and f.default_factory is MISSING and f.name != "step"
     )
-    return _Spec(cls.ev, keys, required, _filler(keys))
+    name: str = cls.ev
+    head = (("ev", repr(name)), ("step", "e.step"), ("t", "t"))
+    return _Spec(
+        name,
+        keys,
+        required,
+        _compiled(keys, "fields", "e", ()),
+        _compiled(keys, "line", "e, t", head),
+    )
 
 
-def _filler(keys: tuple[tuple[str, str], ...]) -> Fill:
-    """A function writing these fields into a dict, compiled from the class's fields: the
-    journal encodes every event on the event loop, and straight-line attribute reads cost
-    a third of a loop over the names (docs/decisions.md, record30)."""
-    lines = ["def fill(e, d):"]
+def _compiled(
+    keys: tuple[tuple[str, str], ...], name: str, params: str, head: tuple[tuple[str, str], ...]
+) -> Any:
+    """A function putting an event's fields in a dict, compiled from its class's fields: the
+    journal encodes every event on the event loop, and straight-line attribute reads cost a
+    third of a loop over the names; the fields before the first that may be left out go in
+    one dict display, cheaper again than one store each (docs/decisions.md, record30, perf30)."""
+    shown = list(head)
+    stores: list[str] = []
     for key, unless in keys:
         if not key.isidentifier():
             raise ValueError(f"field {key!r} is not a name")
-        if not unless:
-            lines.append(f"    d[{key!r}] = e.{key}")
-        elif unless == ".":
-            lines.append(f"    if e.{key} is not None: d[{key!r}] = e.{key}")
+        if not unless and not stores:
+            shown.append((key, f"e.{key}"))
+        elif not unless:
+            stores.append(f"    d[{key!r}] = e.{key}")
         else:
-            lines.append(f"    if e.{unless} is not None: d[{key!r}] = e.{key}")
-    lines.append("    return d")
+            when = key if unless == "." else unless
+            stores.append(f"    if e.{when} is not None: d[{key!r}] = e.{key}")
+    display = ", ".join(f"{key!r}: {value}" for key, value in shown)
+    source = "\n".join(
+        [f"def {name}({params}):", f"    d = {{{display}}}", *stores, "    return d"]
+    )
     namespace: dict[str, Any] = {}
-    exec("\n".join(lines), namespace)  # noqa: S102 - field names of our own classes only
-    fill: Fill = namespace["fill"]
-    return fill
+    exec(source, namespace)  # noqa: S102 - field names of our own classes only
+    return namespace[name]
 
 
-_SPECS: dict[type[Any], _Spec] = {cls: _spec_of(cls) for cls in REGISTRY.values()}
+class _Specs(dict[type[Any], _Spec]):
+    """Each class's spec, compiled when the class is first encoded or decoded: a run uses a
+    handful of the events, and compiling all of them cost ~6 ms of every start-up."""
+
+    def __missing__(self, cls: type[Any]) -> _Spec:
+        if REGISTRY.get(getattr(cls, "ev", None)) is not cls:  # type: ignore[arg-type]
+            raise KeyError(cls)  # not a journal event (`Streamed`)
+        spec = self[cls] = _spec_of(cls)
+        return spec
+
+
+_SPECS = _Specs()
 
 
 def now() -> float:
@@ -98,17 +126,36 @@ def fields_of(event: Event) -> dict[str, Any]:
     """The event's fields as its line holds them (without `ev`, `step` and `t`)."""
     if isinstance(event, UnknownEvent):
         return dict(event.fields)
-    return _SPECS[type(event)].fill(event, {})
+    return _SPECS[type(event)].fields(event)
+
+
+# The last event encoded and the dict its line was made from: the audit trail reads the same
+# fields right after the journal encoded them (`line_fields`), so they are put in a dict once
+# per event, not twice. Held by identity (the event is kept alive with it); another thread's
+# encode in between only means the dict is built again.
+_last: tuple[object, dict[str, Any]] = (None, {})
 
 
 def encode(event: Event, t: float) -> bytes:
     """The event's journal line, without the newline."""
+    global _last
     if isinstance(event, UnknownEvent):
         record = {"ev": event.ev, "step": event.step, "t": t, **event.fields}
     else:
-        spec = _SPECS[type(event)]
-        record = spec.fill(event, {"ev": spec.name, "step": event.step, "t": t})
+        record = _SPECS[type(event)].line(event, t)
+    _last = (event, record)
     return orjson.dumps(record, option=_OPTIONS)
+
+
+def line_fields(event: Event) -> dict[str, Any]:
+    """The event's fields for a reader of journal lines (the audit trail's rows, which take
+    a line read back the same way): the dict of its line when it is the event just encoded
+    (`ev`, `step` and `t` included), else `fields_of(event)`. Not to be changed: the next
+    reader of the same event may get the same dict."""
+    encoded, record = _last
+    if encoded is event:
+        return record
+    return fields_of(event)
 
 
 def decode(record: Mapping[str, Any]) -> Recorded:

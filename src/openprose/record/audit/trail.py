@@ -19,7 +19,7 @@ from openprose.record.audit.translator import (
     _lines,
     _skip,
 )
-from openprose.record.codec import fields_of
+from openprose.record.codec import line_fields
 from openprose.record.events import Event as JournalEvent
 from openprose.record.writer import shared_writer
 
@@ -69,7 +69,7 @@ class AuditTrail:
         row = self._rows.get(type(event))
         if row is not None and self.error is None:
             try:
-                row(event.step, t, fields_of(event))
+                row(event.step, t, line_fields(event))
             except Exception as error:  # noqa: BLE001 - reported by close(); the journal has all
                 self.error = error
 
