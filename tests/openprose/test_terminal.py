@@ -11,6 +11,7 @@ import pytest
 
 from openprose.cli import main
 from openprose.terminal import neutralise
+from tests.support.events import feed
 
 HOSTILE = "title\x1b]0;pwned\x07 clear\x1b[2J bell\x07 c1\x9b31m done"
 
@@ -61,7 +62,7 @@ def test_the_live_views_answer_column_shows_controls_and_markup_as_text() -> Non
     from openprose.vm.progress import LiveView
 
     view = LiveView()
-    view("session_started", "1", {"agent": "writer", "model": "opus"})
+    feed(view, "session_started", "1", {"agent": "writer", "model": "opus"})
     view.answer_text("1", "clear\x1b[2J [bold red]loud[/] \u202eevil")
     console = Console(file=io.StringIO(), width=200, color_system=None)
     console.print(view._render())
