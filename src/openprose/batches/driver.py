@@ -199,7 +199,7 @@ async def run_batch(
         project_dir=str(project),
         options=options,
         durable=durable,
-        trace=tracing(trace),
+        trace=_tracing(trace),
     )
     _preflight(executor, ray_address)
     try:
@@ -291,7 +291,7 @@ async def resume_batch(
             yes=bool(options.get("yes")),
         ),
         durable=bool(options.get("durable")),
-        trace=tracing(trace),
+        trace=_tracing(trace),
     )
     executor = executor or options.get("executor") or "local"
     if max_runs is None:
@@ -312,7 +312,7 @@ async def resume_batch(
     return await _drive(store, spec, runner, executor, max_runs, ray_address, on_row, processes)
 
 
-def tracing(trace: bool | None) -> bool:
+def _tracing(trace: bool | None) -> bool:
     """Whether a batch traces: `trace` True as `--trace`, None as this process's environment
     says (an OTLP endpoint, as `prose run`), False never. Decided here, once: the runs
     follow it wherever they run."""
