@@ -591,10 +591,13 @@ async def abatch(
     max_tokens: Budget = None,
     max_cost: Budget = None,
     yes: bool = False,
+    trace: bool | None = None,
 ) -> Any:
     """Run `program` once per case of `inputs` (`prose batch`), or continue the batch
     `resume`; returns a `BatchResult` (`batch_id`, `status`, `output`, `stats`). A batch
-    that cannot start raises `openprose.batches.BatchError`."""
+    that cannot start raises `openprose.batches.BatchError`. `trace`: True as `--trace` (a
+    span for the batch, one per case, each run's own trace), None as the OTLP environment
+    says, False never."""
     from openprose.batches import resume_batch, run_batch
 
     if resume is not None:
@@ -605,6 +608,7 @@ async def abatch(
             ray_address=ray_address,
             processes=processes,
             project_dir=project_dir,
+            trace=trace,
         )
     if program is None or inputs is None:
         raise TypeError("batch() needs a program and an inputs file, or resume=BATCH_ID")
@@ -625,6 +629,7 @@ async def abatch(
         ray_address=ray_address,
         processes=processes or 1,
         project_dir=project_dir,
+        trace=trace,
     )
 
 

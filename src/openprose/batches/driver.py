@@ -154,7 +154,7 @@ async def run_batch(
     options: RunOptions = DEFAULT_OPTIONS,
     max_runs: int = DEFAULT_MAX_RUNS,
     durable: bool = False,
-    trace: bool = False,
+    trace: bool | None = None,
     executor: str = "local",
     ray_address: str | None = None,
     project_dir: str | os.PathLike[str] | None = None,
@@ -165,7 +165,8 @@ async def run_batch(
     """Run `program` once per case of `inputs` (.jsonl, or .csv with a header), each run with
     `options` (provider, models, evaluator, budgets, yes; not `record`, `permission_mode`,
     `offline`). `processes` (local executor): how many processes run the runs, this one
-    included. `trace`: export a trace (also on with an OTLP endpoint in the environment)."""
+    included. `trace`: True exports a trace (`--trace`), None as the environment says (an
+    OTLP endpoint), False never."""
     from openprose.project import find_project
     from openprose.session.launch import RunError
 
@@ -198,7 +199,7 @@ async def run_batch(
         project_dir=str(project),
         options=options,
         durable=durable,
-        trace=trace,
+        trace=_tracing(trace),
     )
     _preflight(executor, ray_address)
     try:
@@ -241,10 +242,11 @@ async def resume_batch(
     on_row: Listener | None = None,
     on_start: Callable[[str, Path], None] | None = None,
     processes: int | None = None,
-    trace: bool = False,
+    trace: bool | None = None,
 ) -> BatchResult:
     """Run the cases of a batch that have no row yet; a run the batch had started is resumed
-    (its finished sessions come from its journal), never started again."""
+    (its finished sessions come from its journal), never started again. `trace`: as
+    `run_batch`'s."""
     from openprose.batches.store import BatchBusy
     from openprose.project import runs_home
     from openprose.session.launch import RunError
@@ -289,7 +291,7 @@ async def resume_batch(
             yes=bool(options.get("yes")),
         ),
         durable=bool(options.get("durable")),
-        trace=trace,
+        trace=_tracing(trace),
     )
     executor = executor or options.get("executor") or "local"
     if max_runs is None:
@@ -308,6 +310,15 @@ async def resume_batch(
     if on_start is not None:
         on_start(store.batch_id, store.root)
     return await _drive(store, spec, runner, executor, max_runs, ray_address, on_row, processes)
+
+
+def _tracing(trace: bool | None) -> bool:
+    """Whether a batch traces: `trace` True as `--trace`, None as this process's environment
+    says (an OTLP endpoint, as `prose run`), False never. Decided here, once: the runs
+    follow it wherever they run."""
+    from openprose.telemetry.spans import wanted
+
+    return trace is not False and wanted(bool(trace))
 
 
 def _preflight(executor: str, ray_address: str | None) -> None:
@@ -476,9 +487,7 @@ async def _drive(
 def _batch_trace(store: BatchStore, spec: BatchSpec, *, resumed: bool) -> BatchTrace | None:
     """The batch's trace when tracing is on (the `CaseRunner` made before the batch folder
     has found the SDK and the settings usable)."""
-    from openprose.telemetry.spans import wanted
-
-    if not wanted(spec.trace):
+    if not spec.trace:
         return None
     from openprose.batches.tracing import BatchTrace
 

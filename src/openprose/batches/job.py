@@ -38,7 +38,9 @@ class BatchSpec:
     # provider, models, evaluator, budgets (per run), yes (else `prompt` runs stop `waiting`)
     options: RunOptions = DEFAULT_OPTIONS
     durable: bool = False  # fsync each run's journal (`prose run` does; see docs/batch.md)
-    trace: bool = False  # `--trace`: each run exports its trace (also with an OTLP endpoint set)
+    # each run exports its trace: decided once by the driver (`--trace`, an OTLP endpoint in
+    # its environment), so that workers elsewhere follow the same decision
+    trace: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,11 +199,11 @@ class CaseRunner:
 
 
 def _run_traces(flag: bool) -> RunTraces | None:
-    """The runs' tracer when tracing is on (`--trace`, an OTLP endpoint in the environment)."""
+    """The runs' tracer when the batch traces (`BatchSpec.trace`)."""
     from openprose.session.launch import RunError
-    from openprose.telemetry.spans import TracingUnavailable, open_tracer, wanted
+    from openprose.telemetry.spans import TracingUnavailable, open_tracer
 
-    if not wanted(flag):
+    if not flag:
         return None
     from openprose.batches.tracing import RunTraces
 

@@ -115,7 +115,7 @@ def _batch(args: argparse.Namespace) -> int:
                 executor=args.executor,
                 ray_address=args.ray_address,
                 processes=args.processes,
-                trace=args.trace,
+                trace=args.trace or None,  # without --trace: as the environment says
                 on_row=on_row,
                 on_start=_announce,
             ),
@@ -142,7 +142,7 @@ def _batch(args: argparse.Namespace) -> int:
             ),
             max_runs=64 if args.max_runs is None else args.max_runs,
             durable=args.durable,
-            trace=args.trace,
+            trace=args.trace or None,  # without --trace: as the environment says
             executor=args.executor or "local",
             ray_address=args.ray_address,
             processes=1 if args.processes is None else args.processes,

@@ -275,7 +275,8 @@ async def _execute(
     # The run's own copy: "allow for this run" grants must not reach the other runs of a
     # batch, which share one runtime's approver and project defaults.
     tools = replace(tools, grants=set(tools.grants)) if tools else ToolRuntime()
-    run_id = run_id_of(store.root)
+    # a run kept in a batch's run log has no folder yet; its folder will be named its id
+    run_id = run_id_of(store.root) if store.writes_files else store.run_id
     tools.seal_grant = functools.partial(_seal_grant, run_id)
     tools.run_id = run_id
     honoured = honoured_answers(replay.tools, run_id)

@@ -90,3 +90,37 @@ def test_without_tracing_rows_carry_no_trace(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     (row,) = map(json.loads, (tmp_path / "rows.jsonl").read_text().splitlines())
     assert "trace" not in row
+
+
+@pytest.mark.parametrize(
+    ("trace", "traced"),
+    [(True, True), (None, True), (False, False)],  # None: as the OTLP environment says
+)
+def test_the_python_api_traces_a_batch_as_the_cli_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, trace: bool | None, traced: bool
+) -> None:
+    import openprose
+
+    monkeypatch.chdir(tmp_path)
+    for name in [n for n in os.environ if n.startswith(("OTEL_", "PROSE_"))]:
+        monkeypatch.delenv(name)
+    (tmp_path / "rules.yaml").write_text(RULES)
+    (tmp_path / "p.prose").write_text('input topic: "what"\noutput answer = session "On {topic}"\n')
+    (tmp_path / "in.jsonl").write_text('{"topic": "a"}\n{"topic": "b"}\n')
+    with running_collector() as collector:
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", f"{collector.url}/v1/traces")
+        result = openprose.batch("p.prose", "in.jsonl", provider="scripted:rules.yaml", trace=trace)
+        assert result.status == "succeeded"
+        resumed = openprose.batch(resume=result.batch_id, trace=trace)  # nothing left to run
+        assert resumed.stats.done_before == 2
+    names = sorted(s.name for s in collector.spans() if s.name.startswith("prose "))
+    rows = [json.loads(x) for x in result.output.read_text().splitlines()]
+    if not traced:
+        assert collector.spans() == [] and all("trace" not in row for row in rows)
+        return
+    # the batch, its resume (a batch span of its own), a case span and a run span per case
+    assert names == sorted(
+        ["prose batch p.prose"] * 2 + ["prose case 1", "prose case 2"] + ["prose run p.prose"] * 2
+    )
+    runs = {s.trace_id.hex() for s in collector.spans() if s.name == "prose run p.prose"}
+    assert {row["trace"]["trace_id"] for row in rows} == runs
