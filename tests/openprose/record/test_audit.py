@@ -629,3 +629,33 @@ def test_the_trail_never_gets_ahead_of_the_journal(tmp_path: Path) -> None:
         assert audit.error is None
 
     asyncio.run(scenario())
+
+
+def test_a_sessions_bookkeeping_is_let_go_when_its_tool_loop_ends() -> None:
+    """A tool call still finds its turn's answer and its session's agent; once a turn
+    answers without tool calls, nothing of the session is kept (a big pmap stays flat)."""
+    translator = Translator("20260101-000000-abcdef", "main.prose")
+    fields = {"agent": "ops", "model": "sonnet", "kind": "session", "binding": None}
+    request = {"model": "m", "messages": [{"role": "user", "content": "go"}], "system": None}
+    asks = {"id": "c1", "name": "ls", "arguments": {}}
+    answers = [
+        ("1", {"text": "", "tool_calls": [asks], "usage": None, "finish_reason": "tool_calls"}),
+        ("1~t1", {"text": "", "tool_calls": [asks], "usage": None, "finish_reason": "tool_calls"}),
+        ("1~t2", {"text": "done", "usage": None, "finish_reason": "stop", "model": "m"}),
+    ]
+    for turn, (step, response) in enumerate(answers):
+        _add(translator, "session_started", step, 1.0 + turn, fields)
+        finished = {**fields, "request": request, "response": response}
+        _add(translator, "session_finished", step, 1.1 + turn, {**finished, "attempt": 1})
+        if response.get("tool_calls"):
+            _add(translator, "tool_call", "1", 1.2 + turn, {"turn": turn, "index": 0, "call": asks})
+    for item in range(3):  # plain sessions of a fan-out
+        _add(translator, "session_started", f"2:1[{item}].1", 5.0, fields)
+        finished = {**fields, "request": request, "response": answers[2][1], "attempt": 1}
+        _add(translator, "session_finished", f"2:1[{item}].1", 5.1, {**finished, "elapsed": 0.1})
+    messages = translator.take()
+    calls = [m for m in messages if m.get("topic") == "tool_call"]
+    answer_of = {m["payload"]["step"]: m["id"] for m in messages if m["type"] == "response"}
+    assert [c["refers_to"] for c in calls] == [answer_of["1"], answer_of["1~t1"]]
+    assert {c["sender"] for c in calls} == {"ops"}
+    assert translator._answers == {} and translator._agents == {}

@@ -3,6 +3,7 @@ event type -> message kinds (see the package's docstring)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -47,6 +48,8 @@ from openprose.record.events import Event as JournalEvent
 from openprose.record.journal import JOURNAL_FILE
 from openprose.record.steps import turn_step
 from vlp import PROTOCOL
+
+_TURN = re.compile(r"~t(\d+)$")  # a tool loop's later turn (`steps.turn_step`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -395,7 +398,7 @@ class Translator(PeopleRows):
             )
         )
         self.seq = answer
-        self._answers[step] = answer
+        self._answered(step, answer, response)
         if binding is not None:
             self._bound[binding] = answer
         self._started.pop(step, None)
@@ -438,7 +441,7 @@ class Translator(PeopleRows):
             payload,
         )
         self.out.append(orjson.dumps(message, option=_LINE))
-        self._answers[step] = seq
+        self._answered(step, seq, response)
         if isinstance(binding, str):
             self._bound[binding] = seq
         if self._last:
@@ -446,6 +449,25 @@ class Translator(PeopleRows):
         self._started.pop(step, None)
         self._sent.pop(step, None)
         self._contexts.discard(step)
+
+    def _answered(self, step: str, seq: int, response: Any) -> None:
+        """Keep the answer's seq while something may still refer to it: a tool call of its
+        turn, the tool loop's next turn, a judgment's second attempt or its decision. An
+        answer without tool calls ends its session's tool loop, so the session's actor and
+        its turns' answers are let go: a pmap over 100,000 items kept ~400 bytes per
+        session here until the run ended."""
+        turn = _TURN.search(step) if "~" in step else None
+        if (turn is None and "~" in step) or (
+            response.__class__ is dict and response.get("tool_calls")
+        ):
+            self._answers[step] = seq  # a judgment's or re-ask's call, or a turn asking for tools
+            return
+        session = step if turn is None else step[: turn.start()]
+        self._agents.pop(session, None)
+        if turn is not None:
+            self._answers.pop(session, None)
+            for earlier in range(1, int(step[turn.start() + 2 :])):
+                self._answers.pop(f"{session}~t{earlier}", None)
 
     def _actor(self, step: str) -> str:
         """Who acts in session `step` (the caller of its tools)."""
