@@ -32,6 +32,7 @@ from openprose.record.events import (
     SessionFinished,
     SkillLoaded,
     ToolResulted,
+    TypedInvalid,
 )
 from openprose.record.journal import Journal
 from openprose.vm.prompts import DEFAULT_CONTEXT_BUDGET, DEFAULT_HISTORY_ITEMS
@@ -239,6 +240,9 @@ class Replay:
     memories: dict[str, dict[str, Any]] = field(default_factory=dict)
     races: dict[str, Race] = field(default_factory=dict)
     failures: dict[str, str] = field(default_factory=dict)  # handled failed calls: message
+    # steps whose typed answer the journal already says was invalid (`typed_invalid`): the
+    # answer is served again on resume and found invalid again, but is journaled once
+    reasked: set[str] = field(default_factory=set)
     tools: ToolTurns = field(default_factory=ToolTurns)  # tool results, approvals
     # A fork's: the answers of the run it was forked from, each for an identical request
     inherited: ParentAnswers | None = None
@@ -292,6 +296,8 @@ class Replay:
             case FailureReleased(failures=failures):
                 for failed_step in dict(failures):
                     self.failures.pop(str(failed_step), None)
+            case TypedInvalid():
+                self.reasked.add(step)
             case _:
                 self.tools.add(event, record)
 
