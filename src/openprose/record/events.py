@@ -492,6 +492,22 @@ class TypedFailed:
     problems: list[str]
 
 
+# --- what only early journals hold ---------------------------------------------------------
+
+
+@journal_event("model_turn")
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelTurn:
+    """A tool loop's model call as the first versions with tools journaled it (later ones
+    journal `session_finished` under a sub-step): read for its exchange, never written."""
+
+    ev: ClassVar[str]
+    step: str
+    turn: JSON = field(default=None, metadata=OPTIONAL)
+    request: JSON = field(default=None, metadata=OPTIONAL)
+    response: JSON
+
+
 # --- what no journal holds -----------------------------------------------------------------
 
 
@@ -549,5 +565,6 @@ Event = (
     | QuestionExpired
     | TypedInvalid
     | TypedFailed
+    | ModelTurn
     | UnknownEvent
 )

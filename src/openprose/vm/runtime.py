@@ -14,9 +14,8 @@ from openprose import nodes as n
 from openprose.contracts import contract_of
 from openprose.providers.base import ModelResponse, Provider
 from openprose.providers.prices import Prices
-from openprose.record.codec import EventDamaged, decode
+from openprose.record.codec import EventDamaged, decode, described
 from openprose.record.events import (
-    REGISTRY,
     ApprovalDecided,
     ApprovalRequested,
     Decision,
@@ -254,21 +253,20 @@ class Replay:
         resumed as it is)."""
         replay = cls()
         for number, record in enumerate(events, 1):
-            kind, step = record.get("ev"), record.get("step", "")
             try:
                 replay._add(record)
             except (KeyError, TypeError, ValueError, OverflowError, AttributeError) as error:
                 what = f"missing {error}" if isinstance(error, KeyError) else str(error)
                 raise ValueError(
-                    f"event {number} ({kind}, step {step!r}) is damaged: {what}"
+                    f"event {number} ({described(record)}) is damaged: {what}"
                 ) from None
         return replay
 
     def _add(self, record: Mapping[str, Any]) -> None:
         try:
             event = decode(record).event
-        except EventDamaged:
-            if REGISTRY.get(str(record.get("ev"))) in _SERVED:
+        except EventDamaged as damaged:
+            if damaged.kind in _SERVED:
                 raise
             return  # a damaged line of an event nothing serves: as if lost to a crash
         step = event.step
