@@ -171,6 +171,11 @@ def is_event_line(record: Mapping[str, Any]) -> bool:
     return "ev" in record
 
 
+def name_in(record: Mapping[str, Any]) -> str:
+    """The event name a parsed line gives (whatever it is), for a message naming it."""
+    return str(record.get("ev"))
+
+
 def described(record: Mapping[str, Any]) -> str:
     """A parsed line's event name and step, for a message naming a damaged line."""
     return f"{record.get('ev')}, step {record.get('step', '')!r}"

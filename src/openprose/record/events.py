@@ -401,7 +401,7 @@ class ApprovalDecided:
     action: str = ""
     digest: str = ""
     by: str = ""
-    seal: str = ""
+    seal: str | None = field(default=None, metadata=OPTIONAL)  # None: a line without one
 
 
 @journal_event("approval_ignored")

@@ -792,6 +792,8 @@ ROWS: dict[type[Any], Row] = {
     # `ask` (`prose answer`, the web view or the API append question_answered)
     ev.QuestionAsked: Row(("query",), Translator.question_asked),
     ev.QuestionAnswered: Row(("response",), Translator.question_answered),
+    # Early versions' tool turns: read for their exchanges (cassettes), never written now.
+    ev.ModelTurn: Row((), _skip),
 }
 for _kind in (
     ev.MemoryUpdated,
