@@ -171,6 +171,12 @@ def is_event_line(record: Mapping[str, Any]) -> bool:
     return "ev" in record
 
 
+def kind_of(record: Mapping[str, Any]) -> type[Any] | None:
+    """The event class a parsed line names (None: an unknown name, or none), read without
+    decoding it: for readers that take a line as it is (`audit.Translator.feed`)."""
+    return REGISTRY.get(record.get("ev"))  # type: ignore[arg-type]
+
+
 def name_in(record: Mapping[str, Any]) -> str:
     """The event name a parsed line gives (whatever it is), for a message naming it."""
     return str(record.get("ev"))

@@ -41,8 +41,7 @@ from openprose.record.audit.messages import (
     shown_values,
 )
 from openprose.record.audit.people import PeopleRows
-from openprose.record.codec import fields_of
-from openprose.record.events import REGISTRY
+from openprose.record.codec import fields_of, kind_of
 from openprose.record.events import Event as JournalEvent
 from openprose.record.journal import JOURNAL_FILE
 from openprose.record.steps import turn_step
@@ -86,7 +85,7 @@ class Translator(PeopleRows):
 
     def feed(self, event: Event) -> None:
         """One journal event as read back (`ev`, `step`, `t` and its fields)."""
-        row = ROWS.get(REGISTRY.get(str(event.get("ev"))))  # type: ignore[arg-type]
+        row = ROWS.get(kind_of(event))  # type: ignore[arg-type]
         if row is not None:
             row.translate(self, event.get("step") or "", event.get("t", 0.0), event)
 
