@@ -53,13 +53,6 @@ def frozen_dataclass(
     return make
 
 
-def is_frozen(cls: type[Any]) -> bool:
-    """Whether `cls` refuses assignment as a frozen dataclass does (ours or dataclasses')."""
-    params = getattr(cls, "__dataclass_params__", None)
-    shared: object = cls.__setattr__
-    return shared is _setattr or (params is not None and params.frozen)
-
-
 def _as_tuple(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
     """The values of none or one field, as a tuple (`attrgetter` of one name is not one)."""
     getters = [attrgetter(name) for name in names]
