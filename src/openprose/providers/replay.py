@@ -29,7 +29,8 @@ from openprose.providers.base import (
     _canonical_sha256,
     single_attempt,
 )
-from openprose.record.exchanges import EXCHANGE_EVENTS, Exchanges, exchanges
+from openprose.record.codec import EventDamaged, decode, is_event_line, readable
+from openprose.record.exchanges import ANSWERED, Exchanges, answered, exchanges
 from openprose.record.journal import JOURNAL_FILE, read_journal
 
 __all__ = [
@@ -98,19 +99,22 @@ def read_cassette(path: Path) -> list[tuple[ModelRequest, ModelResponse]]:
             record = json.loads(line)
             if not isinstance(record, dict):
                 raise TypeError("not a JSON object")
-            journal = journal or "ev" in record
-            # In a journal, finished sessions and tool-loop turns hold the exchanges.
-            if "ev" in record:
-                if record["ev"] not in EXCHANGE_EVENTS:
+            # In a journal, finished sessions (and early versions' tool turns) hold them.
+            if is_event_line(record):
+                journal = True
+                try:
+                    exchange = answered(decode(record).event)
+                except EventDamaged as damaged:
+                    if damaged.kind in ANSWERED:
+                        raise  # an exchange it cannot read: said, not dropped
+                    continue  # another event's damage is nothing to a replay
+                request = None if exchange is None else rebuilt.request_of(exchange)
+                if exchange is None or request is None:
                     continue
-                request = rebuilt.request_of(record)
-                if request is None:
-                    continue
+                response = exchange.response
             else:
-                request = record["request"]
-            records.append(
-                (ModelRequest.from_dict(request), ModelResponse.from_dict(record["response"]))
-            )
+                request, response = record["request"], record["response"]
+            records.append((ModelRequest.from_dict(request), ModelResponse.from_dict(response)))
         except RecursionError:
             raise ProviderConfigError(
                 f"replay: {path}:{index + 1}: JSON nested too deeply"
@@ -210,7 +214,7 @@ def cassette_problem(path: Path) -> str | None:
         record = json.loads(first)
     except ValueError:
         record = None
-    if isinstance(record, dict) and "ev" in record:
+    if isinstance(record, dict) and is_event_line(record):
         return f"it is a run's journal ({JOURNAL_FILE}), not a cassette"
     if isinstance(record, dict) and "request" in record and "response" in record:
         return None
@@ -279,7 +283,7 @@ def write_cassette(journal: Path, cassette: Path) -> int:
     "response"}` lines) for `--provider replay:FILE`; returns how many were written."""
     count = 0
     with cassette.open("wb") as out:
-        for request, response in exchanges(read_journal(journal)):
+        for request, response in exchanges(r.event for r in readable(read_journal(journal))):
             key = ModelRequest.from_dict(request).key()
             record = {"key": key, "request": request, "response": response}
             out.write(orjson.dumps(record) + b"\n")

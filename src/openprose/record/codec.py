@@ -27,7 +27,12 @@ _OPTIONS = orjson.OPT_NON_STR_KEYS  # an int-keyed dict (a race's items) writes 
 
 
 class EventDamaged(ValueError):
-    """A journal line of a known event that lacks what the event needs."""
+    """A journal line of a known event that lacks what the event needs (`kind`: its class,
+    None when the line names no event)."""
+
+    def __init__(self, message: str, kind: type[Any] | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 class Recorded(NamedTuple):
@@ -132,6 +137,13 @@ def fields_of(event: Event) -> dict[str, Any]:
 _last: tuple[object, dict[str, Any]] = (None, {})
 
 
+def line_of(event: Event, t: float) -> dict[str, Any]:
+    """The dict of the event's journal line (`ev`, `step`, `t`, its fields), as read back."""
+    if isinstance(event, UnknownEvent):
+        return {"ev": event.ev, "step": event.step, "t": t, **event.fields}
+    return _SPECS[type(event)].line(event, t)
+
+
 def encode(event: Event, t: float) -> bytes:
     """The event's journal line, without the newline."""
     global _last
@@ -154,6 +166,33 @@ def line_fields(event: Event) -> dict[str, Any]:
     return fields_of(event)
 
 
+def is_event_line(record: Mapping[str, Any]) -> bool:
+    """Whether a parsed line is a journal's (a cassette's lines are not)."""
+    return "ev" in record
+
+
+def kind_of(record: Mapping[str, Any]) -> type[Any] | None:
+    """The event class a parsed line names (None: an unknown name, or none), read without
+    decoding it: for readers that take a line as it is (`audit.Translator.feed`)."""
+    return REGISTRY.get(record.get("ev"))  # type: ignore[arg-type]
+
+
+def name_in(record: Mapping[str, Any]) -> str:
+    """The event name a parsed line gives (whatever it is), for a message naming it."""
+    return str(record.get("ev"))
+
+
+def described(record: Mapping[str, Any]) -> str:
+    """A parsed line's event name and step, for a message naming a damaged line."""
+    return f"{record.get('ev')}, step {record.get('step', '')!r}"
+
+
+def as_record(event: Event) -> dict[str, Any]:
+    """The event as its journal line holds it, without its time (`ev`, `step`, the fields):
+    what the run digest shows of an error."""
+    return {"ev": event.ev, "step": event.step, **fields_of(event)}
+
+
 def decode(record: Mapping[str, Any]) -> Recorded:
     """The event a journal line (parsed) holds; `EventDamaged` when a field it needs is
     missing or the line has no usable `ev`."""
@@ -163,7 +202,7 @@ def decode(record: Mapping[str, Any]) -> Recorded:
     step = record.get("step", "")
     t = record.get("t", 0.0)
     if not isinstance(step, str) or not isinstance(t, int | float) or isinstance(t, bool):
-        raise EventDamaged(f"{name}: `step` must be text and `t` a number")
+        raise EventDamaged(f"{name}: `step` must be text and `t` a number", REGISTRY.get(name))
     cls = REGISTRY.get(name)
     if cls is None:
         kept = {k: v for k, v in record.items() if k not in _META}
@@ -171,7 +210,7 @@ def decode(record: Mapping[str, Any]) -> Recorded:
     spec = _SPECS[cls]
     missing = spec.required.difference(record)
     if missing:
-        raise EventDamaged(f"{name}: missing {', '.join(sorted(missing))}")
+        raise EventDamaged(f"{name}: missing {', '.join(sorted(missing))}", cls)
     values = {key: record[key] for key, _ in spec.keys if key in record}
     return Recorded(cls(step=step, **values), float(t))
 
@@ -193,3 +232,12 @@ def decode_all(records: Iterable[Mapping[str, Any]]) -> Iterator[Recorded]:
     """Each record's event, in order (`EventDamaged` at the first damaged one)."""
     for record in records:
         yield decode(record)
+
+
+def readable(records: Iterable[Mapping[str, Any]]) -> Iterator[Recorded]:
+    """Each record's event, in order; a damaged one is skipped, as if lost to a crash."""
+    for record in records:
+        try:
+            yield decode(record)
+        except EventDamaged:
+            continue

@@ -18,10 +18,10 @@ along with is left out; every other field is always written, null included.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, ClassVar, TypeVar
 
-from openprose.record.slots_init import install_slots_init
+from openprose.record.frozen import frozen_dataclass as dataclass
 
 JSON = Any  # a value the journal holds as JSON: dicts, lists, strings, numbers, null
 OMIT = "omit"  # field metadata key: the field is left out of the line when it is None
@@ -48,7 +48,6 @@ def journal_event(name: str) -> Callable[[type[_E]], type[_E]]:
         if name in REGISTRY:
             raise ValueError(f"two events named {name!r}")
         cls.ev = name  # type: ignore[attr-defined]
-        install_slots_init(cls)  # built for every step a run takes: half the cost per event
         REGISTRY[name] = cls
         return cls
 
@@ -401,7 +400,7 @@ class ApprovalDecided:
     action: str = ""
     digest: str = ""
     by: str = ""
-    seal: str = ""
+    seal: str | None = field(default=None, metadata=OPTIONAL)  # None: a line without one
 
 
 @journal_event("approval_ignored")
@@ -492,6 +491,22 @@ class TypedFailed:
     problems: list[str]
 
 
+# --- what only early journals hold ---------------------------------------------------------
+
+
+@journal_event("model_turn")
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelTurn:
+    """A tool loop's model call as the first versions with tools journaled it (later ones
+    journal `session_finished` under a sub-step): read for its exchange, never written."""
+
+    ev: ClassVar[str]
+    step: str
+    turn: JSON = field(default=None, metadata=OPTIONAL)
+    request: JSON = field(default=None, metadata=OPTIONAL)
+    response: JSON
+
+
 # --- what no journal holds -----------------------------------------------------------------
 
 
@@ -549,5 +564,6 @@ Event = (
     | QuestionExpired
     | TypedInvalid
     | TypedFailed
+    | ModelTurn
     | UnknownEvent
 )

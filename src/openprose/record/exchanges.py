@@ -3,7 +3,8 @@
 A tool loop's later turns are journaled as deltas (`request_delta`: the base turn's step,
 the model, and only the messages added since that turn), so a long conversation costs the
 journal the same per turn at turn 50 as at turn 1; `Exchanges` rebuilds the whole
-requests. Cassettes (`providers.replay`), `prose show` and the web view read them here.
+requests. Cassettes (`providers.replay`), forks, `prose show` and the web view read them
+here, from typed events (`openprose.record.events`).
 """
 
 from __future__ import annotations
@@ -11,8 +12,19 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-# journal events holding an exchange (`model_turn`: journals of early versions)
-EXCHANGE_EVENTS = ("session_finished", "model_turn")
+from openprose.record.events import Event, ModelTurn, SessionFailed, SessionFinished
+
+# The events holding a request (a failed call's too: a later turn may build on it).
+Exchange = SessionFinished | SessionFailed | ModelTurn
+
+
+# The events holding an answered exchange (`ModelTurn`: journals of early versions).
+ANSWERED = (SessionFinished, ModelTurn)
+
+
+def answered(event: Event) -> SessionFinished | ModelTurn | None:
+    """The event when it holds an answered exchange, else None."""
+    return event if isinstance(event, ANSWERED) else None
 
 
 class Exchanges:
@@ -21,11 +33,11 @@ class Exchanges:
     def __init__(self) -> None:
         self._requests: dict[str, dict[str, Any]] = {}  # step -> its whole request
 
-    def request_of(self, event: dict[str, Any]) -> dict[str, Any] | None:
+    def request_of(self, event: Exchange) -> dict[str, Any] | None:
         """The whole request an exchange event holds; None when it holds none, or when a
         delta's base is not in the journal (a line lost to a crash)."""
-        request = event.get("request")
-        delta = event.get("request_delta")
+        request = event.request
+        delta = None if isinstance(event, ModelTurn) else event.request_delta
         if request is None and isinstance(delta, dict):
             base = self._requests.get(str(delta.get("base")))
             if base is None:
@@ -36,16 +48,17 @@ class Exchanges:
                 "messages": [*base["messages"], *delta["messages"]],
             }
         if isinstance(request, dict):
-            self._requests[str(event.get("step", ""))] = request
+            self._requests[event.step] = request
             return request
         return None
 
 
-def exchanges(events: Iterable[dict[str, Any]]) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
-    """(whole request, response) of each exchange in journal events, in journal order."""
+def exchanges(events: Iterable[Event]) -> Iterator[tuple[dict[str, Any], Any]]:
+    """(whole request, response) of each answered exchange in `events`, in journal order."""
     rebuilt = Exchanges()
     for event in events:
-        if event.get("ev") in EXCHANGE_EVENTS and "response" in event:
-            request = rebuilt.request_of(event)
+        exchange = answered(event)
+        if exchange is not None:
+            request = rebuilt.request_of(exchange)
             if request is not None:
-                yield request, event["response"]
+                yield request, exchange.response

@@ -9,7 +9,7 @@ the events appended since it last looked (`add`). Every record carries `v`, the 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -17,13 +17,32 @@ from typing import Any, Protocol
 import orjson
 
 from openprose.nodes import AgentDef, BlockDef, Stmt
+from openprose.record.codec import EventDamaged, as_record, decode, fields_of, name_in
+from openprose.record.events import (
+    ApprovalDecided,
+    ApprovalRequested,
+    Decision,
+    DecisionFailed,
+    ErrorCaught,
+    Event,
+    PermissionDecided,
+    QuestionAnswered,
+    QuestionAsked,
+    QuestionIgnored,
+    RunFinished,
+    RunStarted,
+    SessionCancelled,
+    SessionFailed,
+    SessionFinished,
+    SessionStarted,
+    ToolCalled,
+    ToolResulted,
+)
 from openprose.record.exchanges import Exchanges
 from openprose.record.journal import JOURNAL_FILE
 
-__all__ = ["PREVIEW_CHARS", "TOOL_EVENTS", "RunDigest", "in_full", "statements", "summary"]
+__all__ = ["PREVIEW_CHARS", "RunDigest", "in_full", "statements", "summary"]
 
-TOOL_EVENTS = ("tool_call", "tool_result", "permission", "approval_requested", "approval_decided")
-QUESTION_EVENTS = ("question_asked", "question_answered", "question_ignored")
 PREVIEW_CHARS = 120  # of a prompt or answer in a session's summary; the rest on request
 # A session record's long texts: left out of summaries (`summary`), served one session at a time.
 _LONG = ("request", "system", "answer")
@@ -65,40 +84,64 @@ class RunDigest:
     outcome: dict[str, Any] | None = None  # the last `run_finished` event's fields
     exchanges: Exchanges = field(default_factory=Exchanges, repr=False)
 
-    def add_all(self, events: Iterable[dict[str, Any]]) -> None:
-        for event in events:
-            self.add(event)
+    def add_all(self, records: Iterable[Mapping[str, Any]]) -> None:
+        for record in records:
+            self.add(record)
 
-    def add(self, event: dict[str, Any]) -> None:
+    def add(self, record: Mapping[str, Any]) -> None:
+        """One journal line as read: decoded by the codec, then `add_event`; a line of the
+        wrong shape is counted and named in `damaged`."""
+        try:
+            event, t = decode(record)
+        except EventDamaged:
+            self.events += 1
+            self.version += 1
+            self._damaged(name_in(record))
+            return
+        self.add_event(event, t)
+
+    def add_event(self, event: Event, t: float) -> None:
+        """One event and the time the journal gave it."""
         self.events += 1
         self.version += 1
-        kind = event.get("ev")
         try:
-            if kind in TOOL_EVENTS:
+            self._sort(event, t)
+        except _SHAPE_ERRORS:
+            self._damaged(event.ev)
+
+    def _damaged(self, name: str) -> None:
+        self.damaged.append(f"{self.where}: event {self.events} ({name[:40]}) has the wrong shape")
+
+    def _sort(self, event: Event, t: float) -> None:
+        match event:
+            case SessionStarted():
+                self._started(event, t)
+            case SessionFinished():
+                self._finished(event, t)
+            case SessionFailed():
+                self._failed(event, t)
+            case SessionCancelled(step=step):
+                self._session(step).update(status="cancelled", ended=t)
+                self.cancelled.append(step)
+            case ToolCalled() | ToolResulted() | PermissionDecided():
                 self._tool_event(event)
-            elif kind in _SESSION_EVENTS:
-                _SESSION_EVENTS[kind](self, event)
-            elif kind in QUESTION_EVENTS:
-                self._question_event(event)
-            elif kind == "decision":
-                self._append(
-                    self.decisions,
-                    {k: event.get(k) for k in ("step", "kind", "question", "verdict", "reason")},
-                )
-            elif kind in ("error_caught", "decision_failed"):
-                shown = {k: v for k, v in event.items() if k != "t"}
+            case ApprovalRequested() | ApprovalDecided():
+                self._approval_event(event)
+            case QuestionAsked() | QuestionAnswered() | QuestionIgnored():
+                self._question_event(event, t)
+            case Decision(step=step, kind=kind, question=question, verdict=verdict):
+                shown = {"step": step, "kind": kind, "question": question, "verdict": verdict}
+                self._append(self.decisions, {**shown, "reason": event.reason})
+            case ErrorCaught() | DecisionFailed():
+                shown = as_record(event)
                 # A step is one execution of a statement: the same catch again is a resumed
                 # run going the way it went (its failure served from the journal).
                 if not any(_same(shown, earlier) for earlier in self.errors):
                     self._append(self.errors, shown)
-            elif kind == "run_started":
+            case RunStarted():
                 self.outcome = None  # a resumed run is going again
-            elif kind == "run_finished":
-                self.outcome = {k: event.get(k) for k in ("status", "error", "t")}
-        except _SHAPE_ERRORS:
-            self.damaged.append(
-                f"{self.where}: event {self.events} ({str(kind)[:40]}) has the wrong shape"
-            )
+            case RunFinished(status=status, error=error):
+                self.outcome = {"status": status, "error": error, "t": t}
 
     # --- sessions -----------------------------------------------------------------------
 
@@ -135,29 +178,33 @@ class RunDigest:
         record["v"] = self.version
         return record
 
-    def _started(self, event: dict[str, Any]) -> None:
-        record = self._session(str(event["step"]))
+    def _started(self, event: SessionStarted, t: float) -> None:
+        record = self._session(event.step)
         record.update(
-            {k: event.get(k) for k in ("agent", "model", "binding")},
-            kind=str(event.get("kind") or "session"),
+            agent=event.agent,
+            model=event.model,
+            binding=event.binding,
+            kind=str(event.kind or "session"),
             status="running",
-            started=float(event["t"]),
+            started=float(t),
             ended=None,
         )
 
-    def _finished(self, event: dict[str, Any]) -> None:
-        step = str(event["step"])
-        response, request = event["response"], self._request(event)
+    def _finished(self, event: SessionFinished, t: float) -> None:
+        step = event.step
+        response, request = event.response, self._request(event)
         usage = response["usage"]
         tokens_in, tokens_out = int(usage["input_tokens"]), int(usage["output_tokens"])
         record = self._session(step)
         record.update(
-            {k: event.get(k) for k in ("agent", "binding", "elapsed")},
-            kind=str(event.get("kind") or "session"),
-            model=str(event.get("model")),
+            agent=event.agent,
+            binding=event.binding,
+            elapsed=event.elapsed,
+            kind=str(event.kind or "session"),
+            model=str(event.model),
             status="done",
-            ended=float(event["t"]),
-            attempt=int(event.get("attempt") or 1),
+            ended=float(t),
+            attempt=int(event.attempt or 1),
             input_tokens=tokens_in,
             output_tokens=tokens_out,
             cache_read_tokens=int(usage.get("cache_read_tokens", 0)),
@@ -165,8 +212,8 @@ class RunDigest:
             tokens=tokens_in + tokens_out,
             cost=self._cost(str(response.get("model") or request.get("model")), usage),
             finish_reason=response.get("finish_reason"),
-            memo=event.get("memo") if isinstance(event.get("memo"), dict) else None,
-            inherited=event.get("inherited") if isinstance(event.get("inherited"), dict) else None,
+            memo=event.memo if isinstance(event.memo, dict) else None,
+            inherited=event.inherited if isinstance(event.inherited, dict) else None,
             error=None,
             request=request,
             system=request.get("system"),
@@ -174,32 +221,27 @@ class RunDigest:
             shape=request.get("response_schema") if request.get("structured") else None,
         )
         if record["started"] is None:  # a journal cut before its start event
-            record["started"] = record["ended"] - float(event.get("elapsed") or 0)
+            record["started"] = record["ended"] - float(event.elapsed or 0)
         self.finished.append(step)
 
-    def _failed(self, event: dict[str, Any]) -> None:
-        record = self._session(str(event["step"]))
+    def _failed(self, event: SessionFailed, t: float) -> None:
+        record = self._session(event.step)
         request = self.exchanges.request_of(event)
         record.update(
             status="failed",
-            ended=float(event["t"]),
-            attempt=int(event.get("attempt") or record["attempt"] or 1),
-            error=str(event.get("error")),
+            ended=float(t),
+            attempt=int(event.attempt or record["attempt"] or 1),
+            error=str(event.error),
         )
         if isinstance(request, dict):
             record.update(request=request, system=request.get("system"))
-        self._append(self.errors, {k: v for k, v in event.items() if k != "t"})
+        self._append(self.errors, as_record(event))
 
-    def _cancelled(self, event: dict[str, Any]) -> None:
-        step = str(event["step"])
-        self._session(step).update(status="cancelled", ended=float(event["t"]))
-        self.cancelled.append(step)
-
-    def _request(self, event: dict[str, Any]) -> dict[str, Any]:
+    def _request(self, event: SessionFinished) -> dict[str, Any]:
         """The whole request of an exchange: a tool-loop turn journals only what it added
         to the turn before (`request_delta`), rebuilt here as `prose show --cassette` does."""
         request = self.exchanges.request_of(event)
-        if request is None and "request_delta" not in event:
+        if request is None and event.request_delta is None:
             raise KeyError("request")  # an exchange without its request is damaged
         return request or {}  # a delta whose base turn a crash lost: its prompt is unknown
 
@@ -216,72 +258,89 @@ class RunDigest:
 
     # --- tool loop ----------------------------------------------------------------------
 
-    def _tool_event(self, event: dict[str, Any]) -> None:
-        kind = event["ev"]
-        where = f"{event.get('step', '')}~t{event.get('turn', 0)}.{event.get('index', 0)}"
-        if kind == "tool_call":
-            call = event.get("call") or {}
-            self._append(
-                self.tool_calls,
-                {"at": where, "tool": call.get("name"), "arguments": call.get("arguments"),
-                 "result": None, "is_error": None, "omitted_bytes": 0},
-            )  # fmt: skip
-        elif kind == "tool_result":
-            for entry in reversed(self.tool_calls):
-                if entry["at"] == where and entry["result"] is None:
-                    entry.update(
-                        result=event.get("content"),
-                        is_error=event.get("is_error"),
-                        omitted_bytes=event.get("omitted_bytes", 0),
-                        v=self.version,
-                    )
-                    break
-        elif kind == "permission":
-            self._append(
-                self.permissions,
-                {
-                    "at": where,
-                    **{k: event.get(k) for k in ("tool", "kind", "action", "decision", "reason")},
-                },
-            )
-        elif kind == "approval_requested":
-            self.pending[str(event["id"])] = {
-                k: event.get(k) for k in ("id", "tool", "kind", "action", "agent", "step")
+    def _tool_event(self, event: ToolCalled | ToolResulted | PermissionDecided) -> None:
+        where = f"{event.step}~t{event.turn or 0}.{event.index or 0}"
+        match event:
+            case ToolCalled(call=call):
+                call = call or {}
+                self._append(
+                    self.tool_calls,
+                    {"at": where, "tool": call.get("name"), "arguments": call.get("arguments"),
+                     "result": None, "is_error": None, "omitted_bytes": 0},
+                )  # fmt: skip
+            case ToolResulted():
+                for entry in reversed(self.tool_calls):
+                    if entry["at"] == where and entry["result"] is None:
+                        entry.update(
+                            result=event.content,
+                            is_error=event.is_error,
+                            omitted_bytes=event.omitted_bytes or 0,
+                            v=self.version,
+                        )
+                        break
+            case PermissionDecided(tool=tool, kind=kind, action=action, decision=decision):
+                shown = {"tool": tool, "kind": kind, "action": action, "decision": decision}
+                self._append(self.permissions, {"at": where, **shown, "reason": event.reason})
+
+    def _approval_event(self, event: ApprovalRequested | ApprovalDecided) -> None:
+        if isinstance(event, ApprovalRequested):
+            self.pending[str(event.id)] = {
+                "id": event.id,
+                "tool": event.tool,
+                "kind": event.kind,
+                "action": event.action,
+                "agent": event.agent,
+                "step": event.step,
             }
-        else:
-            # An answer whose seal does not hold (appended by an agent, another run's) is
-            # shown as ignored, and its request stays pending: as `prose resume` sees it.
-            why = self._answer_problem(event)
-            if not why:
-                self.pending.pop(str(event.get("id")), None)
-            shown = {k: event.get(k) for k in ("id", "answer", "kind", "action", "by")}
-            self._append(self.approvals, {**shown, "ignored": why} if why else shown)
+            return
+        # An answer whose seal does not hold (appended by an agent, another run's) is shown
+        # as ignored, and its request stays pending: as `prose resume` sees it.
+        why = self._answer_problem(event)
+        if not why:
+            self.pending.pop(str(event.id), None)
+        shown = {
+            "id": event.id,
+            "answer": event.answer,
+            "kind": event.kind,
+            "action": event.action,
+            "by": event.by,
+        }
+        self._append(self.approvals, {**shown, "ignored": why} if why else shown)
 
     # --- questions (`ask`) ---------------------------------------------------------------
 
-    def _question_event(self, event: dict[str, Any]) -> None:
-        kind, key = event["ev"], str(event["id"])
-        if kind == "question_asked":
+    def _question_event(
+        self, event: QuestionAsked | QuestionAnswered | QuestionIgnored, t: float
+    ) -> None:
+        key = str(event.id)
+        if isinstance(event, QuestionAsked):
             self.questions[key] = {
-                **{k: event.get(k) for k in ("id", "step", "question", "options", "default")},
-                **{k: event.get(k) for k in ("timeout", "digest")},
-                "asked": event.get("t"),
+                "id": event.id,
+                "step": event.step,
+                "question": event.question,
+                "options": event.options,
+                "default": event.default,
+                "timeout": event.timeout,
+                "digest": event.digest,
+                "asked": t,
                 "answer": None,
             }
             return
         shown = self.questions.get(key)
         if shown is None:
             return  # an answer to no question of this journal
-        if kind == "question_ignored":  # a resume did not trust the answer: asked again
-            shown.update(answer=None, ignored=event.get("reason"))
+        if isinstance(event, QuestionIgnored):  # a resume did not trust the answer: asked again
+            shown.update(answer=None, ignored=event.reason)
             return
         why = self._reply_problem(event, shown)
         if why:
             shown["ignored"] = why
             return
-        shown.update({k: event.get(k) for k in ("answer", "by", "user", "answered")}, ignored=None)
+        shown.update(
+            answer=event.answer, by=event.by, user=event.user, answered=event.answered, ignored=None
+        )
 
-    def _reply_problem(self, event: dict[str, Any], shown: dict[str, Any]) -> str:
+    def _reply_problem(self, event: QuestionAnswered, shown: dict[str, Any]) -> str:
         from openprose.record.approval_seal import question_digest, reply_problem
 
         options = shown.get("options") or ()
@@ -292,9 +351,9 @@ class RunDigest:
             None if default is None else str(default),
         )
         run_id = Path(os.path.realpath(self.where)).parent.name
-        return reply_problem(event, str(shown.get("id")), digest, run_id)
+        return reply_problem(fields_of(event), str(shown.get("id")), digest, run_id)
 
-    def _answer_problem(self, event: dict[str, Any]) -> str:
+    def _answer_problem(self, event: ApprovalDecided) -> str:
         from openprose.record.approval_seal import KeyUnavailable, answer_problem, approval_key
 
         try:
@@ -302,7 +361,7 @@ class RunDigest:
         except KeyUnavailable as error:
             return str(error)
         run_id = Path(os.path.realpath(self.where)).parent.name
-        return answer_problem(event, run_id, key)
+        return answer_problem(fields_of(event), run_id, key)
 
     def _append(self, records: list[dict[str, Any]], record: dict[str, Any]) -> None:
         records.append({**record, "n": len(records), "v": self.version})
@@ -373,14 +432,6 @@ def in_full(session: dict[str, Any]) -> dict[str, Any]:
     shown = {k: v for k, v in session.items() if k != "request"}
     shown["messages"] = _messages(session["request"])
     return shown
-
-
-_SESSION_EVENTS: dict[str, Callable[[RunDigest, dict[str, Any]], None]] = {
-    "session_started": RunDigest._started,
-    "session_finished": RunDigest._finished,
-    "session_failed": RunDigest._failed,
-    "session_cancelled": RunDigest._cancelled,
-}
 
 
 def statements(body: Sequence[Stmt], digest: RunDigest, run_status: str) -> list[dict[str, Any]]:

@@ -33,7 +33,10 @@ def install_slots_init(cls: type[Any]) -> None:
 
 
 def _checked(cls: type[Any]) -> None:
-    if "__slots__" not in cls.__dict__ or not cls.__dataclass_params__.frozen:
+    # frozen: by dataclasses, or by a `__setattr__` of its own (`record.frozen`), which the
+    # descriptors this `__init__` writes through bypass as `object.__setattr__` would
+    frozen = cls.__dataclass_params__.frozen or "__setattr__" in cls.__dict__
+    if "__slots__" not in cls.__dict__ or not frozen:
         raise TypeError(f"{cls.__name__}: only a frozen, slotted dataclass")
     if hasattr(cls, "__post_init__"):
         raise TypeError(f"{cls.__name__}: a __post_init__ would not be called")
@@ -60,7 +63,7 @@ def _compiled(cls: type[Any], generated: Any) -> Any:
     source = "\n".join(
         [
             f"def make({', '.join(bound)}):",
-            f"    def __init__(self, *, {', '.join(params)}):",
+            f"    def __init__(self{', *, ' if params else ''}{', '.join(params)}):",
             *(body or ["        pass"]),
             "    return __init__",
         ]

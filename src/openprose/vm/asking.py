@@ -17,6 +17,7 @@ from openprose import nodes as n
 from openprose.asking import properties_of, timeout_of
 from openprose.record import events as ev
 from openprose.record.approval_seal import KeyUnavailable, approval_key
+from openprose.record.codec import line_of
 from openprose.vm.errors import ProseRuntimeError
 from openprose.vm.frame import Ctx
 from openprose.vm.machine import Machine
@@ -88,7 +89,7 @@ async def _question(vm: Machine, node: n.Ask, ctx: Ctx, step: str) -> Question:
     fields = question.to_event()
     asked = ev.QuestionAsked(step=step, **fields)
     vm.shared.emit(asked)
-    turns.add(asked, {"ev": asked.ev, "step": step, "t": question.asked_at, **fields})
+    turns.add(asked, line_of(asked, question.asked_at))
     vm.store.state(f"{step}→ asked {question.describe()}")
     return question
 

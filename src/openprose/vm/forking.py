@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from openprose.providers.base import ModelRequest, ModelResponse
-from openprose.record.codec import EventDamaged, decode
+from openprose.record.codec import EventDamaged, decode, readable
 from openprose.record.events import Decision, SessionFailed, SessionFinished, SessionStarted
-from openprose.record.exchanges import EXCHANGE_EVENTS, Exchanges
+from openprose.record.exchanges import Exchanges, answered
 
 __all__ = [
     "Fork",
@@ -89,32 +89,33 @@ class Cut:
     bound_at: dict[str, str] = field(default_factory=dict)
 
 
-def cut_at(events: Iterable[dict[str, Any]], step: str) -> Cut:
+def cut_at(records: Iterable[dict[str, Any]], step: str) -> Cut:
     """What the parent had finished when `step` (or anything within it) first started;
-    `UnknownStep` when its journal never reaches `step`. A statement holding steps (a loop,
-    a `parallel` block) is a step too: the fork asks all of it again."""
-    events = list(events)
-    steps = fork_steps(events)
+    `UnknownStep` when its journal (`records`, its lines as read) never reaches `step`. A
+    statement holding steps (a loop, a `parallel` block) is a step too: the fork asks all
+    of it again."""
+    records = list(records)
+    steps = fork_steps(records)
     if not any(within(known, step) for known in steps):
         raise UnknownStep(step, steps)
     cut = Cut()
     rebuilt = Exchanges()
-    for event in events:
-        at = str(event.get("step") or "")
+    for recorded in readable(records):
+        at = recorded.event.step
         if at and within(at, step):
             break
-        if event.get("ev") not in EXCHANGE_EVENTS or "response" not in event:
-            continue
-        request = rebuilt.request_of(event)
-        if request is None:
-            continue  # a turn whose base a crash lost: asked again
+        exchange = answered(recorded.event)
+        request = None if exchange is None else rebuilt.request_of(exchange)
+        if exchange is None or request is None:
+            continue  # not an answer, or a turn whose base a crash lost: asked again
         cut.answers[at] = (
             canonical(ModelRequest.from_dict(request)),
-            ModelResponse.from_dict(event["response"]),
+            ModelResponse.from_dict(exchange.response),
         )
-        if event.get("binding") and not _TURN.search(at):
+        binding = exchange.binding if isinstance(exchange, SessionFinished) else None
+        if binding and not _TURN.search(at):
             # a tool loop's session is set at its first turn: its tools are not run
-            cut.bound_at[str(event["binding"])] = at
+            cut.bound_at[binding] = at
     return cut
 
 

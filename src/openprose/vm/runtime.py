@@ -14,9 +14,8 @@ from openprose import nodes as n
 from openprose.contracts import contract_of
 from openprose.providers.base import ModelResponse, Provider
 from openprose.providers.prices import Prices
-from openprose.record.codec import EventDamaged, decode
+from openprose.record.codec import EventDamaged, decode, described
 from openprose.record.events import (
-    REGISTRY,
     ApprovalDecided,
     ApprovalRequested,
     Decision,
@@ -32,6 +31,7 @@ from openprose.record.events import (
     SessionFinished,
     SkillLoaded,
     ToolResulted,
+    TypedInvalid,
 )
 from openprose.record.journal import Journal
 from openprose.vm.prompts import DEFAULT_CONTEXT_BUDGET, DEFAULT_HISTORY_ITEMS
@@ -239,6 +239,9 @@ class Replay:
     memories: dict[str, dict[str, Any]] = field(default_factory=dict)
     races: dict[str, Race] = field(default_factory=dict)
     failures: dict[str, str] = field(default_factory=dict)  # handled failed calls: message
+    # steps whose typed answer the journal already says was invalid (`typed_invalid`): the
+    # answer is served again on resume and found invalid again, but is journaled once
+    reasked: set[str] = field(default_factory=set)
     tools: ToolTurns = field(default_factory=ToolTurns)  # tool results, approvals
     # A fork's: the answers of the run it was forked from, each for an identical request
     inherited: ParentAnswers | None = None
@@ -250,21 +253,20 @@ class Replay:
         resumed as it is)."""
         replay = cls()
         for number, record in enumerate(events, 1):
-            kind, step = record.get("ev"), record.get("step", "")
             try:
                 replay._add(record)
             except (KeyError, TypeError, ValueError, OverflowError, AttributeError) as error:
                 what = f"missing {error}" if isinstance(error, KeyError) else str(error)
                 raise ValueError(
-                    f"event {number} ({kind}, step {step!r}) is damaged: {what}"
+                    f"event {number} ({described(record)}) is damaged: {what}"
                 ) from None
         return replay
 
     def _add(self, record: Mapping[str, Any]) -> None:
         try:
             event = decode(record).event
-        except EventDamaged:
-            if REGISTRY.get(str(record.get("ev"))) in _SERVED:
+        except EventDamaged as damaged:
+            if damaged.kind in _SERVED:
                 raise
             return  # a damaged line of an event nothing serves: as if lost to a crash
         step = event.step
@@ -292,6 +294,8 @@ class Replay:
             case FailureReleased(failures=failures):
                 for failed_step in dict(failures):
                     self.failures.pop(str(failed_step), None)
+            case TypedInvalid():
+                self.reasked.add(step)
             case _:
                 self.tools.add(event, record)
 

@@ -204,7 +204,8 @@ class Sessions:
         value, found = typed.read(response.text)
         if not found:
             return response, value
-        self.shared.emit(ev.TypedInvalid(step=step, problems=found))
+        if step not in self.shared.replay.reasked:  # a resume reads the served answer again
+            self.shared.emit(ev.TypedInvalid(step=step, problems=found))
         retry = ModelRequest(
             request.model,
             (

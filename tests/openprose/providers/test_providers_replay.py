@@ -129,8 +129,10 @@ def test_missing_cassette_is_a_config_error_saying_what_replay_takes(tmp_path: P
 
 def journal_event(event: str, prompt: str = "", text: str = "", **extra: object) -> str:
     record: dict[str, object] = {"ev": event, "step": f"s{prompt}", "t": 1.0, **extra}
-    if event == "session_finished":
+    if event == "session_finished":  # every field the VM journals
         record.update(request=ask(prompt).to_dict(), response=answer(text).to_dict())
+        record.update(agent=None, model="sonnet", binding=None, attempt=1, elapsed=0.1)
+        record.update(kind="session")
     return json.dumps(record) + "\n"
 
 

@@ -10,6 +10,8 @@ import pytest
 
 import openprose
 from openprose.parser import parse_text
+from openprose.record import events
+from openprose.record.codec import encode
 from openprose.record.journal import read_journal, read_journal_from
 from openprose.record.runview import PREVIEW_CHARS, RunDigest, in_full, statements, summary
 from tests.openprose.ui.runs import PROGRAM, Project, make_project
@@ -82,36 +84,66 @@ def test_sessions_carry_what_a_person_reads(project: Project) -> None:
 
 
 def _event(ev: str, step: str, **fields: Any) -> dict[str, Any]:
+    """A journal line as written by hand (perhaps lacking what its event needs)."""
     return {"ev": ev, "step": step, "t": 1.0, **fields}
+
+
+def _line(event: events.Event, t: float = 1.0) -> dict[str, Any]:
+    """An event's journal line, as the journal writes it and reads it back."""
+    line: dict[str, Any] = orjson.loads(encode(event, t))
+    return line
+
+
+def _started(step: str) -> events.SessionStarted:
+    return events.SessionStarted(
+        step=step, agent=None, model="sonnet", binding=None, kind="session"
+    )
+
+
+def _finished(step: str, request: Any, response: Any) -> events.SessionFinished:
+    return events.SessionFinished(
+        step=step, request=request, response=response, agent=None, model="sonnet",
+        binding=None, attempt=1, elapsed=0.5, kind="session",
+    )  # fmt: skip
 
 
 def test_statement_status_follows_its_sessions() -> None:
     body = parse_text(PROGRAM).program.body
     digest = RunDigest()
-    digest.add(_event("session_started", "2", model="sonnet"))
-    finished = orjson.loads(orjson.dumps(_event(
-        "session_finished", "2", model="sonnet",
-        request={"model": "sonnet", "messages": []},
-        response={"text": "t", "usage": {"input_tokens": 1, "output_tokens": 2}},
-    )))  # fmt: skip
-    digest.add(finished)
-    digest.add(_event("session_started", "3|1", model="sonnet"))
-    digest.add(_event("session_failed", "3|2", attempt=1, error="boom"))
+    digest.add(_line(_started("2")))
+    request = {"model": "sonnet", "messages": []}
+    response = {"text": "t", "usage": {"input_tokens": 1, "output_tokens": 2}}
+    digest.add(_line(_finished("2", request, response)))
+    digest.add(_line(_started("3|1")))
+    digest.add(_line(events.SessionFailed(step="3|2", attempt=1, error="boom")))
     shown = [s["status"] for s in statements(body, digest, "running")]
     assert shown == ["definition", "done", "running", "pending", "pending", "pending"]
     stopped = [s["status"] for s in statements(body, digest, "failed")]
     assert stopped[2] == "failed"
-    digest.add(_event("approval_requested", "3|1", id="3|1~t0.0:write", tool="write_file"))
+    digest.add_event(
+        events.ApprovalRequested(
+            step="3|1", turn=0, index=0, id="3|1~t0.0:write", kind="write", action="a.txt",
+            tool="write_file",
+        ),
+        2.0,
+    )  # fmt: skip
     assert statements(body, digest, "waiting")[2]["status"] == "waiting"
     assert [s["status"] for s in statements(body, RunDigest(), "succeeded")][1:] == ["done"] * 5
+    assert digest.damaged == []
 
 
 def test_an_event_of_the_wrong_shape_is_named_not_fatal() -> None:
     digest = RunDigest("j.jsonl")
-    digest.add(_event("session_finished", "2", response={"text": "x"}))
+    digest.add(_event("session_finished", "2", response={"text": "x"}))  # lacks its fields
+    digest.add(_line(_finished("3", {"messages": []}, {"text": "x"})))  # an answer, no usage
     digest.add(_event("decision", "3?c1", kind="condition", verdict=True, reason="r"))
-    assert digest.damaged == ["j.jsonl: event 1 (session_finished) has the wrong shape"]
-    assert len(digest.decisions) == 1
+    digest.add({"step": "4"})  # names no event
+    assert digest.damaged == [
+        "j.jsonl: event 1 (session_finished) has the wrong shape",
+        "j.jsonl: event 2 (session_finished) has the wrong shape",
+        "j.jsonl: event 4 (None) has the wrong shape",
+    ]
+    assert len(digest.decisions) == 1 and digest.events == digest.version == 4
 
 
 def test_a_tool_loop_turn_journaled_as_a_delta_shows_its_whole_conversation(
@@ -142,19 +174,9 @@ def test_a_sessions_cache_counts_and_their_cost() -> None:
 
     digest = RunDigest(price_of=Prices.default().price_of)
     usage = {"input_tokens": 3000, "output_tokens": 10, "cache_read_tokens": 2900}
-    digest.add_all(
-        [
-            {"ev": "session_started", "step": "1", "t": 1.0, "model": "sonnet"},
-            {
-                "ev": "session_finished",
-                "step": "1",
-                "t": 2.0,
-                "model": "sonnet",
-                "request": {"model": "claude-sonnet-5-5", "messages": []},
-                "response": {"text": "ok", "usage": usage, "model": "claude-sonnet-5-5"},
-            },
-        ]
-    )
+    request = {"model": "claude-sonnet-5-5", "messages": []}
+    response = {"text": "ok", "usage": usage, "model": "claude-sonnet-5-5"}
+    digest.add_all([_line(_started("1")), _line(_finished("1", request, response), 2.0)])
     session = digest.sessions["1"]
     assert (session["cache_read_tokens"], session["cache_write_tokens"]) == (2900, 0)
     # 100 uncached x $2 + 2900 read x $0.20 + 10 out x $10, per million

@@ -380,6 +380,7 @@ async def test_the_event_stream_sends_the_run_then_what_changes(
                     "ev": "session_started",
                     "step": "7",
                     "t": 2e9,
+                    "agent": None,
                     "model": "sonnet",
                     "binding": "late",
                     "kind": "session",

@@ -547,6 +547,7 @@ def test_a_journal_written_before_deltas_still_reads_as_a_cassette(vm: Any, tmp_
     import json
 
     from openprose.providers.replay import read_cassette
+    from openprose.record.codec import readable
     from openprose.record.exchanges import exchanges
     from openprose.record.journal import read_journal
 
@@ -554,7 +555,8 @@ def test_a_journal_written_before_deltas_still_reads_as_a_cassette(vm: Any, tmp_
     rules = [{"match": "Read every file", "turns": _long_conversation(6)}]
     run = vm.run(LONG_READER, vm.spy(rules), config=VMConfig(max_turns=10))
     journal = run.run_dir / "journal.jsonl"
-    whole = iter(request for request, _ in exchanges(read_journal(journal)))
+    events = (recorded.event for recorded in readable(read_journal(journal)))
+    whole = iter(request for request, _ in exchanges(events))
     old_style = []
     for event in read_journal(journal):
         if event["ev"] == "session_finished":

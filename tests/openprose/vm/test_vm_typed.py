@@ -91,6 +91,32 @@ def test_resume_serves_the_answer_and_its_reask_without_asking_again(vm: Any) ->
     assert [prompt.splitlines()[0] for prompt in again.prompts()] == ["Use Null check"]
 
 
+def test_a_resume_at_the_typed_invalid_line_journals_it_once(vm: Any) -> None:
+    # The run stops right after `typed_invalid` (a kill there: the lines after it cut off);
+    # the resume serves the invalid answer, reads it as invalid again and re-asks, but the
+    # journal (and so anything counting its events) holds the invalid answer once.
+    wrong = '{"title": "T"}'
+    provider = vm.spy(
+        [
+            {"match": "^Review", "answer": wrong},
+            {"match": "^Your answer", "answer": "x", "failures": ["error"]},
+        ]
+    )
+    first = vm.run(REVIEW + "output r = review\n", provider)
+    assert first.status == "failed"
+    journal = first.run_dir / "journal.jsonl"
+    lines = journal.read_bytes().splitlines(keepends=True)
+    (at,) = [i for i, line in enumerate(lines) if b'"ev":"typed_invalid"' in line]
+    journal.write_bytes(b"".join(lines[: at + 1]))
+    again = vm.spy([{"match": "^Your answer", "answer": VALID}])
+    resumed = vm.resume(first.run_dir, again)
+    assert resumed.status == "succeeded", resumed.error
+    assert again.prompts()[0].startswith("Your answer")  # only the re-ask is sent
+    assert len(again.requests) == 1  # the first answer was served
+    assert len(vm.events(resumed, "typed_invalid")) == 1
+    assert resumed.outputs["r"]["severity"] == "high"
+
+
 def test_an_output_shape_is_asked_for_and_checked(vm: Any) -> None:
     source = 'output score: {value: integer, ok: boolean} = session "Score it"\n'
     provider = vm.spy([{"match": "^Score", "answer": '{"value": 3, "ok": true}'}])

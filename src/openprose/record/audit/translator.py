@@ -42,8 +42,7 @@ from openprose.record.audit.messages import (
     shown_values,
 )
 from openprose.record.audit.people import PeopleRows
-from openprose.record.codec import fields_of
-from openprose.record.events import REGISTRY
+from openprose.record.codec import fields_of, kind_of
 from openprose.record.events import Event as JournalEvent
 from openprose.record.journal import JOURNAL_FILE
 from openprose.record.steps import turn_step
@@ -89,7 +88,7 @@ class Translator(PeopleRows):
 
     def feed(self, event: Event) -> None:
         """One journal event as read back (`ev`, `step`, `t` and its fields)."""
-        row = ROWS.get(REGISTRY.get(str(event.get("ev"))))  # type: ignore[arg-type]
+        row = ROWS.get(kind_of(event))  # type: ignore[arg-type]
         if row is not None:
             row.translate(self, event.get("step") or "", event.get("t", 0.0), event)
 
@@ -814,6 +813,8 @@ ROWS: dict[type[Any], Row] = {
     # `ask` (`prose answer`, the web view or the API append question_answered)
     ev.QuestionAsked: Row(("query",), Translator.question_asked),
     ev.QuestionAnswered: Row(("response",), Translator.question_answered),
+    # Early versions' tool turns: read for their exchanges (cassettes), never written now.
+    ev.ModelTurn: Row((), _skip),
 }
 for _kind in (
     ev.MemoryUpdated,
