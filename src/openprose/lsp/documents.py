@@ -12,6 +12,7 @@ from bisect import bisect_right
 from collections.abc import Iterator
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 from openprose.contracts import ProgramContract, contract_of, is_local_path, local_contracts
 from openprose.diagnostics import Diagnostic
@@ -52,6 +53,13 @@ class Analysis:
     @cached_property
     def index(self) -> Index:
         return build_index(self.result.program)
+
+    @cached_property
+    def typed_names(self) -> dict[str, dict[str, Any]]:
+        """The names bound to typed results, with their JSON Schemas (as E181 sees them)."""
+        from openprose.checker.shapes import typed_names
+
+        return typed_names(self.result.program, self.path.parent if self.path else None)
 
     @cached_property
     def contract(self) -> ProgramContract:
