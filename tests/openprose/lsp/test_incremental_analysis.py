@@ -50,12 +50,22 @@ def test_edits_analysed_incrementally_match_a_full_analysis(
 
 
 def test_an_edit_in_the_middle_reuses_the_statements_around_it() -> None:
-    """The property above is not vacuous: an edit is re-parsed in part (the statements before
-    it are the previous analysis's own objects) and still matches."""
+    """The property above is not vacuous: an edit is re-parsed in part — the statements
+    before it are the previous parse's objects, and so are those after it (their spans moved
+    in place) — and still matches; the previous analysis, asked again, parses its own text."""
     store = Documents()
     before = store.update(_URI, PROGRAM, 1)
+    first, last = before.result.program.body[0], before.result.program.body[-1]
     at = PROGRAM.index("Approach A", len(PROGRAM) // 2)
-    text = PROGRAM[:at] + "x" + PROGRAM[at:]
+    text = PROGRAM[:at] + "x\n" + PROGRAM[at:]
     after = store.update(_URI, text, 2)
-    assert after.result.program.body[0] is before.result.program.body[0]
+    assert after.result.program.body[0] is first
+    assert after.result.program.body[-1] is last
+    assert last.span.end_line == text.count("\n")  # moved a line down
     assert after.diagnostics == _from_scratch(store, text)
+    assert before.result == parse(SourceFile.from_text(PROGRAM, f"<{_URI}>"))
+    at = text.index("Approach B", len(text) // 4)
+    text = text[:at] + "y" + text[at:]
+    again = store.update(_URI, text, 3)  # and the next edit starts from there
+    assert again.result.program.body[-1] is last
+    assert again.diagnostics == _from_scratch(store, text)
