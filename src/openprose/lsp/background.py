@@ -47,20 +47,22 @@ class Job(Generic[T]):
         finally:
             threading.stack_size(previous)
 
-    def cancel(self) -> None:
-        """Stop the work where it is; a job already finished is left as it is."""
+    def cancel(self) -> bool:
+        """Stop the work where it is; a job already finished is left as it is. True when the
+        job is inside `shielded` work: it stops when that ends (wait on ``future``)."""
         with self._lock:
             if not self._running:
-                return
+                return False
             self._running = False
             if self._shielded:
                 self._deferred = True
-                return
+                return True
             ident = self._thread.ident
             if ident is not None:
                 ctypes.pythonapi.PyThreadState_SetAsyncExc(
                     ctypes.c_ulong(ident), ctypes.py_object(Cancelled)
                 )
+        return False
 
     def _run(self) -> None:
         result: T | None = None
