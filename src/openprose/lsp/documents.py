@@ -87,6 +87,7 @@ class Analysis:
                     store.latest[self.uri] = parsed
                     return parsed
                 donor.spent = False  # declined: nothing was moved
+                previous = None  # nor would copying from it be accepted: the same edit
         reused = None
         if previous is not None and not previous._parse.spent:
             reused = reparse(previous._parse.result, self.source)
