@@ -102,6 +102,18 @@ def check_typed_fields(ck: Checker, program: n.Program) -> None:
             _check_path(ck, typed[name], name, path, read.span, braces=False)
 
 
+def typed_names(program: n.Program, base_dir: Path | None) -> dict[str, dict[str, Any]]:
+    """The names whose every binding gives the same shape, with its JSON Schema: what E181
+    checks fields against (the language server completes those fields)."""
+    bound: dict[str, list[n.Shape | None]] = {}
+    for node in n.walk(program):
+        binder = _BINDERS.get(type(node))
+        if binder is not None:
+            for name, shape in binder(node):
+                bound.setdefault(name, []).append(shape)
+    return _agreed(bound, base_dir)
+
+
 def _dotted(node: n.Attribute) -> tuple[str, tuple[str, ...]]:
     """`a.b.c` as ("a", ("b", "c"))."""
     path: list[str] = []

@@ -8,7 +8,9 @@ is still there.
 
 from __future__ import annotations
 
+import json
 import re
+from typing import Any
 
 from lsprotocol import types as lsp
 
@@ -16,6 +18,7 @@ from openprose.lsp import language
 from openprose.lsp.documents import Analysis, Documents
 from openprose.lsp.index import Definition
 from openprose.lsp.strings import string_at
+from openprose.shapes import field_schema, fields_of
 
 _TYPED = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*$")
 _AGENT_SLOT = re.compile(r"(?:^|[=\s])(?:session|resume)(?:\s+[A-Za-z_][\w-]*)?\s*:\s*$")
@@ -24,8 +27,11 @@ _PROPERTY_VALUE = re.compile(r"^\s*([A-Za-z_][\w-]*)\s*:\s*$")
 _MODIFIERS = re.compile(r"\b(parallel|loop|for)\b[^()]*\(([^)]*)$")
 _CONTEXT = re.compile(r"^\s*context\s*:")
 _EXPRESSION_SLOT = re.compile(r"(?:=|->)\s*$")
-# `result.` or `result.fi` typed outside a string: the fields of `result`.
-_FIELD = re.compile(r"(?<![\w.-])(?P<root>[A-Za-z_][\w-]*)\.[\w-]*$")
+# `result.` or `result.fi` typed outside a string: the fields of `result` (of `result.a`
+# after `result.a.`).
+_FIELD = re.compile(
+    r"(?<![\w.-])(?P<root>[A-Za-z_][\w-]*)(?P<through>(?:\.[A-Za-z_][\w-]*)*)\.[\w-]*$"
+)
 _AGENT_HEAD = re.compile(r"^\s*agent\s+[^:]+:\s*(#.*)?$")
 _PERMISSIONS_HEAD = re.compile(r"^\s*permissions\s*:\s*(#.*)?$")
 _SESSION_HEAD = re.compile(r"(?:^\s*|[=>]\s*)(?:session|resume)\b")
@@ -61,9 +67,7 @@ def complete(
         if spot.path is not None:  # after an open `{` (an escaped `\{` is text)
             if len(spot.path) == 1:
                 return _variables(analysis, spot.start)
-            if len(spot.path) == 2:
-                return _fields(analysis, store, spot.path[0])
-            return []
+            return _fields(analysis, store, spot.path[0], spot.path[1:-1])
         if re.match(r"^\s*skills\s*:", before):
             return [
                 _item(d.name, lsp.CompletionItemKind.Module, "import") for d in _imports(analysis)
@@ -71,7 +75,8 @@ def complete(
         return []
     field = _FIELD.search(typed_line)
     if field is not None:
-        return _fields(analysis, store, field.group("root"))
+        through = tuple(field.group("through").split(".")[1:])
+        return _fields(analysis, store, field.group("root"), through)
     if _AGENT_SLOT.search(before):
         return _names(analysis, "agent", lsp.CompletionItemKind.Class)
     if _DO_SLOT.search(before):
@@ -196,10 +201,19 @@ def _variables(analysis: Analysis, offset: int) -> list[lsp.CompletionItem]:
     return list(seen.values())
 
 
-def _fields(analysis: Analysis, store: Documents | None, root: str) -> list[lsp.CompletionItem]:
-    """The fields of ``root`` where its shape is known: the outputs of the imported program
-    it holds the result of (`let r = research(...)`)."""
+def _fields(
+    analysis: Analysis, store: Documents | None, root: str, through: tuple[str, ...] = ()
+) -> list[lsp.CompletionItem]:
+    """The fields of ``root`` (of its field ``through``, nested) where its shape is known: a
+    typed result (bound to a session that `returns:` a shape, or an output declaring one —
+    the names E181 checks), or the outputs of the imported program it holds the result of
+    (`let r = research(...)`)."""
+    schema = analysis.typed_names.get(root)
+    if schema is not None:
+        return _shape_fields(schema, root, through)
     program = analysis.index.program_results.get(root)
+    if through:
+        return []  # an output's value has no declared shape
     if program is None or store is None:
         return []
     base = analysis.path.parent if analysis.path is not None else None
@@ -211,6 +225,34 @@ def _fields(analysis: Analysis, store: Documents | None, root: str) -> list[lsp.
                 for name in contract.outputs
             ]
     return []
+
+
+def _shape_fields(
+    schema: dict[str, Any], root: str, through: tuple[str, ...]
+) -> list[lsp.CompletionItem]:
+    for name in through:
+        if name not in (fields_of(schema) or ()):
+            return []
+        schema = field_schema(schema, name)
+    owner = ".".join((root, *through))
+    return [
+        _item(
+            name,
+            lsp.CompletionItemKind.Field,
+            f"{_type_of(field_schema(schema, name))} field of {owner}",
+        )
+        for name in fields_of(schema) or ()
+    ]
+
+
+def _type_of(schema: dict[str, Any]) -> str:
+    """A field's type in a word or two (`string`, `list`, `"a" | "b"`), for the detail."""
+    if "enum" in schema:
+        return " | ".join(json.dumps(value) for value in schema["enum"])
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        return " or ".join(str(k) for k in kind)
+    return str(kind) if kind else "any"
 
 
 def _names(

@@ -12,10 +12,12 @@ from bisect import bisect_right
 from collections.abc import Iterator
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 from openprose.contracts import ProgramContract, contract_of, is_local_path, local_contracts
 from openprose.diagnostics import Diagnostic
-from openprose.lsp.incremental import reparse
+from openprose.lsp.background import shielded
+from openprose.lsp.incremental import SpanTable, reparse
 from openprose.lsp.index import Index, build_index
 from openprose.lsp.positions import Lines
 from openprose.parser import ParseResult, parse
@@ -25,9 +27,28 @@ from openprose.source import SourceFile
 _LAYOUT = frozenset((NEWLINE, INDENT, DEDENT, EOF))
 
 
+class _Parse:
+    """A parse, and the table of its spans once an edit needed it. The next version of its
+    document may take it over (`Documents.latest`: one taker at most) and move its spans in
+    place; it is then ``spent``: its tree describes the newer text."""
+
+    __slots__ = ("result", "spent", "table")
+
+    def __init__(self, result: ParseResult, table: SpanTable | None = None) -> None:
+        self.result = result
+        self.table = table
+        self.spent = False
+
+
 class Analysis:
-    """One version of one document, parsed and checked. Given the analysis of an earlier
-    version, only the statements the edit touched are parsed again (`lsp.incremental`)."""
+    """One version of one document, parsed and checked. Given the parse of an earlier
+    version, only the statements the edit touched are parsed again (`lsp.incremental`): the
+    latest parse of an open document is taken over and its later statements moved in place;
+    another earlier analysis (``previous``) is copied from.
+
+    Once a newer version took its parse over, an analysis's ``result`` is parsed again when
+    asked for (a request that still holds it); its ``diagnostics`` are not to be used then
+    (their spans may have moved) — the newer analysis's are the document's."""
 
     def __init__(
         self,
@@ -37,6 +58,8 @@ class Analysis:
         version: int | None,
         store: Documents,
         previous: Analysis | None = None,
+        *,
+        reuse: bool = True,
     ) -> None:
         from openprose.checker import check
 
@@ -44,18 +67,56 @@ class Analysis:
         self.path = path
         self.version = version
         self.source = SourceFile.from_text(text, str(path) if path else f"<{uri}>")
-        reused = reparse(previous.result, self.source) if previous is not None else None
-        self.result: ParseResult = reused or parse(self.source)
-        self.diagnostics: list[Diagnostic] = check(self.result, contracts=store.contract)
+        self._parse = self._parsed(store, previous if reuse else None, reuse)
+        self.diagnostics: list[Diagnostic] = check(self._parse.result, contracts=store.contract)
         self.lines = Lines(self.source, store.encoding)
+
+    def _parsed(self, store: Documents, previous: Analysis | None, reuse: bool) -> _Parse:
+        donor = store.latest.pop(self.uri, None) if reuse else None
+        if donor is not None and not donor.spent:
+            if donor.table is None:  # the first edit lists the spans, once
+                donor.table = SpanTable.of(donor.result.program.body)
+            with shielded():  # half-moved spans would be of no version at all
+                donor.spent = True
+                moved = reparse(donor.result, self.source, table=donor.table)
+                if moved is not None:
+                    parsed = _Parse(moved, donor.table)
+                    donor.table = None
+                    # Before a cancellation can land: the next version starts from here even
+                    # when this one's check is cancelled.
+                    store.latest[self.uri] = parsed
+                    return parsed
+                donor.spent = False  # declined: nothing was moved
+                previous = None  # nor would copying from it be accepted: the same edit
+        reused = None
+        if previous is not None and not previous._parse.spent:
+            reused = reparse(previous._parse.result, self.source)
+        parsed = _Parse(reused or parse(self.source))
+        if reuse:
+            store.latest[self.uri] = parsed
+        return parsed
+
+    @property
+    def result(self) -> ParseResult:
+        if self._parse.spent:  # a newer version moved this tree's spans: parse it again
+            self._parse = _Parse(parse(self.source))
+        return self._parse.result
 
     @cached_property
     def index(self) -> Index:
         return build_index(self.result.program)
 
     @cached_property
+    def typed_names(self) -> dict[str, dict[str, Any]]:
+        """The names bound to typed results, with their JSON Schemas (as E181 sees them)."""
+        from openprose.checker.shapes import typed_names
+
+        return typed_names(self.result.program, self.path.parent if self.path else None)
+
+    @cached_property
     def contract(self) -> ProgramContract:
-        return contract_of(self.result.program)
+        # Names only: a spent tree still holds them (only its spans moved), no new parse.
+        return contract_of(self._parse.result.program)
 
     @cached_property
     def tokens(self) -> list[Token]:
@@ -84,6 +145,8 @@ class Documents:
     def __init__(self) -> None:
         self.encoding = "utf-16"  # what the client and server agreed at initialisation
         self.open: dict[str, Analysis] = {}
+        # The newest parse of each open document, for the next version to take over.
+        self.latest: dict[str, _Parse] = {}
         self.roots: list[Path] = []
         self._disk: dict[Path, tuple[float, Analysis]] = {}
 
@@ -96,6 +159,7 @@ class Documents:
 
     def close(self, uri: str) -> None:
         self.open.pop(uri, None)
+        self.latest.pop(uri, None)
 
     def project_of(self, analysis: Analysis) -> Path:
         """The project a document belongs to: the workspace root holding it, else its
@@ -124,7 +188,7 @@ class Documents:
             text = resolved.read_text(encoding="utf-8").removeprefix("\ufeff")
         except (OSError, UnicodeDecodeError):
             return None
-        analysis = Analysis(resolved.as_uri(), resolved, text, None, self)
+        analysis = Analysis(resolved.as_uri(), resolved, text, None, self, reuse=False)
         self._disk[resolved] = (mtime, analysis)
         return analysis
 

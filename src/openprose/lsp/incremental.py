@@ -11,6 +11,9 @@ It declines (returns None: parse it all) whenever reuse could differ from a full
 chunk does not end cleanly (an unterminated string or bracket reaches its end), a reused
 diagnostic after the edit would quote a moved line number, an error before the chunk (the
 scanner may have been left inside a bracket or a string), or too many diagnostics.
+
+The statements after the chunk are copied with their spans moved — or, given the previous
+parse's `SpanTable` (its owner gives it up), kept as they are with their spans moved in place.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import dataclasses
 import gc
 import re
 from bisect import bisect_left, bisect_right
+from collections import deque
 from collections.abc import Callable
 from types import MemberDescriptorType
 from typing import Any, TypeVar, cast
@@ -35,15 +39,22 @@ _QUOTES_LINE = re.compile(r"\bline \d")
 _SMALL = 20_000
 
 
-def reparse(previous: ParseResult, source: SourceFile) -> ParseResult | None:
+def reparse(
+    previous: ParseResult, source: SourceFile, *, table: SpanTable | None = None
+) -> ParseResult | None:
     """The parse of ``source``, reusing ``previous`` (a parse of an earlier version) outside
-    the statements the edit touched; None when only a full parse is safe."""
+    the statements the edit touched; None when only a full parse is safe.
+
+    With ``table`` (``previous``'s spans, `SpanTable.of` its statements), the statements
+    after the edit are moved where they are instead of copied, and the table updated to the
+    new parse: ``previous`` then describes nothing (its later spans are the new text's), so
+    only its sole owner may do this. Nothing is changed when it returns None."""
     # Copying the reused statements allocates tens of thousands of objects and frees none:
     # collection passes meanwhile are pure overhead (as in `openprose.parser.parse`).
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _reparse(previous, source)
+        return _reparse(previous, source, table)
     finally:
         if collecting:
             if gc.get_freeze_count() == 0:  # the new tree is long-lived: straight to the
@@ -52,7 +63,9 @@ def reparse(previous: ParseResult, source: SourceFile) -> ParseResult | None:
             gc.enable()
 
 
-def _reparse(previous: ParseResult, source: SourceFile) -> ParseResult | None:
+def _reparse(
+    previous: ParseResult, source: SourceFile, table: SpanTable | None
+) -> ParseResult | None:
     old, new = previous.source.text, source.text
     if len(new) < _SMALL or len(previous.diagnostics) >= MAX_DIAGNOSTICS // 2:
         return None
@@ -110,23 +123,33 @@ def _reparse(previous: ParseResult, source: SourceFile) -> ParseResult | None:
         previous, region_start, region_end
     ) + len(chunk.diagnostics):
         return None  # a diagnostic straddled the region's edge
+    if table is not None and len(table.bounds) != len(body) + 1:
+        return None  # not this parse's table
     comments = previous.program.comments
-    statements = (
-        body[:first]
-        # The witness is the old one: re-parsed at the chunk's end, its block's span would
-        # end there rather than where the next statement starts.
-        + tuple(
-            _moved(s, shift, lines_before) for s in chunk.program.body[: -1 if reused else None]
-        )
-        + tuple(_moved(s, delta, line_delta) for s in body[witness:])
+    comments_after = tuple(c for c in comments if c.span.start >= region_end)
+    # The witness is the old one: re-parsed at the chunk's end, its block's span would end
+    # there rather than where the next statement starts.
+    middle = tuple(
+        _moved(s, shift, lines_before) for s in chunk.program.body[: -1 if reused else None]
     )
+    # Every reason to decline is behind us: from here on `previous` may be changed.
+    if table is None:
+        after = _moved(body[witness:], delta, line_delta)
+        comments_after = _moved(comments_after, delta, line_delta)
+    else:
+        after = body[witness:]
+        moved = SpanTable.of(comments_after)  # comments are few: listed afresh
+        _shift_tail(moved, 0, delta, line_delta)
+        _shift_tail(table, witness, delta, line_delta)
+        _replace_middle(table, first, witness, middle)
+    statements = body[:first] + middle + after
     program = n.Program(
         span=source.span(0, len(new)),
         body=statements,
         comments=(
             tuple(c for c in comments if c.span.end <= region_start)
             + tuple(_moved(c, shift, lines_before) for c in chunk.program.comments)
-            + tuple(_moved(c, delta, line_delta) for c in comments if c.span.start >= region_end)
+            + comments_after
         ),
         path=previous.program.path,
     )
@@ -285,3 +308,123 @@ def _move_span(span: Span, offset: int, lines: int) -> Span:
     end_line(moved, span.end_line + lines)
     end_column(moved, span.end_column)
     return moved
+
+
+# --- moving spans in place ---------------------------------------------------------------
+# When a parse is ours alone, the statements after an edit keep their nodes: only their
+# spans change, set through the slots. A table lists every span object of the program, each
+# once, statement by statement, so moving them is one flat loop over the tail of a list, not
+# a walk of the tree (a span may be shared by two nodes: a branch and its session).
+
+
+class SpanTable:
+    """Every span object under a program's statements, each once, in statement order;
+    ``bounds[i]`` is where statement ``i``'s spans start (``bounds[-1] == len(spans)``)."""
+
+    __slots__ = ("bounds", "spans")
+
+    def __init__(self, spans: list[Span], bounds: list[int]) -> None:
+        self.spans = spans
+        self.bounds = bounds
+
+    @classmethod
+    def of(cls, statements: tuple[object, ...]) -> SpanTable:
+        spans: list[Span] = []
+        bounds = [0]
+        seen: set[int] = set()
+        for statement in statements:
+            _collect(statement, spans, seen)
+            bounds.append(len(spans))
+        return cls(spans, bounds)
+
+
+def _shift_tail(table: SpanTable, statement: int, offset: int, lines: int) -> None:
+    """Move the spans of statement ``statement`` and every one after it."""
+    start, end, line, _, end_line, _ = _SET_SPAN
+    tail = table.spans[table.bounds[statement] :]
+    # map() calls the slot setters from C: about half a Python loop's time
+    deque(map(start, tail, [s.start + offset for s in tail]), maxlen=0)
+    deque(map(end, tail, [s.end + offset for s in tail]), maxlen=0)
+    if lines:
+        deque(map(line, tail, [s.line + lines for s in tail]), maxlen=0)
+        deque(map(end_line, tail, [s.end_line + lines for s in tail]), maxlen=0)
+
+
+def _replace_middle(table: SpanTable, first: int, witness: int, chunk: tuple[n.Stmt, ...]) -> None:
+    """Statements ``first`` to ``witness`` (excluded) are now ``chunk``'s."""
+    fresh = SpanTable.of(chunk)
+    head, tail = table.bounds[first], table.bounds[witness]
+    table.spans[head:tail] = fresh.spans
+    growth = len(fresh.spans) - (tail - head)
+    table.bounds[first:] = [head + b for b in fresh.bounds[:-1]] + [
+        b + growth for b in table.bounds[witness:]
+    ]
+
+
+Collector = Callable[[Any, list[Span], set[int]], None]
+_COLLECTORS: dict[type, Collector | None] = {}
+
+
+def _collect(value: object, spans: list[Span], seen: set[int]) -> None:
+    collector = _collector(type(value))
+    if collector is not None:
+        collector(value, spans, seen)
+
+
+def _collector(kind: type) -> Collector | None:
+    if kind in _COLLECTORS:
+        return _COLLECTORS[kind]
+    collector: Collector | None = None
+    if kind is Span:
+        collector = _collect_span
+    elif kind is tuple:
+        collector = _collect_tuple
+    elif dataclasses.is_dataclass(kind):
+        collector = _compile_collector(
+            kind, [(f.name, str(f.type)) for f in dataclasses.fields(kind)]
+        )
+    _COLLECTORS[kind] = collector
+    return collector
+
+
+def _collect_span(span: Span, spans: list[Span], seen: set[int]) -> None:
+    if id(span) not in seen:
+        seen.add(id(span))
+        spans.append(span)
+
+
+def _collect_tuple(items: tuple[Any, ...], spans: list[Span], seen: set[int]) -> None:
+    for item in items:
+        kind = type(item)
+        collector = _COLLECTORS[kind] if kind in _COLLECTORS else _collector(kind)
+        if collector is not None:
+            collector(item, spans, seen)
+
+
+def _compile_collector(kind: type, fields: list[tuple[str, str]]) -> Collector:
+    """A function listing the spans under a ``kind``: a ``Span`` field in line, a plain
+    field (text, number) skipped, any other through its value's collector."""
+    lines = ["def collect(value, spans, seen):"]
+    scope: dict[str, Any] = {"collectors": _COLLECTORS, "missing": _MISSING, "find": _collector}
+    for name, annotation in fields:
+        if annotation == "Span":
+            lines += [
+                f"    span = value.{name}",
+                "    if id(span) not in seen:",
+                "        seen.add(id(span))",
+                "        spans.append(span)",
+            ]
+        elif not _PLAIN.fullmatch(annotation):
+            lines += [
+                f"    item = value.{name}",
+                "    collector = collectors.get(type(item), missing)",
+                "    if collector is missing:",
+                "        collector = find(type(item))",
+                "    if collector is not None:",
+                "        collector(item, spans, seen)",
+            ]
+    if len(lines) == 1:
+        lines.append("    return None")
+    exec("\n".join(lines), scope)  # noqa: S102  # our own text: field names of our node classes
+    collect: Collector = scope["collect"]
+    return collect

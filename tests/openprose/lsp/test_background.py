@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from openprose.lsp.background import Job
+from openprose.lsp.background import Job, shielded
 
 
 def test_a_job_hands_back_its_result() -> None:
@@ -66,3 +66,48 @@ def test_cancel_reaches_a_job_catching_exceptions() -> None:
     assert started.wait(10)
     job.cancel()
     assert job.future.result(timeout=10) is None
+
+
+def test_a_cancellation_waits_for_the_shielded_work_to_end() -> None:
+    inside = threading.Event()
+    finished: list[int] = []
+    after: list[bool] = []
+
+    def work() -> int:
+        with shielded():
+            inside.set()
+            count = 0
+            for count in range(3_000_000):  # pure Python: a cancellation would land here
+                pass
+            finished.append(count)
+        after.append(True)  # never reached: the deferred cancellation is raised first
+        return count
+
+    job = Job(work, 1)
+    assert inside.wait(timeout=10)
+    assert job.cancel()  # it says the job stops when the shielded work ends
+    assert job.future.result(timeout=30) is None
+    assert finished == [2_999_999]
+    assert after == []
+
+
+def test_a_cancelled_job_never_starts_shielded_work() -> None:
+    release = threading.Event()
+    started: list[bool] = []
+
+    def work() -> None:
+        release.wait(timeout=10)  # blocked in C: the cancellation is not delivered here
+        with shielded():
+            started.append(True)
+
+    job = Job(work, 1)
+    assert not job.cancel()  # stopped at once: nothing to wait for
+    release.set()
+    assert job.future.result(timeout=10) is None
+    assert started == []
+
+
+def test_shielded_does_nothing_outside_a_job() -> None:
+    with shielded():
+        ran = True
+    assert ran

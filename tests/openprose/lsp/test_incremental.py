@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from openprose.lsp.incremental import reparse
+from openprose.lsp.incremental import SpanTable, reparse
 from openprose.parser import ParseResult, parse
 from openprose.source import SourceFile, Span
 
@@ -119,3 +119,45 @@ def test_a_string_left_open_is_parsed_in_full() -> None:
     reused = reparse(base, source)
     if reused is not None:
         _same(reused, parse(source))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_edits_moving_spans_in_place_give_a_full_parse(seed: int) -> None:
+    """With its span table, a re-parse moves the previous tree's spans in place: each version
+    re-parsed from the one before gives a full parse's tree, spans and diagnostics, and the
+    table lists exactly the spans of the new tree."""
+    rng = random.Random(seed)
+    text = PROGRAM
+    previous = parse(SourceFile.from_text(text, "<p>"))
+    table = SpanTable.of(previous.program.body)
+    used = 0
+    undo: str | None = None
+    for _ in range(30):
+        # mostly what typing does (a prompt's text, a comment line), sometimes anything
+        roll = rng.random()
+        if undo is not None:  # the stray edit before is taken back
+            text, undo = undo, None
+        elif roll < 0.6:
+            at = text.index('session "', rng.randrange(len(text) // 2)) + len('session "')
+            text = text[:at] + "x" + text[at:]
+        elif roll < 0.85:
+            at = text.index("\n", rng.randrange(len(text) - 100)) + 1
+            text = text[:at] + "# c\n" + text[at:]
+        else:
+            at = rng.randrange(len(text))
+            undo = text
+            text = text[:at] + rng.choice(_INSERTS) + text[at + rng.randrange(0, 3) :]
+        source = SourceFile.from_text(text, "<p>")
+        full = parse(source)
+        reused = reparse(previous, source, table=table)
+        if reused is None:
+            previous, table = full, SpanTable.of(full.program.body)
+            continue
+        used += 1
+        _same(reused, full)
+        listed = list({id(span): span for span in _spans(reused.program.body, [])}.values())
+        assert table.spans == listed
+        assert all(a is b for a, b in zip(table.spans, listed, strict=True))
+        assert table.bounds[-1] == len(table.spans)
+        previous = reused
+    assert used >= 10
