@@ -1,0 +1,154 @@
+"""The `guided` request for a small local model: a prompt laid out for copying and a
+grammar of the next block's shape, with every value left to the model.
+
+The 135M embedded model cannot apply directives written as `INSTR:` (it copies the previous
+block: docs/decisions.md, plsp34c), but it copies well. So the prompt shows the untouched
+variables as a block and then one line per directive, the target's old value beside it, and
+the grammar fixes what the instruction's *text* names, never what evaluating it gives:
+
+* the variable names: the untouched ones (required), then each name a directive targets,
+  optional where a `@del` or an `@if` branch may remove or add it;
+* the commands: each `@sig` outside an `@if` gives one command with its head (`!name` or
+  `>`) and number of values; each `@if` gives a choice between its two branches' commands.
+
+Every value (kept, set, updated, fetched, command parameters), whether a deleted variable
+is left out, and which `@if` branch ran are the model's. The verifier then checks the
+reply as it checks any other.
+"""
+
+from __future__ import annotations
+
+from plsp.gbnf import gbnf_literal
+from plsp.instr import Delete, Directive, Fetch, If, Instruction, Opaque, Set, Signal, Update
+from plsp.syntax import Action, Log, Ref, StateBlock, Value
+
+__all__ = ["GUIDED_SYSTEM", "guided_grammar", "guided_prompt"]
+
+MAX_STRING_CHARS = 40
+
+GUIDED_SYSTEM = """\
+You apply changes to a state. You get the old state S{...}S, then the changes, one a line. \
+Write the new state S{...}S: the old state's variables as they are, then each changed \
+variable with its NEW value (from set, never the old value); a variable removed by del is \
+left out; then the commands sig asks for. For "if", decide the comparison and write the \
+commands of the branch that runs.
+Examples:
+S{$u:"op";$l:70;}S
+set $t:82
+del $x
+sig !wait,1000
+Answer: S{$u:"op";$l:70;$t:82;!wait,1000;}S
+S{$b:3;}S
+set $a:"cold"
+sig >"low",$b
+if $b>1 ($b is 3) then sig !page,$b,"hi" else sig !wait,200
+Answer: S{$b:3;$a:"cold";>"low",$b;!page,$b,"hi";}S"""
+
+
+def _targets(directives: tuple[Directive, ...]) -> list[Set | Update | Delete | Fetch]:
+    """The directives that name a variable, branches included, in order."""
+    found: list[Set | Update | Delete | Fetch] = []
+    for directive in directives:
+        if isinstance(directive, If):
+            found += _targets(directive.then + directive.otherwise)
+        elif isinstance(directive, Set | Update | Delete | Fetch):
+            found.append(directive)
+    return found
+
+
+def _name(directive: Set | Update | Delete | Fetch) -> str:
+    return directive.dest if isinstance(directive, Fetch) else directive.name
+
+
+def _touched(instruction: Instruction) -> list[str]:
+    return list(dict.fromkeys(_name(d) for d in _targets(instruction.directives)))
+
+
+def _value_note(value: Value, previous: StateBlock) -> str:
+    if isinstance(value, Ref) and value.name in previous.variables:
+        return f" (${value.name} is {previous.variables[value.name].dumps()})"
+    return ""
+
+
+def _line(directive: Directive, previous: StateBlock) -> str:
+    if isinstance(directive, Set | Update):
+        return f"set ${directive.name}:{directive.value.dumps()}" + _value_note(
+            directive.value, previous
+        )
+    if isinstance(directive, Delete):
+        return f"del ${directive.name}"
+    if isinstance(directive, Fetch):
+        return f"fetch {directive.source} into ${directive.dest}"
+    if isinstance(directive, Signal):
+        return f"sig {directive.command.dumps()}"
+    if isinstance(directive, If):
+        condition = directive.condition
+        notes = "".join(_value_note(side, previous) for side in (condition.left, condition.right))
+        text = f"if {condition.dumps()}{notes} then " + " and ".join(
+            _line(d, previous) for d in directive.then
+        )
+        if directive.otherwise:
+            text += " else " + " and ".join(_line(d, previous) for d in directive.otherwise)
+        return text
+    return directive.dumps()  # an unknown directive, as written
+
+
+def guided_prompt(instruction: Instruction, previous: StateBlock) -> str:
+    """The untouched variables as a block, then one line per directive."""
+    touched = set(_touched(instruction))
+    kept = StateBlock(
+        tuple(s for s in previous.statements if getattr(s, "name", None) not in touched)
+    )
+    return "\n".join([kept.dumps(), *(_line(d, previous) for d in instruction.directives)])
+
+
+def _command(command: Action | Log) -> str:
+    if isinstance(command, Action):
+        return gbnf_literal(f"!{command.name}") + ' "," value' * len(command.params)
+    return '">" value' + ' "," value' * (len(command.values) - 1)
+
+
+def _commands(directives: tuple[Directive, ...]) -> list[str]:
+    """One part per directive that asks for commands: a `@sig`'s command, or an `@if`'s
+    choice between its branches' commands (a branch without any: nothing)."""
+    parts: list[str] = []
+    for directive in directives:
+        if isinstance(directive, Signal):
+            parts.append(f'{_command(directive.command)} ";"')
+        elif isinstance(directive, If):
+            branches = [
+                " ".join(_commands(branch)) or '""'
+                for branch in (directive.then, directive.otherwise)
+            ]
+            if branches != ['""', '""']:
+                parts.append(f"({' | '.join(branches)})")
+    return parts
+
+
+def guided_grammar(instruction: Instruction, previous: StateBlock) -> str:
+    """GBNF of the next block's shape: fixed names and command heads, free values."""
+    touched = _touched(instruction)
+    branches = [d for d in instruction.directives if isinstance(d, If)]
+    conditional = {_name(t) for d in branches for t in _targets(d.then + d.otherwise)}
+    deleted = {d.name for d in _targets(instruction.directives) if isinstance(d, Delete)}
+    parts = [
+        f'{gbnf_literal(f"${name}:")} value ";"'
+        for name in previous.variables
+        if name not in touched
+    ]
+    for name in touched:
+        item = f'{gbnf_literal(f"${name}:")} value ";"'
+        may_be_absent = name in deleted or (name in conditional and name not in previous.variables)
+        parts.append(f"({item})?" if may_be_absent else item)
+    parts += _commands(instruction.directives)
+    if any(isinstance(d, Opaque) for d in instruction.directives):
+        parts.append('(("!" [a-z]{1,12} ("," value){0,4} | ">" value ("," value){0,4}) ";"){0,4}')
+    return "\n".join(
+        [
+            f'root ::= "S{{" {" ".join(parts)} "}}S"',
+            "value ::= string | number | variable",
+            'variable ::= "$" [A-Za-z] [A-Za-z0-9]{0,3}',
+            'number ::= [0-9]{1,9} ("." [0-9]{1,6})?',
+            f'string ::= "\\"" [^"\\n;{{}}]{{0,{MAX_STRING_CHARS}}} "\\""',
+        ]
+    )
