@@ -18,9 +18,10 @@ reply as it checks any other.
 
 from __future__ import annotations
 
-from plsp.gbnf import gbnf_literal
+from plsp import syntax
+from plsp.gbnf import MAX_DIGITS, MAX_NAME_CHARS, MAX_VALUES, gbnf_literal, regex_to_gbnf
 from plsp.instr import Delete, Directive, Fetch, If, Instruction, Opaque, Set, Signal, Update
-from plsp.syntax import Action, Log, Ref, StateBlock, Value
+from plsp.syntax import Action, Log, Ref, StateBlock, Str, Value
 
 __all__ = ["GUIDED_SYSTEM", "guided_grammar", "guided_prompt"]
 
@@ -141,14 +142,59 @@ def guided_grammar(instruction: Instruction, previous: StateBlock) -> str:
         may_be_absent = name in deleted or (name in conditional and name not in previous.variables)
         parts.append(f"({item})?" if may_be_absent else item)
     parts += _commands(instruction.directives)
-    if any(isinstance(d, Opaque) for d in instruction.directives):
-        parts.append('(("!" [a-z]{1,12} ("," value){0,4} | ">" value ("," value){0,4}) ";"){0,4}')
+    if any(isinstance(d, Opaque) for d in instruction.directives):  # it may ask for any
+        name = regex_to_gbnf(syntax._ACTION_NAME.pattern, max_repeat=MAX_NAME_CHARS)
+        values = f'value ("," value){{0,{MAX_VALUES - 1}}}'
+        parts.append(f'(("!" {name} ("," {values})? | ">" {values}) ";"){{0,{MAX_VALUES}}}')
+    shown = _shown_strings(instruction, previous)
+    # A small model runs on inside a string ("run;}S. The above..."): the characters that
+    # end a statement or a block are out of its strings unless a string it was shown has one.
+    stops = "".join(c for c in "\n;{}" if not any(c in text for text in shown))
+    longest = max((len(text) for text in shown), default=0)
+    identifier = regex_to_gbnf(syntax._IDENTIFIER.pattern, max_repeat=MAX_NAME_CHARS)
     return "\n".join(
         [
             f'root ::= "S{{" {" ".join(parts)} "}}S"',
             "value ::= string | number | variable",
-            'variable ::= "$" [A-Za-z] [A-Za-z0-9]{0,3}',
-            'number ::= [0-9]{1,9} ("." [0-9]{1,6})?',
-            f'string ::= "\\"" [^"\\n;{{}}]{{0,{MAX_STRING_CHARS}}} "\\""',
+            f'variable ::= "$" {identifier}',
+            f"number ::= {regex_to_gbnf(syntax._NUMBER.pattern, max_repeat=MAX_DIGITS)}",
+            f'string ::= "\\"" {_not_in(stops)}{{0,{max(MAX_STRING_CHARS, longest)}}} "\\""',
         ]
     )
+
+
+def _not_in(stops: str) -> str:
+    escaped = stops.replace("\n", "\\n")
+    return f'[^"{escaped}]'
+
+
+def _shown_strings(instruction: Instruction, previous: StateBlock) -> list[str]:
+    """The text of every string literal in the prompt's state and instruction."""
+    found = [v.text for v in previous.variables.values() if isinstance(v, Str)]
+    for directive in _all(instruction.directives):
+        values: tuple[Value, ...] = ()
+        if isinstance(directive, Set | Update):
+            values = (directive.value,)
+        elif isinstance(directive, Signal):
+            command = directive.command
+            values = command.params if isinstance(command, Action) else command.values
+        elif isinstance(directive, If):
+            values = (directive.condition.left, directive.condition.right)
+        elif isinstance(directive, Opaque) and directive.body:
+            found.append(directive.body)
+        found += [v.text for v in values if isinstance(v, Str)]
+    for statement in previous.statements:
+        if isinstance(statement, Action | Log):
+            params = statement.params if isinstance(statement, Action) else statement.values
+            found += [v.text for v in params if isinstance(v, Str)]
+    return found
+
+
+def _all(directives: tuple[Directive, ...]) -> list[Directive]:
+    """Every directive, an `@if`'s branches' too."""
+    found: list[Directive] = []
+    for directive in directives:
+        found.append(directive)
+        if isinstance(directive, If):
+            found += _all(directive.then + directive.otherwise)
+    return found

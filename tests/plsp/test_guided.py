@@ -1,0 +1,122 @@
+"""The guided request: its grammar fixes what the instruction's text names and leaves every
+value to the model, so a right answer and wrong ones are both admitted; its prompt lays
+the cycle out for copying; the provider sends both, a re-ask's violations included."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import assume, given, settings
+
+from openprose.providers import local_model_installed
+from plsp.engine import expect
+from plsp.guided import GUIDED_SYSTEM, guided_grammar, guided_prompt
+from plsp.instr import Instruction, parse_instr
+from plsp.providers import _guided
+from plsp.syntax import Assign, StateBlock, parse
+from plsp.verify import verify
+from tests.plsp.strategies import blocks, instructions
+from tests.plsp.test_gbnf import gbnf_to_regex, structure
+
+CYCLE = (
+    'INSTR:@if:$e>51?@sig:!page,$e,"idle":@sig:!wait,300;@del:$e;@upd:$u=80;@set:$k=$t;',
+    'S{$u:"run";$t:"west";$e:59;}S',
+)
+
+
+def language(instruction: Instruction, previous: StateBlock) -> re.Pattern[str]:
+    return re.compile(gbnf_to_regex(guided_grammar(instruction, previous)), re.DOTALL)
+
+
+def test_the_prompt_shows_untouched_variables_then_one_line_per_directive() -> None:
+    instruction, previous = parse_instr(CYCLE[0]), parse(CYCLE[1])
+    assert guided_prompt(instruction, previous).split("\n") == [
+        'S{$t:"west";}S',
+        'if $e>51 ($e is 59) then sig !page,$e,"idle" else sig !wait,300',
+        "del $e",
+        "set $u:80",
+        'set $k:$t ($t is "west")',
+    ]
+
+
+def test_names_and_command_heads_are_fixed_values_and_choices_are_the_models() -> None:
+    instruction, previous = parse_instr(CYCLE[0]), parse(CYCLE[1])
+    admitted = language(instruction, previous)
+    right = 'S{$t:"west";$u:80;$k:"west";!page,59,"idle";}S'
+    assert admitted.fullmatch(right) and verify(previous, instruction, right).acceptable
+    for wrong in (
+        'S{$t:"west";$e:59;$u:80;$k:"west";!page,59,"idle";}S',  # kept the deleted $e
+        'S{$t:"west";$u:"run";$k:$t;!page,$e,"idle";}S',  # old value, a dangling reference
+        'S{$t:"west";$u:80;$k:"west";!wait,300;}S',  # the other branch
+    ):
+        assert admitted.fullmatch(wrong), wrong
+        assert not verify(previous, instruction, wrong).acceptable, wrong
+    for outside in (
+        'S{$u:80;$k:"west";!page,59,"idle";}S',  # an untouched variable dropped
+        'S{$t:"west";$u:80;$k:"west";$z:1;!page,59,"idle";}S',  # a name nobody set
+        'S{$t:"west";$u:80;$k:"west";}S',  # neither branch
+        'S{$t:"west";$u:80;$k:"west";!page,59,"idle";!wait,300;}S',  # both branches
+        'S{$t:"west";$u:80;$k:"west";!alarm,59,"idle";}S',  # a command not signalled
+        'S{$t:"west";$u:80;$k:"we;st";!page,59,"idle";}S',  # no string shown has a ";"
+    ):
+        assert not admitted.fullmatch(outside), outside
+
+
+def test_a_string_may_hold_what_a_string_it_was_shown_holds() -> None:
+    instruction, previous = parse_instr('INSTR:@set:$a="x;y";'), parse("S{}S")
+    assert language(instruction, previous).fullmatch('S{$a:"x;y";}S')
+
+
+def _in_guided_order(block: StateBlock, instruction: Instruction, previous: StateBlock) -> str:
+    """The engine's answer with its variables in the guided grammar's order."""
+    named = re.findall(r'"\$([A-Za-z0-9]+):"', guided_grammar(instruction, previous))
+    variables = {s.name: s for s in block.statements if isinstance(s, Assign)}
+    others = [s for s in block.statements if not isinstance(s, Assign)]
+    ordered = [variables[n] for n in named if n in variables]
+    return StateBlock((*ordered, *others)).dumps()
+
+
+@settings(max_examples=300, deadline=None)
+@given(blocks(), instructions)
+def test_the_engines_answer_is_always_one_the_model_can_write(
+    previous: StateBlock, instruction: Instruction
+) -> None:
+    exact = expect(previous, instruction).block()
+    assume(exact is not None)
+    assert exact is not None
+    text = _in_guided_order(exact, instruction, previous)
+    assume(all(len(s) <= 40 for s in re.findall(r'"([^"]*)"', text)))
+    assert language(instruction, previous).fullmatch(text), (
+        guided_grammar(instruction, previous),
+        text,
+    )
+
+
+@settings(max_examples=200, deadline=None)
+@given(blocks(), instructions)
+def test_every_guided_grammar_is_well_formed(
+    previous: StateBlock, instruction: Instruction
+) -> None:
+    rules = structure(guided_grammar(instruction, previous))
+    for name, used in rules.items():
+        assert used <= rules.keys(), (name, used - rules.keys())
+
+
+def test_the_provider_sends_the_layout_and_keeps_a_reasks_violations() -> None:
+    reask = f"{CYCLE[0]}\n{CYCLE[1]}\nYour last answer was rejected:\n- wrong_value: $u"
+    system, prompt = _guided(reask)
+    assert system == GUIDED_SYSTEM
+    layout = guided_prompt(parse_instr(CYCLE[0]), parse(CYCLE[1]))
+    assert prompt == layout + "\nYour last answer was rejected:\n- wrong_value: $u"
+
+
+@pytest.mark.skipif(not local_model_installed(), reason="needs the [local] extra (llama.cpp)")
+@settings(max_examples=40, deadline=None)
+@given(blocks(), instructions)
+def test_llama_cpp_parses_every_guided_grammar(
+    previous: StateBlock, instruction: Instruction
+) -> None:
+    from openprose.providers.local import grammar_parses
+
+    assert grammar_parses(guided_grammar(instruction, previous))
