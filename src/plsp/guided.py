@@ -21,7 +21,7 @@ from __future__ import annotations
 from plsp import syntax
 from plsp.gbnf import MAX_DIGITS, MAX_NAME_CHARS, MAX_VALUES, gbnf_literal, regex_to_gbnf
 from plsp.instr import Delete, Directive, Fetch, If, Instruction, Opaque, Set, Signal, Update
-from plsp.syntax import Action, Log, Ref, StateBlock, Str, Value
+from plsp.syntax import Action, Assign, Log, Ref, StateBlock, Str, Value
 
 __all__ = ["GUIDED_SYSTEM", "guided_grammar", "guided_prompt"]
 
@@ -34,16 +34,16 @@ variable with its NEW value (from set, never the old value); a variable removed 
 left out; then the commands sig asks for. For "if", decide the comparison and write the \
 commands of the branch that runs.
 Examples:
-S{$u:"op";$l:70;}S
-set $t:82
+S{$u: "op";$l: 70;}S
+set $t: 82
 del $x
-sig !wait,1000
-Answer: S{$u:"op";$l:70;$t:82;!wait,1000;}S
-S{$b:3;}S
-set $a:"cold"
-sig >"low",$b
-if $b>1 ($b is 3) then sig !page,$b,"hi" else sig !wait,200
-Answer: S{$b:3;$a:"cold";>"low",$b;!page,$b,"hi";}S"""
+sig !wait, 1000
+Answer: S{$u: "op";$l: 70;$t: 82;!wait, 1000;}S
+S{$b: 3;}S
+set $a: "cold"
+sig > "low", $b
+if $b>1 ($b is 3) then sig !page, $b, "hi" else sig !wait, 200
+Answer: S{$b: 3;$a: "cold";> "low", $b;!page, $b, "hi";}S"""
 
 
 def _targets(directives: tuple[Directive, ...]) -> list[Set | Update | Delete | Fetch]:
@@ -71,17 +71,30 @@ def _value_note(value: Value, previous: StateBlock) -> str:
     return ""
 
 
+def _spaced(statement: Assign | Action | Log) -> str:
+    """A statement with a space before each value: the tokens the model writes after the
+    grammar's fixed `$x:` or `,` are then the prompt's (`:"` is one token, `: "` two)."""
+    if isinstance(statement, Assign):
+        return f"${statement.name}: {statement.value.dumps()}"
+    if isinstance(statement, Action):
+        return f"!{statement.name}" + "".join(f", {p.dumps()}" for p in statement.params)
+    return ">" + ",".join(f" {v.dumps()}" for v in statement.values)
+
+
+def _block(statements: list[Assign | Action | Log]) -> str:
+    return "S{" + "".join(_spaced(s) + ";" for s in statements) + "}S"
+
+
 def _line(directive: Directive, previous: StateBlock) -> str:
     if isinstance(directive, Set | Update):
-        return f"set ${directive.name}:{directive.value.dumps()}" + _value_note(
-            directive.value, previous
-        )
+        assignment = _spaced(Assign(directive.name, directive.value))
+        return f"set {assignment}" + _value_note(directive.value, previous)
     if isinstance(directive, Delete):
         return f"del ${directive.name}"
     if isinstance(directive, Fetch):
         return f"fetch {directive.source} into ${directive.dest}"
     if isinstance(directive, Signal):
-        return f"sig {directive.command.dumps()}"
+        return f"sig {_spaced(directive.command)}"
     if isinstance(directive, If):
         condition = directive.condition
         notes = "".join(_value_note(side, previous) for side in (condition.left, condition.right))
@@ -97,10 +110,8 @@ def _line(directive: Directive, previous: StateBlock) -> str:
 def guided_prompt(instruction: Instruction, previous: StateBlock) -> str:
     """The untouched variables as a block, then one line per directive."""
     touched = set(_touched(instruction))
-    kept = StateBlock(
-        tuple(s for s in previous.statements if getattr(s, "name", None) not in touched)
-    )
-    return "\n".join([kept.dumps(), *(_line(d, previous) for d in instruction.directives)])
+    kept = [s for s in previous.statements if isinstance(s, Assign) and s.name not in touched]
+    return "\n".join([_block(kept), *(_line(d, previous) for d in instruction.directives)])
 
 
 def _command(command: Action | Log) -> str:
@@ -151,12 +162,17 @@ def guided_grammar(instruction: Instruction, previous: StateBlock) -> str:
     # end a statement or a block are out of its strings unless a string it was shown has one.
     stops = "".join(c for c in "\n;{}" if not any(c in text for text in shown))
     longest = max((len(text) for text in shown), default=0)
-    identifier = regex_to_gbnf(syntax._IDENTIFIER.pattern, max_repeat=MAX_NAME_CHARS)
+    # a reference can only be to a name the block may hold
+    names = sorted({*previous.variables, *touched})
+    references = (
+        [f'variable ::= "$" ({" | ".join(gbnf_literal(n) for n in names)})'] if names else []
+    )
+    kinds = "string | number | variable" if names else "string | number"
     return "\n".join(
         [
             f'root ::= "S{{" {" ".join(parts)} "}}S"',
-            "value ::= string | number | variable",
-            f'variable ::= "$" {identifier}',
+            f'value ::= " " ({kinds})',
+            *references,
             f"number ::= {regex_to_gbnf(syntax._NUMBER.pattern, max_repeat=MAX_DIGITS)}",
             f'string ::= "\\"" {_not_in(stops)}{{0,{max(MAX_STRING_CHARS, longest)}}} "\\""',
         ]

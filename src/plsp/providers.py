@@ -148,6 +148,8 @@ def provider_model(
             max_tokens=max_tokens,
             temperature=0.0,
             grammar=constraint,
+            # guided replies copy values from the prompt: a repeat penalty corrupts them
+            repeat_penalty=1.0 if choice == "guided" else None,
         )
         response = await backend.complete(request)
         return response.text

@@ -9,12 +9,12 @@ import re
 import pytest
 from hypothesis import assume, given, settings
 
-from openprose.providers import local_model_installed
+from openprose.providers import ModelRequest, local_model_installed
 from plsp.engine import expect
 from plsp.guided import GUIDED_SYSTEM, guided_grammar, guided_prompt
 from plsp.instr import Instruction, parse_instr
 from plsp.providers import _guided
-from plsp.syntax import Assign, StateBlock, parse
+from plsp.syntax import Action, Assign, Log, StateBlock, parse
 from plsp.verify import verify
 from tests.plsp.strategies import blocks, instructions
 from tests.plsp.test_gbnf import gbnf_to_regex, structure
@@ -32,40 +32,41 @@ def language(instruction: Instruction, previous: StateBlock) -> re.Pattern[str]:
 def test_the_prompt_shows_untouched_variables_then_one_line_per_directive() -> None:
     instruction, previous = parse_instr(CYCLE[0]), parse(CYCLE[1])
     assert guided_prompt(instruction, previous).split("\n") == [
-        'S{$t:"west";}S',
-        'if $e>51 ($e is 59) then sig !page,$e,"idle" else sig !wait,300',
+        'S{$t: "west";}S',
+        'if $e>51 ($e is 59) then sig !page, $e, "idle" else sig !wait, 300',
         "del $e",
-        "set $u:80",
-        'set $k:$t ($t is "west")',
+        "set $u: 80",
+        'set $k: $t ($t is "west")',
     ]
 
 
 def test_names_and_command_heads_are_fixed_values_and_choices_are_the_models() -> None:
     instruction, previous = parse_instr(CYCLE[0]), parse(CYCLE[1])
     admitted = language(instruction, previous)
-    right = 'S{$t:"west";$u:80;$k:"west";!page,59,"idle";}S'
+    right = 'S{$t: "west";$u: 80;$k: "west";!page, 59, "idle";}S'
     assert admitted.fullmatch(right) and verify(previous, instruction, right).acceptable
     for wrong in (
-        'S{$t:"west";$e:59;$u:80;$k:"west";!page,59,"idle";}S',  # kept the deleted $e
-        'S{$t:"west";$u:"run";$k:$t;!page,$e,"idle";}S',  # old value, a dangling reference
-        'S{$t:"west";$u:80;$k:"west";!wait,300;}S',  # the other branch
+        'S{$t: "west";$e: 59;$u: 80;$k: "west";!page, 59, "idle";}S',  # kept the deleted $e
+        'S{$t: "west";$u: "run";$k: $t;!page, $e, "idle";}S',  # old value, a dangling reference
+        'S{$t: "west";$u: 80;$k: "west";!wait, 300;}S',  # the other branch
     ):
         assert admitted.fullmatch(wrong), wrong
         assert not verify(previous, instruction, wrong).acceptable, wrong
     for outside in (
-        'S{$u:80;$k:"west";!page,59,"idle";}S',  # an untouched variable dropped
-        'S{$t:"west";$u:80;$k:"west";$z:1;!page,59,"idle";}S',  # a name nobody set
-        'S{$t:"west";$u:80;$k:"west";}S',  # neither branch
-        'S{$t:"west";$u:80;$k:"west";!page,59,"idle";!wait,300;}S',  # both branches
-        'S{$t:"west";$u:80;$k:"west";!alarm,59,"idle";}S',  # a command not signalled
-        'S{$t:"west";$u:80;$k:"we;st";!page,59,"idle";}S',  # no string shown has a ";"
+        'S{$u: 80;$k: "west";!page, 59, "idle";}S',  # an untouched variable dropped
+        'S{$t: "west";$u: 80;$k: "west";$z: 1;!page, 59, "idle";}S',  # a name nobody set
+        'S{$t: "west";$u: 80;$k: "west";}S',  # neither branch
+        'S{$t: "west";$u: 80;$k: "west";!page, 59, "idle";!wait, 300;}S',  # both branches
+        'S{$t: "west";$u: 80;$k: "west";!alarm, 59, "idle";}S',  # a command not signalled
+        'S{$t: "west";$u: 80;$k: "we;st";!page, 59, "idle";}S',  # no string shown has a ";"
+        'S{$t: "west";$u: $zz;$k: "west";!page, 59, "idle";}S',  # a name the block cannot hold
     ):
         assert not admitted.fullmatch(outside), outside
 
 
 def test_a_string_may_hold_what_a_string_it_was_shown_holds() -> None:
     instruction, previous = parse_instr('INSTR:@set:$a="x;y";'), parse("S{}S")
-    assert language(instruction, previous).fullmatch('S{$a:"x;y";}S')
+    assert language(instruction, previous).fullmatch('S{$a: "x;y";}S')
 
 
 def _in_guided_order(block: StateBlock, instruction: Instruction, previous: StateBlock) -> str:
@@ -74,7 +75,15 @@ def _in_guided_order(block: StateBlock, instruction: Instruction, previous: Stat
     variables = {s.name: s for s in block.statements if isinstance(s, Assign)}
     others = [s for s in block.statements if not isinstance(s, Assign)]
     ordered = [variables[n] for n in named if n in variables]
-    return StateBlock((*ordered, *others)).dumps()
+    return "S{" + "".join(_spaced(s) + ";" for s in (*ordered, *others)) + "}S"
+
+
+def _spaced(statement: Assign | Action | Log) -> str:
+    if isinstance(statement, Assign):
+        return f"${statement.name}: {statement.value.dumps()}"
+    if isinstance(statement, Action):
+        return f"!{statement.name}" + "".join(f", {p.dumps()}" for p in statement.params)
+    return ">" + ",".join(f" {v.dumps()}" for v in statement.values)
 
 
 @settings(max_examples=300, deadline=None)
@@ -101,6 +110,13 @@ def test_every_guided_grammar_is_well_formed(
     rules = structure(guided_grammar(instruction, previous))
     for name, used in rules.items():
         assert used <= rules.keys(), (name, used - rules.keys())
+
+
+def test_a_request_carries_its_repeat_penalty_but_replay_keys_ignore_it() -> None:
+    plain = ModelRequest(model="m", messages=())
+    copying = ModelRequest(model="m", messages=(), repeat_penalty=1.0)
+    assert ModelRequest.from_dict(copying.to_dict()) == copying
+    assert "repeat_penalty" not in plain.to_dict() and plain.key() == copying.key()
 
 
 def test_the_provider_sends_the_layout_and_keeps_a_reasks_violations() -> None:
