@@ -18,6 +18,8 @@ reply as it checks any other.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from plsp import syntax
 from plsp.gbnf import MAX_DIGITS, MAX_NAME_CHARS, MAX_VALUES, gbnf_literal, regex_to_gbnf
 from plsp.instr import Delete, Directive, Fetch, If, Instruction, Opaque, Set, Signal, Update
@@ -81,7 +83,7 @@ def _spaced(statement: Assign | Action | Log) -> str:
     return ">" + ",".join(f" {v.dumps()}" for v in statement.values)
 
 
-def _block(statements: list[Assign | Action | Log]) -> str:
+def _block(statements: Sequence[Assign | Action | Log]) -> str:
     return "S{" + "".join(_spaced(s) + ";" for s in statements) + "}S"
 
 

@@ -9,11 +9,12 @@ import re
 import pytest
 from hypothesis import assume, given, settings
 
-from openprose.providers import ModelRequest, local_model_installed
+from openprose.providers import Message, ModelRequest, ModelResponse, local_model_installed
 from plsp.engine import expect
 from plsp.guided import GUIDED_SYSTEM, guided_grammar, guided_prompt
 from plsp.instr import Instruction, parse_instr
-from plsp.providers import _guided
+from plsp.middleware import build_prompt
+from plsp.providers import _guided, provider_model
 from plsp.syntax import Action, Assign, Log, StateBlock, parse
 from plsp.verify import verify
 from tests.plsp.strategies import blocks, instructions
@@ -136,3 +137,60 @@ def test_llama_cpp_parses_every_guided_grammar(
     from openprose.providers.local import grammar_parses
 
     assert grammar_parses(guided_grammar(instruction, previous))
+
+
+class _Recorder:
+    def __init__(self) -> None:
+        self.requests: list[ModelRequest] = []
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        self.requests.append(request)
+        return ModelResponse(text="S{}S", model="m", provider="recording")
+
+    async def aclose(self) -> None:
+        return None
+
+
+async def test_guided_requests_carry_layout_grammar_and_no_repeat_penalty(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from openprose import providers
+
+    recorder = _Recorder()
+    monkeypatch.setattr(providers, "open_provider", lambda settings, name=None: recorder)
+    instruction, previous = parse_instr(CYCLE[0]), parse(CYCLE[1])
+    for choice, penalty in (("guided", 1.0), ("block", None)):
+        model, close = provider_model("local", None, grammar=choice)  # type: ignore[arg-type]
+        await model("the middleware's system prompt", build_prompt(instruction, previous))
+        await close()
+        assert recorder.requests[-1].repeat_penalty == penalty
+    guided = recorder.requests[0]
+    assert guided.system == GUIDED_SYSTEM
+    assert guided.messages[0].content == guided_prompt(instruction, previous)
+    assert guided.grammar == guided_grammar(instruction, previous)
+
+
+@pytest.mark.skipif(not local_model_installed(), reason="needs the [local] extra (llama.cpp)")
+async def test_the_embedded_model_gets_a_guided_cycle_right() -> None:
+    from openprose.providers.local import LocalProvider
+    from plsp.middleware import Loop
+
+    provider = LocalProvider()
+    instruction = parse_instr('INSTR:@upd:$u="run";@set:$j=43;@sig:!wait,300;')
+    previous = parse('S{$a:"ok";$u:"idle";}S')
+
+    async def model(system: str, prompt: str) -> str:
+        system, prompt = _guided(prompt)
+        request = ModelRequest(
+            model="local",
+            messages=(Message("user", prompt),),
+            system=system,
+            max_tokens=200,
+            temperature=0.0,
+            grammar=guided_grammar(instruction, previous),
+            repeat_penalty=1.0,
+        )
+        return (await provider.complete(request)).text
+
+    record = await Loop(model, lambda context: None, retries=0).cycle(1, instruction, previous)
+    assert record.accepted, record.attempts
