@@ -3,13 +3,16 @@ grammar of the next block's shape, with every value left to the model.
 
 The 135M embedded model cannot apply directives written as `INSTR:` (it copies the previous
 block: docs/decisions.md, plsp34c), but it copies well. So the prompt shows the untouched
-variables as a block and then one line per directive, the target's old value beside it, and
-the grammar fixes what the instruction's *text* names, never what evaluating it gives:
+variables as a block and then one line per directive (the values a reference or a
+comparison reads beside it), and the grammar fixes what the instruction's *text* names,
+never what evaluating it gives:
 
 * the variable names: the untouched ones (required), then each name a directive targets,
   optional where a `@del` or an `@if` branch may remove or add it;
 * the commands: each `@sig` outside an `@if` gives one command with its head (`!name` or
-  `>`) and number of values; each `@if` gives a choice between its two branches' commands.
+  `>`) and number of values; each `@if` gives a choice between its two branches' commands;
+* references only to names the block may hold; strings without the characters that end a
+  statement or a block, unless a string the model was shown has one.
 
 Every value (kept, set, updated, fetched, command parameters), whether a deleted variable
 is left out, and which `@if` branch ran are the model's. The verifier then checks the
