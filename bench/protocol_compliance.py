@@ -3,8 +3,10 @@ PLSP cycles, first attempt.
 
 For each protocol the same model answers the same prompts through the package's runtime
 (`vlp.ask`: the answer grammar and the safety rule; `vpp.session`: the reply grammar, the
-body checks; the PLSP middleware with the syntax-only `block` grammar, which measures the
-model, and the `cycle` grammar, which admits only the verifier's answers). The figure
+body checks; the PLSP middleware with the syntax-only `block` grammar and the `guided`
+request (the block's shape fixed, every value the model's), which measure the model, and
+the `cycle` grammar, which admits only the verifier's answers; for each, what the
+rejected first attempts did wrong). The figure
 that counts is the share right on the first attempt (no re-ask, no repair); the share
 after the runtime's re-asks is shown beside it. With `--baseline`, also unconstrained
 (the protocol's instructions alone; PLSP without a grammar). Greedy decoding (temperature
@@ -24,6 +26,7 @@ import os
 import random
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
@@ -187,14 +190,17 @@ async def bench_plsp(count: int, show: int, baseline_too: bool) -> dict[str, tup
 
     cycles = plsp_cycles(count)
     shares = {}
-    for choice in ("none", "block", "cycle") if baseline_too else ("block", "cycle"):
+    choices = ("block", "guided", "cycle")
+    for choice in ("none", *choices) if baseline_too else choices:
         model, close = provider_model("local", None, max_tokens=256, grammar=choice)  # type: ignore[arg-type]
         loop = Loop(model, lambda context: None, actions=ActionRegistry(), retries=1)
         accepted = first = 0
+        faults: Counter[str] = Counter()
         for number, (instr, previous) in enumerate(cycles, start=1):
             record = await loop.cycle(number, parse_instr(instr), parse(previous))
             accepted += record.accepted
             first += record.accepted and len(record.attempts) == 1
+            faults.update({v.kind for v in record.attempts[0].violations if v.blocking})
             if number <= show:
                 print(f"  [{choice}] {instr}  {previous}")
                 for attempt in record.attempts:
@@ -202,6 +208,8 @@ async def bench_plsp(count: int, show: int, baseline_too: bool) -> dict[str, tup
                     print(f"      reply {attempt.reply!r}  rejected: {blocking or 'no'}")
         await close()
         shares[choice] = (accepted / count, first / count)
+        kinds = ", ".join(f"{kind} {n}" for kind, n in faults.most_common()) or "none"
+        print(f"  PLSP {choice:6} first attempts rejected for (cycles): {kinds}")
     return shares
 
 
@@ -261,9 +269,10 @@ def main() -> int:
         none = shares["none"][1] if args.baseline else None
         print(
             f"PLSP block grammar first attempt {shares['block'][1]:6.1%} (after re-ask "
-            f"{shares['block'][0]:6.1%}); cycle grammar {shares['cycle'][1]:6.1%} "
-            f"({shares['cycle'][0]:6.1%}){_baseline(none)}  {_verdict(shares['block'][1], 0.80)}"
-            f"  {_timing(started, count * len(shares))}"
+            f"{shares['block'][0]:6.1%}); guided {shares['guided'][1]:6.1%} "
+            f"({shares['guided'][0]:6.1%}); cycle grammar {shares['cycle'][1]:6.1%} "
+            f"({shares['cycle'][0]:6.1%}){_baseline(none)}  block {_verdict(shares['block'][1], 0.80)}"
+            f", guided {_verdict(shares['guided'][1], 0.80)}  {_timing(started, count * len(shares))}"
         )
     return 0
 

@@ -370,10 +370,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run_cmd.add_argument(
         "--grammar",
-        choices=("cycle", "block", "none"),
+        choices=("cycle", "guided", "block", "none"),
         help="what a grammar-decoding provider (local) may answer: cycle = the blocks the "
-        "verifier accepts for the cycle (default on local), block = any well-formed block, "
-        "none = free text",
+        "verifier accepts for the cycle (default on local), guided = the block's shape with "
+        "the model's own values, block = any well-formed block, none = free text",
     )
     run_cmd.add_argument("--trace", help="trace path (default: LOOPFILE stem + .trace.ndjson)")
     run_cmd.add_argument("--quiet", action="store_true", help="no live cycle view")

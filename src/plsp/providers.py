@@ -14,15 +14,19 @@ from typing import Literal, TypeAlias
 from plsp.engine import expect
 from plsp.files import bounded_int, not_utf8, read_text
 from plsp.gbnf import cycle_grammar, state_block_grammar
+from plsp.guided import GUIDED_SYSTEM, guided_grammar, guided_prompt
+from plsp.instr import read_instr
 from plsp.middleware import read_prompt
+from plsp.syntax import Scanner
 
 AsyncModel = Callable[[str, str], Awaitable[str]]
 """What these sources give: an async `(system, prompt) -> text` model."""
 
-GrammarChoice: TypeAlias = Literal["cycle", "block", "none"]
+GrammarChoice: TypeAlias = Literal["cycle", "guided", "block", "none"]
 """How a provider that decodes inside a grammar (`local`) is constrained: `cycle`, the
-blocks the verifier accepts for this cycle (`plsp.gbnf.cycle_grammar`); `block`, any
-well-formed block; `none`, free text."""
+blocks the verifier accepts for this cycle (`plsp.gbnf.cycle_grammar`); `guided`, the
+block's shape with every value the model's, asked with a prompt laid out for a small
+model (`plsp.guided`); `block`, any well-formed block; `none`, free text."""
 
 __all__ = [
     "AsyncModel",
@@ -129,18 +133,35 @@ def provider_model(
         if choice == "block":
             return block_grammar
         instruction, previous = read_prompt(prompt)
+        if choice == "guided":
+            return guided_grammar(instruction, previous)
         return cycle_grammar(previous, instruction)
 
     async def answer(system: str, prompt: str) -> str:
+        constraint = grammar_for(prompt)  # `local` decodes inside it; hosted ones ignore it
+        if choice == "guided":
+            system, prompt = _guided(prompt)
         request = providers.ModelRequest(
             model=model_id,
             messages=(providers.Message("user", prompt),),
             system=system,
             max_tokens=max_tokens,
             temperature=0.0,
-            grammar=grammar_for(prompt),  # `local` decodes inside it; hosted ones ignore it
+            grammar=constraint,
+            # guided replies copy values from the prompt: a repeat penalty corrupts them
+            repeat_penalty=1.0 if choice == "guided" else None,
         )
         response = await backend.complete(request)
         return response.text
 
     return answer, backend.aclose
+
+
+def _guided(prompt: str) -> tuple[str, str]:
+    """The guided system prompt and layout of a middleware prompt; a re-ask's list of
+    violations (the text after the previous block) follows the layout unchanged."""
+    scanner = Scanner(prompt)
+    instruction = read_instr(scanner)
+    scanner.skip_whitespace()
+    previous = scanner.read_block()
+    return GUIDED_SYSTEM, guided_prompt(instruction, previous) + prompt[scanner.pos :]

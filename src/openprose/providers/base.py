@@ -174,6 +174,9 @@ class ModelRequest:
     # A typed result (`returns:`): hosted providers use their native structured mode for
     # `response_schema` (providers/structured.py); judgments leave it off and ask in prose.
     structured: bool = False
+    # `local` only: llama.cpp's repeat penalty (None: the provider's default). A reply that
+    # must copy values from its prompt (plsp's guided cycles) asks for 1.0, no penalty.
+    repeat_penalty: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -191,6 +194,8 @@ class ModelRequest:
             body["grammar"] = self.grammar
         if self.structured:  # likewise
             body["structured"] = True
+        if self.repeat_penalty is not None:  # likewise
+            body["repeat_penalty"] = self.repeat_penalty
         return body
 
     @classmethod
@@ -206,6 +211,7 @@ class ModelRequest:
             tools=tuple(ToolSpec.from_dict(t) for t in d.get("tools") or ()),
             grammar=d.get("grammar"),
             structured=bool(d.get("structured", False)),
+            repeat_penalty=d.get("repeat_penalty"),
         )
 
     def key(self) -> str:
@@ -217,6 +223,7 @@ class ModelRequest:
         body.pop("response_schema", None)
         body.pop("grammar", None)  # likewise
         body.pop("structured", None)  # how the schema is asked for, not what is asked
+        body.pop("repeat_penalty", None)  # how to sample, not what is asked
         return _canonical_sha256(body)
 
     def last_user_text(self) -> str:

@@ -174,7 +174,9 @@ def _complete_blocking(request: ModelRequest, cancelled: threading.Event) -> Mod
         "max_tokens": request.max_tokens,  # llama.cpp cuts it to the room the prompt leaves
         # Without a penalty the 135M model falls into loops ("1. 44. 1. 45. ...") until
         # max_tokens; 1.1 is the usual llama.cpp setting.
-        "repeat_penalty": REPEAT_PENALTY,
+        "repeat_penalty": REPEAT_PENALTY
+        if request.repeat_penalty is None
+        else request.repeat_penalty,
     }
     if request.temperature is not None:
         params["temperature"] = request.temperature

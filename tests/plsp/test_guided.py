@@ -1,0 +1,196 @@
+"""The guided request: its grammar fixes what the instruction's text names and leaves every
+value to the model, so a right answer and wrong ones are both admitted; its prompt lays
+the cycle out for copying; the provider sends both, a re-ask's violations included."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import assume, given, settings
+
+from openprose.providers import Message, ModelRequest, ModelResponse, local_model_installed
+from plsp.engine import expect
+from plsp.guided import GUIDED_SYSTEM, guided_grammar, guided_prompt
+from plsp.instr import Instruction, parse_instr
+from plsp.middleware import build_prompt
+from plsp.providers import _guided, provider_model
+from plsp.syntax import Action, Assign, Log, StateBlock, parse
+from plsp.verify import verify
+from tests.plsp.strategies import blocks, instructions
+from tests.plsp.test_gbnf import gbnf_to_regex, structure
+
+CYCLE = (
+    'INSTR:@if:$e>51?@sig:!page,$e,"idle":@sig:!wait,300;@del:$e;@upd:$u=80;@set:$k=$t;',
+    'S{$u:"run";$t:"west";$e:59;}S',
+)
+
+
+def language(instruction: Instruction, previous: StateBlock) -> re.Pattern[str]:
+    return re.compile(gbnf_to_regex(guided_grammar(instruction, previous)), re.DOTALL)
+
+
+def test_the_prompt_shows_untouched_variables_then_one_line_per_directive() -> None:
+    instruction, previous = parse_instr(CYCLE[0]), parse(CYCLE[1])
+    assert guided_prompt(instruction, previous).split("\n") == [
+        'S{$t: "west";}S',
+        'if $e>51 ($e is 59) then sig !page, $e, "idle" else sig !wait, 300',
+        "del $e",
+        "set $u: 80",
+        'set $k: $t ($t is "west")',
+    ]
+
+
+def test_names_and_command_heads_are_fixed_values_and_choices_are_the_models() -> None:
+    instruction, previous = parse_instr(CYCLE[0]), parse(CYCLE[1])
+    admitted = language(instruction, previous)
+    right = 'S{$t: "west";$u: 80;$k: "west";!page, 59, "idle";}S'
+    assert admitted.fullmatch(right) and verify(previous, instruction, right).acceptable
+    for wrong in (
+        'S{$t: "west";$e: 59;$u: 80;$k: "west";!page, 59, "idle";}S',  # kept the deleted $e
+        'S{$t: "west";$u: "run";$k: $t;!page, $e, "idle";}S',  # old value, a dangling reference
+        'S{$t: "west";$u: 80;$k: "west";!wait, 300;}S',  # the other branch
+    ):
+        assert admitted.fullmatch(wrong), wrong
+        assert not verify(previous, instruction, wrong).acceptable, wrong
+    for outside in (
+        'S{$u: 80;$k: "west";!page, 59, "idle";}S',  # an untouched variable dropped
+        'S{$t: "west";$u: 80;$k: "west";$z: 1;!page, 59, "idle";}S',  # a name nobody set
+        'S{$t: "west";$u: 80;$k: "west";}S',  # neither branch
+        'S{$t: "west";$u: 80;$k: "west";!page, 59, "idle";!wait, 300;}S',  # both branches
+        'S{$t: "west";$u: 80;$k: "west";!alarm, 59, "idle";}S',  # a command not signalled
+        'S{$t: "west";$u: 80;$k: "we;st";!page, 59, "idle";}S',  # no string shown has a ";"
+        'S{$t: "west";$u: $zz;$k: "west";!page, 59, "idle";}S',  # a name the block cannot hold
+    ):
+        assert not admitted.fullmatch(outside), outside
+
+
+def test_a_string_may_hold_what_a_string_it_was_shown_holds() -> None:
+    instruction, previous = parse_instr('INSTR:@set:$a="x;y";'), parse("S{}S")
+    assert language(instruction, previous).fullmatch('S{$a: "x;y";}S')
+
+
+def _in_guided_order(block: StateBlock, instruction: Instruction, previous: StateBlock) -> str:
+    """The engine's answer with its variables in the guided grammar's order."""
+    named = re.findall(r'"\$([A-Za-z0-9]+):"', guided_grammar(instruction, previous))
+    variables = {s.name: s for s in block.statements if isinstance(s, Assign)}
+    others = [s for s in block.statements if not isinstance(s, Assign)]
+    ordered = [variables[n] for n in named if n in variables]
+    return "S{" + "".join(_spaced(s) + ";" for s in (*ordered, *others)) + "}S"
+
+
+def _spaced(statement: Assign | Action | Log) -> str:
+    if isinstance(statement, Assign):
+        return f"${statement.name}: {statement.value.dumps()}"
+    if isinstance(statement, Action):
+        return f"!{statement.name}" + "".join(f", {p.dumps()}" for p in statement.params)
+    return ">" + ",".join(f" {v.dumps()}" for v in statement.values)
+
+
+@settings(max_examples=300, deadline=None)
+@given(blocks(), instructions)
+def test_the_engines_answer_is_always_one_the_model_can_write(
+    previous: StateBlock, instruction: Instruction
+) -> None:
+    exact = expect(previous, instruction).block()
+    assume(exact is not None)
+    assert exact is not None
+    text = _in_guided_order(exact, instruction, previous)
+    assume(all(len(s) <= 40 for s in re.findall(r'"([^"]*)"', text)))
+    assert language(instruction, previous).fullmatch(text), (
+        guided_grammar(instruction, previous),
+        text,
+    )
+
+
+@settings(max_examples=200, deadline=None)
+@given(blocks(), instructions)
+def test_every_guided_grammar_is_well_formed(
+    previous: StateBlock, instruction: Instruction
+) -> None:
+    rules = structure(guided_grammar(instruction, previous))
+    for name, used in rules.items():
+        assert used <= rules.keys(), (name, used - rules.keys())
+
+
+def test_a_request_carries_its_repeat_penalty_but_replay_keys_ignore_it() -> None:
+    plain = ModelRequest(model="m", messages=())
+    copying = ModelRequest(model="m", messages=(), repeat_penalty=1.0)
+    assert ModelRequest.from_dict(copying.to_dict()) == copying
+    assert "repeat_penalty" not in plain.to_dict() and plain.key() == copying.key()
+
+
+def test_the_provider_sends_the_layout_and_keeps_a_reasks_violations() -> None:
+    reask = f"{CYCLE[0]}\n{CYCLE[1]}\nYour last answer was rejected:\n- wrong_value: $u"
+    system, prompt = _guided(reask)
+    assert system == GUIDED_SYSTEM
+    layout = guided_prompt(parse_instr(CYCLE[0]), parse(CYCLE[1]))
+    assert prompt == layout + "\nYour last answer was rejected:\n- wrong_value: $u"
+
+
+@pytest.mark.skipif(not local_model_installed(), reason="needs the [local] extra (llama.cpp)")
+@settings(max_examples=40, deadline=None)
+@given(blocks(), instructions)
+def test_llama_cpp_parses_every_guided_grammar(
+    previous: StateBlock, instruction: Instruction
+) -> None:
+    from openprose.providers.local import grammar_parses
+
+    assert grammar_parses(guided_grammar(instruction, previous))
+
+
+class _Recorder:
+    def __init__(self) -> None:
+        self.requests: list[ModelRequest] = []
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        self.requests.append(request)
+        return ModelResponse(text="S{}S", model="m", provider="recording")
+
+    async def aclose(self) -> None:
+        return None
+
+
+async def test_guided_requests_carry_layout_grammar_and_no_repeat_penalty(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from openprose import providers
+
+    recorder = _Recorder()
+    monkeypatch.setattr(providers, "open_provider", lambda settings, name=None: recorder)
+    instruction, previous = parse_instr(CYCLE[0]), parse(CYCLE[1])
+    for choice, penalty in (("guided", 1.0), ("block", None)):
+        model, close = provider_model("local", None, grammar=choice)  # type: ignore[arg-type]
+        await model("the middleware's system prompt", build_prompt(instruction, previous))
+        await close()
+        assert recorder.requests[-1].repeat_penalty == penalty
+    guided = recorder.requests[0]
+    assert guided.system == GUIDED_SYSTEM
+    assert guided.messages[0].content == guided_prompt(instruction, previous)
+    assert guided.grammar == guided_grammar(instruction, previous)
+
+
+@pytest.mark.skipif(not local_model_installed(), reason="needs the [local] extra (llama.cpp)")
+async def test_the_embedded_model_gets_a_guided_cycle_right() -> None:
+    from openprose.providers.local import LocalProvider
+    from plsp.middleware import Loop
+
+    provider = LocalProvider()
+    instruction = parse_instr('INSTR:@upd:$u="run";@set:$j=43;@sig:!wait,300;')
+    previous = parse('S{$a:"ok";$u:"idle";}S')
+
+    async def model(system: str, prompt: str) -> str:
+        system, prompt = _guided(prompt)
+        request = ModelRequest(
+            model="local",
+            messages=(Message("user", prompt),),
+            system=system,
+            max_tokens=200,
+            temperature=0.0,
+            grammar=guided_grammar(instruction, previous),
+            repeat_penalty=1.0,
+        )
+        return (await provider.complete(request)).text
+
+    record = await Loop(model, lambda context: None, retries=0).cycle(1, instruction, previous)
+    assert record.accepted, record.attempts
