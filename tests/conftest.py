@@ -13,6 +13,7 @@ inputs every run, ten times the default number of examples, failures remembered 
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -42,6 +43,12 @@ def _profile(environ: dict[str, str] | os._Environ[str]) -> str:
 
 
 settings.load_profile(_profile(os.environ))
+
+# A suite started as a background job of a non-interactive shell (`.ci/run ... &`) inherits
+# SIGINT ignored, and so would every command the tests start: the Ctrl-C tests would see
+# commands that cannot be interrupted. A handled signal is reset to the default at exec.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(autouse=True, scope="session")
