@@ -12,10 +12,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from openprose.record.audit import AUDIT_FILE, ROWS, Translator, translate
-from openprose.record.codec import EventDamaged, decode
+from openprose.record.codec import encode
 from openprose.record.events import REGISTRY
 from openprose.record.journal import read_journal
 from tests.openprose.vm.conftest import EXAMPLES, run_example
+from tests.support.events import make
 from vlp import Thread, effective, read_records
 from vlp.cli import main as vlp_main
 
@@ -67,7 +68,7 @@ def test_every_example_trail_passes_vlp_validate(
     for event in events:
         translator.feed(event)
         made = [m["type"] for m in translator.take()]
-        allowed = [set(kinds.split("|")) for kinds in ROWS[REGISTRY[event["ev"]]].kinds]
+        allowed = [set(kinds.split("|")) for kinds in ROWS[REGISTRY[event["ev"]]]]
         assert len(made) == len(allowed), event["ev"]
         assert all(kind in ok for kind, ok in zip(made, allowed, strict=True)), event["ev"]
 
@@ -135,15 +136,14 @@ def test_audit_can_be_turned_off(vm: Any) -> None:
 
 
 def _add(translator: Translator, name: str, step: str, t: float, fields: Any) -> None:
-    """An event as the VM emits it, typed; these tests' partial events (fields the rows do
-    not read left out) as a journal line read back."""
-    line = {"ev": name, "step": step, "t": t, **fields}
-    try:
-        event = decode(line).event
-    except EventDamaged:
-        translator.feed(line)
-    else:
-        translator.add(event, t)
+    """An event as the VM emits it, typed (the fields these tests leave out neutral)."""
+    translator.add(make(name, step, fields), t)
+
+
+def _line(name: str, step: str, t: float, fields: dict[str, Any]) -> dict[str, Any]:
+    """The same event as its journal line, read back."""
+    line: dict[str, Any] = orjson.loads(encode(make(name, step, fields), t))
+    return line
 
 
 def test_every_event_the_vm_emits_has_a_row() -> None:
@@ -297,45 +297,21 @@ def test_tool_calls_permissions_and_approvals_become_linked_messages() -> None:
     call = {"id": "call_1", "name": "bash", "arguments": {"command": "rm -rf build"}}
     at = {"turn": 1, "index": 0}
     request = {"id": "1~t1.0:bash", "kind": "bash", "action": "rm -rf build", "tool": "bash"}
+    permission = {
+        "call_id": "call_1", "tool": "bash", "kind": "bash", "action": "rm -rf build",
+        "decision": "asked", "reason": "ask first",
+    }  # fmt: skip
+    decided = {"id": request["id"], "answer": "once", "kind": "bash", "action": "rm -rf build"}
+    result = {"call_id": "call_1", "tool": "bash", "content": "removed", "omitted_bytes": 0}
     events = [
-        {"ev": "run_started", "step": "", "t": 1.0, "resumed": False},
-        {"ev": "session_started", "step": "1", "t": 1.1, "agent": "ops", "model": "sonnet"},
-        {"ev": "tool_call", "step": "1", "t": 1.2, **at, "call": call},
-        {
-            "ev": "permission",
-            "step": "1",
-            "t": 1.3,
-            **at,
-            "call_id": "call_1",
-            "tool": "bash",
-            "kind": "bash",
-            "action": "rm -rf build",
-            "decision": "asked",
-            "reason": "ask first",
-        },
-        {"ev": "approval_requested", "step": "1", "t": 1.4, **at, **request, "agent": "ops"},
+        _line("run_started", "", 1.0, {"run_id": run, "resumed": False}),
+        _line("session_started", "1", 1.1, {"agent": "ops", "model": "sonnet"}),
+        _line("tool_call", "1", 1.2, {**at, "call": call}),
+        _line("permission", "1", 1.3, {**at, **permission}),
+        _line("approval_requested", "1", 1.4, {**at, **request, "agent": "ops"}),
         # written later by `prose approve`, read on resume
-        {
-            "ev": "approval_decided",
-            "step": "1",
-            "t": 2.0,
-            "id": request["id"],
-            "answer": "once",
-            "kind": "bash",
-            "action": "rm -rf build",
-            "by": "cli",
-        },
-        {
-            "ev": "tool_result",
-            "step": "1",
-            "t": 2.1,
-            **at,
-            "call_id": "call_1",
-            "tool": "bash",
-            "content": "removed",
-            "is_error": False,
-            "omitted_bytes": 0,
-        },
+        _line("approval_decided", "1", 2.0, {**decided, "by": "cli"}),
+        _line("tool_result", "1", 2.1, {**at, **result}),
     ]
     messages = list(translate(events, run, "main.prose"))
     assert_sound(messages)
@@ -541,8 +517,7 @@ def test_templated_sessions_are_the_built_ones_byte_for_byte(
         for event, fields in events:
             for translator in (templated, built):
                 if journaled:
-                    line = orjson.dumps({"ev": event, "step": step, "t": values["t"], **fields})
-                    translator.feed(orjson.loads(line))
+                    translator.feed(_line(event, step, values["t"], fields))
                 else:
                     _add(translator, event, step, values["t"], fields)
             assert templated.take_bytes() == built.take_bytes()
@@ -614,7 +589,7 @@ def test_the_trail_never_gets_ahead_of_the_journal(tmp_path: Path) -> None:
             "elapsed": 0.5,
         }
         for event, fields in (("session_started", started), ("session_finished", finished)):
-            typed = decode({"ev": event, "step": "1", "binding": None, **fields}).event
+            typed = make(event, "1", {"binding": None, **fields})
             audit.add(typed, journal.record(typed))
         shared_writer().flush()
         assert not (tmp_path / AUDIT_FILE).exists()  # the journal has not written them yet

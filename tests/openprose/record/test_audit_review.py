@@ -431,11 +431,12 @@ def test_only_a_call_a_kill_left_open_is_said_lost() -> None:
     """A call open when the run ended (an aborted run: the provider's configuration was
     refused) was not lost; one open when the journal stops (a kill) is, once, on resume."""
     from openprose.record.audit import Translator
+    from tests.support.events import make
 
     def lost(events: list[tuple[str, str, dict[str, Any]]]) -> list[str]:
         translator = Translator("20260101-000000-abcdef", "main.prose")
         for t, (event, step, fields) in enumerate(events):
-            translator.feed({"ev": event, "step": step, "t": float(t), **fields})
+            translator.add(make(event, step, fields), float(t))
         return [m["payload"]["step"] for m in translator.take() if m.get("topic") == "answer_lost"]
 
     start = ("session_started", "1", {"agent": None, "model": "sonnet", "kind": "session"})

@@ -47,14 +47,13 @@ from openprose.record.audit.messages import (
     shown_values,
 )
 from openprose.record.audit.trail import AuditTrail, written_count
-from openprose.record.audit.translator import ROWS, Row, Translator, translate, translate_lines
+from openprose.record.audit.translator import ROWS, Translator, translate, translate_lines
 
 __all__ = [
     "AUDIT_FILE",
     "LARGE_VALUE",
     "ROWS",
     "AuditTrail",
-    "Row",
     "Translator",
     "encode",
     "shown_value",

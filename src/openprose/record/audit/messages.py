@@ -22,13 +22,8 @@ EVALUATOR = "evaluator"
 UNSTATED = 0.5
 AUDIT_FILE = "audit.ndjson"
 
-Event = dict[str, Any]
 Message = dict[str, Any]
-# An event's own fields: what `Shared.emit` was given, or a journal line read back (whose
-# `ev`, `step` and `t` the rows never copy into a payload).
-Fields = Mapping[str, Any]
-_META = frozenset(("ev", "step", "t"))
-_EMPTY: Fields = {}
+_EMPTY: Mapping[str, Any] = {}
 _LINE = orjson.OPT_APPEND_NEWLINE
 
 
@@ -176,11 +171,8 @@ _CUTS = tuple(
 _UNMADE: Any = object()  # a key whose template was never tried
 _TEMPLATES = 256  # at most this many a run; a run with more distinct statements builds the rest
 _dumps = orjson.dumps
-# A session's fields as the VM records them (`calls.py`); an event without one of them is
-# built message by message.
-_FINISHED = itemgetter(
-    "request", "response", "elapsed", "kind", "model", "agent", "attempt", "binding"
-)
+# A session's request and response as the VM records them (`calls.py`); one without one of
+# these keys is built message by message.
 _REQUEST = itemgetter("messages", "system", "model")
 _RESPONSE = itemgetter("text", "usage", "finish_reason", "model")
 
@@ -211,9 +203,10 @@ def shown_values(values: Any) -> dict[str, Any] | None:
     return {str(name): shown_value(str(name), value) for name, value in values.items()}
 
 
-def _details(step: str, event: Fields) -> dict[str, Any]:
-    """An event's fields as a payload, its step first (as its journal line has them)."""
-    return {"step": step, **{k: v for k, v in event.items() if k not in _META}}
+def _details(step: str, fields: Mapping[str, Any]) -> dict[str, Any]:
+    """An event's fields (`codec.fields_of`) as a payload, its step first (as its journal
+    line has them)."""
+    return {"step": step, **fields}
 
 
 def _agent_name(agent: object, alias: object) -> str:

@@ -3,24 +3,14 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable, Mapping
 from itertools import islice
 from pathlib import Path
-from types import MethodType
 from typing import Any
 
-from openprose.record.audit.messages import (
-    Event,
-    Fields,
-)
-from openprose.record.audit.translator import (
-    ROWS,
-    Translator,
-    _lines,
-    _skip,
-)
-from openprose.record.codec import line_fields
-from openprose.record.events import Event as JournalEvent
+from openprose.record.audit.translator import Translator, _lines
+from openprose.record.codec import readable
+from openprose.record.events import Event
 from openprose.record.writer import shared_writer
 
 
@@ -48,28 +38,27 @@ class AuditTrail:
         self.translator = translator = Translator(run_id, program)
         self.error: Exception | None = None
         self.batches = 0
-        # Event -> its row bound to this run's translator (rows that write nothing left out).
-        self._rows: dict[type[Any], Callable[[str, float, Fields], None]] = {
-            event: MethodType(row.translate, translator)
-            for event, row in ROWS.items()
-            if row.translate is not _skip
-        }
+        self._translate = translator.add
 
     @classmethod
-    def resume(cls, path: Path, run_id: str, program: str, journal: Iterable[Event]) -> AuditTrail:
-        """Continue a trail: the journal's messages not yet on disk are written first."""
+    def resume(
+        cls, path: Path, run_id: str, program: str, journal: Iterable[Mapping[str, Any]]
+    ) -> AuditTrail:
+        """Continue a trail: the journal's messages not yet on disk are written first. A
+        line the codec cannot decode is skipped, as the resume's replay skips it (one it
+        serves stopped the resume before this)."""
         trail = cls(path, run_id, program)
         written = written_count(path)
-        trail._write(b"".join(islice(_lines(trail.translator, journal), written, None)))
+        lines = _lines(trail.translator, readable(journal))
+        trail._write(b"".join(islice(lines, written, None)))
         return trail
 
-    def add(self, event: JournalEvent, t: float) -> None:
+    def add(self, event: Event, t: float) -> None:
         """One event the journal has just recorded (a subscriber of `Shared.emit`, on the
         event loop): its lines wait in the translator until the journal writes it."""
-        row = self._rows.get(type(event))
-        if row is not None and self.error is None:
+        if self.error is None:
             try:
-                row(event.step, t, line_fields(event))
+                self._translate(event, t)
             except Exception as error:  # noqa: BLE001 - reported by close(); the journal has all
                 self.error = error
 

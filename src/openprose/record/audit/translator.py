@@ -1,11 +1,11 @@
-"""Journal events in, VLP messages out: the `Translator` and `ROWS`, the one table of
-event type -> message kinds (see the package's docstring)."""
+"""Journal events in, VLP messages out: the `Translator` (`add`, a `match` over the event
+classes) and `ROWS`, the one table of event type -> message kinds (see the package's
+docstring)."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import orjson
@@ -14,11 +14,9 @@ from openprose.record import events as ev
 from openprose.record.audit.messages import (
     _CUTS,
     _EMPTY,
-    _FINISHED,
     _HOLE,
     _HOLE_BYTES,
     _LINE,
-    _META,
     _REQUEST,
     _RESPONSE,
     _TEMPLATES,
@@ -26,8 +24,6 @@ from openprose.record.audit.messages import (
     EVALUATOR,
     UNSTATED,
     VM,
-    Event,
-    Fields,
     Message,
     _agent_name,
     _answer,
@@ -42,19 +38,13 @@ from openprose.record.audit.messages import (
     shown_values,
 )
 from openprose.record.audit.people import PeopleRows
-from openprose.record.codec import fields_of, kind_of
-from openprose.record.events import Event as JournalEvent
+from openprose.record.codec import Recorded, decode, decode_all, fields_of
+from openprose.record.events import Event
 from openprose.record.journal import JOURNAL_FILE
 from openprose.record.steps import turn_step
 from vlp import PROTOCOL
 
 _TURN = re.compile(r"~t(\d+)$")  # a tool loop's later turn (`steps.turn_step`)
-
-
-@dataclass(frozen=True, slots=True)
-class Row:
-    kinds: tuple[str, ...]  # the VLP message types the event becomes, in order
-    translate: Callable[[Translator, str, float, Fields], None]  # (step, t, fields)
 
 
 class Translator(PeopleRows):
@@ -68,35 +58,71 @@ class Translator(PeopleRows):
         # The lines made and not yet taken (a session's two lines are one item).
         self.out: list[bytes] = []
         self._ids = f"{run_id}/"
-        self._started: dict[str, Fields] = {}  # step -> its session_started
+        self._started: dict[str, ev.SessionStarted] = {}  # step -> its start, while out
         self._sent: dict[str, float] = {}  # call step -> the time of its session_started
         self._last: dict[str, str] = {}  # step -> id of its latest answer or failure
         self._answers: dict[str, int] = {}  # call step -> seq of the answer it got
         self._tool_calls: dict[tuple[str, object, object], str] = {}  # (step, turn, index)
         self._approvals: dict[str, str] = {}  # approval id -> its query
         self._questions: dict[str, str] = {}  # `ask` question id -> its query
-        self._agents: dict[str, Fields] = {}  # session step -> its start (tools' caller)
+        self._agents: dict[str, ev.SessionStarted] = {}  # session step -> its start
         self._results: dict[tuple[str, str], str] = {}  # (session step, call id) -> result
         self._bound: dict[str, int] = {}  # binding name -> seq of the answer it holds now
         self._contexts: set[str] = set()  # call steps whose request named a `context:`
         # call step -> its provider-level retries (`request_retried`), written after its query
-        self._retried: dict[str, list[tuple[float, Fields]]] = {}
+        self._retried: dict[str, list[tuple[float, ev.RequestRetried]]] = {}
         # A session statement's constants -> its two lines with fields for the rest.
         self._templates: dict[tuple[Any, ...], tuple[bytes, ...] | None] = {}
 
     # --- the doors ------------------------------------------------------------------------
 
-    def feed(self, event: Event) -> None:
-        """One journal event as read back (`ev`, `step`, `t` and its fields)."""
-        row = ROWS.get(kind_of(event))  # type: ignore[arg-type]
-        if row is not None:
-            row.translate(self, event.get("step") or "", event.get("t", 0.0), event)
+    def feed(self, line: Mapping[str, Any]) -> None:
+        """One journal line as read back, decoded by the codec (`EventDamaged` when it
+        lacks what its event needs)."""
+        self.add(*decode(line))
 
-    def add(self, event: JournalEvent, t: float) -> None:
-        """One event as `Runtime.emit` has it."""
-        row = ROWS.get(type(event))
-        if row is not None:
-            row.translate(self, event.step, t, fields_of(event))
+    def add(self, event: Event, t: float) -> None:
+        """One event, as `Shared.emit` records it or the codec decodes it. Most frequent
+        first: a class pattern is an `isinstance` check."""
+        match event:
+            case ev.SessionStarted():
+                self.session_started(event, t)
+            case ev.SessionFinished():
+                self.session_finished(event, t)
+            case ev.ToolCalled():
+                self.tool_call(event, t)
+            case ev.ToolResulted():
+                self.tool_result(event, t)
+            case ev.PermissionDecided():
+                self.permission(event, t)
+            case ev.SessionFailed():
+                self.session_failed(event, t)
+            case ev.RequestRetried():
+                self.request_retried(event, t)
+            case ev.Decision():
+                self.decision(event, t)
+            case ev.DecisionFailed():
+                self.decision_failed(event, t)
+            case ev.SessionCancelled():
+                self.session_cancelled(event, t)
+            case ev.RunStarted():
+                self.run_started(event, t)
+            case ev.RunFinished():
+                self.run_finished(event, t)
+            case ev.AgentsDeclared():
+                self.agents(event, t)
+            case ev.ApprovalRequested():
+                self.approval_requested(event, t)
+            case ev.ApprovalDecided():
+                self.approval_decided(event, t)
+            case ev.QuestionAsked():
+                self.question_asked(event, t)
+            case ev.QuestionAnswered():
+                self.question_answered(event, t)
+            case _ if type(event) in _NOTICES:
+                self.warning(event, t)
+            case _:
+                pass  # for the VM's own use (`ROWS` lists them with no message), or unknown
 
     def take_bytes(self) -> bytes:
         """The lines made so far."""
@@ -145,8 +171,8 @@ class Translator(PeopleRows):
 
     # --- rows ----------------------------------------------------------------------------
 
-    def run_started(self, step: str, t: float, event: Fields) -> None:
-        resumed = bool(event.get("resumed"))
+    def run_started(self, event: ev.RunStarted, t: float) -> None:
+        resumed = bool(event.resumed)
         what = "resumed" if resumed else "started"
         self.say(
             "session_context",
@@ -158,7 +184,7 @@ class Translator(PeopleRows):
             payload={
                 "program": self.program,
                 "resumed": resumed,
-                "inputs": shown_values(event.get("inputs")),
+                "inputs": shown_values(event.inputs),
             },
         )
         if resumed:
@@ -181,15 +207,15 @@ class Translator(PeopleRows):
                     f"lost (the run stopped before it came); the resumed run asks again"
                 ),
                 confidence=1.0,
-                provenance=[f"model:{started.get('model')}", f"step:{step}"],
+                provenance=[f"model:{started.model}", f"step:{step}"],
                 topic="answer_lost",
                 refers_to=previous or None,
                 payload={
                     "step": step,
-                    "kind": started.get("kind") or "session",
-                    "model": started.get("model"),
-                    "agent": started.get("agent"),
-                    "binding": started.get("binding"),
+                    "kind": started.kind or "session",
+                    "model": started.model,
+                    "agent": started.agent,
+                    "binding": started.binding,
                     "sent": sent,
                 },
             )
@@ -197,8 +223,9 @@ class Translator(PeopleRows):
         self._sent.clear()
         self._contexts.clear()
 
-    def agents(self, step: str, t: float, event: Fields) -> None:
-        agents = event.get("agents") or {}
+    def agents(self, event: ev.AgentsDeclared, t: float) -> None:
+        step = event.step
+        agents = event.agents or {}
         rules = [
             f"{name}: {kind} {rule}"
             for name, spec in agents.items()
@@ -215,10 +242,11 @@ class Translator(PeopleRows):
             payload={"agents": agents},
         )
 
-    def session_started(self, step: str, t: float, event: Fields) -> None:
+    def session_started(self, event: ev.SessionStarted, t: float) -> None:
+        step = event.step
         self._started[step] = event
         self._sent[step] = t  # for a call a kill leaves unanswered (`_lost`)
-        if event.get("context"):
+        if event.context:
             self._contexts.add(step)
         if "~" not in step:  # a session's own step (not a judgment's or a tool turn's call)
             self._agents[step] = event  # its agent's name is made if a tool is called
@@ -226,8 +254,8 @@ class Translator(PeopleRows):
     def _asked(
         self,
         step: str,
-        event: Fields,
         request: Any,
+        delta: Any,
         attempt: int,
         t: float,
         kind: Any,
@@ -235,12 +263,10 @@ class Translator(PeopleRows):
         agent: Any,
     ) -> str:
         """The query of one attempt (valid by construction: see the module's docstring);
-        `kind`, `alias` and `agent` are the event's own (the session's start fills gaps)."""
+        `kind`, `alias` and `agent` are the event's own (the session's start fills gaps),
+        `delta` a tool turn's `request_delta`."""
         if not (kind and alias and agent):
-            started = self._started.get(step, _EMPTY)
-            kind = kind or started.get("kind") or "session"
-            alias = alias or started.get("model")
-            agent = agent or started.get("agent")
+            kind, alias, agent = self._filled(step, kind, alias, agent)
         messages = request.get("messages") if request else None
         prompt = str(messages[-1].get("content", "")) if messages else ""
         # A retry answers the failure before it.
@@ -250,8 +276,8 @@ class Translator(PeopleRows):
         payload = _query_payload(
             step, kind, alias, attempt, request.get("system") if request else None
         )
-        if not request and isinstance(event.get("request_delta"), dict):
-            prompt, refers_to = self._turn(step, event["request_delta"], payload)
+        if not request and isinstance(delta, dict):
+            prompt, refers_to = self._turn(step, delta, payload)
             if previous is None:
                 previous = refers_to
         if self._contexts and step in self._contexts:
@@ -272,12 +298,21 @@ class Translator(PeopleRows):
         self.out.append(orjson.dumps(message, option=_LINE))
         return ident
 
+    def _filled(self, step: str, kind: Any, alias: Any, agent: Any) -> tuple[Any, Any, Any]:
+        """An answer's or failure's kind, model and agent, its session's start filling the
+        gaps (an event of an early version, a failure, which names none of them)."""
+        started = self._started.get(step)
+        if started is None:
+            return kind or "session", alias, agent
+        return kind or started.kind or "session", alias or started.model, agent or started.agent
+
     def _with_context(
         self, step: str, previous: str | list[str] | None, payload: dict[str, Any]
     ) -> str | list[str] | None:
         """`previous` and the answers the request's `context:` names hold now (the query
         refers to them; `payload.context` lists the names, those no answer holds included)."""
-        names = self._started.get(step, _EMPTY).get("context") or ()
+        started = self._started.get(step)
+        names = (started.context if started is not None else None) or ()
         payload["context"] = list(names)
         refs = [] if previous is None else [previous] if isinstance(previous, str) else previous
         for name in names:
@@ -312,18 +347,19 @@ class Translator(PeopleRows):
         )
         return content, results or self._answer_id(base)
 
-    def session_finished(self, step: str, t: float, event: Fields) -> None:
+    def session_finished(self, event: ev.SessionFinished, t: float) -> None:
         """The query and its answer (valid by construction: see the module's docstring).
         A first answer to a plain request (the common case: no retry before it, no
         correction, no tool turn) is written from its statement's template (`_template`):
         only the session's own values are encoded; `_exchange` makes every other."""
+        step, request, response = event.step, event.request, event.response
         try:
-            request, response, elapsed, kind, alias, agent, attempt, binding = _FINISHED(event)
             messages, system, asked_model = _REQUEST(request)
             text, usage, finish_reason, answered_model = _RESPONSE(response)
             prompt = messages[-1]["content"]
-        except (KeyError, TypeError, IndexError, AttributeError):  # not as the VM records it
+        except (KeyError, TypeError, IndexError, AttributeError):  # a tool turn, a hand edit
             prompt = None
+        binding = event.binding
         if (
             not prompt
             or prompt.__class__ is not str
@@ -334,15 +370,13 @@ class Translator(PeopleRows):
             or (self._retried and step in self._retried)
             or (binding is not None and binding.__class__ is not str)
         ):
-            self._exchange(step, t, event)
+            self._exchange(event, t)
             return
+        kind, alias, agent, attempt = event.kind, event.model, event.agent, event.attempt
         if kind and alias and agent:
             asked_kind, asked_alias, asked_agent = kind, alias, agent
         else:  # the session's start fills the gaps (as `_asked` does)
-            started = self._started.get(step, _EMPTY)
-            asked_kind = kind or started.get("kind") or "session"
-            asked_alias = alias or started.get("model")
-            asked_agent = agent or started.get("agent")
+            asked_kind, asked_alias, asked_agent = self._filled(step, kind, alias, agent)
         model = answered_model or asked_model or alias
         key = (asked_kind, asked_alias, asked_agent, system, kind, alias, agent, model, attempt)
         try:
@@ -352,7 +386,7 @@ class Translator(PeopleRows):
         if template is _UNMADE:
             template = self._template(key)
         if template is None:
-            self._exchange(step, t, event)
+            self._exchange(event, t)
             return
         q0, q1, q2, q3, q4, q5, a0, a1, a2, a3, a4, a5, a6, a7, a8 = template
         step_json = _dumps(step)
@@ -360,6 +394,7 @@ class Translator(PeopleRows):
         answer = seq + 1
         query_seq, answer_seq = b"%d" % seq, b"%d" % answer
         # The three follow each other in the answer's payload: one object without its braces.
+        elapsed = event.elapsed
         outcome = _dumps({"usage": usage, "finish_reason": finish_reason, "elapsed": elapsed})
         self.out.append(
             b"".join(
@@ -403,17 +438,17 @@ class Translator(PeopleRows):
         self._started.pop(step, None)
         self._sent.pop(step, None)
 
-    def _exchange(self, step: str, t: float, event: Fields) -> None:
+    def _exchange(self, event: ev.SessionFinished, t: float) -> None:
         """`session_finished` built message by message."""
-        request, response = event.get("request") or _EMPTY, event.get("response") or _EMPTY
-        elapsed, kind = event.get("elapsed"), event.get("kind")
-        alias, agent = event.get("model"), event.get("agent")
-        attempt = int(event.get("attempt") or 1)
+        step, elapsed, kind = event.step, event.elapsed, event.kind
+        request, response = event.request or _EMPTY, event.response or _EMPTY
+        alias, agent, attempt = event.model, event.agent, int(event.attempt or 1)
         model = response.get("model") or request.get("model") or alias
-        query = self._asked(step, event, request, attempt, t - (elapsed or 0.0), kind, alias, agent)
+        sent = t - (elapsed or 0.0)
+        query = self._asked(step, request, event.request_delta, attempt, sent, kind, alias, agent)
         self._retries_of(step, query)
         first = self._answer_id(step[:-1] + "1") if step.endswith("~2") else None
-        binding = event.get("binding")
+        binding = event.binding
         payload = _answer_payload(
             step,
             binding,
@@ -471,9 +506,7 @@ class Translator(PeopleRows):
     def _actor(self, step: str) -> str:
         """Who acts in session `step` (the caller of its tools)."""
         started = self._agents.get(step)
-        return (
-            "model" if started is None else _agent_name(started.get("agent"), started.get("model"))
-        )
+        return "model" if started is None else _agent_name(started.agent, started.model)
 
     def _answer_id(self, step: str) -> str | None:
         """The id of the answer call `step` got, if it got one."""
@@ -540,15 +573,17 @@ class Translator(PeopleRows):
         self._templates[key] = None
         return None
 
-    def session_failed(self, step: str, t: float, event: Fields) -> None:
-        started = self._started.get(step, _EMPTY)
-        attempt = int(event.get("attempt") or 1)
-        kind, alias, agent = event.get("kind"), event.get("model"), event.get("agent")
-        elapsed = event.get("elapsed")
+    def session_failed(self, event: ev.SessionFailed, t: float) -> None:
+        step = event.step
+        started = self._started.get(step)
+        attempt = int(event.attempt or 1)
+        elapsed = event.elapsed
         sent = t - elapsed if isinstance(elapsed, int | float) else t  # stamped when sent
-        query = self._asked(step, event, event.get("request"), attempt, sent, kind, alias, agent)
+        # A failure names no kind, model or agent: its session's start gives them.
+        request, delta = event.request, event.request_delta
+        query = self._asked(step, request, delta, attempt, sent, None, None, None)
         self._retries_of(step, query)
-        if not event.get("retried"):  # the call's last attempt: nothing more is out
+        if not event.retried:  # the call's last attempt: nothing more is out
             self._started.pop(step, None)
             self._sent.pop(step, None)
             self._contexts.discard(step)
@@ -556,24 +591,24 @@ class Translator(PeopleRows):
             "notice",
             t,
             sender=VM,
-            content=f"attempt {attempt} of step {step} failed: {event.get('error')}",
+            content=f"attempt {attempt} of step {step} failed: {event.error}",
             confidence=1.0,
-            provenance=[f"model:{started.get('model')}", f"step:{step}"],
+            provenance=[f"model:{started.model if started else None}", f"step:{step}"],
             refers_to=query,
             payload={
                 "step": step,
                 "attempt": attempt,
-                "error": event.get("error"),
-                "status": event.get("status"),
+                "error": event.error,
+                "status": event.status,
                 "elapsed": elapsed,
-                "retried": event.get("retried"),
+                "retried": event.retried,
             },
         )
 
-    def request_retried(self, step: str, t: float, event: Fields) -> None:
+    def request_retried(self, event: ev.RequestRetried, t: float) -> None:
         """A request the provider retried by itself (a transient failure: 429, 5xx, a lost
         connection): said after the query of its call, which is written when the call ends."""
-        self._retried.setdefault(step, []).append((t, event))
+        self._retried.setdefault(event.step, []).append((t, event))
 
     def _retries_of(self, step: str, query: str) -> None:
         """The provider-level retries of `step`'s attempt, after its query."""
@@ -581,26 +616,29 @@ class Translator(PeopleRows):
             for t, event in self._retried.pop(step, ()):
                 self._retry_notice(step, t, event, query)
 
-    def _retry_notice(self, step: str, t: float, event: Fields, query: str | None) -> str:
-        status = event.get("status")
+    def _retry_notice(
+        self, step: str, t: float, event: ev.RequestRetried, query: str | None
+    ) -> str:
+        status = event.status
         http = f"HTTP {status}" if status is not None else "no HTTP answer"
         return self.say(
             "notice",
             t,
             sender=VM,
             content=(
-                f"request {event.get('request')} of attempt {event.get('attempt')} of step "
-                f"{step} failed ({http}: {event.get('error')}) after {event.get('elapsed')} s; "
-                f"sent again in {event.get('delay')} s"
+                f"request {event.request} of attempt {event.attempt} of step "
+                f"{step} failed ({http}: {event.error}) after {event.elapsed} s; "
+                f"sent again in {event.delay} s"
             ),
             confidence=1.0,
             provenance=[f"step:{step}"],
             topic="request_retried",
             refers_to=query,
-            payload=_details(step, event),
+            payload=_details(step, fields_of(event)),
         )
 
-    def session_cancelled(self, step: str, t: float, event: Fields) -> None:
+    def session_cancelled(self, event: ev.SessionCancelled, t: float) -> None:
+        step = event.step
         self._started.pop(step, None)
         self._sent.pop(step, None)
         self._contexts.discard(step)
@@ -613,14 +651,14 @@ class Translator(PeopleRows):
             content=f"step {step} cancelled before its answer came (a race was decided)",
             confidence=1.0,
             provenance=[f"step:{step}"],
-            payload={"step": step, "attempt": event.get("attempt")},
+            payload={"step": step, "attempt": event.attempt},
         )
 
-    def decision(self, step: str, t: float, event: Fields) -> None:
-        attempts = event.get("attempts")
+    def decision(self, event: ev.Decision, t: float) -> None:
+        step, attempts = event.step, event.attempts
         answer = self._answer_id(f"{step}~{attempts}") if attempts else None
-        kind, question = event.get("kind"), event.get("question")
-        verdict, reason = event.get("verdict"), event.get("reason")
+        kind, question = event.kind, event.question
+        verdict, reason = event.verdict, event.reason
         shown = "true" if verdict is True else "false" if verdict is False else verdict
         subject = f" **{question}**" if question else ""
         self.say(
@@ -635,24 +673,25 @@ class Translator(PeopleRows):
             payload={"step": step, "kind": kind, "verdict": verdict, "reason": reason},
         )
 
-    def decision_failed(self, step: str, t: float, event: Fields) -> None:
+    def decision_failed(self, event: ev.DecisionFailed, t: float) -> None:
+        step = event.step
         self.say(
             "notice",
             t,
             sender=VM,
             content=(
-                f"the evaluator gave no usable {event.get('kind')} answer for "
-                f"**{event.get('question')}** (asked twice)"
+                f"the evaluator gave no usable {event.kind} answer for "
+                f"**{event.question}** (asked twice)"
             ),
             confidence=1.0,
             provenance=[f"step:{step}"],
             refers_to=self._answer_id(f"{step}~2"),
-            payload={"step": step, "kind": event.get("kind")},
+            payload={"step": step, "kind": event.kind},
         )
 
-    def warning(self, step: str, t: float, event: Fields, *, kind: str = "") -> None:
+    def warning(self, event: Event, t: float) -> None:
         """Something that changed what a model saw or how the run went, in the VM's words."""
-        details = {k: v for k, v in event.items() if k not in _META}
+        step, kind, details = event.step, event.ev, fields_of(event)
         shown = ", ".join(f"{k}={v}" for k, v in details.items())
         self.say(
             "notice",
@@ -667,14 +706,14 @@ class Translator(PeopleRows):
 
     # --- tools (the tool loop's events: tool_call, permission, approvals, tool_result) ------
 
-    def tool_call(self, step: str, t: float, event: Fields) -> None:
-        call = event.get("call") or {}
+    def tool_call(self, event: ev.ToolCalled, t: float) -> None:
+        step, call = event.step, event.call or {}
         name = str(call.get("name") or "tool")
         arguments = call.get("arguments")
         shown = arguments if isinstance(arguments, str) else orjson.dumps(arguments).decode()
-        turn = event.get("turn")
+        turn = event.turn
         asked_by = self._answer_id(turn_step(step, turn)) if isinstance(turn, int) else None
-        self._tool_calls[(step, turn, event.get("index"))] = self.say(
+        self._tool_calls[(step, turn, event.index)] = self.say(
             "query",
             t,
             sender=self._actor(step),
@@ -686,49 +725,49 @@ class Translator(PeopleRows):
             payload={"step": step, "tool": name, "call_id": call.get("id"), "arguments": arguments},
         )
 
-    def permission(self, step: str, t: float, event: Fields) -> None:
-        decision, reason = event.get("decision"), event.get("reason")
-        what = " ".join(str(x) for x in (event.get("kind"), event.get("action")) if x)
+    def permission(self, event: ev.PermissionDecided, t: float) -> None:
+        step, decision, reason = event.step, event.decision, event.reason
+        what = " ".join(str(x) for x in (event.kind, event.action) if x)
         asked = decision == "asked"
         self.say(
             "notice",
             t,
             sender=VM,
-            content=f"permission {decision}: {event.get('tool')} {what} ({reason})",
+            content=f"permission {decision}: {event.tool} {what} ({reason})",
             confidence=1.0,
             provenance=[f"step:{step}"],
             topic="permission",
-            refers_to=self._tool_calls.get((step, event.get("turn"), event.get("index"))),
+            refers_to=self._tool_calls.get((step, event.turn, event.index)),
             safety={"level": "review", "requires_human": True} if asked else None,
-            payload=_details(step, event),
+            payload=_details(step, fields_of(event)),
         )
 
-    def tool_result(self, step: str, t: float, event: Fields) -> None:
-        tool = str(event.get("tool") or "tool")
-        call = self._tool_calls.pop((step, event.get("turn"), event.get("index")), None)
+    def tool_result(self, event: ev.ToolResulted, t: float) -> None:
+        step, tool = event.step, str(event.tool or "tool")
+        call = self._tool_calls.pop((step, event.turn, event.index), None)
         if call is None:
             return  # its call was not journaled (cannot happen in one run): nothing to answer
-        self._results[(step, str(event.get("call_id")))] = self.say(
+        self._results[(step, str(event.call_id))] = self.say(
             "response",
             t,
             sender=f"tool:{tool}",
             receiver=self._actor(step),
-            content=str(event.get("content", "")),
+            content=str(event.content),
             confidence=1.0,
             provenance=[f"tool:{tool}", f"step:{step}"],
             topic="tool_result",
             refers_to=call,
             payload={
                 "step": step,
-                "call_id": event.get("call_id"),
-                "is_error": bool(event.get("is_error")),
-                "omitted_bytes": event.get("omitted_bytes"),
+                "call_id": event.call_id,
+                "is_error": bool(event.is_error),
+                "omitted_bytes": event.omitted_bytes,
             },
         )
 
-    def run_finished(self, step: str, t: float, event: Fields) -> None:
-        status, error = event.get("status"), event.get("error")
-        payload = {"status": status, "error": error, "usage": event.get("usage")}
+    def run_finished(self, event: ev.RunFinished, t: float) -> None:
+        status, error = event.status, event.error
+        payload = {"status": status, "error": error, "usage": event.usage}
         # A call still open here ended with the run (a provider's configuration error aborts
         # it without an answer): only a kill leaves a call lost, which a resume says.
         for call, retried in list(self._retried.items()):
@@ -739,7 +778,7 @@ class Translator(PeopleRows):
         self._sent.clear()
         self._contexts.clear()
         if status == "succeeded":
-            outputs = event.get("outputs")
+            outputs = event.outputs
             payload["outputs"] = shown_values(outputs)
             # The answers the outputs hold, when an output is a session's binding.
             names = outputs if isinstance(outputs, dict) else {}
@@ -770,83 +809,79 @@ class Translator(PeopleRows):
         )
 
 
-def _skip(translator: Translator, step: str, t: float, event: Fields) -> None:
-    """Journaled for the VM's own use; nothing an auditor needs beyond the other rows."""
+# The events that become a notice in the VM's words (`Translator.warning`).
+_NOTICES = frozenset(
+    (
+        ev.MemoryUpdated,
+        ev.ErrorCaught,
+        ev.RaceDecided,
+        ev.UnboundPlaceholder,
+        ev.PromptOverBudget,
+        ev.ContextTrimmed,
+        ev.ContextWindowed,
+        ev.SkillLoaded,
+        ev.SkillMissing,
+        ev.ApprovalIgnored,  # a recorded answer whose seal did not hold (forged, another run's)
+        ev.QuestionIgnored,  # the same, for an answer to an `ask`
+        ev.QuestionExpired,  # an `ask` with no default nobody answered in time
+        ev.TypedInvalid,  # a typed answer that did not match its shape: asked again
+        ev.TypedFailed,  # ...and the answer asked again did not either: the session fails
+    )
+)
 
-
-def _warning(kind: str) -> Callable[[Translator, str, float, Fields], None]:
-    def row(translator: Translator, step: str, t: float, event: Fields) -> None:
-        translator.warning(step, t, event, kind=kind)
-
-    return row
-
-
-# Journal event -> the VLP messages it becomes. A new journal event gets a row here.
-ROWS: dict[type[Any], Row] = {
-    ev.RunStarted: Row(("session_context",), Translator.run_started),
-    ev.AgentsDeclared: Row(("notice",), Translator.agents),
+# Journal event -> the VLP message types it becomes, in order (`Translator.add` makes
+# them). A new journal event gets a row here and a case there.
+ROWS: dict[type[Any], tuple[str, ...]] = {
+    ev.RunStarted: ("session_context",),
+    ev.AgentsDeclared: ("notice",),
     # The query is written with the call's end, and between the two a notice per
     # provider-level retry of the call (`request_retried`)
-    ev.SessionStarted: Row((), Translator.session_started),
-    ev.SessionFinished: Row(("query", "response|correction"), Translator.session_finished),
-    ev.SessionFailed: Row(("query", "notice"), Translator.session_failed),  # the same
+    ev.SessionStarted: (),
+    ev.SessionFinished: ("query", "response|correction"),
+    ev.SessionFailed: ("query", "notice"),  # the same
     # A provider-level retry: a notice written after its call's query (by the row above or
     # `session_finished`), or with the call's loss on resume.
-    ev.RequestRetried: Row((), Translator.request_retried),
-    ev.SessionCancelled: Row(("notice",), Translator.session_cancelled),
+    ev.RequestRetried: (),
+    ev.SessionCancelled: ("notice",),
     # A resumed run's answers and handled failures: audited when they came. failure_handled
     # and _released are for resume; error_caught / the branch notes say them.
-    ev.SessionServed: Row((), _skip),
-    ev.FailureServed: Row((), _skip),
-    ev.FailureHandled: Row((), _skip),
-    ev.FailureReleased: Row((), _skip),
-    ev.Decision: Row(("claim",), Translator.decision),
-    ev.DecisionServed: Row((), _skip),
-    ev.DecisionFailed: Row(("notice",), Translator.decision_failed),
-    ev.RunFinished: Row(("claim|notice",), Translator.run_finished),
+    ev.SessionServed: (),
+    ev.FailureServed: (),
+    ev.FailureHandled: (),
+    ev.FailureReleased: (),
+    ev.Decision: ("claim",),
+    ev.DecisionServed: (),
+    ev.DecisionFailed: ("notice",),
+    ev.RunFinished: ("claim|notice",),
     # The tool loop (tools, permissions, approvals; `prose approve` appends approval_decided).
-    ev.ToolCalled: Row(("query",), Translator.tool_call),
-    ev.PermissionDecided: Row(("notice",), Translator.permission),
-    ev.ApprovalRequested: Row(("query",), Translator.approval_requested),
-    ev.ApprovalDecided: Row(("response",), Translator.approval_decided),
-    ev.ToolResulted: Row(("response",), Translator.tool_result),
+    ev.ToolCalled: ("query",),
+    ev.PermissionDecided: ("notice",),
+    ev.ApprovalRequested: ("query",),
+    ev.ApprovalDecided: ("response",),
+    ev.ToolResulted: ("response",),
     # `ask` (`prose answer`, the web view or the API append question_answered)
-    ev.QuestionAsked: Row(("query",), Translator.question_asked),
-    ev.QuestionAnswered: Row(("response",), Translator.question_answered),
+    ev.QuestionAsked: ("query",),
+    ev.QuestionAnswered: ("response",),
     # Early versions' tool turns: read for their exchanges (cassettes), never written now.
-    ev.ModelTurn: Row((), _skip),
-}
-for _kind in (
-    ev.MemoryUpdated,
-    ev.ErrorCaught,
-    ev.RaceDecided,
-    ev.UnboundPlaceholder,
-    ev.PromptOverBudget,
-    ev.ContextTrimmed,
-    ev.ContextWindowed,
-    ev.SkillLoaded,
-    ev.SkillMissing,
-    ev.ApprovalIgnored,  # a recorded answer whose seal did not hold (forged, another run's)
-    ev.QuestionIgnored,  # the same, for an answer to an `ask`
-    ev.QuestionExpired,  # an `ask` with no default nobody answered in time
-    ev.TypedInvalid,  # a typed answer that did not match its shape: asked again
-    ev.TypedFailed,  # ...and the answer asked again did not either: the session fails
-):
-    ROWS[_kind] = Row(("notice",), _warning(_kind.ev))
+    ev.ModelTurn: (),
+} | {kind: ("notice",) for kind in _NOTICES}
 
 
-def translate_lines(events: Iterable[Event], run_id: str, program: str) -> Iterator[bytes]:
-    """The whole trail of a journal as NDJSON lines (for runs without `audit.ndjson`)."""
-    return _lines(Translator(run_id, program), events)
+def translate_lines(
+    lines: Iterable[Mapping[str, Any]], run_id: str, program: str
+) -> Iterator[bytes]:
+    """The whole trail of a journal's lines as NDJSON lines (for runs without
+    `audit.ndjson`); `EventDamaged` at a line the codec cannot decode."""
+    return _lines(Translator(run_id, program), decode_all(lines))
 
 
-def _lines(translator: Translator, events: Iterable[Event]) -> Iterator[bytes]:
-    for event in events:
-        translator.feed(event)
+def _lines(translator: Translator, events: Iterable[Recorded]) -> Iterator[bytes]:
+    for event, t in events:
+        translator.add(event, t)
         if translator.out:
             yield from translator.take_lines()
 
 
-def translate(events: Iterable[Event], run_id: str, program: str) -> Iterator[Message]:
+def translate(lines: Iterable[Mapping[str, Any]], run_id: str, program: str) -> Iterator[Message]:
     """The whole trail of a journal, message by message."""
-    return (orjson.loads(line) for line in translate_lines(events, run_id, program))
+    return (orjson.loads(line) for line in translate_lines(lines, run_id, program))

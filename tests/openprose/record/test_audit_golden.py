@@ -1,0 +1,72 @@
+"""The trail of a journal is the same bytes whatever reads the journal: the trails in
+`data/trails` were made by the translator before it took typed events (the rows read the
+lines' dicts; rec30d), from the journals beside them (every example program, a retried
+call with a corrected judgment, a tool loop, a thrown error, a journal from before issue
+30)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+
+from openprose.record.audit import AuditTrail, Translator, translate_lines
+from openprose.record.codec import decode_line
+from openprose.record.journal import read_journal
+
+TRAILS = Path(__file__).parent / "data" / "trails"
+JOURNALS = {path.name.removesuffix(".audit.ndjson"): path for path in TRAILS.glob("*.audit.ndjson")}
+BEFORE_30 = Path(__file__).parent / "data" / "journal-before-30.jsonl"
+
+
+def journal_of(name: str) -> Path:
+    return BEFORE_30 if name == "journal-before-30" else TRAILS / f"{name}.jsonl"
+
+
+def run_id_of(trail: bytes) -> str:
+    return str(orjson.loads(trail.split(b"\n", 1)[0])["session_id"])
+
+
+def test_the_journals_cover_the_rows() -> None:
+    assert len(JOURNALS) >= 20
+    lines = (line for name in JOURNALS for line in journal_of(name).read_bytes().splitlines())
+    kinds = {orjson.loads(line)["ev"] for line in lines}
+    assert kinds >= {
+        "run_started", "agents", "session_started", "session_finished", "session_failed",
+        "session_cancelled", "request_retried", "decision", "decision_failed", "tool_call",
+        "permission", "approval_requested", "approval_decided", "tool_result",
+        "question_asked", "question_answered", "error_caught", "skill_loaded", "run_finished",
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(JOURNALS))
+def test_a_journal_read_back_makes_the_same_trail(name: str) -> None:
+    expected = JOURNALS[name].read_bytes()
+    made = b"".join(
+        translate_lines(read_journal(journal_of(name)), run_id_of(expected), "main.prose")
+    )
+    assert made == expected
+
+
+@pytest.mark.parametrize("name", sorted(JOURNALS))
+def test_events_as_recorded_make_the_same_trail(name: str, tmp_path: Path) -> None:
+    """The live path: each decoded event handed to `AuditTrail.add` as `Shared.emit` does."""
+    expected = JOURNALS[name].read_bytes()
+    trail = AuditTrail(tmp_path / "audit.ndjson", run_id_of(expected), "main.prose")
+    for line in journal_of(name).read_bytes().splitlines():
+        recorded = decode_line(line)
+        assert recorded is not None
+        trail.add(*recorded)
+    trail.close()
+    assert trail.error is None
+    assert (tmp_path / "audit.ndjson").read_bytes() == expected
+
+
+def test_feed_takes_a_line_and_add_an_event_alike() -> None:
+    name = "tool-loop"
+    expected = JOURNALS[name].read_bytes()
+    fed = Translator(run_id_of(expected), "main.prose")
+    for line in journal_of(name).read_bytes().splitlines():
+        fed.feed(orjson.loads(line))
+    assert fed.take_bytes() == expected
