@@ -70,3 +70,31 @@ def test_feed_takes_a_line_and_add_an_event_alike() -> None:
     for line in journal_of(name).read_bytes().splitlines():
         fed.feed(orjson.loads(line))
     assert fed.take_bytes() == expected
+
+
+def test_an_event_the_trail_cannot_translate_stops_it_not_the_run(tmp_path: Path) -> None:
+    """`AuditTrail.add` is the translator's own `add` (no call of its own per event): an
+    event it cannot translate is kept as the trail's error and the trail stops; a
+    translator of a journal read back (`prose show --vlp`) raises instead."""
+    from tests.support.events import make
+
+    odd = make("session_finished", "1", {"response": "not an object", "attempt": 1})
+    trail = AuditTrail(tmp_path / "audit.ndjson", "run-1", "main.prose")
+    trail.add(odd, 1.0)
+    assert isinstance(trail.error, AttributeError)
+    trail.add(make("run_finished", "", {"status": "failed", "error": "x"}), 2.0)
+    trail.close()
+    assert not (tmp_path / "audit.ndjson").exists()  # nothing after the event it stopped at
+    with pytest.raises(AttributeError):
+        Translator("run-1", "main.prose").add(odd, 1.0)
+
+
+def test_a_resume_skips_a_line_the_codec_cannot_decode(tmp_path: Path) -> None:
+    """As the resume's replay skips a damaged line it does not serve: the rest is written."""
+    name = "hello"
+    expected = JOURNALS[name].read_bytes()
+    lines = [orjson.loads(line) for line in journal_of(name).read_bytes().splitlines()]
+    damaged = [{"ev": "agents", "step": "", "t": 1.0}, *lines]  # `agents` lacks its field
+    path = tmp_path / "audit.ndjson"
+    AuditTrail.resume(path, run_id_of(expected), "main.prose", damaged).close()
+    assert path.read_bytes() == expected

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -35,10 +35,13 @@ class AuditTrail:
 
     def __init__(self, path: Path, run_id: str, program: str) -> None:
         self.path = path
-        self.translator = translator = Translator(run_id, program)
-        self.error: Exception | None = None
+        self.translator = translator = Translator(run_id, program, contained=True)
+        self.write_error: OSError | None = None
         self.batches = 0
-        self._translate = translator.add
+        # One event the journal has just recorded (a subscriber of `Shared.emit`, on the
+        # event loop): its lines wait in the translator until the journal writes it. An
+        # event it cannot translate stops it (`error`): the journal still has every event.
+        self.add: Callable[[Event, float], None] = translator.add
 
     @classmethod
     def resume(
@@ -53,14 +56,10 @@ class AuditTrail:
         trail._write(b"".join(islice(lines, written, None)))
         return trail
 
-    def add(self, event: Event, t: float) -> None:
-        """One event the journal has just recorded (a subscriber of `Shared.emit`, on the
-        event loop): its lines wait in the translator until the journal writes it."""
-        if self.error is None:
-            try:
-                self._translate(event, t)
-            except Exception as error:  # noqa: BLE001 - reported by close(); the journal has all
-                self.error = error
+    @property
+    def error(self) -> Exception | None:
+        """What kept the trail from being whole (reported by the run; the journal has all)."""
+        return self.translator.error or self.write_error
 
     def written(self) -> None:
         """The journal wrote every event recorded so far: their lines go to the writer."""
@@ -71,7 +70,7 @@ class AuditTrail:
         try:
             self._write(b"".join(chunks))
         except OSError as error:  # reported by close(); the journal has it all
-            self.error = error
+            self.write_error = error
 
     def _write(self, lines: bytes) -> None:
         if not lines:

@@ -51,12 +51,16 @@ class Translator(PeopleRows):
     """Journal events in, VLP messages out, as NDJSON lines (`out` holds them until
     taken)."""
 
-    def __init__(self, run_id: str, program: str) -> None:
+    def __init__(self, run_id: str, program: str, *, contained: bool = False) -> None:
         self.run_id = run_id
         self.program = program
         self.seq = 0
         # The lines made and not yet taken (a session's two lines are one item).
         self.out: list[bytes] = []
+        # `contained`: an event it cannot translate is kept here and it stops (the run goes
+        # on: the journal holds every event); else `add` raises.
+        self.error: Exception | None = None
+        self._contained = contained
         self._ids = f"{run_id}/"
         self._started: dict[str, ev.SessionStarted] = {}  # step -> its start, while out
         self._sent: dict[str, float] = {}  # call step -> the time of its session_started
@@ -83,46 +87,54 @@ class Translator(PeopleRows):
 
     def add(self, event: Event, t: float) -> None:
         """One event, as `Shared.emit` records it or the codec decodes it. Most frequent
-        first: a class pattern is an `isinstance` check."""
-        match event:
-            case ev.SessionStarted():
-                self.session_started(event, t)
-            case ev.SessionFinished():
-                self.session_finished(event, t)
-            case ev.ToolCalled():
-                self.tool_call(event, t)
-            case ev.ToolResulted():
-                self.tool_result(event, t)
-            case ev.PermissionDecided():
-                self.permission(event, t)
-            case ev.SessionFailed():
-                self.session_failed(event, t)
-            case ev.RequestRetried():
-                self.request_retried(event, t)
-            case ev.Decision():
-                self.decision(event, t)
-            case ev.DecisionFailed():
-                self.decision_failed(event, t)
-            case ev.SessionCancelled():
-                self.session_cancelled(event, t)
-            case ev.RunStarted():
-                self.run_started(event, t)
-            case ev.RunFinished():
-                self.run_finished(event, t)
-            case ev.AgentsDeclared():
-                self.agents(event, t)
-            case ev.ApprovalRequested():
-                self.approval_requested(event, t)
-            case ev.ApprovalDecided():
-                self.approval_decided(event, t)
-            case ev.QuestionAsked():
-                self.question_asked(event, t)
-            case ev.QuestionAnswered():
-                self.question_answered(event, t)
-            case _ if type(event) in _NOTICES:
-                self.warning(event, t)
-            case _:
-                pass  # for the VM's own use (`ROWS` lists them with no message), or unknown
+        first: a class pattern is an `isinstance` check. The audit trail's subscriber itself
+        (`AuditTrail.add`), so a session costs no call more than its rows."""
+        if self.error is not None:
+            return
+        try:
+            match event:
+                case ev.SessionStarted():
+                    self.session_started(event, t)
+                case ev.SessionFinished():
+                    self.session_finished(event, t)
+                case ev.ToolCalled():
+                    self.tool_call(event, t)
+                case ev.ToolResulted():
+                    self.tool_result(event, t)
+                case ev.PermissionDecided():
+                    self.permission(event, t)
+                case ev.SessionFailed():
+                    self.session_failed(event, t)
+                case ev.RequestRetried():
+                    self.request_retried(event, t)
+                case ev.Decision():
+                    self.decision(event, t)
+                case ev.DecisionFailed():
+                    self.decision_failed(event, t)
+                case ev.SessionCancelled():
+                    self.session_cancelled(event, t)
+                case ev.RunStarted():
+                    self.run_started(event, t)
+                case ev.RunFinished():
+                    self.run_finished(event, t)
+                case ev.AgentsDeclared():
+                    self.agents(event, t)
+                case ev.ApprovalRequested():
+                    self.approval_requested(event, t)
+                case ev.ApprovalDecided():
+                    self.approval_decided(event, t)
+                case ev.QuestionAsked():
+                    self.question_asked(event, t)
+                case ev.QuestionAnswered():
+                    self.question_answered(event, t)
+                case _ if type(event) in _NOTICES:
+                    self.warning(event, t)
+                case _:
+                    pass  # for the VM's own use (`ROWS` lists them with no message), or unknown
+        except Exception as error:
+            if not self._contained:
+                raise
+            self.error = error
 
     def take_bytes(self) -> bytes:
         """The lines made so far."""
