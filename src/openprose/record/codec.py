@@ -130,13 +130,6 @@ def fields_of(event: Event) -> dict[str, Any]:
     return _SPECS[type(event)].fields(event)
 
 
-# The last event encoded and the dict its line was made from: the audit trail reads the same
-# fields right after the journal encoded them (`line_fields`), so they are put in a dict once
-# per event, not twice. Held by identity (the event is kept alive with it); another thread's
-# encode in between only means the dict is built again.
-_last: tuple[object, dict[str, Any]] = (None, {})
-
-
 def line_of(event: Event, t: float) -> dict[str, Any]:
     """The dict of the event's journal line (`ev`, `step`, `t`, its fields), as read back."""
     if isinstance(event, UnknownEvent):
@@ -146,35 +139,16 @@ def line_of(event: Event, t: float) -> dict[str, Any]:
 
 def encode(event: Event, t: float) -> bytes:
     """The event's journal line, without the newline."""
-    global _last
     if isinstance(event, UnknownEvent):
         record = {"ev": event.ev, "step": event.step, "t": t, **event.fields}
     else:
         record = _SPECS[type(event)].line(event, t)
-    _last = (event, record)
     return orjson.dumps(record, option=_OPTIONS)
-
-
-def line_fields(event: Event) -> dict[str, Any]:
-    """The event's fields for a reader of journal lines (the audit trail's rows, which take
-    a line read back the same way): the dict of its line when it is the event just encoded
-    (`ev`, `step` and `t` included), else `fields_of(event)`. Not to be changed: the next
-    reader of the same event may get the same dict."""
-    encoded, record = _last
-    if encoded is event:
-        return record
-    return fields_of(event)
 
 
 def is_event_line(record: Mapping[str, Any]) -> bool:
     """Whether a parsed line is a journal's (a cassette's lines are not)."""
     return "ev" in record
-
-
-def kind_of(record: Mapping[str, Any]) -> type[Any] | None:
-    """The event class a parsed line names (None: an unknown name, or none), read without
-    decoding it: for readers that take a line as it is (`audit.Translator.feed`)."""
-    return REGISTRY.get(record.get("ev"))  # type: ignore[arg-type]
 
 
 def name_in(record: Mapping[str, Any]) -> str:
