@@ -6,12 +6,16 @@ messages whose ids (`{run_id}/{seq}`) and timestamps (the event's `t`) depend on
 sequence. So a resumed run re-derives what the crash kept from being written — it counts
 the messages already on disk, translates the journal again without writing those, and goes
 on from the next `seq` — and a run made before the trail existed can be shown from its
-journal. `ROWS` is the one table of event -> message kinds; an event it does not list
-writes nothing (`tests/openprose/record/test_audit.py` checks every event type is listed).
+journal. The translator reads typed events (`openprose.record.events`): `Translator.add` is
+a `match` over their classes, and a journal line read back is decoded by the codec first
+(`feed`, `translate_lines`: a damaged line stops them with `EventDamaged`). `ROWS` is the
+one table of event -> message kinds (`tests/openprose/record/test_audit.py` checks every
+event type is listed and makes the kinds listed; `test_audit_golden.py` that stored
+journals make the same bytes as before the rows were typed).
 
-`AuditTrail.add` translates each event as `Shared.emit` records it, on the event loop, and
-keeps no event but a session's start (a dict of text values, which the garbage collector
-does not track): holding events (with their request and response dicts) for a writer thread
+`AuditTrail.add` is the translator's `add` itself, called as `Shared.emit` records each
+event, on the event loop; it keeps no event but a session's start while its call is out:
+holding events (with their request and response dicts) for a writer thread
 to translate kept thousands of objects alive across garbage collections, as costly as the
 translation in some runs (docs/decisions.md, issue 13, session 13). The lines wait in the
 translator's list until the journal has written their events (`AuditTrail.written`, a
