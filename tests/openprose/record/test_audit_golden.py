@@ -98,3 +98,21 @@ def test_a_resume_skips_a_line_the_codec_cannot_decode(tmp_path: Path) -> None:
     path = tmp_path / "audit.ndjson"
     AuditTrail.resume(path, run_id_of(expected), "main.prose", damaged).close()
     assert path.read_bytes() == expected
+
+
+def test_every_event_listed_as_a_notice_is_said_as_one_with_its_fields() -> None:
+    """The events the stored journals lack included (typed answers, ignored answers)."""
+    from openprose.record.audit import ROWS
+    from openprose.record.codec import fields_of
+    from tests.support.events import make
+
+    noticed = [kind for kind, kinds in ROWS.items() if kinds == ("notice",)]
+    for kind in noticed:
+        if kind.ev in ("agents", "decision_failed", "permission", "session_cancelled"):
+            continue  # rows of their own (the journals above hold them)
+        event = make(kind.ev, "3", {})
+        translator = Translator("run-1", "main.prose")
+        translator.add(event, 1.0)
+        (message,) = translator.take()
+        assert message["type"] == "notice" and message["topic"] == kind.ev
+        assert message["payload"] == {"step": "3", **fields_of(event)}
