@@ -146,6 +146,9 @@ def page(project: Project) -> Iterator[tuple[Any, UIServer]]:
     with openprose.serve_ui(project.root) as server, sync_api.sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM)
         page = browser.new_page(viewport={"width": 1500, "height": 1000})
+        # The fork runs live behind the page: on a loaded shared machine it can take longer
+        # than Playwright's 30 s default for one wait.
+        page.set_default_timeout(90_000)
         page.problems = []
         page.on("pageerror", lambda error: page.problems.append(str(error)))
         yield page, server
