@@ -23,10 +23,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from vlp.answer_grammar import CONTENT_CHARS, ITEM_CHARS, MAX_ITEMS, answer_grammar
+from vlp.ask_options import ASKABLE_TYPES, MAX_REASKS
 from vlp.errors import Problem
 from vlp.message import new_message_id, utc_timestamp
 from vlp.safety_rule import LEVELS, SafetyFloor, at_least, safety_floor
-from vlp.schema import MESSAGE_TYPES, PROTOCOL, load_schema
+from vlp.schema import PROTOCOL, load_schema
 from vlp.validate import json_problems, message_problems
 
 if TYPE_CHECKING:
@@ -36,10 +37,7 @@ __all__ = ["ANSWER_FIELDS", "Answer", "Attempt", "answer_schema", "ask", "ask_as
 
 #: The fields the model writes; everything else in the message is the caller's.
 ANSWER_FIELDS = ("content", "confidence", "provenance", "keywords", "safety")
-#: Types a model can answer as. A session_context persists a session: not a model's answer.
-ASKABLE_TYPES = tuple(t for t in MESSAGE_TYPES if t != "session_context")
 DEFAULT_MAX_TOKENS = 600
-MAX_REASKS = 1
 _OBJECT = re.compile(r"\{.*\}", re.DOTALL)
 
 SYSTEM = """\

@@ -11,15 +11,17 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from cliconventions.terminal import neutralise as visible
-from vlp.ask import ASKABLE_TYPES, MAX_REASKS, Answer, ask_async
+from vlp.ask_options import ASKABLE_TYPES, MAX_REASKS
 from vlp.errors import VLPError
-from vlp.message import make_message
 from vlp.ndjson import NdjsonWriter, read_records
+
+if TYPE_CHECKING:
+    from vlp.ask import Answer
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_PROVIDER = 0, 1, 2, 3
 NEEDS_REFERENCE = ("response", "correction", "evidence")
@@ -57,6 +59,8 @@ def run(args: argparse.Namespace) -> int:
 
     from openprose.providers import ProviderConfigError, ProviderError
     from openprose.providers.selection import open_model
+    from vlp.ask import ask_async  # here: the parser of every command is built without it
+    from vlp.message import make_message
 
     if args.reasks < 0 or args.max_tokens < 1:
         return _usage("--reasks must be >= 0 and --max-tokens >= 1")

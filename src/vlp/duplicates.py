@@ -52,9 +52,14 @@ def may_repeat_keys_of(line: bytes, written: bytes) -> bool:
 
 
 def has_escaped_colon(data: bytes) -> bool:
-    # Asked of every batch of lines: one search for the escapes' common start, the two
-    # escapes only on the rare hit.
-    return _ESCAPE_START in data and any(escape in data for escape in _ESCAPED_COLONS)
+    # Asked of every batch of lines. A one-byte search is a memchr, ~30x faster than the
+    # multi-byte one, and most batches hold no backslash at all; then the escapes' common
+    # start, and the two escapes only on the rare hit.
+    return (
+        b"\\" in data
+        and _ESCAPE_START in data
+        and any(escape in data for escape in _ESCAPED_COLONS)
+    )
 
 
 def find_duplicate_keys(text: str, start: int = 0) -> list[DuplicateKey]:

@@ -474,7 +474,10 @@ def bad_timestamps(stamps: list[str]) -> list[int]:
     ending — fractions, leap seconds, bad stamps — are found by searching the column for
     each such minute or ending (in C) and judged by :func:`timestamp_is_valid`.
     """
-    distinct = set(map(_minute, stamps))
+    # Each column is cut once: a stream with a few bad stamps has one in most batches,
+    # and the searches below need the columns (endings: only then).
+    minutes = list(map(_minute, stamps))
+    distinct = set(minutes)
     for minute in distinct.difference(_known_minutes):
         if len(minute) == _MINUTE_END and _timestamp_match(minute + ":00Z"):
             if len(_known_minutes) >= _MINUTES_KEPT:
@@ -483,16 +486,15 @@ def bad_timestamps(stamps: list[str]) -> list[int]:
     odd_minutes = distinct.difference(_known_minutes)
     if not odd_minutes and _SECOND_TAILS.issuperset(map(_second, stamps)):
         return []
-    odd_endings = set(map(_second, stamps)).difference(_SECOND_TAILS)
+    endings = list(map(_second, stamps))
+    odd_endings = set(endings).difference(_SECOND_TAILS)
     suspects: set[int] = set()
-    for part_of, odd in ((_minute, odd_minutes), (_second, odd_endings)):
-        if odd:
-            column = list(map(part_of, stamps))
-            for part in odd:
-                index = -1
-                for _ in range(column.count(part)):
-                    index = column.index(part, index + 1)
-                    suspects.add(index)
+    for column, odd in ((minutes, odd_minutes), (endings, odd_endings)):
+        for part in odd:
+            index = -1
+            for _ in range(column.count(part)):
+                index = column.index(part, index + 1)
+                suspects.add(index)
     return sorted(index for index in suspects if not timestamp_is_valid(stamps[index]))
 
 
