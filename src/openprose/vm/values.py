@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,6 +86,28 @@ def render(value: Value) -> str:
     if isinstance(value, dict):
         return "\n\n".join(f"{k}:\n{render(v)}" for k, v in value.items())
     return str(value)
+
+
+def render_chunks(value: Value) -> Iterator[str]:
+    """`render(value)` in pieces whose concatenation is exactly its text: a binding file of a
+    100,000-item list is written piece by piece, never built whole. Lazy: a container is read
+    when the pieces are taken (the VM never changes a value once it is bound)."""
+    if isinstance(value, ProgramResult):
+        value = value.outputs
+    if isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            head = f"\n\n[{i + 1}] " if i else "[1] "
+            if isinstance(item, str):
+                yield head + item  # the common case (a fan-out's answers): one piece an item
+            else:
+                yield head
+                yield from render_chunks(item)
+    elif isinstance(value, dict):
+        for i, (key, item) in enumerate(value.items()):
+            yield f"\n\n{key}:\n" if i else f"{key}:\n"
+            yield from render_chunks(item)
+    else:
+        yield render(value)
 
 
 def to_json(value: Value) -> Any:
