@@ -121,18 +121,28 @@ def to_json(value: Value) -> Any:
         return value.note
     if isinstance(value, ProgramResult):
         return {k: to_json(v) for k, v in value.outputs.items()}
-    if isinstance(value, list | tuple):
+    if isinstance(value, list):
+        if all(v is None or type(v) in _JSON_SCALARS for v in value):
+            return value  # already JSON (a fan-out's answers): shared, not copied
+        return [to_json(v) for v in value]
+    if isinstance(value, tuple):
         return [to_json(v) for v in value]
     if isinstance(value, dict):
         return {str(k): to_json(v) for k, v in value.items()}
     return str(value)
 
 
+# exact types: a list holding anything else (a str subclass too) is converted item by item
+_JSON_SCALARS = frozenset((str, int, float, bool))
+
+
 def as_collection(value: Value) -> list[Value]:
     """What `for` and pipelines iterate over. A JSON array in a string counts as a list, so a
     session answering `["a", "b"]` can feed a loop — also inside a Markdown code fence, as
     chat models often answer; any other text is one item."""
-    if isinstance(value, list | tuple):
+    if isinstance(value, list):
+        return value  # read, never changed, by its callers: a copy would double a big list
+    if isinstance(value, tuple):
         return list(value)
     if isinstance(value, dict):
         return list(value.values())

@@ -7,7 +7,15 @@ from typing import Any
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from openprose.vm.values import Absent, ErrorValue, ProgramResult, render, render_chunks
+from openprose.vm.values import (
+    Absent,
+    ErrorValue,
+    ProgramResult,
+    as_collection,
+    render,
+    render_chunks,
+    to_json,
+)
 
 _scalars = st.one_of(
     st.none(),
@@ -61,3 +69,22 @@ def test_pieces_are_made_only_when_taken() -> None:
     pieces = render_chunks([Loud(1), Loud(2)])
     assert shown == []
     assert next(pieces) == "[1] " and next(pieces) == "loud 1" and shown == [1]
+
+
+def test_a_list_of_json_scalars_is_its_own_json_form() -> None:
+    """A 100,000-answer list is recorded (outputs, run.json's inputs) without a copy."""
+    answers = ["a", 1, 2.5, True, None]
+    assert to_json(answers) is answers
+    mixed = ["a", Absent("(cancelled)"), ("t", ErrorValue("boom"))]
+    assert to_json(mixed) == [
+        "a",
+        "(cancelled)",
+        ["t", {"error": "boom", "kind": "error", "where": ""}],
+    ]
+    assert to_json(("a", "b")) == ["a", "b"]
+
+
+def test_a_list_is_iterated_as_it_is() -> None:
+    items = ["a", "b"]
+    assert as_collection(items) is items
+    assert as_collection(("a", "b")) == ["a", "b"]
