@@ -109,7 +109,10 @@ def lock_run(run_dir: Path) -> FileLock:
 
 
 def _dump_json(value: Any) -> bytes:
-    return orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS) + b"\n"
+    # orjson's own newline: `+ b"\n"` copied the whole text (2.6 MB for 100,000 outputs)
+    return orjson.dumps(
+        value, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS | orjson.OPT_APPEND_NEWLINE
+    )
 
 
 Text = str | Iterable[str]  # a file's text, whole or in pieces (written one at a time)

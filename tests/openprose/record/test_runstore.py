@@ -415,3 +415,13 @@ def test_a_pmap_result_binding_is_its_rendered_value(vm: Any) -> None:
     assert items_text.endswith(
         "---\n\n" + "\n\n".join(f"[{i + 1}] é{i}" for i in range(300)) + "\n"
     )
+
+
+def test_outputs_json_is_indented_json_with_a_final_newline(tmp_path: Path) -> None:
+    """orjson appends the newline itself (no copy of a big outputs text): same bytes."""
+    store = RunStore.create(tmp_path, "output x = 1\n", "p.prose")
+    outputs = {"results": ["a", "é", {"k": [1, None]}], "n": 2, "empty": []}
+    store.write_outputs(outputs)
+    store.close()
+    written = (store.root / "outputs.json").read_bytes()
+    assert written == (json.dumps(outputs, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
