@@ -13,6 +13,7 @@ import contextlib
 import errno
 import os
 import stat
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "unreadable_reason",
     "write_atomically",
     "write_bytes_atomically",
+    "write_chunks_atomically",
 ]
 
 
@@ -31,15 +33,43 @@ def write_atomically(path: Path, text: str) -> None:
 
 
 def write_bytes_atomically(path: Path, data: bytes) -> None:
+    _write_atomically(path, (data,))
+
+
+def write_chunks_atomically(path: Path, chunks: Iterable[str]) -> None:
+    """`write_atomically` of the text `chunks` make, encoded a batch at a time: a big text
+    (a 100,000-item binding) is never whole in memory, as text or as bytes."""
+    _write_atomically(path, _encoded_batches(chunks))
+
+
+_BATCH_CHARS = 64 * 1024  # of text encoded and written at once
+
+
+def _encoded_batches(chunks: Iterable[str]) -> Iterator[bytes]:
+    batch: list[str] = []
+    size = 0
+    for chunk in chunks:
+        batch.append(chunk)
+        size += len(chunk)
+        if size >= _BATCH_CHARS:
+            yield "".join(batch).encode("utf-8")
+            batch.clear()
+            size = 0
+    if batch:
+        yield "".join(batch).encode("utf-8")
+
+
+def _write_atomically(path: Path, parts: Iterable[bytes]) -> None:
     # Bare os calls: each one releases and retakes the GIL, so fewer calls means less
     # contention with the event loop when this runs on the binding thread.
     temp = f"{path.parent}/.{path.name}.{os.getpid()}.tmp"
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
+            for data in parts:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
         finally:
             os.close(fd)
         os.replace(temp, path)

@@ -562,7 +562,9 @@ def report(result: RunResult, as_json: bool, notice: RunNotice | None = None) ->
     if notice is not None:
         notice.reporting = True  # from here an OSError is the output's, not the run folder's
     if as_json:
-        print(json.dumps(result.to_json(), ensure_ascii=False))
+        # in pieces (json.dump streams): a 100,000-item result is never one string here
+        json.dump(result.to_json(), sys.stdout, ensure_ascii=False)
+        sys.stdout.write("\n")
     else:
         print_summary(result, notice.provider if notice is not None else None)
     if result.status == "succeeded":

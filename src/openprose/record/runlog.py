@@ -27,7 +27,7 @@ from cliconventions.terminal import one_line
 from openprose.record.codec import encode, now
 from openprose.record.events import Event
 from openprose.record.journal import Journal
-from openprose.record.runstore import RUNS_DIR, RunStore, _dump_json, state_header
+from openprose.record.runstore import RUNS_DIR, RunStore, Text, _dump_json, state_header
 
 __all__ = ["LoggedJournal", "LoggedRunStore", "RunLog", "open_for_append"]
 
@@ -361,8 +361,8 @@ class LoggedRunStore(RunStore):
     def state(self, line: str) -> None:
         self._file("a", "state.md", one_line(line) + "\n")  # as `RunStore.state`
 
-    def _write_view(self, name: str, text: str) -> None:
-        self._file("w", name, text)
+    def _write_view(self, name: str, text: Text) -> None:
+        self._file("w", name, text if isinstance(text, str) else "".join(text))
 
     def write_outputs(self, outputs: dict[str, Any]) -> None:
         self._outputs = outputs

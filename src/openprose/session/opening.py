@@ -394,7 +394,9 @@ def _recordable(inputs: dict[str, Any], where: str) -> None:
 def _inputs_file(json_file: str) -> Any:
     """The JSON value of an --inputs file; any problem is a usage error naming the file."""
     from openprose.files import FileProblem, MiB, read_limited
+    from openprose.vm.heap import give_big_blocks_back
 
+    give_big_blocks_back()  # the file's bytes and text are freed for good once parsed
     try:
         if json_file == STDIN:  # `--inputs -`
             data = sys.stdin.buffer.read(INPUTS_LIMIT + 1)

@@ -7,7 +7,7 @@ from typing import Any
 
 from openprose.record.runstore import RunStore
 from openprose.vm.frame import Ctx
-from openprose.vm.values import Value, render
+from openprose.vm.values import Value, render_chunks
 
 _SOURCE_LINES = 12  # of the statement, shown with its binding
 
@@ -21,7 +21,9 @@ class Bindings:
         if ctx.in_pipeline and kind == "let" and name.startswith("anon_"):
             return
         source = self._source_of(node)
-        self.store.write_binding(name, kind, source, render(value), ctx.execution_id or None)
+        # an answer is written as it is; anything else in pieces, made on the writer thread
+        text = value if isinstance(value, str) else render_chunks(value)
+        self.store.write_binding(name, kind, source, text, ctx.execution_id or None)
 
     def _source_of(self, node: Any) -> str:
         span = getattr(node, "span", None)

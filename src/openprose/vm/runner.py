@@ -27,6 +27,7 @@ from openprose.record.runstore import DamagedRun, RunStore, process_started, utc
 from openprose.vm.approvals import Honoured, honoured_answers, run_id_of
 from openprose.vm.budget import FLAGS, BudgetExhausted
 from openprose.vm.errors import ProseError, RunAborted
+from openprose.vm.heap import give_big_blocks_back
 from openprose.vm.interpreter import Interpreter
 from openprose.vm.questions import QuestionPending
 from openprose.vm.runtime import (
@@ -272,6 +273,7 @@ async def _execute(
     tracer: Tracer | None = None,
     router: ModelRouter | None = None,
 ) -> RunResult:
+    give_big_blocks_back()  # a run's big texts (outputs, journal lines) must not pile up
     # The run's own copy: "allow for this run" grants must not reach the other runs of a
     # batch, which share one runtime's approver and project defaults.
     tools = replace(tools, grants=set(tools.grants)) if tools else ToolRuntime()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -87,6 +88,28 @@ def render(value: Value) -> str:
     return str(value)
 
 
+def render_chunks(value: Value) -> Iterator[str]:
+    """`render(value)` in pieces whose concatenation is exactly its text: a binding file of a
+    100,000-item list is written piece by piece, never built whole. Lazy: a container is read
+    when the pieces are taken (the VM never changes a value once it is bound)."""
+    if isinstance(value, ProgramResult):
+        value = value.outputs
+    if isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            head = f"\n\n[{i + 1}] " if i else "[1] "
+            if isinstance(item, str):
+                yield head + item  # the common case (a fan-out's answers): one piece an item
+            else:
+                yield head
+                yield from render_chunks(item)
+    elif isinstance(value, dict):
+        for i, (key, item) in enumerate(value.items()):
+            yield f"\n\n{key}:\n" if i else f"{key}:\n"
+            yield from render_chunks(item)
+    else:
+        yield render(value)
+
+
 def to_json(value: Value) -> Any:
     """A JSON-ready form (outputs.json, `--json`, the journal)."""
     # a tuple, not `str | int | ...`: isinstance with a union is ~6x slower (every value)
@@ -98,18 +121,28 @@ def to_json(value: Value) -> Any:
         return value.note
     if isinstance(value, ProgramResult):
         return {k: to_json(v) for k, v in value.outputs.items()}
-    if isinstance(value, list | tuple):
+    if isinstance(value, list):
+        if all(v is None or type(v) in _JSON_SCALARS for v in value):
+            return value  # already JSON (a fan-out's answers): shared, not copied
+        return [to_json(v) for v in value]
+    if isinstance(value, tuple):
         return [to_json(v) for v in value]
     if isinstance(value, dict):
         return {str(k): to_json(v) for k, v in value.items()}
     return str(value)
 
 
+# exact types: a list holding anything else (a str subclass too) is converted item by item
+_JSON_SCALARS = frozenset((str, int, float, bool))
+
+
 def as_collection(value: Value) -> list[Value]:
     """What `for` and pipelines iterate over. A JSON array in a string counts as a list, so a
     session answering `["a", "b"]` can feed a loop — also inside a Markdown code fence, as
     chat models often answer; any other text is one item."""
-    if isinstance(value, list | tuple):
+    if isinstance(value, list):
+        return value  # read, never changed, by its callers: a copy would double a big list
+    if isinstance(value, tuple):
         return list(value)
     if isinstance(value, dict):
         return list(value.values())

@@ -674,3 +674,16 @@ def test_a_missing_input_is_asked_for_at_a_terminal(
     assert prose("run", "d.prose", "--provider", "scripted:rules.yaml") == 2
     assert "E026 missing required input 'go' (Proceed with deployment?)" in capsys.readouterr().out
     assert any("input go (Proceed with deployment?): " in w for w in stderr.written)
+
+
+def test_json_report_is_the_one_line_json_dumps_gave(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--json` is streamed now (json.dump): the same text, byte for byte, as one line."""
+    from openprose.cli.run import report
+    from openprose.vm.runner import RunResult
+
+    outputs = {"results": [f'réponse {i} "q"\n✓' for i in range(2000)], "n": 1.5}
+    result = RunResult("r1", tmp_path, "failed", outputs, {"calls": 2}, "boom", None)
+    report(result, as_json=True)
+    assert capsys.readouterr().out == json.dumps(result.to_json(), ensure_ascii=False) + "\n"

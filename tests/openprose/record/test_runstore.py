@@ -349,3 +349,79 @@ def test_state_md_never_says_more_than_the_journal_holds(
         assert set(marked) <= journaled
     lines = (result.run_dir / "state.md").read_text().splitlines()
     assert [line for line in lines if line.endswith("✓")] == ["1→ a ✓", "2→ b ✓", "3→ c ✓"]
+
+
+def _binding_text(name: str, kind: str, source: str, value_text: str, execution_id: int) -> str:
+    """A binding file's text as it was built whole before bindings were written in pieces
+    (state/filesystem.md's layout): the pieces must give the very same bytes."""
+    scope = f"execution_id: {execution_id}\n" if execution_id else ""
+    return (
+        f"# {name}\n\nkind: {kind}\n{scope}\nsource:\n```prose\n{source}\n```\n\n---\n\n"
+        f"{value_text}\n"
+    )
+
+
+@pytest.mark.parametrize("execution_id", [None, 3])
+def test_a_binding_written_in_pieces_has_the_bytes_of_the_whole_text(
+    tmp_path: Path, execution_id: int | None
+) -> None:
+    # ~1.9 MB of text with non-ASCII in every piece: many encoding batches, cut anywhere
+    pieces = [f"\n\n[{i + 1}] réponse {i} — ✓" if i else "[1] réponse 0" for i in range(60_000)]
+    store = RunStore.create(tmp_path, 'output results = items | pmap:\n  session "x"\n', "p.prose")
+    source = 'output results = items | pmap:\n  session "x"'
+    store.write_binding("results", "output", source, iter(pieces), execution_id)
+    store.write_binding("whole", "output", source, "".join(pieces), execution_id)
+    store.write_binding("empty", "let", "", iter([]), execution_id)
+    store.close()
+    suffix = f"__{execution_id}" if execution_id else ""
+    expected = _binding_text("results", "output", source, "".join(pieces), execution_id or 0)
+    assert (store.bindings / f"results{suffix}.md").read_bytes() == expected.encode("utf-8")
+    whole = _binding_text("whole", "output", source, "".join(pieces), execution_id or 0)
+    assert (store.bindings / f"whole{suffix}.md").read_bytes() == whole.encode("utf-8")
+    empty = _binding_text("empty", "let", "", "", execution_id or 0)
+    assert (store.bindings / f"empty{suffix}.md").read_bytes() == empty.encode("utf-8")
+    assert [p.name for p in store.bindings.iterdir() if p.name.startswith(".")] == []
+
+
+def test_a_rewritten_binding_makes_only_its_latest_pieces(tmp_path: Path) -> None:
+    """A name rebound many times in one writer batch is rendered once: the earlier
+    values' pieces are never taken."""
+    taken: list[int] = []
+
+    def pieces(n: int) -> Any:
+        taken.append(n)
+        yield f"v{n}"
+
+    writer = BackgroundWriter()
+    for n in range(50):
+        writer.put(_write_binding, tmp_path / "draft.md", pieces(n))
+    writer.close()
+    assert (tmp_path / "draft.md").read_text() == "v49"
+    assert taken == [49]
+
+
+def test_a_pmap_result_binding_is_its_rendered_value(vm: Any) -> None:
+    """End to end: the list a fan-out binds (written in pieces on the writer thread) reads
+    back as the whole text of its value."""
+    source = 'input items: "the items"\noutput results = items | pmap:\n  session "Item {item}"\n'
+    items = [f"é{i}" for i in range(300)]
+    result = vm.run(source, vm.spy(), inputs={"items": items})
+    value_text = "\n\n".join(
+        f"[{i + 1}] {answer}" for i, answer in enumerate(result.outputs["results"])
+    )
+    text = (result.run_dir / "bindings" / "results.md").read_text(encoding="utf-8")
+    assert text.endswith(f"---\n\n{value_text}\n")
+    items_text = (result.run_dir / "bindings" / "items.md").read_text(encoding="utf-8")
+    assert items_text.endswith(
+        "---\n\n" + "\n\n".join(f"[{i + 1}] é{i}" for i in range(300)) + "\n"
+    )
+
+
+def test_outputs_json_is_indented_json_with_a_final_newline(tmp_path: Path) -> None:
+    """orjson appends the newline itself (no copy of a big outputs text): same bytes."""
+    store = RunStore.create(tmp_path, "output x = 1\n", "p.prose")
+    outputs = {"results": ["a", "é", {"k": [1, None]}], "n": 2, "empty": []}
+    store.write_outputs(outputs)
+    store.close()
+    written = (store.root / "outputs.json").read_bytes()
+    assert written == (json.dumps(outputs, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
