@@ -1,13 +1,16 @@
 """The web view's "fork from here": `POST /api/runs/{run}/fork` with
 `{"step": S, "inputs": {name: value}, "set": {name: value}}` starts `prose fork RUN --at S`
-in this server's process and answers at once with the new run's id; the page then watches
-it like any other run. A `prompt` permission makes the fork wait for the page's buttons."""
+in this server's process and answers with the new run's id as soon as the run is open (its
+`run.json` written: before that the page's watch of it would find no run); the page then
+watches it like any other run. A `prompt` permission makes the fork wait for the page's buttons."""
 
 from __future__ import annotations
 
 import asyncio
 import sys
+import time
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -18,6 +21,7 @@ __all__ = ["FORKS_KEY", "cancel_forks", "start_fork"]
 # The forks this server is running: kept so that none is garbage-collected mid-run, and
 # cancelled when the server stops (each stays resumable with `prose resume`).
 FORKS_KEY = web.AppKey("forks", set)
+OPEN_WAIT_SECONDS = 60.0  # a fork opens in milliseconds; a loaded machine may take seconds
 
 
 def _strings(value: object) -> dict[str, str] | None:
@@ -57,7 +61,22 @@ async def start_fork(request: web.Request, run_dir: Any) -> web.Response:
     forks: set[asyncio.Task[None]] = request.app[FORKS_KEY]
     forks.add(task)
     task.add_done_callback(forks.discard)
+    if not await _opened(forking.project, run_id, task):
+        return _error(500, f"fork {run_id} stopped before it started (the server's log says why)")
     return _json({"run_id": run_id, "parent": run_dir.name, "step": step}, 202)
+
+
+async def _opened(project: Path, run_id: str, task: asyncio.Task[None]) -> bool:
+    """Whether the fork's run is open (its run.json written) before its task ends."""
+    from openprose.record.runstore import RUNS_DIR
+
+    meta = project / RUNS_DIR / run_id / "run.json"
+    deadline = time.monotonic() + OPEN_WAIT_SECONDS
+    while not meta.is_file():
+        if task.done() or time.monotonic() > deadline:
+            return meta.is_file()
+        await asyncio.sleep(0.01)
+    return True
 
 
 def _prepare(

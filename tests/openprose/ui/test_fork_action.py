@@ -73,6 +73,22 @@ async def test_the_fork_action_starts_a_fork_the_page_can_watch(
     assert row["parent"] == project.finished and row["parent_step"] == LAST
 
 
+async def test_the_fork_is_watchable_as_soon_as_the_action_answers(
+    client: TestClient[Any, Any], project: Project
+) -> None:
+    """The page opens the fork's event stream the moment the POST answers: a run not yet
+    open would be a 404 there, and a browser's EventSource never retries a 404."""
+    response = await client.post(
+        f"/api/runs/{project.finished}/fork", headers=AUTH, json={"step": LAST}
+    )
+    assert response.status == 202
+    fork = orjson.loads(await response.read())["run_id"]
+    assert (project.runs / fork / "run.json").is_file()
+    watched = await client.get(f"/api/runs/{fork}", headers=AUTH)  # no wait in between
+    assert watched.status == 200, await watched.text()
+    assert (await finished_run(client, fork))["run"]["status"] == "succeeded"
+
+
 async def test_inputs_keep_their_json_types(client: TestClient[Any, Any], project: Project) -> None:
     (project.root / "each.prose").write_text(
         'input items: "things"\nlet notes = items | pmap:\n  session "Note on {item}"\n'
