@@ -147,6 +147,30 @@ async def _closing(
             await asyncio.to_thread(tracer.shutdown)  # the last spans exported
 
 
+async def _with_tools(
+    provider: Any,
+    project: Path,
+    options: RunOptions,
+    trace: Trace,
+    go: Callable[[Any, Tracer | None], Awaitable[RunResult]],
+) -> RunResult:
+    """`go` with the project's tool runtime and the run's tracer (`_closing`); a tool
+    runtime that cannot be made closes the provider and is one RunError."""
+    from openprose.session import opening
+
+    try:
+        tools = opening.tool_runtime(
+            project,
+            options.yes,
+            interactive=options.interactive,
+            permission_mode=options.permission_mode,
+        )
+    except opening.UsageError as error:
+        await provider.aclose()
+        raise RunError(str(error), error.diagnostics) from None
+    return await _closing(provider, trace, lambda tracer: go(tools, tracer))
+
+
 def run(
     program: ProgramRef,
     *,
@@ -247,18 +271,12 @@ async def aresume(
         )
     except opening.UsageError as error:
         raise RunError(str(error), error.diagnostics) from None
-    try:
-        tools = opening.tool_runtime(
-            resuming.project,
-            options.yes,
-            interactive=options.interactive,
-            permission_mode=options.permission_mode,
-        )
-    except opening.UsageError as error:
-        await resuming.provider.aclose()
-        raise RunError(str(error), error.diagnostics) from None
-    return await _closing(
-        resuming.provider, trace, lambda tracer: resuming.resume(observer, tools, tracer)
+    return await _with_tools(
+        resuming.provider,
+        resuming.project,
+        options,
+        trace,
+        lambda tools, tracer: resuming.resume(observer, tools, tracer),
     )
 
 
@@ -387,15 +405,12 @@ async def afork(
         forking = prepare_fork(project, run_id, at, inputs=inputs, values=bindings, options=options)
     except opening.UsageError as error:
         raise RunError(str(error), error.diagnostics) from None
-    try:
-        tools = opening.tool_runtime(
-            forking.project, yes, interactive=False, permission_mode=permission_mode
-        )
-    except opening.UsageError as error:
-        await forking.provider.aclose()
-        raise RunError(str(error), error.diagnostics) from None
-    return await _closing(
-        forking.provider, trace, lambda tracer: forking.start(observer, tools, tracer)
+    return await _with_tools(
+        forking.provider,
+        forking.project,
+        options,
+        trace,
+        lambda tools, tracer: forking.start(observer, tools, tracer),
     )
 
 
