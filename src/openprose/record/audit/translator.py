@@ -21,8 +21,6 @@ from openprose.record.audit.messages import (
     _RESPONSE,
     _TEMPLATES,
     _UNMADE,
-    EVALUATOR,
-    UNSTATED,
     VM,
     Message,
     _agent_name,
@@ -37,6 +35,7 @@ from openprose.record.audit.messages import (
     encode,
     shown_values,
 )
+from openprose.record.audit.notices import NOTICES, NoticeRows
 from openprose.record.audit.people import PeopleRows
 from openprose.record.audit.tools import ToolRows
 from openprose.record.codec import Recorded, decode, decode_all, fields_of
@@ -47,7 +46,7 @@ from vlp import PROTOCOL
 _TURN = re.compile(r"~t(\d+)$")  # a tool loop's later turn (`steps.turn_step`)
 
 
-class Translator(ToolRows, PeopleRows):
+class Translator(ToolRows, PeopleRows, NoticeRows):
     """Journal events in, VLP messages out, as NDJSON lines (`out` holds them until
     taken)."""
 
@@ -127,7 +126,7 @@ class Translator(ToolRows, PeopleRows):
                     self.question_asked(event, t)
                 case ev.QuestionAnswered():
                     self.question_answered(event, t)
-                case _ if type(event) in _NOTICES:
+                case _ if type(event) in NOTICES:
                     self.warning(event, t)
                 case _:
                     pass  # for the VM's own use (`ROWS` lists them with no message), or unknown
@@ -666,56 +665,6 @@ class Translator(ToolRows, PeopleRows):
             payload={"step": step, "attempt": event.attempt},
         )
 
-    def decision(self, event: ev.Decision, t: float) -> None:
-        step, attempts = event.step, event.attempts
-        answer = self._answer_id(f"{step}~{attempts}") if attempts else None
-        kind, question = event.kind, event.question
-        verdict, reason = event.verdict, event.reason
-        shown = "true" if verdict is True else "false" if verdict is False else verdict
-        subject = f" **{question}**" if question else ""
-        self.say(
-            "claim",
-            t,
-            sender=EVALUATOR if answer else VM,
-            receiver=VM if answer else None,
-            content=f"{kind}{subject} -> {shown}: {reason}",
-            confidence=UNSTATED if answer else 1.0,
-            provenance=[f"step:{step}"],
-            refers_to=answer,
-            payload={"step": step, "kind": kind, "verdict": verdict, "reason": reason},
-        )
-
-    def decision_failed(self, event: ev.DecisionFailed, t: float) -> None:
-        step = event.step
-        self.say(
-            "notice",
-            t,
-            sender=VM,
-            content=(
-                f"the evaluator gave no usable {event.kind} answer for "
-                f"**{event.question}** (asked twice)"
-            ),
-            confidence=1.0,
-            provenance=[f"step:{step}"],
-            refers_to=self._answer_id(f"{step}~2"),
-            payload={"step": step, "kind": event.kind},
-        )
-
-    def warning(self, event: Event, t: float) -> None:
-        """Something that changed what a model saw or how the run went, in the VM's words."""
-        step, kind, details = event.step, event.ev, fields_of(event)
-        shown = ", ".join(f"{k}={v}" for k, v in details.items())
-        self.say(
-            "notice",
-            t,
-            sender=VM,
-            content=f"{kind.replace('_', ' ')} at step {step}" + (f": {shown}" if shown else ""),
-            confidence=1.0,
-            provenance=[f"step:{step}"],
-            topic=kind,
-            payload={"step": step, **details},
-        )
-
     def run_finished(self, event: ev.RunFinished, t: float) -> None:
         status, error = event.status, event.error
         payload = {"status": status, "error": error, "usage": event.usage}
@@ -760,26 +709,6 @@ class Translator(ToolRows, PeopleRows):
         )
 
 
-# The events that become a notice in the VM's words (`Translator.warning`).
-_NOTICES = frozenset(
-    (
-        ev.MemoryUpdated,
-        ev.ErrorCaught,
-        ev.RaceDecided,
-        ev.UnboundPlaceholder,
-        ev.PromptOverBudget,
-        ev.ContextTrimmed,
-        ev.ContextWindowed,
-        ev.SkillLoaded,
-        ev.SkillMissing,
-        ev.ApprovalIgnored,  # a recorded answer whose seal did not hold (forged, another run's)
-        ev.QuestionIgnored,  # the same, for an answer to an `ask`
-        ev.QuestionExpired,  # an `ask` with no default nobody answered in time
-        ev.TypedInvalid,  # a typed answer that did not match its shape: asked again
-        ev.TypedFailed,  # ...and the answer asked again did not either: the session fails
-    )
-)
-
 # Journal event -> the VLP message types it becomes, in order (`Translator.add` makes
 # them). A new journal event gets a row here and a case there.
 ROWS: dict[type[Any], tuple[str, ...]] = {
@@ -815,7 +744,7 @@ ROWS: dict[type[Any], tuple[str, ...]] = {
     ev.QuestionAnswered: ("response",),
     # Early versions' tool turns: read for their exchanges (cassettes), never written now.
     ev.ModelTurn: (),
-} | {kind: ("notice",) for kind in _NOTICES}
+} | {kind: ("notice",) for kind in NOTICES}
 
 
 def translate_lines(
