@@ -119,12 +119,17 @@ def sdk_client(base_url: str) -> Any:
 
 
 def prose_process(
-    argv: Sequence[str], cwd: Path, base_url: str, src: Path | None = None
+    argv: Sequence[str],
+    cwd: Path,
+    base_url: str,
+    src: Path | None = None,
+    prefix: Sequence[str] = (),
 ) -> tuple[float, float, float, str]:
     """Run `prose ARGV` as a user would (a fresh interpreter, the console script's entry
     point) with the openai provider pointed at the loopback server: (wall seconds from spawn
     to exit, CPU seconds, peak RSS in MB, stdout). `src`: another tree's src/ to run (a
-    baseline exported from git), instead of this one's."""
+    baseline exported from git), instead of this one's. `prefix`: a command the interpreter
+    runs under (valgrind, to count its instructions)."""
     import subprocess
 
     env = {
@@ -140,7 +145,7 @@ def prose_process(
     with tempfile.TemporaryFile() as errors:
         started = time.perf_counter()
         process = subprocess.Popen(
-            [sys.executable, "-c", code, *argv],
+            [*prefix, sys.executable, "-c", code, *argv],
             cwd=cwd,
             env=env,
             stdout=subprocess.PIPE,

@@ -29,6 +29,17 @@ Providers (`--provider`):
     python bench/audit_overhead.py                 # replay, 10,000 sessions
     python bench/audit_overhead.py --provider loopback
     python bench/audit_overhead.py --quick         # 1,000 sessions
+    python bench/audit_overhead.py --baseline 9219e1e            # both trees, same run
+    python bench/audit_overhead.py --baseline 9219e1e --callgrind --n 800
+
+`--baseline REF` measures that commit's src/ (exported from git) beside this tree's: each
+tree runs in a process of its own (this script again, with the tree first on its path; one
+untimed run first so both run from compiled bytecode), a warm-up then the three sides once
+per repeat, the trees alternated. Printed per tree and side: CPU µs per session and the
+ratio this tree / the baseline. With `--callgrind` the children run under valgrind instead
+(no warm-up, one side per process, off and audit, at n/4 and n sessions, `PYTHONHASHSEED=0`): the
+instructions of the whole process, and per session the difference over the 3n/4 sessions
+between the two sizes (start-up taken out): the figure that holds on a loaded machine.
 """
 
 from __future__ import annotations
@@ -37,14 +48,19 @@ import argparse
 import asyncio
 import contextlib
 import gc
+import json
 import os
 import resource
 import subprocess
 import sys
+import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
+from _callgrind import Counter, available
+from _git_baseline import ROOT, export
 from _loopback import (
     Table,
     load_note,
@@ -56,8 +72,8 @@ from _loopback import (
     vm_openai_provider,
 )
 
-from openprose.cli.run import lean_collector
-from openprose.providers import Message, ModelRequest, ModelResponse, ReplayProvider, Usage
+# openprose is imported inside the functions: a `--baseline` child puts its tree first on the
+# path before the first import.
 
 GOAL = 1.10
 CONCURRENCY = 256
@@ -107,7 +123,9 @@ def tracer_for(receiver: Receiver) -> Any:
     return OtelTracer.from_environment(env)
 
 
-def replay_for(n: int) -> ReplayProvider:
+def replay_for(n: int) -> Any:
+    from openprose.providers import Message, ModelRequest, ModelResponse, ReplayProvider, Usage
+
     return ReplayProvider(
         [
             (
@@ -134,7 +152,7 @@ def children_cpu() -> float:
 
 
 async def one_run(
-    side: str, n: int, provider_kind: str, base_url: str, receiver: Receiver
+    side: str, n: int, provider_kind: str, base_url: str, receiver: Receiver | None
 ) -> Figures:
     from openprose.vm.runner import VMConfig, run_program
 
@@ -147,7 +165,7 @@ async def one_run(
         else:
             reset_server(base_url)
             settings, provider = vm_openai_provider(base_url, project, CONCURRENCY)
-        tracer = tracer_for(receiver) if side == "audit+trace" else None
+        tracer = tracer_for(receiver) if side == "audit+trace" and receiver else None
         config = VMConfig(max_concurrency=CONCURRENCY, max_sessions=None, audit=side != "off")
         cpu, export_cpu = time.process_time(), children_cpu()
         started = time.perf_counter()
@@ -195,7 +213,27 @@ def main() -> None:
         action="store_true",
         help="CPython's default collector thresholds instead of the ones `prose run` sets",
     )
+    parser.add_argument("--baseline", metavar="REF", help="also measure this commit's src/")
+    parser.add_argument(
+        "--callgrind",
+        action="store_true",
+        help="with --baseline: instructions of whole processes (valgrind) instead of times",
+    )
+    parser.add_argument("--child", metavar="SIDES", help=argparse.SUPPRESS)
+    parser.add_argument("--tree", help=argparse.SUPPRESS)
+    parser.add_argument("--base-url", default="", help=argparse.SUPPRESS)
+    parser.add_argument("--no-warm-up", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.tree:
+        sys.path.insert(0, args.tree)
+    if args.child:
+        child(args)
+        return
+    if args.baseline:
+        both_trees(args)
+        return
+    from openprose.cli.run import lean_collector
+
     collector = contextlib.nullcontext if args.default_gc else lean_collector
     where = set_project_root(args.project_root)
     n = args.n or (1_000 if args.quick else 10_000)
@@ -269,6 +307,165 @@ def main() -> None:
     ratio = traced.wall / best["off"].wall
     print(f"audit + tracing on vs off: {ratio:.3f}x (goal <= {GOAL:.2f}x) {verdict(ratio <= GOAL)}")
     print(load_note())
+
+
+# --- --baseline: each tree in a child process --------------------------------------------------
+
+
+def child(args: argparse.Namespace) -> None:
+    """One process of one tree: a warm-up (unless counted), then each side in `args.child`
+    once; prints the figures as one JSON line, with the openprose module it ran."""
+    import openprose
+    from openprose.cli.run import lean_collector
+
+    collector = contextlib.nullcontext if args.default_gc else lean_collector
+    set_project_root(args.project_root)
+    sides = args.child.split(",")
+    receiver = Receiver.start() if "audit+trace" in sides else None
+    figures: dict[str, dict[str, float]] = {}
+    try:
+        if not args.no_warm_up:
+            for side in sides:
+                asyncio.run(one_run(side, min(args.n, 500), args.provider, args.base_url, receiver))
+        for side in sides:
+            gc.collect()
+            with collector():
+                ran = asyncio.run(one_run(side, args.n, args.provider, args.base_url, receiver))
+            figures[side] = asdict(ran)
+    finally:
+        if receiver is not None:
+            receiver.stop()
+    print(json.dumps({"module": openprose.__file__, "figures": figures}))
+
+
+def run_child(
+    args: argparse.Namespace,
+    tree: Path,
+    sides: tuple[str, ...],
+    n: int,
+    base_url: str,
+    counter: Counter | None = None,
+) -> dict[str, Any]:
+    argv = [sys.executable, __file__, "--child", ",".join(sides), "--tree", str(tree)]
+    argv += ["--n", str(n), "--provider", args.provider, "--base-url", base_url]
+    if args.project_root:
+        argv += ["--project-root", args.project_root]
+    if args.default_gc:
+        argv.append("--default-gc")
+    if counter is not None:
+        argv = [*counter.argv, *argv, "--no-warm-up"]
+    # Bytecode written and read (`PYTHONDONTWRITEBYTECODE` would make each start compile its
+    # tree); one hash seed, so the instruction counts repeat.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONHASHSEED"] = "0"
+    done = subprocess.run(argv, check=False, env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"{tree}: the child failed ({done.returncode}): {done.stderr[-3000:]}")
+    report: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    if not str(report["module"]).startswith(str(tree)):
+        raise SystemExit(f"{tree}: the child ran {report['module']}")
+    return report
+
+
+def both_trees(args: argparse.Namespace) -> None:
+    where = set_project_root(args.project_root)
+    counting = args.callgrind
+    if counting and not available():
+        raise SystemExit("--callgrind: valgrind is not installed")
+    n = args.n or (800 if counting else 1_000 if args.quick else 10_000)
+    exported = tempfile.TemporaryDirectory(prefix="audit-baseline-")
+    trees = {"this tree": ROOT / "src", args.baseline: export(args.baseline, Path(exported.name))}
+    print(
+        f"audit_overhead: pmap x{n}, provider {args.provider}, this tree vs {args.baseline}, "
+        f"{'callgrind' if counting else f'repeat {args.repeat}'}; {load_note()}; {where}"
+    )
+    base_url, stop_server = "", None
+    if args.provider == "loopback":
+        from tests.support.fake_llm_server import start_in_subprocess
+
+        base_url, stop_server = start_in_subprocess(latency_ms=20.0)
+    try:
+        for tree in trees.values():  # compiles each tree's bytecode, untimed
+            run_child(args, tree, ("off",), 10, base_url)
+        if counting:
+            counted(args, trees, n, base_url)
+        else:
+            timed(args, trees, n, base_url)
+    finally:
+        exported.cleanup()
+        if stop_server is not None:
+            stop_server()
+    print(load_note())
+
+
+def timed(args: argparse.Namespace, trees: dict[str, Path], n: int, base_url: str) -> None:
+    cpu: dict[tuple[str, str], list[float]] = {}
+    for _ in range(args.repeat):
+        for name, tree in trees.items():
+            figures = run_child(args, tree, SIDES, n, base_url)["figures"]
+            for side in SIDES:
+                cpu.setdefault((name, side), []).append(figures[side]["cpu"])
+    best = {key: min(values) for key, values in cpu.items()}
+    table = Table(
+        f"{n} sessions, {args.provider}, CPU of this process (min of {args.repeat})",
+        ("tree", "side", "CPU s", "µs/session", "+µs/session vs off", "vs the baseline"),
+    )
+    now, before = trees
+    for name in trees:
+        for side in SIDES:
+            table.add(
+                name,
+                side,
+                best[name, side],
+                f"{best[name, side] / n * 1e6:.1f}",
+                f"{(best[name, side] - best[name, 'off']) / n * 1e6:+.1f}",
+                f"{best[name, side] / best[before, side]:.3f}x",
+            )
+    table.print()
+    for side in SIDES:
+        ratio = best[now, side] / best[before, side]
+        print(f"{side}: this tree / {before} CPU {ratio:.3f}x  {verdict(ratio <= 1.0)}")
+
+
+# Counted: the trail's cost over none. The traced side is left out (its spans go through the
+# export helper, a process callgrind does not count; and each counted run takes minutes).
+COUNTED_SIDES = ("off", "audit")
+
+
+def counted(args: argparse.Namespace, trees: dict[str, Path], n: int, base_url: str) -> None:
+    small = n // 4
+    total: dict[tuple[str, str, int], int] = {}
+    for side in COUNTED_SIDES:
+        for name, tree in trees.items():
+            for size in (small, n):
+                counter = Counter()
+                run_child(args, tree, (side,), size, base_url, counter)
+                total[name, side, size] = counter.total()
+    per = {
+        (name, side): (total[name, side, n] - total[name, side, small]) / (n - small)
+        for name in trees
+        for side in COUNTED_SIDES
+    }
+    table = Table(
+        f"instructions, whole process (callgrind, PYTHONHASHSEED=0), {args.provider}",
+        ("tree", "side", f"x{small}", f"x{n}", "per session", "start-up", "vs the baseline"),
+    )
+    now, before = trees
+    for name in trees:
+        for side in COUNTED_SIDES:
+            table.add(
+                name,
+                side,
+                f"{total[name, side, small] / 1e6:.1f}M",
+                f"{total[name, side, n] / 1e6:.1f}M",
+                f"{per[name, side] / 1e3:.1f}k",
+                f"{(total[name, side, small] - small * per[name, side]) / 1e6:.1f}M",
+                f"{per[name, side] / per[before, side]:.3f}x",
+            )
+    table.print()
+    for side in COUNTED_SIDES:
+        ratio = per[now, side] / per[before, side]
+        print(f"{side}: this tree / {before} per session {ratio:.3f}x  {verdict(ratio <= 1.0)}")
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ orjson loop making the same 10,000 calls in the same run. Goals: `prose run` wal
     python bench/vm_fanout.py --quick         # 1,000 items
     python bench/vm_fanout.py --n 2000 --repeat 3
     python bench/vm_fanout.py --baseline main # and main's src/ as a second `prose run` side
+    python bench/vm_fanout.py --baseline main --callgrind --n 800   # instructions, both trees
 
 The program (generated; the items are a program input given with `--inputs items.json`):
 
@@ -26,6 +27,11 @@ When the official `openai` SDK happens to be installed (it is no dependency) the
 also timed through it, for reference only. `--baseline REF` also runs `prose run` from that
 commit's src/ (exported from git), for a before/after in the same run. One untimed warm-up of
 each side; timed runs alternate. The server runs in its own process (`start_in_subprocess`).
+`--baseline REF --callgrind` counts instead of timing: each tree's `prose run` under valgrind
+(callgrind, `PYTHONHASHSEED=0`, after an uncounted run that compiles its bytecode) at n/4 and
+n items (default n 800): the instructions of the whole process, and per session the
+difference over the 3n/4 sessions between the two (start-up taken out) — the figure that
+holds on a loaded machine.
 
 Issue 35's goal is stricter than the 1.25x above: `prose run` <= 0.8x the plain loop (both
 are printed).
@@ -37,12 +43,14 @@ import argparse
 import asyncio
 import json
 import math
+import os
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from _callgrind import Counter, available
 from _git_baseline import export
 from _loopback import (
     PlainClient,
@@ -131,7 +139,11 @@ async def sdk_side(base_url: str, items: list[str], concurrency: int) -> tuple[f
 
 
 def prose_side(
-    base_url: str, items: list[str], concurrency: int, src: Path | None = None
+    base_url: str,
+    items: list[str],
+    concurrency: int,
+    src: Path | None = None,
+    prefix: list[str] | None = None,
 ) -> tuple[float, float, float]:
     """(wall, CPU, peak RSS MB) of one whole `prose run` (of `src`, if given: a baseline)."""
     with project_dir() as project:
@@ -139,7 +151,7 @@ def prose_side(
         (project / "items.json").write_text(json.dumps({"items": items}), encoding="utf-8")
         argv = ["run", "fan.prose", "--inputs", "items.json", "--provider", "openai"]
         argv += ["--max-concurrency", str(concurrency), "--max-sessions", "none", "--json"]
-        wall, cpu, rss, out = prose_process(argv, project, base_url, src)
+        wall, cpu, rss, out = prose_process(argv, project, base_url, src, prefix or ())
     result: dict[str, Any] = json.loads(out)
     assert result["status"] == "succeeded", result
     assert result["usage"]["requests_sent"] == len(items), result["usage"]
@@ -158,8 +170,18 @@ def main() -> None:
     parser.add_argument(
         "--project-root", help="where run folders go (default: system temp; /dev/shm for tmpfs)"
     )
+    parser.add_argument(
+        "--callgrind",
+        action="store_true",
+        help="with --baseline: instructions of each tree's whole `prose run` (valgrind)",
+    )
     args = parser.parse_args()
     where = set_project_root(args.project_root)
+    if args.callgrind:
+        if not (args.baseline and available()):
+            raise SystemExit("--callgrind needs --baseline REF and valgrind")
+        counted(args, args.n or 800, where)
+        return
     n = args.n or (1_000 if args.quick else 10_000)
     items = items_for(n)
     warm = items_for(min(n, args.concurrency))
@@ -246,6 +268,52 @@ def main() -> None:
             f"{labels[side]} peak RSS: {max(peaks_mb):.0f} MB (goal < {GOAL_RSS_MB} MB)  "
             f"{verdict(max(peaks_mb) < GOAL_RSS_MB)}"
         )
+    print(f"load after: {load_note()}")
+
+
+def counted(args: argparse.Namespace, n: int, where: str) -> None:
+    """Each tree's `prose run` under callgrind at n/4 and n items."""
+    small = n // 4
+    os.environ["PYTHONHASHSEED"] = "0"  # the children's: the counts repeat
+    print(
+        f"vm_fanout: `prose run` of pmap x{small} and x{n} (whole process, callgrind), "
+        f"this tree vs {args.baseline}, concurrency {args.concurrency}; {load_note()}; {where}"
+    )
+    exported = tempfile.TemporaryDirectory(prefix="fanout-baseline-")
+    trees: dict[str, Path | None] = {
+        "this tree": None,
+        args.baseline: export(args.baseline, Path(exported.name)),
+    }
+    base_url, stop = start_in_subprocess(latency_ms=args.latency_ms)
+    total: dict[tuple[str, int], int] = {}
+    try:
+        for tree in trees.values():  # compiles its bytecode, uncounted
+            prose_side(base_url, items_for(10), args.concurrency, tree)
+        for name, tree in trees.items():
+            for size in (small, n):
+                counter = Counter()
+                prose_side(base_url, items_for(size), args.concurrency, tree, counter.argv)
+                total[name, size] = counter.total()
+    finally:
+        stop()
+        exported.cleanup()
+    per = {name: (total[name, n] - total[name, small]) / (n - small) for name in trees}
+    table = Table(
+        "instructions of `prose run`, whole process (callgrind, PYTHONHASHSEED=0)",
+        ("tree", f"x{small}", f"x{n}", "per session", "start-up", "vs the baseline"),
+    )
+    for name in trees:
+        table.add(
+            name,
+            f"{total[name, small] / 1e6:.1f}M",
+            f"{total[name, n] / 1e6:.1f}M",
+            f"{per[name] / 1e3:.1f}k",
+            f"{(total[name, small] - small * per[name]) / 1e6:.1f}M",
+            f"{per[name] / per[args.baseline]:.3f}x",
+        )
+    table.print()
+    ratio = per["this tree"] / per[args.baseline]
+    print(f"per session: this tree / {args.baseline} {ratio:.3f}x  {verdict(ratio <= 1.0)}")
     print(f"load after: {load_note()}")
 
 
