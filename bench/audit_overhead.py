@@ -219,6 +219,12 @@ def main() -> None:
         action="store_true",
         help="with --baseline: instructions of whole processes (valgrind) instead of times",
     )
+    parser.add_argument(
+        "--counted",
+        type=lambda text: tuple(text.split(",")),
+        default=COUNTED_SIDES,
+        help="with --callgrind: the sides counted (default off,audit)",
+    )
     parser.add_argument("--child", metavar="SIDES", help=argparse.SUPPRESS)
     parser.add_argument("--tree", help=argparse.SUPPRESS)
     parser.add_argument("--base-url", default="", help=argparse.SUPPRESS)
@@ -427,15 +433,16 @@ def timed(args: argparse.Namespace, trees: dict[str, Path], n: int, base_url: st
         print(f"{side}: this tree / {before} CPU {ratio:.3f}x  {verdict(ratio <= 1.0)}")
 
 
-# Counted: the trail's cost over none. The traced side is left out (its spans go through the
-# export helper, a process callgrind does not count; and each counted run takes minutes).
+# Counted by default: the trail's cost over none. The traced side is left out (its spans go
+# through the export helper, a process callgrind does not count); each counted run takes
+# minutes, so `--counted audit` counts the default run alone.
 COUNTED_SIDES = ("off", "audit")
 
 
 def counted(args: argparse.Namespace, trees: dict[str, Path], n: int, base_url: str) -> None:
     small = n // 4
     total: dict[tuple[str, str, int], int] = {}
-    for side in COUNTED_SIDES:
+    for side in args.counted:
         for name, tree in trees.items():
             for size in (small, n):
                 counter = Counter()
@@ -444,7 +451,7 @@ def counted(args: argparse.Namespace, trees: dict[str, Path], n: int, base_url: 
     per = {
         (name, side): (total[name, side, n] - total[name, side, small]) / (n - small)
         for name in trees
-        for side in COUNTED_SIDES
+        for side in args.counted
     }
     table = Table(
         f"instructions, whole process (callgrind, PYTHONHASHSEED=0), {args.provider}",
@@ -452,7 +459,7 @@ def counted(args: argparse.Namespace, trees: dict[str, Path], n: int, base_url: 
     )
     now, before = trees
     for name in trees:
-        for side in COUNTED_SIDES:
+        for side in args.counted:
             table.add(
                 name,
                 side,
@@ -463,7 +470,7 @@ def counted(args: argparse.Namespace, trees: dict[str, Path], n: int, base_url: 
                 f"{per[name, side] / per[before, side]:.3f}x",
             )
     table.print()
-    for side in COUNTED_SIDES:
+    for side in args.counted:
         ratio = per[now, side] / per[before, side]
         print(f"{side}: this tree / {before} per session {ratio:.3f}x  {verdict(ratio <= 1.0)}")
 
