@@ -33,6 +33,7 @@ from openprose.lsp.documents import Analysis, Documents, path_of, resolve_path
 from openprose.lsp.folding import folding_ranges
 from openprose.lsp.formatting import format_document, format_range
 from openprose.lsp.inlay import inlay_hints, project_models
+from openprose.lsp.publish import diagnostics_notification, send
 from openprose.lsp.signature import signature_help
 from openprose.lsp.trace import mark, recent
 from openprose.lsp.transport import Inbox, serve_stdio
@@ -168,16 +169,9 @@ class ProseServer(LanguageServer):
         if analysis is before:
             return  # this version's diagnostics went out already
         self.published[uri] = analysis
-        lines = analysis.lines
-        params = lsp.PublishDiagnosticsParams(
-            uri=uri,
-            version=analysis.version,
-            diagnostics=[
-                fixes.attach(analysis, diagnostic(lines, d), d) for d in analysis.diagnostics
-            ],
-        )
+        message = diagnostics_notification(uri, analysis)
         mark("converted", analysis.version)
-        self.text_document_publish_diagnostics(params)
+        send(self.protocol, message)
         mark("written", analysis.version)
         importers = self.importers_of(analysis)
         if importers and (before is None or before.contract != analysis.contract):
