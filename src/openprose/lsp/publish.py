@@ -1,14 +1,17 @@
-"""Published diagnostics built as plain JSON values and sent without pygls's cattrs round.
+"""Published diagnostics written as ready-made JSON, without pygls's cattrs round.
 
 pygls sends a notification built from lsprotocol objects: each diagnostic is created (attrs
 validators) and unstructured again by cattrs — ~25 ms of CPU for the 10,000-line bench
-program's 544 diagnostics, as much as re-parsing its edit. The same JSON is built here from
-dicts and lists, which ``json.dumps`` writes in C. ``convert.diagnostic`` + ``fixes.attach``
-stay the definition (pull diagnostics use them); a test keeps the two equal.
+program's 544 diagnostics, as much as re-parsing its edit. Here each diagnostic's JSON is
+built from dicts and lists, kept while the diagnostic stays the same and in the same place,
+and the message is joined from those pieces. ``convert.diagnostic`` + ``fixes.attach`` stay
+the definition (pull diagnostics use them); a test keeps the two equal.
 """
 
 from __future__ import annotations
 
+import json
+import logging
 from typing import Any
 
 from lsprotocol import types as lsp
@@ -19,6 +22,8 @@ from openprose.lsp.convert import SOURCE
 from openprose.lsp.documents import Analysis
 from openprose.lsp.positions import Lines
 from openprose.source import Span
+
+logger = logging.getLogger("openprose.lsp")
 
 _SEVERITY = {
     Severity.ERROR: int(lsp.DiagnosticSeverity.Error),
@@ -59,19 +64,54 @@ def diagnostic_value(lines: Lines, found: Diagnostic) -> dict[str, Any]:
     return value
 
 
-def diagnostics_notification(uri: str, analysis: Analysis) -> dict[str, Any]:
-    """``textDocument/publishDiagnostics`` for ``analysis`` (its version included)."""
-    lines = analysis.lines
-    params: dict[str, Any] = {
-        "uri": uri,
-        "diagnostics": [diagnostic_value(lines, d) for d in analysis.diagnostics],
-    }
-    if analysis.version is not None:
-        params["version"] = analysis.version
-    return {"jsonrpc": "2.0", "method": lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, "params": params}
+class DiagnosticsWriter:
+    """Writes ``textDocument/publishDiagnostics`` messages, reusing the JSON text of each
+    diagnostic that the document's previous publish had in the same place (an edit leaves
+    nearly all of them as they were): the message is joined from ready-made pieces."""
+
+    def __init__(self) -> None:
+        # Per document: JSON text of the last publish's diagnostics without a fix, by what
+        # they are made of (code, severity, message, range in client units).
+        self._pieces: dict[str, dict[tuple[object, ...], str]] = {}
+
+    def message(self, uri: str, analysis: Analysis) -> bytes:
+        """The framed notification (headers and body) for ``analysis`` (its version too)."""
+        before = self._pieces.get(uri, {})
+        now: dict[tuple[object, ...], str] = {}
+        lines = analysis.lines
+        ascii_only = analysis.source.text.isascii()  # then client units are characters
+        texts = []
+        for found in analysis.diagnostics:
+            if found.fix is not None:  # rare; its edits would be part of the key
+                texts.append(json.dumps(diagnostic_value(lines, found)))
+                continue
+            span = found.span
+            if ascii_only:  # the same 0-based numbers as `Lines` gives
+                where = (span.line - 1, span.column - 1, span.end_line - 1, span.end_column - 1)
+            else:
+                where = (*lines.start(span), *lines.end(span))
+            key = (found.code, found.severity, found.message, *where)
+            text = before.get(key) or now.get(key)
+            if text is None:
+                text = json.dumps(diagnostic_value(lines, found))
+            now[key] = text
+            texts.append(text)
+        self._pieces[uri] = now
+        version = "" if analysis.version is None else f',"version":{analysis.version}'
+        body = (
+            f'{{"jsonrpc":"2.0","method":"{lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS}",'
+            f'"params":{{"uri":{json.dumps(uri)},"diagnostics":[{",".join(texts)}]{version}}}}}'
+        ).encode()  # json.dumps escapes everything outside ASCII: the text is ASCII
+        return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+    def forget(self, uri: str) -> None:
+        self._pieces.pop(uri, None)
 
 
-def send(protocol: JsonRPCProtocol, message: dict[str, Any]) -> None:
-    """Send a message made of JSON values through pygls's own sending (framing, the writer, a
-    closed pipe logged): its json.dumps needs no converter for them."""
-    protocol._send_data(message)
+def send(protocol: JsonRPCProtocol, framed: bytes) -> None:
+    """Write a framed message on pygls's transport; a closed pipe is one log line (as pygls
+    logs it), the server goes on until the client's exit."""
+    try:
+        protocol.writer.write(framed)
+    except (BrokenPipeError, ConnectionResetError) as error:
+        logger.error("cannot send to the client (%s)", error)

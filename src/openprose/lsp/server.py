@@ -33,7 +33,7 @@ from openprose.lsp.documents import Analysis, Documents, path_of, resolve_path
 from openprose.lsp.folding import folding_ranges
 from openprose.lsp.formatting import format_document, format_range
 from openprose.lsp.inlay import inlay_hints, project_models
-from openprose.lsp.publish import diagnostics_notification, send
+from openprose.lsp.publish import DiagnosticsWriter, send
 from openprose.lsp.signature import signature_help
 from openprose.lsp.trace import mark, recent
 from openprose.lsp.transport import Inbox, serve_stdio
@@ -60,6 +60,7 @@ class ProseServer(LanguageServer):
         self.jobs: dict[str, Job[Analysis]] = {}  # the analysis running per document
         self.last_change: dict[str, float] = {}
         self.published: dict[str, Analysis] = {}  # the analysis whose diagnostics were sent
+        self.diagnostics_writer = DiagnosticsWriter()
         self.stats: Counter[str] = Counter()  # analyses started / completed / cancelled
         self.inbox: Inbox | None = None  # messages read ahead (set when serving stdio)
         # The semantic tokens last sent per document, by result id (for delta requests).
@@ -169,7 +170,7 @@ class ProseServer(LanguageServer):
         if analysis is before:
             return  # this version's diagnostics went out already
         self.published[uri] = analysis
-        message = diagnostics_notification(uri, analysis)
+        message = self.diagnostics_writer.message(uri, analysis)
         mark("converted", analysis.version)
         send(self.protocol, message)
         mark("written", analysis.version)
@@ -253,6 +254,7 @@ def create_server() -> ProseServer:
         ls.store.close(uri)
         ls.last_change.pop(uri, None)
         ls.published.pop(uri, None)
+        ls.diagnostics_writer.forget(uri)
         ls.sent_tokens.pop(uri, None)
         ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
