@@ -64,14 +64,22 @@ def diagnostic_value(lines: Lines, found: Diagnostic) -> dict[str, Any]:
     return value
 
 
+def _place(lines: Lines, ascii_only: bool, span: Span) -> tuple[int, int, int, int]:
+    """A span's range in client units (0-based), as `Lines` gives it; for an ASCII text,
+    units are characters and it is read off the span."""
+    if ascii_only:
+        return span.line - 1, span.column - 1, span.end_line - 1, span.end_column - 1
+    return (*lines.start(span), *lines.end(span))
+
+
 class DiagnosticsWriter:
     """Writes ``textDocument/publishDiagnostics`` messages, reusing the JSON text of each
     diagnostic that the document's previous publish had in the same place (an edit leaves
     nearly all of them as they were): the message is joined from ready-made pieces."""
 
     def __init__(self) -> None:
-        # Per document: JSON text of the last publish's diagnostics without a fix, by what
-        # they are made of (code, severity, message, range in client units).
+        # Per document: JSON text of the last publish's diagnostics, by what they are made
+        # of (code, severity, message, range in client units, the fix and its edits' ranges).
         self._pieces: dict[str, dict[tuple[object, ...], str]] = {}
 
     def message(self, uri: str, analysis: Analysis) -> bytes:
@@ -82,15 +90,19 @@ class DiagnosticsWriter:
         ascii_only = analysis.source.text.isascii()  # then client units are characters
         texts = []
         for found in analysis.diagnostics:
-            if found.fix is not None:  # rare; its edits would be part of the key
-                texts.append(json.dumps(diagnostic_value(lines, found)))
-                continue
-            span = found.span
-            if ascii_only:  # the same 0-based numbers as `Lines` gives
-                where = (span.line - 1, span.column - 1, span.end_line - 1, span.end_column - 1)
-            else:
-                where = (*lines.start(span), *lines.end(span))
-            key = (found.code, found.severity, found.message, *where)
+            key: tuple[object, ...] = (
+                found.code,
+                found.severity,
+                found.message,
+                *_place(lines, ascii_only, found.span),
+            )
+            fix = found.fix
+            if fix is not None:
+                key += (
+                    fix.title,
+                    fix.safe,
+                    *((*_place(lines, ascii_only, e.span), e.text) for e in fix.edits),
+                )
             text = before.get(key) or now.get(key)
             if text is None:
                 text = json.dumps(diagnostic_value(lines, found))

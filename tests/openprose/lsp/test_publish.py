@@ -4,6 +4,7 @@ encoding, and pieces kept from the previous publish never outlive their place.""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ pytest.importorskip("pygls", reason="the [lsp] extra (pygls) is not installed")
 
 from pygls.protocol import default_converter
 
+from openprose.diagnostics import Edit, Fix
 from openprose.lsp import fixes
 from openprose.lsp.convert import diagnostic
 from openprose.lsp.documents import Analysis, Documents
@@ -107,3 +109,25 @@ def test_pieces_follow_the_text_from_version_to_version(encoding: str) -> None:
 def test_a_document_without_version_sends_none() -> None:
     params = _sent(DiagnosticsWriter(), _analysis(PLAIN, "utf-16", None))["params"]
     assert "version" not in params
+
+
+@pytest.mark.parametrize("text", [PLAIN, WIDE])
+def test_a_fix_that_changes_alone_is_written_anew(text: str) -> None:
+    """The same diagnostic in the same place whose fix changes (its title, its safety, where
+    its edit goes, what it writes): each publish carries its own fix."""
+    analysis = _analysis(text, "utf-16")
+    found = analysis.diagnostics[0]
+    span, other = found.span, analysis.diagnostics[-1].span
+    fixes_in_turn = [
+        Fix("a", (Edit(span, "x"),)),
+        Fix("a", (Edit(span, "x"),), safe=False),
+        Fix("b", (Edit(span, "x"),), safe=False),
+        Fix("b", (Edit(other, "x"),), safe=False),
+        Fix("b", (Edit(other, "y"),), safe=False),
+        Fix("b", (Edit(other, "y"), Edit(span, "z")), safe=False),
+        None,
+    ]
+    writer = DiagnosticsWriter()
+    for fix in fixes_in_turn:
+        analysis.diagnostics = [dataclasses.replace(found, fix=fix)]
+        assert _sent(writer, analysis)["params"]["diagnostics"] == _expected(analysis), fix
