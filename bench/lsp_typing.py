@@ -8,6 +8,17 @@ lines (bench/frontend.py's chunk: every construct) and, after a pause, measures:
   prompt) -> the publishDiagnostics of the final version, timed from the last keystroke; the
   diagnostics published during the burst, and the analyses started (the server's
   ``prose/analysisStats``; a server without it shows "-").
+
+A publish is timed when its bytes reach the client (the JSON parser's first object): the
+bench's pygls client then spends tens of ms structuring ~540 diagnostics with cattrs, work of
+this Python client, not of the server nor of an editor's (``decoded`` columns: that time
+included, as the figures before lsp34d were).
+
+**Where the time goes**: the server's ``prose/analysisStats`` also returns its recent trace
+(`openprose.lsp.trace`): for the single edits and the burst's last keystroke, the median ms
+after the keystroke at which the server received it, queued and started its analysis, had it
+parsed and checked, handed it back to the event loop, built and wrote the message; and the
+CPU time of the thread doing each step (wall minus CPU is waiting for a core).
 * **CPU**: the server process's CPU time (user + system, from ``/proc``, 10 ms ticks) spent
   on the single edit and on the whole burst. On a shared machine the wall times above grow
   with the load (another process's turn on the core is time the edit waits); the CPU time
@@ -182,6 +193,8 @@ async def measure(
     await client.wait(1)
     singles: list[float] = []
     finals: list[float] = []
+    singles_decoded: list[float] = []  # the same, once the bench's pygls client decoded them
+    finals_decoded: list[float] = []
     published: list[int] = []
     analyses: list[float] = []
     single_cpu: list[float] = []
@@ -193,7 +206,9 @@ async def measure(
         sent = time.perf_counter()
         version = client.type(uri, lsp.Position(line, column), "x")
         column += 1
-        singles.append((await client.wait(version) - sent) * 1000)
+        await client.wait(version)
+        singles.append((client.raw_arrivals[version] - sent) * 1000)
+        singles_decoded.append((client.arrivals[version] - sent) * 1000)
         single_cpu.append(client.cpu_ms() - cpu)
         traces["single"].append(await timeline(client, version, sent))
         await asyncio.sleep(1.0)
@@ -206,7 +221,9 @@ async def measure(
             last_sent = time.perf_counter()
             version = client.type(uri, lsp.Position(line, column), "y")
             column += 1
-        finals.append((await client.wait(version) - last_sent) * 1000)
+        await client.wait(version)
+        finals.append((client.raw_arrivals[version] - last_sent) * 1000)
+        finals_decoded.append((client.arrivals[version] - last_sent) * 1000)
         burst_cpu.append(client.cpu_ms() - cpu)
         await asyncio.sleep(0.5)  # anything still coming for the burst
         published.append(sum(1 for v in client.arrivals if v is not None and v >= first))
@@ -219,6 +236,8 @@ async def measure(
         "single": statistics.median(singles),
         "final": statistics.median(finals),
         "final_max": max(finals),
+        "single_decoded": statistics.median(singles_decoded),
+        "final_decoded": statistics.median(finals_decoded),
         "published": max(published),
         "analyses": max(analyses) if analyses else float("nan"),
         "single_cpu": statistics.median(single_cpu),
@@ -259,6 +278,7 @@ async def run(options: argparse.Namespace) -> None:
         print(
             f"{'':22}{'single edit ms':>15}{'final ms':>10}{'(max)':>8}"
             f"{'published':>11}{'analyses':>10}{'CPU: single':>13}{'burst':>7}"
+            f"{'decoded: single':>17}{'final':>7}"
         )
         results = {}
         timelines = {}
@@ -273,18 +293,23 @@ async def run(options: argparse.Namespace) -> None:
                 f"{name:22}{found['single']:15.1f}{found['final']:10.1f}{found['final_max']:8.1f}"
                 f"{found['published']:11.0f}{analyses:>10}"
                 f"{found['single_cpu']:13.0f}{found['burst_cpu']:7.0f}"
+                f"{found['single_decoded']:17.1f}{found['final_decoded']:7.1f}"
             )
+            print(f"{'':22}load average now: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     for name, traces in timelines.items():
         if any(len(t) > 2 for t in traces["single"]):  # the server keeps a trace
             print(name)
             show_timelines(traces)
     mine = results["this tree"]
-    for label, value, goal in (
-        ("final diagnostics after the burst", mine["final"], GOAL_FINAL_MS),
-        ("single edit", mine["single"], GOAL_SINGLE_MS),
+    for label, value, decoded, goal in (
+        ("final diagnostics after the burst", mine["final"], mine["final_decoded"], GOAL_FINAL_MS),
+        ("single edit", mine["single"], mine["single_decoded"], GOAL_SINGLE_MS),
     ):
         verdict = "PASS" if value <= goal else "FAIL"
-        print(f"goal: {label} <= {goal:.0f} ms -> {value:.1f} ms {verdict}")
+        print(
+            f"goal: {label} <= {goal:.0f} ms -> {value:.1f} ms {verdict} "
+            f"({decoded:.1f} ms once the bench's pygls client decoded them)"
+        )
     verdict = "PASS" if mine["analyses"] <= GOAL_ANALYSES else "FAIL"
     print(f"goal: analyses per burst <= {GOAL_ANALYSES} -> {mine['analyses']:.0f} {verdict}")
 
