@@ -105,11 +105,12 @@ class Client:
         found = await self.stats()
         return None if found is None else int(found.started)
 
-    async def trace(self) -> list[tuple[str, int | None, float, float]]:
-        """The server's recent events (`openprose.lsp.trace`); none from a server without."""
+    async def trace(self, uri: str) -> list[tuple[str, int | None, float, float]]:
+        """The server's recent events for ``uri`` (`openprose.lsp.trace`); none from a
+        server without."""
         found = await self.stats()
         events = getattr(found, "trace", None) or []
-        return [(str(e[0]), e[1], float(e[2]), float(e[3])) for e in events]
+        return [(str(e[0]), e[2], float(e[3]), float(e[4])) for e in events if e[1] == uri]
 
     def open(self, uri: str, text: str) -> None:
         self.lsp.text_document_did_open(
@@ -162,12 +163,12 @@ STEPS = (
 _SAME_THREAD_AS_PREVIOUS = frozenset(("parsed", "checked", "converted", "written"))
 
 
-async def timeline(client: Client, version: int, sent: float) -> dict[str, float]:
+async def timeline(client: Client, uri: str, version: int, sent: float) -> dict[str, float]:
     """ms from ``sent`` to each step of ``version`` (the last time it happened); under
     "cpu: STEP", the CPU time its thread spent since its previous step."""
     found: dict[str, float] = {}
     thread_cpu: dict[str, float] = {}  # a step's thread CPU time, for the next step's thread
-    for event, number, at, cpu in await client.trace():
+    for event, number, at, cpu in await client.trace(uri):
         if number != version:
             continue
         found[event] = (at - sent) * 1000
@@ -210,7 +211,7 @@ async def measure(
         singles.append((client.raw_arrivals[version] - sent) * 1000)
         singles_decoded.append((client.arrivals[version] - sent) * 1000)
         single_cpu.append(client.cpu_ms() - cpu)
-        traces["single"].append(await timeline(client, version, sent))
+        traces["single"].append(await timeline(client, uri, version, sent))
         await asyncio.sleep(1.0)
         before_count = await client.analyses()
         first = client.version + 1
@@ -227,7 +228,7 @@ async def measure(
         burst_cpu.append(client.cpu_ms() - cpu)
         await asyncio.sleep(0.5)  # anything still coming for the burst
         published.append(sum(1 for v in client.arrivals if v is not None and v >= first))
-        traces["final"].append(await timeline(client, version, last_sent))
+        traces["final"].append(await timeline(client, uri, version, last_sent))
         after_count = await client.analyses()
         if before_count is not None and after_count is not None:
             analyses.append(after_count - before_count)

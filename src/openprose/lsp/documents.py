@@ -67,12 +67,12 @@ class Analysis:
         self.uri = uri
         self.path = path
         self.version = version
-        mark("analysing", version)
+        mark("analysing", uri, version)
         self.source = SourceFile.from_text(text, str(path) if path else f"<{uri}>")
         self._parse = self._parsed(store, previous if reuse else None, reuse)
-        mark("parsed", version)
+        mark("parsed", uri, version)
         self.diagnostics: list[Diagnostic] = check(self._parse.result, contracts=store.contract)
-        mark("checked", version)
+        mark("checked", uri, version)
         self.lines = Lines(self.source, store.encoding)
 
     def _parsed(self, store: Documents, previous: Analysis | None, reuse: bool) -> _Parse:

@@ -10,6 +10,8 @@ the definition (pull diagnostics use them); a test keeps the two equal.
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import json
 import logging
 from typing import Any
@@ -121,9 +123,16 @@ class DiagnosticsWriter:
 
 
 def send(protocol: JsonRPCProtocol, framed: bytes) -> None:
-    """Write a framed message on pygls's transport; a closed pipe is one log line (as pygls
-    logs it), the server goes on until the client's exit."""
+    """Write a framed message on pygls's transport (as pygls's own sending does); a closed
+    pipe is one log line, the server goes on until the client's exit."""
+    writer = protocol.writer
+    if writer is None:
+        logger.error("cannot send to the client (no transport)")
+        return
     try:
-        protocol.writer.write(framed)
+        pending = writer.write(framed)
     except (BrokenPipeError, ConnectionResetError) as error:
         logger.error("cannot send to the client (%s)", error)
+        return
+    if inspect.isawaitable(pending):  # an asynchronous transport (not stdio's)
+        asyncio.ensure_future(pending)

@@ -104,7 +104,7 @@ class ProseServer(LanguageServer):
         if quiet:
             self.start(uri)
         else:
-            mark("deferred", self.workspace.get_text_document(uri).version)
+            mark("deferred", uri, self.workspace.get_text_document(uri).version)
             self.pending[uri] = loop.call_later(QUIET_S, self.publish, uri)
 
     def publish(self, uri: str) -> None:
@@ -112,7 +112,7 @@ class ProseServer(LanguageServer):
         self.pending.pop(uri, None)
         if uri not in self.workspace.text_documents:
             return  # closed meanwhile
-        mark("pause-over", self.workspace.get_text_document(uri).version)
+        mark("pause-over", uri, self.workspace.get_text_document(uri).version)
         if self.inbox is not None and self.inbox.waiting():
             # More messages arrived (a burst of changes): this version may already be stale,
             # and checking it would delay them; look again once they are handled.
@@ -133,7 +133,7 @@ class ProseServer(LanguageServer):
         self.cancel_analysis(uri)
         store, text, number = self.store, document.source, document.version
         previous = self.store.open.get(uri) or self.published.get(uri)
-        mark("queued", number)
+        mark("queued", uri, number)
         job = Job(lambda: Analysis(uri, path_of(uri), text, number, store, previous), number)
         self.jobs[uri] = job
         self.stats["started"] += 1
@@ -141,7 +141,7 @@ class ProseServer(LanguageServer):
         job.future.add_done_callback(lambda _: loop.call_soon_threadsafe(self.finished, uri, job))
 
     def finished(self, uri: str, job: Job[Analysis]) -> None:
-        mark("handed-back", job.version)
+        mark("handed-back", uri, job.version)
         if self.jobs.get(uri) is job:
             del self.jobs[uri]
         try:
@@ -171,9 +171,9 @@ class ProseServer(LanguageServer):
             return  # this version's diagnostics went out already
         self.published[uri] = analysis
         message = self.diagnostics_writer.message(uri, analysis)
-        mark("converted", analysis.version)
+        mark("converted", uri, analysis.version)
         send(self.protocol, message)
-        mark("written", analysis.version)
+        mark("written", uri, analysis.version)
         importers = self.importers_of(analysis)
         if importers and (before is None or before.contract != analysis.contract):
             for importer in importers:  # their E026-E028 were checked against the old contract
@@ -237,7 +237,7 @@ def create_server() -> ProseServer:
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: ProseServer, params: lsp.DidChangeTextDocumentParams) -> None:
-        mark("received", params.text_document.version)
+        mark("received", params.text_document.uri, params.text_document.version)
         ls.schedule(params.text_document.uri)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
