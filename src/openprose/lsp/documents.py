@@ -20,6 +20,7 @@ from openprose.lsp.background import shielded
 from openprose.lsp.incremental import SpanTable, reparse
 from openprose.lsp.index import Index, build_index
 from openprose.lsp.positions import Lines
+from openprose.lsp.trace import mark
 from openprose.parser import ParseResult, parse
 from openprose.scanner import DEDENT, EOF, INDENT, NEWLINE, Token, scan
 from openprose.source import SourceFile
@@ -66,9 +67,12 @@ class Analysis:
         self.uri = uri
         self.path = path
         self.version = version
+        mark("analysing", uri, version)
         self.source = SourceFile.from_text(text, str(path) if path else f"<{uri}>")
         self._parse = self._parsed(store, previous if reuse else None, reuse)
+        mark("parsed", uri, version)
         self.diagnostics: list[Diagnostic] = check(self._parse.result, contracts=store.contract)
+        mark("checked", uri, version)
         self.lines = Lines(self.source, store.encoding)
 
     def _parsed(self, store: Documents, previous: Analysis | None, reuse: bool) -> _Parse:

@@ -24,6 +24,7 @@ import re
 from bisect import bisect_left, bisect_right
 from collections import deque
 from collections.abc import Callable
+from operator import attrgetter
 from types import MemberDescriptorType
 from typing import Any, TypeVar, cast
 
@@ -296,6 +297,7 @@ def _setter(kind: type, name: str) -> Callable[[Any, Any], None]:
 _MISSING = object()
 _SPAN_FIELDS = ("start", "end", "line", "column", "end_line", "end_column")
 _SET_SPAN = tuple(_setter(Span, name) for name in _SPAN_FIELDS)
+_GET_SPAN = tuple(attrgetter(name) for name in _SPAN_FIELDS)
 
 
 def _move_span(span: Span, offset: int, lines: int) -> Span:
@@ -340,14 +342,14 @@ class SpanTable:
 
 def _shift_tail(table: SpanTable, statement: int, offset: int, lines: int) -> None:
     """Move the spans of statement ``statement`` and every one after it."""
-    start, end, line, _, end_line, _ = _SET_SPAN
     tail = table.spans[table.bounds[statement] :]
-    # map() calls the slot setters from C: about half a Python loop's time
-    deque(map(start, tail, [s.start + offset for s in tail]), maxlen=0)
-    deque(map(end, tail, [s.end + offset for s in tail]), maxlen=0)
-    if lines:
-        deque(map(line, tail, [s.line + lines for s in tail]), maxlen=0)
-        deque(map(end_line, tail, [s.end_line + lines for s in tail]), maxlen=0)
+    # All in C: map() calls each field's getter, the int's ``__add__`` and the slot's setter
+    # (a list comprehension runs bytecode per span: ~2x the time). Each span is read just
+    # before it is set, and is in the table once.
+    moves = ((0, offset), (1, offset)) + (((2, lines), (4, lines)) if lines else ())
+    for field, by in moves:
+        values = map(by.__add__, map(_GET_SPAN[field], tail))
+        deque(map(_SET_SPAN[field], tail, values), maxlen=0)
 
 
 def _replace_middle(table: SpanTable, first: int, witness: int, chunk: tuple[n.Stmt, ...]) -> None:

@@ -33,7 +33,9 @@ from openprose.lsp.documents import Analysis, Documents, path_of, resolve_path
 from openprose.lsp.folding import folding_ranges
 from openprose.lsp.formatting import format_document, format_range
 from openprose.lsp.inlay import inlay_hints, project_models
+from openprose.lsp.publish import DiagnosticsWriter, send
 from openprose.lsp.signature import signature_help
+from openprose.lsp.trace import mark, recent
 from openprose.lsp.transport import Inbox, serve_stdio
 
 logger = logging.getLogger("openprose.lsp")
@@ -58,6 +60,7 @@ class ProseServer(LanguageServer):
         self.jobs: dict[str, Job[Analysis]] = {}  # the analysis running per document
         self.last_change: dict[str, float] = {}
         self.published: dict[str, Analysis] = {}  # the analysis whose diagnostics were sent
+        self.diagnostics_writer = DiagnosticsWriter()
         self.stats: Counter[str] = Counter()  # analyses started / completed / cancelled
         self.inbox: Inbox | None = None  # messages read ahead (set when serving stdio)
         # The semantic tokens last sent per document, by result id (for delta requests).
@@ -101,6 +104,7 @@ class ProseServer(LanguageServer):
         if quiet:
             self.start(uri)
         else:
+            mark("deferred", uri, self.workspace.get_text_document(uri).version)
             self.pending[uri] = loop.call_later(QUIET_S, self.publish, uri)
 
     def publish(self, uri: str) -> None:
@@ -108,6 +112,7 @@ class ProseServer(LanguageServer):
         self.pending.pop(uri, None)
         if uri not in self.workspace.text_documents:
             return  # closed meanwhile
+        mark("pause-over", uri, self.workspace.get_text_document(uri).version)
         if self.inbox is not None and self.inbox.waiting():
             # More messages arrived (a burst of changes): this version may already be stale,
             # and checking it would delay them; look again once they are handled.
@@ -128,6 +133,7 @@ class ProseServer(LanguageServer):
         self.cancel_analysis(uri)
         store, text, number = self.store, document.source, document.version
         previous = self.store.open.get(uri) or self.published.get(uri)
+        mark("queued", uri, number)
         job = Job(lambda: Analysis(uri, path_of(uri), text, number, store, previous), number)
         self.jobs[uri] = job
         self.stats["started"] += 1
@@ -135,6 +141,7 @@ class ProseServer(LanguageServer):
         job.future.add_done_callback(lambda _: loop.call_soon_threadsafe(self.finished, uri, job))
 
     def finished(self, uri: str, job: Job[Analysis]) -> None:
+        mark("handed-back", uri, job.version)
         if self.jobs.get(uri) is job:
             del self.jobs[uri]
         try:
@@ -163,16 +170,10 @@ class ProseServer(LanguageServer):
         if analysis is before:
             return  # this version's diagnostics went out already
         self.published[uri] = analysis
-        lines = analysis.lines
-        self.text_document_publish_diagnostics(
-            lsp.PublishDiagnosticsParams(
-                uri=uri,
-                version=analysis.version,
-                diagnostics=[
-                    fixes.attach(analysis, diagnostic(lines, d), d) for d in analysis.diagnostics
-                ],
-            )
-        )
+        message = self.diagnostics_writer.message(uri, analysis)
+        mark("converted", uri, analysis.version)
+        send(self.protocol, message)
+        mark("written", uri, analysis.version)
         importers = self.importers_of(analysis)
         if importers and (before is None or before.contract != analysis.contract):
             for importer in importers:  # their E026-E028 were checked against the old contract
@@ -236,6 +237,7 @@ def create_server() -> ProseServer:
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: ProseServer, params: lsp.DidChangeTextDocumentParams) -> None:
+        mark("received", params.text_document.uri, params.text_document.version)
         ls.schedule(params.text_document.uri)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
@@ -252,6 +254,7 @@ def create_server() -> ProseServer:
         ls.store.close(uri)
         ls.last_change.pop(uri, None)
         ls.published.pop(uri, None)
+        ls.diagnostics_writer.forget(uri)
         ls.sent_tokens.pop(uri, None)
         ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
@@ -417,9 +420,14 @@ def create_server() -> ProseServer:
         return fixes.code_actions(params.text_document.uri, params.context.diagnostics)
 
     @server.feature(STATS_METHOD)
-    def on_stats(ls: ProseServer, params: Any) -> dict[str, int]:
-        """How many analyses ran: for tests and benches (not part of LSP)."""
-        return {key: ls.stats[key] for key in ("started", "completed", "cancelled")}
+    def on_stats(ls: ProseServer, params: Any) -> dict[str, Any]:
+        """How many analyses ran, and the recent events of `lsp.trace`: for tests and
+        benches (not part of LSP)."""
+        found: dict[str, Any] = {
+            key: ls.stats[key] for key in ("started", "completed", "cancelled")
+        }
+        found["trace"] = [list(event) for event in recent()]
+        return found
 
     return server
 

@@ -6,6 +6,7 @@ import asyncio
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -199,3 +200,29 @@ async def test_editing_an_imported_program_rechecks_its_open_importers(
     assert [(d.code, d.message) for d in found] == [
         ("E026", "Required input 'style' not provided to program 'summarise'")
     ]
+
+
+async def test_the_trace_follows_an_edit_through_the_server(editor: Editor) -> None:
+    """`prose/analysisStats`'s trace holds each step of a published version, in order, on
+    the monotonic clock, with a thread CPU time that never goes back within the worker."""
+    uri = "untitled:traced"
+    editor.open(uri, "session: ghost\n")
+    await editor.diagnostics(uri)
+    await asyncio.sleep(0.6)  # a pause (server.PAUSE_S): the next change is analysed at once
+    sent = time.perf_counter()
+    editor.replace(uri, "session: spirit\n")
+    await editor.diagnostics(uri)
+    done = time.perf_counter()
+    found = await editor.client.protocol.send_request_async("prose/analysisStats", None)
+    version = editor.versions[uri]
+    steps = [
+        (e, at, cpu) for e, doc, number, at, cpu in found.trace if (doc, number) == (uri, version)
+    ]
+    order = ["received", "queued", "analysing", "parsed", "checked", "handed-back"]
+    order += ["converted", "written"]
+    assert [event for event, _, _ in steps] == order
+    times = [at for _, at, _ in steps]
+    assert sent <= times[0] and times == sorted(times)
+    assert times[-2] <= done  # built before it arrived ("written" is marked once write returns)
+    worker = [cpu for event, _, cpu in steps if event in ("analysing", "parsed", "checked")]
+    assert worker == sorted(worker)
