@@ -156,6 +156,15 @@ def _server_cpu() -> float:
     return total
 
 
+def _batch_loop_note() -> str:
+    """The event loop this tree's `prose batch` runs on (a baseline before batch33d: asyncio's)."""
+    try:
+        import uvloop
+    except ImportError:
+        return "asyncio's event loop (uvloop is not installed)"
+    return f"uvloop {uvloop.__version__}'s event loop; the plain loop on asyncio's"
+
+
 def _children_cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
@@ -180,6 +189,7 @@ def main() -> None:
         f"# bench/batch.py: {n} cases, {args.latency_ms:g} ms answers, {args.in_flight} in flight"
     )
     print(f"# {load_note()}")
+    print(f"# this tree's prose batch runs on {_batch_loop_note()}")
     baseline_dir = tempfile.TemporaryDirectory(prefix="bench-batch-baseline-")
     baseline_src = export(args.baseline, Path(baseline_dir.name)) if args.baseline else None
     base_url, stop = start_in_subprocess(latency_ms=args.latency_ms)

@@ -118,11 +118,12 @@ def interrupt_status(interrupt: BaseException) -> int:
     return int(getattr(interrupt, "exit_status", 130))
 
 
-def run_async(coroutine: Any) -> Any:
+def run_async(coroutine: Any, loop_factory: Callable[[], Any] | None = None) -> Any:
     """``asyncio.run(coroutine)``, where SIGTERM cancels the main task as Ctrl-C does
     (asyncio's own SIGINT handling) and then raises `Terminated`: the coroutine's cleanup
     (``finally``, ``except CancelledError``) runs inside the loop, never cut short at an
-    arbitrary point. A second SIGTERM while cleaning up raises `Terminated` at once."""
+    arbitrary point. A second SIGTERM while cleaning up raises `Terminated` at once.
+    `loop_factory`: makes the event loop (`prose batch`'s is uvloop's); asyncio's if None."""
     import asyncio
     import signal
 
@@ -153,7 +154,8 @@ def run_async(coroutine: Any) -> Any:
                 signal.signal(signal.SIGTERM, previous)
 
     try:
-        return asyncio.run(main())
+        with asyncio.Runner(loop_factory=loop_factory) as runner:
+            return runner.run(main())
     except asyncio.CancelledError:
         if received:
             raise Terminated() from None

@@ -74,13 +74,19 @@ T = TypeVar("T")
 RunEvent = Event | Streamed
 
 
-def _blocking(name: str, coroutine: Coroutine[Any, Any, T]) -> T:
-    """Run `coroutine` to its end on a new event loop; inside running async code that would
-    block the caller's loop, so the error names the coroutine to await instead."""
+def _blocking(
+    name: str,
+    coroutine: Coroutine[Any, Any, T],
+    loop_factory: Callable[[], asyncio.AbstractEventLoop] | None = None,
+) -> T:
+    """Run `coroutine` to its end on a new event loop (one `loop_factory` makes, when given);
+    inside running async code that would block the caller's loop, so the error names the
+    coroutine to await instead."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(coroutine)
+        with asyncio.Runner(loop_factory=loop_factory) as runner:
+            return runner.run(coroutine)
     coroutine.close()
     raise RuntimeError(
         f"openprose.{name}() blocks; inside async code use `await openprose.a{name}(...)`"
@@ -654,7 +660,9 @@ def batch(
     **options: Any,
 ) -> Any:
     """`abatch`, blocking."""
-    return _blocking("batch", abatch(program, inputs, **options))
+    from openprose.batches.event_loop import batch_loop_factory
+
+    return _blocking("batch", abatch(program, inputs, **options), batch_loop_factory())
 
 
 def serve_ui(project_dir: str | os.PathLike[str] | None = None, *, port: int = 0) -> UIServer:

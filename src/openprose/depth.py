@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 
 MAX_NESTING = 1000
 # Python frames per nesting level: ~10 in the parser, a few coroutines in the VM (a
@@ -25,19 +24,31 @@ _holders = 0
 _restore_to = 0
 
 
-@contextmanager
-def deep_recursion() -> Iterator[None]:
-    """Python's recursion limit at least `RECURSION_LIMIT` for the duration."""
-    global _holders, _restore_to
-    with _lock:
-        if _holders == 0:
-            _restore_to = sys.getrecursionlimit()
-            sys.setrecursionlimit(max(_restore_to, RECURSION_LIMIT))
-        _holders += 1
-    try:
-        yield
-    finally:
+class _DeepRecursion:
+    """The context manager `deep_recursion` returns: a class, not a generator, because a
+    batch enters it once per run (~1 us against ~3.4 us a `contextmanager` costs)."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        global _holders, _restore_to
+        with _lock:
+            if _holders == 0:
+                _restore_to = sys.getrecursionlimit()
+                sys.setrecursionlimit(max(_restore_to, RECURSION_LIMIT))
+            _holders += 1
+
+    def __exit__(self, *_: object) -> None:
+        global _holders
         with _lock:
             _holders -= 1
             if _holders == 0:
                 sys.setrecursionlimit(_restore_to)
+
+
+_DEEP_RECURSION = _DeepRecursion()  # holds no state of its own: one for every caller
+
+
+def deep_recursion() -> AbstractContextManager[None]:
+    """Python's recursion limit at least `RECURSION_LIMIT` for the duration."""
+    return _DEEP_RECURSION

@@ -254,10 +254,11 @@ def main() -> None:
     # Read ahead of the header is safe: no job is sent before this process says it is ready.
     header = orjson.loads(sys.stdin.buffer.readline())
     _die_with_parent(int(header["parent"]))
+    from openprose.batches.event_loop import run_batch_loop
     from openprose.batches.in_process import fewer_collections
 
     with fewer_collections():
-        asyncio.run(_serve(header))
+        run_batch_loop(_serve(header))
 
 
 if __name__ == "__main__":

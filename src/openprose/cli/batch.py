@@ -185,17 +185,20 @@ def _show(start: Any, as_json: bool, total: int | None, title: str, inputs: str 
 
     from cliconventions import interrupt_status, run_async
     from cliconventions import interrupt_word as interrupted
+    from openprose.batches.event_loop import batch_loop_factory
     from openprose.batches.progress import BarProgress, PlainBatchProgress, invalid_line
+
+    loop = batch_loop_factory()
 
     try:
         if as_json:
-            result = run_async(start(invalid_lines_only))
+            result = run_async(start(invalid_lines_only), loop)
         elif sys.stderr.isatty() and os.environ.get("TERM") != "dumb":
             with BarProgress(total, title, cases) as bar:
-                result = run_async(start(bar))
+                result = run_async(start(bar), loop)
         else:
             plain = PlainBatchProgress(sys.stderr, total, cases=cases)
-            result = run_async(start(plain))
+            result = run_async(start(plain), loop)
             plain.finish()
     except KeyboardInterrupt as interrupt:  # Ctrl-C, or SIGTERM
         if not _announced:

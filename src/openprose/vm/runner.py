@@ -11,7 +11,7 @@ import asyncio
 import functools
 import os
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -274,9 +274,7 @@ async def _execute(
     router: ModelRouter | None = None,
 ) -> RunResult:
     give_big_blocks_back()  # a run's big texts (outputs, journal lines) must not pile up
-    # The run's own copy: "allow for this run" grants must not reach the other runs of a
-    # batch, which share one runtime's approver and project defaults.
-    tools = replace(tools, grants=set(tools.grants)) if tools else ToolRuntime()
+    tools = tools.for_one_run() if tools else ToolRuntime()
     # a run kept in a batch's run log has no folder yet; its folder will be named its id
     run_id = run_id_of(store.root) if store.writes_files else store.run_id
     tools.seal_grant = functools.partial(_seal_grant, run_id)

@@ -121,6 +121,22 @@ class ToolRuntime:
     run_id: str = ""  # the id a person's answers are sealed with (the run folder's name)
     mcp_servers: Mapping[str, Any] = field(default_factory=dict)  # `[mcp.servers]`: McpServer
 
+    def for_one_run(self) -> ToolRuntime:
+        """A run's own copy: "allow for this run" grants must not reach the other runs of a
+        batch, which share one runtime. Built field by field (~1 us; `dataclasses.replace`
+        costs ~3.4 us, once per run of a batch)."""
+        return ToolRuntime(
+            self.approver,
+            self.default_permissions,
+            set(self.grants),
+            self.sandbox_limits,
+            self.plan,
+            self.seal_grant,
+            self.asker,
+            self.run_id,
+            self.mcp_servers,
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class VMConfig:
