@@ -125,3 +125,15 @@ def test_a_pip_install_gives_commands_that_run(tmp_path: Path) -> None:
             check=False,
         )
         assert (done.returncode, done.stdout) == (0, f"{tool} {cliconventions.__version__}\n")
+
+
+def test_python_dash_m_openprose_is_the_prose_command() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "openprose", "--version"],
+        capture_output=True,
+        text=True,
+        env=_child_env(),
+        timeout=60,
+        check=False,
+    )
+    assert (done.returncode, done.stdout) == (0, f"prose {cliconventions.__version__}\n")
