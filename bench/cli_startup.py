@@ -9,9 +9,12 @@ CPU time is user + system time of the whole process (os.wait4's resource usage):
 machine it moves far less with other work than wall time does, which is printed beside it.
 The console scripts import this tree's `src/` (put first on PYTHONPATH, as the tests do);
 bytecode caching stays on and one untimed warm-up per command fills the caches. Commands run
-round-robin, so machine load hits every row alike. `python -c 'import re'` is the floor of
-any console script (pip's wrapper imports re before our code). Goals (issue 35): `prose --version`
-<= 0.03 s CPU, `vlp/vpp/plsp --version` <= 0.08 s each; `--help` rows are for information.
+round-robin, so machine load hits every row alike. A tree with `scripts/NAME` (the command
+as a script file, pyproject's script-files) runs that file with this interpreter, as its
+installed copy runs; a tree without it (an older baseline) runs the virtualenv's console script,
+pip's entry-point wrapper, whose floor is `python -c 'import re'` (it imports re before our
+code). Goals (issue 35): `prose --version` <= 0.03 s CPU, `vlp/vpp/plsp --version` <= 0.08 s
+each; `--help` rows are for information.
 """
 
 from __future__ import annotations
@@ -29,21 +32,35 @@ from _git_baseline import export
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent  # the virtualenv's console scripts live beside python
-# label -> (argv, goal in CPU seconds or None)
+# label -> (argv, goal in CPU seconds or None); argv[0] "prose" etc. is one of our commands
 COMMANDS: dict[str, tuple[list[str], float | None]] = {
     "python -c pass": ([sys.executable, "-c", "pass"], None),
-    # What a console script costs before it imports anything of ours: pip's wrapper runs
-    # `import re` (which loads enum and functools) to tidy argv[0].
+    # What an entry-point console script costs before it imports anything of ours: pip's
+    # wrapper runs `import re` (which loads enum and functools) to tidy argv[0].
     "python -c 'import re'": ([sys.executable, "-c", "import re"], None),
-    "prose --version": ([str(BIN / "prose"), "--version"], 0.03),
-    "vlp --version": ([str(BIN / "vlp"), "--version"], 0.08),
-    "vpp --version": ([str(BIN / "vpp"), "--version"], 0.08),
-    "plsp --version": ([str(BIN / "plsp"), "--version"], 0.08),
-    "prose --help": ([str(BIN / "prose"), "--help"], None),
-    "vlp --help": ([str(BIN / "vlp"), "--help"], None),
-    "vpp --help": ([str(BIN / "vpp"), "--help"], None),
-    "plsp --help": ([str(BIN / "plsp"), "--help"], None),
+    "prose --version": (["prose", "--version"], 0.03),
+    "vlp --version": (["vlp", "--version"], 0.08),
+    "vpp --version": (["vpp", "--version"], 0.08),
+    "plsp --version": (["plsp", "--version"], 0.08),
+    "prose --help": (["prose", "--help"], None),
+    "vlp --help": (["vlp", "--help"], None),
+    "vpp --help": (["vpp", "--help"], None),
+    "plsp --help": (["plsp", "--help"], None),
 }
+TOOLS = ("prose", "vlp", "vpp", "plsp")
+
+
+def launch(argv: list[str], src: Path) -> list[str]:
+    """``argv`` as the tree at ``src`` installs it: its script file when it has one, else
+    the virtualenv's console script (pip's entry-point wrapper)."""
+    if argv[0] not in TOOLS:
+        return argv
+    script = src.parent / "scripts" / argv[0]
+    if script.is_file():
+        return [sys.executable, str(script), *argv[1:]]
+    return [str(BIN / argv[0]), *argv[1:]]
+
+
 REFERENCE = "python -c pass"
 
 
@@ -51,6 +68,7 @@ def once(argv: list[str], src: Path) -> tuple[float, float]:
     """(CPU seconds, wall seconds) of one whole process running ``argv`` on ``src``."""
     env = {**os.environ, "PYTHONPATH": str(src)}
     env.pop("PYTHONDONTWRITEBYTECODE", None)
+    argv = launch(argv, src)
     started = time.perf_counter()
     process = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL)
     _, status, usage = os.wait4(process.pid, 0)
@@ -104,12 +122,12 @@ def main() -> int:
     parser.add_argument("--baseline", metavar="REF", help="also measure this commit's src/")
     options = parser.parse_args()
     runs = 3 if options.quick else options.runs
-    missing = [argv[0] for argv, _ in COMMANDS.values() if not Path(argv[0]).exists()]
-    if missing:
+    missing = [tool for tool in TOOLS if not (BIN / tool).exists()]
+    if missing and not (ROOT / "scripts").is_dir():
         print(f"cli_startup: no console script {missing[0]}: install the project (pip -e .)")
         return 2
     print(f"load average before: {os.getloadavg()[0]:.2f}")
-    print(f"median of {runs} runs per command, whole processes via {BIN}")
+    print(f"median of {runs} runs per command, whole processes ({sys.executable})")
     with tempfile.TemporaryDirectory() as folder:
         variants = {"this tree": ROOT / "src"}
         if options.baseline:

@@ -9,7 +9,12 @@ Then the same as whole processes, as a user runs them (issue 11's goal): ``prose
 bench.prose`` from spawn to exit against ``python -c "ast.parse(...)" bench.py``, each a fresh
 interpreter (start-up, reading the file, the work, printing), per line; CPU from ``wait4``.
 
-    python bench/frontend.py [--lines N] [--repeat R] [--no-process]
+Both trees run from cached bytecode, as an installed package does: the children run without
+PYTHONDONTWRITEBYTECODE (set in some shells; a tree without `__pycache__` then compiles its
+sources on every run) and one untimed warm-up run of each writes it. ``--baseline REF`` also
+runs that commit's `src/` (exported with `git archive`) in the same rounds.
+
+    python bench/frontend.py [--lines N] [--repeat R] [--no-process] [--baseline REF]
 """
 
 from __future__ import annotations
@@ -224,46 +229,53 @@ class Timing:
         self.cpu = min(self.cpu, time.process_time() - cpu)
 
 
-def _process(argv: list[str]) -> tuple[float, float]:
+def _process(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
     """(wall, CPU) of one child process from spawn to exit; its output is discarded."""
     started = time.perf_counter()
-    child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     _, _, usage = os.wait4(child.pid, 0)
     return time.perf_counter() - started, usage.ru_utime + usage.ru_stime
 
 
-def _whole_processes(prose: str, python: str, repeat: int) -> None:
+def _whole_processes(prose: str, python: str, repeat: int, trees: dict[str, Path]) -> None:
+    """`prose check` of each tree (name -> its src/) and ast.parse, whole processes."""
     prose_lines, python_lines = prose.count("\n"), python.count("\n")
     cli = "import sys; from openprose.cli import main; sys.argv[0] = 'prose'; raise SystemExit(main())"
     parse = "import ast, sys; ast.parse(open(sys.argv[1], 'rb').read())"
+    cached = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     best: dict[str, tuple[float, float]] = {}
     with tempfile.TemporaryDirectory() as folder:
         prose_file, python_file = Path(folder, "bench.prose"), Path(folder, "bench.py")
         prose_file.write_text(prose, encoding="utf-8")
         python_file.write_text(python, encoding="utf-8")
         runs = {
-            "prose": [sys.executable, "-c", cli, "check", str(prose_file)],
-            "python": [sys.executable, "-c", parse, str(python_file)],
+            f"`prose check` ({name})": (
+                [sys.executable, "-c", cli, "check", str(prose_file)],
+                {**cached, "PYTHONPATH": str(src)},
+            )
+            for name, src in trees.items()
         }
+        runs["python ast.parse"] = ([sys.executable, "-c", parse, str(python_file)], cached)
+        for argv, env in runs.values():  # warm-up: bytecode written, not timed
+            _process(argv, env)
         for _ in range(repeat):  # interleaved, as above
-            for side, argv in runs.items():
-                wall, cpu = _process(argv)
+            for side, (argv, env) in runs.items():
+                wall, cpu = _process(argv, env)
                 old = best.get(side, (float("inf"), float("inf")))
                 best[side] = (min(old[0], wall), min(old[1], cpu))
-    (prose_wall, prose_cpu), (python_wall, python_cpu) = best["prose"], best["python"]
+    python_wall, python_cpu = best.pop("python ast.parse")
     print(f"whole processes (best of {repeat}; load {os.getloadavg()[0]:.2f}):")
     print(
-        f"  `prose check`: wall {prose_wall:.3f} s, cpu {prose_cpu:.3f} s for {prose_lines:,} lines"
+        f"  python ast.parse: wall {python_wall:.3f} s, cpu {python_cpu:.3f} s"
+        f" for {python_lines:,} lines"
     )
-    print(
-        f"  python ast.parse: wall {python_wall:.3f} s, cpu {python_cpu:.3f} s for {python_lines:,} lines"
-    )
-    wall_ratio = (prose_wall / prose_lines) / (python_wall / python_lines)
-    cpu_ratio = (prose_cpu / prose_lines) / (python_cpu / python_lines)
-    print(
-        f"ratio per line, whole processes: wall {wall_ratio:.2f} ({_verdict(wall_ratio)}),", end=" "
-    )
-    print(f"cpu {cpu_ratio:.2f} ({_verdict(cpu_ratio)})")
+    for side, (prose_wall, prose_cpu) in best.items():
+        wall_ratio = (prose_wall / prose_lines) / (python_wall / python_lines)
+        cpu_ratio = (prose_cpu / prose_lines) / (python_cpu / python_lines)
+        print(
+            f"  {side}: wall {prose_wall:.3f} s, cpu {prose_cpu:.3f} s for {prose_lines:,} lines;"
+            f" ratio per line: wall {wall_ratio:.2f}, cpu {cpu_ratio:.2f} ({_verdict(cpu_ratio)})"
+        )
 
 
 def _verdict(ratio: float) -> str:
@@ -275,6 +287,7 @@ def main() -> int:
     parser.add_argument("--lines", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=3, help="best of R runs")
     parser.add_argument("--no-process", action="store_true", help="skip the whole-process figure")
+    parser.add_argument("--baseline", metavar="REF", help="also run this commit's `prose check`")
     args = parser.parse_args()
     print(f"load {os.getloadavg()[0]:.2f} (1 min) on {os.cpu_count()} cores")
 
@@ -313,7 +326,13 @@ def main() -> int:
     print(f"ratio openprose/cpython: wall {wall_ratio:.2f} ({_verdict(wall_ratio)}),", end=" ")
     print(f"cpu {cpu_ratio:.2f} ({_verdict(cpu_ratio)})")
     if not args.no_process:
-        _whole_processes(prose, python, args.repeat)
+        with tempfile.TemporaryDirectory() as folder:
+            trees = {"this tree": Path(__file__).resolve().parent.parent / "src"}
+            if args.baseline:  # imported here: tests load this file without bench/ on the path
+                from _git_baseline import export
+
+                trees[args.baseline] = export(args.baseline, Path(folder))
+            _whole_processes(prose, python, args.repeat, trees)
     return 0
 
 

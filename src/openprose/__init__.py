@@ -14,8 +14,6 @@ and runs programs (docs/api.md)::
     print(run.run_id, run.status, run.outputs)
 """
 
-from __future__ import annotations
-
 TYPE_CHECKING = False  # `typing` and `pathlib` cost more to import than all of this module
 if TYPE_CHECKING:
     import os
@@ -102,7 +100,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> "Any":
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'openprose' has no attribute {name!r}")
@@ -113,7 +111,7 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-def check_source(source: SourceFile, *, project_dir: Path | None = None) -> list[Diagnostic]:
+def check_source(source: "SourceFile", *, project_dir: "Path | None" = None) -> "list[Diagnostic]":
     """Parse and check decoded source: every diagnostic, in source order. ``project_dir``
     (where ``.prose/`` lives) lets the agent-memory checks run instead of being deferred."""
     from openprose.parser import parse
@@ -121,7 +119,7 @@ def check_source(source: SourceFile, *, project_dir: Path | None = None) -> list
     return check_parsed(parse(source), project_dir=project_dir)
 
 
-def check_parsed(result: ParseResult, *, project_dir: Path | None = None) -> list[Diagnostic]:
+def check_parsed(result: "ParseResult", *, project_dir: "Path | None" = None) -> "list[Diagnostic]":
     """The parser's diagnostics and the checker's, in source order."""
     from openprose.checker import check
 
@@ -129,8 +127,8 @@ def check_parsed(result: ParseResult, *, project_dir: Path | None = None) -> lis
 
 
 def check_file(
-    path: str | os.PathLike[str], *, project_dir: Path | None = None
-) -> list[Diagnostic]:
+    path: "str | os.PathLike[str]", *, project_dir: "Path | None" = None
+) -> "list[Diagnostic]":
     """Read, parse and check one file. An unreadable or non-UTF-8 file yields a diagnostic
     (E118 / E100) rather than an exception."""
     from pathlib import Path
@@ -144,8 +142,8 @@ def check_file(
 
 
 def check_paths(
-    paths: Iterable[str | os.PathLike[str]], *, project_dir: Path | None = None
-) -> list[Diagnostic]:
+    paths: "Iterable[str | os.PathLike[str]]", *, project_dir: "Path | None" = None
+) -> "list[Diagnostic]":
     """``check_file`` over files and directories (recursively, ``*.prose``, sorted). A
     single path may be passed as it is; a missing path yields its E118 diagnostic. Hidden
     folders and `.gitignore`d paths below a directory are skipped (see `find_programs`)."""

@@ -64,7 +64,15 @@ _MASTER = re.compile(
     [ \f\v]*(?:\r(?=\n|\Z))?  # spaces between tokens are skipped (indentation is
     # measured from positions), and a CR ending a line; any other CR is the "cr" error
     (?:
-    (?P<nl>\n)
+    # The commonest tokens first: no alternative before them can match where they do (a
+    # name starts with a letter or `_`, punctuation is none of `"#*-0-9`), so each token
+    # is not tried against every rarer form first. Order matters only among overlapping
+    # alternatives (name before uname, triple before string, punct before bad).
+    (?P<name>(?>"""
+    + IDENT_PATTERN
+    + r""")(?![^\W\x00-\x7f]))  # not the ASCII start of a longer, non-ASCII word
+  | (?P<punct>[()\[\]{},:=|.])
+  | (?P<nl>\n)
   | (?P<tab>\t+)
   | (?P<comment>\#[^\r\n]*)
   | (?P<cr>\r(?!\n|\Z))
@@ -80,16 +88,21 @@ _MASTER = re.compile(
   | (?P<disc_open>\*\*[^\r\n]*)
   | (?P<arrow>->)
   | (?P<number>-?[0-9]+(?:\.[0-9]+)?)
-  | (?P<name>(?>"""
-    + IDENT_PATTERN
-    + r""")(?![^\W\x00-\x7f]))  # not the ASCII start of a longer, non-ASCII word
   | (?P<uname>[^\W\d][\w]*(?:-\w+)*)  # `résumé`: one error for the word, read as a name
-  | (?P<punct>[()\[\]{},:=|.])
   | (?P<squote>(?<![\w'])'[^'"\\\r\n]*'(?![\w']))  # 'a string in single quotes': one error, read
   | (?P<scomment>//[^\r\n]*)  # `// a comment` as C writes it: one error, read as a comment
   | (?P<bad>[^ \t\r\n\f\v"\#*A-Za-z_0-9()\[\]{},:=|.\-]+|[^ \f\v\r])
     )""",  # spaces are never "bad": trailing ones at the end of the text match nothing
     re.VERBOSE,
+)
+
+_GROUP_NAMES: Final = {index: name for name, index in _MASTER.groupindex.items()}
+_NAME, _PUNCT, _NL, _TAB, _STRING, _COMMENT = (
+    _MASTER.groupindex[name] for name in ("name", "punct", "nl", "tab", "string", "comment")
+)
+# At a line's start these leave it blank (or are reported alone): no indentation to measure.
+_NOT_INDENTATION: Final = frozenset(
+    _MASTER.groupindex[name] for name in ("nl", "comment", "cr", "scomment")
 )
 
 # Characters that are operators elsewhere (`depth - 1`, `a + [b]`, `j > i`, `!done`).
@@ -233,17 +246,13 @@ class _Scanner:
         width = 0  # the current line's indentation
         line = 1
         line_start = 0
+        # Alternatives by number (an int compares and indexes faster than a group's name).
+        name_, punct_, nl_, tab_, string_, comment_ = _NAME, _PUNCT, _NL, _TAB, _STRING, _COMMENT
         for match in _MASTER.finditer(text, pos):
-            kind: str = match.lastgroup  # type: ignore[assignment]  # all alternatives are named
+            kind: int = match.lastindex  # type: ignore[assignment]  # one group always matches
             start, end = match.span(kind)  # the group, i.e. without the leading spaces
-            if (
-                at_line_start
-                and kind != "nl"
-                and kind != "comment"
-                and kind != "cr"
-                and kind != "scomment"
-            ):
-                if kind == "tab":
+            if at_line_start and kind not in _NOT_INDENTATION:
+                if kind == tab_:
                     tab_runs.append((start, end))
                     tabs += end - start
                     continue
@@ -258,14 +267,14 @@ class _Scanner:
                 width = start - line_start + 3 * tabs - bom
                 if width != indents[-1]:
                     self.line, self.line_start = line, line_start
-                    self.layout(width, indents, start, text[start] == "|" and kind == "punct")
-            if kind == "name":
+                    self.layout(width, indents, start, text[start] == "|" and kind == punct_)
+            if kind == name_:
                 value = text[start:end]
                 append((
                     value if value in keywords else NAME, value, start, end,
                     line, start - line_start + 1, line, end - line_start + 1, None,
                 ))  # fmt: skip
-            elif kind == "punct":
+            elif kind == punct_:
                 char = text[start]
                 if char in _OPENERS:
                     brackets.append((len(tokens), width))
@@ -275,7 +284,7 @@ class _Scanner:
                     char, char, start, end,
                     line, start - line_start + 1, line, end - line_start + 1, None,
                 ))  # fmt: skip
-            elif kind == "nl":
+            elif kind == nl_:
                 if not at_line_start and not brackets:
                     # zero-width at the end of the line, so "before end of line" points there
                     column = start - line_start + 1
@@ -299,17 +308,24 @@ class _Scanner:
                     at_line_start = True
                     tabs = 0
                     tab_runs = []
-            elif kind == "string":
-                self.line, self.line_start = line, line_start
-                append(self.string(start, end, triple=False))
-            elif kind == "comment":
+            elif kind == string_:
+                body = text[start + 1 : end - 1]
+                if "\\" in body or "{" in body:  # escapes or interpolations to decode
+                    self.line, self.line_start = line, line_start
+                    append(self.string(start, end, triple=False))
+                else:  # `string`'s plain case, inlined: most strings are plain text
+                    append((
+                        STRING, text[start:end], start, end, line, start - line_start + 1,
+                        line, end - line_start + 1, StringValue(body, (body,) if body else (), False),
+                    ))  # fmt: skip
+            elif kind == comment_:
                 self.line, self.line_start = line, line_start
                 self.comments.append(
                     Comment(span=self.span_at(start, end), text=text[start + 1 : end])
                 )
             else:
                 self.line, self.line_start = line, line_start
-                self.rare(kind, start, end)
+                self.rare(_GROUP_NAMES[kind], start, end)
                 line, line_start = self.line, self.line_start
         self.line, self.line_start = line, line_start
         if space_indented:

@@ -8,6 +8,7 @@ contracts — run when the information is at hand and otherwise leave an INFO no
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 from openprose import nodes as n
@@ -67,15 +68,24 @@ def check(
     if isinstance(result, str):
         result = parse_text(result)
     found = list(result.diagnostics)
-    found.extend(
-        check_program(
-            result.program,
-            project_dir=project_dir,
-            contracts=contracts,
-            source=result.source,
-            memory_on_disk=memory_on_disk,
+    # As in `parse`: the walk allocates scopes and diagnostics it keeps until it returns, so
+    # cyclic-GC passes while it runs (over the whole tree, once it is in the old generation)
+    # find nothing to free. Acyclic garbage is still freed by reference counting.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        found.extend(
+            check_program(
+                result.program,
+                project_dir=project_dir,
+                contracts=contracts,
+                source=result.source,
+                memory_on_disk=memory_on_disk,
+            )
         )
-    )
+    finally:
+        if collecting:
+            gc.enable()
     found.sort(key=lambda d: (d.line, d.column))
     return _capped(found)
 

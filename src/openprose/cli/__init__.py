@@ -4,9 +4,6 @@ that start-up stays fast (`prose run` must reach its first request within half a
 A subcommand module defines ``add_arguments(parser)`` and ``run(args) -> int`` (the exit code).
 """
 
-from __future__ import annotations
-
-import importlib
 import os
 import sys
 
@@ -60,8 +57,10 @@ def _overview() -> str:
     return "\n".join(lines)
 
 
-def command_parser(name: str) -> argparse.ArgumentParser:
+def command_parser(name: str) -> "argparse.ArgumentParser":
     """The parser of one subcommand, its module's options plus the shared ones."""
+    import importlib
+
     from cliconventions import ConventionalParser, add_command_options
 
     module = importlib.import_module(COMMANDS[name][0])
@@ -71,8 +70,10 @@ def command_parser(name: str) -> argparse.ArgumentParser:
     return parser
 
 
-def full_parser() -> argparse.ArgumentParser:
+def full_parser() -> "argparse.ArgumentParser":
     """Every command in one argparse tree: for shell completion only (it imports them all)."""
+    import importlib
+
     from cliconventions import ConventionalParser, add_command_options, add_version
 
     parser = ConventionalParser(prog="prose")
@@ -154,8 +155,11 @@ def main(argv: list[str] | None = None) -> int:
         return int(exit_.code or 0)
     namespace.quiet = bool(getattr(namespace, "quiet", False) or flags["quiet"])
     namespace.verbose = int(getattr(namespace, "verbose", 0) or 0) + flags["verbose"]
-    module = importlib.import_module(COMMANDS[name][0])
+    import importlib
+
     from cliconventions import guard_output
+
+    module = importlib.import_module(COMMANDS[name][0])
 
     # Ctrl-C and SIGTERM the command does not handle itself: one line, exit 130 / 143.
     return guard_output("prose", lambda: int(module.run(namespace)))
