@@ -10,11 +10,11 @@ import json
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from operator import attrgetter
-from typing import Any
 
 import orjson
 
-from vlp.duplicates import DuplicateKey, find_duplicate_keys, may_repeat_keys
+from vlp._keyscan import may_repeat_keys
+from vlp.duplicates import DuplicateKey, find_duplicate_keys
 from vlp.errors import Problem
 from vlp.fenced import only_lines, prose_problem_text, read_markdown
 from vlp.line_problems import (
@@ -166,7 +166,7 @@ def _document_records(data: bytes) -> Iterator[Record]:
         return
     start = len(text) - len(text.lstrip())
     line = text.count("\n", 0, start) + 1
-    repeated = _repeated_in(text, start, data, document)
+    repeated = _repeated_in(text, start, data)
     if not isinstance(document, list):
         yield with_duplicates(record_of(line, document), text, repeated)
         return
@@ -183,10 +183,10 @@ def _document_records(data: bytes) -> Iterator[Record]:
         yield record
 
 
-def _repeated_in(text: str, start: int, data: bytes, value: Any) -> list[DuplicateKey]:
+def _repeated_in(text: str, start: int, data: bytes) -> list[DuplicateKey]:
     """The repeated keys of the value at ``start`` of ``text`` (``data`` encoded), looked
-    for only when the colon count says there may be some."""
-    return find_duplicate_keys(text, start) if may_repeat_keys(data, value) else []
+    for only when the key scan says there may be some."""
+    return find_duplicate_keys(text, start) if may_repeat_keys(data) else []
 
 
 def _of_element(repeated: list[DuplicateKey], element: int) -> list[DuplicateKey]:
@@ -231,7 +231,7 @@ def _sequence_records(text: str) -> list[Record] | None:
                 return None
             problem = Problem("VLP001", "invalid JSON: nested too deeply", line)
         else:
-            repeated = _repeated_in(text, position, text[position:end].encode(), value)
+            repeated = _repeated_in(text, position, text[position:end].encode())
             records.append(with_duplicates(record_of(line, value), text, repeated))
             spanned = text.count("\n", position, end)
             pretty = pretty or spanned > 0
@@ -388,7 +388,7 @@ def _element_record(window: _ArrayText, end: int, element: int) -> Record:
     else:
         # Columns of repeated keys count from the start of the element's first line.
         lead = " " * (window.pos - (window.text.rfind("\n", 0, window.pos) + 1))
-        repeated = _repeated_in(lead + text, len(lead), data, value)
+        repeated = _repeated_in(lead + text, len(lead), data)
         record = with_duplicates(
             record_of(window.line, value), lead + text, repeated, first_line=window.line
         )

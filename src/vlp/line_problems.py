@@ -11,7 +11,8 @@ from typing import Any
 
 import orjson
 
-from vlp.duplicates import DuplicateKey, describe, find_duplicate_keys, may_repeat_keys
+from vlp._keyscan import may_repeat_keys
+from vlp.duplicates import DuplicateKey, describe, find_duplicate_keys
 from vlp.errors import Problem
 from vlp.line_reader import is_framing
 from vlp.validate import check_message, is_surely_valid
@@ -177,7 +178,7 @@ def _ident(msg: Any) -> str | None:
 def line_record(number: int, line: bytes, msg: Any) -> Record:
     """The record of NDJSON line ``number`` parsed as ``msg``, repeated keys included."""
     record = record_of(number, msg)
-    if not may_repeat_keys(line, msg):
+    if not may_repeat_keys(line):
         return record
     text = line.decode("utf-8")  # orjson parsed it: UTF-8
     return with_duplicates(record, text, find_duplicate_keys(text), first_line=number)
@@ -185,7 +186,7 @@ def line_record(number: int, line: bytes, msg: Any) -> Record:
 
 def _line_duplicates(number: int, line: bytes, msg: Any) -> list[Problem]:
     """VLP005 for each key NDJSON line ``number`` gives twice."""
-    if not may_repeat_keys(line, msg):
+    if not may_repeat_keys(line):
         return []
     text = line.decode("utf-8")
     return with_duplicates(
@@ -202,7 +203,7 @@ def record_of(line: int, msg: Any) -> Record:
 def surely(msg: Any, line: bytes) -> bool:
     """``msg``, parsed from ``line``, is surely a valid message and the line gives no
     key twice."""
-    return is_surely_valid(msg) and not may_repeat_keys(line, msg)
+    return is_surely_valid(msg) and not may_repeat_keys(line)
 
 
 def report(found: Sequence[Problem], summary: ScanSummary, on_problem: ProblemSink) -> None:
