@@ -297,6 +297,11 @@ def main() -> None:
         )
     for clock, ratio in (("CPU", alone_cpu / parse_cpu), ("wall", alone_wall / parse_wall)):
         print(f"vlp validate --jobs 1 / parse-only ({clock:>4}): {ratio:5.2f}x  [{_load()}]")
+    before_cpu = args.n / before_full[1]
+    print(
+        f"{args.baseline}: vlp validate / parse-only ( CPU): {before_cpu / parse_cpu:5.2f}x"
+        f"  (this tree / {args.baseline}: {vlp_cpu / before_cpu:.2f}x)  [{_load()}]"
+    )
     print("-- thread checks: (default - --no-thread), one process, whole processes, CPU")
     cost_before, cost_now = before_full[1] - before_lean[1], alone[1] - lean[1]
     print(

@@ -3,8 +3,8 @@
 JSON parsers keep one value of a repeated key — most the last, some the first — so a
 message with two ``safety`` keys (or two ``level`` keys in its safety object) means
 different things to different readers. orjson and msgspec keep the last silently; this
-module finds every repetition with its position and every value given, for the lines a
-cheap count flags (:func:`may_repeat_keys`): the exact walk is slow, the count is not.
+module finds every repetition with its position and every value given, for the texts a
+cheap scan in C flags (:func:`vlp._keyscan.may_repeat_keys`): the exact walk is slow, the scan is not.
 """
 
 from __future__ import annotations
@@ -18,10 +18,6 @@ import orjson
 _WHITESPACE = " \t\r\n"
 _VALUE = json.JSONDecoder()
 _scan_string = json.decoder.scanstring  # type: ignore[attr-defined]
-#: ``\u003a`` is a colon the parsers' output writes as ``:``: a line holding one is
-#: walked whatever its count says.
-_ESCAPED_COLONS = (b"\\u003a", b"\\u003A")
-_ESCAPE_START = b"\\u003"
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,32 +30,6 @@ class DuplicateKey:
     position: int
     first: int
     values: tuple[Any, ...]
-
-
-def may_repeat_keys(line: bytes, parsed: Any) -> bool:
-    """Whether ``line``, read as ``parsed``, may repeat a key (`may_repeat_keys_of`)."""
-    try:
-        written = orjson.dumps(parsed)
-    except orjson.JSONEncodeError:  # nested deeper than orjson writes: walk it
-        return True
-    return may_repeat_keys_of(line, written)
-
-
-def may_repeat_keys_of(line: bytes, written: bytes) -> bool:
-    """Whether ``line`` may repeat a key, given its parsed value written back: that has
-    fewer colons (each key has one; values keep theirs), or the line escapes a colon."""
-    return line.count(b":") > written.count(b":") or has_escaped_colon(line)
-
-
-def has_escaped_colon(data: bytes) -> bool:
-    # Asked of every batch of lines. A one-byte search is a memchr, ~30x faster than the
-    # multi-byte one, and most batches hold no backslash at all; then the escapes' common
-    # start, and the two escapes only on the rare hit.
-    return (
-        b"\\" in data
-        and _ESCAPE_START in data
-        and any(escape in data for escape in _ESCAPED_COLONS)
-    )
 
 
 def find_duplicate_keys(text: str, start: int = 0) -> list[DuplicateKey]:

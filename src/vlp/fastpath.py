@@ -37,7 +37,7 @@ from typing import Annotated, Any, Literal, Union
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from vlp.duplicates import has_escaped_colon, may_repeat_keys_of
+from vlp._keyscan import lines_repeating_keys
 from vlp.schema import KIND_CODES, load_schema
 from vlp.validate import bad_timestamps
 
@@ -193,9 +193,6 @@ class _Compiler:
             # Always: msgspec skips an unknown field's value without checking it all (a
             # key that is not UTF-8 passes), so a line with one goes to orjson.
             forbid_unknown_fields=True,
-            # Written back (the repeated-key count, decode_lines), a struct holds only
-            # what the line gave: absent fields' stand-in values ("", -1) are left out.
-            omit_defaults=True,
             **options,
         )
 
@@ -392,8 +389,6 @@ class _Doubt:
 
 
 DOUBT: Any = _Doubt()
-# A doubtful line's stand-in is written as null: no colon.
-_encode = msgspec.json.Encoder(enc_hook=lambda _: None).encode
 _timestamps = attrgetter("timestamp")
 _confidences = attrgetter("confidence")
 
@@ -433,7 +428,7 @@ def decode_lines(lines: list[bytes]) -> tuple[list[Any], list[int]]:
         doubtful.sort()
     broken = bad_timestamps(list(map(_timestamps, shapes)))
     broken += _RULE.broken_by(shapes, list(map(_confidences, shapes)))
-    broken += _repeating_keys(lines, shapes, doubtful)
+    broken += _repeating_keys(lines, doubtful)
     if broken:
         for index in broken:
             shapes[index] = DOUBT
@@ -441,23 +436,14 @@ def decode_lines(lines: list[bytes]) -> tuple[list[Any], list[int]]:
     return shapes, doubtful
 
 
-def _repeating_keys(lines: list[bytes], shapes: list[Any], doubtful: list[int]) -> list[int]:
+def _repeating_keys(lines: list[bytes], doubtful: list[int]) -> list[int]:
     """Indexes of the decoded lines that may give a key twice (the decoders keep the last
-    value silently): the explaining path finds the repetitions. The test is the dict
-    path's (`may_repeat_keys_of`: a line with more colons than its shape written back lost
-    a key; an escaped colon is looked at), taken over the whole batch first, line by line
-    only when the batch's counts differ."""
-    written = _encode(shapes)  # a doubtful line's stand-in is null: no colon
-    joined = b"".join(lines)
-    colons = joined.count(b":") - sum(lines[index].count(b":") for index in doubtful)
-    if colons == written.count(b":") and not has_escaped_colon(joined):
-        return []
+    value silently): the explaining path finds the repetitions."""
+    repeating = lines_repeating_keys(lines)
+    if not repeating or not doubtful:
+        return repeating
     skip = set(doubtful)
-    return [
-        index
-        for index, line in enumerate(lines)
-        if index not in skip and may_repeat_keys_of(line, _encode(shapes[index]))
-    ]
+    return [index for index in repeating if index not in skip]
 
 
 def is_surely_valid_line(line: bytes) -> bool:

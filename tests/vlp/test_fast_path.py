@@ -10,7 +10,7 @@ from typing import Any
 import msgspec
 import orjson
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests.fuzz.mutations import corpus, mutated
@@ -18,6 +18,7 @@ from tests.vlp.conftest import base, json_values, messages, timestamps
 from tests.vlp.test_agreement import corpus as agreement_corpus
 from vlp import Problem, read_records, scan
 from vlp import validate as validate_module
+from vlp._keyscan import may_repeat_keys
 from vlp.fastpath import (
     SchemaNotCompiled,
     _decode_open,
@@ -351,8 +352,9 @@ def test_a_column_of_stamps_gets_the_patterns_verdict_stamp_by_stamp(
 
 def reference_verdict(line: bytes) -> bool:
     """Surely valid as decode_lines judged before it gated the open decoder: either
-    decoder accepts the line, it holds no integer orjson refuses, and the columns
-    (timestamp, high-confidence rule) pass."""
+    decoder accepts the line, it holds no integer orjson refuses, the columns
+    (timestamp, high-confidence rule) pass, and the key scan finds no key that may repeat
+    (a key written with an escape is left to the exact walk)."""
     try:
         _decode_plain(line)
     except (msgspec.MsgspecError, RecursionError, UnicodeDecodeError):
@@ -362,7 +364,7 @@ def reference_verdict(line: bytes) -> bool:
             return False
         if _long_number(line):
             return False
-    return check_message(orjson.loads(line)) is None
+    return check_message(orjson.loads(line)) is None and not may_repeat_keys(line)
 
 
 _HUGE = "@@huge@@"  # written as an integer orjson refuses (310 digits)
@@ -385,6 +387,8 @@ def lines_with_free_form_values(draw: st.DrawFn) -> bytes:
 @given(
     st.lists(st.one_of(lines_with_free_form_values(), messages().map(orjson.dumps)), max_size=12)
 )
+# A key written with an escape (found by the key scan's change, vlp35e): doubted, then settled.
+@example([orjson.dumps(base(type="session_context", session_id="S", content={'"': 1}))])
 def test_the_open_decoder_is_asked_only_when_it_can_change_the_verdict(lines: list[bytes]) -> None:
     """decode_lines tries the open decoder only on lines the plain one refused on a free-form
     field; the verdicts are those of trying it on every refused line."""

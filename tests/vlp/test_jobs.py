@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from tests.vlp.corpora import CORPORA, VARIANTS, chunked_report, report_digest, run_cli
 from tests.vlp.test_thread_scan import one_at_a_time, threads
-from vlp import Problem, ThreadChecker, jobs, ndjson, scan
+from vlp import Problem, ThreadChecker, jobs, ndjson, scan, scan_parts
 from vlp.cli import main
 
 GOLDEN = json.loads(Path(__file__).with_name("golden_reports.json").read_text())
@@ -151,7 +151,7 @@ def test_a_worker_that_dies_is_a_clear_error(
     corpus = tmp_path / "corpus.ndjson"
     corpus.write_bytes(CORPORA["threaded"]())
     monkeypatch.setattr(ndjson, "SPLIT_MIN_BYTES", 1)
-    monkeypatch.setattr(ndjson, "_prepare_part", death)  # runs in the forked worker only
+    monkeypatch.setattr(scan_parts, "_prepare_part", death)  # runs in the forked worker only
     for argv in (["--format", "json"], []):
         assert main(["validate", "--jobs", "2", *argv, str(corpus)]) == 2
         out, err = capsys.readouterr()

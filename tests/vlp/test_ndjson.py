@@ -14,7 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.vlp.conftest import base
-from vlp import NdjsonWriter, VLPError, append_message, ndjson, read_messages, read_records, scan
+from vlp import NdjsonWriter, VLPError, append_message, read_messages, read_records, scan
+from vlp.line_reader import is_framing
 
 
 def line(msg: Any) -> bytes:
@@ -138,8 +139,8 @@ def test_reader_never_crashes_and_accounts_for_every_line(lines: list[bytes], ch
     numbers = [r.line for r in records]
     assert numbers == sorted(set(numbers))
     texts = data.removeprefix(b"\xef\xbb\xbf").split(b"\n")  # a leading BOM is not content
-    # Blank and code fence lines are framing, not records (see ndjson._is_framing).
-    expected = [i + 1 for i, text in enumerate(texts) if not ndjson._is_framing(text)]
+    # Blank and code fence lines are framing, not records (see line_reader.is_framing).
+    expected = [i + 1 for i, text in enumerate(texts) if not is_framing(text)]
     assert numbers == expected
     _, result = summary_of(data, max_line_bytes=30, chunk_bytes=chunk)
     assert result.messages == len(records)

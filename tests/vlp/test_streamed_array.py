@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-import vlp.ndjson
+import vlp.documents
 from vlp.errors import Problem
 from vlp.ndjson import scan
 
@@ -29,7 +29,7 @@ def report(data: bytes) -> list[Problem]:
 def streamed(data: bytes, monkeypatch: pytest.MonkeyPatch) -> list[Problem]:
     """The report with the whole-document limit below the input's size."""
     with monkeypatch.context() as patch:
-        patch.setattr(vlp.ndjson, "_DOCUMENT_BYTES", 1)
+        patch.setattr(vlp.documents, "_DOCUMENT_BYTES", 1)
         return report(data)
 
 
@@ -74,7 +74,7 @@ def test_an_element_longer_than_a_line_may_be_is_vlp003(monkeypatch: pytest.Monk
     data = b'[{"a": "' + b"x" * (3 << 20) + b'"}]'
     problems: list[Problem] = []
     with monkeypatch.context() as patch:
-        patch.setattr(vlp.ndjson, "_DOCUMENT_BYTES", 1)
+        patch.setattr(vlp.documents, "_DOCUMENT_BYTES", 1)
         scan(io.BytesIO(data), problems.append, max_line_bytes=1 << 20)
     assert [p.code for p in problems] == ["VLP003"]
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from tests.vlp.conftest import base
 from tests.vlp.thread_oracle import OracleChecker
-from vlp import Problem, ThreadChecker, ndjson, scan
+from vlp import Problem, ThreadChecker, scan, scan_columns
 from vlp.cli import main
 from vlp.ndjson import read_records
 from vlp.schema import KIND_CODES
@@ -228,7 +228,7 @@ def test_the_report_does_not_depend_on_the_slices_a_chunk_is_checked_in(
     if data.lstrip().startswith(b"["):
         return  # one JSON document, not NDJSON
     whole = scanned(data, chunk)
-    with patch.object(ndjson, "_THREAD_SLICE", size):
+    with patch.object(scan_columns, "THREAD_SLICE", size):
         sliced = scanned(data, chunk)
     assert sliced == whole
     assert sorted((p.code, p.line, p.id, p.message) for p in sliced) == one_at_a_time(data)

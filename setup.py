@@ -1,0 +1,15 @@
+"""The C part of the build; everything else is in pyproject.toml.
+
+Declared here rather than under pyproject's ``[tool.setuptools] ext-modules`` because that
+table needs setuptools 74.1, and `python setup.py build_ext --inplace` (a checkout's build,
+docs/development.md) runs the setuptools already installed (docs/decisions.md, vlp35e).
+"""
+
+from setuptools import Extension, setup
+
+setup(
+    ext_modules=[
+        # Whether JSON text may repeat a key: vlp.duplicates' cheap test (src/vlp/_keyscan.c).
+        Extension("vlp._keyscan", ["src/vlp/_keyscan.c"], extra_compile_args=["-O2"]),
+    ]
+)
