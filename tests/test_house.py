@@ -9,7 +9,7 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 LIMIT = 800  # lines a module may have
 # Modules over the limit with a split under way on another branch: each goes when its split is
 # merged (a module listed here that is back under the limit fails the test, so the entry goes).
-BEING_SPLIT = {"vlp/ndjson.py": "vlp35e"}
+BEING_SPLIT: dict[str, str] = {}
 
 
 def line_counts() -> dict[str, int]:
