@@ -6,6 +6,7 @@ and run the installed commands."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
 import os
 import shutil
@@ -97,7 +98,8 @@ def _can_build_a_wheel_offline() -> bool:
 )
 def test_a_pip_install_gives_commands_that_run(tmp_path: Path) -> None:
     """pip installs a copy of the project (so the tree gets no build/ or egg-info) offline into
-    a prefix; its bin/prose starts with this python and answers `--version`."""
+    a prefix; its bin/prose starts with this python and answers `--version`. `--ignore-installed`:
+    without it pip first uninstalls the project from the environment running the tests."""
     project = tmp_path / "project"
     project.mkdir()
     for name in ("pyproject.toml", "README.md"):
@@ -108,9 +110,11 @@ def test_a_pip_install_gives_commands_that_run(tmp_path: Path) -> None:
     prefix = tmp_path / "prefix"
     subprocess.run(
         [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
-         "--no-index", "--prefix", str(prefix), str(project)],
+         "--no-index", "--ignore-installed", "--prefix", str(prefix), str(project)],
         capture_output=True, text=True, timeout=300, check=True,
     )  # fmt: skip
+    # the environment running the tests keeps its own install of the project
+    assert importlib.metadata.distribution("openprose").name == "openprose"
     purelib = sysconfig.get_path("purelib", vars={"base": str(prefix)})
     bin_dir = Path(sysconfig.get_path("scripts", vars={"base": str(prefix)}))
     first_line = (bin_dir / "prose").read_text(encoding="utf-8").splitlines()[0]
