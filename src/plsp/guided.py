@@ -124,10 +124,11 @@ def _block(statements: Sequence[Assign | Action | Log]) -> str:
     return "S{" + "".join(_spaced(s) + ";" for s in statements) + "}S"
 
 
-def _line(directive: Directive, known: Expectation) -> str:
+def _line(directive: Directive, known: Expectation, replaced: bool = False) -> str:
     if isinstance(directive, Set | Update):
         assignment = _spaced(Assign(directive.name, directive.value))
-        note = _value_note(directive.value, known)
+        notes = [_value_note(directive.value, known), "replaced below" if replaced else ""]
+        note = "; ".join(n for n in notes if n)
         return f"set {assignment}" + (f" ({note})" if note else "")
     if isinstance(directive, Delete):
         return f"del ${directive.name}"
@@ -146,14 +147,27 @@ def _line(directive: Directive, known: Expectation) -> str:
 
 def guided_prompt(instruction: Instruction, previous: StateBlock) -> str:
     """The untouched variables as a block, then one line per directive, each with what
-    the references it reads hold at that point."""
+    the references it reads hold at that point and whether a later line replaces it."""
     touched = set(_touched(instruction))
     kept = [s for s in previous.statements if isinstance(s, Assign) and s.name not in touched]
     directives = instruction.directives
     lines = [
-        _line(d, expect(previous, Instruction(directives[:i]))) for i, d in enumerate(directives)
+        _line(d, expect(previous, Instruction(directives[:i])), _replaced(directives, i))
+        for i, d in enumerate(directives)
     ]
     return "\n".join([_block(kept), *lines])
+
+
+def _replaced(directives: tuple[Directive, ...], index: int) -> bool:
+    """Whether a later directive outside an `@if` writes or removes the name this one
+    sets: the 135M model copied the first of two `@set`s of one name."""
+    directive = directives[index]
+    if not isinstance(directive, Set | Update):
+        return False
+    later = directives[index + 1 :]
+    return any(
+        isinstance(d, Set | Update | Delete | Fetch) and _name(d) == directive.name for d in later
+    )
 
 
 class _ValueRules:

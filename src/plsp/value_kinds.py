@@ -93,7 +93,9 @@ class ValueKinds:
     def _anywhere(self, name: str, seen: frozenset[str]) -> Kinds:
         """Every kind `$name` holds at any point of the cycle (a reference may be read
         before or after a write)."""
-        if name in seen or (name not in self._previous.variables and name not in self._writes):
+        if name in seen:  # a reference back to a name being read adds no kind of its own
+            return frozenset()
+        if name not in self._previous.variables and name not in self._writes:
             return ANY_KIND
         kinds = self._old(name)
         for write in self._writes.get(name, []):

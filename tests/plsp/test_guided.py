@@ -220,3 +220,12 @@ def test_a_string_slot_admits_only_strings() -> None:
     assert admitted.fullmatch('S{$e: 79;$j: "hot";> "no", 79;}S')  # wrong values, right kinds
     assert not admitted.fullmatch('S{$e: 79;$j: 79;> "ok", $e;}S')
     assert not admitted.fullmatch('S{$e: 79;$j: "disk full";> $e, $e;}S')
+
+
+def test_a_set_that_a_later_line_replaces_says_so() -> None:
+    instruction = parse_instr("INSTR:@set:$f=65.6;@upd:$z=40;@set:$f=7;")
+    assert guided_prompt(instruction, parse('S{$z:"west";}S')).split("\n")[1:] == [
+        "set $f: 65.6 (replaced below)",
+        "set $z: 40",
+        "set $f: 7",
+    ]

@@ -41,3 +41,7 @@ def test_fetched_unknown_and_opaque_values_may_be_anything() -> None:
 
 def test_an_old_reference_is_followed_in_the_previous_block() -> None:
     assert kinds("INSTR:@sig:!wait,1;", 'S{$a:"x";$b:$a;}S').of_name("b") == {"variable", "string"}
+
+
+def test_a_self_reference_adds_nothing_to_what_the_name_holds() -> None:
+    assert kinds("INSTR:@upd:$s=$s;").of_name("s") == {"variable", "string"}
