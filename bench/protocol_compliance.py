@@ -16,6 +16,7 @@ shares, seconds per turn (wall, and CPU of the process: the machine is shared), 
 
     .venv/bin/python bench/protocol_compliance.py [--prompts 20] [--only vlp|vpp|plsp]
         [--baseline] [--show N]   # print the replies of the first N PLSP cycles
+        [--plsp-seed S]           # another draw of PLSP cycles (default 15)
 """
 
 from __future__ import annotations
@@ -182,13 +183,15 @@ def plsp_cycles(count: int, seed: int = PLSP_SEED) -> list[tuple[str, str]]:
     return cycles
 
 
-async def bench_plsp(count: int, show: int, baseline_too: bool) -> dict[str, tuple[float, float]]:
+async def bench_plsp(
+    count: int, show: int, baseline_too: bool, seed: int = PLSP_SEED
+) -> dict[str, tuple[float, float]]:
     """Share of cycles the middleware accepts (after its one re-ask) and on first try,
     for each grammar choice of the local provider."""
     from plsp import ActionRegistry, Loop, parse, parse_instr
     from plsp.providers import provider_model
 
-    cycles = plsp_cycles(count)
+    cycles = plsp_cycles(count, seed)
     shares = {}
     choices = ("block", "guided", "cycle")
     for choice in ("none", *choices) if baseline_too else choices:
@@ -236,6 +239,7 @@ def main() -> int:
     parser.add_argument("--only", choices=("vlp", "vpp", "plsp"))
     parser.add_argument("--baseline", action="store_true", help="also unconstrained")
     parser.add_argument("--show", type=int, default=0, metavar="N")
+    parser.add_argument("--plsp-seed", type=int, default=PLSP_SEED, metavar="S")
     args = parser.parse_args()
     from openprose.providers import local_model_installed
 
@@ -265,7 +269,7 @@ def main() -> int:
         )
     if args.only in (None, "plsp"):
         started = (time.perf_counter(), time.process_time())
-        shares = asyncio.run(bench_plsp(count, args.show, args.baseline))
+        shares = asyncio.run(bench_plsp(count, args.show, args.baseline, args.plsp_seed))
         none = shares["none"][1] if args.baseline else None
         print(
             f"PLSP block grammar first attempt {shares['block'][1]:6.1%} (after re-ask "

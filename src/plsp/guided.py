@@ -24,9 +24,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from plsp import syntax
+from plsp.engine import Expectation, compare, expect
 from plsp.gbnf import MAX_DIGITS, MAX_NAME_CHARS, MAX_VALUES, gbnf_literal, regex_to_gbnf
-from plsp.instr import Delete, Directive, Fetch, If, Instruction, Opaque, Set, Signal, Update
-from plsp.syntax import Action, Assign, Log, Ref, StateBlock, Str, Value
+from plsp.instr import (
+    Condition,
+    Delete,
+    Directive,
+    Fetch,
+    If,
+    Instruction,
+    Opaque,
+    Set,
+    Signal,
+    Update,
+)
+from plsp.syntax import Action, Assign, Log, Num, Ref, StateBlock, Str, Value
+from plsp.value_kinds import ANY_KIND, Kinds, ValueKinds
 
 __all__ = ["GUIDED_SYSTEM", "guided_grammar", "guided_prompt"]
 
@@ -47,7 +60,7 @@ Answer: S{$u: "op";$l: 70;$t: 82;!wait, 1000;}S
 S{$b: 3;}S
 set $a: "cold"
 sig > "low", $b
-if $b>1 ($b is 3) then sig !page, $b, "hi" else sig !wait, 200
+if $b>1 ($b is 3; 3>1 is true) then sig !page, $b, "hi" else sig !wait, 200
 Answer: S{$b: 3;$a: "cold";> "low", $b;!page, $b, "hi";}S"""
 
 
@@ -70,10 +83,31 @@ def _touched(instruction: Instruction) -> list[str]:
     return list(dict.fromkeys(_name(d) for d in _targets(instruction.directives)))
 
 
-def _value_note(value: Value, previous: StateBlock) -> str:
-    if isinstance(value, Ref) and value.name in previous.variables:
-        return f" (${value.name} is {previous.variables[value.name].dumps()})"
+def _literal(value: Value, known: Expectation) -> Num | Str | None:
+    """The literal `value` holds at this point of the instruction, if the runtime knows it."""
+    resolved = known.value_of(value)
+    return resolved if isinstance(resolved, Num | Str) else None
+
+
+def _value_note(value: Value, known: Expectation) -> str:
+    """What a reference holds at this point of the instruction, for the model to copy."""
+    resolved = _literal(value, known)
+    if isinstance(value, Ref) and resolved is not None:
+        return f"${value.name} is {resolved.dumps()}"
     return ""
+
+
+def _condition_note(condition: Condition, known: Expectation) -> str:
+    """The references' values and, where the runtime can decide it, the comparison's
+    outcome as a fact: without it the 135M model took the wrong branch half the time.
+    The grammar still offers both branches; which one the reply holds is the model's."""
+    notes = [_value_note(side, known) for side in (condition.left, condition.right)]
+    left, right = _literal(condition.left, known), _literal(condition.right, known)
+    outcome = None if left is None or right is None else compare(condition, left, right)
+    if left is not None and right is not None and outcome is not None:
+        notes.append(f"{left.dumps()}{condition.op}{right.dumps()} is {str(outcome).lower()}")
+    text = "; ".join(n for n in notes if n)
+    return f" ({text})" if text else ""
 
 
 def _spaced(statement: Assign | Action | Log) -> str:
@@ -90,10 +124,12 @@ def _block(statements: Sequence[Assign | Action | Log]) -> str:
     return "S{" + "".join(_spaced(s) + ";" for s in statements) + "}S"
 
 
-def _line(directive: Directive, previous: StateBlock) -> str:
+def _line(directive: Directive, known: Expectation, replaced: bool = False) -> str:
     if isinstance(directive, Set | Update):
         assignment = _spaced(Assign(directive.name, directive.value))
-        return f"set {assignment}" + _value_note(directive.value, previous)
+        notes = [_value_note(directive.value, known), "replaced below" if replaced else ""]
+        note = "; ".join(n for n in notes if n)
+        return f"set {assignment}" + (f" ({note})" if note else "")
     if isinstance(directive, Delete):
         return f"del ${directive.name}"
     if isinstance(directive, Fetch):
@@ -101,40 +137,76 @@ def _line(directive: Directive, previous: StateBlock) -> str:
     if isinstance(directive, Signal):
         return f"sig {_spaced(directive.command)}"
     if isinstance(directive, If):
-        condition = directive.condition
-        notes = "".join(_value_note(side, previous) for side in (condition.left, condition.right))
-        text = f"if {condition.dumps()}{notes} then " + " and ".join(
-            _line(d, previous) for d in directive.then
-        )
+        text = f"if {directive.condition.dumps()}{_condition_note(directive.condition, known)}"
+        text += " then " + " and ".join(_line(d, known) for d in directive.then)
         if directive.otherwise:
-            text += " else " + " and ".join(_line(d, previous) for d in directive.otherwise)
+            text += " else " + " and ".join(_line(d, known) for d in directive.otherwise)
         return text
     return directive.dumps()  # an unknown directive, as written
 
 
 def guided_prompt(instruction: Instruction, previous: StateBlock) -> str:
-    """The untouched variables as a block, then one line per directive."""
+    """The untouched variables as a block, then one line per directive, each with what
+    the references it reads hold at that point and whether a later line replaces it."""
     touched = set(_touched(instruction))
     kept = [s for s in previous.statements if isinstance(s, Assign) and s.name not in touched]
-    return "\n".join([_block(kept), *(_line(d, previous) for d in instruction.directives)])
+    directives = instruction.directives
+    lines = [
+        _line(d, expect(previous, Instruction(directives[:i])), _replaced(directives, i))
+        for i, d in enumerate(directives)
+    ]
+    return "\n".join([_block(kept), *lines])
 
 
-def _command(command: Action | Log) -> str:
+def _replaced(directives: tuple[Directive, ...], index: int) -> bool:
+    """Whether a later directive outside an `@if` writes or removes the name this one
+    sets: the 135M model copied the first of two `@set`s of one name."""
+    directive = directives[index]
+    if not isinstance(directive, Set | Update):
+        return False
+    later = directives[index + 1 :]
+    return any(
+        isinstance(d, Set | Update | Delete | Fetch) and _name(d) == directive.name for d in later
+    )
+
+
+class _ValueRules:
+    """One GBNF rule per combination of kinds in use (`value-number-string`...): a value
+    with a space before it, of the kinds the instruction's text allows there."""
+
+    def __init__(self, has_names: bool) -> None:
+        self._has_names = has_names  # without names there is no `variable` rule
+        self.used: dict[str, tuple[str, ...]] = {}
+
+    def __call__(self, kinds: Kinds) -> str:
+        usable = tuple(sorted(k for k in kinds if self._has_names or k != "variable"))
+        usable = usable or ("number", "string")
+        name = "value-" + "-".join(usable)
+        self.used[name] = usable
+        return name
+
+    def definitions(self) -> list[str]:
+        return [f'{name} ::= " " ({" | ".join(kinds)})' for name, kinds in self.used.items()]
+
+
+def _command(command: Action | Log, kinds: ValueKinds, rule: _ValueRules) -> str:
     if isinstance(command, Action):
-        return gbnf_literal(f"!{command.name}") + ' "," value' * len(command.params)
-    return '">" value' + ' "," value' * (len(command.values) - 1)
+        head, values = gbnf_literal(f"!{command.name}"), command.params
+        return head + "".join(f' "," {rule(kinds.of_value(v))}' for v in values)
+    slots = [rule(kinds.of_value(v)) for v in command.values]
+    return '">" ' + ' "," '.join(slots)
 
 
-def _commands(directives: tuple[Directive, ...]) -> list[str]:
+def _commands(directives: tuple[Directive, ...], kinds: ValueKinds, rule: _ValueRules) -> list[str]:
     """One part per directive that asks for commands: a `@sig`'s command, or an `@if`'s
     choice between its branches' commands (a branch without any: nothing)."""
     parts: list[str] = []
     for directive in directives:
         if isinstance(directive, Signal):
-            parts.append(f'{_command(directive.command)} ";"')
+            parts.append(f'{_command(directive.command, kinds, rule)} ";"')
         elif isinstance(directive, If):
             branches = [
-                " ".join(_commands(branch)) or '""'
+                " ".join(_commands(branch, kinds, rule)) or '""'
                 for branch in (directive.then, directive.otherwise)
             ]
             if branches != ['""', '""']:
@@ -143,40 +215,41 @@ def _commands(directives: tuple[Directive, ...]) -> list[str]:
 
 
 def guided_grammar(instruction: Instruction, previous: StateBlock) -> str:
-    """GBNF of the next block's shape: fixed names and command heads, free values."""
+    """GBNF of the next block's shape: fixed names, command heads and value kinds (string,
+    number, reference, as the text writes them), free values."""
     touched = _touched(instruction)
     branches = [d for d in instruction.directives if isinstance(d, If)]
     conditional = {_name(t) for d in branches for t in _targets(d.then + d.otherwise)}
     deleted = {d.name for d in _targets(instruction.directives) if isinstance(d, Delete)}
-    parts = [
-        f'{gbnf_literal(f"${name}:")} value ";"'
-        for name in previous.variables
-        if name not in touched
-    ]
+    # a reference can only be to a name the block may hold
+    names = sorted({*previous.variables, *touched})
+    kinds, rule = ValueKinds(instruction, previous), _ValueRules(bool(names))
+
+    def assignment(name: str) -> str:
+        return f'{gbnf_literal(f"${name}:")} {rule(kinds.of_name(name))} ";"'
+
+    parts = [assignment(name) for name in previous.variables if name not in touched]
     for name in touched:
-        item = f'{gbnf_literal(f"${name}:")} value ";"'
         may_be_absent = name in deleted or (name in conditional and name not in previous.variables)
-        parts.append(f"({item})?" if may_be_absent else item)
-    parts += _commands(instruction.directives)
+        parts.append(f"({assignment(name)})?" if may_be_absent else assignment(name))
+    parts += _commands(instruction.directives, kinds, rule)
     if any(isinstance(d, Opaque) for d in instruction.directives):  # it may ask for any
         name = regex_to_gbnf(syntax._ACTION_NAME.pattern, max_repeat=MAX_NAME_CHARS)
-        values = f'value ("," value){{0,{MAX_VALUES - 1}}}'
+        value = rule(ANY_KIND)
+        values = f'{value} ("," {value}){{0,{MAX_VALUES - 1}}}'
         parts.append(f'(("!" {name} ("," {values})? | ">" {values}) ";"){{0,{MAX_VALUES}}}')
     shown = _shown_strings(instruction, previous)
     # A small model runs on inside a string ("run;}S. The above..."): the characters that
     # end a statement or a block are out of its strings unless a string it was shown has one.
     stops = "".join(c for c in "\n;{}" if not any(c in text for text in shown))
     longest = max((len(text) for text in shown), default=0)
-    # a reference can only be to a name the block may hold
-    names = sorted({*previous.variables, *touched})
     references = (
         [f'variable ::= "$" ({" | ".join(gbnf_literal(n) for n in names)})'] if names else []
     )
-    kinds = "string | number | variable" if names else "string | number"
     return "\n".join(
         [
             f'root ::= "S{{" {" ".join(parts)} "}}S"',
-            f'value ::= " " ({kinds})',
+            *rule.definitions(),
             *references,
             f"number ::= {regex_to_gbnf(syntax._NUMBER.pattern, max_repeat=MAX_DIGITS)}",
             f'string ::= "\\"" {_not_in(stops)}{{0,{max(MAX_STRING_CHARS, longest)}}} "\\""',

@@ -24,7 +24,7 @@ from plsp.syntax import StateBlock, parse
 from plsp.verify import verify
 from tests.plsp.strategies import blocks, instructions
 
-_TOKEN = re.compile(r'"(?:\\.|[^"\\])*"|\[[^\]]*\]|\{\d+,\d+\}|[()|?*+]|[a-z_]+|\s+')
+_TOKEN = re.compile(r'"(?:\\.|[^"\\])*"|\[[^\]]*\]|\{\d+,\d+\}|[()|?*+]|[a-z_][a-z0-9_-]*|\s+')
 
 
 def gbnf_to_regex(grammar: str) -> str:
@@ -123,7 +123,7 @@ def structure(grammar: str) -> dict[str, set[str]]:
         assert re.fullmatch(r"[a-z][a-z0-9-]*", name) and name not in rules, line
         rest = _TOKEN.sub("", body)
         assert not rest.strip(), f"not GBNF: {rest!r} in {line}"
-        rules[name] = {t for t in _TOKEN.findall(body) if re.fullmatch(r"[a-z_]+", t)}
+        rules[name] = {t for t in _TOKEN.findall(body) if re.fullmatch(r"[a-z_][a-z0-9_-]*", t)}
     return rules
 
 

@@ -34,7 +34,7 @@ def test_the_prompt_shows_untouched_variables_then_one_line_per_directive() -> N
     instruction, previous = parse_instr(CYCLE[0]), parse(CYCLE[1])
     assert guided_prompt(instruction, previous).split("\n") == [
         'S{$t: "west";}S',
-        'if $e>51 ($e is 59) then sig !page, $e, "idle" else sig !wait, 300',
+        'if $e>51 ($e is 59; 59>51 is true) then sig !page, $e, "idle" else sig !wait, 300',
         "del $e",
         "set $u: 80",
         'set $k: $t ($t is "west")',
@@ -48,7 +48,7 @@ def test_names_and_command_heads_are_fixed_values_and_choices_are_the_models() -
     assert admitted.fullmatch(right) and verify(previous, instruction, right).acceptable
     for wrong in (
         'S{$t: "west";$e: 59;$u: 80;$k: "west";!page, 59, "idle";}S',  # kept the deleted $e
-        'S{$t: "west";$u: "run";$k: $t;!page, $e, "idle";}S',  # old value, a dangling reference
+        'S{$t: "west";$u: 8;$k: $t;!page, $e, "idle";}S',  # a wrong number, a dangling reference
         'S{$t: "west";$u: 80;$k: "west";!wait, 300;}S',  # the other branch
     ):
         assert admitted.fullmatch(wrong), wrong
@@ -61,6 +61,9 @@ def test_names_and_command_heads_are_fixed_values_and_choices_are_the_models() -
         'S{$t: "west";$u: 80;$k: "west";!alarm, 59, "idle";}S',  # a command not signalled
         'S{$t: "west";$u: 80;$k: "we;st";!page, 59, "idle";}S',  # no string shown has a ";"
         'S{$t: "west";$u: $zz;$k: "west";!page, 59, "idle";}S',  # a name the block cannot hold
+        'S{$t: "west";$u: "run";$k: "west";!page, 59, "idle";}S',  # a string: the text sets 80
+        'S{$t: 59;$u: 80;$k: "west";!page, 59, "idle";}S',  # $t was and stays a string
+        'S{$t: "west";$u: 80;$k: "west";!page, 59, 80;}S',  # the text signals a string
     ):
         assert not admitted.fullmatch(outside), outside
 
@@ -194,3 +197,35 @@ async def test_the_embedded_model_gets_a_guided_cycle_right() -> None:
 
     record = await Loop(model, lambda context: None, retries=0).cycle(1, instruction, previous)
     assert record.accepted, record.attempts
+
+
+def test_a_decidable_comparison_is_stated_with_the_values_at_that_point() -> None:
+    instruction = parse_instr("INSTR:@upd:$a=3;@if:$a>5?@sig:!page,$a:@sig:!wait,1;")
+    line = guided_prompt(instruction, parse("S{$a:9;}S")).split("\n")[2]
+    assert line == "if $a>5 ($a is 3; 3>5 is false) then sig !page, $a else sig !wait, 1"
+
+
+def test_an_undecidable_comparison_gets_no_outcome() -> None:
+    instruction = parse_instr('INSTR:@fetch:"f",$a;@if:$a>5?@sig:!page,$a;')
+    assert guided_prompt(instruction, parse("S{}S")).split("\n")[2] == "if $a>5 then sig !page, $a"
+
+
+def test_a_string_slot_admits_only_strings() -> None:
+    instruction, previous = (
+        parse_instr('INSTR:@set:$j="disk full";@sig:>"ok",$e;'),
+        parse("S{$e:79;}S"),
+    )
+    admitted = language(instruction, previous)
+    assert admitted.fullmatch('S{$e: 79;$j: "disk full";> "ok", $e;}S')
+    assert admitted.fullmatch('S{$e: 79;$j: "hot";> "no", 79;}S')  # wrong values, right kinds
+    assert not admitted.fullmatch('S{$e: 79;$j: 79;> "ok", $e;}S')
+    assert not admitted.fullmatch('S{$e: 79;$j: "disk full";> $e, $e;}S')
+
+
+def test_a_set_that_a_later_line_replaces_says_so() -> None:
+    instruction = parse_instr("INSTR:@set:$f=65.6;@upd:$z=40;@set:$f=7;")
+    assert guided_prompt(instruction, parse('S{$z:"west";}S')).split("\n")[1:] == [
+        "set $f: 65.6 (replaced below)",
+        "set $z: 40",
+        "set $f: 7",
+    ]
