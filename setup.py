@@ -2,7 +2,7 @@
 
 Declared here rather than under pyproject's ``[tool.setuptools] ext-modules`` because that
 table needs setuptools 74.1, and `python setup.py build_ext --inplace` (a checkout's build,
-docs/development.md) runs the setuptools already installed (docs/decisions.md, vlp35e).
+README.md) runs the setuptools already installed (docs/decisions.md, vlp35e).
 """
 
 from setuptools import Extension, setup
