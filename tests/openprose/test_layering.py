@@ -15,8 +15,8 @@ import openprose
 
 PACKAGE = Path(openprose.__file__).parent
 # What runs programs: the VM, the CLI, the providers, the run/batch API above them, and the
-# web view of runs (`prose ui`).
-BACK_END = ("vm", "cli", "providers", "api", "session", "batches", "ui", "testing")
+# web view of runs (`prose ui`); `__main__` is `python -m openprose`, the `prose` command itself.
+BACK_END = ("vm", "cli", "providers", "api", "session", "batches", "ui", "testing", "__main__")
 
 
 def _module_name(path: Path) -> str:
@@ -260,13 +260,15 @@ def test_the_loop_finder_sees_an_import_hidden_in_a_function(tmp_path: Path) -> 
 
 def test_nothing_outside_the_cli_imports_it() -> None:
     """The commands sit on top: the API, batches, the web view and the LSP use the
-    application layer (`openprose.session`), never a command's module."""
+    application layer (`openprose.session`), never a command's module. `python -m openprose`
+    (`__main__.py`) is the `prose` command, as `scripts/prose` is."""
     cli = PACKAGE / "cli"
+    command = PACKAGE / "__main__.py"
     offenders = {
         _module_name(path): sorted(
             m for m in _imported(path) if m == "openprose.cli" or m.startswith("openprose.cli.")
         )
         for path in SOURCE_ROOT.rglob("*.py")
-        if cli not in path.parents
+        if cli not in path.parents and path != command
     }
     assert {name: found for name, found in offenders.items() if found} == {}
