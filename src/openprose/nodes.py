@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Literal, TypeAlias, get_args
 
+from openprose.slots_init import install_slots_init
 from openprose.source import Span
 
 # --- leaves ----------------------------------------------------------------------------------
@@ -635,3 +636,15 @@ def walk(node: Node) -> Iterator[Node]:
                 extend([item for item in reversed(value) if type(item) is not str])
             elif value is not None:
                 push(value)
+
+
+def _direct_inits() -> None:
+    """Every node class's `__init__` sets its slots through their descriptors
+    (`record.slots_init`): the generated one calls `object.__setattr__` per field, and the
+    parser builds several nodes a line (check35f)."""
+    for value in list(globals().values()):
+        if isinstance(value, type) and value.__module__ == __name__ and is_dataclass(value):
+            install_slots_init(value)
+
+
+_direct_inits()
