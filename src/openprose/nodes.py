@@ -17,15 +17,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field, fields
+from dataclasses import field, fields
 from typing import Literal, TypeAlias, get_args
 
+from openprose.node_class import node_class
 from openprose.source import Span
 
 # --- leaves ----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@node_class
 class Name:
     """An identifier; hyphens allowed inside (``review-pipeline``)."""
 
@@ -33,7 +34,7 @@ class Name:
     id: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@node_class
 class Interpolation:
     """``{name}`` inside a string; ``path`` holds property accesses (``{result.findings}``)."""
 
@@ -42,7 +43,7 @@ class Interpolation:
     path: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@node_class
 class StringLit:
     """A string literal. ``value`` is the decoded text with interpolations left as ``{name}``;
     ``parts`` splits it into literal text and ``Interpolation`` nodes (``\\{`` yields a literal
@@ -58,14 +59,14 @@ class StringLit:
         return tuple(p for p in self.parts if isinstance(p, Interpolation))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@node_class
 class NumberLit:
     span: Span = field(compare=False, repr=False)
     value: int | float
     raw: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@node_class
 class Discretion:
     """``**text**`` or ``***multi-line text***``: a condition judged by a model at run time."""
 
@@ -74,7 +75,7 @@ class Discretion:
     triple: bool = False
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@node_class
 class Attribute:
     """Property access, ``result.findings``."""
 
@@ -83,13 +84,13 @@ class Attribute:
     attr: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@node_class
 class ArrayLit:
     span: Span = field(compare=False, repr=False)
     elements: tuple[Expr, ...]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@node_class
 class ObjectContext:
     """``{ a, b, c }`` — an object whose properties are the named variables."""
 
@@ -97,7 +98,7 @@ class ObjectContext:
     names: tuple[Name, ...]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@node_class
 class Comment:
     """Kept beside the tree (``Program.comments``), never inside it; only ``fmt`` uses them."""
 
@@ -108,7 +109,7 @@ class Comment:
 # --- properties ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@node_class
 class PermissionsBlock:
     """The indented block under ``permissions:``; each rule is ``type: value``."""
 
@@ -116,7 +117,7 @@ class PermissionsBlock:
     rules: tuple[Property, ...]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@node_class
 class Property:
     """``name: value`` under an agent or a session. Unknown names are kept (W005 is the
     checker's business), so the value is any expression the parser could read."""
@@ -129,7 +130,7 @@ class Property:
 # --- shapes: the declared form of an answer (`returns:`, `output x: shape = ...`) ------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@node_class
 class ScalarType:
     """``string``, ``number``, ``integer`` or ``boolean`` (another word is the checker's)."""
 
@@ -137,7 +138,7 @@ class ScalarType:
     name: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@node_class
 class ListType:
     """``list of <shape>``."""
 
@@ -145,7 +146,7 @@ class ListType:
     item: Shape
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@node_class
 class EnumType:
     """``"low" | "medium" | "high"``: one of the strings."""
 
@@ -153,7 +154,7 @@ class EnumType:
     options: tuple[StringLit, ...]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@node_class
 class ShapeField:
     """``name: shape`` or ``name: optional shape`` inside an object shape."""
 
@@ -163,7 +164,7 @@ class ShapeField:
     optional: bool = False
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@node_class
 class ObjectType:
     """Fields, one per line under ``returns:`` or ``{a: string, b: integer}`` on one line."""
 
@@ -171,7 +172,7 @@ class ObjectType:
     fields: tuple[ShapeField, ...]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@node_class
 class SchemaRef:
     """``schema "review.schema.json"`` (a file beside the program), or a JSON Schema written
     inline as the string (its text starts with ``{``)."""
@@ -187,7 +188,7 @@ class SchemaRef:
 # --- sessions and calls ----------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@node_class
 class Session:
     """``session "p"`` | ``session: agent`` | ``session name: agent`` | ``resume: agent``,
     each with an optional indented property block."""
@@ -200,7 +201,7 @@ class Session:
     properties: tuple[Property, ...] = ()
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@node_class
 class Ask:
     """``ask "question"`` with an optional property block (``options:``, ``default:``,
     ``timeout:``): a question put to a person while the program runs; its value is the
@@ -211,14 +212,14 @@ class Ask:
     properties: tuple[Property, ...] = ()
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@node_class
 class KeywordArg:
     span: Span = field(compare=False, repr=False)
     name: Name
     value: Expr
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@node_class
 class ProgramCall:
     """``research(topic: "x")`` — invoke an imported program."""
 
@@ -227,7 +228,7 @@ class ProgramCall:
     args: tuple[KeywordArg, ...]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@node_class
 class DoBlock:
     """``do:`` followed by an indented body."""
 
@@ -235,7 +236,7 @@ class DoBlock:
     body: tuple[Stmt, ...]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@node_class
 class DoCall:
     """``do name`` or ``do name(arg, ...)`` — invoke a block definition."""
 
@@ -248,7 +249,7 @@ class DoCall:
     labels: tuple[Name | None, ...] = field(default=(), compare=False, repr=False)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@node_class
 class Arrow:
     """``a -> b -> c``: sugar for running the steps in order; the value is the last step's."""
 
@@ -259,7 +260,7 @@ class Arrow:
 # --- modifiers -------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@node_class
 class Modifier:
     """One item of ``( ... )`` after ``parallel`` or ``loop``: positional (``"first"``) when
     ``name`` is None, else keyword (``on-fail: "continue"``, ``count: 2``, ``max: 10``)."""
@@ -272,7 +273,7 @@ class Modifier:
 # --- control flow ----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@node_class
 class ParallelBranch:
     """A branch of ``parallel:``; ``name = stmt`` binds the branch's result."""
 
@@ -281,7 +282,7 @@ class ParallelBranch:
     body: Stmt
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@node_class
 class Parallel:
     span: Span = field(compare=False, repr=False)
     modifiers: tuple[Modifier, ...]
@@ -289,7 +290,7 @@ class Parallel:
     has_parens: bool = False
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@node_class
 class Repeat:
     span: Span = field(compare=False, repr=False)
     count: Expr  # normally a NumberLit; anything else is a checker diagnostic
@@ -297,7 +298,7 @@ class Repeat:
     body: tuple[Stmt, ...]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@node_class
 class ForEach:
     """``for x in c:``, ``for x, i in c:`` and ``parallel for ...``."""
 
@@ -310,7 +311,7 @@ class ForEach:
     modifiers: tuple[Modifier, ...] = ()
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@node_class
 class Loop:
     """``loop``, ``loop until **c**``, ``loop while **c**`` with ``(max: N)`` and ``as i``."""
 
@@ -323,7 +324,7 @@ class Loop:
     has_parens: bool = False
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@node_class
 class PipeOp:
     """One ``| map:`` / ``| filter:`` / ``| pmap:`` / ``| reduce(acc, item):`` stage."""
 
@@ -334,21 +335,21 @@ class PipeOp:
     item: Name | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@node_class
 class Pipeline:
     span: Span = field(compare=False, repr=False)
     source: Expr
     ops: tuple[PipeOp, ...]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@node_class
 class CatchClause:
     span: Span = field(compare=False, repr=False)
     error: Name | None
     body: tuple[Stmt, ...]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@node_class
 class Try:
     span: Span = field(compare=False, repr=False)
     body: tuple[Stmt, ...]
@@ -357,27 +358,27 @@ class Try:
     finally_span: Span | None = field(default=None, compare=False, repr=False)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@node_class
 class Throw:
     span: Span = field(compare=False, repr=False)
     message: StringLit | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@node_class
 class ChoiceOption:
     span: Span = field(compare=False, repr=False)
     label: StringLit
     body: tuple[Stmt, ...]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@node_class
 class Choice:
     span: Span = field(compare=False, repr=False)
     criteria: Discretion
     options: tuple[ChoiceOption, ...]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@node_class
 class CondBranch:
     """The ``if`` or one ``elif`` clause."""
 
@@ -386,7 +387,7 @@ class CondBranch:
     body: tuple[Stmt, ...]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@node_class
 class If:
     span: Span = field(compare=False, repr=False)
     branches: tuple[CondBranch, ...]  # [0] is the `if`, the rest are `elif`s
@@ -397,14 +398,14 @@ class If:
 # --- declarations and bindings ---------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@node_class
 class Use:
     span: Span = field(compare=False, repr=False)
     path: StringLit
     alias: Name | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@node_class
 class Input:
     """``input name: "description"``, or with a discretion prompt (``**...**``), which
     prose.md admits: "Have a name and a prompt (string or discretion)"."""
@@ -420,7 +421,7 @@ class Input:
         return description.value if isinstance(description, StringLit) else description.text
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@node_class
 class Output:
     span: Span = field(compare=False, repr=False)
     name: Name
@@ -428,14 +429,14 @@ class Output:
     shape: Shape | None = None  # `output name: shape = value`
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@node_class
 class AgentDef:
     span: Span = field(compare=False, repr=False)
     name: Name
     properties: tuple[Property, ...]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@node_class
 class BlockDef:
     span: Span = field(compare=False, repr=False)
     name: Name
@@ -446,7 +447,7 @@ class BlockDef:
     modifiers: tuple[Modifier, ...] = ()
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@node_class
 class Destructure:
     """``{ a, b }`` on the left of ``let``/``const``."""
 
@@ -454,7 +455,7 @@ class Destructure:
     names: tuple[Name, ...]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@node_class
 class Binding:
     """``let x = e`` / ``const x = e`` (``x`` may be a ``Destructure`` pattern)."""
 
@@ -464,7 +465,7 @@ class Binding:
     value: Expr
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@node_class
 class Assign:
     """``x = e`` — reassignment of a ``let`` variable."""
 
@@ -473,7 +474,7 @@ class Assign:
     value: Expr
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@node_class
 class Invalid:
     """Source the parser could not read; its diagnostics were already reported. Later stages
     skip it (the VM never runs a program with errors)."""
@@ -482,7 +483,7 @@ class Invalid:
     text: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@node_class
 class Program:
     span: Span = field(compare=False, repr=False)
     body: tuple[Stmt, ...]

@@ -21,7 +21,7 @@ from dataclasses import FrozenInstanceError, dataclass, field, fields
 from operator import attrgetter
 from typing import Any, TypeVar, dataclass_transform
 
-from openprose.record.slots_init import install_slots_init
+from openprose.slots_init import install_slots_init
 
 _C = TypeVar("_C")
 

@@ -1,7 +1,8 @@
-"""A cheaper `__init__` for the frozen, slotted, keyword-only event classes.
+"""A cheaper `__init__` for frozen, slotted, keyword-only dataclasses: the run record's
+events and the syntax tree's nodes (`openprose.nodes`).
 
-The interpreter builds an event for everything a run does, so their construction is on the
-VM's hot path. A frozen dataclass's generated `__init__` sets each field with
+The interpreter builds an event for everything a run does, and the parser several nodes a
+line, so their construction is on hot paths. A frozen dataclass's generated `__init__` sets each field with
 `object.__setattr__(self, name, value)` (a global lookup, an attribute lookup and a lookup of
 the name per field); this one calls each slot's member descriptor directly, bound once when
 the class is made: about half the time per event, the same instances (still frozen: only

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from openprose.record import events as ev
-from openprose.record.slots_init import install_slots_init
+from openprose.slots_init import install_slots_init
 
 
 def test_an_event_class_sets_its_slots_directly_once_it_is_first_built() -> None:

@@ -1,0 +1,93 @@
+"""`node_class`: the syntax tree's frozen, slotted, keyword-only dataclasses, made for less
+start-up.
+
+`dataclass(frozen=True, ...)` compiles (`exec`) a `__setattr__`, `__delattr__`, `__repr__`,
+`__eq__` and `__hash__` for each of the ~50 node classes, every time `prose check` starts
+(check35f: most of the ~0.19 G instructions of creating them). Here the dataclass machinery
+makes the fields, the slots and the `__init__` (replaced by `slots_init`'s), and the rest are
+functions written once and shared, with a generated class's behaviour:
+
+- assigning or deleting a field raises `dataclasses.FrozenInstanceError`;
+- `==` compares the fields with `compare=True` of two instances of the same class (so not the
+  spans), `hash` is the hash of their tuple, `repr` shows the fields with `repr=True`;
+- copying and pickling restore the slots through `object.__setattr__`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import FrozenInstanceError, dataclass, field, fields
+from operator import attrgetter
+from typing import Any, TypeVar, dataclass_transform
+
+from openprose.slots_init import install_slots_init
+
+_C = TypeVar("_C")
+
+
+@dataclass_transform(frozen_default=True, kw_only_default=True, field_specifiers=(field,))
+def node_class(cls: type[_C]) -> type[_C]:
+    """`dataclass(frozen=True, slots=True, kw_only=True)` with the shared methods."""
+    made = dataclass(slots=True, kw_only=True, repr=False, eq=False)(cls)
+    items = fields(made)  # type: ignore[arg-type]
+    made._compared = staticmethod(  # type: ignore[attr-defined]
+        _values_of(tuple(item.name for item in items if item.compare))
+    )
+    made._shown = tuple(item.name for item in items if item.repr)  # type: ignore[attr-defined]
+    made._all = tuple(item.name for item in items)  # type: ignore[attr-defined]
+    for name, method in _SHARED.items():
+        setattr(made, name, method)
+    install_slots_init(made)
+    return made
+
+
+def _values_of(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
+    """The named fields' values as a tuple (`attrgetter` of one name returns the value)."""
+    if len(names) > 1:
+        return attrgetter(*names)
+    getters = [attrgetter(name) for name in names]
+    return lambda node: tuple(get(node) for get in getters)
+
+
+def _setattr(self: Any, name: str, value: Any) -> None:
+    raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+
+def _delattr(self: Any, name: str) -> None:
+    raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+
+def _eq(self: Any, other: Any) -> Any:
+    if other.__class__ is not self.__class__:
+        return NotImplemented
+    compared = self._compared
+    return bool(compared(self) == compared(other))
+
+
+def _hash(self: Any) -> int:
+    return hash(self._compared(self))
+
+
+def _repr(self: Any) -> str:
+    shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._shown)
+    return f"{self.__class__.__qualname__}({shown})"
+
+
+def _getstate(self: Any) -> list[Any]:
+    return [getattr(self, name) for name in self._all]
+
+
+def _setstate(self: Any, state: list[Any]) -> None:
+    for name, value in zip(self._all, state, strict=True):
+        object.__setattr__(self, name, value)
+
+
+_SHARED: dict[str, Any] = {
+    "__setattr__": _setattr,
+    "__delattr__": _delattr,
+    "__eq__": _eq,
+    "__hash__": _hash,
+    "__repr__": _repr,
+    "__getstate__": _getstate,
+    "__setstate__": _setstate,
+}

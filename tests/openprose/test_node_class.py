@@ -1,0 +1,97 @@
+"""`node_class` behaves as `dataclass(frozen=True, slots=True, kw_only=True)` does: checked
+against a class the dataclass machinery generates from the same fields."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import inspect
+import pickle
+from dataclasses import FrozenInstanceError, dataclass, field
+
+import pytest
+
+from openprose import nodes
+from openprose.node_class import node_class
+from openprose.source import Span
+
+
+@node_class
+class Shared:
+    span: object = field(compare=False, repr=False)
+    name: str
+    items: tuple[int, ...] = ()
+    note: str = field(default="", compare=False)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Generated:
+    span: object = field(compare=False, repr=False)
+    name: str
+    items: tuple[int, ...] = ()
+    note: str = field(default="", compare=False)
+
+
+@node_class
+class Single:
+    span: object = field(compare=False, repr=False)
+    id: str
+
+
+@node_class
+class Bare:
+    span: object = field(compare=False, repr=False)
+
+
+CASES = [
+    {"span": 1, "name": "a"},
+    {"span": 2, "name": "a", "items": (1, 2), "note": "x"},
+    {"span": None, "name": "b", "items": (3,)},
+]
+
+
+@pytest.mark.parametrize("left", CASES)
+@pytest.mark.parametrize("right", CASES)
+def test_equality_and_hash_as_generated(left: dict[str, object], right: dict[str, object]) -> None:
+    shared = (Shared(**left), Shared(**right))  # type: ignore[arg-type]
+    generated = (Generated(**left), Generated(**right))  # type: ignore[arg-type]
+    assert (shared[0] == shared[1]) == (generated[0] == generated[1])
+    assert (hash(shared[0]) == hash(shared[1])) == (hash(generated[0]) == hash(generated[1]))
+    assert repr(shared[0]).replace("Shared", "Generated") == repr(generated[0])
+
+
+def test_one_and_no_compared_fields() -> None:
+    assert Single(span=1, id="x") == Single(span=2, id="x") != Single(span=1, id="y")
+    assert hash(Single(span=1, id="x")) == hash(("x",))
+    assert Bare(span=1) == Bare(span=2) and hash(Bare(span=1)) == hash(())
+    assert repr(Bare(span=1)) == "Bare()"
+    assert Single(span=1, id="x").__eq__(Shared(span=1, name="x")) is NotImplemented
+
+
+def test_frozen_and_copied() -> None:
+    node = Shared(span=1, name="a", items=(1,), note="n")
+    with pytest.raises(FrozenInstanceError):
+        node.name = "b"  # type: ignore[misc]
+    with pytest.raises(FrozenInstanceError):
+        del node.name  # type: ignore[misc]
+    for copied in (copy.copy(node), copy.deepcopy(node), pickle.loads(pickle.dumps(node))):
+        assert copied == node and copied.span == 1 and copied.note == "n"
+    changed = dataclasses.replace(node, name="b")
+    assert changed.name == "b" and changed.items == (1,) and changed.span == 1
+    assert not hasattr(node, "__dict__")
+
+
+def test_signature_and_fields_as_generated() -> None:
+    assert str(inspect.signature(Shared)) == str(inspect.signature(Generated))
+    with pytest.raises(TypeError):
+        Shared("a")  # type: ignore[misc]
+    assert [f.name for f in dataclasses.fields(Shared)] == ["span", "name", "items", "note"]
+
+
+def test_the_tree_nodes_compare_without_spans() -> None:
+    here, there = Span(0, 1, 1, 1, 1, 2), Span(5, 6, 2, 1, 2, 2)
+    assert nodes.Name(span=here, id="x") == nodes.Name(span=there, id="x")
+    assert repr(nodes.Name(span=here, id="x")) == "Name(id='x')"
+    program = nodes.Program(span=here, body=(), path="a.prose")
+    assert program == nodes.Program(span=there, body=(), path="b.prose")
+    assert repr(program) == "Program(body=(), path='a.prose')"
