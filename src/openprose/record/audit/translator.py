@@ -384,6 +384,8 @@ class Translator(ToolRows, PeopleRows, NoticeRows):
             self._exchange(event, t)
             return
         kind, alias, agent, attempt = event.kind, event.model, event.agent, event.attempt
+        asked_alias: str | None
+        asked_agent: str | None
         if kind and alias and agent:
             asked_kind, asked_alias, asked_agent = kind, alias, agent
         else:  # the session's start fills the gaps (`_filled`, inline: a session without
