@@ -23,11 +23,12 @@ import asyncio
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from time import time_ns
 from typing import Any
 
 import orjson
 
-from openprose.record.codec import encode, now
+from openprose.record.codec import encode
 from openprose.record.events import Event
 from openprose.record.live import opened
 from openprose.statefiles import LOG_LIMIT, read_state_file
@@ -75,7 +76,7 @@ class Journal:
         returns the time it was given."""
         if self._error is not None:
             raise self._error
-        t = now()
+        t = time_ns() // 1000 / 1e6  # `codec.now()`, inline: two events a session
         self._pending.append(encode(event, t) + b"\n")
         self.events += 1
         if not self._scheduled:

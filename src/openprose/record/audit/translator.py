@@ -384,10 +384,18 @@ class Translator(ToolRows, PeopleRows, NoticeRows):
             self._exchange(event, t)
             return
         kind, alias, agent, attempt = event.kind, event.model, event.agent, event.attempt
+        asked_alias: str | None
+        asked_agent: str | None
         if kind and alias and agent:
             asked_kind, asked_alias, asked_agent = kind, alias, agent
-        else:  # the session's start fills the gaps (as `_asked` does)
-            asked_kind, asked_alias, asked_agent = self._filled(step, kind, alias, agent)
+        else:  # the session's start fills the gaps (`_filled`, inline: a session without
+            # an agent comes here, and a call costs ~0.5k instructions)
+            started = self._started.get(step)
+            if started is None:
+                asked_kind, asked_alias, asked_agent = kind or "session", alias, agent
+            else:
+                asked_kind = kind or started.kind or "session"
+                asked_alias, asked_agent = alias or started.model, agent or started.agent
         model = answered_model or asked_model or alias
         key = (asked_kind, asked_alias, asked_agent, system, kind, alias, agent, model, attempt)
         try:
