@@ -1,5 +1,5 @@
-"""`node_class`: the syntax tree's frozen, slotted, keyword-only dataclasses, made for less
-start-up.
+"""`node_class`: the syntax tree's (and the run record's events') frozen, slotted, keyword-only
+dataclasses, made for less start-up.
 
 `dataclass(frozen=True, ...)` compiles (`exec`) a `__setattr__`, `__delattr__`, `__repr__`,
 `__eq__` and `__hash__` for each of the ~50 node classes, every time `prose check` starts
