@@ -165,12 +165,7 @@ async def _with_tools(
     from openprose.session import opening
 
     try:
-        tools = opening.tool_runtime(
-            project,
-            options.yes,
-            interactive=options.interactive,
-            permission_mode=options.permission_mode,
-        )
+        tools = opening.run_tools(project, options)
     except opening.UsageError as error:
         await provider.aclose()
         raise RunError(str(error), error.diagnostics) from None

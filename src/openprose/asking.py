@@ -24,7 +24,7 @@ def duration_seconds(text: str) -> float | None:
     return seconds if seconds > 0 else None
 
 
-def timeout_of(value: n.Expr | n.PermissionsBlock) -> float | None:
+def timeout_of(value: n.PropertyValue) -> float | None:
     """The seconds a `timeout:` value stands for, or None when it is not a timeout."""
     if isinstance(value, n.NumberLit) and not isinstance(value.value, bool):
         return float(value.value) if value.value > 0 else None

@@ -21,7 +21,7 @@ from openprose.cli.run import (
     shut_down,
 )
 from openprose.session.fork import pairs, prepare_fork
-from openprose.session.opening import open_tracer_or_fail, read_inputs, tool_runtime
+from openprose.session.opening import open_tracer_or_fail, read_inputs, run_tools
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -77,12 +77,7 @@ def _fork(args: argparse.Namespace) -> int:
         options=options,
     )
     args.notice.project, args.notice.provider = forking.project, forking.parent.settings.provider
-    tools = tool_runtime(
-        forking.project,
-        options.yes,
-        interactive=options.interactive,
-        permission_mode=options.permission_mode,
-    )
+    tools = run_tools(forking.project, options)
     tracer = open_tracer_or_fail(args.trace)
     with progress(args.json, args.notice, args.quiet) as observer, shut_down(tracer):
         hold_progress(tools, observer)

@@ -27,7 +27,7 @@ from openprose.cli.run import (
     shut_down,
 )
 from openprose.record.journal import JOURNAL_FILE
-from openprose.session.opening import UsageError, open_tracer_or_fail, tool_runtime
+from openprose.session.opening import UsageError, open_tracer_or_fail, run_tools
 from openprose.session.resume import NothingToResume, locate_run, prepare_resume
 
 
@@ -91,12 +91,7 @@ def _resume_locked(args: argparse.Namespace, home: Path, run_dir: Path) -> int:
         return _nothing_to_resume(done, args.json)
     args.notice.project, args.notice.provider = resuming.project, resuming.settings.provider
     name_recorded_answers(run_dir)
-    tools = tool_runtime(
-        resuming.project,
-        options.yes,
-        interactive=options.interactive,
-        permission_mode=options.permission_mode,
-    )
+    tools = run_tools(resuming.project, options)
     tracer = open_tracer_or_fail(args.trace)
     with progress(args.json, args.notice, args.quiet) as observer, shut_down(tracer):
         hold_progress(tools, observer)

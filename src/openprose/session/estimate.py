@@ -26,7 +26,7 @@ def estimate_run(
     """The estimate of a run with the settings it will have (checked: a bad `[vm]` or
     `[prices]` is a usage error here as in the run); no provider is opened."""
     from openprose.providers import ProviderConfigError, load_settings
-    from openprose.providers.settings import DEFAULT_MAX_CONCURRENCY
+    from openprose.providers.setting_values import DEFAULT_MAX_CONCURRENCY
     from openprose.vm.estimates.project import estimate_in_project
 
     try:

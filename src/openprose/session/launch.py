@@ -185,12 +185,7 @@ def open_run(
         )
         prices = opening.run_prices(project)
         opening.cost_is_enforceable(program, config, settings, prices)
-        tools = opening.tool_runtime(
-            project,
-            options.yes,
-            interactive=options.interactive,
-            permission_mode=options.permission_mode,
-        )
+        tools = opening.run_tools(project, options)
     except opening.UsageError as error:
         _close_soon(opened)
         raise RunError(str(error), error.diagnostics) from None

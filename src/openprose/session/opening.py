@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from openprose.project import Project as ProjectInfo
     from openprose.providers.base import Provider
     from openprose.providers.settings import ProviderSettings
+    from openprose.session.options import RunOptions
     from openprose.telemetry.spans import Tracer
 
 STDIN = "-"  # a program or inputs read from standard input
@@ -45,6 +46,17 @@ def launch_spec(spec: str | None, settings: ProviderSettings) -> str | None:
 
 
 PERMISSION_MODES = ("default", "plan")
+
+
+def run_tools(project: Path, options: RunOptions) -> Any:
+    """The tool runtime of a run opened with `options`: `tool_runtime` with the options'
+    `--yes`, interactivity and permission mode."""
+    return tool_runtime(
+        project,
+        options.yes,
+        interactive=options.interactive,
+        permission_mode=options.permission_mode,
+    )
 
 
 def tool_runtime(

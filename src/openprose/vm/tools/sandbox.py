@@ -190,9 +190,9 @@ class Sandbox:
                 args += ["--remount-ro", str(mount.dest)]
         # Hidden last (the approval key's folder, when it lies where commands can look): a
         # writable bind of a folder above it would otherwise show it again.
-        for folder in self.hidden:
-            if folder.is_dir():
-                args += _hide(str(folder))
+        for hidden in self.hidden:
+            if hidden.is_dir():
+                args += _hide(str(hidden))
         args += ["--remount-ro", "/", "--chdir", str(self.project_root), "--clearenv"]
         for key, value in CLEAN_ENV.items():
             args += ["--setenv", key, value]
