@@ -61,6 +61,7 @@ class Analysis:
         previous: Analysis | None = None,
         *,
         reuse: bool = True,
+        line_starts: tuple[int, ...] | None = None,
     ) -> None:
         from openprose.checker import check
 
@@ -68,7 +69,13 @@ class Analysis:
         self.path = path
         self.version = version
         mark("analysing", uri, version)
-        self.source = SourceFile.from_text(text, str(path) if path else f"<{uri}>")
+        name = str(path) if path else f"<{uri}>"
+        # The editor's document keeps the line table (`lsp.textdoc`): no count of the lines.
+        self.source = (
+            SourceFile.from_text(text, name)
+            if line_starts is None
+            else SourceFile(name, text, line_starts)
+        )
         self._parse = self._parsed(store, previous if reuse else None, reuse)
         mark("parsed", uri, version)
         self.diagnostics: list[Diagnostic] = check(self._parse.result, contracts=store.contract)

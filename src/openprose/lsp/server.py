@@ -35,6 +35,7 @@ from openprose.lsp.formatting import format_document, format_range
 from openprose.lsp.inlay import inlay_hints, project_models
 from openprose.lsp.publish import DiagnosticsWriter, send
 from openprose.lsp.signature import signature_help
+from openprose.lsp.textdoc import LineTableDocument, ProseWorkspace
 from openprose.lsp.trace import mark, recent
 from openprose.lsp.transport import Inbox, serve_stdio
 
@@ -132,9 +133,13 @@ class ProseServer(LanguageServer):
             return
         self.cancel_analysis(uri)
         store, text, number = self.store, document.source, document.version
+        starts = document.line_starts if isinstance(document, LineTableDocument) else None
         previous = self.store.open.get(uri) or self.published.get(uri)
         mark("queued", uri, number)
-        job = Job(lambda: Analysis(uri, path_of(uri), text, number, store, previous), number)
+        job = Job(
+            lambda: Analysis(uri, path_of(uri), text, number, store, previous, line_starts=starts),
+            number,
+        )
         self.jobs[uri] = job
         self.stats["started"] += 1
         loop = asyncio.get_running_loop()
@@ -230,6 +235,9 @@ def create_server() -> ProseServer:
             roots = [path_of(params.root_uri)]
         ls.store.roots = [r for r in roots if r is not None and r.is_dir()]
         ls.store.encoding = str(ls.workspace.position_encoding or "utf-16")
+        # pygls made its workspace just before; ours differs only in the documents it makes
+        # (changed by one splice: `lsp.textdoc`), and none exists yet.
+        ls.workspace.__class__ = ProseWorkspace
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: ProseServer, params: lsp.DidOpenTextDocumentParams) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from openprose.lsp import _spanshift, incremental
 from openprose.lsp.incremental import SpanTable, reparse
 from openprose.parser import ParseResult, parse
 from openprose.source import SourceFile, Span
@@ -121,11 +122,17 @@ def test_a_string_left_open_is_parsed_in_full() -> None:
         _same(reused, parse(source))
 
 
+@pytest.mark.parametrize("moves", ["in C", "in Python"])
 @pytest.mark.parametrize("seed", range(3))
-def test_edits_moving_spans_in_place_give_a_full_parse(seed: int) -> None:
+def test_edits_moving_spans_in_place_give_a_full_parse(
+    seed: int, moves: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """With its span table, a re-parse moves the previous tree's spans in place: each version
     re-parsed from the one before gives a full parse's tree, spans and diagnostics, and the
-    table lists exactly the spans of the new tree."""
+    table lists exactly the spans of the new tree. The same with the moves in Python (a
+    checkout whose C extension is not built)."""
+    if moves == "in Python":
+        monkeypatch.setattr(incremental, "_move_in_c", None)
     rng = random.Random(seed)
     text = PROGRAM
     previous = parse(SourceFile.from_text(text, "<p>"))
@@ -161,3 +168,24 @@ def test_edits_moving_spans_in_place_give_a_full_parse(seed: int) -> None:
         assert table.bounds[-1] == len(table.spans)
         previous = reused
     assert used >= 10
+
+
+def test_the_c_move_refuses_what_is_not_a_span_of_int_fields() -> None:
+    """A wrong table raises rather than writing into an object that is not a span; the
+    spans before the bad item are moved, the bad one is left as it was."""
+    start, end = Span.__dict__["start"], Span.__dict__["end"]
+    good = Span(1, 2, 1, 2, 1, 3)
+    with pytest.raises(TypeError):
+        _spanshift.move([good, "not a span"], 0, (start, end), 5)
+    assert (good.start, good.end) == (6, 7)
+    odd = Span(1, 2, 1, 2, 1, 3)
+    object.__setattr__(odd, "end", "two")
+    with pytest.raises(TypeError):
+        _spanshift.move([odd], 0, (start, end), 5)
+    assert (odd.start, odd.end) == (1, "two")
+    with pytest.raises(TypeError):
+        _spanshift.move([good], 0, (start, SourceFile.__dict__["text"]), 5)
+    later = Span(10, 20, 2, 1, 2, 11)
+    _spanshift.move([good, later], 1, (end,), -3)
+    assert (good.start, good.end) == (6, 7)  # before `first`: not moved
+    assert (later.start, later.end) == (10, 17)

@@ -1,0 +1,3 @@
+from typing import Any
+
+def move(spans: list[Any], first: int, fields: tuple[Any, ...], by: int, /) -> None: ...
