@@ -77,9 +77,9 @@ def prose_batch(
     executor: str,
     processes: int | None = None,
     src: Path | None = None,
-) -> tuple[float, float, int]:
-    """Whole-process seconds of `prose batch`, its CPU seconds (worker processes
-    included) and how many rows succeeded; `src`: run that tree's code instead."""
+) -> tuple[float, Cpu, int]:
+    """Whole-process seconds of `prose batch`, its CPU (worker processes included)
+    and how many rows succeeded; `src`: run that tree's code instead."""
     project = Path(tempfile.mkdtemp(prefix="bench-batch-", dir=root))
     (project / "p.prose").write_text(PROGRAM)
     with (project / "in.jsonl").open("wb") as cases:
@@ -123,7 +123,7 @@ def prose_batch(
         command, cwd=project, env=env, capture_output=True, timeout=3600, check=False
     )
     seconds = time.perf_counter() - started
-    cpu = _children_cpu() - cpu_before
+    cpu = _children_cpu().since(cpu_before)
     if done.returncode not in (0, 1):
         sys.exit(
             f"prose batch failed ({done.returncode}): {done.stderr.decode()[-2000:]}"
@@ -135,10 +135,29 @@ def prose_batch(
 
 
 @dataclass(frozen=True)
+class Cpu:
+    """CPU seconds in user space and in the kernel (system calls, page faults)."""
+
+    user: float
+    system: float
+
+    @property
+    def total(self) -> float:
+        return self.user + self.system
+
+    def since(self, before: Cpu) -> Cpu:
+        return Cpu(self.user - before.user, self.system - before.system)
+
+
+@dataclass(frozen=True)
 class Sample:
     wall: float  # seconds
-    cpu: float  # CPU seconds of the client (the loop's process, or `prose batch`'s)
+    client: Cpu  # the client's CPU (the loop's process, or `prose batch`'s)
     server: float  # CPU seconds of the loopback server meanwhile
+
+    @property
+    def cpu(self) -> float:
+        return self.client.total
 
 
 def _server_cpu() -> float:
@@ -165,9 +184,15 @@ def _batch_loop_note() -> str:
     return f"uvloop {uvloop.__version__}'s event loop; the plain loop on asyncio's"
 
 
-def _children_cpu() -> float:
+def _children_cpu() -> Cpu:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
+    return Cpu(usage.ru_utime, usage.ru_stime)
+
+
+def _own_cpu() -> Cpu:
+    """This process's CPU: the plain loop runs here (the server is a child process)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return Cpu(usage.ru_utime, usage.ru_stime)
 
 
 def main() -> None:
@@ -210,9 +235,9 @@ def main() -> None:
                 before.append(Sample(seconds, cpu, _server_cpu() - served))
                 print(f"# run: baseline {args.baseline} {seconds:.3f} s ({load_note()})")
             reset_server(base_url)
-            served, cpu_before = _server_cpu(), time.process_time()
+            served, cpu_before = _server_cpu(), _own_cpu()
             seconds = asyncio.run(plain_loop(base_url, n, args.in_flight))
-            plain.append(Sample(seconds, time.process_time() - cpu_before, _server_cpu() - served))
+            plain.append(Sample(seconds, _own_cpu().since(cpu_before), _server_cpu() - served))
             reset_server(base_url)
             served = _server_cpu()
             seconds, cpu, ok = prose_batch(
@@ -235,15 +260,20 @@ def main() -> None:
             wall = median(x.wall for x in samples)
             print(
                 f"{name:<26}: {wall:8.3f} s  ({n / wall:8.0f} a s)  CPU {median(x.cpu for x in samples):.3f} s"
-                f" ({median(x.cpu for x in samples) / n * 1e6:.0f} µs a case), server CPU"
+                f" ({median(x.cpu for x in samples) / n * 1e6:.0f} µs a case: user"
+                f" {median(x.client.user for x in samples) / n * 1e6:.0f}, system"
+                f" {median(x.client.system for x in samples) / n * 1e6:.0f}), server CPU"
                 f" {median(x.server for x in samples):.3f} s  (medians of {len(samples)})"
             )
         print(
             f"ratio in-process / plain  : {ratio:8.2f}x  goal <= {GOAL_RATIO}x  {verdict}"
             f"  (median of each run's ratio; runs {', '.join(f'{b.wall / p.wall:.2f}' for b, p in zip(local, plain))})"
         )
+        user_ratio = median(b.client.user / p.client.user for b, p in zip(local, plain))
+        system_ratio = median(b.client.system / p.client.system for b, p in zip(local, plain))
         print(
-            f"CPU in-process / plain    : {cpu_ratio:8.2f}x  (median; the batch's start-up included)"
+            f"CPU in-process / plain    : {cpu_ratio:8.2f}x  (median; the batch's start-up included;"
+            f" user {user_ratio:.2f}x, system {system_ratio:.2f}x)"
         )
         in_process = median(x.wall for x in local)
         if before:
