@@ -22,21 +22,15 @@ import dataclasses
 import gc
 import re
 from bisect import bisect_left, bisect_right
-from collections import deque
 from collections.abc import Callable
-from operator import attrgetter
 from types import MemberDescriptorType
 from typing import Any, TypeVar, cast
 
 from openprose import nodes as n
+from openprose.lsp._spanshift import move as _move  # in C, built with the package
 from openprose.parser import ParseResult, parse
 from openprose.scanner import MAX_DIAGNOSTICS
 from openprose.source import SourceFile, Span
-
-try:  # the moves in C (`_spanshift.c`, built with the package); ~8x quicker than in Python
-    from openprose.lsp._spanshift import move as _move_in_c
-except ImportError:  # a checkout run from src/ whose extension was not built yet
-    _move_in_c = None  # type: ignore[assignment]  # then moved in Python
 
 T = TypeVar("T")
 
@@ -302,7 +296,6 @@ def _setter(kind: type, name: str) -> Callable[[Any, Any], None]:
 _MISSING = object()
 _SPAN_FIELDS = ("start", "end", "line", "column", "end_line", "end_column")
 _SET_SPAN = tuple(_setter(Span, name) for name in _SPAN_FIELDS)
-_GET_SPAN = tuple(attrgetter(name) for name in _SPAN_FIELDS)
 
 
 def _move_span(span: Span, offset: int, lines: int) -> Span:
@@ -348,28 +341,14 @@ class SpanTable:
 def _shift_tail(table: SpanTable, statement: int, offset: int, lines: int) -> None:
     """Move the spans of statement ``statement`` and every one after it."""
     first = table.bounds[statement]
-    if _move_in_c is not None:
-        _move_in_c(table.spans, first, _OFFSET_SLOTS, offset)
-        if lines:
-            _move_in_c(table.spans, first, _LINE_SLOTS, lines)
-        return
-    _shift_in_python(table.spans[first:], offset, lines)
+    _move(table.spans, first, _OFFSET_SLOTS, offset)
+    if lines:
+        _move(table.spans, first, _LINE_SLOTS, lines)
 
 
 # The slots' descriptors of a span's offsets and of its lines, for the C move.
 _OFFSET_SLOTS = (Span.__dict__["start"], Span.__dict__["end"])
 _LINE_SLOTS = (Span.__dict__["line"], Span.__dict__["end_line"])
-
-
-def _shift_in_python(tail: list[Span], offset: int, lines: int) -> None:
-    """`_shift_tail` without the C extension."""
-    # All in C: map() calls each field's getter, the int's ``__add__`` and the slot's setter
-    # (a list comprehension runs bytecode per span: ~2x the time). Each span is read just
-    # before it is set, and is in the table once.
-    moves = ((0, offset), (1, offset)) + (((2, lines), (4, lines)) if lines else ())
-    for field, by in moves:
-        values = map(by.__add__, map(_GET_SPAN[field], tail))
-        deque(map(_SET_SPAN[field], tail, values), maxlen=0)
 
 
 def _replace_middle(table: SpanTable, first: int, witness: int, chunk: tuple[n.Stmt, ...]) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from openprose.lsp import _spanshift, incremental
+from openprose.lsp import _spanshift
 from openprose.lsp.incremental import SpanTable, reparse
 from openprose.parser import ParseResult, parse
 from openprose.source import SourceFile, Span
@@ -122,17 +122,11 @@ def test_a_string_left_open_is_parsed_in_full() -> None:
         _same(reused, parse(source))
 
 
-@pytest.mark.parametrize("moves", ["in C", "in Python"])
 @pytest.mark.parametrize("seed", range(3))
-def test_edits_moving_spans_in_place_give_a_full_parse(
-    seed: int, moves: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_edits_moving_spans_in_place_give_a_full_parse(seed: int) -> None:
     """With its span table, a re-parse moves the previous tree's spans in place: each version
     re-parsed from the one before gives a full parse's tree, spans and diagnostics, and the
-    table lists exactly the spans of the new tree. The same with the moves in Python (a
-    checkout whose C extension is not built)."""
-    if moves == "in Python":
-        monkeypatch.setattr(incremental, "_move_in_c", None)
+    table lists exactly the spans of the new tree."""
     rng = random.Random(seed)
     text = PROGRAM
     previous = parse(SourceFile.from_text(text, "<p>"))
