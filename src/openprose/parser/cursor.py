@@ -30,7 +30,7 @@ from openprose.scanner import (
     string_literal,
     token_span,
 )
-from openprose.source import SourceFile, Span
+from openprose.source import SourceFile, Span, new_span
 from openprose.suggest import closest, did_you_mean
 from openprose.vocabulary import AGENT_PROPERTIES
 
@@ -169,7 +169,7 @@ class Cursor:
         be) and the checker reports the reference's error (E020, E023, E151)."""
         token = self.tokens[self.pos]
         if token[0] in followers:
-            span = Span(token[2], token[2], token[4], token[5], token[4], token[5])
+            span = new_span(token[2], token[2], token[4], token[5], token[4], token[5])
             return n.Name(span=span, id="")
         return self.expect_name(what)
 
@@ -194,12 +194,12 @@ class Cursor:
         tokens = self.tokens
         first = tokens[start]
         last = tokens[index]
-        return Span(first[2], last[3], first[4], first[5], last[6], last[7])
+        return new_span(first[2], last[3], first[4], first[5], last[6], last[7])
 
     def span_after(self, start: Span) -> Span:
         """From the start of ``start`` through the last significant token consumed."""
         last = self.last_significant()
-        return Span(start.start, last[3], start.line, start.column, last[6], last[7])
+        return new_span(start.start, last[3], start.line, start.column, last[6], last[7])
 
     def starts_property(self, ahead: int) -> bool:
         """Does ``name:`` start ``ahead`` tokens from here?"""
@@ -312,7 +312,7 @@ class Cursor:
         while end > start and kinds[end] in _LAYOUT:
             end -= 1
         first, last = self.tokens[start], self.tokens[max(end, start)]
-        span = Span(first[2], last[3], first[4], first[5], last[6], last[7])
+        span = new_span(first[2], last[3], first[4], first[5], last[6], last[7])
         return n.Invalid(span=span, text=self.source.text[span.start : span.end])
 
     def too_deep(self) -> None:

@@ -36,7 +36,7 @@ from openprose.scanner import (
     string_literal,
     token_span,
 )
-from openprose.source import Span
+from openprose.source import new_span
 
 
 class Expressions(Cursor):
@@ -303,7 +303,7 @@ class Expressions(Cursor):
             if kinds[i - 1] == "}":
                 break
         opener, closer = tokens[start], tokens[i - 1]
-        span = Span(opener[2], closer[3], opener[4], opener[5], closer[6], closer[7])
+        span = new_span(opener[2], closer[3], opener[4], opener[5], closer[6], closer[7])
         plain = "{ " + ", ".join(v.id for v in values) + " }"
         self.report(
             "E004",

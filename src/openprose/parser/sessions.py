@@ -30,7 +30,7 @@ from openprose.scanner import (
     string_literal,
     token_span,
 )
-from openprose.source import Span
+from openprose.source import Span, new_span
 
 RETURNS = "returns"  # the property whose value is a shape (parser/shapes.py)
 
@@ -185,7 +185,7 @@ class Sessions(Cursor):
         closer = tokens[self.pos - 1]
         start, end = tokens[opener - 1][3], closer[3]
         first = tokens[opener]
-        span = Span(first[2], closer[3], first[4], first[5], closer[6], closer[7])
+        span = new_span(first[2], closer[3], first[4], first[5], closer[6], closer[7])
         line = self.source.line_text(tokens[keyword_at][4])
         indent = " " * (len(line) - len(line.lstrip(" ")) + 2)
         text = self.source.text
@@ -311,7 +311,7 @@ class Sessions(Cursor):
                 raise _ParseError(properties=True)
             self.fail("expected a property ('name: value')")
         token = self.tokens[pos]
-        name_span = Span(token[2], token[3], token[4], token[5], token[6], token[7])
+        name_span = new_span(token[2], token[3], token[4], token[5], token[6], token[7])
         name = n.Name(span=name_span, id=token[1])
         pos += 2
         self.pos = pos
@@ -397,7 +397,7 @@ class Sessions(Cursor):
         while kinds[end] not in _LAYOUT:
             end += 1
         head, last = tokens[first], tokens[end - 1]
-        span = Span(head[2], last[3], head[4], head[5], last[6], last[7])
+        span = new_span(head[2], last[3], head[4], head[5], last[6], last[7])
         self.pos = end
         return span, self.source.text[span.start : span.end]
 
@@ -506,6 +506,6 @@ class Sessions(Cursor):
         while self.kinds[end] not in _LAYOUT:
             end += 1
         first, last = self.tokens[pos], self.tokens[end - 1]
-        span = Span(first[2], last[3], first[4], first[5], last[6], last[7])
+        span = new_span(first[2], last[3], first[4], first[5], last[6], last[7])
         self.pos = end
         return n.Name(span=span, id=self.source.text[span.start : span.end])
