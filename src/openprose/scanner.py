@@ -19,7 +19,7 @@ from typing import Final, cast
 
 from openprose.codes import diagnostic
 from openprose.diagnostics import Diagnostic, Edit, Fix
-from openprose.nodes import Comment, Interpolation, StringLit
+from openprose.nodes import Comment, Interpolation, StringLit, new_string_lit
 from openprose.source import SourceFile, Span, new_span
 
 # Token kinds. Keywords are their own kind (the keyword text); everything else is below.
@@ -143,7 +143,7 @@ def string_literal(token: Token) -> StringLit:
     """A STRING token as the string node it is."""
     decoded = cast(StringValue, token[8])
     span = new_span(token[2], token[3], token[4], token[5], token[6], token[7])
-    return StringLit(span=span, value=decoded.value, parts=decoded.parts, triple=decoded.triple)
+    return new_string_lit(span, decoded.value, decoded.parts, decoded.triple)
 
 
 class StringValue:

@@ -154,14 +154,14 @@ class Cursor:
         if token[0] not in _NAME_KINDS:
             self.fail(f"expected {what}")
         self.pos += 1
-        return n.Name(span=token_span(token), id=token[1])
+        return n.new_name(token_span(token), token[1])
 
     def expect_word(self, what: str) -> n.Name:
         token = self.tokens[self.pos]
         if not _is_word(token):
             self.fail(f"expected {what}")
         self.pos += 1
-        return n.Name(span=token_span(token), id=token[1])
+        return n.new_name(token_span(token), token[1])
 
     def declared_name(self, what: str, *followers: str) -> n.Name:
         """The name after ``input``/``output``/``block``. When it is missing but the line
@@ -170,7 +170,7 @@ class Cursor:
         token = self.tokens[self.pos]
         if token[0] in followers:
             span = new_span(token[2], token[2], token[4], token[5], token[4], token[5])
-            return n.Name(span=span, id="")
+            return n.new_name(span, "")
         return self.expect_name(what)
 
     def take(self) -> int:

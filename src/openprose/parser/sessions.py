@@ -55,7 +55,7 @@ class Sessions(Cursor):
                 agent = self.prompt_and_agent(pos)
                 mixed = n.Property(
                     span=prompt.span,
-                    name=n.Name(span=prompt.span, id="prompt"),
+                    name=n.new_name(prompt.span, "prompt"),
                     value=prompt,
                 )
                 prompt = None
@@ -150,7 +150,7 @@ class Sessions(Cursor):
         name = self.tokens[at + 2]
         self.note(habits.prompt_and_agent(self, at))
         self.pos = at + 3
-        return n.Name(span=token_span(name), id=name[1])
+        return n.new_name(token_span(name), name[1])
 
     def agent_then_prompt(self, at: int) -> n.Property:
         """`session: researcher "Find the sources"` (the string at ``at``): reported, and
@@ -158,9 +158,7 @@ class Sessions(Cursor):
         self.note(habits.agent_then_prompt(self, at))
         self.pos = at + 1
         prompt = string_literal(self.tokens[at])
-        return n.Property(
-            span=prompt.span, name=n.Name(span=prompt.span, id="prompt"), value=prompt
-        )
+        return n.Property(span=prompt.span, name=n.new_name(prompt.span, "prompt"), value=prompt)
 
     def header_colon(self) -> None:
         """`session "Synthesize":` with its properties under it (an early form of the
@@ -312,7 +310,7 @@ class Sessions(Cursor):
             self.fail("expected a property ('name: value')")
         token = self.tokens[pos]
         name_span = new_span(token[2], token[3], token[4], token[5], token[6], token[7])
-        name = n.Name(span=name_span, id=token[1])
+        name = n.new_name(name_span, token[1])
         pos += 2
         self.pos = pos
         value: n.PropertyValue
@@ -375,7 +373,7 @@ class Sessions(Cursor):
         if found.fix is not None:
             self.taken_in(span)
         self.note(found)
-        return n.StringLit(span=span, value=raw, parts=(raw,), triple=False)
+        return n.new_string_lit(span, raw, (raw,), False)
 
     def unquoted_pattern_follows(self, pos: int) -> bool:
         """A permission rule's value written as a bare path or glob (`docs/`, `*.md`): more
@@ -409,9 +407,7 @@ class Sessions(Cursor):
         if found.fix is not None:
             self.taken_in(span)
         self.note(found)
-        elements = tuple(
-            n.StringLit(span=span, value=p, parts=(p,), triple=False) for p in patterns
-        )
+        elements = tuple(n.new_string_lit(span, p, (p,), False) for p in patterns)
         return n.ArrayLit(span=span, elements=elements)
 
     def spaced_context(self, first: n.Name) -> n.Expr:
@@ -420,7 +416,7 @@ class Sessions(Cursor):
         names = [first]
         while self.kinds[self.pos] == NAME:
             token = self.tokens[self.pos]
-            names.append(n.Name(span=token_span(token), id=token[1]))
+            names.append(n.new_name(token_span(token), token[1]))
             self.pos += 1
         if self.kinds[self.pos] not in _LAYOUT:
             self.fail("expected the end of the statement")
@@ -508,4 +504,4 @@ class Sessions(Cursor):
         first, last = self.tokens[pos], self.tokens[end - 1]
         span = new_span(first[2], last[3], first[4], first[5], last[6], last[7])
         self.pos = end
-        return n.Name(span=span, id=self.source.text[span.start : span.end])
+        return n.new_name(span, self.source.text[span.start : span.end])
