@@ -227,6 +227,40 @@ class Session:
     properties: tuple[Property, ...] = ()
 
 
+_OpenProperty = open_twin(Property)
+_OpenSession = open_twin(Session)
+
+
+def new_property(span: Span, name: Name, value: PropertyValue) -> Property:
+    """``Property(span=..., name=..., value=...)`` built as `new_name` builds a name."""
+    node = _OpenProperty()
+    node.span = span
+    node.name = name
+    node.value = value
+    node.__class__ = Property
+    return node  # type: ignore[no-any-return]
+
+
+def new_session(
+    span: Span,
+    kind: Literal["session", "resume"],
+    prompt: StringLit | None,
+    agent: Name | None,
+    name: Name | None,
+    properties: tuple[Property, ...],
+) -> Session:
+    """``Session(span=..., kind=..., ...)`` (every field given) built as `new_name` does."""
+    node = _OpenSession()
+    node.span = span
+    node.kind = kind
+    node.prompt = prompt
+    node.agent = agent
+    node.name = name
+    node.properties = properties
+    node.__class__ = Session
+    return node  # type: ignore[no-any-return]
+
+
 @node_class
 class Ask:
     """``ask "question"`` with an optional property block (``options:``, ``default:``,

@@ -115,6 +115,20 @@ SPAN = Span(2, 9, 1, 3, 1, 10)
                 triple=True,
             ),
         ),
+        (
+            nodes.new_property(
+                SPAN, nodes.Name(span=SPAN, id="model"), nodes.Name(span=SPAN, id="opus")
+            ),
+            nodes.Property(
+                span=SPAN,
+                name=nodes.Name(span=SPAN, id="model"),
+                value=nodes.Name(span=SPAN, id="opus"),
+            ),
+        ),
+        (
+            nodes.new_session(SPAN, "resume", None, nodes.Name(span=SPAN, id="w"), None, ()),
+            nodes.Session(span=SPAN, kind="resume", agent=nodes.Name(span=SPAN, id="w")),
+        ),
     ],
 )
 def test_the_factories_build_the_constructors_nodes(made: object, built: object) -> None:

@@ -113,13 +113,8 @@ class Sessions(Cursor):
             properties.extend(self.property_block())
         if mixed is not None:
             properties.insert(0, mixed)
-        return n.Session(
-            span=self.span_from(keyword_at),
-            kind=kind,
-            prompt=prompt,
-            agent=agent,
-            name=name,
-            properties=tuple(properties),
+        return n.new_session(
+            self.span_from(keyword_at), kind, prompt, agent, name, tuple(properties)
         )
 
     def ask(self) -> n.Ask:
@@ -364,7 +359,7 @@ class Sessions(Cursor):
             and not self.starts_property(1)
         ):
             value = self.unbracketed_list(token[1], value)
-        return n.Property(span=self.span_after(name_span), name=name, value=value)
+        return n.new_property(self.span_after(name_span), name, value)
 
     def unquoted_prompt(self, first: int) -> n.StringLit:
         """`prompt: You are a helpful assistant.`: reported, and parsed as that string."""
