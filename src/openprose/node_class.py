@@ -82,6 +82,15 @@ def _setstate(self: Any, state: list[Any]) -> None:
         object.__setattr__(self, name, value)
 
 
+def open_twin(cls: type[Any]) -> type[Any]:
+    """A class with `cls`'s slots and nothing else (so the same layout): a fresh instance of
+    it takes plain attribute stores, then `instance.__class__ = cls` makes it a `cls`. A hot
+    node's factory builds it so: no `__init__` frame, no descriptor call per field."""
+    if cls.__bases__ != (object,):
+        raise TypeError(f"{cls.__name__}: only a class made directly on object")
+    return type(f"_Open{cls.__name__}", (), {"__slots__": cls.__slots__})
+
+
 _SHARED: dict[str, Any] = {
     "__setattr__": _setattr,
     "__delattr__": _delattr,

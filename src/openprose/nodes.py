@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from dataclasses import field, fields
 from typing import Literal, TypeAlias, get_args
 
-from openprose.node_class import node_class
+from openprose.node_class import node_class, open_twin
 from openprose.source import Span
 
 # --- leaves ----------------------------------------------------------------------------------
@@ -57,6 +57,32 @@ class StringLit:
     @property
     def interpolations(self) -> tuple[Interpolation, ...]:
         return tuple(p for p in self.parts if isinstance(p, Interpolation))
+
+
+# The parser's commonest nodes, built without `__init__` (node_class.open_twin): the same
+# instances as `Name(span=..., id=...)` and `StringLit(...)`, at under half the cost.
+_OpenName = open_twin(Name)
+_OpenStringLit = open_twin(StringLit)
+
+
+def new_name(span: Span, id: str) -> Name:
+    node = _OpenName()
+    node.span = span
+    node.id = id
+    node.__class__ = Name
+    return node  # type: ignore[no-any-return]
+
+
+def new_string_lit(
+    span: Span, value: str, parts: tuple[str | Interpolation, ...], triple: bool
+) -> StringLit:
+    node = _OpenStringLit()
+    node.span = span
+    node.value = value
+    node.parts = parts
+    node.triple = triple
+    node.__class__ = StringLit
+    return node  # type: ignore[no-any-return]
 
 
 @node_class
@@ -199,6 +225,40 @@ class Session:
     agent: Name | None = None
     name: Name | None = None
     properties: tuple[Property, ...] = ()
+
+
+_OpenProperty = open_twin(Property)
+_OpenSession = open_twin(Session)
+
+
+def new_property(span: Span, name: Name, value: PropertyValue) -> Property:
+    """``Property(span=..., name=..., value=...)`` built as `new_name` builds a name."""
+    node = _OpenProperty()
+    node.span = span
+    node.name = name
+    node.value = value
+    node.__class__ = Property
+    return node  # type: ignore[no-any-return]
+
+
+def new_session(
+    span: Span,
+    kind: Literal["session", "resume"],
+    prompt: StringLit | None,
+    agent: Name | None,
+    name: Name | None,
+    properties: tuple[Property, ...],
+) -> Session:
+    """``Session(span=..., kind=..., ...)`` (every field given) built as `new_name` does."""
+    node = _OpenSession()
+    node.span = span
+    node.kind = kind
+    node.prompt = prompt
+    node.agent = agent
+    node.name = name
+    node.properties = properties
+    node.__class__ = Session
+    return node  # type: ignore[no-any-return]
 
 
 @node_class

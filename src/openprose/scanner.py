@@ -19,8 +19,8 @@ from typing import Final, cast
 
 from openprose.codes import diagnostic
 from openprose.diagnostics import Diagnostic, Edit, Fix
-from openprose.nodes import Comment, Interpolation, StringLit
-from openprose.source import SourceFile, Span
+from openprose.nodes import Comment, Interpolation, StringLit, new_string_lit
+from openprose.source import SourceFile, Span, new_span
 
 # Token kinds. Keywords are their own kind (the keyword text); everything else is below.
 NAME: Final = "NAME"
@@ -136,14 +136,14 @@ Token = tuple[str, str, int, int, int, int, int, int, object]
 
 
 def token_span(token: Token) -> Span:
-    return Span(token[2], token[3], token[4], token[5], token[6], token[7])
+    return new_span(token[2], token[3], token[4], token[5], token[6], token[7])
 
 
 def string_literal(token: Token) -> StringLit:
     """A STRING token as the string node it is."""
     decoded = cast(StringValue, token[8])
-    span = Span(token[2], token[3], token[4], token[5], token[6], token[7])
-    return StringLit(span=span, value=decoded.value, parts=decoded.parts, triple=decoded.triple)
+    span = new_span(token[2], token[3], token[4], token[5], token[6], token[7])
+    return new_string_lit(span, decoded.value, decoded.parts, decoded.triple)
 
 
 class StringValue:
@@ -200,7 +200,7 @@ class _Scanner:
         """Span of text that lies on the current line."""
         line_start = self.line_start
         line = self.line
-        return Span(start, end, line, start - line_start + 1, line, end - line_start + 1)
+        return new_span(start, end, line, start - line_start + 1, line, end - line_start + 1)
 
     def token(self, kind: str, start: int, end: int, value: object = None) -> Token:
         """A token on the current line (the hot loop inlines this for common kinds)."""

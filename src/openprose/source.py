@@ -59,6 +59,26 @@ def _span_init() -> None:
 _span_init()
 
 
+# Span's slots without its frozenness: a fresh instance of this class takes plain attribute
+# stores (specialized by the interpreter, no descriptor calls), and then becomes a `Span`
+# (same slots, same layout). `new_span` is how the scanner and parser, which build ~3 spans a
+# line, make theirs: ~2.2 k instructions a span against ~5.8 k through `Span(...)`.
+_OpenSpan = type("_OpenSpan", (), {"__slots__": Span.__slots__})
+
+
+def new_span(start: int, end: int, line: int, column: int, end_line: int, end_column: int) -> Span:
+    """``Span(start, end, line, column, end_line, end_column)``, built faster."""
+    span = _OpenSpan()
+    span.start = start
+    span.end = end
+    span.line = line
+    span.column = column
+    span.end_line = end_line
+    span.end_column = end_column
+    span.__class__ = Span
+    return span  # type: ignore[no-any-return]
+
+
 @dataclass(frozen=True, slots=True)
 class SourceFile:
     """Decoded program text plus the line table needed to turn offsets into positions."""

@@ -12,7 +12,7 @@ from dataclasses import FrozenInstanceError, dataclass, field
 import pytest
 
 from openprose import nodes
-from openprose.node_class import node_class
+from openprose.node_class import node_class, open_twin
 from openprose.source import Span
 
 
@@ -95,3 +95,63 @@ def test_the_tree_nodes_compare_without_spans() -> None:
     program = nodes.Program(span=here, body=(), path="a.prose")
     assert program == nodes.Program(span=there, body=(), path="b.prose")
     assert repr(program) == "Program(body=(), path='a.prose')"
+
+
+SPAN = Span(2, 9, 1, 3, 1, 10)
+
+
+@pytest.mark.parametrize(
+    ("made", "built"),
+    [
+        (nodes.new_name(SPAN, "draft"), nodes.Name(span=SPAN, id="draft")),
+        (
+            nodes.new_string_lit(
+                SPAN, "a {x}", ("a ", nodes.Interpolation(span=SPAN, name="x")), True
+            ),
+            nodes.StringLit(
+                span=SPAN,
+                value="a {x}",
+                parts=("a ", nodes.Interpolation(span=SPAN, name="x")),
+                triple=True,
+            ),
+        ),
+        (
+            nodes.new_property(
+                SPAN, nodes.Name(span=SPAN, id="model"), nodes.Name(span=SPAN, id="opus")
+            ),
+            nodes.Property(
+                span=SPAN,
+                name=nodes.Name(span=SPAN, id="model"),
+                value=nodes.Name(span=SPAN, id="opus"),
+            ),
+        ),
+        (
+            nodes.new_session(SPAN, "resume", None, nodes.Name(span=SPAN, id="w"), None, ()),
+            nodes.Session(span=SPAN, kind="resume", agent=nodes.Name(span=SPAN, id="w")),
+        ),
+    ],
+)
+def test_the_factories_build_the_constructors_nodes(made: object, built: object) -> None:
+    assert type(made) is type(built)
+    assert made == built and hash(made) == hash(built) and repr(made) == repr(built)
+    assert [getattr(made, f.name) for f in dataclasses.fields(built)] == [  # type: ignore[arg-type]
+        getattr(built, f.name)
+        for f in dataclasses.fields(built)  # type: ignore[arg-type]
+    ]
+    assert pickle.loads(pickle.dumps(made)) == built and copy.deepcopy(made) == built
+    with pytest.raises(FrozenInstanceError):
+        made.span = SPAN  # type: ignore[attr-defined]
+
+
+def test_open_twin_refuses_a_subclass() -> None:
+    @node_class
+    class Child(Shared):
+        extra: int = 0
+
+    with pytest.raises(TypeError, match="only a class made directly on object"):
+        open_twin(Child)
+    twin = open_twin(Shared)
+    made = twin()
+    made.span, made.name, made.items, made.note = SPAN, "n", (1,), "x"
+    made.__class__ = Shared
+    assert made == Shared(span=None, name="n", items=(1,)) and made.note == "x"

@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+import pickle
 from pathlib import Path
 
 import pytest
 
-from openprose.source import PROGRAM_LIMIT, Unreadable, decode_program, read_program
+from openprose.source import (
+    PROGRAM_LIMIT,
+    Span,
+    Unreadable,
+    decode_program,
+    new_span,
+    read_program,
+)
 
 
 def test_a_utf8_file_reads_with_its_bom_dropped(tmp_path: Path) -> None:
@@ -38,3 +48,22 @@ def test_a_bad_byte_is_e100_at_that_byte() -> None:
 def test_more_than_the_limit_is_refused() -> None:
     with pytest.raises(Unreadable, match="larger than the 64 MiB limit"):
         decode_program(b" " * (PROGRAM_LIMIT + 1))
+
+
+def test_new_span_is_the_span_the_constructor_makes() -> None:
+    made, built = new_span(3, 9, 1, 4, 2, 1), Span(3, 9, 1, 4, 2, 1)
+    assert type(made) is Span
+    assert made == built and hash(made) == hash(built) and repr(made) == repr(built)
+    assert pickle.loads(pickle.dumps(made)) == built
+    assert copy.deepcopy(made) == built
+    assert dataclasses.replace(made, end=10) == Span(3, 10, 1, 4, 2, 1)
+    assert made.cover(Span(0, 4, 1, 1, 1, 5)) == Span(0, 9, 1, 1, 2, 1)
+
+
+def test_new_span_is_frozen() -> None:
+    made = new_span(0, 1, 1, 1, 1, 2)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.start = 5  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        del made.end  # type: ignore[misc]
+    assert made == Span(0, 1, 1, 1, 1, 2)

@@ -30,7 +30,7 @@ from openprose.scanner import (
     string_literal,
     token_span,
 )
-from openprose.source import SourceFile, Span
+from openprose.source import SourceFile, Span, new_span
 from openprose.suggest import closest, did_you_mean
 from openprose.vocabulary import AGENT_PROPERTIES
 
@@ -154,14 +154,14 @@ class Cursor:
         if token[0] not in _NAME_KINDS:
             self.fail(f"expected {what}")
         self.pos += 1
-        return n.Name(span=token_span(token), id=token[1])
+        return n.new_name(token_span(token), token[1])
 
     def expect_word(self, what: str) -> n.Name:
         token = self.tokens[self.pos]
         if not _is_word(token):
             self.fail(f"expected {what}")
         self.pos += 1
-        return n.Name(span=token_span(token), id=token[1])
+        return n.new_name(token_span(token), token[1])
 
     def declared_name(self, what: str, *followers: str) -> n.Name:
         """The name after ``input``/``output``/``block``. When it is missing but the line
@@ -169,8 +169,8 @@ class Cursor:
         be) and the checker reports the reference's error (E020, E023, E151)."""
         token = self.tokens[self.pos]
         if token[0] in followers:
-            span = Span(token[2], token[2], token[4], token[5], token[4], token[5])
-            return n.Name(span=span, id="")
+            span = new_span(token[2], token[2], token[4], token[5], token[4], token[5])
+            return n.new_name(span, "")
         return self.expect_name(what)
 
     def take(self) -> int:
@@ -194,12 +194,12 @@ class Cursor:
         tokens = self.tokens
         first = tokens[start]
         last = tokens[index]
-        return Span(first[2], last[3], first[4], first[5], last[6], last[7])
+        return new_span(first[2], last[3], first[4], first[5], last[6], last[7])
 
     def span_after(self, start: Span) -> Span:
         """From the start of ``start`` through the last significant token consumed."""
         last = self.last_significant()
-        return Span(start.start, last[3], start.line, start.column, last[6], last[7])
+        return new_span(start.start, last[3], start.line, start.column, last[6], last[7])
 
     def starts_property(self, ahead: int) -> bool:
         """Does ``name:`` start ``ahead`` tokens from here?"""
@@ -312,7 +312,7 @@ class Cursor:
         while end > start and kinds[end] in _LAYOUT:
             end -= 1
         first, last = self.tokens[start], self.tokens[max(end, start)]
-        span = Span(first[2], last[3], first[4], first[5], last[6], last[7])
+        span = new_span(first[2], last[3], first[4], first[5], last[6], last[7])
         return n.Invalid(span=span, text=self.source.text[span.start : span.end])
 
     def too_deep(self) -> None:

@@ -36,7 +36,7 @@ from openprose.scanner import (
     string_literal,
     token_span,
 )
-from openprose.source import Span
+from openprose.source import new_span
 
 
 class Expressions(Cursor):
@@ -53,7 +53,7 @@ class Expressions(Cursor):
             if kind in _NAME_KINDS:
                 self.pos = pos + 1
                 token = self.tokens[pos]
-                return n.Name(span=token_span(token), id=token[1])
+                return n.new_name(token_span(token), token[1])
             if kind == STRING:
                 self.pos = pos + 1
                 return string_literal(self.tokens[pos])
@@ -203,7 +203,7 @@ class Expressions(Cursor):
                 return self.call(token)
             if following in _AFTER_KEYWORD:
                 self.misspelled_keyword(token)
-            return n.Name(span=token_span(token), id=token[1])
+            return n.new_name(token_span(token), token[1])
         if kind == STRING:
             self.pos += 1
             return string_literal(token)
@@ -211,7 +211,7 @@ class Expressions(Cursor):
             return self.session()
         if kind in SOFT_KEYWORDS:
             self.pos += 1
-            return n.Name(span=token_span(token), id=token[1])
+            return n.new_name(token_span(token), token[1])
         handler = _PRIMARIES.get(kind)
         if handler is not None:
             return handler(self)
@@ -240,7 +240,7 @@ class Expressions(Cursor):
             self.depth -= 1
         return n.ProgramCall(
             span=self.span_from(callee_at),
-            callee=n.Name(span=token_span(callee), id=callee[1]),
+            callee=n.new_name(token_span(callee), callee[1]),
             args=tuple(args),
         )
 
@@ -298,12 +298,12 @@ class Expressions(Cursor):
             if kinds[i + 3] not in (",", "}"):
                 return None
             value = tokens[i + 2]
-            values.append(n.Name(span=token_span(value), id=value[1]))
+            values.append(n.new_name(token_span(value), value[1]))
             i += 4
             if kinds[i - 1] == "}":
                 break
         opener, closer = tokens[start], tokens[i - 1]
-        span = Span(opener[2], closer[3], opener[4], opener[5], closer[6], closer[7])
+        span = new_span(opener[2], closer[3], opener[4], opener[5], closer[6], closer[7])
         plain = "{ " + ", ".join(v.id for v in values) + " }"
         self.report(
             "E004",

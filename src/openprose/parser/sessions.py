@@ -30,7 +30,7 @@ from openprose.scanner import (
     string_literal,
     token_span,
 )
-from openprose.source import Span
+from openprose.source import Span, new_span
 
 RETURNS = "returns"  # the property whose value is a shape (parser/shapes.py)
 
@@ -55,7 +55,7 @@ class Sessions(Cursor):
                 agent = self.prompt_and_agent(pos)
                 mixed = n.Property(
                     span=prompt.span,
-                    name=n.Name(span=prompt.span, id="prompt"),
+                    name=n.new_name(prompt.span, "prompt"),
                     value=prompt,
                 )
                 prompt = None
@@ -113,13 +113,8 @@ class Sessions(Cursor):
             properties.extend(self.property_block())
         if mixed is not None:
             properties.insert(0, mixed)
-        return n.Session(
-            span=self.span_from(keyword_at),
-            kind=kind,
-            prompt=prompt,
-            agent=agent,
-            name=name,
-            properties=tuple(properties),
+        return n.new_session(
+            self.span_from(keyword_at), kind, prompt, agent, name, tuple(properties)
         )
 
     def ask(self) -> n.Ask:
@@ -150,7 +145,7 @@ class Sessions(Cursor):
         name = self.tokens[at + 2]
         self.note(habits.prompt_and_agent(self, at))
         self.pos = at + 3
-        return n.Name(span=token_span(name), id=name[1])
+        return n.new_name(token_span(name), name[1])
 
     def agent_then_prompt(self, at: int) -> n.Property:
         """`session: researcher "Find the sources"` (the string at ``at``): reported, and
@@ -158,9 +153,7 @@ class Sessions(Cursor):
         self.note(habits.agent_then_prompt(self, at))
         self.pos = at + 1
         prompt = string_literal(self.tokens[at])
-        return n.Property(
-            span=prompt.span, name=n.Name(span=prompt.span, id="prompt"), value=prompt
-        )
+        return n.Property(span=prompt.span, name=n.new_name(prompt.span, "prompt"), value=prompt)
 
     def header_colon(self) -> None:
         """`session "Synthesize":` with its properties under it (an early form of the
@@ -185,7 +178,7 @@ class Sessions(Cursor):
         closer = tokens[self.pos - 1]
         start, end = tokens[opener - 1][3], closer[3]
         first = tokens[opener]
-        span = Span(first[2], closer[3], first[4], first[5], closer[6], closer[7])
+        span = new_span(first[2], closer[3], first[4], first[5], closer[6], closer[7])
         line = self.source.line_text(tokens[keyword_at][4])
         indent = " " * (len(line) - len(line.lstrip(" ")) + 2)
         text = self.source.text
@@ -311,8 +304,8 @@ class Sessions(Cursor):
                 raise _ParseError(properties=True)
             self.fail("expected a property ('name: value')")
         token = self.tokens[pos]
-        name_span = Span(token[2], token[3], token[4], token[5], token[6], token[7])
-        name = n.Name(span=name_span, id=token[1])
+        name_span = new_span(token[2], token[3], token[4], token[5], token[6], token[7])
+        name = n.new_name(name_span, token[1])
         pos += 2
         self.pos = pos
         value: n.PropertyValue
@@ -366,7 +359,7 @@ class Sessions(Cursor):
             and not self.starts_property(1)
         ):
             value = self.unbracketed_list(token[1], value)
-        return n.Property(span=self.span_after(name_span), name=name, value=value)
+        return n.new_property(self.span_after(name_span), name, value)
 
     def unquoted_prompt(self, first: int) -> n.StringLit:
         """`prompt: You are a helpful assistant.`: reported, and parsed as that string."""
@@ -375,7 +368,7 @@ class Sessions(Cursor):
         if found.fix is not None:
             self.taken_in(span)
         self.note(found)
-        return n.StringLit(span=span, value=raw, parts=(raw,), triple=False)
+        return n.new_string_lit(span, raw, (raw,), False)
 
     def unquoted_pattern_follows(self, pos: int) -> bool:
         """A permission rule's value written as a bare path or glob (`docs/`, `*.md`): more
@@ -397,7 +390,7 @@ class Sessions(Cursor):
         while kinds[end] not in _LAYOUT:
             end += 1
         head, last = tokens[first], tokens[end - 1]
-        span = Span(head[2], last[3], head[4], head[5], last[6], last[7])
+        span = new_span(head[2], last[3], head[4], head[5], last[6], last[7])
         self.pos = end
         return span, self.source.text[span.start : span.end]
 
@@ -409,9 +402,7 @@ class Sessions(Cursor):
         if found.fix is not None:
             self.taken_in(span)
         self.note(found)
-        elements = tuple(
-            n.StringLit(span=span, value=p, parts=(p,), triple=False) for p in patterns
-        )
+        elements = tuple(n.new_string_lit(span, p, (p,), False) for p in patterns)
         return n.ArrayLit(span=span, elements=elements)
 
     def spaced_context(self, first: n.Name) -> n.Expr:
@@ -420,7 +411,7 @@ class Sessions(Cursor):
         names = [first]
         while self.kinds[self.pos] == NAME:
             token = self.tokens[self.pos]
-            names.append(n.Name(span=token_span(token), id=token[1]))
+            names.append(n.new_name(token_span(token), token[1]))
             self.pos += 1
         if self.kinds[self.pos] not in _LAYOUT:
             self.fail("expected the end of the statement")
@@ -506,6 +497,6 @@ class Sessions(Cursor):
         while self.kinds[end] not in _LAYOUT:
             end += 1
         first, last = self.tokens[pos], self.tokens[end - 1]
-        span = Span(first[2], last[3], first[4], first[5], last[6], last[7])
+        span = new_span(first[2], last[3], first[4], first[5], last[6], last[7])
         self.pos = end
-        return n.Name(span=span, id=self.source.text[span.start : span.end])
+        return n.new_name(span, self.source.text[span.start : span.end])

@@ -86,7 +86,7 @@ class Shapes(Cursor):
         start = self.pos
         if not _is_word_kind(kinds[start]) or kinds[start + 1] != ":":
             self.fail("expected a field ('name: shape')")
-        name = n.Name(span=token_span(tokens[start]), id=tokens[start][1])
+        name = n.new_name(token_span(tokens[start]), tokens[start][1])
         self.pos += 2
         following = kinds[self.pos + 1]
         optional = (

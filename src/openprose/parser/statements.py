@@ -317,7 +317,7 @@ class Statements(Cursor):
         reported as habits; either parses as an input, so uses of the name do not cascade."""
         at = self.tokens[self.pos]
         # the name stands in for the missing description (no second, empty-description row)
-        empty = n.StringLit(span=token_span(at), value=name.id, parts=(name.id,), triple=False)
+        empty = n.new_string_lit(token_span(at), name.id, (name.id,), False)
         if at[0] != "=":
             self.note(habits.input_without_description(self, self.pos, name))
         else:
@@ -341,7 +341,7 @@ class Statements(Cursor):
             self.taken_in(span)
         self.note(found)
         raw = self.source.text[span.start : span.end]
-        description = n.StringLit(span=span, value=raw, parts=(raw,), triple=False)
+        description = n.new_string_lit(span, raw, (raw,), False)
         return n.Input(span=self.span_from(start), name=name, description=description)
 
     def output(self) -> n.Output | n.Invalid:
@@ -489,7 +489,7 @@ class Statements(Cursor):
             value = cast(n.Expr, _STATEMENTS[self.kinds[self.pos]](self))
         else:
             value = self.expression()
-        target = n.Name(span=token_span(token), id=token[1])
+        target = n.new_name(token_span(token), token[1])
         return n.Assign(span=self.span_from(start), target=target, value=value)
 
     def try_stmt(self) -> n.Try:
@@ -633,7 +633,7 @@ class Statements(Cursor):
         self.pos = end - 1
         span = found.span
         text = self.source.text[span.start : span.end]
-        return n.StringLit(span=span, value=text, parts=(text,), triple=False)
+        return n.new_string_lit(span, text, (text,), False)
 
     def if_stmt(self) -> n.If:
         start = self.take()
