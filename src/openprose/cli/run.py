@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from cliconventions import interrupt_status
 from cliconventions import interrupt_word as interrupted
 from openprose.cli.estimate import print_estimates, refusal
+from openprose.cli.json_out import write_json
 from openprose.record.events import Event, RunStarted
 from openprose.session.estimate import estimate_run
 from openprose.session.opening import (
@@ -562,8 +563,8 @@ def report(result: RunResult, as_json: bool, notice: RunNotice | None = None) ->
     if notice is not None:
         notice.reporting = True  # from here an OSError is the output's, not the run folder's
     if as_json:
-        # in pieces (json.dump streams): a 100,000-item result is never one string here
-        json.dump(result.to_json(), sys.stdout, ensure_ascii=False)
+        # in pieces: a 100,000-item result is never one string here
+        write_json(result.to_json(), sys.stdout)
         sys.stdout.write("\n")
     else:
         print_summary(result, notice.provider if notice is not None else None)
