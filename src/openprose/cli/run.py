@@ -522,11 +522,12 @@ def at_a_terminal(args: argparse.Namespace, from_stdin: bool) -> bool:
 
 
 @contextmanager
-def progress(as_json: bool, notice: RunNotice, quiet: bool = False) -> Iterator[Fanout]:
+def progress(as_json: bool, notice: RunNotice, quiet: bool = False) -> Iterator[Observer]:
     """The run notice, plus a Rich live view on a terminal or plain lines on stderr
-    otherwise; the notice alone with --json or -q."""
+    otherwise; the notice alone with --json or -q (itself: a `Fanout` of one is one call
+    more for each of a run's events)."""
     if as_json or quiet:
-        yield Fanout(notice)
+        yield notice
         return
     if sys.stderr.isatty() and os.environ.get("TERM") != "dumb":
         from openprose.vm.progress import LiveView
