@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from cliconventions import interrupt_status
 from cliconventions import interrupt_word as interrupted
 from openprose.cli.estimate import print_estimates, refusal
+from openprose.cli.json_out import write_json
 from openprose.record.events import Event, RunStarted
 from openprose.session.estimate import estimate_run
 from openprose.session.opening import (
@@ -521,11 +522,12 @@ def at_a_terminal(args: argparse.Namespace, from_stdin: bool) -> bool:
 
 
 @contextmanager
-def progress(as_json: bool, notice: RunNotice, quiet: bool = False) -> Iterator[Fanout]:
+def progress(as_json: bool, notice: RunNotice, quiet: bool = False) -> Iterator[Observer]:
     """The run notice, plus a Rich live view on a terminal or plain lines on stderr
-    otherwise; the notice alone with --json or -q."""
+    otherwise; the notice alone with --json or -q (itself: a `Fanout` of one is one call
+    more for each of a run's events)."""
     if as_json or quiet:
-        yield Fanout(notice)
+        yield notice
         return
     if sys.stderr.isatty() and os.environ.get("TERM") != "dumb":
         from openprose.vm.progress import LiveView
@@ -562,8 +564,8 @@ def report(result: RunResult, as_json: bool, notice: RunNotice | None = None) ->
     if notice is not None:
         notice.reporting = True  # from here an OSError is the output's, not the run folder's
     if as_json:
-        # in pieces (json.dump streams): a 100,000-item result is never one string here
-        json.dump(result.to_json(), sys.stdout, ensure_ascii=False)
+        # in pieces: a 100,000-item result is never one string here
+        write_json(result.to_json(), sys.stdout)
         sys.stdout.write("\n")
     else:
         print_summary(result, notice.provider if notice is not None else None)

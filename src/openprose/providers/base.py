@@ -367,6 +367,10 @@ class ProviderConfigError(ProviderError):
     """Nothing usable is configured, or the configuration (or credential) is wrong."""
 
 
+# What `json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)` makes
+# for each call, made once: a replay hashes every request it is asked and holds.
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def _canonical_sha256(value: Any) -> str:
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return hashlib.sha256(_CANONICAL.encode(value).encode("utf-8")).hexdigest()

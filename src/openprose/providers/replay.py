@@ -142,15 +142,19 @@ class ReplayProvider:
         self, records: Iterable[tuple[ModelRequest, ModelResponse]], *, source: str = "records"
     ) -> None:
         self._source = source
+        self._requests: list[ModelRequest] = []
         self._responses: list[ModelResponse] = []
         self._used: list[bool] = []
         self._by_key: dict[str, deque[int]] = {}
-        self._by_prompt: dict[str, deque[int]] = {}
+        # Made at the first request no record matches exactly: a replay of the same
+        # program's run (the usual one) never needs it, and each key is a canonical JSON
+        # dump and a sha256 per record.
+        self._by_prompt: dict[str, deque[int]] | None = None
         for index, (request, response) in enumerate(records):
+            self._requests.append(request)
             self._responses.append(response)
             self._used.append(False)
             self._by_key.setdefault(request.key(), deque()).append(index)
-            self._by_prompt.setdefault(_prompt_key(request), deque()).append(index)
 
     @classmethod
     def from_file(cls, path: Path) -> ReplayProvider:
@@ -161,7 +165,7 @@ class ReplayProvider:
     async def complete(self, request: ModelRequest) -> ModelResponse:
         index = self._take(self._by_key.get(request.key()))
         if index is None:
-            index = self._take(self._by_prompt.get(_prompt_key(request)))
+            index = self._take(self._prompt_index().get(_prompt_key(request)))
         if index is None:
             preview = request.last_user_text()[:PROMPT_PREVIEW_CHARS].replace("\n", " ")
             raise ProviderError(
@@ -183,6 +187,16 @@ class ReplayProvider:
 
     async def aclose(self) -> None:
         return None
+
+    def _prompt_index(self) -> dict[str, deque[int]]:
+        """The records by everything but the model id, in recorded order (those already
+        used stay in: `_take` skips them)."""
+        if self._by_prompt is None:
+            self._by_prompt = {}
+            for index, request in enumerate(self._requests):
+                self._by_prompt.setdefault(_prompt_key(request), deque()).append(index)
+            self._requests = []  # only this index needed them
+        return self._by_prompt
 
     def _take(self, candidates: deque[int] | None) -> int | None:
         while candidates:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -85,6 +86,30 @@ async def test_model_id_mismatch_falls_back_to_the_prompt() -> None:
     )
     assert (await replay.complete(ask("q", model="claude-opus-5-5"))).text == "exact"
     assert (await replay.complete(ask("q", model="sonnet"))).text == "loose"
+
+
+async def test_a_model_mismatch_takes_the_next_unused_record_of_the_prompt() -> None:
+    # The prompt index is made at the first miss, after an exact match used the first record.
+    replay = ReplayProvider(
+        [(ask("q", model="a"), answer("first")), (ask("q", model="b"), answer("second"))]
+    )
+    assert (await replay.complete(ask("q", model="a"))).text == "first"
+    assert (await replay.complete(ask("q", model="c"))).text == "second"
+    with pytest.raises(ProviderError, match="no recorded response left"):
+        await replay.complete(ask("q", model="c"))
+
+
+def test_the_replay_key_is_the_canonical_json_sha256_recorded_cassettes_hold() -> None:
+    # Cassettes on disk hold this key: its bytes may never change (sorted keys, no spaces,
+    # non-ASCII as UTF-8).
+    request = ModelRequest(
+        model="m", messages=(Message("user", "caf\u00e9 \"q\"\n"),), system="s", temperature=0.5
+    )
+    text = (
+        '{"max_tokens":1024,"messages":[{"content":"caf\u00e9 \\"q\\"\\n","role":"user"}],'
+        '"model":"m","system":"s","temperature":0.5}'
+    )
+    assert request.key() == hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 async def test_different_prompts_do_not_match() -> None:
