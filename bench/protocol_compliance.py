@@ -16,7 +16,7 @@ shares, seconds per turn (wall, and CPU of the process: the machine is shared), 
 
     .venv/bin/python bench/protocol_compliance.py [--prompts 20] [--only vlp|vpp|plsp]
         [--baseline] [--show N]   # print the replies of the first N PLSP cycles
-        [--plsp-seed S]           # another draw of PLSP cycles (default 15)
+        [--plsp-seed S ...]       # other draws of PLSP cycles (default 15)
         [--plsp-grammar G ...]    # only these PLSP grammar choices (default all three)
 """
 
@@ -246,7 +246,7 @@ def main() -> int:
     parser.add_argument("--only", choices=("vlp", "vpp", "plsp"))
     parser.add_argument("--baseline", action="store_true", help="also unconstrained")
     parser.add_argument("--show", type=int, default=0, metavar="N")
-    parser.add_argument("--plsp-seed", type=int, default=PLSP_SEED, metavar="S")
+    parser.add_argument("--plsp-seed", type=int, nargs="+", default=[PLSP_SEED], metavar="S")
     parser.add_argument("--plsp-grammar", nargs="+", choices=PLSP_CHOICES, default=PLSP_CHOICES)
     args = parser.parse_args()
     from openprose.providers import local_model_installed
@@ -275,10 +275,10 @@ def main() -> int:
             f"{_baseline(baseline if args.baseline else None)}  {_verdict(first, 0.90)}  "
             f"{_timing(started, count)}"
         )
-    if args.only in (None, "plsp"):
+    for seed in args.plsp_seed if args.only in (None, "plsp") else []:
         started = (time.perf_counter(), time.process_time())
         choices = tuple(dict.fromkeys(args.plsp_grammar))
-        shares = asyncio.run(bench_plsp(count, args.show, args.baseline, args.plsp_seed, choices))
+        shares = asyncio.run(bench_plsp(count, args.show, args.baseline, seed, choices))
         none = shares["none"][1] if args.baseline else None
         parts = [
             f"{choice} {shares[choice][1]:6.1%} (after re-ask {shares[choice][0]:6.1%})"
@@ -290,7 +290,7 @@ def main() -> int:
             if choice in shares
         ]
         print(
-            f"PLSP seed {args.plsp_seed} first attempt: {'; '.join(parts)}{_baseline(none)}  "
+            f"PLSP seed {seed} first attempt: {'; '.join(parts)}{_baseline(none)}  "
             f"{', '.join(verdicts)}  {_timing(started, count * len(shares))}"
         )
     return 0

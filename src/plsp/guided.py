@@ -91,7 +91,47 @@ def _name(directive: Set | Update | Delete | Fetch) -> str:
 
 
 def _touched(instruction: Instruction) -> list[str]:
-    return list(dict.fromkeys(_name(d) for d in _targets(instruction.directives)))
+    """The names the directives write or remove, in the order the prompt's lines show them."""
+    shown = tuple(
+        d for i, d in enumerate(instruction.directives) if not _overwritten(instruction, i)
+    )
+    return list(dict.fromkeys(_name(d) for d in _targets(shown)))
+
+
+def _overwritten(instruction: Instruction, index: int) -> bool:
+    """Whether the directive at `index` is a `set` that a later directive outside an `@if`
+    writes or removes before anything reads the name: it leaves no trace in the next
+    block, so the prompt leaves its line out. Shown, it was copied by the 135M model
+    (`$f:65.6` for `@set:$f=65.6;@upd:$z=40;@set:$f=7`; `""` after `@upd:$y=$y;@upd:$y="west"`)."""
+    directive = instruction.directives[index]
+    if not isinstance(directive, Set | Update):
+        return False
+    for later in instruction.directives[index + 1 :]:
+        reads = _reads(later)
+        if reads is None or directive.name in reads:
+            return False
+        if isinstance(later, Set | Update | Delete | Fetch) and _name(later) == directive.name:
+            return True
+    return False
+
+
+def _reads(directive: Directive) -> set[str] | None:
+    """The names a directive's values read; None for an unknown directive (any)."""
+    values: tuple[Value, ...] = ()
+    if isinstance(directive, Set | Update):
+        values = (directive.value,)
+    elif isinstance(directive, Signal):
+        command = directive.command
+        values = command.params if isinstance(command, Action) else command.values
+    elif isinstance(directive, If):
+        values = (directive.condition.left, directive.condition.right)
+        branches = [_reads(d) for d in directive.then + directive.otherwise]
+        if any(b is None for b in branches):
+            return None
+        return {v.name for v in values if isinstance(v, Ref)}.union(*(b or set() for b in branches))
+    elif isinstance(directive, Opaque):
+        return None
+    return {v.name for v in values if isinstance(v, Ref)}
 
 
 def _literal(value: Value, known: Expectation) -> Num | Str | None:
@@ -180,14 +220,16 @@ def _line(directive: Directive, known: Expectation, replaced: bool = False) -> s
 
 
 def guided_prompt(instruction: Instruction, previous: StateBlock) -> str:
-    """The untouched variables as a block, then one line per directive, each with what
-    the references it reads hold at that point and whether a later line replaces it."""
+    """The untouched variables as a block, then one line per directive (an overwritten
+    `set` left out), each with what the references it reads hold at that point and
+    whether a later line replaces it."""
     touched = set(_touched(instruction))
     kept = [s for s in previous.statements if isinstance(s, Assign) and s.name not in touched]
     directives = instruction.directives
     lines = [
         _line(d, expect(previous, Instruction(directives[:i])), _replaced(directives, i))
         for i, d in enumerate(directives)
+        if not _overwritten(instruction, i)
     ]
     return "\n".join([_block(kept), *lines])
 
