@@ -273,10 +273,21 @@ def test_a_string_slot_admits_only_strings() -> None:
     assert not admitted.fullmatch('S{$e:79;$j: "disk full";> $e, $e;}S')
 
 
-def test_a_set_that_a_later_line_replaces_says_so() -> None:
-    instruction = parse_instr("INSTR:@set:$f=65.6;@upd:$z=40;@set:$f=7;")
-    assert guided_prompt(instruction, parse('S{$z:"west";}S')).split("\n")[1:] == [
-        "set $f:65.6 (replaced below)",
+def test_a_set_overwritten_before_anything_reads_it_is_left_out() -> None:
+    instruction = parse_instr("INSTR:@set:$f=65.6;@upd:$z=40;@set:$f=7;@upd:$y=$y;@upd:$y=1;")
+    previous = parse('S{$z:"west";$y:2;}S')
+    assert guided_prompt(instruction, previous).split("\n")[1:] == [
         "set $z:40",
+        "set $f:7",
+        "set $y:1",
+    ]  # the names in the order the lines show them
+    assert re.findall(r'"\$(\w):"', guided_grammar(instruction, previous)) == ["z", "f", "y"]
+
+
+def test_a_set_that_a_later_line_replaces_after_a_read_says_so() -> None:
+    instruction = parse_instr("INSTR:@set:$f=65.6;@sig:>$f;@set:$f=7;")
+    assert guided_prompt(instruction, parse("S{}S")).split("\n")[1:] == [
+        "set $f:65.6 (replaced below)",
+        "sig > $f",
         "set $f:7",
     ]
