@@ -48,6 +48,7 @@ from plsp.value_kinds import ANY_KIND, Kinds, ValueKinds
 __all__ = [
     "GUIDED_SYSTEM",
     "decisions",
+    "effective",
     "guided_grammar",
     "guided_prompt",
     "without_decisions",
@@ -219,10 +220,28 @@ def _line(directive: Directive, known: Expectation, replaced: bool = False) -> s
     return directive.dumps()  # an unknown directive, as written
 
 
+def effective(instruction: Instruction, previous: StateBlock) -> Instruction:
+    """The instruction without `@upd:$x=$x` (or `@set`) of a variable the previous block
+    holds and nothing wrote before: it changes nothing, so `$x` stays with the untouched
+    variables. Shown as `set $x: $x`, the 135M model wrote `$x: $y` (seed 16 and 17)."""
+    kept: list[Directive] = []
+    for directive in instruction.directives:
+        no_op = (
+            isinstance(directive, Set | Update)
+            and directive.value == Ref(directive.name)
+            and directive.name in previous.variables
+            and all(_name(d) != directive.name for d in _targets(tuple(kept)))
+        )
+        if not no_op:
+            kept.append(directive)
+    return Instruction(tuple(kept))
+
+
 def guided_prompt(instruction: Instruction, previous: StateBlock) -> str:
     """The untouched variables as a block, then one line per directive (an overwritten
     `set` left out), each with what the references it reads hold at that point and
     whether a later line replaces it."""
+    instruction = effective(instruction, previous)
     touched = set(_touched(instruction))
     kept = [s for s in previous.statements if isinstance(s, Assign) and s.name not in touched]
     directives = instruction.directives
@@ -326,6 +345,7 @@ def decisions(instruction: Instruction, previous: StateBlock) -> list[tuple[int,
     command three times in 20 cycles; writing the word first (a copy of what it read) and
     the branch it selects is one decision in one token."""
     found: list[tuple[int, str, str]] = []
+    instruction = effective(instruction, previous)  # the places are the effective one's
     directives = instruction.directives
     for index, directive in enumerate(directives):
         if (
@@ -357,6 +377,7 @@ def without_decisions(reply: str, instruction: Instruction, previous: StateBlock
 def guided_grammar(instruction: Instruction, previous: StateBlock) -> str:
     """GBNF of the next block's shape: fixed names, command heads and value kinds (string,
     number, reference, as the text writes them), free values."""
+    instruction = effective(instruction, previous)
     touched = _touched(instruction)
     branches = [d for d in instruction.directives if isinstance(d, If)]
     conditional = {_name(t) for d in branches for t in _targets(d.then + d.otherwise)}

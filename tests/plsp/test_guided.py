@@ -14,6 +14,7 @@ from plsp.engine import compare, expect
 from plsp.guided import (
     GUIDED_SYSTEM,
     decisions,
+    effective,
     guided_grammar,
     guided_prompt,
     without_decisions,
@@ -86,10 +87,10 @@ def test_a_string_may_hold_what_a_string_it_was_shown_holds() -> None:
 
 
 def test_a_variables_value_never_refers_to_itself() -> None:
-    instruction, previous = parse_instr("INSTR:@upd:$r=$r;"), parse('S{$r:"hot";$x:1;}S')
+    instruction, previous = parse_instr("INSTR:@upd:$r=$x;"), parse('S{$r:"hot";$x:1;}S')
     admitted = language(instruction, previous)
-    assert admitted.fullmatch('S{$x:1;$r: "hot";}S')
-    assert admitted.fullmatch("S{$x:1;$r: $x;}S")  # a wrong reference is the model's to write
+    assert admitted.fullmatch("S{$x:1;$r: $x;}S")
+    assert admitted.fullmatch("S{$x:1;$r:7;}S")  # a wrong value is the model's to write
     assert not admitted.fullmatch("S{$x:1;$r: $r;}S")  # always circular
 
 
@@ -118,10 +119,11 @@ def _in_guided_order(block: StateBlock, instruction: Instruction, previous: Stat
     others = [s for s in block.statements if not isinstance(s, Assign)]
     ordered = [variables[n] for n in named if n in variables]
     lines = ""
+    shown = effective(instruction, previous)  # the decisions' places are its
     for index, head, tail in decisions(instruction, previous):
-        directive = instruction.directives[index]
+        directive = shown.directives[index]
         assert isinstance(directive, If)
-        known = expect(previous, Instruction(instruction.directives[:index]))
+        known = expect(previous, Instruction(shown.directives[:index]))
         sides = known.value_of(directive.condition.left), known.value_of(directive.condition.right)
         outcome = compare(directive.condition, *sides)
         lines += f"{head}{str(outcome).lower()}{tail}\n"
@@ -282,6 +284,20 @@ def test_a_set_overwritten_before_anything_reads_it_is_left_out() -> None:
         "set $y:1",
     ]  # the names in the order the lines show them
     assert re.findall(r'"\$(\w):"', guided_grammar(instruction, previous)) == ["z", "f", "y"]
+
+
+def test_a_variable_set_to_itself_stays_with_the_untouched_ones() -> None:
+    instruction = parse_instr('INSTR:@upd:$c=$c;@fetch:"f",$d;@upd:$d=$d;')
+    previous = parse('S{$c:"ok";}S')
+    assert guided_prompt(instruction, previous).split("\n") == [
+        'S{$c: "ok";}S',
+        "fetch f into $d",
+        "set $d: $d",  # $d is not in the previous block: the line stays (and verify judges)
+    ]
+    admitted = language(instruction, previous)
+    assert admitted.fullmatch('S{$c: "ok";$d: "x";}S')
+    assert admitted.fullmatch('S{$c: "no";$d:1;}S')  # a wrong kept value is the model's
+    assert not admitted.fullmatch("S{$c: $d;$d:1;}S")  # an untouched string stays a string
 
 
 def test_a_set_that_a_later_line_replaces_after_a_read_says_so() -> None:
