@@ -16,7 +16,8 @@ shares, seconds per turn (wall, and CPU of the process: the machine is shared), 
 
     .venv/bin/python bench/protocol_compliance.py [--prompts 20] [--only vlp|vpp|plsp]
         [--baseline] [--show N]   # print the replies of the first N PLSP cycles
-        [--plsp-seed S]           # another draw of PLSP cycles (default 15)
+        [--plsp-seed S ...]       # other draws of PLSP cycles (default 15)
+        [--plsp-grammar G ...]    # only these PLSP grammar choices (default all three)
 """
 
 from __future__ import annotations
@@ -183,8 +184,15 @@ def plsp_cycles(count: int, seed: int = PLSP_SEED) -> list[tuple[str, str]]:
     return cycles
 
 
+PLSP_CHOICES = ("block", "guided", "cycle")
+
+
 async def bench_plsp(
-    count: int, show: int, baseline_too: bool, seed: int = PLSP_SEED
+    count: int,
+    show: int,
+    baseline_too: bool,
+    seed: int = PLSP_SEED,
+    choices: tuple[str, ...] = PLSP_CHOICES,
 ) -> dict[str, tuple[float, float]]:
     """Share of cycles the middleware accepts (after its one re-ask) and on first try,
     for each grammar choice of the local provider."""
@@ -193,7 +201,6 @@ async def bench_plsp(
 
     cycles = plsp_cycles(count, seed)
     shares = {}
-    choices = ("block", "guided", "cycle")
     for choice in ("none", *choices) if baseline_too else choices:
         model, close = provider_model("local", None, max_tokens=256, grammar=choice)  # type: ignore[arg-type]
         loop = Loop(model, lambda context: None, actions=ActionRegistry(), retries=1)
@@ -239,7 +246,8 @@ def main() -> int:
     parser.add_argument("--only", choices=("vlp", "vpp", "plsp"))
     parser.add_argument("--baseline", action="store_true", help="also unconstrained")
     parser.add_argument("--show", type=int, default=0, metavar="N")
-    parser.add_argument("--plsp-seed", type=int, default=PLSP_SEED, metavar="S")
+    parser.add_argument("--plsp-seed", type=int, nargs="+", default=[PLSP_SEED], metavar="S")
+    parser.add_argument("--plsp-grammar", nargs="+", choices=PLSP_CHOICES, default=PLSP_CHOICES)
     args = parser.parse_args()
     from openprose.providers import local_model_installed
 
@@ -267,16 +275,23 @@ def main() -> int:
             f"{_baseline(baseline if args.baseline else None)}  {_verdict(first, 0.90)}  "
             f"{_timing(started, count)}"
         )
-    if args.only in (None, "plsp"):
+    for seed in args.plsp_seed if args.only in (None, "plsp") else []:
         started = (time.perf_counter(), time.process_time())
-        shares = asyncio.run(bench_plsp(count, args.show, args.baseline, args.plsp_seed))
+        choices = tuple(dict.fromkeys(args.plsp_grammar))
+        shares = asyncio.run(bench_plsp(count, args.show, args.baseline, seed, choices))
         none = shares["none"][1] if args.baseline else None
+        parts = [
+            f"{choice} {shares[choice][1]:6.1%} (after re-ask {shares[choice][0]:6.1%})"
+            for choice in choices
+        ]
+        verdicts = [
+            f"{choice} {_verdict(shares[choice][1], 0.80)}"
+            for choice in ("block", "guided")
+            if choice in shares
+        ]
         print(
-            f"PLSP block grammar first attempt {shares['block'][1]:6.1%} (after re-ask "
-            f"{shares['block'][0]:6.1%}); guided {shares['guided'][1]:6.1%} "
-            f"({shares['guided'][0]:6.1%}); cycle grammar {shares['cycle'][1]:6.1%} "
-            f"({shares['cycle'][0]:6.1%}){_baseline(none)}  block {_verdict(shares['block'][1], 0.80)}"
-            f", guided {_verdict(shares['guided'][1], 0.80)}  {_timing(started, count * len(shares))}"
+            f"PLSP seed {seed} first attempt: {'; '.join(parts)}{_baseline(none)}  "
+            f"{', '.join(verdicts)}  {_timing(started, count * len(shares))}"
         )
     return 0
 

@@ -14,7 +14,7 @@ from typing import Literal, TypeAlias
 from plsp.engine import expect
 from plsp.files import bounded_int, not_utf8, read_text
 from plsp.gbnf import cycle_grammar, state_block_grammar
-from plsp.guided import GUIDED_SYSTEM, guided_grammar, guided_prompt
+from plsp.guided import GUIDED_SYSTEM, guided_grammar, guided_prompt, without_decisions
 from plsp.instr import read_instr
 from plsp.middleware import read_prompt
 from plsp.syntax import Scanner
@@ -139,12 +139,11 @@ def provider_model(
 
     async def answer(system: str, prompt: str) -> str:
         constraint = grammar_for(prompt)  # `local` decodes inside it; hosted ones ignore it
-        if choice == "guided":
-            system, prompt = _guided(prompt)
+        shown = _guided(prompt) if choice == "guided" else (system, prompt)
         request = providers.ModelRequest(
             model=model_id,
-            messages=(providers.Message("user", prompt),),
-            system=system,
+            messages=(providers.Message("user", shown[1]),),
+            system=shown[0],
             max_tokens=max_tokens,
             temperature=0.0,
             grammar=constraint,
@@ -152,6 +151,8 @@ def provider_model(
             repeat_penalty=1.0 if choice == "guided" else None,
         )
         response = await backend.complete(request)
+        if choice == "guided":  # its decision lines are the request's working, not PLSP's
+            return without_decisions(response.text, *read_prompt(prompt))
         return response.text
 
     return answer, backend.aclose

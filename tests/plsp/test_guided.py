@@ -7,15 +7,22 @@ from __future__ import annotations
 import re
 
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import assume, example, given, settings
 
 from openprose.providers import Message, ModelRequest, ModelResponse, local_model_installed
-from plsp.engine import expect
-from plsp.guided import GUIDED_SYSTEM, guided_grammar, guided_prompt
-from plsp.instr import Instruction, parse_instr
+from plsp.engine import compare, expect
+from plsp.guided import (
+    GUIDED_SYSTEM,
+    decisions,
+    effective,
+    guided_grammar,
+    guided_prompt,
+    without_decisions,
+)
+from plsp.instr import If, Instruction, parse_instr
 from plsp.middleware import build_prompt
 from plsp.providers import _guided, provider_model
-from plsp.syntax import Action, Assign, Log, StateBlock, parse
+from plsp.syntax import Action, Assign, Log, Num, StateBlock, Value, parse
 from plsp.verify import verify
 from tests.plsp.strategies import blocks, instructions
 from tests.plsp.test_gbnf import gbnf_to_regex, structure
@@ -24,6 +31,8 @@ CYCLE = (
     'INSTR:@if:$e>51?@sig:!page,$e,"idle":@sig:!wait,300;@del:$e;@upd:$u=80;@set:$k=$t;',
     'S{$u:"run";$t:"west";$e:59;}S',
 )
+TRUE = "if $e>51 ($e is 59; 59>51 is true)\n"  # the reply's decision line, the right outcome
+FALSE = "if $e>51 ($e is 59; 59>51 is false)\n"
 
 
 def language(instruction: Instruction, previous: StateBlock) -> re.Pattern[str]:
@@ -34,9 +43,9 @@ def test_the_prompt_shows_untouched_variables_then_one_line_per_directive() -> N
     instruction, previous = parse_instr(CYCLE[0]), parse(CYCLE[1])
     assert guided_prompt(instruction, previous).split("\n") == [
         'S{$t: "west";}S',
-        'if $e>51 ($e is 59; 59>51 is true) then sig !page, $e, "idle" else sig !wait, 300',
+        'if $e>51 ($e is 59; 59>51 is true) then sig !page, $e, "idle" else sig !wait,300',
         "del $e",
-        "set $u: 80",
+        "set $u:80",
         'set $k: $t ($t is "west")',
     ]
 
@@ -44,26 +53,30 @@ def test_the_prompt_shows_untouched_variables_then_one_line_per_directive() -> N
 def test_names_and_command_heads_are_fixed_values_and_choices_are_the_models() -> None:
     instruction, previous = parse_instr(CYCLE[0]), parse(CYCLE[1])
     admitted = language(instruction, previous)
-    right = 'S{$t: "west";$u: 80;$k: "west";!page, 59, "idle";}S'
-    assert admitted.fullmatch(right) and verify(previous, instruction, right).acceptable
+    right = 'S{$t: "west";$u:80;$k: "west";!page,59, "idle";}S'
+    assert admitted.fullmatch(TRUE + right) and verify(previous, instruction, right).acceptable
     for wrong in (
-        'S{$t: "west";$e: 59;$u: 80;$k: "west";!page, 59, "idle";}S',  # kept the deleted $e
-        'S{$t: "west";$u: 8;$k: $t;!page, $e, "idle";}S',  # a wrong number, a dangling reference
-        'S{$t: "west";$u: 80;$k: "west";!wait, 300;}S',  # the other branch
+        TRUE + 'S{$t: "west";$e:59;$u:80;$k: "west";!page,59, "idle";}S',  # kept the deleted $e
+        TRUE + 'S{$t: "west";$u:8;$k: $t;!page, $e, "idle";}S',  # a wrong number, a dangling ref
+        FALSE + 'S{$t: "west";$u:80;$k: "west";!wait,300;}S',  # the wrong outcome and its branch
     ):
         assert admitted.fullmatch(wrong), wrong
-        assert not verify(previous, instruction, wrong).acceptable, wrong
+        block = without_decisions(wrong, instruction, previous)
+        assert not verify(previous, instruction, block).acceptable, wrong
     for outside in (
-        'S{$u: 80;$k: "west";!page, 59, "idle";}S',  # an untouched variable dropped
-        'S{$t: "west";$u: 80;$k: "west";$z: 1;!page, 59, "idle";}S',  # a name nobody set
-        'S{$t: "west";$u: 80;$k: "west";}S',  # neither branch
-        'S{$t: "west";$u: 80;$k: "west";!page, 59, "idle";!wait, 300;}S',  # both branches
-        'S{$t: "west";$u: 80;$k: "west";!alarm, 59, "idle";}S',  # a command not signalled
-        'S{$t: "west";$u: 80;$k: "we;st";!page, 59, "idle";}S',  # no string shown has a ";"
-        'S{$t: "west";$u: $zz;$k: "west";!page, 59, "idle";}S',  # a name the block cannot hold
-        'S{$t: "west";$u: "run";$k: "west";!page, 59, "idle";}S',  # a string: the text sets 80
-        'S{$t: 59;$u: 80;$k: "west";!page, 59, "idle";}S',  # $t was and stays a string
-        'S{$t: "west";$u: 80;$k: "west";!page, 59, 80;}S',  # the text signals a string
+        right,  # no decision line
+        FALSE + right,  # a branch the outcome written does not select
+        TRUE + 'S{$u:80;$k: "west";!page,59, "idle";}S',  # an untouched variable dropped
+        TRUE + 'S{$t: "west";$u:80;$k: "west";$z:1;!page,59, "idle";}S',  # a name nobody set
+        TRUE + 'S{$t: "west";$u:80;$k: "west";}S',  # neither branch
+        TRUE + 'S{$t: "west";$u:80;$k: "west";!page,59, "idle";!wait,300;}S',  # both branches
+        TRUE + 'S{$t: "west";$u:80;$k: "west";!alarm,59, "idle";}S',  # a command not signalled
+        TRUE + 'S{$t: "west";$u:80;$k: "we;st";!page,59, "idle";}S',  # no string shown has ";"
+        TRUE + 'S{$t: "west";$u: $zz;$k: "west";!page,59, "idle";}S',  # a name it cannot hold
+        TRUE + 'S{$t: "west";$u: "run";$k: "west";!page,59, "idle";}S',  # the text sets 80
+        TRUE + 'S{$t:59;$u:80;$k: "west";!page,59, "idle";}S',  # $t was and stays a string
+        TRUE + 'S{$t: "west";$u:80;$k: "west";!page,59,80;}S',  # the text signals a string
+        TRUE + 'S{$t: "west";$u: 80;$k: "west";!page,59, "idle";}S',  # a space before a number
     ):
         assert not admitted.fullmatch(outside), outside
 
@@ -73,25 +86,65 @@ def test_a_string_may_hold_what_a_string_it_was_shown_holds() -> None:
     assert language(instruction, previous).fullmatch('S{$a: "x;y";}S')
 
 
+def test_a_variables_value_never_refers_to_itself() -> None:
+    instruction, previous = parse_instr("INSTR:@upd:$r=$x;"), parse('S{$r:"hot";$x:1;}S')
+    admitted = language(instruction, previous)
+    assert admitted.fullmatch("S{$x:1;$r: $x;}S")
+    assert admitted.fullmatch("S{$x:1;$r:7;}S")  # a wrong value is the model's to write
+    assert not admitted.fullmatch("S{$x:1;$r: $r;}S")  # always circular
+
+
+def test_the_decision_lines_come_off_the_reply_and_a_reply_without_them_stays() -> None:
+    instruction, previous = parse_instr(CYCLE[0]), parse(CYCLE[1])
+    block = 'S{$t: "west";$u:80;$k: "west";!page,59, "idle";}S'
+    assert without_decisions(TRUE + block, instruction, previous) == block
+    assert without_decisions(FALSE + block, instruction, previous) == block
+    assert without_decisions(block, instruction, previous) == block
+    assert without_decisions("if x\n" + block, instruction, previous) == "if x\n" + block
+
+
+def test_an_undecidable_comparison_is_decided_by_the_models_word() -> None:
+    instruction = parse_instr('INSTR:@fetch:"f",$a;@if:$a>5?@sig:!page,$a:@sig:!wait,1;')
+    admitted = language(instruction, parse("S{}S"))
+    assert admitted.fullmatch("if $a>5 is true\nS{$a:7;!page, $a;}S")
+    assert admitted.fullmatch("if $a>5 is false\nS{$a:7;!wait,1;}S")
+    assert not admitted.fullmatch("if $a>5 is false\nS{$a:7;!page, $a;}S")
+
+
 def _in_guided_order(block: StateBlock, instruction: Instruction, previous: StateBlock) -> str:
     """The engine's answer with its variables in the guided grammar's order."""
-    named = re.findall(r'"\$([A-Za-z0-9]+):"', guided_grammar(instruction, previous))
+    grammar = guided_grammar(instruction, previous)  # one block per outcome: names repeat
+    named = dict.fromkeys(re.findall(r'"\$([A-Za-z0-9]+):"', grammar))
     variables = {s.name: s for s in block.statements if isinstance(s, Assign)}
     others = [s for s in block.statements if not isinstance(s, Assign)]
     ordered = [variables[n] for n in named if n in variables]
-    return "S{" + "".join(_spaced(s) + ";" for s in (*ordered, *others)) + "}S"
+    lines = ""
+    shown = effective(instruction, previous)  # the decisions' places are its
+    for index, head, tail in decisions(instruction, previous):
+        directive = shown.directives[index]
+        assert isinstance(directive, If)
+        known = expect(previous, Instruction(shown.directives[:index]))
+        sides = known.value_of(directive.condition.left), known.value_of(directive.condition.right)
+        outcome = compare(directive.condition, *sides)
+        lines += f"{head}{str(outcome).lower()}{tail}\n"
+    return lines + "S{" + "".join(_spaced(s) + ";" for s in (*ordered, *others)) + "}S"
 
 
 def _spaced(statement: Assign | Action | Log) -> str:
     if isinstance(statement, Assign):
-        return f"${statement.name}: {statement.value.dumps()}"
+        return f"${statement.name}:{_value(statement.value)}"
     if isinstance(statement, Action):
-        return f"!{statement.name}" + "".join(f", {p.dumps()}" for p in statement.params)
-    return ">" + ",".join(f" {v.dumps()}" for v in statement.values)
+        return f"!{statement.name}" + "".join(f",{_value(p)}" for p in statement.params)
+    return ">" + ",".join(_value(v) for v in statement.values)
+
+
+def _value(value: Value) -> str:
+    return value.dumps() if isinstance(value, Num) else f" {value.dumps()}"
 
 
 @settings(max_examples=300, deadline=None)
 @given(blocks(), instructions)
+@example(parse("S{}S"), parse_instr('INSTR:@if:""==""?@sig:!Q&@upd:$A="A";'))  # names repeat
 def test_the_engines_answer_is_always_one_the_model_can_write(
     previous: StateBlock, instruction: Instruction
 ) -> None:
@@ -202,7 +255,7 @@ async def test_the_embedded_model_gets_a_guided_cycle_right() -> None:
 def test_a_decidable_comparison_is_stated_with_the_values_at_that_point() -> None:
     instruction = parse_instr("INSTR:@upd:$a=3;@if:$a>5?@sig:!page,$a:@sig:!wait,1;")
     line = guided_prompt(instruction, parse("S{$a:9;}S")).split("\n")[2]
-    assert line == "if $a>5 ($a is 3; 3>5 is false) then sig !page, $a else sig !wait, 1"
+    assert line == "if $a>5 ($a is 3; 3>5 is false) then sig !page, $a else sig !wait,1"
 
 
 def test_an_undecidable_comparison_gets_no_outcome() -> None:
@@ -216,16 +269,41 @@ def test_a_string_slot_admits_only_strings() -> None:
         parse("S{$e:79;}S"),
     )
     admitted = language(instruction, previous)
-    assert admitted.fullmatch('S{$e: 79;$j: "disk full";> "ok", $e;}S')
-    assert admitted.fullmatch('S{$e: 79;$j: "hot";> "no", 79;}S')  # wrong values, right kinds
-    assert not admitted.fullmatch('S{$e: 79;$j: 79;> "ok", $e;}S')
-    assert not admitted.fullmatch('S{$e: 79;$j: "disk full";> $e, $e;}S')
+    assert admitted.fullmatch('S{$e:79;$j: "disk full";> "ok", $e;}S')
+    assert admitted.fullmatch('S{$e:79;$j: "hot";> "no",79;}S')  # wrong values, right kinds
+    assert not admitted.fullmatch('S{$e:79;$j:79;> "ok", $e;}S')
+    assert not admitted.fullmatch('S{$e:79;$j: "disk full";> $e, $e;}S')
 
 
-def test_a_set_that_a_later_line_replaces_says_so() -> None:
-    instruction = parse_instr("INSTR:@set:$f=65.6;@upd:$z=40;@set:$f=7;")
-    assert guided_prompt(instruction, parse('S{$z:"west";}S')).split("\n")[1:] == [
-        "set $f: 65.6 (replaced below)",
-        "set $z: 40",
-        "set $f: 7",
+def test_a_set_overwritten_before_anything_reads_it_is_left_out() -> None:
+    instruction = parse_instr("INSTR:@set:$f=65.6;@upd:$z=40;@set:$f=7;@upd:$y=$y;@upd:$y=1;")
+    previous = parse('S{$z:"west";$y:2;}S')
+    assert guided_prompt(instruction, previous).split("\n")[1:] == [
+        "set $z:40",
+        "set $f:7",
+        "set $y:1",
+    ]  # the names in the order the lines show them
+    assert re.findall(r'"\$(\w):"', guided_grammar(instruction, previous)) == ["z", "f", "y"]
+
+
+def test_a_variable_set_to_itself_stays_with_the_untouched_ones() -> None:
+    instruction = parse_instr('INSTR:@upd:$c=$c;@fetch:"f",$d;@upd:$d=$d;')
+    previous = parse('S{$c:"ok";}S')
+    assert guided_prompt(instruction, previous).split("\n") == [
+        'S{$c: "ok";}S',
+        "fetch f into $d",
+        "set $d: $d",  # $d is not in the previous block: the line stays (and verify judges)
+    ]
+    admitted = language(instruction, previous)
+    assert admitted.fullmatch('S{$c: "ok";$d: "x";}S')
+    assert admitted.fullmatch('S{$c: "no";$d:1;}S')  # a wrong kept value is the model's
+    assert not admitted.fullmatch("S{$c: $d;$d:1;}S")  # an untouched string stays a string
+
+
+def test_a_set_that_a_later_line_replaces_after_a_read_says_so() -> None:
+    instruction = parse_instr("INSTR:@set:$f=65.6;@sig:>$f;@set:$f=7;")
+    assert guided_prompt(instruction, parse("S{}S")).split("\n")[1:] == [
+        "set $f:65.6 (replaced below)",
+        "sig > $f",
+        "set $f:7",
     ]
