@@ -17,6 +17,12 @@ work hits every contender alike), CPU time (user + system of the child) and wall
     from invalid lines, a `seq` gap or a dangling reference after each, which issue 11
     removed; their count is printed.)
   * jsonschema: Draft202012Validator.is_valid on a parsed sample with the packaged schema.
+  * with --instructions N: callgrind's instruction counts of parse-only, `vlp validate
+    --jobs 1` and the baseline's, whole processes on the first N lines and on an empty file
+    (start-up): the figure that holds on a loaded machine, where CPU time moves with the
+    other processes' use of the shared caches.
+The report of the default run is compared byte for byte with the --jobs 1 one and with the
+baseline's (equal when the baseline has today's problem codes and wording).
 Goals: vlp validate >= 0.5x parse-only (whole processes), thread checks >= 2x faster than
 the baseline, vlp >= 25x jsonschema. The 1-minute load average is printed beside every
 figure: on a shared machine, compare runs taken at similar load.
@@ -40,7 +46,9 @@ from typing import Any
 
 import jsonschema  # type: ignore[import-untyped]
 import orjson
-from _git_baseline import export
+from _callgrind import Counter
+from _callgrind import available as callgrind_available
+from _git_baseline import ROOT, export
 
 import vlp
 from vlp.jobs import usable_cpus
@@ -195,6 +203,33 @@ def best_times(runs: list[Any], repeat: int) -> list[tuple[float, float, Any]]:
     return best
 
 
+def export_built(ref: str, into: Path) -> Path:
+    """``export`` of ``ref``, with its C extensions built in place when it has any (since
+    vlp35e: ``vlp._keyscan``); returns its src/."""
+    source = export(ref, into)
+    build_files = ["setup.py", "pyproject.toml", "README.md"]
+    present = subprocess.run(
+        ["git", "-C", str(ROOT), "ls-tree", "--name-only", ref, *build_files],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.split()
+    if "setup.py" in present:
+        archive = subprocess.run(
+            ["git", "-C", str(ROOT), "archive", "--format=tar", ref, *present],
+            check=True,
+            capture_output=True,
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+        subprocess.run(
+            [sys.executable, "setup.py", "-q", "build_ext", "--inplace"],
+            cwd=into,
+            check=True,
+            capture_output=True,
+        )
+    return source
+
+
 def _load() -> str:
     return f"load {os.getloadavg()[0]:.1f}"
 
@@ -207,6 +242,52 @@ def _rates(label: str, count: int, wall: float, cpu: float) -> tuple[float, floa
     return count / cpu, count / wall
 
 
+def instructions(
+    lines: Path,
+    empty: Path,
+    this_tree: list[str],
+    this_env: dict[str, str],
+    baseline_env: dict[str, str],
+    baseline: str,
+) -> None:
+    """Instructions of whole processes on ``lines`` and on ``empty`` (start-up), per line
+    with start-up taken out, and parse-only's share of each: the goal's ratio counted."""
+    if not callgrind_available():
+        print("-- instructions: valgrind not found, not counted")
+        return
+    count = sum(1 for _ in lines.open("rb"))
+    contenders = [
+        ("orjson parse-only", [sys.executable, "-c", PARSE_ONLY], this_env),
+        ("vlp validate --jobs 1", [*this_tree, "validate", "--jobs", "1"], this_env),
+        (f"{baseline}: --jobs 1", [*this_tree, "validate", "--jobs", "1"], baseline_env),
+    ]
+    print(f"-- instructions (callgrind), whole processes, {count:,} lines  [{_load()}]")
+    figures: list[tuple[int, float]] = []
+    for label, argv, env in contenders:
+        totals = []
+        for data in (lines, empty):
+            counter = Counter()
+            subprocess.run(
+                [*counter.argv, *argv, str(data)], env=env, stdout=subprocess.DEVNULL, check=False
+            )
+            totals.append(counter.total())
+        whole, start_up = totals
+        per_line = (whole - start_up) / count
+        figures.append((whole, per_line))
+        share = (
+            ""
+            if not figures[1:]
+            else (
+                f"  parse-only / this: {figures[0][0] / whole:.2f}x whole,"
+                f" {figures[0][1] / per_line:.2f}x per line"
+            )
+        )
+        print(
+            f"{label:<30}: {whole / 1e6:9,.1f} M  (start-up {start_up / 1e6:,.1f} M,"
+            f" {per_line / 1e3:.1f} k a line){share}"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -217,6 +298,13 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=14)
     parser.add_argument("--quick", action="store_true", help="a smoke run: 20,000 messages")
     parser.add_argument("--baseline", default=BASELINE, help=f"git ref (default {BASELINE})")
+    parser.add_argument(
+        "--instructions",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also count instructions (callgrind) on the first N lines (slow: ~2 min at 60,000)",
+    )
     args = parser.parse_args()
     if args.quick:
         args.n, args.repeat = 20_000, 2
@@ -229,7 +317,7 @@ def main() -> None:
         broken = generate(path, args.n, args.seed)
         size = path.stat().st_size
         print(f"generated {args.n:,} messages ({broken:,} broken, {size / 1e6:.0f} MB)")
-        baseline_src = export(args.baseline, Path(tmp) / "baseline")
+        baseline_src = export_built(args.baseline, Path(tmp) / "baseline")
         # An installed package runs from cached bytecode: with PYTHONDONTWRITEBYTECODE set
         # (as in some shells) every run would compile both trees' sources again (~0.24 G
         # instructions, most of a start-up), which parse-only never pays.
@@ -267,6 +355,13 @@ def main() -> None:
             )
         same = reports["now"].read_bytes() == reports["one process"].read_bytes()
         print(f"report of the default run == report of --jobs 1: {same}")
+        same = reports["now"].read_bytes() == reports["before"].read_bytes()
+        print(f"report of the default run == {args.baseline}'s, byte for byte: {same}")
+        if args.instructions:
+            counted = Path(tmp) / "counted.ndjson"
+            with path.open("rb") as stream, counted.open("wb") as head:
+                head.writelines(line for _, line in zip(range(args.instructions), stream))
+            instructions(counted, empty, this_tree, this_env, baseline_env, args.baseline)
 
         validator = jsonschema.Draft202012Validator(vlp.load_schema())
         sample = []

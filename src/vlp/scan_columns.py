@@ -23,7 +23,11 @@ from vlp.line_problems import (
 )
 from vlp.thread import Columns, ThreadChecker, salvaged_fields, thread_fields
 
-THREAD_SLICE = 512  # lines decoded and thread-checked together: their objects stay in cache
+# Lines decoded and thread-checked together. A slice's decoded structs, lines and columns
+# (~1 kB a line) must fit a core's L2 (512 kB here) beside the interpreter's own data: 256
+# costs the same instructions as 512 but less CPU time, the more so on a loaded machine
+# (docs/decisions.md, vlp35f).
+THREAD_SLICE = 256
 
 
 def thread_record(
