@@ -23,9 +23,11 @@ scalars = (
 keys = st.text(max_size=4) | st.integers(-3, 3) | st.none() | st.booleans() | st.floats()
 values = st.recursive(
     scalars,
-    lambda inner: st.lists(inner, max_size=7)
-    | st.tuples(inner, inner)
-    | st.dictionaries(keys, inner, max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=7)
+        | st.tuples(inner, inner)
+        | st.dictionaries(keys, inner, max_size=5)
+    ),
     max_leaves=40,
 )
 

@@ -103,7 +103,7 @@ def test_the_replay_key_is_the_canonical_json_sha256_recorded_cassettes_hold() -
     # Cassettes on disk hold this key: its bytes may never change (sorted keys, no spaces,
     # non-ASCII as UTF-8).
     request = ModelRequest(
-        model="m", messages=(Message("user", "caf\u00e9 \"q\"\n"),), system="s", temperature=0.5
+        model="m", messages=(Message("user", 'caf\u00e9 "q"\n'),), system="s", temperature=0.5
     )
     text = (
         '{"max_tokens":1024,"messages":[{"content":"caf\u00e9 \\"q\\"\\n","role":"user"}],'
