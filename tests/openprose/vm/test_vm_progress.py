@@ -127,10 +127,10 @@ def test_live_view_only_on_a_terminal(monkeypatch: Any) -> None:
     notice = RunNotice(quiet=False)
     with progress(False, notice) as observer:
         assert observer.observers[0] is notice and isinstance(observer.observers[1], LiveView)
-    with progress(True, notice) as observer:  # --json: the run notice only, no progress
-        assert observer.observers == (notice,)
+    with progress(True, notice) as observer:  # --json: the run notice itself, no progress
+        assert observer is notice
     with progress(False, notice, quiet=True) as observer:  # -q: the same
-        assert observer.observers == (notice,)
+        assert observer is notice
     monkeypatch.setenv("TERM", "dumb")
     with progress(False, notice) as observer:
         assert isinstance(observer.observers[1], PlainProgress)
