@@ -116,23 +116,30 @@ def _overwritten(instruction: Instruction, index: int) -> bool:
     return False
 
 
+def _own_values(directive: Directive) -> tuple[Value, ...]:
+    """The values written in a directive itself: a set's or update's value, a signal's
+    parameters, an `@if`'s two operands (not its branches'); none for the others."""
+    if isinstance(directive, Set | Update):
+        return (directive.value,)
+    if isinstance(directive, Signal):
+        command = directive.command
+        return command.params if isinstance(command, Action) else command.values
+    if isinstance(directive, If):
+        return (directive.condition.left, directive.condition.right)
+    return ()
+
+
 def _reads(directive: Directive) -> set[str] | None:
     """The names a directive's values read; None for an unknown directive (any)."""
-    values: tuple[Value, ...] = ()
-    if isinstance(directive, Set | Update):
-        values = (directive.value,)
-    elif isinstance(directive, Signal):
-        command = directive.command
-        values = command.params if isinstance(command, Action) else command.values
-    elif isinstance(directive, If):
-        values = (directive.condition.left, directive.condition.right)
+    if isinstance(directive, Opaque):
+        return None
+    names = {v.name for v in _own_values(directive) if isinstance(v, Ref)}
+    if isinstance(directive, If):
         branches = [_reads(d) for d in directive.then + directive.otherwise]
         if any(b is None for b in branches):
             return None
-        return {v.name for v in values if isinstance(v, Ref)}.union(*(b or set() for b in branches))
-    elif isinstance(directive, Opaque):
-        return None
-    return {v.name for v in values if isinstance(v, Ref)}
+        return names.union(*(b or set() for b in branches))
+    return names
 
 
 def _literal(value: Value, known: Expectation) -> Num | Str | None:
@@ -437,17 +444,9 @@ def _shown_strings(instruction: Instruction, previous: StateBlock) -> list[str]:
     """The text of every string literal in the prompt's state and instruction."""
     found = [v.text for v in previous.variables.values() if isinstance(v, Str)]
     for directive in _all(instruction.directives):
-        values: tuple[Value, ...] = ()
-        if isinstance(directive, Set | Update):
-            values = (directive.value,)
-        elif isinstance(directive, Signal):
-            command = directive.command
-            values = command.params if isinstance(command, Action) else command.values
-        elif isinstance(directive, If):
-            values = (directive.condition.left, directive.condition.right)
-        elif isinstance(directive, Opaque) and directive.body:
+        if isinstance(directive, Opaque) and directive.body:
             found.append(directive.body)
-        found += [v.text for v in values if isinstance(v, Str)]
+        found += [v.text for v in _own_values(directive) if isinstance(v, Str)]
     for statement in previous.statements:
         if isinstance(statement, Action | Log):
             params = statement.params if isinstance(statement, Action) else statement.values
