@@ -20,7 +20,7 @@ def install_slots_init(cls: type[Any]) -> None:
     """Replace the dataclass `cls`'s `__init__` (frozen, `slots=True`, `kw_only=True`, no
     default factories, no `__post_init__`) with one setting its slots directly, compiled at
     its first call; a class it cannot build faithfully is refused here (`TypeError`)."""
-    _checked(cls)
+    check_buildable(cls)
     generated = cls.__init__
 
     def first_init(self: Any, *args: Any, **kwargs: Any) -> None:
@@ -33,7 +33,9 @@ def install_slots_init(cls: type[Any]) -> None:
     cls.__init__ = first_init
 
 
-def _checked(cls: type[Any]) -> None:
+def check_buildable(cls: type[Any]) -> None:
+    """Refuse (`TypeError`) a class whose instances a function setting its slots from
+    keywords could not build as its `__init__` does."""
     # frozen: by dataclasses, or by a `__setattr__` of its own (`record.frozen`), which the
     # descriptors this `__init__` writes through bypass as `object.__setattr__` would
     frozen = cls.__dataclass_params__.frozen or "__setattr__" in cls.__dict__
@@ -48,30 +50,40 @@ def _checked(cls: type[Any]) -> None:
             raise TypeError(f"{cls.__name__}.{item.name}: default factories are not supported")
 
 
-def _compiled(cls: type[Any], generated: Any) -> Any:
+def keyword_params(cls: type[Any], bound: dict[str, Any]) -> list[str]:
+    """The keyword-only parameters of `cls`'s `__init__` as source text, in field order, each
+    default a name (`_defaultN`) added to `bound`, the namespace the function is made in."""
     params: list[str] = []
-    body: list[str] = []
-    bound: dict[str, Any] = {}
     for index, item in enumerate(fields(cls)):
-        name = item.name
-        bound[f"_set{index}"] = cls.__dict__[name].__set__
         if item.default is MISSING:
-            params.append(name)
+            params.append(item.name)
         else:
             bound[f"_default{index}"] = item.default
-            params.append(f"{name}=_default{index}")
-        body.append(f"        _set{index}(self, {name})")
-    source = "\n".join(
-        [
-            f"def make({', '.join(bound)}):",
-            f"    def __init__(self{', *, ' if params else ''}{', '.join(params)}):",
-            *(body or ["        pass"]),
-            "    return __init__",
-        ]
-    )
+            params.append(f"{item.name}=_default{index}")
+    return params
+
+
+def made_in(source: list[str], bound: dict[str, Any]) -> Any:
+    """The function `make(**bound)` defined by `source` (its lines) returns."""
     namespace: dict[str, Any] = {}
-    exec(source, namespace)  # noqa: S102 - field names of our own classes only
-    init = namespace["make"](**bound)
+    exec("\n".join(source), namespace)  # noqa: S102 - field names of our own classes only
+    return namespace["make"](**bound)
+
+
+def _compiled(cls: type[Any], generated: Any) -> Any:
+    bound: dict[str, Any] = {}
+    body: list[str] = []
+    for index, item in enumerate(fields(cls)):
+        bound[f"_set{index}"] = cls.__dict__[item.name].__set__
+        body.append(f"        _set{index}(self, {item.name})")
+    params = keyword_params(cls, bound)
+    source = [
+        f"def make({', '.join(bound)}):",
+        f"    def __init__(self{', *, ' if params else ''}{', '.join(params)}):",
+        *(body or ["        pass"]),
+        "    return __init__",
+    ]
+    init = made_in(source, bound)
     init.__qualname__ = generated.__qualname__
     init.__module__ = generated.__module__
     init.__annotations__ = dict(generated.__annotations__)

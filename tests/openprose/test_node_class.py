@@ -12,7 +12,7 @@ from dataclasses import FrozenInstanceError, dataclass, field
 import pytest
 
 from openprose import nodes
-from openprose.node_class import node_class, open_twin
+from openprose.node_class import node_class, open_factory, open_twin
 from openprose.source import Span
 
 
@@ -155,3 +155,47 @@ def test_open_twin_refuses_a_subclass() -> None:
     made.span, made.name, made.items, made.note = SPAN, "n", (1,), "x"
     made.__class__ = Shared
     assert made == Shared(span=None, name="n", items=(1,)) and made.note == "x"
+
+
+def test_open_factory_takes_the_constructors_keywords_and_builds_its_instance() -> None:
+    new_shared = open_factory(Shared)
+    assert [
+        (p.name, p.kind, p.default) for p in inspect.signature(new_shared).parameters.values()
+    ] == [(p.name, p.kind, p.default) for p in inspect.signature(Shared).parameters.values()]
+    for case in CASES:
+        made, built = new_shared(**case), Shared(**case)  # type: ignore[arg-type]
+        assert type(made) is Shared
+        assert [getattr(made, name) for name in Shared._all] == [  # type: ignore[attr-defined]
+            getattr(built, name)
+            for name in Shared._all  # type: ignore[attr-defined]
+        ]
+        assert made == built and hash(made) == hash(built) and repr(made) == repr(built)
+        with pytest.raises(FrozenInstanceError):
+            made.name = "b"  # type: ignore[misc]
+    with pytest.raises(TypeError, match="missing 1 required keyword-only argument: 'name'"):
+        new_shared(span=1)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="unexpected keyword argument 'nme'"):
+        new_shared(span=1, name="a", nme="b")  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        new_shared(1, "a")  # type: ignore[misc]
+
+
+def test_open_factory_refuses_what_it_cannot_build_as_init_does() -> None:
+    @dataclass(frozen=True, slots=True)
+    class Positional:
+        name: str
+
+    @dataclass(frozen=True, slots=True, kw_only=True)
+    class Defaulted:
+        items: list[int] = field(default_factory=list)
+
+    @node_class
+    class Child(Shared):
+        extra: int = 0
+
+    with pytest.raises(TypeError, match="only keyword-only fields"):
+        open_factory(Positional)
+    with pytest.raises(TypeError, match="default factories"):
+        open_factory(Defaulted)
+    with pytest.raises(TypeError, match="only a class made directly on object"):
+        open_factory(Child)

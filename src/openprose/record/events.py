@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import field
 from typing import Any, ClassVar, TypeVar
 
+from openprose.node_class import open_factory
 from openprose.record.frozen import frozen_dataclass as dataclass
 
 JSON = Any  # a value the journal holds as JSON: dicts, lists, strings, numbers, null
@@ -127,6 +128,13 @@ class SessionFinished:
     inherited: JSON = field(
         default=None, metadata=OPTIONAL
     )  # a fork's answer from its parent: the parent run and step, or `--set`'s binding
+
+
+# The two events of every model call, built by the VM through their open twins (`open_factory`:
+# the same instances as `SessionStarted(...)`, `SessionFinished(...)`, at a fraction of the
+# cost; rec30h in docs/decisions.md).
+new_session_started = open_factory(SessionStarted)
+new_session_finished = open_factory(SessionFinished)
 
 
 @journal_event("session_failed")

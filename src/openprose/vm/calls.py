@@ -127,12 +127,12 @@ class ModelCalls:
                     {"memo": memo},
                 )  # fmt: skip
         shared.emit(
-            ev.SessionStarted(
+            ev.new_session_started(
                 step=step, agent=agent, model=alias, binding=label, kind=event,
                 context=context or None,  # written only when the request named a `context:`
             )
         )  # fmt: skip
-        asked = _journaled_request(request, continues)
+        asked, delta = _journaled_request(request, continues)
         # With a `retry:` the program owns the retries: each attempt is one request, with no
         # transient retries of the provider behind it, so attempts never multiply. Without
         # one, the provider's transient-retry policy applies. The concurrency limit is the
@@ -194,7 +194,8 @@ class ModelCalls:
                         status=error.status,  # the HTTP status, None when no answer came
                         elapsed=(time.perf_counter_ns() - started) // 1000 / 1e6,  # send time
                         retried=not last,
-                        **asked,  # the audit trail shows what was asked
+                        request=asked,  # the audit trail shows what was asked
+                        request_delta=delta,
                     )
                 )
                 if last:
@@ -218,9 +219,10 @@ class ModelCalls:
             shared.stats.sent += 1
             shared.stats.count(response.model or model_id, response)
             shared.emit(
-                ev.SessionFinished(
+                ev.new_session_finished(
                     step=step,
-                    **asked,
+                    request=asked,
+                    request_delta=delta,
                     response=response.to_dict(),
                     agent=agent,
                     model=alias,
@@ -251,6 +253,7 @@ class ModelCalls:
         from (`memo`: its key, run and step; `inherited`: the parent run and step, or the
         binding `prose fork --set` gave)."""
         shared = self.shared
+        asked, delta = _journaled_request(request, continues)
         free = ModelResponse(
             answer.text,
             finish_reason=answer.finish_reason,
@@ -260,12 +263,13 @@ class ModelCalls:
             tool_calls=answer.tool_calls,
         )
         shared.emit(
-            ev.SessionStarted(step=step, agent=agent, model=alias, binding=label, kind=event)
+            ev.new_session_started(step=step, agent=agent, model=alias, binding=label, kind=event)
         )
         shared.emit(
-            ev.SessionFinished(
+            ev.new_session_finished(
                 step=step,
-                **_journaled_request(request, continues),
+                request=asked,
+                request_delta=delta,
                 response=free.to_dict(),
                 agent=agent,
                 model=alias,
@@ -326,12 +330,17 @@ def _failed(message: str, path: str, where: Any, step: str) -> SessionFailed:
     return failure
 
 
-def _journaled_request(request: ModelRequest, continues: tuple[str, int] | None) -> dict[str, Any]:
+def _journaled_request(
+    request: ModelRequest, continues: tuple[str, int] | None
+) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """What a call's events journal of its request: (the whole request, None), or for a tool
+    turn (None, what it added to the last). Keywords of the events, not a `**` dict: packing
+    one costs a session ~8k instructions (rec30h)."""
     if continues is None:
-        return {"request": request.to_dict()}
+        return request.to_dict(), None
     from openprose.providers.replay import request_delta  # tool turns only
 
-    return {"request_delta": request_delta(request, *continues)}
+    return None, request_delta(request, *continues)
 
 
 def backoff_delay(backoff: str, attempt: int, base: float) -> float:

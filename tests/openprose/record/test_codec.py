@@ -3,7 +3,6 @@ events they were and re-encode to the same bytes; every event round-trips."""
 
 from __future__ import annotations
 
-import types
 import typing
 from dataclasses import fields
 from pathlib import Path
@@ -22,6 +21,7 @@ from openprose.record.codec import (
     encode,
     fields_of,
 )
+from tests.openprose.record.strategies import FLOAT, JSON_VALUE, TEXT, value_of
 
 BEFORE_30 = Path(__file__).parent / "data" / "journal-before-30.jsonl"
 
@@ -94,54 +94,22 @@ def _kwargs(event: Any) -> dict[str, Any]:
 
 # --- every event type round-trips ------------------------------------------------------------
 
-_TEXT = st.text(st.characters(exclude_categories=("Cs",)), max_size=8)
-_INT = st.integers(-(2**63), 2**63 - 1)
-_FLOAT = st.floats(allow_nan=False, allow_infinity=False)
-_JSON = st.recursive(
-    st.none() | st.booleans() | _INT | _FLOAT | _TEXT,
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_TEXT, inner, max_size=3),
-    max_leaves=8,
-)
-
-
-def _strategy(hint: Any) -> st.SearchStrategy[Any]:
-    if hint is typing.Any:
-        return _JSON
-    if hint is str:
-        return _TEXT
-    if hint is bool:
-        return st.booleans()
-    if hint is int:
-        return _INT
-    if hint is float:
-        return _FLOAT
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if origin in (types.UnionType, typing.Union):
-        return st.one_of(*(_strategy(a) for a in args))
-    if hint is type(None):
-        return st.none()
-    if origin is list:
-        return st.lists(_strategy(args[0]), max_size=3)
-    if origin is dict:
-        return st.dictionaries(_strategy(args[0]), _strategy(args[1]), max_size=3)
-    raise AssertionError(f"no strategy for {hint!r}: teach the round-trip test its type")
-
 
 def _event_of(cls: type[Any]) -> st.SearchStrategy[Any]:
     hints = typing.get_type_hints(cls)
-    return st.builds(cls, **{f.name: _strategy(hints[f.name]) for f in fields(cls)})
+    return st.builds(cls, **{f.name: value_of(hints[f.name]) for f in fields(cls)})
 
 
 _ANY_EVENT = st.one_of(*(_event_of(cls) for cls in ev.REGISTRY.values())) | st.builds(
     ev.UnknownEvent,
-    _TEXT.filter(lambda name: name not in ev.REGISTRY),
-    _TEXT,
-    st.dictionaries(_TEXT.filter(lambda k: k not in ("ev", "step", "t")), _JSON, max_size=3),
+    TEXT.filter(lambda name: name not in ev.REGISTRY),
+    TEXT,
+    st.dictionaries(TEXT.filter(lambda k: k not in ("ev", "step", "t")), JSON_VALUE, max_size=3),
 )
 
 
 @settings(max_examples=500)
-@given(_ANY_EVENT, _FLOAT)
+@given(_ANY_EVENT, FLOAT)
 @example(ev.SessionFailed(step="", error="gave up"), 0.0)  # the tool loop's form: no attempt
 @example(ev.SessionFailed(step="", attempt=1, error="refused", status=None), 0.0)
 def test_every_event_round_trips(event: Any, t: float) -> None:
