@@ -24,6 +24,7 @@ from openprose.record.events import OMIT, REGISTRY, Event, UnknownEvent
 
 _META = ("ev", "step", "t")
 _OPTIONS = orjson.OPT_NON_STR_KEYS  # an int-keyed dict (a race's items) writes as before
+_LINE = _OPTIONS | orjson.OPT_APPEND_NEWLINE  # a journal's line, its newline written by orjson
 
 
 class EventDamaged(ValueError):
@@ -44,6 +45,7 @@ class Recorded(NamedTuple):
 
 Fields = Callable[[Any], dict[str, Any]]  # an event -> its fields, as its line holds them
 Line = Callable[[Any, float], dict[str, Any]]  # an event, its time -> the whole line's dict
+Write = Callable[[Any, float], bytes]  # an event, its time -> its journal line, newline included
 
 
 class _Spec(NamedTuple):
@@ -54,6 +56,7 @@ class _Spec(NamedTuple):
     required: frozenset[str]  # fields a line must carry (no default)
     fields: Fields  # the event's fields in a dict, in order (`_compiled`)
     line: Line  # `ev`, `step`, `t`, then the fields: what `encode` writes
+    write: Write  # `line`'s dict encoded, with its newline: what a journal appends
 
 
 def _left_out_when(omit: object) -> str:
@@ -77,16 +80,22 @@ def _spec_of(cls: type[Any]) -> _Spec:
         required,
         _compiled(keys, "fields", "e", ()),
         _compiled(keys, "line", "e, t", head),
+        _compiled(keys, "write", "e, t", head, f"_dumps(d, option={_LINE})"),
     )
 
 
 def _compiled(
-    keys: tuple[tuple[str, str], ...], name: str, params: str, head: tuple[tuple[str, str], ...]
+    keys: tuple[tuple[str, str], ...],
+    name: str,
+    params: str,
+    head: tuple[tuple[str, str], ...],
+    returned: str = "d",
 ) -> Any:
-    """A function putting an event's fields in a dict, compiled from its class's fields: the
-    journal encodes every event on the event loop. Every field goes in one dict display (one
-    C-level build, in declared order), then those left out this time are deleted, which keeps
-    the others' order: cheaper than a store per field (docs/decisions.md, record30, perf30)."""
+    """A function putting an event's fields in a dict (and returning `returned` of it),
+    compiled from its class's fields: the journal encodes every event on the event loop.
+    Every field goes in one dict display (one C-level build, in declared order), then those
+    left out this time are deleted, which keeps the others' order: cheaper than a store per
+    field (docs/decisions.md, record30, perf30)."""
     shown = [f"{key!r}: {value}" for key, value in head]
     deletes: list[str] = []
     for key, unless in keys:
@@ -97,9 +106,14 @@ def _compiled(
             when = key if unless == "." else unless
             deletes.append(f"    if e.{when} is None: del d[{key!r}]")
     source = "\n".join(
-        [f"def {name}({params}):", f"    d = {{{', '.join(shown)}}}", *deletes, "    return d"]
+        [
+            f"def {name}({params}):",
+            f"    d = {{{', '.join(shown)}}}",
+            *deletes,
+            f"    return {returned}",
+        ]
     )
-    namespace: dict[str, Any] = {}
+    namespace: dict[str, Any] = {"_dumps": orjson.dumps}
     exec(source, namespace)  # noqa: S102 - field names of our own classes only
     return namespace[name]
 
@@ -116,6 +130,25 @@ class _Specs(dict[type[Any], _Spec]):
 
 
 _SPECS = _Specs()
+
+
+def _unknown_line(event: UnknownEvent, t: float) -> bytes:
+    record = {"ev": event.ev, "step": event.step, "t": t, **event.fields}
+    return orjson.dumps(record, option=_LINE)
+
+
+class _Writers(dict[type[Any], Write]):
+    """Each event class's line writer (`_Spec.write`), found at its first line."""
+
+    def __missing__(self, cls: type[Any]) -> Write:
+        write = self[cls] = _SPECS[cls].write
+        return write
+
+
+WRITERS: dict[type[Any], Write] = _Writers({UnknownEvent: _unknown_line})
+"""`WRITERS[type(event)](event, t)`: the event's journal line with its newline, the bytes
+`encode` gives and a newline. The journal calls it for every event, two a model call: no
+call of `encode` between, no copy to add the newline (rec30h)."""
 
 
 def now() -> float:

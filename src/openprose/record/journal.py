@@ -28,7 +28,7 @@ from typing import Any
 
 import orjson
 
-from openprose.record.codec import encode
+from openprose.record.codec import WRITERS
 from openprose.record.events import Event
 from openprose.record.live import opened
 from openprose.statefiles import LOG_LIMIT, read_state_file
@@ -77,7 +77,7 @@ class Journal:
         if self._error is not None:
             raise self._error
         t = time_ns() // 1000 / 1e6  # `codec.now()`, inline: two events a session
-        self._pending.append(encode(event, t) + b"\n")
+        self._pending.append(WRITERS[type(event)](event, t))  # `encode(event, t) + b"\n"`
         self.events += 1
         if not self._scheduled:
             if self._loop is None:

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from openprose.record import events as ev
 from openprose.record.codec import (
+    WRITERS,
     EventDamaged,
     decode,
     decode_line,
@@ -114,6 +115,7 @@ _ANY_EVENT = st.one_of(*(_event_of(cls) for cls in ev.REGISTRY.values())) | st.b
 @example(ev.SessionFailed(step="", attempt=1, error="refused", status=None), 0.0)
 def test_every_event_round_trips(event: Any, t: float) -> None:
     line = encode(event, t)
+    assert WRITERS[type(event)](event, t) == line + b"\n"  # what a journal appends
     recorded = decode(orjson.loads(line))
     assert recorded.t == t
     assert encode(recorded.event, recorded.t) == line  # the same bytes again
