@@ -54,9 +54,6 @@ class _Spec(NamedTuple):
     # another field's name when that one is None
     keys: tuple[tuple[str, str], ...]
     required: frozenset[str]  # fields a line must carry (no default)
-    fields: Fields  # the event's fields in a dict, in order (`_compiled`)
-    line: Line  # `ev`, `step`, `t`, then the fields: what `encode` writes
-    write: Write  # `line`'s dict encoded, with its newline: what a journal appends
 
 
 def _left_out_when(omit: object) -> str:
@@ -72,16 +69,7 @@ def _spec_of(cls: type[Any]) -> _Spec:
         for f in fields(cls)
         if f.default is MISSING and f.default_factory is MISSING and f.name != "step"
     )
-    name: str = cls.ev
-    head = (("ev", repr(name)), ("step", "e.step"), ("t", "t"))
-    return _Spec(
-        name,
-        keys,
-        required,
-        _compiled(keys, "fields", "e", ()),
-        _compiled(keys, "line", "e, t", head),
-        _compiled(keys, "write", "e, t", head, f"_dumps(d, option={_LINE})"),
-    )
+    return _Spec(cls.ev, keys, required)
 
 
 def _compiled(
@@ -119,8 +107,8 @@ def _compiled(
 
 
 class _Specs(dict[type[Any], _Spec]):
-    """Each class's spec, compiled when the class is first encoded or decoded: a run uses a
-    handful of the events, and compiling all of them cost ~6 ms of every start-up."""
+    """Each class's spec, made when the class is first encoded or decoded: a run uses a
+    handful of the events."""
 
     def __missing__(self, cls: type[Any]) -> _Spec:
         if REGISTRY.get(getattr(cls, "ev", None)) is not cls:  # type: ignore[arg-type]
@@ -132,23 +120,49 @@ class _Specs(dict[type[Any], _Spec]):
 _SPECS = _Specs()
 
 
+def _head(spec: _Spec) -> tuple[tuple[str, str], ...]:
+    return (("ev", repr(spec.name)), ("step", "e.step"), ("t", "t"))
+
+
+class _Compiled(dict[type[Any], Any]):
+    """One compiled function per event class, compiled at its first use (each costs ~0.7M
+    instructions to compile; a run needs one or two for a handful of classes)."""
+
+    def __init__(self, make: Callable[[_Spec], Any], known: Mapping[type[Any], Any]) -> None:
+        super().__init__(known)
+        self._make = make
+
+    def __missing__(self, cls: type[Any]) -> Any:
+        made = self[cls] = self._make(_SPECS[cls])
+        return made
+
+
+def _unknown_fields(event: UnknownEvent) -> dict[str, Any]:
+    return dict(event.fields)
+
+
+def _unknown_record(event: UnknownEvent, t: float) -> dict[str, Any]:
+    return {"ev": event.ev, "step": event.step, "t": t, **event.fields}
+
+
 def _unknown_line(event: UnknownEvent, t: float) -> bytes:
-    record = {"ev": event.ev, "step": event.step, "t": t, **event.fields}
-    return orjson.dumps(record, option=_LINE)
+    return orjson.dumps(_unknown_record(event, t), option=_LINE)
 
 
-class _Writers(dict[type[Any], Write]):
-    """Each event class's line writer (`_Spec.write`), found at its first line."""
-
-    def __missing__(self, cls: type[Any]) -> Write:
-        write = self[cls] = _SPECS[cls].write
-        return write
-
-
-WRITERS: dict[type[Any], Write] = _Writers({UnknownEvent: _unknown_line})
-"""`WRITERS[type(event)](event, t)`: the event's journal line with its newline, the bytes
-`encode` gives and a newline. The journal calls it for every event, two a model call: no
-call of `encode` between, no copy to add the newline (rec30h)."""
+_FIELDS: dict[type[Any], Fields] = _Compiled(
+    lambda spec: _compiled(spec.keys, "fields", "e", ()), {UnknownEvent: _unknown_fields}
+)  # the event's fields in a dict, in order
+_LINES: dict[type[Any], Line] = _Compiled(
+    lambda spec: _compiled(spec.keys, "line", "e, t", _head(spec)),
+    {UnknownEvent: _unknown_record},
+)  # `ev`, `step`, `t`, then the fields
+WRITERS: dict[type[Any], Write] = _Compiled(
+    lambda spec: _compiled(spec.keys, "write", "e, t", _head(spec), f"_dumps(d, option={_LINE})"),
+    {UnknownEvent: _unknown_line},
+)
+"""`WRITERS[type(event)](event, t)`: the event's journal line with its newline (`line_of`'s
+dict encoded). The journal calls it for every event, two a model call: no call of `encode`
+between, no copy to add the newline (rec30h)."""
 
 
 def now() -> float:
@@ -158,25 +172,17 @@ def now() -> float:
 
 def fields_of(event: Event) -> dict[str, Any]:
     """The event's fields as its line holds them (without `ev`, `step` and `t`)."""
-    if isinstance(event, UnknownEvent):
-        return dict(event.fields)
-    return _SPECS[type(event)].fields(event)
+    return _FIELDS[type(event)](event)
 
 
 def line_of(event: Event, t: float) -> dict[str, Any]:
     """The dict of the event's journal line (`ev`, `step`, `t`, its fields), as read back."""
-    if isinstance(event, UnknownEvent):
-        return {"ev": event.ev, "step": event.step, "t": t, **event.fields}
-    return _SPECS[type(event)].line(event, t)
+    return _LINES[type(event)](event, t)
 
 
 def encode(event: Event, t: float) -> bytes:
     """The event's journal line, without the newline."""
-    if isinstance(event, UnknownEvent):
-        record = {"ev": event.ev, "step": event.step, "t": t, **event.fields}
-    else:
-        record = _SPECS[type(event)].line(event, t)
-    return orjson.dumps(record, option=_OPTIONS)
+    return WRITERS[type(event)](event, t)[:-1]
 
 
 def is_event_line(record: Mapping[str, Any]) -> bool:
