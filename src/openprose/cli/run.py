@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from cliconventions import interrupt_status
 from cliconventions import interrupt_word as interrupted
@@ -272,6 +272,10 @@ class RunNotice:
         self.project: Path | None = None
         self.provider: str | None = None  # the provider's name, for the summary's wording
         self.reporting = False  # the run is over; its summary is being written
+
+    # Handed only the run's start when it is the observer itself (`Shared.subscribe`); a
+    # `Fanout` with a view hands it every event.
+    only_events: ClassVar[tuple[type[Event], ...]] = (RunStarted,)
 
     def __call__(self, event: Event, t: float) -> None:
         if not isinstance(event, RunStarted):

@@ -421,6 +421,8 @@ class Shared:
     streams: bool = field(default=False, init=False)  # an observer shows answers as they stream
     # Who gets each event after the journal: the audit trail, traces, the views, `events()`.
     subscribers: list[Subscriber] = field(default_factory=list)
+    # Subscribers whose class names `only_events`: event class -> those handed it.
+    _only: dict[type[Any], list[Subscriber]] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self._answer_text = getattr(self.observer, "answer_text", None)
@@ -430,7 +432,7 @@ class Shared:
         if self.tracer is not None:
             self.subscribers.append(self.tracer.on_event)
         if self.observer is not None:
-            self.subscribers.append(self.observer)
+            self.subscribe(self.observer)
         if self.audit is not None:
             # The trail never gets ahead of the journal: a resume derives the missing part
             # of the trail from the journal, so the journal must hold all it has.
@@ -444,11 +446,19 @@ class Shared:
         t = self.journal.record(event)
         for subscriber in self.subscribers:
             subscriber(event, t)
+        if self._only:
+            for subscriber in self._only.get(type(event), ()):
+                subscriber(event, t)
 
     def subscribe(self, subscriber: Subscriber) -> None:
         """Hand every event from now on to `subscriber` too (the interpreter never changes
-        for a new consumer)."""
-        self.subscribers.append(subscriber)
+        for a new consumer), or only those of the classes its class names `only_events`."""
+        only = getattr(type(subscriber), "only_events", None)
+        if only is None:
+            self.subscribers.append(subscriber)
+            return
+        for kind in only:
+            self._only.setdefault(kind, []).append(subscriber)
 
     def commit(self) -> None:
         """Write every event emitted so far to the journal now: called before something

@@ -5,6 +5,11 @@
 An observer (the terminal views, `RunNotice`, `openprose.events()`) is a subscriber that
 may also have streaming hooks (`answer_text`, `answer_restarted`, `answer_waiting`,
 `watches`; see `Shared.watching`).
+
+A subscriber whose *class* names `only_events` (a tuple of event classes) is handed only
+events of those classes: `RunNotice` acts on the run's start alone, and a call of it for
+each of a fan-out's events cost ~2k instructions (rec30h). It is read from the class, so a
+wrapper forwarding attributes from its instance (`Fanout`) never takes it from another.
 """
 
 from __future__ import annotations
