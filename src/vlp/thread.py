@@ -418,7 +418,7 @@ class ThreadChecker:
         # New distinct ids, all or none; "" (lines without an id) is always there.
         if not seen.add_all(ids, packed) and not ("" in ids and seen.add_all(*_named(ids, packed))):
             return False
-        if not self._refer_back(refs, codes, own):
+        if not self._refer_back(refs, codes, packed):
             seen.truncate(known)
             return False
         self._last_seq.update(last_seqs)
@@ -428,15 +428,15 @@ class ThreadChecker:
                 self._corrects[ident] = [ref]
         return True
 
-    def _refer_back(self, refs: Sequence[Any], codes: Sequence[int], own: range) -> bool:
-        """Whether each line's reference (``own``: the lines' packed ints, type code 0) is
-        to an id first seen on an earlier line, an evidence's to a claim (or an invalid
-        message)."""
+    def _refer_back(self, refs: Sequence[Any], codes: Sequence[int], packed: list[int]) -> bool:
+        """Whether each line's reference is to an id first seen on an earlier line (a packed
+        int below the line's own: they order by line first), an evidence's to a claim (or
+        an invalid message)."""
         try:
             targets = self._seen.get_all(refs, _LATER)
         except TypeError:  # a list of references
             return False
-        if not all(map(lt, targets, own)):
+        if not all(map(lt, targets, packed)):
             return False
         if _EVIDENCE not in codes:
             return True
