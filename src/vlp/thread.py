@@ -109,9 +109,9 @@ def salvaged_fields(msg: Any, raw: bytes | None) -> ThreadFields:
 
 
 # Memory per id is one entry of a table in C (vlp._keytable: the id's bytes and one int64,
-# ~60 bytes a 11-character id, off Python's heap): where the id was first seen and the type
-# of its valid message, packed in one int, (line + 1) << 3 | type code (code 0: seen on
-# invalid messages only; line 0: unknown).
+# 70-100 bytes an 11-character id, off Python's heap): where the id was first seen and the
+# type of its valid message, packed in one int, (line + 1) << 3 | type code (code 0: seen
+# on invalid messages only; line 0: unknown; lines below 2**60).
 _INVALID = 0
 _CODE_BITS = 3
 _CODE_MASK = (1 << _CODE_BITS) - 1
