@@ -365,22 +365,23 @@ keytable_ass_subscript(KeyTable *table, PyObject *object, PyObject *given)
         return -1;
     }
     int64_t value;
-    if (value_of(given, &value) < 0 || make_room(table, 1) < 0) {
-        return -1;
-    }
     Key key;
-    if (key_of(object, &key) < 0) {
+    if (value_of(given, &value) < 0 || key_of(object, &key) < 0) {
         return -1;
     }
-    uint64_t hash = hash_of(&key);
-    size_t slot;
-    Py_ssize_t index = find(table, &key, hash, &slot);
-    int result = 0;
-    if (index >= 0) {
-        table->entries[index].value = value;
-    }
-    else {
-        result = insert(table, slot, &key, hash, value);
+    /* Room made last: reading the key may run a collection, and a finalizer may use the
+     * table; from here to the insert no Python code runs. */
+    int result = make_room(table, 1);
+    if (result == 0) {
+        uint64_t hash = hash_of(&key);
+        size_t slot;
+        Py_ssize_t index = find(table, &key, hash, &slot);
+        if (index >= 0) {
+            table->entries[index].value = value;
+        }
+        else {
+            result = insert(table, slot, &key, hash, value);
+        }
     }
     Py_XDECREF(key.owner);
     return result;
@@ -460,7 +461,7 @@ keytable_add_all(KeyTable *table, PyObject *const *args, Py_ssize_t nargs)
     if (PyTuple_GET_SIZE(values) != count) {
         PyErr_SetString(PyExc_ValueError, "add_all() takes as many values as keys");
     }
-    else if (make_room(table, count) == 0) { /* no resize below: the slots stay put */
+    else if (make_room(table, count) == 0) { /* one resize for the batch, not several */
         result = Py_True;
         Group group;
         for (Py_ssize_t start = 0; result == Py_True && start < count; start += GROUP) {
@@ -472,7 +473,10 @@ keytable_add_all(KeyTable *table, PyObject *const *args, Py_ssize_t nargs)
                 int64_t value;
                 size_t slot;
                 const Key *key = &group.keys[at];
-                if (value_of(PyTuple_GET_ITEM(values, start + at), &value) < 0) {
+                /* Room was made for the whole batch, but reading the group may have run
+                 * a finalizer that used the table: checked again (two comparisons). */
+                if (value_of(PyTuple_GET_ITEM(values, start + at), &value) < 0
+                    || make_room(table, 1) < 0) {
                     result = NULL;
                     break;
                 }
