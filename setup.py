@@ -11,6 +11,8 @@ setup(
     ext_modules=[
         # Whether JSON text may repeat a key: vlp.duplicates' cheap test (src/vlp/_keyscan.c).
         Extension("vlp._keyscan", ["src/vlp/_keyscan.c"], extra_compile_args=["-O2"]),
+        # A table of byte strings: the thread checks' memory of every id (src/vlp/_keytable.c).
+        Extension("vlp._keytable", ["src/vlp/_keytable.c"], extra_compile_args=["-O2"]),
         # Moving the spans after an edit in `prose lsp` (src/openprose/lsp/_spanshift.c).
         Extension(
             "openprose.lsp._spanshift",

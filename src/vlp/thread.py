@@ -11,9 +11,10 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import compress, groupby, repeat
-from operator import and_, eq, ge, is_, is_not, lt, or_, truth
+from operator import and_, ge, lt, or_, truth
 from typing import Any, TypeAlias, TypeGuard
 
+from vlp._keytable import KeyTable
 from vlp.errors import CorrectionCycleError, Problem
 from vlp.schema import KIND_CODES
 from vlp.validate import is_valid
@@ -107,9 +108,10 @@ def salvaged_fields(msg: Any, raw: bytes | None) -> ThreadFields:
     return ident or "", 0, "", session or "", -1 if seq is None else seq
 
 
-# Memory per id is one dict entry: where the id was first seen and the type of its valid
-# message, packed in one int, (line + 1) << 3 | type code (code 0: seen on invalid
-# messages only; line 0: unknown).
+# Memory per id is one entry of a table in C (vlp._keytable: the id's bytes and one int64,
+# 70-100 bytes an 11-character id, off Python's heap): where the id was first seen and the
+# type of its valid message, packed in one int, (line + 1) << 3 | type code (code 0: seen
+# on invalid messages only; line 0: unknown; lines below 2**60).
 _INVALID = 0
 _CODE_BITS = 3
 _CODE_MASK = (1 << _CODE_BITS) - 1
@@ -117,6 +119,11 @@ assert len(KIND_CODES) <= _CODE_MASK, "type codes fit in the packed int"
 _KIND_NAMES: tuple[str | None, ...] = (None, *KIND_CODES)
 _CLAIM, _EVIDENCE, _CORRECTION = (KIND_CODES[k] for k in ("claim", "evidence", "correction"))
 _EVIDENCE_TARGETS = frozenset({_CLAIM, _INVALID})
+# A slice's type codes as bytes, translated to 1 where the type is the one named: selectors
+# for compress, made in C (a map of eq over the codes costs ~10 times more).
+_ONLY_EVIDENCE, _ONLY_CORRECTIONS = (
+    bytes(int(code == kind) for code in range(256)) for kind in (_EVIDENCE, _CORRECTION)
+)
 _LATER = 1 << 126  # more than any packed value: "not seen yet"
 _CHECKED_ONE_BY_ONE = 8  # a batch with a problem is halved down to this size
 
@@ -138,7 +145,8 @@ class ThreadChecker:
     """
 
     def __init__(self) -> None:
-        self._seen: dict[str, int] = {"": 0}  # id -> packed line and type; "" = no reference
+        self._seen = KeyTable()  # id -> packed line and type
+        self._seen[""] = 0  # "": no reference
         self._corrects: dict[str, list[str]] = {}
         self._pending: dict[str, list[tuple[int | None, str, str]]] = {}
         self._last_seq: dict[str, int] = {}
@@ -411,31 +419,35 @@ class ThreadChecker:
         floor = _packed(first_line, 0)
         own = range(floor, floor + (len(ids) << _CODE_BITS), 1 << _CODE_BITS)
         packed = list(map(or_, own, codes))
-        # One probe per id: setdefault inserts a new id and returns the very int it was
-        # given, but leaves an id seen before (or earlier in these lines) as it was.
-        before = list(map(seen.setdefault, ids, packed))
-        # Only "" (lines without an id, always seen as 0) may have been there already.
-        if not all(map(is_, before, packed)) and sum(map(is_not, before, packed)) != ids.count(""):
-            _forget(seen, ids, before, packed)
+        known = len(seen)
+        # New distinct ids, all or none; "" (lines without an id) is always there.
+        if not seen.add_all(ids, packed) and not ("" in ids and seen.add_all(*_named(ids, packed))):
             return False
-        try:
-            earlier = all(map(lt, map(seen.get, refs, repeat(_LATER)), own))
-        except TypeError:  # a list of references: unhashable
-            earlier = False
-        if earlier and _EVIDENCE in codes:  # evidence attaches to claims (or invalid ones)
-            targets = compress(refs, map(eq, codes, repeat(_EVIDENCE)))
-            earlier = _EVIDENCE_TARGETS.issuperset(
-                map(and_, map(seen.__getitem__, targets), repeat(_CODE_MASK))
-            )
-        if not earlier:
-            _forget(seen, ids, before, packed)
+        kinds = bytes(codes)
+        if not self._refer_back(refs, kinds, packed):
+            seen.truncate(known)
             return False
         self._last_seq.update(last_seqs)
-        if _CORRECTION in codes:
-            corrections = list(map(eq, codes, repeat(_CORRECTION)))
+        if _CORRECTION in kinds:
+            corrections = kinds.translate(_ONLY_CORRECTIONS)
             for ident, ref in zip(compress(ids, corrections), compress(refs, corrections)):
                 self._corrects[ident] = [ref]
         return True
+
+    def _refer_back(self, refs: Sequence[Any], kinds: bytes, packed: list[int]) -> bool:
+        """Whether each line's reference is to an id first seen on an earlier line (a packed
+        int below the line's own: they order by line first), an evidence's to a claim (or
+        an invalid message)."""
+        try:
+            targets = self._seen.get_all(refs, _LATER)
+        except TypeError:  # a list of references
+            return False
+        if not all(map(lt, targets, packed)):
+            return False
+        if _EVIDENCE not in kinds:
+            return True
+        evidence = compress(targets, kinds.translate(_ONLY_EVIDENCE))
+        return _EVIDENCE_TARGETS.issuperset(map(and_, evidence, repeat(_CODE_MASK)))
 
     def _following_seqs(
         self, sessions: Sequence[str], seqs: Sequence[int]
@@ -477,11 +489,10 @@ class ThreadChecker:
         return last
 
 
-def _forget(seen: dict[str, int], ids: Sequence[str], before: list[int], packed: list[int]) -> None:
-    """Undo the setdefault of :meth:`ThreadChecker._take`: remove the ids it added."""
-    for ident, old, new in zip(ids, before, packed):
-        if old is new and ident:
-            del seen[ident]
+def _named(ids: Sequence[str], packed: list[int]) -> tuple[list[str], list[int]]:
+    """The ids that are not "" and their packed ints."""
+    named = list(map(truth, ids))
+    return list(compress(ids, named)), list(compress(packed, named))
 
 
 def _correction_cycles(corrects: dict[str, list[str]]) -> Iterator[list[str]]:
