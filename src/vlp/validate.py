@@ -318,7 +318,7 @@ def _explain(msg: Any) -> _Found:
                 message += f" (types are lowercase: write {kind.strip().lower()!r})"
             found = _add(found, "VLP105", message)
     value = get("timestamp", _MISSING)
-    if value.__class__ is not str or not _timestamp_match(value):
+    if value.__class__ is not str or not timestamp_is_valid(value):  # the pattern, cached
         if value is _MISSING:
             found = _add(found, "VLP101", "missing required field 'timestamp'")
         else:
