@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -21,6 +20,8 @@ from vlp.errors import VLPError
 from vlp.ndjson import NdjsonWriter, read_records
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from vlp.ask import Answer
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_PROVIDER = 0, 1, 2, 3
@@ -56,6 +57,7 @@ def add_command(commands: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import asyncio
+    from pathlib import Path  # here: `vlp validate` builds this parser and needs no pathlib
 
     from openprose.providers import ProviderConfigError, ProviderError
     from openprose.providers.selection import open_model

@@ -55,6 +55,24 @@ class Problem:
         return f"{self.code} {self.message}"
 
 
+# A class with Problem's slots and nothing else (the same layout): made without `__init__`,
+# its slots set by plain stores, then turned into a Problem. The explained lines of a stream
+# build thousands of records: ~0.1 us each against ~0.33 us for `Problem(...)`.
+_OpenProblem = type("_OpenProblem", (), {"__slots__": Problem.__slots__})
+
+
+def new_problem(code: str, message: str, line: int | None, ident: str | None) -> Problem:
+    """``Problem(code, message, line, ident)``, the same record (type, equality, hash,
+    repr, pickling, frozenness), built at a third of the cost."""
+    problem = _OpenProblem()
+    problem.code = code
+    problem.message = message
+    problem.line = line
+    problem.id = ident
+    problem.__class__ = Problem
+    return problem  # type: ignore[no-any-return]
+
+
 class VLPError(ValueError):
     """A message could not be made or loaded because it breaks VLP/1.1."""
 

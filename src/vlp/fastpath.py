@@ -35,6 +35,7 @@ from types import GenericAlias
 from typing import Annotated, Any, Literal, Union
 
 import msgspec
+import orjson
 from msgspec import UNSET, UnsetType
 
 from vlp._keyscan import lines_repeating_keys
@@ -91,6 +92,9 @@ class _Compiler:
         self.schema = schema
         self.open = open_values
         self._count = 0
+        # A nested object's struct, by place and spec: the message types share theirs
+        # (10 structs instead of 28, less to compile at each start-up).
+        self._nested: dict[tuple[str, bytes], type[msgspec.Struct]] = {}
 
     def type_of(self, spec: Any, where: str) -> Any:
         """The msgspec type of a schema fragment; None when it is left out."""
@@ -184,6 +188,17 @@ class _Compiler:
         return found
 
     def struct(self, spec: dict[str, Any], where: str, **options: Any) -> type[msgspec.Struct]:
+        if options:
+            return self._new_struct(spec, where, options)
+        key = (where, orjson.dumps(spec, option=orjson.OPT_SORT_KEYS))
+        known = self._nested.get(key)
+        if known is None:
+            known = self._nested[key] = self._new_struct(spec, where, options)
+        return known
+
+    def _new_struct(
+        self, spec: dict[str, Any], where: str, options: dict[str, Any]
+    ) -> type[msgspec.Struct]:
         self._count += 1
         return msgspec.defstruct(
             f"_{where.replace('.', '_') or 'message'}_{self._count}",
@@ -371,9 +386,9 @@ def _decode_open(line: bytes) -> Any:
 
 # msgspec names the first thing it refuses, and the decoders differ only on free-form
 # values: the open one can accept a line only when that first refusal is of one.
-_FREE_FORM = re.compile(
-    "|".join(f"`(?:\\$\\.)?{re.escape(name)}`" for name in free_form_fields(_SCHEMA))
-)
+# One alternation after a common "`" (not one branch per name, each starting with it): ~3x
+# faster on the refusals of a stream (~1 line in 12 of the bench).
+_FREE_FORM = re.compile(f"`(?:\\$\\.)?(?:{'|'.join(map(re.escape, free_form_fields(_SCHEMA)))})`")
 
 
 class _Doubt:

@@ -12,8 +12,6 @@ an exit) is reported as :class:`WorkerFailed`, never taken for a result.
 from __future__ import annotations
 
 import os
-import pickle
-import signal
 from collections.abc import Callable, Iterator
 from typing import IO, Any
 
@@ -70,6 +68,8 @@ class Worker:
         if status != 0:
             how = f"killed by signal {-status}" if status < 0 else f"exit status {status}"
             raise WorkerFailed(f"the worker process for {self.what} died ({how})")
+        import pickle  # only a run with workers needs it (start-up of `vlp validate`)
+
         self._file.seek(0)
         load = pickle.Unpickler(self._file).load
         while True:
@@ -85,6 +85,8 @@ class Worker:
     def stop(self) -> None:
         """End the worker if it still runs (the main process failed or was interrupted)."""
         if self._pid is not None:
+            import signal
+
             try:
                 os.kill(self._pid, signal.SIGKILL)
             except ProcessLookupError:
@@ -101,6 +103,8 @@ class Worker:
 
 
 def _run_child(work: Callable[[Emit], Any], out: IO[bytes]) -> None:
+    import pickle
+
     code = 1
     try:
         dump = pickle.Pickler(out, protocol=pickle.HIGHEST_PROTOCOL).dump

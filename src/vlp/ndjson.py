@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from pathlib import Path
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 import orjson
 
@@ -51,6 +50,9 @@ from vlp.scan_parts import (
 )
 from vlp.thread import ThreadChecker
 from vlp.validate import message_problems
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 __all__ = [
     "CHUNK_BYTES",
@@ -209,7 +211,9 @@ class NdjsonWriter:
     def __init__(
         self, path: str | os.PathLike[str], *, validate: bool = True, fsync: bool = False
     ) -> None:
-        self.path = Path(path)
+        from pathlib import Path  # not at import: `vlp validate` needs no pathlib (start-up)
+
+        self.path: Path = Path(path)
         self._validate = validate
         self._fsync = fsync
         self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)

@@ -108,7 +108,9 @@ def slice_columns(
             settle(Unparsed(error), number, line, summary, explained.append)
             row = salvaged_fields(None, line)
         else:
-            if surely(msg, line) or settle(msg, number, line, summary, explained.append):
+            # No `surely` first: the decoders doubted the line, and on the lines they doubt
+            # it is all but never true (0 of 3,068 on the bench); settle is the verdict.
+            if settle(msg, number, line, summary, explained.append):
                 row = thread_fields(msg)
                 valid += 1
             else:
@@ -167,9 +169,5 @@ def count_lines(
             msg = loads(line)
         except orjson.JSONDecodeError as error:
             msg = Unparsed(error)
-        else:
-            if surely(msg, line):  # a shape the line check leaves to the dict path
-                valid += 1
-                continue
-        valid += settle(msg, start + index, line, summary, on_problem)
+        valid += settle(msg, start + index, line, summary, on_problem)  # as in slice_columns
     return valid

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from operator import itemgetter
 from typing import Any, TypeAlias
 
-from vlp.errors import Problem
+from vlp.errors import Problem, new_problem
 from vlp.schema import (
     MESSAGE_TYPES,
     PROTOCOL,
@@ -282,7 +282,7 @@ def check_message(msg: Any, line: int | None = None) -> list[Problem] | None:
     ident = msg.get("id") if isinstance(msg, dict) else None
     if not isinstance(ident, str):
         ident = None
-    return [Problem(code, message, line, ident) for code, message in found]
+    return [new_problem(code, message, line, ident) for code, message in found]
 
 
 def _explain(msg: Any) -> _Found:
@@ -318,7 +318,7 @@ def _explain(msg: Any) -> _Found:
                 message += f" (types are lowercase: write {kind.strip().lower()!r})"
             found = _add(found, "VLP105", message)
     value = get("timestamp", _MISSING)
-    if value.__class__ is not str or not _timestamp_match(value):
+    if value.__class__ is not str or not timestamp_is_valid(value):  # the pattern, cached
         if value is _MISSING:
             found = _add(found, "VLP101", "missing required field 'timestamp'")
         else:
