@@ -130,7 +130,18 @@ class ConnectionPool:
         is sent once more on a new connection: the server closed that idle connection while
         the request was on its way (a close and a request cross on the wire), so it never
         saw the request. A fresh connection that fails the same way is not retried."""
-        loop = self._bind()
+        return await self.fetch_on(asyncio.get_running_loop(), request, body, timeouts)
+
+    async def fetch_on(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        request: PreparedRequest,
+        body: bytes,
+        timeouts: Timeouts,
+    ) -> Response:
+        """`fetch`, for a caller that has the running `loop` at hand (asking for it costs a
+        `getpid` on CPython 3.11)."""
+        self._bind(loop)
         now = loop.time()
         deadline = None if timeouts.total is None else now + timeouts.total
         connect_by = _earliest(deadline, timeouts.connect, now)
@@ -169,8 +180,8 @@ class ConnectionPool:
 
     # --- internals ---
 
-    def _bind(self) -> asyncio.AbstractEventLoop:
-        loop = asyncio.get_running_loop()
+    def _bind(self, loop: asyncio.AbstractEventLoop) -> asyncio.AbstractEventLoop:
+        """`loop`, the running one, if this pool serves it."""
         if self.loop is None:
             self.loop = loop
         elif self.loop is not loop:
@@ -356,7 +367,7 @@ class StreamContext:
 
     async def __aenter__(self) -> StreamedResponse:
         pool = self._pool
-        loop = pool._bind()
+        loop = pool._bind(asyncio.get_running_loop())
         deadline = _earliest(None, self._timeouts.connect, loop.time())
         connection = pool._take_idle(loop) or await pool._acquire(deadline)
         try:
