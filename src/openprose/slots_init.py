@@ -1,25 +1,38 @@
-"""A cheaper `__init__` for frozen, slotted, keyword-only dataclasses: the run record's
-events and the syntax tree's nodes (`openprose.nodes`).
+"""A cheaper `__init__` for frozen, slotted dataclasses: the run record's events, the syntax
+tree's nodes (`openprose.nodes`), and the requests and answers every model call makes
+(`providers.base`, `net.connection.Response`).
 
-The interpreter builds an event for everything a run does, and the parser several nodes a
-line, so their construction is on hot paths. A frozen dataclass's generated `__init__` sets each field with
+The interpreter builds an event for everything a run does, the parser several nodes a line,
+and each model call a request, its message, an HTTP answer, a usage and a response, so their
+construction is on hot paths. A frozen dataclass's generated `__init__` sets each field with
 `object.__setattr__(self, name, value)` (a global lookup, an attribute lookup and a lookup of
 the name per field); this one calls each slot's member descriptor directly, bound once when
-the class is made: about half the time per event, the same instances (still frozen: only
+the class is made: about half the time per instance, the same instances (still frozen: only
 `__init__` writes through the descriptors). It is compiled when the class is first built (a
 run builds a handful of the event classes; compiling all cost ~8 ms of every start-up).
 """
 
 from __future__ import annotations
 
-from dataclasses import MISSING, fields
+from dataclasses import MISSING, InitVar, fields
 from typing import Any
 
 
+class _Factory:
+    """A default factory's field not given (shown as the dataclass shows it)."""
+
+    def __repr__(self) -> str:
+        return "<factory>"
+
+
+_NOTHING = _Factory()
+
+
 def install_slots_init(cls: type[Any]) -> None:
-    """Replace the dataclass `cls`'s `__init__` (frozen, `slots=True`, `kw_only=True`, no
-    default factories, no `__post_init__`) with one setting its slots directly, compiled at
-    its first call; a class it cannot build faithfully is refused here (`TypeError`)."""
+    """Replace the frozen, slotted dataclass `cls`'s `__init__` with one setting its slots
+    directly, compiled at its first call: the same parameters (positional, then keyword-only),
+    defaults, default factories and `__post_init__` call. A class it cannot build faithfully
+    is refused here (`TypeError`)."""
     _checked(cls)
     generated = cls.__init__
 
@@ -39,32 +52,42 @@ def _checked(cls: type[Any]) -> None:
     frozen = cls.__dataclass_params__.frozen or "__setattr__" in cls.__dict__
     if "__slots__" not in cls.__dict__ or not frozen:
         raise TypeError(f"{cls.__name__}: only a frozen, slotted dataclass")
-    if hasattr(cls, "__post_init__"):
-        raise TypeError(f"{cls.__name__}: a __post_init__ would not be called")
+    for pseudo in cls.__dataclass_fields__.values():
+        kind = pseudo.type
+        if isinstance(kind, InitVar) or (isinstance(kind, str) and "InitVar" in kind):
+            raise TypeError(f"{cls.__name__}.{pseudo.name}: init-only variables are not supported")
     for item in fields(cls):
-        if not item.name.isidentifier() or not item.init or not item.kw_only:
-            raise TypeError(f"{cls.__name__}.{item.name}: only keyword-only fields set by __init__")
-        if item.default_factory is not MISSING:
-            raise TypeError(f"{cls.__name__}.{item.name}: default factories are not supported")
+        if not item.name.isidentifier() or not item.init:
+            raise TypeError(f"{cls.__name__}.{item.name}: only fields set by __init__")
 
 
 def _compiled(cls: type[Any], generated: Any) -> Any:
-    params: list[str] = []
+    positional: list[str] = []
+    keyword: list[str] = []
     body: list[str] = []
-    bound: dict[str, Any] = {}
+    bound: dict[str, Any] = {"_NOTHING": _NOTHING}
     for index, item in enumerate(fields(cls)):
         name = item.name
         bound[f"_set{index}"] = cls.__dict__[name].__set__
-        if item.default is MISSING:
-            params.append(name)
-        else:
+        value = name
+        if item.default is not MISSING:
             bound[f"_default{index}"] = item.default
-            params.append(f"{name}=_default{index}")
-        body.append(f"        _set{index}(self, {name})")
+            param = f"{name}=_default{index}"
+        elif item.default_factory is not MISSING:
+            bound[f"_factory{index}"] = item.default_factory
+            param = f"{name}=_NOTHING"
+            value = f"_factory{index}() if {name} is _NOTHING else {name}"
+        else:
+            param = name
+        (keyword if item.kw_only else positional).append(param)
+        body.append(f"        _set{index}(self, {value})")
+    if hasattr(cls, "__post_init__"):
+        body.append("        self.__post_init__()")
+    params = [*positional, *(["*", *keyword] if keyword else [])]
     source = "\n".join(
         [
             f"def make({', '.join(bound)}):",
-            f"    def __init__(self{', *, ' if params else ''}{', '.join(params)}):",
+            f"    def __init__({', '.join(['self', *params])}):",
             *(body or ["        pass"]),
             "    return __init__",
         ]

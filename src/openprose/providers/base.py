@@ -11,6 +11,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from openprose.slots_init import install_slots_init
+
 __all__ = [
     "Message",
     "ModelRequest",
@@ -271,6 +273,14 @@ class ModelResponse:
             provider=str(d.get("provider", "")),
             tool_calls=tuple(ToolCall.from_dict(c) for c in d.get("tool_calls") or ()),
         )
+
+
+# Each model call builds a request, its message, a usage and a response: their frozen
+# dataclasses' `__init__` set through the slots (slots_init: ~half the instructions).
+install_slots_init(Message)
+install_slots_init(Usage)
+install_slots_init(ModelRequest)
+install_slots_init(ModelResponse)
 
 
 @runtime_checkable
