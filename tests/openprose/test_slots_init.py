@@ -118,6 +118,11 @@ def test_positional_fields_factories_and_post_init_are_kept() -> None:
 
 
 def test_the_model_calls_classes_build_as_their_dataclasses_did() -> None:
+    for _ in range(300):  # past `after`: their own `__init__` compiled
+        ModelResponse("t", Usage(1, 2), request_id="r")
+        ModelRequest("m", (Message("user", "hi"),))
+        Response(200, {}, b"")
+    assert "_set0" in ModelRequest.__init__.__code__.co_freevars
     request = ModelRequest("m", (Message("user", "hi", shared_prefix=2),), None, 64)
     assert request == ModelRequest(
         model="m", messages=(Message("user", "hi", (), (), 2),), max_tokens=64
@@ -128,3 +133,20 @@ def test_the_model_calls_classes_build_as_their_dataclasses_did() -> None:
     assert Response(200, {}, b"x") == Response(status=200, headers={}, body=b"x")
     with pytest.raises(ValueError, match="message role"):
         Message("system", "x")  # Message's __post_init__
+
+
+def test_a_class_built_a_few_times_keeps_the_generated_init_until_after_that_many() -> None:
+    @dataclass(frozen=True, slots=True)
+    class Rare:
+        a: int
+        b: str = "b"
+
+    install_slots_init(Rare, after=2)
+    built = [Rare(1), Rare(2, b="c")]
+    assert "_set0" not in Rare.__init__.__code__.co_freevars  # nothing compiled yet
+    built.append(Rare(3))
+    assert "_set0" in Rare.__init__.__code__.co_freevars  # the third compiled it
+    built.append(Rare(4, "d"))
+    assert [(r.a, r.b) for r in built] == [(1, "b"), (2, "c"), (3, "b"), (4, "d")]
+    with pytest.raises(TypeError, match="positional"):
+        Rare(5, "e", 6)  # type: ignore[call-arg]

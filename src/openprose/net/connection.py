@@ -145,7 +145,8 @@ class Response:
     body: bytes
 
 
-install_slots_init(Response)  # one an answer: set through its slots, not `object.__setattr__`
+# one an answer: past a fan-out's first answers, set through its slots (see slots_init)
+install_slots_init(Response, after=256)
 
 
 class WholeAnswer(Exchange):
