@@ -61,11 +61,15 @@ def _checked(cls: type[Any]) -> None:
     frozen = cls.__dataclass_params__.frozen or "__setattr__" in cls.__dict__
     if "__slots__" not in cls.__dict__ or not frozen:
         raise TypeError(f"{cls.__name__}: only a frozen, slotted dataclass")
-    for pseudo in cls.__dataclass_fields__.values():
-        kind = pseudo.type
-        if isinstance(kind, InitVar) or (isinstance(kind, str) and "InitVar" in kind):
-            raise TypeError(f"{cls.__name__}.{pseudo.name}: init-only variables are not supported")
-    for item in fields(cls):
+    items = fields(cls)
+    if len(items) < len(cls.__dataclass_fields__):  # class or init-only variables
+        for pseudo in cls.__dataclass_fields__.values():
+            kind = pseudo.type
+            if isinstance(kind, InitVar) or (isinstance(kind, str) and "InitVar" in kind):
+                raise TypeError(
+                    f"{cls.__name__}.{pseudo.name}: init-only variables are not supported"
+                )
+    for item in items:
         if not item.name.isidentifier() or not item.init:
             raise TypeError(f"{cls.__name__}.{item.name}: only fields set by __init__")
 
