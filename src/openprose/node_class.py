@@ -20,7 +20,7 @@ from dataclasses import FrozenInstanceError, dataclass, field, fields
 from operator import attrgetter
 from typing import Any, ParamSpec, TypeVar, cast, dataclass_transform
 
-from openprose.slots_init import check_buildable, install_slots_init, keyword_params, made_in
+from openprose.slots_init import check_buildable, install_slots_init, made_in, parameters
 
 _C = TypeVar("_C")
 _P = ParamSpec("_P")
@@ -93,23 +93,27 @@ def open_twin(cls: type[Any]) -> type[Any]:
 
 
 def open_factory(cls: Callable[_P, _C]) -> Callable[_P, _C]:
-    """A function taking `cls(...)`'s keywords (same names, same defaults) and returning the
-    instance `cls(...)` returns, built through `open_twin(cls)`: under a third of the
-    instructions of a call of the class with keywords (type call, keywords packed into a dict
-    and unpacked again, `__init__`'s frame, a descriptor call per field; rec30h). Compiled
-    from the class's fields, so it cannot drift from them. For a keyword-only, frozen,
-    slotted dataclass made directly on object (`node_class`, the run record's events)."""
+    """A function taking `cls(...)`'s parameters (same names, kinds and defaults) and
+    returning the instance `cls(...)` returns, built through `open_twin(cls)`: under a third
+    of the instructions of a call of the class with keywords (type call, keywords packed into
+    a dict and unpacked again, `__init__`'s frame, a descriptor call per field; rec30h).
+    Compiled from the class's fields, so it cannot drift from them. For a frozen, slotted
+    dataclass made directly on object (`node_class`, the run record's events)."""
     made = cast(type[Any], cls)
     check_buildable(made)
     bound: dict[str, Any] = {"_twin": open_twin(made), "_cls": made}
-    params = keyword_params(made, bound)
-    stores = [f"        e.{item.name} = {item.name}" for item in fields(made)]
+    params, values = parameters(made, bound)
+    stores = [
+        f"        e.{item.name} = {value}" for item, value in zip(fields(made), values, strict=True)
+    ]
+    after = ["        e.__post_init__()"] if hasattr(made, "__post_init__") else []
     source = [
         f"def make({', '.join(bound)}):",
-        f"    def new_{made.__name__}({'*, ' if params else ''}{', '.join(params)}):",
+        f"    def new_{made.__name__}({', '.join(params)}):",
         "        e = _twin()",
         *stores,
         "        e.__class__ = _cls",
+        *after,
         "        return e",
         f"    return new_{made.__name__}",
     ]

@@ -180,22 +180,34 @@ def test_open_factory_takes_the_constructors_keywords_and_builds_its_instance() 
         new_shared(1, "a")  # type: ignore[misc]
 
 
-def test_open_factory_refuses_what_it_cannot_build_as_init_does() -> None:
+def test_open_factory_builds_positional_fields_and_default_factories_as_init_does() -> None:
     @dataclass(frozen=True, slots=True)
-    class Positional:
+    class Mixed:
         name: str
-
-    @dataclass(frozen=True, slots=True, kw_only=True)
-    class Defaulted:
         items: list[int] = field(default_factory=list)
+        count: int = field(default=0, kw_only=True)
+
+    new_mixed = open_factory(Mixed)
+    first, second = new_mixed("a"), new_mixed("a")
+    assert first == Mixed("a") and type(first) is Mixed
+    assert first.items is not second.items  # a fresh list each time, as __init__ gives
+    given = [1]
+    assert new_mixed("b", given, count=2) == Mixed("b", [1], count=2)
+    assert new_mixed("b", given).items is given
+    with pytest.raises(TypeError):
+        new_mixed("b", [1], 2)  # type: ignore[misc]  # count is keyword-only
+
+
+def test_open_factory_refuses_what_it_cannot_build_as_init_does() -> None:
+    @dataclass(frozen=True)
+    class Unslotted:
+        name: str
 
     @node_class
     class Child(Shared):
         extra: int = 0
 
-    with pytest.raises(TypeError, match="only keyword-only fields"):
-        open_factory(Positional)
-    with pytest.raises(TypeError, match="default factories"):
-        open_factory(Defaulted)
     with pytest.raises(TypeError, match="only a class made directly on object"):
         open_factory(Child)
+    with pytest.raises(TypeError, match="only a frozen, slotted dataclass"):
+        open_factory(Unslotted)

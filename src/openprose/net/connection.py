@@ -14,6 +14,7 @@ from time import monotonic
 from openprose.net.errors import AnswerTooLarge, ConnectionBroke, HttpFailure
 from openprose.net.parser import MAX_BODY_BYTES, ResponseHead, ResponseParser
 from openprose.net.timeouts import TimedOut
+from openprose.slots_init import install_slots_init
 
 __all__ = [
     "STREAM_BUFFER_BYTES",
@@ -142,6 +143,10 @@ class Response:
     status: int
     headers: dict[str, str]  # lower-case names
     body: bytes
+
+
+# one an answer: past a fan-out's first answers, set through its slots (see slots_init)
+install_slots_init(Response, after=256)
 
 
 class WholeAnswer(Exchange):

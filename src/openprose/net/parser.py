@@ -160,7 +160,11 @@ class ResponseParser:
         if self.head is None:
             if self._no_body:
                 self._head_data += data  # to tell where a body-less head ends
-            self._feed_head(data)
+            if len(data) <= self.max_head - self._head_bytes:  # within the head's allowance
+                self._head_bytes += len(data)
+                self._feed(data)
+            else:
+                self._feed_head(data)
         else:
             self._wire_bytes += len(data)
             self._feed(data)
@@ -191,13 +195,9 @@ class ResponseParser:
     # --- feeding llhttp ---
 
     def _feed_head(self, data: bytes) -> None:
-        """Feed no more than the head's allowance until the head is complete, so a head
-        that never ends is refused at its limit, not held whole."""
+        """Feed no more than the head's allowance (which `data` is over) until the head is
+        complete, so a head that never ends is refused at its limit, not held whole."""
         allowance = self.max_head - self._head_bytes
-        if len(data) <= allowance:
-            self._head_bytes += len(data)
-            self._feed(data)
-            return
         self._head_bytes += allowance
         self._feed(data[:allowance])
         if self.head is None and not self.done:
@@ -205,11 +205,16 @@ class ResponseParser:
         self.feed(data[allowance:])
 
     def _feed(self, data: bytes) -> None:
+        """`data` through llhttp, its failures said in words (after one, nothing more is
+        parsed)."""
         llhttp = self._llhttp
         if llhttp is None:  # a failure was raised before: nothing more is parsed
             raise NotHttp("the answer was refused already")
         try:
-            self._parse(llhttp, data)
+            llhttp.feed_data(data)
+        except (httptools.HttpParserError, httptools.HttpParserUpgrade) as error:
+            self._llhttp = None
+            self._failed(error)
         except BaseException:
             self._llhttp = None
             raise
@@ -218,11 +223,10 @@ class ResponseParser:
             # are freed by reference counting, not left to the cyclic garbage collector
             self._llhttp = None
 
-    def _parse(self, llhttp: httptools.HttpResponseParser, data: bytes) -> None:
-        """`data` through llhttp, its failures said in words."""
-        try:
-            llhttp.feed_data(data)
-        except httptools.HttpParserCallbackError as error:
+    def _failed(self, error: httptools.HttpParserError | httptools.HttpParserUpgrade) -> None:
+        """What llhttp raised, said in words; returns when it was no failure (a head
+        without a body, bytes after the end)."""
+        if isinstance(error, httptools.HttpParserCallbackError):
             # one of the callbacks below raised: httptools keeps it as the context
             raised = error.__context__
             if isinstance(raised, _HeadOnly):
@@ -231,13 +235,12 @@ class ResponseParser:
             if isinstance(raised, Exception):  # ours (NotHttp, AnswerTooLarge) or a sink's
                 raise raised from None
             raise self._failure(str(error)) from None
-        except httptools.HttpParserUpgrade:
+        if isinstance(error, httptools.HttpParserUpgrade):
             raise NotHttp("the server switched protocols, which was not asked for") from None
-        except httptools.HttpParserError as error:
-            if self.done:  # bytes after the end: not parsed, only noted
-                self.extra = True
-                return
-            raise self._failure(str(error)) from None
+        if self.done:  # bytes after the end: not parsed, only noted
+            self.extra = True
+            return
+        raise self._failure(str(error)) from None
 
     def _framing_allowance(self) -> int:
         """What may arrive after the head: the body's own bytes, one head's worth of

@@ -98,6 +98,7 @@ class ConnectionPool:
         self._waiters: deque[asyncio.Future[Connection | None]] = deque()
         self._open = 0  # connections open or opening, busy or idle
         self._sweeper: asyncio.TimerHandle | None = None
+        self._watches: _Watches | None = None  # made in the pool's loop, at its first exchange
         self._closed = False
         self.loop: asyncio.AbstractEventLoop | None = None
 
@@ -129,7 +130,18 @@ class ConnectionPool:
         is sent once more on a new connection: the server closed that idle connection while
         the request was on its way (a close and a request cross on the wire), so it never
         saw the request. A fresh connection that fails the same way is not retried."""
-        loop = self._bind()
+        return await self.fetch_on(asyncio.get_running_loop(), request, body, timeouts)
+
+    async def fetch_on(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        request: PreparedRequest,
+        body: bytes,
+        timeouts: Timeouts,
+    ) -> Response:
+        """`fetch`, for a caller that has the running `loop` at hand (asking for it costs a
+        `getpid` on CPython 3.11)."""
+        self._bind(loop)
         now = loop.time()
         deadline = None if timeouts.total is None else now + timeouts.total
         connect_by = _earliest(deadline, timeouts.connect, now)
@@ -156,6 +168,8 @@ class ConnectionPool:
         if self._sweeper is not None:
             self._sweeper.cancel()
             self._sweeper = None
+        if self._watches is not None:
+            self._watches.close()
         while self._idle:
             self._idle.pop().close()
             self._open -= 1
@@ -166,8 +180,8 @@ class ConnectionPool:
 
     # --- internals ---
 
-    def _bind(self) -> asyncio.AbstractEventLoop:
-        loop = asyncio.get_running_loop()
+    def _bind(self, loop: asyncio.AbstractEventLoop) -> asyncio.AbstractEventLoop:
+        """`loop`, the running one, if this pool serves it."""
         if self.loop is None:
             self.loop = loop
         elif self.loop is not loop:
@@ -184,7 +198,11 @@ class ConnectionPool:
         future: asyncio.Future[Response] = loop.create_future()
         answer = WholeAnswer(future)
         parser = ResponseParser(answer, max_head=self.max_head, max_body=self.max_body)
-        watch = _Watch(loop, connection, parser, future, deadline, timeouts)
+        watch = _Watch(loop.time(), connection, parser, future, deadline, timeouts)
+        watches = self._watches
+        if watches is None:
+            watches = self._watches = _Watches(loop)
+        watches.add(watch)
         try:
             self._send(connection, answer, parser, data)
             response = await future
@@ -192,7 +210,7 @@ class ConnectionPool:
             self._after_failure(connection, failure)
             raise
         finally:
-            watch.stop()
+            watches.remove(watch)
         if response.status == 408 and connection.served:
             self._timed_out_idle(connection)
         if connection.end():
@@ -349,7 +367,7 @@ class StreamContext:
 
     async def __aenter__(self) -> StreamedResponse:
         pool = self._pool
-        loop = pool._bind()
+        loop = pool._bind(asyncio.get_running_loop())
         deadline = _earliest(None, self._timeouts.connect, loop.time())
         connection = pool._take_idle(loop) or await pool._acquire(deadline)
         try:
@@ -421,75 +439,120 @@ def _earliest(deadline: float | None, seconds: float | None, now: float) -> floa
 
 
 class _Watch:
-    """The timeouts of one whole-answer exchange, on one timer: the head must arrive within
-    `first_byte` of sending, then no silence may last `read`, and all of it ends by the
-    total `deadline`. The timer fires at the earliest moment one of them could run out and
-    is set again when none has (a lazy timer): an answer that comes in time costs one timer,
-    as a single timeout would, and nothing is done per byte but noting when bytes came."""
+    """The timeouts of one whole-answer exchange: the head must arrive within `first_byte`
+    of sending, then no silence may last `read`, and all of it ends by the total `deadline`.
+    `due` is the earliest moment one of them could run out; the pool looks at the watch
+    then (`_Watches`) and it says when to look again (a lazy check): nothing is done per
+    byte but noting when bytes came."""
 
     __slots__ = (
         "_connection",
         "_deadline",
         "_first_byte",
         "_future",
-        "_handle",
-        "_loop",
         "_parser",
         "_read",
         "_timeouts",
+        "due",
     )
 
     def __init__(
         self,
-        loop: asyncio.AbstractEventLoop,
+        now: float,
         connection: Connection,
         parser: ResponseParser,
         future: asyncio.Future[Response],
         deadline: float | None,
         timeouts: Timeouts,
     ) -> None:
-        self._loop = loop
         self._connection = connection
         self._parser = parser
         self._future = future
         self._deadline = deadline
         self._timeouts = timeouts
         self._read = timeouts.read
-        now = loop.time()
         self._first_byte = _earliest(deadline, timeouts.first_byte, now)
-        self._handle: asyncio.TimerHandle | None = None
-        self._arm(_earliest(self._first_byte, self._read, now))
+        self.due = _earliest(self._first_byte, self._read, now)
 
-    def _arm(self, when: float | None) -> None:
-        self._handle = None if when is None else self._loop.call_at(when, self._check)
-
-    def stop(self) -> None:
-        if self._handle is not None:
-            self._handle.cancel()
-
-    def _check(self) -> None:
-        now = self._loop.time()
+    def check(self, now: float) -> float | None:
+        """At `now`, fail the exchange if one of its timeouts ran out; else the next
+        moment to look again (None: never, no timeout is left to run out)."""
         if self._deadline is not None and now >= self._deadline:
             assert self._timeouts.total is not None
-            return self._expire(TimedOut("total", self._timeouts.total))
+            self._expire(TimedOut("total", self._timeouts.total))
+            return None
         if self._parser.head is None:
             if self._first_byte is not None and now >= self._first_byte:
                 assert self._timeouts.first_byte is not None
-                return self._expire(TimedOut("first_byte", self._timeouts.first_byte))
+                self._expire(TimedOut("first_byte", self._timeouts.first_byte))
+                return None
             # looked at again after `read` at the latest: the head may arrive meanwhile,
             # and from then on a silence of `read` is what counts
-            return self._arm(_earliest(self._first_byte, self._read, now))
+            return _earliest(self._first_byte, self._read, now)
         if self._read is None:  # the head arrived: from now on only the total counts
-            return self._arm(self._deadline)
+            return self._deadline
         quiet_until = self._connection.last_data + self._read
         if now >= quiet_until:
-            return self._expire(TimedOut("read", self._read))
-        return self._arm(
-            quiet_until if self._deadline is None else min(quiet_until, self._deadline)
-        )
+            self._expire(TimedOut("read", self._read))
+            return None
+        return quiet_until if self._deadline is None else min(quiet_until, self._deadline)
 
     def _expire(self, failure: TimedOut) -> None:
+        """Fail the exchange (unless it ended meanwhile); nothing is left to watch."""
         if not self._future.done():
             self._connection.exchange = None
             self._connection.close()
             self._future.set_exception(failure)
+
+
+class _Watches:
+    """The watches of a pool's exchanges in flight, on one timer for them all, set for the
+    earliest moment one of them is due to be looked at. An exchange that ends in time only
+    leaves the table: the timer stays as it is and, when it fires, looks at the watches
+    then due and is set again for the earliest left. A fan-out of exchanges with the same
+    timeouts so costs a timer per timeout's length, not one per exchange (whose making,
+    heap order and cancelling cost about as much as the rest of the exchange's Python)."""
+
+    __slots__ = ("_at", "_due", "_loop", "_timer")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._due: dict[_Watch, float] = {}  # each watch: when to look at it next
+        self._timer: asyncio.TimerHandle | None = None
+        self._at = 0.0  # when `_timer` fires
+
+    def add(self, watch: _Watch) -> None:
+        due = watch.due
+        if due is None:
+            return  # no timeout at all
+        self._due[watch] = due
+        if self._timer is None or due < self._at:
+            self._arm(due)
+
+    def remove(self, watch: _Watch) -> None:
+        self._due.pop(watch, None)
+
+    def close(self) -> None:
+        """Stop the timer if no exchange is watched (those in flight keep their timeouts)."""
+        if not self._due and self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _arm(self, when: float) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        self._at = when
+        self._timer = self._loop.call_at(when, self._fire)
+
+    def _fire(self) -> None:
+        self._timer = None
+        now = self._loop.time()
+        table = self._due
+        for watch in [w for w, due in table.items() if due <= now]:
+            later = watch.check(now)
+            if later is None:
+                del table[watch]
+            else:
+                table[watch] = later
+        if table:
+            self._arm(min(table.values()))

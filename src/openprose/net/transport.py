@@ -128,7 +128,8 @@ class HttpTransport:
 
     async def fetch(self, prepared: Prepared, body: bytes, timeouts: Timeouts) -> Response:
         ready = _http(prepared)
-        return await self._pool(ready).fetch(ready.head, body, timeouts)
+        loop = asyncio.get_running_loop()
+        return await self._pool(ready, loop).fetch_on(loop, ready.head, body, timeouts)
 
     def stream(
         self, prepared: Prepared, body: bytes, timeouts: Timeouts
@@ -148,9 +149,16 @@ class HttpTransport:
         parts = urlsplit(url)
         return self._pools.get(f"{parts.scheme}://{parts.netloc}")
 
-    def _pool(self, ready: _HttpPrepared) -> ConnectionPool:
+    def _pool(
+        self, ready: _HttpPrepared, loop: asyncio.AbstractEventLoop | None = None
+    ) -> ConnectionPool:
+        """The pool of `ready`'s origin for the running loop (`loop`, when the caller has it)."""
         pool = self._pools.get(ready.origin)
-        if pool is None or pool.loop is not None and pool.loop is not asyncio.get_running_loop():
+        if (
+            pool is None
+            or pool.loop is not None
+            and pool.loop is not (loop or asyncio.get_running_loop())
+        ):
             pool = self._new_pool(ready.origin, ready.request.url)
         return pool
 

@@ -36,6 +36,7 @@ from openprose.providers.base import (
     UnreachableServerError,
 )
 from openprose.providers.settings import RetryPolicy
+from openprose.providers.slots import Slots
 from openprose.providers.streaming import TextSink, current_sink, stream_text_to
 
 __all__ = [
@@ -157,7 +158,7 @@ class ResilientProvider:
         self.name = inner.name
         self.policy = policy
         self.max_concurrency = max_concurrency
-        self._slots = asyncio.Semaphore(max_concurrency)
+        self._slots = Slots(max_concurrency)
         self._sleep = sleep
         self._jitter = jitter
         self._clock = clock
@@ -230,11 +231,16 @@ class ResilientProvider:
         """Exactly one attempt (a `SingleAttemptProvider`): for a caller whose own retry loop
         must be the only one. A `retry-after` beyond `max_retry_after` comes back as
         `RetryAfterTooLongError`, which no one retries."""
+        slots = self._slots
         try:
             # The slot is held per attempt, not across backoff, so a waiting retry
             # does not starve other sessions.
-            async with self._slots:
+            if not slots.take():
+                await slots.wait()
+            try:
                 response = await self.inner.complete(request)
+            finally:
+                slots.release()
         except TransientProviderError as error:
             self._redact_error(error)
             if error.retry_after is not None and error.retry_after > self.policy.max_retry_after:

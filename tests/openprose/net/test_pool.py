@@ -476,3 +476,31 @@ def test_any_bytes_on_the_wire_end_in_an_answer_or_a_clear_failure(
                 await pool.aclose()
 
     asyncio.run(exchange())
+
+
+def test_a_pool_serves_only_the_loop_that_first_used_it_whoever_names_the_loop() -> None:
+    async def answer(request: RawRequest) -> bool:
+        request.writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+        return True
+
+    async def first(pool: ConnectionPool) -> bytes:
+        request = pool.prepare("POST", "/v1/x", HEADERS)
+        loop = asyncio.get_running_loop()  # named by the caller, as HttpTransport does
+        return (await pool.fetch_on(loop, request, b"{}", Timeouts(total=5))).body
+
+    async def again(pool: ConnectionPool) -> None:
+        request = pool.prepare("POST", "/v1/x", HEADERS)
+        with pytest.raises(RuntimeError, match="serves the event loop that first used it"):
+            await pool.fetch(request, b"{}", Timeouts(total=5))
+        with pytest.raises(RuntimeError, match="serves the event loop that first used it"):
+            await pool.fetch_on(asyncio.get_running_loop(), request, b"{}", Timeouts(total=5))
+
+    async def both() -> None:
+        async with RawHttpServer(answer) as server:
+            pool = ConnectionPool(server.url)
+            assert await first(pool) == b"ok"
+            # another loop, in another thread, while the first still runs
+            await asyncio.to_thread(asyncio.run, again(pool))
+            await pool.aclose()
+
+    asyncio.run(both())
