@@ -510,9 +510,14 @@ def _named(ids: Sequence[str], packed: list[int]) -> tuple[list[str], list[int]]
 def _correction_cycles(corrects: dict[str, list[str]]) -> Iterator[list[str]]:
     """Each cycle among corrections once (iterative depth-first search)."""
     state: dict[str, int] = {}  # 1 = on the current path, 2 = done
-    for start, first_targets in corrects.items():
+    # Only a correction of a correction can be on a cycle: a search from any other finds
+    # nothing and marks only itself done, so those are not searched from (most of them).
+    names = corrects.keys()
+    starts = [start for start, targets in corrects.items() if not names.isdisjoint(targets)]
+    for start in starts:
         if start in state:
             continue
+        first_targets = corrects[start]
         path: list[str] = []
         stack: list[tuple[str, Iterator[str]]] = [(start, iter(first_targets))]
         state[start] = 1

@@ -5,10 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from tests.vlp.conftest import base
 from vlp import CorrectionCycleError, Thread, ThreadChecker, check_thread, effective
-from vlp.thread import salvaged_fields
+from vlp.thread import _correction_cycles, salvaged_fields
 
 
 def codes(messages: list[dict[str, Any]]) -> list[tuple[str, str | None]]:
@@ -208,3 +210,42 @@ def test_salvaged_fields_of_an_unparsable_line_are_read_off_its_bytes(
 ) -> None:
     assert salvaged_fields(None, raw) == fields
     assert salvaged_fields([{"id": "X"}], raw) == fields  # not an object: the bytes too
+
+
+def _cycles_searched_from_every_correction(corrects: dict[str, list[str]]) -> list[list[str]]:
+    """The depth-first search of ``_correction_cycles`` started from every correction in
+    order, none skipped: a plain recursive reference."""
+    state: dict[str, int] = {}
+    found: list[list[str]] = []
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = 1
+        path.append(node)
+        for target in corrects[node]:
+            if target not in corrects or target == node:
+                continue
+            if state.get(target) == 1:
+                found.append(path[path.index(target) :])
+            elif target not in state:
+                visit(target, path)
+        state[node] = 2
+        path.pop()
+
+    for start in corrects:
+        if start not in state:
+            visit(start, [])
+    return found
+
+
+_NODES = st.sampled_from("ABCDEFGH")
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.dictionaries(_NODES, st.lists(_NODES, max_size=3), max_size=8))
+@example({"A": ["B"], "B": ["C"], "C": ["A"], "D": ["A"]})
+@example({"X": ["Y"], "A": ["X", "B"], "B": ["A"]})  # a correction of a plain message first
+@example({"A": ["A"]})
+def test_correction_cycles_are_those_of_a_search_from_every_correction(
+    corrects: dict[str, list[str]],
+) -> None:
+    assert list(_correction_cycles(corrects)) == _cycles_searched_from_every_correction(corrects)
