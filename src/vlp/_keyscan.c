@@ -1,5 +1,7 @@
 /* Whether JSON text may give a key twice in one object: the cheap test in front of
- * vlp.duplicates.find_duplicate_keys (the exact walk, in Python).
+ * vlp.duplicates.find_duplicate_keys (the exact walk, in Python). Also split_lines, a
+ * read's bytes cut at each newline (bytes.split(b"\n") looks at one byte at a time;
+ * memchr at many).
  *
  * Bytes in, flags out; no knowledge of the message schema. The text is tokenised only as far
  * as the test needs (strings skipped, containers followed, the string after '{' or ',' in an
@@ -168,6 +170,40 @@ keyscan_lines_repeating_keys(PyObject *module, PyObject *lines)
     return found;
 }
 
+static PyObject *
+keyscan_split_lines(PyObject *module, PyObject *data)
+{
+    (void)module;
+    Py_buffer view;
+    if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0) {
+        return NULL;
+    }
+    PyObject *lines = PyList_New(0);
+    const char *at = view.buf;
+    const char *end = at + view.len;
+    while (lines != NULL) {
+        const char *newline = memchr(at, '\n', (size_t)(end - at));
+        const char *stop = newline == NULL ? end : newline;
+        PyObject *line;
+        if (newline == NULL && at == view.buf && PyBytes_CheckExact(data)) {
+            line = Py_NewRef(data); /* no newline: the bytes themselves, not a copy */
+        }
+        else {
+            line = PyBytes_FromStringAndSize(at, stop - at);
+        }
+        if (line == NULL || PyList_Append(lines, line) < 0) {
+            Py_CLEAR(lines);
+        }
+        Py_XDECREF(line);
+        if (newline == NULL) {
+            break;
+        }
+        at = newline + 1;
+    }
+    PyBuffer_Release(&view);
+    return lines;
+}
+
 static PyMethodDef keyscan_methods[] = {
     {"may_repeat_keys", keyscan_may_repeat_keys, METH_O,
      "may_repeat_keys(data, /)\n--\n\n"
@@ -175,13 +211,16 @@ static PyMethodDef keyscan_methods[] = {
     {"lines_repeating_keys", keyscan_lines_repeating_keys, METH_O,
      "lines_repeating_keys(lines, /)\n--\n\n"
      "The indexes of the lines (a list of bytes) that may give a key twice in one object."},
+    {"split_lines", keyscan_split_lines, METH_O,
+     "split_lines(data, /)\n--\n\n"
+     "`data` (bytes-like) cut at each newline: bytes(data).split(b'\\n')."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef keyscan_module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "vlp._keyscan",
-    .m_doc = "Whether JSON text may give a key twice in one object (C; see _keyscan.c).",
+    .m_doc = "Whether JSON text may give a key twice in one object; lines split (C; see _keyscan.c).",
     .m_size = 0,
     .m_methods = keyscan_methods,
 };

@@ -12,6 +12,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import BinaryIO, Protocol
 
+from vlp._keyscan import split_lines
+
 DEFAULT_MAX_LINE_BYTES = 1024 * 1024
 CHUNK_BYTES = 1024 * 1024
 _BOM = b"\xef\xbb\xbf"
@@ -106,7 +108,7 @@ def line_batches(
             chunk = chunk[newline + 1 :]
             last_line += 1
             skipping = False
-        lines = chunk.split(b"\n")
+        lines = split_lines(chunk)  # chunk.split(b"\n"), a fifth of the instructions
         if carry:
             lines[0] = carry + lines[0]
         carry = lines.pop()

@@ -57,13 +57,25 @@ def _salvage(msg: Any, raw: bytes | None) -> tuple[str | None, str | None, int |
         return (
             ident if isinstance(ident, str) and ident else None,
             session if isinstance(session, str) and session else None,
-            int(seq) if _is_seq(seq) else None,
+            seq
+            if seq.__class__ is int and 0 <= seq < _MAX_SEQ  # the usual seq, at once
+            else int(seq)
+            if _is_seq(seq)
+            else None,
         )
     if raw is None:
         return None, None, None
-    found = [pattern.search(raw) for pattern in (_SALVAGED_ID, _SALVAGED_SESSION, _SALVAGED_SEQ)]
-    texts = [match.group(1).decode("utf-8", "replace") if match else None for match in found]
-    return texts[0], texts[1], int(texts[2]) if texts[2] is not None else None
+    # Straight searches, no comprehensions: every unparsable line pays this.
+    ident, session, seq = (
+        _SALVAGED_ID.search(raw),
+        _SALVAGED_SESSION.search(raw),
+        _SALVAGED_SEQ.search(raw),
+    )
+    return (
+        None if ident is None else ident[1].decode("utf-8", "replace"),
+        None if session is None else session[1].decode("utf-8", "replace"),
+        None if seq is None else int(seq[1]),  # ASCII digits: int reads the bytes
+    )
 
 
 def safety_level(msg: Any) -> str:
@@ -498,9 +510,14 @@ def _named(ids: Sequence[str], packed: list[int]) -> tuple[list[str], list[int]]
 def _correction_cycles(corrects: dict[str, list[str]]) -> Iterator[list[str]]:
     """Each cycle among corrections once (iterative depth-first search)."""
     state: dict[str, int] = {}  # 1 = on the current path, 2 = done
-    for start, first_targets in corrects.items():
+    # Only a correction of a correction can be on a cycle: a search from any other finds
+    # nothing and marks only itself done, so those are not searched from (most of them).
+    names = corrects.keys()
+    starts = [start for start, targets in corrects.items() if not names.isdisjoint(targets)]
+    for start in starts:
         if start in state:
             continue
+        first_targets = corrects[start]
         path: list[str] = []
         stack: list[tuple[str, Iterator[str]]] = [(start, iter(first_targets))]
         state[start] = 1

@@ -1,6 +1,6 @@
 """The C key scan (src/vlp/_keyscan.c) against a plain reference written here, on JSON and
 on hostile bytes: it must agree everywhere, never read out of bounds, and never miss a
-repeated key."""
+repeated key. At the end, the module's line splitter against ``bytes.split``."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from vlp._keyscan import lines_repeating_keys, may_repeat_keys
+from vlp._keyscan import lines_repeating_keys, may_repeat_keys, split_lines
 
 MAX_DEPTH = 128
 MAX_OBJECT_KEYS = 64
@@ -192,3 +192,27 @@ def test_lines_takes_a_list_of_bytes_only(bad: Any) -> None:
 def test_may_repeat_keys_takes_bytes_like_only() -> None:
     with pytest.raises(TypeError):
         may_repeat_keys("{}")  # type: ignore[arg-type]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from([b"\n", b"\r", b"\x00", b"{}", b"\xff", b" "])).map(b"".join))
+@example(b"")
+@example(b"\n")
+@example(b"\n\n")
+@example(b"{}\n{}")
+def test_split_lines_cuts_exactly_where_bytes_split_does(data: bytes) -> None:
+    pieces = split_lines(data)
+    assert pieces == data.split(b"\n")
+    assert all(type(piece) is bytes for piece in pieces)
+    assert split_lines(bytearray(data)) == split_lines(memoryview(data)) == pieces
+
+
+def test_split_lines_takes_bytes_like_only() -> None:
+    with pytest.raises(TypeError):
+        split_lines("{}\n{}")  # type: ignore[arg-type]
+
+
+def test_split_lines_gives_bytes_without_a_newline_back_uncopied() -> None:
+    data = b"{}" * 1000
+    assert split_lines(data)[0] is data  # a chunk inside one long line costs no copy
+    assert split_lines(bytearray(data)) == [data]

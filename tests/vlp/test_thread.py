@@ -5,9 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from tests.vlp.conftest import base
 from vlp import CorrectionCycleError, Thread, ThreadChecker, check_thread, effective
+from vlp.thread import _correction_cycles, salvaged_fields
 
 
 def codes(messages: list[dict[str, Any]]) -> list[tuple[str, str | None]]:
@@ -168,3 +171,81 @@ def test_show_renders_long_reply_chains_without_recursion(count: int) -> None:
     text = render_thread(Thread(_chain(count, "response")))
     assert f"[depth {count - 1}] M{count - 1} response" in text
     assert len(text) < 600 * count
+
+
+@pytest.mark.parametrize(
+    ("seq", "read"),
+    [
+        (7, 7),
+        (0, 0),
+        (-1, -1),
+        (True, -1),  # a bool is no number here
+        (7.0, 7),  # a whole float counts, as an int
+        (7.5, -1),
+        (2**63 - 1, 2**63 - 1),
+        (2**63, -1),
+        ("7", -1),
+        (None, -1),
+    ],
+)
+def test_salvaged_fields_of_an_invalid_message_keep_only_a_usable_seq(seq: Any, read: int) -> None:
+    msg = {"id": "M1", "session_id": "S", "seq": seq, "refers_to": "M0"}
+    fields = salvaged_fields(msg, b"ignored")
+    assert fields == ("M1", 0, "", "S", read)
+    assert type(fields[4]) is int
+
+
+@pytest.mark.parametrize(
+    ("raw", "fields"),
+    [
+        (b'{"id": "M1", "session_id" : "S\xc3\xa9", "seq":12, "sender', ("M1", 0, "", "S\xe9", 12)),
+        (b'{"id":"M1","seq":0012,', ("M1", 0, "", "", 12)),
+        (b'{"id":"\xff","seq":1.5', ("\ufffd", 0, "", "", -1)),  # undecodable id; no whole seq
+        (b'{"id":"","seq":1234567890123456789', ("", 0, "", "", -1)),  # 19 digits: too long
+        (b"[1, 2", ("", 0, "", "", -1)),
+    ],
+)
+def test_salvaged_fields_of_an_unparsable_line_are_read_off_its_bytes(
+    raw: bytes, fields: tuple[Any, ...]
+) -> None:
+    assert salvaged_fields(None, raw) == fields
+    assert salvaged_fields([{"id": "X"}], raw) == fields  # not an object: the bytes too
+
+
+def _cycles_searched_from_every_correction(corrects: dict[str, list[str]]) -> list[list[str]]:
+    """The depth-first search of ``_correction_cycles`` started from every correction in
+    order, none skipped: a plain recursive reference."""
+    state: dict[str, int] = {}
+    found: list[list[str]] = []
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = 1
+        path.append(node)
+        for target in corrects[node]:
+            if target not in corrects or target == node:
+                continue
+            if state.get(target) == 1:
+                found.append(path[path.index(target) :])
+            elif target not in state:
+                visit(target, path)
+        state[node] = 2
+        path.pop()
+
+    for start in corrects:
+        if start not in state:
+            visit(start, [])
+    return found
+
+
+_NODES = st.sampled_from("ABCDEFGH")
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.dictionaries(_NODES, st.lists(_NODES, max_size=3), max_size=8))
+@example({"A": ["B"], "B": ["C"], "C": ["A"], "D": ["A"]})
+@example({"X": ["Y"], "A": ["X", "B"], "B": ["A"]})  # a correction of a plain message first
+@example({"A": ["A"]})
+def test_correction_cycles_are_those_of_a_search_from_every_correction(
+    corrects: dict[str, list[str]],
+) -> None:
+    assert list(_correction_cycles(corrects)) == _cycles_searched_from_every_correction(corrects)
