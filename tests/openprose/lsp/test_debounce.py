@@ -4,6 +4,9 @@ a burst after it wait for quiet, and a stale analysis is never published."""
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
+from typing import Any
 
 import pytest
 from lsprotocol import types as lsp
@@ -17,7 +20,6 @@ from openprose.lsp.textdoc import ProseWorkspace
 pytestmark = pytest.mark.asyncio
 
 URI = "untitled:debounce.prose"
-# Long enough that an analysis is still running when the next keystroke comes.
 TEXT = "".join(f'let note{i} = session "step {i}"\n' for i in range(3000))
 
 
@@ -61,6 +63,20 @@ async def test_a_burst_starts_two_analyses_and_publishes_its_last_version(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(lsp_server, "PAUSE_S", 0.15)
+    # The leading analysis (version 2) is held until the test ends, so that it is still
+    # running when the next keystroke comes however fast the machine analyses (an analysis
+    # reusing the previous version's takes a few ms); waiting in short steps leaves the
+    # bytecode boundaries where `Job.cancel` raises inside the worker thread.
+    release = threading.Event()
+    analysis = lsp_server.Analysis
+
+    def held(uri: str, path: Any, text: str, number: int, *args: Any, **kwargs: Any) -> Analysis:
+        deadline = time.monotonic() + 30
+        while number == 2 and not release.wait(0.005) and time.monotonic() < deadline:
+            pass
+        return analysis(uri, path, text, number, *args, **kwargs)
+
+    monkeypatch.setattr(lsp_server, "Analysis", held)
     server, published = _server()
     server.schedule(URI)
     await _settled(server)
@@ -73,7 +89,9 @@ async def test_a_burst_starts_two_analyses_and_publishes_its_last_version(
         else:
             assert URI not in server.jobs and URI in server.pending  # waiting for quiet
         await asyncio.sleep(0.02)
-    assert leading.future.result(timeout=30) is None  # cancelled by the next keystroke
+    cancelled = leading.future.result(timeout=30) is None  # by the next keystroke
+    release.set()
+    assert cancelled
     await _settled(server)
     assert server.stats["started"] - first == 2
     assert published == [1, 11]
