@@ -6,9 +6,10 @@
  * lookup (PyObject_GenericGetAttr) and whose type finds the name as a slot member holding an
  * object (a member descriptor, T_OBJECT_EX, as __slots__ and msgspec's Struct fields make).
  * A member descriptor is a data descriptor, so it wins over any instance __dict__, and the
- * slot is read as member_get would read it. Every other case (a property, a class
- * attribute, an instance __dict__, __getattr__, an empty slot and its AttributeError) goes
- * through PyObject_GetAttr, as attrgetter does.
+ * slot is read as member_get would read it. So is a plain class attribute (not a
+ * descriptor) of a type whose instances have no __dict__: the generic lookup returns it
+ * as it is. Every other case (a property, a method, an instance __dict__, __getattr__, an
+ * empty slot and its AttributeError) goes through PyObject_GetAttr, as attrgetter does.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -28,6 +29,10 @@ attribute(PyObject *object, PyObject *name)
                     return Py_NewRef(value);
                 }
             }
+        }
+        else if (descr != NULL && Py_TYPE(descr)->tp_descr_get == NULL &&
+                 type->tp_dictoffset == 0 && !(type->tp_flags & Py_TPFLAGS_MANAGED_DICT)) {
+            return Py_NewRef(descr); /* a plain class attribute, no instance dict to hide it */
         }
     }
     return PyObject_GetAttr(object, name);

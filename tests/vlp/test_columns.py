@@ -17,6 +17,9 @@ class Slots:
     __slots__ = ("a", "b")
     c = "class attribute"
 
+    def m(self) -> str:
+        return "method"
+
     def __init__(self, a: object, b: object) -> None:
         self.a = a
         self.b = b
@@ -31,6 +34,8 @@ class SlotsAndDict(Slots):
 
 
 class Plain:
+    c = "hidden class attribute"
+
     def __init__(self, a: object, b: object) -> None:
         self.a = a
         self.b = b
@@ -69,10 +74,18 @@ def _objects() -> st.SearchStrategy[Any]:
     )
 
 
-@given(st.lists(_objects(), max_size=20), st.lists(st.sampled_from("abc"), max_size=4))
+@given(
+    st.lists(_objects(), max_size=20),
+    st.lists(st.sampled_from(["a", "b", "c", "m", "__class__"]), max_size=4),
+)
 def test_columns_are_attrgetter_maps(objects: list[Any], names: list[str]) -> None:
-    expected = [list(map(attrgetter(name), objects)) for name in names]
-    assert columns(objects, tuple(names)) == expected
+    try:
+        expected = [list(map(attrgetter(name), objects)) for name in names]
+    except AttributeError:
+        with pytest.raises(AttributeError):
+            columns(objects, tuple(names))
+    else:
+        assert columns(objects, tuple(names)) == expected
 
 
 def test_the_values_are_the_objects_themselves() -> None:
@@ -85,6 +98,17 @@ def test_an_instance_dict_does_not_hide_a_slot() -> None:
     item = SlotsAndDict(1, 2)
     item.__dict__["a"] = "dict"
     assert columns([item], ("a", "c")) == [[1], ["property"]]
+
+
+def test_a_class_attribute_is_the_object_itself() -> None:
+    value = object()
+
+    class Holder:
+        __slots__ = ()
+        c = value
+
+    assert columns([Holder(), Holder()], ("c",)) == [[value, value]]
+    assert columns([Holder()], ("c",))[0][0] is value
 
 
 def test_an_empty_slot_raises_attribute_error() -> None:
