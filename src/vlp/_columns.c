@@ -15,27 +15,64 @@
 #include <Python.h>
 #include <structmember.h>
 
-static PyObject *
-attribute(PyObject *object, PyObject *name)
+/* How an attribute of a type's instances is read without the generic lookup: from a slot
+ * (offset >= 0), as a constant (a plain class attribute), or neither (PyObject_GetAttr). */
+typedef struct {
+    Py_ssize_t offset;
+    PyObject *constant; /* borrowed from the type */
+} Way;
+
+static Way
+way_of(PyTypeObject *type, PyObject *name)
 {
-    PyTypeObject *type = Py_TYPE(object);
-    if (type->tp_getattro == PyObject_GenericGetAttr) {
-        PyObject *descr = _PyType_Lookup(type, name); /* borrowed */
-        if (descr != NULL && Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
-            PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
-            if (member->type == T_OBJECT_EX && !(member->flags & PY_AUDIT_READ)) {
-                PyObject *value = *(PyObject **)((char *)object + member->offset);
-                if (value != NULL) {
-                    return Py_NewRef(value);
-                }
-            }
-        }
-        else if (descr != NULL && Py_TYPE(descr)->tp_descr_get == NULL &&
-                 type->tp_dictoffset == 0 && !(type->tp_flags & Py_TPFLAGS_MANAGED_DICT)) {
-            return Py_NewRef(descr); /* a plain class attribute, no instance dict to hide it */
+    Way way = {-1, NULL};
+    if (type->tp_getattro != PyObject_GenericGetAttr) {
+        return way;
+    }
+    PyObject *descr = _PyType_Lookup(type, name); /* borrowed */
+    if (descr != NULL && Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
+        PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
+        if (member->type == T_OBJECT_EX && !(member->flags & PY_AUDIT_READ)) {
+            way.offset = member->offset;
         }
     }
-    return PyObject_GetAttr(object, name);
+    else if (descr != NULL && Py_TYPE(descr)->tp_descr_get == NULL &&
+             type->tp_dictoffset == 0 && !(type->tp_flags & Py_TPFLAGS_MANAGED_DICT)) {
+        way.constant = descr; /* a plain class attribute, no instance dict to hide it */
+    }
+    return way;
+}
+
+/* The ways of the last few types met, for every name: valid while no Python code runs (it
+ * could change a class), so forgotten at each PyObject_GetAttr. */
+#define CACHED_TYPES 8
+#define CACHED_NAMES 8
+
+typedef struct {
+    int count;
+    PyTypeObject *types[CACHED_TYPES];
+    Way ways[CACHED_TYPES][CACHED_NAMES];
+} Ways;
+
+static const Way *
+ways_of(Ways *cache, PyTypeObject *type, PyObject *names, Way *uncached)
+{
+    for (int at = 0; at < cache->count; at++) {
+        if (cache->types[at] == type) {
+            return cache->ways[at];
+        }
+    }
+    Py_ssize_t width = PyTuple_GET_SIZE(names);
+    Way *ways = width <= CACHED_NAMES && cache->count < CACHED_TYPES
+                    ? cache->ways[cache->count]
+                    : uncached;
+    for (Py_ssize_t column = 0; column < width; column++) {
+        ways[column] = way_of(type, PyTuple_GET_ITEM(names, column));
+    }
+    if (ways != uncached) {
+        cache->types[cache->count++] = type;
+    }
+    return ways;
 }
 
 static PyObject *
@@ -74,19 +111,41 @@ columns_columns(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         }
         PyList_SET_ITEM(result, column, values);
     }
+    Way *uncached = PyMem_New(Way, (size_t)width);
+    if (uncached == NULL) {
+        Py_DECREF(objects);
+        Py_DECREF(result);
+        return PyErr_NoMemory();
+    }
+    Ways cache = {.count = 0};
     /* Row by row: each object's fields are read while it is in the CPU caches. */
     for (Py_ssize_t row = 0; row < rows; row++) {
         PyObject *object = PyList_GET_ITEM(objects, row);
+        const Way *ways = ways_of(&cache, Py_TYPE(object), names, uncached);
         for (Py_ssize_t column = 0; column < width; column++) {
-            PyObject *value = attribute(object, PyTuple_GET_ITEM(names, column));
-            if (value == NULL) {
-                Py_DECREF(objects);
-                Py_DECREF(result);
-                return NULL;
+            PyObject *value = NULL;
+            if (ways[column].offset >= 0) {
+                value = Py_XNewRef(*(PyObject **)((char *)object + ways[column].offset));
+            }
+            else if (ways[column].constant != NULL) {
+                value = Py_NewRef(ways[column].constant);
+            }
+            if (value == NULL) { /* the generic lookup, or an empty slot's AttributeError */
+                cache.count = 0;
+                value = PyObject_GetAttr(object, PyTuple_GET_ITEM(names, column));
+                if (value == NULL) {
+                    PyMem_Free(uncached);
+                    Py_DECREF(objects);
+                    Py_DECREF(result);
+                    return NULL;
+                }
+                /* Python code may have run: the rest of this row by the new ways. */
+                ways = ways_of(&cache, Py_TYPE(object), names, uncached);
             }
             PyList_SET_ITEM(PyList_GET_ITEM(result, column), row, value);
         }
     }
+    PyMem_Free(uncached);
     Py_DECREF(objects);
     return result;
 }

@@ -111,6 +111,30 @@ def test_a_class_attribute_is_the_object_itself() -> None:
     assert columns([Holder()], ("c",))[0][0] is value
 
 
+def test_a_class_changed_while_read_is_read_anew() -> None:
+    class Holder:
+        __slots__ = ()
+        c = "before"
+
+    class Changing:
+        def __getattr__(self, name: str) -> str:
+            Holder.c = "after"
+            return name
+
+    objects = [Holder(), Changing(), Holder()]
+    assert columns(objects, ("c",)) == [["before", "c", "after"]]
+
+
+def test_many_types_and_many_names() -> None:
+    kinds = [
+        type(f"Kind{number}", (Slots,), {"__slots__": (), "c": number}) for number in range(20)
+    ]
+    objects = [kind(number, str(number)) for number, kind in enumerate(kinds * 2)]
+    names = ("a", "b", "c", "__class__") * 3
+    expected = [list(map(attrgetter(name), objects)) for name in names]
+    assert columns(objects, names) == expected
+
+
 def test_an_empty_slot_raises_attribute_error() -> None:
     empty = Slots.__new__(Slots)
     with pytest.raises(AttributeError):
