@@ -13,6 +13,9 @@ setup(
         Extension("vlp._keyscan", ["src/vlp/_keyscan.c"], extra_compile_args=["-O2"]),
         # A table of byte strings: the thread checks' memory of every id (src/vlp/_keytable.c).
         Extension("vlp._keytable", ["src/vlp/_keytable.c"], extra_compile_args=["-O2"]),
+        # Attributes of many objects read as columns: the decoded lines' fields
+        # (src/vlp/_columns.c).
+        Extension("vlp._columns", ["src/vlp/_columns.c"], extra_compile_args=["-O2"]),
         # Moving the spans after an edit in `prose lsp` (src/openprose/lsp/_spanshift.c).
         Extension(
             "openprose.lsp._spanshift",

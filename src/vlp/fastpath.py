@@ -30,7 +30,7 @@ import re
 from collections.abc import Callable
 from functools import cache
 from itertools import compress, repeat
-from operator import attrgetter, ge
+from operator import ge
 from types import GenericAlias
 from typing import Annotated, Any, Literal, Union
 
@@ -38,6 +38,7 @@ import msgspec
 import orjson
 from msgspec import UNSET, UnsetType
 
+from vlp._columns import columns
 from vlp._keyscan import lines_repeating_keys
 from vlp.schema import KIND_CODES, load_schema
 from vlp.validate import bad_timestamps
@@ -404,8 +405,6 @@ class _Doubt:
 
 
 DOUBT: Any = _Doubt()
-_timestamps = attrgetter("timestamp")
-_confidences = attrgetter("confidence")
 
 
 def decode_lines(lines: list[bytes]) -> tuple[list[Any], list[int]]:
@@ -441,8 +440,9 @@ def decode_lines(lines: list[bytes]) -> tuple[list[Any], list[int]]:
             else:
                 shapes[index] = shape
         doubtful.sort()
-    broken = bad_timestamps(list(map(_timestamps, shapes)))
-    broken += _RULE.broken_by(shapes, list(map(_confidences, shapes)))
+    timestamps, confidences = columns(shapes, ("timestamp", "confidence"))
+    broken = bad_timestamps(timestamps)
+    broken += _RULE.broken_by(shapes, confidences)
     broken += _repeating_keys(lines, doubtful)
     if broken:
         for index in broken:

@@ -5,10 +5,10 @@ thread checks fed from them, only the doubtful lines explained one by one.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from operator import attrgetter
 
 import orjson
 
+from vlp._columns import columns
 from vlp.errors import Problem
 from vlp.fastpath import decode_lines
 from vlp.line_problems import (
@@ -61,9 +61,9 @@ def thread_lines(
     explained: list[Problem] = []
     found: list[Problem] = []
     valid = 0
-    for offset, slice_valid, columns in column_slices(lines, start, summary, explained):
+    for offset, slice_valid, thread_columns in column_slices(lines, start, summary, explained):
         valid += slice_valid
-        found += thread.add_batch(columns, start + offset)
+        found += thread.add_batch(thread_columns, start + offset)
     report_batch(explained, found, summary, on_problem)
     return valid
 
@@ -96,7 +96,7 @@ def slice_columns(
     """How many of ``lines`` are valid, and their thread columns; the problems of the
     others go to ``explained``."""
     shapes, doubtful = decode_lines(lines)
-    ids, codes, refs, sessions, seqs = [list(map(get, shapes)) for get in _COLUMNS]
+    ids, codes, refs, sessions, seqs = columns(shapes, _COLUMNS)
     # A doubtful line's row is rewritten: a valid message's fields, or what can be read
     # of an invalid one (or a blank line).
     valid = len(lines) - len(doubtful)
@@ -119,7 +119,7 @@ def slice_columns(
     return valid, (ids, codes, refs, sessions, seqs)
 
 
-_COLUMNS = [attrgetter(name) for name in ("id", "code", "refers_to", "session_id", "seq")]
+_COLUMNS = ("id", "code", "refers_to", "session_id", "seq")
 
 
 def _problem_line(problem: Problem) -> int:

@@ -553,15 +553,26 @@ def check_thread(messages: Iterable[dict[str, Any]]) -> list[Problem]:
     return found
 
 
-@dataclass(frozen=True)
 class _Resolved:
-    """Where the corrections of one message lead: computed once for every message."""
+    """Where the corrections of one message lead: computed once for every message. A
+    plain class, not a dataclass: `vlp validate` imports this module and never makes one,
+    and a dataclass costs ~4 M instructions at each start-up (docs/decisions.md, vlp35k)."""
 
-    best: str  # the latest message reachable through corrections (the source of truth)
-    step: str | None  # the next correction on the way to ``best`` (None: it is ``best``)
-    hops: int  # corrections between the message and ``best``
-    severity: int  # the most severe safety level along that path
-    cycle: tuple[str, ...] | None  # a correction cycle reachable from the message
+    __slots__ = ("best", "cycle", "hops", "severity", "step")
+
+    def __init__(
+        self,
+        best: str,  # the latest message reachable through corrections (the source of truth)
+        step: str | None,  # the next correction on the way to ``best`` (None: it is ``best``)
+        hops: int,  # corrections between the message and ``best``
+        severity: int,  # the most severe safety level along that path
+        cycle: tuple[str, ...] | None,  # a correction cycle reachable from the message
+    ) -> None:
+        self.best = best
+        self.step = step
+        self.hops = hops
+        self.severity = severity
+        self.cycle = cycle
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,3 @@
+from typing import Any
+
+def columns(objects: list[Any], names: tuple[str, ...], /) -> list[list[Any]]: ...
